@@ -1,0 +1,258 @@
+package blocks
+
+import (
+	"fmt"
+
+	"github.com/automerge/automerge-go"
+)
+
+// Heads returns the document's current heads (sorted hex change hashes).
+func (d *Document) Heads() []string {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return hexHeads(d.c.am.Heads())
+}
+
+// Save returns the whole document in automerge's compact form.
+func (d *Document) Save() ([]byte, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	var b []byte
+	err := guard(func() error { b = d.c.am.Save(); return nil })
+	return b, err
+}
+
+// SaveIncremental returns the changes since the last Save or
+// SaveIncremental. Note that it also re-exports changes that arrived through
+// LoadIncremental; a store persisting its own writes should use
+// PendingChanges instead.
+func (d *Document) SaveIncremental() ([]byte, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	var b []byte
+	err := guard(func() error { b = d.c.am.SaveIncremental(); return nil })
+	return b, err
+}
+
+// LoadIncremental applies changes produced elsewhere (SaveIncremental,
+// PendingChanges or Save bytes). Changes whose dependencies are missing are
+// queued by automerge until they arrive. Subscribers get a Remote event
+// when the heads move.
+func (d *Document) LoadIncremental(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	c := d.c
+	c.mu.Lock()
+	before := hexHeads(c.am.Heads())
+	err := guard(func() error { return c.am.LoadIncremental(data) })
+	ev, subs := c.afterRemote(before)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("block %q: load changes: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return nil
+}
+
+// afterRemote refreshes the cache after changes arrived from elsewhere and
+// returns the event to fire, if the heads moved. Caller holds mu.
+func (c *core) afterRemote(before []string) (Event, []func(Event)) {
+	after := hexHeads(c.am.Heads())
+	if equalStrings(before, after) {
+		return Event{}, nil
+	}
+	c.invalidate()
+	return Event{Label: c.info.Label, Op: OpMerge, Heads: after, Remote: true}, c.subscribers()
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Merge applies every change of other that this document lacks. The two
+// documents must be replicas of one block (one was forked or loaded from
+// the other).
+func (d *Document) Merge(other *Document) error {
+	if d.c == other.c {
+		return nil
+	}
+	// Snapshot the other side under its own lock, then merge under ours, so
+	// two opposite merges cannot deadlock.
+	oc := other.c
+	oc.mu.Lock()
+	var snap *automerge.Doc
+	err := guard(func() (err error) { snap, err = oc.am.Fork(); return err })
+	oc.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("block %q: merge: %w", d.Label(), err)
+	}
+	c := d.c
+	c.mu.Lock()
+	before := hexHeads(c.am.Heads())
+	err = guard(func() error { _, err := c.am.Merge(snap); return err })
+	ev, subs := c.afterRemote(before)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("block %q: merge: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return nil
+}
+
+// Fork returns an independent replica of the document (same metadata, new
+// automerge actor) that can be edited separately and merged back.
+func (d *Document) Fork() (*Document, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var fork *automerge.Doc
+	if err := guard(func() (err error) { fork, err = c.am.Fork(); return err }); err != nil {
+		return nil, fmt.Errorf("block %q: fork: %w", c.info.Label, err)
+	}
+	nc := newCore(fork, c.info, &Options{Approver: c.approver, Now: c.now})
+	nc.persisted = fork.Heads()
+	return &Document{c: nc, accessor: d.accessor, perm: d.perm}, nil
+}
+
+// PendingChanges returns the changes this replica made that are not yet
+// marked persisted, encoded for LoadIncremental, and the heads to pass to
+// MarkPersisted once they are durable. Changes merged in from other
+// replicas are not included: whoever made them persists them. data is nil
+// when there is nothing to persist.
+func (d *Document) PendingChanges() (data []byte, heads []string, err error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var own []*automerge.Change
+	err = guard(func() error {
+		chs, err := c.am.Changes(c.persisted...)
+		if err != nil {
+			return err
+		}
+		me := c.am.ActorID()
+		for _, ch := range chs {
+			if ch.ActorID() == me {
+				own = append(own, ch)
+			}
+		}
+		heads = hexHeads(c.am.Heads())
+		if len(own) > 0 {
+			data = automerge.SaveChanges(own)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("block %q: pending changes: %w", c.info.Label, err)
+	}
+	return data, heads, nil
+}
+
+// MarkPersisted records that everything up to heads is durable.
+func (d *Document) MarkPersisted(heads []string) error {
+	hs, err := parseHeads(heads)
+	if err != nil {
+		return err
+	}
+	d.c.mu.Lock()
+	d.c.persisted = hs
+	d.c.mu.Unlock()
+	return nil
+}
+
+// Dirty reports whether this replica has changes not marked persisted.
+func (d *Document) Dirty() bool {
+	data, _, err := d.PendingChanges()
+	return err != nil || len(data) > 0
+}
+
+// SetInfo replaces the block's metadata (the store uses it for
+// reconfiguration it has authorized and persisted). The schema may only
+// change within its kind, and the current value must still be valid.
+func (d *Document) SetInfo(info Info) error {
+	if err := info.Check(); err != nil {
+		return err
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if info.Schema.Kind() != c.info.Schema.Kind() {
+		return fmt.Errorf("%w: block %q: cannot change schema kind from %s to %s", ErrWrongSchema, c.info.Label, c.info.Schema.Kind(), info.Schema.Kind())
+	}
+	old := c.info
+	c.info = info
+	c.infoVer++
+	c.invalidate()
+	// New fields need their containers; reading validates the rest.
+	var wrote bool
+	if err := guard(func() (err error) { wrote, err = ensureContainers(c.am.RootMap(), info.Schema); return err }); err != nil {
+		c.info = old
+		return fmt.Errorf("block %q: reconfigure: %w", info.Label, err)
+	}
+	if wrote {
+		if _, err := c.commit(commitMessage{Actor: "system", Op: OpReconfigure}); err != nil {
+			c.info = old
+			return fmt.Errorf("block %q: reconfigure: %w", info.Label, err)
+		}
+	}
+	if _, err := c.value(); err != nil {
+		c.info = old
+		c.invalidate()
+		return err
+	}
+	return nil
+}
+
+// SyncState tracks one peer for the automerge sync protocol.
+type SyncState struct {
+	d  *Document
+	ss *automerge.SyncState
+}
+
+// NewSyncState starts a sync session with one peer.
+func (d *Document) NewSyncState() *SyncState {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return &SyncState{d: d, ss: automerge.NewSyncState(d.c.am)}
+}
+
+// GenerateMessage returns the next message to send to the peer, or false
+// when the peer is up to date.
+func (s *SyncState) GenerateMessage() ([]byte, bool) {
+	s.d.c.mu.Lock()
+	defer s.d.c.mu.Unlock()
+	m, ok := s.ss.GenerateMessage()
+	if !ok {
+		return nil, false
+	}
+	return m.Bytes(), true
+}
+
+// ReceiveMessage applies a message from the peer.
+func (s *SyncState) ReceiveMessage(msg []byte) error {
+	c := s.d.c
+	c.mu.Lock()
+	before := hexHeads(c.am.Heads())
+	err := guard(func() error { _, err := s.ss.ReceiveMessage(msg); return err })
+	ev, subs := c.afterRemote(before)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("block %q: sync: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package blocks implements one memory block: an automerge CRDT document
+// with its metadata (label, description, type, schema, permission, character
+// limit), typed operations per schema, permission checks, rendering, history
+// and the plumbing to persist and merge it.
+//
+// # Views, actors and permissions
+//
+// A [Document] is a view of a block for one accessor (an agent id) with that
+// accessor's effective permission: its own, or the one a share granted.
+// [Document.View] makes another view of the same document; all views share
+// one CRDT document. Every mutating method takes the actor last:
+//
+//	doc.SetText("Hello", blocks.System)     // trusted caller, no checks
+//	doc.AppendText(" more", blocks.Agent)   // as the view's accessor
+//
+// For an agent, permissions are ordered ReadOnly < Partner < Human < Append <
+// ReadWrite < Admin: ReadOnly writes nothing; Partner and Human writes go to
+// an [Approver] (none means denied, error matching both [ErrPermission] and
+// [ErrNeedsApproval]); Append allows only appending operations (append text,
+// append log entry, push item, append to a list field, increment a counter);
+// ReadWrite allows any content operation; Admin also deletion and
+// reconfiguration. Read-only fields and sections in the schema bind agents
+// whatever their permission. [System] bypasses all checks; character limits
+// and schema validation still apply to it.
+//
+// # Writes
+//
+// Each operation is planned on a copy of the current value, validated
+// against the schema (errors wrap schema.ErrInvalid and name the field) and
+// the character limit ([ErrLimit]), and only then applied to the CRDT as one
+// automerge change whose message records the actor and operation. A refused
+// write therefore leaves the document byte-for-byte unchanged. Whole-value
+// writes (SetText, SetValue, text fields, Restore) are diffed into minimal
+// splices, because every character written is an op kept forever in the
+// document's history.
+//
+// Text edits are text splices, counters are automerge counters and list
+// items are list elements, so concurrent edits from replicas merge instead
+// of overwriting: two forks that append to one text both keep their appends,
+// increments of 3 and 4 make 7.
+//
+// # Rendering
+//
+// [Document.Render] is deterministic: the same heads give the same bytes.
+// Text shows its content (a viewport shows a window and "[lines 11-30 of
+// 200]"); Map shows "field: value" lines in schema order, with "[read-only]"
+// markers; List shows "1. item" or "[ ] item" / "[x] item"; Log shows
+// entries newest first as "[RFC3339] message (field: value)" up to its
+// display limit; Composite shows "=== section ===" headers.
+//
+// # Concurrency
+//
+// A Document and all its views are safe for concurrent use. Subscribers
+// ([Document.Subscribe]) are called after each commit and after merges,
+// on the writer's goroutine, with no lock held. An Approver is also called
+// with no lock held.
+package blocks

@@ -1,0 +1,584 @@
+package blocks
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/schema"
+)
+
+// DefaultCharLimit is a block's character limit when Info.CharLimit is 0.
+const DefaultCharLimit = 5000
+
+// Info is a block's metadata. It lives beside the CRDT document (the store
+// keeps it in SQL columns), not inside it.
+type Info struct {
+	Label       string        `json:"label"`
+	Description string        `json:"description,omitempty"`
+	Type        Type          `json:"type"`
+	Schema      schema.Schema `json:"-"`
+	// Permission is the owner's permission on the block.
+	Permission Permission `json:"permission"`
+	// CharLimit caps the block's full rendered size in characters (runes);
+	// 0 means DefaultCharLimit.
+	CharLimit int    `json:"char_limit"`
+	Owner     string `json:"owner,omitempty"`
+	Pinned    bool   `json:"pinned,omitempty"`
+	// Priority orders Working blocks for pruning: a higher number is dropped
+	// first when the memory budget is exceeded.
+	Priority int `json:"priority,omitempty"`
+}
+
+func (i Info) limit() int {
+	if i.CharLimit <= 0 {
+		return DefaultCharLimit
+	}
+	return i.CharLimit
+}
+
+// Check validates the metadata: a label, a known type and permission and a
+// valid schema.
+func (i Info) Check() error {
+	if i.Label == "" {
+		return fmt.Errorf("%w: block label is empty", schema.ErrInvalid)
+	}
+	if _, err := ParseType(string(i.Type)); err != nil {
+		return fmt.Errorf("block %q: %w", i.Label, err)
+	}
+	if !i.Permission.Valid() {
+		return fmt.Errorf("block %q: %w: invalid permission %d", i.Label, ErrPermission, int(i.Permission))
+	}
+	if i.CharLimit < 0 {
+		return fmt.Errorf("%w: block %q: negative char limit", schema.ErrInvalid, i.Label)
+	}
+	if err := schema.Check(i.Schema); err != nil {
+		return fmt.Errorf("block %q: %w", i.Label, err)
+	}
+	return nil
+}
+
+// Options configure a Document. nil means defaults.
+type Options struct {
+	// Approver decides Partner/Human writes; nil denies them.
+	Approver Approver
+	// Now is the clock for log entry timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Event describes a change to a document, delivered to subscribers after
+// the change is committed (or merged in) and without any lock held.
+type Event struct {
+	Label   string
+	Actor   string // agent id, "system", or "" for changes merged from elsewhere
+	Op      Op
+	Section string
+	Field   string
+	Heads   []string
+	Remote  bool // true for changes that arrived by Merge / LoadIncremental
+}
+
+// Change is one entry of a document's history.
+type Change struct {
+	Hash    string    `json:"hash"`
+	Actor   string    `json:"actor"` // agent id or "system"; "unknown" for foreign changes
+	Op      Op        `json:"op"`
+	Section string    `json:"section,omitempty"`
+	Field   string    `json:"field,omitempty"`
+	Time    time.Time `json:"time"`
+	Deps    []string  `json:"deps,omitempty"`
+	Replica string    `json:"replica"` // automerge actor id of the writing replica
+}
+
+// commitMessage is stored as each automerge change's message.
+type commitMessage struct {
+	Actor   string `json:"a"`
+	Op      Op     `json:"op"`
+	Section string `json:"s,omitempty"`
+	Field   string `json:"f,omitempty"`
+}
+
+// core is the shared state behind all views of one block.
+type core struct {
+	mu         sync.Mutex
+	am         *automerge.Doc
+	info       Info
+	infoVer    uint64
+	model      any // cached current value; nil when it must be re-read
+	hasModel   bool
+	size       int // runes of the full rendering of model
+	persisted  []automerge.ChangeHash
+	historical bool
+	approver   Approver
+	now        func() time.Time
+	subs       map[uint64]func(Event)
+	nextSub    uint64
+}
+
+// Document is one memory block: an automerge document plus its metadata,
+// seen by one accessor with that accessor's effective permission. Views made
+// with View share the underlying document. A Document is safe for concurrent
+// use.
+type Document struct {
+	c        *core
+	accessor string
+	perm     Permission
+}
+
+// New creates a block document: it checks info, creates the containers the
+// schema needs, writes defaults and commits that as the "create" change made
+// by the system. The returned view's accessor is info.Owner with
+// info.Permission.
+func New(info Info, opts *Options) (*Document, error) {
+	if err := info.Check(); err != nil {
+		return nil, err
+	}
+	c := newCore(automerge.New(), info, opts)
+	if err := guard(func() error { return initNode(c.am.RootMap(), info.Schema) }); err != nil {
+		return nil, fmt.Errorf("block %q: create: %w", info.Label, err)
+	}
+	if _, err := c.commit(commitMessage{Actor: "system", Op: OpCreate}); err != nil {
+		return nil, fmt.Errorf("block %q: create: %w", info.Label, err)
+	}
+	return &Document{c: c, accessor: info.Owner, perm: info.Permission}, nil
+}
+
+// Load opens a document from Save (or concatenated SaveIncremental) bytes.
+// Everything loaded counts as persisted.
+func Load(info Info, data []byte, opts *Options) (*Document, error) {
+	if err := info.Check(); err != nil {
+		return nil, err
+	}
+	var am *automerge.Doc
+	err := guard(func() (err error) {
+		am, err = automerge.Load(data)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block %q: load: %w: %v", info.Label, ErrCorrupt, err)
+	}
+	c := newCore(am, info, opts)
+	c.persisted = am.Heads()
+	if _, err := c.value(); err != nil {
+		return nil, fmt.Errorf("block %q: load: %w", info.Label, err)
+	}
+	return &Document{c: c, accessor: info.Owner, perm: info.Permission}, nil
+}
+
+func newCore(am *automerge.Doc, info Info, opts *Options) *core {
+	c := &core{am: am, info: info, now: time.Now, subs: map[uint64]func(Event){}}
+	if opts != nil {
+		c.approver = opts.Approver
+		if opts.Now != nil {
+			c.now = opts.Now
+		}
+	}
+	return c
+}
+
+// View returns a view of the same document for another accessor with the
+// given effective permission (its own, or one a share granted).
+func (d *Document) View(accessor string, perm Permission) *Document {
+	return &Document{c: d.c, accessor: accessor, perm: perm}
+}
+
+// Accessor is the agent this view acts for.
+func (d *Document) Accessor() string { return d.accessor }
+
+// Permission is this view's effective permission.
+func (d *Document) Permission() Permission { return d.perm }
+
+// Same reports whether two views share one underlying document.
+func (d *Document) Same(o *Document) bool { return o != nil && d.c == o.c }
+
+// Info returns the block's metadata.
+func (d *Document) Info() Info {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return d.c.info
+}
+
+// Label is the block's label.
+func (d *Document) Label() string { return d.Info().Label }
+
+// Schema is the block's schema.
+func (d *Document) Schema() schema.Schema { return d.Info().Schema }
+
+// SetApprover sets the Approver consulted for Partner/Human writes on every
+// view of this document.
+func (d *Document) SetApprover(a Approver) {
+	d.c.mu.Lock()
+	d.c.approver = a
+	d.c.mu.Unlock()
+}
+
+// Historical reports whether this is a read-only view as of past heads.
+func (d *Document) Historical() bool { return d.c.historical }
+
+// Value returns a deep copy of the block's current value: a string (Text),
+// map[string]any (Map), []Item (List), []LogEntry (Log), or a map of section
+// name to section value (Composite).
+func (d *Document) Value() (any, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	v, err := d.c.value()
+	if err != nil {
+		return nil, err
+	}
+	return cloneValue(v), nil
+}
+
+// Render renders the block for a model. It is deterministic: the same heads
+// and metadata give the same bytes.
+func (d *Document) Render() string {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	v, err := d.c.value()
+	if err != nil {
+		return ""
+	}
+	return render(d.c.info.Schema, v, renderView)
+}
+
+// Size is the block's full rendered size in characters, the figure the
+// character limit applies to.
+func (d *Document) Size() int {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	if _, err := d.c.value(); err != nil {
+		return 0
+	}
+	return d.c.size
+}
+
+// CharLimit is the block's effective character limit.
+func (d *Document) CharLimit() int { return d.Info().limit() }
+
+// value returns the cached model, reading the document if needed. Caller
+// holds mu.
+func (c *core) value() (any, error) {
+	if c.hasModel {
+		return c.model, nil
+	}
+	var v any
+	err := guard(func() (err error) {
+		v, err = readNode(c.am.RootMap(), c.info.Schema)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: block %q: %v", ErrCorrupt, c.info.Label, err)
+	}
+	c.setModel(v)
+	return v, nil
+}
+
+func (c *core) setModel(v any) {
+	c.model, c.hasModel = v, true
+	c.size = runeLen(render(c.info.Schema, v, renderFull))
+}
+
+func (c *core) invalidate() { c.model, c.hasModel = nil, false }
+
+func (c *core) commit(msg commitMessage) (automerge.ChangeHash, error) {
+	b, _ := json.Marshal(msg)
+	var h automerge.ChangeHash
+	err := guard(func() (err error) {
+		h, err = c.am.Commit(string(b))
+		return err
+	})
+	return h, err
+}
+
+// guard turns a panic inside automerge-go (it panics on some internal
+// errors) into an error, so none crosses this package's boundary.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: automerge: %v", ErrCorrupt, r)
+		}
+	}()
+	return f()
+}
+
+func hexHeads(hs []automerge.ChangeHash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+func parseHeads(hs []string) ([]automerge.ChangeHash, error) {
+	out := make([]automerge.ChangeHash, 0, len(hs))
+	for _, s := range hs {
+		if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
+			return nil, fmt.Errorf("%w: bad change hash %q", ErrOutOfRange, s)
+		}
+		h, err := automerge.NewChangeHash(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad change hash %q: %v", ErrOutOfRange, s, err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// Subscribe registers f to be called after every change to the document,
+// local or merged in. Callbacks run on the writer's goroutine after its
+// locks are released, so they may read the document. The returned function
+// unsubscribes.
+func (d *Document) Subscribe(f func(Event)) (cancel func()) {
+	c := d.c
+	c.mu.Lock()
+	id := c.nextSub
+	c.nextSub++
+	c.subs[id] = f
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.subs, id)
+		c.mu.Unlock()
+	}
+}
+
+// subscribers snapshots the callbacks in subscription order. Caller holds mu.
+func (c *core) subscribers() []func(Event) {
+	if len(c.subs) == 0 {
+		return nil
+	}
+	ids := make([]uint64, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	out := make([]func(Event), len(ids))
+	for i, id := range ids {
+		out[i] = c.subs[id]
+	}
+	return out
+}
+
+func fire(subs []func(Event), ev Event) {
+	for _, f := range subs {
+		f(ev)
+	}
+}
+
+// resolveActor returns the attributed actor name and whether checks apply.
+func (d *Document) resolveActor(actor Actor) (who string, system bool, err error) {
+	switch actor {
+	case System:
+		return "system", true, nil
+	case Agent:
+		if d.accessor == "" {
+			return "", false, fmt.Errorf("%w: block %q: view has no accessor; act as blocks.System or use View", ErrPermission, d.c.info.Label)
+		}
+		return d.accessor, false, nil
+	}
+	if string(actor) != d.accessor {
+		return "", false, fmt.Errorf("%w: block %q: view for %q cannot act as %q", ErrPermission, d.c.info.Label, d.accessor, actor)
+	}
+	return d.accessor, false, nil
+}
+
+// request describes one mutation for authorization and history.
+type request struct {
+	op      Op
+	section string
+	field   string
+	args    []any
+}
+
+// authorize checks whether actor may perform req on this view. It may call
+// the Approver, so it must run without mu held.
+func (d *Document) authorize(actor Actor, req request) (who string, ver uint64, err error) {
+	who, system, err := d.resolveActor(actor)
+	if err != nil {
+		return "", 0, err
+	}
+	c := d.c
+	c.mu.Lock()
+	info, ver, approver := c.info, c.infoVer, c.approver
+	c.mu.Unlock()
+	if c.historical {
+		return "", 0, fmt.Errorf("%w: block %q", ErrHistorical, info.Label)
+	}
+	if system {
+		return who, ver, nil
+	}
+	deny := func(why string) error {
+		return fmt.Errorf("%w: agent %q may not %s on block %q: %s", ErrPermission, who, req.op, info.Label, why)
+	}
+	// Schema-level read-only binds agents whatever their permission.
+	if ro, what := readOnlyTarget(info.Schema, req.section, req.field); ro {
+		return "", 0, deny(what + " is read-only")
+	}
+	switch d.perm {
+	case ReadOnly:
+		return "", 0, deny("permission is ReadOnly")
+	case Partner, Human:
+		if req.op.class() == classAdmin {
+			return "", 0, deny(fmt.Sprintf("permission is %s", d.perm))
+		}
+		if approver == nil {
+			return "", 0, fmt.Errorf("%w: %w: agent %q %s on block %q needs approval (permission %s) and no approver is set",
+				ErrPermission, ErrNeedsApproval, who, req.op, info.Label, d.perm)
+		}
+		ok, aerr := approver.Approve(ApprovalRequest{
+			Block: info.Label, Owner: info.Owner, Agent: who, Permission: d.perm,
+			Op: req.op, Section: req.section, Field: req.field, Args: req.args,
+		})
+		if aerr != nil {
+			return "", 0, fmt.Errorf("%w: %w: approver failed for agent %q %s on block %q: %v", ErrPermission, ErrNeedsApproval, who, req.op, info.Label, aerr)
+		}
+		if !ok {
+			return "", 0, fmt.Errorf("%w: %w: approver denied agent %q %s on block %q", ErrPermission, ErrNeedsApproval, who, req.op, info.Label)
+		}
+		return who, ver, nil
+	case Append:
+		if req.op.class() != classAppend {
+			return "", 0, deny("permission Append allows only appending operations")
+		}
+	case ReadWrite:
+		if req.op.class() == classAdmin {
+			return "", 0, deny("permission ReadWrite cannot delete or reconfigure")
+		}
+	case Admin:
+	default:
+		return "", 0, deny("no valid permission")
+	}
+	return who, ver, nil
+}
+
+// readOnlyTarget reports whether a section or field is read-only in s.
+func readOnlyTarget(s schema.Schema, section, field string) (bool, string) {
+	target := s
+	if c, ok := schema.Deref(s).(schema.Composite); ok && section != "" {
+		sec, ok := c.Section(section)
+		if !ok {
+			return false, ""
+		}
+		if sec.ReadOnly {
+			return true, fmt.Sprintf("section %q", section)
+		}
+		target = sec.Schema
+	}
+	if m, ok := schema.Deref(target).(schema.Map); ok && field != "" {
+		if f, ok := m.Field(field); ok && f.ReadOnly {
+			return true, fmt.Sprintf("field %q", field)
+		}
+	}
+	return false, ""
+}
+
+// plan computes the prospective value of the node an edit targets and the
+// CRDT operations that produce it.
+type plan func(s schema.Schema, cur any) (next any, apply func(node *automerge.Map) error, err error)
+
+// Authorize checks, without changing anything, whether actor may perform op
+// on this view. The store uses it for operations that live outside the
+// document (delete, reconfigure).
+func (d *Document) Authorize(actor Actor, op Op) error {
+	_, _, err := d.authorize(actor, request{op: op})
+	return err
+}
+
+// mutate authorizes, plans, checks limits and applies one edit as one
+// automerge change. A refused edit leaves the document unchanged: every
+// check runs on a prospective copy before any CRDT operation.
+func (d *Document) mutate(actor Actor, req request, p plan) error {
+	who, ver, err := d.authorize(actor, req)
+	if err != nil {
+		return err
+	}
+	c := d.c
+	c.mu.Lock()
+	if c.infoVer != ver {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, c.info.Label, req.op)
+	}
+	ev, subs, err := c.mutateLocked(who, req, p)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	fire(subs, ev)
+	return nil
+}
+
+func (c *core) mutateLocked(who string, req request, p plan) (Event, []func(Event), error) {
+	label := c.info.Label
+	full, err := c.value()
+	if err != nil {
+		return Event{}, nil, err
+	}
+	nodeSchema := c.info.Schema
+	var nodeVal any = full
+	if req.section != "" {
+		comp, ok := schema.Deref(c.info.Schema).(schema.Composite)
+		if !ok {
+			return Event{}, nil, fmt.Errorf("%w: block %q has no sections (schema %s)", ErrWrongSchema, label, c.info.Schema.Kind())
+		}
+		sec, ok := comp.Section(req.section)
+		if !ok {
+			return Event{}, nil, fmt.Errorf("%w: block %q has no section %q", ErrWrongSchema, label, req.section)
+		}
+		nodeSchema = sec.Schema
+		nodeVal = full.(map[string]any)[req.section]
+	} else if c.info.Schema.Kind() == schema.KindComposite && req.op != OpSetValue && req.op != OpRestore {
+		return Event{}, nil, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
+	}
+	next, apply, err := p(nodeSchema, cloneValue(nodeVal))
+	if err != nil {
+		return Event{}, nil, decorate(err, label)
+	}
+	var fullNext any = next
+	if req.section != "" {
+		m := cloneValue(full).(map[string]any)
+		m[req.section] = next
+		fullNext = m
+	}
+	newSize := runeLen(render(c.info.Schema, fullNext, renderFull))
+	if lim := c.info.limit(); newSize > lim && newSize > c.size {
+		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
+	}
+	node := c.am.RootMap()
+	err = guard(func() error {
+		if req.section != "" {
+			secs, err := getMap(node, keySections)
+			if err != nil {
+				return err
+			}
+			if node, err = getMap(secs, req.section); err != nil {
+				return err
+			}
+		}
+		return apply(node)
+	})
+	if err == nil {
+		_, err = c.commit(commitMessage{Actor: who, Op: req.op, Section: req.section, Field: req.field})
+	}
+	if err != nil {
+		// The document may hold part of the edit; re-read it next time.
+		c.invalidate()
+		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)
+	}
+	c.model, c.hasModel, c.size = fullNext, true, newSize
+	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: hexHeads(c.am.Heads())}
+	return ev, c.subscribers(), nil
+}
+
+// decorate adds the block label to schema errors that lack it.
+func decorate(err error, label string) error {
+	var fe *schema.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("block %q: %w", label, err)
+	}
+	return err
+}

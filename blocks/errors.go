@@ -1,0 +1,28 @@
+package blocks
+
+import "errors"
+
+var (
+	// ErrPermission is returned when the actor may not perform an operation:
+	// the block's (or share's) permission forbids it, a field or section is
+	// read-only, or an approver said no.
+	ErrPermission = errors.New("blocks: permission denied")
+	// ErrNeedsApproval wraps ErrPermission when a Partner/Human write was
+	// refused by (or for lack of) an Approver; the store may keep it as a
+	// proposal.
+	ErrNeedsApproval = errors.New("blocks: write needs approval")
+	// ErrWrongSchema is returned for an operation that does not fit the
+	// block's schema (AppendText on a Map block, an unknown section, ...).
+	ErrWrongSchema = errors.New("blocks: operation does not fit the block schema")
+	// ErrLimit is returned when a write would push a block past its
+	// character limit.
+	ErrLimit = errors.New("blocks: character limit exceeded")
+	// ErrOutOfRange is returned for a list index that does not exist.
+	ErrOutOfRange = errors.New("blocks: index out of range")
+	// ErrHistorical is returned for a write to a read-only historical view
+	// (see Document.At).
+	ErrHistorical = errors.New("blocks: historical view is read-only")
+	// ErrCorrupt is returned when document bytes cannot be loaded or the
+	// document does not have the layout its schema requires.
+	ErrCorrupt = errors.New("blocks: corrupt document")
+)

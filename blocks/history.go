@@ -1,0 +1,89 @@
+package blocks
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/automerge/automerge-go"
+)
+
+// History lists every change in the document in causal order (oldest
+// first): who made it, which operation, when.
+func (d *Document) History() ([]Change, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var chs []*automerge.Change
+	err := guard(func() (err error) {
+		chs, err = c.am.Changes()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block %q: history: %w", c.info.Label, err)
+	}
+	out := make([]Change, 0, len(chs))
+	for _, ch := range chs {
+		out = append(out, describe(ch))
+	}
+	return out, nil
+}
+
+func describe(ch *automerge.Change) Change {
+	var msg commitMessage
+	actor := "unknown"
+	if err := json.Unmarshal([]byte(ch.Message()), &msg); err == nil && msg.Actor != "" {
+		actor = msg.Actor
+	}
+	deps := make([]string, 0, len(ch.Dependencies()))
+	for _, h := range ch.Dependencies() {
+		deps = append(deps, h.String())
+	}
+	sort.Strings(deps)
+	return Change{
+		Hash: ch.Hash().String(), Actor: actor, Op: msg.Op, Section: msg.Section, Field: msg.Field,
+		Time: ch.Timestamp().UTC(), Deps: deps, Replica: ch.ActorID(),
+	}
+}
+
+// At returns a read-only view of the document as of the given heads (from
+// Heads or History). Writes to it fail with ErrHistorical.
+func (d *Document) At(heads []string) (*Document, error) {
+	hs, err := parseHeads(heads)
+	if err != nil {
+		return nil, err
+	}
+	c := d.c
+	c.mu.Lock()
+	info := c.info
+	var fork *automerge.Doc
+	err = guard(func() (err error) {
+		fork, err = c.am.Fork(hs...)
+		return err
+	})
+	c.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("block %q: view at %v: %w: %v", info.Label, heads, ErrOutOfRange, err)
+	}
+	nc := newCore(fork, info, nil)
+	nc.historical = true
+	if _, err := nc.value(); err != nil {
+		return nil, err
+	}
+	return &Document{c: nc, accessor: d.accessor, perm: ReadOnly}, nil
+}
+
+// Restore makes the block's value what it was at heads, as a new change
+// (history is never rewritten). Log blocks cannot be restored to an earlier
+// state because they are append-only.
+func (d *Document) Restore(heads []string, actor Actor) error {
+	old, err := d.At(heads)
+	if err != nil {
+		return err
+	}
+	v, err := old.Value()
+	if err != nil {
+		return err
+	}
+	return d.setValue(OpRestore, v, actor)
+}

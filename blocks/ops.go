@@ -1,0 +1,656 @@
+package blocks
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/schema"
+)
+
+// errNoMatch aborts a ReplaceText plan without committing anything.
+var errNoMatch = errors.New("no match")
+
+func wrongSchema(s schema.Schema, op Op, want schema.Kind) error {
+	return fmt.Errorf("%w: %s needs a %s schema, block has %s", ErrWrongSchema, op, want, s.Kind())
+}
+
+// ---- Text ----
+
+// SetText replaces the text of a Text block. The change is written as the
+// minimal splices from the current text, so concurrent edits elsewhere in
+// the text survive and history stays small.
+func (d *Document) SetText(text string, actor Actor) error {
+	return d.setText("", text, actor)
+}
+
+// AppendText appends to a Text block (an appending operation).
+func (d *Document) AppendText(text string, actor Actor) error {
+	return d.appendText("", text, actor)
+}
+
+// ReplaceText replaces the first occurrence of old with new in a Text block.
+// It reports false (and changes nothing) when old does not occur.
+func (d *Document) ReplaceText(old, new string, actor Actor) (bool, error) {
+	return d.replaceText("", old, new, actor)
+}
+
+// InsertLine inserts text as a new line before 1-based line n of a Text
+// block; n = number of lines + 1 appends it as the last line.
+func (d *Document) InsertLine(n int, text string, actor Actor) error {
+	return d.insertLine("", n, text, actor)
+}
+
+// Text returns the content of a Text block.
+func (d *Document) Text() (string, error) {
+	v, err := d.nodeValue("", schema.KindText)
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+func checkUTF8(field, s string) error {
+	if !utf8.ValidString(s) {
+		return &schema.FieldError{Field: field, Reason: "text is not valid UTF-8", Err: schema.ErrInvalid}
+	}
+	return nil
+}
+
+func (d *Document) setText(section, text string, actor Actor) error {
+	return d.mutate(actor, request{op: OpSetText, section: section, args: []any{text}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if s.Kind() != schema.KindText {
+			return nil, nil, wrongSchema(s, OpSetText, schema.KindText)
+		}
+		if err := checkUTF8("content", text); err != nil {
+			return nil, nil, err
+		}
+		old := cur.(string)
+		return text, func(node *automerge.Map) error {
+			t, err := getText(node, keyContent)
+			if err != nil {
+				return err
+			}
+			return spliceText(t, diffSplices(old, text))
+		}, nil
+	})
+}
+
+func spliceText(t *automerge.Text, sp []splice) error {
+	for _, x := range sp {
+		if err := t.Splice(x.pos, x.del, x.ins); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Document) appendText(section, text string, actor Actor) error {
+	return d.mutate(actor, request{op: OpAppendText, section: section, args: []any{text}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if s.Kind() != schema.KindText {
+			return nil, nil, wrongSchema(s, OpAppendText, schema.KindText)
+		}
+		if err := checkUTF8("content", text); err != nil {
+			return nil, nil, err
+		}
+		return cur.(string) + text, func(node *automerge.Map) error {
+			t, err := getText(node, keyContent)
+			if err != nil {
+				return err
+			}
+			if text == "" {
+				return nil
+			}
+			return t.Append(text)
+		}, nil
+	})
+}
+
+func (d *Document) replaceText(section, old, new string, actor Actor) (bool, error) {
+	if old == "" {
+		return false, &schema.FieldError{Field: "old", Reason: "text to replace is empty", Err: schema.ErrInvalid}
+	}
+	err := d.mutate(actor, request{op: OpReplaceText, section: section, args: []any{old, new}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if s.Kind() != schema.KindText {
+			return nil, nil, wrongSchema(s, OpReplaceText, schema.KindText)
+		}
+		if err := checkUTF8("new", new); err != nil {
+			return nil, nil, err
+		}
+		text := cur.(string)
+		i := strings.Index(text, old)
+		if i < 0 {
+			return nil, nil, errNoMatch
+		}
+		pos := utf8.RuneCountInString(text[:i])
+		// Splice only the part that differs between old and new.
+		sp := diffSplices(old, new)
+		for k := range sp {
+			sp[k].pos += pos
+		}
+		return text[:i] + new + text[i+len(old):], func(node *automerge.Map) error {
+			t, err := getText(node, keyContent)
+			if err != nil {
+				return err
+			}
+			return spliceText(t, sp)
+		}, nil
+	})
+	if errors.Is(err, errNoMatch) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (d *Document) insertLine(section string, n int, line string, actor Actor) error {
+	return d.mutate(actor, request{op: OpInsertText, section: section, args: []any{n, line}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if s.Kind() != schema.KindText {
+			return nil, nil, wrongSchema(s, OpInsertText, schema.KindText)
+		}
+		if err := checkUTF8("content", line); err != nil {
+			return nil, nil, err
+		}
+		text := cur.(string)
+		lines := 1 + strings.Count(text, "\n")
+		if text == "" {
+			lines = 0
+		}
+		if n < 1 || n > lines+1 {
+			return nil, nil, fmt.Errorf("%w: line %d (text has %d lines; use 1..%d)", ErrOutOfRange, n, lines, lines+1)
+		}
+		// Byte offset of the start of line n, and what to insert there.
+		var at int
+		var ins string
+		switch {
+		case text == "":
+			ins = line
+		case n == lines+1:
+			at, ins = len(text), "\n"+line
+		default:
+			for k := 1; k < n; k++ {
+				at += strings.IndexByte(text[at:], '\n') + 1
+			}
+			ins = line + "\n"
+		}
+		pos := utf8.RuneCountInString(text[:at])
+		return text[:at] + ins + text[at:], func(node *automerge.Map) error {
+			t, err := getText(node, keyContent)
+			if err != nil {
+				return err
+			}
+			return t.Insert(pos, ins)
+		}, nil
+	})
+}
+
+// ---- Map ----
+
+// SetField sets a Map field. Text fields are diffed into splices, counter
+// fields are moved by the difference (so concurrent increments still add up),
+// list fields are replaced. A nil value clears an optional field.
+func (d *Document) SetField(field string, value any, actor Actor) error {
+	return d.setField("", field, value, actor, false)
+}
+
+// SetTextField sets a field of type text; it fails on fields of other types.
+func (d *Document) SetTextField(field, text string, actor Actor) error {
+	return d.setField("", field, text, actor, true)
+}
+
+// AppendToListField appends one item to a list field (an appending
+// operation).
+func (d *Document) AppendToListField(field string, item any, actor Actor) error {
+	return d.appendToListField("", field, item, actor)
+}
+
+// IncrementCounter adds delta to a counter field. Concurrent increments from
+// several writers add up.
+func (d *Document) IncrementCounter(field string, delta int64, actor Actor) error {
+	return d.incrementCounter("", field, delta, actor)
+}
+
+// Field returns one field's current value (nil when unset).
+func (d *Document) Field(field string) (any, error) {
+	return d.field("", field)
+}
+
+func (d *Document) field(section, field string) (any, error) {
+	v, err := d.nodeValue(section, schema.KindMap)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := d.nodeSchema(section)
+	if _, ok := schema.Deref(m).(schema.Map).Field(field); !ok {
+		return nil, fmt.Errorf("%w: block %q has no field %q", ErrWrongSchema, d.Label(), field)
+	}
+	return v.(map[string]any)[field], nil
+}
+
+func mapSchema(s schema.Schema, op Op) (schema.Map, error) {
+	m, ok := schema.Deref(s).(schema.Map)
+	if !ok {
+		return schema.Map{}, wrongSchema(s, op, schema.KindMap)
+	}
+	return m, nil
+}
+
+func (d *Document) setField(section, field string, value any, actor Actor, textOnly bool) error {
+	return d.mutate(actor, request{op: OpSetField, section: section, field: field, args: []any{value}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		ms, err := mapSchema(s, OpSetField)
+		if err != nil {
+			return nil, nil, err
+		}
+		def, ok := ms.Field(field)
+		if ok && textOnly && def.Type != schema.FieldText {
+			return nil, nil, fmt.Errorf("%w: field %q is %s, not text", ErrWrongSchema, field, def.Type)
+		}
+		v, err := ms.CoerceField(field, value)
+		if err != nil {
+			return nil, nil, err
+		}
+		m := cur.(map[string]any)
+		old := m[field]
+		if v == nil {
+			delete(m, field)
+		} else {
+			m[field] = v
+		}
+		return m, func(node *automerge.Map) error {
+			fields, err := getMap(node, keyFields)
+			if err != nil {
+				return err
+			}
+			return writeField(fields, def, old, v)
+		}, nil
+	})
+}
+
+// writeField writes one field's new value as the smallest CRDT change.
+func writeField(fields *automerge.Map, def schema.FieldDef, old, v any) error {
+	if reflect.DeepEqual(old, v) {
+		return nil
+	}
+	if v == nil {
+		return fields.Delete(def.Name)
+	}
+	switch def.Type {
+	case schema.FieldText:
+		t, err := getText(fields, def.Name)
+		if err != nil {
+			// Field container missing (schema gained the field later).
+			return fields.Set(def.Name, automerge.NewText(v.(string)))
+		}
+		o, _ := old.(string)
+		return spliceText(t, diffSplices(o, v.(string)))
+	case schema.FieldCounter:
+		cv, err := fields.Get(def.Name)
+		if err != nil {
+			return err
+		}
+		if cv.Kind() != automerge.KindCounter {
+			return fields.Set(def.Name, automerge.NewCounter(v.(int64)))
+		}
+		o, _ := old.(int64)
+		return cv.Counter().Inc(v.(int64) - o)
+	case schema.FieldList:
+		l := automerge.NewList()
+		if err := fields.Set(def.Name, l); err != nil {
+			return err
+		}
+		return l.Append(v.([]any)...)
+	}
+	return fields.Set(def.Name, toAutomerge(v))
+}
+
+func (d *Document) appendToListField(section, field string, item any, actor Actor) error {
+	return d.mutate(actor, request{op: OpAppendToListField, section: section, field: field, args: []any{item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		ms, err := mapSchema(s, OpAppendToListField)
+		if err != nil {
+			return nil, nil, err
+		}
+		def, ok := ms.Field(field)
+		if !ok {
+			_, err := ms.CoerceField(field, nil)
+			return nil, nil, err
+		}
+		if def.Type != schema.FieldList {
+			return nil, nil, fmt.Errorf("%w: field %q is %s, not list", ErrWrongSchema, field, def.Type)
+		}
+		c, err := schema.Coerce(schema.FieldList, []any{item})
+		if err != nil {
+			return nil, nil, &schema.FieldError{Field: field, Reason: err.Error(), Err: schema.ErrInvalid}
+		}
+		it := c.([]any)[0]
+		m := cur.(map[string]any)
+		old, _ := m[field].([]any)
+		m[field] = append(append([]any(nil), old...), it)
+		return m, func(node *automerge.Map) error {
+			fields, err := getMap(node, keyFields)
+			if err != nil {
+				return err
+			}
+			l, err := getList(fields, field)
+			if err != nil {
+				l = automerge.NewList()
+				if err := fields.Set(field, l); err != nil {
+					return err
+				}
+			}
+			return l.Append(toAutomerge(it))
+		}, nil
+	})
+}
+
+func (d *Document) incrementCounter(section, field string, delta int64, actor Actor) error {
+	return d.mutate(actor, request{op: OpIncrementCounter, section: section, field: field, args: []any{delta}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		ms, err := mapSchema(s, OpIncrementCounter)
+		if err != nil {
+			return nil, nil, err
+		}
+		def, ok := ms.Field(field)
+		if !ok {
+			_, err := ms.CoerceField(field, nil)
+			return nil, nil, err
+		}
+		if def.Type != schema.FieldCounter {
+			return nil, nil, fmt.Errorf("%w: field %q is %s, not counter", ErrWrongSchema, field, def.Type)
+		}
+		m := cur.(map[string]any)
+		old, _ := m[field].(int64)
+		m[field] = old + delta
+		return m, func(node *automerge.Map) error {
+			fields, err := getMap(node, keyFields)
+			if err != nil {
+				return err
+			}
+			cv, err := fields.Get(field)
+			if err != nil {
+				return err
+			}
+			if cv.Kind() != automerge.KindCounter {
+				return fields.Set(field, automerge.NewCounter(old+delta))
+			}
+			return cv.Counter().Inc(delta)
+		}, nil
+	})
+}
+
+// ---- List ----
+
+// PushItem appends an item to a List block (an appending operation).
+func (d *Document) PushItem(item any, actor Actor) error { return d.pushItem("", item, actor) }
+
+// InsertItem inserts an item before 0-based index i (i = len appends).
+func (d *Document) InsertItem(i int, item any, actor Actor) error {
+	return d.insertItem("", i, item, actor)
+}
+
+// DeleteItem removes the item at 0-based index i.
+func (d *Document) DeleteItem(i int, actor Actor) error { return d.deleteItem("", i, actor) }
+
+// CheckItem sets the checked state of item i of a checkbox list.
+func (d *Document) CheckItem(i int, checked bool, actor Actor) error {
+	return d.checkItem("", i, checked, actor)
+}
+
+// Items returns the items of a List block.
+func (d *Document) Items() ([]Item, error) { return d.items("") }
+
+func (d *Document) items(section string) ([]Item, error) {
+	v, err := d.nodeValue(section, schema.KindList)
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Item), nil
+}
+
+func listSchema(s schema.Schema, op Op) (schema.List, error) {
+	l, ok := schema.Deref(s).(schema.List)
+	if !ok {
+		return schema.List{}, wrongSchema(s, op, schema.KindList)
+	}
+	return l, nil
+}
+
+func (d *Document) pushItem(section string, item any, actor Actor) error {
+	return d.mutate(actor, request{op: OpPushItem, section: section, args: []any{item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		return planInsertItem(s, OpPushItem, cur.([]Item), -1, item)
+	})
+}
+
+func (d *Document) insertItem(section string, i int, item any, actor Actor) error {
+	return d.mutate(actor, request{op: OpInsertItem, section: section, args: []any{i, item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		return planInsertItem(s, OpInsertItem, cur.([]Item), i, item)
+	})
+}
+
+func planInsertItem(s schema.Schema, op Op, items []Item, at int, item any) (any, func(*automerge.Map) error, error) {
+	ls, err := listSchema(s, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := ls.CoerceItem(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ls.MaxItems > 0 && len(items) >= ls.MaxItems {
+		return nil, nil, &schema.FieldError{Field: "items", Reason: fmt.Sprintf("list is full (max_items %d)", ls.MaxItems), Err: schema.ErrInvalid}
+	}
+	if at < 0 {
+		at = len(items)
+	} else if at > len(items) {
+		return nil, nil, fmt.Errorf("%w: insert at %d, list has %d items", ErrOutOfRange, at, len(items))
+	}
+	next := append(append(append([]Item(nil), items[:at]...), Item{Value: v}), items[at:]...)
+	elem := map[string]any{keyValue: toAutomerge(v), keyChecked: false}
+	return next, func(node *automerge.Map) error {
+		l, err := getList(node, keyItems)
+		if err != nil {
+			return err
+		}
+		if at == len(items) {
+			return l.Append(elem)
+		}
+		return l.Insert(at, elem)
+	}, nil
+}
+
+func (d *Document) deleteItem(section string, i int, actor Actor) error {
+	return d.mutate(actor, request{op: OpDeleteItem, section: section, args: []any{i}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if _, err := listSchema(s, OpDeleteItem); err != nil {
+			return nil, nil, err
+		}
+		items := cur.([]Item)
+		if i < 0 || i >= len(items) {
+			return nil, nil, fmt.Errorf("%w: item %d, list has %d items", ErrOutOfRange, i, len(items))
+		}
+		next := append(append([]Item(nil), items[:i]...), items[i+1:]...)
+		return next, func(node *automerge.Map) error {
+			l, err := getList(node, keyItems)
+			if err != nil {
+				return err
+			}
+			return l.Delete(i)
+		}, nil
+	})
+}
+
+func (d *Document) checkItem(section string, i int, checked bool, actor Actor) error {
+	return d.mutate(actor, request{op: OpCheckItem, section: section, args: []any{i, checked}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		ls, err := listSchema(s, OpCheckItem)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ls.Checkbox {
+			return nil, nil, fmt.Errorf("%w: list is not a checkbox list", ErrWrongSchema)
+		}
+		items := cur.([]Item)
+		if i < 0 || i >= len(items) {
+			return nil, nil, fmt.Errorf("%w: item %d, list has %d items", ErrOutOfRange, i, len(items))
+		}
+		items[i].Checked = checked
+		return items, func(node *automerge.Map) error {
+			l, err := getList(node, keyItems)
+			if err != nil {
+				return err
+			}
+			ev, err := l.Get(i)
+			if err != nil {
+				return err
+			}
+			if ev.Kind() != automerge.KindMap {
+				return fmt.Errorf("%w: item %d is not a map", ErrCorrupt, i)
+			}
+			return ev.Map().Set(keyChecked, checked)
+		}, nil
+	})
+}
+
+// ---- Log ----
+
+// AppendLogEntry appends an entry to a Log block. The entry needs a
+// "message"; a missing "timestamp" is set to now.
+func (d *Document) AppendLogEntry(entry map[string]any, actor Actor) error {
+	return d.appendLogEntry("", entry, actor)
+}
+
+// LogEntries returns up to limit entries, newest first (limit <= 0: all).
+func (d *Document) LogEntries(limit int) ([]LogEntry, error) {
+	return d.logEntries("", limit)
+}
+
+// TrimLog removes the oldest entries so that at most keep remain, and returns
+// the removed entries oldest first. Logs are otherwise append-only, for the
+// system too; trimming is an Admin operation.
+func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
+	var removed []LogEntry
+	err := d.mutate(actor, request{op: OpTrimLog, args: []any{keep}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		if s.Kind() != schema.KindLog {
+			return nil, nil, wrongSchema(s, OpTrimLog, schema.KindLog)
+		}
+		if keep < 0 {
+			return nil, nil, fmt.Errorf("%w: keep %d", ErrOutOfRange, keep)
+		}
+		entries := cur.([]LogEntry)
+		n := len(entries) - keep
+		if n <= 0 {
+			return nil, nil, errNoMatch
+		}
+		removed = append([]LogEntry(nil), entries[:n]...)
+		return entries[n:], func(node *automerge.Map) error {
+			l, err := getList(node, keyEntries)
+			if err != nil {
+				return err
+			}
+			for k := 0; k < n; k++ {
+				if err := l.Delete(0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	})
+	if errors.Is(err, errNoMatch) {
+		return nil, nil
+	}
+	return removed, err
+}
+
+func (d *Document) appendLogEntry(section string, entry map[string]any, actor Actor) error {
+	return d.mutate(actor, request{op: OpAppendLogEntry, section: section, args: []any{entry}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+		ls, ok := schema.Deref(s).(schema.Log)
+		if !ok {
+			return nil, nil, wrongSchema(s, OpAppendLogEntry, schema.KindLog)
+		}
+		e, err := ls.CoerceEntry(entry)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := e[schema.LogTimestamp]; !ok {
+			e[schema.LogTimestamp] = d.c.now().UTC()
+		}
+		stored := toAutomerge(e).(map[string]any)
+		le := LogEntry{Fields: map[string]any{}}
+		for k, v := range stored {
+			switch k {
+			case schema.LogTimestamp:
+				le.Timestamp = v.(time.Time).UTC()
+			case schema.LogMessage:
+				le.Message = v.(string)
+			default:
+				le.Fields[k] = v
+			}
+		}
+		if len(le.Fields) == 0 {
+			le.Fields = nil
+		}
+		next := append(cur.([]LogEntry), le)
+		return next, func(node *automerge.Map) error {
+			l, err := getList(node, keyEntries)
+			if err != nil {
+				return err
+			}
+			return l.Append(stored)
+		}, nil
+	})
+}
+
+func (d *Document) logEntries(section string, limit int) ([]LogEntry, error) {
+	v, err := d.nodeValue(section, schema.KindLog)
+	if err != nil {
+		return nil, err
+	}
+	entries := v.([]LogEntry)
+	order := newestFirst(entries)
+	if limit > 0 && len(order) > limit {
+		order = order[:limit]
+	}
+	out := make([]LogEntry, len(order))
+	for i, idx := range order {
+		out[i] = entries[idx]
+	}
+	return out, nil
+}
+
+// ---- reads ----
+
+// nodeSchema returns the schema of a section ("" = the block).
+func (d *Document) nodeSchema(section string) (schema.Schema, error) {
+	s := d.Schema()
+	if section == "" {
+		return s, nil
+	}
+	c, ok := schema.Deref(s).(schema.Composite)
+	if !ok {
+		return nil, fmt.Errorf("%w: block %q has no sections", ErrWrongSchema, d.Label())
+	}
+	sec, ok := c.Section(section)
+	if !ok {
+		return nil, fmt.Errorf("%w: block %q has no section %q", ErrWrongSchema, d.Label(), section)
+	}
+	return sec.Schema, nil
+}
+
+// nodeValue returns a copy of the value of the block or one section,
+// checking that its schema is of kind want.
+func (d *Document) nodeValue(section string, want schema.Kind) (any, error) {
+	s, err := d.nodeSchema(section)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind() != want {
+		return nil, fmt.Errorf("%w: block %q: want a %s schema, have %s", ErrWrongSchema, d.Label(), want, s.Kind())
+	}
+	v, err := d.Value()
+	if err != nil {
+		return nil, err
+	}
+	if section != "" {
+		return v.(map[string]any)[section], nil
+	}
+	return v, nil
+}
