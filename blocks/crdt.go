@@ -1,10 +1,13 @@
 package blocks
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/automerge/automerge-go"
 )
+
+var automergeMagic = []byte{0x85, 0x6f, 0x4a, 0x83}
 
 // Heads returns the document's current heads (sorted hex change hashes).
 func (d *Document) Heads() []string {
@@ -43,6 +46,11 @@ func (d *Document) LoadIncremental(data []byte) error {
 		return nil
 	}
 	c := d.c
+	// automerge silently skips input it cannot parse; every automerge chunk
+	// starts with the same magic bytes, so reject anything else up front.
+	if !bytes.HasPrefix(data, automergeMagic) {
+		return fmt.Errorf("block %q: load changes: %w: not automerge data", c.info.Label, ErrCorrupt)
+	}
 	c.mu.Lock()
 	before := hexHeads(c.am.Heads())
 	err := guard(func() error { return c.am.LoadIncremental(data) })

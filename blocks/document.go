@@ -112,6 +112,8 @@ type core struct {
 	model      any // cached current value; nil when it must be re-read
 	hasModel   bool
 	size       int // runes of the full rendering of model
+	view       string
+	hasView    bool // view caches render(model, renderView)
 	persisted  []automerge.ChangeHash
 	historical bool
 	approver   Approver
@@ -238,11 +240,15 @@ func (d *Document) Value() (any, error) {
 func (d *Document) Render() string {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
-	v, err := d.c.value()
+	c := d.c
+	v, err := c.value()
 	if err != nil {
 		return ""
 	}
-	return render(d.c.info.Schema, v, renderView)
+	if !c.hasView {
+		c.view, c.hasView = render(c.info.Schema, v, renderView), true
+	}
+	return c.view
 }
 
 // Size is the block's full rendered size in characters, the figure the
@@ -278,11 +284,11 @@ func (c *core) value() (any, error) {
 }
 
 func (c *core) setModel(v any) {
-	c.model, c.hasModel = v, true
+	c.model, c.hasModel, c.hasView = v, true, false
 	c.size = runeLen(render(c.info.Schema, v, renderFull))
 }
 
-func (c *core) invalidate() { c.model, c.hasModel = nil, false }
+func (c *core) invalidate() { c.model, c.hasModel, c.hasView = nil, false, false }
 
 func (c *core) commit(msg commitMessage) (automerge.ChangeHash, error) {
 	b, _ := json.Marshal(msg)
@@ -534,7 +540,12 @@ func (c *core) mutateLocked(who string, req request, p plan) (Event, []func(Even
 	} else if c.info.Schema.Kind() == schema.KindComposite && req.op != OpSetValue && req.op != OpRestore {
 		return Event{}, nil, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
 	}
-	next, apply, err := p(nodeSchema, cloneValue(nodeVal))
+	var next any
+	var apply func(*automerge.Map) error
+	err = guard(func() (err error) {
+		next, apply, err = p(nodeSchema, cloneValue(nodeVal))
+		return err
+	})
 	if err != nil {
 		return Event{}, nil, decorate(err, label)
 	}
@@ -569,7 +580,7 @@ func (c *core) mutateLocked(who string, req request, p plan) (Event, []func(Even
 		c.invalidate()
 		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)
 	}
-	c.model, c.hasModel, c.size = fullNext, true, newSize
+	c.model, c.hasModel, c.size, c.hasView = fullNext, true, newSize, false
 	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: hexHeads(c.am.Heads())}
 	return ev, c.subscribers(), nil
 }

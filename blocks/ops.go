@@ -418,13 +418,15 @@ func listSchema(s schema.Schema, op Op) (schema.List, error) {
 
 func (d *Document) pushItem(section string, item any, actor Actor) error {
 	return d.mutate(actor, request{op: OpPushItem, section: section, args: []any{item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
-		return planInsertItem(s, OpPushItem, cur.([]Item), -1, item)
+		items, _ := cur.([]Item)
+		return planInsertItem(s, OpPushItem, items, -1, item)
 	})
 }
 
 func (d *Document) insertItem(section string, i int, item any, actor Actor) error {
 	return d.mutate(actor, request{op: OpInsertItem, section: section, args: []any{i, item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
-		return planInsertItem(s, OpInsertItem, cur.([]Item), i, item)
+		items, _ := cur.([]Item)
+		return planInsertItem(s, OpInsertItem, items, i, item)
 	})
 }
 
