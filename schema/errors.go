@@ -9,17 +9,14 @@ var (
 	// ErrInvalid is wrapped by every validation failure: a value that does not
 	// fit its schema, or a schema definition that is malformed.
 	ErrInvalid = errors.New("schema: invalid")
-	// ErrReadOnly is wrapped when a value targets a read-only field or section.
-	// It also wraps ErrInvalid.
-	ErrReadOnly = fmt.Errorf("%w: read-only", ErrInvalid)
 )
 
 // FieldError says which field (path) failed and why. It matches ErrInvalid
-// (and ErrReadOnly for read-only violations) with errors.Is.
+// with errors.Is.
 type FieldError struct {
 	Field  string // dotted path: "status", "tasks[2]", "diagnostics.errors"
 	Reason string
-	Err    error // ErrInvalid or ErrReadOnly
+	Err    error // ErrInvalid
 }
 
 func (e *FieldError) Error() string {
@@ -33,10 +30,6 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 func invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...), Err: ErrInvalid}
-}
-
-func readOnly(field string) error {
-	return &FieldError{Field: field, Reason: "field is read-only", Err: ErrReadOnly}
 }
 
 func joinPath(prefix, name string) string {
