@@ -18,6 +18,7 @@ CREATE TABLE blocks (
     char_limit  INTEGER NOT NULL,
     pinned      INTEGER NOT NULL DEFAULT 0,
     priority    INTEGER NOT NULL DEFAULT 0,
+    meta_ver    INTEGER NOT NULL DEFAULT 0,    -- bumped on every metadata change
     epoch       INTEGER NOT NULL DEFAULT 0,    -- bumped when history is rebased
     snapshot    BLOB,                          -- automerge Save() of this epoch
     snapshot_seq INTEGER NOT NULL DEFAULT 0,   -- updates with seq <= this are in snapshot

@@ -1,0 +1,266 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/engram-go/engram/search"
+)
+
+func normTags(tags []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// InsertArchival stores an archival entry for agent, indexes it in FTS (by
+// trigger) and, with an embedder, in the vector index in the same
+// transaction (the embedding is computed before the transaction).
+func (c *Cache) InsertArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
+	return c.insertArchival(ctx, agent, e, 0)
+}
+
+func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntry, supersede int64) (ArchivalEntry, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return e, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return e, invalidArg("agent id is empty")
+	}
+	if strings.TrimSpace(e.Content) == "" {
+		return e, invalidArg("archival entry for %q has empty content", agent)
+	}
+	e.Agent = agent
+	e.Tags = normTags(e.Tags)
+	if e.Metadata == nil {
+		e.Metadata = map[string]any{}
+	}
+	meta, err := json.Marshal(e.Metadata)
+	if err != nil {
+		return e, invalidArg("archival metadata for %q: %v", agent, err)
+	}
+	tagsJSON, _ := json.Marshal(append([]string{}, e.Tags...))
+	now := c.opts.Now().UTC()
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	if e.ValidFrom.IsZero() {
+		e.ValidFrom = e.CreatedAt
+	}
+	var vec [][]float32
+	if c.index.Embedder() != nil {
+		if vec, err = c.index.Embed(ctx, []string{e.Content}); err != nil {
+			return e, fmt.Errorf("memory: embed archival entry for %q: %w", agent, err)
+		}
+	}
+	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
+	}
+	defer tx.Rollback()
+	if supersede != 0 {
+		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
+		if err != nil {
+			return e, fmt.Errorf("memory: supersede archival %d of %q: %w", supersede, agent, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return e, notFound("current archival entry %d of agent %q", supersede, agent)
+		}
+	}
+	err = tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, e.Content, string(meta), string(tagsJSON), strings.Join(e.Tags, " "),
+		e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano()).Scan(&e.ID)
+	if err != nil {
+		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
+	}
+	for _, t := range e.Tags {
+		if _, err := tx.Exec(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, e.ID, t); err != nil {
+			return e, fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
+		}
+	}
+	if supersede != 0 {
+		if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, e.ID, supersede); err != nil {
+			return e, fmt.Errorf("memory: link supersession %d -> %d: %w", supersede, e.ID, err)
+		}
+	}
+	if vec != nil {
+		if err := c.index.PutEmbeddings(ctx, tx, search.Archival, []search.EmbeddingItem{{ID: e.ID, Owner: agent, Vector: vec[0]}}); err != nil {
+			return e, fmt.Errorf("memory: index archival %d: %w", e.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
+	}
+	return e, nil
+}
+
+// SupersedeArchival replaces entry oldID with e: the old entry gets a
+// valid-to time and a link to the new one, and is hidden from listings and
+// searches unless superseded entries are asked for.
+func (c *Cache) SupersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
+	if oldID <= 0 {
+		return e, invalidArg("archival id %d", oldID)
+	}
+	return c.insertArchival(ctx, agent, e, oldID)
+}
+
+const archivalCols = `id, agent, content, metadata_json, tags_json, created_at, valid_from, valid_to, COALESCE(superseded_by, 0)`
+
+func scanArchival(s scanner) (ArchivalEntry, error) {
+	var e ArchivalEntry
+	var meta, tags string
+	var created, from int64
+	var to sql.NullInt64
+	if err := s.Scan(&e.ID, &e.Agent, &e.Content, &meta, &tags, &created, &from, &to, &e.SupersededBy); err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal([]byte(meta), &e.Metadata); err != nil {
+		return e, fmt.Errorf("archival %d metadata: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(tags), &e.Tags); err != nil {
+		return e, fmt.Errorf("archival %d tags: %w", e.ID, err)
+	}
+	if len(e.Tags) == 0 {
+		e.Tags = nil
+	}
+	e.CreatedAt, e.ValidFrom = fromNanos(created), fromNanos(from)
+	if to.Valid {
+		t := time.Unix(0, to.Int64).UTC()
+		e.ValidTo = &t
+	}
+	return e, nil
+}
+
+// GetArchival returns one of the agent's archival entries.
+func (c *Cache) GetArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return ArchivalEntry{}, err
+	}
+	e, err := scanArchival(c.rdb.QueryRowContext(ctx, `SELECT `+archivalCols+` FROM archival WHERE id = ? AND agent = ?`, id, agent))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, notFound("archival entry %d of agent %q", id, agent)
+	}
+	if err != nil {
+		return e, fmt.Errorf("memory: get archival %d of %q: %w", id, agent, err)
+	}
+	return e, nil
+}
+
+// ListArchival lists the agent's archival entries, newest first.
+func (c *Cache) ListArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	var qq ArchivalQuery
+	if q != nil {
+		qq = *q
+	}
+	if qq.Limit < 0 || qq.Offset < 0 {
+		return nil, invalidArg("negative limit or offset")
+	}
+	if qq.Limit == 0 {
+		qq.Limit = 100
+	}
+	sqlq := `SELECT ` + archivalCols + ` FROM archival WHERE agent = ?`
+	args := []any{agent}
+	if !qq.IncludeSuperseded {
+		sqlq += ` AND valid_to IS NULL`
+	}
+	if tags := normTags(qq.Tags); len(tags) > 0 {
+		sqlq += ` AND id IN (SELECT archival_id FROM archival_tags WHERE tag IN (?` + strings.Repeat(", ?", len(tags)-1) + `))`
+		for _, t := range tags {
+			args = append(args, t)
+		}
+	}
+	sqlq += ` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`
+	args = append(args, qq.Limit, qq.Offset)
+	rows, err := c.rdb.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory: list archival of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	var out []ArchivalEntry
+	for rows.Next() {
+		e, err := scanArchival(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory: list archival of %q: %w", agent, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// DeleteArchival deletes one of the agent's archival entries (its FTS and
+// vector rows go by trigger).
+func (c *Cache) DeleteArchival(ctx context.Context, agent string, id int64) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+	if err != nil {
+		return fmt.Errorf("memory: delete archival %d of %q: %w", id, agent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("archival entry %d of agent %q", id, agent)
+	}
+	return nil
+}
+
+// SearchArchival searches the agent's archival entries.
+func (c *Cache) SearchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+	o := cloneOptions(opts).ContentTypes(search.Archival)
+	return c.Search(ctx, agent, query, o)
+}
+
+// Search searches what agent may see: its own blocks, archival entries and
+// messages, and blocks shared with it.
+func (c *Cache) Search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return nil, invalidArg("agent id is empty")
+	}
+	return c.index.Search(ctx, query, search.Scope{Agent: agent}, opts)
+}
+
+// SearchAll searches every agent's content: the system's cross-agent view.
+func (c *Cache) SearchAll(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	return c.index.Search(ctx, query, search.Scope{All: true}, opts)
+}
+
+// Reembed recomputes every vector with the store's embedder and records it
+// as the database's embedder (see Options.Embedder).
+func (c *Cache) Reembed(ctx context.Context, progress func(done, total int)) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	return c.index.Reembed(ctx, progress)
+}
+
+// cloneOptions copies opts so narrowing it does not change the caller's.
+func cloneOptions(opts *search.Options) *search.Options {
+	if opts == nil {
+		return search.NewOptions()
+	}
+	cp := *opts
+	return &cp
+}

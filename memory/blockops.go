@@ -1,0 +1,505 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/schema"
+)
+
+func checkIDs(agent, label string) error {
+	if strings.TrimSpace(agent) == "" {
+		return invalidArg("agent id is empty")
+	}
+	if strings.TrimSpace(label) == "" {
+		return invalidArg("block label is empty (agent %q)", agent)
+	}
+	return nil
+}
+
+// CreateBlock creates a block owned by agent. The creating change (and the
+// initial value, if any) is written by the system.
+func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkIDs(agent, spec.Label); err != nil {
+		return nil, err
+	}
+	info := blocks.Info{Label: spec.Label, Description: spec.Description, Type: spec.Type, Schema: spec.Schema,
+		Permission: spec.Permission, CharLimit: spec.CharLimit, Owner: agent, Pinned: spec.Pinned, Priority: spec.Priority}
+	if info.Type == "" {
+		info.Type = blocks.Working
+	}
+	if info.Schema == nil {
+		info.Schema = schema.Text{}
+	}
+	if info.Permission == 0 {
+		info.Permission = blocks.ReadWrite
+	}
+	if info.CharLimit == 0 {
+		info.CharLimit = blocks.DefaultCharLimit
+	}
+	doc, err := blocks.New(info, &blocks.Options{Approver: c.opts.Approver, Now: c.opts.Now})
+	if err != nil {
+		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
+	}
+	if spec.Value != nil {
+		if err := doc.SetValue(spec.Value, blocks.System); err != nil {
+			return nil, fmt.Errorf("memory: create block %q for %q: initial value: %w", spec.Label, agent, err)
+		}
+	}
+	snap, err := doc.Save()
+	if err != nil {
+		return nil, err
+	}
+	schemaJSON, err := schema.Marshal(info.Schema)
+	if err != nil {
+		return nil, err
+	}
+	now := c.nanos()
+	rendered := doc.Render()
+	var id int64
+	err = c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
+		char_limit, pinned, priority, snapshot, rendered, heads, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
+		agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
+		info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: block %q of agent %q", ErrExists, spec.Label, agent)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
+	}
+	if err := doc.MarkPersisted(doc.Heads()); err != nil {
+		return nil, err
+	}
+	e := &entry{id: id, owner: agent, label: info.Label, doc: doc}
+	doc.Subscribe(func(ev blocks.Event) { c.onChange(e, ev) })
+	c.lru.Add(id, e)
+	c.flushEvicted(ctx)
+	c.indexBlock(ctx, e, rendered)
+	return doc.View(agent, info.Permission), nil
+}
+
+// GetBlock returns a live view of the agent's own block. Writes through the
+// view are persisted by the store (write-through) or on Flush (write-back).
+func (c *Cache) GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
+	_, doc, err := c.view(ctx, agent, "", label)
+	return doc, err
+}
+
+// GetSharedBlock returns requester's view of a block owner shared with it,
+// with the shared permission. Asking for one's own block works too.
+func (c *Cache) GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
+	if strings.TrimSpace(owner) == "" {
+		return nil, invalidArg("owner is empty")
+	}
+	_, doc, err := c.view(ctx, requester, owner, label)
+	return doc, err
+}
+
+func (c *Cache) sharedPermission(ctx context.Context, requester, owner, label string) (blocks.Permission, error) {
+	var p string
+	err := c.rdb.QueryRowContext(ctx, `SELECT s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
+		WHERE b.owner = ? AND b.label = ? AND s.agent = ?`, owner, label, requester).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound("block %q of agent %q is not shared with %q", label, owner, requester)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("memory: share lookup %q/%q for %q: %w", owner, label, requester, err)
+	}
+	return blocks.ParsePermission(p)
+}
+
+// view resolves (agent, owner, label) to a view with the agent's effective
+// permission: its own block when owner is "" or agent, otherwise a block
+// shared with it. It also returns the cache entry behind the view.
+func (c *Cache) view(ctx context.Context, agent, owner, label string) (*entry, *blocks.Document, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := checkIDs(agent, label); err != nil {
+		return nil, nil, err
+	}
+	if owner == "" || owner == agent {
+		e, err := c.entryFor(ctx, agent, label)
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, e.doc.View(agent, e.doc.Info().Permission), nil
+	}
+	perm, err := c.sharedPermission(ctx, agent, owner, label)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := c.entryFor(ctx, owner, label)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, e.doc.View(agent, perm), nil
+}
+
+// ListBlocks lists the agent's own blocks (type, then creation order)
+// without loading their documents.
+func (c *Cache) ListBlocks(ctx context.Context, agent string) ([]BlockMeta, error) {
+	return c.listBlocks(ctx, agent, "")
+}
+
+// ListBlocksByType lists the agent's own blocks of one type.
+func (c *Cache) ListBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
+	if _, err := blocks.ParseType(string(t)); err != nil {
+		return nil, err
+	}
+	return c.listBlocks(ctx, agent, t)
+}
+
+var typeOrder = `CASE block_type WHEN 'core' THEN 0 WHEN 'working' THEN 1 WHEN 'log' THEN 2 ELSE 3 END`
+
+func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return nil, invalidArg("agent id is empty")
+	}
+	q := `SELECT ` + blockCols + ` FROM blocks WHERE owner = ?`
+	args := []any{agent}
+	if t != "" {
+		q += ` AND block_type = ?`
+		args = append(args, string(t))
+	}
+	q += ` ORDER BY ` + typeOrder + `, id`
+	rows, err := c.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory: list blocks of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	var out []BlockMeta
+	for rows.Next() {
+		r, err := scanBlock(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory: list blocks of %q: %w", agent, err)
+		}
+		m, err := r.meta()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// DeleteBlock deletes the agent's block (Admin permission, or the system
+// when agent is the owner acting through the application).
+func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
+	doc, err := c.GetBlock(ctx, agent, label)
+	if err != nil {
+		return err
+	}
+	if err := doc.Authorize(blocks.Agent, blocks.OpDelete); err != nil {
+		return err
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
+	if err != nil {
+		return fmt.Errorf("memory: delete block %q of %q: %w", label, agent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("block %q of agent %q", label, agent)
+	}
+	c.dropBlock(agent, label)
+	return nil
+}
+
+// dropBlock removes cached entries for a deleted block.
+func (c *Cache) dropBlock(owner, label string) {
+	for _, id := range c.lru.Keys() {
+		if e, ok := c.lru.Peek(id); ok && e.owner == owner && e.label == label {
+			c.lru.Remove(id)
+		}
+	}
+}
+
+// RenderedContent returns the block as a model sees it, from the rendering
+// stored with the last persisted change (no CRDT load on a cold cache).
+func (c *Cache) RenderedContent(ctx context.Context, agent, label string) (string, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return "", err
+	}
+	if err := checkIDs(agent, label); err != nil {
+		return "", err
+	}
+	var r string
+	err := c.rdb.QueryRowContext(ctx, `SELECT rendered FROM blocks WHERE owner = ? AND label = ?`, agent, label).Scan(&r)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFound("block %q of agent %q", label, agent)
+	}
+	if err != nil {
+		return "", fmt.Errorf("memory: rendered content of %q/%q: %w", agent, label, err)
+	}
+	return r, nil
+}
+
+// UpdateBlockText replaces a Text block's content as the agent.
+func (c *Cache) UpdateBlockText(ctx context.Context, agent, label, text string) error {
+	return c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpSetText, Text: text})
+}
+
+// AppendToBlock appends to a Text block as the agent.
+func (c *Cache) AppendToBlock(ctx context.Context, agent, label, text string) error {
+	return c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpAppendText, Text: text})
+}
+
+// ReplaceInBlock replaces the first occurrence of old in a Text block as the
+// agent; it reports whether old occurred.
+func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (bool, error) {
+	var found bool
+	err := c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new}, &found, true)
+	return found, err
+}
+
+// ApplyEdit applies one edit to a block as agent: its own block (owner ""
+// or agent) or one shared with it. In write-through mode the change is
+// durable when it returns. A Partner/Human edit that is not approved is
+// kept as a proposal and the error is a *ProposalError.
+func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
+	return c.applyEdit(ctx, agent, owner, label, e, nil, true)
+}
+
+func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edit, found *bool, propose bool) error {
+	ent, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ok, err := runEdit(doc, e, blocks.Agent)
+	if found != nil {
+		*found = ok
+	}
+	if err != nil {
+		if propose && errors.Is(err, blocks.ErrNeedsApproval) {
+			if owner == "" {
+				owner = agent
+			}
+			p, perr := c.ProposeEdit(ctx, agent, owner, label, e, "")
+			if perr != nil {
+				return errors.Join(err, perr)
+			}
+			return &ProposalError{ProposalID: p.ID, Err: err}
+		}
+		return err
+	}
+	if c.opts.WriteBack {
+		return nil
+	}
+	// The write-through already ran in the change subscription; this
+	// returns its error (sticky on the entry) or persists what is left.
+	return c.persist(ctx, ent)
+}
+
+// runEdit applies e to doc as actor; the bool is ReplaceText's "found".
+func runEdit(doc *blocks.Document, e Edit, actor blocks.Actor) (bool, error) {
+	sec := e.Section
+	switch e.Op {
+	case blocks.OpSetText:
+		if sec != "" {
+			return true, doc.SetTextInSection(sec, e.Text, actor)
+		}
+		return true, doc.SetText(e.Text, actor)
+	case blocks.OpAppendText:
+		if sec != "" {
+			return true, doc.AppendTextInSection(sec, e.Text, actor)
+		}
+		return true, doc.AppendText(e.Text, actor)
+	case blocks.OpReplaceText:
+		if sec != "" {
+			return doc.ReplaceTextInSection(sec, e.Old, e.Text, actor)
+		}
+		return doc.ReplaceText(e.Old, e.Text, actor)
+	case blocks.OpInsertText:
+		if sec != "" {
+			return true, doc.InsertLineInSection(sec, e.Index, e.Text, actor)
+		}
+		return true, doc.InsertLine(e.Index, e.Text, actor)
+	case blocks.OpSetField:
+		if sec != "" {
+			return true, doc.SetFieldInSection(sec, e.Field, e.Value, actor)
+		}
+		return true, doc.SetField(e.Field, e.Value, actor)
+	case blocks.OpAppendToListField:
+		if sec != "" {
+			return true, doc.AppendToListFieldInSection(sec, e.Field, e.Value, actor)
+		}
+		return true, doc.AppendToListField(e.Field, e.Value, actor)
+	case blocks.OpIncrementCounter:
+		if sec != "" {
+			return true, doc.IncrementCounterInSection(sec, e.Field, e.Delta, actor)
+		}
+		return true, doc.IncrementCounter(e.Field, e.Delta, actor)
+	case blocks.OpPushItem:
+		if sec != "" {
+			return true, doc.PushItemInSection(sec, e.Value, actor)
+		}
+		return true, doc.PushItem(e.Value, actor)
+	case blocks.OpInsertItem:
+		if sec != "" {
+			return true, doc.InsertItemInSection(sec, e.Index, e.Value, actor)
+		}
+		return true, doc.InsertItem(e.Index, e.Value, actor)
+	case blocks.OpDeleteItem:
+		if sec != "" {
+			return true, doc.DeleteItemInSection(sec, e.Index, actor)
+		}
+		return true, doc.DeleteItem(e.Index, actor)
+	case blocks.OpCheckItem:
+		checked, _ := e.Value.(bool)
+		if sec != "" {
+			return true, doc.CheckItemInSection(sec, e.Index, checked, actor)
+		}
+		return true, doc.CheckItem(e.Index, checked, actor)
+	case blocks.OpAppendLogEntry:
+		entry, ok := e.Value.(map[string]any)
+		if !ok {
+			entry = map[string]any{"message": e.Text}
+		}
+		if sec != "" {
+			return true, doc.AppendLogEntryInSection(sec, entry, actor)
+		}
+		return true, doc.AppendLogEntry(entry, actor)
+	case blocks.OpSetValue:
+		return true, doc.SetValue(e.Value, actor)
+	}
+	return false, fmt.Errorf("%w: unsupported edit op %q", ErrInvalidArgument, e.Op)
+}
+
+// PersistBlock makes the block's pending changes durable now (needed in
+// write-back mode; a no-op in write-through mode).
+func (c *Cache) PersistBlock(ctx context.Context, agent, label string) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	if err := checkIDs(agent, label); err != nil {
+		return err
+	}
+	e, err := c.entryFor(ctx, agent, label)
+	if err != nil {
+		return err
+	}
+	return c.persist(ctx, e)
+}
+
+// SetBlockPinned pins or unpins a block. Pinning only decides whether a
+// Working block is in context, so it needs ReadWrite, not Admin.
+func (c *Cache) SetBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
+	return c.reconfigure(ctx, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
+}
+
+// SetBlockType changes a block's type (Admin).
+func (c *Cache) SetBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
+	if _, err := blocks.ParseType(string(t)); err != nil {
+		return err
+	}
+	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Type = t })
+}
+
+// UpdateBlockSchema changes a block's schema within its kind (Admin). The
+// current content must be valid under the new schema.
+func (c *Cache) UpdateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
+	if err := schema.Check(s); err != nil {
+		return fmt.Errorf("memory: schema for block %q of %q: %w", label, agent, err)
+	}
+	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Schema = s })
+}
+
+// SetBlockPermission changes the owner's permission on a block (Admin).
+func (c *Cache) SetBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
+	if !p.Valid() {
+		return invalidArg("permission %d", int(p))
+	}
+	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Permission = p })
+}
+
+func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
+	ent, doc, err := c.view(ctx, agent, "", label)
+	if err != nil {
+		return err
+	}
+	if err := doc.Authorize(blocks.Agent, op); err != nil {
+		return err
+	}
+	info := doc.Info()
+	change(&info)
+	if err := info.Check(); err != nil {
+		return err
+	}
+	if err := doc.SetInfo(info); err != nil {
+		return err
+	}
+	schemaJSON, err := schema.Marshal(info.Schema)
+	if err != nil {
+		return err
+	}
+	wctx := context.WithoutCancel(ctx)
+	res, err := c.wdb.ExecContext(wctx, `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
+		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ? WHERE owner = ? AND label = ?`,
+		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
+		info.Priority, doc.Render(), c.nanos(), agent, label)
+	if err != nil {
+		c.dropBlock(agent, label)
+		return fmt.Errorf("%w: reconfigure block %q of %q: %v", ErrPersist, label, agent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		c.dropBlock(agent, label)
+		return notFound("block %q of agent %q", label, agent)
+	}
+	ent.mu.Lock()
+	ent.metaVer++
+	ent.mu.Unlock()
+	// SetInfo may have created containers for new fields.
+	return c.persist(ctx, ent)
+}
+
+// BlockHistory lists the changes of a block visible to agent (its own or
+// shared with it).
+func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
+	_, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return nil, err
+	}
+	return doc.History()
+}
+
+// Compact folds a block's updates into its snapshot now.
+func (c *Cache) Compact(ctx context.Context, agent, label string) error {
+	e, err := c.entryFor(ctx, agent, label)
+	if err != nil {
+		return err
+	}
+	if err := c.persist(ctx, e); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var lastSeq int64
+	if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
+		return fmt.Errorf("memory: compact block %q: %w", label, err)
+	}
+	if err := c.applyUpdates(ctx, tx, e, lastSeq); err != nil {
+		return err
+	}
+	if err := compactLocked(ctx, tx, e, lastSeq); err != nil {
+		return fmt.Errorf("memory: compact block %q: %w", label, err)
+	}
+	return tx.Commit()
+}

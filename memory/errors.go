@@ -1,0 +1,47 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotFound is returned for a block, archival entry, message, batch,
+	// summary or proposal that does not exist or is not visible to the
+	// caller. Another agent's unshared block is "not found", never
+	// "forbidden", so its existence does not leak.
+	ErrNotFound = errors.New("memory: not found")
+	// ErrExists is returned when creating a block whose label the agent
+	// already uses.
+	ErrExists = errors.New("memory: already exists")
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("memory: store is closed")
+	// ErrPersist wraps failures to make a change durable; the cached
+	// document was dropped and the next read shows the last durable state.
+	ErrPersist = errors.New("memory: change not persisted")
+	// ErrInvalidArgument is returned for malformed arguments (empty agent
+	// id or label, negative limits, ...).
+	ErrInvalidArgument = errors.New("memory: invalid argument")
+)
+
+// ProposalError is returned when a Partner/Human write was not approved and
+// was kept as a proposal. It matches blocks.ErrPermission and
+// blocks.ErrNeedsApproval through its wrapped error.
+type ProposalError struct {
+	ProposalID int64
+	Err        error
+}
+
+func (e *ProposalError) Error() string {
+	return fmt.Sprintf("%v (kept as proposal #%d for approval)", e.Err, e.ProposalID)
+}
+
+func (e *ProposalError) Unwrap() error { return e.Err }
+
+func invalidArg(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+func notFound(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,250 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+func validRole(r Role) bool {
+	switch r {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+		return true
+	}
+	return false
+}
+
+// AppendMessage stores a message in its batch (creating the batch) and
+// returns it with ID, Seq (the next in the batch when 0) and CreatedAt set.
+// Messages cannot be added to a batch marked complete.
+func (c *Cache) AppendMessage(ctx context.Context, agent string, m Message) (Message, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return m, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return m, invalidArg("agent id is empty")
+	}
+	if !validRole(m.Role) {
+		return m, invalidArg("message role %q (want system, user, assistant or tool)", m.Role)
+	}
+	if strings.TrimSpace(m.BatchID) == "" {
+		return m, invalidArg("message for %q has no batch id", agent)
+	}
+	if m.Seq < 0 {
+		return m, invalidArg("negative message seq %d", m.Seq)
+	}
+	m.Agent = agent
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = c.opts.Now().UTC()
+	}
+	calls := m.ToolCalls
+	if calls == nil {
+		calls = []ToolCall{}
+	}
+	callsJSON, err := json.Marshal(calls)
+	if err != nil {
+		return m, invalidArg("tool calls: %v", err)
+	}
+	var vec [][]float32
+	if c.index.Embedder() != nil && strings.TrimSpace(m.Content) != "" {
+		if vec, err = c.index.Embed(ctx, []string{m.Content}); err != nil {
+			return m, fmt.Errorf("memory: embed message for %q: %w", agent, err)
+		}
+	}
+	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+	}
+	defer tx.Rollback()
+	var complete bool
+	err = tx.QueryRow(`SELECT complete FROM batches WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&complete)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`, agent, m.BatchID, m.CreatedAt.UnixNano()); err != nil {
+			return m, fmt.Errorf("memory: start batch %q for %q: %w", m.BatchID, agent, err)
+		}
+	case err != nil:
+		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+	case complete:
+		return m, invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
+	}
+	if m.Seq == 0 {
+		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&m.Seq); err != nil {
+			return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+		}
+	}
+	err = tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, string(m.Role), m.Content, m.Name, string(callsJSON),
+		m.ToolCallID, m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&m.ID)
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return m, fmt.Errorf("%w: message %d of batch %q (agent %q)", ErrExists, m.Seq, m.BatchID, agent)
+		}
+		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+	}
+	if vec != nil {
+		if err := c.index.PutEmbeddings(ctx, tx, search.Messages, []search.EmbeddingItem{{ID: m.ID, Owner: agent, Vector: vec[0]}}); err != nil {
+			return m, fmt.Errorf("memory: index message %d: %w", m.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+	}
+	return m, nil
+}
+
+// Messages lists the agent's messages in order (by id, which is append
+// order) filtered by q.
+func (c *Cache) Messages(ctx context.Context, agent string, q *MessageQuery) ([]Message, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	var qq MessageQuery
+	if q != nil {
+		qq = *q
+	}
+	if qq.Limit < 0 {
+		return nil, invalidArg("negative limit")
+	}
+	where := `agent = ?`
+	args := []any{agent}
+	if qq.AfterID > 0 {
+		where += ` AND id > ?`
+		args = append(args, qq.AfterID)
+	}
+	if qq.BatchID != "" {
+		where += ` AND batch_id = ?`
+		args = append(args, qq.BatchID)
+	}
+	if !qq.Since.IsZero() {
+		where += ` AND created_at >= ?`
+		args = append(args, qq.Since.UnixNano())
+	}
+	if !qq.Until.IsZero() {
+		where += ` AND created_at < ?`
+		args = append(args, qq.Until.UnixNano())
+	}
+	cols := `id, agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at`
+	sqlq := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id`
+	if qq.Limit > 0 {
+		if qq.Newest {
+			sqlq = `SELECT * FROM (SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+		} else {
+			sqlq += ` LIMIT ?`
+		}
+		args = append(args, qq.Limit)
+	}
+	rows, err := c.rdb.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var role, calls string
+		var created int64
+		if err := rows.Scan(&m.ID, &m.Agent, &role, &m.Content, &m.Name, &calls, &m.ToolCallID, &m.BatchID, &m.Seq, &created); err != nil {
+			return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
+		}
+		m.Role, m.CreatedAt = Role(role), fromNanos(created)
+		if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+			return nil, fmt.Errorf("memory: message %d tool calls: %w", m.ID, err)
+		}
+		if len(m.ToolCalls) == 0 {
+			m.ToolCalls = nil
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// CompleteBatch marks a batch complete: its messages may now be compressed.
+func (c *Cache) CompleteBatch(ctx context.Context, agent, batchID string) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `UPDATE batches SET complete = 1, completed_at = ? WHERE agent = ? AND batch_id = ?`,
+		c.nanos(), agent, batchID)
+	if err != nil {
+		return fmt.Errorf("memory: complete batch %q of %q: %w", batchID, agent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("batch %q of agent %q", batchID, agent)
+	}
+	return nil
+}
+
+// Batches lists the agent's batches in creation order.
+func (c *Cache) Batches(ctx context.Context, agent string) ([]Batch, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := c.rdb.QueryContext(ctx, `SELECT batch_id, complete, created_at, COALESCE(completed_at, 0) FROM batches
+		WHERE agent = ? ORDER BY created_at, rowid`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("memory: batches of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	var out []Batch
+	for rows.Next() {
+		b := Batch{Agent: agent}
+		var created, completed int64
+		if err := rows.Scan(&b.ID, &b.Complete, &created, &completed); err != nil {
+			return nil, fmt.Errorf("memory: batches of %q: %w", agent, err)
+		}
+		b.CreatedAt, b.CompletedAt = fromNanos(created), fromNanos(completed)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// SaveSummary stores a summary of the agent's messages.
+func (c *Cache) SaveSummary(ctx context.Context, agent string, s Summary) (Summary, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return s, err
+	}
+	if s.FirstMessageID <= 0 || s.LastMessageID < s.FirstMessageID {
+		return s, invalidArg("summary range %d..%d", s.FirstMessageID, s.LastMessageID)
+	}
+	s.Agent = agent
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = c.opts.Now().UTC()
+	}
+	var prev any
+	if s.PreviousID != 0 {
+		prev = s.PreviousID
+	}
+	err := c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, s.FirstMessageID, s.LastMessageID, prev, s.Content, s.Model, s.CreatedAt.UnixNano()).Scan(&s.ID)
+	if err != nil {
+		return s, fmt.Errorf("memory: save summary for %q: %w", agent, err)
+	}
+	return s, nil
+}
+
+// LatestSummary returns the agent's summary covering the latest messages.
+func (c *Cache) LatestSummary(ctx context.Context, agent string) (Summary, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Agent: agent}
+	var prev sql.NullInt64
+	var created int64
+	err := c.rdb.QueryRowContext(ctx, `SELECT id, first_message_id, last_message_id, previous_id, content, model, created_at
+		FROM summaries WHERE agent = ? ORDER BY last_message_id DESC, id DESC LIMIT 1`, agent).
+		Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &prev, &s.Content, &s.Model, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, notFound("summary for agent %q", agent)
+	}
+	if err != nil {
+		return s, fmt.Errorf("memory: latest summary of %q: %w", agent, err)
+	}
+	s.PreviousID, s.CreatedAt = prev.Int64, fromNanos(created)
+	return s, nil
+}

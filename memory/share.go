@@ -1,0 +1,241 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+)
+
+// ShareBlock shares owner's block with another agent at perm. Sharing again
+// changes the permission. The sharee edits the same CRDT document, checked
+// against perm, and sees the block with shared_from set to owner.
+func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	if err := checkIDs(owner, label); err != nil {
+		return err
+	}
+	if strings.TrimSpace(withAgent) == "" || withAgent == owner {
+		return invalidArg("cannot share block %q of %q with %q", label, owner, withAgent)
+	}
+	if !perm.Valid() {
+		return invalidArg("share permission %d", int(perm))
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `INSERT INTO shares (block_id, agent, permission, created_at)
+		SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?
+		ON CONFLICT (block_id, agent) DO UPDATE SET permission = excluded.permission`,
+		withAgent, perm.String(), c.nanos(), owner, label)
+	if err != nil {
+		return fmt.Errorf("memory: share block %q of %q with %q: %w", label, owner, withAgent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("block %q of agent %q", label, owner)
+	}
+	return nil
+}
+
+// UnshareBlock revokes a share.
+func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM shares WHERE agent = ? AND block_id =
+		(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
+	if err != nil {
+		return fmt.Errorf("memory: unshare block %q of %q from %q: %w", label, owner, withAgent, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("block %q of agent %q is not shared with %q", label, owner, withAgent)
+	}
+	return nil
+}
+
+// ListSharedBlocks lists the blocks others shared with agent, with the
+// shared permission and SharedFrom set (type, then share order).
+func (c *Cache) ListSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return nil, invalidArg("agent id is empty")
+	}
+	rows, err := c.rdb.QueryContext(ctx, `SELECT `+prefixCols("b.", blockCols)+`, s.permission, s.created_at
+		FROM shares s JOIN blocks b ON b.id = s.block_id WHERE s.agent = ?
+		ORDER BY `+strings.ReplaceAll(typeOrder, "block_type", "b.block_type")+`, s.created_at, b.id`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("memory: list blocks shared with %q: %w", agent, err)
+	}
+	defer rows.Close()
+	var out []SharedBlock
+	for rows.Next() {
+		var r blockRow
+		var perm string
+		var at int64
+		if err := rows.Scan(&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
+			&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.rendered, &r.createdAt, &r.updatedAt,
+			&perm, &at); err != nil {
+			return nil, fmt.Errorf("memory: list blocks shared with %q: %w", agent, err)
+		}
+		m, err := r.meta()
+		if err != nil {
+			return nil, err
+		}
+		if m.Permission, err = blocks.ParsePermission(perm); err != nil {
+			return nil, err
+		}
+		m.SharedFrom = r.owner
+		out = append(out, SharedBlock{BlockMeta: m, SharedWith: agent, SharedAt: fromNanos(at)})
+	}
+	return out, rows.Err()
+}
+
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ProposeEdit records an edit for the block's approver to decide later.
+// The proposer must be able to see the block (own or shared).
+func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
+	if owner == "" {
+		owner = agent
+	}
+	if _, _, err := c.view(ctx, agent, owner, label); err != nil {
+		return Proposal{}, err
+	}
+	args, err := json.Marshal(e)
+	if err != nil {
+		return Proposal{}, invalidArg("edit is not serialisable: %v", err)
+	}
+	now := c.nanos()
+	var id int64
+	err = c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
+		SELECT id, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ? RETURNING id`,
+		agent, string(e.Op), string(args), reason, now, owner, label).Scan(&id)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("memory: propose edit to %q/%q: %w", owner, label, err)
+	}
+	return Proposal{ID: id, Owner: owner, Label: label, Proposer: agent, Edit: e, Reason: reason, Status: "pending", CreatedAt: fromNanos(now)}, nil
+}
+
+// ListProposals lists the proposals on owner's block, oldest first (label ""
+// lists all of owner's blocks).
+func (c *Cache) ListProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	q := `SELECT p.id, b.owner, b.label, p.proposer, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE b.owner = ?`
+	args := []any{owner}
+	if label != "" {
+		q += ` AND b.label = ?`
+		args = append(args, label)
+	}
+	rows, err := c.rdb.QueryContext(ctx, q+` ORDER BY p.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory: list proposals of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []Proposal
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func scanProposal(s scanner) (Proposal, error) {
+	var p Proposal
+	var args string
+	var created, decided int64
+	if err := s.Scan(&p.ID, &p.Owner, &p.Label, &p.Proposer, &args, &p.Reason, &p.Status, &created, &decided, &p.DecidedBy); err != nil {
+		return p, fmt.Errorf("memory: read proposal: %w", err)
+	}
+	if err := json.Unmarshal([]byte(args), &p.Edit); err != nil {
+		return p, fmt.Errorf("memory: proposal %d: %w", p.ID, err)
+	}
+	p.CreatedAt, p.DecidedAt = fromNanos(created), fromNanos(decided)
+	return p, nil
+}
+
+func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
+	row := c.rdb.QueryRowContext(ctx, `SELECT p.id, b.owner, b.label, p.proposer, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE p.id = ?`, id)
+	p, err := scanProposal(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, notFound("proposal %d", id)
+	}
+	return p, err
+}
+
+// ApproveProposal applies a pending proposal as a new change attributed to
+// the proposer (read-only fields and sections still bind it) and marks it
+// approved by approver.
+func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	p, err := c.proposal(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.Status != "pending" {
+		return invalidArg("proposal %d is already %s", id, p.Status)
+	}
+	ent, err := c.entryFor(ctx, p.Owner, p.Label)
+	if err != nil {
+		return err
+	}
+	// Approved: the proposer writes with ReadWrite, attributed to it.
+	if _, err := runEdit(ent.doc.View(p.Proposer, blocks.ReadWrite), p.Edit, blocks.Agent); err != nil {
+		return fmt.Errorf("memory: apply proposal %d: %w", id, err)
+	}
+	if err := c.persist(ctx, ent); err != nil {
+		return err
+	}
+	return c.decide(ctx, id, "approved", approver, "")
+}
+
+// RejectProposal marks a pending proposal rejected.
+func (c *Cache) RejectProposal(ctx context.Context, id int64, approver, reason string) error {
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	p, err := c.proposal(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.Status != "pending" {
+		return invalidArg("proposal %d is already %s", id, p.Status)
+	}
+	return c.decide(ctx, id, "rejected", approver, reason)
+}
+
+func (c *Cache) decide(ctx context.Context, id int64, status, by, reason string) error {
+	q := `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'`
+	args := []any{status, c.nanos(), by, id}
+	if reason != "" {
+		q = `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, reason = reason || ? WHERE id = ? AND status = 'pending'`
+		args = []any{status, c.nanos(), by, " [" + status + ": " + reason + "]", id}
+	}
+	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), q, args...)
+	if err != nil {
+		return fmt.Errorf("memory: decide proposal %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return invalidArg("proposal %d was decided concurrently", id)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package memory
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/schema"
+)
+
+// BlockSpec describes a block to create.
+type BlockSpec struct {
+	Label       string
+	Description string
+	Type        blocks.Type       // default Working
+	Schema      schema.Schema     // default schema.Text{}
+	Permission  blocks.Permission // the owner's permission; default ReadWrite
+	CharLimit   int               // default blocks.DefaultCharLimit
+	Pinned      bool
+	Priority    int
+	// Value, when set, is the initial content (as for Document.SetValue),
+	// written by the system in the creating change.
+	Value any
+}
+
+// BlockMeta is what the store knows about a block without loading its CRDT
+// document: metadata plus the rendered content as of the last persisted
+// change.
+type BlockMeta struct {
+	ID          int64
+	Owner       string
+	Label       string
+	Description string
+	Type        blocks.Type
+	Schema      schema.Schema
+	// Permission is the caller's effective permission: the owner's, or the
+	// one a share granted.
+	Permission blocks.Permission
+	CharLimit  int
+	Pinned     bool
+	Priority   int
+	Rendered   string
+	// SharedFrom is the owner when the block was shared with the caller.
+	SharedFrom string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// SharedBlock is one share: a block and the agent it is shared with.
+type SharedBlock struct {
+	BlockMeta
+	SharedWith string
+	SharedAt   time.Time
+}
+
+// ArchivalEntry is one archival memory.
+type ArchivalEntry struct {
+	ID        int64
+	Agent     string
+	Content   string
+	Metadata  map[string]any
+	Tags      []string
+	CreatedAt time.Time
+	// ValidFrom defaults to CreatedAt; ValidTo is set when superseded.
+	ValidFrom    time.Time
+	ValidTo      *time.Time
+	SupersededBy int64
+}
+
+// ArchivalQuery filters ListArchival. nil means defaults.
+type ArchivalQuery struct {
+	Limit             int // default 100
+	Offset            int
+	Tags              []string // entries having any of these tags
+	IncludeSuperseded bool
+}
+
+// Role of a message.
+type Role string
+
+// Message roles.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one tool invocation requested by an assistant message.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Message is one conversation message. A batch is one incoming event plus
+// everything the agent did about it.
+type Message struct {
+	ID         int64
+	Agent      string
+	Role       Role
+	Content    string
+	Name       string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	BatchID    string
+	Seq        int // position within the batch; 0 on append means "next"
+	CreatedAt  time.Time
+}
+
+// MessageQuery filters Messages. nil means all messages, oldest first.
+type MessageQuery struct {
+	AfterID  int64  // only messages with ID > AfterID
+	BatchID  string // only this batch
+	Limit    int    // 0 = no limit; with Newest, the newest Limit
+	Newest   bool
+	Since    time.Time
+	Until    time.Time
+}
+
+// Batch is the state of one batch of messages.
+type Batch struct {
+	ID          string
+	Agent       string
+	Complete    bool
+	CreatedAt   time.Time
+	CompletedAt time.Time
+}
+
+// Summary condenses messages FirstMessageID..LastMessageID of one agent and
+// folds in the summary before it (PreviousID).
+type Summary struct {
+	ID             int64
+	Agent          string
+	FirstMessageID int64
+	LastMessageID  int64
+	PreviousID     int64
+	Content        string
+	Model          string
+	CreatedAt      time.Time
+}
+
+// Edit is a block edit that can be proposed, stored and applied later.
+type Edit struct {
+	Op      blocks.Op `json:"op"`
+	Section string    `json:"section,omitempty"`
+	Field   string    `json:"field,omitempty"`
+	Text    string    `json:"text,omitempty"` // set/append/insert text
+	Old     string    `json:"old,omitempty"`  // replace_text
+	Value   any       `json:"value,omitempty"`
+	Index   int       `json:"index,omitempty"` // list index / line number
+	Delta   int64     `json:"delta,omitempty"`
+}
+
+// Proposal is an edit an agent proposed to a Partner/Human block.
+type Proposal struct {
+	ID        int64
+	Owner     string
+	Label     string
+	Proposer  string
+	Edit      Edit
+	Reason    string
+	Status    string // pending | approved | rejected
+	CreatedAt time.Time
+	DecidedAt time.Time
+	DecidedBy string
+}

@@ -1,0 +1,130 @@
+package search
+
+import (
+	"math"
+	"slices"
+)
+
+// Relevance maps document ids to graded gains (> 0) for one query; ids not
+// in the map are irrelevant.
+type Relevance map[string]float64
+
+// NDCG returns the normalised discounted cumulative gain of ranked at
+// cutoff k, with linear gains: DCG = sum of gain(i) / log2(i+1) over ranks
+// i = 1..k, divided by the DCG of the ideal ordering of rel. It is 0 when
+// rel has no positive gain. Repeated ids count once (the first time).
+func NDCG(ranked []string, rel Relevance, k int) float64 {
+	ideal := make([]float64, 0, len(rel))
+	for _, g := range rel {
+		if g > 0 {
+			ideal = append(ideal, g)
+		}
+	}
+	if len(ideal) == 0 || k <= 0 {
+		return 0
+	}
+	slices.Sort(ideal)
+	slices.Reverse(ideal)
+	var idcg float64
+	for i, g := range ideal {
+		if i == k {
+			break
+		}
+		idcg += g / math.Log2(float64(i+2))
+	}
+	var dcg float64
+	seen := map[string]bool{}
+	for i, id := range ranked {
+		if i == k {
+			break
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		dcg += rel[id] / math.Log2(float64(i+2))
+	}
+	return dcg / idcg
+}
+
+// ReciprocalRank returns 1/rank of the first relevant id in ranked (0 if
+// none).
+func ReciprocalRank(ranked []string, rel Relevance) float64 {
+	for i, id := range ranked {
+		if rel[id] > 0 {
+			return 1 / float64(i+1)
+		}
+	}
+	return 0
+}
+
+// Recall returns the fraction of relevant ids found in the first k of
+// ranked (0 when rel has none).
+func Recall(ranked []string, rel Relevance, k int) float64 {
+	total := 0
+	for _, g := range rel {
+		if g > 0 {
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	found := 0
+	seen := map[string]bool{}
+	for i, id := range ranked {
+		if i == k {
+			break
+		}
+		if rel[id] > 0 && !seen[id] {
+			seen[id] = true
+			found++
+		}
+	}
+	return float64(found) / float64(total)
+}
+
+// Metrics are mean retrieval-quality figures over a query set.
+type Metrics struct {
+	Queries   int     // queries with at least one relevant document
+	NDCG10    float64 // mean nDCG@10
+	MRR       float64 // mean reciprocal rank
+	Recall100 float64 // mean recall@100
+}
+
+// Evaluate averages NDCG@10, MRR and recall@100 of runs (query id to ranked
+// document ids) over the queries in qrels that have relevant documents. A
+// query without a run counts as retrieving nothing.
+func Evaluate(runs map[string][]string, qrels map[string]Relevance) Metrics {
+	var m Metrics
+	ids := make([]string, 0, len(qrels))
+	for q := range qrels {
+		ids = append(ids, q)
+	}
+	slices.Sort(ids) // a fixed summation order: identical figures every run
+	for _, q := range ids {
+		rel := qrels[q]
+		relevant := false
+		for _, g := range rel {
+			if g > 0 {
+				relevant = true
+				break
+			}
+		}
+		if !relevant {
+			continue
+		}
+		ranked := runs[q]
+		m.Queries++
+		m.NDCG10 += NDCG(ranked, rel, 10)
+		m.MRR += ReciprocalRank(ranked, rel)
+		m.Recall100 += Recall(ranked, rel, 100)
+	}
+	if m.Queries > 0 {
+		n := float64(m.Queries)
+		m.NDCG10 /= n
+		m.MRR /= n
+		m.Recall100 /= n
+	}
+	return m
+}

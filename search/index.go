@@ -1,0 +1,499 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite/vec" // registers sqlite-vec (vec0) with modernc.org/sqlite
+)
+
+// Meta keys under which the Index records its embedder in table meta.
+const (
+	MetaEmbedderName = "embedder.name"
+	MetaEmbedderDims = "embedder.dims"
+)
+
+// MaxDimensions is the largest vector size vec0 accepts.
+const MaxDimensions = 8192
+
+// Execer runs SQL. *sql.DB, *sql.Tx and *sql.Conn satisfy it, so vector
+// maintenance can run inside the caller's own transaction.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// IndexOptions tune an Index. The zero value (or nil) is the defaults.
+type IndexOptions struct {
+	// SnippetTokens is the most tokens in an FTS snippet (default 16,
+	// at most 64).
+	SnippetTokens int
+	// ReembedBatch is how many texts Reembed sends to the embedder at once
+	// (default 64).
+	ReembedBatch int
+}
+
+// Index searches the engram tables (blocks, archival, messages) of one
+// database. Full-text indexes are the FTS5 tables of migration
+// 0002_search.sql, kept current by triggers; vector indexes are vec0 tables
+// (vec_blocks, vec_archival, vec_messages) the Index creates for its
+// embedder and the caller fills with PutVectors or PutEmbeddings. An Index
+// is safe for concurrent use.
+type Index struct {
+	db   *sql.DB
+	emb  Embedder
+	opts IndexOptions
+	// reembedMu serialises Reembed within this process.
+	reembedMu sync.Mutex
+}
+
+// kind describes one searchable content type's tables.
+type kind struct {
+	t      ContentType
+	name   string // "blocks"
+	base   string // base table
+	alias  string // alias of the base table in queries
+	owner  string // owner column of the base table
+	fts    string // FTS5 table
+	vec    string // vec0 table
+	bm25   string // bm25() column weights, in FTS column order
+	result string // select list producing resultColumns, over alias
+	text   string // select list of columns that make the vector text
+}
+
+// resultColumns: id, owner, label, content, tags_json, metadata_json,
+// created_at, superseded.
+var kinds = map[ContentType]*kind{
+	Blocks: {
+		t: Blocks, name: "blocks", base: "blocks", alias: "b", owner: "owner",
+		fts: "fts_blocks", vec: "vec_blocks", bm25: "5.0, 2.0, 1.0",
+		result: `b.id, b.owner, b.label, b.rendered, '[]',
+			json_object('block_type', b.block_type, 'description', b.description), b.created_at, 0`,
+		text: "b.label, b.description, b.rendered",
+	},
+	Archival: {
+		t: Archival, name: "archival", base: "archival", alias: "a", owner: "agent",
+		fts: "fts_archival", vec: "vec_archival", bm25: "1.0, 2.0, 0.5",
+		result: `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
+			a.valid_to IS NOT NULL`,
+		text: "a.content",
+	},
+	Messages: {
+		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
+		fts: "fts_messages", vec: "vec_messages", bm25: "1.0",
+		result: `m.id, m.agent, '', m.content, '[]',
+			json_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
+				'tool_call_id', m.tool_call_id), m.created_at, 0`,
+		text: "m.content",
+	},
+}
+
+func kindOf(t ContentType) (*kind, error) {
+	k, ok := kinds[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: content type %v is not a single type (want Blocks, Archival or Messages)", ErrInvalidQuery, t)
+	}
+	return k, nil
+}
+
+// NewIndex opens the search index of db, whose schema must already be
+// migrated (0002_search.sql). emb may be nil: then only FTS works and Auto
+// means FTS.
+//
+// With an embedder, the first NewIndex on a database records its Name and
+// Dimensions in table meta (MetaEmbedderName, MetaEmbedderDims) and creates
+// the vec0 tables and their clean-up triggers. If the database already
+// records a different embedder, NewIndex returns the Index together with an
+// error wrapping ErrEmbedderMismatch: the Index is usable for FTS and for
+// Reembed, while vector searches and vector writes keep failing with
+// ErrEmbedderMismatch until Reembed has switched the database over.
+func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions) (*Index, error) {
+	if db == nil {
+		return nil, errors.New("search: NewIndex: nil *sql.DB")
+	}
+	x := &Index{db: db, emb: emb}
+	if opts != nil {
+		x.opts = *opts
+	}
+	if x.opts.SnippetTokens <= 0 {
+		x.opts.SnippetTokens = 16
+	}
+	x.opts.SnippetTokens = min(x.opts.SnippetTokens, 64)
+	if x.opts.ReembedBatch <= 0 {
+		x.opts.ReembedBatch = DefaultBatchSize
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name IN ('fts_blocks', 'fts_archival', 'fts_messages')`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
+	}
+	if n != 3 {
+		return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
+	}
+	if emb == nil {
+		return x, nil
+	}
+	dims := emb.Dimensions()
+	if dims <= 0 || dims > MaxDimensions {
+		return nil, fmt.Errorf("search: NewIndex: embedder %q has %d dimensions (want 1..%d)", emb.Name(), dims, MaxDimensions)
+	}
+	if emb.Name() == "" {
+		return nil, errors.New("search: NewIndex: embedder has an empty Name")
+	}
+	// Fast path: already recorded and set up.
+	if err := x.checkEmbedder(ctx, db); err == nil {
+		if ok, err := x.vecTablesExist(ctx, db); err != nil {
+			return nil, err
+		} else if ok {
+			return x, nil
+		}
+	} else if errors.Is(err, ErrEmbedderMismatch) {
+		return x, err
+	} else if !errors.Is(err, errNotRecorded) {
+		return nil, err
+	}
+	// Record the embedder and create the tables under the write lock.
+	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+		err := x.checkEmbedder(ctx, conn)
+		switch {
+		case errors.Is(err, errNotRecorded):
+			if err := x.recordEmbedder(ctx, conn); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		return x.createVecTables(ctx, conn, dims)
+	})
+	if err != nil {
+		if errors.Is(err, ErrEmbedderMismatch) {
+			return x, err
+		}
+		return nil, err
+	}
+	return x, nil
+}
+
+// Embedder returns the embedder the Index was opened with (nil if none).
+func (x *Index) Embedder() Embedder { return x.emb }
+
+// Mismatch returns nil when the Index has an embedder and the database's
+// vectors are from that embedder, an error wrapping ErrEmbedderMismatch
+// when they are from another one, and ErrNoEmbedder without an embedder.
+func (x *Index) Mismatch(ctx context.Context) error {
+	if x.emb == nil {
+		return ErrNoEmbedder
+	}
+	return x.checkEmbedder(ctx, x.db)
+}
+
+var errNotRecorded = errors.New("search: no embedder recorded")
+
+// checkEmbedder compares the recorded embedder with x.emb.
+func (x *Index) checkEmbedder(ctx context.Context, q Execer) error {
+	name, dims, err := recordedEmbedder(ctx, q)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return errNotRecorded
+	}
+	if name != x.emb.Name() || dims != x.emb.Dimensions() {
+		return fmt.Errorf("%w: the database's vectors are from %q (%d dimensions), this embedder is %q (%d dimensions); run Reembed to switch",
+			ErrEmbedderMismatch, name, dims, x.emb.Name(), x.emb.Dimensions())
+	}
+	return nil
+}
+
+// RecordedEmbedder returns the embedder name and dimensions recorded in db's
+// meta table, or "", 0 if none.
+func RecordedEmbedder(ctx context.Context, db Execer) (name string, dims int, err error) {
+	return recordedEmbedder(ctx, db)
+}
+
+func recordedEmbedder(ctx context.Context, q Execer) (name string, dims int, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?)`, MetaEmbedderName, MetaEmbedderDims)
+	if err != nil {
+		return "", 0, fmt.Errorf("search: read embedder record: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return "", 0, fmt.Errorf("search: read embedder record: %w", err)
+		}
+		switch k {
+		case MetaEmbedderName:
+			name = v
+		case MetaEmbedderDims:
+			if dims, err = strconv.Atoi(v); err != nil {
+				return "", 0, fmt.Errorf("search: meta %s = %q is not a number", MetaEmbedderDims, v)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", 0, fmt.Errorf("search: read embedder record: %w", err)
+	}
+	return name, dims, nil
+}
+
+func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
+	for _, kv := range [][2]string{
+		{MetaEmbedderName, x.emb.Name()},
+		{MetaEmbedderDims, strconv.Itoa(x.emb.Dimensions())},
+	} {
+		if _, err := ex.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("search: record embedder: %w", err)
+		}
+	}
+	return nil
+}
+
+func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')`).Scan(&n); err != nil {
+		return false, fmt.Errorf("search: read schema: %w", err)
+	}
+	return n == 3, nil
+}
+
+// createVecTables creates the vec0 tables for dims and the triggers that
+// drop a vector with its row (or when the row changes owner, so a vector
+// can never be found under its old owner's partition).
+func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
+	for _, t := range contentKinds {
+		k := kinds[t]
+		stmts := []string{
+			fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
+				owner text partition key,
+				embedding float[%d] distance_metric=cosine)`, k.vec, dims),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s_ad AFTER DELETE ON %s BEGIN
+				DELETE FROM %s WHERE rowid = old.id;
+			END`, k.vec, k.base, k.vec),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s_owner AFTER UPDATE OF %s ON %s
+			WHEN old.%s IS NOT new.%s BEGIN
+				DELETE FROM %s WHERE rowid = old.id;
+			END`, k.vec, k.owner, k.base, k.owner, k.owner, k.vec),
+		}
+		for _, s := range stmts {
+			if _, err := ex.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("search: create %s: %w", k.vec, err)
+			}
+		}
+	}
+	return nil
+}
+
+// withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection.
+func (x *Index) withWriteLock(ctx context.Context, fn func(conn *sql.Conn) error) (err error) {
+	conn, err := x.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("search: get connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("search: take write lock: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if err := fn(conn); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("search: commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+// VectorItem is one row to embed: the base table's id, its owner (the
+// vec0 partition: blocks.owner, archival.agent or messages.agent) and the
+// text to embed (for blocks, BlockText; otherwise the content).
+type VectorItem struct {
+	ID    int64
+	Owner string
+	Text  string
+}
+
+// EmbeddingItem is a row with a precomputed vector.
+type EmbeddingItem struct {
+	ID     int64
+	Owner  string
+	Vector []float32
+}
+
+// BlockText is the text embedded for a block: its label, description and
+// rendered content, non-empty parts joined by newlines. Reembed uses it;
+// callers of PutVectors should too.
+func BlockText(label, description, rendered string) string {
+	var parts []string
+	for _, s := range []string{label, description, rendered} {
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Embed embeds texts with the Index's embedder and checks the result's
+// count and dimensions. Use it to compute vectors before a transaction and
+// PutEmbeddings inside it, so no write lock is held across an HTTP call.
+func (x *Index) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if x.emb == nil {
+		return nil, ErrNoEmbedder
+	}
+	vecs, err := x.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("%w: %s returned %d vectors for %d texts", ErrEmbedder, x.emb.Name(), len(vecs), len(texts))
+	}
+	for i, v := range vecs {
+		if err := checkVector(v, x.emb.Dimensions()); err != nil {
+			return nil, fmt.Errorf("%w: %s: vector %d %v", ErrEmbedder, x.emb.Name(), i, err)
+		}
+	}
+	return vecs, nil
+}
+
+// PutVectors embeds the items' texts and stores their vectors (replacing
+// any earlier ones) through ex, typically the caller's transaction that
+// wrote the rows. Items with blank text get no vector (an old one is
+// deleted). The embedder is called while ex may hold the write lock; with a
+// slow embedder prefer Embed before the transaction and PutEmbeddings in it.
+// The Index does not notice content changes: call PutVectors again after
+// changing a row's text. Deleting a row (or changing its owner) drops its
+// vector by trigger.
+func (x *Index) PutVectors(ctx context.Context, ex Execer, t ContentType, items []VectorItem) error {
+	if x.emb == nil {
+		return ErrNoEmbedder
+	}
+	var texts []string
+	var keep []VectorItem
+	var blank []int64
+	for _, it := range items {
+		if strings.TrimSpace(it.Text) == "" {
+			blank = append(blank, it.ID)
+			continue
+		}
+		texts = append(texts, it.Text)
+		keep = append(keep, it)
+	}
+	if len(blank) > 0 {
+		if err := x.DeleteVectors(ctx, ex, t, blank...); err != nil {
+			return err
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	vecs, err := x.Embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	emb := make([]EmbeddingItem, len(keep))
+	for i, it := range keep {
+		emb[i] = EmbeddingItem{ID: it.ID, Owner: it.Owner, Vector: vecs[i]}
+	}
+	return x.PutEmbeddings(ctx, ex, t, emb)
+}
+
+// PutEmbeddings stores precomputed vectors (replacing earlier ones) through
+// ex. The vectors must come from the Index's embedder: it checks their
+// dimensions and that the database records this embedder.
+func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, items []EmbeddingItem) error {
+	if x.emb == nil {
+		return ErrNoEmbedder
+	}
+	k, err := kindOf(t)
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	if err := x.checkEmbedder(ctx, ex); err != nil {
+		if errors.Is(err, errNotRecorded) {
+			return fmt.Errorf("%w: the database records no embedder (was it opened with NewIndex?)", ErrEmbedderMismatch)
+		}
+		return err
+	}
+	dims := x.emb.Dimensions()
+	for _, it := range items {
+		if err := checkVector(it.Vector, dims); err != nil {
+			return fmt.Errorf("search: vector for %s %d %v", k.name, it.ID, err)
+		}
+	}
+	del, err := ex.PrepareContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE rowid = ?`, k.vec))
+	if err != nil {
+		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
+	}
+	defer del.Close()
+	ins, err := ex.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec))
+	if err != nil {
+		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
+	}
+	defer ins.Close()
+	for _, it := range items {
+		// vec0 has no upsert and cannot update a partition key.
+		if _, err := del.ExecContext(ctx, it.ID); err != nil {
+			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+		}
+		if _, err := ins.ExecContext(ctx, it.ID, it.Owner, vectorBlob(it.Vector)); err != nil {
+			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+		}
+	}
+	return nil
+}
+
+// DeleteVectors removes the vectors of the given rows (missing ones are
+// ignored). Deleting the rows themselves does this by trigger already.
+func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids ...int64) error {
+	k, err := kindOf(t)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var n int
+	if err := ex.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.vec).Scan(&n); err != nil {
+		return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	stmt, err := ex.PrepareContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE rowid = ?`, k.vec))
+	if err != nil {
+		return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
+	}
+	defer stmt.Close()
+	for _, id := range ids {
+		if _, err := stmt.ExecContext(ctx, id); err != nil {
+			return fmt.Errorf("search: delete %s vector %d: %w", k.name, id, err)
+		}
+	}
+	return nil
+}
+
+// textHash fingerprints a row's vector text for Reembed.
+func textHash(s string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return int64(h.Sum64())
+}

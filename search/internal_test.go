@@ -1,0 +1,132 @@
+package search
+
+import (
+	"math"
+	"testing"
+)
+
+func TestPorterStem(t *testing.T) {
+	for in, want := range map[string]string{
+		"caresses": "caress", "ponies": "poni", "ties": "ti", "caress": "caress", "cats": "cat",
+		"feed": "feed", "agreed": "agre", "plastered": "plaster", "bled": "bled", "motoring": "motor",
+		"sing": "sing", "conflated": "conflat", "troubled": "troubl", "sized": "size", "hopping": "hop",
+		"tanned": "tan", "falling": "fall", "hissing": "hiss", "fizzed": "fizz", "failing": "fail",
+		"filing": "file", "happy": "happi", "sky": "sky", "relational": "relat", "conditional": "condit",
+		"rational": "ration", "valenci": "valenc", "digitizer": "digit", "conformabli": "conform",
+		"radicalli": "radic", "differentli": "differ", "vileli": "vile", "analogousli": "analog",
+		"vietnamization": "vietnam", "predication": "predic", "operator": "oper", "feudalism": "feudal",
+		"decisiveness": "decis", "hopefulness": "hope", "callousness": "callous", "formaliti": "formal",
+		"sensitiviti": "sensit", "sensibiliti": "sensibl", "triplicate": "triplic", "formative": "form",
+		"formalize": "formal", "electriciti": "electr", "electrical": "electr", "hopeful": "hope",
+		"goodness": "good", "revival": "reviv", "allowance": "allow", "inference": "infer",
+		"airliner": "airlin", "gyroscopic": "gyroscop", "adjustable": "adjust", "defensible": "defens",
+		"irritant": "irrit", "replacement": "replac", "adjustment": "adjust", "dependent": "depend",
+		"adoption": "adopt", "homologou": "homolog", "communism": "commun", "activate": "activ",
+		"angulariti": "angular", "homologous": "homolog", "effective": "effect", "bowdlerize": "bowdler",
+		"probate": "probat", "rate": "rate", "cease": "ceas", "controll": "control", "roll": "roll",
+		"generalizations": "gener", "oscillators": "oscil", "aerodynamics": "aerodynam",
+		"a": "a", "is": "is", "über": "über", "x86": "x86",
+	} {
+		if got := porterStem(in); got != want {
+			t.Errorf("porterStem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func res(t ContentType, id int64) *Result { return &Result{Type: t, ID: id} }
+
+func TestFuseRRF(t *testing.T) {
+	// Two lists: FTS (a, b, c) and vector (c, a, d).
+	fts := []*Result{res(Archival, 1), res(Archival, 2), res(Archival, 3)}
+	for i, r := range fts {
+		r.Source.FTSRank = i + 1
+		r.Source.BM25 = -float64(10 - i)
+		r.Snippet = "fts"
+	}
+	vec := []*Result{res(Archival, 3), res(Archival, 1), res(Archival, 4)}
+	for i, r := range vec {
+		r.Source.VectorRank = i + 1
+		r.Source.Distance = 0.1 * float64(i+1)
+	}
+	got := fuseRRF([][]*Result{fts, vec})
+	want := []struct {
+		id    int64
+		fused float64
+	}{
+		{1, 1.0/61 + 1.0/62},
+		{3, 1.0/63 + 1.0/61},
+		{2, 1.0 / 62},
+		{4, 1.0 / 63},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d results, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		r := got[i]
+		if r.ID != w.id || math.Abs(r.Score-w.fused) > 1e-12 || r.Source.Fused != r.Score {
+			t.Errorf("rank %d: id %d score %v (fused %v), want id %d score %v", i+1, r.ID, r.Score, r.Source.Fused, w.id, w.fused)
+		}
+	}
+	// Both sides are recorded on the merged result.
+	if r := got[0]; r.Source.FTSRank != 1 || r.Source.VectorRank != 2 || r.Source.Distance != 0.2 || r.Snippet != "fts" {
+		t.Errorf("merged source = %+v snippet %q", r.Source, r.Snippet)
+	}
+	if r := got[3]; r.Source.FTSRank != 0 || r.Source.VectorRank != 3 {
+		t.Errorf("vector-only source = %+v", r.Source)
+	}
+	// Inputs are not modified.
+	if fts[0].Source.Fused != 0 || fts[0].Source.VectorRank != 0 {
+		t.Errorf("input changed: %+v", fts[0].Source)
+	}
+
+	// Across content types: same rank ties, broken by type then id; the
+	// same id in different types are different results.
+	got = fuseRRF([][]*Result{
+		{res(Messages, 7), res(Messages, 8)},
+		{res(Blocks, 7), res(Blocks, 9)},
+	})
+	var order []string
+	for _, r := range got {
+		order = append(order, r.Type.String()+":"+string(rune('0'+r.ID)))
+	}
+	if want := "blocks:7 messages:7 blocks:9 messages:8"; join(order) != want {
+		t.Errorf("order %q, want %q", join(order), want)
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += " "
+		}
+		out += x
+	}
+	return out
+}
+
+func TestExcerpt(t *testing.T) {
+	if got := excerpt("short text", 200); got != "short text" {
+		t.Errorf("got %q", got)
+	}
+	long := "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+	if got := excerpt(long, 20); got != "alpha beta gamma"+Ellipsis {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestVectorBlobRoundTrip(t *testing.T) {
+	v := []float32{1, -2.5, float32(math.Pi), 0}
+	got, err := blobVector(vectorBlob(v))
+	if err != nil || len(got) != len(v) {
+		t.Fatal(got, err)
+	}
+	for i := range v {
+		if got[i] != v[i] {
+			t.Fatalf("%v != %v", got, v)
+		}
+	}
+	if _, err := blobVector([]byte{1, 2, 3}); err == nil {
+		t.Fatal("odd blob accepted")
+	}
+}

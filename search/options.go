@@ -1,0 +1,333 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mode selects how a query is answered.
+type Mode int
+
+const (
+	// Auto is Hybrid when the Index has an embedder, else FTS. The default.
+	Auto Mode = iota
+	// FTS ranks full-text matches with FTS5's BM25 and returns highlighted
+	// snippets.
+	FTS
+	// Vector ranks by cosine distance between the query's embedding and the
+	// stored vectors (sqlite-vec vec0 KNN).
+	Vector
+	// Hybrid fuses the FTS and Vector rankings with reciprocal-rank fusion
+	// (k = 60), each side fetched deeper than the limit.
+	Hybrid
+)
+
+// String returns "auto", "fts", "vector" or "hybrid".
+func (m Mode) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case FTS:
+		return "fts"
+	case Vector:
+		return "vector"
+	case Hybrid:
+		return "hybrid"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// MarshalText encodes the mode as its String.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText parses a mode with ParseMode.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// ParseMode is the inverse of Mode.String (case-insensitive), for CLIs and
+// tool arguments. The empty string is Auto.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return Auto, nil
+	case "fts", "text", "fulltext", "full-text":
+		return FTS, nil
+	case "vector", "vec", "semantic":
+		return Vector, nil
+	case "hybrid":
+		return Hybrid, nil
+	}
+	return Auto, fmt.Errorf("%w: unknown mode %q (want auto, fts, vector or hybrid)", ErrInvalidQuery, s)
+}
+
+// ContentType is a set of searchable kinds of content (bit flags).
+type ContentType uint8
+
+const (
+	// Blocks are memory blocks: label, description and rendered text.
+	Blocks ContentType = 1 << iota
+	// Archival are archival entries: content, tags and metadata.
+	Archival
+	// Messages are conversation messages: content.
+	Messages
+
+	// AllContent is every content type; the default.
+	AllContent = Blocks | Archival | Messages
+)
+
+// contentKinds lists the single content types in their fixed order.
+var contentKinds = [...]ContentType{Blocks, Archival, Messages}
+
+// Has reports whether every type in t2 is in t.
+func (t ContentType) Has(t2 ContentType) bool { return t&t2 == t2 && t2 != 0 }
+
+// Kinds splits a set into its single types, in the order Blocks, Archival,
+// Messages.
+func (t ContentType) Kinds() []ContentType {
+	var out []ContentType
+	for _, k := range contentKinds {
+		if t&k != 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// String returns "blocks", "archival", "messages", or a "|"-joined set.
+func (t ContentType) String() string {
+	var parts []string
+	for _, k := range contentKinds {
+		if t&k == 0 {
+			continue
+		}
+		switch k {
+		case Blocks:
+			parts = append(parts, "blocks")
+		case Archival:
+			parts = append(parts, "archival")
+		case Messages:
+			parts = append(parts, "messages")
+		}
+	}
+	if rest := t &^ AllContent; rest != 0 {
+		parts = append(parts, fmt.Sprintf("ContentType(%#x)", uint8(rest)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
+}
+
+// MarshalText encodes the set as its String.
+func (t ContentType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText parses a set with ParseContentType.
+func (t *ContentType) UnmarshalText(b []byte) error {
+	v, err := ParseContentType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// ParseContentType parses "blocks", "archival", "messages" or "all", or a
+// list of them separated by "|" or ",".
+func ParseContentType(s string) (ContentType, error) {
+	var t ContentType
+	for _, part := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == '|' || r == ',' || r == ' ' }) {
+		switch part {
+		case "blocks", "block":
+			t |= Blocks
+		case "archival":
+			t |= Archival
+		case "messages", "message":
+			t |= Messages
+		case "all":
+			t |= AllContent
+		default:
+			return 0, fmt.Errorf("%w: unknown content type %q (want blocks, archival, messages or all)", ErrInvalidQuery, part)
+		}
+	}
+	if t == 0 {
+		return AllContent, nil
+	}
+	return t, nil
+}
+
+const (
+	// DefaultLimit is the number of results when Limit is not set.
+	DefaultLimit = 10
+	// MaxLimit caps Limit.
+	MaxLimit = 1000
+)
+
+// Options narrow and shape a search. Build them fluently:
+//
+//	search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(20)
+//
+// A nil *Options means the defaults (see Settings). The setters change and
+// return the receiver; on a nil receiver they start from NewOptions. An
+// Options value is not safe for concurrent mutation, but a finished one may
+// be shared by concurrent searches.
+type Options struct {
+	mode              Mode
+	types             ContentType
+	limit             int
+	since, until      time.Time
+	tagsAny, tagsAll  []string
+	minScore          float64
+	hasMinScore       bool
+	includeSuperseded bool
+}
+
+// NewOptions returns options with every default: Auto mode, all content
+// types, limit 10, no time range, no tag filter, no minimum score,
+// superseded archival entries hidden.
+func NewOptions() *Options { return &Options{} }
+
+func (o *Options) orNew() *Options {
+	if o == nil {
+		return NewOptions()
+	}
+	return o
+}
+
+// Mode sets the search mode (default Auto).
+func (o *Options) Mode(m Mode) *Options {
+	o = o.orNew()
+	o.mode = m
+	return o
+}
+
+// ContentTypes sets what to search; several types may be given or or-ed
+// together (Blocks|Archival). No types, or 0, means all.
+func (o *Options) ContentTypes(types ...ContentType) *Options {
+	o = o.orNew()
+	o.types = 0
+	for _, t := range types {
+		o.types |= t
+	}
+	return o
+}
+
+// Limit sets the maximum number of results: 0 or less means DefaultLimit,
+// more than MaxLimit means MaxLimit.
+func (o *Options) Limit(n int) *Options {
+	o = o.orNew()
+	o.limit = n
+	return o
+}
+
+// Since keeps only content created at or after t (zero t: no bound).
+func (o *Options) Since(t time.Time) *Options {
+	o = o.orNew()
+	o.since = t
+	return o
+}
+
+// Until keeps only content created before t (zero t: no bound). Together
+// with Since it is the half-open range [since, until).
+func (o *Options) Until(t time.Time) *Options {
+	o = o.orNew()
+	o.until = t
+	return o
+}
+
+// Tags keeps only archival entries carrying at least one of tags. Tags only
+// exist on archival entries, so any tag filter excludes blocks and messages.
+// Empty strings are ignored; calling it again replaces the list.
+func (o *Options) Tags(tags ...string) *Options {
+	o = o.orNew()
+	o.tagsAny = cleanTags(tags)
+	return o
+}
+
+// AllTags keeps only archival entries carrying every one of tags (see Tags).
+func (o *Options) AllTags(tags ...string) *Options {
+	o = o.orNew()
+	o.tagsAll = cleanTags(tags)
+	return o
+}
+
+// MinScore drops results whose final Score is below s. What Score means
+// depends on the mode and is recorded in each Result's Source.
+func (o *Options) MinScore(s float64) *Options {
+	o = o.orNew()
+	o.minScore = s
+	o.hasMinScore = !math.IsNaN(s)
+	return o
+}
+
+// IncludeSuperseded also returns archival entries that a newer entry
+// replaced (valid_to set). They are hidden by default.
+func (o *Options) IncludeSuperseded(include bool) *Options {
+	o = o.orNew()
+	o.includeSuperseded = include
+	return o
+}
+
+func cleanTags(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Settings is the resolved, read-only view of Options with defaults applied.
+type Settings struct {
+	Mode              Mode        // as set; Auto is resolved by the Index
+	Types             ContentType // never 0
+	Limit             int         // 1..MaxLimit
+	Since, Until      time.Time   // zero: unbounded
+	TagsAny           []string    // at least one of these (archival only)
+	TagsAll           []string    // all of these (archival only)
+	MinScore          float64     // valid when HasMinScore
+	HasMinScore       bool
+	IncludeSuperseded bool
+}
+
+// Settings returns the options with defaults applied. It is safe on a nil
+// receiver (all defaults). The slices are copies.
+func (o *Options) Settings() Settings {
+	if o == nil {
+		o = &Options{}
+	}
+	s := Settings{
+		Mode:              o.mode,
+		Types:             o.types & AllContent,
+		Limit:             o.limit,
+		Since:             o.since,
+		Until:             o.until,
+		TagsAny:           slices.Clone(o.tagsAny),
+		TagsAll:           slices.Clone(o.tagsAll),
+		MinScore:          o.minScore,
+		HasMinScore:       o.hasMinScore,
+		IncludeSuperseded: o.includeSuperseded,
+	}
+	if s.Types == 0 {
+		s.Types = AllContent
+	}
+	if s.Limit <= 0 {
+		s.Limit = DefaultLimit
+	}
+	if s.Limit > MaxLimit {
+		s.Limit = MaxLimit
+	}
+	return s
+}
+
+// hasTagFilter reports whether a tag filter is set.
+func (s *Settings) hasTagFilter() bool { return len(s.TagsAny) > 0 || len(s.TagsAll) > 0 }

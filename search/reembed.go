@@ -1,0 +1,271 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Reembed switches the database to the Index's embedder: it recomputes the
+// vector of every block, archival entry and message with it, replaces the
+// vec0 tables (their dimension may change) and records the embedder in
+// meta. progress, if not nil, is called after each batch with the rows
+// embedded so far and the total.
+//
+// It works in two phases so the write lock is not held while a slow
+// embedder runs: first every row's vector is computed into a staging table
+// (search_reembed) in small transactions; then, under one write
+// transaction, rows that changed or appeared meanwhile are embedded again,
+// the vec0 tables are rebuilt from the staging table and the record is
+// switched. Until that transaction commits, the old vectors and record stay
+// in force; if it fails or ctx is cancelled nothing changes (the staging
+// table is cleared by the next run). Run one Reembed per database at a time.
+func (x *Index) Reembed(ctx context.Context, progress func(done, total int)) error {
+	if x.emb == nil {
+		return ErrNoEmbedder
+	}
+	x.reembedMu.Lock()
+	defer x.reembedMu.Unlock()
+	if progress == nil {
+		progress = func(int, int) {}
+	}
+	if _, err := x.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_reembed (
+		kind      INTEGER NOT NULL,
+		id        INTEGER NOT NULL,
+		hash      INTEGER NOT NULL,
+		embedding BLOB    NOT NULL,
+		PRIMARY KEY (kind, id)
+	) WITHOUT ROWID`); err != nil {
+		return fmt.Errorf("search: reembed: create staging table: %w", err)
+	}
+	if _, err := x.db.ExecContext(ctx, `DELETE FROM search_reembed`); err != nil {
+		return fmt.Errorf("search: reembed: clear staging table: %w", err)
+	}
+	total := 0
+	for _, t := range contentKinds {
+		var n int
+		if err := x.db.QueryRowContext(ctx, "SELECT count(*) FROM "+kinds[t].base).Scan(&n); err != nil {
+			return fmt.Errorf("search: reembed: count %s: %w", kinds[t].name, err)
+		}
+		total += n
+	}
+	progress(0, total)
+
+	// Phase 1: stage vectors, a batch per transaction, without the lock.
+	done := 0
+	for _, t := range contentKinds {
+		k := kinds[t]
+		after := int64(-1 << 63)
+		for {
+			batch, err := x.readRows(ctx, x.db, k, after, x.opts.ReembedBatch)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				break
+			}
+			after = batch[len(batch)-1].id
+			if err := x.stage(ctx, k, batch); err != nil {
+				return err
+			}
+			done += len(batch)
+			progress(min(done, total), total)
+		}
+	}
+
+	// Phase 2: swap under the write lock.
+	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+		for _, t := range contentKinds {
+			if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+kinds[t].vec); err != nil {
+				return fmt.Errorf("search: reembed: drop %s: %w", kinds[t].vec, err)
+			}
+		}
+		if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
+			return err
+		}
+		for _, t := range contentKinds {
+			if err := x.swapIn(ctx, conn, kinds[t]); err != nil {
+				return err
+			}
+		}
+		if err := x.recordEmbedder(ctx, conn); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, `DELETE FROM search_reembed`); err != nil {
+			return fmt.Errorf("search: reembed: clear staging table: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	progress(total, total)
+	return nil
+}
+
+type reembedRow struct {
+	id    int64
+	owner string
+	text  string
+}
+
+// readRows reads up to limit rows of k with id > after, in id order.
+func (x *Index) readRows(ctx context.Context, q Execer, k *kind, after int64, limit int) ([]reembedRow, error) {
+	query := fmt.Sprintf(`SELECT %[1]s.id, %[1]s.%[2]s, %[3]s FROM %[4]s %[1]s WHERE %[1]s.id > ? ORDER BY %[1]s.id LIMIT ?`,
+		k.alias, k.owner, k.text, k.base)
+	rows, err := q.QueryContext(ctx, query, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	var out []reembedRow
+	for rows.Next() {
+		var r reembedRow
+		if k.t == Blocks {
+			var label, desc, rendered string
+			if err := rows.Scan(&r.id, &r.owner, &label, &desc, &rendered); err != nil {
+				return nil, fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+			}
+			r.text = BlockText(label, desc, rendered)
+		} else if err := rows.Scan(&r.id, &r.owner, &r.text); err != nil {
+			return nil, fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+	}
+	return out, nil
+}
+
+// embedRows embeds the non-blank rows; blank ones get nil.
+func (x *Index) embedRows(ctx context.Context, batch []reembedRow) ([][]float32, error) {
+	var texts []string
+	var at []int
+	for i, r := range batch {
+		if strings.TrimSpace(r.text) != "" {
+			texts = append(texts, r.text)
+			at = append(at, i)
+		}
+	}
+	out := make([][]float32, len(batch))
+	for start := 0; start < len(texts); start += x.opts.ReembedBatch {
+		end := min(start+x.opts.ReembedBatch, len(texts))
+		vecs, err := x.Embed(ctx, texts[start:end])
+		if err != nil {
+			return nil, fmt.Errorf("search: reembed: %w", err)
+		}
+		for i, v := range vecs {
+			out[at[start+i]] = v
+		}
+	}
+	return out, nil
+}
+
+func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
+	vecs, err := x.embedRows(ctx, batch)
+	if err != nil {
+		return err
+	}
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("search: reembed: stage %s: %w", k.name, err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO search_reembed (kind, id, hash, embedding) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("search: reembed: stage %s: %w", k.name, err)
+	}
+	defer stmt.Close()
+	for i, r := range batch {
+		if vecs[i] == nil {
+			continue
+		}
+		if _, err := stmt.ExecContext(ctx, int(k.t), r.id, textHash(r.text), vectorBlob(vecs[i])); err != nil {
+			return fmt.Errorf("search: reembed: stage %s %d: %w", k.name, r.id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("search: reembed: stage %s: %w", k.name, err)
+	}
+	return nil
+}
+
+// swapIn fills k's fresh vec0 table from the staging table, re-embedding
+// rows whose text changed (or that appeared) since they were staged. It
+// pages through the rows so memory stays bounded.
+func (x *Index) swapIn(ctx context.Context, conn *sql.Conn, k *kind) error {
+	ins, err := conn.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec))
+	if err != nil {
+		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)
+	}
+	defer ins.Close()
+	query := fmt.Sprintf(`SELECT %[1]s.id, %[1]s.%[2]s, s.hash, s.embedding, %[3]s
+		FROM %[4]s %[1]s LEFT JOIN search_reembed s ON s.kind = ? AND s.id = %[1]s.id
+		WHERE %[1]s.id > ? ORDER BY %[1]s.id LIMIT 1000`, k.alias, k.owner, k.text, k.base)
+	after := int64(-1 << 63)
+	for {
+		rows, err := conn.QueryContext(ctx, query, int(k.t), after)
+		if err != nil {
+			return fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+		}
+		var stale []reembedRow
+		type ready struct {
+			id    int64
+			owner string
+			blob  []byte
+		}
+		var good []ready
+		n := 0
+		for rows.Next() {
+			var r reembedRow
+			var hash sql.NullInt64
+			var blob []byte
+			var err error
+			if k.t == Blocks {
+				var label, desc, rendered string
+				err = rows.Scan(&r.id, &r.owner, &hash, &blob, &label, &desc, &rendered)
+				r.text = BlockText(label, desc, rendered)
+			} else {
+				err = rows.Scan(&r.id, &r.owner, &hash, &blob, &r.text)
+			}
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+			}
+			n++
+			after = r.id
+			switch {
+			case strings.TrimSpace(r.text) == "":
+			case hash.Valid && hash.Int64 == textHash(r.text):
+				good = append(good, ready{r.id, r.owner, blob})
+			default:
+				stale = append(stale, r)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("search: reembed: read %s: %w", k.name, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		for _, g := range good {
+			if _, err := ins.ExecContext(ctx, g.id, g.owner, g.blob); err != nil {
+				return fmt.Errorf("search: reembed: fill %s %d: %w", k.vec, g.id, err)
+			}
+		}
+		if len(stale) > 0 {
+			vecs, err := x.embedRows(ctx, stale)
+			if err != nil {
+				return err
+			}
+			for i, r := range stale {
+				if _, err := ins.ExecContext(ctx, r.id, r.owner, vectorBlob(vecs[i])); err != nil {
+					return fmt.Errorf("search: reembed: fill %s %d: %w", k.vec, r.id, err)
+				}
+			}
+		}
+	}
+}

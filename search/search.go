@@ -1,0 +1,574 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Snippet highlight markers: FTS snippets wrap each matched term in
+// HighlightStart and HighlightEnd and mark elided text with Ellipsis.
+const (
+	HighlightStart = "«"
+	HighlightEnd   = "»"
+	Ellipsis       = "…"
+)
+
+// RRFK is the reciprocal-rank-fusion constant: a result at rank r of a list
+// contributes 1/(RRFK+r).
+const RRFK = 60
+
+// HybridDepth is the least number of results Hybrid fetches from each side
+// (FTS and Vector) of each content type; it fetches max(4*limit,
+// HybridDepth).
+const HybridDepth = 50
+
+// vecKMax is vec0's largest k.
+const vecKMax = 4096
+
+// Scope says whose content a search may see.
+type Scope struct {
+	// All is the system-wide view (memory's SearchAll): every owner's rows.
+	All bool
+	// Agent, when All is false, is the agent searching: it sees the blocks,
+	// archival entries and messages it owns, plus blocks shared with it.
+	Agent string
+}
+
+// ScoreSource records where a result's Score came from. A rank of 0 means
+// the result was not in that side's list.
+type ScoreSource struct {
+	// FTSRank is the 1-based rank in its content type's FTS list; BM25 is
+	// FTS5's bm25() value there (negative; lower is better).
+	FTSRank int     `json:"fts_rank,omitempty"`
+	BM25    float64 `json:"bm25,omitempty"`
+	// VectorRank is the 1-based rank in its content type's vector list;
+	// Distance is the cosine distance (0 = same direction, 2 = opposite).
+	VectorRank int     `json:"vector_rank,omitempty"`
+	Distance   float64 `json:"distance,omitempty"`
+	// Fused is the reciprocal-rank-fusion score, sum of 1/(RRFK+rank) over
+	// the lists the result is in; 0 when no fusion happened.
+	Fused float64 `json:"fused,omitempty"`
+}
+
+// Result is one search hit.
+//
+// Score is higher-is-better and depends on how the result was ranked:
+//   - FTS over one content type: -BM25;
+//   - Vector: 1 - Distance (cosine similarity), across content types too;
+//   - Hybrid, or FTS over several content types: Fused.
+//
+// Source always says which.
+type Result struct {
+	Type  ContentType `json:"type"`
+	ID    int64       `json:"id"`    // blocks.id, archival.id or messages.id
+	Owner string      `json:"owner"` // the owning agent (a shared block's owner differs from the searcher)
+	Label string      `json:"label,omitempty"`
+	// Content is the full text: a block's rendered text, an entry's or a
+	// message's content.
+	Content string `json:"content"`
+	// Snippet is FTS5's snippet with matches between HighlightStart and
+	// HighlightEnd; for results found only by vector search, the start of
+	// Content without markers.
+	Snippet string   `json:"snippet"`
+	Tags    []string `json:"tags,omitempty"` // archival entries only
+	// Metadata is an archival entry's metadata object; for blocks
+	// {"block_type","description"}; for messages {"role","name",
+	// "batch_id","seq","tool_call_id"}.
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Created    time.Time       `json:"created"`
+	Superseded bool            `json:"superseded,omitempty"` // archival entry replaced by a newer one
+	Score      float64         `json:"score"`
+	Source     ScoreSource     `json:"source"`
+}
+
+// Search runs query over the content scope may see. Any non-empty text is
+// a valid query; one with no letters or digits fails with ErrInvalidQuery.
+// With opts nil, the defaults apply (Auto, all content types, 10 results).
+//
+// Isolation is part of every SQL statement: FTS queries filter on the
+// owner column; vector queries use the owner as vec0's partition key in the
+// KNN itself, and reach blocks shared with the agent through the shares
+// table with exact distances. Nothing is fetched globally and filtered
+// afterwards.
+func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Options) ([]Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	s := opts.Settings()
+	if !scope.All && scope.Agent == "" {
+		return nil, fmt.Errorf("%w: scope names no agent (set Scope.Agent, or Scope.All for the system view)", ErrInvalidQuery)
+	}
+	mode, err := x.resolveMode(ctx, s.Mode)
+	if err != nil {
+		return nil, err
+	}
+	expr, err := MatchExpression(query)
+	if err != nil {
+		return nil, err
+	}
+	types := s.Types
+	if s.hasTagFilter() {
+		types &= Archival // only archival entries have tags
+	}
+	if types == 0 {
+		return nil, nil
+	}
+	var qvec []byte
+	if mode == Vector || mode == Hybrid {
+		vecs, err := x.Embed(ctx, []string{query})
+		if err != nil {
+			return nil, fmt.Errorf("search: embed query: %w", err)
+		}
+		qvec = vectorBlob(vecs[0])
+	}
+	depth := s.Limit
+	if mode == Hybrid {
+		depth = max(4*s.Limit, HybridDepth)
+	}
+	var ftsLists, vecLists [][]*Result
+	for _, t := range types.Kinds() {
+		k := kinds[t]
+		if mode == FTS || mode == Hybrid {
+			l, err := x.ftsSearch(ctx, k, expr, scope, &s, depth)
+			if err != nil {
+				return nil, err
+			}
+			ftsLists = append(ftsLists, l)
+		}
+		if mode == Vector || mode == Hybrid {
+			l, err := x.vecSearch(ctx, k, qvec, scope, &s, depth)
+			if err != nil {
+				return nil, err
+			}
+			vecLists = append(vecLists, l)
+		}
+	}
+	var ranked []*Result
+	switch {
+	case mode == FTS && len(ftsLists) == 1:
+		ranked = ftsLists[0]
+		for _, r := range ranked {
+			r.Score = -r.Source.BM25
+		}
+	case mode == FTS:
+		ranked = fuseRRF(ftsLists)
+	case mode == Vector:
+		ranked = mergeByDistance(vecLists)
+		for _, r := range ranked {
+			r.Score = 1 - r.Source.Distance
+		}
+	default:
+		ranked = fuseRRF(append(ftsLists, vecLists...))
+	}
+	out := make([]Result, 0, min(len(ranked), s.Limit))
+	for _, r := range ranked {
+		if len(out) == s.Limit {
+			break
+		}
+		if s.HasMinScore && r.Score < s.MinScore {
+			continue
+		}
+		if r.Snippet == "" {
+			r.Snippet = excerpt(r.Content, 200)
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// resolveMode turns Auto into Hybrid or FTS and checks the embedder for
+// vector modes.
+func (x *Index) resolveMode(ctx context.Context, m Mode) (Mode, error) {
+	switch m {
+	case FTS:
+		return FTS, nil
+	case Auto:
+		if x.emb != nil && x.checkEmbedder(ctx, x.db) == nil {
+			return Hybrid, nil
+		}
+		return FTS, nil
+	case Vector, Hybrid:
+		if x.emb == nil {
+			return m, fmt.Errorf("%w: %v search needs an embedder", ErrNoEmbedder, m)
+		}
+		if err := x.checkEmbedder(ctx, x.db); err != nil {
+			if err == errNotRecorded {
+				return m, fmt.Errorf("%w: the database records no embedder", ErrEmbedderMismatch)
+			}
+			return m, err
+		}
+		return m, nil
+	}
+	return m, fmt.Errorf("%w: unknown mode %v", ErrInvalidQuery, m)
+}
+
+// filters returns the WHERE conditions (joined by AND) and their arguments
+// for kind k: scope (unless withScope is false), supersession, time range
+// and tags.
+func filters(k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
+	var conds []string
+	var args []any
+	a := k.alias
+	if withScope && !scope.All {
+		if k.t == Blocks {
+			conds = append(conds, `(b.owner = ? OR EXISTS (SELECT 1 FROM shares sh WHERE sh.block_id = b.id AND sh.agent = ?))`)
+			args = append(args, scope.Agent, scope.Agent)
+		} else {
+			conds = append(conds, a+"."+k.owner+" = ?")
+			args = append(args, scope.Agent)
+		}
+	}
+	if k.t == Archival && !s.IncludeSuperseded {
+		conds = append(conds, "a.valid_to IS NULL")
+	}
+	if !s.Since.IsZero() {
+		conds = append(conds, a+".created_at >= ?")
+		args = append(args, s.Since.UnixNano())
+	}
+	if !s.Until.IsZero() {
+		conds = append(conds, a+".created_at < ?")
+		args = append(args, s.Until.UnixNano())
+	}
+	if k.t == Archival {
+		if len(s.TagsAny) > 0 {
+			conds = append(conds, `EXISTS (SELECT 1 FROM archival_tags t WHERE t.archival_id = a.id AND t.tag IN (`+
+				placeholders(len(s.TagsAny))+`))`)
+			for _, t := range s.TagsAny {
+				args = append(args, t)
+			}
+		}
+		for _, t := range s.TagsAll {
+			conds = append(conds, `EXISTS (SELECT 1 FROM archival_tags t WHERE t.archival_id = a.id AND t.tag = ?)`)
+			args = append(args, t)
+		}
+	}
+	if len(conds) == 0 {
+		return "1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// scanResult scans the kind's result columns plus extra destinations.
+func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
+	r := &Result{Type: k.t}
+	var tags, meta string
+	var created int64
+	dest := append([]any{&r.ID, &r.Owner, &r.Label, &r.Content, &tags, &meta, &created, &r.Superseded}, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	if tags != "" && tags != "[]" {
+		_ = json.Unmarshal([]byte(tags), &r.Tags) // malformed tags_json: no tags
+	}
+	if meta != "" {
+		if json.Valid([]byte(meta)) {
+			r.Metadata = json.RawMessage(meta)
+		} else {
+			r.Metadata, _ = json.Marshal(meta)
+		}
+	}
+	r.Created = time.Unix(0, created).UTC()
+	return r, nil
+}
+
+// ftsSearch returns up to limit rows of k matching expr, best first.
+func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope, s *Settings, limit int) ([]*Result, error) {
+	where, fargs := filters(k, scope, s, true)
+	q := fmt.Sprintf(`SELECT %[1]s, bm25(%[2]s, %[3]s) AS score,
+			snippet(%[2]s, -1, '%[4]s', '%[5]s', '%[6]s', %[7]d)
+		FROM %[2]s JOIN %[8]s %[9]s ON %[9]s.id = %[2]s.rowid
+		WHERE %[2]s MATCH ? AND %[10]s
+		ORDER BY score, %[9]s.id LIMIT ?`,
+		k.result, k.fts, k.bm25, HighlightStart, HighlightEnd, Ellipsis, x.opts.SnippetTokens,
+		k.base, k.alias, where)
+	args := append(append([]any{expr}, fargs...), limit)
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	var out []*Result
+	for rows.Next() {
+		var bm25 float64
+		var snip sql.NullString
+		r, err := scanResult(rows, k, &bm25, &snip)
+		if err != nil {
+			return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
+		}
+		r.Snippet = snip.String
+		r.Source.FTSRank = len(out) + 1
+		r.Source.BM25 = bm25
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
+	}
+	return out, nil
+}
+
+// vecSearch returns up to limit rows of k nearest to qvec, nearest first.
+func (x *Index) vecSearch(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
+	out, err := x.knn(ctx, k, qvec, scope, s, limit)
+	if err != nil {
+		return nil, err
+	}
+	if k.t == Blocks && !scope.All {
+		shared, err := x.sharedBlocks(ctx, k, qvec, scope.Agent, s, limit)
+		if err != nil {
+			return nil, err
+		}
+		if len(shared) > 0 {
+			out = mergeByDistance([][]*Result{out, shared})
+			if len(out) > limit {
+				out = out[:limit]
+			}
+		}
+	}
+	for i, r := range out {
+		r.Source.VectorRank = i + 1
+	}
+	return out, nil
+}
+
+type knnHit struct {
+	id   int64
+	dist float64
+}
+
+// knn runs vec0 KNN in the scope's partition (or over all partitions for
+// Scope.All) and keeps the rows that pass the filters. When filters remove
+// too many, it asks vec0 for more neighbours (up to vec0's k limit) and then
+// falls back to exact distances over the filtered rows.
+func (x *Index) knn(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
+	knnQuery := fmt.Sprintf(`SELECT rowid, distance FROM %s WHERE embedding MATCH ? AND k = ?`, k.vec)
+	if !scope.All {
+		knnQuery += ` AND owner = ?`
+	}
+	where, fargs := filters(k, scope, s, true)
+	fetch := fmt.Sprintf(`SELECT %[1]s FROM %[2]s %[3]s
+		WHERE %[3]s.id IN (SELECT value FROM json_each(?)) AND %[4]s`, k.result, k.base, k.alias, where)
+	kk := limit
+	for {
+		args := []any{qvec, kk}
+		if !scope.All {
+			args = append(args, scope.Agent)
+		}
+		hits, err := x.knnHits(ctx, knnQuery, args)
+		if err != nil {
+			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+		}
+		if len(hits) == 0 {
+			return nil, nil
+		}
+		ids := make([]int64, len(hits))
+		for i, h := range hits {
+			ids[i] = h.id
+		}
+		idsJSON, _ := json.Marshal(ids)
+		rows, err := x.db.QueryContext(ctx, fetch, append([]any{string(idsJSON)}, fargs...)...)
+		if err != nil {
+			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+		}
+		byID := map[int64]*Result{}
+		for rows.Next() {
+			r, err := scanResult(rows, k)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+			}
+			byID[r.ID] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+		}
+		var out []*Result
+		for _, h := range hits {
+			if r := byID[h.id]; r != nil {
+				r.Source.Distance = h.dist
+				out = append(out, r)
+				if len(out) == limit {
+					break
+				}
+			}
+		}
+		if len(out) >= limit || len(hits) < kk {
+			return out, nil // enough, or the partition has no more vectors
+		}
+		if kk >= vecKMax {
+			break
+		}
+		kk = min(kk*4, vecKMax)
+	}
+	return x.exactScan(ctx, k, qvec, scope, s, limit)
+}
+
+func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, error) {
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []knnHit
+	for rows.Next() {
+		var h knnHit
+		var d sql.NullFloat64
+		if err := rows.Scan(&h.id, &d); err != nil {
+			return nil, err
+		}
+		if !d.Valid {
+			continue // zero vector: no defined distance
+		}
+		h.dist = d.Float64
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// exactScan computes distances for every row passing the filters: the
+// fallback when filters are too selective for KNN.
+func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
+	where, fargs := filters(k, scope, s, true)
+	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
+		FROM %[2]s %[3]s CROSS JOIN %[4]s v ON v.rowid = %[3]s.id
+		WHERE %[5]s AND d IS NOT NULL
+		ORDER BY d, %[3]s.id LIMIT ?`, k.result, k.base, k.alias, k.vec, where)
+	return x.distanceQuery(ctx, k, q, append(append([]any{qvec}, fargs...), limit))
+}
+
+// sharedBlocks ranks the blocks shared with agent (owned by others) by
+// exact distance: shares are few, so no KNN over other owners' partitions.
+func (x *Index) sharedBlocks(ctx context.Context, k *kind, qvec []byte, agent string, s *Settings, limit int) ([]*Result, error) {
+	where, fargs := filters(k, Scope{All: true}, s, false)
+	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
+		FROM shares sh CROSS JOIN blocks b ON b.id = sh.block_id CROSS JOIN %[2]s v ON v.rowid = b.id
+		WHERE sh.agent = ? AND b.owner <> ? AND %[3]s AND d IS NOT NULL
+		ORDER BY d, b.id LIMIT ?`, k.result, k.vec, where)
+	args := append(append([]any{qvec, agent, agent}, fargs...), limit)
+	return x.distanceQuery(ctx, k, q, args)
+}
+
+func (x *Index) distanceQuery(ctx context.Context, k *kind, q string, args []any) ([]*Result, error) {
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	var out []*Result
+	for rows.Next() {
+		var d float64
+		r, err := scanResult(rows, k, &d)
+		if err != nil {
+			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+		}
+		r.Source.Distance = d
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+	}
+	return out, nil
+}
+
+// mergeByDistance merges vector lists (each nearest first) into one,
+// nearest first. Distances of one embedder are comparable across content
+// types.
+func mergeByDistance(lists [][]*Result) []*Result {
+	var all []*Result
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortStableFunc(all, func(a, b *Result) int {
+		if c := cmp.Compare(a.Source.Distance, b.Source.Distance); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return all
+}
+
+type resultKey struct {
+	t  ContentType
+	id int64
+}
+
+// fuseRRF merges ranked lists (each best first) by reciprocal-rank fusion:
+// a result's Fused score is the sum of 1/(RRFK+rank) over the lists it
+// appears in (rank is 1-based). The same row in several lists (FTS and
+// vector) becomes one result carrying both sides' Source fields. Ties go to
+// the better best rank, then content type, then id.
+func fuseRRF(lists [][]*Result) []*Result {
+	merged := map[resultKey]*Result{}
+	best := map[resultKey]int{}
+	var order []*Result
+	for _, l := range lists {
+		for i, r := range l {
+			key := resultKey{r.Type, r.ID}
+			rank := i + 1
+			m, ok := merged[key]
+			if !ok {
+				cp := *r
+				cp.Source.Fused = 0
+				m = &cp
+				merged[key] = m
+				best[key] = rank
+				order = append(order, m)
+			} else {
+				if r.Source.FTSRank != 0 && m.Source.FTSRank == 0 {
+					m.Source.FTSRank, m.Source.BM25 = r.Source.FTSRank, r.Source.BM25
+					m.Snippet = r.Snippet
+				}
+				if r.Source.VectorRank != 0 && m.Source.VectorRank == 0 {
+					m.Source.VectorRank, m.Source.Distance = r.Source.VectorRank, r.Source.Distance
+				}
+				best[key] = min(best[key], rank)
+			}
+			m.Source.Fused += 1.0 / float64(RRFK+rank)
+		}
+	}
+	for _, m := range order {
+		m.Score = m.Source.Fused
+	}
+	slices.SortStableFunc(order, func(a, b *Result) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		ka, kb := resultKey{a.Type, a.ID}, resultKey{b.Type, b.ID}
+		if c := cmp.Compare(best[ka], best[kb]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return order
+}
+
+// excerpt returns the start of s, at most n bytes, cut at a word boundary,
+// with Ellipsis when cut.
+func excerpt(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := truncateUTF8(s, n)
+	if i := strings.LastIndexFunc(cut, unicode.IsSpace); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRightFunc(cut, unicode.IsSpace) + Ellipsis
+}
