@@ -459,7 +459,7 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 		return notFound("block %q of agent %q", label, agent)
 	}
 	ent.mu.Lock()
-	ent.metaVer++
+	ent.set(func(e *entry) { e.metaVer++ })
 	ent.mu.Unlock()
 	// SetInfo may have created containers for new fields.
 	return c.persist(ctx, ent)

@@ -98,6 +98,7 @@ type Cache struct {
 // entry is one cached block document.
 type entry struct {
 	mu      sync.Mutex // serializes refresh and persist of this block here
+	state   sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
 	id      int64
 	owner   string
 	label   string
@@ -107,6 +108,21 @@ type entry struct {
 	metaVer int64
 	broken  error               // set when a persist failed; the entry is dropped
 	actors  map[string]struct{} // who made the pending changes
+}
+
+// freshness reads the fields the cache-hit path compares without taking mu
+// (which a persist may hold across a database write).
+func (e *entry) freshness() (lastSeq, epoch, metaVer int64, broken error) {
+	e.state.Lock()
+	defer e.state.Unlock()
+	return e.lastSeq, e.epoch, e.metaVer, e.broken
+}
+
+// set updates the freshness fields; callers hold mu.
+func (e *entry) set(f func(e *entry)) {
+	e.state.Lock()
+	f(e)
+	e.state.Unlock()
 }
 
 // Open opens (creating if needed) the store at path; ":memory:" gives a
@@ -357,11 +373,12 @@ func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, erro
 	if err != nil {
 		return nil, fmt.Errorf("memory: look up block %q of %q: %w", label, owner, err)
 	}
-	if e, ok := c.lru.Get(id); ok && e.broken == nil {
-		if e.epoch == epoch && e.lastSeq >= lastSeq && e.metaVer == metaVer {
+	if e, ok := c.lru.Get(id); ok {
+		eSeq, eEpoch, eMeta, broken := e.freshness()
+		if broken == nil && eEpoch == epoch && eSeq >= lastSeq && eMeta == metaVer {
 			return e, nil
 		}
-		if e.epoch == epoch {
+		if broken == nil && eEpoch == epoch {
 			if err := c.catchUp(ctx, e); err != nil {
 				return nil, err
 			}
@@ -371,8 +388,10 @@ func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, erro
 	}
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	if e, ok := c.lru.Get(id); ok && e.broken == nil && e.epoch == epoch {
-		return e, c.catchUp(ctx, e)
+	if e, ok := c.lru.Get(id); ok {
+		if _, eEpoch, _, broken := e.freshness(); broken == nil && eEpoch == epoch {
+			return e, c.catchUp(ctx, e)
+		}
 	}
 	e, err := c.load(ctx, id)
 	if err != nil {
@@ -445,7 +464,7 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 		if err := e.doc.LoadIncremental(snap); err != nil {
 			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 		}
-		e.lastSeq = snapSeq
+		e.set(func(e *entry) { e.lastSeq = snapSeq })
 	}
 	rows, err := q.QueryContext(ctx, `SELECT seq, data FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
 	if err != nil {
@@ -461,13 +480,13 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 		if err := e.doc.LoadIncremental(data); err != nil {
 			return fmt.Errorf("memory: catch up block %q update %d: %w", e.label, seq, err)
 		}
-		e.lastSeq = seq
+		e.set(func(e *entry) { e.lastSeq = seq })
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 	}
 	if e.lastSeq < upTo {
-		e.lastSeq = upTo
+		e.set(func(e *entry) { e.lastSeq = upTo })
 	}
 	return nil
 }
@@ -498,7 +517,7 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 		if err := e.doc.SetInfo(info); err != nil {
 			return fmt.Errorf("memory: refresh block %q: %w", e.label, err)
 		}
-		e.metaVer = r.metaVer
+		e.set(func(e *entry) { e.metaVer = r.metaVer })
 	}
 	return c.applyUpdates(ctx, tx, e, r.lastSeq)
 }
@@ -616,7 +635,7 @@ func (c *Cache) writeUpdate(ctx context.Context, e *entry, data []byte, actors s
 	if err = tx.Commit(); err != nil {
 		return "", false, err
 	}
-	e.lastSeq = seq
+	e.set(func(e *entry) { e.lastSeq = seq })
 	return rendered, compacted, nil
 }
 
@@ -639,7 +658,7 @@ func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 // read sees the last durable state.
 func (c *Cache) breakEntry(e *entry, err error) error {
 	err = fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
-	e.broken = err
+	e.set(func(e *entry) { e.broken = err })
 	c.lru.Remove(e.id)
 	c.mu.Lock()
 	delete(c.dirty, e)

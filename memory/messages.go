@@ -186,7 +186,7 @@ func (c *Cache) Batches(ctx context.Context, agent string) ([]Batch, error) {
 		return nil, err
 	}
 	rows, err := c.rdb.QueryContext(ctx, `SELECT batch_id, complete, created_at, COALESCE(completed_at, 0) FROM batches
-		WHERE agent = ? ORDER BY created_at, rowid`, agent)
+		WHERE agent = ? ORDER BY created_at, batch_id`, agent)
 	if err != nil {
 		return nil, fmt.Errorf("memory: batches of %q: %w", agent, err)
 	}

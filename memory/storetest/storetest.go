@@ -1,0 +1,659 @@
+// Package storetest is a conformance suite for memory.Store
+// implementations: RunStoreTests checks the contract every consumer relies
+// on — errors, permissions, sharing, isolation, archival, messages.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+)
+
+// Opener returns a fresh, empty store for one test; the suite closes it.
+// approver is the store's Approver (nil = deny Partner/Human writes).
+type Opener func(t *testing.T, approver blocks.Approver) memory.Store
+
+// RunStoreTests runs the whole suite against stores made by open.
+func RunStoreTests(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Opener)
+	}{
+		{"BlockLifecycle", testBlockLifecycle},
+		{"Errors", testErrors},
+		{"TypedEdits", testTypedEdits},
+		{"Permissions", testPermissions},
+		{"Sharing", testSharing},
+		{"Isolation", testIsolation},
+		{"Proposals", testProposals},
+		{"Archival", testArchival},
+		{"Messages", testMessages},
+		{"Search", testSearch},
+		{"Cancelled", testCancelled},
+		{"ConcurrentAgents", testConcurrentAgents},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+	}
+}
+
+func openStore(t *testing.T, open Opener, approver blocks.Approver) memory.Store {
+	t.Helper()
+	s := open(t, approver)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+var ctx = context.Background()
+
+func testBlockLifecycle(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "persona", Type: blocks.Core, Description: "who I am", Value: "I am Alice."})
+	must(t, err)
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "scratch", Type: blocks.Working, Permission: blocks.Admin})
+	must(t, err)
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "journal", Type: blocks.Log, Schema: schema.Log{}, Permission: blocks.Append})
+	must(t, err)
+	must(t, s.AppendToBlock(ctx, "alice", "persona", " I like tea."))
+	ok, err := s.ReplaceInBlock(ctx, "alice", "persona", "tea", "coffee")
+	must(t, err)
+	if !ok {
+		t.Fatal("ReplaceInBlock did not find tea")
+	}
+	ok, err = s.ReplaceInBlock(ctx, "alice", "persona", "absent", "x")
+	if ok || err != nil {
+		t.Fatalf("ReplaceInBlock(absent) = %v, %v", ok, err)
+	}
+	r, err := s.RenderedContent(ctx, "alice", "persona")
+	must(t, err)
+	if r != "I am Alice. I like coffee." {
+		t.Fatalf("rendered = %q", r)
+	}
+	must(t, s.UpdateBlockText(ctx, "alice", "scratch", "draft"))
+	doc, err := s.GetBlock(ctx, "alice", "scratch")
+	must(t, err)
+	if got, _ := doc.Text(); got != "draft" {
+		t.Fatalf("scratch = %q", got)
+	}
+	// A write through the view is persisted by the store.
+	must(t, doc.AppendText(" v2", blocks.Agent))
+	must(t, s.PersistBlock(ctx, "alice", "scratch"))
+	if r, _ := s.RenderedContent(ctx, "alice", "scratch"); r != "draft v2" {
+		t.Fatalf("view write not persisted: %q", r)
+	}
+	must(t, s.ApplyEdit(ctx, "alice", "", "journal", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "woke up"}))
+
+	list, err := s.ListBlocks(ctx, "alice")
+	must(t, err)
+	var labels []string
+	for _, m := range list {
+		labels = append(labels, m.Label)
+	}
+	if got := strings.Join(labels, ","); got != "persona,scratch,journal" {
+		t.Fatalf("ListBlocks order = %s (want type, then creation order)", got)
+	}
+	if list[0].Description != "who I am" || list[0].Rendered != "I am Alice. I like coffee." || list[0].Permission != blocks.ReadWrite {
+		t.Fatalf("meta = %+v", list[0])
+	}
+	core, err := s.ListBlocksByType(ctx, "alice", blocks.Core)
+	must(t, err)
+	if len(core) != 1 || core[0].Label != "persona" {
+		t.Fatalf("ListBlocksByType(core) = %+v", core)
+	}
+	must(t, s.SetBlockPinned(ctx, "alice", "scratch", true))
+	must(t, s.SetBlockType(ctx, "alice", "scratch", blocks.Core))
+	core, _ = s.ListBlocksByType(ctx, "alice", blocks.Core)
+	if len(core) != 2 || !core[1].Pinned {
+		t.Fatalf("after SetBlockType/Pinned: %+v", core)
+	}
+	h, err := s.BlockHistory(ctx, "alice", "", "persona")
+	must(t, err)
+	if len(h) < 3 || h[len(h)-1].Actor != "alice" {
+		t.Fatalf("history = %+v", h)
+	}
+	must(t, s.DeleteBlock(ctx, "alice", "scratch"))
+	_, err = s.GetBlock(ctx, "alice", "scratch")
+	wantErr(t, err, memory.ErrNotFound, "GetBlock after delete")
+}
+
+func testErrors(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "b"})
+	must(t, err)
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "b"})
+	wantErr(t, err, memory.ErrExists, "duplicate CreateBlock")
+	_, err = s.GetBlock(ctx, "alice", "nope")
+	wantErr(t, err, memory.ErrNotFound, "unknown block")
+	wantErr(t, s.AppendToBlock(ctx, "alice", "nope", "x"), memory.ErrNotFound, "append to unknown block")
+	_, err = s.RenderedContent(ctx, "alice", "nope")
+	wantErr(t, err, memory.ErrNotFound, "render unknown block")
+	_, err = s.CreateBlock(ctx, "", memory.BlockSpec{Label: "b"})
+	wantErr(t, err, memory.ErrInvalidArgument, "empty agent")
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{})
+	wantErr(t, err, memory.ErrInvalidArgument, "empty label")
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "m", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "n", Type: schema.FieldInteger}}},
+		Value: map[string]any{"n": "many"}})
+	wantErr(t, err, schema.ErrInvalid, "bad initial value")
+	_, err = s.GetBlock(ctx, "alice", "m")
+	wantErr(t, err, memory.ErrNotFound, "block with a bad initial value must not exist")
+	err = s.AppendToBlock(ctx, "alice", "b", strings.Repeat("x", 6000))
+	wantErr(t, err, blocks.ErrLimit, "oversized content")
+	if r, _ := s.RenderedContent(ctx, "alice", "b"); r != "" {
+		t.Fatalf("refused write left %q", r)
+	}
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "l", Schema: schema.List{}})
+	must(t, err)
+	wantErr(t, s.AppendToBlock(ctx, "alice", "l", "x"), blocks.ErrWrongSchema, "text op on a list")
+	wantErr(t, s.ApplyEdit(ctx, "alice", "", "l", memory.Edit{Op: "explode"}), memory.ErrInvalidArgument, "unknown op")
+	wantErr(t, s.DeleteArchival(ctx, "alice", 999), memory.ErrNotFound, "unknown archival")
+	wantErr(t, s.CompleteBatch(ctx, "alice", "nope"), memory.ErrNotFound, "unknown batch")
+	_, err = s.LatestSummary(ctx, "alice")
+	wantErr(t, err, memory.ErrNotFound, "no summary")
+	_, err = s.AppendMessage(ctx, "alice", memory.Message{Role: "robot", BatchID: "b1"})
+	wantErr(t, err, memory.ErrInvalidArgument, "bad role")
+	_, err = s.AppendMessage(ctx, "alice", memory.Message{Role: memory.RoleUser})
+	wantErr(t, err, memory.ErrInvalidArgument, "no batch")
+	_, err = s.InsertArchival(ctx, "alice", memory.ArchivalEntry{Content: "  "})
+	wantErr(t, err, memory.ErrInvalidArgument, "empty archival")
+}
+
+func testTypedEdits(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "profile", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
+		{Name: "name", Type: schema.FieldString}, {Name: "visits", Type: schema.FieldCounter},
+		{Name: "tags", Type: schema.FieldList}, {Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "free"},
+	}}})
+	must(t, err)
+	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "Ada"}))
+	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpIncrementCounter, Field: "visits", Delta: 2}))
+	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpAppendToListField, Field: "tags", Value: "vip"}))
+	wantErr(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "plan", Value: "pro"}), blocks.ErrPermission, "read-only field")
+	wantErr(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "visits", Value: "x"}), schema.ErrInvalid, "wrong type")
+	r, _ := s.RenderedContent(ctx, "a", "profile")
+	if r != "name: Ada\nvisits: 2\ntags: vip\nplan [read-only]: free" {
+		t.Fatalf("rendered = %q", r)
+	}
+	_, err = s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true, MaxItems: 2}})
+	must(t, err)
+	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "one"}))
+	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "two"}))
+	wantErr(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "three"}), schema.ErrInvalid, "max items")
+	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 1, Value: true}))
+	if r, _ := s.RenderedContent(ctx, "a", "todo"); r != "[ ] one\n[x] two" {
+		t.Fatalf("todo = %q", r)
+	}
+	// Schema evolution within a kind.
+	must(t, s.UpdateBlockSchema(ctx, "a", "profile", schema.Map{Fields: []schema.FieldDef{
+		{Name: "name", Type: schema.FieldString}, {Name: "visits", Type: schema.FieldCounter},
+		{Name: "tags", Type: schema.FieldList}, {Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "free"},
+		{Name: "notes", Type: schema.FieldText, Default: "none"},
+	}}))
+	if r, _ := s.RenderedContent(ctx, "a", "profile"); !strings.HasSuffix(r, "notes: none") {
+		t.Fatalf("after schema update: %q", r)
+	}
+	wantErr(t, s.UpdateBlockSchema(ctx, "a", "profile", schema.Text{}), blocks.ErrWrongSchema, "schema kind change")
+}
+
+func testPermissions(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	for _, p := range []blocks.Permission{blocks.ReadOnly, blocks.Append, blocks.ReadWrite, blocks.Admin} {
+		label := "b-" + p.String()
+		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: label, Permission: p, Value: "base"})
+		must(t, err)
+		errAppend := s.AppendToBlock(ctx, "a", label, "+")
+		errSet := s.UpdateBlockText(ctx, "a", label, "new")
+		errType := s.SetBlockType(ctx, "a", label, blocks.Core)
+		check := func(name string, err error, allowed bool) {
+			if allowed && err != nil {
+				t.Fatalf("%s on %s: %v", name, p, err)
+			}
+			if !allowed && !errors.Is(err, blocks.ErrPermission) {
+				t.Fatalf("%s on %s: err = %v, want ErrPermission", name, p, err)
+			}
+		}
+		check("append", errAppend, p >= blocks.Append)
+		check("set", errSet, p >= blocks.ReadWrite)
+		check("reconfigure", errType, p == blocks.Admin)
+	}
+	// Delete needs Admin.
+	wantErr(t, s.DeleteBlock(ctx, "a", "b-ReadWrite"), blocks.ErrPermission, "delete with ReadWrite")
+	must(t, s.DeleteBlock(ctx, "a", "b-Admin"))
+}
+
+func testSharing(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "archive", memory.BlockSpec{Label: "shared_notes", Value: "start"})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "archive", "shared_notes", "entropy", blocks.Append))
+	shared, err := s.ListSharedBlocks(ctx, "entropy")
+	must(t, err)
+	if len(shared) != 1 || shared[0].SharedFrom != "archive" || shared[0].Permission != blocks.Append || shared[0].Rendered != "start" {
+		t.Fatalf("ListSharedBlocks = %+v", shared)
+	}
+	must(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpAppendText, Text: " +entropy"}))
+	wantErr(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpSetText, Text: "mine"}),
+		blocks.ErrPermission, "sharee beyond its shared permission")
+	// Both edit one CRDT document.
+	owner, err := s.GetBlock(ctx, "archive", "shared_notes")
+	must(t, err)
+	sharee, err := s.GetSharedBlock(ctx, "entropy", "archive", "shared_notes")
+	must(t, err)
+	if !owner.Same(sharee) {
+		t.Fatal("owner and sharee views should share one document")
+	}
+	if got, _ := owner.Text(); got != "start +entropy" {
+		t.Fatalf("owner sees %q", got)
+	}
+	h, _ := s.BlockHistory(ctx, "archive", "", "shared_notes")
+	if h[len(h)-1].Actor != "entropy" {
+		t.Fatalf("sharee's change attributed to %q", h[len(h)-1].Actor)
+	}
+	// Re-sharing changes the permission; unsharing revokes.
+	must(t, s.ShareBlock(ctx, "archive", "shared_notes", "entropy", blocks.ReadWrite))
+	must(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpSetText, Text: "rewritten"}))
+	must(t, s.UnshareBlock(ctx, "archive", "shared_notes", "entropy"))
+	_, err = s.GetSharedBlock(ctx, "entropy", "archive", "shared_notes")
+	wantErr(t, err, memory.ErrNotFound, "after unshare")
+	wantErr(t, s.UnshareBlock(ctx, "archive", "shared_notes", "entropy"), memory.ErrNotFound, "double unshare")
+	wantErr(t, s.ShareBlock(ctx, "archive", "nope", "entropy", blocks.ReadOnly), memory.ErrNotFound, "share unknown")
+}
+
+// testIsolation: every method, called by mallory on alice's things, behaves
+// as if they did not exist.
+func testIsolation(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "secret", Value: "the launch code is swordfish"})
+	must(t, err)
+	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "open", Value: "shared swordfish facts"})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "alice", "open", "bob", blocks.ReadOnly))
+	arch, err := s.InsertArchival(ctx, "alice", memory.ArchivalEntry{Content: "swordfish is the password", Tags: []string{"secret"}})
+	must(t, err)
+	msg, err := s.AppendMessage(ctx, "alice", memory.Message{Role: memory.RoleUser, Content: "remember swordfish", BatchID: "b1"})
+	must(t, err)
+	_, err = s.SaveSummary(ctx, "alice", memory.Summary{FirstMessageID: msg.ID, LastMessageID: msg.ID, Content: "swordfish"})
+	must(t, err)
+
+	notFound := []struct {
+		name string
+		call func() error
+	}{
+		{"GetBlock", func() error { _, err := s.GetBlock(ctx, "mallory", "secret"); return err }},
+		{"GetSharedBlock", func() error { _, err := s.GetSharedBlock(ctx, "mallory", "alice", "secret"); return err }},
+		{"GetSharedBlock(shared with bob)", func() error { _, err := s.GetSharedBlock(ctx, "mallory", "alice", "open"); return err }},
+		{"RenderedContent", func() error { _, err := s.RenderedContent(ctx, "mallory", "secret"); return err }},
+		{"UpdateBlockText", func() error { return s.UpdateBlockText(ctx, "mallory", "secret", "x") }},
+		{"AppendToBlock", func() error { return s.AppendToBlock(ctx, "mallory", "secret", "x") }},
+		{"ReplaceInBlock", func() error { _, err := s.ReplaceInBlock(ctx, "mallory", "secret", "launch", "x"); return err }},
+		{"ApplyEdit(owner)", func() error {
+			return s.ApplyEdit(ctx, "mallory", "alice", "secret", memory.Edit{Op: blocks.OpAppendText, Text: "x"})
+		}},
+		{"PersistBlock", func() error { return s.PersistBlock(ctx, "mallory", "secret") }},
+		{"DeleteBlock", func() error { return s.DeleteBlock(ctx, "mallory", "secret") }},
+		{"SetBlockPinned", func() error { return s.SetBlockPinned(ctx, "mallory", "secret", true) }},
+		{"SetBlockType", func() error { return s.SetBlockType(ctx, "mallory", "secret", blocks.Core) }},
+		{"UpdateBlockSchema", func() error { return s.UpdateBlockSchema(ctx, "mallory", "secret", schema.Text{}) }},
+		{"BlockHistory", func() error { _, err := s.BlockHistory(ctx, "mallory", "alice", "secret"); return err }},
+		{"ShareBlock", func() error { return s.ShareBlock(ctx, "mallory", "secret", "mallory2", blocks.Admin) }},
+		{"UnshareBlock", func() error { return s.UnshareBlock(ctx, "mallory", "open", "bob") }},
+		{"ProposeEdit", func() error {
+			_, err := s.ProposeEdit(ctx, "mallory", "alice", "secret", memory.Edit{Op: blocks.OpSetText, Text: "x"}, "")
+			return err
+		}},
+		{"GetArchival", func() error { _, err := s.GetArchival(ctx, "mallory", arch.ID); return err }},
+		{"DeleteArchival", func() error { return s.DeleteArchival(ctx, "mallory", arch.ID) }},
+		{"SupersedeArchival", func() error {
+			_, err := s.SupersedeArchival(ctx, "mallory", arch.ID, memory.ArchivalEntry{Content: "x"})
+			return err
+		}},
+		{"CompleteBatch", func() error { return s.CompleteBatch(ctx, "mallory", "b1") }},
+		{"LatestSummary", func() error { _, err := s.LatestSummary(ctx, "mallory"); return err }},
+	}
+	for _, c := range notFound {
+		if err := c.call(); !errors.Is(err, memory.ErrNotFound) {
+			t.Errorf("%s by mallory: err = %v, want ErrNotFound", c.name, err)
+		}
+	}
+	empty := []struct {
+		name string
+		call func() (int, error)
+	}{
+		{"ListBlocks", func() (int, error) { l, err := s.ListBlocks(ctx, "mallory"); return len(l), err }},
+		{"ListBlocksByType", func() (int, error) { l, err := s.ListBlocksByType(ctx, "mallory", blocks.Working); return len(l), err }},
+		{"ListSharedBlocks", func() (int, error) { l, err := s.ListSharedBlocks(ctx, "mallory"); return len(l), err }},
+		{"ListArchival", func() (int, error) {
+			l, err := s.ListArchival(ctx, "mallory", &memory.ArchivalQuery{IncludeSuperseded: true})
+			return len(l), err
+		}},
+		{"Messages", func() (int, error) { l, err := s.Messages(ctx, "mallory", nil); return len(l), err }},
+		{"Batches", func() (int, error) { l, err := s.Batches(ctx, "mallory"); return len(l), err }},
+		{"ListProposals", func() (int, error) { l, err := s.ListProposals(ctx, "mallory", ""); return len(l), err }},
+	}
+	for _, m := range []search.Mode{search.FTS, search.Vector, search.Hybrid, search.Auto} {
+		m := m
+		empty = append(empty,
+			struct {
+				name string
+				call func() (int, error)
+			}{"Search/" + m.String(), func() (int, error) {
+				l, err := s.Search(ctx, "mallory", "swordfish", search.NewOptions().Mode(m))
+				if errors.Is(err, search.ErrNoEmbedder) {
+					return 0, nil
+				}
+				return len(l), err
+			}},
+			struct {
+				name string
+				call func() (int, error)
+			}{"SearchArchival/" + m.String(), func() (int, error) {
+				l, err := s.SearchArchival(ctx, "mallory", "swordfish", search.NewOptions().Mode(m))
+				if errors.Is(err, search.ErrNoEmbedder) {
+					return 0, nil
+				}
+				return len(l), err
+			}})
+	}
+	for _, c := range empty {
+		n, err := c.call()
+		if err != nil || n != 0 {
+			t.Errorf("%s by mallory: %d results, err %v; want none", c.name, n, err)
+		}
+	}
+	// bob sees exactly the shared block, nothing else of alice's.
+	res, err := s.Search(ctx, "bob", "swordfish", search.NewOptions().Mode(search.FTS))
+	must(t, err)
+	if len(res) != 1 || res[0].Label != "open" || res[0].Owner != "alice" {
+		t.Fatalf("bob's search = %+v", res)
+	}
+	// The system-wide view sees everything.
+	all, err := s.SearchAll(ctx, "swordfish", search.NewOptions().Mode(search.FTS).Limit(20))
+	must(t, err)
+	if len(all) != 4 {
+		t.Fatalf("SearchAll found %d, want 4 (2 blocks, 1 archival, 1 message)", len(all))
+	}
+	// Nothing mallory did changed alice's data.
+	if r, _ := s.RenderedContent(ctx, "alice", "secret"); r != "the launch code is swordfish" {
+		t.Fatalf("alice's block changed: %q", r)
+	}
+	if _, err := s.GetArchival(ctx, "alice", arch.ID); err != nil {
+		t.Fatalf("alice's archival entry: %v", err)
+	}
+}
+
+func testProposals(t *testing.T, open Opener) {
+	var mu sync.Mutex
+	decision := false
+	s := openStore(t, open, blocks.ApproverFunc(func(r blocks.ApprovalRequest) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return decision, nil
+	}))
+	_, err := s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "human", "prefs", "agent", blocks.Human))
+	err = s.ApplyEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", coffee"})
+	var pe *memory.ProposalError
+	if !errors.As(err, &pe) || !errors.Is(err, blocks.ErrPermission) || !errors.Is(err, blocks.ErrNeedsApproval) {
+		t.Fatalf("unapproved Human write: err = %v", err)
+	}
+	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea" {
+		t.Fatalf("denied write applied: %q", r)
+	}
+	p2, err := s.ProposeEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "likes: nothing"}, "user said so")
+	must(t, err)
+	ps, err := s.ListProposals(ctx, "human", "prefs")
+	must(t, err)
+	if len(ps) != 2 || ps[0].ID != pe.ProposalID || ps[0].Status != "pending" || ps[1].Reason != "user said so" {
+		t.Fatalf("proposals = %+v", ps)
+	}
+	must(t, s.ApproveProposal(ctx, pe.ProposalID, "the-human"))
+	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea, coffee" {
+		t.Fatalf("approved proposal not applied: %q", r)
+	}
+	h, _ := s.BlockHistory(ctx, "human", "", "prefs")
+	if h[len(h)-1].Actor != "agent" {
+		t.Fatalf("approved change attributed to %q, want the proposer", h[len(h)-1].Actor)
+	}
+	must(t, s.RejectProposal(ctx, p2.ID, "the-human", "no"))
+	wantErr(t, s.ApproveProposal(ctx, p2.ID, "the-human"), memory.ErrInvalidArgument, "approve a rejected proposal")
+	ps, _ = s.ListProposals(ctx, "human", "")
+	if ps[0].Status != "approved" || ps[0].DecidedBy != "the-human" || ps[1].Status != "rejected" {
+		t.Fatalf("decided proposals = %+v", ps)
+	}
+	// With the approver saying yes, the write goes straight through.
+	mu.Lock()
+	decision = true
+	mu.Unlock()
+	must(t, s.ApplyEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", water"}))
+	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea, coffee, water" {
+		t.Fatalf("approved write: %q", r)
+	}
+}
+
+func testArchival(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	e1, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Ada lives in London", Tags: []string{"person", "location", "person"},
+		Metadata: map[string]any{"source": "chat"}})
+	must(t, err)
+	if e1.ID == 0 || len(e1.Tags) != 2 || e1.CreatedAt.IsZero() {
+		t.Fatalf("inserted = %+v", e1)
+	}
+	_, err = s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Ada likes engines", Tags: []string{"person"}})
+	must(t, err)
+	e3, err := s.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "Ada moved to Paris", Tags: []string{"location"}})
+	must(t, err)
+	cur, err := s.ListArchival(ctx, "a", nil)
+	must(t, err)
+	if len(cur) != 2 {
+		t.Fatalf("current entries = %d, want 2 (superseded hidden)", len(cur))
+	}
+	all, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{IncludeSuperseded: true})
+	if len(all) != 3 {
+		t.Fatalf("all entries = %d", len(all))
+	}
+	old, err := s.GetArchival(ctx, "a", e1.ID)
+	must(t, err)
+	if old.ValidTo == nil || old.SupersededBy != e3.ID || old.Metadata["source"] != "chat" {
+		t.Fatalf("superseded entry = %+v", old)
+	}
+	_, err = s.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "again"})
+	wantErr(t, err, memory.ErrNotFound, "superseding an already superseded entry")
+	loc, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"location"}})
+	if len(loc) != 1 || loc[0].ID != e3.ID {
+		t.Fatalf("tag filter = %+v", loc)
+	}
+	res, err := s.SearchArchival(ctx, "a", "where does Ada live", search.NewOptions().Mode(search.FTS))
+	must(t, err)
+	for _, r := range res {
+		if r.ID == e1.ID {
+			t.Fatal("superseded entry found by default")
+		}
+	}
+	res, _ = s.SearchArchival(ctx, "a", "London", search.NewOptions().Mode(search.FTS).IncludeSuperseded(true))
+	if len(res) != 1 || res[0].ID != e1.ID {
+		t.Fatalf("IncludeSuperseded search = %+v", res)
+	}
+	must(t, s.DeleteArchival(ctx, "a", e3.ID))
+	res, _ = s.SearchArchival(ctx, "a", "Paris", search.NewOptions().Mode(search.FTS))
+	if len(res) != 0 {
+		t.Fatalf("deleted entry still found: %+v", res)
+	}
+}
+
+func testMessages(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	m1, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
+	must(t, err)
+	m2, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
+		ToolCalls: []memory.ToolCall{{ID: "c1", Name: "search", Arguments: []byte(`{"q":"x"}`)}}})
+	must(t, err)
+	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleTool, Content: "result", ToolCallID: "c1", BatchID: "b1"})
+	must(t, err)
+	if m1.Seq != 1 || m2.Seq != 2 {
+		t.Fatalf("seqs = %d, %d", m1.Seq, m2.Seq)
+	}
+	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "dup", BatchID: "b1", Seq: 2})
+	wantErr(t, err, memory.ErrExists, "duplicate seq")
+	must(t, s.CompleteBatch(ctx, "a", "b1"))
+	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "late", BatchID: "b1"})
+	wantErr(t, err, memory.ErrInvalidArgument, "append to complete batch")
+	m4, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "next", BatchID: "b2"})
+	must(t, err)
+	msgs, err := s.Messages(ctx, "a", nil)
+	must(t, err)
+	if len(msgs) != 4 || msgs[1].ToolCalls[0].Name != "search" || string(msgs[1].ToolCalls[0].Arguments) != `{"q":"x"}` || msgs[2].ToolCallID != "c1" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+	last, _ := s.Messages(ctx, "a", &memory.MessageQuery{Limit: 2, Newest: true})
+	if len(last) != 2 || last[1].ID != m4.ID {
+		t.Fatalf("newest 2 = %+v", last)
+	}
+	b1, _ := s.Messages(ctx, "a", &memory.MessageQuery{BatchID: "b1"})
+	if len(b1) != 3 {
+		t.Fatalf("batch b1 = %d messages", len(b1))
+	}
+	bs, err := s.Batches(ctx, "a")
+	must(t, err)
+	if len(bs) != 2 || !bs[0].Complete || bs[1].Complete {
+		t.Fatalf("batches = %+v", bs)
+	}
+	s1, err := s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m2.ID, Content: "greeting"})
+	must(t, err)
+	s2, err := s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m4.ID, Content: "greeting and more", PreviousID: s1.ID})
+	must(t, err)
+	latest, err := s.LatestSummary(ctx, "a")
+	must(t, err)
+	if latest.ID != s2.ID || latest.PreviousID != s1.ID || latest.Content != "greeting and more" {
+		t.Fatalf("latest summary = %+v", latest)
+	}
+	_, err = s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: 5, LastMessageID: 1})
+	wantErr(t, err, memory.ErrInvalidArgument, "inverted summary range")
+}
+
+func testSearch(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "garden", Description: "plants", Value: "The tomatoes need watering every morning."})
+	must(t, err)
+	_, err = s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Tomato blight appeared in July", Tags: []string{"garden"}})
+	must(t, err)
+	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "should I water the tomatoes?", BatchID: "b"})
+	must(t, err)
+	res, err := s.Search(ctx, "a", "tomatoes watering", search.NewOptions().Mode(search.FTS))
+	must(t, err)
+	if len(res) != 3 {
+		t.Fatalf("found %d, want 3: %+v", len(res), res)
+	}
+	for _, r := range res {
+		if r.Source.FTSRank == 0 || r.Snippet == "" {
+			t.Fatalf("result without score source or snippet: %+v", r)
+		}
+	}
+	// A block edit is re-indexed.
+	must(t, s.UpdateBlockText(ctx, "a", "garden", "Roses by the fence."))
+	res, _ = s.Search(ctx, "a", "roses", search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks))
+	if len(res) != 1 {
+		t.Fatalf("edited block not re-indexed: %+v", res)
+	}
+	for _, q := range []string{`"unbalanced`, `AND OR NOT`, `title:(x`, `NEAR(a b`, `*`, `日本語 テスト`, "\x00", `🙂`} {
+		if _, err := s.Search(ctx, "a", q, nil); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
+			t.Errorf("query %q: %v", q, err)
+		}
+	}
+	_, err = s.Search(ctx, "a", "", nil)
+	wantErr(t, err, search.ErrInvalidQuery, "empty query")
+}
+
+func testCancelled(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "b", Value: "v"})
+	must(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	calls := map[string]error{}
+	calls["CreateBlock"] = func() error { _, err := s.CreateBlock(cctx, "a", memory.BlockSpec{Label: "c"}); return err }()
+	calls["GetBlock"] = func() error { _, err := s.GetBlock(cctx, "a", "b"); return err }()
+	calls["AppendToBlock"] = s.AppendToBlock(cctx, "a", "b", "x")
+	calls["ListBlocks"] = func() error { _, err := s.ListBlocks(cctx, "a"); return err }()
+	calls["InsertArchival"] = func() error { _, err := s.InsertArchival(cctx, "a", memory.ArchivalEntry{Content: "x"}); return err }()
+	calls["AppendMessage"] = func() error {
+		_, err := s.AppendMessage(cctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b"})
+		return err
+	}()
+	calls["Search"] = func() error { _, err := s.Search(cctx, "a", "v", nil); return err }()
+	for name, err := range calls {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: err = %v", name, err)
+		}
+	}
+	if r, _ := s.RenderedContent(ctx, "a", "b"); r != "v" {
+		t.Fatalf("cancelled append changed the block: %q", r)
+	}
+	if _, err := s.GetBlock(ctx, "a", "c"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("cancelled create left a block: %v", err)
+	}
+}
+
+// testConcurrentAgents: agents in goroutines append to one shared block and
+// their own blocks; no update is lost.
+func testConcurrentAgents(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: 100000})
+	must(t, err)
+	const agents, each = 6, 20
+	for i := 0; i < agents; i++ {
+		must(t, s.ShareBlock(ctx, "owner", "board", fmt.Sprintf("agent-%d", i), blocks.Append))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, agents)
+	for i := 0; i < agents; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("agent-%d", i)
+			for j := 0; j < each; j++ {
+				if err := s.ApplyEdit(ctx, id, "owner", "board", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("[%s:%d]", id, j)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r, err := s.RenderedContent(ctx, "owner", "board")
+	must(t, err)
+	for i := 0; i < agents; i++ {
+		for j := 0; j < each; j++ {
+			if n := strings.Count(r, fmt.Sprintf("[agent-%d:%d]", i, j)); n != 1 {
+				t.Fatalf("entry agent-%d:%d present %d times", i, j, n)
+			}
+		}
+	}
+	_ = time.Now
+}
