@@ -110,12 +110,12 @@ type Message struct {
 
 // MessageQuery filters Messages. nil means all messages, oldest first.
 type MessageQuery struct {
-	AfterID  int64  // only messages with ID > AfterID
-	BatchID  string // only this batch
-	Limit    int    // 0 = no limit; with Newest, the newest Limit
-	Newest   bool
-	Since    time.Time
-	Until    time.Time
+	AfterID int64  // only messages with ID > AfterID
+	BatchID string // only this batch
+	Limit   int    // 0 = no limit; with Newest, the newest Limit
+	Newest  bool
+	Since   time.Time
+	Until   time.Time
 }
 
 // Batch is the state of one batch of messages.
