@@ -68,45 +68,45 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 			return e, fmt.Errorf("memory: embed archival entry for %q: %w", agent, err)
 		}
 	}
-	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
-	}
-	defer tx.Rollback()
+	err = c.write(ctx, func(tx *sql.Tx) error {
+		return c.insertArchivalTx(ctx, tx, &e, supersede, string(meta), string(tagsJSON), vec)
+	})
+	return e, err
+}
+
+func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, e *ArchivalEntry, supersede int64, meta, tagsJSON string, vec [][]float32) error {
+	agent := e.Agent
 	if supersede != 0 {
 		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
 		if err != nil {
-			return e, fmt.Errorf("memory: supersede archival %d of %q: %w", supersede, agent, err)
+			return fmt.Errorf("memory: supersede archival %d of %q: %w", supersede, agent, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return e, notFound("current archival entry %d of agent %q", supersede, agent)
+			return notFound("current archival entry %d of agent %q", supersede, agent)
 		}
 	}
-	err = tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, e.Content, string(meta), string(tagsJSON), strings.Join(e.Tags, " "),
+	err := tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, e.Content, meta, tagsJSON, strings.Join(e.Tags, " "),
 		e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano()).Scan(&e.ID)
 	if err != nil {
-		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
+		return fmt.Errorf("memory: insert archival for %q: %w", agent, err)
 	}
 	for _, t := range e.Tags {
 		if _, err := tx.Exec(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, e.ID, t); err != nil {
-			return e, fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
+			return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
 		}
 	}
 	if supersede != 0 {
 		if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, e.ID, supersede); err != nil {
-			return e, fmt.Errorf("memory: link supersession %d -> %d: %w", supersede, e.ID, err)
+			return fmt.Errorf("memory: link supersession %d -> %d: %w", supersede, e.ID, err)
 		}
 	}
 	if vec != nil {
-		if err := c.index.PutEmbeddings(ctx, tx, search.Archival, []search.EmbeddingItem{{ID: e.ID, Owner: agent, Vector: vec[0]}}); err != nil {
-			return e, fmt.Errorf("memory: index archival %d: %w", e.ID, err)
+		if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Archival, []search.EmbeddingItem{{ID: e.ID, Owner: agent, Vector: vec[0]}}); err != nil {
+			return fmt.Errorf("memory: index archival %d: %w", e.ID, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return e, fmt.Errorf("memory: insert archival for %q: %w", agent, err)
-	}
-	return e, nil
+	return nil
 }
 
 // SupersedeArchival replaces entry oldID with e: the old entry gets a
@@ -211,11 +211,11 @@ func (c *Cache) DeleteArchival(ctx context.Context, agent string, id int64) erro
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+	n, err := c.exec(ctx, `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
 	if err != nil {
 		return fmt.Errorf("memory: delete archival %d of %q: %w", id, agent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return notFound("archival entry %d of agent %q", id, agent)
 	}
 	return nil

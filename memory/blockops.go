@@ -63,12 +63,11 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	}
 	now := c.nanos()
 	rendered := doc.Render()
-	var id int64
-	err = c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
+	id, err := c.insertID(ctx, `INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
 		char_limit, pinned, priority, snapshot, rendered, heads, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 		agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
-		info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id)
+		info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: block %q of agent %q", ErrExists, spec.Label, agent)
 	}
@@ -204,11 +203,11 @@ func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
 	if err := doc.Authorize(blocks.Agent, blocks.OpDelete); err != nil {
 		return err
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
+	n, err := c.exec(ctx, `DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
 	if err != nil {
 		return fmt.Errorf("memory: delete block %q of %q: %w", label, agent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return notFound("block %q of agent %q", label, agent)
 	}
 	c.dropBlock(agent, label)
@@ -445,8 +444,7 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 	if err != nil {
 		return err
 	}
-	wctx := context.WithoutCancel(ctx)
-	res, err := c.wdb.ExecContext(wctx, `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
+	n, err := c.exec(ctx, `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
 		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ? WHERE owner = ? AND label = ?`,
 		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
 		info.Priority, doc.Render(), c.nanos(), agent, label)
@@ -454,7 +452,7 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 		c.dropBlock(agent, label)
 		return fmt.Errorf("%w: reconfigure block %q of %q: %v", ErrPersist, label, agent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		c.dropBlock(agent, label)
 		return notFound("block %q of agent %q", label, agent)
 	}
@@ -486,20 +484,17 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var lastSeq int64
-	if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
-		return fmt.Errorf("memory: compact block %q: %w", label, err)
-	}
-	if err := c.applyUpdates(ctx, tx, e, lastSeq); err != nil {
-		return err
-	}
-	if err := compactLocked(ctx, tx, e, lastSeq); err != nil {
-		return fmt.Errorf("memory: compact block %q: %w", label, err)
-	}
-	return tx.Commit()
+	return c.write(ctx, func(tx *sql.Tx) error {
+		var lastSeq int64
+		if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
+			return fmt.Errorf("memory: compact block %q: %w", label, err)
+		}
+		if err := c.applyUpdates(ctx, tx, e, lastSeq); err != nil {
+			return err
+		}
+		if err := compactLocked(ctx, tx, e, lastSeq); err != nil {
+			return fmt.Errorf("memory: compact block %q: %w", label, err)
+		}
+		return nil
+	})
 }

@@ -158,10 +158,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 		c.closeDBs()
 		return nil, err
 	}
-	if _, _, err := migrations.Apply(ctx, c.wdb); err != nil {
+	// Migrations and the index's schema work take their own write locks;
+	// they run on the reader pool, whose busy timeout is the long one.
+	if _, _, err := migrations.Apply(ctx, c.rdb); err != nil {
 		return fail(fmt.Errorf("memory: migrate %s: %w", path, err))
 	}
-	if c.index, err = search.NewIndex(ctx, c.wdb, o.Embedder, nil); err != nil {
+	if c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, nil); err != nil {
 		return fail(fmt.Errorf("memory: search index for %s: %w", path, err))
 	}
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
@@ -174,7 +176,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 
 func dsn(path string, o Options, immediate bool) string {
 	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(o.BusyTimeout.Milliseconds()))
+	busy := o.BusyTimeout.Milliseconds()
+	if immediate {
+		busy = 1 // the writer polls in Cache.write instead; see there
+	}
+	q.Set("_busy_timeout", fmt.Sprint(busy))
 	q.Set("_foreign_keys", "1")
 	if path != ":memory:" {
 		q.Set("_journal_mode", "WAL")
@@ -591,15 +597,15 @@ func (c *Cache) writeUpdate(ctx context.Context, e *entry, data []byte, actors s
 	// The write must finish once started: a cancelled caller must not leave
 	// the change half-acknowledged.
 	wctx := context.WithoutCancel(ctx)
-	tx, err := c.wdb.BeginTx(wctx, nil)
-	if err != nil {
-		return "", false, err
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
+	err = c.write(wctx, func(tx *sql.Tx) error {
+		var err error
+		rendered, compacted, err = c.writeUpdateTx(wctx, tx, e, data, actors)
+		return err
+	})
+	return rendered, compacted, err
+}
+
+func (c *Cache) writeUpdateTx(wctx context.Context, tx *sql.Tx, e *entry, data []byte, actors string) (rendered string, compacted bool, err error) {
 	var lastSeq, snapSeq, epoch int64
 	err = tx.QueryRowContext(wctx, `SELECT last_seq, snapshot_seq, epoch FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq, &snapSeq, &epoch)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -632,9 +638,8 @@ func (c *Cache) writeUpdate(ctx context.Context, e *entry, data []byte, actors s
 		}
 		compacted = true
 	}
-	if err = tx.Commit(); err != nil {
-		return "", false, err
-	}
+	// The new sequence is only ours once the transaction commits; a retry
+	// re-reads last_seq, so setting it early is harmless.
 	e.set(func(e *entry) { e.lastSeq = seq })
 	return rendered, compacted, nil
 }
@@ -675,7 +680,13 @@ func (c *Cache) indexBlock(ctx context.Context, e *entry, rendered string) {
 	}
 	info := e.doc.Info()
 	item := search.VectorItem{ID: e.id, Owner: e.owner, Text: search.BlockText(info.Label, info.Description, rendered)}
-	if err := c.index.PutVectors(context.WithoutCancel(ctx), c.wdb, search.Blocks, []search.VectorItem{item}); err != nil {
+	vecs, err := c.index.Embed(context.WithoutCancel(ctx), []string{item.Text})
+	if err == nil {
+		err = c.write(ctx, func(tx *sql.Tx) error {
+			return c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Blocks, []search.EmbeddingItem{{ID: item.ID, Owner: item.Owner, Vector: vecs[0]}})
+		})
+	}
+	if err != nil {
 		c.log.Error("embedding block failed", "block", e.label, "owner", e.owner, "err", err)
 	}
 }

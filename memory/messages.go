@@ -56,46 +56,48 @@ func (c *Cache) AppendMessage(ctx context.Context, agent string, m Message) (Mes
 			return m, fmt.Errorf("memory: embed message for %q: %w", agent, err)
 		}
 	}
-	tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
-	}
-	defer tx.Rollback()
+	seq := m.Seq
+	err = c.write(ctx, func(tx *sql.Tx) error {
+		m.Seq = seq
+		return c.appendMessageTx(ctx, tx, &m, string(callsJSON), vec)
+	})
+	return m, err
+}
+
+func (c *Cache) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, callsJSON string, vec [][]float32) error {
+	agent := m.Agent
 	var complete bool
-	err = tx.QueryRow(`SELECT complete FROM batches WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&complete)
+	err := tx.QueryRow(`SELECT complete FROM batches WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&complete)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`, agent, m.BatchID, m.CreatedAt.UnixNano()); err != nil {
-			return m, fmt.Errorf("memory: start batch %q for %q: %w", m.BatchID, agent, err)
+			return fmt.Errorf("memory: start batch %q for %q: %w", m.BatchID, agent, err)
 		}
 	case err != nil:
-		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+		return fmt.Errorf("memory: append message for %q: %w", agent, err)
 	case complete:
-		return m, invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
+		return invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
 	}
 	if m.Seq == 0 {
 		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&m.Seq); err != nil {
-			return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+			return fmt.Errorf("memory: append message for %q: %w", agent, err)
 		}
 	}
 	err = tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, string(m.Role), m.Content, m.Name, string(callsJSON),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, string(m.Role), m.Content, m.Name, callsJSON,
 		m.ToolCallID, m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&m.ID)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
-			return m, fmt.Errorf("%w: message %d of batch %q (agent %q)", ErrExists, m.Seq, m.BatchID, agent)
+			return fmt.Errorf("%w: message %d of batch %q (agent %q)", ErrExists, m.Seq, m.BatchID, agent)
 		}
-		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
+		return fmt.Errorf("memory: append message for %q: %w", agent, err)
 	}
 	if vec != nil {
-		if err := c.index.PutEmbeddings(ctx, tx, search.Messages, []search.EmbeddingItem{{ID: m.ID, Owner: agent, Vector: vec[0]}}); err != nil {
-			return m, fmt.Errorf("memory: index message %d: %w", m.ID, err)
+		if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Messages, []search.EmbeddingItem{{ID: m.ID, Owner: agent, Vector: vec[0]}}); err != nil {
+			return fmt.Errorf("memory: index message %d: %w", m.ID, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return m, fmt.Errorf("memory: append message for %q: %w", agent, err)
-	}
-	return m, nil
+	return nil
 }
 
 // Messages lists the agent's messages in order (by id, which is append
@@ -169,12 +171,12 @@ func (c *Cache) CompleteBatch(ctx context.Context, agent, batchID string) error 
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `UPDATE batches SET complete = 1, completed_at = ? WHERE agent = ? AND batch_id = ?`,
+	n, err := c.exec(ctx, `UPDATE batches SET complete = 1, completed_at = ? WHERE agent = ? AND batch_id = ?`,
 		c.nanos(), agent, batchID)
 	if err != nil {
 		return fmt.Errorf("memory: complete batch %q of %q: %w", batchID, agent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return notFound("batch %q of agent %q", batchID, agent)
 	}
 	return nil
@@ -220,8 +222,9 @@ func (c *Cache) SaveSummary(ctx context.Context, agent string, s Summary) (Summa
 	if s.PreviousID != 0 {
 		prev = s.PreviousID
 	}
-	err := c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, s.FirstMessageID, s.LastMessageID, prev, s.Content, s.Model, s.CreatedAt.UnixNano()).Scan(&s.ID)
+	var err error
+	s.ID, err = c.insertID(ctx, `INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, s.FirstMessageID, s.LastMessageID, prev, s.Content, s.Model, s.CreatedAt.UnixNano())
 	if err != nil {
 		return s, fmt.Errorf("memory: save summary for %q: %w", agent, err)
 	}

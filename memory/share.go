@@ -27,14 +27,14 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 	if !perm.Valid() {
 		return invalidArg("share permission %d", int(perm))
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `INSERT INTO shares (block_id, agent, permission, created_at)
+	n, err := c.exec(ctx, `INSERT INTO shares (block_id, agent, permission, created_at)
 		SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?
 		ON CONFLICT (block_id, agent) DO UPDATE SET permission = excluded.permission`,
 		withAgent, perm.String(), c.nanos(), owner, label)
 	if err != nil {
 		return fmt.Errorf("memory: share block %q of %q with %q: %w", label, owner, withAgent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return notFound("block %q of agent %q", label, owner)
 	}
 	return nil
@@ -45,12 +45,12 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), `DELETE FROM shares WHERE agent = ? AND block_id =
+	n, err := c.exec(ctx, `DELETE FROM shares WHERE agent = ? AND block_id =
 		(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
 	if err != nil {
 		return fmt.Errorf("memory: unshare block %q of %q from %q: %w", label, owner, withAgent, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return notFound("block %q of agent %q is not shared with %q", label, owner, withAgent)
 	}
 	return nil
@@ -117,10 +117,9 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 		return Proposal{}, invalidArg("edit is not serialisable: %v", err)
 	}
 	now := c.nanos()
-	var id int64
-	err = c.wdb.QueryRowContext(context.WithoutCancel(ctx), `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
+	id, err := c.insertID(ctx, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
 		SELECT id, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ? RETURNING id`,
-		agent, string(e.Op), string(args), reason, now, owner, label).Scan(&id)
+		agent, string(e.Op), string(args), reason, now, owner, label)
 	if err != nil {
 		return Proposal{}, fmt.Errorf("memory: propose edit to %q/%q: %w", owner, label, err)
 	}
@@ -230,11 +229,11 @@ func (c *Cache) decide(ctx context.Context, id int64, status, by, reason string)
 		q = `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, reason = reason || ? WHERE id = ? AND status = 'pending'`
 		args = []any{status, c.nanos(), by, " [" + status + ": " + reason + "]", id}
 	}
-	res, err := c.wdb.ExecContext(context.WithoutCancel(ctx), q, args...)
+	n, err := c.exec(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("memory: decide proposal %d: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return invalidArg("proposal %d was decided concurrently", id)
 	}
 	return nil

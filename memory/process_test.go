@@ -1,0 +1,310 @@
+package memory_test
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+var longMode = flag.Bool("long", false, "run the reliability tests with more rounds")
+
+// The helper roles below run in child processes: the test binary re-executes
+// itself with ENGRAM_TEST_ROLE set and -test.run selecting the role's test.
+
+const (
+	procWriters      = 8
+	procLinesPerProc = 5000 / raceScale // two processes: 10,000 lines in all
+)
+
+func childEnv(role string, kv ...string) []string {
+	env := append(os.Environ(), "ENGRAM_TEST_ROLE="+role)
+	return append(env, kv...)
+}
+
+// TestTwoProcessesOneBlock: two OS processes × 8 goroutines append distinct
+// lines to one shared block; every line is present exactly once in both
+// processes afterwards and after reopening.
+func TestTwoProcessesOneBlock(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shared.db")
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: 1 << 22}); err != nil {
+		t.Fatal(err)
+	}
+	for p := 0; p < 2; p++ {
+		if err := c.ShareBlock(ctx, "owner", "board", fmt.Sprintf("proc%d", p), blocks.Append); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for p := 0; p < 2; p++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleAppender$", "-test.v")
+		cmd.Env = childEnv("appender", "ENGRAM_DB="+path, "ENGRAM_PROC="+strconv.Itoa(p), "ENGRAM_DIR="+dir)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for p, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("process %d failed: %v\n%s", p, err, outs[p])
+		}
+	}
+	c, err = memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	doc, err := c.GetBlock(ctx, "owner", "board")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := doc.Text()
+	if err := checkAllLines(text); err != nil {
+		t.Fatalf("after reopening: %v", err)
+	}
+	rendered, _ := c.RenderedContent(ctx, "owner", "board")
+	if rendered != text {
+		t.Fatal("stored rendering differs from the document")
+	}
+}
+
+func lineOf(p, g, i int) string { return fmt.Sprintf("p%d-g%d-%04d", p, g, i) }
+
+func checkAllLines(text string) error {
+	counts := map[string]int{}
+	for _, l := range strings.Split(text, "\n") {
+		if l != "" {
+			counts[l]++
+		}
+	}
+	per := procLinesPerProc / procWriters
+	for p := 0; p < 2; p++ {
+		for g := 0; g < procWriters; g++ {
+			for i := 0; i < per; i++ {
+				if n := counts[lineOf(p, g, i)]; n != 1 {
+					return fmt.Errorf("line %s present %d times", lineOf(p, g, i), n)
+				}
+			}
+		}
+	}
+	if len(counts) != 2*procWriters*per {
+		return fmt.Errorf("%d distinct lines, want %d", len(counts), 2*procWriters*per)
+	}
+	return nil
+}
+
+// TestRoleAppender is the child side of TestTwoProcessesOneBlock.
+func TestRoleAppender(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "appender" {
+		t.Skip("child role")
+	}
+	ctx := context.Background()
+	p, _ := strconv.Atoi(os.Getenv("ENGRAM_PROC"))
+	dir := os.Getenv("ENGRAM_DIR")
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	agent := fmt.Sprintf("proc%d", p)
+	var wg sync.WaitGroup
+	per := procLinesPerProc / procWriters
+	for g := 0; g < procWriters; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				if err := c.ApplyEdit(ctx, agent, "owner", "board", memory.Edit{Op: blocks.OpAppendText, Text: lineOf(p, g, i) + "\n"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	// Barrier: wait for the other process, then check this process sees
+	// every line of both.
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("done-%d", p)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		_, e0 := os.Stat(filepath.Join(dir, "done-0"))
+		_, e1 := os.Stat(filepath.Join(dir, "done-1"))
+		if e0 == nil && e1 == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other process did not finish")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	doc, err := c.GetSharedBlock(ctx, agent, "owner", "board")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := doc.Text()
+	if err := checkAllLines(text); err != nil {
+		t.Fatalf("process %d afterwards: %v", p, err)
+	}
+}
+
+// TestKillDuringWrites: a child appends in a loop and reports each
+// acknowledged write; the parent kills it with SIGKILL at a random moment,
+// reopens, and finds every acknowledged write; integrity_check says ok.
+func TestKillDuringWrites(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	rounds := 20
+	if *longMode {
+		rounds = 200
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "crash.db")
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	totalAcked := 0
+	for round := 0; round < rounds; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleCrashWriter$")
+		cmd.Env = childEnv("crashwriter", "ENGRAM_DB="+path, "ENGRAM_ROUND="+strconv.Itoa(round))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		acked := map[string]bool{}
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		// Kill after a random number of acknowledged writes (0..60) or a
+		// random time, whichever comes first.
+		killAfter := rng.Intn(60)
+		timer := time.NewTimer(time.Duration(50+rng.Intn(400)) * time.Millisecond)
+	read:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break read
+				}
+				if v, found := strings.CutPrefix(l, "ACK "); found {
+					acked[v] = true
+					if len(acked) >= killAfter {
+						break read
+					}
+				}
+			case <-timer.C:
+				break read
+			}
+		}
+		timer.Stop()
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		// Drain: an ACK printed before the kill still counts.
+		for l := range lines {
+			if v, found := strings.CutPrefix(l, "ACK "); found {
+				acked[v] = true
+			}
+		}
+		_ = cmd.Wait()
+		totalAcked += len(acked)
+
+		c, err := memory.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v\nchild stderr:\n%s", round, err, stderr.String())
+		}
+		var check string
+		if err := c.DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+			t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
+		}
+		label := fmt.Sprintf("round-%d", round)
+		text, err := c.RenderedContent(ctx, "writer", label)
+		if err != nil && len(acked) > 0 {
+			t.Fatalf("round %d: %v (acked %d)", round, err, len(acked))
+		}
+		doc, derr := c.GetBlock(ctx, "writer", label)
+		if derr == nil {
+			docText, _ := doc.Text()
+			if docText != text {
+				t.Fatalf("round %d: document and stored rendering differ", round)
+			}
+		}
+		present := map[string]bool{}
+		for _, l := range strings.Split(text, "\n") {
+			present[l] = true
+		}
+		for v := range acked {
+			if !present[v] {
+				t.Fatalf("round %d: acknowledged write %q lost (acked %d)", round, v, len(acked))
+			}
+		}
+		c.Close()
+	}
+	t.Logf("%d rounds, %d acknowledged writes, none lost", rounds, totalAcked)
+}
+
+// TestRoleCrashWriter is the child side of TestKillDuringWrites.
+func TestRoleCrashWriter(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "crashwriter" {
+		t.Skip("child role")
+	}
+	ctx := context.Background()
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	label := "round-" + os.Getenv("ENGRAM_ROUND")
+	if _, err := c.CreateBlock(ctx, "writer", memory.BlockSpec{Label: label, CharLimit: 1 << 22}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for i := 0; ; i++ {
+		line := fmt.Sprintf("w%06d", i)
+		if err := c.AppendToBlock(ctx, "writer", label, line+"\n"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Printf("ACK %s\n", line)
+	}
+}
