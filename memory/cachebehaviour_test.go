@@ -1,0 +1,219 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
+	t.Helper()
+	c, err := memory.Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Eviction never loses an unpersisted change, in write-back mode too.
+func TestEvictionKeepsWriteBackChanges(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := memory.Open(ctx, path, &memory.Options{CacheSize: 2, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		label := fmt.Sprintf("b%d", i)
+		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AppendToBlock(ctx, "a", label, "v1 "+label); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Write-back: b5 is still only in memory (it was never evicted).
+	if r, _ := c.RenderedContent(ctx, "a", "b5"); r != "" {
+		t.Fatalf("write-back persisted early: %q", r)
+	}
+	// b0..b3 were evicted by later loads and flushed on eviction.
+	if r, _ := c.RenderedContent(ctx, "a", "b0"); r != "v1 b0" {
+		t.Fatalf("evicted block lost its change: %q", r)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openFile(t, path, nil)
+	for i := 0; i < 6; i++ {
+		label := fmt.Sprintf("b%d", i)
+		if r, _ := c2.RenderedContent(ctx, "a", label); r != "v1 "+label {
+			t.Fatalf("%s after close = %q", label, r)
+		}
+	}
+}
+
+func TestWriteBackPersistBlock(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "wb.db"), &memory.Options{WriteBack: true})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendToBlock(ctx, "a", "n", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "n"); r != "" {
+		t.Fatalf("persisted before PersistBlock: %q", r)
+	}
+	if err := c.PersistBlock(ctx, "a", "n"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "n"); r != "x" {
+		t.Fatalf("after PersistBlock: %q", r)
+	}
+}
+
+// Two Caches on one file (as two processes would be): each sees the
+// other's writes on the next read, and metadata changes propagate.
+func TestTwoCachesOneFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "two.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Permission: blocks.Admin}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendToBlock(ctx, "x", "n", "from a;"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := b.GetBlock(ctx, "x", "n") // b loads it cold
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AppendToBlock(ctx, "x", "n", "from b;"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendToBlock(ctx, "x", "n", "a again;"); err != nil {
+		t.Fatal(err)
+	}
+	da, _ := a.GetBlock(ctx, "x", "n")
+	db, _ = b.GetBlock(ctx, "x", "n")
+	ta, _ := da.Text()
+	tb, _ := db.Text()
+	if ta != tb || ta != "from a;from b;a again;" {
+		t.Fatalf("caches disagree: %q vs %q", ta, tb)
+	}
+	if err := a.SetBlockPinned(ctx, "x", "n", true); err != nil {
+		t.Fatal(err)
+	}
+	db, _ = b.GetBlock(ctx, "x", "n")
+	if !db.Info().Pinned {
+		t.Fatal("metadata change not seen by the other cache")
+	}
+	if err := a.DeleteBlock(ctx, "x", "n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetBlock(ctx, "x", "n"); err == nil {
+		t.Fatal("deleted block still served by the other cache")
+	}
+}
+
+// Compaction folds updates into the snapshot; a reader that had not seen
+// the folded updates still catches up.
+func TestCompaction(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "compact.db")
+	a := openFile(t, path, &memory.Options{CompactAfter: 10})
+	b := openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", CharLimit: 100000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AppendToBlock(ctx, "x", "n", "b0;"); err != nil { // b caches it at seq 1
+		t.Fatal(err)
+	}
+	for i := 0; i < 25; i++ {
+		if err := a.AppendToBlock(ctx, "x", "n", fmt.Sprintf("a%d;", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var updates, snapSeq int
+	a.DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	a.DB().QueryRow(`SELECT snapshot_seq FROM blocks`).Scan(&snapSeq)
+	if updates >= 10 || snapSeq == 0 {
+		t.Fatalf("not compacted: %d updates, snapshot_seq %d", updates, snapSeq)
+	}
+	d, err := b.GetBlock(ctx, "x", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := d.Text()
+	want := "b0;"
+	for i := 0; i < 25; i++ {
+		want += fmt.Sprintf("a%d;", i)
+	}
+	if text != want {
+		t.Fatalf("after compaction b sees %q", text)
+	}
+	if err := a.Compact(ctx, "x", "n"); err != nil {
+		t.Fatal(err)
+	}
+	a.DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	if updates != 0 {
+		t.Fatalf("%d updates left after Compact", updates)
+	}
+	c := openFile(t, path, nil)
+	r, _ := c.RenderedContent(ctx, "x", "n")
+	d2, _ := c.GetBlock(ctx, "x", "n")
+	t2, _ := d2.Text()
+	if r != want || t2 != want {
+		t.Fatalf("reopened: rendered %q, doc %q", r, t2)
+	}
+}
+
+// Only incremental changes are written per commit: an append to a large
+// block stores a small update row, not the block.
+func TestUpdatesAreIncremental(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "inc.db"), nil)
+	if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: strings.Repeat("lorem ipsum ", 400)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendToBlock(ctx, "x", "n", "!"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	c.DB().QueryRow(`SELECT length(data) FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&n)
+	if n == 0 || n > 400 {
+		t.Fatalf("update row is %d bytes for a one-character append", n)
+	}
+}
+
+func TestOpenRefusesNewerDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	c := openFile(t, path, nil)
+	if _, err := c.DB().Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := memory.Open(ctx, path, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a newer database: %v", err)
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := c.ListBlocks(ctx, "a"); err != memory.ErrClosed {
+		t.Fatalf("after Close: %v", err)
+	}
+}
