@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/schema"
@@ -294,12 +295,43 @@ func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edi
 		}
 		return err
 	}
+	if e.Op == blocks.OpAppendLogEntry {
+		if err := c.rotateLog(ctx, ent); err != nil {
+			return err
+		}
+	}
 	if c.opts.WriteBack {
 		return nil
 	}
 	// The write-through already ran in the change subscription; this
 	// returns its error (sticky on the entry) or persists what is left.
 	return c.persist(ctx, ent)
+}
+
+// rotateLog moves the oldest entries of a Log block past its schema's
+// Retention out of the document into the owner's archival memory (tagged
+// "log" and "log:<label>"), so a long-lived log does not grow the document
+// and its history forever.
+func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
+	ls, ok := schema.Deref(ent.doc.Schema()).(schema.Log)
+	if !ok || ls.Retention <= 0 {
+		return nil
+	}
+	removed, err := ent.doc.TrimLog(ls.Retention, blocks.System)
+	if err != nil || len(removed) == 0 {
+		return err
+	}
+	for _, le := range removed {
+		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
+		for k, v := range le.Fields {
+			meta[k] = v
+		}
+		if _, err := c.InsertArchival(ctx, ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
+			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}); err != nil {
+			return fmt.Errorf("memory: rotate log %q: %w", ent.label, err)
+		}
+	}
+	return nil
 }
 
 // runEdit applies e to doc as actor; the bool is ReplaceText's "found".

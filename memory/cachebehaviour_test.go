@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
@@ -214,5 +215,28 @@ func TestClosedStore(t *testing.T) {
 	c.Close()
 	if _, err := c.ListBlocks(ctx, "a"); err != memory.ErrClosed {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestLogRotationToArchival(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), nil)
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
+		Schema: schema.Log{Retention: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("event %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := c.GetBlock(ctx, "a", "events")
+	entries, _ := d.LogEntries(0)
+	if len(entries) != 3 || entries[0].Message != "event 4" {
+		t.Fatalf("entries kept = %+v", entries)
+	}
+	arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+	if len(arch) != 2 || arch[1].Content != "event 0" {
+		t.Fatalf("rotated entries = %+v", arch)
 	}
 }
