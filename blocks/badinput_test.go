@@ -159,3 +159,19 @@ func TestPermissionParsing(t *testing.T) {
 		t.Error("permissions are not ordered")
 	}
 }
+
+func TestNoOpWritesCommitNothing(t *testing.T) {
+	d := textDoc(t, blocks.ReadWrite)
+	heads := d.Heads()
+	events := 0
+	d.Subscribe(func(blocks.Event) { events++ })
+	must(t, d.SetText("hello world", blocks.Agent))
+	must(t, d.AppendText("", blocks.Agent))
+	m := mapDoc(t, blocks.ReadWrite)
+	mh := m.Heads()
+	must(t, m.IncrementCounter("n", 0, blocks.Agent))
+	must(t, m.SetField("name", nil, blocks.Agent))
+	if strings.Join(heads, ",") != strings.Join(d.Heads(), ",") || strings.Join(mh, ",") != strings.Join(m.Heads(), ",") || events != 0 {
+		t.Fatalf("no-op writes committed changes (events %d)", events)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -514,7 +515,9 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	if err != nil {
 		return err
 	}
-	fire(subs, ev)
+	if ev.Op != "" {
+		fire(subs, ev)
+	}
 	return nil
 }
 
@@ -554,6 +557,10 @@ func (c *core) mutateLocked(who string, req request, p plan) (Event, []func(Even
 		m := cloneValue(full).(map[string]any)
 		m[req.section] = next
 		fullNext = m
+	}
+	if reflect.DeepEqual(fullNext, full) {
+		// Nothing would change: no CRDT ops, no empty change, no event.
+		return Event{}, nil, nil
 	}
 	newSize := runeLen(render(c.info.Schema, fullNext, renderFull))
 	if lim := c.info.limit(); newSize > lim && newSize > c.size {

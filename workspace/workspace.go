@@ -1,0 +1,169 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+)
+
+// ErrInvalidFile is returned for a file that cannot become a block (not
+// UTF-8, a bad skill name).
+var ErrInvalidFile = errors.New("workspace: invalid file")
+
+// layer is one file ↔ block mapping.
+type layer struct {
+	path        string // relative, slash-separated
+	label       string
+	description string
+	typ         blocks.Type
+	perm        blocks.Permission
+	pinned      bool
+}
+
+var fixed = []layer{
+	{"SOUL.md", "persona", "Who the agent is (SOUL.md)", blocks.Core, blocks.ReadWrite, false},
+	{"AGENTS.md", "guidelines", "How the agent works (AGENTS.md)", blocks.Core, blocks.ReadWrite, false},
+	{"MEMORY.md", "memory", "Long-term notes (MEMORY.md)", blocks.Working, blocks.ReadWrite, true},
+	{"TOOLS.md", "tools", "Tool notes (TOOLS.md)", blocks.Core, blocks.ReadOnly, false},
+}
+
+const skillPrefix = "skill:"
+
+// Report says what Import or Export did, file by file.
+type Report struct {
+	Created []string // block labels
+	Updated []string
+	Skipped []string // files not present
+	Written []string // files written by Export
+}
+
+// Import reads dir into agent's blocks.
+func Import(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
+	var rep Report
+	layers := append([]layer(nil), fixed...)
+	skills, err := filepath.Glob(filepath.Join(dir, "skills", "*", "SKILL.md"))
+	if err != nil {
+		return rep, err
+	}
+	sort.Strings(skills)
+	for _, p := range skills {
+		name := filepath.Base(filepath.Dir(p))
+		layers = append(layers, layer{path: "skills/" + name + "/SKILL.md", label: skillPrefix + name,
+			description: "Skill " + name + " (skills/" + name + "/SKILL.md)", typ: blocks.Working, perm: blocks.ReadOnly})
+	}
+	for _, l := range layers {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(l.path)))
+		if errors.Is(err, fs.ErrNotExist) {
+			rep.Skipped = append(rep.Skipped, l.path)
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("workspace: read %s: %w", l.path, err)
+		}
+		if !utf8.Valid(data) {
+			return rep, fmt.Errorf("%w: %s is not UTF-8", ErrInvalidFile, l.path)
+		}
+		text := string(data)
+		created, err := upsert(ctx, store, agent, l, text)
+		if err != nil {
+			return rep, fmt.Errorf("workspace: import %s into block %q: %w", l.path, l.label, err)
+		}
+		if created {
+			rep.Created = append(rep.Created, l.label)
+		} else {
+			rep.Updated = append(rep.Updated, l.label)
+		}
+	}
+	return rep, nil
+}
+
+func charLimit(text string) int {
+	return max(blocks.DefaultCharLimit, utf8.RuneCountInString(text)*2)
+}
+
+func upsert(ctx context.Context, store memory.Store, agent string, l layer, text string) (created bool, err error) {
+	doc, err := store.GetBlock(ctx, agent, l.label)
+	if errors.Is(err, memory.ErrNotFound) {
+		_, err = store.CreateBlock(ctx, agent, memory.BlockSpec{Label: l.label, Description: l.description, Type: l.typ,
+			Schema: schema.Text{}, Permission: l.perm, Pinned: l.pinned, CharLimit: charLimit(text), Value: text})
+		return err == nil, err
+	}
+	if err != nil {
+		return false, err
+	}
+	if doc.Schema().Kind() != schema.KindText {
+		return false, fmt.Errorf("%w: block exists with a %s schema", blocks.ErrWrongSchema, doc.Schema().Kind())
+	}
+	if doc.CharLimit() < utf8.RuneCountInString(text) {
+		info := doc.Info()
+		info.CharLimit = charLimit(text)
+		if err := doc.SetInfo(info); err != nil {
+			return false, err
+		}
+	}
+	// The operator's files are the source of truth: write as the system,
+	// diffed against the current text.
+	if err := doc.SetText(text, blocks.System); err != nil {
+		return false, err
+	}
+	return false, store.PersistBlock(ctx, agent, l.label)
+}
+
+// Export writes agent's workspace blocks to dir (creating it).
+func Export(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
+	var rep Report
+	metas, err := store.ListBlocks(ctx, agent)
+	if err != nil {
+		return rep, err
+	}
+	byLabel := map[string]memory.BlockMeta{}
+	for _, m := range metas {
+		byLabel[m.Label] = m
+	}
+	out := append([]layer(nil), fixed...)
+	for _, m := range metas {
+		if name, ok := strings.CutPrefix(m.Label, skillPrefix); ok {
+			if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+				return rep, fmt.Errorf("%w: skill block %q has no safe directory name", ErrInvalidFile, m.Label)
+			}
+			out = append(out, layer{path: "skills/" + name + "/SKILL.md", label: m.Label})
+		}
+	}
+	for _, l := range out {
+		m, ok := byLabel[l.label]
+		if !ok {
+			rep.Skipped = append(rep.Skipped, l.path)
+			continue
+		}
+		doc, err := store.GetBlock(ctx, agent, l.label)
+		if err != nil {
+			return rep, err
+		}
+		text, err := doc.Text()
+		if err != nil {
+			return rep, fmt.Errorf("workspace: export block %q (%s): %w", m.Label, m.Schema.Kind(), err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(l.path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return rep, err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			return rep, fmt.Errorf("workspace: write %s: %w", l.path, err)
+		}
+		rep.Written = append(rep.Written, l.path)
+	}
+	return rep, nil
+}
