@@ -1,0 +1,319 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/schema"
+)
+
+// DumpVersion is the format version Export writes.
+const DumpVersion = 1
+
+// Dump is a lossless, JSON-serialisable copy of a store (or one agent's
+// part of it): every block with its whole automerge document (so CRDT
+// history survives), shares, archival entries (with supersession links),
+// messages, batches and summaries.
+type Dump struct {
+	Version   int             `json:"version"`
+	Blocks    []DumpBlock     `json:"blocks"`
+	Shares    []DumpShare     `json:"shares,omitempty"`
+	Archival  []ArchivalEntry `json:"archival,omitempty"`
+	Messages  []Message       `json:"messages,omitempty"`
+	Batches   []Batch         `json:"batches,omitempty"`
+	Summaries []Summary       `json:"summaries,omitempty"`
+}
+
+// DumpBlock is one block: metadata plus its automerge document (Save form).
+type DumpBlock struct {
+	Owner       string            `json:"owner"`
+	Label       string            `json:"label"`
+	Description string            `json:"description,omitempty"`
+	Type        blocks.Type       `json:"type"`
+	Permission  blocks.Permission `json:"permission"`
+	Schema      json.RawMessage   `json:"schema"`
+	CharLimit   int               `json:"char_limit"`
+	Pinned      bool              `json:"pinned,omitempty"`
+	Priority    int               `json:"priority,omitempty"`
+	Document    []byte            `json:"document"` // base64 in JSON
+	Rendered    string            `json:"rendered"`
+}
+
+// DumpShare is one share.
+type DumpShare struct {
+	Owner      string            `json:"owner"`
+	Label      string            `json:"label"`
+	Agent      string            `json:"agent"`
+	Permission blocks.Permission `json:"permission"`
+}
+
+// Export copies the store's content; agent "" exports every agent.
+func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.Flush(ctx); err != nil {
+		return nil, err
+	}
+	d := &Dump{Version: DumpVersion}
+	owners, err := c.owners(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	for _, owner := range owners {
+		metas, err := c.ListBlocks(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range metas {
+			doc, err := c.GetBlock(ctx, owner, m.Label)
+			if err != nil {
+				return nil, err
+			}
+			data, err := doc.Save()
+			if err != nil {
+				return nil, err
+			}
+			sj, err := schema.Marshal(m.Schema)
+			if err != nil {
+				return nil, err
+			}
+			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
+				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
+				Document: data, Rendered: doc.Render()})
+		}
+		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
+			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			sh := DumpShare{Owner: owner}
+			var p string
+			if err := rows.Scan(&sh.Label, &sh.Agent, &p); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if sh.Permission, err = blocks.ParsePermission(p); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			d.Shares = append(d.Shares, sh)
+		}
+		rows.Close()
+		arch, err := c.ListArchival(ctx, owner, &ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
+		if err != nil {
+			return nil, err
+		}
+		// Oldest first, so supersession targets come before their links.
+		for i := len(arch) - 1; i >= 0; i-- {
+			d.Archival = append(d.Archival, arch[i])
+		}
+		msgs, err := c.Messages(ctx, owner, nil)
+		if err != nil {
+			return nil, err
+		}
+		d.Messages = append(d.Messages, msgs...)
+		bs, err := c.Batches(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		d.Batches = append(d.Batches, bs...)
+		srows, err := c.rdb.QueryContext(ctx, `SELECT id, first_message_id, last_message_id, COALESCE(previous_id, 0), content, model, created_at
+			FROM summaries WHERE agent = ? ORDER BY id`, owner)
+		if err != nil {
+			return nil, err
+		}
+		for srows.Next() {
+			s := Summary{Agent: owner}
+			var created int64
+			if err := srows.Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &s.PreviousID, &s.Content, &s.Model, &created); err != nil {
+				srows.Close()
+				return nil, err
+			}
+			s.CreatedAt = fromNanos(created)
+			d.Summaries = append(d.Summaries, s)
+		}
+		srows.Close()
+	}
+	return d, nil
+}
+
+// owners lists the agents with any content (or just agent).
+func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
+	if agent != "" {
+		return []string{agent}, nil
+	}
+	rows, err := c.rdb.QueryContext(ctx, `SELECT owner FROM blocks UNION SELECT agent FROM archival
+		UNION SELECT agent FROM messages UNION SELECT agent FROM batches ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ImportReport counts what Import added.
+type ImportReport struct {
+	Blocks, Shares, Archival, Messages, Batches, Summaries int
+}
+
+// Import adds a Dump's content in one transaction: all or nothing. A block
+// whose (owner, label) exists fails the import with ErrExists. Archival,
+// message and summary ids are renumbered and their links remapped. With an
+// embedder set, run Reembed afterwards to index the imported content for
+// vector search.
+func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
+	var rep ImportReport
+	if err := c.checkOpen(ctx); err != nil {
+		return rep, err
+	}
+	if d == nil || d.Version != DumpVersion {
+		return rep, invalidArg("dump version %v (want %d)", func() any {
+			if d == nil {
+				return nil
+			}
+			return d.Version
+		}(), DumpVersion)
+	}
+	// Validate blocks before touching the database.
+	type prepared struct {
+		b        DumpBlock
+		info     blocks.Info
+		rendered string
+		heads    string
+	}
+	var pre []prepared
+	for _, b := range d.Blocks {
+		s, err := schema.Unmarshal(b.Schema)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
+		}
+		info := blocks.Info{Label: b.Label, Description: b.Description, Type: b.Type, Schema: s, Permission: b.Permission,
+			CharLimit: b.CharLimit, Owner: b.Owner, Pinned: b.Pinned, Priority: b.Priority}
+		doc, err := blocks.Load(info, b.Document, nil)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
+		}
+		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
+	}
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		rep = ImportReport{}
+		now := c.nanos()
+		for _, p := range pre {
+			sj, _ := schema.Marshal(p.info.Schema)
+			res, err := tx.Exec(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json, char_limit,
+				pinned, priority, snapshot, rendered, heads, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING`,
+				p.info.Owner, p.info.Label, p.info.Description, string(p.info.Type), p.info.Permission.String(), string(sj),
+				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.b.Document, p.rendered, p.heads, now, now)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("%w: block %q of agent %q", ErrExists, p.info.Label, p.info.Owner)
+			}
+			rep.Blocks++
+		}
+		for _, sh := range d.Shares {
+			res, err := tx.Exec(`INSERT INTO shares (block_id, agent, permission, created_at)
+				SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, sh.Agent, sh.Permission.String(), now, sh.Owner, sh.Label)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return notFound("shared block %q of %q", sh.Label, sh.Owner)
+			}
+			rep.Shares++
+		}
+		archIDs := map[int64]int64{}
+		for _, e := range d.Archival {
+			meta, _ := json.Marshal(e.Metadata)
+			tags := normTags(e.Tags)
+			tj, _ := json.Marshal(append([]string{}, tags...))
+			var validTo any
+			if e.ValidTo != nil {
+				validTo = e.ValidTo.UnixNano()
+			}
+			var id int64
+			if err := tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, e.Agent, e.Content, string(meta), string(tj), strings.Join(tags, " "),
+				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano(), validTo).Scan(&id); err != nil {
+				return err
+			}
+			for _, t := range tags {
+				if _, err := tx.Exec(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, id, t); err != nil {
+					return err
+				}
+			}
+			archIDs[e.ID] = id
+			rep.Archival++
+		}
+		for _, e := range d.Archival {
+			if e.SupersededBy != 0 {
+				if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, archIDs[e.SupersededBy], archIDs[e.ID]); err != nil {
+					return err
+				}
+			}
+		}
+		for _, b := range d.Batches {
+			var completed any
+			if !b.CompletedAt.IsZero() {
+				completed = b.CompletedAt.UnixNano()
+			}
+			if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, complete, created_at, completed_at) VALUES (?, ?, ?, ?, ?)`,
+				b.Agent, b.ID, b.Complete, b.CreatedAt.UnixNano(), completed); err != nil {
+				return fmt.Errorf("batch %q of %q: %w", b.ID, b.Agent, err)
+			}
+			rep.Batches++
+		}
+		msgIDs := map[int64]int64{}
+		for _, m := range d.Messages {
+			calls := m.ToolCalls
+			if calls == nil {
+				calls = []ToolCall{}
+			}
+			cj, _ := json.Marshal(calls)
+			var id int64
+			if err := tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, string(cj), m.ToolCallID,
+				m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&id); err != nil {
+				return err
+			}
+			msgIDs[m.ID] = id
+			rep.Messages++
+		}
+		sumIDs := map[int64]int64{}
+		for _, s := range d.Summaries {
+			var prev any
+			if s.PreviousID != 0 {
+				prev = sumIDs[s.PreviousID]
+			}
+			var id int64
+			if err := tx.QueryRow(`INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, s.Agent, msgIDs[s.FirstMessageID], msgIDs[s.LastMessageID], prev,
+				s.Content, s.Model, s.CreatedAt.UnixNano()).Scan(&id); err != nil {
+				return err
+			}
+			sumIDs[s.ID] = id
+			rep.Summaries++
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportReport{}, fmt.Errorf("memory: import: %w", err)
+	}
+	return rep, nil
+}
