@@ -46,6 +46,11 @@ type Options struct {
 	// CompactAfter folds a block's incremental updates into its snapshot once
 	// this many have accumulated (default 128).
 	CompactAfter int
+	// OpenForReembed lets Open succeed when the database records another
+	// embedder than Embedder: FTS works and Reembed switches the database
+	// over; vector work fails with search.ErrEmbedderMismatch until then.
+	// Without it, such an Open fails with search.ErrEmbedderMismatch.
+	OpenForReembed bool
 	// Logger receives debug and error logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for timestamps (default time.Now).
@@ -163,8 +168,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 	if _, _, err := migrations.Apply(ctx, c.rdb); err != nil {
 		return fail(fmt.Errorf("memory: migrate %s: %w", path, err))
 	}
-	if c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, nil); err != nil {
-		return fail(fmt.Errorf("memory: search index for %s: %w", path, err))
+	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, nil)
+	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
+		return fail(fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", path, err))
 	}
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
 	if err != nil {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
 )
 
 func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
@@ -238,5 +240,35 @@ func TestLogRotationToArchival(t *testing.T) {
 	arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
 	if len(arch) != 2 || arch[1].Content != "event 0" {
 		t.Fatalf("rotated entries = %+v", arch)
+	}
+}
+
+func TestEmbedderMismatchNeedsReembed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "emb.db")
+	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "tomatoes in the garden"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := memory.Open(ctx, path, &memory.Options{Embedder: search.NewOffline(64)}); !errors.Is(err, search.ErrEmbedderMismatch) {
+		t.Fatalf("open with another embedder: %v", err)
+	}
+	c2 := openFile(t, path, &memory.Options{Embedder: search.NewOffline(64), OpenForReembed: true})
+	if _, err := c2.Search(ctx, "a", "tomatoes", search.NewOptions().Mode(search.Vector)); !errors.Is(err, search.ErrEmbedderMismatch) {
+		t.Fatalf("vector search before reembed: %v", err)
+	}
+	var calls int
+	if err := c2.Reembed(ctx, func(done, total int) { calls++ }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c2.Search(ctx, "a", "tomatoes", search.NewOptions().Mode(search.Vector))
+	if err != nil || len(res) != 1 || calls == 0 {
+		t.Fatalf("after reembed: %v %v (progress calls %d)", res, err, calls)
+	}
+	c2.Close()
+	c3 := openFile(t, path, &memory.Options{Embedder: search.NewOffline(64)})
+	if _, err := c3.Search(ctx, "a", "garden", search.NewOptions().Mode(search.Hybrid)); err != nil {
+		t.Fatal(err)
 	}
 }
