@@ -1,0 +1,772 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/workspace"
+)
+
+type command func(ctx context.Context, a *app, args []string) error
+
+// commandFor maps a command name to its implementation.
+func commandFor(name string) (command, bool) {
+	switch name {
+	case "blocks":
+		return cmdBlocks, true
+	case "block":
+		return cmdBlock, true
+	case "share":
+		return cmdShare, true
+	case "archival":
+		return cmdArchival, true
+	case "search":
+		return cmdSearch, true
+	case "context":
+		return cmdContext, true
+	case "files":
+		return cmdFiles, true
+	case "export":
+		return cmdExport, true
+	case "import":
+		return cmdImport, true
+	case "reembed":
+		return cmdReembed, true
+	case "compact":
+		return cmdCompact, true
+	case "stats":
+		return cmdStats, true
+	case "mcp":
+		return cmdMCP, true
+	}
+	return nil, false
+}
+
+func sub(name string, args []string, subs map[string]command) (command, []string, error) {
+	if len(args) == 0 {
+		return nil, nil, fmt.Errorf("%s: missing subcommand (run \"engram help\")", name)
+	}
+	c, ok := subs[args[0]]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: unknown subcommand %q", name, args[0])
+	}
+	return c, args[1:], nil
+}
+
+func cmdBlocks(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("blocks", args, map[string]command{"list": cmdBlocksList})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+type blockJSON struct {
+	Owner       string          `json:"owner"`
+	Label       string          `json:"label"`
+	Type        string          `json:"type"`
+	Permission  string          `json:"permission"`
+	Description string          `json:"description,omitempty"`
+	Pinned      bool            `json:"pinned,omitempty"`
+	SharedFrom  string          `json:"shared_from,omitempty"`
+	Chars       int             `json:"chars"`
+	CharLimit   int             `json:"char_limit"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Rendered    string          `json:"rendered,omitempty"`
+	Value       any             `json:"value,omitempty"`
+	History     []blocks.Change `json:"history,omitempty"`
+	Heads       []string        `json:"heads,omitempty"`
+}
+
+func metaJSON(m memory.BlockMeta) blockJSON {
+	sj, _ := schema.Marshal(m.Schema)
+	return blockJSON{Owner: m.Owner, Label: m.Label, Type: string(m.Type), Permission: m.Permission.String(),
+		Description: m.Description, Pinned: m.Pinned, SharedFrom: m.SharedFrom, Chars: len([]rune(m.Rendered)),
+		CharLimit: m.CharLimit, Schema: sj}
+}
+
+func cmdBlocksList(ctx context.Context, a *app, args []string) error {
+	var agent string
+	var shared bool
+	if _, err := flags("blocks list", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "agent id")
+		fs.BoolVar(&shared, "shared", false, "blocks shared with the agent")
+	}); err != nil {
+		return err
+	}
+	if err := need("blocks list", "--agent", agent); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	var metas []memory.BlockMeta
+	if shared {
+		sb, err := s.ListSharedBlocks(ctx, agent)
+		if err != nil {
+			return err
+		}
+		for _, b := range sb {
+			metas = append(metas, b.BlockMeta)
+		}
+	} else if metas, err = s.ListBlocks(ctx, agent); err != nil {
+		return err
+	}
+	out := make([]blockJSON, 0, len(metas))
+	for _, m := range metas {
+		out = append(out, metaJSON(m))
+	}
+	return a.output(out, func(w io.Writer) {
+		var rows [][]string
+		for _, b := range out {
+			owner := b.Owner
+			if b.SharedFrom != "" {
+				owner = "shared from " + b.SharedFrom
+			}
+			pinned := ""
+			if b.Pinned {
+				pinned = "pinned"
+			}
+			rows = append(rows, []string{b.Label, b.Type, b.Permission, fmt.Sprintf("%d/%d", b.Chars, b.CharLimit), pinned, owner})
+		}
+		a.table("LABEL\tTYPE\tPERMISSION\tCHARS\tPINNED\tOWNER", rows)
+	})
+}
+
+func cmdBlock(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("block", args, map[string]command{
+		"show": cmdBlockShow, "create": cmdBlockCreate, "set": cmdBlockWrite(blocks.OpSetText), "append": cmdBlockWrite(blocks.OpAppendText),
+	})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+func cmdBlockShow(ctx context.Context, a *app, args []string) error {
+	var agent, owner string
+	var history, raw bool
+	pos, err := flags("block show", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "agent id")
+		fs.StringVar(&owner, "owner", "", "owner of a shared block")
+		fs.BoolVar(&history, "history", false, "show the change history")
+		fs.BoolVar(&raw, "raw", false, "show the raw value as JSON")
+	})
+	if err != nil {
+		return err
+	}
+	if err := need("block show", "--agent", agent); err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("block show: want one LABEL")
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	var doc *blocks.Document
+	if owner == "" || owner == agent {
+		doc, err = s.GetBlock(ctx, agent, pos[0])
+	} else {
+		doc, err = s.GetSharedBlock(ctx, agent, owner, pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	info := doc.Info()
+	sj, _ := schema.Marshal(info.Schema)
+	out := blockJSON{Owner: info.Owner, Label: info.Label, Type: string(info.Type), Permission: doc.Permission().String(),
+		Description: info.Description, Pinned: info.Pinned, Chars: doc.Size(), CharLimit: doc.CharLimit(), Schema: sj,
+		Rendered: doc.Render(), Heads: doc.Heads()}
+	if raw || a.json {
+		if out.Value, err = doc.Value(); err != nil {
+			return err
+		}
+	}
+	if history || a.json {
+		if out.History, err = doc.History(); err != nil {
+			return err
+		}
+	}
+	return a.output(out, func(w io.Writer) {
+		fmt.Fprintf(w, "block %s (owner %s, %s, %s, %d/%d chars)\n", out.Label, out.Owner, out.Type, out.Permission, out.Chars, out.CharLimit)
+		if out.Description != "" {
+			fmt.Fprintf(w, "description: %s\n", out.Description)
+		}
+		fmt.Fprintf(w, "schema: %s\n\n%s\n", sj, out.Rendered)
+		if raw {
+			b, _ := json.MarshalIndent(out.Value, "", "  ")
+			fmt.Fprintf(w, "\nraw value:\n%s\n", b)
+		}
+		if history {
+			fmt.Fprintln(w, "\nhistory:")
+			var rows [][]string
+			for _, c := range out.History {
+				target := c.Section
+				if c.Field != "" {
+					target = strings.Trim(target+"."+c.Field, ".")
+				}
+				rows = append(rows, []string{c.Time.Format(time.RFC3339), c.Actor, string(c.Op), target, c.Hash[:12]})
+			}
+			a.table("TIME\tACTOR\tOP\tTARGET\tCHANGE", rows)
+		}
+	})
+}
+
+func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
+	var agent, label, typ, perm, schemaJSON, desc, value string
+	var limit, priority int
+	var pinned bool
+	if _, err := flags("block create", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "owner agent id")
+		fs.StringVar(&label, "label", "", "block label")
+		fs.StringVar(&typ, "type", "working", "core, working, archival or log")
+		fs.StringVar(&perm, "perm", "ReadWrite", "the owner's permission")
+		fs.StringVar(&schemaJSON, "schema", `{"kind":"text"}`, "schema JSON (see package schema)")
+		fs.StringVar(&desc, "desc", "", "description")
+		fs.StringVar(&value, "value", "", "initial text (text blocks) or JSON value")
+		fs.IntVar(&limit, "limit", 0, "character limit (default 5000)")
+		fs.IntVar(&priority, "priority", 0, "pruning priority (higher is dropped first)")
+		fs.BoolVar(&pinned, "pinned", false, "pin a working block into context")
+	}); err != nil {
+		return err
+	}
+	if err := need("block create", "--agent", agent); err != nil {
+		return err
+	}
+	if err := need("block create", "--label", label); err != nil {
+		return err
+	}
+	t, err := blocks.ParseType(typ)
+	if err != nil {
+		return err
+	}
+	p, err := blocks.ParsePermission(perm)
+	if err != nil {
+		return err
+	}
+	sc, err := schema.Unmarshal([]byte(schemaJSON))
+	if err != nil {
+		return err
+	}
+	spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
+	if value != "" {
+		if sc.Kind() == schema.KindText {
+			spec.Value = value
+		} else if err := json.Unmarshal([]byte(value), &spec.Value); err != nil {
+			return fmt.Errorf("block create: --value for a %s block must be JSON: %w", sc.Kind(), err)
+		}
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	doc, err := s.CreateBlock(ctx, agent, spec)
+	if err != nil {
+		return err
+	}
+	return a.output(map[string]any{"created": label, "owner": agent, "rendered": doc.Render()}, func(w io.Writer) {
+		fmt.Fprintf(w, "created block %s for %s\n", label, agent)
+	})
+}
+
+func cmdBlockWrite(op blocks.Op) command {
+	return func(ctx context.Context, a *app, args []string) error {
+		var agent string
+		var asAgent bool
+		name := "block " + map[blocks.Op]string{blocks.OpSetText: "set", blocks.OpAppendText: "append"}[op]
+		pos, err := flags(name, args, func(fs *flag.FlagSet) {
+			fs.StringVar(&agent, "agent", "", "owner agent id")
+			fs.BoolVar(&asAgent, "as-agent", false, "write as the agent (its permission applies) instead of as the system")
+		})
+		if err != nil {
+			return err
+		}
+		if err := need(name, "--agent", agent); err != nil {
+			return err
+		}
+		if len(pos) != 2 {
+			return fmt.Errorf("%s: want LABEL TEXT", name)
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if asAgent {
+			err = s.ApplyEdit(ctx, agent, "", pos[0], memory.Edit{Op: op, Text: pos[1]})
+		} else {
+			var doc *blocks.Document
+			if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
+				if op == blocks.OpSetText {
+					err = doc.SetText(pos[1], blocks.System)
+				} else {
+					err = doc.AppendText(pos[1], blocks.System)
+				}
+				if err == nil {
+					err = s.PersistBlock(ctx, agent, pos[0])
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		r, err := s.RenderedContent(ctx, agent, pos[0])
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"label": pos[0], "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
+	}
+}
+
+func cmdShare(ctx context.Context, a *app, args []string) error {
+	var owner, label, with, perm string
+	var revoke bool
+	if _, err := flags("share", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&owner, "owner", "", "owner agent id")
+		fs.StringVar(&label, "label", "", "block label")
+		fs.StringVar(&with, "with", "", "agent to share with")
+		fs.StringVar(&perm, "perm", "Append", "permission granted")
+		fs.BoolVar(&revoke, "revoke", false, "revoke the share instead")
+	}); err != nil {
+		return err
+	}
+	for what, v := range map[string]string{"--owner": owner, "--label": label, "--with": with} {
+		if err := need("share", what, v); err != nil {
+			return err
+		}
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if revoke {
+		if err := s.UnshareBlock(ctx, owner, label, with); err != nil {
+			return err
+		}
+		return a.output(map[string]any{"revoked": label, "from": with}, func(w io.Writer) {
+			fmt.Fprintf(w, "block %s of %s no longer shared with %s\n", label, owner, with)
+		})
+	}
+	p, err := blocks.ParsePermission(perm)
+	if err != nil {
+		return err
+	}
+	if err := s.ShareBlock(ctx, owner, label, with, p); err != nil {
+		return err
+	}
+	return a.output(map[string]any{"shared": label, "owner": owner, "with": with, "permission": p.String()}, func(w io.Writer) {
+		fmt.Fprintf(w, "block %s of %s shared with %s (%s)\n", label, owner, with, p)
+	})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func cmdArchival(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("archival", args, map[string]command{"add": cmdArchivalAdd, "list": cmdArchivalList})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
+	var agent, tags string
+	pos, err := flags("archival add", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "agent id")
+		fs.StringVar(&tags, "tags", "", "comma-separated tags")
+	})
+	if err != nil {
+		return err
+	}
+	if err := need("archival add", "--agent", agent); err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("archival add: want one TEXT")
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: pos[0], Tags: splitList(tags)})
+	if err != nil {
+		return err
+	}
+	return a.output(e, func(w io.Writer) { fmt.Fprintf(w, "archival entry %d added\n", e.ID) })
+}
+
+func cmdArchivalList(ctx context.Context, a *app, args []string) error {
+	var agent, tags string
+	var limit int
+	var superseded bool
+	if _, err := flags("archival list", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "agent id")
+		fs.StringVar(&tags, "tags", "", "only entries with any of these tags")
+		fs.IntVar(&limit, "limit", 50, "most entries")
+		fs.BoolVar(&superseded, "superseded", false, "include superseded entries")
+	}); err != nil {
+		return err
+	}
+	if err := need("archival list", "--agent", agent); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	es, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
+	if err != nil {
+		return err
+	}
+	return a.output(es, func(w io.Writer) {
+		var rows [][]string
+		for _, e := range es {
+			rows = append(rows, []string{strconv.FormatInt(e.ID, 10), e.CreatedAt.Format(time.RFC3339), strings.Join(e.Tags, ","), oneLine(e.Content, 70)})
+		}
+		a.table("ID\tCREATED\tTAGS\tCONTENT", rows)
+	})
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func cmdSearch(ctx context.Context, a *app, args []string) error {
+	var agent, mode, types string
+	var all bool
+	var limit int
+	pos, err := flags("search", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "search as this agent")
+		fs.BoolVar(&all, "all", false, "search every agent's memory (system view)")
+		fs.StringVar(&mode, "mode", "auto", "auto, fts, vector or hybrid")
+		fs.StringVar(&types, "types", "", "comma-separated: blocks, archival, messages (default all)")
+		fs.IntVar(&limit, "limit", 10, "most results")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("search: want one QUERY")
+	}
+	if agent == "" && !all {
+		return fmt.Errorf("search: --agent or --all is required")
+	}
+	m, err := search.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	opts := search.NewOptions().Mode(m).Limit(limit)
+	if types != "" {
+		var cts []search.ContentType
+		for _, t := range splitList(types) {
+			ct, err := search.ParseContentType(t)
+			if err != nil {
+				return err
+			}
+			cts = append(cts, ct)
+		}
+		opts = opts.ContentTypes(cts...)
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	var res []search.Result
+	if all {
+		res, err = s.SearchAll(ctx, pos[0], opts)
+	} else {
+		res, err = s.Search(ctx, agent, pos[0], opts)
+	}
+	if err != nil {
+		return err
+	}
+	return a.output(res, func(w io.Writer) {
+		var rows [][]string
+		for i, r := range res {
+			src := []string{}
+			if r.Source.FTSRank > 0 {
+				src = append(src, fmt.Sprintf("fts#%d bm25=%.2f", r.Source.FTSRank, r.Source.BM25))
+			}
+			if r.Source.VectorRank > 0 {
+				src = append(src, fmt.Sprintf("vec#%d dist=%.3f", r.Source.VectorRank, r.Source.Distance))
+			}
+			if r.Source.Fused > 0 {
+				src = append(src, fmt.Sprintf("rrf=%.4f", r.Source.Fused))
+			}
+			what := r.Type.String() + " " + strconv.FormatInt(r.ID, 10)
+			if r.Label != "" {
+				what = "block " + r.Label
+			}
+			rows = append(rows, []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", r.Score), strings.Join(src, " "), r.Owner, what, oneLine(r.Snippet, 60)})
+		}
+		a.table("#\tSCORE\tSOURCE\tOWNER\tWHAT\tSNIPPET", rows)
+	})
+}
+
+func cmdFiles(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("files", args, map[string]command{"import": cmdFilesIO(true), "export": cmdFilesIO(false)})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+func cmdFilesIO(imp bool) command {
+	return func(ctx context.Context, a *app, args []string) error {
+		name := map[bool]string{true: "files import", false: "files export"}[imp]
+		var agent string
+		pos, err := flags(name, args, func(fs *flag.FlagSet) { fs.StringVar(&agent, "agent", "", "agent id") })
+		if err != nil {
+			return err
+		}
+		if err := need(name, "--agent", agent); err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%s: want one DIR", name)
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		var rep workspace.Report
+		if imp {
+			rep, err = workspace.Import(ctx, s, agent, pos[0])
+		} else {
+			rep, err = workspace.Export(ctx, s, agent, pos[0])
+		}
+		if err != nil {
+			return err
+		}
+		return a.output(rep, func(w io.Writer) {
+			for _, l := range rep.Created {
+				fmt.Fprintf(w, "created  %s\n", l)
+			}
+			for _, l := range rep.Updated {
+				fmt.Fprintf(w, "updated  %s\n", l)
+			}
+			for _, p := range rep.Written {
+				fmt.Fprintf(w, "wrote    %s\n", p)
+			}
+			for _, p := range rep.Skipped {
+				fmt.Fprintf(w, "skipped  %s (absent)\n", p)
+			}
+		})
+	}
+}
+
+func cmdExport(ctx context.Context, a *app, args []string) error {
+	var agent, out string
+	if _, err := flags("export", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "only this agent (default: everything)")
+		fs.StringVar(&out, "out", "", "file (default: stdout)")
+	}); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	d, err := s.Export(ctx, agent)
+	if err != nil {
+		return err
+	}
+	w := a.stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	if out != "" {
+		fmt.Fprintf(a.stderr, "exported %d blocks, %d archival entries, %d messages to %s\n", len(d.Blocks), len(d.Archival), len(d.Messages), out)
+	}
+	return nil
+}
+
+func cmdImport(ctx context.Context, a *app, args []string) error {
+	var in string
+	if _, err := flags("import", args, func(fs *flag.FlagSet) { fs.StringVar(&in, "in", "", "file (default: stdin)") }); err != nil {
+		return err
+	}
+	r := a.stdin
+	if in != "" {
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	var d memory.Dump
+	if err := json.NewDecoder(r).Decode(&d); err != nil {
+		return fmt.Errorf("import: not an engram export: %w", err)
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	rep, err := s.Import(ctx, &d)
+	if err != nil {
+		return err
+	}
+	if s.Index().Embedder() != nil {
+		if err := s.Reembed(ctx, a.progress("embedding")); err != nil {
+			return err
+		}
+	}
+	return a.output(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "imported %d blocks, %d shares, %d archival entries, %d messages, %d batches, %d summaries\n",
+			rep.Blocks, rep.Shares, rep.Archival, rep.Messages, rep.Batches, rep.Summaries)
+	})
+}
+
+func cmdReembed(ctx context.Context, a *app, args []string) error {
+	if _, err := flags("reembed", args, func(*flag.FlagSet) {}); err != nil {
+		return err
+	}
+	if a.embedder == "" || a.embedder == "none" {
+		return fmt.Errorf("reembed: choose an embedder with --embedder offline|openai")
+	}
+	a.reembed = true
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if err := s.Reembed(ctx, a.progress("re-embedding")); err != nil {
+		return err
+	}
+	name := s.Index().Embedder().Name()
+	return a.output(map[string]any{"embedder": name}, func(w io.Writer) { fmt.Fprintf(w, "vectors recomputed with %s\n", name) })
+}
+
+func cmdCompact(ctx context.Context, a *app, args []string) error {
+	var agent string
+	if _, err := flags("compact", args, func(fs *flag.FlagSet) { fs.StringVar(&agent, "agent", "", "only this agent") }); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	q := `SELECT owner, label FROM blocks ORDER BY id`
+	qargs := []any{}
+	if agent != "" {
+		q = `SELECT owner, label FROM blocks WHERE owner = ? ORDER BY id`
+		qargs = append(qargs, agent)
+	}
+	rows, err := s.DB().QueryContext(ctx, q, qargs...)
+	if err != nil {
+		return err
+	}
+	var todo [][2]string
+	for rows.Next() {
+		var o, l string
+		if err := rows.Scan(&o, &l); err != nil {
+			rows.Close()
+			return err
+		}
+		todo = append(todo, [2]string{o, l})
+	}
+	rows.Close()
+	bar := a.progress("compacting")
+	for i, b := range todo {
+		if err := s.Compact(ctx, b[0], b[1]); err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return fmt.Errorf("compact %s/%s: %w", b[0], b[1], err)
+		}
+		bar(i+1, len(todo))
+	}
+	return a.output(map[string]any{"compacted": len(todo)}, func(w io.Writer) { fmt.Fprintf(w, "compacted %d blocks\n", len(todo)) })
+}
+
+func cmdStats(ctx context.Context, a *app, args []string) error {
+	if _, err := flags("stats", args, func(*flag.FlagSet) {}); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	stats := map[string]int64{}
+	for name, q := range map[string]string{
+		"agents":            `SELECT count(*) FROM (SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages)`,
+		"blocks":            `SELECT count(*) FROM blocks`,
+		"block_updates":     `SELECT count(*) FROM block_updates`,
+		"shares":            `SELECT count(*) FROM shares`,
+		"archival":          `SELECT count(*) FROM archival`,
+		"archival_current":  `SELECT count(*) FROM archival WHERE valid_to IS NULL`,
+		"messages":          `SELECT count(*) FROM messages`,
+		"batches":           `SELECT count(*) FROM batches`,
+		"summaries":         `SELECT count(*) FROM summaries`,
+		"proposals_pending": `SELECT count(*) FROM proposals WHERE status = 'pending'`,
+		"snapshot_bytes":    `SELECT COALESCE(sum(length(snapshot)), 0) FROM blocks`,
+		"update_bytes":      `SELECT COALESCE(sum(length(data)), 0) FROM block_updates`,
+	} {
+		var n int64
+		if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("stats: %s: %w", name, err)
+		}
+		stats[name] = n
+	}
+	emb := "none"
+	if name, dims, err := search.RecordedEmbedder(ctx, s.DB()); err == nil && name != "" {
+		emb = fmt.Sprintf("%s (%d dims)", name, dims)
+	}
+	out := map[string]any{"db": a.db, "embedder": emb, "counts": stats}
+	return a.output(out, func(w io.Writer) {
+		fmt.Fprintf(w, "store     %s\nembedder  %s\n", a.db, emb)
+		var rows [][]string
+		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
+			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes"} {
+			rows = append(rows, []string{k, strconv.FormatInt(stats[k], 10)})
+		}
+		a.table("WHAT\tCOUNT", rows)
+	})
+}

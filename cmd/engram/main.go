@@ -1,0 +1,89 @@
+// Command engram inspects and edits an engram memory store from a terminal:
+// blocks, shares, search, archival notes, workspace files, export/import,
+// re-embedding, compaction and statistics. Every command takes --json for
+// scripting. Errors go to stderr with a non-zero exit code.
+//
+//	engram [--db FILE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
+//
+// Run "engram help" for the command list.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: tests call it directly.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app, rest, err := parseGlobal(args, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "engram:", err)
+		return 2
+	}
+	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, ok := commandFor(rest[0])
+	if !ok {
+		fmt.Fprintf(stderr, "engram: unknown command %q (run \"engram help\")\n", rest[0])
+		return 2
+	}
+	if err := cmd(ctx, app, rest[1:]); err != nil {
+		fmt.Fprintln(stderr, "engram:", err)
+		return 1
+	}
+	return 0
+}
+
+const usage = `engram — durable, shareable, typed memory for LLM agents
+
+Usage: engram [--db FILE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
+
+Blocks
+  blocks list   --agent A [--shared]               list an agent's blocks (or those shared with it)
+  block show    --agent A [--owner O] [--history] [--raw] LABEL
+  block create  --agent A --label L [--type working] [--perm ReadWrite]
+                [--schema JSON] [--desc TEXT] [--limit N] [--pinned] [--value TEXT]
+  block set     --agent A [--as-agent] LABEL TEXT  replace a text block (as the system unless --as-agent)
+  block append  --agent A [--as-agent] LABEL TEXT
+  share         --owner O --label L --with B [--perm Append] [--revoke]
+
+Archival and search
+  archival add  --agent A [--tags a,b] TEXT
+  archival list --agent A [--tags a,b] [--limit N] [--superseded]
+  search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages] [--limit N] QUERY
+
+Context
+  context       --agent A [--model NAME] [--base TEXT] [--batch-blocks a,b]   render the request the builder builds
+
+Files and transfer
+  files import  --agent A DIR                      SOUL.md, AGENTS.md, MEMORY.md, TOOLS.md, skills/*/SKILL.md → blocks
+  files export  --agent A DIR
+  export        [--agent A] [--out FILE]           lossless JSON (CRDT history included)
+  import        [--in FILE]
+
+Maintenance
+  reembed                                          recompute vectors with --embedder (progress bar)
+  compact       [--agent A]                        fold block updates into snapshots (progress bar)
+  stats
+
+Agents
+  mcp           --agent A                          serve the memory tools over MCP (stdio)
+
+Global flags
+  --db FILE      store file (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db)
+  --json         machine-readable output
+  --embedder     none (default), offline (deterministic, no network) or openai
+                 (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
+`
