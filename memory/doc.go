@@ -1,0 +1,52 @@
+// Package memory is engram's store: blocks (automerge CRDT documents),
+// shares between agents, proposals for Partner/Human blocks, archival
+// memories, messages with batches and summaries, and search over all of it.
+//
+// [Store] is the interface consumers use; [Open] returns the default
+// implementation, [Cache]:
+//
+//	store, err := memory.Open(ctx, "agents.db", &memory.Options{CacheSize: 256})
+//
+// (nil Options means the defaults; ":memory:" gives a throw-away store).
+//
+// # How a Cache keeps documents
+//
+// A block's document is loaded from SQLite on first use (lazy load) and kept
+// in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). Each
+// local change is written through as one row of incremental automerge bytes
+// (only this process's new changes, never the whole document) in the same
+// IMMEDIATE transaction that stores the block's rendered text and heads;
+// the mutating call returns once that transaction commits. If it fails, the
+// call returns an error wrapping [ErrPersist] and the cached document is
+// dropped, so the next read shows the last durable state. With
+// Options.WriteBack, changes are kept until PersistBlock, Flush, Close or
+// eviction; eviction flushes first and nothing is lost.
+//
+// Views returned by GetBlock and GetSharedBlock are live: writes made
+// directly on them are persisted the same way (write-through) and their
+// persist errors are reported by the next store call on that block.
+//
+// Past Options.CompactAfter updates, a block's updates are folded into its
+// snapshot in the writing transaction. Log blocks whose schema sets a
+// Retention move older entries into archival memory.
+//
+// # Several processes, one file
+//
+// SQLite runs in WAL mode. Before serving a cached block a Cache reads the
+// block's sequence number (one indexed row; the only SQL on a cache hit)
+// and applies the updates other processes wrote since. Writers take the
+// write lock with short, jittered retries rather than SQLite's coarse busy
+// sleeps, so several processes appending to one block interleave fairly and
+// none loses an update (see TestTwoProcessesOneBlock and
+// TestKillDuringWrites).
+//
+// # Isolation and sharing
+//
+// An agent reads, lists and finds only its own blocks, archival entries and
+// messages and the blocks shared with it ([Cache.ShareBlock]); anything else
+// is [ErrNotFound], so existence does not leak. A sharee edits the owner's
+// CRDT document with the shared permission; its changes are attributed to
+// it. [Cache.SearchAll] is the system's cross-agent view.
+//
+// A Cache is safe for concurrent use.
+package memory
