@@ -46,6 +46,11 @@ type Options struct {
 	// CompactAfter folds a block's incremental updates into its snapshot once
 	// this many have accumulated (default 128).
 	CompactAfter int
+	// VectorCache keeps an in-memory copy of the vectors for vector and
+	// hybrid search: about 150 MB per 100k 384-dim vectors and a few seconds
+	// to load on first use, in exchange for ~5× faster KNN than vec0's scan
+	// inside SQLite (hybrid over 100k entries: ~15 ms instead of ~75 ms).
+	VectorCache bool
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.
@@ -168,7 +173,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 	if _, _, err := migrations.Apply(ctx, c.rdb); err != nil {
 		return fail(fmt.Errorf("memory: migrate %s: %w", path, err))
 	}
-	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, nil)
+	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{VectorCache: o.VectorCache})
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
 		return fail(fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", path, err))
 	}

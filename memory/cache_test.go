@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -24,6 +24,9 @@ func TestCacheConformance(t *testing.T) {
 					opts.CacheSize = 1 // every other access is a cold load
 				case "file-embedder":
 					opts.Embedder = search.NewOffline(64) // vector and hybrid modes run for real
+				case "file-vectorcache":
+					opts.Embedder = search.NewOffline(64)
+					opts.VectorCache = true
 				}
 				c, err := memory.Open(context.Background(), path, opts)
 				if err != nil {

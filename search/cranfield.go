@@ -17,7 +17,7 @@ import (
 type Cranfield struct {
 	Docs    []CranfieldDoc
 	Queries []CranfieldQuery
-	// Qrels maps query id to document id to gain (5 - position: 4 for a
+	// Qrels maps query id to document id to grade (5 - position: 4 for a
 	// complete answer down to 1 for minimal interest).
 	Qrels map[string]Relevance
 	// DocVectors and QueryVectors are the shipped 512-dimension sentence
@@ -28,9 +28,9 @@ type Cranfield struct {
 
 // CranfieldDoc is one abstract. Body starts with the title.
 type CranfieldDoc struct {
-	ID                         int64
+	ID                          int64
 	Title, Author, Bibliography string
-	Body                       string
+	Body                        string
 }
 
 // CranfieldQuery is one query.

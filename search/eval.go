@@ -10,10 +10,22 @@ import (
 type Relevance map[string]float64
 
 // NDCG returns the normalised discounted cumulative gain of ranked at
-// cutoff k, with linear gains: DCG = sum of gain(i) / log2(i+1) over ranks
-// i = 1..k, divided by the DCG of the ideal ordering of rel. It is 0 when
-// rel has no positive gain. Repeated ids count once (the first time).
+// cutoff k with exponential gain: DCG = sum over ranks i = 1..k of
+// (2^rel(i) - 1) / log2(i+1), divided by the DCG of the ideal ordering of
+// rel. This is the usual graded-relevance form (Burges et al.); with the
+// Cranfield grades (5 - position) it reproduces the reference figures in
+// the collection's README. It is 0 when rel has no positive grade.
+// Repeated ids count once (the first time).
 func NDCG(ranked []string, rel Relevance, k int) float64 {
+	return ndcg(ranked, rel, k, func(g float64) float64 { return math.Exp2(g) - 1 })
+}
+
+// NDCGLinear is NDCG with linear gain: DCG = sum of rel(i) / log2(i+1).
+func NDCGLinear(ranked []string, rel Relevance, k int) float64 {
+	return ndcg(ranked, rel, k, func(g float64) float64 { return g })
+}
+
+func ndcg(ranked []string, rel Relevance, k int, gain func(float64) float64) float64 {
 	ideal := make([]float64, 0, len(rel))
 	for _, g := range rel {
 		if g > 0 {
@@ -30,7 +42,7 @@ func NDCG(ranked []string, rel Relevance, k int) float64 {
 		if i == k {
 			break
 		}
-		idcg += g / math.Log2(float64(i+2))
+		idcg += gain(g) / math.Log2(float64(i+2))
 	}
 	var dcg float64
 	seen := map[string]bool{}
@@ -42,7 +54,9 @@ func NDCG(ranked []string, rel Relevance, k int) float64 {
 			continue
 		}
 		seen[id] = true
-		dcg += rel[id] / math.Log2(float64(i+2))
+		if g := rel[id]; g > 0 {
+			dcg += gain(g) / math.Log2(float64(i+2))
+		}
 	}
 	return dcg / idcg
 }
@@ -86,13 +100,14 @@ func Recall(ranked []string, rel Relevance, k int) float64 {
 
 // Metrics are mean retrieval-quality figures over a query set.
 type Metrics struct {
-	Queries   int     // queries with at least one relevant document
-	NDCG10    float64 // mean nDCG@10
-	MRR       float64 // mean reciprocal rank
-	Recall100 float64 // mean recall@100
+	Queries      int     // queries with at least one relevant document
+	NDCG10       float64 // mean nDCG@10 (exponential gain, see NDCG)
+	NDCG10Linear float64 // mean nDCG@10 with linear gain (NDCGLinear)
+	MRR          float64 // mean reciprocal rank
+	Recall100    float64 // mean recall@100
 }
 
-// Evaluate averages NDCG@10, MRR and recall@100 of runs (query id to ranked
+// Evaluate averages nDCG@10 (both gains), MRR and recall@100 of runs (query id to ranked
 // document ids) over the queries in qrels that have relevant documents. A
 // query without a run counts as retrieving nothing.
 func Evaluate(runs map[string][]string, qrels map[string]Relevance) Metrics {
@@ -117,12 +132,14 @@ func Evaluate(runs map[string][]string, qrels map[string]Relevance) Metrics {
 		ranked := runs[q]
 		m.Queries++
 		m.NDCG10 += NDCG(ranked, rel, 10)
+		m.NDCG10Linear += NDCGLinear(ranked, rel, 10)
 		m.MRR += ReciprocalRank(ranked, rel)
 		m.Recall100 += Recall(ranked, rel, 100)
 	}
 	if m.Queries > 0 {
 		n := float64(m.Queries)
 		m.NDCG10 /= n
+		m.NDCG10Linear /= n
 		m.MRR /= n
 		m.Recall100 /= n
 	}

@@ -170,3 +170,8 @@ func keys(rs []search.Result) []string {
 	}
 	return out
 }
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	_, _, err := migrations.Apply(ctx, db)
+	return err
+}

@@ -39,6 +39,17 @@ type IndexOptions struct {
 	// ReembedBatch is how many texts Reembed sends to the embedder at once
 	// (default 64).
 	ReembedBatch int
+	// VectorCache keeps an in-process copy of the vectors (unit float32s,
+	// grouped by content type and owner: 4 × dimensions bytes per row) and
+	// answers KNN by brute force over the searching agent's partition
+	// instead of asking vec0. The transpiled vec0 scans about 0.6 µs per
+	// 384-dim vector, roughly three times slower than this scan. vec0 stays
+	// the source of truth: each search first replays the committed
+	// vector-change log (search_vec_log, one indexed lookup when nothing
+	// changed), so writes from other connections and processes are seen.
+	// Isolation is unchanged: only the agent's partition is scanned and
+	// the row fetch re-checks the owner in SQL.
+	VectorCache bool
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
@@ -48,9 +59,10 @@ type IndexOptions struct {
 // embedder and the caller fills with PutVectors or PutEmbeddings. An Index
 // is safe for concurrent use.
 type Index struct {
-	db   *sql.DB
-	emb  Embedder
-	opts IndexOptions
+	db    *sql.DB
+	emb   Embedder
+	opts  IndexOptions
+	cache *vecCache // nil unless IndexOptions.VectorCache
 	// reembedMu serialises Reembed within this process.
 	reembedMu sync.Mutex
 }
@@ -147,6 +159,9 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	}
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
+	}
+	if x.opts.VectorCache {
+		x.cache = newVecCache(dims)
 	}
 	// Fast path: already recorded and set up.
 	if err := x.checkEmbedder(ctx, db); err == nil {
@@ -267,29 +282,58 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 	return n == 3, nil
 }
 
-// createVecTables creates the vec0 tables for dims and the triggers that
-// drop a vector with its row (or when the row changes owner, so a vector
-// can never be found under its old owner's partition).
+// createVecTables creates the vec0 tables for dims, the vector-change log
+// and the triggers that drop a vector with its row (or when the row changes
+// owner, so a vector can never be found under its old owner's partition).
 func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
+	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
+		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+		kind INTEGER NOT NULL, -- ContentType; 0 = everything changed (Reembed)
+		id   INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("search: create search_vec_log: %w", err)
+	}
 	for _, t := range contentKinds {
 		k := kinds[t]
 		stmts := []string{
 			fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
 				owner text partition key,
 				embedding float[%d] distance_metric=cosine)`, k.vec, dims),
-			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s_ad AFTER DELETE ON %s BEGIN
-				DELETE FROM %s WHERE rowid = old.id;
-			END`, k.vec, k.base, k.vec),
-			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s_owner AFTER UPDATE OF %s ON %s
-			WHEN old.%s IS NOT new.%s BEGIN
-				DELETE FROM %s WHERE rowid = old.id;
-			END`, k.vec, k.owner, k.base, k.owner, k.owner, k.vec),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
+				DELETE FROM %[1]s WHERE rowid = old.id;
+				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
+			END`, k.vec, k.base, int(k.t)),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_owner AFTER UPDATE OF %[4]s ON %[2]s
+			WHEN old.%[4]s IS NOT new.%[4]s BEGIN
+				DELETE FROM %[1]s WHERE rowid = old.id;
+				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
+			END`, k.vec, k.base, int(k.t), k.owner),
 		}
 		for _, s := range stmts {
 			if _, err := ex.ExecContext(ctx, s); err != nil {
 				return fmt.Errorf("search: create %s: %w", k.vec, err)
 			}
 		}
+	}
+	return nil
+}
+
+// logVectorChanges records changed rows in search_vec_log (read by vector
+// caches) and trims the log to its last vecLogKeep entries.
+func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
+	stmt, err := ex.PrepareContext(ctx, `INSERT INTO search_vec_log (kind, id) VALUES (?, ?)`)
+	if err != nil {
+		return fmt.Errorf("search: log vector changes: %w", err)
+	}
+	defer stmt.Close()
+	for _, id := range ids {
+		if _, err := stmt.ExecContext(ctx, int(t), id); err != nil {
+			return fmt.Errorf("search: log vector changes: %w", err)
+		}
+	}
+	if _, err := ex.ExecContext(ctx, `DELETE FROM search_vec_log
+		WHERE seq <= (SELECT max(seq) FROM search_vec_log) - ?`, vecLogKeep); err != nil {
+		return fmt.Errorf("search: trim vector log: %w", err)
 	}
 	return nil
 }
@@ -449,7 +493,8 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
 	defer ins.Close()
-	for _, it := range items {
+	ids := make([]int64, len(items))
+	for i, it := range items {
 		// vec0 has no upsert and cannot update a partition key.
 		if _, err := del.ExecContext(ctx, it.ID); err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
@@ -457,8 +502,9 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		if _, err := ins.ExecContext(ctx, it.ID, it.Owner, vectorBlob(it.Vector)); err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 		}
+		ids[i] = it.ID
 	}
-	return nil
+	return logVectorChanges(ctx, ex, t, ids)
 }
 
 // DeleteVectors removes the vectors of the given rows (missing ones are
@@ -488,7 +534,7 @@ func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids
 			return fmt.Errorf("search: delete %s vector %d: %w", k.name, id, err)
 		}
 	}
-	return nil
+	return logVectorChanges(ctx, ex, t, ids)
 }
 
 // textHash fingerprints a row's vector text for Reembed.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,10 +116,10 @@ type isolationFixture struct {
 	all     []string
 }
 
-func newIsolationFixture(t *testing.T) *isolationFixture {
+func newIsolationFixture(t *testing.T, opts *search.IndexOptions) *isolationFixture {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), nil)
+	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +170,25 @@ func filterKind(keys []string, t search.ContentType) []string {
 	return out
 }
 
+// cacheModes runs a test with vec0 KNN and with the in-process vector
+// cache.
+var cacheModes = []struct {
+	name string
+	opts *search.IndexOptions
+}{
+	{"vec0", nil},
+	{"cache", &search.IndexOptions{VectorCache: true}},
+}
+
 func TestIsolation(t *testing.T) {
+	for _, cm := range cacheModes {
+		t.Run(cm.name, func(t *testing.T) { testIsolation(t, cm.opts) })
+	}
+}
+
+func testIsolation(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
-	f := newIsolationFixture(t)
+	f := newIsolationFixture(t, opts)
 	modes := []search.Mode{search.FTS, search.Vector, search.Hybrid, search.Auto}
 	types := []search.ContentType{search.Blocks, search.Archival, search.Messages, search.AllContent}
 	scopes := []struct {
@@ -230,9 +247,15 @@ func TestIsolation(t *testing.T) {
 // TestIsolationDeepPartition: another agent's much closer vectors never
 // crowd out or leak into an agent's KNN.
 func TestIsolationDeepPartition(t *testing.T) {
+	for _, cm := range cacheModes {
+		t.Run(cm.name, func(t *testing.T) { testIsolationDeepPartition(t, cm.opts) })
+	}
+}
+
+func testIsolationDeepPartition(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), nil)
+	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,9 +275,15 @@ func TestIsolationDeepPartition(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	for _, cm := range cacheModes {
+		t.Run(cm.name, func(t *testing.T) { testFilters(t, cm.opts) })
+	}
+}
+
+func testFilters(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), nil)
+	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,12 +353,18 @@ func TestFilters(t *testing.T) {
 // TestSelectiveFilterFallsBackToExact: a filter that keeps one row out of
 // thousands still finds it by vector (KNN deepening, then exact scan).
 func TestSelectiveFilterFallsBackToExact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("inserts 5,000 rows")
+	if testing.Short() || raceEnabled {
+		t.Skip("inserts 5,000 rows with vectors (40 s under -race)")
 	}
+	for _, cm := range cacheModes {
+		t.Run(cm.name, func(t *testing.T) { testSelectiveFilter(t, cm.opts) })
+	}
+}
+
+func testSelectiveFilter(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(32), nil)
+	x, err := search.NewIndex(ctx, db, search.NewOffline(32), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +384,17 @@ func TestSelectiveFilterFallsBackToExact(t *testing.T) {
 	}
 	if len(rs) != 1 || rs[0].ID != rare {
 		t.Fatalf("got %v", keys(rs))
+	}
+	// A deadline that expires during the (slow) exact scan surfaces as
+	// context.DeadlineExceeded.
+	for _, d := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		dctx, cancel := context.WithTimeout(ctx, d)
+		_, err := x.Search(dctx, "common filler note", search.Scope{Agent: "a"},
+			search.NewOptions().Mode(search.Vector).Since(baseTime.Add(time.Minute)))
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("deadline %v: err %v does not match DeadlineExceeded", d, err)
+		}
 	}
 }
 
@@ -542,6 +588,12 @@ func TestVectorMaintenance(t *testing.T) {
 }
 
 func TestEmbedderMismatchAndReembed(t *testing.T) {
+	for _, cm := range cacheModes {
+		t.Run(cm.name, func(t *testing.T) { testEmbedderMismatchAndReembed(t, cm.opts) })
+	}
+}
+
+func testEmbedderMismatchAndReembed(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	path := t.TempDir() + "/e.db"
 	db := openDBAt(t, path)
@@ -567,7 +619,7 @@ func TestEmbedderMismatchAndReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := search.NewOffline(48)
-	y, err := search.NewIndex(ctx, db, big, nil)
+	y, err := search.NewIndex(ctx, db, big, opts)
 	if !errors.Is(err, search.ErrEmbedderMismatch) || y == nil {
 		t.Fatalf("NewIndex with other embedder: %v, %v", y, err)
 	}
@@ -648,5 +700,75 @@ func TestEmbedderMismatchAndReembed(t *testing.T) {
 	}
 	if name, _, _ := search.RecordedEmbedder(ctx, db); name != big.Name() {
 		t.Fatalf("record after cancelled Reembed: %q", name)
+	}
+}
+
+// TestConcurrentUse searches from several goroutines while another writes
+// rows and vectors through its own transactions.
+func TestConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	x, err := search.NewIndex(ctx, db, search.NewOffline(32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: "seed note about apples " + itoa(int64(i))})
+	}
+	indexAll(t, ctx, db, x)
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	go func() {
+		defer close(done)
+		for i := 0; i < 30; i++ {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', ?, 0, 0)`, "apples and pears "+itoa(int64(i)))
+			if err != nil {
+				tx.Rollback()
+				errs <- err
+				return
+			}
+			id, _ := res.LastInsertId()
+			if err := x.PutVectors(ctx, tx, search.Archival, []search.VectorItem{{ID: id, Owner: "a", Text: "apples and pears"}}); err != nil {
+				tx.Rollback()
+				errs <- err
+				return
+			}
+			if err := tx.Commit(); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := x.Search(ctx, "apples", search.Scope{Agent: "a"}, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	rs, err := x.Search(ctx, "pears", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(100))
+	if err != nil || len(rs) != 30 {
+		t.Fatalf("%d results, %v", len(rs), err)
 	}
 }

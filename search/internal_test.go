@@ -41,7 +41,6 @@ func TestFuseRRF(t *testing.T) {
 	for i, r := range fts {
 		r.Source.FTSRank = i + 1
 		r.Source.BM25 = -float64(10 - i)
-		r.Snippet = "fts"
 	}
 	vec := []*Result{res(Archival, 3), res(Archival, 1), res(Archival, 4)}
 	for i, r := range vec {
@@ -68,7 +67,7 @@ func TestFuseRRF(t *testing.T) {
 		}
 	}
 	// Both sides are recorded on the merged result.
-	if r := got[0]; r.Source.FTSRank != 1 || r.Source.VectorRank != 2 || r.Source.Distance != 0.2 || r.Snippet != "fts" {
+	if r := got[0]; r.Source.FTSRank != 1 || r.Source.VectorRank != 2 || r.Source.Distance != 0.2 {
 		t.Errorf("merged source = %+v snippet %q", r.Source, r.Snippet)
 	}
 	if r := got[3]; r.Source.FTSRank != 0 || r.Source.VectorRank != 3 {
@@ -128,5 +127,21 @@ func TestVectorBlobRoundTrip(t *testing.T) {
 	}
 	if _, err := blobVector([]byte{1, 2, 3}); err == nil {
 		t.Fatal("odd blob accepted")
+	}
+}
+
+func TestSnippet(t *testing.T) {
+	terms := queryTerms("postgres migrations café")
+	text := "Intro words here. Then more filler text about nothing. The Postgres migration needs a window; the Cafe is closed during the migration."
+	got := snippet(text, terms, 10)
+	want := Ellipsis + "nothing. The «Postgres» «migration» needs a window; the «Cafe» is" + Ellipsis
+	if got != want {
+		t.Errorf("snippet = %q\nwant     %q", got, want)
+	}
+	if got := snippet("short postgres note", terms, 10); got != "short «postgres» note" {
+		t.Errorf("whole text = %q", got)
+	}
+	if got := snippet("nothing relevant", terms, 10); got != "" {
+		t.Errorf("no match = %q", got)
 	}
 }

@@ -25,6 +25,10 @@ func (x *Index) Reembed(ctx context.Context, progress func(done, total int)) err
 	if x.emb == nil {
 		return ErrNoEmbedder
 	}
+	return ctxErr(ctx, x.reembed(ctx, progress))
+}
+
+func (x *Index) reembed(ctx context.Context, progress func(done, total int)) error {
 	x.reembedMu.Lock()
 	defer x.reembedMu.Unlock()
 	if progress == nil {
@@ -91,6 +95,10 @@ func (x *Index) Reembed(ctx context.Context, progress func(done, total int)) err
 		}
 		if err := x.recordEmbedder(ctx, conn); err != nil {
 			return err
+		}
+		// Kind 0: every vector changed; caches reload.
+		if _, err := conn.ExecContext(ctx, `INSERT INTO search_vec_log (kind, id) VALUES (0, 0)`); err != nil {
+			return fmt.Errorf("search: reembed: log: %w", err)
 		}
 		if _, err := conn.ExecContext(ctx, `DELETE FROM search_reembed`); err != nil {
 			return fmt.Errorf("search: reembed: clear staging table: %w", err)

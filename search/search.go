@@ -5,15 +5,17 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
 
-// Snippet highlight markers: FTS snippets wrap each matched term in
-// HighlightStart and HighlightEnd and mark elided text with Ellipsis.
+// Snippet markers: a Result's Snippet wraps each query term in
+// HighlightStart and HighlightEnd and marks elided text with Ellipsis.
 const (
 	HighlightStart = "«"
 	HighlightEnd   = "»"
@@ -73,9 +75,11 @@ type Result struct {
 	// Content is the full text: a block's rendered text, an entry's or a
 	// message's content.
 	Content string `json:"content"`
-	// Snippet is FTS5's snippet with matches between HighlightStart and
-	// HighlightEnd; for results found only by vector search, the start of
-	// Content without markers.
+	// Snippet is the passage of Content (at most IndexOptions.SnippetTokens
+	// tokens) with the most query terms, each between HighlightStart and
+	// HighlightEnd, elisions marked with Ellipsis. When no query term occurs
+	// in Content (a vector-only hit, or a block matched by its label), it is
+	// the start of Content without markers.
 	Snippet string   `json:"snippet"`
 	Tags    []string `json:"tags,omitempty"` // archival entries only
 	// Metadata is an archival entry's metadata object; for blocks
@@ -101,6 +105,11 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	rs, err := x.search(ctx, query, scope, opts)
+	return rs, ctxErr(ctx, err)
+}
+
+func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Options) ([]Result, error) {
 	s := opts.Settings()
 	if !scope.All && scope.Agent == "" {
 		return nil, fmt.Errorf("%w: scope names no agent (set Scope.Agent, or Scope.All for the system view)", ErrInvalidQuery)
@@ -113,6 +122,7 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 	if err != nil {
 		return nil, err
 	}
+	terms := queryTerms(query)
 	types := s.Types
 	if s.hasTagFilter() {
 		types &= Archival // only archival entries have tags
@@ -120,35 +130,59 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 	if types == 0 {
 		return nil, nil
 	}
-	var qvec []byte
+	var qvec []float32
 	if mode == Vector || mode == Hybrid {
 		vecs, err := x.Embed(ctx, []string{query})
 		if err != nil {
 			return nil, fmt.Errorf("search: embed query: %w", err)
 		}
-		qvec = vectorBlob(vecs[0])
+		qvec = vecs[0]
+		if x.cache != nil {
+			if err := x.cache.sync(ctx, x.db); err != nil {
+				return nil, err
+			}
+		}
 	}
 	depth := s.Limit
 	if mode == Hybrid {
 		depth = max(4*s.Limit, HybridDepth)
 	}
+	// The two sides of a hybrid search run concurrently: FTS in SQLite,
+	// vector KNN in vec0 or the in-process cache.
 	var ftsLists, vecLists [][]*Result
-	for _, t := range types.Kinds() {
-		k := kinds[t]
-		if mode == FTS || mode == Hybrid {
-			l, err := x.ftsSearch(ctx, k, expr, scope, &s, depth)
+	var vecErr error
+	var wg sync.WaitGroup
+	if mode == Vector || mode == Hybrid {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, t := range types.Kinds() {
+				l, err := x.vecSearch(ctx, kinds[t], qvec, scope, &s, depth)
+				if err != nil {
+					vecErr = err
+					return
+				}
+				vecLists = append(vecLists, l)
+			}
+		}()
+	}
+	var ftsErr error
+	if mode == FTS || mode == Hybrid {
+		for _, t := range types.Kinds() {
+			l, err := x.ftsSearch(ctx, kinds[t], expr, scope, &s, depth)
 			if err != nil {
-				return nil, err
+				ftsErr = err
+				break
 			}
 			ftsLists = append(ftsLists, l)
 		}
-		if mode == Vector || mode == Hybrid {
-			l, err := x.vecSearch(ctx, k, qvec, scope, &s, depth)
-			if err != nil {
-				return nil, err
-			}
-			vecLists = append(vecLists, l)
-		}
+	}
+	wg.Wait()
+	if ftsErr != nil {
+		return nil, ftsErr
+	}
+	if vecErr != nil {
+		return nil, vecErr
 	}
 	var ranked []*Result
 	switch {
@@ -175,12 +209,25 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 		if s.HasMinScore && r.Score < s.MinScore {
 			continue
 		}
+		r.Snippet = snippet(r.Content, terms, x.opts.SnippetTokens)
+		if r.Snippet == "" && r.Type == Blocks {
+			r.Snippet = snippet(BlockText(r.Label, "", r.Content), terms, x.opts.SnippetTokens)
+		}
 		if r.Snippet == "" {
 			r.Snippet = excerpt(r.Content, 200)
 		}
 		out = append(out, *r)
 	}
 	return out, nil
+}
+
+// ctxErr makes an error caused by ctx ending (SQLite reports an interrupt)
+// match context.Canceled / DeadlineExceeded with errors.Is.
+func ctxErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 }
 
 // resolveMode turns Auto into Hybrid or FTS and checks the embedder for
@@ -199,7 +246,7 @@ func (x *Index) resolveMode(ctx context.Context, m Mode) (Mode, error) {
 			return m, fmt.Errorf("%w: %v search needs an embedder", ErrNoEmbedder, m)
 		}
 		if err := x.checkEmbedder(ctx, x.db); err != nil {
-			if err == errNotRecorded {
+			if errors.Is(err, errNotRecorded) {
 				return m, fmt.Errorf("%w: the database records no embedder", ErrEmbedderMismatch)
 			}
 			return m, err
@@ -283,16 +330,22 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 }
 
 // ftsSearch returns up to limit rows of k matching expr, best first.
+//
+// The inner query ranks every match by bm25 and keeps the top rows; only
+// those are joined to their full rows. Snippets are made later, for the
+// results actually returned (see snippet).
 func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(k, scope, s, true)
-	q := fmt.Sprintf(`SELECT %[1]s, bm25(%[2]s, %[3]s) AS score,
-			snippet(%[2]s, -1, '%[4]s', '%[5]s', '%[6]s', %[7]d)
-		FROM %[2]s JOIN %[8]s %[9]s ON %[9]s.id = %[2]s.rowid
-		WHERE %[2]s MATCH ? AND %[10]s
-		ORDER BY score, %[9]s.id LIMIT ?`,
-		k.result, k.fts, k.bm25, HighlightStart, HighlightEnd, Ellipsis, x.opts.SnippetTokens,
-		k.base, k.alias, where)
-	args := append(append([]any{expr}, fargs...), limit)
+	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
+			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
+			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[2]s.rowid
+			WHERE %[2]s MATCH ? AND %[6]s
+			ORDER BY score, %[2]s.rowid LIMIT %[7]d)
+		SELECT %[1]s, top.score
+		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
+		ORDER BY top.score, top.id`,
+		k.result, k.fts, k.bm25, k.base, k.alias, where, limit)
+	args := append([]any{expr}, fargs...)
 	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
@@ -301,12 +354,10 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope
 	var out []*Result
 	for rows.Next() {
 		var bm25 float64
-		var snip sql.NullString
-		r, err := scanResult(rows, k, &bm25, &snip)
+		r, err := scanResult(rows, k, &bm25)
 		if err != nil {
 			return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
 		}
-		r.Snippet = snip.String
 		r.Source.FTSRank = len(out) + 1
 		r.Source.BM25 = bm25
 		out = append(out, r)
@@ -318,8 +369,9 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope
 }
 
 // vecSearch returns up to limit rows of k nearest to qvec, nearest first.
-func (x *Index) vecSearch(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	out, err := x.knn(ctx, k, qvec, scope, s, limit)
+func (x *Index) vecSearch(ctx context.Context, k *kind, qv []float32, scope Scope, s *Settings, limit int) ([]*Result, error) {
+	qvec := vectorBlob(qv)
+	out, err := x.knn(ctx, k, qv, qvec, scope, s, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -346,26 +398,32 @@ type knnHit struct {
 	dist float64
 }
 
-// knn runs vec0 KNN in the scope's partition (or over all partitions for
-// Scope.All) and keeps the rows that pass the filters. When filters remove
-// too many, it asks vec0 for more neighbours (up to vec0's k limit) and then
-// falls back to exact distances over the filtered rows.
-func (x *Index) knn(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
+// knn runs vec0 KNN (or the vector cache's scan) in the scope's partition
+// (over all partitions for Scope.All) and keeps the rows that pass the
+// filters. When filters remove too many, it asks for more neighbours (up
+// to vec0's k limit) and then falls back to exact distances over the
+// filtered rows.
+func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	knnQuery := fmt.Sprintf(`SELECT rowid, distance FROM %s WHERE embedding MATCH ? AND k = ?`, k.vec)
 	if !scope.All {
 		knnQuery += ` AND owner = ?`
 	}
 	where, fargs := filters(k, scope, s, true)
-	fetch := fmt.Sprintf(`SELECT %[1]s FROM %[2]s %[3]s
-		WHERE %[3]s.id IN (SELECT value FROM json_each(?)) AND %[4]s`, k.result, k.base, k.alias, where)
+	// Drive the fetch from the KNN ids (CROSS JOIN fixes the order), not
+	// from the owner index.
+	fetch := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value
+		WHERE %[4]s`, k.result, k.base, k.alias, where)
 	kk := limit
 	for {
 		args := []any{qvec, kk}
 		if !scope.All {
 			args = append(args, scope.Agent)
 		}
-		hits, err := x.knnHits(ctx, knnQuery, args)
-		if err != nil {
+		var hits []knnHit
+		var err error
+		if x.cache != nil {
+			hits = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk)
+		} else if hits, err = x.knnHits(ctx, knnQuery, args); err != nil {
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
 		}
 		if len(hits) == 0 {
@@ -530,7 +588,6 @@ func fuseRRF(lists [][]*Result) []*Result {
 			} else {
 				if r.Source.FTSRank != 0 && m.Source.FTSRank == 0 {
 					m.Source.FTSRank, m.Source.BM25 = r.Source.FTSRank, r.Source.BM25
-					m.Snippet = r.Snippet
 				}
 				if r.Source.VectorRank != 0 && m.Source.VectorRank == 0 {
 					m.Source.VectorRank, m.Source.Distance = r.Source.VectorRank, r.Source.Distance

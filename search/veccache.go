@@ -1,0 +1,315 @@
+package search
+
+import (
+	"container/heap"
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// vecLogBounds reads the log's last and first sequence numbers; separate
+// subqueries, because SQLite's O(1) min/max optimisation only applies to a
+// lone min() or max().
+const vecLogBounds = `SELECT (SELECT max(seq) FROM search_vec_log), (SELECT min(seq) FROM search_vec_log)`
+
+// vecLogKeep is how many change-log entries are kept; a cache further
+// behind than that reloads everything.
+const vecLogKeep = 100_000
+
+// vecCache is the optional in-process copy of the vec0 tables
+// (IndexOptions.VectorCache): unit vectors grouped by content type and
+// owner, scanned by brute force. vec0 stays the source of truth. Every
+// vector write (PutEmbeddings, DeleteVectors, the delete/owner triggers,
+// Reembed) appends to search_vec_log in the writer's transaction, so a
+// cache in any process catches up by replaying the log since its last
+// sequence number; committed writes only, in commit order.
+type vecCache struct {
+	dims int
+	mu   sync.RWMutex
+	seq  int64 // log position applied; -1: not loaded
+	// parts[kind][owner] holds that owner's vectors.
+	parts map[ContentType]map[string]*vecPartition
+	// owners[kind][id] is the partition an id is in.
+	owners map[ContentType]map[int64]string
+}
+
+type vecPartition struct {
+	ids  []int64
+	vecs []float32 // len(ids) × dims, unit length
+	pos  map[int64]int
+}
+
+func newVecCache(dims int) *vecCache {
+	return &vecCache{dims: dims, seq: -1}
+}
+
+// sync brings the cache up to date with the committed log.
+func (c *vecCache) sync(ctx context.Context, db *sql.DB) error {
+	var maxSeq, minSeq sql.NullInt64
+	if err := db.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	c.mu.RLock()
+	seq := c.seq
+	c.mu.RUnlock()
+	if seq >= 0 && maxSeq.Int64 <= seq {
+		return nil // up to date (the common case: one indexed lookup)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
+		return nil
+	}
+	// One read transaction: the log position and the vectors read agree.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("search: vector cache: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
+		return c.reload(ctx, tx, maxSeq.Int64)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
+	if err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	type change struct {
+		t  ContentType
+		id int64
+	}
+	var changes []change
+	seen := map[change]bool{}
+	reset := false
+	for rows.Next() {
+		var ch change
+		if err := rows.Scan(&ch.t, &ch.id); err != nil {
+			rows.Close()
+			return fmt.Errorf("search: vector cache: read log: %w", err)
+		}
+		if ch.t == 0 {
+			reset = true
+		}
+		if !seen[ch] {
+			seen[ch] = true
+			changes = append(changes, ch)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	if reset || len(changes) > 10_000 {
+		return c.reload(ctx, tx, maxSeq.Int64)
+	}
+	for _, ch := range changes {
+		k, ok := kinds[ch.t]
+		if !ok {
+			continue
+		}
+		var owner string
+		var blob []byte
+		err := tx.QueryRowContext(ctx, `SELECT owner, embedding FROM `+k.vec+` WHERE rowid = ?`, ch.id).Scan(&owner, &blob)
+		switch {
+		case err == sql.ErrNoRows:
+			c.remove(ch.t, ch.id)
+		case err != nil:
+			return fmt.Errorf("search: vector cache: read %s %d: %w", k.vec, ch.id, err)
+		default:
+			if err := c.put(ch.t, ch.id, owner, blob); err != nil {
+				return err
+			}
+		}
+	}
+	c.seq = maxSeq.Int64
+	return nil
+}
+
+// reload replaces the cache with the current vec0 contents.
+func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
+	c.parts = map[ContentType]map[string]*vecPartition{}
+	c.owners = map[ContentType]map[int64]string{}
+	c.seq = -1
+	for _, t := range contentKinds {
+		k := kinds[t]
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
+		if err != nil {
+			return fmt.Errorf("search: vector cache: load %s: %w", k.vec, err)
+		}
+		for rows.Next() {
+			var id int64
+			var owner string
+			var blob []byte
+			if err := rows.Scan(&id, &owner, &blob); err != nil {
+				rows.Close()
+				return fmt.Errorf("search: vector cache: load %s: %w", k.vec, err)
+			}
+			if err := c.put(t, id, owner, blob); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("search: vector cache: load %s: %w", k.vec, err)
+		}
+	}
+	c.seq = seq
+	return nil
+}
+
+func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error {
+	v, err := blobVector(blob)
+	if err != nil {
+		return err
+	}
+	if len(v) != c.dims {
+		return fmt.Errorf("search: vector cache: %v %d has %d dimensions, want %d", t, id, len(v), c.dims)
+	}
+	Normalize(v)
+	c.remove(t, id)
+	if c.parts[t] == nil {
+		c.parts[t] = map[string]*vecPartition{}
+		c.owners[t] = map[int64]string{}
+	}
+	p := c.parts[t][owner]
+	if p == nil {
+		p = &vecPartition{pos: map[int64]int{}}
+		c.parts[t][owner] = p
+	}
+	p.pos[id] = len(p.ids)
+	p.ids = append(p.ids, id)
+	p.vecs = append(p.vecs, v...)
+	c.owners[t][id] = owner
+	return nil
+}
+
+func (c *vecCache) remove(t ContentType, id int64) {
+	owner, ok := c.owners[t][id]
+	if !ok {
+		return
+	}
+	delete(c.owners[t], id)
+	p := c.parts[t][owner]
+	i := p.pos[id]
+	last := len(p.ids) - 1
+	if i != last {
+		p.ids[i] = p.ids[last]
+		copy(p.vecs[i*c.dims:(i+1)*c.dims], p.vecs[last*c.dims:])
+		p.pos[p.ids[i]] = i
+	}
+	p.ids = p.ids[:last]
+	p.vecs = p.vecs[:last*c.dims]
+	delete(p.pos, id)
+	if len(p.ids) == 0 {
+		delete(c.parts[t], owner)
+	}
+}
+
+// parallelScanMin is the partition size from which a scan is split across
+// GOMAXPROCS goroutines.
+const parallelScanMin = 16384
+
+// knn returns the k nearest vectors of kind t to q in owner's partition
+// (every partition when all), nearest first, as cosine distances.
+func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int) []knnHit {
+	qn := Normalize(append([]float32(nil), q...))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var parts []*vecPartition
+	if all {
+		for _, p := range c.parts[t] {
+			parts = append(parts, p)
+		}
+	} else if p := c.parts[t][owner]; p != nil {
+		parts = append(parts, p)
+	}
+	h := &hitHeap{}
+	for _, p := range parts {
+		n := len(p.ids)
+		workers := min(runtime.GOMAXPROCS(0), n/parallelScanMin)
+		if workers <= 1 {
+			c.scan(p, 0, n, qn, k, h)
+			continue
+		}
+		heaps := make([]hitHeap, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.scan(p, w*n/workers, (w+1)*n/workers, qn, k, &heaps[w])
+			}()
+		}
+		wg.Wait()
+		for _, wh := range heaps {
+			for _, hit := range wh {
+				offer(h, hit, k)
+			}
+		}
+	}
+	out := make([]knnHit, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(knnHit)
+	}
+	return out
+}
+
+// scan offers rows lo..hi-1 of p to h (the k best so far).
+func (c *vecCache) scan(p *vecPartition, lo, hi int, qn []float32, k int, h *hitHeap) {
+	d := c.dims
+	for i := lo; i < hi; i++ {
+		offer(h, knnHit{p.ids[i], 1 - float64(dot(qn, p.vecs[i*d:(i+1)*d:(i+1)*d]))}, k)
+	}
+}
+
+// offer adds hit to h if it is among the k best (by distance, then id).
+func offer(h *hitHeap, hit knnHit, k int) {
+	if h.Len() < k {
+		heap.Push(h, hit)
+	} else if top := (*h)[0]; hit.dist < top.dist || (hit.dist == top.dist && hit.id < top.id) {
+		(*h)[0] = hit
+		heap.Fix(h, 0)
+	}
+}
+
+// dot is the inner product, unrolled by four.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// hitHeap is a max-heap on distance (ties: larger id first), so its root
+// is the worst of the current k best.
+type hitHeap []knnHit
+
+func (h hitHeap) Len() int { return len(h) }
+func (h hitHeap) Less(i, j int) bool {
+	if h[i].dist != h[j].dist {
+		return h[i].dist > h[j].dist
+	}
+	return h[i].id > h[j].id
+}
+func (h hitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)   { *h = append(*h, x.(knnHit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
