@@ -1,0 +1,637 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/toolrules"
+)
+
+// ErrInvalid is wrapped by errors about malformed builder input (no agent,
+// bad tool definitions, ...).
+var ErrInvalid = errors.New("builder: invalid input")
+
+// DefaultBaseInstructions are used when WithBaseInstructions was not called.
+const DefaultBaseInstructions = `You are a helpful assistant with persistent memory.
+Your memory is kept in blocks, shown below, each between tags named after its label. A block's permission attribute says how you may change it with your memory tools.`
+
+// PlaceholderUserMessage starts a history that would otherwise not begin
+// with a user message, for models that require one (ModelInfo.UserFirst).
+const PlaceholderUserMessage = "(The conversation continues.)"
+
+// sectionSeparator joins system prompt sections and blocks.
+const sectionSeparator = "\n\n"
+
+// Builder assembles a Request from memory, history, tools and rules. It is a
+// value: every With* method returns a modified copy and leaves the receiver
+// untouched, so a partly configured Builder can be reused. Its caches live
+// in ContextConfig.Cache and are safe to share.
+type Builder struct {
+	store       memory.Store
+	cfg         ContextConfig
+	cache       *Cache
+	agent       string
+	history     MessageSource
+	tools       ToolRegistry
+	base        string
+	baseSet     bool
+	rules       []toolrules.Rule
+	model       ModelInfo
+	batchBlocks []string
+	attachments []Attachment
+	active      string
+	activeSet   bool
+	current     []memory.Message
+}
+
+// New starts a Builder reading memory from store. A nil cfg.Cache gets a
+// new Cache for this Builder and its copies.
+func New(store memory.Store, cfg ContextConfig) Builder {
+	c := cfg.Cache
+	if c == nil {
+		c = NewCache()
+	}
+	return Builder{store: store, cfg: cfg, cache: c}
+}
+
+// ForAgent sets the agent whose memory and history are used.
+func (b Builder) ForAgent(id string) Builder {
+	b.agent = id
+	return b
+}
+
+// WithMessages sets the history source (usually the store).
+func (b Builder) WithMessages(src MessageSource) Builder {
+	b.history = src
+	return b
+}
+
+// WithTools sets the tool definitions offered.
+func (b Builder) WithTools(r ToolRegistry) Builder {
+	b.tools = r
+	return b
+}
+
+// WithBaseInstructions replaces DefaultBaseInstructions.
+func (b Builder) WithBaseInstructions(s string) Builder {
+	b.base, b.baseSet = s, true
+	return b
+}
+
+// WithToolRules adds tool rules, rendered as the "# Tool Execution Rules"
+// section.
+func (b Builder) WithToolRules(rules ...toolrules.Rule) Builder {
+	b.rules = append(slices.Clip(b.rules), rules...)
+	return b
+}
+
+// WithModelInfo sets the target model: it selects limits, tokenizer and
+// message adjustments.
+func (b Builder) WithModelInfo(info ModelInfo) Builder {
+	b.model = info
+	return b
+}
+
+// WithBatchBlocks names Working blocks the current batch refers to: they
+// are included even when not pinned.
+func (b Builder) WithBatchBlocks(labels ...string) Builder {
+	b.batchBlocks = append(slices.Clip(b.batchBlocks), labels...)
+	return b
+}
+
+// WithAttachment adds keyed context (replacing an attachment with the same
+// key, in place). Essential attachments are never pruned; otherwise a higher
+// priority number is dropped first.
+func (b Builder) WithAttachment(key, content string, priority int, essential bool) Builder {
+	a := Attachment{Key: key, Content: content, Priority: priority, Essential: essential}
+	atts := slices.Clone(b.attachments)
+	if i := slices.IndexFunc(atts, func(x Attachment) bool { return x.Key == key }); i >= 0 {
+		atts[i] = a
+	} else {
+		atts = append(atts, a)
+	}
+	b.attachments = atts
+	return b
+}
+
+// WithActiveBatch names the batch being processed: never compressed or
+// dropped. Without it, the batch of the newest message is active when that
+// batch is incomplete. Setting it also spares a query per build.
+func (b Builder) WithActiveBatch(id string) Builder {
+	b.active, b.activeSet = id, true
+	return b
+}
+
+// WithCurrentMessage appends a message that is not stored (yet) to the end
+// of the history, in the active batch.
+func (b Builder) WithCurrentMessage(m memory.Message) Builder {
+	b.current = append(slices.Clip(b.current), m)
+	return b
+}
+
+// fetched is everything Build reads from the store.
+type fetched struct {
+	own      []memory.BlockMeta
+	shared   []memory.SharedBlock
+	msgs     []memory.Message
+	batches  []memory.Batch
+	hist     *histEntry // cache entry of msgs, if any
+	activity string
+}
+
+// Build reads memory and history and assembles the Request.
+func (b Builder) Build(ctx context.Context) (*Request, error) {
+	f, err := b.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.assemble(ctx, f)
+}
+
+func (b Builder) fetch(ctx context.Context) (fetched, error) {
+	var f fetched
+	if strings.TrimSpace(b.agent) == "" {
+		return f, fmt.Errorf("%w: no agent (call ForAgent)", ErrInvalid)
+	}
+	if b.store == nil {
+		return f, fmt.Errorf("%w: no store", ErrInvalid)
+	}
+	var err error
+	if f.own, err = b.store.ListBlocks(ctx, b.agent); err != nil {
+		return f, fmt.Errorf("builder: blocks of %q: %w", b.agent, err)
+	}
+	if f.shared, err = b.store.ListSharedBlocks(ctx, b.agent); err != nil {
+		return f, fmt.Errorf("builder: blocks shared with %q: %w", b.agent, err)
+	}
+	if b.history != nil {
+		if f.msgs, f.batches, f.hist, err = b.cache.history(ctx, b.history, b.agent, b.active); err != nil {
+			return f, err
+		}
+	}
+	if r := b.cfg.ActivityRenderer; r != nil {
+		limit := b.cfg.ActivityEntriesLimit
+		if limit <= 0 {
+			limit = 10
+		}
+		if f.activity, err = r.RenderActivity(ctx, b.store, b.agent, limit); err != nil {
+			return f, fmt.Errorf("builder: activity of %q: %w", b.agent, err)
+		}
+	}
+	return f, nil
+}
+
+// item is a block or attachment competing for the memory budget.
+type item struct {
+	kind       string // "block" / "attachment"
+	section    string
+	label      string
+	owner      string
+	typ        blocks.Type
+	priority   int
+	keep       bool // Core blocks and essential attachments
+	pos        int
+	start, end int // bytes of the system prompt
+	tokens     int
+	dropped    bool
+}
+
+func (b Builder) counter() (TokenCounter, []string) {
+	if b.cfg.Counter != nil {
+		return b.cfg.Counter, nil
+	}
+	enc := b.model.Encoding
+	if enc == "" {
+		enc = EncodingForModel(b.model.Name)
+	}
+	c, err := b.cache.Encoding(enc)
+	if err != nil {
+		return CharCounter{}, []string{fmt.Sprintf("token counts are chars/4 estimates: %v", err)}
+	}
+	return c, nil
+}
+
+// fixedSection is a system prompt section of given text.
+type fixedSection struct {
+	name   string
+	stable bool
+	text   string
+	tokens int
+}
+
+// promptWriter lays out the system prompt in one buffer: sections joined
+// by a blank line, memory items joined the same way.
+type promptWriter struct {
+	sys      strings.Builder
+	sections []Section
+	bounds   [][2]int
+}
+
+func (w *promptWriter) sep() {
+	if w.sys.Len() > 0 {
+		w.sys.WriteString(sectionSeparator)
+	}
+}
+
+func (w *promptWriter) fixed(s fixedSection) {
+	if s.text == "" {
+		return
+	}
+	w.sep()
+	start := w.sys.Len()
+	w.sys.WriteString(s.text)
+	w.sections = append(w.sections, Section{Name: s.name, Tokens: s.tokens, Stable: s.stable})
+	w.bounds = append(w.bounds, [2]int{start, w.sys.Len()})
+}
+
+// memory adds the sections of the items not dropped.
+func (w *promptWriter) memory(items []item) {
+	for _, name := range []string{SectionCore, SectionWorking, SectionAttachments} {
+		start, end, tokens, n := 0, 0, 0, 0
+		for i := range items {
+			it := &items[i]
+			if it.dropped || it.section != name {
+				continue
+			}
+			if n == 0 {
+				start = it.start
+			} else {
+				tokens++ // separator
+			}
+			end = it.end
+			tokens += it.tokens
+			n++
+		}
+		if n > 0 {
+			w.sections = append(w.sections, Section{Name: name, Tokens: tokens})
+			w.bounds = append(w.bounds, [2]int{start, end})
+		}
+	}
+}
+
+func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
+	counter, warnings := b.counter()
+	limits := b.cfg.LimitsFor(b.model.Name)
+	input := limits.InputBudget()
+	md := Metadata{Agent: b.agent, Model: b.model.Name, Encoding: counterName(counter), Limits: limits, Warnings: warnings}
+	md.Tokens.InputBudget = input
+
+	// Fixed sections.
+	base := DefaultBaseInstructions
+	if b.baseSet {
+		base = b.base
+	}
+	base = EscapeTags(strings.TrimSpace(base))
+	rules := EscapeTags(toolrules.Render(b.rules))
+	activity := EscapeTags(strings.TrimSpace(f.activity))
+	md.Tokens.Base = counter.Count(base)
+	md.Tokens.ToolRules = counter.Count(rules)
+	md.Tokens.Activity = counter.Count(activity)
+	pre := []fixedSection{{SectionBase, true, base, md.Tokens.Base}}
+	post := []fixedSection{{SectionActivity, false, activity, md.Tokens.Activity}, {SectionToolRules, true, rules, md.Tokens.ToolRules}}
+	if b.cfg.PrefixCacheOrder {
+		// Static first, then memory, then per-request content.
+		pre = append(pre, post[1])
+		post = post[:1]
+	}
+
+	tools, toolsDigest, toolTokens, err := b.toolDefs(counter)
+	if err != nil {
+		return nil, err
+	}
+	md.Tokens.Tools = toolTokens
+
+	// Lay out: the fixed sections before memory, the memory items (each
+	// rendered in place), then the rest.
+	var w promptWriter
+	w.sys.Grow(len(base) + len(rules) + len(activity) + b.memorySize(f) + 64)
+	for _, s := range pre {
+		w.fixed(s)
+	}
+	memStart := w.sys.Len()
+	items, missing := b.memoryItems(f, counter, &w.sys)
+	for _, l := range missing {
+		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
+	}
+	fixed := md.Tokens.Base + md.Tokens.ToolRules + md.Tokens.Activity
+	memBudget := limits.MemoryTokens
+	if input > 0 {
+		memBudget = minPositive(memBudget, max(input-fixed-toolTokens-4, 1))
+	}
+	md.Tokens.MemoryBudget = memBudget
+	pw, dropped := prune(items, memBudget)
+	md.Warnings = append(md.Warnings, pw...)
+	if dropped {
+		// Rare: lay the surviving items out again.
+		old := w.sys.String()
+		var nb strings.Builder
+		nb.Grow(len(old))
+		nb.WriteString(old[:memStart])
+		for i := range items {
+			it := &items[i]
+			if it.dropped {
+				continue
+			}
+			if nb.Len() > 0 {
+				nb.WriteString(sectionSeparator)
+			}
+			text := old[it.start:it.end]
+			it.start = nb.Len()
+			nb.WriteString(text)
+			it.end = nb.Len()
+		}
+		w.sys = nb
+	}
+	w.memory(items)
+	for _, s := range post {
+		w.fixed(s)
+	}
+	system := w.sys.String()
+
+	md.BlocksIncluded = make([]BlockReport, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		switch {
+		case it.dropped:
+			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: it.kind, Label: it.label, Owner: it.owner,
+				Priority: it.priority, Tokens: it.tokens, Reason: fmt.Sprintf("over the memory budget of %d tokens", memBudget)})
+		case it.kind == "block":
+			md.BlocksIncluded = append(md.BlocksIncluded, BlockReport{Label: it.label, Owner: it.owner, Type: string(it.typ), Priority: it.priority, Tokens: it.tokens})
+		default:
+			md.AttachmentsIncluded = append(md.AttachmentsIncluded, it.label)
+		}
+	}
+	for _, it := range f.own {
+		if it.Type == blocks.Working && !it.Pinned && !slices.Contains(b.batchBlocks, it.Label) {
+			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: "block", Label: it.Label, Priority: it.Priority,
+				Reason: "Working block neither pinned nor named by the batch"})
+		}
+	}
+
+	sections := w.sections
+	stableEnd, inPrefix := 0, true
+	for i := range sections {
+		sections[i].Text = system[w.bounds[i][0]:w.bounds[i][1]]
+		md.Tokens.System += sections[i].Tokens
+		if i > 0 {
+			md.Tokens.System++ // separator
+		}
+		switch sections[i].Name {
+		case SectionCore:
+			md.Tokens.Core = sections[i].Tokens
+		case SectionWorking:
+			md.Tokens.Working = sections[i].Tokens
+		case SectionAttachments:
+			md.Tokens.Attachments = sections[i].Tokens
+		}
+		if inPrefix && sections[i].Stable {
+			stableEnd = w.bounds[i][1]
+		} else {
+			inPrefix = false
+		}
+	}
+	md.StablePrefixEnd = stableEnd
+	h := sha256.New()
+	h.Write(toolsDigest)
+	h.Write([]byte{0})
+	h.Write([]byte(system[:stableEnd]))
+	md.StablePrefixHash = hex.EncodeToString(h.Sum(nil))
+
+	// History.
+	histBudget := limits.HistoryTokens
+	if input > 0 {
+		histBudget = minPositive(histBudget, max(input-md.Tokens.System-toolTokens, 1))
+	}
+	md.Tokens.HistoryBudget = histBudget
+	msgs, err := b.buildHistory(ctx, f, counter, histBudget, &md)
+	if err != nil {
+		return nil, err
+	}
+
+	req := &Request{System: system, Messages: msgs, Tools: tools, Sections: sections}
+	if b.model.NoSystemRole && system != "" {
+		req.System = ""
+		req.Messages = append([]memory.Message{{Agent: b.agent, Role: memory.RoleUser, Content: system}}, msgs...)
+		if b.model.UserFirst {
+			req.Messages = mergeUsers(req.Messages)
+		}
+	}
+	md.Tokens.Total = md.Tokens.System + md.Tokens.Tools + md.Tokens.History
+	if input > 0 && md.Tokens.Total > input {
+		md.OverBudget = true
+		md.Warnings = append(md.Warnings, fmt.Sprintf("request needs %d tokens, over the input budget of %d", md.Tokens.Total, input))
+	}
+	req.Metadata = md
+	return req, nil
+}
+
+// memorySize estimates the rendered size of the memory items.
+func (b Builder) memorySize(f fetched) int {
+	size := 0
+	for _, m := range f.own {
+		size += len(m.Rendered) + len(m.Description) + 2*len(m.Label) + 96
+	}
+	for _, m := range f.shared {
+		size += len(m.Rendered) + len(m.Description) + 2*len(m.Label) + len(m.Owner) + 96
+	}
+	for _, a := range b.attachments {
+		size += len(a.Content) + len(a.Key) + 40
+	}
+	return size
+}
+
+// memoryItems renders the blocks and attachments that may enter the prompt
+// into sys, in prompt order (Core, Working, attachments; own blocks by
+// creation, then shared ones), joined by blank lines, and lists named batch
+// blocks that do not exist.
+func (b Builder) memoryItems(f fetched, counter TokenCounter, sys *strings.Builder) ([]item, []string) {
+	ro := RenderOptions{IncludeDescriptions: b.cfg.IncludeDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
+	found := make([]bool, len(b.batchBlocks))
+	var core, working []memory.BlockMeta
+	add := func(m memory.BlockMeta) {
+		switch m.Type {
+		case blocks.Core:
+			core = append(core, m)
+		case blocks.Working:
+			named := false
+			for i, l := range b.batchBlocks {
+				if l == m.Label {
+					named, found[i] = true, true
+				}
+			}
+			if m.Pinned || named {
+				working = append(working, m)
+			}
+		}
+	}
+	for _, m := range sortedByID(f.own) {
+		if m.Owner != "" && m.Owner != b.agent {
+			continue
+		}
+		m.SharedFrom = ""
+		add(m)
+	}
+	shared := make([]memory.BlockMeta, 0, len(f.shared))
+	for _, s := range f.shared {
+		if s.Owner == b.agent || (s.SharedWith != "" && s.SharedWith != b.agent) {
+			continue
+		}
+		m := s.BlockMeta
+		if m.SharedFrom == "" {
+			m.SharedFrom = m.Owner
+		}
+		shared = append(shared, m)
+	}
+	for _, m := range sortedByID(shared) {
+		add(m)
+	}
+
+	items := make([]item, 0, len(core)+len(working)+len(b.attachments))
+	place := func(it item, write func()) {
+		if sys.Len() > 0 {
+			sys.WriteString(sectionSeparator)
+		}
+		it.start = sys.Len()
+		write()
+		it.end = sys.Len()
+		// A strings.Builder never rewrites bytes it has handed out, so the
+		// slice stays valid while the prompt grows.
+		it.tokens = counter.Count(sys.String()[it.start:it.end])
+		it.pos = len(items)
+		items = append(items, it)
+	}
+	for _, group := range [][]memory.BlockMeta{core, working} {
+		for _, m := range group {
+			section := SectionCore
+			if m.Type == blocks.Working {
+				section = SectionWorking
+			}
+			place(item{kind: "block", section: section, label: m.Label, owner: m.SharedFrom, typ: m.Type,
+				priority: m.Priority, keep: m.Type == blocks.Core}, func() { writeBlock(sys, m, ro) })
+		}
+	}
+	for _, a := range b.attachments {
+		place(item{kind: "attachment", section: SectionAttachments, label: a.Key, priority: a.Priority, keep: a.Essential},
+			func() { writeAttachment(sys, a) })
+	}
+	var missing []string
+	for i, ok := range found {
+		if !ok && !slices.Contains(missing, b.batchBlocks[i]) {
+			missing = append(missing, b.batchBlocks[i])
+		}
+	}
+	return items, missing
+}
+
+func sortedByID(ms []memory.BlockMeta) []memory.BlockMeta {
+	if slices.IsSortedFunc(ms, cmpID) {
+		return ms
+	}
+	out := slices.Clone(ms)
+	slices.SortStableFunc(out, cmpID)
+	return out
+}
+
+func cmpID(a, b memory.BlockMeta) int {
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	}
+	return 0
+}
+
+// prune drops droppable items, highest priority number first (later items
+// first among equals), until the memory fits budget (0: no budget).
+func prune(items []item, budget int) ([]string, bool) {
+	if budget <= 0 {
+		return nil, false
+	}
+	total := 0
+	for _, it := range items {
+		total += it.tokens
+	}
+	if total <= budget {
+		return nil, false
+	}
+	var cand []*item
+	for i := range items {
+		if !items[i].keep {
+			cand = append(cand, &items[i])
+		}
+	}
+	slices.SortStableFunc(cand, func(a, b *item) int {
+		if a.priority != b.priority {
+			return b.priority - a.priority
+		}
+		return b.pos - a.pos
+	})
+	dropped := false
+	for _, it := range cand {
+		if total <= budget {
+			break
+		}
+		it.dropped, dropped = true, true
+		total -= it.tokens
+	}
+	if total > budget {
+		return []string{fmt.Sprintf("Core blocks and essential attachments use %d tokens, over the memory budget of %d", total, budget)}, dropped
+	}
+	return nil, dropped
+}
+
+// toolDefs validates and sorts the tools and prices them.
+func (b Builder) toolDefs(counter TokenCounter) ([]Tool, []byte, int, error) {
+	if b.tools == nil {
+		return nil, nil, 0, nil
+	}
+	tools := slices.Clone(b.tools.Tools())
+	slices.SortStableFunc(tools, func(x, y Tool) int { return strings.Compare(x.Name, y.Name) })
+	var digest bytes.Buffer
+	tokens := 0
+	for i, t := range tools {
+		if strings.TrimSpace(t.Name) == "" {
+			return nil, nil, 0, fmt.Errorf("%w: tool %d has no name", ErrInvalid, i)
+		}
+		if i > 0 && tools[i-1].Name == t.Name {
+			return nil, nil, 0, fmt.Errorf("%w: two tools named %q", ErrInvalid, t.Name)
+		}
+		if len(t.Parameters) > 0 {
+			var c bytes.Buffer
+			if err := json.Compact(&c, t.Parameters); err != nil {
+				return nil, nil, 0, fmt.Errorf("%w: tool %q parameters are not JSON: %v", ErrInvalid, t.Name, err)
+			}
+			if c.Len() == 0 || c.Bytes()[0] != '{' {
+				return nil, nil, 0, fmt.Errorf("%w: tool %q parameters must be a JSON Schema object", ErrInvalid, t.Name)
+			}
+			tools[i].Parameters = json.RawMessage(c.Bytes())
+		}
+		js, _ := json.Marshal(tools[i])
+		digest.Write(js)
+		digest.WriteByte('\n')
+		tokens += toolOverhead + counter.Count(t.Name) + counter.Count(t.Description) + counter.Count(string(tools[i].Parameters))
+	}
+	return tools, digest.Bytes(), tokens, nil
+}
+
+// toolOverhead is the per-tool framing cost in tokens.
+const toolOverhead = 8
+
+func minPositive(a, b int) int {
+	switch {
+	case a <= 0:
+		return max(b, 0)
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}

@@ -1,0 +1,210 @@
+package builder
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/engram-go/engram/compress"
+	"github.com/engram-go/engram/memory"
+)
+
+// ModelContextLimits are a model's token budgets. Zero fields mean "no
+// limit" (or, in a per-model override, "as in the default limits").
+type ModelContextLimits struct {
+	// MaxTokens is the model's whole context window.
+	MaxTokens int `json:"max_tokens"`
+	// MemoryTokens bounds the memory sections of the system prompt (Core and
+	// Working blocks, attachments). Working blocks and non-essential
+	// attachments beyond it are dropped, highest Priority number first;
+	// Core blocks and essential attachments never are.
+	MemoryTokens int `json:"memory_tokens"`
+	// HistoryTokens bounds the message history (after compression).
+	HistoryTokens int `json:"history_tokens"`
+	// ReservedResponseTokens are kept free for the reply: the request's
+	// input budget is MaxTokens - ReservedResponseTokens.
+	ReservedResponseTokens int `json:"reserved_response_tokens"`
+}
+
+// merge fills o's zero fields from d.
+func (o ModelContextLimits) merge(d ModelContextLimits) ModelContextLimits {
+	if o.MaxTokens == 0 {
+		o.MaxTokens = d.MaxTokens
+	}
+	if o.MemoryTokens == 0 {
+		o.MemoryTokens = d.MemoryTokens
+	}
+	if o.HistoryTokens == 0 {
+		o.HistoryTokens = d.HistoryTokens
+	}
+	if o.ReservedResponseTokens == 0 {
+		o.ReservedResponseTokens = d.ReservedResponseTokens
+	}
+	return o
+}
+
+// InputBudget is MaxTokens - ReservedResponseTokens, or 0 (no limit) when
+// MaxTokens is 0.
+func (l ModelContextLimits) InputBudget() int {
+	if l.MaxTokens <= 0 {
+		return 0
+	}
+	return max(l.MaxTokens-l.ReservedResponseTokens, 1)
+}
+
+// ModelInfo describes the model a request is built for.
+type ModelInfo struct {
+	// Name is the model id ("gpt-4o", "gemini-2.0-flash", ...). It selects
+	// the per-model limits and the tokenizer.
+	Name string `json:"name"`
+	// Provider is e.g. "openai", "anthropic", "google" (informational).
+	Provider string `json:"provider,omitempty"`
+	// Family is e.g. "gpt-4o", "claude", "gemini" (informational).
+	Family string `json:"family,omitempty"`
+	// NoSystemRole: the model takes no system message; the system prompt is
+	// sent as the first user message.
+	NoSystemRole bool `json:"no_system_role,omitempty"`
+	// UserFirst (Gemini-style): the first non-system message must be a user
+	// message and no message may be empty. A placeholder user message is
+	// inserted when needed, consecutive plain user messages are merged and
+	// empty messages are dropped.
+	UserFirst bool `json:"user_first,omitempty"`
+	// Encoding overrides the tokenizer: "cl100k_base", "o200k_base" or
+	// "chars" (chars/4).
+	Encoding string `json:"encoding,omitempty"`
+}
+
+// ModelInfoFor guesses a ModelInfo from a model name: Gemini models are
+// UserFirst, Gemma models also have no system role, o1-mini / o1-preview
+// take no system message.
+func ModelInfoFor(name string) ModelInfo {
+	n := normalizeModel(name)
+	info := ModelInfo{Name: name}
+	switch {
+	case strings.HasPrefix(n, "gemini"):
+		info.Provider, info.Family, info.UserFirst = "google", "gemini", true
+	case strings.HasPrefix(n, "gemma"):
+		info.Provider, info.Family, info.UserFirst, info.NoSystemRole = "google", "gemma", true, true
+	case strings.HasPrefix(n, "claude"):
+		info.Provider, info.Family = "anthropic", "claude"
+	case strings.HasPrefix(n, "o1-mini"), strings.HasPrefix(n, "o1-preview"):
+		info.Provider, info.Family, info.NoSystemRole = "openai", "o1", true
+	case strings.HasPrefix(n, "gpt"), strings.HasPrefix(n, "chatgpt"):
+		info.Provider, info.Family = "openai", "gpt"
+	case isOSeries(n):
+		info.Provider, info.Family = "openai", "o"
+	}
+	return info
+}
+
+// normalizeModel lower-cases a model name and strips a provider prefix
+// ("openai/gpt-4o" → "gpt-4o").
+func normalizeModel(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		n = n[i+1:]
+	}
+	return n
+}
+
+func isOSeries(n string) bool {
+	return len(n) >= 2 && n[0] == 'o' && n[1] >= '1' && n[1] <= '9'
+}
+
+// ActivityRenderer renders the optional activity section of the system
+// prompt (e.g. recent log entries). limit is ContextConfig.ActivityEntriesLimit.
+// An empty result leaves the section out.
+type ActivityRenderer interface {
+	RenderActivity(ctx context.Context, store memory.Store, agent string, limit int) (string, error)
+}
+
+// ActivityFunc adapts a function to ActivityRenderer.
+type ActivityFunc func(ctx context.Context, store memory.Store, agent string, limit int) (string, error)
+
+// RenderActivity calls f.
+func (f ActivityFunc) RenderActivity(ctx context.Context, store memory.Store, agent string, limit int) (string, error) {
+	return f(ctx, store, agent, limit)
+}
+
+// ContextConfig configures builds. The zero value is usable: no limits,
+// Truncate compression, BPE token counts.
+type ContextConfig struct {
+	// DefaultLimits apply to every model without an override.
+	DefaultLimits ModelContextLimits
+	// ModelOverrides are limits by model name: an exact match wins, else the
+	// longest key that is a prefix of the name ("gpt-4o" covers
+	// "gpt-4o-mini" unless that has its own entry). Zero fields inherit from
+	// DefaultLimits. Names are compared lower-case without a provider prefix.
+	ModelOverrides map[string]ModelContextLimits
+	// IncludeDescriptions adds each block's description above its content.
+	IncludeDescriptions bool
+	// IncludeSchemas adds the JSON Schema of structured blocks (Map, List,
+	// Log, Composite) above their content.
+	IncludeSchemas bool
+	// ShowCharUsage adds chars="used/limit" to each block tag.
+	ShowCharUsage bool
+	// ActivityRenderer renders the activity section; nil leaves it out.
+	ActivityRenderer ActivityRenderer
+	// ActivityEntriesLimit is passed to the ActivityRenderer (default 10).
+	ActivityEntriesLimit int
+	// Compression fits the history into its budget; nil means
+	// compress.Truncate{} (whole batches, token budget only).
+	Compression compress.MessageCompressor
+	// MaxMessagesCap is a hard cap on history messages (the summary message
+	// included); 0 means none. The active batch is kept even beyond it.
+	MaxMessagesCap int
+	// PrefixCacheOrder orders the system prompt for provider prefix caching:
+	// static sections (base instructions, tool rules) first, then memory
+	// blocks, then per-request sections (attachments, activity).
+	PrefixCacheOrder bool
+	// Counter overrides token counting for every model; nil means BPE per
+	// model (see EncodingForModel) through Cache.
+	Counter TokenCounter
+	// Cache holds tokenizers, token counts and the history already read.
+	// Share one across builds to keep them warm; nil means a new one per
+	// New call.
+	Cache *Cache
+}
+
+// DefaultConfig is a ContextConfig with a fresh Cache and 128k-token
+// limits: 8k reserved for the reply, 16k for memory.
+func DefaultConfig() ContextConfig {
+	return ContextConfig{
+		DefaultLimits: ModelContextLimits{
+			MaxTokens:              128_000,
+			MemoryTokens:           16_000,
+			ReservedResponseTokens: 8_000,
+		},
+		IncludeDescriptions:  true,
+		ActivityEntriesLimit: 10,
+		Cache:                NewCache(),
+	}
+}
+
+// LimitsFor returns the limits for a model: the override with the exact
+// name or the longest matching prefix, filled from DefaultLimits.
+func (c ContextConfig) LimitsFor(model string) ModelContextLimits {
+	n := normalizeModel(model)
+	if len(c.ModelOverrides) == 0 || n == "" {
+		return c.DefaultLimits
+	}
+	keys := make([]string, 0, len(c.ModelOverrides))
+	for k := range c.ModelOverrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic among equal-length keys
+	best, bestLen := "", -1
+	for _, k := range keys {
+		nk := normalizeModel(k)
+		if nk == n {
+			return c.ModelOverrides[k].merge(c.DefaultLimits)
+		}
+		if strings.HasPrefix(n, nk) && len(nk) > bestLen {
+			best, bestLen = k, len(nk)
+		}
+	}
+	if bestLen < 0 {
+		return c.DefaultLimits
+	}
+	return c.ModelOverrides[best].merge(c.DefaultLimits)
+}

@@ -1,0 +1,91 @@
+// Package builder turns an agent's memory into the exact request a model
+// sees: a system prompt of XML-tagged memory blocks and tool rules, a
+// history compressed to fit the model's budget, tool definitions, and
+// Metadata saying what went in, what was left out and why.
+//
+// # Building
+//
+//	req, err := builder.New(store, cfg).
+//	    ForAgent("entropy").
+//	    WithMessages(store).            // history source
+//	    WithTools(registry).
+//	    WithBaseInstructions("You are Entropy, a task breakdown specialist.").
+//	    WithToolRules(rules...).
+//	    WithModelInfo(info).
+//	    WithBatchBlocks("ephemeral-block-id").
+//	    Build(ctx)
+//
+// A Builder is a value: each With* method returns a modified copy (slices
+// are copied, never shared), so a partly configured Builder can be kept and
+// reused for many requests and agents.
+//
+// # System prompt
+//
+// Sections, joined by a blank line: base instructions; Core blocks; Working
+// blocks that are pinned or named by the batch (WithBatchBlocks);
+// attachments (WithAttachment); the activity section (an optional
+// ActivityRenderer); tool rules (toolrules.Render). Within a section, the
+// agent's own blocks come in creation order, then blocks shared with it.
+// Each block renders as
+//
+//	<block:label permission="ReadWrite">
+//	Block description (if IncludeDescriptions)
+//
+//	rendered content
+//	</block:label>
+//
+// with shared_from="owner" for shared blocks and chars="used/limit" when
+// ShowCharUsage is set. Content, descriptions and every other text placed in
+// the prompt have "<block:" and "</block:" (any case) escaped, labels are
+// sanitised and attribute values escaped, so no memory content can open or
+// close a tag (see RenderBlock).
+//
+// With ContextConfig.PrefixCacheOrder the static sections (base
+// instructions, tool rules) come first, then memory, then per-request
+// sections. Metadata.StablePrefixEnd marks where the leading static
+// sections end, and StablePrefixHash is a sha256 of the tool definitions and
+// that prefix: equal hashes mean a provider's prefix cache can be reused.
+// The same inputs always give the same bytes: no map iteration order and no
+// clock reach the prompt.
+//
+// # Budgets
+//
+// ModelContextLimits (per model via ContextConfig.ModelOverrides):
+// MaxTokens - ReservedResponseTokens is the input budget. Memory (blocks
+// and attachments) gets MemoryTokens, capped by what the input budget leaves
+// beside the fixed sections and tools; Working blocks and non-essential
+// attachments beyond it are dropped, highest Priority number first, and
+// reported in Metadata.BlocksDropped. Core blocks and essential attachments
+// are never dropped. The history gets HistoryTokens, capped by what is left
+// after the system prompt and tools, and goes through the configured
+// compress.MessageCompressor with MaxMessagesCap; the active batch (and the
+// current user message in it) is never dropped. A request that cannot fit
+// anyway is built and flagged Metadata.OverBudget.
+//
+// # Model adjustments
+//
+// Tool results without their call, and tool calls without a result, are
+// removed at the edges of the history. ModelInfo.NoSystemRole sends the
+// system prompt as the first user message; ModelInfo.UserFirst (Gemini
+// style) inserts a placeholder user message when the history would not start
+// with one, drops empty messages and merges consecutive user messages.
+//
+// # Tokens
+//
+// Counting is behind TokenCounter. The default is real BPE from
+// github.com/tiktoken-go/tokenizer: o200k_base for the gpt-4o, gpt-4.1,
+// gpt-5 and o-series families, cl100k_base for the rest (EncodingForModel).
+// Tokenizers are made lazily, once per Cache (the library loads each
+// vocabulary once per process, on first use), and counts are cached by a
+// hash of the text, so blocks and messages that did not change are not
+// tokenized again. CharCounter (chars/4) is the cheap fallback: it
+// over-counts English prose by about a quarter (+27% against both
+// cl100k_base and o200k_base on testdata/english.txt, see
+// TestCharsPerTokenError), a safe but loose estimate.
+//
+// # Caching
+//
+// A Cache (ContextConfig.Cache) also remembers the history read from each
+// source: later builds fetch only messages newer than the last one seen and
+// ask for batch states only while a relevant batch is not known complete.
+package builder

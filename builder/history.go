@@ -1,0 +1,142 @@
+package builder
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/engram-go/engram/compress"
+	"github.com/engram-go/engram/memory"
+)
+
+// MessageSource is where history comes from. memory.Store implements it.
+type MessageSource interface {
+	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
+	Batches(ctx context.Context, agent string) ([]memory.Batch, error)
+}
+
+type histKey struct {
+	src   MessageSource
+	agent string
+}
+
+// histEntry is the history read so far from one source for one agent.
+// Messages are append-only with increasing ids, so only newer ones are
+// fetched; a batch once complete stays complete.
+type histEntry struct {
+	mu       sync.Mutex
+	msgs     []memory.Message
+	lastID   int64
+	seen     map[string]bool // batch ids among msgs
+	order    []string        // batch ids in order of first message
+	complete map[string]bool
+	batches  []memory.Batch // states of order, rebuilt when stale
+	stale    bool
+	tokens   map[uint8][]int // MessageTokens per message, by encoding id
+}
+
+// messageTokens returns compress.MessageTokens of the first n cached
+// messages for a cached counter, counting only messages not priced before.
+func (e *histEntry) messageTokens(c cachedCounter, n int) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n > len(e.msgs) {
+		return nil
+	}
+	if e.tokens == nil {
+		e.tokens = map[uint8][]int{}
+	}
+	t := e.tokens[c.enc]
+	for i := len(t); i < n; i++ {
+		t = append(t, compress.MessageTokens(c, e.msgs[i]))
+	}
+	e.tokens[c.enc] = t
+	return t[:n:n]
+}
+
+// history returns the agent's messages (chronological) and the states of
+// their batches, reading only what changed since the last call. The
+// returned slices must not be modified.
+func (c *Cache) history(ctx context.Context, src MessageSource, agent, active string) ([]memory.Message, []memory.Batch, *histEntry, error) {
+	if !reflect.TypeOf(src).Comparable() {
+		msgs, bs, err := readHistory(ctx, src, agent)
+		return msgs, bs, nil, err
+	}
+	k := histKey{src: src, agent: agent}
+	c.histMu.Lock()
+	e := c.hist[k]
+	if e == nil {
+		e = &histEntry{seen: map[string]bool{}, complete: map[string]bool{}}
+		c.hist[k] = e
+	}
+	c.histMu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	newMsgs, err := src.Messages(ctx, agent, &memory.MessageQuery{AfterID: e.lastID})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("builder: messages of %q: %w", agent, err)
+	}
+	for _, m := range newMsgs {
+		if m.ID <= e.lastID {
+			// Not append-only after all (a different store behind the same
+			// source?): start over.
+			e.msgs, e.lastID, e.order, e.batches, e.stale, e.tokens = nil, 0, nil, nil, true, nil
+			clear(e.seen)
+			clear(e.complete)
+			msgs, bs, err := readHistory(ctx, src, agent)
+			return msgs, bs, nil, err
+		}
+		e.lastID = m.ID
+		// Appending never rewrites what earlier snapshots (capped slices)
+		// see.
+		e.msgs = append(e.msgs, m)
+		if !e.seen[m.BatchID] {
+			e.seen[m.BatchID] = true
+			e.order = append(e.order, m.BatchID)
+			e.stale = true
+		}
+	}
+	// Ask about batches only when one that matters is not known complete:
+	// the active batch is kept whatever its state.
+	ask := false
+	for _, b := range e.order {
+		if b != active && !e.complete[b] {
+			ask = true
+			break
+		}
+	}
+	if ask {
+		bs, err := src.Batches(ctx, agent)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("builder: batches of %q: %w", agent, err)
+		}
+		for _, b := range bs {
+			if b.Complete && !e.complete[b.ID] {
+				e.complete[b.ID] = true
+				e.stale = true
+			}
+		}
+	}
+	if e.stale {
+		e.batches = make([]memory.Batch, len(e.order))
+		for i, id := range e.order {
+			e.batches[i] = memory.Batch{ID: id, Agent: agent, Complete: e.complete[id]}
+		}
+		e.stale = false
+	}
+	return e.msgs[:len(e.msgs):len(e.msgs)], e.batches, e, nil
+}
+
+func readHistory(ctx context.Context, src MessageSource, agent string) ([]memory.Message, []memory.Batch, error) {
+	msgs, err := src.Messages(ctx, agent, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("builder: messages of %q: %w", agent, err)
+	}
+	bs, err := src.Batches(ctx, agent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("builder: batches of %q: %w", agent, err)
+	}
+	return msgs, bs, nil
+}

@@ -1,0 +1,239 @@
+package builder
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/engram-go/engram/compress"
+)
+
+// TokenCounter counts the tokens of a text. It is the same interface as
+// compress.TokenCounter.
+type TokenCounter interface {
+	Count(text string) int
+}
+
+var _ compress.TokenCounter = TokenCounter(nil)
+
+// Token encodings.
+const (
+	// EncodingCl100k is the GPT-3.5 / GPT-4 era BPE, the default for models
+	// not known to use another.
+	EncodingCl100k = "cl100k_base"
+	// EncodingO200k is the BPE of gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4.
+	EncodingO200k = "o200k_base"
+	// EncodingChars is the chars/4 estimate (CharCounter).
+	EncodingChars = "chars"
+)
+
+// EncodingForModel names the BPE encoding for a model: o200k_base for the
+// gpt-4o, gpt-4.1, gpt-4.5, gpt-5, chatgpt-4o, gpt-oss and o-series
+// families, cl100k_base for everything else (GPT-3.5/4 and unknown models,
+// where it is a close stand-in for English text).
+func EncodingForModel(model string) string {
+	n := normalizeModel(model)
+	for _, p := range []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss"} {
+		if strings.HasPrefix(n, p) {
+			return EncodingO200k
+		}
+	}
+	if isOSeries(n) {
+		return EncodingO200k
+	}
+	return EncodingCl100k
+}
+
+// CharCounter estimates tokens as characters/4, rounded up.
+type CharCounter struct{}
+
+// Count returns ceil(runes/4).
+func (CharCounter) Count(text string) int { return (utf8.RuneCountInString(text) + 3) / 4 }
+
+// Name returns "chars".
+func (CharCounter) Name() string { return EncodingChars }
+
+// BPECounter counts tokens with a real BPE tokenizer (tiktoken's
+// cl100k_base or o200k_base). Get one from Cache.Encoding. Special-token
+// text such as "<|endoftext|>" is counted as ordinary text.
+type BPECounter struct {
+	name  string
+	codec tokenizer.Codec
+}
+
+// Name returns the encoding's name.
+func (c *BPECounter) Name() string { return c.name }
+
+// Count returns the number of BPE tokens of text (chars/4 if the tokenizer
+// fails, which it does not for valid input).
+func (c *BPECounter) Count(text string) int {
+	if text == "" {
+		return 0
+	}
+	n, err := c.codec.Count(text)
+	if err != nil {
+		return CharCounter{}.Count(text)
+	}
+	return n
+}
+
+// lazyEncoding loads one BPE vocabulary on first use.
+type lazyEncoding struct {
+	once    sync.Once
+	counter *BPECounter
+	err     error
+}
+
+func (l *lazyEncoding) get(name string) (*BPECounter, error) {
+	l.once.Do(func() {
+		codec, err := tokenizer.Get(tokenizer.Encoding(name))
+		if err != nil {
+			l.err = fmt.Errorf("builder: load tokenizer %s: %w", name, err)
+			return
+		}
+		l.counter = &BPECounter{name: name, codec: codec}
+	})
+	return l.counter, l.err
+}
+
+// maxCachedCounts bounds the token-count cache; past it the cache starts
+// over.
+const maxCachedCounts = 1 << 17
+
+// minCachedLen: shorter texts are counted directly.
+const minCachedLen = 1
+
+type countKey struct {
+	enc  uint8
+	hash uint64
+	n    int
+}
+
+// countCache remembers token counts by (encoding, hash of the text).
+type countCache struct {
+	seed maphash.Seed
+	mu   sync.RWMutex
+	m    map[countKey]int32
+}
+
+func (c *countCache) lookup(k countKey) (int, bool) {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	return int(v), ok
+}
+
+func (c *countCache) store(k countKey, v int) {
+	c.mu.Lock()
+	if len(c.m) >= maxCachedCounts {
+		clear(c.m)
+	}
+	c.m[k] = int32(v)
+	c.mu.Unlock()
+}
+
+// cachedCounter counts through the cache.
+type cachedCounter struct {
+	inner TokenCounter
+	enc   uint8
+	cache *countCache
+}
+
+func (c cachedCounter) Count(text string) int {
+	if len(text) < minCachedLen {
+		return c.inner.Count(text)
+	}
+	k := countKey{enc: c.enc, hash: maphash.String(c.cache.seed, text), n: len(text)}
+	if v, ok := c.cache.lookup(k); ok {
+		return v
+	}
+	v := c.inner.Count(text)
+	c.cache.store(k, v)
+	return v
+}
+
+// Cache holds what builds can reuse: the BPE tokenizers (each loaded once,
+// on first use), token counts of texts already counted (keyed by a hash of
+// the text, so an unchanged block is not tokenized again), and the message
+// history already read from each source (only newer messages are fetched,
+// and batches known complete are not asked about again). It is safe for
+// concurrent use; share one across builds through ContextConfig.Cache.
+type Cache struct {
+	cl100k, o200k lazyEncoding
+	counts        countCache
+
+	histMu sync.Mutex
+	hist   map[histKey]*histEntry
+}
+
+// NewCache returns an empty Cache. Nothing is loaded until used.
+func NewCache() *Cache {
+	return &Cache{
+		counts: countCache{seed: maphash.MakeSeed(), m: make(map[countKey]int32)},
+		hist:   make(map[histKey]*histEntry),
+	}
+}
+
+// Encoding returns the counter of an encoding (EncodingCl100k,
+// EncodingO200k or EncodingChars), cached: counts of texts longer than a
+// few words are remembered. The BPE vocabulary is loaded on first use.
+func (c *Cache) Encoding(name string) (TokenCounter, error) {
+	var (
+		inner TokenCounter
+		id    uint8
+		err   error
+	)
+	switch name {
+	case EncodingCl100k:
+		inner, err = c.cl100k.get(name)
+		id = 1
+	case EncodingO200k:
+		inner, err = c.o200k.get(name)
+		id = 2
+	case EncodingChars:
+		return CharCounter{}, nil
+	default:
+		return nil, fmt.Errorf("%w: unknown token encoding %q (want %s, %s or %s)", ErrInvalid, name, EncodingCl100k, EncodingO200k, EncodingChars)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cachedCounter{inner: inner, enc: id, cache: &c.counts}, nil
+}
+
+// ForModel returns the cached counter for a model (EncodingForModel).
+func (c *Cache) ForModel(model string) (TokenCounter, error) {
+	return c.Encoding(EncodingForModel(model))
+}
+
+// CachedCounts reports how many token counts are cached.
+func (c *Cache) CachedCounts() int {
+	c.counts.mu.RLock()
+	defer c.counts.mu.RUnlock()
+	return len(c.counts.m)
+}
+
+// Reset forgets cached counts and history (tokenizers stay loaded).
+func (c *Cache) Reset() {
+	c.counts.mu.Lock()
+	clear(c.counts.m)
+	c.counts.mu.Unlock()
+	c.histMu.Lock()
+	clear(c.hist)
+	c.histMu.Unlock()
+}
+
+// counterName names a counter for Metadata.
+func counterName(c TokenCounter) string {
+	switch v := c.(type) {
+	case cachedCounter:
+		return counterName(v.inner)
+	case interface{ Name() string }:
+		return v.Name()
+	}
+	return fmt.Sprintf("%T", c)
+}
