@@ -64,6 +64,11 @@ func (p Permission) Valid() bool { return p >= ReadOnly && p <= Admin }
 // ParsePermission parses a permission name ("ReadWrite", "read_write",
 // "readwrite" all work).
 func ParsePermission(s string) (Permission, error) {
+	for p := ReadOnly; p <= Admin; p++ { // the stored, canonical spelling
+		if permissionNames[p] == s {
+			return p, nil
+		}
+	}
 	norm := strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(s))
 	for p := ReadOnly; p <= Admin; p++ {
 		if strings.ToLower(permissionNames[p]) == norm {

@@ -185,7 +185,7 @@ func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 		if err != nil {
 			return nil, fmt.Errorf("memory: list blocks of %q: %w", agent, err)
 		}
-		m, err := r.meta()
+		m, err := r.meta(&c.schemas)
 		if err != nil {
 			return nil, err
 		}

@@ -98,6 +98,7 @@ type Cache struct {
 	log   *slog.Logger
 
 	lru     *lru.Cache[int64, *entry]
+	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
 	mu      sync.Mutex // guards dirty, evicted, closed
 	dirty   map[*entry]struct{}
@@ -341,7 +342,24 @@ func scanBlock(s scanner) (blockRow, error) {
 }
 
 func (r blockRow) info() (blocks.Info, error) {
-	s, err := schema.Unmarshal([]byte(r.schema))
+	return r.infoWith(nil)
+}
+
+// infoWith decodes the row's metadata, reusing decoded schemas from cache.
+func (r blockRow) infoWith(cache *sync.Map) (blocks.Info, error) {
+	var s schema.Schema
+	var err error
+	if cache != nil {
+		if v, ok := cache.Load(r.schema); ok {
+			s = v.(schema.Schema)
+		}
+	}
+	if s == nil {
+		s, err = schema.Unmarshal([]byte(r.schema))
+		if err == nil && cache != nil {
+			cache.Store(r.schema, s)
+		}
+	}
 	if err != nil {
 		return blocks.Info{}, fmt.Errorf("block %q of %q: stored schema: %w", r.label, r.owner, err)
 	}
@@ -357,8 +375,8 @@ func (r blockRow) info() (blocks.Info, error) {
 		CharLimit: r.charLimit, Owner: r.owner, Pinned: r.pinned, Priority: r.priority}, nil
 }
 
-func (r blockRow) meta() (BlockMeta, error) {
-	info, err := r.info()
+func (r blockRow) meta(cache *sync.Map) (BlockMeta, error) {
+	info, err := r.infoWith(cache)
 	if err != nil {
 		return BlockMeta{}, err
 	}

@@ -82,7 +82,7 @@ func (c *Cache) ListSharedBlocks(ctx context.Context, agent string) ([]SharedBlo
 			&perm, &at); err != nil {
 			return nil, fmt.Errorf("memory: list blocks shared with %q: %w", agent, err)
 		}
-		m, err := r.meta()
+		m, err := r.meta(&c.schemas)
 		if err != nil {
 			return nil, err
 		}
