@@ -98,7 +98,7 @@ type Cache struct {
 	log   *slog.Logger
 
 	lru     *lru.Cache[int64, *entry]
-	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
+	schemas sync.Map   // schema JSON → decoded schema.Schema (listings decode each row otherwise)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
 	mu      sync.Mutex // guards dirty, evicted, closed
 	dirty   map[*entry]struct{}
