@@ -50,7 +50,11 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
 	}
 	if spec.Value != nil {
-		if err := doc.SetValue(spec.Value, blocks.System); err != nil {
+		value := spec.Value
+		if m, ok := schema.Deref(info.Schema).(schema.Map); ok {
+			value = withDefaults(m, value)
+		}
+		if err := doc.SetValue(value, blocks.System); err != nil {
 			return nil, fmt.Errorf("memory: create block %q for %q: initial value: %w", spec.Label, agent, err)
 		}
 	}
@@ -529,4 +533,23 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 		}
 		return nil
 	})
+}
+
+// withDefaults fills the schema defaults into an initial map value for
+// fields it leaves out (SetValue alone would clear them).
+func withDefaults(m schema.Map, v any) any {
+	in, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(in))
+	for k, x := range in {
+		out[k] = x
+	}
+	for _, f := range m.Fields {
+		if _, present := out[f.Name]; !present && f.Default != nil {
+			out[f.Name] = f.Default
+		}
+	}
+	return out
 }

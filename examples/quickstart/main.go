@@ -1,92 +1,256 @@
-// Command quickstart is the README's first command: it creates memory blocks
-// of every schema, edits them as the system and as an agent, merges two
-// concurrent replicas of one block, and prints what a model would see.
+// Command quickstart is the README's first command. Offline and
+// self-contained, it walks the main job end to end:
+//
+//  1. opens a store (a SQLite file in a temp dir, offline embedder);
+//  2. creates Core / Working / Log blocks for an agent;
+//  3. shares a block with a second agent, and both edit it concurrently —
+//     the CRDT merges their appends;
+//  4. inserts archival notes and searches them (hybrid: BM25 + vectors);
+//  5. records a conversation in batches and lets the agent use its memory
+//     tools under tool rules;
+//  6. builds the model request: XML-tagged memory, tool rules, compressed
+//     history — and prints it with its metadata.
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/compress"
+	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/toolrules"
+	"github.com/engram-go/engram/tools"
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	persona, err := blocks.New(blocks.Info{Label: "persona", Type: blocks.Core, Schema: schema.Text{},
-		Permission: blocks.Append, Owner: "entropy", Description: "Who the agent is"}, nil)
-	if err != nil {
-		return err
-	}
-	if err := persona.SetText("I am Entropy, a task breakdown specialist.", blocks.System); err != nil {
-		return err
-	}
-	if err := persona.AppendText(" I prefer small, testable steps.", blocks.Agent); err != nil {
-		return err
-	}
-	// Append permission: the agent may add, not rewrite.
-	if err := persona.SetText("I am someone else.", blocks.Agent); errors.Is(err, blocks.ErrPermission) {
-		fmt.Println("denied as expected:", err)
-	}
+func section(title string) { fmt.Printf("\n━━ %s ━━\n", title) }
 
-	profile, err := blocks.New(blocks.Info{Label: "user_profile", Type: blocks.Core, Permission: blocks.ReadWrite, Owner: "entropy",
-		Schema: schema.Map{Fields: []schema.FieldDef{
-			{Name: "name", Type: schema.FieldString},
-			{Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "pro"},
-			{Name: "sessions", Type: schema.FieldCounter},
-		}}}, nil)
+func run(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "engram-quickstart-")
 	if err != nil {
 		return err
 	}
-	_ = profile.SetField("name", "Ada", blocks.Agent)
-	_ = profile.IncrementCounter("sessions", 1, blocks.Agent)
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "memory.db")
 
-	tasks, err := blocks.New(blocks.Info{Label: "tasks", Type: blocks.Working, Permission: blocks.ReadWrite, Owner: "entropy",
-		Schema: schema.List{Checkbox: true, MaxItems: 20}}, nil)
+	// 1. A store on a SQLite file, with the deterministic offline embedder
+	// (swap in search.NewOpenAI(nil) for Ollama / OpenAI / vLLM).
+	store, err := memory.Open(ctx, path, &memory.Options{Embedder: search.NewOffline(384)})
 	if err != nil {
 		return err
 	}
-	for _, t := range []string{"outline the plan", "write the tests", "ship it"} {
-		if err := tasks.PushItem(t, blocks.Agent); err != nil {
+	defer store.Close()
+	section("store")
+	fmt.Println("opened", path)
+
+	// 2. Blocks of each type and several schemas.
+	const agent = "entropy"
+	specs := []memory.BlockSpec{
+		{Label: "persona", Type: blocks.Core, Permission: blocks.Append, Description: "Who you are.",
+			Value: "I am Entropy, a task breakdown specialist."},
+		{Label: "user_profile", Type: blocks.Core, Description: "What you know about the user.",
+			Schema: schema.Map{Fields: []schema.FieldDef{
+				{Name: "name", Type: schema.FieldString},
+				{Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "pro"},
+				{Name: "sessions", Type: schema.FieldCounter},
+			}}, Value: map[string]any{"name": "Ada"}},
+		{Label: "tasks", Type: blocks.Working, Pinned: true, Description: "The current plan.",
+			Schema: schema.List{Checkbox: true, MaxItems: 20}, Value: []any{"outline the plan", "write the tests", "ship it"}},
+		{Label: "events", Type: blocks.Log, Permission: blocks.Append, Schema: schema.Log{DisplayLimit: 3, Retention: 50}},
+	}
+	for _, s := range specs {
+		if _, err := store.CreateBlock(ctx, agent, s); err != nil {
 			return err
 		}
 	}
-	_ = tasks.CheckItem(0, true, blocks.Agent)
-
-	events, err := blocks.New(blocks.Info{Label: "events", Type: blocks.Log, Permission: blocks.Append, Owner: "entropy",
-		Schema: schema.Log{DisplayLimit: 2}}, nil)
-	if err != nil {
+	if err := store.ApplyEdit(ctx, agent, "", "user_profile", memory.Edit{Op: blocks.OpIncrementCounter, Field: "sessions", Delta: 1}); err != nil {
 		return err
 	}
-	for _, m := range []string{"session started", "user asked for a plan", "plan delivered"} {
-		if err := events.AppendLogEntry(map[string]any{"message": m}, blocks.Agent); err != nil {
+	// Append permission: the agent may add to its persona, not rewrite it.
+	err = store.UpdateBlockText(ctx, agent, "persona", "I am someone else.")
+	section("permissions")
+	fmt.Println("rewrite of an Append block:", err)
+
+	// 3. A block owned by "archive", shared with entropy (Append). Both
+	// agents append at the same time; the CRDT keeps every line.
+	if _, err := store.CreateBlock(ctx, "archive", memory.BlockSpec{Label: "project_notes", Type: blocks.Working, Pinned: true,
+		Value: "Notes on the export bug:\n"}); err != nil {
+		return err
+	}
+	if err := store.ShareBlock(ctx, "archive", "project_notes", agent, blocks.Append); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, w := range []struct{ who, owner string }{{"archive", ""}, {agent, "archive"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= 3; i++ {
+				line := fmt.Sprintf("- %s: finding %d\n", w.who, i)
+				if err := store.ApplyEdit(ctx, w.who, w.owner, "project_notes", memory.Edit{Op: blocks.OpAppendText, Text: line}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return err
+	}
+	notes, _ := store.RenderedContent(ctx, "archive", "project_notes")
+	section("shared block after concurrent edits by two agents")
+	fmt.Print(notes)
+
+	// 4. Archival memory and search.
+	for _, n := range []struct {
+		text string
+		tags []string
+	}{
+		{"Ada prefers answers as short bullet lists.", []string{"preferences"}},
+		{"The export bug appears only for CSV files larger than 2 GB.", []string{"bugs", "export"}},
+		{"Release 1.4 is planned for the first week of March.", []string{"planning"}},
+		{"Ada's team reviews pull requests on Tuesdays.", []string{"team"}},
+	} {
+		if _, err := store.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: n.text, Tags: n.tags}); err != nil {
 			return err
 		}
 	}
-
-	// Two replicas edit the same block concurrently; merging keeps both.
-	a, _ := persona.Fork()
-	b, _ := persona.Fork()
-	_ = a.AppendText(" (edited in replica A)", blocks.System)
-	_ = b.AppendText(" (edited in replica B)", blocks.System)
-	if err := a.Merge(b); err != nil {
+	res, err := store.SearchArchival(ctx, agent, "which files break the export?", search.NewOptions().Limit(2))
+	if err != nil {
 		return err
 	}
-	if err := persona.Merge(a); err != nil {
+	section("archival search (auto = hybrid with an embedder)")
+	for _, r := range res {
+		fmt.Printf("%.4f  fts#%d vec#%d  %s\n", r.Score, r.Source.FTSRank, r.Source.VectorRank, r.Snippet)
+	}
+
+	// 5. A conversation in batches. Earlier batches are complete; the
+	// current one is active and never compressed away.
+	for i, q := range []string{"What's on the plan today?", "Remind me what the export bug was.", "Any news on the release?",
+		"Who reviews my PRs?", "Summarise the open tasks."} {
+		batch := fmt.Sprintf("evt-%d", i+1)
+		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: q}); err != nil {
+			return err
+		}
+		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch,
+			Content: "Answer " + fmt.Sprint(i+1) + ": " + strings.Repeat("details ", 40)}); err != nil {
+			return err
+		}
+		if err := store.CompleteBatch(ctx, agent, batch); err != nil {
+			return err
+		}
+	}
+	const active = "evt-6"
+	if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: active,
+		Content: "Note that the CSV fix is done, then tell me what's next."}); err != nil {
 		return err
 	}
 
-	for _, d := range []*blocks.Document{persona, profile, tasks, events} {
-		fmt.Printf("<block:%s permission=%q>\n%s\n</block:%s>\n\n", d.Label(), d.Permission(), d.Render(), d.Label())
+	// The agent's memory tools, under tool rules the engine enforces.
+	rules := []toolrules.Rule{
+		toolrules.ExitLoop("send_message"),
+		toolrules.MaxCalls("archival_insert", 1),
+		toolrules.RequiresPrior("send_message", "block_push_item"),
 	}
-	h, _ := persona.History()
-	fmt.Printf("persona has %d changes; last by %s (%s)\n", len(h), h[len(h)-1].Actor, h[len(h)-1].Op)
+	engine, err := toolrules.NewEngine(rules, nil)
+	if err != nil {
+		return err
+	}
+	ts, err := tools.New(store, agent, &tools.Options{Rules: engine})
+	if err != nil {
+		return err
+	}
+	section("tool calls the model might make")
+	for _, c := range []struct{ name, args string }{
+		{"block_push_item", `{"label":"tasks","item":"verify the CSV fix on a 3 GB file"}`},
+		{"log_append", `{"label":"events","message":"CSV export fix reported done"}`},
+		{"archival_insert", `{"content":"The CSV export fix landed on 2026-11-22.","tags":["bugs","export"]}`},
+		{"archival_insert", `{"content":"one more"}`},
+		{"block_replace", `{"label":"persona","old":"Entropy","new":"Chaos"}`},
+	} {
+		r, err := ts.Call(ctx, c.name, json.RawMessage(c.args))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s → %s\n", c.name, r.Content)
+	}
+
+	// 6. Build the request: memory blocks as XML, tool rules, and the
+	// history compressed (summaries stored and reused) to fit its budget.
+	cfg := builder.DefaultConfig()
+	cfg.DefaultLimits.HistoryTokens = 300
+	cfg.Compression = compress.RecursiveSummarization{ChunkSize: 4} // extractive summarizer: offline
+	toolList := builder.ToolList{}
+	for _, t := range ts.Tools() {
+		bt, err := builder.NewTool(t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return err
+		}
+		toolList = append(toolList, bt)
+	}
+	req, err := builder.New(store, cfg).
+		ForAgent(agent).
+		WithMessages(store).
+		WithTools(toolList).
+		WithBaseInstructions("You are Entropy, a task breakdown specialist.").
+		WithToolRules(rules...).
+		WithModelInfo(builder.ModelInfoFor("gpt-4o")).
+		WithActiveBatch(active).
+		Build(ctx)
+	if err != nil {
+		return err
+	}
+	section("system prompt")
+	fmt.Println(req.System)
+	section("messages")
+	for _, m := range req.Messages {
+		fmt.Printf("[%s] %s\n", m.Role, oneLine(m.Content, 110))
+	}
+	section("metadata")
+	md := req.Metadata
+	fmt.Printf("tokens: system %d, tools %d, history %d (summary %d), total %d of %d\n",
+		md.Tokens.System, md.Tokens.Tools, md.Tokens.History, md.Tokens.Summary, md.Tokens.Total, md.Tokens.InputBudget)
+	var included []string
+	for _, b := range md.BlocksIncluded {
+		label := b.Label
+		if b.Owner != "" {
+			label += " (from " + b.Owner + ")"
+		}
+		included = append(included, label)
+	}
+	fmt.Println("blocks included:", strings.Join(included, ", "))
+	fmt.Printf("messages kept %d, summarized %d, dropped %d; summarizer calls %d\n",
+		len(md.MessagesKept), len(md.MessagesSummarized), len(md.MessagesDropped), md.SummarizerCalls)
+	fmt.Printf("stable prefix: %d bytes, sha256 %s…\n", md.StablePrefixEnd, md.StablePrefixHash[:16])
+	fmt.Println("tools offered:", len(req.Tools), "— allowed next by the rules:", len(ts.Allowed()))
+	for _, w := range md.Warnings {
+		fmt.Println("warning:", w)
+	}
 	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
