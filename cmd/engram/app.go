@@ -131,7 +131,11 @@ func (a *app) progress(label string) func(done, total int) {
 	if a.json {
 		return func(int, int) {}
 	}
+	finished := false
 	return func(done, total int) {
+		if finished {
+			return
+		}
 		const width = 30
 		filled := width
 		if total > 0 {
@@ -139,6 +143,7 @@ func (a *app) progress(label string) func(done, total int) {
 		}
 		fmt.Fprintf(a.stderr, "\r%s [%s%s] %d/%d", label, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
 		if done >= total {
+			finished = true
 			fmt.Fprintln(a.stderr)
 		}
 	}

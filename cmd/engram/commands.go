@@ -519,7 +519,7 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 		for i, r := range res {
 			src := []string{}
 			if r.Source.FTSRank > 0 {
-				src = append(src, fmt.Sprintf("fts#%d bm25=%.2f", r.Source.FTSRank, r.Source.BM25))
+				src = append(src, fmt.Sprintf("fts#%d bm25=%.3g", r.Source.FTSRank, r.Source.BM25))
 			}
 			if r.Source.VectorRank > 0 {
 				src = append(src, fmt.Sprintf("vec#%d dist=%.3f", r.Source.VectorRank, r.Source.Distance))
