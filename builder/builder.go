@@ -166,11 +166,8 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		return f, fmt.Errorf("%w: no store", ErrInvalid)
 	}
 	var err error
-	if f.own, err = b.store.ListBlocks(ctx, b.agent); err != nil {
-		return f, fmt.Errorf("builder: blocks of %q: %w", b.agent, err)
-	}
-	if f.shared, err = b.store.ListSharedBlocks(ctx, b.agent); err != nil {
-		return f, fmt.Errorf("builder: blocks shared with %q: %w", b.agent, err)
+	if f.own, f.shared, err = b.cache.blockLists(ctx, b.store, b.agent); err != nil {
+		return f, err
 	}
 	if b.history != nil {
 		if f.msgs, f.batches, f.hist, err = b.cache.history(ctx, b.history, b.agent, b.active); err != nil {

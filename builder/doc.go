@@ -88,4 +88,9 @@
 // A Cache (ContextConfig.Cache) also remembers the history read from each
 // source: later builds fetch only messages newer than the last one seen and
 // ask for batch states only while a relevant batch is not known complete.
+// It keeps each agent's block listings (own and shared) with the
+// memory.BlocksStamp they were read at: a warm build reads only the stamp
+// (one indexed query) and lists the blocks again only after a change to a
+// block the agent sees or to its shares, made by this process or any other
+// on the same database file.
 package builder

@@ -160,14 +160,20 @@ func (c cachedCounter) Count(text string) int {
 // on first use), token counts of texts already counted (keyed by a hash of
 // the text, so an unchanged block is not tokenized again), and the message
 // history already read from each source (only newer messages are fetched,
-// and batches known complete are not asked about again). It is safe for
-// concurrent use; share one across builds through ContextConfig.Cache.
+// and batches known complete are not asked about again), and each agent's
+// block listings with the memory.BlocksStamp they were read at (a warm
+// build asks only for the stamp and lists blocks again when it changed).
+// It is safe for concurrent use; share one across builds through
+// ContextConfig.Cache.
 type Cache struct {
 	cl100k, o200k lazyEncoding
 	counts        countCache
 
 	histMu sync.Mutex
 	hist   map[histKey]*histEntry
+
+	blocksMu sync.Mutex
+	blocks   map[blocksKey]*blocksEntry
 }
 
 // NewCache returns an empty Cache. Nothing is loaded until used.
@@ -175,6 +181,7 @@ func NewCache() *Cache {
 	return &Cache{
 		counts: countCache{seed: maphash.MakeSeed(), m: make(map[countKey]int32)},
 		hist:   make(map[histKey]*histEntry),
+		blocks: make(map[blocksKey]*blocksEntry),
 	}
 }
 
@@ -217,7 +224,8 @@ func (c *Cache) CachedCounts() int {
 	return len(c.counts.m)
 }
 
-// Reset forgets cached counts and history (tokenizers stay loaded).
+// Reset forgets cached counts, history and block listings (tokenizers
+// stay loaded).
 func (c *Cache) Reset() {
 	c.counts.mu.Lock()
 	clear(c.counts.m)
@@ -225,6 +233,9 @@ func (c *Cache) Reset() {
 	c.histMu.Lock()
 	clear(c.hist)
 	c.histMu.Unlock()
+	c.blocksMu.Lock()
+	clear(c.blocks)
+	c.blocksMu.Unlock()
 }
 
 // counterName names a counter for Metadata.

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -68,11 +69,17 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	}
 	now := c.nanos()
 	rendered := doc.Render()
-	id, err := c.insertID(ctx, `INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
-		char_limit, pinned, priority, snapshot, rendered, heads, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
-		agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
-		info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now)
+	var id int64
+	err = c.write(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
+			char_limit, pinned, priority, snapshot, rendered, heads, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
+			agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
+			info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id); err != nil {
+			return err
+		}
+		return bumpGen(tx, agent)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: block %q of agent %q", ErrExists, spec.Label, agent)
 	}
@@ -208,12 +215,27 @@ func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
 	if err := doc.Authorize(blocks.Agent, blocks.OpDelete); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, `DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
+	// The generations of the owner and the sharees are bumped before the
+	// block and its shares go.
+	gone := notFound("block %q of agent %q", label, agent)
+	err = c.write(ctx, func(tx *sql.Tx) error {
+		if err := bumpGenOfBlock(tx, agent, label); err != nil {
+			return err
+		}
+		res, err := tx.Exec(`DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, gone)
+		}
+		return nil
+	})
+	if errors.Is(err, gone) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("memory: delete block %q of %q: %w", label, agent, err)
-	}
-	if n == 0 {
-		return notFound("block %q of agent %q", label, agent)
 	}
 	c.dropBlock(agent, label)
 	return nil
@@ -259,22 +281,24 @@ func (c *Cache) AppendToBlock(ctx context.Context, agent, label, text string) er
 }
 
 // ReplaceInBlock replaces the first occurrence of old in a Text block as the
-// agent; it reports whether old occurred.
+// agent; it reports whether old occurred (false with a nil error when it
+// did not: nothing changed).
 func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (bool, error) {
-	var found bool
-	err := c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new}, &found, true)
-	return found, err
+	err := c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
+	if errors.Is(err, ErrNoMatch) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ApplyEdit applies one edit to a block as agent: its own block (owner ""
 // or agent) or one shared with it. In write-through mode the change is
-// durable when it returns. A Partner/Human edit that is not approved is
-// kept as a proposal and the error is a *ProposalError.
+// durable when it returns. A replace_text edit whose old text does not
+// occur changes nothing and returns an error wrapping ErrNoMatch. A
+// Partner/Human edit that is not approved is kept as a proposal and the
+// error is a *ProposalError; if the edit could not apply even if approved
+// (see ProposeEdit), no proposal is kept and that error is returned.
 func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
-	return c.applyEdit(ctx, agent, owner, label, e, nil, true)
-}
-
-func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edit, found *bool, propose bool) error {
 	ent, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return err
@@ -282,22 +306,26 @@ func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ok, err := runEdit(doc, e, blocks.Agent)
-	if found != nil {
-		*found = ok
-	}
+	found, err := e.Apply(doc, blocks.Agent)
 	if err != nil {
-		if propose && errors.Is(err, blocks.ErrNeedsApproval) {
+		if errors.Is(err, blocks.ErrNeedsApproval) {
 			if owner == "" {
 				owner = agent
 			}
 			p, perr := c.ProposeEdit(ctx, agent, owner, label, e, "")
+			var inv *invalidEditError
+			if errors.As(perr, &inv) {
+				return perr
+			}
 			if perr != nil {
 				return errors.Join(err, perr)
 			}
 			return &ProposalError{ProposalID: p.ID, Err: err}
 		}
 		return err
+	}
+	if !found {
+		return noMatch(e, ent.owner, label)
 	}
 	if e.Op == blocks.OpAppendLogEntry {
 		if err := c.rotateLog(ctx, ent); err != nil {
@@ -338,8 +366,16 @@ func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
 	return nil
 }
 
-// runEdit applies e to doc as actor; the bool is ReplaceText's "found".
-func runEdit(doc *blocks.Document, e Edit, actor blocks.Actor) (bool, error) {
+// Apply runs the edit on doc as actor, exactly as the store's ApplyEdit
+// does (without the store's persistence, proposals or log rotation, which
+// happen around it). Run it on a view of a fork (doc.Fork) to try an edit
+// without touching the block.
+//
+// found is false only for OpReplaceText when the old text does not occur:
+// the document is then unchanged and err is nil, as for
+// Document.ReplaceText (ApplyEdit turns that case into ErrNoMatch). An
+// unknown op is an error wrapping ErrInvalidArgument.
+func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
 	sec := e.Section
 	switch e.Op {
 	case blocks.OpSetText:
@@ -411,6 +447,19 @@ func runEdit(doc *blocks.Document, e Edit, actor blocks.Actor) (bool, error) {
 		return true, doc.SetValue(e.Value, actor)
 	}
 	return false, fmt.Errorf("%w: unsupported edit op %q", ErrInvalidArgument, e.Op)
+}
+
+// noMatch is the error of a replace_text edit whose old text is absent.
+func noMatch(e Edit, owner, label string) error {
+	old := e.Old
+	if r := []rune(old); len(r) > 80 {
+		old = string(r[:80]) + "…"
+	}
+	where := fmt.Sprintf("block %q of agent %q", label, owner)
+	if e.Section != "" {
+		where = fmt.Sprintf("section %q of %s", e.Section, where)
+	}
+	return fmt.Errorf("%w: %q does not occur in %s", ErrNoMatch, old, where)
 }
 
 // PersistBlock makes the block's pending changes durable now (needed in

@@ -99,6 +99,7 @@ type Cache struct {
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map   // schema JSON → decoded schema.Schema (listings decode each row otherwise)
+	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
 	mu      sync.Mutex // guards dirty, evicted, closed
 	dirty   map[*entry]struct{}
@@ -258,6 +259,7 @@ func (c *Cache) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.lru.Purge()
+	c.closeStmts()
 	c.closeDBs()
 	return err
 }
@@ -399,9 +401,11 @@ func (c *Cache) nanos() int64 { return c.opts.Now().UnixNano() }
 // row read of the block's sequence, epoch and metadata version.
 func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, error) {
 	var id, lastSeq, epoch, metaVer, snapSeq int64
-	err := c.rdb.QueryRowContext(ctx,
-		`SELECT id, last_seq, epoch, meta_ver, snapshot_seq FROM blocks WHERE owner = ? AND label = ?`, owner, label).
-		Scan(&id, &lastSeq, &epoch, &metaVer, &snapSeq)
+	st, err := c.prepared(ctx, `SELECT id, last_seq, epoch, meta_ver, snapshot_seq FROM blocks WHERE owner = ? AND label = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("memory: look up block %q of %q: %w", label, owner, err)
+	}
+	err = st.QueryRowContext(ctx, owner, label).Scan(&id, &lastSeq, &epoch, &metaVer, &snapSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("block %q of agent %q", label, owner)
 	}

@@ -40,6 +40,10 @@
 // none loses an update (see TestTwoProcessesOneBlock and
 // TestKillDuringWrites).
 //
+// [Cache.BlocksStamp] is a cheap fingerprint (one indexed query) of the
+// blocks an agent sees, own and shared, that any persisted change by any
+// process alters; the context builder caches block listings under it.
+//
 // # Isolation and sharing
 //
 // An agent reads, lists and finds only its own blocks, archival entries and

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
@@ -237,6 +238,22 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				return notFound("shared block %q of %q", sh.Label, sh.Owner)
 			}
 			rep.Shares++
+		}
+		// New blocks and shares change what their owners and sharees see.
+		touched := map[string]bool{}
+		for _, p := range pre {
+			touched[p.info.Owner] = true
+		}
+		for _, sh := range d.Shares {
+			touched[sh.Agent] = true
+		}
+		agents := make([]string, 0, len(touched))
+		for a := range touched {
+			agents = append(agents, a)
+		}
+		sort.Strings(agents)
+		if err := bumpGen(tx, agents...); err != nil {
+			return err
 		}
 		archIDs := map[int64]int64{}
 		for _, e := range d.Archival {

@@ -22,6 +22,11 @@ var (
 	// ErrInvalidArgument is returned for malformed arguments (empty agent
 	// id or label, negative limits, ...).
 	ErrInvalidArgument = errors.New("memory: invalid argument")
+	// ErrNoMatch is returned by ApplyEdit (and ProposeEdit,
+	// ApproveProposal) for a replace_text edit whose old text does not
+	// occur in the block; nothing is changed. ReplaceInBlock reports the
+	// same case as (false, nil).
+	ErrNoMatch = errors.New("memory: no match")
 )
 
 // ProposalError is returned when a Partner/Human write was not approved and
@@ -45,3 +50,12 @@ func invalidArg(format string, args ...any) error {
 func notFound(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
 }
+
+// invalidEditError is a proposed edit that could not apply even if
+// approved; it wraps the reason (ErrNoMatch, schema.ErrInvalid,
+// blocks.ErrLimit, blocks.ErrPermission for read-only targets, ...).
+type invalidEditError struct{ err error }
+
+func (e *invalidEditError) Error() string { return e.err.Error() }
+
+func (e *invalidEditError) Unwrap() error { return e.err }

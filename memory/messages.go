@@ -141,7 +141,13 @@ func (c *Cache) Messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		}
 		args = append(args, qq.Limit)
 	}
-	rows, err := c.rdb.QueryContext(ctx, sqlq, args...)
+	// A handful of query shapes, each prepared once: the incremental read
+	// (AfterID) runs on every context build.
+	st, err := c.prepared(ctx, sqlq)
+	if err != nil {
+		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
 	}

@@ -27,7 +27,9 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 	if !perm.Valid() {
 		return invalidArg("share permission %d", int(perm))
 	}
-	n, err := c.exec(ctx, `INSERT INTO shares (block_id, agent, permission, created_at)
+	// The sharee's blocks generation is bumped with the share (see
+	// BlocksStamp).
+	n, err := c.execBump(ctx, withAgent, `INSERT INTO shares (block_id, agent, permission, created_at)
 		SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?
 		ON CONFLICT (block_id, agent) DO UPDATE SET permission = excluded.permission`,
 		withAgent, perm.String(), c.nanos(), owner, label)
@@ -40,12 +42,29 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 	return nil
 }
 
+// execBump runs one statement and, when it changed a row, bumps agent's
+// blocks generation in the same transaction. It returns the rows affected.
+func (c *Cache) execBump(ctx context.Context, agent, query string, args ...any) (int64, error) {
+	var n int64
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(query, args...)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return bumpGen(tx, agent)
+	})
+	return n, err
+}
+
 // UnshareBlock revokes a share.
 func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, `DELETE FROM shares WHERE agent = ? AND block_id =
+	n, err := c.execBump(ctx, withAgent, `DELETE FROM shares WHERE agent = ? AND block_id =
 		(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
 	if err != nil {
 		return fmt.Errorf("memory: unshare block %q of %q from %q: %w", label, owner, withAgent, err)
@@ -104,12 +123,21 @@ func prefixCols(prefix, cols string) string {
 }
 
 // ProposeEdit records an edit for the block's approver to decide later.
-// The proposer must be able to see the block (own or shared).
+// The proposer must be able to see the block (own or shared). The edit is
+// first tried on a private fork of the block as approval would apply it
+// (the proposer writing with ReadWrite, so read-only fields and sections
+// still bind it); an edit that could not apply is refused with that error
+// (ErrNoMatch, schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
+// blocks.ErrPermission, ...) and nothing is stored.
 func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
 	if owner == "" {
 		owner = agent
 	}
-	if _, _, err := c.view(ctx, agent, owner, label); err != nil {
+	_, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if err := tryEdit(doc, e, owner, label); err != nil {
 		return Proposal{}, err
 	}
 	args, err := json.Marshal(e)
@@ -124,6 +152,27 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 		return Proposal{}, fmt.Errorf("memory: propose edit to %q/%q: %w", owner, label, err)
 	}
 	return Proposal{ID: id, Owner: owner, Label: label, Proposer: agent, Edit: e, Reason: reason, Status: "pending", CreatedAt: fromNanos(now)}, nil
+}
+
+// tryEdit runs e on a fork of doc as its accessor with ReadWrite, the way
+// an approval would apply it, and returns why it could not apply, wrapped
+// in an *invalidEditError.
+func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
+	fork, err := doc.Fork()
+	if err != nil {
+		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
+	}
+	found, err := e.Apply(fork.View(doc.Accessor(), blocks.ReadWrite), blocks.Agent)
+	if err == nil && !found {
+		err = noMatch(e, owner, label)
+	}
+	if errors.Is(err, blocks.ErrCorrupt) {
+		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
+	}
+	if err != nil {
+		return &invalidEditError{err: fmt.Errorf("memory: edit could not be applied even if approved: %w", err)}
+	}
+	return nil
 }
 
 // ListProposals lists the proposals on owner's block, oldest first (label ""
@@ -197,8 +246,14 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 	if err != nil {
 		return err
 	}
-	// Approved: the proposer writes with ReadWrite, attributed to it.
-	if _, err := runEdit(ent.doc.View(p.Proposer, blocks.ReadWrite), p.Edit, blocks.Agent); err != nil {
+	// Approved: the proposer writes with ReadWrite, attributed to it. The
+	// block may have changed since the proposal; an edit that no longer
+	// applies leaves the proposal pending.
+	found, err := p.Edit.Apply(ent.doc.View(p.Proposer, blocks.ReadWrite), blocks.Agent)
+	if err == nil && !found {
+		err = noMatch(p.Edit, p.Owner, p.Label)
+	}
+	if err != nil {
 		return fmt.Errorf("memory: apply proposal %d: %w", id, err)
 	}
 	if err := c.persist(ctx, ent); err != nil {

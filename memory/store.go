@@ -23,6 +23,10 @@ type Store interface {
 	GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error)
 	ListBlocks(ctx context.Context, agent string) ([]BlockMeta, error)
 	ListBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error)
+	// BlocksStamp fingerprints what ListBlocks and ListSharedBlocks would
+	// return for agent: equal stamps mean equal listings. Read it before
+	// listing when caching listings under it.
+	BlocksStamp(ctx context.Context, agent string) (BlocksStamp, error)
 	DeleteBlock(ctx context.Context, agent, label string) error
 	RenderedContent(ctx context.Context, agent, label string) (string, error)
 	UpdateBlockText(ctx context.Context, agent, label, text string) error

@@ -96,6 +96,11 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 	}
 	err = ts.store.ApplyEdit(ctx, ts.agent, ref.owner, ref.label, e)
 	var pe *memory.ProposalError
+	if errors.Is(err, memory.ErrNoMatch) {
+		// prepare saw the text, but the block changed before the edit ran
+		// (another agent or process): nothing was replaced.
+		return Result{}, noMatchErr(e.Old, ref)
+	}
 	if errors.As(err, &pe) {
 		return okResult("Not applied yet: your permission on %s is %s, so this edit needs approval. It was kept as proposal #%d and awaits approval.",
 			ref, doc.Permission(), pe.ProposalID), nil
@@ -174,7 +179,7 @@ func checkUnique(text, old string, ref blockRef) error {
 	case 1:
 		return nil
 	case 0:
-		return modelErrorf("no match for %s in %s; old must be copied exactly from the block's current content (whitespace, punctuation and case matter)", quote(old), ref)
+		return noMatchErr(old, ref)
 	}
 	var nums []string
 	for i, l := range lines {
@@ -188,6 +193,11 @@ func checkUnique(text, old string, ref blockRef) error {
 	}
 	return modelErrorf("%d matches for %s in %s (%s); include more context (surrounding words) in old so it matches exactly once",
 		len(lines), quote(old), ref, where)
+}
+
+// noMatchErr is the model error for replacement text that does not occur.
+func noMatchErr(old string, ref blockRef) error {
+	return modelErrorf("no match for %s in %s; old must be copied exactly from the block's current content (whitespace, punctuation and case matter)", quote(old), ref)
 }
 
 // quote is %q of s, shortened to 60 characters.

@@ -32,7 +32,7 @@ var infraErrors = []error{
 
 // modelErrors are refusals caused by what the model asked for.
 var modelErrors = []error{
-	memory.ErrNotFound, memory.ErrExists, memory.ErrInvalidArgument,
+	memory.ErrNotFound, memory.ErrExists, memory.ErrInvalidArgument, memory.ErrNoMatch,
 	blocks.ErrPermission, blocks.ErrWrongSchema, blocks.ErrLimit, blocks.ErrOutOfRange,
 	schema.ErrInvalid,
 	search.ErrInvalidQuery, search.ErrNoEmbedder,

@@ -126,58 +126,6 @@ func buildEdit(a *proposeEditArgs) (memory.Edit, error) {
 	return e, modelErrorf("unknown op %s; use one of set_text, append_text, replace_text, insert_text, set_field, append_to_list_field, increment_counter, push_item, insert_item, delete_item, check_item, append_log_entry", quote(a.Op))
 }
 
-// applyTo runs e on doc as actor, as the store would.
-func applyTo(doc *blocks.Document, e memory.Edit, actor blocks.Actor) error {
-	sec := e.Section
-	in := func(plain, sectioned func() error) error {
-		if sec != "" {
-			return sectioned()
-		}
-		return plain()
-	}
-	switch e.Op {
-	case blocks.OpSetText:
-		return in(func() error { return doc.SetText(e.Text, actor) },
-			func() error { return doc.SetTextInSection(sec, e.Text, actor) })
-	case blocks.OpAppendText:
-		return in(func() error { return doc.AppendText(e.Text, actor) },
-			func() error { return doc.AppendTextInSection(sec, e.Text, actor) })
-	case blocks.OpReplaceText:
-		return in(func() error { _, err := doc.ReplaceText(e.Old, e.Text, actor); return err },
-			func() error { _, err := doc.ReplaceTextInSection(sec, e.Old, e.Text, actor); return err })
-	case blocks.OpInsertText:
-		return in(func() error { return doc.InsertLine(e.Index, e.Text, actor) },
-			func() error { return doc.InsertLineInSection(sec, e.Index, e.Text, actor) })
-	case blocks.OpSetField:
-		return in(func() error { return doc.SetField(e.Field, e.Value, actor) },
-			func() error { return doc.SetFieldInSection(sec, e.Field, e.Value, actor) })
-	case blocks.OpAppendToListField:
-		return in(func() error { return doc.AppendToListField(e.Field, e.Value, actor) },
-			func() error { return doc.AppendToListFieldInSection(sec, e.Field, e.Value, actor) })
-	case blocks.OpIncrementCounter:
-		return in(func() error { return doc.IncrementCounter(e.Field, e.Delta, actor) },
-			func() error { return doc.IncrementCounterInSection(sec, e.Field, e.Delta, actor) })
-	case blocks.OpPushItem:
-		return in(func() error { return doc.PushItem(e.Value, actor) },
-			func() error { return doc.PushItemInSection(sec, e.Value, actor) })
-	case blocks.OpInsertItem:
-		return in(func() error { return doc.InsertItem(e.Index, e.Value, actor) },
-			func() error { return doc.InsertItemInSection(sec, e.Index, e.Value, actor) })
-	case blocks.OpDeleteItem:
-		return in(func() error { return doc.DeleteItem(e.Index, actor) },
-			func() error { return doc.DeleteItemInSection(sec, e.Index, actor) })
-	case blocks.OpCheckItem:
-		checked, _ := e.Value.(bool)
-		return in(func() error { return doc.CheckItem(e.Index, checked, actor) },
-			func() error { return doc.CheckItemInSection(sec, e.Index, checked, actor) })
-	case blocks.OpAppendLogEntry:
-		entry, _ := e.Value.(map[string]any)
-		return in(func() error { return doc.AppendLogEntry(entry, actor) },
-			func() error { return doc.AppendLogEntryInSection(sec, entry, actor) })
-	}
-	return modelErrorf("unsupported op %s", quote(string(e.Op)))
-}
-
 func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, error) {
 	ref, err := ts.ref(a.Owner, a.Label, a.Section)
 	if err != nil {
@@ -218,13 +166,24 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 			return Result{}, err
 		}
 	}
-	if err := applyTo(fork.View(ts.agent, blocks.ReadWrite), e, blocks.Agent); err != nil {
+	found, err := e.Apply(fork.View(ts.agent, blocks.ReadWrite), blocks.Agent)
+	if err == nil && !found {
+		return Result{}, noMatchErr(e.Old, ref)
+	}
+	if err != nil {
+		if errors.Is(err, memory.ErrInvalidArgument) {
+			return Result{}, modelErrorf("unsupported op %s", quote(string(e.Op)))
+		}
 		if errors.Is(err, blocks.ErrPermission) && !isInfra(err) {
 			return Result{}, modelErrorf("%s; even if approved this edit could not be applied", cleanErr(err))
 		}
 		return Result{}, ts.blockErr(ctx, ref, doc, err)
 	}
+	// The store tries the edit again (the block may have changed since).
 	p, err := ts.store.ProposeEdit(ctx, ts.agent, ref.owner, ref.label, e, a.Reason)
+	if errors.Is(err, memory.ErrNoMatch) {
+		return Result{}, noMatchErr(e.Old, ref)
+	}
 	if err != nil {
 		return Result{}, ts.blockErr(ctx, ref, doc, err)
 	}

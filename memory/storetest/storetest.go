@@ -40,6 +40,8 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Search", testSearch},
 		{"Cancelled", testCancelled},
 		{"ConcurrentAgents", testConcurrentAgents},
+		{"BlocksStamp", testBlocksStamp},
+		{"EditErrors", testEditErrors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -656,4 +658,246 @@ func testConcurrentAgents(t *testing.T, open Opener) {
 		}
 	}
 	_ = time.Now
+}
+
+// testBlocksStamp: the stamp changes with every kind of change to the
+// blocks an agent sees (own and shared), and only then.
+func testBlocksStamp(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	stamp := func(agent string) memory.BlocksStamp {
+		t.Helper()
+		st, err := s.BlocksStamp(ctx, agent)
+		must(t, err)
+		return st
+	}
+	// seen records every stamp of agent "a" so far: a stamp must never come
+	// back after a change (that would make a stale cached listing look
+	// fresh).
+	seen := map[memory.BlocksStamp]string{}
+	cur := stamp("a")
+	seen[cur] = "start"
+	changed := func(what string, f func() error) {
+		t.Helper()
+		must(t, f())
+		next := stamp("a")
+		if next == cur {
+			t.Fatalf("%s: stamp unchanged (%+v)", what, next)
+		}
+		if prev, ok := seen[next]; ok {
+			t.Fatalf("%s: stamp %+v repeats the one after %s", what, next, prev)
+		}
+		seen[next], cur = what, next
+	}
+	same := func(what string, f func() error) {
+		t.Helper()
+		must(t, f())
+		if next := stamp("a"); next != cur {
+			t.Fatalf("%s: stamp changed %+v -> %+v", what, cur, next)
+		}
+	}
+
+	changed("create", func() error {
+		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Permission: blocks.Admin, Value: "one"})
+		return err
+	})
+	changed("append", func() error { return s.AppendToBlock(ctx, "a", "notes", " two") })
+	changed("replace", func() error { _, err := s.ReplaceInBlock(ctx, "a", "notes", "two", "2"); return err })
+	changed("set text", func() error { return s.UpdateBlockText(ctx, "a", "notes", "three") })
+	changed("write through a view", func() error {
+		doc, err := s.GetBlock(ctx, "a", "notes")
+		if err != nil {
+			return err
+		}
+		if err := doc.AppendText(" four", blocks.Agent); err != nil {
+			return err
+		}
+		return s.PersistBlock(ctx, "a", "notes")
+	})
+	changed("pin", func() error { return s.SetBlockPinned(ctx, "a", "notes", true) })
+	changed("type", func() error { return s.SetBlockType(ctx, "a", "notes", blocks.Core) })
+	changed("schema", func() error {
+		return s.UpdateBlockSchema(ctx, "a", "notes", schema.Text{})
+	})
+
+	// Reads, no-op edits, refused edits and other agents' unshared blocks
+	// leave it alone.
+	same("reads", func() error {
+		if _, err := s.ListBlocks(ctx, "a"); err != nil {
+			return err
+		}
+		if _, err := s.ListSharedBlocks(ctx, "a"); err != nil {
+			return err
+		}
+		if _, err := s.GetBlock(ctx, "a", "notes"); err != nil {
+			return err
+		}
+		_, err := s.RenderedContent(ctx, "a", "notes")
+		return err
+	})
+	same("replace without a match", func() error { _, err := s.ReplaceInBlock(ctx, "a", "notes", "absent", "x"); return err })
+	same("same text again", func() error { return s.UpdateBlockText(ctx, "a", "notes", "three four") })
+	same("refused edit", func() error {
+		if err := s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpPushItem, Value: "x"}); err == nil {
+			return errors.New("push_item on a text block succeeded")
+		}
+		return nil
+	})
+	same("messages and archival", func() error {
+		if _, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "hi"}); err != nil {
+			return err
+		}
+		_, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "fact"})
+		return err
+	})
+	same("another agent's blocks", func() error {
+		if _, err := s.CreateBlock(ctx, "b", memory.BlockSpec{Label: "board", Permission: blocks.Admin, Value: "start"}); err != nil {
+			return err
+		}
+		if _, err := s.CreateBlock(ctx, "b", memory.BlockSpec{Label: "private", Permission: blocks.Admin}); err != nil {
+			return err
+		}
+		return s.AppendToBlock(ctx, "b", "board", " more")
+	})
+
+	// Shares: granting, the owner's edits and reconfiguration of a shared
+	// block, a sharee's own write, re-sharing, unsharing, deleting.
+	changed("share", func() error { return s.ShareBlock(ctx, "b", "board", "a", blocks.Append) })
+	changed("owner edits the shared block", func() error { return s.AppendToBlock(ctx, "b", "board", " again") })
+	changed("sharee edits the shared block", func() error {
+		return s.ApplyEdit(ctx, "a", "b", "board", memory.Edit{Op: blocks.OpAppendText, Text: " from a"})
+	})
+	changed("owner pins the shared block", func() error { return s.SetBlockPinned(ctx, "b", "board", true) })
+	same("owner edits an unshared block", func() error { return s.AppendToBlock(ctx, "b", "private", "x") })
+	changed("re-share with another permission", func() error { return s.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite) })
+	changed("share a second block", func() error { return s.ShareBlock(ctx, "b", "private", "a", blocks.ReadOnly) })
+	changed("unshare", func() error { return s.UnshareBlock(ctx, "b", "private", "a") })
+	// Unshare one block and share another: same number of blocks.
+	changed("swap shares", func() error {
+		if err := s.UnshareBlock(ctx, "b", "board", "a"); err != nil {
+			return err
+		}
+		return s.ShareBlock(ctx, "b", "private", "a", blocks.ReadOnly)
+	})
+	changed("owner deletes a shared block", func() error { return s.DeleteBlock(ctx, "b", "private") })
+
+	// Own blocks: deleting, and deleting then creating another block in
+	// its place (same count, possibly the same row id).
+	changed("create second", func() error {
+		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
+		return err
+	})
+	changed("delete", func() error { return s.DeleteBlock(ctx, "a", "tmp") })
+	changed("create after a delete", func() error {
+		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp2", Permission: blocks.Admin})
+		return err
+	})
+	changed("replace a block by another", func() error {
+		if err := s.DeleteBlock(ctx, "a", "tmp2"); err != nil {
+			return err
+		}
+		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp3", Permission: blocks.Admin})
+		return err
+	})
+
+	if _, err := s.BlocksStamp(ctx, ""); !errors.Is(err, memory.ErrInvalidArgument) {
+		t.Fatalf("BlocksStamp(\"\"): err = %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.BlocksStamp(cctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("BlocksStamp with a cancelled context: err = %v", err)
+	}
+}
+
+// testEditErrors: replace_text without a match, and proposals that could
+// never apply.
+func testEditErrors(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "alpha beta"})
+	must(t, err)
+	wantErr(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "gamma", Text: "x"}),
+		memory.ErrNoMatch, "replace_text without a match")
+	if found, err := s.ReplaceInBlock(ctx, "a", "notes", "gamma", "x"); found || err != nil {
+		t.Fatalf("ReplaceInBlock(absent) = %v, %v", found, err)
+	}
+	must(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "beta", Text: "gamma"}))
+	if r, _ := s.RenderedContent(ctx, "a", "notes"); r != "alpha gamma" {
+		t.Fatalf("rendered = %q", r)
+	}
+
+	// Edit.Apply is the store's edit runner: on a fork it changes nothing.
+	doc, err := s.GetBlock(ctx, "a", "notes")
+	must(t, err)
+	fork, err := doc.Fork()
+	must(t, err)
+	found, err := memory.Edit{Op: blocks.OpReplaceText, Old: "alpha", Text: "omega"}.Apply(fork, blocks.Agent)
+	if !found || err != nil {
+		t.Fatalf("Apply on a fork = %v, %v", found, err)
+	}
+	if got, _ := fork.Text(); got != "omega gamma" {
+		t.Fatalf("fork = %q", got)
+	}
+	if found, err := (memory.Edit{Op: blocks.OpReplaceText, Old: "zzz", Text: "x"}).Apply(fork, blocks.Agent); found || err != nil {
+		t.Fatalf("Apply without a match = %v, %v", found, err)
+	}
+	if _, err := (memory.Edit{Op: "explode"}).Apply(fork, blocks.Agent); !errors.Is(err, memory.ErrInvalidArgument) {
+		t.Fatalf("Apply of an unknown op: %v", err)
+	}
+	if r, _ := s.RenderedContent(ctx, "a", "notes"); r != "alpha gamma" {
+		t.Fatalf("fork edits reached the block: %q", r)
+	}
+
+	// Proposals are tried first; one that could never apply is refused and
+	// not stored.
+	_, err = s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin,
+		CharLimit: 40})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "human", "prefs", "a", blocks.Human))
+	_, err = s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "card", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
+		{Name: "name", Type: schema.FieldString}, {Name: "plan", Type: schema.FieldString, ReadOnly: true},
+	}}})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "human", "card", "a", blocks.Partner))
+	refused := []struct {
+		label string
+		e     memory.Edit
+		want  error
+	}{
+		{"prefs", memory.Edit{Op: blocks.OpReplaceText, Old: "coffee", Text: "tea"}, memory.ErrNoMatch},
+		{"prefs", memory.Edit{Op: blocks.OpPushItem, Value: "x"}, blocks.ErrWrongSchema},
+		{"prefs", memory.Edit{Op: blocks.OpAppendText, Text: strings.Repeat("x", 100)}, blocks.ErrLimit},
+		{"card", memory.Edit{Op: blocks.OpSetField, Field: "plan", Value: "pro"}, blocks.ErrPermission},
+		{"card", memory.Edit{Op: blocks.OpSetField, Field: "name", Value: 42}, schema.ErrInvalid},
+		{"prefs", memory.Edit{Op: "explode"}, memory.ErrInvalidArgument},
+	}
+	for _, tc := range refused {
+		_, err := s.ProposeEdit(ctx, "a", "human", tc.label, tc.e, "r")
+		wantErr(t, err, tc.want, fmt.Sprintf("ProposeEdit %s on %s", tc.e.Op, tc.label))
+		// ApplyEdit of the same edit needs approval, would keep it as a
+		// proposal, and so refuses it the same way.
+		err = s.ApplyEdit(ctx, "a", "human", tc.label, tc.e)
+		var pe *memory.ProposalError
+		if errors.As(err, &pe) {
+			t.Fatalf("ApplyEdit %s on %s kept proposal #%d of an edit that cannot apply", tc.e.Op, tc.label, pe.ProposalID)
+		}
+		wantErr(t, err, tc.want, fmt.Sprintf("ApplyEdit %s on %s", tc.e.Op, tc.label))
+	}
+	ps, err := s.ListProposals(ctx, "human", "")
+	must(t, err)
+	if len(ps) != 0 {
+		t.Fatalf("refused proposals were stored: %+v", ps)
+	}
+	// A valid proposal is stored; if the block changes so that it no longer
+	// applies, approving it fails and leaves it pending.
+	p, err := s.ProposeEdit(ctx, "a", "human", "prefs", memory.Edit{Op: blocks.OpReplaceText, Old: "tea", Text: "coffee"}, "r")
+	must(t, err)
+	must(t, s.UpdateBlockText(ctx, "human", "prefs", "likes: water"))
+	wantErr(t, s.ApproveProposal(ctx, p.ID, "the-human"), memory.ErrNoMatch, "approve a proposal that no longer applies")
+	ps, _ = s.ListProposals(ctx, "human", "prefs")
+	if len(ps) != 1 || ps[0].Status != "pending" {
+		t.Fatalf("proposals after a failed approval: %+v", ps)
+	}
+	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: water" {
+		t.Fatalf("failed approval changed the block: %q", r)
+	}
 }

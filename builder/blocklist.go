@@ -1,0 +1,76 @@
+package builder
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/engram-go/engram/memory"
+)
+
+type blocksKey struct {
+	store memory.Store
+	agent string
+}
+
+// blocksEntry is an agent's block listings as of stamp.
+type blocksEntry struct {
+	mu     sync.Mutex
+	valid  bool
+	stamp  memory.BlocksStamp
+	own    []memory.BlockMeta
+	shared []memory.SharedBlock
+}
+
+// blockLists returns the agent's own blocks and the blocks shared with it.
+// A warm call costs one Store.BlocksStamp query: the listings are read again
+// only when the stamp changed, that is when a block the agent sees, or a
+// share, changed anywhere (this process or another on the same file). The
+// returned slices are shared with the cache and must not be modified.
+func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
+	if !reflect.TypeOf(store).Comparable() {
+		return listBlocks(ctx, store, agent)
+	}
+	k := blocksKey{store: store, agent: agent}
+	c.blocksMu.Lock()
+	e := c.blocks[k]
+	if e == nil {
+		e = &blocksEntry{}
+		c.blocks[k] = e
+	}
+	c.blocksMu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The stamp is read before the listings: a change that lands between
+	// them is then in the listings or changes the next stamp, never lost.
+	stamp, err := store.BlocksStamp(ctx, agent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
+	}
+	if e.valid && e.stamp == stamp {
+		return e.own, e.shared, nil
+	}
+	e.valid = false
+	own, shared, err := listBlocks(ctx, store, agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Capped, so an append by a caller cannot write into the cache's array.
+	e.own, e.shared, e.stamp, e.valid = slices.Clip(own), slices.Clip(shared), stamp, true
+	return e.own, e.shared, nil
+}
+
+func listBlocks(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
+	own, err := store.ListBlocks(ctx, agent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
+	}
+	shared, err := store.ListSharedBlocks(ctx, agent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("builder: blocks shared with %q: %w", agent, err)
+	}
+	return own, shared, nil
+}

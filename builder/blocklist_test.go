@@ -1,0 +1,111 @@
+package builder_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/memory"
+)
+
+// listSpy is a store that counts block listings.
+type listSpy struct {
+	memory.Store
+	lists atomic.Int64
+}
+
+func (s *listSpy) ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error) {
+	s.lists.Add(1)
+	return s.Store.ListBlocks(ctx, agent)
+}
+
+func (s *listSpy) ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error) {
+	s.lists.Add(1)
+	return s.Store.ListSharedBlocks(ctx, agent)
+}
+
+// TestBlockListCacheSeesOtherProcesses: the builder caches an agent's block
+// listings under memory.BlocksStamp. A warm build lists nothing; every kind
+// of change made through another Cache on the same file (as another process
+// would) is in the next build, own blocks and shared ones alike.
+func TestBlockListCacheSeesOtherProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "two.db")
+	open := func() *memory.Cache {
+		c, err := memory.Open(ctx, path, &memory.Options{Now: fixedClock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	here, there := open(), open()
+	mustBlock(t, here, "a", memory.BlockSpec{Label: "persona", Type: blocks.Core, Permission: blocks.Admin, Value: "I am A."})
+	mustBlock(t, here, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Permission: blocks.Admin, Value: "step one"})
+	mustBlock(t, here, "b", memory.BlockSpec{Label: "board", Type: blocks.Core, Permission: blocks.Admin, Value: "team board"})
+
+	spy := &listSpy{Store: here}
+	b := builder.New(spy, builder.DefaultConfig()).ForAgent("a").WithBaseInstructions("Base.")
+	check := func(what string, lists int64, want, wantNot []string) {
+		t.Helper()
+		before := spy.lists.Load()
+		sys := build(t, b).System
+		if n := spy.lists.Load() - before; n != lists {
+			t.Fatalf("%s: %d listings, want %d", what, n, lists)
+		}
+		for _, w := range want {
+			if !strings.Contains(sys, w) {
+				t.Fatalf("%s: system prompt lacks %q:\n%s", what, w, sys)
+			}
+		}
+		for _, w := range wantNot {
+			if strings.Contains(sys, w) {
+				t.Fatalf("%s: system prompt still has %q:\n%s", what, w, sys)
+			}
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("cold", 2, []string{"I am A."}, []string{"step one", "team board"})
+	check("warm", 0, []string{"I am A."}, nil)
+
+	// Changes through the other Cache, one kind at a time.
+	must(there.AppendToBlock(ctx, "a", "persona", " I plan."))
+	check("content edit elsewhere", 2, []string{"I am A. I plan."}, nil)
+	check("warm again", 0, []string{"I am A. I plan."}, nil)
+	must(there.SetBlockPinned(ctx, "a", "plan", true))
+	check("pin elsewhere", 2, []string{"step one"}, nil)
+	must(there.ShareBlock(ctx, "b", "board", "a", blocks.Append))
+	check("share elsewhere", 2, []string{`<block:board permission="Append" shared_from="b">`, "team board"}, nil)
+	must(there.AppendToBlock(ctx, "b", "board", " (updated)"))
+	check("owner edits the shared block elsewhere", 2, []string{"team board (updated)"}, nil)
+	must(there.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite))
+	check("re-share elsewhere", 2, []string{`<block:board permission="ReadWrite" shared_from="b">`}, []string{`permission="Append"`})
+	must(there.UnshareBlock(ctx, "b", "board", "a"))
+	check("unshare elsewhere", 2, nil, []string{"team board"})
+	must(there.DeleteBlock(ctx, "a", "plan"))
+	check("delete elsewhere", 2, nil, []string{"step one"})
+	_, err := there.CreateBlock(ctx, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Pinned: true, Permission: blocks.Admin, Value: "step two"})
+	must(err)
+	check("create elsewhere", 2, []string{"step two"}, nil)
+	must(there.SetBlockType(ctx, "a", "plan", blocks.Core))
+	check("reconfigure elsewhere", 2, []string{"step two"}, nil)
+	check("warm at the end", 0, []string{"I am A. I plan.", "step two"}, nil)
+
+	// Changes in this process (through the builder's own store) too.
+	must(here.AppendToBlock(ctx, "a", "plan", " and three"))
+	check("local edit", 2, []string{"step two and three"}, nil)
+	// Activity elsewhere that the agent cannot see lists nothing.
+	must(there.AppendToBlock(ctx, "b", "board", " again"))
+	_, err = there.AppendMessage(ctx, "b", memory.Message{Role: memory.RoleUser, BatchID: "x", Content: "hi"})
+	must(err)
+	check("unrelated change", 0, nil, nil)
+}

@@ -1,0 +1,134 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// BlocksStamp is a cheap fingerprint of the blocks an agent sees: its own
+// blocks and the blocks shared with it. Two stamps read for one agent are
+// equal only if ListBlocks and ListSharedBlocks would return the same
+// blocks with the same metadata, permissions and rendered content in
+// between (as persisted: unflushed write-back changes do not count, as they
+// do not for the listings either). Any persisted change by any Cache on the
+// same database, in this process or another, changes it: a content edit, a
+// metadata change (pin, type, schema, permission), creating or deleting a
+// block, sharing, re-sharing with another permission, and unsharing.
+//
+// Stamps are only meant to be compared for equality; their fields are not
+// ordered and mean nothing on their own. A consumer that caches listings
+// must read the stamp before listing, so that a change racing with the
+// listing makes the next stamp differ from the stored one.
+type BlocksStamp struct {
+	// Gen counts structural changes that concern the agent: blocks created
+	// or deleted, shares granted, changed or revoked.
+	Gen int64
+	// Blocks is the number of blocks the agent sees (own and shared).
+	Blocks int64
+	// Seq is the sum of the update sequence, metadata version and epoch of
+	// those blocks. With the set of blocks fixed (same Gen), it grows with
+	// every persisted content or metadata change.
+	Seq int64
+}
+
+// stampQuery reads a BlocksStamp in one statement (so from one consistent
+// snapshot): the agent's generation counter, a primary-key read of table
+// meta, and the sums over its own blocks (index on owner) and the blocks
+// shared with it (index shares_agent, then blocks by id).
+const stampQuery = `SELECT
+	COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0),
+	count(*), COALESCE(sum(v), 0)
+FROM (
+	SELECT last_seq + meta_ver + epoch AS v FROM blocks WHERE owner = ?
+	UNION ALL
+	SELECT b.last_seq + b.meta_ver + b.epoch FROM shares s JOIN blocks b ON b.id = s.block_id WHERE s.agent = ?
+)`
+
+// genKeyPrefix prefixes an agent's generation counter in table meta.
+const genKeyPrefix = "blocks_gen:"
+
+func genKey(agent string) string { return genKeyPrefix + agent }
+
+// BlocksStamp returns the current stamp of the blocks agent sees: one
+// indexed query, no listing, no document loads. See BlocksStamp (the type)
+// for what changes it.
+func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return BlocksStamp{}, err
+	}
+	if strings.TrimSpace(agent) == "" {
+		return BlocksStamp{}, invalidArg("agent id is empty")
+	}
+	st, err := c.prepared(ctx, stampQuery)
+	if err != nil {
+		return BlocksStamp{}, fmt.Errorf("memory: blocks stamp of %q: %w", agent, err)
+	}
+	var s BlocksStamp
+	if err := st.QueryRowContext(ctx, genKey(agent), agent, agent).Scan(&s.Gen, &s.Blocks, &s.Seq); err != nil {
+		return BlocksStamp{}, fmt.Errorf("memory: blocks stamp of %q: %w", agent, err)
+	}
+	return s, nil
+}
+
+// Writes run in Cache.write, which never abandons a started transaction,
+// so these helpers take no context.
+//
+// Every write that changes which blocks an agent sees, or a share's
+// permission, bumps that agent's generation counter in the same
+// transaction. Content and metadata changes need no bump: they raise
+// last_seq or meta_ver, which the stamp sums. (A future history rebase that
+// resets last_seq must bump the generations of the owner and the sharees,
+// as deletion does.)
+
+const bumpGenSQL = `INSERT INTO meta (key, value) VALUES (?, 1)
+	ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`
+
+// bumpGen bumps the generation counters of agents.
+func bumpGen(tx *sql.Tx, agents ...string) error {
+	for _, a := range agents {
+		if _, err := tx.Exec(bumpGenSQL, genKey(a)); err != nil {
+			return fmt.Errorf("bump blocks generation of %q: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// bumpGenOfBlock bumps the generation counters of a block's owner and of
+// every agent it is shared with (before the block or its shares go away).
+func bumpGenOfBlock(tx *sql.Tx, owner, label string) error {
+	if _, err := tx.Exec(`INSERT INTO meta (key, value)
+		SELECT ? || s.agent, 1 FROM shares s JOIN blocks b ON b.id = s.block_id WHERE b.owner = ? AND b.label = ?
+		ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`, genKeyPrefix, owner, label); err != nil {
+		return fmt.Errorf("bump blocks generation of the sharees of %q/%q: %w", owner, label, err)
+	}
+	return bumpGen(tx, owner)
+}
+
+// prepared returns a prepared statement of the read pool for query,
+// preparing it once per Cache: modernc.org/sqlite otherwise parses the SQL
+// on every call, which costs as much as running a small indexed query.
+func (c *Cache) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := c.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := c.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := c.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// closeStmts closes the prepared statements (on Close).
+func (c *Cache) closeStmts() {
+	c.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		c.stmts.Delete(k)
+		return true
+	})
+}
