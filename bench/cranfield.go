@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	_ "github.com/blevesearch/bleve/v2/analysis/lang/en" // registers the "en" analyzer
+	"github.com/philippgille/chromem-go"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// fixedEmbedder maps known texts to precomputed vectors: the Cranfield
+// collection's shipped 512-dimension sentence embeddings. Unknown texts are
+// an error, so nothing is ever embedded behind the benchmark's back.
+type fixedEmbedder struct {
+	dims int
+	vecs map[string][]float32
+}
+
+func (f *fixedEmbedder) Name() string    { return "use-lite-fixed/512" }
+func (f *fixedEmbedder) Dimensions() int { return f.dims }
+func (f *fixedEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v, ok := f.vecs[t]
+		if !ok {
+			return nil, fmt.Errorf("%w: fixed embedder has no vector for %.40q", search.ErrEmbedder, t)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+const cranAgent = "cran"
+
+// cranSystem is one retrieval system under test: it answers a query with
+// ranked Cranfield document ids.
+type cranSystem struct {
+	name  string
+	query func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error)
+}
+
+// benchCranfield: comparison 1, search quality and latency on Cranfield.
+func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report) error {
+	const sec = "search"
+	if dir == "" {
+		r.add(row{Section: sec, Comparison: "Cranfield search", Note: "skipped: collection not found (set -cranfield or ENGRAM_CRANFIELD)"})
+		return nil
+	}
+	c, err := search.LoadCranfield(dir)
+	if err != nil {
+		return err
+	}
+	if c.DocVectors == nil || c.QueryVectors == nil {
+		return errors.New("cranfield: embeddings (use_*.f32) missing")
+	}
+	docs, queries := c.Docs, c.Queries
+	if cfg.cranDocs > 0 && cfg.cranDocs < len(docs) {
+		docs = docs[:cfg.cranDocs]
+	}
+	// A few Cranfield records have neither title nor body; the store
+	// refuses empty archival entries, so every system leaves them out.
+	docs = slices.DeleteFunc(slices.Clone(docs), func(d search.CranfieldDoc) bool {
+		return strings.TrimSpace(d.Title+d.Body) == "" || c.DocVectors[d.ID] == nil
+	})
+	if cfg.cranQueries > 0 && cfg.cranQueries < len(queries) {
+		queries = queries[:cfg.cranQueries]
+	}
+	qrels := map[string]search.Relevance{}
+	for _, q := range queries {
+		id := strconv.FormatInt(q.ID, 10)
+		if rel, ok := c.Qrels[id]; ok {
+			qrels[id] = rel
+		}
+	}
+	// recall@100 needs 100 results: quality is measured at limit 100, and
+	// latency at both 100 and 10 (what an agent asks for).
+	const evalLimit = 100
+	timedLimits := []int{10, evalLimit}
+
+	// Texts as the shipped embeddings were made: title + body.
+	texts := make([]string, len(docs))
+	emb := &fixedEmbedder{dims: 512, vecs: map[string][]float32{}}
+	for i, d := range docs {
+		texts[i] = d.Title + "\n" + d.Body
+		emb.vecs[texts[i]] = c.DocVectors[d.ID]
+	}
+	for _, q := range queries {
+		emb.vecs[q.Text] = c.QueryVectors[q.ID]
+	}
+
+	// engram: a file store, one InsertArchival per document (write-through,
+	// FTS by trigger, vector through the fixed embedder into vec0).
+	t0 := time.Now()
+	st, err := memory.Open(ctx, filepath.Join(tmp, "cranfield.db"), &memory.Options{Embedder: emb})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	toDoc := map[int64]string{}
+	for i, d := range docs {
+		e, err := st.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: texts[i]})
+		if err != nil {
+			return fmt.Errorf("engram insert doc %d: %w", d.ID, err)
+		}
+		toDoc[e.ID] = strconv.FormatInt(d.ID, 10)
+	}
+	engramLoad := time.Since(t0)
+	engram := func(name string, mode search.Mode) cranSystem {
+		return cranSystem{name: name, query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+			rs, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(mode).Limit(limit))
+			if errors.Is(err, search.ErrInvalidQuery) {
+				return nil, nil // no searchable terms: retrieves nothing
+			}
+			if err != nil {
+				return nil, err
+			}
+			ids := make([]string, len(rs))
+			for i, x := range rs {
+				ids[i] = toDoc[x.ID]
+			}
+			return ids, nil
+		}}
+	}
+
+	// bleve v2.6.1: scorch index, English analyzer, BM25 scoring.
+	t0 = time.Now()
+	im := bleve.NewIndexMapping()
+	im.DefaultAnalyzer = "en"
+	im.ScoringModel = "bm25" // index.BM25Scoring (bleve_index_api)
+	bdir := filepath.Join(tmp, "bleve")
+	bidx, err := bleve.New(bdir, im)
+	if err != nil {
+		return fmt.Errorf("bleve: %w", err)
+	}
+	defer func() { bidx.Close(); os.RemoveAll(bdir) }()
+	batch := bidx.NewBatch()
+	for i, d := range docs {
+		if err := batch.Index(strconv.FormatInt(d.ID, 10), map[string]any{"text": texts[i]}); err != nil {
+			return fmt.Errorf("bleve: %w", err)
+		}
+	}
+	if err := bidx.Batch(batch); err != nil {
+		return fmt.Errorf("bleve: %w", err)
+	}
+	bleveLoad := time.Since(t0)
+	bleveSys := cranSystem{name: "bleve BM25", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+		mq := bleve.NewMatchQuery(q.Text)
+		req := bleve.NewSearchRequestOptions(mq, limit, 0, false)
+		res, err := bidx.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			ids[i] = h.ID
+		}
+		return ids, nil
+	}}
+
+	// chromem-go v0.7.0: in memory, the same vectors.
+	cdb := chromem.NewDB()
+	col, err := cdb.CreateCollection("cran", nil, func(context.Context, string) ([]float32, error) {
+		return nil, errors.New("chromem: no embedding function in the benchmark")
+	})
+	if err != nil {
+		return err
+	}
+	cdocs := make([]chromem.Document, len(docs))
+	for i, d := range docs {
+		cdocs[i] = chromem.Document{ID: strconv.FormatInt(d.ID, 10), Content: texts[i], Embedding: slices.Clone(c.DocVectors[d.ID])}
+	}
+	if err := col.AddDocuments(ctx, cdocs, 1); err != nil {
+		return fmt.Errorf("chromem: %w", err)
+	}
+	chromemSys := cranSystem{name: "chromem-go", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+		res, err := col.QueryEmbedding(ctx, slices.Clone(c.QueryVectors[q.ID]), min(limit, col.Count()), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(res))
+		for i, x := range res {
+			ids[i] = x.ID
+		}
+		return ids, nil
+	}}
+
+	// Diagnostic: the bare FTS5 query engram's FTS mode is built on (the
+	// same MATCH expression and bm25 weights, ids only, no row fetch, no
+	// snippets), on the store's read pool.
+	rawStmt, err := st.DB().PrepareContext(ctx, `SELECT rowid FROM fts_archival WHERE fts_archival MATCH ?
+		ORDER BY bm25(fts_archival, 1.0, 2.0, 0.5) LIMIT ?`)
+	if err != nil {
+		return err
+	}
+	defer rawStmt.Close()
+	rawSys := cranSystem{name: "raw FTS5", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+		expr, err := search.MatchExpression(q.Text)
+		if err != nil {
+			return nil, nil
+		}
+		rows, err := rawStmt.QueryContext(ctx, expr, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, toDoc[id])
+		}
+		return ids, rows.Err()
+	}}
+
+	systems := []cranSystem{engram("engram FTS", search.FTS), engram("engram Vector", search.Vector),
+		engram("engram Hybrid", search.Hybrid), bleveSys, chromemSys, rawSys}
+	metrics := map[string]search.Metrics{}
+	lats := map[string][]latency{} // by system name + "@" + limit
+	// Warm-up pass (page cache, bleve segment readers), which also gives
+	// the quality figures: every system is deterministic.
+	for _, s := range systems {
+		runs := map[string][]string{}
+		for _, q := range queries {
+			ids, err := s.query(ctx, q, evalLimit)
+			if err != nil {
+				return fmt.Errorf("%s query %d: %w", s.name, q.ID, err)
+			}
+			runs[strconv.FormatInt(q.ID, 10)] = ids
+		}
+		metrics[s.name] = search.Evaluate(runs, qrels)
+	}
+	// Latency over every query, or an even sample of them (-quick).
+	timed := queries
+	if cfg.cranTimedQueries > 0 && cfg.cranTimedQueries < len(queries) {
+		timed = nil
+		step := float64(len(queries)) / float64(cfg.cranTimedQueries)
+		for i := range cfg.cranTimedQueries {
+			timed = append(timed, queries[int(float64(i)*step)])
+		}
+	}
+	for range cfg.repeats {
+		for _, limit := range timedLimits {
+			for _, s := range systems {
+				ds := make([]time.Duration, 0, len(timed))
+				for _, q := range timed {
+					t := time.Now()
+					if _, err := s.query(ctx, q, limit); err != nil {
+						return err
+					}
+					ds = append(ds, time.Since(t))
+				}
+				key := fmt.Sprintf("%s@%d", s.name, limit)
+				lats[key] = append(lats[key], latencyOf(ds))
+			}
+		}
+	}
+
+	nq := fmt.Sprintf("%d docs, %d queries (%d timed)", len(docs), len(queries), len(timed))
+	quality := func(sys, base, label, note string) {
+		e, b := metrics[sys], metrics[base]
+		r.compare(sec, label+" nDCG@10 vs "+base, e.NDCG10, b.NDCG10, unitScore, "higher", note)
+		r.compare(sec, label+" MRR vs "+base, e.MRR, b.MRR, unitScore, "higher", "")
+		r.compare(sec, label+" recall@100 vs "+base, e.Recall100, b.Recall100, unitScore, "higher", "")
+	}
+	timing := func(sys, base, label, note string) {
+		for _, limit := range timedLimits {
+			e := medianLatency(lats[fmt.Sprintf("%s@%d", sys, limit)])
+			b := medianLatency(lats[fmt.Sprintf("%s@%d", base, limit)])
+			n := ""
+			if limit == evalLimit {
+				n = note
+			}
+			r.latency(sec, fmt.Sprintf("%s query p50, limit %d, vs %s", label, limit, base), e, b, n)
+		}
+	}
+	quality("engram FTS", "bleve BM25", "Cranfield FTS", nq)
+	timing("engram FTS", "bleve BM25", "Cranfield FTS", "engram returns full rows + snippets, bleve ids only")
+	timing("engram FTS", "raw FTS5", "Cranfield FTS (diagnostic)", "raw = the same MATCH + bm25 ORDER BY, ids only: the rest is engram's row fetch, filters, snippets")
+	quality("engram Vector", "chromem-go", "Cranfield Vector", "shipped 512-dim USE-lite vectors in both")
+	timing("engram Vector", "chromem-go", "Cranfield Vector", "vec0 exact KNN in SQLite + row fetch vs chromem's in-memory scan")
+	quality("engram Hybrid", "bleve BM25", "Cranfield Hybrid", "RRF of FTS and the weak shipped vectors")
+	timing("engram Hybrid", "bleve BM25", "Cranfield Hybrid", "FTS + vec0 + fusion, each side max(4×limit, 50) deep")
+	r.time(sec, "Cranfield load vs bleve batch", ms(engramLoad), ms(bleveLoad),
+		fmt.Sprintf("engram: %d durable InsertArchival calls (FTS + vec0); bleve: one batch, no per-doc fsync", len(docs)))
+	return nil
+}
