@@ -1,18 +1,16 @@
 package compress
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/openaihttp"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -72,13 +70,9 @@ type OpenAIOptions struct {
 // /chat/completions endpoint (OpenAI, Ollama, llama.cpp server, vLLM, ...).
 // It is safe for concurrent use.
 type OpenAISummarizer struct {
-	url, model, apiKey, prompt string
-	maxTokens                  int
-	timeout                    time.Duration
-	retries                    int
-	delay, maxDelay            time.Duration
-	client                     *http.Client
-	header                     http.Header
+	model, prompt string
+	maxTokens     int
+	client        *openaihttp.Client
 }
 
 // NewOpenAI builds a summarizer from opts (nil: all from the environment).
@@ -88,56 +82,52 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAISummarizer, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.BaseURL = firstNonEmpty(o.BaseURL, os.Getenv("ENGRAM_SUMMARY_BASE_URL"), os.Getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
-	o.Model = firstNonEmpty(o.Model, os.Getenv("ENGRAM_SUMMARY_MODEL"), os.Getenv("OPENAI_MODEL"), DefaultSummaryModel)
-	o.APIKey = firstNonEmpty(o.APIKey, os.Getenv("ENGRAM_SUMMARY_API_KEY"), os.Getenv("OPENAI_API_KEY"))
+	o.BaseURL = openaihttp.FirstNonEmpty(o.BaseURL, os.Getenv("ENGRAM_SUMMARY_BASE_URL"), os.Getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
+	o.Model = openaihttp.FirstNonEmpty(o.Model, os.Getenv("ENGRAM_SUMMARY_MODEL"), os.Getenv("OPENAI_MODEL"), DefaultSummaryModel)
+	o.APIKey = openaihttp.FirstNonEmpty(o.APIKey, os.Getenv("ENGRAM_SUMMARY_API_KEY"), os.Getenv("OPENAI_API_KEY"))
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("%w: openai summarizer: base URL %q must start with http:// or https://", ErrInvalid, o.BaseURL)
 	}
 	s := &OpenAISummarizer{
-		url:       base + "/chat/completions",
 		model:     o.Model,
-		apiKey:    o.APIKey,
-		prompt:    firstNonEmpty(o.Prompt, DefaultSummaryPrompt),
+		prompt:    openaihttp.FirstNonEmpty(o.Prompt, DefaultSummaryPrompt),
 		maxTokens: o.MaxTokens,
-		timeout:   o.Timeout,
-		retries:   o.MaxRetries,
-		delay:     o.RetryDelay,
-		maxDelay:  o.MaxRetryDelay,
-		client:    o.HTTPClient,
-		header:    o.Header.Clone(),
+		client: &openaihttp.Client{
+			URL:              base + "/chat/completions",
+			APIKey:           o.APIKey,
+			Header:           o.Header.Clone(),
+			Timeout:          o.Timeout,
+			MaxRetries:       o.MaxRetries,
+			RetryDelay:       o.RetryDelay,
+			MaxRetryDelay:    o.MaxRetryDelay,
+			HTTP:             o.HTTPClient,
+			MaxResponseBytes: 16 << 20,
+			Detail:           "(model " + o.Model + ")",
+			Clip:             clipLong,
+		},
 	}
 	if s.maxTokens == 0 {
 		s.maxTokens = DefaultSummaryMaxTokens
 	}
-	if s.timeout <= 0 {
-		s.timeout = DefaultSummaryTimeout
+	if s.client.Timeout <= 0 {
+		s.client.Timeout = DefaultSummaryTimeout
 	}
-	if s.retries == 0 {
-		s.retries = DefaultSummaryMaxRetries
-	} else if s.retries < 0 {
-		s.retries = 0
-	}
-	if s.delay <= 0 {
-		s.delay = 500 * time.Millisecond
-	}
-	if s.maxDelay <= 0 {
-		s.maxDelay = 30 * time.Second
-	}
-	if s.client == nil {
-		s.client = &http.Client{}
+	if s.client.MaxRetries == 0 {
+		s.client.MaxRetries = DefaultSummaryMaxRetries
+	} else if s.client.MaxRetries < 0 {
+		s.client.MaxRetries = 0
 	}
 	return s, nil
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
+// clipLong shortens a response body longer than n bytes to n runes for an
+// error message.
+func clipLong(s string, n int) string {
+	if len(s) > n {
+		return clipRunes(s, n)
 	}
-	return ""
+	return s
 }
 
 // Model returns the chat model's name.
@@ -214,139 +204,34 @@ func (s *OpenAISummarizer) Summarize(ctx context.Context, previous string, msgs 
 	if err != nil {
 		return "", fmt.Errorf("%w: encode request: %v", ErrSummarizer, err)
 	}
-	delay := s.delay
-	for attempt := 0; ; attempt++ {
-		text, retryAfter, err := s.post(ctx, body)
-		if err == nil {
-			return text, nil
-		}
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("compress: openai summarizer: %w", context.Cause(ctx))
-		}
-		if retryAfter < 0 || attempt >= s.retries {
-			if attempt > 0 {
-				return "", fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return "", err
-		}
-		wait := min(max(delay, retryAfter), s.maxDelay)
-		delay = min(delay*2, s.maxDelay)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("compress: openai summarizer: %w (while waiting to retry: %v)", context.Cause(ctx), err)
-		case <-t.C:
-		}
+	var text string
+	check := func(raw []byte) (err error) {
+		text, err = s.decode(raw)
+		return err
 	}
+	if _, err := s.client.PostCheck(ctx, body, check); err != nil {
+		return "", openaihttp.Wrap(err, ErrSummarizer, "compress: openai summarizer")
+	}
+	return text, nil
 }
 
-// post makes one attempt. retryAfter < 0 means the error is permanent;
-// otherwise it is the server's requested wait (0 if none).
-func (s *OpenAISummarizer) post(ctx context.Context, body []byte) (text string, retryAfter time.Duration, err error) {
-	actx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return "", -1, fmt.Errorf("%w: build request: %v", ErrSummarizer, err)
-	}
-	for k, v := range s.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if s.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+s.apiKey)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return "", 0, fmt.Errorf("%w: POST %s: %v", ErrSummarizer, s.url, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return "", 0, fmt.Errorf("%w: POST %s: read response: %v", ErrSummarizer, s.url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("%w: POST %s (model %s): HTTP %d: %s", ErrSummarizer, s.url, s.model, resp.StatusCode, errorMessage(raw))
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			return "", parseRetryAfter(resp.Header.Get("Retry-After")), err
-		}
-		return "", -1, err
-	}
+// decode reads the summary of a 200 response. Its errors are wrapped in
+// ErrSummarizer by openaihttp.Wrap.
+func (s *OpenAISummarizer) decode(raw []byte) (string, error) {
+	url := s.client.URL
 	var r chatResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return "", -1, fmt.Errorf("%w: POST %s: response is not a chat completion: %v (body %s)", ErrSummarizer, s.url, err, clip(raw, 200))
+		return "", fmt.Errorf("POST %s: response is not a chat completion: %v (body %s)", url, err, s.client.Quote(raw, 200))
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
-		return "", -1, fmt.Errorf("%w: POST %s: error in response: %s", ErrSummarizer, s.url, errorMessage(raw))
+		return "", fmt.Errorf("POST %s: error in response: %s", url, s.client.ErrorMessage(raw))
 	}
 	if len(r.Choices) == 0 || r.Choices[0].Message.Content == nil {
-		return "", -1, fmt.Errorf("%w: POST %s: response has no message content (body %s)", ErrSummarizer, s.url, clip(raw, 200))
+		return "", fmt.Errorf("POST %s: response has no message content (body %s)", url, s.client.Quote(raw, 200))
 	}
 	out := strings.TrimSpace(*r.Choices[0].Message.Content)
 	if out == "" {
-		return "", -1, fmt.Errorf("%w: POST %s: model %s returned an empty summary (finish_reason %q)", ErrSummarizer, s.url, s.model, r.Choices[0].FinishReason)
+		return "", fmt.Errorf("POST %s: model %s returned an empty summary (finish_reason %q)", url, s.model, r.Choices[0].FinishReason)
 	}
-	return out, 0, nil
-}
-
-// errorMessage extracts a readable message from an error body: OpenAI's
-// {"error":{"message":...}}, Ollama's {"error":"..."}, or the raw text.
-func errorMessage(raw []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(raw, &v) == nil {
-		var s string
-		if json.Unmarshal(v.Error, &s) == nil && s != "" {
-			return s
-		}
-		var obj struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		}
-		if json.Unmarshal(v.Error, &obj) == nil && obj.Message != "" {
-			if obj.Type != "" {
-				return obj.Message + " (" + obj.Type + ")"
-			}
-			return obj.Message
-		}
-		if v.Message != "" {
-			return v.Message
-		}
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "empty body"
-	}
-	return clip(raw, 300)
-}
-
-func clip(b []byte, n int) string {
-	s := string(b)
-	if len(s) > n {
-		s = clipRunes(s, n)
-	}
-	return strconv.Quote(s)
-}
-
-// parseRetryAfter reads a Retry-After header: delta seconds or an HTTP date.
-func parseRetryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(h, 64); err == nil {
-		if secs <= 0 || secs != secs {
-			return 0
-		}
-		return time.Duration(min(secs, 3600) * float64(time.Second))
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
+	return out, nil
 }

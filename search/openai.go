@@ -1,16 +1,16 @@
 package search
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/engram-go/engram/internal/openaihttp"
 )
 
 // Defaults of the OpenAI-compatible embedder.
@@ -80,15 +80,11 @@ type OpenAIOptions struct {
 // (OpenAI, Ollama, llama.cpp server, vLLM, LocalAI, ...). It is safe for
 // concurrent use.
 type OpenAIEmbedder struct {
-	url, model, apiKey string
-	dims               int
-	sendDims           bool
-	batch              int
-	timeout            time.Duration
-	retries            int
-	delay, maxDelay    time.Duration
-	client             *http.Client
-	header             http.Header
+	model    string
+	dims     int
+	sendDims bool
+	batch    int
+	client   *openaihttp.Client
 }
 
 // NewOpenAI builds an embedder from opts (nil: all from the environment).
@@ -98,9 +94,9 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAIEmbedder, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.BaseURL = firstNonEmpty(o.BaseURL, os.Getenv("ENGRAM_EMBED_BASE_URL"), os.Getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
-	o.Model = firstNonEmpty(o.Model, os.Getenv("ENGRAM_EMBED_MODEL"), DefaultOpenAIModel)
-	o.APIKey = firstNonEmpty(o.APIKey, os.Getenv("ENGRAM_EMBED_API_KEY"), os.Getenv("OPENAI_API_KEY"))
+	o.BaseURL = openaihttp.FirstNonEmpty(o.BaseURL, os.Getenv("ENGRAM_EMBED_BASE_URL"), os.Getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
+	o.Model = openaihttp.FirstNonEmpty(o.Model, os.Getenv("ENGRAM_EMBED_MODEL"), DefaultOpenAIModel)
+	o.APIKey = openaihttp.FirstNonEmpty(o.APIKey, os.Getenv("ENGRAM_EMBED_API_KEY"), os.Getenv("OPENAI_API_KEY"))
 	if o.Dimensions == 0 {
 		if s := os.Getenv("ENGRAM_EMBED_DIMS"); s != "" {
 			n, err := strconv.Atoi(s)
@@ -121,49 +117,34 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAIEmbedder, error) {
 		return nil, fmt.Errorf("search: openai embedder: base URL %q must start with http:// or https://", o.BaseURL)
 	}
 	e := &OpenAIEmbedder{
-		url:      base + "/embeddings",
 		model:    o.Model,
-		apiKey:   o.APIKey,
 		dims:     o.Dimensions,
 		sendDims: o.SendDimensions,
 		batch:    o.BatchSize,
-		timeout:  o.Timeout,
-		retries:  o.MaxRetries,
-		delay:    o.RetryDelay,
-		maxDelay: o.MaxRetryDelay,
-		client:   o.HTTPClient,
-		header:   o.Header.Clone(),
+		client: &openaihttp.Client{
+			URL:              base + "/embeddings",
+			APIKey:           o.APIKey,
+			Header:           o.Header.Clone(),
+			Timeout:          o.Timeout,
+			MaxRetries:       o.MaxRetries,
+			RetryDelay:       o.RetryDelay,
+			MaxRetryDelay:    o.MaxRetryDelay,
+			HTTP:             o.HTTPClient,
+			MaxResponseBytes: 256 << 20,
+		},
 	}
 	if e.batch <= 0 {
 		e.batch = DefaultBatchSize
 	}
-	if e.timeout <= 0 {
-		e.timeout = DefaultEmbedTimeout
+	if e.client.Timeout <= 0 {
+		e.client.Timeout = DefaultEmbedTimeout
 	}
-	if e.retries == 0 {
-		e.retries = DefaultMaxRetries
-	} else if e.retries < 0 {
-		e.retries = 0
-	}
-	if e.delay <= 0 {
-		e.delay = 500 * time.Millisecond
-	}
-	if e.maxDelay <= 0 {
-		e.maxDelay = 30 * time.Second
-	}
-	if e.client == nil {
-		e.client = &http.Client{}
+	if e.client.MaxRetries == 0 {
+		e.client.MaxRetries = DefaultMaxRetries
+	} else if e.client.MaxRetries < 0 {
+		e.client.MaxRetries = 0
 	}
 	return e, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Dimensions returns the configured vector size.
@@ -221,155 +202,47 @@ func (e *OpenAIEmbedder) embedBatch(ctx context.Context, texts []string) ([][]fl
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode request: %v", ErrEmbedder, err)
 	}
-	delay := e.delay
-	for attempt := 0; ; attempt++ {
-		vecs, retryAfter, err := e.post(ctx, body, len(texts))
-		if err == nil {
-			return vecs, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("search: openai embedder: %w", context.Cause(ctx))
-		}
-		if retryAfter < 0 || attempt >= e.retries {
-			if attempt > 0 {
-				return nil, fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return nil, err
-		}
-		wait := max(delay, retryAfter)
-		wait = min(wait, e.maxDelay)
-		delay = min(delay*2, e.maxDelay)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("search: openai embedder: %w (while waiting to retry: %v)", context.Cause(ctx), err)
-		case <-t.C:
-		}
+	var vecs [][]float32
+	check := func(raw []byte) (err error) {
+		vecs, err = e.decode(raw, len(texts))
+		return err
 	}
+	if _, err := e.client.PostCheck(ctx, body, check); err != nil {
+		return nil, openaihttp.Wrap(err, ErrEmbedder, "search: openai embedder")
+	}
+	return vecs, nil
 }
 
-// post makes one attempt. retryAfter < 0 means the error is permanent;
-// otherwise it is the server's requested wait (0 if none).
-func (e *OpenAIEmbedder) post(ctx context.Context, body []byte, n int) (vecs [][]float32, retryAfter time.Duration, err error) {
-	actx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, -1, fmt.Errorf("%w: build request: %v", ErrEmbedder, err)
-	}
-	for k, v := range e.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if e.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.apiKey)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		// Network errors and attempt timeouts are worth retrying.
-		return nil, 0, fmt.Errorf("%w: POST %s: %v", ErrEmbedder, e.url, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: POST %s: read response: %v", ErrEmbedder, e.url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := errorMessage(raw)
-		err := fmt.Errorf("%w: POST %s: HTTP %d: %s", ErrEmbedder, e.url, resp.StatusCode, msg)
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			return nil, parseRetryAfter(resp.Header.Get("Retry-After")), err
-		}
-		return nil, -1, err
-	}
+// decode reads the n embeddings of a 200 response. Its errors are wrapped
+// in ErrEmbedder by openaihttp.Wrap.
+func (e *OpenAIEmbedder) decode(raw []byte, n int) ([][]float32, error) {
+	url := e.client.URL
 	var r embedResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, -1, fmt.Errorf("%w: POST %s: response is not JSON embeddings: %v (body %q)", ErrEmbedder, e.url, err, clip(raw, 200))
+		return nil, fmt.Errorf("POST %s: response is not JSON embeddings: %v (body %s)", url, err, e.client.Quote(raw, 200))
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
-		return nil, -1, fmt.Errorf("%w: POST %s: error in response: %s", ErrEmbedder, e.url, errorMessage(raw))
+		return nil, fmt.Errorf("POST %s: error in response: %s", url, e.client.ErrorMessage(raw))
 	}
 	if len(r.Data) != n {
-		return nil, -1, fmt.Errorf("%w: POST %s: got %d embeddings for %d texts", ErrEmbedder, e.url, len(r.Data), n)
+		return nil, fmt.Errorf("POST %s: got %d embeddings for %d texts", url, len(r.Data), n)
 	}
-	vecs = make([][]float32, n)
+	vecs := make([][]float32, n)
 	for pos, d := range r.Data {
 		i := pos
 		if d.Index != nil {
 			i = *d.Index
 		}
 		if i < 0 || i >= n {
-			return nil, -1, fmt.Errorf("%w: POST %s: embedding index %d out of range 0..%d", ErrEmbedder, e.url, i, n-1)
+			return nil, fmt.Errorf("POST %s: embedding index %d out of range 0..%d", url, i, n-1)
 		}
 		if vecs[i] != nil {
-			return nil, -1, fmt.Errorf("%w: POST %s: embedding index %d appears twice", ErrEmbedder, e.url, i)
+			return nil, fmt.Errorf("POST %s: embedding index %d appears twice", url, i)
 		}
 		if err := checkVector(d.Embedding, e.dims); err != nil {
-			return nil, -1, fmt.Errorf("%w: POST %s: embedding %d %v (model %s)", ErrEmbedder, e.url, i, err, e.model)
+			return nil, fmt.Errorf("POST %s: embedding %d %v (model %s)", url, i, err, e.model)
 		}
 		vecs[i] = d.Embedding
 	}
-	return vecs, 0, nil
-}
-
-// errorMessage extracts a readable message from an error body: OpenAI's
-// {"error":{"message":...}}, Ollama's {"error":"..."}, or the raw text.
-func errorMessage(raw []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(raw, &v) == nil {
-		var s string
-		if json.Unmarshal(v.Error, &s) == nil && s != "" {
-			return s
-		}
-		var obj struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-		}
-		if json.Unmarshal(v.Error, &obj) == nil && obj.Message != "" {
-			if obj.Type != "" {
-				return obj.Message + " (" + obj.Type + ")"
-			}
-			return obj.Message
-		}
-		if v.Message != "" {
-			return v.Message
-		}
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "empty body"
-	}
-	return strconv.Quote(clip(raw, 300))
-}
-
-func clip(b []byte, n int) string {
-	if len(b) > n {
-		return truncateUTF8(string(b), n) + "…"
-	}
-	return string(b)
-}
-
-// parseRetryAfter reads a Retry-After header: delta seconds or an HTTP date.
-func parseRetryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(h, 64); err == nil {
-		if secs <= 0 || secs != secs {
-			return 0
-		}
-		return time.Duration(min(secs, 3600) * float64(time.Second))
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
+	return vecs, nil
 }

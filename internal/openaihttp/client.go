@@ -1,0 +1,198 @@
+package openaihttp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults used when the matching Client field is zero.
+const (
+	DefaultRetryDelay       = 500 * time.Millisecond
+	DefaultMaxRetryDelay    = 30 * time.Second
+	DefaultMaxResponseBytes = 256 << 20
+)
+
+var defaultHTTP = &http.Client{}
+
+// Client POSTs JSON bodies to one URL. Its fields are read-only once Post
+// is called; it is then safe for concurrent use.
+type Client struct {
+	// URL is the endpoint, e.g. "https://api.openai.com/v1/embeddings".
+	URL string
+	// APIKey, if set, is sent as "Authorization: Bearer <APIKey>".
+	APIKey string
+	// Header holds extra request headers. Content-Type, Accept and
+	// Authorization are set after it.
+	Header http.Header
+	// Timeout bounds each attempt (zero or negative: no bound of its own).
+	Timeout time.Duration
+	// MaxRetries is how many times a request is retried after 429, 5xx or
+	// a network error (zero or negative: never).
+	MaxRetries int
+	// RetryDelay is the first backoff (default DefaultRetryDelay), doubled
+	// on each retry up to MaxRetryDelay (default DefaultMaxRetryDelay). A
+	// Retry-After header is honoured up to MaxRetryDelay.
+	RetryDelay    time.Duration
+	MaxRetryDelay time.Duration
+	// HTTP sends the requests (default: a client without its own timeout,
+	// not shared with http.DefaultClient).
+	HTTP *http.Client
+	// MaxResponseBytes bounds how much of a response is read (default
+	// DefaultMaxResponseBytes).
+	MaxResponseBytes int64
+	// Detail, if set, follows the URL in the messages of HTTP status errors,
+	// e.g. "(model gpt-4o-mini)".
+	Detail string
+	// Clip shortens s to about n bytes for an error message (default
+	// ClipBytes).
+	Clip func(s string, n int) string
+}
+
+// Post sends body and returns the body of a 200 response. Failures are an
+// *Error (the last attempt's) or a *CanceledError when ctx ends.
+func (c *Client) Post(ctx context.Context, body []byte) ([]byte, error) {
+	return c.PostCheck(ctx, body, nil)
+}
+
+// PostCheck is Post with check run on every 200 response body: an error
+// from check ends Post at once (it is not retried) as an *Error with Op
+// OpCheck that wraps it.
+func (c *Client) PostCheck(ctx context.Context, body []byte, check func(raw []byte) error) ([]byte, error) {
+	delay := c.RetryDelay
+	if delay <= 0 {
+		delay = DefaultRetryDelay
+	}
+	maxDelay := c.MaxRetryDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxRetryDelay
+	}
+	for attempt := 0; ; attempt++ {
+		raw, err := c.attempt(ctx, body, check)
+		if err == nil {
+			return raw, nil
+		}
+		if ctx.Err() != nil {
+			return nil, &CanceledError{Cause: context.Cause(ctx)}
+		}
+		if !err.Retryable || attempt >= c.MaxRetries {
+			final := *err
+			final.Attempts = attempt + 1
+			return nil, &final
+		}
+		wait := min(max(delay, err.RetryAfter), maxDelay)
+		delay = min(delay*2, maxDelay)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &CanceledError{Cause: context.Cause(ctx), Last: err}
+		case <-t.C:
+		}
+	}
+}
+
+// attempt makes one request.
+func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) error) ([]byte, *Error) {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Op: OpBuild, URL: c.URL, Err: err}
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTP
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		// Network errors and attempt timeouts are worth retrying.
+		return nil, &Error{Op: OpSend, URL: c.URL, Err: err, Retryable: true}
+	}
+	defer resp.Body.Close()
+	limit := c.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, &Error{Op: OpRead, URL: c.URL, Err: err, Retryable: true}
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &Error{Op: OpStatus, URL: c.URL, Detail: c.Detail, StatusCode: resp.StatusCode, Message: c.ErrorMessage(raw)}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+			e.Retryable = true
+			e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"))
+		}
+		return nil, e
+	}
+	if check != nil {
+		if err := check(raw); err != nil {
+			return nil, &Error{Op: OpCheck, URL: c.URL, Err: err}
+		}
+	}
+	return raw, nil
+}
+
+// ErrorMessage is the package function ErrorMessage with c.Clip.
+func (c *Client) ErrorMessage(raw []byte) string {
+	return errorMessage(raw, c.clip())
+}
+
+// Quote returns raw shortened to about n bytes by c.Clip, quoted.
+func (c *Client) Quote(raw []byte, n int) string {
+	return quote(raw, n, c.clip())
+}
+
+func (c *Client) clip() func(string, int) string {
+	if c.Clip != nil {
+		return c.Clip
+	}
+	return ClipBytes
+}
+
+// ParseRetryAfter reads a Retry-After header: delta seconds (at most an
+// hour) or an HTTP date. It returns 0 for an empty, malformed or past value.
+func ParseRetryAfter(h string) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(h, 64); err == nil {
+		if secs <= 0 || secs != secs {
+			return 0
+		}
+		return time.Duration(min(secs, 3600) * float64(time.Second))
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// FirstNonEmpty returns the first of s that is not "", or "".
+func FirstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
