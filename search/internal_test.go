@@ -47,7 +47,7 @@ func TestFuseRRF(t *testing.T) {
 		r.Source.VectorRank = i + 1
 		r.Source.Distance = 0.1 * float64(i+1)
 	}
-	got := fuseRRF([][]*Result{fts, vec})
+	got := fuseRRF([][]*Result{fts, vec}, nil)
 	want := []struct {
 		id    int64
 		fused float64
@@ -80,16 +80,36 @@ func TestFuseRRF(t *testing.T) {
 
 	// Across content types: same rank ties, broken by type then id; the
 	// same id in different types are different results.
+	got = fuseRRF(nil, nil)
+	if len(got) != 0 {
+		t.Fatal("fusing nothing")
+	}
 	got = fuseRRF([][]*Result{
 		{res(Messages, 7), res(Messages, 8)},
 		{res(Blocks, 7), res(Blocks, 9)},
-	})
+	}, nil)
 	var order []string
 	for _, r := range got {
 		order = append(order, r.Type.String()+":"+string(rune('0'+r.ID)))
 	}
 	if want := "blocks:7 messages:7 blocks:9 messages:8"; join(order) != want {
 		t.Errorf("order %q, want %q", join(order), want)
+	}
+	// A weight scales one list's contributions: with the second list at
+	// 0.1, the first list's second item outranks the second list's first.
+	got = fuseRRF([][]*Result{
+		{res(Messages, 7), res(Messages, 8)},
+		{res(Blocks, 7), res(Blocks, 9)},
+	}, []float64{1, 0.1})
+	order = order[:0]
+	for _, r := range got {
+		order = append(order, r.Type.String()+":"+string(rune('0'+r.ID)))
+	}
+	if want := "messages:7 messages:8 blocks:7 blocks:9"; join(order) != want {
+		t.Errorf("weighted order %q, want %q", join(order), want)
+	}
+	if w := got[2].Source.Fused; w != 0.1/float64(RRFK+1) {
+		t.Errorf("weighted fused score %v", w)
 	}
 }
 

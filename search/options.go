@@ -188,6 +188,8 @@ type Options struct {
 	minScore          float64
 	hasMinScore       bool
 	includeSuperseded bool
+	vectorWeight      float64
+	hasVectorWeight   bool
 }
 
 // NewOptions returns options with every default: Auto mode, all content
@@ -297,10 +299,21 @@ type Settings struct {
 	MinScore          float64     // valid when HasMinScore
 	HasMinScore       bool
 	IncludeSuperseded bool
+	VectorWeight      float64 // Hybrid fusion weight of the vector side (default 1)
 }
 
 // Settings returns the options with defaults applied. It is safe on a nil
 // receiver (all defaults). The slices are copies.
+// VectorWeight weights the vector side in Hybrid fusion: each result gets
+// 1/(k+ftsRank) + w/(k+vectorRank). The default 1 is plain reciprocal-rank
+// fusion; with weak embeddings a smaller weight (e.g. 0.2) lets BM25 lead
+// and the vectors add recall. Negative values count as 0.
+func (o *Options) VectorWeight(w float64) *Options {
+	o = o.orNew()
+	o.vectorWeight, o.hasVectorWeight = max(w, 0), true
+	return o
+}
+
 func (o *Options) Settings() Settings {
 	if o == nil {
 		o = &Options{}
@@ -316,6 +329,10 @@ func (o *Options) Settings() Settings {
 		MinScore:          o.minScore,
 		HasMinScore:       o.hasMinScore,
 		IncludeSuperseded: o.includeSuperseded,
+		VectorWeight:      1,
+	}
+	if o.hasVectorWeight {
+		s.VectorWeight = o.vectorWeight
 	}
 	if s.Types == 0 {
 		s.Types = AllContent

@@ -192,14 +192,21 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 			r.Score = -r.Source.BM25
 		}
 	case mode == FTS:
-		ranked = fuseRRF(ftsLists)
+		ranked = fuseRRF(ftsLists, nil)
 	case mode == Vector:
 		ranked = mergeByDistance(vecLists)
 		for _, r := range ranked {
 			r.Score = 1 - r.Source.Distance
 		}
 	default:
-		ranked = fuseRRF(append(ftsLists, vecLists...))
+		weights := make([]float64, 0, len(ftsLists)+len(vecLists))
+		for range ftsLists {
+			weights = append(weights, 1)
+		}
+		for range vecLists {
+			weights = append(weights, s.VectorWeight)
+		}
+		ranked = fuseRRF(append(ftsLists, vecLists...), weights)
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
 	for _, r := range ranked {
@@ -569,11 +576,17 @@ type resultKey struct {
 // appears in (rank is 1-based). The same row in several lists (FTS and
 // vector) becomes one result carrying both sides' Source fields. Ties go to
 // the better best rank, then content type, then id.
-func fuseRRF(lists [][]*Result) []*Result {
+// fuseRRF fuses ranked lists by reciprocal rank; weights (nil = all 1)
+// scale each list's contributions.
+func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 	merged := map[resultKey]*Result{}
 	best := map[resultKey]int{}
 	var order []*Result
-	for _, l := range lists {
+	for li, l := range lists {
+		w := 1.0
+		if weights != nil {
+			w = weights[li]
+		}
 		for i, r := range l {
 			key := resultKey{r.Type, r.ID}
 			rank := i + 1
@@ -594,7 +607,7 @@ func fuseRRF(lists [][]*Result) []*Result {
 				}
 				best[key] = min(best[key], rank)
 			}
-			m.Source.Fused += 1.0 / float64(RRFK+rank)
+			m.Source.Fused += w / float64(RRFK+rank)
 		}
 	}
 	for _, m := range order {

@@ -468,7 +468,9 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	var agent, mode, types string
 	var all bool
 	var limit int
+	weight := 1.0
 	pos, err := flags("search", args, func(fs *flag.FlagSet) {
+		fs.Float64Var(&weight, "vector-weight", 1, "hybrid: weight of the vector side in rank fusion (1 = plain RRF)")
 		fs.StringVar(&agent, "agent", "", "search as this agent")
 		fs.BoolVar(&all, "all", false, "search every agent's memory (system view)")
 		fs.StringVar(&mode, "mode", "auto", "auto, fts, vector or hybrid")
@@ -488,7 +490,7 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := search.NewOptions().Mode(m).Limit(limit)
+	opts := search.NewOptions().Mode(m).Limit(limit).VectorWeight(weight)
 	if types != "" {
 		var cts []search.ContentType
 		for _, t := range splitList(types) {

@@ -62,7 +62,8 @@ Blocks
 Archival and search
   archival add  --agent A [--tags a,b] TEXT
   archival list --agent A [--tags a,b] [--limit N] [--superseded]
-  search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages] [--limit N] QUERY
+  search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages]
+                [--limit N] [--vector-weight W] QUERY
 
 Context
   context       --agent A [--model NAME] [--base TEXT] [--batch-blocks a,b]   render the request the builder builds
