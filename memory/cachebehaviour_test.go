@@ -272,3 +272,53 @@ func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Block text is indexed lazily: writes mark the block dirty, the next search
+// re-indexes it once and sees only the current text.
+func TestDeferredBlockIndex(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "fts.db"), nil)
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "apples", Permission: blocks.Admin}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{" bananas", " cherries"} {
+		if err := c.AppendToBlock(ctx, "a", "n", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.UpdateBlockText(ctx, "a", "n", "dates only"); err != nil {
+		t.Fatal(err)
+	}
+	var dirty int
+	c.DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	if dirty != 1 {
+		t.Fatalf("dirty rows = %d, want 1 (coalesced)", dirty)
+	}
+	fts := search.NewOptions().Mode(search.FTS)
+	if res, _ := c.Search(ctx, "a", "apples", fts); len(res) != 0 {
+		t.Fatalf("old text still found: %+v", res)
+	}
+	if res, _ := c.Search(ctx, "a", "dates", fts); len(res) != 1 {
+		t.Fatalf("new text not found: %+v", res)
+	}
+	c.DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	if dirty != 0 {
+		t.Fatalf("dirty rows after search = %d", dirty)
+	}
+	if _, err := c.DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+		t.Fatalf("integrity-check: %v", err)
+	}
+	if err := c.AppendToBlock(ctx, "a", "n", " elderberries"); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting a block whose latest text is not indexed yet removes what was.
+	if err := c.DeleteBlock(ctx, "a", "n"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := c.Search(ctx, "a", "dates elderberries", fts); len(res) != 0 {
+		t.Fatalf("deleted block found: %+v", res)
+	}
+	if _, err := c.DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+		t.Fatalf("integrity-check after delete: %v", err)
+	}
+}

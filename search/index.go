@@ -543,3 +543,37 @@ func textHash(s string) int64 {
 	h.Write([]byte(s))
 	return int64(h.Sum64())
 }
+
+// flushBlocks re-indexes the blocks changed since they were last indexed
+// (migration 0003: writers only mark them dirty). It runs before every
+// search over blocks; when nothing is dirty it costs one indexed read.
+func (x *Index) flushBlocks(ctx context.Context) error {
+	var dirty bool
+	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
+		return fmt.Errorf("search: check block index: %w", err)
+	}
+	if !dirty {
+		return nil
+	}
+	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+		for _, q := range []string{
+			`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
+			 SELECT 'delete', i.id, i.label, i.description, i.rendered
+			 FROM fts_blocks_indexed i JOIN fts_blocks_dirty d ON d.id = i.id`,
+			`INSERT INTO fts_blocks (rowid, label, description, rendered)
+			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
+			`INSERT OR REPLACE INTO fts_blocks_indexed (id, label, description, rendered)
+			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
+			`DELETE FROM fts_blocks_dirty`,
+		} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("search: re-index changed blocks: %w", err)
+	}
+	return nil
+}

@@ -130,6 +130,11 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	if types == 0 {
 		return nil, nil
 	}
+	if types.Has(Blocks) {
+		if err := x.flushBlocks(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var qvec []float32
 	if mode == Vector || mode == Hybrid {
 		vecs, err := x.Embed(ctx, []string{query})
