@@ -13,7 +13,12 @@
 //	fts_messages  content                        (content='messages')
 //
 // all with tokenize='porter unicode61 remove_diacritics 2'. Writers need no
-// indexing code for full-text search.
+// indexing code for full-text search. Block text is the exception to
+// "same transaction" (migration 0003): a block is rewritten on every change,
+// so its update trigger only marks it in fts_blocks_dirty, and every search
+// over blocks first re-indexes the dirty ones in one write transaction
+// (fts_blocks_indexed remembers what was indexed, for FTS5's delete). Every
+// search therefore still sees every persisted change.
 //
 // Vectors need the embedder's dimension, so NewIndex creates them at run
 // time: vec_blocks, vec_archival and vec_messages, vec0 tables whose rowid
