@@ -335,9 +335,14 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if c.opts.WriteBack {
 		return nil
 	}
-	// The write-through already ran in the change subscription; this
-	// returns its error (sticky on the entry) or persists what is left.
-	return c.persist(ctx, ent)
+	// The write-through already ran in the change subscription, on this
+	// goroutine, before the edit returned: it persisted this change (or a
+	// concurrent persist that started after the commit did). Only its error
+	// is left to report; it is sticky on the entry.
+	if _, _, _, broken := ent.freshness(); broken != nil {
+		return broken
+	}
+	return nil
 }
 
 // rotateLog moves the oldest entries of a Log block past its schema's
