@@ -238,6 +238,25 @@ func mapSchema(s schema.Schema, op Op) (schema.Map, error) {
 	return m, nil
 }
 
+// typedField returns the definition of a Map field that op needs to be of
+// type want: an unknown field is schema.ErrInvalid (listing the known
+// ones), a field of another type ErrWrongSchema.
+func typedField(s schema.Schema, op Op, field string, want schema.FieldType) (schema.FieldDef, error) {
+	ms, err := mapSchema(s, op)
+	if err != nil {
+		return schema.FieldDef{}, err
+	}
+	def, ok := ms.Field(field)
+	if !ok {
+		_, err := ms.CoerceField(field, nil) // the unknown-field error
+		return def, err
+	}
+	if def.Type != want {
+		return def, fmt.Errorf("%w: field %q is %s, not %s", ErrWrongSchema, field, def.Type, want)
+	}
+	return def, nil
+}
+
 func (d *Document) setField(section, field string, value any, actor Actor, textOnly bool) error {
 	return d.mutate(actor, request{op: OpSetField, section: section, field: field, args: []any{value}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
 		ms, err := mapSchema(s, OpSetField)
@@ -308,17 +327,8 @@ func writeField(fields *automerge.Map, def schema.FieldDef, old, v any) error {
 
 func (d *Document) appendToListField(section, field string, item any, actor Actor) error {
 	return d.mutate(actor, request{op: OpAppendToListField, section: section, field: field, args: []any{item}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
-		ms, err := mapSchema(s, OpAppendToListField)
-		if err != nil {
+		if _, err := typedField(s, OpAppendToListField, field, schema.FieldList); err != nil {
 			return nil, nil, err
-		}
-		def, ok := ms.Field(field)
-		if !ok {
-			_, err := ms.CoerceField(field, nil)
-			return nil, nil, err
-		}
-		if def.Type != schema.FieldList {
-			return nil, nil, fmt.Errorf("%w: field %q is %s, not list", ErrWrongSchema, field, def.Type)
 		}
 		c, err := schema.Coerce(schema.FieldList, []any{item})
 		if err != nil {
@@ -347,17 +357,8 @@ func (d *Document) appendToListField(section, field string, item any, actor Acto
 
 func (d *Document) incrementCounter(section, field string, delta int64, actor Actor) error {
 	return d.mutate(actor, request{op: OpIncrementCounter, section: section, field: field, args: []any{delta}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
-		ms, err := mapSchema(s, OpIncrementCounter)
-		if err != nil {
+		if _, err := typedField(s, OpIncrementCounter, field, schema.FieldCounter); err != nil {
 			return nil, nil, err
-		}
-		def, ok := ms.Field(field)
-		if !ok {
-			_, err := ms.CoerceField(field, nil)
-			return nil, nil, err
-		}
-		if def.Type != schema.FieldCounter {
-			return nil, nil, fmt.Errorf("%w: field %q is %s, not counter", ErrWrongSchema, field, def.Type)
 		}
 		m := cur.(map[string]any)
 		old, _ := m[field].(int64)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
@@ -657,7 +656,6 @@ func testConcurrentAgents(t *testing.T, open Opener) {
 			}
 		}
 	}
-	_ = time.Now
 }
 
 // testBlocksStamp: the stamp changes with every kind of change to the
