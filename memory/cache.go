@@ -336,10 +336,12 @@ const blockCols = `id, owner, label, description, block_type, permission, schema
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanBlock(s scanner) (blockRow, error) {
+// scanBlock scans blockCols, then any extra columns selected after them.
+func scanBlock(s scanner, extra ...any) (blockRow, error) {
 	var r blockRow
-	err := s.Scan(&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
-		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.rendered, &r.createdAt, &r.updatedAt)
+	dest := append([]any{&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
+		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.rendered, &r.createdAt, &r.updatedAt}, extra...)
+	err := s.Scan(dest...)
 	return r, err
 }
 
@@ -448,21 +450,18 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 		return nil, fmt.Errorf("memory: load block %d: %w", id, err)
 	}
 	defer tx.Rollback()
-	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+` FROM blocks WHERE id = ?`, id)
-	r, err := scanBlock(row)
+	var snap []byte
+	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+`, snapshot FROM blocks WHERE id = ?`, id)
+	r, err := scanBlock(row, &snap)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("block %d", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("memory: load block %d: %w", id, err)
 	}
-	info, err := r.info()
+	info, err := r.infoWith(&c.schemas)
 	if err != nil {
 		return nil, err
-	}
-	var snap []byte
-	if err := tx.QueryRowContext(ctx, `SELECT snapshot FROM blocks WHERE id = ?`, id).Scan(&snap); err != nil {
-		return nil, fmt.Errorf("memory: load block %q: %w", r.label, err)
 	}
 	doc, err := blocks.Load(info, snap, &blocks.Options{Approver: c.opts.Approver, Now: c.opts.Now})
 	if err != nil {

@@ -93,12 +93,10 @@ func (c *Cache) ListSharedBlocks(ctx context.Context, agent string) ([]SharedBlo
 	defer rows.Close()
 	var out []SharedBlock
 	for rows.Next() {
-		var r blockRow
 		var perm string
 		var at int64
-		if err := rows.Scan(&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
-			&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.rendered, &r.createdAt, &r.updatedAt,
-			&perm, &at); err != nil {
+		r, err := scanBlock(rows, &perm, &at)
+		if err != nil {
 			return nil, fmt.Errorf("memory: list blocks shared with %q: %w", agent, err)
 		}
 		m, err := r.meta(&c.schemas)
