@@ -136,6 +136,10 @@ const (
 	OpReconfigure       Op = "reconfigure"
 	OpDelete            Op = "delete"
 	OpMerge             Op = "merge"
+	// OpToolCall is not a block operation: an Approver sees it when a tool
+	// rule (toolrules.RequiresConsent) asks for consent to a tool call, with
+	// the tool's name in Field (see tools.ConsentApprover).
+	OpToolCall Op = "tool_call"
 )
 
 // class is the permission class of an operation.
