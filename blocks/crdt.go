@@ -1,7 +1,6 @@
 package blocks
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/automerge/automerge-go"
@@ -40,29 +39,14 @@ func (d *Document) SaveIncremental() ([]byte, error) {
 // LoadIncremental applies changes produced elsewhere (SaveIncremental,
 // PendingChanges or Save bytes). Changes whose dependencies are missing are
 // queued by automerge until they arrive. Subscribers get a Remote event
-// when the heads move.
+// when the heads move. If the merged state breaks the block's schema or
+// character limit, nothing is kept and the error says why. A document a
+// store manages refuses with ErrManaged (see Manage).
 func (d *Document) LoadIncremental(data []byte) error {
-	if len(data) == 0 {
-		return nil
+	if d.c.managed() {
+		return d.c.errManaged("LoadIncremental")
 	}
-	c := d.c
-	// automerge silently skips input it cannot parse; every automerge chunk
-	// starts with the same magic bytes, so reject anything else up front.
-	if !bytes.HasPrefix(data, automergeMagic) {
-		return fmt.Errorf("block %q: load changes: %w: not automerge data", c.info.Label, ErrCorrupt)
-	}
-	c.mu.Lock()
-	before := hexHeads(c.am.Heads())
-	err := guard(func() error { return c.am.LoadIncremental(data) })
-	ev, subs := c.afterRemote(before)
-	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("block %q: load changes: %w: %v", c.info.Label, ErrCorrupt, err)
-	}
-	if subs != nil {
-		fire(subs, ev)
-	}
-	return nil
+	return d.c.loadIncremental(data, true)
 }
 
 // afterRemote refreshes the cache after changes arrived from elsewhere and
@@ -90,10 +74,15 @@ func equalStrings(a, b []string) bool {
 
 // Merge applies every change of other that this document lacks. The two
 // documents must be replicas of one block (one was forked or loaded from
-// the other).
+// the other). As with LoadIncremental, a merged state that breaks the
+// schema or the character limit is not kept, and a managed document
+// refuses with ErrManaged.
 func (d *Document) Merge(other *Document) error {
 	if d.c == other.c {
 		return nil
+	}
+	if d.c.managed() {
+		return d.c.errManaged("Merge")
 	}
 	// Snapshot the other side under its own lock, then merge under ours, so
 	// two opposite merges cannot deadlock.
@@ -105,19 +94,7 @@ func (d *Document) Merge(other *Document) error {
 	if err != nil {
 		return fmt.Errorf("block %q: merge: %w", d.Label(), err)
 	}
-	c := d.c
-	c.mu.Lock()
-	before := hexHeads(c.am.Heads())
-	err = guard(func() error { _, err := c.am.Merge(snap); return err })
-	ev, subs := c.afterRemote(before)
-	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("block %q: merge: %w: %v", c.info.Label, ErrCorrupt, err)
-	}
-	if subs != nil {
-		fire(subs, ev)
-	}
-	return nil
+	return d.c.merge("merge", true, func() error { _, err := d.c.am.Merge(snap); return err })
 }
 
 // Fork returns an independent replica of the document (same metadata, new
@@ -251,16 +228,8 @@ func (s *SyncState) GenerateMessage() ([]byte, bool) {
 // ReceiveMessage applies a message from the peer.
 func (s *SyncState) ReceiveMessage(msg []byte) error {
 	c := s.d.c
-	c.mu.Lock()
-	before := hexHeads(c.am.Heads())
-	err := guard(func() error { _, err := s.ss.ReceiveMessage(msg); return err })
-	ev, subs := c.afterRemote(before)
-	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("block %q: sync: %w: %v", c.info.Label, ErrCorrupt, err)
+	if c.managed() {
+		return c.errManaged("a sync message")
 	}
-	if subs != nil {
-		fire(subs, ev)
-	}
-	return nil
+	return c.merge("sync", true, func() error { _, err := s.ss.ReceiveMessage(msg); return err })
 }

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -121,6 +122,7 @@ type core struct {
 	now        func() time.Time
 	subs       map[uint64]func(Event)
 	nextSub    uint64
+	writer     Writer // set by Manage: every mutation runs inside its Write
 }
 
 // Document is one memory block: an automerge document plus its metadata,
@@ -131,6 +133,8 @@ type Document struct {
 	c        *core
 	accessor string
 	perm     Permission
+	approved bool            // a person approved this view's writes (see Approved)
+	ctx      context.Context // see WithContext; nil means context.Background()
 }
 
 // New creates a block document: it checks info, creates the containers the
@@ -187,7 +191,16 @@ func newCore(am *automerge.Doc, info Info, opts *Options) *core {
 // View returns a view of the same document for another accessor with the
 // given effective permission (its own, or one a share granted).
 func (d *Document) View(accessor string, perm Permission) *Document {
-	return &Document{c: d.c, accessor: accessor, perm: perm}
+	return &Document{c: d.c, accessor: accessor, perm: perm, ctx: d.ctx}
+}
+
+// Approved returns a view whose Partner/Human writes count as approved
+// without asking the Approver: a store uses it to apply a proposal a person
+// (or the owner) approved. Every other check still applies.
+func (d *Document) Approved() *Document {
+	v := *d
+	v.approved = true
+	return &v
 }
 
 // Accessor is the agent this view acts for.
@@ -404,63 +417,95 @@ type request struct {
 
 // authorize checks whether actor may perform req on this view. It may call
 // the Approver, so it must run without mu held.
-func (d *Document) authorize(actor Actor, req request) (who string, ver uint64, err error) {
-	who, system, err := d.resolveActor(actor)
+func (d *Document) authorize(actor Actor, req request) (who string, system bool, ver uint64, err error) {
+	who, system, err = d.resolveActor(actor)
 	if err != nil {
-		return "", 0, err
+		return "", false, 0, err
 	}
 	c := d.c
 	c.mu.Lock()
 	info, ver, approver := c.info, c.infoVer, c.approver
 	c.mu.Unlock()
 	if c.historical {
-		return "", 0, fmt.Errorf("%w: block %q", ErrHistorical, info.Label)
+		return "", false, 0, fmt.Errorf("%w: block %q", ErrHistorical, info.Label)
 	}
 	if system {
-		return who, ver, nil
+		return who, true, ver, nil
 	}
+	if d.approved {
+		approver = nil
+	}
+	if err := d.check(who, info, d.perm, req, approver, true); err != nil {
+		return "", false, 0, err
+	}
+	return who, false, ver, nil
+}
+
+// check decides whether agent who, holding perm, may perform req on a
+// block described by info. Partner/Human writes are decided by approver
+// when ask is set (nil denies), and pass without asking on an Approved view.
+func (d *Document) check(who string, info Info, perm Permission, req request, approver Approver, ask bool) error {
 	deny := func(why string) error {
 		return fmt.Errorf("%w: agent %q may not %s on block %q: %s", ErrPermission, who, req.op, info.Label, why)
 	}
 	// Schema-level read-only binds agents whatever their permission.
 	if ro, what := readOnlyTarget(info.Schema, req.section, req.field); ro {
-		return "", 0, deny(what + " is read-only")
+		return deny(what + " is read-only")
 	}
-	switch d.perm {
+	// A Log block is append-only whatever its schema says.
+	if info.Type == Log && req.op.class() == classWrite {
+		return deny("a log block is append-only")
+	}
+	// An Append permission may add to a counter, never take away.
+	if req.op == OpIncrementCounter && perm < ReadWrite && len(req.args) == 1 {
+		if delta, ok := req.args[0].(int64); ok && delta < 0 {
+			return deny(fmt.Sprintf("permission %s allows only increments (delta %d is negative)", perm, delta))
+		}
+	}
+	switch perm {
 	case ReadOnly:
-		return "", 0, deny("permission is ReadOnly")
+		return deny("permission is ReadOnly")
 	case Partner, Human:
 		if req.op.class() == classAdmin {
-			return "", 0, deny(fmt.Sprintf("permission is %s", d.perm))
+			return deny(fmt.Sprintf("permission is %s", perm))
+		}
+		if d.approved {
+			return nil
+		}
+		if !ask {
+			if perm == d.perm {
+				return nil // the approver already said yes to this view's edit
+			}
+			return fmt.Errorf("%w: %w: agent %q %s on block %q needs approval: its permission is now %s (was %s when this view was made)",
+				ErrPermission, ErrNeedsApproval, who, req.op, info.Label, perm, d.perm)
 		}
 		if approver == nil {
-			return "", 0, fmt.Errorf("%w: %w: agent %q %s on block %q needs approval (permission %s) and no approver is set",
-				ErrPermission, ErrNeedsApproval, who, req.op, info.Label, d.perm)
+			return fmt.Errorf("%w: %w: agent %q %s on block %q needs approval (permission %s) and no approver is set",
+				ErrPermission, ErrNeedsApproval, who, req.op, info.Label, perm)
 		}
 		ok, aerr := approver.Approve(ApprovalRequest{
-			Block: info.Label, Owner: info.Owner, Agent: who, Permission: d.perm,
+			Block: info.Label, Owner: info.Owner, Agent: who, Permission: perm,
 			Op: req.op, Section: req.section, Field: req.field, Args: req.args,
 		})
 		if aerr != nil {
-			return "", 0, fmt.Errorf("%w: %w: approver failed for agent %q %s on block %q: %v", ErrPermission, ErrNeedsApproval, who, req.op, info.Label, aerr)
+			return fmt.Errorf("%w: %w: approver failed for agent %q %s on block %q: %v", ErrPermission, ErrNeedsApproval, who, req.op, info.Label, aerr)
 		}
 		if !ok {
-			return "", 0, fmt.Errorf("%w: %w: approver denied agent %q %s on block %q", ErrPermission, ErrNeedsApproval, who, req.op, info.Label)
+			return fmt.Errorf("%w: %w: approver denied agent %q %s on block %q", ErrPermission, ErrNeedsApproval, who, req.op, info.Label)
 		}
-		return who, ver, nil
 	case Append:
 		if req.op.class() != classAppend {
-			return "", 0, deny("permission Append allows only appending operations")
+			return deny("permission Append allows only appending operations")
 		}
 	case ReadWrite:
 		if req.op.class() == classAdmin {
-			return "", 0, deny("permission ReadWrite cannot delete or reconfigure")
+			return deny("permission ReadWrite cannot delete or reconfigure")
 		}
 	case Admin:
 	default:
-		return "", 0, deny("no valid permission")
+		return deny("no valid permission")
 	}
-	return who, ver, nil
+	return nil
 }
 
 // readOnlyTarget reports whether a section or field is read-only in s.
@@ -492,27 +537,71 @@ type plan func(s schema.Schema, cur any) (next any, apply func(node *automerge.M
 // on this view. The store uses it for operations that live outside the
 // document (delete, reconfigure).
 func (d *Document) Authorize(actor Actor, op Op) error {
-	_, _, err := d.authorize(actor, request{op: op})
+	_, _, _, err := d.authorize(actor, request{op: op})
 	return err
 }
 
 // mutate authorizes, plans, checks limits and applies one edit as one
 // automerge change. A refused edit leaves the document unchanged: every
-// check runs on a prospective copy before any CRDT operation.
+// check runs on a prospective copy before any CRDT operation. On a managed
+// document the edit runs inside the store's Writer, against the state the
+// store brought up to date, and is rolled back if the store cannot make it
+// durable; subscribers hear of it only once it is.
 func (d *Document) mutate(actor Actor, req request, p plan) error {
-	who, ver, err := d.authorize(actor, req)
+	who, system, ver, err := d.authorize(actor, req)
 	if err != nil {
 		return err
 	}
 	c := d.c
 	c.mu.Lock()
-	if c.infoVer != ver {
-		c.mu.Unlock()
-		return fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, c.info.Label, req.op)
-	}
-	ev, subs, err := c.mutateLocked(who, req, p)
+	w := c.writer
 	c.mu.Unlock()
+	if w == nil {
+		c.mu.Lock()
+		ev, subs, err := c.mutateLocked(who, ver, req, p)
+		c.mu.Unlock()
+		if err == nil && ev.Op != "" {
+			fire(subs, ev)
+		}
+		return err
+	}
+	var (
+		ev      Event
+		subs    []func(Event)
+		before  []automerge.ChangeHash
+		applied bool
+	)
+	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op}
+	err = w.Write(d.Context(), wreq, func(current Permission) error {
+		if applied {
+			return fmt.Errorf("block %q: %s: the store applied one edit twice", c.info.Label, req.op)
+		}
+		applied = true
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !system && (current != d.perm || c.infoVer != ver) {
+			// The share, the permission or the schema changed since this
+			// view was made or the edit was authorized: the current ones
+			// decide (without asking the approver again while the store
+			// holds its write lock).
+			if err := d.check(who, c.info, current, req, nil, false); err != nil {
+				return err
+			}
+		}
+		ver = c.infoVer
+		before = c.am.Heads()
+		var err error
+		ev, subs, err = c.mutateLocked(who, ver, req, p)
+		return err
+	})
 	if err != nil {
+		if ev.Op != "" {
+			c.mu.Lock()
+			if rerr := c.rollback(before); rerr != nil {
+				err = fmt.Errorf("%w (and rolling back failed: %v)", err, rerr)
+			}
+			c.mu.Unlock()
+		}
 		return err
 	}
 	if ev.Op != "" {
@@ -521,8 +610,11 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	return nil
 }
 
-func (c *core) mutateLocked(who string, req request, p plan) (Event, []func(Event), error) {
+func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event, []func(Event), error) {
 	label := c.info.Label
+	if c.infoVer != ver {
+		return Event{}, nil, fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, label, req.op)
+	}
 	full, err := c.value()
 	if err != nil {
 		return Event{}, nil, err

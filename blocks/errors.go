@@ -25,4 +25,8 @@ var (
 	// ErrCorrupt is returned when document bytes cannot be loaded or the
 	// document does not have the layout its schema requires.
 	ErrCorrupt = errors.New("blocks: corrupt document")
+	// ErrManaged is returned when changes from elsewhere are merged straight
+	// into a document a store manages (see Document.Manage), bypassing the
+	// store's validation and persistence.
+	ErrManaged = errors.New("blocks: document is managed by a store")
 )

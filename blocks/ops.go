@@ -3,6 +3,7 @@ package blocks
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -362,6 +363,9 @@ func (d *Document) incrementCounter(section, field string, delta int64, actor Ac
 		}
 		m := cur.(map[string]any)
 		old, _ := m[field].(int64)
+		if (delta > 0 && old > math.MaxInt64-delta) || (delta < 0 && old < math.MinInt64-delta) {
+			return nil, nil, &schema.FieldError{Field: field, Reason: fmt.Sprintf("counter %d + %d overflows int64", old, delta), Err: schema.ErrInvalid}
+		}
 		m[field] = old + delta
 		return m, func(node *automerge.Map) error {
 			fields, err := getMap(node, keyFields)

@@ -39,6 +39,9 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	}
 	if info.Schema == nil {
 		info.Schema = schema.Text{}
+		if info.Type == blocks.Log {
+			info.Schema = schema.Log{}
+		}
 	}
 	if info.Permission == 0 {
 		info.Permission = blocks.ReadWrite
@@ -72,10 +75,10 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	var id int64
 	err = c.write(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
-			char_limit, pinned, priority, snapshot, rendered, heads, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
+			char_limit, pinned, priority, snapshot, snapshot_crc, rendered, heads, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 			agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
-			info.CharLimit, info.Pinned, info.Priority, snap, rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id); err != nil {
+			info.CharLimit, info.Pinned, info.Priority, snap, checksum(snap), rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id); err != nil {
 			return err
 		}
 		return bumpGen(tx, agent)
@@ -89,11 +92,13 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if err := doc.MarkPersisted(doc.Heads()); err != nil {
 		return nil, err
 	}
-	e := &entry{id: id, owner: agent, label: info.Label, doc: doc}
-	doc.Subscribe(func(ev blocks.Event) { c.onChange(e, ev) })
+	e, err := c.manage(doc, id, 0)
+	if err != nil {
+		return nil, err
+	}
 	c.lru.Add(id, e)
 	c.flushEvicted(ctx)
-	c.indexBlock(ctx, e, rendered)
+	c.wakeEmbedder()
 	return doc.View(agent, info.Permission), nil
 }
 
@@ -306,7 +311,7 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	found, err := e.Apply(doc, blocks.Agent)
+	found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 	if err != nil {
 		if errors.Is(err, blocks.ErrNeedsApproval) {
 			if owner == "" {
@@ -331,16 +336,6 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		if err := c.rotateLog(ctx, ent); err != nil {
 			return err
 		}
-	}
-	if c.opts.WriteBack {
-		return nil
-	}
-	// The write-through already ran in the change subscription, on this
-	// goroutine, before the edit returned: it persisted this change (or a
-	// concurrent persist that started after the commit did). Only its error
-	// is left to report; it is sticky on the entry.
-	if _, _, _, broken := ent.freshness(); broken != nil {
-		return broken
 	}
 	return nil
 }
@@ -606,4 +601,50 @@ func withDefaults(m schema.Map, v any) any {
 		}
 	}
 	return out
+}
+
+// MergeChanges merges automerge changes made outside the store — by
+// automerge JS or another automerge peer, or on a Fork of the block — into
+// a block agent may write (its own, or one shared with it at ReadWrite or
+// Admin: merged changes can do anything a whole-value write can). This is
+// the one supported way: LoadIncremental, Merge and sync messages on a
+// store's Document fail with blocks.ErrManaged. data is change chunks
+// (SaveIncremental, PendingChanges) or a whole saved document.
+//
+// The merge is validated against the block's fresh state inside the write
+// transaction (every change applicable, the merged value valid under the
+// schema and within the character limit), persisted as one update row
+// attributed to agent, and indexed like any write. An invalid merge returns
+// an error (wrapping blocks.ErrCorrupt, schema.ErrInvalid or
+// blocks.ErrLimit) and leaves the block as it was.
+func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+	ent, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return err
+	}
+	if doc.Permission() < blocks.ReadWrite {
+		return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission %s (merging needs ReadWrite)",
+			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
+	}
+	var undo func() error
+	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: agent, Op: blocks.OpMerge}
+	err = ent.Write(ctx, req, func(current blocks.Permission) error {
+		if current < blocks.ReadWrite {
+			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
+				blocks.ErrPermission, agent, label, ent.owner, current)
+		}
+		var fresh []byte
+		fresh, undo, err = ent.replica.Merge(data)
+		if err != nil {
+			return err
+		}
+		ent.merged = fresh
+		return nil
+	})
+	if err != nil && undo != nil {
+		if uerr := undo(); uerr != nil {
+			err = fmt.Errorf("%w (and rolling back failed: %v)", err, uerr)
+		}
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/url"
@@ -105,21 +106,30 @@ type Cache struct {
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
+
+	// The block-vector worker (only with an embedder): writes wake it, and
+	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
+	embedWake chan struct{}
+	embedStop context.CancelFunc
+	embedDone chan struct{}
 }
 
 // entry is one cached block document.
 type entry struct {
-	mu      sync.Mutex // serializes refresh and persist of this block here
+	c       *Cache
+	mu      sync.Mutex // serializes refresh, writes and persist of this block here
 	state   sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
 	id      int64
 	owner   string
 	label   string
 	doc     *blocks.Document // the owner's view
+	replica *blocks.Replica  // how durable changes from other writers enter doc
 	lastSeq int64            // highest update sequence reflected in doc
 	epoch   int64
 	metaVer int64
-	broken  error               // set when a persist failed; the entry is dropped
-	actors  map[string]struct{} // who made the pending changes
+	broken  error               // set when the block cannot be served (corrupt rows); the entry is dropped
+	actors  map[string]struct{} // who made the pending changes (write-back)
+	merged  []byte              // external changes merged by the running Write, persisted with it
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -183,6 +193,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 	if err != nil {
 		return fail(fmt.Errorf("memory: cache: %w", err))
 	}
+	if o.Embedder != nil {
+		c.startEmbedder()
+	}
 	c.log.Debug("engram store opened", "path", path, "cache_size", o.CacheSize, "write_back", o.WriteBack)
 	return c, nil
 }
@@ -208,7 +221,9 @@ func dsn(path string, o Options, immediate bool) string {
 }
 
 // enableWAL switches a file to WAL once. The switch needs an exclusive lock
-// SQLite does not wait for, so concurrent openers retry briefly.
+// SQLite does not wait for, so concurrent openers retry briefly; any other
+// failure (a file that is not a database, a directory, no permission) is
+// reported at once.
 func enableWAL(ctx context.Context, path string, o Options) error {
 	db, err := sql.Open("sqlite", path+"?_busy_timeout="+fmt.Sprint(o.BusyTimeout.Milliseconds()))
 	if err != nil {
@@ -221,6 +236,9 @@ func enableWAL(ctx context.Context, path string, o Options) error {
 		err = db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
 		if err == nil && strings.EqualFold(mode, "wal") {
 			return nil
+		}
+		if err != nil && !isBusy(err) {
+			return fmt.Errorf("memory: open %s: %w", path, err)
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("memory: set WAL mode on %s: %v (mode %q)", path, err, mode)
@@ -258,6 +276,7 @@ func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.stopEmbedder()
 	c.lru.Purge()
 	c.closeStmts()
 	c.closeDBs()
@@ -451,13 +470,17 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 	}
 	defer tx.Rollback()
 	var snap []byte
-	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+`, snapshot FROM blocks WHERE id = ?`, id)
-	r, err := scanBlock(row, &snap)
+	var snapCRC sql.NullInt64
+	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+`, snapshot, snapshot_crc FROM blocks WHERE id = ?`, id)
+	r, err := scanBlock(row, &snap, &snapCRC)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("block %d", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("memory: load block %d: %w", id, err)
+	}
+	if err := checkCRC(snap, snapCRC); err != nil {
+		return nil, corrupt(r.owner, r.label, "snapshot", err)
 	}
 	info, err := r.infoWith(&c.schemas)
 	if err != nil {
@@ -467,15 +490,54 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: load block %q of %q: %w", r.label, r.owner, err)
 	}
-	e := &entry{id: id, owner: r.owner, label: r.label, doc: doc, lastSeq: r.snapshotSeq, epoch: r.epoch, metaVer: r.metaVer}
+	e, err := c.manage(doc, r.id, r.snapshotSeq)
+	if err != nil {
+		return nil, err
+	}
+	e.epoch, e.metaVer = r.epoch, r.metaVer
 	if err := c.applyUpdates(ctx, tx, e, r.lastSeq); err != nil {
 		return nil, err
 	}
 	if err := doc.MarkPersisted(doc.Heads()); err != nil {
 		return nil, err
 	}
-	doc.Subscribe(func(ev blocks.Event) { c.onChange(e, ev) })
 	return e, nil
+}
+
+// manage makes the entry that serves doc (block id, durable up to seq) and
+// hands the document to it: from now on every write through any view of
+// doc runs through entry.Write.
+func (c *Cache) manage(doc *blocks.Document, id, seq int64) (*entry, error) {
+	info := doc.Info()
+	e := &entry{c: c, id: id, owner: info.Owner, label: info.Label, doc: doc, lastSeq: seq}
+	rep, err := doc.Manage(e)
+	if err != nil {
+		return nil, fmt.Errorf("memory: block %q of %q: %w", info.Label, info.Owner, err)
+	}
+	e.replica = rep
+	return e, nil
+}
+
+// crcTable is CRC-32C, the checksum of update rows and snapshots.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func checksum(b []byte) int64 { return int64(crc32.Checksum(b, crcTable)) }
+
+// checkCRC verifies data against its stored checksum (NULL for rows
+// written before checksums existed).
+func checkCRC(data []byte, want sql.NullInt64) error {
+	if !want.Valid {
+		return nil
+	}
+	if got := checksum(data); got != want.Int64 {
+		return fmt.Errorf("checksum mismatch (stored %08x, computed %08x over %d bytes): the row is torn or corrupt", want.Int64, got, len(data))
+	}
+	return nil
+}
+
+// corrupt is the error for a block whose stored bytes are damaged.
+func corrupt(owner, label, what string, err error) error {
+	return fmt.Errorf("%w: block %q of agent %q: %s: %w", ErrCorrupt, label, owner, what, err)
 }
 
 type querier interface {
@@ -485,7 +547,10 @@ type querier interface {
 
 // applyUpdates loads the updates after e.lastSeq (up to upTo) into e.doc.
 // If a compaction elsewhere already folded some of them into the snapshot,
-// the snapshot is merged in first. Caller holds e.mu or owns e exclusively.
+// the snapshot is merged in first. A row whose checksum does not match, or
+// whose changes would break the block's schema, stops the catch-up with
+// ErrCorrupt: nothing after it is skipped silently. Caller holds e.mu or
+// owns e exclusively.
 func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int64) error {
 	if upTo <= e.lastSeq {
 		return nil
@@ -496,15 +561,19 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 	}
 	if snapSeq > e.lastSeq {
 		var snap []byte
-		if err := q.QueryRowContext(ctx, `SELECT snapshot FROM blocks WHERE id = ?`, e.id).Scan(&snap); err != nil {
+		var crc sql.NullInt64
+		if err := q.QueryRowContext(ctx, `SELECT snapshot, snapshot_crc FROM blocks WHERE id = ?`, e.id).Scan(&snap, &crc); err != nil {
 			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 		}
-		if err := e.doc.LoadIncremental(snap); err != nil {
-			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		if err := checkCRC(snap, crc); err != nil {
+			return corrupt(e.owner, e.label, "snapshot", err)
+		}
+		if err := e.replica.LoadIncremental(snap); err != nil {
+			return corrupt(e.owner, e.label, "snapshot", err)
 		}
 		e.set(func(e *entry) { e.lastSeq = snapSeq })
 	}
-	rows, err := q.QueryContext(ctx, `SELECT seq, data FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
+	rows, err := q.QueryContext(ctx, `SELECT seq, data, crc FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
 	if err != nil {
 		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 	}
@@ -512,11 +581,15 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 	for rows.Next() {
 		var seq int64
 		var data []byte
-		if err := rows.Scan(&seq, &data); err != nil {
+		var crc sql.NullInt64
+		if err := rows.Scan(&seq, &data, &crc); err != nil {
 			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 		}
-		if err := e.doc.LoadIncremental(data); err != nil {
-			return fmt.Errorf("memory: catch up block %q update %d: %w", e.label, seq, err)
+		if err := checkCRC(data, crc); err != nil {
+			return corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)
+		}
+		if err := e.replica.LoadIncremental(data); err != nil {
+			return corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)
 		}
 		e.set(func(e *entry) { e.lastSeq = seq })
 	}
@@ -524,7 +597,9 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 	}
 	if e.lastSeq < upTo {
-		e.set(func(e *entry) { e.lastSeq = upTo })
+		// Rows up to upTo are gone (a compaction raced this read); the
+		// snapshot check above picks them up next time.
+		return fmt.Errorf("memory: catch up block %q: updates %d..%d are missing; retry", e.label, e.lastSeq+1, upTo)
 	}
 	return nil
 }
@@ -547,8 +622,18 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("memory: refresh block %q: %w", e.label, err)
 	}
+	return c.refresh(ctx, tx, e, r)
+}
+
+// refresh brings e up to the row r read in q's transaction: metadata, then
+// updates. A corrupt row breaks the entry so every later read reports it.
+func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
+	if r.epoch != e.epoch {
+		c.lru.Remove(e.id)
+		return fmt.Errorf("memory: block %q of %q was rebased by another writer; retry", e.label, e.owner)
+	}
 	if r.metaVer != e.metaVer {
-		info, err := r.info()
+		info, err := r.infoWith(&c.schemas)
 		if err != nil {
 			return err
 		}
@@ -557,123 +642,299 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 		}
 		e.set(func(e *entry) { e.metaVer = r.metaVer })
 	}
-	return c.applyUpdates(ctx, tx, e, r.lastSeq)
+	err := c.applyUpdates(ctx, q, e, r.lastSeq)
+	if errors.Is(err, ErrCorrupt) {
+		e.set(func(e *entry) { e.broken = err })
+		c.lru.Remove(e.id)
+	}
+	return err
 }
 
-// onChange persists local changes (write-through) or marks the block dirty
-// (write-back). It runs on the writer's goroutine right after the commit, so
-// a store method that made the change finds it durable when it returns.
-func (c *Cache) onChange(e *entry, ev blocks.Event) {
-	if ev.Remote {
-		return
+// Write runs one mutation of the block for blocks.Document (entry is the
+// managed document's blocks.Writer). In write-through mode it holds the
+// database's write lock throughout: it applies whatever other writers
+// persisted, lets the edit validate itself against that fresh state with
+// the accessor's current permission, and commits the change in the same
+// transaction, so limits and permissions hold across processes and a
+// write is acknowledged only once it is durable. If anything fails the
+// document rolls the edit back and the error says why. In write-back mode
+// the edit applies to the cached state and persists on Flush.
+func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+	c := e.c
+	if err := c.checkOpen(ctx); err != nil {
+		return err
 	}
-	e.mu.Lock()
-	if e.actors == nil {
-		e.actors = map[string]struct{}{}
-	}
-	e.actors[ev.Actor] = struct{}{}
-	e.mu.Unlock()
-	c.mu.Lock()
-	c.dirty[e] = struct{}{}
-	c.mu.Unlock()
-	if c.opts.WriteBack {
-		return
-	}
-	if err := c.persist(context.Background(), e); err != nil {
-		c.log.Error("write-through failed", "block", e.label, "owner", e.owner, "err", err)
-	}
-}
-
-// persist writes e's pending changes as one update row, after applying
-// whatever other writers added since, in one IMMEDIATE transaction.
-func (c *Cache) persist(ctx context.Context, e *entry) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.broken != nil {
-		return e.broken
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return broken
 	}
-	data, heads, err := e.doc.PendingChanges()
+	if c.opts.WriteBack && txHookFrom(ctx) == nil {
+		// (An edit that carries more work, such as an approval's status,
+		// is written through even in write-back mode: both or neither.)
+		return c.writeBack(ctx, e, req, apply)
+	}
+	var (
+		applyErr error
+		heads    []string
+		seq      int64
+		compact  bool
+	)
+	// Once the transaction starts it runs to the end whatever ctx does.
+	wctx := context.WithoutCancel(ctx)
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		ctx := wctx
+		r, perm, err := c.writeState(ctx, tx, e, req)
+		if err != nil {
+			return err
+		}
+		if err := c.refresh(ctx, tx, e, r); err != nil {
+			return err
+		}
+		if err := perm.err; err != nil {
+			applyErr = err
+			return err
+		}
+		if applyErr = apply(perm.p); applyErr != nil {
+			return applyErr
+		}
+		if hook := txHookFrom(ctx); hook != nil {
+			if applyErr = hook(tx); applyErr != nil {
+				return applyErr
+			}
+		}
+		var data []byte
+		if data, heads, err = e.doc.PendingChanges(); err != nil {
+			return err
+		}
+		if merged := e.merged; len(merged) > 0 {
+			// Changes from an external peer (MergeChanges) are not this
+			// replica's own, so PendingChanges leaves them out; they go
+			// into the same row (concatenated chunks load as one).
+			e.merged = nil
+			data = append(merged, data...)
+		}
+		if len(data) == 0 {
+			heads = nil
+			return nil // nothing changed: nothing to write
+		}
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, req.Actor)
+		return err
+	})
+	e.merged = nil
+	if applyErr != nil {
+		return applyErr
+	}
 	if err != nil {
-		return c.breakEntry(e, err)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%w: %s on block %q of agent %q: %w", ErrPersist, req.Op, e.label, e.owner, err)
 	}
-	if len(data) == 0 {
-		c.mu.Lock()
-		delete(c.dirty, e)
-		c.mu.Unlock()
+	if heads == nil {
 		return nil
 	}
-	actors := make([]string, 0, len(e.actors))
-	for a := range e.actors {
-		actors = append(actors, a)
+	c.committed(e, seq, heads, compact)
+	return nil
+}
+
+// txHookKey carries a txHook in a write's context.
+type txHookKey struct{}
+
+// txHook is more work for the transaction that writes an edit, run after
+// the edit applied: the write commits both or neither (an approval's
+// status with the approved edit, rotated log entries with the trim).
+type txHook func(tx *sql.Tx) error
+
+func withTxHook(ctx context.Context, h txHook) context.Context {
+	return context.WithValue(ctx, txHookKey{}, h)
+}
+
+func txHookFrom(ctx context.Context) txHook {
+	h, _ := ctx.Value(txHookKey{}).(txHook)
+	return h
+}
+
+// sharePerm is an accessor's current permission on a block, or why it has
+// none.
+type sharePerm struct {
+	p   blocks.Permission
+	err error
+}
+
+// writeState reads, inside the write transaction, the block's row and the
+// accessor's current permission on it (the owner's, or the share's).
+func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
+	var shared sql.NullString
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+`,
+		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`, req.Accessor, e.id), &shared)
+	if errors.Is(err, sql.ErrNoRows) {
+		c.lru.Remove(e.id)
+		return r, sharePerm{}, notFound("block %q of agent %q was deleted", e.label, e.owner)
 	}
-	sort.Strings(actors)
-	rendered, compacted, err := c.writeUpdate(ctx, e, data, strings.Join(actors, ","))
 	if err != nil {
-		return c.breakEntry(e, err)
+		return r, sharePerm{}, err
 	}
+	var perm sharePerm
+	switch {
+	case req.System:
+	case req.Accessor == r.owner:
+		perm.p, perm.err = blocks.ParsePermission(r.permission)
+	case shared.Valid:
+		perm.p, perm.err = blocks.ParsePermission(shared.String)
+	default:
+		perm.err = fmt.Errorf("%w: agent %q may not %s on block %q of agent %q: it is no longer shared with it",
+			blocks.ErrPermission, req.Accessor, req.Op, e.label, e.owner)
+	}
+	return r, perm, nil
+}
+
+// insertUpdate appends data as the block's next update row and stores the
+// new rendering, inside the caller's write transaction (r is the row read
+// in it). It returns the new sequence and whether it compacted.
+func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors string) (seq int64, compacted bool, err error) {
+	seq = r.lastSeq + 1
+	now := c.nanos()
+	if _, err = tx.ExecContext(ctx, `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
+		return 0, false, err
+	}
+	if _, err = tx.ExecContext(ctx, `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ? WHERE id = ?`,
+		seq, e.doc.Render(), strings.Join(e.doc.Heads(), ","), now, e.id); err != nil {
+		return 0, false, err
+	}
+	if seq-r.snapshotSeq >= int64(c.opts.CompactAfter) {
+		if err = compactLocked(ctx, tx, e, seq); err != nil {
+			return 0, false, err
+		}
+		compacted = true
+	}
+	return seq, compacted, nil
+}
+
+// committed records a change that is now durable at seq.
+func (c *Cache) committed(e *entry, seq int64, heads []string, compacted bool) {
 	if err := e.doc.MarkPersisted(heads); err != nil {
-		return c.breakEntry(e, err)
+		c.log.Error("mark persisted", "block", e.label, "owner", e.owner, "err", err)
 	}
+	e.set(func(e *entry) { e.lastSeq = seq })
 	e.actors = nil
 	c.mu.Lock()
 	delete(c.dirty, e)
 	c.mu.Unlock()
 	if compacted {
-		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", e.lastSeq)
+		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", seq)
 	}
-	c.indexBlock(ctx, e, rendered)
+	c.wakeEmbedder()
+}
+
+// writeBack applies an edit to the cached state and marks the block dirty
+// (Options.WriteBack). It reads the accessor's current permission, but
+// limits hold only against the state this process has seen: other
+// processes' writes merge in at Flush.
+func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+	tx, err := c.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
+	}
+	defer tx.Rollback()
+	var shared sql.NullString
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+`,
+		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`, req.Accessor, e.id), &shared)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("block %q of agent %q was deleted", e.label, e.owner)
+	}
+	if err != nil {
+		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
+	}
+	if err := c.refresh(ctx, tx, e, r); err != nil {
+		return err
+	}
+	var perm blocks.Permission
+	switch {
+	case req.System:
+	case req.Accessor == r.owner:
+		perm, err = blocks.ParsePermission(r.permission)
+	case shared.Valid:
+		perm, err = blocks.ParsePermission(shared.String)
+	default:
+		err = fmt.Errorf("%w: agent %q may not %s on block %q of agent %q: it is no longer shared with it",
+			blocks.ErrPermission, req.Accessor, req.Op, e.label, e.owner)
+	}
+	if err != nil {
+		return err
+	}
+	if err := apply(perm); err != nil {
+		return err
+	}
+	if e.actors == nil {
+		e.actors = map[string]struct{}{}
+	}
+	e.actors[req.Actor] = struct{}{}
+	c.mu.Lock()
+	c.dirty[e] = struct{}{}
+	c.mu.Unlock()
 	return nil
 }
 
-func (c *Cache) writeUpdate(ctx context.Context, e *entry, data []byte, actors string) (rendered string, compacted bool, err error) {
-	// The write must finish once started: a cancelled caller must not leave
-	// the change half-acknowledged.
+// persist writes e's pending changes (write-back edits, or a system change
+// such as the containers a reconfiguration adds) as one update row, after
+// applying whatever other writers added since, in one IMMEDIATE
+// transaction. On failure the changes stay pending (and the block dirty),
+// so Flush or Close retries them; nothing is dropped.
+func (c *Cache) persist(ctx context.Context, e *entry) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return broken
+	}
+	var (
+		heads   []string
+		seq     int64
+		compact bool
+	)
 	wctx := context.WithoutCancel(ctx)
-	err = c.write(wctx, func(tx *sql.Tx) error {
-		var err error
-		rendered, compacted, err = c.writeUpdateTx(wctx, tx, e, data, actors)
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		ctx := wctx
+		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+` FROM blocks WHERE id = ?`, e.id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("block %q of agent %q was deleted", e.label, e.owner)
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.refresh(ctx, tx, e, r); err != nil {
+			return err
+		}
+		var data []byte
+		if data, heads, err = e.doc.PendingChanges(); err != nil || len(data) == 0 {
+			return err
+		}
+		actors := make([]string, 0, len(e.actors))
+		for a := range e.actors {
+			actors = append(actors, a)
+		}
+		sort.Strings(actors)
+		if len(actors) == 0 {
+			actors = append(actors, "system")
+		}
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, strings.Join(actors, ","))
 		return err
 	})
-	return rendered, compacted, err
-}
-
-func (c *Cache) writeUpdateTx(wctx context.Context, tx *sql.Tx, e *entry, data []byte, actors string) (rendered string, compacted bool, err error) {
-	var lastSeq, snapSeq, epoch int64
-	err = tx.QueryRowContext(wctx, `SELECT last_seq, snapshot_seq, epoch FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq, &snapSeq, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, notFound("block %q of agent %q was deleted", e.label, e.owner)
-	}
 	if err != nil {
-		return "", false, err
-	}
-	if epoch != e.epoch {
-		return "", false, fmt.Errorf("block %q was rebased by another writer", e.label)
-	}
-	if err = c.applyUpdates(wctx, tx, e, lastSeq); err != nil {
-		return "", false, err
-	}
-	seq := lastSeq + 1
-	now := c.nanos()
-	if _, err = tx.ExecContext(wctx, `INSERT INTO block_updates (block_id, seq, epoch, actor, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.id, seq, epoch, actors, data, now); err != nil {
-		return "", false, err
-	}
-	rendered = e.doc.Render()
-	heads := strings.Join(e.doc.Heads(), ",")
-	if _, err = tx.ExecContext(wctx, `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ? WHERE id = ?`,
-		seq, rendered, heads, now, e.id); err != nil {
-		return "", false, err
-	}
-	if seq-snapSeq >= int64(c.opts.CompactAfter) {
-		if err = compactLocked(wctx, tx, e, seq); err != nil {
-			return "", false, err
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+			return err
 		}
-		compacted = true
+		return fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
 	}
-	// The new sequence is only ours once the transaction commits; a retry
-	// re-reads last_seq, so setting it early is harmless.
-	e.set(func(e *entry) { e.lastSeq = seq })
-	return rendered, compacted, nil
+	if heads == nil {
+		c.mu.Lock()
+		delete(c.dirty, e)
+		c.mu.Unlock()
+		return nil
+	}
+	c.committed(e, seq, heads, compact)
+	return nil
 }
 
 // compactLocked folds all updates up to seq into the snapshot, inside the
@@ -684,41 +945,61 @@ func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot = ?, snapshot_seq = ? WHERE id = ?`, snap, seq, e.id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot = ?, snapshot_crc = ?, snapshot_seq = ? WHERE id = ?`, snap, checksum(snap), seq, e.id); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM block_updates WHERE block_id = ? AND seq <= ?`, e.id, seq)
 	return err
 }
 
-// breakEntry drops a block whose change could not be persisted, so the next
-// read sees the last durable state.
-func (c *Cache) breakEntry(e *entry, err error) error {
-	err = fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
-	e.set(func(e *entry) { e.broken = err })
-	c.lru.Remove(e.id)
-	c.mu.Lock()
-	delete(c.dirty, e)
-	c.mu.Unlock()
-	return err
+// startEmbedder starts the worker that computes block vectors after writes
+// (a write only marks its block; see search.Index.FlushBlockVectors), so no
+// write waits for an embedder. Searches that need the vectors flush first.
+func (c *Cache) startEmbedder() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.embedWake = make(chan struct{}, 1)
+	c.embedStop = cancel
+	c.embedDone = make(chan struct{})
+	go func() {
+		defer close(c.embedDone)
+		backoff := time.Second
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.embedWake:
+			}
+			if err := c.index.FlushBlockVectors(ctx); err != nil && ctx.Err() == nil {
+				c.log.Error("embedding changed blocks failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Minute)
+				c.wakeEmbedder()
+				continue
+			}
+			backoff = time.Second
+		}
+	}()
+	c.wakeEmbedder() // blocks marked before this process started
 }
 
-// indexBlock refreshes the block's vector after a persisted change. FTS is
-// kept in sync by triggers on blocks.rendered; vectors need the embedder,
-// which may be remote, so they are computed outside the write transaction.
-func (c *Cache) indexBlock(ctx context.Context, e *entry, rendered string) {
-	if c.index == nil || c.index.Embedder() == nil {
+func (c *Cache) wakeEmbedder() {
+	if c.embedWake == nil {
 		return
 	}
-	info := e.doc.Info()
-	item := search.VectorItem{ID: e.id, Owner: e.owner, Text: search.BlockText(info.Label, info.Description, rendered)}
-	vecs, err := c.index.Embed(context.WithoutCancel(ctx), []string{item.Text})
-	if err == nil {
-		err = c.write(ctx, func(tx *sql.Tx) error {
-			return c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Blocks, []search.EmbeddingItem{{ID: item.ID, Owner: item.Owner, Vector: vecs[0]}})
-		})
+	select {
+	case c.embedWake <- struct{}{}:
+	default:
 	}
-	if err != nil {
-		c.log.Error("embedding block failed", "block", e.label, "owner", e.owner, "err", err)
+}
+
+func (c *Cache) stopEmbedder() {
+	if c.embedStop == nil {
+		return
 	}
+	c.embedStop()
+	<-c.embedDone
 }

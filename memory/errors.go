@@ -3,6 +3,8 @@ package memory
 import (
 	"errors"
 	"fmt"
+
+	"github.com/engram-go/engram/blocks"
 )
 
 var (
@@ -16,9 +18,16 @@ var (
 	ErrExists = errors.New("memory: already exists")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("memory: store is closed")
-	// ErrPersist wraps failures to make a change durable; the cached
-	// document was dropped and the next read shows the last durable state.
+	// ErrPersist wraps failures to make a change durable. The write
+	// returned it and kept nothing: in write-through mode the edit was
+	// rolled back, so every read shows the last durable state; in
+	// write-back mode the change stays pending for the next Flush.
 	ErrPersist = errors.New("memory: change not persisted")
+	// ErrCorrupt is returned for a block whose stored bytes are damaged (a
+	// torn or corrupt update row or snapshot, found by its checksum, or
+	// changes that do not load). It is blocks.ErrCorrupt, so one check
+	// covers both packages; the message names the block and the row.
+	ErrCorrupt = blocks.ErrCorrupt
 	// ErrInvalidArgument is returned for malformed arguments (empty agent
 	// id or label, negative limits, ...).
 	ErrInvalidArgument = errors.New("memory: invalid argument")

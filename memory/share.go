@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -64,8 +65,25 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.execBump(ctx, withAgent, `DELETE FROM shares WHERE agent = ? AND block_id =
-		(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
+	// The sharee's pending proposals on the block go with its access.
+	var n int64
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM shares WHERE agent = ? AND block_id =
+			(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE proposals SET status = 'withdrawn', decided_at = ?, decided_by = 'system',
+			reason = reason || ' [withdrawn: the share was revoked]'
+			WHERE status = 'pending' AND proposer = ? AND block_id = (SELECT id FROM blocks WHERE owner = ? AND label = ?)`,
+			c.nanos(), withAgent, owner, label); err != nil {
+			return err
+		}
+		return bumpGen(tx, withAgent)
+	})
 	if err != nil {
 		return fmt.Errorf("memory: unshare block %q of %q from %q: %w", label, owner, withAgent, err)
 	}
@@ -134,6 +152,10 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 	_, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return Proposal{}, err
+	}
+	if doc.Permission() == blocks.ReadOnly {
+		return Proposal{}, fmt.Errorf("%w: agent %q may not propose edits to block %q of agent %q: its permission is ReadOnly",
+			blocks.ErrPermission, agent, label, owner)
 	}
 	if err := tryEdit(doc, e, owner, label); err != nil {
 		return Proposal{}, err
@@ -226,68 +248,121 @@ func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
 	return p, err
 }
 
-// ApproveProposal applies a pending proposal as a new change attributed to
-// the proposer (read-only fields and sections still bind it) and marks it
-// approved by approver.
+// ApproveProposal applies a pending proposal and marks it approved by
+// approver, in one transaction: either both happen or neither. The edit is
+// a new change attributed to the proposer and checked against the
+// proposer's current permission on the block (a Partner/Human write counts
+// as approved; read-only fields and sections, Append-only and ReadOnly
+// still bind it); a proposer whose share was revoked has no proposals left
+// to approve.
+//
+// Who may approve: the block's owner, an agent the block is shared with at
+// Admin, or a person, named "human:NAME". The application is trusted to
+// pass the name of whoever actually decided (the CLI and UI pass the
+// person's); agents never reach this method through the memory tools. Any
+// other approver gets an error matching blocks.ErrPermission.
 func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) error {
-	if err := c.checkOpen(ctx); err != nil {
-		return err
-	}
-	p, err := c.proposal(ctx, id)
+	p, err := c.pendingProposal(ctx, id, approver)
 	if err != nil {
 		return err
 	}
-	if p.Status != "pending" {
-		return invalidArg("proposal %d is already %s", id, p.Status)
+	ent, _, err := c.view(ctx, p.Proposer, p.Owner, p.Label)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: proposal %d: its proposer %q can no longer see block %q of %q", ErrNotFound, id, p.Proposer, p.Label, p.Owner)
 	}
-	ent, err := c.entryFor(ctx, p.Owner, p.Label)
 	if err != nil {
 		return err
 	}
-	// Approved: the proposer writes with ReadWrite, attributed to it. The
-	// block may have changed since the proposal; an edit that no longer
-	// applies leaves the proposal pending.
-	found, err := p.Edit.Apply(ent.doc.View(p.Proposer, blocks.ReadWrite), blocks.Agent)
+	perm, err := c.accessPermission(ctx, p.Proposer, p.Owner, p.Label)
+	if err != nil {
+		return err
+	}
+	decided := func(tx *sql.Tx) error { return c.decideTx(tx, id, "approved", approver, "") }
+	view := ent.doc.View(p.Proposer, perm).Approved().WithContext(withTxHook(ctx, decided))
+	found, err := p.Edit.Apply(view, blocks.Agent)
 	if err == nil && !found {
 		err = noMatch(p.Edit, p.Owner, p.Label)
 	}
 	if err != nil {
 		return fmt.Errorf("memory: apply proposal %d: %w", id, err)
 	}
-	if err := c.persist(ctx, ent); err != nil {
-		return err
-	}
-	return c.decide(ctx, id, "approved", approver, "")
+	return nil
 }
 
-// RejectProposal marks a pending proposal rejected.
+// RejectProposal marks a pending proposal rejected (who may: as for
+// ApproveProposal).
 func (c *Cache) RejectProposal(ctx context.Context, id int64, approver, reason string) error {
-	if err := c.checkOpen(ctx); err != nil {
+	if _, err := c.pendingProposal(ctx, id, approver); err != nil {
 		return err
+	}
+	return c.write(ctx, func(tx *sql.Tx) error { return c.decideTx(tx, id, "rejected", approver, reason) })
+}
+
+// HumanApprover prefixes the name of a person deciding proposals (see
+// ApproveProposal).
+const HumanApprover = "human:"
+
+// pendingProposal reads proposal id, checks it is pending and that
+// approver may decide it.
+func (c *Cache) pendingProposal(ctx context.Context, id int64, approver string) (Proposal, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return Proposal{}, err
 	}
 	p, err := c.proposal(ctx, id)
 	if err != nil {
-		return err
+		return p, err
 	}
 	if p.Status != "pending" {
-		return invalidArg("proposal %d is already %s", id, p.Status)
+		return p, invalidArg("proposal %d is already %s", id, p.Status)
 	}
-	return c.decide(ctx, id, "rejected", approver, reason)
+	switch {
+	case approver == p.Owner:
+		return p, nil
+	case strings.HasPrefix(approver, HumanApprover) && strings.TrimSpace(approver[len(HumanApprover):]) != "":
+		return p, nil
+	case strings.TrimSpace(approver) == "":
+		return p, invalidArg("proposal %d: approver is empty", id)
+	}
+	perm, err := c.accessPermission(ctx, approver, p.Owner, p.Label)
+	if err == nil && perm == blocks.Admin {
+		return p, nil
+	}
+	return p, fmt.Errorf("%w: %q may not decide proposal %d on block %q of agent %q: only the owner, an agent with Admin on the block, or a person (%sNAME) may",
+		blocks.ErrPermission, approver, id, p.Label, p.Owner, HumanApprover)
 }
 
-func (c *Cache) decide(ctx context.Context, id int64, status, by, reason string) error {
+// accessPermission is agent's current permission on owner's block: its
+// own when it is the owner, else the share's.
+func (c *Cache) accessPermission(ctx context.Context, agent, owner, label string) (blocks.Permission, error) {
+	if agent != owner {
+		return c.sharedPermission(ctx, agent, owner, label)
+	}
+	var p string
+	err := c.rdb.QueryRowContext(ctx, `SELECT permission FROM blocks WHERE owner = ? AND label = ?`, owner, label).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound("block %q of agent %q", label, owner)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("memory: permission of %q on %q/%q: %w", agent, owner, label, err)
+	}
+	return blocks.ParsePermission(p)
+}
+
+// decideTx marks a pending proposal decided inside tx; a proposal decided
+// meanwhile (by another approver or process) fails the transaction.
+func (c *Cache) decideTx(tx *sql.Tx, id int64, status, by, reason string) error {
 	q := `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'`
 	args := []any{status, c.nanos(), by, id}
 	if reason != "" {
 		q = `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, reason = reason || ? WHERE id = ? AND status = 'pending'`
 		args = []any{status, c.nanos(), by, " [" + status + ": " + reason + "]", id}
 	}
-	n, err := c.exec(ctx, q, args...)
+	res, err := tx.Exec(q, args...)
 	if err != nil {
 		return fmt.Errorf("memory: decide proposal %d: %w", id, err)
 	}
-	if n == 0 {
-		return invalidArg("proposal %d was decided concurrently", id)
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, invalidArg("proposal %d was decided concurrently", id))
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ type Store interface {
 	SetBlockType(ctx context.Context, agent, label string, t blocks.Type) error
 	UpdateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error
 	BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error)
+	// MergeChanges merges automerge changes made elsewhere (automerge JS, a
+	// fork) into a block, validated, persisted and attributed to agent.
+	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error
 
 	// Sharing.
 	ShareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error

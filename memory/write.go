@@ -22,34 +22,43 @@ func isBusy(err error) bool {
 // another process holds the write lock, SQLite's own busy handler backs off
 // up to 100 ms per sleep, and a process that commits back-to-back can starve
 // the other for seconds. The writer connection therefore waits only ~1 ms
-// inside SQLite and write retries the whole transaction with short,
-// jittered sleeps until Options.BusyTimeout: fine-grained polling that lets
-// several processes share one file fairly. fn may run more than once and
-// must have no effects outside tx except idempotent ones.
+// inside SQLite and write retries taking the lock with short, jittered
+// sleeps until Options.BusyTimeout: fine-grained polling that lets several
+// processes share one file fairly.
 //
-// A write, once started, is not abandoned on cancellation: a caller whose
-// context ends must not be left unsure whether its change is durable.
+// fn runs at most once: only a failure to take the lock is retried, so fn
+// may change state outside tx (a document it edits) as long as it undoes
+// that when write returns an error. A caller whose context ends while
+// waiting for the lock gets its error and nothing is written; once fn runs,
+// the transaction finishes whatever the context does, so no caller is left
+// unsure whether its change is durable.
 func (c *Cache) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	wctx := context.WithoutCancel(ctx)
 	deadline := time.Now().Add(c.opts.BusyTimeout)
 	for attempt := 0; ; attempt++ {
-		err := c.writeOnce(wctx, fn)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tx, err := c.wdb.BeginTx(context.WithoutCancel(ctx), nil)
+		if err == nil {
+			return commit(tx, fn(tx))
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
 		backoff := time.Duration(200+rand.IntN(800)) * time.Microsecond << min(attempt/8, 3)
-		time.Sleep(backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
 	}
 }
 
-func (c *Cache) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := c.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
+// commit commits tx when fnErr is nil and rolls it back otherwise.
+func commit(tx *sql.Tx, fnErr error) error {
+	if fnErr != nil {
 		tx.Rollback()
-		return err
+		return fnErr
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()

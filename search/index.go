@@ -577,3 +577,116 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 	}
 	return nil
 }
+
+// flushBlockVectorsBatch is how many changed blocks one embedder call
+// covers.
+const flushBlockVectorsBatch = 64
+
+// FlushBlockVectors computes the vectors of blocks whose text changed since
+// their vector was (migration 0004: writers only mark them, so no write
+// waits for an embedder). A store runs it in the background after writes;
+// vector and hybrid searches over blocks run it first, so they still see
+// every persisted change. The embedder is called outside any transaction;
+// a block that changed again meanwhile stays marked for the next round. It
+// is a no-op without an embedder or while the database records another.
+func (x *Index) FlushBlockVectors(ctx context.Context) error {
+	if x.emb == nil {
+		return nil
+	}
+	for {
+		var dirty bool
+		if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM vec_blocks_dirty)`).Scan(&dirty); err != nil {
+			return fmt.Errorf("search: check block vectors: %w", err)
+		}
+		if !dirty {
+			return nil
+		}
+		if err := x.checkEmbedder(ctx, x.db); err != nil {
+			return nil // Reembed will compute every vector
+		}
+		cleared, err := x.flushBlockVectors(ctx)
+		if err != nil {
+			return fmt.Errorf("search: embed changed blocks: %w", err)
+		}
+		if cleared == 0 {
+			return nil // every marked block changed again meanwhile: next round
+		}
+	}
+}
+
+type dirtyBlock struct {
+	id          int64
+	owner, text string
+}
+
+func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) {
+	rows, err := x.db.QueryContext(ctx, `SELECT d.id, COALESCE(b.owner, ''), COALESCE(b.label, ''), COALESCE(b.description, ''), COALESCE(b.rendered, '')
+		FROM vec_blocks_dirty d LEFT JOIN blocks b ON b.id = d.id ORDER BY d.id LIMIT ?`, flushBlockVectorsBatch)
+	if err != nil {
+		return 0, err
+	}
+	var todo []dirtyBlock
+	for rows.Next() {
+		var b dirtyBlock
+		var label, desc, rendered string
+		if err := rows.Scan(&b.id, &b.owner, &label, &desc, &rendered); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		b.text = BlockText(label, desc, rendered)
+		todo = append(todo, b)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var texts []string
+	for _, b := range todo {
+		if strings.TrimSpace(b.text) != "" {
+			texts = append(texts, b.text)
+		}
+	}
+	var vecs [][]float32
+	if len(texts) > 0 {
+		if vecs, err = x.Embed(ctx, texts); err != nil {
+			return 0, err
+		}
+	}
+	err = x.withWriteLock(ctx, func(conn *sql.Conn) error {
+		cleared = 0
+		next := 0
+		for _, b := range todo {
+			var vec []float32
+			if strings.TrimSpace(b.text) != "" {
+				vec = vecs[next]
+				next++
+			}
+			// Only what was embedded may clear the mark: a block written
+			// since keeps it.
+			var label, desc, rendered, owner string
+			err := conn.QueryRowContext(ctx, `SELECT owner, label, description, rendered FROM blocks WHERE id = ?`, b.id).Scan(&owner, &label, &desc, &rendered)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				// deleted: its trigger dropped the vector
+			case err != nil:
+				return err
+			case owner != b.owner || BlockText(label, desc, rendered) != b.text:
+				continue
+			case vec == nil:
+				if err := x.DeleteVectors(ctx, conn, Blocks, b.id); err != nil {
+					return err
+				}
+			default:
+				if err := x.PutEmbeddings(ctx, conn, Blocks, []EmbeddingItem{{ID: b.id, Owner: b.owner, Vector: vec}}); err != nil {
+					return err
+				}
+			}
+			if _, err := conn.ExecContext(ctx, `DELETE FROM vec_blocks_dirty WHERE id = ?`, b.id); err != nil {
+				return err
+			}
+			cleared++
+		}
+		return nil
+	})
+	return cleared, err
+}

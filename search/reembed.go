@@ -257,6 +257,12 @@ func (x *Index) swapIn(ctx context.Context, conn *sql.Conn, k *kind) error {
 			return fmt.Errorf("search: reembed: read %s: %w", k.name, err)
 		}
 		if n == 0 {
+			if k.t == Blocks {
+				// Every block's vector is current now (under the write lock).
+				if _, err := conn.ExecContext(ctx, `DELETE FROM vec_blocks_dirty`); err != nil {
+					return fmt.Errorf("search: reembed: clear block marks: %w", err)
+				}
+			}
 			return nil
 		}
 		for _, g := range good {

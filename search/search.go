@@ -137,6 +137,11 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	}
 	var qvec []float32
 	if mode == Vector || mode == Hybrid {
+		if types.Has(Blocks) {
+			if err := x.FlushBlockVectors(ctx); err != nil {
+				return nil, err
+			}
+		}
 		vecs, err := x.Embed(ctx, []string{query})
 		if err != nil {
 			return nil, fmt.Errorf("search: embed query: %w", err)

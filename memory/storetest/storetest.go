@@ -430,7 +430,7 @@ func testProposals(t *testing.T, open Opener) {
 	if len(ps) != 2 || ps[0].ID != pe.ProposalID || ps[0].Status != "pending" || ps[1].Reason != "user said so" {
 		t.Fatalf("proposals = %+v", ps)
 	}
-	must(t, s.ApproveProposal(ctx, pe.ProposalID, "the-human"))
+	must(t, s.ApproveProposal(ctx, pe.ProposalID, "human:the-human"))
 	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea, coffee" {
 		t.Fatalf("approved proposal not applied: %q", r)
 	}
@@ -438,10 +438,10 @@ func testProposals(t *testing.T, open Opener) {
 	if h[len(h)-1].Actor != "agent" {
 		t.Fatalf("approved change attributed to %q, want the proposer", h[len(h)-1].Actor)
 	}
-	must(t, s.RejectProposal(ctx, p2.ID, "the-human", "no"))
-	wantErr(t, s.ApproveProposal(ctx, p2.ID, "the-human"), memory.ErrInvalidArgument, "approve a rejected proposal")
+	must(t, s.RejectProposal(ctx, p2.ID, "human:the-human", "no"))
+	wantErr(t, s.ApproveProposal(ctx, p2.ID, "human:the-human"), memory.ErrInvalidArgument, "approve a rejected proposal")
 	ps, _ = s.ListProposals(ctx, "human", "")
-	if ps[0].Status != "approved" || ps[0].DecidedBy != "the-human" || ps[1].Status != "rejected" {
+	if ps[0].Status != "approved" || ps[0].DecidedBy != "human:the-human" || ps[1].Status != "rejected" {
 		t.Fatalf("decided proposals = %+v", ps)
 	}
 	// With the approver saying yes, the write goes straight through.
@@ -890,7 +890,7 @@ func testEditErrors(t *testing.T, open Opener) {
 	p, err := s.ProposeEdit(ctx, "a", "human", "prefs", memory.Edit{Op: blocks.OpReplaceText, Old: "tea", Text: "coffee"}, "r")
 	must(t, err)
 	must(t, s.UpdateBlockText(ctx, "human", "prefs", "likes: water"))
-	wantErr(t, s.ApproveProposal(ctx, p.ID, "the-human"), memory.ErrNoMatch, "approve a proposal that no longer applies")
+	wantErr(t, s.ApproveProposal(ctx, p.ID, "human:the-human"), memory.ErrNoMatch, "approve a proposal that no longer applies")
 	ps, _ = s.ListProposals(ctx, "human", "prefs")
 	if len(ps) != 1 || ps[0].Status != "pending" {
 		t.Fatalf("proposals after a failed approval: %+v", ps)

@@ -1,0 +1,242 @@
+package blocks
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/automerge/automerge-go"
+)
+
+// Writer makes the changes of a managed document durable (see
+// Document.Manage). A store implements it.
+type Writer interface {
+	// Write runs one mutation of the document. It first brings the document
+	// up to date with what other writers made durable, then calls apply with
+	// the accessor's current permission on the block (which may differ from
+	// the permission the view was made with: a share revoked or downgraded
+	// since), and returns only once the change apply committed is durable.
+	// apply validates the edit against that fresh state (schema, limits,
+	// permission) and commits at most one automerge change; it must be
+	// called at most once. An error from Write means nothing of the edit is
+	// kept: the document rolls the change back.
+	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
+}
+
+// WriteRequest describes the mutation a Writer is asked to run.
+type WriteRequest struct {
+	Label    string
+	Accessor string // the view's accessor ("" for a view without one)
+	Actor    string // who the change is attributed to: an agent id or "system"
+	System   bool   // the system acts: no permission applies
+	Op       Op
+}
+
+// Managed reports whether a store manages the document (see Manage).
+func (d *Document) Managed() bool {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return d.c.writer != nil
+}
+
+// Manage hands the document to a store. From then on every mutation made
+// through any of its views runs inside w.Write, so it is validated against
+// the durable state and is durable when the method returns (or rolled back
+// with the error). Changes made elsewhere can then only arrive through the
+// returned Replica, which the store keeps: LoadIncremental, Merge and sync
+// messages on the document's views fail with ErrManaged, because changes
+// that bypass the store would be neither validated nor persisted. Manage
+// may be called once.
+func (d *Document) Manage(w Writer) (*Replica, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writer != nil {
+		return nil, fmt.Errorf("%w: block %q is already managed", ErrManaged, c.info.Label)
+	}
+	if c.historical {
+		return nil, fmt.Errorf("%w: block %q", ErrHistorical, c.info.Label)
+	}
+	c.writer = w
+	return &Replica{c: c}, nil
+}
+
+// Replica is the store's side of a managed document: the one way durable
+// changes from elsewhere (other processes, external automerge peers the
+// store has validated) enter it.
+type Replica struct{ c *core }
+
+// LoadIncremental applies changes made elsewhere, as Document.LoadIncremental
+// does for an unmanaged document: the merged state must be valid under the
+// block's schema, or nothing is kept and the error wraps ErrCorrupt.
+//
+// Unlike a merge from a peer, a durable change is not refused for pushing
+// the block past its character limit: the store enforces limits when it
+// writes, and refusing durable history would make the block unreadable.
+func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, false) }
+
+// WithContext returns a view whose writes run with ctx: a managed
+// document's Writer gets it, so a store can honour its cancellation before
+// a write starts. The default is context.Background().
+func (d *Document) WithContext(ctx context.Context) *Document {
+	if ctx == nil {
+		panic("blocks: nil context")
+	}
+	v := *d
+	v.ctx = ctx
+	return &v
+}
+
+// Context is the view's context (see WithContext).
+func (d *Document) Context() context.Context {
+	if d.ctx == nil {
+		return context.Background()
+	}
+	return d.ctx
+}
+
+func (c *core) loadIncremental(data []byte, checkLimit bool) error {
+	if len(data) == 0 {
+		return nil
+	}
+	// automerge silently skips input it cannot parse; every automerge chunk
+	// starts with the same magic bytes, so reject anything else up front.
+	if !bytes.HasPrefix(data, automergeMagic) {
+		return fmt.Errorf("block %q: load changes: %w: not automerge data", c.info.Label, ErrCorrupt)
+	}
+	return c.merge("load changes", checkLimit, func() error { return c.am.LoadIncremental(data) })
+}
+
+// merge runs f, which brings changes from elsewhere into c.am, validates
+// the result and fires a Remote event; if f fails or leaves a value the
+// schema rejects (or, with checkLimit, one past the character limit), the
+// document returns to its state before f.
+func (c *core) merge(what string, checkLimit bool, f func() error) error {
+	c.mu.Lock()
+	before := c.am.Heads()
+	beforeHex := hexHeads(before)
+	err := guard(f)
+	if err != nil {
+		err = fmt.Errorf("block %q: %s: %w: %v", c.info.Label, what, ErrCorrupt, err)
+	} else if !equalStrings(beforeHex, hexHeads(c.am.Heads())) {
+		c.invalidate()
+		if _, verr := c.value(); verr != nil {
+			err = fmt.Errorf("block %q: %s: the merged changes break the block's %s schema, so they were not kept: %w",
+				c.info.Label, what, c.info.Schema.Kind(), verr)
+		} else if lim := c.info.limit(); checkLimit && c.size > lim {
+			err = fmt.Errorf("block %q: %s: %w: the merged changes make it %d characters, limit is %d; they were not kept",
+				c.info.Label, what, ErrLimit, c.size, lim)
+		}
+	}
+	if err != nil {
+		if rerr := c.rollback(before); rerr != nil {
+			err = fmt.Errorf("%w (and rolling back failed: %v)", err, rerr)
+		}
+		c.mu.Unlock()
+		return err
+	}
+	ev, subs := c.afterRemote(beforeHex)
+	c.mu.Unlock()
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return nil
+}
+
+// rollback returns the document to heads, dropping every change made or
+// merged after them. automerge cannot undo a commit, so the document is
+// replaced by a fork as of heads (with a new automerge actor, so no change
+// hash or sequence number is ever reused). Caller holds mu.
+func (c *core) rollback(heads []automerge.ChangeHash) error {
+	var fork *automerge.Doc
+	if err := guard(func() (err error) { fork, err = c.am.Fork(heads...); return err }); err != nil {
+		c.invalidate()
+		return fmt.Errorf("%w: block %q: roll back: %v", ErrCorrupt, c.info.Label, err)
+	}
+	c.am = fork
+	c.invalidate()
+	return nil
+}
+
+// errManaged is the error of a merge attempted on a managed document.
+func (c *core) errManaged(what string) error {
+	return fmt.Errorf("%w: block %q: %s here would bypass the store (nothing validated or persisted); merge external changes with the store's MergeChanges",
+		ErrManaged, c.info.Label, what)
+}
+
+// managed reports whether a store manages c. Caller does not hold mu.
+func (c *core) managed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writer != nil
+}
+
+// Merge brings changes made by an external automerge peer (automerge JS, a
+// fork of the block, ...) into the document, as Document.LoadIncremental
+// would but stricter: data may be change chunks (SaveIncremental) or a whole
+// saved document; every change must be applicable (changes whose
+// dependencies the block lacks are refused, not queued); and the merged
+// state must satisfy the block's schema and character limit. On success it
+// returns the changes that were new to the document, encoded for
+// LoadIncremental (nil when there were none), and undo, which returns the
+// document to its state before Merge if the store cannot make them durable.
+// On error nothing is kept.
+func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error) {
+	c := r.c
+	if len(data) == 0 {
+		return nil, func() error { return nil }, nil
+	}
+	if !bytes.HasPrefix(data, automergeMagic) {
+		return nil, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
+	}
+	var chs []*automerge.Change
+	err = guard(func() (err error) {
+		if chs, err = automerge.LoadChanges(data); err == nil && len(chs) > 0 {
+			return nil
+		}
+		doc, lerr := automerge.Load(data)
+		if lerr != nil {
+			return fmt.Errorf("neither changes (%v) nor a document (%v)", err, lerr)
+		}
+		chs, err = doc.Changes()
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	c.mu.Lock()
+	before := c.am.Heads()
+	c.mu.Unlock()
+	err = c.merge("merge changes", true, func() error {
+		if err := c.am.Apply(chs...); err != nil {
+			return err
+		}
+		for _, ch := range chs {
+			if _, err := c.am.Change(ch.Hash()); err != nil {
+				return fmt.Errorf("change %s depends on changes this block does not have", ch.Hash())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err = guard(func() error {
+		news, err := c.am.Changes(before...)
+		if err == nil && len(news) > 0 {
+			fresh = automerge.SaveChanges(news)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+	}
+	undo = func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.rollback(before)
+	}
+	return fresh, undo, nil
+}
