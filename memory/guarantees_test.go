@@ -1,0 +1,538 @@
+package memory_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+)
+
+// Regression tests for issue 11: every guarantee below was broken once.
+
+func text(t *testing.T, c *memory.Cache, agent, label string) string {
+	t.Helper()
+	doc, err := c.GetBlock(context.Background(), agent, label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := doc.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// holdWriteLock takes the database's write lock from another connection
+// until the returned function is called: every write of the store then
+// fails to persist once its BusyTimeout passes.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		conn.ExecContext(context.Background(), "ROLLBACK")
+		conn.Close()
+		db.Close()
+	}
+}
+
+// Item 2: a write whose persistence fails returns the error, through the
+// store's methods and through a view's methods alike, and the cache serves
+// the last durable state, never the lost change.
+func TestFailedPersistIsReportedAndNotServed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	c := openFile(t, path, &memory.Options{BusyTimeout: 50 * time.Millisecond})
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := c.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriteLock(t, path)
+	if err := c.AppendToBlock(ctx, "ada", "notes", " lost"); !errors.Is(err, memory.ErrPersist) {
+		t.Fatalf("AppendToBlock with the database locked: err = %v, want ErrPersist", err)
+	}
+	if err := c.UpdateBlockText(ctx, "ada", "notes", "rewritten"); !errors.Is(err, memory.ErrPersist) {
+		t.Fatalf("UpdateBlockText with the database locked: err = %v, want ErrPersist", err)
+	}
+	if err := view.AppendText(" lost too", blocks.Agent); !errors.Is(err, memory.ErrPersist) {
+		t.Fatalf("view.AppendText with the database locked: err = %v, want ErrPersist", err)
+	}
+	if got, _ := view.Text(); got != "durable" {
+		t.Fatalf("view after failed writes = %q, want the durable state", got)
+	}
+	if got := text(t, c, "ada", "notes"); got != "durable" {
+		t.Fatalf("cache after failed writes = %q, want the durable state", got)
+	}
+	release()
+	// The block works again, and only what was acknowledged is there.
+	if err := view.AppendText(" then more", blocks.Agent); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c2 := openFile(t, path, nil)
+	if got := text(t, c2, "ada", "notes"); got != "durable then more" {
+		t.Fatalf("after reopening = %q", got)
+	}
+}
+
+// Items 3 and 4: external automerge changes merge through MergeChanges
+// only; they are validated, persisted, indexed and attributed, and an
+// invalid one is refused with the block kept as it was.
+func TestMergeChangesFromElsewhere(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "merge.db")
+	c := openFile(t, path, nil)
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "alpha", CharLimit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A peer (as automerge JS would) edits a copy of the document.
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mustText(t, peer).Append(" zebracorn"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.Commit("from js"); err != nil {
+		t.Fatal(err)
+	}
+	changes := peer.SaveIncremental()
+
+	// The unsupported route fails loudly and changes nothing.
+	if err := doc.LoadIncremental(changes); !errors.Is(err, blocks.ErrManaged) {
+		t.Fatalf("LoadIncremental on a store's document: err = %v, want ErrManaged", err)
+	}
+	if err := c.MergeChanges(ctx, "ada", "", "notes", changes); err != nil {
+		t.Fatal(err)
+	}
+	// A later store write persists too, and everything agrees.
+	if err := c.AppendToBlock(ctx, "ada", "notes", " omega"); err != nil {
+		t.Fatal(err)
+	}
+	want := "alpha zebracorn omega"
+	if got := text(t, c, "ada", "notes"); got != want {
+		t.Fatalf("after merge = %q", got)
+	}
+	c.Close()
+	c = openFile(t, path, nil)
+	if got := text(t, c, "ada", "notes"); got != want {
+		t.Fatalf("after reopening = %q, want %q", got, want)
+	}
+	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != want {
+		t.Fatalf("rendered = %q, want %q", r, want)
+	}
+	res, err := c.Search(ctx, "ada", "zebracorn", search.NewOptions().Mode(search.FTS))
+	if err != nil || len(res) != 1 {
+		t.Fatalf("search after merge: %v, %v", res, err)
+	}
+
+	// An invalid peer change: content becomes a number.
+	doc, _ = c.GetBlock(ctx, "ada", "notes")
+	saved, _ = doc.Save()
+	bad, _ := automerge.Load(saved)
+	if err := bad.RootMap().Set("content", 42); err != nil {
+		t.Fatal(err)
+	}
+	bad.Commit("breaks the schema")
+	if err := c.MergeChanges(ctx, "ada", "", "notes", bad.SaveIncremental()); !errors.Is(err, blocks.ErrCorrupt) && !errors.Is(err, schema.ErrInvalid) {
+		t.Fatalf("schema-breaking merge: err = %v", err)
+	}
+	// Too long for the limit.
+	long, _ := automerge.Load(saved)
+	mustText(t, long).Append(strings.Repeat("x", 200))
+	long.Commit("too long")
+	if err := c.MergeChanges(ctx, "ada", "", "notes", long.SaveIncremental()); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("over-limit merge: err = %v, want ErrLimit", err)
+	}
+	if err := c.MergeChanges(ctx, "ada", "", "notes", []byte("not automerge")); !errors.Is(err, blocks.ErrCorrupt) {
+		t.Fatalf("garbage merge: err = %v, want ErrCorrupt", err)
+	}
+	if got := text(t, c, "ada", "notes"); got != want {
+		t.Fatalf("after refused merges = %q, want %q", got, want)
+	}
+	if err := c.AppendToBlock(ctx, "ada", "notes", "!"); err != nil {
+		t.Fatalf("write after refused merges: %v", err)
+	}
+	c.Close()
+	c = openFile(t, path, nil)
+	if got := text(t, c, "ada", "notes"); got != want+"!" {
+		t.Fatalf("after reopening = %q", got)
+	}
+	// Attribution: the merge's row names the agent that merged.
+	h, err := c.BlockHistory(ctx, "ada", "", "notes")
+	if err != nil || len(h) < 3 {
+		t.Fatalf("history: %v %v", h, err)
+	}
+}
+
+// Item 5: a torn update row is reported as ErrCorrupt naming the block,
+// never skipped.
+func TestTornUpdateRowIsReported(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "torn.db")
+	c := openFile(t, path, nil)
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "journal", Value: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{" two", " three"} {
+		if err := c.AppendToBlock(ctx, "ada", "journal", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE block_updates SET data = substr(data, 1, length(data) / 2)
+		WHERE seq = (SELECT max(seq) FROM block_updates)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	c = openFile(t, path, nil)
+	_, err = c.GetBlock(ctx, "ada", "journal")
+	if !errors.Is(err, memory.ErrCorrupt) || !strings.Contains(err.Error(), `"journal"`) {
+		t.Fatalf("GetBlock over a torn row: err = %v, want ErrCorrupt naming the block", err)
+	}
+	if err := c.AppendToBlock(ctx, "ada", "journal", " four"); !errors.Is(err, memory.ErrCorrupt) {
+		t.Fatalf("write over a torn row: err = %v, want ErrCorrupt", err)
+	}
+}
+
+// Item 6: limits hold across writers: two caches on one file (each with
+// its own replica, warmed before the race) cannot together push a block
+// past its character limit or a list past MaxItems.
+func TestLimitsHoldAcrossCaches(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "limits.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	const blocksN = 10
+	list := schema.List{MaxItems: 3}
+	for i := 0; i < blocksN; i++ {
+		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: label("text", i), CharLimit: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: label("list", i), Schema: list, Value: []any{"x", "y"}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*memory.Cache{a, b} { // warm both replicas
+			c.GetBlock(ctx, "ada", label("text", i))
+			c.GetBlock(ctx, "ada", label("list", i))
+		}
+	}
+	chunk := strings.Repeat("z", 601)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*blocksN)
+	for i := 0; i < blocksN; i++ {
+		for _, c := range []*memory.Cache{a, b} {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				errs <- c.AppendToBlock(ctx, "ada", label("text", i), chunk)
+			}()
+			go func() {
+				defer wg.Done()
+				errs <- c.ApplyEdit(ctx, "ada", "", label("list", i), memory.Edit{Op: blocks.OpPushItem, Value: "z"})
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	var ok, limit int
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, blocks.ErrLimit) || errors.Is(err, schema.ErrInvalid):
+			limit++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if ok != 2*blocksN || limit != 2*blocksN {
+		t.Fatalf("%d writes acknowledged and %d refused, want %d each", ok, limit, 2*blocksN)
+	}
+	a.Close()
+	b.Close()
+	c := openFile(t, path, nil)
+	for i := 0; i < blocksN; i++ {
+		if r, _ := c.RenderedContent(ctx, "ada", label("text", i)); len(r) != 601 {
+			t.Errorf("block %d holds %d chars after two racing 601-char appends, want 601", i, len(r))
+		}
+		doc, err := c.GetBlock(ctx, "ada", label("list", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if items, _ := doc.Items(); len(items) != 3 {
+			t.Errorf("list %d has %d items, MaxItems is 3", i, len(items))
+		}
+	}
+}
+
+func mustText(t *testing.T, d *automerge.Doc) *automerge.Text {
+	t.Helper()
+	v, err := d.RootMap().Get("content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Text()
+}
+
+func label(kind string, i int) string { return kind + "_" + string(rune('a'+i)) }
+
+// Item 7: an Append permission only adds to counters; counters never wrap.
+func TestCounterRules(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	m := schema.Map{Fields: []schema.FieldDef{{Name: "count", Type: schema.FieldCounter}}}
+	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"count": int64(10)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShareBlock(ctx, "owner", "stats", "guest", blocks.Append); err != nil {
+		t.Fatal(err)
+	}
+	inc := func(agent string, d int64) error {
+		return c.ApplyEdit(ctx, agent, "owner", "stats", memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: d})
+	}
+	if err := inc("guest", -10); !errors.Is(err, blocks.ErrPermission) {
+		t.Fatalf("Append sharee decrementing: err = %v, want ErrPermission", err)
+	}
+	if err := inc("guest", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := inc("owner", -15); err != nil {
+		t.Fatalf("owner (ReadWrite) decrementing: %v", err)
+	}
+	if err := inc("owner", math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if err := inc("owner", 1); !errors.Is(err, schema.ErrInvalid) {
+		t.Fatalf("overflowing increment: err = %v, want schema.ErrInvalid", err)
+	}
+	doc, _ := c.GetBlock(ctx, "owner", "stats")
+	if v, _ := doc.Field("count"); v != int64(math.MaxInt64) {
+		t.Fatalf("count = %v after a refused overflow", v)
+	}
+}
+
+// Item 8: a Log-type block is append-only whatever its schema.
+func TestLogTypeIsAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "events", Type: blocks.Log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := doc.Schema().Kind(); k != schema.KindLog {
+		t.Fatalf("a Log block created without a schema has a %s schema, want log", k)
+	}
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "textlog", Type: blocks.Log, Schema: schema.Text{}, Value: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []memory.Edit{
+		{Op: blocks.OpSetText, Text: "rewritten"},
+		{Op: blocks.OpReplaceText, Old: "first", Text: "gone"},
+		{Op: blocks.OpInsertText, Index: 0, Text: "injected"},
+	} {
+		if err := c.ApplyEdit(ctx, "ada", "", "textlog", e); !errors.Is(err, blocks.ErrPermission) {
+			t.Errorf("%s on a Log-type text block: err = %v, want ErrPermission", e.Op, err)
+		}
+	}
+	if err := c.AppendToBlock(ctx, "ada", "textlog", " second"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.RenderedContent(ctx, "ada", "textlog"); r != "first second" {
+		t.Fatalf("textlog = %q", r)
+	}
+}
+
+// Item 9: a view checks the current share and permission when it writes.
+func TestStaleViewsFollowTheCurrentShare(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", Value: "start"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.ReadWrite); err != nil {
+		t.Fatal(err)
+	}
+	view, err := c.GetSharedBlock(ctx, "guest", "owner", "board")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.Append); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetText("taken over", blocks.Agent); !errors.Is(err, blocks.ErrPermission) {
+		t.Fatalf("rewrite through a view taken before a downgrade to Append: err = %v", err)
+	}
+	if err := view.AppendText(" +guest", blocks.Agent); err != nil {
+		t.Fatalf("append after a downgrade to Append: %v", err)
+	}
+	if err := c.UnshareBlock(ctx, "owner", "board", "guest"); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.AppendText(" after revoke", blocks.Agent); !errors.Is(err, blocks.ErrPermission) {
+		t.Fatalf("write through a view taken before the share was revoked: err = %v", err)
+	}
+	if r, _ := c.RenderedContent(ctx, "owner", "board"); r != "start +guest" {
+		t.Fatalf("board = %q", r)
+	}
+	// An upgrade takes effect for the old view too.
+	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.ReadWrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetText("agreed", blocks.Agent); err != nil {
+		t.Fatalf("rewrite after the share came back at ReadWrite: %v", err)
+	}
+}
+
+// hangingEmbedder is a real OpenAI-compatible HTTP embedder whose server
+// stops answering once hang is closed... until the test ends.
+func hangingEmbedder(t *testing.T, dims int) (search.Embedder, func()) {
+	t.Helper()
+	var mu sync.Mutex
+	hanging := false
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := hanging
+		mu.Unlock()
+		if h {
+			select {
+			case <-done:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		out := struct {
+			Data []item `json:"data"`
+		}{}
+		for i := range req.Input {
+			v := make([]float32, dims)
+			v[i%dims] = 1
+			out.Data = append(out.Data, item{Index: i, Embedding: v})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(func() { close(done); srv.Close() })
+	emb, err := search.NewOpenAI(&search.OpenAIOptions{BaseURL: srv.URL, Model: "test", Dimensions: dims, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emb, func() { mu.Lock(); hanging = true; mu.Unlock() }
+}
+
+// Item 11: writes do not wait for an embedder, a cancelled context returns
+// at once, and Close does not hang on an embedder that does.
+func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
+	ctx := context.Background()
+	emb, hang := hangingEmbedder(t, 8)
+	path := filepath.Join(t.TempDir(), "emb.db")
+	c, err := memory.Open(ctx, path, &memory.Options{Embedder: emb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "warm", Value: "before the embedder hangs"}); err != nil {
+		t.Fatal(err)
+	}
+	hang()
+	start := time.Now()
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := c.AppendToBlock(ctx, "ada", "notes", " more"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("writes took %v with a hanging embedder", d)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.AppendToBlock(cancelled, "ada", "notes", " never"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write with a cancelled context: err = %v", err)
+	}
+	// FTS sees the writes at once; vector search waits for the embedder
+	// only as long as its own context allows.
+	if res, err := c.Search(ctx, "ada", "more", search.NewOptions().Mode(search.FTS)); err != nil || len(res) != 1 {
+		t.Fatalf("FTS: %v %v", res, err)
+	}
+	short, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel2()
+	if _, err := c.Search(short, "ada", "more", search.NewOptions().Mode(search.Vector)); err == nil {
+		t.Fatal("vector search with a hanging embedder returned no error")
+	}
+	start = time.Now()
+	c.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with a hanging embedder", d)
+	}
+	c = openFile(t, path, nil)
+	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != "hello more more more more more" {
+		t.Fatalf("notes = %q", r)
+	}
+}
+
+// Item 12: a file that is not a database fails at once.
+func TestOpenNotADatabaseFailsFast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat("this is not a database\n", 200)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := memory.Open(context.Background(), path, nil)
+	if err == nil {
+		c.Close()
+		t.Fatal("opened a text file as a store")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Open took %v to fail: %v", d, err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Fatalf("error does not name the file: %v", err)
+	}
+}
