@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 var longMode = flag.Bool("long", false, "run the reliability tests with more rounds")
@@ -306,5 +308,113 @@ func TestRoleCrashWriter(t *testing.T) {
 			os.Exit(2)
 		}
 		fmt.Printf("ACK %s\n", line)
+	}
+}
+
+const limitBlocks = 30
+
+// TestTwoProcessesRespectLimits: two OS processes each append 601
+// characters to the same 1,000-character blocks and push onto the same
+// lists of MaxItems 3 holding 2 items. Every write is validated against the
+// fresh merged state inside its transaction, so exactly one of each pair
+// wins and no block or list ends up over its limit.
+func TestTwoProcessesRespectLimits(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "limits.db")
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := schema.List{MaxItems: 3}
+	for i := 0; i < limitBlocks; i++ {
+		if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: fmt.Sprintf("text%d", i), CharLimit: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: fmt.Sprintf("list%d", i), Schema: list, Value: []any{"a", "b"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for p := 0; p < 2; p++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleLimiter$", "-test.v")
+		cmd.Env = childEnv("limiter", "ENGRAM_DB="+path, "ENGRAM_PROC="+strconv.Itoa(p))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	acks := map[string]int{}
+	for p, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("process %d failed: %v\n%s", p, err, outs[p])
+		}
+		for _, l := range strings.Split(outs[p].String(), "\n") {
+			if k, ok := strings.CutPrefix(l, "ACK "); ok {
+				acks[k]++
+			}
+		}
+	}
+	c, err = memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < limitBlocks; i++ {
+		tl, ll := fmt.Sprintf("text%d", i), fmt.Sprintf("list%d", i)
+		if acks[tl] != 1 || acks[ll] != 1 {
+			t.Errorf("%s acknowledged %d times, %s %d times; want exactly one winner each", tl, acks[tl], ll, acks[ll])
+		}
+		if r, _ := c.RenderedContent(ctx, "owner", tl); len(r) != 601 {
+			t.Errorf("%s holds %d characters (limit 1000, two 601-character appends)", tl, len(r))
+		}
+		doc, err := c.GetBlock(ctx, "owner", ll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if items, _ := doc.Items(); len(items) != 3 {
+			t.Errorf("%s has %d items, MaxItems is 3", ll, len(items))
+		}
+	}
+}
+
+// TestRoleLimiter is the child side of TestTwoProcessesRespectLimits: it
+// prints "ACK <label>" for each acknowledged write; refusals must be limit
+// errors.
+func TestRoleLimiter(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "limiter" {
+		t.Skip("child role")
+	}
+	ctx := context.Background()
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := strings.Repeat(os.Getenv("ENGRAM_PROC"), 601)
+	for i := 0; i < limitBlocks; i++ {
+		for _, w := range []struct {
+			label string
+			edit  memory.Edit
+		}{
+			{fmt.Sprintf("text%d", i), memory.Edit{Op: blocks.OpAppendText, Text: chunk}},
+			{fmt.Sprintf("list%d", i), memory.Edit{Op: blocks.OpPushItem, Value: "from " + os.Getenv("ENGRAM_PROC")}},
+		} {
+			err := c.ApplyEdit(ctx, "owner", "", w.label, w.edit)
+			switch {
+			case err == nil:
+				fmt.Printf("ACK %s\n", w.label)
+			case errors.Is(err, blocks.ErrLimit) || errors.Is(err, schema.ErrInvalid):
+			default:
+				t.Errorf("%s: %v", w.label, err)
+			}
+		}
 	}
 }

@@ -34,6 +34,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Sharing", testSharing},
 		{"Isolation", testIsolation},
 		{"Proposals", testProposals},
+		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
 		{"Messages", testMessages},
 		{"Search", testSearch},
@@ -897,5 +898,56 @@ func testEditErrors(t *testing.T, open Opener) {
 	}
 	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: water" {
 		t.Fatalf("failed approval changed the block: %q", r)
+	}
+}
+
+// testProposalRights: who may propose and who may decide, and what a
+// revoked share does to pending proposals.
+func testProposalRights(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	_, err := s.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "prefs", Value: "tea"})
+	must(t, err)
+	must(t, s.ShareBlock(ctx, "owner", "prefs", "partner", blocks.Partner))
+	must(t, s.ShareBlock(ctx, "owner", "prefs", "reader", blocks.ReadOnly))
+	must(t, s.ShareBlock(ctx, "owner", "prefs", "admin", blocks.Admin))
+	_, err = s.CreateBlock(ctx, "stranger", memory.BlockSpec{Label: "own"})
+	must(t, err)
+
+	_, err = s.ProposeEdit(ctx, "reader", "owner", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "coffee"}, "")
+	wantErr(t, err, blocks.ErrPermission, "a ReadOnly sharee proposing")
+	p1, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", milk"}, "")
+	must(t, err)
+	for _, who := range []string{"stranger", "reader", "partner", "", "human:"} {
+		if err := s.ApproveProposal(ctx, p1.ID, who); err == nil {
+			t.Fatalf("%q approved a proposal on another agent's block", who)
+		}
+		if err := s.RejectProposal(ctx, p1.ID, who, "no"); err == nil {
+			t.Fatalf("%q rejected a proposal on another agent's block", who)
+		}
+	}
+	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea" {
+		t.Fatalf("refused approvals changed the block: %q", r)
+	}
+	must(t, s.ApproveProposal(ctx, p1.ID, "admin"))
+	p2, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", sugar"}, "")
+	must(t, err)
+	must(t, s.ApproveProposal(ctx, p2.ID, "owner"))
+	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea, milk, sugar" {
+		t.Fatalf("after approvals: %q", r)
+	}
+	// Revoking the share withdraws the sharee's pending proposals.
+	p3, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "water"}, "")
+	must(t, err)
+	must(t, s.UnshareBlock(ctx, "owner", "prefs", "partner"))
+	if err := s.ApproveProposal(ctx, p3.ID, "owner"); err == nil {
+		t.Fatal("approved a proposal whose proposer's share was revoked")
+	}
+	ps, err := s.ListProposals(ctx, "owner", "prefs")
+	must(t, err)
+	if got := ps[len(ps)-1]; got.ID != p3.ID || got.Status != "withdrawn" {
+		t.Fatalf("revoked sharee's proposal = %+v, want withdrawn", got)
+	}
+	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea, milk, sugar" {
+		t.Fatalf("a withdrawn proposal changed the block: %q", r)
 	}
 }
