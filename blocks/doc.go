@@ -54,4 +54,18 @@
 // ([Document.Subscribe]) are called after each commit and after merges,
 // on the writer's goroutine, with no lock held. An Approver is also called
 // with no lock held.
+//
+// # Documents a store manages
+//
+// A store takes a document over with [Document.Manage] and a [Writer]: from
+// then on every mutation through any view runs inside Writer.Write, which
+// brings the document up to date, lets the edit validate itself against
+// that state with the accessor's current permission, and makes it durable;
+// if Write fails, the edit is rolled back (the document becomes a fork at
+// the prior heads: automerge cannot undo a commit) and subscribers never
+// hear of it. Changes from elsewhere reach a managed document only through
+// the store's [Replica]; LoadIncremental, Merge and sync messages on its
+// views fail with [ErrManaged]. On any document, merged changes that break
+// the schema (or, from a peer, the character limit) are refused and
+// nothing of them is kept.
 package blocks

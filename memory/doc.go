@@ -12,19 +12,24 @@
 // # How a Cache keeps documents
 //
 // A block's document is loaded from SQLite on first use (lazy load) and kept
-// in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). Each
-// local change is written through as one row of incremental automerge bytes
-// (only this process's new changes, never the whole document) in the same
-// IMMEDIATE transaction that stores the block's rendered text and heads;
-// the mutating call returns once that transaction commits. If it fails, the
-// call returns an error wrapping [ErrPersist] and the cached document is
-// dropped, so the next read shows the last durable state. With
-// Options.WriteBack, changes are kept until PersistBlock, Flush, Close or
-// eviction; eviction flushes first and nothing is lost.
+// in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). The
+// store manages every document it hands out ([blocks.Document.Manage]): each
+// mutation, through a store method or directly on a view from GetBlock or
+// GetSharedBlock, runs inside one IMMEDIATE transaction that first applies
+// what other writers persisted, then validates the edit against that fresh
+// state with the accessor's current permission (so limits hold across
+// processes, and a revoked share binds views taken before it), and stores
+// only this process's new changes as one row of incremental automerge bytes
+// beside the block's rendered text and heads. The call returns once that
+// transaction commits. If it fails, the call returns an error wrapping
+// [ErrPersist] and the edit is rolled back, so no read ever sees a change
+// that is not durable. With Options.WriteBack, changes are kept until
+// PersistBlock, Flush, Close or eviction; eviction flushes first and nothing
+// is lost. Update rows and snapshots carry checksums: a torn or corrupt row
+// is [ErrCorrupt] naming the block, never skipped.
 //
-// Views returned by GetBlock and GetSharedBlock are live: writes made
-// directly on them are persisted the same way (write-through) and their
-// persist errors are reported by the next store call on that block.
+// Automerge changes made elsewhere (automerge JS, a fork) enter a block
+// only through [Cache.MergeChanges], validated and persisted like any write.
 //
 // Past Options.CompactAfter updates, a block's updates are folded into its
 // snapshot in the writing transaction. Log blocks whose schema sets a
