@@ -25,6 +25,8 @@ var (
 	// ErrCorrupt is returned when document bytes cannot be loaded or the
 	// document does not have the layout its schema requires.
 	ErrCorrupt = errors.New("blocks: corrupt document")
+	// ErrInvalidLabel is returned for a block label outside LabelRule.
+	ErrInvalidLabel = errors.New("blocks: invalid label")
 	// ErrManaged is returned when changes from elsewhere are merged straight
 	// into a document a store manages (see Document.Manage), bypassing the
 	// store's validation and persistence.

@@ -59,6 +59,9 @@ func checkUTF8(field, s string) error {
 	if !utf8.ValidString(s) {
 		return &schema.FieldError{Field: field, Reason: "text is not valid UTF-8", Err: schema.ErrInvalid}
 	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return &schema.FieldError{Field: field, Reason: fmt.Sprintf("text holds a NUL byte at %d", i), Err: schema.ErrInvalid}
+	}
 	return nil
 }
 

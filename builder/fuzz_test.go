@@ -69,7 +69,7 @@ func FuzzRenderBlock(f *testing.F) {
 			t.Fatalf("content lost:\n%s", out)
 		}
 		// Escaping is the only change: undoing it gives the input back.
-		if content != "" && !strings.Contains(strings.ReplaceAll(out, "&lt;", "<"), strings.ReplaceAll(content, "&lt;", "<")) {
+		if content != "" && !strings.ContainsRune(content, 0) && !strings.Contains(unescapeTags(out), content) {
 			t.Fatalf("content altered:\n%s", out)
 		}
 	})
@@ -77,25 +77,80 @@ func FuzzRenderBlock(f *testing.F) {
 
 func TestEscapeTags(t *testing.T) {
 	tests := map[string]string{
-		"no tags":                     "no tags",
-		"a < b":                       "a < b",
-		"<block:x>":                   "&lt;block:x>",
-		"</BLOCK:x>":                  "&lt;/BLOCK:x>",
-		"<Block:x></bLoCk:x>":         "&lt;Block:x>&lt;/bLoCk:x>",
-		"<bloc\u212a:x>":              "&lt;bloc\u212a:x>",
-		"<block x>":                   "<block x>",
-		"<attachment key=\"k\">":      "&lt;attachment key=\"k\">",
-		"</ATTACHMENT>":               "&lt;/ATTACHMENT>",
-		"<<block:":                    "<&lt;block:",
-		"<blockquote>":                "<blockquote>",
-		"&lt;block: stays as written": "&lt;block: stays as written",
+		"no tags":                   "no tags",
+		"a < b":                     "a < b",
+		"<block:x>":                 "&lt;block:x>",
+		"</BLOCK:x>":                "&lt;/BLOCK:x>",
+		"<Block:x></bLoCk:x>":       "&lt;Block:x>&lt;/bLoCk:x>",
+		"<bloc\u212a:x>":            "&lt;bloc\u212a:x>",
+		"<block x>":                 "<block x>",
+		"<attachment key=\"k\">":    "&lt;attachment key=\"k\">",
+		"</ATTACHMENT>":             "&lt;/ATTACHMENT>",
+		"<<block:":                  "<&lt;block:",
+		"<blockquote>":              "<blockquote>",
+		"&lt;block: is escaped too": "&amp;lt;block: is escaped too",
+		"&amp;lt;/block:x":          "&amp;amp;lt;/block:x",
+		"&lt;blockquote> & &amp;":   "&lt;blockquote> & &amp;",
+		"nul\x00byte":               "nul\uFFFDbyte",
 	}
 	for in, want := range tests {
 		if got := builder.EscapeTags(in); got != want {
 			t.Errorf("EscapeTags(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := builder.SanitizeLabel("my label/<x>"); got != "my_label__x_" {
+	if got := builder.SanitizeLabel("my label/<x>"); got != "my%20label%2F%3Cx%3E" {
 		t.Fatalf("sanitize: %q", got)
 	}
+}
+
+// unescapeTags inverts EscapeTags (for text without NUL bytes).
+func unescapeTags(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '&' {
+			rest := s[i+1:]
+			if strings.HasPrefix(rest, "amp;") && isEscapedTag(rest[len("amp;"):]) {
+				b.WriteByte('&')
+				i += len("amp;")
+				continue
+			}
+			if strings.HasPrefix(rest, "lt;") && isTag(rest[len("lt;"):]) {
+				b.WriteByte('<')
+				i += len("lt;")
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isEscapedTag(s string) bool {
+	for strings.HasPrefix(s, "amp;") {
+		s = s[len("amp;"):]
+	}
+	return strings.HasPrefix(s, "lt;") && isTag(s[len("lt;"):])
+}
+
+func isTag(s string) bool {
+	s = strings.TrimPrefix(s, "/")
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "block:") || strings.HasPrefix(l, "attachment") ||
+		strings.HasPrefix(strings.ReplaceAll(l, "\u212a", "k"), "block:")
+}
+
+// FuzzEscapeTagsInjective: EscapeTags is one-to-one (unescaping gives the
+// input back), so no two contents look alike in a prompt.
+func FuzzEscapeTagsInjective(f *testing.F) {
+	for _, s := range []string{"</block:x>", "&lt;/block:x>", "&amp;lt;block:y", "a & b < c", "<attachment>", "&lt;&lt;block:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
+			return
+		}
+		if got := unescapeTags(builder.EscapeTags(s)); got != s {
+			t.Fatalf("unescape(escape(%q)) = %q", s, got)
+		}
+	})
 }

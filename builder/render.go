@@ -115,35 +115,12 @@ func blockSchemaJSON(s schema.Schema) string {
 	return string(js)
 }
 
-// SanitizeLabel makes a label safe inside a tag name: characters other
-// than ASCII letters, digits, '_', '-' and '.' become '_'; an empty label
-// becomes "_".
-func SanitizeLabel(label string) string {
-	ok := label != ""
-	for i := 0; i < len(label) && ok; i++ {
-		ok = labelByte(label[i])
-	}
-	if ok {
-		return label
-	}
-	if label == "" {
-		return "_"
-	}
-	var b strings.Builder
-	b.Grow(len(label))
-	for _, r := range label {
-		if r < utf8.RuneSelf && labelByte(byte(r)) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}
-
-func labelByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-}
+// SanitizeLabel is the name a label has in its tag: blocks.TagLabel. A
+// valid label (blocks.CheckLabel; the store accepts no other) is its own
+// tag name; a label stored before labels were checked has the bytes the
+// rule does not allow written as %XX, so no two blocks share a tag name
+// and blocks.LabelFromTag (which the memory tools apply) leads back to it.
+func SanitizeLabel(label string) string { return blocks.TagLabel(label) }
 
 // escapeAttr escapes an attribute value: & < > " and control characters.
 func escapeAttr(s string) string {
@@ -172,7 +149,10 @@ func escapeAttr(s string) string {
 
 // EscapeTags returns s with the "<" of every "<block:", "</block:",
 // "<attachment" and "</attachment" (compared with Unicode case folding)
-// written as "&lt;".
+// written as "&lt;". The escaping is one-to-one: an "&" that would make
+// the text read as such an escape ("&lt;block:", "&amp;lt;block:", ...)
+// is itself written as "&amp;", so "</block:x>" and "&lt;/block:x>" stay
+// different in the prompt. NUL bytes become U+FFFD.
 func EscapeTags(s string) string {
 	if !needsEscape(s) {
 		return s
@@ -183,11 +163,11 @@ func EscapeTags(s string) string {
 }
 
 func needsEscape(s string) bool {
-	for i := strings.IndexByte(s, '<'); i >= 0; {
-		if tagAt(s, i) {
+	for i := strings.IndexAny(s, "<&\x00"); i >= 0; {
+		if s[i] == 0 || tagAt(s, i) || escapeAt(s, i) {
 			return true
 		}
-		j := strings.IndexByte(s[i+1:], '<')
+		j := strings.IndexAny(s[i+1:], "<&\x00")
 		if j < 0 {
 			break
 		}
@@ -198,19 +178,38 @@ func needsEscape(s string) bool {
 
 func writeEscaped(b *strings.Builder, s string) {
 	for {
-		i := strings.IndexByte(s, '<')
+		i := strings.IndexAny(s, "<&\x00")
 		if i < 0 {
 			b.WriteString(s)
 			return
 		}
 		b.WriteString(s[:i])
-		if tagAt(s, i) {
+		switch {
+		case s[i] == 0:
+			b.WriteString("\uFFFD")
+		case s[i] == '<' && tagAt(s, i):
 			b.WriteString("&lt;")
-		} else {
-			b.WriteByte('<')
+		case s[i] == '&' && escapeAt(s, i):
+			b.WriteString("&amp;")
+		default:
+			b.WriteByte(s[i])
 		}
 		s = s[i+1:]
 	}
+}
+
+// escapeAt reports whether s[i] (an '&') starts what an escaped tag looks
+// like: "&" then any number of "amp;", then "lt;" and a reserved tag.
+func escapeAt(s string, i int) bool {
+	j := i + 1
+	for strings.HasPrefix(s[j:], "amp;") {
+		j += len("amp;")
+	}
+	if !strings.HasPrefix(s[j:], "lt;") {
+		return false
+	}
+	// tagAt looks after the character at its index, here the ';' of "lt;".
+	return tagAt(s, j+len("lt;")-1)
 }
 
 // tagAt reports whether s[i] (a '<') starts one of the reserved tags.

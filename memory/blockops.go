@@ -32,6 +32,9 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if err := checkIDs(agent, spec.Label); err != nil {
 		return nil, err
 	}
+	if err := blocks.CheckLabel(spec.Label); err != nil {
+		return nil, fmt.Errorf("%w: create block for %q: %w", ErrInvalidArgument, agent, err)
+	}
 	info := blocks.Info{Label: spec.Label, Description: spec.Description, Type: spec.Type, Schema: spec.Schema,
 		Permission: spec.Permission, CharLimit: spec.CharLimit, Owner: agent, Pinned: spec.Pinned, Priority: spec.Priority}
 	if info.Type == "" {

@@ -536,3 +536,19 @@ func TestOpenNotADatabaseFailsFast(t *testing.T) {
 		t.Fatalf("error does not name the file: %v", err)
 	}
 }
+
+// Issue 12 (labels): labels are checked at creation, so the name in a
+// block's tag is exactly its label and no two blocks look alike.
+func TestLabelsAreCheckedAtCreation(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	for _, l := range []string{"skill:x", "my notes", "日本語", "tab\tlabel", "-x", strings.Repeat("x", 65)} {
+		_, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: l})
+		if !errors.Is(err, memory.ErrInvalidArgument) || !errors.Is(err, blocks.ErrInvalidLabel) {
+			t.Errorf("CreateBlock(%q): err = %v, want ErrInvalidArgument and ErrInvalidLabel", l, err)
+		}
+	}
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "skill.x_1-b"}); err != nil {
+		t.Fatal(err)
+	}
+}

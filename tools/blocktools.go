@@ -67,6 +67,9 @@ func (ts *Toolset) ref(owner, label, section string) (blockRef, error) {
 	if owner == ts.agent {
 		owner = ""
 	}
+	// The model passes the name from the block's tag; for a label stored
+	// before labels were checked that name is escaped (blocks.TagLabel).
+	label = blocks.LabelFromTag(label)
 	return blockRef{owner: owner, label: label, section: section, agent: ts.agent}, nil
 }
 

@@ -37,7 +37,12 @@ var fixed = []layer{
 	{"TOOLS.md", "tools", "Tool notes (TOOLS.md)", blocks.Core, blocks.ReadOnly, false},
 }
 
-const skillPrefix = "skill:"
+// skillPrefix starts the label of a skill's block: "skill." and the skill's
+// directory name made a valid label (blocks.SuggestLabel). Stores written
+// before labels were checked used "skill:", which Export still reads.
+const skillPrefix = "skill."
+
+const legacySkillPrefix = "skill:"
 
 // Report says what Import or Export did, file by file.
 type Report struct {
@@ -56,9 +61,16 @@ func Import(ctx context.Context, store memory.Store, agent, dir string) (Report,
 		return rep, err
 	}
 	sort.Strings(skills)
+	seen := map[string]string{}
 	for _, p := range skills {
 		name := filepath.Base(filepath.Dir(p))
-		layers = append(layers, layer{path: "skills/" + name + "/SKILL.md", label: skillPrefix + name,
+		label := blocks.SuggestLabel(skillPrefix + name)
+		if other, clash := seen[label]; clash {
+			return rep, fmt.Errorf("%w: skills %q and %q would both be block %q; rename one directory (labels are %s)",
+				ErrInvalidFile, other, name, label, blocks.LabelRule)
+		}
+		seen[label] = name
+		layers = append(layers, layer{path: "skills/" + name + "/SKILL.md", label: label,
 			description: "Skill " + name + " (skills/" + name + "/SKILL.md)", typ: blocks.Working, perm: blocks.ReadOnly})
 	}
 	for _, l := range layers {
@@ -135,7 +147,11 @@ func Export(ctx context.Context, store memory.Store, agent, dir string) (Report,
 	}
 	out := append([]layer(nil), fixed...)
 	for _, m := range metas {
-		if name, ok := strings.CutPrefix(m.Label, skillPrefix); ok {
+		name, ok := strings.CutPrefix(m.Label, skillPrefix)
+		if !ok {
+			name, ok = strings.CutPrefix(m.Label, legacySkillPrefix)
+		}
+		if ok {
 			if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 				return rep, fmt.Errorf("%w: skill block %q has no safe directory name", ErrInvalidFile, m.Label)
 			}

@@ -53,11 +53,11 @@ func TestRoundTrip(t *testing.T) {
 	for _, m := range metas {
 		types[m.Label] = m
 	}
-	if types["persona"].Type != blocks.Core || !types["memory"].Pinned || types["skill:review"].Permission != blocks.ReadOnly {
+	if types["persona"].Type != blocks.Core || !types["memory"].Pinned || types["skill.review"].Permission != blocks.ReadOnly {
 		t.Fatalf("block mapping wrong: %+v", types)
 	}
 	// The agent cannot edit a read-only skill.
-	if err := store.AppendToBlock(ctx, "agent", "skill:review", "x"); err == nil {
+	if err := store.AppendToBlock(ctx, "agent", "skill.review", "x"); err == nil {
 		t.Fatal("agent edited a read-only skill block")
 	}
 	dst := t.TempDir()
