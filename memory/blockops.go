@@ -210,7 +210,13 @@ func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		c.localRendering(&out[i])
+	}
+	return out, nil
 }
 
 // DeleteBlock deletes the agent's block (Admin permission, or the system
@@ -275,7 +281,9 @@ func (c *Cache) RenderedContent(ctx context.Context, agent, label string) (strin
 	if err != nil {
 		return "", fmt.Errorf("memory: rendered content of %q/%q: %w", agent, label, err)
 	}
-	return r, nil
+	m := BlockMeta{Owner: agent, Label: label, Rendered: r}
+	c.localRendering(&m)
+	return m.Rendered, nil
 }
 
 // UpdateBlockText replaces a Text block's content as the agent.
@@ -650,4 +658,26 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 		}
 	}
 	return err
+}
+
+// localRendering puts this process's unflushed write-back edits of block m
+// into m.Rendered, so a process reads its own writes (Options.WriteBack
+// keeps them out of the database until Flush). Without write-back, or for
+// a block with nothing pending, it does nothing.
+func (c *Cache) localRendering(m *BlockMeta) {
+	if !c.opts.WriteBack {
+		return
+	}
+	c.mu.Lock()
+	var doc *blocks.Document
+	for e := range c.dirty {
+		if e.owner == m.Owner && e.label == m.Label {
+			doc = e.doc
+			break
+		}
+	}
+	c.mu.Unlock()
+	if doc != nil {
+		m.Rendered = doc.Render()
+	}
 }

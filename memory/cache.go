@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -106,6 +107,8 @@ type Cache struct {
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
+
+	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
 
 	// The block-vector worker (only with an embedder): writes wake it, and
 	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
@@ -874,6 +877,7 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 	c.mu.Lock()
 	c.dirty[e] = struct{}{}
 	c.mu.Unlock()
+	c.localEdits.Add(1)
 	return nil
 }
 

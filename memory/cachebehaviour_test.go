@@ -41,12 +41,17 @@ func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Write-back: b5 is still only in memory (it was never evicted).
-	if r, _ := c.RenderedContent(ctx, "a", "b5"); r != "" {
+	// Write-back: b5 is still only in memory (it was never evicted), which
+	// another Cache on the file shows; this one reads its own writes.
+	durable := openFile(t, path, nil)
+	if r, _ := durable.RenderedContent(ctx, "a", "b5"); r != "" {
 		t.Fatalf("write-back persisted early: %q", r)
 	}
+	if r, _ := c.RenderedContent(ctx, "a", "b5"); r != "v1 b5" {
+		t.Fatalf("write-back Cache does not read its own write: %q", r)
+	}
 	// b0..b3 were evicted by later loads and flushed on eviction.
-	if r, _ := c.RenderedContent(ctx, "a", "b0"); r != "v1 b0" {
+	if r, _ := durable.RenderedContent(ctx, "a", "b0"); r != "v1 b0" {
 		t.Fatalf("evicted block lost its change: %q", r)
 	}
 	if err := c.Close(); err != nil {
@@ -63,20 +68,22 @@ func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 
 func TestWriteBackPersistBlock(t *testing.T) {
 	ctx := context.Background()
-	c := openFile(t, filepath.Join(t.TempDir(), "wb.db"), &memory.Options{WriteBack: true})
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c := openFile(t, path, &memory.Options{WriteBack: true})
 	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AppendToBlock(ctx, "a", "n", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "n"); r != "" {
+	durable := openFile(t, path, nil)
+	if r, _ := durable.RenderedContent(ctx, "a", "n"); r != "" {
 		t.Fatalf("persisted before PersistBlock: %q", r)
 	}
 	if err := c.PersistBlock(ctx, "a", "n"); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "n"); r != "x" {
+	if r, _ := durable.RenderedContent(ctx, "a", "n"); r != "x" {
 		t.Fatalf("after PersistBlock: %q", r)
 	}
 }

@@ -552,3 +552,43 @@ func TestLabelsAreCheckedAtCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 12 item 15: with WriteBack, a process reads its own writes before
+// Flush: listings, RenderedContent and the stamp the builder caches under.
+func TestWriteBackReadsItsOwnWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c := openFile(t, path, &memory.Options{WriteBack: true})
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.BlocksStamp(ctx, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendToBlock(ctx, "ada", "notes", " two"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := c.BlocksStamp(ctx, "ada")
+	if after == before {
+		t.Fatal("BlocksStamp unchanged by a write-back edit: cached listings would be stale")
+	}
+	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != "one two" {
+		t.Fatalf("RenderedContent before Flush = %q", r)
+	}
+	list, err := c.ListBlocks(ctx, "ada")
+	if err != nil || len(list) != 1 || list[0].Rendered != "one two" {
+		t.Fatalf("ListBlocks before Flush = %+v, %v", list, err)
+	}
+	// Another process sees it only after Flush.
+	other := openFile(t, path, nil)
+	if r, _ := other.RenderedContent(ctx, "ada", "notes"); r != "one" {
+		t.Fatalf("another Cache sees %q before Flush", r)
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := other.RenderedContent(ctx, "ada", "notes"); r != "one two" {
+		t.Fatalf("another Cache sees %q after Flush", r)
+	}
+}

@@ -127,7 +127,13 @@ func (c *Cache) ListSharedBlocks(ctx context.Context, agent string) ([]SharedBlo
 		m.SharedFrom = r.owner
 		out = append(out, SharedBlock{BlockMeta: m, SharedWith: agent, SharedAt: fromNanos(at)})
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		c.localRendering(&out[i].BlockMeta)
+	}
+	return out, nil
 }
 
 func prefixCols(prefix, cols string) string {

@@ -11,8 +11,8 @@ import (
 // blocks and the blocks shared with it. Two stamps read for one agent are
 // equal only if ListBlocks and ListSharedBlocks would return the same
 // blocks with the same metadata, permissions and rendered content in
-// between (as persisted: unflushed write-back changes do not count, as they
-// do not for the listings either). Any persisted change by any Cache on the
+// between, as this Cache lists them (with Options.WriteBack its unflushed
+// edits count: the listings show them, see Local). Any persisted change by any Cache on the
 // same database, in this process or another, changes it: a content edit, a
 // metadata change (pin, type, schema, permission), creating or deleting a
 // block, sharing, re-sharing with another permission, and unsharing.
@@ -31,6 +31,9 @@ type BlocksStamp struct {
 	// those blocks. With the set of blocks fixed (same Gen), it grows with
 	// every persisted content or metadata change.
 	Seq int64
+	// Local counts this Cache's write-back edits (Options.WriteBack), which
+	// its listings show before they are flushed; 0 in write-through mode.
+	Local int64
 }
 
 // stampQuery reads a BlocksStamp in one statement (so from one consistent
@@ -69,6 +72,7 @@ func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, err
 	if err := st.QueryRowContext(ctx, genKey(agent), agent, agent).Scan(&s.Gen, &s.Blocks, &s.Seq); err != nil {
 		return BlocksStamp{}, fmt.Errorf("memory: blocks stamp of %q: %w", agent, err)
 	}
+	s.Local = c.localEdits.Load()
 	return s, nil
 }
 
