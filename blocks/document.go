@@ -306,9 +306,13 @@ func (c *core) invalidate() { c.model, c.hasModel, c.hasView = nil, false, false
 
 func (c *core) commit(msg commitMessage) (automerge.ChangeHash, error) {
 	b, _ := json.Marshal(msg)
+	// Automerge's change time is whole seconds (automerge JS); automerge-go
+	// writes the milliseconds of the time it is given, so it is given the
+	// seconds as milliseconds. changeTime reads both forms.
+	at := time.UnixMilli(time.Now().Unix())
 	var h automerge.ChangeHash
 	err := guard(func() (err error) {
-		h, err = c.am.Commit(string(b))
+		h, err = c.am.Commit(string(b), automerge.CommitOptions{Time: &at})
 		return err
 	})
 	return h, err

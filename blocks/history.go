@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/automerge/automerge-go"
 )
@@ -42,7 +43,7 @@ func describe(ch *automerge.Change) Change {
 	sort.Strings(deps)
 	return Change{
 		Hash: ch.Hash().String(), Actor: actor, Op: msg.Op, Section: msg.Section, Field: msg.Field,
-		Time: ch.Timestamp().UTC(), Deps: deps, Replica: ch.ActorID(),
+		Time: changeTime(ch), Deps: deps, Replica: ch.ActorID(),
 	}
 }
 
@@ -86,4 +87,20 @@ func (d *Document) Restore(heads []string, actor Actor) error {
 		return err
 	}
 	return d.setValue(OpRestore, v, actor)
+}
+
+// changeTime reads a change's timestamp. Automerge's convention (automerge
+// JS) is whole seconds since the epoch, which engram writes too (see
+// core.commit); automerge-go's own Commit writes milliseconds, as engram
+// did before. A value below 1e11 is taken as seconds (1e11 seconds is the
+// year 5138; 1e11 milliseconds is 1973), so both read right.
+func changeTime(ch *automerge.Change) time.Time {
+	raw := ch.Timestamp().UnixMilli()
+	switch {
+	case raw == 0:
+		return time.Time{}
+	case raw < 1e11:
+		return time.Unix(raw, 0).UTC()
+	}
+	return time.UnixMilli(raw).UTC()
 }
