@@ -63,7 +63,7 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 // newBuilder is the builder under test. limits false means no budgets, so
 // every block and message is in the request (as in the concatenation).
 func newBuilder(st memory.Store, cache *builder.Cache, limits bool) builder.Builder {
-	cfg := builder.ContextConfig{IncludeDescriptions: true, Cache: cache}
+	cfg := builder.ContextConfig{Cache: cache}
 	if limits {
 		cfg.DefaultLimits = builder.ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000}
 	}

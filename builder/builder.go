@@ -53,14 +53,15 @@ type Builder struct {
 	current     []memory.Message
 }
 
-// New starts a Builder reading memory from store. A nil cfg.Cache gets a
-// new Cache for this Builder and its copies.
+// New starts a Builder reading memory from store. Zero fields of cfg mean
+// their defaults (see ContextConfig); a nil cfg.Cache gets a new Cache for
+// this Builder and its copies.
 func New(store memory.Store, cfg ContextConfig) Builder {
 	c := cfg.Cache
 	if c == nil {
 		c = NewCache()
 	}
-	return Builder{store: store, cfg: cfg, cache: c}
+	return Builder{store: store, cfg: cfg.withDefaults(), cache: c}
 }
 
 // ForAgent sets the agent whose memory and history are used.
@@ -175,11 +176,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		}
 	}
 	if r := b.cfg.ActivityRenderer; r != nil {
-		limit := b.cfg.ActivityEntriesLimit
-		if limit <= 0 {
-			limit = 10
-		}
-		if f.activity, err = r.RenderActivity(ctx, b.store, b.agent, limit); err != nil {
+		if f.activity, err = r.RenderActivity(ctx, b.store, b.agent, b.cfg.ActivityEntriesLimit); err != nil {
 			return f, fmt.Errorf("builder: activity of %q: %w", b.agent, err)
 		}
 	}
@@ -450,7 +447,7 @@ func (b Builder) memorySize(f fetched) int {
 // creation, then shared ones), joined by blank lines, and lists named batch
 // blocks that do not exist.
 func (b Builder) memoryItems(f fetched, counter TokenCounter, sys *strings.Builder) ([]item, []string) {
-	ro := RenderOptions{IncludeDescriptions: b.cfg.IncludeDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
+	ro := RenderOptions{IncludeDescriptions: !b.cfg.OmitDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
 	found := make([]bool, len(b.batchBlocks))
 	var core, working []memory.BlockMeta
 	add := func(m memory.BlockMeta) {

@@ -151,7 +151,7 @@ func TestBlockSelection(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := builder.DefaultConfig()
-			cfg.IncludeDescriptions = tc.descr
+			cfg.OmitDescriptions = !tc.descr
 			req := build(t, builder.New(st, cfg).ForAgent("entropy").WithBatchBlocks(tc.batch...))
 			for _, w := range tc.want {
 				if !strings.Contains(req.System, w) {
@@ -256,9 +256,14 @@ func TestBudgets(t *testing.T) {
 		cap    int
 		check  func(t *testing.T, req *builder.Request)
 	}{
-		{"no limits keep everything", builder.ModelContextLimits{}, 0, func(t *testing.T, req *builder.Request) {
+		{"no limits keep everything", builder.ModelContextLimits{MaxTokens: -1, MemoryTokens: -1, ReservedResponseTokens: -1}, -1, func(t *testing.T, req *builder.Request) {
 			if len(req.Messages) != 61 || req.Metadata.OverBudget {
 				t.Fatalf("%d messages", len(req.Messages))
+			}
+		}},
+		{"zero values mean the defaults: at most 50 messages, whole batches", builder.ModelContextLimits{}, 0, func(t *testing.T, req *builder.Request) {
+			if n := len(req.Messages); n > builder.DefaultMaxMessagesCap || n < builder.DefaultMaxMessagesCap-2 || req.Metadata.Tokens.InputBudget != builder.DefaultMaxTokens-builder.DefaultReservedResponseTokens {
+				t.Fatalf("%d messages, tokens %+v", n, req.Metadata.Tokens)
 			}
 		}},
 		{"reserved response tokens shrink the input budget", builder.ModelContextLimits{MaxTokens: 800, ReservedResponseTokens: 300}, 0, func(t *testing.T, req *builder.Request) {
@@ -635,5 +640,25 @@ func TestModelInfoFor(t *testing.T) {
 		if got := builder.ModelInfoFor(tc.name); got != tc.want {
 			t.Errorf("%s: %+v", tc.name, got)
 		}
+	}
+}
+
+// The zero ContextConfig is DefaultConfig: same request, byte for byte.
+func TestZeroConfigIsDefaultConfig(t *testing.T) {
+	st := openStore(t)
+	mustBlock(t, st, "a", memory.BlockSpec{Label: "persona", Type: blocks.Core, Description: "Who I am.", Value: "I am brief."})
+	for i := range 40 {
+		exchange(t, st, "a", fmt.Sprintf("b%02d", i), fmt.Sprintf("Question %d.", i), fmt.Sprintf("Answer %d.", i))
+	}
+	zero := build(t, builder.New(st, builder.ContextConfig{}).ForAgent("a").WithMessages(st))
+	def := build(t, builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(st))
+	if zero.System != def.System || len(zero.Messages) != len(def.Messages) || zero.Metadata.StablePrefixHash != def.Metadata.StablePrefixHash {
+		t.Fatalf("zero config and DefaultConfig differ:\n%s\n---\n%s\n%d vs %d messages", zero.System, def.System, len(zero.Messages), len(def.Messages))
+	}
+	if !strings.Contains(zero.System, "Who I am.") {
+		t.Fatal("the zero config leaves out block descriptions")
+	}
+	if len(zero.Messages) > builder.DefaultMaxMessagesCap {
+		t.Fatalf("%d messages with the default cap %d", len(zero.Messages), builder.DefaultMaxMessagesCap)
 	}
 }

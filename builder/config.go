@@ -9,8 +9,10 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// ModelContextLimits are a model's token budgets. Zero fields mean "no
-// limit" (or, in a per-model override, "as in the default limits").
+// ModelContextLimits are a model's token budgets. In
+// ContextConfig.DefaultLimits a zero field means its documented default
+// (DefaultLimits) and a negative one "no limit"; in a per-model override a
+// zero field means "as in the default limits".
 type ModelContextLimits struct {
 	// MaxTokens is the model's whole context window.
 	MaxTokens int `json:"max_tokens"`
@@ -126,18 +128,33 @@ func (f ActivityFunc) RenderActivity(ctx context.Context, store memory.Store, ag
 	return f(ctx, store, agent, limit)
 }
 
-// ContextConfig configures builds. The zero value is usable: no limits,
-// Truncate compression, BPE token counts.
+// Defaults of ContextConfig's zero fields.
+const (
+	DefaultMaxTokens              = 128_000
+	DefaultMemoryTokens           = 16_000
+	DefaultReservedResponseTokens = 8_000
+	DefaultMaxMessagesCap         = 50 // the layered builder of the seeds uses 50
+	DefaultActivityEntriesLimit   = 10
+)
+
+// ContextConfig configures builds. The zero value means the documented
+// defaults, the same as DefaultConfig: 128k-token limits (16k for memory,
+// 8k reserved for the reply), block descriptions shown, at most 50 history
+// messages, Truncate compression, BPE token counts.
 type ContextConfig struct {
-	// DefaultLimits apply to every model without an override.
+	// DefaultLimits apply to every model without an override. Zero fields
+	// mean the defaults (DefaultMaxTokens, DefaultMemoryTokens, no history
+	// bound beyond the window, DefaultReservedResponseTokens); a negative
+	// field means no limit.
 	DefaultLimits ModelContextLimits
 	// ModelOverrides are limits by model name: an exact match wins, else the
 	// longest key that is a prefix of the name ("gpt-4o" covers
 	// "gpt-4o-mini" unless that has its own entry). Zero fields inherit from
 	// DefaultLimits. Names are compared lower-case without a provider prefix.
 	ModelOverrides map[string]ModelContextLimits
-	// IncludeDescriptions adds each block's description above its content.
-	IncludeDescriptions bool
+	// OmitDescriptions leaves out each block's description, which is shown
+	// above its content by default.
+	OmitDescriptions bool
 	// IncludeSchemas adds the JSON Schema of structured blocks (Map, List,
 	// Log, Composite) above their content.
 	IncludeSchemas bool
@@ -145,13 +162,15 @@ type ContextConfig struct {
 	ShowCharUsage bool
 	// ActivityRenderer renders the activity section; nil leaves it out.
 	ActivityRenderer ActivityRenderer
-	// ActivityEntriesLimit is passed to the ActivityRenderer (default 10).
+	// ActivityEntriesLimit is passed to the ActivityRenderer (0 means
+	// DefaultActivityEntriesLimit).
 	ActivityEntriesLimit int
 	// Compression fits the history into its budget; nil means
 	// compress.Truncate{} (whole batches, token budget only).
 	Compression compress.MessageCompressor
 	// MaxMessagesCap is a hard cap on history messages (the summary message
-	// included); 0 means none. The active batch is kept even beyond it.
+	// included); 0 means DefaultMaxMessagesCap, negative means none. The
+	// active batch is kept even beyond it.
 	MaxMessagesCap int
 	// PrefixCacheOrder orders the system prompt for provider prefix caching:
 	// static sections (base instructions, tool rules) first, then memory
@@ -166,19 +185,38 @@ type ContextConfig struct {
 	Cache *Cache
 }
 
-// DefaultConfig is a ContextConfig with a fresh Cache and 128k-token
-// limits: 8k reserved for the reply, 16k for memory.
+// DefaultConfig is the zero ContextConfig with its defaults written out
+// (and a fresh Cache): change a field and pass it to New.
 func DefaultConfig() ContextConfig {
-	return ContextConfig{
-		DefaultLimits: ModelContextLimits{
-			MaxTokens:              128_000,
-			MemoryTokens:           16_000,
-			ReservedResponseTokens: 8_000,
-		},
-		IncludeDescriptions:  true,
-		ActivityEntriesLimit: 10,
-		Cache:                NewCache(),
+	c := ContextConfig{}.withDefaults()
+	c.Cache = NewCache()
+	return c
+}
+
+// withDefaults fills zero fields with their defaults and turns "no limit"
+// (negative) into the 0 the build works with.
+func (c ContextConfig) withDefaults() ContextConfig {
+	l := &c.DefaultLimits
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{
+		{&l.MaxTokens, DefaultMaxTokens},
+		{&l.MemoryTokens, DefaultMemoryTokens},
+		{&l.ReservedResponseTokens, DefaultReservedResponseTokens},
+		{&c.MaxMessagesCap, DefaultMaxMessagesCap},
+		{&c.ActivityEntriesLimit, DefaultActivityEntriesLimit},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
+	for _, v := range []*int{&l.MaxTokens, &l.MemoryTokens, &l.HistoryTokens, &l.ReservedResponseTokens, &c.MaxMessagesCap} {
+		if *v < 0 {
+			*v = 0
+		}
+	}
+	return c
 }
 
 // LimitsFor returns the limits for a model: the override with the exact

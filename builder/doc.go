@@ -29,7 +29,7 @@
 // Each block renders as
 //
 //	<block:label permission="ReadWrite">
-//	Block description (if IncludeDescriptions)
+//	Block description (unless OmitDescriptions)
 //
 //	rendered content
 //	</block:label>
@@ -61,6 +61,11 @@
 // compress.MessageCompressor with MaxMessagesCap; the active batch (and the
 // current user message in it) is never dropped. A request that cannot fit
 // anyway is built and flagged Metadata.OverBudget.
+//
+// The zero ContextConfig means the documented defaults, the same as
+// DefaultConfig: 128k tokens with 16k for memory and 8k reserved for the
+// reply, descriptions shown, at most 50 history messages. A negative limit
+// means none.
 //
 // # Model adjustments
 //

@@ -97,10 +97,9 @@ var goldenCases = []struct {
 				"gpt-4":      {MaxTokens: 8192},
 				"gpt-4-tiny": {MaxTokens: 2000, MemoryTokens: 260, HistoryTokens: 400, ReservedResponseTokens: 500},
 			},
-			IncludeDescriptions: true,
-			Compression:         compress.RecursiveSummarization{ChunkSize: 6},
-			MaxMessagesCap:      20,
-			Cache:               builder.NewCache(),
+			Compression:    compress.RecursiveSummarization{ChunkSize: 6},
+			MaxMessagesCap: 20,
+			Cache:          builder.NewCache(),
 		}
 		req, err := builder.New(st, cfg).ForAgent("ledger").WithMessages(st).
 			WithModelInfo(builder.ModelInfo{Name: "gpt-4-tiny-2024", Provider: "openai"}).

@@ -36,7 +36,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 	}
 	defer a.close()
 	cfg := builder.DefaultConfig()
-	cfg.IncludeDescriptions, cfg.IncludeSchemas, cfg.ShowCharUsage = descriptions, schemas, chars
+	cfg.OmitDescriptions, cfg.IncludeSchemas, cfg.ShowCharUsage = !descriptions, schemas, chars
 	b := builder.New(s, cfg).ForAgent(agent).WithMessages(s).WithModelInfo(builder.ModelInfoFor(model)).
 		WithBaseInstructions(base).WithBatchBlocks(splitList(batchBlocks)...)
 	if active != "" {
