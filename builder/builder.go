@@ -324,25 +324,26 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 	pw, dropped := prune(items, memBudget)
 	md.Warnings = append(md.Warnings, pw...)
 	if dropped {
-		// Rare: lay the surviving items out again.
+		// Rare: lay the surviving items out again, in the same Builder (a
+		// strings.Builder must not be copied once written: assigning a
+		// fresh one to w.sys made every later write panic).
 		old := w.sys.String()
-		var nb strings.Builder
-		nb.Grow(len(old))
-		nb.WriteString(old[:memStart])
+		w.sys.Reset()
+		w.sys.Grow(len(old))
+		w.sys.WriteString(old[:memStart])
 		for i := range items {
 			it := &items[i]
 			if it.dropped {
 				continue
 			}
-			if nb.Len() > 0 {
-				nb.WriteString(sectionSeparator)
+			if w.sys.Len() > 0 {
+				w.sys.WriteString(sectionSeparator)
 			}
 			text := old[it.start:it.end]
-			it.start = nb.Len()
-			nb.WriteString(text)
-			it.end = nb.Len()
+			it.start = w.sys.Len()
+			w.sys.WriteString(text)
+			it.end = w.sys.Len()
 		}
-		w.sys = nb
 	}
 	w.memory(items)
 	for _, s := range post {
