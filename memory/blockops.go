@@ -52,6 +52,10 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if info.CharLimit == 0 {
 		info.CharLimit = blocks.DefaultCharLimit
 	}
+	if info.CharLimit > blocks.MaxCharLimit {
+		return nil, invalidArg("block %q of %q: char limit %d is above the maximum %d (a block is memory a model reads; store big texts as archival entries)",
+			spec.Label, agent, info.CharLimit, blocks.MaxCharLimit)
+	}
 	doc, err := blocks.New(info, &blocks.Options{Approver: c.opts.Approver, Now: c.opts.Now})
 	if err != nil {
 		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)

@@ -592,3 +592,19 @@ func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 		t.Fatalf("another Cache sees %q after Flush", r)
 	}
 }
+
+// Item 12: a 10 MB text block took 81 s to create, nearly all of it in
+// automerge's text insert, which grows faster than linearly (see
+// blocks.MaxCharLimit). A block's limit is capped instead, with an error
+// that says where big texts belong.
+func TestCharLimitIsCapped(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	_, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "huge", CharLimit: blocks.MaxCharLimit + 1})
+	if !errors.Is(err, memory.ErrInvalidArgument) || !strings.Contains(err.Error(), "archival") {
+		t.Fatalf("CreateBlock over MaxCharLimit: err = %v", err)
+	}
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -51,7 +51,7 @@ func TestTwoProcessesOneBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: 1 << 22}); err != nil {
+	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 	for p := 0; p < 2; p++ {
@@ -297,7 +297,7 @@ func TestRoleCrashWriter(t *testing.T) {
 		os.Exit(2)
 	}
 	label := "round-" + os.Getenv("ENGRAM_ROUND")
-	if _, err := c.CreateBlock(ctx, "writer", memory.BlockSpec{Label: label, CharLimit: 1 << 22}); err != nil {
+	if _, err := c.CreateBlock(ctx, "writer", memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -103,7 +103,7 @@ func Import(ctx context.Context, store memory.Store, agent, dir string) (Report,
 }
 
 func charLimit(text string) int {
-	return max(blocks.DefaultCharLimit, utf8.RuneCountInString(text)*2)
+	return min(max(blocks.DefaultCharLimit, utf8.RuneCountInString(text)*2), max(blocks.MaxCharLimit, utf8.RuneCountInString(text)))
 }
 
 func upsert(ctx context.Context, store memory.Store, agent string, l layer, text string) (created bool, err error) {
