@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// SkillLabelPrefix starts the label of a skill: a Working block holding
+// instructions the agent loads on demand (workspace imports
+// skills/NAME/SKILL.md as "skill.NAME"). Unless pinned, a skill's body is
+// not rendered: the builder lists skills by name and description, and the
+// memory tools' load_skill returns the body.
+const SkillLabelPrefix = "skill."
+
 // MaxLabelLen is the longest block label, in bytes.
 const MaxLabelLen = 64
 

@@ -286,15 +286,18 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 	base = EscapeTags(strings.TrimSpace(base))
 	rules := EscapeTags(toolrules.Render(b.rules))
 	activity := EscapeTags(strings.TrimSpace(f.activity))
+	skills := EscapeTags(b.skillList(f))
+	md.Tokens.Skills = counter.Count(skills)
 	md.Tokens.Base = counter.Count(base)
 	md.Tokens.ToolRules = counter.Count(rules)
 	md.Tokens.Activity = counter.Count(activity)
 	pre := []fixedSection{{SectionBase, true, base, md.Tokens.Base}}
-	post := []fixedSection{{SectionActivity, false, activity, md.Tokens.Activity}, {SectionToolRules, true, rules, md.Tokens.ToolRules}}
+	post := []fixedSection{{SectionSkills, true, skills, md.Tokens.Skills}, {SectionActivity, false, activity, md.Tokens.Activity},
+		{SectionToolRules, true, rules, md.Tokens.ToolRules}}
 	if b.cfg.PrefixCacheOrder {
 		// Static first, then memory, then per-request content.
-		pre = append(pre, post[1])
-		post = post[:1]
+		pre = append(pre, post[2])
+		post = post[:2]
 	}
 
 	tools, toolsDigest, toolTokens, err := b.toolDefs(counter)
@@ -315,7 +318,7 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 	for _, l := range missing {
 		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
 	}
-	fixed := md.Tokens.Base + md.Tokens.ToolRules + md.Tokens.Activity
+	fixed := md.Tokens.Base + md.Tokens.ToolRules + md.Tokens.Activity + md.Tokens.Skills
 	memBudget := limits.MemoryTokens
 	if input > 0 {
 		memBudget = minPositive(memBudget, max(input-fixed-toolTokens-4, 1))
@@ -366,8 +369,11 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 	}
 	for _, it := range f.own {
 		if it.Type == blocks.Working && !it.Pinned && !slices.Contains(b.batchBlocks, it.Label) {
-			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: "block", Label: it.Label, Priority: it.Priority,
-				Reason: "Working block neither pinned nor named by the batch"})
+			reason := "Working block neither pinned nor named by the batch"
+			if strings.HasPrefix(it.Label, blocks.SkillLabelPrefix) {
+				reason = "skill: listed under Available skills, its body loaded on demand (load_skill)"
+			}
+			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: "block", Label: it.Label, Priority: it.Priority, Reason: reason})
 		}
 	}
 
@@ -629,4 +635,28 @@ func minPositive(a, b int) int {
 		return a
 	}
 	return min(a, b)
+}
+
+// skillList renders the skills section: the agent's skill blocks
+// (blocks.SkillLabelPrefix) whose body is not in the prompt already (not
+// pinned, not named by the batch), by name and one-line description, so
+// the model knows what it can load with the load_skill tool. "" when there
+// are none.
+func (b Builder) skillList(f fetched) string {
+	var lines []string
+	for _, m := range f.own {
+		name, ok := strings.CutPrefix(m.Label, blocks.SkillLabelPrefix)
+		if !ok || m.Type != blocks.Working || m.Pinned || slices.Contains(b.batchBlocks, m.Label) {
+			continue
+		}
+		line := "- `" + name + "`"
+		if d := strings.Join(strings.Fields(m.Description), " "); d != "" {
+			line += ": " + d
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "# Available skills\n\nLoad a skill's instructions with the `load_skill` tool before you follow it.\n\n" + strings.Join(lines, "\n")
 }

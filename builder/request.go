@@ -67,6 +67,7 @@ const (
 	SectionCore        = "core_blocks"
 	SectionWorking     = "working_blocks"
 	SectionAttachments = "attachments"
+	SectionSkills      = "skills"
 	SectionActivity    = "activity"
 	SectionToolRules   = "tool_rules"
 )
@@ -108,6 +109,7 @@ type TokenUsage struct {
 	Core        int `json:"core_blocks"`
 	Working     int `json:"working_blocks"`
 	Attachments int `json:"attachments"`
+	Skills      int `json:"skills"`
 	Activity    int `json:"activity"`
 	ToolRules   int `json:"tool_rules"`
 	// System is the whole system prompt (sections and separators).

@@ -335,3 +335,41 @@ func logAppend(ctx context.Context, ts *Toolset, a *logAppendArgs) (Result, erro
 			return fmt.Sprintf("Logged an entry to %s", ref)
 		})
 }
+
+type loadSkillArgs struct {
+	Name string `json:"name" jsonschema_description:"The skill's name, as listed under Available skills."`
+}
+
+func loadSkill(ctx context.Context, ts *Toolset, a *loadSkillArgs) (Result, error) {
+	name := strings.TrimSpace(a.Name)
+	if name == "" {
+		return Result{}, modelErrorf("name is empty; give a skill's name from the Available skills list")
+	}
+	label := blocks.SkillLabelPrefix + strings.TrimPrefix(name, blocks.SkillLabelPrefix)
+	body, err := ts.store.RenderedContent(ctx, ts.agent, label)
+	if errors.Is(err, memory.ErrNotFound) {
+		return Result{}, modelErrorf("there is no skill %q; %s", name, ts.skillNames(ctx))
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return okResult("Skill %s:\n\n%s", name, body), nil
+}
+
+// skillNames says which skills the agent has, for an error message.
+func (ts *Toolset) skillNames(ctx context.Context) string {
+	metas, err := ts.store.ListBlocks(ctx, ts.agent)
+	if err != nil {
+		return "the skills could not be listed"
+	}
+	var names []string
+	for _, m := range metas {
+		if n, ok := strings.CutPrefix(m.Label, blocks.SkillLabelPrefix); ok {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "you have no skills"
+	}
+	return "your skills are: " + strings.Join(names, ", ")
+}

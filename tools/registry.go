@@ -41,4 +41,8 @@ var registry = []*toolDef{
 		"Propose an edit to a memory block whose changes need approval (permission Human or Partner). "+
 			"The edit is checked, stored as a proposal and applied only once approved; returns the proposal number.",
 		nil, proposeEdit),
+	define(LoadSkill,
+		"Load the full instructions of one of your skills (listed under \"Available skills\" by name and description). "+
+			"Call it before following a skill; the instructions come back as text.",
+		nil, loadSkill),
 }

@@ -28,6 +28,7 @@ const (
 	ArchivalSearch     = "archival_search"
 	ConversationSearch = "conversation_search"
 	ProposeEdit        = "propose_edit"
+	LoadSkill          = "load_skill"
 )
 
 // Names returns every tool name this package defines, in listing order.

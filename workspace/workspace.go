@@ -40,7 +40,7 @@ var fixed = []layer{
 // skillPrefix starts the label of a skill's block: "skill." and the skill's
 // directory name made a valid label (blocks.SuggestLabel). Stores written
 // before labels were checked used "skill:", which Export still reads.
-const skillPrefix = "skill."
+const skillPrefix = blocks.SkillLabelPrefix
 
 const legacySkillPrefix = "skill:"
 
@@ -89,6 +89,11 @@ func Import(ctx context.Context, store memory.Store, agent, dir string) (Report,
 			return rep, fmt.Errorf("%w: %s is not UTF-8", ErrInvalidFile, l.path)
 		}
 		text := string(data)
+		if strings.HasPrefix(l.label, skillPrefix) {
+			if d := skillDescription(text); d != "" {
+				l.description = d
+			}
+		}
 		created, err := upsert(ctx, store, agent, l, text)
 		if err != nil {
 			return rep, fmt.Errorf("workspace: import %s into block %q: %w", l.path, l.label, err)
@@ -182,4 +187,36 @@ func Export(ctx context.Context, store memory.Store, agent, dir string) (Report,
 		rep.Written = append(rep.Written, l.path)
 	}
 	return rep, nil
+}
+
+// skillDescription is a skill's one-line description: the description
+// field of SKILL.md's front matter (the format of Anthropic's agent
+// skills), else its first line of prose, cut to 200 characters.
+func skillDescription(text string) string {
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	if len(lines) > 0 && strings.TrimSpace(lines[0]) == "---" {
+		for i, l := range lines[1:] {
+			if strings.TrimSpace(l) == "---" {
+				lines = lines[i+2:]
+				break
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "description:"); ok {
+				return cut(strings.Trim(strings.TrimSpace(v), `"'`))
+			}
+		}
+	}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") && l != "---" {
+			return cut(l)
+		}
+	}
+	return ""
+}
+
+func cut(s string) string {
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:199]) + "…"
+	}
+	return s
 }
