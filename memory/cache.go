@@ -367,10 +367,6 @@ func scanBlock(s scanner, extra ...any) (blockRow, error) {
 	return r, err
 }
 
-func (r blockRow) info() (blocks.Info, error) {
-	return r.infoWith(nil)
-}
-
 // infoWith decodes the row's metadata, reusing decoded schemas from cache.
 func (r blockRow) infoWith(cache *sync.Map) (blocks.Info, error) {
 	var s schema.Schema
