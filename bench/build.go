@@ -63,7 +63,9 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 // newBuilder is the builder under test. limits false means no budgets, so
 // every block and message is in the request (as in the concatenation).
 func newBuilder(st memory.Store, cache *builder.Cache, limits bool) builder.Builder {
-	cfg := builder.ContextConfig{Cache: cache}
+	// Negative limits mean none (zero would mean the defaults).
+	cfg := builder.ContextConfig{Cache: cache, MaxMessagesCap: -1,
+		DefaultLimits: builder.ModelContextLimits{MaxTokens: -1, MemoryTokens: -1, ReservedResponseTokens: -1}}
 	if limits {
 		cfg.DefaultLimits = builder.ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000}
 	}

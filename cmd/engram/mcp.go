@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,8 +35,16 @@ func cmdMCP(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, &mcp.StdioTransport{})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go watchResources(ctx, srv, s, agent, resourcePoll)
+	return srv.Run(ctx, &framedTransport{r: a.stdin, w: a.stdout})
 }
+
+// resourcePoll is how often the server checks whether the agent's blocks
+// or shares changed (one indexed query: memory.Cache.BlocksStamp), in this
+// process or another on the same store.
+const resourcePoll = 500 * time.Millisecond
 
 // newMCPServer exposes agent's memory tools as MCP tools and its blocks
 // (own and shared) as MCP resources engram://<owner>/<label>.
@@ -57,25 +66,99 @@ func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
 				}
 				res, err := ts.Call(ctx, name, args)
 				if err != nil {
-					return nil, err
+					// A failure of the tool (the store, say) belongs in the
+					// result, where the model reads it, not in a protocol
+					// error.
+					res = tools.Result{Content: "Error: " + err.Error(), IsError: true}
 				}
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}, nil
 			})
 	}
-	ctx := context.Background()
+	// Blocks are resolved when read, so a block created after the server
+	// started can be read at once; the list is kept current by
+	// watchResources.
+	read := blockReader(store, agent)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "engram://{owner}/{label}", Name: "block",
+		Description: "A memory block the agent can see: its own (owner = the agent) or one shared with it.", MIMEType: "text/plain"}, read)
+	if _, err := syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// syncResources makes the server's resource list the blocks agent sees
+// now, adding and removing only what changed (each change notifies
+// subscribed clients with notifications/resources/list_changed). It
+// returns the URIs listed.
+func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, listed map[string]string,
+	read mcp.ResourceHandler) (map[string]string, error) {
 	own, err := store.ListBlocks(ctx, agent)
 	if err != nil {
-		return nil, err
+		return listed, err
 	}
 	shared, err := store.ListSharedBlocks(ctx, agent)
 	if err != nil {
-		return nil, err
+		return listed, err
 	}
 	all := own
 	for _, s := range shared {
 		all = append(all, s.BlockMeta)
 	}
-	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	now := map[string]string{}
+	for _, m := range all {
+		desc := m.Description
+		if m.SharedFrom != "" {
+			desc = strings.TrimSpace(desc + fmt.Sprintf(" (shared from %s, %s)", m.SharedFrom, m.Permission))
+		}
+		uri := blockURI(m.Owner, m.Label)
+		now[uri] = desc
+		if old, ok := listed[uri]; !ok || old != desc {
+			srv.AddResource(&mcp.Resource{URI: uri, Name: m.Label, Description: desc, MIMEType: "text/plain"}, read)
+		}
+	}
+	var gone []string
+	for uri := range listed {
+		if _, ok := now[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	if len(gone) > 0 {
+		srv.RemoveResources(gone...)
+	}
+	return now, nil
+}
+
+// watchResources re-lists the agent's blocks whenever its BlocksStamp
+// changes, until ctx ends.
+func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, every time.Duration) {
+	read := blockReader(store, agent)
+	// The stamp is read before listing, so a change racing the listing
+	// makes the next stamp differ (see memory.BlocksStamp).
+	last, _ := store.BlocksStamp(ctx, agent)
+	listed, _ := syncResources(ctx, srv, store, agent, nil, read)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := store.BlocksStamp(ctx, agent)
+		if err != nil || st == last {
+			continue
+		}
+		// As above: the new stamp was read before this listing.
+		if l, err := syncResources(ctx, srv, store, agent, listed, read); err == nil {
+			listed, last = l, st
+		}
+	}
+}
+
+// blockReader reads engram://OWNER/LABEL as agent: its own blocks and
+// those shared with it, nothing else.
+func blockReader(store *memory.Cache, agent string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		owner, label, ok := parseBlockURI(req.Params.URI)
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
@@ -86,14 +169,6 @@ func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
 		}
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: doc.Render()}}}, nil
 	}
-	for _, m := range all {
-		desc := m.Description
-		if m.SharedFrom != "" {
-			desc = strings.TrimSpace(desc + fmt.Sprintf(" (shared from %s, %s)", m.SharedFrom, m.Permission))
-		}
-		srv.AddResource(&mcp.Resource{URI: blockURI(m.Owner, m.Label), Name: m.Label, Description: desc, MIMEType: "text/plain"}, read)
-	}
-	return srv, nil
 }
 
 func blockURI(owner, label string) string {
