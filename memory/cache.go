@@ -153,9 +153,12 @@ func (e *entry) set(f func(e *entry)) {
 // Open opens (creating if needed) the store at path; ":memory:" gives a
 // throw-away in-memory store. It applies migrations and sets WAL mode.
 func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
+	path, err := filePath(path)
+	if err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}}
-	var err error
 	if path == ":memory:" {
 		// One connection shared by readers and the writer: each new
 		// connection to ":memory:" would be a different database.
@@ -201,6 +204,41 @@ func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
 	}
 	c.log.Debug("engram store opened", "path", path, "cache_size", o.CacheSize, "write_back", o.WriteBack)
 	return c, nil
+}
+
+// filePath resolves Open's target to a SQLite file path: a plain path,
+// ":memory:", or sqlite://PATH (file://PATH). Any other URL is refused
+// rather than taken for a relative path (which made "postgres://…" a
+// directory named "postgres:" holding a SQLite file).
+func filePath(target string) (string, error) {
+	scheme, rest, ok := strings.Cut(target, "://")
+	if !ok || strings.ContainsAny(scheme, `/\`) {
+		if strings.TrimSpace(target) == "" {
+			return "", invalidArg("store path is empty")
+		}
+		return target, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "file":
+		if rest == "" {
+			return "", invalidArg("store URL %q names no file", target)
+		}
+		return rest, nil
+	case "postgres", "postgresql":
+		return "", fmt.Errorf("%w: %q: this build has no PostgreSQL backend yet; use a SQLite file path", ErrUnknownScheme, redactURL(target))
+	}
+	return "", fmt.Errorf("%w: %q (want a file path, \":memory:\" or sqlite://PATH)", ErrUnknownScheme, redactURL(target))
+}
+
+// redactURL drops a password from a URL for error messages.
+func redactURL(target string) string {
+	if u, err := url.Parse(target); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return target
 }
 
 func dsn(path string, o Options, immediate bool) string {

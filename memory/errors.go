@@ -23,6 +23,9 @@ var (
 	// rolled back, so every read shows the last durable state; in
 	// write-back mode the change stays pending for the next Flush.
 	ErrPersist = errors.New("memory: change not persisted")
+	// ErrUnknownScheme is returned by Open for a store URL whose scheme no
+	// backend in this build serves.
+	ErrUnknownScheme = errors.New("memory: unknown store scheme")
 	// ErrCorrupt is returned for a block whose stored bytes are damaged (a
 	// torn or corrupt update row or snapshot, found by its checksum, or
 	// changes that do not load). It is blocks.ErrCorrupt, so one check

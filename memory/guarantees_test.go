@@ -608,3 +608,29 @@ func TestCharLimitIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 13 item 3: a URL Open cannot serve is an error, never a path.
+func TestOpenRefusesUnknownSchemes(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	os.Chdir(dir)
+	for _, target := range []string{"postgres://u:secret@localhost/db", "postgresql://h/db", "mysql://h/db", "s3://bucket/x"} {
+		c, err := memory.Open(context.Background(), target, nil)
+		if err == nil {
+			c.Close()
+			t.Fatalf("Open(%q) succeeded", target)
+		}
+		if !errors.Is(err, memory.ErrUnknownScheme) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): err = %v", target, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Open of URLs created %v", entries)
+	}
+	c, err := memory.Open(context.Background(), "sqlite://"+filepath.Join(dir, "x.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}

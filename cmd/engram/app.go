@@ -80,7 +80,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
-	if a.db != ":memory:" {
+	if a.db != ":memory:" && !strings.Contains(a.db, "://") {
 		if err := os.MkdirAll(filepath.Dir(a.db), 0o755); err != nil {
 			return nil, err
 		}
