@@ -25,6 +25,10 @@ var (
 	// ErrCorrupt is returned when document bytes cannot be loaded or the
 	// document does not have the layout its schema requires.
 	ErrCorrupt = errors.New("blocks: corrupt document")
+	// ErrUnknownName is returned by ParseType and ParsePermission for a
+	// name that is not a block type or permission; the message lists the
+	// valid ones.
+	ErrUnknownName = errors.New("blocks: unknown name")
 	// ErrInvalidLabel is returned for a block label outside LabelRule.
 	ErrInvalidLabel = errors.New("blocks: invalid label")
 	// ErrManaged is returned when changes from elsewhere are merged straight

@@ -26,7 +26,7 @@ func ParseType(s string) (Type, error) {
 	case Core, Working, Archival, Log:
 		return t, nil
 	}
-	return "", fmt.Errorf("%w: unknown block type %q (want core, working, archival or log)", ErrWrongSchema, s)
+	return "", fmt.Errorf("%w: block type %q (valid: core, working, archival, log)", ErrUnknownName, s)
 }
 
 // Permission is what an agent may do to a block. Permissions are ordered:
@@ -75,7 +75,7 @@ func ParsePermission(s string) (Permission, error) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown permission %q", ErrPermission, s)
+	return 0, fmt.Errorf("%w: permission %q (valid: %s; case, '_' and '-' do not matter)", ErrUnknownName, s, strings.Join(permissionNames[ReadOnly:Admin+1], ", "))
 }
 
 // MarshalText writes the permission's name.

@@ -62,8 +62,15 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	}
 	if spec.Value != nil {
 		value := spec.Value
-		if m, ok := schema.Deref(info.Schema).(schema.Map); ok {
-			value = withDefaults(m, value)
+		if _, ok := schema.Deref(info.Schema).(schema.Map); ok {
+			// Fields the initial value leaves out keep what the new block
+			// holds (schema defaults, counters at 0): SetValue alone would
+			// clear them.
+			created, err := doc.Value()
+			if err != nil {
+				return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
+			}
+			value = withFields(value, created)
 		}
 		if err := doc.SetValue(value, blocks.System); err != nil {
 			return nil, fmt.Errorf("memory: create block %q for %q: initial value: %w", spec.Label, agent, err)
@@ -599,21 +606,20 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	})
 }
 
-// withDefaults fills the schema defaults into an initial map value for
-// fields it leaves out (SetValue alone would clear them).
-func withDefaults(m schema.Map, v any) any {
+// withFields fills into an initial map value the fields it leaves out,
+// from base (the new block's own value).
+func withFields(v, base any) any {
 	in, ok := v.(map[string]any)
-	if !ok {
+	b, ok2 := base.(map[string]any)
+	if !ok || !ok2 {
 		return v
 	}
-	out := make(map[string]any, len(in))
-	for k, x := range in {
+	out := make(map[string]any, len(b))
+	for k, x := range b {
 		out[k] = x
 	}
-	for _, f := range m.Fields {
-		if _, present := out[f.Name]; !present && f.Default != nil {
-			out[f.Name] = f.Default
-		}
+	for k, x := range in {
+		out[k] = x
 	}
 	return out
 }

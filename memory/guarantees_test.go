@@ -634,3 +634,25 @@ func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	}
 	c.Close()
 }
+
+// Issue 12 item 11: an initial map value that leaves a field out keeps the
+// field's default (a counter stays a counter at 0 or its default).
+func TestInitialMapValueKeepsOmittedFields(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	m := schema.Map{Fields: []schema.FieldDef{
+		{Name: "name", Type: schema.FieldString},
+		{Name: "count", Type: schema.FieldCounter},
+		{Name: "mode", Type: schema.FieldString, Default: "auto"},
+	}}
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"name": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Render(); !strings.Contains(got, "count: 0") || !strings.Contains(got, "mode: auto") || !strings.Contains(got, "name: x") {
+		t.Fatalf("rendered:\n%s", got)
+	}
+	if err := c.ApplyEdit(ctx, "ada", "", "stats", memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: 2}); err != nil {
+		t.Fatal(err)
+	}
+}

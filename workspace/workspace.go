@@ -55,6 +55,11 @@ type Report struct {
 // Import reads dir into agent's blocks.
 func Import(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
 	var rep Report
+	if st, err := os.Stat(dir); err != nil {
+		return rep, fmt.Errorf("workspace: import %s: %w", dir, err)
+	} else if !st.IsDir() {
+		return rep, fmt.Errorf("%w: import %s: not a directory", ErrInvalidFile, dir)
+	}
 	layers := append([]layer(nil), fixed...)
 	skills, err := filepath.Glob(filepath.Join(dir, "skills", "*", "SKILL.md"))
 	if err != nil {

@@ -2,6 +2,8 @@ package workspace_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,11 +86,16 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestImportMissingDirIsEmpty(t *testing.T) {
+// A directory that does not exist is an error (issue 12 item 10); an
+// empty one imports nothing.
+func TestImportMissingDirFails(t *testing.T) {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	rep, err := workspace.Import(ctx, store, "a", filepath.Join(t.TempDir(), "nothing"))
+	if _, err := workspace.Import(ctx, store, "a", filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("import of a missing directory: err = %v", err)
+	}
+	rep, err := workspace.Import(ctx, store, "a", t.TempDir())
 	if err != nil || len(rep.Skipped) != 4 || len(rep.Created) != 0 {
 		t.Fatalf("rep %+v err %v", rep, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -150,23 +151,106 @@ func (a *app) progress(label string) func(done, total int) {
 }
 
 // flags parses a command's flags; positional arguments may come before or
-// after them.
+// after them, "--" ends the flags, and an argument that starts with "-" but
+// cannot be a flag (it holds a space, say: "- item", "-5 degrees") is taken
+// as text.
 func flags(name string, args []string, define func(fs *flag.FlagSet)) ([]string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	define(fs)
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		i := textArg(fs, args)
+		if i < 0 {
+			p, err := parseSegment(name, fs, args)
+			return append(pos, p...), err
+		}
+		p, err := parseSegment(name, fs, args[:i])
+		if err != nil {
+			return nil, err
+		}
+		pos = append(append(pos, p...), args[i])
+		args = args[i+1:]
+	}
+}
+
+// parseSegment parses flags interleaved with positional arguments.
+func parseSegment(name string, fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(name, fs, args); err != nil {
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
 			return pos, nil
 		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+func parseFlags(name string, fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return &helpError{commandHelpText(name, fs)}
+	}
+	if err != nil {
+		hint := ""
+		if strings.Contains(err.Error(), "not defined") {
+			hint = `; text that starts with "-" goes after "--"`
+		}
+		return fmt.Errorf("%s: %w%s (run \"engram %s --help\")", name, err, hint, name)
+	}
+	return nil
+}
+
+// textArg is the index of the first argument before any "--" that starts
+// with "-" but is no flag of fs and cannot be one, or -1.
+func textArg(fs *flag.FlagSet, args []string) int {
+	for i, a := range args {
+		if a == "--" {
+			return -1
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if fs.Lookup(name) != nil {
+			continue
+		}
+		if strings.ContainsFunc(name, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) || name == "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// text resolves a TEXT argument: "-" reads standard input, "@FILE" reads
+// FILE, "@@..." is a literal "@...", anything else is itself.
+func (a *app) text(arg string) (string, error) {
+	switch {
+	case arg == "-":
+		b, err := io.ReadAll(a.stdin)
+		if err != nil {
+			return "", fmt.Errorf("read standard input: %w", err)
+		}
+		return string(b), nil
+	case strings.HasPrefix(arg, "@@"):
+		return arg[1:], nil
+	case strings.HasPrefix(arg, "@") && len(arg) > 1:
+		b, err := os.ReadFile(arg[1:])
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", arg[1:], err)
+		}
+		return string(b), nil
+	}
+	return arg, nil
 }
 
 func need(name, what, v string) error {

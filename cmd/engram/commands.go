@@ -237,10 +237,10 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 		fs.StringVar(&agent, "agent", "", "owner agent id")
 		fs.StringVar(&label, "label", "", "block label")
 		fs.StringVar(&typ, "type", "working", "core, working, archival or log")
-		fs.StringVar(&perm, "perm", "ReadWrite", "the owner's permission")
+		fs.StringVar(&perm, "perm", "ReadWrite", "the owner's permission: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
 		fs.StringVar(&schemaJSON, "schema", `{"kind":"text"}`, "schema JSON (see package schema)")
 		fs.StringVar(&desc, "desc", "", "description")
-		fs.StringVar(&value, "value", "", "initial text (text blocks) or JSON value")
+		fs.StringVar(&value, "value", "", `initial text (text blocks) or JSON value; "-" reads stdin, "@FILE" a file`)
 		fs.IntVar(&limit, "limit", 0, "character limit (default 5000)")
 		fs.IntVar(&priority, "priority", 0, "pruning priority (higher is dropped first)")
 		fs.BoolVar(&pinned, "pinned", false, "pin a working block into context")
@@ -266,6 +266,9 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
+	if value, err = a.text(value); err != nil {
+		return fmt.Errorf("block create: --value: %w", err)
+	}
 	if value != "" {
 		if sc.Kind() == schema.KindText {
 			spec.Value = value
@@ -305,6 +308,9 @@ func cmdBlockWrite(op blocks.Op) command {
 		if len(pos) != 2 {
 			return fmt.Errorf("%s: want LABEL TEXT", name)
 		}
+		if pos[1], err = a.text(pos[1]); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
@@ -343,7 +349,7 @@ func cmdShare(ctx context.Context, a *app, args []string) error {
 		fs.StringVar(&owner, "owner", "", "owner agent id")
 		fs.StringVar(&label, "label", "", "block label")
 		fs.StringVar(&with, "with", "", "agent to share with")
-		fs.StringVar(&perm, "perm", "Append", "permission granted")
+		fs.StringVar(&perm, "perm", "Append", "permission granted: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
 		fs.BoolVar(&revoke, "revoke", false, "revoke the share instead")
 	}); err != nil {
 		return err
@@ -416,7 +422,11 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: pos[0], Tags: splitList(tags)})
+	content, err := a.text(pos[0])
+	if err != nil {
+		return fmt.Errorf("archival add: %w", err)
+	}
+	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags)})
 	if err != nil {
 		return err
 	}

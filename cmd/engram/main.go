@@ -10,6 +10,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,11 +28,15 @@ func main() {
 // run is main without the process: tests call it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app, rest, err := parseGlobal(args, stdin, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "engram:", err)
+		fmt.Fprintln(stderr, "engram:", err, "(run \"engram --help\")")
 		return 2
 	}
-	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
+	if len(rest) == 0 || isHelp(rest[0]) {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
@@ -39,12 +45,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "engram: unknown command %q (run \"engram help\")\n", rest[0])
 		return 2
 	}
+	if groups[rest[0]] && len(rest) == 1 {
+		fmt.Fprintf(stderr, "engram: %s: missing subcommand\n\n%s", rest[0], groupHelp(rest[0]))
+		return 2
+	}
+	if groups[rest[0]] && isHelp(rest[1]) {
+		fmt.Fprint(stdout, groupHelp(rest[0]))
+		return 0
+	}
 	if err := cmd(ctx, app, rest[1:]); err != nil {
+		var help *helpError
+		if errors.As(err, &help) {
+			fmt.Fprint(stdout, help.text)
+			return 0
+		}
 		fmt.Fprintln(stderr, "engram:", err)
 		return 1
 	}
 	return 0
 }
+
+// groups are the commands that take a subcommand.
+var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -81,6 +103,9 @@ Maintenance
 
 Agents
   mcp           --agent A                          serve the memory tools over MCP (stdio)
+
+TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
+"-" after "--". "engram COMMAND --help" shows a command's flags and an example.
 
 Global flags
   --db FILE      store file (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db)

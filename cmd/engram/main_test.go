@@ -14,8 +14,13 @@ import (
 // the exit code.
 func cli(t *testing.T, db string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return cliArgs(t, stdin, append([]string{"--db", db}, args...)...)
+}
+
+func cliArgs(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"--db", db}, args...), strings.NewReader(stdin), &out, &errb)
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// helpError carries the help text a --help flag asked for: run prints it on
+// stdout and exits 0.
+type helpError struct{ text string }
+
+func (e *helpError) Error() string { return e.text }
+
+// commandHelp is each command's synopsis and example, for "engram CMD
+// --help" (flags come from the command's FlagSet).
+var commandHelp = map[string]struct{ synopsis, example string }{
+	"blocks list":   {"blocks list --agent A [--shared]", "engram blocks list --agent ada"},
+	"block show":    {"block show --agent A [--owner O] [--history] [--raw] LABEL", "engram block show --agent ada persona"},
+	"block create":  {"block create --agent A --label L [flags]", `engram block create --agent ada --label persona --type core --value @persona.txt`},
+	"block set":     {"block set --agent A [--as-agent] LABEL TEXT", `engram block set --agent ada notes - < notes.txt`},
+	"block append":  {"block append --agent A [--as-agent] LABEL TEXT", `engram block append --agent ada notes -- "-- a line starting with dashes"`},
+	"share":         {"share --owner O --label L --with B [--perm Append] [--revoke]", "engram share --owner ada --label notes --with bob --perm ReadOnly"},
+	"archival add":  {"archival add --agent A [--tags a,b] TEXT", `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`},
+	"archival list": {"archival list --agent A [--tags a,b] [--limit N] [--superseded]", "engram archival list --agent ada --tags prefs"},
+	"search":        {"search (--agent A | --all) [flags] QUERY", `engram search --agent ada --mode fts "bullet lists"`},
+	"context":       {"context --agent A [flags]", "engram context --agent ada --model gpt-4o"},
+	"files import":  {"files import --agent A DIR", "engram files import --agent ada ./workspace"},
+	"files export":  {"files export --agent A DIR", "engram files export --agent ada ./workspace"},
+	"export":        {"export [--agent A] [--out FILE]", "engram export --out backup.json"},
+	"import":        {"import [--in FILE]", "engram import --in backup.json"},
+	"reembed":       {"reembed", "engram --embedder openai reembed"},
+	"compact":       {"compact [--agent A]", "engram compact"},
+	"stats":         {"stats", "engram stats"},
+	"mcp":           {"mcp --agent A", "engram --db agents.db mcp --agent ada"},
+}
+
+// textRule is the help paragraph for commands that take TEXT.
+const textRule = `TEXT may be "-" (read standard input) or "@FILE" (read FILE; "@@" starts a
+literal "@"). Text that starts with "-" goes after "--", which ends the flags.`
+
+// commandHelpText renders the help of command name from its FlagSet.
+func commandHelpText(name string, fs *flag.FlagSet) string {
+	var b bytes.Buffer
+	h, ok := commandHelp[name]
+	if !ok {
+		h.synopsis = name + " [flags]"
+	}
+	fmt.Fprintf(&b, "Usage: engram [global flags] %s\n", h.synopsis)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(&b, "\nFlags:")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(nil)
+	}
+	if strings.Contains(h.synopsis, "TEXT") || name == "block create" {
+		fmt.Fprintln(&b, "\n"+textRule)
+	}
+	if h.example != "" {
+		fmt.Fprintf(&b, "\nExample:\n  %s\n", h.example)
+	}
+	fmt.Fprintln(&b, "\nGlobal flags (before the command): --db FILE, --json, --embedder none|offline|openai (engram --help).")
+	return b.String()
+}
+
+// groupHelp lists a command group's subcommands (engram block --help).
+func groupHelp(group string) string {
+	var names []string
+	for n := range commandHelp {
+		if strings.HasPrefix(n, group+" ") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: engram [global flags] %s SUBCOMMAND ...\n\nSubcommands:\n", group)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  engram %s\n", commandHelp[n].synopsis)
+	}
+	fmt.Fprintf(&b, "\nRun \"engram %s SUBCOMMAND --help\" for its flags and an example.\n", group)
+	return b.String()
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
