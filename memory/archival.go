@@ -187,6 +187,14 @@ func (c *Cache) ListArchival(ctx context.Context, agent string, q *ArchivalQuery
 			args = append(args, t)
 		}
 	}
+	for _, f := range qq.Metadata {
+		cond, fargs, err := search.MetadataCondition("metadata_json", f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: list archival of %q: %w", ErrInvalidArgument, agent, err)
+		}
+		sqlq += ` AND ` + cond
+		args = append(args, fargs...)
+	}
 	sqlq += ` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`
 	args = append(args, qq.Limit, qq.Offset)
 	rows, err := c.rdb.QueryContext(ctx, sqlq, args...)

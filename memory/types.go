@@ -6,6 +6,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
 )
 
 // BlockSpec describes a block to create.
@@ -73,6 +74,9 @@ type ArchivalQuery struct {
 	Offset            int
 	Tags              []string // entries having any of these tags
 	IncludeSuperseded bool
+	// Metadata filters (all must hold): search.MetadataFilter{Key, Equals}
+	// or search.MetadataRangeFilter(key, min, max).
+	Metadata []search.MetadataFilter
 }
 
 // Role of a message.

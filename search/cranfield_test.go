@@ -112,6 +112,7 @@ func TestCranfieldQuality(t *testing.T) {
 		t.Fatal(err)
 	}
 	evaluate(t, ctx, off, c, "offline ", map[search.Mode]search.Metrics{
+		search.FTS:    {NDCG10: 0.545, MRR: 0.81, Recall100: 0.75},
 		search.Vector: {NDCG10: 0.30, MRR: 0.55, Recall100: 0.55},
 		search.Hybrid: {NDCG10: 0.45, MRR: 0.70, Recall100: 0.70},
 	})
@@ -123,22 +124,29 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cran
 		mode   search.Mode
 		weight float64 // hybrid vector weight; 1 = plain RRF
 	}
-	for _, r := range []run{{search.FTS, 1}, {search.Vector, 1}, {search.Hybrid, 1}, {search.Hybrid, 0.2}} {
+	var ftsNDCG float64
+	for _, r := range []run{{search.FTS, 1}, {search.Vector, 1}, {search.Hybrid, 1}, {search.Hybrid, 0.2}, {search.Auto, 0}} {
 		mode := r.mode
 		f, ok := floors[mode]
+		if mode == search.Auto {
+			f, ok = search.Metrics{}, true // checked against FTS below
+		}
 		if !ok {
 			continue
 		}
 		name := mode.String()
-		if r.weight != 1 {
+		if r.weight != 1 && mode != search.Auto {
 			name = fmt.Sprintf("%v(w=%.1f)", mode, r.weight)
 			f = search.Metrics{NDCG10: f.NDCG10 + 0.05, MRR: f.MRR, Recall100: f.Recall100} // weighting must help
 		}
 		runs := map[string][]string{}
 		start := time.Now()
 		for _, q := range c.Queries {
-			rs, err := x.Search(ctx, q.Text, search.Scope{Agent: "cran"},
-				search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(100).VectorWeight(r.weight))
+			opts := search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(100)
+			if mode != search.Auto {
+				opts.VectorWeight(r.weight)
+			}
+			rs, err := x.Search(ctx, q.Text, search.Scope{Agent: "cran"}, opts)
 			if err != nil {
 				t.Fatalf("%v query %d: %v", mode, q.ID, err)
 			}
@@ -154,6 +162,15 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cran
 			label, name, m.NDCG10, m.NDCG10Linear, m.MRR, m.Recall100, m.Queries, per.Round(10*time.Microsecond))
 		if m.NDCG10 < f.NDCG10 || m.MRR < f.MRR || m.Recall100 < f.Recall100 {
 			t.Errorf("%s%s below floor: got %+v, floor %+v", label, name, m, f)
+		}
+		switch mode {
+		case search.FTS:
+			ftsNDCG = m.NDCG10
+		case search.Auto:
+			// Issue 12: the default must never be worse than FTS alone.
+			if m.NDCG10 < ftsNDCG {
+				t.Errorf("%sAuto (the default) nDCG@10 %.3f is below FTS alone %.3f", label, m.NDCG10, ftsNDCG)
+			}
 		}
 	}
 }

@@ -9,7 +9,7 @@
 // transaction as every INSERT, UPDATE and DELETE:
 //
 //	fts_blocks    label, description, rendered   (content='blocks')
-//	fts_archival  content, tags_text, metadata_json (content='archival')
+//	fts_archival  content, tags_text, metadata_values (contentless: metadata values, not keys)
 //	fts_messages  content                        (content='messages')
 //
 // all with tokenize='porter unicode61 remove_diacritics 2'. Writers need no

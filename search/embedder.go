@@ -20,6 +20,33 @@ type Embedder interface {
 	Name() string
 }
 
+// FusionWeighter is an Embedder that says how far Auto mode should trust
+// its vectors: the weight of the vector list in reciprocal-rank fusion (0:
+// Auto searches FTS only; 1: vectors count as much as BM25). Embedders that
+// do not implement it get DefaultFusionWeight. An explicit
+// Options.VectorWeight overrides it.
+type FusionWeighter interface {
+	FusionWeight() float64
+}
+
+// DefaultFusionWeight is Auto's vector weight for an embedder that does not
+// say (FusionWeighter). Measured on Cranfield with the shipped 512-dim
+// sentence embeddings, nDCG@10: FTS 0.550; hybrid at vector weight 1 (plain
+// RRF) 0.448, 0.2: 0.539, 0.1: 0.546, 0.05: 0.554, 0.02: 0.551. 0.05 is the
+// largest weight tried that is not worse than FTS: the vectors break
+// near-ties in BM25's order and add recall, without overruling it.
+const DefaultFusionWeight = 0.05
+
+// fusionWeight is Auto's vector weight for emb.
+func fusionWeight(emb Embedder) float64 {
+	if fw, ok := emb.(FusionWeighter); ok {
+		if w := fw.FusionWeight(); w >= 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
+			return w
+		}
+	}
+	return DefaultFusionWeight
+}
+
 // vectorBlob encodes v as sqlite-vec's float32 BLOB (little-endian).
 func vectorBlob(v []float32) []byte {
 	b := make([]byte, 4*len(v))

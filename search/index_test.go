@@ -344,7 +344,7 @@ func testFilters(t *testing.T, opts *search.IndexOptions) {
 	}
 	// Tags and metadata come back.
 	rs, err := x.Search(ctx, "deploy", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).AllTags("prod"))
-	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Tags, []string{"ops", "prod"}) || string(rs[0].Metadata) != "{}" {
+	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Tags, []string{"ops", "prod"}) || len(rs[0].Metadata) != 0 {
 		t.Fatalf("tags: %+v, %v", rs, err)
 	}
 	_ = blk
@@ -418,7 +418,7 @@ func TestResultFieldsAndScores(t *testing.T) {
 	}
 	r := rs[0]
 	if r.ID != e || r.Owner != "a" || r.Score != -r.Source.BM25 || r.Source.FTSRank != 1 || r.Source.VectorRank != 0 ||
-		r.Source.Fused != 0 || r.Score <= 0 || !r.Created.Equal(baseTime) || string(r.Metadata) != `{"source":"meeting"}` {
+		r.Source.Fused != 0 || r.Score <= 0 || !r.Created.Equal(baseTime) || r.Metadata["source"] != "meeting" {
 		t.Errorf("fts result %+v", r)
 	}
 	if !strings.Contains(r.Snippet, search.HighlightStart+"Postgres"+search.HighlightEnd) ||
@@ -439,7 +439,7 @@ func TestResultFieldsAndScores(t *testing.T) {
 		}
 	}
 	// Hybrid: Score = Fused, both sides recorded.
-	rs, err = x.Search(ctx, "postgres migration", search.Scope{Agent: "a"}, nil)
+	rs, err = x.Search(ctx, "postgres migration", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.Hybrid))
 	if err != nil || len(rs) != 3 {
 		t.Fatal(rs, err)
 	}
@@ -451,11 +451,11 @@ func TestResultFieldsAndScores(t *testing.T) {
 		}
 		switch r.Type {
 		case search.Blocks:
-			if r.ID != b || r.Label != "project-plan" || !strings.Contains(string(r.Metadata), `"block_type":"working"`) {
+			if r.ID != b || r.Label != "project-plan" || r.Metadata["block_type"] != "working" {
 				t.Errorf("block result %+v", r)
 			}
 		case search.Messages:
-			if r.ID != m || !strings.Contains(string(r.Metadata), `"role":"assistant"`) {
+			if r.ID != m || r.Metadata["role"] != "assistant" {
 				t.Errorf("message result %+v %s", r, r.Metadata)
 			}
 		}

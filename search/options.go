@@ -190,6 +190,19 @@ type Options struct {
 	includeSuperseded bool
 	vectorWeight      float64
 	hasVectorWeight   bool
+	metadata          []MetadataFilter
+}
+
+// MetadataFilter keeps archival entries whose metadata has Key (a
+// top-level key, or a dotted path "a.b") equal to Equals, or, for a range,
+// between Min and Max (inclusive; nil means unbounded). Numbers compare as
+// numbers; strings (RFC 3339 dates included) compare as text, which orders
+// RFC 3339 UTC dates correctly.
+type MetadataFilter struct {
+	Key      string
+	Equals   any
+	Min, Max any
+	isRange  bool
 }
 
 // NewOptions returns options with every default: Auto mode, all content
@@ -300,17 +313,38 @@ type Settings struct {
 	HasMinScore       bool
 	IncludeSuperseded bool
 	VectorWeight      float64 // Hybrid fusion weight of the vector side (default 1)
+	HasVectorWeight   bool    // VectorWeight was set (Auto then uses it instead of the embedder's)
+	Metadata          []MetadataFilter
 }
 
 // Settings returns the options with defaults applied. It is safe on a nil
 // receiver (all defaults). The slices are copies.
 // VectorWeight weights the vector side in Hybrid fusion: each result gets
-// 1/(k+ftsRank) + w/(k+vectorRank). The default 1 is plain reciprocal-rank
-// fusion; with weak embeddings a smaller weight (e.g. 0.2) lets BM25 lead
-// and the vectors add recall. Negative values count as 0.
+// 1/(k+ftsRank) + w/(k+vectorRank). Hybrid's default is 1, plain
+// reciprocal-rank fusion; Auto's default is the embedder's own weight (see
+// FusionWeighter). A weight that is negative, NaN or infinite makes the
+// search fail with ErrInvalidQuery.
 func (o *Options) VectorWeight(w float64) *Options {
 	o = o.orNew()
-	o.vectorWeight, o.hasVectorWeight = max(w, 0), true
+	o.vectorWeight, o.hasVectorWeight = w, true
+	return o
+}
+
+// MetadataEquals keeps archival entries whose metadata key (or dotted
+// path) equals v (a string, number or bool). Metadata only exists on
+// archival entries, so a metadata filter excludes blocks and messages.
+// Filters add up (all must hold).
+func (o *Options) MetadataEquals(key string, v any) *Options {
+	o = o.orNew()
+	o.metadata = append(slices.Clip(o.metadata), MetadataFilter{Key: key, Equals: v})
+	return o
+}
+
+// MetadataRange keeps archival entries whose metadata key lies between min
+// and max, inclusive (nil: unbounded on that side).
+func (o *Options) MetadataRange(key string, min, max any) *Options {
+	o = o.orNew()
+	o.metadata = append(slices.Clip(o.metadata), MetadataFilter{Key: key, Min: min, Max: max, isRange: true})
 	return o
 }
 
@@ -332,8 +366,9 @@ func (o *Options) Settings() Settings {
 		VectorWeight:      1,
 	}
 	if o.hasVectorWeight {
-		s.VectorWeight = o.vectorWeight
+		s.VectorWeight, s.HasVectorWeight = o.vectorWeight, true
 	}
+	s.Metadata = slices.Clone(o.metadata)
 	if s.Types == 0 {
 		s.Types = AllContent
 	}
@@ -347,4 +382,79 @@ func (o *Options) Settings() Settings {
 }
 
 // hasTagFilter reports whether a tag filter is set.
-func (s *Settings) hasTagFilter() bool { return len(s.TagsAny) > 0 || len(s.TagsAll) > 0 }
+func (s *Settings) hasTagFilter() bool {
+	return len(s.TagsAny) > 0 || len(s.TagsAll) > 0 || len(s.Metadata) > 0
+}
+
+// MetadataCondition is the SQL condition of one metadata filter over the
+// JSON column col (e.g. "a.metadata_json"), with its arguments: the store
+// uses it for ArchivalQuery too. It fails with ErrInvalidQuery for an empty
+// key, a key holding '"', or a value that is not a string, number or bool.
+func MetadataCondition(col string, f MetadataFilter) (string, []any, error) {
+	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
+		return "", nil, fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
+	}
+	parts := strings.Split(f.Key, ".")
+	for i, p := range parts {
+		parts[i] = `"` + p + `"`
+	}
+	expr := "json_extract(" + col + ", '$." + strings.Join(parts, ".") + "')"
+	val := func(v any) (any, error) {
+		switch x := v.(type) {
+		case string, int, int32, int64, float32, float64:
+			return x, nil
+		case bool:
+			if x {
+				return 1, nil
+			}
+			return 0, nil
+		}
+		return nil, fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
+	}
+	if !f.isRange {
+		v, err := val(f.Equals)
+		if err != nil {
+			return "", nil, err
+		}
+		return expr + " = ?", []any{v}, nil
+	}
+	var conds []string
+	var args []any
+	for _, b := range []struct {
+		v  any
+		op string
+	}{{f.Min, ">="}, {f.Max, "<="}} {
+		if b.v == nil {
+			continue
+		}
+		v, err := val(b.v)
+		if err != nil {
+			return "", nil, err
+		}
+		conds = append(conds, expr+" "+b.op+" ?")
+		args = append(args, v)
+	}
+	if len(conds) == 0 {
+		return "", nil, fmt.Errorf("%w: metadata range on %q has neither a minimum nor a maximum", ErrInvalidQuery, f.Key)
+	}
+	return strings.Join(conds, " AND "), args, nil
+}
+
+// MetadataRangeFilter makes a range MetadataFilter (for ArchivalQuery).
+func MetadataRangeFilter(key string, min, max any) MetadataFilter {
+	return MetadataFilter{Key: key, Min: min, Max: max, isRange: true}
+}
+
+// check validates the settings that can be wrong: the vector weight and
+// the metadata filters.
+func (s *Settings) check() error {
+	if s.HasVectorWeight && (math.IsNaN(s.VectorWeight) || math.IsInf(s.VectorWeight, 0) || s.VectorWeight < 0) {
+		return fmt.Errorf("%w: vector weight %v (want a finite number >= 0)", ErrInvalidQuery, s.VectorWeight)
+	}
+	for _, f := range s.Metadata {
+		if _, _, err := MetadataCondition("m", f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

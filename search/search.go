@@ -57,6 +57,9 @@ type ScoreSource struct {
 	// Fused is the reciprocal-rank-fusion score, sum of 1/(RRFK+rank) over
 	// the lists the result is in; 0 when no fusion happened.
 	Fused float64 `json:"fused,omitempty"`
+	// VectorWeight is the weight the vector list had in a hybrid fusion
+	// (Options.VectorWeight, or in Auto mode the embedder's FusionWeight).
+	VectorWeight float64 `json:"vector_weight,omitempty"`
 }
 
 // Result is one search hit.
@@ -84,12 +87,12 @@ type Result struct {
 	Tags    []string `json:"tags,omitempty"` // archival entries only
 	// Metadata is an archival entry's metadata object; for blocks
 	// {"block_type","description"}; for messages {"role","name",
-	// "batch_id","seq","tool_call_id"}.
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	Created    time.Time       `json:"created"`
-	Superseded bool            `json:"superseded,omitempty"` // archival entry replaced by a newer one
-	Score      float64         `json:"score"`
-	Source     ScoreSource     `json:"source"`
+	// "batch_id","seq","tool_call_id"}. JSON numbers are float64.
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Created    time.Time      `json:"created"`
+	Superseded bool           `json:"superseded,omitempty"` // archival entry replaced by a newer one
+	Score      float64        `json:"score"`
+	Source     ScoreSource    `json:"source"`
 }
 
 // Search runs query over the content scope may see. Any non-empty text is
@@ -111,12 +114,22 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 
 func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Options) ([]Result, error) {
 	s := opts.Settings()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	if !scope.All && scope.Agent == "" {
 		return nil, fmt.Errorf("%w: scope names no agent (set Scope.Agent, or Scope.All for the system view)", ErrInvalidQuery)
 	}
 	mode, err := x.resolveMode(ctx, s.Mode)
 	if err != nil {
 		return nil, err
+	}
+	if s.Mode == Auto && mode == Hybrid && !s.HasVectorWeight {
+		// Auto trusts the vectors only as far as the embedder says.
+		s.VectorWeight = fusionWeight(x.emb)
+		if s.VectorWeight == 0 {
+			mode = FTS
+		}
 	}
 	expr, err := MatchExpression(query)
 	if err != nil {
@@ -217,6 +230,9 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 			weights = append(weights, s.VectorWeight)
 		}
 		ranked = fuseRRF(append(ftsLists, vecLists...), weights)
+		for _, r := range ranked {
+			r.Source.VectorWeight = s.VectorWeight
+		}
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
 	for _, r := range ranked {
@@ -312,6 +328,12 @@ func filters(k *kind, scope Scope, s *Settings, withScope bool) (string, []any) 
 			conds = append(conds, `EXISTS (SELECT 1 FROM archival_tags t WHERE t.archival_id = a.id AND t.tag = ?)`)
 			args = append(args, t)
 		}
+		for _, f := range s.Metadata {
+			// Checked in search (Settings.check).
+			c, fargs, _ := MetadataCondition("a.metadata_json", f)
+			conds = append(conds, c)
+			args = append(args, fargs...)
+		}
 	}
 	if len(conds) == 0 {
 		return "1", nil
@@ -335,11 +357,9 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 	if tags != "" && tags != "[]" {
 		_ = json.Unmarshal([]byte(tags), &r.Tags) // malformed tags_json: no tags
 	}
-	if meta != "" {
-		if json.Valid([]byte(meta)) {
-			r.Metadata = json.RawMessage(meta)
-		} else {
-			r.Metadata, _ = json.Marshal(meta)
+	if meta != "" && meta != "{}" {
+		if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
+			r.Metadata = map[string]any{"raw": meta} // not an object: kept, not lost
 		}
 	}
 	r.Created = time.Unix(0, created).UTC()

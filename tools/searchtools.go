@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -128,7 +127,7 @@ type hit struct {
 	Tags     []string           `json:"tags,omitempty"`
 	Snippet  string             `json:"snippet"`
 	Content  string             `json:"content,omitempty"`
-	Metadata json.RawMessage    `json:"metadata,omitempty"`
+	Metadata map[string]any     `json:"metadata,omitempty"`
 	Score    float64            `json:"score"`
 	RankedBy string             `json:"ranked_by"`
 	Source   search.ScoreSource `json:"score_source"`
@@ -221,7 +220,7 @@ func archivalSearch(ctx context.Context, ts *Toolset, a *archivalSearchArgs) (Re
 	}
 	return hitsResult(rs, func(r search.Result) hit {
 		h := toHit(r)
-		if m := strings.TrimSpace(string(r.Metadata)); m != "" && m != "{}" && m != "null" {
+		if len(r.Metadata) > 0 {
 			h.Metadata = r.Metadata
 		}
 		return h
@@ -240,11 +239,8 @@ func conversationSearch(ctx context.Context, ts *Toolset, a *conversationSearchA
 	}
 	return hitsResult(rs, func(r search.Result) hit {
 		h := toHit(r)
-		var meta struct {
-			Role string `json:"role"`
-		}
-		if json.Unmarshal(r.Metadata, &meta) == nil {
-			h.Role = meta.Role
+		if role, ok := r.Metadata["role"].(string); ok {
+			h.Role = role
 		}
 		h.Tags = nil
 		return h

@@ -1,0 +1,67 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// Issue 12 item 6: metadata values are searchable, keys are not; metadata
+// filters work in search and listings; bad vector weights are refused.
+func TestArchivalMetadata(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	add := func(agent, content string, meta map[string]any) {
+		t.Helper()
+		if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Metadata: meta}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("ada", "We talked about the garden.", map[string]any{"date": "2025-03-01", "session": 3, "speaker": "zebulon"})
+	add("ada", "The roof needs repair.", map[string]any{"date": "2025-04-15", "session": 7})
+	add("ada", "Plain note.", nil)
+	add("bob", "Bob's garden note.", map[string]any{"date": "2025-03-02", "session": 3})
+	fts := func(q string, opts *search.Options) []search.Result {
+		t.Helper()
+		rs, err := c.SearchArchival(ctx, "ada", q, opts.Mode(search.FTS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	if rs := fts("what was the date of that session", search.NewOptions()); len(rs) != 0 {
+		t.Fatalf("metadata keys matched a question: %+v", rs)
+	}
+	if rs := fts("zebulon", search.NewOptions()); len(rs) != 1 || rs[0].Metadata["speaker"] != "zebulon" {
+		t.Fatalf("metadata values are not searchable: %+v", rs)
+	}
+	if rs := fts("garden roof", search.NewOptions().MetadataEquals("session", 7)); len(rs) != 1 || rs[0].Metadata["session"] != float64(7) {
+		t.Fatalf("MetadataEquals(session, 7): %+v", rs)
+	}
+	if rs := fts("garden roof", search.NewOptions().MetadataRange("date", "2025-03-01", "2025-03-31")); len(rs) != 1 || rs[0].Content != "We talked about the garden." {
+		t.Fatalf("MetadataRange on dates (never another agent's): %+v", rs)
+	}
+	if rs := fts("garden roof", search.NewOptions().MetadataRange("session", 4, nil)); len(rs) != 1 {
+		t.Fatalf("MetadataRange(session >= 4): %+v", rs)
+	}
+	list, err := c.ListArchival(ctx, "ada", &memory.ArchivalQuery{Metadata: []search.MetadataFilter{search.MetadataRangeFilter("session", 1, 5)}})
+	if err != nil || len(list) != 1 || list[0].Content != "We talked about the garden." {
+		t.Fatalf("ListArchival with a metadata range: %+v, %v", list, err)
+	}
+	for _, w := range []float64{math.NaN(), math.Inf(1), -1} {
+		if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().VectorWeight(w)); !errors.Is(err, search.ErrInvalidQuery) {
+			t.Errorf("VectorWeight(%v): err = %v", w, err)
+		}
+	}
+	if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().MetadataEquals(`bad"key`, 1)); !errors.Is(err, search.ErrInvalidQuery) {
+		t.Errorf("a quoted metadata key: err = %v", err)
+	}
+	if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().MetadataEquals("k", time.Now())); !errors.Is(err, search.ErrInvalidQuery) {
+		t.Errorf("a time.Time metadata value: err = %v", err)
+	}
+}
