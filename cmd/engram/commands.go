@@ -478,9 +478,9 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	var agent, mode, types string
 	var all bool
 	var limit int
-	weight := 1.0
+	var weight string // unset: Hybrid's plain RRF, Auto's embedder weight
 	pos, err := flags("search", args, func(fs *flag.FlagSet) {
-		fs.Float64Var(&weight, "vector-weight", 1, "hybrid: weight of the vector side in rank fusion (1 = plain RRF)")
+		fs.StringVar(&weight, "vector-weight", "", "weight of the vector side in rank fusion (default: 1 for hybrid, the embedder's for auto)")
 		fs.StringVar(&agent, "agent", "", "search as this agent")
 		fs.BoolVar(&all, "all", false, "search every agent's memory (system view)")
 		fs.StringVar(&mode, "mode", "auto", "auto, fts, vector or hybrid")
@@ -500,7 +500,14 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := search.NewOptions().Mode(m).Limit(limit).VectorWeight(weight)
+	opts := search.NewOptions().Mode(m).Limit(limit)
+	if weight != "" {
+		w, err := strconv.ParseFloat(weight, 64)
+		if err != nil {
+			return fmt.Errorf("search: --vector-weight %q is not a number", weight)
+		}
+		opts.VectorWeight(w)
+	}
 	if types != "" {
 		var cts []search.ContentType
 		for _, t := range splitList(types) {
