@@ -875,33 +875,17 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
 	defer tx.Rollback()
-	var shared sql.NullString
-	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+`,
-		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`, req.Accessor, e.id), &shared)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("block %q of agent %q was deleted", e.label, e.owner)
-	}
+	r, perm, err := c.writeState(ctx, tx, e, req)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
 	if err := c.refresh(ctx, tx, e, r); err != nil {
 		return err
 	}
-	var perm blocks.Permission
-	switch {
-	case req.System:
-	case req.Accessor == r.owner:
-		perm, err = blocks.ParsePermission(r.permission)
-	case shared.Valid:
-		perm, err = blocks.ParsePermission(shared.String)
-	default:
-		err = fmt.Errorf("%w: agent %q may not %s on block %q of agent %q: it is no longer shared with it",
-			blocks.ErrPermission, req.Accessor, req.Op, e.label, e.owner)
+	if perm.err != nil {
+		return perm.err
 	}
-	if err != nil {
-		return err
-	}
-	if err := apply(perm); err != nil {
+	if err := apply(perm.p); err != nil {
 		return err
 	}
 	if e.actors == nil {
