@@ -133,11 +133,11 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	res, err := store.SearchArchival(ctx, agent, "which files break the export?", search.NewOptions().Limit(2))
+	res, err := store.SearchArchival(ctx, agent, "which files break the export?", search.NewOptions().Mode(search.Hybrid).Limit(2))
 	if err != nil {
 		return err
 	}
-	section("archival search (auto = hybrid with an embedder)")
+	section("archival search (hybrid: BM25 and vectors fused; Auto would trust the offline embedder for nothing and run FTS)")
 	for _, r := range res {
 		fmt.Printf("%.4f  fts#%d vec#%d  %s\n", r.Score, r.Source.FTSRank, r.Source.VectorRank, r.Snippet)
 	}
