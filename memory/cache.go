@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -18,11 +17,9 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
 
-	_ "modernc.org/sqlite" // the SQL engine
 )
 
 // Options configure a Cache. The zero value (or nil) means the documented
@@ -94,8 +91,10 @@ func (o *Options) withDefaults() Options {
 // use.
 type Cache struct {
 	opts  Options
-	wdb   *sql.DB // one connection, BEGIN IMMEDIATE transactions
-	rdb   *sql.DB // readers (the same pool as wdb for ":memory:")
+	be    Backend
+	rdb   *sql.DB // be.DB(): reads
+	// ownsBackend: Open made be, so Close closes it.
+	ownsBackend bool
 	index *search.Index
 	log   *slog.Logger
 
@@ -107,6 +106,8 @@ type Cache struct {
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
+
+	watch *watch // nil unless the backend is a BlockNotifier
 
 	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
 
@@ -133,6 +134,7 @@ type entry struct {
 	broken  error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors  map[string]struct{} // who made the pending changes (write-back)
 	merged  []byte              // external changes merged by the running Write, persisted with it
+	stale   atomic.Bool         // a notification said another writer changed the block (see watch)
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -150,152 +152,60 @@ func (e *entry) set(f func(e *entry)) {
 	e.state.Unlock()
 }
 
-// Open opens (creating if needed) the store at path; ":memory:" gives a
-// throw-away in-memory store. It applies migrations and sets WAL mode.
-func Open(ctx context.Context, path string, opts *Options) (*Cache, error) {
-	path, err := filePath(path)
-	if err != nil {
-		return nil, err
-	}
+// Open opens (creating if needed) the store at target: a SQLite file path,
+// ":memory:" (a throw-away in-memory store) or sqlite://PATH, or a
+// PostgreSQL URL (postgres://… or postgresql://…), which several processes
+// on several machines may share. It applies the backend's migrations; any
+// other URL scheme fails with ErrUnknownScheme.
+func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
 	o := opts.withDefaults()
-	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}}
-	if path == ":memory:" {
-		// One connection shared by readers and the writer: each new
-		// connection to ":memory:" would be a different database.
-		c.wdb, err = sql.Open("sqlite", dsn(":memory:", o, false))
-		if err != nil {
-			return nil, fmt.Errorf("memory: open :memory:: %w", err)
-		}
-		c.wdb.SetMaxOpenConns(1)
-		c.rdb = c.wdb
-	} else {
-		if err := enableWAL(ctx, path, o); err != nil {
+	be, name, err := openBackend(ctx, target, o)
+	if err != nil {
+		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrUnknownScheme) {
 			return nil, err
 		}
-		if c.wdb, err = sql.Open("sqlite", dsn(path, o, true)); err != nil {
-			return nil, fmt.Errorf("memory: open %s: %w", path, err)
-		}
-		c.wdb.SetMaxOpenConns(1)
-		if c.rdb, err = sql.Open("sqlite", dsn(path, o, false)); err != nil {
-			c.wdb.Close()
-			return nil, fmt.Errorf("memory: open %s: %w", path, err)
-		}
-		c.rdb.SetMaxOpenConns(4)
+		return nil, fmt.Errorf("memory: open %s: %w", name, err)
 	}
-	fail := func(err error) (*Cache, error) {
-		c.closeDBs()
+	c, err := newCache(ctx, be, name, o)
+	if err != nil {
+		be.Close()
 		return nil, err
 	}
-	// Migrations and the index's schema work take their own write locks;
-	// they run on the reader pool, whose busy timeout is the long one.
-	if _, _, err := migrations.Apply(ctx, c.rdb); err != nil {
-		return fail(fmt.Errorf("memory: migrate %s: %w", path, err))
-	}
-	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{VectorCache: o.VectorCache})
+	c.ownsBackend = true
+	return c, nil
+}
+
+// New builds a Cache over a Backend the caller opened (for example a
+// postgres.Backend over its own pool). Close closes the Cache, not the
+// backend.
+func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
+	return newCache(ctx, be, be.Name(), opts.withDefaults())
+}
+
+func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
+	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB()}
+	var err error
+	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
+		VectorCache: o.VectorCache, Engine: be.SearchEngine(), Write: be.Write})
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
-		return fail(fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", path, err))
+		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
 	if err != nil {
-		return fail(fmt.Errorf("memory: cache: %w", err))
+		return nil, fmt.Errorf("memory: cache: %w", err)
+	}
+	if n, ok := be.(BlockNotifier); ok {
+		c.startWatch(n)
 	}
 	if o.Embedder != nil {
 		c.startEmbedder()
 	}
-	c.log.Debug("engram store opened", "path", path, "cache_size", o.CacheSize, "write_back", o.WriteBack)
+	c.log.Debug("engram store opened", "target", name, "backend", be.Name(), "cache_size", o.CacheSize, "write_back", o.WriteBack)
 	return c, nil
 }
 
-// filePath resolves Open's target to a SQLite file path: a plain path,
-// ":memory:", or sqlite://PATH (file://PATH). Any other URL is refused
-// rather than taken for a relative path (which made "postgres://…" a
-// directory named "postgres:" holding a SQLite file).
-func filePath(target string) (string, error) {
-	scheme, rest, ok := strings.Cut(target, "://")
-	if !ok || strings.ContainsAny(scheme, `/\`) {
-		if strings.TrimSpace(target) == "" {
-			return "", invalidArg("store path is empty")
-		}
-		return target, nil
-	}
-	switch strings.ToLower(scheme) {
-	case "sqlite", "file":
-		if rest == "" {
-			return "", invalidArg("store URL %q names no file", target)
-		}
-		return rest, nil
-	case "postgres", "postgresql":
-		return "", fmt.Errorf("%w: %q: this build has no PostgreSQL backend yet; use a SQLite file path", ErrUnknownScheme, redactURL(target))
-	}
-	return "", fmt.Errorf("%w: %q (want a file path, \":memory:\" or sqlite://PATH)", ErrUnknownScheme, redactURL(target))
-}
-
-// redactURL drops a password from a URL for error messages.
-func redactURL(target string) string {
-	if u, err := url.Parse(target); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-	}
-	return target
-}
-
-func dsn(path string, o Options, immediate bool) string {
-	q := url.Values{}
-	busy := o.BusyTimeout.Milliseconds()
-	if immediate {
-		busy = 1 // the writer polls in Cache.write instead; see there
-	}
-	q.Set("_busy_timeout", fmt.Sprint(busy))
-	q.Set("_foreign_keys", "1")
-	if path != ":memory:" {
-		q.Set("_journal_mode", "WAL")
-		// NORMAL in WAL mode survives process crashes (kill -9); FULL would
-		// also survive power loss at a large cost per commit.
-		q.Set("_synchronous", "NORMAL")
-	}
-	if immediate {
-		q.Set("_txlock", "immediate")
-	}
-	return path + "?" + q.Encode()
-}
-
-// enableWAL switches a file to WAL once. The switch needs an exclusive lock
-// SQLite does not wait for, so concurrent openers retry briefly; any other
-// failure (a file that is not a database, a directory, no permission) is
-// reported at once.
-func enableWAL(ctx context.Context, path string, o Options) error {
-	db, err := sql.Open("sqlite", path+"?_busy_timeout="+fmt.Sprint(o.BusyTimeout.Milliseconds()))
-	if err != nil {
-		return fmt.Errorf("memory: open %s: %w", path, err)
-	}
-	defer db.Close()
-	deadline := time.Now().Add(o.BusyTimeout)
-	for {
-		var mode string
-		err = db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
-		if err == nil && strings.EqualFold(mode, "wal") {
-			return nil
-		}
-		if err != nil && !isBusy(err) {
-			return fmt.Errorf("memory: open %s: %w", path, err)
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return fmt.Errorf("memory: set WAL mode on %s: %v (mode %q)", path, err, mode)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (c *Cache) closeDBs() {
-	if c.rdb != nil && c.rdb != c.wdb {
-		c.rdb.Close()
-	}
-	if c.wdb != nil {
-		c.wdb.Close()
-	}
-}
+// Backend returns the backend the store persists to.
+func (c *Cache) Backend() Backend { return c.be }
 
 // DB returns the read pool, for tools (CLI stats, tests) that need raw
 // read-only SQL.
@@ -319,8 +229,11 @@ func (c *Cache) Close() error {
 	c.mu.Unlock()
 	c.stopEmbedder()
 	c.lru.Purge()
+	c.stopWatch()
 	c.closeStmts()
-	c.closeDBs()
+	if c.ownsBackend {
+		err = errors.Join(err, c.be.Close())
+	}
 	return err
 }
 
@@ -458,6 +371,20 @@ func (c *Cache) nanos() int64 { return c.opts.Now().UnixNano() }
 // it on a miss. On a hit the only SQL is the freshness check: one indexed
 // row read of the block's sequence, epoch and metadata version.
 func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, error) {
+	if e := c.notifiedHit(owner, label); e != nil {
+		return e, nil
+	}
+	e, err := c.checkedEntry(ctx, owner, label)
+	if err != nil {
+		c.afterFailedCheck(owner, label)
+		return nil, err
+	}
+	c.remember(e)
+	return e, nil
+}
+
+func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, error) {
+	c.beforeCheck(owner, label)
 	var id, lastSeq, epoch, metaVer, snapSeq int64
 	st, err := c.prepared(ctx, `SELECT id, last_seq, epoch, meta_ver, snapshot_seq FROM blocks WHERE owner = ? AND label = ?`)
 	if err != nil {

@@ -87,7 +87,7 @@ func (c *Cache) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, cal
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, string(m.Role), m.Content, m.Name, callsJSON,
 		m.ToolCallID, m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&m.ID)
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if c.be.IsConflict(err) {
 			return fmt.Errorf("%w: message %d of batch %q (agent %q)", ErrExists, m.Seq, m.BatchID, agent)
 		}
 		return fmt.Errorf("memory: append message for %q: %w", agent, err)
@@ -135,7 +135,7 @@ func (c *Cache) Messages(ctx context.Context, agent string, q *MessageQuery) ([]
 	sqlq := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id`
 	if qq.Limit > 0 {
 		if qq.Newest {
-			sqlq = `SELECT * FROM (SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+			sqlq = `SELECT * FROM (SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id DESC LIMIT ?) AS newest ORDER BY id`
 		} else {
 			sqlq += ` LIMIT ?`
 		}

@@ -41,13 +41,13 @@ type BlocksStamp struct {
 // meta, and the sums over its own blocks (index on owner) and the blocks
 // shared with it (index shares_agent, then blocks by id).
 const stampQuery = `SELECT
-	COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0),
+	COALESCE((SELECT CAST(value AS BIGINT) FROM meta WHERE key = ?), 0),
 	count(*), COALESCE(sum(v), 0)
 FROM (
 	SELECT last_seq + meta_ver + epoch AS v FROM blocks WHERE owner = ?
 	UNION ALL
 	SELECT b.last_seq + b.meta_ver + b.epoch FROM shares s JOIN blocks b ON b.id = s.block_id WHERE s.agent = ?
-)`
+) AS seen`
 
 // genKeyPrefix prefixes an agent's generation counter in table meta.
 const genKeyPrefix = "blocks_gen:"
@@ -87,7 +87,7 @@ func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, err
 // as deletion does.)
 
 const bumpGenSQL = `INSERT INTO meta (key, value) VALUES (?, 1)
-	ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`
+	ON CONFLICT (key) DO UPDATE SET value = CAST(meta.value AS BIGINT) + 1`
 
 // bumpGen bumps the generation counters of agents.
 func bumpGen(tx *sql.Tx, agents ...string) error {
@@ -104,7 +104,7 @@ func bumpGen(tx *sql.Tx, agents ...string) error {
 func bumpGenOfBlock(tx *sql.Tx, owner, label string) error {
 	if _, err := tx.Exec(`INSERT INTO meta (key, value)
 		SELECT ? || s.agent, 1 FROM shares s JOIN blocks b ON b.id = s.block_id WHERE b.owner = ? AND b.label = ?
-		ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`, genKeyPrefix, owner, label); err != nil {
+		ON CONFLICT (key) DO UPDATE SET value = CAST(meta.value AS BIGINT) + 1`, genKeyPrefix, owner, label); err != nil {
 		return fmt.Errorf("bump blocks generation of the sharees of %q/%q: %w", owner, label, err)
 	}
 	return bumpGen(tx, owner)

@@ -50,6 +50,12 @@ type IndexOptions struct {
 	// Isolation is unchanged: only the agent's partition is scanned and
 	// the row fetch re-checks the owner in SQL.
 	VectorCache bool
+	// Engine is the SQL engine of db (default SQLite).
+	Engine Engine
+	// Write, when set, runs the Index's write transactions (vector and
+	// index maintenance) under the caller's write lock, as memory.Backend
+	// does. Without it the Index takes SQLite's BEGIN IMMEDIATE itself.
+	Write func(ctx context.Context, fn func(*sql.Tx) error) error
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
@@ -142,6 +148,12 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	if x.opts.ReembedBatch <= 0 {
 		x.opts.ReembedBatch = DefaultBatchSize
 	}
+	if x.opts.Engine == PostgreSQL {
+		if emb != nil {
+			return nil, fmt.Errorf("%w: vector search on PostgreSQL is not built yet; open without an embedder (full-text search works)", ErrUnsupported)
+		}
+		return x, nil
+	}
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name IN ('fts_blocks', 'fts_archival', 'fts_messages')`).Scan(&n); err != nil {
@@ -176,7 +188,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		return nil, err
 	}
 	// Record the embedder and create the tables under the write lock.
-	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+	err := x.withWriteLock(ctx, func(conn Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -339,7 +351,10 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 }
 
 // withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection.
-func (x *Index) withWriteLock(ctx context.Context, fn func(conn *sql.Conn) error) (err error) {
+func (x *Index) withWriteLock(ctx context.Context, fn func(conn Execer) error) (err error) {
+	if x.opts.Write != nil {
+		return x.opts.Write(ctx, func(tx *sql.Tx) error { return fn(tx) })
+	}
 	conn, err := x.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("search: get connection: %w", err)
@@ -548,6 +563,9 @@ func textHash(s string) int64 {
 // (migration 0003: writers only mark them dirty). It runs before every
 // search over blocks; when nothing is dirty it costs one indexed read.
 func (x *Index) flushBlocks(ctx context.Context) error {
+	if x.opts.Engine == PostgreSQL {
+		return nil // generated tsvector columns are current with their rows
+	}
 	var dirty bool
 	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
 		return fmt.Errorf("search: check block index: %w", err)
@@ -555,7 +573,7 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 	if !dirty {
 		return nil
 	}
-	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+	err := x.withWriteLock(ctx, func(conn Execer) error {
 		for _, q := range []string{
 			`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
 			 SELECT 'delete', i.id, i.label, i.description, i.rendered
@@ -652,7 +670,7 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 			return 0, err
 		}
 	}
-	err = x.withWriteLock(ctx, func(conn *sql.Conn) error {
+	err = x.withWriteLock(ctx, func(conn Execer) error {
 		cleared = 0
 		next := 0
 		for _, b := range todo {

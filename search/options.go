@@ -1,6 +1,7 @@
 package search
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -387,23 +388,48 @@ func (s *Settings) hasTagFilter() bool {
 }
 
 // MetadataCondition is the SQL condition of one metadata filter over the
-// JSON column col (e.g. "a.metadata_json"), with its arguments: the store
-// uses it for ArchivalQuery too. It fails with ErrInvalidQuery for an empty
-// key, a key holding '"', or a value that is not a string, number or bool.
-func MetadataCondition(col string, f MetadataFilter) (string, []any, error) {
+// JSON column col (e.g. "a.metadata_json") for engine eng, with its
+// arguments: the store uses it for ArchivalQuery too. The key path travels
+// as an argument, never inside the SQL text. It fails with ErrInvalidQuery
+// for an empty key, a key holding '"', or a value that is not a string,
+// number or bool.
+func MetadataCondition(eng Engine, col string, f MetadataFilter) (string, []any, error) {
+	return metadataCondition(eng, col, f)
+}
+
+func metadataCondition(eng Engine, col string, f MetadataFilter) (string, []any, error) {
 	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
 		return "", nil, fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
 	}
 	parts := strings.Split(f.Key, ".")
-	for i, p := range parts {
-		parts[i] = `"` + p + `"`
+	var expr string
+	var pathArgs []any
+	if eng == PostgreSQL {
+		// jsonb comparisons: numbers numerically, strings as text.
+		expr = "(" + col + "::jsonb #> ARRAY[" + placeholders(len(parts)) + "]::text[])"
+		for _, p := range parts {
+			pathArgs = append(pathArgs, p)
+		}
+	} else {
+		quoted := make([]string, len(parts))
+		for i, p := range parts {
+			quoted[i] = `"` + p + `"`
+		}
+		expr = "json_extract(" + col + ", ?)"
+		pathArgs = []any{"$." + strings.Join(quoted, ".")}
 	}
-	expr := "json_extract(" + col + ", '$." + strings.Join(parts, ".") + "')"
 	val := func(v any) (any, error) {
 		switch x := v.(type) {
 		case string, int, int32, int64, float32, float64:
+			if eng == PostgreSQL {
+				b, _ := json.Marshal(x)
+				return string(b), nil
+			}
 			return x, nil
 		case bool:
+			if eng == PostgreSQL {
+				return fmt.Sprint(x), nil
+			}
 			if x {
 				return 1, nil
 			}
@@ -411,12 +437,16 @@ func MetadataCondition(col string, f MetadataFilter) (string, []any, error) {
 		}
 		return nil, fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
 	}
+	cast := ""
+	if eng == PostgreSQL {
+		cast = "::jsonb"
+	}
 	if !f.isRange {
 		v, err := val(f.Equals)
 		if err != nil {
 			return "", nil, err
 		}
-		return expr + " = ?", []any{v}, nil
+		return expr + " = ?" + cast, append(pathArgs, v), nil
 	}
 	var conds []string
 	var args []any
@@ -431,8 +461,8 @@ func MetadataCondition(col string, f MetadataFilter) (string, []any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		conds = append(conds, expr+" "+b.op+" ?")
-		args = append(args, v)
+		conds = append(conds, expr+" "+b.op+" ?"+cast)
+		args = append(append(args, pathArgs...), v)
 	}
 	if len(conds) == 0 {
 		return "", nil, fmt.Errorf("%w: metadata range on %q has neither a minimum nor a maximum", ErrInvalidQuery, f.Key)
@@ -452,9 +482,28 @@ func (s *Settings) check() error {
 		return fmt.Errorf("%w: vector weight %v (want a finite number >= 0)", ErrInvalidQuery, s.VectorWeight)
 	}
 	for _, f := range s.Metadata {
-		if _, _, err := MetadataCondition("m", f); err != nil {
+		if _, _, err := MetadataCondition(SQLite, "m", f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Engine is the SQL engine an Index runs its full-text and vector legs on.
+type Engine int
+
+const (
+	// SQLite: FTS5 (BM25) and vec0 tables (the embedded default).
+	SQLite Engine = iota
+	// PostgreSQL: tsvector columns with GIN indexes (ts_rank_cd), and
+	// vectors as float32 rows searched in process (VectorCache is always
+	// on).
+	PostgreSQL
+)
+
+func (e Engine) String() string {
+	if e == PostgreSQL {
+		return "postgres"
+	}
+	return "sqlite"
 }

@@ -79,7 +79,7 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 	}
 
 	// Phase 2: swap under the write lock.
-	err := x.withWriteLock(ctx, func(conn *sql.Conn) error {
+	err := x.withWriteLock(ctx, func(conn Execer) error {
 		for _, t := range contentKinds {
 			if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+kinds[t].vec); err != nil {
 				return fmt.Errorf("search: reembed: drop %s: %w", kinds[t].vec, err)
@@ -203,7 +203,7 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 // swapIn fills k's fresh vec0 table from the staging table, re-embedding
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
-func (x *Index) swapIn(ctx context.Context, conn *sql.Conn, k *kind) error {
+func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
 	ins, err := conn.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec))
 	if err != nil {
 		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)

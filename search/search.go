@@ -136,6 +136,9 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		return nil, err
 	}
 	terms := queryTerms(query)
+	if x.opts.Engine == PostgreSQL {
+		expr = tsQueryText(terms)
+	}
 	types := s.Types
 	if s.hasTagFilter() {
 		types &= Archival // only archival entries have tags
@@ -292,7 +295,7 @@ func (x *Index) resolveMode(ctx context.Context, m Mode) (Mode, error) {
 // filters returns the WHERE conditions (joined by AND) and their arguments
 // for kind k: scope (unless withScope is false), supersession, time range
 // and tags.
-func filters(k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
+func filters(eng Engine, k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
 	var conds []string
 	var args []any
 	a := k.alias
@@ -330,13 +333,13 @@ func filters(k *kind, scope Scope, s *Settings, withScope bool) (string, []any) 
 		}
 		for _, f := range s.Metadata {
 			// Checked in search (Settings.check).
-			c, fargs, _ := MetadataCondition("a.metadata_json", f)
+			c, fargs, _ := metadataCondition(eng, "a.metadata_json", f)
 			conds = append(conds, c)
 			args = append(args, fargs...)
 		}
 	}
 	if len(conds) == 0 {
-		return "1", nil
+		return "1 = 1", nil
 	}
 	return strings.Join(conds, " AND "), args
 }
@@ -372,7 +375,10 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
 func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(k, scope, s, true)
+	where, fargs := filters(x.opts.Engine, k, scope, s, true)
+	if x.opts.Engine == PostgreSQL {
+		return x.tsSearch(ctx, k, expr, where, fargs, limit)
+	}
 	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
 			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
 			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[2]s.rowid
@@ -445,7 +451,7 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 	if !scope.All {
 		knnQuery += ` AND owner = ?`
 	}
-	where, fargs := filters(k, scope, s, true)
+	where, fargs := filters(x.opts.Engine, k, scope, s, true)
 	// Drive the fetch from the KNN ids (CROSS JOIN fixes the order), not
 	// from the owner index.
 	fetch := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value
@@ -534,7 +540,7 @@ func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, er
 // exactScan computes distances for every row passing the filters: the
 // fallback when filters are too selective for KNN.
 func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(k, scope, s, true)
+	where, fargs := filters(x.opts.Engine, k, scope, s, true)
 	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
 		FROM %[2]s %[3]s CROSS JOIN %[4]s v ON v.rowid = %[3]s.id
 		WHERE %[5]s AND d IS NOT NULL
@@ -545,7 +551,7 @@ func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope
 // sharedBlocks ranks the blocks shared with agent (owned by others) by
 // exact distance: shares are few, so no KNN over other owners' partitions.
 func (x *Index) sharedBlocks(ctx context.Context, k *kind, qvec []byte, agent string, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(k, Scope{All: true}, s, false)
+	where, fargs := filters(x.opts.Engine, k, Scope{All: true}, s, false)
 	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
 		FROM shares sh CROSS JOIN blocks b ON b.id = sh.block_id CROSS JOIN %[2]s v ON v.rowid = b.id
 		WHERE sh.agent = ? AND b.owner <> ? AND %[3]s AND d IS NOT NULL

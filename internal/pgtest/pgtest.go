@@ -1,0 +1,157 @@
+// Package pgtest gives tests a real PostgreSQL: the server named by
+// ENGRAM_TEST_POSTGRES (a postgres:// URL whose user may create
+// databases), or a throwaway cluster it starts itself with initdb and
+// pg_ctl from the PostgreSQL installation (unix socket in a temp dir,
+// stopped when the test ends). Under euid 0 the cluster runs as user
+// "nobody", since initdb refuses root.
+//
+// When no server can be had, tests skip, except under CI=true, where a
+// missing server is a failure: CI must not pass by skipping the backend.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+)
+
+// EnvDSN names the variable holding an existing server's URL.
+const EnvDSN = "ENGRAM_TEST_POSTGRES"
+
+// Server is one PostgreSQL server available to a test.
+type Server struct {
+	base *url.URL // connection URL of the maintenance database
+}
+
+var dbSeq atomic.Int64
+
+// Start returns a server for t: ENGRAM_TEST_POSTGRES, or a cluster started
+// for this test and stopped in its cleanup.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("pgtest: %s: %v", EnvDSN, err)
+		}
+		return &Server{base: u}
+	}
+	u, err := startCluster(t)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgtest: cannot start PostgreSQL (CI requires it): %v", err)
+		}
+		t.Skipf("pgtest: no PostgreSQL (set %s or install PostgreSQL 15): %v", EnvDSN, err)
+	}
+	return &Server{base: u}
+}
+
+// NewDatabase creates an empty database and returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1))
+	db, err := sql.Open("pgx", s.base.String())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	u := *s.base
+	u.Path = "/" + name
+	return u.String()
+}
+
+// binDir finds initdb and pg_ctl: on PATH, else the Debian layout.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(matches) == 0 {
+		return "", fmt.Errorf("pg_ctl not found on PATH or under /usr/lib/postgresql")
+	}
+	return filepath.Dir(matches[len(matches)-1]), nil
+}
+
+func startCluster(t testing.TB) (*url.URL, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	// Not t.TempDir: its parents are private to root, and the server may
+	// run as nobody. The socket path must also stay short.
+	dir, err := os.MkdirTemp("", "engram-pg-")
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return nil, err
+	}
+	runAs := func(name string, args ...string) *exec.Cmd {
+		if os.Geteuid() == 0 {
+			return exec.Command("runuser", append([]string{"-u", "nobody", "--", filepath.Join(bin, name)}, args...)...)
+		}
+		return exec.Command(filepath.Join(bin, name), args...)
+	}
+	pgUser := "nobody"
+	if os.Geteuid() != 0 {
+		cur, err := user.Current()
+		if err != nil {
+			return nil, err
+		}
+		pgUser = cur.Username
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := runAs("initdb", "-D", data, "-U", pgUser, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
+	}
+	opts := strings.Join([]string{
+		"-k", dir, "-c", "listen_addresses=", "-p", "5432",
+		// A test cluster: no durability across OS crashes (client
+		// processes are still killed for real in the crash tests).
+		"-c", "fsync=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200", "-c", "shared_buffers=64MB",
+	}, " ")
+	logFile := filepath.Join(dir, "server.log")
+	if out, err := runAs("pg_ctl", "-D", data, "-o", opts, "-l", logFile, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(logFile)
+		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, tail(out), tail(log))
+	}
+	t.Cleanup(func() {
+		runAs("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").Run()
+	})
+	u := &url.URL{Scheme: "postgres", User: url.User(pgUser), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("connect to the test cluster: %w", err)
+	}
+	return u, nil
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,379 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/engram-go/engram/search"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// writeLockKey is the advisory lock every engram write transaction takes:
+// writes to one database are serialized across all processes and machines,
+// exactly as SQLite's single writer serializes them on one file, so a
+// write's reads (catch-up, limits, permissions) see every earlier commit.
+const writeLockKey = 0x656e6772616d // "engram"
+
+// notifyChannel carries the ids of changed blocks (see migrations/0001).
+const notifyChannel = "engram_blocks"
+
+// Options configure a Backend. The zero value (or nil) means the defaults.
+type Options struct {
+	// LockTimeout is how long a write waits for the write lock (default
+	// 10s).
+	LockTimeout time.Duration
+	// MaxConns caps the pool (default 8).
+	MaxConns int
+	// Logger receives connection-level logs (notification reconnects); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Backend is an engram store in a PostgreSQL database: a database/sql pool
+// over pgx whose statements may use "?" placeholders (rewritten to $n), a
+// write transaction serialized by an advisory lock, migrations embedded in
+// this package, and block-change notifications over LISTEN/NOTIFY.
+type Backend struct {
+	cfg     *pgx.ConnConfig
+	db      *sql.DB
+	timeout time.Duration
+	log     *slog.Logger
+	target  string // redacted
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value connection string) and applies the migrations. A database
+// whose schema is newer than this build is refused.
+func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 10 * time.Second
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 8
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message can quote the DSN, password included.
+		return nil, fmt.Errorf("parse PostgreSQL DSN %s: invalid connection string", Redact(dsn))
+	}
+	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
+	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
+	b.db.SetMaxOpenConns(o.MaxConns)
+	b.db.SetMaxIdleConns(o.MaxConns)
+	if err := b.db.PingContext(ctx); err != nil {
+		b.db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", b.target, err)
+	}
+	if err := b.migrate(ctx); err != nil {
+		b.db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", b.target, err)
+	}
+	return b, nil
+}
+
+// Name returns "postgres".
+func (b *Backend) Name() string { return "postgres" }
+
+// DB returns the pool. Statements may use "?" placeholders.
+func (b *Backend) DB() *sql.DB { return b.db }
+
+// SearchEngine returns search.PostgreSQL: tsvector full text, vectors in
+// process.
+func (b *Backend) SearchEngine() search.Engine { return search.PostgreSQL }
+
+// Close closes the pool.
+func (b *Backend) Close() error { return b.db.Close() }
+
+// IsConflict reports a unique_violation (SQLSTATE 23505).
+func (b *Backend) IsConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Write runs fn in a transaction holding the engram write lock (see
+// writeLockKey). Waiting for the lock honours ctx and Options.LockTimeout;
+// once fn runs the transaction completes whatever ctx does, and fn runs at
+// most once.
+func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := b.db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return err
+	}
+	if err := b.lock(ctx, tx); err != nil {
+		tx.Rollback()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return nil
+}
+
+func (b *Backend) lock(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", b.timeout.Milliseconds())); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(writeLockKey)); err != nil {
+		return fmt.Errorf("take the write lock: %w", err)
+	}
+	return nil
+}
+
+// migrate applies the embedded migrations in order, each in its own
+// transaction under the write lock, recording the version in
+// engram_schema. A database at a newer version than this build knows is
+// refused.
+func (b *Backend) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	if _, err := b.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS engram_schema (version BIGINT NOT NULL)`); err != nil && !b.IsConflict(err) {
+		return err
+	}
+	return b.Write(ctx, func(tx *sql.Tx) error {
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO engram_schema (version) VALUES (0)`); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		if v > len(names) {
+			return fmt.Errorf("%w: database schema version %d, this build knows %d", ErrNewerSchema, v, len(names))
+		}
+		for i := v; i < len(names); i++ {
+			body, err := migrationFiles.ReadFile(names[i])
+			if err != nil {
+				return err
+			}
+			// Whole files go through the simple protocol (several
+			// statements, dollar-quoted function bodies).
+			if _, err := tx.ExecContext(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return fmt.Errorf("apply %s: %w", names[i], err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE engram_schema SET version = ?`, i+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SchemaVersion returns the database's migration version and the latest
+// this build knows.
+func (b *Backend) SchemaVersion(ctx context.Context) (have, latest int, err error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return 0, 0, err
+	}
+	err = b.db.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&have)
+	return have, len(names), err
+}
+
+// WatchBlocks listens on the engram_blocks channel until ctx ends: each
+// notification's block id goes to changed; live reports whether the
+// listening connection is up (false on loss, true once LISTEN is in place
+// again, so the caller re-checks what it cached meanwhile).
+func (b *Backend) WatchBlocks(ctx context.Context, changed func(id int64), live func(bool)) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		err := b.listen(ctx, changed, live, &backoff)
+		live(false)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("engram: block notifications lost; reconnecting", "target", b.target, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (b *Backend) listen(ctx context.Context, changed func(int64), live func(bool), backoff *time.Duration) error {
+	conn, err := pgx.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	live(true)
+	*backoff = 50 * time.Millisecond
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+			changed(id)
+		}
+	}
+}
+
+// Redact returns target with any password replaced by "xxxxx", for
+// messages and logs (URL or key=value form).
+func Redact(target string) string {
+	if u, err := url.Parse(target); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			}
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(target)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			fields[i] = k + "=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// ErrNewerSchema is returned by Open for a database migrated by a newer
+// engram.
+var ErrNewerSchema = errors.New("postgres: database schema is newer than this build")
+
+// rebindConnector hands out connections whose statements may use "?"
+// placeholders: the store's statements are written once for SQLite and
+// PostgreSQL.
+type rebindConnector struct{ driver.Connector }
+
+func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rebindConn{conn.(*stdlib.Conn)}, nil
+}
+
+type rebindConn struct{ *stdlib.Conn }
+
+func (c *rebindConn) Prepare(query string) (driver.Stmt, error) {
+	return c.Conn.Prepare(rebind(query))
+}
+
+func (c *rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, rebind(query))
+}
+
+func (c *rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, rebind(query), args)
+}
+
+func (c *rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, rebind(query), args)
+}
+
+var rebound sync.Map // query → rewritten query
+
+// rebind rewrites "?" placeholders to $1, $2, … outside quoted strings,
+// identifiers, comments and dollar-quoted bodies.
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	if v, ok := rebound.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		switch ch := q[i]; ch {
+		case '\'', '"':
+			j := i + 1
+			for j < len(q) && q[j] != ch {
+				j++
+			}
+			b.WriteString(q[i:min(j+1, len(q))])
+			i = j
+		case '$':
+			// A dollar-quote tag ($$ or $tag$) opens a body that runs to the
+			// same tag.
+			j := i + 1
+			for j < len(q) && (q[j] == '_' || q[j] >= 'a' && q[j] <= 'z' || q[j] >= 'A' && q[j] <= 'Z') {
+				j++
+			}
+			if j < len(q) && q[j] == '$' {
+				tag := q[i : j+1]
+				end := strings.Index(q[j+1:], tag)
+				if end >= 0 {
+					stop := j + 1 + end + len(tag)
+					b.WriteString(q[i:stop])
+					i = stop - 1
+					continue
+				}
+			}
+			b.WriteByte(ch)
+		case '-':
+			if i+1 < len(q) && q[i+1] == '-' {
+				j := strings.IndexByte(q[i:], '\n')
+				if j < 0 {
+					j = len(q) - i
+				}
+				b.WriteString(q[i : i+j])
+				i += j - 1
+				continue
+			}
+			b.WriteByte(ch)
+		case '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	out := b.String()
+	rebound.Store(q, out)
+	return out
+}

@@ -1,0 +1,214 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/engram-go/engram/migrations"
+	"github.com/engram-go/engram/search"
+)
+
+// Options configure a Backend. The zero value (or nil) means the defaults.
+type Options struct {
+	// BusyTimeout is how long a write waits for another process's lock
+	// (default 10s).
+	BusyTimeout time.Duration
+}
+
+// Backend is one SQLite database file (or ":memory:") opened for an engram
+// store: a single writer connection taking BEGIN IMMEDIATE transactions and
+// a small reader pool, in WAL mode, migrated to the latest schema.
+type Backend struct {
+	path string
+	busy time.Duration
+	wdb  *sql.DB // one connection, BEGIN IMMEDIATE transactions
+	rdb  *sql.DB // readers (the same pool as wdb for ":memory:")
+}
+
+// Open opens (creating if needed) the SQLite database at path, sets WAL
+// mode and applies the migrations in package migrations.
+func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
+	b := &Backend{path: path, busy: 10 * time.Second}
+	if opts != nil && opts.BusyTimeout > 0 {
+		b.busy = opts.BusyTimeout
+	}
+	var err error
+	if path == ":memory:" {
+		// One connection shared by readers and the writer: each new
+		// connection to ":memory:" would be a different database.
+		b.wdb, err = sql.Open("sqlite", b.dsn(false))
+		if err != nil {
+			return nil, fmt.Errorf("open :memory:: %w", err)
+		}
+		b.wdb.SetMaxOpenConns(1)
+		b.rdb = b.wdb
+	} else {
+		if err := b.enableWAL(ctx); err != nil {
+			return nil, err
+		}
+		if b.wdb, err = sql.Open("sqlite", b.dsn(true)); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		b.wdb.SetMaxOpenConns(1)
+		if b.rdb, err = sql.Open("sqlite", b.dsn(false)); err != nil {
+			b.wdb.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		b.rdb.SetMaxOpenConns(4)
+	}
+	// Migrations take their own write lock; they run on the reader pool,
+	// whose busy timeout is the long one.
+	if _, _, err := migrations.Apply(ctx, b.rdb); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Name returns "sqlite".
+func (b *Backend) Name() string { return "sqlite" }
+
+// Path returns the database file (or ":memory:").
+func (b *Backend) Path() string { return b.path }
+
+// DB returns the reader pool.
+func (b *Backend) DB() *sql.DB { return b.rdb }
+
+// SearchEngine returns search.SQLite: FTS5 and vec0.
+func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
+
+// Close closes both pools.
+func (b *Backend) Close() error {
+	var err error
+	if b.rdb != nil && b.rdb != b.wdb {
+		err = b.rdb.Close()
+	}
+	if b.wdb != nil {
+		err = errors.Join(err, b.wdb.Close())
+	}
+	return err
+}
+
+// IsConflict reports a UNIQUE or PRIMARY KEY constraint violation.
+func (b *Backend) IsConflict(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// sqliteBusy is SQLite's primary result code for "database is locked".
+const sqliteBusy = 5
+
+// IsBusy reports whether err is SQLite's "database is locked".
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+// Write runs fn in an IMMEDIATE transaction on the writer connection. When
+// another process holds the write lock, SQLite's own busy handler backs off
+// up to 100 ms per sleep, and a process that commits back-to-back can starve
+// the other for seconds. The writer connection therefore waits only ~1 ms
+// inside SQLite and Write retries taking the lock with short, jittered
+// sleeps until the busy timeout: fine-grained polling that lets several
+// processes share one file fairly.
+//
+// fn runs at most once: only a failure to take the lock is retried, so fn
+// may change state outside tx (a document it edits) as long as it undoes
+// that when Write returns an error. A caller whose context ends while
+// waiting for the lock gets its error and nothing is written; once fn runs,
+// the transaction finishes whatever the context does, so no caller is left
+// unsure whether its change is durable.
+func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	deadline := time.Now().Add(b.busy)
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tx, err := b.wdb.BeginTx(context.WithoutCancel(ctx), nil)
+		if err == nil {
+			return commit(tx, fn(tx))
+		}
+		if !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		backoff := time.Duration(200+rand.IntN(800)) * time.Microsecond << min(attempt/8, 3)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// commit commits tx when fnErr is nil and rolls it back otherwise.
+func commit(tx *sql.Tx, fnErr error) error {
+	if fnErr != nil {
+		tx.Rollback()
+		return fnErr
+	}
+	if err := tx.Commit(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return nil
+}
+
+func (b *Backend) dsn(immediate bool) string {
+	q := url.Values{}
+	busy := b.busy.Milliseconds()
+	if immediate {
+		busy = 1 // the writer polls in Write instead; see there
+	}
+	q.Set("_busy_timeout", fmt.Sprint(busy))
+	q.Set("_foreign_keys", "1")
+	if b.path != ":memory:" {
+		q.Set("_journal_mode", "WAL")
+		// NORMAL in WAL mode survives process crashes (kill -9); FULL would
+		// also survive power loss at a large cost per commit.
+		q.Set("_synchronous", "NORMAL")
+	}
+	if immediate {
+		q.Set("_txlock", "immediate")
+	}
+	return b.path + "?" + q.Encode()
+}
+
+// enableWAL switches a file to WAL once. The switch needs an exclusive lock
+// SQLite does not wait for, so concurrent openers retry briefly; any other
+// failure (a file that is not a database, a directory, no permission) is
+// reported at once.
+func (b *Backend) enableWAL(ctx context.Context) error {
+	db, err := sql.Open("sqlite", b.path+"?_busy_timeout="+fmt.Sprint(b.busy.Milliseconds()))
+	if err != nil {
+		return fmt.Errorf("open %s: %w", b.path, err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(b.busy)
+	for {
+		var mode string
+		err = db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil && strings.EqualFold(mode, "wal") {
+			return nil
+		}
+		if err != nil && !IsBusy(err) {
+			return fmt.Errorf("open %s: %w", b.path, err)
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("set WAL mode on %s: %v (mode %q)", b.path, err, mode)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

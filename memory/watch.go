@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// watch is how a Cache on a BlockNotifier backend serves cache hits without
+// a freshness query: every committed block change reaches each process as
+// a notification that marks the cached entry stale, and only stale entries
+// (or any entry while the channel is down) take the query path.
+type watch struct {
+	live   atomic.Bool // notifications flow: unmarked entries are current
+	byName sync.Map    // nameKey(owner, label) → *entry, for the query-free hit
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func nameKey(owner, label string) string { return owner + "\x00" + label }
+
+func (c *Cache) startWatch(n BlockNotifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.watch = &watch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.watch.done)
+		n.WatchBlocks(ctx, c.blockChanged, c.notificationsLive)
+	}()
+}
+
+func (c *Cache) stopWatch() {
+	if c.watch == nil {
+		return
+	}
+	c.watch.live.Store(false)
+	c.watch.stop()
+	<-c.watch.done
+}
+
+// blockChanged marks a cached block stale: the next access re-reads its
+// sequence and catches up.
+func (c *Cache) blockChanged(id int64) {
+	if e, ok := c.lru.Peek(id); ok {
+		e.stale.Store(true)
+	}
+}
+
+// notificationsLive records whether notifications flow. When they resume
+// after a gap, every cached entry may have missed one: all are marked
+// stale before hits trust the channel again.
+func (c *Cache) notificationsLive(live bool) {
+	if !live {
+		c.watch.live.Store(false)
+		return
+	}
+	for _, e := range c.lru.Values() {
+		e.stale.Store(true)
+	}
+	c.watch.live.Store(true)
+}
+
+// notifiedHit returns the cached entry of (owner, label) when notifications
+// vouch that it is current, without any query.
+func (c *Cache) notifiedHit(owner, label string) *entry {
+	w := c.watch
+	if w == nil || !w.live.Load() {
+		return nil
+	}
+	v, ok := w.byName.Load(nameKey(owner, label))
+	if !ok {
+		return nil
+	}
+	e := v.(*entry)
+	if e.stale.Load() {
+		return nil
+	}
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return nil
+	}
+	if _, ok := c.lru.Get(e.id); !ok {
+		return nil
+	}
+	return e
+}
+
+// beforeCheck clears the stale mark of the entry about to be checked by
+// query, before the query: a notification that lands during it marks the
+// entry again, so no change is missed.
+func (c *Cache) beforeCheck(owner, label string) {
+	if c.watch == nil {
+		return
+	}
+	if v, ok := c.watch.byName.Load(nameKey(owner, label)); ok {
+		v.(*entry).stale.Store(false)
+	}
+}
+
+func (c *Cache) remember(e *entry) {
+	if c.watch != nil {
+		c.watch.byName.Store(nameKey(e.owner, e.label), e)
+	}
+}
+
+// afterFailedCheck re-marks the entry beforeCheck cleared: the check did
+// not complete, so the entry is not known to be current.
+func (c *Cache) afterFailedCheck(owner, label string) {
+	if c.watch == nil {
+		return
+	}
+	if v, ok := c.watch.byName.Load(nameKey(owner, label)); ok {
+		v.(*entry).stale.Store(true)
+	}
+}
