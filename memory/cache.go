@@ -19,7 +19,6 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
-
 )
 
 // Options configure a Cache. The zero value (or nil) means the documented
@@ -90,13 +89,13 @@ func (o *Options) withDefaults() Options {
 // or several) may share one database file. A Cache is safe for concurrent
 // use.
 type Cache struct {
-	opts  Options
-	be    Backend
-	rdb   *sql.DB // be.DB(): reads
+	opts Options
+	be   Backend
+	rdb  *sql.DB // be.DB(): reads
 	// ownsBackend: Open made be, so Close closes it.
 	ownsBackend bool
-	index *search.Index
-	log   *slog.Logger
+	index       *search.Index
+	log         *slog.Logger
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map   // schema JSON → decoded schema.Schema (listings decode each row otherwise)
