@@ -564,7 +564,7 @@ func textHash(s string) int64 {
 // search over blocks; when nothing is dirty it costs one indexed read.
 func (x *Index) flushBlocks(ctx context.Context) error {
 	if x.opts.Engine == PostgreSQL {
-		return nil // generated tsvector columns are current with their rows
+		return x.flushBlocksPG(ctx)
 	}
 	var dirty bool
 	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {

@@ -74,3 +74,30 @@ func (x *Index) tsSearch(ctx context.Context, k *kind, tsq, where string, fargs 
 	}
 	return out, nil
 }
+
+// flushBlocksPG indexes the blocks written since their last search
+// (fts_blocks_dirty): one indexed read when nothing changed.
+func (x *Index) flushBlocksPG(ctx context.Context) error {
+	var dirty bool
+	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
+		return fmt.Errorf("search: check block index: %w", err)
+	}
+	if !dirty {
+		return nil
+	}
+	err := x.withWriteLock(ctx, func(ex Execer) error {
+		if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
+			setweight(to_tsvector('english', label), 'A') ||
+			setweight(to_tsvector('english', description), 'B') ||
+			setweight(to_tsvector('english', rendered), 'C')
+			WHERE id IN (SELECT id FROM fts_blocks_dirty)`); err != nil {
+			return err
+		}
+		_, err := ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("search: re-index changed blocks: %w", err)
+	}
+	return nil
+}

@@ -147,10 +147,11 @@ func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (b *Backend) lock(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", b.timeout.Milliseconds())); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(writeLockKey)); err != nil {
+	// One round trip: the timeout is set (for this transaction) before the
+	// lock is requested, as the select list is evaluated in order.
+	_, err := tx.ExecContext(ctx, "SELECT set_config('lock_timeout', ?, true), pg_advisory_xact_lock(?)",
+		fmt.Sprintf("%dms", b.timeout.Milliseconds()), int64(writeLockKey))
+	if err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
 	return nil

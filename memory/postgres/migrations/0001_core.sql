@@ -30,14 +30,16 @@ CREATE TABLE blocks (
     heads        TEXT    NOT NULL DEFAULT '',
     created_at   BIGINT  NOT NULL,
     updated_at   BIGINT  NOT NULL,
-    fts          tsvector GENERATED ALWAYS AS (
-        setweight(to_tsvector('english', label), 'A') ||
-        setweight(to_tsvector('english', description), 'B') ||
-        setweight(to_tsvector('english', rendered), 'C')) STORED,
+    -- Indexed lazily: writes only mark the block in fts_blocks_dirty (a
+    -- generated column re-tokenised the whole text on every append), and
+    -- searches over blocks index the marked ones first.
+    fts          tsvector,
     UNIQUE (owner, label)
 );
 CREATE INDEX blocks_owner_type ON blocks (owner, block_type, id);
 CREATE INDEX blocks_fts ON blocks USING GIN (fts);
+
+CREATE TABLE fts_blocks_dirty (id BIGINT PRIMARY KEY);
 
 CREATE TABLE block_updates (
     block_id   BIGINT NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
@@ -164,6 +166,7 @@ CREATE TABLE vec_blocks_dirty (id BIGINT PRIMARY KEY);
 CREATE FUNCTION engram_block_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
+        DELETE FROM fts_blocks_dirty WHERE id = OLD.id;
         DELETE FROM vec_blocks WHERE id = OLD.id;
         DELETE FROM vec_blocks_dirty WHERE id = OLD.id;
         INSERT INTO search_vec_log (kind, id) VALUES (1, OLD.id);
@@ -173,7 +176,11 @@ BEGIN
     IF TG_OP = 'INSERT' OR NEW.label IS DISTINCT FROM OLD.label
         OR NEW.description IS DISTINCT FROM OLD.description
         OR NEW.rendered IS DISTINCT FROM OLD.rendered THEN
+        INSERT INTO fts_blocks_dirty (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
         INSERT INTO vec_blocks_dirty (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+    ELSIF NEW.fts IS DISTINCT FROM OLD.fts AND NEW.last_seq = OLD.last_seq
+        AND NEW.meta_ver = OLD.meta_ver AND NEW.epoch = OLD.epoch THEN
+        RETURN NEW; -- only the lazy index changed: nothing for caches
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.owner IS DISTINCT FROM OLD.owner THEN
         DELETE FROM vec_blocks WHERE id = OLD.id;
