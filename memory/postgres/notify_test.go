@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/memory"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two stores on one database (as on two machines): a change one commits
+// reaches the other's cached document through LISTEN/NOTIFY, and after the
+// listening connection is killed, the store re-checks what it cached, so
+// a change made while notifications were down is still seen.
+func TestNotificationsReachOtherStores(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).NewDatabase(t)
+	a, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
+		t.Fatal(err)
+	}
+	text := func() string {
+		doc, err := b.GetBlock(ctx, "ada", "notes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := doc.Text()
+		return s
+	}
+	if got := text(); got != "" {
+		t.Fatalf("b sees %q", got)
+	}
+	if err := a.AppendToBlock(ctx, "ada", "notes", "first\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b never saw a's append", func() bool { return text() == "first\n" })
+
+	// Kill every listening connection; write while they are down.
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var killed int
+	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 2 {
+		t.Fatalf("terminated %d listeners, want 2", killed)
+	}
+	if err := a.AppendToBlock(ctx, "ada", "notes", "second\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b never saw the append made while notifications were down",
+		func() bool { return text() == "first\nsecond\n" })
+	// Notifications flow again: a third change arrives too.
+	eventually(t, 10*time.Second, "listeners did not reconnect", func() bool {
+		var n int
+		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`).Scan(&n)
+		return n == 2
+	})
+	if err := a.ApplyEdit(ctx, "ada", "", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "third\n"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b never saw the third append", func() bool { return strings.HasSuffix(text(), "third\n") })
+	// Deleting the block reaches b too.
+	if err := a.DeleteBlock(ctx, "ada", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b still serves a deleted block", func() bool {
+		_, err := b.GetBlock(ctx, "ada", "notes")
+		return err != nil
+	})
+}
