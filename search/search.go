@@ -137,7 +137,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	}
 	terms := queryTerms(query)
 	if x.opts.Engine == PostgreSQL {
-		expr = tsQueryText(terms)
+		expr = strings.Join(terms, " ") // letter/digit runs: no spaces inside
 	}
 	types := s.Types
 	if s.hasTagFilter() {
@@ -377,7 +377,7 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(x.opts.Engine, k, scope, s, true)
 	if x.opts.Engine == PostgreSQL {
-		return x.tsSearch(ctx, k, expr, where, fargs, limit)
+		return x.tsSearch(ctx, k, strings.Fields(expr), where, fargs, limit)
 	}
 	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
 			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
