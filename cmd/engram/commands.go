@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
 	"github.com/engram-go/engram/workspace"
@@ -755,7 +756,7 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	defer a.close()
 	stats := map[string]int64{}
 	for name, q := range map[string]string{
-		"agents":            `SELECT count(*) FROM (SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages)`,
+		"agents":            `SELECT count(*) FROM (SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages) AS agents`,
 		"blocks":            `SELECT count(*) FROM blocks`,
 		"block_updates":     `SELECT count(*) FROM block_updates`,
 		"shares":            `SELECT count(*) FROM shares`,
@@ -778,9 +779,10 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	if name, dims, err := search.RecordedEmbedder(ctx, s.DB()); err == nil && name != "" {
 		emb = fmt.Sprintf("%s (%d dims)", name, dims)
 	}
-	out := map[string]any{"db": a.db, "embedder": emb, "counts": stats}
+	target := postgres.Redact(a.db)
+	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "counts": stats}
 	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "store     %s\nembedder  %s\n", a.db, emb)
+		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s\n", target, s.Backend().Name(), emb)
 		var rows [][]string
 		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
 			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes"} {

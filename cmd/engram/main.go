@@ -3,7 +3,7 @@
 // re-embedding, compaction and statistics. Every command takes --json for
 // scripting. Errors go to stderr with a non-zero exit code.
 //
-//	engram [--db FILE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
+//	engram [--db STORE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
 //
 // Run "engram help" for the command list.
 package main
@@ -70,7 +70,7 @@ var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "f
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
-Usage: engram [--db FILE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
+Usage: engram [--db STORE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
 
 Blocks
   blocks list   --agent A [--shared]               list an agent's blocks (or those shared with it)
@@ -108,7 +108,7 @@ TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
 
 Global flags
-  --db FILE      store file (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db)
+  --db STORE     a SQLite file, :memory: or a postgres:// URL (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db)
   --json         machine-readable output
   --embedder     none (default), offline (deterministic, no network) or openai
                  (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
