@@ -9,13 +9,23 @@
 //
 // (nil Options means the defaults; ":memory:" gives a throw-away store).
 //
+// # Backends
+//
+// Open picks a [Backend] from its target: a file path, ":memory:" or
+// sqlite://PATH is the embedded SQLite backend (package memory/sqlite); a
+// postgres:// URL is PostgreSQL (package memory/postgres), which processes
+// on many machines share. [New] builds a Cache over a backend opened by the
+// caller. Everything below holds on both; where the mechanism differs
+// (how other processes' changes are noticed), the text says so.
+//
 // # How a Cache keeps documents
 //
-// A block's document is loaded from SQLite on first use (lazy load) and kept
+// A block's document is loaded from the backend on first use (lazy load) and kept
 // in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). The
 // store manages every document it hands out ([blocks.Document.Manage]): each
 // mutation, through a store method or directly on a view from GetBlock or
-// GetSharedBlock, runs inside one IMMEDIATE transaction that first applies
+// GetSharedBlock, runs inside one write transaction (holding the backend's
+// write lock) that first applies
 // what other writers persisted, then validates the edit against that fresh
 // state with the accessor's current permission (so limits hold across
 // processes, and a revoked share binds views taken before it), and stores
@@ -35,7 +45,12 @@
 // snapshot in the writing transaction. Log blocks whose schema sets a
 // Retention move older entries into archival memory.
 //
-// # Several processes, one file
+// # Several processes, one database
+//
+// On PostgreSQL, committed block changes are pushed to every Cache through
+// LISTEN/NOTIFY ([BlockNotifier]); a cache hit then needs no query at all,
+// and while the listening connection is down every hit takes the SQLite
+// path below.
 //
 // SQLite runs in WAL mode. Before serving a cached block a Cache reads the
 // block's sequence number (one indexed row; the only SQL on a cache hit)

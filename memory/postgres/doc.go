@@ -1,0 +1,25 @@
+// Package postgres is engram's backend for many processes on many
+// machines sharing one memory: a PostgreSQL database through
+// github.com/jackc/pgx/v5 (database/sql over pgx, context-aware).
+//
+// What it guarantees is what the SQLite backend guarantees, by the same
+// means: every write transaction takes one transaction-scoped advisory
+// lock, so writes to a database are serialized (as SQLite serializes
+// them on a file) and each write reads the current state inside its
+// transaction before validating and applying (no lost update, limits
+// hold across machines). Other processes learn of committed block changes
+// through LISTEN/NOTIFY on the channel engram_blocks (a trigger notifies
+// on every block row change), so a cache hit needs no query while the
+// listening connection is up; when it drops, the store re-checks every
+// cached block until it is back.
+//
+// Full text is a tsvector column per table (GIN index, english
+// configuration) ranked by IDF-weighted ts_rank; block text is indexed
+// lazily, when a search needs it. Vector search is not available on
+// PostgreSQL yet (opening with an embedder fails with
+// search.ErrUnsupported). The schema is embedded (migrations/*.sql),
+// versioned in table engram_schema; a newer database is refused.
+//
+// memory.Open picks this backend for postgres:// and postgresql:// URLs.
+// Passwords never appear in errors or logs (see Redact).
+package postgres

@@ -1,0 +1,11 @@
+// Package sqlite is engram's embedded backend: one SQLite file (or
+// ":memory:") through modernc.org/sqlite, pure Go, with FTS5 and
+// sqlite-vec's vec0 built in. Writes take BEGIN IMMEDIATE on a single
+// writer connection and poll for another process's lock with short,
+// jittered sleeps, so several processes share one file fairly; reads use a
+// small pool in WAL mode. The schema is package migrations.
+//
+// memory.Open picks this backend for a file path, ":memory:" or
+// sqlite://PATH; use Open and memory.New to build a store over a backend
+// you configured yourself.
+package sqlite
