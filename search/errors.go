@@ -21,8 +21,4 @@ var (
 	// ErrNoEmbedder is returned for vector work (Vector or Hybrid mode,
 	// PutVectors, Reembed) on an Index opened without an embedder.
 	ErrNoEmbedder = errors.New("search: no embedder configured")
-
-	// ErrUnsupported is returned for what an engine cannot do yet (vector
-	// search on PostgreSQL).
-	ErrUnsupported = errors.New("search: not supported on this engine")
 )

@@ -149,18 +149,18 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		x.opts.ReembedBatch = DefaultBatchSize
 	}
 	if x.opts.Engine == PostgreSQL {
-		if emb != nil {
-			return nil, fmt.Errorf("%w: vector search on PostgreSQL is not built yet; open without an embedder (full-text search works)", ErrUnsupported)
-		}
-		return x, nil
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		// The vector tables are part of the schema; KNN always runs in
+		// process (there is no vec0), so the vector cache is always on.
+		x.opts.VectorCache = true
+	} else {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name IN ('fts_blocks', 'fts_archival', 'fts_messages')`).Scan(&n); err != nil {
-		return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
-	}
-	if n != 3 {
-		return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
+			return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
+		}
+		if n != 3 {
+			return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
+		}
 	}
 	if emb == nil {
 		return x, nil
@@ -188,7 +188,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		return nil, err
 	}
 	// Record the embedder and create the tables under the write lock.
-	err := x.withWriteLock(ctx, func(conn Execer) error {
+	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -286,6 +286,9 @@ func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
 }
 
 func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
+	if x.opts.Engine == PostgreSQL {
+		return true, nil // created by the schema
+	}
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')`).Scan(&n); err != nil {
@@ -298,6 +301,9 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 // and the triggers that drop a vector with its row (or when the row changes
 // owner, so a vector can never be found under its old owner's partition).
 func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
+	if x.opts.Engine == PostgreSQL {
+		return nil // created by the schema, for any dimensions
+	}
 	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
 		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
 		kind INTEGER NOT NULL, -- ContentType; 0 = everything changed (Reembed)
@@ -350,10 +356,16 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 	return nil
 }
 
-// withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection.
-func (x *Index) withWriteLock(ctx context.Context, fn func(conn Execer) error) (err error) {
+// withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection,
+// or inside IndexOptions.Write. ctx governs only the wait for the lock: fn
+// gets a context that is never cancelled, because a statement interrupted
+// half-way inside vec0 can crash it (a nil statement in
+// vec0_get_chunk_position, seen when a store closed while its embedder
+// worker was writing), and a transaction once begun is finished anyway.
+func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, conn Execer) error) (err error) {
+	wctx := context.WithoutCancel(ctx)
 	if x.opts.Write != nil {
-		return x.opts.Write(ctx, func(tx *sql.Tx) error { return fn(tx) })
+		return x.opts.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
 	}
 	conn, err := x.db.Conn(ctx)
 	if err != nil {
@@ -369,7 +381,7 @@ func (x *Index) withWriteLock(ctx context.Context, fn func(conn Execer) error) (
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if err := fn(conn); err != nil {
+	if err := fn(wctx, conn); err != nil {
 		return err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -532,12 +544,14 @@ func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids
 	if len(ids) == 0 {
 		return nil
 	}
-	var n int
-	if err := ex.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.vec).Scan(&n); err != nil {
-		return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
-	}
-	if n == 0 {
-		return nil
+	if x.opts.Engine == SQLite {
+		var n int
+		if err := ex.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.vec).Scan(&n); err != nil {
+			return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
+		}
+		if n == 0 {
+			return nil
+		}
 	}
 	stmt, err := ex.PrepareContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE rowid = ?`, k.vec))
 	if err != nil {
@@ -573,7 +587,7 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 	if !dirty {
 		return nil
 	}
-	err := x.withWriteLock(ctx, func(conn Execer) error {
+	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
 		for _, q := range []string{
 			`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
 			 SELECT 'delete', i.id, i.label, i.description, i.rendered
@@ -670,7 +684,7 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 			return 0, err
 		}
 	}
-	err = x.withWriteLock(ctx, func(conn Execer) error {
+	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
 		cleared = 0
 		next := 0
 		for _, b := range todo {

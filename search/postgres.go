@@ -3,6 +3,8 @@ package search
 import (
 	"context"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 )
 
@@ -99,7 +101,7 @@ func (x *Index) flushBlocksPG(ctx context.Context) error {
 	if !dirty {
 		return nil
 	}
-	err := x.withWriteLock(ctx, func(ex Execer) error {
+	err := x.withWriteLock(ctx, func(ctx context.Context, ex Execer) error {
 		if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
 			setweight(to_tsvector('english', label), 'A') ||
 			setweight(to_tsvector('english', description), 'B') ||
@@ -114,4 +116,58 @@ func (x *Index) flushBlocksPG(ctx context.Context) error {
 		return fmt.Errorf("search: re-index changed blocks: %w", err)
 	}
 	return nil
+}
+
+// scanDistances is the exact-distance fallback where SQLite has
+// vec_distance_cosine: q selects the result columns and then the row's
+// embedding; the cosine distances are computed here, nearest first.
+func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q string, args []any, limit int) ([]*Result, error) {
+	qv, err := blobVector(qvec)
+	if err != nil {
+		return nil, err
+	}
+	qn := norm(qv)
+	if qn == 0 {
+		return nil, nil
+	}
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	var out []*Result
+	for rows.Next() {
+		var blob []byte
+		r, err := scanResult(rows, k, &blob)
+		if err != nil {
+			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+		}
+		v, err := blobVector(blob)
+		if err != nil || len(v) != len(qv) {
+			continue // another embedder's vector: Reembed replaces it
+		}
+		vn := norm(v)
+		if vn == 0 {
+			continue // no defined distance, as in vec0
+		}
+		r.Source.Distance = 1 - float64(dot(qv, v))/(qn*vn)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Source.Distance != out[j].Source.Distance {
+			return out[i].Source.Distance < out[j].Source.Distance
+		}
+		return out[i].ID < out[j].ID
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func norm(v []float32) float64 {
+	return math.Sqrt(float64(dot(v, v)))
 }

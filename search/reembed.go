@@ -34,7 +34,9 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 	if progress == nil {
 		progress = func(int, int) {}
 	}
-	if _, err := x.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_reembed (
+	if x.opts.Engine == PostgreSQL {
+		// search_reembed is part of the schema.
+	} else if _, err := x.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_reembed (
 		kind      INTEGER NOT NULL,
 		id        INTEGER NOT NULL,
 		hash      INTEGER NOT NULL,
@@ -79,9 +81,13 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 	}
 
 	// Phase 2: swap under the write lock.
-	err := x.withWriteLock(ctx, func(conn Execer) error {
+	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
 		for _, t := range contentKinds {
-			if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+kinds[t].vec); err != nil {
+			drop := "DROP TABLE IF EXISTS " + kinds[t].vec
+			if x.opts.Engine == PostgreSQL {
+				drop = "DELETE FROM " + kinds[t].vec // plain tables, kept
+			}
+			if _, err := conn.ExecContext(ctx, drop); err != nil {
 				return fmt.Errorf("search: reembed: drop %s: %w", kinds[t].vec, err)
 			}
 		}
@@ -181,7 +187,8 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 		return fmt.Errorf("search: reembed: stage %s: %w", k.name, err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO search_reembed (kind, id, hash, embedding) VALUES (?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO search_reembed (kind, id, hash, embedding) VALUES (?, ?, ?, ?)
+		ON CONFLICT (kind, id) DO UPDATE SET hash = excluded.hash, embedding = excluded.embedding`)
 	if err != nil {
 		return fmt.Errorf("search: reembed: stage %s: %w", k.name, err)
 	}

@@ -456,6 +456,10 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 	// from the owner index.
 	fetch := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value
 		WHERE %[4]s`, k.result, k.base, k.alias, where)
+	if x.opts.Engine == PostgreSQL {
+		fetch = fmt.Sprintf(`SELECT %[1]s FROM json_array_elements_text(?::json) j(value)
+			JOIN %[2]s %[3]s ON %[3]s.id = j.value::bigint WHERE %[4]s`, pgResult[k.t], k.base, k.alias, where)
+	}
 	kk := limit
 	for {
 		args := []any{qvec, kk}
@@ -541,6 +545,11 @@ func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, er
 // fallback when filters are too selective for KNN.
 func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(x.opts.Engine, k, scope, s, true)
+	if x.opts.Engine == PostgreSQL {
+		q := fmt.Sprintf(`SELECT %[1]s, v.embedding FROM %[2]s %[3]s JOIN %[4]s v ON v.rowid = %[3]s.id WHERE %[5]s`,
+			pgResult[k.t], k.base, k.alias, k.vec, where)
+		return x.scanDistances(ctx, k, qvec, q, fargs, limit)
+	}
 	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
 		FROM %[2]s %[3]s CROSS JOIN %[4]s v ON v.rowid = %[3]s.id
 		WHERE %[5]s AND d IS NOT NULL
@@ -552,6 +561,12 @@ func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope
 // exact distance: shares are few, so no KNN over other owners' partitions.
 func (x *Index) sharedBlocks(ctx context.Context, k *kind, qvec []byte, agent string, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(x.opts.Engine, k, Scope{All: true}, s, false)
+	if x.opts.Engine == PostgreSQL {
+		q := fmt.Sprintf(`SELECT %[1]s, v.embedding
+			FROM shares sh JOIN blocks b ON b.id = sh.block_id JOIN %[2]s v ON v.rowid = b.id
+			WHERE sh.agent = ? AND b.owner <> ? AND %[3]s`, pgResult[k.t], k.vec, where)
+		return x.scanDistances(ctx, k, qvec, q, append([]any{agent, agent}, fargs...), limit)
+	}
 	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
 		FROM shares sh CROSS JOIN blocks b ON b.id = sh.block_id CROSS JOIN %[2]s v ON v.rowid = b.id
 		WHERE sh.agent = ? AND b.owner <> ? AND %[3]s AND d IS NOT NULL

@@ -15,9 +15,10 @@
 //
 // Full text is a tsvector column per table (GIN index, english
 // configuration) ranked by IDF-weighted ts_rank; block text is indexed
-// lazily, when a search needs it. Vector search is not available on
-// PostgreSQL yet (opening with an embedder fails with
-// search.ErrUnsupported). The schema is embedded (migrations/*.sql),
+// lazily, when a search needs it. Vectors are float32 rows (the same bytes
+// as SQLite's vec0) searched in process by the search package's vector
+// cache, which follows a change log table; no extension is needed (a
+// pgvector index is a possible later step). The schema is embedded (migrations/*.sql),
 // versioned in table engram_schema; a newer database is refused.
 //
 // memory.Open picks this backend for postgres:// and postgresql:// URLs.

@@ -43,6 +43,17 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	listeners := func() int {
+		var n int
+		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`).Scan(&n)
+		return n
+	}
+	eventually(t, 10*time.Second, "stores did not start listening", func() bool { return listeners() == 2 })
 	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +74,6 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	eventually(t, 5*time.Second, "b never saw a's append", func() bool { return text() == "first\n" })
 
 	// Kill every listening connection; write while they are down.
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	var killed int
 	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
@@ -82,11 +88,7 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	eventually(t, 5*time.Second, "b never saw the append made while notifications were down",
 		func() bool { return text() == "first\nsecond\n" })
 	// Notifications flow again: a third change arrives too.
-	eventually(t, 10*time.Second, "listeners did not reconnect", func() bool {
-		var n int
-		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`).Scan(&n)
-		return n == 2
-	})
+	eventually(t, 10*time.Second, "listeners did not reconnect", func() bool { return listeners() == 2 })
 	if err := a.ApplyEdit(ctx, "ada", "", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "third\n"}); err != nil {
 		t.Fatal(err)
 	}

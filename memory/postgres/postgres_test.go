@@ -8,16 +8,30 @@ import (
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/storetest"
+	"github.com/engram-go/engram/search"
 )
 
-// TestConformance runs the store conformance suite on PostgreSQL.
+// TestConformance runs the store conformance suite on PostgreSQL: plain,
+// with a cache of one document (every other access a cold load), and with
+// an embedder (vector and hybrid searches run for real).
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
-	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
-		c, err := memory.Open(context.Background(), srv.NewDatabase(t), &memory.Options{Approver: approver})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	})
+	for _, mode := range []string{"plain", "cache1", "embedder"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
+				opts := &memory.Options{Approver: approver}
+				switch mode {
+				case "cache1":
+					opts.CacheSize = 1
+				case "embedder":
+					opts.Embedder = search.NewOffline(64)
+				}
+				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			})
+		})
+	}
 }

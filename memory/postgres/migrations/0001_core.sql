@@ -149,15 +149,26 @@ CREATE TABLE summaries (
 CREATE INDEX summaries_agent ON summaries (agent, last_message_id);
 
 -- Vectors: one table per content type, float32 little-endian BYTEA (the
--- same bytes as SQLite's vec0), KNN in process over the owner's partition.
+-- same bytes as SQLite's vec0), KNN in process over the owner's partition
+-- (search's vector cache, kept current through search_vec_log).
 CREATE TABLE search_vec_log (
     seq  BIGSERIAL PRIMARY KEY,
     kind BIGINT NOT NULL, -- ContentType; 0 = everything changed (Reembed)
     id   BIGINT NOT NULL
 );
-CREATE TABLE vec_blocks   (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
-CREATE TABLE vec_archival (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
-CREATE TABLE vec_messages (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
+-- "rowid" as in vec0, so the search package's statements serve both.
+CREATE TABLE vec_blocks   (rowid BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
+CREATE TABLE vec_archival (rowid BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
+CREATE TABLE vec_messages (rowid BIGINT PRIMARY KEY, owner TEXT NOT NULL, embedding BYTEA NOT NULL);
+
+-- Re-embedding stages vectors here before swapping them in.
+CREATE TABLE search_reembed (
+    kind      BIGINT NOT NULL,
+    id        BIGINT NOT NULL,
+    hash      BIGINT NOT NULL,
+    embedding BYTEA  NOT NULL,
+    PRIMARY KEY (kind, id)
+);
 
 -- Blocks whose vector is out of date (written by triggers, embedded in the
 -- background, as on SQLite).
@@ -167,7 +178,7 @@ CREATE FUNCTION engram_block_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM fts_blocks_dirty WHERE id = OLD.id;
-        DELETE FROM vec_blocks WHERE id = OLD.id;
+        DELETE FROM vec_blocks WHERE rowid = OLD.id;
         DELETE FROM vec_blocks_dirty WHERE id = OLD.id;
         INSERT INTO search_vec_log (kind, id) VALUES (1, OLD.id);
         PERFORM pg_notify('engram_blocks', OLD.id::text);
@@ -183,7 +194,7 @@ BEGIN
         RETURN NEW; -- only the lazy index changed: nothing for caches
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.owner IS DISTINCT FROM OLD.owner THEN
-        DELETE FROM vec_blocks WHERE id = OLD.id;
+        DELETE FROM vec_blocks WHERE rowid = OLD.id;
         INSERT INTO search_vec_log (kind, id) VALUES (1, OLD.id);
     END IF;
     -- Every committed change reaches every process's cache (LISTEN/NOTIFY):
@@ -196,7 +207,7 @@ CREATE TRIGGER blocks_changed AFTER INSERT OR UPDATE OR DELETE ON blocks
 
 CREATE FUNCTION engram_row_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    EXECUTE format('DELETE FROM %I WHERE id = $1', TG_ARGV[0]) USING OLD.id;
+    EXECUTE format('DELETE FROM %I WHERE rowid = $1', TG_ARGV[0]) USING OLD.id;
     INSERT INTO search_vec_log (kind, id) VALUES (TG_ARGV[1]::bigint, OLD.id);
     RETURN OLD;
 END $$;
