@@ -83,7 +83,7 @@ func main() {
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: search.FindCranfield)")
-	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt")
+	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,postgres")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -146,6 +146,7 @@ func main() {
 	run("append", func() error { return benchAppend(ctx, cfg, tmp, r) })
 	run("build", func() error { return benchBuild(ctx, cfg, tmp, r) })
 	run("crdt", func() error { return benchCRDT(cfg, r) })
+	run("postgres", func() error { return benchPostgres(ctx, cfg, dir, tmp, r) })
 
 	r.Machine = machine{
 		NumCPU:     runtime.NumCPU(),

@@ -47,7 +47,10 @@ func Start(t testing.TB) *Server {
 		}
 		return &Server{base: u}
 	}
-	u, err := startCluster(t)
+	u, stop, err := Launch(false)
+	if err == nil {
+		t.Cleanup(stop)
+	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("pgtest: cannot start PostgreSQL (CI requires it): %v", err)
@@ -60,18 +63,11 @@ func Start(t testing.TB) *Server {
 // NewDatabase creates an empty database and returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1))
-	db, err := sql.Open("pgx", s.base.String())
+	dsn, err := DatabaseURL(s.base, fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1)))
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
-	}
-	u := *s.base
-	u.Path = "/" + name
-	return u.String()
+	return dsn
 }
 
 // binDir finds initdb and pg_ctl: on PATH, else the Debian layout.
@@ -86,7 +82,42 @@ func binDir() (string, error) {
 	return filepath.Dir(matches[len(matches)-1]), nil
 }
 
-func startCluster(t testing.TB) (*url.URL, error) {
+// Launch starts a throwaway cluster outside a test (the bench program uses
+// it): the URL of its maintenance database and a stop function that
+// stops the server and removes its directory. durable keeps PostgreSQL's
+// fsync on (for honest timings); tests run without it.
+func Launch(durable bool) (*url.URL, func(), error) {
+	var cleanups []func()
+	stop := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	u, err := startCluster(durable, func(f func()) { cleanups = append(cleanups, f) })
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return u, stop, nil
+}
+
+// DatabaseURL creates an empty database on the server at base and returns
+// its URL.
+func DatabaseURL(base *url.URL, name string) (string, error) {
+	db, err := sql.Open("pgx", base.String())
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	u := *base
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func startCluster(durable bool, cleanup func(func())) (*url.URL, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -97,7 +128,7 @@ func startCluster(t testing.TB) (*url.URL, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return nil, err
 	}
@@ -119,19 +150,20 @@ func startCluster(t testing.TB) (*url.URL, error) {
 	if out, err := runAs("initdb", "-D", data, "-U", pgUser, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
 	}
-	opts := strings.Join([]string{
-		"-k", dir, "-c", "listen_addresses=", "-p", "5432",
+	args := []string{"-k", dir, "-c", "listen_addresses=", "-p", "5432",
+		"-c", "max_connections=200", "-c", "shared_buffers=64MB"}
+	if !durable {
 		// A test cluster: no durability across OS crashes (client
 		// processes are still killed for real in the crash tests).
-		"-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "shared_buffers=64MB",
-	}, " ")
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	opts := strings.Join(args, " ")
 	logFile := filepath.Join(dir, "server.log")
 	if out, err := runAs("pg_ctl", "-D", data, "-o", opts, "-l", logFile, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(logFile)
 		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, tail(out), tail(log))
 	}
-	t.Cleanup(func() {
+	cleanup(func() {
 		runAs("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").Run()
 	})
 	u := &url.URL{Scheme: "postgres", User: url.User(pgUser), Path: "/postgres",

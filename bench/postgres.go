@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// benchPostgres: the PostgreSQL backend beside SQLite, on one machine.
+// The server is ENGRAM_BENCH_POSTGRES (a URL whose user may create
+// databases) or a throwaway cluster started here with fsync on (unix
+// socket, loopback: no network in the figures). Rows: append p50 and
+// 8-writer throughput against a bare INSERT on the same server, and
+// Cranfield full-text p50 and nDCG@10 against engram on SQLite.
+func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *report) error {
+	const sec = "postgres"
+	var base *url.URL
+	if dsn := os.Getenv("ENGRAM_BENCH_POSTGRES"); dsn != "" {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return err
+		}
+		base = u
+	} else {
+		u, stop, err := pgtest.Launch(true)
+		if err != nil {
+			r.add(row{Section: sec, Comparison: "PostgreSQL backend", Note: "skipped: no server (set ENGRAM_BENCH_POSTGRES or install PostgreSQL): " + err.Error()})
+			return nil
+		}
+		defer stop()
+		base = u
+	}
+	seq := 0
+	newDB := func() (string, error) {
+		seq++
+		return pgtest.DatabaseURL(base, fmt.Sprintf("engram_bench_%d_%d", os.Getpid(), seq))
+	}
+
+	// Append: serial p50 and concurrent durable throughput.
+	dsn, err := newDB()
+	if err != nil {
+		return err
+	}
+	st, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bareDSN, err := newDB()
+	if err != nil {
+		return err
+	}
+	bare, err := sql.Open("pgx", bareDSN)
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
+	if _, err := bare.ExecContext(ctx, `CREATE TABLE u (block_id BIGINT, seq BIGINT, data BYTEA, PRIMARY KEY (block_id, seq))`); err != nil {
+		return err
+	}
+	insert := func(block, seq int, data []byte) error {
+		_, err := bare.ExecContext(ctx, `INSERT INTO u VALUES ($1, $2, $3)`, block, seq, data)
+		return err
+	}
+	var eLat, bLat []latency
+	blockBase := 0
+	for rep := range cfg.repeats {
+		p, err := newAppendPlan(fmt.Sprintf("pg%d", rep), cfg.appendOps, uint64(100+rep))
+		if err != nil {
+			return err
+		}
+		for _, l := range p.labels {
+			if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: l}); err != nil {
+				return err
+			}
+		}
+		ds := make([]time.Duration, len(p.ops))
+		for i, op := range p.ops {
+			t := time.Now()
+			if err := st.AppendToBlock(ctx, "agent", p.labels[op.block], op.text); err != nil {
+				return fmt.Errorf("engram append %d: %w", i, err)
+			}
+			ds[i] = time.Since(t)
+		}
+		eLat = append(eLat, latencyOf(ds))
+		seqs := make([]int, len(p.labels))
+		for i, op := range p.ops {
+			seqs[op.block]++
+			t := time.Now()
+			if err := insert(blockBase+op.block, seqs[op.block], op.data); err != nil {
+				return fmt.Errorf("bare insert %d: %w", i, err)
+			}
+			ds[i] = time.Since(t)
+		}
+		bLat = append(bLat, latencyOf(ds))
+		blockBase += len(p.labels)
+	}
+	r.latency(sec, "PostgreSQL append p50: engram AppendToBlock vs bare INSERT (same server)", medianLatency(eLat), medianLatency(bLat),
+		"unix socket, fsync on; engram: lock + row read + update insert + rendered update + commit")
+
+	w := cfg.appendWriters
+	per := max(1, cfg.appendConcOps/w)
+	var eC, bC []float64
+	for rep := range cfg.repeats {
+		plans := make([]*appendPlan, w)
+		for i := range plans {
+			if plans[i], err = newAppendPlan(fmt.Sprintf("pgc%d-w%d", rep, i), per, uint64(1000+rep*w+i)); err != nil {
+				return err
+			}
+			for _, l := range plans[i].labels {
+				if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: l}); err != nil {
+					return err
+				}
+			}
+		}
+		run := func(f func(wi int, p *appendPlan) error) (float64, error) {
+			var wg sync.WaitGroup
+			errs := make([]error, w)
+			t0 := time.Now()
+			for i := range w {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs[i] = f(i, plans[i]) }()
+			}
+			wg.Wait()
+			return float64(w*per) / time.Since(t0).Seconds(), errors.Join(errs...)
+		}
+		ops, err := run(func(_ int, p *appendPlan) error {
+			for _, op := range p.ops {
+				if err := st.AppendToBlock(ctx, "agent", p.labels[op.block], op.text); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		eC = append(eC, ops)
+		off := blockBase
+		ops, err = run(func(wi int, p *appendPlan) error {
+			s := map[int]int{}
+			for _, op := range p.ops {
+				s[op.block]++
+				if err := insert(off+wi*1000+op.block, s[op.block], op.data); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		bC = append(bC, ops)
+		blockBase += w * 1000
+	}
+	r.compare(sec, fmt.Sprintf("PostgreSQL append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
+		"engram serializes writes on one advisory lock (as SQLite's one writer); bare inserts run in parallel")
+
+	// Cranfield full text: PostgreSQL vs SQLite, both through the store.
+	if cranDir == "" {
+		r.add(row{Section: sec, Comparison: "PostgreSQL Cranfield", Note: "skipped: collection not found"})
+		return nil
+	}
+	c, err := search.LoadCranfield(cranDir)
+	if err != nil {
+		return err
+	}
+	docs := slices.DeleteFunc(slices.Clone(c.Docs), func(d search.CranfieldDoc) bool { return strings.TrimSpace(d.Title+d.Body) == "" })
+	if cfg.cranDocs > 0 && cfg.cranDocs < len(docs) {
+		docs = docs[:cfg.cranDocs]
+	}
+	queries := c.Queries
+	if cfg.cranQueries > 0 && cfg.cranQueries < len(queries) {
+		queries = queries[:cfg.cranQueries]
+	}
+	pgDSN, err := newDB()
+	if err != nil {
+		return err
+	}
+	type system struct {
+		st    *memory.Cache
+		toDoc map[int64]string
+		lat   []time.Duration
+		ndcg  float64
+	}
+	var systems [2]*system
+	for i, target := range []string{pgDSN, filepath.Join(tmp, "pg-cmp.db")} {
+		s, err := memory.Open(ctx, target, nil)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		sys := &system{st: s, toDoc: map[int64]string{}}
+		for _, d := range docs {
+			e, err := s.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: d.Title + "\n" + d.Body})
+			if err != nil {
+				return err
+			}
+			sys.toDoc[e.ID] = strconv.FormatInt(d.ID, 10)
+		}
+		runs := map[string][]string{}
+		for _, q := range queries {
+			rs, err := s.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.FTS).Limit(100))
+			if err != nil && !errors.Is(err, search.ErrInvalidQuery) {
+				return err
+			}
+			for _, x := range rs {
+				runs[strconv.FormatInt(q.ID, 10)] = append(runs[strconv.FormatInt(q.ID, 10)], sys.toDoc[x.ID])
+			}
+		}
+		qrels := map[string]search.Relevance{}
+		for _, q := range queries {
+			if rel, ok := c.Qrels[strconv.FormatInt(q.ID, 10)]; ok {
+				qrels[strconv.FormatInt(q.ID, 10)] = rel
+			}
+		}
+		sys.ndcg = search.Evaluate(runs, qrels).NDCG10
+		for range cfg.repeats {
+			for _, q := range queries {
+				t := time.Now()
+				if _, err := s.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.FTS).Limit(10)); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
+					return err
+				}
+				sys.lat = append(sys.lat, time.Since(t))
+			}
+		}
+		systems[i] = sys
+	}
+	pl, sl := latencyOf(systems[0].lat), latencyOf(systems[1].lat)
+	r.latency(sec, "PostgreSQL Cranfield FTS p50, limit 10: engram on PostgreSQL vs engram on SQLite", pl, sl,
+		fmt.Sprintf("%d docs, %d queries; IDF-weighted ts_rank vs FTS5 BM25", len(docs), len(queries)))
+	r.compare(sec, "PostgreSQL Cranfield FTS nDCG@10: PostgreSQL vs SQLite", systems[0].ndcg, systems[1].ndcg, "", "higher", "quality at limit 100")
+	return nil
+}
