@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -169,6 +170,10 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 	r.compare(sec, fmt.Sprintf("PostgreSQL append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
 		"engram serializes writes on one advisory lock (as SQLite's one writer); bare inserts run in parallel")
 
+	if err := benchPostgresBuild(ctx, cfg, newDB, tmp, r); err != nil {
+		return err
+	}
+
 	// Cranfield full text: PostgreSQL vs SQLite, both through the store.
 	if cranDir == "" {
 		r.add(row{Section: sec, Comparison: "PostgreSQL Cranfield", Note: "skipped: collection not found"})
@@ -243,5 +248,80 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 	r.latency(sec, "PostgreSQL Cranfield FTS p50, limit 10: engram on PostgreSQL vs engram on SQLite", pl, sl,
 		fmt.Sprintf("%d docs, %d queries; IDF-weighted ts_rank vs FTS5 BM25", len(docs), len(queries)))
 	r.compare(sec, "PostgreSQL Cranfield FTS nDCG@10: PostgreSQL vs SQLite", systems[0].ndcg, systems[1].ndcg, "", "higher", "quality at limit 100")
+	return nil
+}
+
+// benchPostgresBuild: warm build (20 blocks + 500 messages) and cold open +
+// first build (cfg.buildColdBlocks blocks), PostgreSQL against SQLite.
+func benchPostgresBuild(ctx context.Context, cfg config, newDB func() (string, error), tmp string, r *report) error {
+	const sec = "postgres"
+	pgWarm, err := newDB()
+	if err != nil {
+		return err
+	}
+	pgCold, err := newDB()
+	if err != nil {
+		return err
+	}
+	targets := [2][2]string{{pgWarm, pgCold}, {filepath.Join(tmp, "pgcmp-warm.db"), filepath.Join(tmp, "pgcmp-cold.db")}}
+	var warm, cold [2]float64
+	for i, tg := range targets {
+		st, err := memory.Open(ctx, tg[0], nil)
+		if err != nil {
+			return err
+		}
+		if err := fillBuildStore(ctx, st, 20); err != nil {
+			st.Close()
+			return err
+		}
+		b := newBuilder(st, builder.NewCache(), true)
+		if _, err := b.Build(ctx); err != nil {
+			st.Close()
+			return err
+		}
+		var ts []float64
+		for range cfg.repeats {
+			t0 := time.Now()
+			n := max(1, cfg.buildIters/10)
+			for range n {
+				if _, err := b.Build(ctx); err != nil {
+					st.Close()
+					return err
+				}
+			}
+			ts = append(ts, ms(time.Since(t0))/float64(n))
+		}
+		st.Close()
+		warm[i] = median(ts)
+
+		cst, err := memory.Open(ctx, tg[1], nil)
+		if err != nil {
+			return err
+		}
+		if err := fillBuildStore(ctx, cst, cfg.buildColdBlocks); err != nil {
+			cst.Close()
+			return err
+		}
+		cst.Close()
+		ts = ts[:0]
+		for range cfg.repeats {
+			t0 := time.Now()
+			st, err := memory.Open(ctx, tg[1], nil)
+			if err != nil {
+				return err
+			}
+			_, err = newBuilder(st, builder.NewCache(), false).Build(ctx)
+			st.Close()
+			if err != nil {
+				return err
+			}
+			ts = append(ts, ms(time.Since(t0)))
+		}
+		cold[i] = median(ts)
+	}
+	r.time(sec, "PostgreSQL warm build, 20 blocks + 500 msgs: PostgreSQL vs SQLite", warm[0], warm[1],
+		"cache hits need no query on PostgreSQL (LISTEN/NOTIFY); listings and messages are queries on both")
+	r.time(sec, fmt.Sprintf("PostgreSQL cold open + first build, %s blocks: PostgreSQL vs SQLite", humanCount(cfg.buildColdBlocks)), cold[0], cold[1],
+		"PostgreSQL's open includes connecting, the migration check and starting the listener")
 	return nil
 }
