@@ -3,7 +3,6 @@ package memory_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"testing"
 
@@ -51,23 +50,7 @@ func BenchmarkPostgresAppendToBlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		const perBlock = 200
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			label := fmt.Sprintf("log%d", i/perBlock)
-			if i%perBlock == 0 {
-				b.StopTimer()
-				if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label}); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-			i++
-			if err := c.AppendToBlock(ctx, "a", label, "one more line of text\n"); err != nil {
-				b.Fatal(err)
-			}
-		}
+		benchAppends(b, c)
 	})
 	b.Run("bare-postgres-insert", func(b *testing.B) {
 		db, err := sql.Open("pgx", srv.NewDatabase(b))

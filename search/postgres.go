@@ -69,26 +69,7 @@ func (x *Index) tsSearch(ctx context.Context, k *kind, terms []string, where str
 		FROM top JOIN %[2]s %[3]s ON %[3]s.id = top.id
 		ORDER BY top.score DESC, top.id`,
 		strings.Join(cols, ", "), k.base, k.alias, where, strings.Join(dfs, ", "), strings.Join(score, " + "), limit, pgResult[k.t])
-	rows, err := x.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
-	}
-	defer rows.Close()
-	var out []*Result
-	for rows.Next() {
-		var rank float64
-		r, err := scanResult(rows, k, &rank)
-		if err != nil {
-			return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
-		}
-		r.Source.FTSRank = len(out) + 1
-		r.Source.BM25 = -rank
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
-	}
-	return out, nil
+	return x.rankedRows(ctx, k, q, args, -1)
 }
 
 // flushBlocksPG indexes the blocks written since their last search

@@ -388,7 +388,13 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope
 		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
 		ORDER BY top.score, top.id`,
 		k.result, k.fts, k.bm25, k.base, k.alias, where, limit)
-	args := append([]any{expr}, fargs...)
+	return x.rankedRows(ctx, k, q, append([]any{expr}, fargs...), 1)
+}
+
+// rankedRows runs a full-text leg's query (result columns, then the score)
+// and keeps the rows in order: Source.BM25 is the score times sign, so
+// lower is better on both engines.
+func (x *Index) rankedRows(ctx context.Context, k *kind, q string, args []any, sign float64) ([]*Result, error) {
 	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
@@ -396,13 +402,13 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope
 	defer rows.Close()
 	var out []*Result
 	for rows.Next() {
-		var bm25 float64
-		r, err := scanResult(rows, k, &bm25)
+		var score float64
+		r, err := scanResult(rows, k, &score)
 		if err != nil {
 			return nil, fmt.Errorf("search: fts %s: %w", k.name, err)
 		}
 		r.Source.FTSRank = len(out) + 1
-		r.Source.BM25 = bm25
+		r.Source.BM25 = sign * score
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
