@@ -152,3 +152,17 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 func norm(v []float32) float64 {
 	return math.Sqrt(float64(dot(v, v)))
 }
+
+// VectorEngine names what answers vector searches: "vec0" (SQLite's
+// sqlite-vec tables), "in-process" (the vector cache: always on
+// PostgreSQL, optional on SQLite), or "" without an embedder.
+func (x *Index) VectorEngine() string {
+	switch {
+	case x.emb == nil:
+		return ""
+	case x.cache != nil:
+		return "in-process"
+	default:
+		return "vec0"
+	}
+}
