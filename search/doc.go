@@ -75,9 +75,17 @@
 // inside the agent's vec0 partition (owner = ? in the KNN query itself),
 // and shared blocks are ranked by exact distance through the shares table.
 // With IndexOptions.VectorCache the in-process scan likewise covers only
-// the agent's partition, and every vector hit's row is fetched with the
+// the agent's partition, pgvector's HNSW scan has owner = ? in its WHERE
+// (iterative, so the filter does not starve it), and every vector hit's row is fetched with the
 // owner condition in SQL. No query ranks other agents' rows and filters
 // afterwards.
+//
+// # PostgreSQL
+//
+// With Engine PostgreSQL the full-text leg is a tsvector column per table
+// ranked by IDF-weighted ts_rank, and the vector leg is pgvector (HNSW,
+// cosine) when the extension is installed or can be created, else the
+// in-process vector cache. VectorEngine names the one in use.
 //
 // # Embedders
 //

@@ -69,6 +69,11 @@ type Index struct {
 	emb   Embedder
 	opts  IndexOptions
 	cache *vecCache // nil unless IndexOptions.VectorCache
+	// pgvWrite: the vec_* tables have pgvector's emb column, which every
+	// vector write fills; pgvSearch: KNN runs on it (PostgreSQL without
+	// VectorCache). pgvReason says why pgvector is not in use.
+	pgvWrite, pgvSearch bool
+	pgvReason           string
 	// reembedMu serialises Reembed within this process.
 	reembedMu sync.Mutex
 }
@@ -149,9 +154,21 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		x.opts.ReembedBatch = DefaultBatchSize
 	}
 	if x.opts.Engine == PostgreSQL {
-		// The vector tables are part of the schema; KNN always runs in
-		// process (there is no vec0), so the vector cache is always on.
-		x.opts.VectorCache = true
+		// The vector tables are part of the schema. KNN runs in pgvector
+		// when the extension is there, else in process.
+		if emb != nil {
+			ok, err := x.pgvExtension(ctx)
+			if err != nil {
+				return nil, err
+			}
+			x.pgvWrite = ok
+			x.pgvSearch = ok && !x.opts.VectorCache
+			if !ok {
+				x.opts.VectorCache = true
+			} else if x.opts.VectorCache {
+				x.pgvReason = "IndexOptions.VectorCache asks for in-process KNN"
+			}
+		}
 	} else {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
@@ -287,7 +304,11 @@ func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
 
 func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 	if x.opts.Engine == PostgreSQL {
-		return true, nil // created by the schema
+		if !x.pgvWrite {
+			return true, nil // created by the schema
+		}
+		dims, err := pgvColumnDims(ctx, q)
+		return dims == x.emb.Dimensions(), err
 	}
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
@@ -302,7 +323,11 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 // owner, so a vector can never be found under its old owner's partition).
 func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
 	if x.opts.Engine == PostgreSQL {
-		return nil // created by the schema, for any dimensions
+		// The tables are part of the schema, for any dimensions.
+		if x.pgvWrite {
+			return x.createPGVector(ctx, ex, dims)
+		}
+		return nil
 	}
 	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
 		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -515,7 +540,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
 	defer del.Close()
-	ins, err := ex.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec))
+	ins, err := ex.PrepareContext(ctx, x.vecInsert(k))
 	if err != nil {
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
@@ -526,7 +551,11 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		if _, err := del.ExecContext(ctx, it.ID); err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 		}
-		if _, err := ins.ExecContext(ctx, it.ID, it.Owner, vectorBlob(it.Vector)); err != nil {
+		args, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector))
+		if err != nil {
+			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+		}
+		if _, err := ins.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 		}
 		ids[i] = it.ID

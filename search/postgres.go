@@ -154,15 +154,23 @@ func norm(v []float32) float64 {
 }
 
 // VectorEngine names what answers vector searches: "vec0" (SQLite's
-// sqlite-vec tables), "in-process" (the vector cache: always on
-// PostgreSQL, optional on SQLite), or "" without an embedder.
+// sqlite-vec tables), "pgvector" (PostgreSQL's vector extension, HNSW),
+// "in-process" (the vector cache: on request, and on PostgreSQL without
+// pgvector), or "" without an embedder.
 func (x *Index) VectorEngine() string {
 	switch {
 	case x.emb == nil:
 		return ""
+	case x.pgvSearch:
+		return "pgvector"
 	case x.cache != nil:
 		return "in-process"
 	default:
 		return "vec0"
 	}
 }
+
+// VectorEngineReason says why a PostgreSQL Index does not use pgvector
+// (the error creating the extension, its version, or VectorCache); "" when
+// it does, or on SQLite.
+func (x *Index) VectorEngineReason() string { return x.pgvReason }

@@ -211,7 +211,7 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
 func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
-	ins, err := conn.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec))
+	ins, err := conn.PrepareContext(ctx, x.vecInsert(k))
 	if err != nil {
 		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)
 	}
@@ -272,9 +272,19 @@ func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
 			}
 			return nil
 		}
+		put := func(id int64, owner string, blob []byte) error {
+			args, err := x.vecInsertArgs(id, owner, blob)
+			if err == nil {
+				_, err = ins.ExecContext(ctx, args...)
+			}
+			if err != nil {
+				return fmt.Errorf("search: reembed: fill %s %d: %w", k.vec, id, err)
+			}
+			return nil
+		}
 		for _, g := range good {
-			if _, err := ins.ExecContext(ctx, g.id, g.owner, g.blob); err != nil {
-				return fmt.Errorf("search: reembed: fill %s %d: %w", k.vec, g.id, err)
+			if err := put(g.id, g.owner, g.blob); err != nil {
+				return err
 			}
 		}
 		if len(stale) > 0 {
@@ -283,8 +293,8 @@ func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
 				return err
 			}
 			for i, r := range stale {
-				if _, err := ins.ExecContext(ctx, r.id, r.owner, vectorBlob(vecs[i])); err != nil {
-					return fmt.Errorf("search: reembed: fill %s %d: %w", k.vec, r.id, err)
+				if err := put(r.id, r.owner, vectorBlob(vecs[i])); err != nil {
+					return err
 				}
 			}
 		}

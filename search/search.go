@@ -474,9 +474,15 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		}
 		var hits []knnHit
 		var err error
-		if x.cache != nil {
+		switch {
+		case x.cache != nil:
 			hits = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk)
-		} else if hits, err = x.knnHits(ctx, knnQuery, args); err != nil {
+		case x.pgvSearch:
+			hits, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
+		default:
+			hits, err = x.knnHits(ctx, knnQuery, args)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
 		}
 		if len(hits) == 0 {
@@ -514,8 +520,17 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 				}
 			}
 		}
-		if len(out) >= limit || len(hits) < kk {
-			return out, nil // enough, or the partition has no more vectors
+		if len(out) >= limit {
+			return out, nil
+		}
+		if len(hits) < kk {
+			if x.pgvSearch {
+				// pgvector's iterative scan gives up past
+				// hnsw.max_scan_tuples: fewer hits need not mean fewer
+				// rows, so count exactly.
+				break
+			}
+			return out, nil // the partition has no more vectors
 		}
 		if kk >= vecKMax {
 			break

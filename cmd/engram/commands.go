@@ -779,10 +779,16 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	if name, dims, err := search.RecordedEmbedder(ctx, s.DB()); err == nil && name != "" {
 		emb = fmt.Sprintf("%s (%d dims)", name, dims)
 	}
+	vectors := s.Index().VectorEngine()
+	if vectors == "" {
+		vectors = "none (no embedder)"
+	} else if why := s.Index().VectorEngineReason(); why != "" {
+		vectors += " (" + why + ")"
+	}
 	target := postgres.Redact(a.db)
-	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "counts": stats}
+	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "vectors": vectors, "counts": stats}
 	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s\n", target, s.Backend().Name(), emb)
+		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)
 		var rows [][]string
 		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
 			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes"} {

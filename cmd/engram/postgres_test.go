@@ -53,6 +53,15 @@ func TestCLIPostgres(t *testing.T) {
 		t.Errorf("history differs after moving back:\nPostgreSQL:\n%s\nSQLite:\n%s", want, got)
 	}
 
+	// Stats name the vector engine in use.
+	want := "vectors   in-process"
+	if srv.HasPGVector(t) {
+		want = "vectors   pgvector"
+	}
+	if out := ok(t, pg, "--embedder", "offline", "stats"); !strings.Contains(out, want) {
+		t.Errorf("stats with an embedder: want %q in\n%s", want, out)
+	}
+
 	// Stats name the store without its password.
 	withPW := strings.Replace(pg, "postgres://nobody@", "postgres://nobody:hunter2@", 1)
 	if os.Getenv(pgtest.EnvDSN) == "" && withPW != pg {

@@ -187,3 +187,71 @@ func tail(b []byte) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// EnvPGVector, set to 1, makes pgvector required: CI installs the
+// extension and sets it, so the pgvector path cannot pass by falling back.
+const EnvPGVector = "ENGRAM_TEST_PGVECTOR"
+
+// HasPGVector reports whether the server offers the vector extension
+// (pgvector 0.8 or later). When it does not, it fails t under
+// ENGRAM_TEST_PGVECTOR=1 and returns false otherwise.
+func (s *Server) HasPGVector(t testing.TB) bool {
+	t.Helper()
+	db, err := sql.Open("pgx", s.base.String())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer db.Close()
+	var version sql.NullString
+	err = db.QueryRow(`SELECT max(version) FROM pg_available_extension_versions
+		WHERE name = 'vector' AND string_to_array(version, '.')::int[] >= '{0,8}'`).Scan(&version)
+	if err != nil {
+		t.Fatalf("pgtest: read available extensions: %v", err)
+	}
+	if !version.Valid {
+		if os.Getenv(EnvPGVector) == "1" {
+			t.Fatalf("pgtest: %s=1 but the server has no pgvector 0.8+", EnvPGVector)
+		}
+		return false
+	}
+	return true
+}
+
+// NewRoleDatabase creates a login role without superuser rights and an
+// empty database it owns, and returns the database's URL as that role:
+// what a hosted PostgreSQL gives an application.
+func (s *Server) NewRoleDatabase(t testing.TB) string {
+	t.Helper()
+	n := dbSeq.Add(1)
+	role := fmt.Sprintf("engram_role_%d_%d", os.Getpid(), n)
+	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), n)
+	db, err := sql.Open("pgx", s.base.String())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"CREATE DATABASE " + name + " OWNER " + role,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("pgtest: %s: %v", q, err)
+		}
+	}
+	u := *s.base
+	u.User = url.User(role)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// SuperuserURL is dsn (a database on s) connected as the server's
+// administrative user instead.
+func (s *Server) SuperuserURL(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	u.User = s.base.User
+	return u.String()
+}

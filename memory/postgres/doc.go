@@ -16,9 +16,13 @@
 // Full text is a tsvector column per table (GIN index, english
 // configuration) ranked by IDF-weighted ts_rank; block text is indexed
 // lazily, when a search needs it. Vectors are float32 rows (the same bytes
-// as SQLite's vec0) searched in process by the search package's vector
-// cache, which follows a change log table; no extension is needed (a
-// pgvector index is a possible later step). The schema is embedded (migrations/*.sql),
+// as SQLite's vec0). When the server has pgvector 0.8+ (or the role may
+// CREATE EXTENSION vector), each vector table also gets an emb vector(N)
+// column with an HNSW cosine index and KNN runs in the server, filtered by
+// owner with an iterative scan; otherwise the search package's vector
+// cache searches in process, following a change log table. Index().
+// VectorEngine says which ("pgvector" or "in-process") and
+// VectorEngineReason why not pgvector. The schema is embedded (migrations/*.sql),
 // versioned in table engram_schema; a newer database is refused.
 //
 // memory.Open picks this backend for postgres:// and postgresql:// URLs.

@@ -13,10 +13,12 @@ import (
 
 // TestConformance runs the store conformance suite on PostgreSQL: plain,
 // with a cache of one document (every other access a cold load), and with
-// an embedder (vector and hybrid searches run for real).
+// an embedder (vector and hybrid searches run for real: in pgvector when
+// the server has it, and with in-process KNN).
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
-	for _, mode := range []string{"plain", "cache1", "embedder"} {
+	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
+	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				opts := &memory.Options{Approver: approver}
@@ -25,6 +27,9 @@ func TestConformance(t *testing.T) {
 					opts.CacheSize = 1
 				case "embedder":
 					opts.Embedder = search.NewOffline(64)
+				case "embedder-in-process":
+					opts.Embedder = search.NewOffline(64)
+					opts.VectorCache = true
 				}
 				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
 				if err != nil {

@@ -14,7 +14,9 @@ import (
 // refused until Reembed, after which vector search uses the new vectors.
 func TestReembedPostgres(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
+	srv := pgtest.Start(t)
+	pgv := srv.HasPGVector(t)
+	dsn := srv.NewDatabase(t)
 	a, err := memory.Open(ctx, dsn, &memory.Options{Embedder: search.NewOffline(32)})
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +35,9 @@ func TestReembedPostgres(t *testing.T) {
 	defer b.Close()
 	if err := b.Reembed(ctx, nil); err != nil {
 		t.Fatal(err)
+	}
+	if want := map[bool]string{true: "pgvector", false: "in-process"}[pgv]; b.Index().VectorEngine() != want {
+		t.Errorf("VectorEngine = %q, want %q", b.Index().VectorEngine(), want)
 	}
 	rs, err := b.SearchArchival(ctx, "ada", "kettle kitchen", search.NewOptions().Mode(search.Vector))
 	if err != nil || len(rs) != 1 {
