@@ -248,6 +248,71 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 	r.latency(sec, "PostgreSQL Cranfield FTS p50, limit 10: engram on PostgreSQL vs engram on SQLite", pl, sl,
 		fmt.Sprintf("%d docs, %d queries; IDF-weighted ts_rank vs FTS5 BM25", len(docs), len(queries)))
 	r.compare(sec, "PostgreSQL Cranfield FTS nDCG@10: PostgreSQL vs SQLite", systems[0].ndcg, systems[1].ndcg, "", "higher", "quality at limit 100")
+	return benchPostgresVector(ctx, cfg, c, docs, queries, newDB, r)
+}
+
+// benchPostgresVector: Cranfield vector search on PostgreSQL, pgvector's
+// HNSW against the in-process KNN over the same rows (two stores on one
+// database), with the shipped vectors.
+func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, docs []search.CranfieldDoc, queries []search.CranfieldQuery, newDB func() (string, error), r *report) error {
+	const sec = "postgres"
+	if c.DocVectors == nil || c.QueryVectors == nil {
+		return nil
+	}
+	emb := &fixedEmbedder{dims: 512, vecs: map[string][]float32{}}
+	docs = slices.DeleteFunc(slices.Clone(docs), func(d search.CranfieldDoc) bool { return c.DocVectors[d.ID] == nil })
+	for _, d := range docs {
+		emb.vecs[d.Title+"\n"+d.Body] = c.DocVectors[d.ID]
+	}
+	for _, q := range queries {
+		emb.vecs[q.Text] = c.QueryVectors[q.ID]
+	}
+	dsn, err := newDB()
+	if err != nil {
+		return err
+	}
+	pgv, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb})
+	if err != nil {
+		return err
+	}
+	defer pgv.Close()
+	if pgv.Index().VectorEngine() != "pgvector" {
+		r.add(row{Section: sec, Comparison: "PostgreSQL Cranfield vector: pgvector vs in-process",
+			Note: "skipped: " + pgv.Index().VectorEngineReason()})
+		return nil
+	}
+	for _, d := range docs {
+		if _, err := pgv.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}); err != nil {
+			return err
+		}
+	}
+	// Planner statistics as autovacuum keeps them in a running database
+	// (its first round would come up to a minute after the load).
+	if _, err := pgv.DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
+		return err
+	}
+	inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCache: true})
+	if err != nil {
+		return err
+	}
+	defer inproc.Close()
+	var lat [2][]time.Duration
+	for i, st := range []*memory.Cache{pgv, inproc} {
+		// One untimed pass: the in-process side loads its vectors.
+		for pass := 0; pass <= cfg.repeats; pass++ {
+			for _, q := range queries {
+				t := time.Now()
+				if _, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.Vector).Limit(10)); err != nil {
+					return err
+				}
+				if pass > 0 {
+					lat[i] = append(lat[i], time.Since(t))
+				}
+			}
+		}
+	}
+	r.latency(sec, "PostgreSQL Cranfield vector p50, limit 10: pgvector HNSW vs in-process KNN", latencyOf(lat[0]), latencyOf(lat[1]),
+		fmt.Sprintf("%d docs × 512 dims, table analyzed; both fetch rows from PostgreSQL", len(docs)))
 	return nil
 }
 

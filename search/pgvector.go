@@ -93,8 +93,11 @@ func (x *Index) createPGVector(ctx context.Context, ex Execer, dims int) error {
 				fmt.Sprintf(`DROP INDEX IF EXISTS %s_emb`, k.vec),
 				fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN emb TYPE vector(%d) USING NULL`, k.vec, dims))
 		}
+		// The owner index lets the planner answer a small agent's query
+		// exactly from its own rows, and keep HNSW for large ones.
 		stmts = append(stmts,
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_emb_todo ON %[1]s (rowid) WHERE emb IS NULL`, k.vec))
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_emb_todo ON %[1]s (rowid) WHERE emb IS NULL`, k.vec),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, k.vec))
 		for _, s := range stmts {
 			if _, err := ex.ExecContext(ctx, s); err != nil {
 				return fmt.Errorf("search: add pgvector column to %s: %w", k.vec, err)
@@ -107,6 +110,12 @@ func (x *Index) createPGVector(ctx context.Context, ex Execer, dims int) error {
 		if _, err := ex.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_emb ON %[1]s
 			USING hnsw (emb vector_cosine_ops)`, k.vec)); err != nil {
 			return fmt.Errorf("search: create pgvector index on %s: %w", k.vec, err)
+		}
+		// Statistics now, not at autovacuum's next round: without them
+		// the planner guesses the owner filter keeps few rows and sorts
+		// the whole table instead of walking the index.
+		if _, err := ex.ExecContext(ctx, `ANALYZE `+k.vec); err != nil {
+			return fmt.Errorf("search: analyze %s: %w", k.vec, err)
 		}
 	}
 	return nil
