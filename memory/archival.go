@@ -39,11 +39,33 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err := c.checkOpen(ctx); err != nil {
 		return e, err
 	}
+	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC())
+	if err != nil {
+		return e, err
+	}
+	vecs, err := c.embedArchival(ctx, agent, []*archivalRow{row})
+	if err != nil {
+		return e, err
+	}
+	err = c.write(ctx, func(tx *sql.Tx) error {
+		return c.insertArchivalTx(ctx, tx, row, supersede, vecs)
+	})
+	return row.e, err
+}
+
+// archivalRow is an entry checked and encoded for insertion.
+type archivalRow struct {
+	e          ArchivalEntry
+	meta, tags string
+}
+
+// prepareArchival checks e and fills its defaults; nothing is written.
+func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*archivalRow, error) {
 	if strings.TrimSpace(agent) == "" {
-		return e, invalidArg("agent id is empty")
+		return nil, invalidArg("agent id is empty")
 	}
 	if strings.TrimSpace(e.Content) == "" {
-		return e, invalidArg("archival entry for %q has empty content", agent)
+		return nil, invalidArg("archival entry for %q has empty content", agent)
 	}
 	e.Agent = agent
 	e.Tags = normTags(e.Tags)
@@ -52,29 +74,37 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	}
 	meta, err := json.Marshal(e.Metadata)
 	if err != nil {
-		return e, invalidArg("archival metadata for %q: %v", agent, err)
+		return nil, invalidArg("archival metadata for %q: %v", agent, err)
 	}
 	tagsJSON, _ := json.Marshal(append([]string{}, e.Tags...))
-	now := c.opts.Now().UTC()
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now
 	}
 	if e.ValidFrom.IsZero() {
 		e.ValidFrom = e.CreatedAt
 	}
-	var vec [][]float32
-	if c.index.Embedder() != nil {
-		if vec, err = c.index.Embed(ctx, []string{e.Content}); err != nil {
-			return e, fmt.Errorf("memory: embed archival entry for %q: %w", agent, err)
-		}
-	}
-	err = c.write(ctx, func(tx *sql.Tx) error {
-		return c.insertArchivalTx(ctx, tx, &e, supersede, string(meta), string(tagsJSON), vec)
-	})
-	return e, err
+	return &archivalRow{e: e, meta: string(meta), tags: string(tagsJSON)}, nil
 }
 
-func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, e *ArchivalEntry, supersede int64, meta, tagsJSON string, vec [][]float32) error {
+// embedArchival computes the rows' vectors (nil without an embedder),
+// before any transaction so the write lock never waits on the embedder.
+func (c *Cache) embedArchival(ctx context.Context, agent string, rows []*archivalRow) ([][]float32, error) {
+	if c.index.Embedder() == nil {
+		return nil, nil
+	}
+	texts := make([]string, len(rows))
+	for i, r := range rows {
+		texts[i] = r.e.Content
+	}
+	vecs, err := c.index.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("memory: embed archival entries for %q: %w", agent, err)
+	}
+	return vecs, nil
+}
+
+func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalRow, supersede int64, vecs [][]float32) error {
+	e := &row.e
 	agent := e.Agent
 	if supersede != 0 {
 		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
@@ -85,28 +115,120 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, e *ArchivalEnt
 			return notFound("current archival entry %d of agent %q", supersede, agent)
 		}
 	}
-	err := tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, e.Content, meta, tagsJSON, strings.Join(e.Tags, " "),
-		e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano()).Scan(&e.ID)
-	if err != nil {
-		return fmt.Errorf("memory: insert archival for %q: %w", agent, err)
-	}
-	for _, t := range e.Tags {
-		if _, err := tx.Exec(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, e.ID, t); err != nil {
-			return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
-		}
+	if err := c.insertArchivalRows(ctx, tx, []*archivalRow{row}, vecs); err != nil {
+		return err
 	}
 	if supersede != 0 {
 		if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, e.ID, supersede); err != nil {
 			return fmt.Errorf("memory: link supersession %d -> %d: %w", supersede, e.ID, err)
 		}
 	}
-	if vec != nil {
-		if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Archival, []search.EmbeddingItem{{ID: e.ID, Owner: agent, Vector: vec[0]}}); err != nil {
-			return fmt.Errorf("memory: index archival %d: %w", e.ID, err)
+	return nil
+}
+
+// insertArchivalRows inserts rows (setting their IDs), their tags and,
+// when vecs is not nil, their vectors, with statements prepared once.
+func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	if err != nil {
+		return fmt.Errorf("memory: insert archival: %w", err)
+	}
+	defer ins.Close()
+	var tag *sql.Stmt
+	items := make([]search.EmbeddingItem, 0, len(vecs))
+	for i, r := range rows {
+		e := &r.e
+		err := ins.QueryRowContext(ctx, e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
+			e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano()).Scan(&e.ID)
+		if err != nil {
+			return fmt.Errorf("memory: insert archival for %q: %w", e.Agent, err)
+		}
+		for _, t := range e.Tags {
+			if tag == nil {
+				if tag, err = tx.PrepareContext(ctx, `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`); err != nil {
+					return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
+				}
+				defer tag.Close()
+			}
+			if _, err := tag.ExecContext(ctx, e.ID, t); err != nil {
+				return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
+			}
+		}
+		if vecs != nil {
+			items = append(items, search.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i]})
+		}
+	}
+	if len(items) > 0 {
+		if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Archival, items); err != nil {
+			return fmt.Errorf("memory: index archival entries of %q: %w", rows[0].e.Agent, err)
 		}
 	}
 	return nil
+}
+
+// BatchOptions tune InsertArchivalBatch. The zero value (or nil) is the
+// defaults.
+type BatchOptions struct {
+	// Size is the number of entries embedded and written per transaction
+	// (default 1000).
+	Size int
+	// Progress, if set, is called after each committed transaction with
+	// the entries written so far and the total.
+	Progress func(done, total int)
+}
+
+// InsertArchivalBatch stores many archival entries for agent: every entry
+// is checked before anything is written (one bad entry fails the call and
+// writes nothing), then each slice of BatchOptions.Size entries is
+// embedded (outside any transaction) and written in one transaction with
+// its tags, full-text rows and vectors. It returns the stored entries with
+// their IDs. When a later transaction fails (or ctx ends), the entries of
+// the transactions already committed stay stored and are returned with the
+// error: len(result) says how many.
+func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	var o BatchOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Size <= 0 {
+		o.Size = 1000
+	}
+	now := c.opts.Now().UTC()
+	rows := make([]*archivalRow, len(entries))
+	for i, e := range entries {
+		r, err := c.prepareArchival(agent, e, now)
+		if err != nil {
+			return nil, fmt.Errorf("memory: archival batch for %q, entry %d: %w", agent, i, err)
+		}
+		rows[i] = r
+	}
+	out := make([]ArchivalEntry, 0, len(rows))
+	for lo := 0; lo < len(rows); lo += o.Size {
+		chunk := rows[lo:min(lo+o.Size, len(rows))]
+		err := ctx.Err()
+		var vecs [][]float32
+		if err == nil {
+			vecs, err = c.embedArchival(ctx, agent, chunk)
+		}
+		if err == nil {
+			err = c.write(ctx, func(tx *sql.Tx) error { return c.insertArchivalRows(ctx, tx, chunk, vecs) })
+		}
+		if err != nil {
+			return out, fmt.Errorf("memory: archival batch for %q, entries %d..%d (%d stored before): %w",
+				agent, lo, lo+len(chunk)-1, len(out), err)
+		}
+		for _, r := range chunk {
+			out = append(out, r.e)
+		}
+		if o.Progress != nil {
+			o.Progress(len(out), len(rows))
+		}
+	}
+	return out, nil
 }
 
 // SupersedeArchival replaces entry oldID with e: the old entry gets a

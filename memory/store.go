@@ -56,6 +56,7 @@ type Store interface {
 
 	// Archival memory.
 	InsertArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error)
+	InsertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error)
 	GetArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error)
 	ListArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error)
 	SupersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,7 +398,7 @@ func splitList(s string) []string {
 }
 
 func cmdArchival(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("archival", args, map[string]command{"add": cmdArchivalAdd, "list": cmdArchivalList})
+	c, rest, err := sub("archival", args, map[string]command{"add": cmdArchivalAdd, "load": cmdArchivalLoad, "list": cmdArchivalList})
 	if err != nil {
 		return err
 	}
@@ -432,6 +434,72 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	return a.output(e, func(w io.Writer) { fmt.Fprintf(w, "archival entry %d added\n", e.ID) })
+}
+
+// archivalLine is one line of "archival load" input.
+type archivalLine struct {
+	Content  string         `json:"content"`
+	Tags     []string       `json:"tags"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// cmdArchivalLoad stores many entries from JSON Lines through
+// InsertArchivalBatch: every line is parsed and checked before anything is
+// written.
+func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
+	var agent, in, tags string
+	var size int
+	if _, err := flags("archival load", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "agent id")
+		fs.StringVar(&in, "in", "", `JSON Lines file, one {"content": …, "tags": […], "metadata": {…}} per line (default: stdin)`)
+		fs.StringVar(&tags, "tags", "", "comma-separated tags added to every entry")
+		fs.IntVar(&size, "batch", 1000, "entries per transaction")
+	}); err != nil {
+		return err
+	}
+	if err := need("archival load", "--agent", agent); err != nil {
+		return err
+	}
+	r := a.stdin
+	if in != "" {
+		f, err := os.Open(in)
+		if err != nil {
+			return fmt.Errorf("archival load: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var entries []memory.ArchivalEntry
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var l archivalLine
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return fmt.Errorf("archival load: line %d: %w", n, err)
+		}
+		entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, splitList(tags)...), Metadata: l.Metadata})
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("archival load: %w", err)
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
+	if err != nil {
+		return err
+	}
+	return a.output(map[string]any{"agent": agent, "stored": len(out)}, func(w io.Writer) {
+		fmt.Fprintf(w, "%d archival entries loaded for %s\n", len(out), agent)
+	})
 }
 
 func cmdArchivalList(ctx context.Context, a *app, args []string) error {

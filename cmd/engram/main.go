@@ -83,6 +83,7 @@ Blocks
 
 Archival and search
   archival add  --agent A [--tags a,b] TEXT
+  archival load --agent A [--in FILE.jsonl] [--tags a,b] [--batch N]   many entries, {"content","tags","metadata"} per line
   archival list --agent A [--tags a,b] [--limit N] [--superseded]
   search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages]
                 [--limit N] [--vector-weight W] QUERY

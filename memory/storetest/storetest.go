@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Proposals", testProposals},
 		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
+		{"ArchivalBatch", testArchivalBatch},
 		{"Messages", testMessages},
 		{"Search", testSearch},
 		{"Cancelled", testCancelled},
@@ -502,6 +504,82 @@ func testArchival(t *testing.T, open Opener) {
 	res, _ = s.SearchArchival(ctx, "a", "Paris", search.NewOptions().Mode(search.FTS))
 	if len(res) != 0 {
 		t.Fatalf("deleted entry still found: %+v", res)
+	}
+}
+
+// testArchivalBatch: a batch is checked whole before anything is written,
+// then stored in transactions of BatchOptions.Size with progress reported;
+// the entries are searchable, listable by tag and private to the agent.
+func testArchivalBatch(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	var in []memory.ArchivalEntry
+	for i := range 25 {
+		in = append(in, memory.ArchivalEntry{Content: fmt.Sprintf("note %d about the harbour crane", i),
+			Tags: []string{"bulk", fmt.Sprintf("n%d", i%3)}, Metadata: map[string]any{"i": i}})
+	}
+	in[7].Content = "the lighthouse keeper writes letters"
+
+	bad := append(slices.Clone(in), memory.ArchivalEntry{Content: "   "})
+	_, err := s.InsertArchivalBatch(ctx, "a", bad, nil)
+	wantErr(t, err, memory.ErrInvalidArgument, "a batch with an empty entry")
+	if got, _ := s.ListArchival(ctx, "a", nil); len(got) != 0 {
+		t.Fatalf("a refused batch stored %d entries", len(got))
+	}
+	_, err = s.InsertArchivalBatch(ctx, " ", in, nil)
+	wantErr(t, err, memory.ErrInvalidArgument, "a batch for an empty agent")
+
+	var calls [][2]int
+	out, err := s.InsertArchivalBatch(ctx, "a", in, &memory.BatchOptions{Size: 10,
+		Progress: func(done, total int) { calls = append(calls, [2]int{done, total}) }})
+	must(t, err)
+	if want := [][2]int{{10, 25}, {20, 25}, {25, 25}}; !slices.Equal(calls, want) {
+		t.Errorf("progress = %v, want %v", calls, want)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("stored %d of %d", len(out), len(in))
+	}
+	ids := map[int64]bool{}
+	for i, e := range out {
+		if e.ID == 0 || ids[e.ID] || e.Content != in[i].Content || e.Agent != "a" || e.CreatedAt.IsZero() {
+			t.Fatalf("entry %d = %+v", i, e)
+		}
+		ids[e.ID] = true
+	}
+	got, err := s.GetArchival(ctx, "a", out[4].ID)
+	must(t, err)
+	if got.Content != in[4].Content || !slices.Equal(got.Tags, []string{"bulk", "n1"}) || got.Metadata["i"] != float64(4) {
+		t.Fatalf("stored entry 4 = %+v", got)
+	}
+	n0, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"n0"}})
+	if len(n0) != 9 {
+		t.Fatalf("tag n0: %d entries, want 9", len(n0))
+	}
+	res, err := s.SearchArchival(ctx, "a", "lighthouse keeper", search.NewOptions().Mode(search.FTS))
+	must(t, err)
+	if len(res) != 1 || res[0].ID != out[7].ID {
+		t.Fatalf("search after batch = %+v", res)
+	}
+	// Auto: hybrid when the store has an embedder (the batch's vectors).
+	res, err = s.SearchArchival(ctx, "a", "lighthouse keeper letters", search.NewOptions().Mode(search.Auto).Limit(3))
+	must(t, err)
+	if len(res) == 0 || res[0].ID != out[7].ID {
+		t.Fatalf("auto search after batch = %+v", res)
+	}
+	if res, _ := s.SearchArchival(ctx, "b", "lighthouse keeper", search.NewOptions().Mode(search.FTS)); len(res) != 0 {
+		t.Fatalf("another agent finds the batch: %+v", res)
+	}
+	if out, err := s.InsertArchivalBatch(ctx, "a", nil, nil); err != nil || len(out) != 0 {
+		t.Fatalf("empty batch: %v, %v", out, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	out, err = s.InsertArchivalBatch(cctx, "a", in[:3], nil)
+	wantErr(t, err, context.Canceled, "a batch with a cancelled context")
+	if len(out) != 0 {
+		t.Fatalf("cancelled batch reports %d stored", len(out))
+	}
+	if all, _ := s.ListArchival(ctx, "a", nil); len(all) != len(in) {
+		t.Fatalf("after the cancelled batch: %d entries, want %d", len(all), len(in))
 	}
 }
 
