@@ -203,7 +203,8 @@ func benchBuild(ctx context.Context, cfg config, tmp string, r *report) error {
 		return fmt.Errorf("cold build included %d of %d blocks", blocksIn, cfg.buildColdBlocks)
 	}
 	r.time(sec, fmt.Sprintf("cold open + first build, %s blocks vs SQL read + concat", humanCount(cfg.buildColdBlocks)), median(eC), median(bC),
-		fmt.Sprintf("engram: memory.Open + Build with a fresh builder.Cache (BPE counts of a %d-byte prompt); baseline: sql.Open + 2 SELECTs", sysLen))
+		fmt.Sprintf("engram: memory.Open + Build with a fresh builder.Cache, token counts read from the store (%d-byte prompt; the very first build after the writes tokenized and saved them: %s); baseline: sql.Open + 2 SELECTs",
+			sysLen, formatValue(eC[0], unitMS)))
 	return nil
 }
 

@@ -314,7 +314,8 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 		w.fixed(s)
 	}
 	memStart := w.sys.Len()
-	items, missing := b.memoryItems(f, counter, &w.sys)
+	items, missing := b.memoryItems(f, &w.sys)
+	countItems(ctx, counter, b.store, w.sys.String(), items)
 	for _, l := range missing {
 		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
 	}
@@ -453,7 +454,9 @@ func (b Builder) memorySize(f fetched) int {
 // into sys, in prompt order (Core, Working, attachments; own blocks by
 // creation, then shared ones), joined by blank lines, and lists named batch
 // blocks that do not exist.
-func (b Builder) memoryItems(f fetched, counter TokenCounter, sys *strings.Builder) ([]item, []string) {
+// memoryItems lays out the memory items in sys; their token counts are
+// left to countItems, which counts them together.
+func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string) {
 	ro := RenderOptions{IncludeDescriptions: !b.cfg.OmitDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
 	found := make([]bool, len(b.batchBlocks))
 	var core, working []memory.BlockMeta
@@ -503,9 +506,6 @@ func (b Builder) memoryItems(f fetched, counter TokenCounter, sys *strings.Build
 		it.start = sys.Len()
 		write()
 		it.end = sys.Len()
-		// A strings.Builder never rewrites bytes it has handed out, so the
-		// slice stays valid while the prompt grows.
-		it.tokens = counter.Count(sys.String()[it.start:it.end])
 		it.pos = len(items)
 		items = append(items, it)
 	}

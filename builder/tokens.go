@@ -1,10 +1,14 @@
 package builder
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"hash/maphash"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -143,11 +147,23 @@ type cachedCounter struct {
 	cache *countCache
 }
 
+func (c cachedCounter) key(text string) countKey {
+	return countKey{enc: c.enc, hash: maphash.String(c.cache.seed, text), n: len(text)}
+}
+
+// name is the encoding's name, the key of persisted counts.
+func (c cachedCounter) name() string {
+	if c.enc == 2 {
+		return EncodingO200k
+	}
+	return EncodingCl100k
+}
+
 func (c cachedCounter) Count(text string) int {
 	if len(text) < minCachedLen {
 		return c.inner.Count(text)
 	}
-	k := countKey{enc: c.enc, hash: maphash.String(c.cache.seed, text), n: len(text)}
+	k := c.key(text)
 	if v, ok := c.cache.lookup(k); ok {
 		return v
 	}
@@ -247,4 +263,91 @@ func counterName(c TokenCounter) string {
 		return v.Name()
 	}
 	return fmt.Sprintf("%T", c)
+}
+
+// CountStore persists token counts across processes, so a cold start does
+// not tokenize every block again; *memory.Cache implements it. Builds use
+// it when their store does. Counts are keyed by encoding name and
+// TextHash.
+type CountStore interface {
+	TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error)
+	SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error
+}
+
+// TextHash is the stable key of a text's token count: FNV-1a (64 bits)
+// over its bytes, then its length.
+func TextHash(text string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(text)))
+	h.Write(n[:])
+	return h.Sum64()
+}
+
+// saveCountsWait bounds how long a build waits to save counts.
+const saveCountsWait = 100 * time.Millisecond
+
+// minPersistedMiss: below this many uncounted bytes in one build,
+// tokenizing is cheaper than a round trip to the store.
+const minPersistedMiss = 8 << 10
+
+// countItems sets the token count of every item (its text is
+// sys[start:end]). Through a Cache's counter, texts already counted in
+// this process are free; the rest are looked up in store (when it is a
+// CountStore and there is enough to count), and what still has no count
+// is tokenized and saved back. The store is only a cache: an error
+// reading or saving it costs time, never a different count.
+func countItems(ctx context.Context, counter TokenCounter, store any, sys string, items []item) {
+	cc, ok := counter.(cachedCounter)
+	if !ok {
+		for i := range items {
+			items[i].tokens = counter.Count(sys[items[i].start:items[i].end])
+		}
+		return
+	}
+	var miss []int
+	missBytes := 0
+	for i := range items {
+		text := sys[items[i].start:items[i].end]
+		if v, ok := cc.cache.lookup(cc.key(text)); ok {
+			items[i].tokens = v
+			continue
+		}
+		miss = append(miss, i)
+		missBytes += len(text)
+	}
+	if len(miss) == 0 {
+		return
+	}
+	cs, persist := store.(CountStore)
+	persist = persist && missBytes >= minPersistedMiss && ctx.Err() == nil
+	enc := cc.name()
+	hashes := make([]uint64, len(miss))
+	var saved map[uint64]int
+	if persist {
+		for j, i := range miss {
+			hashes[j] = TextHash(sys[items[i].start:items[i].end])
+		}
+		saved, _ = cs.TokenCounts(ctx, enc, hashes)
+	}
+	fresh := map[uint64]int{}
+	for j, i := range miss {
+		text := sys[items[i].start:items[i].end]
+		v, ok := saved[hashes[j]]
+		if !ok || !persist {
+			v = cc.inner.Count(text)
+			if persist {
+				fresh[hashes[j]] = v
+			}
+		}
+		cc.cache.store(cc.key(text), v)
+		items[i].tokens = v
+	}
+	if len(fresh) > 0 {
+		// Best effort, and never a long wait on another writer's lock.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveCountsWait)
+		_ = cs.SaveTokenCounts(sctx, enc, fresh)
+		cancel()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
 		{"ArchivalBatch", testArchivalBatch},
+		{"TokenCounts", testTokenCounts},
 		{"Messages", testMessages},
 		{"Search", testSearch},
 		{"Cancelled", testCancelled},
@@ -580,6 +582,34 @@ func testArchivalBatch(t *testing.T, open Opener) {
 	}
 	if all, _ := s.ListArchival(ctx, "a", nil); len(all) != len(in) {
 		t.Fatalf("after the cancelled batch: %d entries, want %d", len(all), len(in))
+	}
+}
+
+// testTokenCounts: the persisted token-count cache the builder reads on a
+// cold start (stores that offer it).
+func testTokenCounts(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	tc, ok := s.(interface {
+		TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error)
+		SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error
+	})
+	if !ok {
+		t.Skip("store keeps no token counts")
+	}
+	big := uint64(1<<63 + 12345) // beyond int64: stored as its two's complement
+	must(t, tc.SaveTokenCounts(ctx, "cl100k_base", map[uint64]int{1: 10, big: 20}))
+	must(t, tc.SaveTokenCounts(ctx, "o200k_base", map[uint64]int{1: 11}))
+	must(t, tc.SaveTokenCounts(ctx, "cl100k_base", map[uint64]int{1: 99, 3: 30})) // 1 kept
+	got, err := tc.TokenCounts(ctx, "cl100k_base", []uint64{1, big, 3, 4})
+	must(t, err)
+	if want := map[uint64]int{1: 10, big: 20, 3: 30}; !maps.Equal(got, want) {
+		t.Fatalf("counts = %v, want %v", got, want)
+	}
+	if got, _ := tc.TokenCounts(ctx, "o200k_base", []uint64{1, 3}); !maps.Equal(got, map[uint64]int{1: 11}) {
+		t.Fatalf("o200k counts = %v", got)
+	}
+	if got, err := tc.TokenCounts(ctx, "cl100k_base", nil); err != nil || len(got) != 0 {
+		t.Fatalf("no hashes: %v, %v", got, err)
 	}
 }
 
