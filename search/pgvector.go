@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -239,23 +238,5 @@ func (x *Index) pgvKNN(ctx context.Context, k *kind, qv []float32, owner string,
 	}
 	q += ` ORDER BY emb <=> ?::vector LIMIT ?`
 	args = append(args, args[0], kk)
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var hits []knnHit
-	for rows.Next() {
-		var h knnHit
-		var d sql.NullFloat64
-		if err := rows.Scan(&h.id, &d); err != nil {
-			return nil, err
-		}
-		if !d.Valid || math.IsNaN(d.Float64) {
-			continue // zero vector: no defined distance, as in vec0
-		}
-		h.dist = d.Float64
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
+	return queryHits(ctx, tx, q, args)
 }

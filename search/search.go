@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -541,7 +542,14 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 }
 
 func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, error) {
-	rows, err := x.db.QueryContext(ctx, q, args...)
+	return queryHits(ctx, x.db, q, args)
+}
+
+// queryHits runs a KNN query selecting (id, distance) and keeps the rows
+// with a defined distance (a zero vector has none: NULL in vec0, NaN in
+// pgvector).
+func queryHits(ctx context.Context, q Execer, query string, args []any) ([]knnHit, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -553,8 +561,8 @@ func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, er
 		if err := rows.Scan(&h.id, &d); err != nil {
 			return nil, err
 		}
-		if !d.Valid {
-			continue // zero vector: no defined distance
+		if !d.Valid || math.IsNaN(d.Float64) {
+			continue
 		}
 		h.dist = d.Float64
 		hits = append(hits, h)
