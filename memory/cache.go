@@ -189,6 +189,11 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}
+	if ts, ok := be.(txStatements); ok {
+		if err := ts.Prepare(ctx, hotWrites...); err != nil {
+			return nil, fmt.Errorf("memory: %s: %w", name, err)
+		}
+	}
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
 	if err != nil {
 		return nil, fmt.Errorf("memory: cache: %w", err)
@@ -647,7 +652,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	wctx := context.WithoutCancel(ctx)
 	err := c.write(ctx, func(tx *sql.Tx) error {
 		ctx := wctx
-		r, perm, err := c.writeState(ctx, tx, e, req)
+		r, perm, err := c.writeState(ctx, tx, true, e, req)
 		if err != nil {
 			return err
 		}
@@ -725,12 +730,24 @@ type sharePerm struct {
 	err error
 }
 
+const (
+	writeStateQuery = `SELECT ` + blockCols + `,
+		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
+	insertUpdateQuery   = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ? WHERE id = ?`
+)
+
 // writeState reads, inside the write transaction, the block's row and the
 // accessor's current permission on it (the owner's, or the share's).
-func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
+// In a Write transaction (inWrite) it uses the backend's prepared
+// statement, which belongs to the writer connection.
+func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
 	var shared sql.NullString
-	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+`,
-		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`, req.Accessor, e.id), &shared)
+	row := tx.QueryRowContext
+	if inWrite {
+		row = func(ctx context.Context, q string, args ...any) *sql.Row { return c.txQueryRow(ctx, tx, q, args...) }
+	}
+	r, err := scanBlock(row(ctx, writeStateQuery, req.Accessor, e.id), &shared)
 	if errors.Is(err, sql.ErrNoRows) {
 		c.lru.Remove(e.id)
 		return r, sharePerm{}, notFound("block %q of agent %q was deleted", e.label, e.owner)
@@ -758,12 +775,10 @@ func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, e *entry, req blocks
 func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors string) (seq int64, compacted bool, err error) {
 	seq = r.lastSeq + 1
 	now := c.nanos()
-	if _, err = tx.ExecContext(ctx, `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
+	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
 		return 0, false, err
 	}
-	if _, err = tx.ExecContext(ctx, `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ? WHERE id = ?`,
-		seq, e.doc.Render(), strings.Join(e.doc.Heads(), ","), now, e.id); err != nil {
+	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, e.doc.Render(), strings.Join(e.doc.Heads(), ","), now, e.id); err != nil {
 		return 0, false, err
 	}
 	if seq-r.snapshotSeq >= int64(c.opts.CompactAfter) {
@@ -801,7 +816,7 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
 	defer tx.Rollback()
-	r, perm, err := c.writeState(ctx, tx, e, req)
+	r, perm, err := c.writeState(ctx, tx, false, e, req)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}

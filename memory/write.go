@@ -32,3 +32,35 @@ func (c *Cache) insertID(ctx context.Context, query string, args ...any) (int64,
 	err := c.write(ctx, func(tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err
 }
+
+// txStatements is implemented by backends that keep statements parsed
+// for their write transactions (SQLite; pgx caches prepared statements
+// by itself).
+type txStatements interface {
+	Prepare(ctx context.Context, queries ...string) error
+	TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt
+}
+
+// hotWrites are the statements every block write runs.
+var hotWrites = []string{writeStateQuery, insertUpdateQuery, updateRenderedQuery}
+
+// txExec runs query in tx, through the backend's prepared statement when
+// it keeps one.
+func (c *Cache) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if ts, ok := c.be.(txStatements); ok {
+		if st := ts.TxStmt(ctx, tx, query); st != nil {
+			return st.ExecContext(ctx, args...)
+		}
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// txQueryRow is txExec for a query returning one row.
+func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if ts, ok := c.be.(txStatements); ok {
+		if st := ts.TxStmt(ctx, tx, query); st != nil {
+			return st.QueryRowContext(ctx, args...)
+		}
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
