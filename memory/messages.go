@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/engram-go/engram/search"
@@ -23,45 +24,96 @@ func validRole(r Role) bool {
 // returns it with ID, Seq (the next in the batch when 0) and CreatedAt set.
 // Messages cannot be added to a batch marked complete.
 func (c *Cache) AppendMessage(ctx context.Context, agent string, m Message) (Message, error) {
-	if err := c.checkOpen(ctx); err != nil {
+	out, err := c.appendMessages(ctx, agent, []Message{m})
+	if err != nil {
 		return m, err
 	}
+	return out[0], nil
+}
+
+// AppendMessages stores several messages of agent in one transaction
+// (all or none): a turn's user message, tool calls and results, and the
+// answer cost one commit. Each message is checked as AppendMessage checks
+// it, before anything is written; embeddings are computed in one call
+// outside the transaction. Messages get automatic seqs in order within
+// their batch.
+func (c *Cache) AppendMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
+	return c.appendMessages(ctx, agent, msgs)
+}
+
+func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
+	if err := c.checkOpen(ctx); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(agent) == "" {
-		return m, invalidArg("agent id is empty")
+		return nil, invalidArg("agent id is empty")
 	}
-	if !validRole(m.Role) {
-		return m, invalidArg("message role %q (want system, user, assistant or tool)", m.Role)
-	}
-	if strings.TrimSpace(m.BatchID) == "" {
-		return m, invalidArg("message for %q has no batch id", agent)
-	}
-	if m.Seq < 0 {
-		return m, invalidArg("negative message seq %d", m.Seq)
-	}
-	m.Agent = agent
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = c.opts.Now().UTC()
-	}
-	calls := m.ToolCalls
-	if calls == nil {
-		calls = []ToolCall{}
-	}
-	callsJSON, err := json.Marshal(calls)
-	if err != nil {
-		return m, invalidArg("tool calls: %v", err)
-	}
-	var vec [][]float32
-	if c.index.Embedder() != nil && strings.TrimSpace(m.Content) != "" {
-		if vec, err = c.index.Embed(ctx, []string{m.Content}); err != nil {
-			return m, fmt.Errorf("memory: embed message for %q: %w", agent, err)
+	out := slices.Clone(msgs)
+	calls := make([]string, len(out))
+	var texts []string
+	for i := range out {
+		m := &out[i]
+		at := ""
+		if len(out) > 1 {
+			at = fmt.Sprintf(" (message %d)", i)
+		}
+		if !validRole(m.Role) {
+			return nil, invalidArg("message role %q (want system, user, assistant or tool)%s", m.Role, at)
+		}
+		if strings.TrimSpace(m.BatchID) == "" {
+			return nil, invalidArg("message for %q has no batch id%s", agent, at)
+		}
+		if m.Seq < 0 {
+			return nil, invalidArg("negative message seq %d%s", m.Seq, at)
+		}
+		m.Agent = agent
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = c.opts.Now().UTC()
+		}
+		tc := m.ToolCalls
+		if tc == nil {
+			tc = []ToolCall{}
+		}
+		b, err := json.Marshal(tc)
+		if err != nil {
+			return nil, invalidArg("tool calls: %v%s", err, at)
+		}
+		calls[i] = string(b)
+		if strings.TrimSpace(m.Content) != "" {
+			texts = append(texts, m.Content)
 		}
 	}
-	seq := m.Seq
-	err = c.write(ctx, func(tx *sql.Tx) error {
-		m.Seq = seq
-		return c.appendMessageTx(ctx, tx, &m, string(callsJSON), vec)
+	vecs := make([][][]float32, len(out))
+	if c.index.Embedder() != nil && len(texts) > 0 {
+		all, err := c.index.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("memory: embed messages for %q: %w", agent, err)
+		}
+		next := 0
+		for i := range out {
+			if strings.TrimSpace(out[i].Content) != "" {
+				vecs[i] = all[next : next+1]
+				next++
+			}
+		}
+	}
+	seqs := make([]int, len(out))
+	for i := range out {
+		seqs[i] = out[i].Seq
+	}
+	err := c.write(ctx, func(tx *sql.Tx) error {
+		for i := range out {
+			out[i].Seq = seqs[i]
+			if err := c.appendMessageTx(ctx, tx, &out[i], calls[i], vecs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *Cache) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, callsJSON string, vec [][]float32) error {

@@ -69,6 +69,7 @@ type Store interface {
 
 	// Messages, batches and summaries.
 	AppendMessage(ctx context.Context, agent string, m Message) (Message, error)
+	AppendMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error)
 	Messages(ctx context.Context, agent string, q *MessageQuery) ([]Message, error)
 	CompleteBatch(ctx context.Context, agent, batchID string) error
 	Batches(ctx context.Context, agent string) ([]Batch, error)

@@ -41,6 +41,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ArchivalBatch", testArchivalBatch},
 		{"TokenCounts", testTokenCounts},
 		{"Messages", testMessages},
+		{"MessagesTogether", testMessagesTogether},
 		{"Search", testSearch},
 		{"Cancelled", testCancelled},
 		{"ConcurrentAgents", testConcurrentAgents},
@@ -610,6 +611,43 @@ func testTokenCounts(t *testing.T, open Opener) {
 	}
 	if got, err := tc.TokenCounts(ctx, "cl100k_base", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no hashes: %v, %v", got, err)
+	}
+}
+
+// testMessagesTogether: AppendMessages writes a turn in one transaction,
+// all or none, with seqs in order.
+func testMessagesTogether(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	turn := []memory.Message{
+		{Role: memory.RoleUser, BatchID: "t1", Content: "where is the kettle?"},
+		{Role: memory.RoleAssistant, BatchID: "t1", ToolCalls: []memory.ToolCall{{ID: "c1", Name: "search", Arguments: []byte(`{}`)}}},
+		{Role: memory.RoleTool, BatchID: "t1", ToolCallID: "c1", Content: "kitchen shelf"},
+		{Role: memory.RoleAssistant, BatchID: "t1", Content: "On the kitchen shelf."},
+	}
+	out, err := s.AppendMessages(ctx, "a", turn)
+	must(t, err)
+	for i, m := range out {
+		if m.ID == 0 || m.Seq != i+1 || m.Agent != "a" || m.Content != turn[i].Content {
+			t.Fatalf("message %d = %+v", i, m)
+		}
+	}
+	// A bad message anywhere: nothing of the call is written.
+	bad := []memory.Message{{Role: memory.RoleUser, BatchID: "t2", Content: "x"}, {Role: "robot", BatchID: "t2", Content: "y"}}
+	_, err = s.AppendMessages(ctx, "a", bad)
+	wantErr(t, err, memory.ErrInvalidArgument, "a bad role in the second message")
+	// A conflict inside the transaction rolls back the messages before it.
+	dup := []memory.Message{{Role: memory.RoleUser, BatchID: "t2", Content: "fine"}, {Role: memory.RoleUser, BatchID: "t1", Seq: 2, Content: "dup"}}
+	_, err = s.AppendMessages(ctx, "a", dup)
+	wantErr(t, err, memory.ErrExists, "a duplicate seq in the second message")
+	all, err := s.Messages(ctx, "a", nil)
+	must(t, err)
+	if len(all) != 4 {
+		t.Fatalf("after refused calls: %d messages, want 4", len(all))
+	}
+	res, err := s.Search(ctx, "a", "kitchen shelf", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	must(t, err)
+	if len(res) != 2 {
+		t.Fatalf("search over the turn = %d results, want 2", len(res))
 	}
 }
 
