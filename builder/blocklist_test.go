@@ -35,14 +35,7 @@ func (s *listSpy) ListSharedBlocks(ctx context.Context, agent string) ([]memory.
 func TestBlockListCacheSeesOtherProcesses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "two.db")
-	open := func() *memory.Cache {
-		c, err := memory.Open(ctx, path, &memory.Options{Now: fixedClock()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	open := func() *memory.Cache { return openFile(t, path) }
 	here, there := open(), open()
 	mustBlock(t, here, "a", memory.BlockSpec{Label: "persona", Type: blocks.Core, Permission: blocks.Admin, Value: "I am A."})
 	mustBlock(t, here, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Permission: blocks.Admin, Value: "step one"})

@@ -36,6 +36,18 @@ func openStore(t testing.TB) *memory.Cache {
 	return st
 }
 
+// openFile opens a store on a database file, as one process would; call
+// it again for another process on the same file.
+func openFile(t testing.TB, path string) *memory.Cache {
+	t.Helper()
+	c, err := memory.Open(context.Background(), path, &memory.Options{Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func mustBlock(t testing.TB, st memory.Store, agent string, spec memory.BlockSpec) {
 	t.Helper()
 	if _, err := st.CreateBlock(context.Background(), agent, spec); err != nil {

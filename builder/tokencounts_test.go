@@ -1,7 +1,6 @@
 package builder_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -16,16 +15,8 @@ import (
 // saved instead of tokenizing every block again: equal prompts, and the
 // counts really come from the store (a doctored count shows through).
 func TestColdBuildReadsPersistedCounts(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "counts.db")
-	open := func() *memory.Cache {
-		c, err := memory.Open(ctx, path, &memory.Options{Now: fixedClock()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	open := func() *memory.Cache { return openFile(t, path) }
 	first := open()
 	for i := range 40 {
 		mustBlock(t, first, "a", memory.BlockSpec{Label: fmt.Sprintf("notes%02d", i), Type: blocks.Core, Permission: blocks.Admin,
