@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -298,18 +299,36 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 
 	// Durable throughput under concurrent writers: each writer appends to
 	// its own blocks (agents writing their own memory at the same time).
+	w, per := cfg.appendWriters, max(1, cfg.appendConcOps/cfg.appendWriters)
+	eC, bC, _, err := concurrentAppends(ctx, cfg, st, agent, "c", blockBase, func(block, seq int, data []byte) error {
+		return bare.insert(ctx, block, seq, data)
+	})
+	if err != nil {
+		return err
+	}
+	r.compare(sec, fmt.Sprintf("append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
+		fmt.Sprintf("%d appends per repeat, each writer its own blocks; one SQLite writer connection on both sides", w*per))
+	return nil
+}
+
+// concurrentAppends measures durable append throughput under
+// cfg.appendWriters concurrent writers, each on its own blocks: through st
+// (as agent), then through insert, the bare baseline, with the same
+// changes. It returns ops/s per repeat for both, and the next free bare
+// block number (bare block numbers start at base).
+func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent, prefix string, base int,
+	insert func(block, seq int, data []byte) error) (engram, bare []float64, next int, err error) {
 	w := cfg.appendWriters
 	per := max(1, cfg.appendConcOps/w)
-	var eC, bC []float64
 	for rep := range cfg.repeats {
 		plans := make([]*appendPlan, w)
 		for i := range plans {
-			if plans[i], err = newAppendPlan(fmt.Sprintf("c%d-w%d", rep, i), per, uint64(1000+rep*w+i)); err != nil {
-				return err
+			if plans[i], err = newAppendPlan(fmt.Sprintf("%s%d-w%d", prefix, rep, i), per, uint64(1000+rep*w+i)); err != nil {
+				return nil, nil, 0, err
 			}
 			for _, l := range plans[i].labels {
 				if _, err := st.CreateBlock(ctx, agent, memory.BlockSpec{Label: l}); err != nil {
-					return err
+					return nil, nil, 0, err
 				}
 			}
 		}
@@ -326,10 +345,8 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 			}
 			wg.Wait()
 			el := time.Since(t0)
-			for _, err := range errs {
-				if err != nil {
-					return 0, err
-				}
+			if err := errors.Join(errs...); err != nil {
+				return 0, err
 			}
 			return float64(w*per) / el.Seconds(), nil
 		}
@@ -342,33 +359,28 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("engram concurrent append: %w", err)
+			return nil, nil, 0, fmt.Errorf("engram concurrent append: %w", err)
 		}
-		eC = append(eC, ops)
-		base := blockBase
-		for _, p := range plans {
-			blockBase += len(p.labels)
+		engram = append(engram, ops)
+		offs := make([]int, w)
+		for i, p := range plans {
+			offs[i] = base
+			base += len(p.labels)
 		}
 		ops, err = run(func(wi int, p *appendPlan) error {
 			seq := map[int]int{}
-			off := base
-			for _, q := range plans[:wi] {
-				off += len(q.labels)
-			}
 			for _, op := range p.ops {
 				seq[op.block]++
-				if err := bare.insert(ctx, off+op.block, seq[op.block], op.data); err != nil {
+				if err := insert(offs[wi]+op.block, seq[op.block], op.data); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("bare concurrent insert: %w", err)
+			return nil, nil, 0, fmt.Errorf("bare concurrent insert: %w", err)
 		}
-		bC = append(bC, ops)
+		bare = append(bare, ops)
 	}
-	r.compare(sec, fmt.Sprintf("append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
-		fmt.Sprintf("%d appends per repeat, each writer its own blocks; one SQLite writer connection on both sides", w*per))
-	return nil
+	return engram, bare, base, nil
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/engram-go/engram/builder"
@@ -113,59 +112,9 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		"unix socket, fsync on; engram: lock + row read + update insert + rendered update + commit")
 
 	w := cfg.appendWriters
-	per := max(1, cfg.appendConcOps/w)
-	var eC, bC []float64
-	for rep := range cfg.repeats {
-		plans := make([]*appendPlan, w)
-		for i := range plans {
-			if plans[i], err = newAppendPlan(fmt.Sprintf("pgc%d-w%d", rep, i), per, uint64(1000+rep*w+i)); err != nil {
-				return err
-			}
-			for _, l := range plans[i].labels {
-				if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: l}); err != nil {
-					return err
-				}
-			}
-		}
-		run := func(f func(wi int, p *appendPlan) error) (float64, error) {
-			var wg sync.WaitGroup
-			errs := make([]error, w)
-			t0 := time.Now()
-			for i := range w {
-				wg.Add(1)
-				go func() { defer wg.Done(); errs[i] = f(i, plans[i]) }()
-			}
-			wg.Wait()
-			return float64(w*per) / time.Since(t0).Seconds(), errors.Join(errs...)
-		}
-		ops, err := run(func(_ int, p *appendPlan) error {
-			for _, op := range p.ops {
-				if err := st.AppendToBlock(ctx, "agent", p.labels[op.block], op.text); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		eC = append(eC, ops)
-		off := blockBase
-		ops, err = run(func(wi int, p *appendPlan) error {
-			s := map[int]int{}
-			for _, op := range p.ops {
-				s[op.block]++
-				if err := insert(off+wi*1000+op.block, s[op.block], op.data); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		bC = append(bC, ops)
-		blockBase += w * 1000
+	eC, bC, _, err := concurrentAppends(ctx, cfg, st, "agent", "pgc", blockBase, insert)
+	if err != nil {
+		return err
 	}
 	r.compare(sec, fmt.Sprintf("PostgreSQL append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
 		"engram serializes writes on one advisory lock (as SQLite's one writer); bare inserts run in parallel")

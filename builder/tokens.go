@@ -334,8 +334,8 @@ func countItems(ctx context.Context, counter TokenCounter, store any, sys string
 	fresh := map[uint64]int{}
 	for j, i := range miss {
 		text := sys[items[i].start:items[i].end]
-		v, ok := saved[hashes[j]]
-		if !ok || !persist {
+		v, ok := saved[hashes[j]] // saved is nil unless persist
+		if !ok {
 			v = cc.inner.Count(text)
 			if persist {
 				fresh[hashes[j]] = v

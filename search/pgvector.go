@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -125,16 +126,19 @@ func (x *Index) createPGVector(ctx context.Context, ex Execer, dims int) error {
 // replaced by Reembed) stay NULL and so are not searched by pgvector.
 func (x *Index) pgvFill(ctx context.Context, ex Execer, k *kind) error {
 	dims := x.emb.Dimensions()
+	sel := fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE emb IS NULL AND rowid > ? ORDER BY rowid LIMIT 500`, k.vec)
+	// One statement per page of rows: [{"id": …, "e": "[…]"}, …].
+	upd := fmt.Sprintf(`UPDATE %s v SET emb = u.e::vector FROM json_to_recordset(?::json) AS u(id bigint, e text)
+		WHERE v.rowid = u.id`, k.vec)
+	type fill struct {
+		ID  int64  `json:"id"`
+		Vec string `json:"e"`
+	}
 	after := int64(-1 << 63)
 	for {
-		rows, err := ex.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, embedding FROM %s
-			WHERE emb IS NULL AND rowid > ? ORDER BY rowid LIMIT 500`, k.vec), after)
+		rows, err := ex.QueryContext(ctx, sel, after)
 		if err != nil {
 			return fmt.Errorf("search: fill %s: %w", k.vec, err)
-		}
-		type fill struct {
-			id  int64
-			vec string
 		}
 		var todo []fill
 		n := 0
@@ -158,10 +162,15 @@ func (x *Index) pgvFill(ctx context.Context, ex Execer, k *kind) error {
 		if n == 0 {
 			return nil
 		}
-		for _, f := range todo {
-			if _, err := ex.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET emb = ?::vector WHERE rowid = ?`, k.vec), f.vec, f.id); err != nil {
-				return fmt.Errorf("search: fill %s row %d: %w", k.vec, f.id, err)
-			}
+		if len(todo) == 0 {
+			continue // only vectors of another dimension in this page
+		}
+		page, err := json.Marshal(todo)
+		if err != nil {
+			return fmt.Errorf("search: fill %s: %w", k.vec, err)
+		}
+		if _, err := ex.ExecContext(ctx, upd, string(page)); err != nil {
+			return fmt.Errorf("search: fill %s rows %d..%d: %w", k.vec, todo[0].ID, todo[len(todo)-1].ID, err)
 		}
 	}
 }
