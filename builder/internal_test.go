@@ -90,7 +90,9 @@ func benchStore(t testing.TB) *memory.Cache {
 func benchBuilder(st memory.Store, cache *Cache) Builder {
 	cfg := ContextConfig{
 		DefaultLimits: ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000},
-		Cache:         cache,
+		// The whole history (500 messages) fits: no default cap of 50.
+		MaxMessagesCap: -1,
+		Cache:          cache,
 	}
 	return New(st, cfg).ForAgent("bench").WithMessages(st).WithActiveBatch("now").
 		WithModelInfo(ModelInfo{Name: "gpt-4"}).
