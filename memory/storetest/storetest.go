@@ -40,6 +40,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Archival", testArchival},
 		{"ArchivalBatch", testArchivalBatch},
 		{"TokenCounts", testTokenCounts},
+		{"ContextLibrary", testContextLibrary},
 		{"Messages", testMessages},
 		{"MessagesTogether", testMessagesTogether},
 		{"Search", testSearch},
@@ -611,6 +612,63 @@ func testTokenCounts(t *testing.T, open Opener) {
 	}
 	if got, err := tc.TokenCounts(ctx, "cl100k_base", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no hashes: %v, %v", got, err)
+	}
+}
+
+// testContextLibrary: the builder's context library (stores that keep
+// one): first-seen order, last write wins in place, per-agent isolation,
+// bad entries store nothing.
+func testContextLibrary(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	lib, ok := s.(interface {
+		ContextLibrary(ctx context.Context, agent string) ([]memory.LibraryEntry, error)
+		PutContextLibrary(ctx context.Context, agent string, entries []memory.LibraryEntry) error
+		RemoveFromContextLibrary(ctx context.Context, agent string, ids ...string) error
+	})
+	if !ok {
+		t.Skip("store keeps no context library")
+	}
+	ids := func(agent string) []string {
+		t.Helper()
+		es, err := lib.ContextLibrary(ctx, agent)
+		must(t, err)
+		var out []string
+		for _, e := range es {
+			if e.Hash != memory.ArtifactHash(e.Content) {
+				t.Fatalf("%s: hash %q does not match its content", e.ID, e.Hash)
+			}
+			out = append(out, e.ID+"="+e.Content)
+		}
+		return out
+	}
+	must(t, lib.PutContextLibrary(ctx, "a", []memory.LibraryEntry{{ID: "spec.md", Kind: "file", Content: "v1", Recoverable: true}}))
+	must(t, lib.PutContextLibrary(ctx, "a", []memory.LibraryEntry{{ID: "api.md", Content: "api"}, {ID: "spec.md", Content: "v2"}}))
+	must(t, lib.PutContextLibrary(ctx, "b", []memory.LibraryEntry{{ID: "other", Content: "b's"}}))
+	if got, want := ids("a"), []string{"spec.md=v2", "api.md=api"}; !slices.Equal(got, want) {
+		t.Fatalf("library of a = %q, want %q (first-seen order, last write wins)", got, want)
+	}
+	if got := ids("b"); !slices.Equal(got, []string{"other=b's"}) {
+		t.Fatalf("library of b = %q", got)
+	}
+	for _, bad := range [][]memory.LibraryEntry{
+		{{ID: "ok", Content: "x"}, {ID: " ", Content: "no id"}},
+		{{ID: "ok", Content: "x"}, {ID: strings.Repeat("x", 600), Content: "long id"}},
+		{{ID: "ok", Content: "x"}, {ID: "nul", Content: "a\x00b"}},
+		{{ID: "ok", Content: "x"}, {ID: "utf", Content: "\xff"}},
+	} {
+		wantErr(t, lib.PutContextLibrary(ctx, "a", bad), memory.ErrInvalidArgument, "bad library entry")
+	}
+	wantErr(t, lib.PutContextLibrary(ctx, "", []memory.LibraryEntry{{ID: "x", Content: "x"}}), memory.ErrInvalidArgument, "no agent")
+	if got := ids("a"); len(got) != 2 {
+		t.Fatalf("a failed put stored something: %q", got)
+	}
+	must(t, lib.RemoveFromContextLibrary(ctx, "a", "spec.md", "unknown"))
+	if got := ids("a"); !slices.Equal(got, []string{"api.md=api"}) {
+		t.Fatalf("after remove: %q", got)
+	}
+	must(t, lib.RemoveFromContextLibrary(ctx, "a"))
+	if got := ids("a"); len(got) != 0 || len(ids("b")) != 1 {
+		t.Fatalf("after clearing a: a=%q b=%q", got, ids("b"))
 	}
 }
 
