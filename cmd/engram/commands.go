@@ -53,6 +53,10 @@ func commandFor(name string) (command, bool) {
 		return cmdStats, true
 	case "mcp":
 		return cmdMCP, true
+	case "proposals":
+		return cmdProposals, true
+	case "ui":
+		return cmdUI, true
 	}
 	return nil, false
 }

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // groups are the commands that take a subcommand.
-var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true}
+var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -80,6 +80,11 @@ Blocks
   block set     --agent A [--as-agent] LABEL TEXT  replace a text block (as the system unless --as-agent)
   block append  --agent A [--as-agent] LABEL TEXT
   share         --owner O --label L --with B [--perm Append] [--revoke]
+
+Proposals (edits to Partner/Human blocks waiting for a person)
+  proposals list    [--agent OWNER] [--all] [--diff]   the pending queue across agents
+  proposals approve [--as NAME] ID                     apply it, decided by "human:NAME" (default $USER)
+  proposals reject  [--as NAME] [--reason TEXT] ID
 
 Archival and search
   archival add  --agent A [--tags a,b] TEXT
@@ -102,8 +107,10 @@ Maintenance
   compact       [--agent A]                        fold block updates into snapshots (progress bar)
   stats
 
-Agents
+Agents and people
   mcp           --agent A                          serve the memory tools over MCP (stdio)
+  ui            [--addr 127.0.0.1:PORT] [--as NAME]  local web app: blocks, history, proposals, context, search;
+                                                   prints a URL with an access token
 
 TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.

@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/tools"
+)
+
+// BuildRequest builds the request an agent's model would get, as "engram
+// context" does: the default configuration, the agent's messages and the
+// memory tools' definitions.
+func BuildRequest(ctx context.Context, store memory.Store, agent, model string) (*builder.Request, error) {
+	b := builder.New(store, builder.DefaultConfig()).ForAgent(agent).WithMessages(store).
+		WithModelInfo(builder.ModelInfoFor(model))
+	ts, err := tools.New(store, agent, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ui: memory tools for %q: %w", agent, err)
+	}
+	var list builder.ToolList
+	for _, t := range ts.Tools() {
+		bt, err := builder.NewTool(t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("ui: tool %q: %w", t.Name, err)
+		}
+		list = append(list, bt)
+	}
+	req, err := b.WithTools(list).Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ui: build the request of %q for %q: %w", agent, model, err)
+	}
+	return req, nil
+}
+
+type sectionRow struct {
+	Name    string
+	Tokens  int
+	Stable  bool
+	Text    clipped
+	Budget  int
+	Percent string
+}
+
+type messageRow struct {
+	ID      int64
+	Role    string
+	Name    string
+	Batch   string
+	Content clipped
+	Calls   []string
+}
+
+type toolRow struct {
+	Name        string
+	Description string
+	Parameters  string
+}
+
+type contextData struct {
+	Agents   []string
+	Agent    string
+	Model    string
+	Models   []string
+	Built    bool
+	Meta     builder.Metadata
+	Sections []sectionRow
+	Totals   []sectionRow
+	Messages []messageRow
+	Tools    []toolRow
+	Prefix   clipped
+}
+
+// models suggested in the context page's model box (any name works).
+var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4", "gemini-2.0-flash", "gemma-3"}
+
+func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	agents, err := s.agents(ctx)
+	if err != nil {
+		s.failErr(w, r, "List agents", err)
+		return
+	}
+	q := r.URL.Query()
+	d := contextData{Agents: agents, Agent: q.Get("agent"), Model: strings.TrimSpace(q.Get("model")), Models: suggestedModels}
+	if d.Model == "" {
+		d.Model = s.opts.Model
+	}
+	if d.Agent == "" && len(agents) > 0 {
+		d.Agent = agents[0]
+	}
+	p := page{Title: "Context", Nav: "context", Data: &d}
+	if d.Agent == "" {
+		s.render(w, r, http.StatusOK, "context", p)
+		return
+	}
+	if err := s.knownAgent(ctx, d.Agent); err != nil {
+		s.failErr(w, r, "Context", err)
+		return
+	}
+	req, err := BuildRequest(ctx, s.store, d.Agent, d.Model)
+	if err != nil {
+		s.failErr(w, r, "Build the context", err)
+		return
+	}
+	d.Built, d.Meta = true, req.Metadata
+	tk := req.Metadata.Tokens
+	budget := tk.InputBudget
+	for _, sec := range req.Sections {
+		b := budget
+		if sec.Name == builder.SectionCore || sec.Name == builder.SectionWorking || sec.Name == builder.SectionAttachments {
+			if tk.MemoryBudget > 0 {
+				b = tk.MemoryBudget
+			}
+		}
+		d.Sections = append(d.Sections, sectionRow{Name: sec.Name, Tokens: sec.Tokens, Stable: sec.Stable,
+			Text: clip(sec.Text, s.opts.MaxChars), Budget: b, Percent: percent(sec.Tokens, b)})
+	}
+	hb := tk.HistoryBudget
+	if hb <= 0 {
+		hb = budget
+	}
+	d.Totals = []sectionRow{
+		{Name: "system prompt", Tokens: tk.System, Budget: budget, Percent: percent(tk.System, budget)},
+		{Name: "tool definitions", Tokens: tk.Tools, Budget: budget, Percent: percent(tk.Tools, budget)},
+		{Name: "history", Tokens: tk.History, Budget: hb, Percent: percent(tk.History, hb)},
+		{Name: "total", Tokens: tk.Total, Budget: budget, Percent: percent(tk.Total, budget)},
+	}
+	for _, m := range req.Messages {
+		mr := messageRow{ID: m.ID, Role: string(m.Role), Name: m.Name, Batch: m.BatchID, Content: clip(m.Content, s.opts.MaxChars)}
+		for _, c := range m.ToolCalls {
+			mr.Calls = append(mr.Calls, fmt.Sprintf("%s(%s)", c.Name, c.Arguments))
+		}
+		d.Messages = append(d.Messages, mr)
+	}
+	for _, t := range req.Tools {
+		params := string(t.Parameters)
+		var v any
+		if json.Unmarshal(t.Parameters, &v) == nil {
+			if b, err := json.MarshalIndent(v, "", "  "); err == nil {
+				params = string(b)
+			}
+		}
+		d.Tools = append(d.Tools, toolRow{Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	if end := req.Metadata.StablePrefixEnd; end > 0 && end <= len(req.System) {
+		d.Prefix = clip(req.System[:end], 2000)
+	}
+	p.Live = []string{d.Agent}
+	s.render(w, r, http.StatusOK, "context", p)
+}
+
+func percent(n, of int) string {
+	if of <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}

@@ -1,0 +1,202 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+// change is one live event: the agents whose view of memory changed.
+type change struct {
+	Agents []string `json:"agents"`
+}
+
+// hub fans changes out to the open event streams.
+type hub struct {
+	mu    sync.Mutex
+	subs  map[chan change]struct{}
+	nudge chan struct{}
+}
+
+func newHub() *hub {
+	return &hub{subs: map[chan change]struct{}{}, nudge: make(chan struct{}, 1)}
+}
+
+func (h *hub) subscribe() chan change {
+	ch := make(chan change, 16)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	h.poke()
+	return ch
+}
+
+func (h *hub) unsubscribe(ch chan change) {
+	h.mu.Lock()
+	delete(h.subs, ch)
+	h.mu.Unlock()
+}
+
+func (h *hub) listeners() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+func (h *hub) publish(c change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- c:
+		default: // a stalled stream misses an event, not the whole hub
+		}
+	}
+}
+
+// poke makes the watch loop look now instead of at its next tick.
+func (h *hub) poke() {
+	select {
+	case h.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// watch is the live loop. While an event stream is open it compares a
+// fingerprint of each agent's memory with the last one it saw, at every
+// tick and whenever poked. The fingerprint reads the database, so it sees
+// writes from other processes (the multi-process catch-up the store does
+// on its next read); document subscriptions and the server's own writes
+// poke it so that changes made in this process show at once.
+func (s *Server) watch() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	var last map[string]string
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		case <-s.live.nudge:
+		}
+		if s.live.listeners() == 0 {
+			last = nil // a new stream starts from a fresh baseline
+			continue
+		}
+		now, err := s.fingerprints(s.ctx)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Warn("ui: live check", "err", err)
+			}
+			continue
+		}
+		if last != nil {
+			var c change
+			for a, fp := range now {
+				if last[a] != fp {
+					c.Agents = append(c.Agents, a)
+				}
+			}
+			for a := range last {
+				if _, ok := now[a]; !ok {
+					c.Agents = append(c.Agents, a)
+				}
+			}
+			if len(c.Agents) > 0 {
+				s.live.publish(c)
+			}
+		}
+		last = now
+	}
+}
+
+// fingerprints reads, per agent, what its pages show: the blocks stamp
+// (content, metadata and sharing of its own and shared blocks), its
+// proposals and its newest message.
+func (s *Server) fingerprints(ctx context.Context) (map[string]string, error) {
+	agents, err := s.agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(agents))
+	for _, a := range agents {
+		st, err := s.store.BlocksStamp(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := s.store.ListProposals(ctx, a, "")
+		if err != nil {
+			return nil, err
+		}
+		pending := 0
+		for _, p := range ps {
+			if p.Status == "pending" {
+				pending++
+			}
+		}
+		msgs, err := s.store.Messages(ctx, a, &memory.MessageQuery{Limit: 1, Newest: true})
+		if err != nil {
+			return nil, err
+		}
+		var newest int64
+		if len(msgs) > 0 {
+			newest = msgs[0].ID
+		}
+		out[a] = fmt.Sprintf("%v/%d/%d/%d", st, len(ps), pending, newest)
+	}
+	return out, nil
+}
+
+// subscribe follows a document this server opened, so that a write to it
+// in this process (by an agent sharing the store) pokes the live loop.
+func (s *Server) subscribe(owner, label string, doc *blocks.Document) {
+	k := owner + "\x00" + label
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if _, ok := s.subs[k]; ok || s.ctx.Err() != nil {
+		return
+	}
+	s.subs[k] = doc.Subscribe(func(blocks.Event) { s.live.poke() })
+}
+
+// handleEvents streams changes as server-sent events named "change".
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	// A stream lives as long as the page; no write deadline applies.
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	ch := s.live.subscribe()
+	defer s.live.unsubscribe(ch)
+	fmt.Fprint(w, "retry: 2000\n: connected\n\n")
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	keepalive := time.NewTicker(25 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+		case c := <-ch:
+			b, _ := json.Marshal(c)
+			fmt.Fprintf(w, "event: change\ndata: %s\n\n", b)
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,580 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+)
+
+// clipped is text that may have been cut for display.
+type clipped struct {
+	Text  string
+	Total int // characters in the whole text
+	Cut   bool
+}
+
+func clip(s string, n int) clipped {
+	r := []rune(s)
+	if len(r) <= n {
+		return clipped{Text: s, Total: len(r)}
+	}
+	return clipped{Text: string(r[:n]), Total: len(r), Cut: true}
+}
+
+// Rest is how many characters were cut.
+func (c clipped) Rest() int { return c.Total - len([]rune(c.Text)) }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// flash turns the ?done= code of a redirect after a POST into a message.
+// Only fixed codes are accepted, so a link cannot put words on the page.
+func flash(q url.Values) string {
+	id := q.Get("id")
+	if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+		id = ""
+	}
+	switch q.Get("done") {
+	case "approved":
+		return "Proposal #" + id + " approved and applied."
+	case "rejected":
+		return "Proposal #" + id + " rejected."
+	case "restored":
+		return "Restored as a new change."
+	}
+	return ""
+}
+
+// --- overview and agent pages ---
+
+type overviewData struct {
+	Agents  []agentBlocks
+	Single  bool
+	Pending int
+}
+
+func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	agents, err := s.agents(ctx)
+	if err != nil {
+		s.failErr(w, r, "List agents", err)
+		return
+	}
+	ov, err := s.agentsOverview(ctx, agents)
+	if err != nil {
+		s.failErr(w, r, "List blocks", err)
+		return
+	}
+	d := overviewData{Agents: ov}
+	for _, a := range ov {
+		d.Pending += a.Pending
+	}
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Agents and blocks", Nav: "agents", LiveAll: true, Flash: flash(r.URL.Query()), Data: d})
+}
+
+func (s *Server) handleAgent(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	agent := r.PathValue("agent")
+	if err := s.knownAgent(ctx, agent); err != nil {
+		s.failErr(w, r, "Agent", err)
+		return
+	}
+	agents, err := s.agents(ctx)
+	if err != nil {
+		s.failErr(w, r, "List agents", err)
+		return
+	}
+	// Sharing is computed over every agent; only this one is shown.
+	ov, err := s.agentsOverview(ctx, agents)
+	if err != nil {
+		s.failErr(w, r, "List blocks", err)
+		return
+	}
+	d := overviewData{Single: true}
+	for _, a := range ov {
+		if a.Agent == agent {
+			d.Agents = append(d.Agents, a)
+			d.Pending = a.Pending
+		}
+	}
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Agent " + agent, Nav: "agents", Live: []string{agent}, Data: d})
+}
+
+// --- block page ---
+
+type changeRow struct {
+	blocks.Change
+	Target  string
+	Short   string
+	Diff    []span
+	Changed bool
+	DiffErr string
+	Index   int // 1-based position in the whole history
+}
+
+type blockData struct {
+	Info       blocks.Info
+	Kind       string
+	SchemaJSON string
+	Chars      int
+	Limit      int
+	Content    clipped
+	Full       bool
+	At         *changeRow
+	AtContent  clipped
+	Restorable bool
+	Changes    []changeRow
+	Total      int
+	Page       int
+	Pages      int
+	SharedWith []shareRow
+	Pending    []proposalRow
+	Heads      string
+}
+
+func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	owner, label := r.PathValue("owner"), r.PathValue("label")
+	doc, err := s.docFor(ctx, owner, label)
+	if err != nil {
+		s.failErr(w, r, "Block", err)
+		return
+	}
+	q := r.URL.Query()
+	info := doc.Info()
+	d := blockData{Info: info, Chars: doc.Size(), Limit: doc.CharLimit(), Full: q.Get("full") == "1", Heads: strings.Join(doc.Heads(), ",")}
+	if info.Schema != nil {
+		d.Kind = string(info.Schema.Kind())
+		if b, err := schema.Marshal(info.Schema); err == nil {
+			d.SchemaJSON = string(b)
+		}
+	}
+	limit := s.opts.MaxChars
+	if d.Full {
+		limit = int(^uint(0) >> 1)
+	}
+	d.Content = clip(doc.Render(), limit)
+
+	hist, err := doc.History()
+	if err != nil {
+		s.failErr(w, r, "Block history", err)
+		return
+	}
+	d.Total = len(hist)
+	renders := map[string]string{}
+	renderAt := func(heads []string) (string, error) {
+		if len(heads) == 0 {
+			return "", nil
+		}
+		k := strings.Join(heads, ",")
+		if v, ok := renders[k]; ok {
+			return v, nil
+		}
+		v, err := doc.At(heads)
+		if err != nil {
+			return "", err
+		}
+		renders[k] = v.Render()
+		return renders[k], nil
+	}
+	describe := func(i int) changeRow {
+		c := hist[i]
+		cr := changeRow{Change: c, Short: c.Hash[:min(12, len(c.Hash))], Index: i + 1}
+		cr.Target = c.Section
+		if c.Field != "" {
+			cr.Target = strings.Trim(cr.Target+"."+c.Field, ".")
+		}
+		return cr
+	}
+	if at := q.Get("at"); at != "" {
+		i := slices.IndexFunc(hist, func(c blocks.Change) bool { return c.Hash == at })
+		if i < 0 {
+			s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("Block %q of agent %q has no change %q.", label, owner, at))
+			return
+		}
+		cr := describe(i)
+		d.At = &cr
+		v, err := renderAt([]string{at})
+		if err != nil {
+			s.failErr(w, r, "As-of view", err)
+			return
+		}
+		d.AtContent = clip(v, limit)
+		d.Restorable = info.Type != blocks.Log && i != len(hist)-1
+	}
+	per := s.opts.HistoryPage
+	d.Pages = max(1, (len(hist)+per-1)/per)
+	d.Page, _ = strconv.Atoi(q.Get("page"))
+	d.Page = min(max(d.Page, 1), d.Pages)
+	// Newest first: page 1 holds the last per changes.
+	hi := len(hist) - (d.Page-1)*per
+	lo := max(0, hi-per)
+	for i := hi - 1; i >= lo; i-- {
+		cr := describe(i)
+		before, err1 := renderAt(hist[i].Deps)
+		after, err2 := renderAt([]string{hist[i].Hash})
+		if err := errors.Join(err1, err2); err != nil {
+			cr.DiffErr = err.Error()
+		} else {
+			cr.Diff = diffText(before, after, 60)
+			cr.Changed = changed(cr.Diff)
+			cr.Diff = clipSpans(cr.Diff, s.opts.MaxChars)
+		}
+		d.Changes = append(d.Changes, cr)
+	}
+	if d.SharedWith, err = s.sharesOf(ctx, owner, label); err != nil {
+		s.failErr(w, r, "Shares", err)
+		return
+	}
+	ps, err := s.store.ListProposals(ctx, owner, label)
+	if err != nil {
+		s.failErr(w, r, "Proposals", err)
+		return
+	}
+	for _, p := range ps {
+		if p.Status == "pending" {
+			d.Pending = append(d.Pending, s.proposalRow(ctx, p))
+		}
+	}
+	s.render(w, r, http.StatusOK, "block", page{Title: "Block " + label + " of " + owner, Nav: "agents",
+		Live: []string{owner}, Flash: flash(q), Data: d})
+}
+
+// clipSpans bounds the text a diff shows.
+func clipSpans(spans []span, n int) []span {
+	total := 0
+	for i, sp := range spans {
+		r := []rune(sp.Text)
+		if sp.Kind != '~' && total+len(r) > n {
+			out := append(spans[:i:i], span{sp.Kind, string(r[:max(0, n-total)])}, span{'~', "diff cut: open the as-of view for the whole text"})
+			return out
+		}
+		total += len(r)
+	}
+	return spans
+}
+
+func (s *Server) sharesOf(ctx context.Context, owner, label string) ([]shareRow, error) {
+	agents, err := s.agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []shareRow
+	for _, a := range agents {
+		if a == owner {
+			continue
+		}
+		sb, err := s.store.ListSharedBlocks(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range sb {
+			if b.Owner == owner && b.Label == label {
+				out = append(out, shareRow{Agent: a, Permission: b.Permission.String()})
+			}
+		}
+	}
+	return out, nil
+}
+
+// handleRestore makes the block's content what it was at a change, as a
+// new change attributed to the person.
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	if !s.checkPost(w, r) {
+		return
+	}
+	ctx := r.Context()
+	owner, label := r.PathValue("owner"), r.PathValue("label")
+	at := r.PostForm.Get("at")
+	doc, err := s.docFor(ctx, owner, label)
+	if err != nil {
+		s.failErr(w, r, "Restore", err)
+		return
+	}
+	if at == "" {
+		s.fail(w, r, http.StatusBadRequest, "Restore failed", "No change to restore was named.")
+		return
+	}
+	// The person acts through a view of their own (with Admin, as the
+	// store's operator), so the change is attributed to "human:NAME" and
+	// written through the store like any other.
+	if err := doc.View(s.Person(), blocks.Admin).WithContext(ctx).Restore([]string{at}, blocks.Agent); err != nil {
+		s.failErr(w, r, "Restore", err)
+		return
+	}
+	if err := s.store.PersistBlock(ctx, owner, label); err != nil {
+		s.failErr(w, r, "Restore", err)
+		return
+	}
+	s.live.poke()
+	http.Redirect(w, r, blockURL(owner, label)+"?done=restored", http.StatusSeeOther)
+}
+
+func blockURL(owner, label string) string {
+	return "/blocks/" + url.PathEscape(owner) + "/" + url.PathEscape(label)
+}
+
+// --- proposals ---
+
+type proposalRow struct {
+	memory.Proposal
+	Diff    []span
+	DiffErr string
+	Value   string
+}
+
+func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow {
+	pr := proposalRow{Proposal: p}
+	if p.Edit.Value != nil {
+		pr.Value = fmt.Sprint(p.Edit.Value)
+	}
+	if p.Status != "pending" {
+		return pr
+	}
+	before, after, err := ProposalDiff(ctx, s.store, p)
+	if err != nil {
+		pr.DiffErr = err.Error()
+		return pr
+	}
+	pr.Diff = clipSpans(diffText(before, after, 60), s.opts.MaxChars)
+	return pr
+}
+
+type proposalsData struct {
+	Pending []proposalRow
+	Decided []proposalRow
+}
+
+func (s *Server) handleProposals(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	agents, err := s.agents(ctx)
+	if err != nil {
+		s.failErr(w, r, "List agents", err)
+		return
+	}
+	all, err := Proposals(ctx, s.store, agents, false)
+	if err != nil {
+		s.failErr(w, r, "List proposals", err)
+		return
+	}
+	var d proposalsData
+	for _, p := range all {
+		if p.Status == "pending" {
+			d.Pending = append(d.Pending, s.proposalRow(ctx, p))
+		}
+	}
+	// The most recently decided, newest first.
+	slices.SortFunc(all, func(a, b memory.Proposal) int { return b.DecidedAt.Compare(a.DecidedAt) })
+	for _, p := range all {
+		if p.Status != "pending" && len(d.Decided) < 20 {
+			d.Decided = append(d.Decided, proposalRow{Proposal: p})
+		}
+	}
+	s.render(w, r, http.StatusOK, "proposals", page{Title: "Proposals", Nav: "proposals", LiveAll: true, Flash: flash(r.URL.Query()), Data: d})
+}
+
+func (s *Server) handleDecide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.checkPost(w, r) {
+			return
+		}
+		ctx := r.Context()
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("%q is not a proposal number.", r.PathValue("id")))
+			return
+		}
+		what, done := "Reject", "rejected"
+		if approve {
+			what, done = "Approve", "approved"
+			err = s.store.ApproveProposal(ctx, id, s.Person())
+		} else {
+			reason := strings.TrimSpace(r.PostForm.Get("reason"))
+			if reason == "" {
+				reason = "no reason given"
+			}
+			err = s.store.RejectProposal(ctx, id, s.Person(), reason)
+		}
+		if err != nil {
+			s.failErr(w, r, what+" proposal", err)
+			return
+		}
+		s.live.poke()
+		back := "/proposals"
+		if ret := r.PostForm.Get("return"); strings.HasPrefix(ret, "/blocks/") {
+			back = ret
+		}
+		http.Redirect(w, r, back+"?done="+done+"&id="+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	}
+}
+
+// --- search ---
+
+type searchData struct {
+	Agents  []string
+	Query   string
+	Agent   string
+	Mode    string
+	Modes   []string
+	Types   map[string]bool
+	Limit   int
+	Ran     bool
+	Results []resultRow
+	Error   string
+}
+
+type resultRow struct {
+	search.Result
+	Parts   []span // the snippet: '=' text, '+' a highlighted term
+	Explain []string
+	Link    string
+}
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	agents, err := s.agents(ctx)
+	if err != nil {
+		s.failErr(w, r, "List agents", err)
+		return
+	}
+	q := r.URL.Query()
+	d := searchData{Agents: agents, Query: q.Get("q"), Agent: q.Get("agent"), Mode: q.Get("mode"),
+		Modes: []string{"auto", "fts", "vector", "hybrid"}, Types: map[string]bool{}}
+	if d.Mode == "" {
+		d.Mode = "auto"
+	}
+	for _, t := range q["type"] {
+		d.Types[t] = true
+	}
+	if len(d.Types) == 0 {
+		d.Types = map[string]bool{"blocks": true, "archival": true, "messages": true}
+	}
+	d.Limit, _ = strconv.Atoi(q.Get("limit"))
+	if d.Limit <= 0 || d.Limit > 100 {
+		d.Limit = 20
+	}
+	p := page{Title: "Search", Nav: "search", Data: &d}
+	if strings.TrimSpace(d.Query) == "" {
+		s.render(w, r, http.StatusOK, "search", p)
+		return
+	}
+	if d.Agent != "" {
+		if err := s.knownAgent(ctx, d.Agent); err != nil {
+			s.failErr(w, r, "Search", err)
+			return
+		}
+	}
+	mode, err := search.ParseMode(d.Mode)
+	if err != nil {
+		d.Error = err.Error()
+		s.render(w, r, http.StatusBadRequest, "search", p)
+		return
+	}
+	var cts []search.ContentType
+	for t := range d.Types {
+		ct, err := search.ParseContentType(t)
+		if err != nil {
+			d.Error = err.Error()
+			s.render(w, r, http.StatusBadRequest, "search", p)
+			return
+		}
+		cts = append(cts, ct)
+	}
+	opts := search.NewOptions().Mode(mode).Limit(d.Limit).ContentTypes(cts...)
+	var res []search.Result
+	if d.Agent == "" {
+		res, err = s.store.SearchAll(ctx, d.Query, opts)
+	} else {
+		res, err = s.store.Search(ctx, d.Agent, d.Query, opts)
+	}
+	d.Ran = true
+	if err != nil {
+		// A query the engine refuses (no letters, no embedder for vector
+		// mode) is the person's to fix, not a server failure.
+		d.Error = err.Error()
+		s.render(w, r, http.StatusOK, "search", p)
+		return
+	}
+	for _, res := range res {
+		rr := resultRow{Result: res, Parts: highlight(res.Snippet), Explain: explain(res)}
+		if res.Type == search.Blocks && res.Label != "" {
+			rr.Link = blockURL(res.Owner, res.Label)
+		}
+		d.Results = append(d.Results, rr)
+	}
+	s.render(w, r, http.StatusOK, "search", p)
+}
+
+// highlight splits a snippet at its «term» markers.
+func highlight(snippet string) []span {
+	var out []span
+	for snippet != "" {
+		i := strings.Index(snippet, search.HighlightStart)
+		if i < 0 {
+			out = append(out, span{'=', snippet})
+			break
+		}
+		j := strings.Index(snippet[i+len(search.HighlightStart):], search.HighlightEnd)
+		if j < 0 {
+			out = append(out, span{'=', snippet})
+			break
+		}
+		if i > 0 {
+			out = append(out, span{'=', snippet[:i]})
+		}
+		start := i + len(search.HighlightStart)
+		out = append(out, span{'+', snippet[start : start+j]})
+		snippet = snippet[start+j+len(search.HighlightEnd):]
+	}
+	return out
+}
+
+// explain says in words where a result's score came from.
+func explain(r search.Result) []string {
+	src := r.Source
+	var out []string
+	if src.FTSRank > 0 {
+		out = append(out, fmt.Sprintf("full-text rank %d (BM25 %.4g; lower is better)", src.FTSRank, src.BM25))
+	}
+	if src.VectorRank > 0 {
+		out = append(out, fmt.Sprintf("vector rank %d (cosine distance %.4f, similarity %.4f)", src.VectorRank, src.Distance, 1-src.Distance))
+	}
+	if src.Fused > 0 {
+		w := ""
+		if src.VectorWeight > 0 {
+			w = fmt.Sprintf(", vector weight %.3g", src.VectorWeight)
+		}
+		out = append(out, fmt.Sprintf("reciprocal-rank fusion %.5f = Σ weight/(%d+rank)%s", src.Fused, search.RRFK, w))
+	}
+	switch {
+	case src.Fused > 0:
+		out = append(out, "score = fused value")
+	case src.VectorRank > 0 && src.FTSRank == 0:
+		out = append(out, "score = 1 − cosine distance")
+	case src.FTSRank > 0:
+		out = append(out, "score = −BM25")
+	}
+	return out
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}

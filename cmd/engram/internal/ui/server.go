@@ -1,0 +1,311 @@
+package ui
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Options configures a Server. nil or zero fields mean the documented
+// defaults.
+type Options struct {
+	// Token is the secret every request must carry. Default: 32 random
+	// bytes, hex-encoded. Set it only in tests or when another program
+	// hands the URL to the person.
+	Token string
+	// Person names whoever uses the page. Approvals, rejections and
+	// restores are attributed to memory.HumanApprover+Person
+	// ("human:alice"). Default: $USER, else "local".
+	Person string
+	// Agents lists the store's agent ids. Default: a query over the
+	// store's SQL database (blocks, archival entries and messages), for
+	// stores with a DB() *sql.DB method such as *memory.Cache.
+	Agents func(ctx context.Context) ([]string, error)
+	// Model is the model name the context page starts with. Default
+	// "gpt-4o".
+	Model string
+	// PollInterval is how often the live view checks the store for
+	// changes made by other processes while a page is open. Default 500ms.
+	PollInterval time.Duration
+	// MaxChars is how much of a block's content (and of each message and
+	// diff) a page shows before it truncates with a "show all" link.
+	// Default 20,000 characters.
+	MaxChars int
+	// HistoryPage is how many changes a block's timeline shows per page.
+	// Default 20.
+	HistoryPage int
+	// Logger receives request errors. Default: none (discarded).
+	Logger *slog.Logger
+}
+
+// Server is the web app over one store. It is an http.Handler; Close stops
+// its live-update loop and ends open event streams.
+type Server struct {
+	store   memory.Store
+	opts    Options
+	token   string
+	csrf    string
+	cookie  string
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+	handler http.Handler
+	log     *slog.Logger
+	live    *hub
+
+	subsMu sync.Mutex
+	subs   map[string]func() // (owner, label) → cancel of a document subscription
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns the app over store. Call Close when done.
+func New(store memory.Store, opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Token == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("ui: make token: %w", err)
+		}
+		o.Token = hex.EncodeToString(b)
+	}
+	if o.Person == "" {
+		o.Person = os.Getenv("USER")
+	}
+	if strings.TrimSpace(o.Person) == "" {
+		o.Person = "local"
+	}
+	if o.Agents == nil {
+		db, ok := store.(interface{ DB() *sql.DB })
+		if !ok {
+			return nil, ErrNoAgentLister
+		}
+		o.Agents = func(ctx context.Context) ([]string, error) { return agentsFromDB(ctx, db.DB()) }
+	}
+	if o.Model == "" {
+		o.Model = "gpt-4o"
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 500 * time.Millisecond
+	}
+	if o.MaxChars <= 0 {
+		o.MaxChars = 20_000
+	}
+	if o.HistoryPage <= 0 {
+		o.HistoryPage = 20
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, []byte(o.Token))
+	io.WriteString(mac, "engram ui csrf")
+	sum := sha256.Sum256([]byte(o.Token))
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		store: store, opts: o, token: o.Token, csrf: hex.EncodeToString(mac.Sum(nil)),
+		// The cookie's name carries a hash of the token: cookies are not
+		// per port, so two servers on one host must not overwrite each
+		// other's.
+		cookie: "engram_ui_" + hex.EncodeToString(sum[:6]),
+		pages:  pages, mux: http.NewServeMux(), log: log, live: newHub(),
+		subs: map[string]func(){}, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	}
+	s.routes()
+	// Cross-origin protection (Sec-Fetch-Site / Origin) in front of the
+	// CSRF token: a POST from another site fails even before the token is
+	// checked.
+	s.handler = http.NewCrossOriginProtection().Handler(s.mux)
+	go s.watch()
+	return s, nil
+}
+
+// Token is the secret the printed URL carries.
+func (s *Server) Token() string { return s.token }
+
+// Person is the name recorded for approvals and restores, with the
+// "human:" prefix.
+func (s *Server) Person() string { return memory.HumanApprover + s.opts.Person }
+
+// URL is the address to open for a server listening at base (such as
+// "http://127.0.0.1:8080"): base with the token.
+func (s *Server) URL(base string) string {
+	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(s.token)
+}
+
+// Close stops the live-update loop, ends open event streams and cancels
+// the document subscriptions. It does not close the store.
+func (s *Server) Close() error {
+	s.cancel()
+	<-s.done
+	s.subsMu.Lock()
+	for k, cancel := range s.subs {
+		cancel()
+		delete(s.subs, k)
+	}
+	s.subsMu.Unlock()
+	return nil
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.handleOverview)
+	m.HandleFunc("GET /agents/{agent}", s.handleAgent)
+	m.HandleFunc("GET /blocks/{owner}/{label}", s.handleBlock)
+	m.HandleFunc("POST /blocks/{owner}/{label}/restore", s.handleRestore)
+	m.HandleFunc("GET /proposals", s.handleProposals)
+	m.HandleFunc("POST /proposals/{id}/approve", s.handleDecide(true))
+	m.HandleFunc("POST /proposals/{id}/reject", s.handleDecide(false))
+	m.HandleFunc("GET /context", s.handleContext)
+	m.HandleFunc("GET /search", s.handleSearch)
+	m.HandleFunc("GET /events", s.handleEvents)
+	static, _ := fs.Sub(assets, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "Page not found", fmt.Sprintf("There is no page at %s.", r.URL.Path))
+	})
+}
+
+// ServeHTTP checks the token, sets the security headers and serves.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// No inline script or style anywhere: whatever memory content might
+	// slip past escaping still could not run.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	if c, err := r.Cookie(s.cookie); err == nil && s.validToken(c.Value) {
+		s.handler.ServeHTTP(w, r)
+		return
+	}
+	q := r.URL.Query()
+	if t := q.Get("token"); t != "" && s.validToken(t) {
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			// Take the token out of the address bar (and history) now that
+			// the cookie carries it.
+			q.Del("token")
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		s.handler.ServeHTTP(w, r)
+		return
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	io.WriteString(w, "401 unauthorized: open the URL that \"engram ui\" printed (it carries the access token).\n")
+}
+
+func (s *Server) validToken(t string) bool {
+	return subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) == 1
+}
+
+// checkPost enforces the CSRF token on a state-changing request and
+// bounds its body.
+func (s *Server) checkPost(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		s.fail(w, r, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+		s.fail(w, r, http.StatusForbidden, "Forbidden", "The form's CSRF token is missing or wrong. Reload the page and try again.")
+		return false
+	}
+	return true
+}
+
+// page is what every template gets.
+type page struct {
+	Title  string
+	Nav    string
+	CSRF   string
+	Person string
+	// Live lists the agents whose changes refresh this page; LiveAll
+	// refreshes it on any change; neither: the page is not live.
+	Live    []string
+	LiveAll bool
+	Flash   string
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t, ok := s.pages[name]
+	if !ok {
+		panic("ui: no template " + name) // a programming error, caught by tests
+	}
+	p.CSRF, p.Person = s.csrf, s.Person()
+	if p.Live == nil {
+		p.Live = []string{}
+	}
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
+		s.log.Error("ui: render", "page", name, "err", err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, b.String())
+}
+
+type failData struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+// fail renders an error page.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, heading, msg string) {
+	s.render(w, r, status, "error", page{Title: heading, Data: failData{Status: status, Heading: heading, Message: msg}})
+}
+
+// failErr maps a store error to a page: not found → 404, a refused or
+// invalid request → 409/400, anything else → 500.
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
+	switch {
+	case errors.Is(err, ErrUnknownAgent), errors.Is(err, memory.ErrNotFound):
+		s.fail(w, r, http.StatusNotFound, "Not found", err.Error())
+	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, memory.ErrNoMatch):
+		s.fail(w, r, http.StatusConflict, what+" failed", err.Error())
+	case errors.Is(err, context.Canceled):
+		// The browser went away.
+	default:
+		s.log.Error("ui: "+what, "path", r.URL.Path, "err", err)
+		s.fail(w, r, http.StatusInternalServerError, what+" failed", err.Error())
+	}
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
+	"github.com/engram-go/engram/memory"
+)
+
+func cmdProposals(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("proposals", args, map[string]command{
+		"list": cmdProposalsList, "approve": cmdProposalsDecide(true), "reject": cmdProposalsDecide(false),
+	})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+// proposalJSON is a proposal as "proposals list --json" prints it.
+type proposalJSON struct {
+	memory.Proposal
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// DiffError says why the edit would not apply now.
+	DiffError string `json:"diff_error,omitempty"`
+}
+
+func cmdProposalsList(ctx context.Context, a *app, args []string) error {
+	var owner string
+	var all, diff bool
+	if _, err := flags("proposals list", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&owner, "agent", "", "only proposals on this agent's blocks (default: every agent)")
+		fs.BoolVar(&all, "all", false, "include decided proposals (approved, rejected, withdrawn)")
+		fs.BoolVar(&diff, "diff", false, "show what each pending proposal would change")
+	}); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	agents := []string{owner}
+	if owner == "" {
+		if agents, err = ui.Agents(ctx, s); err != nil {
+			return err
+		}
+	}
+	ps, err := ui.Proposals(ctx, s, agents, !all)
+	if err != nil {
+		return err
+	}
+	out := make([]proposalJSON, 0, len(ps))
+	for _, p := range ps {
+		pj := proposalJSON{Proposal: p}
+		if diff && p.Status == "pending" {
+			if pj.Before, pj.After, err = ui.ProposalDiff(ctx, s, p); err != nil {
+				pj.DiffError = err.Error()
+			}
+		}
+		out = append(out, pj)
+	}
+	return a.output(out, func(w io.Writer) {
+		if len(out) == 0 {
+			fmt.Fprintln(w, "no pending proposals")
+			return
+		}
+		var rows [][]string
+		for _, p := range out {
+			rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Status, p.Owner + "/" + p.Label, p.Proposer,
+				editSummary(p.Edit), p.CreatedAt.Local().Format(time.DateTime), oneLine(p.Reason, 50)})
+		}
+		a.table("ID\tSTATUS\tBLOCK\tPROPOSER\tEDIT\tCREATED\tREASON", rows)
+		if diff {
+			for _, p := range out {
+				if p.Status != "pending" {
+					continue
+				}
+				fmt.Fprintf(w, "\n#%d %s/%s:\n", p.ID, p.Owner, p.Label)
+				if p.DiffError != "" {
+					fmt.Fprintf(w, "  (%s)\n", p.DiffError)
+					continue
+				}
+				fmt.Fprint(w, lineDiff(p.Before, p.After))
+			}
+		}
+	})
+}
+
+func editSummary(e memory.Edit) string {
+	s := string(e.Op)
+	if e.Section != "" {
+		s += " " + e.Section
+	}
+	if e.Field != "" {
+		s += "." + e.Field
+	}
+	return s
+}
+
+// lineDiff prints the lines that differ between before and after, "-"
+// and "+", after the common leading and trailing lines.
+func lineDiff(before, after string) string {
+	a, b := strings.Split(before, "\n"), strings.Split(after, "\n")
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	var sb strings.Builder
+	for _, l := range a[pre : len(a)-suf] {
+		sb.WriteString("  - " + l + "\n")
+	}
+	for _, l := range b[pre : len(b)-suf] {
+		sb.WriteString("  + " + l + "\n")
+	}
+	if sb.Len() == 0 {
+		sb.WriteString("  (no change to the rendered content)\n")
+	}
+	return sb.String()
+}
+
+// person is the approver name for a CLI decision: "human:" and --as, or
+// $USER.
+func person(as string) string {
+	if strings.TrimSpace(as) == "" {
+		as = os.Getenv("USER")
+	}
+	if strings.TrimSpace(as) == "" {
+		as = "cli"
+	}
+	return memory.HumanApprover + as
+}
+
+func cmdProposalsDecide(approve bool) command {
+	name := "proposals reject"
+	if approve {
+		name = "proposals approve"
+	}
+	return func(ctx context.Context, a *app, args []string) error {
+		var as, reason string
+		pos, err := flags(name, args, func(fs *flag.FlagSet) {
+			fs.StringVar(&as, "as", "", `your name, recorded as "human:NAME" (default $USER)`)
+			if !approve {
+				fs.StringVar(&reason, "reason", "", "why the edit is rejected (the proposer can read it)")
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%s: want one proposal ID", name)
+		}
+		id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a proposal ID", name, pos[0])
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		who := person(as)
+		status := "rejected"
+		if approve {
+			status = "approved"
+			err = s.ApproveProposal(ctx, id, who)
+		} else {
+			if strings.TrimSpace(reason) == "" {
+				reason = "no reason given"
+			}
+			err = s.RejectProposal(ctx, id, who, reason)
+		}
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"id": id, "status": status, "by": who}, func(w io.Writer) {
+			fmt.Fprintf(w, "proposal %d %s by %s\n", id, status, who)
+		})
+	}
+}
