@@ -19,7 +19,7 @@ const emptyContent = "(empty)"
 
 // buildHistory compresses the history into budget and adapts it to the
 // model, filling the message parts of md.
-func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCounter, budget int, md *Metadata) ([]memory.Message, error) {
+func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCounter, budget int, refs, full []Artifact, md *Metadata) ([]memory.Message, error) {
 	msgs := f.msgs
 	var tokens []int
 	if cc, ok := counter.(cachedCounter); ok && f.hist != nil {
@@ -51,6 +51,31 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 		}
 	}
 	md.ActiveBatch = active
+	if len(b.turn) > 0 {
+		// This turn's artifacts go into the current user message of the
+		// request (a copy: the stored message keeps only the user's text).
+		i := turnMessage(msgs, len(b.current), active)
+		if i < 0 {
+			return nil, fmt.Errorf("%w: turn context for %q needs a current user message (WithCurrentMessage, or a stored user message last in the active batch)", ErrInvalid, b.agent)
+		}
+		msgs = slices.Clone(msgs)
+		m := msgs[i]
+		before := compress.MessageTokens(counter, m)
+		m.Content = renderTurn(refs, full, m.Content)
+		msgs[i] = m
+		after := compress.MessageTokens(counter, m)
+		md.Tokens.Turn = after - before
+		if tokens != nil {
+			tokens = slices.Clone(tokens)
+			tokens[i] = after
+		}
+		for _, a := range refs {
+			md.Turn = append(md.Turn, ArtifactReport{ID: a.ID, Form: "reference"})
+		}
+		for _, a := range full {
+			md.Turn = append(md.Turn, ArtifactReport{ID: a.ID, Form: "full", Tokens: counter.Count(a.Content)})
+		}
+	}
 	if len(msgs) == 0 {
 		md.MessagesKept = []int64{}
 		return nil, nil
@@ -104,6 +129,24 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 		}
 	}
 	return out, nil
+}
+
+// turnMessage is the index of the current user message: the last user
+// message among the current ones (the last nCurrent of msgs), else the
+// newest message when it is a user message of the active batch; -1 when
+// there is none.
+func turnMessage(msgs []memory.Message, nCurrent int, active string) int {
+	for i := len(msgs) - 1; i >= len(msgs)-nCurrent; i-- {
+		if msgs[i].Role == memory.RoleUser {
+			return i
+		}
+	}
+	if nCurrent == 0 && len(msgs) > 0 {
+		if last := len(msgs) - 1; msgs[last].Role == memory.RoleUser && msgs[last].BatchID == active {
+			return last
+		}
+	}
+	return -1
 }
 
 // adjustMessages makes a history acceptable to the model: orphan tool

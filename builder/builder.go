@@ -3,16 +3,16 @@ package builder
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/toolrules"
 )
 
@@ -51,6 +51,11 @@ type Builder struct {
 	active      string
 	activeSet   bool
 	current     []memory.Message
+	env         *Environment
+	turn        []Artifact
+	recallQuery string
+	// recallQuerySet: WithRecallQuery was called.
+	recallQuerySet bool
 }
 
 // New starts a Builder reading memory from store. Zero fields of cfg mean
@@ -147,19 +152,29 @@ type fetched struct {
 	batches  []memory.Batch
 	hist     *histEntry // cache entry of msgs, if any
 	activity string
+	library  []memory.LibraryEntry
+	recalled []RecalledMemory
+	timings  Timings
 }
 
 // Build reads memory and history and assembles the Request.
 func (b Builder) Build(ctx context.Context) (*Request, error) {
+	start := time.Now()
 	f, err := b.fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return b.assemble(ctx, f)
+	req, err := b.assemble(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	req.Metadata.Timings.Total = time.Since(start)
+	return req, nil
 }
 
 func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	var f fetched
+	start := time.Now()
 	if strings.TrimSpace(b.agent) == "" {
 		return f, fmt.Errorf("%w: no agent (call ForAgent)", ErrInvalid)
 	}
@@ -180,7 +195,69 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 			return f, fmt.Errorf("builder: activity of %q: %w", b.agent, err)
 		}
 	}
+	f.timings.Fetch = time.Since(start)
+	if b.cfg.Library != nil {
+		t := time.Now()
+		ls, ok := b.store.(LibraryStore)
+		if !ok {
+			return f, fmt.Errorf("%w: ContextConfig.Library is set but the store keeps no context library", ErrInvalid)
+		}
+		if f.library, err = ls.ContextLibrary(ctx, b.agent); err != nil {
+			return f, fmt.Errorf("builder: context library of %q: %w", b.agent, err)
+		}
+		f.timings.Library = time.Since(t)
+	}
+	if ro := b.cfg.Recall; ro != nil {
+		t := time.Now()
+		if f.recalled, err = b.recall(ctx, ro, f); err != nil {
+			return f, err
+		}
+		f.timings.Recall = time.Since(t)
+	}
 	return f, nil
+}
+
+// recall asks the Recaller for memories relevant to the recall query.
+func (b Builder) recall(ctx context.Context, ro *RecallOptions, f fetched) ([]RecalledMemory, error) {
+	q := b.recallQuery
+	if !b.recallQuerySet {
+		q = currentUserText(b.current, f.msgs)
+	}
+	if strings.TrimSpace(q) == "" {
+		return nil, nil
+	}
+	r := ro.Recaller
+	if r == nil {
+		as, ok := b.store.(ArchivalSearcher)
+		if !ok {
+			return nil, fmt.Errorf("%w: recall needs a Recaller (the store does not search archival memory)", ErrInvalid)
+		}
+		r = StoreRecaller{Store: as, Mode: ro.Mode}
+	}
+	limit := ro.Limit
+	if limit <= 0 {
+		limit = DefaultRecallLimit
+	}
+	got, err := r.Recall(ctx, b.agent, q, limit)
+	if err != nil {
+		return nil, fmt.Errorf("builder: recall memories of %q: %w", b.agent, err)
+	}
+	return got, nil
+}
+
+// currentUserText is the text of the current user message: the last user
+// message added with WithCurrentMessage, else the newest stored message
+// when it is a user message.
+func currentUserText(current, stored []memory.Message) string {
+	for i := len(current) - 1; i >= 0; i-- {
+		if current[i].Role == memory.RoleUser {
+			return current[i].Content
+		}
+	}
+	if len(current) == 0 && len(stored) > 0 && stored[len(stored)-1].Role == memory.RoleUser {
+		return stored[len(stored)-1].Content
+	}
+	return ""
 }
 
 // item is a block or attachment competing for the memory budget.
@@ -196,6 +273,11 @@ type item struct {
 	start, end int // bytes of the system prompt
 	tokens     int
 	dropped    bool
+	meta       *memory.BlockMeta // blocks only, for trimming
+	// trimmed replaces the rendering when the block was cut to whole
+	// lines; trimmedLines is how many lines were left out.
+	trimmed      string
+	trimmedLines int
 }
 
 func (b Builder) counter() (TokenCounter, []string) {
@@ -235,19 +317,61 @@ func (w *promptWriter) sep() {
 	}
 }
 
+// open starts a section at the current end of the prompt; close ends it.
+func (w *promptWriter) open(name string) {
+	w.sections = append(w.sections, Section{Name: name})
+	w.bounds = append(w.bounds, [2]int{w.sys.Len(), w.sys.Len()})
+}
+
+func (w *promptWriter) close() { w.bounds[len(w.bounds)-1][1] = w.sys.Len() }
+
 func (w *promptWriter) fixed(s fixedSection) {
 	if s.text == "" {
 		return
 	}
 	w.sep()
-	start := w.sys.Len()
+	w.open(s.name)
 	w.sys.WriteString(s.text)
-	w.sections = append(w.sections, Section{Name: s.name, Tokens: s.tokens, Stable: s.stable})
-	w.bounds = append(w.bounds, [2]int{start, w.sys.Len()})
+	w.sections[len(w.sections)-1].Tokens = s.tokens
+	w.sections[len(w.sections)-1].Stable = s.stable
+	w.close()
 }
 
-// memory adds the sections of the items not dropped.
-func (w *promptWriter) memory(items []item) {
+// memory writes the items not dropped (memText holds their renderings as
+// laid out by memoryItems) as the Core, Working and attachment sections.
+func (w *promptWriter) memory(memText string, items []item) {
+	whole := true
+	for i := range items {
+		if items[i].dropped || items[i].trimmed != "" {
+			whole = false
+			break
+		}
+	}
+	if whole && len(items) > 0 {
+		// The common case: everything fits, copy the layout as it is.
+		w.sep()
+		off := w.sys.Len()
+		w.sys.WriteString(memText)
+		for i := range items {
+			items[i].start += off
+			items[i].end += off
+		}
+	} else {
+		for i := range items {
+			it := &items[i]
+			if it.dropped {
+				continue
+			}
+			text := memText[it.start:it.end]
+			if it.trimmed != "" {
+				text = it.trimmed
+			}
+			w.sep()
+			it.start = w.sys.Len()
+			w.sys.WriteString(text)
+			it.end = w.sys.Len()
+		}
+	}
 	for _, name := range []string{SectionCore, SectionWorking, SectionAttachments} {
 		start, end, tokens, n := 0, 0, 0, 0
 		for i := range items {
@@ -269,170 +393,6 @@ func (w *promptWriter) memory(items []item) {
 			w.bounds = append(w.bounds, [2]int{start, end})
 		}
 	}
-}
-
-func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
-	counter, warnings := b.counter()
-	limits := b.cfg.LimitsFor(b.model.Name)
-	input := limits.InputBudget()
-	md := Metadata{Agent: b.agent, Model: b.model.Name, Encoding: counterName(counter), Limits: limits, Warnings: warnings}
-	md.Tokens.InputBudget = input
-
-	// Fixed sections.
-	base := DefaultBaseInstructions
-	if b.baseSet {
-		base = b.base
-	}
-	base = EscapeTags(strings.TrimSpace(base))
-	rules := EscapeTags(toolrules.Render(b.rules))
-	activity := EscapeTags(strings.TrimSpace(f.activity))
-	skills := EscapeTags(b.skillList(f))
-	md.Tokens.Skills = counter.Count(skills)
-	md.Tokens.Base = counter.Count(base)
-	md.Tokens.ToolRules = counter.Count(rules)
-	md.Tokens.Activity = counter.Count(activity)
-	pre := []fixedSection{{SectionBase, true, base, md.Tokens.Base}}
-	post := []fixedSection{{SectionSkills, true, skills, md.Tokens.Skills}, {SectionActivity, false, activity, md.Tokens.Activity},
-		{SectionToolRules, true, rules, md.Tokens.ToolRules}}
-	if b.cfg.PrefixCacheOrder {
-		// Static first, then memory, then per-request content.
-		pre = append(pre, post[2])
-		post = post[:2]
-	}
-
-	tools, toolsDigest, toolTokens, err := b.toolDefs(counter)
-	if err != nil {
-		return nil, err
-	}
-	md.Tokens.Tools = toolTokens
-
-	// Lay out: the fixed sections before memory, the memory items (each
-	// rendered in place), then the rest.
-	var w promptWriter
-	w.sys.Grow(len(base) + len(rules) + len(activity) + b.memorySize(f) + 64)
-	for _, s := range pre {
-		w.fixed(s)
-	}
-	memStart := w.sys.Len()
-	items, missing := b.memoryItems(f, &w.sys)
-	countItems(ctx, counter, b.store, w.sys.String(), items)
-	for _, l := range missing {
-		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
-	}
-	fixed := md.Tokens.Base + md.Tokens.ToolRules + md.Tokens.Activity + md.Tokens.Skills
-	memBudget := limits.MemoryTokens
-	if input > 0 {
-		memBudget = minPositive(memBudget, max(input-fixed-toolTokens-4, 1))
-	}
-	md.Tokens.MemoryBudget = memBudget
-	pw, dropped := prune(items, memBudget)
-	md.Warnings = append(md.Warnings, pw...)
-	if dropped {
-		// Rare: lay the surviving items out again, in the same Builder (a
-		// strings.Builder must not be copied once written: assigning a
-		// fresh one to w.sys made every later write panic).
-		old := w.sys.String()
-		w.sys.Reset()
-		w.sys.Grow(len(old))
-		w.sys.WriteString(old[:memStart])
-		for i := range items {
-			it := &items[i]
-			if it.dropped {
-				continue
-			}
-			if w.sys.Len() > 0 {
-				w.sys.WriteString(sectionSeparator)
-			}
-			text := old[it.start:it.end]
-			it.start = w.sys.Len()
-			w.sys.WriteString(text)
-			it.end = w.sys.Len()
-		}
-	}
-	w.memory(items)
-	for _, s := range post {
-		w.fixed(s)
-	}
-	system := w.sys.String()
-
-	md.BlocksIncluded = make([]BlockReport, 0, len(items))
-	for i := range items {
-		it := &items[i]
-		switch {
-		case it.dropped:
-			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: it.kind, Label: it.label, Owner: it.owner,
-				Priority: it.priority, Tokens: it.tokens, Reason: fmt.Sprintf("over the memory budget of %d tokens", memBudget)})
-		case it.kind == "block":
-			md.BlocksIncluded = append(md.BlocksIncluded, BlockReport{Label: it.label, Owner: it.owner, Type: string(it.typ), Priority: it.priority, Tokens: it.tokens})
-		default:
-			md.AttachmentsIncluded = append(md.AttachmentsIncluded, it.label)
-		}
-	}
-	for _, it := range f.own {
-		if it.Type == blocks.Working && !it.Pinned && !slices.Contains(b.batchBlocks, it.Label) {
-			reason := "Working block neither pinned nor named by the batch"
-			if strings.HasPrefix(it.Label, blocks.SkillLabelPrefix) {
-				reason = "skill: listed under Available skills, its body loaded on demand (load_skill)"
-			}
-			md.BlocksDropped = append(md.BlocksDropped, Dropped{Kind: "block", Label: it.Label, Priority: it.Priority, Reason: reason})
-		}
-	}
-
-	sections := w.sections
-	stableEnd, inPrefix := 0, true
-	for i := range sections {
-		sections[i].Text = system[w.bounds[i][0]:w.bounds[i][1]]
-		md.Tokens.System += sections[i].Tokens
-		if i > 0 {
-			md.Tokens.System++ // separator
-		}
-		switch sections[i].Name {
-		case SectionCore:
-			md.Tokens.Core = sections[i].Tokens
-		case SectionWorking:
-			md.Tokens.Working = sections[i].Tokens
-		case SectionAttachments:
-			md.Tokens.Attachments = sections[i].Tokens
-		}
-		if inPrefix && sections[i].Stable {
-			stableEnd = w.bounds[i][1]
-		} else {
-			inPrefix = false
-		}
-	}
-	md.StablePrefixEnd = stableEnd
-	h := sha256.New()
-	h.Write(toolsDigest)
-	h.Write([]byte{0})
-	h.Write([]byte(system[:stableEnd]))
-	md.StablePrefixHash = hex.EncodeToString(h.Sum(nil))
-
-	// History.
-	histBudget := limits.HistoryTokens
-	if input > 0 {
-		histBudget = minPositive(histBudget, max(input-md.Tokens.System-toolTokens, 1))
-	}
-	md.Tokens.HistoryBudget = histBudget
-	msgs, err := b.buildHistory(ctx, f, counter, histBudget, &md)
-	if err != nil {
-		return nil, err
-	}
-
-	req := &Request{System: system, Messages: msgs, Tools: tools, Sections: sections}
-	if b.model.NoSystemRole && system != "" {
-		req.System = ""
-		req.Messages = append([]memory.Message{{Agent: b.agent, Role: memory.RoleUser, Content: system}}, msgs...)
-		if b.model.UserFirst {
-			req.Messages = mergeUsers(req.Messages)
-		}
-	}
-	md.Tokens.Total = md.Tokens.System + md.Tokens.Tools + md.Tokens.History
-	if input > 0 && md.Tokens.Total > input {
-		md.OverBudget = true
-		md.Warnings = append(md.Warnings, fmt.Sprintf("request needs %d tokens, over the input budget of %d", md.Tokens.Total, input))
-	}
-	req.Metadata = md
-	return req, nil
 }
 
 // memorySize estimates the rendered size of the memory items.
@@ -516,7 +476,7 @@ func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string)
 				section = SectionWorking
 			}
 			place(item{kind: "block", section: section, label: m.Label, owner: m.SharedFrom, typ: m.Type,
-				priority: m.Priority, keep: m.Type == blocks.Core}, func() { writeBlock(sys, m, ro) })
+				priority: m.Priority, keep: m.Type == blocks.Core, meta: &m}, func() { writeBlock(sys, m, ro) })
 		}
 	}
 	for _, a := range b.attachments {
@@ -552,17 +512,19 @@ func cmpID(a, b memory.BlockMeta) int {
 }
 
 // prune drops droppable items, highest priority number first (later items
-// first among equals), until the memory fits budget (0: no budget).
-func prune(items []item, budget int) ([]string, bool) {
+// first among equals), until the memory fits budget (0: no budget). When
+// trim is set, the last item to give way may instead be cut to what fits
+// (trim reports whether it could).
+func prune(items []item, budget int, trim func(it *item, room int) bool) []string {
 	if budget <= 0 {
-		return nil, false
+		return nil
 	}
 	total := 0
 	for _, it := range items {
 		total += it.tokens
 	}
 	if total <= budget {
-		return nil, false
+		return nil
 	}
 	var cand []*item
 	for i := range items {
@@ -576,18 +538,74 @@ func prune(items []item, budget int) ([]string, bool) {
 		}
 		return b.pos - a.pos
 	})
-	dropped := false
 	for _, it := range cand {
 		if total <= budget {
 			break
 		}
-		it.dropped, dropped = true, true
+		if room := budget - (total - it.tokens); trim != nil && room > 0 {
+			old := it.tokens
+			if trim(it, room) {
+				total += it.tokens - old
+				continue
+			}
+		}
+		it.dropped = true
 		total -= it.tokens
 	}
 	if total > budget {
-		return []string{fmt.Sprintf("Core blocks and essential attachments use %d tokens, over the memory budget of %d", total, budget)}, dropped
+		return []string{fmt.Sprintf("Core blocks and essential attachments use %d tokens, over the memory budget of %d", total, budget)}
 	}
-	return nil, dropped
+	return nil
+}
+
+// trimmer returns prune's trim function when ContextConfig.TrimTextBlocks
+// is set: a Text block is cut to its first lines that fit, with a marker
+// saying how many lines were left out.
+func (b Builder) trimmer(memText string, counter TokenCounter) func(it *item, room int) bool {
+	if !b.cfg.TrimTextBlocks {
+		return nil
+	}
+	ro := RenderOptions{IncludeDescriptions: !b.cfg.OmitDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
+	return func(it *item, room int) bool {
+		if it.meta == nil || !isTextSchema(it.meta.Schema) {
+			return false
+		}
+		lines := strings.Split(it.meta.Rendered, "\n")
+		render := func(k int) string {
+			m := *it.meta
+			m.Rendered = strings.Join(lines[:k], "\n") + "\n" + trimMarker(len(lines)-k)
+			return RenderBlock(m, ro)
+		}
+		// The largest k (whole lines kept) whose rendering fits room.
+		lo, hi := 0, len(lines)-1
+		best, bestTok := -1, 0
+		for lo <= hi {
+			mid := (lo + hi) / 2
+			if n := counter.Count(render(mid)); n <= room {
+				best, bestTok, lo = mid, n, mid+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		if best < 1 {
+			return false
+		}
+		it.trimmed, it.tokens, it.trimmedLines = render(best), bestTok, len(lines)-best
+		return true
+	}
+}
+
+// trimMarker closes a block cut to whole lines.
+func trimMarker(n int) string {
+	return fmt.Sprintf("[… %d more lines not shown: over the memory budget; read the whole block with your memory tools]", n)
+}
+
+func isTextSchema(s schema.Schema) bool {
+	if s == nil {
+		return true
+	}
+	_, ok := schema.Deref(s).(schema.Text)
+	return ok
 }
 
 // toolDefs validates and sorts the tools and prices them.

@@ -2,8 +2,10 @@ package builder
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/compress"
 	"github.com/engram-go/engram/memory"
@@ -179,6 +181,28 @@ type ContextConfig struct {
 	// Counter overrides token counting for every model; nil means BPE per
 	// model (see EncodingForModel) through Cache.
 	Counter TokenCounter
+	// Clock gives the time the environment section shows; nil means
+	// time.Now. Inject a fixed clock to keep prompts byte-stable in tests.
+	Clock func() time.Time
+	// Recall turns on recalled memories (nil: off).
+	Recall *RecallOptions
+	// Library turns on the context library (nil: off; this turn's
+	// artifacts then always go in full). The store must implement
+	// LibraryStore.
+	Library *LibraryOptions
+	// TruncationOrder is the order in which layers give way when the
+	// request does not fit its input budget, first first: each layer gets
+	// its own budget capped by what the layers after it in the order
+	// leave. nil means DefaultTruncationOrder (history, recalled memories,
+	// library, Working memory); a non-nil order must list each Layer once.
+	TruncationOrder []Layer
+	// TrimTextBlocks cuts a Text block that does not fit the memory budget
+	// to its first lines that do, with a marker, instead of dropping it
+	// whole.
+	TrimTextBlocks bool
+	// Logger receives a record for every drop, trim and compaction (nil:
+	// no logging).
+	Logger *slog.Logger
 	// Cache holds tokenizers, token counts and the history already read.
 	// Share one across builds to keep them warm; nil means a new one per
 	// New call.

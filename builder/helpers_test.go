@@ -89,6 +89,14 @@ func toolExchange(t testing.TB, st memory.Store, agent, batch, question, tool, r
 	complete(t, st, agent, batch)
 }
 
+// stableMetadata drops what depends on the clock and on earlier builds
+// (timings, the comparison with the previous build).
+func stableMetadata(md builder.Metadata) builder.Metadata {
+	md.Timings = builder.Timings{}
+	md.PrefixChange = nil
+	return md
+}
+
 // dump renders a request for golden files.
 func dump(req *builder.Request) string {
 	var b strings.Builder
@@ -124,7 +132,7 @@ func dump(req *builder.Request) string {
 		fmt.Fprintf(&b, "%s tokens=%d stable=%v bytes=%d\n", s.Name, s.Tokens, s.Stable, len(s.Text))
 	}
 	b.WriteString("=== metadata ===\n")
-	js, _ := json.MarshalIndent(req.Metadata, "", "  ")
+	js, _ := json.MarshalIndent(stableMetadata(req.Metadata), "", "  ")
 	b.Write(js)
 	b.WriteString("\n")
 	return b.String()

@@ -147,9 +147,10 @@ func escapeAttr(s string) string {
 	return b.String()
 }
 
-// EscapeTags returns s with the "<" of every "<block:", "</block:",
-// "<attachment" and "</attachment" (compared with Unicode case folding)
-// written as "&lt;". The escaping is one-to-one: an "&" that would make
+// EscapeTags returns s with the "<" of every tag the builder writes —
+// "<block:", "<attachment", "<memory", "<recalled_memories",
+// "<environment", "<context_", "<prior_context", "<file_context" and their
+// closing forms, compared with Unicode case folding — written as "&lt;". The escaping is one-to-one: an "&" that would make
 // the text read as such an escape ("&lt;block:", "&amp;lt;block:", ...)
 // is itself written as "&amp;", so "</block:x>" and "&lt;/block:x>" stay
 // different in the prompt. NUL bytes become U+FFFD.
@@ -219,8 +220,18 @@ func tagAt(s string, i int) bool {
 		j++
 	}
 	rest := s[j:]
-	return hasFoldPrefix(rest, "block:") || hasFoldPrefix(rest, "attachment")
+	for _, t := range reservedTags {
+		if hasFoldPrefix(rest, t) {
+			return true
+		}
+	}
+	return false
 }
+
+// reservedTags are the names (prefixes) of the tags the builder writes
+// around memory and context; content may not open or close any of them.
+var reservedTags = [...]string{"block:", "attachment", "memory", "recalled_memories", "environment",
+	"context_", "prior_context", "file_context"}
 
 // hasFoldPrefix reports whether s starts with prefix under Unicode simple
 // case folding (so "BLOCK:" and "bloc\u212a:" with a Kelvin sign match).

@@ -3,6 +3,7 @@ package builder
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/invopop/jsonschema"
 
@@ -70,6 +71,9 @@ const (
 	SectionSkills      = "skills"
 	SectionActivity    = "activity"
 	SectionToolRules   = "tool_rules"
+	SectionLibrary     = "context_library"
+	SectionRecalled    = "recalled_memories"
+	SectionEnvironment = "environment"
 )
 
 // Section is one part of the system prompt. Sections are joined with a
@@ -82,6 +86,8 @@ type Section struct {
 	// Stable sections do not depend on memory or on the request (base
 	// instructions, tool rules): they can be cached by providers.
 	Stable bool `json:"stable,omitempty"`
+	// Hash is the first 8 bytes of the SHA-256 of Text, in hex.
+	Hash string `json:"hash"`
 }
 
 // Request is a model request, ready to convert to a provider's format.
@@ -99,7 +105,10 @@ type Request struct {
 	Tools []Tool
 	// Sections describe the system prompt part by part, in prompt order.
 	Sections []Section
-	Metadata Metadata
+	// Artifacts are this turn's artifacts (WithTurnContext), for
+	// Builder.Promote.
+	Artifacts []Artifact
+	Metadata  Metadata
 }
 
 // TokenUsage is a request's token accounting.
@@ -112,6 +121,12 @@ type TokenUsage struct {
 	Skills      int `json:"skills"`
 	Activity    int `json:"activity"`
 	ToolRules   int `json:"tool_rules"`
+	Library     int `json:"context_library,omitempty"`
+	Recalled    int `json:"recalled_memories,omitempty"`
+	Environment int `json:"environment,omitempty"`
+	// Turn is what this turn's artifacts add to the current user message
+	// (counted in History too).
+	Turn int `json:"turn_context,omitempty"`
 	// System is the whole system prompt (sections and separators).
 	System int `json:"system"`
 	// Tools is the tool definitions.
@@ -126,6 +141,8 @@ type TokenUsage struct {
 	InputBudget   int `json:"input_budget"`
 	MemoryBudget  int `json:"memory_budget"`
 	HistoryBudget int `json:"history_budget"`
+	LibraryBudget int `json:"library_budget,omitempty"`
+	RecallBudget  int `json:"recall_budget,omitempty"`
 }
 
 // BlockReport describes a block in the prompt.
@@ -136,6 +153,51 @@ type BlockReport struct {
 	Type     string `json:"type"`
 	Priority int    `json:"priority,omitempty"`
 	Tokens   int    `json:"tokens"`
+	// TrimmedLines is set when the block was cut to whole lines
+	// (ContextConfig.TrimTextBlocks): the number of lines left out.
+	TrimmedLines int `json:"trimmed_lines,omitempty"`
+}
+
+// ArtifactReport is one artifact of the context library or of the turn.
+type ArtifactReport struct {
+	ID string `json:"id"`
+	// Form is "full" or "preview" in the library, "full" or "reference"
+	// in the turn.
+	Form   string `json:"form"`
+	Tokens int    `json:"tokens,omitempty"`
+}
+
+// RecallReport is one recalled memory in the prompt.
+type RecallReport struct {
+	ID     int64   `json:"id"`
+	Score  float64 `json:"score"`
+	Tokens int     `json:"tokens"`
+}
+
+// Timings are how long the phases of a build took.
+type Timings struct {
+	// Fetch: block listings, history, activity.
+	Fetch   time.Duration `json:"fetch"`
+	Library time.Duration `json:"library,omitempty"`
+	Recall  time.Duration `json:"recall,omitempty"`
+	// Layout: rendering, counting and fitting everything but the history.
+	Layout  time.Duration `json:"layout"`
+	History time.Duration `json:"history"`
+	Total   time.Duration `json:"total"`
+}
+
+// PrefixChange says where the system prompt first differs from the
+// previous build for the same agent and model (in the same Cache).
+type PrefixChange struct {
+	// Section is the first section whose bytes changed ("tools" when the
+	// tool definitions did); "" when nothing did.
+	Section string `json:"section"`
+	// Reason classifies the change: "tools changed", "instructions
+	// changed", "memory changed", "context library grew", ...
+	Reason string `json:"reason"`
+	// CommonPrefix is the number of leading bytes of the system prompt
+	// equal to the previous build's (with unchanged tools).
+	CommonPrefix int `json:"common_prefix"`
 }
 
 // Dropped describes a block or attachment left out, and why.
@@ -160,6 +222,17 @@ type Metadata struct {
 	BlocksDropped       []Dropped     `json:"blocks_dropped,omitempty"`
 	AttachmentsIncluded []string      `json:"attachments_included,omitempty"`
 
+	// Library is the context library as shown; LibraryDropped the
+	// artifacts left out of it.
+	Library        []ArtifactReport `json:"library,omitempty"`
+	LibraryDropped []Dropped        `json:"library_dropped,omitempty"`
+	// Turn is this turn's artifacts: in full or as references.
+	Turn []ArtifactReport `json:"turn,omitempty"`
+	// Recalled are the recalled memories in the prompt, most relevant
+	// first; RecalledDropped those left out (duplicates, over budget).
+	Recalled        []RecallReport `json:"recalled,omitempty"`
+	RecalledDropped []Dropped      `json:"recalled_dropped,omitempty"`
+
 	ActiveBatch        string  `json:"active_batch,omitempty"`
 	MessagesKept       []int64 `json:"messages_kept"`
 	MessagesSummarized []int64 `json:"messages_summarized,omitempty"`
@@ -176,6 +249,15 @@ type Metadata struct {
 	// provider's prefix cache can be reused.
 	StablePrefixEnd  int    `json:"stable_prefix_end"`
 	StablePrefixHash string `json:"stable_prefix_hash"`
+	// ToolsHash is the first 8 bytes of the SHA-256 of the tool
+	// definitions; each Section has its own Hash.
+	ToolsHash string `json:"tools_hash"`
+	// PrefixChange compares with the previous build of this agent and
+	// model in the same Cache; nil for the first.
+	PrefixChange *PrefixChange `json:"prefix_change,omitempty"`
+	// TruncationOrder is the order layers gave way in (first first).
+	TruncationOrder []Layer `json:"truncation_order"`
+	Timings         Timings `json:"timings"`
 
 	// OverBudget is set when the request exceeds its input budget (the
 	// system prompt, Core blocks and the active batch are never dropped).

@@ -190,6 +190,20 @@ type Cache struct {
 
 	blocksMu sync.Mutex
 	blocks   map[blocksKey]*blocksEntry
+
+	prefixMu sync.Mutex
+	prefix   map[[2]string]prefixSig // by agent and model
+}
+
+// prefixSig is what a build leaves to compare the next one with.
+type prefixSig struct {
+	tools    string
+	sections []sectionSig
+}
+
+type sectionSig struct {
+	name, hash string
+	start, len int
 }
 
 // NewCache returns an empty Cache. Nothing is loaded until used.
@@ -198,7 +212,84 @@ func NewCache() *Cache {
 		counts: countCache{seed: maphash.MakeSeed(), m: make(map[countKey]int32)},
 		hist:   make(map[histKey]*histEntry),
 		blocks: make(map[blocksKey]*blocksEntry),
+		prefix: make(map[[2]string]prefixSig),
 	}
+}
+
+// prefixChange compares a build with the previous one of the same agent
+// and model and remembers it for the next.
+func (c *Cache) prefixChange(agent, model, tools, system string, sections []Section, bounds [][2]int) *PrefixChange {
+	sig := prefixSig{tools: tools, sections: make([]sectionSig, len(sections))}
+	for i, s := range sections {
+		sig.sections[i] = sectionSig{name: s.Name, hash: s.Hash, start: bounds[i][0], len: len(s.Text)}
+	}
+	k := [2]string{agent, normalizeModel(model)}
+	c.prefixMu.Lock()
+	prev, ok := c.prefix[k]
+	c.prefix[k] = sig
+	c.prefixMu.Unlock()
+	if !ok {
+		return nil
+	}
+	if prev.tools != tools {
+		return &PrefixChange{Section: "tools", Reason: "tools changed"}
+	}
+	for i, s := range sig.sections {
+		if i >= len(prev.sections) {
+			return &PrefixChange{Section: s.name, Reason: "section added: " + s.name, CommonPrefix: s.start}
+		}
+		p := prev.sections[i]
+		if p.name != s.name {
+			return &PrefixChange{Section: s.name, Reason: "section added or removed before " + s.name, CommonPrefix: min(p.start, s.start)}
+		}
+		if p.hash == s.hash {
+			continue
+		}
+		text := system[s.start : s.start+s.len]
+		reason := sectionChangeReason(s.name)
+		if s.name == SectionLibrary && p.len <= len(text) && libraryGrew(text, p) {
+			reason = "context library grew"
+		}
+		return &PrefixChange{Section: s.name, Reason: reason, CommonPrefix: s.start}
+	}
+	if len(prev.sections) > len(sig.sections) {
+		p := prev.sections[len(sig.sections)]
+		return &PrefixChange{Section: p.name, Reason: "section removed: " + p.name, CommonPrefix: len(system)}
+	}
+	return &PrefixChange{CommonPrefix: len(system)}
+}
+
+// libraryGrew reports whether the library section text is the previous
+// one with artifacts appended (its old closing tag aside).
+func libraryGrew(text string, p sectionSig) bool {
+	const closing = "\n</context_library>"
+	n := p.len - len(closing)
+	return n > 0 && strings.HasSuffix(text, closing) && len(text) > p.len &&
+		shortHash(text[:n]+closing) == p.hash
+}
+
+func sectionChangeReason(name string) string {
+	switch name {
+	case SectionBase:
+		return "instructions changed"
+	case SectionToolRules:
+		return "tool rules changed"
+	case SectionCore, SectionWorking:
+		return "memory changed"
+	case SectionAttachments:
+		return "attachments changed"
+	case SectionLibrary:
+		return "context library changed"
+	case SectionSkills:
+		return "skills changed"
+	case SectionRecalled:
+		return "recalled memories changed"
+	case SectionEnvironment:
+		return "environment changed"
+	case SectionActivity:
+		return "activity changed"
+	}
+	return name + " changed"
 }
 
 // Encoding returns the counter of an encoding (EncodingCl100k,
