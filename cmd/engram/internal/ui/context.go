@@ -111,12 +111,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	tk := req.Metadata.Tokens
 	budget := tk.InputBudget
 	for _, sec := range req.Sections {
-		b := budget
-		if sec.Name == builder.SectionCore || sec.Name == builder.SectionWorking || sec.Name == builder.SectionAttachments {
-			if tk.MemoryBudget > 0 {
-				b = tk.MemoryBudget
-			}
-		}
+		b := sectionBudget(tk, sec.Name)
 		d.Sections = append(d.Sections, sectionRow{Name: sec.Name, Tokens: sec.Tokens, Stable: sec.Stable,
 			Text: clip(sec.Text, s.opts.MaxChars), Budget: b, Percent: percent(sec.Tokens, b)})
 	}
@@ -152,6 +147,18 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Live = []string{d.Agent}
 	s.render(w, r, http.StatusOK, "context", p)
+}
+
+// sectionBudget is the budget a section's tokens count against: the
+// memory budget for the memory sections, else the input budget.
+func sectionBudget(tk builder.TokenUsage, name string) int {
+	switch name {
+	case builder.SectionCore, builder.SectionWorking, builder.SectionAttachments:
+		if tk.MemoryBudget > 0 {
+			return tk.MemoryBudget
+		}
+	}
+	return tk.InputBudget
 }
 
 func percent(n, of int) string {

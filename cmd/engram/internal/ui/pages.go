@@ -56,6 +56,8 @@ func flash(q url.Values) string {
 		return "Proposal #" + id + " rejected."
 	case "restored":
 		return "Restored as a new change."
+	case "restored-system":
+		return "Restored as a new change, recorded as by the system: the store attributes writes only to the owner, a sharee or the system, and this block's owner may not merge changes into it."
 	}
 	return ""
 }
@@ -310,19 +312,50 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "Restore failed", "No change to restore was named.")
 		return
 	}
-	// The person acts through a view of their own (with Admin, as the
-	// store's operator), so the change is attributed to "human:NAME" and
-	// written through the store like any other.
-	if err := doc.View(s.Person(), blocks.Admin).WithContext(ctx).Restore([]string{at}, blocks.Agent); err != nil {
-		s.failErr(w, r, "Restore", err)
-		return
-	}
-	if err := s.store.PersistBlock(ctx, owner, label); err != nil {
+	done, err := Restore(ctx, s.store, doc, at, s.Person())
+	if err != nil {
 		s.failErr(w, r, "Restore", err)
 		return
 	}
 	s.live.poke()
-	http.Redirect(w, r, blockURL(owner, label)+"?done=restored", http.StatusSeeOther)
+	http.Redirect(w, r, blockURL(owner, label)+"?done="+done, http.StatusSeeOther)
+}
+
+// Restore makes owner's block doc read as it did at change at, as one new
+// change attributed to person ("human:NAME"), written through the store.
+//
+// memory.Store takes writes only from the block's owner, a sharee or the
+// system, so a person cannot write as themselves directly. The restore is
+// made on a private fork of the block by a view named after the person
+// (so the automerge change carries their name, which History reports),
+// then merged into the block with MergeChanges as the owner: validated,
+// persisted, seen by every process. MergeChanges needs the owner to hold
+// ReadWrite or Admin; for a block whose owner holds less (ReadOnly,
+// Partner, Human, Append) the restore is made by the system instead, and
+// the returned code says so ("restored-system" instead of "restored").
+func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, person string) (string, error) {
+	info := doc.Info()
+	if info.Permission < blocks.ReadWrite {
+		if err := doc.WithContext(ctx).Restore([]string{at}, blocks.System); err != nil {
+			return "", err
+		}
+		return "restored-system", store.PersistBlock(ctx, info.Owner, info.Label)
+	}
+	fork, err := doc.Fork()
+	if err != nil {
+		return "", fmt.Errorf("ui: restore %q of %q: fork: %w", info.Label, info.Owner, err)
+	}
+	if err := fork.View(person, blocks.Admin).Restore([]string{at}, blocks.Agent); err != nil {
+		return "", err
+	}
+	data, err := fork.Save()
+	if err != nil {
+		return "", fmt.Errorf("ui: restore %q of %q: save the fork: %w", info.Label, info.Owner, err)
+	}
+	if err := store.MergeChanges(ctx, info.Owner, info.Owner, info.Label, data); err != nil {
+		return "", err
+	}
+	return "restored", nil
 }
 
 func blockURL(owner, label string) string {

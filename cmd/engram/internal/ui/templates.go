@@ -11,7 +11,7 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"pathEsc": url.PathEscape,
+	"pathEsc":  url.PathEscape,
 	"blockURL": blockURL,
 	"agentURL": func(a string) string { return "/agents/" + url.PathEscape(a) },
 	"time":     fmtTime,
@@ -24,9 +24,9 @@ var funcs = template.FuncMap{
 	"proposalArgs": func(p proposalRow, csrf, ret string) proposalArgs {
 		return proposalArgs{P: p, CSRF: csrf, Return: ret}
 	},
-	"join": strings.Join,
+	"join":  strings.Join,
 	"list3": func(a, b, c string) []string { return []string{a, b, c} },
-	"add":  func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12]
