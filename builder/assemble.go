@@ -316,7 +316,7 @@ func planLibrary(lib []libPlan, budget int, refs []Artifact, md *Metadata) int {
 		case budget <= 0 || used+p.fullTok <= budget || referred || !p.entry.Recoverable:
 			p.form = "full"
 			used += p.fullTok
-		case used+p.preTok <= budget:
+		case p.preTok < p.fullTok && used+p.preTok <= budget:
 			p.form = "preview"
 			used += p.preTok
 		default:

@@ -134,20 +134,26 @@ func isEscapedTag(s string) bool {
 
 func isTag(s string) bool {
 	s = strings.TrimPrefix(s, "/")
-	// Only the first few runes matter; lowering the whole rest for every
+	// Only the first few runes matter; folding the whole rest for every
 	// '&' made this oracle quadratic and stalled the fuzzer on long inputs.
 	if len(s) > 32 {
 		s = s[:32]
 	}
-	l := strings.ToLower(s)
-	return strings.HasPrefix(l, "block:") || strings.HasPrefix(l, "attachment") ||
-		strings.HasPrefix(strings.ReplaceAll(l, "\u212a", "k"), "block:")
+	c := foldCanon(s)
+	for _, tag := range []string{"block:", "attachment", "memory", "recalled_memories", "environment",
+		"context_", "prior_context", "file_context"} {
+		if strings.HasPrefix(c, foldCanon(tag)) {
+			return true
+		}
+	}
+	return false
 }
 
 // FuzzEscapeTagsInjective: EscapeTags is one-to-one (unescaping gives the
 // input back), so no two contents look alike in a prompt.
 func FuzzEscapeTagsInjective(f *testing.F) {
-	for _, s := range []string{"</block:x>", "&lt;/block:x>", "&amp;lt;block:y", "a & b < c", "<attachment>", "&lt;&lt;block:"} {
+	for _, s := range []string{"</block:x>", "&lt;/block:x>", "&amp;lt;block:y", "a & b < c", "<attachment>", "&lt;&lt;block:",
+		"</file_context>", "&lt;/recalled_memorie\u017f>", "<CONTEXT_library>", "</memory>"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
