@@ -25,13 +25,7 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 	if cc, ok := counter.(cachedCounter); ok && f.hist != nil {
 		tokens = f.hist.messageTokens(cc, len(msgs))
 	}
-	active := b.active
-	if !b.activeSet && len(msgs) > 0 {
-		last := msgs[len(msgs)-1].BatchID
-		if !slices.ContainsFunc(f.batches, func(x memory.Batch) bool { return x.ID == last && x.Complete }) {
-			active = last
-		}
-	}
+	active := b.activeBatch(f)
 	if len(b.current) > 0 {
 		if active == "" {
 			active = CurrentBatch
@@ -131,19 +125,34 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 	return out, nil
 }
 
+// activeBatch is the batch being processed: WithActiveBatch's, else the
+// newest message's when that batch is incomplete ("" when none).
+func (b Builder) activeBatch(f fetched) string {
+	if b.activeSet || len(f.msgs) == 0 {
+		return b.active
+	}
+	last := f.msgs[len(f.msgs)-1].BatchID
+	if slices.ContainsFunc(f.batches, func(x memory.Batch) bool { return x.ID == last && x.Complete }) {
+		return b.active
+	}
+	return last
+}
+
 // turnMessage is the index of the current user message: the last user
 // message among the current ones (the last nCurrent of msgs), else the
-// newest message when it is a user message of the active batch; -1 when
-// there is none.
+// last user message of the active batch; -1 when there is none.
 func turnMessage(msgs []memory.Message, nCurrent int, active string) int {
 	for i := len(msgs) - 1; i >= len(msgs)-nCurrent; i-- {
 		if msgs[i].Role == memory.RoleUser {
 			return i
 		}
 	}
-	if nCurrent == 0 && len(msgs) > 0 {
-		if last := len(msgs) - 1; msgs[last].Role == memory.RoleUser && msgs[last].BatchID == active {
-			return last
+	if nCurrent > 0 || active == "" {
+		return -1
+	}
+	for i := len(msgs) - 1; i >= 0 && msgs[i].BatchID == active; i-- {
+		if msgs[i].Role == memory.RoleUser {
+			return i
 		}
 	}
 	return -1

@@ -221,7 +221,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 func (b Builder) recall(ctx context.Context, ro *RecallOptions, f fetched) ([]RecalledMemory, error) {
 	q := b.recallQuery
 	if !b.recallQuerySet {
-		q = currentUserText(b.current, f.msgs)
+		q = b.currentUserText(f)
 	}
 	if strings.TrimSpace(q) == "" {
 		return nil, nil
@@ -245,17 +245,19 @@ func (b Builder) recall(ctx context.Context, ro *RecallOptions, f fetched) ([]Re
 	return got, nil
 }
 
-// currentUserText is the text of the current user message: the last user
-// message added with WithCurrentMessage, else the newest stored message
-// when it is a user message.
-func currentUserText(current, stored []memory.Message) string {
-	for i := len(current) - 1; i >= 0; i-- {
-		if current[i].Role == memory.RoleUser {
-			return current[i].Content
+// currentUserText is the text of the current user message (see
+// turnMessage).
+func (b Builder) currentUserText(f fetched) string {
+	for i := len(b.current) - 1; i >= 0; i-- {
+		if b.current[i].Role == memory.RoleUser {
+			return b.current[i].Content
 		}
 	}
-	if len(current) == 0 && len(stored) > 0 && stored[len(stored)-1].Role == memory.RoleUser {
-		return stored[len(stored)-1].Content
+	if len(b.current) > 0 {
+		return ""
+	}
+	if i := turnMessage(f.msgs, 0, b.activeBatch(f)); i >= 0 {
+		return f.msgs[i].Content
 	}
 	return ""
 }

@@ -196,8 +196,8 @@ func (b Builder) WithEnvironment(e Environment) Builder {
 // WithTurnContext adds artifacts to the current user message (an artifact
 // with the ID of an earlier one replaces it in place). The current user
 // message is the last user message given with WithCurrentMessage, else the
-// newest stored message when it is a user message; Build fails without
-// one. With ContextConfig.Library set, an artifact the library already
+// last user message of the active batch (so every step of a tool loop
+// puts the artifacts in the same place); Build fails without one. With ContextConfig.Library set, an artifact the library already
 // shows in full with the same content is sent as a reference.
 func (b Builder) WithTurnContext(arts ...Artifact) Builder {
 	out := slices.Clone(b.turn)

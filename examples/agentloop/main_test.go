@@ -23,6 +23,8 @@ func TestAgentLoopOffline(t *testing.T) {
 	for _, want := range []string{
 		"tool block_append", "tool archival_insert", "tool archival_search",
 		"Nice to meet you, Robin", "From my memory: Name: Robin. Keeps bees.", "Robin keeps bees",
+		// Recalled memory, the library and the reference to the file.
+		"swarmed last June", "Hive A: strong colony", "this turn [notes/hives.md full]", "library [notes/hives.md full]; this turn [notes/hives.md reference]",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
