@@ -39,6 +39,7 @@ func BuildRequest(ctx context.Context, store memory.Store, agent, model string) 
 
 type sectionRow struct {
 	Name    string
+	Hash    string
 	Tokens  int
 	Stable  bool
 	Text    clipped
@@ -73,6 +74,10 @@ type contextData struct {
 	Messages []messageRow
 	Tools    []toolRow
 	Prefix   clipped
+	// Dropped is every block, attachment, library artifact and recalled
+	// memory left out, with why.
+	Dropped []builder.Dropped
+	Order   string
 }
 
 // models suggested in the context page's model box (any name works).
@@ -112,7 +117,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	budget := tk.InputBudget
 	for _, sec := range req.Sections {
 		b := sectionBudget(tk, sec.Name)
-		d.Sections = append(d.Sections, sectionRow{Name: sec.Name, Tokens: sec.Tokens, Stable: sec.Stable,
+		d.Sections = append(d.Sections, sectionRow{Name: sec.Name, Hash: sec.Hash, Tokens: sec.Tokens, Stable: sec.Stable,
 			Text: clip(sec.Text, s.opts.MaxChars), Budget: b, Percent: percent(sec.Tokens, b)})
 	}
 	hb := tk.HistoryBudget
@@ -142,6 +147,13 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Tools = append(d.Tools, toolRow{Name: t.Name, Description: t.Description, Parameters: params})
 	}
+	md := req.Metadata
+	d.Dropped = append(append(append(d.Dropped, md.BlocksDropped...), md.LibraryDropped...), md.RecalledDropped...)
+	var order []string
+	for _, l := range md.TruncationOrder {
+		order = append(order, string(l))
+	}
+	d.Order = strings.Join(order, " → ")
 	if end := req.Metadata.StablePrefixEnd; end > 0 && end <= len(req.System) {
 		d.Prefix = clip(req.System[:end], 2000)
 	}
@@ -156,6 +168,14 @@ func sectionBudget(tk builder.TokenUsage, name string) int {
 	case builder.SectionCore, builder.SectionWorking, builder.SectionAttachments:
 		if tk.MemoryBudget > 0 {
 			return tk.MemoryBudget
+		}
+	case builder.SectionLibrary:
+		if tk.LibraryBudget > 0 {
+			return tk.LibraryBudget
+		}
+	case builder.SectionRecalled:
+		if tk.RecallBudget > 0 {
+			return tk.RecallBudget
 		}
 	}
 	return tk.InputBudget

@@ -3,6 +3,8 @@ package ui
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -471,6 +473,38 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 	}
 }
 
+// TestRestoreOfAHumanBlock: the owner of a Human block may not
+// merge changes, so the restore is the system's and the page says so.
+func TestRestoreOfAHumanBlock(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	doc, err := f.store.GetBlock(ctx, "ada", "goals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.SetText("Something else entirely.", blocks.System); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PersistBlock(ctx, "ada", "goals"); err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := f.store.BlockHistory(ctx, "ada", "ada", "goals")
+	res, body := f.post(t, "/blocks/ada/goals/restore", url.Values{"csrf": {f.csrf}, "at": {hist[len(hist)-2].Hash}}, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/blocks/ada/goals?done=restored-system" {
+		t.Fatalf("restore: status %d, location %q: %s", res.StatusCode, res.Header.Get("Location"), excerpt(body))
+	}
+	if got, _ := f.store.RenderedContent(ctx, "ada", "goals"); got != "Ship the UI." {
+		t.Fatalf("after restore: %q", got)
+	}
+	hist, _ = f.store.BlockHistory(ctx, "ada", "ada", "goals")
+	if last := hist[len(hist)-1]; last.Actor != "system" || last.Op != blocks.OpRestore {
+		t.Fatalf("last change %+v", last)
+	}
+	if _, body := f.get(t, "/blocks/ada/goals?done=restored-system"); !strings.Contains(body, "recorded as by the system") {
+		t.Errorf("the page does not say who the store recorded:\n%s", excerpt(body))
+	}
+}
+
 func TestOverviewShowsBlocksAndSharing(t *testing.T) {
 	f := newFixture(t)
 	_, body := f.get(t, "/")
@@ -500,6 +534,15 @@ func TestContextPage(t *testing.T) {
 	if _, err := f.store.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "What is on Monday?", BatchID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
+	// A pinned Working block far past the memory budget (16k tokens) is
+	// dropped; the page must say so and why.
+	var huge strings.Builder
+	for i := 0; huge.Len() < 90_000; i++ {
+		fmt.Fprintf(&huge, "item%d ", i)
+	}
+	if _, err := f.store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "huge", Pinned: true, CharLimit: 100_000, Value: huge.String()}); err != nil {
+		t.Fatal(err)
+	}
 	req, err := BuildRequest(ctx, f.store, "ada", "gpt-4o")
 	if err != nil {
 		t.Fatal(err)
@@ -520,9 +563,11 @@ func TestContextPage(t *testing.T) {
 			t.Errorf("context page lacks %q", w)
 		}
 	}
-	// Something dropped shows why: a tiny memory budget drops Working blocks.
-	if len(req.Metadata.BlocksDropped) > 0 && !strings.Contains(body, req.Metadata.BlocksDropped[0].Reason) {
-		t.Errorf("context page does not say why %s was dropped", req.Metadata.BlocksDropped[0].Label)
+	if len(req.Metadata.BlocksDropped) != 1 || req.Metadata.BlocksDropped[0].Label != "huge" {
+		t.Fatalf("dropped %+v, want the huge block", req.Metadata.BlocksDropped)
+	}
+	if d := req.Metadata.BlocksDropped[0]; !strings.Contains(body, "<td><code>huge</code></td>") || !strings.Contains(body, template.HTMLEscapeString(d.Reason)) {
+		t.Errorf("context page does not say that and why huge was dropped (%q)", d.Reason)
 	}
 }
 
