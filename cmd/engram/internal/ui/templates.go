@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 )
 
 var funcs = template.FuncMap{
@@ -15,6 +16,7 @@ var funcs = template.FuncMap{
 	"blockURL": blockURL,
 	"agentURL": func(a string) string { return "/agents/" + url.PathEscape(a) },
 	"time":     fmtTime,
+	"dur":      func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() },
 	"plural":   plural,
 	"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)

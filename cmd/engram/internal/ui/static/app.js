@@ -42,7 +42,7 @@
         if (flash) flash.remove(); // a flash is for the request that made it
         old.replaceWith(fresh);
       }
-      if (dot) { dot.classList.add("flash"); setTimeout(function () { dot.classList.remove("flash"); }, 600); }
+      if (dot) { dot.classList.add("pulse"); setTimeout(function () { dot.classList.remove("pulse"); }, 600); }
       body.dataset.updated = String(Date.now());
     }).catch(function () {}).finally(function () {
       running = false;
