@@ -86,7 +86,8 @@ type Section struct {
 	// Stable sections do not depend on memory or on the request (base
 	// instructions, tool rules): they can be cached by providers.
 	Stable bool `json:"stable,omitempty"`
-	// Hash is the first 8 bytes of the SHA-256 of Text, in hex.
+	// Hash is a 64-bit checksum of Text (CRC-32C and CRC-32, in hex):
+	// equal hashes mean the section did not change.
 	Hash string `json:"hash"`
 }
 
@@ -249,8 +250,8 @@ type Metadata struct {
 	// provider's prefix cache can be reused.
 	StablePrefixEnd  int    `json:"stable_prefix_end"`
 	StablePrefixHash string `json:"stable_prefix_hash"`
-	// ToolsHash is the first 8 bytes of the SHA-256 of the tool
-	// definitions; each Section has its own Hash.
+	// ToolsHash is the same checksum of the tool definitions; each
+	// Section has its own Hash.
 	ToolsHash string `json:"tools_hash"`
 	// PrefixChange compares with the previous build of this agent and
 	// model in the same Cache; nil for the first.

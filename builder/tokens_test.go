@@ -1,6 +1,8 @@
 package builder_test
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"math"
 	"os"
 	"strings"
@@ -134,6 +136,21 @@ func TestCharsPerTokenError(t *testing.T) {
 		// token): a conservative estimate, but not a close one.
 		if whole <= 0 || whole > 40 {
 			t.Errorf("chars/4 is %+.1f%% off on English text", whole)
+		}
+	}
+}
+
+// TestTextHashIsFNV: TextHash keys persisted token counts, so it must stay
+// FNV-1a 64 over the bytes and then the little-endian length.
+func TestTextHashIsFNV(t *testing.T) {
+	for _, s := range []string{"", "a", "hello, world", strings.Repeat("日本 kettle ", 1000)} {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		if got := builder.TextHash(s); got != h.Sum64() {
+			t.Fatalf("TextHash(%.20q) = %x, want %x", s, got, h.Sum64())
 		}
 	}
 }
