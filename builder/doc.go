@@ -21,10 +21,11 @@
 //
 // # System prompt
 //
-// Sections, joined by a blank line: base instructions; Core blocks; Working
-// blocks that are pinned or named by the batch (WithBatchBlocks);
-// attachments (WithAttachment); the activity section (an optional
-// ActivityRenderer); tool rules (toolrules.Render). Within a section, the
+// Sections, joined by a blank line: base instructions; the context library
+// (when configured); Core blocks; Working blocks that are pinned or named by
+// the batch (WithBatchBlocks); attachments (WithAttachment); the skills
+// list; the activity section (an optional ActivityRenderer); tool rules
+// (toolrules.Render); recalled memories; the environment. Within a section, the
 // agent's own blocks come in creation order, then blocks shared with it.
 // Each block renders as
 //
@@ -66,6 +67,41 @@
 // DefaultConfig: 128k tokens with 16k for memory and 8k reserved for the
 // reply, descriptions shown, at most 50 history messages. A negative limit
 // means none.
+//
+// # Layers
+//
+// WithEnvironment adds the date and time (ContextConfig.Clock), the engram
+// version and the tools at the end of the system prompt.
+// ContextConfig.Recall recalls the agent's archival entries relevant to the
+// current user message (a Recaller; StoreRecaller by default), drops those
+// a block already says and duplicates, and renders the rest as
+// recalled_memories with ids. WithTurnContext puts this turn's artifacts in
+// the current user message (file_context tags), never in the system
+// prompt. ContextConfig.Library keeps artifacts of earlier turns (Promote
+// after a turn) in a context_library section after the base instructions:
+// deduplicated by id, last write wins, first-seen order, growing only, so
+// the prefix stays cacheable; an artifact the turn names again with the
+// same content becomes a reference. Over its budget, recoverable artifacts
+// become previews (structure and first characters) in first-seen order;
+// non-recoverable ones are never compacted.
+//
+// When the request does not fit its input budget, layers give way in
+// ContextConfig.TruncationOrder (DefaultTruncationOrder: history, recalled
+// memories, library, Working memory); base instructions, tool rules, Core
+// blocks, the environment and the current message with its artifacts never
+// do. With TrimTextBlocks a Text block is cut by whole lines with a marker
+// instead of dropped.
+//
+// # Providers
+//
+// Request.OpenAI, Request.Anthropic and Request.Gemini return request
+// bodies for those APIs with cache hints: prompt_cache_key; cache_control
+// at the end of the stable prefix, the end of memory and the last message;
+// a cachedContents body (Request.GeminiCache) for the stable prefix.
+// Section.Hash, Metadata.ToolsHash and Metadata.PrefixChange say which
+// layer changed the prefix since the previous build. Metadata.Timings
+// times each phase; ContextConfig.Logger receives a record for every drop,
+// trim and compaction.
 //
 // # Model adjustments
 //
