@@ -83,3 +83,49 @@ func ExampleContextConfig_LimitsFor() {
 	fmt.Println(l.MaxTokens, l.ReservedResponseTokens, l.InputBudget())
 	// Output: 128000 1024 126976
 }
+
+// A file attached in one turn goes into that turn's user message; promoted
+// after the turn, it sits in the context library, and the next turn that
+// attaches it again sends a reference.
+func ExampleBuilder_Promote() {
+	ctx := context.Background()
+	store, _ := memory.Open(ctx, ":memory:", nil)
+	defer store.Close()
+	cfg := builder.DefaultConfig()
+	cfg.Library = &builder.LibraryOptions{}
+	b := builder.New(store, cfg).ForAgent("ada").WithBaseInstructions("You are Ada.")
+	spec := builder.Artifact{ID: "spec.md", Kind: "file", Content: "Users log in with passkeys.", Recoverable: true}
+
+	turn1, _ := b.WithTurnContext(spec).WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "Summarize this"}).Build(ctx)
+	fmt.Println(turn1.Messages[0].Content)
+	b.Promote(ctx, turn1)
+
+	turn2, _ := b.WithTurnContext(spec).WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "How do users log in?"}).Build(ctx)
+	fmt.Println("---")
+	fmt.Println(turn2.System)
+	fmt.Println("---")
+	fmt.Println(turn2.Messages[0].Content)
+	// Output:
+	// <file_context id="spec.md" kind="file">
+	// Users log in with passkeys.
+	// </file_context>
+	//
+	// Summarize this
+	// ---
+	// You are Ada.
+	//
+	// <context_library>
+	// Artifacts from earlier turns, oldest first. A message that names one refers to the version here.
+	//
+	// <prior_context id="spec.md" kind="file">
+	// Users log in with passkeys.
+	// </prior_context>
+	// </context_library>
+	// ---
+	// <context_refs>
+	// Attached to this message and shown in the context library above:
+	// - spec.md
+	// </context_refs>
+	//
+	// How do users log in?
+}
