@@ -13,28 +13,46 @@ import (
 )
 
 // change is one live event: the agents whose view of memory changed.
+// ready (not sent as data) marks the event that tells a new stream the
+// watch loop has a baseline, so any later change reaches it.
 type change struct {
 	Agents []string `json:"agents"`
+	ready  bool
 }
 
 // hub fans changes out to the open event streams.
 type hub struct {
 	mu    sync.Mutex
-	subs  map[chan change]struct{}
+	subs  map[chan change]bool // → the stream was told it is ready
 	nudge chan struct{}
 }
 
 func newHub() *hub {
-	return &hub{subs: map[chan change]struct{}{}, nudge: make(chan struct{}, 1)}
+	return &hub{subs: map[chan change]bool{}, nudge: make(chan struct{}, 1)}
 }
 
 func (h *hub) subscribe() chan change {
 	ch := make(chan change, 16)
 	h.mu.Lock()
-	h.subs[ch] = struct{}{}
+	h.subs[ch] = false
 	h.mu.Unlock()
 	h.poke()
 	return ch
+}
+
+// ready tells every stream not yet told that a baseline exists.
+func (h *hub) ready() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch, told := range h.subs {
+		if !told {
+			select {
+			case ch <- change{ready: true}:
+				h.subs[ch] = true
+			default:
+			}
+		}
+	}
 }
 
 func (h *hub) unsubscribe(ch chan change) {
@@ -114,6 +132,8 @@ func (s *Server) watch() {
 			}
 		}
 		last = now
+		// Streams that joined before this check now compare against it.
+		s.live.ready()
 	}
 }
 
@@ -192,6 +212,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-keepalive.C:
 			fmt.Fprint(w, ": keepalive\n\n")
 		case c := <-ch:
+			if c.ready {
+				fmt.Fprint(w, "event: ready\ndata: {}\n\n")
+				break
+			}
 			b, _ := json.Marshal(c)
 			fmt.Fprintf(w, "event: change\ndata: %s\n\n", b)
 		}

@@ -608,14 +608,21 @@ func TestLiveEventsFollowOtherProcesses(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+			if line := sc.Text(); strings.HasPrefix(line, "event: ") || strings.HasPrefix(line, "data: ") {
 				events <- line
 			}
 		}
 		close(events)
 	}()
-	// Let the loop take its baseline.
-	time.Sleep(300 * time.Millisecond)
+	// The stream is told when the watch loop has a baseline for it.
+	select {
+	case ev := <-events:
+		if ev != "event: ready" {
+			t.Fatalf("first event %q, want ready", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("no ready event")
+	}
 	wait := func(what, agent string) {
 		t.Helper()
 		for {

@@ -51,7 +51,9 @@
   }
 
   var es = new EventSource("/events");
-  es.onopen = function () { if (dot) dot.classList.add("on"); body.dataset.liveState = "open"; };
+  // "ready": the server has a baseline for this stream, so every change
+  // from now on will be reported.
+  es.addEventListener("ready", function () { if (dot) dot.classList.add("on"); body.dataset.liveState = "open"; });
   es.onerror = function () { if (dot) dot.classList.remove("on"); body.dataset.liveState = "error"; };
   es.addEventListener("change", function (ev) {
     var d;
