@@ -58,6 +58,7 @@ var packages = map[string]string{
 	"errors":    "errors",
 	"fmt":       "fmt",
 	"os":        "os",
+	"time":      "time",
 	"blocks":    "github.com/engram-go/engram/blocks",
 	"builder":   "github.com/engram-go/engram/builder",
 	"compress":  "github.com/engram-go/engram/compress",
