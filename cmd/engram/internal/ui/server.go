@@ -22,7 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 //go:embed templates/*.html static/*
@@ -300,7 +302,13 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, what string, er
 	switch {
 	case errors.Is(err, ErrUnknownAgent), errors.Is(err, memory.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, "Not found", err.Error())
-	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, memory.ErrNoMatch):
+	case errors.Is(err, blocks.ErrPermission):
+		s.fail(w, r, http.StatusForbidden, what+" refused", err.Error())
+	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, memory.ErrNoMatch), errors.Is(err, schema.ErrInvalid),
+		errors.Is(err, blocks.ErrLimit), errors.Is(err, blocks.ErrWrongSchema), errors.Is(err, blocks.ErrOutOfRange),
+		errors.Is(err, blocks.ErrHistorical):
+		// The request cannot apply to memory as it is now (decided already,
+		// over the limit, an unknown change): the person's to resolve.
 		s.fail(w, r, http.StatusConflict, what+" failed", err.Error())
 	case errors.Is(err, context.Canceled):
 		// The browser went away.

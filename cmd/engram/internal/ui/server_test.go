@@ -300,6 +300,33 @@ func TestDecisionsArePostsWithCSRF(t *testing.T) {
 	}
 }
 
+// TestDecideFromTheBlockPage: a block's pending proposals can be decided
+// on its page, which the person returns to; "return" cannot leave the app.
+func TestDecideFromTheBlockPage(t *testing.T) {
+	f := newFixture(t)
+	_, body := f.get(t, "/blocks/ada/notes")
+	if !strings.Contains(body, `id="approve-`+itoa(f.notes)+`"`) || !strings.Contains(body, `name="return" value="/blocks/ada/notes"`) {
+		t.Fatalf("block page without its pending proposal:\n%s", excerpt(body))
+	}
+	second, err := f.store.ProposeEdit(context.Background(), "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "!"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id       int64
+		ret      string
+		location string
+	}{
+		{f.notes, "/blocks/ada/notes", "/blocks/ada/notes?done=approved&id=" + itoa(f.notes)},
+		{second.ID, "//evil.example/blocks/", "/proposals?done=approved&id=" + itoa(second.ID)},
+	} {
+		res, _ := f.post(t, "/proposals/"+itoa(tc.id)+"/approve", url.Values{"csrf": {f.csrf}, "return": {tc.ret}}, nil)
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || loc != tc.location {
+			t.Errorf("approve %d returning to %q: status %d, location %q, want %q", tc.id, tc.ret, res.StatusCode, loc, tc.location)
+		}
+	}
+}
+
 func TestRejectWithReason(t *testing.T) {
 	f := newFixture(t)
 	res, _ := f.post(t, "/proposals/"+itoa(f.notes)+"/reject", url.Values{"csrf": {f.csrf}, "reason": {"not now"}}, nil)
@@ -455,6 +482,16 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 	last := hist2[len(hist2)-1]
 	if len(hist2) != len(hist)+1 || last.Actor != "human:tester" || last.Op != blocks.OpRestore {
 		t.Fatalf("restore is not one new change by the person: %+v", last)
+	}
+	// A change the block does not have is refused, and nothing changes.
+	for _, at := range []string{"not-a-hash", strings.Repeat("ab", 32)} {
+		res, body := f.post(t, "/blocks/ada/persona/restore", url.Values{"csrf": {f.csrf}, "at": {at}}, nil)
+		if res.StatusCode != http.StatusConflict {
+			t.Errorf("restore to %q: status %d, want 409: %s", at, res.StatusCode, excerpt(body))
+		}
+	}
+	if h, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona"); len(h) != len(hist)+1 {
+		t.Errorf("a refused restore added %d changes", len(h)-len(hist)-1)
 	}
 	// Restore needs the CSRF token too.
 	res, _ = f.post(t, "/blocks/ada/persona/restore", url.Values{"at": {hist[0].Hash}}, nil)
