@@ -146,7 +146,7 @@ func (r *Request) OpenAI(o *OpenAIOptions) OpenAIRequest {
 		out.Messages = append(out.Messages, w)
 	}
 	for _, t := range r.Tools {
-		out.Tools = append(out.Tools, OpenAITool{Type: "function", Function: OpenAIFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		out.Tools = append(out.Tools, OpenAITool{Type: "function", Function: OpenAIFunction(t)})
 	}
 	return out
 }
