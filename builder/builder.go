@@ -119,14 +119,18 @@ func (b Builder) WithBatchBlocks(labels ...string) Builder {
 // priority number is dropped first.
 func (b Builder) WithAttachment(key, content string, priority int, essential bool) Builder {
 	a := Attachment{Key: key, Content: content, Priority: priority, Essential: essential}
-	atts := slices.Clone(b.attachments)
-	if i := slices.IndexFunc(atts, func(x Attachment) bool { return x.Key == key }); i >= 0 {
-		atts[i] = a
-	} else {
-		atts = append(atts, a)
-	}
-	b.attachments = atts
+	b.attachments = replaceOrAppend(slices.Clone(b.attachments), a, func(x Attachment) bool { return x.Key == key })
 	return b
+}
+
+// replaceOrAppend replaces the first element of s that is the same as v
+// (in place, keeping its position) or appends v.
+func replaceOrAppend[T any](s []T, v T, same func(T) bool) []T {
+	if i := slices.IndexFunc(s, same); i >= 0 {
+		s[i] = v
+		return s
+	}
+	return append(s, v)
 }
 
 // WithActiveBatch names the batch being processed: never compressed or

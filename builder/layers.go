@@ -197,16 +197,13 @@ func (b Builder) WithEnvironment(e Environment) Builder {
 // with the ID of an earlier one replaces it in place). The current user
 // message is the last user message given with WithCurrentMessage, else the
 // last user message of the active batch (so every step of a tool loop
-// puts the artifacts in the same place); Build fails without one. With ContextConfig.Library set, an artifact the library already
-// shows in full with the same content is sent as a reference.
+// puts the artifacts in the same place); Build fails without one. With
+// ContextConfig.Library set, an artifact the library already shows in full
+// with the same content is sent as a reference.
 func (b Builder) WithTurnContext(arts ...Artifact) Builder {
 	out := slices.Clone(b.turn)
 	for _, a := range arts {
-		if i := slices.IndexFunc(out, func(x Artifact) bool { return x.ID == a.ID }); i >= 0 {
-			out[i] = a
-		} else {
-			out = append(out, a)
-		}
+		out = replaceOrAppend(out, a, func(x Artifact) bool { return x.ID == a.ID })
 	}
 	b.turn = out
 	return b
