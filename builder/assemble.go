@@ -79,11 +79,37 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 	md.Tokens.Environment = counter.Count(env)
 
 	// Candidates of the layers that can give way.
+	pre := []fixedSection{{SectionBase, true, base, md.Tokens.Base}}
+	post := []fixedSection{{SectionSkills, true, skills, md.Tokens.Skills}, {SectionActivity, false, activity, md.Tokens.Activity}}
+	if b.cfg.PrefixCacheOrder {
+		// Static first, then memory, then per-request content.
+		pre = append(pre, fixedSection{SectionToolRules, true, rules, md.Tokens.ToolRules})
+	} else {
+		post = append(post, fixedSection{SectionToolRules, true, rules, md.Tokens.ToolRules})
+	}
+	// Memory items are laid out where they end up in the prompt, right
+	// after the leading sections, unless a library section will come
+	// between: then in a buffer of their own, copied in later.
+	var w promptWriter
+	w.sys.Grow(len(base) + len(rules) + len(activity) + len(env) + len(skills) + b.memorySize(f) + 64)
+	inPlace := len(f.library) == 0
 	var mem strings.Builder
-	mem.Grow(b.memorySize(f))
-	items, missing := b.memoryItems(f, &mem)
-	memText := mem.String()
-	countItems(ctx, counter, b.store, memText, items)
+	memStart := 0
+	if inPlace {
+		for _, s := range pre {
+			w.fixed(s)
+		}
+		memStart = w.sys.Len()
+	} else {
+		mem.Grow(b.memorySize(f))
+	}
+	items, missing := b.memoryItems(f, cond(inPlace, &w.sys, &mem))
+	memSrc := mem.String() // the items' offsets are into memSrc
+	if inPlace {
+		memSrc = w.sys.String()
+	}
+	memText := memSrc[memStart:]
+	countItems(ctx, counter, b.store, memSrc, items)
 	for _, l := range missing {
 		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
 	}
@@ -110,7 +136,7 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 		case LayerMemory:
 			budget := minPositive(limits.MemoryTokens, remaining)
 			md.Tokens.MemoryBudget = budget
-			pw := prune(items, budget, b.trimmer(memText, counter))
+			pw := prune(items, budget, b.trimmer(counter))
 			md.Warnings = append(md.Warnings, pw...)
 			used := 0
 			for _, it := range items {
@@ -146,22 +172,17 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 		}
 	}
 
-	// Lay out the system prompt.
-	var w promptWriter
-	w.sys.Grow(len(base) + len(rules) + len(activity) + len(env) + len(skills) + len(memText) + libSize(lib) + 64)
-	pre := []fixedSection{{SectionBase, true, base, md.Tokens.Base}}
-	post := []fixedSection{{SectionSkills, true, skills, md.Tokens.Skills}, {SectionActivity, false, activity, md.Tokens.Activity}}
-	if b.cfg.PrefixCacheOrder {
-		// Static first, then memory, then per-request content.
-		pre = append(pre, fixedSection{SectionToolRules, true, rules, md.Tokens.ToolRules})
+	// Lay out the rest of the system prompt.
+	if inPlace {
+		w.memoryInPlace(memSrc, memStart, items)
 	} else {
-		post = append(post, fixedSection{SectionToolRules, true, rules, md.Tokens.ToolRules})
+		w.sys.Grow(len(memText) + libSize(lib))
+		for _, s := range pre {
+			w.fixed(s)
+		}
+		w.library(lib)
+		w.memory(memSrc, items)
 	}
-	for _, s := range pre {
-		w.fixed(s)
-	}
-	w.library(lib)
-	w.memory(memText, items)
 	for _, s := range post {
 		w.fixed(s)
 	}

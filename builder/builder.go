@@ -343,41 +343,70 @@ func (w *promptWriter) fixed(s fixedSection) {
 	w.close()
 }
 
-// memory writes the items not dropped (memText holds their renderings as
-// laid out by memoryItems) as the Core, Working and attachment sections.
-func (w *promptWriter) memory(memText string, items []item) {
-	whole := true
-	for i := range items {
-		if items[i].dropped || items[i].trimmed != "" {
-			whole = false
-			break
-		}
-	}
+// memory copies the items not dropped (laid out in src by memoryItems)
+// into the prompt as the Core, Working and attachment sections.
+func (w *promptWriter) memory(src string, items []item) {
+	whole := !changedItems(items)
 	if whole && len(items) > 0 {
 		// The common case: everything fits, copy the layout as it is.
 		w.sep()
 		off := w.sys.Len()
-		w.sys.WriteString(memText)
+		w.sys.WriteString(src)
 		for i := range items {
 			items[i].start += off
 			items[i].end += off
 		}
 	} else {
-		for i := range items {
-			it := &items[i]
-			if it.dropped {
-				continue
-			}
-			text := memText[it.start:it.end]
-			if it.trimmed != "" {
-				text = it.trimmed
-			}
-			w.sep()
-			it.start = w.sys.Len()
-			w.sys.WriteString(text)
-			it.end = w.sys.Len()
+		w.writeItems(src, items)
+	}
+	w.memorySections(items)
+}
+
+// memoryInPlace is memory for items memoryItems wrote into the prompt
+// itself after its first memStart bytes (src is the prompt then): only
+// when some were dropped or trimmed is the memory part written again.
+func (w *promptWriter) memoryInPlace(src string, memStart int, items []item) {
+	if changedItems(items) {
+		w.sys.Reset()
+		w.sys.Grow(len(src))
+		w.sys.WriteString(src[:memStart])
+		w.writeItems(src, items)
+	}
+	w.memorySections(items)
+}
+
+// changedItems reports whether an item was dropped or trimmed.
+func changedItems(items []item) bool {
+	for i := range items {
+		if items[i].dropped || items[i].trimmed != "" {
+			return true
 		}
 	}
+	return false
+}
+
+// writeItems writes the items not dropped, each from src or its trimmed
+// form, and moves their offsets to the prompt.
+func (w *promptWriter) writeItems(src string, items []item) {
+	for i := range items {
+		it := &items[i]
+		if it.dropped {
+			continue
+		}
+		text := src[it.start:it.end]
+		if it.trimmed != "" {
+			text = it.trimmed
+		}
+		w.sep()
+		it.start = w.sys.Len()
+		w.sys.WriteString(text)
+		it.end = w.sys.Len()
+	}
+}
+
+// memorySections records the Core, Working and attachment sections of the
+// items not dropped.
+func (w *promptWriter) memorySections(items []item) {
 	for _, name := range []string{SectionCore, SectionWorking, SectionAttachments} {
 		start, end, tokens, n := 0, 0, 0, 0
 		for i := range items {
@@ -399,6 +428,14 @@ func (w *promptWriter) memory(memText string, items []item) {
 			w.bounds = append(w.bounds, [2]int{start, end})
 		}
 	}
+}
+
+// cond is a ? b : c for two values of one type.
+func cond[T any](ok bool, a, b T) T {
+	if ok {
+		return a
+	}
+	return b
 }
 
 // memorySize estimates the rendered size of the memory items.
@@ -567,7 +604,7 @@ func prune(items []item, budget int, trim func(it *item, room int) bool) []strin
 // trimmer returns prune's trim function when ContextConfig.TrimTextBlocks
 // is set: a Text block is cut to its first lines that fit, with a marker
 // saying how many lines were left out.
-func (b Builder) trimmer(memText string, counter TokenCounter) func(it *item, room int) bool {
+func (b Builder) trimmer(counter TokenCounter) func(it *item, room int) bool {
 	if !b.cfg.TrimTextBlocks {
 		return nil
 	}
