@@ -123,10 +123,13 @@ func (x *Index) createPGVector(ctx context.Context, ex Execer, dims int) error {
 
 // pgvFill sets emb for k's rows that lack it, from their stored bytes.
 // Vectors of another dimension (left by an earlier embedder, about to be
-// replaced by Reembed) stay NULL and so are not searched by pgvector.
+// replaced by Reembed) stay NULL and so are not searched by pgvector; the
+// byte-length condition keeps them from counting as work to do on every
+// search.
 func (x *Index) pgvFill(ctx context.Context, ex Execer, k *kind) error {
 	dims := x.emb.Dimensions()
-	sel := fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE emb IS NULL AND rowid > ? ORDER BY rowid LIMIT 500`, k.vec)
+	sel := fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE emb IS NULL AND octet_length(embedding) = %d AND rowid > ?
+		ORDER BY rowid LIMIT 500`, k.vec, 4*dims)
 	// One statement per page of rows: [{"id": …, "e": "[…]"}, …].
 	upd := fmt.Sprintf(`UPDATE %s v SET emb = u.e::vector FROM json_to_recordset(?::json) AS u(id bigint, e text)
 		WHERE v.rowid = u.id`, k.vec)
@@ -217,11 +220,14 @@ func (x *Index) vecInsertArgs(id int64, owner string, blob []byte) ([]any, error
 
 // pgvKNN returns up to kk nearest rows of k (in owner's rows unless all)
 // from the HNSW index. The scan is iterative in strict order, so a
-// selective owner filter still yields kk rows when the owner has them.
-func (x *Index) pgvKNN(ctx context.Context, k *kind, qv []float32, owner string, all bool, kk int) ([]knnHit, error) {
+// selective owner filter still yields kk rows when the owner has them —
+// unless it gives up past hnsw.max_scan_tuples: exhausted reports that a
+// short answer holds every row there is (one indexed count says so), so
+// only a scan that gave up needs the exact fallback.
+func (x *Index) pgvKNN(ctx context.Context, k *kind, qv []float32, owner string, all bool, kk int) (hits []knnHit, exhausted bool, err error) {
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	// One round trip: the scan settings for this transaction, and whether
@@ -229,23 +235,30 @@ func (x *Index) pgvKNN(ctx context.Context, k *kind, qv []float32, owner string,
 	var todo bool
 	err = tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT set_config('hnsw.ef_search', ?, true) IS NOT NULL
 		AND set_config('hnsw.iterative_scan', 'strict_order', true) IS NOT NULL
-		AND EXISTS (SELECT 1 FROM %s WHERE emb IS NULL)`, k.vec), strconv.Itoa(min(max(kk, 40), 1000))).Scan(&todo)
+		AND EXISTS (SELECT 1 FROM %s WHERE emb IS NULL AND octet_length(embedding) = %d)`, k.vec, 4*x.emb.Dimensions()),
+		strconv.Itoa(min(max(kk, 40), 1000))).Scan(&todo)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if todo {
 		// Written by a process that opened before the column existed.
 		if err := x.withWriteLock(ctx, func(ctx context.Context, ex Execer) error { return x.pgvFill(ctx, ex, k) }); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	q := fmt.Sprintf(`SELECT rowid, emb <=> ?::vector AS d FROM %s`, k.vec)
-	args := []any{pgvText(qv)}
+	where, wargs := "", []any{}
 	if !all {
-		q += ` WHERE owner = ?`
-		args = append(args, owner)
+		where, wargs = ` WHERE owner = ?`, []any{owner}
 	}
-	q += ` ORDER BY emb <=> ?::vector LIMIT ?`
-	args = append(args, args[0], kk)
-	return queryHits(ctx, tx, q, args)
+	q := fmt.Sprintf(`SELECT rowid, emb <=> ?::vector AS d FROM %s%s ORDER BY emb <=> ?::vector LIMIT ?`, k.vec, where)
+	qt := pgvText(qv)
+	hits, scanned, err := queryHits(ctx, tx, q, append(append([]any{qt}, wargs...), qt, kk))
+	if err != nil || scanned >= kk {
+		return hits, false, err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+k.vec+where, wargs...).Scan(&n); err != nil {
+		return nil, false, err
+	}
+	return hits, n <= scanned, nil
 }

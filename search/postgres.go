@@ -107,9 +107,8 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 	if err != nil {
 		return nil, err
 	}
-	qn := norm(qv)
-	if qn == 0 {
-		return nil, nil
+	if math.IsNaN(CosineDistance(qv, qv)) {
+		return nil, nil // a zero query vector has no distance to anything
 	}
 	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -124,14 +123,15 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
 		}
 		v, err := blobVector(blob)
-		if err != nil || len(v) != len(qv) {
-			continue // another embedder's vector: Reembed replaces it
+		if err != nil {
+			// A torn row is reported, never skipped (as vec0 does).
+			return nil, fmt.Errorf("search: vector %s row %d: %w", k.name, r.ID, err)
 		}
-		vn := norm(v)
-		if vn == 0 {
-			continue // no defined distance, as in vec0
+		d := CosineDistance(qv, v)
+		if math.IsNaN(d) {
+			continue // another embedder's dimension (Reembed replaces it) or a zero vector, as in vec0
 		}
-		r.Source.Distance = 1 - float64(dot(qv, v))/(qn*vn)
+		r.Source.Distance = d
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -147,10 +147,6 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 		out = out[:limit]
 	}
 	return out, nil
-}
-
-func norm(v []float32) float64 {
-	return math.Sqrt(float64(dot(v, v)))
 }
 
 // VectorEngine names what answers vector searches: "vec0" (SQLite's

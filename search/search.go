@@ -475,13 +475,14 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		}
 		var hits []knnHit
 		var err error
+		exhausted := true // a short answer holds every row there is
 		switch {
 		case x.cache != nil:
 			hits = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk)
 		case x.pgvSearch:
-			hits, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
+			hits, exhausted, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
 		default:
-			hits, err = x.knnHits(ctx, knnQuery, args)
+			hits, _, err = queryHits(ctx, x.db, knnQuery, args)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
@@ -525,11 +526,8 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			return out, nil
 		}
 		if len(hits) < kk {
-			if x.pgvSearch {
-				// pgvector's iterative scan gives up past
-				// hnsw.max_scan_tuples: fewer hits need not mean fewer
-				// rows, so count exactly.
-				break
+			if !exhausted {
+				break // pgvector's scan gave up: count exactly
 			}
 			return out, nil // the partition has no more vectors
 		}
@@ -541,25 +539,21 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 	return x.exactScan(ctx, k, qvec, scope, s, limit)
 }
 
-func (x *Index) knnHits(ctx context.Context, q string, args []any) ([]knnHit, error) {
-	return queryHits(ctx, x.db, q, args)
-}
-
 // queryHits runs a KNN query selecting (id, distance) and keeps the rows
 // with a defined distance (a zero vector has none: NULL in vec0, NaN in
-// pgvector).
-func queryHits(ctx context.Context, q Execer, query string, args []any) ([]knnHit, error) {
+// pgvector); scanned counts every row the query returned.
+func queryHits(ctx context.Context, q Execer, query string, args []any) (hits []knnHit, scanned int, err error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
-	var hits []knnHit
 	for rows.Next() {
+		scanned++
 		var h knnHit
 		var d sql.NullFloat64
 		if err := rows.Scan(&h.id, &d); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if !d.Valid || math.IsNaN(d.Float64) {
 			continue
@@ -567,7 +561,7 @@ func queryHits(ctx context.Context, q Execer, query string, args []any) ([]knnHi
 		h.dist = d.Float64
 		hits = append(hits, h)
 	}
-	return hits, rows.Err()
+	return hits, scanned, rows.Err()
 }
 
 // exactScan computes distances for every row passing the filters: the

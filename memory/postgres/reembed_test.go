@@ -21,8 +21,10 @@ func TestReembedPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "the kettle is in the kitchen"}); err != nil {
-		t.Fatal(err)
+	for _, text := range []string{"the kettle is in the kitchen", "bicycles need oil each spring", "the garden gate squeaks"} {
+		if _, err := a.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: text}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a.Close()
 	if _, err := memory.Open(ctx, dsn, &memory.Options{Embedder: search.NewOffline(64)}); !errors.Is(err, search.ErrEmbedderMismatch) {
@@ -39,8 +41,20 @@ func TestReembedPostgres(t *testing.T) {
 	if want := map[bool]string{true: "pgvector", false: "in-process"}[pgv]; b.Index().VectorEngine() != want {
 		t.Errorf("VectorEngine = %q, want %q", b.Index().VectorEngine(), want)
 	}
-	rs, err := b.SearchArchival(ctx, "ada", "kettle kitchen", search.NewOptions().Mode(search.Vector))
-	if err != nil || len(rs) != 1 {
+	rs, err := b.SearchArchival(ctx, "ada", "kettle kitchen", search.NewOptions().Mode(search.Vector).Limit(1))
+	if err != nil || len(rs) != 1 || rs[0].Content != "the kettle is in the kitchen" {
 		t.Fatalf("vector search after Reembed: %v, %v", rs, err)
+	}
+	if pgv {
+		// Every row carries the new vector in a column of the new
+		// dimension (pgvector's typmod is the dimension).
+		var unfilled, dims int
+		if err := b.DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM vec_archival WHERE emb IS NULL),
+			(SELECT atttypmod FROM pg_attribute WHERE attrelid = 'vec_archival'::regclass AND attname = 'emb')`).Scan(&unfilled, &dims); err != nil {
+			t.Fatal(err)
+		}
+		if unfilled != 0 || dims != 64 {
+			t.Fatalf("after Reembed to 64 dims: %d rows without emb, column dimension %d", unfilled, dims)
+		}
 	}
 }
