@@ -540,7 +540,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
 	defer del.Close()
-	ins, err := ex.PrepareContext(ctx, x.vecInsert(k))
+	ins, err := ex.PrepareContext(ctx, vecInsert(k, x.pgvWrite))
 	if err != nil {
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
@@ -551,7 +551,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		if _, err := del.ExecContext(ctx, it.ID); err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 		}
-		args, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector))
+		args, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
 		if err != nil {
 			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 		}

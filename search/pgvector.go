@@ -195,16 +195,17 @@ func pgvText(v []float32) string {
 }
 
 // vecInsert is the statement storing one vector in k's table, and args
-// builds its arguments: the bytes, and with pgvector the text form too.
-func (x *Index) vecInsert(k *kind) string {
-	if x.pgvWrite {
+// builds its arguments: the bytes, and with emb (pgvector) the text form
+// too.
+func vecInsert(k *kind, emb bool) string {
+	if emb {
 		return fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding, emb) VALUES (?, ?, ?, ?::vector)`, k.vec)
 	}
 	return fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec)
 }
 
-func (x *Index) vecInsertArgs(id int64, owner string, blob []byte) ([]any, error) {
-	if !x.pgvWrite {
+func (x *Index) vecInsertArgs(id int64, owner string, blob []byte, emb bool) ([]any, error) {
+	if !emb {
 		return []any{id, owner, blob}, nil
 	}
 	v, err := blobVector(blob)

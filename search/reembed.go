@@ -91,11 +91,27 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 				return fmt.Errorf("search: reembed: drop %s: %w", kinds[t].vec, err)
 			}
 		}
-		if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
+		// pgvector: rows go in as bytes with no HNSW index to maintain;
+		// createPGVector then retypes the column, fills it from the
+		// bytes and builds the index and statistics once, over full
+		// tables. vec0 tables must exist before rows go in.
+		pgv := x.opts.Engine == PostgreSQL && x.pgvWrite
+		if pgv {
+			for _, t := range contentKinds {
+				if _, err := conn.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %s_emb`, kinds[t].vec)); err != nil {
+					return fmt.Errorf("search: reembed: drop the pgvector index of %s: %w", kinds[t].vec, err)
+				}
+			}
+		} else if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
 			return err
 		}
 		for _, t := range contentKinds {
-			if err := x.swapIn(ctx, conn, kinds[t]); err != nil {
+			if err := x.swapIn(ctx, conn, kinds[t], pgv); err != nil {
+				return err
+			}
+		}
+		if pgv {
+			if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
 				return err
 			}
 		}
@@ -210,8 +226,9 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 // swapIn fills k's fresh vec0 table from the staging table, re-embedding
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
-func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
-	ins, err := conn.PrepareContext(ctx, x.vecInsert(k))
+func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind, bytesOnly bool) error {
+	emb := x.pgvWrite && !bytesOnly
+	ins, err := conn.PrepareContext(ctx, vecInsert(k, emb))
 	if err != nil {
 		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)
 	}
@@ -273,7 +290,7 @@ func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
 			return nil
 		}
 		put := func(id int64, owner string, blob []byte) error {
-			args, err := x.vecInsertArgs(id, owner, blob)
+			args, err := x.vecInsertArgs(id, owner, blob, emb)
 			if err == nil {
 				_, err = ins.ExecContext(ctx, args...)
 			}

@@ -56,5 +56,9 @@ func TestReembedPostgres(t *testing.T) {
 		if unfilled != 0 || dims != 64 {
 			t.Fatalf("after Reembed to 64 dims: %d rows without emb, column dimension %d", unfilled, dims)
 		}
+		var hnsw int
+		if err := b.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vec_archival_emb' AND indexdef LIKE '%hnsw%'`).Scan(&hnsw); err != nil || hnsw != 1 {
+			t.Fatalf("after Reembed: %d HNSW indexes on vec_archival (%v)", hnsw, err)
+		}
 	}
 }
