@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/schema"
@@ -828,7 +829,7 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	defer a.close()
 	stats := map[string]int64{}
 	for name, q := range map[string]string{
-		"agents":            `SELECT count(*) FROM (SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages) AS agents`,
+		"agents":            `SELECT count(*) FROM (` + ui.AgentsQuery + `) AS agents`,
 		"blocks":            `SELECT count(*) FROM blocks`,
 		"block_updates":     `SELECT count(*) FROM block_updates`,
 		"shares":            `SELECT count(*) FROM shares`,

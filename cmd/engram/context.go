@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/builder"
-	"github.com/engram-go/engram/tools"
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
 )
 
 func cmdContext(ctx context.Context, a *app, args []string) error {
@@ -43,17 +43,9 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 		b = b.WithActiveBatch(active)
 	}
 	if withTools {
-		ts, err := tools.New(s, agent, nil)
+		list, err := ui.MemoryTools(s, agent)
 		if err != nil {
 			return err
-		}
-		var list builder.ToolList
-		for _, t := range ts.Tools() {
-			bt, err := builder.NewTool(t.Name, t.Description, t.Parameters)
-			if err != nil {
-				return err
-			}
-			list = append(list, bt)
 		}
 		b = b.WithTools(list)
 	}

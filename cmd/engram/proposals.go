@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +69,11 @@ func cmdProposalsList(ctx context.Context, a *app, args []string) error {
 	}
 	return a.output(out, func(w io.Writer) {
 		if len(out) == 0 {
-			fmt.Fprintln(w, "no pending proposals")
+			if all {
+				fmt.Fprintln(w, "no proposals")
+			} else {
+				fmt.Fprintln(w, "no pending proposals")
+			}
 			return
 		}
 		var rows [][]string
@@ -132,15 +135,9 @@ func lineDiff(before, after string) string {
 }
 
 // person is the approver name for a CLI decision: "human:" and --as, or
-// $USER.
+// the default of ui.PersonName.
 func person(as string) string {
-	if strings.TrimSpace(as) == "" {
-		as = os.Getenv("USER")
-	}
-	if strings.TrimSpace(as) == "" {
-		as = "cli"
-	}
-	return memory.HumanApprover + as
+	return memory.HumanApprover + ui.PersonName(as)
 }
 
 func cmdProposalsDecide(approve bool) command {
@@ -177,10 +174,7 @@ func cmdProposalsDecide(approve bool) command {
 			status = "approved"
 			err = s.ApproveProposal(ctx, id, who)
 		} else {
-			if strings.TrimSpace(reason) == "" {
-				reason = "no reason given"
-			}
-			err = s.RejectProposal(ctx, id, who, reason)
+			err = s.RejectProposal(ctx, id, who, strings.TrimSpace(reason))
 		}
 		if err != nil {
 			return err

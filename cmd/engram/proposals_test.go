@@ -24,6 +24,9 @@ func TestCLIProposals(t *testing.T) {
 	if !strings.Contains(out, "no pending proposals") {
 		t.Fatalf("empty queue:\n%s", out)
 	}
+	if out = ok(t, db, "proposals", "list", "--all"); !strings.Contains(out, "no proposals") || strings.Contains(out, "pending") {
+		t.Fatalf("no proposals at all:\n%s", out)
+	}
 	// An agent's write to its Human block waits for a person.
 	if _, errs, code := cli(t, db, "", "block", "append", "--agent", "ada", "--as-agent", "goals", " Then test it."); code == 0 || !strings.Contains(errs, "kept as proposal #1") {
 		t.Fatalf("write to a Human block: exit %d, %s", code, errs)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -29,7 +30,8 @@ func cmdUI(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	srv, err := ui.New(s, &ui.Options{Person: person, Model: model})
+	srv, err := ui.New(s, &ui.Options{Person: ui.PersonName(person), Model: model,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, nil))})
 	if err != nil {
 		return err
 	}
@@ -50,8 +52,9 @@ func cmdUI(ctx context.Context, a *app, args []string) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if err := a.output(map[string]any{"url": link, "db": postgres.Redact(a.db)}, func(w io.Writer) {
-		fmt.Fprintf(w, "engram ui for %s\nopen %s\n(Ctrl-C stops it)\n", postgres.Redact(a.db), link)
+	db := postgres.Redact(a.db)
+	if err := a.output(map[string]any{"url": link, "db": db}, func(w io.Writer) {
+		fmt.Fprintf(w, "engram ui for %s\nopen %s\n(Ctrl-C stops it)\n", db, link)
 	}); err != nil {
 		return err
 	}

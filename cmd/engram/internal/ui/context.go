@@ -18,6 +18,20 @@ import (
 func BuildRequest(ctx context.Context, store memory.Store, agent, model string) (*builder.Request, error) {
 	b := builder.New(store, builder.DefaultConfig()).ForAgent(agent).WithMessages(store).
 		WithModelInfo(builder.ModelInfoFor(model))
+	list, err := MemoryTools(store, agent)
+	if err != nil {
+		return nil, err
+	}
+	req, err := b.WithTools(list).Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ui: build the request of %q for %q: %w", agent, model, err)
+	}
+	return req, nil
+}
+
+// MemoryTools is the definitions of agent's memory tools, as a builder
+// tool list.
+func MemoryTools(store memory.Store, agent string) (builder.ToolList, error) {
 	ts, err := tools.New(store, agent, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ui: memory tools for %q: %w", agent, err)
@@ -30,21 +44,16 @@ func BuildRequest(ctx context.Context, store memory.Store, agent, model string) 
 		}
 		list = append(list, bt)
 	}
-	req, err := b.WithTools(list).Build(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ui: build the request of %q for %q: %w", agent, model, err)
-	}
-	return req, nil
+	return list, nil
 }
 
 type sectionRow struct {
-	Name    string
-	Hash    string
-	Tokens  int
-	Stable  bool
-	Text    clipped
-	Budget  int
-	Percent string
+	Name   string
+	Hash   string
+	Tokens int
+	Stable bool
+	Text   clipped
+	Budget int
 }
 
 type messageRow struct {
@@ -73,7 +82,6 @@ type contextData struct {
 	Totals   []sectionRow
 	Messages []messageRow
 	Tools    []toolRow
-	Prefix   clipped
 	// Dropped is every block, attachment, library artifact and recalled
 	// memory left out, with why.
 	Dropped []builder.Dropped
@@ -85,12 +93,11 @@ var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4",
 
 func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	agents, err := s.agents(ctx)
-	if err != nil {
-		s.failErr(w, r, "List agents", err)
+	q := r.URL.Query()
+	agents, ok := s.agentList(w, r, q.Get("agent"))
+	if !ok {
 		return
 	}
-	q := r.URL.Query()
 	d := contextData{Agents: agents, Agent: q.Get("agent"), Model: strings.TrimSpace(q.Get("model")), Models: suggestedModels}
 	if d.Model == "" {
 		d.Model = s.opts.Model
@@ -101,10 +108,6 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Context", Nav: "context", Data: &d}
 	if d.Agent == "" {
 		s.render(w, r, http.StatusOK, "context", p)
-		return
-	}
-	if err := s.knownAgent(ctx, d.Agent); err != nil {
-		s.failErr(w, r, "Context", err)
 		return
 	}
 	req, err := BuildRequest(ctx, s.store, d.Agent, d.Model)
@@ -118,17 +121,17 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	for _, sec := range req.Sections {
 		b := sectionBudget(tk, sec.Name)
 		d.Sections = append(d.Sections, sectionRow{Name: sec.Name, Hash: sec.Hash, Tokens: sec.Tokens, Stable: sec.Stable,
-			Text: clip(sec.Text, s.opts.MaxChars), Budget: b, Percent: percent(sec.Tokens, b)})
+			Text: clip(sec.Text, s.opts.MaxChars), Budget: b})
 	}
 	hb := tk.HistoryBudget
 	if hb <= 0 {
 		hb = budget
 	}
 	d.Totals = []sectionRow{
-		{Name: "system prompt", Tokens: tk.System, Budget: budget, Percent: percent(tk.System, budget)},
-		{Name: "tool definitions", Tokens: tk.Tools, Budget: budget, Percent: percent(tk.Tools, budget)},
-		{Name: "history", Tokens: tk.History, Budget: hb, Percent: percent(tk.History, hb)},
-		{Name: "total", Tokens: tk.Total, Budget: budget, Percent: percent(tk.Total, budget)},
+		{Name: "system prompt", Tokens: tk.System, Budget: budget},
+		{Name: "tool definitions", Tokens: tk.Tools, Budget: budget},
+		{Name: "history", Tokens: tk.History, Budget: hb},
+		{Name: "total", Tokens: tk.Total, Budget: budget},
 	}
 	for _, m := range req.Messages {
 		mr := messageRow{ID: m.ID, Role: string(m.Role), Name: m.Name, Batch: m.BatchID, Content: clip(m.Content, s.opts.MaxChars)}
@@ -154,9 +157,6 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		order = append(order, string(l))
 	}
 	d.Order = strings.Join(order, " → ")
-	if end := req.Metadata.StablePrefixEnd; end > 0 && end <= len(req.System) {
-		d.Prefix = clip(req.System[:end], 2000)
-	}
 	p.Live = []string{d.Agent}
 	s.render(w, r, http.StatusOK, "context", p)
 }

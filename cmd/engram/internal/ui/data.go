@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 
@@ -12,13 +13,23 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// agentsQuery lists every agent that owns something. memory.Store has no
-// agent listing, so this reads the tables the CLI's stats command reads
-// (the same SQL on SQLite and PostgreSQL).
-const agentsQuery = `SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages UNION SELECT agent FROM shares`
+// AgentsQuery lists every agent that owns something or has a block shared
+// with it. memory.Store has no agent listing, so the UI and "engram stats"
+// read it with this SQL (the same on SQLite and PostgreSQL).
+const AgentsQuery = `SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages UNION SELECT agent FROM shares`
+
+// storeDB is the SQL database of a store that has a DB method (such as
+// *memory.Cache).
+func storeDB(store memory.Store) (*sql.DB, error) {
+	db, ok := store.(interface{ DB() *sql.DB })
+	if !ok {
+		return nil, ErrNoAgentLister
+	}
+	return db.DB(), nil
+}
 
 func agentsFromDB(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, agentsQuery)
+	rows, err := db.QueryContext(ctx, AgentsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("ui: list agents: %w", err)
 	}
@@ -41,33 +52,60 @@ func agentsFromDB(ctx context.Context, db *sql.DB) ([]string, error) {
 // Agents lists the agent ids of a store that has a DB method (such as
 // *memory.Cache), sorted.
 func Agents(ctx context.Context, store memory.Store) ([]string, error) {
-	db, ok := store.(interface{ DB() *sql.DB })
-	if !ok {
-		return nil, ErrNoAgentLister
-	}
-	return agentsFromDB(ctx, db.DB())
-}
-
-func (s *Server) agents(ctx context.Context) ([]string, error) {
-	as, err := s.opts.Agents(ctx)
+	db, err := storeDB(store)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(as)
-	return as, nil
+	return agentsFromDB(ctx, db)
 }
 
-// knownAgent returns ErrUnknownAgent (a 404) for an agent that owns
-// nothing.
-func (s *Server) knownAgent(ctx context.Context, agent string) error {
-	as, err := s.agents(ctx)
+func (s *Server) agents(ctx context.Context) ([]string, error) {
+	return agentsFromDB(ctx, s.db)
+}
+
+// agentList lists the agents once per request. With want set, an agent
+// that owns nothing is ErrUnknownAgent. On an error it renders the error
+// page and returns false.
+func (s *Server) agentList(w http.ResponseWriter, r *http.Request, want string) ([]string, bool) {
+	as, err := s.agents(r.Context())
 	if err != nil {
-		return err
+		s.failErr(w, r, "List agents", err)
+		return nil, false
 	}
-	if _, ok := slices.BinarySearch(as, agent); !ok {
-		return fmt.Errorf("%w: no agent %q in this store (it has no block, share, archival entry or message)", ErrUnknownAgent, agent)
+	if want != "" {
+		if _, ok := slices.BinarySearch(as, want); !ok {
+			s.failErr(w, r, "Agent", fmt.Errorf("%w: no agent %q in this store (it has no block, share, archival entry or message)", ErrUnknownAgent, want))
+			return nil, false
+		}
 	}
-	return nil
+	return as, true
+}
+
+// proposalCountsQuery counts, per block owner, all proposals and the
+// pending ones: what the live loop compares, in one query.
+const proposalCountsQuery = `SELECT b.owner, count(*), count(CASE WHEN p.status = 'pending' THEN 1 END)
+	FROM proposals p JOIN blocks b ON b.id = p.block_id GROUP BY b.owner`
+
+// proposalCounts maps each block owner to "all/pending" proposal counts.
+func (s *Server) proposalCounts(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, proposalCountsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("ui: count proposals: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var owner string
+		var all, pending int
+		if err := rows.Scan(&owner, &all, &pending); err != nil {
+			return nil, fmt.Errorf("ui: count proposals: %w", err)
+		}
+		out[owner] = fmt.Sprintf("%d/%d", all, pending)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ui: count proposals: %w", err)
+	}
+	return out, nil
 }
 
 // Proposals lists proposals across agents, oldest first; with pendingOnly,
@@ -132,47 +170,57 @@ type agentBlocks struct {
 	Pending int
 }
 
-// agentsOverview lists each agent's own blocks and those shared with it;
-// own blocks say whom they are shared with.
-func (s *Server) agentsOverview(ctx context.Context, agents []string) ([]agentBlocks, error) {
-	type key struct{ owner, label string }
-	sharedWith := map[key][]shareRow{}
-	out := make([]agentBlocks, 0, len(agents))
+type blockKey struct{ owner, label string }
+
+// shares is who shares what. The Store has no query for the sharees of a
+// block, so it is read as one ListSharedBlocks per agent.
+type shares struct {
+	with map[blockKey][]shareRow         // a block → the agents it is shared with
+	of   map[string][]memory.SharedBlock // an agent → the blocks shared with it
+}
+
+func (s *Server) sharedWith(ctx context.Context, agents []string) (shares, error) {
+	sh := shares{with: map[blockKey][]shareRow{}, of: make(map[string][]memory.SharedBlock, len(agents))}
 	for _, a := range agents {
-		ab := agentBlocks{Agent: a}
 		sb, err := s.store.ListSharedBlocks(ctx, a)
 		if err != nil {
-			return nil, err
+			return sh, err
 		}
+		sh.of[a] = sb
 		for _, b := range sb {
-			sharedWith[key{b.Owner, b.Label}] = append(sharedWith[key{b.Owner, b.Label}], shareRow{Agent: a, Permission: b.Permission.String()})
-			ab.Shared = append(ab.Shared, row(b.BlockMeta))
-		}
-		own, err := s.store.ListBlocks(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range own {
-			ab.Own = append(ab.Own, row(m))
-		}
-		ps, err := s.store.ListProposals(ctx, a, "")
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ps {
-			if p.Status == "pending" {
-				ab.Pending++
-			}
-		}
-		out = append(out, ab)
-	}
-	for i := range out {
-		for j := range out[i].Own {
-			m := &out[i].Own[j]
-			m.SharedWith = sharedWith[key{m.Owner, m.Label}]
+			k := blockKey{b.Owner, b.Label}
+			sh.with[k] = append(sh.with[k], shareRow{Agent: a, Permission: b.Permission.String()})
 		}
 	}
-	return out, nil
+	return sh, nil
+}
+
+// overview lists agent's own blocks, saying whom each is shared with, the
+// blocks shared with it and its pending proposals.
+func (s *Server) overview(ctx context.Context, agent string, sh shares) (agentBlocks, error) {
+	ab := agentBlocks{Agent: agent}
+	for _, b := range sh.of[agent] {
+		ab.Shared = append(ab.Shared, row(b.BlockMeta))
+	}
+	own, err := s.store.ListBlocks(ctx, agent)
+	if err != nil {
+		return ab, err
+	}
+	for _, m := range own {
+		r := row(m)
+		r.SharedWith = sh.with[blockKey{m.Owner, m.Label}]
+		ab.Own = append(ab.Own, r)
+	}
+	ps, err := s.store.ListProposals(ctx, agent, "")
+	if err != nil {
+		return ab, err
+	}
+	for _, p := range ps {
+		if p.Status == "pending" {
+			ab.Pending++
+		}
+	}
+	return ab, nil
 }
 
 func row(m memory.BlockMeta) blockRow {
@@ -183,11 +231,9 @@ func row(m memory.BlockMeta) blockRow {
 	return r
 }
 
-// docFor opens owner's block as the owner, or explains why not.
+// docFor opens owner's block as the owner, or explains why not. The
+// caller checks that owner is a known agent (agentList).
 func (s *Server) docFor(ctx context.Context, owner, label string) (*blocks.Document, error) {
-	if err := s.knownAgent(ctx, owner); err != nil {
-		return nil, err
-	}
 	doc, err := s.store.GetBlock(ctx, owner, label)
 	if errors.Is(err, memory.ErrNotFound) {
 		return nil, fmt.Errorf("%w: agent %q has no block %q", memory.ErrNotFound, owner, label)

@@ -13,8 +13,8 @@ type span struct {
 	Text string
 }
 
-// Eq, Del, Ins and Skip let templates switch on a span's kind.
-func (s span) Eq() bool   { return s.Kind == '=' }
+// Del, Ins and Skip let templates switch on a span's kind (anything else
+// is unchanged text).
 func (s span) Del() bool  { return s.Kind == '-' }
 func (s span) Ins() bool  { return s.Kind == '+' }
 func (s span) Skip() bool { return s.Kind == '~' }

@@ -138,10 +138,15 @@ func (s *Server) watch() {
 }
 
 // fingerprints reads, per agent, what its pages show: the blocks stamp
-// (content, metadata and sharing of its own and shared blocks), its
-// proposals and its newest message.
+// (content, metadata and sharing of its own and shared blocks), the
+// proposals on its blocks and its newest message. That is 2+2N queries
+// for N agents (see Options.PollInterval).
 func (s *Server) fingerprints(ctx context.Context) (map[string]string, error) {
 	agents, err := s.agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	proposals, err := s.proposalCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -151,16 +156,6 @@ func (s *Server) fingerprints(ctx context.Context) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ps, err := s.store.ListProposals(ctx, a, "")
-		if err != nil {
-			return nil, err
-		}
-		pending := 0
-		for _, p := range ps {
-			if p.Status == "pending" {
-				pending++
-			}
-		}
 		msgs, err := s.store.Messages(ctx, a, &memory.MessageQuery{Limit: 1, Newest: true})
 		if err != nil {
 			return nil, err
@@ -169,7 +164,7 @@ func (s *Server) fingerprints(ctx context.Context) (map[string]string, error) {
 		if len(msgs) > 0 {
 			newest = msgs[0].ID
 		}
-		out[a] = fmt.Sprintf("%v/%d/%d/%d", st, len(ps), pending, newest)
+		out[a] = fmt.Sprintf("%v/%s/%d", st, proposals[a], newest)
 	}
 	return out, nil
 }

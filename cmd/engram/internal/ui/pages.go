@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -72,19 +73,24 @@ type overviewData struct {
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	agents, err := s.agents(ctx)
-	if err != nil {
-		s.failErr(w, r, "List agents", err)
+	agents, ok := s.agentList(w, r, "")
+	if !ok {
 		return
 	}
-	ov, err := s.agentsOverview(ctx, agents)
+	sh, err := s.sharedWith(ctx, agents)
 	if err != nil {
-		s.failErr(w, r, "List blocks", err)
+		s.failErr(w, r, "List shares", err)
 		return
 	}
-	d := overviewData{Agents: ov}
-	for _, a := range ov {
-		d.Pending += a.Pending
+	var d overviewData
+	for _, a := range agents {
+		ab, err := s.overview(ctx, a, sh)
+		if err != nil {
+			s.failErr(w, r, "List blocks", err)
+			return
+		}
+		d.Agents = append(d.Agents, ab)
+		d.Pending += ab.Pending
 	}
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Agents and blocks", Nav: "agents", LiveAll: true, Flash: flash(r.URL.Query()), Data: d})
 }
@@ -92,28 +98,22 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAgent(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	agent := r.PathValue("agent")
-	if err := s.knownAgent(ctx, agent); err != nil {
-		s.failErr(w, r, "Agent", err)
+	agents, ok := s.agentList(w, r, agent)
+	if !ok {
 		return
 	}
-	agents, err := s.agents(ctx)
+	// Whom this agent's blocks are shared with takes every agent's shares.
+	sh, err := s.sharedWith(ctx, agents)
 	if err != nil {
-		s.failErr(w, r, "List agents", err)
+		s.failErr(w, r, "List shares", err)
 		return
 	}
-	// Sharing is computed over every agent; only this one is shown.
-	ov, err := s.agentsOverview(ctx, agents)
+	ab, err := s.overview(ctx, agent, sh)
 	if err != nil {
 		s.failErr(w, r, "List blocks", err)
 		return
 	}
-	d := overviewData{Single: true}
-	for _, a := range ov {
-		if a.Agent == agent {
-			d.Agents = append(d.Agents, a)
-			d.Pending = a.Pending
-		}
-	}
+	d := overviewData{Agents: []agentBlocks{ab}, Single: true, Pending: ab.Pending}
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Agent " + agent, Nav: "agents", Live: []string{agent}, Data: d})
 }
 
@@ -136,7 +136,6 @@ type blockData struct {
 	Chars      int
 	Limit      int
 	Content    clipped
-	Full       bool
 	At         *changeRow
 	AtContent  clipped
 	Restorable bool
@@ -146,12 +145,15 @@ type blockData struct {
 	Pages      int
 	SharedWith []shareRow
 	Pending    []proposalRow
-	Heads      string
 }
 
 func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	owner, label := r.PathValue("owner"), r.PathValue("label")
+	agents, ok := s.agentList(w, r, owner)
+	if !ok {
+		return
+	}
 	doc, err := s.docFor(ctx, owner, label)
 	if err != nil {
 		s.failErr(w, r, "Block", err)
@@ -159,7 +161,7 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	info := doc.Info()
-	d := blockData{Info: info, Chars: doc.Size(), Limit: doc.CharLimit(), Full: q.Get("full") == "1", Heads: strings.Join(doc.Heads(), ",")}
+	d := blockData{Info: info, Chars: doc.Size(), Limit: doc.CharLimit()}
 	if info.Schema != nil {
 		d.Kind = string(info.Schema.Kind())
 		if b, err := schema.Marshal(info.Schema); err == nil {
@@ -167,8 +169,8 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	limit := s.opts.MaxChars
-	if d.Full {
-		limit = int(^uint(0) >> 1)
+	if q.Get("full") == "1" {
+		limit = math.MaxInt
 	}
 	d.Content = clip(doc.Render(), limit)
 
@@ -239,10 +241,12 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Changes = append(d.Changes, cr)
 	}
-	if d.SharedWith, err = s.sharesOf(ctx, owner, label); err != nil {
+	sh, err := s.sharedWith(ctx, agents)
+	if err != nil {
 		s.failErr(w, r, "Shares", err)
 		return
 	}
+	d.SharedWith = sh.with[blockKey{owner, label}]
 	ps, err := s.store.ListProposals(ctx, owner, label)
 	if err != nil {
 		s.failErr(w, r, "Proposals", err)
@@ -271,29 +275,6 @@ func clipSpans(spans []span, n int) []span {
 	return spans
 }
 
-func (s *Server) sharesOf(ctx context.Context, owner, label string) ([]shareRow, error) {
-	agents, err := s.agents(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []shareRow
-	for _, a := range agents {
-		if a == owner {
-			continue
-		}
-		sb, err := s.store.ListSharedBlocks(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range sb {
-			if b.Owner == owner && b.Label == label {
-				out = append(out, shareRow{Agent: a, Permission: b.Permission.String()})
-			}
-		}
-	}
-	return out, nil
-}
-
 // handleRestore makes the block's content what it was at a change, as a
 // new change attributed to the person.
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
@@ -303,6 +284,9 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	owner, label := r.PathValue("owner"), r.PathValue("label")
 	at := r.PostForm.Get("at")
+	if _, ok := s.agentList(w, r, owner); !ok {
+		return
+	}
 	doc, err := s.docFor(ctx, owner, label)
 	if err != nil {
 		s.failErr(w, r, "Restore", err)
@@ -368,14 +352,10 @@ type proposalRow struct {
 	memory.Proposal
 	Diff    []span
 	DiffErr string
-	Value   string
 }
 
 func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow {
 	pr := proposalRow{Proposal: p}
-	if p.Edit.Value != nil {
-		pr.Value = fmt.Sprint(p.Edit.Value)
-	}
 	if p.Status != "pending" {
 		return pr
 	}
@@ -395,9 +375,8 @@ type proposalsData struct {
 
 func (s *Server) handleProposals(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	agents, err := s.agents(ctx)
-	if err != nil {
-		s.failErr(w, r, "List agents", err)
+	agents, ok := s.agentList(w, r, "")
+	if !ok {
 		return
 	}
 	all, err := Proposals(ctx, s.store, agents, false)
@@ -437,11 +416,7 @@ func (s *Server) handleDecide(approve bool) http.HandlerFunc {
 			what, done = "Approve", "approved"
 			err = s.store.ApproveProposal(ctx, id, s.Person())
 		} else {
-			reason := strings.TrimSpace(r.PostForm.Get("reason"))
-			if reason == "" {
-				reason = "no reason given"
-			}
-			err = s.store.RejectProposal(ctx, id, s.Person(), reason)
+			err = s.store.RejectProposal(ctx, id, s.Person(), strings.TrimSpace(r.PostForm.Get("reason")))
 		}
 		if err != nil {
 			s.failErr(w, r, what+" proposal", err)
@@ -480,12 +455,16 @@ type resultRow struct {
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	agents, err := s.agents(ctx)
-	if err != nil {
-		s.failErr(w, r, "List agents", err)
+	q := r.URL.Query()
+	// An unknown agent is a 404 only once there is a query to run.
+	want := q.Get("agent")
+	if strings.TrimSpace(q.Get("q")) == "" {
+		want = ""
+	}
+	agents, ok := s.agentList(w, r, want)
+	if !ok {
 		return
 	}
-	q := r.URL.Query()
 	d := searchData{Agents: agents, Query: q.Get("q"), Agent: q.Get("agent"), Mode: q.Get("mode"),
 		Modes: []string{"auto", "fts", "vector", "hybrid"}, Types: map[string]bool{}}
 	if d.Mode == "" {
@@ -505,12 +484,6 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(d.Query) == "" {
 		s.render(w, r, http.StatusOK, "search", p)
 		return
-	}
-	if d.Agent != "" {
-		if err := s.knownAgent(ctx, d.Agent); err != nil {
-			s.failErr(w, r, "Search", err)
-			return
-		}
 	}
 	mode, err := search.ParseMode(d.Mode)
 	if err != nil {

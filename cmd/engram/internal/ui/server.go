@@ -39,17 +39,15 @@ type Options struct {
 	Token string
 	// Person names whoever uses the page. Approvals, rejections and
 	// restores are attributed to memory.HumanApprover+Person
-	// ("human:alice"). Default: $USER, else "local".
+	// ("human:alice"). Default: PersonName("").
 	Person string
-	// Agents lists the store's agent ids. Default: a query over the
-	// store's SQL database (blocks, archival entries and messages), for
-	// stores with a DB() *sql.DB method such as *memory.Cache.
-	Agents func(ctx context.Context) ([]string, error)
 	// Model is the model name the context page starts with. Default
 	// "gpt-4o".
 	Model string
 	// PollInterval is how often the live view checks the store for
 	// changes made by other processes while a page is open. Default 500ms.
+	// Each check costs 2+2N queries for N agents: the agent list, the
+	// proposal counts, and per agent its blocks stamp and newest message.
 	PollInterval time.Duration
 	// MaxChars is how much of a block's content (and of each message and
 	// diff) a page shows before it truncates with a "show all" link.
@@ -66,6 +64,7 @@ type Options struct {
 // its live-update loop and ends open event streams.
 type Server struct {
 	store   memory.Store
+	db      *sql.DB // the store's, for what memory.Store cannot list
 	opts    Options
 	token   string
 	csrf    string
@@ -84,7 +83,8 @@ type Server struct {
 	done   chan struct{}
 }
 
-// New returns the app over store. Call Close when done.
+// New returns the app over store, which must have a DB() *sql.DB method
+// (such as *memory.Cache; else ErrNoAgentLister). Call Close when done.
 func New(store memory.Store, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
@@ -97,18 +97,10 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		}
 		o.Token = hex.EncodeToString(b)
 	}
-	if o.Person == "" {
-		o.Person = os.Getenv("USER")
-	}
-	if strings.TrimSpace(o.Person) == "" {
-		o.Person = "local"
-	}
-	if o.Agents == nil {
-		db, ok := store.(interface{ DB() *sql.DB })
-		if !ok {
-			return nil, ErrNoAgentLister
-		}
-		o.Agents = func(ctx context.Context) ([]string, error) { return agentsFromDB(ctx, db.DB()) }
+	o.Person = PersonName(o.Person)
+	db, err := storeDB(store)
+	if err != nil {
+		return nil, err
 	}
 	if o.Model == "" {
 		o.Model = "gpt-4o"
@@ -135,7 +127,7 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	sum := sha256.Sum256([]byte(o.Token))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		store: store, opts: o, token: o.Token, csrf: hex.EncodeToString(mac.Sum(nil)),
+		store: store, db: db, opts: o, token: o.Token, csrf: hex.EncodeToString(mac.Sum(nil)),
 		// The cookie's name carries a hash of the token: cookies are not
 		// per port, so two servers on one host must not overwrite each
 		// other's.
@@ -150,6 +142,18 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	s.handler = http.NewCrossOriginProtection().Handler(s.mux)
 	go s.watch()
 	return s, nil
+}
+
+// PersonName is the name of whoever decides proposals and restores
+// blocks (without the "human:" prefix): as, else $USER, else "local".
+func PersonName(as string) string {
+	if strings.TrimSpace(as) == "" {
+		as = os.Getenv("USER")
+	}
+	if strings.TrimSpace(as) == "" {
+		as = "local"
+	}
+	return as
 }
 
 // Token is the secret the printed URL carries.

@@ -12,7 +12,6 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"pathEsc":  url.PathEscape,
 	"blockURL": blockURL,
 	"agentURL": func(a string) string { return "/agents/" + url.PathEscape(a) },
 	"time":     fmtTime,
@@ -29,12 +28,6 @@ var funcs = template.FuncMap{
 	"join":  strings.Join,
 	"list3": func(a, b, c string) []string { return []string{a, b, c} },
 	"add":   func(a, b int) int { return a + b },
-	"short": func(s string) string {
-		if len(s) > 12 {
-			return s[:12]
-		}
-		return s
-	},
 	"num": func(n int) string {
 		s := fmt.Sprint(n)
 		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
