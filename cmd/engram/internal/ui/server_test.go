@@ -353,11 +353,17 @@ var markup = regexp.MustCompile(`(?i)<(img|svg|iframe|object|embed|system|memory
 func TestHostileContentRendersAsText(t *testing.T) {
 	f := newFixture(t)
 	evil := url.PathEscape(evilAgent)
-	pages := []string{
-		"/", "/agents/" + evil, "/blocks/" + evil + "/xss", "/blocks/" + evil + "/xss?full=1",
-		"/proposals", "/context?agent=" + url.QueryEscape(evilAgent),
-		"/search?q=approve&mode=fts", "/search?q=approve&mode=fts&agent=" + url.QueryEscape(evilAgent),
-		"/agents/" + url.PathEscape(payload), "/search?q=" + url.QueryEscape(payload),
+	// Every page shows; only an agent id that is itself the payload is
+	// unknown.
+	type page struct {
+		path string
+		code int
+	}
+	pages := []page{
+		{"/", 200}, {"/agents/" + evil, 200}, {"/blocks/" + evil + "/xss", 200}, {"/blocks/" + evil + "/xss?full=1", 200},
+		{"/proposals", 200}, {"/context?agent=" + url.QueryEscape(evilAgent), 200},
+		{"/search?q=approve&mode=fts", 200}, {"/search?q=approve&mode=fts&agent=" + url.QueryEscape(evilAgent), 200},
+		{"/agents/" + url.PathEscape(payload), 404}, {"/search?q=" + url.QueryEscape(payload), 200},
 	}
 	// The as-of view of the block's first content.
 	doc, err := f.store.GetBlock(context.Background(), evilAgent, "xss")
@@ -368,11 +374,12 @@ func TestHostileContentRendersAsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "/blocks/"+evil+"/xss?at="+hist[len(hist)-1].Hash)
-	for _, p := range pages {
+	pages = append(pages, page{"/blocks/" + evil + "/xss?at=" + hist[len(hist)-1].Hash, 200})
+	for _, pg := range pages {
+		p := pg.path
 		code, body := f.get(t, p)
-		if code != 200 && code != 404 {
-			t.Errorf("GET %s: status %d", p, code)
+		if code != pg.code {
+			t.Errorf("GET %s: status %d, want %d", p, code, pg.code)
 		}
 		if m := markup.FindString(body); m != "" {
 			t.Errorf("GET %s: injected markup %q in:\n%s", p, m, excerpt(body))
@@ -616,13 +623,17 @@ func TestSearchPageExplainsScores(t *testing.T) {
 			t.Errorf("search page lacks %q:\n%s", want, excerpt(body))
 		}
 	}
-	// Isolation holds: as bob, ada's persona is not found.
-	_, body = f.get(t, "/search?q=analyst&mode=fts&agent=bob")
+	// Isolation holds: as bob, ada's persona is not found (by a search
+	// that ran).
+	code, body := f.get(t, "/search?q=analyst&mode=fts&agent=bob")
+	if code != 200 || strings.Contains(body, `id="search-error"`) {
+		t.Errorf("bob's search failed: status %d, %s", code, excerpt(body))
+	}
 	if strings.Contains(body, "persona") {
 		t.Error("bob's search shows ada's unshared block")
 	}
 	// A mode the store cannot serve is explained on the page.
-	code, body := f.get(t, "/search?q=monday&mode=vector")
+	code, body = f.get(t, "/search?q=monday&mode=vector")
 	if code != 200 || !strings.Contains(body, `id="search-error"`) {
 		t.Errorf("vector search without an embedder: status %d, %s", code, excerpt(body))
 	}
