@@ -155,6 +155,14 @@ type LibraryStore interface {
 	PutContextLibrary(ctx context.Context, agent string, entries []memory.LibraryEntry) error
 }
 
+// The store's optional parts the builder finds by type assertion: a
+// changed signature must fail the build, not turn the feature off.
+var (
+	_ CountStore       = (*memory.Cache)(nil)
+	_ LibraryStore     = (*memory.Cache)(nil)
+	_ ArchivalSearcher = (*memory.Cache)(nil)
+)
+
 // Artifact is a piece of context that belongs to one turn: a file, a
 // snippet, a page. It goes into the current user message, not the system
 // prompt, so the cacheable prefix survives; once promoted it joins the

@@ -39,6 +39,9 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err := c.checkOpen(ctx); err != nil {
 		return e, err
 	}
+	if err := checkAgent(agent); err != nil {
+		return e, err
+	}
 	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC())
 	if err != nil {
 		return e, err
@@ -60,10 +63,8 @@ type archivalRow struct {
 }
 
 // prepareArchival checks e and fills its defaults; nothing is written.
+// prepareArchival checks and encodes one entry; callers check the agent.
 func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*archivalRow, error) {
-	if strings.TrimSpace(agent) == "" {
-		return nil, invalidArg("agent id is empty")
-	}
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
 	}
@@ -129,29 +130,37 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // insertArchivalRows inserts rows (setting their IDs), their tags and,
 // when vecs is not nil, their vectors, with statements prepared once.
 func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
-	if err != nil {
-		return fmt.Errorf("memory: insert archival: %w", err)
+	const insSQL = `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
+	insert := func(args ...any) *sql.Row { return tx.QueryRowContext(ctx, insSQL, args...) }
+	tag := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, tagSQL, args...) }
+	if len(rows) > 1 {
+		// Prepared once for a batch; a single entry skips the prepare
+		// (on PostgreSQL a round trip each way for nothing).
+		ins, err := tx.PrepareContext(ctx, insSQL)
+		if err != nil {
+			return fmt.Errorf("memory: insert archival: %w", err)
+		}
+		defer ins.Close()
+		tags, err := tx.PrepareContext(ctx, tagSQL)
+		if err != nil {
+			return fmt.Errorf("memory: insert archival tags: %w", err)
+		}
+		defer tags.Close()
+		insert = func(args ...any) *sql.Row { return ins.QueryRowContext(ctx, args...) }
+		tag = func(args ...any) (sql.Result, error) { return tags.ExecContext(ctx, args...) }
 	}
-	defer ins.Close()
-	var tag *sql.Stmt
 	items := make([]search.EmbeddingItem, 0, len(vecs))
 	for i, r := range rows {
 		e := &r.e
-		err := ins.QueryRowContext(ctx, e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
+		err := insert(e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
 			e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano()).Scan(&e.ID)
 		if err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", e.Agent, err)
 		}
 		for _, t := range e.Tags {
-			if tag == nil {
-				if tag, err = tx.PrepareContext(ctx, `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`); err != nil {
-					return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
-				}
-				defer tag.Close()
-			}
-			if _, err := tag.ExecContext(ctx, e.ID, t); err != nil {
+			if _, err := tag(e.ID, t); err != nil {
 				return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
 			}
 		}
@@ -196,6 +205,9 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 	}
 	if o.Size <= 0 {
 		o.Size = 1000
+	}
+	if err := checkAgent(agent); err != nil {
+		return nil, fmt.Errorf("memory: archival batch: %w", err)
 	}
 	now := c.opts.Now().UTC()
 	rows := make([]*archivalRow, len(entries))

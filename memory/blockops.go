@@ -13,9 +13,17 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-func checkIDs(agent, label string) error {
+// checkAgent refuses an empty agent id.
+func checkAgent(agent string) error {
 	if strings.TrimSpace(agent) == "" {
 		return invalidArg("agent id is empty")
+	}
+	return nil
+}
+
+func checkIDs(agent, label string) error {
+	if err := checkAgent(agent); err != nil {
+		return err
 	}
 	if strings.TrimSpace(label) == "" {
 		return invalidArg("block label is empty (agent %q)", agent)

@@ -50,8 +50,8 @@ func (c *Cache) ContextLibrary(ctx context.Context, agent string) ([]LibraryEntr
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(agent) == "" {
-		return nil, invalidArg("context library: empty agent")
+	if err := checkAgent(agent); err != nil {
+		return nil, err
 	}
 	rows, err := c.rdb.QueryContext(ctx, `SELECT id, artifact, kind, title, content, hash, recoverable, updated_at
 		FROM context_library WHERE agent = ? ORDER BY id`, agent)
@@ -85,8 +85,8 @@ func (c *Cache) PutContextLibrary(ctx context.Context, agent string, entries []L
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	if strings.TrimSpace(agent) == "" {
-		return invalidArg("context library: empty agent")
+	if err := checkAgent(agent); err != nil {
+		return err
 	}
 	for i, e := range entries {
 		switch {
@@ -94,10 +94,13 @@ func (c *Cache) PutContextLibrary(ctx context.Context, agent string, entries []L
 			return invalidArg("context library of %q: entry %d has no id", agent, i)
 		case len(e.ID) > maxArtifactID:
 			return invalidArg("context library of %q: entry %d: id longer than %d bytes", agent, i, maxArtifactID)
-		case !utf8.ValidString(e.ID) || !utf8.ValidString(e.Content) || !utf8.ValidString(e.Title) || !utf8.ValidString(e.Kind):
-			return invalidArg("context library of %q: artifact %q is not valid UTF-8", agent, e.ID)
-		case strings.ContainsRune(e.Content, 0) || strings.ContainsRune(e.ID, 0):
-			return invalidArg("context library of %q: artifact %q contains a NUL byte", agent, e.ID)
+		}
+		for _, f := range []string{e.ID, e.Kind, e.Title, e.Content} {
+			// PostgreSQL text takes neither; SQLite would, so refuse both
+			// the same way.
+			if !utf8.ValidString(f) || strings.ContainsRune(f, 0) {
+				return invalidArg("context library of %q: artifact %q is not valid UTF-8 text without NUL bytes", agent, e.ID)
+			}
 		}
 	}
 	if len(entries) == 0 {
@@ -133,8 +136,8 @@ func (c *Cache) RemoveFromContextLibrary(ctx context.Context, agent string, ids 
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	if strings.TrimSpace(agent) == "" {
-		return invalidArg("context library: empty agent")
+	if err := checkAgent(agent); err != nil {
+		return err
 	}
 	err := c.write(ctx, func(tx *sql.Tx) error {
 		if len(ids) == 0 {

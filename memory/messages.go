@@ -83,7 +83,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 			texts = append(texts, m.Content)
 		}
 	}
-	vecs := make([][][]float32, len(out))
+	vecs := make([][]float32, len(out)) // nil: no content, or no embedder
 	if c.index.Embedder() != nil && len(texts) > 0 {
 		all, err := c.index.Embed(ctx, texts)
 		if err != nil {
@@ -92,7 +92,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		next := 0
 		for i := range out {
 			if strings.TrimSpace(out[i].Content) != "" {
-				vecs[i] = all[next : next+1]
+				vecs[i] = all[next]
 				next++
 			}
 		}
@@ -102,10 +102,22 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		seqs[i] = out[i].Seq
 	}
 	err := c.write(ctx, func(tx *sql.Tx) error {
+		// Per call, each batch is checked once and its last seq read once.
+		checked, last := map[string]bool{}, map[string]int{}
+		items := make([]search.EmbeddingItem, 0, len(out))
 		for i := range out {
-			out[i].Seq = seqs[i]
-			if err := c.appendMessageTx(ctx, tx, &out[i], calls[i], vecs[i]); err != nil {
+			m := &out[i]
+			m.Seq = seqs[i]
+			if err := c.appendMessageTx(tx, m, calls[i], checked, last); err != nil {
 				return err
+			}
+			if vecs[i] != nil {
+				items = append(items, search.EmbeddingItem{ID: m.ID, Owner: agent, Vector: vecs[i]})
+			}
+		}
+		if len(items) > 0 {
+			if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Messages, items); err != nil {
+				return fmt.Errorf("memory: index %d messages of %q: %w", len(items), agent, err)
 			}
 		}
 		return nil
@@ -116,26 +128,41 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 	return out, nil
 }
 
-func (c *Cache) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, callsJSON string, vec [][]float32) error {
+// appendMessageTx inserts m, starting its batch if new and giving it the
+// batch's next seq when it has none. Within one transaction each batch is
+// checked once (checked) and its highest seq read at most once (last
+// holds it from then on).
+func (c *Cache) appendMessageTx(tx *sql.Tx, m *Message, callsJSON string, checked map[string]bool, last map[string]int) error {
 	agent := m.Agent
-	var complete bool
-	err := tx.QueryRow(`SELECT complete FROM batches WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&complete)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`, agent, m.BatchID, m.CreatedAt.UnixNano()); err != nil {
-			return fmt.Errorf("memory: start batch %q for %q: %w", m.BatchID, agent, err)
-		}
-	case err != nil:
-		return fmt.Errorf("memory: append message for %q: %w", agent, err)
-	case complete:
-		return invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
-	}
-	if m.Seq == 0 {
-		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&m.Seq); err != nil {
+	if !checked[m.BatchID] {
+		var complete bool
+		err := tx.QueryRow(`SELECT complete FROM batches WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&complete)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`, agent, m.BatchID, m.CreatedAt.UnixNano()); err != nil {
+				return fmt.Errorf("memory: start batch %q for %q: %w", m.BatchID, agent, err)
+			}
+		case err != nil:
 			return fmt.Errorf("memory: append message for %q: %w", agent, err)
+		case complete:
+			return invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
 		}
+		checked[m.BatchID] = true
 	}
-	err = tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
+	seq, known := last[m.BatchID]
+	if m.Seq == 0 {
+		if !known {
+			if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent = ? AND batch_id = ?`, agent, m.BatchID).Scan(&seq); err != nil {
+				return fmt.Errorf("memory: append message for %q: %w", agent, err)
+			}
+			known = true
+		}
+		m.Seq = seq + 1
+	}
+	if known {
+		last[m.BatchID] = max(seq, m.Seq)
+	}
+	err := tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, string(m.Role), m.Content, m.Name, callsJSON,
 		m.ToolCallID, m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&m.ID)
 	if err != nil {
@@ -143,11 +170,6 @@ func (c *Cache) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, cal
 			return fmt.Errorf("%w: message %d of batch %q (agent %q)", ErrExists, m.Seq, m.BatchID, agent)
 		}
 		return fmt.Errorf("memory: append message for %q: %w", agent, err)
-	}
-	if vec != nil {
-		if err := c.index.PutEmbeddings(context.WithoutCancel(ctx), tx, search.Messages, []search.EmbeddingItem{{ID: m.ID, Owner: agent, Vector: vec[0]}}); err != nil {
-			return fmt.Errorf("memory: index message %d: %w", m.ID, err)
-		}
 	}
 	return nil
 }

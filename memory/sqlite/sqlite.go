@@ -137,7 +137,7 @@ func (b *Backend) Close() error {
 	b.stmts = nil
 	b.stmtsMu.Unlock()
 	if b.rdb != nil && b.rdb != b.wdb {
-		err = b.rdb.Close()
+		err = errors.Join(err, b.rdb.Close())
 	}
 	if b.wdb != nil {
 		err = errors.Join(err, b.wdb.Close())

@@ -596,6 +596,9 @@ func testTokenCounts(t *testing.T, open Opener) {
 		SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error
 	})
 	if !ok {
+		if _, isCache := s.(*memory.Cache); isCache {
+			t.Fatal("memory.Cache lost its token counts methods")
+		}
 		t.Skip("store keeps no token counts")
 	}
 	big := uint64(1<<63 + 12345) // beyond int64: stored as its two's complement
@@ -626,6 +629,9 @@ func testContextLibrary(t *testing.T, open Opener) {
 		RemoveFromContextLibrary(ctx context.Context, agent string, ids ...string) error
 	})
 	if !ok {
+		if _, isCache := s.(*memory.Cache); isCache {
+			t.Fatal("memory.Cache lost its context library methods")
+		}
 		t.Skip("store keeps no context library")
 	}
 	ids := func(agent string) []string {
