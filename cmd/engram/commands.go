@@ -458,7 +458,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 		fs.StringVar(&agent, "agent", "", "agent id")
 		fs.StringVar(&in, "in", "", `JSON Lines file, one {"content": …, "tags": […], "metadata": {…}} per line (default: stdin)`)
 		fs.StringVar(&tags, "tags", "", "comma-separated tags added to every entry")
-		fs.IntVar(&size, "batch", 1000, "entries per transaction")
+		fs.IntVar(&size, "batch", 0, "entries per transaction (0: the store's default, 1000)")
 	}); err != nil {
 		return err
 	}
@@ -475,6 +475,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 		r = f
 	}
 	var entries []memory.ArchivalEntry
+	extra := splitList(tags)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -488,7 +489,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 		if err := dec.Decode(&l); err != nil {
 			return fmt.Errorf("archival load: line %d: %w", n, err)
 		}
-		entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, splitList(tags)...), Metadata: l.Metadata})
+		entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, extra...), Metadata: l.Metadata})
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("archival load: %w", err)
