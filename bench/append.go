@@ -300,7 +300,7 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 	// Durable throughput under concurrent writers: each writer appends to
 	// its own blocks (agents writing their own memory at the same time).
 	w, per := cfg.appendWriters, max(1, cfg.appendConcOps/cfg.appendWriters)
-	eC, bC, _, err := concurrentAppends(ctx, cfg, st, agent, "c", blockBase, func(block, seq int, data []byte) error {
+	eC, bC, err := concurrentAppends(ctx, cfg, st, agent, "c", blockBase, func(block, seq int, data []byte) error {
 		return bare.insert(ctx, block, seq, data)
 	})
 	if err != nil {
@@ -314,21 +314,21 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 // concurrentAppends measures durable append throughput under
 // cfg.appendWriters concurrent writers, each on its own blocks: through st
 // (as agent), then through insert, the bare baseline, with the same
-// changes. It returns ops/s per repeat for both, and the next free bare
-// block number (bare block numbers start at base).
+// changes (bare block numbers start at base). It returns ops/s per repeat
+// for both.
 func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent, prefix string, base int,
-	insert func(block, seq int, data []byte) error) (engram, bare []float64, next int, err error) {
+	insert func(block, seq int, data []byte) error) (engram, bare []float64, err error) {
 	w := cfg.appendWriters
 	per := max(1, cfg.appendConcOps/w)
 	for rep := range cfg.repeats {
 		plans := make([]*appendPlan, w)
 		for i := range plans {
 			if plans[i], err = newAppendPlan(fmt.Sprintf("%s%d-w%d", prefix, rep, i), per, uint64(1000+rep*w+i)); err != nil {
-				return nil, nil, 0, err
+				return nil, nil, err
 			}
 			for _, l := range plans[i].labels {
 				if _, err := st.CreateBlock(ctx, agent, memory.BlockSpec{Label: l}); err != nil {
-					return nil, nil, 0, err
+					return nil, nil, err
 				}
 			}
 		}
@@ -359,7 +359,7 @@ func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent,
 			return nil
 		})
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("engram concurrent append: %w", err)
+			return nil, nil, fmt.Errorf("engram concurrent append: %w", err)
 		}
 		engram = append(engram, ops)
 		offs := make([]int, w)
@@ -378,9 +378,9 @@ func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent,
 			return nil
 		})
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("bare concurrent insert: %w", err)
+			return nil, nil, fmt.Errorf("bare concurrent insert: %w", err)
 		}
 		bare = append(bare, ops)
 	}
-	return engram, bare, base, nil
+	return engram, bare, nil
 }

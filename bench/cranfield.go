@@ -50,21 +50,17 @@ type cranSystem struct {
 	query func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error)
 }
 
-// benchCranfield: comparison 1, search quality and latency on Cranfield.
-func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report) error {
-	const sec = "search"
-	if dir == "" {
-		r.add(row{Section: sec, Comparison: "Cranfield search", Note: "skipped: collection not found (set -cranfield or ENGRAM_CRANFIELD)"})
-		return nil
-	}
-	c, err := search.LoadCranfield(dir)
+// cranfieldSet loads the collection and the documents, queries and
+// relevance judgements every Cranfield row measures (cut by -quick).
+func cranfieldSet(cfg config, dir string) (c *search.Cranfield, docs []search.CranfieldDoc, queries []search.CranfieldQuery, qrels map[string]search.Relevance, err error) {
+	c, err = search.LoadCranfield(dir)
 	if err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
 	if c.DocVectors == nil || c.QueryVectors == nil {
-		return errors.New("cranfield: embeddings (use_*.f32) missing")
+		return nil, nil, nil, nil, errors.New("cranfield: embeddings (use_*.f32) missing")
 	}
-	docs, queries := c.Docs, c.Queries
+	docs, queries = c.Docs, c.Queries
 	if cfg.cranDocs > 0 && cfg.cranDocs < len(docs) {
 		docs = docs[:cfg.cranDocs]
 	}
@@ -76,12 +72,26 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	if cfg.cranQueries > 0 && cfg.cranQueries < len(queries) {
 		queries = queries[:cfg.cranQueries]
 	}
-	qrels := map[string]search.Relevance{}
+	qrels = map[string]search.Relevance{}
 	for _, q := range queries {
 		id := strconv.FormatInt(q.ID, 10)
 		if rel, ok := c.Qrels[id]; ok {
 			qrels[id] = rel
 		}
+	}
+	return c, docs, queries, qrels, nil
+}
+
+// benchCranfield: comparison 1, search quality and latency on Cranfield.
+func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report) error {
+	const sec = "search"
+	if dir == "" {
+		r.add(row{Section: sec, Comparison: "Cranfield search", Note: "skipped: collection not found (set -cranfield or ENGRAM_CRANFIELD)"})
+		return nil
+	}
+	c, docs, queries, qrels, err := cranfieldSet(cfg, dir)
+	if err != nil {
+		return err
 	}
 	// recall@100 needs 100 results: quality is measured at limit 100, and
 	// latency at both 100 and 10 (what an agent asks for).

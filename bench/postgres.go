@@ -8,9 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/engram-go/engram/builder"
@@ -112,7 +110,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		"unix socket, fsync on; engram: lock + row read + update insert + rendered update + commit")
 
 	w := cfg.appendWriters
-	eC, bC, _, err := concurrentAppends(ctx, cfg, st, "agent", "pgc", blockBase, insert)
+	eC, bC, err := concurrentAppends(ctx, cfg, st, "agent", "pgc", blockBase, insert)
 	if err != nil {
 		return err
 	}
@@ -128,17 +126,9 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		r.add(row{Section: sec, Comparison: "PostgreSQL Cranfield", Note: "skipped: collection not found"})
 		return nil
 	}
-	c, err := search.LoadCranfield(cranDir)
+	c, docs, queries, qrels, err := cranfieldSet(cfg, cranDir)
 	if err != nil {
 		return err
-	}
-	docs := slices.DeleteFunc(slices.Clone(c.Docs), func(d search.CranfieldDoc) bool { return strings.TrimSpace(d.Title+d.Body) == "" })
-	if cfg.cranDocs > 0 && cfg.cranDocs < len(docs) {
-		docs = docs[:cfg.cranDocs]
-	}
-	queries := c.Queries
-	if cfg.cranQueries > 0 && cfg.cranQueries < len(queries) {
-		queries = queries[:cfg.cranQueries]
 	}
 	pgDSN, err := newDB()
 	if err != nil {
@@ -158,12 +148,16 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		}
 		defer s.Close()
 		sys := &system{st: s, toDoc: map[int64]string{}}
-		for _, d := range docs {
-			e, err := s.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: d.Title + "\n" + d.Body})
-			if err != nil {
-				return err
-			}
-			sys.toDoc[e.ID] = strconv.FormatInt(d.ID, 10)
+		entries := make([]memory.ArchivalEntry, len(docs))
+		for i, d := range docs {
+			entries[i] = memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}
+		}
+		stored, err := s.InsertArchivalBatch(ctx, cranAgent, entries, nil)
+		if err != nil {
+			return err
+		}
+		for i, e := range stored {
+			sys.toDoc[e.ID] = strconv.FormatInt(docs[i].ID, 10)
 		}
 		runs := map[string][]string{}
 		for _, q := range queries {
@@ -173,12 +167,6 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 			}
 			for _, x := range rs {
 				runs[strconv.FormatInt(q.ID, 10)] = append(runs[strconv.FormatInt(q.ID, 10)], sys.toDoc[x.ID])
-			}
-		}
-		qrels := map[string]search.Relevance{}
-		for _, q := range queries {
-			if rel, ok := c.Qrels[strconv.FormatInt(q.ID, 10)]; ok {
-				qrels[strconv.FormatInt(q.ID, 10)] = rel
 			}
 		}
 		sys.ndcg = search.Evaluate(runs, qrels).NDCG10
@@ -205,11 +193,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 // database), with the shipped vectors.
 func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, docs []search.CranfieldDoc, queries []search.CranfieldQuery, newDB func() (string, error), r *report) error {
 	const sec = "postgres"
-	if c.DocVectors == nil || c.QueryVectors == nil {
-		return nil
-	}
 	emb := &fixedEmbedder{dims: 512, vecs: map[string][]float32{}}
-	docs = slices.DeleteFunc(slices.Clone(docs), func(d search.CranfieldDoc) bool { return c.DocVectors[d.ID] == nil })
 	for _, d := range docs {
 		emb.vecs[d.Title+"\n"+d.Body] = c.DocVectors[d.ID]
 	}
@@ -230,10 +214,12 @@ func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, d
 			Note: "skipped: " + pgv.Index().VectorEngineReason()})
 		return nil
 	}
-	for _, d := range docs {
-		if _, err := pgv.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}); err != nil {
-			return err
-		}
+	entries := make([]memory.ArchivalEntry, len(docs))
+	for i, d := range docs {
+		entries[i] = memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}
+	}
+	if _, err := pgv.InsertArchivalBatch(ctx, cranAgent, entries, nil); err != nil {
+		return err
 	}
 	// Planner statistics as autovacuum keeps them in a running database
 	// (its first round would come up to a minute after the load).
