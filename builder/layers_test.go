@@ -153,6 +153,12 @@ func TestLayers(t *testing.T) {
 	if r2.Sections[0].Hash != r3.Sections[0].Hash {
 		t.Fatal("base section hash changed")
 	}
+	// …and the environment does follow the clock.
+	env2, env3 := r2.Sections[len(r2.Sections)-1], r3.Sections[len(r3.Sections)-1]
+	if env2.Name != builder.SectionEnvironment || env3.Name != builder.SectionEnvironment || env2.Hash == env3.Hash ||
+		!strings.Contains(env3.Text, "Current time: 15:05") {
+		t.Fatalf("environment did not follow the clock:\n%s\n---\n%s", env2.Text, env3.Text)
+	}
 }
 
 // TestContextLibraryWalkthrough is seed 004's three turns: a file in
