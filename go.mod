@@ -3,12 +3,14 @@ module github.com/engram-go/engram
 go 1.26.8
 
 require (
+	github.com/asg017/sqlite-vec-go-bindings v0.1.6
 	github.com/automerge/automerge-go v0.0.0-20230903201930-b80ce8aadbb9
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/invopop/jsonschema v0.14.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pb33f/ordered-map/v2 v2.3.1
 	github.com/tiktoken-go/tokenizer v0.10.0

@@ -13,10 +13,9 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	sqlitebackend "github.com/engram-go/engram/memory/sqlite" // the bare baselines use the store's driver
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/schema"
-
-	_ "modernc.org/sqlite" // the bare baselines use the same driver as the store
 )
 
 // appendOp is one append: a block (by index into the plan's labels) and
@@ -101,7 +100,7 @@ type bareStore struct {
 }
 
 func openBare(ctx context.Context, path string) (*bareStore, error) {
-	db, err := sql.Open("sqlite", bareDSN(path))
+	db, err := sql.Open(sqlitebackend.Driver, bareDSN(path))
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ type schemaSQL struct {
 // re-indexes a block in FTS5 when its rendering changes, to isolate that
 // cost.
 func openSchemaSQL(ctx context.Context, path string, noFTS bool) (*schemaSQL, error) {
-	db, err := sql.Open("sqlite", bareDSN(path)+"&_foreign_keys=1")
+	db, err := sql.Open(sqlitebackend.Driver, bareDSN(path)+"&_foreign_keys=1")
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/memory"
+	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/toolrules"
 )
 
@@ -211,7 +212,7 @@ func benchBuild(ctx context.Context, cfg config, tmp string, r *report) error {
 // coldConcat opens the store file with plain database/sql, reads the
 // stored renderings and message contents and concatenates them.
 func coldConcat(ctx context.Context, path string) (string, error) {
-	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000")
+	db, err := sql.Open(sqlitebackend.Driver, path+"?_busy_timeout=10000")
 	if err != nil {
 		return "", err
 	}

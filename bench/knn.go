@@ -14,6 +14,7 @@ import (
 
 	"github.com/philippgille/chromem-go"
 
+	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
@@ -153,14 +154,16 @@ func (m *memoEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 // vectorDSN is the set-up the search package recommends for vector-heavy
 // use: WAL, synchronous=NORMAL, a 256 MB page cache and 1 GB mmap.
 func vectorDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=foreign_keys(1)&_pragma=cache_size(-262144)&_pragma=mmap_size(1073741824)"
+	// The _pragma keys are modernc's and _cache_size mattn's; each driver
+	// ignores the other's (mattn has no mmap setting in its DSN).
+	return "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1&_cache_size=-262144" +
+		"&_pragma=cache_size(-262144)&_pragma=mmap_size(1073741824)"
 }
 
 // loadEngramVectors writes n archival rows of one agent with their vectors
 // (Index.PutEmbeddings into vec0) in transactions of 5,000.
 func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb search.Embedder) error {
-	db, err := sql.Open("sqlite", vectorDSN(path))
+	db, err := sql.Open(sqlitebackend.Driver, vectorDSN(path))
 	if err != nil {
 		return err
 	}
@@ -230,7 +233,7 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			return fmt.Errorf("engram load %d vectors: %w", n, err)
 		}
 		engramLoad := time.Since(t0)
-		db, err := sql.Open("sqlite", vectorDSN(path))
+		db, err := sql.Open(sqlitebackend.Driver, vectorDSN(path))
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -153,6 +154,7 @@ func main() {
 		GOOS:       runtime.GOOS,
 		GOARCH:     runtime.GOARCH,
 		GoVersion:  runtime.Version(),
+		SQLite:     sqlitebackend.DriverModule,
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		CPU:        cpuModel(),
 	}

@@ -40,6 +40,7 @@ type machine struct {
 	GOOS       string `json:"goos"`
 	GOARCH     string `json:"goarch"`
 	GoVersion  string `json:"go_version"`
+	SQLite     string `json:"sqlite_driver"`
 	CPU        string `json:"cpu,omitempty"`
 }
 
@@ -219,7 +220,7 @@ func (r *report) print(w io.Writer) {
 		line(c)
 	}
 	m := r.Machine
-	fmt.Fprintf(w, "\nmachine: %d CPUs (GOMAXPROCS %d), %s/%s, %s", m.NumCPU, m.GOMAXPROCS, m.GOOS, m.GOARCH, m.GoVersion)
+	fmt.Fprintf(w, "\nmachine: %d CPUs (GOMAXPROCS %d), %s/%s, %s; SQLite driver %s", m.NumCPU, m.GOMAXPROCS, m.GOOS, m.GOARCH, m.GoVersion, m.SQLite)
 	if m.CPU != "" {
 		fmt.Fprintf(w, ", %s", m.CPU)
 	}

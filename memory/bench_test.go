@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkAppendToBlock(b *testing.B) {
 		}
 		var data []byte
 		c.DB().QueryRow(`SELECT data FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&data)
-		db, err := sql.Open("sqlite", filepath.Join(b.TempDir(), "bare.db")+"?_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
+		db, err := sql.Open(sqlitedriver.Name, filepath.Join(b.TempDir(), "bare.db")+"?_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/automerge/automerge-go"
-
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -43,7 +43,7 @@ func text(t *testing.T, c *memory.Cache, agent, label string) string {
 // fails to persist once its BusyTimeout passes.
 func holdWriteLock(t *testing.T, path string) (release func()) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestTornUpdateRowIsReported(t *testing.T) {
 		}
 	}
 	c.Close()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
-	_ "modernc.org/sqlite"
 )
 
 func openDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	db, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestApplyConcurrentOpeners(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+			db, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
 			if err != nil {
 				errs <- err
 				return

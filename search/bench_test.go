@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/search"
 )
 
@@ -123,7 +124,9 @@ func (m memoEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 }
 
 func benchDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+	// _pragma is modernc's (mattn ignores it: no mmap there); _cache_size
+	// is mattn's (modernc ignores it).
+	return "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-262144" +
 		"&_pragma=cache_size(-262144)&_pragma=mmap_size(1073741824)"
 }
 
@@ -143,7 +146,7 @@ func buildBench(n int) (*benchData, error) {
 	}
 	d := &benchData{dir: dir, path: filepath.Join(dir, "bench.db"), n: n, qvecs: map[string][]float32{}}
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", benchDSN(d.path))
+	db, err := sql.Open(sqlitedriver.Name, benchDSN(d.path))
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +211,7 @@ func TestMain(m *testing.M) {
 }
 
 func openBench(b *testing.B, d *benchData, emb search.Embedder, opts *search.IndexOptions) (*sql.DB, *search.Index) {
-	db, err := sql.Open("sqlite", benchDSN(d.path))
+	db, err := sql.Open(sqlitedriver.Name, benchDSN(d.path))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -409,7 +412,7 @@ func BenchmarkIndexing(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
-			db, err := sql.Open("sqlite", benchDSN(filepath.Join(b.TempDir(), "i.db")))
+			db, err := sql.Open(sqlitedriver.Name, benchDSN(filepath.Join(b.TempDir(), "i.db")))
 			if err != nil {
 				b.Fatal(err)
 			}

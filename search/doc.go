@@ -34,9 +34,9 @@
 // PutVectors (embed, then store) or PutEmbeddings (precomputed), through
 // their own transaction.
 //
-// sqlite-vec comes from modernc.org/sqlite/vec, the pure-Go transpilation
-// registered with modernc.org/sqlite; vectors are little-endian float32
-// BLOBs, the same format as the C extension.
+// sqlite-vec comes with the SQLite driver: modernc.org/sqlite/vec (the
+// pure-Go transpilation) by default, sqlite-vec's C source under the
+// engram_cgo build tag; vectors are little-endian float32 BLOBs in both.
 //
 // # Queries
 //

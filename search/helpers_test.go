@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
-	_ "modernc.org/sqlite"
 )
 
 // openDB opens a migrated database file in a temporary directory.
@@ -23,8 +23,8 @@ func openDB(tb testing.TB) *sql.DB {
 
 func openDBAt(tb testing.TB, path string) *sql.DB {
 	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)")
+	db, err := sql.Open(sqlitedriver.Name, "file:"+path+
+		"?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=1&_synchronous=NORMAL")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	_ "modernc.org/sqlite/vec" // registers sqlite-vec (vec0) with modernc.org/sqlite
+	_ "github.com/engram-go/engram/internal/sqlitedriver" // registers sqlite-vec (vec0) with the SQLite driver
 )
 
 // Meta keys under which the Index records its embedder in table meta.

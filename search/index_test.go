@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
@@ -98,7 +99,7 @@ func TestMigrationAndTriggers(t *testing.T) {
 }
 
 func TestNewIndexNeedsMigrations(t *testing.T) {
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := sql.Open(sqlitedriver.Name, ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}

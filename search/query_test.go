@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/search"
 )
 
@@ -81,7 +82,7 @@ func TestMatchExpressionCapsTerms(t *testing.T) {
 // fuzzDB is an in-memory FTS5 table with the production tokenizer.
 func fuzzDB(tb testing.TB) *sql.DB {
 	tb.Helper()
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := sql.Open(sqlitedriver.Name, ":memory:")
 	if err != nil {
 		tb.Fatal(err)
 	}

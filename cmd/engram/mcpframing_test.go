@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // pipeServer runs the MCP server for agent "ada" over the framed transport
@@ -216,7 +216,7 @@ func TestMCPToolFailureIsAResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := connectClient(t, srv)
-	db, _ := sql.Open("sqlite", path)
+	db, _ := sql.Open(sqlitedriver.Name, path)
 	defer db.Close()
 	conn, _ := db.Conn(ctx)
 	defer conn.Close()

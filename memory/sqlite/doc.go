@@ -1,6 +1,7 @@
 // Package sqlite is engram's embedded backend: one SQLite file (or
-// ":memory:") through modernc.org/sqlite, pure Go, with FTS5 and
-// sqlite-vec's vec0 built in. Writes take BEGIN IMMEDIATE on a single
+// ":memory:") with FTS5 and sqlite-vec's vec0 built in, through
+// modernc.org/sqlite (pure Go) by default or mattn/go-sqlite3 (C) under
+// the build tags engram_cgo,sqlite_fts5 (see internal/sqlitedriver). Writes take BEGIN IMMEDIATE on a single
 // writer connection and poll for another process's lock with short,
 // jittered sleeps, so several processes share one file fairly; reads use a
 // small pool in WAL mode. The schema is package migrations.

@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
@@ -86,7 +84,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 	if path == ":memory:" {
 		// One connection shared by readers and the writer: each new
 		// connection to ":memory:" would be a different database.
-		b.wdb, err = sql.Open("sqlite", b.dsn(false))
+		b.wdb, err = sql.Open(sqlitedriver.Name, b.dsn(false))
 		if err != nil {
 			return nil, fmt.Errorf("open :memory:: %w", err)
 		}
@@ -96,11 +94,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 		if err := b.enableWAL(ctx); err != nil {
 			return nil, err
 		}
-		if b.wdb, err = sql.Open("sqlite", b.dsn(true)); err != nil {
+		if b.wdb, err = sql.Open(sqlitedriver.Name, b.dsn(true)); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		b.wdb.SetMaxOpenConns(1)
-		if b.rdb, err = sql.Open("sqlite", b.dsn(false)); err != nil {
+		if b.rdb, err = sql.Open(sqlitedriver.Name, b.dsn(false)); err != nil {
 			b.wdb.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -146,23 +144,18 @@ func (b *Backend) Close() error {
 }
 
 // IsConflict reports a UNIQUE or PRIMARY KEY constraint violation.
-func (b *Backend) IsConflict(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code()
-		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-	}
-	return false
-}
-
-// sqliteBusy is SQLite's primary result code for "database is locked".
-const sqliteBusy = 5
+func (b *Backend) IsConflict(err error) bool { return sqlitedriver.IsConflict(err) }
 
 // IsBusy reports whether err is SQLite's "database is locked".
-func IsBusy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
-}
+func IsBusy(err error) bool { return sqlitedriver.IsBusy(err) }
+
+// Driver is the database/sql driver name the backend opens, which the
+// build chose (see internal/sqlitedriver): "sqlite" for modernc.org/sqlite,
+// "sqlite3" for mattn/go-sqlite3 under the engram_cgo build tag.
+const Driver = sqlitedriver.Name
+
+// DriverModule is the module of that driver.
+const DriverModule = sqlitedriver.Module
 
 // Write runs fn in an IMMEDIATE transaction on the writer connection. When
 // another process holds the write lock, SQLite's own busy handler backs off
@@ -238,7 +231,7 @@ func (b *Backend) dsn(immediate bool) string {
 // failure (a file that is not a database, a directory, no permission) is
 // reported at once.
 func (b *Backend) enableWAL(ctx context.Context) error {
-	db, err := sql.Open("sqlite", b.path+"?_busy_timeout="+fmt.Sprint(b.busy.Milliseconds()))
+	db, err := sql.Open(sqlitedriver.Name, b.path+"?_busy_timeout="+fmt.Sprint(b.busy.Milliseconds()))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", b.path, err)
 	}
