@@ -583,7 +583,20 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		before  []automerge.ChangeHash
 		applied bool
 	)
-	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op}
+	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
+	wreq.Undo = func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !applied {
+			return nil
+		}
+		applied = false
+		if ev.Op == "" {
+			return nil // the edit was refused: nothing to take back
+		}
+		ev, subs = Event{}, nil
+		return c.rollback(before)
+	}
 	err = w.Write(d.Context(), wreq, func(current Permission) error {
 		if applied {
 			return fmt.Errorf("block %q: %s: the store applied one edit twice", c.info.Label, req.op)

@@ -17,9 +17,16 @@ type Writer interface {
 	// the permission the view was made with: a share revoked or downgraded
 	// since), and returns only once the change apply committed is durable.
 	// apply validates the edit against that fresh state (schema, limits,
-	// permission) and commits at most one automerge change; it must be
-	// called at most once. An error from Write means nothing of the edit is
-	// kept: the document rolls the change back.
+	// permission) and commits at most one automerge change. An error from
+	// Write means nothing of the edit is kept: the document rolls the change
+	// back.
+	//
+	// A store may also apply the edit before taking its lock, on the state
+	// it last saw and with req.Permission, and keep that change if nothing
+	// changed in between; otherwise it calls req.Undo (which takes the
+	// change back out of the document) before bringing the document up to
+	// date, then calls apply again. apply must not be called again without
+	// an Undo in between.
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 
@@ -30,6 +37,12 @@ type WriteRequest struct {
 	Actor    string // who the change is attributed to: an agent id or "system"
 	System   bool   // the system acts: no permission applies
 	Op       Op
+	// Permission is the one the view holds: what apply assumes when it is
+	// given that value (Write's store checks it is still current).
+	Permission Permission
+	// Undo takes back what the last apply changed (nothing if it changed
+	// nothing). Nil when the caller cannot undo: apply then runs once.
+	Undo func() error
 }
 
 // Managed reports whether a store manages the document (see Manage).

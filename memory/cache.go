@@ -110,6 +110,8 @@ type Cache struct {
 
 	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
 
+	afterAhead func() // tests: runs after an edit was applied ahead of the lock
+
 	// The block-vector worker (only with an embedder): writes wake it, and
 	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
 	embedWake chan struct{}
@@ -133,7 +135,11 @@ type entry struct {
 	broken  error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors  map[string]struct{} // who made the pending changes (write-back)
 	merged  []byte              // external changes merged by the running Write, persisted with it
-	stale   atomic.Bool         // a notification said another writer changed the block (see watch)
+	// Applying edits ahead of the lock (see applyAhead) backs off on a
+	// contended block: undoing an edit that met another writer costs a
+	// fork of the document. Guarded by mu.
+	aheadSkip, aheadPenalty int
+	stale                   atomic.Bool // a notification said another writer changed the block (see watch)
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -610,7 +616,13 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 		}
 		e.set(func(e *entry) { e.metaVer = r.metaVer })
 	}
+	seen := e.lastSeq
 	err := c.applyUpdates(ctx, q, e, r.lastSeq)
+	if e.lastSeq > seen {
+		// Another writer is active on this block: its next edits would
+		// likely meet that writer if applied ahead of the lock.
+		e.aheadSkip = max(e.aheadSkip, aheadAfterForeign)
+	}
 	if errors.Is(err, ErrCorrupt) {
 		e.set(func(e *entry) { e.broken = err })
 		c.lru.Remove(e.id)
@@ -648,6 +660,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		seq      int64
 		compact  bool
 	)
+	pre := c.applyAhead(ctx, e, req, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
 	wctx := context.WithoutCancel(ctx)
 	err := c.write(ctx, func(tx *sql.Tx) error {
@@ -655,6 +668,23 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		r, perm, err := c.writeState(ctx, tx, true, e, req)
 		if err != nil {
 			return err
+		}
+		if pre != nil {
+			if pre.stillValid(r, perm, req) {
+				e.aheadPenalty -= e.aheadPenalty / 8
+				heads = pre.heads
+				seq, compact, err = c.insertUpdate(ctx, tx, e, r, pre.data, req.Actor, pre.rendered, pre.headsText)
+				return err
+			}
+			// Another writer (or a permission or schema change) came
+			// between: take the edit back and apply it on the fresh state,
+			// and apply this block's next edits under the lock for a while.
+			pre = nil
+			e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
+			e.aheadSkip = e.aheadPenalty
+			if err := req.Undo(); err != nil {
+				return err
+			}
 		}
 		if err := c.refresh(ctx, tx, e, r); err != nil {
 			return err
@@ -686,7 +716,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			heads = nil
 			return nil // nothing changed: nothing to write
 		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, req.Actor)
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, req.Actor, e.doc.Render(), strings.Join(heads, ","))
 		return err
 	})
 	e.merged = nil
@@ -769,16 +799,79 @@ func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *ent
 	return r, perm, nil
 }
 
+// aheadAfterForeign is how many of a block's edits run under the lock
+// after this process saw another writer's change to it.
+const aheadAfterForeign = 64
+
+// aheadEdit is an edit applied before the write lock was taken (see
+// applyAhead), with everything its write needs, computed outside the lock.
+type aheadEdit struct {
+	lastSeq, epoch, metaVer int64 // the block's state the edit was applied to
+	perm                    blocks.Permission
+	data                    []byte
+	heads                   []string
+	headsText, rendered     string
+}
+
+// applyAhead applies an edit to the cached document before the write lock
+// is taken, on the state this entry last saw and with the view's own
+// permission, so the CRDT work (the splice, the commit, extracting the
+// change, rendering) runs outside the lock, in parallel with other blocks'
+// writes. The write transaction keeps it only if the block's row shows
+// nothing changed since (stillValid); otherwise the edit is undone and
+// applied again on the fresh state, under the lock, as if this never ran.
+// It returns nil when the edit must run under the lock from the start: a
+// refused or empty edit (decided again on the fresh state), extra work in
+// the transaction (a txHook), merged external changes, or a caller that
+// cannot undo. Caller holds e.mu.
+func (c *Cache) applyAhead(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) *aheadEdit {
+	if req.Undo == nil || len(e.merged) > 0 || txHookFrom(ctx) != nil {
+		return nil
+	}
+	if e.aheadSkip > 0 {
+		e.aheadSkip--
+		return nil
+	}
+	a := &aheadEdit{perm: req.Permission}
+	a.lastSeq, a.epoch, a.metaVer, _ = e.freshness()
+	if err := apply(req.Permission); err != nil {
+		if uerr := req.Undo(); uerr != nil {
+			c.log.Error("undo of a refused edit", "block", e.label, "owner", e.owner, "err", uerr)
+		}
+		return nil
+	}
+	var err error
+	if a.data, a.heads, err = e.doc.PendingChanges(); err != nil || len(a.data) == 0 {
+		if uerr := req.Undo(); uerr != nil {
+			c.log.Error("undo of an edit applied ahead", "block", e.label, "owner", e.owner, "err", uerr)
+		}
+		return nil
+	}
+	a.headsText = strings.Join(a.heads, ",")
+	a.rendered = e.doc.Render()
+	if c.afterAhead != nil {
+		c.afterAhead()
+	}
+	return a
+}
+
+// stillValid reports whether the block's row r (read under the write lock)
+// and the accessor's current permission are what the edit was applied to.
+func (a *aheadEdit) stillValid(r blockRow, perm sharePerm, req blocks.WriteRequest) bool {
+	return r.lastSeq == a.lastSeq && r.epoch == a.epoch && r.metaVer == a.metaVer &&
+		(req.System || (perm.err == nil && perm.p == a.perm))
+}
+
 // insertUpdate appends data as the block's next update row and stores the
-// new rendering, inside the caller's write transaction (r is the row read
-// in it). It returns the new sequence and whether it compacted.
-func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors string) (seq int64, compacted bool, err error) {
+// new rendering and heads, inside the caller's write transaction (r is the
+// row read in it). It returns the new sequence and whether it compacted.
+func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted bool, err error) {
 	seq = r.lastSeq + 1
 	now := c.nanos()
 	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
 		return 0, false, err
 	}
-	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, e.doc.Render(), strings.Join(e.doc.Heads(), ","), now, e.id); err != nil {
+	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, rendered, heads, now, e.id); err != nil {
 		return 0, false, err
 	}
 	if seq-r.snapshotSeq >= int64(c.opts.CompactAfter) {
@@ -881,7 +974,7 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		if len(actors) == 0 {
 			actors = append(actors, "system")
 		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, strings.Join(actors, ","))
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, strings.Join(actors, ","), e.doc.Render(), strings.Join(heads, ","))
 		return err
 	})
 	if err != nil {

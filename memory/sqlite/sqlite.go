@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -36,6 +35,12 @@ type Backend struct {
 	// writer connection (see Prepare).
 	stmtsMu sync.RWMutex
 	stmts   map[string]*sql.Stmt
+
+	// Group commit (see Write): the queue of writes waiting for the
+	// writer, and whether a leader is running a group.
+	qmu     sync.Mutex
+	queue   []*writeReq
+	leading bool
 }
 
 // Prepare parses queries once for the writer connection, so write
@@ -156,55 +161,6 @@ const Driver = sqlitedriver.Name
 
 // DriverModule is the module of that driver.
 const DriverModule = sqlitedriver.Module
-
-// Write runs fn in an IMMEDIATE transaction on the writer connection. When
-// another process holds the write lock, SQLite's own busy handler backs off
-// up to 100 ms per sleep, and a process that commits back-to-back can starve
-// the other for seconds. The writer connection therefore waits only ~1 ms
-// inside SQLite and Write retries taking the lock with short, jittered
-// sleeps until the busy timeout: fine-grained polling that lets several
-// processes share one file fairly.
-//
-// fn runs at most once: only a failure to take the lock is retried, so fn
-// may change state outside tx (a document it edits) as long as it undoes
-// that when Write returns an error. A caller whose context ends while
-// waiting for the lock gets its error and nothing is written; once fn runs,
-// the transaction finishes whatever the context does, so no caller is left
-// unsure whether its change is durable.
-func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	deadline := time.Now().Add(b.busy)
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tx, err := b.wdb.BeginTx(context.WithoutCancel(ctx), nil)
-		if err == nil {
-			return commit(tx, fn(tx))
-		}
-		if !IsBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		backoff := time.Duration(200+rand.IntN(800)) * time.Microsecond << min(attempt/8, 3)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
-}
-
-// commit commits tx when fnErr is nil and rolls it back otherwise.
-func commit(tx *sql.Tx, fnErr error) error {
-	if fnErr != nil {
-		tx.Rollback()
-		return fnErr
-	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return nil
-}
 
 func (b *Backend) dsn(immediate bool) string {
 	q := url.Values{}
