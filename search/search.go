@@ -239,6 +239,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		}
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
+	snip := newSnippeter(terms, x.opts.SnippetTokens)
 	for _, r := range ranked {
 		if len(out) == s.Limit {
 			break
@@ -246,9 +247,9 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		if s.HasMinScore && r.Score < s.MinScore {
 			continue
 		}
-		r.Snippet = snippet(r.Content, terms, x.opts.SnippetTokens)
+		r.Snippet = snip.snippet(r.Content)
 		if r.Snippet == "" && r.Type == Blocks {
-			r.Snippet = snippet(BlockText(r.Label, "", r.Content), terms, x.opts.SnippetTokens)
+			r.Snippet = snip.snippet(BlockText(r.Label, "", r.Content))
 		}
 		if r.Snippet == "" {
 			r.Snippet = excerpt(r.Content, 200)

@@ -18,35 +18,94 @@ import (
 // FTS5's snippet() would either run for every match before sorting or
 // re-run the full-text query per row.
 func snippet(text string, terms []string, size int) string {
-	if len(terms) == 0 || text == "" {
-		return ""
-	}
-	want := make(map[string]int, len(terms)) // stem -> term number
-	// Stemming every token is the cost here; a stem keeps the first two
-	// letters of its word, so only words sharing a query stem's first two
-	// letters are stemmed (and each distinct word once).
-	prefixes := map[string]bool{}
+	return newSnippeter(terms, size).snippet(text)
+}
+
+// snippeter makes the snippets of one query: the query's stems and what
+// it learned about the words it met are shared by every result.
+type snippeter struct {
+	terms    int
+	size     int
+	want     map[string]int // stem -> term number
+	prefixes []uint16       // first two letters of each stem
+	memo     map[string]int // folded word -> term number or -1
+}
+
+func newSnippeter(terms []string, size int) *snippeter {
+	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{}}
 	for i, t := range terms {
 		stem := porterStem(foldDiacritics(t))
-		want[stem] = i
-		prefixes[stem[:min(2, len(stem))]] = true
+		s.want[stem] = i
+		s.prefixes = append(s.prefixes, prefix2(stem))
 	}
-	memo := map[string]int{}
-	termOf := func(word string) int {
-		w := foldDiacritics(lowerASCIIFast(word))
-		if !prefixes[w[:min(2, len(w))]] {
+	return s
+}
+
+// prefix2 packs a word's first two bytes (one, for a one-byte word).
+func prefix2(w string) uint16 {
+	switch len(w) {
+	case 0:
+		return 0
+	case 1:
+		return uint16(w[0]) << 8
+	}
+	return uint16(w[0])<<8 | uint16(w[1])
+}
+
+// termOf returns the query term word stems to, or -1. Stemming every token
+// is the cost here; a stem keeps the first two letters of its word, so only
+// words sharing a query stem's first two letters are stemmed (and each
+// distinct word once per query). Words starting with two ASCII bytes are
+// ruled out before any copy is made.
+func (s *snippeter) termOf(word string) int {
+	if len(word) > 0 && word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf) {
+		p := uint16(lowerASCII(word[0])) << 8
+		if len(word) > 1 {
+			p |= uint16(lowerASCII(word[1]))
+		}
+		if !s.hasPrefix(p) {
 			return -1
 		}
-		if n, ok := memo[w]; ok {
-			return n
-		}
-		n, ok := want[porterStem(w)]
-		if !ok {
-			n = -1
-		}
-		memo[w] = n
+	}
+	w := foldDiacritics(lowerASCIIFast(word))
+	if !s.hasPrefix(prefix2(w)) {
+		return -1
+	}
+	if n, ok := s.memo[w]; ok {
 		return n
 	}
+	n, ok := s.want[porterStem(w)]
+	if !ok {
+		n = -1
+	}
+	s.memo[w] = n
+	return n
+}
+
+func (s *snippeter) hasPrefix(p uint16) bool {
+	for _, q := range s.prefixes {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
+
+// snippet highlights the query's terms in text, as the package-level
+// snippet does.
+func (s *snippeter) snippet(text string) string {
+	if s.terms == 0 || text == "" {
+		return ""
+	}
+	size := s.size
+	termOf := s.termOf
 	type tok struct {
 		start, end int
 		term       int // -1: not a query term
@@ -70,7 +129,7 @@ func snippet(text string, terms []string, size int) string {
 		i += size
 	}
 	// Sliding window: maximise distinct terms, then matches.
-	counts := make([]int, len(terms))
+	counts := make([]int, s.terms)
 	distinct, matches := 0, 0
 	best, bestDistinct, bestMatches := -1, 0, 0
 	for hi := range toks {
