@@ -51,6 +51,7 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 		return e, err
 	}
 	err = c.write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see Cache.write
 		return c.insertArchivalTx(ctx, tx, row, supersede, vecs)
 	})
 	return row.e, err
@@ -227,7 +228,10 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 			vecs, err = c.embedArchival(ctx, agent, chunk)
 		}
 		if err == nil {
-			err = c.write(ctx, func(tx *sql.Tx) error { return c.insertArchivalRows(ctx, tx, chunk, vecs) })
+			err = c.write(ctx, func(tx *sql.Tx) error {
+				ctx := context.WithoutCancel(ctx) // see Cache.write
+				return c.insertArchivalRows(ctx, tx, chunk, vecs)
+			})
 		}
 		if err != nil {
 			return out, fmt.Errorf("memory: archival batch for %q, entries %d..%d (%d stored before): %w",

@@ -600,6 +600,7 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return c.write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see Cache.write
 		var lastSeq int64
 		if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
 			return fmt.Errorf("memory: compact block %q: %w", label, err)

@@ -102,6 +102,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		seqs[i] = out[i].Seq
 	}
 	err := c.write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see Cache.write
 		// Per call, each batch is checked once and its last seq read once.
 		checked, last := map[string]bool{}, map[string]int{}
 		items := make([]search.EmbeddingItem, 0, len(out))

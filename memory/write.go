@@ -7,7 +7,10 @@ import (
 
 // write runs fn in the backend's write transaction (see Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
-// leaves nothing written).
+// leaves nothing written). Statements inside fn must not use the caller's
+// ctx: on SQLite a cancelled statement interrupts the connection, which
+// rolls back the whole transaction — with group commit, other callers'
+// writes too. So fns that need a context take context.WithoutCancel(ctx).
 func (c *Cache) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return c.be.Write(ctx, fn)
 }
