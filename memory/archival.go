@@ -50,8 +50,7 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err != nil {
 		return e, err
 	}
-	err = c.write(ctx, func(tx *sql.Tx) error {
-		ctx := context.WithoutCancel(ctx) // see Cache.write
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return c.insertArchivalTx(ctx, tx, row, supersede, vecs)
 	})
 	return row.e, err
@@ -228,8 +227,7 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 			vecs, err = c.embedArchival(ctx, agent, chunk)
 		}
 		if err == nil {
-			err = c.write(ctx, func(tx *sql.Tx) error {
-				ctx := context.WithoutCancel(ctx) // see Cache.write
+			err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 				return c.insertArchivalRows(ctx, tx, chunk, vecs)
 			})
 		}

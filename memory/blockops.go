@@ -95,7 +95,7 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	now := c.nanos()
 	rendered := doc.Render()
 	var id int64
-	err = c.write(ctx, func(tx *sql.Tx) error {
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
 			char_limit, pinned, priority, snapshot, snapshot_crc, rendered, heads, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
@@ -251,7 +251,7 @@ func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
 	// The generations of the owner and the sharees are bumped before the
 	// block and its shares go.
 	gone := notFound("block %q of agent %q", label, agent)
-	err = c.write(ctx, func(tx *sql.Tx) error {
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := bumpGenOfBlock(tx, agent, label); err != nil {
 			return err
 		}
@@ -599,8 +599,7 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return c.write(ctx, func(tx *sql.Tx) error {
-		ctx := context.WithoutCancel(ctx) // see Cache.write
+	return c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var lastSeq int64
 		if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
 			return fmt.Errorf("memory: compact block %q: %w", label, err)

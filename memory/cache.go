@@ -662,9 +662,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	)
 	pre := c.applyAhead(ctx, e, req, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
-	wctx := context.WithoutCancel(ctx)
-	err := c.write(ctx, func(tx *sql.Tx) error {
-		ctx := wctx
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, perm, err := c.writeState(ctx, tx, true, e, req)
 		if err != nil {
 			return err
@@ -949,9 +947,7 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		seq     int64
 		compact bool
 	)
-	wctx := context.WithoutCancel(ctx)
-	err := c.write(ctx, func(tx *sql.Tx) error {
-		ctx := wctx
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+` FROM blocks WHERE id = ?`, e.id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("block %q of agent %q was deleted", e.label, e.owner)

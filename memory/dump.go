@@ -210,7 +210,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
 	}
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
 		now := c.nanos()
 		for _, p := range pre {

@@ -101,8 +101,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 	for i := range out {
 		seqs[i] = out[i].Seq
 	}
-	err := c.write(ctx, func(tx *sql.Tx) error {
-		ctx := context.WithoutCancel(ctx) // see Cache.write
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Per call, each batch is checked once and its last seq read once.
 		checked, last := map[string]bool{}, map[string]int{}
 		items := make([]search.EmbeddingItem, 0, len(out))

@@ -63,7 +63,7 @@ func (c *Cache) SaveTokenCounts(ctx context.Context, encoding string, counts map
 	if len(counts) == 0 {
 		return nil
 	}
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var b strings.Builder
 		args := make([]any, 0, 3*min(len(counts), 300))
 		flush := func() error {

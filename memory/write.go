@@ -7,18 +7,19 @@ import (
 
 // write runs fn in the backend's write transaction (see Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
-// leaves nothing written). Statements inside fn must not use the caller's
-// ctx: on SQLite a cancelled statement interrupts the connection, which
-// rolls back the whole transaction — with group commit, other callers'
-// writes too. So fns that need a context take context.WithoutCancel(ctx).
-func (c *Cache) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return c.be.Write(ctx, fn)
+// leaves nothing written). fn gets ctx without its cancellation, for its
+// statements: once the transaction runs it finishes, and on SQLite a
+// cancelled statement interrupts the connection, which rolls back the whole
+// transaction — under group commit other callers' writes too.
+func (c *Cache) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	wctx := context.WithoutCancel(ctx)
+	return c.be.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
 }
 
 // exec runs one statement through write and returns the rows affected.
 func (c *Cache) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return err
@@ -32,7 +33,7 @@ func (c *Cache) exec(ctx context.Context, query string, args ...any) (int64, err
 // insertID runs one INSERT ... RETURNING id through write.
 func (c *Cache) insertID(ctx context.Context, query string, args ...any) (int64, error) {
 	var id int64
-	err := c.write(ctx, func(tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err
 }
 
