@@ -34,9 +34,9 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 	}
 	// between makes b run f in the window of a's next write: after the
 	// edit was applied ahead, before the write lock. A miss makes the
-	// block's next edits skip applying ahead; the test starts each case
-	// afresh.
-	between := func(f func() error) {
+	// block's next edits skip applying ahead; each case starts afresh, and
+	// fails if its write did not apply ahead at all (it would test nothing).
+	between := func(t *testing.T, f func() error) {
 		for _, e := range a.lru.Values() {
 			e.mu.Lock()
 			e.aheadSkip, e.aheadPenalty = 0, 0
@@ -44,6 +44,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			if a.afterAhead != nil {
+				a.afterAhead = nil
 				t.Error("the write did not apply its edit ahead of the lock: the case tested nothing")
 			}
 		})
@@ -65,7 +66,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 	}
 
 	t.Run("both appends land once", func(t *testing.T) {
-		between(func() error { return b.AppendToBlock(ctx, "ann", "notes", "B1 ") })
+		between(t, func() error { return b.AppendToBlock(ctx, "ann", "notes", "B1 ") })
 		if err := a.AppendToBlock(ctx, "ann", "notes", "A1 "); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 
 	t.Run("the limit holds against the other writer's text", func(t *testing.T) {
 		// 6 chars stored; a sees room for 30 more, b takes 30 of the 34 left.
-		between(func() error { return b.AppendToBlock(ctx, "ann", "notes", strings.Repeat("b", 30)) })
+		between(t, func() error { return b.AppendToBlock(ctx, "ann", "notes", strings.Repeat("b", 30)) })
 		err := a.AppendToBlock(ctx, "ann", "notes", strings.Repeat("a", 30))
 		if !errors.Is(err, blocks.ErrLimit) {
 			t.Fatalf("append past the limit after another writer filled the block: %v, want ErrLimit", err)
@@ -96,7 +97,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := rendered(b)
-		between(func() error { return b.UnshareBlock(ctx, "ann", "notes", "bob") })
+		between(t, func() error { return b.UnshareBlock(ctx, "ann", "notes", "bob") })
 		err := a.ApplyEdit(ctx, "bob", "ann", "notes", Edit{Op: blocks.OpAppendText, Text: "x"})
 		if !errors.Is(err, blocks.ErrPermission) {
 			t.Fatalf("write through a share revoked in between: %v, want ErrPermission", err)
