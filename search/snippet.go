@@ -58,7 +58,8 @@ func prefix2(w string) uint16 {
 // distinct word once per query). Words starting with two ASCII bytes are
 // ruled out before any copy is made.
 func (s *snippeter) termOf(word string) int {
-	if len(word) > 0 && word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf) {
+	ascii2 := len(word) > 0 && word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf)
+	if ascii2 {
 		p := uint16(lowerASCII(word[0])) << 8
 		if len(word) > 1 {
 			p |= uint16(lowerASCII(word[1]))
@@ -68,7 +69,7 @@ func (s *snippeter) termOf(word string) int {
 		}
 	}
 	w := foldDiacritics(lowerASCIIFast(word))
-	if !s.hasPrefix(prefix2(w)) {
+	if !ascii2 && !s.hasPrefix(prefix2(w)) {
 		return -1
 	}
 	if n, ok := s.memo[w]; ok {
