@@ -53,6 +53,11 @@ type config struct {
 
 	// 5. CRDT.
 	crdtAppends int // total, split over two replicas
+
+	// 6. History.
+	historyRewrites   []int // checkpoints (cumulative one-line rewrites) for cold loads
+	historyAppends    int   // appends per repeat to each block size
+	historyLargeChars int   // the large block's size
 }
 
 func configFor(smoke, quick bool) config {
@@ -63,19 +68,22 @@ func configFor(smoke, quick bool) config {
 			knnSizes: []int{1_000}, knnDims: 384, knnQueries: 20,
 			appendOps: 100, appendWriters: 8, appendConcOps: 160,
 			buildIters: 20, buildColdBlocks: 50,
-			crdtAppends: 400}
+			crdtAppends:     400,
+			historyRewrites: []int{200, 600}, historyAppends: 50, historyLargeChars: 20_000}
 	case quick:
 		return config{name: "quick", repeats: 3, cranTimedQueries: 75,
 			knnSizes: []int{10_000, 50_000}, knnDims: 384, knnQueries: 30,
 			appendOps: 600, appendWriters: 8, appendConcOps: 800,
 			buildIters: 200, buildColdBlocks: 1_000,
-			crdtAppends: 10_000}
+			crdtAppends:     10_000,
+			historyRewrites: []int{1_000, 5_000, 10_000, 20_000}, historyAppends: 200, historyLargeChars: 140_000}
 	default:
 		return config{name: "full", repeats: 5,
 			knnSizes: []int{10_000, 100_000}, knnDims: 384, knnQueries: 100,
 			appendOps: 2_000, appendWriters: 8, appendConcOps: 2_400,
 			buildIters: 1_000, buildColdBlocks: 1_000,
-			crdtAppends: 10_000}
+			crdtAppends:     10_000,
+			historyRewrites: []int{1_000, 5_000, 10_000, 20_000}, historyAppends: 500, historyLargeChars: 140_000}
 	}
 }
 
@@ -84,7 +92,7 @@ func main() {
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: search.FindCranfield)")
-	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,postgres")
+	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -147,6 +155,7 @@ func main() {
 	run("append", func() error { return benchAppend(ctx, cfg, tmp, r) })
 	run("build", func() error { return benchBuild(ctx, cfg, tmp, r) })
 	run("crdt", func() error { return benchCRDT(cfg, r) })
+	run("history", func() error { return benchHistory(ctx, cfg, tmp, r) })
 	run("postgres", func() error { return benchPostgres(ctx, cfg, dir, tmp, r) })
 
 	r.Machine = machine{

@@ -103,6 +103,9 @@ type Change struct {
 	Time    time.Time `json:"time"`
 	Deps    []string  `json:"deps,omitempty"`
 	Replica string    `json:"replica"` // automerge actor id of the writing replica
+	// Epoch is the block's epoch the change belongs to (set by a store's
+	// history, which spans epochs; 0 from Document.History).
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // commitMessage is stored as each automerge change's message.

@@ -35,4 +35,9 @@ var (
 	// into a document a store manages (see Document.Manage), bypassing the
 	// store's validation and persistence.
 	ErrManaged = errors.New("blocks: document is managed by a store")
+	// ErrUnrelated is returned when merged changes do not belong to the
+	// document's history: changes of another document, or of an earlier
+	// epoch of the block (see Document.Rebased). Merging them would
+	// duplicate content, so they are refused.
+	ErrUnrelated = errors.New("blocks: changes from another document history")
 )

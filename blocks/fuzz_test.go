@@ -95,5 +95,13 @@ func FuzzRender(f *testing.F) {
 		if r3 := d2.Render(); r3 != r1 {
 			t.Fatalf("cached render differs from reloaded:\n%q\n%q", r1, r3)
 		}
+		// A new epoch renders the same bytes (prompts stay byte-stable).
+		nd, err := d.Rebased()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r4 := nd.Render(); r4 != r1 {
+			t.Fatalf("rebased render differs:\n%q\n%q", r1, r4)
+		}
 	})
 }

@@ -82,6 +82,12 @@ func (d *Document) Restore(heads []string, actor Actor) error {
 	if err != nil {
 		return err
 	}
+	return d.RestoreFrom(old, actor)
+}
+
+// RestoreFrom makes the block's value old's (a view from At, or from a
+// store's history of an earlier epoch), as a new change with op OpRestore.
+func (d *Document) RestoreFrom(old *Document, actor Actor) error {
 	v, err := old.Value()
 	if err != nil {
 		return err

@@ -136,6 +136,7 @@ const (
 	OpReconfigure       Op = "reconfigure"
 	OpDelete            Op = "delete"
 	OpMerge             Op = "merge"
+	OpRebase            Op = "rebase" // the first change of a new epoch (see Document.Rebased)
 	// OpToolCall is not a block operation: an Approver sees it when a tool
 	// rule (toolrules.RequiresConsent) asks for consent to a tool call, with
 	// the tool's name in Field (see tools.ConsentApprover).

@@ -219,7 +219,24 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 	}
 	c.mu.Lock()
 	before := c.am.Heads()
+	err = guard(func() error {
+		for _, ch := range chs {
+			if len(ch.Dependencies()) > 0 {
+				continue
+			}
+			if _, err := c.am.Change(ch.Hash()); err != nil {
+				// A root change the document lacks starts another history:
+				// another document, or an epoch before a rebase.
+				return fmt.Errorf("block %q: merge changes: %w: change %s starts a history this document does not have (another document, or the block before it was rebased onto a new epoch); load the block's current document and make the edits again",
+					c.info.Label, ErrUnrelated, ch.Hash())
+			}
+		}
+		return nil
+	})
 	c.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
 	err = c.merge("merge changes", true, func() error {
 		if err := c.am.Apply(chs...); err != nil {
 			return err

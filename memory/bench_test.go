@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
@@ -137,5 +138,27 @@ func BenchmarkListBlocks1000(b *testing.B) {
 		if err != nil || len(l) != 1000 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppendBySize: one append's cost must not grow with the block
+// (the rendering and model are kept current without a whole-text read).
+func BenchmarkAppendBySize(b *testing.B) {
+	ctx := context.Background()
+	for _, size := range []int{1_000, 140_000} {
+		b.Run(fmt.Sprintf("chars=%d", size), func(b *testing.B) {
+			c := openFile(b, filepath.Join(b.TempDir(), "s.db"), nil)
+			line := "one more line of the deploy notes, with a reason\n"
+			body := strings.Repeat(line, size/len(line)+1)[:size]
+			if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.AppendToBlock(ctx, "a", "big", line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,204 @@
+package blocks
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/automerge/automerge-go"
+)
+
+// A block's history grows with every change, and loading a document costs
+// every operation it ever held, deleted text included. A store bounds that
+// cost with epochs: past a threshold it starts the block over on a fresh
+// document holding only the current value (Rebased), keeps the old
+// document as an archive for provenance, and every replica switches to the
+// new document (Replica.Reset). The new document is a new automerge
+// identity: its changes share no history with the old one, so old changes
+// can never be merged into it (Replica.Merge refuses them).
+
+// Rebased returns a new document that holds d's current value and
+// metadata and none of its history: one change, made by the system with
+// op OpRebase. Its rendering is d's, byte for byte.
+func (d *Document) Rebased() (*Document, error) {
+	c := d.c
+	c.mu.Lock()
+	v, err := c.value()
+	info, opts := c.info, &Options{Approver: c.approver, Now: c.now}
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	nc := newCore(automerge.New(), info, opts)
+	err = guard(func() error {
+		root := nc.am.RootMap()
+		if err := initNode(root, info.Schema); err != nil {
+			return err
+		}
+		init, err := readNode(root, info.Schema)
+		if err != nil {
+			return err
+		}
+		return writeNode(root, info.Schema, init, cloneValue(v))
+	})
+	if err == nil {
+		_, err = nc.commit(commitMessage{Actor: "system", Op: OpRebase})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("block %q: rebase: %w", info.Label, err)
+	}
+	nv, err := nc.value()
+	if err != nil {
+		return nil, fmt.Errorf("block %q: rebase: %w", info.Label, err)
+	}
+	if !reflect.DeepEqual(nv, v) {
+		return nil, fmt.Errorf("%w: block %q: rebase: the fresh document reads back another value", ErrCorrupt, info.Label)
+	}
+	nc.persisted = nc.am.Heads()
+	return &Document{c: nc, accessor: d.accessor, perm: d.perm}, nil
+}
+
+// Carried is what a replica had not persisted when Reset moved it to a new
+// epoch: the value its own unpersisted changes were made on, and that
+// value with them. Reapply brings their effect into the new epoch.
+type Carried struct {
+	base *automerge.Doc // the replica as of its persisted state (plus others' changes)
+	ours *automerge.Doc // base plus this replica's unpersisted changes
+}
+
+// Reset replaces the replica's document with data, the saved document of
+// the block's new epoch (see Rebased), in place: every view of the block
+// keeps working and reads the new document. Everything in data counts as
+// persisted. If this replica had changes of its own that were not marked
+// persisted, Reset returns them as a Carried (nil otherwise), for Reapply
+// once the new document is up to date. Subscribers get a Remote event.
+func (r *Replica) Reset(data []byte) (*Carried, error) {
+	c := r.c
+	var am *automerge.Doc
+	if err := guard(func() (err error) { am, err = automerge.Load(data); return err }); err != nil {
+		return nil, fmt.Errorf("block %q: new epoch: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	c.mu.Lock()
+	carried, err := c.unpersisted()
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	old, oldHeads := c.am, hexHeads(c.am.Heads())
+	c.am, c.persisted = am, am.Heads()
+	c.invalidate()
+	if _, err := c.value(); err != nil {
+		c.am, c.persisted = old, nil
+		c.invalidate()
+		c.mu.Unlock()
+		return nil, fmt.Errorf("block %q: new epoch: %w", c.info.Label, err)
+	}
+	ev, subs := c.afterRemote(oldHeads)
+	c.mu.Unlock()
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return carried, nil
+}
+
+// unpersisted returns this replica's own changes past its persisted heads
+// as a Carried, or nil if it has none. Caller holds mu.
+func (c *core) unpersisted() (*Carried, error) {
+	var out *Carried
+	err := guard(func() error {
+		chs, err := c.am.Changes(c.persisted...)
+		if err != nil {
+			return err
+		}
+		me := c.am.ActorID()
+		var others []*automerge.Change
+		own := false
+		for _, ch := range chs {
+			if ch.ActorID() == me {
+				own = true
+			} else {
+				others = append(others, ch)
+			}
+		}
+		if !own {
+			return nil
+		}
+		base, err := c.am.Fork(c.persisted...)
+		if err != nil {
+			return err
+		}
+		if err := base.Apply(others...); err != nil {
+			return err
+		}
+		ours, err := c.am.Fork()
+		if err != nil {
+			return err
+		}
+		out = &Carried{base: base, ours: ours}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block %q: carry unpersisted changes: %w", c.info.Label, err)
+	}
+	return out, nil
+}
+
+// Reapply makes the changes Reset carried over again, on the new epoch:
+// what the block's other writers changed since the carried changes were
+// made and what the carried changes did are merged by automerge on the old
+// document, and the difference between the new document's value and that
+// merge is applied as one new change by the system, pending like the
+// originals. Nothing is duplicated: the new document gets a difference of
+// values, never an old change.
+func (r *Replica) Reapply(k *Carried) error {
+	if k == nil {
+		return nil
+	}
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.info.Schema
+	theirs, err := c.value()
+	if err != nil {
+		return err
+	}
+	var merged any
+	err = guard(func() error {
+		// On the old document: base → theirs as one change, then the
+		// carried changes merged in.
+		root := k.base.RootMap()
+		base, err := readNode(root, s)
+		if err != nil {
+			return err
+		}
+		if err := writeNode(root, s, base, cloneValue(theirs)); err != nil {
+			return err
+		}
+		if _, err := k.base.Commit("epoch catch-up", automerge.CommitOptions{AllowEmpty: true}); err != nil {
+			return err
+		}
+		if _, err := k.base.Merge(k.ours); err != nil {
+			return err
+		}
+		if merged, err = readNode(k.base.RootMap(), s); err != nil {
+			return err
+		}
+		if reflect.DeepEqual(merged, theirs) {
+			return nil
+		}
+		return writeNode(c.am.RootMap(), s, theirs, cloneValue(merged))
+	})
+	if err != nil {
+		c.invalidate()
+		return fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+	}
+	if reflect.DeepEqual(merged, theirs) {
+		return nil
+	}
+	if _, err := c.commit(commitMessage{Actor: "system", Op: OpMerge}); err != nil {
+		c.invalidate()
+		return fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+	}
+	c.invalidate()
+	_, err = c.value()
+	return err
+}

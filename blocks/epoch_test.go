@@ -1,0 +1,172 @@
+package blocks_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/schema"
+)
+
+// directWriter is a store-like Writer that applies every edit
+// directly, so Reset and Reapply can be driven through a Replica.
+type directWriter struct{}
+
+func (directWriter) Write(_ context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+	return apply(req.Permission)
+}
+
+func TestRebasedKeepsValueAndRendering(t *testing.T) {
+	for _, s := range []schema.Schema{schema.Text{}, fuzzSchema(),
+		schema.Map{Fields: []schema.FieldDef{{Name: "n", Type: schema.FieldCounter}, {Name: "s", Type: schema.FieldString}, {Name: "l", Type: schema.FieldList}}},
+		schema.List{Checkbox: true}, schema.Log{}} {
+		t.Run(string(s.Kind()), func(t *testing.T) {
+			d := newDoc(t, s, blocks.ReadWrite)
+			switch s.Kind() {
+			case schema.KindText:
+				for i := range 50 {
+					must(t, d.SetText(strings.Repeat("line\n", i%7)+"tail é😀", blocks.Agent))
+				}
+			case schema.KindComposite:
+				must(t, d.SetTextInSection("text", "a\nb\nc\nd", blocks.Agent))
+				must(t, d.IncrementCounterInSection("map", "c", 5, blocks.Agent))
+				must(t, d.PushItemInSection("list", "x", blocks.Agent))
+				must(t, d.AppendLogEntryInSection("log", map[string]any{"message": "m"}, blocks.Agent))
+			case schema.KindMap:
+				must(t, d.IncrementCounter("n", 3, blocks.Agent))
+				must(t, d.IncrementCounter("n", -1, blocks.Agent))
+				must(t, d.SetField("s", "v", blocks.Agent))
+				must(t, d.AppendToListField("l", "i", blocks.Agent))
+			case schema.KindList:
+				must(t, d.PushItem("one", blocks.Agent))
+				must(t, d.PushItem("two", blocks.Agent))
+				must(t, d.CheckItem(1, true, blocks.Agent))
+				must(t, d.DeleteItem(0, blocks.Agent))
+			case schema.KindLog:
+				for i := range 5 {
+					must(t, d.AppendLogEntry(map[string]any{"message": strings.Repeat("x", i)}, blocks.Agent))
+				}
+			}
+			nd, err := d.Rebased()
+			must(t, err)
+			if got, want := nd.Render(), d.Render(); got != want {
+				t.Fatalf("rebased render differs:\n%q\n%q", got, want)
+			}
+			h, err := nd.History()
+			must(t, err)
+			if len(h) != 1 || h[0].Op != blocks.OpRebase || h[0].Actor != "system" {
+				t.Fatalf("a new epoch has one system rebase change, got %+v", h)
+			}
+			if nd.Dirty() {
+				t.Fatal("a rebased document has nothing pending")
+			}
+			// The counter still counts from its value.
+			if s.Kind() == schema.KindMap {
+				must(t, nd.IncrementCounter("n", 1, blocks.Agent))
+				if v, _ := nd.Field("n"); v != int64(3) {
+					t.Fatalf("counter after rebase + 1 = %v, want 3", v)
+				}
+			}
+		})
+	}
+}
+
+func TestResetKeepsViewsAndRefusesOldChanges(t *testing.T) {
+	d := newDoc(t, schema.Text{}, blocks.ReadWrite)
+	must(t, d.SetText("alpha\nbeta\n", blocks.Agent))
+	_, heads, err := d.PendingChanges()
+	must(t, err)
+	must(t, d.MarkPersisted(heads))
+	stale, err := d.Fork() // a peer on the old epoch
+	must(t, err)
+	rep, err := d.Manage(directWriter{})
+	must(t, err)
+	view := d.View("other", blocks.ReadWrite)
+	nd, err := d.Rebased()
+	must(t, err)
+	data, err := nd.Save()
+	must(t, err)
+	var events int
+	cancel := d.Subscribe(func(ev blocks.Event) {
+		if ev.Remote {
+			events++
+		}
+	})
+	defer cancel()
+	k, err := rep.Reset(data)
+	must(t, err)
+	if k != nil {
+		t.Fatal("nothing was pending, nothing is carried")
+	}
+	if events != 1 {
+		t.Fatalf("subscribers heard %d remote events, want 1", events)
+	}
+	if got, want := d.Heads(), nd.Heads(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("heads after reset %v, want the new epoch's %v", got, want)
+	}
+	// An old view writes on the new epoch.
+	must(t, view.AppendText("gamma\n", blocks.Agent))
+	if got, _ := d.Text(); got != "alpha\nbeta\ngamma\n" {
+		t.Fatalf("text = %q", got)
+	}
+	// The stale peer's edits, whole document or changes, are refused:
+	// merging them would put its history (and text) in twice.
+	must(t, stale.AppendText("delta\n", blocks.Agent))
+	whole, err := stale.Save()
+	must(t, err)
+	if _, _, err := rep.Merge(whole); !errors.Is(err, blocks.ErrUnrelated) {
+		t.Fatalf("merging an old epoch's document: %v, want ErrUnrelated", err)
+	}
+	inc, _, err := stale.PendingChanges()
+	must(t, err)
+	if _, _, err := rep.Merge(inc); err == nil {
+		t.Fatal("merging an old epoch's change was accepted")
+	}
+	if got, _ := d.Text(); got != "alpha\nbeta\ngamma\n" {
+		t.Fatalf("a refused merge changed the text: %q", got)
+	}
+}
+
+func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
+	d := newDoc(t, schema.Text{}, blocks.ReadWrite)
+	must(t, d.SetText("one\ntwo\nthree\n", blocks.Agent))
+	_, heads, err := d.PendingChanges()
+	must(t, err)
+	must(t, d.MarkPersisted(heads))
+	// Another writer's replica rebases and then edits the first line.
+	other, err := d.Fork()
+	must(t, err)
+	nd, err := other.Rebased()
+	must(t, err)
+	must(t, nd.SetText("ONE\ntwo\nthree\n", blocks.Agent))
+	newEpoch, err := nd.Save()
+	must(t, err)
+	// Meanwhile this replica edits the last line and has not persisted it.
+	rep, err := d.Manage(directWriter{})
+	must(t, err)
+	must(t, d.SetText("one\ntwo\nTHREE\n", blocks.Agent))
+	k, err := rep.Reset(newEpoch)
+	must(t, err)
+	if k == nil {
+		t.Fatal("the unpersisted edit was not carried")
+	}
+	if got, _ := d.Text(); got != "ONE\ntwo\nthree\n" {
+		t.Fatalf("after reset: %q, want the new epoch's text", got)
+	}
+	must(t, rep.Reapply(k))
+	if got, _ := d.Text(); got != "ONE\ntwo\nTHREE\n" {
+		t.Fatalf("after reapply: %q, want both edits once", got)
+	}
+	if !d.Dirty() {
+		t.Fatal("the re-applied edit is pending")
+	}
+	// It loads on the new epoch's document: nothing from the old history.
+	data, _, err := d.PendingChanges()
+	must(t, err)
+	must(t, nd.LoadIncremental(data))
+	if got, _ := nd.Text(); got != "ONE\ntwo\nTHREE\n" {
+		t.Fatalf("the new epoch with the re-applied change reads %q", got)
+	}
+}
