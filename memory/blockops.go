@@ -578,16 +578,6 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 	return c.persist(ctx, ent)
 }
 
-// BlockHistory lists the changes of a block visible to agent (its own or
-// shared with it).
-func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
-	_, doc, err := c.view(ctx, agent, owner, label)
-	if err != nil {
-		return nil, err
-	}
-	return doc.History()
-}
-
 // Compact folds a block's updates into its snapshot now.
 func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)

@@ -44,6 +44,16 @@ type Options struct {
 	// CompactAfter folds a block's incremental updates into its snapshot once
 	// this many have accumulated (default 128).
 	CompactAfter int
+	// HistoryLimit bounds what a block's history costs to load: once the
+	// automerge changes written in the block's current epoch exceed this
+	// many bytes (default 64 KiB; negative: never) and are at least 4× the
+	// block's rendered size, compaction rebases the block onto a fresh
+	// document holding only its current value (a new epoch). The retired
+	// history is archived: BlockHistory and BlockAt still read it, but no
+	// load or write does. A block that only grows (appends) rarely
+	// qualifies: its history is mostly its content, and a rebase would
+	// rebuild all of it to save little.
+	HistoryLimit int
 	// VectorCache keeps an in-memory copy of the vectors for vector and
 	// hybrid search: about 150 MB per 100k 384-dim vectors and a few seconds
 	// to load on first use, in exchange for ~5× faster KNN than vec0's scan
@@ -73,6 +83,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.CompactAfter <= 0 {
 		out.CompactAfter = 128
+	}
+	if out.HistoryLimit == 0 {
+		out.HistoryLimit = 64 << 10
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -310,12 +323,19 @@ type blockRow struct {
 	priority                      int
 	metaVer, epoch                int64
 	snapshotSeq, lastSeq          int64
+	historyBytes                  int64
 	rendered                      string
 	createdAt, updatedAt          int64
 }
 
 const blockCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
-	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, rendered, created_at, updated_at`
+	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, rendered, created_at, updated_at`
+
+// writeCols is blockCols without the rendering: a write does not need the
+// old text, and reading it back would make every write cost the block's
+// size.
+const writeCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
+	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, '', created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -323,7 +343,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanBlock(s scanner, extra ...any) (blockRow, error) {
 	var r blockRow
 	dest := append([]any{&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
-		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.rendered, &r.createdAt, &r.updatedAt}, extra...)
+		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.historyBytes, &r.rendered, &r.createdAt, &r.updatedAt}, extra...)
 	err := s.Scan(dest...)
 	return r, err
 }
@@ -412,18 +432,19 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 		if broken == nil && eEpoch == epoch && eSeq >= lastSeq && eMeta == metaVer {
 			return e, nil
 		}
-		if broken == nil && eEpoch == epoch {
+		if broken == nil {
+			// (A new epoch too: refresh switches the document in place.)
 			if err := c.catchUp(ctx, e); err != nil {
 				return nil, err
 			}
 			return e, nil
 		}
-		c.lru.Remove(id) // history was rebased elsewhere: reload
+		c.lru.Remove(id)
 	}
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if e, ok := c.lru.Get(id); ok {
-		if _, eEpoch, _, broken := e.freshness(); broken == nil && eEpoch == epoch {
+		if _, _, _, broken := e.freshness(); broken == nil {
 			return e, c.catchUp(ctx, e)
 		}
 	}
@@ -436,9 +457,22 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 	return e, nil
 }
 
+// readTx begins a read-only transaction that sees one snapshot of the
+// database: a block's row, snapshot and updates read in it agree even while
+// another process compacts or rebases the block. (SQLite's WAL readers do
+// by default; PostgreSQL's default, READ COMMITTED, lets each statement see
+// a newer commit.)
+func (c *Cache) readTx(ctx context.Context) (*sql.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if c.be.Name() == "postgres" {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return c.rdb.BeginTx(ctx, opts)
+}
+
 // load reads a block's snapshot and updates in one read transaction.
 func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
-	tx, err := c.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := c.readTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("memory: load block %d: %w", id, err)
 	}
@@ -529,9 +563,13 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 	if upTo <= e.lastSeq {
 		return nil
 	}
-	var snapSeq int64
-	if err := q.QueryRowContext(ctx, `SELECT snapshot_seq FROM blocks WHERE id = ?`, e.id).Scan(&snapSeq); err != nil {
+	var snapSeq, epoch int64
+	if err := q.QueryRowContext(ctx, `SELECT snapshot_seq, epoch FROM blocks WHERE id = ?`, e.id).Scan(&snapSeq, &epoch); err != nil {
 		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+	}
+	if epoch != e.epoch {
+		// Never load another epoch's snapshot or updates into this document.
+		return fmt.Errorf("memory: catch up block %q: it was rebased onto a new epoch meanwhile; retry", e.label)
 	}
 	if snapSeq > e.lastSeq {
 		var snap []byte
@@ -583,7 +621,7 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	tx, err := c.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: refresh block %q: %w", e.label, err)
 	}
@@ -602,9 +640,12 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 // refresh brings e up to the row r read in q's transaction: metadata, then
 // updates. A corrupt row breaks the entry so every later read reports it.
 func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
+	var carried *blocks.Carried
 	if r.epoch != e.epoch {
-		c.lru.Remove(e.id)
-		return fmt.Errorf("memory: block %q of %q was rebased by another writer; retry", e.label, e.owner)
+		var err error
+		if carried, err = c.switchEpoch(ctx, q, e, r); err != nil {
+			return err
+		}
 	}
 	if r.metaVer != e.metaVer {
 		info, err := r.infoWith(&c.schemas)
@@ -626,6 +667,11 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 	if errors.Is(err, ErrCorrupt) {
 		e.set(func(e *entry) { e.broken = err })
 		c.lru.Remove(e.id)
+	}
+	if err == nil && carried != nil {
+		if err = e.replica.Reapply(carried); err != nil {
+			err = fmt.Errorf("memory: block %q of %q was rebased while this process held unflushed edits, and they could not be re-applied on the new epoch: %w", e.label, e.owner, err)
+		}
 	}
 	return err
 }
@@ -658,7 +704,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		applyErr error
 		heads    []string
 		seq      int64
-		compact  bool
+		compact  compaction
 	)
 	pre := c.applyAhead(ctx, e, req, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
@@ -730,7 +776,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	if heads == nil {
 		return nil
 	}
-	c.committed(e, seq, heads, compact)
+	c.committed(ctx, e, seq, heads, compact)
 	return nil
 }
 
@@ -759,10 +805,10 @@ type sharePerm struct {
 }
 
 const (
-	writeStateQuery = `SELECT ` + blockCols + `,
+	writeStateQuery = `SELECT ` + writeCols + `,
 		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
 	insertUpdateQuery   = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ? WHERE id = ?`
+	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ? WHERE id = ?`
 )
 
 // writeState reads, inside the write transaction, the block's row and the
@@ -862,27 +908,32 @@ func (a *aheadEdit) stillValid(r blockRow, perm sharePerm, req blocks.WriteReque
 
 // insertUpdate appends data as the block's next update row and stores the
 // new rendering and heads, inside the caller's write transaction (r is the
-// row read in it). It returns the new sequence and whether it compacted.
-func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted bool, err error) {
+// row read in it). It returns the new sequence and whether it compacted
+// (compactRebase when the compacted history is due for a new epoch).
+func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted compaction, err error) {
 	seq = r.lastSeq + 1
 	now := c.nanos()
 	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
-	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, rendered, heads, now, e.id); err != nil {
-		return 0, false, err
+	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, rendered, heads, now, len(data), e.id); err != nil {
+		return 0, 0, err
 	}
 	if seq-r.snapshotSeq >= int64(c.opts.CompactAfter) {
 		if err = compactLocked(ctx, tx, e, seq); err != nil {
-			return 0, false, err
+			return 0, 0, err
 		}
-		compacted = true
+		compacted = compactOnly
+		if c.historyDue(r.historyBytes+int64(len(data)), len(rendered)) {
+			compacted = compactRebase
+		}
 	}
 	return seq, compacted, nil
 }
 
-// committed records a change that is now durable at seq.
-func (c *Cache) committed(e *entry, seq int64, heads []string, compacted bool) {
+// committed records a change that is now durable at seq. Caller holds
+// e.mu.
+func (c *Cache) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
 	if err := e.doc.MarkPersisted(heads); err != nil {
 		c.log.Error("mark persisted", "block", e.label, "owner", e.owner, "err", err)
 	}
@@ -891,8 +942,11 @@ func (c *Cache) committed(e *entry, seq int64, heads []string, compacted bool) {
 	c.mu.Lock()
 	delete(c.dirty, e)
 	c.mu.Unlock()
-	if compacted {
+	if compacted != 0 {
 		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", seq)
+	}
+	if compacted == compactRebase {
+		c.rebase(ctx, e, seq)
 	}
 	c.wakeEmbedder()
 }
@@ -902,7 +956,7 @@ func (c *Cache) committed(e *entry, seq int64, heads []string, compacted bool) {
 // limits hold only against the state this process has seen: other
 // processes' writes merge in at Flush.
 func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
-	tx, err := c.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
@@ -945,10 +999,10 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 	var (
 		heads   []string
 		seq     int64
-		compact bool
+		compact compaction
 	)
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+` FROM blocks WHERE id = ?`, e.id))
+		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("block %q of agent %q was deleted", e.label, e.owner)
 		}
@@ -985,7 +1039,7 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.committed(e, seq, heads, compact)
+	c.committed(ctx, e, seq, heads, compact)
 	return nil
 }
 

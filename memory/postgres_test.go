@@ -19,7 +19,15 @@ func TestPostgresProcessesOneBlock(t *testing.T) {
 		t.Skip("parent test")
 	}
 	srv := pgtest.Start(t)
-	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1600/raceScale)
+	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1600/raceScale, false)
+}
+
+func TestPostgresProcessesAcrossEpochs(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	srv := pgtest.Start(t)
+	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1200/raceScale, true)
 }
 
 func TestPostgresKillDuringWrites(t *testing.T) {

@@ -45,13 +45,29 @@ func TestTwoProcessesOneBlock(t *testing.T) {
 		t.Skip("parent test")
 	}
 	dir := t.TempDir()
-	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, procLinesPerProc)
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, procLinesPerProc, false)
 }
+
+// TestTwoProcessesAcrossEpochs is TestTwoProcessesOneBlock with the block
+// rebased onto new epochs while both processes write: by compaction (a
+// tiny HistoryLimit) and by an explicit Rebase every 50 lines in each
+// process. Every line is still there exactly once: no write is lost to an
+// epoch switch and none is merged in twice.
+func TestTwoProcessesAcrossEpochs(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	dir := t.TempDir()
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true)
+}
+
+// epochOptions make every few writes a candidate for a new epoch.
+var epochOptions = &memory.Options{CompactAfter: 16, HistoryLimit: 1}
 
 // runProcessesOneBlock is TestTwoProcessesOneBlock with procs processes on
 // the store at path (a file or a PostgreSQL URL); dir holds the barrier
 // files.
-func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int) {
+func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epochs bool) {
 	ctx := context.Background()
 	c, err := memory.Open(ctx, path, nil)
 	if err != nil {
@@ -71,7 +87,8 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int) {
 	var outs []*strings.Builder
 	for p := 0; p < procs; p++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleAppender$", "-test.v")
-		cmd.Env = childEnv("appender", "ENGRAM_DB="+path, "ENGRAM_PROC="+strconv.Itoa(p), "ENGRAM_PROCS="+strconv.Itoa(procs), "ENGRAM_LINES="+strconv.Itoa(lines), "ENGRAM_DIR="+dir)
+		cmd.Env = childEnv("appender", "ENGRAM_DB="+path, "ENGRAM_PROC="+strconv.Itoa(p), "ENGRAM_PROCS="+strconv.Itoa(procs), "ENGRAM_LINES="+strconv.Itoa(lines), "ENGRAM_DIR="+dir,
+			"ENGRAM_EPOCHS="+strconv.FormatBool(epochs))
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -100,6 +117,16 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int) {
 	rendered, _ := c.RenderedContent(ctx, "owner", "board")
 	if rendered != text {
 		t.Fatal("stored rendering differs from the document")
+	}
+	if epochs {
+		var epoch, archived int
+		if err := c.DB().QueryRow(`SELECT epoch, (SELECT count(*) FROM block_archive) FROM blocks WHERE label = 'board'`).Scan(&epoch, &archived); err != nil {
+			t.Fatal(err)
+		}
+		if epoch < 4 || archived != epoch {
+			t.Fatalf("epoch %d with %d archived epochs: the test did not exercise epoch switches", epoch, archived)
+		}
+		t.Logf("%d epochs", epoch)
 	}
 }
 
@@ -138,7 +165,12 @@ func TestRoleAppender(t *testing.T) {
 	procs, _ := strconv.Atoi(os.Getenv("ENGRAM_PROCS"))
 	lines, _ := strconv.Atoi(os.Getenv("ENGRAM_LINES"))
 	dir := os.Getenv("ENGRAM_DIR")
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	var opts *memory.Options
+	epochs := os.Getenv("ENGRAM_EPOCHS") == "true"
+	if epochs {
+		opts = epochOptions
+	}
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +186,12 @@ func TestRoleAppender(t *testing.T) {
 				if err := c.ApplyEdit(ctx, agent, "owner", "board", memory.Edit{Op: blocks.OpAppendText, Text: lineOf(p, g, i) + "\n"}); err != nil {
 					t.Error(err)
 					return
+				}
+				if epochs && g == 0 && i%50 == 49 {
+					if err := c.Rebase(ctx, "owner", "board"); err != nil {
+						t.Error(err)
+						return
+					}
 				}
 			}
 		}(g)

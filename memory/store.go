@@ -38,6 +38,9 @@ type Store interface {
 	SetBlockType(ctx context.Context, agent, label string, t blocks.Type) error
 	UpdateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error
 	BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error)
+	// BlockAt is a read-only view of a block as of heads from BlockHistory,
+	// in whichever epoch holds them.
+	BlockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error)
 	// MergeChanges merges automerge changes made elsewhere (automerge JS, a
 	// fork) into a block, validated, persisted and attributed to agent.
 	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error

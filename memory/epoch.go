@@ -1,0 +1,307 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+)
+
+// A block's epochs: loading an automerge document costs every operation
+// it ever held, so a block rewritten for months would load slower every
+// day. Once the changes of its current epoch outweigh its content
+// (Options.HistoryLimit), the writer that compacted it starts a new epoch:
+// a fresh document holding only the current value (blocks.Rebased) becomes
+// the block's snapshot, the old document moves to block_archive, the
+// epoch number is bumped and the update rows are cleared, in one
+// transaction. Every other replica sees the new epoch number on its next
+// freshness check and switches its document in place (switchEpoch), so
+// views keep working; changes made on an older epoch are never merged into
+// the new document (that would duplicate content): the store re-applies its
+// own unflushed edits as a value difference (blocks.Replica.Reapply), and
+// MergeChanges refuses an external peer's (blocks.ErrUnrelated).
+
+// compaction is what a write's compaction did.
+type compaction int
+
+const (
+	compactOnly   compaction = iota + 1 // the updates were folded into the snapshot
+	compactRebase                       // ... and the history is due for a new epoch
+)
+
+// rebaseGain is how many times its rendered size a block's history must be
+// before a rebase pays for itself.
+const rebaseGain = 4
+
+// historyDue reports whether an epoch holding history bytes of changes,
+// for a block rendering to rendered bytes, should be rebased.
+func (c *Cache) historyDue(history int64, rendered int) bool {
+	lim := c.opts.HistoryLimit
+	return lim >= 0 && history > int64(lim) && history >= rebaseGain*int64(rendered)
+}
+
+// rebase starts a new epoch for e, which the caller just compacted at seq
+// (the snapshot holds the whole current epoch). The fresh document is built
+// outside the database's write lock; the switch happens only if nothing
+// changed since (another writer's change, or a metadata change, leaves it
+// for a later compaction). A failure is logged, never returned: the write
+// that triggered it is durable either way. Caller holds e.mu.
+func (c *Cache) rebase(ctx context.Context, e *entry, seq int64) {
+	if err := c.rebaseLocked(context.WithoutCancel(ctx), e, seq); err != nil {
+		c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
+	}
+}
+
+func (c *Cache) rebaseLocked(ctx context.Context, e *entry, seq int64) error {
+	_, epoch, metaVer, _ := e.freshness()
+	fresh, err := c.freshEpoch(e)
+	if err != nil {
+		return err
+	}
+	switched := false
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var last, snap, ep, mv int64
+		err := tx.QueryRowContext(ctx, `SELECT last_seq, snapshot_seq, epoch, meta_ver FROM blocks WHERE id = ?`, e.id).Scan(&last, &snap, &ep, &mv)
+		if err != nil {
+			return err
+		}
+		if last != seq || snap != seq || ep != epoch || mv != metaVer {
+			return nil
+		}
+		switched = true
+		return c.archiveEpoch(ctx, tx, e, fresh)
+	})
+	if err != nil || !switched {
+		return err
+	}
+	return c.enterEpoch(e, epoch+1, fresh)
+}
+
+// epochDoc is a block's next epoch: the saved fresh document and its heads.
+type epochDoc struct {
+	data  []byte
+	heads string
+}
+
+// freshEpoch builds the document of e's next epoch from its current value.
+// Caller holds e.mu.
+func (c *Cache) freshEpoch(e *entry) (epochDoc, error) {
+	fresh, err := e.doc.Rebased()
+	if err != nil {
+		return epochDoc{}, err
+	}
+	if got, want := fresh.Render(), e.doc.Render(); got != want {
+		return epochDoc{}, fmt.Errorf("%w: the rebased document renders differently (%d vs %d bytes)", blocks.ErrCorrupt, len(got), len(want))
+	}
+	data, err := fresh.Save()
+	if err != nil {
+		return epochDoc{}, err
+	}
+	return epochDoc{data: data, heads: strings.Join(fresh.Heads(), ",")}, nil
+}
+
+// archiveEpoch moves the block's snapshot (its whole current epoch: the
+// caller compacted it in this transaction or checked it is compacted) to
+// block_archive and makes fresh the snapshot of the next epoch.
+func (c *Cache) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh epochDoc) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, last_seq, archived_at)
+		SELECT id, epoch, snapshot, snapshot_crc, heads, last_seq, ? FROM blocks WHERE id = ?`, c.nanos(), e.id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET epoch = epoch + 1, snapshot = ?, snapshot_crc = ?, heads = ?, history_bytes = ? WHERE id = ?`,
+		fresh.data, checksum(fresh.data), fresh.heads, len(fresh.data), e.id); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM block_updates WHERE block_id = ?`, e.id)
+	return err
+}
+
+// enterEpoch switches e's document to fresh, now durable as epoch. Caller
+// holds e.mu.
+func (c *Cache) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
+	if _, err := e.replica.Reset(fresh.data); err != nil {
+		// The database is on the new epoch and this entry cannot follow:
+		// the next access loads the block afresh.
+		return c.breakEntry(e, err)
+	}
+	e.set(func(e *entry) { e.epoch = epoch })
+	c.log.Debug("rebased block onto a new epoch", "block", e.label, "owner", e.owner, "epoch", epoch, "bytes", len(fresh.data))
+	return nil
+}
+
+// switchEpoch moves e's document to the block's current epoch (another
+// writer rebased it; r is the row read in q's transaction): the new
+// epoch's snapshot replaces the document in place, and the updates after
+// it follow in refresh. Edits this replica had not persisted come back as
+// a Carried for Reapply. Caller holds e.mu.
+func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow) (*blocks.Carried, error) {
+	var (
+		epoch, snapSeq int64
+		snap           []byte
+		crc            sql.NullInt64
+	)
+	err := q.QueryRowContext(ctx, `SELECT epoch, snapshot_seq, snapshot, snapshot_crc FROM blocks WHERE id = ?`, e.id).Scan(&epoch, &snapSeq, &snap, &crc)
+	if err != nil {
+		return nil, fmt.Errorf("memory: block %q of %q: load its new epoch: %w", e.label, e.owner, err)
+	}
+	if epoch != r.epoch {
+		return nil, fmt.Errorf("memory: block %q of %q was rebased again while it was read; retry", e.label, e.owner)
+	}
+	if err := checkCRC(snap, crc); err != nil {
+		return nil, c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
+	}
+	carried, err := e.replica.Reset(snap)
+	if err != nil {
+		return nil, c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
+	}
+	e.set(func(e *entry) { e.epoch, e.lastSeq = epoch, snapSeq })
+	return carried, nil
+}
+
+// breakEntry marks e unservable (err says why) and drops it from the cache.
+func (c *Cache) breakEntry(e *entry, err error) error {
+	e.set(func(e *entry) { e.broken = err })
+	c.lru.Remove(e.id)
+	return err
+}
+
+// Rebase starts a new epoch for the agent's block now, whatever the size
+// of its history (compaction does it on its own past
+// Options.HistoryLimit, building the fresh document outside the write
+// lock; Rebase builds it inside, so it always switches). The block's value, rendering and permissions are
+// unchanged; its history so far is archived (BlockHistory and BlockAt
+// still read it). Other writers switch on their next access.
+func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
+	e, err := c.entryFor(ctx, agent, label)
+	if err != nil {
+		return err
+	}
+	if err := c.persist(ctx, e); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var (
+		epoch int64
+		fresh epochDoc
+	)
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
+		if err != nil {
+			return fmt.Errorf("memory: rebase block %q: %w", label, err)
+		}
+		if err := c.refresh(ctx, tx, e, r); err != nil {
+			return err
+		}
+		if err := compactLocked(ctx, tx, e, r.lastSeq); err != nil {
+			return err
+		}
+		if fresh, err = c.freshEpoch(e); err != nil {
+			return fmt.Errorf("memory: rebase block %q: %w", label, err)
+		}
+		epoch = r.epoch + 1
+		return c.archiveEpoch(ctx, tx, e, fresh)
+	})
+	if err != nil {
+		return err
+	}
+	return c.enterEpoch(e, epoch, fresh)
+}
+
+// epochDocs returns the documents of the block's archived epochs, oldest
+// first, as read-only historical documents with the block's current
+// metadata.
+func (c *Cache) epochDocs(ctx context.Context, e *entry) ([]int64, []*blocks.Document, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? ORDER BY epoch`, e.id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+	}
+	defer rows.Close()
+	var epochs []int64
+	var docs []*blocks.Document
+	info := e.doc.Info()
+	for rows.Next() {
+		var ep int64
+		var snap []byte
+		var crc sql.NullInt64
+		if err := rows.Scan(&ep, &snap, &crc); err != nil {
+			return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+		}
+		if err := checkCRC(snap, crc); err != nil {
+			return nil, nil, corrupt(e.owner, e.label, fmt.Sprintf("archived epoch %d", ep), err)
+		}
+		d, err := blocks.Load(info, snap, &blocks.Options{Now: c.opts.Now})
+		if err != nil {
+			return nil, nil, fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
+		}
+		epochs = append(epochs, ep)
+		docs = append(docs, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+	}
+	return epochs, docs, nil
+}
+
+// BlockHistory lists the changes of a block visible to agent (its own or
+// shared with it), oldest first, across every epoch: each Change carries
+// its epoch, and each later epoch starts with the system's OpRebase change.
+func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
+	e, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return nil, err
+	}
+	epochs, docs, err := c.epochDocs(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	var out []blocks.Change
+	for i, d := range docs {
+		h, err := d.History()
+		if err != nil {
+			return nil, err
+		}
+		for _, ch := range h {
+			ch.Epoch = epochs[i]
+			out = append(out, ch)
+		}
+	}
+	_, epoch, _, _ := e.freshness()
+	h, err := doc.History()
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range h {
+		ch.Epoch = epoch
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// BlockAt returns a read-only view of a block visible to agent as of heads
+// (change hashes from BlockHistory), in whichever epoch holds them. Writes
+// to it fail with blocks.ErrHistorical; heads no epoch holds fail with an
+// error wrapping blocks.ErrOutOfRange.
+func (c *Cache) BlockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
+	e, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return nil, err
+	}
+	at, err := doc.At(heads)
+	if err == nil || !errors.Is(err, blocks.ErrOutOfRange) {
+		return at, err
+	}
+	_, docs, derr := c.epochDocs(ctx, e)
+	if derr != nil {
+		return nil, derr
+	}
+	for i := len(docs) - 1; i >= 0; i-- {
+		if old, oerr := docs[i].View(doc.Accessor(), doc.Permission()).At(heads); oerr == nil {
+			return old, nil
+		}
+	}
+	return nil, err
+}
