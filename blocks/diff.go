@@ -90,10 +90,11 @@ func lineDiff(base int, ol, nl [][]rune) []splice {
 	pos := base // rune position in the old text
 	i, j := 0, 0
 	var cur *splice
+	var gone []rune // the old text cur deletes
 	flush := func() {
 		if cur != nil {
-			out = append(out, *cur)
-			cur = nil
+			out = append(out, trimSplice(*cur, gone))
+			cur, gone = nil, nil
 		}
 	}
 	for i < m || j < n {
@@ -114,6 +115,7 @@ func lineDiff(base int, ol, nl [][]rune) []splice {
 				cur = &splice{pos: pos}
 			}
 			cur.del += len(ol[i])
+			gone = append(gone, ol[i]...)
 			pos += len(ol[i])
 			i++
 		}
@@ -124,6 +126,23 @@ func lineDiff(base int, ol, nl [][]rune) []splice {
 		out[a], out[b] = out[b], out[a]
 	}
 	return out
+}
+
+// trimSplice narrows a run of replaced lines to the characters that
+// differ ("three" → "three\nfour" inserts "\nfour"): fewer operations, and
+// an edit elsewhere on those lines merges with it instead of duplicating
+// them.
+func trimSplice(sp splice, gone []rune) splice {
+	ins := []rune(sp.ins)
+	p := 0
+	for p < len(gone) && p < len(ins) && gone[p] == ins[p] {
+		p++
+	}
+	q := 0
+	for q < len(gone)-p && q < len(ins)-p && gone[len(gone)-1-q] == ins[len(ins)-1-q] {
+		q++
+	}
+	return splice{pos: sp.pos + p, del: sp.del - p - q, ins: string(ins[p : len(ins)-q])}
 }
 
 // applySplices applies splices to s in Go, for tests and prospective values.

@@ -635,7 +635,11 @@ func withFields(v, base any) any {
 // schema and within the character limit), persisted as one update row
 // attributed to agent, and indexed like any write. An invalid merge returns
 // an error (wrapping blocks.ErrCorrupt, schema.ErrInvalid or
-// blocks.ErrLimit) and leaves the block as it was.
+// blocks.ErrLimit) and leaves the block as it was. Changes made on an
+// earlier epoch of the block (before its history was rebased, see
+// Options.HistoryLimit) are refused, wrapping blocks.ErrUnrelated or
+// blocks.ErrCorrupt with a message naming the epoch: merging them would
+// duplicate content. The peer reloads the current document and edits again.
 func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
 	ent, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
@@ -664,6 +668,10 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 		if uerr := undo(); uerr != nil {
 			err = fmt.Errorf("%w (and rolling back failed: %v)", err, uerr)
 		}
+	}
+	if _, epoch, _, _ := ent.freshness(); err != nil && epoch > 0 && (errors.Is(err, blocks.ErrUnrelated) || errors.Is(err, blocks.ErrCorrupt)) {
+		err = fmt.Errorf("%w (block %q of agent %q is on epoch %d since its history was rebased: changes made on an earlier epoch cannot be merged; load the block's current document and make the edits again)",
+			err, label, ent.owner, epoch)
 	}
 	return err
 }

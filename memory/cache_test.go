@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -27,6 +27,10 @@ func TestCacheConformance(t *testing.T) {
 				case "file-vectorcache":
 					opts.Embedder = search.NewOffline(64)
 					opts.VectorCache = true
+				case "file-epochs":
+					// Compaction every 3 writes, each a candidate for a
+					// new epoch: every behaviour holds across switches.
+					opts.CompactAfter, opts.HistoryLimit = 3, 1
 				}
 				c, err := memory.Open(context.Background(), path, opts)
 				if err != nil {

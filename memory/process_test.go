@@ -50,7 +50,7 @@ func TestTwoProcessesOneBlock(t *testing.T) {
 
 // TestTwoProcessesAcrossEpochs is TestTwoProcessesOneBlock with the block
 // rebased onto new epochs while both processes write: by compaction (a
-// tiny HistoryLimit) and by an explicit Rebase every 50 lines in each
+// tiny HistoryLimit) and by an explicit Rebase four times in each
 // process. Every line is still there exactly once: no write is lost to an
 // epoch switch and none is merged in twice.
 func TestTwoProcessesAcrossEpochs(t *testing.T) {
@@ -187,7 +187,7 @@ func TestRoleAppender(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if epochs && g == 0 && i%50 == 49 {
+				if epochs && g == 0 && i%max(per/4, 5) == 0 {
 					if err := c.Rebase(ctx, "owner", "board"); err != nil {
 						t.Error(err)
 						return

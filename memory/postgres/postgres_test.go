@@ -18,7 +18,7 @@ import (
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
 	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
-	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process"} {
+	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process", "epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				opts := &memory.Options{Approver: approver}
@@ -30,6 +30,8 @@ func TestConformance(t *testing.T) {
 				case "embedder-in-process":
 					opts.Embedder = search.NewOffline(64)
 					opts.VectorCache = true
+				case "epochs":
+					opts.CompactAfter, opts.HistoryLimit = 3, 1 // a new epoch every few writes
 				}
 				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
 				if err != nil {

@@ -1,0 +1,242 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+func epochOf(t *testing.T, c *memory.Cache, owner, label string) (epoch, archived, updates int) {
+	t.Helper()
+	err := c.DB().QueryRow(`SELECT b.epoch, (SELECT count(*) FROM block_archive a WHERE a.block_id = b.id),
+		(SELECT count(*) FROM block_updates u WHERE u.block_id = b.id) FROM blocks b WHERE owner = ? AND label = ?`, owner, label).Scan(&epoch, &archived, &updates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return epoch, archived, updates
+}
+
+// rewrite sets line i%len(lines) of the block to a new value, as a whole
+// text write (the store diffs it into a one-line change).
+func rewrite(t *testing.T, c *memory.Cache, lines []string, i int) string {
+	t.Helper()
+	lines[i%len(lines)] = fmt.Sprintf("line %d: rewrite %d", i%len(lines), i)
+	text := strings.Join(lines, "\n")
+	if err := c.UpdateBlockText(context.Background(), "a", "notes", text); err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// A block rewritten past Options.HistoryLimit starts new epochs on its
+// own; its value, views, history and as-of views survive every switch.
+func TestEpochsByCompaction(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "e.db")
+	c := openFile(t, path, &memory.Options{CompactAfter: 8, HistoryLimit: 1})
+	lines := make([]string, 10)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d", i)
+	}
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: strings.Join(lines, "\n")}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := c.GetBlock(ctx, "a", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{} // change hash → text after it
+	var text string
+	for i := range 60 {
+		text = rewrite(t, c, lines, i)
+		texts[view.Heads()[0]] = text
+	}
+	epoch, archived, updates := epochOf(t, c, "a", "notes")
+	if epoch < 3 || archived != epoch || updates >= 8 {
+		t.Fatalf("epoch %d, %d archived, %d update rows: want several epochs, each archived, and few updates", epoch, archived, updates)
+	}
+	if got := view.Render(); got != text {
+		t.Fatalf("the view held since the start reads %q, want %q", got, text)
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != text {
+		t.Fatalf("stored rendering %q, want %q", r, text)
+	}
+	// The old view still writes, on the current epoch.
+	if err := view.AppendText("\ntail", blocks.Agent); err != nil {
+		t.Fatal(err)
+	}
+	text += "\ntail"
+
+	h, err := c.BlockHistory(ctx, "a", "", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebases, last := 0, int64(-1)
+	for _, ch := range h {
+		if ch.Epoch < last {
+			t.Fatalf("history goes back from epoch %d to %d", last, ch.Epoch)
+		}
+		last = ch.Epoch
+		if ch.Op == blocks.OpRebase {
+			rebases++
+		}
+	}
+	// create, initial value, 60 rewrites, the append, and one rebase change
+	// per epoch.
+	if want := 63 + epoch; len(h) != want || rebases != epoch || last != int64(epoch) {
+		t.Fatalf("history has %d changes (%d rebases, last epoch %d), want %d (%d)", len(h), rebases, last, want, epoch)
+	}
+	// As-of views reach into archived epochs.
+	checked := 0
+	for _, ch := range h {
+		want, ok := texts[ch.Hash]
+		if !ok || ch.Epoch == int64(epoch) {
+			continue
+		}
+		at, err := c.BlockAt(ctx, "a", "", "notes", []string{ch.Hash})
+		if err != nil {
+			t.Fatalf("as of %s (epoch %d): %v", ch.Hash, ch.Epoch, err)
+		}
+		if got := at.Render(); got != want {
+			t.Fatalf("as of %s (epoch %d): %q, want %q", ch.Hash, ch.Epoch, got, want)
+		}
+		if err := at.AppendText("x", blocks.Agent); !errors.Is(err, blocks.ErrHistorical) {
+			t.Fatalf("writing an as-of view: %v, want ErrHistorical", err)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("only %d as-of views in archived epochs were checked", checked)
+	}
+	if _, err := c.BlockAt(ctx, "a", "", "notes", []string{strings.Repeat("ab", 32)}); !errors.Is(err, blocks.ErrOutOfRange) {
+		t.Fatalf("as of an unknown change: %v, want ErrOutOfRange", err)
+	}
+
+	// A cold load reads only the current epoch, and reads the same text.
+	c2 := openFile(t, path, nil)
+	doc, err := c2.GetBlock(ctx, "a", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Render(); got != text {
+		t.Fatalf("cold load reads %q, want %q", got, text)
+	}
+	dh, err := doc.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dh) > 8+2 {
+		t.Fatalf("the loaded document holds %d changes: its history was not bounded", len(dh))
+	}
+}
+
+// An append-only block's history is mostly its content: no epoch.
+func TestEpochsLeaveGrowingBlocksAlone(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "g.db"), &memory.Options{CompactAfter: 8, HistoryLimit: 1})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := c.AppendToBlock(ctx, "a", "notes", strings.Repeat(fmt.Sprintf("entry %d, ", i), 40)+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if epoch, _, _ := epochOf(t, c, "a", "notes"); epoch != 0 {
+		t.Fatalf("an append-only block was rebased %d times", epoch)
+	}
+}
+
+// Two stores on one file: one rebases, the other's cached document and
+// views switch on their next access; unflushed write-back edits are
+// re-applied once; an external peer's changes from the old epoch are
+// refused, whole document or incremental, and change nothing.
+func TestEpochSwitchAcrossStores(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	wb := openFile(t, path, &memory.Options{WriteBack: true})
+	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
+		t.Fatal(err)
+	}
+	bview, err := b.GetBlock(ctx, "a", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := bview.Fork() // an automerge peer holding the epoch-0 document
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The write-back store edits the last line and does not flush.
+	if err := wb.UpdateBlockText(ctx, "a", "notes", "one\ntwo\nTHREE"); err != nil {
+		t.Fatal(err)
+	}
+	// Store a edits the first line and rebases.
+	if err := a.UpdateBlockText(ctx, "a", "notes", "ONE\ntwo\nthree"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Rebase(ctx, "a", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, archived, updates := epochOf(t, a, "a", "notes"); epoch != 1 || archived != 1 || updates != 0 {
+		t.Fatalf("after Rebase: epoch %d, %d archived, %d updates", epoch, archived, updates)
+	}
+	// b's old view writes; b reads the new epoch.
+	if err := bview.AppendText("\nfour", blocks.Agent); err != nil {
+		t.Fatal(err)
+	}
+	if got := bview.Render(); got != "ONE\ntwo\nthree\nfour" {
+		t.Fatalf("b reads %q", got)
+	}
+	// The write-back edit is re-applied on the new epoch, once.
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := "ONE\ntwo\nTHREE\nfour"
+	for name, s := range map[string]*memory.Cache{"a": a, "b": b, "wb": wb} {
+		doc, err := s.GetBlock(ctx, "a", "notes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Render(); got != want {
+			t.Fatalf("store %s reads %q, want %q", name, got, want)
+		}
+	}
+	// The old-epoch peer is refused with a clear error.
+	if err := peer.AppendText("\nfrom the peer", blocks.Agent); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := peer.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.MergeChanges(ctx, "a", "", "notes", whole)
+	if !errors.Is(err, blocks.ErrUnrelated) || !strings.Contains(err.Error(), "rebased") {
+		t.Fatalf("merging the old epoch's document: %v, want ErrUnrelated naming the rebase", err)
+	}
+	inc, _, err := peer.PendingChanges()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.MergeChanges(ctx, "a", "", "notes", inc); err == nil || !strings.Contains(err.Error(), "epoch") {
+		t.Fatalf("merging the old epoch's change: %v, want an error naming the epoch", err)
+	}
+	if r, _ := a.RenderedContent(ctx, "a", "notes"); r != want {
+		t.Fatalf("a refused merge changed the block: %q", r)
+	}
+	// The history spans both epochs.
+	h, err := b.BlockHistory(ctx, "a", "", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h[0].Op != blocks.OpCreate || h[0].Epoch != 0 || h[len(h)-1].Epoch != 1 {
+		t.Fatalf("history %+v does not span epochs 0 and 1", h)
+	}
+}
