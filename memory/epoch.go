@@ -211,39 +211,52 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	return c.enterEpoch(e, epoch, fresh)
 }
 
-// epochDocs returns the documents of the block's archived epochs, oldest
-// first, as read-only historical documents with the block's current
-// metadata.
-func (c *Cache) epochDocs(ctx context.Context, e *entry) ([]int64, []*blocks.Document, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? ORDER BY epoch`, e.id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+// epochDocs calls f with the document of each archived epoch of the
+// block, oldest first (newestFirst reverses the order), as a read-only
+// historical document with the block's current metadata, until f returns
+// false. Each document is loaded only when its turn comes.
+func (c *Cache) epochDocs(ctx context.Context, e *entry, newestFirst bool, f func(epoch int64, d *blocks.Document) bool) error {
+	order := "ASC"
+	if newestFirst {
+		order = "DESC"
 	}
-	defer rows.Close()
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch FROM block_archive WHERE block_id = ? ORDER BY epoch `+order, e.id)
+	if err != nil {
+		return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+	}
 	var epochs []int64
-	var docs []*blocks.Document
-	info := e.doc.Info()
 	for rows.Next() {
 		var ep int64
+		if err := rows.Scan(&ep); err != nil {
+			rows.Close()
+			return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+		}
+		epochs = append(epochs, ep)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+	}
+	info := e.doc.Info()
+	for _, ep := range epochs {
 		var snap []byte
 		var crc sql.NullInt64
-		if err := rows.Scan(&ep, &snap, &crc); err != nil {
-			return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
+		err := c.rdb.QueryRowContext(ctx, `SELECT snapshot, snapshot_crc FROM block_archive WHERE block_id = ? AND epoch = ?`, e.id, ep).Scan(&snap, &crc)
+		if err != nil {
+			return fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
 		}
 		if err := checkCRC(snap, crc); err != nil {
-			return nil, nil, corrupt(e.owner, e.label, fmt.Sprintf("archived epoch %d", ep), err)
+			return corrupt(e.owner, e.label, fmt.Sprintf("archived epoch %d", ep), err)
 		}
 		d, err := blocks.Load(info, snap, &blocks.Options{Now: c.opts.Now})
 		if err != nil {
-			return nil, nil, fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
+			return fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
 		}
-		epochs = append(epochs, ep)
-		docs = append(docs, d)
+		if !f(ep, d) {
+			return nil
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
-	}
-	return epochs, docs, nil
+	return nil
 }
 
 // BlockHistory lists the changes of a block visible to agent (its own or
@@ -254,20 +267,22 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 	if err != nil {
 		return nil, err
 	}
-	epochs, docs, err := c.epochDocs(ctx, e)
-	if err != nil {
-		return nil, err
-	}
 	var out []blocks.Change
-	for i, d := range docs {
+	var herr error
+	err = c.epochDocs(ctx, e, false, func(ep int64, d *blocks.Document) bool {
 		h, err := d.History()
 		if err != nil {
-			return nil, err
+			herr = err
+			return false
 		}
 		for _, ch := range h {
-			ch.Epoch = epochs[i]
+			ch.Epoch = ep
 			out = append(out, ch)
 		}
+		return true
+	})
+	if err = errors.Join(err, herr); err != nil {
+		return nil, err
 	}
 	_, epoch, _, _ := e.freshness()
 	h, err := doc.History()
@@ -294,14 +309,19 @@ func (c *Cache) BlockAt(ctx context.Context, agent, owner, label string, heads [
 	if err == nil || !errors.Is(err, blocks.ErrOutOfRange) {
 		return at, err
 	}
-	_, docs, derr := c.epochDocs(ctx, e)
+	var found *blocks.Document
+	derr := c.epochDocs(ctx, e, true, func(_ int64, d *blocks.Document) bool {
+		if old, oerr := d.View(doc.Accessor(), doc.Permission()).At(heads); oerr == nil {
+			found = old
+			return false
+		}
+		return true
+	})
 	if derr != nil {
 		return nil, derr
 	}
-	for i := len(docs) - 1; i >= 0; i-- {
-		if old, oerr := docs[i].View(doc.Accessor(), doc.Permission()).At(heads); oerr == nil {
-			return old, nil
-		}
+	if found == nil {
+		return nil, err
 	}
-	return nil, err
+	return found, nil
 }

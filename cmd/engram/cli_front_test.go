@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -81,6 +82,13 @@ func TestCLITextSources(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("block lacks %q:\n%s", want, out)
 		}
+	}
+	// A new epoch keeps the text; the history shows both epochs.
+	ok(t, db, "compact", "--rebase", "--agent", "ada")
+	hist := ok(t, db, "block", "show", "--agent", "ada", "--history", "notes")
+	if !strings.Contains(hist, "@handle") || !strings.Contains(hist, "EPOCH") || !regexp.MustCompile(`rebase .* 1\n`).MatchString(hist) ||
+		!regexp.MustCompile(`create .* 0\n`).MatchString(hist) {
+		t.Fatalf("history after compact --rebase:\n%s", hist)
 	}
 	if _, errs, code := cli(t, db, "archived from stdin", "archival", "add", "--agent", "ada", "-"); code != 0 {
 		t.Fatal(errs)

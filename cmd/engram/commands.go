@@ -208,7 +208,8 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 		}
 	}
 	if history || a.json {
-		if out.History, err = doc.History(); err != nil {
+		// The store's history spans the block's epochs.
+		if out.History, err = s.BlockHistory(ctx, agent, owner, pos[0]); err != nil {
 			return err
 		}
 	}
@@ -230,9 +231,9 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 				if c.Field != "" {
 					target = strings.Trim(target+"."+c.Field, ".")
 				}
-				rows = append(rows, []string{c.Time.Format(time.RFC3339), c.Actor, string(c.Op), target, c.Hash[:12]})
+				rows = append(rows, []string{c.Time.Format(time.RFC3339), c.Actor, string(c.Op), target, c.Hash[:12], fmt.Sprint(c.Epoch)})
 			}
-			a.table("TIME\tACTOR\tOP\tTARGET\tCHANGE", rows)
+			a.table("TIME\tACTOR\tOP\tTARGET\tCHANGE\tEPOCH", rows)
 		}
 	})
 }
@@ -781,7 +782,11 @@ func cmdReembed(ctx context.Context, a *app, args []string) error {
 
 func cmdCompact(ctx context.Context, a *app, args []string) error {
 	var agent string
-	if _, err := flags("compact", args, func(fs *flag.FlagSet) { fs.StringVar(&agent, "agent", "", "only this agent") }); err != nil {
+	var rebase bool
+	if _, err := flags("compact", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", "", "only this agent")
+		fs.BoolVar(&rebase, "rebase", false, "also start each block on a new epoch (its history archived; loads read only the current value)")
+	}); err != nil {
 		return err
 	}
 	s, err := a.open(ctx)
@@ -811,7 +816,11 @@ func cmdCompact(ctx context.Context, a *app, args []string) error {
 	rows.Close()
 	bar := a.progress("compacting")
 	for i, b := range todo {
-		if err := s.Compact(ctx, b[0], b[1]); err != nil && !errors.Is(err, memory.ErrNotFound) {
+		compact := s.Compact
+		if rebase {
+			compact = s.Rebase
+		}
+		if err := compact(ctx, b[0], b[1]); err != nil && !errors.Is(err, memory.ErrNotFound) {
 			return fmt.Errorf("compact %s/%s: %w", b[0], b[1], err)
 		}
 		bar(i+1, len(todo))

@@ -32,7 +32,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"export":            {"export [--agent A] [--out FILE]", "engram export --out backup.json"},
 	"import":            {"import [--in FILE]", "engram import --in backup.json"},
 	"reembed":           {"reembed", "engram --embedder openai reembed"},
-	"compact":           {"compact [--agent A]", "engram compact"},
+	"compact":           {"compact [--agent A] [--rebase]", "engram compact --rebase"},
 	"stats":             {"stats", "engram stats"},
 	"mcp":               {"mcp --agent A", "engram --db agents.db mcp --agent ada"},
 	"ui":                {"ui [--addr 127.0.0.1:PORT] [--as NAME] [--model NAME]", "engram --db agents.db ui --addr 127.0.0.1:8377"},

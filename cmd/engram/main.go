@@ -104,7 +104,7 @@ Files and transfer
 
 Maintenance
   reembed                                          recompute vectors with --embedder (progress bar)
-  compact       [--agent A]                        fold block updates into snapshots (progress bar)
+  compact       [--agent A] [--rebase]             fold block updates into snapshots; --rebase starts new epochs
   stats
 
 Agents and people

@@ -174,7 +174,9 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Content = clip(doc.Render(), limit)
 
-	hist, err := doc.History()
+	// The store's history spans the block's epochs (a rebase archives the
+	// old history); its changes carry their epoch.
+	hist, err := s.store.BlockHistory(ctx, owner, owner, label)
 	if err != nil {
 		s.failErr(w, r, "Block history", err)
 		return
@@ -189,7 +191,10 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		if v, ok := renders[k]; ok {
 			return v, nil
 		}
-		v, err := doc.At(heads)
+		v, err := doc.At(heads) // the current epoch: no archive to load
+		if errors.Is(err, blocks.ErrOutOfRange) {
+			v, err = s.store.BlockAt(ctx, owner, owner, label, heads)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -230,7 +235,12 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	lo := max(0, hi-per)
 	for i := hi - 1; i >= lo; i-- {
 		cr := describe(i)
-		before, err1 := renderAt(hist[i].Deps)
+		deps := hist[i].Deps
+		if hist[i].Op == blocks.OpRebase && i > 0 {
+			// A new epoch starts from the value the last epoch ended with.
+			deps = []string{hist[i-1].Hash}
+		}
+		before, err1 := renderAt(deps)
 		after, err2 := renderAt([]string{hist[i].Hash})
 		if err := errors.Join(err1, err2); err != nil {
 			cr.DiffErr = err.Error()
@@ -319,8 +329,13 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 // the returned code says so ("restored-system" instead of "restored").
 func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, person string) (string, error) {
 	info := doc.Info()
+	// The change may be in an archived epoch: the store finds it.
+	old, err := store.BlockAt(ctx, info.Owner, info.Owner, info.Label, []string{at})
+	if err != nil {
+		return "", err
+	}
 	if info.Permission < blocks.ReadWrite {
-		if err := doc.WithContext(ctx).Restore([]string{at}, blocks.System); err != nil {
+		if err := doc.WithContext(ctx).RestoreFrom(old, blocks.System); err != nil {
 			return "", err
 		}
 		return "restored-system", store.PersistBlock(ctx, info.Owner, info.Label)
@@ -329,7 +344,7 @@ func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, 
 	if err != nil {
 		return "", fmt.Errorf("ui: restore %q of %q: fork: %w", info.Label, info.Owner, err)
 	}
-	if err := fork.View(person, blocks.Admin).Restore([]string{at}, blocks.Agent); err != nil {
+	if err := fork.View(person, blocks.Admin).RestoreFrom(old, blocks.Agent); err != nil {
 		return "", err
 	}
 	data, err := fork.Save()

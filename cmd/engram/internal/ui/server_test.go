@@ -755,3 +755,46 @@ func excerpt(body string) string {
 	}
 	return body
 }
+
+// TestBlockHistoryAcrossEpochs: after a rebase the page still diffs,
+// shows and restores changes of the archived epoch.
+func TestBlockHistoryAcrossEpochs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, text := range []string{"Plan: alpha beta gamma.", "Plan: alpha BETA gamma delta."} {
+		if err := f.store.UpdateBlockText(ctx, "ada", "persona", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.store.Rebase(ctx, "ada", "persona"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.UpdateBlockText(ctx, "ada", "persona", "Plan: alpha BETA gamma delta epsilon."); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := hist[len(hist)-4] // "Plan: alpha beta gamma.", epoch 0
+	if first.Epoch != 0 || hist[len(hist)-2].Op != blocks.OpRebase {
+		t.Fatalf("history %+v", hist)
+	}
+	_, body := f.get(t, "/blocks/ada/persona")
+	for _, want := range []string{"<del>beta</del><ins>BETA</ins>", "<ins> epsilon</ins>", "6 changes"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("block page lacks %q:\n%s", want, excerpt(body))
+		}
+	}
+	_, body = f.get(t, "/blocks/ada/persona?at="+first.Hash)
+	if !strings.Contains(body, `<pre class="content" id="asof-content">Plan: alpha beta gamma.</pre>`) {
+		t.Fatalf("as-of view of an archived epoch:\n%s", excerpt(body))
+	}
+	res, body := f.post(t, "/blocks/ada/persona/restore", url.Values{"csrf": {f.csrf}, "at": {first.Hash}}, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("restore: status %d: %s", res.StatusCode, excerpt(body))
+	}
+	if got, _ := f.store.RenderedContent(ctx, "ada", "persona"); got != "Plan: alpha beta gamma." {
+		t.Fatalf("after restoring an archived change: %q", got)
+	}
+}
