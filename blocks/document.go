@@ -682,7 +682,14 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		// Nothing would change: no CRDT ops, no empty change, no event.
 		return Event{}, nil, nil
 	}
-	newSize := runeLen(render(c.info.Schema, fullNext, renderFull))
+	var newSize int
+	if os, ns, ok := textGrowth(full, fullNext); ok {
+		// An append to a Text block: count only the new characters, so
+		// the cost of an append does not grow with the block.
+		newSize = c.size + runeLen(ns[len(os):])
+	} else {
+		newSize = runeLen(render(c.info.Schema, fullNext, renderFull))
+	}
 	if lim := c.info.limit(); newSize > lim && newSize > c.size {
 		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
 	}
@@ -710,6 +717,14 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	c.model, c.hasModel, c.size, c.hasView = fullNext, true, newSize, false
 	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: hexHeads(c.am.Heads())}
 	return ev, c.subscribers(), nil
+}
+
+// textGrowth reports whether a Text block's value goes from old to new by
+// appending (new starts with old); c.size is then old's rune count.
+func textGrowth(old, new any) (string, string, bool) {
+	os, ok1 := old.(string)
+	ns, ok2 := new.(string)
+	return os, ns, ok1 && ok2 && len(ns) >= len(os) && ns[:len(os)] == os
 }
 
 // decorate adds the block label to schema errors that lack it.

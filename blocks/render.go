@@ -25,6 +25,11 @@ const (
 // (no clock, no map iteration order), so equal documents render to equal
 // bytes.
 func render(s schema.Schema, v any, mode renderMode) string {
+	if sc, ok := schema.Deref(s).(schema.Text); ok && (mode != renderView || sc.Viewport == nil) {
+		// A Text block renders as its text: no copy (it may be large).
+		text, _ := v.(string)
+		return text
+	}
 	var b strings.Builder
 	renderTo(&b, s, v, mode)
 	return b.String()
