@@ -42,6 +42,9 @@ type DumpBlock struct {
 	Priority    int               `json:"priority,omitempty"`
 	Document    []byte            `json:"document"` // base64 in JSON
 	Rendered    string            `json:"rendered"`
+	// Epochs are the documents of the block's archived epochs, oldest
+	// first (see Options.HistoryLimit): Document is the current epoch.
+	Epochs [][]byte `json:"epochs,omitempty"`
 }
 
 // DumpShare is one share.
@@ -83,9 +86,13 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
+			epochs, err := c.archivedEpochs(ctx, m.ID)
+			if err != nil {
+				return nil, err
+			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
-				Document: data, Rendered: doc.Render()})
+				Document: data, Rendered: doc.Render(), Epochs: epochs})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -208,6 +215,11 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
 		}
+		for i, ep := range b.Epochs {
+			if _, err := blocks.Load(info, ep, nil); err != nil {
+				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w", b.Label, b.Owner, i, err)
+			}
+		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -225,6 +237,17 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
 				return fmt.Errorf("%w: block %q of agent %q", ErrExists, p.info.Label, p.info.Owner)
+			}
+			for i, ep := range p.b.Epochs {
+				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, archived_at)
+					SELECT id, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, i, ep, checksum(ep), now, p.info.Owner, p.info.Label); err != nil {
+					return err
+				}
+			}
+			if n := len(p.b.Epochs); n > 0 {
+				if _, err := tx.Exec(`UPDATE blocks SET epoch = ? WHERE owner = ? AND label = ?`, n, p.info.Owner, p.info.Label); err != nil {
+					return err
+				}
 			}
 			rep.Blocks++
 		}

@@ -18,9 +18,14 @@ func TestExportImportLossless(t *testing.T) {
 	if _, err := src.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "v1"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{" v2", " v3"} {
+	for i, s := range []string{" v2", " v3", " v4"} {
 		if err := src.AppendToBlock(ctx, "a", "notes", s); err != nil {
 			t.Fatal(err)
+		}
+		if i < 2 { // two archived epochs: their history travels too
+			if err := src.Rebase(ctx, "a", "notes"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := src.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}}); err != nil {
@@ -60,8 +65,11 @@ func TestExportImportLossless(t *testing.T) {
 	}
 	h1, _ := src.BlockHistory(ctx, "a", "", "notes")
 	h2, _ := dst.BlockHistory(ctx, "a", "", "notes")
-	if len(h1) != len(h2) || h1[len(h1)-1].Hash != h2[len(h2)-1].Hash {
+	if len(h1) != len(h2) || h1[0].Hash != h2[0].Hash || h1[len(h1)-1].Hash != h2[len(h2)-1].Hash || h2[len(h2)-1].Epoch != 2 {
 		t.Fatalf("CRDT history not preserved: %d vs %d changes", len(h1), len(h2))
+	}
+	if at, err := dst.BlockAt(ctx, "a", "", "notes", []string{h2[2].Hash}); err != nil || at.Render() != "v1 v2" {
+		t.Fatalf("as of an imported archived change: %v %v", at, err)
 	}
 	if r, _ := dst.RenderedContent(ctx, "a", "todo"); r != "[ ] x\n[ ] y" {
 		t.Fatalf("todo = %q", r)

@@ -259,6 +259,30 @@ func (c *Cache) epochDocs(ctx context.Context, e *entry, newestFirst bool, f fun
 	return nil
 }
 
+// archivedEpochs returns the saved documents of block id's archived
+// epochs, oldest first.
+func (c *Cache) archivedEpochs(ctx context.Context, id int64) ([][]byte, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? ORDER BY epoch`, id)
+	if err != nil {
+		return nil, fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var ep int64
+		var snap []byte
+		var crc sql.NullInt64
+		if err := rows.Scan(&ep, &snap, &crc); err != nil {
+			return nil, fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
+		}
+		if err := checkCRC(snap, crc); err != nil {
+			return nil, fmt.Errorf("%w: block %d: archived epoch %d: %w", ErrCorrupt, id, ep, err)
+		}
+		out = append(out, snap)
+	}
+	return out, rows.Err()
+}
+
 // BlockHistory lists the changes of a block visible to agent (its own or
 // shared with it), oldest first, across every epoch: each Change carries
 // its epoch, and each later epoch starts with the system's OpRebase change.
