@@ -34,6 +34,12 @@
 // splices, because every character written is an op kept forever in the
 // document's history.
 //
+// A store bounds a block's history with epochs: [Document.Rebased] builds a
+// fresh document holding only the current value, [Replica.Reset] switches a
+// managed document to it in place (views keep working), [Replica.Reapply]
+// carries unpersisted edits over as a value difference, and Merge refuses
+// changes from another history ([ErrUnrelated]).
+//
 // Text edits are text splices, counters are automerge counters and list
 // items are list elements, so concurrent edits from replicas merge instead
 // of overwriting: two forks that append to one text both keep their appends,
