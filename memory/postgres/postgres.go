@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/search"
 )
 
@@ -56,6 +57,7 @@ type Backend struct {
 	cfg     *pgx.ConnConfig
 	db      *sql.DB
 	timeout time.Duration
+	commits groupcommit.Committer
 	log     *slog.Logger
 	target  string // redacted
 }
@@ -83,6 +85,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("parse PostgreSQL DSN %s: invalid connection string", Redact(dsn))
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
+	// The advisory lock waits server-side up to lock_timeout: no polling.
+	b.commits = groupcommit.Committer{Begin: b.begin}
 	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	b.db.SetMaxOpenConns(o.MaxConns)
 	b.db.SetMaxIdleConns(o.MaxConns)
@@ -119,31 +123,31 @@ func (b *Backend) IsConflict(err error) bool {
 // Write runs fn in a transaction holding the engram write lock (see
 // writeLockKey). Waiting for the lock honours ctx and Options.LockTimeout;
 // once fn runs the transaction completes whatever ctx does, and fn runs at
-// most once.
+// most once. Writes that queue behind a running transaction in this
+// process commit together (group commit, see groupcommit.Committer.Write):
+// one lock round and one commit for the group, each write in its own
+// SAVEPOINT, every write acknowledged only after the commit.
 func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	return b.commits.Write(ctx, fn)
+}
+
+// Queued reports how many writes wait behind the running group (for tests
+// and metrics).
+func (b *Backend) Queued() int { return b.commits.Queued() }
+
+// begin starts a transaction holding the advisory write lock. The
+// transaction is not bound to ctx (once begun it completes); ctx only cuts
+// the wait for the lock.
+func (b *Backend) begin(ctx context.Context) (*sql.Tx, error) {
 	tx, err := b.db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.lock(ctx, tx); err != nil {
 		tx.Rollback()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+		return nil, err
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return nil
+	return tx, nil
 }
 
 func (b *Backend) lock(ctx context.Context, tx *sql.Tx) error {

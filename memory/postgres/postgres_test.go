@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/groupcommit/committest"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/storetest"
 	"github.com/engram-go/engram/search"
 )
@@ -41,4 +43,17 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGroupCommit: concurrent writes share one advisory-locked
+// transaction, each failing, panicking or cancelled one alone (see
+// committest.Run).
+func TestGroupCommit(t *testing.T) {
+	srv := pgtest.Start(t)
+	b, err := postgres.Open(context.Background(), srv.NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	committest.Run(t, b)
 }

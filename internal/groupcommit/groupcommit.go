@@ -1,13 +1,41 @@
-package sqlite
+// Package groupcommit lets concurrent writers share one database
+// transaction and commit: writes that arrive while a transaction runs queue
+// up, and the first of them leads the next group, running every queued
+// write in one transaction, each in its own SAVEPOINT, with one commit.
+// Both storage backends (SQLite, PostgreSQL) write through it; what differs
+// between them — how a transaction takes the store's write lock, and which
+// errors mean "busy, try again" — is the Committer's configuration.
+package groupcommit
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// Committer runs writes in groups. The zero value is not usable: Begin is
+// required.
+type Committer struct {
+	// Begin starts a transaction holding the store's write lock. ctx is
+	// the write's own context when the group is one write (so a lone
+	// write may stop waiting for the lock when its caller gives up), and
+	// context.Background() for a group. The transaction itself must not
+	// be bound to ctx: once begun it completes whatever ctx does.
+	Begin func(ctx context.Context) (*sql.Tx, error)
+	// Busy reports whether Begin's error means another process holds the
+	// lock: the leader then retries with short jittered sleeps until
+	// Timeout. nil: Begin waits on its own and its errors are final.
+	Busy    func(error) bool
+	Timeout time.Duration
+
+	qmu     sync.Mutex
+	queue   []*writeReq
+	leading bool
+}
 
 // maxGroup is the most writes one transaction commits together.
 const maxGroup = 64
@@ -36,8 +64,8 @@ func (r *writeReq) result() error {
 	return r.err
 }
 
-// Write runs fn in an IMMEDIATE transaction on the writer connection and
-// returns once that transaction committed (or failed).
+// Write runs fn in a transaction from Begin and returns once that
+// transaction committed (or failed).
 //
 // Group commit: writes that arrive while a transaction is running queue up;
 // the first of them then leads the next group, running every queued fn in
@@ -49,19 +77,17 @@ func (r *writeReq) result() error {
 // acknowledged only once it is durable. A lone write runs without a
 // savepoint, as a plain transaction.
 //
-// When another process holds the write lock, SQLite's own busy handler
-// backs off up to 100 ms per sleep, and a process that commits
-// back-to-back can starve the other for seconds. The writer connection
-// therefore waits only ~1 ms inside SQLite and the leader retries taking
-// the lock with short, jittered sleeps until the busy timeout: fine-grained
-// polling that lets several processes share one file fairly.
+// When Busy says another process holds the lock, the leader retries with
+// short, jittered sleeps until Timeout (SQLite's own busy handler sleeps up
+// to 100 ms at a time, and a process that commits back-to-back can starve
+// another for seconds; fine-grained polling shares one file fairly).
 //
 // fn runs at most once, so it may change state outside tx (a document it
 // edits) as long as it undoes that when Write returns an error. A caller
 // whose context ends before its fn started gets the context's error and
 // nothing is written; once fn runs, the transaction finishes whatever the
 // context does, so no caller is left unsure whether its change is durable.
-func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (b *Committer) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -93,7 +119,7 @@ func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // Queued reports how many writes wait for the writer behind the running
 // group (for tests and metrics).
-func (b *Backend) Queued() int {
+func (b *Committer) Queued() int {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
 	n := 0
@@ -107,7 +133,7 @@ func (b *Backend) Queued() int {
 
 // lead runs first and the writes queued behind it as one group, then hands
 // the lead to the next queued write (or ends leading) and wakes the group.
-func (b *Backend) lead(first *writeReq) {
+func (b *Committer) lead(first *writeReq) {
 	group := []*writeReq{first}
 	b.qmu.Lock()
 	n := 0
@@ -143,7 +169,7 @@ func (b *Backend) lead(first *writeReq) {
 }
 
 // dequeue drops the first n queued writes; caller holds qmu.
-func (b *Backend) dequeue(n int) []*writeReq {
+func (b *Committer) dequeue(n int) []*writeReq {
 	q := b.queue[:copy(b.queue, b.queue[n:])]
 	clear(b.queue[len(q):])
 	return q
@@ -152,8 +178,8 @@ func (b *Backend) dequeue(n int) []*writeReq {
 // runGroup takes the write lock for group (retrying while another process
 // holds it) and runs it. Members whose context ended before the lock was
 // taken get that error and write nothing.
-func (b *Backend) runGroup(group []*writeReq) {
-	deadline := time.Now().Add(b.busy)
+func (b *Committer) runGroup(group []*writeReq) {
+	deadline := time.Now().Add(b.Timeout)
 	for attempt := 0; ; attempt++ {
 		live := 0
 		for _, r := range group {
@@ -167,12 +193,23 @@ func (b *Backend) runGroup(group []*writeReq) {
 		if live == 0 {
 			return
 		}
-		tx, err := b.wdb.BeginTx(context.Background(), nil)
+		ctx := context.Background()
+		if live == 1 {
+			for _, r := range group {
+				if !r.done {
+					ctx = r.ctx
+				}
+			}
+		}
+		tx, err := b.Begin(ctx)
 		if err == nil {
 			b.runInTx(tx, group, live)
 			return
 		}
-		if !IsBusy(err) || time.Now().After(deadline) {
+		if live == 1 && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if b.Busy == nil || !b.Busy(err) || time.Now().After(deadline) {
 			for _, r := range group {
 				if !r.done {
 					r.err, r.done = err, true
@@ -198,7 +235,7 @@ func (b *Backend) runGroup(group []*writeReq) {
 }
 
 // runInTx runs the group's live members in tx and commits.
-func (b *Backend) runInTx(tx *sql.Tx, group []*writeReq, live int) {
+func (b *Committer) runInTx(tx *sql.Tx, group []*writeReq, live int) {
 	alone := live == 1
 	var ok []*writeReq // members whose fn succeeded: the commit decides them
 	for i, r := range group {
@@ -253,7 +290,7 @@ func (b *Backend) runInTx(tx *sql.Tx, group []*writeReq, live int) {
 // abort rolls the group's transaction back after a savepoint failed: the
 // members that already ran lose their writes, the rest never ran; all get
 // the error.
-func (b *Backend) abort(tx *sql.Tx, rest, ran []*writeReq, err error) {
+func (b *Committer) abort(tx *sql.Tx, rest, ran []*writeReq, err error) {
 	tx.Rollback()
 	err = fmt.Errorf("group commit rolled back: %w", err)
 	for _, r := range append(ran, rest...) {
