@@ -83,11 +83,11 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 		c.mu.Unlock()
 		return nil, err
 	}
-	old, oldHeads := c.am, hexHeads(c.am.Heads())
+	old, oldPersisted, oldHeads := c.am, c.persisted, hexHeads(c.am.Heads())
 	c.am, c.persisted = am, am.Heads()
 	c.invalidate()
 	if _, err := c.value(); err != nil {
-		c.am, c.persisted = old, nil
+		c.am, c.persisted = old, oldPersisted
 		c.invalidate()
 		c.mu.Unlock()
 		return nil, fmt.Errorf("block %q: new epoch: %w", c.info.Label, err)
@@ -155,11 +155,20 @@ func (r *Replica) Reapply(k *Carried) error {
 	}
 	c := r.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	ev, subs, err := c.reapplyLocked(k)
+	c.mu.Unlock()
+	if subs != nil {
+		fire(subs, ev)
+	}
+	return err
+}
+
+func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
+	before := hexHeads(c.am.Heads())
 	s := c.info.Schema
 	theirs, err := c.value()
 	if err != nil {
-		return err
+		return Event{}, nil, err
 	}
 	var merged any
 	err = guard(func() error {
@@ -189,16 +198,19 @@ func (r *Replica) Reapply(k *Carried) error {
 	})
 	if err != nil {
 		c.invalidate()
-		return fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
 	if reflect.DeepEqual(merged, theirs) {
-		return nil
+		return Event{}, nil, nil
 	}
 	if _, err := c.commit(commitMessage{Actor: "system", Op: OpMerge}); err != nil {
 		c.invalidate()
-		return fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
 	c.invalidate()
-	_, err = c.value()
-	return err
+	if _, err := c.value(); err != nil {
+		return Event{}, nil, err
+	}
+	ev, subs := c.afterRemote(before)
+	return ev, subs, nil
 }

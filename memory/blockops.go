@@ -589,19 +589,17 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var lastSeq int64
-		if err := tx.QueryRow(`SELECT last_seq FROM blocks WHERE id = ?`, e.id).Scan(&lastSeq); err != nil {
-			return fmt.Errorf("memory: compact block %q: %w", label, err)
-		}
-		if err := c.applyUpdates(ctx, tx, e, lastSeq); err != nil {
-			return err
-		}
-		if err := compactLocked(ctx, tx, e, lastSeq); err != nil {
+	var p pendingWrite
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := c.compactNow(ctx, tx, e, &p); err != nil {
 			return fmt.Errorf("memory: compact block %q: %w", label, err)
 		}
 		return nil
 	})
+	if err == nil {
+		p.done(c, e)
+	}
+	return err
 }
 
 // withFields fills into an initial map value the fields it leaves out,

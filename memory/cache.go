@@ -640,10 +640,8 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 // refresh brings e up to the row r read in q's transaction: metadata, then
 // updates. A corrupt row breaks the entry so every later read reports it.
 func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
-	var carried *blocks.Carried
 	if r.epoch != e.epoch {
-		var err error
-		if carried, err = c.switchEpoch(ctx, q, e, r); err != nil {
+		if err := c.switchEpoch(ctx, q, e, r); err != nil {
 			return err
 		}
 	}
@@ -667,11 +665,6 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 	if errors.Is(err, ErrCorrupt) {
 		e.set(func(e *entry) { e.broken = err })
 		c.lru.Remove(e.id)
-	}
-	if err == nil && carried != nil {
-		if err = e.replica.Reapply(carried); err != nil {
-			err = fmt.Errorf("memory: block %q of %q was rebased while this process held unflushed edits, and they could not be re-applied on the new epoch: %w", e.label, e.owner, err)
-		}
 	}
 	return err
 }
@@ -924,7 +917,9 @@ func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 			return 0, 0, err
 		}
 		compacted = compactOnly
-		if c.historyDue(r.historyBytes+int64(len(data)), len(rendered)) {
+		// Against the full content, not the stored rendering (a viewport
+		// or a log's display limit shows only part of it).
+		if c.historyDue(r.historyBytes+int64(len(data)), e.doc.Size()) {
 			compacted = compactRebase
 		}
 	}
@@ -985,6 +980,20 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 	return nil
 }
 
+// pendingActors names who made e's pending changes ("system" when no
+// agent did), for their update row. Caller holds e.mu.
+func (e *entry) pendingActors() string {
+	actors := make([]string, 0, len(e.actors))
+	for a := range e.actors {
+		actors = append(actors, a)
+	}
+	sort.Strings(actors)
+	if len(actors) == 0 {
+		return "system"
+	}
+	return strings.Join(actors, ",")
+}
+
 // persist writes e's pending changes (write-back edits, or a system change
 // such as the containers a reconfiguration adds) as one update row, after
 // applying whatever other writers added since, in one IMMEDIATE
@@ -1016,15 +1025,7 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		if data, heads, err = e.doc.PendingChanges(); err != nil || len(data) == 0 {
 			return err
 		}
-		actors := make([]string, 0, len(e.actors))
-		for a := range e.actors {
-			actors = append(actors, a)
-		}
-		sort.Strings(actors)
-		if len(actors) == 0 {
-			actors = append(actors, "system")
-		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, strings.Join(actors, ","), e.doc.Render(), strings.Join(heads, ","))
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
 		return err
 	})
 	if err != nil {
@@ -1046,13 +1047,22 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 // compactLocked folds all updates up to seq into the snapshot, inside the
 // caller's write transaction. Readers in other processes either see the old
 // snapshot and the old updates or the new snapshot (WAL snapshot isolation).
+//
+// The snapshot is e's document, so the row must still be on e's epoch
+// (the UPDATE checks it): saving one epoch's document as another's
+// snapshot would lose every later write.
 func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 	snap, err := e.doc.Save()
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot = ?, snapshot_crc = ?, snapshot_seq = ? WHERE id = ?`, snap, checksum(snap), seq, e.id); err != nil {
+	_, epoch, _, _ := e.freshness()
+	res, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot = ?, snapshot_crc = ?, snapshot_seq = ? WHERE id = ? AND epoch = ?`, snap, checksum(snap), seq, e.id, epoch)
+	if err != nil {
 		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(err, fmt.Errorf("memory: compact block %q of %q: it is no longer on epoch %d; retry", e.label, e.owner, epoch))
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM block_updates WHERE block_id = ? AND seq <= ?`, e.id, seq)
 	return err

@@ -74,11 +74,16 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			return nil, err
 		}
 		for _, m := range metas {
-			doc, err := c.GetBlock(ctx, owner, m.Label)
+			e, doc, err := c.view(ctx, owner, "", m.Label)
 			if err != nil {
 				return nil, err
 			}
+			// The document and its epoch number together: archives of
+			// later epochs (a rebase meanwhile) are not this dump's.
+			e.mu.Lock()
+			_, epoch, _, _ := e.freshness()
 			data, err := doc.Save()
+			e.mu.Unlock()
 			if err != nil {
 				return nil, err
 			}
@@ -86,7 +91,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
-			epochs, err := c.archivedEpochs(ctx, m.ID)
+			epochs, err := c.archivedEpochs(ctx, m.ID, epoch)
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
@@ -135,9 +136,12 @@ func (c *Cache) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
 // switchEpoch moves e's document to the block's current epoch (another
 // writer rebased it; r is the row read in q's transaction): the new
 // epoch's snapshot replaces the document in place, and the updates after
-// it follow in refresh. Edits this replica had not persisted come back as
-// a Carried for Reapply. Caller holds e.mu.
-func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow) (*blocks.Carried, error) {
+// it follow in refresh. Edits this replica had not persisted (write-back)
+// are re-applied at once, on the snapshot, as one pending change: nothing
+// between the switch and the re-apply can fail and drop them, and the
+// epoch's later updates merge with that change like any concurrent edit.
+// Caller holds e.mu.
+func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow) error {
 	var (
 		epoch, snapSeq int64
 		snap           []byte
@@ -145,20 +149,23 @@ func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow
 	)
 	err := q.QueryRowContext(ctx, `SELECT epoch, snapshot_seq, snapshot, snapshot_crc FROM blocks WHERE id = ?`, e.id).Scan(&epoch, &snapSeq, &snap, &crc)
 	if err != nil {
-		return nil, fmt.Errorf("memory: block %q of %q: load its new epoch: %w", e.label, e.owner, err)
+		return fmt.Errorf("memory: block %q of %q: load its new epoch: %w", e.label, e.owner, err)
 	}
 	if epoch != r.epoch {
-		return nil, fmt.Errorf("memory: block %q of %q was rebased again while it was read; retry", e.label, e.owner)
+		return fmt.Errorf("memory: block %q of %q was rebased again while it was read; retry", e.label, e.owner)
 	}
 	if err := checkCRC(snap, crc); err != nil {
-		return nil, c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
+		return c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
 	}
 	carried, err := e.replica.Reset(snap)
 	if err != nil {
-		return nil, c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
+		return c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
 	}
 	e.set(func(e *entry) { e.epoch, e.lastSeq = epoch, snapSeq })
-	return carried, nil
+	if err := e.replica.Reapply(carried); err != nil {
+		return c.breakEntry(e, fmt.Errorf("memory: block %q of %q was rebased while this process held unflushed edits, and they could not be re-applied on the new epoch (they are lost): %w", e.label, e.owner, err))
+	}
+	return nil
 }
 
 // breakEntry marks e unservable (err says why) and drops it from the cache.
@@ -187,17 +194,12 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	var (
 		epoch int64
 		fresh epochDoc
+		p     pendingWrite
 	)
 	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
+		r, err := c.compactNow(ctx, tx, e, &p)
 		if err != nil {
 			return fmt.Errorf("memory: rebase block %q: %w", label, err)
-		}
-		if err := c.refresh(ctx, tx, e, r); err != nil {
-			return err
-		}
-		if err := compactLocked(ctx, tx, e, r.lastSeq); err != nil {
-			return err
 		}
 		if fresh, err = c.freshEpoch(e); err != nil {
 			return fmt.Errorf("memory: rebase block %q: %w", label, err)
@@ -208,19 +210,65 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	if err != nil {
 		return err
 	}
+	p.done(c, e)
 	return c.enterEpoch(e, epoch, fresh)
 }
 
+// pendingWrite is a write compactNow made of edits still pending in the
+// document (write-back edits made since the last persist).
+type pendingWrite struct {
+	seq   int64
+	heads []string
+}
+
+// done records the write once its transaction committed. Caller holds e.mu.
+func (p pendingWrite) done(c *Cache, e *entry) {
+	if p.heads != nil {
+		c.committed(context.Background(), e, p.seq, p.heads, 0)
+	}
+}
+
+// compactNow brings e up to date inside the write transaction, writes
+// whatever edits are still pending in its document as an update row (so
+// the snapshot never holds a change no row recorded), and folds every
+// update into the snapshot. It returns the block's row as of the compacted
+// state. Caller holds e.mu.
+func (c *Cache) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite) (blockRow, error) {
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, notFound("block %q of agent %q was deleted", e.label, e.owner)
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := c.refresh(ctx, tx, e, r); err != nil {
+		return r, err
+	}
+	data, heads, err := e.doc.PendingChanges()
+	if err != nil {
+		return r, err
+	}
+	if len(data) > 0 {
+		seq, _, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
+		if err != nil {
+			return r, err
+		}
+		r.lastSeq, r.historyBytes = seq, r.historyBytes+int64(len(data))
+		*p = pendingWrite{seq: seq, heads: heads}
+	}
+	return r, compactLocked(ctx, tx, e, r.lastSeq)
+}
+
 // epochDocs calls f with the document of each archived epoch of the
-// block, oldest first (newestFirst reverses the order), as a read-only
+// block before epoch below, oldest first (newestFirst reverses the order), as a read-only
 // historical document with the block's current metadata, until f returns
 // false. Each document is loaded only when its turn comes.
-func (c *Cache) epochDocs(ctx context.Context, e *entry, newestFirst bool, f func(epoch int64, d *blocks.Document) bool) error {
+func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirst bool, f func(epoch int64, d *blocks.Document) bool) error {
 	order := "ASC"
 	if newestFirst {
 		order = "DESC"
 	}
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch FROM block_archive WHERE block_id = ? ORDER BY epoch `+order, e.id)
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch FROM block_archive WHERE block_id = ? AND epoch < ? ORDER BY epoch `+order, e.id, below)
 	if err != nil {
 		return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
 	}
@@ -260,9 +308,9 @@ func (c *Cache) epochDocs(ctx context.Context, e *entry, newestFirst bool, f fun
 }
 
 // archivedEpochs returns the saved documents of block id's archived
-// epochs, oldest first.
-func (c *Cache) archivedEpochs(ctx context.Context, id int64) ([][]byte, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? ORDER BY epoch`, id)
+// epochs before epoch below, oldest first.
+func (c *Cache) archivedEpochs(ctx context.Context, id, below int64) ([][]byte, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? AND epoch < ? ORDER BY epoch`, id, below)
 	if err != nil {
 		return nil, fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
 	}
@@ -291,9 +339,19 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 	if err != nil {
 		return nil, err
 	}
+	// The current epoch's changes and number are read together, then the
+	// archived epochs before it (a switch meanwhile only adds archives
+	// after it).
+	e.mu.Lock()
+	_, epoch, _, _ := e.freshness()
+	cur, err := doc.History()
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	var out []blocks.Change
 	var herr error
-	err = c.epochDocs(ctx, e, false, func(ep int64, d *blocks.Document) bool {
+	err = c.epochDocs(ctx, e, epoch, false, func(ep int64, d *blocks.Document) bool {
 		h, err := d.History()
 		if err != nil {
 			herr = err
@@ -308,12 +366,7 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 	if err = errors.Join(err, herr); err != nil {
 		return nil, err
 	}
-	_, epoch, _, _ := e.freshness()
-	h, err := doc.History()
-	if err != nil {
-		return nil, err
-	}
-	for _, ch := range h {
+	for _, ch := range cur {
 		ch.Epoch = epoch
 		out = append(out, ch)
 	}
@@ -334,7 +387,7 @@ func (c *Cache) BlockAt(ctx context.Context, agent, owner, label string, heads [
 		return at, err
 	}
 	var found *blocks.Document
-	derr := c.epochDocs(ctx, e, true, func(_ int64, d *blocks.Document) bool {
+	derr := c.epochDocs(ctx, e, math.MaxInt64, true, func(_ int64, d *blocks.Document) bool {
 		if old, oerr := d.View(doc.Accessor(), doc.Permission()).At(heads); oerr == nil {
 			found = old
 			return false

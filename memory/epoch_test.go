@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 func epochOf(t *testing.T, c *memory.Cache, owner, label string) (epoch, archived, updates int) {
@@ -136,20 +138,111 @@ func TestEpochsByCompaction(t *testing.T) {
 	}
 }
 
-// An append-only block's history is mostly its content: no epoch.
+// An append-only block's history is mostly its content: no epoch, also
+// when its rendering shows only part of it (a viewport).
 func TestEpochsLeaveGrowingBlocksAlone(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "g.db"), &memory.Options{CompactAfter: 8, HistoryLimit: 1})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 40 {
-		if err := c.AppendToBlock(ctx, "a", "notes", strings.Repeat(fmt.Sprintf("entry %d, ", i), 40)+"\n"); err != nil {
+	for _, spec := range []memory.BlockSpec{
+		{Label: "notes", CharLimit: blocks.MaxCharLimit},
+		{Label: "window", CharLimit: blocks.MaxCharLimit, Schema: schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 3}}},
+	} {
+		if _, err := c.CreateBlock(ctx, "a", spec); err != nil {
 			t.Fatal(err)
 		}
+		for i := range 60 {
+			if err := c.AppendToBlock(ctx, "a", spec.Label, strings.Repeat(fmt.Sprintf("entry %d, ", i), 40)+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if epoch, _, _ := epochOf(t, c, "a", spec.Label); epoch != 0 {
+			t.Errorf("append-only block %q was rebased %d times", spec.Label, epoch)
+		}
 	}
-	if epoch, _, _ := epochOf(t, c, "a", "notes"); epoch != 0 {
-		t.Fatalf("an append-only block was rebased %d times", epoch)
+}
+
+// A compaction racing another store's rebase never saves one epoch's
+// document as another's snapshot (which would lose every later write).
+func TestCompactRacingRebase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	d0, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d0.Info()
+	rounds := 300 / raceScale
+	for round := range rounds {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(time.Duration(round%7) * 50 * time.Microsecond)
+			if err := b.Rebase(ctx, "a", "notes"); err != nil {
+				t.Error(err)
+			}
+		}()
+		_ = a.Compact(ctx, "a", "notes") // may fail with "retry": never silently wrong
+		<-done
+		var epoch int
+		var snap []byte
+		if err := a.DB().QueryRow(`SELECT epoch, snapshot FROM blocks WHERE owner = 'a' AND label = 'notes'`).Scan(&epoch, &snap); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := blocks.Load(info, snap, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := doc.History(); h[0].Op != blocks.OpRebase {
+			t.Fatalf("round %d: epoch %d's snapshot starts with %s: another epoch's document", round, epoch, h[0].Op)
+		}
+	}
+	if err := b.AppendToBlock(ctx, "a", "notes", "\nX"); err != nil {
+		t.Fatal(err)
+	}
+	cold := openFile(t, path, nil)
+	if r, err := cold.GetBlock(ctx, "a", "notes"); err != nil || r.Render() != "one\ntwo\nX" {
+		t.Fatalf("a cold store reads %v (%v)", r, err)
+	}
+}
+
+// Write-back edits carried over an epoch switch survive a refresh that
+// fails right after the switch (here the caller's context ends).
+func TestCarriedEditsSurviveAFailedRefresh(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	a := openFile(t, path, nil)
+	wb := openFile(t, path, &memory.Options{WriteBack: true})
+	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.UpdateBlockText(ctx, "a", "notes", "one\ntwo\nTHREE"); err != nil {
+		t.Fatal(err)
+	}
+	wdoc, err := wb.GetBlock(ctx, "a", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Rebase(ctx, "a", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateBlockText(ctx, "a", "notes", "ONE\ntwo\nthree"); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	stop := wdoc.Subscribe(func(ev blocks.Event) {
+		if ev.Remote {
+			cancel()
+		}
+	})
+	_, _ = wb.GetBlock(cctx, "a", "notes") // switches, then fails
+	stop()
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := a.RenderedContent(ctx, "a", "notes"); r != "ONE\ntwo\nTHREE" {
+		t.Fatalf("after the flush the block reads %q, want both edits once", r)
 	}
 }
 
