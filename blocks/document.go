@@ -633,6 +633,11 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		return err
 	}
 	if ev.Op != "" {
+		// The heads once the write is durable: if the store started a new
+		// epoch in that write, the edit's own heads are gone.
+		c.mu.Lock()
+		ev.Heads = hexHeads(c.am.Heads())
+		c.mu.Unlock()
 		fire(subs, ev)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -238,7 +239,7 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		deps := hist[i].Deps
 		if hist[i].Op == blocks.OpRebase && i > 0 {
 			// A new epoch starts from the value the last epoch ended with.
-			deps = []string{hist[i-1].Hash}
+			deps = epochHeads(hist[:i], hist[i-1].Epoch)
 		}
 		before, err1 := renderAt(deps)
 		after, err2 := renderAt([]string{hist[i].Hash})
@@ -269,6 +270,27 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "block", page{Title: "Block " + label + " of " + owner, Nav: "agents",
 		Live: []string{owner}, Flash: flash(q), Data: d})
+}
+
+// epochHeads returns the heads an epoch ended with: its changes (in hist)
+// that no other change of the epoch depends on.
+func epochHeads(hist []blocks.Change, epoch int64) []string {
+	used := map[string]bool{}
+	for _, c := range hist {
+		if c.Epoch == epoch {
+			for _, d := range c.Deps {
+				used[d] = true
+			}
+		}
+	}
+	var heads []string
+	for _, c := range hist {
+		if c.Epoch == epoch && !used[c.Hash] {
+			heads = append(heads, c.Hash)
+		}
+	}
+	sort.Strings(heads)
+	return heads
 }
 
 // clipSpans bounds the text a diff shows.
