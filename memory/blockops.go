@@ -667,9 +667,14 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 			err = fmt.Errorf("%w (and rolling back failed: %v)", err, uerr)
 		}
 	}
-	if _, epoch, _, _ := ent.freshness(); err != nil && epoch > 0 && (errors.Is(err, blocks.ErrUnrelated) || errors.Is(err, blocks.ErrCorrupt)) {
-		err = fmt.Errorf("%w (block %q of agent %q is on epoch %d since its history was rebased: changes made on an earlier epoch cannot be merged; load the block's current document and make the edits again)",
-			err, label, ent.owner, epoch)
+	if _, epoch, _, _ := ent.freshness(); err != nil && epoch > 0 {
+		switch {
+		case errors.Is(err, blocks.ErrUnrelated):
+			err = fmt.Errorf("%w (block %q of agent %q is on epoch %d)", err, label, ent.owner, epoch)
+		case errors.Is(err, blocks.ErrCorrupt):
+			err = fmt.Errorf("%w (block %q of agent %q is on epoch %d since its history was rebased: changes made on an earlier epoch cannot be merged; load the block's current document and make the edits again)",
+				err, label, ent.owner, epoch)
+		}
 	}
 	return err
 }

@@ -1,0 +1,114 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+// jsPeer installs automerge JS (testdata/jspeer, the version its
+// package-lock pins) into a temporary copy and returns a function that runs
+// the peer: it loads a saved block document, appends text to it as one
+// change, and returns that change (Automerge.saveIncremental). Without node
+// and npm the test is skipped, except under CI, where they are required.
+func jsPeer(t *testing.T) func(doc []byte, text string) []byte {
+	t.Helper()
+	node, nerr := exec.LookPath("node")
+	npm, perr := exec.LookPath("npm")
+	if nerr != nil || perr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI needs node and npm for the automerge JS interop test: %v %v", nerr, perr)
+		}
+		t.Skip("node/npm not installed")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "peer.js"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jspeer", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+		t.Skipf("npm ci failed (no registry?): %v\n%s", err, out)
+	}
+	return func(doc []byte, text string) []byte {
+		t.Helper()
+		in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")
+		if err := os.WriteFile(in, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(node, "peer.js", in, out, text)
+		cmd.Dir = dir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("automerge JS peer: %v\n%s", err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+// TestJSPeerAcrossEpochs: a real automerge JS peer's change merges into a
+// block; after the block is rebased onto a new epoch, a change the peer
+// made on its old copy is refused with an error naming the epoch (merging
+// it would duplicate the text), and the same edit made on the current
+// document merges.
+func TestJSPeerAcrossEpochs(t *testing.T) {
+	peer := jsPeer(t)
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "js.db"), nil)
+	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "from go\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch0, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "from js\n")); err != nil {
+		t.Fatalf("merging the JS peer's change: %v", err)
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\n" {
+		t.Fatalf("after the JS change: %q", r)
+	}
+	if err := c.Rebase(ctx, "a", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	// The peer still holds epoch 0.
+	err = c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "late\n"))
+	if err == nil || !strings.Contains(err.Error(), "epoch 1") || !(errors.Is(err, blocks.ErrUnrelated) || errors.Is(err, blocks.ErrCorrupt)) {
+		t.Fatalf("merging a change made on epoch 0: %v, want a refusal naming epoch 1", err)
+	}
+	t.Logf("refused: %v", err)
+	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\n" {
+		t.Fatalf("a refused merge changed the block: %q", r)
+	}
+	// Reloaded, the peer edits the current epoch.
+	cur, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MergeChanges(ctx, "a", "", "notes", peer(cur, "late\n")); err != nil {
+		t.Fatalf("merging the JS peer's change on epoch 1: %v", err)
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\nlate\n" {
+		t.Fatalf("after the JS change on the new epoch: %q", r)
+	}
+}
