@@ -239,3 +239,41 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	})
 }
+
+// writeEscapedReference is writeEscaped as first written (strings.IndexAny
+// per step): the fast scan must write exactly the same bytes.
+func writeEscapedReference(b *strings.Builder, s string) {
+	for {
+		i := strings.IndexAny(s, "<&\x00")
+		if i < 0 {
+			b.WriteString(s)
+			return
+		}
+		b.WriteString(s[:i])
+		switch {
+		case s[i] == 0:
+			b.WriteString("\uFFFD")
+		case s[i] == '<' && tagAt(s, i):
+			b.WriteString("&lt;")
+		case s[i] == '&' && escapeAt(s, i):
+			b.WriteString("&amp;")
+		default:
+			b.WriteByte(s[i])
+		}
+		s = s[i+1:]
+	}
+}
+
+func FuzzWriteEscapedMatchesReference(f *testing.F) {
+	for _, s := range []string{"", "plain", "<block:x>", "</BLOCK:x>&lt;block:y>", "a&amp;amp;lt;memory b", "\x00<\x00&<&", "&&<<</block:", "é<😀&lt;file_context"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want strings.Builder
+		writeEscaped(&got, s)
+		writeEscapedReference(&want, s)
+		if got.String() != want.String() {
+			t.Fatalf("writeEscaped(%q) = %q, reference %q", s, got.String(), want.String())
+		}
+	})
+}

@@ -177,25 +177,46 @@ func needsEscape(s string) bool {
 	return false
 }
 
+//
+// It finds the next '<', '&' and NUL with strings.IndexByte (vectorized)
+// and rescans for a byte only once it is passed: strings.IndexAny over a
+// set walks byte by byte, and this runs over every block on every build.
 func writeEscaped(b *strings.Builder, s string) {
+	next := func(c byte, from int) int {
+		if k := strings.IndexByte(s[from:], c); k >= 0 {
+			return from + k
+		}
+		return len(s)
+	}
+	lt, amp, nul := next('<', 0), next('&', 0), next(0, 0)
+	pos := 0
 	for {
-		i := strings.IndexAny(s, "<&\x00")
-		if i < 0 {
-			b.WriteString(s)
+		i := min(lt, amp, nul)
+		if i == len(s) {
+			b.WriteString(s[pos:])
 			return
 		}
-		b.WriteString(s[:i])
+		b.WriteString(s[pos:i])
 		switch {
 		case s[i] == 0:
 			b.WriteString("\uFFFD")
-		case s[i] == '<' && tagAt(s, i):
-			b.WriteString("&lt;")
-		case s[i] == '&' && escapeAt(s, i):
-			b.WriteString("&amp;")
-		default:
-			b.WriteByte(s[i])
+			nul = next(0, i+1)
+		case s[i] == '<':
+			if tagAt(s, i) {
+				b.WriteString("&lt;")
+			} else {
+				b.WriteByte('<')
+			}
+			lt = next('<', i+1)
+		default: // '&'
+			if escapeAt(s, i) {
+				b.WriteString("&amp;")
+			} else {
+				b.WriteByte('&')
+			}
+			amp = next('&', i+1)
 		}
-		s = s[i+1:]
+		pos = i + 1
 	}
 }
 
