@@ -177,7 +177,6 @@ func needsEscape(s string) bool {
 	return false
 }
 
-//
 // It finds the next '<', '&' and NUL with strings.IndexByte (vectorized)
 // and rescans for a byte only once it is passed: strings.IndexAny over a
 // set walks byte by byte, and this runs over every block on every build.
