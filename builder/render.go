@@ -177,7 +177,8 @@ func needsEscape(s string) bool {
 	return false
 }
 
-// It finds the next '<', '&' and NUL with strings.IndexByte (vectorized)
+// writeEscaped writes EscapeTags(s) to b. It finds the next '<', '&' and
+// NUL with strings.IndexByte (vectorized)
 // and rescans for a byte only once it is passed: strings.IndexAny over a
 // set walks byte by byte, and this runs over every block on every build.
 func writeEscaped(b *strings.Builder, s string) {
