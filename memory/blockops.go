@@ -578,13 +578,11 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 	return c.persist(ctx, ent)
 }
 
-// Compact folds a block's updates into its snapshot now.
+// Compact folds a block's updates into its snapshot now (edits still
+// pending, in write-back mode, are written first).
 func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
-		return err
-	}
-	if err := c.persist(ctx, e); err != nil {
 		return err
 	}
 	e.mu.Lock()

@@ -178,15 +178,14 @@ func (c *Cache) breakEntry(e *entry, err error) error {
 // Rebase starts a new epoch for the agent's block now, whatever the size
 // of its history (compaction does it on its own past
 // Options.HistoryLimit, building the fresh document outside the write
-// lock; Rebase builds it inside, so it always switches). The block's value, rendering and permissions are
-// unchanged; its history so far is archived (BlockHistory and BlockAt
-// still read it). Other writers switch on their next access.
+// lock; Rebase builds it inside, so it always switches). The block's
+// value, rendering and permissions are unchanged; its history so far is
+// archived (BlockHistory and BlockAt still read it). Edits still pending
+// (write-back) are written first. Other writers switch on their next
+// access.
 func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
-		return err
-	}
-	if err := c.persist(ctx, e); err != nil {
 		return err
 	}
 	e.mu.Lock()
