@@ -82,9 +82,10 @@ func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, err
 // Every write that changes which blocks an agent sees, or a share's
 // permission, bumps that agent's generation counter in the same
 // transaction. Content and metadata changes need no bump: they raise
-// last_seq or meta_ver, which the stamp sums. (A future history rebase that
-// resets last_seq must bump the generations of the owner and the sharees,
-// as deletion does.)
+// last_seq or meta_ver, which the stamp sums. A history rebase (a new
+// epoch) keeps last_seq and raises epoch, so the sum still grows; one that
+// reset last_seq would have to bump the generations of the owner and the
+// sharees, as deletion does.
 
 const bumpGenSQL = `INSERT INTO meta (key, value) VALUES (?, 1)
 	ON CONFLICT (key) DO UPDATE SET value = CAST(meta.value AS BIGINT) + 1`

@@ -85,6 +85,9 @@ func TestCLITextSources(t *testing.T) {
 	}
 	// A new epoch keeps the text; the history shows both epochs.
 	ok(t, db, "compact", "--rebase", "--agent", "ada")
+	if st := ok(t, db, "--json", "stats"); !strings.Contains(st, `"archived_epochs": 1`) {
+		t.Fatalf("stats after one rebase:\n%s", st)
+	}
 	hist := ok(t, db, "block", "show", "--agent", "ada", "--history", "notes")
 	if !strings.Contains(hist, "@handle") || !strings.Contains(hist, "EPOCH") || !regexp.MustCompile(`rebase .* 1\n`).MatchString(hist) ||
 		!regexp.MustCompile(`create .* 0\n`).MatchString(hist) {

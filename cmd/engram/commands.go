@@ -851,6 +851,8 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 		"proposals_pending": `SELECT count(*) FROM proposals WHERE status = 'pending'`,
 		"snapshot_bytes":    `SELECT COALESCE(sum(length(snapshot)), 0) FROM blocks`,
 		"update_bytes":      `SELECT COALESCE(sum(length(data)), 0) FROM block_updates`,
+		"archived_epochs":   `SELECT count(*) FROM block_archive`,
+		"archive_bytes":     `SELECT COALESCE(sum(length(snapshot)), 0) FROM block_archive`,
 	} {
 		var n int64
 		if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
@@ -874,7 +876,7 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)
 		var rows [][]string
 		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
-			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes"} {
+			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes", "archived_epochs", "archive_bytes"} {
 			rows = append(rows, []string{k, strconv.FormatInt(stats[k], 10)})
 		}
 		a.table("WHAT\tCOUNT", rows)
