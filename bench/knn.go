@@ -192,7 +192,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 				tx.Rollback()
 				return err
 			}
-			items = append(items, search.EmbeddingItem{ID: int64(i + 1), Owner: "knn", Vector: v.row(i)})
+			items = append(items, search.EmbeddingItem{ID: int64(i + 1), Owner: "knn", Vector: v.row(i), New: true})
 		}
 		ins.Close()
 		if err := x.PutEmbeddings(ctx, tx, search.Archival, items); err != nil {

@@ -165,7 +165,7 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 			}
 		}
 		if vecs != nil {
-			items = append(items, search.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i]})
+			items = append(items, search.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i], New: true})
 		}
 	}
 	if len(items) > 0 {

@@ -112,7 +112,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 				return err
 			}
 			if vecs[i] != nil {
-				items = append(items, search.EmbeddingItem{ID: m.ID, Owner: agent, Vector: vecs[i]})
+				items = append(items, search.EmbeddingItem{ID: m.ID, Owner: agent, Vector: vecs[i], New: true})
 			}
 		}
 		if len(items) > 0 {

@@ -430,6 +430,12 @@ type EmbeddingItem struct {
 	ID     int64
 	Owner  string
 	Vector []float32
+	// New says the row was inserted in the caller's transaction, so it has
+	// no vector to replace: PutEmbeddings skips the delete that a
+	// replacement needs (vec0 has no upsert), ~10 % of a bulk load. A stale
+	// vector under a New id makes the insert fail; nothing is overwritten
+	// silently.
+	New bool
 }
 
 // BlockText is the text embedded for a block: its label, description and
@@ -548,8 +554,10 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 	ids := make([]int64, len(items))
 	for i, it := range items {
 		// vec0 has no upsert and cannot update a partition key.
-		if _, err := del.ExecContext(ctx, it.ID); err != nil {
-			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+		if !it.New {
+			if _, err := del.ExecContext(ctx, it.ID); err != nil {
+				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+			}
 		}
 		args, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
 		if err != nil {

@@ -573,7 +573,18 @@ func TestVectorMaintenance(t *testing.T) {
 	if err := x.PutEmbeddings(ctx, db, search.Archival, []search.EmbeddingItem{{ID: id, Owner: "a", Vector: emb.Vector("first")}}); err != nil {
 		t.Fatal(err)
 	}
+	// New skips the delete a replacement needs; under an id that still has
+	// a vector it fails instead of keeping two.
+	if err := x.PutEmbeddings(ctx, db, search.Archival, []search.EmbeddingItem{{ID: id, Owner: "a", Vector: emb.Vector("again"), New: true}}); err == nil || count() != 1 {
+		t.Fatalf("New over an existing vector: %v, %d vectors", err, count())
+	}
 	if err := x.DeleteVectors(ctx, db, search.Archival, id, 12345); err != nil || count() != 0 {
+		t.Fatalf("DeleteVectors: %v, %d", err, count())
+	}
+	if err := x.PutEmbeddings(ctx, db, search.Archival, []search.EmbeddingItem{{ID: id, Owner: "a", Vector: emb.Vector("first"), New: true}}); err != nil || count() != 1 {
+		t.Fatalf("New on a row without a vector: %v, %d vectors", err, count())
+	}
+	if err := x.DeleteVectors(ctx, db, search.Archival, id); err != nil || count() != 0 {
 		t.Fatalf("DeleteVectors: %v, %d", err, count())
 	}
 	// Deleting the row drops its vector by trigger.
