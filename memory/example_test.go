@@ -50,3 +50,29 @@ func ExampleCache_SearchArchival() {
 	// Output:
 	// The user's dog is called Biscuit. [pets]
 }
+
+// A block rewritten many times is rebased onto a new epoch (here forced
+// with Rebase; compaction does it past Options.HistoryLimit): loads read
+// only the current value, while the history and as-of views still reach
+// the archived epoch.
+func ExampleCache_Rebase() {
+	ctx := context.Background()
+	store, _ := memory.Open(ctx, ":memory:", nil)
+	defer store.Close()
+	store.CreateBlock(ctx, "a", memory.BlockSpec{Label: "plan", Value: "step 1: draft"})
+	store.UpdateBlockText(ctx, "a", "plan", "step 1: review")
+	store.Rebase(ctx, "a", "plan")
+	store.UpdateBlockText(ctx, "a", "plan", "step 1: ship")
+
+	hist, _ := store.BlockHistory(ctx, "a", "", "plan")
+	for _, ch := range hist {
+		at, _ := store.BlockAt(ctx, "a", "", "plan", []string{ch.Hash})
+		fmt.Printf("epoch %d %s: %q\n", ch.Epoch, ch.Op, at.Render())
+	}
+	// Output:
+	// epoch 0 create: ""
+	// epoch 0 set_value: "step 1: draft"
+	// epoch 0 set_text: "step 1: review"
+	// epoch 1 rebase: "step 1: review"
+	// epoch 1 set_text: "step 1: ship"
+}
