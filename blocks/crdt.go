@@ -127,9 +127,8 @@ func (d *Document) PendingChanges() (data []byte, heads []string, err error) {
 		if err != nil {
 			return err
 		}
-		me := c.am.ActorID()
 		for _, ch := range chs {
-			if ch.ActorID() == me {
+			if c.own[ch.ActorID()] {
 				own = append(own, ch)
 			}
 		}

@@ -118,16 +118,21 @@ type commitMessage struct {
 
 // core is the shared state behind all views of one block.
 type core struct {
-	mu         sync.Mutex
-	am         *automerge.Doc
-	info       Info
-	infoVer    uint64
-	model      any // cached current value; nil when it must be re-read
-	hasModel   bool
-	size       int // runes of the full rendering of model
-	view       string
-	hasView    bool // view caches render(model, renderView)
-	persisted  []automerge.ChangeHash
+	mu        sync.Mutex
+	am        *automerge.Doc
+	info      Info
+	infoVer   uint64
+	model     any // cached current value; nil when it must be re-read
+	hasModel  bool
+	size      int // runes of the full rendering of model
+	view      string
+	hasView   bool // view caches render(model, renderView)
+	persisted []automerge.ChangeHash
+	// own holds every automerge actor this replica has written as: a
+	// rollback replaces the document by a fork with a new actor, and the
+	// changes made before it under the old one are still this replica's to
+	// persist.
+	own        map[string]bool
 	historical bool
 	approver   Approver
 	now        func() time.Time
@@ -189,7 +194,7 @@ func Load(info Info, data []byte, opts *Options) (*Document, error) {
 }
 
 func newCore(am *automerge.Doc, info Info, opts *Options) *core {
-	c := &core{am: am, info: info, now: time.Now, subs: map[uint64]func(Event){}}
+	c := &core{am: am, info: info, now: time.Now, subs: map[uint64]func(Event){}, own: map[string]bool{am.ActorID(): true}}
 	if opts != nil {
 		c.approver = opts.Approver
 		if opts.Now != nil {

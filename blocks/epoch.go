@@ -70,7 +70,9 @@ type Carried struct {
 // keeps working and reads the new document. Everything in data counts as
 // persisted. If this replica had changes of its own that were not marked
 // persisted, Reset returns them as a Carried (nil otherwise), for Reapply
-// once the new document is up to date. Subscribers get a Remote event.
+// (at once, or after the new document caught up: the new epoch's other
+// changes merge with the re-applied change either way). Subscribers get a
+// Remote event.
 func (r *Replica) Reset(data []byte) (*Carried, error) {
 	c := r.c
 	var am *automerge.Doc
@@ -85,6 +87,7 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 	}
 	old, oldPersisted, oldHeads := c.am, c.persisted, hexHeads(c.am.Heads())
 	c.am, c.persisted = am, am.Heads()
+	c.own[am.ActorID()] = true
 	c.invalidate()
 	if _, err := c.value(); err != nil {
 		c.am, c.persisted = old, oldPersisted
@@ -109,11 +112,10 @@ func (c *core) unpersisted() (*Carried, error) {
 		if err != nil {
 			return err
 		}
-		me := c.am.ActorID()
 		var others []*automerge.Change
 		own := false
 		for _, ch := range chs {
-			if ch.ActorID() == me {
+			if c.own[ch.ActorID()] {
 				own = true
 			} else {
 				others = append(others, ch)

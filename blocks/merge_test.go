@@ -197,3 +197,31 @@ func TestConcurrentWritersOneDocument(t *testing.T) {
 		t.Fatalf("events = %d, want 200", events)
 	}
 }
+
+// A refused merge rolls the document back to a fork with a new automerge
+// actor; the replica's earlier unpersisted changes (under the old actor)
+// are still pending, not taken for someone else's.
+func TestPendingChangesSurviveARollback(t *testing.T) {
+	d, err := blocks.New(blocks.Info{Label: "b", Type: blocks.Working, Schema: schema.Text{}, Permission: blocks.ReadWrite, Owner: "a", CharLimit: 20}, nil)
+	must(t, err)
+	_, heads, err := d.PendingChanges()
+	must(t, err)
+	must(t, d.MarkPersisted(heads))
+	other, err := d.Fork()
+	must(t, err)
+	must(t, d.SetText("mine", blocks.Agent))
+	must(t, other.SetText(strings.Repeat("y", 19), blocks.Agent))
+	theirs, err := other.Save()
+	must(t, err)
+	if err := d.LoadIncremental(theirs); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("merge past the limit: %v, want ErrLimit", err)
+	}
+	data, _, err := d.PendingChanges()
+	must(t, err)
+	if len(data) == 0 {
+		t.Fatal("the edit made before the rollback is no longer pending")
+	}
+	if got, _ := d.Text(); got != "mine" {
+		t.Fatalf("after the refused merge: %q", got)
+	}
+}

@@ -167,6 +167,7 @@ func (c *core) rollback(heads []automerge.ChangeHash) error {
 		return fmt.Errorf("%w: block %q: roll back: %v", ErrCorrupt, c.info.Label, err)
 	}
 	c.am = fork
+	c.own[fork.ActorID()] = true
 	c.invalidate()
 	return nil
 }

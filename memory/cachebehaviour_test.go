@@ -329,3 +329,38 @@ func TestDeferredBlockIndex(t *testing.T) {
 		t.Fatalf("integrity-check after delete: %v", err)
 	}
 }
+
+// Edits pending in write-back mode survive a refused merge: the rollback
+// replaces the document by a fork with a new automerge actor, and the
+// earlier edits (made under the old actor) are still this replica's to
+// persist. They were silently dropped before.
+func TestWriteBackEditsSurviveARefusedMerge(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	wb := openFile(t, path, &memory.Options{WriteBack: true})
+	if _, err := wb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "base", CharLimit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := wb.GetBlock(ctx, "a", "n")
+	fork, _ := doc.Fork()
+	if err := wb.AppendToBlock(ctx, "a", "n", " pending"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fork.SetText(strings.Repeat("x", 95), blocks.System); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := fork.Save()
+	if err := wb.MergeChanges(ctx, "a", "", "n", data); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("merge past the limit: %v, want ErrLimit", err)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := openFile(t, path, nil)
+	if r, _ := other.RenderedContent(ctx, "a", "n"); r != "base pending" {
+		t.Fatalf("the pending write-back edit was lost: %q", r)
+	}
+}
