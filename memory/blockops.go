@@ -647,6 +647,16 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 	}
 	var undo func() error
 	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: agent, Op: blocks.OpMerge}
+	// Write takes a failed merge back itself, while it still holds the
+	// block (see entry.Write).
+	req.Undo = func() error {
+		u := undo
+		undo = nil
+		if u == nil {
+			return nil
+		}
+		return u()
+	}
 	err = ent.Write(ctx, req, func(current blocks.Permission) error {
 		if current < blocks.ReadWrite {
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",

@@ -757,6 +757,17 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		return err
 	})
 	e.merged = nil
+	if err != nil && req.Undo != nil {
+		// Take the edit back while e.mu is still held: once it is released,
+		// a reader may catch the document up with other writers' changes,
+		// and a rollback to the heads before the edit would drop those too.
+		if uerr := req.Undo(); uerr != nil {
+			err = fmt.Errorf("%w (and taking the edit back failed: %v)", err, uerr)
+			if applyErr != nil {
+				applyErr = fmt.Errorf("%w (and taking the edit back failed: %v)", applyErr, uerr)
+			}
+		}
+	}
 	if applyErr != nil {
 		return applyErr
 	}
@@ -862,7 +873,7 @@ type aheadEdit struct {
 // the transaction (a txHook), merged external changes, or a caller that
 // cannot undo. Caller holds e.mu.
 func (c *Cache) applyAhead(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) *aheadEdit {
-	if req.Undo == nil || len(e.merged) > 0 || txHookFrom(ctx) != nil {
+	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged) > 0 || txHookFrom(ctx) != nil {
 		return nil
 	}
 	if e.aheadSkip > 0 {
