@@ -58,8 +58,12 @@
 //
 // A Document and all its views are safe for concurrent use. Subscribers
 // ([Document.Subscribe]) are called after each commit and after merges,
-// on the writer's goroutine, with no lock held. An Approver is also called
-// with no lock held.
+// on the writer's goroutine, with no lock of the document held. An
+// Approver is also called with no lock held. On a document a store
+// manages, a Remote event (another writer's changes arriving) may be
+// delivered while the store holds its own locks, even inside its write
+// transaction: a subscriber may read the document but must not write to
+// the store synchronously (hand the work to another goroutine).
 //
 // # Documents a store manages
 //

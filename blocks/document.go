@@ -370,9 +370,11 @@ func parseHeads(hs []string) ([]automerge.ChangeHash, error) {
 }
 
 // Subscribe registers f to be called after every change to the document,
-// local or merged in. Callbacks run on the writer's goroutine after its
-// locks are released, so they may read the document. The returned function
-// unsubscribes.
+// local or merged in. Callbacks run on the writer's goroutine after the
+// document's locks are released, so they may read the document; on a
+// managed document they may run inside the store's write transaction, so
+// they must not write to the store synchronously (see the package doc).
+// The returned function unsubscribes.
 func (d *Document) Subscribe(f func(Event)) (cancel func()) {
 	c := d.c
 	c.mu.Lock()

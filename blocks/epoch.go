@@ -87,7 +87,6 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 	}
 	old, oldPersisted, oldHeads := c.am, c.persisted, hexHeads(c.am.Heads())
 	c.am, c.persisted = am, am.Heads()
-	c.own[am.ActorID()] = true
 	c.invalidate()
 	if _, err := c.value(); err != nil {
 		c.am, c.persisted = old, oldPersisted
@@ -95,6 +94,8 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("block %q: new epoch: %w", c.info.Label, err)
 	}
+	// The old epoch's actors wrote nothing the new document holds.
+	c.own = map[string]bool{am.ActorID(): true}
 	ev, subs := c.afterRemote(oldHeads)
 	c.mu.Unlock()
 	if subs != nil {

@@ -688,9 +688,11 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
-	if c.opts.WriteBack && txHookFrom(ctx) == nil {
+	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge {
 		// (An edit that carries more work, such as an approval's status,
-		// is written through even in write-back mode: both or neither.)
+		// is written through even in write-back mode: both or neither. So
+		// is a merge: its changes are not this replica's own, so a later
+		// persist, which writes only those, would never store them.)
 		return c.writeBack(ctx, e, req, apply)
 	}
 	var (
@@ -753,7 +755,13 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			heads = nil
 			return nil // nothing changed: nothing to write
 		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, req.Actor, e.doc.Render(), strings.Join(heads, ","))
+		actors := req.Actor
+		if len(e.actors) > 0 {
+			// Write-back edits still pending go into this row too.
+			e.actors[req.Actor] = struct{}{}
+			actors = e.pendingActors()
+		}
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, actors, e.doc.Render(), strings.Join(heads, ","))
 		return err
 	})
 	e.merged = nil

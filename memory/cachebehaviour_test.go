@@ -364,3 +364,57 @@ func TestWriteBackEditsSurviveARefusedMerge(t *testing.T) {
 		t.Fatalf("the pending write-back edit was lost: %q", r)
 	}
 }
+
+// A merge in write-back mode is written through: its changes are not the
+// replica's own, so a later persist (which writes only those) never stored
+// them, and every later edit depended on a change no other reader had.
+func TestWriteBackMergeIsPersisted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	wb := openFile(t, path, &memory.Options{WriteBack: true})
+	doc, err := wb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := doc.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.AppendToBlock(ctx, "a", "n", " pending"); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.SetText("BASE", blocks.System); err != nil {
+		t.Fatal(err)
+	}
+	data, err := peer.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.MergeChanges(ctx, "a", "", "n", data); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.AppendToBlock(ctx, "a", "n", " mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := openFile(t, path, nil)
+	got, err := other.GetBlock(ctx, "a", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Render(); r != "BASE pending mine" {
+		t.Fatalf("another store loads %q, want the merge and both edits", r)
+	}
+	h, err := other.BlockHistory(ctx, "a", "", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 5 { // create, initial value, pending, the peer's, mine
+		t.Fatalf("history has %d changes, want 5", len(h))
+	}
+}

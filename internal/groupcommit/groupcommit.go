@@ -239,6 +239,11 @@ func (b *Committer) runInTx(tx *sql.Tx, group []*writeReq, live int) {
 	alone := live == 1
 	var ok []*writeReq // members whose fn succeeded: the commit decides them
 	for i, r := range group {
+		if !r.done && r.ctx.Err() != nil {
+			// Its caller gave up while the group waited for the lock or
+			// ran the members before it: it never starts.
+			r.err, r.done = r.ctx.Err(), true
+		}
 		if r.done {
 			continue
 		}

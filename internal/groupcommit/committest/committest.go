@@ -36,6 +36,72 @@ func Run(t *testing.T, b Writer) {
 		t.Fatal(err)
 	}
 	t.Run("under-load", func(t *testing.T) { testUnderLoad(t, b) })
+	if _, err := b.DB().Exec(`DELETE FROM w`); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("cancelled-in-group", func(t *testing.T) { testCancelledInGroup(t, b) })
+}
+
+// testCancelledInGroup: a write whose caller gives up after its group took
+// the lock, but before its turn, never runs and gets the context's error;
+// the rest of the group commits.
+func testCancelledInGroup(t *testing.T, b Writer) {
+	release, waitHolder := holdWriter(t, b)
+	victim, cancelVictim := context.WithCancel(context.Background())
+	defer cancelVictim()
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n+1)
+	victimRan := false
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.Write(context.Background(), func(tx *sql.Tx) error {
+				cancelVictim() // the victim, queued last, has not started
+				_, err := tx.Exec(`INSERT INTO w VALUES (?, ?)`, fmt.Sprint("m", i), i)
+				return err
+			})
+		}()
+	}
+	waitQueued(t, b, n)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[n] = b.Write(victim, func(tx *sql.Tx) error {
+			victimRan = true
+			_, err := tx.Exec(`INSERT INTO w VALUES ('victim', 0)`)
+			return err
+		})
+	}()
+	waitQueued(t, b, n+1)
+	release()
+	wg.Wait()
+	waitHolder()
+	if victimRan || !errors.Is(errs[n], context.Canceled) {
+		t.Errorf("the write cancelled before its turn: ran %v, error %v (want not run, context.Canceled)", victimRan, errs[n])
+	}
+	got := rows(t, b)
+	for i := range n {
+		if errs[i] != nil || got[fmt.Sprint("m", i)] != i {
+			t.Errorf("member %d: %v, stored %v", i, errs[i], got[fmt.Sprint("m", i)])
+		}
+	}
+	if _, ok := got["victim"]; ok {
+		t.Error("the cancelled write is stored")
+	}
+}
+
+// waitQueued waits until n writes queue behind the running one.
+func waitQueued(t *testing.T, b Writer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Queued() < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if q := b.Queued(); q != n {
+		t.Fatalf("%d writes queued, want %d", q, n)
+	}
 }
 
 func rows(t *testing.T, b Writer) map[string]int {
@@ -132,13 +198,7 @@ func testGroup(t *testing.T, b Writer) {
 		}()
 	}
 	// Let every write queue behind the holder, cancel one, then release.
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Queued() < n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if q := b.Queued(); q != n {
-		t.Fatalf("%d writes queued, want %d", q, n)
-	}
+	waitQueued(t, b, n)
 	cancel()
 	time.Sleep(10 * time.Millisecond)
 	release()
