@@ -174,6 +174,7 @@ func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
 		return Event{}, nil, err
 	}
 	var merged any
+	same := false
 	err = guard(func() error {
 		// On the old document: base → theirs as one change, then the
 		// carried changes merged in.
@@ -194,7 +195,7 @@ func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
 		if merged, err = readNode(k.base.RootMap(), s); err != nil {
 			return err
 		}
-		if reflect.DeepEqual(merged, theirs) {
+		if same = reflect.DeepEqual(merged, theirs); same {
 			return nil
 		}
 		return writeNode(c.am.RootMap(), s, theirs, cloneValue(merged))
@@ -203,17 +204,13 @@ func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
 		c.invalidate()
 		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
-	if reflect.DeepEqual(merged, theirs) {
+	if same {
 		return Event{}, nil, nil
 	}
 	if _, err := c.commit(commitMessage{Actor: "system", Op: OpMerge}); err != nil {
 		c.invalidate()
 		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
-	c.invalidate()
-	if _, err := c.value(); err != nil {
-		return Event{}, nil, err
-	}
-	ev, subs := c.afterRemote(before)
+	ev, subs := c.afterRemote(before) // (drops the cached value: merged is the new one)
 	return ev, subs, nil
 }

@@ -331,10 +331,10 @@ type blockRow struct {
 const blockCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
 	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, rendered, created_at, updated_at`
 
-// writeCols is blockCols without the rendering: a write does not need the
-// old text, and reading it back would make every write cost the block's
-// size.
-const writeCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
+// stateCols is blockCols without the rendering: writes and catch-ups do
+// not need the old text, and reading it back would make each of them cost
+// the block's size.
+const stateCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
 	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, '', created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -626,7 +626,7 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 		return fmt.Errorf("memory: refresh block %q: %w", e.label, err)
 	}
 	defer tx.Rollback()
-	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+blockCols+` FROM blocks WHERE id = ?`, e.id))
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, e.id))
 	if errors.Is(err, sql.ErrNoRows) {
 		c.lru.Remove(e.id)
 		return notFound("block %q of agent %q", e.label, e.owner)
@@ -663,8 +663,7 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 		e.aheadSkip = max(e.aheadSkip, aheadAfterForeign)
 	}
 	if errors.Is(err, ErrCorrupt) {
-		e.set(func(e *entry) { e.broken = err })
-		c.lru.Remove(e.id)
+		c.breakEntry(e, err)
 	}
 	return err
 }
@@ -817,7 +816,7 @@ type sharePerm struct {
 }
 
 const (
-	writeStateQuery = `SELECT ` + writeCols + `,
+	writeStateQuery = `SELECT ` + stateCols + `,
 		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
 	insertUpdateQuery   = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ? WHERE id = ?`
@@ -1024,27 +1023,9 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
-	var (
-		heads   []string
-		seq     int64
-		compact compaction
-	)
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("block %q of agent %q was deleted", e.label, e.owner)
-		}
-		if err != nil {
-			return err
-		}
-		if err := c.refresh(ctx, tx, e, r); err != nil {
-			return err
-		}
-		var data []byte
-		if data, heads, err = e.doc.PendingChanges(); err != nil || len(data) == 0 {
-			return err
-		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
+	var p pendingWrite
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		_, p, err = c.writePending(ctx, tx, e)
 		return err
 	})
 	if err != nil {
@@ -1053,14 +1034,53 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		}
 		return fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
 	}
-	if heads == nil {
+	if p.heads == nil {
 		c.mu.Lock()
 		delete(c.dirty, e)
 		c.mu.Unlock()
 		return nil
 	}
-	c.committed(ctx, e, seq, heads, compact)
+	c.committed(ctx, e, p.seq, p.heads, p.compact)
 	return nil
+}
+
+// pendingWrite is an update row writePending wrote: edits that were
+// pending in the document (write-back edits, a reconfiguration's
+// containers). heads is nil when there were none.
+type pendingWrite struct {
+	seq     int64
+	heads   []string
+	compact compaction
+}
+
+// writePending brings e up to date inside the write transaction and writes
+// whatever edits are pending in its document as the block's next update
+// row. It returns the block's row as of that write. Caller holds e.mu.
+func (c *Cache) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRow, pendingWrite, error) {
+	var p pendingWrite
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, e.id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, p, notFound("block %q of agent %q was deleted", e.label, e.owner)
+	}
+	if err != nil {
+		return r, p, err
+	}
+	if err := c.refresh(ctx, tx, e, r); err != nil {
+		return r, p, err
+	}
+	data, heads, err := e.doc.PendingChanges()
+	if err != nil || len(data) == 0 {
+		return r, p, err
+	}
+	seq, compact, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
+	if err != nil {
+		return r, p, err
+	}
+	r.lastSeq, r.historyBytes = seq, r.historyBytes+int64(len(data))
+	if compact != 0 {
+		r.snapshotSeq = seq
+	}
+	return r, pendingWrite{seq: seq, heads: heads, compact: compact}, nil
 }
 
 // compactLocked folds all updates up to seq into the snapshot, inside the

@@ -91,7 +91,11 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
-			epochs, err := c.archivedEpochs(ctx, m.ID, epoch)
+			var epochs [][]byte
+			err = c.archives(ctx, m.ID, epoch, false, func(_ int64, snap []byte) (bool, error) {
+				epochs = append(epochs, snap)
+				return true, nil
+			})
 			if err != nil {
 				return nil, err
 			}

@@ -90,12 +90,11 @@ type epochDoc struct {
 // freshEpoch builds the document of e's next epoch from its current value.
 // Caller holds e.mu.
 func (c *Cache) freshEpoch(e *entry) (epochDoc, error) {
+	// Rebased refuses a document that reads back another value, so the
+	// rendering (a function of value and metadata) is the same bytes.
 	fresh, err := e.doc.Rebased()
 	if err != nil {
 		return epochDoc{}, err
-	}
-	if got, want := fresh.Render(), e.doc.Render(); got != want {
-		return epochDoc{}, fmt.Errorf("%w: the rebased document renders differently (%d vs %d bytes)", blocks.ErrCorrupt, len(got), len(want))
 	}
 	data, err := fresh.Save()
 	if err != nil {
@@ -213,121 +212,73 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	return c.enterEpoch(e, epoch, fresh)
 }
 
-// pendingWrite is a write compactNow made of edits still pending in the
-// document (write-back edits made since the last persist).
-type pendingWrite struct {
-	seq   int64
-	heads []string
-}
-
-// done records the write once its transaction committed. Caller holds e.mu.
+// done records the row compactNow wrote once its transaction committed
+// (the caller compacted, and rebases if it means to). Caller holds e.mu.
 func (p pendingWrite) done(c *Cache, e *entry) {
 	if p.heads != nil {
 		c.committed(context.Background(), e, p.seq, p.heads, 0)
 	}
 }
 
-// compactNow brings e up to date inside the write transaction, writes
-// whatever edits are still pending in its document as an update row (so
-// the snapshot never holds a change no row recorded), and folds every
-// update into the snapshot. It returns the block's row as of the compacted
-// state. Caller holds e.mu.
+// compactNow writes e's pending edits (writePending: the snapshot never
+// holds a change no row recorded) and folds every update into the
+// snapshot, inside the write transaction. It returns the block's row as of
+// the compacted state. Caller holds e.mu.
 func (c *Cache) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite) (blockRow, error) {
-	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+writeCols+` FROM blocks WHERE id = ?`, e.id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, notFound("block %q of agent %q was deleted", e.label, e.owner)
-	}
+	r, w, err := c.writePending(ctx, tx, e)
 	if err != nil {
 		return r, err
 	}
-	if err := c.refresh(ctx, tx, e, r); err != nil {
-		return r, err
-	}
-	data, heads, err := e.doc.PendingChanges()
-	if err != nil {
-		return r, err
-	}
-	if len(data) > 0 {
-		seq, _, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
-		if err != nil {
-			return r, err
-		}
-		r.lastSeq, r.historyBytes = seq, r.historyBytes+int64(len(data))
-		*p = pendingWrite{seq: seq, heads: heads}
+	*p = w
+	if r.snapshotSeq == r.lastSeq {
+		return r, nil // writing the pending edits compacted already
 	}
 	return r, compactLocked(ctx, tx, e, r.lastSeq)
 }
 
-// epochDocs calls f with the document of each archived epoch of the
-// block before epoch below, oldest first (newestFirst reverses the order), as a read-only
-// historical document with the block's current metadata, until f returns
-// false. Each document is loaded only when its turn comes.
-func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirst bool, f func(epoch int64, d *blocks.Document) bool) error {
+// archives calls f with each archived epoch of block id before epoch
+// below (oldest first; newestFirst reverses the order) and its saved
+// document, checksum verified, until f returns false or an error. One
+// query; each snapshot is read as its row comes.
+func (c *Cache) archives(ctx context.Context, id, below int64, newestFirst bool, f func(epoch int64, snap []byte) (bool, error)) error {
 	order := "ASC"
 	if newestFirst {
 		order = "DESC"
 	}
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch FROM block_archive WHERE block_id = ? AND epoch < ? ORDER BY epoch `+order, e.id, below)
+	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive
+		WHERE block_id = ? AND epoch < ? ORDER BY epoch `+order, id, below)
 	if err != nil {
-		return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
-	}
-	var epochs []int64
-	for rows.Next() {
-		var ep int64
-		if err := rows.Scan(&ep); err != nil {
-			rows.Close()
-			return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
-		}
-		epochs = append(epochs, ep)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("memory: archived history of block %q of %q: %w", e.label, e.owner, err)
-	}
-	info := e.doc.Info()
-	for _, ep := range epochs {
-		var snap []byte
-		var crc sql.NullInt64
-		err := c.rdb.QueryRowContext(ctx, `SELECT snapshot, snapshot_crc FROM block_archive WHERE block_id = ? AND epoch = ?`, e.id, ep).Scan(&snap, &crc)
-		if err != nil {
-			return fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
-		}
-		if err := checkCRC(snap, crc); err != nil {
-			return corrupt(e.owner, e.label, fmt.Sprintf("archived epoch %d", ep), err)
-		}
-		d, err := blocks.Load(info, snap, &blocks.Options{Now: c.opts.Now})
-		if err != nil {
-			return fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
-		}
-		if !f(ep, d) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// archivedEpochs returns the saved documents of block id's archived
-// epochs before epoch below, oldest first.
-func (c *Cache) archivedEpochs(ctx context.Context, id, below int64) ([][]byte, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive WHERE block_id = ? AND epoch < ? ORDER BY epoch`, id, below)
-	if err != nil {
-		return nil, fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
+		return fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
 	}
 	defer rows.Close()
-	var out [][]byte
 	for rows.Next() {
 		var ep int64
 		var snap []byte
 		var crc sql.NullInt64
 		if err := rows.Scan(&ep, &snap, &crc); err != nil {
-			return nil, fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
+			return fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
 		}
 		if err := checkCRC(snap, crc); err != nil {
-			return nil, fmt.Errorf("%w: block %d: archived epoch %d: %w", ErrCorrupt, id, ep, err)
+			return fmt.Errorf("%w: block %d: archived epoch %d: %w", ErrCorrupt, id, ep, err)
 		}
-		out = append(out, snap)
+		if more, err := f(ep, snap); err != nil || !more {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
+}
+
+// epochDocs is archives with each document loaded, read-only, under the
+// block's current metadata.
+func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirst bool, f func(epoch int64, d *blocks.Document) (bool, error)) error {
+	info := e.doc.Info()
+	return c.archives(ctx, e.id, below, newestFirst, func(ep int64, snap []byte) (bool, error) {
+		d, err := blocks.Load(info, snap, &blocks.Options{Now: c.opts.Now})
+		if err != nil {
+			return false, fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", ep, e.label, e.owner, err)
+		}
+		return f(ep, d)
+	})
 }
 
 // BlockHistory lists the changes of a block visible to agent (its own or
@@ -349,20 +300,15 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 		return nil, err
 	}
 	var out []blocks.Change
-	var herr error
-	err = c.epochDocs(ctx, e, epoch, false, func(ep int64, d *blocks.Document) bool {
+	err = c.epochDocs(ctx, e, epoch, false, func(ep int64, d *blocks.Document) (bool, error) {
 		h, err := d.History()
-		if err != nil {
-			herr = err
-			return false
-		}
 		for _, ch := range h {
 			ch.Epoch = ep
 			out = append(out, ch)
 		}
-		return true
+		return true, err
 	})
-	if err = errors.Join(err, herr); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	for _, ch := range cur {
@@ -386,12 +332,12 @@ func (c *Cache) BlockAt(ctx context.Context, agent, owner, label string, heads [
 		return at, err
 	}
 	var found *blocks.Document
-	derr := c.epochDocs(ctx, e, math.MaxInt64, true, func(_ int64, d *blocks.Document) bool {
+	derr := c.epochDocs(ctx, e, math.MaxInt64, true, func(_ int64, d *blocks.Document) (bool, error) {
 		if old, oerr := d.View(doc.Accessor(), doc.Permission()).At(heads); oerr == nil {
 			found = old
-			return false
+			return false, nil
 		}
-		return true
+		return true, nil
 	})
 	if derr != nil {
 		return nil, derr
