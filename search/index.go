@@ -50,6 +50,17 @@ type IndexOptions struct {
 	// Isolation is unchanged: only the agent's partition is scanned and
 	// the row fetch re-checks the owner in SQL.
 	VectorCache bool
+	// TextCache keeps an in-process copy of the full-text indexes (the
+	// same terms FTS5 holds, with each row's column-weighted frequencies:
+	// about 8 bytes per distinct term per row, plus ~60 bytes per row) and
+	// ranks full-text legs with FTS5's bm25 formula over it: the same
+	// results in the same order, several times faster (bench: Cranfield).
+	// SQLite stays the source of truth: each search first replays the
+	// committed full-text change log (search_text_log, migration 0009; one
+	// indexed lookup when nothing changed), so writes from other
+	// connections and processes are seen. Searches with tag or metadata
+	// filters run in SQL. SQLite only: on PostgreSQL it is ignored.
+	TextCache bool
 	// Engine is the SQL engine of db (default SQLite).
 	Engine Engine
 	// Write, when set, runs the Index's write transactions (vector and
@@ -69,6 +80,7 @@ type Index struct {
 	emb   Embedder
 	opts  IndexOptions
 	cache *vecCache // nil unless IndexOptions.VectorCache
+	text  *textCache // nil unless IndexOptions.TextCache (SQLite)
 	// pgvWrite: the vec_* tables have pgvector's emb column, which every
 	// vector write fills; pgvSearch: KNN runs on it (PostgreSQL without
 	// VectorCache). pgvReason says why pgvector is not in use.
@@ -177,6 +189,16 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		}
 		if n != 3 {
 			return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
+		}
+		if x.opts.TextCache {
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+				WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
+				return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
+			}
+			if n != 1 {
+				return nil, errors.New("search: NewIndex: TextCache needs search_text_log: apply migrations (0009_search_text_log.sql) first")
+			}
+			x.text = newTextCache()
 		}
 	}
 	if emb == nil {

@@ -196,7 +196,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	var ftsErr error
 	if mode == FTS || mode == Hybrid {
 		for _, t := range types.Kinds() {
-			l, err := x.ftsSearch(ctx, kinds[t], expr, scope, &s, depth)
+			l, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
 			if err != nil {
 				ftsErr = err
 				break
@@ -376,8 +376,14 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 // The inner query ranks every match by bm25 and keeps the top rows; only
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
-func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, scope Scope, s *Settings, limit int) ([]*Result, error) {
+func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(x.opts.Engine, k, scope, s, true)
+	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
+		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, where, fargs, limit)
+		if err != nil || ok {
+			return rs, err
+		}
+	}
 	if x.opts.Engine == PostgreSQL {
 		return x.tsSearch(ctx, k, strings.Fields(expr), where, fargs, limit)
 	}

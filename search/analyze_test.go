@@ -1,0 +1,130 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/internal/sqlitedriver"
+)
+
+// analyzerSamples are words where tokenizers tend to differ: digits inside
+// words, diacritics, combining marks, ligatures, case folding outside
+// ASCII, scripts without case, private use, separators inside words.
+var analyzerSamples = []string{
+	"Café", "café", "naïve", "Ærøskøbing", "Straße", "İstanbul", "ΑΘΗΝΑ", "привет",
+	"日本語テキスト", "cafe\u0301s", "e\u0301", "\u0301abc", "ﬁnance", "Ⅻ", "x²", "①②",
+	"Ǆemal", "ŉ", "ǅ", "ĳ", "ꜳ", "Ångström", "ß", "ẞ", "ϴ", "Ω", "K", "\ue000pu",
+	"a\u200bb", "l·l", "don't", "e-mail", "Łódź", "Ðað", "þorn", "ŀl", "25degrees",
+	"alloys--75s-t6", "f40umerical", "caresses", "ponies", "relational", "hopefully",
+	"generalizations", "oscillators", "agreed", "feed", "plastered", "bled", "motoring",
+	"sing", "conflated", "troubled", "sized", "hopping", "tanned", "falling", "hissing",
+	"fizzed", "failing", "filing", "happy", "sky", "triplicate", "formative", "formalize",
+	"electriciti", "electrical", "hopeful", "goodness", "revival", "allowance", "inference",
+	"airliner", "gyroscopic", "adjustable", "defensible", "irritant", "replacement",
+	"adjustment", "dependent", "adoption", "homologou", "communism", "activate",
+	"angulariti", "homologous", "effective", "bowdlerize", "probate", "rate", "cease",
+	"controll", "roll", "logi", "bli", "abli", "sensibiliti", strings.Repeat("a", 63) + "ing",
+	strings.Repeat("b", 64) + "ing", "x" + strings.Repeat("ation", 13), "\x00nul", "bad\xffutf8",
+}
+
+// TestAnalyzerMatchesFTS5 holds analyze to SQLite's own tokenizer: every
+// word of the Cranfield collection (when present), of the Go standard
+// library's sources in a few packages and of analyzerSamples is indexed by
+// an FTS5 table with engram's tokenizer settings, and the terms FTS5 stored
+// (fts5vocab 'instance') must be the terms analyze produces.
+func TestAnalyzerMatchesFTS5(t *testing.T) {
+	words := map[string]bool{}
+	for _, w := range analyzerSamples {
+		words[w] = true
+	}
+	for _, dir := range []string{"strings", "unicode", "net/http", "go/doc", "math/big"} {
+		files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", dir, "*.go"))
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			for _, w := range strings.Fields(string(data)) {
+				words[w] = true
+			}
+		}
+	}
+	if dir := FindCranfield(); dir != "" {
+		if c, err := LoadCranfield(dir); err == nil {
+			for _, d := range c.Docs {
+				for _, w := range strings.Fields(d.Title + " " + d.Body) {
+					words[w] = true
+				}
+			}
+		}
+	}
+	list := make([]string, 0, len(words))
+	for w := range words {
+		list = append(list, w)
+	}
+	slices.Sort(list)
+	if len(list) < 1000 {
+		t.Fatalf("only %d words to compare", len(list))
+	}
+
+	ctx := context.Background()
+	db, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "analyze.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE f USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range list {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO f (rowid, x) VALUES (?, ?)`, i+1, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fts := make([][]string, len(list))
+	rows, err := db.QueryContext(ctx, `SELECT doc, term FROM v ORDER BY doc, offset`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var doc int
+		var term string
+		if err := rows.Scan(&doc, &term); err != nil {
+			t.Fatal(err)
+		}
+		fts[doc-1] = append(fts[doc-1], term)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	var buf []byte
+	for i, w := range list {
+		var mine []string
+		buf = analyze(w, buf, func(term []byte) { mine = append(mine, string(term)) })
+		if !slices.Equal(mine, fts[i]) {
+			if bad++; bad <= 20 {
+				t.Errorf("%q: FTS5 indexes %q, analyze gives %q", w, fts[i], mine)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d words differ", bad, len(list))
+	}
+	t.Logf("%d words compared", len(list))
+}

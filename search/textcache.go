@@ -1,0 +1,512 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
+// computes k1 + 1.0 in float64 arithmetic, which can round differently
+// from Go's exact constant arithmetic.
+var (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// textLogBounds reads the text log's last and first sequence numbers.
+const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT min(seq) FROM search_text_log)`
+
+// textCache is the optional in-process copy of the FTS5 indexes
+// (IndexOptions.TextCache): for each content type, an inverted index of
+// the same terms FTS5 holds (analyze), each posting carrying the term's
+// column-weighted frequency in that row. It ranks with FTS5's bm25 formula
+// over the same global statistics (row count, average row length, rows per
+// term), so a search ranks as the SQL path does (scores equal up to the
+// rounding of log(); compared in TestTextCacheRanksLikeFTS5), in a fraction
+// of the time: FTS5 computes
+// bm25 through its auxiliary-function API row by row, about 2.5 ms for a
+// Cranfield query.
+//
+// SQLite stays the source of truth. Every change to indexed text or to a
+// filtered column is logged in search_text_log by triggers in the writer's
+// transaction (migration 0009), and each search first replays the log
+// since the cache's position (one indexed lookup when nothing changed), so
+// writes from other connections and processes are seen.
+type textCache struct {
+	mu    sync.RWMutex
+	seq   int64 // log position applied; -1: not loaded
+	parts map[ContentType]*textPart
+	buf   []byte             // analyzer scratch (under mu, written)
+	freq  map[string]float32 // one row's term frequencies (under mu, written)
+	pool  sync.Pool          // *scoreBuf
+}
+
+// textPart is one content type's inverted index. Rows are slots; a changed
+// or deleted row's slot is marked dead (skipped by queries, subtracted from
+// the statistics) and reclaimed when dead slots outnumber live ones.
+type textPart struct {
+	weights []float64 // bm25 column weights, in FTS column order
+	docs    []textDoc
+	slots   map[int64]int32 // live row id -> slot
+	post    map[string][]posting
+	owners  map[string]string // interned owner names
+	live    int
+	tokens  int64 // tokens in live rows, all columns
+	dead    int
+}
+
+type textDoc struct {
+	id         int64
+	owner      string
+	created    int64
+	length     int32 // tokens, all columns (FTS5's xColumnSize(-1))
+	superseded bool
+	dead       bool
+}
+
+type posting struct {
+	slot int32
+	freq float32 // column-weighted count; exact (sums of halves)
+}
+
+type scoreBuf struct {
+	scores  []float64
+	touched []int32
+}
+
+// textWeights are FTS5's column weights per content type (kind.bm25).
+var textWeights = map[ContentType][]float64{
+	Blocks:   {5.0, 2.0, 1.0},
+	Archival: {1.0, 2.0, 0.5},
+	Messages: {1.0},
+}
+
+// textRows selects each kind's indexed columns: id, owner, created_at,
+// superseded, then the FTS columns in order (what the FTS5 triggers index).
+var textRows = map[ContentType]string{
+	Blocks: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
+		FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`,
+	Archival: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL)
+		FROM archival a`,
+	Messages: `SELECT m.id, m.agent, m.created_at, 0, m.content FROM messages m`,
+}
+
+var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
+
+func newTextCache() *textCache {
+	return &textCache{seq: -1, freq: map[string]float32{}}
+}
+
+// sync brings the cache up to date with the committed log.
+func (c *textCache) sync(ctx context.Context, db *sql.DB) error {
+	var maxSeq, minSeq sql.NullInt64
+	if err := db.QueryRowContext(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	c.mu.RLock()
+	seq := c.seq
+	c.mu.RUnlock()
+	if seq >= 0 && maxSeq.Int64 <= seq {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
+		return nil
+	}
+	// One read transaction: the log position and the rows read agree.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("search: text cache: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
+		return c.reload(ctx, tx, maxSeq.Int64)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE seq > ?`, c.seq)
+	if err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	changed := map[ContentType][]int64{}
+	n := 0
+	for rows.Next() {
+		var t ContentType
+		var id int64
+		if err := rows.Scan(&t, &id); err != nil {
+			rows.Close()
+			return fmt.Errorf("search: text cache: read log: %w", err)
+		}
+		changed[t] = append(changed[t], id)
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if n > 10_000 {
+		return c.reload(ctx, tx, maxSeq.Int64)
+	}
+	for _, t := range contentKinds {
+		ids := changed[t]
+		if len(ids) == 0 {
+			continue
+		}
+		p := c.parts[t]
+		for _, id := range ids {
+			p.remove(id) // re-added below if the row is still there
+		}
+		for chunk := range slices.Chunk(ids, 500) {
+			q := textRows[t] + ` WHERE ` + textRowKey[t] + ` IN (` + placeholders(len(chunk)) + `)`
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			if err := c.load(ctx, tx, t, q, args); err != nil {
+				return err
+			}
+		}
+		p.maybeCompact()
+	}
+	c.seq = maxSeq.Int64
+	return nil
+}
+
+// reload replaces the cache with the current index contents.
+func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
+	c.seq = -1
+	c.parts = map[ContentType]*textPart{}
+	for _, t := range contentKinds {
+		c.parts[t] = &textPart{weights: textWeights[t], slots: map[int64]int32{},
+			post: map[string][]posting{}, owners: map[string]string{}}
+		if err := c.load(ctx, tx, t, textRows[t], nil); err != nil {
+			c.parts = nil
+			return err
+		}
+	}
+	c.seq = seq
+	return nil
+}
+
+// load indexes the rows q returns into kind t's part.
+func (c *textCache) load(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any) error {
+	p := c.parts[t]
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+	}
+	defer rows.Close()
+	cols := make([]sql.NullString, len(p.weights))
+	var d textDoc
+	dest := []any{&d.id, &d.owner, &d.created, &d.superseded}
+	for i := range cols {
+		dest = append(dest, &cols[i])
+	}
+	for rows.Next() {
+		d = textDoc{}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+		}
+		c.add(p, d, cols)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+	}
+	return nil
+}
+
+// add indexes one row (its previous version must have been removed).
+func (c *textCache) add(p *textPart, d textDoc, cols []sql.NullString) {
+	clear(c.freq)
+	length := 0
+	for i, col := range cols {
+		w := float32(p.weights[i])
+		c.buf = analyze(col.String, c.buf, func(term []byte) {
+			c.freq[string(term)] += w // no allocation for a key already present
+			length++
+		})
+	}
+	owner, ok := p.owners[d.owner]
+	if !ok {
+		p.owners[d.owner] = d.owner
+		owner = d.owner
+	}
+	d.owner = owner
+	d.length = int32(min(length, math.MaxInt32))
+	slot := int32(len(p.docs))
+	p.docs = append(p.docs, d)
+	p.slots[d.id] = slot
+	p.live++
+	p.tokens += int64(d.length)
+	for term, f := range c.freq {
+		p.post[term] = append(p.post[term], posting{slot: slot, freq: f})
+	}
+}
+
+func (p *textPart) remove(id int64) {
+	slot, ok := p.slots[id]
+	if !ok {
+		return
+	}
+	delete(p.slots, id)
+	d := &p.docs[slot]
+	d.dead = true
+	p.live--
+	p.tokens -= int64(d.length)
+	p.dead++
+}
+
+// maybeCompact drops dead slots once they outnumber live ones.
+func (p *textPart) maybeCompact() {
+	if p.dead < 1024 || p.dead < p.live {
+		return
+	}
+	remap := make([]int32, len(p.docs))
+	docs := make([]textDoc, 0, p.live)
+	for i, d := range p.docs {
+		if d.dead {
+			remap[i] = -1
+			continue
+		}
+		remap[i] = int32(len(docs))
+		p.slots[d.id] = int32(len(docs))
+		docs = append(docs, d)
+	}
+	for term, ps := range p.post {
+		kept := ps[:0]
+		for _, x := range ps {
+			if s := remap[x.slot]; s >= 0 {
+				kept = append(kept, posting{slot: s, freq: x.freq})
+			}
+		}
+		if len(kept) == 0 {
+			delete(p.post, term)
+		} else {
+			p.post[term] = slices.Clip(kept)
+		}
+	}
+	p.docs, p.dead = docs, 0
+}
+
+// textHit is one ranked row: score is FTS5's bm25() value (negative, lower
+// is better).
+type textHit struct {
+	id    int64
+	score float64
+}
+
+// search ranks kind t's rows matching any of terms (analyzed query terms,
+// each one FTS5 phrase) that keep returns true for, by bm25 then id, and
+// returns the first limit. It must run after sync, and computes what
+//
+//	SELECT rowid, bm25(fts, weights...) FROM fts WHERE fts MATCH '"t1" OR "t2" ...'
+//	ORDER BY 2, rowid LIMIT limit
+//
+// returns, filtered by keep.
+func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bool, limit int) []textHit {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[t]
+	if p == nil || p.live == 0 || limit <= 0 {
+		return nil
+	}
+	sb, _ := c.pool.Get().(*scoreBuf)
+	if sb == nil {
+		sb = &scoreBuf{}
+	}
+	if cap(sb.scores) < len(p.docs) {
+		sb.scores = make([]float64, len(p.docs))
+	}
+	scores := sb.scores[:len(p.docs)]
+	touched := sb.touched[:0]
+	nRow := int64(p.live)
+	avgdl := float64(p.tokens) / float64(nRow)
+	for _, term := range terms {
+		ps := p.post[term]
+		var nHit int64
+		for _, x := range ps {
+			if !p.docs[x.slot].dead {
+				nHit++
+			}
+		}
+		if nHit == 0 {
+			continue
+		}
+		// The same expressions, in the same order, as fts5Bm25Function. The
+		// scores agree with FTS5's up to the last bit of log(), which is the
+		// C library's there (musl's under modernc, glibc's under cgo).
+		idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
+		if idf <= 0.0 {
+			idf = 1e-6
+		}
+		for _, x := range ps {
+			d := &p.docs[x.slot]
+			if d.dead {
+				continue
+			}
+			if scores[x.slot] == 0 {
+				touched = append(touched, x.slot)
+			}
+			f := float64(x.freq)
+			D := float64(d.length)
+			scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+		}
+	}
+	hits := make([]textHit, 0, min(len(touched), limit+1))
+	worst := func() textHit { return hits[len(hits)-1] }
+	better := func(a, b textHit) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	}
+	for _, slot := range touched {
+		d := &p.docs[slot]
+		h := textHit{id: d.id, score: -scores[slot]}
+		scores[slot] = 0
+		if len(hits) == limit && better(h, worst()) >= 0 {
+			continue
+		}
+		if !keep(d) {
+			continue
+		}
+		// Insertion into the sorted top list: limit is small next to the
+		// number of matches.
+		i, _ := slices.BinarySearchFunc(hits, h, better)
+		if len(hits) < limit {
+			hits = slices.Insert(hits, i, h)
+		} else {
+			copy(hits[i+1:], hits[i:len(hits)-1])
+			hits[i] = h
+		}
+	}
+	sb.touched = touched[:0]
+	c.pool.Put(sb)
+	return hits
+}
+
+// stats reports the cache's size: rows and postings over all kinds.
+func (c *textCache) stats() (rows, postings int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, p := range c.parts {
+		rows += p.live
+		for _, ps := range p.post {
+			postings += len(ps)
+		}
+	}
+	return rows, postings
+}
+
+// cachedFTS answers a full-text leg from the text cache: ranking in
+// process, then one query fetching the page's rows, which re-checks the
+// leg's filters (where, fargs) in SQL. ok is false when the leg must run in
+// SQL instead: a query term FTS5 would read as a phrase of several tokens,
+// or a ranked row that changed between the cache's sync and the fetch.
+func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Scope, s *Settings, where string, fargs []any, limit int) ([]*Result, bool, error) {
+	phrases := make([]string, 0, len(terms))
+	for _, t := range terms {
+		n := 0
+		var stem string
+		analyze(t, nil, func(term []byte) { stem = string(term); n++ })
+		if n != 1 {
+			return nil, false, nil
+		}
+		phrases = append(phrases, stem)
+	}
+	if err := x.text.sync(ctx, x.db); err != nil {
+		return nil, false, err
+	}
+	var shared map[int64]bool
+	if k.t == Blocks && !scope.All {
+		var err error
+		if shared, err = sharedWith(ctx, x.db, scope.Agent); err != nil {
+			return nil, false, err
+		}
+	}
+	var since, until int64 = math.MinInt64, math.MaxInt64
+	if !s.Since.IsZero() {
+		since = s.Since.UnixNano()
+	}
+	if !s.Until.IsZero() {
+		until = s.Until.UnixNano()
+	}
+	keep := func(d *textDoc) bool {
+		if !scope.All && d.owner != scope.Agent && !shared[d.id] {
+			return false
+		}
+		if d.superseded && !s.IncludeSuperseded {
+			return false
+		}
+		return d.created >= since && d.created < until
+	}
+	hits := x.text.search(k.t, phrases, keep, limit)
+	if len(hits) == 0 {
+		return nil, true, nil
+	}
+	ids := make([]byte, 0, 8*len(hits))
+	ids = append(ids, '[')
+	for i, h := range hits {
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = strconv.AppendInt(ids, h.id, 10)
+	}
+	ids = append(ids, ']')
+	q := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value WHERE %[4]s`,
+		k.result, k.base, k.alias, where)
+	rows, err := x.db.QueryContext(ctx, q, append([]any{string(ids)}, fargs...)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	byID := make(map[int64]*Result, len(hits))
+	for rows.Next() {
+		r, err := scanResult(rows, k)
+		if err != nil {
+			return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
+		}
+		byID[r.ID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
+	}
+	out := make([]*Result, len(hits))
+	for i, h := range hits {
+		r := byID[h.id]
+		if r == nil {
+			return nil, false, nil // changed since the sync: rank in SQL
+		}
+		r.Source.FTSRank = i + 1
+		r.Source.BM25 = h.score
+		out[i] = r
+	}
+	return out, true, nil
+}
+
+// sharedWith returns the ids of the blocks shared with agent.
+func sharedWith(ctx context.Context, db *sql.DB, agent string) (map[int64]bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT block_id FROM shares WHERE agent = ?`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("search: read shares of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	m := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("search: read shares of %q: %w", agent, err)
+		}
+		m[id] = true
+	}
+	return m, rows.Err()
+}

@@ -1,0 +1,211 @@
+package search_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/search"
+)
+
+// textCacheCorpus fills db with archival entries for two agents (the
+// Cranfield abstracts for "a" when the collection is present), messages,
+// blocks and a share, and returns queries to ask.
+func textCacheCorpus(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := strings.Fields(`wing flow boundary layer pressure heat transfer shock wave supersonic
+		mach number jet nozzle buckling shell cylinder plate stress vibration flutter
+		temperature turbulent laminar skin friction drag lift airfoil slender body cone
+		café naïve Ærøskøbing 25degrees alloys engine engines engineering`)
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = vocab[r.IntN(len(vocab))]
+		}
+		return strings.Join(w, " ")
+	}
+	var queries []string
+	if dir := search.FindCranfield(); dir != "" {
+		c, err := search.LoadCranfield(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range c.Docs {
+			insertArchival(t, db, archivalRow{Agent: "a", Content: d.Title + "\n" + d.Body})
+		}
+		for i, q := range c.Queries {
+			if i%3 == 0 {
+				queries = append(queries, q.Text)
+			}
+		}
+	}
+	for i := range 300 {
+		agent := []string{"a", "b"}[i%2]
+		insertArchival(t, db, archivalRow{Agent: agent, Content: text(5 + r.IntN(40)),
+			Tags: []string{vocab[r.IntN(len(vocab))]}, Metadata: fmt.Sprintf(`{"topic": %q}`, vocab[r.IntN(len(vocab))]),
+			Created: baseTime.Add(time.Duration(i) * time.Hour)})
+		insertMessage(t, db, agent, "user", text(3+r.IntN(20)), baseTime.Add(time.Duration(i)*time.Minute))
+	}
+	for i := range 40 {
+		id := insertBlock(t, db, []string{"a", "b", "c"}[i%3], fmt.Sprintf("%s_%d", vocab[i%len(vocab)], i), text(10+r.IntN(60)))
+		if i%5 == 0 {
+			shareBlock(t, db, id, "a")
+		}
+	}
+	for range 30 {
+		queries = append(queries, text(1+r.IntN(6)))
+	}
+	return append(queries, "engines", "engine engineering", "Cafe", "naive", "aerøskøbing", "25 degrees", "nothingmatchesthis")
+}
+
+// compareTextCache asks both indexes every query in several shapes and
+// requires identical results: the same rows in the same order with the
+// same bm25 values.
+func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.Index, queries []string) {
+	t.Helper()
+	type shape struct {
+		name  string
+		scope search.Scope
+		opts  func() *search.Options
+	}
+	shapes := []shape{
+		{"archival", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().ContentTypes(search.Archival) }},
+		{"archival-100", search.Scope{Agent: "a"}, func() *search.Options {
+			return search.NewOptions().ContentTypes(search.Archival).Limit(100)
+		}},
+		{"archival-b-superseded", search.Scope{Agent: "b"}, func() *search.Options {
+			return search.NewOptions().ContentTypes(search.Archival).IncludeSuperseded(true).Limit(30)
+		}},
+		{"archival-window", search.Scope{Agent: "b"}, func() *search.Options {
+			return search.NewOptions().ContentTypes(search.Archival).Since(baseTime.Add(50 * time.Hour)).Until(baseTime.Add(200 * time.Hour))
+		}},
+		{"messages", search.Scope{Agent: "b"}, func() *search.Options { return search.NewOptions().ContentTypes(search.Messages).Limit(20) }},
+		{"blocks-shared", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().ContentTypes(search.Blocks).Limit(20) }},
+		{"all-types", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().Limit(25) }},
+		{"system", search.Scope{All: true}, func() *search.Options { return search.NewOptions().Limit(50) }},
+		{"tags (SQL)", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().Tags("wing", "flow") }},
+	}
+	compared := 0
+	for _, q := range queries {
+		for _, sh := range shapes {
+			want, werr := sqlx.Search(ctx, q, sh.scope, sh.opts().Mode(search.FTS))
+			got, gerr := cached.Search(ctx, q, sh.scope, sh.opts().Mode(search.FTS))
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%s %q: SQL error %v, cache error %v", sh.name, q, werr, gerr)
+			}
+			if len(want) != len(got) {
+				t.Fatalf("%s %q: SQL %d results, cache %d\nSQL   %v\ncache %v", sh.name, q, len(want), len(got), keys(want), keys(got))
+			}
+			if err := sameRanking(want, got); err != nil {
+				t.Fatalf("%s %q: %v\nSQL   %v\ncache %v", sh.name, q, err, keys(want), keys(got))
+			}
+			compared += len(want)
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no results compared")
+	}
+	t.Logf("%d results compared", compared)
+}
+
+// TestTextCacheRanksLikeFTS5 holds IndexOptions.TextCache to the SQL path:
+// for every query and filter shape the same rows, in the same order, with
+// bit-identical bm25 values; then again after changes made through another
+// connection pool (as another process would): inserts, edits, deletes,
+// supersession, a block re-index, an owner change and a new share.
+func TestTextCacheRanksLikeFTS5(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	queries := textCacheCorpus(t, db)
+	sqlx, err := search.NewIndex(ctx, db, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareTextCache(t, ctx, sqlx, cached, queries)
+
+	other := openDBAt(t, path)
+	for _, q := range []string{
+		`UPDATE archival SET content = content || ' supersonic flutter' WHERE id % 7 = 0`,
+		`UPDATE archival SET valid_to = created_at WHERE id % 11 = 0`,
+		`DELETE FROM archival WHERE id % 13 = 0`,
+		`UPDATE archival SET metadata_json = '{"topic": "wing wing wing"}' WHERE id % 17 = 0`,
+		`DELETE FROM messages WHERE id % 5 = 0`,
+		`UPDATE messages SET content = 'boundary layer shock' WHERE id % 9 = 0`,
+		`UPDATE blocks SET rendered = rendered || ' laminar laminar' WHERE id % 2 = 0`,
+		`UPDATE blocks SET owner = 'a' WHERE id = 3`,
+		`DELETE FROM blocks WHERE id = 4`,
+		`INSERT INTO shares (block_id, agent, permission, created_at) VALUES (5, 'a', 'ReadOnly', 0)`,
+	} {
+		if _, err := other.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	insertArchival(t, other, archivalRow{Agent: "a", Content: "a new entry about wing flutter at mach number two"})
+	insertMessage(t, other, "b", "user", "new message about the turbulent boundary layer", time.Time{})
+	compareTextCache(t, ctx, sqlx, cached, queries)
+}
+
+// near reports whether two bm25 scores agree up to the rounding of log():
+// FTS5 takes log() from the C library, the cache from package math.
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+// sameRanking requires got to rank as want: position by position scores
+// that agree (near), and the same rows in the same order, except that rows
+// whose scores tie (near) may come in either order, and a tie running into
+// the end of the list may be cut at different rows. Rows present in both
+// must agree in every other field.
+func sameRanking(want, got []search.Result) error {
+	byKey := map[string]search.Result{}
+	for _, g := range got {
+		byKey[key(g)] = g
+	}
+	for i := 0; i < len(want); {
+		j := i + 1
+		for j < len(want) && near(want[j].Score, want[i].Score) {
+			j++
+		}
+		wantSet := map[string]bool{}
+		for k := i; k < j; k++ {
+			if !near(want[k].Score, got[k].Score) || !near(want[k].Source.BM25, got[k].Source.BM25) {
+				return fmt.Errorf("result %d: SQL score %.17g, cache %.17g", k, want[k].Score, got[k].Score)
+			}
+			wantSet[key(want[k])] = true
+		}
+		if j < len(want) { // not the last run: the same rows
+			for k := i; k < j; k++ {
+				if !wantSet[key(got[k])] {
+					return fmt.Errorf("result %d: SQL has %s, cache %s", k, key(want[k]), key(got[k]))
+				}
+			}
+		}
+		for k := i; k < j; k++ {
+			w := want[k]
+			g, ok := byKey[key(w)]
+			if !ok {
+				continue
+			}
+			w.Score, g.Score, w.Source.BM25, g.Source.BM25 = 0, 0, 0, 0
+			w.Source.FTSRank, g.Source.FTSRank, w.Source.Fused, g.Source.Fused = 0, 0, 0, 0
+			if !reflect.DeepEqual(w, g) {
+				return fmt.Errorf("%s differs:\nSQL   %+v\ncache %+v", key(w), w, g)
+			}
+		}
+		i = j
+	}
+	return nil
+}
