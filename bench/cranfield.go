@@ -144,7 +144,14 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	}
 	one.Close()
 	engramOneLoad := time.Since(t0)
-	engram := func(name string, mode search.Mode) cranSystem {
+	// The same file opened again with the in-process caches.
+	cached, err := memory.Open(ctx, filepath.Join(tmp, "cranfield.db"),
+		&memory.Options{Embedder: emb, TextCache: true, VectorCache: true})
+	if err != nil {
+		return err
+	}
+	defer cached.Close()
+	engramOn := func(st memory.Store, name string, mode search.Mode) cranSystem {
 		return cranSystem{name: name, query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
 			rs, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(mode).Limit(limit))
 			if errors.Is(err, search.ErrInvalidQuery) {
@@ -160,6 +167,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 			return ids, nil
 		}}
 	}
+	engram := func(name string, mode search.Mode) cranSystem { return engramOn(st, name, mode) }
 
 	// bleve v2.6.1: scorch index, English analyzer, BM25 scoring.
 	t0 = time.Now()
@@ -254,7 +262,9 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	}}
 
 	systems := []cranSystem{engram("engram FTS", search.FTS), engram("engram Vector", search.Vector),
-		engram("engram Hybrid", search.Hybrid), bleveSys, chromemSys, rawSys}
+		engram("engram Hybrid", search.Hybrid), bleveSys, chromemSys, rawSys,
+		engramOn(cached, "engram FTS, TextCache", search.FTS), engramOn(cached, "engram Vector, VectorCache", search.Vector),
+		engramOn(cached, "engram Hybrid, both caches", search.Hybrid)}
 	metrics := map[string]search.Metrics{}
 	lats := map[string][]latency{} // by system name + "@" + limit
 	// Warm-up pass (page cache, bleve segment readers), which also gives
@@ -317,6 +327,11 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	quality("engram FTS", "bleve BM25", "Cranfield FTS", nq)
 	timing("engram FTS", "bleve BM25", "Cranfield FTS", "engram returns full rows + snippets, bleve ids only")
 	timing("engram FTS", "raw FTS5", "Cranfield FTS (diagnostic)", "raw = the same MATCH + bm25 ORDER BY, ids only: the rest is engram's row fetch, filters, snippets")
+	quality("engram FTS, TextCache", "bleve BM25", "Cranfield FTS, TextCache", "in-process bm25 over FTS5's terms")
+	timing("engram FTS, TextCache", "bleve BM25", "Cranfield FTS, TextCache", "engram returns full rows + snippets, bleve ids only")
+	quality("engram Hybrid, both caches", "bleve BM25", "Cranfield Hybrid, both caches", "")
+	timing("engram Hybrid, both caches", "bleve BM25", "Cranfield Hybrid, both caches", "")
+	timing("engram Vector, VectorCache", "chromem-go", "Cranfield Vector, VectorCache", "")
 	quality("engram Vector", "chromem-go", "Cranfield Vector", "shipped 512-dim USE-lite vectors in both")
 	timing("engram Vector", "chromem-go", "Cranfield Vector", "vec0 exact KNN in SQLite + row fetch vs chromem's in-memory scan")
 	quality("engram Hybrid", "bleve BM25", "Cranfield Hybrid", "RRF of FTS and the weak shipped vectors")
