@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-epochs"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-textcache", "file-epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -26,7 +26,9 @@ func TestCacheConformance(t *testing.T) {
 					opts.Embedder = search.NewOffline(64) // vector and hybrid modes run for real
 				case "file-vectorcache":
 					opts.Embedder = search.NewOffline(64)
-					opts.VectorCache = true
+					opts.VectorCache, opts.TextCache = true, true
+				case "file-textcache":
+					opts.TextCache = true // full-text legs ranked in process
 				case "file-epochs":
 					// Compaction every 3 writes, each a candidate for a
 					// new epoch: every behaviour holds across switches.

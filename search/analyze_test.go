@@ -128,3 +128,53 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 	}
 	t.Logf("%d words compared", len(list))
 }
+
+// FuzzAnalyzeMatchesFTS5 compares analyze with SQLite's tokenizer on
+// arbitrary text.
+func FuzzAnalyzeMatchesFTS5(f *testing.F) {
+	for _, s := range analyzerSamples {
+		f.Add(s)
+	}
+	f.Add("The Engines' 2nd run: 25degrees, naïve café — ﬁne?")
+	ctx := context.Background()
+	db, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(f.TempDir(), "fuzz.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE f USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if _, err := db.ExecContext(ctx, `DELETE FROM f`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO f (rowid, x) VALUES (1, ?)`, text); err != nil {
+			t.Skip(err) // not storable as TEXT (SQLite rejects nothing today)
+		}
+		rows, err := db.QueryContext(ctx, `SELECT term FROM v ORDER BY offset`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fts []string
+		for rows.Next() {
+			var term string
+			if err := rows.Scan(&term); err != nil {
+				t.Fatal(err)
+			}
+			fts = append(fts, term)
+		}
+		rows.Close()
+		var mine []string
+		analyze(text, nil, func(term []byte) { mine = append(mine, string(term)) })
+		if !slices.Equal(mine, fts) {
+			t.Fatalf("%q: FTS5 indexes %q, analyze gives %q", text, fts, mine)
+		}
+	})
+}

@@ -29,10 +29,27 @@ type snippeter struct {
 	want     map[string]int // stem -> term number
 	prefixes []uint16       // first two letters of each stem
 	memo     map[string]int // folded word -> term number or -1
+	toks     []snippetToken // scratch, reused per text
+	counts   []int          // scratch: matches per term in the window
 }
 
+type snippetToken struct {
+	start, end int
+	term       int // -1: not a query term
+}
+
+// asciiWord marks the ASCII letters and digits (unicode.IsLetter or
+// IsNumber for bytes below 0x80).
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	return t
+}()
+
 func newSnippeter(terms []string, size int) *snippeter {
-	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{}}
+	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{},
+		counts: make([]int, len(terms))}
 	for i, t := range terms {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
@@ -106,31 +123,33 @@ func (s *snippeter) snippet(text string) string {
 		return ""
 	}
 	size := s.size
-	termOf := s.termOf
-	type tok struct {
-		start, end int
-		term       int // -1: not a query term
-	}
-	var toks []tok
+	toks := s.toks[:0]
 	start := -1
 	for i := 0; i <= len(text); {
-		var r rune
-		size := 1
+		word, n := false, 1
 		if i < len(text) {
-			r, size = utf8.DecodeRuneInString(text[i:])
+			if c := text[i]; c < utf8.RuneSelf {
+				word = asciiWord[c]
+			} else {
+				var r rune
+				r, n = utf8.DecodeRuneInString(text[i:])
+				word = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r))
+			}
 		}
-		if i < len(text) && r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+		if word {
 			if start < 0 {
 				start = i
 			}
 		} else if start >= 0 {
-			toks = append(toks, tok{start: start, end: i, term: termOf(text[start:i])})
+			toks = append(toks, snippetToken{start: start, end: i, term: s.termOf(text[start:i])})
 			start = -1
 		}
-		i += size
+		i += n
 	}
+	s.toks = toks
 	// Sliding window: maximise distinct terms, then matches.
-	counts := make([]int, s.terms)
+	counts := s.counts
+	clear(counts)
 	distinct, matches := 0, 0
 	best, bestDistinct, bestMatches := -1, 0, 0
 	for hi := range toks {

@@ -105,9 +105,13 @@ func newTextCache() *textCache {
 }
 
 // sync brings the cache up to date with the committed log.
-func (c *textCache) sync(ctx context.Context, db *sql.DB) error {
+func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
 	var maxSeq, minSeq sql.NullInt64
-	if err := db.QueryRowContext(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+	row := db.QueryRowContext
+	if bounds != nil {
+		row = func(ctx context.Context, _ string, _ ...any) *sql.Row { return bounds.QueryRowContext(ctx) }
+	}
+	if err := row(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
 	c.mu.RLock()
@@ -423,13 +427,16 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 		}
 		phrases = append(phrases, stem)
 	}
-	if err := x.text.sync(ctx, x.db); err != nil {
+	bounds, err := x.stmt(ctx, textLogBounds)
+	if err != nil {
+		return nil, false, fmt.Errorf("search: text cache: %w", err)
+	}
+	if err := x.text.sync(ctx, x.db, bounds); err != nil {
 		return nil, false, err
 	}
 	var shared map[int64]bool
 	if k.t == Blocks && !scope.All {
-		var err error
-		if shared, err = sharedWith(ctx, x.db, scope.Agent); err != nil {
+		if shared, err = x.sharedWith(ctx, scope.Agent); err != nil {
 			return nil, false, err
 		}
 	}
@@ -451,6 +458,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	}
 	hits := x.text.search(k.t, phrases, keep, limit)
 	if len(hits) == 0 {
+		x.textAnswers.Add(1)
 		return nil, true, nil
 	}
 	ids := make([]byte, 0, 8*len(hits))
@@ -464,7 +472,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	ids = append(ids, ']')
 	q := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value WHERE %[4]s`,
 		k.result, k.base, k.alias, where)
-	rows, err := x.db.QueryContext(ctx, q, append([]any{string(ids)}, fargs...)...)
+	rows, err := x.query(ctx, q, append([]any{string(ids)}, fargs...)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
 	}
@@ -490,12 +498,13 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 		r.Source.BM25 = h.score
 		out[i] = r
 	}
+	x.textAnswers.Add(1)
 	return out, true, nil
 }
 
 // sharedWith returns the ids of the blocks shared with agent.
-func sharedWith(ctx context.Context, db *sql.DB, agent string) (map[int64]bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT block_id FROM shares WHERE agent = ?`, agent)
+func (x *Index) sharedWith(ctx context.Context, agent string) (map[int64]bool, error) {
+	rows, err := x.query(ctx, `SELECT block_id FROM shares WHERE agent = ?`, agent)
 	if err != nil {
 		return nil, fmt.Errorf("search: read shares of %q: %w", agent, err)
 	}

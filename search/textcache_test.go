@@ -100,6 +100,7 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 		{"tags (SQL)", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().Tags("wing", "flow") }},
 	}
 	compared := 0
+	before := search.TextCacheAnswers(cached)
 	for _, q := range queries {
 		for _, sh := range shapes {
 			want, werr := sqlx.Search(ctx, q, sh.scope, sh.opts().Mode(search.FTS))
@@ -118,6 +119,11 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 	}
 	if compared == 0 {
 		t.Fatal("no results compared")
+	}
+	// Every shape but the tag filter asks the cache at least once per
+	// query (the multi-type shapes once per type).
+	if n := search.TextCacheAnswers(cached) - before; n < int64(8*len(queries)) {
+		t.Fatalf("the text cache answered %d legs of %d queries: searches fell back to SQL", n, len(queries))
 	}
 	t.Logf("%d results compared", compared)
 }

@@ -1,0 +1,5 @@
+package search
+
+// TextCacheAnswers reports how many full-text legs x's text cache ranked
+// (not handed back to SQL), so tests can tell the cache did the work.
+func TextCacheAnswers(x *Index) int64 { return x.textAnswers.Load() }
