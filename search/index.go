@@ -80,7 +80,7 @@ type Index struct {
 	db    *sql.DB
 	emb   Embedder
 	opts  IndexOptions
-	cache *vecCache // nil unless IndexOptions.VectorCache
+	cache *vecCache  // nil unless IndexOptions.VectorCache
 	text  *textCache // nil unless IndexOptions.TextCache (SQLite)
 	// textAnswers counts full-text legs the text cache answered.
 	textAnswers atomic.Int64
