@@ -308,7 +308,11 @@ var errNotRecorded = errors.New("search: no embedder recorded")
 
 // checkEmbedder compares the recorded embedder with x.emb.
 func (x *Index) checkEmbedder(ctx context.Context, q Execer) error {
-	name, dims, err := recordedEmbedder(ctx, q)
+	query := q.QueryContext
+	if q == Execer(x.db) {
+		query = x.query // every search asks: a prepared statement
+	}
+	name, dims, err := recordedEmbedder(ctx, query)
 	if err != nil {
 		return err
 	}
@@ -325,11 +329,11 @@ func (x *Index) checkEmbedder(ctx context.Context, q Execer) error {
 // RecordedEmbedder returns the embedder name and dimensions recorded in db's
 // meta table, or "", 0 if none.
 func RecordedEmbedder(ctx context.Context, db Execer) (name string, dims int, err error) {
-	return recordedEmbedder(ctx, db)
+	return recordedEmbedder(ctx, db.QueryContext)
 }
 
-func recordedEmbedder(ctx context.Context, q Execer) (name string, dims int, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?)`, MetaEmbedderName, MetaEmbedderDims)
+func recordedEmbedder(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error)) (name string, dims int, err error) {
+	rows, err := query(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?)`, MetaEmbedderName, MetaEmbedderDims)
 	if err != nil {
 		return "", 0, fmt.Errorf("search: read embedder record: %w", err)
 	}

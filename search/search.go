@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +96,9 @@ type Result struct {
 	Superseded bool           `json:"superseded,omitempty"` // archival entry replaced by a newer one
 	Score      float64        `json:"score"`
 	Source     ScoreSource    `json:"source"`
+	// stub: only Type, ID and the ranking fields are set; the row is
+	// fetched (and its filters checked again) if it makes the page.
+	stub bool
 }
 
 // Search runs query over the content scope may see. Any non-empty text is
@@ -166,7 +170,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		}
 		qvec = vecs[0]
 		if x.cache != nil {
-			if err := x.cache.sync(ctx, x.db); err != nil {
+			if err := x.cache.sync(ctx, x.db, x.query); err != nil {
 				return nil, err
 			}
 		}
@@ -240,16 +244,110 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		}
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
-	for _, r := range ranked {
-		if len(out) == s.Limit {
-			break
+	for i := 0; i < len(ranked) && len(out) < s.Limit; {
+		var page []*Result
+		for ; i < len(ranked) && len(out)+len(page) < s.Limit; i++ {
+			if r := ranked[i]; !s.HasMinScore || r.Score >= s.MinScore {
+				page = append(page, r)
+			}
 		}
-		if s.HasMinScore && r.Score < s.MinScore {
-			continue
+		if err := x.fill(ctx, page, scope, &s); err != nil {
+			return nil, err
 		}
-		out = append(out, *r)
+		// A stub whose row changed or went since its leg ranked it is
+		// dropped: the next candidates take its place.
+		for _, r := range page {
+			if !r.stub {
+				out = append(out, *r)
+			}
+		}
 	}
 	x.snippets(out, terms)
+	return out, nil
+}
+
+// fill fetches the rows of the stubs in page (one query per content
+// type), re-checking the search's filters in SQL; a stub whose row no
+// longer passes stays a stub.
+func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settings) error {
+	for _, t := range contentKinds {
+		var ids []int64
+		for _, r := range page {
+			if r.stub && r.Type == t {
+				ids = append(ids, r.ID)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		k := kinds[t]
+		rows, err := x.fetchRows(ctx, k, ids, scope, s, false)
+		if err != nil {
+			return err
+		}
+		byID := make(map[int64]*Result, len(rows))
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for _, r := range page {
+			if f := byID[r.ID]; r.stub && r.Type == t && f != nil {
+				f.Score, f.Source = r.Score, r.Source
+				*r = *f
+			}
+		}
+	}
+	return nil
+}
+
+// fetchRows returns the rows of k with the given ids that pass the
+// search's filters (scope included), in no particular order: whole
+// results, or stubs holding only Type and ID when idsOnly.
+func (x *Index) fetchRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) ([]*Result, error) {
+	where, fargs := filters(x.opts.Engine, k, scope, s, true)
+	cols := k.result
+	if x.opts.Engine == PostgreSQL {
+		cols = pgResult[k.t]
+	}
+	if idsOnly {
+		cols = k.alias + ".id"
+	}
+	q := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value WHERE %[4]s`,
+		cols, k.base, k.alias, where)
+	if x.opts.Engine == PostgreSQL {
+		q = fmt.Sprintf(`SELECT %[1]s FROM json_array_elements_text(?::json) j(value)
+			JOIN %[2]s %[3]s ON %[3]s.id = j.value::bigint WHERE %[4]s`, cols, k.base, k.alias, where)
+	}
+	list := make([]byte, 0, 8*len(ids))
+	list = append(list, '[')
+	for i, id := range ids {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, id, 10)
+	}
+	list = append(list, ']')
+	rows, err := x.query(ctx, q, append([]any{string(list)}, fargs...)...)
+	if err != nil {
+		return nil, fmt.Errorf("search: fetch %s rows: %w", k.name, err)
+	}
+	defer rows.Close()
+	out := make([]*Result, 0, len(ids))
+	for rows.Next() {
+		var r *Result
+		if idsOnly {
+			r = &Result{Type: k.t, stub: true}
+			err = rows.Scan(&r.ID)
+		} else {
+			r, err = scanResult(rows, k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search: fetch %s rows: %w", k.name, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: fetch %s rows: %w", k.name, err)
+	}
 	return out, nil
 }
 
@@ -407,7 +505,7 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) ([]*Result, error) {
 	where, fargs := filters(x.opts.Engine, k, scope, s, true)
 	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
-		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, where, fargs, limit)
+		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit)
 		if err != nil || ok {
 			return rs, err
 		}
@@ -493,15 +591,6 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 	if !scope.All {
 		knnQuery += ` AND owner = ?`
 	}
-	where, fargs := filters(x.opts.Engine, k, scope, s, true)
-	// Drive the fetch from the KNN ids (CROSS JOIN fixes the order), not
-	// from the owner index.
-	fetch := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value
-		WHERE %[4]s`, k.result, k.base, k.alias, where)
-	if x.opts.Engine == PostgreSQL {
-		fetch = fmt.Sprintf(`SELECT %[1]s FROM json_array_elements_text(?::json) j(value)
-			JOIN %[2]s %[3]s ON %[3]s.id = j.value::bigint WHERE %[4]s`, pgResult[k.t], k.base, k.alias, where)
-	}
 	kk := limit
 	for {
 		args := []any{qvec, kk}
@@ -529,23 +618,15 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		for i, h := range hits {
 			ids[i] = h.id
 		}
-		idsJSON, _ := json.Marshal(ids)
-		rows, err := x.query(ctx, fetch, append([]any{string(idsJSON)}, fargs...)...)
+		// Which neighbours pass the filters; their rows are fetched only if
+		// they make the page (Index.fill).
+		passed, err := x.fetchRows(ctx, k, ids, scope, s, true)
 		if err != nil {
-			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
+			return nil, err
 		}
-		byID := map[int64]*Result{}
-		for rows.Next() {
-			r, err := scanResult(rows, k)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
-			}
+		byID := make(map[int64]*Result, len(passed))
+		for _, r := range passed {
 			byID[r.ID] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
 		}
 		var out []*Result
 		for _, h := range hits {

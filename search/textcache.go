@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 )
 
@@ -411,12 +410,11 @@ func (c *textCache) stats() (rows, postings int) {
 	return rows, postings
 }
 
-// cachedFTS answers a full-text leg from the text cache: ranking in
-// process, then one query fetching the page's rows, which re-checks the
-// leg's filters (where, fargs) in SQL. ok is false when the leg must run in
-// SQL instead: a query term FTS5 would read as a phrase of several tokens,
-// or a ranked row that changed between the cache's sync and the fetch.
-func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Scope, s *Settings, where string, fargs []any, limit int) ([]*Result, bool, error) {
+// cachedFTS answers a full-text leg from the text cache, ranked in process,
+// as stubs: the rows that make the page are fetched by Index.fill, which
+// checks the filters again in SQL. ok is false when the leg must run in
+// SQL instead: a query term FTS5 would read as a phrase of several tokens.
+func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Scope, s *Settings, limit int) ([]*Result, bool, error) {
 	phrases := make([]string, 0, len(terms))
 	for _, t := range terms {
 		n := 0
@@ -457,46 +455,10 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 		return d.created >= since && d.created < until
 	}
 	hits := x.text.search(k.t, phrases, keep, limit)
-	if len(hits) == 0 {
-		x.textAnswers.Add(1)
-		return nil, true, nil
-	}
-	ids := make([]byte, 0, 8*len(hits))
-	ids = append(ids, '[')
-	for i, h := range hits {
-		if i > 0 {
-			ids = append(ids, ',')
-		}
-		ids = strconv.AppendInt(ids, h.id, 10)
-	}
-	ids = append(ids, ']')
-	q := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value WHERE %[4]s`,
-		k.result, k.base, k.alias, where)
-	rows, err := x.query(ctx, q, append([]any{string(ids)}, fargs...)...)
-	if err != nil {
-		return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
-	}
-	defer rows.Close()
-	byID := make(map[int64]*Result, len(hits))
-	for rows.Next() {
-		r, err := scanResult(rows, k)
-		if err != nil {
-			return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
-		}
-		byID[r.ID] = r
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("search: fts %s: %w", k.name, err)
-	}
 	out := make([]*Result, len(hits))
 	for i, h := range hits {
-		r := byID[h.id]
-		if r == nil {
-			return nil, false, nil // changed since the sync: rank in SQL
-		}
-		r.Source.FTSRank = i + 1
-		r.Source.BM25 = h.score
-		out[i] = r
+		out[i] = &Result{Type: k.t, ID: h.id, stub: true,
+			Source: ScoreSource{FTSRank: i + 1, BM25: h.score}}
 	}
 	x.textAnswers.Add(1)
 	return out, true, nil

@@ -309,3 +309,50 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCranfieldHybrid times Cranfield hybrid queries (archival) with
+// both in-process caches.
+func BenchmarkCranfieldHybrid(b *testing.B) {
+	dir := search.FindCranfield()
+	if dir == "" {
+		b.Skip("Cranfield collection not found")
+	}
+	c, err := search.LoadCranfield(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if c.DocVectors == nil {
+		b.Skip("Cranfield embeddings not found")
+	}
+	ctx := context.Background()
+	db := openDB(b)
+	emb := &fixedEmbedder{name: "use-lite-fixed/512", dims: 512, vecs: map[string][]float32{}}
+	for _, q := range c.Queries {
+		emb.vecs[q.Text] = c.QueryVectors[q.ID]
+	}
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCache: true, VectorCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var items []search.EmbeddingItem
+	for _, d := range c.Docs {
+		id := insertArchival(b, db, archivalRow{Agent: "a", Content: d.Title + "\n" + d.Body})
+		items = append(items, search.EmbeddingItem{ID: id, Owner: "a", Vector: c.DocVectors[d.ID]})
+	}
+	if err := x.PutEmbeddings(ctx, db, search.Archival, items); err != nil {
+		b.Fatal(err)
+	}
+	for _, limit := range []int{10, 100} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				q := c.Queries[i%len(c.Queries)]
+				i++
+				if _, err := x.Search(ctx, q.Text, search.Scope{Agent: "a"},
+					search.NewOptions().Mode(search.Hybrid).ContentTypes(search.Archival).Limit(limit)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

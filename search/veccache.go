@@ -46,9 +46,19 @@ func newVecCache(dims int) *vecCache {
 }
 
 // sync brings the cache up to date with the committed log.
-func (c *vecCache) sync(ctx context.Context, db *sql.DB) error {
+func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Context, string, ...any) (*sql.Rows, error)) error {
 	var maxSeq, minSeq sql.NullInt64
-	if err := db.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+	rows, err := query(ctx, vecLogBounds)
+	if err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	if rows.Next() {
+		err = rows.Scan(&maxSeq, &minSeq)
+	}
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	c.mu.RLock()
@@ -74,7 +84,7 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB) error {
 	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
 		return c.reload(ctx, tx, maxSeq.Int64)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
+	rows, err = tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
 	if err != nil {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
