@@ -84,6 +84,8 @@ type Index struct {
 	text  *textCache // nil unless IndexOptions.TextCache (SQLite)
 	// textAnswers counts full-text legs the text cache answered.
 	textAnswers atomic.Int64
+	// beforeFill, set by tests, runs between ranking and the page fetch.
+	beforeFill func()
 	// pgvWrite: the vec_* tables have pgvector's emb column, which every
 	// vector write fills; pgvSearch: KNN runs on it (PostgreSQL without
 	// VectorCache). pgvReason says why pgvector is not in use.

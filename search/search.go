@@ -115,6 +115,12 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	rs, err := x.search(ctx, query, scope, opts)
+	for try := 0; errors.Is(err, errPageShort) && try < 3; try++ {
+		rs, err = x.search(ctx, query, scope, opts) // the caches catch up first
+	}
+	if errors.Is(err, errPageShort) {
+		err = nil
+	}
 	return rs, ctxErr(ctx, err)
 }
 
@@ -243,7 +249,11 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 			r.Source.VectorWeight = s.VectorWeight
 		}
 	}
+	if x.beforeFill != nil {
+		x.beforeFill()
+	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
+	dropped := false
 	for i := 0; i < len(ranked) && len(out) < s.Limit; {
 		var page []*Result
 		for ; i < len(ranked) && len(out)+len(page) < s.Limit; i++ {
@@ -259,12 +269,23 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		for _, r := range page {
 			if !r.stub {
 				out = append(out, *r)
+			} else {
+				dropped = true
 			}
 		}
 	}
 	x.snippets(out, terms)
+	if dropped && len(out) < s.Limit {
+		// The legs' lists, cut at their depth, ran out: ranking again
+		// (after the caches catch up) may fill the page.
+		return out, errPageShort
+	}
 	return out, nil
 }
+
+// errPageShort: a page lost rows to concurrent writes between ranking and
+// fetching; Search ranks again.
+var errPageShort = errors.New("search: page short of rows changed since ranking")
 
 // fill fetches the rows of the stubs in page (one query per content
 // type), re-checking the search's filters in SQL; a stub whose row no

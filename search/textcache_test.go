@@ -356,3 +356,46 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 		})
 	}
 }
+
+// TestPageLosesARowBetweenRankAndFetch deletes and supersedes ranked rows
+// between ranking and the page fetch: the page never shows them and is
+// still full when enough rows match.
+func TestPageLosesARowBetweenRankAndFetch(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	other := openDBAt(t, path)
+	var ids []int64
+	for i := range 6 {
+		ids = append(ids, insertArchival(t, db, archivalRow{Agent: "a",
+			Content: strings.Repeat("alpha ", 6-i) + fmt.Sprintf("entry %d", i)}))
+	}
+	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := 0
+	search.SetBeforeFill(x, func() {
+		step++
+		switch step {
+		case 1: // the best match goes
+			_, err = other.ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, ids[0])
+		case 2: // the next is superseded
+			_, err = other.ExecContext(ctx, `UPDATE archival SET valid_to = created_at WHERE id = ?`, ids[1])
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	rs, err := x.Search(ctx, "alpha", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{ids[2], ids[3], ids[4]}
+	if len(rs) != 3 || rs[0].ID != want[0] || rs[1].ID != want[1] || rs[2].ID != want[2] {
+		t.Fatalf("got %v, want archival %v", keys(rs), want)
+	}
+	if step < 3 {
+		t.Fatalf("ranked %d times, want a re-rank per lost row", step)
+	}
+}
