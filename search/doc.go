@@ -38,6 +38,28 @@
 // pure-Go transpilation) by default, sqlite-vec's C source under the
 // engram_cgo build tag; vectors are little-endian float32 BLOBs in both.
 //
+// Migration 0009 adds search_text_log: triggers log every change to what
+// the FTS5 tables index (or to a column a search filters on) in the
+// writer's transaction, for IndexOptions.TextCache.
+//
+// # In-process caches
+//
+// IndexOptions.TextCache keeps a copy of the full-text index in memory: the
+// terms FTS5 holds, produced by an analyzer that splits, folds and stems
+// exactly as SQLite's tokenizer does (checked against SQLite on every code
+// point, on 75,000 words and by a fuzz test), with each row's
+// column-weighted term frequencies. Full-text legs then rank in process
+// with FTS5's bm25 formula over the same statistics: the same rows in the
+// same order as FTS5 (scores equal up to the rounding of log()), several
+// times faster. IndexOptions.VectorCache does the same for vectors. Both
+// replay their change log at the start of each search, so they see every
+// write committed before it, from any connection or process.
+//
+// Legs that can rank without rows (the text cache, every vector leg) return
+// ids; the rows of the returned page only are fetched, in one query per
+// content type that checks the filters again. A row deleted or changed
+// between ranking and fetching drops out, and the search ranks again.
+//
 // # Queries
 //
 // Any string is a valid query: MatchExpression turns it into an OR of
@@ -104,7 +126,9 @@
 // agent's partition: hybrid p50 about 75 ms at that size. With
 // IndexOptions.VectorCache the KNN runs in-process over a cached copy of the
 // partition (about 150 MB per 100,000 384-dim vectors, loaded in a few
-// seconds on first use): hybrid p50 about 15 ms. Open the database with a
+// seconds on first use): hybrid p50 about 15 ms. On Cranfield (1,400
+// abstracts) a full-text query at limit 10 takes about 3 ms through FTS5
+// and about 0.3 ms with IndexOptions.TextCache. Open the database with a
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for
 // vector-heavy use.
 //
