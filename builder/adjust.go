@@ -78,19 +78,37 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 	if comp == nil {
 		comp = compress.Truncate{}
 	}
-	res, err := comp.Compress(ctx, compress.Input{
-		Agent:       b.agent,
-		Messages:    msgs,
-		Batches:     f.batches,
-		ActiveBatch: active,
-		TokenBudget: budget,
-		MaxMessages: b.cfg.MaxMessagesCap,
-		Counter:     counter,
-		Tokens:      tokens,
-		Summaries:   b.store,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("builder: compress history of %q: %w", b.agent, err)
+	// Truncation is a pure function of its input: when the cached history,
+	// its batches, the budget and the counter are those of the last build,
+	// so is the result (a warm build spent a quarter of its time here).
+	var key compressKey
+	trunc, pure := comp.(compress.Truncate)
+	cc, cached := counter.(cachedCounter)
+	pure = pure && cached && f.hist != nil && tokens != nil && len(b.current) == 0 && len(b.turn) == 0
+	if pure {
+		key = compressKey{trunc: trunc, enc: cc.enc, n: len(msgs), batches: f.batches,
+			active: active, budget: budget, maxMessages: b.cfg.MaxMessagesCap}
+	}
+	res, ok := f.hist.compressed(key, pure)
+	if !ok {
+		var err error
+		res, err = comp.Compress(ctx, compress.Input{
+			Agent:       b.agent,
+			Messages:    msgs,
+			Batches:     f.batches,
+			ActiveBatch: active,
+			TokenBudget: budget,
+			MaxMessages: b.cfg.MaxMessagesCap,
+			Counter:     counter,
+			Tokens:      tokens,
+			Summaries:   b.store,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("builder: compress history of %q: %w", b.agent, err)
+		}
+		if pure {
+			f.hist.remember(key, res)
+		}
 	}
 	md.MessagesKept = res.Kept
 	if md.MessagesKept == nil {

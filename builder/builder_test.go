@@ -662,3 +662,58 @@ func TestZeroConfigIsDefaultConfig(t *testing.T) {
 		t.Fatalf("%d messages with the default cap %d", len(zero.Messages), builder.DefaultMaxMessagesCap)
 	}
 }
+
+// TestTruncationReuseMatchesFreshBuilds: a warm builder reuses its last
+// truncation while the history, batch states and budget are unchanged;
+// after each kind of change it must produce what a cold builder does.
+func TestTruncationReuseMatchesFreshBuilds(t *testing.T) {
+	st := openStore(t)
+	for i := range 30 {
+		exchange(t, st, "a", fmt.Sprintf("b%d", i), strings.Repeat("question ", 20+i), strings.Repeat("answer ", 30))
+	}
+	warmCfg := builder.DefaultConfig()
+	warmCfg.DefaultLimits.HistoryTokens = 900
+	warm := builder.New(st, warmCfg).ForAgent("a").WithMessages(st)
+	check := func(step string, b func(builder.Builder) builder.Builder, cfg func(*builder.ContextConfig)) {
+		t.Helper()
+		if cfg != nil {
+			cfg(&warmCfg)
+			warm = builder.New(st, warmCfg).ForAgent("a").WithMessages(st)
+		}
+		got := build(t, b(warm))
+		again := build(t, b(warm))
+		coldCfg := warmCfg
+		coldCfg.Cache = builder.DefaultConfig().Cache // nothing read or counted yet
+		want := build(t, b(builder.New(st, coldCfg).ForAgent("a").WithMessages(st)))
+		if dump(got) != dump(want) || dump(again) != dump(want) {
+			t.Fatalf("%s: warm build differs from a cold one\nwarm %s\ncold %s", step, dump(got), dump(want))
+		}
+		// What a caller does with one request must not reach the next.
+		if len(got.Metadata.MessagesKept) > 0 {
+			got.Metadata.MessagesKept[0] = -1
+		}
+		if len(got.Metadata.MessagesDropped) > 0 {
+			got.Metadata.MessagesDropped[0] = -1
+		}
+	}
+	same := func(b builder.Builder) builder.Builder { return b }
+	check("first", same, nil)
+	check("unchanged", same, nil)
+	mustMsg(t, st, "a", memory.Message{Role: memory.RoleUser, BatchID: "b30", Content: "a new question"})
+	check("new batch", same, nil)
+	// Only the message count changes (the batch is known, still open).
+	mustMsg(t, st, "a", memory.Message{Role: memory.RoleAssistant, BatchID: "b30", Content: "its answer"})
+	check("one more message", same, nil)
+	// b30 stays open while b31 becomes the active batch: b30 is left out.
+	mustMsg(t, st, "a", memory.Message{Role: memory.RoleUser, BatchID: "b31", Content: "another question"})
+	check("open batch left out", same, nil)
+	// Only a batch state changes: b30 completes and comes back.
+	complete(t, st, "a", "b30")
+	check("batch completed", same, nil)
+	check("other active batch", func(b builder.Builder) builder.Builder { return b.WithActiveBatch("b12") }, nil)
+	check("smaller budget", same, func(c *builder.ContextConfig) { c.DefaultLimits.HistoryTokens = 300 })
+	check("message cap", same, func(c *builder.ContextConfig) { c.MaxMessagesCap = 5 })
+	check("current message", func(b builder.Builder) builder.Builder {
+		return b.WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "now"})
+	}, nil)
+}

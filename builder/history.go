@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/engram-go/engram/compress"
 	"github.com/engram-go/engram/memory"
@@ -34,6 +36,57 @@ type histEntry struct {
 	batches  []memory.Batch // states of order, rebuilt when stale
 	stale    bool
 	tokens   map[uint8][]int // MessageTokens per message, by encoding id
+	// last is the last truncation of this history (compressKey's doc).
+	last atomic.Pointer[compressMemo]
+}
+
+// compressKey is everything a compress.Truncate result depends on, given
+// that the history is append-only: its first n messages, the batch states
+// (e.batches is a new slice whenever one changes, so the slice identifies
+// them), the active batch, the budgets and the token encoding.
+type compressKey struct {
+	trunc               compress.Truncate
+	enc                 uint8
+	n                   int
+	batches             []memory.Batch
+	active              string
+	budget, maxMessages int
+}
+
+func (k compressKey) same(o compressKey) bool {
+	return k.trunc == o.trunc && k.enc == o.enc && k.n == o.n && k.active == o.active &&
+		k.budget == o.budget && k.maxMessages == o.maxMessages && len(k.batches) == len(o.batches) &&
+		(len(k.batches) == 0 || &k.batches[0] == &o.batches[0])
+}
+
+type compressMemo struct {
+	key compressKey
+	res compress.Result
+}
+
+// compressed returns the remembered result for key, with its id lists
+// copied (callers may change what they are given).
+func (e *histEntry) compressed(key compressKey, pure bool) (compress.Result, bool) {
+	if e == nil || !pure {
+		return compress.Result{}, false
+	}
+	m := e.last.Load()
+	if m == nil || !m.key.same(key) {
+		return compress.Result{}, false
+	}
+	r := m.res
+	r.Kept, r.Summarized = slices.Clone(r.Kept), slices.Clone(r.Summarized)
+	r.Dropped, r.Excluded = slices.Clone(r.Dropped), slices.Clone(r.Excluded)
+	r.Warnings = slices.Clone(r.Warnings)
+	return r, true
+}
+
+func (e *histEntry) remember(key compressKey, res compress.Result) {
+	res.Kept, res.Summarized = slices.Clone(res.Kept), slices.Clone(res.Summarized)
+	res.Dropped, res.Excluded = slices.Clone(res.Dropped), slices.Clone(res.Excluded)
+	res.Warnings = slices.Clone(res.Warnings)
+	res.Messages = slices.Clip(res.Messages)
+	e.last.Store(&compressMemo{key: key, res: res})
 }
 
 // messageTokens returns compress.MessageTokens of the first n cached
