@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,18 +241,30 @@ func (l latencies) report(b *testing.B) {
 }
 
 func benchSearch(b *testing.B, mode search.Mode, cache bool) {
+	benchSearchWith(b, mode, search.IndexOptions{VectorCache: cache})
+}
+
+func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 	d := getBench(b)
-	_, x := openBench(b, d, memoEmbedder{search.NewOffline(benchDims), d.qvecs}, &search.IndexOptions{VectorCache: cache})
+	cache := io.VectorCache || io.TextCache
+	_, x := openBench(b, d, memoEmbedder{search.NewOffline(benchDims), d.qvecs}, &io)
 	ctx := context.Background()
 	opts := search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(10)
 	scope := search.Scope{Agent: "bench"}
 	var load time.Duration
+	var heap uint64
 	if cache {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		start := time.Now()
 		if _, err := x.Search(ctx, d.queries[0], scope, opts); err != nil {
 			b.Fatal(err)
 		}
 		load = time.Since(start)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc)
 	}
 	// Warm the page cache.
 	for _, q := range d.queries[:20] {
@@ -277,13 +290,18 @@ func benchSearch(b *testing.B, mode search.Mode, cache bool) {
 	b.ReportMetric(float64(d.n), "entries")
 	if cache {
 		b.ReportMetric(float64(load.Milliseconds()), "cache-load-ms")
+		b.ReportMetric(float64(heap)/(1<<20), "cache-MB")
 	}
+	runtime.KeepAlive(x)
 	b.ReportMetric(float64(hits)/float64(b.N), "results/op")
 }
 
 // BenchmarkFTS: FTS over the archive, limit 10 (budget: p50 under 5 ms at
 // 100k entries).
-func BenchmarkFTS(b *testing.B) { benchSearch(b, search.FTS, false) }
+func BenchmarkFTS(b *testing.B) {
+	b.Run("fts5", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{}) })
+	b.Run("textcache", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{TextCache: true}) })
+}
 
 // BenchmarkHybrid: FTS + vector KNN fused, limit 10, query vectors
 // precomputed (budget: under 20 ms at 100k entries, 384 dims), with vec0
@@ -291,6 +309,9 @@ func BenchmarkFTS(b *testing.B) { benchSearch(b, search.FTS, false) }
 func BenchmarkHybrid(b *testing.B) {
 	b.Run("vec0", func(b *testing.B) { benchSearch(b, search.Hybrid, false) })
 	b.Run("cache", func(b *testing.B) { benchSearch(b, search.Hybrid, true) })
+	b.Run("both-caches", func(b *testing.B) {
+		benchSearchWith(b, search.Hybrid, search.IndexOptions{VectorCache: true, TextCache: true})
+	})
 }
 
 // BenchmarkVector: vector search through Search, limit 10.
