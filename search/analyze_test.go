@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -43,8 +43,9 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 	for _, w := range analyzerSamples {
 		words[w] = true
 	}
+	goroot, _ := exec.Command("go", "env", "GOROOT").Output()
 	for _, dir := range []string{"strings", "unicode", "net/http", "go/doc", "math/big"} {
-		files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", dir, "*.go"))
+		files, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(goroot)), "src", dir, "*.go"))
 		for _, f := range files {
 			data, _ := os.ReadFile(f)
 			for _, w := range strings.Fields(string(data)) {

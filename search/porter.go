@@ -18,17 +18,6 @@ func porterStem(word string) string {
 	return stemBytes(word)
 }
 
-// ftsStem stems one folded token as FTS5's porter tokenizer does: tokens
-// of 3 to 64 bytes are stemmed whatever their bytes (a digit or a non-ASCII
-// byte counts as a consonant, so "25degrees" becomes "25degre"); others are
-// kept. TestAnalyzerMatchesFTS5 holds it to SQLite's tokenizer.
-func ftsStem(word string) string {
-	if len(word) < 3 || len(word) > 64 {
-		return word
-	}
-	return stemBytes(word)
-}
-
 func stemBytes(word string) string {
 	z := porter{b: []byte(word)}
 	z.run()

@@ -397,19 +397,6 @@ func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bo
 	return hits
 }
 
-// stats reports the cache's size: rows and postings over all kinds.
-func (c *textCache) stats() (rows, postings int) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, p := range c.parts {
-		rows += p.live
-		for _, ps := range p.post {
-			postings += len(ps)
-		}
-	}
-	return rows, postings
-}
-
 // cachedFTS answers a full-text leg from the text cache, ranked in process,
 // as stubs: the rows that make the page are fetched by Index.fill, which
 // checks the filters again in SQL. ok is false when the leg must run in
