@@ -24,13 +24,14 @@ func snippet(text string, terms []string, size int) string {
 // snippeter makes the snippets of one query: the query's stems and what
 // it learned about the words it met are shared by every result.
 type snippeter struct {
-	terms    int
-	size     int
-	want     map[string]int // stem -> term number
-	prefixes []uint16       // first two letters of each stem
-	memo     map[string]int // folded word -> term number or -1
-	toks     []snippetToken // scratch, reused per text
-	counts   []int          // scratch: matches per term in the window
+	terms int
+	size  int
+	want  map[string]int // stem -> term number
+	// prefixSet has bit p set when some stem's first two letters are p.
+	prefixSet [1 << 10]uint64
+	memo      map[string]int // folded word -> term number or -1
+	toks      []snippetToken // scratch, reused per text
+	counts    []int          // scratch: matches per term in the window
 }
 
 type snippetToken struct {
@@ -53,7 +54,8 @@ func newSnippeter(terms []string, size int) *snippeter {
 	for i, t := range terms {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
-		s.prefixes = append(s.prefixes, prefix2(stem))
+		p := prefix2(stem)
+		s.prefixSet[p>>6] |= 1 << (p & 63)
 	}
 	return s
 }
@@ -101,12 +103,7 @@ func (s *snippeter) termOf(word string) int {
 }
 
 func (s *snippeter) hasPrefix(p uint16) bool {
-	for _, q := range s.prefixes {
-		if q == p {
-			return true
-		}
-	}
-	return false
+	return s.prefixSet[p>>6]&(1<<(p&63)) != 0
 }
 
 func lowerASCII(c byte) byte {
@@ -130,6 +127,15 @@ func (s *snippeter) snippet(text string) string {
 		if i < len(text) {
 			if c := text[i]; c < utf8.RuneSelf {
 				word = asciiWord[c]
+				if word && start >= 0 {
+					// Inside a word: skip the rest of its ASCII letters at
+					// once (most text is ASCII words).
+					j := i + 1
+					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+						j++
+					}
+					n = j - i
+				}
 			} else {
 				var r rune
 				r, n = utf8.DecodeRuneInString(text[i:])
@@ -139,6 +145,13 @@ func (s *snippeter) snippet(text string) string {
 		if word {
 			if start < 0 {
 				start = i
+				if i < len(text) && text[i] < utf8.RuneSelf {
+					j := i + 1
+					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+						j++
+					}
+					n = j - i
+				}
 			}
 		} else if start >= 0 {
 			toks = append(toks, snippetToken{start: start, end: i, term: s.termOf(text[start:i])})
