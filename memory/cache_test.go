@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-textcache", "file-epochs"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-textcache", "file-caches", "file-epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -25,6 +25,9 @@ func TestCacheConformance(t *testing.T) {
 				case "file-embedder":
 					opts.Embedder = search.NewOffline(64) // vector and hybrid modes run for real
 				case "file-vectorcache":
+					opts.Embedder = search.NewOffline(64)
+					opts.VectorCache = true
+				case "file-caches":
 					opts.Embedder = search.NewOffline(64)
 					opts.VectorCache, opts.TextCache = true, true
 				case "file-textcache":

@@ -258,6 +258,9 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
+		if err := x.WarmTextCache(ctx); err != nil {
+			b.Fatal(err)
+		}
 		if _, err := x.Search(ctx, d.queries[0], scope, opts); err != nil {
 			b.Fatal(err)
 		}

@@ -53,7 +53,9 @@
 // same order as FTS5 (scores equal up to the rounding of log()), several
 // times faster. IndexOptions.VectorCache does the same for vectors. Both
 // replay their change log at the start of each search, so they see every
-// write committed before it, from any connection or process.
+// write committed before it, from any connection or process. The text
+// cache is built in the background from the first search on; searches
+// rank in SQL until it is ready (Index.WarmTextCache waits for it).
 //
 // Legs that can rank without rows (the text cache, every vector leg) return
 // ids; the rows of the returned page only are fetched, in one query per

@@ -59,8 +59,11 @@ type IndexOptions struct {
 	// SQLite stays the source of truth: each search first replays the
 	// committed full-text change log (search_text_log, migration 0009; one
 	// indexed lookup when nothing changed), so writes from other
-	// connections and processes are seen. Searches with tag or metadata
-	// filters run in SQL. SQLite only: on PostgreSQL it is ignored.
+	// connections and processes are seen. The first search starts building
+	// the cache in the background and ranks in SQL, as every search does
+	// until the cache is ready (WarmTextCache waits for it). Searches with
+	// tag or metadata filters run in SQL. SQLite only: on PostgreSQL it is
+	// ignored. Close releases the Index's prepared statements.
 	TextCache bool
 	// Engine is the SQL engine of db (default SQLite).
 	Engine Engine
@@ -97,6 +100,7 @@ type Index struct {
 	// maxStmts): parsing a search's SQL cost ~80 µs of a ~300 µs query.
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+	closed bool // Close ran: no statements are kept any more
 }
 
 // maxStmts bounds Index.stmts: filter combinations make distinct texts.
@@ -115,24 +119,47 @@ func (x *Index) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 	return st.QueryContext(ctx, args...)
 }
 
+// stmt returns the prepared statement for q, preparing it on first use;
+// nil when the Index keeps maxStmts statements already, or is closed.
 func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	x.stmtMu.Lock()
-	defer x.stmtMu.Unlock()
-	if st, ok := x.stmts[q]; ok {
+	st, ok := x.stmts[q]
+	full := len(x.stmts) >= maxStmts || x.closed
+	x.stmtMu.Unlock()
+	if ok || full {
 		return st, nil
 	}
-	if len(x.stmts) >= maxStmts {
-		return nil, nil
-	}
+	// Prepared outside the lock: a prepare waiting for a pooled connection
+	// must not hold up searches whose statements are ready.
 	st, err := x.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	x.stmtMu.Lock()
+	defer x.stmtMu.Unlock()
+	if old, ok := x.stmts[q]; ok || len(x.stmts) >= maxStmts || x.closed {
+		st.Close() // another search prepared it first, or no room
+		return old, nil
 	}
 	if x.stmts == nil {
 		x.stmts = map[string]*sql.Stmt{}
 	}
 	x.stmts[q] = st
 	return st, nil
+}
+
+// Close releases the statements the Index prepared (database/sql keeps
+// them until the *sql.DB closes otherwise). The Index still works after
+// Close, preparing each query per call; the *sql.DB is the caller's.
+func (x *Index) Close() error {
+	x.stmtMu.Lock()
+	defer x.stmtMu.Unlock()
+	var err error
+	for _, st := range x.stmts {
+		err = errors.Join(err, st.Close())
+	}
+	x.stmts, x.closed = nil, true
+	return err
 }
 
 // kind describes one searchable content type's tables.

@@ -115,12 +115,6 @@ func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Opt
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	rs, err := x.search(ctx, query, scope, opts)
-	for try := 0; errors.Is(err, errPageShort) && try < 3; try++ {
-		rs, err = x.search(ctx, query, scope, opts) // the caches catch up first
-	}
-	if errors.Is(err, errPageShort) {
-		err = nil
-	}
 	return rs, ctxErr(ctx, err)
 }
 
@@ -175,10 +169,25 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 			return nil, fmt.Errorf("search: embed query: %w", err)
 		}
 		qvec = vecs[0]
-		if x.cache != nil {
-			if err := x.cache.sync(ctx, x.db, x.query); err != nil {
-				return nil, err
-			}
+	}
+	// A page that lost rows to writes between ranking and fetching is
+	// ranked again (the caches catch up first); the query is embedded once.
+	rs, err := x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+	for try := 0; errors.Is(err, errPageShort) && try < 3; try++ {
+		rs, err = x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+	}
+	if errors.Is(err, errPageShort) {
+		err = nil
+	}
+	return rs, err
+}
+
+// rank runs a search's legs, fuses them and fetches the page.
+func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
+	s := *sp
+	if qvec != nil && x.cache != nil {
+		if err := x.cache.sync(ctx, x.db, x.query); err != nil {
+			return nil, err
 		}
 	}
 	depth := s.Limit

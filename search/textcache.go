@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -41,9 +42,23 @@ type textCache struct {
 	mu    sync.RWMutex
 	seq   int64 // log position applied; -1: not loaded
 	parts map[ContentType]*textPart
-	buf   []byte             // analyzer scratch (under mu, written)
-	freq  map[string]float32 // one row's term frequencies (under mu, written)
-	pool  sync.Pool          // *scoreBuf
+	pool  sync.Pool // *scoreBuf
+
+	// One catch-up at a time runs in its own goroutine (flight), on a
+	// context no caller can cancel: a search whose deadline is shorter than
+	// a load must not restart it forever. A catch-up reads and analyzes
+	// rows without holding mu, then applies them under mu in one step, so a
+	// failed one leaves the cache as it was.
+	fmu    sync.Mutex
+	flight *textFlight
+	// Analyzer scratch, used by the running flight only.
+	buf  []byte
+	freq map[string]float32
+}
+
+type textFlight struct {
+	done chan struct{}
+	err  error
 }
 
 // textPart is one content type's inverted index. Rows are slots; a changed
@@ -103,7 +118,13 @@ func newTextCache() *textCache {
 	return &textCache{seq: -1, freq: map[string]float32{}}
 }
 
-// sync brings the cache up to date with the committed log.
+// errTextCacheLoading: the cache is being built; the search ranks in SQL.
+var errTextCacheLoading = errors.New("search: text cache loading")
+
+// sync brings the cache up to date with the committed log. A cache never
+// loaded starts loading in the background and returns errTextCacheLoading
+// at once (SQL answers until it is ready); otherwise it waits for the
+// catch-up unless ctx ends first, which also returns errTextCacheLoading.
 func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
 	var maxSeq, minSeq sql.NullInt64
 	row := db.QueryRowContext
@@ -117,26 +138,108 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 	seq := c.seq
 	c.mu.RUnlock()
 	if seq >= 0 && maxSeq.Int64 <= seq {
+		return nil // up to date (the common case: one indexed lookup)
+	}
+	c.fmu.Lock()
+	f := c.flight
+	if f == nil {
+		f = &textFlight{done: make(chan struct{})}
+		c.flight = f
+		go func() {
+			f.err = c.catchUp(context.WithoutCancel(ctx), db)
+			c.fmu.Lock()
+			c.flight = nil
+			c.fmu.Unlock()
+			close(f.done)
+		}()
+	}
+	c.fmu.Unlock()
+	if seq < 0 {
+		return errTextCacheLoading
+	}
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return f.err
+		}
+		c.mu.RLock()
+		seq = c.seq
+		c.mu.RUnlock()
+		if seq < maxSeq.Int64 {
+			return c.sync(ctx, db, bounds) // a flight that began before our read
+		}
+		return nil
+	case <-ctx.Done():
+		return errTextCacheLoading
+	}
+}
+
+// WarmTextCache builds the text cache (IndexOptions.TextCache) now, or
+// catches it up, and waits until it is ready or ctx ends; searches rank in
+// SQL until then. It does nothing without a text cache.
+func (x *Index) WarmTextCache(ctx context.Context) error {
+	if x.text == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
-		return nil
+	bounds, err := x.stmt(ctx, textLogBounds)
+	if err != nil {
+		return fmt.Errorf("search: text cache: %w", err)
 	}
-	// One read transaction: the log position and the rows read agree.
+	for {
+		err := x.text.sync(ctx, x.db, bounds)
+		if !errors.Is(err, errTextCacheLoading) {
+			return err
+		}
+		x.text.fmu.Lock()
+		f := x.text.flight
+		x.text.fmu.Unlock()
+		if f == nil {
+			continue // finished in between: sync again
+		}
+		select {
+		case <-f.done:
+			if f.err != nil {
+				return f.err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("search: text cache: %w", ctx.Err())
+		}
+	}
+}
+
+// textRow is one row read for the cache: its document and term
+// frequencies, or gone (deleted, or no longer indexed).
+type textRow struct {
+	t    ContentType
+	id   int64
+	gone bool
+	doc  textDoc
+	freq map[string]float32
+}
+
+// catchUp reads what changed since the cache's position (everything when
+// it was never loaded, or fell behind the log's trimming) in one read
+// transaction, and applies it.
+func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("search: text cache: %w", err)
 	}
 	defer tx.Rollback()
+	var maxSeq, minSeq sql.NullInt64
 	if err := tx.QueryRowContext(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
-	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
+	c.mu.RLock()
+	seq := c.seq
+	c.mu.RUnlock()
+	if seq >= 0 && maxSeq.Int64 <= seq {
+		return nil
+	}
+	if seq < 0 || (minSeq.Valid && minSeq.Int64 > seq+1) {
 		return c.reload(ctx, tx, maxSeq.Int64)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE seq > ?`, c.seq)
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE seq > ?`, seq)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
@@ -159,56 +262,75 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 	if n > 10_000 {
 		return c.reload(ctx, tx, maxSeq.Int64)
 	}
+	var staged []textRow
 	for _, t := range contentKinds {
 		ids := changed[t]
-		if len(ids) == 0 {
-			continue
-		}
-		p := c.parts[t]
-		for _, id := range ids {
-			p.remove(id) // re-added below if the row is still there
-		}
+		found := map[int64]bool{}
 		for chunk := range slices.Chunk(ids, 500) {
 			q := textRows[t] + ` WHERE ` + textRowKey[t] + ` IN (` + placeholders(len(chunk)) + `)`
 			args := make([]any, len(chunk))
 			for i, id := range chunk {
 				args[i] = id
 			}
-			if err := c.load(ctx, tx, t, q, args); err != nil {
+			err := c.read(ctx, tx, t, q, args, func(r textRow) {
+				found[r.id] = true
+				staged = append(staged, r)
+			})
+			if err != nil {
 				return err
 			}
 		}
+		for _, id := range ids {
+			if !found[id] {
+				staged = append(staged, textRow{t: t, id: id, gone: true})
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range staged {
+		p := c.parts[r.t]
+		p.remove(r.id)
+		if !r.gone {
+			p.add(r.doc, r.freq)
+		}
+	}
+	for _, p := range c.parts {
 		p.maybeCompact()
 	}
 	c.seq = maxSeq.Int64
 	return nil
 }
 
-// reload replaces the cache with the current index contents.
+// reload builds the whole cache from the current index contents and swaps
+// it in.
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
-	c.seq = -1
-	c.parts = map[ContentType]*textPart{}
+	parts := map[ContentType]*textPart{}
 	for _, t := range contentKinds {
-		c.parts[t] = &textPart{weights: textWeights[t], slots: map[int64]int32{},
+		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
 			post: map[string][]posting{}, owners: map[string]string{}}
-		if err := c.load(ctx, tx, t, textRows[t], nil); err != nil {
-			c.parts = nil
+		parts[t] = p
+		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) { p.add(r.doc, r.freq) })
+		if err != nil {
 			return err
 		}
 	}
-	c.seq = seq
+	c.mu.Lock()
+	c.parts, c.seq = parts, seq
+	c.mu.Unlock()
 	return nil
 }
 
-// load indexes the rows q returns into kind t's part.
-func (c *textCache) load(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any) error {
-	p := c.parts[t]
+// read analyzes the rows q returns and passes them to fn; each row's
+// frequency map is fn's to keep.
+func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any, fn func(textRow)) error {
+	weights := textWeights[t]
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
 	}
 	defer rows.Close()
-	cols := make([]sql.NullString, len(p.weights))
+	cols := make([]sql.NullString, len(weights))
 	var d textDoc
 	dest := []any{&d.id, &d.owner, &d.created, &d.superseded}
 	for i := range cols {
@@ -219,7 +341,17 @@ func (c *textCache) load(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
 		}
-		c.add(p, d, cols)
+		freq := make(map[string]float32, len(c.freq))
+		length := 0
+		for i, col := range cols {
+			w := float32(weights[i])
+			c.buf = analyze(col.String, c.buf, func(term []byte) {
+				freq[string(term)] += w // no allocation for a key already present
+				length++
+			})
+		}
+		d.length = int32(min(length, math.MaxInt32))
+		fn(textRow{t: t, id: d.id, doc: d, freq: freq})
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
@@ -228,29 +360,19 @@ func (c *textCache) load(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 }
 
 // add indexes one row (its previous version must have been removed).
-func (c *textCache) add(p *textPart, d textDoc, cols []sql.NullString) {
-	clear(c.freq)
-	length := 0
-	for i, col := range cols {
-		w := float32(p.weights[i])
-		c.buf = analyze(col.String, c.buf, func(term []byte) {
-			c.freq[string(term)] += w // no allocation for a key already present
-			length++
-		})
-	}
+func (p *textPart) add(d textDoc, freq map[string]float32) {
 	owner, ok := p.owners[d.owner]
 	if !ok {
 		p.owners[d.owner] = d.owner
 		owner = d.owner
 	}
 	d.owner = owner
-	d.length = int32(min(length, math.MaxInt32))
 	slot := int32(len(p.docs))
 	p.docs = append(p.docs, d)
 	p.slots[d.id] = slot
 	p.live++
 	p.tokens += int64(d.length)
-	for term, f := range c.freq {
+	for term, f := range freq {
 		p.post[term] = append(p.post[term], posting{slot: slot, freq: f})
 	}
 }
@@ -416,7 +538,9 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	if err != nil {
 		return nil, false, fmt.Errorf("search: text cache: %w", err)
 	}
-	if err := x.text.sync(ctx, x.db, bounds); err != nil {
+	if err := x.text.sync(ctx, x.db, bounds); errors.Is(err, errTextCacheLoading) {
+		return nil, false, nil // rank in SQL meanwhile
+	} else if err != nil {
 		return nil, false, err
 	}
 	var shared map[int64]bool

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +152,9 @@ func TestTextCacheRanksLikeFTS5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := cached.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
 	compareTextCache(t, ctx, sqlx, cached, queries)
 
 	other := openDBAt(t, path)
@@ -237,6 +242,10 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := search.TextCacheAnswers(x)
 	const writers, each = 3, 25
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -244,7 +253,11 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 		go func() {
 			for i := range each {
 				word := fmt.Sprintf("marker%dx%d", w, i)
-				insertArchival(t, wdb, archivalRow{Agent: "a", Content: "note " + word})
+				if _, err := wdb.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from)
+					VALUES ('a', ?, 0, 0)`, "note "+word); err != nil {
+					errs <- err
+					return
+				}
 				rs, err := x.Search(ctx, word, search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
 				if err == nil && (len(rs) != 1 || !strings.Contains(rs[0].Content, word)) {
 					err = fmt.Errorf("search for %s right after its insert: %v", word, keys(rs))
@@ -275,6 +288,61 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 	if len(rs) != writers*each {
 		t.Fatalf("%d notes found, want %d", len(rs), writers*each)
 	}
+	if n := search.TextCacheAnswers(x) - before; n < 2*writers*each {
+		t.Fatalf("the text cache answered %d of %d searches", n, 2*writers*each+1)
+	}
+}
+
+// TestTextCacheUnderShortDeadlines: searches whose deadlines are shorter
+// than building the cache still succeed (in SQL) while it builds in the
+// background, and the cache is then used.
+func TestTextCacheUnderShortDeadlines(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 20_000
+	if raceEnabled {
+		n = 3_000
+	}
+	for i := range n {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', ?, 0, 0)`,
+			fmt.Sprintf("entry %d about wing flutter and boundary layer number %d", i, i%97)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		rs, err := x.Search(sctx, "flutter 42", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+		cancel()
+		if err != nil || len(rs) != 10 {
+			t.Fatalf("search while the cache builds: %d results, %v", len(rs), err)
+		}
+		if i == 0 && search.TextCacheAnswers(x) != 0 {
+			t.Fatal("the first search waited for the cache instead of ranking in SQL")
+		}
+	}
+	// A caller that gives up does not stop the build.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = x.WarmTextCache(gone)
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := search.TextCacheAnswers(x)
+	rs, err := x.Search(ctx, "flutter 42", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+	if err != nil || len(rs) != 10 || search.TextCacheAnswers(x) != before+1 {
+		t.Fatalf("after warming: %d results, %v, cache answered %d", len(rs), err, search.TextCacheAnswers(x)-before)
+	}
 }
 
 // BenchmarkCranfieldFTS times Cranfield queries (archival, limit 10 and
@@ -296,6 +364,9 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 	for _, cache := range []bool{false, true} {
 		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: cache})
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := x.WarmTextCache(ctx); err != nil {
 			b.Fatal(err)
 		}
 		for _, limit := range []int{10, 100} {
@@ -346,6 +417,9 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 	if err := x.PutEmbeddings(ctx, db, search.Archival, items); err != nil {
 		b.Fatal(err)
 	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		b.Fatal(err)
+	}
 	for _, limit := range []int{10, 100} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
 			i := 0
@@ -378,6 +452,9 @@ func TestPageLosesARowBetweenRankAndFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
 	step := 0
 	search.SetBeforeFill(x, func() {
 		step++
@@ -401,5 +478,58 @@ func TestPageLosesARowBetweenRankAndFetch(t *testing.T) {
 	}
 	if step < 3 {
 		t.Fatalf("ranked %d times, want a re-rank per lost row", step)
+	}
+}
+
+// countingEmbedder counts Embed calls.
+type countingEmbedder struct {
+	search.Embedder
+	calls atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.calls.Add(1)
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// TestRerankEmbedsOnce: a page ranked again after losing a row does not
+// embed the query again.
+func TestRerankEmbedsOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	other := openDBAt(t, path)
+	emb := &countingEmbedder{Embedder: search.NewOffline(32)}
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCache: true, VectorCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 4 {
+		ids = append(ids, insertArchival(t, db, archivalRow{Agent: "a", Content: strings.Repeat("gamma ", 4-i) + "note"}))
+	}
+	indexAll(t, ctx, db, x)
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	search.SetBeforeFill(x, func() {
+		if !deleted {
+			deleted = true
+			if _, err := other.ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, ids[0]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	emb.calls.Store(0)
+	rs, err := x.Search(ctx, "gamma", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.Hybrid).Limit(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || slices.ContainsFunc(rs, func(r search.Result) bool { return r.ID == ids[0] }) {
+		t.Fatalf("got %v", keys(rs))
+	}
+	if n := emb.calls.Load(); n != 1 {
+		t.Fatalf("query embedded %d times", n)
 	}
 }
