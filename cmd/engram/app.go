@@ -27,6 +27,9 @@ type app struct {
 	stderr   io.Writer
 	store    *memory.Cache
 	reembed  bool
+	// serving: a long-running command (mcp, ui) that searches many times;
+	// it keeps the full-text index in memory (memory.Options.TextCache).
+	serving bool
 }
 
 func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app, []string, error) {
@@ -90,7 +93,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := memory.Open(ctx, a.db, &memory.Options{Embedder: emb, OpenForReembed: a.reembed})
+	s, err := memory.Open(ctx, a.db, &memory.Options{Embedder: emb, OpenForReembed: a.reembed, TextCache: a.serving})
 	if err != nil {
 		return nil, err
 	}

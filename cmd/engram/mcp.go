@@ -26,6 +26,7 @@ func cmdMCP(ctx context.Context, a *app, args []string) error {
 	if err := need("mcp", "--agent", agent); err != nil {
 		return err
 	}
+	a.serving = true // many searches: keep the full-text index in memory
 	s, err := a.open(ctx)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ func cmdUI(ctx context.Context, a *app, args []string) error {
 	}); err != nil {
 		return err
 	}
+	a.serving = true // many searches: keep the full-text index in memory
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
