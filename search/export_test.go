@@ -7,3 +7,18 @@ func TextCacheAnswers(x *Index) int64 { return x.textAnswers.Load() }
 // SetBeforeFill makes fn run in every search of x between ranking and the
 // page's row fetch (where a concurrent write can slip in).
 func SetBeforeFill(x *Index, fn func()) { x.beforeFill = fn }
+
+// TextFlightRunning reports whether x's text cache is building or
+// catching up in the background.
+func TextFlightRunning(x *Index) bool {
+	x.text.fmu.Lock()
+	defer x.text.fmu.Unlock()
+	return x.text.flight != nil
+}
+
+// TextCacheLoaded reports whether x's text cache has been built.
+func TextCacheLoaded(x *Index) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.seq >= 0
+}

@@ -148,10 +148,14 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// Close releases the statements the Index prepared (database/sql keeps
-// them until the *sql.DB closes otherwise). The Index still works after
-// Close, preparing each query per call; the *sql.DB is the caller's.
+// Close stops the text cache's background work and releases the
+// statements the Index prepared (database/sql keeps them until the *sql.DB
+// closes otherwise). The Index still answers searches after Close, in SQL
+// and preparing each query per call; the *sql.DB is the caller's.
 func (x *Index) Close() error {
+	if x.text != nil {
+		x.text.close() // stops and waits for a build in progress
+	}
 	x.stmtMu.Lock()
 	defer x.stmtMu.Unlock()
 	var err error

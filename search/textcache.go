@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
@@ -44,13 +45,20 @@ type textCache struct {
 	parts map[ContentType]*textPart
 	pool  sync.Pool // *scoreBuf
 
-	// One catch-up at a time runs in its own goroutine (flight), on a
-	// context no caller can cancel: a search whose deadline is shorter than
-	// a load must not restart it forever. A catch-up reads and analyzes
-	// rows without holding mu, then applies them under mu in one step, so a
-	// failed one leaves the cache as it was.
-	fmu    sync.Mutex
-	flight *textFlight
+	// One catch-up at a time runs in its own goroutine (flight), on the
+	// cache's own context (life), which only Index.Close cancels: a search
+	// whose deadline is shorter than a load must not restart it forever. A
+	// catch-up reads and analyzes rows without holding mu, then applies them
+	// under mu in one step, so a failed one leaves the cache as it was.
+	// After a failure the next flight waits backoff (1 s, doubling to a
+	// minute); searches rank in SQL meanwhile.
+	fmu      sync.Mutex
+	flight   *textFlight
+	life     context.Context
+	stop     context.CancelFunc
+	lastErr  error
+	failedAt time.Time
+	backoff  time.Duration
 	// Analyzer scratch, used by the running flight only.
 	buf  []byte
 	freq map[string]float32
@@ -115,16 +123,20 @@ var textRows = map[ContentType]string{
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
 func newTextCache() *textCache {
-	return &textCache{seq: -1, freq: map[string]float32{}}
+	life, stop := context.WithCancel(context.Background())
+	return &textCache{seq: -1, freq: map[string]float32{}, life: life, stop: stop}
 }
 
-// errTextCacheLoading: the cache is being built; the search ranks in SQL.
+// errTextCacheLoading: the cache is not ready (being built, backing off
+// after a failed catch-up, or closed); the search ranks in SQL.
 var errTextCacheLoading = errors.New("search: text cache loading")
 
-// sync brings the cache up to date with the committed log. A cache never
-// loaded starts loading in the background and returns errTextCacheLoading
-// at once (SQL answers until it is ready); otherwise it waits for the
-// catch-up unless ctx ends first, which also returns errTextCacheLoading.
+// sync brings the cache up to date with the log as it is now. A cache
+// never loaded starts loading in the background and returns
+// errTextCacheLoading at once (SQL answers until it is ready); a loaded
+// one waits for the catch-up unless ctx ends first. Whatever goes wrong
+// with the cache, the search falls back to SQL: sync returns
+// errTextCacheLoading, and the cause is kept for WarmTextCache.
 func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
 	var maxSeq, minSeq sql.NullInt64
 	row := db.QueryRowContext
@@ -134,75 +146,105 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 	if err := row(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
-	c.mu.RLock()
-	seq := c.seq
-	c.mu.RUnlock()
-	if seq >= 0 && maxSeq.Int64 <= seq {
-		return nil // up to date (the common case: one indexed lookup)
-	}
-	c.fmu.Lock()
-	f := c.flight
-	if f == nil {
-		f = &textFlight{done: make(chan struct{})}
-		c.flight = f
-		go func() {
-			f.err = c.catchUp(context.WithoutCancel(ctx), db)
-			c.fmu.Lock()
-			c.flight = nil
-			c.fmu.Unlock()
-			close(f.done)
-		}()
-	}
-	c.fmu.Unlock()
-	if seq < 0 {
-		return errTextCacheLoading
-	}
-	select {
-	case <-f.done:
-		if f.err != nil {
-			return f.err
-		}
+	// At most two flights: one started after maxSeq was read covers it.
+	for {
 		c.mu.RLock()
-		seq = c.seq
+		seq := c.seq
 		c.mu.RUnlock()
-		if seq < maxSeq.Int64 {
-			return c.sync(ctx, db, bounds) // a flight that began before our read
+		if seq >= 0 && maxSeq.Int64 <= seq {
+			return nil // up to date (the common case: one indexed lookup)
 		}
+		f := c.start(db)
+		if f == nil || seq < 0 {
+			return errTextCacheLoading
+		}
+		select {
+		case <-f.done:
+			if f.err != nil {
+				return errTextCacheLoading
+			}
+		case <-ctx.Done():
+			return errTextCacheLoading
+		}
+	}
+}
+
+// start returns the running flight, or starts one; nil when the cache is
+// closed or backing off after a failure.
+func (c *textCache) start(db *sql.DB) *textFlight {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if c.flight != nil {
+		return c.flight
+	}
+	if c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
 		return nil
-	case <-ctx.Done():
-		return errTextCacheLoading
+	}
+	f := &textFlight{done: make(chan struct{})}
+	c.flight = f
+	go func() {
+		f.err = c.catchUp(c.life, db)
+		c.fmu.Lock()
+		c.flight = nil
+		if f.err != nil {
+			c.lastErr, c.failedAt = f.err, time.Now()
+			c.backoff = min(max(2*c.backoff, time.Second), time.Minute)
+		} else {
+			c.lastErr, c.backoff = nil, 0
+		}
+		c.fmu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+// close stops a running flight, waits for it, and starts no more.
+func (c *textCache) close() {
+	c.fmu.Lock()
+	c.stop()
+	f := c.flight
+	c.fmu.Unlock()
+	if f != nil {
+		<-f.done
 	}
 }
 
 // WarmTextCache builds the text cache (IndexOptions.TextCache) now, or
 // catches it up, and waits until it is ready or ctx ends; searches rank in
-// SQL until then. It does nothing without a text cache.
+// SQL until then. It returns why the cache is not ready when a build
+// failed (searches keep ranking in SQL, and a new build is tried after a
+// back-off) or the Index is closed. It does nothing without a text cache.
 func (x *Index) WarmTextCache(ctx context.Context) error {
 	if x.text == nil {
 		return nil
 	}
+	c := x.text
 	bounds, err := x.stmt(ctx, textLogBounds)
 	if err != nil {
 		return fmt.Errorf("search: text cache: %w", err)
 	}
 	for {
-		err := x.text.sync(ctx, x.db, bounds)
+		err := c.sync(ctx, x.db, bounds)
 		if !errors.Is(err, errTextCacheLoading) {
 			return err
 		}
-		x.text.fmu.Lock()
-		f := x.text.flight
-		x.text.fmu.Unlock()
-		if f == nil {
-			continue // finished in between: sync again
-		}
-		select {
-		case <-f.done:
-			if f.err != nil {
-				return f.err
+		c.fmu.Lock()
+		f, lastErr, closed := c.flight, c.lastErr, c.life.Err() != nil
+		c.fmu.Unlock()
+		switch {
+		case closed:
+			return errors.New("search: text cache: the index is closed")
+		case f != nil:
+			select {
+			case <-f.done:
+				if f.err != nil {
+					return fmt.Errorf("search: text cache: %w", f.err)
+				}
+			case <-ctx.Done():
+				return fmt.Errorf("search: text cache: %w", ctx.Err())
 			}
-		case <-ctx.Done():
-			return fmt.Errorf("search: text cache: %w", ctx.Err())
+		case lastErr != nil:
+			return fmt.Errorf("search: text cache: %w", lastErr)
 		}
 	}
 }
