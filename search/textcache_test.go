@@ -300,23 +300,11 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 func TestTextCacheUnderShortDeadlines(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 20_000
 	if raceEnabled {
 		n = 3_000
 	}
-	for i := range n {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', ?, 0, 0)`,
-			fmt.Sprintf("entry %d about wing flutter and boundary layer number %d", i, i%97)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	bulkArchival(t, db, n)
 	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
 	if err != nil {
 		t.Fatal(err)
@@ -377,16 +365,23 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 		}
 		for _, limit := range []int{10, 100} {
 			b.Run(fmt.Sprintf("cache=%v/limit=%d", cache, limit), func(b *testing.B) {
-				i := 0
-				for b.Loop() {
-					q := c.Queries[i%len(c.Queries)]
-					i++
-					if _, err := x.Search(ctx, q.Text, search.Scope{Agent: "a"},
-						search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(limit)); err != nil {
-						b.Fatal(err)
-					}
-				}
+				cranfieldQueries(b, x, c.Queries, search.FTS, limit)
 			})
+		}
+	}
+}
+
+// cranfieldQueries runs the queries in turn as agent "a" over archival
+// entries, one per benchmark iteration.
+func cranfieldQueries(b *testing.B, x *search.Index, queries []search.CranfieldQuery, mode search.Mode, limit int) {
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		q := queries[i%len(queries)]
+		i++
+		if _, err := x.Search(ctx, q.Text, search.Scope{Agent: "a"},
+			search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(limit)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
@@ -428,15 +423,7 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 	}
 	for _, limit := range []int{10, 100} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				q := c.Queries[i%len(c.Queries)]
-				i++
-				if _, err := x.Search(ctx, q.Text, search.Scope{Agent: "a"},
-					search.NewOptions().Mode(search.Hybrid).ContentTypes(search.Archival).Limit(limit)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cranfieldQueries(b, x, c.Queries, search.Hybrid, limit)
 		})
 	}
 }
