@@ -649,9 +649,15 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			ids[i] = h.id
 		}
 		// Which neighbours pass the filters; their rows are fetched only if
-		// they make the page (Index.fill).
-		passed, err := x.fetchRows(ctx, k, ids, scope, s, true)
-		if err != nil {
+		// they make the page (Index.fill, which checks the filters again).
+		// With no filter beyond the owner, the partition the KNN ran in
+		// already is one.
+		var passed []*Result
+		if ownerOnly(k, s) {
+			for _, id := range ids {
+				passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
+			}
+		} else if passed, err = x.fetchRows(ctx, k, ids, scope, s, true); err != nil {
 			return nil, err
 		}
 		byID := make(map[int64]*Result, len(passed))
@@ -683,6 +689,12 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		kk = min(kk*4, vecKMax)
 	}
 	return x.exactScan(ctx, k, qvec, scope, s, limit)
+}
+
+// ownerOnly reports whether the search filters k's rows by owner alone
+// (see filters): blocks and messages without a time window.
+func ownerOnly(k *kind, s *Settings) bool {
+	return k.t != Archival && s.Since.IsZero() && s.Until.IsZero()
 }
 
 // queryHits runs a KNN query selecting (id, distance) and keeps the rows
