@@ -617,3 +617,55 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 		t.Fatalf("WarmTextCache: %v, want the scan error", err)
 	}
 }
+
+// TestTextCacheFailedCatchUpKeepsState: a catch-up of a loaded cache that
+// fails (here: a row it cannot scan) changes nothing; searches rank in SQL
+// meanwhile, and once the row is fixed a later catch-up (after the
+// back-off) brings the cache back.
+func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	bulkArchival(t, db, 200)
+	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival) }
+	bad, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', 'zebra crossing', 'soon', 0)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badID, _ := bad.LastInsertId()
+	before := search.TextCacheAnswers(x)
+	rs, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts())
+	if err != nil || len(rs) != 10 {
+		t.Fatalf("search during a failing catch-up: %d results, %v", len(rs), err)
+	}
+	if search.TextCacheAnswers(x) != before {
+		t.Fatal("the cache answered although its catch-up failed")
+	}
+	if err := x.WarmTextCache(ctx); err == nil || !strings.Contains(err.Error(), "created_at") {
+		t.Fatalf("WarmTextCache: %v, want the scan error", err)
+	}
+	if !search.TextCacheLoaded(x) {
+		t.Fatal("a failed catch-up dropped the loaded cache")
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE archival SET created_at = 0 WHERE id = ?`, badID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for x.WarmTextCache(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never recovered after the row was fixed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before = search.TextCacheAnswers(x)
+	rs, err = x.Search(ctx, "zebra", search.Scope{Agent: "a"}, opts())
+	if err != nil || len(rs) != 1 || rs[0].ID != badID || search.TextCacheAnswers(x) != before+1 {
+		t.Fatalf("after recovery: %v, %v, cache answered %d", keys(rs), err, search.TextCacheAnswers(x)-before)
+	}
+}
