@@ -551,7 +551,11 @@ func bulkArchival(t *testing.T, db *sql.DB, n int) {
 func TestTextCacheBuildStopsAtClose(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	bulkArchival(t, db, 20_000)
+	n := 20_000
+	if raceEnabled {
+		n = 5_000 // slower build, fewer rows
+	}
+	bulkArchival(t, db, n)
 	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
 	if err != nil {
 		t.Fatal(err)
