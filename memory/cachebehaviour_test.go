@@ -184,6 +184,46 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
+// A large block is compacted less often, in proportion to its size (one
+// update per 128 characters), so saving its snapshot does not dominate the
+// cost of an append; a small one still every CompactAfter updates.
+func TestCompactionScalesWithSize(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "scale.db"), &memory.Options{CompactAfter: 10})
+	cases := []struct {
+		label       string
+		size        int
+		appends     int
+		wantCompact bool
+	}{
+		{"small", 100, 12, true},         // max(10, 0) = 10 updates
+		{"large", 12_800, 50, false},     // max(10, 100) = 100 updates
+		{"large-due", 12_800, 110, true}, // past 100 + its own growth/128
+	}
+	for _, tc := range cases {
+		t.Run(tc.label, func(t *testing.T) {
+			if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: tc.label, CharLimit: blocks.MaxCharLimit,
+				Value: strings.Repeat("x", tc.size)}); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.appends; i++ {
+				if err := c.AppendToBlock(ctx, "x", tc.label, "y"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var snapSeq int
+			c.DB().QueryRow(`SELECT snapshot_seq FROM blocks WHERE label = ?`, tc.label).Scan(&snapSeq)
+			if got := snapSeq > 0; got != tc.wantCompact {
+				t.Fatalf("%d-char block after %d appends: snapshot_seq %d, want compacted = %v", tc.size, tc.appends, snapSeq, tc.wantCompact)
+			}
+			r, err := c.RenderedContent(ctx, "x", tc.label)
+			if err != nil || r != strings.Repeat("x", tc.size)+strings.Repeat("y", tc.appends) {
+				t.Fatalf("rendered %d chars, err %v", len(r), err)
+			}
+		})
+	}
+}
+
 // Only incremental changes are written per commit: an append to a large
 // block stores a small update row, not the block.
 func TestUpdatesAreIncremental(t *testing.T) {
