@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -95,12 +96,13 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	now := c.nanos()
 	rendered := doc.Render()
 	var id int64
+	incarnation := newIncarnation()
 	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
-			char_limit, pinned, priority, snapshot, snapshot_crc, rendered, heads, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
+			char_limit, pinned, priority, snapshot, snapshot_crc, rendered, heads, created_at, updated_at, incarnation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 			agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
-			info.CharLimit, info.Pinned, info.Priority, snap, checksum(snap), rendered, strings.Join(doc.Heads(), ","), now, now).Scan(&id); err != nil {
+			info.CharLimit, info.Pinned, info.Priority, snap, checksum(snap), rendered, strings.Join(doc.Heads(), ","), now, now, incarnation).Scan(&id); err != nil {
 			return err
 		}
 		return bumpGen(tx, agent)
@@ -118,11 +120,21 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if err != nil {
 		return nil, err
 	}
+	e.incarnation = incarnation
 	c.lru.Add(id, e)
+	c.names.Store(nameKey(agent, info.Label), e)
 	c.flushEvicted(ctx)
 	c.wakeEmbedder()
 	return doc.View(agent, info.Permission), nil
 }
+
+// newIncarnation tells a new block from every earlier one with its id
+// (random, never 0, which marks rows made before the column existed).
+// SQLite reuses the id of the block deleted last, and a cache recognises a
+// block by its id: without it, a block deleted and made again by another
+// process could look to this process's cache like the one it holds, and it
+// would serve, and write changes based on, the old block's document.
+func newIncarnation() int64 { return rand.Int64N(1<<62) + 1 }
 
 // GetBlock returns a live view of the agent's own block. Writes through the
 // view are persisted by the store (write-through) or on Flush (write-back).
@@ -334,6 +346,20 @@ func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new strin
 // error is a *ProposalError; if the edit could not apply even if approved
 // (see ProposeEdit), no proposal is kept and that error is returned.
 func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
+	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
+		// Only a write that succeeds on the cached view is final: anything
+		// else (a refusal decided on a view that may be behind, a block
+		// deleted and made again elsewhere) is tried again below on a
+		// checked view. A failed attempt wrote nothing.
+		doc := ent.doc.View(agent, ent.doc.Info().Permission)
+		found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
+		switch {
+		case err == nil && found:
+			return c.afterEdit(ctx, ent, e)
+		case err != nil && (errors.Is(err, ErrPersist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed) || ctx.Err() != nil):
+			return err // the write itself failed: trying again could write it twice
+		}
+	}
 	ent, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return err
@@ -362,6 +388,26 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if !found {
 		return noMatch(e, ent.owner, label)
 	}
+	return c.afterEdit(ctx, ent, e)
+}
+
+// writeView returns the cached entry of the agent's own block for a write
+// without the freshness query a read needs (nil: take the checked path).
+// The write's transaction checks the row anyway — an edit applied to a
+// cached state that is behind is taken back and applied again on the
+// fresh one — so the query would only cost a read transaction per write.
+func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entry {
+	if owner != "" && owner != agent {
+		return nil // a share: its permission is read first anyway
+	}
+	if c.checkOpen(ctx) != nil || checkIDs(agent, label) != nil || ctx.Err() != nil {
+		return nil // the checked path reports it
+	}
+	return c.cachedEntry(agent, label)
+}
+
+// afterEdit is the work an applied edit leaves: a Log block's rotation.
+func (c *Cache) afterEdit(ctx context.Context, ent *entry, e Edit) error {
 	if e.Op == blocks.OpAppendLogEntry {
 		if err := c.rotateLog(ctx, ent); err != nil {
 			return err

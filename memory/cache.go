@@ -125,7 +125,11 @@ type Cache struct {
 	log         *slog.Logger
 
 	lru     *lru.Cache[int64, *entry]
-	schemas sync.Map   // schema JSON → decoded schema.Schema (listings decode each row otherwise)
+	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
+	// names maps nameKey(owner, label) to the cached entry last checked
+	// under that name, for writes that skip the freshness query (see
+	// writeView); evicted entries leave it.
+	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
 	mu      sync.Mutex // guards dirty, evicted, closed
@@ -159,9 +163,12 @@ type entry struct {
 	lastSeq int64            // highest update sequence reflected in doc
 	epoch   int64
 	metaVer int64
-	broken  error               // set when the block cannot be served (corrupt rows); the entry is dropped
-	actors  map[string]struct{} // who made the pending changes (write-back)
-	merged  []byte              // external changes merged by the running Write, persisted with it
+	// incarnation tells this block from others that had its id (see
+	// newIncarnation); it never changes.
+	incarnation int64
+	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
+	actors      map[string]struct{} // who made the pending changes (write-back)
+	merged      []byte              // external changes merged by the running Write, persisted with it
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
@@ -310,6 +317,7 @@ func (c *Cache) Flush(ctx context.Context) error {
 // onEvict runs inside the LRU's lock: only note the entry; flushing (I/O)
 // happens after the LRU call returns, in flushEvicted.
 func (c *Cache) onEvict(_ int64, e *entry) {
+	c.names.CompareAndDelete(nameKey(e.owner, e.label), e)
 	c.mu.Lock()
 	if _, dirty := c.dirty[e]; dirty {
 		c.evicted = append(c.evicted, e)
@@ -343,16 +351,17 @@ type blockRow struct {
 	historyBytes                  int64
 	rendered                      string
 	createdAt, updatedAt          int64
+	incarnation                   int64 // see newIncarnation
 }
 
 const blockCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
-	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, rendered, created_at, updated_at`
+	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, rendered, created_at, updated_at, incarnation`
 
 // stateCols is blockCols without the rendering: writes and catch-ups do
 // not need the old text, and reading it back would make each of them cost
 // the block's size.
 const stateCols = `id, owner, label, description, block_type, permission, schema_json, char_limit,
-	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, '', created_at, updated_at`
+	pinned, priority, meta_ver, epoch, snapshot_seq, last_seq, history_bytes, '', created_at, updated_at, incarnation`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -360,7 +369,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanBlock(s scanner, extra ...any) (blockRow, error) {
 	var r blockRow
 	dest := append([]any{&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
-		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.historyBytes, &r.rendered, &r.createdAt, &r.updatedAt}, extra...)
+		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.historyBytes, &r.rendered, &r.createdAt, &r.updatedAt, &r.incarnation}, extra...)
 	err := s.Scan(dest...)
 	return r, err
 }
@@ -427,22 +436,45 @@ func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, erro
 		return nil, err
 	}
 	c.remember(e)
+	c.names.Store(nameKey(owner, label), e)
 	return e, nil
+}
+
+// cachedEntry returns the cached entry of block (owner, label) without
+// any query, or nil when it is not cached (or broken). It may be behind
+// other processes' writes: only a write may use it, because the write
+// transaction checks the block's row again (claimAhead, writeState).
+func (c *Cache) cachedEntry(owner, label string) *entry {
+	v, ok := c.names.Load(nameKey(owner, label))
+	if !ok {
+		return nil
+	}
+	e := v.(*entry)
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return nil
+	}
+	if cur, ok := c.lru.Get(e.id); !ok || cur != e {
+		return nil
+	}
+	return e
 }
 
 func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, error) {
 	c.beforeCheck(owner, label)
-	var id, lastSeq, epoch, metaVer, snapSeq int64
-	st, err := c.prepared(ctx, `SELECT id, last_seq, epoch, meta_ver, snapshot_seq FROM blocks WHERE owner = ? AND label = ?`)
+	var id, lastSeq, epoch, metaVer, snapSeq, incarnation int64
+	st, err := c.prepared(ctx, `SELECT id, last_seq, epoch, meta_ver, snapshot_seq, incarnation FROM blocks WHERE owner = ? AND label = ?`)
 	if err != nil {
 		return nil, fmt.Errorf("memory: look up block %q of %q: %w", label, owner, err)
 	}
-	err = st.QueryRowContext(ctx, owner, label).Scan(&id, &lastSeq, &epoch, &metaVer, &snapSeq)
+	err = st.QueryRowContext(ctx, owner, label).Scan(&id, &lastSeq, &epoch, &metaVer, &snapSeq, &incarnation)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("block %q of agent %q", label, owner)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("memory: look up block %q of %q: %w", label, owner, err)
+	}
+	if e, ok := c.lru.Get(id); ok && e.incarnation != incarnation {
+		c.lru.Remove(id) // another block that had this id, deleted since
 	}
 	if e, ok := c.lru.Get(id); ok {
 		eSeq, eEpoch, eMeta, broken := e.freshness()
@@ -519,7 +551,7 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.epoch, e.metaVer = r.epoch, r.metaVer
+	e.epoch, e.metaVer, e.incarnation = r.epoch, r.metaVer, r.incarnation
 	if err := c.applyUpdates(ctx, tx, e, r.lastSeq); err != nil {
 		return nil, err
 	}
@@ -657,6 +689,10 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 // refresh brings e up to the row r read in q's transaction: metadata, then
 // updates. A corrupt row breaks the entry so every later read reports it.
 func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
+	if r.incarnation != e.incarnation {
+		c.lru.Remove(e.id)
+		return notFound("block %q of agent %q was deleted (a block made since has its id)", e.label, e.owner)
+	}
 	if r.epoch != e.epoch {
 		if err := c.switchEpoch(ctx, q, e, r); err != nil {
 			return err
@@ -720,26 +756,31 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	pre := c.applyAhead(ctx, e, req, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		r, perm, err := c.writeState(ctx, tx, true, e, req)
-		if err != nil {
-			return err
-		}
 		if pre != nil {
-			if pre.stillValid(r, perm, req) {
-				e.aheadPenalty -= e.aheadPenalty / 8
-				heads = pre.heads
-				seq, compact, err = c.insertUpdate(ctx, tx, e, r, pre.data, req.Actor, pre.rendered, pre.headsText)
+			ok, err := c.claimAhead(ctx, tx, e, req, pre)
+			if err != nil {
 				return err
 			}
-			// Another writer (or a permission or schema change) came
-			// between: take the edit back and apply it on the fresh state,
-			// and apply this block's next edits under the lock for a while.
+			if ok {
+				e.aheadPenalty -= e.aheadPenalty / 8
+				heads = pre.heads
+				seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor)
+				return err
+			}
+			// Another writer (or a permission or schema change, or a
+			// deletion) came between: take the edit back and apply it on
+			// the fresh state, and apply this block's next edits under
+			// the lock for a while.
 			pre = nil
 			e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
 			e.aheadSkip = e.aheadPenalty
 			if err := req.Undo(); err != nil {
 				return err
 			}
+		}
+		r, perm, err := c.writeState(ctx, tx, true, e, req)
+		if err != nil {
+			return err
 		}
 		if err := c.refresh(ctx, tx, e, r); err != nil {
 			return err
@@ -837,6 +878,16 @@ const (
 		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
 	insertUpdateQuery   = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ? WHERE id = ?`
+	// claimAheadQuery is updateRenderedQuery guarded by what an edit applied
+	// ahead of the lock assumed (see claimAhead): the row's sequence, epoch
+	// and metadata version, and the accessor's permission — the owner's on
+	// the row, anyone else's on its share — unless it is a system write.
+	claimAheadQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?
+		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
+			WHEN ? THEN TRUE
+			WHEN owner = ? THEN permission = ?
+			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
+		RETURNING snapshot_seq, history_bytes`
 )
 
 // writeState reads, inside the write transaction, the block's row and the
@@ -883,6 +934,9 @@ type aheadEdit struct {
 	data                    []byte
 	heads                   []string
 	headsText, rendered     string
+
+	// Set by claimAhead.
+	seq, now, snapshotSeq, historyBytes int64
 }
 
 // applyAhead applies an edit to the cached document before the write lock
@@ -927,11 +981,33 @@ func (c *Cache) applyAhead(ctx context.Context, e *entry, req blocks.WriteReques
 	return a
 }
 
-// stillValid reports whether the block's row r (read under the write lock)
-// and the accessor's current permission are what the edit was applied to.
-func (a *aheadEdit) stillValid(r blockRow, perm sharePerm, req blocks.WriteRequest) bool {
-	return r.lastSeq == a.lastSeq && r.epoch == a.epoch && r.metaVer == a.metaVer &&
-		(req.System || (perm.err == nil && perm.p == a.perm))
+// claimAhead stores the rendering and heads of an edit applied ahead, in
+// the caller's write transaction, if and only if the block's row and the
+// accessor's permission are still what the edit was applied to: one
+// statement that both checks and writes (the check is its WHERE clause).
+// It reports false, having changed nothing, when something came between.
+// On success it leaves in a the row's snapshot sequence and history size
+// that the compaction check needs.
+func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
+	a.seq = a.lastSeq + 1
+	a.now = c.nanos()
+	err := c.txQueryRow(ctx, tx, claimAheadQuery, a.seq, a.rendered, a.headsText, a.now, len(a.data),
+		e.id, e.incarnation, a.lastSeq, a.epoch, a.metaVer, req.System, req.Accessor, a.perm.String(), req.Accessor, a.perm.String(),
+	).Scan(&a.snapshotSeq, &a.historyBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// insertAhead writes the update row of an edit claimAhead claimed, and
+// compacts when due.
+func (c *Cache) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadEdit, actors string) (int64, compaction, error) {
+	if _, err := c.txExec(ctx, tx, insertUpdateQuery, e.id, a.seq, a.epoch, actors, a.data, checksum(a.data), a.now); err != nil {
+		return 0, 0, err
+	}
+	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes)
+	return a.seq, compacted, err
 }
 
 // insertUpdate appends data as the block's next update row and stores the
@@ -947,18 +1023,27 @@ func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, rendered, heads, now, len(data), e.id); err != nil {
 		return 0, 0, err
 	}
-	if seq-r.snapshotSeq >= c.compactAfter(e) {
-		if err = compactLocked(ctx, tx, e, seq); err != nil {
-			return 0, 0, err
-		}
-		compacted = compactOnly
-		// Against the full content, not the stored rendering (a viewport
-		// or a log's display limit shows only part of it).
-		if c.historyDue(r.historyBytes+int64(len(data)), e.doc.Size()) {
-			compacted = compactRebase
-		}
+	compacted, err = c.compactIfDue(ctx, tx, e, seq, r.snapshotSeq, r.historyBytes+int64(len(data)))
+	return seq, compacted, err
+}
+
+// compactIfDue compacts block e, just written at seq, when enough updates
+// accumulated since its snapshot (see compactAfter), and says whether the
+// compacted history (history bytes in this epoch, this write included) is
+// due for a new epoch.
+func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, snapshotSeq, history int64) (compaction, error) {
+	if seq-snapshotSeq < c.compactAfter(e) {
+		return 0, nil
 	}
-	return seq, compacted, nil
+	if err := compactLocked(ctx, tx, e, seq); err != nil {
+		return 0, err
+	}
+	// Against the full content, not the stored rendering (a viewport or a
+	// log's display limit shows only part of it).
+	if c.historyDue(history, e.doc.Size()) {
+		return compactRebase, nil
+	}
+	return compactOnly, nil
 }
 
 // compactCharsPerUpdate scales compaction with a block's size (see

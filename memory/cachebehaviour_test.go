@@ -458,3 +458,80 @@ func TestWriteBackMergeIsPersisted(t *testing.T) {
 		t.Fatalf("history has %d changes, want 5", len(h))
 	}
 }
+
+// A write reuses its process's cached block without a freshness query;
+// the write transaction still decides on the fresh row. Each case: store
+// a caches the block, store b changes it, then a writes through its cached
+// entry, and the result must be what a fresh store would do.
+func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		perm    blocks.Permission // the block's permission when a caches it
+		other   func(b *memory.Cache) error
+		wantErr error  // a's append "+a"
+		want    string // the block afterwards, read by a fresh store
+	}{
+		{"another writer's append", blocks.ReadWrite,
+			func(b *memory.Cache) error { return b.AppendToBlock(ctx, "x", "n", "+b") },
+			nil, "0123456789+b+a"},
+		{"limit reached by another writer", blocks.ReadWrite,
+			func(b *memory.Cache) error { return b.AppendToBlock(ctx, "x", "n", strings.Repeat("b", 29)) },
+			blocks.ErrLimit, "0123456789" + strings.Repeat("b", 29)},
+		{"made read-only elsewhere", blocks.Admin,
+			func(b *memory.Cache) error { return b.SetBlockPermission(ctx, "x", "n", blocks.ReadOnly) },
+			blocks.ErrPermission, "0123456789"},
+		{"made append-only elsewhere", blocks.Admin,
+			func(b *memory.Cache) error { return b.SetBlockPermission(ctx, "x", "n", blocks.Append) },
+			nil, "0123456789+a"},
+		{"deleted and made again elsewhere", blocks.Admin,
+			func(b *memory.Cache) error {
+				if err := b.DeleteBlock(ctx, "x", "n"); err != nil {
+					return err
+				}
+				_, err := b.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: "new", CharLimit: 40})
+				return err
+			},
+			nil, "new+a"},
+		{"deleted elsewhere", blocks.Admin,
+			func(b *memory.Cache) error { return b.DeleteBlock(ctx, "x", "n") },
+			memory.ErrNotFound, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "behind.db")
+			a := openFile(t, path, nil)
+			b := openFile(t, path, nil)
+			if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: "0123456789", CharLimit: 40, Permission: tc.perm}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.GetBlock(ctx, "x", "n"); err != nil { // a caches it
+				t.Fatal(err)
+			}
+			if err := tc.other(b); err != nil {
+				t.Fatal(err)
+			}
+			err := a.AppendToBlock(ctx, "x", "n", "+a")
+			if (tc.wantErr == nil) != (err == nil) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+				t.Fatalf("append: %v, want %v", err, tc.wantErr)
+			}
+			if tc.want == "" {
+				return
+			}
+			fresh := openFile(t, path, nil)
+			for name, s := range map[string]*memory.Cache{"a": a, "fresh": fresh} {
+				got, err := s.RenderedContent(ctx, "x", "n")
+				if err != nil || got != tc.want {
+					t.Fatalf("store %s reads %q (%v), want %q", name, got, err, tc.want)
+				}
+				d, err := s.GetBlock(ctx, "x", "n")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text, _ := d.Text(); text != tc.want {
+					t.Fatalf("store %s's document holds %q, want %q", name, text, tc.want)
+				}
+			}
+		})
+	}
+}

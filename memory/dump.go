@@ -237,10 +237,10 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		for _, p := range pre {
 			sj, _ := schema.Marshal(p.info.Schema)
 			res, err := tx.Exec(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json, char_limit,
-				pinned, priority, snapshot, rendered, heads, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING`,
+				pinned, priority, snapshot, rendered, heads, created_at, updated_at, incarnation)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING`,
 				p.info.Owner, p.info.Label, p.info.Description, string(p.info.Type), p.info.Permission.String(), string(sj),
-				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.b.Document, p.rendered, p.heads, now, now)
+				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.b.Document, p.rendered, p.heads, now, now, newIncarnation())
 			if err != nil {
 				return err
 			}

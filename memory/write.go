@@ -46,7 +46,7 @@ type txStatements interface {
 }
 
 // hotWrites are the statements every block write runs.
-var hotWrites = []string{writeStateQuery, insertUpdateQuery, updateRenderedQuery}
+var hotWrites = []string{writeStateQuery, insertUpdateQuery, updateRenderedQuery, claimAheadQuery}
 
 // txExec runs query in tx, through the backend's prepared statement when
 // it keeps one.
