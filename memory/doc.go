@@ -41,12 +41,12 @@
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
 // only through [Cache.MergeChanges], validated and persisted like any write.
 //
-// Past Options.CompactAfter updates, a block's updates are folded into its
-// snapshot in the writing transaction. A block whose history outgrows its
-// content (Options.HistoryLimit) is then rebased onto a fresh document
-// holding only its value, a new epoch: the old history is archived
-// ([Cache.BlockHistory] and [Cache.BlockAt] still read it), every replica
-// switches in place, and changes made on an older epoch are never merged
+// Past Options.CompactAfter updates (more for a large block), a block's
+// updates are folded into its snapshot in the writing transaction. A block
+// whose history outgrows its content (Options.HistoryLimit) is then rebased
+// onto a fresh document holding only its value, a new epoch: the old
+// history is archived ([Cache.BlockHistory] and [Cache.BlockAt] still read
+// it), every replica switches in place, and changes made on an older epoch are never merged
 // into the new document. Log blocks whose schema sets a Retention move
 // older entries into archival memory.
 //
