@@ -46,9 +46,9 @@
 // whose history outgrows its content (Options.HistoryLimit) is then rebased
 // onto a fresh document holding only its value, a new epoch: the old
 // history is archived ([Cache.BlockHistory] and [Cache.BlockAt] still read
-// it), every replica switches in place, and changes made on an older epoch are never merged
-// into the new document. Log blocks whose schema sets a Retention move
-// older entries into archival memory.
+// it), every replica switches in place, and changes made on an older
+// epoch are never merged into the new document. Log blocks whose schema
+// sets a Retention move older entries into archival memory.
 //
 // # Several processes, one database
 //
