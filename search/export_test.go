@@ -22,3 +22,5 @@ func TextCacheLoaded(x *Index) bool {
 	defer x.text.mu.RUnlock()
 	return x.text.seq >= 0
 }
+
+func TextCacheFilters(x *Index) int64 { return x.textFilters.Load() }

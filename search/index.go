@@ -85,8 +85,9 @@ type Index struct {
 	opts  IndexOptions
 	cache *vecCache  // nil unless IndexOptions.VectorCache
 	text  *textCache // nil unless IndexOptions.TextCache (SQLite)
-	// textAnswers counts full-text legs the text cache answered.
-	textAnswers atomic.Int64
+	// textAnswers counts full-text legs the text cache answered;
+	// textFilters, vector legs whose filters it checked.
+	textAnswers, textFilters atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.
 	beforeFill func()
 	// pgvWrite: the vec_* tables have pgvector's emb column, which every

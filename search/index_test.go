@@ -179,6 +179,7 @@ var cacheModes = []struct {
 }{
 	{"vec0", nil},
 	{"cache", &search.IndexOptions{VectorCache: true}},
+	{"caches", &search.IndexOptions{VectorCache: true, TextCache: true}},
 }
 
 func TestIsolation(t *testing.T) {
@@ -299,6 +300,12 @@ func testFilters(t *testing.T, opts *search.IndexOptions) {
 	msg := insertMessage(t, db, "a", "user", "deploy now please", day(5))
 	blk := insertBlock(t, db, "a", "deploys", "deploy log")
 	indexAll(t, ctx, db, x)
+	textCache := opts != nil && opts.TextCache
+	if textCache {
+		if err := x.WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ak := func(ids ...int64) []string {
 		var out []string
 		for _, id := range ids {
@@ -342,6 +349,9 @@ func testFilters(t *testing.T, opts *search.IndexOptions) {
 				}
 			}
 		}
+	}
+	if textCache && search.TextCacheFilters(x) == 0 {
+		t.Error("no vector leg had its filters checked by the text cache")
 	}
 	// Tags and metadata come back.
 	rs, err := x.Search(ctx, "deploy", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).AllTags("prod"))

@@ -657,6 +657,10 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			for _, id := range ids {
 				passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
 			}
+		} else if cached, ok, err := x.cachedFilter(ctx, k, ids, scope, s); err != nil {
+			return nil, err
+		} else if ok {
+			passed = cached
 		} else if passed, err = x.fetchRows(ctx, k, ids, scope, s, true); err != nil {
 			return nil, err
 		}
@@ -811,9 +815,16 @@ type resultKey struct {
 // fuseRRF fuses ranked lists by reciprocal rank; weights (nil = all 1)
 // scale each list's contributions.
 func fuseRRF(lists [][]*Result, weights []float64) []*Result {
-	merged := map[resultKey]*Result{}
-	best := map[resultKey]int{}
-	var order []*Result
+	type fused struct {
+		r    *Result
+		best int // the best rank in any list
+	}
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	merged := make(map[resultKey]*fused, n)
+	order := make([]*fused, 0, n)
 	for li, l := range lists {
 		w := 1.0
 		if weights != nil {
@@ -822,43 +833,46 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 		for i, r := range l {
 			key := resultKey{r.Type, r.ID}
 			rank := i + 1
-			m, ok := merged[key]
+			f, ok := merged[key]
 			if !ok {
 				cp := *r
 				cp.Source.Fused = 0
-				m = &cp
-				merged[key] = m
-				best[key] = rank
-				order = append(order, m)
+				f = &fused{r: &cp, best: rank}
+				merged[key] = f
+				order = append(order, f)
 			} else {
+				m := f.r
 				if r.Source.FTSRank != 0 && m.Source.FTSRank == 0 {
 					m.Source.FTSRank, m.Source.BM25 = r.Source.FTSRank, r.Source.BM25
 				}
 				if r.Source.VectorRank != 0 && m.Source.VectorRank == 0 {
 					m.Source.VectorRank, m.Source.Distance = r.Source.VectorRank, r.Source.Distance
 				}
-				best[key] = min(best[key], rank)
+				f.best = min(f.best, rank)
 			}
-			m.Source.Fused += w / float64(RRFK+rank)
+			f.r.Source.Fused += w / float64(RRFK+rank)
 		}
 	}
-	for _, m := range order {
-		m.Score = m.Source.Fused
+	for _, f := range order {
+		f.r.Score = f.r.Source.Fused
 	}
-	slices.SortStableFunc(order, func(a, b *Result) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+	slices.SortStableFunc(order, func(a, b *fused) int {
+		if c := cmp.Compare(b.r.Score, a.r.Score); c != 0 {
 			return c
 		}
-		ka, kb := resultKey{a.Type, a.ID}, resultKey{b.Type, b.ID}
-		if c := cmp.Compare(best[ka], best[kb]); c != 0 {
+		if c := cmp.Compare(a.best, b.best); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+		if c := cmp.Compare(a.r.Type, b.r.Type); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.r.ID, b.r.ID)
 	})
-	return order
+	out := make([]*Result, len(order))
+	for i, f := range order {
+		out[i] = f.r
+	}
+	return out
 }
 
 // excerpt returns the start of s, at most n bytes, cut at a word boundary,

@@ -576,12 +576,32 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 		}
 		phrases = append(phrases, stem)
 	}
+	keep, ok, err := x.textKeep(ctx, k, scope, s)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	hits := x.text.search(k.t, phrases, keep, limit)
+	out := make([]*Result, len(hits))
+	for i, h := range hits {
+		out[i] = &Result{Type: k.t, ID: h.id, stub: true,
+			Source: ScoreSource{FTSRank: i + 1, BM25: h.score}}
+	}
+	x.textAnswers.Add(1)
+	return out, true, nil
+}
+
+// textKeep returns the search's filters (scope, superseded rows, time
+// window) as a check of the text cache's copy of a row, with the cache
+// caught up to the log. ok is false when the cache is still loading (rank
+// and filter in SQL meanwhile). Tag and metadata filters are not in the
+// cache: callers check for them first.
+func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings) (keep func(*textDoc) bool, ok bool, err error) {
 	bounds, err := x.stmt(ctx, textLogBounds)
 	if err != nil {
 		return nil, false, fmt.Errorf("search: text cache: %w", err)
 	}
 	if err := x.text.sync(ctx, x.db, bounds); errors.Is(err, errTextCacheLoading) {
-		return nil, false, nil // rank in SQL meanwhile
+		return nil, false, nil
 	} else if err != nil {
 		return nil, false, err
 	}
@@ -598,7 +618,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	if !s.Until.IsZero() {
 		until = s.Until.UnixNano()
 	}
-	keep := func(d *textDoc) bool {
+	return func(d *textDoc) bool {
 		if !scope.All && d.owner != scope.Agent && !shared[d.id] {
 			return false
 		}
@@ -606,15 +626,43 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 			return false
 		}
 		return d.created >= since && d.created < until
+	}, true, nil
+}
+
+// cachedFilter checks which of the rows ids (of kind k) pass the search's
+// filters against the text cache's copy of them, in process, as stubs in
+// the order of ids: the vector leg's filter check without a query. ok is
+// false when the cache cannot decide — no text cache, tag or metadata
+// filters, still loading, or a row it does not hold (written after its
+// last catch-up) — and the check must run in SQL. The page's rows are
+// checked again when fetched (Index.fill).
+func (x *Index) cachedFilter(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings) (passed []*Result, ok bool, err error) {
+	if x.text == nil || s.hasTagFilter() || len(s.Metadata) > 0 {
+		return nil, false, nil
 	}
-	hits := x.text.search(k.t, phrases, keep, limit)
-	out := make([]*Result, len(hits))
-	for i, h := range hits {
-		out[i] = &Result{Type: k.t, ID: h.id, stub: true,
-			Source: ScoreSource{FTSRank: i + 1, BM25: h.score}}
+	keep, ok, err := x.textKeep(ctx, k, scope, s)
+	if !ok || err != nil {
+		return nil, false, err
 	}
-	x.textAnswers.Add(1)
-	return out, true, nil
+	c := x.text
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[k.t]
+	if p == nil {
+		return nil, false, nil
+	}
+	passed = make([]*Result, 0, len(ids))
+	for _, id := range ids {
+		slot, held := p.slots[id]
+		if !held {
+			return nil, false, nil
+		}
+		if keep(&p.docs[slot]) {
+			passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
+		}
+	}
+	x.textFilters.Add(1)
+	return passed, true, nil
 }
 
 // sharedWith returns the ids of the blocks shared with agent.
