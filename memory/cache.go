@@ -126,6 +126,7 @@ type Cache struct {
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
+	wq      writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name, for writes that skip the freshness query (see
 	// writeView); evicted entries leave it.
@@ -222,7 +223,8 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 }
 
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
-	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB()}
+	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
+		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCache: o.VectorCache, TextCache: o.TextCache, Engine: be.SearchEngine(), Write: be.Write})
@@ -230,7 +232,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}
 	if ts, ok := be.(txStatements); ok {
-		if err := ts.Prepare(ctx, hotWrites...); err != nil {
+		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}
 	}
@@ -876,19 +878,65 @@ type sharePerm struct {
 const (
 	writeStateQuery = `SELECT ` + stateCols + `,
 		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
-	insertUpdateQuery   = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ? WHERE id = ?`
+	insertUpdateQuery = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// updateRenderedQuery stores a write's rendering and heads; %s is
+	// where padSet goes on SQLite.
+	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?%s WHERE id = ?`
 	// claimAheadQuery is updateRenderedQuery guarded by what an edit applied
 	// ahead of the lock assumed (see claimAhead): the row's sequence, epoch
 	// and metadata version, and the accessor's permission — the owner's on
 	// the row, anyone else's on its share — unless it is a system write.
-	claimAheadQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?
+	claimAheadQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?%s
 		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
 			WHEN ? THEN TRUE
 			WHEN owner = ? THEN permission = ?
 			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
 		RETURNING snapshot_seq, history_bytes`
+
+	// padSet keeps a large block's row the same size when its rendering
+	// grows or shrinks a little (SQLite only; see padArgs). SQLite rewrites
+	// every page of a row whose size changes, but overwrites a row of
+	// unchanged size in place, writing only the pages whose bytes differ:
+	// with the slack in blocks.pad (zeros after the other columns) taking
+	// up the difference, an append to a 140k-character block writes a few
+	// pages to the WAL instead of ~155 KB. The right-hand sides read the
+	// row's old values, and octet_length reads no text. Out of slack (or
+	// with too much), the pad is made anew at an eighth of the rendering,
+	// and that one write rewrites the row. PostgreSQL writes a new row
+	// version on every update anyway, so it has no pad.
+	padSet = `, pad = CASE WHEN ? THEN CASE
+			WHEN COALESCE(octet_length(pad), 0) + octet_length(rendered) + octet_length(heads) - ? BETWEEN 0 AND ?
+			THEN zeroblob(COALESCE(octet_length(pad), 0) + octet_length(rendered) + octet_length(heads) - ?)
+			ELSE zeroblob(?) END END`
 )
+
+// padFrom is the smallest rendering (bytes) that keeps slack in its row
+// (see padSet): below it, rewriting the row costs a few pages anyway.
+const padFrom = 8 << 10
+
+// writeQueries are the block-write statements for one backend.
+type writeQueries struct {
+	claimAhead, updateRendered string
+	padded                     bool // SQLite: padSet is in both
+}
+
+func newWriteQueries(padded bool) writeQueries {
+	pad := ""
+	if padded {
+		pad = padSet
+	}
+	return writeQueries{claimAhead: fmt.Sprintf(claimAheadQuery, pad), updateRendered: fmt.Sprintf(updateRenderedQuery, pad), padded: padded}
+}
+
+// padArgs are padSet's arguments for a write storing rendered and heads
+// (none without it).
+func (w writeQueries) padArgs(rendered, heads string) []any {
+	if !w.padded {
+		return nil
+	}
+	n := len(rendered) + len(heads)
+	return []any{len(rendered) >= padFrom, n, len(rendered)/4 + 4096, n, len(rendered)/8 + 1024}
+}
 
 // writeState reads, inside the write transaction, the block's row and the
 // accessor's current permission on it (the owner's, or the share's).
@@ -991,9 +1039,9 @@ func (c *Cache) applyAhead(ctx context.Context, e *entry, req blocks.WriteReques
 func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
 	a.seq = a.lastSeq + 1
 	a.now = c.nanos()
-	err := c.txQueryRow(ctx, tx, claimAheadQuery, a.seq, a.rendered, a.headsText, a.now, len(a.data),
-		e.id, e.incarnation, a.lastSeq, a.epoch, a.metaVer, req.System, req.Accessor, a.perm.String(), req.Accessor, a.perm.String(),
-	).Scan(&a.snapshotSeq, &a.historyBytes)
+	args := append([]any{a.seq, a.rendered, a.headsText, a.now, len(a.data)}, c.wq.padArgs(a.rendered, a.headsText)...)
+	args = append(args, e.id, e.incarnation, a.lastSeq, a.epoch, a.metaVer, req.System, req.Accessor, a.perm.String(), req.Accessor, a.perm.String())
+	err := c.txQueryRow(ctx, tx, c.wq.claimAhead, args...).Scan(&a.snapshotSeq, &a.historyBytes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -1020,7 +1068,8 @@ func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
 		return 0, 0, err
 	}
-	if _, err = c.txExec(ctx, tx, updateRenderedQuery, seq, rendered, heads, now, len(data), e.id); err != nil {
+	args := append([]any{seq, rendered, heads, now, len(data)}, c.wq.padArgs(rendered, heads)...)
+	if _, err = c.txExec(ctx, tx, c.wq.updateRendered, append(args, e.id)...); err != nil {
 		return 0, 0, err
 	}
 	compacted, err = c.compactIfDue(ctx, tx, e, seq, r.snapshotSeq, r.historyBytes+int64(len(data)))

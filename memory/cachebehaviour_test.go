@@ -2,8 +2,10 @@ package memory_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -533,5 +535,77 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A large block's row keeps slack (blocks.pad) so that small changes to
+// its rendering leave the row's size alone and SQLite rewrites only the
+// pages that changed: an append to a 100k-character block writes a few
+// pages to the WAL, not the whole rendering. Readers never see the pad,
+// and it stays bounded whatever the edits do to the block's size.
+func TestLargeBlockRowKeepsItsSize(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pad.db")
+	c := openFile(t, path, nil)
+	line := "one more line of the deploy notes, with a reason\n"
+	body := strings.Repeat(line, 100_000/len(line))
+	if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
+		t.Fatal(err)
+	}
+	want := body
+	appendLine := func(s string) {
+		t.Helper()
+		if err := c.AppendToBlock(ctx, "x", "big", s); err != nil {
+			t.Fatal(err)
+		}
+		want += s
+	}
+	walSize := func() int64 {
+		st, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	appendLine("the first append makes the slack\n")
+	before := walSize()
+	const n = 20
+	for i := range n {
+		appendLine(fmt.Sprintf("line %d of what happened today\n", i))
+	}
+	if per := (walSize() - before) / n; per > 40<<10 {
+		t.Errorf("an append to a %d-byte block wrote %d bytes to the WAL: the row was rewritten", len(want), per)
+	}
+	checkPad := func(what string) {
+		t.Helper()
+		got, err := c.RenderedContent(ctx, "x", "big")
+		if err != nil || got != want {
+			t.Fatalf("%s: rendering %d bytes (%v), want %d", what, len(got), err, len(want))
+		}
+		var pad sql.NullInt64
+		if err := c.DB().QueryRow(`SELECT octet_length(pad) FROM blocks WHERE label = 'big'`).Scan(&pad); err != nil {
+			t.Fatal(err)
+		}
+		if limit := int64(len(want)/4 + 4096); pad.Int64 > limit {
+			t.Fatalf("%s: pad %d bytes, more than %d", what, pad.Int64, limit)
+		}
+	}
+	checkPad("after appends")
+	// Shrinking a little keeps the row's size (the pad grows); shrinking a
+	// lot makes a new, smaller pad; shrinking below padFrom drops it.
+	for _, cut := range []int{len(want) - 200, len(want) / 3, 2000} {
+		if err := c.UpdateBlockText(ctx, "x", "big", want[:cut]); err != nil {
+			t.Fatal(err)
+		}
+		want = want[:cut]
+		checkPad(fmt.Sprintf("cut to %d", cut))
+	}
+	fresh := openFile(t, path, nil)
+	d, err := fresh.GetBlock(ctx, "x", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := d.Text(); text != want {
+		t.Fatalf("a fresh store loads %d bytes, want %d", len(text), len(want))
 	}
 }

@@ -45,9 +45,6 @@ type txStatements interface {
 	TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt
 }
 
-// hotWrites are the statements every block write runs.
-var hotWrites = []string{writeStateQuery, insertUpdateQuery, updateRenderedQuery, claimAheadQuery}
-
 // txExec runs query in tx, through the backend's prepared statement when
 // it keeps one.
 func (c *Cache) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
