@@ -421,6 +421,9 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 	return n == 3, nil
 }
 
+// vecChunkSize is the vec0 tables' chunk size (see createVecTables).
+const vecChunkSize = 128
+
 // createVecTables creates the vec0 tables for dims, the vector-change log
 // and the triggers that drop a vector with its row (or when the row changes
 // owner, so a vector can never be found under its old owner's partition).
@@ -442,9 +445,17 @@ func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error 
 	for _, t := range contentKinds {
 		k := kinds[t]
 		stmts := []string{
+			// chunk_size: vec0 stores a partition's vectors in chunk blobs
+			// and writes each new vector into its chunk through incremental
+			// blob I/O, which walks the blob's overflow pages up to the
+			// vector's place; 128-vector chunks (192 KB at 384 dims, not
+			// 1.5 MB) made a 10k×384 bulk load ~25% faster and the 50k KNN
+			// scan no slower, and an agent with a few vectors no longer
+			// holds a 1.5 MB chunk. Tables made before keep their size.
 			fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
 				owner text partition key,
-				embedding float[%d] distance_metric=cosine)`, k.vec, dims),
+				embedding float[%d] distance_metric=cosine,
+				chunk_size=%d)`, k.vec, dims, vecChunkSize),
 			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
 				DELETE FROM %[1]s WHERE rowid = old.id;
 				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
