@@ -131,8 +131,8 @@ type schemaSQL struct {
 	last map[int64]int64 // block id -> sequence, as the store's cache knows it
 }
 
-// openSchemaSQL opens engram's schema; noFTS drops the trigger that
-// re-indexes a block in FTS5 when its rendering changes, to isolate that
+// openSchemaSQL opens engram's schema; noFTS drops the trigger that marks
+// a block for FTS5 re-indexing when its rendering changes, to isolate that
 // cost.
 func openSchemaSQL(ctx context.Context, path string, noFTS bool) (*schemaSQL, error) {
 	db, err := sql.Open(sqlitebackend.Driver, bareDSN(path)+"&_foreign_keys=1")
