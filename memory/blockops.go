@@ -121,8 +121,11 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 		return nil, err
 	}
 	e.incarnation = incarnation
+	// Stale until first checked: a notification of another process's write
+	// that came before the Add found nothing to mark.
+	e.stale.Store(true)
 	c.lru.Add(id, e)
-	c.names.Store(nameKey(agent, info.Label), e)
+	c.remember(e)
 	c.flushEvicted(ctx)
 	c.wakeEmbedder()
 	return doc.View(agent, info.Permission), nil

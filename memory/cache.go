@@ -128,8 +128,9 @@ type Cache struct {
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
 	wq      writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
-	// under that name, for writes that skip the freshness query (see
-	// writeView); evicted entries leave it.
+	// under that name (remember), for the hits that skip the freshness
+	// query: a write's (writeView) and, with notifications, a read's
+	// (notifiedHit). Evicted entries leave it.
 	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
@@ -438,7 +439,6 @@ func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, erro
 		return nil, err
 	}
 	c.remember(e)
-	c.names.Store(nameKey(owner, label), e)
 	return e, nil
 }
 
@@ -475,15 +475,14 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 	if err != nil {
 		return nil, fmt.Errorf("memory: look up block %q of %q: %w", label, owner, err)
 	}
-	if e, ok := c.lru.Get(id); ok && e.incarnation != incarnation {
-		c.lru.Remove(id) // another block that had this id, deleted since
-	}
 	if e, ok := c.lru.Get(id); ok {
 		eSeq, eEpoch, eMeta, broken := e.freshness()
-		if broken == nil && eEpoch == epoch && eSeq >= lastSeq && eMeta == metaVer {
+		// (Another incarnation: a block that had this id, deleted since.)
+		usable := broken == nil && e.incarnation == incarnation
+		if usable && eEpoch == epoch && eSeq >= lastSeq && eMeta == metaVer {
 			return e, nil
 		}
-		if broken == nil {
+		if usable {
 			// (A new epoch too: refresh switches the document in place.)
 			if err := c.catchUp(ctx, e); err != nil {
 				return nil, err
@@ -495,7 +494,7 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if e, ok := c.lru.Get(id); ok {
-		if _, _, _, broken := e.freshness(); broken == nil {
+		if _, _, _, broken := e.freshness(); broken == nil && e.incarnation == incarnation {
 			return e, c.catchUp(ctx, e)
 		}
 	}

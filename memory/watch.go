@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 )
 
@@ -11,10 +10,9 @@ import (
 // a notification that marks the cached entry stale, and only stale entries
 // (or any entry while the channel is down) take the query path.
 type watch struct {
-	live   atomic.Bool // notifications flow: unmarked entries are current
-	byName sync.Map    // nameKey(owner, label) → *entry, for the query-free hit
-	stop   context.CancelFunc
-	done   chan struct{}
+	live atomic.Bool // notifications flow: unmarked entries are current
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func nameKey(owner, label string) string { return owner + "\x00" + label }
@@ -66,7 +64,7 @@ func (c *Cache) notifiedHit(owner, label string) *entry {
 	if w == nil || !w.live.Load() {
 		return nil
 	}
-	v, ok := w.byName.Load(nameKey(owner, label))
+	v, ok := c.names.Load(nameKey(owner, label))
 	if !ok {
 		return nil
 	}
@@ -90,15 +88,13 @@ func (c *Cache) beforeCheck(owner, label string) {
 	if c.watch == nil {
 		return
 	}
-	if v, ok := c.watch.byName.Load(nameKey(owner, label)); ok {
+	if v, ok := c.names.Load(nameKey(owner, label)); ok {
 		v.(*entry).stale.Store(false)
 	}
 }
 
 func (c *Cache) remember(e *entry) {
-	if c.watch != nil {
-		c.watch.byName.Store(nameKey(e.owner, e.label), e)
-	}
+	c.names.Store(nameKey(e.owner, e.label), e)
 }
 
 // afterFailedCheck re-marks the entry beforeCheck cleared: the check did
@@ -107,7 +103,7 @@ func (c *Cache) afterFailedCheck(owner, label string) {
 	if c.watch == nil {
 		return
 	}
-	if v, ok := c.watch.byName.Load(nameKey(owner, label)); ok {
+	if v, ok := c.names.Load(nameKey(owner, label)); ok {
 		v.(*entry).stale.Store(true)
 	}
 }
