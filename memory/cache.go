@@ -65,14 +65,16 @@ type Options struct {
 	// to load on first use, in exchange for ~5× faster KNN than vec0's scan
 	// inside SQLite (hybrid over 100k entries: ~15 ms instead of ~75 ms).
 	VectorCache bool
-	// TextCache keeps an in-memory copy of the full-text index (SQLite
-	// only): FTS legs rank in process with FTS5's bm25 over the same terms,
-	// returning what FTS5 would, about 10× faster on Cranfield. It costs
-	// about 8 bytes per distinct word per row (Cranfield's 1,400 abstracts:
-	// ~1.1 MB; 100k short entries: 32 MB). The first search starts building
-	// it in the background (0.9 s at 100k entries); searches rank in SQL
-	// until it is ready.
-	TextCache bool
+	// TextCacheBytes bounds the in-memory copy of the full-text index that
+	// full-text legs rank over (SQLite only; default 64 MiB, negative: no
+	// copy): FTS5's bm25 over the same terms, returning what FTS5 would,
+	// about 10× faster on Cranfield. It costs about 8 bytes per distinct
+	// word per row (Cranfield's 1,400 abstracts: ~1.1 MB; 100k short
+	// entries: ~32 MB). The first search starts building it in the
+	// background (0.9 s at 100k entries) and searches rank in SQL until it
+	// is ready; a database whose copy would exceed the bound ranks in SQL
+	// (search.IndexOptions.TextCacheBytes).
+	TextCacheBytes int64
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.
@@ -228,7 +230,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
-		VectorCache: o.VectorCache, TextCache: o.TextCache, Engine: be.SearchEngine(), Write: be.Write})
+		VectorCache: o.VectorCache, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write})
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-textcache", "file-caches", "file-epochs"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-notextcache", "file-caches", "file-epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -29,9 +29,9 @@ func TestCacheConformance(t *testing.T) {
 					opts.VectorCache = true
 				case "file-caches":
 					opts.Embedder = search.NewOffline(64)
-					opts.VectorCache, opts.TextCache = true, true
-				case "file-textcache":
-					opts.TextCache = true // full-text legs ranked in process
+					opts.VectorCache = true
+				case "file-notextcache":
+					opts.TextCacheBytes = -1 // full-text legs ranked by FTS5
 				case "file-epochs":
 					// Compaction every 3 writes, each a candidate for a
 					// new epoch: every behaviour holds across switches.

@@ -11,7 +11,7 @@ import (
 // analyze calls fn with each term of text as the FTS5 tables index it
 // (tokenize = 'porter unicode61 remove_diacritics 2'): runs of token
 // characters, case-folded, diacritics removed, then Porter-stemmed
-// (stemInPlace). The in-process text index (IndexOptions.TextCache) indexes
+// (stemInPlace). The in-process text index (IndexOptions.TextCacheBytes) indexes
 // and queries with it, so it must split and stem exactly as SQLite does:
 //   - bytes are decoded as SQLite decodes them, invalid UTF-8 included;
 //   - which characters are token characters and what they fold to follows

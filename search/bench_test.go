@@ -241,12 +241,12 @@ func (l latencies) report(b *testing.B) {
 }
 
 func benchSearch(b *testing.B, mode search.Mode, cache bool) {
-	benchSearchWith(b, mode, search.IndexOptions{VectorCache: cache})
+	benchSearchWith(b, mode, search.IndexOptions{VectorCache: cache, TextCacheBytes: -1})
 }
 
 func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 	d := getBench(b)
-	cache := io.VectorCache || io.TextCache
+	cache := io.VectorCache || io.TextCacheBytes >= 0
 	_, x := openBench(b, d, memoEmbedder{search.NewOffline(benchDims), d.qvecs}, &io)
 	ctx := context.Background()
 	opts := search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(10)
@@ -302,8 +302,8 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 // BenchmarkFTS: FTS over the archive, limit 10 (budget: p50 under 5 ms at
 // 100k entries).
 func BenchmarkFTS(b *testing.B) {
-	b.Run("fts5", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{}) })
-	b.Run("textcache", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{TextCache: true}) })
+	b.Run("fts5", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{TextCacheBytes: -1}) })
+	b.Run("textcache", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{}) })
 }
 
 // BenchmarkHybrid: FTS + vector KNN fused, limit 10, query vectors
@@ -313,7 +313,7 @@ func BenchmarkHybrid(b *testing.B) {
 	b.Run("vec0", func(b *testing.B) { benchSearch(b, search.Hybrid, false) })
 	b.Run("cache", func(b *testing.B) { benchSearch(b, search.Hybrid, true) })
 	b.Run("both-caches", func(b *testing.B) {
-		benchSearchWith(b, search.Hybrid, search.IndexOptions{VectorCache: true, TextCache: true})
+		benchSearchWith(b, search.Hybrid, search.IndexOptions{VectorCache: true})
 	})
 }
 

@@ -40,18 +40,22 @@
 //
 // Migration 0009 adds search_text_log: triggers log every change to what
 // the FTS5 tables index (or to a column a search filters on) in the
-// writer's transaction, for IndexOptions.TextCache.
+// writer's transaction, for the text cache.
 //
 // # In-process caches
 //
-// IndexOptions.TextCache keeps a copy of the full-text index in memory: the
+// By default an Index keeps a copy of the full-text index in memory (at
+// most IndexOptions.TextCacheBytes, 64 MiB by default; a corpus that needs
+// more is ranked in SQL): the
 // terms FTS5 holds, produced by an analyzer that splits, folds and stems
 // exactly as SQLite's tokenizer does (checked against SQLite on every code
 // point, on 75,000 words and by a fuzz test), with each row's
 // column-weighted term frequencies. Full-text legs then rank in process
 // with FTS5's bm25 formula over the same statistics: the same rows in the
 // same order as FTS5 (scores equal up to the rounding of log()), several
-// times faster. IndexOptions.VectorCache does the same for vectors. Both
+// times faster. IndexOptions.VectorCache (opt-in: it loads in the first
+// search's time and costs 4 bytes per dimension per row) does the same for
+// vectors. Both
 // replay their change log at the start of each search, so they see every
 // write committed before it, from any connection or process. The text
 // cache is built in the background from the first search on; searches
@@ -130,7 +134,7 @@
 // partition (about 150 MB per 100,000 384-dim vectors, loaded in a few
 // seconds on first use): hybrid p50 about 15 ms. On Cranfield (1,400
 // abstracts) a full-text query at limit 10 takes about 3 ms through FTS5
-// and about 0.3 ms with IndexOptions.TextCache. Open the database with a
+// and about 0.3 ms from the text cache. Open the database with a
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for
 // vector-heavy use.
 //

@@ -21,4 +21,9 @@ var (
 	// ErrNoEmbedder is returned for vector work (Vector or Hybrid mode,
 	// PutVectors, Reembed) on an Index opened without an embedder.
 	ErrNoEmbedder = errors.New("search: no embedder configured")
+
+	// ErrCacheBudget is wrapped by WarmTextCache when the corpus's text
+	// cache would exceed IndexOptions.TextCacheBytes: searches work, ranked
+	// in SQL.
+	ErrCacheBudget = errors.New("search: cache over its memory budget")
 )

@@ -24,3 +24,10 @@ func TextCacheLoaded(x *Index) bool {
 }
 
 func TextCacheFilters(x *Index) int64 { return x.textFilters.Load() }
+
+// TextCacheSize is x's text cache's estimated size in bytes.
+func TextCacheSize(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.bytes()
+}

@@ -51,20 +51,26 @@ type IndexOptions struct {
 	// Isolation is unchanged: only the agent's partition is scanned and
 	// the row fetch re-checks the owner in SQL.
 	VectorCache bool
-	// TextCache keeps an in-process copy of the full-text indexes (the
-	// same terms FTS5 holds, with each row's column-weighted frequencies:
-	// about 8 bytes per distinct term per row, plus ~60 bytes per row) and
-	// ranks full-text legs with FTS5's bm25 formula over it: the same
-	// results in the same order, several times faster (bench: Cranfield).
-	// SQLite stays the source of truth: each search first replays the
-	// committed full-text change log (search_text_log, migration 0009; one
-	// indexed lookup when nothing changed), so writes from other
-	// connections and processes are seen. The first search starts building
-	// the cache in the background and ranks in SQL, as every search does
-	// until the cache is ready (WarmTextCache waits for it). Searches with
-	// tag or metadata filters run in SQL. SQLite only: on PostgreSQL it is
-	// ignored. Close releases the Index's prepared statements.
-	TextCache bool
+	// TextCacheBytes bounds the in-process copy of the full-text indexes
+	// (default DefaultTextCacheBytes, 64 MiB; negative: no copy). The copy
+	// holds the same terms FTS5 does, with each row's column-weighted
+	// frequencies (about 8 bytes per distinct term per row, plus ~70 bytes
+	// per row: Cranfield's 1,400 abstracts take ~1.1 MB, 100k short entries
+	// ~32 MB), and full-text legs rank over it with FTS5's bm25 formula:
+	// the same results in the same order, about 10× faster than FTS5 on
+	// Cranfield. SQLite stays the source of truth: each search first
+	// replays the committed full-text change log (search_text_log,
+	// migration 0009; one indexed lookup when nothing changed), so writes
+	// from other connections and processes are seen. The first full-text
+	// search starts building the copy in the background and ranks in SQL,
+	// as every search does until the copy is ready (WarmTextCache waits for
+	// it). A corpus whose copy would outgrow the bound is never cached, and
+	// one that outgrows it later drops the copy: searches rank in SQL from
+	// then on, for the Index's lifetime (WarmTextCache reports
+	// ErrCacheBudget). Searches with tag or metadata filters always run in
+	// SQL. SQLite only: on PostgreSQL it is ignored. Without migration
+	// 0009 there is no copy (an error if TextCacheBytes is positive).
+	TextCacheBytes int64
 	// Engine is the SQL engine of db (default SQLite).
 	Engine Engine
 	// Write, when set, runs the Index's write transactions (vector and
@@ -84,7 +90,7 @@ type Index struct {
 	emb   Embedder
 	opts  IndexOptions
 	cache *vecCache  // nil unless IndexOptions.VectorCache
-	text  *textCache // nil unless IndexOptions.TextCache (SQLite)
+	text  *textCache // nil: no text cache (PostgreSQL, TextCacheBytes < 0)
 	// textAnswers counts full-text legs the text cache answered;
 	// textFilters, vector legs whose filters it checked.
 	textAnswers, textFilters atomic.Int64
@@ -267,15 +273,19 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		if n != 3 {
 			return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
 		}
-		if x.opts.TextCache {
+		if x.opts.TextCacheBytes >= 0 {
 			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 				WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
 				return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
 			}
-			if n != 1 {
-				return nil, errors.New("search: NewIndex: TextCache needs search_text_log: apply migrations (0009_search_text_log.sql) first")
+			switch {
+			case n == 1 && x.opts.TextCacheBytes == 0:
+				x.text = newTextCache(DefaultTextCacheBytes)
+			case n == 1:
+				x.text = newTextCache(x.opts.TextCacheBytes)
+			case x.opts.TextCacheBytes > 0:
+				return nil, errors.New("search: NewIndex: TextCacheBytes needs search_text_log: apply migrations (0009_search_text_log.sql) first")
 			}
-			x.text = newTextCache()
 		}
 	}
 	if emb == nil {

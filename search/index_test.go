@@ -177,9 +177,9 @@ var cacheModes = []struct {
 	name string
 	opts *search.IndexOptions
 }{
-	{"vec0", nil},
-	{"cache", &search.IndexOptions{VectorCache: true}},
-	{"caches", &search.IndexOptions{VectorCache: true, TextCache: true}},
+	{"vec0", &search.IndexOptions{TextCacheBytes: -1}},
+	{"cache", &search.IndexOptions{VectorCache: true, TextCacheBytes: -1}},
+	{"caches", &search.IndexOptions{VectorCache: true}},
 }
 
 func TestIsolation(t *testing.T) {
@@ -300,7 +300,7 @@ func testFilters(t *testing.T, opts *search.IndexOptions) {
 	msg := insertMessage(t, db, "a", "user", "deploy now please", day(5))
 	blk := insertBlock(t, db, "a", "deploys", "deploy log")
 	indexAll(t, ctx, db, x)
-	textCache := opts != nil && opts.TextCache
+	textCache := opts == nil || opts.TextCacheBytes >= 0
 	if textCache {
 		if err := x.WarmTextCache(ctx); err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ var (
 const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT min(seq) FROM search_text_log)`
 
 // textCache is the optional in-process copy of the FTS5 indexes
-// (IndexOptions.TextCache): for each content type, an inverted index of
+// (IndexOptions.TextCacheBytes): for each content type, an inverted index of
 // the same terms FTS5 holds (analyze), each posting carrying the term's
 // column-weighted frequency in that row. It ranks with FTS5's bm25 formula
 // over the same global statistics (row count, average row length, rows per
@@ -44,6 +44,11 @@ type textCache struct {
 	seq   int64 // log position applied; -1: not loaded
 	parts map[ContentType]*textPart
 	pool  sync.Pool // *scoreBuf
+	// limit is the most bytes the parts may hold (estimated: textPart.bytes).
+	// A build or catch-up that would exceed it drops the cache for good
+	// (over, under fmu): searches rank in SQL, as without a cache.
+	limit int64
+	over  bool
 
 	// One catch-up at a time runs in its own goroutine (flight), on the
 	// cache's own context (life), which only Index.Close cancels: a search
@@ -81,7 +86,18 @@ type textPart struct {
 	live    int
 	tokens  int64 // tokens in live rows, all columns
 	dead    int
+	bytes   int64 // estimated heap held, dead slots included (textCost*)
 }
+
+// What a textPart holds, estimated from Go's layouts (checked against the
+// heap in TestTextCacheBudgetEstimate): a slot's textDoc plus its entry in
+// slots; a posting with its slice's growth slack; a term's map entry
+// (string and slice headers, hash-table share) plus its bytes.
+const (
+	textCostDoc     = 72
+	textCostPosting = 12
+	textCostTerm    = 64
+)
 
 type textDoc struct {
 	id         int64
@@ -122,14 +138,33 @@ var textRows = map[ContentType]string{
 
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
-func newTextCache() *textCache {
+// DefaultTextCacheBytes is the text cache's default budget
+// (IndexOptions.TextCacheBytes): about 200k short entries.
+const DefaultTextCacheBytes = 64 << 20
+
+func newTextCache(limit int64) *textCache {
 	life, stop := context.WithCancel(context.Background())
-	return &textCache{seq: -1, freq: map[string]float32{}, life: life, stop: stop}
+	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, life: life, stop: stop}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
-// after a failed catch-up, or closed); the search ranks in SQL.
+// after a failed catch-up, over its budget, or closed); the search ranks
+// in SQL.
 var errTextCacheLoading = errors.New("search: text cache loading")
+
+// bytes is the estimated heap the parts hold; callers hold mu.
+func (c *textCache) bytes() int64 {
+	var n int64
+	for _, p := range c.parts {
+		n += p.bytes
+	}
+	return n
+}
+
+func (c *textCache) overBudget(n int64) error {
+	return fmt.Errorf("%w: the text cache needs more than %d bytes (IndexOptions.TextCacheBytes %d); full-text search ranks in SQL",
+		ErrCacheBudget, n, c.limit)
+}
 
 // sync brings the cache up to date with the log as it is now. A cache
 // never loaded starts loading in the background and returns
@@ -177,7 +212,7 @@ func (c *textCache) start(db *sql.DB) *textFlight {
 	if c.flight != nil {
 		return c.flight
 	}
-	if c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
+	if c.over || c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
 		return nil
 	}
 	f := &textFlight{done: make(chan struct{})}
@@ -186,6 +221,12 @@ func (c *textCache) start(db *sql.DB) *textFlight {
 		f.err = c.catchUp(c.life, db)
 		c.fmu.Lock()
 		c.flight = nil
+		if errors.Is(f.err, ErrCacheBudget) {
+			c.over = true // for this Index's life: a rebuild would only grow
+			c.mu.Lock()
+			c.parts, c.seq = nil, -1
+			c.mu.Unlock()
+		}
 		if f.err != nil {
 			c.lastErr, c.failedAt = f.err, time.Now()
 			c.backoff = min(max(2*c.backoff, time.Second), time.Minute)
@@ -209,7 +250,7 @@ func (c *textCache) close() {
 	}
 }
 
-// WarmTextCache builds the text cache (IndexOptions.TextCache) now, or
+// WarmTextCache builds the text cache (IndexOptions.TextCacheBytes) now, or
 // catches it up, and waits until it is ready or ctx ends; searches rank in
 // SQL until then. It returns why the cache is not ready when a build
 // failed (searches keep ranking in SQL, and a new build is tried after a
@@ -314,9 +355,10 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 			for i, id := range chunk {
 				args[i] = id
 			}
-			err := c.read(ctx, tx, t, q, args, func(r textRow) {
+			err := c.read(ctx, tx, t, q, args, func(r textRow) error {
 				found[r.id] = true
 				staged = append(staged, r)
+				return nil
 			})
 			if err != nil {
 				return err
@@ -340,6 +382,9 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	for _, p := range c.parts {
 		p.maybeCompact()
 	}
+	if n := c.bytes(); n > c.limit {
+		return c.overBudget(n) // start drops the parts
+	}
 	c.seq = maxSeq.Int64
 	return nil
 }
@@ -348,11 +393,19 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 // it in.
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	parts := map[ContentType]*textPart{}
+	var total int64
 	for _, t := range contentKinds {
 		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
 			post: map[string][]posting{}, owners: map[string]string{}}
 		parts[t] = p
-		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) { p.add(r.doc, r.freq) })
+		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) error {
+			before := p.bytes
+			p.add(r.doc, r.freq)
+			if total += p.bytes - before; total > c.limit {
+				return c.overBudget(total)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
@@ -365,7 +418,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 
 // read analyzes the rows q returns and passes them to fn; each row's
 // frequency map is fn's to keep.
-func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any, fn func(textRow)) error {
+func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any, fn func(textRow) error) error {
 	weights := textWeights[t]
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -393,7 +446,9 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 			})
 		}
 		d.length = int32(min(length, math.MaxInt32))
-		fn(textRow{t: t, id: d.id, doc: d, freq: freq})
+		if err := fn(textRow{t: t, id: d.id, doc: d, freq: freq}); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
@@ -414,8 +469,13 @@ func (p *textPart) add(d textDoc, freq map[string]float32) {
 	p.slots[d.id] = slot
 	p.live++
 	p.tokens += int64(d.length)
+	p.bytes += textCostDoc + textCostPosting*int64(len(freq))
 	for term, f := range freq {
-		p.post[term] = append(p.post[term], posting{slot: slot, freq: f})
+		ps, ok := p.post[term]
+		if !ok {
+			p.bytes += textCostTerm + int64(len(term))
+		}
+		p.post[term] = append(ps, posting{slot: slot, freq: f})
 	}
 }
 
@@ -439,6 +499,7 @@ func (p *textPart) maybeCompact() {
 	}
 	remap := make([]int32, len(p.docs))
 	docs := make([]textDoc, 0, p.live)
+	p.bytes = textCostDoc * int64(p.live)
 	for i, d := range p.docs {
 		if d.dead {
 			remap[i] = -1
@@ -459,6 +520,7 @@ func (p *textPart) maybeCompact() {
 			delete(p.post, term)
 		} else {
 			p.post[term] = slices.Clip(kept)
+			p.bytes += textCostTerm + int64(len(term)) + textCostPosting*int64(len(kept))
 		}
 	}
 	p.docs, p.dead = docs, 0

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -145,11 +146,11 @@ func TestTextCacheRanksLikeFTS5(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
 	queries := textCacheCorpus(t, db)
-	sqlx, err := search.NewIndex(ctx, db, nil, nil)
+	sqlx, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	cached, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestTextCacheUnderShortDeadlines(t *testing.T) {
 		n = 3_000
 	}
 	bulkArchival(t, db, n)
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,11 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 		insertArchival(b, db, archivalRow{Agent: "a", Content: d.Title + "\n" + d.Body})
 	}
 	for _, cache := range []bool{false, true} {
-		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: cache})
+		opts := &search.IndexOptions{}
+		if !cache {
+			opts.TextCacheBytes = -1
+		}
+		x, err := search.NewIndex(ctx, db, nil, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -406,7 +411,7 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 	for _, q := range c.Queries {
 		emb.vecs[q.Text] = c.QueryVectors[q.ID]
 	}
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCache: true, VectorCache: true})
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCache: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -441,7 +446,7 @@ func TestPageLosesARowBetweenRankAndFetch(t *testing.T) {
 		ids = append(ids, insertArchival(t, db, archivalRow{Agent: "a",
 			Content: strings.Repeat("alpha ", 6-i) + fmt.Sprintf("entry %d", i)}))
 	}
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +498,7 @@ func TestRerankEmbedsOnce(t *testing.T) {
 	db := openDBAt(t, path)
 	other := openDBAt(t, path)
 	emb := &countingEmbedder{Embedder: search.NewOffline(32)}
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCache: true, VectorCache: true})
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +561,7 @@ func TestTextCacheBuildStopsAtClose(t *testing.T) {
 		n = 5_000 // slower build, fewer rows
 	}
 	bulkArchival(t, db, n)
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +602,7 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('b', 'unrelated', 'soon', 0)`); err != nil {
 		t.Fatal(err)
 	}
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +635,7 @@ func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 200)
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCache: true})
+	x, err := search.NewIndex(ctx, db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,4 +677,152 @@ func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0].ID != badID || search.TextCacheAnswers(x) != before+1 {
 		t.Fatalf("after recovery: %v, %v, cache answered %d", keys(rs), err, search.TextCacheAnswers(x)-before)
 	}
+}
+
+// zipfArchival inserts n archival entries of 20-60 words drawn from a
+// Zipf-distributed vocabulary of 20,000 words, for agent a: a corpus whose
+// term statistics look like notes, not like one repeated sentence.
+func zipfArchival(t *testing.T, db *sql.DB, n int, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(seed, 7))
+	z := rand.NewZipf(r, 1.1, 4, 19_999)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for range n {
+		b.Reset()
+		for j := range 20 + r.IntN(41) {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "w%dx", z.Uint64())
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', ?, 0, 0)`, b.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTextCacheBudgetEstimate holds the text cache's size estimate (what
+// TextCacheBytes is compared with) to the heap the cache really takes.
+func TestTextCacheBudgetEstimate(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("heap figures under the race detector are not the production ones")
+	}
+	ctx := context.Background()
+	db := openDB(t)
+	zipfArchival(t, db, 20_000, 1)
+	bulkArchival(t, db, 5_000)
+	x, err := search.NewIndex(ctx, db, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	est := search.TextCacheSize(x)
+	t.Logf("estimate %d bytes, heap grew %d bytes (%.2f×)", est, heap, float64(est)/float64(heap))
+	if est < heap*2/3 || est > heap*3/2 {
+		t.Fatalf("estimate %d bytes, heap grew %d: the budget would be off by more than 1.5×", est, heap)
+	}
+}
+
+// TestTextCacheBudget: a corpus whose text cache would outgrow
+// TextCacheBytes is never cached, one that outgrows it later drops the
+// cache, and searches answer as SQL does throughout.
+func TestTextCacheBudget(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	bulkArchival(t, db, 2_000)
+	sqlx, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := search.NewIndex(ctx, db, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := full.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	size := search.TextCacheSize(full)
+	opts := func() *search.Options {
+		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
+	}
+	same := func(x *search.Index, q string) {
+		t.Helper()
+		want, err := sqlx.Search(ctx, q, search.Scope{Agent: "a"}, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Search(ctx, q, search.Scope{Agent: "a"}, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameRanking(want, got); err != nil || len(got) == 0 {
+			t.Fatalf("%q: %d results, %v", q, len(got), err)
+		}
+	}
+
+	t.Run("never fits", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: size / 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+		}
+		for _, q := range []string{"flutter", "boundary layer 42", "entry 1999"} {
+			same(x, q)
+			if search.TextFlightRunning(x) {
+				t.Fatal("a search over budget started another build")
+			}
+		}
+		if search.TextCacheAnswers(x) != 0 || search.TextCacheLoaded(x) {
+			t.Fatal("the cache answered over its budget")
+		}
+	})
+
+	t.Run("outgrows", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: size + size/10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if err := x.WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		same(x, "flutter")
+		if search.TextCacheAnswers(x) != 1 {
+			t.Fatal("the cache did not answer under its budget")
+		}
+		zipfArchival(t, db, 1_000, 2) // well past the 10% headroom
+		same(x, "flutter")
+		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache after growth: %v, want ErrCacheBudget", err)
+		}
+		if search.TextCacheLoaded(x) {
+			t.Fatal("the cache kept its copy over budget")
+		}
+		answers := search.TextCacheAnswers(x)
+		same(x, "wing flutter")
+		same(x, "w5x w9x")
+		if search.TextCacheAnswers(x) != answers {
+			t.Fatal("the cache answered after it was dropped")
+		}
+	})
 }

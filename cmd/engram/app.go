@@ -27,8 +27,9 @@ type app struct {
 	stderr   io.Writer
 	store    *memory.Cache
 	reembed  bool
-	// serving: a long-running command (mcp, ui) that searches many times;
-	// it keeps the full-text index in memory (memory.Options.TextCache).
+	// serving: a long-running command (mcp, ui) that searches many times
+	// keeps the full-text index in memory (memory.Options.TextCacheBytes);
+	// a one-shot command would only start building it and exit.
 	serving bool
 }
 
@@ -93,7 +94,11 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := memory.Open(ctx, a.db, &memory.Options{Embedder: emb, OpenForReembed: a.reembed, TextCache: a.serving})
+	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed}
+	if !a.serving {
+		opts.TextCacheBytes = -1
+	}
+	s, err := memory.Open(ctx, a.db, opts)
 	if err != nil {
 		return nil, err
 	}
