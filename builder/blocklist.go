@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/engram-go/engram/memory"
@@ -22,6 +23,47 @@ type blocksEntry struct {
 	stamp  memory.BlocksStamp
 	own    []memory.BlockMeta
 	shared []memory.SharedBlock
+	render *renderMemo // renderings of these listings' blocks
+}
+
+// renderMemo keeps the renderings of the blocks of one listing (a block's
+// rendering depends only on its listed metadata and the options): a warm
+// build copies them instead of escaping every block again.
+type renderMemo struct {
+	mu sync.Mutex
+	m  map[renderKey]string
+}
+
+type renderKey struct {
+	id         int64
+	sharedFrom string
+	perm       int
+	ro         RenderOptions
+}
+
+// write writes m's rendering to b, from the memo when it has it. A nil
+// memo (a listing not cached) renders every time.
+func (r *renderMemo) write(b *strings.Builder, m *memory.BlockMeta, ro RenderOptions) {
+	if r == nil {
+		writeBlock(b, *m, ro)
+		return
+	}
+	k := renderKey{id: m.ID, sharedFrom: m.SharedFrom, perm: int(m.Permission), ro: ro}
+	r.mu.Lock()
+	s, ok := r.m[k]
+	r.mu.Unlock()
+	if !ok {
+		var sb strings.Builder
+		writeBlock(&sb, *m, ro)
+		s = sb.String()
+		r.mu.Lock()
+		if r.m == nil {
+			r.m = map[renderKey]string{}
+		}
+		r.m[k] = s
+		r.mu.Unlock()
+	}
+	b.WriteString(s)
 }
 
 // blockLists returns the agent's own blocks and the blocks shared with it.
@@ -29,9 +71,10 @@ type blocksEntry struct {
 // only when the stamp changed, that is when a block the agent sees, or a
 // share, changed anywhere (this process or another on the same file). The
 // returned slices are shared with the cache and must not be modified.
-func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
+func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, error) {
 	if !reflect.TypeOf(store).Comparable() {
-		return listBlocks(ctx, store, agent)
+		own, shared, err := listBlocks(ctx, store, agent)
+		return own, shared, nil, err
 	}
 	k := blocksKey{store: store, agent: agent}
 	c.blocksMu.Lock()
@@ -48,19 +91,20 @@ func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string
 	// them is then in the listings or changes the next stamp, never lost.
 	stamp, err := store.BlocksStamp(ctx, agent)
 	if err != nil {
-		return nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
+		return nil, nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
 	}
 	if e.valid && e.stamp == stamp {
-		return e.own, e.shared, nil
+		return e.own, e.shared, e.render, nil
 	}
 	e.valid = false
 	own, shared, err := listBlocks(ctx, store, agent)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Capped, so an append by a caller cannot write into the cache's array.
 	e.own, e.shared, e.stamp, e.valid = slices.Clip(own), slices.Clip(shared), stamp, true
-	return e.own, e.shared, nil
+	e.render = &renderMemo{}
+	return e.own, e.shared, e.render, nil
 }
 
 func listBlocks(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {

@@ -152,6 +152,7 @@ func (b Builder) WithCurrentMessage(m memory.Message) Builder {
 type fetched struct {
 	own      []memory.BlockMeta
 	shared   []memory.SharedBlock
+	render   *renderMemo // renderings of own and shared's blocks; nil: none kept
 	msgs     []memory.Message
 	batches  []memory.Batch
 	hist     *histEntry // cache entry of msgs, if any
@@ -186,7 +187,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		return f, fmt.Errorf("%w: no store", ErrInvalid)
 	}
 	var err error
-	if f.own, f.shared, err = b.cache.blockLists(ctx, b.store, b.agent); err != nil {
+	if f.own, f.shared, f.render, err = b.cache.blockLists(ctx, b.store, b.agent); err != nil {
 		return f, err
 	}
 	if b.history != nil {
@@ -462,8 +463,11 @@ func (b Builder) memorySize(f fetched) int {
 func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string) {
 	ro := RenderOptions{IncludeDescriptions: !b.cfg.OmitDescriptions, IncludeSchemas: b.cfg.IncludeSchemas, ShowCharUsage: b.cfg.ShowCharUsage}
 	found := make([]bool, len(b.batchBlocks))
-	var core, working []memory.BlockMeta
-	add := func(m memory.BlockMeta) {
+	// Pointers into the listings (or into shared's copies): a BlockMeta is
+	// ~200 bytes, and the items keep them.
+	n := len(f.own) + len(f.shared)
+	core, working := make([]*memory.BlockMeta, 0, n), make([]*memory.BlockMeta, 0, n)
+	add := func(m *memory.BlockMeta) {
 		switch m.Type {
 		case blocks.Core:
 			core = append(core, m)
@@ -479,11 +483,17 @@ func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string)
 			}
 		}
 	}
-	for _, m := range sortedByID(f.own) {
+	own := sortedByID(f.own)
+	for i := range own {
+		m := &own[i]
 		if m.Owner != "" && m.Owner != b.agent {
 			continue
 		}
-		m.SharedFrom = ""
+		if m.SharedFrom != "" {
+			c := *m
+			c.SharedFrom = ""
+			m = &c
+		}
 		add(m)
 	}
 	shared := make([]memory.BlockMeta, 0, len(f.shared))
@@ -497,8 +507,9 @@ func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string)
 		}
 		shared = append(shared, m)
 	}
-	for _, m := range sortedByID(shared) {
-		add(m)
+	shared = sortedByID(shared)
+	for i := range shared {
+		add(&shared[i])
 	}
 
 	items := make([]item, 0, len(core)+len(working)+len(b.attachments))
@@ -512,14 +523,14 @@ func (b Builder) memoryItems(f fetched, sys *strings.Builder) ([]item, []string)
 		it.pos = len(items)
 		items = append(items, it)
 	}
-	for _, group := range [][]memory.BlockMeta{core, working} {
+	for _, group := range [][]*memory.BlockMeta{core, working} {
 		for _, m := range group {
 			section := SectionCore
 			if m.Type == blocks.Working {
 				section = SectionWorking
 			}
 			place(item{kind: "block", section: section, label: m.Label, owner: m.SharedFrom, typ: m.Type,
-				priority: m.Priority, keep: m.Type == blocks.Core, meta: &m}, func() { writeBlock(sys, m, ro) })
+				priority: m.Priority, keep: m.Type == blocks.Core, meta: m}, func() { f.render.write(sys, m, ro) })
 		}
 	}
 	for _, a := range b.attachments {

@@ -130,8 +130,9 @@
 // source: later builds fetch only messages newer than the last one seen and
 // ask for batch states only while a relevant batch is not known complete.
 // It keeps each agent's block listings (own and shared) with the
-// memory.BlocksStamp they were read at: a warm build reads only the stamp
-// (one indexed query) and lists the blocks again only after a change to a
-// block the agent sees or to its shares, made by this process or any other
-// on the same database file.
+// memory.BlocksStamp they were read at, and the blocks' renderings: a warm
+// build reads only the stamp (one indexed query; on SQLite a PRAGMA
+// data_version read while nothing was committed) and lists and renders the
+// blocks again only after a change to a block the agent sees or to its
+// shares, made by this process or any other on the same database file.
 package builder

@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,7 @@ func fixedNow() func() time.Time {
 // 500 messages in 100 complete batches plus an active one.
 func benchStore(t testing.TB) *memory.Cache {
 	ctx := context.Background()
-	st, err := memory.Open(ctx, ":memory:", &memory.Options{Now: fixedNow()})
+	st, err := memory.Open(ctx, filepath.Join(t.TempDir(), "bench.db"), &memory.Options{Now: fixedNow()})
 	if err != nil {
 		t.Fatal(err)
 	}

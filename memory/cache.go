@@ -144,6 +144,11 @@ type Cache struct {
 	watch *watch // nil unless the backend is a BlockNotifier
 
 	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
+	// Reads remembered while nothing is committed (see versionMemo): the
+	// stamps by agent, and message reads that found nothing (a context
+	// build's incremental read, when no message came).
+	stamps     versionMemo[string, BlocksStamp]
+	noMessages versionMemo[messagesKey, struct{}]
 
 	afterAhead func() // tests: runs after an edit was applied ahead of the lock
 

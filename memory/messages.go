@@ -215,8 +215,17 @@ func (c *Cache) Messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		}
 		args = append(args, qq.Limit)
 	}
-	// A handful of query shapes, each prepared once: the incremental read
-	// (AfterID) runs on every context build.
+	// The incremental read (AfterID) runs on every context build, and most
+	// find nothing new: that answer stands while nothing is committed.
+	version, versioned, err := c.dataVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
+	}
+	key := messagesKey{agent: agent, q: qq}
+	if _, hit := c.noMessages.get(key, version); versioned && hit {
+		return nil, nil
+	}
+	// A handful of query shapes, each prepared once.
 	st, err := c.prepared(ctx, sqlq)
 	if err != nil {
 		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
@@ -243,7 +252,19 @@ func (c *Cache) Messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
+	}
+	if versioned && len(out) == 0 {
+		c.noMessages.put(key, version, struct{}{})
+	}
+	return out, nil
+}
+
+// messagesKey is one Messages read.
+type messagesKey struct {
+	agent string
+	q     MessageQuery
 }
 
 // CompleteBatch marks a batch complete: its messages may now be compressed.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // BlocksStamp is a cheap fingerprint of the blocks an agent sees: its own
@@ -55,14 +56,26 @@ const genKeyPrefix = "blocks_gen:"
 func genKey(agent string) string { return genKeyPrefix + agent }
 
 // BlocksStamp returns the current stamp of the blocks agent sees: one
-// indexed query, no listing, no document loads. See BlocksStamp (the type)
-// for what changes it.
+// indexed query, no listing, no document loads, and on SQLite not even
+// that while nothing was committed to the file since the agent's last
+// stamp (a PRAGMA data_version read tells). See BlocksStamp (the type) for
+// what changes it.
 func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return BlocksStamp{}, err
 	}
 	if strings.TrimSpace(agent) == "" {
 		return BlocksStamp{}, invalidArg("agent id is empty")
+	}
+	// The version is read before the stamp: a commit racing with the query
+	// changes the next version, so the memo never outlives it.
+	version, versioned, err := c.dataVersion(ctx)
+	if err != nil {
+		return BlocksStamp{}, fmt.Errorf("memory: blocks stamp of %q: %w", agent, err)
+	}
+	if s, hit := c.stamps.get(agent, version); versioned && hit {
+		s.Local = c.localEdits.Load()
+		return s, nil
 	}
 	st, err := c.prepared(ctx, stampQuery)
 	if err != nil {
@@ -72,8 +85,61 @@ func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, err
 	if err := st.QueryRowContext(ctx, genKey(agent), agent, agent).Scan(&s.Gen, &s.Blocks, &s.Seq); err != nil {
 		return BlocksStamp{}, fmt.Errorf("memory: blocks stamp of %q: %w", agent, err)
 	}
+	if versioned {
+		c.stamps.put(agent, version, s)
+	}
 	s.Local = c.localEdits.Load()
 	return s, nil
+}
+
+// dataVersioner is a backend that tells cheaply whether anything was
+// committed since an earlier call (SQLite's data_version; see
+// sqlite.Backend.DataVersion): equal values, nothing committed in between,
+// by any connection or process. ok is false when it cannot tell.
+type dataVersioner interface {
+	DataVersion(ctx context.Context) (v int64, ok bool, err error)
+}
+
+// dataVersion reads the backend's data version (see dataVersioner); ok
+// is false when the backend cannot tell.
+func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
+	dv, ok := c.be.(dataVersioner)
+	if !ok {
+		return 0, false, nil
+	}
+	return dv.DataVersion(ctx)
+}
+
+// versionMemo keeps, per key, what a read returned with the data version
+// read before it: while the version is the same, nothing was committed and
+// the read would return the same. At most versionMemoSize keys (then it
+// starts over).
+type versionMemo[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]memoEntry[V]
+}
+
+type memoEntry[V any] struct {
+	version int64
+	value   V
+}
+
+const versionMemoSize = 4096
+
+func (m *versionMemo[K, V]) get(k K, version int64) (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[k]
+	return e.value, ok && e.version == version
+}
+
+func (m *versionMemo[K, V]) put(k K, version int64, v V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= versionMemoSize {
+		m.m = map[K]memoEntry[V]{}
+	}
+	m.m[k] = memoEntry[V]{version: version, value: v}
 }
 
 // Writes run in Cache.write, which never abandons a started transaction,

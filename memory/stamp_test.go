@@ -2,10 +2,12 @@ package memory_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -67,5 +69,76 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 			t.Fatalf("%s: the two Caches disagree: %+v vs %+v", st.what, next, other)
 		}
 		cur = next
+	}
+}
+
+// TestReadMemosSeeEveryCommit: the stamp and an empty message read are
+// remembered while nothing is committed (SQLite's data_version), and any
+// commit, even one by a connection engram knows nothing of, ends that.
+func TestReadMemosSeeEveryCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memo.db")
+	here, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	there, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer there.Close()
+	raw, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := here.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	stamp := func() memory.BlocksStamp {
+		t.Helper()
+		s, err := here.BlocksStamp(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s1 := stamp()
+	if s2 := stamp(); s2 != s1 {
+		t.Fatalf("stamp moved without a commit: %+v → %+v", s1, s2)
+	}
+	if _, err := raw.ExecContext(ctx, `UPDATE blocks SET meta_ver = meta_ver + 1 WHERE owner = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	if s3 := stamp(); s3 == s1 {
+		t.Fatal("a commit by a foreign connection left the remembered stamp in place")
+	}
+
+	m, err := here.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := &memory.MessageQuery{AfterID: m.ID}
+	for range 2 { // the second read is the remembered one
+		if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 0 {
+			t.Fatalf("messages after the last: %d, %v", len(ms), err)
+		}
+	}
+	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
+		t.Fatalf("after another Cache appended: %v, %v", ms, err)
+	}
+	if ms, err := here.Messages(ctx, "a", &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 0 {
+		t.Fatalf("after the newest: %v, %v", ms, err)
+	}
+	if _, err := raw.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+		SELECT agent, role, 'third', batch_id, seq + 1, created_at FROM messages WHERE id = ?`, m.ID+1); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := here.Messages(ctx, "a", &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 1 || ms[0].Content != "third" {
+		t.Fatalf("after a foreign connection inserted: %v, %v", ms, err)
 	}
 }

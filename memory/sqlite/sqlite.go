@@ -39,6 +39,59 @@ type Backend struct {
 
 	// Group commit (see Write).
 	commits groupcommit.Committer
+
+	// vconn is one connection that only reads PRAGMA data_version (see
+	// DataVersion), opened on first use and kept: data_version is a
+	// per-connection counter. vgen counts the connections used, so values
+	// of two connections never compare equal. Never set for ":memory:".
+	vmu   sync.Mutex
+	vdb   *sql.DB
+	vconn *sql.Conn
+	vstmt *sql.Stmt
+	vgen  int64
+}
+
+// DataVersion returns SQLite's data_version as seen by a connection of its
+// own that never writes: it changes whenever any connection, of this
+// process (the writer included) or another, commits to the file, and
+// stays the same otherwise. A caller that read v before some reads and
+// gets v again knows those reads are still current, for the price of a
+// pragma (~7 µs against ~40 µs for the block stamp's query). ok is false
+// for ":memory:", whose one connection sees no commit as another's.
+func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error) {
+	if b.path == ":memory:" {
+		return 0, false, nil
+	}
+	b.vmu.Lock()
+	defer b.vmu.Unlock()
+	if b.vstmt == nil {
+		if b.vdb == nil {
+			if b.vdb, err = sql.Open(sqlitedriver.Name, b.dsn(false)); err != nil {
+				return 0, false, fmt.Errorf("open %s: %w", b.path, err)
+			}
+			b.vdb.SetMaxOpenConns(1)
+		}
+		conn, err := b.vdb.Conn(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
+		}
+		st, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+		if err != nil {
+			conn.Close()
+			return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
+		}
+		b.vconn, b.vstmt = conn, st
+		b.vgen++
+	}
+	if err := b.vstmt.QueryRowContext(ctx).Scan(&v); err != nil {
+		// Start over on a new connection next time: its counter is not
+		// this one's.
+		b.vstmt.Close()
+		b.vconn.Close()
+		b.vconn, b.vstmt = nil, nil
+		return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
+	}
+	return b.vgen<<48 | v, true, nil
 }
 
 // Prepare parses queries once for the writer connection, so write
@@ -161,6 +214,15 @@ func (b *Backend) Close() error {
 	}
 	b.stmts = nil
 	b.stmtsMu.Unlock()
+	b.vmu.Lock()
+	if b.vstmt != nil {
+		err = errors.Join(err, b.vstmt.Close(), b.vconn.Close())
+	}
+	if b.vdb != nil {
+		err = errors.Join(err, b.vdb.Close())
+	}
+	b.vdb, b.vconn, b.vstmt = nil, nil, nil
+	b.vmu.Unlock()
 	if b.rdb != nil && b.rdb != b.wdb {
 		err = errors.Join(err, b.rdb.Close())
 	}
