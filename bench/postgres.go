@@ -228,7 +228,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, d
 	if _, err := pgv.DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
 		return err
 	}
-	inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCache: true})
+	inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCacheBytes: 1 << 30})
 	if err != nil {
 		return err
 	}

@@ -60,11 +60,16 @@ type Options struct {
 	// qualifies: its history is mostly its content, and a rebase would
 	// rebuild all of it to save little.
 	HistoryLimit int
-	// VectorCache keeps an in-memory copy of the vectors for vector and
-	// hybrid search: about 150 MB per 100k 384-dim vectors and a few seconds
-	// to load on first use, in exchange for ~5× faster KNN than vec0's scan
-	// inside SQLite (hybrid over 100k entries: ~15 ms instead of ~75 ms).
-	VectorCache bool
+	// VectorCacheBytes bounds the in-memory copy of the vectors that vector
+	// and hybrid legs scan instead of the database (about 150 MB per 100k
+	// 384-dim vectors; ~5× faster KNN than vec0's scan inside SQLite:
+	// hybrid over 100k entries ~15 ms instead of ~75 ms). On SQLite it is
+	// kept by default up to 256 MiB (negative: none), loaded in the
+	// background from the first vector search on while vec0 answers; a
+	// database whose vectors need more than the bound searches in vec0. On
+	// PostgreSQL pgvector answers by default; a positive bound asks for
+	// the in-process copy (search.IndexOptions.VectorCacheBytes).
+	VectorCacheBytes int64
 	// TextCacheBytes bounds the in-memory copy of the full-text index that
 	// full-text legs rank over (SQLite only; default 64 MiB, negative: no
 	// copy): FTS5's bm25 over the same terms, returning what FTS5 would,
@@ -235,7 +240,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
-		VectorCache: o.VectorCache, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write})
+		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write})
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}

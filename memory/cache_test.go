@@ -12,7 +12,7 @@ import (
 )
 
 func TestCacheConformance(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-vectorcache", "file-notextcache", "file-caches", "file-epochs"} {
+	for _, mode := range []string{"file", "memory", "file-cache1", "file-embedder", "file-sql", "file-notextcache", "file-caches", "file-epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
@@ -23,13 +23,16 @@ func TestCacheConformance(t *testing.T) {
 				case "file-cache1":
 					opts.CacheSize = 1 // every other access is a cold load
 				case "file-embedder":
-					opts.Embedder = search.NewOffline(64) // vector and hybrid modes run for real
-				case "file-vectorcache":
+					// Vector and hybrid modes run for real; the caches load
+					// in the background, so searches run over them or in
+					// SQL depending on timing.
 					opts.Embedder = search.NewOffline(64)
-					opts.VectorCache = true
+				case "file-sql":
+					// Every leg in SQLite: FTS5 ranking, vec0 KNN.
+					opts.Embedder = search.NewOffline(64)
+					opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 				case "file-caches":
-					opts.Embedder = search.NewOffline(64)
-					opts.VectorCache = true
+					opts.Embedder = search.NewOffline(64) // both caches, loaded below
 				case "file-notextcache":
 					opts.TextCacheBytes = -1 // full-text legs ranked by FTS5
 				case "file-epochs":
@@ -40,6 +43,16 @@ func TestCacheConformance(t *testing.T) {
 				c, err := memory.Open(context.Background(), path, opts)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if mode == "file-caches" {
+					// Loaded (empty) now, caught up by every search: the
+					// cache paths answer from the first search on.
+					if err := c.Index().WarmVectorCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Index().WarmTextCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
 				}
 				return c
 			})

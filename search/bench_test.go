@@ -241,12 +241,16 @@ func (l latencies) report(b *testing.B) {
 }
 
 func benchSearch(b *testing.B, mode search.Mode, cache bool) {
-	benchSearchWith(b, mode, search.IndexOptions{VectorCache: cache, TextCacheBytes: -1})
+	io := search.IndexOptions{TextCacheBytes: -1}
+	if !cache {
+		io.VectorCacheBytes = -1
+	}
+	benchSearchWith(b, mode, io)
 }
 
 func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 	d := getBench(b)
-	cache := io.VectorCache || io.TextCacheBytes >= 0
+	cache := io.VectorCacheBytes >= 0 || io.TextCacheBytes >= 0
 	_, x := openBench(b, d, memoEmbedder{search.NewOffline(benchDims), d.qvecs}, &io)
 	ctx := context.Background()
 	opts := search.NewOptions().Mode(mode).ContentTypes(search.Archival).Limit(10)
@@ -259,6 +263,9 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 		runtime.ReadMemStats(&before)
 		start := time.Now()
 		if err := x.WarmTextCache(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := x.WarmVectorCache(ctx); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := x.Search(ctx, d.queries[0], scope, opts); err != nil {
@@ -308,12 +315,12 @@ func BenchmarkFTS(b *testing.B) {
 
 // BenchmarkHybrid: FTS + vector KNN fused, limit 10, query vectors
 // precomputed (budget: under 20 ms at 100k entries, 384 dims), with vec0
-// KNN and with IndexOptions.VectorCache.
+// KNN and with the vector cache.
 func BenchmarkHybrid(b *testing.B) {
 	b.Run("vec0", func(b *testing.B) { benchSearch(b, search.Hybrid, false) })
 	b.Run("cache", func(b *testing.B) { benchSearch(b, search.Hybrid, true) })
 	b.Run("both-caches", func(b *testing.B) {
-		benchSearchWith(b, search.Hybrid, search.IndexOptions{VectorCache: true})
+		benchSearchWith(b, search.Hybrid, search.IndexOptions{})
 	})
 }
 

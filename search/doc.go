@@ -26,7 +26,7 @@
 // archival.agent, messages.agent) and "embedding float[D]
 // distance_metric=cosine". Triggers delete a row's vector when the row is
 // deleted or changes owner. Every vector change is also appended to
-// search_vec_log (read by IndexOptions.VectorCache; trimmed to the last
+// search_vec_log (read by the vector cache; trimmed to the last
 // 100,000 entries). The embedder's Name and Dimensions are recorded
 // in table meta (MetaEmbedderName, MetaEmbedderDims); an Index whose
 // embedder differs refuses vector work with ErrEmbedderMismatch until
@@ -53,9 +53,10 @@
 // column-weighted term frequencies. Full-text legs then rank in process
 // with FTS5's bm25 formula over the same statistics: the same rows in the
 // same order as FTS5 (scores equal up to the rounding of log()), several
-// times faster. IndexOptions.VectorCache (opt-in: it loads in the first
-// search's time and costs 4 bytes per dimension per row) does the same for
-// vectors. Both
+// times faster. The vector cache (IndexOptions.VectorCacheBytes: 256 MiB
+// by default on SQLite, 4 bytes per dimension per row) does the same for
+// vectors, loaded in the background too (vec0 answers meanwhile;
+// Index.WarmVectorCache waits for it). Both
 // replay their change log at the start of each search, so they see every
 // write committed before it, from any connection or process. The text
 // cache is built in the background from the first search on; searches
@@ -102,7 +103,7 @@
 // queries filter on the owner column in the same SELECT; vector KNN runs
 // inside the agent's vec0 partition (owner = ? in the KNN query itself),
 // and shared blocks are ranked by exact distance through the shares table.
-// With IndexOptions.VectorCache the in-process scan likewise covers only
+// With the vector cache the in-process scan likewise covers only
 // the agent's partition, pgvector's HNSW scan has owner = ? in its WHERE
 // (iterative, so the filter does not starve it), and every vector hit's row is fetched with the
 // owner condition in SQL. No query ranks other agents' rows and filters
@@ -129,10 +130,10 @@
 // dimensions costs about 0.6 µs per vector in the transpiled sqlite-vec
 // (about 65 ms for a 100,000-vector partition, roughly 3x an in-process
 // brute-force scan), so vector and hybrid latency grow with the searching
-// agent's partition: hybrid p50 about 75 ms at that size. With
-// IndexOptions.VectorCache the KNN runs in-process over a cached copy of the
-// partition (about 150 MB per 100,000 384-dim vectors, loaded in a few
-// seconds on first use): hybrid p50 about 15 ms. On Cranfield (1,400
+// agent's partition: hybrid p50 about 75 ms at that size. With the
+// vector cache (the default up to 256 MiB of vectors) the KNN runs
+// in-process over a cached copy of the partition (about 150 MB per 100,000
+// 384-dim vectors, loaded in a few seconds): hybrid p50 about 15 ms. On Cranfield (1,400
 // abstracts) a full-text query at limit 10 takes about 3 ms through FTS5
 // and about 0.3 ms from the text cache. Open the database with a
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for

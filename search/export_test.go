@@ -31,3 +31,13 @@ func TextCacheSize(x *Index) int64 {
 	defer x.text.mu.RUnlock()
 	return x.text.bytes()
 }
+
+// VectorCacheAnswers reports how many KNN runs x's vector cache answered.
+func VectorCacheAnswers(x *Index) int64 { return x.vecAnswers.Load() }
+
+// VectorCacheSize is what x's vector cache charges against its bound.
+func VectorCacheSize(x *Index) int64 {
+	x.cache.mu.RLock()
+	defer x.cache.mu.RUnlock()
+	return int64(x.cache.rows) * x.cache.vecRowBytes()
+}

@@ -40,17 +40,28 @@ type IndexOptions struct {
 	// ReembedBatch is how many texts Reembed sends to the embedder at once
 	// (default 64).
 	ReembedBatch int
-	// VectorCache keeps an in-process copy of the vectors (unit float32s,
-	// grouped by content type and owner: 4 × dimensions bytes per row) and
-	// answers KNN by brute force over the searching agent's partition
-	// instead of asking vec0. The transpiled vec0 scans about 0.6 µs per
-	// 384-dim vector, roughly three times slower than this scan. vec0 stays
-	// the source of truth: each search first replays the committed
-	// vector-change log (search_vec_log, one indexed lookup when nothing
-	// changed), so writes from other connections and processes are seen.
-	// Isolation is unchanged: only the agent's partition is scanned and
-	// the row fetch re-checks the owner in SQL.
-	VectorCache bool
+	// VectorCacheBytes bounds the in-process copy of the vectors (unit
+	// float32s grouped by content type and owner: 4 × dimensions + ~100
+	// bytes per row) over which KNN runs by brute force in the searching
+	// agent's partition instead of in the database. The transpiled vec0
+	// scans about 0.6 µs per 384-dim vector, roughly three times slower
+	// than this scan. On SQLite the copy is kept by default, up to
+	// DefaultVectorCacheBytes (256 MiB: 100k 384-dim vectors); negative:
+	// none. It is loaded in the background from the first vector search on
+	// (WarmVectorCache waits for it), vec0 answering until it is ready; a
+	// database whose vectors need more than the bound is never cached, and
+	// one that outgrows it later drops the copy (KNN in vec0 from then on,
+	// for the Index's lifetime). On PostgreSQL with pgvector there is no
+	// copy by default; a positive bound asks for one (pgvector answering
+	// while it loads or once it is outgrown). On PostgreSQL without
+	// pgvector the copy is the only KNN: kept whatever its size, loaded by
+	// the first vector search. The database stays the source of truth:
+	// each search first replays the committed vector-change log
+	// (search_vec_log, one indexed lookup when nothing changed), so writes
+	// from other connections and processes are seen. Isolation is
+	// unchanged: only the agent's partition is scanned and the row fetch
+	// re-checks the owner in SQL.
+	VectorCacheBytes int64
 	// TextCacheBytes bounds the in-process copy of the full-text indexes
 	// (default DefaultTextCacheBytes, 64 MiB; negative: no copy). The copy
 	// holds the same terms FTS5 does, with each row's column-weighted
@@ -89,16 +100,18 @@ type Index struct {
 	db    *sql.DB
 	emb   Embedder
 	opts  IndexOptions
-	cache *vecCache  // nil unless IndexOptions.VectorCache
+	cache *vecCache  // nil: no vector cache (VectorCacheBytes, engine)
 	text  *textCache // nil: no text cache (PostgreSQL, TextCacheBytes < 0)
 	// textAnswers counts full-text legs the text cache answered;
 	// textFilters, vector legs whose filters it checked.
 	textAnswers, textFilters atomic.Int64
+	// vecAnswers counts KNN runs the vector cache answered.
+	vecAnswers atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.
 	beforeFill func()
 	// pgvWrite: the vec_* tables have pgvector's emb column, which every
-	// vector write fills; pgvSearch: KNN runs on it (PostgreSQL without
-	// VectorCache). pgvReason says why pgvector is not in use.
+	// vector write fills; pgvSearch: KNN runs on it whenever no vector
+	// cache is ready. pgvReason says why pgvector is not in use.
 	pgvWrite, pgvSearch bool
 	pgvReason           string
 	// reembedMu serialises Reembed within this process.
@@ -162,6 +175,9 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 func (x *Index) Close() error {
 	if x.text != nil {
 		x.text.close() // stops and waits for a build in progress
+	}
+	if x.cache != nil {
+		x.cache.close()
 	}
 	x.stmtMu.Lock()
 	defer x.stmtMu.Unlock()
@@ -256,12 +272,9 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 			if err != nil {
 				return nil, err
 			}
-			x.pgvWrite = ok
-			x.pgvSearch = ok && !x.opts.VectorCache
-			if !ok {
-				x.opts.VectorCache = true
-			} else if x.opts.VectorCache {
-				x.pgvReason = "IndexOptions.VectorCache asks for in-process KNN"
+			x.pgvWrite, x.pgvSearch = ok, ok
+			if ok && x.opts.VectorCacheBytes > 0 {
+				x.pgvReason = "IndexOptions.VectorCacheBytes asks for in-process KNN (pgvector answers while it loads)"
 			}
 		}
 	} else {
@@ -298,8 +311,15 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
-	if x.opts.VectorCache {
-		x.cache = newVecCache(dims)
+	switch {
+	case x.opts.Engine == PostgreSQL && !x.pgvSearch:
+		x.cache = newVecCache(dims, 0, false) // the only KNN there is
+	case x.opts.Engine == PostgreSQL && x.opts.VectorCacheBytes > 0:
+		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true)
+	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes == 0:
+		x.cache = newVecCache(dims, DefaultVectorCacheBytes, true)
+	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes > 0:
+		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true)
 	}
 	// Fast path: already recorded and set up.
 	if err := x.checkEmbedder(ctx, db); err == nil {

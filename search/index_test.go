@@ -120,7 +120,7 @@ type isolationFixture struct {
 func newIsolationFixture(t *testing.T, opts *search.IndexOptions) *isolationFixture {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
+	x, err := newIndexWarm(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +171,16 @@ func filterKind(keys []string, t search.ContentType) []string {
 	return out
 }
 
-// cacheModes runs a test with vec0 KNN and with the in-process vector
-// cache.
+// cacheModes runs a test in SQL (FTS5 ranking, vec0 KNN), with the
+// vector cache, and with both caches (the default); newIndexWarm loads the
+// vector cache before the test's first search.
 var cacheModes = []struct {
 	name string
 	opts *search.IndexOptions
 }{
-	{"vec0", &search.IndexOptions{TextCacheBytes: -1}},
-	{"cache", &search.IndexOptions{VectorCache: true, TextCacheBytes: -1}},
-	{"caches", &search.IndexOptions{VectorCache: true}},
+	{"vec0", &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1}},
+	{"cache", &search.IndexOptions{TextCacheBytes: -1}},
+	{"caches", nil},
 }
 
 func TestIsolation(t *testing.T) {
@@ -257,7 +258,7 @@ func TestIsolationDeepPartition(t *testing.T) {
 func testIsolationDeepPartition(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
+	x, err := newIndexWarm(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestFilters(t *testing.T) {
 func testFilters(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(64), opts)
+	x, err := newIndexWarm(ctx, db, search.NewOffline(64), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func TestSelectiveFilterFallsBackToExact(t *testing.T) {
 func testSelectiveFilter(t *testing.T, opts *search.IndexOptions) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(32), opts)
+	x, err := newIndexWarm(ctx, db, search.NewOffline(32), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

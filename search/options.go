@@ -316,6 +316,8 @@ type Settings struct {
 	VectorWeight      float64 // Hybrid fusion weight of the vector side (default 1)
 	HasVectorWeight   bool    // VectorWeight was set (Auto then uses it instead of the embedder's)
 	Metadata          []MetadataFilter
+
+	vecCache bool // the vector cache is ready: KNN runs over it (Index.rank)
 }
 
 // Settings returns the options with defaults applied. It is safe on a nil
@@ -496,8 +498,8 @@ const (
 	// SQLite: FTS5 (BM25) and vec0 tables (the embedded default).
 	SQLite Engine = iota
 	// PostgreSQL: tsvector columns with GIN indexes (ts_rank_cd), and
-	// vectors as float32 rows searched in process (VectorCache is always
-	// on).
+	// vectors in pgvector (HNSW) or, without the extension, searched in
+	// process.
 	PostgreSQL
 )
 

@@ -16,7 +16,7 @@ import (
 // no process keeps a copy of the vectors. The BYTEA column stays the
 // source of truth (the vector cache, Reembed and exports read it); emb is
 // written beside it by every writer once the column exists, so processes
-// that search in process (VectorCache) and processes that use pgvector can
+// that search in process (the vector cache) and processes that use pgvector can
 // share one database. Rows written by a process that opened before the
 // column existed have emb NULL: the KNN leg fills those first (a partial
 // index makes the check one index probe).

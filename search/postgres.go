@@ -151,22 +151,23 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 
 // VectorEngine names what answers vector searches: "vec0" (SQLite's
 // sqlite-vec tables), "pgvector" (PostgreSQL's vector extension, HNSW),
-// "in-process" (the vector cache: on request, and on PostgreSQL without
-// pgvector), or "" without an embedder.
+// "in-process" (the vector cache: SQLite's default, on request on
+// PostgreSQL, and there without pgvector; the database engine answers
+// while it loads), or "" without an embedder.
 func (x *Index) VectorEngine() string {
 	switch {
 	case x.emb == nil:
 		return ""
+	case x.cache != nil && !x.cache.dropped():
+		return "in-process"
 	case x.pgvSearch:
 		return "pgvector"
-	case x.cache != nil:
-		return "in-process"
 	default:
 		return "vec0"
 	}
 }
 
 // VectorEngineReason says why a PostgreSQL Index does not use pgvector
-// (the error creating the extension, its version, or VectorCache); "" when
+// (the error creating the extension, its version, or VectorCacheBytes); "" when
 // it does, or on SQLite.
 func (x *Index) VectorEngineReason() string { return x.pgvReason }

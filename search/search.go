@@ -186,9 +186,11 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
 	s := *sp
 	if qvec != nil && x.cache != nil {
-		if err := x.cache.sync(ctx, x.db, x.query); err != nil {
+		ready, err := x.cache.sync(ctx, x.db, x.query)
+		if err != nil {
 			return nil, err
 		}
+		s.vecCache = ready
 	}
 	depth := s.Limit
 	if mode == Hybrid {
@@ -631,8 +633,9 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		var err error
 		exhausted := true // a short answer holds every row there is
 		switch {
-		case x.cache != nil:
+		case s.vecCache:
 			hits = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk)
+			x.vecAnswers.Add(1)
 		case x.pgvSearch:
 			hits, exhausted, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
 		default:

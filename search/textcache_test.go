@@ -411,7 +411,7 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 	for _, q := range c.Queries {
 		emb.vecs[q.Text] = c.QueryVectors[q.ID]
 	}
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCache: true})
+	x, err := search.NewIndex(ctx, db, emb, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -424,6 +424,9 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := x.WarmTextCache(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := x.WarmVectorCache(ctx); err != nil {
 		b.Fatal(err)
 	}
 	for _, limit := range []int{10, 100} {
@@ -498,7 +501,7 @@ func TestRerankEmbedsOnce(t *testing.T) {
 	db := openDBAt(t, path)
 	other := openDBAt(t, path)
 	emb := &countingEmbedder{Embedder: search.NewOffline(32)}
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCache: true})
+	x, err := search.NewIndex(ctx, db, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,6 +511,9 @@ func TestRerankEmbedsOnce(t *testing.T) {
 	}
 	indexAll(t, ctx, db, x)
 	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	deleted := false

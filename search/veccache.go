@@ -4,9 +4,11 @@ import (
 	"container/heap"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // vecLogBounds reads the log's last and first sequence numbers; separate
@@ -19,7 +21,7 @@ const vecLogBounds = `SELECT (SELECT max(seq) FROM search_vec_log), (SELECT min(
 const vecLogKeep = 100_000
 
 // vecCache is the optional in-process copy of the vec0 tables
-// (IndexOptions.VectorCache): unit vectors grouped by content type and
+// (IndexOptions.VectorCacheBytes): unit vectors grouped by content type and
 // owner, scanned by brute force. vec0 stays the source of truth. Every
 // vector write (PutEmbeddings, DeleteVectors, the delete/owner triggers,
 // Reembed) appends to search_vec_log in the writer's transaction, so a
@@ -33,6 +35,26 @@ type vecCache struct {
 	parts map[ContentType]map[string]*vecPartition
 	// owners[kind][id] is the partition an id is in.
 	owners map[ContentType]map[int64]string
+	rows   int // vectors held
+
+	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
+	// load or catch-up past it drops the cache for good (over, under fmu):
+	// KNN runs in the database engine, as without a cache.
+	limit int64
+	over  bool
+	// background: the first load runs in its own goroutine (flight) while
+	// searches ask the database engine; without one (PostgreSQL without
+	// pgvector, where the cache is the only KNN) the first search loads.
+	// A failed background load is retried after a back-off (1 s doubling
+	// to a minute). Only Index.Close cancels life.
+	background bool
+	fmu        sync.Mutex
+	flight     *textFlight
+	life       context.Context
+	stop       context.CancelFunc
+	lastErr    error
+	failedAt   time.Time
+	backoff    time.Duration
 }
 
 type vecPartition struct {
@@ -41,16 +63,38 @@ type vecPartition struct {
 	pos  map[int64]int
 }
 
-func newVecCache(dims int) *vecCache {
-	return &vecCache{dims: dims, seq: -1}
+// DefaultVectorCacheBytes is the vector cache's default bound on SQLite
+// (IndexOptions.VectorCacheBytes): 100k 384-dimension vectors fit, 40k of
+// 1,536.
+const DefaultVectorCacheBytes = 256 << 20
+
+// vecRowBytes is what one cached vector costs: its float32s, its id, its
+// entries in pos and owners (estimated from Go's map layouts).
+func (c *vecCache) vecRowBytes() int64 { return int64(4*c.dims) + 96 }
+
+func newVecCache(dims int, limit int64, background bool) *vecCache {
+	life, stop := context.WithCancel(context.Background())
+	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, life: life, stop: stop}
 }
 
-// sync brings the cache up to date with the committed log.
-func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Context, string, ...any) (*sql.Rows, error)) error {
+func (c *vecCache) overLimit() bool {
+	return c.limit > 0 && int64(c.rows)*c.vecRowBytes() > c.limit
+}
+
+func (c *vecCache) overBudget() error {
+	return fmt.Errorf("%w: the vector cache needs more than %d bytes (IndexOptions.VectorCacheBytes %d); KNN runs in the database",
+		ErrCacheBudget, int64(c.rows)*c.vecRowBytes(), c.limit)
+}
+
+// sync brings the cache up to date with the committed log; ready is false
+// when the search must ask the database engine instead: the cache is still
+// loading in the background, backing off after a failed load, over its
+// bound, or closed.
+func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Context, string, ...any) (*sql.Rows, error)) (ready bool, err error) {
 	var maxSeq, minSeq sql.NullInt64
 	rows, err := query(ctx, vecLogBounds)
 	if err != nil {
-		return fmt.Errorf("search: vector cache: read log: %w", err)
+		return false, fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	if rows.Next() {
 		err = rows.Scan(&maxSeq, &minSeq)
@@ -59,32 +103,65 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("search: vector cache: read log: %w", err)
+		return false, fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	c.mu.RLock()
 	seq := c.seq
 	c.mu.RUnlock()
 	if seq >= 0 && maxSeq.Int64 <= seq {
-		return nil // up to date (the common case: one indexed lookup)
+		return true, nil // up to date (the common case: one indexed lookup)
+	}
+	if c.background {
+		c.fmu.Lock()
+		over := c.over
+		c.fmu.Unlock()
+		if over {
+			return false, nil
+		}
+		if seq < 0 {
+			c.start(db)
+			return false, nil
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
-		return nil
+		return true, nil
 	}
+	if c.background && c.seq < 0 {
+		return false, nil // dropped meanwhile
+	}
+	if err := c.catchUp(ctx, db); err != nil {
+		return false, err
+	}
+	if c.overLimit() {
+		err := c.overBudget()
+		c.parts, c.owners, c.rows, c.seq = nil, nil, 0, -1
+		c.fmu.Lock()
+		c.over, c.lastErr = true, err
+		c.fmu.Unlock()
+		return false, nil
+	}
+	return true, nil
+}
+
+// catchUp replays the log since c.seq (loading everything when the cache
+// was never loaded or fell behind the log's trimming); c.mu is held.
+func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 	// One read transaction: the log position and the vectors read agree.
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("search: vector cache: %w", err)
 	}
 	defer tx.Rollback()
+	var maxSeq, minSeq sql.NullInt64
 	if err := tx.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
 		return c.reload(ctx, tx, maxSeq.Int64)
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
 	if err != nil {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
@@ -139,11 +216,128 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 	return nil
 }
 
+// start starts a background load unless one runs, the cache is closed or
+// over its bound, or a failed load's back-off is not over.
+func (c *vecCache) start(db *sql.DB) {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if c.flight != nil || c.over || c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
+		return
+	}
+	f := &textFlight{done: make(chan struct{})}
+	c.flight = f
+	go func() {
+		f.err = c.load(c.life, db)
+		c.fmu.Lock()
+		c.flight = nil
+		switch {
+		case errors.Is(f.err, ErrCacheBudget):
+			c.over, c.lastErr = true, f.err
+		case f.err != nil:
+			c.lastErr, c.failedAt = f.err, time.Now()
+			c.backoff = min(max(2*c.backoff, time.Second), time.Minute)
+		default:
+			c.lastErr, c.backoff = nil, 0
+		}
+		c.fmu.Unlock()
+		close(f.done)
+	}()
+}
+
+// load reads every vector into a new cache without holding c.mu (searches
+// go on in the database meanwhile) and swaps it in.
+func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("search: vector cache: %w", err)
+	}
+	defer tx.Rollback()
+	var maxSeq, minSeq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+		return fmt.Errorf("search: vector cache: read log: %w", err)
+	}
+	fresh := &vecCache{dims: c.dims, limit: c.limit}
+	if err := fresh.reload(ctx, tx, maxSeq.Int64); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.parts, c.owners, c.rows, c.seq = fresh.parts, fresh.owners, fresh.rows, fresh.seq
+	c.mu.Unlock()
+	return nil
+}
+
+// dropped reports whether the cache gave up for its bound.
+func (c *vecCache) dropped() bool {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	return c.over
+}
+
+// close stops a background load, waits for it, and starts no more.
+func (c *vecCache) close() {
+	c.fmu.Lock()
+	c.stop()
+	f := c.flight
+	c.fmu.Unlock()
+	if f != nil {
+		<-f.done
+	}
+}
+
+// wait waits for the running background load, if any; it returns why the
+// cache is not ready when it cannot be (over its bound, a failed load, or
+// closed), nil when a load finished or none ran.
+func (c *vecCache) wait(ctx context.Context) error {
+	c.fmu.Lock()
+	f, over, lastErr, closed := c.flight, c.over, c.lastErr, c.life.Err() != nil
+	c.fmu.Unlock()
+	switch {
+	case closed:
+		return errors.New("search: vector cache: the index is closed")
+	case over:
+		return lastErr
+	case f != nil:
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return fmt.Errorf("search: vector cache: %w", ctx.Err())
+		}
+	case lastErr != nil:
+		return lastErr
+	}
+	return nil
+}
+
+// WarmVectorCache loads the vector cache now (or catches it up) and waits
+// until it is ready or ctx ends; vector searches ask the database engine
+// until then. It returns why the cache is not ready: ErrCacheBudget when
+// the vectors need more than IndexOptions.VectorCacheBytes, a failed load
+// (retried after a back-off), or a closed Index. It does nothing without a
+// vector cache.
+func (x *Index) WarmVectorCache(ctx context.Context) error {
+	if x.cache == nil {
+		return nil
+	}
+	for {
+		ready, err := x.cache.sync(ctx, x.db, x.query)
+		if err != nil || ready {
+			return err
+		}
+		if err := x.cache.wait(ctx); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("search: vector cache: %w", err)
+		}
+	}
+}
+
 // reload replaces the cache with the current vec0 contents.
 func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	c.parts = map[ContentType]map[string]*vecPartition{}
 	c.owners = map[ContentType]map[int64]string{}
-	c.seq = -1
+	c.rows, c.seq = 0, -1
 	for _, t := range contentKinds {
 		k := kinds[t]
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
@@ -161,6 +355,10 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			if err := c.put(t, id, owner, blob); err != nil {
 				rows.Close()
 				return err
+			}
+			if c.overLimit() {
+				rows.Close()
+				return c.overBudget()
 			}
 		}
 		rows.Close()
@@ -195,6 +393,7 @@ func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error
 	p.ids = append(p.ids, id)
 	p.vecs = append(p.vecs, v...)
 	c.owners[t][id] = owner
+	c.rows++
 	return nil
 }
 
@@ -215,6 +414,7 @@ func (c *vecCache) remove(t ContentType, id int64) {
 	p.ids = p.ids[:last]
 	p.vecs = p.vecs[:last*c.dims]
 	delete(p.pos, id)
+	c.rows--
 	if len(p.ids) == 0 {
 		delete(c.parts[t], owner)
 	}

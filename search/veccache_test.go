@@ -2,7 +2,10 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -18,12 +21,15 @@ func TestVectorCacheMatchesVec0(t *testing.T) {
 	path := t.TempDir() + "/c.db"
 	db := openDBAt(t, path)
 	emb := search.NewOffline(48)
-	plain, err := search.NewIndex(ctx, db, emb, nil)
+	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCache: true})
+	cached, err := search.NewIndex(ctx, db, emb, nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cached.WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"}
@@ -122,5 +128,171 @@ func TestVectorCacheMatchesVec0(t *testing.T) {
 	}
 	if _, err := cached.Search(ctx, "alpha", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.Vector)); err == nil {
 		t.Fatal("cached index searched vectors of another embedder")
+	}
+}
+
+// TestVectorCacheBudget: the vector cache loads in the background (vec0
+// answers the first search), a database whose vectors exceed
+// VectorCacheBytes is never cached, and one that outgrows it drops the
+// cache; vec0 answers the same throughout.
+func TestVectorCacheBudget(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, t.TempDir()+"/b.db")
+	emb := search.NewOffline(48)
+	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	add := func(from, to int) {
+		t.Helper()
+		var items []search.VectorItem
+		for i := from; i < to; i++ {
+			text := words[i%8] + " " + words[(i*5)%8] + " entry " + itoa(int64(i))
+			id := insertArchival(t, db, archivalRow{Agent: "a", Content: text})
+			items = append(items, search.VectorItem{ID: id, Owner: "a", Text: text})
+		}
+		if err := plain.PutVectors(ctx, db, search.Archival, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0, 200)
+	const row = 4*48 + 96 // what one cached vector is charged
+	same := func(x *search.Index) {
+		t.Helper()
+		for _, q := range []string{"alpha bravo", "golf entry 17"} {
+			opts := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(10)
+			want, err := plain.Search(ctx, q, search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := x.Search(ctx, q, search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%q: %d results, vec0 %d", q, len(got), len(want))
+			}
+			for i := range got {
+				if math.Abs(got[i].Source.Distance-want[i].Source.Distance) > 1e-5 {
+					t.Fatalf("%q rank %d: %.6f, vec0 %.6f", q, i+1, got[i].Source.Distance, want[i].Source.Distance)
+				}
+			}
+		}
+	}
+
+	t.Run("background", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, emb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		same(x) // starts the load; vec0 answers
+		if n := search.VectorCacheAnswers(x); n != 0 {
+			t.Fatalf("the cache answered %d KNN runs before it was loaded", n)
+		}
+		if err := x.WarmVectorCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		same(x)
+		if search.VectorCacheAnswers(x) == 0 || x.VectorEngine() != "in-process" {
+			t.Fatalf("after loading: %d cache answers, engine %q", search.VectorCacheAnswers(x), x.VectorEngine())
+		}
+	})
+
+	t.Run("never fits", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 100 * row})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmVectorCache: %v, want ErrCacheBudget", err)
+		}
+		same(x)
+		if n := search.VectorCacheAnswers(x); n != 0 || x.VectorEngine() != "vec0" {
+			t.Fatalf("over budget: %d cache answers, engine %q", n, x.VectorEngine())
+		}
+	})
+
+	t.Run("outgrows", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 230 * row})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if err := x.WarmVectorCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		same(x)
+		answers := search.VectorCacheAnswers(x)
+		if answers == 0 {
+			t.Fatal("the cache did not answer under its budget")
+		}
+		add(200, 240) // past 230 rows
+		same(x)
+		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmVectorCache after growth: %v, want ErrCacheBudget", err)
+		}
+		if n := search.VectorCacheAnswers(x); n != answers || x.VectorEngine() != "vec0" {
+			t.Fatalf("after outgrowing: %d more cache answers, engine %q", n-answers, x.VectorEngine())
+		}
+		same(x)
+	})
+}
+
+// TestVectorCacheBudgetEstimate holds what the vector cache charges
+// against VectorCacheBytes to the heap it really takes.
+func TestVectorCacheBudgetEstimate(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("heap figures under the race detector are not the production ones")
+	}
+	ctx := context.Background()
+	db := openDBAt(t, t.TempDir()+"/e.db")
+	const dims, n = 128, 20_000
+	emb := search.NewOffline(dims)
+	x, err := search.NewIndex(ctx, db, emb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []search.EmbeddingItem
+	for i := range n {
+		res, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES (?, 'v', 0, 0)`, []string{"a", "b", "c"}[i%3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		v := make([]float32, dims)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		items = append(items, search.EmbeddingItem{ID: id, Owner: []string{"a", "b", "c"}[i%3], Vector: v})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.PutEmbeddings(ctx, db, search.Archival, items); err != nil {
+		t.Fatal(err)
+	}
+	items = nil
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := x.WarmVectorCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	est := search.VectorCacheSize(x)
+	t.Logf("charged %d bytes, heap grew %d bytes (%.2f×)", est, heap, float64(est)/float64(heap))
+	if est < heap*2/3 || est > heap*3/2 {
+		t.Fatalf("charged %d bytes, heap grew %d: the bound would be off by more than 1.5×", est, heap)
 	}
 }

@@ -28,8 +28,9 @@ type app struct {
 	store    *memory.Cache
 	reembed  bool
 	// serving: a long-running command (mcp, ui) that searches many times
-	// keeps the full-text index in memory (memory.Options.TextCacheBytes);
-	// a one-shot command would only start building it and exit.
+	// keeps the default in-memory search caches (memory.Options
+	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
+	// start building them and exit.
 	serving bool
 }
 
@@ -96,7 +97,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	}
 	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed}
 	if !a.serving {
-		opts.TextCacheBytes = -1
+		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 	}
 	s, err := memory.Open(ctx, a.db, opts)
 	if err != nil {

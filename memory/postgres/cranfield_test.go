@@ -76,8 +76,11 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 	stores := []*memory.Cache{st}
 	if emb != nil && srv.HasPGVector(t) {
 		// Vector legs both ways: pgvector's HNSW (st) and in process.
-		inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCache: true})
+		inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCacheBytes: 1 << 30})
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inproc.Index().WarmVectorCache(ctx); err != nil {
 			t.Fatal(err)
 		}
 		defer inproc.Close()

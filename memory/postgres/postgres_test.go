@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 					opts.Embedder = search.NewOffline(64)
 				case "embedder-in-process":
 					opts.Embedder = search.NewOffline(64)
-					opts.VectorCache = true
+					opts.VectorCacheBytes = 1 << 30
 				case "epochs":
 					opts.CompactAfter, opts.HistoryLimit = 3, 1 // a new epoch every few writes
 				}

@@ -106,19 +106,22 @@ func TestVectorEngines(t *testing.T) {
 	insert(pgv, "umbrellas hang by the front door")
 	found(plain, "umbrellas front door", "umbrellas hang by the front door")
 	// Opened now, the role sees the extension: it writes emb too, and
-	// asks for in-process KNN only through VectorCache.
+	// asks for in-process KNN only through VectorCacheBytes.
 	late := open(dsn, nil)
 	if got := late.Index().VectorEngine(); got != "pgvector" {
 		t.Errorf("non-superuser after the extension exists: VectorEngine = %q", got)
 	}
-	cached := open(dsn, &memory.Options{VectorCache: true})
-	if got, why := cached.Index().VectorEngine(), cached.Index().VectorEngineReason(); got != "in-process" || !strings.Contains(why, "VectorCache") {
-		t.Errorf("VectorCache: VectorEngine = %q (%s)", got, why)
+	cached := open(dsn, &memory.Options{VectorCacheBytes: 1 << 30})
+	if got, why := cached.Index().VectorEngine(), cached.Index().VectorEngineReason(); got != "in-process" || !strings.Contains(why, "VectorCacheBytes") {
+		t.Errorf("VectorCacheBytes: VectorEngine = %q (%s)", got, why)
+	}
+	if err := cached.Index().WarmVectorCache(ctx); err != nil {
+		t.Fatal(err)
 	}
 	insert(cached, "the passport is in the desk drawer")
 	found(late, "passport desk drawer", "the passport is in the desk drawer")
 	found(pgv, "passport desk drawer", "the passport is in the desk drawer")
 	if n := unfilled(); n != 0 {
-		t.Fatalf("rows without emb written by VectorCache process: %d", n)
+		t.Fatalf("rows without emb written by the in-process KNN's process: %d", n)
 	}
 }
