@@ -10,11 +10,7 @@ func SetBeforeFill(x *Index, fn func()) { x.beforeFill = fn }
 
 // TextFlightRunning reports whether x's text cache is building or
 // catching up in the background.
-func TextFlightRunning(x *Index) bool {
-	x.text.fmu.Lock()
-	defer x.text.fmu.Unlock()
-	return x.text.flight != nil
-}
+func TextFlightRunning(x *Index) bool { return x.text.ld.running() }
 
 // TextCacheLoaded reports whether x's text cache has been built.
 func TextCacheLoaded(x *Index) bool {

@@ -174,10 +174,10 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 // and preparing each query per call; the *sql.DB is the caller's.
 func (x *Index) Close() error {
 	if x.text != nil {
-		x.text.close() // stops and waits for a build in progress
+		x.text.ld.close() // stops and waits for a build in progress
 	}
 	if x.cache != nil {
-		x.cache.close()
+		x.cache.ld.close()
 	}
 	x.stmtMu.Lock()
 	defer x.stmtMu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"time"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
@@ -45,33 +44,17 @@ type textCache struct {
 	parts map[ContentType]*textPart
 	pool  sync.Pool // *scoreBuf
 	// limit is the most bytes the parts may hold (estimated: textPart.bytes).
-	// A build or catch-up that would exceed it drops the cache for good
-	// (over, under fmu): searches rank in SQL, as without a cache.
+	// A build or catch-up that would exceed it drops the cache for good:
+	// searches rank in SQL, as without a cache.
 	limit int64
-	over  bool
 
-	// One catch-up at a time runs in its own goroutine (flight), on the
-	// cache's own context (life), which only Index.Close cancels: a search
-	// whose deadline is shorter than a load must not restart it forever. A
-	// catch-up reads and analyzes rows without holding mu, then applies them
-	// under mu in one step, so a failed one leaves the cache as it was.
-	// After a failure the next flight waits backoff (1 s, doubling to a
-	// minute); searches rank in SQL meanwhile.
-	fmu      sync.Mutex
-	flight   *textFlight
-	life     context.Context
-	stop     context.CancelFunc
-	lastErr  error
-	failedAt time.Time
-	backoff  time.Duration
+	// Catch-ups run in the background (ld): a catch-up reads and analyzes
+	// rows without holding mu, then applies them under mu in one step, so a
+	// failed one leaves the cache as it was; searches rank in SQL meanwhile.
+	ld *loader
 	// Analyzer scratch, used by the running flight only.
 	buf  []byte
 	freq map[string]float32
-}
-
-type textFlight struct {
-	done chan struct{}
-	err  error
 }
 
 // textPart is one content type's inverted index. Rows are slots; a changed
@@ -143,8 +126,7 @@ var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messag
 const DefaultTextCacheBytes = 64 << 20
 
 func newTextCache(limit int64) *textCache {
-	life, stop := context.WithCancel(context.Background())
-	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, life: life, stop: stop}
+	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, ld: newLoader()}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
@@ -204,50 +186,18 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 	}
 }
 
-// start returns the running flight, or starts one; nil when the cache is
-// closed or backing off after a failure.
-func (c *textCache) start(db *sql.DB) *textFlight {
-	c.fmu.Lock()
-	defer c.fmu.Unlock()
-	if c.flight != nil {
-		return c.flight
-	}
-	if c.over || c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
-		return nil
-	}
-	f := &textFlight{done: make(chan struct{})}
-	c.flight = f
-	go func() {
-		f.err = c.catchUp(c.life, db)
-		c.fmu.Lock()
-		c.flight = nil
-		if errors.Is(f.err, ErrCacheBudget) {
-			c.over = true // for this Index's life: a rebuild would only grow
+// start returns the running catch-up, or starts one; nil when the cache
+// is closed, over its bound, or backing off after a failure.
+func (c *textCache) start(db *sql.DB) *loadFlight {
+	return c.ld.start(func(ctx context.Context) error {
+		err := c.catchUp(ctx, db)
+		if errors.Is(err, ErrCacheBudget) {
 			c.mu.Lock()
-			c.parts, c.seq = nil, -1
+			c.parts, c.seq = nil, -1 // no more catch-ups will come
 			c.mu.Unlock()
 		}
-		if f.err != nil {
-			c.lastErr, c.failedAt = f.err, time.Now()
-			c.backoff = min(max(2*c.backoff, time.Second), time.Minute)
-		} else {
-			c.lastErr, c.backoff = nil, 0
-		}
-		c.fmu.Unlock()
-		close(f.done)
-	}()
-	return f
-}
-
-// close stops a running flight, waits for it, and starts no more.
-func (c *textCache) close() {
-	c.fmu.Lock()
-	c.stop()
-	f := c.flight
-	c.fmu.Unlock()
-	if f != nil {
-		<-f.done
-	}
+		return err
+	})
 }
 
 // WarmTextCache builds the text cache (IndexOptions.TextCacheBytes) now, or
@@ -269,23 +219,8 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 		if !errors.Is(err, errTextCacheLoading) {
 			return err
 		}
-		c.fmu.Lock()
-		f, lastErr, closed := c.flight, c.lastErr, c.life.Err() != nil
-		c.fmu.Unlock()
-		switch {
-		case closed:
-			return errors.New("search: text cache: the index is closed")
-		case f != nil:
-			select {
-			case <-f.done:
-				if f.err != nil {
-					return fmt.Errorf("search: text cache: %w", f.err)
-				}
-			case <-ctx.Done():
-				return fmt.Errorf("search: text cache: %w", ctx.Err())
-			}
-		case lastErr != nil:
-			return fmt.Errorf("search: text cache: %w", lastErr)
+		if err := c.ld.wait(ctx); err != nil {
+			return fmt.Errorf("search: text cache: %w", err)
 		}
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"container/heap"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
 )
 
 // vecLogBounds reads the log's last and first sequence numbers; separate
@@ -38,23 +36,14 @@ type vecCache struct {
 	rows   int // vectors held
 
 	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
-	// load or catch-up past it drops the cache for good (over, under fmu):
-	// KNN runs in the database engine, as without a cache.
+	// load or catch-up past it drops the cache for good: KNN runs in the
+	// database engine, as without a cache.
 	limit int64
-	over  bool
-	// background: the first load runs in its own goroutine (flight) while
+	// background: the first load runs in the background (ld) while
 	// searches ask the database engine; without one (PostgreSQL without
 	// pgvector, where the cache is the only KNN) the first search loads.
-	// A failed background load is retried after a back-off (1 s doubling
-	// to a minute). Only Index.Close cancels life.
 	background bool
-	fmu        sync.Mutex
-	flight     *textFlight
-	life       context.Context
-	stop       context.CancelFunc
-	lastErr    error
-	failedAt   time.Time
-	backoff    time.Duration
+	ld         *loader
 }
 
 type vecPartition struct {
@@ -73,8 +62,7 @@ const DefaultVectorCacheBytes = 256 << 20
 func (c *vecCache) vecRowBytes() int64 { return int64(4*c.dims) + 96 }
 
 func newVecCache(dims int, limit int64, background bool) *vecCache {
-	life, stop := context.WithCancel(context.Background())
-	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, life: life, stop: stop}
+	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, ld: newLoader()}
 }
 
 func (c *vecCache) overLimit() bool {
@@ -112,14 +100,11 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 		return true, nil // up to date (the common case: one indexed lookup)
 	}
 	if c.background {
-		c.fmu.Lock()
-		over := c.over
-		c.fmu.Unlock()
-		if over {
+		if c.ld.isOver() {
 			return false, nil
 		}
 		if seq < 0 {
-			c.start(db)
+			c.ld.start(func(ctx context.Context) error { return c.load(ctx, db) })
 			return false, nil
 		}
 	}
@@ -137,9 +122,7 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 	if c.overLimit() {
 		err := c.overBudget()
 		c.parts, c.owners, c.rows, c.seq = nil, nil, 0, -1
-		c.fmu.Lock()
-		c.over, c.lastErr = true, err
-		c.fmu.Unlock()
+		c.ld.setOver(err)
 		return false, nil
 	}
 	return true, nil
@@ -216,34 +199,6 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// start starts a background load unless one runs, the cache is closed or
-// over its bound, or a failed load's back-off is not over.
-func (c *vecCache) start(db *sql.DB) {
-	c.fmu.Lock()
-	defer c.fmu.Unlock()
-	if c.flight != nil || c.over || c.life.Err() != nil || (c.lastErr != nil && time.Since(c.failedAt) < c.backoff) {
-		return
-	}
-	f := &textFlight{done: make(chan struct{})}
-	c.flight = f
-	go func() {
-		f.err = c.load(c.life, db)
-		c.fmu.Lock()
-		c.flight = nil
-		switch {
-		case errors.Is(f.err, ErrCacheBudget):
-			c.over, c.lastErr = true, f.err
-		case f.err != nil:
-			c.lastErr, c.failedAt = f.err, time.Now()
-			c.backoff = min(max(2*c.backoff, time.Second), time.Minute)
-		default:
-			c.lastErr, c.backoff = nil, 0
-		}
-		c.fmu.Unlock()
-		close(f.done)
-	}()
-}
-
 // load reads every vector into a new cache without holding c.mu (searches
 // go on in the database meanwhile) and swaps it in.
 func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
@@ -267,47 +222,7 @@ func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
 }
 
 // dropped reports whether the cache gave up for its bound.
-func (c *vecCache) dropped() bool {
-	c.fmu.Lock()
-	defer c.fmu.Unlock()
-	return c.over
-}
-
-// close stops a background load, waits for it, and starts no more.
-func (c *vecCache) close() {
-	c.fmu.Lock()
-	c.stop()
-	f := c.flight
-	c.fmu.Unlock()
-	if f != nil {
-		<-f.done
-	}
-}
-
-// wait waits for the running background load, if any; it returns why the
-// cache is not ready when it cannot be (over its bound, a failed load, or
-// closed), nil when a load finished or none ran.
-func (c *vecCache) wait(ctx context.Context) error {
-	c.fmu.Lock()
-	f, over, lastErr, closed := c.flight, c.over, c.lastErr, c.life.Err() != nil
-	c.fmu.Unlock()
-	switch {
-	case closed:
-		return errors.New("search: vector cache: the index is closed")
-	case over:
-		return lastErr
-	case f != nil:
-		select {
-		case <-f.done:
-			return f.err
-		case <-ctx.Done():
-			return fmt.Errorf("search: vector cache: %w", ctx.Err())
-		}
-	case lastErr != nil:
-		return lastErr
-	}
-	return nil
-}
+func (c *vecCache) dropped() bool { return c.ld.isOver() }
 
 // WarmVectorCache loads the vector cache now (or catches it up) and waits
 // until it is ready or ctx ends; vector searches ask the database engine
@@ -324,8 +239,8 @@ func (x *Index) WarmVectorCache(ctx context.Context) error {
 		if err != nil || ready {
 			return err
 		}
-		if err := x.cache.wait(ctx); err != nil {
-			return err
+		if err := x.cache.ld.wait(ctx); err != nil {
+			return fmt.Errorf("search: vector cache: %w", err)
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("search: vector cache: %w", err)
