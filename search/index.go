@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -690,11 +691,6 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
 	}
 	defer del.Close()
-	ins, err := ex.PrepareContext(ctx, vecInsert(k, x.pgvWrite))
-	if err != nil {
-		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
-	}
-	defer ins.Close()
 	ids := make([]int64, len(items))
 	for i, it := range items {
 		// vec0 has no upsert and cannot update a partition key.
@@ -703,17 +699,47 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 			}
 		}
-		args, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
-		if err != nil {
-			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+		ids[i] = it.ID
+	}
+	// Many rows per INSERT: SQLite opens a statement savepoint for every
+	// statement that writes a virtual table, and FTS5 answers each
+	// savepoint by flushing its pending terms to disk, so one vector per
+	// statement in a transaction that also wrote text made one FTS5
+	// segment (and later merges) per row: about a fifth of a bulk load.
+	var ins *sql.Stmt
+	insRows := 0
+	defer func() {
+		if ins != nil {
+			ins.Close()
+		}
+	}()
+	for chunk := range slices.Chunk(items, vecInsertRows) {
+		if ins == nil || insRows != len(chunk) {
+			if ins != nil {
+				ins.Close()
+			}
+			if ins, err = ex.PrepareContext(ctx, vecInsertMany(k, x.pgvWrite, len(chunk))); err != nil {
+				return fmt.Errorf("search: put %s vectors: %w", k.name, err)
+			}
+			insRows = len(chunk)
+		}
+		var args []any
+		for _, it := range chunk {
+			a, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
+			if err != nil {
+				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+			}
+			args = append(args, a...)
 		}
 		if _, err := ins.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
+			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
-		ids[i] = it.ID
 	}
 	return logVectorChanges(ctx, ex, t, ids)
 }
+
+// vecInsertRows is how many vectors one INSERT writes (PutEmbeddings).
+const vecInsertRows = 64
 
 // DeleteVectors removes the vectors of the given rows (missing ones are
 // ignored). Deleting the rows themselves does this by trigger already.

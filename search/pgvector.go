@@ -197,11 +197,17 @@ func pgvText(v []float32) string {
 // vecInsert is the statement storing one vector in k's table, and args
 // builds its arguments: the bytes, and with emb (pgvector) the text form
 // too.
-func vecInsert(k *kind, emb bool) string {
+func vecInsert(k *kind, emb bool) string { return vecInsertMany(k, emb, 1) }
+
+// vecInsertMany is vecInsert for n rows in one statement (vecInsertArgs
+// of each row, in order).
+func vecInsertMany(k *kind, emb bool, n int) string {
+	row := `(?, ?, ?)`
+	cols := `rowid, owner, embedding`
 	if emb {
-		return fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding, emb) VALUES (?, ?, ?, ?::vector)`, k.vec)
+		row, cols = `(?, ?, ?, ?::vector)`, `rowid, owner, embedding, emb`
 	}
-	return fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding) VALUES (?, ?, ?)`, k.vec)
+	return fmt.Sprintf(`INSERT INTO %s (%s) VALUES %s`, k.vec, cols, strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
 }
 
 func (x *Index) vecInsertArgs(id int64, owner string, blob []byte, emb bool) ([]any, error) {

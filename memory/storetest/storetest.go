@@ -585,6 +585,25 @@ func testArchivalBatch(t *testing.T, open Opener) {
 	if all, _ := s.ListArchival(ctx, "a", nil); len(all) != len(in) {
 		t.Fatalf("after the cancelled batch: %d entries, want %d", len(all), len(in))
 	}
+	// A batch larger than one INSERT statement (rows are written many to
+	// a statement): every returned id is its own entry's.
+	var big []memory.ArchivalEntry
+	for i := range 250 {
+		e := memory.ArchivalEntry{Content: fmt.Sprintf("big batch entry %d", i)}
+		if i%50 == 0 {
+			e.Tags = []string{fmt.Sprintf("every50-%d", i)}
+		}
+		big = append(big, e)
+	}
+	out, err = s.InsertArchivalBatch(ctx, "b", big, nil)
+	must(t, err)
+	for i, e := range out {
+		got, err := s.GetArchival(ctx, "b", e.ID)
+		must(t, err)
+		if got.Content != big[i].Content || !slices.Equal(got.Tags, big[i].Tags) {
+			t.Fatalf("big batch entry %d: id %d holds %q %v", i, e.ID, got.Content, got.Tags)
+		}
+	}
 }
 
 // testTokenCounts: the persisted token-count cache the builder reads on a
