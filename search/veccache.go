@@ -402,8 +402,9 @@ func offer(h *hitHeap, hit knnHit, k int) {
 	}
 }
 
-// dot is the inner product, unrolled by four.
-func dot(a, b []float32) float32 {
+// dotGeneric is the inner product, unrolled by four (dot uses it where
+// there is no vector instruction set for it).
+func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
