@@ -12,7 +12,7 @@ import (
 )
 
 // TestVectorEngines: pgvector answers vector searches when the extension
-// can be had; a role that may not create it, or VectorCache, gets the
+// can be had; a role that may not create it, or VectorCacheBytes, gets the
 // in-process KNN; and both kinds of process share one database: rows one
 // writes are found by the other.
 func TestVectorEngines(t *testing.T) {
