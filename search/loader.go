@@ -2,7 +2,9 @@ package search
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -121,4 +123,19 @@ func (l *loader) close() {
 	if f != nil {
 		<-f.done
 	}
+}
+
+// readLog opens the read transaction a cache catches up in and reads the
+// change log's bounds (bounds: its max and min sequence) in it, so the
+// log position and the rows read agree. The caller rolls tx back.
+func readLog(ctx context.Context, db *sql.DB, bounds, what string) (tx *sql.Tx, maxSeq, minSeq sql.NullInt64, err error) {
+	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, maxSeq, minSeq, fmt.Errorf("search: %s: %w", what, err)
+	}
+	if err := tx.QueryRowContext(ctx, bounds).Scan(&maxSeq, &minSeq); err != nil {
+		tx.Rollback()
+		return nil, maxSeq, minSeq, fmt.Errorf("search: %s: read log: %w", what, err)
+	}
+	return tx, maxSeq, minSeq, nil
 }

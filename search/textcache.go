@@ -239,15 +239,11 @@ type textRow struct {
 // it was never loaded, or fell behind the log's trimming) in one read
 // transaction, and applies it.
 func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, maxSeq, minSeq, err := readLog(ctx, db, textLogBounds, "text cache")
 	if err != nil {
-		return fmt.Errorf("search: text cache: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	var maxSeq, minSeq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
-		return fmt.Errorf("search: text cache: read log: %w", err)
-	}
 	c.mu.RLock()
 	seq := c.seq
 	c.mu.RUnlock()

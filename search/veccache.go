@@ -131,16 +131,11 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 // catchUp replays the log since c.seq (loading everything when the cache
 // was never loaded or fell behind the log's trimming); c.mu is held.
 func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
-	// One read transaction: the log position and the vectors read agree.
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, maxSeq, minSeq, err := readLog(ctx, db, vecLogBounds, "vector cache")
 	if err != nil {
-		return fmt.Errorf("search: vector cache: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	var maxSeq, minSeq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
-		return fmt.Errorf("search: vector cache: read log: %w", err)
-	}
 	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
 		return c.reload(ctx, tx, maxSeq.Int64)
 	}
@@ -202,15 +197,11 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 // load reads every vector into a new cache without holding c.mu (searches
 // go on in the database meanwhile) and swaps it in.
 func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, maxSeq, _, err := readLog(ctx, db, vecLogBounds, "vector cache")
 	if err != nil {
-		return fmt.Errorf("search: vector cache: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	var maxSeq, minSeq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, vecLogBounds).Scan(&maxSeq, &minSeq); err != nil {
-		return fmt.Errorf("search: vector cache: read log: %w", err)
-	}
 	fresh := &vecCache{dims: c.dims, limit: c.limit}
 	if err := fresh.reload(ctx, tx, maxSeq.Int64); err != nil {
 		return err
