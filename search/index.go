@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +84,10 @@ type IndexOptions struct {
 	// SQL. SQLite only: on PostgreSQL it is ignored. Without migration
 	// 0009 there is no copy (an error if TextCacheBytes is positive).
 	TextCacheBytes int64
+	// Logger receives what the caches do in the background: a load that
+	// failed (error), a cache dropped for its bound (warning), a catch-up
+	// done (debug). Nil discards.
+	Logger *slog.Logger
 	// Engine is the SQL engine of db (default SQLite).
 	Engine Engine
 	// Write, when set, runs the Index's write transactions (vector and
@@ -294,9 +299,9 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 			}
 			switch {
 			case n == 1 && x.opts.TextCacheBytes == 0:
-				x.text = newTextCache(DefaultTextCacheBytes)
+				x.text = newTextCache(DefaultTextCacheBytes, x.opts.Logger)
 			case n == 1:
-				x.text = newTextCache(x.opts.TextCacheBytes)
+				x.text = newTextCache(x.opts.TextCacheBytes, x.opts.Logger)
 			case x.opts.TextCacheBytes > 0:
 				return nil, errors.New("search: NewIndex: TextCacheBytes needs search_text_log: apply migrations (0009_search_text_log.sql) first")
 			}
@@ -314,13 +319,13 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	}
 	switch {
 	case x.opts.Engine == PostgreSQL && !x.pgvSearch:
-		x.cache = newVecCache(dims, 0, false) // the only KNN there is
+		x.cache = newVecCache(dims, 0, false, x.opts.Logger) // the only KNN there is
 	case x.opts.Engine == PostgreSQL && x.opts.VectorCacheBytes > 0:
-		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true)
+		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true, x.opts.Logger)
 	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes == 0:
-		x.cache = newVecCache(dims, DefaultVectorCacheBytes, true)
+		x.cache = newVecCache(dims, DefaultVectorCacheBytes, true, x.opts.Logger)
 	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes > 0:
-		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true)
+		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true, x.opts.Logger)
 	}
 	// Fast path: already recorded and set up.
 	if err := x.checkEmbedder(ctx, db); err == nil {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -16,6 +18,8 @@ import (
 // once a load finds the cache over its memory bound (ErrCacheBudget) no
 // flight starts again for the Index's lifetime.
 type loader struct {
+	name     string // "text cache", "vector cache": for the log
+	log      *slog.Logger
 	mu       sync.Mutex
 	flight   *loadFlight
 	life     context.Context
@@ -31,9 +35,12 @@ type loadFlight struct {
 	err  error
 }
 
-func newLoader() *loader {
+func newLoader(name string, log *slog.Logger) *loader {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	life, stop := context.WithCancel(context.Background())
-	return &loader{life: life, stop: stop}
+	return &loader{name: name, log: log, life: life, stop: stop}
 }
 
 // start returns the running flight, or runs run in a new one; nil when
@@ -50,17 +57,23 @@ func (l *loader) start(run func(context.Context) error) *loadFlight {
 	f := &loadFlight{done: make(chan struct{})}
 	l.flight = f
 	go func() {
+		start := time.Now()
 		f.err = run(l.life)
 		l.mu.Lock()
 		l.flight = nil
 		switch {
 		case errors.Is(f.err, ErrCacheBudget):
 			l.over, l.lastErr = true, f.err // a later load would only be larger
+			l.log.Warn("search: cache dropped; searching in SQL", "cache", l.name, "err", f.err)
+		case f.err != nil && l.life.Err() != nil:
+			l.lastErr = f.err // closed: no retry, nothing to report
 		case f.err != nil:
 			l.lastErr, l.failedAt = f.err, time.Now()
 			l.backoff = min(max(2*l.backoff, time.Second), time.Minute)
+			l.log.Error("search: cache load failed; searching in SQL meanwhile", "cache", l.name, "err", f.err, "retry_after", l.backoff)
 		default:
 			l.lastErr, l.backoff = nil, 0
+			l.log.Debug("search: cache caught up", "cache", l.name, "took", time.Since(start))
 		}
 		l.mu.Unlock()
 		close(f.done)
@@ -74,6 +87,7 @@ func (l *loader) setOver(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.over, l.lastErr = true, err
+	l.log.Warn("search: cache dropped; searching in SQL", "cache", l.name, "err", err)
 }
 
 // isOver reports whether the cache gave up for its bound.

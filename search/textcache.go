@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -125,8 +126,8 @@ var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messag
 // (IndexOptions.TextCacheBytes): about 200k short entries.
 const DefaultTextCacheBytes = 64 << 20
 
-func newTextCache(limit int64) *textCache {
-	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, ld: newLoader()}
+func newTextCache(limit int64, log *slog.Logger) *textCache {
+	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off

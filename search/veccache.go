@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 )
@@ -61,8 +62,8 @@ const DefaultVectorCacheBytes = 256 << 20
 // entries in pos and owners (estimated from Go's map layouts).
 func (c *vecCache) vecRowBytes() int64 { return int64(4*c.dims) + 96 }
 
-func newVecCache(dims int, limit int64, background bool) *vecCache {
-	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, ld: newLoader()}
+func newVecCache(dims int, limit int64, background bool, log *slog.Logger) *vecCache {
+	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, ld: newLoader("vector cache", log)}
 }
 
 func (c *vecCache) overLimit() bool {

@@ -1,12 +1,15 @@
 package search_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,13 +210,18 @@ func TestVectorCacheBudget(t *testing.T) {
 	})
 
 	t.Run("never fits", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 100 * row})
+		var logged bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logged, nil))
+		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 100 * row, Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer x.Close()
 		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
 			t.Fatalf("WarmVectorCache: %v, want ErrCacheBudget", err)
+		}
+		if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "vector cache") {
+			t.Fatalf("the drop was not logged as a warning: %q", logged.String())
 		}
 		same(x)
 		if n := search.VectorCacheAnswers(x); n != 0 || x.VectorEngine() != "vec0" {
