@@ -140,40 +140,16 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // order as they process the rows, and RETURNING's order is unspecified.
 func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
-	var ins *sql.Stmt
-	insRows := 0
-	defer func() {
-		if ins != nil {
-			ins.Close()
-		}
-	}()
-	for lo := 0; lo < len(rows); lo += archivalInsertRows {
-		chunk := rows[lo:min(lo+archivalInsertRows, len(rows))]
-		q := archivalInsertSQL(len(chunk))
+	for chunk := range slices.Chunk(rows, archivalInsertRows) {
 		args := make([]any, 0, 7*len(chunk))
 		for _, r := range chunk {
 			e := &r.e
 			args = append(args, e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
 				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano())
 		}
-		var res *sql.Rows
-		var err error
-		if len(rows) == 1 {
-			// A single entry skips the prepare (on PostgreSQL a round trip
-			// each way for nothing).
-			res, err = tx.QueryContext(ctx, q, args...)
-		} else {
-			if ins == nil || insRows != len(chunk) {
-				if ins != nil {
-					ins.Close()
-				}
-				if ins, err = tx.PrepareContext(ctx, q); err != nil {
-					return fmt.Errorf("memory: insert archival: %w", err)
-				}
-				insRows = len(chunk)
-			}
-			res, err = ins.QueryContext(ctx, args...)
-		}
+		// Not prepared: each statement text runs once or a few times per
+		// batch, and its parse is shared by up to 100 rows.
+		res, err := tx.QueryContext(ctx, archivalInsertSQL(len(chunk)), args...)
 		if err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
 		}

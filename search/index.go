@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -297,11 +298,9 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 				WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
 				return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
 			}
-			switch {
-			case n == 1 && x.opts.TextCacheBytes == 0:
-				x.text = newTextCache(DefaultTextCacheBytes, x.opts.Logger)
+			switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 			case n == 1:
-				x.text = newTextCache(x.opts.TextCacheBytes, x.opts.Logger)
+				x.text = newTextCache(limit, x.opts.Logger)
 			case x.opts.TextCacheBytes > 0:
 				return nil, errors.New("search: NewIndex: TextCacheBytes needs search_text_log: apply migrations (0009_search_text_log.sql) first")
 			}
@@ -317,15 +316,15 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
+	limit := x.opts.VectorCacheBytes
+	if limit == 0 && x.opts.Engine != PostgreSQL {
+		limit = DefaultVectorCacheBytes // pgvector needs no copy
+	}
 	switch {
 	case x.opts.Engine == PostgreSQL && !x.pgvSearch:
 		x.cache = newVecCache(dims, 0, false, x.opts.Logger) // the only KNN there is
-	case x.opts.Engine == PostgreSQL && x.opts.VectorCacheBytes > 0:
-		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true, x.opts.Logger)
-	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes == 0:
-		x.cache = newVecCache(dims, DefaultVectorCacheBytes, true, x.opts.Logger)
-	case x.opts.Engine != PostgreSQL && x.opts.VectorCacheBytes > 0:
-		x.cache = newVecCache(dims, x.opts.VectorCacheBytes, true, x.opts.Logger)
+	case limit > 0:
+		x.cache = newVecCache(dims, limit, true, x.opts.Logger)
 	}
 	// Fast path: already recorded and set up.
 	if err := x.checkEmbedder(ctx, db); err == nil {
@@ -711,23 +710,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 	// savepoint by flushing its pending terms to disk, so one vector per
 	// statement in a transaction that also wrote text made one FTS5
 	// segment (and later merges) per row: about a fifth of a bulk load.
-	var ins *sql.Stmt
-	insRows := 0
-	defer func() {
-		if ins != nil {
-			ins.Close()
-		}
-	}()
 	for chunk := range slices.Chunk(items, vecInsertRows) {
-		if ins == nil || insRows != len(chunk) {
-			if ins != nil {
-				ins.Close()
-			}
-			if ins, err = ex.PrepareContext(ctx, vecInsertMany(k, x.pgvWrite, len(chunk))); err != nil {
-				return fmt.Errorf("search: put %s vectors: %w", k.name, err)
-			}
-			insRows = len(chunk)
-		}
 		var args []any
 		for _, it := range chunk {
 			a, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
@@ -736,7 +719,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 			}
 			args = append(args, a...)
 		}
-		if _, err := ins.ExecContext(ctx, args...); err != nil {
+		if _, err := ex.ExecContext(ctx, vecInsertMany(k, x.pgvWrite, len(chunk)), args...); err != nil {
 			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}

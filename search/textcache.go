@@ -156,6 +156,15 @@ func (c *textCache) overBudget(n int64) error {
 // with the cache, the search falls back to SQL: sync returns
 // errTextCacheLoading, and the cause is kept for WarmTextCache.
 func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
+	c.mu.RLock()
+	loaded := c.seq >= 0
+	c.mu.RUnlock()
+	if !loaded {
+		// Building (or over its bound, closed, backing off: start does
+		// nothing then); no need to read the log.
+		c.start(db)
+		return errTextCacheLoading
+	}
 	var maxSeq, minSeq sql.NullInt64
 	row := db.QueryRowContext
 	if bounds != nil {

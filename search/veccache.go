@@ -80,6 +80,15 @@ func (c *vecCache) overBudget() error {
 // loading in the background, backing off after a failed load, over its
 // bound, or closed.
 func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Context, string, ...any) (*sql.Rows, error)) (ready bool, err error) {
+	c.mu.RLock()
+	seq := c.seq
+	c.mu.RUnlock()
+	if c.background && seq < 0 {
+		// Loading (or over its bound, closed, backing off: start does
+		// nothing then); no need to read the log.
+		c.ld.start(func(ctx context.Context) error { return c.load(ctx, db) })
+		return false, nil
+	}
 	var maxSeq, minSeq sql.NullInt64
 	rows, err := query(ctx, vecLogBounds)
 	if err != nil {
@@ -94,20 +103,8 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 	if err != nil {
 		return false, fmt.Errorf("search: vector cache: read log: %w", err)
 	}
-	c.mu.RLock()
-	seq := c.seq
-	c.mu.RUnlock()
 	if seq >= 0 && maxSeq.Int64 <= seq {
 		return true, nil // up to date (the common case: one indexed lookup)
-	}
-	if c.background {
-		if c.ld.isOver() {
-			return false, nil
-		}
-		if seq < 0 {
-			c.ld.start(func(ctx context.Context) error { return c.load(ctx, db) })
-			return false, nil
-		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
