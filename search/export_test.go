@@ -21,6 +21,9 @@ func TextCacheLoaded(x *Index) bool {
 
 func TextCacheFilters(x *Index) int64 { return x.textFilters.Load() }
 
+// TextCacheRows counts the pages whose rows x's text cache supplied.
+func TextCacheRows(x *Index) int64 { return x.textRows.Load() }
+
 // TextCacheSize is x's text cache's estimated size in bytes.
 func TextCacheSize(x *Index) int64 {
 	x.text.mu.RLock()

@@ -110,8 +110,9 @@ type Index struct {
 	cache *vecCache  // nil: no vector cache (VectorCacheBytes, engine)
 	text  *textCache // nil: no text cache (PostgreSQL, TextCacheBytes < 0)
 	// textAnswers counts full-text legs the text cache answered;
-	// textFilters, vector legs whose filters it checked.
-	textAnswers, textFilters atomic.Int64
+	// textFilters, vector legs whose filters it checked; textRows, pages
+	// whose rows it supplied.
+	textAnswers, textFilters, textRows atomic.Int64
 	// vecAnswers counts KNN runs the vector cache answered.
 	vecAnswers atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.
@@ -230,12 +231,14 @@ var kinds = map[ContentType]*kind{
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
 		fts: "fts_messages", vec: "vec_messages", bm25: "1.0",
-		result: `m.id, m.agent, '', m.content, '[]',
-			json_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
-				'tool_call_id', m.tool_call_id), m.created_at, 0`,
+		result: `m.id, m.agent, '', m.content, '[]', ` + messageMeta + `, m.created_at, 0`,
 		text: "m.content",
 	},
 }
+
+// messageMeta is a message result's Metadata object.
+const messageMeta = `json_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
+	'tool_call_id', m.tool_call_id)`
 
 func kindOf(t ContentType) (*kind, error) {
 	k, ok := kinds[t]

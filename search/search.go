@@ -313,9 +313,19 @@ func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settin
 			continue
 		}
 		k := kinds[t]
-		rows, err := x.fetchRows(ctx, k, ids, scope, s, false)
+		rows, missing, ok, err := x.cachedRows(ctx, k, ids, scope, s)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			missing = ids
+		}
+		if len(missing) > 0 {
+			more, err := x.fetchRows(ctx, k, missing, scope, s, false)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, more...)
 		}
 		byID := make(map[int64]*Result, len(rows))
 		for _, r := range rows {
@@ -517,6 +527,14 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 	if err := rows.Scan(dest...); err != nil {
 		return nil, err
 	}
+	decodeJSONColumns(r, tags, meta)
+	r.Created = time.Unix(0, created).UTC()
+	return r, nil
+}
+
+// decodeJSONColumns sets r's Tags and Metadata from a row's tags_json and
+// metadata object.
+func decodeJSONColumns(r *Result, tags, meta string) {
 	if tags != "" && tags != "[]" {
 		_ = json.Unmarshal([]byte(tags), &r.Tags) // malformed tags_json: no tags
 	}
@@ -525,8 +543,6 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*Result, error) {
 			r.Metadata = map[string]any{"raw": meta} // not an object: kept, not lost
 		}
 	}
-	r.Created = time.Unix(0, created).UTC()
-	return r, nil
 }
 
 // ftsSearch returns up to limit rows of k matching expr, best first.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
@@ -69,6 +70,11 @@ type textPart struct {
 	owners  map[string]string // interned owner names
 	live    int
 	tokens  int64 // tokens in live rows, all columns
+	// bodies holds, per slot, what a result shows of the row (Archival and
+	// Messages: every change to their rows is logged, so the copy is as
+	// current as the ranking; blocks' rendered text changes without a log
+	// entry until the lazy re-index, so their rows are read from SQL).
+	bodies  []textBody
 	dead    int
 	bytes   int64 // estimated heap held, dead slots included (textCost*)
 }
@@ -81,6 +87,7 @@ const (
 	textCostDoc     = 72
 	textCostPosting = 12
 	textCostTerm    = 64
+	textCostBody    = 48 // three string headers
 )
 
 type textDoc struct {
@@ -90,6 +97,17 @@ type textDoc struct {
 	length     int32 // tokens, all columns (FTS5's xColumnSize(-1))
 	superseded bool
 	dead       bool
+}
+
+// textBody is a row's result columns beyond textDoc: content, tags_json
+// and the metadata object (resultColumns).
+type textBody struct {
+	content, tags, meta string
+}
+
+// cost is what the body's strings hold on the heap.
+func (b textBody) cost() int64 {
+	return textCostBody + int64(len(b.content)+len(b.tags)+len(b.meta))
 }
 
 type posting struct {
@@ -110,15 +128,22 @@ var textWeights = map[ContentType][]float64{
 }
 
 // textRows selects each kind's indexed columns: id, owner, created_at,
-// superseded, then the FTS columns in order (what the FTS5 triggers index).
+// superseded, then the FTS columns in order (what the FTS5 triggers
+// index), then for the kinds with bodies (textBodies) tags_json and the
+// metadata object as kinds' result lists make them; content is the first
+// FTS column.
 var textRows = map[ContentType]string{
 	Blocks: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
 		FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`,
 	Archival: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL)
+		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL),
+		a.tags_json, a.metadata_json
 		FROM archival a`,
-	Messages: `SELECT m.id, m.agent, m.created_at, 0, m.content FROM messages m`,
+	Messages: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`,
 }
+
+// textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
+var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
@@ -242,6 +267,7 @@ type textRow struct {
 	id   int64
 	gone bool
 	doc  textDoc
+	body textBody
 	freq map[string]float32
 }
 
@@ -317,7 +343,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		p := c.parts[r.t]
 		p.remove(r.id)
 		if !r.gone {
-			p.add(r.doc, r.freq)
+			p.add(r.doc, r.body, r.freq)
 		}
 	}
 	for _, p := range c.parts {
@@ -338,10 +364,13 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	for _, t := range contentKinds {
 		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
 			post: map[string][]posting{}, owners: map[string]string{}}
+		if textBodies[t] {
+			p.bodies = []textBody{}
+		}
 		parts[t] = p
 		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) error {
 			before := p.bytes
-			p.add(r.doc, r.freq)
+			p.add(r.doc, r.body, r.freq)
 			if total += p.bytes - before; total > c.limit {
 				return c.overBudget(total)
 			}
@@ -368,14 +397,22 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 	defer rows.Close()
 	cols := make([]sql.NullString, len(weights))
 	var d textDoc
+	var tags, meta string
 	dest := []any{&d.id, &d.owner, &d.created, &d.superseded}
 	for i := range cols {
 		dest = append(dest, &cols[i])
+	}
+	if textBodies[t] {
+		dest = append(dest, &tags, &meta)
 	}
 	for rows.Next() {
 		d = textDoc{}
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+		}
+		var body textBody
+		if textBodies[t] {
+			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
 		freq := make(map[string]float32, len(c.freq))
 		length := 0
@@ -387,7 +424,7 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 			})
 		}
 		d.length = int32(min(length, math.MaxInt32))
-		if err := fn(textRow{t: t, id: d.id, doc: d, freq: freq}); err != nil {
+		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, freq: freq}); err != nil {
 			return err
 		}
 	}
@@ -397,8 +434,22 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 	return nil
 }
 
+// internJSON returns the empty JSON values as constants: most rows have
+// no tags or metadata, and the cache need not hold a copy of "[]" each.
+func internJSON(s string) string {
+	switch s {
+	case "":
+		return ""
+	case "[]":
+		return "[]"
+	case "{}":
+		return "{}"
+	}
+	return s
+}
+
 // add indexes one row (its previous version must have been removed).
-func (p *textPart) add(d textDoc, freq map[string]float32) {
+func (p *textPart) add(d textDoc, body textBody, freq map[string]float32) {
 	owner, ok := p.owners[d.owner]
 	if !ok {
 		p.owners[d.owner] = d.owner
@@ -411,6 +462,10 @@ func (p *textPart) add(d textDoc, freq map[string]float32) {
 	p.live++
 	p.tokens += int64(d.length)
 	p.bytes += textCostDoc + textCostPosting*int64(len(freq))
+	if p.bodies != nil {
+		p.bodies = append(p.bodies, body)
+		p.bytes += body.cost()
+	}
 	for term, f := range freq {
 		ps, ok := p.post[term]
 		if !ok {
@@ -428,6 +483,10 @@ func (p *textPart) remove(id int64) {
 	delete(p.slots, id)
 	d := &p.docs[slot]
 	d.dead = true
+	if p.bodies != nil {
+		p.bytes -= p.bodies[slot].cost() - textCostBody
+		p.bodies[slot] = textBody{} // its strings can go now
+	}
 	p.live--
 	p.tokens -= int64(d.length)
 	p.dead++
@@ -440,6 +499,10 @@ func (p *textPart) maybeCompact() {
 	}
 	remap := make([]int32, len(p.docs))
 	docs := make([]textDoc, 0, p.live)
+	var bodies []textBody
+	if p.bodies != nil {
+		bodies = make([]textBody, 0, p.live)
+	}
 	p.bytes = textCostDoc * int64(p.live)
 	for i, d := range p.docs {
 		if d.dead {
@@ -449,7 +512,12 @@ func (p *textPart) maybeCompact() {
 		remap[i] = int32(len(docs))
 		p.slots[d.id] = int32(len(docs))
 		docs = append(docs, d)
+		if bodies != nil {
+			bodies = append(bodies, p.bodies[i])
+			p.bytes += p.bodies[i].cost()
+		}
 	}
+	p.bodies = bodies
 	for term, ps := range p.post {
 		kept := ps[:0]
 		for _, x := range ps {
@@ -666,6 +734,49 @@ func (x *Index) cachedFilter(ctx context.Context, k *kind, ids []int64, scope Sc
 	}
 	x.textFilters.Add(1)
 	return passed, true, nil
+}
+
+// cachedRows returns the rows of kind k with the given ids that pass the
+// search's filters, whole, from the text cache's copy of them (caught up
+// to the log first), in no particular order; missing are the ids the cache
+// does not hold (written after its catch-up, or gone), for SQL to fetch.
+// ok is false when the cache cannot answer: no text cache, a kind whose
+// rows it does not hold whole (textBodies), tag or metadata filters, or
+// still loading.
+func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings) (rows []*Result, missing []int64, ok bool, err error) {
+	if x.text == nil || !textBodies[k.t] || s.hasTagFilter() || len(s.Metadata) > 0 {
+		return nil, nil, false, nil
+	}
+	keep, ok, err := x.textKeep(ctx, k, scope, s)
+	if !ok || err != nil {
+		return nil, nil, false, err
+	}
+	c := x.text
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[k.t]
+	if p == nil {
+		return nil, nil, false, nil
+	}
+	rows = make([]*Result, 0, len(ids))
+	for _, id := range ids {
+		slot, held := p.slots[id]
+		if !held {
+			missing = append(missing, id)
+			continue
+		}
+		d := &p.docs[slot]
+		if !keep(d) {
+			continue
+		}
+		b := p.bodies[slot]
+		r := &Result{Type: k.t, ID: id, Owner: d.owner, Content: b.content,
+			Created: time.Unix(0, d.created).UTC(), Superseded: d.superseded}
+		decodeJSONColumns(r, b.tags, b.meta)
+		rows = append(rows, r)
+	}
+	x.textRows.Add(1)
+	return rows, missing, true, nil
 }
 
 // sharedWith returns the ids of the blocks shared with agent.

@@ -108,7 +108,7 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 		{"tags (SQL)", search.Scope{Agent: "a"}, func() *search.Options { return search.NewOptions().Tags("wing", "flow") }},
 	}
 	compared := 0
-	before := search.TextCacheAnswers(cached)
+	before, beforeRows := search.TextCacheAnswers(cached), search.TextCacheRows(cached)
 	for _, q := range queries {
 		for _, sh := range shapes {
 			want, werr := sqlx.Search(ctx, q, sh.scope, sh.opts().Mode(search.FTS))
@@ -133,13 +133,20 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 	if n := search.TextCacheAnswers(cached) - before; n < int64(8*len(queries)) {
 		t.Fatalf("the text cache answered %d legs of %d queries: searches fell back to SQL", n, len(queries))
 	}
+	// Archival and message pages take their rows from the cache (the
+	// results compared whole above).
+	if n := search.TextCacheRows(cached) - beforeRows; n < int64(2*len(queries)) {
+		t.Fatalf("the text cache supplied the rows of %d pages for %d queries: pages were read from SQL", n, len(queries))
+	}
 	t.Logf("%d results compared", compared)
 }
 
 // TestTextCacheRanksLikeFTS5 holds IndexOptions.TextCache to the SQL path:
 // for every query and filter shape the same rows, in the same order, with
-// bit-identical bm25 values; then again after changes made through another
-// connection pool (as another process would): inserts, edits, deletes,
+// bit-identical bm25 values and equal in every field (archival and
+// message rows come from the cache's copy); then again after changes made
+// through another connection pool (as another process would): inserts,
+// edits of content, tags, metadata and a message's role, deletes,
 // supersession, a block re-index, an owner change and a new share.
 func TestTextCacheRanksLikeFTS5(t *testing.T) {
 	ctx := context.Background()
@@ -167,6 +174,9 @@ func TestTextCacheRanksLikeFTS5(t *testing.T) {
 		`UPDATE archival SET metadata_json = '{"topic": "wing wing wing"}' WHERE id % 17 = 0`,
 		`DELETE FROM messages WHERE id % 5 = 0`,
 		`UPDATE messages SET content = 'boundary layer shock' WHERE id % 9 = 0`,
+		`UPDATE messages SET role = 'tool', name = 'calc', tool_call_id = 'c1' WHERE id % 4 = 0`,
+		`UPDATE archival SET tags_json = '["flutter","x"]', tags_text = 'flutter x' WHERE id % 3 = 0`,
+		`UPDATE archival SET metadata_json = '[1, 2]' WHERE id % 23 = 0`,
 		`UPDATE blocks SET rendered = rendered || ' laminar laminar' WHERE id % 2 = 0`,
 		`UPDATE blocks SET owner = 'a' WHERE id = 3`,
 		`DELETE FROM blocks WHERE id = 4`,
