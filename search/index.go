@@ -232,7 +232,7 @@ var kinds = map[ContentType]*kind{
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
 		fts: "fts_messages", vec: "vec_messages", bm25: "1.0",
 		result: `m.id, m.agent, '', m.content, '[]', ` + messageMeta + `, m.created_at, 0`,
-		text: "m.content",
+		text:   "m.content",
 	},
 }
 

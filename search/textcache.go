@@ -74,9 +74,9 @@ type textPart struct {
 	// Messages: every change to their rows is logged, so the copy is as
 	// current as the ranking; blocks' rendered text changes without a log
 	// entry until the lazy re-index, so their rows are read from SQL).
-	bodies  []textBody
-	dead    int
-	bytes   int64 // estimated heap held, dead slots included (textCost*)
+	bodies []textBody
+	dead   int
+	bytes  int64 // estimated heap held, dead slots included (textCost*)
 }
 
 // What a textPart holds, estimated from Go's layouts (checked against the
