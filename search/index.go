@@ -113,6 +113,7 @@ type Index struct {
 	// textFilters, vector legs whose filters it checked; textRows, pages
 	// whose rows it supplied.
 	textAnswers, textFilters, textRows atomic.Int64
+	stems                              stemCache // snippets' stems, across queries
 	// vecAnswers counts KNN runs the vector cache answered.
 	vecAnswers atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.

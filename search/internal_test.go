@@ -179,7 +179,7 @@ func BenchmarkSnippet(b *testing.B) {
 	}
 	terms := queryTerms(c.Queries[0].Text)
 	for b.Loop() {
-		s := newSnippeter(terms, 16)
+		s := newSnippeter(terms, 16, nil)
 		for _, d := range c.Docs[:100] {
 			s.snippet(d.Title + "\n" + d.Body)
 		}

@@ -402,7 +402,7 @@ const snippetsPerWorker = 5
 // long page.
 func (x *Index) snippets(out []Result, terms []string) {
 	fill := func(rs []Result) {
-		snip := newSnippeter(terms, x.opts.SnippetTokens)
+		snip := newSnippeter(terms, x.opts.SnippetTokens, &x.stems)
 		for i := range rs {
 			r := &rs[i]
 			r.Snippet = snip.snippet(r.Content)

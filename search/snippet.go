@@ -2,6 +2,8 @@ package search
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,7 +20,35 @@ import (
 // FTS5's snippet() would either run for every match before sorting or
 // re-run the full-text query per row.
 func snippet(text string, terms []string, size int) string {
-	return newSnippeter(terms, size).snippet(text)
+	return newSnippeter(terms, size, nil).snippet(text)
+}
+
+// stemCache remembers the Porter stems of the words snippets met, across
+// queries: stemming is most of the cost of a word seen for the first time
+// in a query. It holds at most stemCacheMax words (the most common come
+// first); more are stemmed each time.
+type stemCache struct {
+	m sync.Map // folded word -> stem
+	n atomic.Int64
+}
+
+const stemCacheMax = 1 << 17
+
+func (c *stemCache) stem(w string) string {
+	if c == nil {
+		return porterStem(w)
+	}
+	if st, ok := c.m.Load(w); ok {
+		return st.(string)
+	}
+	st := porterStem(w)
+	if c.n.Load() < stemCacheMax {
+		// Copies: w and st may point into a result's text.
+		if _, loaded := c.m.LoadOrStore(strings.Clone(w), strings.Clone(st)); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return st
 }
 
 // snippeter makes the snippets of one query: the query's stems and what
@@ -29,7 +59,8 @@ type snippeter struct {
 	want  map[string]int // stem -> term number
 	// prefixSet has bit p set when some stem's first two letters are p.
 	prefixSet [1 << 10]uint64
-	memo      map[string]int // folded word -> term number or -1
+	memo      map[string]int // word as written -> term number or -1
+	stems     *stemCache     // nil: stem every new word
 	toks      []snippetToken // scratch, reused per text
 	counts    []int          // scratch: matches per term in the window
 }
@@ -43,14 +74,45 @@ type snippetToken struct {
 // IsNumber for bytes below 0x80).
 var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	for c := range utf8.RuneSelf {
-		t[c] = ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+		t[c] = byteClass[c] == byteWord
 	}
 	return t
 }()
 
-func newSnippeter(terms []string, size int) *snippeter {
+// Byte classes for the tokenizer: most text is ASCII, where a byte alone
+// says whether it is part of a word.
+const (
+	byteSep   = iota // ASCII, not a letter or digit
+	byteWord         // ASCII letter or digit
+	byteMulti        // starts a multi-byte sequence (or is invalid UTF-8)
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = byteMulti
+		case ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'):
+			t[c] = byteWord
+		}
+	}
+	return t
+}()
+
+// lowerByte lower-cases ASCII letters and leaves every other byte alone.
+var lowerByte = func() (t [256]byte) {
+	for c := range 256 {
+		t[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			t[c] = byte(c + 'a' - 'A')
+		}
+	}
+	return t
+}()
+
+func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{},
-		counts: make([]int, len(terms))}
+		counts: make([]int, len(terms)), stems: stems}
 	for i, t := range terms {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
@@ -73,44 +135,27 @@ func prefix2(w string) uint16 {
 
 // termOf returns the query term word stems to, or -1. Stemming every token
 // is the cost here; a stem keeps the first two letters of its word, so only
-// words sharing a query stem's first two letters are stemmed (and each
-// distinct word once per query). Words starting with two ASCII bytes are
-// ruled out before any copy is made.
+// words sharing a query stem's first two letters are stemmed, and each
+// distinct word (as written) once per query. The tokenizer rules out words
+// starting with two ASCII bytes that no stem starts with before calling.
 func (s *snippeter) termOf(word string) int {
-	ascii2 := len(word) > 0 && word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf)
-	if ascii2 {
-		p := uint16(lowerASCII(word[0])) << 8
-		if len(word) > 1 {
-			p |= uint16(lowerASCII(word[1]))
-		}
-		if !s.hasPrefix(p) {
-			return -1
-		}
-	}
-	w := foldDiacritics(lowerASCIIFast(word))
-	if !ascii2 && !s.hasPrefix(prefix2(w)) {
-		return -1
-	}
-	if n, ok := s.memo[w]; ok {
+	ascii2 := word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf)
+	if n, ok := s.memo[word]; ok {
 		return n
 	}
-	n, ok := s.want[porterStem(w)]
-	if !ok {
-		n = -1
+	w := foldDiacritics(lowerASCIIFast(word))
+	n := -1
+	if ascii2 || s.hasPrefix(prefix2(w)) {
+		if t, ok := s.want[s.stems.stem(w)]; ok {
+			n = t
+		}
 	}
-	s.memo[w] = n
+	s.memo[word] = n
 	return n
 }
 
 func (s *snippeter) hasPrefix(p uint16) bool {
 	return s.prefixSet[p>>6]&(1<<(p&63)) != 0
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + ('a' - 'A')
-	}
-	return c
 }
 
 // snippet highlights the query's terms in text, as the package-level
@@ -121,43 +166,56 @@ func (s *snippeter) snippet(text string) string {
 	}
 	size := s.size
 	toks := s.toks[:0]
-	start := -1
-	for i := 0; i <= len(text); {
-		word, n := false, 1
-		if i < len(text) {
-			if c := text[i]; c < utf8.RuneSelf {
-				word = asciiWord[c]
-				if word && start >= 0 {
-					// Inside a word: skip the rest of its ASCII letters at
-					// once (most text is ASCII words).
-					j := i + 1
-					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
-						j++
-					}
-					n = j - i
+	// Tokens are runs of letters and digits (unicode61's rule); an ASCII
+	// byte is classified by table, other runes by package unicode.
+	for i, n := 0, len(text); i < n; {
+		for i < n && byteClass[text[i]] == byteSep {
+			i++
+		}
+		if i == n {
+			break
+		}
+		start := i
+	word:
+		for i < n {
+			switch byteClass[text[i]] {
+			case byteWord:
+				i++
+				for i < n && byteClass[text[i]] == byteWord {
+					i++
 				}
-			} else {
-				var r rune
-				r, n = utf8.DecodeRuneInString(text[i:])
-				word = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r))
+			case byteMulti:
+				r, w := utf8.DecodeRuneInString(text[i:])
+				if r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+					i += w
+					continue
+				}
+				if i == start {
+					i += w // a separator of several bytes
+					start = -1
+				}
+				break word
+			default:
+				break word
 			}
 		}
-		if word {
-			if start < 0 {
-				start = i
-				if i < len(text) && text[i] < utf8.RuneSelf {
-					j := i + 1
-					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
-						j++
-					}
-					n = j - i
-				}
-			}
-		} else if start >= 0 {
-			toks = append(toks, snippetToken{start: start, end: i, term: s.termOf(text[start:i])})
-			start = -1
+		if start < 0 {
+			continue
 		}
-		i += n
+		term := -1
+		// Most words are ruled out by their first two bytes, here.
+		if c0, c1 := text[start], text[min(start+1, i-1)]; c0 < utf8.RuneSelf && c1 < utf8.RuneSelf {
+			p := uint16(lowerByte[c0]) << 8
+			if i-start > 1 {
+				p |= uint16(lowerByte[c1])
+			}
+			if s.prefixSet[p>>6]&(1<<(p&63)) != 0 {
+				term = s.termOf(text[start:i])
+			}
+		} else {
+			term = s.termOf(text[start:i])
+		}
+		toks = append(toks, snippetToken{start: start, end: i, term: term})
 	}
 	s.toks = toks
 	// Sliding window: maximise distinct terms, then matches.

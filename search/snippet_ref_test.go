@@ -1,0 +1,212 @@
+package search
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// referenceSnippet is the first, plain implementation of snippet: a
+// rune-at-a-time tokenizer. Tests hold the fast one to it.
+func (s *snippeter) referenceSnippet(text string) string {
+	if s.terms == 0 || text == "" {
+		return ""
+	}
+	size := s.size
+	toks := s.toks[:0]
+	start := -1
+	for i := 0; i <= len(text); {
+		word, n := false, 1
+		if i < len(text) {
+			if c := text[i]; c < utf8.RuneSelf {
+				word = asciiWord[c]
+				if word && start >= 0 {
+					// Inside a word: skip the rest of its ASCII letters at
+					// once (most text is ASCII words).
+					j := i + 1
+					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+						j++
+					}
+					n = j - i
+				}
+			} else {
+				var r rune
+				r, n = utf8.DecodeRuneInString(text[i:])
+				word = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r))
+			}
+		}
+		if word {
+			if start < 0 {
+				start = i
+				if i < len(text) && text[i] < utf8.RuneSelf {
+					j := i + 1
+					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+						j++
+					}
+					n = j - i
+				}
+			}
+		} else if start >= 0 {
+			toks = append(toks, snippetToken{start: start, end: i, term: s.referenceTermOf(text[start:i])})
+			start = -1
+		}
+		i += n
+	}
+	s.toks = toks
+	// Sliding window: maximise distinct terms, then matches.
+	counts := s.counts
+	clear(counts)
+	distinct, matches := 0, 0
+	best, bestDistinct, bestMatches := -1, 0, 0
+	for hi := range toks {
+		if t := toks[hi].term; t >= 0 {
+			if counts[t] == 0 {
+				distinct++
+			}
+			counts[t]++
+			matches++
+		}
+		lo := hi - size + 1
+		if lo > 0 {
+			if t := toks[lo-1].term; t >= 0 {
+				counts[t]--
+				if counts[t] == 0 {
+					distinct--
+				}
+				matches--
+			}
+		}
+		if distinct > bestDistinct || (distinct == bestDistinct && matches > bestMatches) {
+			best, bestDistinct, bestMatches = max(lo, 0), distinct, matches
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	// Short text: show it all. Otherwise open the window two tokens before
+	// its first match (the shifted window still holds all its matches).
+	first := 0
+	if len(toks) > size {
+		fm := best
+		for fm < len(toks) && toks[fm].term < 0 {
+			fm++
+		}
+		first = max(best, fm-2)
+	}
+	last := min(first+size, len(toks)) - 1
+	var b strings.Builder
+	if first > 0 {
+		b.WriteString(Ellipsis)
+	}
+	pos := toks[first].start
+	for _, t := range toks[first : last+1] {
+		b.WriteString(text[pos:t.start])
+		if t.term >= 0 {
+			b.WriteString(HighlightStart)
+			b.WriteString(text[t.start:t.end])
+			b.WriteString(HighlightEnd)
+		} else {
+			b.WriteString(text[t.start:t.end])
+		}
+		pos = t.end
+	}
+	if last < len(toks)-1 {
+		b.WriteString(Ellipsis)
+	} else {
+		b.WriteString(strings.TrimRightFunc(text[pos:], unicode.IsSpace))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func (s *snippeter) referenceTermOf(word string) int {
+	w := foldDiacritics(strings.ToLower(word))
+	n, ok := s.want[porterStem(w)]
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// TestSnippetMatchesReference holds the snippet tokenizer to the plain
+// one over every Cranfield query and one abstract in twenty, and over
+// texts mixing scripts, accents, digits and invalid UTF-8.
+func TestSnippetMatchesReference(t *testing.T) {
+	texts := []string{
+		"", " ", "a", "É", "\xff", "naïve CAFÉ café cafe, Cafés!", "x\xffy \xc3 z",
+		"Straße — strasse; ĐÀO đào 数字 ２５ degrees 25°", "ends with a space ",
+		"engines engine engineering ENGINE-ENGINES", "œuvre Ærø aerøskøbing",
+	}
+	queries := []string{"cafe engine", "25 degrees", "naive strasse", "aerøskøbing œuvre", "x y z"}
+	if dir := FindCranfield(); dir != "" {
+		c, err := LoadCranfield(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range c.Docs {
+			if i%20 == 0 {
+				texts = append(texts, d.Title+"\n"+d.Body)
+			}
+		}
+		for _, q := range c.Queries {
+			queries = append(queries, q.Text)
+		}
+	}
+	n := 0
+	var stems stemCache // shared by every query, as an Index's is
+	for _, q := range queries {
+		for _, size := range []int{16, 3} {
+			fast, ref := newSnippeter(queryTerms(q), size, &stems), newSnippeter(queryTerms(q), size, nil)
+			for _, text := range texts {
+				if got, want := fast.snippet(text), ref.referenceSnippet(text); got != want {
+					t.Fatalf("query %q, size %d, text %q:\nsnippet   %q\nreference %q", q, size, text, got, want)
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("%d snippets compared", n)
+}
+
+func FuzzSnippetMatchesReference(f *testing.F) {
+	f.Add("naïve CAFÉ café cafe, Cafés! \xff engines", "cafe engine")
+	f.Add("Straße — strasse 数字 ２５", "strasse 25")
+	f.Fuzz(func(t *testing.T, text, query string) {
+		terms := queryTerms(query)
+		if got, want := newSnippeter(terms, 5, nil).snippet(text), newSnippeter(terms, 5, nil).referenceSnippet(text); got != want {
+			t.Fatalf("snippet %q, reference %q", got, want)
+		}
+	})
+}
+
+func BenchmarkSnippetReference(b *testing.B) {
+	dir := FindCranfield()
+	if dir == "" {
+		b.Skip("Cranfield collection not found")
+	}
+	c, err := LoadCranfield(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	terms := queryTerms(c.Queries[0].Text)
+	texts := make([]string, 100)
+	for i, d := range c.Docs[:100] {
+		texts[i] = d.Title + "\n" + d.Body
+	}
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			s := newSnippeter(terms, 16, nil)
+			for _, t := range texts {
+				s.snippet(t)
+			}
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		for b.Loop() {
+			s := newSnippeter(terms, 16, nil)
+			for _, t := range texts {
+				s.referenceSnippet(t)
+			}
+		}
+	})
+}
