@@ -57,18 +57,25 @@ type snippeter struct {
 	terms int
 	size  int
 	want  map[string]int // stem -> term number
-	// prefixSet has bit p set when some stem's first two letters are p.
-	prefixSet [1 << 10]uint64
-	memo      map[string]int // word as written -> term number or -1
-	stems     *stemCache     // nil: stem every new word
-	toks      []snippetToken // scratch, reused per text
-	counts    []int          // scratch: matches per term in the window
+	// prefixSet has bit p set when some stem's first two letters are p;
+	// short2, when some stem of three letters or fewer's are. long3 has bit
+	// hash3 set for the first three letters of the longer stems: a stem of
+	// four letters or more keeps its word's first three (Porter's rules
+	// rewrite a word's end; the rewrites that change a letter, y to i and
+	// the e put back after "ing", reach the third letter only in words
+	// whose stem is at most three letters long).
+	prefixSet, short2, long3 [1 << 10]uint64
+	memo                     map[string]int // word as written -> term number or -1
+	stems                    *stemCache     // nil: stem every new word
+	// Scratch, reused per text.
+	toks    []snippetToken // every token
+	matches []snippetMatch // the tokens that are query terms, in order
+	counts  []int          // matches per term in the window
 }
 
-type snippetToken struct {
-	start, end int
-	term       int // -1: not a query term
-}
+type snippetToken struct{ start, end int }
+
+type snippetMatch struct{ tok, term int }
 
 // asciiWord marks the ASCII letters and digits (unicode.IsLetter or
 // IsNumber for bytes below 0x80).
@@ -117,9 +124,24 @@ func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
 		p := prefix2(stem)
-		s.prefixSet[p>>6] |= 1 << (p & 63)
+		setBit(&s.prefixSet, p)
+		if len(stem) <= 3 {
+			setBit(&s.short2, p)
+		} else {
+			setBit(&s.long3, hash3(p, stem[2]))
+		}
 	}
 	return s
+}
+
+func setBit(set *[1 << 10]uint64, b uint16) { set[b>>6] |= 1 << (b & 63) }
+
+func hasBit(set *[1 << 10]uint64, b uint16) bool { return set[b>>6]&(1<<(b&63)) != 0 }
+
+// hash3 hashes three letters (the first two packed as by prefix2) to a
+// bit of long3.
+func hash3(p uint16, c byte) uint16 {
+	return uint16((uint32(p)<<8 | uint32(c)) * 0x9e3779b1 >> 16)
 }
 
 // prefix2 packs a word's first two bytes (one, for a one-byte word).
@@ -154,9 +176,7 @@ func (s *snippeter) termOf(word string) int {
 	return n
 }
 
-func (s *snippeter) hasPrefix(p uint16) bool {
-	return s.prefixSet[p>>6]&(1<<(p&63)) != 0
-}
+func (s *snippeter) hasPrefix(p uint16) bool { return hasBit(&s.prefixSet, p) }
 
 // snippet highlights the query's terms in text, as the package-level
 // snippet does.
@@ -165,7 +185,7 @@ func (s *snippeter) snippet(text string) string {
 		return ""
 	}
 	size := s.size
-	toks := s.toks[:0]
+	toks, matches := s.toks[:0], s.matches[:0]
 	// Tokens are runs of letters and digits (unicode61's rule); an ASCII
 	// byte is classified by table, other runes by package unicode.
 	for i, n := 0, len(text); i < n; {
@@ -203,60 +223,68 @@ func (s *snippeter) snippet(text string) string {
 			continue
 		}
 		term := -1
-		// Most words are ruled out by their first two bytes, here.
+		// Most words are ruled out by their first two or three bytes, here.
 		if c0, c1 := text[start], text[min(start+1, i-1)]; c0 < utf8.RuneSelf && c1 < utf8.RuneSelf {
 			p := uint16(lowerByte[c0]) << 8
 			if i-start > 1 {
 				p |= uint16(lowerByte[c1])
 			}
-			if s.prefixSet[p>>6]&(1<<(p&63)) != 0 {
-				term = s.termOf(text[start:i])
+			if hasBit(&s.prefixSet, p) {
+				// A word of two letters stems to itself.
+				maybe := hasBit(&s.short2, p)
+				if !maybe && i-start > 2 {
+					c2 := text[start+2]
+					maybe = c2 >= utf8.RuneSelf || hasBit(&s.long3, hash3(p, lowerByte[c2]))
+				}
+				if maybe {
+					term = s.termOf(text[start:i])
+				}
 			}
 		} else {
 			term = s.termOf(text[start:i])
 		}
-		toks = append(toks, snippetToken{start: start, end: i, term: term})
+		if term >= 0 {
+			matches = append(matches, snippetMatch{tok: len(toks), term: term})
+		}
+		toks = append(toks, snippetToken{start: start, end: i})
 	}
-	s.toks = toks
-	// Sliding window: maximise distinct terms, then matches.
+	s.toks, s.matches = toks, matches
+	if len(matches) == 0 {
+		return ""
+	}
+	// Sliding window of size tokens: the first to hold the most distinct
+	// terms, then the most matches. A window ending on a token that is no
+	// match holds no more than the one before it, so only windows ending
+	// on a match need a look.
 	counts := s.counts
 	clear(counts)
-	distinct, matches := 0, 0
+	distinct := 0
 	best, bestDistinct, bestMatches := -1, 0, 0
-	for hi := range toks {
-		if t := toks[hi].term; t >= 0 {
-			if counts[t] == 0 {
-				distinct++
+	out := 0 // matches[:out] have left the window
+	for in, m := range matches {
+		if counts[m.term] == 0 {
+			distinct++
+		}
+		counts[m.term]++
+		lo := m.tok - size + 1
+		for matches[out].tok < lo {
+			if counts[matches[out].term]--; counts[matches[out].term] == 0 {
+				distinct--
 			}
-			counts[t]++
-			matches++
+			out++
 		}
-		lo := hi - size + 1
-		if lo > 0 {
-			if t := toks[lo-1].term; t >= 0 {
-				counts[t]--
-				if counts[t] == 0 {
-					distinct--
-				}
-				matches--
-			}
+		if n := in + 1 - out; distinct > bestDistinct || (distinct == bestDistinct && n > bestMatches) {
+			best, bestDistinct, bestMatches = max(lo, 0), distinct, n
 		}
-		if distinct > bestDistinct || (distinct == bestDistinct && matches > bestMatches) {
-			best, bestDistinct, bestMatches = max(lo, 0), distinct, matches
-		}
-	}
-	if best < 0 {
-		return ""
 	}
 	// Short text: show it all. Otherwise open the window two tokens before
 	// its first match (the shifted window still holds all its matches).
-	first := 0
+	first, next := 0, 0 // next: the first match from first on
+	for next < len(matches) && matches[next].tok < best {
+		next++
+	}
 	if len(toks) > size {
-		fm := best
-		for fm < len(toks) && toks[fm].term < 0 {
-			fm++
-		}
-		first = max(best, fm-2)
+		first = max(best, matches[next].tok-2)
 	}
 	last := min(first+size, len(toks)) - 1
 	var b strings.Builder
@@ -264,12 +292,14 @@ func (s *snippeter) snippet(text string) string {
 		b.WriteString(Ellipsis)
 	}
 	pos := toks[first].start
-	for _, t := range toks[first : last+1] {
+	for i := first; i <= last; i++ {
+		t := toks[i]
 		b.WriteString(text[pos:t.start])
-		if t.term >= 0 {
+		if next < len(matches) && matches[next].tok == i {
 			b.WriteString(HighlightStart)
 			b.WriteString(text[t.start:t.end])
 			b.WriteString(HighlightEnd)
+			next++
 		} else {
 			b.WriteString(text[t.start:t.end])
 		}

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode"
@@ -14,7 +15,7 @@ func (s *snippeter) referenceSnippet(text string) string {
 		return ""
 	}
 	size := s.size
-	toks := s.toks[:0]
+	var toks []refToken
 	start := -1
 	for i := 0; i <= len(text); {
 		word, n := false, 1
@@ -48,12 +49,11 @@ func (s *snippeter) referenceSnippet(text string) string {
 				}
 			}
 		} else if start >= 0 {
-			toks = append(toks, snippetToken{start: start, end: i, term: s.referenceTermOf(text[start:i])})
+			toks = append(toks, refToken{start: start, end: i, term: s.referenceTermOf(text[start:i])})
 			start = -1
 		}
 		i += n
 	}
-	s.toks = toks
 	// Sliding window: maximise distinct terms, then matches.
 	counts := s.counts
 	clear(counts)
@@ -117,6 +117,11 @@ func (s *snippeter) referenceSnippet(text string) string {
 		b.WriteString(strings.TrimRightFunc(text[pos:], unicode.IsSpace))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+type refToken struct {
+	start, end int
+	term       int // -1: not a query term
 }
 
 func (s *snippeter) referenceTermOf(word string) int {
@@ -209,4 +214,50 @@ func BenchmarkSnippetReference(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLongStemsKeepThreeLetters checks the rule snippeter.long3 rests on
+// over every word of the Cranfield abstracts: a stem of four letters or
+// more starts with its word's first three.
+func TestLongStemsKeepThreeLetters(t *testing.T) {
+	dir := FindCranfield()
+	if dir == "" {
+		t.Skip("Cranfield collection not found")
+	}
+	c, err := LoadCranfield(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, d := range c.Docs {
+		for _, w := range strings.FieldsFunc(strings.ToLower(d.Title+" "+d.Body), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+		}) {
+			if seen[w] {
+				continue
+			}
+			seen[w] = true
+			for _, v := range []string{w, w + "ing", w + "ed", w + "y", w + "ies", w + "ational", w + "biliti"} {
+				if st := porterStem(v); len(st) >= 4 && st[:3] != v[:3] {
+					t.Errorf("%q stems to %q", v, st)
+				}
+			}
+		}
+	}
+	// And made-up words built from the pieces Porter's rules look at.
+	r := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "e", "i", "o", "u", "y", "b", "l", "t", "s", "z", "ing", "ed", "at", "bl", "iz", "ies", "sses",
+		"ational", "tional", "enci", "izer", "alli", "eli", "ousli", "ization", "ation", "ator", "alism", "biliti", "logi", "e", "ll"}
+	for range 200_000 {
+		var b strings.Builder
+		for range 1 + r.IntN(4) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if v := b.String(); len(v) >= 3 {
+			if st := porterStem(v); len(st) >= 4 && st[:3] != v[:3] {
+				t.Errorf("%q stems to %q", v, st)
+			}
+		}
+	}
+	t.Logf("%d words and 200,000 made up", len(seen))
 }
