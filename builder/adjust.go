@@ -189,7 +189,9 @@ func adjustMessages(msgs []memory.Message, model ModelInfo, active string) ([]me
 	callAt := map[string]int{}
 	answered := map[int]map[string]bool{}
 	orphan := map[int]bool{}
-	for i, m := range msgs {
+	// Messages are read in place: a copy of each costs more than the scan.
+	for i := range msgs {
+		m := &msgs[i]
 		for _, tc := range m.ToolCalls {
 			callAt[tc.ID] = i
 		}
@@ -206,7 +208,8 @@ func adjustMessages(msgs []memory.Message, model ModelInfo, active string) ([]me
 		}
 	}
 	changed := len(orphan) > 0
-	for i, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		if len(m.ToolCalls) > 0 && len(answered[i]) < len(m.ToolCalls) {
 			changed = true
 		}
@@ -250,7 +253,7 @@ func adjustMessages(msgs []memory.Message, model ModelInfo, active string) ([]me
 		if model.NoSystemRole && m.Role == memory.RoleSystem {
 			m.Role = memory.RoleUser
 		}
-		if model.UserFirst && isEmpty(m) {
+		if model.UserFirst && isEmpty(&m) {
 			if m.Role == memory.RoleTool || m.BatchID == active {
 				m.Content = emptyContent
 			} else {
@@ -284,17 +287,17 @@ func describe(m memory.Message) string {
 	return fmt.Sprintf("unsaved %s message", m.Role)
 }
 
-func isEmpty(m memory.Message) bool {
+func isEmpty(m *memory.Message) bool {
 	return strings.TrimSpace(m.Content) == "" && len(m.ToolCalls) == 0
 }
 
-func plainUser(m memory.Message) bool {
+func plainUser(m *memory.Message) bool {
 	return m.Role == memory.RoleUser && m.ToolCallID == "" && len(m.ToolCalls) == 0
 }
 
 func hasUserRun(msgs []memory.Message) bool {
 	for i := 1; i < len(msgs); i++ {
-		if plainUser(msgs[i-1]) && plainUser(msgs[i]) {
+		if plainUser(&msgs[i-1]) && plainUser(&msgs[i]) {
 			return true
 		}
 	}
@@ -306,7 +309,7 @@ func hasUserRun(msgs []memory.Message) bool {
 func mergeUsers(msgs []memory.Message) []memory.Message {
 	out := make([]memory.Message, 0, len(msgs))
 	for _, m := range msgs {
-		if n := len(out); n > 0 && plainUser(out[n-1]) && plainUser(m) {
+		if n := len(out); n > 0 && plainUser(&out[n-1]) && plainUser(&m) {
 			out[n-1].Content = out[n-1].Content + sectionSeparator + m.Content
 			continue
 		}

@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
-	"github.com/engram-go/engram/toolrules"
 )
 
 // libPlan is one library artifact's rendering in this build.
@@ -61,7 +61,7 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 		base = b.base
 	}
 	base = EscapeTags(strings.TrimSpace(base))
-	rules := EscapeTags(toolrules.Render(b.rules))
+	rules := b.cache.rulesText(b.rules)
 	activity := EscapeTags(strings.TrimSpace(f.activity))
 	skills := EscapeTags(b.skillList(f))
 	env := ""
@@ -510,7 +510,10 @@ func (w *promptWriter) recalled(rs []recallPlan) {
 func shortHash(s string) string {
 	// Read the string's bytes in place: crc32 neither keeps nor writes them.
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
-	return fmt.Sprintf("%08x%08x", crc32.Update(0, castagnoli, b), crc32.ChecksumIEEE(b))
+	var out [8]byte
+	binary.BigEndian.PutUint32(out[:4], crc32.Update(0, castagnoli, b))
+	binary.BigEndian.PutUint32(out[4:], crc32.ChecksumIEEE(b))
+	return hex.EncodeToString(out[:])
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -186,6 +186,9 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	if b.store == nil {
 		return f, fmt.Errorf("%w: no store", ErrInvalid)
 	}
+	// The build sees every commit that completed before it began: one
+	// check of the database's version serves the blocks and the history.
+	ctx = memory.WithVersionCheckOnce(ctx)
 	var err error
 	if f.own, f.shared, f.render, err = b.cache.blockLists(ctx, b.store, b.agent); err != nil {
 		return f, err
@@ -667,33 +670,45 @@ func (b Builder) toolDefs(counter TokenCounter) ([]Tool, []byte, int, error) {
 	if b.tools == nil {
 		return nil, nil, 0, nil
 	}
-	tools := slices.Clone(b.tools.Tools())
-	slices.SortStableFunc(tools, func(x, y Tool) int { return strings.Compare(x.Name, y.Name) })
-	var digest bytes.Buffer
+	tools, digest, err := b.cache.toolJSON(b.tools.Tools())
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	tokens := 0
+	for _, t := range tools {
+		tokens += toolOverhead + counter.Count(t.Name) + counter.Count(t.Description) + counter.Count(string(t.Parameters))
+	}
+	return tools, digest, tokens, nil
+}
+
+// compileTools sorts tools by name, checks them and compacts their
+// parameters' JSON; digest is their JSON, one per line.
+func compileTools(in []Tool) (tools []Tool, digest []byte, err error) {
+	tools = slices.Clone(in)
+	slices.SortStableFunc(tools, func(x, y Tool) int { return strings.Compare(x.Name, y.Name) })
+	var buf bytes.Buffer
 	for i, t := range tools {
 		if strings.TrimSpace(t.Name) == "" {
-			return nil, nil, 0, fmt.Errorf("%w: tool %d has no name", ErrInvalid, i)
+			return nil, nil, fmt.Errorf("%w: tool %d has no name", ErrInvalid, i)
 		}
 		if i > 0 && tools[i-1].Name == t.Name {
-			return nil, nil, 0, fmt.Errorf("%w: two tools named %q", ErrInvalid, t.Name)
+			return nil, nil, fmt.Errorf("%w: two tools named %q", ErrInvalid, t.Name)
 		}
 		if len(t.Parameters) > 0 {
 			var c bytes.Buffer
 			if err := json.Compact(&c, t.Parameters); err != nil {
-				return nil, nil, 0, fmt.Errorf("%w: tool %q parameters are not JSON: %v", ErrInvalid, t.Name, err)
+				return nil, nil, fmt.Errorf("%w: tool %q parameters are not JSON: %v", ErrInvalid, t.Name, err)
 			}
 			if c.Len() == 0 || c.Bytes()[0] != '{' {
-				return nil, nil, 0, fmt.Errorf("%w: tool %q parameters must be a JSON Schema object", ErrInvalid, t.Name)
+				return nil, nil, fmt.Errorf("%w: tool %q parameters must be a JSON Schema object", ErrInvalid, t.Name)
 			}
 			tools[i].Parameters = json.RawMessage(c.Bytes())
 		}
 		js, _ := json.Marshal(tools[i])
-		digest.Write(js)
-		digest.WriteByte('\n')
-		tokens += toolOverhead + counter.Count(t.Name) + counter.Count(t.Description) + counter.Count(string(tools[i].Parameters))
+		buf.Write(js)
+		buf.WriteByte('\n')
 	}
-	return tools, digest.Bytes(), tokens, nil
+	return tools, buf.Bytes(), nil
 }
 
 // toolOverhead is the per-tool framing cost in tokens.

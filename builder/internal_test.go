@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -277,4 +278,35 @@ func FuzzWriteEscapedMatchesReference(f *testing.F) {
 			t.Fatalf("writeEscaped(%q) = %q, reference %q", s, got.String(), want.String())
 		}
 	})
+}
+
+// TestDefinitionMemoComparesEveryField: sameRule and sameTool must look at
+// every field, or a changed rule or tool would be served from the memo.
+func TestDefinitionMemoComparesEveryField(t *testing.T) {
+	if n := reflect.TypeOf(toolrules.Rule{}).NumField(); n != 5 {
+		t.Fatalf("toolrules.Rule has %d fields: update sameRule and this test", n)
+	}
+	if n := reflect.TypeOf(Tool{}).NumField(); n != 3 {
+		t.Fatalf("Tool has %d fields: update sameTool and this test", n)
+	}
+	c := NewCache()
+	rules := []toolrules.Rule{toolrules.ExitLoop("a"), toolrules.RequiresPrior("b", "x")}
+	first := c.rulesText(rules)
+	rules[1].Tools[0] = "y" // the caller's slice changes in place
+	if got := c.rulesText(rules); got == first || got != EscapeTags(toolrules.Render(rules)) {
+		t.Fatalf("rules changed in place, memo served %q", got)
+	}
+	tools := []Tool{{Name: "t", Parameters: []byte(`{"type": "object"}`)}}
+	out, _, err := c.toolJSON(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools[0].Parameters[2] = 'T' // in place: still valid JSON, another schema
+	out2, _, err := c.toolJSON(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out[0].Parameters) == string(out2[0].Parameters) {
+		t.Fatalf("parameters changed in place, memo served %s", out2[0].Parameters)
+	}
 }

@@ -191,6 +191,8 @@ type Cache struct {
 
 	prefixMu sync.Mutex
 	prefix   map[[2]string]prefixSig // by agent and model
+
+	defs definitionMemo
 }
 
 // prefixSig is what a build leaves to compare the next one with.

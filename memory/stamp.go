@@ -101,13 +101,51 @@ type dataVersioner interface {
 }
 
 // dataVersion reads the backend's data version (see dataVersioner); ok
-// is false when the backend cannot tell.
+// is false when the backend cannot tell. Under WithVersionCheckOnce, the
+// first read for this backend is reused.
 func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
 	dv, ok := c.be.(dataVersioner)
 	if !ok {
 		return 0, false, nil
 	}
-	return dv.DataVersion(ctx)
+	once, _ := ctx.Value(versionCheckKey{}).(*versionCheck)
+	if once == nil {
+		return dv.DataVersion(ctx)
+	}
+	once.mu.Lock()
+	defer once.mu.Unlock()
+	if once.be != nil && once.be != dv {
+		return dv.DataVersion(ctx) // another database: not what was read
+	}
+	if once.be == nil {
+		v, ok, err := dv.DataVersion(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		once.be, once.v, once.ok = dv, v, ok
+	}
+	return once.v, once.ok, nil
+}
+
+type versionCheckKey struct{}
+
+// versionCheck is the data version read first under WithVersionCheckOnce.
+type versionCheck struct {
+	mu sync.Mutex
+	be dataVersioner // nil until read
+	v  int64
+	ok bool
+}
+
+// WithVersionCheckOnce returns a context under which the reads that can
+// answer from memory (BlocksStamp, Messages; see Cache) ask the database
+// whether anything was committed once, at the first such read, instead of
+// once each: the reads of one operation, such as building a prompt, see
+// every commit that completed before that first check, which is the
+// guarantee such an operation needs, for one check's price. A read that
+// finds the data changed reads it, as always.
+func WithVersionCheckOnce(ctx context.Context) context.Context {
+	return context.WithValue(ctx, versionCheckKey{}, &versionCheck{})
 }
 
 // versionMemo keeps, per key, what a read returned with the data version

@@ -142,3 +142,70 @@ func TestReadMemosSeeEveryCommit(t *testing.T) {
 		t.Fatalf("after a foreign connection inserted: %v, %v", ms, err)
 	}
 }
+
+// TestVersionCheckOnce: under WithVersionCheckOnce the reads of one
+// operation check for commits once, at the first read, and see every
+// commit made before it; a second database under the same context checks
+// its own.
+func TestVersionCheckOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	here, err := memory.Open(ctx, filepath.Join(dir, "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	there, err := memory.Open(ctx, filepath.Join(dir, "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer there.Close()
+	other, err := memory.Open(ctx, filepath.Join(dir, "b.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, s := range []*memory.Cache{here, other} {
+		if _, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := here.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := &memory.MessageQuery{AfterID: m.ID}
+	// Remember a stamp and an empty read on both databases.
+	s1, err := here.BlocksStamp(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o1, err := other.BlocksStamp(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 0 {
+		t.Fatalf("messages after the last: %d, %v", len(ms), err)
+	}
+	// Commits by another Cache (as another process's) on both files.
+	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := there.UpdateBlockText(ctx, "a", "notes", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.UpdateBlockText(ctx, "a", "notes", "two"); err != nil {
+		t.Fatal(err)
+	}
+
+	op := memory.WithVersionCheckOnce(ctx)
+	if s2, err := here.BlocksStamp(op, "a"); err != nil || s2 == s1 {
+		t.Fatalf("stamp under the check: %+v (before %+v), %v", s2, s1, err)
+	}
+	if ms, err := here.Messages(op, "a", after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
+		t.Fatalf("a commit before the operation's check: %v, %v", ms, err)
+	}
+	if o2, err := other.BlocksStamp(op, "a"); err != nil || o2 == o1 {
+		t.Fatalf("the other database's stamp under the same context: %+v (before %+v), %v", o2, o1, err)
+	}
+}

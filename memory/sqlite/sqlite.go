@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -47,7 +48,7 @@ type Backend struct {
 	vmu   sync.Mutex
 	vdb   *sql.DB
 	vconn *sql.Conn
-	vstmt *sql.Stmt
+	vstmt driver.Stmt // on vconn's driver connection, used inside Raw only
 	vgen  int64
 }
 
@@ -75,7 +76,17 @@ func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error)
 		if err != nil {
 			return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
 		}
-		st, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+		// The pragma runs through the driver's own interfaces: database/sql's
+		// statement and row machinery cost more than the pragma itself.
+		var st driver.Stmt
+		err = conn.Raw(func(dc any) error {
+			p, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("driver connection %T cannot prepare", dc)
+			}
+			st, err = p.PrepareContext(ctx, `PRAGMA data_version`)
+			return err
+		})
 		if err != nil {
 			conn.Close()
 			return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
@@ -83,15 +94,45 @@ func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error)
 		b.vconn, b.vstmt = conn, st
 		b.vgen++
 	}
-	if err := b.vstmt.QueryRowContext(ctx).Scan(&v); err != nil {
+	err = b.vconn.Raw(func(any) error {
+		q, ok := b.vstmt.(driver.StmtQueryContext)
+		if !ok {
+			return fmt.Errorf("driver statement %T cannot query", b.vstmt)
+		}
+		rows, err := q.QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 1)
+		if err := rows.Next(dest); err != nil {
+			return err
+		}
+		n, ok := dest[0].(int64)
+		if !ok {
+			return fmt.Errorf("data_version is %T", dest[0])
+		}
+		v = n
+		return nil
+	})
+	if err != nil {
 		// Start over on a new connection next time: its counter is not
 		// this one's.
-		b.vstmt.Close()
-		b.vconn.Close()
-		b.vconn, b.vstmt = nil, nil
+		b.closeVersionConn()
 		return 0, false, fmt.Errorf("data_version of %s: %w", b.path, err)
 	}
 	return b.vgen<<48 | v, true, nil
+}
+
+// closeVersionConn closes DataVersion's connection; callers hold vmu.
+func (b *Backend) closeVersionConn() {
+	if b.vconn == nil {
+		return
+	}
+	stmt := b.vstmt
+	_ = b.vconn.Raw(func(any) error { return stmt.Close() })
+	b.vconn.Close()
+	b.vconn, b.vstmt = nil, nil
 }
 
 // Prepare parses queries once for the writer connection, so write
@@ -215,13 +256,11 @@ func (b *Backend) Close() error {
 	b.stmts = nil
 	b.stmtsMu.Unlock()
 	b.vmu.Lock()
-	if b.vstmt != nil {
-		err = errors.Join(err, b.vstmt.Close(), b.vconn.Close())
-	}
+	b.closeVersionConn()
 	if b.vdb != nil {
 		err = errors.Join(err, b.vdb.Close())
 	}
-	b.vdb, b.vconn, b.vstmt = nil, nil, nil
+	b.vdb = nil
 	b.vmu.Unlock()
 	if b.rdb != nil && b.rdb != b.wdb {
 		err = errors.Join(err, b.rdb.Close())
