@@ -65,7 +65,16 @@
 // Legs that can rank without rows (the text cache, every vector leg) return
 // ids; the rows of the returned page only are fetched, in one query per
 // content type that checks the filters again. A row deleted or changed
-// between ranking and fetching drops out, and the search ranks again.
+// between ranking and fetching drops out, and the search ranks again. The
+// text cache holds archival and message rows whole (every change to them
+// is logged; migration 0012 logs any update of a message), so their pages
+// are filled from it, as of its catch-up at the start of the search,
+// without SQL; block rows, whose rendering changes ahead of their lazy
+// re-index, are always read from SQL.
+//
+// Snippets are made in process for the returned page only, over several
+// goroutines for long pages; the Porter stems of the words they meet are
+// remembered across queries (at most 128k words).
 //
 // # Queries
 //

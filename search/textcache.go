@@ -148,7 +148,8 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
 // DefaultTextCacheBytes is the text cache's default budget
-// (IndexOptions.TextCacheBytes): about 200k short entries.
+// (IndexOptions.TextCacheBytes): about 90k entries of 20 to 60 words,
+// content included (see TestTextCacheBudgetEstimate).
 const DefaultTextCacheBytes = 64 << 20
 
 func newTextCache(limit int64, log *slog.Logger) *textCache {
