@@ -176,10 +176,21 @@ func TestSnippetMatchesReference(t *testing.T) {
 func FuzzSnippetMatchesReference(f *testing.F) {
 	f.Add("naïve CAFÉ café cafe, Cafés! \xff engines", "cafe engine")
 	f.Add("Straße — strasse 数字 ２５", "strasse 25")
+	f.Add("Engines, engine; engineering\x00 25 degrees of an 8-byte word: abcdefgh", "engine 25 abcdefgh")
 	f.Fuzz(func(t *testing.T, text, query string) {
 		terms := queryTerms(query)
-		if got, want := newSnippeter(terms, 5, nil).snippet(text), newSnippeter(terms, 5, nil).referenceSnippet(text); got != want {
-			t.Fatalf("snippet %q, reference %q", got, want)
+		// As given (mostly not ASCII: the general tokenizer), and with the
+		// bytes above 0x7f dropped (the eight-bytes-at-a-time one).
+		ascii := strings.Map(func(r rune) rune {
+			if r >= utf8.RuneSelf {
+				return -1
+			}
+			return r
+		}, text)
+		for _, text := range []string{text, ascii} {
+			if got, want := newSnippeter(terms, 5, nil).snippet(text), newSnippeter(terms, 5, nil).referenceSnippet(text); got != want {
+				t.Fatalf("text %q: snippet %q, reference %q", text, got, want)
+			}
 		}
 	})
 }
@@ -260,4 +271,28 @@ func TestLongStemsKeepThreeLetters(t *testing.T) {
 		}
 	}
 	t.Logf("%d words and 200,000 made up", len(seen))
+}
+
+// TestWordBytes holds the eight-bytes-at-a-time classification to the
+// byte table, for every ASCII byte in every position next to every kind
+// of neighbour.
+func TestWordBytes(t *testing.T) {
+	for c := range 128 {
+		for pos := range 8 {
+			for _, fill := range []byte{0, ' ', '0', '9', 'a', 'z', 'A', 'Z', '@', '[', '`', '{', 0x7f} {
+				var x uint64
+				for j := range 8 {
+					b := fill
+					if j == pos {
+						b = byte(c)
+					}
+					x |= uint64(b) << (8 * j)
+				}
+				got := wordBytes(x)>>(8*pos)&0x80 != 0
+				if want := byteClass[c] == byteWord; got != want {
+					t.Fatalf("byte %#x at %d among %q: word %v, want %v", c, pos, fill, got, want)
+				}
+			}
+		}
+	}
 }
