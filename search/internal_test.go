@@ -165,23 +165,3 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("no match = %q", got)
 	}
 }
-
-// BenchmarkSnippet makes the snippets of a 100-result page of Cranfield
-// abstracts for one query.
-func BenchmarkSnippet(b *testing.B) {
-	dir := FindCranfield()
-	if dir == "" {
-		b.Skip("Cranfield collection not found")
-	}
-	c, err := LoadCranfield(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	terms := queryTerms(c.Queries[0].Text)
-	for b.Loop() {
-		s := newSnippeter(terms, 16, nil)
-		for _, d := range c.Docs[:100] {
-			s.snippet(d.Title + "\n" + d.Body)
-		}
-	}
-}

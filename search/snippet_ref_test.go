@@ -195,15 +195,11 @@ func FuzzSnippetMatchesReference(f *testing.F) {
 	})
 }
 
-func BenchmarkSnippetReference(b *testing.B) {
-	dir := FindCranfield()
-	if dir == "" {
-		b.Skip("Cranfield collection not found")
-	}
-	c, err := LoadCranfield(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+// BenchmarkSnippet makes the snippets of a 100-result page of Cranfield
+// abstracts for one query, with the snippeter searches use and with the
+// reference implementation.
+func BenchmarkSnippet(b *testing.B) {
+	c := cranfieldOrSkip(b)
 	terms := queryTerms(c.Queries[0].Text)
 	texts := make([]string, 100)
 	for i, d := range c.Docs[:100] {
@@ -227,18 +223,25 @@ func BenchmarkSnippetReference(b *testing.B) {
 	})
 }
 
+// cranfieldOrSkip loads the Cranfield collection, or skips tb without it.
+func cranfieldOrSkip(tb testing.TB) *Cranfield {
+	tb.Helper()
+	dir := FindCranfield()
+	if dir == "" {
+		tb.Skip("Cranfield collection not found")
+	}
+	c, err := LoadCranfield(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 // TestLongStemsKeepThreeLetters checks the rule snippeter.long3 rests on
 // over every word of the Cranfield abstracts: a stem of four letters or
 // more starts with its word's first three.
 func TestLongStemsKeepThreeLetters(t *testing.T) {
-	dir := FindCranfield()
-	if dir == "" {
-		t.Skip("Cranfield collection not found")
-	}
-	c, err := LoadCranfield(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cranfieldOrSkip(t)
 	seen := map[string]bool{}
 	for _, d := range c.Docs {
 		for _, w := range strings.FieldsFunc(strings.ToLower(d.Title+" "+d.Body), func(r rune) bool {
