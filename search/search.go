@@ -832,7 +832,7 @@ type resultKey struct {
 // vector) becomes one result carrying both sides' Source fields. Ties go to
 // the better best rank, then content type, then id.
 // fuseRRF fuses ranked lists by reciprocal rank; weights (nil = all 1)
-// scale each list's contributions.
+// scale each list's contributions. It reuses the lists' Results.
 func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 	type fused struct {
 		r    *Result
@@ -842,8 +842,10 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 	for _, l := range lists {
 		n += len(l)
 	}
-	merged := make(map[resultKey]*fused, n)
-	order := make([]*fused, 0, n)
+	// The lists' Results are fused in place (the first list holding a row
+	// keeps it): callers hand over lists built for this search alone.
+	merged := make(map[resultKey]int, n)
+	order := make([]fused, 0, n)
 	for li, l := range lists {
 		w := 1.0
 		if weights != nil {
@@ -852,14 +854,14 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 		for i, r := range l {
 			key := resultKey{r.Type, r.ID}
 			rank := i + 1
-			f, ok := merged[key]
+			j, ok := merged[key]
 			if !ok {
-				cp := *r
-				cp.Source.Fused = 0
-				f = &fused{r: &cp, best: rank}
-				merged[key] = f
-				order = append(order, f)
+				r.Source.Fused = 0
+				j = len(order)
+				merged[key] = j
+				order = append(order, fused{r: r, best: rank})
 			} else {
+				f := &order[j]
 				m := f.r
 				if r.Source.FTSRank != 0 && m.Source.FTSRank == 0 {
 					m.Source.FTSRank, m.Source.BM25 = r.Source.FTSRank, r.Source.BM25
@@ -869,13 +871,14 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 				}
 				f.best = min(f.best, rank)
 			}
-			f.r.Source.Fused += w / float64(RRFK+rank)
+			order[j].r.Source.Fused += w / float64(RRFK+rank)
 		}
 	}
 	for _, f := range order {
 		f.r.Score = f.r.Source.Fused
 	}
-	slices.SortStableFunc(order, func(a, b *fused) int {
+	// A total order ((type, id) is unique): no need for a stable sort.
+	slices.SortFunc(order, func(a, b fused) int {
 		if c := cmp.Compare(b.r.Score, a.r.Score); c != 0 {
 			return c
 		}

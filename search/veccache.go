@@ -1,7 +1,6 @@
 package search
 
 import (
-	"container/heap"
 	"context"
 	"database/sql"
 	"fmt"
@@ -366,9 +365,9 @@ func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int
 			}
 		}
 	}
-	out := make([]knnHit, h.Len())
+	out := make([]knnHit, len(*h))
 	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(knnHit)
+		out[i] = h.pop()
 	}
 	return out
 }
@@ -383,11 +382,11 @@ func (c *vecCache) scan(p *vecPartition, lo, hi int, qn []float32, k int, h *hit
 
 // offer adds hit to h if it is among the k best (by distance, then id).
 func offer(h *hitHeap, hit knnHit, k int) {
-	if h.Len() < k {
-		heap.Push(h, hit)
-	} else if top := (*h)[0]; hit.dist < top.dist || (hit.dist == top.dist && hit.id < top.id) {
+	if len(*h) < k {
+		h.push(hit)
+	} else if worse((*h)[0], hit) {
 		(*h)[0] = hit
-		heap.Fix(h, 0)
+		h.down()
 	}
 }
 
@@ -410,21 +409,59 @@ func dotGeneric(a, b []float32) float32 {
 }
 
 // hitHeap is a max-heap on distance (ties: larger id first), so its root
-// is the worst of the current k best.
+// is the worst of the current k best. Its own sift functions, not
+// container/heap's: boxing every hit into an interface allocated per push
+// and pop.
 type hitHeap []knnHit
 
-func (h hitHeap) Len() int { return len(h) }
-func (h hitHeap) Less(i, j int) bool {
-	if h[i].dist != h[j].dist {
-		return h[i].dist > h[j].dist
+// worse reports whether a ranks below b (farther, or as far with a larger
+// id).
+func worse(a, b knnHit) bool {
+	if a.dist != b.dist {
+		return a.dist > b.dist
 	}
-	return h[i].id > h[j].id
+	return a.id > b.id
 }
-func (h hitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)   { *h = append(*h, x.(knnHit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *hitHeap) push(x knnHit) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !worse(s[j], s[i]) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+// down restores the heap from its root down.
+func (h hitHeap) down() {
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && worse(h[r], h[l]) {
+			j = r
+		}
+		if !worse(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// pop removes and returns the root (the worst hit).
+func (h *hitHeap) pop() knnHit {
+	s := *h
+	x := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	h.down()
 	return x
 }
