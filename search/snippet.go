@@ -58,16 +58,21 @@ type snippeter struct {
 	terms int
 	size  int
 	want  map[string]int // stem -> term number
-	// prefixSet has bit p set when some stem's first two letters are p;
-	// short2, when some stem of three letters or fewer's are. long3 has bit
-	// hash3 set for the first three letters of the longer stems: a stem of
-	// four letters or more keeps its word's first three (Porter's rules
+	// prefixSet has bit p set when some stem's first two bytes are p
+	// (prefix2). For the words that start with two ASCII letters or digits
+	// (most words), smaller sets that stay in the CPU's nearest cache:
+	// pairs has bit pair(c0, c1) set when some stem starts with c0 c1,
+	// short2 when some stem of three letters or fewer does, and long3 has
+	// bit hash3 set for the first three letters of the longer stems: a stem
+	// of four letters or more keeps its word's first three (Porter's rules
 	// rewrite a word's end; the rewrites that change a letter, y to i and
 	// the e put back after "ing", reach the third letter only in words
 	// whose stem is at most three letters long).
-	prefixSet, short2, long3 [1 << 10]uint64
-	memo                     map[string]int // word as written -> term number or -1
-	stems                    *stemCache     // nil: stem every new word
+	prefixSet     [1 << 10]uint64
+	pairs, short2 [pairWords]uint64
+	long3         [64]uint64
+	memo          map[string]int // word as written -> term number or -1
+	stems         *stemCache     // nil: stem every new word
 	// Scratch, reused per text.
 	toks    []snippetToken // every token
 	matches []snippetMatch // the tokens that are query terms, in order
@@ -125,24 +130,60 @@ func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
 		p := prefix2(stem)
-		setBit(&s.prefixSet, p)
+		setBit(s.prefixSet[:], p)
+		if len(stem) == 0 || alnumCode[stem[0]] == noAlnum || (len(stem) > 1 && alnumCode[stem[1]] == noAlnum) {
+			continue // no word starting with two ASCII letters or digits stems to it
+		}
+		second := byte(0) // noAlnum: a one-letter stem
+		if len(stem) > 1 {
+			second = stem[1]
+		}
+		q := pair(stem[0], second)
+		setBit(s.pairs[:], q)
 		if len(stem) <= 3 {
-			setBit(&s.short2, p)
+			setBit(s.short2[:], q)
 		} else {
-			setBit(&s.long3, hash3(p, stem[2]))
+			setBit(s.long3[:], hash3(q, stem[2]))
 		}
 	}
 	return s
 }
 
-func setBit(set *[1 << 10]uint64, b uint16) { set[b>>6] |= 1 << (b & 63) }
+func setBit(set []uint64, b uint16) { set[b>>6] |= 1 << (b & 63) }
 
-func hasBit(set *[1 << 10]uint64, b uint16) bool { return set[b>>6]&(1<<(b&63)) != 0 }
+func hasBit(set []uint64, b uint16) bool { return set[b>>6]&(1<<(b&63)) != 0 }
 
-// hash3 hashes three letters (the first two packed as by prefix2) to a
-// bit of long3.
-func hash3(p uint16, c byte) uint16 {
-	return uint16((uint32(p)<<8 | uint32(c)) * 0x9e3779b1 >> 16)
+// alnumCode numbers the ASCII letters (either case) and digits 0 to 35;
+// every other byte is noAlnum.
+var alnumCode = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = uint8(c - '0')
+		case 'a' <= c && c <= 'z':
+			t[c] = uint8(c - 'a' + 10)
+		case 'A' <= c && c <= 'Z':
+			t[c] = uint8(c - 'A' + 10)
+		default:
+			t[c] = noAlnum
+		}
+	}
+	return t
+}()
+
+const (
+	noAlnum   = 36
+	pairWords = (37*37 + 63) / 64
+)
+
+// pair numbers a word's first two bytes, ASCII letters or digits (c1
+// noAlnum for a one-letter word), for the pairs and short2 sets.
+func pair(c0, c1 byte) uint16 { return uint16(alnumCode[c0])*37 + uint16(alnumCode[c1]) }
+
+// hash3 hashes three letters (the first two numbered by pair) to a bit of
+// long3.
+func hash3(q uint16, c byte) uint16 {
+	return uint16((uint32(q)<<8 | uint32(lowerByte[c])) * 0x9e3779b1 >> 20)
 }
 
 // prefix2 packs a word's first two bytes (one, for a one-byte word).
@@ -177,7 +218,7 @@ func (s *snippeter) termOf(word string) int {
 	return n
 }
 
-func (s *snippeter) hasPrefix(p uint16) bool { return hasBit(&s.prefixSet, p) }
+func (s *snippeter) hasPrefix(p uint16) bool { return hasBit(s.prefixSet[:], p) }
 
 // snippet highlights the query's terms in text, as the package-level
 // snippet does.
@@ -301,16 +342,16 @@ func (s *snippeter) word(text string, start, i int) {
 	term := -1
 	// Most words are ruled out by their first two or three bytes, here.
 	if c0, c1 := text[start], text[min(start+1, i-1)]; c0 < utf8.RuneSelf && c1 < utf8.RuneSelf {
-		p := uint16(lowerByte[c0]) << 8
-		if i-start > 1 {
-			p |= uint16(lowerByte[c1])
+		// ASCII bytes of a word are letters or digits.
+		if i-start == 1 {
+			c1 = 0 // noAlnum
 		}
-		if hasBit(&s.prefixSet, p) {
+		if q := pair(c0, c1); hasBit(s.pairs[:], q) {
 			// A word of two letters stems to itself.
-			maybe := hasBit(&s.short2, p)
+			maybe := hasBit(s.short2[:], q)
 			if !maybe && i-start > 2 {
 				c2 := text[start+2]
-				maybe = c2 >= utf8.RuneSelf || hasBit(&s.long3, hash3(p, lowerByte[c2]))
+				maybe = c2 >= utf8.RuneSelf || hasBit(s.long3[:], hash3(q, c2))
 			}
 			if maybe {
 				term = s.termOf(text[start:i])
