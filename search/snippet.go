@@ -409,6 +409,11 @@ func (s *snippeter) choose(text string) string {
 	}
 	last := min(first+size, len(toks)) - 1
 	var b strings.Builder
+	grow := toks[last].end - toks[first].start + size*(len(HighlightStart)+len(HighlightEnd)) + 2*len(Ellipsis)
+	if last == len(toks)-1 {
+		grow += len(text) - toks[last].end
+	}
+	b.Grow(grow)
 	if first > 0 {
 		b.WriteString(Ellipsis)
 	}
