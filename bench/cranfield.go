@@ -213,6 +213,27 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		return ids, nil
 	}}
 
+	// The same bleve query asked for what engram returns: each hit's stored
+	// text and highlighted fragments (bleve's default HTML highlighter).
+	blevePageSys := cranSystem{name: "bleve BM25 + text + highlights", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+		mq := bleve.NewMatchQuery(q.Text)
+		req := bleve.NewSearchRequestOptions(mq, limit, 0, false)
+		req.Fields = []string{"text"}
+		req.Highlight = bleve.NewHighlight()
+		res, err := bidx.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			if _, ok := h.Fields["text"]; !ok && limit > 0 {
+				return nil, fmt.Errorf("bleve: hit %s without its stored text", h.ID)
+			}
+			ids[i] = h.ID
+		}
+		return ids, nil
+	}}
+
 	// chromem-go v0.7.0: in memory, the same vectors.
 	cdb := chromem.NewDB()
 	col, err := cdb.CreateCollection("cran", nil, func(context.Context, string) ([]float32, error) {
@@ -271,7 +292,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	}}
 
 	systems := []cranSystem{engram("engram FTS", search.FTS), engram("engram Vector", search.Vector),
-		engram("engram Hybrid", search.Hybrid), bleveSys, chromemSys, rawSys,
+		engram("engram Hybrid", search.Hybrid), bleveSys, blevePageSys, chromemSys, rawSys,
 		engramOn(sqlOnly, "engram FTS, FTS5 ranking", search.FTS), engramOn(sqlOnly, "engram Vector, vec0", search.Vector),
 		engramOn(sqlOnly, "engram Hybrid, SQL legs", search.Hybrid)}
 	metrics := map[string]search.Metrics{}
@@ -335,6 +356,8 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	}
 	quality("engram FTS", "bleve BM25", "Cranfield FTS", nq+"; default options: FTS5's bm25 over the in-memory text cache, KNN over the in-memory vectors")
 	timing("engram FTS", "bleve BM25", "Cranfield FTS", "engram returns full rows + snippets, bleve ids only")
+	timing("engram FTS", "bleve BM25 + text + highlights", "Cranfield FTS (pages alike)",
+		"bleve asked for each hit's stored text and highlighted fragments too, as engram returns rows + snippets")
 	quality("engram FTS, FTS5 ranking", "bleve BM25", "Cranfield FTS, FTS5 ranking", "TextCacheBytes -1: FTS5 ranks in SQLite")
 	timing("engram FTS, FTS5 ranking", "bleve BM25", "Cranfield FTS, FTS5 ranking", "")
 	timing("engram FTS, FTS5 ranking", "raw FTS5", "Cranfield FTS, FTS5 ranking (diagnostic)", "raw = the same MATCH + bm25 ORDER BY, ids only: the rest is engram's row fetch, filters, snippets")
