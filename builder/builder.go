@@ -187,14 +187,15 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		return f, fmt.Errorf("%w: no store", ErrInvalid)
 	}
 	// The build sees every commit that completed before it began: one
-	// check of the database's version serves the blocks and the history.
-	ctx = memory.WithVersionCheckOnce(ctx)
+	// check of the database's version serves the blocks and the history
+	// (only: callbacks further on may write and read their own writes).
+	once := memory.WithVersionCheckOnce(ctx)
 	var err error
-	if f.own, f.shared, f.render, err = b.cache.blockLists(ctx, b.store, b.agent); err != nil {
+	if f.own, f.shared, f.render, err = b.cache.blockLists(once, b.store, b.agent); err != nil {
 		return f, err
 	}
 	if b.history != nil {
-		if f.msgs, f.batches, f.hist, err = b.cache.history(ctx, b.history, b.agent, b.active); err != nil {
+		if f.msgs, f.batches, f.hist, err = b.cache.history(once, b.history, b.agent, b.active); err != nil {
 			return f, err
 		}
 	}

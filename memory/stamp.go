@@ -114,25 +114,26 @@ func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
 	}
 	once.mu.Lock()
 	defer once.mu.Unlock()
-	if once.be != nil && once.be != dv {
-		return dv.DataVersion(ctx) // another database: not what was read
+	if once.c != nil && once.c != c {
+		return dv.DataVersion(ctx) // another Cache's database: not what was read
 	}
-	if once.be == nil {
+	if once.c == nil {
 		v, ok, err := dv.DataVersion(ctx)
 		if err != nil {
 			return 0, false, err
 		}
-		once.be, once.v, once.ok = dv, v, ok
+		once.c, once.v, once.ok = c, v, ok
 	}
 	return once.v, once.ok, nil
 }
 
 type versionCheckKey struct{}
 
-// versionCheck is the data version read first under WithVersionCheckOnce.
+// versionCheck is the data version read first under WithVersionCheckOnce,
+// and the Cache it was read for.
 type versionCheck struct {
 	mu sync.Mutex
-	be dataVersioner // nil until read
+	c  *Cache // nil until read
 	v  int64
 	ok bool
 }

@@ -68,13 +68,15 @@
 // between ranking and fetching drops out, and the search ranks again. The
 // text cache holds archival and message rows whole (every change to them
 // is logged; migration 0012 logs any update of a message), so their pages
-// are filled from it, as of its catch-up at the start of the search,
-// without SQL; block rows, whose rendering changes ahead of their lazy
+// are filled from it, caught up again when the page is filled (so a row
+// deleted or changed after ranking drops out as above), without reading
+// the rows; block rows, whose rendering changes ahead of their lazy
 // re-index, are always read from SQL.
 //
 // Snippets are made in process for the returned page only, over several
 // goroutines for long pages; the Porter stems of the words they meet are
-// remembered across queries (at most 128k words).
+// remembered across queries (the first 32k words of three letters or
+// more, a few MB).
 //
 // # Queries
 //

@@ -26,18 +26,19 @@ func snippet(text string, terms []string, size int) string {
 
 // stemCache remembers the Porter stems of the words snippets met, across
 // queries: stemming is most of the cost of a word seen for the first time
-// in a query. It holds at most stemCacheMax words (the most common come
-// first); more are stemmed each time.
+// in a query. It keeps the first stemCacheMax words of three letters or
+// more it is asked about (about 4 MB; never evicted: common words come
+// early); others are stemmed each time.
 type stemCache struct {
 	m sync.Map // folded word -> stem
 	n atomic.Int64
 }
 
-const stemCacheMax = 1 << 17
+const stemCacheMax = 1 << 15
 
 func (c *stemCache) stem(w string) string {
-	if c == nil {
-		return porterStem(w)
+	if c == nil || len(w) <= 2 {
+		return porterStem(w) // at once for two letters: nothing to stem
 	}
 	if st, ok := c.m.Load(w); ok {
 		return st.(string)
@@ -129,16 +130,39 @@ func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 	for i, t := range terms {
 		stem := porterStem(foldDiacritics(t))
 		s.want[stem] = i
-		p := prefix2(stem)
+		s.addStem(stem)
+	}
+	return s
+}
+
+// addStem marks the first letters of the words that can stem to stem in
+// the filter sets. A stem keeps its word's first two letters, but for two
+// cases of short stems (TestStemsKeepTheirWordsStart): a one-letter stem
+// comes from words with any second letter ("ies" → "i"), and a two-letter
+// stem ending in "i" from words with "y" there too ("eyed" → "ei").
+func (s *snippeter) addStem(stem string) {
+	if stem == "" {
+		return
+	}
+	second := []byte{0} // a one-letter stem: one-letter words, and...
+	switch {
+	case len(stem) == 1:
+		second = second[:0]
+		for c := range 256 {
+			second = append(second, byte(c)) // ...any second letter
+		}
+	case len(stem) == 2 && stem[1] == 'i':
+		second = []byte{'i', 'y'}
+	default:
+		second = []byte{stem[1]}
+	}
+	for _, c1 := range second {
+		p := uint16(stem[0])<<8 | uint16(c1)
 		setBit(s.prefixSet[:], p)
-		if len(stem) == 0 || alnumCode[stem[0]] == noAlnum || (len(stem) > 1 && alnumCode[stem[1]] == noAlnum) {
-			continue // no word starting with two ASCII letters or digits stems to it
+		if alnumCode[stem[0]] == noAlnum || (c1 != 0 && alnumCode[c1] == noAlnum) {
+			continue // no word starting with two ASCII letters or digits
 		}
-		second := byte(0) // noAlnum: a one-letter stem
-		if len(stem) > 1 {
-			second = stem[1]
-		}
-		q := pair(stem[0], second)
+		q := pair(stem[0], c1)
 		setBit(s.pairs[:], q)
 		if len(stem) <= 3 {
 			setBit(s.short2[:], q)
@@ -146,7 +170,6 @@ func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 			setBit(s.long3[:], hash3(q, stem[2]))
 		}
 	}
-	return s
 }
 
 func setBit(set []uint64, b uint16) { set[b>>6] |= 1 << (b & 63) }
@@ -198,8 +221,9 @@ func prefix2(w string) uint16 {
 }
 
 // termOf returns the query term word stems to, or -1. Stemming every token
-// is the cost here; a stem keeps the first two letters of its word, so only
-// words sharing a query stem's first two letters are stemmed, and each
+// is the cost here; a stem keeps the first two letters of its word (but
+// see addStem), so only words sharing a query stem's first two letters are
+// stemmed, and each
 // distinct word (as written) once per query. The tokenizer rules out words
 // starting with two ASCII bytes that no stem starts with before calling.
 func (s *snippeter) termOf(word string) int {
@@ -226,18 +250,21 @@ func (s *snippeter) snippet(text string) string {
 	if s.terms == 0 || text == "" {
 		return ""
 	}
-	if !s.tokenizeASCII(text) {
-		s.tokenize(text)
+	s.toks, s.matches = s.toks[:0], s.matches[:0]
+	// Eight bytes at a time up to the first non-ASCII byte (if any), then
+	// rune by rune from the word it falls in.
+	if from := s.tokenizeASCII(text); from < len(text) {
+		s.tokenize(text, from)
 	}
 	return s.choose(text)
 }
 
-// tokenize fills s.toks and s.matches with text's tokens: runs of letters
-// and digits (unicode61's rule); an ASCII byte is classified by table,
-// other runes by package unicode.
-func (s *snippeter) tokenize(text string) {
-	s.toks, s.matches = s.toks[:0], s.matches[:0]
-	for i, n := 0, len(text); i < n; {
+// tokenize adds the tokens of text from byte from on (the start of a token
+// or of a separator) to s.toks and s.matches: runs of letters and digits
+// (unicode61's rule); an ASCII byte is classified by table, other runes by
+// package unicode.
+func (s *snippeter) tokenize(text string, from int) {
+	for i, n := from, len(text); i < n; {
 		for i < n && byteClass[text[i]] == byteSep {
 			i++
 		}
@@ -275,10 +302,11 @@ func (s *snippeter) tokenize(text string) {
 }
 
 // tokenizeASCII does what tokenize does, eight bytes at a time (SWAR:
-// SIMD within a register), several times faster; it reports false,
-// having done nothing useful, when text is not all ASCII.
-func (s *snippeter) tokenizeASCII(text string) bool {
-	s.toks, s.matches = s.toks[:0], s.matches[:0]
+// SIMD within a register), several times faster, up to the first block of
+// eight bytes holding a byte above 0x7f. It returns where tokenize is to
+// go on: len(text) when it read it all, else the start of the word the
+// block falls in, or of the block.
+func (s *snippeter) tokenizeASCII(text string) int {
 	open := -1        // start of the word being read
 	prev := uint64(0) // wordBytes of the previous block
 	for i := 0; i < len(text); i += 8 {
@@ -293,7 +321,10 @@ func (s *snippeter) tokenizeASCII(text string) bool {
 			}
 		}
 		if x&highs != 0 {
-			return false
+			if open >= 0 {
+				return open
+			}
+			return i // the byte before is no word byte: nothing open
 		}
 		m := wordBytes(x)
 		carry := m<<8 | prev>>56 // per byte: is the byte before a word byte
@@ -313,7 +344,7 @@ func (s *snippeter) tokenizeASCII(text string) bool {
 	if open >= 0 {
 		s.word(text, open, len(text))
 	}
-	return true
+	return len(text)
 }
 
 // Eight bytes at a time: wordBytes has the high bit set in each byte of x

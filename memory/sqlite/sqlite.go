@@ -95,25 +95,14 @@ func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error)
 		b.vgen++
 	}
 	err = b.vconn.Raw(func(any) error {
-		q, ok := b.vstmt.(driver.StmtQueryContext)
-		if !ok {
-			return fmt.Errorf("driver statement %T cannot query", b.vstmt)
-		}
-		rows, err := q.QueryContext(ctx, nil)
+		v, err = readDataVersion(ctx, b.vstmt)
 		if err != nil {
-			return err
+			// Closed here, on the driver connection it belongs to, which
+			// database/sql may discard once this returns (ErrBadConn).
+			err = errors.Join(err, b.vstmt.Close())
+			b.vstmt = nil
 		}
-		defer rows.Close()
-		dest := make([]driver.Value, 1)
-		if err := rows.Next(dest); err != nil {
-			return err
-		}
-		n, ok := dest[0].(int64)
-		if !ok {
-			return fmt.Errorf("data_version is %T", dest[0])
-		}
-		v = n
-		return nil
+		return err
 	})
 	if err != nil {
 		// Start over on a new connection next time: its counter is not
@@ -124,15 +113,41 @@ func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error)
 	return b.vgen<<48 | v, true, nil
 }
 
-// closeVersionConn closes DataVersion's connection; callers hold vmu.
-func (b *Backend) closeVersionConn() {
-	if b.vconn == nil {
-		return
+// readDataVersion runs the prepared PRAGMA data_version.
+func readDataVersion(ctx context.Context, st driver.Stmt) (int64, error) {
+	q, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return 0, fmt.Errorf("driver statement %T cannot query", st)
 	}
-	stmt := b.vstmt
-	_ = b.vconn.Raw(func(any) error { return stmt.Close() })
-	b.vconn.Close()
+	rows, err := q.QueryContext(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return 0, err
+	}
+	n, ok := dest[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("data_version is %T", dest[0])
+	}
+	return n, nil
+}
+
+// closeVersionConn closes DataVersion's statement and connection; callers
+// hold vmu.
+func (b *Backend) closeVersionConn() error {
+	if b.vconn == nil {
+		return nil
+	}
+	var err error
+	if stmt := b.vstmt; stmt != nil {
+		err = b.vconn.Raw(func(any) error { return stmt.Close() })
+	}
+	err = errors.Join(err, b.vconn.Close())
 	b.vconn, b.vstmt = nil, nil
+	return err
 }
 
 // Prepare parses queries once for the writer connection, so write
@@ -256,7 +271,7 @@ func (b *Backend) Close() error {
 	b.stmts = nil
 	b.stmtsMu.Unlock()
 	b.vmu.Lock()
-	b.closeVersionConn()
+	err = errors.Join(err, b.closeVersionConn())
 	if b.vdb != nil {
 		err = errors.Join(err, b.vdb.Close())
 	}
