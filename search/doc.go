@@ -71,7 +71,9 @@
 // are filled from it, caught up again when the page is filled (so a row
 // deleted or changed after ranking drops out as above), without reading
 // the rows; block rows, whose rendering changes ahead of their lazy
-// re-index, are always read from SQL.
+// re-index, are always read from SQL. The rows count against
+// TextCacheBytes: a cache that would outgrow it lets the rows go first
+// (pages are then read from SQL) and only then the whole copy.
 //
 // Snippets are made in process for the returned page only, over several
 // goroutines for long pages; the Porter stems of the words they meet are

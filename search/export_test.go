@@ -40,3 +40,21 @@ func VectorCacheSize(x *Index) int64 {
 	defer x.cache.mu.RUnlock()
 	return int64(x.cache.rows) * x.cache.vecRowBytes()
 }
+
+// TextCacheIndexSize is x's text cache's estimated size without the rows'
+// bodies; TextCacheHoldsRows reports whether it holds them.
+func TextCacheIndexSize(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	var n int64
+	for _, p := range x.text.parts {
+		n += p.bytes
+	}
+	return n
+}
+
+func TextCacheHoldsRows(x *Index) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.parts[Archival] != nil && x.text.parts[Archival].bodies != nil
+}

@@ -45,10 +45,13 @@ type textCache struct {
 	seq   int64 // log position applied; -1: not loaded
 	parts map[ContentType]*textPart
 	pool  sync.Pool // *scoreBuf
-	// limit is the most bytes the parts may hold (estimated: textPart.bytes).
-	// A build or catch-up that would exceed it drops the cache for good:
-	// searches rank in SQL, as without a cache.
-	limit int64
+	// limit is the most bytes the parts may hold (estimated: textPart.bytes
+	// and bodyBytes). A build or catch-up that would exceed it drops the
+	// rows' bodies first (pages are then read from SQL; noBodies), and the
+	// whole cache for good if the index alone would: searches rank in SQL,
+	// as without a cache.
+	limit    int64
+	noBodies bool
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -74,9 +77,10 @@ type textPart struct {
 	// Messages: every change to their rows is logged, so the copy is as
 	// current as the ranking; blocks' rendered text changes without a log
 	// entry until the lazy re-index, so their rows are read from SQL).
-	bodies []textBody
-	dead   int
-	bytes  int64 // estimated heap held, dead slots included (textCost*)
+	bodies    []textBody
+	dead      int
+	bytes     int64 // estimated heap the index holds, dead slots included (textCost*)
+	bodyBytes int64 // and the bodies
 }
 
 // What a textPart holds, estimated from Go's layouts (checked against the
@@ -148,8 +152,9 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
 // DefaultTextCacheBytes is the text cache's default budget
-// (IndexOptions.TextCacheBytes): about 90k entries of 20 to 60 words,
-// content included (see TestTextCacheBudgetEstimate).
+// (IndexOptions.TextCacheBytes): about 90k entries of 20 to 60 words with
+// their rows (see TestTextCacheBudgetEstimate); past that the rows go and
+// the index alone serves up to about twice as many.
 const DefaultTextCacheBytes = 64 << 20
 
 func newTextCache(limit int64, log *slog.Logger) *textCache {
@@ -165,9 +170,22 @@ var errTextCacheLoading = errors.New("search: text cache loading")
 func (c *textCache) bytes() int64 {
 	var n int64
 	for _, p := range c.parts {
-		n += p.bytes
+		n += p.bytes + p.bodyBytes
 	}
 	return n
+}
+
+// dropBodies lets the parts' bodies go, for good, to stay within the
+// bound; callers hold mu (or own parts).
+func (c *textCache) dropBodies(parts map[ContentType]*textPart) {
+	for _, p := range parts {
+		p.bodies, p.bodyBytes = nil, 0
+	}
+	if !c.noBodies {
+		c.noBodies = true
+		c.ld.log.Warn("search: text cache no longer holds rows to stay within its bound; pages are read from SQL",
+			"cache", c.ld.name, "limit", c.limit)
+	}
 }
 
 func (c *textCache) overBudget(n int64) error {
@@ -350,6 +368,9 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	for _, p := range c.parts {
 		p.maybeCompact()
 	}
+	if n := c.bytes(); n > c.limit && !c.noBodies {
+		c.dropBodies(c.parts)
+	}
 	if n := c.bytes(); n > c.limit {
 		return c.overBudget(n) // start drops the parts
 	}
@@ -361,19 +382,25 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 // it in.
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	parts := map[ContentType]*textPart{}
-	var total int64
+	var idx, bodies int64 // bytes of the index, of the bodies
 	for _, t := range contentKinds {
 		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
 			post: map[string][]posting{}, owners: map[string]string{}}
-		if textBodies[t] {
+		if textBodies[t] && !c.noBodies {
 			p.bodies = []textBody{}
 		}
 		parts[t] = p
 		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) error {
-			before := p.bytes
+			before, beforeBodies := p.bytes, p.bodyBytes
 			p.add(r.doc, r.body, r.freq)
-			if total += p.bytes - before; total > c.limit {
-				return c.overBudget(total)
+			idx += p.bytes - before
+			bodies += p.bodyBytes - beforeBodies
+			if idx+bodies > c.limit && !c.noBodies {
+				c.dropBodies(parts)
+				bodies = 0
+			}
+			if idx+bodies > c.limit {
+				return c.overBudget(idx + bodies)
 			}
 			return nil
 		})
@@ -465,7 +492,7 @@ func (p *textPart) add(d textDoc, body textBody, freq map[string]float32) {
 	p.bytes += textCostDoc + textCostPosting*int64(len(freq))
 	if p.bodies != nil {
 		p.bodies = append(p.bodies, body)
-		p.bytes += body.cost()
+		p.bodyBytes += body.cost()
 	}
 	for term, f := range freq {
 		ps, ok := p.post[term]
@@ -485,7 +512,7 @@ func (p *textPart) remove(id int64) {
 	d := &p.docs[slot]
 	d.dead = true
 	if p.bodies != nil {
-		p.bytes -= p.bodies[slot].cost() - textCostBody
+		p.bodyBytes -= p.bodies[slot].cost() - textCostBody
 		p.bodies[slot] = textBody{} // its strings can go now
 	}
 	p.live--
@@ -504,7 +531,7 @@ func (p *textPart) maybeCompact() {
 	if p.bodies != nil {
 		bodies = make([]textBody, 0, p.live)
 	}
-	p.bytes = textCostDoc * int64(p.live)
+	p.bytes, p.bodyBytes = textCostDoc*int64(p.live), 0
 	for i, d := range p.docs {
 		if d.dead {
 			remap[i] = -1
@@ -515,7 +542,7 @@ func (p *textPart) maybeCompact() {
 		docs = append(docs, d)
 		if bodies != nil {
 			bodies = append(bodies, p.bodies[i])
-			p.bytes += p.bodies[i].cost()
+			p.bodyBytes += p.bodies[i].cost()
 		}
 	}
 	p.bodies = bodies
@@ -756,8 +783,8 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := c.parts[k.t]
-	if p == nil {
-		return nil, nil, false, nil
+	if p == nil || p.bodies == nil {
+		return nil, nil, false, nil // no rows held (noBodies)
 	}
 	rows = make([]*Result, 0, len(ids))
 	for _, id := range ids {

@@ -774,7 +774,10 @@ func TestTextCacheBudget(t *testing.T) {
 	if err := full.WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
-	size := search.TextCacheSize(full)
+	size, index := search.TextCacheSize(full), search.TextCacheIndexSize(full)
+	if !search.TextCacheHoldsRows(full) || index >= size {
+		t.Fatalf("the full cache holds no rows (%d bytes, %d without)", size, index)
+	}
 	opts := func() *search.Options {
 		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
 	}
@@ -793,8 +796,29 @@ func TestTextCacheBudget(t *testing.T) {
 		}
 	}
 
+	t.Run("rows go first", func(t *testing.T) {
+		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: (index + size) / 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if err := x.WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !search.TextCacheLoaded(x) || search.TextCacheHoldsRows(x) {
+			t.Fatalf("loaded %v, holds rows %v: want the index without the rows", search.TextCacheLoaded(x), search.TextCacheHoldsRows(x))
+		}
+		for _, q := range []string{"flutter", "boundary layer 42", "entry 1999"} {
+			same(x, q)
+		}
+		if search.TextCacheAnswers(x) == 0 || search.TextCacheRows(x) != 0 {
+			t.Fatalf("%d legs ranked by the cache, %d pages from it: want ranking in it, rows from SQL",
+				search.TextCacheAnswers(x), search.TextCacheRows(x))
+		}
+	})
+
 	t.Run("never fits", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: size / 2})
+		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: index / 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -823,13 +847,30 @@ func TestTextCacheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		same(x, "flutter")
-		if search.TextCacheAnswers(x) != 1 {
-			t.Fatal("the cache did not answer under its budget")
+		if search.TextCacheAnswers(x) != 1 || !search.TextCacheHoldsRows(x) {
+			t.Fatal("the cache did not answer, rows included, under its budget")
 		}
-		zipfArchival(t, db, 1_000, 2) // well past the 10% headroom
-		same(x, "flutter")
-		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache after growth: %v, want ErrCacheBudget", err)
+		// Growth drops the rows' bodies first, then, the index alone past
+		// the bound, the cache.
+		droppedRows := false
+		for seed := uint64(2); ; seed++ {
+			if seed > 400 {
+				t.Fatal("the cache never outgrew its bound")
+			}
+			zipfArchival(t, db, 50, seed)
+			same(x, "flutter")
+			err := x.WarmTextCache(ctx)
+			if err == nil {
+				droppedRows = droppedRows || !search.TextCacheHoldsRows(x)
+				continue
+			}
+			if !errors.Is(err, search.ErrCacheBudget) {
+				t.Fatalf("WarmTextCache after growth: %v, want ErrCacheBudget", err)
+			}
+			break
+		}
+		if !droppedRows {
+			t.Fatal("the cache went whole, without dropping the rows' bodies first")
 		}
 		if search.TextCacheLoaded(x) {
 			t.Fatal("the cache kept its copy over budget")
