@@ -17,9 +17,8 @@ type definitionMemo struct {
 	toolsIn     []Tool // a deep copy of what was given
 	toolsOut    []Tool
 	toolsDigest []byte
-	rulesIn     []toolrules.Rule // a deep copy
+	rulesIn     []toolrules.Rule // a deep copy; nil, rendered "", at first
 	rulesText   string
-	rulesSet    bool
 }
 
 // toolJSON returns compileTools(in), from the memo when in equals the last
@@ -74,12 +73,12 @@ func (c *Cache) rulesText(rules []toolrules.Rule) string {
 	m := &c.defs
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.rulesSet || !slices.EqualFunc(rules, m.rulesIn, sameRule) {
+	if !slices.EqualFunc(rules, m.rulesIn, sameRule) {
 		in := slices.Clone(rules)
 		for i := range in {
 			in[i].Tools = slices.Clone(in[i].Tools)
 		}
-		m.rulesIn, m.rulesText, m.rulesSet = in, EscapeTags(toolrules.Render(rules)), true
+		m.rulesIn, m.rulesText = in, EscapeTags(toolrules.Render(rules))
 	}
 	return m.rulesText
 }

@@ -30,7 +30,7 @@ func analyze(text string, buf []byte, fn func(term []byte)) []byte {
 		c, n := rune(-1), 1
 		if i < len(text) {
 			if b := text[i]; b < utf8.RuneSelf {
-				if asciiWord[b] {
+				if byteClass[b] == byteWord {
 					if 'A' <= b && b <= 'Z' {
 						b += 'a' - 'A'
 					}

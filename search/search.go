@@ -313,19 +313,9 @@ func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settin
 			continue
 		}
 		k := kinds[t]
-		rows, missing, ok, err := x.cachedRows(ctx, k, ids, scope, s)
+		rows, err := x.rowsOf(ctx, k, ids, scope, s, false)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			missing = ids
-		}
-		if len(missing) > 0 {
-			more, err := x.fetchRows(ctx, k, missing, scope, s, false)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, more...)
 		}
 		byID := make(map[int64]*Result, len(rows))
 		for _, r := range rows {
@@ -339,6 +329,28 @@ func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settin
 		}
 	}
 	return nil
+}
+
+// rowsOf returns the rows of k with the given ids that pass the search's
+// filters, in no particular order, whole or as stubs (idsOnly): from the
+// text cache's copy where it holds them (cachedRows), the rest from SQL
+// (fetchRows).
+func (x *Index) rowsOf(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) ([]*Result, error) {
+	rows, missing, ok, err := x.cachedRows(ctx, k, ids, scope, s, idsOnly)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		missing = ids
+	}
+	if len(missing) == 0 {
+		return rows, nil
+	}
+	more, err := x.fetchRows(ctx, k, missing, scope, s, idsOnly)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, more...), nil
 }
 
 // fetchRows returns the rows of k with the given ids that pass the
@@ -676,11 +688,7 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			for _, id := range ids {
 				passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
 			}
-		} else if cached, ok, err := x.cachedFilter(ctx, k, ids, scope, s); err != nil {
-			return nil, err
-		} else if ok {
-			passed = cached
-		} else if passed, err = x.fetchRows(ctx, k, ids, scope, s, true); err != nil {
+		} else if passed, err = x.rowsOf(ctx, k, ids, scope, s, true); err != nil {
 			return nil, err
 		}
 		byID := make(map[int64]*Result, len(passed))

@@ -84,15 +84,6 @@ type snippetToken struct{ start, end int }
 
 type snippetMatch struct{ tok, term int }
 
-// asciiWord marks the ASCII letters and digits (unicode.IsLetter or
-// IsNumber for bytes below 0x80).
-var asciiWord = func() (t [utf8.RuneSelf]bool) {
-	for c := range utf8.RuneSelf {
-		t[c] = byteClass[c] == byteWord
-	}
-	return t
-}()
-
 // Byte classes for the tokenizer: most text is ASCII, where a byte alone
 // says whether it is part of a word.
 const (
@@ -223,9 +214,9 @@ func prefix2(w string) uint16 {
 // termOf returns the query term word stems to, or -1. Stemming every token
 // is the cost here; a stem keeps the first two letters of its word (but
 // see addStem), so only words sharing a query stem's first two letters are
-// stemmed, and each
-// distinct word (as written) once per query. The tokenizer rules out words
-// starting with two ASCII bytes that no stem starts with before calling.
+// stemmed, and each distinct word (as written) once per query. The
+// tokenizer (word) rules out most words starting with ASCII letters before
+// calling.
 func (s *snippeter) termOf(word string) int {
 	ascii2 := word[0] < utf8.RuneSelf && (len(word) == 1 || word[1] < utf8.RuneSelf)
 	if n, ok := s.memo[word]; ok {

@@ -21,12 +21,12 @@ func (s *snippeter) referenceSnippet(text string) string {
 		word, n := false, 1
 		if i < len(text) {
 			if c := text[i]; c < utf8.RuneSelf {
-				word = asciiWord[c]
+				word = byteClass[c] == byteWord
 				if word && start >= 0 {
 					// Inside a word: skip the rest of its ASCII letters at
 					// once (most text is ASCII words).
 					j := i + 1
-					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+					for j < len(text) && byteClass[text[j]] == byteWord {
 						j++
 					}
 					n = j - i
@@ -42,7 +42,7 @@ func (s *snippeter) referenceSnippet(text string) string {
 				start = i
 				if i < len(text) && text[i] < utf8.RuneSelf {
 					j := i + 1
-					for j < len(text) && text[j] < utf8.RuneSelf && asciiWord[text[j]] {
+					for j < len(text) && byteClass[text[j]] == byteWord {
 						j++
 					}
 					n = j - i

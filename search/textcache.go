@@ -728,51 +728,17 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings)
 	}, true, nil
 }
 
-// cachedFilter checks which of the rows ids (of kind k) pass the search's
-// filters against the text cache's copy of them, in process, as stubs in
-// the order of ids: the vector leg's filter check without a query. ok is
-// false when the cache cannot decide — no text cache, tag or metadata
-// filters, still loading, or a row it does not hold (written after its
-// last catch-up) — and the check must run in SQL. The page's rows are
-// checked again when fetched (Index.fill).
-func (x *Index) cachedFilter(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings) (passed []*Result, ok bool, err error) {
-	if x.text == nil || s.hasTagFilter() || len(s.Metadata) > 0 {
-		return nil, false, nil
-	}
-	keep, ok, err := x.textKeep(ctx, k, scope, s)
-	if !ok || err != nil {
-		return nil, false, err
-	}
-	c := x.text
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	p := c.parts[k.t]
-	if p == nil {
-		return nil, false, nil
-	}
-	passed = make([]*Result, 0, len(ids))
-	for _, id := range ids {
-		slot, held := p.slots[id]
-		if !held {
-			return nil, false, nil
-		}
-		if keep(&p.docs[slot]) {
-			passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
-		}
-	}
-	x.textFilters.Add(1)
-	return passed, true, nil
-}
-
 // cachedRows returns the rows of kind k with the given ids that pass the
-// search's filters, whole, from the text cache's copy of them (caught up
-// to the log first), in no particular order; missing are the ids the cache
-// does not hold (written after its catch-up, or gone), for SQL to fetch.
-// ok is false when the cache cannot answer: no text cache, a kind whose
-// rows it does not hold whole (textBodies), tag or metadata filters, or
-// still loading.
-func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings) (rows []*Result, missing []int64, ok bool, err error) {
-	if x.text == nil || !textBodies[k.t] || s.hasTagFilter() || len(s.Metadata) > 0 {
+// search's filters, from the text cache's copy of them (caught up to the
+// log first), in no particular order: whole, or stubs holding only Type
+// and ID when idsOnly (the vector leg's filter check, without a query).
+// missing are the ids the cache does not hold (written after its
+// catch-up, or gone), for SQL to look at. ok is false when the cache
+// cannot answer: no text cache, tag or metadata filters, still loading,
+// or whole rows of a kind it does not hold them for (textBodies, or
+// dropped for the bound).
+func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) (rows []*Result, missing []int64, ok bool, err error) {
+	if x.text == nil || (!idsOnly && !textBodies[k.t]) || s.hasTagFilter() || len(s.Metadata) > 0 {
 		return nil, nil, false, nil
 	}
 	keep, ok, err := x.textKeep(ctx, k, scope, s)
@@ -783,8 +749,8 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := c.parts[k.t]
-	if p == nil || p.bodies == nil {
-		return nil, nil, false, nil // no rows held (noBodies)
+	if p == nil || (!idsOnly && p.bodies == nil) {
+		return nil, nil, false, nil
 	}
 	rows = make([]*Result, 0, len(ids))
 	for _, id := range ids {
@@ -794,16 +760,23 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 			continue
 		}
 		d := &p.docs[slot]
-		if !keep(d) {
-			continue
+		switch {
+		case !keep(d):
+		case idsOnly:
+			rows = append(rows, &Result{Type: k.t, ID: id, stub: true})
+		default:
+			b := p.bodies[slot]
+			r := &Result{Type: k.t, ID: id, Owner: d.owner, Content: b.content,
+				Created: time.Unix(0, d.created).UTC(), Superseded: d.superseded}
+			decodeJSONColumns(r, b.tags, b.meta)
+			rows = append(rows, r)
 		}
-		b := p.bodies[slot]
-		r := &Result{Type: k.t, ID: id, Owner: d.owner, Content: b.content,
-			Created: time.Unix(0, d.created).UTC(), Superseded: d.superseded}
-		decodeJSONColumns(r, b.tags, b.meta)
-		rows = append(rows, r)
 	}
-	x.textRows.Add(1)
+	if idsOnly {
+		x.textFilters.Add(1)
+	} else {
+		x.textRows.Add(1)
+	}
 	return rows, missing, true, nil
 }
 
