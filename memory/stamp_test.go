@@ -188,7 +188,8 @@ func TestVersionCheckOnce(t *testing.T) {
 		t.Fatalf("messages after the last: %d, %v", len(ms), err)
 	}
 	// Commits by another Cache (as another process's) on both files.
-	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"}); err != nil {
+	second, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := there.UpdateBlockText(ctx, "a", "notes", "two"); err != nil {
@@ -207,5 +208,22 @@ func TestVersionCheckOnce(t *testing.T) {
 	}
 	if o2, err := other.BlocksStamp(op, "a"); err != nil || o2 == o1 {
 		t.Fatalf("the other database's stamp under the same context: %+v (before %+v), %v", o2, o1, err)
+	}
+
+	// Once means once: a read remembered under the operation's check
+	// answers from memory for the rest of the operation, and a commit
+	// after the check shows in the next operation.
+	last := &memory.MessageQuery{AfterID: second.ID}
+	if ms, err := here.Messages(op, "a", last); err != nil || len(ms) != 0 {
+		t.Fatalf("messages after the newest: %v, %v", ms, err)
+	}
+	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "third", BatchID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := here.Messages(op, "a", last); err != nil || len(ms) != 0 {
+		t.Fatalf("within the operation, after its check: %v, %v (want the remembered empty read)", ms, err)
+	}
+	if ms, err := here.Messages(memory.WithVersionCheckOnce(ctx), "a", last); err != nil || len(ms) != 1 || ms[0].Content != "third" {
+		t.Fatalf("the next operation: %v, %v", ms, err)
 	}
 }
