@@ -1,5 +1,7 @@
 package search
 
+import "time"
+
 // TextCacheAnswers reports how many full-text legs x's text cache ranked
 // (not handed back to SQL), so tests can tell the cache did the work.
 func TextCacheAnswers(x *Index) int64 { return x.textAnswers.Load() }
@@ -57,4 +59,16 @@ func TextCacheHoldsRows(x *Index) bool {
 	x.text.mu.RLock()
 	defer x.text.mu.RUnlock()
 	return x.text.parts[Archival] != nil && x.text.parts[Archival].bodies != nil
+}
+
+// TextCacheRetryAt is when x's text cache may start a build again after a
+// failed one (zero when the last build did not fail).
+func TextCacheRetryAt(x *Index) time.Time {
+	l := x.text.ld
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastErr == nil {
+		return time.Time{}
+	}
+	return l.failedAt.Add(l.backoff)
 }

@@ -622,21 +622,31 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A build seen running after a search started no later than now: if
+	// now is inside the back-off that followed the failed build, a search
+	// started a build it should not have. (Counting builds alone would
+	// fail on a machine slow enough for the back-off to run out.)
 	builds := 0
-	for range 5 {
+	for i := range 5 {
+		retryAt := search.TextCacheRetryAt(x) // no flight runs here: stable
 		rs, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
 		if err != nil || len(rs) != 10 {
 			t.Fatalf("%d results, %v", len(rs), err)
 		}
 		if search.TextFlightRunning(x) {
-			builds++
+			if builds++; i > 0 && time.Now().Before(retryAt) {
+				t.Fatalf("search %d started a build during the back-off", i)
+			}
 		}
 		for search.TextFlightRunning(x) {
 			time.Sleep(time.Millisecond)
 		}
+		if search.TextCacheRetryAt(x).IsZero() {
+			t.Fatal("the build did not fail")
+		}
 	}
-	if builds > 1 {
-		t.Fatalf("%d searches started a build", builds)
+	if builds == 0 {
+		t.Fatal("no search started the first build")
 	}
 	if err := x.WarmTextCache(ctx); err == nil || !strings.Contains(err.Error(), "created_at") {
 		t.Fatalf("WarmTextCache: %v, want the scan error", err)
