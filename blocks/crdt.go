@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/automerge/automerge-go"
 )
@@ -121,27 +122,72 @@ func (d *Document) PendingChanges() (data []byte, heads []string, err error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var own []*automerge.Change
 	err = guard(func() error {
-		chs, err := c.am.Changes(c.persisted...)
-		if err != nil {
-			return err
+		var ok bool
+		if data, heads, ok = c.pendingFast(); ok {
+			return nil
 		}
-		for _, ch := range chs {
-			if c.own[ch.ActorID()] {
-				own = append(own, ch)
-			}
-		}
-		heads = hexHeads(c.am.Heads())
-		if len(own) > 0 {
-			data = automerge.SaveChanges(own)
-		}
-		return nil
+		data, heads, err = c.pendingScan()
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("block %q: pending changes: %w", c.info.Label, err)
 	}
 	return data, heads, nil
+}
+
+// pendingFast is PendingChanges for the usual cases, without a walk over
+// the history (asking automerge for the changes since the persisted heads
+// costs time in proportion to the whole history): nothing new, or one
+// change of ours right on the persisted heads. ok is false otherwise.
+// Caller holds mu.
+func (c *core) pendingFast() (data []byte, heads []string, ok bool) {
+	hs := c.am.Heads()
+	if sameHashes(hs, c.persisted) {
+		return nil, hexHeads(hs), true
+	}
+	if len(hs) != 1 {
+		return nil, nil, false
+	}
+	ch, err := c.am.Change(hs[0])
+	if err != nil || !c.own[ch.ActorID()] || !sameHashes(ch.Dependencies(), c.persisted) {
+		return nil, nil, false
+	}
+	return ch.Save(), hexHeads(hs), true
+}
+
+// pendingScan is PendingChanges by asking automerge for every change
+// past the persisted heads and keeping this replica's own. Caller holds
+// mu.
+func (c *core) pendingScan() (data []byte, heads []string, err error) {
+	chs, err := c.am.Changes(c.persisted...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var own []*automerge.Change
+	for _, ch := range chs {
+		if c.own[ch.ActorID()] {
+			own = append(own, ch)
+		}
+	}
+	if len(own) > 0 {
+		data = automerge.SaveChanges(own)
+	}
+	return data, hexHeads(c.am.Heads()), nil
+}
+
+// sameHashes reports whether a and b hold the same change hashes, in any
+// order.
+func sameHashes(a, b []automerge.ChangeHash) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // MarkPersisted records that everything up to heads is durable.

@@ -292,6 +292,24 @@ func (d *Document) Size() int {
 	return d.c.size
 }
 
+// ChangeCount is how many changes the document holds: its history since
+// it was created or last rebased (see Rebased).
+func (d *Document) ChangeCount() (int, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int
+	err := guard(func() error {
+		chs, err := c.am.Changes()
+		n = len(chs)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("block %q: changes: %w", c.info.Label, err)
+	}
+	return n, nil
+}
+
 // CharLimit is the block's effective character limit.
 func (d *Document) CharLimit() int { return d.Info().limit() }
 

@@ -73,7 +73,17 @@ func TestRebasedKeepsValueAndRendering(t *testing.T) {
 	}
 }
 
+// TestResetKeepsViewsAndRefusesOldChanges runs for both ways into a new
+// epoch: Reset (the snapshot's bytes, as another writer's rebase arrives)
+// and Adopt (the fresh document itself, as the rebasing writer enters it).
 func TestResetKeepsViewsAndRefusesOldChanges(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		name := map[bool]string{false: "reset", true: "adopt"}[adopt]
+		t.Run(name, func(t *testing.T) { testResetKeepsViews(t, adopt) })
+	}
+}
+
+func testResetKeepsViews(t *testing.T, adopt bool) {
 	d := newDoc(t, schema.Text{}, blocks.ReadWrite)
 	must(t, d.SetText("alpha\nbeta\n", blocks.Agent))
 	_, heads, err := d.PendingChanges()
@@ -88,6 +98,7 @@ func TestResetKeepsViewsAndRefusesOldChanges(t *testing.T) {
 	must(t, err)
 	data, err := nd.Save()
 	must(t, err)
+	newHeads := strings.Join(nd.Heads(), ",")
 	var events int
 	cancel := d.Subscribe(func(ev blocks.Event) {
 		if ev.Remote {
@@ -95,21 +106,45 @@ func TestResetKeepsViewsAndRefusesOldChanges(t *testing.T) {
 		}
 	})
 	defer cancel()
-	k, err := rep.Reset(data)
-	must(t, err)
+	var k *blocks.Carried
+	if adopt {
+		k, err = rep.Adopt(nd)
+		must(t, err)
+		if _, err := rep.Adopt(nd); err == nil {
+			t.Fatal("a fresh document was adopted twice")
+		}
+	} else {
+		k, err = rep.Reset(data)
+		must(t, err)
+	}
 	if k != nil {
 		t.Fatal("nothing was pending, nothing is carried")
 	}
 	if events != 1 {
 		t.Fatalf("subscribers heard %d remote events, want 1", events)
 	}
-	if got, want := d.Heads(), nd.Heads(); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("heads after reset %v, want the new epoch's %v", got, want)
+	if got := strings.Join(d.Heads(), ","); got != newHeads {
+		t.Fatalf("heads after reset %v, want the new epoch's %v", got, newHeads)
+	}
+	if d.Dirty() {
+		t.Fatal("the new epoch's document counts as persisted")
 	}
 	// An old view writes on the new epoch.
 	must(t, view.AppendText("gamma\n", blocks.Agent))
 	if got, _ := d.Text(); got != "alpha\nbeta\ngamma\n" {
 		t.Fatalf("text = %q", got)
+	}
+	// What the new epoch's writer sends, another replica that loaded the
+	// snapshot takes (the adopted document is the snapshot's).
+	other, err := blocks.Load(d.Info(), data, nil)
+	must(t, err)
+	inc, _, err := d.PendingChanges()
+	must(t, err)
+	if err := other.LoadIncremental(inc); err != nil {
+		t.Fatalf("a replica of the new epoch refused its writer's change: %v", err)
+	}
+	if got, _ := other.Text(); got != "alpha\nbeta\ngamma\n" {
+		t.Fatalf("the other replica reads %q", got)
 	}
 	// The stale peer's edits, whole document or changes, are refused:
 	// merging them would put its history (and text) in twice.
@@ -119,7 +154,7 @@ func TestResetKeepsViewsAndRefusesOldChanges(t *testing.T) {
 	if _, _, err := rep.Merge(whole); !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("merging an old epoch's document: %v, want ErrUnrelated", err)
 	}
-	inc, _, err := stale.PendingChanges()
+	inc, _, err = stale.PendingChanges()
 	must(t, err)
 	if _, _, err := rep.Merge(inc); err == nil {
 		t.Fatal("merging an old epoch's change was accepted")

@@ -52,13 +52,14 @@ type Options struct {
 	CompactAfter int
 	// HistoryLimit bounds what a block's history costs to load: once the
 	// automerge changes written in the block's current epoch exceed this
-	// many bytes (default 64 KiB; negative: never) and are at least 4× the
-	// block's rendered size, compaction rebases the block onto a fresh
-	// document holding only its current value (a new epoch). The retired
-	// history is archived: BlockHistory and BlockAt still read it, but no
-	// load or write does. A block that only grows (appends) rarely
-	// qualifies: its history is mostly its content, and a rebase would
-	// rebuild all of it to save little.
+	// many bytes (default 64 KiB; negative: never), and both they and the
+	// estimated cost of loading them are at least 4× the block's size,
+	// compaction rebases the block onto a fresh document holding only its
+	// current value (a new epoch). The retired history is archived:
+	// BlockHistory and BlockAt still read it, but no load or write does. A
+	// block that only grows, by appends of a line or so, does not qualify:
+	// its history is mostly its content, and a rebase would rebuild all of
+	// it to save little.
 	HistoryLimit int
 	// VectorCacheBytes bounds the in-memory copy of the vectors that vector
 	// and hybrid legs scan instead of the database (about 150 MB per 100k
@@ -1101,7 +1102,7 @@ func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, sna
 	}
 	// Against the full content, not the stored rendering (a viewport or a
 	// log's display limit shows only part of it).
-	if c.historyDue(history, e.doc.Size()) {
+	if c.historyDue(history, e.doc.Size(), e.doc.ChangeCount) {
 		return compactRebase, nil
 	}
 	return compactOnly, nil
