@@ -3,6 +3,7 @@ package blocks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/automerge/automerge-go"
@@ -187,9 +188,11 @@ func (c *core) managed() bool {
 
 // Merge brings changes made by an external automerge peer (automerge JS, a
 // fork of the block, ...) into the document, as Document.LoadIncremental
-// would but stricter: data may be change chunks (SaveIncremental) or a whole
-// saved document; every change must be applicable (changes whose
-// dependencies the block lacks are refused, not queued); and the merged
+// would but stricter: data may be change chunks (SaveIncremental; also a
+// peer's later incremental saves, whose changes build on changes the block
+// has and data does not hold) or a whole saved document; every change must
+// be applicable (changes whose dependencies the block lacks are refused as
+// ErrUnrelated, not queued); and the merged
 // state must satisfy the block's schema and character limit. On success it
 // returns the changes that were new to the document, encoded for
 // LoadIncremental (nil when there were none), and undo, which returns the
@@ -209,12 +212,25 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 			return nil
 		}
 		doc, lerr := automerge.Load(data)
-		if lerr != nil {
-			return fmt.Errorf("neither changes (%v) nor a document (%v)", err, lerr)
+		if lerr == nil {
+			chs, err = doc.Changes()
+			return err
 		}
-		chs, err = doc.Changes()
-		return err
+		// Changes whose dependencies are in this document, not in data.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var oerr error
+		if chs, oerr = c.changesOnTop(data); oerr != nil {
+			if errors.Is(oerr, ErrUnrelated) {
+				return oerr
+			}
+			return fmt.Errorf("neither changes (%v) nor a document (%v) nor changes on this document (%v)", err, lerr, oerr)
+		}
+		return nil
 	})
+	if errors.Is(err, ErrUnrelated) {
+		return nil, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
 	}
