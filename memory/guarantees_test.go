@@ -668,3 +668,53 @@ func TestInitialMapValueKeepsOmittedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A peer that keeps the block's document syncs every edit through
+// MergeChanges: its later incremental saves hold changes that build on
+// what the store has, not on what they carry; each is persisted (another
+// process reads them all) and a save skipped in between is refused, with
+// nothing kept.
+func TestMergeChangesFromALongLivedPeer(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "peer.db")
+	c := openFile(t, path, nil)
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(s string) []byte {
+		t.Helper()
+		if err := mustText(t, peer).Append(s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Commit("peer"); err != nil {
+			t.Fatal(err)
+		}
+		return peer.SaveIncremental()
+	}
+	for _, s := range []string{" beta", " gamma", " delta"} {
+		if err := c.MergeChanges(ctx, "ada", "", "notes", edit(s)); err != nil {
+			t.Fatalf("merging the peer's save after %q: %v", s, err)
+		}
+	}
+	edit(" lost")
+	err = c.MergeChanges(ctx, "ada", "", "notes", edit(" orphan"))
+	if !errors.Is(err, blocks.ErrUnrelated) {
+		t.Fatalf("a save whose predecessor was never merged: %v, want ErrUnrelated", err)
+	}
+	const want = "alpha beta gamma delta"
+	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != want {
+		t.Fatalf("stored rendering %q, want %q", r, want)
+	}
+	if got := text(t, openFile(t, path, nil), "ada", "notes"); got != want {
+		t.Fatalf("another store reads %q, want %q", got, want)
+	}
+}
