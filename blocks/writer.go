@@ -173,6 +173,29 @@ func (c *core) rollback(heads []automerge.ChangeHash) error {
 	return nil
 }
 
+// rollbackChange undoes made, the change an edit just committed: the
+// document returns to made's dependencies, the heads before it (read now,
+// not before every edit, as an edit is rarely undone). Nothing to undo
+// when made is zero. Caller holds mu.
+func (c *core) rollbackChange(made automerge.ChangeHash) error {
+	if made == (automerge.ChangeHash{}) {
+		return nil
+	}
+	var deps []automerge.ChangeHash
+	err := guard(func() error {
+		ch, err := c.am.Change(made)
+		if err == nil {
+			deps = ch.Dependencies()
+		}
+		return err
+	})
+	if err != nil {
+		c.invalidate()
+		return fmt.Errorf("%w: block %q: roll back: %v", ErrCorrupt, c.info.Label, err)
+	}
+	return c.rollback(deps)
+}
+
 // errManaged is the error of a merge attempted on a managed document.
 func (c *core) errManaged(what string) error {
 	return fmt.Errorf("%w: block %q: %s here would bypass the store (nothing validated or persisted); merge external changes with the store's MergeChanges",
