@@ -61,8 +61,14 @@ func TestTwoProcessesAcrossEpochs(t *testing.T) {
 	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true)
 }
 
+// childOptions are the child processes' options: they check that no
+// update is lost, not how long a write waits for the other process's
+// lock, so a loaded machine (two processes of writers on two cores, race
+// detector on) must not turn a long wait into an error.
+var childOptions = &memory.Options{BusyTimeout: 2 * time.Minute}
+
 // epochOptions make every few writes a candidate for a new epoch.
-var epochOptions = &memory.Options{CompactAfter: 16, HistoryLimit: 1}
+var epochOptions = &memory.Options{CompactAfter: 16, HistoryLimit: 1, BusyTimeout: 2 * time.Minute}
 
 // runProcessesOneBlock is TestTwoProcessesOneBlock with procs processes on
 // the store at path (a file or a PostgreSQL URL); dir holds the barrier
@@ -165,7 +171,7 @@ func TestRoleAppender(t *testing.T) {
 	procs, _ := strconv.Atoi(os.Getenv("ENGRAM_PROCS"))
 	lines, _ := strconv.Atoi(os.Getenv("ENGRAM_LINES"))
 	dir := os.Getenv("ENGRAM_DIR")
-	var opts *memory.Options
+	opts := childOptions
 	epochs := os.Getenv("ENGRAM_EPOCHS") == "true"
 	if epochs {
 		opts = epochOptions
@@ -348,7 +354,7 @@ func TestRoleCrashWriter(t *testing.T) {
 		t.Skip("child role")
 	}
 	ctx := context.Background()
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -454,7 +460,7 @@ func TestRoleLimiter(t *testing.T) {
 		t.Skip("child role")
 	}
 	ctx := context.Background()
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), nil)
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package search
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // TextCacheAnswers reports how many full-text legs x's text cache ranked
 // (not handed back to SQL), so tests can tell the cache did the work.
@@ -72,3 +75,7 @@ func TextCacheRetryAt(x *Index) time.Time {
 	}
 	return l.failedAt.Add(l.backoff)
 }
+
+// SetTextCatchUpHook makes fn run at the start of every background
+// catch-up (build) of x's text cache, with the flight's context.
+func SetTextCatchUpHook(x *Index, fn func(context.Context)) { x.text.beforeCatchUp = fn }

@@ -60,6 +60,10 @@ type textCache struct {
 	// Analyzer scratch, used by the running flight only.
 	buf  []byte
 	freq map[string]float32
+
+	// beforeCatchUp, set by tests, runs at the start of every background
+	// catch-up (a build included) with the flight's context.
+	beforeCatchUp func(context.Context)
 }
 
 // textPart is one content type's inverted index. Rows are slots; a changed
@@ -244,6 +248,9 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 // is closed, over its bound, or backing off after a failure.
 func (c *textCache) start(db *sql.DB) *loadFlight {
 	return c.ld.start(func(ctx context.Context) error {
+		if c.beforeCatchUp != nil {
+			c.beforeCatchUp(ctx)
+		}
 		err := c.catchUp(ctx, db)
 		if errors.Is(err, ErrCacheBudget) {
 			c.mu.Lock()

@@ -309,7 +309,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 	}
 	waitFor := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		for listed() != want {
 			if time.Now().After(deadline) {
 				t.Fatalf("resources = %s, want %s", listed(), want)
@@ -323,7 +323,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "engram://bob/board"}); err == nil {
 		t.Fatal("read a block whose share was revoked")
 	}
-	for deadline := time.Now().Add(2 * time.Second); notified.Load() == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); notified.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no notifications/resources/list_changed was sent")
 		}

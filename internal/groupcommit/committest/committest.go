@@ -95,7 +95,7 @@ func testCancelledInGroup(t *testing.T, b Writer) {
 // waitQueued waits until n writes queue behind the running one.
 func waitQueued(t *testing.T, b Writer, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for b.Queued() < n && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
