@@ -110,19 +110,8 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "merge.db")
 	c := openFile(t, path, nil)
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "alpha", CharLimit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A peer (as automerge JS would) edits a copy of the document.
-	saved, err := doc.Save()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := automerge.Load(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, peer := blockAndPeer(t, c, memory.BlockSpec{Label: "notes", Value: "alpha", CharLimit: 100})
 	if err := mustText(t, peer).Append(" zebracorn"); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +150,7 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 
 	// An invalid peer change: content becomes a number.
 	doc, _ = c.GetBlock(ctx, "ada", "notes")
-	saved, _ = doc.Save()
+	saved, _ := doc.Save()
 	bad, _ := automerge.Load(saved)
 	if err := bad.RootMap().Set("content", 42); err != nil {
 		t.Fatal(err)
@@ -301,6 +290,25 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 			t.Errorf("list %d has %d items, MaxItems is 3", i, len(items))
 		}
 	}
+}
+
+// blockAndPeer creates ada's block spec in c and returns it with an
+// external automerge peer holding a copy of its document.
+func blockAndPeer(t *testing.T, c *memory.Cache, spec memory.BlockSpec) (*blocks.Document, *automerge.Doc) {
+	t.Helper()
+	doc, err := c.CreateBlock(context.Background(), "ada", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, peer
 }
 
 func mustText(t *testing.T, d *automerge.Doc) *automerge.Text {
@@ -682,18 +690,7 @@ func TestMergeChangesFromALongLivedPeer(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "peer.db")
 	c := openFile(t, path, nil)
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "alpha"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := doc.Save()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := automerge.Load(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, peer := blockAndPeer(t, c, memory.BlockSpec{Label: "notes", Value: "alpha"})
 	edit := func(s string) []byte {
 		t.Helper()
 		if err := mustText(t, peer).Append(s); err != nil {
@@ -710,7 +707,7 @@ func TestMergeChangesFromALongLivedPeer(t *testing.T) {
 		}
 	}
 	edit(" lost")
-	err = c.MergeChanges(ctx, "ada", "", "notes", edit(" orphan"))
+	err := c.MergeChanges(ctx, "ada", "", "notes", edit(" orphan"))
 	if !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("a save whose predecessor was never merged: %v, want ErrUnrelated", err)
 	}
