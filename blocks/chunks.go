@@ -14,19 +14,18 @@ import (
 
 // Automerge's binary chunks: magic (4 bytes), checksum (4), type (1),
 // body length (unsigned LEB128), body. A change's hash is the SHA-256 of
-// its uncompressed chunk's type, length and body, so an uncompressed
-// change chunk's checksum is the first 4 bytes of its hash.
+// its uncompressed chunk's type, length and body, and the checksum is the
+// hash's first 4 bytes (a compressed chunk carries its uncompressed form's).
 const (
-	chunkDocument         = 0
 	chunkChange           = 1
 	chunkCompressedChange = 2
 )
 
-// changeChunkSums returns the hash prefix (the first 4 bytes of the
-// change hash) of every change chunk in data, which must hold change
-// chunks only. A compressed chunk is inflated to compute it.
-func changeChunkSums(data []byte) ([][4]byte, error) {
-	var sums [][4]byte
+// changeChunkHashes returns the change hash of every change chunk in data,
+// which must hold change chunks only, each with a checksum that matches
+// it (a compressed chunk is inflated to compute it).
+func changeChunkHashes(data []byte) ([]automerge.ChangeHash, error) {
+	var hashes []automerge.ChangeHash
 	for len(data) > 0 {
 		if len(data) < 9 || !bytes.HasPrefix(data, automergeMagic) {
 			return nil, errors.New("not a sequence of automerge chunks")
@@ -37,27 +36,33 @@ func changeChunkSums(data []byte) ([][4]byte, error) {
 			return nil, errors.New("automerge chunk with a bad length")
 		}
 		body := data[9+k : 9+k+int(n)]
-		var sum [4]byte
 		switch typ {
 		case chunkChange:
-			copy(sum[:], data[4:8])
 		case chunkCompressedChange:
-			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), maxInflated))
+			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), maxInflated+1))
 			if err != nil {
 				return nil, fmt.Errorf("compressed automerge change: %w", err)
 			}
-			h := sha256.New()
-			h.Write([]byte{chunkChange})
-			h.Write(binary.AppendUvarint(nil, uint64(len(raw))))
-			h.Write(raw)
-			copy(sum[:], h.Sum(nil))
+			if len(raw) > maxInflated {
+				return nil, fmt.Errorf("compressed automerge change inflates past %d bytes", maxInflated)
+			}
+			body = raw
 		default:
 			return nil, fmt.Errorf("automerge chunk of type %d among changes", typ)
 		}
-		sums = append(sums, sum)
+		h := sha256.New()
+		h.Write([]byte{chunkChange})
+		h.Write(binary.AppendUvarint(nil, uint64(len(body))))
+		h.Write(body)
+		var hash automerge.ChangeHash
+		copy(hash[:], h.Sum(nil))
+		if !bytes.Equal(hash[:4], data[4:8]) {
+			return nil, fmt.Errorf("automerge change chunk with a bad checksum (%x, its content hashes to %x…)", data[4:8], hash[:4])
+		}
+		hashes = append(hashes, hash)
 		data = data[9+k+int(n):]
 	}
-	return sums, nil
+	return hashes, nil
 }
 
 // maxInflated bounds what one compressed change may inflate to.
@@ -72,7 +77,7 @@ const maxInflated = 64 << 20
 // (another document, or an epoch before a rebase) and is refused.
 // Caller holds mu.
 func (c *core) changesOnTop(data []byte) ([]*automerge.Change, error) {
-	sums, err := changeChunkSums(data)
+	want, err := changeChunkHashes(data)
 	if err != nil {
 		return nil, err
 	}
@@ -87,31 +92,19 @@ func (c *core) changesOnTop(data []byte) ([]*automerge.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[[4]byte]bool, len(news))
+	seen := make(map[automerge.ChangeHash]bool, len(news))
 	for _, ch := range news {
-		h := ch.Hash()
-		seen[[4]byte(h[:4])] = true
+		seen[ch.Hash()] = true
 	}
-	var old map[[4]byte]bool // the document's own changes, read only if needed
-	for _, s := range sums {
-		if seen[s] {
+	for _, h := range want {
+		if seen[h] {
 			continue
 		}
-		if old == nil {
-			all, err := c.am.Changes()
-			if err != nil {
-				return nil, err
-			}
-			old = make(map[[4]byte]bool, len(all))
-			for _, ch := range all {
-				h := ch.Hash()
-				old[[4]byte(h[:4])] = true
-			}
+		if _, err := c.am.Change(h); err == nil {
+			continue // the document has it already
 		}
-		if !old[s] {
-			return nil, fmt.Errorf("%w: a change (hash %x…) depends on changes this document does not have (another document, or the block before it was rebased onto a new epoch); load the block's current document and make the edits again",
-				ErrUnrelated, s)
-		}
+		return nil, fmt.Errorf("%w: change %s depends on changes this document does not have (another document, or the block before it was rebased onto a new epoch); load the block's current document and make the edits again",
+			ErrUnrelated, h)
 	}
 	return news, nil
 }

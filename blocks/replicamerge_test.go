@@ -97,10 +97,31 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 		t.Fatalf("after the compressed change: %q", got)
 	}
 
-	// Bytes that only start like automerge data are corrupt, not unrelated.
-	bad := append(bytes.Clone(plain[:12]), 0xff, 0xff, 0xff)
-	if _, _, err := rep.Merge(bad); !errors.Is(err, blocks.ErrCorrupt) {
-		t.Fatalf("truncated chunk: %v, want ErrCorrupt", err)
+	// Damaged data is corrupt, not unrelated, and nothing of it is kept:
+	// a truncated chunk; a byte flipped in a change the block has; valid
+	// new changes followed by a damaged one (automerge's incremental load
+	// would keep the first and drop the rest without a word).
+	before, _ := d.Text()
+	peerText(t, peer, "eight\n")
+	peerText(t, peer, "nine\n")
+	two := peer.SaveIncremental()
+	flip := func(data []byte, at int) []byte {
+		out := bytes.Clone(data)
+		out[at] ^= 0x20
+		return out
+	}
+	for name, data := range map[string][]byte{
+		"truncated":              append(bytes.Clone(plain[:12]), 0xff, 0xff, 0xff),
+		"a known change damaged": flip(plain, len(plain)-3),
+		"the second of two":      flip(two, len(two)-3),
+		"compressed, damaged":    flip(compressChunks(t, two), len(compressChunks(t, two))-2),
+	} {
+		if _, _, err := rep.Merge(data); !errors.Is(err, blocks.ErrCorrupt) {
+			t.Fatalf("%s: %v, want ErrCorrupt", name, err)
+		}
+		if got, _ := d.Text(); got != before {
+			t.Fatalf("%s: a refused merge changed the text to %q", name, got)
+		}
 	}
 }
 

@@ -79,3 +79,11 @@ func TextCacheRetryAt(x *Index) time.Time {
 // SetTextCatchUpHook makes fn run at the start of every background
 // catch-up (build) of x's text cache, with the flight's context.
 func SetTextCatchUpHook(x *Index, fn func(context.Context)) { x.text.beforeCatchUp = fn }
+
+// SetTextBackoff sets the back-off after a first failed build of x's text
+// cache (a second by default).
+func SetTextBackoff(x *Index, d time.Duration) {
+	x.text.ld.mu.Lock()
+	defer x.text.ld.mu.Unlock()
+	x.text.ld.firstBackoff = d
+}

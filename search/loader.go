@@ -28,6 +28,9 @@ type loader struct {
 	failedAt time.Time
 	backoff  time.Duration
 	over     bool
+	// firstBackoff is the back-off after a first failure (0: a second);
+	// tests lengthen it.
+	firstBackoff time.Duration
 }
 
 type loadFlight struct {
@@ -69,7 +72,11 @@ func (l *loader) start(run func(context.Context) error) *loadFlight {
 			l.lastErr = f.err // closed: no retry, nothing to report
 		case f.err != nil:
 			l.lastErr, l.failedAt = f.err, time.Now()
-			l.backoff = min(max(2*l.backoff, time.Second), time.Minute)
+			first := l.firstBackoff
+			if first <= 0 {
+				first = time.Second
+			}
+			l.backoff = min(max(2*l.backoff, first), max(first, time.Minute))
 			l.log.Error("search: cache load failed; searching in SQL meanwhile", "cache", l.name, "err", f.err, "retry_after", l.backoff)
 		default:
 			l.lastErr, l.backoff = nil, 0

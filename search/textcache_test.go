@@ -580,8 +580,16 @@ func TestTextCacheBuildStopsAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The build waits until Close ends its context: Close meets it running
-	// however fast the machine.
-	search.SetTextCatchUpHook(x, func(ctx context.Context) { <-ctx.Done() })
+	// however fast the machine. (A Close that did not end it would leave it
+	// waiting: after a minute it gives up, and the test fails below.)
+	var cancelled atomic.Bool
+	search.SetTextCatchUpHook(x, func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			cancelled.Store(true)
+		case <-time.After(time.Minute):
+		}
+	})
 	if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
 		t.Fatal(err)
 	}
@@ -591,8 +599,8 @@ func TestTextCacheBuildStopsAtClose(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if search.TextFlightRunning(x) {
-		t.Fatal("the build still runs after Close")
+	if search.TextFlightRunning(x) || !cancelled.Load() {
+		t.Fatal("Close did not stop the running build")
 	}
 	if search.TextCacheLoaded(x) {
 		t.Fatal("a build stopped by Close was applied")
@@ -623,16 +631,13 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each failed build moves the retry time on, so a moved retry time
-	// after a search means that search started a build; it did so no
-	// later than the search returned, and if that was before the retry
-	// time it read first, it started one inside the back-off. (Counting
-	// builds would fail on a machine slow enough for the back-off to run
-	// out, and seeing one running would miss a build that ended first.)
+	// A back-off longer than the test: every search after the first
+	// falls inside it however slow the machine. Each failed build moves
+	// the retry time on, so an unchanged one means no build ran.
+	search.SetTextBackoff(x, 10*time.Minute)
+	var retryAt time.Time
 	for i := range 5 {
-		retryAt := search.TextCacheRetryAt(x) // no flight runs here: stable
 		rs, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
-		returned := time.Now()
 		if err != nil || len(rs) != 10 {
 			t.Fatalf("%d results, %v", len(rs), err)
 		}
@@ -640,12 +645,13 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		after := search.TextCacheRetryAt(x)
-		if after.IsZero() {
+		switch {
+		case after.IsZero():
 			t.Fatal("no build ran, or the build did not fail")
-		}
-		if i > 0 && !after.Equal(retryAt) && returned.Before(retryAt) {
+		case i > 0 && !after.Equal(retryAt):
 			t.Fatalf("search %d started a build during the back-off", i)
 		}
+		retryAt = after
 	}
 	if err := x.WarmTextCache(ctx); err == nil || !strings.Contains(err.Error(), "created_at") {
 		t.Fatalf("WarmTextCache: %v, want the scan error", err)
