@@ -125,6 +125,7 @@ type core struct {
 	model     any // cached current value; nil when it must be re-read
 	hasModel  bool
 	size      int // runes of the full rendering of model
+	sizeBytes int // its bytes
 	view      string
 	hasView   bool // view caches render(model, renderView)
 	persisted []automerge.ChangeHash
@@ -310,6 +311,17 @@ func (d *Document) ChangeCount() (int, error) {
 	return n, nil
 }
 
+// SizeBytes is the block's full rendered size in bytes (Size counts
+// characters).
+func (d *Document) SizeBytes() int {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	if _, err := d.c.value(); err != nil {
+		return 0
+	}
+	return d.c.sizeBytes
+}
+
 // CharLimit is the block's effective character limit.
 func (d *Document) CharLimit() int { return d.Info().limit() }
 
@@ -333,7 +345,8 @@ func (c *core) value() (any, error) {
 
 func (c *core) setModel(v any) {
 	c.model, c.hasModel, c.hasView = v, true, false
-	c.size = runeLen(render(c.info.Schema, v, renderFull))
+	full := render(c.info.Schema, v, renderFull)
+	c.size, c.sizeBytes = runeLen(full), len(full)
 }
 
 func (c *core) invalidate() { c.model, c.hasModel, c.hasView = nil, false, false }
@@ -714,13 +727,14 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		// Nothing would change: no CRDT ops, no empty change, no event.
 		return Event{}, nil, automerge.ChangeHash{}, nil
 	}
-	var newSize int
+	var newSize, newBytes int
 	if os, ns, ok := textGrowth(full, fullNext); ok {
 		// An append to a Text block: count only the new characters, so
 		// the cost of an append does not grow with the block.
-		newSize = c.size + runeLen(ns[len(os):])
+		newSize, newBytes = c.size+runeLen(ns[len(os):]), c.sizeBytes+len(ns)-len(os)
 	} else {
-		newSize = runeLen(render(c.info.Schema, fullNext, renderFull))
+		r := render(c.info.Schema, fullNext, renderFull)
+		newSize, newBytes = runeLen(r), len(r)
 	}
 	if lim := c.info.limit(); newSize > lim && newSize > c.size {
 		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
@@ -747,7 +761,7 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		c.invalidate()
 		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("block %q: %s: %w", label, req.op, err)
 	}
-	c.model, c.hasModel, c.size, c.hasView = fullNext, true, newSize, false
+	c.model, c.hasModel, c.size, c.sizeBytes, c.hasView = fullNext, true, newSize, newBytes, false
 	// A local commit depends on every head: it is the only head now.
 	heads := []string{made.String()}
 	if made == (automerge.ChangeHash{}) {

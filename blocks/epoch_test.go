@@ -205,3 +205,25 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 		t.Fatalf("the new epoch with the re-applied change reads %q", got)
 	}
 }
+
+// TestSizeBytes: a block's size in bytes follows appends (counted from
+// the appended text only) and whole rewrites, beside its size in
+// characters.
+func TestSizeBytes(t *testing.T) {
+	d := newDoc(t, schema.Text{}, blocks.ReadWrite)
+	check := func(want string) {
+		t.Helper()
+		if got := d.SizeBytes(); got != len(want) {
+			t.Fatalf("SizeBytes = %d, want %d", got, len(want))
+		}
+		if got := d.Size(); got != len([]rune(want)) {
+			t.Fatalf("Size = %d, want %d", got, len([]rune(want)))
+		}
+	}
+	must(t, d.SetText("abc", blocks.Agent))
+	check("abc")
+	must(t, d.AppendText("記憶😀", blocks.Agent))
+	check("abc記憶😀")
+	must(t, d.SetText("é", blocks.Agent))
+	check("é")
+}

@@ -1102,7 +1102,7 @@ func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, sna
 	}
 	// Against the full content, not the stored rendering (a viewport or a
 	// log's display limit shows only part of it).
-	if c.historyDue(history, e.doc.Size(), e.doc.ChangeCount) {
+	if c.historyDue(history, e.doc.SizeBytes(), e.doc.ChangeCount) {
 		return compactRebase, nil
 	}
 	return compactOnly, nil

@@ -49,17 +49,18 @@ const (
 )
 
 // historyDue reports whether an epoch holding history bytes of changes,
-// for a block of size characters, is worth a rebase: it must be over
-// Options.HistoryLimit and at least rebaseGain times the block's size, and
-// so must what loading it costs. That cost is estimated from the history's
-// change count (changes, asked for only when the bytes qualify):
-// inserted ≈ history − changes·changeOverhead characters were loaded,
-// deleted ≈ inserted − size of them again as deletions, plus
-// changeLoadChars per change. So a block that only grows, by appends of
-// a line or more, does not qualify: its history is mostly its content
-// (appending 22 characters at a time costs ~2× its size to load), and a
-// rebase would rebuild all of it to gain little; one rewritten in place
-// (deleted text stays in the history) does.
+// for a block whose full rendering is size bytes, is worth a rebase: it
+// must be over Options.HistoryLimit and at least rebaseGain times the
+// block's size, and so must what loading it costs. That cost is estimated
+// in bytes of text from the history's change count (changes, asked for
+// only when the bytes qualify): inserted ≈ history − changes·changeOverhead
+// bytes of text were loaded, deleted ≈ inserted − size of them again as
+// deletions, plus changeLoadChars per change. So a block that only grows,
+// by appends of a line or more, does not qualify: its history is mostly
+// its content (appending 22 characters at a time costs ~2× its size to
+// load), and a rebase would rebuild all of it to gain little; one
+// rewritten in place (deleted text stays in the history) does. Bytes on
+// both sides, so text of several bytes a character counts the same.
 func (c *Cache) historyDue(history int64, size int, changes func() (int, error)) bool {
 	lim := c.opts.HistoryLimit
 	if lim < 0 || history <= int64(lim) || history < rebaseGain*int64(size) {

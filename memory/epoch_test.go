@@ -157,6 +157,7 @@ func TestEpochsLeaveGrowingBlocksAlone(t *testing.T) {
 		{memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}, long, false},
 		{memory.BlockSpec{Label: "window", CharLimit: blocks.MaxCharLimit, Schema: schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 3}}}, long, false},
 		{memory.BlockSpec{Label: "log", CharLimit: blocks.MaxCharLimit}, func(i int) string { return fmt.Sprintf("one more line %6d\n", i) }, false},
+		{memory.BlockSpec{Label: "cjk", CharLimit: blocks.MaxCharLimit}, func(i int) string { return fmt.Sprintf("記憶の断片を追記する %d\n", i) }, false},
 		{memory.BlockSpec{Label: "chars", CharLimit: blocks.MaxCharLimit}, func(int) string { return "x" }, true},
 	} {
 		if _, err := c.CreateBlock(ctx, "a", tc.spec); err != nil {
