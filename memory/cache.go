@@ -188,7 +188,12 @@ type entry struct {
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
 	aheadSkip, aheadPenalty int
-	stale                   atomic.Bool // a notification said another writer changed the block (see watch)
+	// rebaseCheck: a compaction in this epoch found the history not worth
+	// a rebase at a size that needed the change count (a walk over the
+	// history); the next one asks again only once the history has grown
+	// a quarter past it. Guarded by mu.
+	rebaseCheck struct{ epoch, history int64 }
+	stale       atomic.Bool // a notification said another writer changed the block (see watch)
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -1102,8 +1107,17 @@ func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, sna
 	}
 	// Against the full content, not the stored rendering (a viewport or a
 	// log's display limit shows only part of it).
-	if c.historyDue(history, e.doc.SizeBytes(), e.doc.ChangeCount) {
+	_, epoch, _, _ := e.freshness()
+	if e.rebaseCheck.epoch == epoch && history < e.rebaseCheck.history {
+		return compactOnly, nil
+	}
+	counted := false
+	count := func() (int, error) { counted = true; return e.doc.ChangeCount() }
+	if c.historyDue(history, e.doc.SizeBytes(), count) {
 		return compactRebase, nil
+	}
+	if counted {
+		e.rebaseCheck.epoch, e.rebaseCheck.history = epoch, history+history/4
 	}
 	return compactOnly, nil
 }
