@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +16,10 @@ import (
 
 // jsPeer installs automerge JS (testdata/jspeer, the version its
 // package-lock pins) into a temporary copy and returns a function that runs
-// the peer: it loads a saved block document, appends text to it as one
-// change, and returns that change (Automerge.saveIncremental). Without node
+// the peer: it loads a saved block document, appends each text to it as
+// one change, and returns what Automerge.saveIncremental gave after each. Without node
 // and npm the test is skipped, except under CI, where they are required.
-func jsPeer(t *testing.T) func(doc []byte, text string) []byte {
+func jsPeer(t *testing.T) func(doc []byte, texts ...string) [][]byte {
 	t.Helper()
 	node, nerr := exec.LookPath("node")
 	npm, perr := exec.LookPath("npm")
@@ -46,22 +47,30 @@ func jsPeer(t *testing.T) func(doc []byte, text string) []byte {
 		}
 		t.Skipf("npm ci failed (no registry?): %v\n%s", err, out)
 	}
-	return func(doc []byte, text string) []byte {
+	return func(doc []byte, texts ...string) [][]byte {
 		t.Helper()
 		in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")
 		if err := os.WriteFile(in, doc, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(node, "peer.js", in, out, text)
+		cmd := exec.Command(node, append([]string{"peer.js", in, out}, texts...)...)
 		cmd.Dir = dir
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("automerge JS peer: %v\n%s", err, b)
 		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
+		saves := make([][]byte, len(texts))
+		for i := range texts {
+			name := out
+			if i > 0 {
+				name = fmt.Sprintf("%s.%d", out, i)
+			}
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saves[i] = b
 		}
-		return b
+		return saves
 	}
 }
 
@@ -82,7 +91,7 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "from js\n")); err != nil {
+	if err := c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "from js\n")[0]); err != nil {
 		t.Fatalf("merging the JS peer's change: %v", err)
 	}
 	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\n" {
@@ -92,7 +101,7 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The peer still holds epoch 0.
-	err = c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "late\n"))
+	err = c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "late\n")[0])
 	if err == nil || !strings.Contains(err.Error(), "epoch 1") || !(errors.Is(err, blocks.ErrUnrelated) || errors.Is(err, blocks.ErrCorrupt)) {
 		t.Fatalf("merging a change made on epoch 0: %v, want a refusal naming epoch 1", err)
 	}
@@ -105,10 +114,45 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MergeChanges(ctx, "a", "", "notes", peer(cur, "late\n")); err != nil {
+	if err := c.MergeChanges(ctx, "a", "", "notes", peer(cur, "late\n")[0]); err != nil {
 		t.Fatalf("merging the JS peer's change on epoch 1: %v", err)
 	}
 	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\nlate\n" {
 		t.Fatalf("after the JS change on the new epoch: %q", r)
 	}
+}
+
+// TestJSPeerIncrementalSaves: a JS peer that keeps the document syncs
+// each edit by its incremental save; from the second on a save holds only
+// the new change, built on changes the save does not carry (automerge JS
+// 2.2.9 writes even a 10 KB change uncompressed; blocks' tests cover the
+// compressed form). Each merges, in order; a save merged before the one it
+// builds on is refused as unrelated.
+func TestJSPeerIncrementalSaves(t *testing.T) {
+	peer := jsPeer(t)
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "js.db"), nil)
+	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "from go\n", CharLimit: 20_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("a longer note from the JS peer, line after line; ", 200) + "\n"
+	saves := peer(saved, "one\n", "two\n", big)
+	if err := c.MergeChanges(ctx, "a", "", "notes", saves[2]); !errors.Is(err, blocks.ErrUnrelated) {
+		t.Fatalf("a save merged before the one it builds on: %v, want ErrUnrelated", err)
+	}
+	for i, s := range saves {
+		if err := c.MergeChanges(ctx, "a", "", "notes", s); err != nil {
+			t.Fatalf("merging the JS peer's save %d (%d bytes, chunk type %d): %v", i, len(s), s[8], err)
+		}
+	}
+	want := "from go\none\ntwo\n" + big
+	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != want {
+		t.Fatalf("after the JS peer's saves: %d chars, want %d", len(r), len(want))
+	}
+	t.Logf("saves of %d, %d and %d bytes, chunk types %d, %d, %d", len(saves[0]), len(saves[1]), len(saves[2]), saves[0][8], saves[1][8], saves[2][8])
 }
