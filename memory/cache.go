@@ -247,7 +247,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
-		Logger: o.Logger})
+		DataVersion: c.dataVersion, Logger: o.Logger})
 	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
 	}

@@ -87,3 +87,6 @@ func SetTextBackoff(x *Index, d time.Duration) {
 	defer x.text.ld.mu.Unlock()
 	x.text.ld.firstBackoff = d
 }
+
+// TextLogReads counts the syncs of x's text cache that read its change log.
+func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }

@@ -95,6 +95,14 @@ type IndexOptions struct {
 	// index maintenance) under the caller's write lock, as memory.Backend
 	// does. Without it the Index takes SQLite's BEGIN IMMEDIATE itself.
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
+	// DataVersion, when set, reports a number that changes whenever a
+	// connection other than its own commits to db (SQLite's PRAGMA
+	// data_version read on a connection that never writes, as
+	// memory's SQLite backend keeps one); ok false when it cannot tell.
+	// The in-process caches then skip reading their change logs on a
+	// search while it is unchanged (two indexed queries a full-text
+	// search, ~35 µs each, for a ~6 µs read).
+	DataVersion func(ctx context.Context) (v int64, ok bool, err error)
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
@@ -305,6 +313,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 			switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 			case n == 1:
 				x.text = newTextCache(limit, x.opts.Logger)
+				x.text.fresh.read = x.opts.DataVersion
 			case x.opts.TextCacheBytes > 0:
 				return nil, errors.New("search: NewIndex: TextCacheBytes needs search_text_log: apply migrations (0009_search_text_log.sql) first")
 			}
@@ -329,6 +338,9 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		x.cache = newVecCache(dims, 0, false, x.opts.Logger) // the only KNN there is
 	case limit > 0:
 		x.cache = newVecCache(dims, limit, true, x.opts.Logger)
+	}
+	if x.cache != nil {
+		x.cache.fresh.read = x.opts.DataVersion
 	}
 	// Fast path: already recorded and set up.
 	if err := x.checkEmbedder(ctx, db); err == nil {

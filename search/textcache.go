@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,8 @@ type textCache struct {
 	// beforeCatchUp, set by tests, runs at the start of every background
 	// catch-up (a build included) with the flight's context.
 	beforeCatchUp func(context.Context)
+	fresh         logFreshness
+	logReads      atomic.Int64 // searches that read the log (for tests)
 }
 
 // textPart is one content type's inverted index. Rows are slots; a changed
@@ -213,6 +216,11 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 		c.start(db)
 		return errTextCacheLoading
 	}
+	ver, versioned, current := c.fresh.check(ctx)
+	if current {
+		return nil // nothing committed since the log was last read up to date
+	}
+	c.logReads.Add(1)
 	var maxSeq, minSeq sql.NullInt64
 	row := db.QueryRowContext
 	if bounds != nil {
@@ -227,6 +235,7 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 		seq := c.seq
 		c.mu.RUnlock()
 		if seq >= 0 && maxSeq.Int64 <= seq {
+			c.fresh.upToDate(ver, versioned)
 			return nil // up to date (the common case: one indexed lookup)
 		}
 		f := c.start(db)

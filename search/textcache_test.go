@@ -898,3 +898,51 @@ func TestTextCacheBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestTextCacheSkipsTheLogWhileNothingCommits: with IndexOptions.
+// DataVersion (here SQLite's data_version on a connection of its own that
+// never writes), searches read the change log only after something was
+// committed, and still see every commit.
+func TestTextCacheSkipsTheLogWhileNothingCommits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	db := openDBAt(t, path)
+	bulkArchival(t, db, 200)
+	vdb := openDBAt(t, path)
+	vdb.SetMaxOpenConns(1)
+	version := func(ctx context.Context) (int64, bool, error) {
+		var v int64
+		err := vdb.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+		return v, err == nil, err
+	}
+	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{DataVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival) }
+	if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts()); err != nil {
+		t.Fatal(err)
+	}
+	reads := search.TextLogReads(x)
+	for range 5 {
+		if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := search.TextLogReads(x) - reads; n != 0 {
+		t.Fatalf("%d searches read the log with nothing committed", n)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', 'zeppelin mooring', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := x.Search(ctx, "zeppelin", search.Scope{Agent: "a"}, opts())
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("after a commit: %d results, %v", len(rs), err)
+	}
+	if search.TextLogReads(x) == reads {
+		t.Fatal("the search after a commit did not read the log")
+	}
+}

@@ -34,6 +34,7 @@ type vecCache struct {
 	// owners[kind][id] is the partition an id is in.
 	owners map[ContentType]map[int64]string
 	rows   int // vectors held
+	fresh  logFreshness
 
 	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
 	// load or catch-up past it drops the cache for good: KNN runs in the
@@ -88,6 +89,10 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 		c.ld.start(func(ctx context.Context) error { return c.load(ctx, db) })
 		return false, nil
 	}
+	ver, versioned, current := c.fresh.check(ctx)
+	if current && seq >= 0 {
+		return true, nil // nothing committed since the log was last read up to date
+	}
 	var maxSeq, minSeq sql.NullInt64
 	rows, err := query(ctx, vecLogBounds)
 	if err != nil {
@@ -103,6 +108,7 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 		return false, fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	if seq >= 0 && maxSeq.Int64 <= seq {
+		c.fresh.upToDate(ver, versioned)
 		return true, nil // up to date (the common case: one indexed lookup)
 	}
 	c.mu.Lock()
