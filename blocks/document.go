@@ -611,7 +611,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	c.mu.Unlock()
 	if w == nil {
 		c.mu.Lock()
-		ev, subs, _, err := c.mutateLocked(who, ver, req, p)
+		ev, subs, err := c.mutateLocked(who, ver, req, p)
 		c.mu.Unlock()
 		if err == nil && ev.Op != "" {
 			fire(subs, ev)
@@ -621,7 +621,6 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	var (
 		ev      Event
 		subs    []func(Event)
-		made    automerge.ChangeHash // the edit's change, once committed
 		applied bool
 	)
 	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
@@ -635,8 +634,9 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		if ev.Op == "" {
 			return nil // the edit was refused: nothing to take back
 		}
+		heads := ev.Heads
 		ev, subs = Event{}, nil
-		return c.rollbackChange(made)
+		return c.rollbackEdit(heads)
 	}
 	err = w.Write(d.Context(), wreq, func(current Permission) error {
 		if applied {
@@ -656,13 +656,13 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		}
 		ver = c.infoVer
 		var err error
-		ev, subs, made, err = c.mutateLocked(who, ver, req, p)
+		ev, subs, err = c.mutateLocked(who, ver, req, p)
 		return err
 	})
 	if err != nil {
 		if ev.Op != "" {
 			c.mu.Lock()
-			if rerr := c.rollbackChange(made); rerr != nil {
+			if rerr := c.rollbackEdit(ev.Heads); rerr != nil {
 				err = fmt.Errorf("%w (and rolling back failed: %v)", err, rerr)
 			}
 			c.mu.Unlock()
@@ -680,33 +680,33 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	return nil
 }
 
-// mutateLocked applies p as who and commits it. It returns the event, the
-// subscribers to tell, and the edit's change (zero when it changed
-// nothing). Caller holds mu.
-func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event, []func(Event), automerge.ChangeHash, error) {
+// mutateLocked applies p as who and commits it. It returns the event (no
+// Op when nothing changed; its Heads are the edit's change, the one head a
+// local commit leaves) and the subscribers to tell. Caller holds mu.
+func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event, []func(Event), error) {
 	label := c.info.Label
 	if c.infoVer != ver {
-		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, label, req.op)
+		return Event{}, nil, fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, label, req.op)
 	}
 	full, err := c.value()
 	if err != nil {
-		return Event{}, nil, automerge.ChangeHash{}, err
+		return Event{}, nil, err
 	}
 	nodeSchema := c.info.Schema
 	var nodeVal any = full
 	if req.section != "" {
 		comp, ok := schema.Deref(c.info.Schema).(schema.Composite)
 		if !ok {
-			return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q has no sections (schema %s)", ErrWrongSchema, label, c.info.Schema.Kind())
+			return Event{}, nil, fmt.Errorf("%w: block %q has no sections (schema %s)", ErrWrongSchema, label, c.info.Schema.Kind())
 		}
 		sec, ok := comp.Section(req.section)
 		if !ok {
-			return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q has no section %q", ErrWrongSchema, label, req.section)
+			return Event{}, nil, fmt.Errorf("%w: block %q has no section %q", ErrWrongSchema, label, req.section)
 		}
 		nodeSchema = sec.Schema
 		nodeVal = full.(map[string]any)[req.section]
 	} else if c.info.Schema.Kind() == schema.KindComposite && req.op != OpSetValue && req.op != OpRestore {
-		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
+		return Event{}, nil, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
 	}
 	var next any
 	var apply func(*automerge.Map) error
@@ -715,7 +715,7 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		return err
 	})
 	if err != nil {
-		return Event{}, nil, automerge.ChangeHash{}, decorate(err, label)
+		return Event{}, nil, decorate(err, label)
 	}
 	var fullNext any = next
 	if req.section != "" {
@@ -725,7 +725,7 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	}
 	if reflect.DeepEqual(fullNext, full) {
 		// Nothing would change: no CRDT ops, no empty change, no event.
-		return Event{}, nil, automerge.ChangeHash{}, nil
+		return Event{}, nil, nil
 	}
 	var newSize, newBytes int
 	if os, ns, ok := textGrowth(full, fullNext); ok {
@@ -737,7 +737,7 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		newSize, newBytes = runeLen(r), len(r)
 	}
 	if lim := c.info.limit(); newSize > lim && newSize > c.size {
-		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
+		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
 	}
 	node := c.am.RootMap()
 	err = guard(func() error {
@@ -759,16 +759,12 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	if err != nil {
 		// The document may hold part of the edit; re-read it next time.
 		c.invalidate()
-		return Event{}, nil, automerge.ChangeHash{}, fmt.Errorf("block %q: %s: %w", label, req.op, err)
+		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)
 	}
 	c.model, c.hasModel, c.size, c.sizeBytes, c.hasView = fullNext, true, newSize, newBytes, false
 	// A local commit depends on every head: it is the only head now.
-	heads := []string{made.String()}
-	if made == (automerge.ChangeHash{}) {
-		heads = hexHeads(c.am.Heads())
-	}
-	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: heads}
-	return ev, c.subscribers(), made, nil
+	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: []string{made.String()}}
+	return ev, c.subscribers(), nil
 }
 
 // textGrowth reports whether a Text block's value goes from old to new by

@@ -173,22 +173,26 @@ func (c *core) rollback(heads []automerge.ChangeHash) error {
 	return nil
 }
 
-// rollbackChange undoes made, the change an edit just committed: the
-// document returns to made's dependencies, the heads before it (read now,
-// not before every edit, as an edit is rarely undone). Nothing to undo
-// when made is zero. Caller holds mu.
-func (c *core) rollbackChange(made automerge.ChangeHash) error {
-	if made == (automerge.ChangeHash{}) {
-		return nil
+// rollbackEdit undoes the change an edit just committed, named by the
+// edit's event heads (a local commit is the document's one head): the
+// document returns to that change's dependencies, the heads before it
+// (read now, not before every edit, as an edit is rarely undone). Caller
+// holds mu.
+func (c *core) rollbackEdit(heads []string) error {
+	hs, err := parseHeads(heads)
+	if err == nil && len(hs) != 1 {
+		err = fmt.Errorf("%d heads, want the edit's one change", len(hs))
 	}
 	var deps []automerge.ChangeHash
-	err := guard(func() error {
-		ch, err := c.am.Change(made)
-		if err == nil {
-			deps = ch.Dependencies()
-		}
-		return err
-	})
+	if err == nil {
+		err = guard(func() error {
+			ch, err := c.am.Change(hs[0])
+			if err == nil {
+				deps = ch.Dependencies()
+			}
+			return err
+		})
+	}
 	if err != nil {
 		c.invalidate()
 		return fmt.Errorf("%w: block %q: roll back: %v", ErrCorrupt, c.info.Label, err)
