@@ -110,8 +110,8 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	}
 
 	// engram: a file store loaded with InsertArchivalBatch (transactions
-	// of 1,000: FTS by trigger, vectors through the fixed embedder into
-	// vec0). One InsertArchival per document is timed too.
+	// of 1,000: FTS by trigger, vectors through the fixed embedder). One
+	// InsertArchival per document is timed too.
 	t0 := time.Now()
 	st, err := memory.Open(ctx, filepath.Join(tmp, "cranfield.db"), &memory.Options{Embedder: emb})
 	if err != nil {
@@ -145,7 +145,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	one.Close()
 	engramOneLoad := time.Since(t0)
 	// The same file opened again without the (default) in-memory caches:
-	// FTS5 ranks, vec0 runs the KNN.
+	// FTS5 ranks, SQL runs the KNN.
 	sqlOnly, err := memory.Open(ctx, filepath.Join(tmp, "cranfield.db"),
 		&memory.Options{Embedder: emb, TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
@@ -293,7 +293,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 
 	systems := []cranSystem{engram("engram FTS", search.FTS), engram("engram Vector", search.Vector),
 		engram("engram Hybrid", search.Hybrid), bleveSys, blevePageSys, chromemSys, rawSys,
-		engramOn(sqlOnly, "engram FTS, FTS5 ranking", search.FTS), engramOn(sqlOnly, "engram Vector, vec0", search.Vector),
+		engramOn(sqlOnly, "engram FTS, FTS5 ranking", search.FTS), engramOn(sqlOnly, "engram Vector, SQL scan", search.Vector),
 		engramOn(sqlOnly, "engram Hybrid, SQL legs", search.Hybrid)}
 	metrics := map[string]search.Metrics{}
 	lats := map[string][]latency{} // by system name + "@" + limit
@@ -363,12 +363,12 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	timing("engram FTS, FTS5 ranking", "raw FTS5", "Cranfield FTS, FTS5 ranking (diagnostic)", "raw = the same MATCH + bm25 ORDER BY, ids only: the rest is engram's row fetch, filters, snippets")
 	quality("engram Vector", "chromem-go", "Cranfield Vector", "shipped 512-dim USE-lite vectors in both")
 	timing("engram Vector", "chromem-go", "Cranfield Vector", "in-process KNN over the vector cache + row fetch vs chromem's in-memory scan")
-	timing("engram Vector, vec0", "chromem-go", "Cranfield Vector, vec0", "VectorCacheBytes -1: vec0 exact KNN in SQLite + row fetch")
+	timing("engram Vector, SQL scan", "chromem-go", "Cranfield Vector, SQL scan", "VectorCacheBytes -1: exact KNN in SQLite (vec_distance_cosine) + row fetch")
 	quality("engram Hybrid", "bleve BM25", "Cranfield Hybrid", "RRF of FTS and the weak shipped vectors")
 	timing("engram Hybrid", "bleve BM25", "Cranfield Hybrid", "both caches + fusion, each side max(4×limit, 50) deep")
-	timing("engram Hybrid, SQL legs", "bleve BM25", "Cranfield Hybrid, SQL legs", "FTS5 + vec0 + fusion")
+	timing("engram Hybrid, SQL legs", "bleve BM25", "Cranfield Hybrid, SQL legs", "FTS5 + KNN in SQL + fusion")
 	r.time(sec, "Cranfield load vs bleve batch", ms(engramLoad), ms(bleveLoad),
-		fmt.Sprintf("engram: InsertArchivalBatch of %d (FTS + vec0, durable per 1,000); bleve: one batch", len(docs)))
+		fmt.Sprintf("engram: InsertArchivalBatch of %d (FTS + vectors, durable per 1,000); bleve: one batch", len(docs)))
 	r.time(sec, "Cranfield load, one InsertArchival per doc vs bleve batch", ms(engramOneLoad), ms(bleveLoad),
 		"engram: a durable transaction per document")
 	return nil

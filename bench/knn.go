@@ -162,7 +162,7 @@ func vectorDSN(path string) string {
 }
 
 // loadEngramVectors writes n archival rows of one agent with their vectors
-// (Index.PutEmbeddings into vec0) in transactions of 5,000, the rows in
+// (Index.PutEmbeddings) in transactions of 5,000, the rows in
 // 100-row INSERTs as memory.InsertArchivalBatch writes them (one row per
 // statement makes FTS5 flush a segment per row).
 func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb search.Embedder) error {
@@ -232,9 +232,10 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			truth[i] = bruteForce(v, q, k)
 		}
 
-		// engram: archival rows + vec0, searched through search.Index
-		// (scope = the one agent, i.e. its vec0 partition); once straight
-		// from vec0 (VectorCacheBytes -1), once over the (default) vector cache.
+		// engram: archival rows + vectors, searched through search.Index
+		// (scope = the one agent, i.e. its partition); once by the exact
+		// scan in SQL (VectorCacheBytes -1), once over the (default) vector
+		// cache.
 		path := filepath.Join(tmp, fmt.Sprintf("knn-%d.db", n))
 		t0 := time.Now()
 		if err := loadEngramVectors(ctx, path, v, emb); err != nil {
@@ -312,7 +313,7 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			q    func(i int) ([]int64, error)
 		}
 		systems := []sys{
-			{"engram vec0", engramQuery(xVec)},
+			{"engram SQL scan", engramQuery(xVec)},
 			{"engram vector cache", engramQuery(xCache)},
 			{"chromem-go", chromemQuery},
 			{"brute force", bruteQuery},
@@ -348,16 +349,16 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			le, lb := lat(e), lat(b)
 			r.latency(sec, fmt.Sprintf("KNN %s k=10 p50: %s vs %s", size, e, b), le, lb, note)
 		}
-		pair("engram vec0", "chromem-go", "chromem scans on all cores")
-		pair("engram vec0", "brute force", "")
+		pair("engram SQL scan", "chromem-go", "chromem scans on all cores")
+		pair("engram SQL scan", "brute force", "")
 		pair("engram vector cache", "chromem-go", "")
-		pair("engram vector cache", "brute force", fmt.Sprintf("cache load %s (in the background: vec0 answers meanwhile); the cache splits big scans over GOMAXPROCS goroutines, brute force is one goroutine",
+		pair("engram vector cache", "brute force", fmt.Sprintf("cache load %s (in the background: SQL answers meanwhile); the cache splits big scans over GOMAXPROCS goroutines, brute force is one goroutine",
 			formatValue(ms(cacheLoad), unitMS)))
-		r.compare(sec, fmt.Sprintf("KNN %s recall@10: engram vec0 vs brute force", size), recall["engram vec0"], recall["brute force"], unitScore, "higher", "")
+		r.compare(sec, fmt.Sprintf("KNN %s recall@10: engram SQL scan vs brute force", size), recall["engram SQL scan"], recall["brute force"], unitScore, "higher", "")
 		r.compare(sec, fmt.Sprintf("KNN %s recall@10: engram vector cache vs brute force", size), recall["engram vector cache"], recall["brute force"], unitScore, "higher", "")
 		r.compare(sec, fmt.Sprintf("KNN %s recall@10: chromem-go vs brute force", size), recall["chromem-go"], recall["brute force"], unitScore, "higher", "reference (not engram)")
 		r.time(sec, fmt.Sprintf("KNN %s load: engram vs chromem-go", size), ms(engramLoad), ms(chromemLoad),
-			"engram: archival rows + vec0 on disk, 100 rows (64 vectors) per INSERT in 5k-row transactions, as InsertArchivalBatch writes; chromem: in-memory map")
+			"engram: archival rows + vectors on disk, 100 rows (64 vectors) per INSERT in 5k-row transactions, as InsertArchivalBatch writes; chromem: in-memory map")
 		xCache = nil
 		db.Close()
 	}

@@ -63,11 +63,11 @@ type Options struct {
 	HistoryLimit int
 	// VectorCacheBytes bounds the in-memory copy of the vectors that vector
 	// and hybrid legs scan instead of the database (about 150 MB per 100k
-	// 384-dim vectors; ~5× faster KNN than vec0's scan inside SQLite:
-	// hybrid over 100k entries ~15 ms instead of ~75 ms). On SQLite it is
-	// kept by default up to 256 MiB (negative: none), loaded in the
-	// background from the first vector search on while vec0 answers; a
-	// database whose vectors need more than the bound searches in vec0. On
+	// 384-dim vectors; ~10× faster KNN than the exact scan inside
+	// SQLite). On SQLite it is kept by default up to 256 MiB (negative:
+	// none), loaded in the background from the first vector search on
+	// while SQL answers; a database whose vectors need more than the bound
+	// searches in SQL. On
 	// PostgreSQL pgvector answers by default; a positive bound asks for
 	// the in-process copy (search.IndexOptions.VectorCacheBytes).
 	VectorCacheBytes int64

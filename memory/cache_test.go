@@ -28,7 +28,7 @@ func TestCacheConformance(t *testing.T) {
 					// SQL depending on timing.
 					opts.Embedder = search.NewOffline(64)
 				case "file-sql":
-					// Every leg in SQLite: FTS5 ranking, vec0 KNN.
+					// Every leg in SQLite: FTS5 ranking, KNN in SQL.
 					opts.Embedder = search.NewOffline(64)
 					opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 				case "file-caches":

@@ -1,6 +1,6 @@
 // Package search finds blocks, archival entries and messages in an engram
-// database: full-text (SQLite FTS5, BM25), vector (sqlite-vec vec0 KNN,
-// cosine), hybrid (reciprocal-rank fusion) and Auto.
+// database: full-text (SQLite FTS5, BM25), vector (exact KNN, cosine:
+// in process over a cached copy, or in SQL with sqlite-vec), hybrid (reciprocal-rank fusion) and Auto.
 //
 // # Tables
 //
@@ -21,10 +21,12 @@
 // search therefore still sees every persisted change.
 //
 // Vectors need the embedder's dimension, so NewIndex creates them at run
-// time: vec_blocks, vec_archival and vec_messages, vec0 tables whose rowid
-// is the base row's id, with "owner text partition key" (blocks.owner,
-// archival.agent, messages.agent) and "embedding float[D]
-// distance_metric=cosine". Triggers delete a row's vector when the row is
+// time: vec_blocks, vec_archival and vec_messages, plain tables whose rowid
+// is the base row's id, with the owner (blocks.owner, archival.agent,
+// messages.agent; indexed: the partition a KNN scans) and the embedding as
+// D little-endian float32s (a CHECK holds its length to D). They replaced
+// sqlite-vec's vec0 tables (converted on open), whose inserts cost three
+// times a plain row's. Triggers delete a row's vector when the row is
 // deleted or changes owner. Every vector change is also appended to
 // search_vec_log (read by the vector cache; trimmed to the last
 // 100,000 entries). The embedder's Name and Dimensions are recorded
@@ -55,7 +57,7 @@
 // same order as FTS5 (scores equal up to the rounding of log()), several
 // times faster. The vector cache (IndexOptions.VectorCacheBytes: 256 MiB
 // by default on SQLite, 4 bytes per dimension per row) does the same for
-// vectors, loaded in the background too (vec0 answers meanwhile;
+// vectors, loaded in the background too (SQL answers meanwhile;
 // Index.WarmVectorCache waits for it). Both
 // replay their change log at the start of each search, so they see every
 // write committed before it, from any connection or process. The text
@@ -114,7 +116,7 @@
 // the blocks shared with a (table shares); Scope{All: true} is the
 // system-wide view. The restriction is part of every SQL statement: FTS
 // queries filter on the owner column in the same SELECT; vector KNN runs
-// inside the agent's vec0 partition (owner = ? in the KNN query itself),
+// inside the agent's partition (owner = ? in the KNN query itself),
 // and shared blocks are ranked by exact distance through the shares table.
 // With the vector cache the in-process scan likewise covers only
 // the agent's partition, pgvector's HNSW scan has owner = ? in its WHERE
@@ -139,10 +141,10 @@
 // # Performance
 //
 // Measured here (2 shared cores) over 100,000 archival entries of one
-// agent, limit 10: FTS p50 about 2-3 ms. Exact vec0 KNN over 384
-// dimensions costs about 0.6 µs per vector in the transpiled sqlite-vec
-// (about 65 ms for a 100,000-vector partition, roughly 3x an in-process
-// brute-force scan), so vector and hybrid latency grow with the searching
+// agent, limit 10: FTS p50 about 2-3 ms. Exact KNN in SQL over 384
+// dimensions costs about 2 µs per vector (sqlite-vec's vec_distance_cosine
+// row by row; about 200 ms for a 100,000-vector partition, ten times an
+// in-process brute-force scan), so vector and hybrid latency grow with the searching
 // agent's partition: hybrid p50 about 75 ms at that size. With the
 // vector cache (the default up to 256 MiB of vectors) the KNN runs
 // in-process over a cached copy of the partition (about 150 MB per 100,000

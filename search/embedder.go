@@ -69,8 +69,8 @@ func blobVector(b []byte) ([]float32, error) {
 }
 
 // checkVector validates one vector: the right length, finite values, and
-// not all zeros (cosine distance to a zero vector is undefined and vec0
-// returns NULL for it).
+// not all zeros (cosine distance to a zero vector is undefined and
+// sqlite-vec returns NULL for it).
 func checkVector(v []float32, dims int) error {
 	if len(v) != dims {
 		return fmt.Errorf("has %d dimensions, want %d", len(v), dims)
@@ -107,8 +107,8 @@ func Normalize(v []float32) []float32 {
 	return v
 }
 
-// CosineDistance is 1 - cos(a, b), the distance vec0 reports for
-// distance_metric=cosine. It returns NaN for vectors of different length or
+// CosineDistance is 1 - cos(a, b), the distance sqlite-vec's
+// vec_distance_cosine reports. It returns NaN for vectors of different length or
 // zero norm.
 func CosineDistance(a, b []float32) float64 {
 	if len(a) != len(b) {

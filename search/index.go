@@ -14,7 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	_ "github.com/engram-go/engram/internal/sqlitedriver" // registers sqlite-vec (vec0) with the SQLite driver
+	_ "github.com/engram-go/engram/internal/sqlitedriver" // registers sqlite-vec with the SQLite driver
 )
 
 // Meta keys under which the Index records its embedder in table meta.
@@ -23,7 +23,8 @@ const (
 	MetaEmbedderDims = "embedder.dims"
 )
 
-// MaxDimensions is the largest vector size vec0 accepts.
+// MaxDimensions is the largest vector size the Index accepts (sqlite-vec's
+// limit).
 const MaxDimensions = 8192
 
 // Execer runs SQL. *sql.DB, *sql.Tx and *sql.Conn satisfy it, so vector
@@ -46,14 +47,14 @@ type IndexOptions struct {
 	// VectorCacheBytes bounds the in-process copy of the vectors (unit
 	// float32s grouped by content type and owner: 4 × dimensions + ~100
 	// bytes per row) over which KNN runs by brute force in the searching
-	// agent's partition instead of in the database. The transpiled vec0
-	// scans about 0.6 µs per 384-dim vector, roughly three times slower
-	// than this scan. On SQLite the copy is kept by default, up to
+	// agent's partition instead of in the database. The exact scan in
+	// SQLite (sqlite-vec's vec_distance_cosine row by row) costs about
+	// 2 µs per 384-dim vector, ten times this scan. On SQLite the copy is kept by default, up to
 	// DefaultVectorCacheBytes (256 MiB: 100k 384-dim vectors); negative:
 	// none. It is loaded in the background from the first vector search on
-	// (WarmVectorCache waits for it), vec0 answering until it is ready; a
+	// (WarmVectorCache waits for it), SQL answering until it is ready; a
 	// database whose vectors need more than the bound is never cached, and
-	// one that outgrows it later drops the copy (KNN in vec0 from then on,
+	// one that outgrows it later drops the copy (KNN in SQL from then on,
 	// for the Index's lifetime). On PostgreSQL with pgvector there is no
 	// copy by default; a positive bound asks for one (pgvector answering
 	// while it loads or once it is outgrown). On PostgreSQL without
@@ -107,7 +108,7 @@ type IndexOptions struct {
 
 // Index searches the engram tables (blocks, archival, messages) of one
 // database. Full-text indexes are the FTS5 tables of migration
-// 0002_search.sql, kept current by triggers; vector indexes are vec0 tables
+// 0002_search.sql, kept current by triggers; vectors are in plain tables
 // (vec_blocks, vec_archival, vec_messages) the Index creates for its
 // embedder and the caller fills with PutVectors or PutEmbeddings. An Index
 // is safe for concurrent use.
@@ -214,7 +215,7 @@ type kind struct {
 	alias  string // alias of the base table in queries
 	owner  string // owner column of the base table
 	fts    string // FTS5 table
-	vec    string // vec0 table
+	vec    string // vector table
 	bm25   string // bm25() column weights, in FTS column order
 	result string // select list producing resultColumns, over alias
 	text   string // select list of columns that make the vector text
@@ -263,7 +264,8 @@ func kindOf(t ContentType) (*kind, error) {
 //
 // With an embedder, the first NewIndex on a database records its Name and
 // Dimensions in table meta (MetaEmbedderName, MetaEmbedderDims) and creates
-// the vec0 tables and their clean-up triggers. If the database already
+// the vector tables and their clean-up triggers (converting sqlite-vec vec0
+// tables of an older engram). If the database already
 // records a different embedder, NewIndex returns the Index together with an
 // error wrapping ErrEmbedderMismatch: the Index is usable for FTS and for
 // Reembed, while vector searches and vector writes keep failing with
@@ -464,20 +466,32 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 		dims, err := pgvColumnDims(ctx, q)
 		return dims == x.emb.Dimensions(), err
 	}
+	// vec0 tables (made before the plain ones) count as missing: the slow
+	// path of NewIndex converts them.
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
-		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')`).Scan(&n); err != nil {
+		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')
+		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'`).Scan(&n); err != nil {
 		return false, fmt.Errorf("search: read schema: %w", err)
 	}
 	return n == 3, nil
 }
 
-// vecChunkSize is the vec0 tables' chunk size (see createVecTables).
-const vecChunkSize = 128
-
-// createVecTables creates the vec0 tables for dims, the vector-change log
-// and the triggers that drop a vector with its row (or when the row changes
-// owner, so a vector can never be found under its old owner's partition).
+// createVecTables creates the vector tables for dims, the vector-change
+// log and the triggers that drop a vector with its row (or when the row
+// changes owner, so a vector can never be found under its old owner's
+// partition), converting vec0 tables a database made before.
+//
+// The tables are plain: (rowid, owner, embedding), indexed by owner, as on
+// PostgreSQL, and KNN without the vector cache is an exact scan with
+// sqlite-vec's vec_distance_cosine. They replaced sqlite-vec's vec0 virtual
+// tables, which answer the same exact scan about twice as fast but cost
+// 28-39 µs per inserted 384-dim vector (the transpiled C walking chunk
+// blobs), three times a plain row, and 17 µs per vector read back when the
+// vector cache loads (2.5 µs here); vec0 also had no upsert and crashed when
+// a statement was interrupted inside it. Searches run over the in-process
+// vector cache by default (IndexOptions.VectorCacheBytes), so the scan in
+// SQL serves only databases past the cache bound or opted out of it.
 func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
 	if x.opts.Engine == PostgreSQL {
 		// The tables are part of the schema, for any dimensions.
@@ -495,18 +509,19 @@ func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error 
 	}
 	for _, t := range contentKinds {
 		k := kinds[t]
+		if err := convertVec0(ctx, ex, k, dims); err != nil {
+			return err
+		}
 		stmts := []string{
-			// chunk_size: vec0 stores a partition's vectors in chunk blobs
-			// and writes each new vector into its chunk through incremental
-			// blob I/O, which walks the blob's overflow pages up to the
-			// vector's place; 128-vector chunks (192 KB at 384 dims, not
-			// 1.5 MB) made a 10k×384 bulk load ~25% faster and the 50k KNN
-			// scan no slower, and an agent with a few vectors no longer
-			// holds a 1.5 MB chunk. Tables made before keep their size.
-			fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(
-				owner text partition key,
-				embedding float[%d] distance_metric=cosine,
-				chunk_size=%d)`, k.vec, dims, vecChunkSize),
+			// The CHECK holds every vector to the recorded embedder's
+			// size, as vec0's float[dims] column did; Reembed recreates
+			// the tables for new dimensions.
+			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+				rowid     INTEGER PRIMARY KEY,
+				owner     TEXT NOT NULL,
+				embedding BLOB NOT NULL CHECK (length(embedding) = %d)
+			)`, k.vec, 4*dims),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, k.vec),
 			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
 				DELETE FROM %[1]s WHERE rowid = old.id;
 				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
@@ -526,16 +541,57 @@ func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error 
 	return nil
 }
 
-// logVectorChanges records changed rows in search_vec_log (read by vector
-// caches) and trims the log to its last vecLogKeep entries.
-func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
-	stmt, err := ex.PrepareContext(ctx, `INSERT INTO search_vec_log (kind, id) VALUES (?, ?)`)
-	if err != nil {
-		return fmt.Errorf("search: log vector changes: %w", err)
+// convertVec0 copies the vectors of a vec0 table k.vec (as databases made
+// before the plain tables hold them) into a plain table of that name. It
+// runs in createVecTables' transaction, so a crash leaves either table.
+func convertVec0(ctx context.Context, ex Execer, k *kind, dims int) error {
+	var virtual bool
+	if err := ex.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master
+		WHERE type = 'table' AND name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%')`, k.vec).Scan(&virtual); err != nil {
+		return fmt.Errorf("search: read schema of %s: %w", k.vec, err)
 	}
-	defer stmt.Close()
-	for _, id := range ids {
-		if _, err := stmt.ExecContext(ctx, int(t), id); err != nil {
+	if !virtual {
+		return nil
+	}
+	tmp := k.vec + "_plain"
+	stmts := []string{
+		// The triggers name the table; they are made again for the new one.
+		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_ad`, k.vec),
+		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_owner`, k.vec),
+		fmt.Sprintf(`DROP TABLE IF EXISTS %s`, tmp),
+		fmt.Sprintf(`CREATE TABLE %s (
+			rowid     INTEGER PRIMARY KEY,
+			owner     TEXT NOT NULL,
+			embedding BLOB NOT NULL CHECK (length(embedding) = %d)
+		)`, tmp, 4*dims),
+		// vec0 tables hold one size of vector (the recorded embedder's).
+		fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding)
+			SELECT rowid, owner, embedding FROM %s WHERE length(embedding) = %d`, tmp, k.vec, 4*dims),
+		fmt.Sprintf(`DROP TABLE %s`, k.vec),
+		fmt.Sprintf(`ALTER TABLE %s RENAME TO %s`, tmp, k.vec),
+		// Every cached copy reloads: ids are the same, but say so.
+		`INSERT INTO search_vec_log (kind, id) VALUES (0, 0)`,
+	}
+	for _, s := range stmts {
+		if _, err := ex.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("search: convert %s from vec0 to a plain table: %w", k.vec, err)
+		}
+	}
+	return nil
+}
+
+// logVectorChanges records changed rows in search_vec_log (read by vector
+// caches) and trims the log to its last vecLogKeep entries. Rows go in
+// vecLogRows to a statement: one statement per row was a sixth of a bulk
+// load's vector writes.
+func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
+	for chunk := range slices.Chunk(ids, vecLogRows) {
+		q := `INSERT INTO search_vec_log (kind, id) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")
+		args := make([]any, 0, 2*len(chunk))
+		for _, id := range chunk {
+			args = append(args, int(t), id)
+		}
+		if _, err := ex.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("search: log vector changes: %w", err)
 		}
 	}
@@ -546,12 +602,16 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 	return nil
 }
 
+// vecLogRows is how many log entries one INSERT writes (well under
+// SQLite's and PostgreSQL's bound-parameter limits).
+const vecLogRows = 250
+
 // withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection,
 // or inside IndexOptions.Write. ctx governs only the wait for the lock: fn
-// gets a context that is never cancelled, because a statement interrupted
-// half-way inside vec0 can crash it (a nil statement in
-// vec0_get_chunk_position, seen when a store closed while its embedder
-// worker was writing), and a transaction once begun is finished anyway.
+// gets a context that is never cancelled: a transaction once begun is
+// finished, so a cancelled caller never leaves half a batch to roll back
+// (and, while vectors were in vec0, an interrupted statement could crash it:
+// a nil statement in vec0_get_chunk_position).
 func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, conn Execer) error) (err error) {
 	wctx := context.WithoutCancel(ctx)
 	if x.opts.Write != nil {
@@ -582,7 +642,7 @@ func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, 
 }
 
 // VectorItem is one row to embed: the base table's id, its owner (the
-// vec0 partition: blocks.owner, archival.agent or messages.agent) and the
+// vector partition: blocks.owner, archival.agent or messages.agent) and the
 // text to embed (for blocks, BlockText; otherwise the content).
 type VectorItem struct {
 	ID    int64
@@ -596,10 +656,9 @@ type EmbeddingItem struct {
 	Owner  string
 	Vector []float32
 	// New says the row was inserted in the caller's transaction, so it has
-	// no vector to replace: PutEmbeddings skips the delete that a
-	// replacement needs (vec0 has no upsert), ~10 % of a bulk load. A stale
-	// vector under a New id makes the insert fail; nothing is overwritten
-	// silently.
+	// no vector to replace: the insert skips the upsert's conflict
+	// handling. A stale vector under a New id makes the insert fail;
+	// nothing is overwritten silently.
 	New bool
 }
 
@@ -706,36 +765,26 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 			return fmt.Errorf("search: vector for %s %d %v", k.name, it.ID, err)
 		}
 	}
-	del, err := ex.PrepareContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE rowid = ?`, k.vec))
-	if err != nil {
-		return fmt.Errorf("search: put %s vectors: %w", k.name, err)
-	}
-	defer del.Close()
 	ids := make([]int64, len(items))
 	for i, it := range items {
-		// vec0 has no upsert and cannot update a partition key.
-		if !it.New {
-			if _, err := del.ExecContext(ctx, it.ID); err != nil {
-				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
-			}
-		}
 		ids[i] = it.ID
 	}
 	// Many rows per INSERT: SQLite opens a statement savepoint for every
-	// statement that writes a virtual table, and FTS5 answers each
-	// savepoint by flushing its pending terms to disk, so one vector per
-	// statement in a transaction that also wrote text made one FTS5
-	// segment (and later merges) per row: about a fifth of a bulk load.
+	// statement, and FTS5 answers each savepoint by flushing its pending
+	// terms to disk, so one vector per statement in a transaction that
+	// also wrote text made one FTS5 segment (and later merges) per row.
 	for chunk := range slices.Chunk(items, vecInsertRows) {
 		var args []any
+		upsert := false
 		for _, it := range chunk {
 			a, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
 			if err != nil {
 				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 			}
 			args = append(args, a...)
+			upsert = upsert || !it.New
 		}
-		if _, err := ex.ExecContext(ctx, vecInsertMany(k, x.pgvWrite, len(chunk)), args...); err != nil {
+		if _, err := ex.ExecContext(ctx, vecInsertMany(k, x.pgvWrite, len(chunk), upsert), args...); err != nil {
 			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}

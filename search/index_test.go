@@ -171,14 +171,14 @@ func filterKind(keys []string, t search.ContentType) []string {
 	return out
 }
 
-// cacheModes runs a test in SQL (FTS5 ranking, vec0 KNN), with the
+// cacheModes runs a test in SQL (FTS5 ranking, KNN in SQL), with the
 // vector cache, and with both caches (the default); newIndexWarm loads the
 // vector cache before the test's first search.
 var cacheModes = []struct {
 	name string
 	opts *search.IndexOptions
 }{
-	{"vec0", &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1}},
+	{"sql", &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1}},
 	{"cache", &search.IndexOptions{TextCacheBytes: -1}},
 	{"caches", nil},
 }

@@ -19,7 +19,7 @@ const (
 	// snippets.
 	FTS
 	// Vector ranks by cosine distance between the query's embedding and the
-	// stored vectors (sqlite-vec vec0 KNN).
+	// stored vectors (exact KNN).
 	Vector
 	// Hybrid fuses the FTS and Vector rankings with reciprocal-rank fusion
 	// (k = 60), each side fetched deeper than the limit.
@@ -495,7 +495,7 @@ func (s *Settings) check() error {
 type Engine int
 
 const (
-	// SQLite: FTS5 (BM25) and vec0 tables (the embedded default).
+	// SQLite: FTS5 (BM25) and sqlite-vec (the embedded default).
 	SQLite Engine = iota
 	// PostgreSQL: tsvector columns with GIN indexes (ts_rank_cd), and
 	// vectors in pgvector (HNSW) or, without the extension, searched in

@@ -197,17 +197,24 @@ func pgvText(v []float32) string {
 // vecInsert is the statement storing one vector in k's table, and args
 // builds its arguments: the bytes, and with emb (pgvector) the text form
 // too.
-func vecInsert(k *kind, emb bool) string { return vecInsertMany(k, emb, 1) }
+func vecInsert(k *kind, emb bool) string { return vecInsertMany(k, emb, 1, false) }
 
 // vecInsertMany is vecInsert for n rows in one statement (vecInsertArgs
-// of each row, in order).
-func vecInsertMany(k *kind, emb bool, n int) string {
+// of each row, in order); with upsert a row's earlier vector is replaced
+// (the same statement in SQLite and PostgreSQL).
+func vecInsertMany(k *kind, emb bool, n int, upsert bool) string {
 	row := `(?, ?, ?)`
 	cols := `rowid, owner, embedding`
+	set := `owner = excluded.owner, embedding = excluded.embedding`
 	if emb {
 		row, cols = `(?, ?, ?, ?::vector)`, `rowid, owner, embedding, emb`
+		set += `, emb = excluded.emb`
 	}
-	return fmt.Sprintf(`INSERT INTO %s (%s) VALUES %s`, k.vec, cols, strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+	q := fmt.Sprintf(`INSERT INTO %s (%s) VALUES %s`, k.vec, cols, strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+	if upsert {
+		q += ` ON CONFLICT (rowid) DO UPDATE SET ` + set
+	}
+	return q
 }
 
 func (x *Index) vecInsertArgs(id int64, owner string, blob []byte, emb bool) ([]any, error) {

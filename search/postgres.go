@@ -124,12 +124,12 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 		}
 		v, err := blobVector(blob)
 		if err != nil {
-			// A torn row is reported, never skipped (as vec0 does).
+			// A torn row is reported, never skipped.
 			return nil, fmt.Errorf("search: vector %s row %d: %w", k.name, r.ID, err)
 		}
 		d := CosineDistance(qv, v)
 		if math.IsNaN(d) {
-			continue // another embedder's dimension (Reembed replaces it) or a zero vector, as in vec0
+			continue // another embedder's dimension (Reembed replaces it) or a zero vector (NULL distance in SQLite)
 		}
 		r.Source.Distance = d
 		out = append(out, r)
@@ -149,8 +149,8 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 	return out, nil
 }
 
-// VectorEngine names what answers vector searches: "vec0" (SQLite's
-// sqlite-vec tables), "pgvector" (PostgreSQL's vector extension, HNSW),
+// VectorEngine names what answers vector searches: "sqlite-vec" (an exact
+// scan in SQLite with sqlite-vec's vec_distance_cosine), "pgvector" (PostgreSQL's vector extension, HNSW),
 // "in-process" (the vector cache: SQLite's default, on request on
 // PostgreSQL, and there without pgvector; the database engine answers
 // while it loads), or "" without an embedder.
@@ -163,7 +163,7 @@ func (x *Index) VectorEngine() string {
 	case x.pgvSearch:
 		return "pgvector"
 	default:
-		return "vec0"
+		return "sqlite-vec"
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 // Reembed switches the database to the Index's embedder: it recomputes the
 // vector of every block, archival entry and message with it, replaces the
-// vec0 tables (their dimension may change) and records the embedder in
+// vector tables (their dimension may change) and records the embedder in
 // meta. progress, if not nil, is called after each batch with the rows
 // embedded so far and the total.
 //
@@ -17,7 +17,7 @@ import (
 // embedder runs: first every row's vector is computed into a staging table
 // (search_reembed) in small transactions; then, under one write
 // transaction, rows that changed or appeared meanwhile are embedded again,
-// the vec0 tables are rebuilt from the staging table and the record is
+// the vector tables are rebuilt from the staging table and the record is
 // switched. Until that transaction commits, the old vectors and record stay
 // in force; if it fails or ctx is cancelled nothing changes (the staging
 // table is cleared by the next run). Run one Reembed per database at a time.
@@ -94,7 +94,7 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 		// pgvector: rows go in as bytes with no HNSW index to maintain;
 		// createPGVector then retypes the column, fills it from the
 		// bytes and builds the index and statistics once, over full
-		// tables. vec0 tables must exist before rows go in.
+		// tables. SQLite's tables are made (for the new dimensions) first.
 		pgv := x.opts.Engine == PostgreSQL && x.pgvWrite
 		if pgv {
 			for _, t := range contentKinds {
@@ -223,7 +223,7 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 	return nil
 }
 
-// swapIn fills k's fresh vec0 table from the staging table, re-embedding
+// swapIn fills k's fresh vector table from the staging table, re-embedding
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
 func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind, bytesOnly bool) error {

@@ -34,7 +34,8 @@ const RRFK = 60
 // HybridDepth).
 const HybridDepth = 50
 
-// vecKMax is vec0's largest k.
+// vecKMax is the most neighbours a KNN asks for before a filtered search
+// falls back to scanning the rows that pass its filters.
 const vecKMax = 4096
 
 // Scope says whose content a search may see.
@@ -106,8 +107,8 @@ type Result struct {
 // With opts nil, the defaults apply (Auto, all content types, 10 results).
 //
 // Isolation is part of every SQL statement: FTS queries filter on the
-// owner column; vector queries use the owner as vec0's partition key in the
-// KNN itself, and reach blocks shared with the agent through the shares
+// owner column; vector queries scan only the owner's partition (owner = ?
+// in the KNN itself), and reach blocks shared with the agent through the shares
 // table with exact distances. Nothing is fetched globally and filtered
 // afterwards.
 func (x *Index) Search(ctx context.Context, query string, scope Scope, opts *Options) ([]Result, error) {
@@ -197,7 +198,7 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 		depth = max(4*s.Limit, HybridDepth)
 	}
 	// The two sides of a hybrid search run concurrently: FTS in SQLite,
-	// vector KNN in vec0 or the in-process cache.
+	// vector KNN in the in-process cache, pgvector or SQL.
 	var ftsLists, vecLists [][]*Result
 	var vecErr error
 	var wg sync.WaitGroup
@@ -641,22 +642,30 @@ type knnHit struct {
 	dist float64
 }
 
-// knn runs vec0 KNN (or the vector cache's scan) in the scope's partition
-// (over all partitions for Scope.All) and keeps the rows that pass the
-// filters. When filters remove too many, it asks for more neighbours (up
-// to vec0's k limit) and then falls back to exact distances over the
-// filtered rows.
+// knn runs KNN (over the vector cache, pgvector, or an exact scan in SQL)
+// in the scope's partition (over all partitions for Scope.All) and keeps
+// the rows that pass the filters. When filters remove too many, it asks
+// for more neighbours (up to vecKMax) and then falls back to exact
+// distances over the filtered rows.
 func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	knnQuery := fmt.Sprintf(`SELECT rowid, distance FROM %s WHERE embedding MATCH ? AND k = ?`, k.vec)
-	if !scope.All {
-		knnQuery += ` AND owner = ?`
+	// Without the cache: an exact scan of the owner's rows in SQL, ties in
+	// id order. No "d IS NOT NULL": SQLite would compute every distance
+	// twice (half the scan's time), and no distance is NULL (that takes a
+	// zero vector, which checkVector refuses on the way in); queryHits
+	// skips one anyway.
+	owner := `WHERE owner = ?`
+	if scope.All {
+		owner = ``
 	}
+	knnQuery := fmt.Sprintf(`SELECT rowid, vec_distance_cosine(embedding, ?) AS d FROM %s
+		%s ORDER BY d, rowid LIMIT ?`, k.vec, owner)
 	kk := limit
 	for {
-		args := []any{qvec, kk}
+		args := []any{qvec}
 		if !scope.All {
 			args = append(args, scope.Agent)
 		}
+		args = append(args, kk)
 		var hits []knnHit
 		var err error
 		exhausted := true // a short answer holds every row there is
@@ -729,7 +738,7 @@ func ownerOnly(k *kind, s *Settings) bool {
 }
 
 // queryHits runs a KNN query selecting (id, distance) and keeps the rows
-// with a defined distance (a zero vector has none: NULL in vec0, NaN in
+// with a defined distance (a zero vector has none: NULL in SQLite, NaN in
 // pgvector); scanned counts every row the query returned.
 func queryHits(ctx context.Context, q Execer, query string, args []any) (hits []knnHit, scanned int, err error) {
 	rows, err := q.QueryContext(ctx, query, args...)

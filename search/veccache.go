@@ -3,9 +3,12 @@ package search
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -18,9 +21,9 @@ const vecLogBounds = `SELECT (SELECT max(seq) FROM search_vec_log), (SELECT min(
 // behind than that reloads everything.
 const vecLogKeep = 100_000
 
-// vecCache is the optional in-process copy of the vec0 tables
+// vecCache is the optional in-process copy of the vector tables
 // (IndexOptions.VectorCacheBytes): unit vectors grouped by content type and
-// owner, scanned by brute force. vec0 stays the source of truth. Every
+// owner, scanned by brute force. The tables stay the source of truth. Every
 // vector write (PutEmbeddings, DeleteVectors, the delete/owner triggers,
 // Reembed) appends to search_vec_log in the writer's transaction, so a
 // cache in any process catches up by replaying the log since its last
@@ -242,13 +245,19 @@ func (x *Index) WarmVectorCache(ctx context.Context) error {
 	}
 }
 
-// reload replaces the cache with the current vec0 contents.
+// reload replaces the cache with the tables' current contents.
 func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	c.parts = map[ContentType]map[string]*vecPartition{}
 	c.owners = map[ContentType]map[int64]string{}
 	c.rows, c.seq = 0, -1
 	for _, t := range contentKinds {
 		k := kinds[t]
+		if err := c.presize(ctx, tx, t); err != nil {
+			return err
+		}
+		if c.overLimit() {
+			return c.overBudget()
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
 		if err != nil {
 			return fmt.Errorf("search: vector cache: load %s: %w", k.vec, err)
@@ -279,15 +288,47 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	return nil
 }
 
-func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error {
-	v, err := blobVector(blob)
+// presize makes t's partitions with room for the rows the table holds (one
+// scan of the owner index), so a load fills them without regrowing:
+// growing a 15 MB slice by appends (each growth a fresh allocation, copied
+// and page-faulted in) was most of a 10k×384 load. A table that would take
+// the cache over its bound is never read: presize adds its count to
+// c.rows, so overLimit says so.
+func (c *vecCache) presize(ctx context.Context, tx *sql.Tx, t ContentType) error {
+	k := kinds[t]
+	rows, err := tx.QueryContext(ctx, `SELECT owner, count(*) FROM `+k.vec+` GROUP BY owner`)
 	if err != nil {
-		return err
+		return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
 	}
-	if len(v) != c.dims {
-		return fmt.Errorf("search: vector cache: %v %d has %d dimensions, want %d", t, id, len(v), c.dims)
+	defer rows.Close()
+	parts := map[string]*vecPartition{}
+	total := 0
+	for rows.Next() {
+		var owner string
+		var n int
+		if err := rows.Scan(&owner, &n); err != nil {
+			return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
+		}
+		total += n
+		if c.limit > 0 && int64(c.rows+total)*c.vecRowBytes() > c.limit {
+			c.rows += total
+			return nil
+		}
+		parts[owner] = &vecPartition{ids: make([]int64, 0, n), vecs: make([]float32, 0, n*c.dims), pos: make(map[int64]int, n)}
 	}
-	Normalize(v)
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
+	}
+	if total > 0 {
+		c.parts[t], c.owners[t] = parts, make(map[int64]string, total)
+	}
+	return nil
+}
+
+func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error {
+	if len(blob) != 4*c.dims {
+		return fmt.Errorf("search: vector cache: %v %d has a %d-byte vector, want %d dimensions", t, id, len(blob), c.dims)
+	}
 	c.remove(t, id)
 	if c.parts[t] == nil {
 		c.parts[t] = map[string]*vecPartition{}
@@ -300,7 +341,13 @@ func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error
 	}
 	p.pos[id] = len(p.ids)
 	p.ids = append(p.ids, id)
-	p.vecs = append(p.vecs, v...)
+	n := len(p.vecs)
+	p.vecs = slices.Grow(p.vecs, c.dims)[:n+c.dims]
+	v := p.vecs[n:]
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
+	}
+	Normalize(v)
 	c.owners[t][id] = owner
 	c.rows++
 	return nil

@@ -16,10 +16,10 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// TestVectorCacheMatchesVec0: the cache's brute-force KNN returns what vec0
+// TestVectorCacheMatchesSQL: the cache's brute-force KNN returns what SQL
 // returns, and it follows writes made through another connection pool (as
 // another process would).
-func TestVectorCacheMatchesVec0(t *testing.T) {
+func TestVectorCacheMatchesSQL(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/c.db"
 	db := openDBAt(t, path)
@@ -224,7 +224,7 @@ func TestVectorCacheBudget(t *testing.T) {
 			t.Fatalf("the drop was not logged as a warning: %q", logged.String())
 		}
 		same(x)
-		if n := search.VectorCacheAnswers(x); n != 0 || x.VectorEngine() != "vec0" {
+		if n := search.VectorCacheAnswers(x); n != 0 || x.VectorEngine() != "sqlite-vec" {
 			t.Fatalf("over budget: %d cache answers, engine %q", n, x.VectorEngine())
 		}
 	})
@@ -248,7 +248,7 @@ func TestVectorCacheBudget(t *testing.T) {
 		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
 			t.Fatalf("WarmVectorCache after growth: %v, want ErrCacheBudget", err)
 		}
-		if n := search.VectorCacheAnswers(x); n != answers || x.VectorEngine() != "vec0" {
+		if n := search.VectorCacheAnswers(x); n != answers || x.VectorEngine() != "sqlite-vec" {
 			t.Fatalf("after outgrowing: %d more cache answers, engine %q", n-answers, x.VectorEngine())
 		}
 		same(x)

@@ -16,7 +16,7 @@
 // Full text is a tsvector column per table (GIN index, english
 // configuration) ranked by IDF-weighted ts_rank; block text is indexed
 // lazily, when a search needs it. Vectors are float32 rows (the same bytes
-// as SQLite's vec0). When the server has pgvector 0.8+ (or the role may
+// as SQLite's vector tables). When the server has pgvector 0.8+ (or the role may
 // CREATE EXTENSION vector), each vector table also gets an emb vector(N)
 // column with an HNSW cosine index and KNN runs in the server, filtered by
 // owner with an iterative scan; otherwise the search package's vector

@@ -1,5 +1,5 @@
 // Package sqlite is engram's embedded backend: one SQLite file (or
-// ":memory:") with FTS5 and sqlite-vec's vec0 built in, through
+// ":memory:") with FTS5 and sqlite-vec built in, through
 // modernc.org/sqlite (pure Go) by default or mattn/go-sqlite3 (C) under
 // the build tags engram_cgo,sqlite_fts5 (see internal/sqlitedriver). Writes take BEGIN IMMEDIATE on a single
 // writer connection and poll for another process's lock with short,

@@ -258,7 +258,7 @@ func (b *Backend) Queued() int { return b.commits.Queued() }
 // DB returns the reader pool.
 func (b *Backend) DB() *sql.DB { return b.rdb }
 
-// SearchEngine returns search.SQLite: FTS5 and vec0.
+// SearchEngine returns search.SQLite: FTS5 and sqlite-vec.
 func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
 
 // Close closes both pools.
