@@ -99,10 +99,13 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	incarnation := newIncarnation()
 	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
-			char_limit, pinned, priority, snapshot, snapshot_crc, rendered, heads, created_at, updated_at, incarnation)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
+			char_limit, pinned, priority, rendered, heads, created_at, updated_at, incarnation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 			agent, info.Label, info.Description, string(info.Type), info.Permission.String(), string(schemaJSON),
-			info.CharLimit, info.Pinned, info.Priority, snap, checksum(snap), rendered, strings.Join(doc.Heads(), ","), now, now, incarnation).Scan(&id); err != nil {
+			info.CharLimit, info.Pinned, info.Priority, rendered, strings.Join(doc.Heads(), ","), now, now, incarnation).Scan(&id); err != nil {
+			return err
+		}
+		if err := putSnapshot(ctx, tx, id, snap); err != nil {
 			return err
 		}
 		return bumpGen(tx, agent)

@@ -548,7 +548,8 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 	defer tx.Rollback()
 	var snap []byte
 	var snapCRC sql.NullInt64
-	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+`, snapshot, snapshot_crc FROM blocks WHERE id = ?`, id)
+	row := tx.QueryRowContext(ctx, `SELECT `+blockCols+`, s.snapshot, s.snapshot_crc
+		FROM blocks LEFT JOIN block_snapshots s ON s.block_id = blocks.id WHERE blocks.id = ?`, id)
 	r, err := scanBlock(row, &snap, &snapCRC)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("block %d", id)
@@ -593,6 +594,15 @@ func (c *Cache) manage(doc *blocks.Document, id, seq int64) (*entry, error) {
 	}
 	e.replica = rep
 	return e, nil
+}
+
+// putSnapshot stores block id's snapshot with its checksum, in
+// block_snapshots (its own table since migration 0013, so a write that
+// does not compact leaves it alone).
+func putSnapshot(ctx context.Context, tx *sql.Tx, id int64, snap []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO block_snapshots (block_id, snapshot, snapshot_crc) VALUES (?, ?, ?)
+		ON CONFLICT (block_id) DO UPDATE SET snapshot = excluded.snapshot, snapshot_crc = excluded.snapshot_crc`, id, snap, checksum(snap))
+	return err
 }
 
 // crcTable is CRC-32C, the checksum of update rows and snapshots.
@@ -643,7 +653,7 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 	if snapSeq > e.lastSeq {
 		var snap []byte
 		var crc sql.NullInt64
-		if err := q.QueryRowContext(ctx, `SELECT snapshot, snapshot_crc FROM blocks WHERE id = ?`, e.id).Scan(&snap, &crc); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT snapshot, snapshot_crc FROM block_snapshots WHERE block_id = ?`, e.id).Scan(&snap, &crc); err != nil {
 			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
 		}
 		if err := checkCRC(snap, crc); err != nil {
@@ -1287,12 +1297,15 @@ func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 		return err
 	}
 	_, epoch, _, _ := e.freshness()
-	res, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot = ?, snapshot_crc = ?, snapshot_seq = ? WHERE id = ? AND epoch = ?`, snap, checksum(snap), seq, e.id, epoch)
+	res, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot_seq = ? WHERE id = ? AND epoch = ?`, seq, e.id, epoch)
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return errors.Join(err, fmt.Errorf("memory: compact block %q of %q: it is no longer on epoch %d; retry", e.label, e.owner, epoch))
+	}
+	if err := putSnapshot(ctx, tx, e.id, snap); err != nil {
+		return err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM block_updates WHERE block_id = ? AND seq <= ?`, e.id, seq)
 	return err

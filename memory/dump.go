@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -236,16 +237,20 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		now := c.nanos()
 		for _, p := range pre {
 			sj, _ := schema.Marshal(p.info.Schema)
-			res, err := tx.Exec(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json, char_limit,
-				pinned, priority, snapshot, rendered, heads, created_at, updated_at, incarnation)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING`,
+			var id int64
+			err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json, char_limit,
+				pinned, priority, rendered, heads, created_at, updated_at, incarnation)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 				p.info.Owner, p.info.Label, p.info.Description, string(p.info.Type), p.info.Permission.String(), string(sj),
-				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.b.Document, p.rendered, p.heads, now, now, newIncarnation())
+				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.rendered, p.heads, now, now, newIncarnation()).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: block %q of agent %q", ErrExists, p.info.Label, p.info.Owner)
+			}
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return fmt.Errorf("%w: block %q of agent %q", ErrExists, p.info.Label, p.info.Owner)
+			if err := putSnapshot(ctx, tx, id, p.b.Document); err != nil {
+				return err
 			}
 			for i, ep := range p.b.Epochs {
 				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, archived_at)

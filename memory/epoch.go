@@ -140,11 +140,15 @@ func (c *Cache) freshEpoch(e *entry) (epochDoc, error) {
 // block_archive and makes fresh the snapshot of the next epoch.
 func (c *Cache) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh epochDoc) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, last_seq, archived_at)
-		SELECT id, epoch, snapshot, snapshot_crc, heads, last_seq, ? FROM blocks WHERE id = ?`, c.nanos(), e.id); err != nil {
+		SELECT b.id, b.epoch, s.snapshot, s.snapshot_crc, b.heads, b.last_seq, ?
+		FROM blocks b JOIN block_snapshots s ON s.block_id = b.id WHERE b.id = ?`, c.nanos(), e.id); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET epoch = epoch + 1, snapshot = ?, snapshot_crc = ?, heads = ?, history_bytes = ? WHERE id = ?`,
-		fresh.data, checksum(fresh.data), fresh.heads, len(fresh.data), e.id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE blocks SET epoch = epoch + 1, heads = ?, history_bytes = ? WHERE id = ?`,
+		fresh.heads, len(fresh.data), e.id); err != nil {
+		return err
+	}
+	if err := putSnapshot(ctx, tx, e.id, fresh.data); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM block_updates WHERE block_id = ?`, e.id)
@@ -178,7 +182,8 @@ func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow
 		snap           []byte
 		crc            sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, `SELECT epoch, snapshot_seq, snapshot, snapshot_crc FROM blocks WHERE id = ?`, e.id).Scan(&epoch, &snapSeq, &snap, &crc)
+	err := q.QueryRowContext(ctx, `SELECT b.epoch, b.snapshot_seq, s.snapshot, s.snapshot_crc
+		FROM blocks b LEFT JOIN block_snapshots s ON s.block_id = b.id WHERE b.id = ?`, e.id).Scan(&epoch, &snapSeq, &snap, &crc)
 	if err != nil {
 		return fmt.Errorf("memory: block %q of %q: load its new epoch: %w", e.label, e.owner, err)
 	}

@@ -200,7 +200,7 @@ func TestCompactRacingRebase(t *testing.T) {
 		<-done
 		var epoch int
 		var snap []byte
-		if err := a.DB().QueryRow(`SELECT epoch, snapshot FROM blocks WHERE owner = 'a' AND label = 'notes'`).Scan(&epoch, &snap); err != nil {
+		if err := a.DB().QueryRow(`SELECT b.epoch, s.snapshot FROM blocks b JOIN block_snapshots s ON s.block_id = b.id WHERE b.owner = 'a' AND b.label = 'notes'`).Scan(&epoch, &snap); err != nil {
 			t.Fatal(err)
 		}
 		doc, err := blocks.Load(info, snap, nil)

@@ -849,7 +849,7 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 		"batches":           `SELECT count(*) FROM batches`,
 		"summaries":         `SELECT count(*) FROM summaries`,
 		"proposals_pending": `SELECT count(*) FROM proposals WHERE status = 'pending'`,
-		"snapshot_bytes":    `SELECT COALESCE(sum(length(snapshot)), 0) FROM blocks`,
+		"snapshot_bytes":    `SELECT COALESCE(sum(length(snapshot)), 0) FROM block_snapshots`,
 		"update_bytes":      `SELECT COALESCE(sum(length(data)), 0) FROM block_updates`,
 		"archived_epochs":   `SELECT count(*) FROM block_archive`,
 		"archive_bytes":     `SELECT COALESCE(sum(length(snapshot)), 0) FROM block_archive`,
