@@ -140,6 +140,7 @@ type core struct {
 	subs       map[uint64]func(Event)
 	nextSub    uint64
 	writer     Writer // set by Manage: every mutation runs inside its Write
+	text       textBuf
 }
 
 // Document is one memory block: an automerge document plus its metadata,

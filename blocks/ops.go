@@ -101,7 +101,7 @@ func (d *Document) appendText(section, text string, actor Actor) error {
 		if err := checkUTF8("content", text); err != nil {
 			return nil, nil, err
 		}
-		return cur.(string) + text, func(node *automerge.Map) error {
+		return d.c.text.concat(cur.(string), text), func(node *automerge.Map) error {
 			t, err := getText(node, keyContent)
 			if err != nil {
 				return err
