@@ -740,13 +740,6 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	if lim := c.info.limit(); newSize > lim && newSize > c.size {
 		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
 	}
-	// The heads before the edit, to return to if it fails half-way (read
-	// now: once operations are pending, asking automerge for the heads
-	// commits them).
-	var before []automerge.ChangeHash
-	if err := guard(func() error { before = c.am.Heads(); return nil }); err != nil {
-		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)
-	}
 	node := c.am.RootMap()
 	err = guard(func() error {
 		if req.section != "" {
@@ -766,10 +759,8 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	}
 	if err != nil {
 		// The document may hold part of the edit as pending operations,
-		// which the next edit's commit would carry into the history:
-		// return to the heads before it (a fork at them, as an undone edit
-		// does; automerge-go has no rollback of pending operations).
-		if rerr := c.rollback(before); rerr != nil {
+		// which the next edit's commit would carry into the history.
+		if rerr := c.discardPending(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)

@@ -19,7 +19,8 @@ func TestFailedEditLeavesNoOperations(t *testing.T) {
 		{Name: "n", Type: schema.FieldInteger},
 	}}
 	info := Info{Label: "state", Type: Working, Schema: sch, Permission: ReadWrite, Owner: "agent-1"}
-	for _, failAt := range []string{"apply", "panic"} {
+	// "early" fails before any operation: the edit before it must stay.
+	for _, failAt := range []string{"apply", "panic", "early"} {
 		t.Run(failAt, func(t *testing.T) {
 			d, err := New(info, nil)
 			if err != nil {
@@ -33,6 +34,9 @@ func TestFailedEditLeavesNoOperations(t *testing.T) {
 				next := maps.Clone(cur.(map[string]any))
 				next["status"] = "half"
 				return next, func(node *automerge.Map) error {
+					if failAt == "early" {
+						return boom
+					}
 					fields, err := getMap(node, keyFields)
 					if err != nil {
 						return err
@@ -49,7 +53,7 @@ func TestFailedEditLeavesNoOperations(t *testing.T) {
 			if err == nil {
 				t.Fatal("the failing edit succeeded")
 			}
-			if failAt == "apply" && !errors.Is(err, boom) {
+			if failAt != "panic" && !errors.Is(err, boom) {
 				t.Fatalf("error %v does not wrap the apply's", err)
 			}
 			if err := d.SetField("n", int64(2), Agent); err != nil {

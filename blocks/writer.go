@@ -173,6 +173,41 @@ func (c *core) rollback(heads []automerge.ChangeHash) error {
 	return nil
 }
 
+// discardPending drops the operations a failed edit left uncommitted.
+// automerge-go cannot roll pending operations back, but asking for the
+// heads commits them, as a change with no message by this document's
+// actor, which no edit makes (every commit here carries a message): the
+// document then returns to that change's dependencies. (Reading the heads
+// before every edit instead cost each edit a cgo call and ten
+// allocations, for a rare failure.) With no operations pending there is
+// nothing to drop. Caller holds mu.
+func (c *core) discardPending() error {
+	var partial *automerge.Change
+	err := guard(func() error {
+		hs := c.am.Heads()
+		if len(hs) != 1 {
+			return nil // a commit of pending operations is the one head
+		}
+		ch, err := c.am.Change(hs[0])
+		if err != nil {
+			return err
+		}
+		if ch.Message() == "" && ch.ActorID() == c.am.ActorID() {
+			partial = ch
+		}
+		return nil
+	})
+	if err != nil {
+		c.invalidate()
+		return fmt.Errorf("%w: block %q: drop a failed edit: %v", ErrCorrupt, c.info.Label, err)
+	}
+	if partial == nil {
+		c.invalidate()
+		return nil
+	}
+	return c.rollback(partial.Dependencies())
+}
+
 // rollbackEdit undoes the change an edit just committed, named by the
 // edit's event heads (a local commit is the document's one head): the
 // document returns to that change's dependencies, the heads before it
