@@ -62,10 +62,16 @@ func blobVector(b []byte) ([]float32, error) {
 		return nil, fmt.Errorf("search: vector blob of %d bytes is not float32s", len(b))
 	}
 	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
+	decodeVector(v, b)
 	return v, nil
+}
+
+// decodeVector fills dst with the little-endian float32s of b (4·len(dst)
+// bytes).
+func decodeVector(dst []float32, b []byte) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
 }
 
 // checkVector validates one vector: the right length, finite values, and

@@ -513,14 +513,7 @@ func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error 
 			return err
 		}
 		stmts := []string{
-			// The CHECK holds every vector to the recorded embedder's
-			// size, as vec0's float[dims] column did; Reembed recreates
-			// the tables for new dimensions.
-			fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-				rowid     INTEGER PRIMARY KEY,
-				owner     TEXT NOT NULL,
-				embedding BLOB NOT NULL CHECK (length(embedding) = %d)
-			)`, k.vec, 4*dims),
+			vecTable(k.vec, dims),
 			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, k.vec),
 			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
 				DELETE FROM %[1]s WHERE rowid = old.id;
@@ -541,6 +534,18 @@ func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error 
 	return nil
 }
 
+// vecTable is the statement creating (if missing) the vector table name
+// for dims. The CHECK holds every vector to the recorded embedder's size,
+// as vec0's float[dims] column did; Reembed recreates the tables for new
+// dimensions.
+func vecTable(name string, dims int) string {
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		rowid     INTEGER PRIMARY KEY,
+		owner     TEXT NOT NULL,
+		embedding BLOB NOT NULL CHECK (length(embedding) = %d)
+	)`, name, 4*dims)
+}
+
 // convertVec0 copies the vectors of a vec0 table k.vec (as databases made
 // before the plain tables hold them) into a plain table of that name. It
 // runs in createVecTables' transaction, so a crash leaves either table.
@@ -559,11 +564,7 @@ func convertVec0(ctx context.Context, ex Execer, k *kind, dims int) error {
 		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_ad`, k.vec),
 		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_owner`, k.vec),
 		fmt.Sprintf(`DROP TABLE IF EXISTS %s`, tmp),
-		fmt.Sprintf(`CREATE TABLE %s (
-			rowid     INTEGER PRIMARY KEY,
-			owner     TEXT NOT NULL,
-			embedding BLOB NOT NULL CHECK (length(embedding) = %d)
-		)`, tmp, 4*dims),
+		vecTable(tmp, dims),
 		// vec0 tables hold one size of vector (the recorded embedder's).
 		fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding)
 			SELECT rowid, owner, embedding FROM %s WHERE length(embedding) = %d`, tmp, k.vec, 4*dims),

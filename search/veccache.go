@@ -3,10 +3,8 @@ package search
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -69,8 +67,11 @@ func newVecCache(dims int, limit int64, background bool, log *slog.Logger) *vecC
 	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, ld: newLoader("vector cache", log)}
 }
 
-func (c *vecCache) overLimit() bool {
-	return c.limit > 0 && int64(c.rows)*c.vecRowBytes() > c.limit
+func (c *vecCache) overLimit() bool { return c.exceeds(c.rows) }
+
+// exceeds reports whether rows cached vectors would exceed the bound.
+func (c *vecCache) exceeds(rows int) bool {
+	return c.limit > 0 && int64(rows)*c.vecRowBytes() > c.limit
 }
 
 func (c *vecCache) overBudget() error {
@@ -252,10 +253,12 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	c.rows, c.seq = 0, -1
 	for _, t := range contentKinds {
 		k := kinds[t]
-		if err := c.presize(ctx, tx, t); err != nil {
+		n, err := c.presize(ctx, tx, t)
+		if err != nil {
 			return err
 		}
-		if c.overLimit() {
+		if c.exceeds(c.rows + n) {
+			c.rows += n // for overBudget's message
 			return c.overBudget()
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
@@ -291,38 +294,39 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 // presize makes t's partitions with room for the rows the table holds (one
 // scan of the owner index), so a load fills them without regrowing:
 // growing a 15 MB slice by appends (each growth a fresh allocation, copied
-// and page-faulted in) was most of a 10k×384 load. A table that would take
-// the cache over its bound is never read: presize adds its count to
-// c.rows, so overLimit says so.
-func (c *vecCache) presize(ctx context.Context, tx *sql.Tx, t ContentType) error {
+// and page-faulted in) was most of a 10k×384 load. It returns the table's
+// row count; a table that would take the cache over its bound gets no
+// partitions (the caller refuses it unread).
+func (c *vecCache) presize(ctx context.Context, tx *sql.Tx, t ContentType) (int, error) {
 	k := kinds[t]
 	rows, err := tx.QueryContext(ctx, `SELECT owner, count(*) FROM `+k.vec+` GROUP BY owner`)
 	if err != nil {
-		return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
+		return 0, fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
 	}
 	defer rows.Close()
-	parts := map[string]*vecPartition{}
+	counts := map[string]int{}
 	total := 0
 	for rows.Next() {
 		var owner string
 		var n int
 		if err := rows.Scan(&owner, &n); err != nil {
-			return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
+			return 0, fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
 		}
+		counts[owner] = n
 		total += n
-		if c.limit > 0 && int64(c.rows+total)*c.vecRowBytes() > c.limit {
-			c.rows += total
-			return nil
-		}
-		parts[owner] = &vecPartition{ids: make([]int64, 0, n), vecs: make([]float32, 0, n*c.dims), pos: make(map[int64]int, n)}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
+		return 0, fmt.Errorf("search: vector cache: count %s: %w", k.vec, err)
 	}
-	if total > 0 {
-		c.parts[t], c.owners[t] = parts, make(map[int64]string, total)
+	if total == 0 || c.exceeds(c.rows+total) {
+		return total, nil
 	}
-	return nil
+	parts := make(map[string]*vecPartition, len(counts))
+	for owner, n := range counts {
+		parts[owner] = &vecPartition{ids: make([]int64, 0, n), vecs: make([]float32, 0, n*c.dims), pos: make(map[int64]int, n)}
+	}
+	c.parts[t], c.owners[t] = parts, make(map[int64]string, total)
+	return total, nil
 }
 
 func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error {
@@ -344,9 +348,7 @@ func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error
 	n := len(p.vecs)
 	p.vecs = slices.Grow(p.vecs, c.dims)[:n+c.dims]
 	v := p.vecs[n:]
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
-	}
+	decodeVector(v, blob)
 	Normalize(v)
 	c.owners[t][id] = owner
 	c.rows++
