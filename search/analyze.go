@@ -177,6 +177,19 @@ func foldRuneGo(r rune) rune {
 	return r
 }
 
+// ftsStem is stemInPlace for a string: the term FTS5's porter tokenizer
+// makes of a folded token. Snippets stem with it so they highlight what
+// the index matched ("1960" matches "1960s", which porterStem, keeping
+// words with digits whole, would not).
+func ftsStem(w string) string {
+	if len(w) < 3 || len(w) > 64 {
+		return w
+	}
+	z := porter{b: []byte(w)}
+	z.run()
+	return string(z.b)
+}
+
 // stemInPlace stems a folded token held in buf; the result aliases buf
 // when nothing changed.
 func stemInPlace(buf []byte) []byte {
@@ -186,4 +199,20 @@ func stemInPlace(buf []byte) []byte {
 	z := porter{b: buf}
 	z.run()
 	return z.b
+}
+
+// isASCII reports whether s is all ASCII, eight bytes at a time.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if load64(s, i)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

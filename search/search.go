@@ -100,6 +100,10 @@ type Result struct {
 	// stub: only Type, ID and the ranking fields are set; the row is
 	// fetched (and its filters checked again) if it makes the page.
 	stub bool
+	// toks and termIDs, from the text cache's copy of the row, let the
+	// snippet find the query's terms without tokenizing Content
+	// (snippeter.snippetOfTokens); cleared once the snippet is made.
+	toks, termIDs []uint32
 }
 
 // Search runs query over the content scope may see. Any non-empty text is
@@ -273,7 +277,7 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 				page = append(page, r)
 			}
 		}
-		if err := x.fill(ctx, page, scope, &s); err != nil {
+		if err := x.fill(ctx, page, scope, &s, terms); err != nil {
 			return nil, err
 		}
 		// A stub whose row changed or went since its leg ranked it is
@@ -301,8 +305,8 @@ var errPageShort = errors.New("search: page short of rows changed since ranking"
 
 // fill fetches the rows of the stubs in page (one query per content
 // type), re-checking the search's filters in SQL; a stub whose row no
-// longer passes stays a stub.
-func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settings) error {
+// longer passes stays a stub. terms are the query's, for the snippets.
+func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settings, terms []string) error {
 	for _, t := range contentKinds {
 		var ids []int64
 		for _, r := range page {
@@ -314,7 +318,7 @@ func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settin
 			continue
 		}
 		k := kinds[t]
-		rows, err := x.rowsOf(ctx, k, ids, scope, s, false)
+		rows, err := x.rowsOf(ctx, k, ids, scope, s, terms, false)
 		if err != nil {
 			return err
 		}
@@ -336,8 +340,8 @@ func (x *Index) fill(ctx context.Context, page []*Result, scope Scope, s *Settin
 // filters, in no particular order, whole or as stubs (idsOnly): from the
 // text cache's copy where it holds them (cachedRows), the rest from SQL
 // (fetchRows).
-func (x *Index) rowsOf(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) ([]*Result, error) {
-	rows, missing, ok, err := x.cachedRows(ctx, k, ids, scope, s, idsOnly)
+func (x *Index) rowsOf(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, terms []string, idsOnly bool) ([]*Result, error) {
+	rows, missing, ok, err := x.cachedRows(ctx, k, ids, scope, s, terms, idsOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +422,12 @@ func (x *Index) snippets(out []Result, terms []string) {
 		snip := newSnippeter(terms, x.opts.SnippetTokens, &x.stems)
 		for i := range rs {
 			r := &rs[i]
-			r.Snippet = snip.snippet(r.Content)
+			if r.toks != nil {
+				r.Snippet = snip.snippetOfTokens(r.Content, r.toks, r.termIDs)
+				r.toks, r.termIDs = nil, nil
+			} else {
+				r.Snippet = snip.snippet(r.Content)
+			}
 			if r.Snippet == "" && r.Type == Blocks {
 				r.Snippet = snip.snippet(BlockText(r.Label, "", r.Content))
 			}
@@ -697,7 +706,7 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			for _, id := range ids {
 				passed = append(passed, &Result{Type: k.t, ID: id, stub: true})
 			}
-		} else if passed, err = x.rowsOf(ctx, k, ids, scope, s, true); err != nil {
+		} else if passed, err = x.rowsOf(ctx, k, ids, scope, s, nil, true); err != nil {
 			return nil, err
 		}
 		byID := make(map[int64]*Result, len(passed))
@@ -838,11 +847,6 @@ func mergeByDistance(lists [][]*Result) []*Result {
 	return all
 }
 
-type resultKey struct {
-	t  ContentType
-	id int64
-}
-
 // fuseRRF merges ranked lists (each best first) by reciprocal-rank fusion:
 // a result's Fused score is the sum of 1/(RRFK+rank) over the lists it
 // appears in (rank is 1-based). The same row in several lists (FTS and
@@ -851,9 +855,14 @@ type resultKey struct {
 // fuseRRF fuses ranked lists by reciprocal rank; weights (nil = all 1)
 // scale each list's contributions. It reuses the lists' Results.
 func fuseRRF(lists [][]*Result, weights []float64) []*Result {
+	// The sort keys are copied in: comparing through r would chase a
+	// pointer per comparison.
 	type fused struct {
-		r    *Result
-		best int // the best rank in any list
+		score float64
+		best  int // the best rank in any list
+		typ   ContentType
+		id    int64
+		r     *Result
 	}
 	n := 0
 	for _, l := range lists {
@@ -861,7 +870,9 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 	}
 	// The lists' Results are fused in place (the first list holding a row
 	// keeps it): callers hand over lists built for this search alone.
-	merged := make(map[resultKey]int, n)
+	// One map per content type, keyed by id alone: a struct key hashes
+	// several times slower, and fusion hashes every listed row.
+	var merged [AllContent + 1]map[int64]int
 	order := make([]fused, 0, n)
 	for li, l := range lists {
 		w := 1.0
@@ -869,14 +880,18 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 			w = weights[li]
 		}
 		for i, r := range l {
-			key := resultKey{r.Type, r.ID}
+			byID := merged[r.Type&AllContent]
+			if byID == nil {
+				byID = make(map[int64]int, n)
+				merged[r.Type&AllContent] = byID
+			}
 			rank := i + 1
-			j, ok := merged[key]
+			j, ok := byID[r.ID]
 			if !ok {
 				r.Source.Fused = 0
 				j = len(order)
-				merged[key] = j
-				order = append(order, fused{r: r, best: rank})
+				byID[r.ID] = j
+				order = append(order, fused{r: r, best: rank, typ: r.Type, id: r.ID})
 			} else {
 				f := &order[j]
 				m := f.r
@@ -891,24 +906,31 @@ func fuseRRF(lists [][]*Result, weights []float64) []*Result {
 			order[j].r.Source.Fused += w / float64(RRFK+rank)
 		}
 	}
-	for _, f := range order {
+	sorted := make([]*fused, len(order))
+	for i := range order {
+		f := &order[i]
 		f.r.Score = f.r.Source.Fused
+		f.score = f.r.Score
+		sorted[i] = f
 	}
 	// A total order ((type, id) is unique): no need for a stable sort.
-	slices.SortFunc(order, func(a, b fused) int {
-		if c := cmp.Compare(b.r.Score, a.r.Score); c != 0 {
-			return c
+	slices.SortFunc(sorted, func(a, b *fused) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
-		if c := cmp.Compare(a.best, b.best); c != 0 {
-			return c
+		if a.best != b.best {
+			return a.best - b.best
 		}
-		if c := cmp.Compare(a.r.Type, b.r.Type); c != 0 {
-			return c
+		if a.typ != b.typ {
+			return cmp.Compare(a.typ, b.typ)
 		}
-		return cmp.Compare(a.r.ID, b.r.ID)
+		return cmp.Compare(a.id, b.id)
 	})
-	out := make([]*Result, len(order))
-	for i, f := range order {
+	out := make([]*Result, len(sorted))
+	for i, f := range sorted {
 		out[i] = f.r
 	}
 	return out

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math"
 	"math/bits"
 	"strings"
 	"sync"
@@ -38,12 +39,12 @@ const stemCacheMax = 1 << 15
 
 func (c *stemCache) stem(w string) string {
 	if c == nil || len(w) <= 2 {
-		return porterStem(w) // at once for two letters: nothing to stem
+		return ftsStem(w) // at once for two letters: nothing to stem
 	}
 	if st, ok := c.m.Load(w); ok {
 		return st.(string)
 	}
-	st := porterStem(w)
+	st := ftsStem(w)
 	if c.n.Load() < stemCacheMax {
 		// Copies: w and st may point into a result's text.
 		if _, loaded := c.m.LoadOrStore(strings.Clone(w), strings.Clone(st)); !loaded {
@@ -119,7 +120,7 @@ func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{},
 		counts: make([]int, len(terms)), stems: stems}
 	for i, t := range terms {
-		stem := porterStem(foldDiacritics(t))
+		stem := ftsStem(foldDiacritics(t))
 		s.want[stem] = i
 		s.addStem(stem)
 	}
@@ -390,10 +391,20 @@ func (s *snippeter) word(text string, start, i int) {
 
 // choose picks the window of s.toks to show and highlights its matches.
 func (s *snippeter) choose(text string) string {
-	size := s.size
-	toks, matches := s.toks, s.matches
-	if len(matches) == 0 {
+	first, last, ok := s.window(len(s.toks))
+	if !ok {
 		return ""
+	}
+	return s.render(text, s.toks[first:last+1], first, len(s.toks))
+}
+
+// window picks the tokens [first, last] of a text of n tokens to show,
+// from s.matches; ok is false when nothing matched.
+func (s *snippeter) window(n int) (first, last int, ok bool) {
+	size := s.size
+	matches := s.matches
+	if len(matches) == 0 {
+		return 0, 0, false
 	}
 	// Sliding window of size tokens: the first to hold the most distinct
 	// terms, then the most matches. A window ending on a token that is no
@@ -422,28 +433,40 @@ func (s *snippeter) choose(text string) string {
 	}
 	// Short text: show it all. Otherwise open the window two tokens before
 	// its first match (the shifted window still holds all its matches).
-	first, next := 0, 0 // next: the first match from first on
+	next := 0 // the first match from best on
 	for next < len(matches) && matches[next].tok < best {
 		next++
 	}
-	if len(toks) > size {
+	if n > size {
 		first = max(best, matches[next].tok-2)
 	}
-	last := min(first+size, len(toks)) - 1
+	return first, min(first+size, n) - 1, true
+}
+
+// render writes tokens [first, first+len(spans)) of a text of n tokens,
+// spans their places in text, highlighting the matches among them.
+func (s *snippeter) render(text string, spans []snippetToken, first, n int) string {
+	size := s.size
+	last := first + len(spans) - 1
+	matches := s.matches
+	next := 0
+	for next < len(matches) && matches[next].tok < first {
+		next++
+	}
 	var b strings.Builder
-	grow := toks[last].end - toks[first].start + size*(len(HighlightStart)+len(HighlightEnd)) + 2*len(Ellipsis)
-	if last == len(toks)-1 {
-		grow += len(text) - toks[last].end
+	end := spans[len(spans)-1].end
+	grow := end - spans[0].start + size*(len(HighlightStart)+len(HighlightEnd)) + 2*len(Ellipsis)
+	if last == n-1 {
+		grow += len(text) - end
 	}
 	b.Grow(grow)
 	if first > 0 {
 		b.WriteString(Ellipsis)
 	}
-	pos := toks[first].start
-	for i := first; i <= last; i++ {
-		t := toks[i]
+	pos := spans[0].start
+	for i, t := range spans {
 		b.WriteString(text[pos:t.start])
-		if next < len(matches) && matches[next].tok == i {
+		if next < len(matches) && matches[next].tok == first+i {
 			b.WriteString(HighlightStart)
 			b.WriteString(text[t.start:t.end])
 			b.WriteString(HighlightEnd)
@@ -453,12 +476,108 @@ func (s *snippeter) choose(text string) string {
 		}
 		pos = t.end
 	}
-	if last < len(toks)-1 {
+	if last < n-1 {
 		b.WriteString(Ellipsis)
 	} else {
 		b.WriteString(strings.TrimRightFunc(text[pos:], unicode.IsSpace))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// noTerm stands for a query term no cached row holds, in
+// snippetOfTokens's ids.
+const noTerm = math.MaxUint32
+
+// snippetOfTokens is snippet for an ASCII text whose tokens come as term
+// ids (textBody.toks), with ids[i] the id of query term i's stem in the
+// same numbering (noTerm when no row holds it): the window is chosen from
+// the ids alone, and only the tokens it shows are found in text. The
+// result is snippet(text)'s: the analyzer's tokens of ASCII text are the
+// snippeter's, and equal stems have equal ids (TestSnippetOfTokens).
+func (s *snippeter) snippetOfTokens(text string, toks, ids []uint32) string {
+	if s.terms == 0 || text == "" {
+		return ""
+	}
+	// Most tokens are no query term: a 1,024-bit filter of the ids rules
+	// them out before the look through ids.
+	var filter [16]uint64
+	for _, id := range ids {
+		if id != noTerm {
+			filter[id>>6&15] |= 1 << (id & 63)
+		}
+	}
+	s.matches = s.matches[:0]
+	for i, id := range toks {
+		if filter[id>>6&15]&(1<<(id&63)) == 0 {
+			continue
+		}
+		// The last term with this stem, as newSnippeter's want keeps it.
+		for j := len(ids) - 1; j >= 0; j-- {
+			if ids[j] == id {
+				s.matches = append(s.matches, snippetMatch{tok: i, term: j})
+				break
+			}
+		}
+	}
+	first, last, ok := s.window(len(toks))
+	if !ok {
+		return ""
+	}
+	s.toks = asciiSpans(text, first, last, s.toks[:0])
+	if len(s.toks) != last-first+1 {
+		return "" // not the text the ids were made from: cannot happen
+	}
+	return s.render(text, s.toks, first, len(toks))
+}
+
+// asciiSpans appends the places of tokens [first, last] of ASCII text to
+// dst, eight bytes at a time as tokenizeASCII reads, counting the tokens
+// before first without looking at them.
+func asciiSpans(text string, first, last int, dst []snippetToken) []snippetToken {
+	k := -1 // the token being read, or the last one read
+	in, start := false, 0
+	prev := uint64(0)
+	for i := 0; i < len(text); i += 8 {
+		var x uint64
+		if i+8 <= len(text) {
+			x = load64(text, i)
+		} else {
+			for j := len(text) - 1; j >= i; j-- {
+				x = x<<8 | uint64(text[j])
+			}
+		}
+		m := wordBytes(x)
+		carry := m<<8 | prev>>56
+		starts := m &^ carry
+		prev = m
+		if n := bits.OnesCount64(starts); k+n < first {
+			// No token of the window starts here: count the ones that do.
+			k += n
+			in = m>>63 != 0
+			continue
+		}
+		events := starts | (^m & carry & highs)
+		for events != 0 {
+			p := i + bits.TrailingZeros64(events)/8
+			events &= events - 1
+			if !in {
+				in, start = true, p
+				k++
+				continue
+			}
+			in = false
+			if k >= first {
+				dst = append(dst, snippetToken{start: start, end: p})
+				if k == last {
+					return dst
+				}
+			}
+		}
+	}
+	if in && k >= first && k <= last {
+		dst = append(dst, snippetToken{start: start, end: len(text)})
+	}
+	return dst
 }
 
 // lowerASCIIFast lower-cases s, without allocating when it is already

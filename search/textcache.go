@@ -60,7 +60,7 @@ type textCache struct {
 	ld *loader
 	// Analyzer scratch, used by the running flight only.
 	buf  []byte
-	freq map[string]float32
+	toks []uint32
 
 	// beforeCatchUp, set by tests, runs at the start of every background
 	// catch-up (a build included) with the flight's context.
@@ -76,10 +76,15 @@ type textPart struct {
 	weights []float64 // bm25 column weights, in FTS column order
 	docs    []textDoc
 	slots   map[int64]int32 // live row id -> slot
-	post    map[string][]posting
-	owners  map[string]string // interned owner names
-	live    int
-	tokens  int64 // tokens in live rows, all columns
+	// post numbers the terms (term ids: what textBody.toks hold), lists
+	// holds each term's postings; a term no live row holds any more is
+	// dropped by maybeCompact and its id reused (free).
+	post   map[string]int32
+	lists  [][]posting
+	free   []int32
+	owners map[string]string // interned owner names
+	live   int
+	tokens int64 // tokens in live rows, all columns
 	// bodies holds, per slot, what a result shows of the row (Archival and
 	// Messages: every change to their rows is logged, so the copy is as
 	// current as the ranking; blocks' rendered text changes without a log
@@ -98,7 +103,8 @@ const (
 	textCostDoc     = 72
 	textCostPosting = 12
 	textCostTerm    = 64
-	textCostBody    = 48 // three string headers
+	textCostBody    = 72 // three string headers and a slice header
+	textCostTok     = 4  // a term id in textBody.toks
 )
 
 type textDoc struct {
@@ -111,14 +117,19 @@ type textDoc struct {
 }
 
 // textBody is a row's result columns beyond textDoc: content, tags_json
-// and the metadata object (resultColumns).
+// and the metadata object (resultColumns), and, when content is ASCII,
+// its tokens as term ids (toks, nil otherwise): snippets of a cached row
+// then find the query's terms by number instead of tokenizing and
+// stemming the text (snippeter.snippetOfTokens). For ASCII text the
+// analyzer's tokens are the snippeter's, one term each.
 type textBody struct {
 	content, tags, meta string
+	toks                []uint32
 }
 
-// cost is what the body's strings hold on the heap.
+// cost is what the body holds on the heap.
 func (b textBody) cost() int64 {
-	return textCostBody + int64(len(b.content)+len(b.tags)+len(b.meta))
+	return textCostBody + int64(len(b.content)+len(b.tags)+len(b.meta)) + textCostTok*int64(len(b.toks))
 }
 
 type posting struct {
@@ -159,13 +170,13 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
 // DefaultTextCacheBytes is the text cache's default budget
-// (IndexOptions.TextCacheBytes): about 90k entries of 20 to 60 words with
+// (IndexOptions.TextCacheBytes): about 70k entries of 20 to 60 words with
 // their rows (see TestTextCacheBudgetEstimate); past that the rows go and
 // the index alone serves up to about twice as many.
 const DefaultTextCacheBytes = 64 << 20
 
 func newTextCache(limit int64, log *slog.Logger) *textCache {
-	return &textCache{seq: -1, limit: limit, freq: map[string]float32{}, ld: newLoader("text cache", log)}
+	return &textCache{seq: -1, limit: limit, ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
@@ -298,12 +309,22 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 // textRow is one row read for the cache: its document and term
 // frequencies, or gone (deleted, or no longer indexed).
 type textRow struct {
-	t    ContentType
-	id   int64
-	gone bool
-	doc  textDoc
-	body textBody
-	freq map[string]float32
+	t     ContentType
+	id    int64
+	gone  bool
+	doc   textDoc
+	body  textBody
+	terms rowTerms
+}
+
+// rowTerms is one row's analysis: its distinct terms (index: term ->
+// position in freqs), each one's column-weighted count, and for a row
+// whose body is kept and ASCII, the content's tokens as positions in
+// freqs (textPart.add turns them into term ids).
+type rowTerms struct {
+	index map[string]int32
+	freqs []float32
+	toks  []uint32
 }
 
 // catchUp reads what changed since the cache's position (everything when
@@ -378,7 +399,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		p := c.parts[r.t]
 		p.remove(r.id)
 		if !r.gone {
-			p.add(r.doc, r.body, r.freq)
+			p.add(r.doc, r.body, r.terms)
 		}
 	}
 	for _, p := range c.parts {
@@ -401,14 +422,14 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	var idx, bodies int64 // bytes of the index, of the bodies
 	for _, t := range contentKinds {
 		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
-			post: map[string][]posting{}, owners: map[string]string{}}
+			post: map[string]int32{}, owners: map[string]string{}}
 		if textBodies[t] && !c.noBodies {
 			p.bodies = []textBody{}
 		}
 		parts[t] = p
 		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
-			p.add(r.doc, r.body, r.freq)
+			p.add(r.doc, r.body, r.terms)
 			idx += p.bytes - before
 			bodies += p.bodyBytes - beforeBodies
 			if idx+bodies > c.limit && !c.noBodies {
@@ -458,17 +479,9 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 		if textBodies[t] {
 			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
-		freq := make(map[string]float32, len(c.freq))
-		length := 0
-		for i, col := range cols {
-			w := float32(weights[i])
-			c.buf = analyze(col.String, c.buf, func(term []byte) {
-				freq[string(term)] += w // no allocation for a key already present
-				length++
-			})
-		}
+		rt, length := c.analyzeRow(t, cols)
 		d.length = int32(min(length, math.MaxInt32))
-		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, freq: freq}); err != nil {
+		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt}); err != nil {
 			return err
 		}
 	}
@@ -476,6 +489,39 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
 	}
 	return nil
+}
+
+// analyzeRow analyzes one row's FTS columns of kind t (cols, in weights'
+// order) and returns its terms and how many tokens it has.
+func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, int) {
+	weights := textWeights[t]
+	rt := rowTerms{index: map[string]int32{}}
+	length := 0
+	for i, col := range cols {
+		w := float32(weights[i])
+		toks := i == 0 && textBodies[t] && !c.noBodies && isASCII(col.String)
+		c.toks = c.toks[:0]
+		c.buf = analyze(col.String, c.buf, func(term []byte) {
+			n, ok := rt.index[string(term)] // no allocation for a lookup
+			if !ok {
+				n = int32(len(rt.freqs))
+				rt.index[string(term)] = n
+				rt.freqs = append(rt.freqs, 0)
+			}
+			rt.freqs[n] += w
+			if toks {
+				c.toks = append(c.toks, uint32(n))
+			}
+			length++
+		})
+		if toks {
+			rt.toks = slices.Clone(c.toks) // exactly its size: the cache keeps it
+			if rt.toks == nil {
+				rt.toks = []uint32{}
+			}
+		}
+	}
+	return rt, length
 }
 
 // internJSON returns the empty JSON values as constants: most rows have
@@ -493,7 +539,7 @@ func internJSON(s string) string {
 }
 
 // add indexes one row (its previous version must have been removed).
-func (p *textPart) add(d textDoc, body textBody, freq map[string]float32) {
+func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 	owner, ok := p.owners[d.owner]
 	if !ok {
 		p.owners[d.owner] = d.owner
@@ -505,18 +551,58 @@ func (p *textPart) add(d textDoc, body textBody, freq map[string]float32) {
 	p.slots[d.id] = slot
 	p.live++
 	p.tokens += int64(d.length)
-	p.bytes += textCostDoc + textCostPosting*int64(len(freq))
+	p.bytes += textCostDoc + textCostPosting*int64(len(rt.freqs))
+	var ids []uint32 // position in rt.freqs -> term id
+	if rt.toks != nil && p.bodies != nil {
+		ids = make([]uint32, len(rt.freqs))
+	}
+	for term, n := range rt.index {
+		id, ok := p.post[term]
+		if !ok {
+			id = p.newTerm(term)
+			p.bytes += textCostTerm + int64(len(term))
+		}
+		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: rt.freqs[n]})
+		if ids != nil {
+			ids[n] = uint32(id)
+		}
+	}
 	if p.bodies != nil {
+		if ids != nil {
+			for i, n := range rt.toks {
+				rt.toks[i] = ids[n]
+			}
+			body.toks = rt.toks
+		}
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
-	for term, f := range freq {
-		ps, ok := p.post[term]
-		if !ok {
-			p.bytes += textCostTerm + int64(len(term))
+}
+
+// termIDs returns the ids of query terms' stems as the snippeter stems
+// them (noTerm for a term no row holds).
+func (p *textPart) termIDs(terms []string) []uint32 {
+	ids := make([]uint32, len(terms))
+	for i, t := range terms {
+		ids[i] = noTerm
+		if id, ok := p.post[ftsStem(foldDiacritics(t))]; ok {
+			ids[i] = uint32(id)
 		}
-		p.post[term] = append(ps, posting{slot: slot, freq: f})
 	}
+	return ids
+}
+
+// newTerm numbers a term the part does not hold yet.
+func (p *textPart) newTerm(term string) int32 {
+	var id int32
+	if n := len(p.free); n > 0 {
+		id, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		id = int32(len(p.lists))
+		p.lists = append(p.lists, nil)
+	}
+	p.post[term] = id
+	return id
 }
 
 func (p *textPart) remove(id int64) {
@@ -562,7 +648,8 @@ func (p *textPart) maybeCompact() {
 		}
 	}
 	p.bodies = bodies
-	for term, ps := range p.post {
+	for term, id := range p.post {
+		ps := p.lists[id]
 		kept := ps[:0]
 		for _, x := range ps {
 			if s := remap[x.slot]; s >= 0 {
@@ -571,8 +658,10 @@ func (p *textPart) maybeCompact() {
 		}
 		if len(kept) == 0 {
 			delete(p.post, term)
+			p.lists[id] = nil
+			p.free = append(p.free, id)
 		} else {
-			p.post[term] = slices.Clip(kept)
+			p.lists[id] = slices.Clip(kept)
 			p.bytes += textCostTerm + int64(len(term)) + textCostPosting*int64(len(kept))
 		}
 	}
@@ -613,7 +702,11 @@ func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bo
 	nRow := int64(p.live)
 	avgdl := float64(p.tokens) / float64(nRow)
 	for _, term := range terms {
-		ps := p.post[term]
+		id, ok := p.post[term]
+		if !ok {
+			continue
+		}
+		ps := p.lists[id]
 		var nHit int64
 		for _, x := range ps {
 			if !p.docs[x.slot].dead {
@@ -753,7 +846,7 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings)
 // cannot answer: no text cache, tag or metadata filters, still loading,
 // or whole rows of a kind it does not hold them for (textBodies, or
 // dropped for the bound).
-func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) (rows []*Result, missing []int64, ok bool, err error) {
+func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, terms []string, idsOnly bool) (rows []*Result, missing []int64, ok bool, err error) {
 	if x.text == nil || (!idsOnly && !textBodies[k.t]) || s.hasTagFilter() || len(s.Metadata) > 0 {
 		return nil, nil, false, nil
 	}
@@ -769,6 +862,7 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 		return nil, nil, false, nil
 	}
 	rows = make([]*Result, 0, len(ids))
+	var termIDs []uint32
 	for _, id := range ids {
 		slot, held := p.slots[id]
 		if !held {
@@ -784,6 +878,14 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 			b := p.bodies[slot]
 			r := &Result{Type: k.t, ID: id, Owner: d.owner, Content: b.content,
 				Created: time.Unix(0, d.created).UTC(), Superseded: d.superseded}
+			if b.toks != nil && len(terms) > 0 {
+				// The query's term ids, read under the same lock as the
+				// row's: the numbering is the one its toks use.
+				if termIDs == nil {
+					termIDs = p.termIDs(terms)
+				}
+				r.toks, r.termIDs = b.toks, termIDs
+			}
 			decodeJSONColumns(r, b.tags, b.meta)
 			rows = append(rows, r)
 		}
