@@ -140,6 +140,17 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // order as they process the rows, and RETURNING's order is unspecified.
 func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
+	// A batch of several full chunks parses their statement once (the
+	// SQLite driver parses every Query otherwise; a 100-row INSERT's
+	// parse is ~100 µs); a lone chunk is not worth a prepare.
+	var full *sql.Stmt
+	if len(rows) > archivalInsertRows {
+		var err error
+		if full, err = tx.PrepareContext(ctx, archivalInsertSQL(archivalInsertRows)); err != nil {
+			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
+		}
+		defer full.Close()
+	}
 	for chunk := range slices.Chunk(rows, archivalInsertRows) {
 		args := make([]any, 0, 7*len(chunk))
 		for _, r := range chunk {
@@ -147,9 +158,13 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 			args = append(args, e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
 				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano())
 		}
-		// Not prepared: each statement text runs once or a few times per
-		// batch, and its parse is shared by up to 100 rows.
-		res, err := tx.QueryContext(ctx, archivalInsertSQL(len(chunk)), args...)
+		var res *sql.Rows
+		var err error
+		if full != nil && len(chunk) == archivalInsertRows {
+			res, err = full.QueryContext(ctx, args...)
+		} else {
+			res, err = tx.QueryContext(ctx, archivalInsertSQL(len(chunk)), args...)
+		}
 		if err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
 		}

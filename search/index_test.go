@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -793,5 +794,53 @@ func TestConcurrentUse(t *testing.T) {
 	rs, err := x.Search(ctx, "pears", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(100))
 	if err != nil || len(rs) != 30 {
 		t.Fatalf("%d results, %v", len(rs), err)
+	}
+}
+
+// Vectors put in several INSERTs of vecInsertRows rows (the full ones
+// through one prepared statement, then a shorter last one; a replacement
+// among new rows makes its chunk an upsert) are each stored under their
+// own row, inside the caller's transaction.
+func TestPutEmbeddingsManyChunks(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	emb := search.NewOffline(32)
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 150 // 64 + 64 + 22
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("row %d", i)})
+	}
+	// Row 100 already has a vector: its chunk must replace it, not fail.
+	if err := x.PutEmbeddings(ctx, db, search.Archival, []search.EmbeddingItem{{ID: ids[100], Owner: "a", Vector: emb.Vector("stale")}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]search.EmbeddingItem, n)
+	for i, id := range ids {
+		items[i] = search.EmbeddingItem{ID: id, Owner: "a", Vector: emb.Vector(fmt.Sprintf("text %d", i)), New: i != 100}
+	}
+	if err := x.PutEmbeddings(ctx, tx, search.Archival, items); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM vec_archival`).Scan(&stored); err != nil || stored != n {
+		t.Fatalf("%d vectors stored (%v), want %d", stored, err, n)
+	}
+	opts := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(1)
+	for _, i := range []int{0, 63, 64, 100, 127, 128, 149} {
+		rs, err := x.Search(ctx, fmt.Sprintf("text %d", i), search.Scope{Agent: "a"}, opts)
+		if err != nil || len(rs) != 1 || rs[0].ID != ids[i] || rs[0].Source.Distance > 1e-5 {
+			t.Fatalf("nearest to row %d's vector: %+v, %v", i, rs, err)
+		}
 	}
 }
