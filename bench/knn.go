@@ -186,23 +186,35 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 		}
 		var items []search.EmbeddingItem
 		hi := min(lo+batch, v.n)
+		// As InsertArchivalBatch does, the 100-row INSERT is parsed once
+		// per transaction.
+		insert := func(n int) string {
+			return `INSERT INTO archival (id, agent, content, created_at, valid_from) VALUES ` +
+				strings.TrimSuffix(strings.Repeat(`(?, 'knn', ?, 0, 0), `, n), ", ")
+		}
+		full, err := tx.PrepareContext(ctx, insert(100))
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
 		for c := lo; c < hi; c += 100 {
-			var q strings.Builder
 			var args []any
-			q.WriteString(`INSERT INTO archival (id, agent, content, created_at, valid_from) VALUES `)
 			for i := c; i < min(c+100, hi); i++ {
-				if i > c {
-					q.WriteString(", ")
-				}
-				q.WriteString(`(?, 'knn', ?, 0, 0)`)
 				args = append(args, i+1, "vector "+strconv.Itoa(i+1))
 				items = append(items, search.EmbeddingItem{ID: int64(i + 1), Owner: "knn", Vector: v.row(i), New: true})
 			}
-			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			if n := len(args) / 2; n == 100 {
+				_, err = full.ExecContext(ctx, args...)
+			} else {
+				_, err = tx.ExecContext(ctx, insert(n), args...)
+			}
+			if err != nil {
+				full.Close()
 				tx.Rollback()
 				return err
 			}
 		}
+		full.Close()
 		if err := x.PutEmbeddings(ctx, tx, search.Archival, items); err != nil {
 			tx.Rollback()
 			return err
