@@ -44,6 +44,13 @@ func tsQueryText(terms []string) string {
 // as N. On Cranfield this scores nDCG@10 0.533 against 0.482 for plain
 // ts_rank and 0.40 for ts_rank_cd (SQLite's FTS5 BM25: 0.550).
 // Source.BM25 holds the negated score (lower is better, as for FTS5).
+//
+// hits holds each matching row's tsvector detoasted once (the
+// concatenation with an empty tsvector makes an in-memory copy): a stored
+// tsvector is compressed or out of line, and the per-term counts and
+// ranks below read it twice per query term, each read decompressing it
+// again (Cranfield, 11 terms: 30,761 buffer reads and 22 ms for one query,
+// 2,978 and 11 ms with the copy; mean over 45 queries 15.8 -> 8.6 ms).
 func (x *Index) tsSearch(ctx context.Context, k *kind, terms []string, where string, fargs []any, limit int) ([]*Result, error) {
 	var cols, dfs, score []string
 	args := make([]any, 0, len(terms)+1+len(fargs))
@@ -57,7 +64,7 @@ func (x *Index) tsSearch(ctx context.Context, k *kind, terms []string, where str
 	args = append(args, fargs...)
 	q := fmt.Sprintf(`WITH tq AS (SELECT %[1]s, to_tsquery('english', ?) AS qall),
 		hits AS MATERIALIZED (
-			SELECT %[3]s.id AS id, %[3]s.fts AS fts FROM %[2]s %[3]s, tq
+			SELECT %[3]s.id AS id, (%[3]s.fts || ''::tsvector) AS fts FROM %[2]s %[3]s, tq
 			WHERE %[3]s.fts @@ tq.qall AND %[4]s),
 		df AS MATERIALIZED (SELECT %[5]s,
 			greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1) AS n
