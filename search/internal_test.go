@@ -1,7 +1,9 @@
 package search
 
 import (
+	"database/sql"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -163,5 +165,20 @@ func TestSnippet(t *testing.T) {
 	}
 	if got := snippet("nothing relevant", terms, 10); got != "" {
 		t.Errorf("no match = %q", got)
+	}
+}
+
+// A huge row does not leave its analyzer scratch held for the cache's
+// lifetime, outside its budget (5M tokens were 19 MB for good).
+func TestTextCacheScratchIsBounded(t *testing.T) {
+	c := newTextCache(DefaultTextCacheBytes, nil)
+	big := strings.Repeat("a ", 5_000_000)
+	c.analyzeRow(Archival, []sql.NullString{{String: big, Valid: true}, {}, {}})
+	rt, n := c.analyzeRow(Archival, []sql.NullString{{String: "small row", Valid: true}, {}, {}})
+	if n != 2 || len(rt.toks) != 2 {
+		t.Fatalf("small row after a huge one: %d tokens, toks %v", n, rt.toks)
+	}
+	if cap(c.toks) > scratchKeepTokens || cap(c.buf) > scratchKeepBytes {
+		t.Fatalf("scratch held after a 5M-token row: %d tokens, %d bytes", cap(c.toks), cap(c.buf))
 	}
 }

@@ -521,8 +521,23 @@ func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, 
 			}
 		}
 	}
+	// The scratch lives as long as the cache, outside its budget: a huge
+	// row's buffers are let go rather than held for good.
+	if cap(c.toks) > scratchKeepTokens {
+		c.toks = nil
+	}
+	if cap(c.buf) > scratchKeepBytes {
+		c.buf = nil
+	}
 	return rt, length
 }
+
+// The most analyzer scratch a text cache keeps between rows (see
+// analyzeRow): enough for rows of tens of thousands of words.
+const (
+	scratchKeepTokens = 64 << 10
+	scratchKeepBytes  = 256 << 10
+)
 
 // internJSON returns the empty JSON values as constants: most rows have
 // no tags or metadata, and the cache need not hold a copy of "[]" each.
