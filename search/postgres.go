@@ -22,10 +22,13 @@ var pgResult = map[ContentType]string{
 		json_build_object('block_type', b.block_type, 'description', b.description)::text, b.created_at, FALSE`,
 	Archival: `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
 		a.valid_to IS NOT NULL`,
-	Messages: `m.id, m.agent, '', m.content, '[]',
-		json_build_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
-			'tool_call_id', m.tool_call_id)::text, m.created_at, FALSE`,
+	Messages: `m.id, m.agent, '', m.content, '[]', ` + pgResultMessageMeta + `, m.created_at, FALSE`,
 }
+
+// pgResultMessageMeta is a message's metadata object as results show it
+// (messageMeta on SQLite).
+const pgResultMessageMeta = `json_build_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
+	'tool_call_id', m.tool_call_id)::text`
 
 // tsQueryText is the to_tsquery input for sanitised terms: each term
 // quoted (terms hold only letters and digits), OR-ed.

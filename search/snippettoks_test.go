@@ -9,7 +9,7 @@ import (
 // tokenPart indexes texts as archival contents the way the text cache
 // does (analyzeRow, textPart.add), bodies and token ids included.
 func tokenPart(texts []string) *textPart {
-	c := newTextCache(DefaultTextCacheBytes, nil)
+	c := newTextCache(DefaultTextCacheBytes, SQLite, nil)
 	p := &textPart{weights: textWeights[Archival], slots: map[int64]int32{}, post: map[string]int32{},
 		owners: map[string]string{}, bodies: []textBody{}}
 	for i, text := range texts {

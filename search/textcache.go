@@ -36,9 +36,10 @@ const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT mi
 // bm25 through its auxiliary-function API row by row, about 2.5 ms for a
 // Cranfield query.
 //
-// SQLite stays the source of truth. Every change to indexed text or to a
-// filtered column is logged in search_text_log by triggers in the writer's
-// transaction (migration 0009), and each search first replays the log
+// The database stays the source of truth. Every change to indexed text or
+// to a filtered column is logged in search_text_log by triggers in the
+// writer's transaction (SQLite migration 0009, PostgreSQL migration 0008 of
+// memory/postgres), and each search first replays the log
 // since the cache's position (one indexed lookup when nothing changed), so
 // writes from other connections and processes are seen.
 type textCache struct {
@@ -53,6 +54,7 @@ type textCache struct {
 	// as without a cache.
 	limit    int64
 	noBodies bool
+	rows     map[ContentType]textRowQuery // the engine's (textRows)
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -149,25 +151,65 @@ var textWeights = map[ContentType][]float64{
 	Messages: {1.0},
 }
 
-// textRows selects each kind's indexed columns: id, owner, created_at,
-// superseded, then the FTS columns in order (what the FTS5 triggers
-// index), then for the kinds with bodies (textBodies) tags_json and the
+// textRowQuery selects one kind's indexed columns: id, owner, created_at,
+// superseded, then the FTS columns in order (what the full-text index
+// holds), then for the kinds with bodies (textBodies) tags_json and the
 // metadata object as kinds' result lists make them; content is the first
-// FTS column.
-var textRows = map[ContentType]string{
-	Blocks: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
-		FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`,
-	Archival: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL),
-		a.tags_json, a.metadata_json
-		FROM archival a`,
-	Messages: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`,
+// FTS column. where (optional) limits it to indexed rows; key is the id
+// column, for reading changed rows by id.
+type textRowQuery struct {
+	sel, where, key string
+}
+
+// all reads every indexed row.
+func (q textRowQuery) all() string {
+	if q.where == "" {
+		return q.sel
+	}
+	return q.sel + ` WHERE ` + q.where
+}
+
+// byID reads the indexed rows among n ids.
+func (q textRowQuery) byID(n int) string {
+	cond := q.key + ` IN (` + placeholders(n) + `)`
+	if q.where != "" {
+		cond = q.where + ` AND ` + cond
+	}
+	return q.sel + ` WHERE ` + cond
+}
+
+// textRows are each kind's textRowQuery per engine. On SQLite they read
+// what FTS5 indexes (blocks: the lazy index's copy in fts_blocks_indexed;
+// metadata: its values, as migration 0005 indexes them). On PostgreSQL an
+// indexed block is one with a tsvector (the lazy index logs each block it
+// indexes, and runs before every search over blocks), and metadata values
+// are read as json_tree's atoms are on SQLite (booleans as 1 and 0).
+var textRows = map[Engine]map[ContentType]textRowQuery{
+	SQLite: {
+		Blocks: {sel: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
+			FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`, key: "i.id"},
+		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL),
+			a.tags_json, a.metadata_json
+			FROM archival a`, key: "a.id"},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`, key: "m.id"},
+	},
+	PostgreSQL: {
+		Blocks: {sel: `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered FROM blocks b`,
+			where: "b.fts IS NOT NULL", key: "b.id"},
+		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
+				ELSE v #>> '{}' END, ' '), '')
+				FROM jsonb_path_query(a.metadata_json::jsonb, 'strict $.**') AS v
+				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null')),
+			a.tags_json, a.metadata_json
+			FROM archival a`, key: "a.id"},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, FALSE, m.content, '[]', ` + pgResultMessageMeta + ` FROM messages m`, key: "m.id"},
+	},
 }
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}
-
-var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messages: "m.id"}
 
 // DefaultTextCacheBytes is the text cache's default budget
 // (IndexOptions.TextCacheBytes): about 70k entries of 20 to 60 words with
@@ -175,8 +217,8 @@ var textRowKey = map[ContentType]string{Blocks: "i.id", Archival: "a.id", Messag
 // the index alone serves up to about twice as many.
 const DefaultTextCacheBytes = 64 << 20
 
-func newTextCache(limit int64, log *slog.Logger) *textCache {
-	return &textCache{seq: -1, limit: limit, ld: newLoader("text cache", log)}
+func newTextCache(limit int64, eng Engine, log *slog.Logger) *textCache {
+	return &textCache{seq: -1, limit: limit, rows: textRows[eng], ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
@@ -373,7 +415,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		ids := changed[t]
 		found := map[int64]bool{}
 		for chunk := range slices.Chunk(ids, 500) {
-			q := textRows[t] + ` WHERE ` + textRowKey[t] + ` IN (` + placeholders(len(chunk)) + `)`
+			q := c.rows[t].byID(len(chunk))
 			args := make([]any, len(chunk))
 			for i, id := range chunk {
 				args[i] = id
@@ -427,7 +469,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			p.bodies = []textBody{}
 		}
 		parts[t] = p
-		err := c.read(ctx, tx, t, textRows[t], nil, func(r textRow) error {
+		err := c.read(ctx, tx, t, c.rows[t].all(), nil, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
 			p.add(r.doc, r.body, r.terms)
 			idx += p.bytes - before

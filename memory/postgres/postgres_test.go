@@ -20,7 +20,7 @@ import (
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
 	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
-	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process", "epochs"} {
+	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process", "caches", "sql", "epochs"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 				opts := &memory.Options{Approver: approver}
@@ -32,12 +32,29 @@ func TestConformance(t *testing.T) {
 				case "embedder-in-process":
 					opts.Embedder = search.NewOffline(64)
 					opts.VectorCacheBytes = 1 << 30
+				case "caches":
+					// Both in-process caches, loaded (empty) now and caught
+					// up by every search: the cache paths answer from the
+					// first search on.
+					opts.Embedder = search.NewOffline(64)
+					opts.VectorCacheBytes = 1 << 30
+				case "sql":
+					// Every full-text leg ranked by the tsvector query.
+					opts.TextCacheBytes = -1
 				case "epochs":
 					opts.CompactAfter, opts.HistoryLimit = 3, 1 // a new epoch every few writes
 				}
 				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if mode == "caches" {
+					if err := c.Index().WarmVectorCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Index().WarmTextCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
 				}
 				return c
 			})
