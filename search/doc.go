@@ -126,10 +126,13 @@
 //
 // # PostgreSQL
 //
-// With Engine PostgreSQL the full-text leg is a tsvector column per table
-// ranked by IDF-weighted ts_rank, and the vector leg is pgvector (HNSW,
-// cosine) when the extension is installed or can be created, else the
-// in-process vector cache. VectorEngine names the one in use.
+// With Engine PostgreSQL the full-text leg is the text cache, as on SQLite
+// (its change log is migration 0008 of memory/postgres), and in SQL — while
+// the cache loads, or without it — a tsvector column per table ranked by
+// IDF-weighted ts_rank; the vector leg is pgvector (HNSW, cosine) when the
+// extension is installed or can be created, else the in-process vector
+// cache. VectorEngine names the one in use; CacheStats counts the legs the
+// caches answered.
 //
 // # Embedders
 //
