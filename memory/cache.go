@@ -78,7 +78,8 @@ type Options struct {
 	// (Cranfield nDCG@10 0.549, as on SQLite) where the tsvector query
 	// ranks with an IDF-weighted ts_rank (0.528) about 25× slower; a search
 	// answered in SQL while the copy loads may order its results a little
-	// differently (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
+	// differently, and only the copy finds metadata booleans (as 1 and 0,
+	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
 	// word per row (Cranfield's 1,400 abstracts: ~1.1 MB; 100k short
 	// entries: ~32 MB). The first search starts building it in the
 	// background (0.9 s at 100k entries) and searches rank in SQL until it

@@ -90,10 +90,12 @@ type IndexOptions struct {
 	// On PostgreSQL the copy ranks with the same BM25 as on SQLite over
 	// its own analysis of the text (FTS5's unicode61 tokens and Porter
 	// stems), not with the tsvector ranking the SQL leg uses (BM25-style
-	// IDF over ts_rank): the two agree on what matches, closely but not
-	// exactly on the order, so a search answered in SQL while the copy
-	// loads can order its results a little differently (on Cranfield the
-	// copy scores nDCG@10 0.549, the SQL leg 0.528).
+	// IDF over ts_rank): the two agree on what matches (but for metadata
+	// booleans, which the copy indexes as 1 and 0, as FTS5 does on
+	// SQLite), closely but not exactly on the order, so a search answered
+	// in SQL while the copy loads can order its results a little
+	// differently (on Cranfield the copy scores nDCG@10 0.549, the SQL leg
+	// 0.528).
 	TextCacheBytes int64
 	// Logger receives what the caches do in the background: a load that
 	// failed (error), a cache dropped for its bound (warning), a catch-up
@@ -103,7 +105,11 @@ type IndexOptions struct {
 	Engine Engine
 	// Write, when set, runs the Index's write transactions (vector and
 	// index maintenance) under the caller's write lock, as memory.Backend
-	// does. Without it the Index takes SQLite's BEGIN IMMEDIATE itself.
+	// does. Without it the Index takes SQLite's BEGIN IMMEDIATE itself. On
+	// PostgreSQL it must be the store's writer (memory/postgres takes one
+	// advisory lock for every write): the caches' change logs are read in
+	// sequence order, which is commit order only when every writer to the
+	// engram tables holds that lock until it commits.
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
 	// DataVersion, when set, reports a number that changes whenever a
 	// connection other than its own commits to db (SQLite's PRAGMA
@@ -346,6 +352,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		x.cache = newVecCache(dims, limit, true, x.opts.Logger)
 	}
 	if x.cache != nil {
+		x.cache.logIso = logIsolation(x.opts.Engine)
 		x.cache.fresh.read = x.opts.DataVersion
 	}
 	// Fast path: already recorded and set up.

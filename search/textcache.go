@@ -55,6 +55,7 @@ type textCache struct {
 	limit    int64
 	noBodies bool
 	rows     map[ContentType]textRowQuery // the engine's (textRows)
+	logIso   sql.IsolationLevel           // the engine's (logIsolation)
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -183,7 +184,10 @@ func (q textRowQuery) byID(n int) string {
 // metadata: its values, as migration 0005 indexes them). On PostgreSQL an
 // indexed block is one with a tsvector (the lazy index logs each block it
 // indexes, and runs before every search over blocks), and metadata values
-// are read as json_tree's atoms are on SQLite (booleans as 1 and 0).
+// are read as json_tree's atoms are on SQLite (booleans as 1 and 0), down
+// to SQLite's JSON depth limit of 1,000 (an unbounded walk of a value
+// nested ~10,000 deep exhausts PostgreSQL's stack, and one such row would
+// fail every load of the cache).
 var textRows = map[Engine]map[ContentType]textRowQuery{
 	SQLite: {
 		Blocks: {sel: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
@@ -200,7 +204,7 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
 				ELSE v #>> '{}' END, ' '), '')
-				FROM jsonb_path_query(a.metadata_json::jsonb, 'strict $.**') AS v
+				FROM jsonb_path_query(a.metadata_json::jsonb, 'strict $.**{0 to 1000}') AS v
 				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null')),
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
@@ -218,7 +222,7 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 const DefaultTextCacheBytes = 64 << 20
 
 func newTextCache(limit int64, eng Engine, log *slog.Logger) *textCache {
-	return &textCache{seq: -1, limit: limit, rows: textRows[eng], ld: newLoader("text cache", log)}
+	return &textCache{seq: -1, limit: limit, rows: textRows[eng], logIso: logIsolation(eng), ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
@@ -373,7 +377,7 @@ type rowTerms struct {
 // it was never loaded, or fell behind the log's trimming) in one read
 // transaction, and applies it.
 func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, textLogBounds, "text cache")
+	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ type vecCache struct {
 	owners map[ContentType]map[int64]string
 	rows   int // vectors held
 	fresh  logFreshness
+	logIso sql.IsolationLevel // the engine's (logIsolation; set by NewIndex)
 
 	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
 	// load or catch-up past it drops the cache for good: KNN runs in the
@@ -138,7 +139,7 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 // catchUp replays the log since c.seq (loading everything when the cache
 // was never loaded or fell behind the log's trimming); c.mu is held.
 func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, vecLogBounds, "vector cache")
+	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, vecLogBounds, "vector cache")
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 // load reads every vector into a new cache without holding c.mu (searches
 // go on in the database meanwhile) and swaps it in.
 func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, _, err := readLog(ctx, db, vecLogBounds, "vector cache")
+	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, vecLogBounds, "vector cache")
 	if err != nil {
 		return err
 	}
