@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -221,16 +222,19 @@ func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
 		}
 		return writeNode(c.am.RootMap(), s, theirs, cloneValue(merged))
 	})
+	if err == nil && !same {
+		_, err = c.commit(commitMessage{Actor: "system", Op: OpMerge})
+	}
 	if err != nil {
-		c.invalidate()
+		// As for a failed edit (mutateLocked): operations writeNode left
+		// pending on the document would ride on the next edit's commit.
+		if rerr := c.discardPending(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
 	if same {
 		return Event{}, nil, nil
-	}
-	if _, err := c.commit(commitMessage{Actor: "system", Op: OpMerge}); err != nil {
-		c.invalidate()
-		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 	}
 	ev, subs := c.afterRemote(before) // (drops the cached value: merged is the new one)
 	return ev, subs, nil
