@@ -302,16 +302,7 @@ func (s *snippeter) tokenizeASCII(text string) int {
 	open := -1        // start of the word being read
 	prev := uint64(0) // wordBytes of the previous block
 	for i := 0; i < len(text); i += 8 {
-		var x uint64
-		if i+8 <= len(text) {
-			x = load64(text, i)
-		} else {
-			// The tail, padded with zero bytes (separators): a word running
-			// to the end ends at len(text).
-			for j := len(text) - 1; j >= i; j-- {
-				x = x<<8 | uint64(text[j])
-			}
-		}
+		x := load64(text, i)
 		if x&highs != 0 {
 			if open >= 0 {
 				return open
@@ -353,8 +344,17 @@ func wordBytes(x uint64) uint64 {
 	return (digit | letter) & highs
 }
 
-// load64 reads s[i:i+8] little-endian.
+// load64 reads s[i:i+8] little-endian, zero-padded past the end of s.
 func load64(s string, i int) uint64 {
+	if i+8 > len(s) {
+		// The tail, padded with zero bytes (separators): a word running
+		// to the end ends at len(s).
+		var x uint64
+		for j := len(s) - 1; j >= i; j-- {
+			x = x<<8 | uint64(s[j])
+		}
+		return x
+	}
 	s = s[i : i+8]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
@@ -538,14 +538,7 @@ func asciiSpans(text string, first, last int, dst []snippetToken) []snippetToken
 	in, start := false, 0
 	prev := uint64(0)
 	for i := 0; i < len(text); i += 8 {
-		var x uint64
-		if i+8 <= len(text) {
-			x = load64(text, i)
-		} else {
-			for j := len(text) - 1; j >= i; j-- {
-				x = x<<8 | uint64(text[j])
-			}
-		}
+		x := load64(text, i)
 		m := wordBytes(x)
 		carry := m<<8 | prev>>56
 		starts := m &^ carry
