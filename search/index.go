@@ -785,7 +785,10 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 	// statement, and FTS5 answers each savepoint by flushing its pending
 	// terms to disk, so one vector per statement in a transaction that
 	// also wrote text made one FTS5 segment (and later merges) per row.
-	stmts := x.chunkStatements(ex, len(items) > vecInsertRows)
+	// Several chunks parse their statement once (the SQLite driver parses
+	// every Exec, and the parses of the 64-row INSERTs were ~7% of a
+	// 10k×384 load), as memory's archival batches do.
+	stmts := &stmtSet{ex: ex, reuse: len(items) > vecInsertRows}
 	defer stmts.close()
 	for chunk := range slices.Chunk(items, vecInsertRows) {
 		var args []any
@@ -803,14 +806,6 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		}
 	}
 	return logVectorChanges(ctx, ex, t, ids)
-}
-
-// chunkStatements runs the statements of a bulk write on ex, each text
-// parsed once when reuse is set and the engine is SQLite: the driver parses
-// every Exec, and the parses of the 64-row vector INSERTs were ~7% of a
-// 10k×384 load. PostgreSQL's driver caches its statements itself.
-func (x *Index) chunkStatements(ex Execer, reuse bool) *stmtSet {
-	return &stmtSet{ex: ex, reuse: reuse && x.opts.Engine == SQLite}
 }
 
 // stmtSet runs statements on an Execer, preparing each distinct text once
