@@ -156,27 +156,14 @@ var textWeights = map[ContentType][]float64{
 // superseded, then the FTS columns in order (what the full-text index
 // holds), then for the kinds with bodies (textBodies) tags_json and the
 // metadata object as kinds' result lists make them; content is the first
-// FTS column. where (optional) limits it to indexed rows; key is the id
-// column, for reading changed rows by id.
+// FTS column. key is the id column, for reading changed rows by id.
 type textRowQuery struct {
-	sel, where, key string
-}
-
-// all reads every indexed row.
-func (q textRowQuery) all() string {
-	if q.where == "" {
-		return q.sel
-	}
-	return q.sel + ` WHERE ` + q.where
+	sel, key string
 }
 
 // byID reads the indexed rows among n ids.
 func (q textRowQuery) byID(n int) string {
-	cond := q.key + ` IN (` + placeholders(n) + `)`
-	if q.where != "" {
-		cond = q.where + ` AND ` + cond
-	}
-	return q.sel + ` WHERE ` + cond
+	return q.sel + ` WHERE ` + q.key + ` IN (` + placeholders(n) + `)`
 }
 
 // textRows are each kind's textRowQuery per engine. On SQLite they read
@@ -199,8 +186,8 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`, key: "m.id"},
 	},
 	PostgreSQL: {
-		Blocks: {sel: `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered FROM blocks b`,
-			where: "b.fts IS NOT NULL", key: "b.id"},
+		Blocks: {sel: `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered
+			FROM (SELECT id, owner, created_at, label, description, rendered FROM blocks WHERE fts IS NOT NULL) b`, key: "b.id"},
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
 				ELSE v #>> '{}' END, ' '), '')
@@ -473,7 +460,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			p.bodies = []textBody{}
 		}
 		parts[t] = p
-		err := c.read(ctx, tx, t, c.rows[t].all(), nil, func(r textRow) error {
+		err := c.read(ctx, tx, t, c.rows[t].sel, nil, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
 			p.add(r.doc, r.body, r.terms)
 			idx += p.bytes - before
