@@ -347,12 +347,11 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	}
 	switch {
 	case x.opts.Engine == PostgreSQL && !x.pgvSearch:
-		x.cache = newVecCache(dims, 0, false, x.opts.Logger) // the only KNN there is
+		x.cache = newVecCache(dims, 0, false, x.opts.Engine, x.opts.Logger) // the only KNN there is
 	case limit > 0:
-		x.cache = newVecCache(dims, limit, true, x.opts.Logger)
+		x.cache = newVecCache(dims, limit, true, x.opts.Engine, x.opts.Logger)
 	}
 	if x.cache != nil {
-		x.cache.logIso = logIsolation(x.opts.Engine)
 		x.cache.fresh.read = x.opts.DataVersion
 	}
 	// Fast path: already recorded and set up.
