@@ -171,10 +171,13 @@ func (b *Backend) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
-	if _, err := b.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS engram_schema (version BIGINT NOT NULL)`); err != nil && !b.IsConflict(err) {
-		return err
-	}
 	return b.Write(ctx, func(tx *sql.Tx) error {
+		// Under the write lock: IF NOT EXISTS does not make concurrent
+		// creators safe (the loser gets 23505, 42P07 or 42710), and two
+		// processes opening a fresh database at once is ordinary.
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS engram_schema (version BIGINT NOT NULL)`); err != nil {
+			return err
+		}
 		var v int
 		err := tx.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {

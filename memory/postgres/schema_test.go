@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
@@ -31,5 +32,39 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 	if _, err := memory.Open(ctx, dsn, nil); !errors.Is(err, postgres.ErrNewerSchema) {
 		t.Fatalf("open of a newer schema: err = %v", err)
+	}
+}
+
+// Stores opening a fresh database at the same moment all open it: the
+// schema table is made under the write lock, not raced for (it once failed
+// with "type engram_schema already exists" in most rounds).
+func TestConcurrentOpensOfFreshDatabase(t *testing.T) {
+	srv := pgtest.Start(t)
+	for round := range 4 {
+		dsn := srv.NewDatabase(t)
+		if round%2 == 1 {
+			dsn = srv.NewRoleDatabase(t) // not a superuser: no pgvector, other errors
+		}
+		errs := make([]error, 6)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				var o *memory.Options
+				if i%2 == 0 {
+					o = &memory.Options{Embedder: search.NewOffline(16)}
+				}
+				c, err := memory.Open(context.Background(), dsn, o)
+				if err == nil {
+					err = c.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, store %d: %v", round, i, err)
+			}
+		}
 	}
 }
