@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -150,7 +151,7 @@ func (c *framedConn) frame(line []byte, err error) {
 func (c *framedConn) check(raw json.RawMessage) (jsonrpc.Message, any, bool) {
 	var env struct {
 		JSONRPC *string          `json:"jsonrpc"`
-		ID      *json.RawMessage `json:"id"`
+		ID      json.RawMessage  `json:"id"` // not a pointer: "id":null must read as present
 		Method  *json.RawMessage `json:"method"`
 	}
 	if raw[0] != '{' || json.Unmarshal(raw, &env) != nil {
@@ -158,14 +159,26 @@ func (c *framedConn) check(raw json.RawMessage) (jsonrpc.Message, any, bool) {
 		return nil, nil, false
 	}
 	var id any
-	if env.ID != nil {
-		if err := json.Unmarshal(*env.ID, &id); err != nil {
+	if len(env.ID) > 0 {
+		if err := json.Unmarshal(env.ID, &id); err != nil {
 			id = nil
 		}
 		switch id.(type) {
-		case string, float64, nil:
+		case string:
+		case float64:
+			// The SDK keeps numeric ids as int64 (through float64): any
+			// other number would be answered under another id.
+			if !exactIntegerID(env.ID) {
+				c.reply(nil, codeInvalidRequest, fmt.Sprintf("invalid request: numeric id %s is not an integer of magnitude at most 2^53; use a string id", env.ID))
+				return nil, nil, false
+			}
+		case nil:
+			if env.Method != nil { // a response may carry null (to an unparsable request)
+				c.reply(nil, codeInvalidRequest, "invalid request: a request id must not be null; leave id out for a notification")
+				return nil, nil, false
+			}
 		default:
-			c.reply(nil, codeInvalidRequest, "invalid request: id must be a string, a number or null")
+			c.reply(nil, codeInvalidRequest, "invalid request: id must be a string or an integer")
 			return nil, nil, false
 		}
 	}
@@ -211,6 +224,17 @@ func (c *framedConn) batch(line []byte) {
 			continue
 		}
 		if req, isReq := msg.(*jsonrpc.Request); isReq && req.IsCall() {
+			// Responses find their request by id: an id twice in flight
+			// would lose one of them.
+			c.mu.Lock()
+			_, inFlight := c.pending[req.ID.Raw()]
+			c.mu.Unlock()
+			if _, twice := b.want[req.ID.Raw()]; twice || inFlight {
+				var sink bytes.Buffer
+				(&framedConn{w: &sink}).reply(req.ID.Raw(), codeInvalidRequest, fmt.Sprintf("invalid request: id %v is already used by a request in flight", req.ID.Raw()))
+				b.responses = append(b.responses, json.RawMessage(bytes.TrimSpace(sink.Bytes())))
+				continue
+			}
 			b.want[req.ID.Raw()] = len(b.responses)
 			b.responses = append(b.responses, nil)
 			b.left++
@@ -239,6 +263,13 @@ func (c *framedConn) checkInBatch(raw json.RawMessage, b *framedBatch) (jsonrpc.
 		b.responses = append(b.responses, json.RawMessage(bytes.TrimSpace(sink.Bytes())))
 	}
 	return msg, ok
+}
+
+// exactIntegerID reports whether a JSON number is an integer that survives
+// a float64 exactly (|n| <= 2^53), written without fraction or exponent.
+func exactIntegerID(raw json.RawMessage) bool {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	return err == nil && n >= -(1<<53) && n <= 1<<53
 }
 
 func cmpOr(a, b string) string {

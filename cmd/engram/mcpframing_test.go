@@ -141,6 +141,13 @@ func TestMCPFramingMalformedInput(t *testing.T) {
 		{"truncated", `{"jsonrpc":"2.0","id":3,"method":"pi`, codeParseError},
 		{"invalid utf-8", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"\xff\"}", codeParseError},
 		{"unknown method", `{"jsonrpc":"2.0","id":9,"method":"no/such"}`, -32601},
+		// Ids the SDK would answer under another id (it keeps numbers as
+		// int64), or not at all (null: taken for a notification).
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, codeInvalidRequest},
+		{"fractional id", `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`, codeInvalidRequest},
+		{"exponent id", `{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, codeInvalidRequest},
+		{"id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, codeInvalidRequest},
+		{"bool id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, codeInvalidRequest},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,6 +164,58 @@ func TestMCPFramingMalformedInput(t *testing.T) {
 		t.Fatalf("the server stopped: %v", err)
 	default:
 	}
+}
+
+// Ids at the edge of what the SDK keeps exactly are answered under the same
+// id.
+func TestMCPEchoesIDs(t *testing.T) {
+	in, out, _ := pipeServer(t)
+	initialize(t, in, out)
+	for _, id := range []string{`9007199254740992`, `-9007199254740992`, `0`, `"x y"`, `"9007199254740993"`} {
+		send(t, in, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		line := <-out
+		if !strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"id":`+id+`}`) {
+			t.Errorf("ping with id %s answered %s", id, line)
+		}
+	}
+}
+
+// Under a protocol version with batches, an id used twice in one batch gets
+// an error in the batch's array, and every other request its reply: one
+// array, nothing lost (the second reply used to vanish with the array).
+func TestMCPBatchWithDuplicateIDs(t *testing.T) {
+	in, out, _ := pipeServer(t)
+	send(t, in, strings.Replace(initLine, "2025-06-18", "2025-03-26", 1))
+	if rep := readReply(t, out); rep.Error != nil {
+		t.Fatalf("initialize: %+v", rep.Error)
+	}
+	send(t, in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(t, in, `[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]`)
+	var line string
+	select {
+	case line = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply to the batch within 10s")
+	}
+	var reps []rpcReply
+	if err := json.Unmarshal([]byte(line), &reps); err != nil {
+		t.Fatalf("the batch's reply %q is not one array: %v", line, err)
+	}
+	var ok, dup int
+	for _, r := range reps {
+		switch {
+		case r.Error == nil:
+			ok++
+		case r.Error.Code == codeInvalidRequest && fmt.Sprint(r.ID) == "7":
+			dup++
+		default:
+			t.Errorf("unexpected reply %+v", r)
+		}
+	}
+	if ok != 2 || dup != 1 {
+		t.Fatalf("batch replies %s: want two results and one duplicate-id error", line)
+	}
+	ping(t, in, out, 9)
 }
 
 // Requests before initialize get a proper error code, not 0.
