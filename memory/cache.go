@@ -161,7 +161,8 @@ type Cache struct {
 	stamps     versionMemo[string, BlocksStamp]
 	noMessages versionMemo[messagesKey, struct{}]
 
-	afterAhead func() // tests: runs after an edit was applied ahead of the lock
+	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
+	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
 
 	// The block-vector worker (only with an embedder): writes wake it, and
 	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
@@ -266,7 +267,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		return nil, fmt.Errorf("memory: cache: %w", err)
 	}
 	if n, ok := be.(BlockNotifier); ok {
-		c.startWatch(n)
+		c.startWatch(n, c.blockChanged)
 	}
 	if o.Embedder != nil {
 		c.startEmbedder()
@@ -526,6 +527,14 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 	if err != nil {
 		return nil, err
 	}
+	if c.afterLoad != nil {
+		c.afterLoad(id)
+	}
+	// Stale until first checked, as a created block is: a notification of
+	// a write that committed after the load's snapshot but came before the
+	// Add found nothing to mark, and a hit would serve the old state until
+	// the block's next notification.
+	e.stale.Store(true)
 	c.lru.Add(id, e)
 	c.flushEvicted(ctx)
 	return e, nil

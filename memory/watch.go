@@ -17,12 +17,15 @@ type watch struct {
 
 func nameKey(owner, label string) string { return owner + "\x00" + label }
 
-func (c *Cache) startWatch(n BlockNotifier) {
+// startWatch listens for n's notifications, handing each changed block's
+// id to changed (c.blockChanged; tests wrap it).
+func (c *Cache) startWatch(n BlockNotifier, changed func(id int64)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c.watch = &watch{stop: cancel, done: make(chan struct{})}
+	w := &watch{stop: cancel, done: make(chan struct{})}
+	c.watch = w
 	go func() {
-		defer close(c.watch.done)
-		n.WatchBlocks(ctx, c.blockChanged, c.notificationsLive)
+		defer close(w.done)
+		n.WatchBlocks(ctx, changed, c.notificationsLive)
 	}()
 }
 
