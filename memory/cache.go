@@ -36,7 +36,10 @@ type Options struct {
 	// Embedder, when set, embeds blocks, archival entries and messages for
 	// vector and hybrid search. The database records its name and
 	// dimensions; opening with a different one fails with
-	// search.ErrEmbedderMismatch until Reembed runs.
+	// search.ErrEmbedderMismatch until Reembed runs. The first embedder a
+	// database that already holds content is opened with embeds that
+	// content during Open (as Reembed does) before it is recorded; if that
+	// fails, Open fails and nothing is recorded.
 	Embedder search.Embedder
 	// BusyTimeout is how long a write waits for another process's lock
 	// (default 10s).
@@ -254,8 +257,13 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger})
-	if err != nil && !(o.OpenForReembed && c.index != nil && errors.Is(err, search.ErrEmbedderMismatch)) {
-		return nil, fmt.Errorf("memory: search index for %s: %w (open with OpenForReembed and run Reembed to switch)", name, err)
+	switch {
+	case err == nil:
+	case errors.Is(err, search.ErrEmbedderMismatch) && o.OpenForReembed && c.index != nil:
+	case errors.Is(err, search.ErrEmbedderMismatch):
+		return nil, fmt.Errorf("memory: search index for %s: %w (open with Options.OpenForReembed for that)", name, err)
+	default:
+		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
 	if ts, ok := be.(txStatements); ok {
 		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead); err != nil {

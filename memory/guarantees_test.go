@@ -719,3 +719,61 @@ func TestMergeChangesFromALongLivedPeer(t *testing.T) {
 		t.Fatalf("another store reads %q, want %q", got, want)
 	}
 }
+
+// The first embedder a store is opened with embeds what the store already
+// holds before it is recorded: recorded alone, it left every earlier block,
+// entry and message out of vector search for good (found by a new-user
+// walkthrough). If that embedding fails, Open fails and nothing is
+// recorded: the store still opens with another embedder.
+func TestFirstEmbedderEmbedsExistingContent(t *testing.T) {
+	runFirstEmbedder(t, filepath.Join(t.TempDir(), "first.db"))
+}
+
+func runFirstEmbedder(t *testing.T, path string) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Value: "The analytical engine computes tables."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "Babbage designed the difference engine."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "Tell me about the engine."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A first embedder that fails: Open fails, nothing is recorded.
+	failing, hang := hangingEmbedder(t, 8)
+	hang()
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if c, err := memory.Open(cctx, path, &memory.Options{Embedder: failing}); err == nil {
+		c.Close()
+		t.Fatal("Open with a first embedder that cannot embed the existing content succeeded")
+	}
+
+	c, err = memory.Open(ctx, path, &memory.Options{Embedder: search.NewOffline(64)})
+	if err != nil {
+		t.Fatalf("open with another embedder after the failed one: %v", err)
+	}
+	defer c.Close()
+	res, err := c.Search(ctx, "ada", "engine", search.NewOptions().Mode(search.Vector).Limit(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[search.ContentType]int{}
+	for _, r := range res {
+		got[r.Type]++
+	}
+	for _, typ := range []search.ContentType{search.Blocks, search.Archival, search.Messages} {
+		if got[typ] != 1 {
+			t.Errorf("vector search found %d %v, want the one written before the store had an embedder (all: %+v)", got[typ], typ, res)
+		}
+	}
+}

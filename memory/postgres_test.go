@@ -46,6 +46,10 @@ func TestPostgresProcessesRespectLimits(t *testing.T) {
 	runProcessesRespectLimits(t, srv.NewDatabase(t))
 }
 
+func TestFirstEmbedderEmbedsExistingContentPostgres(t *testing.T) {
+	runFirstEmbedder(t, pgtest.Start(t).NewDatabase(t))
+}
+
 // BenchmarkPostgresAppendToBlock is BenchmarkAppendToBlock's engram side on
 // a throwaway PostgreSQL cluster over a unix socket, next to a bare INSERT
 // of the same bytes on the same server.

@@ -355,7 +355,8 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		x.cache.fresh.read = x.opts.DataVersion
 	}
 	// Fast path: already recorded and set up.
-	if err := x.checkEmbedder(ctx, db); err == nil {
+	recorded := x.checkEmbedder(ctx, db)
+	if err := recorded; err == nil {
 		if ok, err := x.vecTablesExist(ctx, db); err != nil {
 			return nil, err
 		} else if ok {
@@ -365,6 +366,23 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		return x, err
 	} else if !errors.Is(err, errNotRecorded) {
 		return nil, err
+	}
+	// The first embedder of a database that already holds content embeds
+	// that content before it is recorded (Reembed does both, atomically):
+	// recorded alone, it would leave every earlier row out of vector search
+	// for good, silently. Should it fail, nothing is recorded.
+	if errors.Is(recorded, errNotRecorded) {
+		if has, err := x.hasContent(ctx); err != nil {
+			return nil, err
+		} else if has {
+			if l := x.opts.Logger; l != nil {
+				l.Info("embedding the existing content with the database's first embedder", "embedder", emb.Name())
+			}
+			if err := x.reembed(ctx, nil); err != nil {
+				return nil, fmt.Errorf("search: NewIndex: embed the existing content with %q, the database's first embedder: %w", emb.Name(), err)
+			}
+			return x, nil
+		}
 	}
 	// Record the embedder and create the tables under the write lock.
 	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
@@ -386,6 +404,20 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		return nil, err
 	}
 	return x, nil
+}
+
+// hasContent reports whether any block, archival entry or message exists.
+func (x *Index) hasContent(ctx context.Context) (bool, error) {
+	for _, t := range contentKinds {
+		var n int
+		if err := x.db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM "+kinds[t].base+" LIMIT 1) AS one").Scan(&n); err != nil {
+			return false, fmt.Errorf("search: NewIndex: look for existing %s: %w", kinds[t].name, err)
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Embedder returns the embedder the Index was opened with (nil if none).

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,6 +28,7 @@ type app struct {
 	stderr   io.Writer
 	store    *memory.Cache
 	reembed  bool
+	readOnly bool // the command only reads: a missing store file is an error
 	// serving: a long-running command (mcp, ui) that searches many times
 	// keeps the default in-memory search caches (memory.Options
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
@@ -87,6 +89,9 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 		return a.store, nil
 	}
 	if a.db != ":memory:" && !strings.Contains(a.db, "://") {
+		if _, err := os.Stat(a.db); a.readOnly && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s (this command only reads; commands that write create the store; set --db or ENGRAM_DB)", a.db)
+		}
 		if err := os.MkdirAll(filepath.Dir(a.db), 0o755); err != nil {
 			return nil, err
 		}
@@ -100,6 +105,9 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 	}
 	s, err := memory.Open(ctx, a.db, opts)
+	if errors.Is(err, search.ErrEmbedderMismatch) {
+		return nil, fmt.Errorf("%w\nto switch the store to this embedder: engram --embedder %s reembed", err, cmpOr(a.embedder, "none"))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, groupHelp(rest[0]))
 		return 0
 	}
+	name := rest[0]
+	if groups[name] {
+		name += " " + rest[1]
+	}
+	app.readOnly = readOnly[name]
 	if err := cmd(ctx, app, rest[1:]); err != nil {
 		var help *helpError
 		if errors.As(err, &help) {
@@ -64,6 +69,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return 0
 }
+
+// readOnly are the commands that only read: they refuse a store file that
+// does not exist instead of creating an empty one (a mistyped --db would
+// otherwise report an empty store, and leave a file behind).
+var readOnly = map[string]bool{"blocks list": true, "block show": true, "proposals list": true,
+	"archival list": true, "search": true, "context": true, "files export": true, "export": true, "stats": true}
 
 // groups are the commands that take a subcommand.
 var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +156,30 @@ func TestCLIContext(t *testing.T) {
 	}
 	if !strings.Contains(req["System"].(string), "not pinned") {
 		t.Fatal("--batch-blocks did not bring the working block in")
+	}
+}
+
+// A command that only reads refuses a store that does not exist, rather
+// than making an empty one where a mistyped --db points; a command that
+// writes still creates it.
+func TestReadOnlyCommandsNeedAStore(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo", "x.db")
+	for _, args := range [][]string{
+		{"stats"}, {"blocks", "list", "--agent", "ada"}, {"block", "show", "--agent", "ada", "l"},
+		{"search", "--agent", "ada", "q"}, {"export"}, {"archival", "list", "--agent", "ada"},
+		{"context", "--agent", "ada"}, {"proposals", "list"},
+	} {
+		_, errs, code := cli(t, missing, "", args...)
+		if code == 0 || !strings.Contains(errs, "no store at "+missing) {
+			t.Errorf("engram %s on a missing store: exit %d, stderr %q", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a read-only command left %s behind (stat: %v)", filepath.Dir(missing), err)
+	}
+	ok(t, missing, "block", "create", "--agent", "ada", "--label", "l", "--value", "hi")
+	if out := ok(t, missing, "block", "show", "--agent", "ada", "l"); !strings.Contains(out, "hi") {
+		t.Fatalf("block show after create: %q", out)
 	}
 }
