@@ -538,6 +538,17 @@ func (d *Document) LogEntries(limit int) ([]LogEntry, error) {
 // system too; trimming is an Admin operation.
 func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
 	var removed []LogEntry
+	err := d.TrimLogWith(keep, actor, func(r []LogEntry) { removed = r })
+	return removed, err
+}
+
+// TrimLogWith is TrimLog for a store that writes the removed entries
+// somewhere else in the transaction that writes the trim (the store's log
+// rotation: both or neither). removed gets them, oldest first, while the
+// trim is applied and before it is written; a store that applies the trim
+// again on a fresher state calls it again, and the last call holds. It is
+// not called when there is nothing to trim.
+func (d *Document) TrimLogWith(keep int, actor Actor, removed func([]LogEntry)) error {
 	err := d.mutate(actor, request{op: OpTrimLog, args: []any{keep}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
 		if s.Kind() != schema.KindLog {
 			return nil, nil, wrongSchema(s, OpTrimLog, schema.KindLog)
@@ -550,7 +561,7 @@ func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
 		if n <= 0 {
 			return nil, nil, errNoMatch
 		}
-		removed = append([]LogEntry(nil), entries[:n]...)
+		removed(append([]LogEntry(nil), entries[:n]...))
 		return entries[n:], func(node *automerge.Map) error {
 			l, err := getList(node, keyEntries)
 			if err != nil {
@@ -565,9 +576,9 @@ func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
 		}, nil
 	})
 	if errors.Is(err, errNoMatch) {
-		return nil, nil
+		return nil
 	}
-	return removed, err
+	return err
 }
 
 func (d *Document) appendLogEntry(section string, entry map[string]any, actor Actor) error {

@@ -413,10 +413,13 @@ func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entr
 }
 
 // afterEdit is the work an applied edit leaves: a Log block's rotation.
+// The edit is durable by then, so a rotation that cannot run now is not
+// the edit's failure: the log stays over its retention until the next
+// append rotates it.
 func (c *Cache) afterEdit(ctx context.Context, ent *entry, e Edit) error {
 	if e.Op == blocks.OpAppendLogEntry {
 		if err := c.rotateLog(ctx, ent); err != nil {
-			return err
+			c.log.Warn("log rotation deferred to the next append", "block", ent.label, "owner", ent.owner, "err", err)
 		}
 	}
 	return nil
@@ -425,27 +428,94 @@ func (c *Cache) afterEdit(ctx context.Context, ent *entry, e Edit) error {
 // rotateLog moves the oldest entries of a Log block past its schema's
 // Retention out of the document into the owner's archival memory (tagged
 // "log" and "log:<label>"), so a long-lived log does not grow the document
-// and its history forever.
+// and its history forever. The trim and the archival rows are written in
+// one transaction: both or neither. Entries are embedded before the write
+// lock, as they stand in the cached state; one the trim finds only on the
+// fresh state (another writer's) is embedded under the lock.
 func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
 	ls, ok := schema.Deref(ent.doc.Schema()).(schema.Log)
 	if !ok || ls.Retention <= 0 {
 		return nil
 	}
-	removed, err := ent.doc.TrimLog(ls.Retention, blocks.System)
-	if err != nil || len(removed) == 0 {
+	v, err := ent.doc.Value()
+	if err != nil {
 		return err
 	}
-	for _, le := range removed {
+	entries, _ := v.([]blocks.LogEntry)
+	if len(entries) <= ls.Retention {
+		return nil
+	}
+	now := c.opts.Now().UTC()
+	rowFor := func(le blocks.LogEntry) (*archivalRow, error) {
 		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
 		for k, v := range le.Fields {
 			meta[k] = v
 		}
-		if _, err := c.InsertArchival(ctx, ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
-			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}); err != nil {
+		return c.prepareArchival(ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
+			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
+	}
+	type embedded struct {
+		row *archivalRow
+		vec []float32
+	}
+	ahead := map[string]embedded{}
+	key := func(r *archivalRow) string { return r.meta + "\x00" + r.e.Content }
+	var rows []*archivalRow
+	for _, le := range entries[:len(entries)-ls.Retention] {
+		r, err := rowFor(le)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r)
+	}
+	vecs, err := c.embedArchival(ctx, ent.owner, rows)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		var vec []float32
+		if vecs != nil {
+			vec = vecs[i]
+		}
+		ahead[key(r)] = embedded{r, vec}
+	}
+	var removed []blocks.LogEntry
+	write := func(tx *sql.Tx) error {
+		rows := make([]*archivalRow, len(removed))
+		var vecs [][]float32
+		if c.index.Embedder() != nil {
+			vecs = make([][]float32, len(removed))
+		}
+		for i, le := range removed {
+			r, err := rowFor(le)
+			if err != nil {
+				return err
+			}
+			if a, ok := ahead[key(r)]; ok {
+				cp := *a.row // two equal entries are two rows
+				rows[i] = &cp
+				if vecs != nil {
+					vecs[i] = a.vec
+				}
+				continue
+			}
+			rows[i] = r
+			if vecs != nil {
+				v, err := c.embedArchival(ctx, ent.owner, []*archivalRow{r})
+				if err != nil {
+					return err
+				}
+				vecs[i] = v[0]
+			}
+		}
+		// The statements are the transaction's (see Cache.write): not
+		// cut short by the caller.
+		if err := c.insertArchivalRows(context.WithoutCancel(ctx), tx, rows, vecs); err != nil {
 			return fmt.Errorf("memory: rotate log %q: %w", ent.label, err)
 		}
+		return nil
 	}
-	return nil
+	return ent.doc.WithContext(withTxHook(ctx, write)).TrimLogWith(ls.Retention, blocks.System, func(r []blocks.LogEntry) { removed = r })
 }
 
 // Apply runs the edit on doc as actor, exactly as the store's ApplyEdit

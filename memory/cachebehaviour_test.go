@@ -292,6 +292,72 @@ func TestLogRotationToArchival(t *testing.T) {
 	}
 }
 
+// The trim and the rotated entries' archival rows commit together, and an
+// append that committed is acknowledged even when the rotation after it
+// cannot run: here the caller's context ends the moment the append is
+// durable. Before, the trim committed alone, the archival inserts then
+// failed on the ended context (every trimmed entry lost), and the durable
+// append was reported failed (a retrying agent wrote it twice).
+func TestLogRotationIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "log.db")
+	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEntry := func(ctx context.Context, msg string) error {
+		return c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+	}
+	for _, m := range []string{"first", "second"} {
+		if err := appendEntry(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	unsub := doc.Subscribe(func(ev blocks.Event) {
+		if ev.Op == blocks.OpAppendLogEntry {
+			cancel() // the caller gives up just after its append committed
+		}
+	})
+	if err := appendEntry(cctx, "third"); err != nil {
+		t.Fatalf("the append committed, but ApplyEdit says %v", err)
+	}
+	unsub()
+	if err := appendEntry(ctx, "fourth"); err != nil { // rotates what the third could not
+		t.Fatal(err)
+	}
+	c.Close()
+
+	c = openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	d, err := c.GetBlock(ctx, "a", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := d.LogEntries(0)
+	arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+	seen := map[string]int{}
+	for _, e := range entries {
+		seen[e.Message]++
+	}
+	for _, e := range arch {
+		seen[e.Content]++
+	}
+	for _, m := range []string{"first", "second", "third", "fourth"} {
+		if seen[m] != 1 {
+			t.Errorf("entry %q is in the block or archival %d times, want once (block %+v, archival %d rows)", m, seen[m], entries, len(arch))
+		}
+	}
+	if len(entries) != 2 {
+		t.Errorf("block keeps %d entries, retention 2", len(entries))
+	}
+	// The rotated entries were embedded: vector search finds them.
+	res, err := c.SearchArchival(ctx, "a", "first", search.NewOptions().Mode(search.Vector).Limit(10))
+	if err != nil || len(res) != 2 {
+		t.Errorf("vector search over the rotated entries: %d results, %v", len(res), err)
+	}
+}
+
 func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "emb.db")
