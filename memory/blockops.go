@@ -581,7 +581,10 @@ func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 		}
 		return true, doc.DeleteItem(e.Index, actor)
 	case blocks.OpCheckItem:
-		checked, _ := e.Value.(bool)
+		checked, ok := e.Value.(bool)
+		if !ok {
+			return false, fmt.Errorf("%w: check_item needs value true (checked) or false (unchecked), got %T %v", schema.ErrInvalid, e.Value, e.Value)
+		}
 		if sec != "" {
 			return true, doc.CheckItemInSection(sec, e.Index, checked, actor)
 		}

@@ -675,3 +675,25 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 		t.Fatalf("a fresh store loads %d bytes, want %d", len(text), len(want))
 	}
 }
+
+// check_item takes a boolean; anything else (a JSON-built edit's "true", a
+// missing value) is refused and changes nothing, instead of unchecking.
+func TestCheckItemNeedsABoolean(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "check.db"), nil)
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"task"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{"true", "false", nil, 1, 0.0} {
+		err := c.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: v})
+		if !errors.Is(err, schema.ErrInvalid) {
+			t.Errorf("check_item with value %#v: err = %v, want schema.ErrInvalid", v, err)
+		}
+	}
+	if r, _ := c.RenderedContent(ctx, "a", "todo"); !strings.Contains(r, "[x] task") {
+		t.Fatalf("after refused check_items the list renders %q", r)
+	}
+}
