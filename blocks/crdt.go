@@ -13,6 +13,9 @@ var automergeMagic = []byte{0x85, 0x6f, 0x4a, 0x83}
 func (d *Document) Heads() []string {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	if st := d.stableFor(); st != nil {
+		return hexHeads(st.heads)
+	}
 	return hexHeads(d.c.am.Heads())
 }
 

@@ -141,6 +141,53 @@ type core struct {
 	nextSub    uint64
 	writer     Writer // set by Manage: every mutation runs inside its Write
 	text       textBuf
+
+	// A store's write in flight: its edit is applied to am but not yet
+	// durable, and the store may still take it back (see Writer). Views
+	// read stable, the state before it, so no reader sees an edit that
+	// may fail; the document the store manages reads the live state it
+	// writes. inflight is the write's token (0: none), flights the last
+	// token handed out.
+	inflight, flights uint64
+	stable            stableState
+}
+
+// stableState is what views read while a store's write is in flight.
+type stableState struct {
+	model           any
+	size, sizeBytes int
+	view            string
+	hasView         bool
+	heads           []automerge.ChangeHash
+}
+
+// holdStable keeps the current state as the one views read until the write
+// in flight ends. Caller holds mu.
+func (c *core) holdStable() error {
+	v, err := c.value()
+	if err != nil {
+		return err
+	}
+	c.stable = stableState{model: cloneValue(v), size: c.size, sizeBytes: c.sizeBytes, view: c.view, hasView: c.hasView, heads: c.am.Heads()}
+	return nil
+}
+
+// endFlight ends write token's flight: views read the live state again.
+func (c *core) endFlight(token uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight == token {
+		c.inflight, c.stable = 0, stableState{}
+	}
+}
+
+// stableFor returns the state a read through d sees while a store's write
+// is in flight, or nil when d reads the live state. Caller holds d.c.mu.
+func (d *Document) stableFor() *stableState {
+	if d.view && d.c.inflight != 0 {
+		return &d.c.stable
+	}
+	return nil
 }
 
 // Document is one memory block: an automerge document plus its metadata,
@@ -153,6 +200,9 @@ type Document struct {
 	perm     Permission
 	approved bool            // a person approved this view's writes (see Approved)
 	ctx      context.Context // see WithContext; nil means context.Background()
+	// view: made by View, for a reader; it does not see a store's write
+	// in flight (see core.inflight).
+	view bool
 }
 
 // New creates a block document: it checks info, creates the containers the
@@ -209,7 +259,7 @@ func newCore(am *automerge.Doc, info Info, opts *Options) *core {
 // View returns a view of the same document for another accessor with the
 // given effective permission (its own, or one a share granted).
 func (d *Document) View(accessor string, perm Permission) *Document {
-	return &Document{c: d.c, accessor: accessor, perm: perm, ctx: d.ctx}
+	return &Document{c: d.c, accessor: accessor, perm: perm, ctx: d.ctx, view: true}
 }
 
 // Approved returns a view whose Partner/Human writes count as approved
@@ -260,6 +310,9 @@ func (d *Document) Historical() bool { return d.c.historical }
 func (d *Document) Value() (any, error) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	if st := d.stableFor(); st != nil {
+		return cloneValue(st.model), nil
+	}
 	v, err := d.c.value()
 	if err != nil {
 		return nil, err
@@ -273,6 +326,12 @@ func (d *Document) Render() string {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	c := d.c
+	if st := d.stableFor(); st != nil {
+		if !st.hasView {
+			st.view, st.hasView = render(c.info.Schema, st.model, renderView), true
+		}
+		return st.view
+	}
 	v, err := c.value()
 	if err != nil {
 		return ""
@@ -288,6 +347,9 @@ func (d *Document) Render() string {
 func (d *Document) Size() int {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	if st := d.stableFor(); st != nil {
+		return st.size
+	}
 	if _, err := d.c.value(); err != nil {
 		return 0
 	}
@@ -317,6 +379,9 @@ func (d *Document) ChangeCount() (int, error) {
 func (d *Document) SizeBytes() int {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	if st := d.stableFor(); st != nil {
+		return st.sizeBytes
+	}
 	if _, err := d.c.value(); err != nil {
 		return 0
 	}
@@ -609,6 +674,8 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	c := d.c
 	c.mu.Lock()
 	w := c.writer
+	c.flights++
+	token := c.flights
 	c.mu.Unlock()
 	if w == nil {
 		c.mu.Lock()
@@ -646,6 +713,16 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		applied = true
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		// The store's Write serializes the edits of a block and takes a
+		// failed one back before it returns, so the state an edit meets
+		// here (another write's included) is durable: views read it
+		// until this write ends.
+		if c.inflight != token {
+			if err := c.holdStable(); err != nil {
+				return err
+			}
+			c.inflight = token
+		}
 		if !system && (current != d.perm || c.infoVer != ver) {
 			// The share, the permission or the schema changed since this
 			// view was made or the edit was authorized: the current ones
@@ -668,8 +745,10 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 			}
 			c.mu.Unlock()
 		}
+		c.endFlight(token)
 		return err
 	}
+	c.endFlight(token)
 	if ev.Op != "" {
 		// The heads once the write is durable: if the store started a new
 		// epoch in that write, the edit's own heads are gone.

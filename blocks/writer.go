@@ -28,6 +28,13 @@ type Writer interface {
 	// change back out of the document) before bringing the document up to
 	// date, then calls apply again. apply must not be called again without
 	// an Undo in between.
+	//
+	// While a Write runs, views (Document.View) read the state apply met,
+	// not the edit in flight: Value, Render, Size, SizeBytes and Heads on a
+	// view never show an edit that may still be taken back. The managed
+	// document itself reads the live state the store writes. A store
+	// serializes the Writes of one document and takes a failed edit back
+	// before Write returns, so the state apply meets is durable.
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 

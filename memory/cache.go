@@ -150,10 +150,15 @@ type Cache struct {
 	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
-	mu      sync.Mutex // guards dirty, evicted, closed
+	mu      sync.Mutex // guards dirty, evicted, closed, writes
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
+	// writes counts block writes under way (entry.Write); Close waits for
+	// them (writesDone) before its last flush, so no write-back edit is
+	// acknowledged after that flush.
+	writes     int
+	writesDone *sync.Cond
 
 	watch *watch // nil unless the backend is a BlockNotifier
 
@@ -253,6 +258,7 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
+	c.writesDone = sync.NewCond(&c.mu)
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
@@ -302,11 +308,15 @@ func (c *Cache) Close() error {
 		c.mu.Unlock()
 		return nil
 	}
+	// Closed first, then the writes under way finish, then the last
+	// flush: a write-back edit acknowledged during a flush that had
+	// already listed the dirty blocks would otherwise never be written.
+	c.closed = true
+	for c.writes > 0 {
+		c.writesDone.Wait()
+	}
 	c.mu.Unlock()
 	err := c.Flush(context.Background())
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
 	c.stopEmbedder()
 	c.lru.Purge()
 	c.stopWatch()
@@ -318,6 +328,29 @@ func (c *Cache) Close() error {
 		err = errors.Join(err, c.be.Close())
 	}
 	return err
+}
+
+// beginWrite registers a block write (see Cache.writes); it fails with
+// ErrClosed once Close began. endWrite ends it.
+func (c *Cache) beginWrite(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.writes++
+	return nil
+}
+
+func (c *Cache) endWrite() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writes--; c.writes == 0 {
+		c.writesDone.Broadcast()
+	}
 }
 
 func (c *Cache) checkOpen(ctx context.Context) error {
@@ -359,6 +392,26 @@ func (c *Cache) onEvict(_ int64, e *entry) {
 		c.evicted = append(c.evicted, e)
 	}
 	c.mu.Unlock()
+}
+
+// evictedDirty returns the entry of block id (this incarnation) that left
+// the LRU with unpersisted edits, if there is one.
+func (c *Cache) evictedDirty(id, incarnation int64) *entry {
+	var found []*entry
+	c.mu.Lock()
+	for e := range c.dirty {
+		if e.id == id && e.incarnation == incarnation {
+			found = append(found, e)
+		}
+	}
+	c.mu.Unlock()
+	// (The LRU is asked without c.mu: its evictions take c.mu in onEvict.)
+	for _, e := range found {
+		if cur, ok := c.lru.Peek(id); !ok || cur != e {
+			return e
+		}
+	}
+	return nil
 }
 
 func (c *Cache) flushEvicted(ctx context.Context) {
@@ -530,6 +583,14 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 		if _, _, _, broken := e.freshness(); broken == nil && e.incarnation == incarnation {
 			return e, c.catchUp(ctx, e)
 		}
+	}
+	if e := c.evictedDirty(id, incarnation); e != nil {
+		// Evicted with edits its flush could not write (write-back): it
+		// comes back instead of a second copy loaded beside it, which
+		// would hide those edits and check limits without them.
+		c.lru.Add(id, e)
+		c.flushEvicted(ctx)
+		return e, c.catchUp(ctx, e)
 	}
 	e, err := c.load(ctx, id)
 	if err != nil {
@@ -784,9 +845,10 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 // the edit applies to the cached state and persists on Flush.
 func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
 	c := e.c
-	if err := c.checkOpen(ctx); err != nil {
+	if err := c.beginWrite(ctx); err != nil {
 		return err
 	}
+	defer c.endWrite()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {

@@ -32,8 +32,9 @@
 // only this process's new changes as one row of incremental automerge bytes
 // beside the block's rendered text and heads. The call returns once that
 // transaction commits. If it fails, the call returns an error wrapping
-// [ErrPersist] and the edit is rolled back, so no read ever sees a change
-// that is not durable. With Options.WriteBack, changes are kept until
+// [ErrPersist] and the edit is rolled back; while it runs, readers of the
+// block see the state before it, so no read ever sees a change that is not
+// durable. With Options.WriteBack, changes are kept until
 // PersistBlock, Flush, Close or eviction; eviction flushes first and nothing
 // is lost. Update rows and snapshots carry checksums: a torn or corrupt row
 // is [ErrCorrupt] naming the block, never skipped.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -775,5 +777,243 @@ func runFirstEmbedder(t *testing.T, path string) {
 		if got[typ] != 1 {
 			t.Errorf("vector search found %d %v, want the one written before the store had an embedder (all: %+v)", got[typ], typ, res)
 		}
+	}
+}
+
+// No read sees an edit that is not durable yet: while a write waits for
+// the write lock (here another connection holds it) and then fails, readers
+// of the block see the state before it. The edit used to be visible the
+// whole time, since it is applied to the cached document ahead of the lock.
+func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inflight.db")
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "t", Value: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendToBlock(ctx, "a", "t", "."); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+		defer cancel()
+		done <- c.AppendToBlock(wctx, "a", "t", " GHOST")
+	}()
+	reads := 0
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		doc, err := c.GetBlock(ctx, "a", "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := doc.Text()
+		v, _ := doc.Value()
+		for what, s := range map[string]string{"Text": text, "Render": doc.Render(), "Value": fmt.Sprint(v)} {
+			if s != "base." {
+				t.Fatalf("%s reads %q while the append waits for the lock; want %q", what, s, "base.")
+			}
+		}
+		if doc.Size() != len("base.") {
+			t.Fatalf("Size is %d while the append waits for the lock", doc.Size())
+		}
+		reads++
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the append succeeded while another connection held the write lock")
+	}
+	conn.ExecContext(ctx, "ROLLBACK")
+	if reads == 0 {
+		t.Fatal("no read ran while the append waited: the case tested nothing")
+	}
+	if err := c.AppendToBlock(ctx, "a", "t", "!"); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := c.GetBlock(ctx, "a", "t")
+	if got := doc.Render(); got != "base.!" {
+		t.Fatalf("after the failed append and another: %q", got)
+	}
+}
+
+// Read your writes under concurrency: each goroutine's append is visible to
+// its own next read, while other goroutines' appends to the same block are
+// in flight.
+func TestReadYourWritesWhileOthersWrite(t *testing.T) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "ryw.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "t", CharLimit: blocks.MaxCharLimit}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 25 {
+				tok := fmt.Sprintf("[g%d-%d]", g, i)
+				if err := c.AppendToBlock(ctx, "a", "t", tok); err != nil {
+					t.Error(err)
+					return
+				}
+				doc, err := c.GetBlock(ctx, "a", "t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if text, _ := doc.Text(); !strings.Contains(text, tok) {
+					t.Errorf("goroutine %d does not read its own append %s", g, tok)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Write-back: an edit acknowledged while Close is flushing is written, or
+// refused with ErrClosed; never acknowledged and dropped. Close used to list
+// the dirty blocks, flush them, and only then refuse new writes: an edit to
+// a block that was clean when listed returned nil and was lost.
+func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wbclose.db")
+	var armed atomic.Bool
+	var once sync.Once
+	inFlush, appended := make(chan struct{}), make(chan struct{})
+	now := func() time.Time {
+		if armed.Load() {
+			once.Do(func() {
+				close(inFlush) // Close is flushing b1
+				select {       // let the concurrent append run first
+				case <-appended:
+				case <-time.After(5 * time.Second):
+				}
+			})
+		}
+		return time.Now()
+	}
+	c, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"b1", "b2"} {
+		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: l}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AppendToBlock(ctx, "a", "b1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	var appendErr error
+	go func() {
+		<-inFlush
+		appendErr = c.AppendToBlock(ctx, "a", "b2", "two")
+		close(appended)
+	}()
+	armed.Store(true)
+	closeErr := c.Close()
+	<-appended
+	if closeErr != nil {
+		t.Fatal(closeErr)
+	}
+	c, err = memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b1, _ := c.RenderedContent(ctx, "a", "b1")
+	b2, _ := c.RenderedContent(ctx, "a", "b2")
+	if b1 != "one" {
+		t.Errorf("b1 = %q after Close, want %q", b1, "one")
+	}
+	switch {
+	case appendErr == nil && b2 != "two":
+		t.Errorf("the append during Close returned nil, but b2 = %q after reopening", b2)
+	case appendErr != nil && !errors.Is(appendErr, memory.ErrClosed):
+		t.Errorf("the append during Close: %v, want nil or ErrClosed", appendErr)
+	}
+}
+
+// Write-back: a block evicted with edits its flush could not write (the
+// write lock was held elsewhere) comes back as itself, edits and all: no
+// second copy loaded beside it that hides those edits, checks the character
+// limit without them, or orders later edits before them.
+func TestWriteBackEvictedBlockComesBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wbevict.db")
+	c, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, CacheSize: 1, BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"b1", "b2"} {
+		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: l, CharLimit: 6}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendToBlock(ctx, "a", "b1", "abc"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetBlock(ctx, "a", "b2"); err != nil { // evicts b1; its flush fails
+		t.Fatal(err)
+	}
+	conn.ExecContext(ctx, "ROLLBACK")
+	conn.Close()
+
+	d, err := c.GetBlock(ctx, "a", "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := d.Text(); text != "abc" {
+		t.Errorf("b1 reads %q after its write-back append of %q", text, "abc")
+	}
+	if err := c.AppendToBlock(ctx, "a", "b1", "defg"); !errors.Is(err, blocks.ErrLimit) {
+		t.Errorf("append past the 6-character limit: %v, want ErrLimit", err)
+	}
+	if err := c.AppendToBlock(ctx, "a", "b1", "de"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r, _ := c.RenderedContent(ctx, "a", "b1"); r != "abcde" {
+		t.Fatalf("b1 = %q after Close and reopening, want %q", r, "abcde")
 	}
 }
