@@ -69,6 +69,9 @@ func TestBadInput(t *testing.T) {
 			if !strings.Contains(err.Error(), c.field) {
 				t.Fatalf("message %q should mention %q", err, c.field)
 			}
+			if errors.Is(err, blocks.ErrWrongSchema) && !strings.Contains(err.Error(), `block "b"`) {
+				t.Fatalf("message %q should name the block", err)
+			}
 			if !bytes.Equal(before, snapshot(t, d)) {
 				t.Fatal("refused write changed the document")
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,9 @@ func (i Info) Check() error {
 	}
 	if i.CharLimit < 0 {
 		return fmt.Errorf("%w: block %q: negative char limit", schema.ErrInvalid, i.Label)
+	}
+	if err := checkUTF8("description", i.Description); err != nil {
+		return fmt.Errorf("block %q: %w", i.Label, err)
 	}
 	if err := schema.Check(i.Schema); err != nil {
 		return fmt.Errorf("block %q: %w", i.Label, err)
@@ -676,6 +680,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	w := c.writer
 	c.flights++
 	token := c.flights
+	label := c.info.Label
 	c.mu.Unlock()
 	if w == nil {
 		c.mu.Lock()
@@ -684,8 +689,26 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		if err == nil && ev.Op != "" {
 			fire(subs, ev)
 		}
-		return err
+		return nameBlock(label, err)
 	}
+	err = d.mutateManaged(w, token, who, system, ver, req, p)
+	return nameBlock(label, err)
+}
+
+// nameBlock adds the block's label to an error that would not say which
+// block it is about.
+func nameBlock(label string, err error) error {
+	if name := fmt.Sprintf("block %q", label); errors.Is(err, ErrWrongSchema) && !strings.Contains(err.Error(), name) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
+}
+
+// mutateManaged is mutate on a managed document: the edit runs inside w's
+// Write (see Writer) as write token.
+func (d *Document) mutateManaged(w Writer, token uint64, who string, system bool, ver uint64, req request, p plan) error {
+	c := d.c
+	var err error
 	var (
 		ev      Event
 		subs    []func(Event)

@@ -63,11 +63,16 @@ type archivalRow struct {
 	meta, tags string
 }
 
-// prepareArchival checks e and fills its defaults; nothing is written.
-// prepareArchival checks and encodes one entry; callers check the agent.
+// prepareArchival checks and encodes one entry and fills its defaults;
+// nothing is written. Callers check the agent.
 func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*archivalRow, error) {
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
+	}
+	for what, v := range map[string]any{"content": e.Content, "tags": e.Tags, "metadata": e.Metadata} {
+		if err := checkStorable(fmt.Sprintf("archival entry for %q: %s", agent, what), v); err != nil {
+			return nil, err
+		}
 	}
 	e.Agent = agent
 	e.Tags = normTags(e.Tags)
@@ -264,7 +269,7 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 	for i, e := range entries {
 		r, err := c.prepareArchival(agent, e, now)
 		if err != nil {
-			return nil, fmt.Errorf("memory: archival batch for %q, entry %d: %w", agent, i, err)
+			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, &EntryError{Index: i, Err: err})
 		}
 		rows[i] = r
 	}

@@ -65,3 +65,22 @@ func TestArchivalBatchFailsHalfWay(t *testing.T) {
 		t.Fatalf("%d stored after the resend, want 30", len(stored))
 	}
 }
+
+// A batch with a bad entry stores nothing and says which entry, as an
+// *EntryError (the CLI turns its index into a line number).
+func TestArchivalBatchNamesTheBadEntry(t *testing.T) {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.InsertArchivalBatch(ctx, "ada", []memory.ArchivalEntry{{Content: "a"}, {Content: "b"}, {Content: " "}}, nil)
+	var ee *memory.EntryError
+	if !errors.As(err, &ee) || ee.Index != 2 || !errors.Is(err, memory.ErrInvalidArgument) {
+		t.Fatalf("err = %v, want an *EntryError for entry 2 wrapping ErrInvalidArgument", err)
+	}
+	if got, _ := s.ListArchival(ctx, "ada", nil); len(got) != 0 {
+		t.Fatalf("%d entries stored", len(got))
+	}
+}

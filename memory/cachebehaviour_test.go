@@ -697,3 +697,52 @@ func TestCheckItemNeedsABoolean(t *testing.T) {
 		t.Fatalf("after refused check_items the list renders %q", r)
 	}
 }
+
+// Text that cannot be stored as written (invalid UTF-8, NUL) is refused
+// with ErrInvalidArgument on every backend, instead of coming back changed
+// (JSON replaced invalid bytes in tags and metadata) or failing with a raw
+// PostgreSQL error. Nothing is written.
+func TestUnstorableTextIsRefused(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "utf8.db"), nil)
+	for _, bad := range []string{"A\xffB", "A\x00B"} {
+		for name, e := range map[string]memory.ArchivalEntry{
+			"content":      {Content: bad},
+			"tag":          {Content: "ok", Tags: []string{"fine", bad}},
+			"metadata":     {Content: "ok", Metadata: map[string]any{"k": []any{bad}}},
+			"metadata key": {Content: "ok", Metadata: map[string]any{bad: 1}},
+		} {
+			if _, err := c.InsertArchival(ctx, "a", e); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("archival %s %q: err = %v, want ErrInvalidArgument", name, bad, err)
+			}
+		}
+		for name, m := range map[string]memory.Message{
+			"content":   {Role: memory.RoleUser, BatchID: "b", Content: bad},
+			"tool call": {Role: memory.RoleAssistant, BatchID: "b", ToolCalls: []memory.ToolCall{{ID: "1", Name: bad}}},
+		} {
+			if _, err := c.AppendMessage(ctx, "a", m); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("message %s %q: err = %v, want ErrInvalidArgument", name, bad, err)
+			}
+		}
+		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "d", Description: bad}); !errors.Is(err, schema.ErrInvalid) && !errors.Is(err, memory.ErrInvalidArgument) {
+			t.Errorf("block description %q: err = %v", bad, err)
+		}
+	}
+	if n, _ := c.ListArchival(ctx, "a", nil); len(n) != 0 {
+		t.Errorf("%d archival entries written", len(n))
+	}
+	if ms, _ := c.Messages(ctx, "a", nil); len(ms) != 0 {
+		t.Errorf("%d messages written", len(ms))
+	}
+}
+
+// An embedder constructor's nil result, passed on with its error unchecked,
+// is an error from Open, not a panic.
+func TestNilEmbedderPointerIsAnError(t *testing.T) {
+	var emb *search.OpenAIEmbedder
+	c, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "nil.db"), &memory.Options{Embedder: emb})
+	if err == nil {
+		c.Close()
+		t.Fatal("Open with a nil *OpenAIEmbedder succeeded")
+	}
+}

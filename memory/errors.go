@@ -55,6 +55,17 @@ func (e *ProposalError) Error() string {
 
 func (e *ProposalError) Unwrap() error { return e.Err }
 
+// EntryError is a batch call's error about one of its entries (see
+// InsertArchivalBatch): Index is the entry's position in the batch, from 0.
+type EntryError struct {
+	Index int
+	Err   error
+}
+
+func (e *EntryError) Error() string { return fmt.Sprintf("entry %d: %v", e.Index, e.Err) }
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }

@@ -66,6 +66,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if m.Seq < 0 {
 			return nil, invalidArg("negative message seq %d%s", m.Seq, at)
 		}
+		if err := checkStorable(fmt.Sprintf("message for %q%s", agent, at), m); err != nil {
+			return nil, err
+		}
 		m.Agent = agent
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = c.opts.Now().UTC()

@@ -17,13 +17,19 @@ type FieldError struct {
 	Field  string // dotted path: "status", "tasks[2]", "diagnostics.errors"
 	Reason string
 	Err    error // ErrInvalid
+	// Definition: the schema itself is malformed (see Check), not a value.
+	Definition bool
 }
 
 func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("schema: invalid value: %s", e.Reason)
+	what := "invalid value"
+	if e.Definition {
+		what = "invalid schema"
 	}
-	return fmt.Sprintf("schema: invalid value for field %q: %s", e.Field, e.Reason)
+	if e.Field == "" {
+		return fmt.Sprintf("schema: %s: %s", what, e.Reason)
+	}
+	return fmt.Sprintf("schema: %s for field %q: %s", what, e.Field, e.Reason)
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }

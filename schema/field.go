@@ -85,7 +85,7 @@ func (f FieldDef) check(path string) error {
 		return invalid(path, "field with empty name")
 	}
 	if !f.Type.known() {
-		return invalid(p, "unknown field type %q", f.Type)
+		return invalid(p, "unknown field type %q (want text, string, number, integer, boolean, list, counter, timestamp or object)", f.Type)
 	}
 	if f.Default != nil {
 		if _, err := Coerce(f.Type, f.Default); err != nil {

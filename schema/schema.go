@@ -1,5 +1,7 @@
 package schema
 
+import "errors"
+
 // Kind names a schema type; it is the JSON discriminator.
 type Kind string
 
@@ -126,9 +128,13 @@ func (c Composite) Section(name string) (Section, bool) {
 // non-empty names, defaults that fit their fields, no nested composites.
 func Check(s Schema) error {
 	if s == nil {
-		return invalid("", "schema is nil")
+		return &FieldError{Reason: "schema is nil", Err: ErrInvalid, Definition: true}
 	}
-	return s.check("")
+	err := s.check("")
+	if fe := (*FieldError)(nil); errors.As(err, &fe) {
+		fe.Definition = true // the schema is at fault, not a value
+	}
+	return err
 }
 
 // Deref returns the value form of a schema given as a pointer, so callers can

@@ -239,3 +239,21 @@ func FuzzSchemaJSON(f *testing.F) {
 		}
 	})
 }
+
+// Errors say what is at fault: a malformed schema is an invalid schema (with
+// the valid field types listed), not an invalid value; a plain log's
+// unknown entry field lists only the fields there are.
+func TestErrorsNameWhatIsAtFault(t *testing.T) {
+	err := schema.Check(schema.Map{Fields: []schema.FieldDef{{Name: "age", Type: "int"}}})
+	if !errors.Is(err, schema.ErrInvalid) || !strings.Contains(err.Error(), `invalid schema for field "age"`) ||
+		!strings.Contains(err.Error(), "want text, string, number") {
+		t.Errorf("unknown field type: %v", err)
+	}
+	_, err = schema.Log{}.CoerceEntry(map[string]any{"message": "hi", "zz": 1})
+	if err == nil || strings.Contains(err.Error(), "none") || !strings.Contains(err.Error(), "known: timestamp, message)") {
+		t.Errorf("unknown log entry field: %v", err)
+	}
+	if _, err := (schema.Map{Fields: []schema.FieldDef{{Name: "n", Type: schema.FieldInteger}}}).CoerceField("n", "x"); err == nil || !strings.Contains(err.Error(), "invalid value") {
+		t.Errorf("a bad value: %v", err)
+	}
+}

@@ -207,7 +207,11 @@ func (l Log) CoerceEntry(value any) (map[string]any, error) {
 			continue
 		}
 		if _, ok := l.Field(k); !ok {
-			return nil, invalid(k, "unknown log entry field (known: timestamp, message, %s)", fieldNames(l.Entry))
+			known := "timestamp, message"
+			if len(l.Entry) > 0 {
+				known += ", " + fieldNames(l.Entry)
+			}
+			return nil, invalid(k, "unknown log entry field (known: %s)", known)
 		}
 	}
 	for _, f := range l.Entry {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -333,6 +334,11 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	}
 	if emb == nil {
 		return x, nil
+	}
+	if v := reflect.ValueOf(emb); v.Kind() == reflect.Pointer && v.IsNil() {
+		// A constructor's nil result passed on with its error unchecked:
+		// say so here rather than panic in the first call.
+		return nil, fmt.Errorf("search: NewIndex: the embedder is a nil %T (did its constructor return an error?)", emb)
 	}
 	dims := emb.Dimensions()
 	if dims <= 0 || dims > MaxDimensions {

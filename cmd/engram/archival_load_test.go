@@ -23,8 +23,11 @@ func TestCLIArchivalLoad(t *testing.T) {
 		t.Fatalf("unknown field: exit %d, stderr %q", code, errs)
 	}
 	_, errs, code = cli(t, db, in.String()+`{"content": "  "}`+"\n", "archival", "load", "--agent", "ada")
-	if code == 0 || !strings.Contains(errs, "entry 13") {
+	if code == 0 || !strings.Contains(errs, "line 15") { // the 14th entry, after the blank line 14
 		t.Fatalf("empty content: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := cli(t, db, in.String(), "archival", "load", "--agent", "ada", "--batch", "-3"); code == 0 || !strings.Contains(errs, "--batch") {
+		t.Fatalf("negative --batch: exit %d, stderr %q", code, errs)
 	}
 	if out := ok(t, db, "archival", "list", "--agent", "ada"); strings.Contains(out, "dock note") {
 		t.Fatalf("a refused load stored entries:\n%s", out)

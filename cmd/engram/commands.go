@@ -466,6 +466,9 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 	if err := need("archival load", "--agent", agent); err != nil {
 		return err
 	}
+	if size < 0 {
+		return fmt.Errorf("archival load: --batch %d: want a positive number of entries per transaction (or 0 for the default)", size)
+	}
 	r := a.stdin
 	if in != "" {
 		f, err := os.Open(in)
@@ -476,6 +479,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 		r = f
 	}
 	var entries []memory.ArchivalEntry
+	var lines []int // entries[i] is on line lines[i]
 	extra := splitList(tags)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
@@ -491,6 +495,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 			return fmt.Errorf("archival load: line %d: %w", n, err)
 		}
 		entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, extra...), Metadata: l.Metadata})
+		lines = append(lines, n)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("archival load: %w", err)
@@ -501,6 +506,9 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 	}
 	defer a.close()
 	out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
+	if ee := (*memory.EntryError)(nil); errors.As(err, &ee) && ee.Index < len(lines) {
+		return fmt.Errorf("archival load: line %d: %w (nothing was stored)", lines[ee.Index], ee.Err)
+	}
 	if err != nil {
 		return err
 	}
@@ -866,14 +874,14 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	}
 	vectors := s.Index().VectorEngine()
 	if vectors == "" {
-		vectors = "none (no embedder)"
+		vectors = "none in this run (no --embedder)"
 	} else if why := s.Index().VectorEngineReason(); why != "" {
 		vectors += " (" + why + ")"
 	}
 	target := postgres.Redact(a.db)
 	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "vectors": vectors, "counts": stats}
 	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)
+		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)
 		var rows [][]string
 		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
 			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes", "archived_epochs", "archive_bytes"} {
