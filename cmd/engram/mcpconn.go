@@ -373,9 +373,13 @@ func (c *framedConn) fixError(resp *jsonrpc.Response) {
 	}
 	msg := resp.Error.Error()
 	code := int64(codeInternalError)
-	if strings.Contains(msg, "invalid during session initialization") {
+	switch {
+	case strings.Contains(msg, "invalid during session initialization"):
 		code = codeInvalidRequest
 		msg = "invalid request: the session is not initialized; send initialize first (" + msg + ")"
+	case strings.Contains(msg, `duplicate "initialize"`):
+		code = codeInvalidRequest
+		msg = "invalid request: the session is already initialized (" + msg + ")"
 	}
 	resp.Error = &jsonrpc.Error{Code: code, Message: msg}
 }

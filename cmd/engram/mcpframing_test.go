@@ -218,6 +218,17 @@ func TestMCPBatchWithDuplicateIDs(t *testing.T) {
 	ping(t, in, out, 9)
 }
 
+// A second initialize is the client's mistake (-32600), not the server's.
+func TestMCPSecondInitialize(t *testing.T) {
+	in, out, _ := pipeServer(t)
+	initialize(t, in, out)
+	send(t, in, initLine)
+	if rep := readReply(t, out); rep.Error == nil || rep.Error.Code != codeInvalidRequest {
+		t.Fatalf("second initialize: %+v", rep)
+	}
+	ping(t, in, out, 2)
+}
+
 // Requests before initialize get a proper error code, not 0.
 func TestMCPBeforeInitialize(t *testing.T) {
 	in, out, _ := pipeServer(t)
