@@ -333,13 +333,10 @@ func (c *Cache) Close() error {
 // beginWrite registers a block write (see Cache.writes); it fails with
 // ErrClosed once Close began. endWrite ends it.
 func (c *Cache) beginWrite(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
+	if err := c.openLocked(ctx); err != nil {
+		return err
 	}
 	c.writes++
 	return nil
@@ -354,11 +351,16 @@ func (c *Cache) endWrite() {
 }
 
 func (c *Cache) checkOpen(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.openLocked(ctx)
+}
+
+// openLocked is checkOpen for a caller holding c.mu.
+func (c *Cache) openLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}

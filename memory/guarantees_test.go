@@ -798,19 +798,7 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 	if err := c.AppendToBlock(ctx, "a", "t", "."); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, path)
 	done := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
@@ -838,7 +826,7 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the append succeeded while another connection held the write lock")
 	}
-	conn.ExecContext(ctx, "ROLLBACK")
+	release()
 	if reads == 0 {
 		t.Fatal("no read ran while the append waited: the case tested nothing")
 	}
@@ -974,23 +962,11 @@ func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 	if err := c.AppendToBlock(ctx, "a", "b1", "abc"); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, path)
 	if _, err := c.GetBlock(ctx, "a", "b2"); err != nil { // evicts b1; its flush fails
 		t.Fatal(err)
 	}
-	conn.ExecContext(ctx, "ROLLBACK")
-	conn.Close()
+	release()
 
 	d, err := c.GetBlock(ctx, "a", "b1")
 	if err != nil {
