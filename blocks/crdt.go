@@ -23,9 +23,29 @@ func (d *Document) Heads() []string {
 func (d *Document) Save() ([]byte, error) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	am, err := d.amFor()
+	if err != nil {
+		return nil, err
+	}
 	var b []byte
-	err := guard(func() error { b = d.c.am.Save(); return nil })
+	err = guard(func() error { b = am.Save(); return nil })
 	return b, err
+}
+
+// amFor returns the automerge document a read through d sees: the live
+// one, or for a view while a store's write is in flight, a fork at the
+// state before that write (see core.inflight). Caller holds d.c.mu.
+func (d *Document) amFor() (*automerge.Doc, error) {
+	st := d.stableFor()
+	if st == nil {
+		return d.c.am, nil
+	}
+	var am *automerge.Doc
+	err := guard(func() (err error) { am, err = d.c.am.Fork(st.heads...); return err })
+	if err != nil {
+		return nil, fmt.Errorf("block %q: the state before a write in flight: %w", d.c.info.Label, err)
+	}
+	return am, nil
 }
 
 // SaveIncremental returns the changes since the last Save or
@@ -60,6 +80,12 @@ func (c *core) afterRemote(before []string) (Event, []func(Event)) {
 	if equalStrings(before, after) {
 		return Event{}, nil
 	}
+	// Changes from elsewhere are durable, and a store brings a document up
+	// to date only with no edit of its own in flight (it takes one applied
+	// ahead back first): views read the live state again, so what the
+	// Remote event announces is there to read; an edit applied next holds
+	// a new stable state.
+	c.inflight, c.stable = 0, stableState{}
 	c.invalidate()
 	return Event{Label: c.info.Label, Op: OpMerge, Heads: after, Remote: true}, c.subscribers()
 }
@@ -107,8 +133,12 @@ func (d *Document) Fork() (*Document, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var heads []automerge.ChangeHash // nil: the live state
+	if st := d.stableFor(); st != nil {
+		heads = st.heads
+	}
 	var fork *automerge.Doc
-	if err := guard(func() (err error) { fork, err = c.am.Fork(); return err }); err != nil {
+	if err := guard(func() (err error) { fork, err = c.am.Fork(heads...); return err }); err != nil {
 		return nil, fmt.Errorf("block %q: fork: %w", c.info.Label, err)
 	}
 	nc := newCore(fork, c.info, &Options{Approver: c.approver, Now: c.now})

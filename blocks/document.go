@@ -366,9 +366,13 @@ func (d *Document) ChangeCount() (int, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	am, err := d.amFor()
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	err := guard(func() error {
-		chs, err := c.am.Changes()
+	err = guard(func() error {
+		chs, err := am.Changes()
 		n = len(chs)
 		return err
 	})

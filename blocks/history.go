@@ -15,9 +15,13 @@ func (d *Document) History() ([]Change, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	am, err := d.amFor()
+	if err != nil {
+		return nil, err
+	}
 	var chs []*automerge.Change
-	err := guard(func() (err error) {
-		chs, err = c.am.Changes()
+	err = guard(func() (err error) {
+		chs, err = am.Changes()
 		return err
 	})
 	if err != nil {

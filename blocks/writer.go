@@ -30,11 +30,15 @@ type Writer interface {
 	// an Undo in between.
 	//
 	// While a Write runs, views (Document.View) read the state apply met,
-	// not the edit in flight: Value, Render, Size, SizeBytes and Heads on a
-	// view never show an edit that may still be taken back. The managed
-	// document itself reads the live state the store writes. A store
-	// serializes the Writes of one document and takes a failed edit back
-	// before Write returns, so the state apply meets is durable.
+	// not the edit in flight: Value, Render, Size, SizeBytes, Heads, Save,
+	// Fork, History and ChangeCount on a view never show an edit that may
+	// still be taken back (SaveIncremental and At read the live document).
+	// The managed document itself reads the live state the store writes. A
+	// store serializes the Writes of one document, takes an edit back
+	// before bringing the document up to date, and takes a failed one back
+	// before Write returns, so the state apply meets is durable; changes
+	// merged from elsewhere end the stable reads, so a Remote event's
+	// subscribers read what it announces.
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 

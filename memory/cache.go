@@ -150,15 +150,10 @@ type Cache struct {
 	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
-	mu      sync.Mutex // guards dirty, evicted, closed, writes
+	mu      sync.Mutex // guards dirty, evicted, closed
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
-	// writes counts block writes under way (entry.Write); Close waits for
-	// them (writesDone) before its last flush, so no write-back edit is
-	// acknowledged after that flush.
-	writes     int
-	writesDone *sync.Cond
 
 	watch *watch // nil unless the backend is a BlockNotifier
 
@@ -258,7 +253,6 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
-	c.writesDone = sync.NewCond(&c.mu)
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
@@ -308,13 +302,12 @@ func (c *Cache) Close() error {
 		c.mu.Unlock()
 		return nil
 	}
-	// Closed first, then the writes under way finish, then the last
-	// flush: a write-back edit acknowledged during a flush that had
-	// already listed the dirty blocks would otherwise never be written.
+	// Closed before the last flush lists the dirty blocks: a write-back
+	// edit either marked its block dirty before (and is flushed) or finds
+	// the store closed when it would (writeBack) and is refused. Close does
+	// not wait for writes under way: it may be called from a subscriber
+	// inside one.
 	c.closed = true
-	for c.writes > 0 {
-		c.writesDone.Wait()
-	}
 	c.mu.Unlock()
 	err := c.Flush(context.Background())
 	c.stopEmbedder()
@@ -328,26 +321,6 @@ func (c *Cache) Close() error {
 		err = errors.Join(err, c.be.Close())
 	}
 	return err
-}
-
-// beginWrite registers a block write (see Cache.writes); it fails with
-// ErrClosed once Close began. endWrite ends it.
-func (c *Cache) beginWrite(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.openLocked(ctx); err != nil {
-		return err
-	}
-	c.writes++
-	return nil
-}
-
-func (c *Cache) endWrite() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.writes--; c.writes == 0 {
-		c.writesDone.Broadcast()
-	}
 }
 
 func (c *Cache) checkOpen(ctx context.Context) error {
@@ -847,10 +820,9 @@ func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) er
 // the edit applies to the cached state and persists on Flush.
 func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
 	c := e.c
-	if err := c.beginWrite(ctx); err != nil {
+	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	defer c.endWrite()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {
@@ -1277,10 +1249,22 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 	if e.actors == nil {
 		e.actors = map[string]struct{}{}
 	}
-	e.actors[req.Actor] = struct{}{}
 	c.mu.Lock()
+	if c.closed {
+		// Close's last flush may have listed the dirty blocks already:
+		// refused, not acknowledged and lost. Taken back here, under e.mu,
+		// so that flush cannot persist it in between.
+		c.mu.Unlock()
+		if req.Undo != nil {
+			if err := req.Undo(); err != nil {
+				return errors.Join(ErrClosed, err)
+			}
+		}
+		return ErrClosed
+	}
 	c.dirty[e] = struct{}{}
 	c.mu.Unlock()
+	e.actors[req.Actor] = struct{}{}
 	c.localEdits.Add(1)
 	return nil
 }

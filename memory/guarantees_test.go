@@ -993,3 +993,134 @@ func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 		t.Fatalf("b1 = %q after Close and reopening, want %q", r, "abcde")
 	}
 }
+
+// A Remote event fired inside a write (the write caught up with another
+// store's change after taking back an edit it had applied ahead) is read
+// through views with that change in it: an event announces state a reader
+// can see. (The in-flight read rule once hid it, and the write then failed,
+// so no later event came.)
+func TestRemoteEventInsideAWriteReadsTheChange(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "remote.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "0123456789", CharLimit: 20}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := a.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var texts []string
+	view.Subscribe(func(ev blocks.Event) {
+		if ev.Remote {
+			text, _ := view.Text()
+			mu.Lock()
+			texts = append(texts, text)
+			mu.Unlock()
+		}
+	})
+	if err := b.AppendToBlock(ctx, "ada", "notes", "BBBBBBBB"); err != nil { // 18 of 20
+		t.Fatal(err)
+	}
+	// 15 on a's cached state (applied ahead), 23 on the fresh one: refused.
+	if err := view.AppendText("AAAAA", blocks.Agent); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("append over the limit on the fresh state: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(texts) == 0 || texts[len(texts)-1] != "0123456789BBBBBBBB" {
+		t.Fatalf("Remote events read %q; the last must show b's change", texts)
+	}
+}
+
+// Close from a subscriber callback, which runs inside the write that
+// caught up, returns (it does not wait for that write), in both modes.
+func TestCloseFromASubscriberInsideAWrite(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writeback=%v", wb), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "c.db")
+			a, err := memory.Open(ctx, path, &memory.Options{WriteBack: wb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := openFile(t, path, nil)
+			if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			view, err := a.GetBlock(ctx, "ada", "notes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := make(chan error, 1)
+			view.Subscribe(func(ev blocks.Event) {
+				if ev.Remote {
+					closed <- a.Close()
+				}
+			})
+			if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- view.AppendText(" a", blocks.Agent) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close from a Remote event's callback inside a write never returned")
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		})
+	}
+}
+
+// While a write is in flight, a view's Save, Fork and History show the state
+// before it, as its Value and Heads do; so a proposal's dry run (on a fork
+// of the view) does not match text of a write that then fails.
+func TestViewCRDTReadsOfAWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "f.db")
+	c := openFile(t, path, &memory.Options{BusyTimeout: 1500 * time.Millisecond})
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := c.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0, _ := view.History()
+	release := holdWriteLock(t, path)
+	done := make(chan error, 1)
+	go func() { done <- view.AppendText(" INFLIGHT", blocks.Agent) }() // applied ahead, waits for the lock
+	time.Sleep(200 * time.Millisecond)
+	hist, _ := view.History()
+	saved, err := view.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := blocks.Load(view.Info(), saved, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedText, _ := loaded.Text()
+	fork, err := view.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkText, _ := fork.Text()
+	_, perr := c.ProposeEdit(ctx, "ada", "ada", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "INFLIGHT", Text: "x"}, "")
+	werr := <-done
+	release()
+	if !errors.Is(werr, memory.ErrPersist) {
+		t.Fatalf("the write under a held lock: %v", werr)
+	}
+	if len(hist) != len(h0) || savedText != "durable" || forkText != "durable" {
+		t.Errorf("during the flight: History %d changes (durable %d), Save holds %q, Fork reads %q", len(hist), len(h0), savedText, forkText)
+	}
+	if perr == nil {
+		t.Errorf("ProposeEdit accepted a replacement of text only the failed write had")
+	}
+}
