@@ -138,8 +138,14 @@ func run(ctx context.Context) error {
 		return err
 	}
 	section("archival search (hybrid: BM25 and vectors fused; Auto would trust the offline embedder for nothing and run FTS)")
+	rank := func(leg string, n int) string { // 0: that leg did not find it
+		if n == 0 {
+			return leg + " -"
+		}
+		return fmt.Sprintf("%s#%d", leg, n)
+	}
 	for _, r := range res {
-		fmt.Printf("%.4f  fts#%d vec#%d  %s\n", r.Score, r.Source.FTSRank, r.Source.VectorRank, r.Snippet)
+		fmt.Printf("%.4f  %s %s  %s\n", r.Score, rank("fts", r.Source.FTSRank), rank("vec", r.Source.VectorRank), r.Snippet)
 	}
 
 	// 5. A conversation in batches. Earlier batches are complete; the
