@@ -32,13 +32,13 @@ func cmdMCP(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	srv, err := newMCPServer(s, agent)
+	srv, listed, err := newMCPServerListed(s, agent)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go watchResources(ctx, srv, s, agent, resourcePoll)
+	go watchResources(ctx, srv, s, agent, listed, resourcePoll)
 	return srv.Run(ctx, &framedTransport{r: a.stdin, w: a.stdout})
 }
 
@@ -50,9 +50,25 @@ const resourcePoll = 500 * time.Millisecond
 // newMCPServer exposes agent's memory tools as MCP tools and its blocks
 // (own and shared) as MCP resources engram://<owner>/<label>.
 func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
+	srv, _, err := newMCPServerListed(store, agent)
+	return srv, err
+}
+
+// resourceList is what the server lists as resources, and the agent's
+// BlocksStamp read before that listing (see watchResources).
+type resourceList struct {
+	uris  map[string]string // URI → description
+	stamp memory.BlocksStamp
+}
+
+// newMCPServerListed is newMCPServer, also returning the resource list it
+// made, for watchResources to start from (listing again would announce
+// every resource as changed).
+func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourceList, error) {
+	var listed resourceList
 	ts, err := tools.New(store, agent, nil)
 	if err != nil {
-		return nil, err
+		return nil, listed, err
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: version}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Memory tools of agent %q: edit its memory blocks, store and search archival notes, search the conversation.", agent),
@@ -81,10 +97,15 @@ func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
 	read := blockReader(store, agent)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "engram://{owner}/{label}", Name: "block",
 		Description: "A memory block the agent can see: its own (owner = the agent) or one shared with it.", MIMEType: "text/plain"}, read)
-	if _, err := syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
-		return nil, err
+	// The stamp is read before listing, so a change racing the listing
+	// makes the next stamp differ (see memory.BlocksStamp).
+	if listed.stamp, err = store.BlocksStamp(context.Background(), agent); err != nil {
+		return nil, listed, err
 	}
-	return srv, nil
+	if listed.uris, err = syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
+		return nil, listed, err
+	}
+	return srv, listed, nil
 }
 
 // syncResources makes the server's resource list the blocks agent sees
@@ -130,13 +151,11 @@ func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, ag
 }
 
 // watchResources re-lists the agent's blocks whenever its BlocksStamp
-// changes, until ctx ends.
-func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, every time.Duration) {
+// changes from the one the list it starts from was read at, until ctx
+// ends.
+func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, from resourceList, every time.Duration) {
 	read := blockReader(store, agent)
-	// The stamp is read before listing, so a change racing the listing
-	// makes the next stamp differ (see memory.BlocksStamp).
-	last, _ := store.BlocksStamp(ctx, agent)
-	listed, _ := syncResources(ctx, srv, store, agent, nil, read)
+	last, listed := from.stamp, from.uris
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -338,7 +338,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
 	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "board", Value: "bob's"})
 	store.ShareBlock(ctx, "bob", "board", "ada", blocks.ReadOnly)
-	srv, err := newMCPServer(store, "ada")
+	srv, resources, err := newMCPServerListed(store, "ada")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,13 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	go watchResources(ctx, srv, store, "ada", 20*time.Millisecond)
+	go watchResources(ctx, srv, store, "ada", resources, 20*time.Millisecond)
+	// Nothing changed: no list_changed (the server's own start used to
+	// announce every resource again).
+	time.Sleep(100 * time.Millisecond)
+	if n := notified.Load(); n != 0 {
+		t.Fatalf("%d list_changed notifications before anything changed", n)
+	}
 
 	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "late", Value: "created after start"})
 	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "engram://ada/late"})
