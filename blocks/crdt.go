@@ -85,7 +85,9 @@ func (c *core) afterRemote(before []string) (Event, []func(Event)) {
 	// ahead back first): views read the live state again, so what the
 	// Remote event announces is there to read; an edit applied next holds
 	// a new stable state.
-	c.inflight, c.stable = 0, stableState{}
+	if c.mergeFlight == 0 {
+		c.inflight, c.stable = 0, stableState{}
+	}
 	c.invalidate()
 	return Event{Label: c.info.Label, Op: OpMerge, Heads: after, Remote: true}, c.subscribers()
 }

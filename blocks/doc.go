@@ -60,10 +60,11 @@
 // ([Document.Subscribe]) are called after each commit and after merges,
 // on the writer's goroutine, with no lock of the document held. An
 // Approver is also called with no lock held. On a document a store
-// manages, a Remote event (another writer's changes arriving) may be
-// delivered while the store holds its own locks, even inside its write
-// transaction: a subscriber may read the document but must not write to
-// the store synchronously (hand the work to another goroutine).
+// manages, Remote events (other writers' changes arriving) wait while the
+// store holds its lock on the block ([Replica.Hold]) and fire once it is
+// released, after the store's transaction: a subscriber may read the
+// document and call the store (read the block, close the store). A merge
+// the store makes inside a write that then fails is never announced.
 //
 // # Documents a store manages
 //

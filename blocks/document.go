@@ -154,6 +154,35 @@ type core struct {
 	// token handed out.
 	inflight, flights uint64
 	stable            stableState
+
+	// held counts the store's holds (Replica.Hold): while held, Remote
+	// events wait in queued (the latest) until the last Release, so a
+	// subscriber that calls the store runs after the store's own lock on
+	// the block is released. mergeFlight is the token of a store merge
+	// (Replica.Merge) in flight under a hold: views read stable until the
+	// hold ends, when the merge is committed or taken back.
+	held        int
+	queued      *remoteEvent
+	mergeFlight uint64
+}
+
+// remoteEvent is a Remote event waiting for the end of a hold.
+type remoteEvent struct {
+	ev   Event
+	subs []func(Event)
+}
+
+// remote decides what to do with a Remote event: fire it now (true), or
+// keep it until the hold ends. Caller holds mu.
+func (c *core) remote(ev Event, subs []func(Event)) bool {
+	if subs == nil {
+		return false
+	}
+	if c.held > 0 {
+		c.queued = &remoteEvent{ev, subs}
+		return false
+	}
+	return true
 }
 
 // stableState is what views read while a store's write is in flight.
@@ -477,8 +506,8 @@ func parseHeads(hs []string) ([]automerge.ChangeHash, error) {
 // Subscribe registers f to be called after every change to the document,
 // local or merged in. Callbacks run on the writer's goroutine after the
 // document's locks are released, so they may read the document; on a
-// managed document they may run inside the store's write transaction, so
-// they must not write to the store synchronously (see the package doc).
+// managed document, after the store's lock on the block is released too,
+// so they may call the store (see the package doc).
 // The returned function unsubscribes.
 func (d *Document) Subscribe(f func(Event)) (cancel func()) {
 	c := d.c

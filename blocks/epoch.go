@@ -119,8 +119,9 @@ func (r *Replica) reset(am *automerge.Doc) (*Carried, error) {
 	// The old epoch's actors wrote nothing the new document holds.
 	c.own = map[string]bool{am.ActorID(): true}
 	ev, subs := c.afterRemote(oldHeads)
+	now := c.remote(ev, subs)
 	c.mu.Unlock()
-	if subs != nil {
+	if now {
 		fire(subs, ev)
 	}
 	return carried, nil
@@ -181,8 +182,9 @@ func (r *Replica) Reapply(k *Carried) error {
 	c := r.c
 	c.mu.Lock()
 	ev, subs, err := c.reapplyLocked(k)
+	now := c.remote(ev, subs)
 	c.mu.Unlock()
-	if subs != nil {
+	if now {
 		fire(subs, ev)
 	}
 	return err

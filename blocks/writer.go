@@ -91,6 +91,40 @@ func (d *Document) Manage(w Writer) (*Replica, error) {
 // store has validated) enter it.
 type Replica struct{ c *core }
 
+// Hold defers the Remote events of the changes the store brings in (its
+// catch-ups, merges and epoch switches) until the matching Release. A
+// store holds while it holds its own lock on the block, so a subscriber,
+// which may call the store (read the block, close the store), runs after
+// that lock is released instead of deadlocking on it. Holds nest.
+func (r *Replica) Hold() {
+	r.c.mu.Lock()
+	r.c.held++
+	r.c.mu.Unlock()
+}
+
+// Release ends a Hold. At the last one, a merge made under it (Merge) is
+// over — the store committed it or took it back — so views read the live
+// state again, and the latest deferred Remote event fires.
+func (r *Replica) Release() {
+	c := r.c
+	c.mu.Lock()
+	c.held--
+	var q *remoteEvent
+	if c.held == 0 {
+		if c.mergeFlight != 0 {
+			if c.inflight == c.mergeFlight {
+				c.inflight, c.stable = 0, stableState{}
+			}
+			c.mergeFlight = 0
+		}
+		q, c.queued = c.queued, nil
+	}
+	c.mu.Unlock()
+	if q != nil {
+		fire(q.subs, q.ev)
+	}
+}
+
 // LoadIncremental applies changes made elsewhere, as Document.LoadIncremental
 // does for an unmanaged document: the merged state must be valid under the
 // block's schema, or nothing is kept and the error wraps ErrCorrupt.
@@ -161,8 +195,9 @@ func (c *core) merge(what string, checkLimit bool, f func() error) error {
 		return err
 	}
 	ev, subs := c.afterRemote(beforeHex)
+	now := c.remote(ev, subs)
 	c.mu.Unlock()
-	if subs != nil {
+	if now {
 		fire(subs, ev)
 	}
 	return nil
@@ -323,6 +358,16 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 		}
 		return nil
 	})
+	if err == nil && c.held > 0 && c.inflight == 0 {
+		// Under the store's hold this merge is part of a write that may
+		// still fail: views read the state before it until the hold ends
+		// (Release), and its Remote event waits as long.
+		if err = c.holdStable(); err == nil {
+			c.flights++
+			c.inflight, c.mergeFlight = c.flights, c.flights
+		}
+	}
+	prevQueued := c.queued
 	c.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
@@ -356,6 +401,7 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 	undo = func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.queued = prevQueued // announce nothing that was taken back
 		return c.rollback(before)
 	}
 	return fresh, undo, nil

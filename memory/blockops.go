@@ -696,9 +696,9 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 		c.dropBlock(agent, label)
 		return notFound("block %q of agent %q", label, agent)
 	}
-	ent.mu.Lock()
+	ent.lock()
 	ent.set(func(e *entry) { e.metaVer++ })
-	ent.mu.Unlock()
+	ent.unlock()
 	// SetInfo may have created containers for new fields.
 	return c.persist(ctx, ent)
 }
@@ -710,8 +710,8 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	var p pendingWrite
 	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := c.compactNow(ctx, tx, e, &p); err != nil {

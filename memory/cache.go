@@ -756,8 +756,8 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 // catchUp applies what other writers persisted since e was last fresh and
 // reloads changed metadata.
 func (c *Cache) catchUp(ctx context.Context, e *entry) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: refresh block %q: %w", e.label, err)
@@ -823,8 +823,8 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
@@ -1203,6 +1203,20 @@ func (c *Cache) compactAfter(e *entry) int64 {
 	return int64(max(c.opts.CompactAfter, e.doc.Size()/compactCharsPerUpdate))
 }
 
+// lock takes e.mu, the block's lock here, and holds back the Remote events
+// its replica fires meanwhile (blocks.Replica.Hold): a subscriber may call
+// the store — read the block, close the store — and must not run while
+// e.mu is held. unlock releases both, then fires what was held back.
+func (e *entry) lock() {
+	e.mu.Lock()
+	e.replica.Hold()
+}
+
+func (e *entry) unlock() {
+	e.mu.Unlock()
+	e.replica.Release()
+}
+
 // committed records a change that is now durable at seq. Caller holds
 // e.mu.
 func (c *Cache) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
@@ -1289,8 +1303,8 @@ func (e *entry) pendingActors() string {
 // transaction. On failure the changes stay pending (and the block dirty),
 // so Flush or Close retries them; nothing is dropped.
 func (c *Cache) persist(ctx context.Context, e *entry) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}

@@ -81,10 +81,10 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			}
 			// The document and its epoch number together: archives of
 			// later epochs (a rebase meanwhile) are not this dump's.
-			e.mu.Lock()
+			e.lock()
 			_, epoch, _, _ := e.freshness()
 			data, err := doc.Save()
-			e.mu.Unlock()
+			e.unlock()
 			if err != nil {
 				return nil, err
 			}

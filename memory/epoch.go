@@ -224,8 +224,8 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	var (
 		epoch int64
 		fresh epochDoc
@@ -329,10 +329,10 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 	// The current epoch's changes and number are read together, then the
 	// archived epochs before it (a switch meanwhile only adds archives
 	// after it).
-	e.mu.Lock()
+	e.lock()
 	_, epoch, _, _ := e.freshness()
 	cur, err := doc.History()
-	e.mu.Unlock()
+	e.unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -1124,3 +1124,139 @@ func TestViewCRDTReadsOfAWriteInFlight(t *testing.T) {
 		t.Errorf("ProposeEdit accepted a replacement of text only the failed write had")
 	}
 }
+
+// A subscriber may call the store: Remote events wait until the store has
+// released its lock on the block, so a subscriber that reads the block, or
+// closes the store with edits of that block unflushed, does not deadlock —
+// inside a write (write-through and write-back) or a read's catch-up.
+func TestSubscribersMayCallTheStore(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		wb    bool
+		call  func(c *memory.Cache) // from the subscriber
+		write bool                  // the catch-up is a write's (else a read's)
+	}{
+		{"GetBlock in a write", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, true},
+		{"GetBlock in a read", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, false},
+		{"Close in a write-back write, block dirty", true, func(c *memory.Cache) { c.Close() }, true},
+		{"Close in a write", false, func(c *memory.Cache) { c.Close() }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sub.db")
+			a, err := memory.Open(ctx, path, &memory.Options{WriteBack: tc.wb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b := openFile(t, path, nil)
+			if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			view, err := a.GetBlock(ctx, "ada", "notes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wb {
+				if err := view.AppendText(" pending", blocks.Agent); err != nil { // acknowledged, unflushed
+					t.Fatal(err)
+				}
+			}
+			var once sync.Once
+			view.Subscribe(func(ev blocks.Event) {
+				if ev.Remote {
+					once.Do(func() { tc.call(a) })
+				}
+			})
+			if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if tc.write {
+					view.AppendText(" a", blocks.Agent)
+				} else {
+					a.GetBlock(ctx, "ada", "notes")
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the subscriber's call never returned")
+			}
+			if tc.wb {
+				c := openFile(t, path, nil)
+				if r, _ := c.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "pending") {
+					t.Fatalf("the acknowledged write-back edit is gone after Close: %q", r)
+				}
+			}
+		})
+	}
+}
+
+// Changes merged by MergeChanges are not seen, or announced, before they
+// are durable: a merge whose write fails leaves views reading the state
+// before it and fires no event.
+func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "merge.db")
+	a := openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := a.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := view.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fork.AppendText(" MERGED", blocks.System); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := fork.PendingChanges()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(sqlitedriver.Name, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER fail_updates BEFORE INSERT ON block_updates BEGIN SELECT RAISE(ABORT, 'injected failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	view.Subscribe(func(ev blocks.Event) {
+		s, _ := view.Text()
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+	})
+	if err := a.MergeChanges(ctx, "ada", "ada", "notes", data); err == nil {
+		t.Fatal("the merge's write succeeded despite the failing trigger")
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Fatalf("subscribers heard of a merge that was taken back, reading %q", seen)
+	}
+	mu.Unlock()
+	if text, _ := view.Text(); text != "durable" {
+		t.Fatalf("after the failed merge the view reads %q", text)
+	}
+	// A merge that commits is announced, and read.
+	if _, err := db.Exec(`DROP TRIGGER fail_updates`); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.MergeChanges(ctx, "ada", "ada", "notes", data); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "durable MERGED" {
+		t.Fatalf("after a merge that committed, subscribers read %q", seen)
+	}
+}
