@@ -208,9 +208,18 @@ func (c *core) holdStable() error {
 // endFlight ends write token's flight: views read the live state again.
 func (c *core) endFlight(token uint64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var q *remoteEvent
 	if c.inflight == token {
 		c.inflight, c.stable = 0, stableState{}
+		if c.held == 0 {
+			// Remote events the store's Release left for the end of this
+			// write (see Replica.Release): views read what they announce.
+			q, c.queued = c.queued, nil
+		}
+	}
+	c.mu.Unlock()
+	if q != nil {
+		fire(q.subs, q.ev)
 	}
 }
 
@@ -746,7 +755,13 @@ func (d *Document) mutateManaged(w Writer, token uint64, who string, system bool
 		ev      Event
 		subs    []func(Event)
 		applied bool
+		ended   bool
 	)
+	defer func() {
+		if !ended { // a panic under w.Write: no flight outlives it
+			c.endFlight(token)
+		}
+	}()
 	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
 	wreq.Undo = func() error {
 		c.mu.Lock()
@@ -801,9 +816,11 @@ func (d *Document) mutateManaged(w Writer, token uint64, who string, system bool
 			}
 			c.mu.Unlock()
 		}
+		ended = true
 		c.endFlight(token)
 		return err
 	}
+	ended = true
 	c.endFlight(token)
 	if ev.Op != "" {
 		// The heads once the write is durable: if the store started a new

@@ -117,7 +117,12 @@ func (r *Replica) Release() {
 			}
 			c.mergeFlight = 0
 		}
-		q, c.queued = c.queued, nil
+		// While an edit's write is still ending (Write returned, the
+		// edit's flight not yet over), views read the state before it:
+		// the event waits for that flight's end (endFlight).
+		if c.inflight == 0 {
+			q, c.queued = c.queued, nil
+		}
 	}
 	c.mu.Unlock()
 	if q != nil {
@@ -358,11 +363,16 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 		}
 		return nil
 	})
-	if err == nil && c.held > 0 && c.inflight == 0 {
+	if err == nil && c.held > 0 {
 		// Under the store's hold this merge is part of a write that may
 		// still fail: views read the state before it until the hold ends
-		// (Release), and its Remote event waits as long.
-		if err = c.holdStable(); err == nil {
+		// (Release), and its Remote event waits as long. Its own token, so
+		// an edit whose flight is still ending cannot end this one. (With
+		// such a flight, views already read a durable state before it.)
+		if c.inflight == 0 {
+			err = c.holdStable()
+		}
+		if err == nil {
 			c.flights++
 			c.inflight, c.mergeFlight = c.flights, c.flights
 		}

@@ -552,11 +552,30 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 		}
 		c.lru.Remove(id)
 	}
+	e, fresh, err := c.loadLocked(ctx, id, incarnation)
+	if err != nil {
+		return nil, err
+	}
+	// Outside loadMu: these may fire Remote events (see entry.unlock),
+	// whose subscribers may read blocks, loading them.
+	c.flushEvicted(ctx)
+	if !fresh {
+		if err := c.catchUp(ctx, e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// loadLocked finds block id in the cache (or among the dirty evicted) or
+// loads it, under loadMu so one block is loaded once; fresh is false when
+// the entry found must still catch up.
+func (c *Cache) loadLocked(ctx context.Context, id, incarnation int64) (e *entry, fresh bool, err error) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if e, ok := c.lru.Get(id); ok {
 		if _, _, _, broken := e.freshness(); broken == nil && e.incarnation == incarnation {
-			return e, c.catchUp(ctx, e)
+			return e, false, nil
 		}
 	}
 	if e := c.evictedDirty(id, incarnation); e != nil {
@@ -564,12 +583,11 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 		// comes back instead of a second copy loaded beside it, which
 		// would hide those edits and check limits without them.
 		c.lru.Add(id, e)
-		c.flushEvicted(ctx)
-		return e, c.catchUp(ctx, e)
+		return e, false, nil
 	}
-	e, err := c.load(ctx, id)
+	e, err = c.load(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if c.afterLoad != nil {
 		c.afterLoad(id)
@@ -580,8 +598,7 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 	// the block's next notification.
 	e.stale.Store(true)
 	c.lru.Add(id, e)
-	c.flushEvicted(ctx)
-	return e, nil
+	return e, true, nil
 }
 
 // readTx begins a read-only transaction that sees one snapshot of the

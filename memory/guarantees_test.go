@@ -1260,3 +1260,86 @@ func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
 		t.Fatalf("after a merge that committed, subscribers read %q", seen)
 	}
 }
+
+// A subscriber reading its block from a Remote event fired by the flush of
+// that block's eviction (write-back) does not deadlock on the load lock the
+// eviction ran under.
+func TestSubscriberReadDuringEvictionFlush(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "evict.db")
+	a, err := memory.Open(ctx, path, &memory.Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := openFile(t, path, nil)
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: l, Value: l + "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vx, err := a.GetBlock(ctx, "ada", "x") // cached: x alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vx.AppendText(" pending", blocks.Agent); err != nil { // x dirty
+		t.Fatal(err)
+	}
+	if err := b.AppendToBlock(ctx, "ada", "x", " b"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	vx.Subscribe(func(ev blocks.Event) {
+		if ev.Remote {
+			once.Do(func() { a.GetBlock(ctx, "ada", "x") })
+		}
+	})
+	done := make(chan error, 1)
+	go func() { _, err := a.GetBlock(ctx, "ada", "y"); done <- err }() // evicts x, flushing it
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber's GetBlock, fired by an eviction's flush, never returned")
+	}
+}
+
+// A subscriber that panics (and a caller that recovers) leaves no write in
+// flight: views read the durable state afterwards.
+func TestPanickingSubscriberLeavesNoWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := a.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicked := false
+	view.Subscribe(func(ev blocks.Event) {
+		if ev.Remote && !panicked {
+			panicked = true
+			panic("subscriber bug")
+		}
+	})
+	if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { recover() }()
+		view.AppendText(" a", blocks.Agent)
+	}()
+	if !panicked {
+		t.Fatal("the subscriber never ran: the case tested nothing")
+	}
+	durable, _ := b.RenderedContent(ctx, "ada", "notes")
+	v, _ := a.GetBlock(ctx, "ada", "notes")
+	if got, _ := v.Text(); got != durable {
+		t.Fatalf("after a recovered subscriber panic, views read %q; %q is durable", got, durable)
+	}
+}
