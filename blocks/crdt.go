@@ -86,7 +86,7 @@ func (c *core) afterRemote(before []string) (Event, []func(Event)) {
 	// Remote event announces is there to read; an edit applied next holds
 	// a new stable state.
 	if c.mergeFlight == 0 {
-		c.inflight, c.stable = 0, stableState{}
+		c.dropStable()
 	}
 	c.invalidate()
 	return Event{Label: c.info.Label, Op: OpMerge, Heads: after, Remote: true}, c.subscribers()

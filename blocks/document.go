@@ -195,28 +195,41 @@ type stableState struct {
 }
 
 // holdStable keeps the current state as the one views read until the write
-// in flight ends. Caller holds mu.
+// in flight ends. The model is shared, not copied: it is never changed in
+// place (edits plan on clones and replace it). Caller holds mu.
 func (c *core) holdStable() error {
 	v, err := c.value()
 	if err != nil {
 		return err
 	}
-	c.stable = stableState{model: cloneValue(v), size: c.size, sizeBytes: c.sizeBytes, view: c.view, hasView: c.hasView, heads: c.am.Heads()}
+	c.stable = stableState{model: v, size: c.size, sizeBytes: c.sizeBytes, view: c.view, hasView: c.hasView, heads: c.am.Heads()}
 	return nil
 }
 
-// endFlight ends write token's flight: views read the live state again.
+// dropStable ends the flight in progress: views read the live state.
+// Caller holds mu.
+func (c *core) dropStable() { c.inflight, c.stable = 0, stableState{} }
+
+// takeQueued returns the Remote event that waited, once nothing holds it
+// back: no store hold (Replica.Hold) and no write in flight, so views read
+// what it announces. Caller holds mu.
+func (c *core) takeQueued() *remoteEvent {
+	if c.held > 0 || c.inflight != 0 {
+		return nil
+	}
+	q := c.queued
+	c.queued = nil
+	return q
+}
+
+// endFlight ends write token's flight (views read the live state again)
+// and fires the Remote event that waited for it.
 func (c *core) endFlight(token uint64) {
 	c.mu.Lock()
-	var q *remoteEvent
 	if c.inflight == token {
-		c.inflight, c.stable = 0, stableState{}
-		if c.held == 0 {
-			// Remote events the store's Release left for the end of this
-			// write (see Replica.Release): views read what they announce.
-			q, c.queued = c.queued, nil
-		}
+		c.dropStable()
 	}
+	q := c.takeQueued()
 	c.mu.Unlock()
 	if q != nil {
 		fire(q.subs, q.ev)
@@ -720,8 +733,6 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	c := d.c
 	c.mu.Lock()
 	w := c.writer
-	c.flights++
-	token := c.flights
 	label := c.info.Label
 	c.mu.Unlock()
 	if w == nil {
@@ -733,7 +744,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		}
 		return nameBlock(label, err)
 	}
-	err = d.mutateManaged(w, token, who, system, ver, req, p)
+	err = d.mutateManaged(w, who, system, ver, req, p)
 	return nameBlock(label, err)
 }
 
@@ -747,9 +758,13 @@ func nameBlock(label string, err error) error {
 }
 
 // mutateManaged is mutate on a managed document: the edit runs inside w's
-// Write (see Writer) as write token.
-func (d *Document) mutateManaged(w Writer, token uint64, who string, system bool, ver uint64, req request, p plan) error {
+// Write (see Writer), as a flight of its own token.
+func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, req request, p plan) error {
 	c := d.c
+	c.mu.Lock()
+	c.flights++
+	token := c.flights
+	c.mu.Unlock()
 	var err error
 	var (
 		ev      Event

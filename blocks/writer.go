@@ -109,21 +109,16 @@ func (r *Replica) Release() {
 	c := r.c
 	c.mu.Lock()
 	c.held--
-	var q *remoteEvent
-	if c.held == 0 {
-		if c.mergeFlight != 0 {
-			if c.inflight == c.mergeFlight {
-				c.inflight, c.stable = 0, stableState{}
-			}
-			c.mergeFlight = 0
+	if c.held == 0 && c.mergeFlight != 0 {
+		if c.inflight == c.mergeFlight {
+			c.dropStable()
 		}
-		// While an edit's write is still ending (Write returned, the
-		// edit's flight not yet over), views read the state before it:
-		// the event waits for that flight's end (endFlight).
-		if c.inflight == 0 {
-			q, c.queued = c.queued, nil
-		}
+		c.mergeFlight = 0
 	}
+	// While an edit's write is still ending (Write returned, the edit's
+	// flight not yet over), the event waits for that flight's end
+	// (endFlight).
+	q := c.takeQueued()
 	c.mu.Unlock()
 	if q != nil {
 		fire(q.subs, q.ev)

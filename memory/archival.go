@@ -69,8 +69,11 @@ func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
 	}
-	for what, v := range map[string]any{"content": e.Content, "tags": e.Tags, "metadata": e.Metadata} {
-		if err := checkStorable(fmt.Sprintf("archival entry for %q: %s", agent, what), v); err != nil {
+	for _, f := range [...]struct {
+		what string
+		v    any
+	}{{"content", e.Content}, {"tags", e.Tags}, {"metadata", e.Metadata}} {
+		if err := checkStorable(agent, "archival entry", f.what, f.v); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"time"
 
@@ -430,8 +431,8 @@ func (c *Cache) afterEdit(ctx context.Context, ent *entry, e Edit) error {
 // "log" and "log:<label>"), so a long-lived log does not grow the document
 // and its history forever. The trim and the archival rows are written in
 // one transaction: both or neither. Entries are embedded before the write
-// lock, as they stand in the cached state; one the trim finds only on the
-// fresh state (another writer's) is embedded under the lock.
+// lock, as they stand in the cached state; should the fresh state trim
+// others (another writer's came between), those are embedded under it.
 func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
 	ls, ok := schema.Deref(ent.doc.Schema()).(schema.Log)
 	if !ok || ls.Retention <= 0 {
@@ -446,66 +447,25 @@ func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
 		return nil
 	}
 	now := c.opts.Now().UTC()
-	rowFor := func(le blocks.LogEntry) (*archivalRow, error) {
-		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
-		for k, v := range le.Fields {
-			meta[k] = v
-		}
-		return c.prepareArchival(ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
-			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
-	}
-	type embedded struct {
-		row *archivalRow
-		vec []float32
-	}
-	ahead := map[string]embedded{}
-	key := func(r *archivalRow) string { return r.meta + "\x00" + r.e.Content }
-	var rows []*archivalRow
-	for _, le := range entries[:len(entries)-ls.Retention] {
-		r, err := rowFor(le)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, r)
+	preview := entries[:len(entries)-ls.Retention]
+	rows, err := c.logRows(ent, preview, now)
+	if err != nil {
+		return err
 	}
 	vecs, err := c.embedArchival(ctx, ent.owner, rows)
 	if err != nil {
 		return err
 	}
-	for i, r := range rows {
-		var vec []float32
-		if vecs != nil {
-			vec = vecs[i]
-		}
-		ahead[key(r)] = embedded{r, vec}
-	}
 	var removed []blocks.LogEntry
 	write := func(tx *sql.Tx) error {
-		rows := make([]*archivalRow, len(removed))
-		var vecs [][]float32
-		if c.index.Embedder() != nil {
-			vecs = make([][]float32, len(removed))
-		}
-		for i, le := range removed {
-			r, err := rowFor(le)
-			if err != nil {
+		if !reflect.DeepEqual(removed, preview) {
+			// The fresh state trims other entries (another writer's
+			// came between): those are embedded here, under the lock.
+			if rows, err = c.logRows(ent, removed, now); err != nil {
 				return err
 			}
-			if a, ok := ahead[key(r)]; ok {
-				cp := *a.row // two equal entries are two rows
-				rows[i] = &cp
-				if vecs != nil {
-					vecs[i] = a.vec
-				}
-				continue
-			}
-			rows[i] = r
-			if vecs != nil {
-				v, err := c.embedArchival(ctx, ent.owner, []*archivalRow{r})
-				if err != nil {
-					return err
-				}
-				vecs[i] = v[0]
+			if vecs, err = c.embedArchival(ctx, ent.owner, rows); err != nil {
+				return err
 			}
 		}
 		// The statements are the transaction's (see Cache.write): not
@@ -516,6 +476,24 @@ func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
 		return nil
 	}
 	return ent.doc.WithContext(withTxHook(ctx, write)).TrimLogWith(ls.Retention, blocks.System, func(r []blocks.LogEntry) { removed = r })
+}
+
+// logRows are the archival rows of log entries rotated out of block ent.
+func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([]*archivalRow, error) {
+	rows := make([]*archivalRow, len(entries))
+	for i, le := range entries {
+		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
+		for k, v := range le.Fields {
+			meta[k] = v
+		}
+		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
+			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = r
+	}
+	return rows, nil
 }
 
 // Apply runs the edit on doc as actor, exactly as the store's ApplyEdit

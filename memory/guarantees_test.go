@@ -1111,9 +1111,16 @@ func TestViewCRDTReadsOfAWriteInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	forkText, _ := fork.Text()
-	_, perr := c.ProposeEdit(ctx, "ada", "ada", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "INFLIGHT", Text: "x"}, "")
+	// The dry run happens now, during the flight; storing the proposal
+	// waits for the lock (held until release), so it runs concurrently.
+	perrc := make(chan error, 1)
+	go func() {
+		_, err := c.ProposeEdit(ctx, "ada", "ada", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "INFLIGHT", Text: "x"}, "")
+		perrc <- err
+	}()
 	werr := <-done
 	release()
+	perr := <-perrc
 	if !errors.Is(werr, memory.ErrPersist) {
 		t.Fatalf("the write under a held lock: %v", werr)
 	}

@@ -66,8 +66,8 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if m.Seq < 0 {
 			return nil, invalidArg("negative message seq %d%s", m.Seq, at)
 		}
-		if err := checkStorable(fmt.Sprintf("message for %q%s", agent, at), m); err != nil {
-			return nil, err
+		if err := checkStorable(agent, "message", "", m); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
 		}
 		m.Agent = agent
 		if m.CreatedAt.IsZero() {

@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -12,6 +13,9 @@ import (
 // silently replace invalid bytes, handing back something other than what
 // was written. Block text is held to the same rule by its schema.
 func storableText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return "" // the common case, without decoding rune by rune
+	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
@@ -25,14 +29,20 @@ func storableText(s string) string {
 	return ""
 }
 
-// checkStorable returns an ErrInvalidArgument error naming what (and the
-// place inside it) when any string in v — keys of maps included — is not
-// storable text (see storableText).
-func checkStorable(what string, v any) error {
-	if where, problem := findUnstorable(reflect.ValueOf(v), "", 0); problem != "" {
-		return invalidArg("%s%s contains %s; text must be valid UTF-8 without NUL bytes", what, where, problem)
+// checkStorable returns an ErrInvalidArgument error naming the agent's
+// item, its field and the place inside it when any string in v — keys of
+// maps included — is not storable text (see storableText). The message is
+// only formatted when there is something to report: this runs on every
+// archival entry and message written.
+func checkStorable(agent, item, field string, v any) error {
+	where, problem := findUnstorable(reflect.ValueOf(v), "", 0)
+	if problem == "" {
+		return nil
 	}
-	return nil
+	if field != "" {
+		field = ": " + field
+	}
+	return invalidArg("%s for %q%s%s contains %s; text must be valid UTF-8 without NUL bytes", item, agent, field, where, problem)
 }
 
 // findUnstorable walks v for a string storableText refuses, returning where

@@ -230,9 +230,8 @@ func (c *framedConn) batch(line []byte) {
 			_, inFlight := c.pending[req.ID.Raw()]
 			c.mu.Unlock()
 			if _, twice := b.want[req.ID.Raw()]; twice || inFlight {
-				var sink bytes.Buffer
-				(&framedConn{w: &sink}).reply(req.ID.Raw(), codeInvalidRequest, fmt.Sprintf("invalid request: id %v is already used by a request in flight", req.ID.Raw()))
-				b.responses = append(b.responses, json.RawMessage(bytes.TrimSpace(sink.Bytes())))
+				b.responses = append(b.responses, errorResponse(req.ID.Raw(), codeInvalidRequest,
+					fmt.Sprintf("invalid request: id %v is already used by a request in flight", req.ID.Raw())))
 				continue
 			}
 			b.want[req.ID.Raw()] = len(b.responses)
@@ -403,6 +402,11 @@ func (c *framedConn) noteInitialize(resp *jsonrpc.Response) {
 // reply writes a JSON-RPC error response for a message that never reaches
 // the SDK.
 func (c *framedConn) reply(id any, code int, msg string) {
+	c.writeRaw(errorResponse(id, code, msg))
+}
+
+// errorResponse is a JSON-RPC error response.
+func errorResponse(id any, code int, msg string) json.RawMessage {
 	resp := struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      any    `json:"id"`
@@ -412,7 +416,7 @@ func (c *framedConn) reply(id any, code int, msg string) {
 		} `json:"error"`
 	}{JSONRPC: "2.0", ID: id}
 	resp.Error.Code, resp.Error.Message = code, msg
-	c.writeRaw(mustJSON(resp))
+	return mustJSON(resp)
 }
 
 func (c *framedConn) writeRaw(data []byte) error {
