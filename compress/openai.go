@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/openaihttp"
+	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -87,7 +88,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAISummarizer, error) {
 	o.APIKey = openaihttp.FirstNonEmpty(o.APIKey, os.Getenv("ENGRAM_SUMMARY_API_KEY"), os.Getenv("OPENAI_API_KEY"))
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("%w: openai summarizer: base URL %q must start with http:// or https://", ErrInvalid, o.BaseURL)
+		return nil, fmt.Errorf("%w: openai summarizer: base URL %q must start with http:// or https://", ErrInvalid, redact.Target(o.BaseURL))
 	}
 	s := &OpenAISummarizer{
 		model:     o.Model,
@@ -218,7 +219,7 @@ func (s *OpenAISummarizer) Summarize(ctx context.Context, previous string, msgs 
 // decode reads the summary of a 200 response. Its errors are wrapped in
 // ErrSummarizer by openaihttp.Wrap.
 func (s *OpenAISummarizer) decode(raw []byte) (string, error) {
-	url := s.client.URL
+	url := s.client.SafeURL()
 	var r chatResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return "", fmt.Errorf("POST %s: response is not a chat completion: %v (body %s)", url, err, s.client.Quote(raw, 200))

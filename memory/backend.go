@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strings"
 
+	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -55,35 +57,86 @@ type BlockNotifier interface {
 }
 
 // openBackend picks the backend from Open's target: a file path,
-// ":memory:" or sqlite://PATH → SQLite; postgres:// or postgresql:// →
-// PostgreSQL. Any other scheme is refused rather than taken for a relative
-// path (which once made "postgres://…" a directory named "postgres:").
+// ":memory:" or sqlite://PATH → SQLite; postgres:// or postgresql:// or a
+// libpq keyword/value string ("host=… dbname=…") → PostgreSQL. Any other
+// scheme is refused rather than taken for a relative path (which once made
+// "postgres://…" a directory named "postgres:"), and so is a would-be file
+// name holding "password=" (a keyword DSN once became a SQLite file whose
+// name held the password). The name returned is redacted.
 func openBackend(ctx context.Context, target string, o Options) (Backend, string, error) {
-	scheme, rest, ok := strings.Cut(target, "://")
-	if !ok || strings.ContainsAny(scheme, `/\`) {
-		if strings.TrimSpace(target) == "" {
+	kind, path := classifyTarget(target)
+	switch kind {
+	case targetSQLite:
+		if strings.TrimSpace(path) == "" {
 			return nil, "", invalidArg("store path is empty")
 		}
-		b, err := sqlite.Open(ctx, target, &sqlite.Options{BusyTimeout: o.BusyTimeout})
-		return b, target, err
-	}
-	switch strings.ToLower(scheme) {
-	case "sqlite", "file":
-		if rest == "" {
-			return nil, "", invalidArg("store URL %q names no file", target)
-		}
-		b, err := sqlite.Open(ctx, rest, &sqlite.Options{BusyTimeout: o.BusyTimeout})
-		return b, rest, err
-	case "postgres", "postgresql":
+		b, err := sqlite.Open(ctx, path, &sqlite.Options{BusyTimeout: o.BusyTimeout})
+		return b, redactURL(path), err
+	case targetPostgres:
 		b, err := postgres.Open(ctx, target, &postgres.Options{LockTimeout: o.BusyTimeout, Logger: o.Logger})
 		return b, redactURL(target), err
+	case targetSecretFile:
+		return nil, "", invalidArg("store %q looks like a connection string, not a file name (a PostgreSQL keyword DSN starts with host=, dbname=, user=, ...; a SQLite file name may not hold \"password=\")", redactURL(target))
 	}
-	return nil, "", fmt.Errorf("%w: %q (want a file path, \":memory:\", sqlite://PATH or postgres://…)", ErrUnknownScheme, redactURL(target))
+	return nil, "", fmt.Errorf("%w: %q (want a file path, \":memory:\", sqlite://PATH, postgres://… or host=… dbname=…)", ErrUnknownScheme, redactURL(target))
 }
 
-// redactURL drops a password from a URL for error messages and logs.
+type targetKind int
+
+const (
+	targetUnknown    targetKind = iota // an unknown URL scheme
+	targetSQLite                       // path is the file (or ":memory:")
+	targetPostgres                     // a postgres:// URL or a keyword DSN
+	targetSecretFile                   // a file name holding "password="
+)
+
+// classifyTarget is openBackend's choice, shared with SQLitePath.
+func classifyTarget(target string) (targetKind, string) {
+	scheme, rest, ok := strings.Cut(target, "://")
+	if ok && !strings.ContainsAny(scheme, `/\`) {
+		switch strings.ToLower(scheme) {
+		case "sqlite", "file":
+			return targetSQLite, rest
+		case "postgres", "postgresql":
+			return targetPostgres, ""
+		}
+		if isKeywordDSN(target) {
+			return targetPostgres, ""
+		}
+		return targetUnknown, ""
+	}
+	if isKeywordDSN(target) {
+		return targetPostgres, ""
+	}
+	if passwordKey.MatchString(target) {
+		return targetSecretFile, ""
+	}
+	return targetSQLite, target
+}
+
+// SQLitePath returns the file a target opens as SQLite (":memory:" for
+// the in-memory store), or ok false for a PostgreSQL target and a target
+// Open refuses. The CLI uses it to create the file's directory.
+func SQLitePath(target string) (path string, ok bool) {
+	kind, p := classifyTarget(target)
+	return p, kind == targetSQLite
+}
+
+// keywordDSN matches the start of a libpq keyword/value connection string:
+// a connection keyword, then '='. Only known keywords count, so that a
+// file named "notes=old.db" stays a file (and "./dbname=x" always is one).
+var keywordDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|service|sslmode|sslcert|sslkey|sslpassword|sslrootcert|connect_timeout|application_name|options|target_session_attrs|channel_binding|gssencmode|krbsrvname|client_encoding)\s*=`)
+
+// passwordKey finds "password=" (in any case, spaces allowed) in a target
+// that is not a DSN: such a name is refused, never made a file.
+var passwordKey = regexp.MustCompile(`(?i)password\s*=`)
+
+func isKeywordDSN(target string) bool { return keywordDSN.MatchString(target) }
+
+// redactURL hides passwords (and other possibly secret values) in a
+// target for error messages and logs.
 func redactURL(target string) string {
-	return postgres.Redact(target)
+	return redact.Target(target)
 }
 
 var (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/openaihttp"
+	"github.com/engram-go/engram/internal/redact"
 )
 
 // Defaults of the OpenAI-compatible embedder.
@@ -114,7 +115,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAIEmbedder, error) {
 	}
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("search: openai embedder: base URL %q must start with http:// or https://", o.BaseURL)
+		return nil, fmt.Errorf("search: openai embedder: base URL %q must start with http:// or https://", redact.Target(o.BaseURL))
 	}
 	e := &OpenAIEmbedder{
 		model:    o.Model,
@@ -216,7 +217,7 @@ func (e *OpenAIEmbedder) embedBatch(ctx context.Context, texts []string) ([][]fl
 // decode reads the n embeddings of a 200 response. Its errors are wrapped
 // in ErrEmbedder by openaihttp.Wrap.
 func (e *OpenAIEmbedder) decode(raw []byte, n int) ([][]float32, error) {
-	url := e.client.URL
+	url := e.client.SafeURL()
 	var r embedResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("POST %s: response is not JSON embeddings: %v (body %s)", url, err, e.client.Quote(raw, 200))

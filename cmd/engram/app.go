@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -88,11 +89,15 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
-	if a.db != ":memory:" && !strings.Contains(a.db, "://") {
-		if _, err := os.Stat(a.db); a.readOnly && errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s (this command only reads; commands that write create the store; set --db or ENGRAM_DB)", a.db)
+	// Only a SQLite file gets its directory made: a PostgreSQL URL or
+	// keyword DSN ("host=… password=…/x") is no path to create.
+	if path, ok := memory.SQLitePath(a.db); ok && path != ":memory:" {
+		if _, err := os.Stat(path); a.readOnly && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s (this command only reads; commands that write create the store; set --db or ENGRAM_DB)", redact.Target(path))
 		}
-		if err := os.MkdirAll(filepath.Dir(a.db), 0o755); err != nil {
+		// 0700: the store holds every agent's memory; the file itself is
+		// created 0600 by the SQLite backend.
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
 	}

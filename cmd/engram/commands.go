@@ -16,8 +16,8 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
+	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
-	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
 	"github.com/engram-go/engram/workspace"
@@ -878,7 +878,7 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 	} else if why := s.Index().VectorEngineReason(); why != "" {
 		vectors += " (" + why + ")"
 	}
-	target := postgres.Redact(a.db)
+	target := redact.Target(a.db)
 	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "vectors": vectors, "counts": stats}
 	return a.output(out, func(w io.Writer) {
 		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
-	"github.com/engram-go/engram/memory/postgres"
+	"github.com/engram-go/engram/internal/redact"
 )
 
 // cmdUI serves the web app until the context ends (Ctrl-C).
@@ -53,7 +53,7 @@ func cmdUI(ctx context.Context, a *app, args []string) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	db := postgres.Redact(a.db)
+	db := redact.Target(a.db)
 	if err := a.output(map[string]any{"url": link, "db": db}, func(w io.Writer) {
 		fmt.Fprintf(w, "engram ui for %s\nopen %s\n(Ctrl-C stops it)\n", db, link)
 	}); err != nil {

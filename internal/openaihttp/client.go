@@ -3,11 +3,15 @@ package openaihttp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/engram-go/engram/internal/redact"
 )
 
 // Defaults used when the matching Client field is zero.
@@ -105,7 +109,13 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, &Error{Op: OpBuild, URL: c.URL, Err: err}
+		// url.Parse's error quotes the URL and, for a bad escape, the
+		// characters after the '%': a password's. Neither is shown.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ErrInvalidURL
+		}
+		return nil, &Error{Op: OpBuild, URL: c.SafeURL(), Err: err}
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
@@ -122,7 +132,13 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	resp, err := hc.Do(req)
 	if err != nil {
 		// Network errors and attempt timeouts are worth retrying.
-		return nil, &Error{Op: OpSend, URL: c.URL, Err: err, Retryable: true}
+		// net/http masks a userinfo password in its *url.Error, not a key
+		// in the query.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact.Target(ue.URL)
+		}
+		return nil, &Error{Op: OpSend, URL: c.SafeURL(), Err: err, Retryable: true}
 	}
 	defer resp.Body.Close()
 	limit := c.MaxResponseBytes
@@ -131,10 +147,10 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return nil, &Error{Op: OpRead, URL: c.URL, Err: err, Retryable: true}
+		return nil, &Error{Op: OpRead, URL: c.SafeURL(), Err: err, Retryable: true}
 	}
 	if resp.StatusCode != http.StatusOK {
-		e := &Error{Op: OpStatus, URL: c.URL, Detail: c.Detail, StatusCode: resp.StatusCode, Message: c.ErrorMessage(raw)}
+		e := &Error{Op: OpStatus, URL: c.SafeURL(), Detail: c.Detail, StatusCode: resp.StatusCode, Message: c.ErrorMessage(raw)}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 			e.Retryable = true
 			e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"))
@@ -143,10 +159,16 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	}
 	if check != nil {
 		if err := check(raw); err != nil {
-			return nil, &Error{Op: OpCheck, URL: c.URL, Err: err}
+			return nil, &Error{Op: OpCheck, URL: c.SafeURL(), Err: err}
 		}
 	}
 	return raw, nil
+}
+
+// SafeURL is URL as messages show it: a password in the userinfo and the
+// query's values (an api-key) masked by redact.Target.
+func (c *Client) SafeURL() string {
+	return redact.Target(c.URL)
 }
 
 // ErrorMessage is the package function ErrorMessage with c.Clip.

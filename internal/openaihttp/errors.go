@@ -15,6 +15,10 @@ const (
 	OpCheck  = "check"         // the caller's check rejected a 200 body
 )
 
+// ErrInvalidURL is the error of an OpBuild *Error for a URL that does not
+// parse (the parser's own message would quote it, password included).
+var ErrInvalidURL = errors.New("invalid URL (percent-encode special characters in a user name or password)")
+
 // Error is a failed attempt, and what Post returns when it gives up.
 //
 // Only the error of a check is wrapped (Unwrap): network and read errors
@@ -23,7 +27,9 @@ const (
 type Error struct {
 	// Op is the step that failed (OpBuild, OpSend, OpRead, OpStatus,
 	// OpCheck).
-	Op  string
+	Op string
+	// URL is the endpoint redacted (Client.SafeURL): it never holds a
+	// password or a query value such as an api-key.
 	URL string
 	// Detail is Client.Detail, shown after the URL of an OpStatus error.
 	Detail string
@@ -47,7 +53,7 @@ func (e *Error) Error() string {
 	var s string
 	switch e.Op {
 	case OpBuild:
-		s = fmt.Sprintf("build request: %v", e.Err)
+		s = fmt.Sprintf("POST %s: build request: %v", e.URL, e.Err)
 	case OpRead:
 		s = fmt.Sprintf("POST %s: read response: %v", e.URL, e.Err)
 	case OpStatus:

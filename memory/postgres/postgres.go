@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/engram-go/engram/internal/groupcommit"
+	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/search"
 )
 
@@ -81,8 +81,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		// pgx's message can quote the DSN, password included.
-		return nil, fmt.Errorf("parse PostgreSQL DSN %s: invalid connection string", Redact(dsn))
+		// pgx's message can quote the DSN, or a piece of a password (a
+		// bad escape), so it is not shown.
+		return nil, fmt.Errorf("%w: %s (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F)",
+			ErrInvalidDSN, Redact(dsn))
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
 	// The advisory lock waits server-side up to lock_timeout: no polling.
@@ -263,30 +265,16 @@ func (b *Backend) listen(ctx context.Context, changed func(int64), live func(boo
 	}
 }
 
-// Redact returns target with any password replaced by "xxxxx", for
-// messages and logs (URL or key=value form).
+// Redact returns target with any password (and any other value that could
+// be a credential) masked, for messages and logs; it is redact.Target, the
+// one redaction every engram message uses.
 func Redact(target string) string {
-	if u, err := url.Parse(target); err == nil && u.Scheme != "" {
-		if u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			}
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	fields := strings.Fields(target)
-	for i, f := range fields {
-		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
-			fields[i] = k + "=xxxxx"
-		}
-	}
-	return strings.Join(fields, " ")
+	return redact.Target(target)
 }
+
+// ErrInvalidDSN is returned by Open for a connection string pgx cannot
+// parse; the message shows it redacted.
+var ErrInvalidDSN = errors.New("postgres: invalid connection string")
 
 // ErrNewerSchema is returned by Open for a database migrated by a newer
 // engram.

@@ -1,0 +1,72 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// Issue 29 item 8: a store target that could hold a password never reaches
+// an error whole, and a keyword DSN is PostgreSQL, never a SQLite file
+// named after it.
+func TestOpenHidesTargetSecrets(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		name, target string
+		want         error // nil: any error (no server here)
+	}{
+		{"URL with a bad escape", "postgres://user:SECRET%PW@127.0.0.1:1/db", nil},
+		{"URL with an unescaped slash", "postgres://user:SEC/RET@127.0.0.1:1/db", nil},
+		{"keyword DSN", "host=127.0.0.1 port=1 dbname=x user=u password=SECRET connect_timeout=1", nil},
+		{"keyword DSN, quoted", "dbname=x host=127.0.0.1 port=1 password='SEC RET' connect_timeout=1", nil},
+		{"unknown scheme", "mysql://u:SECRET@h/db", memory.ErrUnknownScheme},
+		{"file name holding a password", "./store password=SECRET", memory.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := memory.Open(context.Background(), tc.target, &memory.Options{BusyTimeout: time.Second})
+			if err == nil {
+				c.Close()
+				t.Fatalf("Open(%q) succeeded", tc.target)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "SECRET") || strings.Contains(msg, "SEC RET") || strings.Contains(msg, "RET") || !strings.Contains(msg, "xxxxx") {
+				t.Errorf("Open(%q): err = %v", tc.target, err)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("Open(%q): err = %v, want %v", tc.target, err, tc.want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Open of connection strings created %v", entries)
+	}
+}
+
+// SQLitePath is the CLI's test for "make the file's directory".
+func TestSQLitePath(t *testing.T) {
+	for _, tc := range []struct {
+		target, path string
+		ok           bool
+	}{
+		{"/tmp/x.db", "/tmp/x.db", true},
+		{":memory:", ":memory:", true},
+		{"sqlite:///tmp/x.db", "/tmp/x.db", true},
+		{"notes=old.db", "notes=old.db", true},
+		{"postgres://h/db", "", false},
+		{"host=h dbname=x", "", false},
+		{" dbname = x", "", false},
+		{"host=h password=a://b", "", false},
+		{"x password=y", "", false},
+		{"mysql://h", "", false},
+	} {
+		if p, ok := memory.SQLitePath(tc.target); p != tc.path || ok != tc.ok {
+			t.Errorf("SQLitePath(%q) = %q, %v; want %q, %v", tc.target, p, ok, tc.path, tc.ok)
+		}
+	}
+}

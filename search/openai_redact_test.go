@@ -1,0 +1,34 @@
+package search_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/search"
+)
+
+// Issue 29 item 8: an embedder base URL with user:password (or a key in
+// its query) is masked in every error the embedder returns.
+func TestOpenAIEmbedderHidesURLSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"data":[]}`)) // wrong count: a decode error naming the URL
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, base := range []string{
+		"ftp://ada:SECRET@" + host,
+		"http://ada:SECRET@" + host + "/v1",
+		"http://" + host + "/v1?api-key=SECRET",
+	} {
+		e, err := search.NewOpenAI(&search.OpenAIOptions{BaseURL: base, Model: "m", Dimensions: 3})
+		if err == nil {
+			_, err = e.Embed(context.Background(), []string{"x"})
+		}
+		if err == nil || strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "xxxxx") {
+			t.Errorf("base %q: err = %v", base, err)
+		}
+	}
+}
