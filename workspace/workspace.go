@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -15,10 +12,6 @@ import (
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
-
-// ErrInvalidFile is returned for a file that cannot become a block (not
-// UTF-8, a bad skill name).
-var ErrInvalidFile = errors.New("workspace: invalid file")
 
 // layer is one file ↔ block mapping.
 type layer struct {
@@ -52,7 +45,11 @@ type Report struct {
 	Written []string // files written by Export
 }
 
-// Import reads dir into agent's blocks.
+// Import reads dir into agent's blocks. It reads only regular files inside
+// dir: a symbolic link is followed only while it stays inside dir, a FIFO,
+// device or socket is refused without being opened for a blocking read
+// (ErrUnsafeFile), and a file longer than a block may be is refused
+// (ErrTooLarge); each error names the file.
 func Import(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
 	var rep Report
 	if st, err := os.Stat(dir); err != nil {
@@ -60,15 +57,21 @@ func Import(ctx context.Context, store memory.Store, agent, dir string) (Report,
 	} else if !st.IsDir() {
 		return rep, fmt.Errorf("%w: import %s: not a directory", ErrInvalidFile, dir)
 	}
+	// Every read goes through root, which refuses paths (and links) that
+	// lead outside dir: W/SOUL.md -> /etc/passwd once put the password
+	// file into a prompt.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return rep, fmt.Errorf("workspace: import %s: %w", dir, err)
+	}
+	defer root.Close()
 	layers := append([]layer(nil), fixed...)
-	skills, err := filepath.Glob(filepath.Join(dir, "skills", "*", "SKILL.md"))
+	skills, err := skillNames(root)
 	if err != nil {
 		return rep, err
 	}
-	sort.Strings(skills)
 	seen := map[string]string{}
-	for _, p := range skills {
-		name := filepath.Base(filepath.Dir(p))
+	for _, name := range skills {
 		label := blocks.SuggestLabel(skillPrefix + name)
 		if other, clash := seen[label]; clash {
 			return rep, fmt.Errorf("%w: skills %q and %q would both be block %q; rename one directory (labels are %s)",
@@ -82,16 +85,19 @@ func Import(ctx context.Context, store memory.Store, agent, dir string) (Report,
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(l.path)))
-		if errors.Is(err, fs.ErrNotExist) {
+		data, found, err := readFile(root, l.path)
+		if err != nil {
+			return rep, err
+		}
+		if !found {
 			rep.Skipped = append(rep.Skipped, l.path)
 			continue
 		}
-		if err != nil {
-			return rep, fmt.Errorf("workspace: read %s: %w", l.path, err)
-		}
 		if !utf8.Valid(data) {
 			return rep, fmt.Errorf("%w: %s is not UTF-8", ErrInvalidFile, l.path)
+		}
+		if utf8.RuneCount(data) > blocks.MaxCharLimit {
+			return rep, tooLarge(l.path)
 		}
 		text := string(data)
 		if strings.HasPrefix(l.label, skillPrefix) {
@@ -144,13 +150,25 @@ func upsert(ctx context.Context, store memory.Store, agent string, l layer, text
 	return false, store.PersistBlock(ctx, agent, l.label)
 }
 
-// Export writes agent's workspace blocks to dir (creating it).
+// Export writes agent's workspace blocks to dir (creating it, 0700). It
+// writes only inside dir and never through a link: each file is written
+// to a new temporary file (0600) beside it and renamed over it, so a
+// symbolic link in its place is replaced, not followed, and a directory
+// link leaving dir is an error (ErrUnsafeFile).
 func Export(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
 	var rep Report
 	metas, err := store.ListBlocks(ctx, agent)
 	if err != nil {
 		return rep, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return rep, fmt.Errorf("workspace: export %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return rep, fmt.Errorf("workspace: export %s: %w", dir, err)
+	}
+	defer root.Close()
 	byLabel := map[string]memory.BlockMeta{}
 	for _, m := range metas {
 		byLabel[m.Label] = m
@@ -182,12 +200,8 @@ func Export(ctx context.Context, store memory.Store, agent, dir string) (Report,
 		if err != nil {
 			return rep, fmt.Errorf("workspace: export block %q (%s): %w", m.Label, m.Schema.Kind(), err)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(l.path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := writeFile(root, l.path, []byte(text)); err != nil {
 			return rep, err
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			return rep, fmt.Errorf("workspace: write %s: %w", l.path, err)
 		}
 		rep.Written = append(rep.Written, l.path)
 	}
