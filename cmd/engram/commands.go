@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -710,23 +711,19 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := a.stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	if out == "" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
-		return err
+	if err := writeFileAtomic(out, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
-	if out != "" {
-		fmt.Fprintf(a.stderr, "exported %d blocks, %d archival entries, %d messages to %s\n", len(d.Blocks), len(d.Archival), len(d.Messages), out)
-	}
+	fmt.Fprintf(a.stderr, "exported %d blocks, %d archival entries, %d messages to %s\n", len(d.Blocks), len(d.Archival), len(d.Messages), out)
 	return nil
 }
 
@@ -889,4 +886,33 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 		}
 		a.table("WHAT\tCOUNT", rows)
 	})
+}
+
+// writeFileAtomic writes path through write without following a link
+// there: the data goes to a new temporary file (0600: an export holds every
+// agent's memory) in path's directory, which is then renamed over path.
+// os.Create(path) truncated the target of a link at path ("export --out
+// link.json"); now the link itself is replaced, and a failed export leaves
+// any earlier file whole.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,41 @@
+//go:build unix
+
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-go/engram/memory/sqlite"
+)
+
+// Issue 29 item 7: a new database file and the -wal and -shm files SQLite
+// makes beside it are readable by their owner only, whatever the umask
+// allows (the driver alone created them 0644).
+func TestNewDatabaseFilesArePrivate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	b, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "CREATE TABLE t (x INTEGER)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(p), err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %v, want -rw-------", filepath.Base(p), perm)
+		}
+	}
+}
