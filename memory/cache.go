@@ -222,9 +222,12 @@ func (e *entry) set(f func(e *entry)) {
 
 // Open opens (creating if needed) the store at target: a SQLite file path,
 // ":memory:" (a throw-away in-memory store) or sqlite://PATH, or a
-// PostgreSQL URL (postgres://… or postgresql://…), which several processes
-// on several machines may share. It applies the backend's migrations; any
-// other URL scheme fails with ErrUnknownScheme.
+// PostgreSQL URL (postgres://… or postgresql://…) or libpq keyword string
+// ("host=db dbname=engram", recognised by a connection keyword and '=' at
+// its start), which several processes on several machines may share. It
+// applies the backend's migrations; any other URL scheme fails with
+// ErrUnknownScheme, and a file name holding "password=" with
+// ErrInvalidArgument. Errors name the target redacted.
 func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
 	o := opts.withDefaults()
 	be, name, err := openBackend(ctx, target, o)

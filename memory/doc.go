@@ -12,9 +12,12 @@
 // # Backends
 //
 // Open picks a [Backend] from its target: a file path, ":memory:" or
-// sqlite://PATH is the embedded SQLite backend (package memory/sqlite); a
-// postgres:// URL is PostgreSQL (package memory/postgres), which processes
-// on many machines share. [New] builds a Cache over a backend opened by the
+// sqlite://PATH is the embedded SQLite backend (package memory/sqlite; a new
+// file is created 0600); a postgres:// URL or a libpq keyword string
+// starting with a connection keyword ("host=… dbname=…") is PostgreSQL
+// (package memory/postgres), which processes on many machines share.
+// Targets in errors and logs are redacted (no password, no query or
+// keyword value but harmless ones). [New] builds a Cache over a backend opened by the
 // caller. Everything below holds on both; where the mechanism differs
 // (how other processes' changes are noticed), the text says so.
 //

@@ -41,7 +41,7 @@ func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("engram", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.db, "db", "", "store: a SQLite file, :memory: or a postgres:// URL (default $ENGRAM_DB)")
+	fs.StringVar(&a.db, "db", "", "store: a SQLite file, :memory:, a postgres:// URL or a keyword DSN \"host=H dbname=D\" (default $ENGRAM_DB)")
 	fs.BoolVar(&a.json, "json", false, "JSON output")
 	fs.StringVar(&a.embedder, "embedder", os.Getenv("ENGRAM_EMBEDDER"), "none, offline or openai")
 	if err := fs.Parse(args); err != nil {

@@ -698,7 +698,7 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 	var agent, out string
 	if _, err := flags("export", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&agent, "agent", "", "only this agent (default: everything)")
-		fs.StringVar(&out, "out", "", "file (default: stdout)")
+		fs.StringVar(&out, "out", "", "file, written 0600 and replaced atomically (a link there is replaced, not followed) (default: stdout)")
 	}); err != nil {
 		return err
 	}

@@ -109,8 +109,9 @@ Context
 
 Files and transfer
   files import  --agent A DIR                      SOUL.md, AGENTS.md, MEMORY.md, TOOLS.md, skills/*/SKILL.md → blocks
-  files export  --agent A DIR
-  export        [--agent A] [--out FILE]           lossless JSON (CRDT history included)
+                                                   (regular files inside DIR only; no links out, FIFOs or devices)
+  files export  --agent A DIR                      writes only inside DIR, never through a link (files 0600)
+  export        [--agent A] [--out FILE]           lossless JSON (CRDT history included); FILE replaced atomically, 0600
   import        [--in FILE]
 
 Maintenance
@@ -127,7 +128,8 @@ TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
 
 Global flags
-  --db STORE     a SQLite file, :memory: or a postgres:// URL (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db)
+  --db STORE     a SQLite file (created 0600), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
+                 (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db); passwords are never printed
   --json         machine-readable output
   --embedder     none (default), offline (deterministic, no network) or openai
                  (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
