@@ -3,11 +3,13 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -68,5 +70,48 @@ func TestSQLitePath(t *testing.T) {
 		if p, ok := memory.SQLitePath(tc.target); p != tc.path || ok != tc.ok {
 			t.Errorf("SQLitePath(%q) = %q, %v; want %q, %v", tc.target, p, ok, tc.path, tc.ok)
 		}
+	}
+}
+
+// A keyword DSN opens PostgreSQL (pgx parses it), the same database as the
+// URL it was written from.
+func TestOpenKeywordDSN(t *testing.T) {
+	t.Chdir(t.TempDir()) // the original code made a SQLite file here
+	srv := pgtest.Start(t)
+	u, err := url.Parse(srv.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kw := "dbname=" + strings.TrimPrefix(u.Path, "/") + " user=" + u.User.Username()
+	if h := u.Query().Get("host"); h != "" {
+		kw += " host=" + h
+	} else {
+		kw += " host=" + u.Hostname()
+		if p := u.Port(); p != "" {
+			kw += " port=" + p
+		}
+	}
+	if pw, ok := u.User.Password(); ok {
+		kw += " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw) + "'"
+	}
+	ctx := context.Background()
+	byURL, err := memory.Open(ctx, u.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byURL.Close()
+	if _, err := byURL.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "via URL"}); err != nil {
+		t.Fatal(err)
+	}
+	byKW, err := memory.Open(ctx, kw, nil)
+	if err != nil {
+		t.Fatalf("Open(keyword DSN): %v", err)
+	}
+	defer byKW.Close()
+	if byKW.Backend().Name() != "postgres" {
+		t.Fatalf("keyword DSN opened %s", byKW.Backend().Name())
+	}
+	if r, err := byKW.RenderedContent(ctx, "ada", "notes"); err != nil || !strings.Contains(r, "via URL") {
+		t.Fatalf("notes through the keyword DSN: %q, %v", r, err)
 	}
 }
