@@ -193,6 +193,7 @@ type entry struct {
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
 	merged      []byte              // external changes merged by the running Write, persisted with it
+	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
@@ -845,11 +846,20 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
-	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge {
+	if req.Op == blocks.OpAppendLogEntry {
+		// An append to a Log block may rotate entries out (RotateLog):
+		// each application of the edit says anew which.
+		inner := apply
+		apply = func(p blocks.Permission) error { e.rotated = nil; return inner(p) }
+		defer func() { e.rotated = nil }()
+	}
+	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge && !(req.Op == blocks.OpAppendLogEntry && rotates(e.doc)) {
 		// (An edit that carries more work, such as an approval's status,
 		// is written through even in write-back mode: both or neither. So
 		// is a merge: its changes are not this replica's own, so a later
-		// persist, which writes only those, would never store them.)
+		// persist, which writes only those, would never store them. So is
+		// an append that may rotate log entries into archival: the
+		// entries and the trim commit together.)
 		return c.writeBack(ctx, e, req, apply)
 	}
 	var (
@@ -869,8 +879,10 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			if ok {
 				e.aheadPenalty -= e.aheadPenalty / 8
 				heads = pre.heads
-				seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor)
-				return err
+				if seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor); err != nil {
+					return err
+				}
+				return c.insertRotated(ctx, tx, e)
 			}
 			// Another writer (or a permission or schema change, or a
 			// deletion) came between: take the edit back and apply it on
@@ -901,6 +913,9 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			if applyErr = hook(tx); applyErr != nil {
 				return applyErr
 			}
+		}
+		if err := c.insertRotated(ctx, tx, e); err != nil {
+			return err
 		}
 		var data []byte
 		if data, heads, err = e.doc.PendingChanges(); err != nil {
