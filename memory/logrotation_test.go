@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -95,9 +96,16 @@ func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []strin
 // embedded first: with the deadline it never ran, the block filled up and
 // every later append, deadline or not, failed with ErrLimit for good.
 func TestLogRotatesUnderDeadlines(t *testing.T) {
+	runLogRotatesUnderDeadlines(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesUnderDeadlinesPostgres(t *testing.T) {
+	runLogRotatesUnderDeadlines(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesUnderDeadlines(t *testing.T, path string) {
 	ctx := context.Background()
 	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
-	path := filepath.Join(t.TempDir(), "log.db")
 	c := openFile(t, path, &memory.Options{Embedder: emb})
 	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
 		Schema: schema.Log{Retention: 5}}); err != nil {
@@ -139,9 +147,17 @@ func TestLogRotatesUnderDeadlines(t *testing.T) {
 // each rotation failed on the embedder, the block filled up, and it kept
 // refusing appends after the embedder came back.
 func TestLogRotatesWhileEmbedderIsDown(t *testing.T) {
+	runLogRotatesWhileEmbedderIsDown(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesWhileEmbedderIsDownPostgres(t *testing.T) {
+	runLogRotatesWhileEmbedderIsDown(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesWhileEmbedderIsDown(t *testing.T, path string) {
 	ctx := context.Background()
 	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
-	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: emb})
+	c := openFile(t, path, &memory.Options{Embedder: emb})
 	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
 		Schema: schema.Log{Retention: 5}}); err != nil {
 		t.Fatal(err)
