@@ -167,8 +167,9 @@ type Cache struct {
 	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
 	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
 
-	// The block-vector worker (only with an embedder): writes wake it, and
-	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
+	// The vector worker (only with an embedder): writes wake it, and it
+	// embeds the blocks and rotated log entries they marked
+	// (search.Index.FlushBlockVectors, FlushArchivalVectors).
 	embedWake chan struct{}
 	embedStop context.CancelFunc
 	embedDone chan struct{}
@@ -1428,8 +1429,10 @@ func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 }
 
 // startEmbedder starts the worker that computes block vectors after writes
-// (a write only marks its block; see search.Index.FlushBlockVectors), so no
-// write waits for an embedder. Searches that need the vectors flush first.
+// (a write only marks its block; see search.Index.FlushBlockVectors), and
+// the vectors of log entries rotated into archival (marked in the append's
+// transaction; see search.Index.FlushArchivalVectors), so no write waits
+// for an embedder. Searches that need the vectors flush first.
 func (c *Cache) startEmbedder() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.embedWake = make(chan struct{}, 1)
@@ -1444,8 +1447,12 @@ func (c *Cache) startEmbedder() {
 				return
 			case <-c.embedWake:
 			}
-			if err := c.index.FlushBlockVectors(ctx); err != nil && ctx.Err() == nil {
-				c.log.Error("embedding changed blocks failed; retrying", "err", err, "in", backoff)
+			err := c.index.FlushBlockVectors(ctx)
+			if err == nil {
+				err = c.index.FlushArchivalVectors(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Error("embedding changed blocks or rotated log entries failed; retrying", "err", err, "in", backoff)
 				select {
 				case <-ctx.Done():
 					return

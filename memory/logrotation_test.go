@@ -411,3 +411,33 @@ func TestLogRotationInWriteBackMode(t *testing.T) {
 		t.Errorf("another store reads %d entries, want 2", len(entries))
 	}
 }
+
+// The store's embedder worker embeds rotated entries without a search
+// asking for them: the marks their rotation left are cleared.
+func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var marks, vectors int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+			t.Fatal(err)
+		}
+		if marks == 0 {
+			break
+		}
+	}
+	if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
+		t.Fatal(err)
+	}
+	if marks != 0 || vectors != 4 {
+		t.Fatalf("after the worker ran: %d entries still marked, %d vectors; want 0 and 4", marks, vectors)
+	}
+}
