@@ -897,11 +897,8 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 	}
 	var newSize, newBytes int
 	var rotated []LogEntry
-	var rotator LogRotator
-	if req.op == OpAppendLogEntry && req.section == "" {
-		rotator, _ = c.writer.(LogRotator)
-	}
-	if ls, ok := schema.Deref(c.info.Schema).(schema.Log); ok && rotator != nil && ls.Retention > 0 {
+	rotator, ls := c.logRotation(req)
+	if rotator != nil {
 		// Rotation is part of the append (see LogRotator): it makes room
 		// before the limit is checked, so a full log takes the entry.
 		var kept []LogEntry

@@ -27,6 +27,25 @@ type LogRotator interface {
 	RotateLog(removed []LogEntry)
 }
 
+// logRotation returns the rotator and schema of an edit that rotates (see
+// LogRotator): an append to a Log block whose schema sets a Retention, on
+// a document whose Writer rotates; otherwise a nil rotator. Caller holds
+// mu.
+func (c *core) logRotation(req request) (LogRotator, schema.Log) {
+	if req.op != OpAppendLogEntry || req.section != "" {
+		return nil, schema.Log{}
+	}
+	r, ok := c.writer.(LogRotator)
+	if !ok {
+		return nil, schema.Log{}
+	}
+	ls, ok := schema.Deref(c.info.Schema).(schema.Log)
+	if !ok || ls.Retention <= 0 {
+		return nil, schema.Log{}
+	}
+	return r, ls
+}
+
 // rotateAppend is the rotation of an append to a Log block (see
 // LogRotator): next is the block's entries with the new one last. It
 // returns the entries kept, the CRDT operations that make them (the
