@@ -13,56 +13,81 @@ import (
 )
 
 // Automerge's binary chunks: magic (4 bytes), checksum (4), type (1),
-// body length (unsigned LEB128), body. A change's hash is the SHA-256 of
-// its uncompressed chunk's type, length and body, and the checksum is the
-// hash's first 4 bytes (a compressed chunk carries its uncompressed form's).
+// body length (unsigned LEB128), body. A chunk's checksum is the first 4
+// bytes of the SHA-256 of its uncompressed type, length and body (a
+// compressed change carries its uncompressed form's), and a change's hash
+// is that whole SHA-256.
 const (
+	chunkDocument         = 0
 	chunkChange           = 1
 	chunkCompressedChange = 2
 )
+
+// walkChunks checks that data is a sequence of whole automerge chunks, each
+// of a known type and with a checksum that matches it, and calls f with
+// each chunk's type and SHA-256 (over its uncompressed form). automerge
+// itself skips input it cannot parse without an error, so a damaged chunk
+// (or a valid one cut short) would load as nothing: this is how damage is
+// told from an empty save. Empty data is no chunks.
+func walkChunks(data []byte, f func(typ byte, hash automerge.ChangeHash) error) error {
+	for len(data) > 0 {
+		if len(data) < 9 || !bytes.HasPrefix(data, automergeMagic) {
+			return errors.New("not a sequence of automerge chunks")
+		}
+		typ := data[8]
+		n, k := binary.Uvarint(data[9:])
+		if k <= 0 || n > uint64(len(data)-9-k) {
+			return errors.New("automerge chunk with a bad length (cut short?)")
+		}
+		body := data[9+k : 9+k+int(n)]
+		switch typ {
+		case chunkDocument, chunkChange:
+		case chunkCompressedChange:
+			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), maxInflated+1))
+			if err != nil {
+				return fmt.Errorf("compressed automerge change: %w", err)
+			}
+			if len(raw) > maxInflated {
+				return fmt.Errorf("compressed automerge change inflates past %d bytes", maxInflated)
+			}
+			body = raw
+		default:
+			return fmt.Errorf("automerge chunk of unknown type %d", typ)
+		}
+		h := sha256.New()
+		if typ == chunkCompressedChange {
+			h.Write([]byte{chunkChange})
+		} else {
+			h.Write([]byte{typ})
+		}
+		h.Write(binary.AppendUvarint(nil, uint64(len(body))))
+		h.Write(body)
+		var hash automerge.ChangeHash
+		copy(hash[:], h.Sum(nil))
+		if !bytes.Equal(hash[:4], data[4:8]) {
+			return fmt.Errorf("automerge chunk with a bad checksum (%x, its content hashes to %x…)", data[4:8], hash[:4])
+		}
+		if err := f(typ, hash); err != nil {
+			return err
+		}
+		data = data[9+k+int(n):]
+	}
+	return nil
+}
 
 // changeChunkHashes returns the change hash of every change chunk in data,
 // which must hold change chunks only, each with a checksum that matches
 // it (a compressed chunk is inflated to compute it).
 func changeChunkHashes(data []byte) ([]automerge.ChangeHash, error) {
 	var hashes []automerge.ChangeHash
-	for len(data) > 0 {
-		if len(data) < 9 || !bytes.HasPrefix(data, automergeMagic) {
-			return nil, errors.New("not a sequence of automerge chunks")
-		}
-		typ := data[8]
-		n, k := binary.Uvarint(data[9:])
-		if k <= 0 || n > uint64(len(data)-9-k) {
-			return nil, errors.New("automerge chunk with a bad length")
-		}
-		body := data[9+k : 9+k+int(n)]
-		switch typ {
-		case chunkChange:
-		case chunkCompressedChange:
-			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), maxInflated+1))
-			if err != nil {
-				return nil, fmt.Errorf("compressed automerge change: %w", err)
-			}
-			if len(raw) > maxInflated {
-				return nil, fmt.Errorf("compressed automerge change inflates past %d bytes", maxInflated)
-			}
-			body = raw
-		default:
-			return nil, fmt.Errorf("automerge chunk of type %d among changes", typ)
-		}
-		h := sha256.New()
-		h.Write([]byte{chunkChange})
-		h.Write(binary.AppendUvarint(nil, uint64(len(body))))
-		h.Write(body)
-		var hash automerge.ChangeHash
-		copy(hash[:], h.Sum(nil))
-		if !bytes.Equal(hash[:4], data[4:8]) {
-			return nil, fmt.Errorf("automerge change chunk with a bad checksum (%x, its content hashes to %x…)", data[4:8], hash[:4])
+	err := walkChunks(data, func(typ byte, hash automerge.ChangeHash) error {
+		if typ == chunkDocument {
+			return fmt.Errorf("automerge chunk of type %d among changes", typ)
 		}
 		hashes = append(hashes, hash)
-		data = data[9+k+int(n):]
-	}
-	return hashes, nil
+		return nil
+	})
+	return hashes, err
 }
 
 // maxInflated bounds what one compressed change may inflate to.

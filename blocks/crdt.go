@@ -61,12 +61,21 @@ func (d *Document) SaveIncremental() ([]byte, error) {
 }
 
 // LoadIncremental applies changes produced elsewhere (SaveIncremental,
-// PendingChanges or Save bytes). Changes whose dependencies are missing are
-// queued by automerge until they arrive. Subscribers get a Remote event
-// when the heads move. If the merged state breaks the block's schema or
-// character limit, nothing is kept and the error says why. A document a
-// store manages refuses with ErrManaged (see Manage).
+// PendingChanges or Save bytes, or several of them concatenated). Changes
+// whose dependencies are missing are queued by automerge until they
+// arrive. Subscribers get a Remote event when the heads move. Data that is
+// not whole automerge chunks with matching checksums (damaged, or cut
+// short) is refused with ErrCorrupt and nothing is loaded; empty data is
+// nothing to load (an empty SaveIncremental) and returns nil. If the
+// merged state breaks the block's schema or character limit, nothing is
+// kept and the error says why. A document a store manages refuses with
+// ErrManaged (see Manage).
 func (d *Document) LoadIncremental(data []byte) error {
+	// automerge skips what it cannot parse without an error: damage
+	// would otherwise load as nothing and look like success.
+	if err := walkChunks(data, func(byte, automerge.ChangeHash) error { return nil }); err != nil && !d.c.managed() {
+		return fmt.Errorf("block %q: load changes: %w: %v", d.Label(), ErrCorrupt, err)
+	}
 	if d.c.managed() {
 		return d.c.errManaged("LoadIncremental")
 	}

@@ -896,7 +896,18 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		return Event{}, nil, nil
 	}
 	var newSize, newBytes int
-	if os, ns, ok := textGrowth(full, fullNext); ok {
+	var rotated []LogEntry
+	rotator, ls := c.logRotation(req)
+	if rotator != nil {
+		// Rotation is part of the append (see LogRotator): it makes room
+		// before the limit is checked, so a full log takes the entry.
+		var kept []LogEntry
+		kept, apply, rotated, newSize, newBytes, err = rotateAppend(c.info.Schema, ls, fullNext.([]LogEntry), c.info.limit(), label, who, apply)
+		if err != nil {
+			return Event{}, nil, err
+		}
+		fullNext = kept
+	} else if os, ns, ok := textGrowth(full, fullNext); ok {
 		// An append to a Text block: count only the new characters, so
 		// the cost of an append does not grow with the block.
 		newSize, newBytes = c.size+runeLen(ns[len(os):]), c.sizeBytes+len(ns)-len(os)
@@ -933,6 +944,9 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		return Event{}, nil, fmt.Errorf("block %q: %s: %w", label, req.op, err)
 	}
 	c.model, c.hasModel, c.size, c.sizeBytes, c.hasView = fullNext, true, newSize, newBytes, false
+	if len(rotated) > 0 {
+		rotator.RotateLog(rotated)
+	}
 	// A local commit depends on every head: it is the only head now.
 	ev := Event{Label: label, Actor: who, Op: req.op, Section: req.section, Field: req.field, Heads: []string{made.String()}}
 	return ev, c.subscribers(), nil

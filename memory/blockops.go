@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -362,7 +362,7 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 		switch {
 		case err == nil && found:
-			return c.afterEdit(ctx, ent, e)
+			return nil
 		case err != nil && (errors.Is(err, ErrPersist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed) || ctx.Err() != nil):
 			return err // the write itself failed: trying again could write it twice
 		}
@@ -395,7 +395,7 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if !found {
 		return noMatch(e, ent.owner, label)
 	}
-	return c.afterEdit(ctx, ent, e)
+	return nil
 }
 
 // writeView returns the cached entry of the agent's own block for a write
@@ -413,69 +413,52 @@ func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entr
 	return c.cachedEntry(agent, label)
 }
 
-// afterEdit is the work an applied edit leaves: a Log block's rotation.
-// The edit is durable by then, so a rotation that cannot run now is not
-// the edit's failure: the log stays over its retention until the next
-// append rotates it.
-func (c *Cache) afterEdit(ctx context.Context, ent *entry, e Edit) error {
-	if e.Op == blocks.OpAppendLogEntry {
-		if err := c.rotateLog(ctx, ent); err != nil {
-			c.log.Warn("log rotation deferred to the next append", "block", ent.label, "owner", ent.owner, "err", err)
+// RotateLog implements blocks.LogRotator: an append to a Log block whose
+// schema sets a Retention removes the oldest entries in its own change
+// (past the retention, or to make room under the character limit), and
+// the running Write stores them in the owner's archival memory (tagged
+// "log" and "log:<label>") in the transaction that stores the append, so
+// the trim and the rows commit together or not at all, whatever path the
+// append took (ApplyEdit, the tools, a view from GetBlock). Caller (the
+// Write's apply) holds e.mu.
+func (e *entry) RotateLog(removed []blocks.LogEntry) { e.rotated = removed }
+
+// rotates reports whether an append to doc may rotate entries out.
+func rotates(doc *blocks.Document) bool {
+	ls, ok := schema.Deref(doc.Schema()).(schema.Log)
+	return ok && ls.Retention > 0
+}
+
+// insertRotated writes the entries the running Write's append rotated out
+// (see RotateLog) as archival rows in its transaction. They are stored
+// without vectors, marked for the embedder worker (migration 0014): the
+// append never waits for an embedder, and one that is slow or down cannot
+// keep a full log from taking entries. Caller holds e.mu.
+func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
+	if len(e.rotated) == 0 {
+		return nil
+	}
+	rows, err := c.logRows(e, e.rotated, c.opts.Now().UTC())
+	if err != nil {
+		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
+	}
+	if err := c.insertArchivalRows(ctx, tx, rows, nil); err != nil {
+		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
+	}
+	if c.index.Embedder() == nil {
+		return nil
+	}
+	for chunk := range slices.Chunk(rows, archivalInsertRows) {
+		args := make([]any, len(chunk))
+		for i, r := range chunk {
+			args[i] = r.e.ID
+		}
+		q := `INSERT INTO vec_archival_dirty (id) VALUES ` + strings.TrimSuffix(strings.Repeat(`(?), `, len(chunk)), ", ")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("memory: rotate log %q of agent %q: mark entries for embedding: %w", e.label, e.owner, err)
 		}
 	}
 	return nil
-}
-
-// rotateLog moves the oldest entries of a Log block past its schema's
-// Retention out of the document into the owner's archival memory (tagged
-// "log" and "log:<label>"), so a long-lived log does not grow the document
-// and its history forever. The trim and the archival rows are written in
-// one transaction: both or neither. Entries are embedded before the write
-// lock, as they stand in the cached state; should the fresh state trim
-// others (another writer's came between), those are embedded under it.
-func (c *Cache) rotateLog(ctx context.Context, ent *entry) error {
-	ls, ok := schema.Deref(ent.doc.Schema()).(schema.Log)
-	if !ok || ls.Retention <= 0 {
-		return nil
-	}
-	v, err := ent.doc.Value()
-	if err != nil {
-		return err
-	}
-	entries, _ := v.([]blocks.LogEntry)
-	if len(entries) <= ls.Retention {
-		return nil
-	}
-	now := c.opts.Now().UTC()
-	preview := entries[:len(entries)-ls.Retention]
-	rows, err := c.logRows(ent, preview, now)
-	if err != nil {
-		return err
-	}
-	vecs, err := c.embedArchival(ctx, ent.owner, rows)
-	if err != nil {
-		return err
-	}
-	var removed []blocks.LogEntry
-	write := func(tx *sql.Tx) error {
-		if !reflect.DeepEqual(removed, preview) {
-			// The fresh state trims other entries (another writer's
-			// came between): those are embedded here, under the lock.
-			if rows, err = c.logRows(ent, removed, now); err != nil {
-				return err
-			}
-			if vecs, err = c.embedArchival(ctx, ent.owner, rows); err != nil {
-				return err
-			}
-		}
-		// The statements are the transaction's (see Cache.write): not
-		// cut short by the caller.
-		if err := c.insertArchivalRows(context.WithoutCancel(ctx), tx, rows, vecs); err != nil {
-			return fmt.Errorf("memory: rotate log %q: %w", ent.label, err)
-		}
-		return nil
-	}
-	return ent.doc.WithContext(withTxHook(ctx, write)).TrimLogWith(ls.Retention, blocks.System, func(r []blocks.LogEntry) { removed = r })
 }
 
 // logRows are the archival rows of log entries rotated out of block ent.
@@ -497,8 +480,8 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 }
 
 // Apply runs the edit on doc as actor, exactly as the store's ApplyEdit
-// does (without the store's persistence, proposals or log rotation, which
-// happen around it). Run it on a view of a fork (doc.Fork) to try an edit
+// does (without the store's persistence and proposals, which happen
+// around it; a Log block's rotation is the store's, part of its write). Run it on a view of a fork (doc.Fork) to try an edit
 // without touching the block.
 //
 // found is false only for OpReplaceText when the old text does not occur:

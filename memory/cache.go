@@ -167,8 +167,9 @@ type Cache struct {
 	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
 	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
 
-	// The block-vector worker (only with an embedder): writes wake it, and
-	// it embeds the blocks they marked (search.Index.FlushBlockVectors).
+	// The vector worker (only with an embedder): writes wake it, and it
+	// embeds the blocks and rotated log entries they marked
+	// (search.Index.FlushBlockVectors, FlushArchivalVectors).
 	embedWake chan struct{}
 	embedStop context.CancelFunc
 	embedDone chan struct{}
@@ -193,6 +194,7 @@ type entry struct {
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
 	merged      []byte              // external changes merged by the running Write, persisted with it
+	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
@@ -848,11 +850,20 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
-	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge {
+	if req.Op == blocks.OpAppendLogEntry {
+		// An append to a Log block may rotate entries out (RotateLog):
+		// each application of the edit says anew which.
+		inner := apply
+		apply = func(p blocks.Permission) error { e.rotated = nil; return inner(p) }
+		defer func() { e.rotated = nil }()
+	}
+	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge && !(req.Op == blocks.OpAppendLogEntry && rotates(e.doc)) {
 		// (An edit that carries more work, such as an approval's status,
 		// is written through even in write-back mode: both or neither. So
 		// is a merge: its changes are not this replica's own, so a later
-		// persist, which writes only those, would never store them.)
+		// persist, which writes only those, would never store them. So is
+		// an append that may rotate log entries into archival: the
+		// entries and the trim commit together.)
 		return c.writeBack(ctx, e, req, apply)
 	}
 	var (
@@ -872,8 +883,10 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			if ok {
 				e.aheadPenalty -= e.aheadPenalty / 8
 				heads = pre.heads
-				seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor)
-				return err
+				if seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor); err != nil {
+					return err
+				}
+				return c.insertRotated(ctx, tx, e)
 			}
 			// Another writer (or a permission or schema change, or a
 			// deletion) came between: take the edit back and apply it on
@@ -904,6 +917,9 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			if applyErr = hook(tx); applyErr != nil {
 				return applyErr
 			}
+		}
+		if err := c.insertRotated(ctx, tx, e); err != nil {
+			return err
 		}
 		var data []byte
 		if data, heads, err = e.doc.PendingChanges(); err != nil {
@@ -1416,8 +1432,10 @@ func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
 }
 
 // startEmbedder starts the worker that computes block vectors after writes
-// (a write only marks its block; see search.Index.FlushBlockVectors), so no
-// write waits for an embedder. Searches that need the vectors flush first.
+// (a write only marks its block; see search.Index.FlushBlockVectors), and
+// the vectors of log entries rotated into archival (marked in the append's
+// transaction; see search.Index.FlushArchivalVectors), so no write waits
+// for an embedder. Searches that need the vectors flush first.
 func (c *Cache) startEmbedder() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.embedWake = make(chan struct{}, 1)
@@ -1432,8 +1450,12 @@ func (c *Cache) startEmbedder() {
 				return
 			case <-c.embedWake:
 			}
-			if err := c.index.FlushBlockVectors(ctx); err != nil && ctx.Err() == nil {
-				c.log.Error("embedding changed blocks failed; retrying", "err", err, "in", backoff)
+			err := c.index.FlushBlockVectors(ctx)
+			if err == nil {
+				err = c.index.FlushArchivalVectors(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Error("embedding changed blocks or rotated log entries failed; retrying", "err", err, "in", backoff)
 				select {
 				case <-ctx.Done():
 					return

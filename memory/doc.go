@@ -52,7 +52,10 @@
 // history is archived ([Cache.BlockHistory] and [Cache.BlockAt] still read
 // it), every replica switches in place, and changes made on an older
 // epoch are never merged into the new document. Log blocks whose schema
-// sets a Retention move older entries into archival memory.
+// sets a Retention move older entries into archival memory as part of
+// each append, in its transaction (past the retention, or to make room
+// under the character limit; see blocks.LogRotator); their vectors are
+// computed afterwards.
 //
 // # Several processes, one database
 //

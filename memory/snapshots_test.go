@@ -57,12 +57,14 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	}
 	c.Close()
 
-	// Put the schema back as it was at version 12.
+	// Put the schema back as it was at version 12 (before 0014, too).
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
+		`DROP TRIGGER vec_archival_dirty_ad`,
+		`DROP TABLE vec_archival_dirty`,
 		`ALTER TABLE blocks ADD COLUMN snapshot BLOB`,
 		`ALTER TABLE blocks ADD COLUMN snapshot_crc INTEGER`,
 		`UPDATE blocks SET snapshot = (SELECT snapshot FROM block_snapshots WHERE block_id = blocks.id),

@@ -63,7 +63,9 @@ type Log struct {
 	// Entry declares fields beyond timestamp and message.
 	Entry []FieldDef `json:"entry,omitempty"`
 	// Retention is how many entries the store keeps in the document before
-	// rotating older ones out; 0 means keep all.
+	// rotating older ones out (to archival memory); a store also rotates to
+	// make room when an append would pass the block's character limit. 0
+	// means keep all (and a full block refuses appends).
 	Retention int `json:"retention,omitempty"`
 }
 

@@ -1108,3 +1108,94 @@ func (x *Index) CacheStats() CacheStats {
 	return CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
 		TextFilters: x.textFilters.Load(), VectorLegs: x.vecAnswers.Load()}
 }
+
+// FlushArchivalVectors computes the vectors of archival entries stored
+// without one and marked for it (migration 0014: a Log block's rotation
+// writes its entries in the append's transaction without waiting for an
+// embedder). A store runs it in the background after such writes; vector
+// and hybrid searches over archival entries run it first, so they still
+// see every rotated entry. The embedder is called outside any transaction.
+// It is a no-op without an embedder or while the database records another
+// (Reembed then computes every vector).
+func (x *Index) FlushArchivalVectors(ctx context.Context) error {
+	if x.emb == nil {
+		return nil
+	}
+	for {
+		var dirty bool
+		if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM vec_archival_dirty)`).Scan(&dirty); err != nil {
+			return fmt.Errorf("search: check archival vectors: %w", err)
+		}
+		if !dirty {
+			return nil
+		}
+		if err := x.checkEmbedder(ctx, x.db); err != nil {
+			return nil
+		}
+		if err := x.flushArchivalVectors(ctx); err != nil {
+			return fmt.Errorf("search: embed archival entries: %w", err)
+		}
+	}
+}
+
+func (x *Index) flushArchivalVectors(ctx context.Context) error {
+	rows, err := x.db.QueryContext(ctx, `SELECT d.id, COALESCE(a.agent, ''), COALESCE(a.content, '')
+		FROM vec_archival_dirty d LEFT JOIN archival a ON a.id = d.id ORDER BY d.id LIMIT ?`, flushBlockVectorsBatch)
+	if err != nil {
+		return err
+	}
+	var todo []VectorItem
+	for rows.Next() {
+		var it VectorItem
+		if err := rows.Scan(&it.ID, &it.Owner, &it.Text); err != nil {
+			rows.Close()
+			return err
+		}
+		todo = append(todo, it)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var texts []string
+	for _, it := range todo {
+		if strings.TrimSpace(it.Text) != "" {
+			texts = append(texts, it.Text)
+		}
+	}
+	var vecs [][]float32
+	if len(texts) > 0 {
+		if vecs, err = x.Embed(ctx, texts); err != nil {
+			return err
+		}
+	}
+	return x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+		next := 0
+		for _, it := range todo {
+			var vec []float32
+			if strings.TrimSpace(it.Text) != "" {
+				vec = vecs[next]
+				next++
+			}
+			// Under the lock, only a mark still there is cleared: another
+			// process may have flushed it (and the entry may be gone).
+			var owner string
+			err := conn.QueryRowContext(ctx, `SELECT a.agent FROM vec_archival_dirty d JOIN archival a ON a.id = d.id WHERE d.id = ?`, it.ID).Scan(&owner)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			case vec != nil:
+				// An upsert: a vector stored meanwhile (Reembed) is replaced
+				// by one of the same embedder.
+				if err := x.PutEmbeddings(ctx, conn, Archival, []EmbeddingItem{{ID: it.ID, Owner: owner, Vector: vec}}); err != nil {
+					return err
+				}
+			}
+			if _, err := conn.ExecContext(ctx, `DELETE FROM vec_archival_dirty WHERE id = ?`, it.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

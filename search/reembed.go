@@ -110,6 +110,10 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 				return err
 			}
 		}
+		// Every archival entry has its vector now (under the write lock).
+		if _, err := conn.ExecContext(ctx, `DELETE FROM vec_archival_dirty`); err != nil {
+			return fmt.Errorf("search: reembed: clear archival marks: %w", err)
+		}
 		if pgv {
 			if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
 				return err

@@ -169,6 +169,11 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 				return nil, err
 			}
 		}
+		if types.Has(Archival) {
+			if err := x.FlushArchivalVectors(ctx); err != nil {
+				return nil, err
+			}
+		}
 		vecs, err := x.Embed(ctx, []string{query})
 		if err != nil {
 			return nil, fmt.Errorf("search: embed query: %w", err)

@@ -1,0 +1,443 @@
+package memory_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/tools"
+)
+
+// switchEmbedder is the offline embedder, but it can be down (every call
+// fails) or slow (every call waits, honouring its context).
+type switchEmbedder struct {
+	search.Embedder
+	down atomic.Bool
+	slow atomic.Int64 // nanoseconds
+}
+
+func (e *switchEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if e.down.Load() {
+		return nil, errors.New("embedder is down")
+	}
+	if d := time.Duration(e.slow.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// checkLogContents counts every message in the block and in its rotated
+// archival rows (each must be in exactly one place, once) and, with an
+// embedder, checks that a vector search over the rotated rows finds every
+// one of them.
+func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := c.GetBlock(ctx, "a", label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := d.LogEntries(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:" + label}, Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range entries {
+		seen[e.Message]++
+	}
+	for _, e := range arch {
+		seen[e.Content]++
+	}
+	for m, n := range seen {
+		if n != 1 {
+			t.Errorf("entry %q is %d times in the block and archival, want once", m, n)
+		}
+	}
+	for _, m := range acked {
+		if seen[m] != 1 {
+			t.Errorf("acknowledged entry %q is %d times in the block and archival, want once", m, seen[m])
+		}
+	}
+	if len(arch) == 0 {
+		t.Fatal("nothing was rotated")
+	}
+	if c.Index().Embedder() == nil {
+		return
+	}
+	// Rotated without vectors, embedded afterwards: a vector search (which
+	// flushes the marks first) finds every rotated entry.
+	res, err := c.SearchArchival(ctx, "a", "entry", search.NewOptions().Mode(search.Vector).Tags("log:"+label).Limit(len(arch)+10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(arch) {
+		t.Errorf("vector search finds %d of the %d rotated entries", len(res), len(arch))
+	}
+}
+
+// A full Log block rotates before it overflows, in the append's own
+// transaction and without waiting for an embedder, so callers with 0–3 ms
+// deadlines never lock it up. Before, rotation ran after the append and
+// embedded first: with the deadline it never ran, the block filled up and
+// every later append, deadline or not, failed with ErrLimit for good.
+func TestLogRotatesUnderDeadlines(t *testing.T) {
+	runLogRotatesUnderDeadlines(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesUnderDeadlinesPostgres(t *testing.T) {
+	runLogRotatesUnderDeadlines(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesUnderDeadlines(t *testing.T, path string) {
+	ctx := context.Background()
+	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
+	c := openFile(t, path, &memory.Options{Embedder: emb})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+		Schema: schema.Log{Retention: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	emb.slow.Store(int64(20 * time.Millisecond))
+	var acked []string
+	for i := range 200 {
+		msg := fmt.Sprintf("entry %03d with some words to fill the log", i)
+		dctx, cancel := context.WithTimeout(ctx, time.Duration(i%4)*time.Millisecond)
+		err := c.ApplyEdit(dctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+		cancel()
+		switch {
+		case err == nil:
+			acked = append(acked, msg)
+		case errors.Is(err, blocks.ErrLimit):
+			t.Fatalf("append %d: %v: a full log must rotate, not refuse", i, err)
+		case !errors.Is(err, context.DeadlineExceeded):
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if len(acked) == 0 {
+		t.Log("no append beat its deadline")
+	}
+	if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry after the deadlines"}); err != nil {
+		t.Fatalf("a normal append after the deadline loop: %v", err)
+	}
+	acked = append(acked, "entry after the deadlines")
+	emb.slow.Store(0)
+	checkLogContents(t, c, "events", acked)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLogContents(t, openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)}), "events", acked)
+}
+
+// With the embedder down, a Log block still rotates and takes every
+// append; once it is back, the rotated entries get their vectors. Before,
+// each rotation failed on the embedder, the block filled up, and it kept
+// refusing appends after the embedder came back.
+func TestLogRotatesWhileEmbedderIsDown(t *testing.T) {
+	runLogRotatesWhileEmbedderIsDown(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesWhileEmbedderIsDownPostgres(t *testing.T) {
+	runLogRotatesWhileEmbedderIsDown(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesWhileEmbedderIsDown(t *testing.T, path string) {
+	ctx := context.Background()
+	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
+	c := openFile(t, path, &memory.Options{Embedder: emb})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+		Schema: schema.Log{Retention: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	appendEntry := func(msg string) {
+		t.Helper()
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+			t.Fatalf("append %q (embedder down: %v): %v", msg, emb.down.Load(), err)
+		}
+		acked = append(acked, msg)
+	}
+	emb.down.Store(true)
+	for i := range 40 {
+		appendEntry(fmt.Sprintf("entry %03d with some words to fill the log", i))
+	}
+	emb.down.Store(false)
+	for i := range 5 {
+		appendEntry(fmt.Sprintf("entry %03d after the embedder came back", i))
+	}
+	checkLogContents(t, c, "events", acked)
+}
+
+// An entry too large for the block on its own is the one append a
+// rotating log refuses: ErrLimit naming the block and the agent, and
+// nothing changes.
+func TestLogEntryLargerThanTheBlock(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), nil)
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 100,
+		Schema: schema.Log{Retention: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two"} {
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := c.RenderedContent(ctx, "a", "events")
+	big := fmt.Sprintf("%0100d", 0)
+	err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: big})
+	if !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("an entry larger than the block: %v, want ErrLimit", err)
+	}
+	for _, want := range []string{`"events"`, `"a"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if after, _ := c.RenderedContent(ctx, "a", "events"); after != before {
+		t.Errorf("the refused append changed the block: %q -> %q", before, after)
+	}
+	if arch, _ := c.ListArchival(ctx, "a", nil); len(arch) != 0 {
+		t.Errorf("the refused append rotated %d entries", len(arch))
+	}
+}
+
+// Rotation is part of the write, so every path that appends to a Log
+// block rotates the same way: ApplyEdit, the log_append tool, and a view
+// from GetBlock. Before, only store edits rotated; appends through a view
+// grew the block past its retention until it was full.
+func TestLogRotationOnEveryPath(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	paths := map[string]func(c *memory.Cache, msg string) error{
+		"ApplyEdit": func(c *memory.Cache, msg string) error {
+			return c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+		},
+		"tool": func(c *memory.Cache, msg string) error {
+			ts, err := tools.New(c, "a", nil)
+			if err != nil {
+				return err
+			}
+			args, _ := json.Marshal(map[string]any{"label": "events", "message": msg})
+			res, err := ts.Call(ctx, tools.LogAppend, args)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res)
+			}
+			return err
+		},
+		"view": func(c *memory.Cache, msg string) error {
+			d, err := c.GetBlock(ctx, "a", "events")
+			if err != nil {
+				return err
+			}
+			return d.AppendLogEntry(map[string]any{"message": msg}, blocks.Agent)
+		},
+	}
+	type outcome struct {
+		Value    any
+		Rendered string
+		Archival []string
+	}
+	got := map[string]outcome{}
+	for name, appendEntry := range paths {
+		tick := 0
+		now := func() time.Time { tick++; return clock.Add(time.Duration(tick) * time.Second) }
+		path := filepath.Join(t.TempDir(), "log.db")
+		c := openFile(t, path, &memory.Options{Now: now})
+		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
+			CharLimit: 200, Schema: schema.Log{Retention: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 8 {
+			if err := appendEntry(c, fmt.Sprintf("entry %d of the log", i)); err != nil {
+				t.Fatalf("%s: append %d: %v", name, i, err)
+			}
+		}
+		c.Close()
+		c = openFile(t, path, &memory.Options{Now: now})
+		d, err := c.GetBlock(ctx, "a", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := d.Value()
+		r, _ := c.RenderedContent(ctx, "a", "events")
+		arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+		o := outcome{Value: v, Rendered: r}
+		for _, e := range arch {
+			meta, _ := json.Marshal(e.Metadata)
+			o.Archival = append(o.Archival, fmt.Sprintf("%s %v %s %s", e.Content, e.Tags, meta, e.CreatedAt.UTC().Format(time.RFC3339)))
+		}
+		if entries, _ := d.LogEntries(0); len(entries) != 3 || len(arch) != 5 {
+			t.Errorf("%s: %d entries kept and %d rotated, want 3 and 5", name, len(entries), len(arch))
+		}
+		got[name] = o
+	}
+	want := got["ApplyEdit"]
+	for name, o := range got {
+		if fmt.Sprint(o) != fmt.Sprint(want) {
+			t.Errorf("%s gives\n%+v\nApplyEdit gives\n%+v", name, o, want)
+		}
+	}
+}
+
+// A process killed (SIGKILL) while it appends to a rotating Log block
+// loses nothing it acknowledged and duplicates nothing: the trim and the
+// rotated entries' archival rows (with their marks for the embedder)
+// commit together. After each kill, every acknowledged entry is in the
+// block or archival exactly once and vector search finds every rotated
+// entry (marks survive the crash with their rows).
+func TestKillDuringLogRotation(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "log.db")
+	opts := &memory.Options{Embedder: search.NewOffline(32)}
+	c := openFile(t, path, opts)
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
+		Schema: schema.Log{Retention: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	var acked []string
+	for round := range 6 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleLogWriter$")
+		cmd.Env = childEnv("logwriter", "ENGRAM_DB="+path, "ENGRAM_ROUND="+strconv.Itoa(round))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		killAfter := 5 + rng.IntN(40)
+		n := 0
+		for n < killAfter && sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+				acked = append(acked, v)
+				n++
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		for sc.Scan() { // an ACK printed before the kill still counts
+			if v, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+				acked = append(acked, v)
+			}
+		}
+		_ = cmd.Wait()
+		if n == 0 {
+			t.Fatalf("round %d: the child acknowledged nothing:\n%s", round, stderr.String())
+		}
+		c := openFile(t, path, opts)
+		var check string
+		if err := c.DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+			t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
+		}
+		checkLogContents(t, c, "events", acked)
+		c.Close()
+	}
+}
+
+// TestRoleLogWriter is the child side of TestKillDuringLogRotation.
+func TestRoleLogWriter(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "logwriter" {
+		t.Skip("child role")
+	}
+	ctx := context.Background()
+	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), &memory.Options{Embedder: search.NewOffline(32)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for i := 0; ; i++ {
+		msg := fmt.Sprintf("entry r%s-%04d with some words to fill the log", os.Getenv("ENGRAM_ROUND"), i)
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Printf("ACK %s\n", msg)
+	}
+}
+
+// In write-back mode an append that may rotate is written through: the
+// trim and the archival rows commit together, so another store sees both
+// before any Flush.
+func TestLogRotationInWriteBackMode(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "log.db")
+	c := openFile(t, path, &memory.Options{WriteBack: true})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := openFile(t, path, nil)
+	checkLogContents(t, other, "events", []string{"entry 0", "entry 1", "entry 2", "entry 3", "entry 4"})
+	d, err := other.GetBlock(ctx, "a", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := d.LogEntries(0); len(entries) != 2 {
+		t.Errorf("another store reads %d entries, want 2", len(entries))
+	}
+}
+
+// The store's embedder worker embeds rotated entries without a search
+// asking for them: the marks their rotation left are cleared.
+func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var marks, vectors int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+			t.Fatal(err)
+		}
+		if marks == 0 {
+			break
+		}
+	}
+	if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
+		t.Fatal(err)
+	}
+	if marks != 0 || vectors != 4 {
+		t.Fatalf("after the worker ran: %d entries still marked, %d vectors; want 0 and 4", marks, vectors)
+	}
+}
