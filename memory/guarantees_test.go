@@ -1143,11 +1143,17 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 		wb    bool
 		call  func(c *memory.Cache) // from the subscriber
 		write bool                  // the catch-up is a write's (else a read's)
+		want  string                // the subscriber's write, which must land
 	}{
-		{"GetBlock in a write", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, true},
-		{"GetBlock in a read", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, false},
-		{"Close in a write-back write, block dirty", true, func(c *memory.Cache) { c.Close() }, true},
-		{"Close in a write", false, func(c *memory.Cache) { c.Close() }, true},
+		{"GetBlock in a write", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, true, ""},
+		{"GetBlock in a read", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, false, ""},
+		{"Close in a write-back write, block dirty", true, func(c *memory.Cache) { c.Close() }, true, ""},
+		{"Close in a write", false, func(c *memory.Cache) { c.Close() }, true, ""},
+		// The README says a subscriber may write to the store: to the
+		// block it was told about, from a write's catch-up and a read's.
+		{"AppendToBlock in a write", false, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, true, " sub"},
+		{"AppendToBlock in a read", false, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, false, " sub"},
+		{"AppendToBlock in a write-back write", true, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, true, " sub"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub.db")
@@ -1192,10 +1198,19 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the subscriber's call never returned")
 			}
-			if tc.wb {
+			if tc.wb && tc.want == "" {
 				c := openFile(t, path, nil)
 				if r, _ := c.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "pending") {
 					t.Fatalf("the acknowledged write-back edit is gone after Close: %q", r)
+				}
+			}
+			if tc.want != "" {
+				if err := a.Close(); err != nil { // flushes a write-back store
+					t.Fatal(err)
+				}
+				c := openFile(t, path, nil)
+				if r, _ := c.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, tc.want) {
+					t.Fatalf("the subscriber's write is not in the store: %q", r)
 				}
 			}
 		})

@@ -294,6 +294,12 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	totalAcked := 0
 	for round := 0; round < rounds; round++ {
+		// Most rounds kill the child only after it acknowledged at least
+		// killFloor writes: without a floor, a child that dies or stalls
+		// before writing gives rounds with nothing acknowledged and nothing
+		// lost, which pass. Every fourth round kills at a random moment
+		// from the start instead (during Open or CreateBlock, too).
+		early := round%4 == 3
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleCrashWriter$")
 		cmd.Env = childEnv("crashwriter", "ENGRAM_DB="+path, "ENGRAM_ROUND="+strconv.Itoa(round))
 		stdout, err := cmd.StdoutPipe()
@@ -314,15 +320,25 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 			}
 			close(lines)
 		}()
-		// Kill after a random number of acknowledged writes (0..60) or a
-		// random time, whichever comes first.
-		killAfter := rng.Intn(60)
+		// Kill after killFloor plus a random number of acknowledged writes
+		// (0..59), or after a random time once the floor is reached,
+		// whichever comes first; early rounds after a random time alone.
+		floor := killFloor
+		if early {
+			floor = 0
+		}
+		killAfter := floor + rng.Intn(60)
 		timer := time.NewTimer(time.Duration(50+rng.Intn(400)) * time.Millisecond)
+		deadline := time.NewTimer(killDeadline)
+		timedOut, exited := false, false
 	read:
 		for {
 			select {
 			case l, ok := <-lines:
 				if !ok {
+					// The child writes until it is killed: its output
+					// ending first means it stopped by itself.
+					exited = true
 					break read
 				}
 				if v, found := strings.CutPrefix(l, "ACK "); found {
@@ -332,10 +348,22 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 					}
 				}
 			case <-timer.C:
+				if len(acked) >= floor {
+					break read
+				}
+				timedOut = true // kill at the floor
+			case <-deadline.C:
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = cmd.Wait()
+				t.Fatalf("round %d: the child acknowledged %d writes in %v (want at least %d before the kill)\nchild stderr:\n%s",
+					round, len(acked), killDeadline, floor, stderr.String())
+			}
+			if timedOut && len(acked) >= floor {
 				break read
 			}
 		}
 		timer.Stop()
+		deadline.Stop()
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		// Drain: an ACK printed before the kill still counts.
 		for l := range lines {
@@ -343,7 +371,19 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 				acked[v] = true
 			}
 		}
-		_ = cmd.Wait()
+		werr := cmd.Wait()
+		// Only our SIGKILL may end the child: an exit of its own (an error
+		// from Open, CreateBlock or an append, a panic, a failed test) is a
+		// failure even if every write it acknowledged survived.
+		var ee *exec.ExitError
+		killed := errors.As(werr, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+		if exited || !killed {
+			t.Fatalf("round %d: the child ended by itself (%v) after %d acknowledged writes\nchild stderr:\n%s",
+				round, werr, len(acked), stderr.String())
+		}
+		if len(acked) < floor {
+			t.Fatalf("round %d: %d acknowledged writes before the kill, want at least %d", round, len(acked), floor)
+		}
 		totalAcked += len(acked)
 
 		c, err := memory.Open(ctx, path, nil)
@@ -381,6 +421,14 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 	}
 	t.Logf("%d rounds, %d acknowledged writes, none lost", rounds, totalAcked)
 }
+
+// killFloor is how many writes the child must acknowledge before most
+// rounds of TestKillDuringWrites kill it; killDeadline bounds the wait for
+// them.
+const (
+	killFloor    = 5
+	killDeadline = 60 * time.Second
+)
 
 // TestRoleCrashWriter is the child side of TestKillDuringWrites.
 func TestRoleCrashWriter(t *testing.T) {

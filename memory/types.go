@@ -14,7 +14,7 @@ type BlockSpec struct {
 	Label       string
 	Description string
 	Type        blocks.Type       // default Working
-	Schema      schema.Schema     // default schema.Text{}
+	Schema      schema.Schema     // default schema.Text{}; schema.Log{} for a Log-type block
 	Permission  blocks.Permission // the owner's permission; default ReadWrite
 	CharLimit   int               // default blocks.DefaultCharLimit
 	Pinned      bool

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/search"
 )
 
@@ -41,14 +42,14 @@ func TestCranfieldQuality(t *testing.T) {
 	}
 	dir := search.FindCranfield()
 	if dir == "" {
-		t.Skip("Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
+		testenv.Missing(t, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
 	c, err := search.LoadCranfield(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.DocVectors == nil || c.QueryVectors == nil {
-		t.Skip("Cranfield embeddings (use_*.f32) not found")
+		testenv.Missing(t, "Cranfield embeddings (use_*.f32) not found")
 	}
 	ctx := context.Background()
 	db := openDB(t)

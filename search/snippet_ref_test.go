@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // referenceSnippet is the first, plain implementation of snippet: a
@@ -226,12 +228,13 @@ func BenchmarkSnippet(b *testing.B) {
 	})
 }
 
-// cranfieldOrSkip loads the Cranfield collection, or skips tb without it.
+// cranfieldOrSkip loads the Cranfield collection, or skips tb without it
+// (fails it under CI=true).
 func cranfieldOrSkip(tb testing.TB) *Cranfield {
 	tb.Helper()
 	dir := FindCranfield()
 	if dir == "" {
-		tb.Skip("Cranfield collection not found")
+		testenv.Missing(tb, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
 	c, err := LoadCranfield(dir)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/search"
 )
 
@@ -39,6 +40,9 @@ func textCacheCorpus(t *testing.T, db *sql.DB) []string {
 	var queries []string
 	// Not under the race detector: there the SQL side takes minutes over
 	// 1,400 abstracts, and the synthetic corpus covers the same paths.
+	if search.FindCranfield() == "" && !raceEnabled && testenv.CI() {
+		t.Fatal("Cranfield collection not found: CI=true requires it")
+	}
 	if dir := search.FindCranfield(); dir != "" && !raceEnabled {
 		c, err := search.LoadCranfield(dir)
 		if err != nil {

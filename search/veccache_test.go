@@ -52,18 +52,27 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// Without these counts the test would pass with the cache
+				// switched off or bypassed: SQL compared with SQL.
+				before := search.VectorCacheAnswers(cached)
 				got, err := cached.Search(ctx, q, scope, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
+				if search.VectorCacheAnswers(cached) == before {
+					t.Fatalf("%s %q %+v: the vector cache did not answer", label, q, scope)
+				}
+				if n := search.VectorCacheAnswers(plain); n != 0 {
+					t.Fatalf("%s: the uncached index's cache answered %d KNN runs", label, n)
+				}
 				if len(got) != len(want) {
-					t.Fatalf("%s %q %+v: cache %d results, vec0 %d", label, q, scope, len(got), len(want))
+					t.Fatalf("%s %q %+v: cache %d results, SQL %d", label, q, scope, len(got), len(want))
 				}
 				for i := range got {
 					// Equal distances may order differently; compare distances
 					// and the id sets.
 					if math.Abs(got[i].Source.Distance-want[i].Source.Distance) > 1e-5 {
-						t.Fatalf("%s %q %+v rank %d: cache %v@%.6f, vec0 %v@%.6f", label, q, scope, i+1,
+						t.Fatalf("%s %q %+v rank %d: cache %v@%.6f, SQL %v@%.6f", label, q, scope, i+1,
 							got[i].ID, got[i].Source.Distance, want[i].ID, want[i].Source.Distance)
 					}
 				}
@@ -80,7 +89,7 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 					return out
 				}
 				if g, w := inner(got), inner(want); !slices.Equal(g, w) {
-					t.Fatalf("%s %q %+v: cache %v, vec0 %v", label, q, scope, g, w)
+					t.Fatalf("%s %q %+v: cache %v, SQL %v", label, q, scope, g, w)
 				}
 			}
 		}
@@ -134,10 +143,10 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 	}
 }
 
-// TestVectorCacheBudget: the vector cache loads in the background (vec0
-// answers the first search), a database whose vectors exceed
+// TestVectorCacheBudget: the vector cache loads in the background (the SQL
+// scan answers the first search), a database whose vectors exceed
 // VectorCacheBytes is never cached, and one that outgrows it drops the
-// cache; vec0 answers the same throughout.
+// cache; the SQL scan answers the same throughout.
 func TestVectorCacheBudget(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, t.TempDir()+"/b.db")
@@ -174,11 +183,11 @@ func TestVectorCacheBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(got) != len(want) || len(got) == 0 {
-				t.Fatalf("%q: %d results, vec0 %d", q, len(got), len(want))
+				t.Fatalf("%q: %d results, SQL %d", q, len(got), len(want))
 			}
 			for i := range got {
 				if math.Abs(got[i].Source.Distance-want[i].Source.Distance) > 1e-5 {
-					t.Fatalf("%q rank %d: %.6f, vec0 %.6f", q, i+1, got[i].Source.Distance, want[i].Source.Distance)
+					t.Fatalf("%q rank %d: %.6f, SQL %.6f", q, i+1, got[i].Source.Distance, want[i].Source.Distance)
 				}
 			}
 		}
@@ -190,7 +199,7 @@ func TestVectorCacheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer x.Close()
-		// The first search starts the load and asks vec0 (later ones may
+		// The first search starts the load and asks SQL (later ones may
 		// find the cache loaded already: 200 vectors load in a blink).
 		opts := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(10)
 		if rs, err := x.Search(ctx, "alpha bravo", search.Scope{Agent: "a"}, opts); err != nil || len(rs) != 10 {

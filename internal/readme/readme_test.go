@@ -1,5 +1,6 @@
 // Package readme checks that every Go snippet in the repository's README
-// compiles, so the tour a new user copies from cannot drift from the API.
+// compiles, so the tour a new user copies from cannot drift from the API,
+// and that every test its Markdown cites as evidence exists.
 package readme
 
 import (
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -191,5 +193,77 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 			return fmt.Sprintf("README.md:%d", l+offsets[i])
 		})
 		t.Fatalf("README snippets do not compile:\n%s", msg)
+	}
+}
+
+// testName is a test, benchmark or fuzz target as prose cites it.
+var testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+
+// testFunc is the declaration of one.
+var testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)\(`)
+
+// TestReadmeTestNamesExist checks that every test, benchmark and fuzz
+// target the repository's Markdown files cite as evidence is declared in
+// some _test.go file: a renamed or removed test otherwise leaves a claim
+// pointing at nothing (the README once cited TestVectorCacheMatchesVec0
+// long after it had become TestVectorCacheMatchesSQL).
+func TestReadmeTestNamesExist(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	cited := map[string][]string{} // name -> files citing it
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			// Hidden directories, test data (npm packages bring their own
+			// Markdown) and the snippet directories TestReadmeSnippetsCompile
+			// makes are not the project's prose or tests.
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || strings.HasPrefix(name, "snippets-")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(name, "_test.go"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range testFunc.FindAllSubmatch(data, -1) {
+				declared[string(m[1])] = true
+			}
+		case strings.HasSuffix(name, ".md"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			for _, n := range testName.FindAllString(string(data), -1) {
+				cited[n] = append(cited[n], rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(declared) == 0 || len(cited) == 0 {
+		t.Fatalf("found %d declared and %d cited test names: the walk missed the repository", len(declared), len(cited))
+	}
+	var missing []string
+	for n, files := range cited {
+		if !declared[n] {
+			slices.Sort(files)
+			missing = append(missing, fmt.Sprintf("%s (cited in %s)", n, strings.Join(slices.Compact(files), ", ")))
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("no such test: %s", m)
 	}
 }

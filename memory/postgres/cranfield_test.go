@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -49,13 +50,21 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 	}
 	dir := search.FindCranfield()
 	if dir == "" {
-		t.Skip("Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
+		testenv.Missing(t, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
 	cran, err := search.LoadCranfield(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	if cran.DocVectors == nil || cran.QueryVectors == nil {
+		// Without them only the full-text leg is measured; CI must
+		// measure the vector and hybrid legs too.
+		if testenv.CI() {
+			t.Fatal("Cranfield embeddings (use_*.f32) not found: CI=true requires them")
+		}
+		t.Log("Cranfield embeddings (use_*.f32) not found: full text only")
+	}
 	var emb *fixedEmbedder
 	if cran.DocVectors != nil && cran.QueryVectors != nil {
 		emb = &fixedEmbedder{vecs: map[string][]float32{}}
