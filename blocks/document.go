@@ -737,7 +737,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	c.mu.Unlock()
 	if w == nil {
 		c.mu.Lock()
-		ev, subs, err := c.mutateLocked(who, ver, req, p)
+		ev, subs, err := c.mutateLocked(Origin{Agent: who, Permission: d.perm, System: system}, ver, req, p)
 		c.mu.Unlock()
 		if err == nil && ev.Op != "" {
 			fire(subs, ev)
@@ -820,7 +820,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 		}
 		ver = c.infoVer
 		var err error
-		ev, subs, err = c.mutateLocked(who, ver, req, p)
+		ev, subs, err = c.mutateLocked(Origin{Agent: who, Permission: current, System: system}, ver, req, p)
 		return err
 	})
 	if err != nil {
@@ -848,11 +848,14 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 	return nil
 }
 
-// mutateLocked applies p as who and commits it. It returns the event (no
+// mutateLocked applies p as o and commits it. It returns the event (no
 // Op when nothing changed; its Heads are the edit's change, the one head a
-// local commit leaves) and the subscribers to tell. Caller holds mu.
-func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event, []func(Event), error) {
+// local commit leaves) and the subscribers to tell. The prospective value
+// is judged as every change is (see CheckTransition) before any CRDT
+// operation. Caller holds mu.
+func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, []func(Event), error) {
 	label := c.info.Label
+	who := o.Agent
 	if c.infoVer != ver {
 		return Event{}, nil, fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, label, req.op)
 	}
@@ -904,8 +907,9 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		r := render(c.info.Schema, fullNext, renderFull)
 		newSize, newBytes = runeLen(r), len(r)
 	}
-	if lim := c.info.limit(); newSize > lim && newSize > c.size {
-		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
+	t := transition{info: c.info, origin: o, op: req.op, before: full, after: fullNext, sizeBefore: c.size, sizeAfter: newSize}
+	if err := judge(t); err != nil {
+		return Event{}, nil, err
 	}
 	node := c.am.RootMap()
 	err = guard(func() error {

@@ -723,17 +723,24 @@ func withFields(v, base any) any {
 
 // MergeChanges merges automerge changes made outside the store — by
 // automerge JS or another automerge peer, or on a Fork of the block — into
-// a block agent may write (its own, or one shared with it at ReadWrite or
-// Admin: merged changes can do anything a whole-value write can). This is
-// the one supported way: LoadIncremental, Merge and sync messages on a
-// store's Document fail with blocks.ErrManaged. data is change chunks
-// (SaveIncremental, PendingChanges) or a whole saved document.
+// a block agent may write (its own, or one shared with it at Append or
+// above). This is the one supported way: LoadIncremental, Merge and sync
+// messages on a store's Document fail with blocks.ErrManaged. data is
+// change chunks (SaveIncremental, PendingChanges) or a whole saved
+// document.
 //
-// The merge is validated against the block's fresh state inside the write
-// transaction (every change applicable, the merged value valid under the
-// schema and within the character limit), persisted as one update row
-// attributed to agent, and indexed like any write. An invalid merge returns
-// an error (wrapping blocks.ErrCorrupt, schema.ErrInvalid or
+// The merge is judged against the block's fresh state inside the write
+// transaction as any edit is (blocks.CheckTransition, with agent's current
+// permission): every change applicable, the merged value valid under the
+// schema (and no key or value kind the schema does not lay out, such as an
+// unknown root key), read-only fields and sections unchanged, the
+// character limit kept. An agent with Append permission may merge changes
+// that only append (text extended, items and log entries added at the
+// end, counters raised); ReadWrite and Admin may merge any content change.
+// Partner and Human permissions cannot merge: a merge cannot be proposed
+// for approval. The merge is persisted as one update row attributed to
+// agent, and indexed like any write. A refused merge returns an error
+// (wrapping blocks.ErrCorrupt, schema.ErrInvalid, blocks.ErrPermission or
 // blocks.ErrLimit) and leaves the block as it was. Changes made on an
 // earlier epoch of the block (before its history was rebased, see
 // Options.HistoryLimit) are refused, wrapping blocks.ErrUnrelated or
@@ -744,8 +751,8 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 	if err != nil {
 		return err
 	}
-	if doc.Permission() < blocks.ReadWrite {
-		return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission %s (merging needs ReadWrite)",
+	if doc.Permission() < blocks.Append {
+		return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission %s (merging needs Append or above)",
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
@@ -761,12 +768,12 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 		return u()
 	}
 	err = ent.Write(ctx, req, func(current blocks.Permission) error {
-		if current < blocks.ReadWrite {
+		if current < blocks.Append {
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
 		var fresh []byte
-		fresh, undo, err = ent.replica.Merge(data)
+		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err
 		}
