@@ -1,8 +1,11 @@
 package blocks
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -396,7 +399,7 @@ func layoutProblems(node *automerge.Map, s schema.Schema, path string, add func(
 	}
 	for k := range vals {
 		if k != want {
-			add(invalidAt(joinField(path, k), "unknown key at the root of a %s document (want only %q)", s.Kind(), want))
+			add(rootKeyProblem{invalidAt(joinField(path, k), "unknown key at the root of a %s document (want only %q)", s.Kind(), want)})
 		}
 	}
 	v, ok := vals[want]
@@ -568,4 +571,141 @@ func checkFieldKind(f schema.FieldDef, v *automerge.Value, path string) error {
 		return invalidAt(path, "%s field holds %v", f.Type, k)
 	}
 	return nil
+}
+
+// rootKeyProblem marks a layout problem at a node's root: a key engram
+// never writes, whatever the schema was when the document was made.
+type rootKeyProblem struct{ error }
+
+func (p rootKeyProblem) Unwrap() error { return p.error }
+
+// LoadForeign opens a document that comes from outside the store — a
+// dump's, which automerge JS or a Go program may have edited — and judges
+// it as MergeChanges judges merged changes, so an import cannot bring in
+// what a merge could not:
+//
+//   - the value must be valid under the schema, every part of it (there is
+//     no trusted earlier state in the store to take parts from);
+//   - no node may hold a key at its root that engram never writes (an
+//     unknown root key), and no other layout problem (unknown field, wrong
+//     container kind) that the document's engram-made state lacks;
+//   - the changes not made by engram — whose message is not an engram
+//     commit message, and everything built on them — are judged as a
+//     transition from the state without them to the whole document, made
+//     by the block's owner with the block's permission (CheckTransition).
+//
+// Engram-made changes are recognised by their commit messages, which
+// anyone can imitate: this finds documents edited by tools that do not
+// pretend to be engram, and a document whose foreign changes came through
+// MergeChanges and were followed by edits the owner could not make (a
+// read-only field set by the system) is judged as if the owner made them.
+func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
+	d, err := Load(info, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fail := func(err error) (*Document, error) {
+		return nil, fmt.Errorf("block %q of %q: %w", info.Label, info.Owner, err)
+	}
+	after, err := c.value()
+	if err != nil {
+		return fail(err)
+	}
+	size := c.size
+	var (
+		clean, total int
+		heads        []automerge.ChangeHash
+	)
+	err = guard(func() error {
+		chs, err := c.am.Changes()
+		if err != nil {
+			return err
+		}
+		total = len(chs)
+		ok := make(map[automerge.ChangeHash]bool, len(chs))
+		depended := map[automerge.ChangeHash]bool{}
+		for _, ch := range chs { // causal order: dependencies first
+			var msg commitMessage
+			good := json.Unmarshal([]byte(ch.Message()), &msg) == nil && msg.Actor != "" && msg.Op != ""
+			for _, dep := range ch.Dependencies() {
+				good = good && ok[dep]
+			}
+			if good {
+				ok[ch.Hash()] = true
+				clean++
+				for _, dep := range ch.Dependencies() {
+					depended[dep] = true
+				}
+			}
+		}
+		for h := range ok {
+			if !depended[h] {
+				heads = append(heads, h)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+	}
+	full, err := layoutSet(c.am, info.Schema)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+	}
+	for _, k := range sortedKeys(full) {
+		var rp rootKeyProblem
+		if errors.As(full[k], &rp) {
+			return fail(full[k])
+		}
+	}
+	if err := validateModel(info.Schema, nil, after, ""); err != nil {
+		return fail(err)
+	}
+	if clean == total {
+		return d, nil
+	}
+	var (
+		before     any
+		beforeSize int
+		prevLayout = map[string]error{}
+	)
+	if len(heads) > 0 {
+		err = guard(func() error {
+			fork, err := c.am.Fork(heads...)
+			if err != nil {
+				return err
+			}
+			if prevLayout, err = layoutSet(fork, info.Schema); err != nil {
+				return err
+			}
+			if v, rerr := readNode(fork.RootMap(), info.Schema); rerr == nil {
+				before, beforeSize = v, renderedSize(info.Schema, v)
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+		}
+	}
+	if p := newLayoutProblem(prevLayout, full); p != nil {
+		return fail(p)
+	}
+	t := transition{info: info, origin: Origin{Agent: info.Owner, Permission: info.Permission}, op: OpMerge,
+		before: before, after: after, sizeBefore: beforeSize, sizeAfter: size}
+	if err := judge(t); err != nil {
+		return fail(fmt.Errorf("changes made outside engram: %w", err))
+	}
+	return d, nil
+}
+
+func sortedKeys(m map[string]error) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
