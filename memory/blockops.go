@@ -335,13 +335,10 @@ func (c *Cache) AppendToBlock(ctx context.Context, agent, label, text string) er
 }
 
 // ReplaceInBlock replaces the first occurrence of old in a Text block as the
-// agent; it reports whether old occurred (false with a nil error when it
-// did not: nothing changed).
-func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (bool, error) {
-	err := c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
-	if errors.Is(err, ErrNoMatch) {
-		return false, nil
-	}
+// agent, exactly as ApplyEdit with a replace_text edit: when old does not
+// occur nothing changes and the error wraps ErrNoMatch. found is err == nil.
+func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
+	err = c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
 
@@ -393,7 +390,9 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		return err
 	}
 	if !found {
-		return noMatch(e, ent.owner, label)
+		// Edit.Apply reports every refusal as an error; an edit that
+		// changed nothing without one is not this path's to invent.
+		return fmt.Errorf("memory: %s on block %q of agent %q applied nothing", e.Op, label, ent.owner)
 	}
 	return c.afterEdit(ctx, ent, e)
 }
@@ -501,11 +500,16 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 // happen around it). Run it on a view of a fork (doc.Fork) to try an edit
 // without touching the block.
 //
-// found is false only for OpReplaceText when the old text does not occur:
-// the document is then unchanged and err is nil, as for
-// Document.ReplaceText (ApplyEdit turns that case into ErrNoMatch). An
-// unknown op is an error wrapping ErrInvalidArgument.
+// found is false when the edit did not apply, and err then says why: for
+// OpReplaceText whose old text does not occur, an error wrapping
+// ErrNoMatch, as from Document.ReplaceText and ApplyEdit. An unknown op is
+// an error wrapping ErrInvalidArgument.
 func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
+	found, err = e.apply(doc, actor)
+	return found && err == nil, err
+}
+
+func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
 	sec := e.Section
 	switch e.Op {
 	case blocks.OpSetText:
@@ -580,19 +584,6 @@ func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 		return true, doc.SetValue(e.Value, actor)
 	}
 	return false, fmt.Errorf("%w: unsupported edit op %q", ErrInvalidArgument, e.Op)
-}
-
-// noMatch is the error of a replace_text edit whose old text is absent.
-func noMatch(e Edit, owner, label string) error {
-	old := e.Old
-	if r := []rune(old); len(r) > 80 {
-		old = string(r[:80]) + "…"
-	}
-	where := fmt.Sprintf("block %q of agent %q", label, owner)
-	if e.Section != "" {
-		where = fmt.Sprintf("section %q of %s", e.Section, where)
-	}
-	return fmt.Errorf("%w: %q does not occur in %s", ErrNoMatch, old, where)
 }
 
 // PersistBlock makes the block's pending changes durable now (needed in

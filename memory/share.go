@@ -188,10 +188,7 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 	if err != nil {
 		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
 	}
-	found, err := e.Apply(fork.View(doc.Accessor(), blocks.ReadWrite), blocks.Agent)
-	if err == nil && !found {
-		err = noMatch(e, owner, label)
-	}
+	_, err = e.Apply(fork.View(doc.Accessor(), blocks.ReadWrite), blocks.Agent)
 	if errors.Is(err, blocks.ErrCorrupt) {
 		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
 	}
@@ -285,10 +282,7 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 	}
 	decided := func(tx *sql.Tx) error { return c.decideTx(tx, id, "approved", approver, "") }
 	view := ent.doc.View(p.Proposer, perm).Approved().WithContext(withTxHook(ctx, decided))
-	found, err := p.Edit.Apply(view, blocks.Agent)
-	if err == nil && !found {
-		err = noMatch(p.Edit, p.Owner, p.Label)
-	}
+	_, err = p.Edit.Apply(view, blocks.Agent)
 	if err != nil {
 		return fmt.Errorf("memory: apply proposal %d: %w", id, err)
 	}
