@@ -726,6 +726,24 @@ func (d *Document) Authorize(actor Actor, op Op) error {
 // store brought up to date, and is rolled back if the store cannot make it
 // durable; subscribers hear of it only once it is.
 func (d *Document) mutate(actor Actor, req request, p plan) error {
+	err := d.mutateOnce(actor, req, p)
+	if err == nil || d.approved || !errors.Is(err, ErrNeedsApproval) {
+		return err
+	}
+	d.c.mu.Lock()
+	pr, ok := d.c.writer.(Proposer)
+	info := d.c.info
+	d.c.mu.Unlock()
+	if !ok {
+		return err
+	}
+	return pr.Propose(d.Context(), ApprovalRequest{Block: info.Label, Owner: info.Owner, Agent: d.accessor, Permission: d.perm,
+		Op: req.op, Section: req.section, Field: req.field, Args: req.args}, err)
+}
+
+// mutateOnce is mutate without handing a refusal for want of approval to
+// the store (see Proposer).
+func (d *Document) mutateOnce(actor Actor, req request, p plan) error {
 	who, system, ver, err := d.authorize(actor, req)
 	if err != nil {
 		return err

@@ -42,6 +42,18 @@ type Writer interface {
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 
+// Proposer is implemented by a Writer that keeps an edit which needs an
+// approval it did not get as a proposal (a store's ProposeEdit). A write
+// through any view of the managed document that is refused for want of an
+// approval (an error wrapping ErrNeedsApproval) is handed to it, so a
+// write through a view ends as the store's own edit methods end.
+type Proposer interface {
+	// Propose keeps the edit req describes, which was refused with
+	// refused, as a proposal, and returns the error the write returns
+	// (refused itself when it keeps nothing).
+	Propose(ctx context.Context, req ApprovalRequest, refused error) error
+}
+
 // WriteRequest describes the mutation a Writer is asked to run.
 type WriteRequest struct {
 	Label    string

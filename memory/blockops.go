@@ -348,7 +348,10 @@ func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new strin
 // occur changes nothing and returns an error wrapping ErrNoMatch. A
 // Partner/Human edit that is not approved is kept as a proposal and the
 // error is a *ProposalError; if the edit could not apply even if approved
-// (see ProposeEdit), no proposal is kept and that error is returned.
+// (see ProposeEdit), no proposal is kept and that error is returned. The
+// same edit made through the store's sugar methods or a *blocks.Document
+// view of the block ends the same way (same error, value, update row and
+// proposal).
 func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
 	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
 		// Only a write that succeeds on the cached view is final: anything
@@ -356,7 +359,9 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		// deleted and made again elsewhere) is tried again below on a
 		// checked view. A failed attempt wrote nothing.
 		doc := ent.doc.View(agent, ent.doc.Info().Permission)
-		found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
+		// No proposal from a view that may be behind: the checked view
+		// below decides whether the edit needs one.
+		found, err := e.Apply(doc.WithContext(withoutProposal(ctx)), blocks.Agent)
 		switch {
 		case err == nil && found:
 			return c.afterEdit(ctx, ent, e)
@@ -371,22 +376,10 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// A Partner/Human edit the approver did not allow is kept as a
+	// proposal by the view's store (entry.Propose), as for any view.
 	found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 	if err != nil {
-		if errors.Is(err, blocks.ErrNeedsApproval) {
-			if owner == "" {
-				owner = agent
-			}
-			p, perr := c.ProposeEdit(ctx, agent, owner, label, e, "")
-			var inv *invalidEditError
-			if errors.As(perr, &inv) {
-				return perr
-			}
-			if perr != nil {
-				return errors.Join(err, perr)
-			}
-			return &ProposalError{ProposalID: p.ID, Err: err}
-		}
 		return err
 	}
 	if !found {

@@ -180,6 +180,95 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 	return Proposal{ID: id, Owner: owner, Label: label, Proposer: agent, Edit: e, Reason: reason, Status: "pending", CreatedAt: fromNanos(now)}, nil
 }
 
+// noProposalKey marks a context whose writes keep no proposal.
+type noProposalKey struct{}
+
+func withoutProposal(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noProposalKey{}, true)
+}
+
+// Propose keeps a Partner/Human edit made through any view of the block
+// that the approver did not allow as a proposal, as ApplyEdit does (see
+// blocks.Proposer): the error is a *ProposalError, or, if the edit could
+// not apply even if approved, why not.
+func (e *entry) Propose(ctx context.Context, req blocks.ApprovalRequest, refused error) error {
+	if ctx.Value(noProposalKey{}) != nil {
+		return refused
+	}
+	ed, ok := editOf(req)
+	if !ok {
+		return refused // an operation that is not an Edit (a trim) cannot be proposed
+	}
+	p, perr := e.c.ProposeEdit(ctx, req.Agent, e.owner, e.label, ed, "")
+	var inv *invalidEditError
+	if errors.As(perr, &inv) {
+		return perr
+	}
+	if perr != nil {
+		return errors.Join(refused, perr)
+	}
+	return &ProposalError{ProposalID: p.ID, Err: refused}
+}
+
+// editOf is the Edit an approval request describes (see the arguments
+// blocks passes for each operation).
+func editOf(r blocks.ApprovalRequest) (Edit, bool) {
+	e := Edit{Op: r.Op, Section: r.Section, Field: r.Field}
+	a := r.Args
+	str := func(i int) (string, bool) {
+		if i >= len(a) {
+			return "", false
+		}
+		s, ok := a[i].(string)
+		return s, ok
+	}
+	num := func(i int) (int, bool) {
+		if i >= len(a) {
+			return 0, false
+		}
+		n, ok := a[i].(int)
+		return n, ok
+	}
+	var ok1, ok2 = true, true
+	switch r.Op {
+	case blocks.OpSetText, blocks.OpAppendText:
+		e.Text, ok1 = str(0)
+	case blocks.OpReplaceText:
+		e.Old, ok1 = str(0)
+		e.Text, ok2 = str(1)
+	case blocks.OpInsertText:
+		e.Index, ok1 = num(0)
+		e.Text, ok2 = str(1)
+	case blocks.OpSetField, blocks.OpAppendToListField, blocks.OpPushItem, blocks.OpAppendLogEntry, blocks.OpSetValue:
+		ok1 = len(a) == 1
+		if ok1 {
+			e.Value = a[0]
+		}
+	case blocks.OpIncrementCounter:
+		ok1 = len(a) == 1
+		if ok1 {
+			e.Delta, ok2 = a[0].(int64)
+		}
+	case blocks.OpInsertItem:
+		e.Index, ok1 = num(0)
+		ok2 = len(a) == 2
+		if ok2 {
+			e.Value = a[1]
+		}
+	case blocks.OpDeleteItem:
+		e.Index, ok1 = num(0)
+	case blocks.OpCheckItem:
+		e.Index, ok1 = num(0)
+		ok2 = len(a) == 2
+		if ok2 {
+			e.Value = a[1]
+		}
+	default:
+		return Edit{}, false
+	}
+	return e, ok1 && ok2
+}
+
 // tryEdit runs e on a fork of doc as its accessor with ReadWrite, the way
 // an approval would apply it, and returns why it could not apply, wrapped
 // in an *invalidEditError.

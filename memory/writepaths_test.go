@@ -22,7 +22,7 @@ type pathResult struct {
 	value     any
 	rows      int
 	lastActor string
-	proposals int
+	proposals []memory.Edit // the edits of the proposals kept
 }
 
 var pathSentinels = []struct {
@@ -83,6 +83,9 @@ func TestWritePathsAgree(t *testing.T) {
 		{"append over the limit", text(15), 0, memory.Edit{Op: blocks.OpAppendText, Text: " and more"}},
 		{"append by an Append share", text(0), blocks.Append, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
 		{"set text by an Append share", text(0), blocks.Append, memory.Edit{Op: blocks.OpSetText, Text: "bye"}},
+		{"append by a Partner share", text(0), blocks.Partner, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
+		{"set text by a Human share", text(0), blocks.Human, memory.Edit{Op: blocks.OpSetText, Text: "bye"}},
+		{"over the limit by a Partner share", text(15), blocks.Partner, memory.Edit{Op: blocks.OpAppendText, Text: " and more"}},
 		{"append by a ReadOnly share", text(0), blocks.ReadOnly, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
 		{"replace without a match by a share", text(0), blocks.ReadWrite, memory.Edit{Op: blocks.OpReplaceText, Old: "absent", Text: "x"}},
 		{"push item on a text block", text(0), 0, memory.Edit{Op: blocks.OpPushItem, Value: "x"}},
@@ -90,6 +93,9 @@ func TestWritePathsAgree(t *testing.T) {
 		{"set a read-only field", memory.BlockSpec{Label: "b", Schema: mapSchema}, 0, memory.Edit{Op: blocks.OpSetField, Field: "owner", Value: "bob"}},
 		{"lower a counter by an Append share", memory.BlockSpec{Label: "b", Schema: mapSchema}, blocks.Append, memory.Edit{Op: blocks.OpIncrementCounter, Field: "hits", Delta: -1}},
 		{"raise a counter by an Append share", memory.BlockSpec{Label: "b", Schema: mapSchema}, blocks.Append, memory.Edit{Op: blocks.OpIncrementCounter, Field: "hits", Delta: 2}},
+		{"set a field by a Partner share", memory.BlockSpec{Label: "b", Schema: mapSchema}, blocks.Partner, memory.Edit{Op: blocks.OpSetField, Field: "n", Value: int64(4)}},
+		{"check an item by a Human share", memory.BlockSpec{Label: "b", Schema: schema.List{Checkbox: true}, Value: []any{"a"}}, blocks.Human, memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: true}},
+		{"set a value by a Partner share", text(0), blocks.Partner, memory.Edit{Op: blocks.OpSetValue, Value: "whole"}},
 		{"delete a missing item", memory.BlockSpec{Label: "b", Schema: schema.List{}, Value: []any{"a"}}, 0, memory.Edit{Op: blocks.OpDeleteItem, Index: 5}},
 		{"log entry", memory.BlockSpec{Label: "b", Type: blocks.Log, Schema: schema.Log{}}, 0, memory.Edit{Op: blocks.OpAppendLogEntry, Text: "went well"}},
 		{"unknown op", text(0), 0, memory.Edit{Op: "frobnicate"}},
@@ -176,7 +182,9 @@ func TestWritePathsAgree(t *testing.T) {
 				if perr != nil {
 					t.Fatal(perr)
 				}
-				r.proposals = len(ps)
+				for _, p := range ps {
+					r.proposals = append(r.proposals, p.Edit)
+				}
 				return r, true
 			}
 			var first pathResult
