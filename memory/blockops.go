@@ -359,12 +359,14 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		// deleted and made again elsewhere) is tried again below on a
 		// checked view. A failed attempt wrote nothing.
 		doc := ent.doc.View(agent, ent.doc.Info().Permission)
-		// No proposal from a view that may be behind: the checked view
-		// below decides whether the edit needs one.
-		found, err := e.Apply(doc.WithContext(withoutProposal(ctx)), blocks.Agent)
+		found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 		switch {
 		case err == nil && found:
 			return c.afterEdit(ctx, ent, e)
+		case err != nil && proposalDecided(err):
+			// The store decided on the fresh state (entry.Propose): the
+			// edit is proposed, or could not apply even if approved.
+			return err
 		case err != nil && (errors.Is(err, ErrPersist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed) || ctx.Err() != nil):
 			return err // the write itself failed: trying again could write it twice
 		}
@@ -388,6 +390,16 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		return fmt.Errorf("memory: %s on block %q of agent %q applied nothing", e.Op, label, ent.owner)
 	}
 	return c.afterEdit(ctx, ent, e)
+}
+
+// proposalDecided reports whether err is the store's decision on an edit
+// that needs approval: a *ProposalError, or why it could not apply even if
+// approved. (A function of its own, so the write path allocates nothing
+// for it when there is no error.)
+func proposalDecided(err error) bool {
+	var pe *ProposalError
+	var inv *invalidEditError
+	return errors.As(err, &pe) || errors.As(err, &inv)
 }
 
 // writeView returns the cached entry of the agent's own block for a write

@@ -180,19 +180,20 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 	return Proposal{ID: id, Owner: owner, Label: label, Proposer: agent, Edit: e, Reason: reason, Status: "pending", CreatedAt: fromNanos(now)}, nil
 }
 
-// noProposalKey marks a context whose writes keep no proposal.
-type noProposalKey struct{}
-
-func withoutProposal(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noProposalKey{}, true)
-}
-
 // Propose keeps a Partner/Human edit made through any view of the block
 // that the approver did not allow as a proposal, as ApplyEdit does (see
 // blocks.Proposer): the error is a *ProposalError, or, if the edit could
 // not apply even if approved, why not.
+//
+// A view made before the permission changed may be refused for want of an
+// approval the fresh permission no longer needs: that refusal stands (the
+// caller tries again) and nothing is proposed.
 func (e *entry) Propose(ctx context.Context, req blocks.ApprovalRequest, refused error) error {
-	if ctx.Value(noProposalKey{}) != nil {
+	_, doc, err := e.c.view(ctx, req.Agent, e.owner, e.label)
+	if err != nil {
+		return errors.Join(refused, err)
+	}
+	if p := doc.Permission(); p != blocks.Partner && p != blocks.Human {
 		return refused
 	}
 	ed, ok := editOf(req)

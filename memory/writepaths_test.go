@@ -86,6 +86,8 @@ func TestWritePathsAgree(t *testing.T) {
 		{"append by a Partner share", text(0), blocks.Partner, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
 		{"set text by a Human share", text(0), blocks.Human, memory.Edit{Op: blocks.OpSetText, Text: "bye"}},
 		{"over the limit by a Partner share", text(15), blocks.Partner, memory.Edit{Op: blocks.OpAppendText, Text: " and more"}},
+		{"append to an own Partner block", memory.BlockSpec{Label: "b", Value: "hello world", Permission: blocks.Partner}, 0, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
+		{"replace in an own Human block", memory.BlockSpec{Label: "b", Value: "hello world", Permission: blocks.Human}, 0, memory.Edit{Op: blocks.OpReplaceText, Old: "world", Text: "there"}},
 		{"append by a ReadOnly share", text(0), blocks.ReadOnly, memory.Edit{Op: blocks.OpAppendText, Text: "!"}},
 		{"replace without a match by a share", text(0), blocks.ReadWrite, memory.Edit{Op: blocks.OpReplaceText, Old: "absent", Text: "x"}},
 		{"push item on a text block", text(0), 0, memory.Edit{Op: blocks.OpPushItem, Value: "x"}},
