@@ -160,6 +160,9 @@ func validateModel(s schema.Schema, before, after any, path string) error {
 		if !utf8.ValidString(a) {
 			return invalidAt(path, "text is not valid UTF-8")
 		}
+		if i := strings.IndexByte(a, 0); i >= 0 {
+			return invalidAt(path, "text holds a NUL byte") // as checkUTF8 refuses it from a local edit
+		}
 		return nil
 	case schema.Map:
 		a, ok := after.(map[string]any)

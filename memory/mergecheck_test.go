@@ -119,6 +119,7 @@ func TestMergeChangesJudgedAsAnEdit(t *testing.T) {
 		{"log entry appended", "log", blocks.Append, func(r *automerge.Map) error {
 			return subList(r, "entries").Append(map[string]any{"message": "hi", "timestamp": testNow})
 		}, nil, ""},
+		{"NUL byte in text", "text", 0, func(r *automerge.Map) error { return subText(r, "content").Append("a\x00b") }, schema.ErrInvalid, "NUL"},
 		{"append agent rewrites text", "text", blocks.Append, func(r *automerge.Map) error { return subText(r, "content").Splice(0, 1, "J") }, blocks.ErrPermission, "append"},
 		{"append agent appends text", "text", blocks.Append, func(r *automerge.Map) error { return subText(r, "content").Append("!") }, nil, ""},
 		{"append agent lowers a counter", "map", blocks.Append, func(r *automerge.Map) error {
