@@ -358,8 +358,10 @@ func (c *core) managed() bool {
 // peer's later incremental saves, whose changes build on changes the block
 // has and data does not hold) or a whole saved document; every change must
 // be applicable (changes whose dependencies the block lacks are refused as
-// ErrUnrelated, not queued); and the merged
-// state must satisfy the block's schema and character limit. On success it
+// ErrUnrelated, not queued); and the merge is judged as an edit by from
+// would be (CheckTransition: schema, layout, read-only parts, from's
+// permission, character limit; schema.ErrInvalid, ErrPermission, ErrLimit).
+// A store passes the merging agent's current permission. On success it
 // returns the changes that were new to the document, encoded for
 // LoadIncremental (nil when there were none), and undo, which returns the
 // document to its state before Merge if the store cannot make them durable.
