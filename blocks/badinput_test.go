@@ -98,8 +98,8 @@ func TestReplaceTextNoMatchChangesNothing(t *testing.T) {
 	d := textDoc(t, blocks.ReadWrite)
 	heads := d.Heads()
 	ok, err := d.ReplaceText("absent", "x", blocks.Agent)
-	if ok || err != nil {
-		t.Fatalf("ReplaceText = %v, %v", ok, err)
+	if ok || !errors.Is(err, blocks.ErrNoMatch) {
+		t.Fatalf("ReplaceText = %v, %v; want false, ErrNoMatch", ok, err)
 	}
 	if strings.Join(heads, ",") != strings.Join(d.Heads(), ",") {
 		t.Fatal("no-match replace committed a change")

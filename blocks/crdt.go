@@ -79,7 +79,7 @@ func (d *Document) LoadIncremental(data []byte) error {
 	if d.c.managed() {
 		return d.c.errManaged("LoadIncremental")
 	}
-	return d.c.loadIncremental(data, true)
+	return d.c.loadIncremental(data, &Origin{System: true})
 }
 
 // afterRemote refreshes the cache after changes arrived from elsewhere and
@@ -135,7 +135,7 @@ func (d *Document) Merge(other *Document) error {
 	if err != nil {
 		return fmt.Errorf("block %q: merge: %w", d.Label(), err)
 	}
-	return d.c.merge("merge", true, func() error { _, err := d.c.am.Merge(snap); return err })
+	return d.c.merge("merge", &Origin{System: true}, func() error { _, err := d.c.am.Merge(snap); return err })
 }
 
 // Fork returns an independent replica of the document (same metadata, new
@@ -320,5 +320,5 @@ func (s *SyncState) ReceiveMessage(msg []byte) error {
 	if c.managed() {
 		return c.errManaged("a sync message")
 	}
-	return c.merge("sync", true, func() error { _, err := s.ss.ReceiveMessage(msg); return err })
+	return c.merge("sync", &Origin{System: true}, func() error { _, err := s.ss.ReceiveMessage(msg); return err })
 }

@@ -726,6 +726,24 @@ func (d *Document) Authorize(actor Actor, op Op) error {
 // store brought up to date, and is rolled back if the store cannot make it
 // durable; subscribers hear of it only once it is.
 func (d *Document) mutate(actor Actor, req request, p plan) error {
+	err := d.mutateOnce(actor, req, p)
+	if err == nil || d.approved || !errors.Is(err, ErrNeedsApproval) {
+		return err
+	}
+	d.c.mu.Lock()
+	pr, ok := d.c.writer.(Proposer)
+	info := d.c.info
+	d.c.mu.Unlock()
+	if !ok {
+		return err
+	}
+	return pr.Propose(d.Context(), ApprovalRequest{Block: info.Label, Owner: info.Owner, Agent: d.accessor, Permission: d.perm,
+		Op: req.op, Section: req.section, Field: req.field, Args: req.args}, err)
+}
+
+// mutateOnce is mutate without handing a refusal for want of approval to
+// the store (see Proposer).
+func (d *Document) mutateOnce(actor Actor, req request, p plan) error {
 	who, system, ver, err := d.authorize(actor, req)
 	if err != nil {
 		return err
@@ -737,7 +755,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 	c.mu.Unlock()
 	if w == nil {
 		c.mu.Lock()
-		ev, subs, err := c.mutateLocked(who, ver, req, p)
+		ev, subs, err := c.mutateLocked(Origin{Agent: who, Permission: d.perm, System: system}, ver, req, p)
 		c.mu.Unlock()
 		if err == nil && ev.Op != "" {
 			fire(subs, ev)
@@ -820,7 +838,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 		}
 		ver = c.infoVer
 		var err error
-		ev, subs, err = c.mutateLocked(who, ver, req, p)
+		ev, subs, err = c.mutateLocked(Origin{Agent: who, Permission: current, System: system}, ver, req, p)
 		return err
 	})
 	if err != nil {
@@ -848,11 +866,14 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 	return nil
 }
 
-// mutateLocked applies p as who and commits it. It returns the event (no
+// mutateLocked applies p as o and commits it. It returns the event (no
 // Op when nothing changed; its Heads are the edit's change, the one head a
-// local commit leaves) and the subscribers to tell. Caller holds mu.
-func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event, []func(Event), error) {
+// local commit leaves) and the subscribers to tell. The prospective value
+// is judged as every change is (see CheckTransition) before any CRDT
+// operation. Caller holds mu.
+func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, []func(Event), error) {
 	label := c.info.Label
+	who := o.Agent
 	if c.infoVer != ver {
 		return Event{}, nil, fmt.Errorf("%w: block %q was reconfigured during %s; retry", ErrWrongSchema, label, req.op)
 	}
@@ -915,8 +936,16 @@ func (c *core) mutateLocked(who string, ver uint64, req request, p plan) (Event,
 		r := render(c.info.Schema, fullNext, renderFull)
 		newSize, newBytes = runeLen(r), len(r)
 	}
-	if lim := c.info.limit(); newSize > lim && newSize > c.size {
-		return Event{}, nil, fmt.Errorf("%w: block %q: %s would make it %d characters, limit is %d", ErrLimit, label, req.op, newSize, lim)
+	before := full
+	if len(rotated) > 0 {
+		// The rotation is the store's doing, not the actor's: the append
+		// is judged against the entries it keeps, so a rotating append is
+		// an append like any other.
+		before = full.([]LogEntry)[len(rotated):]
+	}
+	t := transition{info: c.info, origin: o, op: req.op, before: before, after: fullNext, sizeBefore: c.size, sizeAfter: newSize}
+	if err := judge(t); err != nil {
+		return Event{}, nil, err
 	}
 	node := c.am.RootMap()
 	err = guard(func() error {

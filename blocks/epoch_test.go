@@ -151,12 +151,12 @@ func testResetKeepsViews(t *testing.T, adopt bool) {
 	must(t, stale.AppendText("delta\n", blocks.Agent))
 	whole, err := stale.Save()
 	must(t, err)
-	if _, _, err := rep.Merge(whole); !errors.Is(err, blocks.ErrUnrelated) {
+	if _, _, err := rep.Merge(whole, blocks.Origin{System: true}); !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("merging an old epoch's document: %v, want ErrUnrelated", err)
 	}
 	inc, _, err = stale.PendingChanges()
 	must(t, err)
-	if _, _, err := rep.Merge(inc); err == nil {
+	if _, _, err := rep.Merge(inc, blocks.Origin{System: true}); err == nil {
 		t.Fatal("merging an old epoch's change was accepted")
 	}
 	if got, _ := d.Text(); got != "alpha\nbeta\ngamma\n" {

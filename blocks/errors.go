@@ -17,6 +17,11 @@ var (
 	// ErrLimit is returned when a write would push a block past its
 	// character limit.
 	ErrLimit = errors.New("blocks: character limit exceeded")
+	// ErrNoMatch is returned by ReplaceText (and ReplaceTextInSection) when
+	// the text to replace does not occur: nothing is changed. Every write
+	// path reports it the same way (the store's ApplyEdit and
+	// ReplaceInBlock wrap it too, as memory.ErrNoMatch).
+	ErrNoMatch = errors.New("blocks: no match")
 	// ErrOutOfRange is returned for a list index that does not exist.
 	ErrOutOfRange = errors.New("blocks: index out of range")
 	// ErrHistorical is returned for a write to a read-only historical view

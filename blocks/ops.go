@@ -13,7 +13,8 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-// errNoMatch aborts a ReplaceText plan without committing anything.
+// errNoMatch aborts a ReplaceText or TrimLog plan without committing
+// anything.
 var errNoMatch = errors.New("no match")
 
 func wrongSchema(s schema.Schema, op Op, want schema.Kind) error {
@@ -35,7 +36,9 @@ func (d *Document) AppendText(text string, actor Actor) error {
 }
 
 // ReplaceText replaces the first occurrence of old with new in a Text block.
-// It reports false (and changes nothing) when old does not occur.
+// When old does not occur it changes nothing and returns false with an
+// error wrapping ErrNoMatch, as every other write path (the store's
+// ApplyEdit and ReplaceInBlock) does for the same edit.
 func (d *Document) ReplaceText(old, new string, actor Actor) (bool, error) {
 	return d.replaceText("", old, new, actor)
 }
@@ -145,9 +148,22 @@ func (d *Document) replaceText(section, old, new string, actor Actor) (bool, err
 		}, nil
 	})
 	if errors.Is(err, errNoMatch) {
-		return false, nil
+		return false, d.noMatch(section, old)
 	}
 	return err == nil, err
+}
+
+// noMatch is the error of a replace whose old text does not occur.
+func (d *Document) noMatch(section, old string) error {
+	if r := []rune(old); len(r) > 80 {
+		old = string(r[:80]) + "…"
+	}
+	info := d.Info()
+	where := fmt.Sprintf("block %q of agent %q", info.Label, info.Owner)
+	if section != "" {
+		where = fmt.Sprintf("section %q of %s", section, where)
+	}
+	return fmt.Errorf("%w: %q does not occur in %s", ErrNoMatch, old, where)
 }
 
 func (d *Document) insertLine(section string, n int, line string, actor Actor) error {

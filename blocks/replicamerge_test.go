@@ -51,7 +51,7 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 	third := peer.SaveIncremental()
 
 	// Out of order: the third save builds on the second, not yet merged.
-	_, _, err = rep.Merge(third)
+	_, _, err = rep.Merge(third, blocks.Origin{System: true})
 	if !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("a change whose dependencies the block lacks: %v, want ErrUnrelated", err)
 	}
@@ -59,7 +59,7 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 		t.Fatalf("a refused merge changed the text: %q", got)
 	}
 	for i, data := range [][]byte{first, second, second, third} {
-		if _, _, err := rep.Merge(data); err != nil {
+		if _, _, err := rep.Merge(data, blocks.Origin{System: true}); err != nil {
 			t.Fatalf("merge %d: %v", i, err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 	must(t, fork.AppendText("six\n", blocks.Agent))
 	inc, _, err := fork.PendingChanges()
 	must(t, err)
-	if _, _, err := rep.Merge(inc); err != nil {
+	if _, _, err := rep.Merge(inc, blocks.Origin{System: true}); err != nil {
 		t.Fatalf("a fork's pending changes: %v", err)
 	}
 	if got, _ := d.Text(); got != "base\none\ntwo\nthree\nfour\nfive\nsix\n" {
@@ -90,7 +90,7 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 	must(t, peer.LoadIncremental(now))
 	peerText(t, peer, "seven\n")
 	plain := peer.SaveIncremental()
-	if _, _, err := rep.Merge(compressChunks(t, plain)); err != nil {
+	if _, _, err := rep.Merge(compressChunks(t, plain), blocks.Origin{System: true}); err != nil {
 		t.Fatalf("a compressed change: %v", err)
 	}
 	if got, _ := d.Text(); got != "base\none\ntwo\nthree\nfour\nfive\nsix\nseven\n" {
@@ -116,7 +116,7 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 		"the second of two":      flip(two, len(two)-3),
 		"compressed, damaged":    flip(compressChunks(t, two), len(compressChunks(t, two))-2),
 	} {
-		if _, _, err := rep.Merge(data); !errors.Is(err, blocks.ErrCorrupt) {
+		if _, _, err := rep.Merge(data, blocks.Origin{System: true}); !errors.Is(err, blocks.ErrCorrupt) {
 			t.Fatalf("%s: %v, want ErrCorrupt", name, err)
 		}
 		if got, _ := d.Text(); got != before {
@@ -180,7 +180,7 @@ func FuzzReplicaMerge(f *testing.F) {
 		rep, err := d.Manage(directWriter{})
 		must(t, err)
 		before, _ := d.Text()
-		if _, _, err := rep.Merge(data); err != nil {
+		if _, _, err := rep.Merge(data, blocks.Origin{System: true}); err != nil {
 			if got, _ := d.Text(); got != before {
 				t.Fatalf("a refused merge changed the text to %q", got)
 			}

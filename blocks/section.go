@@ -13,7 +13,8 @@ func (d *Document) AppendTextInSection(section, text string, actor Actor) error 
 	return d.appendText(mustSection(section), text, actor)
 }
 
-// ReplaceTextInSection replaces the first occurrence of old in a Text section.
+// ReplaceTextInSection replaces the first occurrence of old in a Text
+// section (see ReplaceText: no occurrence is an error wrapping ErrNoMatch).
 func (d *Document) ReplaceTextInSection(section, old, new string, actor Actor) (bool, error) {
 	return d.replaceText(mustSection(section), old, new, actor)
 }

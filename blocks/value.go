@@ -25,7 +25,7 @@ func (d *Document) setValue(op Op, v any, actor Actor) error {
 	if err != nil {
 		return err
 	}
-	return d.mutate(actor, request{op: op}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
+	return d.mutate(actor, request{op: op, args: []any{v}}, func(s schema.Schema, cur any) (any, func(*automerge.Map) error, error) {
 		next, err := normalizeValue(s, v, cur, d.c.now)
 		if err != nil {
 			return nil, nil, err

@@ -42,6 +42,18 @@ type Writer interface {
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 
+// Proposer is implemented by a Writer that keeps an edit which needs an
+// approval it did not get as a proposal (a store's ProposeEdit). A write
+// through any view of the managed document that is refused for want of an
+// approval (an error wrapping ErrNeedsApproval) is handed to it, so a
+// write through a view ends as the store's own edit methods end.
+type Proposer interface {
+	// Propose keeps the edit req describes, which was refused with
+	// refused, as a proposal, and returns the error the write returns
+	// (refused itself when it keeps nothing).
+	Propose(ctx context.Context, req ApprovalRequest, refused error) error
+}
+
 // WriteRequest describes the mutation a Writer is asked to run.
 type WriteRequest struct {
 	Label    string
@@ -132,7 +144,7 @@ func (r *Replica) Release() {
 // Unlike a merge from a peer, a durable change is not refused for pushing
 // the block past its character limit: the store enforces limits when it
 // writes, and refusing durable history would make the block unreadable.
-func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, false) }
+func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, nil) }
 
 // WithContext returns a view whose writes run with ctx: a managed
 // document's Writer gets it, so a store can honour its cancellation before
@@ -154,7 +166,7 @@ func (d *Document) Context() context.Context {
 	return d.ctx
 }
 
-func (c *core) loadIncremental(data []byte, checkLimit bool) error {
+func (c *core) loadIncremental(data []byte, o *Origin) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -163,18 +175,38 @@ func (c *core) loadIncremental(data []byte, checkLimit bool) error {
 	if !bytes.HasPrefix(data, automergeMagic) {
 		return fmt.Errorf("block %q: load changes: %w: not automerge data", c.info.Label, ErrCorrupt)
 	}
-	return c.merge("load changes", checkLimit, func() error { return c.am.LoadIncremental(data) })
+	return c.merge("load changes", o, func() error { return c.am.LoadIncremental(data) })
 }
 
-// merge runs f, which brings changes from elsewhere into c.am, validates
-// the result and fires a Remote event; if f fails or leaves a value the
-// schema rejects (or, with checkLimit, one past the character limit), the
-// document returns to its state before f.
-func (c *core) merge(what string, checkLimit bool, f func() error) error {
+// merge runs f, which brings changes from elsewhere into c.am, judges the
+// result and fires a Remote event; if f fails or the change is refused,
+// the document returns to its state before f. With an origin the change
+// is judged as any write is (CheckTransition): the merged value must be
+// valid under the schema, leave read-only parts alone, fit the origin's
+// permission and the character limit, and the document must not gain
+// containers or value kinds its schema does not lay out. Without one (a
+// durable change the store catches up on, judged when it was written) the
+// merged value need only be readable.
+func (c *core) merge(what string, o *Origin, f func() error) error {
 	c.mu.Lock()
 	before := c.am.Heads()
 	beforeHex := hexHeads(before)
-	err := guard(f)
+	var (
+		prev       any
+		prevSize   int
+		prevLayout map[string]error
+		err        error
+	)
+	if o != nil {
+		// A value the document cannot read now is judged as no value.
+		if v, verr := c.value(); verr == nil {
+			prev, prevSize = v, c.size
+		}
+		prevLayout, err = layoutSet(c.am, c.info.Schema)
+	}
+	if err == nil {
+		err = guard(f)
+	}
 	if err != nil {
 		err = fmt.Errorf("block %q: %s: %w: %v", c.info.Label, what, ErrCorrupt, err)
 	} else if !equalStrings(beforeHex, hexHeads(c.am.Heads())) {
@@ -182,9 +214,8 @@ func (c *core) merge(what string, checkLimit bool, f func() error) error {
 		if _, verr := c.value(); verr != nil {
 			err = fmt.Errorf("block %q: %s: the merged changes break the block's %s schema, so they were not kept: %w",
 				c.info.Label, what, c.info.Schema.Kind(), verr)
-		} else if lim := c.info.limit(); checkLimit && c.size > lim {
-			err = fmt.Errorf("block %q: %s: %w: the merged changes make it %d characters, limit is %d; they were not kept",
-				c.info.Label, what, ErrLimit, c.size, lim)
+		} else if o != nil {
+			err = c.judgeMerge(what, *o, prev, prevSize, prevLayout)
 		}
 	}
 	if err != nil {
@@ -199,6 +230,33 @@ func (c *core) merge(what string, checkLimit bool, f func() error) error {
 	c.mu.Unlock()
 	if now {
 		fire(subs, ev)
+	}
+	return nil
+}
+
+// judgeMerge judges merged changes, now in c.am, as a transition from
+// prev (its rendering prevSize runes, its layout problems prevLayout).
+// Caller holds mu and has read the merged value.
+func (c *core) judgeMerge(what string, o Origin, prev any, prevSize int, prevLayout map[string]error) error {
+	who := o.Agent
+	if o.System {
+		who = "system"
+	}
+	after, err := layoutSet(c.am, c.info.Schema)
+	if err == nil {
+		if p := newLayoutProblem(prevLayout, after); p != nil {
+			err = fmt.Errorf("block %q: %s by %q: the merged changes do not fit the block's %s layout, so they were not kept: %w",
+				c.info.Label, what, who, c.info.Schema.Kind(), p)
+		}
+	} else {
+		err = fmt.Errorf("block %q: %s: %w: %v", c.info.Label, what, ErrCorrupt, err)
+	}
+	if err != nil {
+		return err
+	}
+	t := transition{info: c.info, origin: o, op: OpMerge, before: prev, after: c.model, sizeBefore: prevSize, sizeAfter: c.size}
+	if err := judge(t); err != nil {
+		return fmt.Errorf("%s: the merged changes were not kept: %w", what, err)
 	}
 	return nil
 }
@@ -300,13 +358,15 @@ func (c *core) managed() bool {
 // peer's later incremental saves, whose changes build on changes the block
 // has and data does not hold) or a whole saved document; every change must
 // be applicable (changes whose dependencies the block lacks are refused as
-// ErrUnrelated, not queued); and the merged
-// state must satisfy the block's schema and character limit. On success it
+// ErrUnrelated, not queued); and the merge is judged as an edit by from
+// would be (CheckTransition: schema, layout, read-only parts, from's
+// permission, character limit; schema.ErrInvalid, ErrPermission, ErrLimit).
+// A store passes the merging agent's current permission. On success it
 // returns the changes that were new to the document, encoded for
 // LoadIncremental (nil when there were none), and undo, which returns the
 // document to its state before Merge if the store cannot make them durable.
 // On error nothing is kept.
-func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error) {
+func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() error, err error) {
 	c := r.c
 	if len(data) == 0 {
 		return nil, func() error { return nil }, nil
@@ -377,7 +437,7 @@ func (r *Replica) Merge(data []byte) (fresh []byte, undo func() error, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	err = c.merge("merge changes", true, func() error {
+	err = c.merge("merge changes", &from, func() error {
 		if err := c.am.Apply(chs...); err != nil {
 			return err
 		}

@@ -335,13 +335,10 @@ func (c *Cache) AppendToBlock(ctx context.Context, agent, label, text string) er
 }
 
 // ReplaceInBlock replaces the first occurrence of old in a Text block as the
-// agent; it reports whether old occurred (false with a nil error when it
-// did not: nothing changed).
-func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (bool, error) {
-	err := c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
-	if errors.Is(err, ErrNoMatch) {
-		return false, nil
-	}
+// agent, exactly as ApplyEdit with a replace_text edit: when old does not
+// occur nothing changes and the error wraps ErrNoMatch. found is err == nil.
+func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
+	err = c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
 
@@ -351,7 +348,10 @@ func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new strin
 // occur changes nothing and returns an error wrapping ErrNoMatch. A
 // Partner/Human edit that is not approved is kept as a proposal and the
 // error is a *ProposalError; if the edit could not apply even if approved
-// (see ProposeEdit), no proposal is kept and that error is returned.
+// (see ProposeEdit), no proposal is kept and that error is returned. The
+// same edit made through the store's sugar methods or a *blocks.Document
+// view of the block ends the same way (same error, value, update row and
+// proposal).
 func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
 	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
 		// Only a write that succeeds on the cached view is final: anything
@@ -363,6 +363,10 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		switch {
 		case err == nil && found:
 			return nil
+		case err != nil && proposalDecided(err):
+			// The store decided on the fresh state (entry.Propose): the
+			// edit is proposed, or could not apply even if approved.
+			return err
 		case err != nil && (errors.Is(err, ErrPersist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed) || ctx.Err() != nil):
 			return err // the write itself failed: trying again could write it twice
 		}
@@ -374,28 +378,28 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// A Partner/Human edit the approver did not allow is kept as a
+	// proposal by the view's store (entry.Propose), as for any view.
 	found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 	if err != nil {
-		if errors.Is(err, blocks.ErrNeedsApproval) {
-			if owner == "" {
-				owner = agent
-			}
-			p, perr := c.ProposeEdit(ctx, agent, owner, label, e, "")
-			var inv *invalidEditError
-			if errors.As(perr, &inv) {
-				return perr
-			}
-			if perr != nil {
-				return errors.Join(err, perr)
-			}
-			return &ProposalError{ProposalID: p.ID, Err: err}
-		}
 		return err
 	}
 	if !found {
-		return noMatch(e, ent.owner, label)
+		// Edit.Apply reports every refusal as an error; an edit that
+		// changed nothing without one is not this path's to invent.
+		return fmt.Errorf("memory: %s on block %q of agent %q applied nothing", e.Op, label, ent.owner)
 	}
 	return nil
+}
+
+// proposalDecided reports whether err is the store's decision on an edit
+// that needs approval: a *ProposalError, or why it could not apply even if
+// approved. (A function of its own, so the write path allocates nothing
+// for it when there is no error.)
+func proposalDecided(err error) bool {
+	var pe *ProposalError
+	var inv *invalidEditError
+	return errors.As(err, &pe) || errors.As(err, &inv)
 }
 
 // writeView returns the cached entry of the agent's own block for a write
@@ -484,11 +488,16 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 // around it; a Log block's rotation is the store's, part of its write). Run it on a view of a fork (doc.Fork) to try an edit
 // without touching the block.
 //
-// found is false only for OpReplaceText when the old text does not occur:
-// the document is then unchanged and err is nil, as for
-// Document.ReplaceText (ApplyEdit turns that case into ErrNoMatch). An
-// unknown op is an error wrapping ErrInvalidArgument.
+// found is false when the edit did not apply, and err then says why: for
+// OpReplaceText whose old text does not occur, an error wrapping
+// ErrNoMatch, as from Document.ReplaceText and ApplyEdit. An unknown op is
+// an error wrapping ErrInvalidArgument.
 func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
+	found, err = e.apply(doc, actor)
+	return found && err == nil, err
+}
+
+func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
 	sec := e.Section
 	switch e.Op {
 	case blocks.OpSetText:
@@ -563,19 +572,6 @@ func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 		return true, doc.SetValue(e.Value, actor)
 	}
 	return false, fmt.Errorf("%w: unsupported edit op %q", ErrInvalidArgument, e.Op)
-}
-
-// noMatch is the error of a replace_text edit whose old text is absent.
-func noMatch(e Edit, owner, label string) error {
-	old := e.Old
-	if r := []rune(old); len(r) > 80 {
-		old = string(r[:80]) + "…"
-	}
-	where := fmt.Sprintf("block %q of agent %q", label, owner)
-	if e.Section != "" {
-		where = fmt.Sprintf("section %q of %s", e.Section, where)
-	}
-	return fmt.Errorf("%w: %q does not occur in %s", ErrNoMatch, old, where)
 }
 
 // PersistBlock makes the block's pending changes durable now (needed in
@@ -706,17 +702,24 @@ func withFields(v, base any) any {
 
 // MergeChanges merges automerge changes made outside the store — by
 // automerge JS or another automerge peer, or on a Fork of the block — into
-// a block agent may write (its own, or one shared with it at ReadWrite or
-// Admin: merged changes can do anything a whole-value write can). This is
-// the one supported way: LoadIncremental, Merge and sync messages on a
-// store's Document fail with blocks.ErrManaged. data is change chunks
-// (SaveIncremental, PendingChanges) or a whole saved document.
+// a block agent may write (its own, or one shared with it at Append or
+// above). This is the one supported way: LoadIncremental, Merge and sync
+// messages on a store's Document fail with blocks.ErrManaged. data is
+// change chunks (SaveIncremental, PendingChanges) or a whole saved
+// document.
 //
-// The merge is validated against the block's fresh state inside the write
-// transaction (every change applicable, the merged value valid under the
-// schema and within the character limit), persisted as one update row
-// attributed to agent, and indexed like any write. An invalid merge returns
-// an error (wrapping blocks.ErrCorrupt, schema.ErrInvalid or
+// The merge is judged against the block's fresh state inside the write
+// transaction as any edit is (blocks.CheckTransition, with agent's current
+// permission): every change applicable, the merged value valid under the
+// schema (and no key or value kind the schema does not lay out, such as an
+// unknown root key), read-only fields and sections unchanged, the
+// character limit kept. An agent with Append permission may merge changes
+// that only append (text extended, items and log entries added at the
+// end, counters raised); ReadWrite and Admin may merge any content change.
+// Partner and Human permissions cannot merge: a merge cannot be proposed
+// for approval. The merge is persisted as one update row attributed to
+// agent, and indexed like any write. A refused merge returns an error
+// (wrapping blocks.ErrCorrupt, schema.ErrInvalid, blocks.ErrPermission or
 // blocks.ErrLimit) and leaves the block as it was. Changes made on an
 // earlier epoch of the block (before its history was rebased, see
 // Options.HistoryLimit) are refused, wrapping blocks.ErrUnrelated or
@@ -727,8 +730,8 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 	if err != nil {
 		return err
 	}
-	if doc.Permission() < blocks.ReadWrite {
-		return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission %s (merging needs ReadWrite)",
+	if doc.Permission() < blocks.Append {
+		return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission %s (merging needs Append or above)",
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
@@ -744,12 +747,12 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 		return u()
 	}
 	err = ent.Write(ctx, req, func(current blocks.Permission) error {
-		if current < blocks.ReadWrite {
+		if current < blocks.Append {
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
 		var fresh []byte
-		fresh, undo, err = ent.replica.Merge(data)
+		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err
 		}

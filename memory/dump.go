@@ -189,7 +189,12 @@ type ImportReport struct {
 }
 
 // Import adds a Dump's content in one transaction: all or nothing. A block
-// whose (owner, label) exists fails the import with ErrExists. Archival,
+// whose (owner, label) exists fails the import with ErrExists. A block
+// document is judged as MergeChanges judges merged changes (see
+// blocks.LoadForeign): a document edited outside engram that a merge by
+// the block's owner could not bring in (an invalid value, an unknown root
+// key, a changed read-only field, ...) fails the import with an error
+// wrapping schema.ErrInvalid, blocks.ErrPermission or blocks.ErrLimit. Archival,
 // message and summary ids are renumbered and their links remapped. With an
 // embedder set, run Reembed afterwards to index the imported content for
 // vector search.
@@ -221,9 +226,11 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		info := blocks.Info{Label: b.Label, Description: b.Description, Type: b.Type, Schema: s, Permission: b.Permission,
 			CharLimit: b.CharLimit, Owner: b.Owner, Pinned: b.Pinned, Priority: b.Priority}
-		doc, err := blocks.Load(info, b.Document, nil)
+		// Judged as MergeChanges judges merged changes: a dump's document
+		// may have been edited outside engram.
+		doc, err := blocks.LoadForeign(info, b.Document, nil)
 		if err != nil {
-			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
+			return rep, fmt.Errorf("memory: import: %w", err)
 		}
 		for i, ep := range b.Epochs {
 			if _, err := blocks.Load(info, ep, nil); err != nil {

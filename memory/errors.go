@@ -34,11 +34,11 @@ var (
 	// ErrInvalidArgument is returned for malformed arguments (empty agent
 	// id or label, negative limits, ...).
 	ErrInvalidArgument = errors.New("memory: invalid argument")
-	// ErrNoMatch is returned by ApplyEdit (and ProposeEdit,
-	// ApproveProposal) for a replace_text edit whose old text does not
-	// occur in the block; nothing is changed. ReplaceInBlock reports the
-	// same case as (false, nil).
-	ErrNoMatch = errors.New("memory: no match")
+	// ErrNoMatch is returned by every write path — ApplyEdit,
+	// ReplaceInBlock, ProposeEdit, ApproveProposal and the Document view
+	// (Document.ReplaceText) — for a replace_text edit whose old text does
+	// not occur in the block; nothing is changed. It is blocks.ErrNoMatch.
+	ErrNoMatch = blocks.ErrNoMatch
 )
 
 // ProposalError is returned when a Partner/Human write was not approved and

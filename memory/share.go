@@ -180,6 +180,96 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 	return Proposal{ID: id, Owner: owner, Label: label, Proposer: agent, Edit: e, Reason: reason, Status: "pending", CreatedAt: fromNanos(now)}, nil
 }
 
+// Propose keeps a Partner/Human edit made through any view of the block
+// that the approver did not allow as a proposal, as ApplyEdit does (see
+// blocks.Proposer): the error is a *ProposalError, or, if the edit could
+// not apply even if approved, why not.
+//
+// A view made before the permission changed may be refused for want of an
+// approval the fresh permission no longer needs: that refusal stands (the
+// caller tries again) and nothing is proposed.
+func (e *entry) Propose(ctx context.Context, req blocks.ApprovalRequest, refused error) error {
+	_, doc, err := e.c.view(ctx, req.Agent, e.owner, e.label)
+	if err != nil {
+		return errors.Join(refused, err)
+	}
+	if p := doc.Permission(); p != blocks.Partner && p != blocks.Human {
+		return refused
+	}
+	ed, ok := editOf(req)
+	if !ok {
+		return refused // an operation that is not an Edit (a trim) cannot be proposed
+	}
+	p, perr := e.c.ProposeEdit(ctx, req.Agent, e.owner, e.label, ed, "")
+	var inv *invalidEditError
+	if errors.As(perr, &inv) {
+		return perr
+	}
+	if perr != nil {
+		return errors.Join(refused, perr)
+	}
+	return &ProposalError{ProposalID: p.ID, Err: refused}
+}
+
+// editOf is the Edit an approval request describes (see the arguments
+// blocks passes for each operation).
+func editOf(r blocks.ApprovalRequest) (Edit, bool) {
+	e := Edit{Op: r.Op, Section: r.Section, Field: r.Field}
+	a := r.Args
+	str := func(i int) (string, bool) {
+		if i >= len(a) {
+			return "", false
+		}
+		s, ok := a[i].(string)
+		return s, ok
+	}
+	num := func(i int) (int, bool) {
+		if i >= len(a) {
+			return 0, false
+		}
+		n, ok := a[i].(int)
+		return n, ok
+	}
+	var ok1, ok2 = true, true
+	switch r.Op {
+	case blocks.OpSetText, blocks.OpAppendText:
+		e.Text, ok1 = str(0)
+	case blocks.OpReplaceText:
+		e.Old, ok1 = str(0)
+		e.Text, ok2 = str(1)
+	case blocks.OpInsertText:
+		e.Index, ok1 = num(0)
+		e.Text, ok2 = str(1)
+	case blocks.OpSetField, blocks.OpAppendToListField, blocks.OpPushItem, blocks.OpAppendLogEntry, blocks.OpSetValue:
+		ok1 = len(a) == 1
+		if ok1 {
+			e.Value = a[0]
+		}
+	case blocks.OpIncrementCounter:
+		ok1 = len(a) == 1
+		if ok1 {
+			e.Delta, ok2 = a[0].(int64)
+		}
+	case blocks.OpInsertItem:
+		e.Index, ok1 = num(0)
+		ok2 = len(a) == 2
+		if ok2 {
+			e.Value = a[1]
+		}
+	case blocks.OpDeleteItem:
+		e.Index, ok1 = num(0)
+	case blocks.OpCheckItem:
+		e.Index, ok1 = num(0)
+		ok2 = len(a) == 2
+		if ok2 {
+			e.Value = a[1]
+		}
+	default:
+		return Edit{}, false
+	}
+	return e, ok1 && ok2
+}
+
 // tryEdit runs e on a fork of doc as its accessor with ReadWrite, the way
 // an approval would apply it, and returns why it could not apply, wrapped
 // in an *invalidEditError.
@@ -188,10 +278,7 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 	if err != nil {
 		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
 	}
-	found, err := e.Apply(fork.View(doc.Accessor(), blocks.ReadWrite), blocks.Agent)
-	if err == nil && !found {
-		err = noMatch(e, owner, label)
-	}
+	_, err = e.Apply(fork.View(doc.Accessor(), blocks.ReadWrite), blocks.Agent)
 	if errors.Is(err, blocks.ErrCorrupt) {
 		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
 	}
@@ -285,10 +372,7 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 	}
 	decided := func(tx *sql.Tx) error { return c.decideTx(tx, id, "approved", approver, "") }
 	view := ent.doc.View(p.Proposer, perm).Approved().WithContext(withTxHook(ctx, decided))
-	found, err := p.Edit.Apply(view, blocks.Agent)
-	if err == nil && !found {
-		err = noMatch(p.Edit, p.Owner, p.Label)
-	}
+	_, err = p.Edit.Apply(view, blocks.Agent)
 	if err != nil {
 		return fmt.Errorf("memory: apply proposal %d: %w", id, err)
 	}

@@ -42,7 +42,9 @@ type Store interface {
 	// in whichever epoch holds them.
 	BlockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error)
 	// MergeChanges merges automerge changes made elsewhere (automerge JS, a
-	// fork) into a block, validated, persisted and attributed to agent.
+	// fork) into a block, judged as agent's edit would be (schema,
+	// read-only parts, permission, limit), persisted and attributed to
+	// agent.
 	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error
 
 	// Sharing.

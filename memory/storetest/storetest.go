@@ -92,8 +92,8 @@ func testBlockLifecycle(t *testing.T, open Opener) {
 		t.Fatal("ReplaceInBlock did not find tea")
 	}
 	ok, err = s.ReplaceInBlock(ctx, "alice", "persona", "absent", "x")
-	if ok || err != nil {
-		t.Fatalf("ReplaceInBlock(absent) = %v, %v", ok, err)
+	if ok || !errors.Is(err, memory.ErrNoMatch) {
+		t.Fatalf("ReplaceInBlock(absent) = %v, %v; want false, ErrNoMatch", ok, err)
 	}
 	r, err := s.RenderedContent(ctx, "alice", "persona")
 	must(t, err)
@@ -962,7 +962,12 @@ func testBlocksStamp(t *testing.T, open Opener) {
 		_, err := s.RenderedContent(ctx, "a", "notes")
 		return err
 	})
-	same("replace without a match", func() error { _, err := s.ReplaceInBlock(ctx, "a", "notes", "absent", "x"); return err })
+	same("replace without a match", func() error {
+		if _, err := s.ReplaceInBlock(ctx, "a", "notes", "absent", "x"); !errors.Is(err, memory.ErrNoMatch) {
+			return fmt.Errorf("replace without a match: %v, want ErrNoMatch", err)
+		}
+		return nil
+	})
 	same("same text again", func() error { return s.UpdateBlockText(ctx, "a", "notes", "three four") })
 	same("refused edit", func() error {
 		if err := s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpPushItem, Value: "x"}); err == nil {
@@ -1045,8 +1050,8 @@ func testEditErrors(t *testing.T, open Opener) {
 	must(t, err)
 	wantErr(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "gamma", Text: "x"}),
 		memory.ErrNoMatch, "replace_text without a match")
-	if found, err := s.ReplaceInBlock(ctx, "a", "notes", "gamma", "x"); found || err != nil {
-		t.Fatalf("ReplaceInBlock(absent) = %v, %v", found, err)
+	if found, err := s.ReplaceInBlock(ctx, "a", "notes", "gamma", "x"); found || !errors.Is(err, memory.ErrNoMatch) {
+		t.Fatalf("ReplaceInBlock(absent) = %v, %v; want false, ErrNoMatch", found, err)
 	}
 	must(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "beta", Text: "gamma"}))
 	if r, _ := s.RenderedContent(ctx, "a", "notes"); r != "alpha gamma" {
@@ -1065,8 +1070,8 @@ func testEditErrors(t *testing.T, open Opener) {
 	if got, _ := fork.Text(); got != "omega gamma" {
 		t.Fatalf("fork = %q", got)
 	}
-	if found, err := (memory.Edit{Op: blocks.OpReplaceText, Old: "zzz", Text: "x"}).Apply(fork, blocks.Agent); found || err != nil {
-		t.Fatalf("Apply without a match = %v, %v", found, err)
+	if found, err := (memory.Edit{Op: blocks.OpReplaceText, Old: "zzz", Text: "x"}).Apply(fork, blocks.Agent); found || !errors.Is(err, memory.ErrNoMatch) {
+		t.Fatalf("Apply without a match = %v, %v; want false, ErrNoMatch", found, err)
 	}
 	if _, err := (memory.Edit{Op: "explode"}).Apply(fork, blocks.Agent); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("Apply of an unknown op: %v", err)

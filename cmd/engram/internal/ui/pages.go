@@ -345,7 +345,8 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 // made on a private fork of the block by a view named after the person
 // (so the automerge change carries their name, which History reports),
 // then merged into the block with MergeChanges as the owner: validated,
-// persisted, seen by every process. MergeChanges needs the owner to hold
+// persisted, seen by every process. A restore is rarely an append, which
+// is all MergeChanges lets an Append owner merge, so the owner must hold
 // ReadWrite or Admin; for a block whose owner holds less (ReadOnly,
 // Partner, Human, Append) the restore is made by the system instead, and
 // the returned code says so ("restored-system" instead of "restored").
