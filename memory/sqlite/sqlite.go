@@ -6,9 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -205,9 +203,6 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 		b.wdb.SetMaxOpenConns(1)
 		b.rdb = b.wdb
 	} else {
-		if err := createPrivate(path); err != nil {
-			return nil, err
-		}
 		if err := b.enableWAL(ctx); err != nil {
 			return nil, err
 		}
@@ -237,26 +232,6 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// createPrivate creates a new database file 0600 before SQLite does: the
-// driver would create it 0644 (less the umask), readable by every local
-// user, and it holds every agent's memory. SQLite gives the -wal and -shm
-// files it creates the database file's mode, so they are private too. An
-// existing file keeps its mode (the operator's choice); a name that exists
-// as something else, or a "file:" URI, is left to SQLite.
-func createPrivate(path string) error {
-	if strings.HasPrefix(path, "file:") {
-		return nil // a URI the driver resolves; not a file name to create
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // Name returns "sqlite".
