@@ -30,14 +30,91 @@ func diffSplices(old, new string) []splice {
 		s++
 	}
 	om, nm := o[p:len(o)-s], n[p:len(n)-s]
-	if len(om) == 0 || len(nm) == 0 {
-		return []splice{{pos: p, del: len(om), ins: string(nm)}}
+	if len(om) == 0 {
+		return []splice{lineAlignedInsert(o, p, nm)}
 	}
+	if len(nm) == 0 {
+		return []splice{lineAlignedDelete(o, p, len(om))}
+	}
+	// The middle widens to whole lines of the old text, so the line diff
+	// inserts and deletes whole lines (see lineAlignedInsert); trimSplice
+	// narrows each replaced run back to the characters that differ.
+	for p > 0 && o[p-1] != '\n' {
+		p--
+	}
+	for s > 0 && o[len(o)-s-1] != '\n' {
+		s--
+	}
+	om, nm = o[p:len(o)-s], n[p:len(n)-s]
 	ol, nl := splitLinesKeep(om), splitLinesKeep(nm)
-	if len(ol) < 2 || len(nl) < 2 || len(ol)*len(nl) > maxLCSCells {
-		return []splice{{pos: p, del: len(om), ins: string(nm)}}
+	if len(ol)*len(nl) > maxLCSCells {
+		return []splice{trimSplice(splice{pos: p, del: len(om), ins: string(nm)}, om)}
 	}
 	return lineDiff(p, ol, nl)
+}
+
+// lineAlignedInsert is the insertion of ins at rune p of o, moved to a
+// line boundary when an equivalent one is there. Trimming the common
+// prefix character by character puts an inserted line wherever its first
+// characters stop matching: "b\n" inserted before "bc\n" lands as "\nb"
+// after the old line's "b", or a line "s0…\n" before "s2…\n" as "0…\ns"
+// after that line's "s". The text is the same, but the CRDT anchors the
+// insertion on another line's characters, and a concurrent edit anchored
+// there (a re-applied write-back edit on a new epoch and another writer's
+// append, issue 29) interleaves with it inside a line. So the insertion
+// slides, as far as the text allows, to start at a line start and end
+// with its newline; elsewhere it stays where it was.
+func lineAlignedInsert(o []rune, p int, ins []rune) splice {
+	aligned := func(q int, r []rune) bool {
+		return (q == 0 || o[q-1] == '\n') && r[len(r)-1] == '\n'
+	}
+	if aligned(p, ins) {
+		return splice{pos: p, ins: string(ins)}
+	}
+	// Sliding left one rune: the insertion's last rune equals the one
+	// before it, which becomes its first.
+	r := append([]rune(nil), ins...)
+	for q := p; q > 0 && r[len(r)-1] == o[q-1]; {
+		copy(r[1:], r[:len(r)-1])
+		r[0] = o[q-1]
+		q--
+		if aligned(q, r) {
+			return splice{pos: q, ins: string(r)}
+		}
+	}
+	// Sliding right: its first rune equals the one after it.
+	r = append(r[:0], ins...)
+	for q := p; q < len(o) && r[0] == o[q]; {
+		copy(r, r[1:])
+		r[len(r)-1] = o[q]
+		q++
+		if aligned(q, r) {
+			return splice{pos: q, ins: string(r)}
+		}
+	}
+	return splice{pos: p, ins: string(ins)}
+}
+
+// lineAlignedDelete is the deletion of runes p..p+n of o, moved to whole
+// lines when an equivalent deletion is (see lineAlignedInsert).
+func lineAlignedDelete(o []rune, p, n int) splice {
+	aligned := func(q int) bool { return (q == 0 || o[q-1] == '\n') && o[q+n-1] == '\n' }
+	if aligned(p) {
+		return splice{pos: p, del: n}
+	}
+	for q := p; q > 0 && o[q-1] == o[q+n-1]; {
+		q--
+		if aligned(q) {
+			return splice{pos: q, del: n}
+		}
+	}
+	for q := p; q+n < len(o) && o[q] == o[q+n]; {
+		q++
+		if aligned(q) {
+			return splice{pos: q, del: n}
+		}
+	}
+	return splice{pos: p, del: n}
 }
 
 // splitLinesKeep splits runes into lines that keep their trailing newline.

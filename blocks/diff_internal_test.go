@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,34 @@ func TestDiffSplicesAreSmall(t *testing.T) {
 	}
 	if inserted > 40 {
 		t.Fatalf("diff inserts %d characters for a two-line change", inserted)
+	}
+}
+
+// An insertion or deletion the text allows on line boundaries is made
+// there (see lineAlignedInsert), not wherever the common prefix ends.
+func TestDiffSplicesAlignLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		want           []splice
+	}{
+		{"line before a like line", "A\ns2\n", "A\ns0\ns2\n", []splice{{pos: 2, ins: "s0\n"}}},
+		{"line after a like line", "A\nb\n", "A\nb\nbc\n", []splice{{pos: 4, ins: "bc\n"}}},
+		{"append", "a\n", "a\nb\n", []splice{{pos: 2, ins: "b\n"}}},
+		{"first line", "ab\n", "a\nab\n", []splice{{pos: 0, ins: "a\n"}}},
+		{"delete a like line", "A\ns0\ns2\n", "A\ns2\n", []splice{{pos: 2, del: 3}}},
+		{"inside a line stays", "hello world", "hello there world", []splice{{pos: 6, ins: "there "}}},
+		{"no newline to align to", "ab", "aab", []splice{{pos: 1, ins: "a"}}},
+		{"two lines among like lines", "A\nsX\nB\n", "A\nsY\nsX\nB\nsZ\n", []splice{{pos: 7, ins: "sZ\n"}, {pos: 2, ins: "sY\n"}}},
+		{"a changed line narrows", "a\nbcd\ne\n", "a\nbXd\ne\n", []splice{{pos: 3, del: 1, ins: "X"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := diffSplices(tc.old, tc.new)
+			if applySplices(tc.old, got) != tc.new {
+				t.Fatalf("splices %+v do not turn %q into %q", got, tc.old, tc.new)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("splices %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -152,8 +152,16 @@ func (c *core) unpersisted() (*Carried, error) {
 		if err != nil {
 			return err
 		}
-		if err := base.Apply(others...); err != nil {
-			return err
+		// Not base.Apply(others...): automerge-go passes each change with
+		// the whole result it came from (here every change since the
+		// persisted heads, ours included), so Apply of a subset applies
+		// all of them; base would then already hold our changes, and the
+		// re-apply would find nothing to carry over. Saved and loaded
+		// again, only the others go in.
+		if len(others) > 0 {
+			if err := base.LoadIncremental(automerge.SaveChanges(others)); err != nil {
+				return err
+			}
 		}
 		ours, err := c.am.Fork()
 		if err != nil {

@@ -3,6 +3,7 @@ package blocks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -203,6 +204,66 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 	must(t, nd.LoadIncremental(data))
 	if got, _ := nd.Text(); got != "ONE\ntwo\nTHREE\n" {
 		t.Fatalf("the new epoch with the re-applied change reads %q", got)
+	}
+}
+
+// Unpersisted edits of this replica interleaved with another writer's
+// change it merged (the order issue 29 reported: ours, theirs, ours, then
+// the other writer rebases) are all carried to the new epoch: the carried
+// base holds the other writer's change and none of ours.
+func TestReapplyCarriesEditsAroundAMergedChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps string // o: this replica appends, t: the other writer's append merges in
+	}{
+		{"ours theirs ours", "oto"},
+		{"theirs ours", "to"},
+		{"ours theirs", "ot"},
+		{"ours ours theirs theirs ours", "ootto"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDoc(t, schema.Text{}, blocks.ReadWrite)
+			_, heads, err := d.PendingChanges()
+			must(t, err)
+			must(t, d.MarkPersisted(heads))
+			other, err := d.Fork()
+			must(t, err)
+			rep, err := d.Manage(directWriter{})
+			must(t, err)
+			for i, step := range tc.steps {
+				line := fmt.Sprintf("%c%d\n", step, i)
+				if step == 'o' {
+					must(t, d.AppendText(line, blocks.Agent))
+					continue
+				}
+				// The other writer appends and persists; this replica
+				// loads its change, as a store's refresh does.
+				must(t, other.AppendText(line, blocks.Agent))
+				data, heads, err := other.PendingChanges()
+				must(t, err)
+				must(t, other.MarkPersisted(heads))
+				must(t, rep.LoadIncremental(data))
+			}
+			// The other writer rebases: the new epoch holds its changes only.
+			nd, err := other.Rebased()
+			must(t, err)
+			newEpoch, err := nd.Save()
+			must(t, err)
+			// Every line once, in the order automerge merged them.
+			want, _ := d.Text()
+			if n := strings.Count(want, "\n"); n != len(tc.steps) {
+				t.Fatalf("before the reset: %q, want %d lines", want, len(tc.steps))
+			}
+			k, err := rep.Reset(newEpoch)
+			must(t, err)
+			if k == nil {
+				t.Fatal("the unpersisted edits were not carried")
+			}
+			must(t, rep.Reapply(k))
+			if got, _ := d.Text(); got != want {
+				t.Fatalf("after reapply: %q, want %q", got, want)
+			}
+		})
 	}
 }
 

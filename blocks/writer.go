@@ -146,6 +146,35 @@ func (r *Replica) Release() {
 // writes, and refusing durable history would make the block unreadable.
 func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, nil) }
 
+// LoadIncrementals is LoadIncremental of each of chunks in order (a store's
+// update rows), with the merged state read and validated once, after the
+// last: reading it costs the whole block, so a load of many rows one at a
+// time would cost rows × block size. Each chunk is still loaded on its own
+// (automerge stops at the first chunk of a buffer it cannot parse and
+// keeps what came before, so concatenated rows could lose the rows after a
+// damaged one without a word); changes whose dependencies are missing
+// queue as with LoadIncremental. On error nothing is kept and no chunk is
+// named: a caller that must name the damaged one loads them one at a time.
+func (r *Replica) LoadIncrementals(chunks [][]byte) error {
+	c := r.c
+	for i, data := range chunks {
+		if len(data) > 0 && !bytes.HasPrefix(data, automergeMagic) {
+			return fmt.Errorf("block %q: load changes: %w: chunk %d of %d is not automerge data", c.info.Label, ErrCorrupt, i+1, len(chunks))
+		}
+	}
+	return c.merge("load changes", false, func() error {
+		for _, data := range chunks {
+			if len(data) == 0 {
+				continue
+			}
+			if err := c.am.LoadIncremental(data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // WithContext returns a view whose writes run with ctx: a managed
 // document's Writer gets it, so a store can honour its cancellation before
 // a write starts. The default is context.Background().

@@ -744,28 +744,22 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 		}
 		e.set(func(e *entry) { e.lastSeq = snapSeq })
 	}
-	rows, err := q.QueryContext(ctx, `SELECT seq, data, crc FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
+	seqs, chunks, err := c.readUpdates(ctx, q, e, upTo)
 	if err != nil {
-		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var data []byte
-		var crc sql.NullInt64
-		if err := rows.Scan(&seq, &data, &crc); err != nil {
-			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+	if len(chunks) > 0 {
+		// All rows at once: the block's value is read once, not once a row.
+		if err := e.replica.LoadIncrementals(chunks); err != nil {
+			// Nothing was kept; one at a time names the row at fault.
+			for i, data := range chunks {
+				if err := e.replica.LoadIncremental(data); err != nil {
+					return corrupt(e.owner, e.label, fmt.Sprintf("update %d", seqs[i]), err)
+				}
+				e.set(func(e *entry) { e.lastSeq = seqs[i] })
+			}
 		}
-		if err := checkCRC(data, crc); err != nil {
-			return corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)
-		}
-		if err := e.replica.LoadIncremental(data); err != nil {
-			return corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)
-		}
-		e.set(func(e *entry) { e.lastSeq = seq })
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		e.set(func(e *entry) { e.lastSeq = seqs[len(seqs)-1] })
 	}
 	if e.lastSeq < upTo {
 		// Rows up to upTo are gone (a compaction raced this read); the
@@ -773,6 +767,33 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 		return fmt.Errorf("memory: catch up block %q: updates %d..%d are missing; retry", e.label, e.lastSeq+1, upTo)
 	}
 	return nil
+}
+
+// readUpdates reads e's update rows after e.lastSeq up to upTo, in order,
+// each checked against its checksum: a torn or corrupt row fails the read
+// with ErrCorrupt, naming it, before any row is loaded.
+func (c *Cache) readUpdates(ctx context.Context, q querier, e *entry, upTo int64) (seqs []int64, chunks [][]byte, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, data, crc FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		var crc sql.NullInt64
+		if err := rows.Scan(&seq, &data, &crc); err != nil {
+			return nil, nil, fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		}
+		if err := checkCRC(data, crc); err != nil {
+			return nil, nil, corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)
+		}
+		seqs, chunks = append(seqs, seq), append(chunks, data)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+	}
+	return seqs, chunks, nil
 }
 
 // catchUp applies what other writers persisted since e was last fresh and

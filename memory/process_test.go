@@ -61,6 +61,18 @@ func TestTwoProcessesAcrossEpochs(t *testing.T) {
 	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true)
 }
 
+// TestTwoProcessesWriteBackAcrossEpochs is TestTwoProcessesAcrossEpochs
+// with both processes in write-back mode: each process's appends stay
+// pending across the other's rebases (one goroutine flushes now and then,
+// Close flushes the rest), and every line is still there exactly once.
+func TestTwoProcessesWriteBackAcrossEpochs(t *testing.T) {
+	if os.Getenv("ENGRAM_TEST_ROLE") != "" {
+		t.Skip("parent test")
+	}
+	dir := t.TempDir()
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true, "ENGRAM_WRITEBACK=true")
+}
+
 // childOptions are the child processes' options: they check that no
 // update is lost, not how long a write waits for the other process's
 // lock, so a loaded machine (two processes of writers on two cores, race
@@ -73,7 +85,7 @@ var epochOptions = &memory.Options{CompactAfter: 16, HistoryLimit: 1, BusyTimeou
 // runProcessesOneBlock is TestTwoProcessesOneBlock with procs processes on
 // the store at path (a file or a PostgreSQL URL); dir holds the barrier
 // files.
-func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epochs bool) {
+func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epochs bool, env ...string) {
 	ctx := context.Background()
 	c, err := memory.Open(ctx, path, nil)
 	if err != nil {
@@ -95,6 +107,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRoleAppender$", "-test.v")
 		cmd.Env = childEnv("appender", "ENGRAM_DB="+path, "ENGRAM_PROC="+strconv.Itoa(p), "ENGRAM_PROCS="+strconv.Itoa(procs), "ENGRAM_LINES="+strconv.Itoa(lines), "ENGRAM_DIR="+dir,
 			"ENGRAM_EPOCHS="+strconv.FormatBool(epochs))
+		cmd.Env = append(cmd.Env, env...)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -176,6 +189,12 @@ func TestRoleAppender(t *testing.T) {
 	if epochs {
 		opts = epochOptions
 	}
+	writeBack := os.Getenv("ENGRAM_WRITEBACK") == "true"
+	if writeBack {
+		o := *opts
+		o.WriteBack = true
+		opts = &o
+	}
 	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -199,10 +218,21 @@ func TestRoleAppender(t *testing.T) {
 						return
 					}
 				}
+				if writeBack && g == 1 && i%50 == 49 {
+					if err := c.Flush(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
 			}
 		}(g)
 	}
 	wg.Wait()
+	if writeBack {
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Barrier: wait for the other process, then check this process sees
 	// every line of both.
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("done-%d", p)), nil, 0o644); err != nil {
