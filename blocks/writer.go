@@ -162,7 +162,7 @@ func (r *Replica) LoadIncrementals(chunks [][]byte) error {
 			return fmt.Errorf("block %q: load changes: %w: chunk %d of %d is not automerge data", c.info.Label, ErrCorrupt, i+1, len(chunks))
 		}
 	}
-	return c.merge("load changes", false, func() error {
+	return c.merge("load changes", nil, func() error {
 		for _, data := range chunks {
 			if len(data) == 0 {
 				continue
