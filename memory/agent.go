@@ -467,12 +467,19 @@ func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, e
 
 // Proposals lists proposals on the block, oldest first: all of them for
 // the owner (see Cache.ListProposals); for a sharee only its own, since
-// the others' edits and reasons are theirs and the owner's.
+// the others' edits and reasons are theirs and the owner's. Unlike
+// ListProposals, which lists nothing for a label its owner does not use,
+// a missing block is ErrNotFound, as for every other method.
 func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
 	if b.own() {
+		// The stored rendering is the cheapest existence check (one row,
+		// no document load).
+		if _, err := b.c.RenderedContent(ctx, b.owner, b.label); err != nil {
+			return nil, err
+		}
 		return b.c.ListProposals(ctx, b.owner, b.label)
 	}
 	if _, err := b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
