@@ -141,7 +141,9 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 				return render(b.Doc(ctx))
 			}},
 		{"CreateBlock exists",
-			func(c *memory.Cache) (any, error) { return render(c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes"})) },
+			func(c *memory.Cache) (any, error) {
+				return render(c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes"}))
+			},
 			func(a *memory.Agent) (any, error) {
 				b, err := a.CreateBlock(ctx, memory.BlockSpec{Label: "notes"})
 				return b, err
@@ -288,7 +290,9 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetType(ctx, blocks.Core)) }},
 		{"UpdateBlockSchema", func(c *memory.Cache) (any, error) {
 			return ok(c.UpdateBlockSchema(ctx, "ada", "notes", schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 5}}))
-		}, func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetSchema(ctx, schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 5}})) }},
+		}, func(a *memory.Agent) (any, error) {
+			return ok(a.Block("notes").SetSchema(ctx, schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 5}}))
+		}},
 		{"SetBlockPermission", func(c *memory.Cache) (any, error) { return ok(c.SetBlockPermission(ctx, "ada", "notes", blocks.Admin)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetPermission(ctx, blocks.Admin)) }},
 		{"PersistBlock", func(c *memory.Cache) (any, error) { return ok(c.PersistBlock(ctx, "ada", "notes")) },
@@ -337,8 +341,12 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().Search(ctx, "dog", search.NewOptions().Mode(search.FTS))
 		}},
-		{"Search", func(c *memory.Cache) (any, error) { return c.Search(ctx, "ada", "bob's", search.NewOptions().Mode(search.FTS)) },
-			func(a *memory.Agent) (any, error) { return a.Search(ctx, "bob's", search.NewOptions().Mode(search.FTS)) }},
+		{"Search", func(c *memory.Cache) (any, error) {
+			return c.Search(ctx, "ada", "bob's", search.NewOptions().Mode(search.FTS))
+		},
+			func(a *memory.Agent) (any, error) {
+				return a.Search(ctx, "bob's", search.NewOptions().Mode(search.FTS))
+			}},
 		{"AppendMessage", func(c *memory.Cache) (any, error) {
 			return c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b2"})
 		}, func(a *memory.Agent) (any, error) {
@@ -349,8 +357,12 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 		}, func(a *memory.Agent) (any, error) {
 			return a.Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: "a"}, {Role: memory.RoleTool, Content: "b"}})
 		}},
-		{"Messages", func(c *memory.Cache) (any, error) { return c.Messages(ctx, "ada", &memory.MessageQuery{Limit: 1, Newest: true}) },
-			func(a *memory.Agent) (any, error) { return a.Messages().List(ctx, &memory.MessageQuery{Limit: 1, Newest: true}) }},
+		{"Messages", func(c *memory.Cache) (any, error) {
+			return c.Messages(ctx, "ada", &memory.MessageQuery{Limit: 1, Newest: true})
+		},
+			func(a *memory.Agent) (any, error) {
+				return a.Messages().List(ctx, &memory.MessageQuery{Limit: 1, Newest: true})
+			}},
 		{"CompleteBatch", func(c *memory.Cache) (any, error) { return ok(c.CompleteBatch(ctx, "ada", "b1")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Messages().CompleteBatch(ctx, "b1")) }},
 		{"Batches", func(c *memory.Cache) (any, error) { return c.Batches(ctx, "ada") },
@@ -420,7 +432,9 @@ func blockCalls(b *memory.Block) []struct {
 		{"Unshare", func(ctx context.Context) error { return b.Unshare(ctx, "carol") }},
 		{"SetPinned", func(ctx context.Context) error { return b.SetPinned(ctx, true) }},
 		{"SetType", func(ctx context.Context) error { return b.SetType(ctx, blocks.Core) }},
-		{"SetSchema", func(ctx context.Context) error { return b.SetSchema(ctx, schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 9}}) }},
+		{"SetSchema", func(ctx context.Context) error {
+			return b.SetSchema(ctx, schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 9}})
+		}},
 		{"SetPermission", func(ctx context.Context) error { return b.SetPermission(ctx, blocks.Admin) }},
 		{"Persist", func(ctx context.Context) error { return b.Persist(ctx) }},
 		{"Compact", func(ctx context.Context) error { return b.Compact(ctx) }},
@@ -554,7 +568,10 @@ func TestAgentHandleSharePermission(t *testing.T) {
 		{"log", "Merge", func(b *memory.Block) error { return b.Merge(ctx, nil) }, blocks.ErrPermission, "bob's log"},
 		{"facts", "Append", func(b *memory.Block) error { return b.Append(ctx, " +ada") }, blocks.ErrPermission, "bob's facts"},
 		{"facts", "SetText", func(b *memory.Block) error { return b.SetText(ctx, "gone") }, blocks.ErrPermission, "bob's facts"},
-		{"facts", "Propose", func(b *memory.Block) error { _, err := b.Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "x"}, ""); return err }, blocks.ErrPermission, "bob's facts"},
+		{"facts", "Propose", func(b *memory.Block) error {
+			_, err := b.Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "x"}, "")
+			return err
+		}, blocks.ErrPermission, "bob's facts"},
 		{"draft", "SetText", func(b *memory.Block) error { return b.SetText(ctx, "ada's draft") }, nil, "ada's draft"},
 		{"draft", "Replace", func(b *memory.Block) error { _, err := b.Replace(ctx, "bob's", "our"); return err }, nil, "our draft"},
 		{"draft", "Persist", func(b *memory.Block) error { return b.Persist(ctx) }, nil, "bob's draft"},
