@@ -20,9 +20,9 @@ import (
 //
 // An Agent is a cheap value: it holds no resources, needs no closing and
 // is safe for concurrent use; make one per request or keep one per agent,
-// as convenient. Every method is a
-// thin call to the Cache method of the same meaning, so permissions,
-// isolation, proposals and persistence are exactly the Cache's.
+// as convenient. Every method is a thin call to the Store method of the
+// same meaning, so permissions, isolation, proposals and persistence are
+// exactly the store's.
 //
 // The id is checked when the handle is used, not when it is made: every
 // method already returns an error, and a constructor error would only
@@ -30,12 +30,19 @@ import (
 // store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
 // method fail with an error wrapping ErrInvalidArgument.
 type Agent struct {
-	c  *Cache
+	s  Store
 	id string
 }
 
 // Agent returns a handle acting as agent id (see [Agent]).
-func (c *Cache) Agent(id string) *Agent { return &Agent{c: c, id: id} }
+func (c *Cache) Agent(id string) *Agent { return AgentOf(c, id) }
+
+// AgentOf returns a handle acting as agent id on any Store, for code that
+// holds the interface (a wrapper, a test double) rather than a Cache. The
+// few block methods whose Cache method is not part of Store (Compact,
+// Rebase, SetPermission) and Export work when s has that method, and
+// otherwise return an error matching errors.ErrUnsupported.
+func AgentOf(s Store, id string) *Agent { return &Agent{s: s, id: id} }
 
 // ID is the agent the handle acts as.
 func (a *Agent) ID() string { return a.id }
@@ -61,7 +68,7 @@ func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error)
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := a.c.CreateBlock(ctx, a.id, spec); err != nil {
+	if _, err := a.s.CreateBlock(ctx, a.id, spec); err != nil {
 		return nil, err
 	}
 	return a.Block(spec.Label), nil
@@ -70,7 +77,7 @@ func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error)
 // Block returns a handle on the agent's own block label. Nothing is read
 // until a method runs: a block that does not exist is ErrNotFound then.
 func (a *Agent) Block(label string) *Block {
-	return &Block{c: a.c, agent: a.id, owner: a.id, label: label}
+	return &Block{s: a.s, agent: a.id, owner: a.id, label: label}
 }
 
 // Shared returns a handle on block label of owner, as shared with the
@@ -80,7 +87,7 @@ func (a *Agent) Block(label string) *Block {
 // same as Block(label). Unlike the Cache methods, an empty owner is an
 // error here, never "the agent's own".
 func (a *Agent) Shared(owner, label string) *Block {
-	return &Block{c: a.c, agent: a.id, owner: owner, label: label}
+	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
 
 // Blocks lists the agent's own blocks (see Cache.ListBlocks).
@@ -88,7 +95,7 @@ func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.ListBlocks(ctx, a.id)
+	return a.s.ListBlocks(ctx, a.id)
 }
 
 // BlocksOfType lists the agent's own blocks of type t (see
@@ -97,7 +104,7 @@ func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, e
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.ListBlocksByType(ctx, a.id, t)
+	return a.s.ListBlocksByType(ctx, a.id, t)
 }
 
 // SharedBlocks lists the blocks others shared with the agent, with the
@@ -107,7 +114,7 @@ func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.ListSharedBlocks(ctx, a.id)
+	return a.s.ListSharedBlocks(ctx, a.id)
 }
 
 // BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
@@ -116,7 +123,7 @@ func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 	if err := a.check(ctx); err != nil {
 		return BlocksStamp{}, err
 	}
-	return a.c.BlocksStamp(ctx, a.id)
+	return a.s.BlocksStamp(ctx, a.id)
 }
 
 // Search searches what the agent may see: its own blocks, archival
@@ -125,7 +132,7 @@ func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) 
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.Search(ctx, a.id, query, opts)
+	return a.s.Search(ctx, a.id, query, opts)
 }
 
 // Proposals lists the proposals on all of the agent's own blocks, oldest
@@ -134,7 +141,7 @@ func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.ListProposals(ctx, a.id, "")
+	return a.s.ListProposals(ctx, a.id, "")
 }
 
 // ApproveProposal approves and applies proposal id with the agent as the
@@ -144,7 +151,7 @@ func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	return a.c.ApproveProposal(ctx, id, a.id)
+	return a.s.ApproveProposal(ctx, id, a.id)
 }
 
 // RejectProposal rejects proposal id with the agent as the approver (who
@@ -153,7 +160,7 @@ func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) err
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	return a.c.RejectProposal(ctx, id, a.id, reason)
+	return a.s.RejectProposal(ctx, id, a.id, reason)
 }
 
 // Export copies the agent's content (see Cache.Export). Through a handle
@@ -163,7 +170,19 @@ func (a *Agent) Export(ctx context.Context) (*Dump, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.c.Export(ctx, a.id)
+	x, ok := a.s.(interface {
+		Export(ctx context.Context, agent string) (*Dump, error)
+	})
+	if !ok {
+		return nil, unsupported(a.s, "Export")
+	}
+	return x.Export(ctx, a.id)
+}
+
+// unsupported is the error of a handle method whose Cache method the
+// handle's Store lacks (see AgentOf).
+func unsupported(s Store, method string) error {
+	return fmt.Errorf("memory: store %T has no %s method: %w", s, method, errors.ErrUnsupported)
 }
 
 // Archival is the agent's archival memory.
@@ -181,7 +200,7 @@ func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, 
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.c.InsertArchival(ctx, r.a.id, e)
+	return r.a.s.InsertArchival(ctx, r.a.id, e)
 }
 
 // InsertBatch stores many entries (see Cache.InsertArchivalBatch: all are
@@ -191,7 +210,7 @@ func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opt
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.c.InsertArchivalBatch(ctx, r.a.id, entries, opts)
+	return r.a.s.InsertArchivalBatch(ctx, r.a.id, entries, opts)
 }
 
 // Get returns entry id (see Cache.GetArchival).
@@ -199,7 +218,7 @@ func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.c.GetArchival(ctx, r.a.id, id)
+	return r.a.s.GetArchival(ctx, r.a.id, id)
 }
 
 // List lists entries (see Cache.ListArchival; nil q means the defaults).
@@ -207,7 +226,7 @@ func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry,
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.c.ListArchival(ctx, r.a.id, q)
+	return r.a.s.ListArchival(ctx, r.a.id, q)
 }
 
 // Supersede stores e as the new version of entry oldID (see
@@ -216,7 +235,7 @@ func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) 
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.c.SupersedeArchival(ctx, r.a.id, oldID, e)
+	return r.a.s.SupersedeArchival(ctx, r.a.id, oldID, e)
 }
 
 // Delete deletes entry id (see Cache.DeleteArchival).
@@ -224,7 +243,7 @@ func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err
 	}
-	return r.a.c.DeleteArchival(ctx, r.a.id, id)
+	return r.a.s.DeleteArchival(ctx, r.a.id, id)
 }
 
 // Search searches the agent's archival entries only (see
@@ -233,7 +252,7 @@ func (r *Archival) Search(ctx context.Context, query string, opts *search.Option
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.c.SearchArchival(ctx, r.a.id, query, opts)
+	return r.a.s.SearchArchival(ctx, r.a.id, query, opts)
 }
 
 // Messages is one agent's conversation (from Agent.Messages). Its methods
@@ -245,7 +264,7 @@ func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Message{}, err
 	}
-	return m.a.c.AppendMessage(ctx, m.a.id, msg)
+	return m.a.s.AppendMessage(ctx, m.a.id, msg)
 }
 
 // AppendMany stores messages in one transaction (see
@@ -254,7 +273,7 @@ func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, e
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.c.AppendMessages(ctx, m.a.id, msgs)
+	return m.a.s.AppendMessages(ctx, m.a.id, msgs)
 }
 
 // List returns messages (see Cache.Messages; nil q means all, oldest
@@ -263,7 +282,7 @@ func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error)
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.c.Messages(ctx, m.a.id, q)
+	return m.a.s.Messages(ctx, m.a.id, q)
 }
 
 // CompleteBatch marks batch batchID complete (see Cache.CompleteBatch).
@@ -271,7 +290,7 @@ func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	if err := m.a.check(ctx); err != nil {
 		return err
 	}
-	return m.a.c.CompleteBatch(ctx, m.a.id, batchID)
+	return m.a.s.CompleteBatch(ctx, m.a.id, batchID)
 }
 
 // Batches lists the agent's batches (see Cache.Batches).
@@ -279,7 +298,7 @@ func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.c.Batches(ctx, m.a.id)
+	return m.a.s.Batches(ctx, m.a.id)
 }
 
 // SaveSummary stores a summary (see Cache.SaveSummary).
@@ -287,7 +306,7 @@ func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) 
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
 	}
-	return m.a.c.SaveSummary(ctx, m.a.id, s)
+	return m.a.s.SaveSummary(ctx, m.a.id, s)
 }
 
 // LatestSummary returns the newest summary (see Cache.LatestSummary).
@@ -295,7 +314,7 @@ func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
 	}
-	return m.a.c.LatestSummary(ctx, m.a.id)
+	return m.a.s.LatestSummary(ctx, m.a.id)
 }
 
 // Block is one block as one agent sees it: the acting agent, the owner
@@ -313,7 +332,7 @@ func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 // an error matching blocks.ErrPermission (or ErrNotFound when the block is
 // not shared with the agent, so existence does not leak).
 type Block struct {
-	c                   *Cache
+	s                   Store
 	agent, owner, label string
 }
 
@@ -359,7 +378,7 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 	if b.own() {
 		return nil
 	}
-	if _, err := b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: agent %q may not %s block %q of agent %q: only its owner can",
@@ -373,9 +392,9 @@ func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 		return nil, err
 	}
 	if b.own() {
-		return b.c.GetBlock(ctx, b.agent, b.label)
+		return b.s.GetBlock(ctx, b.agent, b.label)
 	}
-	return b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+	return b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
 }
 
 // Render returns the block as a model sees it. An own block's comes from
@@ -387,9 +406,9 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if b.own() {
-		return b.c.RenderedContent(ctx, b.agent, b.label)
+		return b.s.RenderedContent(ctx, b.agent, b.label)
 	}
-	doc, err := b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+	doc, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
 	if err != nil {
 		return "", err
 	}
@@ -403,7 +422,7 @@ func (b *Block) Apply(ctx context.Context, e Edit) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.c.ApplyEdit(ctx, b.agent, b.owner, b.label, e)
+	return b.s.ApplyEdit(ctx, b.agent, b.owner, b.label, e)
 }
 
 // SetText replaces a Text block's content (see Cache.UpdateBlockText).
@@ -435,7 +454,7 @@ func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.c.MergeChanges(ctx, b.agent, b.owner, b.label, data)
+	return b.s.MergeChanges(ctx, b.agent, b.owner, b.label, data)
 }
 
 // History lists the block's changes across its epochs (see
@@ -444,7 +463,7 @@ func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
-	return b.c.BlockHistory(ctx, b.agent, b.owner, b.label)
+	return b.s.BlockHistory(ctx, b.agent, b.owner, b.label)
 }
 
 // At is a read-only view of the block as of heads from History (see
@@ -453,7 +472,7 @@ func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
-	return b.c.BlockAt(ctx, b.agent, b.owner, b.label, heads)
+	return b.s.BlockAt(ctx, b.agent, b.owner, b.label, heads)
 }
 
 // Propose records an edit for the block's approver to decide (see
@@ -462,7 +481,7 @@ func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, e
 	if err := b.check(ctx); err != nil {
 		return Proposal{}, err
 	}
-	return b.c.ProposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
+	return b.s.ProposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
 }
 
 // Proposals lists proposals on the block, oldest first: all of them for
@@ -477,15 +496,15 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 	if b.own() {
 		// The stored rendering is the cheapest existence check (one row,
 		// no document load).
-		if _, err := b.c.RenderedContent(ctx, b.owner, b.label); err != nil {
+		if _, err := b.s.RenderedContent(ctx, b.owner, b.label); err != nil {
 			return nil, err
 		}
-		return b.c.ListProposals(ctx, b.owner, b.label)
+		return b.s.ListProposals(ctx, b.owner, b.label)
 	}
-	if _, err := b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 		return nil, err
 	}
-	all, err := b.c.ListProposals(ctx, b.owner, b.label)
+	all, err := b.s.ListProposals(ctx, b.owner, b.label)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +523,7 @@ func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) 
 	if err := b.ownerOnly(ctx, "share"); err != nil {
 		return err
 	}
-	return b.c.ShareBlock(ctx, b.owner, b.label, with, perm)
+	return b.s.ShareBlock(ctx, b.owner, b.label, with, perm)
 }
 
 // Unshare revokes the share with agent with, and that agent's pending
@@ -516,7 +535,7 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 	if strings.TrimSpace(with) == "" {
 		return invalidArg("agent %q: unshare block %q: the agent to unshare from is empty", b.agent, b.label)
 	}
-	return b.c.UnshareBlock(ctx, b.owner, b.label, with)
+	return b.s.UnshareBlock(ctx, b.owner, b.label, with)
 }
 
 // Delete deletes the block (see Cache.DeleteBlock; it needs Admin). Owner
@@ -525,7 +544,7 @@ func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
 		return err
 	}
-	return b.c.DeleteBlock(ctx, b.owner, b.label)
+	return b.s.DeleteBlock(ctx, b.owner, b.label)
 }
 
 // SetPinned pins or unpins the block (see Cache.SetBlockPinned). Owner
@@ -534,7 +553,7 @@ func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
 		return err
 	}
-	return b.c.SetBlockPinned(ctx, b.owner, b.label, pinned)
+	return b.s.SetBlockPinned(ctx, b.owner, b.label, pinned)
 }
 
 // SetType changes the block's type (see Cache.SetBlockType). Owner only.
@@ -542,7 +561,7 @@ func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
 		return err
 	}
-	return b.c.SetBlockType(ctx, b.owner, b.label, t)
+	return b.s.SetBlockType(ctx, b.owner, b.label, t)
 }
 
 // SetSchema changes the block's schema within its kind (see
@@ -551,7 +570,7 @@ func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
 	}
-	return b.c.UpdateBlockSchema(ctx, b.owner, b.label, s)
+	return b.s.UpdateBlockSchema(ctx, b.owner, b.label, s)
 }
 
 // SetPermission changes the owner's own permission on the block (see
@@ -561,7 +580,13 @@ func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
 		return err
 	}
-	return b.c.SetBlockPermission(ctx, b.owner, b.label, p)
+	x, ok := b.s.(interface {
+		SetBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error
+	})
+	if !ok {
+		return unsupported(b.s, "SetBlockPermission")
+	}
+	return x.SetBlockPermission(ctx, b.owner, b.label, p)
 }
 
 // Persist makes the block's pending changes durable now (see
@@ -573,11 +598,11 @@ func (b *Block) Persist(ctx context.Context) error {
 		return err
 	}
 	if !b.own() {
-		if _, err := b.c.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+		if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 			return err
 		}
 	}
-	return b.c.PersistBlock(ctx, b.owner, b.label)
+	return b.s.PersistBlock(ctx, b.owner, b.label)
 }
 
 // Compact folds the block's updates into its snapshot now (see
@@ -586,7 +611,13 @@ func (b *Block) Compact(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "compact"); err != nil {
 		return err
 	}
-	return b.c.Compact(ctx, b.owner, b.label)
+	x, ok := b.s.(interface {
+		Compact(ctx context.Context, agent, label string) error
+	})
+	if !ok {
+		return unsupported(b.s, "Compact")
+	}
+	return x.Compact(ctx, b.owner, b.label)
 }
 
 // Rebase starts a new epoch of the block's history now (see
@@ -595,5 +626,11 @@ func (b *Block) Rebase(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "rebase"); err != nil {
 		return err
 	}
-	return b.c.Rebase(ctx, b.owner, b.label)
+	x, ok := b.s.(interface {
+		Rebase(ctx context.Context, agent, label string) error
+	})
+	if !ok {
+		return unsupported(b.s, "Rebase")
+	}
+	return x.Rebase(ctx, b.owner, b.label)
 }
