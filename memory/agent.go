@@ -62,7 +62,7 @@ func (a *Agent) check(ctx context.Context) error {
 	return nil
 }
 
-// CreateBlock creates a block owned by the agent (see Cache.CreateBlock)
+// CreateBlock creates a block owned by the agent (see [Cache.CreateBlock])
 // and returns its handle.
 func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error) {
 	if err := a.check(ctx); err != nil {
@@ -90,7 +90,7 @@ func (a *Agent) Shared(owner, label string) *Block {
 	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
 
-// Blocks lists the agent's own blocks (see Cache.ListBlocks).
+// Blocks lists the agent's own blocks (see [Cache.ListBlocks]).
 func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 }
 
 // BlocksOfType lists the agent's own blocks of type t (see
-// Cache.ListBlocksByType).
+// [Cache.ListBlocksByType]).
 func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, e
 }
 
 // SharedBlocks lists the blocks others shared with the agent, with the
-// shared permission (see Cache.ListSharedBlocks). Each one's handle is
+// shared permission (see [Cache.ListSharedBlocks]). Each one's handle is
 // Shared(m.SharedFrom, m.Label).
 func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	if err := a.check(ctx); err != nil {
@@ -118,7 +118,7 @@ func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 }
 
 // BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
-// Cache.BlocksStamp).
+// [Cache.BlocksStamp]).
 func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 	if err := a.check(ctx); err != nil {
 		return BlocksStamp{}, err
@@ -127,7 +127,7 @@ func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 }
 
 // Search searches what the agent may see: its own blocks, archival
-// entries and messages, and blocks shared with it (see Cache.Search).
+// entries and messages, and blocks shared with it (see [Cache.Search]).
 func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) 
 }
 
 // Proposals lists the proposals on all of the agent's own blocks, oldest
-// first (see Cache.ListProposals; Block.Proposals narrows to one block).
+// first (see [Cache.ListProposals]; [Block.Proposals] narrows to one block).
 func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 
 // ApproveProposal approves and applies proposal id with the agent as the
 // approver: it must own the block or have it shared at Admin (see
-// Cache.ApproveProposal, which also takes a person's "human:NAME").
+// [Cache.ApproveProposal], which also takes a person's "human:NAME").
 func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -163,8 +163,8 @@ func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) err
 	return a.s.RejectProposal(ctx, id, a.id, reason)
 }
 
-// Export copies the agent's content (see Cache.Export). Through a handle
-// it is always one agent's: the empty id that makes Cache.Export copy
+// Export copies the agent's content (see [Cache.Export]). Through a handle
+// it is always one agent's: the empty id that makes [Cache.Export] copy
 // every agent is an error here.
 func (a *Agent) Export(ctx context.Context) (*Dump, error) {
 	if err := a.check(ctx); err != nil {
@@ -191,11 +191,11 @@ func (a *Agent) Archival() *Archival { return &Archival{a: a} }
 // Messages is the agent's conversation: messages, batches and summaries.
 func (a *Agent) Messages() *Messages { return &Messages{a: a} }
 
-// Archival is one agent's archival memory (from Agent.Archival). Its
+// Archival is one agent's archival memory (from [Agent.Archival]). Its
 // methods are the Cache's *Archival methods with the agent filled in.
 type Archival struct{ a *Agent }
 
-// Insert stores an entry (see Cache.InsertArchival).
+// Insert stores an entry (see [Cache.InsertArchival]).
 func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -203,7 +203,7 @@ func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, 
 	return r.a.s.InsertArchival(ctx, r.a.id, e)
 }
 
-// InsertBatch stores many entries (see Cache.InsertArchivalBatch: all are
+// InsertBatch stores many entries (see [Cache.InsertArchivalBatch]: all are
 // checked before any is written; on a later failure the entries already
 // committed are returned with the error).
 func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
@@ -213,7 +213,7 @@ func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opt
 	return r.a.s.InsertArchivalBatch(ctx, r.a.id, entries, opts)
 }
 
-// Get returns entry id (see Cache.GetArchival).
+// Get returns entry id (see [Cache.GetArchival]).
 func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -221,7 +221,7 @@ func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	return r.a.s.GetArchival(ctx, r.a.id, id)
 }
 
-// List lists entries (see Cache.ListArchival; nil q means the defaults).
+// List lists entries (see [Cache.ListArchival]; nil q means the defaults).
 func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry,
 }
 
 // Supersede stores e as the new version of entry oldID (see
-// Cache.SupersedeArchival).
+// [Cache.SupersedeArchival]).
 func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -238,7 +238,7 @@ func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) 
 	return r.a.s.SupersedeArchival(ctx, r.a.id, oldID, e)
 }
 
-// Delete deletes entry id (see Cache.DeleteArchival).
+// Delete deletes entry id (see [Cache.DeleteArchival]).
 func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err
@@ -247,7 +247,7 @@ func (r *Archival) Delete(ctx context.Context, id int64) error {
 }
 
 // Search searches the agent's archival entries only (see
-// Cache.SearchArchival; Agent.Search covers everything it sees).
+// [Cache.SearchArchival]; [Agent.Search] covers everything it sees).
 func (r *Archival) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -255,11 +255,11 @@ func (r *Archival) Search(ctx context.Context, query string, opts *search.Option
 	return r.a.s.SearchArchival(ctx, r.a.id, query, opts)
 }
 
-// Messages is one agent's conversation (from Agent.Messages). Its methods
+// Messages is one agent's conversation (from [Agent.Messages]). Its methods
 // are the Cache's message methods with the agent filled in.
 type Messages struct{ a *Agent }
 
-// Append stores one message (see Cache.AppendMessage).
+// Append stores one message (see [Cache.AppendMessage]).
 func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Message{}, err
@@ -268,7 +268,7 @@ func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 }
 
 // AppendMany stores messages in one transaction (see
-// Cache.AppendMessages).
+// [Cache.AppendMessages]).
 func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, e
 	return m.a.s.AppendMessages(ctx, m.a.id, msgs)
 }
 
-// List returns messages (see Cache.Messages; nil q means all, oldest
+// List returns messages (see [Cache.Messages]; nil q means all, oldest
 // first).
 func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
@@ -285,7 +285,7 @@ func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error)
 	return m.a.s.Messages(ctx, m.a.id, q)
 }
 
-// CompleteBatch marks batch batchID complete (see Cache.CompleteBatch).
+// CompleteBatch marks batch batchID complete (see [Cache.CompleteBatch]).
 func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	if err := m.a.check(ctx); err != nil {
 		return err
@@ -293,7 +293,7 @@ func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	return m.a.s.CompleteBatch(ctx, m.a.id, batchID)
 }
 
-// Batches lists the agent's batches (see Cache.Batches).
+// Batches lists the agent's batches (see [Cache.Batches]).
 func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -301,7 +301,7 @@ func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	return m.a.s.Batches(ctx, m.a.id)
 }
 
-// SaveSummary stores a summary (see Cache.SaveSummary).
+// SaveSummary stores a summary (see [Cache.SaveSummary]).
 func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -309,7 +309,7 @@ func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) 
 	return m.a.s.SaveSummary(ctx, m.a.id, s)
 }
 
-// LatestSummary returns the newest summary (see Cache.LatestSummary).
+// LatestSummary returns the newest summary (see [Cache.LatestSummary]).
 func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -318,8 +318,8 @@ func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 }
 
 // Block is one block as one agent sees it: the acting agent, the owner
-// and the label, fixed when the handle was made (Agent.Block for the
-// agent's own block, Agent.Shared for one shared with it). Like Agent it
+// and the label, fixed when the handle was made ([Agent.Block] for the
+// agent's own block, [Agent.Shared] for one shared with it). Like Agent it
 // is a cheap value that reads nothing until a method runs; each method
 // resolves the block afresh, so a handle stays valid across deletes,
 // re-creations, shares and revocations, and always reflects the current
@@ -386,7 +386,7 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 }
 
 // Doc returns the agent's live view of the block, with its effective
-// permission (see Cache.GetBlock and Cache.GetSharedBlock).
+// permission (see [Cache.GetBlock] and [Cache.GetSharedBlock]).
 func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -398,7 +398,7 @@ func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 }
 
 // Render returns the block as a model sees it. An own block's comes from
-// the stored rendering (Cache.RenderedContent, no document load); a
+// the stored rendering ([Cache.RenderedContent], no document load); a
 // shared block's from the shared view, since the stored rendering has no
 // share check of its own.
 func (b *Block) Render(ctx context.Context) (string, error) {
@@ -415,7 +415,7 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 	return doc.Render(), nil
 }
 
-// Apply applies one edit as the agent (see Cache.ApplyEdit: a Partner or
+// Apply applies one edit as the agent (see [Cache.ApplyEdit]: a Partner or
 // Human edit not yet approved is kept as a proposal and reported as a
 // *ProposalError).
 func (b *Block) Apply(ctx context.Context, e Edit) error {
@@ -425,12 +425,12 @@ func (b *Block) Apply(ctx context.Context, e Edit) error {
 	return b.s.ApplyEdit(ctx, b.agent, b.owner, b.label, e)
 }
 
-// SetText replaces a Text block's content (see Cache.UpdateBlockText).
+// SetText replaces a Text block's content (see [Cache.UpdateBlockText]).
 func (b *Block) SetText(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpSetText, Text: text})
 }
 
-// Append appends to a Text block (see Cache.AppendToBlock); a share at
+// Append appends to a Text block (see [Cache.AppendToBlock]); a share at
 // Append permission allows it.
 func (b *Block) Append(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpAppendText, Text: text})
@@ -438,7 +438,7 @@ func (b *Block) Append(ctx context.Context, text string) error {
 
 // Replace replaces the first occurrence of old with new in a Text block
 // and reports whether old occurred: false with a nil error changed
-// nothing (see Cache.ReplaceInBlock).
+// nothing (see [Cache.ReplaceInBlock]).
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	if errors.Is(err, ErrNoMatch) {
@@ -449,7 +449,7 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 
 // Merge merges automerge changes made outside the store into the block,
 // validated, persisted and attributed to the agent (see
-// Cache.MergeChanges; it needs ReadWrite).
+// [Cache.MergeChanges]; it needs ReadWrite).
 func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err
@@ -458,7 +458,7 @@ func (b *Block) Merge(ctx context.Context, data []byte) error {
 }
 
 // History lists the block's changes across its epochs (see
-// Cache.BlockHistory).
+// [Cache.BlockHistory]).
 func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -467,7 +467,7 @@ func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 }
 
 // At is a read-only view of the block as of heads from History (see
-// Cache.BlockAt).
+// [Cache.BlockAt]).
 func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -476,7 +476,7 @@ func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error
 }
 
 // Propose records an edit for the block's approver to decide (see
-// Cache.ProposeEdit).
+// [Cache.ProposeEdit]).
 func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return Proposal{}, err
@@ -485,7 +485,7 @@ func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, e
 }
 
 // Proposals lists proposals on the block, oldest first: all of them for
-// the owner (see Cache.ListProposals); for a sharee only its own, since
+// the owner (see [Cache.ListProposals]); for a sharee only its own, since
 // the others' edits and reasons are theirs and the owner's. Unlike
 // ListProposals, which lists nothing for a label its owner does not use,
 // a missing block is ErrNotFound, as for every other method.
@@ -518,7 +518,7 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 }
 
 // Share shares the block with agent with at perm; sharing again changes
-// the permission (see Cache.ShareBlock). Owner only.
+// the permission (see [Cache.ShareBlock]). Owner only.
 func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "share"); err != nil {
 		return err
@@ -527,7 +527,7 @@ func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) 
 }
 
 // Unshare revokes the share with agent with, and that agent's pending
-// proposals on the block (see Cache.UnshareBlock). Owner only.
+// proposals on the block (see [Cache.UnshareBlock]). Owner only.
 func (b *Block) Unshare(ctx context.Context, with string) error {
 	if err := b.ownerOnly(ctx, "unshare"); err != nil {
 		return err
@@ -538,7 +538,7 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 	return b.s.UnshareBlock(ctx, b.owner, b.label, with)
 }
 
-// Delete deletes the block (see Cache.DeleteBlock; it needs Admin). Owner
+// Delete deletes the block (see [Cache.DeleteBlock]; it needs Admin). Owner
 // only.
 func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
@@ -547,7 +547,7 @@ func (b *Block) Delete(ctx context.Context) error {
 	return b.s.DeleteBlock(ctx, b.owner, b.label)
 }
 
-// SetPinned pins or unpins the block (see Cache.SetBlockPinned). Owner
+// SetPinned pins or unpins the block (see [Cache.SetBlockPinned]). Owner
 // only.
 func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
@@ -556,7 +556,7 @@ func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	return b.s.SetBlockPinned(ctx, b.owner, b.label, pinned)
 }
 
-// SetType changes the block's type (see Cache.SetBlockType). Owner only.
+// SetType changes the block's type (see [Cache.SetBlockType]). Owner only.
 func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
 		return err
@@ -565,7 +565,7 @@ func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 }
 
 // SetSchema changes the block's schema within its kind (see
-// Cache.UpdateBlockSchema). Owner only.
+// [Cache.UpdateBlockSchema]). Owner only.
 func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
@@ -574,7 +574,7 @@ func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 }
 
 // SetPermission changes the owner's own permission on the block (see
-// Cache.SetBlockPermission); a share's permission is changed by sharing
+// [Cache.SetBlockPermission]); a share's permission is changed by sharing
 // again. Owner only.
 func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
@@ -590,7 +590,7 @@ func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 }
 
 // Persist makes the block's pending changes durable now (see
-// Cache.PersistBlock; only write-back mode has any). A sharee may persist
+// [Cache.PersistBlock]; only write-back mode has any). A sharee may persist
 // too: it writes what is already in the shared document and reveals or
 // changes nothing else.
 func (b *Block) Persist(ctx context.Context) error {
@@ -606,7 +606,7 @@ func (b *Block) Persist(ctx context.Context) error {
 }
 
 // Compact folds the block's updates into its snapshot now (see
-// Cache.Compact). Owner only.
+// [Cache.Compact]). Owner only.
 func (b *Block) Compact(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "compact"); err != nil {
 		return err
@@ -621,7 +621,7 @@ func (b *Block) Compact(ctx context.Context) error {
 }
 
 // Rebase starts a new epoch of the block's history now (see
-// Cache.Rebase). Owner only.
+// [Cache.Rebase]). Owner only.
 func (b *Block) Rebase(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "rebase"); err != nil {
 		return err
