@@ -9,6 +9,11 @@
 //
 // (nil Options means the defaults; ":memory:" gives a throw-away store).
 //
+// To act as one agent without repeating its id (and a block's owner and
+// label) in every call, take a handle: store.Agent(id) returns an [Agent],
+// whose [Agent.Block] and [Agent.Shared] return [Block] handles; every
+// handle method is a thin call to the Store method it replaces.
+//
 // # Backends
 //
 // Open picks a [Backend] from its target: a file path, ":memory:" or

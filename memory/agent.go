@@ -1,0 +1,636 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
+)
+
+// Agent acts on a store as one agent. Most Cache methods take the acting
+// agent as their first string, often followed by an owner and a label of
+// the same type: swapped arguments compile, and an owner of "" silently
+// means "my own". An Agent fixes the acting agent once, and the block
+// handles it gives out fix the owner and label, so a call names only what
+// varies (the text, the edit, the query).
+//
+// An Agent is a cheap value: it holds no resources, needs no closing and
+// is safe for concurrent use; make one per request or keep one per agent,
+// as convenient. Every method is a thin call to the Store method of the
+// same meaning, so permissions, isolation, proposals and persistence are
+// exactly the store's.
+//
+// The id is checked when the handle is used, not when it is made: every
+// method already returns an error, and a constructor error would only
+// move the same check one line up while forbidding chains such as
+// store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
+// method fail with an error wrapping ErrInvalidArgument.
+type Agent struct {
+	s  Store
+	id string
+}
+
+// Agent returns a handle acting as agent id (see [Agent]).
+func (c *Cache) Agent(id string) *Agent { return AgentOf(c, id) }
+
+// AgentOf returns a handle acting as agent id on any Store, for code that
+// holds the interface (a wrapper, a test double) rather than a Cache. The
+// few block methods whose Cache method is not part of Store (Compact,
+// Rebase, SetPermission) and Export work when s has that method, and
+// otherwise return an error matching errors.ErrUnsupported.
+func AgentOf(s Store, id string) *Agent { return &Agent{s: s, id: id} }
+
+// ID is the agent the handle acts as.
+func (a *Agent) ID() string { return a.id }
+
+// check reports a cancelled context or an empty id, the two things every
+// method refuses before it reaches the store. The store checks both too;
+// checking here names the handle in the error and keeps an empty id from
+// meaning "every agent" in the few calls where "" has that meaning
+// (Export).
+func (a *Agent) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(a.id) == "" {
+		return invalidArg("agent handle has an empty agent id (store.Agent(%q))", a.id)
+	}
+	return nil
+}
+
+// CreateBlock creates a block owned by the agent (see [Cache.CreateBlock])
+// and returns its handle.
+func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := a.s.CreateBlock(ctx, a.id, spec); err != nil {
+		return nil, err
+	}
+	return a.Block(spec.Label), nil
+}
+
+// Block returns a handle on the agent's own block label. Nothing is read
+// until a method runs: a block that does not exist is ErrNotFound then.
+func (a *Agent) Block(label string) *Block {
+	return &Block{s: a.s, agent: a.id, owner: a.id, label: label}
+}
+
+// Shared returns a handle on block label of owner, as shared with the
+// agent: reads and writes go through the share and its permission. A
+// block owner did not share with the agent is ErrNotFound on every
+// method, exactly as if it did not exist. Shared(a.ID(), label) is the
+// same as Block(label). Unlike the Cache methods, an empty owner is an
+// error here, never "the agent's own".
+func (a *Agent) Shared(owner, label string) *Block {
+	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
+}
+
+// Blocks lists the agent's own blocks (see [Cache.ListBlocks]).
+func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	return a.s.ListBlocks(ctx, a.id)
+}
+
+// BlocksOfType lists the agent's own blocks of type t (see
+// [Cache.ListBlocksByType]).
+func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	return a.s.ListBlocksByType(ctx, a.id, t)
+}
+
+// SharedBlocks lists the blocks others shared with the agent, with the
+// shared permission (see [Cache.ListSharedBlocks]). Each one's handle is
+// Shared(m.SharedFrom, m.Label).
+func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	return a.s.ListSharedBlocks(ctx, a.id)
+}
+
+// BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
+// [Cache.BlocksStamp]).
+func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
+	if err := a.check(ctx); err != nil {
+		return BlocksStamp{}, err
+	}
+	return a.s.BlocksStamp(ctx, a.id)
+}
+
+// Search searches what the agent may see: its own blocks, archival
+// entries and messages, and blocks shared with it (see [Cache.Search]).
+func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	return a.s.Search(ctx, a.id, query, opts)
+}
+
+// Proposals lists the proposals on all of the agent's own blocks, oldest
+// first (see [Cache.ListProposals]; [Block.Proposals] narrows to one block).
+func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	return a.s.ListProposals(ctx, a.id, "")
+}
+
+// ApproveProposal approves and applies proposal id with the agent as the
+// approver: it must own the block or have it shared at Admin (see
+// [Cache.ApproveProposal], which also takes a person's "human:NAME").
+func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
+	if err := a.check(ctx); err != nil {
+		return err
+	}
+	return a.s.ApproveProposal(ctx, id, a.id)
+}
+
+// RejectProposal rejects proposal id with the agent as the approver (who
+// may: as for ApproveProposal).
+func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) error {
+	if err := a.check(ctx); err != nil {
+		return err
+	}
+	return a.s.RejectProposal(ctx, id, a.id, reason)
+}
+
+// Export copies the agent's content (see [Cache.Export]). Through a handle
+// it is always one agent's: the empty id that makes [Cache.Export] copy
+// every agent is an error here.
+func (a *Agent) Export(ctx context.Context) (*Dump, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	x, ok := a.s.(interface {
+		Export(ctx context.Context, agent string) (*Dump, error)
+	})
+	if !ok {
+		return nil, unsupported(a.s, "Export")
+	}
+	return x.Export(ctx, a.id)
+}
+
+// unsupported is the error of a handle method whose Cache method the
+// handle's Store lacks (see AgentOf).
+func unsupported(s Store, method string) error {
+	return fmt.Errorf("memory: store %T has no %s method: %w", s, method, errors.ErrUnsupported)
+}
+
+// Archival is the agent's archival memory.
+func (a *Agent) Archival() *Archival { return &Archival{a: a} }
+
+// Messages is the agent's conversation: messages, batches and summaries.
+func (a *Agent) Messages() *Messages { return &Messages{a: a} }
+
+// Archival is one agent's archival memory (from [Agent.Archival]). Its
+// methods are the Cache's *Archival methods with the agent filled in.
+type Archival struct{ a *Agent }
+
+// Insert stores an entry (see [Cache.InsertArchival]).
+func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, error) {
+	if err := r.a.check(ctx); err != nil {
+		return ArchivalEntry{}, err
+	}
+	return r.a.s.InsertArchival(ctx, r.a.id, e)
+}
+
+// InsertBatch stores many entries (see [Cache.InsertArchivalBatch]: all are
+// checked before any is written; on a later failure the entries already
+// committed are returned with the error).
+func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
+	if err := r.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.a.s.InsertArchivalBatch(ctx, r.a.id, entries, opts)
+}
+
+// Get returns entry id (see [Cache.GetArchival]).
+func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
+	if err := r.a.check(ctx); err != nil {
+		return ArchivalEntry{}, err
+	}
+	return r.a.s.GetArchival(ctx, r.a.id, id)
+}
+
+// List lists entries (see [Cache.ListArchival]; nil q means the defaults).
+func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry, error) {
+	if err := r.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.a.s.ListArchival(ctx, r.a.id, q)
+}
+
+// Supersede stores e as the new version of entry oldID (see
+// [Cache.SupersedeArchival]).
+func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
+	if err := r.a.check(ctx); err != nil {
+		return ArchivalEntry{}, err
+	}
+	return r.a.s.SupersedeArchival(ctx, r.a.id, oldID, e)
+}
+
+// Delete deletes entry id (see [Cache.DeleteArchival]).
+func (r *Archival) Delete(ctx context.Context, id int64) error {
+	if err := r.a.check(ctx); err != nil {
+		return err
+	}
+	return r.a.s.DeleteArchival(ctx, r.a.id, id)
+}
+
+// Search searches the agent's archival entries only (see
+// [Cache.SearchArchival]; [Agent.Search] covers everything it sees).
+func (r *Archival) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	if err := r.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.a.s.SearchArchival(ctx, r.a.id, query, opts)
+}
+
+// Messages is one agent's conversation (from [Agent.Messages]). Its methods
+// are the Cache's message methods with the agent filled in.
+type Messages struct{ a *Agent }
+
+// Append stores one message (see [Cache.AppendMessage]).
+func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
+	if err := m.a.check(ctx); err != nil {
+		return Message{}, err
+	}
+	return m.a.s.AppendMessage(ctx, m.a.id, msg)
+}
+
+// AppendMany stores messages in one transaction (see
+// [Cache.AppendMessages]).
+func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, error) {
+	if err := m.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return m.a.s.AppendMessages(ctx, m.a.id, msgs)
+}
+
+// List returns messages (see [Cache.Messages]; nil q means all, oldest
+// first).
+func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error) {
+	if err := m.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return m.a.s.Messages(ctx, m.a.id, q)
+}
+
+// CompleteBatch marks batch batchID complete (see [Cache.CompleteBatch]).
+func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
+	if err := m.a.check(ctx); err != nil {
+		return err
+	}
+	return m.a.s.CompleteBatch(ctx, m.a.id, batchID)
+}
+
+// Batches lists the agent's batches (see [Cache.Batches]).
+func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
+	if err := m.a.check(ctx); err != nil {
+		return nil, err
+	}
+	return m.a.s.Batches(ctx, m.a.id)
+}
+
+// SaveSummary stores a summary (see [Cache.SaveSummary]).
+func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) {
+	if err := m.a.check(ctx); err != nil {
+		return Summary{}, err
+	}
+	return m.a.s.SaveSummary(ctx, m.a.id, s)
+}
+
+// LatestSummary returns the newest summary (see [Cache.LatestSummary]).
+func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
+	if err := m.a.check(ctx); err != nil {
+		return Summary{}, err
+	}
+	return m.a.s.LatestSummary(ctx, m.a.id)
+}
+
+// Block is one block as one agent sees it: the acting agent, the owner
+// and the label, fixed when the handle was made ([Agent.Block] for the
+// agent's own block, [Agent.Shared] for one shared with it). Like Agent it
+// is a cheap value that reads nothing until a method runs; each method
+// resolves the block afresh, so a handle stays valid across deletes,
+// re-creations, shares and revocations, and always reflects the current
+// permission.
+//
+// Reads and edits work on own and shared blocks alike, through the
+// share's permission for a shared one. Changing the block itself
+// (Delete, Share, Unshare, SetPinned, SetType, SetSchema, SetPermission,
+// Compact, Rebase) is the owner's: through a shared handle those return
+// an error matching blocks.ErrPermission (or ErrNotFound when the block is
+// not shared with the agent, so existence does not leak).
+type Block struct {
+	s                   Store
+	agent, owner, label string
+}
+
+// Owner is the agent that owns the block.
+func (b *Block) Owner() string { return b.owner }
+
+// Label is the block's label.
+func (b *Block) Label() string { return b.label }
+
+// Accessor is the agent the handle acts as (the owner for an own block,
+// the sharee for a shared one).
+func (b *Block) Accessor() string { return b.agent }
+
+// own tells an own block's handle from a shared one's.
+func (b *Block) own() bool { return b.owner == b.agent }
+
+// check refuses, before the store sees them, a cancelled context and the
+// empty ids whose meaning would otherwise change: an empty owner is "own"
+// to the Cache, and an empty label lists every block in ListProposals.
+func (b *Block) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(b.agent) == "" {
+		return invalidArg("handle on block %q of %q has an empty acting agent id (store.Agent(%q))", b.label, b.owner, b.agent)
+	}
+	if strings.TrimSpace(b.owner) == "" {
+		return invalidArg("agent %q: handle on block %q has an empty owner (Shared(%q, %q))", b.agent, b.label, b.owner, b.label)
+	}
+	if strings.TrimSpace(b.label) == "" {
+		return invalidArg("agent %q: handle on a block of %q has an empty label", b.agent, b.owner)
+	}
+	return nil
+}
+
+// ownerOnly lets the owner through; a sharee gets ErrNotFound when the
+// block is not shared with it (as for every read) and an error matching
+// blocks.ErrPermission when it is.
+func (b *Block) ownerOnly(ctx context.Context, what string) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	if b.own() {
+		return nil
+	}
+	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: agent %q may not %s block %q of agent %q: only its owner can",
+		blocks.ErrPermission, b.agent, what, b.label, b.owner)
+}
+
+// Doc returns the agent's live view of the block, with its effective
+// permission (see [Cache.GetBlock] and [Cache.GetSharedBlock]).
+func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	if b.own() {
+		return b.s.GetBlock(ctx, b.agent, b.label)
+	}
+	return b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+}
+
+// Render returns the block as a model sees it. An own block's comes from
+// the stored rendering ([Cache.RenderedContent], no document load); a
+// shared block's from the shared view, since the stored rendering has no
+// share check of its own.
+func (b *Block) Render(ctx context.Context) (string, error) {
+	if err := b.check(ctx); err != nil {
+		return "", err
+	}
+	if b.own() {
+		return b.s.RenderedContent(ctx, b.agent, b.label)
+	}
+	doc, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+	if err != nil {
+		return "", err
+	}
+	return doc.Render(), nil
+}
+
+// Apply applies one edit as the agent (see [Cache.ApplyEdit]: a Partner or
+// Human edit not yet approved is kept as a proposal and reported as a
+// *ProposalError).
+func (b *Block) Apply(ctx context.Context, e Edit) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	return b.s.ApplyEdit(ctx, b.agent, b.owner, b.label, e)
+}
+
+// SetText replaces a Text block's content (see [Cache.UpdateBlockText]).
+func (b *Block) SetText(ctx context.Context, text string) error {
+	return b.Apply(ctx, Edit{Op: blocks.OpSetText, Text: text})
+}
+
+// Append appends to a Text block (see [Cache.AppendToBlock]); a share at
+// Append permission allows it.
+func (b *Block) Append(ctx context.Context, text string) error {
+	return b.Apply(ctx, Edit{Op: blocks.OpAppendText, Text: text})
+}
+
+// Replace replaces the first occurrence of old with new in a Text block
+// and reports whether old occurred: false with a nil error changed
+// nothing (see [Cache.ReplaceInBlock]).
+func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
+	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
+	if errors.Is(err, ErrNoMatch) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Merge merges automerge changes made outside the store into the block,
+// validated, persisted and attributed to the agent (see
+// [Cache.MergeChanges]; it needs ReadWrite).
+func (b *Block) Merge(ctx context.Context, data []byte) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	return b.s.MergeChanges(ctx, b.agent, b.owner, b.label, data)
+}
+
+// History lists the block's changes across its epochs (see
+// [Cache.BlockHistory]).
+func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	return b.s.BlockHistory(ctx, b.agent, b.owner, b.label)
+}
+
+// At is a read-only view of the block as of heads from History (see
+// [Cache.BlockAt]).
+func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	return b.s.BlockAt(ctx, b.agent, b.owner, b.label, heads)
+}
+
+// Propose records an edit for the block's approver to decide (see
+// [Cache.ProposeEdit]).
+func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {
+	if err := b.check(ctx); err != nil {
+		return Proposal{}, err
+	}
+	return b.s.ProposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
+}
+
+// Proposals lists proposals on the block, oldest first: all of them for
+// the owner (see [Cache.ListProposals]); for a sharee only its own, since
+// the others' edits and reasons are theirs and the owner's. Unlike
+// ListProposals, which lists nothing for a label its owner does not use,
+// a missing block is ErrNotFound, as for every other method.
+func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	if b.own() {
+		// The stored rendering is the cheapest existence check (one row,
+		// no document load).
+		if _, err := b.s.RenderedContent(ctx, b.owner, b.label); err != nil {
+			return nil, err
+		}
+		return b.s.ListProposals(ctx, b.owner, b.label)
+	}
+	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+		return nil, err
+	}
+	all, err := b.s.ListProposals(ctx, b.owner, b.label)
+	if err != nil {
+		return nil, err
+	}
+	var mine []Proposal
+	for _, p := range all {
+		if p.Proposer == b.agent {
+			mine = append(mine, p)
+		}
+	}
+	return mine, nil
+}
+
+// Share shares the block with agent with at perm; sharing again changes
+// the permission (see [Cache.ShareBlock]). Owner only.
+func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) error {
+	if err := b.ownerOnly(ctx, "share"); err != nil {
+		return err
+	}
+	return b.s.ShareBlock(ctx, b.owner, b.label, with, perm)
+}
+
+// Unshare revokes the share with agent with, and that agent's pending
+// proposals on the block (see [Cache.UnshareBlock]). Owner only.
+func (b *Block) Unshare(ctx context.Context, with string) error {
+	if err := b.ownerOnly(ctx, "unshare"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(with) == "" {
+		return invalidArg("agent %q: unshare block %q: the agent to unshare from is empty", b.agent, b.label)
+	}
+	return b.s.UnshareBlock(ctx, b.owner, b.label, with)
+}
+
+// Delete deletes the block (see [Cache.DeleteBlock]; it needs Admin). Owner
+// only.
+func (b *Block) Delete(ctx context.Context) error {
+	if err := b.ownerOnly(ctx, "delete"); err != nil {
+		return err
+	}
+	return b.s.DeleteBlock(ctx, b.owner, b.label)
+}
+
+// SetPinned pins or unpins the block (see [Cache.SetBlockPinned]). Owner
+// only.
+func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
+	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
+		return err
+	}
+	return b.s.SetBlockPinned(ctx, b.owner, b.label, pinned)
+}
+
+// SetType changes the block's type (see [Cache.SetBlockType]). Owner only.
+func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
+	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
+		return err
+	}
+	return b.s.SetBlockType(ctx, b.owner, b.label, t)
+}
+
+// SetSchema changes the block's schema within its kind (see
+// [Cache.UpdateBlockSchema]). Owner only.
+func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
+	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
+		return err
+	}
+	return b.s.UpdateBlockSchema(ctx, b.owner, b.label, s)
+}
+
+// SetPermission changes the owner's own permission on the block (see
+// [Cache.SetBlockPermission]); a share's permission is changed by sharing
+// again. Owner only.
+func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
+	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
+		return err
+	}
+	x, ok := b.s.(interface {
+		SetBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error
+	})
+	if !ok {
+		return unsupported(b.s, "SetBlockPermission")
+	}
+	return x.SetBlockPermission(ctx, b.owner, b.label, p)
+}
+
+// Persist makes the block's pending changes durable now (see
+// [Cache.PersistBlock]; only write-back mode has any). A sharee may persist
+// too: it writes what is already in the shared document and reveals or
+// changes nothing else.
+func (b *Block) Persist(ctx context.Context) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	if !b.own() {
+		if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+			return err
+		}
+	}
+	return b.s.PersistBlock(ctx, b.owner, b.label)
+}
+
+// Compact folds the block's updates into its snapshot now (see
+// [Cache.Compact]). Owner only.
+func (b *Block) Compact(ctx context.Context) error {
+	if err := b.ownerOnly(ctx, "compact"); err != nil {
+		return err
+	}
+	x, ok := b.s.(interface {
+		Compact(ctx context.Context, agent, label string) error
+	})
+	if !ok {
+		return unsupported(b.s, "Compact")
+	}
+	return x.Compact(ctx, b.owner, b.label)
+}
+
+// Rebase starts a new epoch of the block's history now (see
+// [Cache.Rebase]). Owner only.
+func (b *Block) Rebase(ctx context.Context) error {
+	if err := b.ownerOnly(ctx, "rebase"); err != nil {
+		return err
+	}
+	x, ok := b.s.(interface {
+		Rebase(ctx context.Context, agent, label string) error
+	})
+	if !ok {
+		return unsupported(b.s, "Rebase")
+	}
+	return x.Rebase(ctx, b.owner, b.label)
+}
