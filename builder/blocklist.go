@@ -12,7 +12,7 @@ import (
 )
 
 type blocksKey struct {
-	store memory.Store
+	store Store
 	agent string
 }
 
@@ -71,7 +71,7 @@ func (r *renderMemo) write(b *strings.Builder, m *memory.BlockMeta, ro RenderOpt
 // only when the stamp changed, that is when a block the agent sees, or a
 // share, changed anywhere (this process or another on the same file). The
 // returned slices are shared with the cache and must not be modified.
-func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, error) {
+func (c *Cache) blockLists(ctx context.Context, store Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, error) {
 	if !reflect.TypeOf(store).Comparable() {
 		own, shared, err := listBlocks(ctx, store, agent)
 		return own, shared, nil, err
@@ -107,7 +107,7 @@ func (c *Cache) blockLists(ctx context.Context, store memory.Store, agent string
 	return e.own, e.shared, e.render, nil
 }
 
-func listBlocks(ctx context.Context, store memory.Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
+func listBlocks(ctx context.Context, store Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
 	own, err := store.ListBlocks(ctx, agent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)

@@ -36,7 +36,8 @@ const sectionSeparator = "\n\n"
 // untouched, so a partly configured Builder can be reused. Its caches live
 // in ContextConfig.Cache and are safe to share.
 type Builder struct {
-	store       memory.Store
+	store       Store
+	opt         optional // store's optional parts, found once by New
 	cfg         ContextConfig
 	cache       *Cache
 	agent       string
@@ -58,15 +59,21 @@ type Builder struct {
 	recallQuerySet bool
 }
 
-// New starts a Builder reading memory from store. Zero fields of cfg mean
-// their defaults (see ContextConfig); a nil cfg.Cache gets a new Cache for
-// this Builder and its copies.
-func New(store memory.Store, cfg ContextConfig) Builder {
+// New starts a Builder reading memory from store (a *memory.Cache, any
+// memory.Store, or anything else with Store's few methods). Zero fields of
+// cfg mean their defaults (see ContextConfig); a nil cfg.Cache gets a new
+// Cache for this Builder and its copies. When store is also a LibraryStore
+// or a CountStore, the context library and persisted token counts use it.
+func New(store Store, cfg ContextConfig) Builder {
 	c := cfg.Cache
 	if c == nil {
 		c = NewCache()
 	}
-	return Builder{store: store, cfg: cfg.withDefaults(), cache: c}
+	var opt optional
+	if store != nil {
+		opt = optionalParts(store)
+	}
+	return Builder{store: store, opt: opt, cfg: cfg.withDefaults(), cache: c}
 }
 
 // ForAgent sets the agent whose memory and history are used.
@@ -207,8 +214,8 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	f.timings.Fetch = time.Since(start)
 	if b.cfg.Library != nil {
 		t := time.Now()
-		ls, ok := b.store.(LibraryStore)
-		if !ok {
+		ls := b.opt.library
+		if ls == nil {
 			return f, fmt.Errorf("%w: ContextConfig.Library is set but the store keeps no context library", ErrInvalid)
 		}
 		if f.library, err = ls.ContextLibrary(ctx, b.agent); err != nil {
@@ -237,11 +244,7 @@ func (b Builder) recall(ctx context.Context, ro *RecallOptions, f fetched) ([]Re
 	}
 	r := ro.Recaller
 	if r == nil {
-		as, ok := b.store.(ArchivalSearcher)
-		if !ok {
-			return nil, fmt.Errorf("%w: recall needs a Recaller (the store does not search archival memory)", ErrInvalid)
-		}
-		r = StoreRecaller{Store: as, Mode: ro.Mode}
+		r = StoreRecaller{Store: b.store, Mode: ro.Mode}
 	}
 	limit := ro.Limit
 	if limit <= 0 {

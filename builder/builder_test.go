@@ -85,7 +85,7 @@ func TestBuilderIsAValue(t *testing.T) {
 func TestSystemPromptOrder(t *testing.T) {
 	st := openStore(t)
 	seedEntropy(t, st)
-	activity := builder.ActivityFunc(func(ctx context.Context, s memory.Store, agent string, limit int) (string, error) {
+	activity := builder.ActivityFunc(func(ctx context.Context, s builder.Store, agent string, limit int) (string, error) {
 		return fmt.Sprintf("# Recent Activity\n\n- %s did %d things <block:x>", agent, limit), nil
 	})
 	for _, prefix := range []bool{false, true} {
@@ -121,7 +121,7 @@ func TestSystemPromptOrder(t *testing.T) {
 			t.Fatalf("stable prefix %q", req.System[:stable])
 		}
 	}
-	failing := builder.ActivityFunc(func(context.Context, memory.Store, string, int) (string, error) { return "", errors.New("no log") })
+	failing := builder.ActivityFunc(func(context.Context, builder.Store, string, int) (string, error) { return "", errors.New("no log") })
 	cfg := builder.DefaultConfig()
 	cfg.ActivityRenderer = failing
 	if _, err := builder.New(st, cfg).ForAgent("entropy").Build(context.Background()); err == nil || !strings.Contains(err.Error(), "no log") {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/compress"
-	"github.com/engram-go/engram/memory"
 )
 
 // ModelContextLimits are a model's token budgets. In
@@ -117,16 +116,18 @@ func isOSeries(n string) bool {
 
 // ActivityRenderer renders the optional activity section of the system
 // prompt (e.g. recent log entries). limit is ContextConfig.ActivityEntriesLimit.
-// An empty result leaves the section out.
+// An empty result leaves the section out. store is the Builder's Store; a
+// renderer that needs more of the store than Store offers (an activity
+// log) keeps its own reference to it rather than asserting for it.
 type ActivityRenderer interface {
-	RenderActivity(ctx context.Context, store memory.Store, agent string, limit int) (string, error)
+	RenderActivity(ctx context.Context, store Store, agent string, limit int) (string, error)
 }
 
 // ActivityFunc adapts a function to ActivityRenderer.
-type ActivityFunc func(ctx context.Context, store memory.Store, agent string, limit int) (string, error)
+type ActivityFunc func(ctx context.Context, store Store, agent string, limit int) (string, error)
 
 // RenderActivity calls f.
-func (f ActivityFunc) RenderActivity(ctx context.Context, store memory.Store, agent string, limit int) (string, error) {
+func (f ActivityFunc) RenderActivity(ctx context.Context, store Store, agent string, limit int) (string, error) {
 	return f(ctx, store, agent, limit)
 }
 

@@ -19,6 +19,12 @@
 // are copied, never shared), so a partly configured Builder can be kept and
 // reused for many requests and agents.
 //
+// store is a Store: the six methods of memory.Store a build reads (block
+// listings and their stamp, summaries, archival search), so a *memory.Cache,
+// any memory.Store or a small fake will do. The context library and
+// persisted token counts need more (LibraryStore, CountStore), which New
+// finds on the store when it has them.
+//
 // # System prompt
 //
 // Sections, joined by a blank line: base instructions; the context library

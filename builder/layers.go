@@ -104,7 +104,8 @@ type RecalledMemory struct {
 	Score   float64   `json:"score"`
 }
 
-// ArchivalSearcher is the part of memory.Store StoreRecaller uses.
+// ArchivalSearcher is the part of memory.Store StoreRecaller uses (and so
+// part of Store, for recall without a Recaller).
 type ArchivalSearcher interface {
 	SearchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error)
 }
@@ -148,20 +149,15 @@ type LibraryOptions struct {
 	PreviewChars int
 }
 
-// LibraryStore keeps each agent's context library. memory.Cache
-// implements it.
+// LibraryStore keeps each agent's context library; *memory.Cache
+// implements it. It is an optional part of a Store (memory.Store lacks it):
+// New finds it on the store by type assertion, and ContextConfig.Library
+// and Promote over a store without it fail with ErrInvalid rather than
+// quietly doing nothing.
 type LibraryStore interface {
 	ContextLibrary(ctx context.Context, agent string) ([]memory.LibraryEntry, error)
 	PutContextLibrary(ctx context.Context, agent string, entries []memory.LibraryEntry) error
 }
-
-// The store's optional parts the builder finds by type assertion: a
-// changed signature must fail the build, not turn the feature off.
-var (
-	_ CountStore       = (*memory.Cache)(nil)
-	_ LibraryStore     = (*memory.Cache)(nil)
-	_ ArchivalSearcher = (*memory.Cache)(nil)
-)
 
 // Artifact is a piece of context that belongs to one turn: a file, a
 // snippet, a page. It goes into the current user message, not the system
@@ -232,8 +228,8 @@ func (b Builder) Promote(ctx context.Context, req *Request) error {
 	if req == nil || len(req.Artifacts) == 0 {
 		return nil
 	}
-	ls, ok := b.store.(LibraryStore)
-	if !ok {
+	ls := b.opt.library
+	if ls == nil {
 		return fmt.Errorf("%w: the store keeps no context library", ErrInvalid)
 	}
 	entries := make([]memory.LibraryEntry, len(req.Artifacts))

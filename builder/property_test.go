@@ -141,7 +141,7 @@ func randomConfig(t *testing.T, seed uint64) property {
 	}
 	if r.IntN(2) == 0 {
 		activity := "recent: " + text()
-		cfg.ActivityRenderer = builder.ActivityFunc(func(context.Context, memory.Store, string, int) (string, error) {
+		cfg.ActivityRenderer = builder.ActivityFunc(func(context.Context, builder.Store, string, int) (string, error) {
 			return activity, nil
 		})
 	}

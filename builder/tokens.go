@@ -357,8 +357,10 @@ func counterName(c TokenCounter) string {
 }
 
 // CountStore persists token counts across processes, so a cold start does
-// not tokenize every block again; *memory.Cache implements it. Builds use
-// it when their store does. Counts are keyed by encoding name and
+// not tokenize every block again; *memory.Cache implements it. It is an
+// optional part of a Store (memory.Store lacks it): New finds it on the
+// store by type assertion, and builds without it count every text in this
+// process, with the same results. Counts are keyed by encoding name and
 // TextHash.
 type CountStore interface {
 	TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error)
@@ -394,11 +396,12 @@ const minPersistedMiss = 8 << 10
 
 // countItems sets the token count of every item (its text is
 // sys[start:end]). Through a Cache's counter, texts already counted in
-// this process are free; the rest are looked up in store (when it is a
-// CountStore and there is enough to count), and what still has no count
-// is tokenized and saved back. The store is only a cache: an error
-// reading or saving it costs time, never a different count.
-func countItems(ctx context.Context, counter TokenCounter, store any, sys string, items []item) {
+// this process are free; the rest are looked up in cs (the store's
+// CountStore, nil when it has none; only when there is enough to count),
+// and what still has no count is tokenized and saved back. cs is only a
+// cache: an error reading or saving it costs time, never a different
+// count.
+func countItems(ctx context.Context, counter TokenCounter, cs CountStore, sys string, items []item) {
 	cc, ok := counter.(cachedCounter)
 	if !ok {
 		for i := range items {
@@ -420,8 +423,7 @@ func countItems(ctx context.Context, counter TokenCounter, store any, sys string
 	if len(miss) == 0 {
 		return
 	}
-	cs, persist := store.(CountStore)
-	persist = persist && missBytes >= minPersistedMiss && ctx.Err() == nil
+	persist := cs != nil && missBytes >= minPersistedMiss && ctx.Err() == nil
 	enc := cc.name()
 	hashes := make([]uint64, len(miss))
 	var saved map[uint64]int

@@ -142,7 +142,7 @@ func render(t testing.TB, st memory.Store, agent, owner, label string) string {
 	return doc.Render()
 }
 
-func newToolset(t testing.TB, st memory.Store, agent string, opts *tools.Options) *tools.Toolset {
+func newToolset(t testing.TB, st tools.Store, agent string, opts *tools.Options) *tools.Toolset {
 	t.Helper()
 	if opts == nil {
 		opts = &tools.Options{}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/toolrules"
 )
 
@@ -118,20 +117,21 @@ type Options struct {
 	Enabled []string
 }
 
-// Toolset runs memory tools for one agent against a memory.Store. Every
+// Toolset runs memory tools for one agent against a Store. Every
 // call acts as that agent, so block permissions (and shares), character
 // limits, schemas and isolation apply exactly as for any other agent write.
 // A Toolset is safe for concurrent use.
 type Toolset struct {
-	store memory.Store
+	store Store
 	agent string
 	rules *toolrules.Engine
 	now   func() time.Time
 	tools []*toolDef
 }
 
-// New returns the tools for agent over store.
-func New(store memory.Store, agent string, opts *Options) (*Toolset, error) {
+// New returns the tools for agent over store: a *memory.Cache, any
+// memory.Store, or anything else with Store's methods.
+func New(store Store, agent string, opts *Options) (*Toolset, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", ErrInvalidOptions)
 	}
