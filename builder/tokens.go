@@ -15,10 +15,16 @@ import (
 )
 
 // TokenCounter counts the tokens of a text. It is the same interface as
-// compress.TokenCounter.
+// compress.TokenCounter. A counter that also has a Name method
+// (counterNamer; CharCounter and BPECounter do) is reported by that name
+// in Metadata, else by its Go type.
 type TokenCounter interface {
 	Count(text string) int
 }
+
+// counterNamer is the optional part of a TokenCounter that names it in
+// Metadata (an encoding name, the key of persisted counts).
+type counterNamer interface{ Name() string }
 
 var _ compress.TokenCounter = TokenCounter(nil)
 
@@ -350,7 +356,7 @@ func counterName(c TokenCounter) string {
 	switch v := c.(type) {
 	case cachedCounter:
 		return counterName(v.inner)
-	case interface{ Name() string }:
+	case counterNamer:
 		return v.Name()
 	}
 	return fmt.Sprintf("%T", c)
