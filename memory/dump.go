@@ -42,7 +42,12 @@ type DumpBlock struct {
 	Pinned      bool              `json:"pinned,omitempty"`
 	Priority    int               `json:"priority,omitempty"`
 	Document    []byte            `json:"document"` // base64 in JSON
-	Rendered    string            `json:"rendered"`
+	// Heads are the document's heads when it was exported: Import takes
+	// the changes they cover as the block's own history and judges every
+	// other one as a change made outside the store (blocks.LoadExported).
+	// A dump without them is judged by commit messages (blocks.LoadForeign).
+	Heads    []string `json:"heads,omitempty"`
+	Rendered string   `json:"rendered"`
 	// Epochs are the documents of the block's archived epochs, oldest
 	// first (see Options.HistoryLimit): Document is the current epoch.
 	Epochs [][]byte `json:"epochs,omitempty"`
@@ -84,6 +89,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			e.lock()
 			_, epoch, _, _ := e.freshness()
 			data, err := doc.Save()
+			heads := doc.Heads()
 			e.unlock()
 			if err != nil {
 				return nil, err
@@ -102,7 +108,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
-				Document: data, Rendered: doc.Render(), Epochs: epochs})
+				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -191,7 +197,8 @@ type ImportReport struct {
 // Import adds a Dump's content in one transaction: all or nothing. A block
 // whose (owner, label) exists fails the import with ErrExists. A block
 // document is judged as MergeChanges judges merged changes (see
-// blocks.LoadForeign): a document edited outside engram that a merge by
+// blocks.LoadExported): a document edited after the export (or, for a dump
+// without heads, outside engram) that a merge by
 // the block's owner could not bring in (an invalid value, an unknown root
 // key, a changed read-only field, ...) fails the import with an error
 // wrapping schema.ErrInvalid, blocks.ErrPermission or blocks.ErrLimit. Archival,
@@ -228,7 +235,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			CharLimit: b.CharLimit, Owner: b.Owner, Pinned: b.Pinned, Priority: b.Priority}
 		// Judged as MergeChanges judges merged changes: a dump's document
 		// may have been edited outside engram.
-		doc, err := blocks.LoadForeign(info, b.Document, nil)
+		doc, err := blocks.LoadExported(info, b.Document, b.Heads, nil)
 		if err != nil {
 			return rep, fmt.Errorf("memory: import: %w", err)
 		}
