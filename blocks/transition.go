@@ -55,6 +55,16 @@ func CheckTransition(info Info, o Origin, before, after any) error {
 		sizeBefore: renderedSize(info.Schema, before), sizeAfter: renderedSize(info.Schema, after)})
 }
 
+// CheckValue reports whether v, a value in the form Value returns, is
+// valid under s in every part (an error wrapping schema.ErrInvalid if
+// not): what the content of a block must be for a schema change to take s
+// (a store's UpdateBlockSchema). Document.SetInfo itself only needs the
+// value readable, as it also brings a replica up to a schema another
+// process chose for a later state.
+func CheckValue(s schema.Schema, v any) error {
+	return validateModel(s, nil, v, "")
+}
+
 func renderedSize(s schema.Schema, v any) int {
 	if v == nil {
 		return 0
