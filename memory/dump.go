@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,6 +52,10 @@ type DumpBlock struct {
 	// Epochs are the documents of the block's archived epochs, oldest
 	// first (see Options.HistoryLimit): Document is the current epoch.
 	Epochs [][]byte `json:"epochs,omitempty"`
+	// EpochHeads are the heads of each of Epochs when exported. Archived
+	// history is immutable: Import refuses an epoch whose heads differ
+	// (blocks.ErrPermission). A dump without them is not checked.
+	EpochHeads [][]string `json:"epoch_heads,omitempty"`
 }
 
 // DumpShare is one share.
@@ -98,17 +103,30 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
-			var epochs [][]byte
-			err = c.archives(ctx, m.ID, epoch, false, func(_ int64, snap []byte) (bool, error) {
+			var (
+				epochs     [][]byte
+				epochHeads [][]string
+				headsOK    = true
+			)
+			info := blocks.Info{Label: m.Label, Type: m.Type, Schema: m.Schema, Permission: m.Permission, CharLimit: m.CharLimit, Owner: owner}
+			err = c.archives(ctx, m.ID, epoch, false, func(ep int64, snap []byte) (bool, error) {
 				epochs = append(epochs, snap)
+				if ed, err := blocks.Load(info, snap, nil); err == nil && headsOK {
+					epochHeads = append(epochHeads, ed.Heads())
+				} else {
+					headsOK = false // Import reads it as Load does, and says what is wrong
+				}
 				return true, nil
 			})
+			if !headsOK {
+				epochHeads = nil
+			}
 			if err != nil {
 				return nil, err
 			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
-				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs})
+				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -239,9 +257,17 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("memory: import: %w", err)
 		}
+		if len(b.EpochHeads) > 0 && len(b.EpochHeads) != len(b.Epochs) {
+			return rep, invalidArg("import block %q of %q: %d archived epochs, %d epoch heads", b.Label, b.Owner, len(b.Epochs), len(b.EpochHeads))
+		}
 		for i, ep := range b.Epochs {
-			if _, err := blocks.Load(info, ep, nil); err != nil {
+			ed, err := blocks.Load(info, ep, nil)
+			if err != nil {
 				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w", b.Label, b.Owner, i, err)
+			}
+			if len(b.EpochHeads) > 0 && !sameHeads(ed.Heads(), b.EpochHeads[i]) {
+				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w: it was changed after the export (heads %v, exported with %v); archived history is immutable",
+					b.Label, b.Owner, i, blocks.ErrPermission, ed.Heads(), b.EpochHeads[i])
 			}
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
@@ -384,4 +410,15 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		return ImportReport{}, fmt.Errorf("memory: import: %w", err)
 	}
 	return rep, nil
+}
+
+// sameHeads reports whether a and b name the same change hashes.
+func sameHeads(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

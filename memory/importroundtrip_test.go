@@ -113,3 +113,44 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 		t.Fatalf("import with heads the document lacks: err = %v, want ErrCorrupt", err)
 	}
 }
+
+// An archived epoch is history: one changed after the export is refused;
+// the untouched dump imports with its epochs.
+func TestImportRefusesChangedArchivedEpoch(t *testing.T) {
+	ctx := context.Background()
+	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
+	if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Rebase(ctx, "ada", "map"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := src.Export(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Blocks[0].Epochs) == 0 {
+		t.Fatal("no archived epoch to test with")
+	}
+	if _, err := openFile(t, filepath.Join(t.TempDir(), "ok.db"), nil).Import(ctx, d); err != nil {
+		t.Fatalf("untouched dump: %v", err)
+	}
+	am, err := automerge.Load(d.Blocks[0].Epochs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub(am.RootMap(), "fields").Set("owner", "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := am.Commit(`{"a":"system","op":"set_field"}`); err != nil {
+		t.Fatal(err)
+	}
+	d.Blocks[0].Epochs[0] = am.Save()
+	dst := openFile(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+	if _, err := dst.Import(ctx, d); !errors.Is(err, blocks.ErrPermission) {
+		t.Fatalf("import of a changed archived epoch: err = %v, want ErrPermission", err)
+	}
+	if metas, _ := dst.ListBlocks(ctx, "ada"); len(metas) != 0 {
+		t.Fatalf("refused import added %d blocks", len(metas))
+	}
+}
