@@ -291,7 +291,15 @@ func (d *Document) SetInfo(info Info) error {
 
 // SyncState tracks one peer for the automerge sync protocol.
 type SyncState struct {
-	d  *Document
+	d *Document
+	// am is the automerge document ss was made for. A refused change is
+	// rolled back by replacing the document with a fork (core.rollback),
+	// so a session made for the old one would go on with it: apply the
+	// peer's later changes where the block never sees them, and hand the
+	// refused change on to the peer. The session then starts anew on the
+	// current document (see current); the protocol recovers from a reset
+	// state as from a reconnect.
+	am *automerge.Doc
 	ss *automerge.SyncState
 }
 
@@ -299,7 +307,17 @@ type SyncState struct {
 func (d *Document) NewSyncState() *SyncState {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
-	return &SyncState{d: d, ss: automerge.NewSyncState(d.c.am)}
+	return &SyncState{d: d, am: d.c.am, ss: automerge.NewSyncState(d.c.am)}
+}
+
+// current returns the session's automerge state for the block's current
+// document, starting it anew if the document was replaced. Caller holds
+// mu.
+func (s *SyncState) current() *automerge.SyncState {
+	if c := s.d.c; s.am != c.am {
+		s.am, s.ss = c.am, automerge.NewSyncState(c.am)
+	}
+	return s.ss
 }
 
 // GenerateMessage returns the next message to send to the peer, or false
@@ -307,7 +325,7 @@ func (d *Document) NewSyncState() *SyncState {
 func (s *SyncState) GenerateMessage() ([]byte, bool) {
 	s.d.c.mu.Lock()
 	defer s.d.c.mu.Unlock()
-	m, ok := s.ss.GenerateMessage()
+	m, ok := s.current().GenerateMessage()
 	if !ok {
 		return nil, false
 	}
@@ -320,5 +338,5 @@ func (s *SyncState) ReceiveMessage(msg []byte) error {
 	if c.managed() {
 		return c.errManaged("a sync message")
 	}
-	return c.merge("sync", &Origin{System: true}, func() error { _, err := s.ss.ReceiveMessage(msg); return err })
+	return c.merge("sync", &Origin{System: true}, func() error { _, err := s.current().ReceiveMessage(msg); return err })
 }

@@ -55,6 +55,16 @@ func CheckTransition(info Info, o Origin, before, after any) error {
 		sizeBefore: renderedSize(info.Schema, before), sizeAfter: renderedSize(info.Schema, after)})
 }
 
+// CheckValue reports whether v, a value in the form Value returns, is
+// valid under s in every part (an error wrapping schema.ErrInvalid if
+// not): what the content of a block must be for a schema change to take s
+// (a store's UpdateBlockSchema). Document.SetInfo itself only needs the
+// value readable, as it also brings a replica up to a schema another
+// process chose for a later state.
+func CheckValue(s schema.Schema, v any) error {
+	return validateModel(s, nil, v, "")
+}
+
 func renderedSize(s schema.Schema, v any) int {
 	if v == nil {
 		return 0
@@ -598,11 +608,38 @@ func (p rootKeyProblem) Unwrap() error { return p.error }
 //     by the block's owner with the block's permission (CheckTransition).
 //
 // Engram-made changes are recognised by their commit messages, which
-// anyone can imitate: this finds documents edited by tools that do not
-// pretend to be engram, and a document whose foreign changes came through
+// anyone can imitate, and which changes merged from an automerge peer do
+// not carry: this finds documents edited by tools that do not pretend to
+// be engram, and a document whose foreign changes came through
 // MergeChanges and were followed by edits the owner could not make (a
 // read-only field set by the system) is judged as if the owner made them.
+// LoadExported, given the heads the document had when it left the store,
+// needs neither guess.
 func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
+	return loadForeign(info, data, nil, opts)
+}
+
+// LoadExported is LoadForeign for a document whose heads when it left the
+// store are known (a dump records them, see memory.Export): the changes
+// those heads cover are the block's own history, made and judged in the
+// store, whoever made them and whatever their messages say; every other
+// change — an edit made to the document after it left — is judged as a
+// transition from the state at those heads to the whole document, made by
+// the block's owner with the block's permission. Heads the document does
+// not hold fail with ErrCorrupt. With no heads it is LoadForeign.
+func LoadExported(info Info, data []byte, heads []string, opts *Options) (*Document, error) {
+	if len(heads) == 0 {
+		return LoadForeign(info, data, opts)
+	}
+	hs, err := parseHeads(heads)
+	if err != nil {
+		return nil, fmt.Errorf("block %q of %q: exported heads: %w: %v", info.Label, info.Owner, ErrCorrupt, err)
+	}
+	return loadForeign(info, data, hs, opts)
+}
+
+// loadForeign is LoadForeign, or with exported heads LoadExported.
+func loadForeign(info Info, data []byte, exported []automerge.ChangeHash, opts *Options) (*Document, error) {
 	d, err := Load(info, data, opts)
 	if err != nil {
 		return nil, err
@@ -619,17 +656,26 @@ func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
 	}
 	size := c.size
 	var (
-		clean, total int
-		heads        []automerge.ChangeHash
+		clean bool // every change is the block's own
+		heads []automerge.ChangeHash
 	)
 	err = guard(func() error {
+		if exported != nil {
+			for _, h := range exported {
+				if _, err := c.am.Change(h); err != nil {
+					return fmt.Errorf("the document lacks change %s, one of the heads it was exported with", h)
+				}
+			}
+			heads, clean = exported, sameHashes(c.am.Heads(), exported)
+			return nil
+		}
 		chs, err := c.am.Changes()
 		if err != nil {
 			return err
 		}
-		total = len(chs)
 		ok := make(map[automerge.ChangeHash]bool, len(chs))
 		depended := map[automerge.ChangeHash]bool{}
+		n := 0
 		for _, ch := range chs { // causal order: dependencies first
 			var msg commitMessage
 			good := json.Unmarshal([]byte(ch.Message()), &msg) == nil && msg.Actor != "" && msg.Op != ""
@@ -638,7 +684,7 @@ func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
 			}
 			if good {
 				ok[ch.Hash()] = true
-				clean++
+				n++
 				for _, dep := range ch.Dependencies() {
 					depended[dep] = true
 				}
@@ -649,6 +695,7 @@ func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
 				heads = append(heads, h)
 			}
 		}
+		clean = n == len(chs)
 		return nil
 	})
 	if err != nil {
@@ -667,7 +714,7 @@ func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
 	if err := validateModel(info.Schema, nil, after, ""); err != nil {
 		return fail(err)
 	}
-	if clean == total {
+	if clean {
 		return d, nil
 	}
 	var (
@@ -699,7 +746,11 @@ func LoadForeign(info Info, data []byte, opts *Options) (*Document, error) {
 	t := transition{info: info, origin: Origin{Agent: info.Owner, Permission: info.Permission}, op: OpMerge,
 		before: before, after: after, sizeBefore: beforeSize, sizeAfter: size}
 	if err := judge(t); err != nil {
-		return fail(fmt.Errorf("changes made outside engram: %w", err))
+		what := "changes made outside engram"
+		if exported != nil {
+			what = "changes made after the export"
+		}
+		return fail(fmt.Errorf("%s: %w", what, err))
 	}
 	return d, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -630,9 +631,21 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 		return err
 	}
 	info := doc.Info()
+	old := info.Schema
 	change(&info)
 	if err := info.Check(); err != nil {
 		return err
+	}
+	if info.Schema.Kind() == old.Kind() && !reflect.DeepEqual(old, info.Schema) {
+		// (A change of kind is SetInfo's to refuse.) The content must be valid under the new schema, every part of
+		// it (SetInfo only needs it readable).
+		v, err := doc.Value()
+		if err == nil {
+			err = blocks.CheckValue(info.Schema, v)
+		}
+		if err != nil {
+			return fmt.Errorf("memory: block %q of %q: the content does not fit the new schema: %w", label, agent, err)
+		}
 	}
 	if err := doc.SetInfo(info); err != nil {
 		return err

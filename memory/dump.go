@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,10 +43,19 @@ type DumpBlock struct {
 	Pinned      bool              `json:"pinned,omitempty"`
 	Priority    int               `json:"priority,omitempty"`
 	Document    []byte            `json:"document"` // base64 in JSON
-	Rendered    string            `json:"rendered"`
+	// Heads are the document's heads when it was exported: Import takes
+	// the changes they cover as the block's own history and judges every
+	// other one as a change made outside the store (blocks.LoadExported).
+	// A dump without them is judged by commit messages (blocks.LoadForeign).
+	Heads    []string `json:"heads,omitempty"`
+	Rendered string   `json:"rendered"`
 	// Epochs are the documents of the block's archived epochs, oldest
 	// first (see Options.HistoryLimit): Document is the current epoch.
 	Epochs [][]byte `json:"epochs,omitempty"`
+	// EpochHeads are the heads of each of Epochs when exported. Archived
+	// history is immutable: Import refuses an epoch whose heads differ
+	// (blocks.ErrPermission). A dump without them is not checked.
+	EpochHeads [][]string `json:"epoch_heads,omitempty"`
 }
 
 // DumpShare is one share.
@@ -84,6 +94,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			e.lock()
 			_, epoch, _, _ := e.freshness()
 			data, err := doc.Save()
+			heads := doc.Heads()
 			e.unlock()
 			if err != nil {
 				return nil, err
@@ -92,17 +103,30 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
-			var epochs [][]byte
-			err = c.archives(ctx, m.ID, epoch, false, func(_ int64, snap []byte) (bool, error) {
+			var (
+				epochs     [][]byte
+				epochHeads [][]string
+				headsOK    = true
+			)
+			info := blocks.Info{Label: m.Label, Type: m.Type, Schema: m.Schema, Permission: m.Permission, CharLimit: m.CharLimit, Owner: owner}
+			err = c.archives(ctx, m.ID, epoch, false, func(ep int64, snap []byte) (bool, error) {
 				epochs = append(epochs, snap)
+				if ed, err := blocks.Load(info, snap, nil); err == nil && headsOK {
+					epochHeads = append(epochHeads, ed.Heads())
+				} else {
+					headsOK = false // Import reads it as Load does, and says what is wrong
+				}
 				return true, nil
 			})
+			if !headsOK {
+				epochHeads = nil
+			}
 			if err != nil {
 				return nil, err
 			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
-				Document: data, Rendered: doc.Render(), Epochs: epochs})
+				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -191,7 +215,8 @@ type ImportReport struct {
 // Import adds a Dump's content in one transaction: all or nothing. A block
 // whose (owner, label) exists fails the import with ErrExists. A block
 // document is judged as MergeChanges judges merged changes (see
-// blocks.LoadForeign): a document edited outside engram that a merge by
+// blocks.LoadExported): a document edited after the export (or, for a dump
+// without heads, outside engram) that a merge by
 // the block's owner could not bring in (an invalid value, an unknown root
 // key, a changed read-only field, ...) fails the import with an error
 // wrapping schema.ErrInvalid, blocks.ErrPermission or blocks.ErrLimit. Archival,
@@ -228,13 +253,21 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			CharLimit: b.CharLimit, Owner: b.Owner, Pinned: b.Pinned, Priority: b.Priority}
 		// Judged as MergeChanges judges merged changes: a dump's document
 		// may have been edited outside engram.
-		doc, err := blocks.LoadForeign(info, b.Document, nil)
+		doc, err := blocks.LoadExported(info, b.Document, b.Heads, nil)
 		if err != nil {
 			return rep, fmt.Errorf("memory: import: %w", err)
 		}
+		if len(b.EpochHeads) > 0 && len(b.EpochHeads) != len(b.Epochs) {
+			return rep, invalidArg("import block %q of %q: %d archived epochs, %d epoch heads", b.Label, b.Owner, len(b.Epochs), len(b.EpochHeads))
+		}
 		for i, ep := range b.Epochs {
-			if _, err := blocks.Load(info, ep, nil); err != nil {
+			ed, err := blocks.Load(info, ep, nil)
+			if err != nil {
 				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w", b.Label, b.Owner, i, err)
+			}
+			if len(b.EpochHeads) > 0 && !sameHeads(ed.Heads(), b.EpochHeads[i]) {
+				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w: it was changed after the export (heads %v, exported with %v); archived history is immutable",
+					b.Label, b.Owner, i, blocks.ErrPermission, ed.Heads(), b.EpochHeads[i])
 			}
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
@@ -377,4 +410,15 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		return ImportReport{}, fmt.Errorf("memory: import: %w", err)
 	}
 	return rep, nil
+}
+
+// sameHeads reports whether a and b name the same change hashes.
+func sameHeads(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
