@@ -37,6 +37,7 @@ func BenchmarkAgentsSearch(b *testing.B) {
 				all   bool
 			}{
 				{"fts", search.FTS, []search.ContentType{search.Archival}, false},
+				{"fts-common", search.FTS, []search.ContentType{search.Archival}, false},
 				{"vector", search.Vector, []search.ContentType{search.Archival}, false},
 				{"hybrid", search.Hybrid, []search.ContentType{search.Archival}, false},
 				{"search", search.Auto, nil, false},
@@ -44,7 +45,11 @@ func BenchmarkAgentsSearch(b *testing.B) {
 			} {
 				b.Run(c.name, func(b *testing.B) {
 					st := getAgentsStore(b, n)
-					benchAgents(b, st, c.mode, c.types, c.all)
+					qs := st.queries
+					if c.name == "fts-common" {
+						qs = st.common
+					}
+					benchAgents(b, st, qs, c.mode, c.types, c.all)
 				})
 			}
 		})
@@ -92,6 +97,7 @@ type agentsStore struct {
 	path    string
 	n       int
 	queries []string
+	common  []string
 	x       *search.Index // shared by the store's sub-benchmarks
 	load    time.Duration // the first warm of the caches
 }
@@ -124,6 +130,11 @@ func getAgentsStore(b *testing.B, n int) *agentsStore {
 	st := &agentsStore{path: filepath.Join(dir, fmt.Sprintf("agents-%d.db", n)), n: n}
 	s := newSynth(7)
 	st.queries = s.queries(200)
+	// Queries with a word most entries hold: a ranking that walks every
+	// agent's matches pays most for these.
+	for i := range 100 {
+		st.common = append(st.common, s.vocab[i%20]+" "+s.vocab[60+(i*131)%2000])
+	}
 	if _, err := os.Stat(st.path); err != nil {
 		start := time.Now()
 		if err := buildAgents(st, s); err != nil {
@@ -136,7 +147,16 @@ func getAgentsStore(b *testing.B, n int) *agentsStore {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x, err := search.NewIndex(context.Background(), db, search.NewOffline(benchDims), nil)
+	// ENGRAM_AGENTS_TEXTCACHE and ENGRAM_AGENTS_VECCACHE set the caches'
+	// bounds (bytes; default the library's).
+	var io search.IndexOptions
+	if v, err := strconv.ParseInt(os.Getenv("ENGRAM_AGENTS_TEXTCACHE"), 10, 64); err == nil {
+		io.TextCacheBytes = v
+	}
+	if v, err := strconv.ParseInt(os.Getenv("ENGRAM_AGENTS_VECCACHE"), 10, 64); err == nil {
+		io.VectorCacheBytes = v
+	}
+	x, err := search.NewIndex(context.Background(), db, search.NewOffline(benchDims), &io)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -230,7 +250,7 @@ func buildAgents(st *agentsStore, s *synth) error {
 	return os.Rename(tmp, st.path)
 }
 
-func benchAgents(b *testing.B, st *agentsStore, mode search.Mode, types []search.ContentType, all bool) {
+func benchAgents(b *testing.B, st *agentsStore, queries []string, mode search.Mode, types []search.ContentType, all bool) {
 	ctx := context.Background()
 	x := st.x
 	opts := search.NewOptions().Mode(mode).Limit(10)
@@ -251,7 +271,7 @@ func benchAgents(b *testing.B, st *agentsStore, mode search.Mode, types []search
 		}
 		return search.Scope{Agent: agentsName((i * 7919) % st.n)}
 	}
-	for i, q := range st.queries[:20] {
+	for i, q := range queries[:20] {
 		if _, err := x.Search(ctx, q, scope(i), opts); err != nil {
 			b.Fatal(err)
 		}
@@ -261,7 +281,7 @@ func benchAgents(b *testing.B, st *agentsStore, mode search.Mode, types []search
 	before := x.CacheStats()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q := st.queries[i%len(st.queries)]
+		q := queries[i%len(queries)]
 		start := time.Now()
 		rs, err := x.Search(ctx, q, scope(i), opts)
 		lat = append(lat, time.Since(start))
