@@ -307,5 +307,7 @@ func benchAgents(b *testing.B, st *agentsStore, queries []string, mode search.Mo
 	b.ReportMetric(float64(after.TextLegs-before.TextLegs)/float64(b.N), "textcache-legs/op")
 	b.ReportMetric(float64(after.VectorLegs-before.VectorLegs)/float64(b.N), "veccache-legs/op")
 	b.ReportMetric(float64(st.load.Milliseconds()), "warm-ms")
+	b.ReportMetric(float64(search.TextCacheSize(x))/(1<<20), "textcache-MB")
+	b.ReportMetric(float64(search.VectorCacheSize(x))/(1<<20), "veccache-MB")
 	b.ReportMetric(float64(hits)/float64(b.N), "results/op")
 }
