@@ -52,6 +52,7 @@ type vecCache struct {
 	// its bound (WarmVectorCache: ErrCacheBudget).
 	limit   int64
 	partial bool
+	need    int // the rows counted when it went partial (overBudget)
 	clock   atomic.Int64 // the partitions' use stamps (vecPartition.used)
 	// background: the first load runs in the background (ld) while
 	// searches ask the database engine; without one (PostgreSQL without
@@ -89,7 +90,7 @@ func (c *vecCache) exceeds(rows int) bool {
 
 func (c *vecCache) overBudget() error {
 	return fmt.Errorf("%w: the vector cache needs more than %d bytes (IndexOptions.VectorCacheBytes %d); KNN runs in the database",
-		ErrCacheBudget, int64(c.rows)*c.vecRowBytes(), c.limit)
+		ErrCacheBudget, int64(max(c.rows, c.need))*c.vecRowBytes(), c.limit)
 }
 
 // sync brings the cache up to date with the committed log; ready is false
@@ -140,16 +141,21 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 	if err := c.catchUp(ctx, db); err != nil {
 		return false, err
 	}
-	over := c.overBudget()
+	var over error
 	if c.overLimit() && !c.partial {
 		// Outgrown: partial from now on (the partitions load again as
 		// their owners search).
+		over = c.overBudget()
+		c.need = c.rows
 		c.goPartial()
 	}
 	if c.partial {
 		c.evict(nil)
 	}
 	if c.partial && !wasPartial {
+		if over == nil { // went partial in a reload, refused unread
+			over = c.overBudget()
+		}
 		c.ld.setOver(fmt.Errorf("%w; it holds the vectors of the agents searched lately", over))
 	}
 	return true, nil
@@ -253,7 +259,7 @@ func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
 	}
 	c.mu.Lock()
 	c.parts, c.owners, c.rows, c.seq = fresh.parts, fresh.owners, fresh.rows, fresh.seq
-	c.partial = c.partial || fresh.partial
+	c.partial, c.need = c.partial || fresh.partial, max(c.need, fresh.need)
 	c.mu.Unlock()
 	if fresh.partial {
 		// The loader records the cache as over its bound; searches go on
@@ -311,6 +317,7 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 		}
 		if c.exceeds(c.rows + n) {
 			// Refused unread: no load of vectors that cannot all be held.
+			c.need = c.rows + n
 			c.goPartial()
 			c.seq = seq
 			return nil
@@ -333,6 +340,7 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			}
 			if c.overLimit() {
 				rows.Close()
+				c.need = c.rows
 				c.goPartial()
 				c.seq = seq
 				return nil
