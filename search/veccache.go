@@ -52,7 +52,7 @@ type vecCache struct {
 	// its bound (WarmVectorCache: ErrCacheBudget).
 	limit   int64
 	partial bool
-	need    int // the rows counted when it went partial (overBudget)
+	need    int          // the rows counted when it went partial (overBudget)
 	clock   atomic.Int64 // the partitions' use stamps (vecPartition.used)
 	// background: the first load runs in the background (ld) while
 	// searches ask the database engine; without one (PostgreSQL without
