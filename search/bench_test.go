@@ -208,6 +208,9 @@ func TestMain(m *testing.M) {
 	if bench != nil {
 		os.RemoveAll(bench.dir)
 	}
+	if agentsTmp != "" {
+		os.RemoveAll(agentsTmp)
+	}
 	os.Exit(code)
 }
 

@@ -53,10 +53,16 @@ type IndexOptions struct {
 	// 2 µs per 384-dim vector, ten times this scan. On SQLite the copy is kept by default, up to
 	// DefaultVectorCacheBytes (256 MiB: 100k 384-dim vectors); negative:
 	// none. It is loaded in the background from the first vector search on
-	// (WarmVectorCache waits for it), SQL answering until it is ready; a
-	// database whose vectors need more than the bound is never cached, and
-	// one that outgrows it later drops the copy (KNN in SQL from then on,
-	// for the Index's lifetime). On PostgreSQL with pgvector there is no
+	// (WarmVectorCache waits for it), SQL answering until it is ready. A
+	// database whose vectors need more than the bound (counted before any
+	// is read), or that outgrows it later, gets a partial copy for the
+	// Index's lifetime: each agent's partition is read on its first vector
+	// search and the least recently searched are evicted to stay within
+	// the bound, so an agent's searches cost what its own vectors cost
+	// however many agents the store holds; a search over every owner
+	// (Scope.All), or by an agent whose vectors alone exceed the bound,
+	// runs KNN in SQL, and WarmVectorCache reports ErrCacheBudget. On
+	// PostgreSQL with pgvector there is no
 	// copy by default; a positive bound asks for one (pgvector answering
 	// while it loads or once it is outgrown). On PostgreSQL without
 	// pgvector the copy is the only KNN: kept whatever its size, loaded by

@@ -200,6 +200,12 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 		if err != nil {
 			return nil, err
 		}
+		if ready {
+			// A partial cache loads the searching agent's partitions.
+			if ready, err = x.cache.ensureScope(ctx, x.query, types, scope); err != nil {
+				return nil, err
+			}
+		}
 		s.vecCache = ready
 	}
 	depth := s.Limit
@@ -683,10 +689,14 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		var hits []knnHit
 		var err error
 		exhausted := true // a short answer holds every row there is
+		held := false
+		if s.vecCache {
+			if hits, held = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk); held {
+				x.vecAnswers.Add(1)
+			}
+		}
 		switch {
-		case s.vecCache:
-			hits = x.cache.knn(k.t, qv, scope.Agent, scope.All, kk)
-			x.vecAnswers.Add(1)
+		case held:
 		case x.pgvSearch:
 			hits, exhausted, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
 		default:

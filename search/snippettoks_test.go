@@ -10,8 +10,7 @@ import (
 // does (analyzeRow, textPart.add), bodies and token ids included.
 func tokenPart(texts []string) *textPart {
 	c := newTextCache(DefaultTextCacheBytes, SQLite, nil)
-	p := &textPart{weights: textWeights[Archival], slots: map[int64]int32{}, post: map[string]int32{},
-		owners: map[string]string{}, bodies: []textBody{}}
+	p := newTextPart(Archival, true)
 	for i, text := range texts {
 		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: text, Valid: true}, {}, {}})
 		p.add(textDoc{id: int64(i + 1), owner: "a", length: int32(n)}, textBody{content: text}, rt)

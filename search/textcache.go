@@ -75,17 +75,33 @@ type textCache struct {
 // textPart is one content type's inverted index. Rows are slots; a changed
 // or deleted row's slot is marked dead (skipped by queries, subtracted from
 // the statistics) and reclaimed when dead slots outnumber live ones.
+//
+// Slots are grouped by owner: maybeCompact (and reload) number an owner's
+// rows consecutively, and each owner keeps the runs of slots its rows
+// occupy, so a posting list (in slot order) holds an owner's postings in
+// a few contiguous stretches found by binary search. A search for one
+// agent then reads only that agent's postings (and those of the owners of
+// blocks shared with it), not every agent's: the cost of a per-agent
+// query does not grow with the number of agents in the store. The bm25
+// statistics stay store-wide (rows, tokens, df), as FTS5's are, so the
+// scores and the order are those of the SQL path.
 type textPart struct {
 	weights []float64 // bm25 column weights, in FTS column order
 	docs    []textDoc
 	slots   map[int64]int32 // live row id -> slot
 	// post numbers the terms (term ids: what textBody.toks hold), lists
-	// holds each term's postings; a term no live row holds any more is
-	// dropped by maybeCompact and its id reused (free).
-	post   map[string]int32
-	lists  [][]posting
-	free   []int32
-	owners map[string]string // interned owner names
+	// holds each term's postings in slot order, df how many live rows hold
+	// it (FTS5's nHit); a term no live row holds any more is dropped by
+	// maybeCompact and its id reused (free).
+	post  map[string]int32
+	lists [][]posting
+	df    []int32
+	free  []int32
+	// terms holds each slot's term ids (textDoc.terms indexes it), so a
+	// removed row's terms leave df without a walk over the lists.
+	terms  []int32
+	owners map[string]*textOwner
+	runs   int // runs over all owners (fragmentation, for maybeCompact)
 	live   int
 	tokens int64 // tokens in live rows, all columns
 	// bodies holds, per slot, what a result shows of the row (Archival and
@@ -98,14 +114,28 @@ type textPart struct {
 	bodyBytes int64 // and the bodies
 }
 
+// textOwner is one owner's share of a textPart: the runs of slots its
+// rows occupy, in slot order (dead slots included, skipped by queries).
+type textOwner struct {
+	name string
+	runs []slotRun
+	live int
+}
+
+// slotRun is the slots lo to hi-1.
+type slotRun struct{ lo, hi int32 }
+
 // What a textPart holds, estimated from Go's layouts (checked against the
 // heap in TestTextCacheBudgetEstimate): a slot's textDoc plus its entry in
-// slots; a posting with its slice's growth slack; a term's map entry
-// (string and slice headers, hash-table share) plus its bytes.
+// slots; a posting with its slice's growth slack and its term id in
+// terms; a term's map entry (string and slice headers, df, hash-table
+// share) plus its bytes; an owner's entry and a run.
 const (
-	textCostDoc     = 72
-	textCostPosting = 12
-	textCostTerm    = 64
+	textCostDoc     = 80
+	textCostPosting = 16
+	textCostTerm    = 68
+	textCostOwner   = 96
+	textCostRun     = 8
 	textCostBody    = 72 // three string headers and a slice header
 	textCostTok     = 4  // a term id in textBody.toks
 )
@@ -115,6 +145,8 @@ type textDoc struct {
 	owner      string
 	created    int64
 	length     int32 // tokens, all columns (FTS5's xColumnSize(-1))
+	termsAt    int32 // its term ids are textPart.terms[termsAt : termsAt+nTerms]
+	nTerms     int32
 	superseded bool
 	dead       bool
 }
@@ -454,11 +486,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	parts := map[ContentType]*textPart{}
 	var idx, bodies int64 // bytes of the index, of the bodies
 	for _, t := range contentKinds {
-		p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
-			post: map[string]int32{}, owners: map[string]string{}}
-		if textBodies[t] && !c.noBodies {
-			p.bodies = []textBody{}
-		}
+		p := newTextPart(t, textBodies[t] && !c.noBodies)
 		parts[t] = p
 		err := c.read(ctx, tx, t, c.rows[t].sel, nil, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
@@ -477,6 +505,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 		if err != nil {
 			return err
 		}
+		p.regroup() // the rows came in table order: number them by owner
 	}
 	c.mu.Lock()
 	c.parts, c.seq = parts, seq
@@ -586,18 +615,39 @@ func internJSON(s string) string {
 	return s
 }
 
+// newTextPart is an empty index of kind t, holding rows' bodies if bodies.
+func newTextPart(t ContentType, bodies bool) *textPart {
+	p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
+		post: map[string]int32{}, owners: map[string]*textOwner{}}
+	if bodies {
+		p.bodies = []textBody{}
+	}
+	return p
+}
+
 // add indexes one row (its previous version must have been removed).
 func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
-	owner, ok := p.owners[d.owner]
+	o, ok := p.owners[d.owner]
 	if !ok {
-		p.owners[d.owner] = d.owner
-		owner = d.owner
+		o = &textOwner{name: d.owner}
+		p.owners[d.owner] = o
+		p.bytes += textCostOwner + int64(len(d.owner))
 	}
-	d.owner = owner
+	d.owner = o.name
 	slot := int32(len(p.docs))
+	d.termsAt, d.nTerms = int32(len(p.terms)), int32(len(rt.freqs))
+	p.terms = slices.Grow(p.terms, len(rt.freqs))[:len(p.terms)+len(rt.freqs)]
 	p.docs = append(p.docs, d)
 	p.slots[d.id] = slot
 	p.live++
+	o.live++
+	if n := len(o.runs); n > 0 && o.runs[n-1].hi == slot {
+		o.runs[n-1].hi++
+	} else {
+		o.runs = append(o.runs, slotRun{slot, slot + 1})
+		p.runs++
+		p.bytes += textCostRun
+	}
 	p.tokens += int64(d.length)
 	p.bytes += textCostDoc + textCostPosting*int64(len(rt.freqs))
 	var ids []uint32 // position in rt.freqs -> term id
@@ -611,6 +661,8 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 			p.bytes += textCostTerm + int64(len(term))
 		}
 		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: rt.freqs[n]})
+		p.df[id]++
+		p.terms[d.termsAt+n] = id
 		if ids != nil {
 			ids[n] = uint32(id)
 		}
@@ -648,6 +700,7 @@ func (p *textPart) newTerm(term string) int32 {
 	} else {
 		id = int32(len(p.lists))
 		p.lists = append(p.lists, nil)
+		p.df = append(p.df, 0)
 	}
 	p.post[term] = id
 	return id
@@ -661,39 +714,85 @@ func (p *textPart) remove(id int64) {
 	delete(p.slots, id)
 	d := &p.docs[slot]
 	d.dead = true
+	for _, t := range p.terms[d.termsAt : d.termsAt+d.nTerms] {
+		p.df[t]--
+	}
 	if p.bodies != nil {
 		p.bodyBytes -= p.bodies[slot].cost() - textCostBody
 		p.bodies[slot] = textBody{} // its strings can go now
 	}
 	p.live--
+	p.owners[d.owner].live--
 	p.tokens -= int64(d.length)
 	p.dead++
 }
 
-// maybeCompact drops dead slots once they outnumber live ones.
+// maybeCompact drops dead slots once they outnumber live ones, and
+// regroups the slots by owner once rows added since the last regrouping
+// have scattered the owners' runs (each owner's queries walk its runs).
 func (p *textPart) maybeCompact() {
-	if p.dead < 1024 || p.dead < p.live {
+	if (p.dead < 1024 || p.dead < p.live) && p.runs <= len(p.owners)+p.live/8+1024 {
 		return
 	}
+	p.regroup()
+}
+
+// regroup renumbers the live slots, owner by owner (in slot order within
+// an owner), drops the dead ones, the terms no live row holds and the
+// owners without rows, and recomputes the estimate.
+func (p *textPart) regroup() {
+	order := make([]int32, 0, p.live)
+	for i := range p.docs {
+		if !p.docs[i].dead {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return cmp.Compare(p.docs[a].owner, p.docs[b].owner)
+	})
 	remap := make([]int32, len(p.docs))
+	for i := range remap {
+		remap[i] = -1
+	}
 	docs := make([]textDoc, 0, p.live)
+	terms := make([]int32, 0, len(p.terms))
 	var bodies []textBody
 	if p.bodies != nil {
 		bodies = make([]textBody, 0, p.live)
 	}
 	p.bytes, p.bodyBytes = textCostDoc*int64(p.live), 0
-	for i, d := range p.docs {
-		if d.dead {
-			remap[i] = -1
+	for name, o := range p.owners {
+		if o.live == 0 {
+			delete(p.owners, name)
 			continue
 		}
-		remap[i] = int32(len(docs))
-		p.slots[d.id] = int32(len(docs))
+		o.runs = o.runs[:0]
+	}
+	p.runs = 0
+	for _, old := range order {
+		d := p.docs[old]
+		slot := int32(len(docs))
+		remap[old] = slot
+		p.slots[d.id] = slot
+		at := int32(len(terms))
+		terms = append(terms, p.terms[d.termsAt:d.termsAt+d.nTerms]...)
+		d.termsAt = at
 		docs = append(docs, d)
-		if bodies != nil {
-			bodies = append(bodies, p.bodies[i])
-			p.bodyBytes += p.bodies[i].cost()
+		o := p.owners[d.owner]
+		if n := len(o.runs); n > 0 {
+			o.runs[n-1].hi = slot + 1
+		} else {
+			o.runs = append(o.runs, slotRun{slot, slot + 1})
+			p.runs++
 		}
+		if bodies != nil {
+			bodies = append(bodies, p.bodies[old])
+			p.bodyBytes += p.bodies[old].cost()
+		}
+	}
+	for name, o := range p.owners {
+		o.runs = slices.Clip(o.runs)
+		p.bytes += textCostOwner + int64(len(name)) + textCostRun
 	}
 	p.bodies = bodies
 	for term, id := range p.post {
@@ -709,11 +808,12 @@ func (p *textPart) maybeCompact() {
 			p.lists[id] = nil
 			p.free = append(p.free, id)
 		} else {
+			slices.SortFunc(kept, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
 			p.lists[id] = slices.Clip(kept)
 			p.bytes += textCostTerm + int64(len(term)) + textCostPosting*int64(len(kept))
 		}
 	}
-	p.docs, p.dead = docs, 0
+	p.docs, p.terms, p.dead = docs, slices.Clip(terms), 0
 }
 
 // textHit is one ranked row: score is FTS5's bm25() value (negative, lower
@@ -723,21 +823,61 @@ type textHit struct {
 	score float64
 }
 
+// textFilter is a search's filters over the text cache's copy of a row
+// (textKeep): keep decides, and the scope says which owners' rows can
+// pass at all (every owner's with all; else agent's, and those of the
+// owners of the shared blocks), so a search reads only their postings.
+type textFilter struct {
+	keep   func(*textDoc) bool
+	all    bool
+	agent  string
+	shared map[int64]bool // block ids shared with agent
+}
+
+// runs returns the slot runs of the owners whose rows f can keep, in slot
+// order; callers hold c.mu and handle f.all themselves.
+func (p *textPart) scopeRuns(f textFilter) []slotRun {
+	var runs []slotRun
+	seen := map[*textOwner]bool{}
+	visit := func(o *textOwner) {
+		if o != nil && !seen[o] {
+			seen[o] = true
+			runs = append(runs, o.runs...)
+		}
+	}
+	visit(p.owners[f.agent])
+	for id := range f.shared {
+		if slot, ok := p.slots[id]; ok {
+			visit(p.owners[p.docs[slot].owner])
+		}
+	}
+	slices.SortFunc(runs, func(a, b slotRun) int { return cmp.Compare(a.lo, b.lo) })
+	return runs
+}
+
 // search ranks kind t's rows matching any of terms (analyzed query terms,
-// each one FTS5 phrase) that keep returns true for, by bm25 then id, and
-// returns the first limit. It must run after sync, and computes what
+// each one FTS5 phrase) that f keeps, by bm25 then id, and returns the
+// first limit. It must run after sync, and computes what
 //
 //	SELECT rowid, bm25(fts, weights...) FROM fts WHERE fts MATCH '"t1" OR "t2" ...'
 //	ORDER BY 2, rowid LIMIT limit
 //
-// returns, filtered by keep.
-func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bool, limit int) []textHit {
+// returns, filtered by f: the statistics are the whole part's, but only
+// the postings of the owners in f's scope are scored.
+func (c *textCache) search(t ContentType, terms []string, f textFilter, limit int) []textHit {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := c.parts[t]
 	if p == nil || p.live == 0 || limit <= 0 {
 		return nil
 	}
+	var runs []slotRun
+	if !f.all {
+		if runs = p.scopeRuns(f); len(runs) == 0 {
+			return nil
+		}
+	}
+	keep := f.keep
 	sb, _ := c.pool.Get().(*scoreBuf)
 	if sb == nil {
 		sb = &scoreBuf{}
@@ -754,13 +894,7 @@ func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bo
 		if !ok {
 			continue
 		}
-		ps := p.lists[id]
-		var nHit int64
-		for _, x := range ps {
-			if !p.docs[x.slot].dead {
-				nHit++
-			}
-		}
+		nHit := int64(p.df[id])
 		if nHit == 0 {
 			continue
 		}
@@ -771,17 +905,35 @@ func (c *textCache) search(t ContentType, terms []string, keep func(*textDoc) bo
 		if idf <= 0.0 {
 			idf = 1e-6
 		}
-		for _, x := range ps {
-			d := &p.docs[x.slot]
-			if d.dead {
-				continue
+		score := func(ps []posting) {
+			for _, x := range ps {
+				d := &p.docs[x.slot]
+				if d.dead {
+					continue
+				}
+				if scores[x.slot] == 0 {
+					touched = append(touched, x.slot)
+				}
+				f := float64(x.freq)
+				D := float64(d.length)
+				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
 			}
-			if scores[x.slot] == 0 {
-				touched = append(touched, x.slot)
+		}
+		ps := p.lists[id]
+		if f.all {
+			score(ps)
+			continue
+		}
+		for _, r := range runs {
+			// The list is in slot order: the run's postings are the
+			// stretch from the first slot at or after r.lo to r.hi.
+			i, _ := slices.BinarySearchFunc(ps, r.lo, func(x posting, lo int32) int { return cmp.Compare(x.slot, lo) })
+			j := i
+			for j < len(ps) && ps[j].slot < r.hi {
+				j++
 			}
-			f := float64(x.freq)
-			D := float64(d.length)
-			scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+			score(ps[i:j])
+			ps = ps[j:]
 		}
 	}
 	hits := make([]textHit, 0, min(len(touched), limit+1))
@@ -832,11 +984,11 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 		}
 		phrases = append(phrases, stem)
 	}
-	keep, ok, err := x.textKeep(ctx, k, scope, s)
+	f, ok, err := x.textKeep(ctx, k, scope, s)
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	hits := x.text.search(k.t, phrases, keep, limit)
+	hits := x.text.search(k.t, phrases, f, limit)
 	out := make([]*Result, len(hits))
 	for i, h := range hits {
 		out[i] = &Result{Type: k.t, ID: h.id, stub: true,
@@ -851,20 +1003,20 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 // caught up to the log. ok is false when the cache is still loading (rank
 // and filter in SQL meanwhile). Tag and metadata filters are not in the
 // cache: callers check for them first.
-func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings) (keep func(*textDoc) bool, ok bool, err error) {
+func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings) (f textFilter, ok bool, err error) {
 	bounds, err := x.stmt(ctx, textLogBounds)
 	if err != nil {
-		return nil, false, fmt.Errorf("search: text cache: %w", err)
+		return f, false, fmt.Errorf("search: text cache: %w", err)
 	}
 	if err := x.text.sync(ctx, x.db, bounds); errors.Is(err, errTextCacheLoading) {
-		return nil, false, nil
+		return f, false, nil
 	} else if err != nil {
-		return nil, false, err
+		return f, false, err
 	}
 	var shared map[int64]bool
 	if k.t == Blocks && !scope.All {
 		if shared, err = x.sharedWith(ctx, scope.Agent); err != nil {
-			return nil, false, err
+			return f, false, err
 		}
 	}
 	var since, until int64 = math.MinInt64, math.MaxInt64
@@ -874,7 +1026,7 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings)
 	if !s.Until.IsZero() {
 		until = s.Until.UnixNano()
 	}
-	return func(d *textDoc) bool {
+	keep := func(d *textDoc) bool {
 		if !scope.All && d.owner != scope.Agent && !shared[d.id] {
 			return false
 		}
@@ -882,7 +1034,8 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings)
 			return false
 		}
 		return d.created >= since && d.created < until
-	}, true, nil
+	}
+	return textFilter{keep: keep, all: scope.All, agent: scope.Agent, shared: shared}, true, nil
 }
 
 // cachedRows returns the rows of kind k with the given ids that pass the
@@ -898,10 +1051,11 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 	if x.text == nil || (!idsOnly && !textBodies[k.t]) || s.hasTagFilter() || len(s.Metadata) > 0 {
 		return nil, nil, false, nil
 	}
-	keep, ok, err := x.textKeep(ctx, k, scope, s)
+	f, ok, err := x.textKeep(ctx, k, scope, s)
 	if !ok || err != nil {
 		return nil, nil, false, err
 	}
+	keep := f.keep
 	c := x.text
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // vecLogBounds reads the log's last and first sequence numbers; separate
@@ -39,9 +41,19 @@ type vecCache struct {
 	logIso sql.IsolationLevel // the engine's (logIsolation)
 
 	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
-	// load or catch-up past it drops the cache for good: KNN runs in the
-	// database engine, as without a cache.
-	limit int64
+	// load or catch-up past it turns the cache partial for good: it then
+	// holds only the partitions of the owners searched lately, each loaded
+	// on its owner's first search (ensure) and the least recently used
+	// evicted to stay within limit, so an agent's searches keep running
+	// over its own vectors however many other agents the store holds. A
+	// partial cache answers no search over every owner (Scope.All), nor
+	// one whose owner's vectors alone exceed the bound: those run in the
+	// database engine, as without a cache. The loader reports it as over
+	// its bound (WarmVectorCache: ErrCacheBudget).
+	limit   int64
+	partial bool
+	need    int          // the rows counted when it went partial (overBudget)
+	clock   atomic.Int64 // the partitions' use stamps (vecPartition.used)
 	// background: the first load runs in the background (ld) while
 	// searches ask the database engine; without one (PostgreSQL without
 	// pgvector, where the cache is the only KNN) the first search loads.
@@ -53,6 +65,7 @@ type vecPartition struct {
 	ids  []int64
 	vecs []float32 // len(ids) × dims, unit length
 	pos  map[int64]int
+	used atomic.Int64 // when a search last read it (partial cache: LRU)
 }
 
 // DefaultVectorCacheBytes is the vector cache's default bound on SQLite
@@ -77,7 +90,7 @@ func (c *vecCache) exceeds(rows int) bool {
 
 func (c *vecCache) overBudget() error {
 	return fmt.Errorf("%w: the vector cache needs more than %d bytes (IndexOptions.VectorCacheBytes %d); KNN runs in the database",
-		ErrCacheBudget, int64(c.rows)*c.vecRowBytes(), c.limit)
+		ErrCacheBudget, int64(max(c.rows, c.need))*c.vecRowBytes(), c.limit)
 }
 
 // sync brings the cache up to date with the committed log; ready is false
@@ -124,16 +137,44 @@ func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Cont
 	if c.background && c.seq < 0 {
 		return false, nil // dropped meanwhile
 	}
+	wasPartial := c.partial
 	if err := c.catchUp(ctx, db); err != nil {
 		return false, err
 	}
-	if c.overLimit() {
-		err := c.overBudget()
-		c.parts, c.owners, c.rows, c.seq = nil, nil, 0, -1
-		c.ld.setOver(err)
-		return false, nil
+	var over error
+	if c.overLimit() && !c.partial {
+		// Outgrown: partial from now on (the partitions load again as
+		// their owners search).
+		over = c.overBudget()
+		c.need = c.rows
+		c.goPartial()
+	}
+	if c.partial {
+		c.evict(nil)
+	}
+	if c.partial && !wasPartial {
+		if over == nil { // went partial in a reload, refused unread
+			over = c.overBudget()
+		}
+		c.ld.setOver(fmt.Errorf("%w; it holds the vectors of the agents searched lately", over))
 	}
 	return true, nil
+}
+
+// isPartial reports whether the cache holds only some owners' partitions.
+func (c *vecCache) isPartial() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.partial
+}
+
+// goPartial drops every partition and makes the cache partial; c.mu is
+// held.
+func (c *vecCache) goPartial() {
+	c.partial = true
+	c.parts = map[ContentType]map[string]*vecPartition{}
+	c.owners = map[ContentType]map[int64]string{}
+	c.rows = 0
 }
 
 // catchUp replays the log since c.seq (loading everything when the cache
@@ -192,6 +233,8 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 			c.remove(ch.t, ch.id)
 		case err != nil:
 			return fmt.Errorf("search: vector cache: read %s %d: %w", k.vec, ch.id, err)
+		case c.partial && c.parts[ch.t][owner] == nil:
+			c.remove(ch.t, ch.id) // its owner's partition is not held (it may have moved)
 		default:
 			if err := c.put(ch.t, ch.id, owner, blob); err != nil {
 				return err
@@ -216,7 +259,13 @@ func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
 	}
 	c.mu.Lock()
 	c.parts, c.owners, c.rows, c.seq = fresh.parts, fresh.owners, fresh.rows, fresh.seq
+	c.partial, c.need = c.partial || fresh.partial, max(c.need, fresh.need)
 	c.mu.Unlock()
+	if fresh.partial {
+		// The loader records the cache as over its bound; searches go on
+		// over the partitions their owners load.
+		return fmt.Errorf("%w; it holds the vectors of the agents searched lately", fresh.overBudget())
+	}
 	return nil
 }
 
@@ -235,6 +284,9 @@ func (x *Index) WarmVectorCache(ctx context.Context) error {
 	}
 	for {
 		ready, err := x.cache.sync(ctx, x.db, x.query)
+		if ready && err == nil && x.cache.isPartial() {
+			return x.cache.ld.wait(ctx) // why it is partial (ErrCacheBudget)
+		}
 		if err != nil || ready {
 			return err
 		}
@@ -247,11 +299,16 @@ func (x *Index) WarmVectorCache(ctx context.Context) error {
 	}
 }
 
-// reload replaces the cache with the tables' current contents.
+// reload replaces the cache with the tables' current contents; when they
+// exceed the bound, with no partition at all, partial (goPartial).
 func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	c.parts = map[ContentType]map[string]*vecPartition{}
 	c.owners = map[ContentType]map[int64]string{}
 	c.rows, c.seq = 0, -1
+	if c.partial {
+		c.seq = seq
+		return nil
+	}
 	for _, t := range contentKinds {
 		k := kinds[t]
 		n, err := c.presize(ctx, tx, t)
@@ -259,8 +316,11 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			return err
 		}
 		if c.exceeds(c.rows + n) {
-			c.rows += n // for overBudget's message
-			return c.overBudget()
+			// Refused unread: no load of vectors that cannot all be held.
+			c.need = c.rows + n
+			c.goPartial()
+			c.seq = seq
+			return nil
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
 		if err != nil {
@@ -280,7 +340,10 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			}
 			if c.overLimit() {
 				rows.Close()
-				return c.overBudget()
+				c.need = c.rows
+				c.goPartial()
+				c.seq = seq
+				return nil
 			}
 		}
 		rows.Close()
@@ -374,8 +437,146 @@ func (c *vecCache) remove(t ContentType, id int64) {
 	p.vecs = p.vecs[:last*c.dims]
 	delete(p.pos, id)
 	c.rows--
-	if len(p.ids) == 0 {
-		delete(c.parts[t], owner)
+	if len(p.ids) == 0 && !c.partial {
+		delete(c.parts[t], owner) // a partial cache keeps it: the owner is loaded
+	}
+}
+
+// ensure loads owner's partition of kind t into a partial cache, evicting
+// the least recently used others to stay within the bound, and marks it
+// used; held is false when the owner's vectors alone exceed the bound (or
+// the cache is no longer loaded): KNN then runs in the database. A cache
+// that holds everything has nothing to load. The rows are read after the
+// log position c.seq was, so they are at least as new; log entries past
+// c.seq re-read their rows at the next catch-up, which changes nothing
+// for rows already current.
+func (c *vecCache) ensure(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), t ContentType, owner string) (held bool, err error) {
+	c.mu.RLock()
+	partial, loaded, p := c.partial, c.seq >= 0, c.parts[t][owner]
+	c.mu.RUnlock()
+	if !partial || !loaded {
+		return loaded, nil
+	}
+	if p != nil {
+		p.used.Store(c.clock.Add(1))
+		return true, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq < 0 {
+		return false, nil
+	}
+	if p := c.parts[t][owner]; p != nil {
+		p.used.Store(c.clock.Add(1))
+		return true, nil
+	}
+	k := kinds[t]
+	var n int
+	rows, err := query(ctx, `SELECT count(*) FROM `+k.vec+` WHERE owner = ?`, owner)
+	if err != nil {
+		return false, fmt.Errorf("search: vector cache: count %s of %q: %w", k.vec, owner, err)
+	}
+	if rows.Next() {
+		err = rows.Scan(&n)
+	}
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("search: vector cache: count %s of %q: %w", k.vec, owner, err)
+	}
+	if c.exceeds(n) {
+		return false, nil
+	}
+	if c.parts[t] == nil {
+		c.parts[t], c.owners[t] = map[string]*vecPartition{}, map[int64]string{}
+	}
+	p = &vecPartition{ids: make([]int64, 0, n), vecs: make([]float32, 0, n*c.dims), pos: make(map[int64]int, n)}
+	c.parts[t][owner] = p
+	rows, err = query(ctx, `SELECT rowid, embedding FROM `+k.vec+` WHERE owner = ?`, owner)
+	if err == nil {
+		for rows.Next() {
+			var id int64
+			var blob []byte
+			if err = rows.Scan(&id, &blob); err != nil {
+				break
+			}
+			if err = c.put(t, id, owner, blob); err != nil {
+				break
+			}
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		c.dropPartition(t, owner)
+		return false, fmt.Errorf("search: vector cache: load %s of %q: %w", k.vec, owner, err)
+	}
+	p.used.Store(c.clock.Add(1))
+	c.evict(p)
+	return true, nil
+}
+
+// ensureScope ensures the partitions a search over kinds in scope reads;
+// held is false when one is not to be had (Scope.All over a partial cache
+// included).
+func (c *vecCache) ensureScope(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), types ContentType, scope Scope) (held bool, err error) {
+	c.mu.RLock()
+	partial := c.partial
+	c.mu.RUnlock()
+	if !partial {
+		return true, nil
+	}
+	if scope.All {
+		return false, nil
+	}
+	for _, t := range types.Kinds() {
+		if held, err := c.ensure(ctx, query, t, scope.Agent); !held || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// dropPartition lets owner's partition of kind t go; c.mu is held.
+func (c *vecCache) dropPartition(t ContentType, owner string) {
+	p := c.parts[t][owner]
+	if p == nil {
+		return
+	}
+	for _, id := range p.ids {
+		delete(c.owners[t], id)
+	}
+	c.rows -= len(p.ids)
+	delete(c.parts[t], owner)
+}
+
+// evict drops the least recently used partitions (never keep) until the
+// cache is within its bound; c.mu is held.
+func (c *vecCache) evict(keep *vecPartition) {
+	if !c.overLimit() {
+		return
+	}
+	type victim struct {
+		t     ContentType
+		owner string
+		used  int64
+	}
+	var vs []victim
+	for t, parts := range c.parts {
+		for owner, p := range parts {
+			if p != keep {
+				vs = append(vs, victim{t, owner, p.used.Load()})
+			}
+		}
+	}
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
+	for _, v := range vs {
+		if !c.overLimit() {
+			return
+		}
+		c.dropPartition(v.t, v.owner)
 	}
 }
 
@@ -384,18 +585,25 @@ func (c *vecCache) remove(t ContentType, id int64) {
 const parallelScanMin = 16384
 
 // knn returns the k nearest vectors of kind t to q in owner's partition
-// (every partition when all), nearest first, as cosine distances.
-func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int) []knnHit {
+// (every partition when all), nearest first, as cosine distances. held is
+// false when a partial cache does not hold what the search reads (evicted
+// since ensure, or all): the caller asks the database instead.
+func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int) (hits []knnHit, held bool) {
 	qn := Normalize(append([]float32(nil), q...))
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var parts []*vecPartition
 	if all {
+		if c.partial {
+			return nil, false
+		}
 		for _, p := range c.parts[t] {
 			parts = append(parts, p)
 		}
 	} else if p := c.parts[t][owner]; p != nil {
 		parts = append(parts, p)
+	} else if c.partial {
+		return nil, false
 	}
 	h := &hitHeap{}
 	for _, p := range parts {
@@ -425,7 +633,7 @@ func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int
 	for i := len(out) - 1; i >= 0; i-- {
 		out[i] = h.pop()
 	}
-	return out
+	return out, true
 }
 
 // scan offers rows lo..hi-1 of p to h (the k best so far).

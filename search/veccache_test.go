@@ -319,3 +319,100 @@ func TestVectorCacheBudgetEstimate(t *testing.T) {
 		t.Fatalf("charged %d bytes, heap grew %d: the bound would be off by more than 1.5×", est, heap)
 	}
 }
+
+// TestVectorCachePartial: a store whose vectors exceed VectorCacheBytes
+// keeps a partial cache: each agent's partition loads on its first search,
+// the least recently used go to stay within the bound, and every search
+// answers as vec0 does (a search over every owner, and one whose owner is
+// too large, in vec0), with no row of another agent, through writes to
+// held and evicted partitions.
+func TestVectorCachePartial(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, t.TempDir()+"/p.db")
+	emb := search.NewOffline(48)
+	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	agent := func(i int) string { return "agent-" + itoa(int64(i)) }
+	add := func(a string, n, seed int) {
+		t.Helper()
+		var items []search.VectorItem
+		for i := range n {
+			text := words[(i+seed)%8] + " " + words[(i*5+seed)%8] + " entry " + itoa(int64(i))
+			id := insertArchival(t, db, archivalRow{Agent: a, Content: text})
+			items = append(items, search.VectorItem{ID: id, Owner: a, Text: text})
+		}
+		if err := plain.PutVectors(ctx, db, search.Archival, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		add(agent(i), 30, i)
+	}
+	add("big", 200, 3)
+	const row = 4*48 + 96
+	const limit = 100 * row // three agents' partitions, not "big"'s
+	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatalf("WarmVectorCache: %v, want ErrCacheBudget", err)
+	}
+	owners := map[int64]string{}
+	same := func(scope search.Scope, q string) {
+		t.Helper()
+		opts := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(10)
+		want, err := plain.Search(ctx, q, scope, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Search(ctx, q, scope, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%+v %q: %d results, vec0 %d", scope, q, len(got), len(want))
+		}
+		for i := range got {
+			// Distances, not ids: equal texts tie, and the cache's float32
+			// arithmetic may order a tie otherwise than vec0's.
+			if math.Abs(got[i].Source.Distance-want[i].Source.Distance) > 1e-5 {
+				t.Fatalf("%+v %q rank %d: %d at %.6f, vec0 %d at %.6f", scope, q, i+1,
+					got[i].ID, got[i].Source.Distance, want[i].ID, want[i].Source.Distance)
+			}
+			if !scope.All && got[i].Owner != scope.Agent {
+				t.Fatalf("%s's search returned %d of %s", scope.Agent, got[i].ID, got[i].Owner)
+			}
+			owners[got[i].ID] = got[i].Owner
+		}
+		if n := search.VectorCacheSize(x); n > limit {
+			t.Fatalf("the cache holds %d bytes, bound %d", n, limit)
+		}
+	}
+	for round := range 3 {
+		for i := range 12 {
+			before := search.VectorCacheAnswers(x)
+			same(search.Scope{Agent: agent(i)}, "alpha bravo")
+			same(search.Scope{Agent: agent(i)}, "golf entry 7")
+			if search.VectorCacheAnswers(x) != before+2 {
+				t.Fatalf("round %d: %s's searches did not run over the cache", round, agent(i))
+			}
+		}
+		// Writes to a held partition (the last agent's) and to an evicted
+		// one (the first agent's) are seen.
+		add(agent(11), 5, round+1)
+		add(agent(0), 5, round+2)
+		same(search.Scope{Agent: agent(11)}, "charlie delta")
+		same(search.Scope{Agent: agent(0)}, "charlie delta")
+	}
+	before := search.VectorCacheAnswers(x)
+	same(search.Scope{Agent: "big"}, "alpha bravo")
+	same(search.Scope{All: true}, "alpha bravo")
+	if n := search.VectorCacheAnswers(x); n != before {
+		t.Fatalf("the partial cache answered %d searches it cannot hold", n-before)
+	}
+}
