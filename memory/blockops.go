@@ -466,14 +466,27 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 }
 
 // logRows are the archival rows of log entries rotated out of block ent.
+//
+// A block holds entries archival would refuse: an empty or blank message,
+// or text with a NUL byte (a log entry's strings are only checked to be
+// UTF-8). Refusing one here would refuse the append that rotates it, and
+// every append after it, for good: the entry stays the oldest. So each is
+// made storable instead: a blank message is stored as emptyLogMessage
+// (the row's metadata keeps the message as it was), and text archival
+// cannot hold has its bad bytes replaced by U+FFFD.
 func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([]*archivalRow, error) {
 	rows := make([]*archivalRow, len(entries))
 	for i, le := range entries {
 		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
 		for k, v := range le.Fields {
-			meta[k] = v
+			meta[storableString(k)] = storableValue(v)
 		}
-		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
+		content := storableString(le.Message)
+		if strings.TrimSpace(content) == "" {
+			meta["message"] = content
+			content = emptyLogMessage
+		}
+		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: content, Metadata: meta,
 			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
 		if err != nil {
 			return nil, err
@@ -481,6 +494,41 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 		rows[i] = r
 	}
 	return rows, nil
+}
+
+// emptyLogMessage is the archival content of a rotated log entry whose
+// message is empty or blank (archival refuses blank content).
+const emptyLogMessage = "(log entry without a message)"
+
+// storableString is s with what storableText refuses (invalid UTF-8, NUL
+// bytes) replaced by U+FFFD.
+func storableString(s string) string {
+	if storableText(s) == "" {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// storableValue is v (a log entry field's value) with storableString
+// applied to every string in it.
+func storableValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return storableString(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = storableValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[storableString(k)] = storableValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // Apply runs the edit on doc as actor, exactly as the store's ApplyEdit

@@ -441,3 +441,74 @@ func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
 		t.Fatalf("after the worker ran: %d entries still marked, %d vectors; want 0 and 4", marks, vectors)
 	}
 }
+
+// A Log block holds entries archival would refuse as they are — an empty
+// or blank message, a NUL byte in the message or a field — and rotation
+// still stores each of them, so the append that rotates one, and every
+// append after it, is taken. Before, archival refused the rotated entry
+// ("has empty content", "contains a NUL byte"), which refused the append,
+// and the entry stayed the oldest: the log took no append ever again.
+func TestLogRotatesEntriesArchivalWouldRefuse(t *testing.T) {
+	runLogRotatesEntriesArchivalWouldRefuse(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesEntriesArchivalWouldRefusePostgres(t *testing.T) {
+	runLogRotatesEntriesArchivalWouldRefuse(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
+	ctx := context.Background()
+	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+		Schema: schema.Log{Retention: 2, Entry: []schema.FieldDef{{Name: "who", Type: schema.FieldString}}}}); err != nil {
+		t.Fatal(err)
+	}
+	entries := []map[string]any{
+		{"message": ""}, {"message": "   "}, {"message": "x\x00y"}, {"message": "field", "who": "q\x00"},
+	}
+	for i := range 6 {
+		entries = append(entries, map[string]any{"message": fmt.Sprintf("entry %d", i)})
+	}
+	d, err := c.GetBlock(ctx, "a", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for i, e := range entries {
+		err := d.AppendLogEntry(e, blocks.Agent)
+		if err != nil && (i < 2 || i > 3) {
+			t.Fatalf("append %d %q: %v (a log must take every append whose own entry it can hold)", i, e, err)
+		}
+		// (PostgreSQL cannot hold a NUL byte in the block's rendering: the
+		// entries holding one may be refused there, but not wedge the log.)
+		if err == nil {
+			acked++
+		}
+	}
+	check := func(c *memory.Cache) {
+		t.Helper()
+		d, err := c.GetBlock(ctx, "a", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := d.LogEntries(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept)+len(arch) != acked {
+			t.Errorf("%d entries kept and %d rotated, want %d acknowledged", len(kept), len(arch), acked)
+		}
+		if len(kept) != 2 {
+			t.Errorf("%d entries kept, want the retention's 2", len(kept))
+		}
+	}
+	check(c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openFile(t, path, nil))
+}
