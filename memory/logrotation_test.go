@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -511,4 +512,94 @@ func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	check(openFile(t, path, nil))
+}
+
+type gateEmbedder struct {
+	search.Embedder
+	gate    string
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (e *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	for _, s := range texts {
+		if s == e.gate {
+			e.once.Do(func() { close(e.entered) })
+			<-e.release
+		}
+	}
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// A rotated entry's vector is computed from its own text. The embedder
+// worker reads a marked entry, embeds it outside the lock and stores the
+// vector under the lock; meanwhile the entry can be deleted and its id
+// taken by another agent's rotated entry (SQLite reuses the highest
+// rowid), marked in turn. Before, the worker stored the deleted entry's
+// vector (agent a's text) for agent b's entry and cleared its mark: b's
+// entry never got its own vector.
+func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	t1 := "the first entry talks about apples and orchards"
+	t2 := "second entry concerns submarine engines underwater"
+	emb := &gateEmbedder{Embedder: search.NewOffline(32), gate: t1, entered: make(chan struct{}), release: make(chan struct{})}
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: emb})
+	for _, ag := range []string{"a", "b"} {
+		if _, err := c.CreateBlock(ctx, ag, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 4000,
+			Schema: schema.Log{Retention: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := func(ag, m string) {
+		t.Helper()
+		if err := c.ApplyEdit(ctx, ag, "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app("a", t1)
+	app("b", t2)
+	app("a", "a filler") // rotates t1 (a)
+	select {
+	case <-emb.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not embed t1")
+	}
+	arch, _ := c.ListArchival(ctx, "a", nil)
+	if len(arch) != 1 {
+		t.Fatalf("%d", len(arch))
+	}
+	if err := c.DeleteArchival(ctx, "a", arch[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	app("b", "b filler") // rotates t2 (b), reusing the id
+	barch, _ := c.ListArchival(ctx, "b", nil)
+	if barch[0].ID != arch[0].ID {
+		t.Skipf("b's entry got id %d, not the deleted entry's %d", barch[0].ID, arch[0].ID)
+	}
+	close(emb.release)
+	// The worker's round ends (with its mark cleared, or left for its
+	// next round, which clears it) before the search's own flush.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var marks int
+		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+			t.Fatal(err)
+		}
+		if marks == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d marks left", marks)
+		}
+	}
+	if _, err := c.InsertArchival(ctx, "b", memory.ArchivalEntry{Content: t2}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.SearchArchival(ctx, "b", t2, search.NewOptions().Mode(search.Vector).Limit(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Score != res[1].Score {
+		t.Errorf("the rotated entry's vector is not its own text's (its score %v, the same text inserted directly %v)", res[len(res)-1].Score, res[0].Score)
+	}
 }
