@@ -437,7 +437,8 @@ func rotates(doc *blocks.Document) bool {
 // (see RotateLog) as archival rows in its transaction. They are stored
 // without vectors, marked for the embedder worker (migration 0014): the
 // append never waits for an embedder, and one that is slow or down cannot
-// keep a full log from taking entries. Caller holds e.mu.
+// keep a full log from taking entries; a store without one leaves the
+// marks to a process that has one. Caller holds e.mu.
 func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if len(e.rotated) == 0 {
 		return nil
@@ -449,9 +450,9 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if err := c.insertArchivalRows(ctx, tx, rows, nil); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
-	if c.index.Embedder() == nil {
-		return nil
-	}
+	// Marked whether or not this store has an embedder: another process
+	// on the database may, and its worker computes the vectors (as
+	// vec_blocks_dirty's triggers mark every block write).
 	for chunk := range slices.Chunk(rows, archivalInsertRows) {
 		args := make([]any, len(chunk))
 		for i, r := range chunk {

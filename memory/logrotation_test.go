@@ -603,3 +603,38 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 		t.Errorf("the rotated entry's vector is not its own text's (its score %v, the same text inserted directly %v)", res[len(res)-1].Score, res[0].Score)
 	}
 }
+
+// Entries a store without an embedder rotates out are embedded by a store
+// on the same database that has one (as block writes are: every block
+// write is marked by a trigger). Before, the store without an embedder
+// left no mark, so the other store's worker never embedded them and a
+// vector search over archival never found them.
+func TestRotatedEntriesEmbeddedByAnotherStore(t *testing.T) {
+	runRotatedEntriesEmbeddedByAnotherStore(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestRotatedEntriesEmbeddedByAnotherStorePostgres(t *testing.T) {
+	runRotatedEntriesEmbeddedByAnotherStore(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runRotatedEntriesEmbeddedByAnotherStore(t *testing.T, path string) {
+	ctx := context.Background()
+	withEmb := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := withEmb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
+		Schema: schema.Log{Retention: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := withEmb.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry first"}); err != nil {
+		t.Fatal(err)
+	}
+	acked := []string{"entry first"}
+	runner := openFile(t, path, nil)
+	for i := range 10 {
+		msg := fmt.Sprintf("entry %d from the runner", i)
+		if err := runner.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, msg)
+	}
+	checkLogContents(t, withEmb, "events", acked)
+}
