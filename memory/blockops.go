@@ -427,10 +427,22 @@ func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entr
 // Write's apply) holds e.mu.
 func (e *entry) RotateLog(removed []blocks.LogEntry) { e.rotated = removed }
 
-// rotates reports whether an append to doc may rotate entries out.
+// rotates reports whether an append to doc may rotate entries out: it is
+// a Log block, or a Composite with a Log section, whose log sets a
+// Retention.
 func rotates(doc *blocks.Document) bool {
-	ls, ok := schema.Deref(doc.Schema()).(schema.Log)
-	return ok && ls.Retention > 0
+	s := doc.Schema()
+	if _, ok := blocks.LogRetention(s, ""); ok {
+		return true
+	}
+	if comp, ok := schema.Deref(s).(schema.Composite); ok {
+		for _, sec := range comp.Sections {
+			if _, ok := blocks.LogRetention(s, sec.Name); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // insertRotated writes the entries the running Write's append rotated out

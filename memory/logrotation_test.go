@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
@@ -637,4 +638,77 @@ func runRotatedEntriesEmbeddedByAnotherStore(t *testing.T, path string) {
 		acked = append(acked, msg)
 	}
 	checkLogContents(t, withEmb, "events", acked)
+}
+
+// A Log section of a Composite block rotates as a Log block does: its
+// Retention holds, and an append that would pass the block's limit rotates
+// the section's oldest entries into archival, in write-through and
+// write-back mode. Before, the schema took a section's Retention and the
+// store ignored it: the section kept every entry until the block was full,
+// then refused every append (ErrLimit).
+func TestLogSectionRotates(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writeback=%v", wb), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "log.db")
+			c := openFile(t, path, &memory.Options{WriteBack: wb})
+			if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "desk", CharLimit: 300,
+				Schema: schema.Composite{Sections: []schema.Section{
+					{Name: "notes", Schema: schema.Text{}},
+					{Name: "events", Schema: schema.Log{Retention: 3}},
+				}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendText, Section: "notes", Text: "some notes\n"}); err != nil {
+				t.Fatal(err)
+			}
+			var acked []string
+			for i := range 30 {
+				msg := fmt.Sprintf("entry %02d %s", i, strings.Repeat("w", i%4*20))
+				if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendLogEntry, Section: "events", Text: msg}); err != nil {
+					t.Fatalf("append %d: %v", i, err)
+				}
+				acked = append(acked, msg)
+			}
+			check := func(c *memory.Cache) {
+				t.Helper()
+				d, err := c.GetBlock(ctx, "a", "desk")
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := d.Section("events")
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept := v.([]blocks.LogEntry)
+				if n := utf8.RuneCountInString(d.Render()); n > 300 {
+					t.Errorf("the block renders %d characters, limit 300", n)
+				}
+				if len(kept) > 3 {
+					t.Errorf("the section keeps %d entries, retention 3", len(kept))
+				}
+				arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:desk"}, Limit: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[string]int{}
+				for _, e := range kept {
+					seen[e.Message]++
+				}
+				for _, e := range arch {
+					seen[e.Content]++
+				}
+				for _, m := range acked {
+					if seen[m] != 1 {
+						t.Errorf("acknowledged entry %q is %d times in the section and archival, want once", m, seen[m])
+					}
+				}
+			}
+			check(c)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			check(openFile(t, path, nil))
+		})
+	}
 }
