@@ -922,12 +922,18 @@ func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, [
 	if rotator != nil {
 		// Rotation is part of the append (see LogRotator): it makes room
 		// before the limit is checked, so a full log takes the entry.
-		var kept []LogEntry
-		kept, apply, rotated, newSize, newBytes, err = rotateAppend(c.info.Schema, ls, fullNext.([]LogEntry), c.info.limit(), label, who, apply)
+		if req.section == "" {
+			var kept []LogEntry
+			kept, apply, rotated, newSize, newBytes, err = rotateAppend(c.info.Schema, ls, fullNext.([]LogEntry), c.info.limit(), label, who, apply)
+			fullNext = kept
+		} else {
+			var kept map[string]any
+			kept, apply, rotated, newSize, newBytes, err = rotateSectionAppend(c.info.Schema, ls, req.section, full.(map[string]any), next.([]LogEntry), c.info.limit(), label, who, apply)
+			fullNext = kept
+		}
 		if err != nil {
 			return Event{}, nil, err
 		}
-		fullNext = kept
 	} else if os, ns, ok := textGrowth(full, fullNext); ok {
 		// An append to a Text block: count only the new characters, so
 		// the cost of an append does not grow with the block.
@@ -941,7 +947,13 @@ func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, [
 		// The rotation is the store's doing, not the actor's: the append
 		// is judged against the entries it keeps, so a rotating append is
 		// an append like any other.
-		before = full.([]LogEntry)[len(rotated):]
+		if req.section == "" {
+			before = full.([]LogEntry)[len(rotated):]
+		} else {
+			m := cloneValue(full).(map[string]any)
+			m[req.section] = m[req.section].([]LogEntry)[len(rotated):]
+			before = m
+		}
 	}
 	t := transition{info: c.info, origin: o, op: req.op, before: before, after: fullNext, sizeBefore: c.size, sizeAfter: newSize}
 	if err := judge(t); err != nil {

@@ -32,18 +32,80 @@ type LogRotator interface {
 // a document whose Writer rotates; otherwise a nil rotator. Caller holds
 // mu.
 func (c *core) logRotation(req request) (LogRotator, schema.Log) {
-	if req.op != OpAppendLogEntry || req.section != "" {
+	if req.op != OpAppendLogEntry {
 		return nil, schema.Log{}
 	}
 	r, ok := c.writer.(LogRotator)
 	if !ok {
 		return nil, schema.Log{}
 	}
-	ls, ok := schema.Deref(c.info.Schema).(schema.Log)
-	if !ok || ls.Retention <= 0 {
+	ls, ok := LogRetention(c.info.Schema, req.section)
+	if !ok {
 		return nil, schema.Log{}
 	}
 	return r, ls
+}
+
+// LogRetention returns the Log schema of a block's log (section "" for a
+// Log block, else a Composite's Log section) when it sets a Retention: an
+// append to it rotates (see LogRotator).
+func LogRetention(s schema.Schema, section string) (schema.Log, bool) {
+	s = schema.Deref(s)
+	if section != "" {
+		comp, ok := s.(schema.Composite)
+		if !ok {
+			return schema.Log{}, false
+		}
+		sec, ok := comp.Section(section)
+		if !ok {
+			return schema.Log{}, false
+		}
+		s = schema.Deref(sec.Schema)
+	}
+	ls, ok := s.(schema.Log)
+	return ls, ok && ls.Retention > 0
+}
+
+// rotateSectionAppend is rotateAppend for a Log section of a Composite
+// block: next is the section's entries with the new one last, full the
+// block's value before the append. The block's full rendering (every
+// section) must fit lim, so each candidate is rendered whole.
+func rotateSectionAppend(s schema.Schema, ls schema.Log, section string, full map[string]any, next []LogEntry, lim int, label, who string,
+	apply func(*automerge.Map) error) (map[string]any, func(*automerge.Map) error, []LogEntry, int, int, error) {
+	with := func(entries []LogEntry) map[string]any {
+		m := cloneValue(full).(map[string]any)
+		m[section] = entries
+		return m
+	}
+	n := max(0, len(next)-ls.Retention)
+	m := with(next[n:])
+	r := render(s, m, renderFull)
+	for runeLen(r) > lim && n < len(next)-1 {
+		n++
+		m = with(next[n:])
+		r = render(s, m, renderFull)
+	}
+	if size := runeLen(r); size > lim {
+		return nil, nil, nil, 0, 0, fmt.Errorf("%w: block %q: agent %q's log entry in section %q makes the block %d characters even with the section's older entries rotated out, more than its limit %d",
+			ErrLimit, label, who, section, size, lim)
+	}
+	if n == 0 {
+		return m, apply, nil, runeLen(r), len(r), nil
+	}
+	removed := append([]LogEntry(nil), next[:n]...)
+	rotate := func(node *automerge.Map) error {
+		l, err := getList(node, keyEntries)
+		if err != nil {
+			return err
+		}
+		for range n {
+			if err := l.Delete(0); err != nil {
+				return err
+			}
+		}
+		return apply(node)
+	}
+	return m, rotate, removed, runeLen(r), len(r), nil
 }
 
 // rotateAppend is the rotation of an append to a Log block (see

@@ -175,6 +175,28 @@ func (r *Replica) LoadIncrementals(chunks [][]byte) error {
 	})
 }
 
+// Unknown returns those of heads (hex change hashes, as Document.Heads
+// gives them) that the document does not hold: a store checks that the
+// rows it loaded delivered the changes it recorded. A change whose
+// dependencies are missing is queued by automerge, not held, so it counts
+// as unknown; so does a hash that does not parse.
+func (r *Replica) Unknown(heads []string) []string {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, h := range heads {
+		hs, err := parseHeads([]string{h})
+		if err == nil {
+			err = guard(func() error { _, err := c.am.Change(hs[0]); return err })
+		}
+		if err != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // WithContext returns a view whose writes run with ctx: a managed
 // document's Writer gets it, so a store can honour its cancellation before
 // a write starts. The default is context.Background().

@@ -428,17 +428,30 @@ func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entr
 // Write's apply) holds e.mu.
 func (e *entry) RotateLog(removed []blocks.LogEntry) { e.rotated = removed }
 
-// rotates reports whether an append to doc may rotate entries out.
+// rotates reports whether an append to doc may rotate entries out: it is
+// a Log block, or a Composite with a Log section, whose log sets a
+// Retention.
 func rotates(doc *blocks.Document) bool {
-	ls, ok := schema.Deref(doc.Schema()).(schema.Log)
-	return ok && ls.Retention > 0
+	s := doc.Schema()
+	if _, ok := blocks.LogRetention(s, ""); ok {
+		return true
+	}
+	if comp, ok := schema.Deref(s).(schema.Composite); ok {
+		for _, sec := range comp.Sections {
+			if _, ok := blocks.LogRetention(s, sec.Name); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // insertRotated writes the entries the running Write's append rotated out
 // (see RotateLog) as archival rows in its transaction. They are stored
 // without vectors, marked for the embedder worker (migration 0014): the
 // append never waits for an embedder, and one that is slow or down cannot
-// keep a full log from taking entries. Caller holds e.mu.
+// keep a full log from taking entries; a store without one leaves the
+// marks to a process that has one. Caller holds e.mu.
 func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if len(e.rotated) == 0 {
 		return nil
@@ -450,9 +463,9 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if err := c.insertArchivalRows(ctx, tx, rows, nil); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
-	if c.index.Embedder() == nil {
-		return nil
-	}
+	// Marked whether or not this store has an embedder: another process
+	// on the database may, and its worker computes the vectors (as
+	// vec_blocks_dirty's triggers mark every block write).
 	for chunk := range slices.Chunk(rows, archivalInsertRows) {
 		args := make([]any, len(chunk))
 		for i, r := range chunk {
@@ -467,14 +480,27 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 }
 
 // logRows are the archival rows of log entries rotated out of block ent.
+//
+// A block holds entries archival would refuse: an empty or blank message,
+// or text with a NUL byte (a log entry's strings are only checked to be
+// UTF-8). Refusing one here would refuse the append that rotates it, and
+// every append after it, for good: the entry stays the oldest. So each is
+// made storable instead: a blank message is stored as emptyLogMessage
+// (the row's metadata keeps the message as it was), and text archival
+// cannot hold has its bad bytes replaced by U+FFFD.
 func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([]*archivalRow, error) {
 	rows := make([]*archivalRow, len(entries))
 	for i, le := range entries {
 		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
 		for k, v := range le.Fields {
-			meta[k] = v
+			meta[storableString(k)] = storableValue(v)
 		}
-		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: le.Message, Metadata: meta,
+		content := storableString(le.Message)
+		if strings.TrimSpace(content) == "" {
+			meta["message"] = content
+			content = emptyLogMessage
+		}
+		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: content, Metadata: meta,
 			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
 		if err != nil {
 			return nil, err
@@ -482,6 +508,41 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 		rows[i] = r
 	}
 	return rows, nil
+}
+
+// emptyLogMessage is the archival content of a rotated log entry whose
+// message is empty or blank (archival refuses blank content).
+const emptyLogMessage = "(log entry without a message)"
+
+// storableString is s with what storableText refuses (invalid UTF-8, NUL
+// bytes) replaced by U+FFFD.
+func storableString(s string) string {
+	if storableText(s) == "" {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// storableValue is v (a log entry field's value) with storableString
+// applied to every string in it.
+func storableValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return storableString(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = storableValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[storableString(k)] = storableValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // Apply runs the edit on doc as actor, exactly as the store's ApplyEdit

@@ -760,6 +760,21 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 			}
 		}
 		e.set(func(e *entry) { e.lastSeq = seqs[len(seqs)-1] })
+		// A row that is gone, or torn where no checksum can tell (a row
+		// from before checksums), loads without an error: automerge
+		// queues every later change that depends on it, and the block
+		// would read as of that row without a word. The row recorded
+		// its writer's heads; the loaded document must hold them.
+		var heads string
+		if err := q.QueryRowContext(ctx, `SELECT heads FROM blocks WHERE id = ? AND last_seq = ?`, e.id, seqs[len(seqs)-1]).Scan(&heads); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		}
+		if heads != "" {
+			if missing := e.replica.Unknown(strings.Split(heads, ",")); len(missing) > 0 {
+				return corrupt(e.owner, e.label, fmt.Sprintf("updates %d..%d", seqs[0], seqs[len(seqs)-1]),
+					fmt.Errorf("the loaded rows do not deliver change %s that the block's last write recorded (a row is missing or torn, or holds changes whose dependencies are missing)", missing[0]))
+			}
+		}
 	}
 	if e.lastSeq < upTo {
 		// Rows up to upTo are gone (a compaction raced this read); the
@@ -784,6 +799,11 @@ func (c *Cache) readUpdates(ctx context.Context, q querier, e *entry, upTo int64
 		var crc sql.NullInt64
 		if err := rows.Scan(&seq, &data, &crc); err != nil {
 			return nil, nil, fmt.Errorf("memory: catch up block %q: %w", e.label, err)
+		}
+		if n := len(seqs); n > 0 && seq != seqs[n-1]+1 {
+			// Rows are numbered without gaps (a compaction removes a
+			// prefix): one missing between two is lost, not late.
+			return nil, nil, corrupt(e.owner, e.label, fmt.Sprintf("update %d", seqs[n-1]+1), errors.New("the row is missing"))
 		}
 		if err := checkCRC(data, crc); err != nil {
 			return nil, nil, corrupt(e.owner, e.label, fmt.Sprintf("update %d", seq), err)

@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
@@ -439,5 +441,274 @@ func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
 	}
 	if marks != 0 || vectors != 4 {
 		t.Fatalf("after the worker ran: %d entries still marked, %d vectors; want 0 and 4", marks, vectors)
+	}
+}
+
+// A Log block holds entries archival would refuse as they are — an empty
+// or blank message, a NUL byte in the message or a field — and rotation
+// still stores each of them, so the append that rotates one, and every
+// append after it, is taken. Before, archival refused the rotated entry
+// ("has empty content", "contains a NUL byte"), which refused the append,
+// and the entry stayed the oldest: the log took no append ever again.
+func TestLogRotatesEntriesArchivalWouldRefuse(t *testing.T) {
+	runLogRotatesEntriesArchivalWouldRefuse(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestLogRotatesEntriesArchivalWouldRefusePostgres(t *testing.T) {
+	runLogRotatesEntriesArchivalWouldRefuse(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
+	ctx := context.Background()
+	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+		Schema: schema.Log{Retention: 2, Entry: []schema.FieldDef{{Name: "who", Type: schema.FieldString}}}}); err != nil {
+		t.Fatal(err)
+	}
+	entries := []map[string]any{
+		{"message": ""}, {"message": "   "}, {"message": "x\x00y"}, {"message": "field", "who": "q\x00"},
+	}
+	for i := range 6 {
+		entries = append(entries, map[string]any{"message": fmt.Sprintf("entry %d", i)})
+	}
+	d, err := c.GetBlock(ctx, "a", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for i, e := range entries {
+		err := d.AppendLogEntry(e, blocks.Agent)
+		if err != nil && (i < 2 || i > 3) {
+			t.Fatalf("append %d %q: %v (a log must take every append whose own entry it can hold)", i, e, err)
+		}
+		// (PostgreSQL cannot hold a NUL byte in the block's rendering: the
+		// entries holding one may be refused there, but not wedge the log.)
+		if err == nil {
+			acked++
+		}
+	}
+	check := func(c *memory.Cache) {
+		t.Helper()
+		d, err := c.GetBlock(ctx, "a", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := d.LogEntries(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept)+len(arch) != acked {
+			t.Errorf("%d entries kept and %d rotated, want %d acknowledged", len(kept), len(arch), acked)
+		}
+		if len(kept) != 2 {
+			t.Errorf("%d entries kept, want the retention's 2", len(kept))
+		}
+	}
+	check(c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openFile(t, path, nil))
+}
+
+type gateEmbedder struct {
+	search.Embedder
+	gate    string
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (e *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	for _, s := range texts {
+		if s == e.gate {
+			e.once.Do(func() { close(e.entered) })
+			<-e.release
+		}
+	}
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// A rotated entry's vector is computed from its own text. The embedder
+// worker reads a marked entry, embeds it outside the lock and stores the
+// vector under the lock; meanwhile the entry can be deleted and its id
+// taken by another agent's rotated entry (SQLite reuses the highest
+// rowid), marked in turn. Before, the worker stored the deleted entry's
+// vector (agent a's text) for agent b's entry and cleared its mark: b's
+// entry never got its own vector.
+func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	t1 := "the first entry talks about apples and orchards"
+	t2 := "second entry concerns submarine engines underwater"
+	emb := &gateEmbedder{Embedder: search.NewOffline(32), gate: t1, entered: make(chan struct{}), release: make(chan struct{})}
+	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: emb})
+	for _, ag := range []string{"a", "b"} {
+		if _, err := c.CreateBlock(ctx, ag, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 4000,
+			Schema: schema.Log{Retention: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := func(ag, m string) {
+		t.Helper()
+		if err := c.ApplyEdit(ctx, ag, "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app("a", t1)
+	app("b", t2)
+	app("a", "a filler") // rotates t1 (a)
+	select {
+	case <-emb.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not embed t1")
+	}
+	arch, _ := c.ListArchival(ctx, "a", nil)
+	if len(arch) != 1 {
+		t.Fatalf("%d", len(arch))
+	}
+	if err := c.DeleteArchival(ctx, "a", arch[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	app("b", "b filler") // rotates t2 (b), reusing the id
+	barch, _ := c.ListArchival(ctx, "b", nil)
+	if barch[0].ID != arch[0].ID {
+		t.Skipf("b's entry got id %d, not the deleted entry's %d", barch[0].ID, arch[0].ID)
+	}
+	close(emb.release)
+	// The worker's round ends (with its mark cleared, or left for its
+	// next round, which clears it) before the search's own flush.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var marks int
+		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+			t.Fatal(err)
+		}
+		if marks == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d marks left", marks)
+		}
+	}
+	if _, err := c.InsertArchival(ctx, "b", memory.ArchivalEntry{Content: t2}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.SearchArchival(ctx, "b", t2, search.NewOptions().Mode(search.Vector).Limit(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Score != res[1].Score {
+		t.Errorf("the rotated entry's vector is not its own text's (its score %v, the same text inserted directly %v)", res[len(res)-1].Score, res[0].Score)
+	}
+}
+
+// Entries a store without an embedder rotates out are embedded by a store
+// on the same database that has one (as block writes are: every block
+// write is marked by a trigger). Before, the store without an embedder
+// left no mark, so the other store's worker never embedded them and a
+// vector search over archival never found them.
+func TestRotatedEntriesEmbeddedByAnotherStore(t *testing.T) {
+	runRotatedEntriesEmbeddedByAnotherStore(t, filepath.Join(t.TempDir(), "log.db"))
+}
+
+func TestRotatedEntriesEmbeddedByAnotherStorePostgres(t *testing.T) {
+	runRotatedEntriesEmbeddedByAnotherStore(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runRotatedEntriesEmbeddedByAnotherStore(t *testing.T, path string) {
+	ctx := context.Background()
+	withEmb := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
+	if _, err := withEmb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
+		Schema: schema.Log{Retention: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := withEmb.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry first"}); err != nil {
+		t.Fatal(err)
+	}
+	acked := []string{"entry first"}
+	runner := openFile(t, path, nil)
+	for i := range 10 {
+		msg := fmt.Sprintf("entry %d from the runner", i)
+		if err := runner.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, msg)
+	}
+	checkLogContents(t, withEmb, "events", acked)
+}
+
+// A Log section of a Composite block rotates as a Log block does: its
+// Retention holds, and an append that would pass the block's limit rotates
+// the section's oldest entries into archival, in write-through and
+// write-back mode. Before, the schema took a section's Retention and the
+// store ignored it: the section kept every entry until the block was full,
+// then refused every append (ErrLimit).
+func TestLogSectionRotates(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writeback=%v", wb), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "log.db")
+			c := openFile(t, path, &memory.Options{WriteBack: wb})
+			if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "desk", CharLimit: 300,
+				Schema: schema.Composite{Sections: []schema.Section{
+					{Name: "notes", Schema: schema.Text{}},
+					{Name: "events", Schema: schema.Log{Retention: 3}},
+				}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendText, Section: "notes", Text: "some notes\n"}); err != nil {
+				t.Fatal(err)
+			}
+			var acked []string
+			for i := range 30 {
+				msg := fmt.Sprintf("entry %02d %s", i, strings.Repeat("w", i%4*20))
+				if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendLogEntry, Section: "events", Text: msg}); err != nil {
+					t.Fatalf("append %d: %v", i, err)
+				}
+				acked = append(acked, msg)
+			}
+			check := func(c *memory.Cache) {
+				t.Helper()
+				d, err := c.GetBlock(ctx, "a", "desk")
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := d.Section("events")
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept := v.([]blocks.LogEntry)
+				if n := utf8.RuneCountInString(d.Render()); n > 300 {
+					t.Errorf("the block renders %d characters, limit 300", n)
+				}
+				if len(kept) > 3 {
+					t.Errorf("the section keeps %d entries, retention 3", len(kept))
+				}
+				arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:desk"}, Limit: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[string]int{}
+				for _, e := range kept {
+					seen[e.Message]++
+				}
+				for _, e := range arch {
+					seen[e.Content]++
+				}
+				for _, m := range acked {
+					if seen[m] != 1 {
+						t.Errorf("acknowledged entry %q is %d times in the section and archival, want once", m, seen[m])
+					}
+				}
+			}
+			check(c)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			check(openFile(t, path, nil))
+		})
 	}
 }

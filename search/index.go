@@ -1184,13 +1184,19 @@ func (x *Index) flushArchivalVectors(ctx context.Context) error {
 				next++
 			}
 			// Under the lock, only a mark still there is cleared: another
-			// process may have flushed it (and the entry may be gone).
-			var owner string
-			err := conn.QueryRowContext(ctx, `SELECT a.agent FROM vec_archival_dirty d JOIN archival a ON a.id = d.id WHERE d.id = ?`, it.ID).Scan(&owner)
+			// process may have flushed it (and the entry may be gone). And
+			// only for the text embedded: the entry may have been deleted
+			// and its id taken by another entry since it was read (SQLite
+			// reuses the highest rowid), of this agent or another, whose
+			// vector this is not; its mark stays for the next round.
+			var owner, text string
+			err := conn.QueryRowContext(ctx, `SELECT a.agent, a.content FROM vec_archival_dirty d JOIN archival a ON a.id = d.id WHERE d.id = ?`, it.ID).Scan(&owner, &text)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
 				return err
+			case owner != it.Owner || text != it.Text:
+				continue
 			case vec != nil:
 				// An upsert: a vector stored meanwhile (Reembed) is replaced
 				// by one of the same embedder.
