@@ -75,6 +75,8 @@ func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' 
 
 func redactURL(prefix, rest string) string {
 	var b strings.Builder
+	continued := false // rest is the tail of a query value, after an '@'
+
 	b.WriteString(prefix)
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		userinfo := rest[:at]
@@ -92,6 +94,17 @@ func redactURL(prefix, rest string) string {
 		}
 		b.WriteByte('@')
 		rest = rest[at+1:]
+		if strings.ContainsRune(userinfo, '#') {
+			// The '@' was in a fragment: all of it is hidden.
+			b.WriteString(Mask)
+			return b.String()
+		}
+		if strings.ContainsRune(userinfo, '?') {
+			// The '@' was in the query ("?user=ada@srv&password=..."):
+			// what follows it is more of the query, not a host.
+			rest = "?" + rest
+			continued = true
+		}
 	}
 	fragment := false
 	if h := strings.IndexByte(rest, '#'); h >= 0 {
@@ -100,13 +113,18 @@ func redactURL(prefix, rest string) string {
 	hostPath, query, hasQuery := strings.Cut(rest, "?")
 	b.WriteString(hostPath)
 	if hasQuery {
-		b.WriteByte('?')
+		if !continued {
+			b.WriteByte('?')
+		}
 		for i, pair := range strings.Split(query, "&") {
 			if i > 0 {
 				b.WriteByte('&')
 			}
 			k, _, hasValue := strings.Cut(pair, "=")
 			switch {
+			case continued && i == 0:
+				// The rest of the value that held the '@'.
+				b.WriteString(Mask)
 			case !hasValue:
 				// A bare word may be a password that held an '&'.
 				if pair != "" {
@@ -133,8 +151,9 @@ func isShown(rawKey string) bool {
 // redactKeywords masks the values of a libpq keyword/value string: pairs
 // "key = value" separated by white space, a value either bare (backslash
 // escapes the next character) or single-quoted (backslash escapes inside).
-// Words that are not followed by '=' are copied (they are not values), an
-// unterminated quote masks the rest of the string.
+// Words that are not followed by '=' are masked (in "password=my secret"
+// the second word is the rest of an unquoted password), an unterminated
+// quote masks the rest of the string.
 func redactKeywords(s string) string {
 	var b strings.Builder
 	i := 0
@@ -159,7 +178,9 @@ func redactKeywords(s string) string {
 				// but never loop without progress.
 				i++
 			}
-			b.WriteString(key)
+			// A word that is no key=value is a piece of the value
+			// before it: "password=my secret" (an unquoted space).
+			b.WriteString(Mask)
 			continue
 		}
 		j++ // '='
