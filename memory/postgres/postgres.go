@@ -79,6 +79,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	dsn, err := checkURL(dsn)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's message can quote the DSN, or a piece of a password (a
@@ -263,6 +267,41 @@ func (b *Backend) listen(ctx context.Context, changed func(int64), live func(boo
 			changed(id)
 		}
 	}
+}
+
+// checkURL prepares a postgres:// URL for pgx, which parses it as libpq
+// does: the scheme is lowered (schemes are case-insensitive, and the store
+// takes "POSTGRES://" for PostgreSQL, but pgx only knows lower case), and
+// a URL with an '@' outside its userinfo (which, as in libpq, ends at the
+// first '@' before any '/') is refused as ErrInvalidDSN. Such an '@' is
+// the end of a password holding an unescaped '/' (or '?'):
+// "postgres://ada:1/s3cret@h/db" is host "ada", port 1 and database
+// "s3cret@h/db" to pgx, whose connect error then quotes the password's
+// pieces (and a DNS lookup or the server receives them). An '@' in a query
+// value ("?user=ada@srv") stays allowed. A keyword DSN is left to pgx.
+func checkURL(dsn string) (string, error) {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn, nil
+	}
+	switch lower := strings.ToLower(scheme); lower {
+	case "postgres", "postgresql":
+		dsn = lower + "://" + rest
+	default:
+		return dsn, nil
+	}
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		rest = rest[i+1:] // past the userinfo
+	}
+	hostPath, query, _ := strings.Cut(rest, "?")
+	if strings.Contains(hostPath, "@") ||
+		// The '/' that ended the userinfo search was in the query, so
+		// an '@' after it may have ended a password ("u:5432?a/b@h").
+		!strings.Contains(hostPath, "/") && strings.Contains(query, "/") && strings.Contains(query, "@") {
+		return "", fmt.Errorf("%w: %s: an '@' outside the user:password part (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F, ? as %%3F)",
+			ErrInvalidDSN, Redact(dsn))
+	}
+	return dsn, nil
 }
 
 // Redact returns target with any password (and any other value that could

@@ -1,0 +1,55 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory/postgres"
+)
+
+// A URL password holding an unescaped '/' (or an '@' and then a '/') is cut
+// by libpq's parser (which pgx follows) into host, port and database name,
+// and pgx's connect error quotes those: "postgres://localhost:1/s3cret@h/db"
+// failed with "failed to connect to `user=... database=s3cret@h/db`" (and
+// looked up a piece of the password in DNS). Such a URL is refused before
+// anything connects, and the refusal shows no piece of the password.
+func TestOpenRefusesURLWithPasswordPiecesOutsideUserinfo(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2",        // password "1/s3cret", user "127.0.0.1"
+		"postgres://u:a@127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2",    // password "a@127.0.0.1:1/s3cret"
+		"postgresql://127.0.0.1:1?x=y/s3cret@127.0.0.1:1/db",                    // password "1?x=y/s3cret"
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := postgres.Open(ctx, dsn, nil)
+		cancel()
+		if b != nil {
+			b.Close()
+		}
+		if !errors.Is(err, postgres.ErrInvalidDSN) {
+			t.Errorf("Open(%q) = %v, want ErrInvalidDSN", dsn, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q): %v shows the password", dsn, err)
+		}
+	}
+}
+
+// URL schemes are case-insensitive, and the store takes "POSTGRES://" for
+// PostgreSQL; pgx accepts only lower case, so Open refused it as an invalid
+// connection string (with advice about percent-encoding).
+func TestOpenAcceptsUpperCaseScheme(t *testing.T) {
+	for _, dsn := range []string{"POSTGRES://u:pw@127.0.0.1:1/db?connect_timeout=2", "PostgreSQL://127.0.0.1:1/db?connect_timeout=2"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := postgres.Open(ctx, dsn, nil)
+		cancel()
+		if b != nil {
+			b.Close()
+		}
+		if err == nil || errors.Is(err, postgres.ErrInvalidDSN) || !strings.Contains(err.Error(), "connect") {
+			t.Errorf("Open(%q) = %v, want a connect error (nothing listens on port 1)", dsn, err)
+		}
+	}
+}
