@@ -18,9 +18,9 @@ import (
 // anything connects, and the refusal shows no piece of the password.
 func TestOpenRefusesURLWithPasswordPiecesOutsideUserinfo(t *testing.T) {
 	for _, dsn := range []string{
-		"postgres://127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2",        // password "1/s3cret", user "127.0.0.1"
-		"postgres://u:a@127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2",    // password "a@127.0.0.1:1/s3cret"
-		"postgresql://127.0.0.1:1?x=y/s3cret@127.0.0.1:1/db",                    // password "1?x=y/s3cret"
+		"postgres://127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2",     // password "1/s3cret", user "127.0.0.1"
+		"postgres://u:a@127.0.0.1:1/s3cret@127.0.0.1:1/db?connect_timeout=2", // password "a@127.0.0.1:1/s3cret"
+		"postgresql://127.0.0.1:1?x=y/s3cret@127.0.0.1:1/db",                 // password "1?x=y/s3cret"
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		b, err := postgres.Open(ctx, dsn, nil)
