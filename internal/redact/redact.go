@@ -143,6 +143,11 @@ func redactURL(prefix, rest string) string {
 	return b.String()
 }
 
+// Harmless reports whether the value of the query or keyword parameter
+// key is shown by Target (sslmode, api-version, ...): it cannot hold a
+// secret.
+func Harmless(key string) bool { return shown[strings.ToLower(key)] }
+
 func isShown(rawKey string) bool {
 	k, err := url.QueryUnescape(rawKey)
 	return err == nil && shown[strings.ToLower(k)]
