@@ -242,8 +242,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 // createPrivate creates a new database file 0600 before SQLite does: the
 // driver would create it 0644 (less the umask), readable by every local
 // user, and it holds every agent's memory. SQLite gives the -wal and -shm
-// files it creates the database file's mode, so they are private too. An
-// existing file keeps its mode (the operator's choice); a name that exists
+// files it creates the database file's mode, so they are private too. A
+// link to a file not made yet gets its target made so. An existing file
+// keeps its mode (the operator's choice); a name that exists
 // as something else, or a "file:" URI, is left to SQLite.
 func createPrivate(path string) error {
 	if strings.HasPrefix(path, "file:") {
@@ -251,7 +252,13 @@ func createPrivate(path string) error {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+		// A symbolic link to a file not made yet (O_EXCL refuses any
+		// link): create its target, 0600, as SQLite would (0644).
+		// Without O_EXCL a file made meanwhile is opened, not truncated.
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
