@@ -53,3 +53,13 @@ func TestOpenAcceptsUpperCaseScheme(t *testing.T) {
 		}
 	}
 }
+
+// A keyword DSN pgx cannot parse (an unquoted password with a space) was
+// refused with advice for URLs (percent-encoding); the advice now fits the
+// form: quote the value.
+func TestInvalidKeywordDSNAdvisesQuoting(t *testing.T) {
+	_, err := postgres.Open(context.Background(), "host=127.0.0.1 port=1 password=my s3cret dbname=d", nil)
+	if !errors.Is(err, postgres.ErrInvalidDSN) || !strings.Contains(err.Error(), "single-quote") || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open = %v, want ErrInvalidDSN advising quotes, without the password", err)
+	}
+}

@@ -87,8 +87,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 	if err != nil {
 		// pgx's message can quote the DSN, or a piece of a password (a
 		// bad escape), so it is not shown.
-		return nil, fmt.Errorf("%w: %s (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F)",
-			ErrInvalidDSN, Redact(dsn))
+		hint := "percent-encode special characters in a URL's password: % as %25, @ as %40, / as %2F"
+		if !strings.Contains(dsn, "://") {
+			hint = `single-quote a keyword value holding spaces or quotes, escaping ' and \ with \: password='it\'s a secret'`
+		}
+		return nil, fmt.Errorf("%w: %s (%s)", ErrInvalidDSN, Redact(dsn), hint)
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
 	// The advisory lock waits server-side up to lock_timeout: no polling.
