@@ -115,3 +115,20 @@ func TestOpenKeywordDSN(t *testing.T) {
 		t.Fatalf("notes through the keyword DSN: %q, %v", r, err)
 	}
 }
+
+// A file name that reads as a keyword DSN ("host=x.db") opens PostgreSQL;
+// the failure said nothing of the file the user may have meant. It now
+// says how to name such a file.
+func TestKeywordLikeFileNameHint(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := memory.Open(ctx, "port=1", nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("port=1 opened")
+	}
+	if !strings.Contains(err.Error(), "./port=1") {
+		t.Fatalf("Open(port=1) = %v, want a hint naming ./port=1", err)
+	}
+}
