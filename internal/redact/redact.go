@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -221,4 +222,25 @@ func redactKeywords(s string) string {
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// Header returns a copy of h with every value masked (an extra request
+// header may carry a key: Azure's "api-key"), for printing options.
+func Header(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k := range h {
+		out[k] = []string{Mask}
+	}
+	return out
+}
+
+// Secret returns Mask for a non-empty s, for printing options.
+func Secret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return Mask
 }
