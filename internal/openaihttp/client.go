@@ -130,6 +130,9 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	if hc == nil {
 		hc = defaultHTTP
 	}
+	if len(c.Header) > 0 {
+		hc = c.dropHeaderOnRedirect(hc)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		// Network errors and attempt timeouts are worth retrying.
@@ -164,6 +167,31 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 		}
 	}
 	return raw, nil
+}
+
+// dropHeaderOnRedirect returns a copy of hc that, on a redirect to another
+// host, sends none of c.Header: net/http drops Authorization there, but
+// copies every other header, and Header may hold a key (Azure's
+// "api-key"). hc's own CheckRedirect (or net/http's limit of 10) still
+// applies.
+func (c *Client) dropHeaderOnRedirect(hc *http.Client) *http.Client {
+	cp := *hc
+	next := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && !strings.EqualFold(req.URL.Hostname(), via[0].URL.Hostname()) {
+			for k := range c.Header {
+				req.Header.Del(k)
+			}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
 }
 
 // SafeURL is URL as messages show it: a password in the userinfo and the

@@ -69,3 +69,27 @@ func TestErrorsHideEchoedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A redirect to another host must not carry the client's credentials
+// there: net/http drops Authorization on such a redirect, but not the
+// other headers of Client.Header (Azure's "api-key"), nor the body.
+func TestRedirectToOtherHostCarriesNoCredentials(t *testing.T) {
+	var got http.Header
+	other, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Write([]byte(`{}`))
+	})
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	first, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL+"/v1/embeddings", http.StatusTemporaryRedirect)
+	})
+	c := &Client{URL: first.URL + "/v1/embeddings", APIKey: "sk-s3cret", Header: http.Header{"Api-Key": {"h-s3cret"}}}
+	c.Post(context.Background(), []byte(`{}`))
+	for k, vs := range got {
+		for _, v := range vs {
+			if strings.Contains(v, "s3cret") {
+				t.Errorf("the other host received %s: %s", k, v)
+			}
+		}
+	}
+}
