@@ -131,7 +131,7 @@ func redactURL(prefix, rest string) string {
 				if pair != "" {
 					b.WriteString(Mask)
 				}
-			case isShown(k) && !strings.Contains(pair[len(k)+1:], "="):
+			case isShown(k) && harmlessValue(pair[len(k)+1:]):
 				b.WriteString(pair)
 			default:
 				b.WriteString(k + "=" + Mask)
@@ -142,6 +142,15 @@ func redactURL(prefix, rest string) string {
 		b.WriteString("#" + Mask)
 	}
 	return b.String()
+}
+
+// harmlessValue reports whether a harmless key's raw query value may be
+// shown: not when it holds an '=' (a raw password's "&key=" tail) or a
+// "://" (a connection URL, which libpq expands from dbname), escaped or
+// not.
+func harmlessValue(raw string) bool {
+	v, err := url.QueryUnescape(raw)
+	return err == nil && !strings.Contains(raw, "=") && !strings.Contains(v, "=") && !strings.Contains(v, "://")
 }
 
 // Harmless reports whether the value of the query or keyword parameter
@@ -210,7 +219,9 @@ func redactKeywords(s string) string {
 		}
 		j = min(j, len(s))
 		value := s[vstart:j]
-		if shown[strings.ToLower(key)] && !strings.ContainsAny(value, `\'=`) {
+		// A value holding "://" may be a URL with a password (libpq
+		// expands "dbname=postgres://u:pw@h/db").
+		if shown[strings.ToLower(key)] && !strings.ContainsAny(value, `\'=`) && !strings.Contains(value, "://") {
 			b.WriteString(key + "=" + value)
 		} else {
 			b.WriteString(key + "=" + Mask)

@@ -29,6 +29,9 @@ func TestTarget(t *testing.T) {
 		{"host=h password='unterminated s3cret", "host=h password=xxxxx"},
 		{"host=h password=a://b@c", "host=h password=xxxxx"},
 		{"x postgres://u:s3cret@h", "xxxxx://u:xxxxx@h"},
+		// libpq expands a dbname holding a connection string.
+		{"host=h dbname=postgres://u:s3cret@h/db", "host=h dbname=xxxxx"},
+		{"postgres://h/db?dbname=postgresql://u:s3cret@x", "postgres://xxxxx@xxxxx"},
 		// A word after an unquoted password with a space is part of it.
 		{"host=h password=my s3cret dbname=d", "host=h password=xxxxx xxxxx dbname=d"},
 		// An '@' in a query value (Azure's user@server) is not the end of

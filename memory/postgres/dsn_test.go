@@ -63,3 +63,25 @@ func TestInvalidKeywordDSNAdvisesQuoting(t *testing.T) {
 		t.Fatalf("Open = %v, want ErrInvalidDSN advising quotes, without the password", err)
 	}
 }
+
+// libpq expands a dbname that is itself a connection string
+// ("dbname=postgres://u:pw@h/db"); pgx takes it as a database name, and its
+// connect error (and the server's) quoted it, password and all. Such a
+// dbname is refused before connecting, without the password.
+func TestOpenRefusesConnectionStringAsDBName(t *testing.T) {
+	for _, dsn := range []string{
+		"host=127.0.0.1 port=1 dbname=postgres://u:s3cret@127.0.0.1:1/db connect_timeout=2",
+		"host=127.0.0.1 port=1 dbname='host=x password=s3cret' connect_timeout=2",
+		"postgres://127.0.0.1:1/x?dbname=postgres://u:s3cret@127.0.0.1:1/db&connect_timeout=2",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := postgres.Open(ctx, dsn, nil)
+		cancel()
+		if b != nil {
+			b.Close()
+		}
+		if !errors.Is(err, postgres.ErrInvalidDSN) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) = %v, want ErrInvalidDSN without the password", dsn, err)
+		}
+	}
+}

@@ -93,6 +93,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("%w: %s (%s)", ErrInvalidDSN, Redact(dsn), hint)
 	}
+	if strings.Contains(cfg.Database, "://") || strings.Contains(cfg.Database, "=") {
+		// libpq expands such a dbname ("dbname=postgres://u:pw@h/db");
+		// pgx takes it for a name, which its errors (and the server's)
+		// then quote, password and all.
+		return nil, fmt.Errorf("%w: %s (dbname holds a connection string: give that string itself as the store)", ErrInvalidDSN, Redact(dsn))
+	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
 	// The advisory lock waits server-side up to lock_timeout: no polling.
 	b.commits = groupcommit.Committer{Begin: b.begin}
