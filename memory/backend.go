@@ -124,7 +124,18 @@ func classifyTarget(target string) (targetKind, string) {
 // Open refuses. The CLI uses it to create the file's directory.
 func SQLitePath(target string) (path string, ok bool) {
 	kind, p := classifyTarget(target)
-	return p, kind == targetSQLite
+	if kind != targetSQLite {
+		return "", false
+	}
+	// A "file:" URI's file, not the URI (the CLI once made a directory
+	// named "file:" for "file:/a/b.db").
+	if f := sqlite.FileName(p); f != "" {
+		return f, true
+	}
+	if strings.TrimSpace(p) == "" {
+		return p, true
+	}
+	return ":memory:", true
 }
 
 // keywordDSN matches the start of a libpq keyword/value connection string:

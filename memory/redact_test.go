@@ -66,6 +66,13 @@ func TestSQLitePath(t *testing.T) {
 		{"host=h password=a://b", "", false},
 		{"x password=y", "", false},
 		{"mysql://h", "", false},
+		// A SQLite "file:" URI names its file after "file:"; the CLI
+		// made a directory named "file:" for it.
+		{"file:/tmp/x.db", "/tmp/x.db", true},
+		{"file:/tmp/a%20b.db?mode=rwc", "/tmp/a b.db", true},
+		{"file:x.db", "x.db", true},
+		{"file::memory:?cache=shared", ":memory:", true},
+		{"file:/tmp/m.db?mode=memory", ":memory:", true},
 	} {
 		if p, ok := memory.SQLitePath(tc.target); p != tc.path || ok != tc.ok {
 			t.Errorf("SQLitePath(%q) = %q, %v; want %q, %v", tc.target, p, ok, tc.path, tc.ok)

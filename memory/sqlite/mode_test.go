@@ -65,3 +65,22 @@ func TestNewDatabaseThroughDanglingLinkIsPrivate(t *testing.T) {
 		t.Errorf("the link's target is %v, want -rw-------", perm)
 	}
 }
+
+// A "file:" URI names a new database as well: createPrivate left it to
+// SQLite, which created it 0644.
+func TestNewDatabaseByURIIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "uri.db")
+	b, err := sqlite.Open(ctx, "file:"+path+"?mode=rwc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("%s is %v, want -rw-------", path, perm)
+	}
+}
