@@ -282,8 +282,9 @@ func (b *Backend) listen(ctx context.Context, changed func(int64), live func(boo
 // does: the scheme is lowered (schemes are case-insensitive, and the store
 // takes "POSTGRES://" for PostgreSQL, but pgx only knows lower case), and
 // a URL with an '@' outside its userinfo (which, as in libpq, ends at the
-// first '@' before any '/') is refused as ErrInvalidDSN. Such an '@' is
-// the end of a password holding an unescaped '/' (or '?'):
+// first '@' before any '/') in its host or path is refused as
+// ErrInvalidDSN. Such an '@' is the end of a password holding an
+// unescaped '/':
 // "postgres://ada:1/s3cret@h/db" is host "ada", port 1 and database
 // "s3cret@h/db" to pgx, whose connect error then quotes the password's
 // pieces (and a DNS lookup or the server receives them). An '@' in a query
@@ -302,11 +303,9 @@ func checkURL(dsn string) (string, error) {
 	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
 		rest = rest[i+1:] // past the userinfo
 	}
-	hostPath, query, _ := strings.Cut(rest, "?")
-	if strings.Contains(hostPath, "@") ||
-		// The '/' that ended the userinfo search was in the query, so
-		// an '@' after it may have ended a password ("u:5432?a/b@h").
-		!strings.Contains(hostPath, "/") && strings.Contains(query, "/") && strings.Contains(query, "@") {
+	// Only the host and path: a query may hold both '/' and '@' for good
+	// reasons ("?host=/tmp&user=ada@srv").
+	if hostPath, _, _ := strings.Cut(rest, "?"); strings.Contains(hostPath, "@") {
 		return "", fmt.Errorf("%w: %s: an '@' outside the user:password part (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F, ? as %%3F)",
 			ErrInvalidDSN, Redact(dsn))
 	}
