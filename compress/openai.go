@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -236,3 +237,22 @@ func (s *OpenAISummarizer) decode(raw []byte) (string, error) {
 	}
 	return out, nil
 }
+
+// String prints the options as %+v would, with APIKey, the values of
+// Header and the base URL's secrets masked: options an application logs
+// (fmt's %v, %+v, %#v; slog through LogValue) never carry the key.
+func (o OpenAIOptions) String() string {
+	type plain OpenAIOptions // without this method
+	p := plain(o)
+	p.BaseURL = redact.Target(p.BaseURL)
+	p.APIKey = redact.Secret(p.APIKey)
+	p.Header = redact.Header(p.Header)
+	return fmt.Sprintf("%+v", p)
+}
+
+// GoString is String, for %#v.
+func (o OpenAIOptions) GoString() string { return o.String() }
+
+// LogValue is String, for log/slog (whose JSON handler would otherwise
+// marshal every field).
+func (o OpenAIOptions) LogValue() slog.Value { return slog.StringValue(o.String()) }

@@ -74,6 +74,11 @@ func openBackend(ctx context.Context, target string, o Options) (Backend, string
 		return b, redactURL(path), err
 	case targetPostgres:
 		b, err := postgres.Open(ctx, target, &postgres.Options{LockTimeout: o.BusyTimeout, Logger: o.Logger})
+		if err != nil && !strings.ContainsAny(target, ":/ \t\n\r") && !passwordKey.MatchString(target) {
+			// One word, "host=x.db": it may have been meant as a file name
+			// (no password in it, so it may be shown).
+			err = fmt.Errorf("%w\n(read as a PostgreSQL keyword DSN; for a SQLite file of that name use ./%s or sqlite://%s)", err, target, target)
+		}
 		return b, redactURL(target), err
 	case targetSecretFile:
 		return nil, "", invalidArg("store %q looks like a connection string, not a file name (a PostgreSQL keyword DSN starts with host=, dbname=, user=, ...; a SQLite file name may not hold \"password=\")", redactURL(target))
@@ -119,7 +124,18 @@ func classifyTarget(target string) (targetKind, string) {
 // Open refuses. The CLI uses it to create the file's directory.
 func SQLitePath(target string) (path string, ok bool) {
 	kind, p := classifyTarget(target)
-	return p, kind == targetSQLite
+	if kind != targetSQLite {
+		return "", false
+	}
+	// A "file:" URI's file, not the URI (the CLI once made a directory
+	// named "file:" for "file:/a/b.db").
+	if f := sqlite.FileName(p); f != "" {
+		return f, true
+	}
+	if strings.TrimSpace(p) == "" {
+		return p, true
+	}
+	return ":memory:", true
 }
 
 // keywordDSN matches the start of a libpq keyword/value connection string:

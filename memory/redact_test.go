@@ -66,6 +66,13 @@ func TestSQLitePath(t *testing.T) {
 		{"host=h password=a://b", "", false},
 		{"x password=y", "", false},
 		{"mysql://h", "", false},
+		// A SQLite "file:" URI names its file after "file:"; the CLI
+		// made a directory named "file:" for it.
+		{"file:/tmp/x.db", "/tmp/x.db", true},
+		{"file:/tmp/a%20b.db?mode=rwc", "/tmp/a b.db", true},
+		{"file:x.db", "x.db", true},
+		{"file::memory:?cache=shared", ":memory:", true},
+		{"file:/tmp/m.db?mode=memory", ":memory:", true},
 	} {
 		if p, ok := memory.SQLitePath(tc.target); p != tc.path || ok != tc.ok {
 			t.Errorf("SQLitePath(%q) = %q, %v; want %q, %v", tc.target, p, ok, tc.path, tc.ok)
@@ -113,5 +120,22 @@ func TestOpenKeywordDSN(t *testing.T) {
 	}
 	if r, err := byKW.RenderedContent(ctx, "ada", "notes"); err != nil || !strings.Contains(r, "via URL") {
 		t.Fatalf("notes through the keyword DSN: %q, %v", r, err)
+	}
+}
+
+// A file name that reads as a keyword DSN ("host=x.db") opens PostgreSQL;
+// the failure said nothing of the file the user may have meant. It now
+// says how to name such a file.
+func TestKeywordLikeFileNameHint(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := memory.Open(ctx, "port=1", nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("port=1 opened")
+	}
+	if !strings.Contains(err.Error(), "./port=1") {
+		t.Fatalf("Open(port=1) = %v, want a hint naming ./port=1", err)
 	}
 }

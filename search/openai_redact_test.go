@@ -2,6 +2,8 @@ package search_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,6 +31,22 @@ func TestOpenAIEmbedderHidesURLSecrets(t *testing.T) {
 		}
 		if err == nil || strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "xxxxx") {
 			t.Errorf("base %q: err = %v", base, err)
+		}
+	}
+}
+
+// Options logged by an application (fmt's %v and %+v, slog with either
+// handler) printed the API key, the base URL's password and the headers
+// (an Azure api-key) as they were.
+func TestOpenAIOptionsPrintMasked(t *testing.T) {
+	o := search.OpenAIOptions{BaseURL: "https://ada:SECRET1@h/v1?api-key=SECRET2", Model: "m", APIKey: "SECRET3",
+		Header: http.Header{"Api-Key": {"SECRET4"}}}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("cfg", "opts", o)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("cfg", "opts", &o)
+	for _, s := range []string{fmt.Sprintf("%v", o), fmt.Sprintf("%+v", &o), fmt.Sprintf("%#v", o), fmt.Sprint(o), buf.String()} {
+		if strings.Contains(s, "SECRET") || !strings.Contains(s, "Model") && !strings.Contains(s, "m") {
+			t.Errorf("printed options %q show a secret", s)
 		}
 	}
 }

@@ -50,6 +50,13 @@ type Report struct {
 // device or socket is refused without being opened for a blocking read
 // (ErrUnsafeFile), and a file longer than a block may be is refused
 // (ErrTooLarge); each error names the file.
+//
+// A hard link is a regular file and is read: nothing on the file tells a
+// link made to smuggle a file in from one made on purpose. Linux's
+// fs.protected_hardlinks (on by default) lets a user link only files they
+// own or may read and write, so such a link brings in nothing its maker
+// could not read already; where it is off, import only directories whose
+// writers you trust with every file you can read.
 func Import(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
 	var rep Report
 	if st, err := os.Stat(dir); err != nil {

@@ -897,7 +897,12 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		// Not the temporary file's name: the user asked for path.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
 	err = write(f)

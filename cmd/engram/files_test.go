@@ -92,3 +92,17 @@ func TestCLINewStoreIsPrivate(t *testing.T) {
 		}
 	}
 }
+
+// "export --out" into a directory that does not exist named a temporary
+// file the user never asked for ("open dir/.x.json.tmp-123: no such file
+// or directory"); it names the file asked for.
+func TestCLIExportOutMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--value", "I am Ada.")
+	out := filepath.Join(dir, "missing", "x.json")
+	_, errs, code := cli(t, db, "", "export", "--out", out)
+	if code == 0 || !strings.Contains(errs, out) || strings.Contains(errs, ".tmp") {
+		t.Fatalf("export --out %s: code %d, stderr %q", out, code, errs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -129,6 +130,9 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	if hc == nil {
 		hc = defaultHTTP
 	}
+	if len(c.Header) > 0 {
+		hc = c.dropHeaderOnRedirect(hc)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		// Network errors and attempt timeouts are worth retrying.
@@ -165,20 +169,90 @@ func (c *Client) attempt(ctx context.Context, body []byte, check func([]byte) er
 	return raw, nil
 }
 
+// dropHeaderOnRedirect returns a copy of hc that, on a redirect to another
+// host, sends none of c.Header: net/http drops Authorization there, but
+// copies every other header, and Header may hold a key (Azure's
+// "api-key"). hc's own CheckRedirect (or net/http's limit of 10) still
+// applies.
+func (c *Client) dropHeaderOnRedirect(hc *http.Client) *http.Client {
+	cp := *hc
+	next := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && !strings.EqualFold(req.URL.Hostname(), via[0].URL.Hostname()) {
+			for k := range c.Header {
+				req.Header.Del(k)
+			}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
+}
+
 // SafeURL is URL as messages show it: a password in the userinfo and the
 // query's values (an api-key) masked by redact.Target.
 func (c *Client) SafeURL() string {
 	return redact.Target(c.URL)
 }
 
-// ErrorMessage is the package function ErrorMessage with c.Clip.
+// ErrorMessage is the package function ErrorMessage with c.Clip, and with
+// the client's secrets masked (see Quote).
 func (c *Client) ErrorMessage(raw []byte) string {
-	return errorMessage(raw, c.clip())
+	return c.hide(errorMessage([]byte(c.hide(string(raw))), c.clip()))
 }
 
-// Quote returns raw shortened to about n bytes by c.Clip, quoted.
+// Quote returns raw shortened to about n bytes by c.Clip, quoted. The
+// client's secrets (APIKey, the values of Header, the URL's password and
+// query values) are masked first: a server or proxy may echo what it was
+// sent ("Incorrect API key provided: Bearer sk-..."), and the body is
+// quoted into errors and logs.
 func (c *Client) Quote(raw []byte, n int) string {
-	return quote(raw, n, c.clip())
+	return quote([]byte(c.hide(string(raw))), n, c.clip())
+}
+
+// hide masks the client's secrets in s. Values shorter than 4 bytes are
+// left alone: masking them would mask ordinary text and hide nothing.
+func (c *Client) hide(s string) string {
+	var secrets []string
+	add := func(v string) {
+		if len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	add(c.APIKey)
+	for _, vs := range c.Header {
+		for _, v := range vs {
+			add(v)
+			add(strings.TrimPrefix(v, "Bearer "))
+		}
+	}
+	if u, err := url.Parse(c.URL); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+			add(url.PathEscape(pw))
+			add(url.QueryEscape(pw))
+		}
+		for k, vs := range u.Query() {
+			if redact.Harmless(k) {
+				continue
+			}
+			for _, v := range vs {
+				add(v)
+				add(url.QueryEscape(v))
+			}
+		}
+	}
+	// Longest first, so a secret holding another is masked whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, redact.Mask)
+	}
+	return s
 }
 
 func (c *Client) clip() func(string, int) string {

@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -75,6 +76,8 @@ func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' 
 
 func redactURL(prefix, rest string) string {
 	var b strings.Builder
+	continued := false // rest is the tail of a query value, after an '@'
+
 	b.WriteString(prefix)
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		userinfo := rest[:at]
@@ -92,6 +95,17 @@ func redactURL(prefix, rest string) string {
 		}
 		b.WriteByte('@')
 		rest = rest[at+1:]
+		if strings.ContainsRune(userinfo, '#') {
+			// The '@' was in a fragment: all of it is hidden.
+			b.WriteString(Mask)
+			return b.String()
+		}
+		if strings.ContainsRune(userinfo, '?') {
+			// The '@' was in the query ("?user=ada@srv&password=..."):
+			// what follows it is more of the query, not a host.
+			rest = "?" + rest
+			continued = true
+		}
 	}
 	fragment := false
 	if h := strings.IndexByte(rest, '#'); h >= 0 {
@@ -100,19 +114,24 @@ func redactURL(prefix, rest string) string {
 	hostPath, query, hasQuery := strings.Cut(rest, "?")
 	b.WriteString(hostPath)
 	if hasQuery {
-		b.WriteByte('?')
+		if !continued {
+			b.WriteByte('?')
+		}
 		for i, pair := range strings.Split(query, "&") {
 			if i > 0 {
 				b.WriteByte('&')
 			}
 			k, _, hasValue := strings.Cut(pair, "=")
 			switch {
+			case continued && i == 0:
+				// The rest of the value that held the '@'.
+				b.WriteString(Mask)
 			case !hasValue:
 				// A bare word may be a password that held an '&'.
 				if pair != "" {
 					b.WriteString(Mask)
 				}
-			case isShown(k) && !strings.Contains(pair[len(k)+1:], "="):
+			case isShown(k) && harmlessValue(pair[len(k)+1:]):
 				b.WriteString(pair)
 			default:
 				b.WriteString(k + "=" + Mask)
@@ -125,6 +144,20 @@ func redactURL(prefix, rest string) string {
 	return b.String()
 }
 
+// harmlessValue reports whether a harmless key's raw query value may be
+// shown: not when it holds an '=' (a raw password's "&key=" tail) or a
+// "://" (a connection URL, which libpq expands from dbname), escaped or
+// not.
+func harmlessValue(raw string) bool {
+	v, err := url.QueryUnescape(raw)
+	return err == nil && !strings.Contains(raw, "=") && !strings.Contains(v, "=") && !strings.Contains(v, "://")
+}
+
+// Harmless reports whether the value of the query or keyword parameter
+// key is shown by Target (sslmode, api-version, ...): it cannot hold a
+// secret.
+func Harmless(key string) bool { return shown[strings.ToLower(key)] }
+
 func isShown(rawKey string) bool {
 	k, err := url.QueryUnescape(rawKey)
 	return err == nil && shown[strings.ToLower(k)]
@@ -133,8 +166,9 @@ func isShown(rawKey string) bool {
 // redactKeywords masks the values of a libpq keyword/value string: pairs
 // "key = value" separated by white space, a value either bare (backslash
 // escapes the next character) or single-quoted (backslash escapes inside).
-// Words that are not followed by '=' are copied (they are not values), an
-// unterminated quote masks the rest of the string.
+// Words that are not followed by '=' are masked (in "password=my secret"
+// the second word is the rest of an unquoted password), an unterminated
+// quote masks the rest of the string.
 func redactKeywords(s string) string {
 	var b strings.Builder
 	i := 0
@@ -159,7 +193,9 @@ func redactKeywords(s string) string {
 				// but never loop without progress.
 				i++
 			}
-			b.WriteString(key)
+			// A word that is no key=value is a piece of the value
+			// before it: "password=my secret" (an unquoted space).
+			b.WriteString(Mask)
 			continue
 		}
 		j++ // '='
@@ -183,7 +219,9 @@ func redactKeywords(s string) string {
 		}
 		j = min(j, len(s))
 		value := s[vstart:j]
-		if shown[strings.ToLower(key)] && !strings.ContainsAny(value, `\'=`) {
+		// A value holding "://" may be a URL with a password (libpq
+		// expands "dbname=postgres://u:pw@h/db").
+		if shown[strings.ToLower(key)] && !strings.ContainsAny(value, `\'=`) && !strings.Contains(value, "://") {
 			b.WriteString(key + "=" + value)
 		} else {
 			b.WriteString(key + "=" + Mask)
@@ -195,4 +233,25 @@ func redactKeywords(s string) string {
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// Header returns a copy of h with every value masked (an extra request
+// header may carry a key: Azure's "api-key"), for printing options.
+func Header(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k := range h {
+		out[k] = []string{Mask}
+	}
+	return out
+}
+
+// Secret returns Mask for a non-empty s, for printing options.
+func Secret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return Mask
 }

@@ -29,6 +29,14 @@ func TestTarget(t *testing.T) {
 		{"host=h password='unterminated s3cret", "host=h password=xxxxx"},
 		{"host=h password=a://b@c", "host=h password=xxxxx"},
 		{"x postgres://u:s3cret@h", "xxxxx://u:xxxxx@h"},
+		// libpq expands a dbname holding a connection string.
+		{"host=h dbname=postgres://u:s3cret@h/db", "host=h dbname=xxxxx"},
+		{"postgres://h/db?dbname=postgresql://u:s3cret@x", "postgres://xxxxx@xxxxx"},
+		// A word after an unquoted password with a space is part of it.
+		{"host=h password=my s3cret dbname=d", "host=h password=xxxxx xxxxx dbname=d"},
+		// An '@' in a query value (Azure's user@server) is not the end of
+		// a userinfo: what follows it is still the query.
+		{"postgres://h:5432/db?user=ada@srv&password=s3cret", "postgres://xxxxx@xxxxx&password=xxxxx"},
 	} {
 		if got := redact.Target(tc.in); got != tc.want {
 			t.Errorf("Target(%q) = %q, want %q", tc.in, got, tc.want)
@@ -49,14 +57,17 @@ func FuzzRedactTarget(f *testing.F) {
 	f.Add("a://b@c", "u", "h", "d", uint8(6), "")
 	f.Add("x&sslmode=y", "", "h:5432", "d", uint8(9), "")
 	f.Fuzz(func(t *testing.T, pw, user, host, db string, form uint8, lead string) {
-		pw = "Z" + pw
+		// "Z" and "Y" mark the password's ends; no other part of the
+		// target holds an upper-case letter, so any "Z" or "Y" in the
+		// output is (a piece of) the password.
+		pw = "Z" + pw + "Y"
 		user, host, db = plain(user), plain(host), plain(db)
 		if strings.Trim(lead, " \t") != "" {
 			lead = ""
 		}
 		var in string
 		escaped := []string{pw}
-		switch form % 12 {
+		switch form % 13 {
 		case 0: // userinfo, escaped
 			u := &url.URL{Scheme: "postgres", User: url.UserPassword(user, pw), Host: host, Path: "/" + db}
 			in = u.String()
@@ -90,11 +101,22 @@ func FuzzRedactTarget(f *testing.F) {
 			in = "http://" + host + "/v1/embeddings?api-version=1&api-key=" + pw
 		case 10: // password only, empty user
 			in = "postgres://:" + pw + "@" + host
+		case 12: // an '@' in a query value before the password
+			in = "postgres://" + host + "/" + db + "?user=" + user + "@" + host + "&password=" + pw
 		default: // password in a fragment
 			in = "postgres://" + host + "/" + db + "#" + pw
 		}
 		in = lead + in
 		out := redact.Target(in)
+		// A raw '&' in a query password, or a raw " key=" in a keyword
+		// one, starts a parameter of its own (pgx reads it so): what
+		// follows is no longer the password, and a harmless key's value
+		// may be shown. Every other piece of the password must be hidden.
+		split := (form%13 == 3 || form%13 == 9 || form%13 == 12) && strings.Contains(pw, "&") ||
+			(form%13 == 6) && strings.Contains(pw, "=")
+		if !split && strings.ContainsAny(out, "ZY") {
+			t.Fatalf("Target(%q) = %q still holds (a piece of) the password %q", in, out, pw)
+		}
 		for _, s := range escaped {
 			if strings.Contains(out, s) {
 				t.Fatalf("Target(%q) = %q still holds the password %q", in, out, s)

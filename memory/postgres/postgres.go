@@ -79,12 +79,25 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	dsn, err := checkURL(dsn)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's message can quote the DSN, or a piece of a password (a
 		// bad escape), so it is not shown.
-		return nil, fmt.Errorf("%w: %s (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F)",
-			ErrInvalidDSN, Redact(dsn))
+		hint := "percent-encode special characters in a URL's password: % as %25, @ as %40, / as %2F"
+		if !strings.Contains(dsn, "://") {
+			hint = `single-quote a keyword value holding spaces or quotes, escaping ' and \ with \: password='it\'s a secret'`
+		}
+		return nil, fmt.Errorf("%w: %s (%s)", ErrInvalidDSN, Redact(dsn), hint)
+	}
+	if strings.Contains(cfg.Database, "://") || strings.Contains(cfg.Database, "=") {
+		// libpq expands such a dbname ("dbname=postgres://u:pw@h/db");
+		// pgx takes it for a name, which its errors (and the server's)
+		// then quote, password and all.
+		return nil, fmt.Errorf("%w: %s (dbname holds a connection string: give that string itself as the store)", ErrInvalidDSN, Redact(dsn))
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
 	// The advisory lock waits server-side up to lock_timeout: no polling.
@@ -263,6 +276,40 @@ func (b *Backend) listen(ctx context.Context, changed func(int64), live func(boo
 			changed(id)
 		}
 	}
+}
+
+// checkURL prepares a postgres:// URL for pgx, which parses it as libpq
+// does: the scheme is lowered (schemes are case-insensitive, and the store
+// takes "POSTGRES://" for PostgreSQL, but pgx only knows lower case), and
+// a URL with an '@' outside its userinfo (which, as in libpq, ends at the
+// first '@' before any '/') in its host or path is refused as
+// ErrInvalidDSN. Such an '@' is the end of a password holding an
+// unescaped '/':
+// "postgres://ada:1/s3cret@h/db" is host "ada", port 1 and database
+// "s3cret@h/db" to pgx, whose connect error then quotes the password's
+// pieces (and a DNS lookup or the server receives them). An '@' in a query
+// value ("?user=ada@srv") stays allowed. A keyword DSN is left to pgx.
+func checkURL(dsn string) (string, error) {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn, nil
+	}
+	switch lower := strings.ToLower(scheme); lower {
+	case "postgres", "postgresql":
+		dsn = lower + "://" + rest
+	default:
+		return dsn, nil
+	}
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		rest = rest[i+1:] // past the userinfo
+	}
+	// Only the host and path: a query may hold both '/' and '@' for good
+	// reasons ("?host=/tmp&user=ada@srv").
+	if hostPath, _, _ := strings.Cut(rest, "?"); strings.Contains(hostPath, "@") {
+		return "", fmt.Errorf("%w: %s: an '@' outside the user:password part (percent-encode special characters in a URL's password: %% as %%25, @ as %%40, / as %%2F, ? as %%3F)",
+			ErrInvalidDSN, Redact(dsn))
+	}
+	return dsn, nil
 }
 
 // Redact returns target with any password (and any other value that could

@@ -39,3 +39,48 @@ func TestNewDatabaseFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// A store path that is a symbolic link to a file not made yet (a dotfile
+// link into a synced directory) is a new database too: createPrivate's
+// O_EXCL refused the link as existing, and SQLite then created the target
+// 0644 (less the umask), readable by every local user.
+func TestNewDatabaseThroughDanglingLinkIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.db")
+	path := filepath.Join(dir, "store.db")
+	if err := os.Symlink(real, path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fi, err := os.Stat(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("the link's target is %v, want -rw-------", perm)
+	}
+}
+
+// A "file:" URI names a new database as well: createPrivate left it to
+// SQLite, which created it 0644.
+func TestNewDatabaseByURIIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "uri.db")
+	b, err := sqlite.Open(ctx, "file:"+path+"?mode=rwc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("%s is %v, want -rw-------", path, perm)
+	}
+}

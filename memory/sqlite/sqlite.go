@@ -242,16 +242,23 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 // createPrivate creates a new database file 0600 before SQLite does: the
 // driver would create it 0644 (less the umask), readable by every local
 // user, and it holds every agent's memory. SQLite gives the -wal and -shm
-// files it creates the database file's mode, so they are private too. An
-// existing file keeps its mode (the operator's choice); a name that exists
-// as something else, or a "file:" URI, is left to SQLite.
+// files it creates the database file's mode, so they are private too. A
+// link to a file not made yet gets its target made so. An existing file
+// keeps its mode (the operator's choice); a name that exists
+// as something else is left to SQLite. A "file:" URI's file is made so too.
 func createPrivate(path string) error {
-	if strings.HasPrefix(path, "file:") {
-		return nil // a URI the driver resolves; not a file name to create
+	if path = FileName(path); path == "" {
+		return nil // an in-memory database, or a URI SQLite resolves
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+		// A symbolic link to a file not made yet (O_EXCL refuses any
+		// link): create its target, 0600, as SQLite would (0644).
+		// Without O_EXCL a file made meanwhile is opened, not truncated.
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
@@ -342,7 +349,47 @@ func (b *Backend) dsn(immediate bool) string {
 	if immediate {
 		q.Set("_txlock", "immediate")
 	}
-	return b.path + "?" + q.Encode()
+	return b.path + b.querySep() + q.Encode()
+}
+
+// querySep is what joins the driver's parameters to the path: "&" after a
+// "file:" URI's own query ("file:x.db?mode=rwc"), else "?".
+func (b *Backend) querySep() string {
+	if strings.HasPrefix(b.path, "file:") && strings.Contains(b.path, "?") {
+		return "&"
+	}
+	return "?"
+}
+
+// FileName returns the file SQLite opens for path: path itself, or for a
+// "file:" URI ("file:/a/b.db?mode=rwc", "file:///a/b.db", "file:b.db")
+// its decoded path, or "" for an in-memory database (":memory:",
+// "file::memory:", mode=memory) and a URI naming another host.
+func FileName(path string) string {
+	if path == ":memory:" {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(path, "file:")
+	if !ok {
+		return path
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	rest, query, _ := strings.Cut(rest, "?")
+	if q, err := url.ParseQuery(query); err == nil && q.Get("mode") == "memory" {
+		return ""
+	}
+	if after, ok := strings.CutPrefix(rest, "//"); ok {
+		host, p, found := strings.Cut(after, "/")
+		if !found || host != "" && host != "localhost" {
+			return ""
+		}
+		rest = "/" + p
+	}
+	p, err := url.PathUnescape(rest)
+	if err != nil || p == "" || p == ":memory:" {
+		return ""
+	}
+	return p
 }
 
 // enableWAL switches a file to WAL once. The switch needs an exclusive lock
@@ -350,7 +397,7 @@ func (b *Backend) dsn(immediate bool) string {
 // failure (a file that is not a database, a directory, no permission) is
 // reported at once.
 func (b *Backend) enableWAL(ctx context.Context) error {
-	db, err := sql.Open(sqlitedriver.Name, b.path+"?_busy_timeout="+fmt.Sprint(b.busy.Milliseconds()))
+	db, err := sql.Open(sqlitedriver.Name, b.path+b.querySep()+"_busy_timeout="+fmt.Sprint(b.busy.Milliseconds()))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", b.path, err)
 	}
