@@ -449,7 +449,9 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 
 // Merge merges automerge changes made outside the store into the block,
 // validated, persisted and attributed to the agent (see
-// [Cache.MergeChanges]; it needs ReadWrite).
+// [Cache.MergeChanges]; it needs Append or above, and the merged changes
+// are judged as an edit at the handle's permission: at Append, only
+// appends come in).
 func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err
