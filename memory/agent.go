@@ -437,13 +437,11 @@ func (b *Block) Append(ctx context.Context, text string) error {
 }
 
 // Replace replaces the first occurrence of old with new in a Text block
-// and reports whether old occurred: false with a nil error changed
-// nothing (see [Cache.ReplaceInBlock]).
+// and reports whether old occurred. As on every write path (see
+// [Cache.ReplaceInBlock]), when old does not occur nothing changes and the
+// error wraps ErrNoMatch; found is err == nil.
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
-	if errors.Is(err, ErrNoMatch) {
-		return false, nil
-	}
 	return err == nil, err
 }
 
