@@ -68,3 +68,31 @@ func TestUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T) {
 		t.Fatalf("import of the export: %v", err)
 	}
 }
+
+// Another store's cached block follows a schema change: its view shows the
+// new schema, and its next write is judged under it.
+func TestSchemaChangeReachesAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	a, b := openFile(t, path, nil), openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
+		Value: []any{int64(1), int64(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetBlock(ctx, "ada", "l"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 2}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.GetBlock(ctx, "ada", "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := d.Schema().(schema.List); !ok || l.MaxItems != 2 {
+		t.Fatalf("the other store sees schema %v", d.Schema())
+	}
+	if err := b.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
+		t.Fatal("a third item came in past max_items 2")
+	}
+}
