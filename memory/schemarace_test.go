@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -19,8 +20,15 @@ import (
 // the UPDATE was unconditional: the schema (max_items 2) was stored over
 // three items, and Import refused the store's own Export.
 func TestUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T) {
+	runUpdateBlockSchemaMeetsAnotherStoresWrite(t, filepath.Join(t.TempDir(), "m.db"))
+}
+
+func TestUpdateBlockSchemaMeetsAnotherStoresWritePostgres(t *testing.T) {
+	runUpdateBlockSchemaMeetsAnotherStoresWrite(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func runUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
 	var armed atomic.Bool
 	var b *memory.Cache
 	var bErr error
