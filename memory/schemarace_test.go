@@ -93,6 +93,11 @@ func TestSchemaChangeReachesAnotherStore(t *testing.T) {
 	if err := a.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 2}); err != nil {
 		t.Fatal(err)
 	}
+	// A stale write first (applied ahead on the cached document, under the
+	// old schema), then the view.
+	if err := b.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
+		t.Fatal("a stale write put a third item past max_items 2")
+	}
 	d, err := b.GetBlock(ctx, "ada", "l")
 	if err != nil {
 		t.Fatal(err)
