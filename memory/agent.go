@@ -437,9 +437,9 @@ func (b *Block) Append(ctx context.Context, text string) error {
 }
 
 // Replace replaces the first occurrence of old with new in a Text block
-// and reports whether it did: when old does not occur, nothing changes and
-// the error wraps ErrNoMatch, as on every write path (see
-// [Cache.ReplaceInBlock]).
+// and reports whether old occurred. As on every write path (see
+// [Cache.ReplaceInBlock]), when old does not occur nothing changes and the
+// error wraps ErrNoMatch; found is err == nil.
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
@@ -447,7 +447,9 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 
 // Merge merges automerge changes made outside the store into the block,
 // validated, persisted and attributed to the agent (see
-// [Cache.MergeChanges]; it needs ReadWrite).
+// [Cache.MergeChanges]; it needs Append or above, and the merged changes
+// are judged as an edit at the handle's permission: at Append, only
+// appends come in).
 func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err

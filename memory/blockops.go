@@ -684,18 +684,51 @@ func (c *Cache) SetBlockPermission(ctx context.Context, agent, label string, p b
 }
 
 func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
+	// The checks are made on the cached document; the UPDATE takes only if
+	// the row is still the one that document reflects, or another
+	// process's write that landed in between (content the new schema
+	// refuses, say) would be kept under a schema it was never checked
+	// against, and its rendering overwritten. Met, the block is reloaded
+	// and checked again.
+	for attempt := 0; ; attempt++ {
+		again, err := c.reconfigureOnce(ctx, agent, label, op, change)
+		if !again {
+			return err
+		}
+		if attempt >= 16 {
+			return fmt.Errorf("%w: reconfigure block %q of %q: the block kept changing under it", ErrPersist, label, agent)
+		}
+	}
+}
+
+// reconfigureOnce is one attempt of reconfigure; again reports that the
+// block's row changed since the document it checked was read.
+func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
 	ent, doc, err := c.view(ctx, agent, "", label)
 	if err != nil {
-		return err
+		return false, err
+	}
+	// Held from the checks to the UPDATE: this process's writes wait.
+	ent.lock()
+	locked := true
+	defer func() {
+		if locked {
+			ent.unlock()
+		}
+	}()
+	seq, epoch, metaVer, broken := ent.freshness()
+	if broken != nil {
+		c.dropBlock(agent, label)
+		return true, nil
 	}
 	if err := doc.Authorize(blocks.Agent, op); err != nil {
-		return err
+		return false, err
 	}
 	info := doc.Info()
 	old := info.Schema
 	change(&info)
 	if err := info.Check(); err != nil {
-		return err
+		return false, err
 	}
 	if info.Schema.Kind() == old.Kind() && !reflect.DeepEqual(old, info.Schema) {
 		// (A change of kind is SetInfo's to refuse.) The content must be valid under the new schema, every part of
@@ -705,33 +738,38 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 			err = blocks.CheckValue(info.Schema, v)
 		}
 		if err != nil {
-			return fmt.Errorf("memory: block %q of %q: the content does not fit the new schema: %w", label, agent, err)
+			return false, fmt.Errorf("memory: block %q of %q: the content does not fit the new schema: %w", label, agent, err)
 		}
 	}
+	prev := doc.Info()
 	if err := doc.SetInfo(info); err != nil {
-		return err
+		return false, err
 	}
 	schemaJSON, err := schema.Marshal(info.Schema)
 	if err != nil {
-		return err
+		return false, err
 	}
 	n, err := c.exec(ctx, `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
-		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ? WHERE owner = ? AND label = ?`,
+		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ?
+		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ?`,
 		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
-		info.Priority, doc.Render(), c.nanos(), agent, label)
+		info.Priority, doc.Render(), c.nanos(), ent.id, ent.incarnation, seq, epoch, metaVer)
 	if err != nil {
 		c.dropBlock(agent, label)
-		return fmt.Errorf("%w: reconfigure block %q of %q: %v", ErrPersist, label, agent, err)
+		return false, fmt.Errorf("%w: reconfigure block %q of %q: %v", ErrPersist, label, agent, err)
 	}
 	if n == 0 {
+		// Another writer (or a delete) since the document was read: the
+		// document must not keep the metadata the row did not take.
+		_ = doc.SetInfo(prev)
 		c.dropBlock(agent, label)
-		return notFound("block %q of agent %q", label, agent)
+		return true, nil
 	}
-	ent.lock()
 	ent.set(func(e *entry) { e.metaVer++ })
 	ent.unlock()
+	locked = false
 	// SetInfo may have created containers for new fields.
-	return c.persist(ctx, ent)
+	return false, c.persist(ctx, ent)
 }
 
 // Compact folds a block's updates into its snapshot now (edits still

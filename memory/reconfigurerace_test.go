@@ -1,0 +1,72 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+)
+
+// Metadata changes and writes from two stores on one block, write-through
+// and write-back: no deadlock (reconfigure holds the entry lock across its
+// UPDATE), and the block ends valid under its schema with its stored
+// rendering matching the document.
+func TestReconfigureUnderConcurrentWrites(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		path := filepath.Join(t.TempDir(), "m.db")
+		a := openFile(t, path, &memory.Options{WriteBack: wb})
+		b := openFile(t, path, &memory.Options{WriteBack: wb})
+		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, c := range []*memory.Cache{a, b} {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					_ = c.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(i)})
+					if i%3 == 0 {
+						_ = c.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpDeleteItem, Index: 0})
+					}
+					if wb {
+						_ = c.PersistBlock(ctx, "ada", "l")
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					_ = c.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 20 + i%5})
+					_ = c.SetBlockPinned(ctx, "ada", "l", i%2 == 0)
+				}
+			}()
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			t.Fatal("deadlock/timeout")
+		}
+		cancel()
+		_ = a.Flush(context.Background())
+		_ = b.Flush(context.Background())
+		c := openFile(t, path, nil)
+		d, err := c.GetBlock(context.Background(), "ada", "l")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := d.Value()
+		if err := blocks.CheckValue(d.Schema(), v); err != nil {
+			t.Fatalf("wb=%v: %v", wb, err)
+		}
+		r, _ := c.RenderedContent(context.Background(), "ada", "l")
+		if r != d.Render() {
+			t.Fatalf("wb=%v: rendering %q vs %q", wb, r, d.Render())
+		}
+	}
+}
