@@ -21,9 +21,8 @@ const DefaultCharLimit = 5000
 
 // MaxCharLimit is the largest character limit a store gives a new block.
 // Every character of a block is an automerge op kept forever, and
-// automerge's text insert grows faster than linearly (measured here: one
-// insert of 100k characters 0.3 s, 1M characters 4.3 s, 10M characters
-// ~80 s), so a block is memory a model reads, not a document store: put
+// automerge's text insert grows faster than linearly (measured figures in
+// docs/performance.md), so a block is memory a model reads, not a document store: put
 // big texts in archival entries.
 const MaxCharLimit = 1 << 20
 

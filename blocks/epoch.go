@@ -85,7 +85,7 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 // Adopt is Reset to fresh, a document Rebased made from this replica
 // whose saved bytes are now the new epoch's snapshot: it takes fresh's
 // document over instead of loading those bytes again (a load costs more
-// than building the document did: about 2 µs per character). fresh must
+// than building the document did; see docs/performance.md). fresh must
 // not be used afterwards.
 func (r *Replica) Adopt(fresh *Document) (*Carried, error) {
 	fc := fresh.c

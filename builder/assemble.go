@@ -504,8 +504,8 @@ func (w *promptWriter) recalled(rs []recallPlan) {
 }
 
 // shortHash is a 64-bit change detector for sections: CRC-32C and CRC-32
-// (IEEE) of s side by side, both hardware-accelerated (SHA-256 over a
-// whole 50 KB prompt cost more than half of a warm build, FNV a third). It
+// (IEEE) of s side by side, both hardware-accelerated (SHA-256 or FNV over
+// a whole prompt was a large share of a warm build; docs/performance.md). It
 // is not a digest to trust against an adversary.
 func shortHash(s string) string {
 	// Read the string's bytes in place: crc32 neither keeps nor writes them.

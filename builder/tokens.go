@@ -376,7 +376,7 @@ type CountStore interface {
 // TextHash is the stable key of a text's token count: FNV-1a (64 bits)
 // over its bytes, then its length.
 func TextHash(text string) uint64 {
-	// hash/fnv over []byte(text) copied the text (50 KB per warm build);
+	// hash/fnv over []byte(text) copied the text on every warm build;
 	// this is the same function over the string in place.
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)

@@ -143,14 +143,15 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // savepoint for each statement that writes through a trigger or to a
 // virtual table, and FTS5 answers every savepoint by flushing its pending
 // terms to disk, so one row per statement made one FTS5 segment (and
-// later merges) per row — a 10k-vector load took 1.9× as long. The ids a
+// later merges) per row, which made bulk loads much slower
+// (docs/performance.md). The ids a
 // statement returns are sorted: both engines assign them in increasing
 // order as they process the rows, and RETURNING's order is unspecified.
 func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
 	// A batch of several full chunks parses their statement once (the
-	// SQLite driver parses every Query otherwise; a 100-row INSERT's
-	// parse is ~100 µs); a lone chunk is not worth a prepare.
+	// SQLite driver parses every Query otherwise, and a 100-row INSERT is
+	// long to parse); a lone chunk is not worth a prepare.
 	var full *sql.Stmt
 	if len(rows) > archivalInsertRows {
 		var err error

@@ -48,9 +48,8 @@ type Options struct {
 	// this many have accumulated (default 128), and for a large block only
 	// once there is also one update per compactCharsPerUpdate (128)
 	// characters of content: saving a snapshot costs time in proportion to
-	// the block, so a 140k-character block is compacted every ~1,100
-	// appends, not every 128 (which cost ~190 µs per append, amortized),
-	// and loading those updates still costs no more than loading the
+	// the block, so a large block is compacted less often than every 128
+	// appends (figures in docs/design.md, "How a write works"), and loading those updates still costs no more than loading the
 	// snapshot they would have been folded into.
 	CompactAfter int
 	// HistoryLimit bounds what a block's history costs to load: once the
@@ -65,9 +64,9 @@ type Options struct {
 	// it to save little.
 	HistoryLimit int
 	// VectorCacheBytes bounds the in-memory copy of the vectors that vector
-	// and hybrid legs scan instead of the database (about 150 MB per 100k
-	// 384-dim vectors; ~10× faster KNN than the exact scan inside
-	// SQLite). On SQLite it is kept by default up to 256 MiB (negative:
+	// and hybrid legs scan instead of the database (faster KNN than the
+	// exact scan inside SQLite; sizes and figures in docs/performance.md).
+	// On SQLite it is kept by default up to 256 MiB (negative:
 	// none), loaded in the background from the first vector search on
 	// while SQL answers; a database whose vectors need more than the bound
 	// searches in SQL. On
@@ -76,16 +75,15 @@ type Options struct {
 	VectorCacheBytes int64
 	// TextCacheBytes bounds the in-memory copy of the full-text index that
 	// full-text legs rank over (default 64 MiB, negative: no copy): FTS5's
-	// bm25 over the same terms, returning what FTS5 would, about 10×
-	// faster on Cranfield. On PostgreSQL the copy ranks with the same BM25
-	// (Cranfield nDCG@10 0.549, as on SQLite) where the tsvector query
-	// ranks with an IDF-weighted ts_rank (0.528) about 25× slower; a search
+	// bm25 over the same terms, returning what FTS5 would, faster. On
+	// PostgreSQL the copy ranks with the same BM25 as on SQLite where the
+	// tsvector query ranks with an IDF-weighted ts_rank, more slowly
+	// (quality and speed in docs/performance.md); a search
 	// answered in SQL while the copy loads may order its results a little
 	// differently, and only the copy finds metadata booleans (as 1 and 0,
 	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
-	// word per row (Cranfield's 1,400 abstracts: ~1.1 MB; 100k short
-	// entries: ~32 MB). The first search starts building it in the
-	// background (0.9 s at 100k entries) and searches rank in SQL until it
+	// word per row (measured sizes in docs/performance.md). The first
+	// search starts building it in the background and searches rank in SQL until it
 	// is ready; a database whose copy would exceed the bound ranks in SQL
 	// (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
@@ -1062,7 +1060,7 @@ const (
 	// unchanged size in place, writing only the pages whose bytes differ:
 	// with the slack in blocks.pad (zeros after the other columns) taking
 	// up the difference, an append to a 140k-character block writes a few
-	// pages to the WAL instead of ~155 KB. The right-hand sides read the
+	// pages to the WAL instead of the whole row. The right-hand sides read the
 	// row's old values, and octet_length reads no text. Out of slack (or
 	// with too much), the pad is made anew at an eighth of the rendering,
 	// and that one write rewrites the row. PostgreSQL writes a new row

@@ -40,9 +40,10 @@ const rebaseGain = 4
 
 // changeOverhead is what one change adds to the history's bytes besides
 // the content it inserts (its actor, sequence, dependencies, time and
-// message): 132-147 bytes measured for appends of 1-200 characters.
-// changeLoadChars is what loading one change costs, in characters loaded
-// (automerge-go here: ~16 µs a change against ~2 µs a character).
+// message), rounded down from what was measured for appends of 1-200
+// characters (docs/performance.md). changeLoadChars is what loading one
+// change costs, in characters loaded: the measured time per change over
+// the time per character on automerge-go (docs/performance.md).
 const (
 	changeOverhead  = 128
 	changeLoadChars = 8
@@ -57,8 +58,8 @@ const (
 // bytes of text were loaded, deleted ≈ inserted − size of them again as
 // deletions, plus changeLoadChars per change. So a block that only grows,
 // by appends of a line or more, does not qualify: its history is mostly
-// its content (appending 22 characters at a time costs ~2× its size to
-// load), and a rebase would rebuild all of it to gain little; one
+// its content (appending a line at a time costs a small multiple of its
+// size to load), and a rebase would rebuild all of it to gain little; one
 // rewritten in place (deleted text stays in the history) does. Bytes on
 // both sides, so text of several bytes a character counts the same.
 func (c *Cache) historyDue(history int64, size int, changes func() (int, error)) bool {

@@ -143,17 +143,12 @@
 //
 // # Performance
 //
-// Measured here (2 shared cores) over 100,000 archival entries of one
-// agent, limit 10: FTS p50 about 2-3 ms. Exact KNN in SQL over 384
-// dimensions costs about 2 µs per vector (sqlite-vec's vec_distance_cosine
-// row by row; about 200 ms for a 100,000-vector partition, ten times an
-// in-process brute-force scan), so vector and hybrid latency grow with the searching
-// agent's partition: hybrid p50 about 75 ms at that size. With the
-// vector cache (the default up to 256 MiB of vectors) the KNN runs
-// in-process over a cached copy of the partition (about 150 MB per 100,000
-// 384-dim vectors, loaded in a few seconds): hybrid p50 about 15 ms. On Cranfield (1,400
-// abstracts) a full-text query at limit 10 takes about 3 ms through FTS5
-// and about 0.3 ms from the text cache. Open the database with a
+// Measured figures are in the repository's docs/performance.md. Exact KNN
+// in SQL (sqlite-vec's vec_distance_cosine row by row) grows with the
+// searching agent's partition, and so do vector and hybrid latency. With
+// the vector cache (the default up to 256 MiB of vectors) the KNN runs
+// in-process over a cached copy of the partition, and with the text cache
+// full-text queries rank in process instead of through FTS5. Open the database with a
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for
 // vector-heavy use.
 //

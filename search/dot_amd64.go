@@ -3,7 +3,8 @@ package search
 import "golang.org/x/sys/cpu"
 
 // useAVX2: the scan's inner products run in dotAVX2 (AVX2 with FMA, 32
-// floats per loop), about 4× the portable loop: the in-process KNN is a
+// floats per loop), several times faster than the portable loop
+// (docs/performance.md): the in-process KNN is a
 // scan of every vector in the agent's partition, so this is most of a
 // vector search's time.
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA

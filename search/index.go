@@ -49,8 +49,8 @@ type IndexOptions struct {
 	// float32s grouped by content type and owner: 4 × dimensions + ~100
 	// bytes per row) over which KNN runs by brute force in the searching
 	// agent's partition instead of in the database. The exact scan in
-	// SQLite (sqlite-vec's vec_distance_cosine row by row) costs about
-	// 2 µs per 384-dim vector, ten times this scan. On SQLite the copy is kept by default, up to
+	// SQLite (sqlite-vec's vec_distance_cosine row by row) is much slower
+	// than this scan (docs/performance.md). On SQLite the copy is kept by default, up to
 	// DefaultVectorCacheBytes (256 MiB: 100k 384-dim vectors); negative:
 	// none. It is loaded in the background from the first vector search on
 	// (WarmVectorCache waits for it), SQL answering until it is ready. A
@@ -77,10 +77,9 @@ type IndexOptions struct {
 	// (default DefaultTextCacheBytes, 64 MiB; negative: no copy). The copy
 	// holds the same terms FTS5 does, with each row's column-weighted
 	// frequencies (about 8 bytes per distinct term per row, plus ~70 bytes
-	// per row: Cranfield's 1,400 abstracts take ~1.1 MB, 100k short entries
-	// ~32 MB), and full-text legs rank over it with FTS5's bm25 formula:
-	// the same results in the same order, about 10× faster than FTS5 on
-	// Cranfield. SQLite stays the source of truth: each search first
+	// per row; measured sizes in docs/performance.md), and full-text legs
+	// rank over it with FTS5's bm25 formula: the same results in the same
+	// order, faster than FTS5 ranks them. SQLite stays the source of truth: each search first
 	// replays the committed full-text change log (search_text_log,
 	// migration 0009; one indexed lookup when nothing changed), so writes
 	// from other connections and processes are seen. The first full-text
@@ -124,7 +123,7 @@ type IndexOptions struct {
 	// memory's SQLite backend keeps one); ok false when it cannot tell.
 	// The in-process caches then skip reading their change logs on a
 	// search while it is unchanged (two indexed queries a full-text
-	// search, ~35 µs each, for a ~6 µs read).
+	// search, for one cheaper read).
 	DataVersion func(ctx context.Context) (v int64, ok bool, err error)
 }
 
@@ -157,7 +156,7 @@ type Index struct {
 	// reembedMu serialises Reembed within this process.
 	reembedMu sync.Mutex
 	// stmts holds prepared read statements by query text (at most
-	// maxStmts): parsing a search's SQL cost ~80 µs of a ~300 µs query.
+	// maxStmts): parsing a search's SQL was a large part of a query.
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 	closed bool // Close ran: no statements are kept any more
@@ -539,10 +538,10 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 // The tables are plain: (rowid, owner, embedding), indexed by owner, as on
 // PostgreSQL, and KNN without the vector cache is an exact scan with
 // sqlite-vec's vec_distance_cosine. They replaced sqlite-vec's vec0 virtual
-// tables, which answer the same exact scan about twice as fast but cost
-// 28-39 µs per inserted 384-dim vector (the transpiled C walking chunk
-// blobs), three times a plain row, and 17 µs per vector read back when the
-// vector cache loads (2.5 µs here); vec0 also had no upsert and crashed when
+// tables, which answer the same exact scan faster but cost several times a
+// plain row per inserted vector (the transpiled C walking chunk blobs) and
+// per vector read back when the vector cache loads (figures in
+// docs/design.md, "Vectors in plain tables"); vec0 also had no upsert and crashed when
 // a statement was interrupted inside it. Searches run over the in-process
 // vector cache by default (IndexOptions.VectorCacheBytes), so the scan in
 // SQL serves only databases past the cache bound or opted out of it.

@@ -52,8 +52,8 @@ func tsQueryText(terms []string) string {
 // concatenation with an empty tsvector makes an in-memory copy): a stored
 // tsvector is compressed or out of line, and the per-term counts and
 // ranks below read it twice per query term, each read decompressing it
-// again (Cranfield, 11 terms: 30,761 buffer reads and 22 ms for one query,
-// 2,978 and 11 ms with the copy; mean over 45 queries 15.8 -> 8.6 ms).
+// again (the figures are in docs/performance.md, "Figures that were in
+// code comments").
 func (x *Index) tsSearch(ctx context.Context, k *kind, terms []string, where string, fargs []any, limit int) ([]*Result, error) {
 	var cols, dfs, score []string
 	args := make([]any, 0, len(terms)+1+len(fargs))

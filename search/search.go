@@ -422,8 +422,8 @@ func (x *Index) fetchRows(ctx context.Context, k *kind, ids []int64, scope Scope
 }
 
 // snippetsPerWorker is the least number of results worth a goroutine of
-// their own when making snippets (~6 µs each for a 1 KB text; a goroutine
-// costs ~2 µs).
+// their own when making snippets: a snippet costs a few times what
+// starting a goroutine does (figures in docs/performance.md).
 const snippetsPerWorker = 5
 
 // snippets fills in the results' snippets, over several goroutines for a

@@ -33,8 +33,8 @@ const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT mi
 // term), so a search ranks as the SQL path does (scores equal up to the
 // rounding of log(); compared in TestTextCacheRanksLikeFTS5), in a fraction
 // of the time: FTS5 computes
-// bm25 through its auxiliary-function API row by row, about 2.5 ms for a
-// Cranfield query.
+// bm25 through its auxiliary-function API row by row (figures in
+// docs/performance.md).
 //
 // The database stays the source of truth. Every change to indexed text or
 // to a filtered column is logged in search_text_log by triggers in the
