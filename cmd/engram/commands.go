@@ -182,21 +182,20 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("block show: want one LABEL")
+		return fmt.Errorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
 	}
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	var doc *blocks.Document
-	if owner == "" || owner == agent {
-		doc, err = s.GetBlock(ctx, agent, pos[0])
-	} else {
-		doc, err = s.GetSharedBlock(ctx, agent, owner, pos[0])
+	if owner == "" {
+		owner = agent
 	}
+	h := s.Agent(agent).Shared(owner, pos[0])
+	doc, err := h.Doc(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("block show: block %q of %q as %q: %w", pos[0], owner, agent, err)
 	}
 	info := doc.Info()
 	sj, _ := schema.Marshal(info.Schema)
@@ -210,7 +209,7 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 	}
 	if history || a.json {
 		// The store's history spans the block's epochs.
-		if out.History, err = s.BlockHistory(ctx, agent, owner, pos[0]); err != nil {
+		if out.History, err = h.History(ctx); err != nil {
 			return err
 		}
 	}
@@ -302,11 +301,12 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 
 func cmdBlockWrite(op blocks.Op) command {
 	return func(ctx context.Context, a *app, args []string) error {
-		var agent string
+		var agent, owner string
 		var asAgent bool
 		name := "block " + map[blocks.Op]string{blocks.OpSetText: "set", blocks.OpAppendText: "append"}[op]
 		pos, err := flags(name, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&agent, "agent", "", "owner agent id")
+			fs.StringVar(&agent, "agent", "", "agent id (the owner, or with --owner the agent the block is shared with)")
+			fs.StringVar(&owner, "owner", "", "owner of a block shared with --agent: the write goes through the share, at its permission (implies --as-agent)")
 			fs.BoolVar(&asAgent, "as-agent", false, "write as the agent (its permission applies) instead of as the system")
 		})
 		if err != nil {
@@ -316,18 +316,22 @@ func cmdBlockWrite(op blocks.Op) command {
 			return err
 		}
 		if len(pos) != 2 {
-			return fmt.Errorf("%s: want LABEL TEXT", name)
+			return fmt.Errorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
 		}
 		if pos[1], err = a.text(pos[1]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+		if owner == "" {
+			owner = agent
 		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		if asAgent {
-			err = s.ApplyEdit(ctx, agent, "", pos[0], memory.Edit{Op: op, Text: pos[1]})
+		h := s.Agent(agent).Shared(owner, pos[0])
+		if asAgent || owner != agent {
+			err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
 		} else {
 			var doc *blocks.Document
 			if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
@@ -342,13 +346,13 @@ func cmdBlockWrite(op blocks.Op) command {
 			}
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: block %q of %q as %q: %w", name, pos[0], owner, agent, err)
 		}
-		r, err := s.RenderedContent(ctx, agent, pos[0])
+		r, err := h.Render(ctx)
 		if err != nil {
 			return err
 		}
-		return a.output(map[string]any{"label": pos[0], "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
+		return a.output(map[string]any{"label": pos[0], "owner": owner, "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
 	}
 }
 

@@ -88,8 +88,9 @@ Blocks
   block show    --agent A [--owner O] [--history] [--raw] LABEL
   block create  --agent A --label L [--type working] [--perm ReadWrite]
                 [--schema JSON] [--desc TEXT] [--limit N] [--pinned] [--value TEXT]
-  block set     --agent A [--as-agent] LABEL TEXT  replace a text block (as the system unless --as-agent)
-  block append  --agent A [--as-agent] LABEL TEXT
+  block set     --agent A [--owner O] [--as-agent] LABEL TEXT   replace a text block (as the system unless --as-agent)
+  block append  --agent A [--owner O] [--as-agent] LABEL TEXT
+                --owner O: O's block shared with A, written as A at the share's permission
   share         --owner O --label L --with B [--perm Append] [--revoke]
 
 Proposals (edits to Partner/Human blocks waiting for a person)
