@@ -345,6 +345,13 @@ func cmdBlockWrite(op blocks.Op) command {
 				}
 			}
 		}
+		// A Partner or Human edit kept as a proposal succeeded: it waits
+		// for a person (engram proposals approve ID).
+		if pe := (*memory.ProposalError)(nil); errors.As(err, &pe) {
+			return a.output(map[string]any{"label": pos[0], "owner": owner, "proposal": pe.ProposalID, "status": "pending"}, func(w io.Writer) {
+				fmt.Fprintf(w, "proposal #%d queued for approval (engram proposals approve %d)\n", pe.ProposalID, pe.ProposalID)
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("%s: block %q of %q as %q: %w", name, pos[0], owner, agent, err)
 		}

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
 )
 
 // Issue 31 item 3: an agent a block is shared with writes it from the CLI
@@ -31,5 +36,44 @@ func TestCLISharedBlockOwner(t *testing.T) {
 	}
 	if out := ok(t, db, "block", "show", "--agent", "ada", "notes"); strings.Contains(out, "replaced") || !strings.Contains(out, "start from bob") {
 		t.Fatalf("owner's view:\n%s", out)
+	}
+}
+
+// Item 5: a write kept as a proposal succeeded: it says so on stdout and
+// exits 0.
+func TestCLIWriteKeptAsProposal(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--perm", "Partner", "--value", "I am Ada.")
+	out, errs, code := cli(t, db, "", "block", "append", "--agent", "ada", "--as-agent", "persona", " I like tea.")
+	if code != 0 || errs != "" || !strings.Contains(out, "proposal #1 queued for approval") {
+		t.Fatalf("append to a Partner block as the agent: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	js := ok(t, db, "--json", "block", "set", "--agent", "ada", "--as-agent", "persona", "I am someone else.")
+	var v struct {
+		Proposal int64  `json:"proposal"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(js), &v); err != nil || v.Proposal != 2 || v.Status != "pending" {
+		t.Fatalf("--json proposal output %q: %+v %v", js, v, err)
+	}
+	if out := ok(t, db, "proposals", "list"); !strings.Contains(out, "append_text") || !strings.Contains(out, "set_text") {
+		t.Fatalf("proposals list:\n%s", out)
+	}
+}
+
+// Item 5: a package prefix is printed once however many of its errors the
+// chain wraps.
+func TestCLIErrorPrefixOnce(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("%w: %w: agent %q append on block %q needs approval", blocks.ErrPermission, blocks.ErrNeedsApproval, "ada", "persona"),
+		fmt.Errorf("block set: %w", &memory.ProposalError{ProposalID: 3, Err: fmt.Errorf("%w: %w", blocks.ErrPermission, blocks.ErrNeedsApproval)}),
+	} {
+		got := tidyError(err)
+		if strings.Count(got, "blocks: ") != 1 || !strings.Contains(got, "permission denied: write needs approval") {
+			t.Errorf("tidyError(%q) = %q", err, got)
+		}
+	}
+	if got := tidyError(fmt.Errorf("memory: not found: block %q", "x")); got != `memory: not found: block "x"` {
+		t.Errorf("tidyError changed a single prefix: %q", got)
 	}
 }

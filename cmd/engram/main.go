@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 )
 
 func main() {
@@ -64,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, help.text)
 			return 0
 		}
-		fmt.Fprintln(stderr, "engram:", err)
+		fmt.Fprintln(stderr, "engram:", tidyError(err))
 		return 1
 	}
 	return 0
@@ -90,7 +91,8 @@ Blocks
                 [--schema JSON] [--desc TEXT] [--limit N] [--pinned] [--value TEXT]
   block set     --agent A [--owner O] [--as-agent] LABEL TEXT   replace a text block (as the system unless --as-agent)
   block append  --agent A [--owner O] [--as-agent] LABEL TEXT
-                --owner O: O's block shared with A, written as A at the share's permission
+                --owner O: O's block shared with A, written as A at the share's permission;
+                a Partner/Human edit is queued as a proposal ("proposal #N queued for approval", exit 0)
   share         --owner O --label L --with B [--perm Append] [--revoke]
 
 Proposals (edits to Partner/Human blocks waiting for a person)
@@ -135,3 +137,27 @@ Global flags
   --embedder     none (default), offline (deterministic, no network) or openai
                  (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
 `
+
+// packagePrefixes are the "pkg: " prefixes of the library's sentinel
+// errors; an error wrapping two of one package's
+// ("blocks: permission denied: blocks: write needs approval") prints the
+// prefix once.
+var packagePrefixes = []string{"blocks", "memory", "schema", "search", "workspace", "sqlite", "postgres", "tools"}
+
+// tidyError is err's message with each package prefix kept only where it
+// first starts a part of the chain.
+func tidyError(err error) string {
+	m := ": " + err.Error()
+	for _, p := range packagePrefixes {
+		i := strings.Index(m, ": "+p+": ")
+		if i < 0 {
+			continue
+		}
+		j := i + len(p) + 4
+		for strings.HasPrefix(m[j:], p+": ") {
+			m = m[:j] + m[j+len(p)+2:]
+		}
+		m = m[:j] + strings.ReplaceAll(m[j:], ": "+p+": ", ": ")
+	}
+	return m[2:]
+}
