@@ -29,6 +29,7 @@ type app struct {
 	stderr   io.Writer
 	store    *memory.Cache
 	reembed  bool
+	version  bool // --version
 	readOnly bool // the command only reads: a missing store file is an error
 	// serving: a long-running command (mcp, ui) that searches many times
 	// keeps the default in-memory search caches (memory.Options
@@ -43,6 +44,7 @@ func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&a.db, "db", "", "store: a SQLite file, :memory:, a postgres:// URL or a keyword DSN \"host=H dbname=D\" (default $ENGRAM_DB)")
 	fs.BoolVar(&a.json, "json", false, "JSON output")
+	fs.BoolVar(&a.version, "version", false, "print the version")
 	fs.StringVar(&a.embedder, "embedder", os.Getenv("ENGRAM_EMBEDDER"), "none, offline or openai")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
@@ -222,10 +224,16 @@ func parseFlags(name string, fs *flag.FlagSet, args []string) error {
 	}
 	if err != nil {
 		hint := ""
-		if strings.Contains(err.Error(), "not defined") {
-			hint = `; text that starts with "-" goes after "--"`
+		if bad, found := strings.CutPrefix(err.Error(), "flag provided but not defined: "); found {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			hint = didYouMean(strings.TrimLeft(bad, "-"), names)
+			if hint != "" {
+				hint = strings.Replace(hint, `"`, `"--`, 1)
+			}
+			hint += `; text that starts with "-" goes after "--"`
 		}
-		return fmt.Errorf("%s: %w%s (run \"engram %s --help\")", name, err, hint, name)
+		return usageErrorf("%s: %v%s (run \"engram %s --help\")", name, err, hint, name)
 	}
 	return nil
 }
@@ -277,7 +285,17 @@ func (a *app) text(arg string) (string, error) {
 
 func need(name, what, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return fmt.Errorf("%s: %s is required", name, what)
+		return usageErrorf("%s: %s is required (run \"engram %s --help\")", name, what, name)
 	}
 	return nil
+}
+
+// usageError is a command line the program cannot run (unknown command or
+// flag, missing argument): run exits 2 for it, 1 for a command that failed.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
 }

@@ -65,11 +65,15 @@ func commandFor(name string) (command, bool) {
 
 func sub(name string, args []string, subs map[string]command) (command, []string, error) {
 	if len(args) == 0 {
-		return nil, nil, fmt.Errorf("%s: missing subcommand (run \"engram help\")", name)
+		return nil, nil, usageErrorf("%s: missing subcommand (run \"engram %s --help\")", name, name)
 	}
 	c, ok := subs[args[0]]
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: unknown subcommand %q", name, args[0])
+		names := make([]string, 0, len(subs))
+		for n := range subs {
+			names = append(names, n)
+		}
+		return nil, nil, usageErrorf("%s: unknown subcommand %q%s (run \"engram %s --help\")", name, args[0], didYouMean(args[0], names), name)
 	}
 	return c, args[1:], nil
 }
@@ -182,7 +186,7 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
+		return usageErrorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
 	}
 	s, err := a.open(ctx)
 	if err != nil {
@@ -316,7 +320,7 @@ func cmdBlockWrite(op blocks.Op) command {
 			return err
 		}
 		if len(pos) != 2 {
-			return fmt.Errorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
+			return usageErrorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
 		}
 		if pos[1], err = a.text(pos[1]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -436,7 +440,7 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("archival add: want one TEXT")
+		return usageErrorf("archival add: want one TEXT")
 	}
 	s, err := a.open(ctx)
 	if err != nil {
@@ -587,10 +591,10 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("search: want one QUERY")
+		return usageErrorf("search: want one QUERY")
 	}
 	if agent == "" && !all {
-		return fmt.Errorf("search: --agent or --all is required")
+		return usageErrorf("search: --agent or --all is required")
 	}
 	m, err := search.ParseMode(mode)
 	if err != nil {
@@ -672,7 +676,7 @@ func cmdFilesIO(imp bool) command {
 			return err
 		}
 		if len(pos) != 1 {
-			return fmt.Errorf("%s: want one DIR", name)
+			return usageErrorf("%s: want one DIR", name)
 		}
 		s, err := a.open(ctx)
 		if err != nil {

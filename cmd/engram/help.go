@@ -67,7 +67,7 @@ func commandHelpText(name string, fs *flag.FlagSet) string {
 	if h.example != "" {
 		fmt.Fprintf(&b, "\nExample:\n  %s\n", h.example)
 	}
-	fmt.Fprintln(&b, "\nGlobal flags (before the command): --db STORE, --json, --embedder none|offline|openai (engram --help).")
+	fmt.Fprintln(&b, "\nGlobal flags (before or after the command): --db STORE, --json, --embedder none|offline|openai (engram --help).")
 	return b.String()
 }
 

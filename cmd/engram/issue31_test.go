@@ -77,3 +77,63 @@ func TestCLIErrorPrefixOnce(t *testing.T) {
 		t.Errorf("tidyError changed a single prefix: %q", got)
 	}
 }
+
+// Item 6: --version and "version" print the module version.
+func TestCLIVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		out, errs, code := cliRaw(t, args...)
+		if code != 0 || errs != "" || !strings.HasPrefix(out, "engram ") || !strings.Contains(out, buildVersion()) {
+			t.Errorf("engram %s: exit %d, stdout %q, stderr %q", args[0], code, out, errs)
+		}
+	}
+}
+
+// Item 6: every usage error exits 2; a typo gets "did you mean".
+func TestCLIUsageErrorsExit2(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "u.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "notes")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"blcok", "show"}, `did you mean "block"?`},
+		{[]string{"blocks", "lst"}, `did you mean "list"?`},
+		{[]string{"block", "apend", "--agent", "ada", "notes", "x"}, `did you mean "append"?`},
+		{[]string{"block", "show", "--agnt", "ada", "notes"}, `did you mean "--agent"?`},
+		{[]string{"block", "show", "--agent", "ada"}, "want one LABEL"},
+		{[]string{"block", "append", "--agent", "ada", "notes"}, "want LABEL TEXT"},
+		{[]string{"block", "create", "--label", "x"}, "--agent is required"},
+		{[]string{"search", "q"}, "--agent or --all is required"},
+		{[]string{"proposals", "approve"}, "want one proposal ID"},
+		{[]string{"stats", "--db"}, "--db needs a value"},
+		{[]string{"frobnicate"}, "unknown command"},
+	} {
+		_, errs, code := cli(t, db, "", tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("engram %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, errs, tc.want)
+		}
+	}
+	// A command that ran and failed is exit 1.
+	if _, errs, code := cli(t, db, "", "block", "show", "--agent", "ada", "missing"); code != 1 {
+		t.Errorf("block show of a missing block: exit %d, %s", code, errs)
+	}
+}
+
+// Item 6: global flags after the command.
+func TestCLIGlobalFlagsAfterCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "notes", "--value", "hi")
+	out, errs, code := cliRaw(t, "blocks", "list", "--agent", "ada", "--db", db, "--json")
+	var bs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &bs) != nil || len(bs) != 1 || bs[0]["label"] != "notes" {
+		t.Fatalf("blocks list --db X --json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if out, errs, code = cliRaw(t, "stats", "--db="+db); code != 0 || !strings.Contains(out, "blocks") {
+		t.Fatalf("stats --db=X: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// After "--" it is text.
+	ok(t, db, "block", "append", "--agent", "ada", "notes", "--", "--json")
+	if out := ok(t, db, "block", "show", "--agent", "ada", "notes"); !strings.Contains(out, "hi--json") {
+		t.Fatalf("text after --:\n%s", out)
+	}
+}

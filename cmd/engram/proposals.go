@@ -157,7 +157,7 @@ func cmdProposalsDecide(approve bool) command {
 			return err
 		}
 		if len(pos) != 1 {
-			return fmt.Errorf("%s: want one proposal ID", name)
+			return usageErrorf("%s: want one proposal ID, got %d argument(s)", name, len(pos))
 		}
 		id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
 		if err != nil {
