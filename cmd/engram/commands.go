@@ -276,7 +276,8 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 	}
 	sc, err := schema.Unmarshal([]byte(schemaJSON))
 	if err != nil {
-		return err
+		return usageErrorf("block create: --schema %s: %v (kinds: %s, %s, %s, %s, %s; see package schema)", schemaJSON, err,
+			schema.KindText, schema.KindMap, schema.KindList, schema.KindLog, schema.KindComposite)
 	}
 	spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
 	if value, err = a.text(value); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,5 +136,30 @@ func TestCLIGlobalFlagsAfterCommand(t *testing.T) {
 	ok(t, db, "block", "append", "--agent", "ada", "notes", "--", "--json")
 	if out := ok(t, db, "block", "show", "--agent", "ada", "notes"); !strings.Contains(out, "hi--json") {
 		t.Fatalf("text after --:\n%s", out)
+	}
+}
+
+// Item 6: a bad --schema lists the valid kinds.
+func TestCLISchemaKinds(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "k.db")
+	_, errs, code := cli(t, db, "", "block", "create", "--agent", "ada", "--label", "l", "--schema", `{"kind":"lst"}`)
+	if code != 2 || !strings.Contains(errs, `"lst"`) || !strings.Contains(errs, "text, map, list, log, composite") {
+		t.Fatalf(`--schema {"kind":"lst"}: exit %d, stderr %q`, code, errs)
+	}
+}
+
+// Item 6: a sqlite:// URL to a missing file is refused by a command that
+// only reads, like a plain path, and nothing is created.
+func TestCLISQLiteURLMissingStore(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	for _, target := range []string{"sqlite://" + missing, missing} {
+		_, errs, code := cliRaw(t, "--db", target, "stats")
+		if code != 1 || !strings.Contains(errs, "no store at "+missing) {
+			t.Errorf("stats --db %s: exit %d, stderr %q", target, code, errs)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a read-only command created the store")
 	}
 }
