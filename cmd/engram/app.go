@@ -31,6 +31,10 @@ type app struct {
 	reembed  bool
 	version  bool // --version
 	readOnly bool // the command only reads: a missing store file is an error
+	// dbDefault: db is the default location in the user data directory
+	// (no --db, no $ENGRAM_DB), whose directory is made when missing; a
+	// store named by the user needs its directory to exist.
+	dbDefault bool
 	// serving: a long-running command (mcp, ui) that searches many times
 	// keeps the default in-memory search caches (memory.Options
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
@@ -50,7 +54,7 @@ func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app
 		return nil, nil, err
 	}
 	if a.db == "" {
-		a.db = defaultDB()
+		a.db, a.dbDefault = defaultDB(), os.Getenv("ENGRAM_DB") == ""
 	}
 	return a, fs.Args(), nil
 }
@@ -97,10 +101,22 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 		if _, err := os.Stat(path); a.readOnly && errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s (this command only reads; commands that write create the store; set --db or ENGRAM_DB)", redact.Target(path))
 		}
+		dir := filepath.Dir(path)
+		if !a.dbDefault {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				why := "does not exist"
+				if err == nil {
+					why = "is not a directory"
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					why = err.Error()
+				}
+				return nil, fmt.Errorf("no store at %s: directory %s %s (create it first, or choose another --db)", redact.Target(path), redact.Target(dir), why)
+			}
+		}
 		// 0700: the store holds every agent's memory; the file itself is
 		// created 0600 by the SQLite backend.
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the store's directory %s: %w", redact.Target(dir), err)
 		}
 	}
 	emb, err := a.embedderValue()

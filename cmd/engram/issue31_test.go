@@ -163,3 +163,26 @@ func TestCLISQLiteURLMissingStore(t *testing.T) {
 		t.Fatal("a read-only command created the store")
 	}
 }
+
+// Item 6: a store named by --db or $ENGRAM_DB is created only in a
+// directory that exists; the default location's directory is made.
+func TestCLIStoreDirectory(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	t.Setenv("ENGRAM_DB", "")
+	ok(t, "", "block", "create", "--agent", "ada", "--label", "l")
+	if _, err := os.Stat(filepath.Join(data, "engram", "engram.db")); err != nil {
+		t.Fatalf("the default store was not made: %v", err)
+	}
+	missing := filepath.Join(data, "nonexistent", "dir", "x.db")
+	t.Setenv("ENGRAM_DB", missing)
+	for _, args := range [][]string{{"block", "create", "--agent", "ada", "--label", "l"}, {"--db", missing, "block", "create", "--agent", "ada", "--label", "l"}} {
+		_, errs, code := cliRaw(t, args...)
+		if code != 1 || !strings.Contains(errs, "directory "+filepath.Dir(missing)+" does not exist") {
+			t.Errorf("engram %s: exit %d, stderr %q", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "nonexistent")); err == nil {
+		t.Fatal("a write made the missing directories")
+	}
+}

@@ -151,7 +151,7 @@ TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
 
 Global flags (before or after the command; "engram stats --json" works)
-  --db STORE     a SQLite file (created 0600), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
+  --db STORE     a SQLite file (created 0600 in a directory that must exist), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
                  (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db); passwords are never printed
   --json         machine-readable output
   --embedder     none (default), offline (deterministic, no network) or openai
@@ -267,7 +267,7 @@ func hoistGlobals(a *app, args []string) ([]string, error) {
 				value = args[i]
 			}
 			if name == "db" {
-				a.db = value
+				a.db, a.dbDefault = value, false
 			} else {
 				a.embedder = value
 			}
