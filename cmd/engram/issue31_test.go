@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -184,5 +185,56 @@ func TestCLIStoreDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "nonexistent")); err == nil {
 		t.Fatal("a write made the missing directories")
+	}
+}
+
+// Item 6: --json output is snake_case across blocks list, stats, context
+// and proposals list (the library's untagged fields included).
+func TestCLIJSONSnakeCase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "j.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--perm", "Partner", "--value", "I am Ada.")
+	ok(t, db, "block", "append", "--agent", "ada", "--as-agent", "persona", " More.")
+	snake := regexp.MustCompile(`^[a-z0-9_]+$`)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if !snake.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", path, k)
+				}
+				if k != "parameters" { // a tool's JSON Schema: its own names
+					walk(path+"."+k, x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(path+"[]", x)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"blocks", "list", "--agent", "ada"}, {"stats"}, {"context", "--agent", "ada"}, {"proposals", "list", "--diff"},
+	} {
+		out := ok(t, db, append([]string{"--json"}, args...)...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("engram --json %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		walk(strings.Join(args[:min(2, len(args))], " "), v)
+	}
+	var ps []map[string]any
+	json.Unmarshal([]byte(ok(t, db, "--json", "proposals", "list")), &ps)
+	if len(ps) != 1 || ps[0]["id"] != float64(1) || ps[0]["created_at"] == nil {
+		t.Fatalf("proposals list --json: %v", ps)
+	}
+}
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{"ID": "id", "CreatedAt": "created_at", "StablePrefixHash": "stable_prefix_hash",
+		"BM25": "bm25", "URLPath": "url_path", "MessagesKept": "messages_kept", "ProposalID": "proposal_id", "System": "system"} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

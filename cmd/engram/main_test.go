@@ -154,7 +154,7 @@ func TestCLIContext(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &req); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(req["System"].(string), "not pinned") {
+	if !strings.Contains(req["system"].(string), "not pinned") {
 		t.Fatal("--batch-blocks did not bring the working block in")
 	}
 }

@@ -67,7 +67,7 @@ func cmdProposalsList(ctx context.Context, a *app, args []string) error {
 		}
 		out = append(out, pj)
 	}
-	return a.output(out, func(w io.Writer) {
+	return a.output(snakeJSON(out), func(w io.Writer) {
 		if len(out) == 0 {
 			if all {
 				fmt.Fprintln(w, "no proposals")

@@ -90,7 +90,7 @@ func TestCLIProposals(t *testing.T) {
 		ID        int64
 		Status    string
 		Reason    string
-		DecidedBy string
+		DecidedBy string `json:"decided_by"` // snake_case (issue 31 item 6)
 	}
 	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 2 || all[0].Status != "approved" ||
 		all[1].Status != "rejected" || !strings.Contains(all[1].Reason, "not now") || all[1].DecidedBy != "human:alice" {
