@@ -29,7 +29,12 @@ type app struct {
 	stderr   io.Writer
 	store    *memory.Cache
 	reembed  bool
+	version  bool // --version
 	readOnly bool // the command only reads: a missing store file is an error
+	// dbDefault: db is the default location in the user data directory
+	// (no --db, no $ENGRAM_DB), whose directory is made when missing; a
+	// store named by the user needs its directory to exist.
+	dbDefault bool
 	// serving: a long-running command (mcp, ui) that searches many times
 	// keeps the default in-memory search caches (memory.Options
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
@@ -43,12 +48,13 @@ func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&a.db, "db", "", "store: a SQLite file, :memory:, a postgres:// URL or a keyword DSN \"host=H dbname=D\" (default $ENGRAM_DB)")
 	fs.BoolVar(&a.json, "json", false, "JSON output")
+	fs.BoolVar(&a.version, "version", false, "print the version")
 	fs.StringVar(&a.embedder, "embedder", os.Getenv("ENGRAM_EMBEDDER"), "none, offline or openai")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
 	if a.db == "" {
-		a.db = defaultDB()
+		a.db, a.dbDefault = defaultDB(), os.Getenv("ENGRAM_DB") == ""
 	}
 	return a, fs.Args(), nil
 }
@@ -95,10 +101,22 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 		if _, err := os.Stat(path); a.readOnly && errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s (this command only reads; commands that write create the store; set --db or ENGRAM_DB)", redact.Target(path))
 		}
+		dir := filepath.Dir(path)
+		if !a.dbDefault {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				why := "does not exist"
+				if err == nil {
+					why = "is not a directory"
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					why = err.Error()
+				}
+				return nil, fmt.Errorf("no store at %s: directory %s %s (create it first, or choose another --db)", redact.Target(path), redact.Target(dir), why)
+			}
+		}
 		// 0700: the store holds every agent's memory; the file itself is
 		// created 0600 by the SQLite backend.
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the store's directory %s: %w", redact.Target(dir), err)
 		}
 	}
 	emb, err := a.embedderValue()
@@ -222,10 +240,16 @@ func parseFlags(name string, fs *flag.FlagSet, args []string) error {
 	}
 	if err != nil {
 		hint := ""
-		if strings.Contains(err.Error(), "not defined") {
-			hint = `; text that starts with "-" goes after "--"`
+		if bad, found := strings.CutPrefix(err.Error(), "flag provided but not defined: "); found {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			hint = didYouMean(strings.TrimLeft(bad, "-"), names)
+			if hint != "" {
+				hint = strings.Replace(hint, `"`, `"--`, 1)
+			}
+			hint += `; text that starts with "-" goes after "--"`
 		}
-		return fmt.Errorf("%s: %w%s (run \"engram %s --help\")", name, err, hint, name)
+		return usageErrorf("%s: %v%s (run \"engram %s --help\")", name, err, hint, name)
 	}
 	return nil
 }
@@ -277,7 +301,17 @@ func (a *app) text(arg string) (string, error) {
 
 func need(name, what, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return fmt.Errorf("%s: %s is required", name, what)
+		return usageErrorf("%s: %s is required (run \"engram %s --help\")", name, what, name)
 	}
 	return nil
+}
+
+// usageError is a command line the program cannot run (unknown command or
+// flag, missing argument): run exits 2 for it, 1 for a command that failed.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
 }

@@ -65,11 +65,15 @@ func commandFor(name string) (command, bool) {
 
 func sub(name string, args []string, subs map[string]command) (command, []string, error) {
 	if len(args) == 0 {
-		return nil, nil, fmt.Errorf("%s: missing subcommand (run \"engram help\")", name)
+		return nil, nil, usageErrorf("%s: missing subcommand (run \"engram %s --help\")", name, name)
 	}
 	c, ok := subs[args[0]]
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: unknown subcommand %q", name, args[0])
+		names := make([]string, 0, len(subs))
+		for n := range subs {
+			names = append(names, n)
+		}
+		return nil, nil, usageErrorf("%s: unknown subcommand %q%s (run \"engram %s --help\")", name, args[0], didYouMean(args[0], names), name)
 	}
 	return c, args[1:], nil
 }
@@ -182,21 +186,20 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("block show: want one LABEL")
+		return usageErrorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
 	}
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	var doc *blocks.Document
-	if owner == "" || owner == agent {
-		doc, err = s.GetBlock(ctx, agent, pos[0])
-	} else {
-		doc, err = s.GetSharedBlock(ctx, agent, owner, pos[0])
+	if owner == "" {
+		owner = agent
 	}
+	h := s.Agent(agent).Shared(owner, pos[0])
+	doc, err := h.Doc(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("block show: block %q of %q as %q: %w", pos[0], owner, agent, err)
 	}
 	info := doc.Info()
 	sj, _ := schema.Marshal(info.Schema)
@@ -210,7 +213,7 @@ func cmdBlockShow(ctx context.Context, a *app, args []string) error {
 	}
 	if history || a.json {
 		// The store's history spans the block's epochs.
-		if out.History, err = s.BlockHistory(ctx, agent, owner, pos[0]); err != nil {
+		if out.History, err = h.History(ctx); err != nil {
 			return err
 		}
 	}
@@ -273,7 +276,8 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 	}
 	sc, err := schema.Unmarshal([]byte(schemaJSON))
 	if err != nil {
-		return err
+		return usageErrorf("block create: --schema %s: %v (kinds: %s, %s, %s, %s, %s; see package schema)", schemaJSON, err,
+			schema.KindText, schema.KindMap, schema.KindList, schema.KindLog, schema.KindComposite)
 	}
 	spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
 	if value, err = a.text(value); err != nil {
@@ -302,11 +306,12 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 
 func cmdBlockWrite(op blocks.Op) command {
 	return func(ctx context.Context, a *app, args []string) error {
-		var agent string
+		var agent, owner string
 		var asAgent bool
 		name := "block " + map[blocks.Op]string{blocks.OpSetText: "set", blocks.OpAppendText: "append"}[op]
 		pos, err := flags(name, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&agent, "agent", "", "owner agent id")
+			fs.StringVar(&agent, "agent", "", "agent id (the owner, or with --owner the agent the block is shared with)")
+			fs.StringVar(&owner, "owner", "", "owner of a block shared with --agent: the write goes through the share, at its permission (implies --as-agent)")
 			fs.BoolVar(&asAgent, "as-agent", false, "write as the agent (its permission applies) instead of as the system")
 		})
 		if err != nil {
@@ -316,18 +321,22 @@ func cmdBlockWrite(op blocks.Op) command {
 			return err
 		}
 		if len(pos) != 2 {
-			return fmt.Errorf("%s: want LABEL TEXT", name)
+			return usageErrorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
 		}
 		if pos[1], err = a.text(pos[1]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+		if owner == "" {
+			owner = agent
 		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		if asAgent {
-			err = s.ApplyEdit(ctx, agent, "", pos[0], memory.Edit{Op: op, Text: pos[1]})
+		h := s.Agent(agent).Shared(owner, pos[0])
+		if asAgent || owner != agent {
+			err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
 		} else {
 			var doc *blocks.Document
 			if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
@@ -341,14 +350,21 @@ func cmdBlockWrite(op blocks.Op) command {
 				}
 			}
 		}
+		// A Partner or Human edit kept as a proposal succeeded: it waits
+		// for a person (engram proposals approve ID).
+		if pe := (*memory.ProposalError)(nil); errors.As(err, &pe) {
+			return a.output(map[string]any{"label": pos[0], "owner": owner, "proposal": pe.ProposalID, "status": "pending"}, func(w io.Writer) {
+				fmt.Fprintf(w, "proposal #%d queued for approval (engram proposals approve %d)\n", pe.ProposalID, pe.ProposalID)
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("%s: block %q of %q as %q: %w", name, pos[0], owner, agent, err)
+		}
+		r, err := h.Render(ctx)
 		if err != nil {
 			return err
 		}
-		r, err := s.RenderedContent(ctx, agent, pos[0])
-		if err != nil {
-			return err
-		}
-		return a.output(map[string]any{"label": pos[0], "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
+		return a.output(map[string]any{"label": pos[0], "owner": owner, "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
 	}
 }
 
@@ -425,7 +441,7 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("archival add: want one TEXT")
+		return usageErrorf("archival add: want one TEXT")
 	}
 	s, err := a.open(ctx)
 	if err != nil {
@@ -576,10 +592,10 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("search: want one QUERY")
+		return usageErrorf("search: want one QUERY")
 	}
 	if agent == "" && !all {
-		return fmt.Errorf("search: --agent or --all is required")
+		return usageErrorf("search: --agent or --all is required")
 	}
 	m, err := search.ParseMode(mode)
 	if err != nil {
@@ -661,7 +677,7 @@ func cmdFilesIO(imp bool) command {
 			return err
 		}
 		if len(pos) != 1 {
-			return fmt.Errorf("%s: want one DIR", name)
+			return usageErrorf("%s: want one DIR", name)
 		}
 		s, err := a.open(ctx)
 		if err != nil {

@@ -53,7 +53,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.output(req, func(w io.Writer) {
+	return a.output(snakeJSON(req), func(w io.Writer) {
 		fmt.Fprintln(w, "=== system ===")
 		fmt.Fprintln(w, req.System)
 		fmt.Fprintln(w, "\n=== messages ===")

@@ -82,10 +82,13 @@ func TestCLIFilesRefuseLinksOut(t *testing.T) {
 }
 
 // Issue 29 item 7: the store's directory is made 0700 and a new store file
-// 0600.
+// 0600. Only the default location's directories are made (issue 31 item
+// 6: a --db in a missing directory is refused).
 func TestCLINewStoreIsPrivate(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "data", "engram", "s.db")
-	ok(t, db, "block", "create", "--agent", "ada", "--label", "x")
+	t.Setenv("XDG_DATA_HOME", filepath.Join(t.TempDir(), "data"))
+	t.Setenv("ENGRAM_DB", "")
+	db := filepath.Join(os.Getenv("XDG_DATA_HOME"), "engram", "engram.db")
+	ok(t, "", "block", "create", "--agent", "ada", "--label", "x")
 	for p, want := range map[string]os.FileMode{db: 0o600, filepath.Dir(db): 0o700, filepath.Dir(filepath.Dir(db)): 0o700} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: %v, %v (want %v)", p, fi.Mode().Perm(), err, want)

@@ -20,8 +20,8 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"blocks list":       {"blocks list --agent A [--shared]", "engram blocks list --agent ada"},
 	"block show":        {"block show --agent A [--owner O] [--history] [--raw] LABEL", "engram block show --agent ada persona"},
 	"block create":      {"block create --agent A --label L [flags]", `engram block create --agent ada --label persona --type core --value @persona.txt`},
-	"block set":         {"block set --agent A [--as-agent] LABEL TEXT", `engram block set --agent ada notes - < notes.txt`},
-	"block append":      {"block append --agent A [--as-agent] LABEL TEXT", `engram block append --agent ada notes -- "-- a line starting with dashes"`},
+	"block set":         {"block set --agent A [--owner O] [--as-agent] LABEL TEXT", `engram block set --agent ada notes - < notes.txt`},
+	"block append":      {"block append --agent A [--owner O] [--as-agent] LABEL TEXT", `engram block append --agent ada notes -- "-- a line starting with dashes"`},
 	"share":             {"share --owner O --label L --with B [--perm Append] [--revoke]", "engram share --owner ada --label notes --with bob --perm ReadOnly"},
 	"archival add":      {"archival add --agent A [--tags a,b] TEXT", `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`},
 	"archival list":     {"archival list --agent A [--tags a,b] [--limit N] [--superseded]", "engram archival list --agent ada --tags prefs"},
@@ -67,7 +67,7 @@ func commandHelpText(name string, fs *flag.FlagSet) string {
 	if h.example != "" {
 		fmt.Fprintf(&b, "\nExample:\n  %s\n", h.example)
 	}
-	fmt.Fprintln(&b, "\nGlobal flags (before the command): --db STORE, --json, --embedder none|offline|openai (engram --help).")
+	fmt.Fprintln(&b, "\nGlobal flags (before or after the command): --db STORE, --json, --embedder none|offline|openai (engram --help).")
 	return b.String()
 }
 

@@ -16,6 +16,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
 )
 
 func main() {
@@ -36,13 +39,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "engram:", err, "(run \"engram --help\")")
 		return 2
 	}
+	if app.version && len(rest) == 0 {
+		fmt.Fprintln(stdout, "engram", buildVersion())
+		return 0
+	}
 	if len(rest) == 0 || isHelp(rest[0]) {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
+	if rest[0] == "version" || app.version {
+		fmt.Fprintln(stdout, "engram", buildVersion())
+		return 0
+	}
 	cmd, ok := commandFor(rest[0])
 	if !ok {
-		fmt.Fprintf(stderr, "engram: unknown command %q (run \"engram help\")\n", rest[0])
+		fmt.Fprintf(stderr, "engram: unknown command %q%s (run \"engram help\")\n", rest[0], didYouMean(rest[0], commandNames))
+		return 2
+	}
+	// Global flags may also follow the command: engram blocks list --db x.db.
+	if rest, err = hoistGlobals(app, rest); err != nil {
+		fmt.Fprintln(stderr, "engram:", err)
 		return 2
 	}
 	if groups[rest[0]] && len(rest) == 1 {
@@ -64,7 +80,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, help.text)
 			return 0
 		}
-		fmt.Fprintln(stderr, "engram:", err)
+		fmt.Fprintln(stderr, "engram:", tidyError(err))
+		var usage *usageError
+		if errors.As(err, &usage) {
+			return 2
+		}
 		return 1
 	}
 	return 0
@@ -82,14 +102,17 @@ var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "f
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
 Usage: engram [--db STORE] [--json] [--embedder none|offline|openai] COMMAND [ARGS]
+       engram --version | version
 
 Blocks
   blocks list   --agent A [--shared]               list an agent's blocks (or those shared with it)
   block show    --agent A [--owner O] [--history] [--raw] LABEL
   block create  --agent A --label L [--type working] [--perm ReadWrite]
                 [--schema JSON] [--desc TEXT] [--limit N] [--pinned] [--value TEXT]
-  block set     --agent A [--as-agent] LABEL TEXT  replace a text block (as the system unless --as-agent)
-  block append  --agent A [--as-agent] LABEL TEXT
+  block set     --agent A [--owner O] [--as-agent] LABEL TEXT   replace a text block (as the system unless --as-agent)
+  block append  --agent A [--owner O] [--as-agent] LABEL TEXT
+                --owner O: O's block shared with A, written as A at the share's permission;
+                a Partner/Human edit is queued as a proposal ("proposal #N queued for approval", exit 0)
   share         --owner O --label L --with B [--perm Append] [--revoke]
 
 Proposals (edits to Partner/Human blocks waiting for a person)
@@ -127,10 +150,130 @@ Agents and people
 TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
 
-Global flags
-  --db STORE     a SQLite file (created 0600), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
+Global flags (before or after the command; "engram stats --json" works)
+  --db STORE     a SQLite file (created 0600 in a directory that must exist), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
                  (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db); passwords are never printed
   --json         machine-readable output
   --embedder     none (default), offline (deterministic, no network) or openai
                  (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
 `
+
+// packagePrefixes are the "pkg: " prefixes of the library's sentinel
+// errors; an error wrapping two of one package's
+// ("blocks: permission denied: blocks: write needs approval") prints the
+// prefix once.
+var packagePrefixes = []string{"blocks", "memory", "schema", "search", "workspace", "sqlite", "postgres", "tools"}
+
+// tidyError is err's message with each package prefix kept only where it
+// first starts a part of the chain.
+func tidyError(err error) string {
+	m := ": " + err.Error()
+	for _, p := range packagePrefixes {
+		i := strings.Index(m, ": "+p+": ")
+		if i < 0 {
+			continue
+		}
+		j := i + len(p) + 4
+		for strings.HasPrefix(m[j:], p+": ") {
+			m = m[:j] + m[j+len(p)+2:]
+		}
+		m = m[:j] + strings.ReplaceAll(m[j:], ": "+p+": ", ": ")
+	}
+	return m[2:]
+}
+
+// commandNames are the top-level commands, for "did you mean".
+var commandNames = []string{"blocks", "block", "share", "archival", "search", "context", "files", "export",
+	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "help", "version"}
+
+// buildVersion is the module version the binary was built from, or "(devel)".
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// didYouMean is ` (did you mean "X"?)` for the name closest to typed, when
+// one is close enough to be a typo, else "".
+func didYouMean(typed string, names []string) string {
+	best, bestD := "", 3
+	if len(typed) <= 3 {
+		bestD = 2
+	}
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(typed), n); d < bestD || d == bestD && n < best && best != "" {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// hoistGlobals takes the global flags (--db, --json, --embedder, before any
+// "--") out of the command's arguments args[1:] into a: no command has
+// flags of those names, so "engram stats --json" means "engram --json stats".
+func hoistGlobals(a *app, args []string) ([]string, error) {
+	out := []string{args[0]}
+	for i := 1; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(out, args[i:]...), nil
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			out = append(out, arg)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+		switch name {
+		case "json":
+			a.json = true
+			if hasValue {
+				b, err := strconv.ParseBool(value)
+				if err != nil {
+					return nil, usageErrorf("%s: --json=%s: want true or false", args[0], value)
+				}
+				a.json = b
+			}
+		case "db", "embedder":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, usageErrorf("%s: --%s needs a value (run \"engram --help\")", args[0], name)
+				}
+				i++
+				value = args[i]
+			}
+			if name == "db" {
+				a.db, a.dbDefault = value, false
+			} else {
+				a.embedder = value
+			}
+		default:
+			out = append(out, arg)
+		}
+	}
+	return out, nil
+}

@@ -154,7 +154,7 @@ func TestCLIContext(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &req); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(req["System"].(string), "not pinned") {
+	if !strings.Contains(req["system"].(string), "not pinned") {
 		t.Fatal("--batch-blocks did not bring the working block in")
 	}
 }
@@ -178,6 +178,16 @@ func TestReadOnlyCommandsNeedAStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a read-only command left %s behind (stat: %v)", filepath.Dir(missing), err)
 	}
+	// A command that writes makes the store, not a missing directory
+	// (issue 31 item 6): a mistyped directory is an error.
+	_, errs, code := cli(t, missing, "", "block", "create", "--agent", "ada", "--label", "l", "--value", "hi")
+	if code != 1 || !strings.Contains(errs, "directory "+filepath.Dir(missing)+" does not exist") {
+		t.Fatalf("block create in a missing directory: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a write made the missing directory %s (stat: %v)", filepath.Dir(missing), err)
+	}
+	missing = filepath.Join(dir, "x.db")
 	ok(t, missing, "block", "create", "--agent", "ada", "--label", "l", "--value", "hi")
 	if out := ok(t, missing, "block", "show", "--agent", "ada", "l"); !strings.Contains(out, "hi") {
 		t.Fatalf("block show after create: %q", out)

@@ -67,7 +67,7 @@ func cmdProposalsList(ctx context.Context, a *app, args []string) error {
 		}
 		out = append(out, pj)
 	}
-	return a.output(out, func(w io.Writer) {
+	return a.output(snakeJSON(out), func(w io.Writer) {
 		if len(out) == 0 {
 			if all {
 				fmt.Fprintln(w, "no proposals")
@@ -157,7 +157,7 @@ func cmdProposalsDecide(approve bool) command {
 			return err
 		}
 		if len(pos) != 1 {
-			return fmt.Errorf("%s: want one proposal ID", name)
+			return usageErrorf("%s: want one proposal ID, got %d argument(s)", name, len(pos))
 		}
 		id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
 		if err != nil {

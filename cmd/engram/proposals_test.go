@@ -28,8 +28,9 @@ func TestCLIProposals(t *testing.T) {
 		t.Fatalf("no proposals at all:\n%s", out)
 	}
 	// An agent's write to its Human block waits for a person.
-	if _, errs, code := cli(t, db, "", "block", "append", "--agent", "ada", "--as-agent", "goals", " Then test it."); code == 0 || !strings.Contains(errs, "kept as proposal #1") {
-		t.Fatalf("write to a Human block: exit %d, %s", code, errs)
+	// It succeeded (issue 31 item 5): exit 0, the proposal's id on stdout.
+	if out, errs, code := cli(t, db, "", "block", "append", "--agent", "ada", "--as-agent", "goals", " Then test it."); code != 0 || !strings.Contains(out, "proposal #1 queued for approval") {
+		t.Fatalf("write to a Human block: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	out = ok(t, db, "proposals", "list", "--diff")
 	for _, want := range []string{"ada/goals", "append_text", "pending", "- Ship the UI.", "+ Ship the UI. Then test it."} {
@@ -71,8 +72,8 @@ func TestCLIProposals(t *testing.T) {
 		t.Fatalf("approve twice: exit %d, %s", code, errs)
 	}
 	// A second proposal, rejected with a reason: the block keeps its text.
-	if _, errs, code := cli(t, db, "", "block", "set", "--agent", "ada", "--as-agent", "goals", "Nothing."); code == 0 || !strings.Contains(errs, "kept as proposal #2") {
-		t.Fatalf("second proposal: exit %d, %s", code, errs)
+	if out, errs, code := cli(t, db, "", "block", "set", "--agent", "ada", "--as-agent", "goals", "Nothing."); code != 0 || !strings.Contains(out, "proposal #2 queued for approval") {
+		t.Fatalf("second proposal: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	out = ok(t, db, "proposals", "reject", "--as", "alice", "--reason", "not now", "2")
 	if !strings.Contains(out, "proposal 2 rejected by human:alice") {
@@ -89,7 +90,7 @@ func TestCLIProposals(t *testing.T) {
 		ID        int64
 		Status    string
 		Reason    string
-		DecidedBy string
+		DecidedBy string `json:"decided_by"` // snake_case (issue 31 item 6)
 	}
 	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 2 || all[0].Status != "approved" ||
 		all[1].Status != "rejected" || !strings.Contains(all[1].Reason, "not now") || all[1].DecidedBy != "human:alice" {
