@@ -781,6 +781,8 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 	c.mu.Lock()
 	c.flights++
 	token := c.flights
+	// SetInfo replaces c.info under c.mu while a write may be starting.
+	label := c.info.Label
 	c.mu.Unlock()
 	var err error
 	var (
@@ -794,7 +796,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 			c.endFlight(token)
 		}
 	}()
-	wreq := WriteRequest{Label: d.c.info.Label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
+	wreq := WriteRequest{Label: label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
 	wreq.Undo = func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -811,7 +813,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 	}
 	err = w.Write(d.Context(), wreq, func(current Permission) error {
 		if applied {
-			return fmt.Errorf("block %q: %s: the store applied one edit twice", c.info.Label, req.op)
+			return fmt.Errorf("block %q: %s: the store applied one edit twice", label, req.op)
 		}
 		applied = true
 		c.mu.Lock()
