@@ -93,18 +93,7 @@ func rotateSectionAppend(s schema.Schema, ls schema.Log, section string, full ma
 		return m, apply, nil, runeLen(r), len(r), nil
 	}
 	removed := append([]LogEntry(nil), next[:n]...)
-	rotate := func(node *automerge.Map) error {
-		l, err := getList(node, keyEntries)
-		if err != nil {
-			return err
-		}
-		for range n {
-			if err := l.Delete(0); err != nil {
-				return err
-			}
-		}
-		return apply(node)
-	}
+	rotate := dropOldest(n, apply)
 	return m, rotate, removed, runeLen(r), len(r), nil
 }
 
@@ -136,7 +125,14 @@ func rotateAppend(s schema.Schema, ls schema.Log, next []LogEntry, lim int, labe
 		return next, apply, nil, size, len(r), nil
 	}
 	removed := append([]LogEntry(nil), next[:n]...)
-	rotate := func(node *automerge.Map) error {
+	rotate := dropOldest(n, apply)
+	return next[n:], rotate, removed, size, len(r), nil
+}
+
+// dropOldest is apply preceded by the removal of a log's n oldest entries
+// (the entries list of the node apply is given).
+func dropOldest(n int, apply func(*automerge.Map) error) func(*automerge.Map) error {
+	return func(node *automerge.Map) error {
 		l, err := getList(node, keyEntries)
 		if err != nil {
 			return err
@@ -148,5 +144,4 @@ func rotateAppend(s schema.Schema, ls schema.Log, next []LogEntry, lim int, labe
 		}
 		return apply(node)
 	}
-	return next[n:], rotate, removed, size, len(r), nil
 }
