@@ -360,9 +360,9 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 		// deleted and made again elsewhere) is tried again below on a
 		// checked view. A failed attempt wrote nothing.
 		doc := ent.doc.View(agent, ent.doc.Info().Permission)
-		found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
+		_, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
 		switch {
-		case err == nil && found:
+		case err == nil:
 			return nil
 		case err != nil && proposalDecided(err):
 			// The store decided on the fresh state (entry.Propose): the
@@ -372,7 +372,7 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 			return err // the write itself failed: trying again could write it twice
 		}
 	}
-	ent, doc, err := c.view(ctx, agent, owner, label)
+	_, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return err
 	}
@@ -381,16 +381,9 @@ func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edi
 	}
 	// A Partner/Human edit the approver did not allow is kept as a
 	// proposal by the view's store (entry.Propose), as for any view.
-	found, err := e.Apply(doc.WithContext(ctx), blocks.Agent)
-	if err != nil {
-		return err
-	}
-	if !found {
-		// Edit.Apply reports every refusal as an error; an edit that
-		// changed nothing without one is not this path's to invent.
-		return fmt.Errorf("memory: %s on block %q of agent %q applied nothing", e.Op, label, ent.owner)
-	}
-	return nil
+	// Edit.Apply reports every refusal as an error (found is err == nil).
+	_, err = e.Apply(doc.WithContext(ctx), blocks.Agent)
+	return err
 }
 
 // proposalDecided reports whether err is the store's decision on an edit
