@@ -74,17 +74,18 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	sage := store.Agent(agent)
 	for _, s := range []memory.BlockSpec{
 		{Label: "persona", Type: blocks.Core, Permission: blocks.ReadOnly, Value: "I am Sage, a helpful assistant with long-term memory."},
 		{Label: "human", Type: blocks.Core, Description: "Facts about the user. Keep it current.", Value: ""},
 	} {
-		if _, err := store.CreateBlock(ctx, agent, s); err != nil {
+		if _, err := sage.CreateBlock(ctx, s); err != nil {
 			return err
 		}
 	}
 	// An archival memory from an earlier conversation: recalled when a
 	// message is about it.
-	if _, err := store.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: "Robin's bees swarmed last June; Robin wants to prevent another swarm.", Tags: []string{"robin", "bees"}}); err != nil {
+	if _, err := sage.Archival().Insert(ctx, memory.ArchivalEntry{Content: "Robin's bees swarmed last June; Robin wants to prevent another swarm.", Tags: []string{"robin", "bees"}}); err != nil {
 		return err
 	}
 	rules := []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.MaxCalls("archival_insert", 2)}
@@ -95,7 +96,7 @@ func run(ctx context.Context, out io.Writer) error {
 	for turn, userText := range []string{"Hi! I'm Robin and I keep bees.", "What do you remember about me and my bees?"} {
 		batch := fmt.Sprintf("turn-%d", turn+1)
 		fmt.Fprintf(out, "\nuser: %s\n", userText)
-		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: userText}); err != nil {
+		if _, err := sage.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: userText}); err != nil {
 			return err
 		}
 		engine, err := toolrules.NewEngine(rules, nil)
@@ -116,11 +117,11 @@ func run(ctx context.Context, out io.Writer) error {
 		if err := builder.New(store, cfg).Promote(ctx, last); err != nil {
 			return err
 		}
-		if err := store.CompleteBatch(ctx, agent, batch); err != nil {
+		if err := sage.Messages().CompleteBatch(ctx, batch); err != nil {
 			return err
 		}
 	}
-	human, _ := store.RenderedContent(ctx, agent, "human")
+	human, _ := sage.Block("human").Render(ctx)
 	fmt.Fprintf(out, "\nblock human after the conversation:\n%s\n", human)
 	return nil
 }
@@ -159,7 +160,7 @@ func runTurn(ctx context.Context, out io.Writer, client *http.Client, base, mode
 		if msg.Content != nil {
 			content = *msg.Content
 		}
-		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch, Content: content, ToolCalls: calls}); err != nil {
+		if _, err := store.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: batch, Content: content, ToolCalls: calls}); err != nil {
 			return "", nil, err
 		}
 		if len(calls) == 0 {
@@ -184,7 +185,7 @@ func runTurn(ctx context.Context, out io.Writer, client *http.Client, base, mode
 				result = res.Content
 			}
 			fmt.Fprintf(out, "  tool %s(%s) → %s\n", c.Name, c.Arguments, oneLine(result))
-			if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleTool, BatchID: batch, ToolCallID: c.ID, Name: c.Name, Content: result}); err != nil {
+			if _, err := store.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleTool, BatchID: batch, ToolCallID: c.ID, Name: c.Name, Content: result}); err != nil {
 				return "", nil, err
 			}
 			if c.Name == "send_message" && engine.Ends(toolrules.Call{Tool: c.Name}) && !strings.HasPrefix(result, "Error:") {

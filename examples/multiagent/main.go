@@ -51,13 +51,14 @@ func run(ctx context.Context, out io.Writer, self string) error {
 		return err
 	}
 	defer store.Close()
-	if _, err := store.CreateBlock(ctx, "planner", memory.BlockSpec{Label: "plan", Type: blocks.Core,
-		Value: "Plan: ship the release.\n", CharLimit: 20000}); err != nil {
+	plan, err := store.Agent("planner").CreateBlock(ctx, memory.BlockSpec{Label: "plan", Type: blocks.Core,
+		Value: "Plan: ship the release.\n", CharLimit: 20000})
+	if err != nil {
 		return err
 	}
 	workers := []string{"alice", "bob", "carol", "remote"}
 	for _, w := range workers {
-		if err := store.ShareBlock(ctx, "planner", "plan", w, blocks.Append); err != nil {
+		if err := plan.Share(ctx, w, blocks.Append); err != nil {
 			return err
 		}
 	}
@@ -75,9 +76,10 @@ func run(ctx context.Context, out io.Writer, self string) error {
 		wg.Add(1)
 		go func(w string) {
 			defer wg.Done()
+			shared := store.Agent(w).Shared("planner", "plan")
 			for i := 1; i <= stepsEach; i++ {
 				line := fmt.Sprintf("- %s: step %d done\n", w, i)
-				if err := store.ApplyEdit(ctx, w, "planner", "plan", memory.Edit{Op: blocks.OpAppendText, Text: line}); err != nil {
+				if err := shared.Append(ctx, line); err != nil {
 					errs <- fmt.Errorf("%s: %w", w, err)
 					return
 				}
@@ -93,20 +95,20 @@ func run(ctx context.Context, out io.Writer, self string) error {
 		return fmt.Errorf("second process: %w", err)
 	}
 	// A Replace by a worker is refused: the share grants Append only.
-	err = store.ApplyEdit(ctx, "bob", "planner", "plan", memory.Edit{Op: blocks.OpSetText, Text: "bob's plan"})
+	err = store.Agent("bob").Shared("planner", "plan").SetText(ctx, "bob's plan")
 	fmt.Fprintln(out, "bob tries to rewrite the plan:", err)
 
-	plan, err := store.RenderedContent(ctx, "planner", "plan")
+	text, err := plan.Render(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nplan after %d concurrent writers in two processes:\n%s", len(workers), plan)
-	lines := strings.Count(plan, "\n- ")
+	fmt.Fprintf(out, "\nplan after %d concurrent writers in two processes:\n%s", len(workers), text)
+	lines := strings.Count(text, "\n- ")
 	fmt.Fprintf(out, "\n%d of %d updates present\n", lines, len(workers)*stepsEach)
 	if lines != len(workers)*stepsEach {
 		return fmt.Errorf("lost updates: %d of %d", lines, len(workers)*stepsEach)
 	}
-	h, err := store.BlockHistory(ctx, "planner", "", "plan")
+	h, err := plan.History(ctx)
 	if err != nil {
 		return err
 	}
@@ -126,9 +128,10 @@ func child(ctx context.Context, path string) error {
 		return err
 	}
 	defer store.Close()
+	plan := store.Agent("remote").Shared("planner", "plan")
 	for i := 1; i <= stepsEach; i++ {
 		line := fmt.Sprintf("- remote: step %d done (pid %d)\n", i, os.Getpid())
-		if err := store.ApplyEdit(ctx, "remote", "planner", "plan", memory.Edit{Op: blocks.OpAppendText, Text: line}); err != nil {
+		if err := plan.Append(ctx, line); err != nil {
 			return err
 		}
 	}

@@ -58,8 +58,10 @@ func run(ctx context.Context) error {
 	section("store")
 	fmt.Println("opened", path)
 
-	// 2. Blocks of each type and several schemas.
+	// 2. Blocks of each type and several schemas. Acting as an agent is a
+	// handle you hold, not a string you repeat.
 	const agent = "entropy"
+	entropy := store.Agent(agent)
 	specs := []memory.BlockSpec{
 		{Label: "persona", Type: blocks.Core, Permission: blocks.Append, Description: "Who you are.",
 			Value: "I am Entropy, a task breakdown specialist."},
@@ -74,36 +76,39 @@ func run(ctx context.Context) error {
 		{Label: "events", Type: blocks.Log, Permission: blocks.Append, Schema: schema.Log{DisplayLimit: 3, Retention: 50}},
 	}
 	for _, s := range specs {
-		if _, err := store.CreateBlock(ctx, agent, s); err != nil {
+		if _, err := entropy.CreateBlock(ctx, s); err != nil {
 			return err
 		}
 	}
-	if err := store.ApplyEdit(ctx, agent, "", "user_profile", memory.Edit{Op: blocks.OpIncrementCounter, Field: "sessions", Delta: 1}); err != nil {
+	if err := entropy.Block("user_profile").Apply(ctx, memory.Edit{Op: blocks.OpIncrementCounter, Field: "sessions", Delta: 1}); err != nil {
 		return err
 	}
 	// Append permission: the agent may add to its persona, not rewrite it.
-	err = store.UpdateBlockText(ctx, agent, "persona", "I am someone else.")
+	err = entropy.Block("persona").SetText(ctx, "I am someone else.")
 	section("permissions")
 	fmt.Println("rewrite of an Append block:", err)
 
 	// 3. A block owned by "archive", shared with entropy (Append). Both
 	// agents append at the same time; the CRDT keeps every line.
-	if _, err := store.CreateBlock(ctx, "archive", memory.BlockSpec{Label: "project_notes", Type: blocks.Working, Pinned: true,
-		Value: "Notes on the export bug:\n"}); err != nil {
+	archive := store.Agent("archive")
+	notesBlock, err := archive.CreateBlock(ctx, memory.BlockSpec{Label: "project_notes", Type: blocks.Working, Pinned: true,
+		Value: "Notes on the export bug:\n"})
+	if err != nil {
 		return err
 	}
-	if err := store.ShareBlock(ctx, "archive", "project_notes", agent, blocks.Append); err != nil {
+	if err := notesBlock.Share(ctx, agent, blocks.Append); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, w := range []struct{ who, owner string }{{"archive", ""}, {agent, "archive"}} {
+	// The owner's handle and the sharee's handle on the same block.
+	for _, b := range []*memory.Block{notesBlock, entropy.Shared("archive", "project_notes")} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 1; i <= 3; i++ {
-				line := fmt.Sprintf("- %s: finding %d\n", w.who, i)
-				if err := store.ApplyEdit(ctx, w.who, w.owner, "project_notes", memory.Edit{Op: blocks.OpAppendText, Text: line}); err != nil {
+				line := fmt.Sprintf("- %s: finding %d\n", b.Accessor(), i)
+				if err := b.Append(ctx, line); err != nil {
 					errs <- err
 					return
 				}
@@ -115,7 +120,7 @@ func run(ctx context.Context) error {
 	for err := range errs {
 		return err
 	}
-	notes, _ := store.RenderedContent(ctx, "archive", "project_notes")
+	notes, _ := notesBlock.Render(ctx)
 	section("shared block after concurrent edits by two agents")
 	fmt.Print(notes)
 
@@ -129,11 +134,11 @@ func run(ctx context.Context) error {
 		{"Release 1.4 is planned for the first week of March.", []string{"planning"}},
 		{"Ada's team reviews pull requests on Tuesdays.", []string{"team"}},
 	} {
-		if _, err := store.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: n.text, Tags: n.tags}); err != nil {
+		if _, err := entropy.Archival().Insert(ctx, memory.ArchivalEntry{Content: n.text, Tags: n.tags}); err != nil {
 			return err
 		}
 	}
-	res, err := store.SearchArchival(ctx, agent, "which files break the export?", search.NewOptions().Mode(search.Hybrid).Limit(2))
+	res, err := entropy.Archival().Search(ctx, "which files break the export?", search.NewOptions().Mode(search.Hybrid).Limit(2))
 	if err != nil {
 		return err
 	}
@@ -150,22 +155,23 @@ func run(ctx context.Context) error {
 
 	// 5. A conversation in batches. Earlier batches are complete; the
 	// current one is active and never compressed away.
+	history := entropy.Messages()
 	for i, q := range []string{"What's on the plan today?", "Remind me what the export bug was.", "Any news on the release?",
 		"Who reviews my PRs?", "Summarise the open tasks."} {
 		batch := fmt.Sprintf("evt-%d", i+1)
-		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: q}); err != nil {
+		if _, err := history.Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: q}); err != nil {
 			return err
 		}
-		if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch,
+		if _, err := history.Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: batch,
 			Content: "Answer " + fmt.Sprint(i+1) + ": " + strings.Repeat("details ", 40)}); err != nil {
 			return err
 		}
-		if err := store.CompleteBatch(ctx, agent, batch); err != nil {
+		if err := history.CompleteBatch(ctx, batch); err != nil {
 			return err
 		}
 	}
 	const active = "evt-6"
-	if _, err := store.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: active,
+	if _, err := history.Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: active,
 		Content: "Note that the CSV fix is done, then tell me what's next."}); err != nil {
 		return err
 	}
