@@ -55,6 +55,9 @@ type Cache struct {
 
 	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
 	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
+	// tests: a decide for every write that has none (see writeTx), to fail
+	// a write inside its transaction.
+	testDecide func(tx *sql.Tx) error
 
 	// The vector worker (only with an embedder): writes wake it, and it
 	// embeds the blocks and rotated log entries they marked

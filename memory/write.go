@@ -82,6 +82,13 @@ func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 // the edit applies to the cached state and persists on Flush.
 func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
 	c := e.c
+	wt, err := writeTxOf(req)
+	if err != nil {
+		return err
+	}
+	if wt.decide == nil {
+		wt.decide = c.testDecide
+	}
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -97,7 +104,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		apply = func(p blocks.Permission) error { e.rotated = nil; return inner(p) }
 		defer func() { e.rotated = nil }()
 	}
-	if c.opts.WriteBack && txHookFrom(ctx) == nil && req.Op != blocks.OpMerge && !(req.Op == blocks.OpAppendLogEntry && rotates(e.doc)) {
+	if c.opts.WriteBack && wt.decide == nil && req.Op != blocks.OpMerge && !(req.Op == blocks.OpAppendLogEntry && rotates(e.doc)) {
 		// (An edit that carries more work, such as an approval's status,
 		// is written through even in write-back mode: both or neither. So
 		// is a merge: its changes are not this replica's own, so a later
@@ -112,9 +119,9 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		seq      int64
 		compact  compaction
 	)
-	pre := c.applyAhead(ctx, e, req, apply)
+	pre := c.applyAhead(ctx, e, req, wt, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if pre != nil {
 			ok, err := c.claimAhead(ctx, tx, e, req, pre)
 			if err != nil {
@@ -153,8 +160,8 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		if applyErr = apply(perm.p); applyErr != nil {
 			return applyErr
 		}
-		if hook := txHookFrom(ctx); hook != nil {
-			if applyErr = hook(tx); applyErr != nil {
+		if wt.decide != nil {
+			if applyErr = wt.decide(tx); applyErr != nil {
 				return applyErr
 			}
 		}
@@ -213,21 +220,29 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	return nil
 }
 
-// txHookKey carries a txHook in a write's context.
-type txHookKey struct{}
-
-// txHook is more work for the transaction that writes an edit, run after
-// the edit applied: the write commits both or neither (an approval's
-// status with the approved edit, rotated log entries with the trim).
-type txHook func(tx *sql.Tx) error
-
-func withTxHook(ctx context.Context, h txHook) context.Context {
-	return context.WithValue(ctx, txHookKey{}, h)
+// writeTx is what a block write's transaction does besides storing the
+// edit, asked for by the write's caller and passed on explicitly to what
+// needs it. The one caller that asks is ApproveProposal, through the view
+// it applies the proposal on (blocks.Document.Approved), which hands it to
+// entry.Write as req.Decision.
+type writeTx struct {
+	// decide records the approved proposal's status, in the transaction,
+	// after the edit applied: the write commits both or neither.
+	decide func(tx *sql.Tx) error
 }
 
-func txHookFrom(ctx context.Context) txHook {
-	h, _ := ctx.Value(txHookKey{}).(txHook)
-	return h
+// writeTxOf is the writeTx req's caller asked for (none when
+// req.Decision is nil). A decision this store did not make is refused
+// rather than dropped: the caller meant it to commit with the edit.
+func writeTxOf(req blocks.WriteRequest) (writeTx, error) {
+	switch d := req.Decision.(type) {
+	case nil:
+		return writeTx{}, nil
+	case *writeTx:
+		return *d, nil
+	default:
+		return writeTx{}, fmt.Errorf("%w: %s on block %q: the approved view's decision is a %T, not one this store made", ErrInvalidArgument, req.Op, req.Label, req.Decision)
+	}
 }
 
 // sharePerm is an accessor's current permission on a block, or why it has
