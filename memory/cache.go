@@ -15,11 +15,12 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Cache is the default Store: block documents are loaded lazily from SQLite,
-// kept in an LRU of Options.CacheSize, and their changes are written through
-// to SQLite as incremental automerge changes. Several Caches (in one process
-// or several) may share one database file. A Cache is safe for concurrent
-// use.
+// Cache is the default Store, the one Open and New return (builder.Cache is
+// another thing: what context builds reuse). Block documents are loaded
+// lazily from its Backend, kept in an LRU of Options.CacheSize, and their
+// changes are written through to the backend as incremental automerge
+// changes. Several Caches (in one process or several) may share one
+// database. A Cache is safe for concurrent use.
 type Cache struct {
 	opts Options
 	be   Backend
