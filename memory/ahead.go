@@ -35,9 +35,9 @@ type aheadEdit struct {
 // applied again on the fresh state, under the lock, as if this never ran.
 // It returns nil when the edit must run under the lock from the start: a
 // refused or empty edit (decided again on the fresh state), extra work in
-// the transaction (a writeTx's decision), merged external changes, or a caller that
-// cannot undo. Caller holds e.mu.
-func (c *Cache) applyAhead(ctx context.Context, e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
+// the transaction (a writeTx's decide), merged external changes, or a
+// caller that cannot undo. Caller holds e.mu.
+func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
 	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged) > 0 || wt.decide != nil {
 		return nil
 	}

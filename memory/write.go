@@ -119,7 +119,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		seq      int64
 		compact  compaction
 	)
-	pre := c.applyAhead(ctx, e, req, wt, apply)
+	pre := c.applyAhead(e, req, wt, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
 	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if pre != nil {
