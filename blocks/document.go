@@ -253,6 +253,7 @@ type Document struct {
 	accessor string
 	perm     Permission
 	approved bool            // a person approved this view's writes (see Approved)
+	decision any             // the store's record of that approval (see Approved)
 	ctx      context.Context // see WithContext; nil means context.Background()
 	// view: made by View, for a reader; it does not see a store's write
 	// in flight (see core.inflight).
@@ -318,10 +319,16 @@ func (d *Document) View(accessor string, perm Permission) *Document {
 
 // Approved returns a view whose Partner/Human writes count as approved
 // without asking the Approver: a store uses it to apply a proposal a person
-// (or the owner) approved. Every other check still applies.
-func (d *Document) Approved() *Document {
+// (or the owner) approved. Every other check still applies. decision is
+// the store's own record of the approval, nil for none: a managed
+// document's Writer gets it with each write through the view
+// (WriteRequest.Decision), so the store can commit the decision in the
+// transaction that writes the edit, and it is a parameter of that write,
+// not a value hidden in its context.
+func (d *Document) Approved(decision any) *Document {
 	v := *d
 	v.approved = true
+	v.decision = decision
 	return &v
 }
 
@@ -796,7 +803,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 			c.endFlight(token)
 		}
 	}()
-	wreq := WriteRequest{Label: label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm}
+	wreq := WriteRequest{Label: label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm, Decision: d.decision}
 	wreq.Undo = func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()

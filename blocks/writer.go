@@ -67,6 +67,9 @@ type WriteRequest struct {
 	// Undo takes back what the last apply changed (nothing if it changed
 	// nothing). Nil when the caller cannot undo: apply then runs once.
 	Undo func() error
+	// Decision is what the store passed to Approved for the view writing
+	// (nil otherwise): its record of the approval, to commit with the edit.
+	Decision any
 }
 
 // Managed reports whether a store manages the document (see Manage).

@@ -126,9 +126,8 @@
 // vocabulary once per process, on first use), and counts are cached by a
 // hash of the text, so blocks and messages that did not change are not
 // tokenized again. CharCounter (chars/4) is the cheap fallback: it
-// over-counts English prose by about a quarter (+27% against both
-// cl100k_base and o200k_base on testdata/english.txt, see
-// TestCharsPerTokenError), a safe but loose estimate.
+// over-counts English prose, a safe but loose estimate (by how much:
+// TestCharsPerTokenError, figure in docs/performance.md).
 //
 // # Caching
 //

@@ -176,8 +176,8 @@ func (c cachedCounter) Count(text string) int {
 	return v
 }
 
-// Cache holds what builds can reuse: the BPE tokenizers (each loaded once,
-// on first use), token counts of texts already counted (keyed by a hash of
+// Cache holds what builds can reuse (it is not the store, memory.Cache): the
+// BPE tokenizers (each loaded once, on first use), token counts of texts already counted (keyed by a hash of
 // the text, so an unchanged block is not tokenized again), and the message
 // history already read from each source (only newer messages are fetched,
 // and batches known complete are not asked about again), and each agent's

@@ -46,11 +46,11 @@ func TestMergeFromASubscriberIsNotReadInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failing := func(seen *string) context.Context {
-		return withTxHook(ctx, func(*sql.Tx) error {
+	failing := func(seen *string) func(*sql.Tx) error {
+		return func(*sql.Tx) error {
 			*seen, _ = view.Text() // a reader while the merge's write is in flight
 			return errors.New("injected failure")
-		})
+		}
 	}
 	if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,9 @@ func TestMergeFromASubscriberIsNotReadInFlight(t *testing.T) {
 		if ev.Remote {
 			once.Do(func() {
 				ran = true
-				mergeErr = a.MergeChanges(failing(&nested), "ada", "ada", "notes", data)
+				a.testDecide = failing(&nested)
+				mergeErr = a.MergeChanges(ctx, "ada", "ada", "notes", data)
+				a.testDecide = nil
 			})
 		}
 	})

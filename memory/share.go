@@ -370,8 +370,8 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 	if err != nil {
 		return err
 	}
-	decided := func(tx *sql.Tx) error { return c.decideTx(tx, id, "approved", approver, "") }
-	view := ent.doc.View(p.Proposer, perm).Approved().WithContext(withTxHook(ctx, decided))
+	decided := &writeTx{decide: func(tx *sql.Tx) error { return c.decideTx(tx, id, "approved", approver, "") }}
+	view := ent.doc.View(p.Proposer, perm).Approved(decided).WithContext(ctx)
 	_, err = p.Edit.Apply(view, blocks.Agent)
 	if err != nil {
 		return fmt.Errorf("memory: apply proposal %d: %w", id, err)

@@ -84,7 +84,7 @@ func wantCorrupt(t *testing.T, what string, err error) {
 // noCompact keeps compaction to the test's own Compact calls.
 var noCompact = &memory.Options{CompactAfter: 1 << 20}
 
-// A cold load (memory/cache.go, load) checks the block's snapshot.
+// A cold load (memory/load.go, load) checks the block's snapshot.
 func TestStaleSnapshotFailsTheColdLoad(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
@@ -109,7 +109,7 @@ func TestStaleSnapshotFailsTheColdLoad(t *testing.T) {
 }
 
 // A store holding the block catches up over another store's compaction
-// (memory/cache.go, applyUpdates) and checks the new snapshot.
+// (memory/load.go, applyUpdates) and checks the new snapshot.
 func TestStaleSnapshotFailsTheCatchUp(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")

@@ -127,6 +127,12 @@ func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
 	return once.v, once.ok, nil
 }
 
+// versionCheckKey carries a versionCheck in a context. Unlike a write's
+// extra work (writeTx, passed explicitly), this is what a context is for:
+// it is scoped to one operation that spans many reads through any Store
+// consumer (a builder holds only a Store and passes its ctx on), and it
+// only lets those reads share one freshness check; it never changes what
+// a write commits.
 type versionCheckKey struct{}
 
 // versionCheck is the data version read first under WithVersionCheckOnce,

@@ -3,6 +3,11 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
 )
 
 // write runs fn in the backend's write transaction (see Backend.Write:
@@ -64,4 +69,318 @@ func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 		}
 	}
 	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// Write runs one mutation of the block for blocks.Document (entry is the
+// managed document's blocks.Writer). In write-through mode it holds the
+// database's write lock throughout: it applies whatever other writers
+// persisted, lets the edit validate itself against that fresh state with
+// the accessor's current permission, and commits the change in the same
+// transaction, so limits and permissions hold across processes and a
+// write is acknowledged only once it is durable. If anything fails the
+// document rolls the edit back and the error says why. In write-back mode
+// the edit applies to the cached state and persists on Flush.
+func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+	c := e.c
+	wt, err := writeTxOf(req)
+	if err != nil {
+		return err
+	}
+	if wt.decide == nil {
+		wt.decide = c.testDecide
+	}
+	if err := c.checkOpen(ctx); err != nil {
+		return err
+	}
+	e.lock()
+	defer e.unlock()
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return broken
+	}
+	if req.Op == blocks.OpAppendLogEntry {
+		// An append to a Log block may rotate entries out (RotateLog):
+		// each application of the edit says anew which.
+		inner := apply
+		apply = func(p blocks.Permission) error { e.rotated = nil; return inner(p) }
+		defer func() { e.rotated = nil }()
+	}
+	if c.opts.WriteBack && wt.decide == nil && req.Op != blocks.OpMerge && !(req.Op == blocks.OpAppendLogEntry && rotates(e.doc)) {
+		// (An edit that carries more work, such as an approval's status,
+		// is written through even in write-back mode: both or neither. So
+		// is a merge: its changes are not this replica's own, so a later
+		// persist, which writes only those, would never store them. So is
+		// an append that may rotate log entries into archival: the
+		// entries and the trim commit together.)
+		return c.writeBack(ctx, e, req, apply)
+	}
+	var (
+		applyErr error
+		heads    []string
+		seq      int64
+		compact  compaction
+	)
+	pre := c.applyAhead(e, req, wt, apply)
+	// Once the transaction starts it runs to the end whatever ctx does.
+	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if pre != nil {
+			ok, err := c.claimAhead(ctx, tx, e, req, pre)
+			if err != nil {
+				return err
+			}
+			if ok {
+				e.aheadPenalty -= e.aheadPenalty / 8
+				heads = pre.heads
+				if seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor); err != nil {
+					return err
+				}
+				return c.insertRotated(ctx, tx, e)
+			}
+			// Another writer (or a permission or schema change, or a
+			// deletion) came between: take the edit back and apply it on
+			// the fresh state, and apply this block's next edits under
+			// the lock for a while.
+			pre = nil
+			e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
+			e.aheadSkip = e.aheadPenalty
+			if err := req.Undo(); err != nil {
+				return err
+			}
+		}
+		r, perm, err := c.writeState(ctx, tx, true, e, req)
+		if err != nil {
+			return err
+		}
+		if err := c.refresh(ctx, tx, e, r); err != nil {
+			return err
+		}
+		if err := perm.err; err != nil {
+			applyErr = err
+			return err
+		}
+		if applyErr = apply(perm.p); applyErr != nil {
+			return applyErr
+		}
+		if wt.decide != nil {
+			if applyErr = wt.decide(tx); applyErr != nil {
+				return applyErr
+			}
+		}
+		if err := c.insertRotated(ctx, tx, e); err != nil {
+			return err
+		}
+		var data []byte
+		if data, heads, err = e.doc.PendingChanges(); err != nil {
+			return err
+		}
+		if merged := e.merged; len(merged) > 0 {
+			// Changes from an external peer (MergeChanges) are not this
+			// replica's own, so PendingChanges leaves them out; they go
+			// into the same row (concatenated chunks load as one).
+			e.merged = nil
+			data = append(merged, data...)
+		}
+		if len(data) == 0 {
+			heads = nil
+			return nil // nothing changed: nothing to write
+		}
+		actors := req.Actor
+		if len(e.actors) > 0 {
+			// Write-back edits still pending go into this row too.
+			e.actors[req.Actor] = struct{}{}
+			actors = e.pendingActors()
+		}
+		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, actors, e.doc.Render(), strings.Join(heads, ","))
+		return err
+	})
+	e.merged = nil
+	if err != nil && req.Undo != nil {
+		// Take the edit back while e.mu is still held: once it is released,
+		// a reader may catch the document up with other writers' changes,
+		// and a rollback to the heads before the edit would drop those too.
+		if uerr := req.Undo(); uerr != nil {
+			err = fmt.Errorf("%w (and taking the edit back failed: %v)", err, uerr)
+			if applyErr != nil {
+				applyErr = fmt.Errorf("%w (and taking the edit back failed: %v)", applyErr, uerr)
+			}
+		}
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%w: %s on block %q of agent %q: %w", ErrPersist, req.Op, e.label, e.owner, err)
+	}
+	if heads == nil {
+		return nil
+	}
+	c.committed(ctx, e, seq, heads, compact)
+	return nil
+}
+
+// writeTx is what a block write's transaction does besides storing the
+// edit, asked for by the write's caller and passed on explicitly to what
+// needs it. The one caller that asks is ApproveProposal, through the view
+// it applies the proposal on (blocks.Document.Approved), which hands it to
+// entry.Write as req.Decision.
+type writeTx struct {
+	// decide records the approved proposal's status, in the transaction,
+	// after the edit applied: the write commits both or neither.
+	decide func(tx *sql.Tx) error
+}
+
+// writeTxOf is the writeTx req's caller asked for (none when
+// req.Decision is nil). A decision this store did not make is refused
+// rather than dropped: the caller meant it to commit with the edit.
+func writeTxOf(req blocks.WriteRequest) (writeTx, error) {
+	switch d := req.Decision.(type) {
+	case nil:
+		return writeTx{}, nil
+	case *writeTx:
+		return *d, nil
+	default:
+		return writeTx{}, fmt.Errorf("%w: %s on block %q: the approved view's decision is a %T, not one this store made", ErrInvalidArgument, req.Op, req.Label, req.Decision)
+	}
+}
+
+// sharePerm is an accessor's current permission on a block, or why it has
+// none.
+type sharePerm struct {
+	p   blocks.Permission
+	err error
+}
+
+const (
+	writeStateQuery = `SELECT ` + stateCols + `,
+		(SELECT permission FROM shares WHERE block_id = blocks.id AND agent = ?) FROM blocks WHERE id = ?`
+	insertUpdateQuery = `INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// updateRenderedQuery stores a write's rendering and heads; %s is
+	// where padSet goes on SQLite.
+	updateRenderedQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?%s WHERE id = ?`
+	// claimAheadQuery is updateRenderedQuery guarded by what an edit applied
+	// ahead of the lock assumed (see claimAhead): the row's sequence, epoch
+	// and metadata version, and the accessor's permission — the owner's on
+	// the row, anyone else's on its share — unless it is a system write.
+	claimAheadQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?%s
+		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
+			WHEN ? THEN TRUE
+			WHEN owner = ? THEN permission = ?
+			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
+		RETURNING snapshot_seq, history_bytes`
+
+	// padSet keeps a large block's row the same size when its rendering
+	// grows or shrinks a little (SQLite only; see padArgs). SQLite rewrites
+	// every page of a row whose size changes, but overwrites a row of
+	// unchanged size in place, writing only the pages whose bytes differ:
+	// with the slack in blocks.pad (zeros after the other columns) taking
+	// up the difference, an append to a 140k-character block writes a few
+	// pages to the WAL instead of the whole row. The right-hand sides read the
+	// row's old values, and octet_length reads no text. Out of slack (or
+	// with too much), the pad is made anew at an eighth of the rendering,
+	// and that one write rewrites the row. PostgreSQL writes a new row
+	// version on every update anyway, so it has no pad.
+	padSet = `, pad = CASE WHEN ? THEN CASE
+			WHEN COALESCE(octet_length(pad), 0) + octet_length(rendered) + octet_length(heads) - ? BETWEEN 0 AND ?
+			THEN zeroblob(COALESCE(octet_length(pad), 0) + octet_length(rendered) + octet_length(heads) - ?)
+			ELSE zeroblob(?) END END`
+)
+
+// padFrom is the smallest rendering (bytes) that keeps slack in its row
+// (see padSet): below it, rewriting the row costs a few pages anyway.
+const padFrom = 8 << 10
+
+// writeQueries are the block-write statements for one backend.
+type writeQueries struct {
+	claimAhead, updateRendered string
+	padded                     bool // SQLite: padSet is in both
+}
+
+func newWriteQueries(padded bool) writeQueries {
+	pad := ""
+	if padded {
+		pad = padSet
+	}
+	return writeQueries{claimAhead: fmt.Sprintf(claimAheadQuery, pad), updateRendered: fmt.Sprintf(updateRenderedQuery, pad), padded: padded}
+}
+
+// padArgs are padSet's arguments for a write storing rendered and heads
+// (none without it).
+func (w writeQueries) padArgs(rendered, heads string) []any {
+	if !w.padded {
+		return nil
+	}
+	n := len(rendered) + len(heads)
+	return []any{len(rendered) >= padFrom, n, len(rendered)/4 + 4096, n, len(rendered)/8 + 1024}
+}
+
+// writeState reads, inside the write transaction, the block's row and the
+// accessor's current permission on it (the owner's, or the share's).
+// In a Write transaction (inWrite) it uses the backend's prepared
+// statement, which belongs to the writer connection.
+func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
+	var shared sql.NullString
+	row := tx.QueryRowContext
+	if inWrite {
+		row = func(ctx context.Context, q string, args ...any) *sql.Row { return c.txQueryRow(ctx, tx, q, args...) }
+	}
+	r, err := scanBlock(row(ctx, writeStateQuery, req.Accessor, e.id), &shared)
+	if errors.Is(err, sql.ErrNoRows) {
+		c.lru.Remove(e.id)
+		return r, sharePerm{}, notFound("block %q of agent %q was deleted", e.label, e.owner)
+	}
+	if err != nil {
+		return r, sharePerm{}, err
+	}
+	var perm sharePerm
+	switch {
+	case req.System:
+	case req.Accessor == r.owner:
+		perm.p, perm.err = blocks.ParsePermission(r.permission)
+	case shared.Valid:
+		perm.p, perm.err = blocks.ParsePermission(shared.String)
+	default:
+		perm.err = fmt.Errorf("%w: agent %q may not %s on block %q of agent %q: it is no longer shared with it",
+			blocks.ErrPermission, req.Accessor, req.Op, e.label, e.owner)
+	}
+	return r, perm, nil
+}
+
+// insertUpdate appends data as the block's next update row and stores the
+// new rendering and heads, inside the caller's write transaction (r is the
+// row read in it). It returns the new sequence and whether it compacted
+// (compactRebase when the compacted history is due for a new epoch).
+func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted compaction, err error) {
+	seq = r.lastSeq + 1
+	now := c.nanos()
+	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
+		return 0, 0, err
+	}
+	args := append([]any{seq, rendered, heads, now, len(data)}, c.wq.padArgs(rendered, heads)...)
+	if _, err = c.txExec(ctx, tx, c.wq.updateRendered, append(args, e.id)...); err != nil {
+		return 0, 0, err
+	}
+	compacted, err = c.compactIfDue(ctx, tx, e, seq, r.snapshotSeq, r.historyBytes+int64(len(data)))
+	return seq, compacted, err
+}
+
+// committed records a change that is now durable at seq. Caller holds
+// e.mu.
+func (c *Cache) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
+	if err := e.doc.MarkPersisted(heads); err != nil {
+		c.log.Error("mark persisted", "block", e.label, "owner", e.owner, "err", err)
+	}
+	e.set(func(e *entry) { e.lastSeq = seq })
+	e.actors = nil
+	c.mu.Lock()
+	delete(c.dirty, e)
+	c.mu.Unlock()
+	if compacted != 0 {
+		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", seq)
+	}
+	if compacted == compactRebase {
+		c.rebase(ctx, e, seq)
+	}
+	c.wakeEmbedder()
 }

@@ -828,8 +828,8 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 	// terms to disk, so one vector per statement in a transaction that
 	// also wrote text made one FTS5 segment (and later merges) per row.
 	// Several chunks parse their statement once (the SQLite driver parses
-	// every Exec, and the parses of the 64-row INSERTs were ~7% of a
-	// 10k×384 load), as memory's archival batches do.
+	// every Exec, and parsing the 64-row INSERTs showed in a bulk load's
+	// profile: docs/performance.md), as memory's archival batches do.
 	stmts := &stmtSet{ex: ex, reuse: len(items) > vecInsertRows}
 	defer stmts.close()
 	for chunk := range slices.Chunk(items, vecInsertRows) {

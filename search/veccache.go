@@ -357,10 +357,10 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 
 // presize makes t's partitions with room for the rows the table holds (one
 // scan of the owner index), so a load fills them without regrowing:
-// growing a 15 MB slice by appends (each growth a fresh allocation, copied
-// and page-faulted in) was most of a 10k×384 load. It returns the table's
-// row count; a table that would take the cache over its bound gets no
-// partitions (the caller refuses it unread).
+// growing the slices by appends (each growth a fresh allocation, copied
+// and page-faulted in) dominated a bulk load (docs/performance.md). It
+// returns the table's row count; a table that would take the cache over
+// its bound gets no partitions (the caller refuses it unread).
 func (c *vecCache) presize(ctx context.Context, tx *sql.Tx, t ContentType) (int, error) {
 	k := kinds[t]
 	rows, err := tx.QueryContext(ctx, `SELECT owner, count(*) FROM `+k.vec+` GROUP BY owner`)

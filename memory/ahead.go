@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+)
+
+// aheadAfterForeign is how many of a block's edits run under the lock
+// after this process saw another writer's change to it.
+const aheadAfterForeign = 64
+
+// aheadEdit is an edit applied before the write lock was taken (see
+// applyAhead), with everything its write needs, computed outside the lock.
+type aheadEdit struct {
+	lastSeq, epoch, metaVer int64 // the block's state the edit was applied to
+	perm                    blocks.Permission
+	data                    []byte
+	heads                   []string
+	headsText, rendered     string
+
+	// Set by claimAhead.
+	seq, now, snapshotSeq, historyBytes int64
+}
+
+// applyAhead applies an edit to the cached document before the write lock
+// is taken, on the state this entry last saw and with the view's own
+// permission, so the CRDT work (the splice, the commit, extracting the
+// change, rendering) runs outside the lock, in parallel with other blocks'
+// writes. The write transaction keeps it only if the block's row shows
+// nothing changed since (stillValid); otherwise the edit is undone and
+// applied again on the fresh state, under the lock, as if this never ran.
+// It returns nil when the edit must run under the lock from the start: a
+// refused or empty edit (decided again on the fresh state), extra work in
+// the transaction (a writeTx's decide), merged external changes, or a
+// caller that cannot undo. Caller holds e.mu.
+func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
+	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged) > 0 || wt.decide != nil {
+		return nil
+	}
+	if e.aheadSkip > 0 {
+		e.aheadSkip--
+		return nil
+	}
+	a := &aheadEdit{perm: req.Permission}
+	a.lastSeq, a.epoch, a.metaVer, _ = e.freshness()
+	if err := apply(req.Permission); err != nil {
+		if uerr := req.Undo(); uerr != nil {
+			c.log.Error("undo of a refused edit", "block", e.label, "owner", e.owner, "err", uerr)
+		}
+		return nil
+	}
+	var err error
+	if a.data, a.heads, err = e.doc.PendingChanges(); err != nil || len(a.data) == 0 {
+		if uerr := req.Undo(); uerr != nil {
+			c.log.Error("undo of an edit applied ahead", "block", e.label, "owner", e.owner, "err", uerr)
+		}
+		return nil
+	}
+	a.headsText = strings.Join(a.heads, ",")
+	a.rendered = e.doc.Render()
+	if c.afterAhead != nil {
+		c.afterAhead()
+	}
+	return a
+}
+
+// claimAhead stores the rendering and heads of an edit applied ahead, in
+// the caller's write transaction, if and only if the block's row and the
+// accessor's permission are still what the edit was applied to: one
+// statement that both checks and writes (the check is its WHERE clause).
+// It reports false, having changed nothing, when something came between.
+// On success it leaves in a the row's snapshot sequence and history size
+// that the compaction check needs.
+func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
+	a.seq = a.lastSeq + 1
+	a.now = c.nanos()
+	args := append([]any{a.seq, a.rendered, a.headsText, a.now, len(a.data)}, c.wq.padArgs(a.rendered, a.headsText)...)
+	args = append(args, e.id, e.incarnation, a.lastSeq, a.epoch, a.metaVer, req.System, req.Accessor, a.perm.String(), req.Accessor, a.perm.String())
+	err := c.txQueryRow(ctx, tx, c.wq.claimAhead, args...).Scan(&a.snapshotSeq, &a.historyBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// insertAhead writes the update row of an edit claimAhead claimed, and
+// compacts when due.
+func (c *Cache) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadEdit, actors string) (int64, compaction, error) {
+	if _, err := c.txExec(ctx, tx, insertUpdateQuery, e.id, a.seq, a.epoch, actors, a.data, checksum(a.data), a.now); err != nil {
+		return 0, 0, err
+	}
+	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes)
+	return a.seq, compacted, err
+}

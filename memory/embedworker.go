@@ -1,0 +1,64 @@
+package memory
+
+import (
+	"context"
+	"time"
+)
+
+// startEmbedder starts the worker that computes block vectors after writes
+// (a write only marks its block; see search.Index.FlushBlockVectors), and
+// the vectors of log entries rotated into archival (marked in the append's
+// transaction; see search.Index.FlushArchivalVectors), so no write waits
+// for an embedder. Searches that need the vectors flush first.
+func (c *Cache) startEmbedder() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.embedWake = make(chan struct{}, 1)
+	c.embedStop = cancel
+	c.embedDone = make(chan struct{})
+	go func() {
+		defer close(c.embedDone)
+		backoff := time.Second
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.embedWake:
+			}
+			err := c.index.FlushBlockVectors(ctx)
+			if err == nil {
+				err = c.index.FlushArchivalVectors(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Error("embedding changed blocks or rotated log entries failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Minute)
+				c.wakeEmbedder()
+				continue
+			}
+			backoff = time.Second
+		}
+	}()
+	c.wakeEmbedder() // blocks marked before this process started
+}
+
+func (c *Cache) wakeEmbedder() {
+	if c.embedWake == nil {
+		return
+	}
+	select {
+	case c.embedWake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cache) stopEmbedder() {
+	if c.embedStop == nil {
+		return
+	}
+	c.embedStop()
+	<-c.embedDone
+}

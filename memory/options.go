@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/search"
+)
+
+// Options configure a Cache. The zero value (or nil) means the documented
+// defaults.
+type Options struct {
+	// CacheSize is how many block documents stay in memory (default 256).
+	CacheSize int
+	// WriteBack defers persisting changes until PersistBlock, Flush, Close or
+	// eviction. The default is write-through: a mutating call returns only
+	// after its change is durable.
+	WriteBack bool
+	// Approver decides Partner/Human writes; nil denies them (they are kept
+	// as proposals).
+	Approver blocks.Approver
+	// Embedder, when set, embeds blocks, archival entries and messages for
+	// vector and hybrid search. The database records its name and
+	// dimensions; opening with a different one fails with
+	// search.ErrEmbedderMismatch until Reembed runs. The first embedder a
+	// database that already holds content is opened with embeds that
+	// content during Open (as Reembed does) before it is recorded; if that
+	// fails, Open fails and nothing is recorded.
+	Embedder search.Embedder
+	// BusyTimeout is how long a write waits for another process's lock
+	// (default 10s).
+	BusyTimeout time.Duration
+	// CompactAfter folds a block's incremental updates into its snapshot once
+	// this many have accumulated (default 128), and for a large block only
+	// once there is also one update per compactCharsPerUpdate (128)
+	// characters of content: saving a snapshot costs time in proportion to
+	// the block, so a large block is compacted less often than every 128
+	// appends (figures in docs/design.md, "How a write works"), and loading those updates still costs no more than loading the
+	// snapshot they would have been folded into.
+	CompactAfter int
+	// HistoryLimit bounds what a block's history costs to load: once the
+	// automerge changes written in the block's current epoch exceed this
+	// many bytes (default 64 KiB; negative: never), and both they and the
+	// estimated cost of loading them are at least 4× the block's size,
+	// compaction rebases the block onto a fresh document holding only its
+	// current value (a new epoch). The retired history is archived:
+	// BlockHistory and BlockAt still read it, but no load or write does. A
+	// block that only grows, by appends of a line or so, does not qualify:
+	// its history is mostly its content, and a rebase would rebuild all of
+	// it to save little.
+	HistoryLimit int
+	// VectorCacheBytes bounds the in-memory copy of the vectors that vector
+	// and hybrid legs scan instead of the database (faster KNN than the
+	// exact scan inside SQLite; sizes and figures in docs/performance.md).
+	// On SQLite it is kept by default up to 256 MiB (negative:
+	// none), loaded in the background from the first vector search on
+	// while SQL answers; a database whose vectors need more than the bound
+	// searches in SQL. On
+	// PostgreSQL pgvector answers by default; a positive bound asks for
+	// the in-process copy (search.IndexOptions.VectorCacheBytes).
+	VectorCacheBytes int64
+	// TextCacheBytes bounds the in-memory copy of the full-text index that
+	// full-text legs rank over (default 64 MiB, negative: no copy): FTS5's
+	// bm25 over the same terms, returning what FTS5 would, faster. On
+	// PostgreSQL the copy ranks with the same BM25 as on SQLite where the
+	// tsvector query ranks with an IDF-weighted ts_rank, more slowly
+	// (quality and speed in docs/performance.md); a search
+	// answered in SQL while the copy loads may order its results a little
+	// differently, and only the copy finds metadata booleans (as 1 and 0,
+	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
+	// word per row (measured sizes in docs/performance.md). The first
+	// search starts building it in the background and searches rank in SQL until it
+	// is ready; a database whose copy would exceed the bound ranks in SQL
+	// (search.IndexOptions.TextCacheBytes).
+	TextCacheBytes int64
+	// OpenForReembed lets Open succeed when the database records another
+	// embedder than Embedder: FTS works and Reembed switches the database
+	// over; vector work fails with search.ErrEmbedderMismatch until then.
+	// Without it, such an Open fails with search.ErrEmbedderMismatch.
+	OpenForReembed bool
+	// Logger receives debug and error logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for timestamps (default time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.CacheSize <= 0 {
+		out.CacheSize = 256
+	}
+	if out.BusyTimeout <= 0 {
+		out.BusyTimeout = 10 * time.Second
+	}
+	if out.CompactAfter <= 0 {
+		out.CompactAfter = 128
+	}
+	if out.HistoryLimit == 0 {
+		out.HistoryLimit = 64 << 10
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	return out
+}

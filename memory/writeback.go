@@ -1,0 +1,205 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/engram-go/engram/blocks"
+)
+
+// Flush persists every block with unpersisted changes (write-back mode).
+func (c *Cache) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	pending := make([]*entry, 0, len(c.dirty))
+	for e := range c.dirty {
+		pending = append(pending, e)
+	}
+	c.mu.Unlock()
+	sort.Slice(pending, func(i, j int) bool { return pending[i].id < pending[j].id })
+	var errs []error
+	for _, e := range pending {
+		if err := c.persist(ctx, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// onEvict runs inside the LRU's lock: only note the entry; flushing (I/O)
+// happens after the LRU call returns, in flushEvicted.
+func (c *Cache) onEvict(_ int64, e *entry) {
+	c.names.CompareAndDelete(nameKey(e.owner, e.label), e)
+	c.mu.Lock()
+	if _, dirty := c.dirty[e]; dirty {
+		c.evicted = append(c.evicted, e)
+	}
+	c.mu.Unlock()
+}
+
+// evictedDirty returns the entry of block id (this incarnation) that left
+// the LRU with unpersisted edits, if there is one.
+func (c *Cache) evictedDirty(id, incarnation int64) *entry {
+	var found []*entry
+	c.mu.Lock()
+	for e := range c.dirty {
+		if e.id == id && e.incarnation == incarnation {
+			found = append(found, e)
+		}
+	}
+	c.mu.Unlock()
+	// (The LRU is asked without c.mu: its evictions take c.mu in onEvict.)
+	for _, e := range found {
+		if cur, ok := c.lru.Peek(id); !ok || cur != e {
+			return e
+		}
+	}
+	return nil
+}
+
+func (c *Cache) flushEvicted(ctx context.Context) {
+	c.mu.Lock()
+	ev := c.evicted
+	c.evicted = nil
+	c.mu.Unlock()
+	for _, e := range ev {
+		if err := c.persist(ctx, e); err != nil {
+			// Still in c.dirty: Flush or Close retries it. Nothing is lost.
+			c.log.Error("flush of evicted block failed", "block", e.label, "owner", e.owner, "err", err)
+		}
+	}
+}
+
+// writeBack applies an edit to the cached state and marks the block dirty
+// (Options.WriteBack). It reads the accessor's current permission, but
+// limits hold only against the state this process has seen: other
+// processes' writes merge in at Flush.
+func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+	tx, err := c.readTx(ctx)
+	if err != nil {
+		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
+	}
+	defer tx.Rollback()
+	r, perm, err := c.writeState(ctx, tx, false, e, req)
+	if err != nil {
+		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
+	}
+	if err := c.refresh(ctx, tx, e, r); err != nil {
+		return err
+	}
+	if perm.err != nil {
+		return perm.err
+	}
+	if err := apply(perm.p); err != nil {
+		return err
+	}
+	if e.actors == nil {
+		e.actors = map[string]struct{}{}
+	}
+	c.mu.Lock()
+	if c.closed {
+		// Close's last flush may have listed the dirty blocks already:
+		// refused, not acknowledged and lost. Taken back here, under e.mu,
+		// so that flush cannot persist it in between.
+		c.mu.Unlock()
+		if req.Undo != nil {
+			if err := req.Undo(); err != nil {
+				return errors.Join(ErrClosed, err)
+			}
+		}
+		return ErrClosed
+	}
+	c.dirty[e] = struct{}{}
+	c.mu.Unlock()
+	e.actors[req.Actor] = struct{}{}
+	c.localEdits.Add(1)
+	return nil
+}
+
+// pendingActors names who made e's pending changes ("system" when no
+// agent did), for their update row. Caller holds e.mu.
+func (e *entry) pendingActors() string {
+	actors := make([]string, 0, len(e.actors))
+	for a := range e.actors {
+		actors = append(actors, a)
+	}
+	sort.Strings(actors)
+	if len(actors) == 0 {
+		return "system"
+	}
+	return strings.Join(actors, ",")
+}
+
+// persist writes e's pending changes (write-back edits, or a system change
+// such as the containers a reconfiguration adds) as one update row, after
+// applying whatever other writers added since, in one IMMEDIATE
+// transaction. On failure the changes stay pending (and the block dirty),
+// so Flush or Close retries them; nothing is dropped.
+func (c *Cache) persist(ctx context.Context, e *entry) error {
+	e.lock()
+	defer e.unlock()
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return broken
+	}
+	var p pendingWrite
+	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		_, p, err = c.writePending(ctx, tx, e)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
+	}
+	if p.heads == nil {
+		c.mu.Lock()
+		delete(c.dirty, e)
+		c.mu.Unlock()
+		return nil
+	}
+	c.committed(ctx, e, p.seq, p.heads, p.compact)
+	return nil
+}
+
+// pendingWrite is an update row writePending wrote: edits that were
+// pending in the document (write-back edits, a reconfiguration's
+// containers). heads is nil when there were none.
+type pendingWrite struct {
+	seq     int64
+	heads   []string
+	compact compaction
+}
+
+// writePending brings e up to date inside the write transaction and writes
+// whatever edits are pending in its document as the block's next update
+// row. It returns the block's row as of that write. Caller holds e.mu.
+func (c *Cache) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRow, pendingWrite, error) {
+	var p pendingWrite
+	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, e.id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, p, notFound("block %q of agent %q was deleted", e.label, e.owner)
+	}
+	if err != nil {
+		return r, p, err
+	}
+	if err := c.refresh(ctx, tx, e, r); err != nil {
+		return r, p, err
+	}
+	data, heads, err := e.doc.PendingChanges()
+	if err != nil || len(data) == 0 {
+		return r, p, err
+	}
+	seq, compact, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
+	if err != nil {
+		return r, p, err
+	}
+	r.lastSeq, r.historyBytes = seq, r.historyBytes+int64(len(data))
+	if compact != 0 {
+		r.snapshotSeq = seq
+	}
+	return r, pendingWrite{seq: seq, heads: heads, compact: compact}, nil
+}
