@@ -22,8 +22,9 @@
 // owner with an iterative scan; otherwise the search package's vector
 // cache searches in process, following a change log table. Index().
 // VectorEngine says which ("pgvector" or "in-process") and
-// VectorEngineReason why not pgvector. The schema is embedded (migrations/*.sql),
-// versioned in table engram_schema; a newer database is refused.
+// VectorEngineReason why not pgvector. The schema is package migrations'
+// migrations/postgres/*.sql, versioned in table engram_schema; a newer
+// database is refused.
 //
 // memory.Open picks this backend for postgres:// and postgresql:// URLs.
 // Passwords never appear in errors or logs (see Redact).

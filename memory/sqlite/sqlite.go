@@ -15,7 +15,6 @@ import (
 
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/sqlitedriver"
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
 
@@ -188,7 +187,7 @@ func (b *Backend) TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stm
 }
 
 // Open opens (creating if needed) the SQLite database at path, sets WAL
-// mode and applies the migrations in package migrations.
+// mode and applies migrations.SQLite (see Migrate).
 func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 	b := &Backend{path: path, busy: 10 * time.Second}
 	if opts != nil && opts.BusyTimeout > 0 {
@@ -232,7 +231,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 	}
 	// Migrations take their own write lock; they run on the reader pool,
 	// whose busy timeout is the long one.
-	if _, _, err := migrations.Apply(ctx, b.rdb); err != nil {
+	if _, _, err := Migrate(ctx, b.rdb); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
