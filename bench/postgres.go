@@ -14,6 +14,7 @@ import (
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
+	_ "github.com/engram-go/engram/memory/postgres" // memory.Open of postgres:// URLs
 	"github.com/engram-go/engram/search"
 )
 

@@ -26,6 +26,12 @@
 // migrations/postgres/*.sql, versioned in table engram_schema; a newer
 // database is refused.
 //
-// memory.Open picks this backend for postgres:// and postgresql:// URLs.
+// Importing this package registers it with package memory (see
+// memory.Register), so that memory.Open takes postgres:// and
+// postgresql:// URLs and libpq keyword strings; a program that opens only
+// SQLite leaves it out and does not link pgx:
+//
+//	import _ "github.com/engram-go/engram/memory/postgres"
+//
 // Passwords never appear in errors or logs (see Redact).
 package postgres
