@@ -8,7 +8,9 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	open := func(context.Context, string, *DriverOptions) (Backend, error) { return nil, errors.New("no server here") }
+	open := func(context.Context, string, *DriverOptions) (Backend, error) {
+		return nil, errors.New("no server here")
+	}
 	mustPanic := func(what string, f func()) {
 		t.Helper()
 		defer func() {
