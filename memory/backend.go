@@ -16,9 +16,12 @@ import (
 // What a store means (CRDT documents, the LRU, permissions, approvals,
 // rendering, attribution) lives in Cache and is the same on every engine;
 // a Backend owns what differs between engines: connections, the write
-// transaction and its lock, schema migrations, how a statement's "?"
-// placeholders reach the server, error classification, and the engine
-// the search legs run on. memory/sqlite and memory/postgres implement it.
+// transaction and its lock, read snapshots, schema migrations, how a
+// statement's "?" placeholders reach the server, error classification,
+// the few SQL fragments the engines spell differently, and the engine the
+// search legs run on. memory/sqlite (built in) and memory/postgres
+// (registered, see Register) implement it; memory/backendtest is the
+// suite every implementation passes.
 //
 // The row statements themselves stay in this package, written once in the
 // SQL both engines accept: the two schemas keep the same tables and
@@ -39,6 +42,23 @@ type Backend interface {
 	IsConflict(err error) bool
 	// SearchEngine is the engine the search legs are written for.
 	SearchEngine() search.Engine
+	// ReadTx begins a read-only transaction on DB that sees one snapshot
+	// of the database: rows it reads agree with each other even while
+	// other connections commit (a block's row, snapshot and updates).
+	ReadTx(ctx context.Context) (*sql.Tx, error)
+	// PadsRows reports whether the blocks table has a pad column whose
+	// slack keeps a row's size unchanged when its rendering grows or
+	// shrinks a little: worth it where the engine overwrites a row of
+	// unchanged size in place (SQLite), not where every update writes a
+	// new row version anyway (PostgreSQL).
+	PadsRows() bool
+	// JSONInt64s is a subquery yielding, in a column named value, the
+	// integers of the JSON array bound to its one "?" placeholder, for
+	// "x IN (…)" over a list of any length in one statement.
+	JSONInt64s() string
+	// SchemaVersion returns how many of its migrations the database has
+	// applied, and how many this build has (Open applies the missing ones).
+	SchemaVersion(ctx context.Context) (have, latest int, err error)
 	// Close closes the pools.
 	Close() error
 }

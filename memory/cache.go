@@ -255,7 +255,7 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
-		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
+		wq: newWriteQueries(be.PadsRows())}
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
@@ -610,11 +610,7 @@ func (c *Cache) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 // by default; PostgreSQL's default, READ COMMITTED, lets each statement see
 // a newer commit.)
 func (c *Cache) readTx(ctx context.Context) (*sql.Tx, error) {
-	opts := &sql.TxOptions{ReadOnly: true}
-	if c.be.Name() == "postgres" {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	return c.rdb.BeginTx(ctx, opts)
+	return c.be.ReadTx(ctx)
 }
 
 // load reads a block's snapshot and updates in one read transaction.

@@ -122,6 +122,23 @@ func (b *Backend) DB() *sql.DB { return b.db }
 // process.
 func (b *Backend) SearchEngine() search.Engine { return search.PostgreSQL }
 
+// ReadTx begins a read-only REPEATABLE READ transaction: the default,
+// READ COMMITTED, lets each statement see a newer commit, so a block's
+// row, snapshot and updates read one after another could disagree.
+func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
+	return b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+}
+
+// PadsRows returns false: every UPDATE writes a new row version, so slack
+// would save nothing (the schema has no pad column).
+func (b *Backend) PadsRows() bool { return false }
+
+// JSONInt64s returns json_array_elements_text over the bound array, cast
+// to bigint.
+func (b *Backend) JSONInt64s() string {
+	return `SELECT value::bigint FROM json_array_elements_text(?::json)`
+}
+
 // Close closes the pool.
 func (b *Backend) Close() error { return b.db.Close() }
 

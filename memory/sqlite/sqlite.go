@@ -292,6 +292,22 @@ func (b *Backend) DB() *sql.DB { return b.rdb }
 // SearchEngine returns search.SQLite: FTS5 and sqlite-vec.
 func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
 
+// ReadTx begins a read-only transaction on the reader pool. A WAL reader
+// sees one snapshot from its first read to its end, so no stronger
+// isolation is asked for.
+func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
+	return b.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// PadsRows returns true: SQLite rewrites every page of a row whose size
+// changes but overwrites a row of unchanged size in place, writing only
+// the pages whose bytes differ, so block rows keep slack in blocks.pad
+// (migrations/sqlite/0011_block_row_pad.sql).
+func (b *Backend) PadsRows() bool { return true }
+
+// JSONInt64s returns SQLite's json_each over the bound array.
+func (b *Backend) JSONInt64s() string { return `SELECT value FROM json_each(?)` }
+
 // Close closes both pools.
 func (b *Backend) Close() error {
 	var err error
