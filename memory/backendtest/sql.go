@@ -58,7 +58,10 @@ func testIsConflict(t *testing.T, e Engine) {
 		t.Errorf("IsConflict(%v) = false for a unique violation", dup)
 	}
 	notNull := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, insertCount, "dup", 8, nil); return err })
-	syntax := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`); return err })
+	syntax := b.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`)
+		return err
+	})
 	for _, err := range []error{nil, errors.New("unique constraint failed"), context.Canceled, sql.ErrNoRows, notNull, syntax} {
 		if b.IsConflict(err) {
 			t.Errorf("IsConflict(%v) = true", err)
