@@ -287,12 +287,12 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	return c, nil
 }
 
-// Backend returns the backend the store persists to.
+// Backend returns the backend the store persists to: the escape hatch,
+// like database/sql's Conn.Raw, for what the API does not offer (raw SQL
+// on Backend().DB(), a type assertion to *sqlite.Backend). What is read
+// that way is not API: the schema (package migrations) changes between
+// versions. Admin has what tools need.
 func (c *Cache) Backend() Backend { return c.be }
-
-// DB returns the read pool, for tools (CLI stats, tests) that need raw
-// read-only SQL.
-func (c *Cache) DB() *sql.DB { return c.rdb }
 
 // Index returns the search index the store maintains.
 func (c *Cache) Index() *search.Index { return c.index }
