@@ -224,8 +224,9 @@ func (e *entry) set(f func(e *entry)) {
 // ":memory:" (a throw-away in-memory store) or sqlite://PATH, or a
 // PostgreSQL URL (postgres://… or postgresql://…) or libpq keyword string
 // ("host=db dbname=engram", recognised by a connection keyword and '=' at
-// its start), which several processes on several machines may share. It
-// applies the backend's migrations; any other URL scheme fails with
+// its start), which several processes on several machines may share
+// once memory/postgres is imported (see Register). It applies the
+// backend's migrations; a scheme no backend registered fails with
 // ErrUnknownScheme, and a file name holding "password=" with
 // ErrInvalidArgument. Errors name the target redacted.
 func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
