@@ -12,7 +12,6 @@ import (
 	"time"
 
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
 
@@ -148,7 +147,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 		return nil, err
 	}
 	defer db.Close()
-	if _, _, err := migrations.Apply(ctx, db); err != nil {
+	if _, _, err := sqlitebackend.Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	emb := search.NewOffline(384)

@@ -14,7 +14,6 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite" // the bare baselines use the store's driver
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -147,7 +146,7 @@ func openSchemaSQL(ctx context.Context, path string, noFTS bool) (*schemaSQL, er
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if _, _, err := migrations.Apply(ctx, db); err != nil {
+	if _, _, err := sqlitebackend.Migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}

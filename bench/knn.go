@@ -16,7 +16,6 @@ import (
 	"github.com/philippgille/chromem-go"
 
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
 
@@ -171,7 +170,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 		return err
 	}
 	defer db.Close()
-	if _, _, err := migrations.Apply(ctx, db); err != nil {
+	if _, _, err := sqlitebackend.Migrate(ctx, db); err != nil {
 		return err
 	}
 	x, err := search.NewIndex(ctx, db, emb, nil)

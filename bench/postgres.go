@@ -14,6 +14,7 @@ import (
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
+	_ "github.com/engram-go/engram/memory/postgres" // memory.Open of postgres:// URLs
 	"github.com/engram-go/engram/search"
 )
 
@@ -243,7 +244,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, d
 	}
 	// Planner statistics as autovacuum keeps them in a running database
 	// (its first round would come up to a minute after the load).
-	if _, err := pgv.DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
+	if _, err := pgv.Backend().DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
 		return err
 	}
 	inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCacheBytes: 1 << 30})

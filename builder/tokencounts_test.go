@@ -29,7 +29,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	}
 	want := build(t, newBuilder(first))
 	var n int
-	if err := first.DB().QueryRow(`SELECT count(*) FROM token_counts`).Scan(&n); err != nil || n < 40 {
+	if err := first.Backend().DB().QueryRow(`SELECT count(*) FROM token_counts`).Scan(&n); err != nil || n < 40 {
 		t.Fatalf("token_counts rows after the first build: %d, %v", n, err)
 	}
 	first.Close()
@@ -39,7 +39,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	if got.System != want.System || got.Metadata.Tokens != want.Metadata.Tokens {
 		t.Fatalf("cold build differs: tokens %+v vs %+v", got.Metadata.Tokens, want.Metadata.Tokens)
 	}
-	if _, err := cold.DB().Exec(`UPDATE token_counts SET tokens = 7`); err != nil {
+	if _, err := cold.Backend().DB().Exec(`UPDATE token_counts SET tokens = 7`); err != nil {
 		t.Fatal(err)
 	}
 	doctored := build(t, newBuilder(cold))
@@ -51,7 +51,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	// A warm build keeps its in-process counts.
 	b := newBuilder(cold)
 	build(t, b)
-	if _, err := cold.DB().Exec(`DELETE FROM token_counts`); err != nil {
+	if _, err := cold.Backend().DB().Exec(`DELETE FROM token_counts`); err != nil {
 		t.Fatal(err)
 	}
 	if again := build(t, b); again.Metadata.BlocksIncluded[0].Tokens != 7 {

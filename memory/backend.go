@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/internal/redact"
-	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -17,9 +16,12 @@ import (
 // What a store means (CRDT documents, the LRU, permissions, approvals,
 // rendering, attribution) lives in Cache and is the same on every engine;
 // a Backend owns what differs between engines: connections, the write
-// transaction and its lock, schema migrations, how a statement's "?"
-// placeholders reach the server, error classification, and the engine
-// the search legs run on. memory/sqlite and memory/postgres implement it.
+// transaction and its lock, read snapshots, schema migrations, how a
+// statement's "?" placeholders reach the server, error classification,
+// the few SQL fragments the engines spell differently, and the engine the
+// search legs run on. memory/sqlite (built in) and memory/postgres
+// (registered, see Register) implement it; memory/backendtest is the
+// suite every implementation passes.
 //
 // The row statements themselves stay in this package, written once in the
 // SQL both engines accept: the two schemas keep the same tables and
@@ -40,6 +42,23 @@ type Backend interface {
 	IsConflict(err error) bool
 	// SearchEngine is the engine the search legs are written for.
 	SearchEngine() search.Engine
+	// ReadTx begins a read-only transaction on DB that sees one snapshot
+	// of the database: rows it reads agree with each other even while
+	// other connections commit (a block's row, snapshot and updates).
+	ReadTx(ctx context.Context) (*sql.Tx, error)
+	// PadsRows reports whether the blocks table has a pad column whose
+	// slack keeps a row's size unchanged when its rendering grows or
+	// shrinks a little: worth it where the engine overwrites a row of
+	// unchanged size in place (SQLite), not where every update writes a
+	// new row version anyway (PostgreSQL).
+	PadsRows() bool
+	// JSONInt64s is a subquery yielding, in a column named value, the
+	// integers of the JSON array bound to its one "?" placeholder, for
+	// "x IN (…)" over a list of any length in one statement.
+	JSONInt64s() string
+	// SchemaVersion returns how many of its migrations the database has
+	// applied, and how many this build has (Open applies the missing ones).
+	SchemaVersion(ctx context.Context) (have, latest int, err error)
 	// Close closes the pools.
 	Close() error
 }
@@ -57,14 +76,20 @@ type BlockNotifier interface {
 }
 
 // openBackend picks the backend from Open's target: a file path,
-// ":memory:" or sqlite://PATH → SQLite; postgres:// or postgresql:// or a
-// libpq keyword/value string ("host=… dbname=…") → PostgreSQL. Any other
-// scheme is refused rather than taken for a relative path (which once made
-// "postgres://…" a directory named "postgres:"), and so is a would-be file
-// name holding "password=" (a keyword DSN once became a SQLite file whose
-// name held the password). The name returned is redacted.
+// ":memory:" or sqlite://PATH → SQLite, built in; a URL with another
+// scheme, or a libpq keyword/value string ("host=… dbname=…") → the backend
+// registered for it (see Register), memory/postgres for postgres://,
+// postgresql:// and keyword strings. A scheme nobody registered is refused
+// rather than taken for a relative path (which once made "postgres://…" a
+// directory named "postgres:"), and so is a would-be file name holding
+// "password=" (a keyword DSN once became a SQLite file whose name held the
+// password). The name returned is redacted.
 func openBackend(ctx context.Context, target string, o Options) (Backend, string, error) {
-	kind, path := classifyTarget(target)
+	return backends.open(ctx, target, o)
+}
+
+func (r *registry) open(ctx context.Context, target string, o Options) (Backend, string, error) {
+	kind, path, scheme := classifyTarget(target)
 	switch kind {
 	case targetSQLite:
 		if strings.TrimSpace(path) == "" {
@@ -72,58 +97,83 @@ func openBackend(ctx context.Context, target string, o Options) (Backend, string
 		}
 		b, err := sqlite.Open(ctx, path, &sqlite.Options{BusyTimeout: o.BusyTimeout})
 		return b, redactURL(path), err
-	case targetPostgres:
-		b, err := postgres.Open(ctx, target, &postgres.Options{LockTimeout: o.BusyTimeout, Logger: o.Logger})
-		if err != nil && !strings.ContainsAny(target, ":/ \t\n\r") && !passwordKey.MatchString(target) {
+	case targetURL, targetKeyword:
+		d, ok := r.lookup(scheme)
+		if !ok {
+			return nil, "", unregistered(target, scheme)
+		}
+		b, err := d.d.Open(ctx, target, &DriverOptions{LockTimeout: o.BusyTimeout, Logger: o.Logger})
+		if err != nil && kind == targetKeyword && !strings.ContainsAny(target, ":/ \t\n\r") && !passwordKey.MatchString(target) {
 			// One word, "host=x.db": it may have been meant as a file name
 			// (no password in it, so it may be shown).
 			err = fmt.Errorf("%w\n(read as a PostgreSQL keyword DSN; for a SQLite file of that name use ./%s or sqlite://%s)", err, target, target)
+		}
+		if err == nil && b == nil {
+			err = fmt.Errorf("backend %s opened no backend", d.name)
 		}
 		return b, redactURL(target), err
 	case targetSecretFile:
 		return nil, "", invalidArg("store %q looks like a connection string, not a file name (a PostgreSQL keyword DSN starts with host=, dbname=, user=, ...; a SQLite file name may not hold \"password=\")", redactURL(target))
 	}
-	return nil, "", fmt.Errorf("%w: %q (want a file path, \":memory:\", sqlite://PATH, postgres://… or host=… dbname=…)", ErrUnknownScheme, redactURL(target))
+	return nil, "", fmt.Errorf("%w: %q", ErrUnknownScheme, redactURL(target))
+}
+
+// unregistered is Open's error for a target no registered backend claims:
+// like database/sql's, it asks whether an import was forgotten, and names
+// the package when engram ships the backend.
+func unregistered(target, scheme string) error {
+	what := fmt.Sprintf("scheme %q", scheme)
+	if scheme == "" {
+		what = "keyword DSNs"
+	}
+	hint := "import the package of a backend that registers it"
+	if pkg := importFor(scheme); pkg != "" {
+		hint = fmt.Sprintf(`import _ %q`, pkg)
+	}
+	return fmt.Errorf("%w: %q: no backend registered for %s (forgotten import? %s; built in: a file path, \":memory:\" or sqlite://PATH)",
+		ErrUnknownScheme, redactURL(target), what, hint)
 }
 
 type targetKind int
 
 const (
-	targetUnknown    targetKind = iota // an unknown URL scheme
+	targetUnknown    targetKind = iota // not a target at all
 	targetSQLite                       // path is the file (or ":memory:")
-	targetPostgres                     // a postgres:// URL or a keyword DSN
+	targetURL                          // a URL whose scheme a registered backend may serve
+	targetKeyword                      // a libpq keyword/value string
 	targetSecretFile                   // a file name holding "password="
 )
 
-// classifyTarget is openBackend's choice, shared with SQLitePath.
-func classifyTarget(target string) (targetKind, string) {
+// classifyTarget is openBackend's choice, shared with SQLitePath: the
+// kind, the SQLite path, and for a URL its scheme in lower case.
+func classifyTarget(target string) (kind targetKind, path, scheme string) {
 	scheme, rest, ok := strings.Cut(target, "://")
 	if ok && !strings.ContainsAny(scheme, `/\`) {
-		switch strings.ToLower(scheme) {
+		switch scheme = strings.ToLower(scheme); scheme {
 		case "sqlite", "file":
-			return targetSQLite, rest
-		case "postgres", "postgresql":
-			return targetPostgres, ""
+			return targetSQLite, rest, ""
 		}
 		if isKeywordDSN(target) {
-			return targetPostgres, ""
+			// A keyword string whose value holds "://" ("host=h
+			// password=a://b").
+			return targetKeyword, "", ""
 		}
-		return targetUnknown, ""
+		return targetURL, "", scheme
 	}
 	if isKeywordDSN(target) {
-		return targetPostgres, ""
+		return targetKeyword, "", ""
 	}
 	if passwordKey.MatchString(target) {
-		return targetSecretFile, ""
+		return targetSecretFile, "", ""
 	}
-	return targetSQLite, target
+	return targetSQLite, target, ""
 }
 
 // SQLitePath returns the file a target opens as SQLite (":memory:" for
 // the in-memory store), or ok false for a PostgreSQL target and a target
 // Open refuses. The CLI uses it to create the file's directory.
 func SQLitePath(target string) (path string, ok bool) {
-	kind, p := classifyTarget(target)
+	kind, p, _ := classifyTarget(target)
 	if kind != targetSQLite {
 		return "", false
 	}
@@ -155,8 +205,4 @@ func redactURL(target string) string {
 	return redact.Target(target)
 }
 
-var (
-	_ Backend       = (*sqlite.Backend)(nil)
-	_ Backend       = (*postgres.Backend)(nil)
-	_ BlockNotifier = (*postgres.Backend)(nil)
-)
+var _ Backend = (*sqlite.Backend)(nil)

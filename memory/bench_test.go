@@ -31,7 +31,7 @@ func BenchmarkAppendToBlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		var data []byte
-		c.DB().QueryRow(`SELECT data FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&data)
+		c.Backend().DB().QueryRow(`SELECT data FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&data)
 		db, err := sql.Open(sqlitedriver.Name, filepath.Join(b.TempDir(), "bare.db")+"?_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
 		if err != nil {
 			b.Fatal(err)

@@ -119,8 +119,9 @@ func (e *entry) set(f func(e *entry)) {
 // ":memory:" (a throw-away in-memory store) or sqlite://PATH, or a
 // PostgreSQL URL (postgres://… or postgresql://…) or libpq keyword string
 // ("host=db dbname=engram", recognised by a connection keyword and '=' at
-// its start), which several processes on several machines may share. It
-// applies the backend's migrations; any other URL scheme fails with
+// its start), which several processes on several machines may share
+// once memory/postgres is imported (see Register). It applies the
+// backend's migrations; a scheme no backend registered fails with
 // ErrUnknownScheme, and a file name holding "password=" with
 // ErrInvalidArgument. Errors name the target redacted.
 func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
@@ -150,7 +151,7 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
-		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
+		wq: newWriteQueries(be.PadsRows())}
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
@@ -182,12 +183,12 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	return c, nil
 }
 
-// Backend returns the backend the store persists to.
+// Backend returns the backend the store persists to: the escape hatch,
+// like database/sql's Conn.Raw, for what the API does not offer (raw SQL
+// on Backend().DB(), a type assertion to *sqlite.Backend). What is read
+// that way is not API: the schema (package migrations) changes between
+// versions. Admin has what tools need.
 func (c *Cache) Backend() Backend { return c.be }
-
-// DB returns the read pool, for tools (CLI stats, tests) that need raw
-// read-only SQL.
-func (c *Cache) DB() *sql.DB { return c.rdb }
 
 // Index returns the search index the store maintains.
 func (c *Cache) Index() *search.Index { return c.index }

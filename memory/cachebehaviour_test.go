@@ -153,8 +153,8 @@ func TestCompaction(t *testing.T) {
 		}
 	}
 	var updates, snapSeq int
-	a.DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
-	a.DB().QueryRow(`SELECT snapshot_seq FROM blocks`).Scan(&snapSeq)
+	a.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	a.Backend().DB().QueryRow(`SELECT snapshot_seq FROM blocks`).Scan(&snapSeq)
 	if updates >= 10 || snapSeq == 0 {
 		t.Fatalf("not compacted: %d updates, snapshot_seq %d", updates, snapSeq)
 	}
@@ -173,7 +173,7 @@ func TestCompaction(t *testing.T) {
 	if err := a.Compact(ctx, "x", "n"); err != nil {
 		t.Fatal(err)
 	}
-	a.DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	a.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
 	if updates != 0 {
 		t.Fatalf("%d updates left after Compact", updates)
 	}
@@ -214,7 +214,7 @@ func TestCompactionScalesWithSize(t *testing.T) {
 				}
 			}
 			var snapSeq int
-			c.DB().QueryRow(`SELECT snapshot_seq FROM blocks WHERE label = ?`, tc.label).Scan(&snapSeq)
+			c.Backend().DB().QueryRow(`SELECT snapshot_seq FROM blocks WHERE label = ?`, tc.label).Scan(&snapSeq)
 			if got := snapSeq > 0; got != tc.wantCompact {
 				t.Fatalf("%d-char block after %d appends: snapshot_seq %d, want compacted = %v", tc.size, tc.appends, snapSeq, tc.wantCompact)
 			}
@@ -238,7 +238,7 @@ func TestUpdatesAreIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	c.DB().QueryRow(`SELECT length(data) FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&n)
+	c.Backend().DB().QueryRow(`SELECT length(data) FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&n)
 	if n == 0 || n > 400 {
 		t.Fatalf("update row is %d bytes for a one-character append", n)
 	}
@@ -248,7 +248,7 @@ func TestOpenRefusesNewerDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "new.db")
 	c := openFile(t, path, nil)
-	if _, err := c.DB().Exec(`PRAGMA user_version = 99`); err != nil {
+	if _, err := c.Backend().DB().Exec(`PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -405,7 +405,7 @@ func TestDeferredBlockIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dirty int
-	c.DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	c.Backend().DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
 	if dirty != 1 {
 		t.Fatalf("dirty rows = %d, want 1 (coalesced)", dirty)
 	}
@@ -416,11 +416,11 @@ func TestDeferredBlockIndex(t *testing.T) {
 	if res, _ := c.Search(ctx, "a", "dates", fts); len(res) != 1 {
 		t.Fatalf("new text not found: %+v", res)
 	}
-	c.DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	c.Backend().DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
 	if dirty != 0 {
 		t.Fatalf("dirty rows after search = %d", dirty)
 	}
-	if _, err := c.DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("integrity-check: %v", err)
 	}
 	if err := c.AppendToBlock(ctx, "a", "n", " elderberries"); err != nil {
@@ -433,7 +433,7 @@ func TestDeferredBlockIndex(t *testing.T) {
 	if res, _ := c.Search(ctx, "a", "dates elderberries", fts); len(res) != 0 {
 		t.Fatalf("deleted block found: %+v", res)
 	}
-	if _, err := c.DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("integrity-check after delete: %v", err)
 	}
 }
@@ -649,7 +649,7 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 			t.Fatalf("%s: rendering %d bytes (%v), want %d", what, len(got), err, len(want))
 		}
 		var pad sql.NullInt64
-		if err := c.DB().QueryRow(`SELECT octet_length(pad) FROM blocks WHERE label = 'big'`).Scan(&pad); err != nil {
+		if err := c.Backend().DB().QueryRow(`SELECT octet_length(pad) FROM blocks WHERE label = 'big'`).Scan(&pad); err != nil {
 			t.Fatal(err)
 		}
 		if limit := int64(len(want)/4 + 4096); pad.Int64 > limit {

@@ -47,7 +47,7 @@ func appendedStore(b *testing.B, n int) (string, []byte, blocks.Info) {
 		b.Fatal(err)
 	}
 	var pending int
-	if err := c.DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&pending); err != nil {
+	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&pending); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d appends: %d characters, %d update rows past the snapshot", n, doc.Size(), pending)

@@ -21,6 +21,12 @@
 // file is created 0600); a postgres:// URL or a libpq keyword string
 // starting with a connection keyword ("host=… dbname=…") is PostgreSQL
 // (package memory/postgres), which processes on many machines share.
+// SQLite is built in; PostgreSQL, like a database/sql driver, registers
+// itself when imported (see [Register]), so only programs that import it
+// link pgx:
+//
+//	import _ "github.com/engram-go/engram/memory/postgres"
+//
 // Targets in errors and logs are redacted (no password, no query or
 // keyword value but harmless ones). [New] builds a Cache over a backend opened by the
 // caller. Everything below holds on both; where the mechanism differs

@@ -24,7 +24,8 @@ var (
 	// write-back mode the change stays pending for the next Flush.
 	ErrPersist = errors.New("memory: change not persisted")
 	// ErrUnknownScheme is returned by Open for a store URL whose scheme no
-	// backend in this build serves.
+	// backend serves: neither SQLite, built in, nor one registered (see
+	// Register); the message names the import it may lack.
 	ErrUnknownScheme = errors.New("memory: unknown store scheme")
 	// ErrCorrupt is returned for a block whose stored bytes are damaged (a
 	// torn or corrupt update row or snapshot, found by its checksum, or

@@ -217,11 +217,7 @@ func (c *Cache) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 // by default; PostgreSQL's default, READ COMMITTED, lets each statement see
 // a newer commit.)
 func (c *Cache) readTx(ctx context.Context) (*sql.Tx, error) {
-	opts := &sql.TxOptions{ReadOnly: true}
-	if c.be.Name() == "postgres" {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	return c.rdb.BeginTx(ctx, opts)
+	return c.be.ReadTx(ctx)
 }
 
 // load reads a block's snapshot and updates in one read transaction.

@@ -359,7 +359,7 @@ func TestKillDuringLogRotation(t *testing.T) {
 		}
 		c := openFile(t, path, opts)
 		var check string
-		if err := c.DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		if err := c.Backend().DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 			t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
 		}
 		checkLogContents(t, c, "events", acked)
@@ -429,14 +429,14 @@ func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
 	}
 	var marks, vectors int
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
 			t.Fatal(err)
 		}
 		if marks == 0 {
 			break
 		}
 	}
-	if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
+	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
 		t.Fatal(err)
 	}
 	if marks != 0 || vectors != 4 {
@@ -583,7 +583,7 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 	// next round, which clears it) before the search's own flush.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var marks int
-		if err := c.DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
 			t.Fatal(err)
 		}
 		if marks == 0 {

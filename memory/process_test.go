@@ -139,7 +139,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 	}
 	if epochs {
 		var epoch, archived int
-		if err := c.DB().QueryRow(`SELECT epoch, (SELECT count(*) FROM block_archive) FROM blocks WHERE label = 'board'`).Scan(&epoch, &archived); err != nil {
+		if err := c.Backend().DB().QueryRow(`SELECT epoch, (SELECT count(*) FROM block_archive) FROM blocks WHERE label = 'board'`).Scan(&epoch, &archived); err != nil {
 			t.Fatal(err)
 		}
 		if epoch < 4 || archived != epoch {
@@ -422,7 +422,7 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 		}
 		if c.Backend().Name() == "sqlite" {
 			var check string
-			if err := c.DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+			if err := c.Backend().DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 				t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
 			}
 		}

@@ -180,14 +180,14 @@ func TestWritePathsAgree(t *testing.T) {
 						le[i].Timestamp = time.Time{} // each run appends at its own time
 					}
 				}
-				if err := c.DB().QueryRow(`SELECT rendered FROM blocks WHERE label = 'b'`).Scan(&r.rendered); err != nil {
+				if err := c.Backend().DB().QueryRow(`SELECT rendered FROM blocks WHERE label = 'b'`).Scan(&r.rendered); err != nil {
 					t.Fatal(err)
 				}
 				r.rendered = renderedTime.ReplaceAllString(r.rendered, "TIME")
-				if err := c.DB().QueryRow(`SELECT count(*) FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b'`).Scan(&r.rows); err != nil {
+				if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b'`).Scan(&r.rows); err != nil {
 					t.Fatal(err)
 				}
-				c.DB().QueryRow(`SELECT u.actor FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b' ORDER BY u.seq DESC LIMIT 1`).Scan(&r.lastActor)
+				c.Backend().DB().QueryRow(`SELECT u.actor FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b' ORDER BY u.seq DESC LIMIT 1`).Scan(&r.lastActor)
 				ps, perr := c.ListProposals(ctx, "ada", "b")
 				if perr != nil {
 					t.Fatal(perr)

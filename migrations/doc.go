@@ -1,11 +1,13 @@
-// Package migrations holds engram's SQL schema as embedded, numbered *.sql
-// files and applies them to a SQLite database.
+// Package migrations is the one home of engram's SQL schema: each engine's
+// numbered NNNN_name.sql files, embedded. migrations/sqlite holds what
+// memory/sqlite applies, migrations/postgres what memory/postgres applies;
+// each backend applies its own set in order, each file at most once, and
+// refuses a database at a newer version than its set.
 //
-// Each file NNNN_name.sql is applied at most once, in order, inside its own
-// transaction; the database's PRAGMA user_version records how many files have
-// been applied and PRAGMA application_id marks the file as an engram store.
-// Apply takes SQLite's write lock (BEGIN IMMEDIATE) before it re-reads the
-// version, so two processes opening one new file at the same moment cannot both
-// apply a migration. A database whose version is newer than this code knows is
-// refused with ErrTooNew rather than used half-understood.
+// The two sets are numbered separately because each engine records its
+// version its own way (SQLite in PRAGMA user_version, PostgreSQL in table
+// engram_schema): a file's number is a database's version after it, so a
+// released file is never renamed, renumbered or edited (TestReleasedFiles
+// holds them to their checksums). A schema change is a new file in each
+// set whose engine it concerns.
 package migrations

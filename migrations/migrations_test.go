@@ -1,109 +1,83 @@
 package migrations_test
 
 import (
-	"context"
-	"database/sql"
-	"errors"
-	"path/filepath"
-	"sync"
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path"
+	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
 )
 
-func openDB(t *testing.T, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
+// A database records only how many migrations it applied, so a released
+// file that is renamed, renumbered or edited would leave existing
+// databases at a version meaning something else: every file released
+// (testdata/released.txt: engine/name and SHA-256, in order) must be
+// embedded unchanged, at the same position. Append new files' lines here
+// when they are released; never change a line.
+func TestReleasedFiles(t *testing.T) {
+	f, err := os.Open("testdata/released.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func TestApplyFreshAndIdempotent(t *testing.T) {
-	ctx := context.Background()
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	from, to, err := migrations.Apply(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if from != 0 || to != migrations.Latest() || to == 0 {
-		t.Fatalf("Apply = %d..%d, want 0..%d", from, to, migrations.Latest())
-	}
-	from, to, err = migrations.Apply(ctx, db)
-	if err != nil || from != to || to != migrations.Latest() {
-		t.Fatalf("second Apply = %d..%d, %v", from, to, err)
-	}
-	var app int64
-	if err := db.QueryRow("PRAGMA application_id").Scan(&app); err != nil || app != migrations.ApplicationID {
-		t.Fatalf("application_id = %#x, %v", app, err)
-	}
-	for _, table := range []string{"blocks", "block_updates", "shares", "archival", "messages", "batches", "summaries", "proposals"} {
-		var n int
-		if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = ?", table).Scan(&n); err != nil || n != 1 {
-			t.Errorf("table %s missing (%d, %v)", table, n, err)
+	defer f.Close()
+	sets := map[string]func() ([]migrations.Migration, error){"sqlite": migrations.SQLite, "postgres": migrations.Postgres}
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		file, sum, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			t.Fatalf("bad line %q", sc.Text())
 		}
-	}
-}
-
-func TestApplyConcurrentOpeners(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
-	// Switching a new file to WAL needs an exclusive lock that SQLite does not
-	// wait for; do it once up front as memory.Open does before migrating.
-	if err := openDB(t, path).Ping(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer db.Close()
-			_, _, err = migrations.Apply(ctx, db)
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+		engine, name := path.Split(file)
+		engine = strings.TrimSuffix(engine, "/")
+		all, err := sets[engine]()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", engine, err)
+		}
+		i := seen[engine]
+		seen[engine]++
+		if i >= len(all) {
+			t.Errorf("%s: released as version %d, not embedded", file, i+1)
+			continue
+		}
+		m := all[i]
+		got := sha256.Sum256([]byte(m.SQL))
+		if m.Name != name || m.Version != i+1 || hex.EncodeToString(got[:]) != sum {
+			t.Errorf("version %d of %s is %s (sha256 %x), released as %s (%s)", i+1, engine, m.Name, got, name, sum)
 		}
 	}
-	v, err := migrations.Version(ctx, openDB(t, path))
-	if err != nil || v != migrations.Latest() {
-		t.Fatalf("version %d, %v", v, err)
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Versions a database may already be at.
+	if seen["sqlite"] != 14 || seen["postgres"] != 9 {
+		t.Errorf("released: %d SQLite and %d PostgreSQL files, want at least 14 and 9", seen["sqlite"], seen["postgres"])
 	}
 }
 
-func TestRefusesNewerDatabase(t *testing.T) {
-	ctx := context.Background()
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	if _, err := db.Exec("PRAGMA user_version = 999"); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := migrations.Apply(ctx, db)
-	if !errors.Is(err, migrations.ErrTooNew) {
-		t.Fatalf("err = %v, want ErrTooNew", err)
-	}
-}
-
-func TestRefusesForeignFile(t *testing.T) {
-	ctx := context.Background()
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	if _, err := db.Exec("PRAGMA application_id = 42"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := migrations.Apply(ctx, db); !errors.Is(err, migrations.ErrForeign) {
-		t.Fatalf("err = %v, want ErrForeign", err)
+func TestSetsAreSeparate(t *testing.T) {
+	for _, tc := range []struct {
+		engine string
+		set    func() ([]migrations.Migration, error)
+		marker string // a statement only that engine's dialect has
+	}{
+		{"sqlite", migrations.SQLite, "VIRTUAL TABLE"},
+		{"postgres", migrations.Postgres, "BIGSERIAL"},
+	} {
+		all, err := tc.set()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.engine, err)
+		}
+		var joined strings.Builder
+		for _, m := range all {
+			joined.WriteString(m.SQL)
+		}
+		if !strings.Contains(strings.ToUpper(joined.String()), tc.marker) {
+			t.Errorf("%s migrations lack %q: not that engine's files", tc.engine, tc.marker)
+		}
 	}
 }

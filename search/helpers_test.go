@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
-	"github.com/engram-go/engram/migrations"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -29,7 +29,7 @@ func openDBAt(tb testing.TB, path string) *sql.DB {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, _, err := migrations.Apply(context.Background(), db); err != nil {
+	if _, _, err := sqlite.Migrate(context.Background(), db); err != nil {
 		tb.Fatal(err)
 	}
 	return db
@@ -172,7 +172,7 @@ func keys(rs []search.Result) []string {
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	_, _, err := migrations.Apply(ctx, db)
+	_, _, err := sqlite.Migrate(ctx, db)
 	return err
 }
 

@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
-	"github.com/engram-go/engram/migrations"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
 func TestMigrationAndTriggers(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	v, err := migrations.Version(ctx, db)
+	v, err := sqlite.MigratedVersion(ctx, db)
 	if err != nil || v < 2 {
 		t.Fatalf("version %d, %v", v, err)
 	}

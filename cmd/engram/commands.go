@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/cmd/engram/internal/ui"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
@@ -815,38 +814,11 @@ func cmdCompact(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	q := `SELECT owner, label FROM blocks ORDER BY id`
-	qargs := []any{}
-	if agent != "" {
-		q = `SELECT owner, label FROM blocks WHERE owner = ? ORDER BY id`
-		qargs = append(qargs, agent)
-	}
-	rows, err := s.DB().QueryContext(ctx, q, qargs...)
+	n, err := s.Admin().Compact(ctx, &memory.CompactOptions{Owner: agent, Rebase: rebase, Progress: a.progress("compacting")})
 	if err != nil {
 		return err
 	}
-	var todo [][2]string
-	for rows.Next() {
-		var o, l string
-		if err := rows.Scan(&o, &l); err != nil {
-			rows.Close()
-			return err
-		}
-		todo = append(todo, [2]string{o, l})
-	}
-	rows.Close()
-	bar := a.progress("compacting")
-	for i, b := range todo {
-		compact := s.Compact
-		if rebase {
-			compact = s.Rebase
-		}
-		if err := compact(ctx, b[0], b[1]); err != nil && !errors.Is(err, memory.ErrNotFound) {
-			return fmt.Errorf("compact %s/%s: %w", b[0], b[1], err)
-		}
-		bar(i+1, len(todo))
-	}
-	return a.output(map[string]any{"compacted": len(todo)}, func(w io.Writer) { fmt.Fprintf(w, "compacted %d blocks\n", len(todo)) })
+	return a.output(map[string]any{"compacted": n}, func(w io.Writer) { fmt.Fprintf(w, "compacted %d blocks\n", n) })
 }
 
 func cmdStats(ctx context.Context, a *app, args []string) error {
@@ -858,43 +830,31 @@ func cmdStats(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	stats := map[string]int64{}
-	for name, q := range map[string]string{
-		"agents":            `SELECT count(*) FROM (` + ui.AgentsQuery + `) AS agents`,
-		"blocks":            `SELECT count(*) FROM blocks`,
-		"block_updates":     `SELECT count(*) FROM block_updates`,
-		"shares":            `SELECT count(*) FROM shares`,
-		"archival":          `SELECT count(*) FROM archival`,
-		"archival_current":  `SELECT count(*) FROM archival WHERE valid_to IS NULL`,
-		"messages":          `SELECT count(*) FROM messages`,
-		"batches":           `SELECT count(*) FROM batches`,
-		"summaries":         `SELECT count(*) FROM summaries`,
-		"proposals_pending": `SELECT count(*) FROM proposals WHERE status = 'pending'`,
-		"snapshot_bytes":    `SELECT COALESCE(sum(length(snapshot)), 0) FROM block_snapshots`,
-		"update_bytes":      `SELECT COALESCE(sum(length(data)), 0) FROM block_updates`,
-		"archived_epochs":   `SELECT count(*) FROM block_archive`,
-		"archive_bytes":     `SELECT COALESCE(sum(length(snapshot)), 0) FROM block_archive`,
-	} {
-		var n int64
-		if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
-			return fmt.Errorf("stats: %s: %w", name, err)
-		}
-		stats[name] = n
+	st, err := s.Admin().Stats(ctx)
+	if err != nil {
+		return err
+	}
+	n := st.Counts
+	stats := map[string]int64{
+		"agents": n.Agents, "blocks": n.Blocks, "block_updates": n.BlockUpdates, "shares": n.Shares,
+		"archival": n.Archival, "archival_current": n.ArchivalCurrent, "messages": n.Messages, "batches": n.Batches,
+		"summaries": n.Summaries, "proposals_pending": n.ProposalsPending, "snapshot_bytes": n.SnapshotBytes,
+		"update_bytes": n.UpdateBytes, "archived_epochs": n.ArchivedEpochs, "archive_bytes": n.ArchiveBytes,
 	}
 	emb := "none"
-	if name, dims, err := search.RecordedEmbedder(ctx, s.DB()); err == nil && name != "" {
-		emb = fmt.Sprintf("%s (%d dims)", name, dims)
+	if st.Embedder != "" {
+		emb = fmt.Sprintf("%s (%d dims)", st.Embedder, st.EmbedderDims)
 	}
-	vectors := s.Index().VectorEngine()
+	vectors := st.VectorEngine
 	if vectors == "" {
 		vectors = "none in this run (no --embedder)"
-	} else if why := s.Index().VectorEngineReason(); why != "" {
-		vectors += " (" + why + ")"
+	} else if st.VectorEngineReason != "" {
+		vectors += " (" + st.VectorEngineReason + ")"
 	}
 	target := redact.Target(a.db)
-	out := map[string]any{"db": target, "backend": s.Backend().Name(), "embedder": emb, "vectors": vectors, "counts": stats}
+	out := map[string]any{"db": target, "backend": st.Backend, "embedder": emb, "vectors": vectors, "counts": stats}
 	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, s.Backend().Name(), emb, vectors)
+		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, st.Backend, emb, vectors)
 		var rows [][]string
 		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
 			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes", "archived_epochs", "archive_bytes"} {

@@ -22,9 +22,16 @@
 // owner with an iterative scan; otherwise the search package's vector
 // cache searches in process, following a change log table. Index().
 // VectorEngine says which ("pgvector" or "in-process") and
-// VectorEngineReason why not pgvector. The schema is embedded (migrations/*.sql),
-// versioned in table engram_schema; a newer database is refused.
+// VectorEngineReason why not pgvector. The schema is package migrations'
+// migrations/postgres/*.sql, versioned in table engram_schema; a newer
+// database is refused.
 //
-// memory.Open picks this backend for postgres:// and postgresql:// URLs.
+// Importing this package registers it with package memory (see
+// memory.Register), so that memory.Open takes postgres:// and
+// postgresql:// URLs and libpq keyword strings; a program that opens only
+// SQLite leaves it out and does not link pgx:
+//
+//	import _ "github.com/engram-go/engram/memory/postgres"
+//
 // Passwords never appear in errors or logs (see Redact).
 package postgres

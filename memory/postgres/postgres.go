@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +19,9 @@ import (
 
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/redact"
+	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
 
 // writeLockKey is the advisory lock every engram write transaction takes:
 // writes to one database are serialized across all processes and machines,
@@ -34,7 +29,8 @@ var migrationFiles embed.FS
 // write's reads (catch-up, limits, permissions) see every earlier commit.
 const writeLockKey = 0x656e6772616d // "engram"
 
-// notifyChannel carries the ids of changed blocks (see migrations/0001).
+// notifyChannel carries the ids of changed blocks (see
+// migrations/postgres/0001_core.sql).
 const notifyChannel = "engram_blocks"
 
 // Options configure a Backend. The zero value (or nil) means the defaults.
@@ -126,6 +122,23 @@ func (b *Backend) DB() *sql.DB { return b.db }
 // process.
 func (b *Backend) SearchEngine() search.Engine { return search.PostgreSQL }
 
+// ReadTx begins a read-only REPEATABLE READ transaction: the default,
+// READ COMMITTED, lets each statement see a newer commit, so a block's
+// row, snapshot and updates read one after another could disagree.
+func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
+	return b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+}
+
+// PadsRows returns false: every UPDATE writes a new row version, so slack
+// would save nothing (the schema has no pad column).
+func (b *Backend) PadsRows() bool { return false }
+
+// JSONInt64s returns json_array_elements_text over the bound array, cast
+// to bigint.
+func (b *Backend) JSONInt64s() string {
+	return `SELECT value::bigint FROM json_array_elements_text(?::json)`
+}
+
 // Close closes the pool.
 func (b *Backend) Close() error { return b.db.Close() }
 
@@ -176,21 +189,20 @@ func (b *Backend) lock(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// migrate applies the embedded migrations in order, each in its own
+// migrate applies migrations.Postgres in order, each in its own
 // transaction under the write lock, recording the version in
 // engram_schema. A database at a newer version than this build knows is
 // refused.
 func (b *Backend) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	all, err := migrations.Postgres()
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
 	return b.Write(ctx, func(tx *sql.Tx) error {
 		// Under the write lock: IF NOT EXISTS does not make concurrent
 		// creators safe (the loser gets 23505, 42P07 or 42710), and two
 		// processes opening a fresh database at once is ordinary.
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS engram_schema (version BIGINT NOT NULL)`); err != nil {
+		if _, err := tx.ExecContext(ctx, migrations.PostgresVersionTable); err != nil {
 			return err
 		}
 		var v int
@@ -202,20 +214,16 @@ func (b *Backend) migrate(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		if v > len(names) {
-			return fmt.Errorf("%w: database schema version %d, this build knows %d", ErrNewerSchema, v, len(names))
+		if v > len(all) {
+			return fmt.Errorf("%w: database schema version %d, this build knows %d", ErrNewerSchema, v, len(all))
 		}
-		for i := v; i < len(names); i++ {
-			body, err := migrationFiles.ReadFile(names[i])
-			if err != nil {
-				return err
-			}
+		for _, m := range all[v:] {
 			// Whole files go through the simple protocol (several
 			// statements, dollar-quoted function bodies).
-			if _, err := tx.ExecContext(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("apply %s: %w", names[i], err)
+			if _, err := tx.ExecContext(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE engram_schema SET version = ?`, i+1); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE engram_schema SET version = ?`, m.Version); err != nil {
 				return err
 			}
 		}
@@ -226,12 +234,12 @@ func (b *Backend) migrate(ctx context.Context) error {
 // SchemaVersion returns the database's migration version and the latest
 // this build knows.
 func (b *Backend) SchemaVersion(ctx context.Context) (have, latest int, err error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	all, err := migrations.Postgres()
 	if err != nil {
 		return 0, 0, err
 	}
 	err = b.db.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&have)
-	return have, len(names), err
+	return have, len(all), err
 }
 
 // WatchBlocks listens on the engram_blocks channel until ctx ends: each

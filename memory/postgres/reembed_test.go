@@ -49,7 +49,7 @@ func TestReembedPostgres(t *testing.T) {
 		// Every row carries the new vector in a column of the new
 		// dimension (pgvector's typmod is the dimension).
 		var unfilled, dims int
-		if err := b.DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM vec_archival WHERE emb IS NULL),
+		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM vec_archival WHERE emb IS NULL),
 			(SELECT atttypmod FROM pg_attribute WHERE attrelid = 'vec_archival'::regclass AND attname = 'emb')`).Scan(&unfilled, &dims); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestReembedPostgres(t *testing.T) {
 			t.Fatalf("after Reembed to 64 dims: %d rows without emb, column dimension %d", unfilled, dims)
 		}
 		var hnsw int
-		if err := b.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vec_archival_emb' AND indexdef LIKE '%hnsw%'`).Scan(&hnsw); err != nil || hnsw != 1 {
+		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vec_archival_emb' AND indexdef LIKE '%hnsw%'`).Scan(&hnsw); err != nil || hnsw != 1 {
 			t.Fatalf("after Reembed: %d HNSW indexes on vec_archival (%v)", hnsw, err)
 		}
 	}

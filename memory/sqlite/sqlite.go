@@ -15,7 +15,6 @@ import (
 
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/sqlitedriver"
-	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
 
@@ -188,7 +187,7 @@ func (b *Backend) TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stm
 }
 
 // Open opens (creating if needed) the SQLite database at path, sets WAL
-// mode and applies the migrations in package migrations.
+// mode and applies migrations.SQLite (see Migrate).
 func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 	b := &Backend{path: path, busy: 10 * time.Second}
 	if opts != nil && opts.BusyTimeout > 0 {
@@ -232,7 +231,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 	}
 	// Migrations take their own write lock; they run on the reader pool,
 	// whose busy timeout is the long one.
-	if _, _, err := migrations.Apply(ctx, b.rdb); err != nil {
+	if _, _, err := Migrate(ctx, b.rdb); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
@@ -292,6 +291,22 @@ func (b *Backend) DB() *sql.DB { return b.rdb }
 
 // SearchEngine returns search.SQLite: FTS5 and sqlite-vec.
 func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
+
+// ReadTx begins a read-only transaction on the reader pool. A WAL reader
+// sees one snapshot from its first read to its end, so no stronger
+// isolation is asked for.
+func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
+	return b.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// PadsRows returns true: SQLite rewrites every page of a row whose size
+// changes but overwrites a row of unchanged size in place, writing only
+// the pages whose bytes differ, so block rows keep slack in blocks.pad
+// (migrations/sqlite/0011_block_row_pad.sql).
+func (b *Backend) PadsRows() bool { return true }
+
+// JSONInt64s returns SQLite's json_each over the bound array.
+func (b *Backend) JSONInt64s() string { return `SELECT value FROM json_each(?)` }
 
 // Close closes both pools.
 func (b *Backend) Close() error {

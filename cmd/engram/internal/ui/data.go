@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,54 +12,35 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// AgentsQuery lists every agent that owns something or has a block shared
-// with it. memory.Store has no agent listing, so the UI and "engram stats"
-// read it with this SQL (the same on SQLite and PostgreSQL).
-const AgentsQuery = `SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages UNION SELECT agent FROM shares`
+// admin is what the UI reads across agents beyond memory.Store
+// (*memory.Admin has it).
+type admin interface {
+	Agents(ctx context.Context) ([]string, error)
+	ProposalCounts(ctx context.Context) (map[string]memory.ProposalCount, error)
+}
 
-// storeDB is the SQL database of a store that has a DB method (such as
+// storeAdmin is the operator side of a store that has one (such as
 // *memory.Cache).
-func storeDB(store memory.Store) (*sql.DB, error) {
-	db, ok := store.(interface{ DB() *sql.DB })
+func storeAdmin(store memory.Store) (admin, error) {
+	a, ok := store.(interface{ Admin() *memory.Admin })
 	if !ok {
 		return nil, ErrNoAgentLister
 	}
-	return db.DB(), nil
+	return a.Admin(), nil
 }
 
-func agentsFromDB(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, AgentsQuery)
-	if err != nil {
-		return nil, fmt.Errorf("ui: list agents: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, fmt.Errorf("ui: list agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ui: list agents: %w", err)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// Agents lists the agent ids of a store that has a DB method (such as
-// *memory.Cache), sorted.
+// Agents lists the agent ids of a store that has an Admin method (such
+// as *memory.Cache), sorted.
 func Agents(ctx context.Context, store memory.Store) ([]string, error) {
-	db, err := storeDB(store)
+	a, err := storeAdmin(store)
 	if err != nil {
 		return nil, err
 	}
-	return agentsFromDB(ctx, db)
+	return a.Agents(ctx)
 }
 
 func (s *Server) agents(ctx context.Context) ([]string, error) {
-	return agentsFromDB(ctx, s.db)
+	return s.admin.Agents(ctx)
 }
 
 // agentList lists the agents once per request. With want set, an agent
@@ -81,29 +61,15 @@ func (s *Server) agentList(w http.ResponseWriter, r *http.Request, want string) 
 	return as, true
 }
 
-// proposalCountsQuery counts, per block owner, all proposals and the
-// pending ones: what the live loop compares, in one query.
-const proposalCountsQuery = `SELECT b.owner, count(*), count(CASE WHEN p.status = 'pending' THEN 1 END)
-	FROM proposals p JOIN blocks b ON b.id = p.block_id GROUP BY b.owner`
-
 // proposalCounts maps each block owner to "all/pending" proposal counts.
 func (s *Server) proposalCounts(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, proposalCountsQuery)
+	counts, err := s.admin.ProposalCounts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ui: count proposals: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var owner string
-		var all, pending int
-		if err := rows.Scan(&owner, &all, &pending); err != nil {
-			return nil, fmt.Errorf("ui: count proposals: %w", err)
-		}
-		out[owner] = fmt.Sprintf("%d/%d", all, pending)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ui: count proposals: %w", err)
+	out := make(map[string]string, len(counts))
+	for owner, n := range counts {
+		out[owner] = fmt.Sprintf("%d/%d", n.All, n.Pending)
 	}
 	return out, nil
 }

@@ -8,6 +8,6 @@ var (
 	// message.
 	ErrUnknownAgent = errors.New("ui: unknown agent")
 	// ErrNoAgentLister is returned by New and Agents for a store that
-	// cannot list its agents (it has no DB method).
-	ErrNoAgentLister = errors.New("ui: store cannot list agents (it has no DB method)")
+	// cannot list its agents (it has no Admin method).
+	ErrNoAgentLister = errors.New("ui: store cannot list agents (it has no Admin method)")
 )

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"database/sql"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -64,7 +63,7 @@ type Options struct {
 // its live-update loop and ends open event streams.
 type Server struct {
 	store   memory.Store
-	db      *sql.DB // the store's, for what memory.Store cannot list
+	admin   admin // the store's, for what memory.Store cannot list
 	opts    Options
 	token   string
 	csrf    string
@@ -83,8 +82,9 @@ type Server struct {
 	done   chan struct{}
 }
 
-// New returns the app over store, which must have a DB() *sql.DB method
-// (such as *memory.Cache; else ErrNoAgentLister). Call Close when done.
+// New returns the app over store, which must have an Admin() *memory.Admin
+// method (such as *memory.Cache; else ErrNoAgentLister). Call Close when
+// done.
 func New(store memory.Store, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
@@ -98,7 +98,7 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		o.Token = hex.EncodeToString(b)
 	}
 	o.Person = PersonName(o.Person)
-	db, err := storeDB(store)
+	adm, err := storeAdmin(store)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	sum := sha256.Sum256([]byte(o.Token))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		store: store, db: db, opts: o, token: o.Token, csrf: hex.EncodeToString(mac.Sum(nil)),
+		store: store, admin: adm, opts: o, token: o.Token, csrf: hex.EncodeToString(mac.Sum(nil)),
 		// The cookie's name carries a hash of the token: cookies are not
 		// per port, so two servers on one host must not overwrite each
 		// other's.

@@ -1,0 +1,25 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/memory/backendtest"
+	"github.com/engram-go/engram/memory/sqlite"
+)
+
+func TestBackendConformance(t *testing.T) {
+	backendtest.Run(t, backendtest.Engine{
+		NewDatabase: func(t *testing.T) string { return filepath.Join(t.TempDir(), "backend.db") },
+		Open: func(t *testing.T, path string) (memory.Backend, error) {
+			b, err := sqlite.Open(context.Background(), path, &sqlite.Options{BusyTimeout: 10 * time.Second})
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
+	})
+}

@@ -1,0 +1,12 @@
+package sqlite
+
+import "errors"
+
+var (
+	// ErrTooNew is returned by Open and Migrate for a database written by
+	// a newer engram, whose schema this build does not know.
+	ErrTooNew = errors.New("sqlite: database schema is newer than this engram")
+	// ErrForeign is returned by Open and Migrate for a file carrying
+	// another application's id.
+	ErrForeign = errors.New("sqlite: database belongs to another application")
+)
