@@ -38,8 +38,8 @@ type Backend interface {
 	Write(ctx context.Context, fn func(*sql.Tx) error) error
 	// IsConflict reports whether err is a unique-constraint violation.
 	IsConflict(err error) bool
-	// SearchEngine is the engine the search legs are written for.
-	SearchEngine() search.Engine
+	// SearchDialect is the engine's SQL for the search index.
+	SearchDialect() search.Dialect
 	// Close closes the pools.
 	Close() error
 }

@@ -255,10 +255,10 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
-		wq: newWriteQueries(be.SearchEngine() == search.SQLite)}
+		wq: newWriteQueries(be.Name() == "sqlite")}
 	var err error
-	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
-		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
+	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, &search.IndexOptions{
+		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger})
 	switch {
 	case err == nil:

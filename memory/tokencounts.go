@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/engram-go/engram/search"
 )
 
 // maxTokenCounts bounds the token_counts table; saving past it deletes the
@@ -31,10 +29,8 @@ func (c *Cache) TokenCounts(ctx context.Context, encoding string, hashes []uint6
 		ids[i] = int64(h)
 	}
 	list, _ := json.Marshal(ids)
-	q := `SELECT hash, tokens FROM token_counts WHERE encoding = ? AND hash IN (SELECT value FROM json_each(?))`
-	if c.be.SearchEngine() == search.PostgreSQL {
-		q = `SELECT hash, tokens FROM token_counts WHERE encoding = ? AND hash IN (SELECT value::bigint FROM json_array_elements_text(?::json))`
-	}
+	from, id := c.be.SearchDialect().IDList()
+	q := `SELECT hash, tokens FROM token_counts WHERE encoding = ? AND hash IN (SELECT ` + id + ` FROM ` + from + `)`
 	rows, err := c.rdb.QueryContext(ctx, q, encoding, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("memory: read token counts (%s): %w", encoding, err)

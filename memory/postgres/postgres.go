@@ -22,7 +22,6 @@ import (
 
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/redact"
-	"github.com/engram-go/engram/search"
 )
 
 //go:embed migrations/*.sql
@@ -121,10 +120,6 @@ func (b *Backend) Name() string { return "postgres" }
 
 // DB returns the pool. Statements may use "?" placeholders.
 func (b *Backend) DB() *sql.DB { return b.db }
-
-// SearchEngine returns search.PostgreSQL: tsvector full text, vectors in
-// process.
-func (b *Backend) SearchEngine() search.Engine { return search.PostgreSQL }
 
 // Close closes the pool.
 func (b *Backend) Close() error { return b.db.Close() }

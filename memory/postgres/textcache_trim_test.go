@@ -83,12 +83,12 @@ func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	hookDB := sql.OpenDB(hookConnector{rebindConnector{stdlib.GetConnector(*cfg)}, &armed,
 		"SELECT DISTINCT kind, id FROM search_text_log", func() { touch(2600) }})
 	defer hookDB.Close()
-	cached, err := search.NewIndex(ctx, hookDB, nil, &search.IndexOptions{Engine: search.PostgreSQL, Write: b.Write})
+	cached, err := search.NewIndex(ctx, hookDB, b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	sqlIdx, err := search.NewIndex(ctx, b.DB(), nil, &search.IndexOptions{Engine: search.PostgreSQL, Write: b.Write, TextCacheBytes: -1})
+	sqlIdx, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/migrations"
-	"github.com/engram-go/engram/search"
 )
 
 // Options configure a Backend. The zero value (or nil) means the defaults.
@@ -289,9 +288,6 @@ func (b *Backend) Queued() int { return b.commits.Queued() }
 
 // DB returns the reader pool.
 func (b *Backend) DB() *sql.DB { return b.rdb }
-
-// SearchEngine returns search.SQLite: FTS5 and sqlite-vec.
-func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
 
 // Close closes both pools.
 func (b *Backend) Close() error {
