@@ -46,7 +46,7 @@ func (h *hookConn) QueryContext(ctx context.Context, query string, args []driver
 // position, in separate statements: under READ COMMITTED a trim between
 // the two lost entries the bounds said were there, and the change they
 // logged stayed out of the cache for good (found by review). Its read
-// transaction is REPEATABLE READ on PostgreSQL (search.logIsolation).
+// transaction is REPEATABLE READ on PostgreSQL (SearchDialect.SnapshotIsolation).
 // The hook writes a burst that trims the log between the two statements.
 func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	ctx := context.Background()
