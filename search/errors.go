@@ -29,5 +29,5 @@ var (
 
 	// ErrSchema is wrapped by NewIndex (through its Dialect) when the
 	// database lacks the search tables of its backend's migrations.
-	ErrSchema = errors.New("search: search schema missing")
+	ErrSchema = errors.New("search: schema missing")
 )

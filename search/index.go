@@ -125,11 +125,12 @@ type IndexOptions struct {
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
-// database. Full-text indexes are the FTS5 tables of migration
-// 0002_search.sql, kept current by triggers; vectors are in plain tables
-// (vec_blocks, vec_archival, vec_messages) the Index creates for its
-// embedder and the caller fills with PutVectors or PutEmbeddings. An Index
-// is safe for concurrent use.
+// database through its Dialect. Full-text indexes are the engine's (FTS5
+// tables or tsvector columns), kept current by triggers; vectors are in
+// tables (vec_blocks, vec_archival, vec_messages) set up for the
+// embedder's dimensions by the dialect (Vectors.Create) and filled by the
+// caller with PutVectors or PutEmbeddings. An Index is safe for
+// concurrent use.
 type Index struct {
 	db    *sql.DB
 	d     Dialect
@@ -321,8 +322,11 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 		x.opts.ReembedBatch = DefaultBatchSize
 	}
 	textLog, err := d.CheckSchema(ctx, db)
-	if err != nil {
-		return nil, fmt.Errorf("search: NewIndex: %w", err)
+	switch {
+	case errors.Is(err, ErrSchema):
+		return nil, err // names what is missing already
+	case err != nil:
+		return nil, fmt.Errorf("search: NewIndex: %s dialect: %w", d.Name(), err)
 	}
 	if err := x.openTextCache(textLog); err != nil {
 		return nil, err
