@@ -55,7 +55,7 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 		if err != nil {
 			return fmt.Errorf("agents: open N=%d: %w", n, err)
 		}
-		x, err := search.NewIndex(ctx, db, search.NewOffline(384), nil)
+		x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, search.NewOffline(384), nil)
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("agents: index N=%d: %w", n, err)
@@ -151,7 +151,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 		return nil, err
 	}
 	emb := search.NewOffline(384)
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+	x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		return nil, err
 	}

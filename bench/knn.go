@@ -173,7 +173,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 	if _, _, err := sqlitebackend.Migrate(ctx, db); err != nil {
 		return err
 	}
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil)
 	if err != nil {
 		return err
 	}
@@ -258,11 +258,11 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			return err
 		}
 		defer db.Close()
-		xVec, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+		xVec, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
 		if err != nil {
 			return err
 		}
-		xCache, err := search.NewIndex(ctx, db, emb, nil) // the default: vector cache
+		xCache, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil) // the default: vector cache
 		if err != nil {
 			return err
 		}

@@ -383,7 +383,7 @@ func (c *Cache) ListArchival(ctx context.Context, agent string, q *ArchivalQuery
 		}
 	}
 	for _, f := range qq.Metadata {
-		cond, fargs, err := search.MetadataCondition(c.be.SearchEngine(), "metadata_json", f)
+		cond, fargs, err := search.MetadataCondition(c.be.SearchDialect(), "metadata_json", f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: list archival of %q: %w", ErrInvalidArgument, agent, err)
 		}

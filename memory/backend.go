@@ -40,8 +40,8 @@ type Backend interface {
 	Write(ctx context.Context, fn func(*sql.Tx) error) error
 	// IsConflict reports whether err is a unique-constraint violation.
 	IsConflict(err error) bool
-	// SearchEngine is the engine the search legs are written for.
-	SearchEngine() search.Engine
+	// SearchDialect is the engine's SQL for the search index.
+	SearchDialect() search.Dialect
 	// ReadTx begins a read-only transaction on DB that sees one snapshot
 	// of the database: rows it reads agree with each other even while
 	// other connections commit (a block's row, snapshot and updates).

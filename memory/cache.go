@@ -153,8 +153,8 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
-	c.index, err = search.NewIndex(ctx, c.rdb, o.Embedder, &search.IndexOptions{
-		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Engine: be.SearchEngine(), Write: be.Write,
+	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, &search.IndexOptions{
+		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger})
 	switch {
 	case err == nil:

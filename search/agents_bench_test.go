@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -156,7 +157,7 @@ func getAgentsStore(b *testing.B, n int) *agentsStore {
 	if v, err := strconv.ParseInt(os.Getenv("ENGRAM_AGENTS_VECCACHE"), 10, 64); err == nil {
 		io.VectorCacheBytes = v
 	}
-	x, err := search.NewIndex(context.Background(), db, search.NewOffline(benchDims), &io)
+	x, err := search.NewIndex(context.Background(), db, sqlite.SearchDialect{}, search.NewOffline(benchDims), &io)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func buildAgents(st *agentsStore, s *synth) error {
 		return err
 	}
 	emb := search.NewOffline(benchDims)
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -156,7 +157,7 @@ func buildBench(n int) (*benchData, error) {
 		return nil, err
 	}
 	emb := search.NewOffline(benchDims)
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func openBench(b *testing.B, d *benchData, emb search.Embedder, opts *search.Ind
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	x, err := search.NewIndex(context.Background(), db, emb, opts)
+	x, err := search.NewIndex(context.Background(), db, sqlite.SearchDialect{}, emb, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func BenchmarkIndexing(b *testing.B) {
 			if withEmb {
 				emb = search.NewOffline(benchDims)
 			}
-			x, err := search.NewIndex(ctx, db, emb, nil)
+			x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

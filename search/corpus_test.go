@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -36,7 +37,7 @@ func TestCorpusRanking(t *testing.T) {
 	}
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(0), nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

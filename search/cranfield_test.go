@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/testenv"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -57,7 +58,7 @@ func TestCranfieldQuality(t *testing.T) {
 	for _, q := range c.Queries {
 		emb.vecs[q.Text] = c.QueryVectors[q.ID]
 	}
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestCranfieldQuality(t *testing.T) {
 
 	// The offline hashing embedder on the same collection, for comparison.
 	db2 := openDB(t)
-	off, err := search.NewIndex(ctx, db2, search.NewOffline(0), nil)
+	off, err := search.NewIndex(ctx, db2, sqlite.SearchDialect{}, search.NewOffline(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,9 @@
 // (fts_blocks_indexed remembers what was indexed, for FTS5's delete). Every
 // search therefore still sees every persisted change.
 //
-// Vectors need the embedder's dimension, so NewIndex creates them at run
-// time: vec_blocks, vec_archival and vec_messages, plain tables whose rowid
+// Vectors need the embedder's dimension, so on SQLite the dialect
+// (memory/sqlite's SearchDialect) creates them at run time, when NewIndex
+// first opens the database with an embedder: vec_blocks, vec_archival and vec_messages, plain tables whose rowid
 // is the base row's id, with the owner (blocks.owner, archival.agent,
 // messages.agent; indexed: the partition a KNN scans) and the embedding as
 // D little-endian float32s (a CHECK holds its length to D). They replaced
@@ -124,10 +125,15 @@
 // owner condition in SQL. No query ranks other agents' rows and filters
 // afterwards.
 //
-// # PostgreSQL
+// # Engines
 //
-// With Engine PostgreSQL the full-text leg is the text cache, as on SQLite
-// (its change log is migration 0008 of memory/postgres), and in SQL — while
+// An Index runs on a Dialect, which holds every piece of SQL that differs
+// between engines and every schema statement the search legs need; the
+// store's backends implement it (memory/sqlite's and memory/postgres's
+// SearchDialect), so this package holds no engine branch and no DDL.
+//
+// On PostgreSQL the full-text leg is the text cache, as on SQLite (its
+// change log is migration 0008 of memory/postgres), and in SQL — while
 // the cache loads, or without it — a tsvector column per table ranked by
 // IDF-weighted ts_rank; the vector leg is pgvector (HNSW, cosine) when the
 // extension is installed or can be created, else the in-process vector

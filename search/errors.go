@@ -26,4 +26,8 @@ var (
 	// cache would exceed IndexOptions.TextCacheBytes: searches work, ranked
 	// in SQL.
 	ErrCacheBudget = errors.New("search: cache over its memory budget")
+
+	// ErrSchema is wrapped by NewIndex (through its Dialect) when the
+	// database lacks the search tables of its backend's migrations.
+	ErrSchema = errors.New("search: schema missing")
 )

@@ -179,7 +179,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // newIndexWarm is NewIndex with the vector cache (if any) loaded, so a
 // cache mode's searches run over it from the first one on.
 func newIndexWarm(ctx context.Context, db *sql.DB, emb search.Embedder, opts *search.IndexOptions) (*search.Index, error) {
-	x, err := search.NewIndex(ctx, db, emb, opts)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, opts)
 	if err != nil {
 		return x, err
 	}

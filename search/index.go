@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	_ "github.com/engram-go/engram/internal/sqlitedriver" // registers sqlite-vec with the SQLite driver
 )
 
 // Meta keys under which the Index records its embedder in table meta.
@@ -107,15 +105,14 @@ type IndexOptions struct {
 	// failed (error), a cache dropped for its bound (warning), a catch-up
 	// done (debug). Nil discards.
 	Logger *slog.Logger
-	// Engine is the SQL engine of db (default SQLite).
-	Engine Engine
 	// Write, when set, runs the Index's write transactions (vector and
 	// index maintenance) under the caller's write lock, as memory.Backend
-	// does. Without it the Index takes SQLite's BEGIN IMMEDIATE itself. On
-	// PostgreSQL it must be the store's writer (memory/postgres takes one
-	// advisory lock for every write): the caches' change logs are read in
-	// sequence order, which is commit order only when every writer to the
-	// engram tables holds that lock until it commits.
+	// does. Without it the Index takes the dialect's write lock itself
+	// (Dialect.BeginWrite). It must be the store's writer where the store
+	// has one (memory/postgres takes one advisory lock for every write):
+	// the caches' change logs are read in sequence order, which is commit
+	// order only when every writer to the engram tables holds that lock
+	// until it commits.
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
 	// DataVersion, when set, reports a number that changes whenever a
 	// connection other than its own commits to db (SQLite's PRAGMA
@@ -128,17 +125,23 @@ type IndexOptions struct {
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
-// database. Full-text indexes are the FTS5 tables of migration
-// 0002_search.sql, kept current by triggers; vectors are in plain tables
-// (vec_blocks, vec_archival, vec_messages) the Index creates for its
-// embedder and the caller fills with PutVectors or PutEmbeddings. An Index
-// is safe for concurrent use.
+// database through its Dialect. Full-text indexes are the engine's (FTS5
+// tables or tsvector columns), kept current by triggers; vectors are in
+// tables (vec_blocks, vec_archival, vec_messages) set up for the
+// embedder's dimensions by the dialect (Vectors.Create) and filled by the
+// caller with PutVectors or PutEmbeddings. An Index is safe for
+// concurrent use.
 type Index struct {
 	db    *sql.DB
+	d     Dialect
 	emb   Embedder
 	opts  IndexOptions
-	cache *vecCache  // nil: no vector cache (VectorCacheBytes, engine)
-	text  *textCache // nil: no text cache (TextCacheBytes < 0, no log)
+	vec   Vectors    // nil without an embedder
+	vinfo VectorInfo // vec.Info()
+	// results are the kinds' result select lists in d's SQL.
+	results map[ContentType]string
+	cache   *vecCache  // nil: no vector cache (VectorCacheBytes, engine)
+	text    *textCache // nil: no text cache (TextCacheBytes < 0, no log)
 	// textAnswers counts full-text legs the text cache answered;
 	// textFilters, vector legs whose filters it checked; textRows, pages
 	// whose rows it supplied.
@@ -148,11 +151,8 @@ type Index struct {
 	vecAnswers atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.
 	beforeFill func()
-	// pgvWrite: the vec_* tables have pgvector's emb column, which every
-	// vector write fills; pgvSearch: KNN runs on it whenever no vector
-	// cache is ready. pgvReason says why pgvector is not in use.
-	pgvWrite, pgvSearch bool
-	pgvReason           string
+	// vecReason says why the database's indexed KNN is not in use.
+	vecReason string
 	// reembedMu serialises Reembed within this process.
 	reembedMu sync.Mutex
 	// stmts holds prepared read statements by query text (at most
@@ -230,15 +230,17 @@ func (x *Index) Close() error {
 
 // kind describes one searchable content type's tables.
 type kind struct {
-	t      ContentType
-	name   string // "blocks"
-	base   string // base table
-	alias  string // alias of the base table in queries
-	owner  string // owner column of the base table
-	fts    string // FTS5 table
-	vec    string // vector table
-	bm25   string // bm25() column weights, in FTS column order
-	result string // select list producing resultColumns, over alias
+	t     ContentType
+	name  string    // "blocks"
+	base  string    // base table
+	alias string    // alias of the base table in queries
+	owner string    // owner column of the base table
+	fts   string    // FTS5 table
+	vec   string    // vector table
+	bm25  []float64 // full-text column weights, in FTS column order
+	// result is the select list producing resultColumns, over alias, in
+	// d's SQL (Index.results holds it per Index).
+	result func(d Dialect) string
 	text   string // select list of columns that make the vector text
 }
 
@@ -247,29 +249,36 @@ type kind struct {
 var kinds = map[ContentType]*kind{
 	Blocks: {
 		t: Blocks, name: "blocks", base: "blocks", alias: "b", owner: "owner",
-		fts: "fts_blocks", vec: "vec_blocks", bm25: "5.0, 2.0, 1.0",
-		result: `b.id, b.owner, b.label, b.rendered, '[]',
-			json_object('block_type', b.block_type, 'description', b.description), b.created_at, 0`,
+		fts: "fts_blocks", vec: "vec_blocks", bm25: []float64{5.0, 2.0, 1.0},
+		result: func(d Dialect) string {
+			return `b.id, b.owner, b.label, b.rendered, '[]',
+			` + d.JSONObject(`'block_type', b.block_type, 'description', b.description`) + `, b.created_at, ` + d.False()
+		},
 		text: "b.label, b.description, b.rendered",
 	},
 	Archival: {
 		t: Archival, name: "archival", base: "archival", alias: "a", owner: "agent",
-		fts: "fts_archival", vec: "vec_archival", bm25: "1.0, 2.0, 0.5",
-		result: `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
-			a.valid_to IS NOT NULL`,
+		fts: "fts_archival", vec: "vec_archival", bm25: []float64{1.0, 2.0, 0.5},
+		result: func(Dialect) string {
+			return `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
+			a.valid_to IS NOT NULL`
+		},
 		text: "a.content",
 	},
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
-		fts: "fts_messages", vec: "vec_messages", bm25: "1.0",
-		result: `m.id, m.agent, '', m.content, '[]', ` + messageMeta + `, m.created_at, 0`,
-		text:   "m.content",
+		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0},
+		result: func(d Dialect) string {
+			return `m.id, m.agent, '', m.content, '[]', ` + d.JSONObject(messageMeta) + `, m.created_at, ` + d.False()
+		},
+		text: "m.content",
 	},
 }
 
-// messageMeta is a message result's Metadata object.
-const messageMeta = `json_object('role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
-	'tool_call_id', m.tool_call_id)`
+// messageMeta is a message result's Metadata object (Dialect.JSONObject's
+// pairs).
+const messageMeta = `'role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
+	'tool_call_id', m.tool_call_id`
 
 func kindOf(t ContentType) (*kind, error) {
 	k, ok := kinds[t]
@@ -280,22 +289,28 @@ func kindOf(t ContentType) (*kind, error) {
 }
 
 // NewIndex opens the search index of db, whose schema must already be
-// migrated (0002_search.sql). emb may be nil: then only FTS works and Auto
-// means FTS.
+// migrated by its backend; d is db's SQL dialect (a backend's
+// SearchDialect). emb may be nil: then only FTS works and Auto means FTS.
 //
 // With an embedder, the first NewIndex on a database records its Name and
-// Dimensions in table meta (MetaEmbedderName, MetaEmbedderDims) and creates
-// the vector tables and their clean-up triggers (converting sqlite-vec vec0
-// tables of an older engram). If the database already
+// Dimensions in table meta (MetaEmbedderName, MetaEmbedderDims) and has
+// the dialect create the vector tables and their clean-up triggers where
+// its schema lacks them (Vectors.Create). If the database already
 // records a different embedder, NewIndex returns the Index together with an
 // error wrapping ErrEmbedderMismatch: the Index is usable for FTS and for
 // Reembed, while vector searches and vector writes keep failing with
 // ErrEmbedderMismatch until Reembed has switched the database over.
-func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions) (*Index, error) {
+func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *IndexOptions) (*Index, error) {
 	if db == nil {
 		return nil, errors.New("search: NewIndex: nil *sql.DB")
 	}
-	x := &Index{db: db, emb: emb}
+	if d == nil {
+		return nil, errors.New("search: NewIndex: nil Dialect (pass the backend's SearchDialect)")
+	}
+	x := &Index{db: db, d: d, emb: emb, results: map[ContentType]string{}}
+	for t, k := range kinds {
+		x.results[t] = k.result(d)
+	}
 	if opts != nil {
 		x.opts = *opts
 	}
@@ -306,36 +321,15 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	if x.opts.ReembedBatch <= 0 {
 		x.opts.ReembedBatch = DefaultBatchSize
 	}
-	if x.opts.Engine == PostgreSQL {
-		if err := x.openTextCache(ctx, `SELECT count(*) FROM pg_class
-			WHERE relname = 'search_text_log' AND relnamespace = to_regnamespace(current_schema())`, "0008_search_text_log.sql of memory/postgres"); err != nil {
-			return nil, err
-		}
-		// The vector tables are part of the schema. KNN runs in pgvector
-		// when the extension is there, else in process.
-		if emb != nil {
-			ok, err := x.pgvExtension(ctx)
-			if err != nil {
-				return nil, err
-			}
-			x.pgvWrite, x.pgvSearch = ok, ok
-			if ok && x.opts.VectorCacheBytes > 0 {
-				x.pgvReason = "IndexOptions.VectorCacheBytes asks for in-process KNN (pgvector answers while it loads)"
-			}
-		}
-	} else {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
-		WHERE type = 'table' AND name IN ('fts_blocks', 'fts_archival', 'fts_messages')`).Scan(&n); err != nil {
-			return nil, fmt.Errorf("search: NewIndex: read schema: %w", err)
-		}
-		if n != 3 {
-			return nil, errors.New("search: NewIndex: FTS tables missing: apply migrations (0002_search.sql) first")
-		}
-		if err := x.openTextCache(ctx, `SELECT count(*) FROM sqlite_master
-			WHERE type = 'table' AND name = 'search_text_log'`, "0009_search_text_log.sql"); err != nil {
-			return nil, err
-		}
+	textLog, err := d.CheckSchema(ctx, db)
+	switch {
+	case errors.Is(err, ErrSchema):
+		return nil, err // names what is missing already
+	case err != nil:
+		return nil, fmt.Errorf("search: NewIndex: %s dialect: %w", d.Name(), err)
+	}
+	if err := x.openTextCache(textLog); err != nil {
+		return nil, err
 	}
 	if emb == nil {
 		return x, nil
@@ -352,15 +346,24 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
-	limit := x.opts.VectorCacheBytes
-	if limit == 0 && x.opts.Engine != PostgreSQL {
-		limit = DefaultVectorCacheBytes // pgvector needs no copy
+	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: x.withWriteLock}); err != nil {
+		return nil, fmt.Errorf("search: NewIndex: open vectors: %w", err)
 	}
+	x.vinfo = x.vec.Info()
+	x.vecReason = x.vinfo.Reason
+	if x.vinfo.Engine != "" && !x.vinfo.CacheByDefault && x.opts.VectorCacheBytes > 0 {
+		x.vecReason = fmt.Sprintf("IndexOptions.VectorCacheBytes asks for in-process KNN (%s answers while it loads)", x.vinfo.Engine)
+	}
+	limit := x.opts.VectorCacheBytes
+	if limit == 0 && x.vinfo.CacheByDefault {
+		limit = DefaultVectorCacheBytes // an indexed KNN needs no copy
+	}
+	iso := d.SnapshotIsolation()
 	switch {
-	case x.opts.Engine == PostgreSQL && !x.pgvSearch:
-		x.cache = newVecCache(dims, 0, false, x.opts.Engine, x.opts.Logger) // the only KNN there is
+	case x.vinfo.Engine == "":
+		x.cache = newVecCache(dims, 0, false, iso, x.opts.Logger) // the only KNN there is
 	case limit > 0:
-		x.cache = newVecCache(dims, limit, true, x.opts.Engine, x.opts.Logger)
+		x.cache = newVecCache(dims, limit, true, iso, x.opts.Logger)
 	}
 	if x.cache != nil {
 		x.cache.fresh.read = x.opts.DataVersion
@@ -396,7 +399,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		}
 	}
 	// Record the embedder and create the tables under the write lock.
-	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -406,7 +409,7 @@ func NewIndex(ctx context.Context, db *sql.DB, emb Embedder, opts *IndexOptions)
 		case err != nil:
 			return err
 		}
-		return x.createVecTables(ctx, conn, dims)
+		return x.vec.Create(ctx, conn)
 	})
 	if err != nil {
 		if errors.Is(err, ErrEmbedderMismatch) {
@@ -512,126 +515,11 @@ func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
 }
 
 func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
-	if x.opts.Engine == PostgreSQL {
-		if !x.pgvWrite {
-			return true, nil // created by the schema
-		}
-		dims, err := pgvColumnDims(ctx, q)
-		return dims == x.emb.Dimensions(), err
-	}
-	// vec0 tables (made before the plain ones) count as missing: the slow
-	// path of NewIndex converts them.
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
-		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')
-		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'`).Scan(&n); err != nil {
+	ok, err := x.vec.Ready(ctx, q)
+	if err != nil {
 		return false, fmt.Errorf("search: read schema: %w", err)
 	}
-	return n == 3, nil
-}
-
-// createVecTables creates the vector tables for dims, the vector-change
-// log and the triggers that drop a vector with its row (or when the row
-// changes owner, so a vector can never be found under its old owner's
-// partition), converting vec0 tables a database made before.
-//
-// The tables are plain: (rowid, owner, embedding), indexed by owner, as on
-// PostgreSQL, and KNN without the vector cache is an exact scan with
-// sqlite-vec's vec_distance_cosine. They replaced sqlite-vec's vec0 virtual
-// tables, which answer the same exact scan faster but cost several times a
-// plain row per inserted vector (the transpiled C walking chunk blobs) and
-// per vector read back when the vector cache loads (figures in
-// docs/design.md, "Vectors in plain tables"); vec0 also had no upsert and crashed when
-// a statement was interrupted inside it. Searches run over the in-process
-// vector cache by default (IndexOptions.VectorCacheBytes), so the scan in
-// SQL serves only databases past the cache bound or opted out of it.
-func (x *Index) createVecTables(ctx context.Context, ex Execer, dims int) error {
-	if x.opts.Engine == PostgreSQL {
-		// The tables are part of the schema, for any dimensions.
-		if x.pgvWrite {
-			return x.createPGVector(ctx, ex, dims)
-		}
-		return nil
-	}
-	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
-		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
-		kind INTEGER NOT NULL, -- ContentType; 0 = everything changed (Reembed)
-		id   INTEGER NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("search: create search_vec_log: %w", err)
-	}
-	for _, t := range contentKinds {
-		k := kinds[t]
-		if err := convertVec0(ctx, ex, k, dims); err != nil {
-			return err
-		}
-		stmts := []string{
-			vecTable(k.vec, dims),
-			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, k.vec),
-			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
-				DELETE FROM %[1]s WHERE rowid = old.id;
-				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
-			END`, k.vec, k.base, int(k.t)),
-			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_owner AFTER UPDATE OF %[4]s ON %[2]s
-			WHEN old.%[4]s IS NOT new.%[4]s BEGIN
-				DELETE FROM %[1]s WHERE rowid = old.id;
-				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
-			END`, k.vec, k.base, int(k.t), k.owner),
-		}
-		for _, s := range stmts {
-			if _, err := ex.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("search: create %s: %w", k.vec, err)
-			}
-		}
-	}
-	return nil
-}
-
-// vecTable is the statement creating (if missing) the vector table name
-// for dims. The CHECK holds every vector to the recorded embedder's size,
-// as vec0's float[dims] column did; Reembed recreates the tables for new
-// dimensions.
-func vecTable(name string, dims int) string {
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-		rowid     INTEGER PRIMARY KEY,
-		owner     TEXT NOT NULL,
-		embedding BLOB NOT NULL CHECK (length(embedding) = %d)
-	)`, name, 4*dims)
-}
-
-// convertVec0 copies the vectors of a vec0 table k.vec (as databases made
-// before the plain tables hold them) into a plain table of that name. It
-// runs in createVecTables' transaction, so a crash leaves either table.
-func convertVec0(ctx context.Context, ex Execer, k *kind, dims int) error {
-	var virtual bool
-	if err := ex.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master
-		WHERE type = 'table' AND name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%')`, k.vec).Scan(&virtual); err != nil {
-		return fmt.Errorf("search: read schema of %s: %w", k.vec, err)
-	}
-	if !virtual {
-		return nil
-	}
-	tmp := k.vec + "_plain"
-	stmts := []string{
-		// The triggers name the table; they are made again for the new one.
-		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_ad`, k.vec),
-		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_owner`, k.vec),
-		fmt.Sprintf(`DROP TABLE IF EXISTS %s`, tmp),
-		vecTable(tmp, dims),
-		// vec0 tables hold one size of vector (the recorded embedder's).
-		fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding)
-			SELECT rowid, owner, embedding FROM %s WHERE length(embedding) = %d`, tmp, k.vec, 4*dims),
-		fmt.Sprintf(`DROP TABLE %s`, k.vec),
-		fmt.Sprintf(`ALTER TABLE %s RENAME TO %s`, tmp, k.vec),
-		// Every cached copy reloads: ids are the same, but say so.
-		`INSERT INTO search_vec_log (kind, id) VALUES (0, 0)`,
-	}
-	for _, s := range stmts {
-		if _, err := ex.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("search: convert %s from vec0 to a plain table: %w", k.vec, err)
-		}
-	}
-	return nil
+	return ok, nil
 }
 
 // logVectorChanges records changed rows in search_vec_log (read by vector
@@ -660,8 +548,9 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 // SQLite's and PostgreSQL's bound-parameter limits).
 const vecLogRows = 250
 
-// withWriteLock runs fn inside BEGIN IMMEDIATE on one pinned connection,
-// or inside IndexOptions.Write. ctx governs only the wait for the lock: fn
+// withWriteLock runs fn inside the dialect's write transaction
+// (Dialect.BeginWrite) on one pinned connection, or inside
+// IndexOptions.Write. ctx governs only the wait for the lock: fn
 // gets a context that is never cancelled: a transaction once begun is
 // finished, so a cancelled caller never leaves half a batch to roll back
 // (and, while vectors were in vec0, an interrupted statement could crash it:
@@ -676,7 +565,7 @@ func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, 
 		return fmt.Errorf("search: get connection: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := x.d.BeginWrite(ctx, conn); err != nil {
 		return fmt.Errorf("search: take write lock: %w", err)
 	}
 	committed := false
@@ -836,14 +725,14 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 		var args []any
 		upsert := false
 		for _, it := range chunk {
-			a, err := x.vecInsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), x.pgvWrite)
+			a, err := x.vec.InsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), false)
 			if err != nil {
 				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 			}
 			args = append(args, a...)
 			upsert = upsert || !it.New
 		}
-		if err := stmts.exec(ctx, vecInsertMany(k, x.pgvWrite, len(chunk), upsert), args...); err != nil {
+		if err := stmts.exec(ctx, x.vec.Insert(k.vec, len(chunk), upsert, false), args...); err != nil {
 			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}
@@ -898,14 +787,10 @@ func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids
 	if len(ids) == 0 {
 		return nil
 	}
-	if x.opts.Engine == SQLite {
-		var n int
-		if err := ex.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.vec).Scan(&n); err != nil {
-			return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
-		}
-		if n == 0 {
-			return nil
-		}
+	if ok, err := x.d.VectorTableExists(ctx, ex, k.vec); err != nil {
+		return fmt.Errorf("search: delete %s vectors: %w", k.name, err)
+	} else if !ok {
+		return nil
 	}
 	stmt, err := ex.PrepareContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE rowid = ?`, k.vec))
 	if err != nil {
@@ -931,9 +816,6 @@ func textHash(s string) int64 {
 // (migration 0003: writers only mark them dirty). It runs before every
 // search over blocks; when nothing is dirty it costs one indexed read.
 func (x *Index) flushBlocks(ctx context.Context) error {
-	if x.opts.Engine == PostgreSQL {
-		return x.flushBlocksPG(ctx)
-	}
 	var dirty bool
 	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
 		return fmt.Errorf("search: check block index: %w", err)
@@ -941,23 +823,7 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 	if !dirty {
 		return nil
 	}
-	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
-		for _, q := range []string{
-			`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
-			 SELECT 'delete', i.id, i.label, i.description, i.rendered
-			 FROM fts_blocks_indexed i JOIN fts_blocks_dirty d ON d.id = i.id`,
-			`INSERT INTO fts_blocks (rowid, label, description, rendered)
-			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
-			`INSERT OR REPLACE INTO fts_blocks_indexed (id, label, description, rendered)
-			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
-			`DELETE FROM fts_blocks_dirty`,
-		} {
-			if _, err := conn.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := x.withWriteLock(ctx, x.d.IndexBlocks)
 	if err != nil {
 		return fmt.Errorf("search: re-index changed blocks: %w", err)
 	}
@@ -1078,22 +944,17 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 }
 
 // openTextCache sets up the text cache (IndexOptions.TextCacheBytes) when
-// the database has its log: hasLog counts the log tables (1 when there),
-// migration names the migration that makes it.
-func (x *Index) openTextCache(ctx context.Context, hasLog, migration string) error {
+// the database has its log (textLog).
+func (x *Index) openTextCache(textLog bool) error {
 	if x.opts.TextCacheBytes < 0 {
 		return nil
 	}
-	var n int
-	if err := x.db.QueryRowContext(ctx, hasLog).Scan(&n); err != nil {
-		return fmt.Errorf("search: NewIndex: read schema: %w", err)
-	}
 	switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
-	case n == 1:
-		x.text = newTextCache(limit, x.opts.Engine, x.opts.Logger)
+	case textLog:
+		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
 	case x.opts.TextCacheBytes > 0:
-		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply migrations (%s) first", migration)
+		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestMigrationAndTriggers(t *testing.T) {
 	if err != nil || v < 2 {
 		t.Fatalf("version %d, %v", v, err)
 	}
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestNewIndexNeedsMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := search.NewIndex(context.Background(), db, nil, nil); err == nil {
+	if _, err := search.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, nil); err == nil {
 		t.Fatal("NewIndex on an empty database succeeded")
 	}
 }
@@ -414,7 +414,7 @@ func testSelectiveFilter(t *testing.T, opts *search.IndexOptions) {
 func TestResultFieldsAndScores(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(0), nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,7 @@ func TestResultFieldsAndScores(t *testing.T) {
 func TestNoEmbedder(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +534,7 @@ func TestVectorMaintenance(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	emb := search.NewOffline(32)
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func testEmbedderMismatchAndReembed(t *testing.T, opts *search.IndexOptions) {
 	path := t.TempDir() + "/e.db"
 	db := openDBAt(t, path)
 	small := search.NewOffline(32)
-	x, err := search.NewIndex(ctx, db, small, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, small, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,11 +639,11 @@ func testEmbedderMismatchAndReembed(t *testing.T, opts *search.IndexOptions) {
 	indexAll(t, ctx, db, x)
 
 	// Same embedder again: fine. A different one: mismatch, but usable.
-	if _, err := search.NewIndex(ctx, db, search.NewOffline(32), nil); err != nil {
+	if _, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(32), nil); err != nil {
 		t.Fatal(err)
 	}
 	big := search.NewOffline(48)
-	y, err := search.NewIndex(ctx, db, big, opts)
+	y, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, big, opts)
 	if !errors.Is(err, search.ErrEmbedderMismatch) || y == nil {
 		t.Fatalf("NewIndex with other embedder: %v, %v", y, err)
 	}
@@ -713,7 +713,7 @@ func testEmbedderMismatchAndReembed(t *testing.T, opts *search.IndexOptions) {
 		t.Errorf("vector blob %d bytes, %v", len(blob), err)
 	}
 	// A reopened index with the new embedder works without error.
-	if _, err := search.NewIndex(ctx, db, search.NewOffline(48), nil); err != nil {
+	if _, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(48), nil); err != nil {
 		t.Fatal(err)
 	}
 	// A cancelled Reembed changes nothing.
@@ -732,7 +732,7 @@ func testEmbedderMismatchAndReembed(t *testing.T, opts *search.IndexOptions) {
 func TestConcurrentUse(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, search.NewOffline(32), nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(32), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +805,7 @@ func TestPutEmbeddingsManyChunks(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	emb := search.NewOffline(32)
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

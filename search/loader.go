@@ -149,7 +149,7 @@ func (l *loader) close() {
 // readLog opens the read transaction a cache catches up in and reads the
 // change log's bounds (bounds: its max and min sequence) in it, so the
 // log position and the rows read agree: iso is the isolation that makes
-// the transaction one snapshot (logIsolation). The caller rolls tx back.
+// the transaction one snapshot (Dialect.SnapshotIsolation). The caller rolls tx back.
 func readLog(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, bounds, what string) (tx *sql.Tx, maxSeq, minSeq sql.NullInt64, err error) {
 	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: iso})
 	if err != nil {
@@ -160,17 +160,4 @@ func readLog(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, bounds, wh
 		return nil, maxSeq, minSeq, fmt.Errorf("search: %s: read log: %w", what, err)
 	}
 	return tx, maxSeq, minSeq, nil
-}
-
-// logIsolation is the isolation a cache's catch-up transaction needs to
-// read the log and the rows from one snapshot. SQLite's read transactions
-// are one snapshot already. PostgreSQL's default, READ COMMITTED, gives
-// each statement a newer one: a log trimmed between the read of its bounds
-// and the read of its entries would lose entries the bounds said were
-// there, and their changes would stay out of the cache.
-func logIsolation(eng Engine) sql.IsolationLevel {
-	if eng == PostgreSQL {
-		return sql.LevelRepeatableRead
-	}
-	return sql.LevelDefault
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -274,7 +275,7 @@ func TestOpenAIWithIndex(t *testing.T) {
 	e := newTestEmbedder(t, srv.URL, nil)
 	ctx := context.Background()
 	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, e, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -390,65 +389,19 @@ func (s *Settings) hasTagFilter() bool {
 }
 
 // MetadataCondition is the SQL condition of one metadata filter over the
-// JSON column col (e.g. "a.metadata_json") for engine eng, with its
+// JSON column col (e.g. "a.metadata_json") in dialect d, with its
 // arguments: the store uses it for ArchivalQuery too. The key path travels
 // as an argument, never inside the SQL text. It fails with ErrInvalidQuery
 // for an empty key, a key holding '"', or a value that is not a string,
 // number or bool.
-func MetadataCondition(eng Engine, col string, f MetadataFilter) (string, []any, error) {
-	return metadataCondition(eng, col, f)
-}
-
-func metadataCondition(eng Engine, col string, f MetadataFilter) (string, []any, error) {
-	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
-		return "", nil, fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
+func MetadataCondition(d Dialect, col string, f MetadataFilter) (string, []any, error) {
+	if err := checkMetadata(f); err != nil {
+		return "", nil, err
 	}
-	parts := strings.Split(f.Key, ".")
-	var expr string
-	var pathArgs []any
-	if eng == PostgreSQL {
-		// jsonb comparisons: numbers numerically, strings as text.
-		expr = "(" + col + "::jsonb #> ARRAY[" + placeholders(len(parts)) + "]::text[])"
-		for _, p := range parts {
-			pathArgs = append(pathArgs, p)
-		}
-	} else {
-		quoted := make([]string, len(parts))
-		for i, p := range parts {
-			quoted[i] = `"` + p + `"`
-		}
-		expr = "json_extract(" + col + ", ?)"
-		pathArgs = []any{"$." + strings.Join(quoted, ".")}
-	}
-	val := func(v any) (any, error) {
-		switch x := v.(type) {
-		case string, int, int32, int64, float32, float64:
-			if eng == PostgreSQL {
-				b, _ := json.Marshal(x)
-				return string(b), nil
-			}
-			return x, nil
-		case bool:
-			if eng == PostgreSQL {
-				return fmt.Sprint(x), nil
-			}
-			if x {
-				return 1, nil
-			}
-			return 0, nil
-		}
-		return nil, fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
-	}
-	cast := ""
-	if eng == PostgreSQL {
-		cast = "::jsonb"
-	}
+	path := strings.Split(f.Key, ".")
 	if !f.isRange {
-		v, err := val(f.Equals)
-		if err != nil {
-			return "", nil, err
-		}
-		return expr + " = ?" + cast, append(pathArgs, v), nil
+		c, args := d.MetadataCompare(col, path, "=", f.Equals)
+		return c, args, nil
 	}
 	var conds []string
 	var args []any
@@ -459,17 +412,40 @@ func metadataCondition(eng Engine, col string, f MetadataFilter) (string, []any,
 		if b.v == nil {
 			continue
 		}
-		v, err := val(b.v)
-		if err != nil {
-			return "", nil, err
-		}
-		conds = append(conds, expr+" "+b.op+" ?"+cast)
-		args = append(append(args, pathArgs...), v)
-	}
-	if len(conds) == 0 {
-		return "", nil, fmt.Errorf("%w: metadata range on %q has neither a minimum nor a maximum", ErrInvalidQuery, f.Key)
+		c, a := d.MetadataCompare(col, path, b.op, b.v)
+		conds = append(conds, c)
+		args = append(args, a...)
 	}
 	return strings.Join(conds, " AND "), args, nil
+}
+
+// checkMetadata validates a metadata filter whatever the dialect: its key
+// and the types of its values.
+func checkMetadata(f MetadataFilter) error {
+	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
+		return fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
+	}
+	val := func(v any) error {
+		switch v.(type) {
+		case string, int, int32, int64, float32, float64, bool:
+			return nil
+		}
+		return fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
+	}
+	if !f.isRange {
+		return val(f.Equals)
+	}
+	if f.Min == nil && f.Max == nil {
+		return fmt.Errorf("%w: metadata range on %q has neither a minimum nor a maximum", ErrInvalidQuery, f.Key)
+	}
+	for _, v := range []any{f.Min, f.Max} {
+		if v != nil {
+			if err := val(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // MetadataRangeFilter makes a range MetadataFilter (for ArchivalQuery).
@@ -484,28 +460,9 @@ func (s *Settings) check() error {
 		return fmt.Errorf("%w: vector weight %v (want a finite number >= 0)", ErrInvalidQuery, s.VectorWeight)
 	}
 	for _, f := range s.Metadata {
-		if _, _, err := MetadataCondition(SQLite, "m", f); err != nil {
+		if err := checkMetadata(f); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// Engine is the SQL engine an Index runs its full-text and vector legs on.
-type Engine int
-
-const (
-	// SQLite: FTS5 (BM25) and sqlite-vec (the embedded default).
-	SQLite Engine = iota
-	// PostgreSQL: tsvector columns with GIN indexes (ts_rank_cd), and
-	// vectors in pgvector (HNSW) or, without the extension, searched in
-	// process.
-	PostgreSQL
-)
-
-func (e Engine) String() string {
-	if e == PostgreSQL {
-		return "postgres"
-	}
-	return "sqlite"
 }

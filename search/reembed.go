@@ -34,15 +34,7 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 	if progress == nil {
 		progress = func(int, int) {}
 	}
-	if x.opts.Engine == PostgreSQL {
-		// search_reembed is part of the schema.
-	} else if _, err := x.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_reembed (
-		kind      INTEGER NOT NULL,
-		id        INTEGER NOT NULL,
-		hash      INTEGER NOT NULL,
-		embedding BLOB    NOT NULL,
-		PRIMARY KEY (kind, id)
-	) WITHOUT ROWID`); err != nil {
+	if err := x.vec.Staging(ctx); err != nil {
 		return fmt.Errorf("search: reembed: create staging table: %w", err)
 	}
 	if _, err := x.db.ExecContext(ctx, `DELETE FROM search_reembed`); err != nil {
@@ -82,31 +74,13 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 
 	// Phase 2: swap under the write lock.
 	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
-		for _, t := range contentKinds {
-			drop := "DROP TABLE IF EXISTS " + kinds[t].vec
-			if x.opts.Engine == PostgreSQL {
-				drop = "DELETE FROM " + kinds[t].vec // plain tables, kept
-			}
-			if _, err := conn.ExecContext(ctx, drop); err != nil {
-				return fmt.Errorf("search: reembed: drop %s: %w", kinds[t].vec, err)
-			}
-		}
-		// pgvector: rows go in as bytes with no HNSW index to maintain;
-		// createPGVector then retypes the column, fills it from the
-		// bytes and builds the index and statistics once, over full
-		// tables. SQLite's tables are made (for the new dimensions) first.
-		pgv := x.opts.Engine == PostgreSQL && x.pgvWrite
-		if pgv {
-			for _, t := range contentKinds {
-				if _, err := conn.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %s_emb`, kinds[t].vec)); err != nil {
-					return fmt.Errorf("search: reembed: drop the pgvector index of %s: %w", kinds[t].vec, err)
-				}
-			}
-		} else if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
-			return err
+		// The rows go in without the engine's own vector index, which
+		// EndReplace builds once, over full tables.
+		if err := x.vec.BeginReplace(ctx, conn); err != nil {
+			return fmt.Errorf("search: reembed: empty the vector tables: %w", err)
 		}
 		for _, t := range contentKinds {
-			if err := x.swapIn(ctx, conn, kinds[t], pgv); err != nil {
+			if err := x.swapIn(ctx, conn, kinds[t]); err != nil {
 				return err
 			}
 		}
@@ -114,10 +88,8 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 		if _, err := conn.ExecContext(ctx, `DELETE FROM vec_archival_dirty`); err != nil {
 			return fmt.Errorf("search: reembed: clear archival marks: %w", err)
 		}
-		if pgv {
-			if err := x.createVecTables(ctx, conn, x.emb.Dimensions()); err != nil {
-				return err
-			}
+		if err := x.vec.EndReplace(ctx, conn); err != nil {
+			return fmt.Errorf("search: reembed: index the vectors: %w", err)
 		}
 		if err := x.recordEmbedder(ctx, conn); err != nil {
 			return err
@@ -230,9 +202,8 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 // swapIn fills k's fresh vector table from the staging table, re-embedding
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
-func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind, bytesOnly bool) error {
-	emb := x.pgvWrite && !bytesOnly
-	ins, err := conn.PrepareContext(ctx, vecInsert(k, emb))
+func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
+	ins, err := conn.PrepareContext(ctx, x.vec.Insert(k.vec, 1, false, true))
 	if err != nil {
 		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)
 	}
@@ -294,7 +265,7 @@ func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind, bytesOnly bool
 			return nil
 		}
 		put := func(id int64, owner string, blob []byte) error {
-			args, err := x.vecInsertArgs(id, owner, blob, emb)
+			args, err := x.vec.InsertArgs(id, owner, blob, true)
 			if err == nil {
 				_, err = ins.ExecContext(ctx, args...)
 			}

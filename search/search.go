@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -147,9 +146,6 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 		return nil, err
 	}
 	terms := queryTerms(query)
-	if x.opts.Engine == PostgreSQL {
-		expr = strings.Join(terms, " ") // letter/digit runs: no spaces inside
-	}
 	types := s.Types
 	if s.hasTagFilter() {
 		types &= Archival // only archival entries have tags
@@ -212,8 +208,8 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	if mode == Hybrid {
 		depth = max(4*s.Limit, HybridDepth)
 	}
-	// The two sides of a hybrid search run concurrently: FTS in SQLite,
-	// vector KNN in the in-process cache, pgvector or SQL.
+	// The two sides of a hybrid search run concurrently: FTS in the text
+	// cache or SQL, vector KNN in the in-process cache or the database.
 	var ftsLists, vecLists [][]*Result
 	var vecErr error
 	var wg sync.WaitGroup
@@ -373,20 +369,14 @@ func (x *Index) rowsOf(ctx context.Context, k *kind, ids []int64, scope Scope, s
 // search's filters (scope included), in no particular order: whole
 // results, or stubs holding only Type and ID when idsOnly.
 func (x *Index) fetchRows(ctx context.Context, k *kind, ids []int64, scope Scope, s *Settings, idsOnly bool) ([]*Result, error) {
-	where, fargs := filters(x.opts.Engine, k, scope, s, true)
-	cols := k.result
-	if x.opts.Engine == PostgreSQL {
-		cols = pgResult[k.t]
-	}
+	where, fargs := filters(x.d, k, scope, s, true)
+	cols := x.results[k.t]
 	if idsOnly {
 		cols = k.alias + ".id"
 	}
-	q := fmt.Sprintf(`SELECT %[1]s FROM json_each(?) j CROSS JOIN %[2]s %[3]s ON %[3]s.id = j.value WHERE %[4]s`,
-		cols, k.base, k.alias, where)
-	if x.opts.Engine == PostgreSQL {
-		q = fmt.Sprintf(`SELECT %[1]s FROM json_array_elements_text(?::json) j(value)
-			JOIN %[2]s %[3]s ON %[3]s.id = j.value::bigint WHERE %[4]s`, cols, k.base, k.alias, where)
-	}
+	from, id := x.d.IDList()
+	q := fmt.Sprintf(`SELECT %[1]s FROM %[5]s %[6]s %[2]s %[3]s ON %[3]s.id = %[7]s WHERE %[4]s`,
+		cols, k.base, k.alias, where, from, x.d.InOrderJoin(), id)
 	list := make([]byte, 0, 8*len(ids))
 	list = append(list, '[')
 	for i, id := range ids {
@@ -460,7 +450,8 @@ func (x *Index) snippets(out []Result, terms []string) {
 	wg.Wait()
 }
 
-// ctxErr makes an error caused by ctx ending (SQLite reports an interrupt)
+// ctxErr makes an error caused by ctx ending (a driver may report an
+// interrupt)
 // match context.Canceled / DeadlineExceeded with errors.Is.
 func ctxErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
@@ -498,7 +489,7 @@ func (x *Index) resolveMode(ctx context.Context, m Mode) (Mode, error) {
 // filters returns the WHERE conditions (joined by AND) and their arguments
 // for kind k: scope (unless withScope is false), supersession, time range
 // and tags.
-func filters(eng Engine, k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
+func filters(d Dialect, k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
 	var conds []string
 	var args []any
 	a := k.alias
@@ -536,7 +527,7 @@ func filters(eng Engine, k *kind, scope Scope, s *Settings, withScope bool) (str
 		}
 		for _, f := range s.Metadata {
 			// Checked in search (Settings.check).
-			c, fargs, _ := metadataCondition(eng, "a.metadata_json", f)
+			c, fargs, _ := MetadataCondition(d, "a.metadata_json", f)
 			conds = append(conds, c)
 			args = append(args, fargs...)
 		}
@@ -584,31 +575,25 @@ func decodeJSONColumns(r *Result, tags, meta string) {
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
 func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(x.opts.Engine, k, scope, s, true)
+	where, fargs := filters(x.d, k, scope, s, true)
 	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
 		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit)
 		if err != nil || ok {
 			return rs, err
 		}
 	}
-	if x.opts.Engine == PostgreSQL {
-		return x.tsSearch(ctx, k, strings.Fields(expr), where, fargs, limit)
+	q, args, lowerIsBetter := x.d.FullText(&FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
+		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit})
+	sign := 1.0
+	if !lowerIsBetter {
+		sign = -1
 	}
-	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
-			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
-			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[2]s.rowid
-			WHERE %[2]s MATCH ? AND %[6]s
-			ORDER BY score, %[2]s.rowid LIMIT %[7]d)
-		SELECT %[1]s, top.score
-		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
-		ORDER BY top.score, top.id`,
-		k.result, k.fts, k.bm25, k.base, k.alias, where, limit)
-	return x.rankedRows(ctx, k, q, append([]any{expr}, fargs...), 1)
+	return x.rankedRows(ctx, k, q, args, sign)
 }
 
 // rankedRows runs a full-text leg's query (result columns, then the score)
 // and keeps the rows in order: Source.BM25 is the score times sign, so
-// lower is better on both engines.
+// lower is better whatever the dialect's score.
 func (x *Index) rankedRows(ctx context.Context, k *kind, q string, args []any, sign float64) ([]*Result, error) {
 	rows, err := x.query(ctx, q, args...)
 	if err != nil {
@@ -662,30 +647,14 @@ type knnHit struct {
 	dist float64
 }
 
-// knn runs KNN (over the vector cache, pgvector, or an exact scan in SQL)
+// knn runs KNN (over the vector cache, or in the database: Vectors.KNN)
 // in the scope's partition (over all partitions for Scope.All) and keeps
 // the rows that pass the filters. When filters remove too many, it asks
 // for more neighbours (up to vecKMax) and then falls back to exact
 // distances over the filtered rows.
 func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	// Without the cache: an exact scan of the owner's rows in SQL, ties in
-	// id order. No "d IS NOT NULL": SQLite would compute every distance
-	// twice (half the scan's time), and no distance is NULL (that takes a
-	// zero vector, which checkVector refuses on the way in); queryHits
-	// skips one anyway.
-	owner := `WHERE owner = ?`
-	if scope.All {
-		owner = ``
-	}
-	knnQuery := fmt.Sprintf(`SELECT rowid, vec_distance_cosine(embedding, ?) AS d FROM %s
-		%s ORDER BY d, rowid LIMIT ?`, k.vec, owner)
 	kk := limit
 	for {
-		args := []any{qvec}
-		if !scope.All {
-			args = append(args, scope.Agent)
-		}
-		args = append(args, kk)
 		var hits []knnHit
 		var err error
 		exhausted := true // a short answer holds every row there is
@@ -695,12 +664,13 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 				x.vecAnswers.Add(1)
 			}
 		}
-		switch {
-		case held:
-		case x.pgvSearch:
-			hits, exhausted, err = x.pgvKNN(ctx, k, qv, scope.Agent, scope.All, kk)
-		default:
-			hits, _, err = queryHits(ctx, x.db, knnQuery, args)
+		if !held {
+			var vh []VectorHit
+			vh, exhausted, err = x.vec.KNN(ctx, &KNNParams{Table: k.vec, Query: qv, Blob: qvec, Owner: scope.Agent, All: scope.All, K: kk})
+			hits = make([]knnHit, len(vh))
+			for i, h := range vh {
+				hits[i] = knnHit{id: h.ID, dist: h.Distance}
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
@@ -743,7 +713,7 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 		}
 		if len(hits) < kk {
 			if !exhausted {
-				break // pgvector's scan gave up: count exactly
+				break // the database's scan gave up: count exactly
 			}
 			return out, nil // the partition has no more vectors
 		}
@@ -761,61 +731,38 @@ func ownerOnly(k *kind, s *Settings) bool {
 	return k.t != Archival && s.Since.IsZero() && s.Until.IsZero()
 }
 
-// queryHits runs a KNN query selecting (id, distance) and keeps the rows
-// with a defined distance (a zero vector has none: NULL in SQLite, NaN in
-// pgvector); scanned counts every row the query returned.
-func queryHits(ctx context.Context, q Execer, query string, args []any) (hits []knnHit, scanned int, err error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		scanned++
-		var h knnHit
-		var d sql.NullFloat64
-		if err := rows.Scan(&h.id, &d); err != nil {
-			return nil, 0, err
-		}
-		if !d.Valid || math.IsNaN(d.Float64) {
-			continue
-		}
-		h.dist = d.Float64
-		hits = append(hits, h)
-	}
-	return hits, scanned, rows.Err()
-}
-
 // exactScan computes distances for every row passing the filters: the
 // fallback when filters are too selective for KNN.
 func (x *Index) exactScan(ctx context.Context, k *kind, qvec []byte, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(x.opts.Engine, k, scope, s, true)
-	if x.opts.Engine == PostgreSQL {
+	where, fargs := filters(x.d, k, scope, s, true)
+	dist := x.vec.Distance("v.embedding")
+	if dist == "" {
 		q := fmt.Sprintf(`SELECT %[1]s, v.embedding FROM %[2]s %[3]s JOIN %[4]s v ON v.rowid = %[3]s.id WHERE %[5]s`,
-			pgResult[k.t], k.base, k.alias, k.vec, where)
+			x.results[k.t], k.base, k.alias, k.vec, where)
 		return x.scanDistances(ctx, k, qvec, q, fargs, limit)
 	}
-	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
-		FROM %[2]s %[3]s CROSS JOIN %[4]s v ON v.rowid = %[3]s.id
+	q := fmt.Sprintf(`SELECT %[1]s, %[6]s AS d
+		FROM %[2]s %[3]s %[7]s %[4]s v ON v.rowid = %[3]s.id
 		WHERE %[5]s AND d IS NOT NULL
-		ORDER BY d, %[3]s.id LIMIT ?`, k.result, k.base, k.alias, k.vec, where)
+		ORDER BY d, %[3]s.id LIMIT ?`, x.results[k.t], k.base, k.alias, k.vec, where, dist, x.d.InOrderJoin())
 	return x.distanceQuery(ctx, k, q, append(append([]any{qvec}, fargs...), limit))
 }
 
 // sharedBlocks ranks the blocks shared with agent (owned by others) by
 // exact distance: shares are few, so no KNN over other owners' partitions.
 func (x *Index) sharedBlocks(ctx context.Context, k *kind, qvec []byte, agent string, s *Settings, limit int) ([]*Result, error) {
-	where, fargs := filters(x.opts.Engine, k, Scope{All: true}, s, false)
-	if x.opts.Engine == PostgreSQL {
+	where, fargs := filters(x.d, k, Scope{All: true}, s, false)
+	dist := x.vec.Distance("v.embedding")
+	if dist == "" {
 		q := fmt.Sprintf(`SELECT %[1]s, v.embedding
 			FROM shares sh JOIN blocks b ON b.id = sh.block_id JOIN %[2]s v ON v.rowid = b.id
-			WHERE sh.agent = ? AND b.owner <> ? AND %[3]s`, pgResult[k.t], k.vec, where)
+			WHERE sh.agent = ? AND b.owner <> ? AND %[3]s`, x.results[k.t], k.vec, where)
 		return x.scanDistances(ctx, k, qvec, q, append([]any{agent, agent}, fargs...), limit)
 	}
-	q := fmt.Sprintf(`SELECT %[1]s, vec_distance_cosine(v.embedding, ?) AS d
-		FROM shares sh CROSS JOIN blocks b ON b.id = sh.block_id CROSS JOIN %[2]s v ON v.rowid = b.id
+	q := fmt.Sprintf(`SELECT %[1]s, %[4]s AS d
+		FROM shares sh %[5]s blocks b ON b.id = sh.block_id %[5]s %[2]s v ON v.rowid = b.id
 		WHERE sh.agent = ? AND b.owner <> ? AND %[3]s AND d IS NOT NULL
-		ORDER BY d, b.id LIMIT ?`, k.result, k.vec, where)
+		ORDER BY d, b.id LIMIT ?`, x.results[k.t], k.vec, where, dist, x.d.InOrderJoin())
 	args := append(append([]any{qvec, agent, agent}, fargs...), limit)
 	return x.distanceQuery(ctx, k, q, args)
 }

@@ -54,8 +54,8 @@ type textCache struct {
 	// as without a cache.
 	limit    int64
 	noBodies bool
-	rows     map[ContentType]textRowQuery // the engine's (textRows)
-	logIso   sql.IsolationLevel           // the engine's (logIsolation)
+	rows     map[ContentType]textRowQuery // the dialect's (textRows)
+	logIso   sql.IsolationLevel           // the dialect's SnapshotIsolation
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -198,37 +198,19 @@ func (q textRowQuery) byID(n int) string {
 	return q.sel + ` WHERE ` + q.key + ` IN (` + placeholders(n) + `)`
 }
 
-// textRows are each kind's textRowQuery per engine. On SQLite they read
-// what FTS5 indexes (blocks: the lazy index's copy in fts_blocks_indexed;
-// metadata: its values, as migration 0005 indexes them). On PostgreSQL an
-// indexed block is one with a tsvector (the lazy index logs each block it
-// indexes, and runs before every search over blocks), and metadata values
-// are read as json_tree's atoms are on SQLite (booleans as 1 and 0), down
-// to SQLite's JSON depth limit of 1,000 (an unbounded walk of a value
-// nested ~10,000 deep exhausts PostgreSQL's stack, and one such row would
-// fail every load of the cache).
-var textRows = map[Engine]map[ContentType]textRowQuery{
-	SQLite: {
-		Blocks: {sel: `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
-			FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`, key: "i.id"},
+// textRows are each kind's textRowQuery in dialect d: what its full-text
+// index holds (Dialect.IndexedBlocks; metadata values as
+// Dialect.MetadataText reads them).
+func textRows(d Dialect) map[ContentType]textRowQuery {
+	blocks, key := d.IndexedBlocks()
+	return map[ContentType]textRowQuery{
+		Blocks: {sel: blocks, key: key},
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL),
+			` + d.MetadataText("a.metadata_json") + `,
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`, key: "m.id"},
-	},
-	PostgreSQL: {
-		Blocks: {sel: `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered
-			FROM (SELECT id, owner, created_at, label, description, rendered FROM blocks WHERE fts IS NOT NULL) b`, key: "b.id"},
-		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
-				ELSE v #>> '{}' END, ' '), '')
-				FROM jsonb_path_query(a.metadata_json::jsonb, 'strict $.**{0 to 1000}') AS v
-				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null')),
-			a.tags_json, a.metadata_json
-			FROM archival a`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, FALSE, m.content, '[]', ` + pgResultMessageMeta + ` FROM messages m`, key: "m.id"},
-	},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, '[]', ` + d.JSONObject(messageMeta) + ` FROM messages m`, key: "m.id"},
+	}
 }
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
@@ -240,8 +222,8 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 // the index alone serves up to about twice as many.
 const DefaultTextCacheBytes = 64 << 20
 
-func newTextCache(limit int64, eng Engine, log *slog.Logger) *textCache {
-	return &textCache{seq: -1, limit: limit, rows: textRows[eng], logIso: logIsolation(eng), ld: newLoader("text cache", log)}
+func newTextCache(limit int64, rows map[ContentType]textRowQuery, iso sql.IsolationLevel, log *slog.Logger) *textCache {
+	return &textCache{seq: -1, limit: limit, rows: rows, logIso: iso, ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off

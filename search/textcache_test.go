@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/testenv"
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -157,11 +158,11 @@ func TestTextCacheRanksLikeFTS5(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
 	queries := textCacheCorpus(t, db)
-	sqlx, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: -1})
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, err := search.NewIndex(ctx, db, nil, nil)
+	cached, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestTextCacheSeesEveryCommittedWrite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestTextCacheUnderShortDeadlines(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 2_000)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 		if !cache {
 			opts.TextCacheBytes = -1
 		}
-		x, err := search.NewIndex(ctx, db, nil, opts)
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -433,7 +434,7 @@ func BenchmarkCranfieldHybrid(b *testing.B) {
 	for _, q := range c.Queries {
 		emb.vecs[q.Text] = c.QueryVectors[q.ID]
 	}
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func TestPageLosesARowBetweenRankAndFetch(t *testing.T) {
 		ids = append(ids, insertArchival(t, db, archivalRow{Agent: "a",
 			Content: strings.Repeat("alpha ", 6-i) + fmt.Sprintf("entry %d", i)}))
 	}
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +524,7 @@ func TestRerankEmbedsOnce(t *testing.T) {
 	db := openDBAt(t, path)
 	other := openDBAt(t, path)
 	emb := &countingEmbedder{Embedder: search.NewOffline(32)}
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +586,7 @@ func TestTextCacheBuildStopsAtClose(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 2_000)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +638,7 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('b', 'unrelated', 'soon', 0)`); err != nil {
 		t.Fatal(err)
 	}
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +677,7 @@ func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 200)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +761,7 @@ func TestTextCacheBudgetEstimate(t *testing.T) {
 	db := openDB(t)
 	zipfArchival(t, db, 20_000, 1)
 	bulkArchival(t, db, 5_000)
-	x, err := search.NewIndex(ctx, db, nil, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,11 +789,11 @@ func TestTextCacheBudget(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 2_000)
-	sqlx, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: -1})
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := search.NewIndex(ctx, db, nil, nil)
+	full, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -822,7 +823,7 @@ func TestTextCacheBudget(t *testing.T) {
 	}
 
 	t.Run("rows go first", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: (index + size) / 2})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: (index + size) / 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -843,7 +844,7 @@ func TestTextCacheBudget(t *testing.T) {
 	})
 
 	t.Run("never fits", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: index / 2})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: index / 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -863,7 +864,7 @@ func TestTextCacheBudget(t *testing.T) {
 	})
 
 	t.Run("outgrows", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{TextCacheBytes: size + size/10})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: size + size/10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -925,7 +926,7 @@ func TestTextCacheSkipsTheLogWhileNothingCommits(t *testing.T) {
 		err := vdb.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
 		return v, err == nil, err
 	}
-	x, err := search.NewIndex(ctx, db, nil, &search.IndexOptions{DataVersion: version})
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{DataVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ type vecCache struct {
 	owners map[ContentType]map[int64]string
 	rows   int // vectors held
 	fresh  logFreshness
-	logIso sql.IsolationLevel // the engine's (logIsolation)
+	logIso sql.IsolationLevel // the dialect's SnapshotIsolation
 
 	// limit bounds the bytes held (vecRowBytes per row; 0: unbounded). A
 	// load or catch-up past it turns the cache partial for good: it then
@@ -77,8 +77,8 @@ const DefaultVectorCacheBytes = 256 << 20
 // entries in pos and owners (estimated from Go's map layouts).
 func (c *vecCache) vecRowBytes() int64 { return int64(4*c.dims) + 96 }
 
-func newVecCache(dims int, limit int64, background bool, eng Engine, log *slog.Logger) *vecCache {
-	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, logIso: logIsolation(eng), ld: newLoader("vector cache", log)}
+func newVecCache(dims int, limit int64, background bool, iso sql.IsolationLevel, log *slog.Logger) *vecCache {
+	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, logIso: iso, ld: newLoader("vector cache", log)}
 }
 
 func (c *vecCache) overLimit() bool { return c.exceeds(c.rows) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -24,11 +25,11 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 	path := t.TempDir() + "/c.db"
 	db := openDBAt(t, path)
 	emb := search.NewOffline(48)
-	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	plain, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, err := search.NewIndex(ctx, db, emb, nil)
+	cached, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 	// Writes through another pool: new rows with vectors, deletes, an
 	// owner change, a re-put with new text.
 	other := openDBAt(t, path)
-	writer, err := search.NewIndex(ctx, other, emb, nil)
+	writer, err := search.NewIndex(ctx, other, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 	}
 	// Reembed elsewhere (different dims): the cached index sees the
 	// mismatch rather than serving stale vectors.
-	re, _ := search.NewIndex(ctx, other, search.NewOffline(24), nil)
+	re, _ := search.NewIndex(ctx, other, sqlite.SearchDialect{}, search.NewOffline(24), nil)
 	if err := re.Reembed(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestVectorCacheBudget(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, t.TempDir()+"/b.db")
 	emb := search.NewOffline(48)
-	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	plain, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestVectorCacheBudget(t *testing.T) {
 	}
 
 	t.Run("background", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, emb, nil)
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func TestVectorCacheBudget(t *testing.T) {
 	t.Run("never fits", func(t *testing.T) {
 		var logged bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logged, nil))
-		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 100 * row, Logger: log})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: 100 * row, Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +240,7 @@ func TestVectorCacheBudget(t *testing.T) {
 	})
 
 	t.Run("outgrows", func(t *testing.T) {
-		x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: 230 * row})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: 230 * row})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func TestVectorCacheBudgetEstimate(t *testing.T) {
 	db := openDBAt(t, t.TempDir()+"/e.db")
 	const dims, n = 128, 20_000
 	emb := search.NewOffline(dims)
-	x, err := search.NewIndex(ctx, db, emb, nil)
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestVectorCachePartial(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, t.TempDir()+"/p.db")
 	emb := search.NewOffline(48)
-	plain, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: -1})
+	plain, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestVectorCachePartial(t *testing.T) {
 	add("big", 200, 3)
 	const row = 4*48 + 96
 	const limit = 100 * row // three agents' partitions, not "big"'s
-	x, err := search.NewIndex(ctx, db, emb, &search.IndexOptions{VectorCacheBytes: limit})
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: limit})
 	if err != nil {
 		t.Fatal(err)
 	}

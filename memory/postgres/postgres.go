@@ -20,7 +20,6 @@ import (
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/migrations"
-	"github.com/engram-go/engram/search"
 )
 
 // writeLockKey is the advisory lock every engram write transaction takes:
@@ -117,10 +116,6 @@ func (b *Backend) Name() string { return "postgres" }
 
 // DB returns the pool. Statements may use "?" placeholders.
 func (b *Backend) DB() *sql.DB { return b.db }
-
-// SearchEngine returns search.PostgreSQL: tsvector full text, vectors in
-// process.
-func (b *Backend) SearchEngine() search.Engine { return search.PostgreSQL }
 
 // ReadTx begins a read-only REPEATABLE READ transaction: the default,
 // READ COMMITTED, lets each statement see a newer commit, so a block's

@@ -46,7 +46,7 @@ func (h *hookConn) QueryContext(ctx context.Context, query string, args []driver
 // position, in separate statements: under READ COMMITTED a trim between
 // the two lost entries the bounds said were there, and the change they
 // logged stayed out of the cache for good (found by review). Its read
-// transaction is REPEATABLE READ on PostgreSQL (search.logIsolation).
+// transaction is REPEATABLE READ on PostgreSQL (SearchDialect.SnapshotIsolation).
 // The hook writes a burst that trims the log between the two statements.
 func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	ctx := context.Background()
@@ -83,12 +83,12 @@ func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	hookDB := sql.OpenDB(hookConnector{rebindConnector{stdlib.GetConnector(*cfg)}, &armed,
 		"SELECT DISTINCT kind, id FROM search_text_log", func() { touch(2600) }})
 	defer hookDB.Close()
-	cached, err := search.NewIndex(ctx, hookDB, nil, &search.IndexOptions{Engine: search.PostgreSQL, Write: b.Write})
+	cached, err := search.NewIndex(ctx, hookDB, b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	sqlIdx, err := search.NewIndex(ctx, b.DB(), nil, &search.IndexOptions{Engine: search.PostgreSQL, Write: b.Write, TextCacheBytes: -1})
+	sqlIdx, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/sqlitedriver"
-	"github.com/engram-go/engram/search"
 )
 
 // Options configure a Backend. The zero value (or nil) means the defaults.
@@ -288,9 +287,6 @@ func (b *Backend) Queued() int { return b.commits.Queued() }
 
 // DB returns the reader pool.
 func (b *Backend) DB() *sql.DB { return b.rdb }
-
-// SearchEngine returns search.SQLite: FTS5 and sqlite-vec.
-func (b *Backend) SearchEngine() search.Engine { return search.SQLite }
 
 // ReadTx begins a read-only transaction on the reader pool. A WAL reader
 // sees one snapshot from its first read to its end, so no stronger

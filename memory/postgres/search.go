@@ -1,0 +1,560 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+// SearchDialect is package search's Dialect for PostgreSQL. Full text:
+// each searchable table has a tsvector column "fts" (english
+// configuration, weighted like the FTS5 columns: labels and tags A,
+// descriptions and content B, rendered blocks and metadata values C) with
+// a GIN index, ranked by IDF-weighted ts_rank. Queries go through the same
+// sanitising as FTS5: only the letter/digit terms reach to_tsquery, joined
+// by OR, so any string is a valid query. Vectors: the tables are part of
+// the schema; KNN runs in pgvector when the extension is there (or can be
+// created), else the search index's in-process vector cache is the only
+// KNN. The zero value is ready to use; it holds no state.
+type SearchDialect struct{}
+
+var _ search.Dialect = SearchDialect{}
+
+// SearchDialect returns the dialect the store's search index runs on.
+func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
+
+// Name returns "postgres".
+func (SearchDialect) Name() string { return "postgres" }
+
+// CheckSchema reports whether search_text_log (migration 0008) is in the
+// current schema; the full-text columns come with migration 0001.
+func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_class
+		WHERE relname = 'search_text_log' AND relnamespace = to_regnamespace(current_schema())`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	return n == 1, nil
+}
+
+// BeginWrite takes the store's advisory write lock (see writeLockKey),
+// waiting as long as the server's lock_timeout allows.
+func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(writeLockKey)); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		return fmt.Errorf("take the write lock: %w", err)
+	}
+	return nil
+}
+
+// SnapshotIsolation is REPEATABLE READ: the default, READ COMMITTED,
+// gives each statement a newer snapshot, and a log trimmed between the
+// read of its bounds and the read of its entries would lose entries the
+// bounds said were there.
+func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// JSONObject is json_build_object(pairs) as text.
+func (SearchDialect) JSONObject(pairs string) string { return "json_build_object(" + pairs + ")::text" }
+
+// False is FALSE.
+func (SearchDialect) False() string { return "FALSE" }
+
+// InOrderJoin is JOIN: PostgreSQL takes no join-order hint.
+func (SearchDialect) InOrderJoin() string { return "JOIN" }
+
+// IDList is json_array_elements_text over the parameter.
+func (SearchDialect) IDList() (from, id string) {
+	return "json_array_elements_text(?::json) j(value)", "j.value::bigint"
+}
+
+// MetadataCompare compares jsonb values: numbers numerically, strings as
+// text.
+func (SearchDialect) MetadataCompare(col string, path []string, op string, v any) (string, []any) {
+	args := make([]any, 0, len(path)+1)
+	for _, p := range path {
+		args = append(args, p)
+	}
+	b, _ := json.Marshal(v)
+	expr := "(" + col + "::jsonb #> ARRAY[" + strings.TrimSuffix(strings.Repeat("?, ", len(path)), ", ") + "]::text[])"
+	return expr + " " + op + " ?::jsonb", append(args, string(b))
+}
+
+// MetadataText reads the values as SQLite's json_tree atoms are read
+// (booleans as 1 and 0), down to SQLite's JSON depth limit of 1,000: an
+// unbounded walk of a value nested ~10,000 deep exhausts PostgreSQL's
+// stack, and one such row would fail every load of the text cache.
+func (SearchDialect) MetadataText(col string) string {
+	return `(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
+				ELSE v #>> '{}' END, ' '), '')
+				FROM jsonb_path_query(` + col + `::jsonb, 'strict $.**{0 to 1000}') AS v
+				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null'))`
+}
+
+// IndexedBlocks reads the blocks that have a tsvector: the lazy index
+// logs each block it indexes, and runs before every search over blocks.
+func (SearchDialect) IndexedBlocks() (query, key string) {
+	return `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered
+			FROM (SELECT id, owner, created_at, label, description, rendered FROM blocks WHERE fts IS NOT NULL) b`, "b.id"
+}
+
+// IndexBlocks computes the tsvector of each marked block.
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+	if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
+			setweight(to_tsvector('english', label), 'A') ||
+			setweight(to_tsvector('english', description), 'B') ||
+			setweight(to_tsvector('english', rendered), 'C')
+			WHERE id IN (SELECT id FROM fts_blocks_dirty)`); err != nil {
+		return err
+	}
+	_, err := ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty`)
+	return err
+}
+
+// tsQueryText is the to_tsquery input for sanitised terms: each term
+// quoted (terms hold only letters and digits), OR-ed.
+func tsQueryText(terms []string) string {
+	q := make([]string, len(terms))
+	for i, t := range terms {
+		q[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	}
+	return strings.Join(q, " | ")
+}
+
+// FullText ranks by ts_rank weighted by BM25's inverse document
+// frequency (higher is better). ts_rank alone has no notion of how rare a
+// term is, so each term's ts_rank (normalised by 1 + log length) is
+// weighted by its IDF, counted over the rows the query matches, with the
+// table's row estimate (at least the matches) as N. On Cranfield this
+// beats plain ts_rank and ts_rank_cd (docs/performance.md).
+//
+// hits holds each matching row's tsvector detoasted once (the
+// concatenation with an empty tsvector makes an in-memory copy): a stored
+// tsvector is compressed or out of line, and the per-term counts and
+// ranks below read it twice per query term, each read decompressing it
+// again (the figures are in docs/performance.md, "Figures that were in
+// code comments").
+func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
+	var cols, dfs, score []string
+	args := make([]any, 0, len(p.Terms)+1+len(p.Args))
+	for i, t := range p.Terms {
+		args = append(args, tsQueryText([]string{t}))
+		cols = append(cols, fmt.Sprintf("to_tsquery('english', ?) AS q%d", i))
+		dfs = append(dfs, fmt.Sprintf("count(*) FILTER (WHERE hits.fts @@ tq.q%d) AS d%d", i, i))
+		score = append(score, fmt.Sprintf("ln(1 + (df.n - df.d%[1]d + 0.5) / (df.d%[1]d + 0.5)) * ts_rank(hits.fts, tq.q%[1]d, 1)", i))
+	}
+	args = append(args, tsQueryText(p.Terms))
+	args = append(args, p.Args...)
+	q := fmt.Sprintf(`WITH tq AS (SELECT %[1]s, to_tsquery('english', ?) AS qall),
+		hits AS MATERIALIZED (
+			SELECT %[3]s.id AS id, (%[3]s.fts || ''::tsvector) AS fts FROM %[2]s %[3]s, tq
+			WHERE %[3]s.fts @@ tq.qall AND %[4]s),
+		df AS MATERIALIZED (SELECT %[5]s,
+			greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1) AS n
+			FROM hits, tq),
+		top AS MATERIALIZED (
+			SELECT hits.id AS id, (%[6]s) AS score FROM hits, tq, df
+			ORDER BY score DESC, hits.id LIMIT %[7]d)
+		SELECT %[8]s, top.score
+		FROM top JOIN %[2]s %[3]s ON %[3]s.id = top.id
+		ORDER BY top.score DESC, top.id`,
+		strings.Join(cols, ", "), p.Table, p.Alias, p.Where, strings.Join(dfs, ", "), strings.Join(score, " + "), p.Limit, p.Columns)
+	return q, args, false
+}
+
+// VectorTableExists: the vector tables are part of the schema.
+func (SearchDialect) VectorTableExists(context.Context, search.Execer, string) (bool, error) {
+	return true, nil
+}
+
+// OpenVectors makes sure the vector extension is installed when it can
+// be, and opens the tables with pgvector's column if it is.
+func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *search.VectorParams) (search.Vectors, error) {
+	v := &vectors{db: db, dims: p.Dims, write: p.Write}
+	ok, err := v.extension(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.pgv = ok
+	return v, nil
+}
+
+// vecTables are the vector tables.
+var vecTables = []string{"vec_blocks", "vec_archival", "vec_messages"}
+
+// vectors are the vector tables, with pgvector's column when the server
+// has the extension. When it has (or the dialect can create it), each
+// vec_* table gains a column emb vector(dims) with an HNSW cosine index,
+// and KNN runs in the server: no process keeps a copy of the vectors. The
+// BYTEA column stays the source of truth (the vector cache, Reembed and
+// exports read it); emb is written beside it by every writer once the
+// column exists, so processes that search in process (the vector cache)
+// and processes that use pgvector can share one database. Rows written by
+// a process that opened before the column existed have emb NULL: the KNN
+// fills those first (a partial index makes the check one index probe).
+type vectors struct {
+	db     *sql.DB
+	dims   int
+	write  func(ctx context.Context, fn func(ctx context.Context, ex search.Execer) error) error
+	pgv    bool   // the tables have emb, which every vector write fills, and KNN runs on it
+	reason string // why pgvector is not in use
+}
+
+// Info: pgvector's HNSW index, or no KNN in the database (the vector
+// cache is the only one).
+func (v *vectors) Info() search.VectorInfo {
+	if v.pgv {
+		return search.VectorInfo{Engine: "pgvector"}
+	}
+	return search.VectorInfo{Reason: v.reason}
+}
+
+// extension makes sure the vector extension is installed: true if it is
+// (or was just created), false if this role may not create it or the
+// server does not have it. Only errors reading the catalog fail.
+func (v *vectors) extension(ctx context.Context) (bool, error) {
+	installed := func() (bool, error) {
+		var version string
+		err := v.db.QueryRowContext(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&version)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("postgres: read extensions: %w", err)
+		}
+		// Filtered KNN needs iterative index scans (pgvector 0.8).
+		var major, minor int
+		if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil || major == 0 && minor < 8 {
+			v.reason = fmt.Sprintf("pgvector %s is installed; engram needs 0.8 or later", version)
+			return false, nil
+		}
+		return true, nil
+	}
+	if ok, err := installed(); ok || err != nil || v.reason != "" {
+		return ok, err
+	}
+	if _, err := v.db.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS vector`); err != nil {
+		// Not available or not allowed; another process creating it at the
+		// same moment also lands here, so look again.
+		if ok, err2 := installed(); ok || err2 != nil {
+			return ok, err2
+		}
+		v.reason = err.Error()
+		return false, nil
+	}
+	return true, nil
+}
+
+// Ready: without pgvector the tables are the schema's; with it, emb must
+// have the dimensions.
+func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
+	if !v.pgv {
+		return true, nil
+	}
+	dims, err := columnDims(ctx, q)
+	return dims == v.dims, err
+}
+
+// columnDims returns the dimensions of vec_blocks.emb, 0 when the column
+// does not exist.
+func columnDims(ctx context.Context, q search.Execer) (int, error) {
+	var typmod sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT atttypmod FROM pg_attribute
+		WHERE attrelid = 'vec_blocks'::regclass AND attname = 'emb' AND NOT attisdropped`).Scan(&typmod)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: read vec_blocks columns: %w", err)
+	}
+	return int(typmod.Int64), nil
+}
+
+// Create adds pgvector's column when the extension is there (the tables
+// themselves are the schema's, for any dimensions).
+func (v *vectors) Create(ctx context.Context, ex search.Execer) error {
+	if !v.pgv {
+		return nil
+	}
+	return v.createPGVector(ctx, ex)
+}
+
+// createPGVector adds (or retypes) the emb columns for the dimensions,
+// fills them from the stored bytes and creates the HNSW indexes. It runs
+// under the write lock.
+func (v *vectors) createPGVector(ctx context.Context, ex search.Execer) error {
+	have, err := columnDims(ctx, ex)
+	if err != nil {
+		return err
+	}
+	for _, vec := range vecTables {
+		var stmts []string
+		switch {
+		case have == 0:
+			stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN emb vector(%d)`, vec, v.dims))
+		case have != v.dims:
+			// Reembed to another dimension: the old values cannot be
+			// cast, and are refilled below from the new bytes.
+			stmts = append(stmts,
+				fmt.Sprintf(`DROP INDEX IF EXISTS %s_emb`, vec),
+				fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN emb TYPE vector(%d) USING NULL`, vec, v.dims))
+		}
+		// The owner index lets the planner answer a small agent's query
+		// exactly from its own rows, and keep HNSW for large ones.
+		stmts = append(stmts,
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_emb_todo ON %[1]s (rowid) WHERE emb IS NULL`, vec),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, vec))
+		for _, s := range stmts {
+			if _, err := ex.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("postgres: add pgvector column to %s: %w", vec, err)
+			}
+		}
+		if err := v.fill(ctx, ex, vec); err != nil {
+			return err
+		}
+		// After the fill: one bulk build instead of an insert per row.
+		if _, err := ex.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_emb ON %[1]s
+			USING hnsw (emb vector_cosine_ops)`, vec)); err != nil {
+			return fmt.Errorf("postgres: create pgvector index on %s: %w", vec, err)
+		}
+		// Statistics now, not at autovacuum's next round: without them
+		// the planner guesses the owner filter keeps few rows and sorts
+		// the whole table instead of walking the index.
+		if _, err := ex.ExecContext(ctx, `ANALYZE `+vec); err != nil {
+			return fmt.Errorf("postgres: analyze %s: %w", vec, err)
+		}
+	}
+	return nil
+}
+
+// fill sets emb for vec's rows that lack it, from their stored bytes.
+// Vectors of another dimension (left by an earlier embedder, about to be
+// replaced by Reembed) stay NULL and so are not searched by pgvector; the
+// byte-length condition keeps them from counting as work to do on every
+// search.
+func (v *vectors) fill(ctx context.Context, ex search.Execer, vec string) error {
+	sel := fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE emb IS NULL AND octet_length(embedding) = %d AND rowid > ?
+		ORDER BY rowid LIMIT 500`, vec, 4*v.dims)
+	// One statement per page of rows: [{"id": …, "e": "[…]"}, …].
+	upd := fmt.Sprintf(`UPDATE %s v SET emb = u.e::vector FROM json_to_recordset(?::json) AS u(id bigint, e text)
+		WHERE v.rowid = u.id`, vec)
+	type fill struct {
+		ID  int64  `json:"id"`
+		Vec string `json:"e"`
+	}
+	after := int64(-1 << 63)
+	for {
+		rows, err := ex.QueryContext(ctx, sel, after)
+		if err != nil {
+			return fmt.Errorf("postgres: fill %s: %w", vec, err)
+		}
+		var todo []fill
+		n := 0
+		for rows.Next() {
+			n++
+			var id int64
+			var blob []byte
+			if err := rows.Scan(&id, &blob); err != nil {
+				rows.Close()
+				return fmt.Errorf("postgres: fill %s: %w", vec, err)
+			}
+			after = id
+			if f, err := blobFloats(blob); err == nil && len(f) == v.dims {
+				todo = append(todo, fill{id, vectorText(f)})
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("postgres: fill %s: %w", vec, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if len(todo) == 0 {
+			continue // only vectors of another dimension in this page
+		}
+		page, err := json.Marshal(todo)
+		if err != nil {
+			return fmt.Errorf("postgres: fill %s: %w", vec, err)
+		}
+		if _, err := ex.ExecContext(ctx, upd, string(page)); err != nil {
+			return fmt.Errorf("postgres: fill %s rows %d..%d: %w", vec, todo[0].ID, todo[len(todo)-1].ID, err)
+		}
+	}
+}
+
+// blobFloats decodes a vector's little-endian float32 bytes.
+func blobFloats(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("postgres: vector of %d bytes is not float32s", len(b))
+	}
+	f := make([]float32, len(b)/4)
+	for i := range f {
+		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return f, nil
+}
+
+// vectorText is f in pgvector's text form. strconv's shortest 'g' format
+// round-trips float32 exactly.
+func vectorText(f []float32) string {
+	var b strings.Builder
+	b.Grow(len(f) * 10)
+	b.WriteByte('[')
+	for i, x := range f {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Insert is a multi-row INSERT (the same statement as SQLite's without
+// pgvector), writing emb beside the bytes unless deferIndex.
+func (v *vectors) Insert(table string, rows int, upsert, deferIndex bool) string {
+	row := `(?, ?, ?)`
+	cols := `rowid, owner, embedding`
+	set := `owner = excluded.owner, embedding = excluded.embedding`
+	if v.pgv && !deferIndex {
+		row, cols = `(?, ?, ?, ?::vector)`, `rowid, owner, embedding, emb`
+		set += `, emb = excluded.emb`
+	}
+	q := fmt.Sprintf(`INSERT INTO %s (%s) VALUES %s`, table, cols, strings.TrimSuffix(strings.Repeat(row+", ", rows), ", "))
+	if upsert {
+		q += ` ON CONFLICT (rowid) DO UPDATE SET ` + set
+	}
+	return q
+}
+
+// InsertArgs are the id, owner, bytes and (for emb) the text form, NULL
+// for a vector of other dimensions.
+func (v *vectors) InsertArgs(id int64, owner string, blob []byte, deferIndex bool) ([]any, error) {
+	if !v.pgv || deferIndex {
+		return []any{id, owner, blob}, nil
+	}
+	f, err := blobFloats(blob)
+	if err != nil {
+		return nil, err
+	}
+	var text any = vectorText(f)
+	if len(f) != v.dims {
+		text = nil
+	}
+	return []any{id, owner, blob, text}, nil
+}
+
+// errNoKNN: without pgvector the search index's vector cache is the only
+// KNN, and the database is never asked for one.
+var errNoKNN = errors.New("postgres: no KNN in the database without pgvector")
+
+// KNN returns up to p.K nearest rows from the HNSW index. The scan is
+// iterative in strict order, so a selective owner filter still yields
+// p.K rows when the owner has them — unless it gives up past
+// hnsw.max_scan_tuples: exhausted reports that a short answer holds every
+// row there is (one indexed count says so), so only a scan that gave up
+// needs the exact fallback.
+func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) (hits []search.VectorHit, exhausted bool, err error) {
+	if !v.pgv {
+		return nil, false, errNoKNN
+	}
+	tx, err := v.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	// One round trip: the scan settings for this transaction, and whether
+	// any row still lacks emb.
+	var todo bool
+	err = tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT set_config('hnsw.ef_search', ?, true) IS NOT NULL
+		AND set_config('hnsw.iterative_scan', 'strict_order', true) IS NOT NULL
+		AND EXISTS (SELECT 1 FROM %s WHERE emb IS NULL AND octet_length(embedding) = %d)`, p.Table, 4*v.dims),
+		strconv.Itoa(min(max(p.K, 40), 1000))).Scan(&todo)
+	if err != nil {
+		return nil, false, err
+	}
+	if todo {
+		// Written by a process that opened before the column existed.
+		if err := v.write(ctx, func(ctx context.Context, ex search.Execer) error { return v.fill(ctx, ex, p.Table) }); err != nil {
+			return nil, false, err
+		}
+	}
+	where, wargs := "", []any{}
+	if !p.All {
+		where, wargs = ` WHERE owner = ?`, []any{p.Owner}
+	}
+	q := fmt.Sprintf(`SELECT rowid, emb <=> ?::vector AS d FROM %s%s ORDER BY emb <=> ?::vector LIMIT ?`, p.Table, where)
+	qt := vectorText(p.Query)
+	rows, err := tx.QueryContext(ctx, q, append(append([]any{qt}, wargs...), qt, p.K)...)
+	if err != nil {
+		return nil, false, err
+	}
+	scanned := 0
+	for rows.Next() {
+		scanned++
+		var h search.VectorHit
+		var d sql.NullFloat64
+		if err := rows.Scan(&h.ID, &d); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		if d.Valid && !math.IsNaN(d.Float64) { // a zero vector has no distance (NaN)
+			h.Distance = d.Float64
+			hits = append(hits, h)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || scanned >= p.K {
+		return hits, false, err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+p.Table+where, wargs...).Scan(&n); err != nil {
+		return nil, false, err
+	}
+	return hits, n <= scanned, nil
+}
+
+// Distance is "": distances are computed in process from the bytes.
+func (v *vectors) Distance(string) string { return "" }
+
+// BeginReplace empties the tables (kept: they are the schema's); with
+// pgvector, rows go in as bytes with no HNSW index to maintain.
+func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
+	for _, vec := range vecTables {
+		if _, err := ex.ExecContext(ctx, "DELETE FROM "+vec); err != nil {
+			return fmt.Errorf("postgres: empty %s: %w", vec, err)
+		}
+	}
+	if !v.pgv {
+		return nil
+	}
+	for _, vec := range vecTables {
+		if _, err := ex.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %s_emb`, vec)); err != nil {
+			return fmt.Errorf("postgres: drop the pgvector index of %s: %w", vec, err)
+		}
+	}
+	return nil
+}
+
+// EndReplace retypes emb for the dimensions, fills it from the bytes and
+// builds the index and statistics once, over full tables.
+func (v *vectors) EndReplace(ctx context.Context, ex search.Execer) error {
+	if !v.pgv {
+		return nil
+	}
+	return v.createPGVector(ctx, ex)
+}
+
+// Staging: search_reembed is part of the schema.
+func (v *vectors) Staging(context.Context) error { return nil }

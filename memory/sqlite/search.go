@@ -1,0 +1,361 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+// SearchDialect is package search's Dialect for SQLite: full text in the
+// FTS5 tables of migration 0002 (BM25), vectors in plain tables this
+// dialect makes at run time for the embedder's dimensions, searched with
+// sqlite-vec's vec_distance_cosine. The zero value is ready to use; it
+// holds no state.
+type SearchDialect struct{}
+
+var _ search.Dialect = SearchDialect{}
+
+// SearchDialect returns the dialect the store's search index runs on.
+func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
+
+// Name returns "sqlite".
+func (SearchDialect) Name() string { return "sqlite" }
+
+// CheckSchema requires the FTS5 tables (migration 0002_search.sql) and
+// reports whether search_text_log (migration 0009) is there.
+func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name IN ('fts_blocks', 'fts_archival', 'fts_messages')`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	if n != 3 {
+		return false, fmt.Errorf("%w: FTS tables missing: apply migrations (0002_search.sql) first", search.ErrSchema)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	return n == 1, nil
+}
+
+// BeginWrite takes SQLite's write lock: BEGIN IMMEDIATE.
+func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	return err
+}
+
+// SnapshotIsolation is the default: a SQLite read transaction is one
+// snapshot already.
+func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// JSONObject is json_object(pairs).
+func (SearchDialect) JSONObject(pairs string) string { return "json_object(" + pairs + ")" }
+
+// False is 0.
+func (SearchDialect) False() string { return "0" }
+
+// InOrderJoin is CROSS JOIN, which SQLite's planner never reorders.
+func (SearchDialect) InOrderJoin() string { return "CROSS JOIN" }
+
+// IDList is json_each over the parameter.
+func (SearchDialect) IDList() (from, id string) { return "json_each(?) j", "j.value" }
+
+// MetadataCompare compares json_extract's value (booleans are 1 and 0
+// there) with v.
+func (SearchDialect) MetadataCompare(col string, path []string, op string, v any) (string, []any) {
+	quoted := make([]string, len(path))
+	for i, p := range path {
+		quoted[i] = `"` + p + `"`
+	}
+	if b, ok := v.(bool); ok {
+		v = 0
+		if b {
+			v = 1
+		}
+	}
+	return "json_extract(" + col + ", ?) " + op + " ?", []any{"$." + strings.Join(quoted, "."), v}
+}
+
+// MetadataText is json_tree's atoms, as migration 0005 indexes them.
+func (SearchDialect) MetadataText(col string) string {
+	return `(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(` + col + `) WHERE atom IS NOT NULL)`
+}
+
+// IndexedBlocks reads the lazy index's copy of each block
+// (fts_blocks_indexed, migration 0003), which is what FTS5 holds.
+func (SearchDialect) IndexedBlocks() (query, key string) {
+	return `SELECT i.id, b.owner, b.created_at, 0, i.label, i.description, i.rendered
+			FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`, "i.id"
+}
+
+// IndexBlocks replaces the FTS5 terms of each marked block (an external
+// content table needs the old values to delete its terms, hence
+// fts_blocks_indexed).
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+	for _, q := range []string{
+		`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
+			 SELECT 'delete', i.id, i.label, i.description, i.rendered
+			 FROM fts_blocks_indexed i JOIN fts_blocks_dirty d ON d.id = i.id`,
+		`INSERT INTO fts_blocks (rowid, label, description, rendered)
+			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
+		`INSERT OR REPLACE INTO fts_blocks_indexed (id, label, description, rendered)
+			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
+		`DELETE FROM fts_blocks_dirty`,
+	} {
+		if _, err := ex.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FullText ranks with FTS5's bm25 (lower is better). The inner query
+// ranks every match and keeps the top rows; only those are joined to
+// their full rows.
+func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
+	weights := make([]string, len(p.Weights))
+	for i, w := range p.Weights {
+		weights[i] = strconv.FormatFloat(w, 'f', -1, 64)
+		if !strings.ContainsAny(weights[i], ".e") {
+			weights[i] += ".0"
+		}
+	}
+	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
+			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
+			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[2]s.rowid
+			WHERE %[2]s MATCH ? AND %[6]s
+			ORDER BY score, %[2]s.rowid LIMIT %[7]d)
+		SELECT %[1]s, top.score
+		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
+		ORDER BY top.score, top.id`,
+		p.Columns, p.Index, strings.Join(weights, ", "), p.Table, p.Alias, p.Where, p.Limit)
+	return q, append([]any{p.Match}, p.Args...), true
+}
+
+// VectorTableExists looks in sqlite_master: the vector tables are made
+// with the first embedder.
+func (SearchDialect) VectorTableExists(ctx context.Context, q search.Execer, table string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// OpenVectors opens the plain vector tables for p.Dims.
+func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *search.VectorParams) (search.Vectors, error) {
+	return &vectors{db: db, dims: p.Dims}, nil
+}
+
+// vecKinds are the vector tables: each one's content type (its number in
+// search_vec_log), base table and owner column.
+var vecKinds = []struct {
+	t                search.ContentType
+	vec, base, owner string
+}{
+	{search.Blocks, "vec_blocks", "blocks", "owner"},
+	{search.Archival, "vec_archival", "archival", "agent"},
+	{search.Messages, "vec_messages", "messages", "agent"},
+}
+
+// vectors are the vector tables of one embedder's dimensions.
+//
+// The tables are plain: (rowid, owner, embedding), indexed by owner, as on
+// PostgreSQL, and KNN without the vector cache is an exact scan with
+// sqlite-vec's vec_distance_cosine. They replaced sqlite-vec's vec0
+// virtual tables, which answer the same exact scan faster but cost
+// several times a plain row per inserted vector (the transpiled C walking
+// chunk blobs) and per vector read back when the vector cache loads
+// (figures in docs/design.md, "Vectors in plain tables"); vec0 also had
+// no upsert and crashed when a statement was interrupted inside it.
+// Searches run over the in-process vector cache by default
+// (search.IndexOptions.VectorCacheBytes), so the scan in SQL serves only
+// databases past the cache bound or opted out of it.
+type vectors struct {
+	db   *sql.DB
+	dims int
+}
+
+// Info: an exact scan, so the vector cache is kept by default.
+func (v *vectors) Info() search.VectorInfo {
+	return search.VectorInfo{Engine: "sqlite-vec", CacheByDefault: true}
+}
+
+// Ready reports whether the three plain tables exist; vec0 tables (made
+// before the plain ones) count as missing, so that Create converts them.
+func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')
+		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'`).Scan(&n); err != nil {
+		return false, err
+	}
+	return n == 3, nil
+}
+
+// Create creates the vector tables for the dimensions, the vector-change
+// log and the triggers that drop a vector with its row (or when the row
+// changes owner, so a vector can never be found under its old owner's
+// partition), converting vec0 tables a database made before.
+func (v *vectors) Create(ctx context.Context, ex search.Execer) error {
+	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
+		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+		kind INTEGER NOT NULL, -- ContentType; 0 = everything changed (Reembed)
+		id   INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("sqlite: create search_vec_log: %w", err)
+	}
+	for _, k := range vecKinds {
+		if err := v.convertVec0(ctx, ex, k.vec); err != nil {
+			return err
+		}
+		stmts := []string{
+			vecTable(k.vec, v.dims),
+			fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %[1]s_owner ON %[1]s (owner)`, k.vec),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_ad AFTER DELETE ON %[2]s BEGIN
+				DELETE FROM %[1]s WHERE rowid = old.id;
+				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
+			END`, k.vec, k.base, int(k.t)),
+			fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %[1]s_owner AFTER UPDATE OF %[4]s ON %[2]s
+			WHEN old.%[4]s IS NOT new.%[4]s BEGIN
+				DELETE FROM %[1]s WHERE rowid = old.id;
+				INSERT INTO search_vec_log (kind, id) VALUES (%[3]d, old.id);
+			END`, k.vec, k.base, int(k.t), k.owner),
+		}
+		for _, s := range stmts {
+			if _, err := ex.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("sqlite: create %s: %w", k.vec, err)
+			}
+		}
+	}
+	return nil
+}
+
+// vecTable is the statement creating (if missing) the vector table name
+// for dims. The CHECK holds every vector to the recorded embedder's size,
+// as vec0's float[dims] column did; Reembed recreates the tables for new
+// dimensions.
+func vecTable(name string, dims int) string {
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		rowid     INTEGER PRIMARY KEY,
+		owner     TEXT NOT NULL,
+		embedding BLOB NOT NULL CHECK (length(embedding) = %d)
+	)`, name, 4*dims)
+}
+
+// convertVec0 copies the vectors of a vec0 table (as databases made
+// before the plain tables hold them) into a plain table of that name. It
+// runs in Create's transaction, so a crash leaves either table.
+func (v *vectors) convertVec0(ctx context.Context, ex search.Execer, vec string) error {
+	var virtual bool
+	if err := ex.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master
+		WHERE type = 'table' AND name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%')`, vec).Scan(&virtual); err != nil {
+		return fmt.Errorf("sqlite: read schema of %s: %w", vec, err)
+	}
+	if !virtual {
+		return nil
+	}
+	tmp := vec + "_plain"
+	stmts := []string{
+		// The triggers name the table; they are made again for the new one.
+		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_ad`, vec),
+		fmt.Sprintf(`DROP TRIGGER IF EXISTS %s_owner`, vec),
+		fmt.Sprintf(`DROP TABLE IF EXISTS %s`, tmp),
+		vecTable(tmp, v.dims),
+		// vec0 tables hold one size of vector (the recorded embedder's).
+		fmt.Sprintf(`INSERT INTO %s (rowid, owner, embedding)
+			SELECT rowid, owner, embedding FROM %s WHERE length(embedding) = %d`, tmp, vec, 4*v.dims),
+		fmt.Sprintf(`DROP TABLE %s`, vec),
+		fmt.Sprintf(`ALTER TABLE %s RENAME TO %s`, tmp, vec),
+		// Every cached copy reloads: ids are the same, but say so.
+		`INSERT INTO search_vec_log (kind, id) VALUES (0, 0)`,
+	}
+	for _, s := range stmts {
+		if _, err := ex.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("sqlite: convert %s from vec0 to a plain table: %w", vec, err)
+		}
+	}
+	return nil
+}
+
+// Insert is a multi-row INSERT, an upsert when asked (no index of its own
+// to defer).
+func (v *vectors) Insert(table string, rows int, upsert, _ bool) string {
+	q := `INSERT INTO ` + table + ` (rowid, owner, embedding) VALUES ` + strings.TrimSuffix(strings.Repeat(`(?, ?, ?), `, rows), ", ")
+	if upsert {
+		q += ` ON CONFLICT (rowid) DO UPDATE SET owner = excluded.owner, embedding = excluded.embedding`
+	}
+	return q
+}
+
+// InsertArgs are the row's id, owner and bytes.
+func (v *vectors) InsertArgs(id int64, owner string, blob []byte, _ bool) ([]any, error) {
+	return []any{id, owner, blob}, nil
+}
+
+// KNN is an exact scan of the owner's rows, ties in id order. No "d IS
+// NOT NULL": SQLite would compute every distance twice (half the scan's
+// time), and no distance is NULL (that takes a zero vector, which package
+// search refuses on the way in); one is skipped anyway. A short answer
+// holds every row there is.
+func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) ([]search.VectorHit, bool, error) {
+	owner := `WHERE owner = ?`
+	args := []any{p.Blob, p.Owner, p.K}
+	if p.All {
+		owner, args = ``, []any{p.Blob, p.K}
+	}
+	rows, err := v.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, vec_distance_cosine(embedding, ?) AS d FROM %s
+		%s ORDER BY d, rowid LIMIT ?`, p.Table, owner), args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var hits []search.VectorHit
+	for rows.Next() {
+		var h search.VectorHit
+		var d sql.NullFloat64
+		if err := rows.Scan(&h.ID, &d); err != nil {
+			return nil, false, err
+		}
+		if !d.Valid || math.IsNaN(d.Float64) {
+			continue
+		}
+		h.Distance = d.Float64
+		hits = append(hits, h)
+	}
+	return hits, true, rows.Err()
+}
+
+// Distance is sqlite-vec's vec_distance_cosine.
+func (v *vectors) Distance(col string) string { return "vec_distance_cosine(" + col + ", ?)" }
+
+// BeginReplace drops the tables and makes them for the dimensions.
+func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
+	for _, k := range vecKinds {
+		if _, err := ex.ExecContext(ctx, "DROP TABLE IF EXISTS "+k.vec); err != nil {
+			return fmt.Errorf("sqlite: drop %s: %w", k.vec, err)
+		}
+	}
+	return v.Create(ctx, ex)
+}
+
+// EndReplace has nothing to build.
+func (v *vectors) EndReplace(context.Context, search.Execer) error { return nil }
+
+// Staging creates search_reembed.
+func (v *vectors) Staging(ctx context.Context) error {
+	_, err := v.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_reembed (
+		kind      INTEGER NOT NULL,
+		id        INTEGER NOT NULL,
+		hash      INTEGER NOT NULL,
+		embedding BLOB    NOT NULL,
+		PRIMARY KEY (kind, id)
+	) WITHOUT ROWID`)
+	return err
+}
