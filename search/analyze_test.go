@@ -195,3 +195,27 @@ func FuzzAnalyzeMatchesFTS5(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAnalyze tokenizes, folds and stems 100 Cranfield abstracts, as
+// written (ASCII) and with accented vowels.
+func BenchmarkAnalyze(b *testing.B) {
+	c := cranfieldOrSkip(b)
+	texts := make([]string, 100)
+	for i, d := range c.Docs[:100] {
+		texts[i] = d.Title + "\n" + d.Body
+	}
+	for _, set := range []struct {
+		name  string
+		texts []string
+	}{{"ascii", texts}, {"accented", accentedTexts(texts)}} {
+		b.Run(set.name, func(b *testing.B) {
+			var buf []byte
+			n := 0
+			for b.Loop() {
+				for _, t := range set.texts {
+					buf = analyze(t, buf, func([]byte) { n++ })
+				}
+			}
+		})
+	}
+}

@@ -226,6 +226,28 @@ func BenchmarkSnippet(b *testing.B) {
 			}
 		}
 	})
+	// The same page with accented vowels: every word takes the rune-at-a-
+	// time tokenizer and the accent fold.
+	accented := accentedTexts(texts)
+	b.Run("accented", func(b *testing.B) {
+		for b.Loop() {
+			s := newSnippeter(terms, 16, nil)
+			for _, t := range accented {
+				s.snippet(t)
+			}
+		}
+	})
+}
+
+// accentedTexts returns texts with their vowels accented (as a
+// tokenizer's non-ASCII workload).
+func accentedTexts(texts []string) []string {
+	r := strings.NewReplacer("a", "à", "e", "é", "o", "ö", "u", "ü", "E", "É", "I", "Î")
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = r.Replace(t)
+	}
+	return out
 }
 
 // cranfieldOrSkip loads the Cranfield collection, or skips tb without it
