@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
 )
@@ -54,12 +55,12 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 			}
 		}
 	}
-	dir := FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" && testenv.CI() {
 		t.Fatal("Cranfield collection not found: CI=true requires it (its words are most of this test's input)")
 	}
 	if dir != "" {
-		c, err := LoadCranfield(dir)
+		c, err := eval.LoadCranfield(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

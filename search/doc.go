@@ -151,10 +151,4 @@
 // full-text queries rank in process instead of through FTS5. Open the database with a
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for
 // vector-heavy use.
-//
-// # Evaluation
-//
-// NDCG, ReciprocalRank, Recall and Evaluate compute retrieval quality;
-// LoadCranfield and FindCranfield read the Cranfield collection used by
-// the quality test and the bench program.
 package search

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 )
 
@@ -146,8 +147,8 @@ func TestSnippetMatchesReference(t *testing.T) {
 		"the engine of the engineering department — engines’ café engine, 25 degrees",
 	}
 	queries := []string{"cafe engine", "25 degrees", "naive strasse", "aerøskøbing œuvre", "x y z"}
-	if dir := FindCranfield(); dir != "" {
-		c, err := LoadCranfield(dir)
+	if dir := eval.FindCranfield(); dir != "" {
+		c, err := eval.LoadCranfield(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,13 +253,13 @@ func accentedTexts(texts []string) []string {
 
 // cranfieldOrSkip loads the Cranfield collection, or skips tb without it
 // (fails it under CI=true).
-func cranfieldOrSkip(tb testing.TB) *Cranfield {
+func cranfieldOrSkip(tb testing.TB) *eval.Cranfield {
 	tb.Helper()
-	dir := FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		testenv.Missing(tb, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
-	c, err := LoadCranfield(dir)
+	c, err := eval.LoadCranfield(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
