@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // referenceSnippet is the first, plain implementation of snippet: a
@@ -37,7 +38,7 @@ func (s *snippeter) referenceSnippet(text string) string {
 			} else {
 				var r rune
 				r, n = utf8.DecodeRuneInString(text[i:])
-				word = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r))
+				word = r != utf8.RuneError && analyzer.IsTokenRune(r)
 			}
 		}
 		if word {
@@ -128,8 +129,7 @@ type refToken struct {
 }
 
 func (s *snippeter) referenceTermOf(word string) int {
-	w := foldDiacritics(strings.ToLower(word))
-	n, ok := s.want[ftsStem(w)]
+	n, ok := s.want[analyzer.Stem(analyzer.Fold(word))]
 	if !ok {
 		return -1
 	}
@@ -323,7 +323,7 @@ func TestStemsKeepTheirWordsStart(t *testing.T) {
 
 func checkStemStart(t *testing.T, w string) {
 	t.Helper()
-	st := ftsStem(w)
+	st := analyzer.Stem(w)
 	var ok bool
 	switch {
 	case st == "":

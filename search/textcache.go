@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
@@ -563,7 +565,7 @@ func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, 
 		w := float32(weights[i])
 		toks := i == 0 && textBodies[t] && !c.noBodies && isASCII(col.String)
 		c.toks = c.toks[:0]
-		c.buf = analyze(col.String, c.buf, func(term []byte) {
+		c.buf = analyzer.Analyze(col.String, c.buf, func(term []byte) {
 			n, ok := rt.index[string(term)] // no allocation for a lookup
 			if !ok {
 				n = int32(len(rt.freqs))
@@ -685,7 +687,7 @@ func (p *textPart) termIDs(terms []string) []uint32 {
 	ids := make([]uint32, len(terms))
 	for i, t := range terms {
 		ids[i] = noTerm
-		if id, ok := p.post[ftsStem(foldDiacritics(t))]; ok {
+		if id, ok := p.post[queryStem(t)]; ok {
 			ids[i] = uint32(id)
 		}
 	}
@@ -978,7 +980,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	for _, t := range terms {
 		n := 0
 		var stem string
-		analyze(t, nil, func(term []byte) { stem = string(term); n++ })
+		analyzer.Analyze(t, nil, func(term []byte) { stem = string(term); n++ })
 		if n != 1 {
 			return nil, false, nil
 		}

@@ -1,4 +1,4 @@
-package search
+package analyzer
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 	var buf []byte
 	for i, w := range list {
 		var mine []string
-		buf = analyze(w, buf, func(term []byte) { mine = append(mine, string(term)) })
+		buf = Analyze(w, buf, func(term []byte) { mine = append(mine, string(term)) })
 		if !slices.Equal(mine, fts[i]) {
 			if bad++; bad <= 20 {
 				t.Errorf("%q: FTS5 indexes %q, analyze gives %q", w, fts[i], mine)
@@ -190,7 +190,7 @@ func FuzzAnalyzeMatchesFTS5(f *testing.F) {
 		}
 		rows.Close()
 		var mine []string
-		analyze(text, nil, func(term []byte) { mine = append(mine, string(term)) })
+		Analyze(text, nil, func(term []byte) { mine = append(mine, string(term)) })
 		if !slices.Equal(mine, fts) {
 			t.Fatalf("%q: FTS5 indexes %q, analyze gives %q", text, fts, mine)
 		}
@@ -200,7 +200,14 @@ func FuzzAnalyzeMatchesFTS5(f *testing.F) {
 // BenchmarkAnalyze tokenizes, folds and stems 100 Cranfield abstracts, as
 // written (ASCII) and with accented vowels.
 func BenchmarkAnalyze(b *testing.B) {
-	c := cranfieldOrSkip(b)
+	dir := eval.FindCranfield()
+	if dir == "" {
+		testenv.Missing(b, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
+	}
+	c, err := eval.LoadCranfield(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
 	texts := make([]string, 100)
 	for i, d := range c.Docs[:100] {
 		texts[i] = d.Title + "\n" + d.Body
@@ -214,9 +221,21 @@ func BenchmarkAnalyze(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				for _, t := range set.texts {
-					buf = analyze(t, buf, func([]byte) { n++ })
+					buf = Analyze(t, buf, func([]byte) { n++ })
 				}
 			}
 		})
 	}
+}
+
+// accentedTexts returns texts with their vowels accented (as a
+// tokenizer's non-ASCII workload; search's BenchmarkSnippet/accented uses
+// the same).
+func accentedTexts(texts []string) []string {
+	r := strings.NewReplacer("a", "à", "e", "é", "o", "ö", "u", "ü", "E", "É", "I", "Î")
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = r.Replace(t)
+	}
+	return out
 }
