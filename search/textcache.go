@@ -29,7 +29,7 @@ const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT mi
 
 // textCache is the optional in-process copy of the FTS5 indexes
 // (IndexOptions.TextCacheBytes): for each content type, an inverted index of
-// the same terms FTS5 holds (analyze), each posting carrying the term's
+// the same terms FTS5 holds (analyzer.Analyze), each posting carrying the term's
 // column-weighted frequency in that row. It ranks with FTS5's bm25 formula
 // over the same global statistics (row count, average row length, rows per
 // term), so a search ranks as the SQL path does (scores equal up to the
