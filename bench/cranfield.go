@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/philippgille/chromem-go"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -48,13 +49,13 @@ const cranAgent = "cran"
 // ranked Cranfield document ids.
 type cranSystem struct {
 	name  string
-	query func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error)
+	query func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error)
 }
 
 // cranfieldSet loads the collection and the documents, queries and
 // relevance judgements every Cranfield row measures (cut by -quick).
-func cranfieldSet(cfg config, dir string) (c *search.Cranfield, docs []search.CranfieldDoc, queries []search.CranfieldQuery, qrels map[string]search.Relevance, err error) {
-	c, err = search.LoadCranfield(dir)
+func cranfieldSet(cfg config, dir string) (c *eval.Cranfield, docs []eval.CranfieldDoc, queries []eval.CranfieldQuery, qrels map[string]eval.Relevance, err error) {
+	c, err = eval.LoadCranfield(dir)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -67,13 +68,13 @@ func cranfieldSet(cfg config, dir string) (c *search.Cranfield, docs []search.Cr
 	}
 	// A few Cranfield records have neither title nor body; the store
 	// refuses empty archival entries, so every system leaves them out.
-	docs = slices.DeleteFunc(slices.Clone(docs), func(d search.CranfieldDoc) bool {
+	docs = slices.DeleteFunc(slices.Clone(docs), func(d eval.CranfieldDoc) bool {
 		return strings.TrimSpace(d.Title+d.Body) == "" || c.DocVectors[d.ID] == nil
 	})
 	if cfg.cranQueries > 0 && cfg.cranQueries < len(queries) {
 		queries = queries[:cfg.cranQueries]
 	}
-	qrels = map[string]search.Relevance{}
+	qrels = map[string]eval.Relevance{}
 	for _, q := range queries {
 		id := strconv.FormatInt(q.ID, 10)
 		if rel, ok := c.Qrels[id]; ok {
@@ -162,7 +163,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		return err
 	}
 	engramOn := func(st memory.Store, name string, mode search.Mode) cranSystem {
-		return cranSystem{name: name, query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+		return cranSystem{name: name, query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 			rs, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(mode).Limit(limit))
 			if errors.Is(err, search.ErrInvalidQuery) {
 				return nil, nil // no searchable terms: retrieves nothing
@@ -214,7 +215,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		return fmt.Errorf("bleve: %w", err)
 	}
 	bleveLoad := time.Since(t0)
-	bleveSys := cranSystem{name: "bleve BM25", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+	bleveSys := cranSystem{name: "bleve BM25", query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 		mq := bleve.NewMatchQuery(q.Text)
 		mq.SetField("text")
 		req := bleve.NewSearchRequestOptions(mq, limit, 0, false)
@@ -231,7 +232,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 
 	// The same bleve query asked for what engram returns: each hit's stored
 	// text and highlighted fragments (bleve's default HTML highlighter).
-	blevePageSys := cranSystem{name: "bleve BM25 + text + highlights", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+	blevePageSys := cranSystem{name: "bleve BM25 + text + highlights", query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 		mq := bleve.NewMatchQuery(q.Text)
 		mq.SetField("text")
 		req := bleve.NewSearchRequestOptions(mq, limit, 0, false)
@@ -266,7 +267,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	if err := col.AddDocuments(ctx, cdocs, 1); err != nil {
 		return fmt.Errorf("chromem: %w", err)
 	}
-	chromemSys := cranSystem{name: "chromem-go", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+	chromemSys := cranSystem{name: "chromem-go", query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 		res, err := col.QueryEmbedding(ctx, slices.Clone(c.QueryVectors[q.ID]), min(limit, col.Count()), nil, nil)
 		if err != nil {
 			return nil, err
@@ -287,7 +288,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		return err
 	}
 	defer rawStmt.Close()
-	rawSys := cranSystem{name: "raw FTS5", query: func(ctx context.Context, q search.CranfieldQuery, limit int) ([]string, error) {
+	rawSys := cranSystem{name: "raw FTS5", query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 		expr, err := search.MatchExpression(q.Text)
 		if err != nil {
 			return nil, nil
@@ -312,7 +313,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		engram("engram Hybrid", search.Hybrid), bleveSys, blevePageSys, chromemSys, rawSys,
 		engramOn(sqlOnly, "engram FTS, FTS5 ranking", search.FTS), engramOn(sqlOnly, "engram Vector, SQL scan", search.Vector),
 		engramOn(sqlOnly, "engram Hybrid, SQL legs", search.Hybrid)}
-	metrics := map[string]search.Metrics{}
+	metrics := map[string]eval.Metrics{}
 	lats := map[string][]latency{} // by system name + "@" + limit
 	// Warm-up pass (page cache, bleve segment readers), which also gives
 	// the quality figures: every system is deterministic.
@@ -325,7 +326,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 			}
 			runs[strconv.FormatInt(q.ID, 10)] = ids
 		}
-		metrics[s.name] = search.Evaluate(runs, qrels)
+		metrics[s.name] = eval.Evaluate(runs, qrels)
 	}
 	// Latency over every query, or an even sample of them (-quick).
 	timed := queries

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/eval"
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
-	"github.com/engram-go/engram/search"
 )
 
 // config holds the sizes of one run (-smoke, -quick or full).
@@ -91,7 +91,7 @@ func main() {
 	smoke := flag.Bool("smoke", false, "tiny sizes, a few seconds (CI)")
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
-	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: search.FindCranfield)")
+	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: eval.FindCranfield)")
 	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,agents")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -113,7 +113,7 @@ func main() {
 	}
 	dir := *cranDir
 	if dir == "" {
-		dir = search.FindCranfield()
+		dir = eval.FindCranfield()
 	}
 	want := func(name string) bool {
 		if *only == "" {

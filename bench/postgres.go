@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	_ "github.com/engram-go/engram/memory/postgres" // memory.Open of postgres:// URLs
@@ -151,7 +152,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 				runs[strconv.FormatInt(q.ID, 10)] = append(runs[strconv.FormatInt(q.ID, 10)], toDoc[x.ID])
 			}
 		}
-		sys.ndcg = search.Evaluate(runs, qrels).NDCG10
+		sys.ndcg = eval.Evaluate(runs, qrels).NDCG10
 		for range cfg.repeats {
 			for _, q := range queries {
 				t := time.Now()
@@ -212,7 +213,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 // benchPostgresVector: Cranfield vector search on PostgreSQL, pgvector's
 // HNSW against the in-process KNN over the same rows (two stores on one
 // database), with the shipped vectors.
-func benchPostgresVector(ctx context.Context, cfg config, c *search.Cranfield, docs []search.CranfieldDoc, queries []search.CranfieldQuery, newDB func() (string, error), r *report) error {
+func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, docs []eval.CranfieldDoc, queries []eval.CranfieldQuery, newDB func() (string, error), r *report) error {
 	const sec = "postgres"
 	emb := &fixedEmbedder{dims: 512, vecs: map[string][]float32{}}
 	for _, d := range docs {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -41,11 +42,11 @@ func TestCranfieldQuality(t *testing.T) {
 	if raceEnabled {
 		t.Skip("quality test skipped under -race (minutes of instrumented SQLite); run go test without -race")
 	}
-	dir := search.FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		testenv.Missing(t, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
-	c, err := search.LoadCranfield(dir)
+	c, err := eval.LoadCranfield(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestCranfieldQuality(t *testing.T) {
 	// Floors sit just below measured figures (FTS 0.550/0.827/0.757,
 	// Vector 0.274/0.489/0.511, Hybrid 0.448/0.730/0.761); the README's
 	// reference FTS5 set-up is 0.548/0.816/0.759.
-	evaluate(t, ctx, x, c, "", map[search.Mode]search.Metrics{
+	evaluate(t, ctx, x, c, "", map[search.Mode]eval.Metrics{
 		search.FTS:    {NDCG10: 0.545, MRR: 0.81, Recall100: 0.75},
 		search.Vector: {NDCG10: 0.26, MRR: 0.47, Recall100: 0.50},
 		search.Hybrid: {NDCG10: 0.43, MRR: 0.71, Recall100: 0.75},
@@ -113,14 +114,14 @@ func TestCranfieldQuality(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	evaluate(t, ctx, off, c, "offline ", map[search.Mode]search.Metrics{
+	evaluate(t, ctx, off, c, "offline ", map[search.Mode]eval.Metrics{
 		search.FTS:    {NDCG10: 0.545, MRR: 0.81, Recall100: 0.75},
 		search.Vector: {NDCG10: 0.30, MRR: 0.55, Recall100: 0.55},
 		search.Hybrid: {NDCG10: 0.45, MRR: 0.70, Recall100: 0.70},
 	})
 }
 
-func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cranfield, label string, floors map[search.Mode]search.Metrics) {
+func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *eval.Cranfield, label string, floors map[search.Mode]eval.Metrics) {
 	t.Helper()
 	type run struct {
 		mode   search.Mode
@@ -131,7 +132,7 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cran
 		mode := r.mode
 		f, ok := floors[mode]
 		if mode == search.Auto {
-			f, ok = search.Metrics{}, true // checked against FTS below
+			f, ok = eval.Metrics{}, true // checked against FTS below
 		}
 		if !ok {
 			continue
@@ -139,7 +140,7 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cran
 		name := mode.String()
 		if r.weight != 1 && mode != search.Auto {
 			name = fmt.Sprintf("%v(w=%.1f)", mode, r.weight)
-			f = search.Metrics{NDCG10: f.NDCG10 + 0.05, MRR: f.MRR, Recall100: f.Recall100} // weighting must help
+			f = eval.Metrics{NDCG10: f.NDCG10 + 0.05, MRR: f.MRR, Recall100: f.Recall100} // weighting must help
 		}
 		runs := map[string][]string{}
 		start := time.Now()
@@ -159,7 +160,7 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *search.Cran
 			runs[strconv.FormatInt(q.ID, 10)] = ids
 		}
 		per := time.Since(start) / time.Duration(len(c.Queries))
-		m := search.Evaluate(runs, c.Qrels)
+		m := eval.Evaluate(runs, c.Qrels)
 		t.Logf("%s%-12s nDCG@10 %.3f (linear gain %.3f)  MRR %.3f  R@100 %.3f  (%d queries, %v/query at limit 100)",
 			label, name, m.NDCG10, m.NDCG10Linear, m.MRR, m.Recall100, m.Queries, per.Round(10*time.Microsecond))
 		if m.NDCG10 < f.NDCG10 || m.MRR < f.MRR || m.Recall100 < f.Recall100 {

@@ -81,7 +81,9 @@
 // Snippets are made in process for the returned page only, over several
 // goroutines for long pages; the Porter stems of the words they meet are
 // remembered across queries (the first 32k words of three letters or
-// more, a few MB).
+// more, a few MB). They split and fold words with the index's analyzer
+// (its token characters, case folding and diacritic removal), so they
+// highlight the words the index matched, accented or not.
 //
 // # Queries
 //
@@ -158,9 +160,12 @@
 // large page cache and mmap (_pragma=cache_size, _pragma=mmap_size) for
 // vector-heavy use.
 //
-// # Evaluation
+// # Layout
 //
-// NDCG, ReciprocalRank, Recall and Evaluate compute retrieval quality;
-// LoadCranfield and FindCranfield read the Cranfield collection used by
-// the quality test and the bench program.
+// The FTS5-compatible analyzer (tokenizer, fold, Porter stemmers,
+// stopwords) is the internal package search/internal/analyzer, with the
+// tests that hold it to SQLite. Retrieval-quality evaluation (the
+// Cranfield collection, nDCG and the other metrics) is not part of this
+// package's API: the quality tests and the bench program use the module's
+// internal/eval.
 package search

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // DefaultOfflineDimensions is the offline embedder's size when NewOffline
@@ -104,7 +106,7 @@ func (e *OfflineEmbedder) Vector(text string) []float32 {
 	}
 	prev := ""
 	for _, w := range words {
-		stem := porterStem(w)
+		stem := analyzer.PorterStem(w)
 		add("w\x00"+stem, offlineWordWeight)
 		if prev != "" {
 			add("p\x00"+prev+"\x00"+stem, offlinePairWeight)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // MaxQueryTerms caps how many distinct terms MatchExpression keeps; later
@@ -81,6 +83,10 @@ func queryTerms(q string) []string {
 	}
 	return kept
 }
+
+// IsStopword reports whether the lower-case word w is on the stopword list
+// used by MatchExpression and the offline embedder.
+func IsStopword(w string) bool { return analyzer.IsStopword(w) }
 
 // MatchExpression turns free text from a user or a model into a safe FTS5
 // MATCH expression: an OR of double-quoted terms. Terms are the runs of

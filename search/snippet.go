@@ -8,15 +8,18 @@ import (
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // snippet highlights the query terms in text, like FTS5's snippet(): it
 // picks the window of at most size tokens holding the most distinct query
 // terms (then the most matches, then the earliest), wraps each matching
 // token in HighlightStart/HighlightEnd and marks cut text with Ellipsis.
-// Tokens match when their Porter stems agree (after lower-casing and
-// folding common Latin diacritics), as in the porter unicode61 index. It
-// returns "" when no term occurs in text.
+// Tokens are what the index's analyzer reads as tokens and match when
+// their stems agree after the analyzer's fold (case and diacritics, as
+// remove_diacritics 2), so a snippet highlights the words the index
+// matched. It returns "" when no term occurs in text.
 //
 // Search builds snippets this way, for the returned results only, because
 // FTS5's snippet() would either run for every match before sorting or
@@ -39,12 +42,12 @@ const stemCacheMax = 1 << 15
 
 func (c *stemCache) stem(w string) string {
 	if c == nil || len(w) <= 2 {
-		return ftsStem(w) // at once for two letters: nothing to stem
+		return analyzer.Stem(w) // at once for two letters: nothing to stem
 	}
 	if st, ok := c.m.Load(w); ok {
 		return st.(string)
 	}
-	st := ftsStem(w)
+	st := analyzer.Stem(w)
 	if c.n.Load() < stemCacheMax {
 		// Copies: w and st may point into a result's text.
 		if _, loaded := c.m.LoadOrStore(strings.Clone(w), strings.Clone(st)); !loaded {
@@ -116,11 +119,15 @@ var lowerByte = func() (t [256]byte) {
 	return t
 }()
 
+// queryStem is the stem a query term matches: the term folded and stemmed
+// as the analyzer folds and stems the words of the text.
+func queryStem(term string) string { return analyzer.Stem(analyzer.Fold(term)) }
+
 func newSnippeter(terms []string, size int, stems *stemCache) *snippeter {
 	s := &snippeter{terms: len(terms), size: size, want: make(map[string]int, len(terms)), memo: map[string]int{},
 		counts: make([]int, len(terms)), stems: stems}
 	for i, t := range terms {
-		stem := ftsStem(foldDiacritics(t))
+		stem := queryStem(t)
 		s.want[stem] = i
 		s.addStem(stem)
 	}
@@ -223,7 +230,7 @@ func (s *snippeter) termOf(word string) int {
 	if n, ok := s.memo[word]; ok {
 		return n
 	}
-	w := foldDiacritics(lowerASCIIFast(word))
+	w := analyzer.Fold(word)
 	n := -1
 	if ascii2 || s.hasPrefix(prefix2(w)) {
 		if t, ok := s.want[s.stems.stem(w)]; ok {
@@ -252,9 +259,9 @@ func (s *snippeter) snippet(text string) string {
 }
 
 // tokenize adds the tokens of text from byte from on (the start of a token
-// or of a separator) to s.toks and s.matches: runs of letters and digits
-// (unicode61's rule); an ASCII byte is classified by table, other runes by
-// package unicode.
+// or of a separator) to s.toks and s.matches: runs of token characters
+// (unicode61's rule); an ASCII byte is classified by table, other runes as
+// the analyzer classifies them (invalid UTF-8 separates).
 func (s *snippeter) tokenize(text string, from int) {
 	for i, n := from, len(text); i < n; {
 		for i < n && byteClass[text[i]] == byteSep {
@@ -274,7 +281,7 @@ func (s *snippeter) tokenize(text string, from int) {
 				}
 			case byteMulti:
 				r, w := utf8.DecodeRuneInString(text[i:])
-				if r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+				if r != utf8.RuneError && analyzer.IsTokenRune(r) {
 					i += w
 					continue
 				}
@@ -573,47 +580,18 @@ func asciiSpans(text string, first, last int, dst []snippetToken) []snippetToken
 	return dst
 }
 
-// lowerASCIIFast lower-cases s, without allocating when it is already
-// lower-case ASCII.
-func lowerASCIIFast(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
-			return strings.ToLower(s)
+// isASCII reports whether s is all ASCII, eight bytes at a time.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if load64(s, i)&highs != 0 {
+			return false
 		}
 	}
-	return s
-}
-
-// foldDiacritics maps common accented Latin letters to their base letter.
-func foldDiacritics(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
+			return false
 		}
 	}
-	if ascii {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if f, ok := diacritics[r]; ok {
-			return f
-		}
-		return r
-	}, s)
+	return true
 }
-
-var diacritics = func() map[rune]rune {
-	m := map[rune]rune{}
-	for base, accented := range map[rune]string{
-		'a': "àáâãäåāăą", 'c': "çćĉċč", 'd': "ďđ", 'e': "èéêëēĕėęě", 'g': "ĝğġģ", 'h': "ĥħ",
-		'i': "ìíîïĩīĭįı", 'j': "ĵ", 'k': "ķ", 'l': "ĺļľŀł", 'n': "ñńņňŉ", 'o': "òóôõöøōŏő",
-		'r': "ŕŗř", 's': "śŝşš", 't': "ţťŧ", 'u': "ùúûüũūŭůűų", 'w': "ŵ", 'y': "ýÿŷ", 'z': "źżž",
-	} {
-		for _, r := range accented {
-			m[r] = base
-		}
-	}
-	return m
-}()

@@ -7,7 +7,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // referenceSnippet is the first, plain implementation of snippet: a
@@ -36,7 +38,7 @@ func (s *snippeter) referenceSnippet(text string) string {
 			} else {
 				var r rune
 				r, n = utf8.DecodeRuneInString(text[i:])
-				word = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r))
+				word = r != utf8.RuneError && analyzer.IsTokenRune(r)
 			}
 		}
 		if word {
@@ -127,8 +129,7 @@ type refToken struct {
 }
 
 func (s *snippeter) referenceTermOf(word string) int {
-	w := foldDiacritics(strings.ToLower(word))
-	n, ok := s.want[ftsStem(w)]
+	n, ok := s.want[analyzer.Stem(analyzer.Fold(word))]
 	if !ok {
 		return -1
 	}
@@ -146,8 +147,8 @@ func TestSnippetMatchesReference(t *testing.T) {
 		"the engine of the engineering department — engines’ café engine, 25 degrees",
 	}
 	queries := []string{"cafe engine", "25 degrees", "naive strasse", "aerøskøbing œuvre", "x y z"}
-	if dir := FindCranfield(); dir != "" {
-		c, err := LoadCranfield(dir)
+	if dir := eval.FindCranfield(); dir != "" {
+		c, err := eval.LoadCranfield(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,17 +227,39 @@ func BenchmarkSnippet(b *testing.B) {
 			}
 		}
 	})
+	// The same page with accented vowels: every word takes the rune-at-a-
+	// time tokenizer and the accent fold.
+	accented := accentedTexts(texts)
+	b.Run("accented", func(b *testing.B) {
+		for b.Loop() {
+			s := newSnippeter(terms, 16, nil)
+			for _, t := range accented {
+				s.snippet(t)
+			}
+		}
+	})
+}
+
+// accentedTexts returns texts with their vowels accented (as a
+// tokenizer's non-ASCII workload).
+func accentedTexts(texts []string) []string {
+	r := strings.NewReplacer("a", "à", "e", "é", "o", "ö", "u", "ü", "E", "É", "I", "Î")
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = r.Replace(t)
+	}
+	return out
 }
 
 // cranfieldOrSkip loads the Cranfield collection, or skips tb without it
 // (fails it under CI=true).
-func cranfieldOrSkip(tb testing.TB) *Cranfield {
+func cranfieldOrSkip(tb testing.TB) *eval.Cranfield {
 	tb.Helper()
-	dir := FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		testenv.Missing(tb, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
-	c, err := LoadCranfield(dir)
+	c, err := eval.LoadCranfield(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -300,7 +323,7 @@ func TestStemsKeepTheirWordsStart(t *testing.T) {
 
 func checkStemStart(t *testing.T, w string) {
 	t.Helper()
-	st := ftsStem(w)
+	st := analyzer.Stem(w)
 	var ok bool
 	switch {
 	case st == "":

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
@@ -27,7 +29,7 @@ const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT mi
 
 // textCache is the optional in-process copy of the FTS5 indexes
 // (IndexOptions.TextCacheBytes): for each content type, an inverted index of
-// the same terms FTS5 holds (analyze), each posting carrying the term's
+// the same terms FTS5 holds (analyzer.Analyze), each posting carrying the term's
 // column-weighted frequency in that row. It ranks with FTS5's bm25 formula
 // over the same global statistics (row count, average row length, rows per
 // term), so a search ranks as the SQL path does (scores equal up to the
@@ -545,7 +547,7 @@ func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, 
 		w := float32(weights[i])
 		toks := i == 0 && textBodies[t] && !c.noBodies && isASCII(col.String)
 		c.toks = c.toks[:0]
-		c.buf = analyze(col.String, c.buf, func(term []byte) {
+		c.buf = analyzer.Analyze(col.String, c.buf, func(term []byte) {
 			n, ok := rt.index[string(term)] // no allocation for a lookup
 			if !ok {
 				n = int32(len(rt.freqs))
@@ -667,7 +669,7 @@ func (p *textPart) termIDs(terms []string) []uint32 {
 	ids := make([]uint32, len(terms))
 	for i, t := range terms {
 		ids[i] = noTerm
-		if id, ok := p.post[ftsStem(foldDiacritics(t))]; ok {
+		if id, ok := p.post[queryStem(t)]; ok {
 			ids[i] = uint32(id)
 		}
 	}
@@ -960,7 +962,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	for _, t := range terms {
 		n := 0
 		var stem string
-		analyze(t, nil, func(term []byte) { stem = string(term); n++ })
+		analyzer.Analyze(t, nil, func(term []byte) { stem = string(term); n++ })
 		if n != 1 {
 			return nil, false, nil
 		}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // refSearch is the text cache's ranking before its postings were grouped
@@ -102,7 +104,7 @@ func TestTextCacheOwnerPartitions(t *testing.T) {
 		for q := range 40 {
 			var terms []string
 			for range 1 + r.IntN(3) {
-				terms = append(terms, ftsStem(vocab[r.IntN(len(vocab))]))
+				terms = append(terms, analyzer.Stem(vocab[r.IntN(len(vocab))]))
 			}
 			terms = append(terms, "absent")
 			limit := []int{1, 10, 50, 5000}[q%4]

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -41,11 +42,11 @@ func textCacheCorpus(t *testing.T, db *sql.DB) []string {
 	var queries []string
 	// Not under the race detector: there the SQL side takes minutes over
 	// 1,400 abstracts, and the synthetic corpus covers the same paths.
-	if search.FindCranfield() == "" && !raceEnabled && testenv.CI() {
+	if eval.FindCranfield() == "" && !raceEnabled && testenv.CI() {
 		t.Fatal("Cranfield collection not found: CI=true requires it")
 	}
-	if dir := search.FindCranfield(); dir != "" && !raceEnabled {
-		c, err := search.LoadCranfield(dir)
+	if dir := eval.FindCranfield(); dir != "" && !raceEnabled {
+		c, err := eval.LoadCranfield(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,11 +367,11 @@ func TestTextCacheUnderShortDeadlines(t *testing.T) {
 // BenchmarkCranfieldFTS times Cranfield queries (archival, limit 10 and
 // 100) through FTS5 and through the text cache.
 func BenchmarkCranfieldFTS(b *testing.B) {
-	dir := search.FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		b.Skip("Cranfield collection not found")
 	}
-	c, err := search.LoadCranfield(dir)
+	c, err := eval.LoadCranfield(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func BenchmarkCranfieldFTS(b *testing.B) {
 
 // cranfieldQueries runs the queries in turn as agent "a" over archival
 // entries, one per benchmark iteration.
-func cranfieldQueries(b *testing.B, x *search.Index, queries []search.CranfieldQuery, mode search.Mode, limit int) {
+func cranfieldQueries(b *testing.B, x *search.Index, queries []eval.CranfieldQuery, mode search.Mode, limit int) {
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
@@ -417,11 +418,11 @@ func cranfieldQueries(b *testing.B, x *search.Index, queries []search.CranfieldQ
 // BenchmarkCranfieldHybrid times Cranfield hybrid queries (archival) with
 // both in-process caches.
 func BenchmarkCranfieldHybrid(b *testing.B) {
-	dir := search.FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		b.Skip("Cranfield collection not found")
 	}
-	c, err := search.LoadCranfield(dir)
+	c, err := eval.LoadCranfield(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
@@ -48,11 +49,11 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Cranfield load: not in -short")
 	}
-	dir := search.FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" {
 		testenv.Missing(t, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
 	}
-	cran, err := search.LoadCranfield(dir)
+	cran, err := eval.LoadCranfield(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 	}
 }
 
-func cranfieldRun(t *testing.T, st *memory.Cache, fullText string, cran *search.Cranfield, toDoc map[int64]string, mode search.Mode, floor float64, load time.Duration) {
+func cranfieldRun(t *testing.T, st *memory.Cache, fullText string, cran *eval.Cranfield, toDoc map[int64]string, mode search.Mode, floor float64, load time.Duration) {
 	ctx := context.Background()
 	runs := map[string][]string{}
 	var lat []time.Duration
@@ -170,7 +171,7 @@ func cranfieldRun(t *testing.T, st *memory.Cache, fullText string, cran *search.
 			runs[id] = append(runs[id], toDoc[r.ID])
 		}
 	}
-	m := search.Evaluate(runs, cran.Qrels)
+	m := eval.Evaluate(runs, cran.Qrels)
 	t.Logf("PostgreSQL %v (vectors: %s, full text: %s) on Cranfield: nDCG@10 %.3f (linear %.3f), MRR %.3f, recall@100 %.3f over %d queries; load %v, mean query %v",
 		mode, st.Index().VectorEngine(), fullText, m.NDCG10, m.NDCG10Linear, m.MRR, m.Recall100, m.Queries, load.Round(time.Millisecond), mean(lat))
 	if m.NDCG10 < floor {

@@ -1,7 +1,7 @@
-package search
+package analyzer
 
-// stopwords are dropped from queries (MatchExpression) and from the offline
-// embedder's word features. The list is NLTK's English list (the words with
+// stopwords are dropped from search's queries (MatchExpression) and from
+// the offline embedder's word features. The list is NLTK's English list (the words with
 // apostrophes split the way the unicode61 tokenizer splits them: "don't" is
 // "don" + "t") plus a few query words ("also", "would", "could", "may",
 // "might", "must", "shall", "upon", "within", "without", "whether", "etc").
@@ -39,7 +39,7 @@ var stopwords = func() map[string]struct{} {
 }()
 
 // IsStopword reports whether the lower-case word w is on the stopword list
-// used by MatchExpression and the offline embedder.
+// used by search's MatchExpression and offline embedder.
 func IsStopword(w string) bool {
 	_, ok := stopwords[w]
 	return ok

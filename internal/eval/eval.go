@@ -1,4 +1,12 @@
-package search
+// Package eval measures retrieval quality: graded-relevance metrics
+// (NDCG, ReciprocalRank, Recall, Evaluate) and the Cranfield test
+// collection (LoadCranfield, FindCranfield) that the quality tests of
+// search and memory/postgres and the bench program score search with. It
+// is internal so that it is not part of engram's public API; bench, a
+// module of its own, may still import it because its import path lies
+// under this module's root (the go command checks internal imports by
+// import path) and its replace directive points at this tree.
+package eval
 
 import (
 	"math"

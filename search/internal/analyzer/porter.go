@@ -1,12 +1,13 @@
-package search
+package analyzer
 
-// porterStem returns the Porter (1980) stem of a lower-case ASCII word, as
+// PorterStem returns the Porter (1980) stem of a lower-case ASCII word, as
 // in Martin Porter's reference C implementation (including its two
 // departures: "bli" -> "ble" and "logi" -> "log"). Words of one or two
 // letters, and words with anything but a-z in them, come back unchanged.
 // The offline embedder uses it so "engines", "engine" and "engineering"
-// share a feature; FTS5 does its own stemming (tokenize='porter').
-func porterStem(word string) string {
+// share a feature; the index's terms are Stem's (FTS5's rules on length
+// and characters).
+func PorterStem(word string) string {
 	if len(word) <= 2 {
 		return word
 	}

@@ -1,5 +1,5 @@
 //go:build !race
 
-package search
+package analyzer
 
 const underRace = false

@@ -1,4 +1,4 @@
-package search
+package analyzer
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
 )
@@ -54,12 +55,12 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 			}
 		}
 	}
-	dir := FindCranfield()
+	dir := eval.FindCranfield()
 	if dir == "" && testenv.CI() {
 		t.Fatal("Cranfield collection not found: CI=true requires it (its words are most of this test's input)")
 	}
 	if dir != "" {
-		c, err := LoadCranfield(dir)
+		c, err := eval.LoadCranfield(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func TestAnalyzerMatchesFTS5(t *testing.T) {
 	var buf []byte
 	for i, w := range list {
 		var mine []string
-		buf = analyze(w, buf, func(term []byte) { mine = append(mine, string(term)) })
+		buf = Analyze(w, buf, func(term []byte) { mine = append(mine, string(term)) })
 		if !slices.Equal(mine, fts[i]) {
 			if bad++; bad <= 20 {
 				t.Errorf("%q: FTS5 indexes %q, analyze gives %q", w, fts[i], mine)
@@ -189,9 +190,52 @@ func FuzzAnalyzeMatchesFTS5(f *testing.F) {
 		}
 		rows.Close()
 		var mine []string
-		analyze(text, nil, func(term []byte) { mine = append(mine, string(term)) })
+		Analyze(text, nil, func(term []byte) { mine = append(mine, string(term)) })
 		if !slices.Equal(mine, fts) {
 			t.Fatalf("%q: FTS5 indexes %q, analyze gives %q", text, fts, mine)
 		}
 	})
+}
+
+// BenchmarkAnalyze tokenizes, folds and stems 100 Cranfield abstracts, as
+// written (ASCII) and with accented vowels.
+func BenchmarkAnalyze(b *testing.B) {
+	dir := eval.FindCranfield()
+	if dir == "" {
+		testenv.Missing(b, "Cranfield collection not found (set ENGRAM_CRANFIELD or place it at ../shared/datasets/cranfield)")
+	}
+	c, err := eval.LoadCranfield(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts := make([]string, 100)
+	for i, d := range c.Docs[:100] {
+		texts[i] = d.Title + "\n" + d.Body
+	}
+	for _, set := range []struct {
+		name  string
+		texts []string
+	}{{"ascii", texts}, {"accented", accentedTexts(texts)}} {
+		b.Run(set.name, func(b *testing.B) {
+			var buf []byte
+			n := 0
+			for b.Loop() {
+				for _, t := range set.texts {
+					buf = Analyze(t, buf, func([]byte) { n++ })
+				}
+			}
+		})
+	}
+}
+
+// accentedTexts returns texts with their vowels accented (as a
+// tokenizer's non-ASCII workload; search's BenchmarkSnippet/accented uses
+// the same).
+func accentedTexts(texts []string) []string {
+	r := strings.NewReplacer("a", "à", "e", "é", "o", "ö", "u", "ü", "E", "É", "I", "Î")
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = r.Replace(t)
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package search
+package analyzer
 
 // underRace: the race detector slows the transpiled SQLite tenfold or more.
 const underRace = true
