@@ -771,15 +771,39 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if s.Index().Embedder() != nil {
-		if err := s.Reembed(ctx, a.progress("embedding")); err != nil {
-			return err
-		}
+	if err := a.embedImported(ctx, rep.Embedder); err != nil {
+		return err
 	}
 	return a.output(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "imported %d blocks, %d shares, %d archival entries, %d messages, %d batches, %d summaries\n",
-			rep.Blocks, rep.Shares, rep.Archival, rep.Messages, rep.Batches, rep.Summaries)
+		fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts\n",
+			rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library)
 	})
+}
+
+// embedImported computes the vectors of imported content (a dump holds
+// none): with the store's embedder, or, for a store without one, with the
+// embedder the dump records, which the store then records too.
+func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error {
+	s := a.store
+	if s.Index().Embedder() != nil {
+		return s.Reembed(ctx, a.progress("embedding"))
+	}
+	if rec == nil || a.embedder != "" {
+		return nil // none, or --embedder none
+	}
+	emb, err := embedderNamed(rec.Name, rec.Dimensions)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "engram: warning: the dump's %v; the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
+		return nil
+	}
+	if err := a.close(); err != nil {
+		return err
+	}
+	// Opening a store that holds content with its first embedder embeds
+	// that content and records the embedder.
+	fmt.Fprintf(a.stderr, "embedding the imported content with %s, the dump's embedder\n", rec.Name)
+	a.store, err = memory.Open(ctx, a.db, &memory.Options{Embedder: emb, TextCacheBytes: -1, VectorCacheBytes: -1})
+	return err
 }
 
 func cmdReembed(ctx context.Context, a *app, args []string) error {

@@ -152,16 +152,23 @@ func recordedEmbedder(ctx context.Context, s *memory.Cache) (search.Embedder, st
 	if err != nil || name == "" {
 		return nil, "", err
 	}
+	e, err := embedderNamed(name, dims)
+	return e, name, err
+}
+
+// embedderNamed rebuilds the embedder whose Name and Dimensions a store
+// or a dump records.
+func embedderNamed(name string, dims int) (search.Embedder, error) {
 	if n, ok := strings.CutPrefix(name, "offline-hash-v1/"); ok && n == strconv.Itoa(dims) {
-		return search.NewOffline(dims), name, nil
+		return search.NewOffline(dims), nil
 	}
 	i := strings.LastIndex(name, "/")
 	if i <= 0 || name[i+1:] != strconv.Itoa(dims) {
-		return nil, name, fmt.Errorf("%w: its vectors are from %q (%d dimensions), which the CLI cannot compute", errEmbedderUnavailable, name, dims)
+		return nil, fmt.Errorf("%w: its vectors are from %q (%d dimensions), which the CLI cannot compute", errEmbedderUnavailable, name, dims)
 	}
 	e, err := openAIEmbedder(name[:i], dims)
 	if err != nil {
-		return nil, name, fmt.Errorf("%w: its vectors are from %s: %w", errEmbedderUnavailable, name, err)
+		return nil, fmt.Errorf("%w: its vectors are from %s: %w", errEmbedderUnavailable, name, err)
 	}
-	return e, name, nil
+	return e, nil
 }

@@ -172,3 +172,36 @@ func TestCLIOpenAIEmbedderErrors(t *testing.T) {
 		t.Errorf("an unreachable server took %v to report (retried?)", d)
 	}
 }
+
+// Item 2 through the CLI: a pending proposal, the context library's
+// artifacts and the embedder record survive export and import into a new
+// store, whose vectors the dump's embedder then computes.
+func TestCLIExportImportKeepsProposalsAndEmbedder(t *testing.T) {
+	clearEmbedEnv(t)
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+	ok(t, src, "--embedder", "offline", "block", "create", "--agent", "ada", "--label", "persona", "--perm", "Partner", "--value", "I am Ada.")
+	ok(t, src, "archival", "add", "--agent", "ada", "The analytical engine was designed in 1837.")
+	if out := ok(t, src, "block", "append", "--agent", "ada", "--as-agent", "persona", " I like tea."); !strings.Contains(out, "proposal #1") {
+		t.Fatalf("append: %s", out)
+	}
+	dump := filepath.Join(dir, "dump.json")
+	ok(t, src, "export", "--out", dump)
+	out, errs, code := cli(t, dst, "", "import", "--in", dump)
+	if code != 0 || !strings.Contains(out, "1 proposals") || !strings.Contains(errs, "offline-hash-v1/384") {
+		t.Fatalf("import: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if out := ok(t, dst, "proposals", "list"); !strings.Contains(out, "I like tea") && !strings.Contains(out, "append_text") {
+		t.Fatalf("the pending proposal did not survive:\n%s", out)
+	}
+	ok(t, dst, "proposals", "approve", "--as", "carol", "1")
+	if out := ok(t, dst, "block", "show", "--agent", "ada", "persona"); !strings.Contains(out, "I am Ada. I like tea.") {
+		t.Fatalf("approved imported proposal:\n%s", out)
+	}
+	if out := ok(t, dst, "stats"); !strings.Contains(out, "offline-hash-v1/384") {
+		t.Fatalf("the embedder record did not come back:\n%s", out)
+	}
+	if out := ok(t, dst, "search", "--agent", "ada", "--mode", "vector", "analytical engine"); !strings.Contains(out, "vec#1") {
+		t.Fatalf("vector search after the import:\n%s", out)
+	}
+}
