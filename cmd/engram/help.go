@@ -26,7 +26,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"archival add":      {"archival add --agent A [--tags a,b] TEXT", `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`},
 	"archival list":     {"archival list --agent A [--tags a,b] [--limit N] [--superseded]", "engram archival list --agent ada --tags prefs"},
 	"search":            {"search (--agent A | --all) [flags] QUERY", `engram search --agent ada --mode fts "bullet lists"`},
-	"context":           {"context --agent A [flags]", "engram context --agent ada --model gpt-4o"},
+	"context":           {"context --agent A [flags]", `engram context --agent ada --model claude-sonnet-4-5 --message "what did we decide?" --recall 5 --format anthropic`},
 	"files import":      {"files import --agent A DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
 	"files export":      {"files export --agent A DIR   (writes only inside DIR, never through a link; files 0600)", "engram files export --agent ada ./workspace"},
 	"export":            {"export [--agent A] [--out FILE]", "engram export --out backup.json"},

@@ -128,7 +128,9 @@ Archival and search
                 [--limit N] [--vector-weight W] QUERY
 
 Context
-  context       --agent A [--model NAME] [--base TEXT] [--batch-blocks a,b]   render the request the builder builds
+  context       --agent A [--model NAME] [--message TEXT] [--recall N] [--recall-mode M]
+                [--no-environment] [--no-library] [--format openai|anthropic|gemini]
+                                                   the request the builder builds, each layer's tokens against its budget
 
 Files and transfer
   files import  --agent A DIR                      SOUL.md, AGENTS.md, MEMORY.md, TOOLS.md, skills/*/SKILL.md → blocks
