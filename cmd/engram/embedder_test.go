@@ -205,3 +205,33 @@ func TestCLIExportImportKeepsProposalsAndEmbedder(t *testing.T) {
 		t.Fatalf("vector search after the import:\n%s", out)
 	}
 }
+
+// Item 4: engram mcp searches by vector with the store's recorded
+// embedder, and refuses to start, naming the variables, when it cannot
+// rebuild it.
+func TestCLIMCPUsesRecordedEmbedder(t *testing.T) {
+	clearEmbedEnv(t)
+	db := filepath.Join(t.TempDir(), "m.db")
+	ok(t, db, "--embedder", "offline", "archival", "add", "--agent", "ada", "The analytical engine was designed in 1837.")
+	input := strings.Join([]string{
+		initLine,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"archival_search","arguments":{"query":"analytical engine","mode":"vector"}}}`,
+	}, "\n") + "\n"
+	out, errs, code := cli(t, db, input, "mcp", "--agent", "ada")
+	if code != 0 || !strings.Contains(out, "1837") || strings.Contains(out, "not available") {
+		t.Fatalf("engram mcp vector search: exit %d, stdout %s, stderr %s", code, out, errs)
+	}
+
+	srv := fakeEmbeddings(t, "")
+	oa := filepath.Join(t.TempDir(), "oa.db")
+	t.Setenv(envBaseURL, srv.URL)
+	t.Setenv("ENGRAM_EMBED_MODEL", "fake-embed")
+	t.Setenv("ENGRAM_EMBED_DIMS", "8")
+	ok(t, oa, "--embedder", "openai", "archival", "add", "--agent", "ada", "trains run on rails")
+	clearEmbedEnv(t)
+	_, errs, code = cli(t, oa, input, "mcp", "--agent", "ada")
+	if code != 1 || !strings.Contains(errs, "fake-embed/8") || !strings.Contains(errs, envKey) || !strings.Contains(errs, "--embedder none") {
+		t.Fatalf("engram mcp without the recorded embedder's environment: exit %d, stderr %q", code, errs)
+	}
+}
