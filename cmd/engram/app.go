@@ -44,6 +44,10 @@ type app struct {
 	// vector|hybrid, context --recall): without --embedder, a recorded
 	// embedder the CLI cannot rebuild is an error, as it is for serving.
 	needVectors bool
+	// searches: the command searches (search, context --recall), so it
+	// opens with the recorded embedder though it only reads; other
+	// commands that only read need no embedder, and skip reopening.
+	searches bool
 }
 
 func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app, []string, error) {
@@ -144,7 +148,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.embedder == "" {
+	if a.embedder == "" && (!a.readOnly || a.searches || a.serving || a.needVectors) {
 		if s, err = a.reopenWithRecorded(ctx, s, opts); err != nil {
 			return nil, err
 		}

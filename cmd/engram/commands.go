@@ -601,7 +601,7 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	a.needVectors = m == search.Vector || m == search.Hybrid
+	a.needVectors, a.searches = m == search.Vector || m == search.Hybrid, true
 	opts := search.NewOptions().Mode(m).Limit(limit)
 	if weight != "" {
 		w, err := strconv.ParseFloat(weight, 64)

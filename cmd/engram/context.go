@@ -64,7 +64,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 			return fmt.Errorf("context: --base: %w", err)
 		}
 	}
-	a.needVectors = recall > 0 && (mode == search.Vector || mode == search.Hybrid)
+	a.needVectors, a.searches = recall > 0 && (mode == search.Vector || mode == search.Hybrid), recall > 0
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
