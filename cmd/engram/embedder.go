@@ -42,6 +42,10 @@ func openAIEmbedder(model string, dims int) (search.Embedder, error) {
 	base := firstEnv(envBaseURL, envBaseURL2)
 	key := firstEnv(envKey, envKey2)
 	if key == "" && (base == "" || isOpenAIHost(base)) {
+		if base == "" && strings.HasPrefix(model, "text-embedding-") {
+			// OpenAI's own models: the key is what is missing.
+			return nil, fmt.Errorf("%s is an OpenAI model: it needs an API key for api.openai.com: %s (or %s) is not set", model, envKey, envKey2)
+		}
 		if base == "" {
 			return nil, fmt.Errorf("the OpenAI-compatible embedder needs %s (or %s) for api.openai.com, or %s for another server (Ollama: http://localhost:11434/v1): neither is set",
 				envKey, envKey2, envBaseURL)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"hash/fnv"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engram-go/engram/memory"
 )
 
 // clearEmbedEnv empties every variable the embedders read, so the
@@ -120,8 +123,21 @@ func TestCLIRecordedOpenAIEmbedder(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "warning") || !strings.Contains(errs, "no vectors") {
 		t.Errorf("a write without the recorded embedder: exit %d, stderr %q", code, errs)
 	}
-	// A key alone means api.openai.com; an OpenAI base URL without a key
-	// names the key's variable.
+	// A store whose vectors are from an OpenAI model names the key.
+	s, err := memory.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.DB().Exec(`UPDATE meta SET value = 'text-embedding-3-small/8' WHERE key = 'embedder.name'`)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs, _ = cli(t, db, "", "search", "--agent", "ada", "--mode", "vector", "rails")
+	if !strings.Contains(errs, "text-embedding-3-small is an OpenAI model") || !strings.Contains(errs, envKey+" (or "+envKey2+") is not set") {
+		t.Errorf("OpenAI model without a key: %q", errs)
+	}
+	// An OpenAI base URL without a key names the key's variable.
 	t.Setenv(envBaseURL, "https://api.openai.com/v1")
 	_, errs, _ = cli(t, db, "", "search", "--agent", "ada", "--mode", "vector", "rails")
 	if !strings.Contains(errs, envKey+" (or "+envKey2+") is not set") {

@@ -198,7 +198,7 @@ type contextData struct {
 }
 
 // models suggested in the context page's model box (any name works).
-var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4", "gemini-2.0-flash", "gemma-3"}
+var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5", "o3", "claude-sonnet-4-5", "claude-opus-4-1", "gemini-2.5-pro", "gemini-2.5-flash", "gemma-3"}
 
 func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
