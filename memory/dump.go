@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,23 +13,77 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
 )
 
-// DumpVersion is the format version Export writes.
-const DumpVersion = 1
+// DumpVersion is the format version Export writes. Version 2 added
+// proposals, the context library and the embedder record; Import reads
+// versions 1 and 2.
+const DumpVersion = 2
 
 // Dump is a lossless, JSON-serialisable copy of a store (or one agent's
 // part of it): every block with its whole automerge document (so CRDT
-// history survives), shares, archival entries (with supersession links),
-// messages, batches and summaries.
+// history survives), shares, proposals (pending and decided), archival
+// entries (with supersession links), messages, batches, summaries, the
+// context library and the embedder record.
+//
+// Left out, because the store derives them from the rest: the full-text
+// and vector indexes and their queues (rebuilt by Import's triggers and
+// by Reembed: vectors are not in a dump), token counts (a cache,
+// recomputed on use), the per-agent change counters (BlocksStamp) and the
+// stored renderings and heads (recomputed from the documents). Ids of
+// archival entries, messages, summaries and proposals, and the block
+// rows' own ids, are renumbered by Import (the target may hold rows of
+// its own); a block's update rows are folded into its document.
 type Dump struct {
 	Version   int             `json:"version"`
 	Blocks    []DumpBlock     `json:"blocks"`
 	Shares    []DumpShare     `json:"shares,omitempty"`
+	Proposals []DumpProposal  `json:"proposals,omitempty"`
 	Archival  []ArchivalEntry `json:"archival,omitempty"`
 	Messages  []Message       `json:"messages,omitempty"`
 	Batches   []Batch         `json:"batches,omitempty"`
 	Summaries []Summary       `json:"summaries,omitempty"`
+	Library   []DumpArtifact  `json:"library,omitempty"`
+	// Embedder is the embedder the store's vectors were made with (nil:
+	// none recorded). Import does not record it (the vectors are not in
+	// the dump): it reports it (ImportReport.Embedder) so that the caller
+	// can open the store with that embedder, which embeds the imported
+	// content and records it, as the CLI's import does.
+	Embedder *DumpEmbedder `json:"embedder,omitempty"`
+}
+
+// DumpProposal is one proposal on a block in the dump, pending or decided.
+type DumpProposal struct {
+	ID        int64           `json:"id"` // the source store's; Import renumbers
+	Owner     string          `json:"owner"`
+	Label     string          `json:"label"`
+	Proposer  string          `json:"proposer"`
+	Op        string          `json:"op"`
+	Args      json.RawMessage `json:"args"` // the Edit, as stored
+	Reason    string          `json:"reason,omitempty"`
+	Status    string          `json:"status"`
+	CreatedAt int64           `json:"created_at"`           // Unix nanoseconds
+	DecidedAt int64           `json:"decided_at,omitempty"` // Unix nanoseconds; 0: undecided
+	DecidedBy string          `json:"decided_by,omitempty"`
+}
+
+// DumpArtifact is one entry of an agent's context library, in first-seen
+// order within the agent.
+type DumpArtifact struct {
+	Agent       string `json:"agent"`
+	ID          string `json:"id"`
+	Kind        string `json:"kind,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Content     string `json:"content"`
+	Recoverable bool   `json:"recoverable,omitempty"`
+	UpdatedAt   int64  `json:"updated_at"` // Unix nanoseconds
+}
+
+// DumpEmbedder is the recorded embedder: its Name and Dimensions.
+type DumpEmbedder struct {
+	Name       string `json:"name"`
+	Dimensions int    `json:"dimensions"`
 }
 
 // DumpBlock is one block: metadata plus its automerge document (Save form).
@@ -56,6 +111,10 @@ type DumpBlock struct {
 	// history is immutable: Import refuses an epoch whose heads differ
 	// (blocks.ErrPermission). A dump without them is not checked.
 	EpochHeads [][]string `json:"epoch_heads,omitempty"`
+	// CreatedAt and UpdatedAt are the block row's times (Unix
+	// nanoseconds); 0 (a version 1 dump): Import's time.
+	CreatedAt int64 `json:"created_at,omitempty"`
+	UpdatedAt int64 `json:"updated_at,omitempty"`
 }
 
 // DumpShare is one share.
@@ -64,6 +123,7 @@ type DumpShare struct {
 	Label      string            `json:"label"`
 	Agent      string            `json:"agent"`
 	Permission blocks.Permission `json:"permission"`
+	CreatedAt  int64             `json:"created_at,omitempty"` // Unix nanoseconds; 0: Import's time
 }
 
 // Export copies the store's content; agent "" exports every agent.
@@ -126,9 +186,10 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
-				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads})
+				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads,
+				CreatedAt: m.CreatedAt.UnixNano(), UpdatedAt: m.UpdatedAt.UnixNano()})
 		}
-		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
+		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
 		if err != nil {
 			return nil, err
@@ -136,7 +197,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 		for rows.Next() {
 			sh := DumpShare{Owner: owner}
 			var p string
-			if err := rows.Scan(&sh.Label, &sh.Agent, &p); err != nil {
+			if err := rows.Scan(&sh.Label, &sh.Agent, &p, &sh.CreatedAt); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -181,8 +242,47 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			d.Summaries = append(d.Summaries, s)
 		}
 		srows.Close()
+		if err := c.exportProposals(ctx, owner, d); err != nil {
+			return nil, err
+		}
+		lib, err := c.ContextLibrary(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range lib {
+			d.Library = append(d.Library, DumpArtifact{Agent: owner, ID: e.ID, Kind: e.Kind, Title: e.Title, Content: e.Content,
+				Recoverable: e.Recoverable, UpdatedAt: e.UpdatedAt.UnixNano()})
+		}
+	}
+	name, dims, err := search.RecordedEmbedder(ctx, c.rdb)
+	if err != nil {
+		return nil, fmt.Errorf("memory: export: %w", err)
+	}
+	if name != "" {
+		d.Embedder = &DumpEmbedder{Name: name, Dimensions: dims}
 	}
 	return d, nil
+}
+
+// exportProposals adds the proposals on owner's blocks to d, oldest first.
+func (c *Cache) exportProposals(ctx context.Context, owner string, d *Dump) error {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT p.id, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id
+		WHERE b.owner = ? ORDER BY p.id`, owner)
+	if err != nil {
+		return fmt.Errorf("memory: export proposals of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p := DumpProposal{Owner: owner}
+		var args string
+		if err := rows.Scan(&p.ID, &p.Label, &p.Proposer, &p.Op, &args, &p.Reason, &p.Status, &p.CreatedAt, &p.DecidedAt, &p.DecidedBy); err != nil {
+			return fmt.Errorf("memory: export proposals of %q: %w", owner, err)
+		}
+		p.Args = json.RawMessage(args)
+		d.Proposals = append(d.Proposals, p)
+	}
+	return rows.Err()
 }
 
 // owners lists the agents with any content (or just agent).
@@ -191,7 +291,7 @@ func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
 		return []string{agent}, nil
 	}
 	rows, err := c.rdb.QueryContext(ctx, `SELECT owner FROM blocks UNION SELECT agent FROM archival
-		UNION SELECT agent FROM messages UNION SELECT agent FROM batches ORDER BY 1`)
+		UNION SELECT agent FROM messages UNION SELECT agent FROM batches UNION SELECT agent FROM context_library ORDER BY 1`)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +310,10 @@ func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
 // ImportReport counts what Import added.
 type ImportReport struct {
 	Blocks, Shares, Archival, Messages, Batches, Summaries int
+	Proposals, Library                                     int
+	// Embedder is the dump's embedder record (nil: none). Import does not
+	// record it; see Dump.Embedder.
+	Embedder *DumpEmbedder
 }
 
 // Import adds a Dump's content in one transaction: all or nothing. A block
@@ -228,13 +332,18 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return rep, err
 	}
-	if d == nil || d.Version != DumpVersion {
-		return rep, invalidArg("dump version %v (want %d)", func() any {
+	if d == nil || d.Version < 1 || d.Version > DumpVersion {
+		return rep, invalidArg("dump version %v (want 1 to %d)", func() any {
 			if d == nil {
 				return nil
 			}
 			return d.Version
 		}(), DumpVersion)
+	}
+	for i, e := range d.Library {
+		if err := checkAgent(e.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: context library entry %d: %w", i, err)
+		}
 	}
 	// Validate blocks before touching the database.
 	type prepared struct {
@@ -242,6 +351,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		info     blocks.Info
 		rendered string
 		heads    string
+		epochs   []string // each archived epoch's heads, as block_archive.heads holds them
 	}
 	var pre []prepared
 	for _, b := range d.Blocks {
@@ -260,6 +370,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if len(b.EpochHeads) > 0 && len(b.EpochHeads) != len(b.Epochs) {
 			return rep, invalidArg("import block %q of %q: %d archived epochs, %d epoch heads", b.Label, b.Owner, len(b.Epochs), len(b.EpochHeads))
 		}
+		var epochHeads []string
 		for i, ep := range b.Epochs {
 			ed, err := blocks.Load(info, ep, nil)
 			if err != nil {
@@ -269,8 +380,9 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				return rep, fmt.Errorf("memory: import block %q of %q: archived epoch %d: %w: it was changed after the export (heads %v, exported with %v); archived history is immutable",
 					b.Label, b.Owner, i, blocks.ErrPermission, ed.Heads(), b.EpochHeads[i])
 			}
+			epochHeads = append(epochHeads, strings.Join(ed.Heads(), ","))
 		}
-		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ",")})
+		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads})
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
@@ -282,7 +394,8 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				pinned, priority, rendered, heads, created_at, updated_at, incarnation)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
 				p.info.Owner, p.info.Label, p.info.Description, string(p.info.Type), p.info.Permission.String(), string(sj),
-				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.rendered, p.heads, now, now, newIncarnation()).Scan(&id)
+				p.info.CharLimit, p.info.Pinned, p.info.Priority, p.rendered, p.heads, cmp.Or(p.b.CreatedAt, now), cmp.Or(p.b.UpdatedAt, now),
+				newIncarnation()).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("%w: block %q of agent %q", ErrExists, p.info.Label, p.info.Owner)
 			}
@@ -293,8 +406,8 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				return err
 			}
 			for i, ep := range p.b.Epochs {
-				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, archived_at)
-					SELECT id, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, i, ep, checksum(ep), now, p.info.Owner, p.info.Label); err != nil {
+				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, archived_at)
+					SELECT id, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, i, ep, checksum(ep), p.epochs[i], now, p.info.Owner, p.info.Label); err != nil {
 					return err
 				}
 			}
@@ -307,7 +420,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		for _, sh := range d.Shares {
 			res, err := tx.Exec(`INSERT INTO shares (block_id, agent, permission, created_at)
-				SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, sh.Agent, sh.Permission.String(), now, sh.Owner, sh.Label)
+				SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`, sh.Agent, sh.Permission.String(), cmp.Or(sh.CreatedAt, now), sh.Owner, sh.Label)
 			if err != nil {
 				return err
 			}
@@ -367,8 +480,12 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if !b.CompletedAt.IsZero() {
 				completed = b.CompletedAt.UnixNano()
 			}
+			complete := 0 // an integer column on both backends (pgx will not send a bool to it)
+			if b.Complete {
+				complete = 1
+			}
 			if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, complete, created_at, completed_at) VALUES (?, ?, ?, ?, ?)`,
-				b.Agent, b.ID, b.Complete, b.CreatedAt.UnixNano(), completed); err != nil {
+				b.Agent, b.ID, complete, b.CreatedAt.UnixNano(), completed); err != nil {
 				return fmt.Errorf("batch %q of %q: %w", b.ID, b.Agent, err)
 			}
 			rep.Batches++
@@ -404,11 +521,49 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			sumIDs[s.ID] = id
 			rep.Summaries++
 		}
+		for _, p := range d.Proposals {
+			var decided any
+			if p.DecidedAt != 0 || p.Status != "pending" {
+				decided = p.DecidedAt
+			}
+			var by any
+			if p.DecidedBy != "" || p.Status != "pending" {
+				by = p.DecidedBy
+			}
+			res, err := tx.Exec(`INSERT INTO proposals (block_id, proposer, op, args_json, reason, status, created_at, decided_at, decided_by)
+				SELECT id, ?, ?, ?, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`,
+				p.Proposer, p.Op, string(p.Args), p.Reason, p.Status, p.CreatedAt, decided, by, p.Owner, p.Label)
+			if err != nil {
+				return fmt.Errorf("proposal %d on %q of %q: %w", p.ID, p.Label, p.Owner, err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return notFound("block %q of %q, which proposal %d edits", p.Label, p.Owner, p.ID)
+			}
+			rep.Proposals++
+		}
+		for _, e := range d.Library {
+			rec := 0
+			if e.Recoverable {
+				rec = 1
+			}
+			var id int64
+			err := tx.QueryRow(`INSERT INTO context_library (agent, artifact, kind, title, content, hash, recoverable, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent, artifact) DO NOTHING RETURNING id`,
+				e.Agent, e.ID, e.Kind, e.Title, e.Content, ArtifactHash(e.Content), rec, e.UpdatedAt).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: artifact %q in the context library of %q", ErrExists, e.ID, e.Agent)
+			}
+			if err != nil {
+				return fmt.Errorf("artifact %q of %q: %w", e.ID, e.Agent, err)
+			}
+			rep.Library++
+		}
 		return nil
 	})
 	if err != nil {
 		return ImportReport{}, fmt.Errorf("memory: import: %w", err)
 	}
+	rep.Embedder = d.Embedder
 	return rep, nil
 }
 

@@ -40,6 +40,14 @@ type app struct {
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
 	// start building them and exit.
 	serving bool
+	// needVectors: the command searches by vector (search --mode
+	// vector|hybrid, context --recall): without --embedder, a recorded
+	// embedder the CLI cannot rebuild is an error, as it is for serving.
+	needVectors bool
+	// searches: the command searches (search, context --recall), so it
+	// opens with the recorded embedder though it only reads; other
+	// commands that only read need no embedder, and skip reopening.
+	searches bool
 }
 
 func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app, []string, error) {
@@ -49,7 +57,7 @@ func parseGlobal(args []string, stdin io.Reader, stdout, stderr io.Writer) (*app
 	fs.StringVar(&a.db, "db", "", "store: a SQLite file, :memory:, a postgres:// URL or a keyword DSN \"host=H dbname=D\" (default $ENGRAM_DB)")
 	fs.BoolVar(&a.json, "json", false, "JSON output")
 	fs.BoolVar(&a.version, "version", false, "print the version")
-	fs.StringVar(&a.embedder, "embedder", os.Getenv("ENGRAM_EMBEDDER"), "none, offline or openai")
+	fs.StringVar(&a.embedder, "embedder", os.Getenv("ENGRAM_EMBEDDER"), "none, offline or openai (default: the one the store records)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -78,6 +86,8 @@ func defaultDB() string {
 	return filepath.Join(base, "engram", "engram.db")
 }
 
+// embedderValue is the embedder --embedder names; nil for none, and for
+// the default, the store's recorded one (see open).
 func (a *app) embedderValue() (search.Embedder, error) {
 	switch strings.ToLower(a.embedder) {
 	case "", "none":
@@ -85,9 +95,13 @@ func (a *app) embedderValue() (search.Embedder, error) {
 	case "offline":
 		return search.NewOffline(0), nil
 	case "openai":
-		return search.NewOpenAI(nil)
+		e, err := openAIEmbedder("", 0)
+		if err != nil {
+			return nil, fmt.Errorf("--embedder openai: %w", err)
+		}
+		return e, nil
 	}
-	return nil, fmt.Errorf("unknown embedder %q (want none, offline or openai)", a.embedder)
+	return nil, usageErrorf("unknown embedder %q (want none, offline or openai)", a.embedder)
 }
 
 // open opens the store once.
@@ -134,8 +148,45 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.embedder == "" && (!a.readOnly || a.searches || a.serving || a.needVectors) {
+		if s, err = a.reopenWithRecorded(ctx, s, opts); err != nil {
+			return nil, err
+		}
+	}
 	a.store = s
 	return s, nil
+}
+
+// reopenWithRecorded reopens s, opened without an embedder, with the one
+// its vectors were made with, so that vector search and new content's
+// vectors work without --embedder. One it cannot rebuild (an
+// OpenAI-compatible model without its key or URL in the environment) fails
+// a command that searches by vector; others run without vectors, a write
+// saying so on stderr.
+func (a *app) reopenWithRecorded(ctx context.Context, s *memory.Cache, opts *memory.Options) (*memory.Cache, error) {
+	emb, _, err := recordedEmbedder(ctx, s)
+	switch {
+	case emb != nil:
+	case errors.Is(err, errEmbedderUnavailable):
+		if a.serving || a.needVectors {
+			s.Close()
+			return nil, fmt.Errorf("%w\n(or choose --embedder none to search without vectors)", err)
+		}
+		if !a.readOnly {
+			fmt.Fprintf(a.stderr, "engram: warning: %v; new content gets no vectors\n", err)
+		}
+		return s, nil
+	case err != nil:
+		s.Close()
+		return nil, err
+	default:
+		return s, nil // nothing recorded
+	}
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	opts.Embedder = emb
+	return memory.Open(ctx, a.db, opts)
 }
 
 func (a *app) close() error {

@@ -600,6 +600,7 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	a.needVectors, a.searches = m == search.Vector || m == search.Hybrid, true
 	opts := search.NewOptions().Mode(m).Limit(limit)
 	if weight != "" {
 		w, err := strconv.ParseFloat(weight, 64)
@@ -668,7 +669,13 @@ func cmdFilesIO(imp bool) command {
 	return func(ctx context.Context, a *app, args []string) error {
 		name := map[bool]string{true: "files import", false: "files export"}[imp]
 		var agent string
-		pos, err := flags(name, args, func(fs *flag.FlagSet) { fs.StringVar(&agent, "agent", "", "agent id") })
+		var dryRun bool
+		pos, err := flags(name, args, func(fs *flag.FlagSet) {
+			fs.StringVar(&agent, "agent", "", "agent id")
+			if imp {
+				fs.BoolVar(&dryRun, "dry-run", false, "only say which blocks the files would create and replace")
+			}
+		})
 		if err != nil {
 			return err
 		}
@@ -678,6 +685,9 @@ func cmdFilesIO(imp bool) command {
 		if len(pos) != 1 {
 			return usageErrorf("%s: want one DIR", name)
 		}
+		if dryRun {
+			a.readOnly = true // a plan writes nothing, and needs no store to exist
+		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
@@ -685,6 +695,28 @@ func cmdFilesIO(imp bool) command {
 		defer a.close()
 		var rep workspace.Report
 		if imp {
+			replaced, created, perr := workspacePlan(ctx, s, agent, pos[0])
+			if perr != nil {
+				return perr
+			}
+			verb := "replacing"
+			if dryRun {
+				verb = "would replace"
+			}
+			for _, r := range replaced {
+				fmt.Fprintf(a.stderr, "engram: files import: %s block %s of %s (%d chars) with %s; its old text stays in its history (engram block show --history --agent %s %s)\n",
+					verb, r.label, agent, r.chars, r.path, agent, r.label)
+			}
+			if dryRun {
+				return a.output(map[string]any{"replace": replaced, "create": created}, func(w io.Writer) {
+					for _, c := range created {
+						fmt.Fprintf(w, "would create %s from %s\n", c.label, c.path)
+					}
+					for _, r := range replaced {
+						fmt.Fprintf(w, "would replace %s from %s\n", r.label, r.path)
+					}
+				})
+			}
 			rep, err = workspace.Import(ctx, s, agent, pos[0])
 		} else {
 			rep, err = workspace.Export(ctx, s, agent, pos[0])
@@ -769,15 +801,39 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if s.Index().Embedder() != nil {
-		if err := s.Reembed(ctx, a.progress("embedding")); err != nil {
-			return err
-		}
+	if err := a.embedImported(ctx, rep.Embedder); err != nil {
+		return err
 	}
 	return a.output(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "imported %d blocks, %d shares, %d archival entries, %d messages, %d batches, %d summaries\n",
-			rep.Blocks, rep.Shares, rep.Archival, rep.Messages, rep.Batches, rep.Summaries)
+		fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts\n",
+			rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library)
 	})
+}
+
+// embedImported computes the vectors of imported content (a dump holds
+// none): with the store's embedder, or, for a store without one, with the
+// embedder the dump records, which the store then records too.
+func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error {
+	s := a.store
+	if s.Index().Embedder() != nil {
+		return s.Reembed(ctx, a.progress("embedding"))
+	}
+	if rec == nil || a.embedder != "" {
+		return nil // none, or --embedder none
+	}
+	emb, err := embedderNamed(rec.Name, rec.Dimensions)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "engram: warning: the dump's %v; the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
+		return nil
+	}
+	if err := a.close(); err != nil {
+		return err
+	}
+	// Opening a store that holds content with its first embedder embeds
+	// that content and records the embedder.
+	fmt.Fprintf(a.stderr, "embedding the imported content with %s, the dump's embedder\n", rec.Name)
+	a.store, err = memory.Open(ctx, a.db, &memory.Options{Embedder: emb, TextCacheBytes: -1, VectorCacheBytes: -1})
+	return err
 }
 
 func cmdReembed(ctx context.Context, a *app, args []string) error {
@@ -896,4 +952,52 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// fileBlock is a workspace file and the block it becomes.
+type fileBlock struct {
+	path  string
+	label string
+	chars int // the block's size now (replaced blocks)
+}
+
+// MarshalJSON writes a fileBlock for --dry-run --json.
+func (f fileBlock) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"file": f.path, "block": f.label, "chars": f.chars})
+}
+
+// workspacePlan says which of dir's workspace files would replace one of
+// agent's blocks and which would create one (the mapping of
+// workspace.Import, in its order). It only looks: workspace.Import reads
+// the files, with its own checks.
+func workspacePlan(ctx context.Context, s *memory.Cache, agent, dir string) (replaced, created []fileBlock, err error) {
+	files := []fileBlock{{path: "SOUL.md", label: "persona"}, {path: "AGENTS.md", label: "guidelines"},
+		{path: "MEMORY.md", label: "memory"}, {path: "TOOLS.md", label: "tools"}}
+	if ents, err := os.ReadDir(filepath.Join(dir, "skills")); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				files = append(files, fileBlock{path: "skills/" + e.Name() + "/SKILL.md", label: blocks.SuggestLabel(blocks.SkillLabelPrefix + e.Name())})
+			}
+		}
+	}
+	metas, err := s.ListBlocks(ctx, agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	have := map[string]int{}
+	for _, m := range metas {
+		have[m.Label] = len([]rune(m.Rendered))
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.path))); err != nil {
+			continue
+		}
+		if n, ok := have[f.label]; ok {
+			f.chars = n
+			replaced = append(replaced, f)
+		} else {
+			created = append(created, f)
+		}
+	}
+	return replaced, created, nil
 }

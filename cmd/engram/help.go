@@ -24,10 +24,11 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"block append":      {"block append --agent A [--owner O] [--as-agent] LABEL TEXT", `engram block append --agent ada notes -- "-- a line starting with dashes"`},
 	"share":             {"share --owner O --label L --with B [--perm Append] [--revoke]", "engram share --owner ada --label notes --with bob --perm ReadOnly"},
 	"archival add":      {"archival add --agent A [--tags a,b] TEXT", `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`},
+	"archival load":     {"archival load --agent A [--in FILE.jsonl] [--tags a,b] [--batch N]", `engram archival load --agent ada --in notes.jsonl   # {"content": "…", "tags": […], "metadata": {…}} per line`},
 	"archival list":     {"archival list --agent A [--tags a,b] [--limit N] [--superseded]", "engram archival list --agent ada --tags prefs"},
 	"search":            {"search (--agent A | --all) [flags] QUERY", `engram search --agent ada --mode fts "bullet lists"`},
-	"context":           {"context --agent A [flags]", "engram context --agent ada --model gpt-4o"},
-	"files import":      {"files import --agent A DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
+	"context":           {"context --agent A [flags]", `engram context --agent ada --model claude-sonnet-4-5 --message "what did we decide?" --recall 5 --format anthropic`},
+	"files import":      {"files import --agent A [--dry-run] DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
 	"files export":      {"files export --agent A DIR   (writes only inside DIR, never through a link; files 0600)", "engram files export --agent ada ./workspace"},
 	"export":            {"export [--agent A] [--out FILE]", "engram export --out backup.json"},
 	"import":            {"import [--in FILE]", "engram import --in backup.json"},
@@ -39,6 +40,19 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"proposals list":    {"proposals list [--agent OWNER] [--all] [--diff]", "engram proposals list --diff"},
 	"proposals approve": {"proposals approve [--as NAME] ID", "engram proposals approve --as alice 3"},
 	"proposals reject":  {"proposals reject [--as NAME] [--reason TEXT] ID", `engram proposals reject --as alice --reason "not true" 4`},
+}
+
+// commandDetail is more help for a command, printed after its flags.
+var commandDetail = map[string]string{
+	"files import": `Files and the blocks they become (a file that is absent is skipped):
+  SOUL.md                 → Core block "persona"
+  AGENTS.md               → Core block "guidelines"
+  MEMORY.md               → Working block "memory" (pinned)
+  TOOLS.md                → Core block "tools" (ReadOnly for the agent)
+  skills/NAME/SKILL.md    → Working block "skill.NAME" (ReadOnly; NAME made a valid label)
+A block that exists gets the file's text (written as the system, as a diff; the old text stays
+in its history): each one is named on stderr before it is replaced. --dry-run only says what
+would happen.`,
 }
 
 // textRule is the help paragraph for commands that take TEXT.
@@ -60,6 +74,9 @@ func commandHelpText(name string, fs *flag.FlagSet) string {
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
 		fs.SetOutput(nil)
+	}
+	if d, ok := commandDetail[name]; ok {
+		fmt.Fprintln(&b, "\n"+d)
 	}
 	if strings.Contains(h.synopsis, "TEXT") || name == "block create" {
 		fmt.Fprintln(&b, "\n"+textRule)

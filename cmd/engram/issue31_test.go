@@ -238,3 +238,57 @@ func TestSnakeCase(t *testing.T) {
 		}
 	}
 }
+
+// Item 6: files import names each existing block before it replaces it,
+// --dry-run only says so, and --help gives the file → block mapping.
+func TestCLIFilesImportWarnsBeforeReplacing(t *testing.T) {
+	dir := t.TempDir()
+	db, ws := filepath.Join(dir, "w.db"), filepath.Join(dir, "ws")
+	for p, text := range map[string]string{"SOUL.md": "I am Ada, from the file.", "MEMORY.md": "notes", "skills/Tea Time/SKILL.md": "brew"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--value", "I am Ada, typed by hand.")
+	out, errs, code := cli(t, db, "", "files", "import", "--agent", "ada", "--dry-run", ws)
+	if code != 0 || !strings.Contains(errs, "would replace block persona of ada (24 chars) with SOUL.md") ||
+		!strings.Contains(out, "would create memory from MEMORY.md") || !strings.Contains(out, "would create skill.Tea_Time from skills/Tea Time/SKILL.md") {
+		t.Fatalf("--dry-run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if got := ok(t, db, "block", "show", "--agent", "ada", "persona"); !strings.Contains(got, "typed by hand") {
+		t.Fatalf("--dry-run wrote:\n%s", got)
+	}
+	out, errs, code = cli(t, db, "", "files", "import", "--agent", "ada", ws)
+	if code != 0 || !strings.Contains(errs, "replacing block persona of ada (24 chars) with SOUL.md") || strings.Contains(errs, "memory") ||
+		!strings.Contains(out, "updated  persona") || !strings.Contains(out, "created  skill.Tea_Time") {
+		t.Fatalf("files import: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	help := ok(t, db, "files", "import", "--help")
+	for _, want := range []string{`SOUL.md                 → Core block "persona"`, `AGENTS.md`, `MEMORY.md`, `TOOLS.md`, `skills/NAME/SKILL.md`, "--dry-run"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("files import --help lacks %q:\n%s", want, help)
+		}
+	}
+}
+
+// Item 6: "engram archival" lists every subcommand.
+func TestCLIArchivalListsSubcommands(t *testing.T) {
+	_, errs, code := cliRaw(t, "archival")
+	for _, sub := range []string{"archival add", "archival load", "archival list"} {
+		if code != 2 || !strings.Contains(errs, "engram "+sub) {
+			t.Errorf("engram archival: exit %d, lacks %q:\n%s", code, sub, errs)
+		}
+	}
+	for _, g := range []string{"blocks", "block", "files", "proposals"} {
+		for name := range commandHelp {
+			if strings.HasPrefix(name, g+" ") {
+				if out := ok(t, "", g, "--help"); !strings.Contains(out, "engram "+name) {
+					t.Errorf("engram %s --help lacks %s", g, name)
+				}
+			}
+		}
+	}
+}

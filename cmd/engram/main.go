@@ -128,7 +128,9 @@ Archival and search
                 [--limit N] [--vector-weight W] QUERY
 
 Context
-  context       --agent A [--model NAME] [--base TEXT] [--batch-blocks a,b]   render the request the builder builds
+  context       --agent A [--model NAME] [--message TEXT] [--recall N] [--recall-mode M]
+                [--no-environment] [--no-library] [--format openai|anthropic|gemini]
+                                                   the request the builder builds, each layer's tokens against its budget
 
 Files and transfer
   files import  --agent A DIR                      SOUL.md, AGENTS.md, MEMORY.md, TOOLS.md, skills/*/SKILL.md → blocks
@@ -154,8 +156,10 @@ Global flags (before or after the command; "engram stats --json" works)
   --db STORE     a SQLite file (created 0600 in a directory that must exist), :memory:, a postgres:// URL or a keyword DSN "host=H dbname=D ..."
                  (default: $ENGRAM_DB, else the user data dir, e.g. ~/.local/share/engram/engram.db); passwords are never printed
   --json         machine-readable output
-  --embedder     none (default), offline (deterministic, no network) or openai
-                 (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI)
+  --embedder     none, offline (deterministic, no network) or openai
+                 (ENGRAM_EMBED_BASE_URL, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_API_KEY; works with Ollama, vLLM, OpenAI);
+                 default: the embedder the store records (engram stats), an OpenAI-compatible one
+                 configured from the same variables
 `
 
 // packagePrefixes are the "pkg: " prefixes of the library's sentinel

@@ -71,3 +71,26 @@ func TestCLIPostgres(t *testing.T) {
 		}
 	}
 }
+
+// Issue 31 item 2: a pending proposal survives a move from SQLite to
+// PostgreSQL (it was gone after one), and can be approved there.
+func TestCLIPostgresKeepsProposals(t *testing.T) {
+	srv := pgtest.Start(t)
+	file := filepath.Join(t.TempDir(), "local.db")
+	ok(t, file, "block", "create", "--agent", "ada", "--label", "persona", "--perm", "Partner", "--value", "I am Ada.")
+	ok(t, file, "block", "append", "--agent", "ada", "--as-agent", "persona", " I like tea.")
+	dump := filepath.Join(t.TempDir(), "dump.json")
+	ok(t, file, "export", "--out", dump)
+	pg := srv.NewDatabase(t)
+	if out := ok(t, pg, "import", "--in", dump); !strings.Contains(out, "1 proposals") {
+		t.Fatalf("import: %s", out)
+	}
+	want, got := ok(t, file, "proposals", "list", "--diff"), ok(t, pg, "proposals", "list", "--diff")
+	if want != got || !strings.Contains(got, "append_text") {
+		t.Fatalf("proposals differ after the move:\nSQLite:\n%s\nPostgreSQL:\n%s", want, got)
+	}
+	ok(t, pg, "proposals", "approve", "--as", "carol", "1")
+	if out := ok(t, pg, "block", "show", "--agent", "ada", "persona"); !strings.Contains(out, "I am Ada. I like tea.") {
+		t.Fatalf("after approving on PostgreSQL:\n%s", out)
+	}
+}

@@ -1,32 +1,131 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 	"github.com/engram-go/engram/tools"
 )
 
-// BuildRequest builds the request an agent's model would get, as "engram
-// context" does: the default configuration, the agent's messages and the
-// memory tools' definitions.
+// BuildRequest builds the request an agent's model would get with the
+// default layers (BuildContext with only Agent and Model set).
 func BuildRequest(ctx context.Context, store memory.Store, agent, model string) (*builder.Request, error) {
-	b := builder.New(store, builder.DefaultConfig()).ForAgent(agent).WithMessages(store).
-		WithModelInfo(builder.ModelInfoFor(model))
-	list, err := MemoryTools(store, agent)
-	if err != nil {
-		return nil, err
+	return BuildContext(ctx, store, &ContextOptions{Agent: agent, Model: model})
+}
+
+// ContextOptions choose what BuildContext puts in a request: "engram
+// context" and the Context page both build through it, so they agree. The
+// zero value of each field is the default.
+type ContextOptions struct {
+	Agent string
+	// Model names the model (default gpt-4o): its limits (see
+	// builder.KnownModelLimits), tokenizer and request shape.
+	Model string
+	// Base replaces the builder's default base instructions when not nil.
+	Base *string
+	// Message is the current user message ("": none): it ends the history
+	// and is what memories are recalled for.
+	Message string
+	// Recall is how many archival memories to recall for Message (0: no
+	// recall layer); RecallMode is their search's mode (Auto: hybrid with
+	// an embedder, else full-text).
+	Recall     int
+	RecallMode search.Mode
+	// NoEnvironment leaves out the environment section (date, time zone,
+	// engram version, tools).
+	NoEnvironment bool
+	// NoLibrary leaves out the agent's context library.
+	NoLibrary bool
+	// NoTools leaves out the memory tools' definitions.
+	NoTools bool
+	// MaxTokens overrides the model's context window (0: the known one, or
+	// builder.DefaultMaxTokens for a model engram does not know).
+	MaxTokens   int
+	BatchBlocks []string
+	ActiveBatch string
+	// OmitDescriptions, IncludeSchemas and ShowCharUsage are the
+	// builder.ContextConfig fields of those names.
+	OmitDescriptions, IncludeSchemas, ShowCharUsage bool
+	// Location is the environment section's time zone (nil: UTC).
+	Location *time.Location
+}
+
+// DefaultModel is the model a context is built for when none is named.
+const DefaultModel = "gpt-4o"
+
+// BuildContext builds the request agent's model would get: the agent's
+// blocks, messages, memory tools, environment and context library, and
+// with a message, the memories recalled for it.
+func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*builder.Request, error) {
+	var opts ContextOptions
+	if o != nil {
+		opts = *o
 	}
-	req, err := b.WithTools(list).Build(ctx)
+	model := cmp.Or(opts.Model, DefaultModel)
+	cfg := builder.DefaultConfig()
+	cfg.ModelOverrides = builder.KnownModelLimits()
+	if opts.MaxTokens > 0 {
+		cfg.ModelOverrides[model] = builder.ModelContextLimits{MaxTokens: opts.MaxTokens}
+	}
+	cfg.OmitDescriptions, cfg.IncludeSchemas, cfg.ShowCharUsage = opts.OmitDescriptions, opts.IncludeSchemas, opts.ShowCharUsage
+	if opts.Recall > 0 {
+		cfg.Recall = &builder.RecallOptions{Mode: opts.RecallMode, Limit: opts.Recall}
+	}
+	if _, ok := store.(builder.LibraryStore); ok && !opts.NoLibrary {
+		cfg.Library = &builder.LibraryOptions{}
+	}
+	b := builder.New(store, cfg).ForAgent(opts.Agent).WithMessages(store).WithModelInfo(builder.ModelInfoFor(model)).
+		WithBatchBlocks(opts.BatchBlocks...)
+	if opts.Base != nil {
+		b = b.WithBaseInstructions(*opts.Base)
+	}
+	if opts.ActiveBatch != "" {
+		b = b.WithActiveBatch(opts.ActiveBatch)
+	}
+	if opts.Message != "" {
+		b = b.WithCurrentMessage(memory.Message{Agent: opts.Agent, Role: memory.RoleUser, Content: opts.Message})
+	}
+	if !opts.NoEnvironment {
+		b = b.WithEnvironment(builder.Environment{Location: opts.Location, OS: runtime.GOOS})
+	}
+	if !opts.NoTools {
+		list, err := MemoryTools(store, opts.Agent)
+		if err != nil {
+			return nil, err
+		}
+		b = b.WithTools(list)
+	}
+	req, err := b.Build(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ui: build the request of %q for %q: %w", agent, model, err)
+		return nil, fmt.Errorf("ui: build the request of %q for %q: %w", opts.Agent, model, err)
 	}
 	return req, nil
+}
+
+// ModelNotes are what a reader of a context built for model should know
+// about its numbers: a model engram does not know gets the default window
+// and cl100k_base counts; Claude and Gemini counts are estimates.
+func ModelNotes(model string, maxTokens int) []string {
+	model = cmp.Or(model, DefaultModel)
+	k := builder.KnowModel(model)
+	var notes []string
+	if !k.KnownLimits && maxTokens <= 0 {
+		notes = append(notes, fmt.Sprintf("model %q is not one engram knows: its context window is taken as %d tokens (set --max-tokens) and its tokens are counted with %s, an estimate",
+			model, builder.DefaultMaxTokens, builder.EncodingForModel(model)))
+	} else if !k.ExactTokens {
+		notes = append(notes, fmt.Sprintf("token counts for %q are %s estimates: its own tokenizer is not available offline", model, builder.EncodingForModel(model)))
+	}
+	return notes
 }
 
 // MemoryTools is the definitions of agent's memory tools, as a builder
@@ -86,10 +185,20 @@ type contextData struct {
 	// memory left out, with why.
 	Dropped []builder.Dropped
 	Order   string
+	// The form's layer choices, as "engram context" takes them.
+	Message       string
+	Recall        int
+	RecallMode    string
+	RecallModes   []string
+	NoEnvironment bool
+	NoLibrary     bool
+	MaxTokens     int
+	// Notes say what the numbers rest on (ModelNotes).
+	Notes []string
 }
 
 // models suggested in the context page's model box (any name works).
-var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4", "gemini-2.0-flash", "gemma-3"}
+var suggestedModels = []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5", "o3", "claude-sonnet-4-5", "claude-opus-4-1", "gemini-2.5-pro", "gemini-2.5-flash", "gemma-3"}
 
 func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -98,9 +207,29 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := contextData{Agents: agents, Agent: q.Get("agent"), Model: strings.TrimSpace(q.Get("model")), Models: suggestedModels}
+	d := contextData{Agents: agents, Agent: q.Get("agent"), Model: strings.TrimSpace(q.Get("model")), Models: suggestedModels,
+		Message: q.Get("message"), RecallMode: cmp.Or(q.Get("recall_mode"), "auto"), RecallModes: []string{"auto", "fts", "vector", "hybrid"},
+		NoEnvironment: q.Get("no_environment") != "", NoLibrary: q.Get("no_library") != ""}
 	if d.Model == "" {
 		d.Model = s.opts.Model
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"recall", &d.Recall}, {"max_tokens", &d.MaxTokens}} {
+		if v := strings.TrimSpace(q.Get(f.name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				s.fail(w, r, http.StatusBadRequest, "Build the context", fmt.Sprintf("%s %q is not a count", f.name, v))
+				return
+			}
+			*f.v = n
+		}
+	}
+	mode, err := search.ParseMode(d.RecallMode)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "Build the context", err.Error())
+		return
 	}
 	if d.Agent == "" && len(agents) > 0 {
 		d.Agent = agents[0]
@@ -110,12 +239,13 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "context", p)
 		return
 	}
-	req, err := BuildRequest(ctx, s.store, d.Agent, d.Model)
+	req, err := BuildContext(ctx, s.store, &ContextOptions{Agent: d.Agent, Model: d.Model, Message: d.Message, Recall: d.Recall,
+		RecallMode: mode, NoEnvironment: d.NoEnvironment, NoLibrary: d.NoLibrary, MaxTokens: d.MaxTokens, Location: time.Local})
 	if err != nil {
 		s.failErr(w, r, "Build the context", err)
 		return
 	}
-	d.Built, d.Meta = true, req.Metadata
+	d.Built, d.Meta, d.Notes = true, req.Metadata, ModelNotes(d.Model, d.MaxTokens)
 	tk := req.Metadata.Tokens
 	budget := tk.InputBudget
 	for _, sec := range req.Sections {
@@ -161,8 +291,11 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "context", p)
 }
 
-// sectionBudget is the budget a section's tokens count against: the
-// memory budget for the memory sections, else the input budget.
+// SectionBudget is the budget a section's tokens count against: the
+// memory budget for the memory sections, the library's and the recall's
+// own, else the input budget ("engram context" shows the same bars).
+func SectionBudget(tk builder.TokenUsage, name string) int { return sectionBudget(tk, name) }
+
 func sectionBudget(tk builder.TokenUsage, name string) int {
 	switch name {
 	case builder.SectionCore, builder.SectionWorking, builder.SectionAttachments:

@@ -1,0 +1,47 @@
+package builder_test
+
+import (
+	"testing"
+
+	"github.com/engram-go/engram/builder"
+)
+
+// Issue 31 item 1: current model families get their own context window
+// (not the 128k default), and an unknown name is reported as unknown.
+func TestKnownModelLimits(t *testing.T) {
+	cfg := builder.DefaultConfig()
+	cfg.ModelOverrides = builder.KnownModelLimits()
+	for _, tc := range []struct {
+		model      string
+		max        int
+		known      bool
+		exactCount bool
+	}{
+		{"gpt-4o", 128_000, true, true},
+		{"gpt-4o-mini", 128_000, true, true},
+		{"gpt-4.1-mini", 1_047_576, true, true},
+		{"gpt-5", 400_000, true, true},
+		{"openai/gpt-5-mini", 400_000, true, true},
+		{"gpt-4", 8_192, true, true},
+		{"o3", 200_000, true, true},
+		{"o1-mini", 128_000, true, true},
+		{"claude-sonnet-4-5", 200_000, true, false},
+		{"claude-3-5-haiku-latest", 200_000, true, false},
+		{"gemini-2.5-pro", 1_048_576, true, false},
+		{"gemini-1.5-pro-002", 2_097_152, true, false},
+		{"gemma-3-27b", 131_072, true, false},
+		{"llama-3.3-70b", builder.DefaultMaxTokens, false, false},
+	} {
+		if got := cfg.LimitsFor(tc.model).MaxTokens; got != tc.max {
+			t.Errorf("%s: MaxTokens %d, want %d", tc.model, got, tc.max)
+		}
+		k := builder.KnowModel(tc.model)
+		if k.KnownLimits != tc.known || k.ExactTokens != tc.exactCount {
+			t.Errorf("%s: KnowModel %+v, want known %v exact %v", tc.model, k, tc.known, tc.exactCount)
+		}
+	}
+	// The memory budget and reply reserve stay the configured defaults.
+	if l := cfg.LimitsFor("gemini-2.5-pro"); l.MemoryTokens != builder.DefaultMemoryTokens || l.ReservedResponseTokens != builder.DefaultReservedResponseTokens {
+		t.Errorf("gemini-2.5-pro limits %+v", l)
+	}
+}
