@@ -108,6 +108,20 @@ func (a *Admin) Stats(ctx context.Context) (*Stats, error) {
 	return st, nil
 }
 
+// Embedder returns the embedder the store's vectors were made with, as
+// the database records it (search.MetaEmbedderName and
+// MetaEmbedderDims): name "" when none is recorded. It reads one row, so
+// a tool can pick the store's embedder before it opens the store with it.
+func (a *Admin) Embedder(ctx context.Context) (name string, dims int, err error) {
+	if err := a.c.checkOpen(ctx); err != nil {
+		return "", 0, err
+	}
+	if name, dims, err = search.RecordedEmbedder(ctx, a.c.rdb); err != nil {
+		return "", 0, fmt.Errorf("memory: recorded embedder: %w", err)
+	}
+	return name, dims, nil
+}
+
 // Agents returns every agent id that owns a block, an archival entry or a
 // message, or holds a share, sorted.
 func (a *Admin) Agents(ctx context.Context) ([]string, error) {

@@ -182,7 +182,7 @@ func checkTablesCovered(t *testing.T, c *memory.Cache) {
 	if c.Backend().Name() == "postgres" {
 		q = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`
 	}
-	rows, err := c.DB().Query(q)
+	rows, err := c.Backend().DB().Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func checkTablesCovered(t *testing.T, c *memory.Cache) {
 func tableRows(t *testing.T, c *memory.Cache, name string) []string {
 	t.Helper()
 	q := tableContent[name]
-	rows, err := c.DB().Query(q)
+	rows, err := c.Backend().DB().Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

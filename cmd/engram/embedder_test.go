@@ -128,7 +128,7 @@ func TestCLIRecordedOpenAIEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.DB().Exec(`UPDATE meta SET value = 'text-embedding-3-small/8' WHERE key = 'embedder.name'`)
+	_, err = s.Backend().DB().Exec(`UPDATE meta SET value = 'text-embedding-3-small/8' WHERE key = 'embedder.name'`)
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
