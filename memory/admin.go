@@ -101,23 +101,22 @@ func (a *Admin) Stats(ctx context.Context) (*Stats, error) {
 		return nil, fmt.Errorf("memory: stats: schema version: %w", err)
 	}
 	if st.Embedder, st.EmbedderDims, err = search.RecordedEmbedder(ctx, c.rdb); err != nil {
-		return nil, fmt.Errorf("memory: stats: recorded embedder: %w", err)
+		return nil, fmt.Errorf("memory: stats: %w", err)
 	}
 	st.VectorEngine = c.index.VectorEngine()
 	st.VectorEngineReason = c.index.VectorEngineReason()
 	return st, nil
 }
 
-// Embedder returns the embedder the store's vectors were made with, as
-// the database records it (search.MetaEmbedderName and
-// MetaEmbedderDims): name "" when none is recorded. It reads one row, so
-// a tool can pick the store's embedder before it opens the store with it.
-func (a *Admin) Embedder(ctx context.Context) (name string, dims int, err error) {
+// RecordedEmbedder returns the name and dimensions of the embedder the
+// store's vectors were made with, or "" and 0 before any: what a tool
+// opening the store without choosing an embedder should open it with.
+func (a *Admin) RecordedEmbedder(ctx context.Context) (name string, dims int, err error) {
 	if err := a.c.checkOpen(ctx); err != nil {
 		return "", 0, err
 	}
 	if name, dims, err = search.RecordedEmbedder(ctx, a.c.rdb); err != nil {
-		return "", 0, fmt.Errorf("memory: recorded embedder: %w", err)
+		return "", 0, fmt.Errorf("memory: %w", err)
 	}
 	return name, dims, nil
 }

@@ -67,6 +67,9 @@ func testAdmin(t *testing.T, target string) {
 		st.EmbedderDims != 16 || st.VectorEngine == "" {
 		t.Errorf("Stats = %+v", st)
 	}
+	if name, dims, err := adm.RecordedEmbedder(ctx); err != nil || name != st.Embedder || dims != 16 {
+		t.Errorf("RecordedEmbedder = %q, %d, %v", name, dims, err)
+	}
 	n := st.Counts
 	if n.Agents != 4 || n.Blocks != 3 || n.Shares != 1 || n.Archival != 2 || n.ArchivalCurrent != 1 || n.Messages != 1 ||
 		n.ProposalsPending != 1 || n.BlockUpdates < 9 || n.UpdateBytes == 0 || n.ArchivedEpochs != 0 {
@@ -99,6 +102,9 @@ func testAdmin(t *testing.T, target string) {
 	}
 	if _, err := adm.Agents(ctx); !errors.Is(err, memory.ErrClosed) {
 		t.Errorf("Agents after Close: %v", err)
+	}
+	if _, _, err := adm.RecordedEmbedder(ctx); !errors.Is(err, memory.ErrClosed) {
+		t.Errorf("RecordedEmbedder after Close: %v", err)
 	}
 	if _, err := adm.Compact(ctx, nil); !errors.Is(err, memory.ErrClosed) {
 		t.Errorf("Compact after Close: %v", err)

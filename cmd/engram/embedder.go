@@ -152,7 +152,7 @@ func dialReason(err error) string {
 // ("MODEL/DIMS") configured from the environment. An embedder it cannot
 // rebuild is an error wrapping errEmbedderUnavailable that says why.
 func recordedEmbedder(ctx context.Context, s *memory.Cache) (search.Embedder, string, error) {
-	name, dims, err := s.Admin().Embedder(ctx)
+	name, dims, err := s.Admin().RecordedEmbedder(ctx)
 	if err != nil || name == "" {
 		return nil, "", err
 	}

@@ -209,9 +209,17 @@ func testBlockNotifier(t *testing.T, e Engine) {
 				mu.Lock()
 				ids = append(ids, id)
 				mu.Unlock()
-				changed <- struct{}{}
+				select {
+				case changed <- struct{}{}:
+				default: // a wake-up is pending already
+				}
 			},
-			func(up bool) { live <- up })
+			func(up bool) {
+				select {
+				case live <- up:
+				default: // never block the watcher on a slow test
+				}
+			})
 	}()
 	defer func() {
 		cancel()

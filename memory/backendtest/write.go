@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/engram-go/engram/memory"
 )
 
 func testWriteCommits(t *testing.T, e Engine) {
@@ -122,9 +124,7 @@ var errFailed = errors.New("this write fails")
 
 // hold runs a Write on b whose fn waits until release is closed, and
 // returns once fn runs (b's write lock is held).
-func hold(t *testing.T, b interface {
-	Write(context.Context, func(*sql.Tx) error) error
-}, release chan struct{}) <-chan error {
+func hold(t *testing.T, b memory.Backend, release chan struct{}) <-chan error {
 	t.Helper()
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -148,9 +148,7 @@ func hold(t *testing.T, b interface {
 // waitCancelled writes on b with a ctx that ends while the write waits
 // behind the held lock: the write returns ctx's error, fn never runs,
 // nothing is written.
-func waitCancelled(t *testing.T, b interface {
-	Write(context.Context, func(*sql.Tx) error) error
-}, encoding string) {
+func waitCancelled(t *testing.T, b memory.Backend, encoding string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
