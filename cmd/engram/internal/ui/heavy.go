@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,6 +75,10 @@ func (v *versions) at(ctx context.Context, heads []string) (string, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	if cur := v.doc.Heads(); len(cur) == len(heads) && slices.Equal(slices.Sorted(slices.Values(cur)), slices.Sorted(slices.Values(heads))) {
+		// The current version: no copy needed.
+		return v.doc.Render(), nil
 	}
 	d, err := v.doc.At(heads) // the current epoch: no archive to load
 	if errors.Is(err, blocks.ErrOutOfRange) {

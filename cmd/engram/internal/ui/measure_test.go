@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -29,32 +30,29 @@ func TestMeasureLargestBlock(t *testing.T) {
 		t.Skip("set ENGRAM_UI_MEASURE=1")
 	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "big.db")
+	path := os.Getenv("ENGRAM_UI_MEASURE_DB")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "engram-ui-measure.db")
+	}
+	if os.Getenv("ENGRAM_UI_MEASURE_CREATE") == "1" {
+		createLargestBlock(t, path)
+		return
+	}
+	if _, err := os.Stat(path); err != nil {
+		// Made in another process, so this one starts with none of the
+		// memory that making it took.
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMeasureLargestBlock$", "-test.v")
+		cmd.Env = append(os.Environ(), "ENGRAM_UI_MEASURE_CREATE=1", "ENGRAM_UI_MEASURE_DB="+path)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("create the store: %v\n%s", err, out)
+		}
+	}
+	// A fresh store, as "engram ui" opens it.
 	s, err := memory.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var b strings.Builder
-	for i := 0; b.Len() < blocks.MaxCharLimit-20_000; i++ {
-		fmt.Fprintf(&b, "Line %d: the quick brown fox jumps over the lazy dog.\n", i)
-	}
-	if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("created the block: RSS %s", rss())
-	for i := range 30 {
-		if err := s.ApplyEdit(ctx, "ada", "", "big", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("edited the block: RSS %s", rss())
-	s.Close()
-	// A fresh store, as "engram ui" opens it.
-	s, err = memory.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv, err := New(s, &Options{Token: testToken})
 	if err != nil {
 		t.Fatal(err)
@@ -116,15 +114,61 @@ func TestMeasureLargestBlock(t *testing.T) {
 	lt, _ := view("/proposals")
 	wg.Wait()
 	t.Logf("three at once: %v; /proposals meanwhile: %v; peak heap %d MB, RSS %s", times, lt.Round(time.Millisecond), peakHeap.Load()>>20, rss())
-	// The first change's diff, on demand.
+	// Diffs on demand: one, then three at once.
 	hist, _ := s.BlockHistory(ctx, "ada", "ada", "big")
-	if len(hist) > 0 {
-		d, _ = view("/blocks/ada/big/diff?change=" + hist[len(hist)-1].Hash)
-		t.Logf("one diff on demand: %v", d.Round(time.Millisecond))
+	d, _ = view("/blocks/ada/big/changes/" + hist[len(hist)-1].Hash)
+	t.Logf("one diff on demand: %v; peak heap %d MB, RSS %s", d.Round(time.Millisecond), peakHeap.Load()>>20, rss())
+	codes := make([]int, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res, err := client.Get(ts.URL + "/blocks/ada/big/changes/" + hist[len(hist)-2-i].Hash)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			codes[i], times[i] = res.StatusCode, time.Since(start)
+		}()
 	}
+	time.Sleep(100 * time.Millisecond)
+	var light []time.Duration
+	for _, p := range []string{"/proposals", "/blocks/ada/big", "/"} {
+		d, _ := view(p)
+		light = append(light, d.Round(time.Millisecond))
+	}
+	wg.Wait()
+	t.Logf("three diffs at once: %v, status %v; meanwhile /proposals, the block page, /: %v; peak heap %d MB, RSS %s",
+		times, codes, light, peakHeap.Load()>>20, rss())
 	runtime.GC()
 	time.Sleep(200 * time.Millisecond)
 	t.Logf("after GC: heap %d MB, RSS %s", heapMB(), rss())
+}
+
+// createLargestBlock makes a store with one block at the character cap
+// and 30 edits after its creation.
+func createLargestBlock(t *testing.T, path string) {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for i := 0; b.Len() < blocks.MaxCharLimit-20_000; i++ {
+		fmt.Fprintf(&b, "Line %d: the quick brown fox jumps over the lazy dog.\n", i)
+	}
+	if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := s.ApplyEdit(ctx, "ada", "", "big", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func heapMB() uint64 {
