@@ -17,21 +17,23 @@ import (
 // requests.
 const renderCacheBytes = 32 << 20
 
-// heavy runs f, which computes historical versions of a large block, once
-// no other such work runs, within Options.HeavyTimeout (waiting included).
-// Each historical version is a full in-memory copy of the block (an
-// automerge fork): one at a time bounds the memory a burst of requests can
-// take, and pages that need none are served meanwhile. The copies are
-// released by finalizers, which only a garbage collection runs; the Go
-// heap barely grows while the copies live outside it, so a collection is
-// forced afterwards rather than left to chance.
+// heavy runs f, which computes historical versions of a large block,
+// once no other such work runs: it waits at most Options.HeavyTimeout for
+// its turn, and f gets a context that ends HeavyTimeout later (checked
+// between versions; versions already computed stay cached, so trying again
+// goes on from there). Each historical version is a full in-memory copy of
+// the block (an automerge fork): one at a time bounds the memory a burst
+// of requests can take, and pages that need none are served meanwhile.
+// The copies are released by finalizers, which only a garbage collection
+// runs; the Go heap barely grows while the copies live outside it, so a
+// collection is forced afterwards rather than left to chance.
 func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)
+	wait, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)
 	defer cancel()
 	select {
 	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	case <-wait.Done():
+		if ctx.Err() == nil {
 			return fmt.Errorf("%w: another view of a large block's history is being computed; try again in a moment", ErrBusy)
 		}
 		return ctx.Err()
@@ -40,9 +42,11 @@ func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) e
 		debug.FreeOSMemory()
 		<-s.slots
 	}()
-	if err := f(ctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: the history view took longer than %v", ErrBusy, s.opts.HeavyTimeout)
+	work, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)
+	defer cancel()
+	if err := f(work); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("%w: the history view took longer than %v; try again to continue from what was computed", ErrBusy, s.opts.HeavyTimeout)
 		}
 		return err
 	}

@@ -219,7 +219,9 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		cr := describeChange(hist, i)
 		if !vs.large {
 			// A small block: every version is cheap, diff inline.
-			s.diffChange(ctx, vs, hist, i, &cr)
+			if err := s.diffChange(ctx, vs, hist, i, &cr); err != nil {
+				cr.DiffErr = err.Error()
+			}
 		}
 		d.Changes = append(d.Changes, cr)
 	}
@@ -255,8 +257,10 @@ func describeChange(hist []blocks.Change, i int) changeRow {
 }
 
 // diffChange fills in the diff of change i of hist: the block rendered
-// before it (at its dependencies) against after it.
-func (s *Server) diffChange(ctx context.Context, vs *versions, hist []blocks.Change, i int, cr *changeRow) {
+// before it (at its dependencies) against after it. A version that cannot
+// be rendered is shown as the row's error; only a context error is
+// returned.
+func (s *Server) diffChange(ctx context.Context, vs *versions, hist []blocks.Change, i int, cr *changeRow) error {
 	deps := hist[i].Deps
 	if hist[i].Op == blocks.OpRebase && i > 0 {
 		// A new epoch starts from the value the last epoch ended with.
@@ -265,12 +269,16 @@ func (s *Server) diffChange(ctx context.Context, vs *versions, hist []blocks.Cha
 	before, err1 := vs.at(ctx, deps)
 	after, err2 := vs.at(ctx, []string{hist[i].Hash})
 	if err := errors.Join(err1, err2); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return err
+		}
 		cr.DiffErr = err.Error()
-		return
+		return nil
 	}
 	cr.Diff = diffText(before, after, 60)
 	cr.Changed = changed(cr.Diff)
 	cr.Diff = clipSpans(cr.Diff, s.opts.MaxChars)
+	return nil
 }
 
 type changeData struct {
@@ -305,8 +313,7 @@ func (s *Server) handleChange(w http.ResponseWriter, r *http.Request) {
 	d := changeData{Info: doc.Info(), Change: describeChange(hist, i), Total: len(hist)}
 	vs := s.versions(owner, label, doc)
 	err = vs.run(ctx, func(ctx context.Context) error {
-		s.diffChange(ctx, vs, hist, i, &d.Change)
-		return ctx.Err()
+		return s.diffChange(ctx, vs, hist, i, &d.Change)
 	})
 	if err != nil {
 		s.failErr(w, r, "Change", err)
