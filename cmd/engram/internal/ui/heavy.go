@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -93,6 +94,12 @@ func (v *versions) at(ctx context.Context, heads []string) (string, error) {
 	}
 	r := d.Render()
 	v.s.renders.put(key, r)
+	if v.large {
+		// Let the copy's finalizer free it before the next one is made:
+		// one copy at a time, not two.
+		d = nil
+		runtime.GC()
+	}
 	return r, nil
 }
 
