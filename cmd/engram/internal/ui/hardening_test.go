@@ -355,7 +355,7 @@ func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona")
-	srv, err := New(f.store, &Options{Token: "heavy-token", InlineDiffChars: 10, HeavyTimeout: 200 * time.Millisecond})
+	srv, err := New(f.store, &Options{Token: "heavy-token", InlineDiffChars: 10, HeavyTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 		t.Errorf("heavy request while another runs: %d, Retry-After %q; want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the refused request took %v (HeavyTimeout 200ms)", d)
+		t.Errorf("the refused request took %v (HeavyTimeout 1s)", d)
 	}
 	for _, p := range []string{"/", "/proposals", "/blocks/ada/persona", "/agents/ada"} {
 		start := time.Now()
@@ -399,5 +399,53 @@ func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 	<-srv.slots
 	if res := get(change); res.StatusCode != 200 {
 		t.Errorf("the change once the slot is free: %d", res.StatusCode)
+	}
+}
+
+// A large block's proposal preview is computed as heavy work once, then
+// kept while the block does not change: the live proposals page does not
+// fork the block again on every refresh.
+func TestLargeBlockProposalPreviewIsKept(t *testing.T) {
+	f := newFixture(t)
+	srv, err := New(f.store, &Options{Token: "preview-token", InlineDiffChars: 10, HeavyTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	res, err := noRedirect.Get(ts.URL + "/?token=preview-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	cookie := sessionCookie(t, srv, res)
+	get := func() string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/proposals", nil)
+		req.AddCookie(cookie)
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	const preview = "<ins> Bring the budget.</ins>"
+	if body := get(); !strings.Contains(body, preview) {
+		t.Fatalf("no preview of the proposal on the large block:\n%s", excerpt(body))
+	}
+	srv.slots <- struct{}{} // heavy work would now be refused
+	defer func() { <-srv.slots }()
+	if body := get(); !strings.Contains(body, preview) {
+		t.Fatalf("the preview was computed again (busy) instead of kept:\n%s", excerpt(body))
+	}
+	// Once the block changes, the preview is computed again (here: busy).
+	if err := f.store.UpdateBlockText(context.Background(), "ada", "notes", "Meeting on Tuesday."); err != nil {
+		t.Fatal(err)
+	}
+	if body := get(); !strings.Contains(body, "busy") {
+		t.Errorf("a preview of a changed block was not recomputed:\n%s", excerpt(body))
 	}
 }

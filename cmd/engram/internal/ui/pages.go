@@ -454,9 +454,26 @@ func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow
 		if err != nil {
 			return err
 		}
-		// The preview forks the block: a full copy, heavy for a large one.
-		return s.versions(p.Owner, p.Label, doc).run(ctx, func(ctx context.Context) (err error) {
+		// The preview forks the block: a full copy, heavy for a large one,
+		// so a large block's previews are kept for as long as the block
+		// does not change (live pages fetch the queue again on every
+		// change anywhere).
+		vs := s.versions(p.Owner, p.Label, doc)
+		key := fmt.Sprintf("proposal\x00%d\x00%s\x00", p.ID, strings.Join(doc.Heads(), ","))
+		if vs.large {
+			b, ok1 := s.renders.get(key + "before")
+			a, ok2 := s.renders.get(key + "after")
+			if ok1 && ok2 {
+				before, after = b, a
+				return nil
+			}
+		}
+		return vs.run(ctx, func(ctx context.Context) (err error) {
 			before, after, err = ProposalDiff(ctx, s.store, p)
+			if err == nil && vs.large {
+				s.renders.put(key+"before", before)
+				s.renders.put(key+"after", after)
+			}
 			return err
 		})
 	}()
