@@ -18,6 +18,7 @@ type toolDef struct {
 	name     string
 	desc     string
 	params   *jsonschema.Schema
+	hints    Hints
 	nullable map[string]bool // required arguments that may be JSON null
 	newArgs  func() any
 	handler  func(ctx context.Context, ts *Toolset, args any) (Result, error)
@@ -42,7 +43,39 @@ func define[A any](name, desc string, nullable []string, run func(context.Contex
 }
 
 func (d *toolDef) tool() Tool {
-	return Tool{Name: d.name, Description: d.desc, Parameters: d.params}
+	return Tool{Name: d.name, Description: d.desc, Parameters: d.params, Hints: d.hints}
+}
+
+// with sets the tool's hints.
+func (d *toolDef) with(h Hints) *toolDef {
+	d.hints = h
+	return d
+}
+
+// typed replaces the schema of property prop (one that accepts any JSON
+// in Go, such as a json.RawMessage) with s, keeping its description.
+func (d *toolDef) typed(prop string, s *jsonschema.Schema) *toolDef {
+	if old, ok := d.params.Properties.Get(prop); ok {
+		s.Description = old.Description
+	}
+	d.params.Properties.Set(prop, s)
+	return d
+}
+
+// jsonValue is the schema of a property that takes one JSON value of the
+// given kinds: an anyOf of the JSON types (disjoint, so it means the same
+// as oneOf; anyOf is what function-calling APIs accept). "array" is an
+// array of scalars, as list fields hold; "object" any object.
+func jsonValue(kinds ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{}
+	for _, k := range kinds {
+		sub := &jsonschema.Schema{Type: k}
+		if k == "array" {
+			sub.Items = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}}}
+		}
+		s.AnyOf = append(s.AnyOf, sub)
+	}
+	return s
 }
 
 func (d *toolDef) run(ctx context.Context, ts *Toolset, args any) (Result, error) {

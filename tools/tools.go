@@ -57,6 +57,25 @@ type Tool struct {
 	Name        string
 	Description string
 	Parameters  *jsonschema.Schema
+	// Hints describe the tool's effect for hosts that show or gate calls
+	// (MCP tool annotations); they are not part of Definition.
+	Hints Hints
+}
+
+// Hints describe what a tool does to memory, in the terms of MCP tool
+// annotations. Every tool acts only on the agent's own memory store (a
+// closed world).
+type Hints struct {
+	// Title is a short human-readable name.
+	Title string
+	// ReadOnly: the tool changes nothing.
+	ReadOnly bool
+	// Destructive: the tool may overwrite or remove what memory holds;
+	// false for tools that only add (meaningful when not ReadOnly).
+	Destructive bool
+	// Idempotent: calling it again with the same arguments has no further
+	// effect (meaningful when not ReadOnly).
+	Idempotent bool
 }
 
 // Definition returns the tool in OpenAI function-calling format:

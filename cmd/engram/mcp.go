@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/tools"
 )
@@ -57,8 +60,16 @@ func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
 // resourceList is what the server lists as resources, and the agent's
 // BlocksStamp read before that listing (see watchResources).
 type resourceList struct {
-	uris  map[string]string // URI → description
+	uris  map[string]listedBlock // URI → what was listed
 	stamp memory.BlocksStamp
+}
+
+// listedBlock is what the server last saw of a listed block: its
+// description, and a digest of its rendered content, to tell subscribers
+// when it changed.
+type listedBlock struct {
+	desc    string
+	content [sha256.Size]byte
 }
 
 // newMCPServerListed is newMCPServer, also returning the resource list it
@@ -70,12 +81,25 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 	if err != nil {
 		return nil, listed, err
 	}
+	read := blockReader(store, agent)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: version}, &mcp.ServerOptions{
-		Instructions: fmt.Sprintf("Memory tools of agent %q: edit its memory blocks, store and search archival notes, search the conversation.", agent),
+		Instructions: fmt.Sprintf("Memory tools of agent %q: edit its memory blocks, store and search archival notes, search the conversation. "+
+			"The prompt %q returns the agent's built memory context.", agent, contextPrompt),
+		// Everything here is one agent's private memory: no shared cache
+		// may keep it (the SDK's default scope is "public").
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+		// A subscription is accepted for a block the agent can read now;
+		// watchResources sends notifications/resources/updated when it
+		// changes, whoever changed it.
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			_, err := read(ctx, &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: req.Params.URI}})
+			return err
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	for _, t := range ts.Tools() {
 		name := t.Name
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters},
+		srv.AddTool(mcpTool(t),
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				args := req.Params.Arguments
 				if len(args) == 0 {
@@ -91,10 +115,16 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}, nil
 			})
 	}
+	srv.AddPrompt(&mcp.Prompt{Name: contextPrompt, Title: "Memory context",
+		Description: fmt.Sprintf("The memory context of agent %q as its model would get it (memory blocks, skills, tool rules, environment, "+
+			"and with message, the archival memories recalled for it), as one user message. The conversation history is left out: the host has its own.", agent),
+		Arguments: []*mcp.PromptArgument{
+			{Name: "message", Title: "Current message", Description: "The user's current message: recalls the archival memories relevant to it."},
+			{Name: "model", Title: "Model", Description: "Model name for the token budget and tokenizer (default gpt-4o)."},
+		}}, contextHandler(store, ts))
 	// Blocks are resolved when read, so a block created after the server
 	// started can be read at once; the list is kept current by
 	// watchResources.
-	read := blockReader(store, agent)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "engram://{owner}/{label}", Name: "block",
 		Description: "A memory block the agent can see: its own (owner = the agent) or one shared with it.", MIMEType: "text/plain"}, read)
 	// The stamp is read before listing, so a change racing the listing
@@ -102,40 +132,103 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 	if listed.stamp, err = store.BlocksStamp(context.Background(), agent); err != nil {
 		return nil, listed, err
 	}
-	if listed.uris, err = syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
+	if listed.uris, _, err = syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
 		return nil, listed, err
 	}
 	return srv, listed, nil
 }
 
+// contextPrompt is the name of the prompt that returns the built context.
+const contextPrompt = "context"
+
+// mcpTool is t as an MCP tool, with its hints as annotations. Every memory
+// tool works on the agent's store only: a closed world.
+func mcpTool(t tools.Tool) *mcp.Tool {
+	destructive, openWorld := t.Hints.Destructive, false
+	return &mcp.Tool{Name: t.Name, Title: t.Hints.Title, Description: t.Description, InputSchema: t.Parameters,
+		Annotations: &mcp.ToolAnnotations{Title: t.Hints.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: &destructive,
+			IdempotentHint: t.Hints.Idempotent || t.Hints.ReadOnly, OpenWorldHint: &openWorld}}
+}
+
+// contextHandler builds agent's context for the context prompt: the
+// builder's defaults with the memory tools (so the environment and tool
+// rules name them), the environment, and recall when a message is given.
+func contextHandler(store *memory.Cache, ts *tools.Toolset) mcp.PromptHandler {
+	agent := ts.Agent()
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		model := strings.TrimSpace(req.Params.Arguments["model"])
+		if model == "" {
+			model = "gpt-4o"
+		}
+		cfg := builder.DefaultConfig()
+		message := strings.TrimSpace(req.Params.Arguments["message"])
+		if message != "" {
+			cfg.Recall = &builder.RecallOptions{}
+		}
+		var list builder.ToolList
+		for _, t := range ts.Tools() {
+			bt, err := builder.NewTool(t.Name, t.Description, t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("build the context of %q: tool %q: %w", agent, t.Name, err)
+			}
+			list = append(list, bt)
+		}
+		b := builder.New(store, cfg).ForAgent(agent).WithModelInfo(builder.ModelInfoFor(model)).
+			WithTools(list).WithEnvironment(builder.Environment{})
+		if message != "" {
+			b = b.WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: message})
+		}
+		built, err := b.Build(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("build the context of %q: %w", agent, err)
+		}
+		text := built.System
+		if text == "" && len(built.Messages) > 0 {
+			// A model without a system role gets it as the first message.
+			text = built.Messages[0].Content
+		}
+		return &mcp.GetPromptResult{
+			Description: fmt.Sprintf("Memory context of %q for %s: %d tokens of system prompt.", agent, model, built.Metadata.Tokens.System),
+			Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
+		}, nil
+	}
+}
+
 // syncResources makes the server's resource list the blocks agent sees
 // now, adding and removing only what changed (each change notifies
-// subscribed clients with notifications/resources/list_changed). It
-// returns the URIs listed.
-func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, listed map[string]string,
-	read mcp.ResourceHandler) (map[string]string, error) {
+// clients with notifications/resources/list_changed). It returns the
+// blocks listed, and the URIs whose content or description changed or
+// which went away since listed (for notifications/resources/updated).
+func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, listed map[string]listedBlock,
+	read mcp.ResourceHandler) (map[string]listedBlock, []string, error) {
 	own, err := store.ListBlocks(ctx, agent)
 	if err != nil {
-		return listed, err
+		return listed, nil, err
 	}
 	shared, err := store.ListSharedBlocks(ctx, agent)
 	if err != nil {
-		return listed, err
+		return listed, nil, err
 	}
 	all := own
 	for _, s := range shared {
 		all = append(all, s.BlockMeta)
 	}
-	now := map[string]string{}
+	now := map[string]listedBlock{}
+	var updated []string
 	for _, m := range all {
 		desc := m.Description
 		if m.SharedFrom != "" {
 			desc = strings.TrimSpace(desc + fmt.Sprintf(" (shared from %s, %s)", m.SharedFrom, m.Permission))
 		}
 		uri := blockURI(m.Owner, m.Label)
-		now[uri] = desc
-		if old, ok := listed[uri]; !ok || old != desc {
+		lb := listedBlock{desc: desc, content: sha256.Sum256([]byte(m.Rendered))}
+		now[uri] = lb
+		old, ok := listed[uri]
+		if !ok || old.desc != desc {
 			srv.AddResource(&mcp.Resource{URI: uri, Name: m.Label, Description: desc, MIMEType: "text/plain"}, read)
+		}
+		if ok && old != lb {
+			updated = append(updated, uri)
 		}
 	}
 	var gone []string
@@ -147,12 +240,15 @@ func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, ag
 	if len(gone) > 0 {
 		srv.RemoveResources(gone...)
 	}
-	return now, nil
+	sort.Strings(gone)
+	return now, append(updated, gone...), nil
 }
 
 // watchResources re-lists the agent's blocks whenever its BlocksStamp
 // changes from the one the list it starts from was read at, until ctx
-// ends.
+// ends, and tells subscribers of a block that changed or went away
+// (notifications/resources/updated; the SDK sends it only to sessions
+// subscribed to that URI).
 func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, from resourceList, every time.Duration) {
 	read := blockReader(store, agent)
 	last, listed := from.stamp, from.uris
@@ -169,8 +265,13 @@ func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, a
 			continue
 		}
 		// As above: the new stamp was read before this listing.
-		if l, err := syncResources(ctx, srv, store, agent, listed, read); err == nil {
-			listed, last = l, st
+		l, updated, err := syncResources(ctx, srv, store, agent, listed, read)
+		if err != nil {
+			continue
+		}
+		listed, last = l, st
+		for _, uri := range updated {
+			srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
 	codeInternalError  = -32603
 )
 
@@ -364,6 +365,13 @@ func (c *framedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Go errors with code 0.
 func (c *framedConn) fixError(resp *jsonrpc.Response) {
 	if resp.Error == nil {
+		return
+	}
+	if msg := resp.Error.Error(); strings.Contains(msg, `missing required "params"`) {
+		// The SDK calls a request without params (tools/call,
+		// resources/read, prompts/get, ...) an invalid request; JSON-RPC
+		// calls missing method parameters invalid params.
+		resp.Error = &jsonrpc.Error{Code: codeInvalidParams, Message: `invalid params: this method needs "params" (an object), none or null was sent`}
 		return
 	}
 	var we *jsonrpc.Error

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
@@ -50,7 +49,7 @@ func cmdUI(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(a.stderr, "engram ui: warning: listening on %s, reachable from other machines; the token is the only protection and HTTP is not encrypted\n", tcp)
 	}
 	link := srv.URL("http://" + net.JoinHostPort(host, fmt.Sprint(tcp.Port)))
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	db := redact.Target(a.db)

@@ -10,10 +10,13 @@
 // CDN.
 //
 // Security model: the server is meant for loopback. Every request must
-// carry the server's random token, first in the URL printed at start (the
-// token is then moved into an HttpOnly, SameSite=Strict cookie and
-// stripped from the address bar) and afterwards in that cookie; anything
-// else gets 401. State-changing requests (approve, reject, restore) are
+// carry the server's random token, first in the URL printed at start,
+// which signs in once (the browser gets an HttpOnly, SameSite=Strict
+// session cookie holding a separate secret, and the token is stripped from
+// the address bar), and afterwards that cookie; anything else gets 401.
+// Redirects go to local paths only. HTTPServer adds read-header, read and
+// idle timeouts. Historical versions of a large block are computed on
+// demand, one request at a time, within Options.HeavyTimeout. State-changing requests (approve, reject, restore) are
 // POSTs that must carry a CSRF token derived from the secret and pass
 // net/http's cross-origin protection. Memory content is hostile input: it
 // is only ever written through html/template's contextual escaping, and a

@@ -10,4 +10,7 @@ var (
 	// ErrNoAgentLister is returned by New and Agents for a store that
 	// cannot list its agents (it has no Admin method).
 	ErrNoAgentLister = errors.New("ui: store cannot list agents (it has no Admin method)")
+	// ErrBusy is shown as a 503 page when a view of a large block's history
+	// could not be computed within Options.HeavyTimeout.
+	ErrBusy = errors.New("ui: busy")
 )

@@ -184,8 +184,11 @@ func (s *Server) subscribe(owner, label string, doc *blocks.Document) {
 // handleEvents streams changes as server-sent events named "change".
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	// A stream lives as long as the page; no write deadline applies.
+	// A stream lives as long as the page: no write deadline applies, and
+	// the read deadline (HTTPServer's ReadTimeout, against slow request
+	// bodies) must not cancel it either.
 	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

@@ -140,6 +140,9 @@ type blockData struct {
 	At         *changeRow
 	AtContent  clipped
 	Restorable bool
+	// LinkDiffs: the block is large; each change links to its diff
+	// instead of showing it.
+	LinkDiffs  bool
 	Changes    []changeRow
 	Total      int
 	Page       int
@@ -183,43 +186,21 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Total = len(hist)
-	renders := map[string]string{}
-	renderAt := func(heads []string) (string, error) {
-		if len(heads) == 0 {
-			return "", nil
-		}
-		k := strings.Join(heads, ",")
-		if v, ok := renders[k]; ok {
-			return v, nil
-		}
-		v, err := doc.At(heads) // the current epoch: no archive to load
-		if errors.Is(err, blocks.ErrOutOfRange) {
-			v, err = s.store.BlockAt(ctx, owner, owner, label, heads)
-		}
-		if err != nil {
-			return "", err
-		}
-		renders[k] = v.Render()
-		return renders[k], nil
-	}
-	describe := func(i int) changeRow {
-		c := hist[i]
-		cr := changeRow{Change: c, Short: c.Hash[:min(12, len(c.Hash))], Index: i + 1}
-		cr.Target = c.Section
-		if c.Field != "" {
-			cr.Target = strings.Trim(cr.Target+"."+c.Field, ".")
-		}
-		return cr
-	}
+	vs := s.versions(owner, label, doc)
+	d.LinkDiffs = vs.large
 	if at := q.Get("at"); at != "" {
 		i := slices.IndexFunc(hist, func(c blocks.Change) bool { return c.Hash == at })
 		if i < 0 {
 			s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("Block %q of agent %q has no change %q.", label, owner, at))
 			return
 		}
-		cr := describe(i)
+		cr := describeChange(hist, i)
 		d.At = &cr
-		v, err := renderAt([]string{at})
+		var v string
+		err := vs.run(ctx, func(ctx context.Context) (err error) {
+			v, err = vs.at(ctx, []string{at})
+			return err
+		})
 		if err != nil {
 			s.failErr(w, r, "As-of view", err)
 			return
@@ -235,20 +216,12 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	hi := len(hist) - (d.Page-1)*per
 	lo := max(0, hi-per)
 	for i := hi - 1; i >= lo; i-- {
-		cr := describe(i)
-		deps := hist[i].Deps
-		if hist[i].Op == blocks.OpRebase && i > 0 {
-			// A new epoch starts from the value the last epoch ended with.
-			deps = epochHeads(hist[:i], hist[i-1].Epoch)
-		}
-		before, err1 := renderAt(deps)
-		after, err2 := renderAt([]string{hist[i].Hash})
-		if err := errors.Join(err1, err2); err != nil {
-			cr.DiffErr = err.Error()
-		} else {
-			cr.Diff = diffText(before, after, 60)
-			cr.Changed = changed(cr.Diff)
-			cr.Diff = clipSpans(cr.Diff, s.opts.MaxChars)
+		cr := describeChange(hist, i)
+		if !vs.large {
+			// A small block: every version is cheap, diff inline.
+			if err := s.diffChange(ctx, vs, hist, i, &cr); err != nil {
+				cr.DiffErr = err.Error()
+			}
 		}
 		d.Changes = append(d.Changes, cr)
 	}
@@ -270,6 +243,84 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "block", page{Title: "Block " + label + " of " + owner, Nav: "agents",
 		Live: []string{owner}, Flash: flash(q), Data: d})
+}
+
+// describeChange is the row of change i of hist, without its diff.
+func describeChange(hist []blocks.Change, i int) changeRow {
+	c := hist[i]
+	cr := changeRow{Change: c, Short: c.Hash[:min(12, len(c.Hash))], Index: i + 1}
+	cr.Target = c.Section
+	if c.Field != "" {
+		cr.Target = strings.Trim(cr.Target+"."+c.Field, ".")
+	}
+	return cr
+}
+
+// diffChange fills in the diff of change i of hist: the block rendered
+// before it (at its dependencies) against after it. A version that cannot
+// be rendered is shown as the row's error; only a context error is
+// returned.
+func (s *Server) diffChange(ctx context.Context, vs *versions, hist []blocks.Change, i int, cr *changeRow) error {
+	deps := hist[i].Deps
+	if hist[i].Op == blocks.OpRebase && i > 0 {
+		// A new epoch starts from the value the last epoch ended with.
+		deps = epochHeads(hist[:i], hist[i-1].Epoch)
+	}
+	before, err1 := vs.at(ctx, deps)
+	after, err2 := vs.at(ctx, []string{hist[i].Hash})
+	if err := errors.Join(err1, err2); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return err
+		}
+		cr.DiffErr = err.Error()
+		return nil
+	}
+	cr.Diff = diffText(before, after, 60)
+	cr.Changed = changed(cr.Diff)
+	cr.Diff = clipSpans(cr.Diff, s.opts.MaxChars)
+	return nil
+}
+
+type changeData struct {
+	Info   blocks.Info
+	Change changeRow
+	Total  int
+}
+
+// handleChange shows one change of a block with its diff: how a large
+// block's page offers its diffs, one request each.
+func (s *Server) handleChange(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	owner, label, hash := r.PathValue("owner"), r.PathValue("label"), r.PathValue("hash")
+	if _, ok := s.agentList(w, r, owner); !ok {
+		return
+	}
+	doc, err := s.docFor(ctx, owner, label)
+	if err != nil {
+		s.failErr(w, r, "Block", err)
+		return
+	}
+	hist, err := s.store.BlockHistory(ctx, owner, owner, label)
+	if err != nil {
+		s.failErr(w, r, "Block history", err)
+		return
+	}
+	i := slices.IndexFunc(hist, func(c blocks.Change) bool { return c.Hash == hash })
+	if i < 0 {
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("Block %q of agent %q has no change %q.", label, owner, hash))
+		return
+	}
+	d := changeData{Info: doc.Info(), Change: describeChange(hist, i), Total: len(hist)}
+	vs := s.versions(owner, label, doc)
+	err = vs.run(ctx, func(ctx context.Context) error {
+		return s.diffChange(ctx, vs, hist, i, &d.Change)
+	})
+	if err != nil {
+		s.failErr(w, r, "Change", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "change", page{Title: fmt.Sprintf("Change #%d of %s", i+1, label), Nav: "agents",
+		Live: []string{owner}, Data: d})
 }
 
 // epochHeads returns the heads an epoch ended with: its changes (in hist)
@@ -397,7 +448,35 @@ func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow
 	if p.Status != "pending" {
 		return pr
 	}
-	before, after, err := ProposalDiff(ctx, s.store, p)
+	var before, after string
+	err := func() error {
+		doc, err := s.store.GetBlock(ctx, p.Owner, p.Label)
+		if err != nil {
+			return err
+		}
+		// The preview forks the block: a full copy, heavy for a large one,
+		// so a large block's previews are kept for as long as the block
+		// does not change (live pages fetch the queue again on every
+		// change anywhere).
+		vs := s.versions(p.Owner, p.Label, doc)
+		key := fmt.Sprintf("proposal\x00%d\x00%s\x00", p.ID, strings.Join(doc.Heads(), ","))
+		if vs.large {
+			b, ok1 := s.renders.get(key + "before")
+			a, ok2 := s.renders.get(key + "after")
+			if ok1 && ok2 {
+				before, after = b, a
+				return nil
+			}
+		}
+		return vs.run(ctx, func(ctx context.Context) (err error) {
+			before, after, err = ProposalDiff(ctx, s.store, p)
+			if err == nil && vs.large {
+				s.renders.put(key+"before", before)
+				s.renders.put(key+"after", after)
+			}
+			return err
+		})
+	}()
 	if err != nil {
 		pr.DiffErr = err.Error()
 		return pr
@@ -462,7 +541,7 @@ func (s *Server) handleDecide(approve bool) http.HandlerFunc {
 		}
 		s.live.poke()
 		back := "/proposals"
-		if ret := r.PostForm.Get("return"); strings.HasPrefix(ret, "/blocks/") {
+		if ret := r.PostForm.Get("return"); strings.HasPrefix(ret, "/blocks/") && isLocalPath(ret) {
 			back = ret
 		}
 		http.Redirect(w, r, back+"?done="+done+"&id="+strconv.FormatInt(id, 10), http.StatusSeeOther)

@@ -57,6 +57,21 @@ type Options struct {
 	HistoryPage int
 	// Logger receives request errors. Default: none (discarded).
 	Logger *slog.Logger
+	// InlineDiffChars is the largest block (in characters) whose page
+	// computes the diffs of its history page inline. A larger block's page
+	// lists its changes with a link each that computes that one diff:
+	// every historical version of a block is a full copy of it in memory.
+	// Default 65,536.
+	InlineDiffChars int
+	// HeavyTimeout bounds how long a request may wait for, and spend on,
+	// historical versions of a large block (an as-of view, a diff, a
+	// proposal's preview); such work runs one request at a time, and a
+	// request that cannot start in time gets 503. Other pages are served
+	// meanwhile. Default 30s.
+	HeavyTimeout time.Duration
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
+	// the http.Server that HTTPServer returns. Defaults 10s, 30s and 120s.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 }
 
 // Server is the web app over one store. It is an http.Handler; Close stops
@@ -68,6 +83,13 @@ type Server struct {
 	token   string
 	csrf    string
 	cookie  string
+	session string // the cookie's value: not the token, which works once
+
+	loginMu sync.Mutex
+	logins  map[string]bool // one-time sign-in tokens → not used yet
+
+	slots   chan struct{} // held while historical versions are computed
+	renders *renderCache
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
 	handler http.Handler
@@ -91,11 +113,11 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		o = *opts
 	}
 	if o.Token == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("ui: make token: %w", err)
+		t, err := randomHex()
+		if err != nil {
+			return nil, err
 		}
-		o.Token = hex.EncodeToString(b)
+		o.Token = t
 	}
 	o.Person = PersonName(o.Person)
 	adm, err := storeAdmin(store)
@@ -114,11 +136,27 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	if o.HistoryPage <= 0 {
 		o.HistoryPage = 20
 	}
+	if o.InlineDiffChars <= 0 {
+		o.InlineDiffChars = 64 << 10
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&o.HeavyTimeout, 30 * time.Second}, {&o.ReadHeaderTimeout, 10 * time.Second},
+		{&o.ReadTimeout, 30 * time.Second}, {&o.IdleTimeout, 120 * time.Second}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	session, err := randomHex()
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +169,10 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		// The cookie's name carries a hash of the token: cookies are not
 		// per port, so two servers on one host must not overwrite each
 		// other's.
-		cookie: "engram_ui_" + hex.EncodeToString(sum[:6]),
-		pages:  pages, mux: http.NewServeMux(), log: log, live: newHub(),
+		cookie:  "engram_ui_" + hex.EncodeToString(sum[:6]),
+		session: session, logins: map[string]bool{o.Token: true},
+		slots: make(chan struct{}, 1), renders: newRenderCache(renderCacheBytes),
+		pages: pages, mux: http.NewServeMux(), log: log, live: newHub(),
 		subs: map[string]func(){}, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	s.routes()
@@ -156,7 +196,15 @@ func PersonName(as string) string {
 	return as
 }
 
-// Token is the secret the printed URL carries.
+func randomHex() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("ui: make a secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Token is the secret the printed URL carries. It signs in once.
 func (s *Server) Token() string { return s.token }
 
 // Person is the name recorded for approvals and restores, with the
@@ -164,9 +212,33 @@ func (s *Server) Token() string { return s.token }
 func (s *Server) Person() string { return memory.HumanApprover + s.opts.Person }
 
 // URL is the address to open for a server listening at base (such as
-// "http://127.0.0.1:8080"): base with the token.
+// "http://127.0.0.1:8080"): base with the token. It signs in once: the
+// browser that opens it gets a session cookie, and the URL stops working
+// (LoginURL makes another).
 func (s *Server) URL(base string) string {
 	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(s.token)
+}
+
+// LoginURL is like URL with a new one-time token, for signing in another
+// browser.
+func (s *Server) LoginURL(base string) (string, error) {
+	t, err := randomHex()
+	if err != nil {
+		return "", err
+	}
+	s.loginMu.Lock()
+	s.logins[t] = true
+	s.loginMu.Unlock()
+	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(t), nil
+}
+
+// HTTPServer is an http.Server for the app with its timeouts (see
+// Options): a client that sends its headers or body slowly, or keeps an
+// idle connection, is cut off. There is no write timeout: event streams
+// last as long as their page.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout: s.opts.ReadTimeout, IdleTimeout: s.opts.IdleTimeout}
 }
 
 // Close stops the live-update loop, ends open event streams and cancels
@@ -188,6 +260,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /{$}", s.handleOverview)
 	m.HandleFunc("GET /agents/{agent}", s.handleAgent)
 	m.HandleFunc("GET /blocks/{owner}/{label}", s.handleBlock)
+	m.HandleFunc("GET /blocks/{owner}/{label}/changes/{hash}", s.handleChange)
 	m.HandleFunc("POST /blocks/{owner}/{label}/restore", s.handleRestore)
 	m.HandleFunc("GET /proposals", s.handleProposals)
 	m.HandleFunc("POST /proposals/{id}/approve", s.handleDecide(true))
@@ -196,7 +269,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /search", s.handleSearch)
 	m.HandleFunc("GET /events", s.handleEvents)
 	static, _ := fs.Sub(assets, "static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		// Files only: no directory listing.
+		if strings.HasSuffix(r.URL.Path, "/") {
+			s.fail(w, r, http.StatusNotFound, "Page not found", fmt.Sprintf("There is no page at %s.", r.URL.Path))
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "Page not found", fmt.Sprintf("There is no page at %s.", r.URL.Path))
 	})
@@ -212,32 +293,80 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
-	if c, err := r.Cookie(s.cookie); err == nil && s.validToken(c.Value) {
-		s.handler.ServeHTTP(w, r)
-		return
-	}
 	q := r.URL.Query()
-	if t := q.Get("token"); t != "" && s.validToken(t) {
-		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			// Take the token out of the address bar (and history) now that
-			// the cookie carries it.
-			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+	token := q.Get("token")
+	signedIn := false
+	if c, err := r.Cookie(s.cookie); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1 {
+		signedIn = true
+	} else if token != "" {
+		switch s.useLogin(token) {
+		case loginUsed:
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "401 unauthorized: this sign-in link was already used; it works once. "+
+				"Use the browser that opened it, or restart \"engram ui\" for a new link.\n")
 			return
+		case loginOK:
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			signedIn = true
 		}
-		s.handler.ServeHTTP(w, r)
+	}
+	if !signedIn {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, "401 unauthorized: open the URL that \"engram ui\" printed (it carries the access token).\n")
 		return
 	}
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusUnauthorized)
-	io.WriteString(w, "401 unauthorized: open the URL that \"engram ui\" printed (it carries the access token).\n")
+	if q.Has("token") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Take the token out of the address bar (and history) now that
+		// the cookie carries it, staying on this server.
+		q.Del("token")
+		target := r.URL.EscapedPath()
+		if !isLocalPath(target) {
+			target = "/"
+		}
+		if len(q) > 0 {
+			target += "?" + q.Encode()
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
 }
 
-func (s *Server) validToken(t string) bool {
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) == 1
+type loginResult int
+
+const (
+	loginInvalid loginResult = iota
+	loginOK
+	loginUsed
+)
+
+// useLogin checks a sign-in token and uses it up.
+func (s *Server) useLogin(t string) loginResult {
+	s.loginMu.Lock()
+	defer s.loginMu.Unlock()
+	for k, unused := range s.logins {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(k)) == 1 {
+			if !unused {
+				return loginUsed
+			}
+			s.logins[k] = false
+			return loginOK
+		}
+	}
+	return loginInvalid
+}
+
+// isLocalPath reports whether p is a path on this server a redirect may
+// go to: it starts with one slash, and no browser reads it as another host
+// ("//host", "/\host") or a scheme.
+func isLocalPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\x00\r\n\t") {
+		return false
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && !strings.HasPrefix(u.Path, "//")
 }
 
 // checkPost enforces the CSRF token on a state-changing request and
@@ -314,6 +443,9 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, what string, er
 		// The request cannot apply to memory as it is now (decided already,
 		// over the limit, an unknown change): the person's to resolve.
 		s.fail(w, r, http.StatusConflict, what+" failed", err.Error())
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", "5")
+		s.fail(w, r, http.StatusServiceUnavailable, what+": busy", err.Error())
 	case errors.Is(err, context.Canceled):
 		// The browser went away.
 	default:
