@@ -261,7 +261,7 @@ var kinds = map[ContentType]*kind{
 	},
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
-		fts: "fts_messages", vec: "vec_messages", bm25: "1.0",
+		fts: "fts_messages", vec: "vec_messages", bm25: "1.0, 0.5, 0.25",
 		result: `m.id, m.agent, '', m.content, '[]', ` + messageMeta + `, m.created_at, 0`,
 		text:   "m.content",
 	},

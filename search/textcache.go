@@ -181,7 +181,7 @@ type scoreBuf struct {
 var textWeights = map[ContentType][]float64{
 	Blocks:   {5.0, 2.0, 1.0},
 	Archival: {1.0, 2.0, 0.5},
-	Messages: {1.0},
+	Messages: {1.0, 0.5, 0.25},
 }
 
 // textRowQuery selects one kind's indexed columns: id, owner, created_at,
@@ -215,7 +215,8 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 			(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL),
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, 0, m.content, '[]', ` + messageMeta + ` FROM messages m`, key: "m.id"},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, 0, m.content, ` + messageContext + `, '[]', ` + messageMeta +
+			` FROM messages m ` + messageNeighbours, key: "m.id"},
 	},
 	PostgreSQL: {
 		Blocks: {sel: `SELECT b.id, b.owner, b.created_at, FALSE, b.label, b.description, b.rendered
@@ -227,9 +228,21 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null')),
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, FALSE, m.content, '[]', ` + pgResultMessageMeta + ` FROM messages m`, key: "m.id"},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, FALSE, m.content, ` + messageContext + `, '[]', ` + pgResultMessageMeta +
+			` FROM messages m ` + messageNeighbours, key: "m.id"},
 	},
 }
+
+// A message is indexed with the messages before and after it in its batch
+// as two weaker columns (SQLite migration 0015, PostgreSQL 0010): a turn
+// alone is a poor document when the words that find it are in the turn
+// before it. messageNeighbours joins them; messageContext selects their
+// text in the index's column order.
+const (
+	messageNeighbours = `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1`
+	messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+)
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}
