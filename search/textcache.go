@@ -229,7 +229,7 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, FALSE, m.content, ` + messageContext + `, '[]', ` + pgResultMessageMeta +
-			` FROM messages m ` + messageNeighbours, key: "m.id"},
+			` FROM messages m ` + pgMessageNeighbours, key: "m.id"},
 	},
 }
 
@@ -242,6 +242,11 @@ const (
 	messageNeighbours = `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
 		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1`
 	messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+	// On PostgreSQL seq +- 1 overflows BIGINT at the ends of its range, an
+	// error that would fail every load: engram_seq_step (migration 0010)
+	// is NULL there instead.
+	pgMessageNeighbours = `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = engram_seq_step(m.seq, -1)
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)`
 )
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).

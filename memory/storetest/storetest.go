@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,6 +47,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"MessagesTogether", testMessagesTogether},
 		{"Search", testSearch},
 		{"MessagesInContext", testMessagesInContext},
+		{"MessageSeqExtremes", testMessageSeqExtremes},
 		{"Cancelled", testCancelled},
 		{"ConcurrentAgents", testConcurrentAgents},
 		{"BlocksStamp", testBlocksStamp},
@@ -872,6 +874,38 @@ func testMessagesInContext(t *testing.T, open Opener) {
 	want = []string{"Caroline: The stories people shared.", "Melanie: That sounds powerful. What stayed with you?"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("search found %q, want %q", got, want)
+	}
+}
+
+// testMessageSeqExtremes: a message's seq may be any non-negative int,
+// the largest included, and its context is still its neighbours': the
+// index's seq - 1 and seq + 1 must not overflow (on PostgreSQL, BIGINT
+// arithmetic that overflows is an error, and once failed every append at
+// the end of the range and every load of the text cache).
+func testMessageSeqExtremes(t *testing.T, open Opener) {
+	s := open(t, nil)
+	defer s.Close()
+	out, err := memory.AgentOf(s, "a").Messages().AppendMany(ctx, []memory.Message{
+		{Role: memory.RoleUser, BatchID: "edge", Seq: math.MaxInt64 - 1, Content: "the penultimate albatross"},
+		{Role: memory.RoleAssistant, BatchID: "edge", Seq: math.MaxInt64, Content: "the final word"},
+	})
+	must(t, err)
+	for _, tc := range []struct {
+		query string
+		want  []int64
+	}{
+		{"albatross", []int64{out[0].ID, out[1].ID}}, // its own, then the message after it by its context
+		{"final", []int64{out[1].ID, out[0].ID}},
+	} {
+		res, err := s.Search(ctx, "a", tc.query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		must(t, err)
+		var got []int64
+		for _, r := range res {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("search %q found %v, want %v", tc.query, got, tc.want)
+		}
 	}
 }
 
