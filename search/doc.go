@@ -23,8 +23,11 @@
 // A message is indexed in its conversation: context_before and
 // context_after hold the messages before and after it in its batch (same
 // agent and batch_id, seq - 1 and seq + 1), so a turn is found by words
-// its neighbours hold, ranked below a turn that holds them itself. Results,
-// content and snippets are the message's own. The triggers rewrite a
+// its neighbours hold, at a lower weight than its own. The neighbours'
+// words also count in its length (bm25 normalises by all columns), so a
+// turn beside a long one scores lower for its own words than alone, and
+// can rank below a short turn that only neighbours them
+// (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite a
 // message's neighbours' entries when it arrives, changes or goes.
 //
 // Vectors need the embedder's dimension, so NewIndex creates them at run
