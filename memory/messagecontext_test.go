@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -71,6 +73,45 @@ func TestMessageContextMigration(t *testing.T) {
 		}
 		if len(got) != 2 || got[0] != "I adopted a greyhound called Comet." || got[1] != "What a lovely name!" {
 			t.Errorf("%s: after the migration, search found %q; want the message, then the reply found by its context", mode.name, got)
+		}
+		c.Close()
+	}
+}
+
+// TestMessageContextSeqFloor: a message at the lowest seq (possible
+// through Import, which takes a dump's seqs as they are) has no message
+// before it. On SQLite seq - 1 overflows there into a REAL equal to the
+// seq itself, which made the message its own context: two messages with
+// the same words, alone in their batches, must score alike.
+func TestMessageContextSeqFloor(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name string
+		opts *memory.Options
+	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
+		c := openFile(t, filepath.Join(t.TempDir(), "floor.db"), mode.opts)
+		if _, err := c.Import(ctx, &memory.Dump{Version: memory.DumpVersion, Messages: []memory.Message{
+			{Agent: "a", Role: memory.RoleUser, BatchID: "s", Seq: math.MinInt64, Content: "the lonely heron"},
+			{Agent: "a", Role: memory.RoleUser, BatchID: "t", Seq: 5, Content: "the lonely heron"},
+			{Agent: "a", Role: memory.RoleUser, BatchID: "u", Seq: 1, Content: "something else"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if mode.opts == nil {
+			if err := c.Index().WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := c.Search(ctx, "a", "lonely heron", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 2 || res[0].Source.BM25 != res[1].Source.BM25 {
+			var got []string
+			for _, r := range res {
+				got = append(got, fmt.Sprintf("%q batch %v: %g", r.Content, r.Metadata["batch_id"], r.Source.BM25))
+			}
+			t.Errorf("%s: %v; want two equal scores", mode.name, got)
 		}
 		c.Close()
 	}

@@ -26,14 +26,18 @@ CREATE VIRTUAL TABLE fts_messages USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
--- fts_messages_source is what fts_messages holds for each message.
+-- fts_messages_source is what fts_messages holds for each message. At the
+-- ends of seq's range seq - 1 and seq + 1 overflow into REALs, and the
+-- lowest seq's equals the seq itself: there is no neighbour there.
 CREATE VIEW fts_messages_source AS
 SELECT m.id, m.agent, m.batch_id, m.seq, m.content,
        COALESCE(p.content, '') AS context_before,
        COALESCE(n.content, '') AS context_after
 FROM messages m
 LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
-LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1;
+    AND m.seq > -9223372036854775808
+LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1
+    AND m.seq < 9223372036854775807;
 
 -- A new message: index it, and rewrite its neighbours' entries.
 CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN

@@ -160,6 +160,8 @@ func TestMessageContextFollowsHandEdits(t *testing.T) {
 	before := search.TextCacheAnswers(cached)
 	for _, q := range []string{
 		`UPDATE messages SET content = 'quince quince ' || content WHERE seq = 3`,
+		`UPDATE messages SET content = content || ' sage ' || seq WHERE agent = 'a' AND batch_id = 's1'`,
+		`UPDATE messages SET content = 'kale', seq = seq + 20 WHERE agent = 'b' AND batch_id = 's2' AND seq IN (1, 3, 5)`,
 		`UPDATE messages SET seq = seq + 100 WHERE agent = 'a' AND batch_id = 's2' AND seq IN (3, 5)`,
 		`UPDATE messages SET seq = 6 WHERE agent = 'a' AND batch_id = 's2' AND seq = 105`,
 		`UPDATE messages SET seq = 2 WHERE agent = 'a' AND batch_id = 's2' AND seq = 103`,

@@ -239,8 +239,12 @@ var textRows = map[Engine]map[ContentType]textRowQuery{
 // before it. messageNeighbours joins them; messageContext selects their
 // text in the index's column order.
 const (
+	// On SQLite, as fts_messages_source joins them (seq - 1 at the lowest
+	// seq overflows into a REAL equal to the seq itself).
 	messageNeighbours = `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
-		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1`
+			AND m.seq > -9223372036854775808
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1
+			AND m.seq < 9223372036854775807`
 	messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 	// On PostgreSQL seq +- 1 overflows BIGINT at the ends of its range, an
 	// error that would fail every load: engram_seq_step (migration 0010)

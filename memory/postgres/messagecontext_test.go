@@ -209,8 +209,9 @@ func TestMessageContextFollowsHandEditsPostgres(t *testing.T) {
 	}
 	if _, err := db.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES
 		('a', 'user', $1, 's3', 2, 1), ('a', 'user', $2, 's3', 1, 1), ('a', 'user', $3, 's3', 3, 1),
-		('a', 'user', $4, 'edge', 9223372036854775807, 1), ('a', 'user', $5, 'edge', 9223372036854775806, 1)`,
-		text(), text(), text(), text(), text()); err != nil {
+		('a', 'user', $4, 'edge', 9223372036854775807, 1), ('a', 'user', $5, 'edge', 9223372036854775806, 1),
+		('a', 'user', $6, 'floor', -9223372036854775808, 1), ('a', 'user', $7, 'floor', -9223372036854775807, 1)`,
+		text(), text(), text(), text(), text(), text(), text()); err != nil {
 		t.Fatal(err)
 	}
 	check := func(step string) {
@@ -246,6 +247,8 @@ func TestMessageContextFollowsHandEditsPostgres(t *testing.T) {
 	check("inserts")
 	for _, q := range []string{
 		`UPDATE messages SET content = 'quince quince ' || content WHERE seq = 3`,
+		`UPDATE messages SET content = content || ' sage ' || seq WHERE agent = 'a' AND batch_id = 's1'`,
+		`UPDATE messages SET content = 'kale', seq = seq + 20 WHERE agent = 'b' AND batch_id = 's2' AND seq IN (1, 3, 5)`,
 		`UPDATE messages SET seq = seq + 100 WHERE agent = 'a' AND batch_id = 's2' AND seq IN (3, 5)`,
 		`UPDATE messages SET seq = 6 WHERE agent = 'a' AND batch_id = 's2' AND seq = 105`,
 		`UPDATE messages SET seq = 2 WHERE agent = 'a' AND batch_id = 's2' AND seq = 103`,
