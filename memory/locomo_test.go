@@ -238,11 +238,14 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 		if !(r5 <= r10 && r10 <= r25) {
 			t.Errorf("recall not monotone in k: R@5 %.3f, R@10 %.3f, R@25 %.3f", r5, r10, r25)
 		}
-		if r10 < 0.5 {
-			t.Errorf("overall R@10 = %.3f, want at least 0.5", r10)
+		// Floors a step below what the default reaches on this half with
+		// messages indexed in context (docs/performance.md), so that losing
+		// the context columns (R@10 .63 without them) fails here.
+		if r10 < 0.74 {
+			t.Errorf("overall R@10 = %.3f, want at least 0.74", r10)
 		}
-		if r25 < 0.6 {
-			t.Errorf("overall R@25 = %.3f, want at least 0.6", r25)
+		if r25 < 0.8 {
+			t.Errorf("overall R@25 = %.3f, want at least 0.8", r25)
 		}
 	}
 }

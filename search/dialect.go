@@ -60,6 +60,11 @@ type Dialect interface {
 	// label, description, rendered; key is its id column, for a WHERE
 	// that picks rows by id.
 	IndexedBlocks() (query, key string)
+	// MessageNeighbours joins to messages m the messages before (p: seq
+	// - 1) and after (n: seq + 1) it in its batch, as the message
+	// full-text index pairs them: LEFT JOINs, no neighbour past either
+	// end of the seq range.
+	MessageNeighbours() string
 	// IndexBlocks re-indexes the blocks marked in fts_blocks_dirty (the
 	// writers only mark them) and clears the marks, through ex under the
 	// write lock.

@@ -10,7 +10,7 @@
 //
 //	fts_blocks    label, description, rendered   (content='blocks')
 //	fts_archival  content, tags_text, metadata_values (contentless: metadata values, not keys)
-//	fts_messages  content                        (content='messages')
+//	fts_messages  content, context_before, context_after (contentless; migration 0015)
 //
 // all with tokenize='porter unicode61 remove_diacritics 2'. Writers need no
 // indexing code for full-text search. Block text is the exception to
@@ -19,6 +19,16 @@
 // over blocks first re-indexes the dirty ones in one write transaction
 // (fts_blocks_indexed remembers what was indexed, for FTS5's delete). Every
 // search therefore still sees every persisted change.
+//
+// A message is indexed in its conversation: context_before and
+// context_after hold the messages before and after it in its batch (same
+// agent and batch_id, seq - 1 and seq + 1), so a turn is found by words
+// its neighbours hold, at a lower weight than its own. The neighbours'
+// words also count in its length (bm25 normalises by all columns), so a
+// turn beside a long one scores lower for its own words than alone, and
+// can rank below a short turn that only neighbours them
+// (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite a
+// message's neighbours' entries when it arrives, changes or goes.
 //
 // Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex
@@ -101,7 +111,8 @@
 //
 // Ranking by mode:
 //   - FTS: bm25 with column weights (blocks: label 5, description 2,
-//     rendered 1; archival: content 1, tags 2, metadata 0.5).
+//     rendered 1; archival: content 1, tags 2, metadata 0.5; messages:
+//     content 1, the message before 0.5, the message after 0.25).
 //   - Vector: cosine distance; Score = 1 - distance.
 //   - Hybrid: reciprocal-rank fusion (k = 60) of the FTS and vector lists,
 //     each fetched max(4*limit, 50) deep.

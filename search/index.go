@@ -267,7 +267,7 @@ var kinds = map[ContentType]*kind{
 	},
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
-		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0},
+		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0, 0.5, 0.25},
 		result: func(d Dialect) string {
 			return `m.id, m.agent, '', m.content, '[]', ` + d.JSONObject(messageMeta) + `, m.created_at, ` + d.False()
 		},

@@ -183,7 +183,7 @@ type scoreBuf struct {
 var textWeights = map[ContentType][]float64{
 	Blocks:   {5.0, 2.0, 1.0},
 	Archival: {1.0, 2.0, 0.5},
-	Messages: {1.0},
+	Messages: {1.0, 0.5, 0.25},
 }
 
 // textRowQuery selects one kind's indexed columns: id, owner, created_at,
@@ -211,9 +211,17 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 			` + d.MetadataText("a.metadata_json") + `,
 			a.tags_json, a.metadata_json
 			FROM archival a`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, '[]', ` + d.JSONObject(messageMeta) + ` FROM messages m`, key: "m.id"},
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, '[]', ` +
+			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
 }
+
+// A message is indexed with the messages before and after it in its batch
+// as two weaker columns (SQLite migration 0015, PostgreSQL 0010): a turn
+// alone is a poor document when the words that find it are in the turn
+// before it. Dialect.MessageNeighbours joins them as p and n;
+// messageContext selects their text in the index's column order.
+const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}

@@ -108,6 +108,14 @@ func (SearchDialect) IndexedBlocks() (query, key string) {
 			FROM (SELECT id, owner, created_at, label, description, rendered FROM blocks WHERE fts IS NOT NULL) b`, "b.id"
 }
 
+// MessageNeighbours joins a message's neighbours through engram_seq_step
+// (migration 0010), NULL where seq +- 1 would overflow BIGINT: an error
+// there would fail every load of the text cache.
+func (SearchDialect) MessageNeighbours() string {
+	return `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = engram_seq_step(m.seq, -1)
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)`
+}
+
 // IndexBlocks computes the tsvector of each marked block.
 func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
 	if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =

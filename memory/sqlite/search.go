@@ -94,6 +94,16 @@ func (SearchDialect) IndexedBlocks() (query, key string) {
 			FROM fts_blocks_indexed i JOIN blocks b ON b.id = i.id`, "i.id"
 }
 
+// MessageNeighbours joins a message's neighbours as fts_messages_source
+// (migration 0015) does: seq - 1 at the lowest seq would overflow into a
+// REAL equal to the seq itself.
+func (SearchDialect) MessageNeighbours() string {
+	return `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
+			AND m.seq > -9223372036854775808
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1
+			AND m.seq < 9223372036854775807`
+}
+
 // IndexBlocks replaces the FTS5 terms of each marked block (an external
 // content table needs the old values to delete its terms, hence
 // fts_blocks_indexed).

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +46,8 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Messages", testMessages},
 		{"MessagesTogether", testMessagesTogether},
 		{"Search", testSearch},
+		{"MessagesInContext", testMessagesInContext},
+		{"MessageSeqExtremes", testMessageSeqExtremes},
 		{"Cancelled", testCancelled},
 		{"ConcurrentAgents", testConcurrentAgents},
 		{"BlocksStamp", testBlocksStamp},
@@ -729,8 +733,19 @@ func testMessagesTogether(t *testing.T, open Opener) {
 	}
 	res, err := s.Search(ctx, "a", "kitchen shelf", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
-	if len(res) != 2 {
-		t.Fatalf("search over the turn = %d results, want 2", len(res))
+	// The two messages holding the words, then the tool call between them,
+	// found by its neighbours' words (testMessagesInContext); nothing of
+	// the refused calls.
+	if len(res) != 3 {
+		t.Fatalf("search over the turn = %d results, want 3: %+v", len(res), res)
+	}
+	for i, r := range res {
+		if r.ID != out[1].ID && r.ID != out[2].ID && r.ID != out[3].ID {
+			t.Fatalf("result %d is message %d (%q), not one of the turn's", i, r.ID, r.Content)
+		}
+	}
+	if res[2].ID != out[1].ID {
+		t.Fatalf("the message found only by its context ranks %v, want last", res)
 	}
 }
 
@@ -815,6 +830,83 @@ func testSearch(t *testing.T, open Opener) {
 	}
 	_, err = s.Search(ctx, "a", "", nil)
 	wantErr(t, err, search.ErrInvalidQuery, "empty query")
+}
+
+// testMessagesInContext: a message is found by the words of its
+// neighbours in the same batch (more weakly than by its own), and only of
+// those: not of an adjacent message of another batch or agent.
+func testMessagesInContext(t *testing.T, open Opener) {
+	s := open(t, nil)
+	defer s.Close()
+	a := memory.AgentOf(s, "a").Messages()
+	for _, m := range []memory.Message{
+		{Role: memory.RoleUser, BatchID: "s1", Content: "Caroline: I went to a transgender support group yesterday."},
+		{Role: memory.RoleAssistant, BatchID: "s1", Content: "Melanie: That sounds powerful. What stayed with you?"},
+		{Role: memory.RoleUser, BatchID: "s1", Content: "Caroline: The stories people shared."},
+		{Role: memory.RoleUser, BatchID: "s2", Content: "Caroline: Painting again this weekend."},
+	} {
+		_, err := a.Append(ctx, m)
+		must(t, err)
+	}
+	_, err := memory.AgentOf(s, "b").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "s1", Content: "Bob: nothing to see"})
+	must(t, err)
+	res, err := s.Search(ctx, "a", "transgender support group", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	must(t, err)
+	var got []string
+	for _, r := range res {
+		got = append(got, r.Content)
+	}
+	want := []string{
+		"Caroline: I went to a transgender support group yesterday.", // its own words
+		"Melanie: That sounds powerful. What stayed with you?",       // the turn before it
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("search found %q, want %q (the message itself first, then the reply after it)", got, want)
+	}
+	// The turn after counts less than the turn before: "stories" is in the
+	// third message; the second (before it) ranks after the third itself.
+	res, err = s.Search(ctx, "a", "stories shared", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	must(t, err)
+	got = got[:0]
+	for _, r := range res {
+		got = append(got, r.Content)
+	}
+	want = []string{"Caroline: The stories people shared.", "Melanie: That sounds powerful. What stayed with you?"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("search found %q, want %q", got, want)
+	}
+}
+
+// testMessageSeqExtremes: a message's seq may be any non-negative int,
+// the largest included, and its context is still its neighbours': the
+// index's seq - 1 and seq + 1 must not overflow (on PostgreSQL, BIGINT
+// arithmetic that overflows is an error, and once failed every append at
+// the end of the range and every load of the text cache).
+func testMessageSeqExtremes(t *testing.T, open Opener) {
+	s := open(t, nil)
+	defer s.Close()
+	out, err := memory.AgentOf(s, "a").Messages().AppendMany(ctx, []memory.Message{
+		{Role: memory.RoleUser, BatchID: "edge", Seq: math.MaxInt64 - 1, Content: "the penultimate albatross"},
+		{Role: memory.RoleAssistant, BatchID: "edge", Seq: math.MaxInt64, Content: "the final word"},
+	})
+	must(t, err)
+	for _, tc := range []struct {
+		query string
+		want  []int64
+	}{
+		{"albatross", []int64{out[0].ID, out[1].ID}}, // its own, then the message after it by its context
+		{"final", []int64{out[1].ID, out[0].ID}},
+	} {
+		res, err := s.Search(ctx, "a", tc.query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		must(t, err)
+		var got []int64
+		for _, r := range res {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("search %q found %v, want %v", tc.query, got, tc.want)
+		}
+	}
 }
 
 func testCancelled(t *testing.T, open Opener) {

@@ -1,0 +1,118 @@
+package memory_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// TestMessageContextMigration: a store written before messages were
+// indexed in context (schema version 14) is re-indexed by migration 0015,
+// so a message is found by its neighbour's words after the upgrade, and
+// the FTS index agrees with the text cache.
+func TestMessageContextMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	c := openFile(t, path, nil)
+	c.Close()
+
+	// Put messages' full-text index back as it was at version 14, then
+	// write a conversation under the old triggers.
+	db, err := sql.Open(sqlitedriver.Name, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`DROP TRIGGER fts_messages_ai`, `DROP TRIGGER fts_messages_ad`, `DROP TRIGGER fts_messages_au`,
+		`DROP VIEW fts_messages_source`, `DROP TABLE fts_messages`,
+		`CREATE VIRTUAL TABLE fts_messages USING fts5(content, content = 'messages', content_rowid = 'id',
+			tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN
+			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
+		`CREATE TRIGGER fts_messages_ad AFTER DELETE ON messages BEGIN
+			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content); END`,
+		`CREATE TRIGGER fts_messages_au AFTER UPDATE OF content ON messages BEGIN
+			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content);
+			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
+		`PRAGMA user_version = 14`,
+		`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES
+			('a', 'user', 'I adopted a greyhound called Comet.', 's1', 1, 1),
+			('a', 'assistant', 'What a lovely name!', 's1', 2, 2),
+			('a', 'user', 'Something else entirely.', 's2', 1, 3)`,
+	} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+
+	for _, mode := range []struct {
+		name string
+		opts *memory.Options
+	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
+		c := openFile(t, path, mode.opts)
+		if mode.opts == nil {
+			if err := c.Index().WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := c.Search(ctx, "a", "greyhound", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res {
+			got = append(got, r.Content)
+		}
+		if len(got) != 2 || got[0] != "I adopted a greyhound called Comet." || got[1] != "What a lovely name!" {
+			t.Errorf("%s: after the migration, search found %q; want the message, then the reply found by its context", mode.name, got)
+		}
+		c.Close()
+	}
+}
+
+// TestMessageContextSeqFloor: a message at the lowest seq (possible
+// through Import, which takes a dump's seqs as they are) has no message
+// before it. On SQLite seq - 1 overflows there into a REAL equal to the
+// seq itself, which made the message its own context: two messages with
+// the same words, alone in their batches, must score alike.
+func TestMessageContextSeqFloor(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name string
+		opts *memory.Options
+	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
+		c := openFile(t, filepath.Join(t.TempDir(), "floor.db"), mode.opts)
+		if _, err := c.Import(ctx, &memory.Dump{Version: memory.DumpVersion, Messages: []memory.Message{
+			{Agent: "a", Role: memory.RoleUser, BatchID: "s", Seq: math.MinInt64, Content: "the lonely heron"},
+			{Agent: "a", Role: memory.RoleUser, BatchID: "t", Seq: 5, Content: "the lonely heron"},
+			{Agent: "a", Role: memory.RoleUser, BatchID: "u", Seq: 1, Content: "something else"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if mode.opts == nil {
+			if err := c.Index().WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := c.Search(ctx, "a", "lonely heron", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 2 || res[0].Source.BM25 != res[1].Source.BM25 {
+			var got []string
+			for _, r := range res {
+				got = append(got, fmt.Sprintf("%q batch %v: %g", r.Content, r.Metadata["batch_id"], r.Source.BM25))
+			}
+			t.Errorf("%s: %v; want two equal scores", mode.name, got)
+		}
+		c.Close()
+	}
+}
