@@ -102,9 +102,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // connectMCP opens a session through the go-sdk's Streamable HTTP client.
 func connectMCP(ctx context.Context, base, token string) (*mcp.ClientSession, error) {
+	return connectMCPVia(ctx, base, token, http.DefaultTransport)
+}
+
+func connectMCPVia(ctx context.Context, base, token string, rt http.RoundTripper) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "0"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: bearer{token: token, base: rt}}}
 	return client.Connect(ctx, tr, nil)
 }
 
