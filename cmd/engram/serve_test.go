@@ -310,6 +310,14 @@ func TestServeRefusesBadTokens(t *testing.T) {
 	if resp := post(t, f.url, secret, session, appendCall("notes", "", "INTRUDER"), nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("revoked token: %d", resp.StatusCode)
 	}
+	// Its session is closed too (event streams no request would check).
+	deadline := time.Now().Add(5 * time.Second)
+	for f.h.Sessions() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still open after their token was revoked", f.h.Sessions())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if _, err := connectMCP(ctx, f.url, secret); err == nil {
 		t.Error("the go-sdk client connected with a revoked token")
 	}

@@ -86,7 +86,8 @@ type Handler struct {
 	uiLogins map[string]uiLogin // cookie value → login
 	limits   map[int64]*bucket
 
-	newSession sync.Mutex // serialises the session cap's count with the session's creation
+	sessions   map[string]int64 // MCP session id → the id of the token that opened it
+	newSession sync.Mutex       // serialises the session cap's count with the session's creation
 	draining   atomic.Bool
 	inflight   sync.WaitGroup
 }
@@ -131,13 +132,15 @@ func New(opts *Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
-		servers: map[serverKey]*mcp.Server{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{}}
+		servers: map[serverKey]*mcp.Server{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
+		sessions: map[string]int64{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
 		}
 		return nil
 	}, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionIdle, Logger: log})
+	go h.sweep(time.Second)
 	return h, nil
 }
 
@@ -199,6 +202,13 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 					http.Error(w, fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), http.StatusServiceUnavailable)
 					return
 				}
+				h.mcp.ServeHTTP(w, r)
+				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+					h.mu.Lock()
+					h.sessions[id] = rec.token.ID
+					h.mu.Unlock()
+				}
+				return
 			}
 			h.mcp.ServeHTTP(w, r)
 		})).ServeHTTP(w, r)
@@ -285,6 +295,62 @@ func onlyTools(allowed []string) mcp.Middleware {
 				lr.Tools = kept
 			}
 			return res, err
+		}
+	}
+}
+
+// sweep closes, every period until shutdown, the MCP sessions whose token
+// was revoked or expired since they opened, so a revocation also ends the
+// event streams that no new request would check. Requests already check
+// the token each time.
+func (h *Handler) sweep(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.closeRevoked(h.ctx)
+	}
+}
+
+func (h *Handler) closeRevoked(ctx context.Context) {
+	live := map[string]*mcp.ServerSession{}
+	h.mu.Lock()
+	servers := make([]*mcp.Server, 0, len(h.servers))
+	for _, s := range h.servers {
+		servers = append(servers, s)
+	}
+	h.mu.Unlock()
+	for _, s := range servers {
+		for ss := range s.Sessions() {
+			live[ss.ID()] = ss
+		}
+	}
+	h.mu.Lock()
+	byToken := map[int64][]string{}
+	for id, tok := range h.sessions {
+		if live[id] == nil {
+			delete(h.sessions, id) // closed already
+			continue
+		}
+		byToken[tok] = append(byToken[tok], id)
+	}
+	h.mu.Unlock()
+	now := time.Now()
+	for tok, ids := range byToken {
+		t, err := h.opts.Tokens.Token(ctx, tok)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			continue // the store is busy or down: the next sweep decides
+		}
+		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+			continue
+		}
+		for _, id := range ids {
+			h.log.Info("serve: closing the session of a revoked or expired token", "token_id", tok, "session", short(id))
+			live[id].Close()
 		}
 	}
 }

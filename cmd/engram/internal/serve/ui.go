@@ -175,6 +175,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		until = t.ExpiresAt
 	}
 	h.mu.Lock()
+	for k, l := range h.uiLogins {
+		if !time.Now().Before(l.until) {
+			delete(h.uiLogins, k) // ended logins go when new ones come
+		}
+	}
 	h.uiLogins[id] = uiLogin{tokenID: t.ID, human: t.Human, until: until}
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/", Expires: until, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
