@@ -156,34 +156,50 @@ func TestServeKillDuringWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kill.db")
 	store := openServeStoreAt(t, path)
 	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start", CharLimit: 1 << 20})
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	// A token per writer: each has its own rate limit.
+	secrets := make([]string, 4)
+	for i := range secrets {
+		_, secrets[i] = newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	}
 	store.Close()
 
 	base, cmd := startServeProcess(t, path)
 	var acked sync.Map
 	var n atomic.Int64
+	var refused atomic.Value
+	var killed atomic.Bool
 	var wg sync.WaitGroup
 	for w := range 4 {
-		cs := mustConnectURL(t, base, secret, nil)
+		cs := mustConnectURL(t, base, secrets[w], nil)
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				mark := fmt.Sprintf("[w%d-%d]", w, i)
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block_append", Arguments: map[string]any{"label": "notes", "text": mark}})
 				if err != nil {
+					if !killed.Load() {
+						refused.CompareAndSwap(nil, err.Error())
+					}
 					return // the process is gone
 				}
-				if !res.IsError {
-					acked.Store(mark, true)
-					n.Add(1)
+				if res.IsError {
+					refused.CompareAndSwap(nil, fmt.Sprint(res.Content[0].(*mcp.TextContent).Text))
+					return
 				}
+				acked.Store(mark, true)
+				n.Add(1)
 			}
 		})
 	}
-	for n.Load() < 200 {
+	deadline := time.Now().Add(30 * time.Second)
+	for n.Load() < 200 && refused.Load() == nil && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	killed.Store(true)
 	cmd.Process.Signal(syscall.SIGKILL)
 	wg.Wait()
+	if r := refused.Load(); r != nil {
+		t.Fatalf("a write was refused before the kill: %v", r)
+	}
 
 	store = openServeStoreAt(t, path)
 	got := rendered(t, store, "ada", "notes")
