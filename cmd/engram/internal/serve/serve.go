@@ -87,7 +87,8 @@ type Handler struct {
 	limits   map[int64]*bucket
 
 	sessions   map[string]int64 // MCP session id → the id of the token that opened it
-	newSession sync.Mutex       // serialises the session cap's count with the session's creation
+	newSession sync.Mutex       // guards opening
+	opening    int              // new sessions being created, counted against MaxSessions
 	draining   atomic.Bool
 	inflight   sync.WaitGroup
 }
@@ -194,14 +195,24 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-				// A new session: count open ones against the cap.
+				// A new session: open ones and those being opened count
+				// against the cap. The count is reserved rather than the
+				// creation locked, so a slow request body holds up no one.
 				h.newSession.Lock()
-				defer h.newSession.Unlock()
-				if n := h.sessionCount(); n >= h.opts.MaxSessions {
+				n := h.sessionCount() + h.opening
+				if n >= h.opts.MaxSessions {
+					h.newSession.Unlock()
 					w.Header().Set("Retry-After", "5")
 					http.Error(w, fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), http.StatusServiceUnavailable)
 					return
 				}
+				h.opening++
+				h.newSession.Unlock()
+				defer func() {
+					h.newSession.Lock()
+					h.opening--
+					h.newSession.Unlock()
+				}()
 				h.mcp.ServeHTTP(w, r)
 				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 					h.mu.Lock()
