@@ -502,6 +502,15 @@ func TestServeHTTPRules(t *testing.T) {
 			t.Errorf("Origin %s: %d, want %d", origin, got, want)
 		}
 	}
+	// A loopback listener refuses a foreign Host (DNS rebinding).
+	req, _ := http.NewRequest(http.MethodPost, f.url+"/mcp", strings.NewReader(initializeBody))
+	req.Host = "memory.example.com"
+	req.Header.Set("Authorization", "Bearer "+b)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host on loopback: %v %v", err, resp)
+	}
 	// ada has used 1 of 3; two more pass, the next is 429.
 	post(t, f.url, a, "", `{}`, nil)
 	post(t, f.url, a, "", `{}`, nil)
