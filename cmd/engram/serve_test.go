@@ -617,3 +617,32 @@ func TestServeUI(t *testing.T) {
 		t.Fatalf("revoked human still in the UI: %s", resp.Request.URL)
 	}
 }
+
+// TestServeDropsIdleServers: an agent's MCP server (and its resource
+// watcher) ends once it has had no session for ServerIdle, and the next
+// session gets a new one that follows the store again.
+func TestServeDropsIdleServers(t *testing.T) {
+	ctx := context.Background()
+	store := openServeStore(t)
+	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
+	f := startServe(t, store, &serve.Options{ServerIdle: 10 * time.Millisecond})
+	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	cs, err := connectMCP(ctx, f.url, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.h.Servers() != 1 {
+		t.Fatalf("servers = %d, want 1", f.h.Servers())
+	}
+	time.Sleep(2500 * time.Millisecond) // sweeps see the session: the server stays
+	if f.h.Servers() != 1 {
+		t.Fatal("a server with a session was dropped")
+	}
+	cs.Close()
+	waitFor(t, "the idle server dropped", func() bool { return f.h.Servers() == 0 })
+	cs = mustConnect(t, f, secret)
+	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "later", Value: "y"})
+	waitFor(t, "the new server listing a new block", func() bool {
+		return slices.Contains(resourceURIs(t, cs), "engram://ada/later")
+	})
+}

@@ -66,6 +66,10 @@ type Options struct {
 	// ("https://app.example.com"). A request with any other Origin header
 	// gets 403; a request without one (an MCP client, curl) is allowed.
 	Origins []string
+	// ServerIdle ends an agent's MCP server (and its resource watcher,
+	// which polls the store) once it has had no session this long; the
+	// next session makes a new one. Default 10 minutes.
+	ServerIdle time.Duration
 	// UISession is how long a UI login lasts (never past its token's
 	// expiry). Default 12 hours.
 	UISession time.Duration
@@ -81,7 +85,7 @@ type Handler struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	servers  map[serverKey]*mcp.Server
+	servers  map[serverKey]*serverEntry
 	uis      map[string]http.Handler
 	uiLogins map[string]uiLogin // cookie value → login
 	limits   map[int64]*bucket
@@ -90,12 +94,21 @@ type Handler struct {
 	newSession sync.Mutex       // guards opening
 	opening    int              // new sessions being created, counted against MaxSessions
 	draining   atomic.Bool
-	inflight   sync.WaitGroup
+	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
 
 type serverKey struct {
 	agent    string
 	readOnly bool
+}
+
+// serverEntry is an agent's MCP server and what ends it when it has had
+// no session for Options.ServerIdle: its resource watcher polls the store
+// for as long as it lives.
+type serverEntry struct {
+	srv       *mcp.Server
+	cancel    context.CancelFunc
+	idleSince time.Time // zero while it has sessions or was just asked for
 }
 
 // New returns the door over opts.
@@ -119,6 +132,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.Burst <= 0 {
 		o.Burst = 100
 	}
+	if o.ServerIdle <= 0 {
+		o.ServerIdle = 10 * time.Minute
+	}
 	if o.UISession <= 0 {
 		o.UISession = 12 * time.Hour
 	}
@@ -133,7 +149,7 @@ func New(opts *Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
-		servers: map[serverKey]*mcp.Server{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
 		sessions: map[string]int64{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
@@ -157,7 +173,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// closes sessions rather than waiting for those.
 	if !(r.Method == http.MethodGet && r.URL.Path == "/mcp") {
 		h.inflight.Add(1)
-		defer h.inflight.Done()
+		defer h.inflight.Add(-1)
 	}
 	if h.draining.Load() {
 		lw.Header().Set("Connection", "close")
@@ -266,17 +282,20 @@ func (h *Handler) verify(ctx context.Context, secret string, _ *http.Request) (*
 func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s, ok := h.servers[key]; ok {
-		return s, nil
+	if e, ok := h.servers[key]; ok {
+		e.idleSince = time.Time{}
+		return e.srv, nil
 	}
-	s, err := h.opts.MCPServer(h.ctx, key.agent)
+	ctx, cancel := context.WithCancel(h.ctx)
+	s, err := h.opts.MCPServer(ctx, key.agent)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
-	h.servers[key] = s
+	h.servers[key] = &serverEntry{srv: s, cancel: cancel}
 	return s, nil
 }
 
@@ -324,17 +343,13 @@ func (h *Handler) sweep(every time.Duration) {
 		case <-t.C:
 		}
 		h.closeRevoked(h.ctx)
+		h.dropIdleServers(time.Now())
 	}
 }
 
 func (h *Handler) closeRevoked(ctx context.Context) {
 	live := map[string]*mcp.ServerSession{}
-	h.mu.Lock()
-	servers := make([]*mcp.Server, 0, len(h.servers))
-	for _, s := range h.servers {
-		servers = append(servers, s)
-	}
-	h.mu.Unlock()
+	servers := h.allServers()
 	for _, s := range servers {
 		for ss := range s.Sessions() {
 			live[ss.ID()] = ss
@@ -366,14 +381,53 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 	}
 }
 
+// allServers lists the MCP servers made so far.
+func (h *Handler) allServers() []*mcp.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*mcp.Server, 0, len(h.servers))
+	for _, e := range h.servers {
+		out = append(out, e.srv)
+	}
+	return out
+}
+
+// dropIdleServers ends the servers that have had no session for
+// ServerIdle. A server is reset to busy by every request for it (server),
+// so one is never dropped between a request's lookup and the session it
+// opens.
+func (h *Handler) dropIdleServers(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, e := range h.servers {
+		busy := false
+		for range e.srv.Sessions() {
+			busy = true
+			break
+		}
+		switch {
+		case busy:
+			e.idleSince = time.Time{}
+		case e.idleSince.IsZero():
+			e.idleSince = now
+		case now.Sub(e.idleSince) >= h.opts.ServerIdle:
+			e.cancel()
+			delete(h.servers, key)
+		}
+	}
+}
+
+// Servers is the number of agents' MCP servers alive (for tests and
+// diagnostics).
+func (h *Handler) Servers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
 // sessionCount is the number of open MCP sessions.
 func (h *Handler) sessionCount() int {
-	h.mu.Lock()
-	servers := make([]*mcp.Server, 0, len(h.servers))
-	for _, s := range h.servers {
-		servers = append(servers, s)
-	}
-	h.mu.Unlock()
+	servers := h.allServers()
 	n := 0
 	for _, s := range servers {
 		for range s.Sessions() {
@@ -450,19 +504,16 @@ func (b *bucket) take(now time.Time, rate, burst float64) time.Duration {
 // which then finds no request that never ends.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.draining.Store(true)
-	done := make(chan struct{})
-	go func() { h.inflight.Wait(); close(done) }()
 	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = fmt.Errorf("serve: shutdown: requests still in flight: %w", ctx.Err())
+	for h.inflight.Load() > 0 && err == nil {
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("serve: shutdown: %d requests still in flight: %w", h.inflight.Load(), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
+	servers := h.allServers()
 	h.mu.Lock()
-	servers := make([]*mcp.Server, 0, len(h.servers))
-	for _, s := range h.servers {
-		servers = append(servers, s)
-	}
 	uis := make([]http.Handler, 0, len(h.uis))
 	for _, u := range h.uis {
 		uis = append(uis, u)
