@@ -496,12 +496,6 @@ func TestServeHTTPRules(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", err, resp)
 	}
-	host := strings.TrimPrefix(f.url, "http://")
-	for origin, want := range map[string]int{"http://evil.example": 403, "null": 403, "http://" + host + ".evil.example": 403, "http://" + host: 200} {
-		if got := post(t, f.url, a, "", initializeBody, map[string]string{"Origin": origin}).StatusCode; got != want {
-			t.Errorf("Origin %s: %d, want %d", origin, got, want)
-		}
-	}
 	// A loopback listener refuses a foreign Host (DNS rebinding).
 	req, _ := http.NewRequest(http.MethodPost, f.url+"/mcp", strings.NewReader(initializeBody))
 	req.Host = "memory.example.com"
@@ -511,6 +505,12 @@ func TestServeHTTPRules(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Host on loopback: %v %v", err, resp)
 	}
+	host := strings.TrimPrefix(f.url, "http://")
+	for origin, want := range map[string]int{"http://evil.example": 403, "null": 403, "http://" + host + ".evil.example": 403, "http://" + host: 200} {
+		if got := post(t, f.url, a, "", initializeBody, map[string]string{"Origin": origin}).StatusCode; got != want {
+			t.Errorf("Origin %s: %d, want %d", origin, got, want)
+		}
+	}
 	// ada has used 1 of 3; two more pass, the next is 429.
 	post(t, f.url, a, "", `{}`, nil)
 	post(t, f.url, a, "", `{}`, nil)
@@ -519,6 +519,8 @@ func TestServeHTTPRules(t *testing.T) {
 		t.Errorf("over the rate: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// Sessions: ada holds one; bob opens the second; cy's is one too many.
+	// (A refused request's session closes just after its response.)
+	waitFor(t, "one session", func() bool { return f.h.Sessions() == 1 })
 	resp = post(t, f.url, b, "", initializeBody, nil)
 	bobSession := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != 200 {

@@ -437,8 +437,13 @@ func (h *Handler) sessionCount() int {
 	return n
 }
 
-// Sessions is the number of open MCP sessions.
-func (h *Handler) Sessions() int { return h.sessionCount() }
+// Sessions is the number of MCP sessions open or being opened: what the
+// cap counts.
+func (h *Handler) Sessions() int {
+	h.newSession.Lock()
+	defer h.newSession.Unlock()
+	return h.sessionCount() + h.opening
+}
 
 // originAllowed applies the MCP rule against DNS rebinding and cross-site
 // requests: no Origin header (a program, not a browser page) or the
