@@ -31,7 +31,7 @@ type serveFixture struct {
 	store *memory.Cache
 	h     *serve.Handler
 	url   string
-	log   *strings.Builder
+	log   *lockedBuilder
 }
 
 func openServeStore(t *testing.T) *memory.Cache {
@@ -55,8 +55,8 @@ func startServe(t *testing.T, store *memory.Cache, opts *serve.Options) *serveFi
 	if opts != nil {
 		c.opts = *opts
 	}
-	var logs lockedBuilder
-	h, err := newServeHandler(store, c, slog.New(slog.NewTextHandler(&logs, nil)))
+	logs := &lockedBuilder{}
+	h, err := newServeHandler(store, c, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func startServe(t *testing.T, store *memory.Cache, opts *serve.Options) *serveFi
 		h.Shutdown(context.Background())
 		srv.Close()
 	})
-	return &serveFixture{store: store, h: h, url: srv.URL, log: &logs.b}
+	return &serveFixture{store: store, h: h, url: srv.URL, log: logs}
 }
 
 type lockedBuilder struct {
@@ -77,6 +77,12 @@ func (l *lockedBuilder) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newToken(t *testing.T, store *memory.Cache, spec memory.TokenSpec) (memory.Token, string) {

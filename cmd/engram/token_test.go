@@ -72,7 +72,7 @@ func TestTokenCLI(t *testing.T) {
 }
 
 // runAsync runs a command in-process, its output readable while it runs.
-func runAsync(t *testing.T, ctx context.Context, args ...string) (*bufio.Reader, *strings.Builder, chan int) {
+func runAsync(t *testing.T, ctx context.Context, args ...string) (*bufio.Reader, *lockedBuilder, chan int) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	var errb lockedBuilder
@@ -82,7 +82,7 @@ func runAsync(t *testing.T, ctx context.Context, args ...string) (*bufio.Reader,
 		pw.Close()
 		done <- code
 	}()
-	return bufio.NewReader(pr), &errb.b, done
+	return bufio.NewReader(pr), &errb, done
 }
 
 // TestServeCommand runs "engram serve" in-process: it prints its
