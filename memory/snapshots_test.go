@@ -57,12 +57,13 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	}
 	c.Close()
 
-	// Put the schema back as it was at version 12 (before 0014, too).
+	// Put the schema back as it was at version 12 (before 0014 and 0015, too).
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
+		`DROP TABLE tokens`,
 		`DROP TRIGGER vec_archival_dirty_ad`,
 		`DROP TABLE vec_archival_dirty`,
 		`ALTER TABLE blocks ADD COLUMN snapshot BLOB`,

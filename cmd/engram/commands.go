@@ -58,6 +58,10 @@ func commandFor(name string) (command, bool) {
 		return cmdProposals, true
 	case "ui":
 		return cmdUI, true
+	case "token":
+		return cmdToken, true
+	case "serve":
+		return cmdServe, true
 	}
 	return nil, false
 }

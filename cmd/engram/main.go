@@ -94,10 +94,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // does not exist instead of creating an empty one (a mistyped --db would
 // otherwise report an empty store, and leave a file behind).
 var readOnly = map[string]bool{"blocks list": true, "block show": true, "proposals list": true,
-	"archival list": true, "search": true, "context": true, "files export": true, "export": true, "stats": true}
+	"archival list": true, "search": true, "context": true, "files export": true, "export": true, "stats": true,
+	"token list": true}
 
 // groups are the commands that take a subcommand.
-var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true}
+var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -148,6 +149,10 @@ Agents and people
   mcp           --agent A                          serve the memory tools over MCP (stdio)
   ui            [--addr 127.0.0.1:PORT] [--as NAME]  local web app: blocks, history, proposals, context, search;
                                                    prints a URL with an access token
+  serve         [--addr 127.0.0.1:8421] [--tls-cert F --tls-key F]   MCP over HTTP (/mcp) and the web UI
+                                                   for many agents and people, each by its token
+  token create  (--agent A [--name N] [--read-only] [--expires 720h] | --human NAME)   prints the token once
+  token list                                       tokens (never the secrets); token revoke ID
 
 TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
@@ -188,7 +193,7 @@ func tidyError(err error) string {
 
 // commandNames are the top-level commands, for "did you mean".
 var commandNames = []string{"blocks", "block", "share", "archival", "search", "context", "files", "export",
-	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "help", "version"}
+	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "token", "serve", "help", "version"}
 
 // buildVersion is the module version the binary was built from, or "(devel)".
 func buildVersion() string {

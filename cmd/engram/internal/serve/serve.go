@@ -1,0 +1,550 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// Tokens is what the door asks of the store: *memory.Cache.
+type Tokens interface {
+	VerifyToken(ctx context.Context, secret string) (memory.Token, error)
+	Token(ctx context.Context, id int64) (memory.Token, error)
+}
+
+// Options configure a Handler. Tokens and MCPServer are required; zero
+// fields otherwise mean the documented defaults.
+type Options struct {
+	Tokens Tokens
+	// MCPServer makes the MCP server agent's sessions share. It is called
+	// once per agent; ctx ends when the Handler shuts down (stop any
+	// watcher started for the server then).
+	MCPServer func(ctx context.Context, agent string) (*mcp.Server, error)
+	// ReadTools are the tools a read-only token may list and call; any
+	// other tool is unknown to its sessions.
+	ReadTools []string
+	// UI, when set, makes the web app a person uses (called once per
+	// human name; closed at shutdown if it is an io.Closer). Without it
+	// the UI paths answer 404.
+	UI func(ctx context.Context, human string) (http.Handler, error)
+	// Logger gets the access log (one line per request: token id and
+	// name, agent or human, never the secret) and errors. Default:
+	// discarded.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body (413 beyond). Default 4 MiB.
+	MaxBodyBytes int64
+	// MaxSessions caps open MCP sessions across agents; a new session
+	// beyond it gets 503 with Retry-After. Default 1000.
+	MaxSessions int
+	// SessionIdle closes an MCP session with no request for this long.
+	// Default 30 minutes.
+	SessionIdle time.Duration
+	// Rate is each token's sustained requests per second and Burst how
+	// many it may make at once; beyond: 429 with Retry-After. Defaults 50
+	// and 100.
+	Rate  float64
+	Burst int
+	// Origins are browser origins allowed besides the server's own
+	// ("https://app.example.com"). A request with any other Origin header
+	// gets 403; a request without one (an MCP client, curl) is allowed.
+	Origins []string
+	// ServerIdle ends an agent's MCP server (and its resource watcher,
+	// which polls the store) once it has had no session this long; the
+	// next session makes a new one. Default 10 minutes.
+	ServerIdle time.Duration
+	// UISession is how long a UI login lasts (never past its token's
+	// expiry). Default 12 hours.
+	UISession time.Duration
+}
+
+// Handler is the door: an http.Handler for /mcp, /healthz and the UI.
+type Handler struct {
+	opts Options
+	log  *slog.Logger
+	mcp  *mcp.StreamableHTTPHandler
+
+	ctx    context.Context // ends at Shutdown: server watchers
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	servers  map[serverKey]*serverEntry
+	uis      map[string]http.Handler
+	uiLogins map[string]uiLogin // cookie value → login
+	limits   map[int64]*bucket
+
+	sessions   map[string]int64 // MCP session id → the id of the token that opened it
+	newSession sync.Mutex       // guards opening
+	opening    int              // new sessions being created, counted against MaxSessions
+	draining   atomic.Bool
+	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
+}
+
+type serverKey struct {
+	agent    string
+	readOnly bool
+}
+
+// serverEntry is an agent's MCP server and what ends it when it has had
+// no session for Options.ServerIdle: its resource watcher polls the store
+// for as long as it lives.
+type serverEntry struct {
+	srv       *mcp.Server
+	cancel    context.CancelFunc
+	idleSince time.Time // zero while it has sessions or was just asked for
+}
+
+// New returns the door over opts.
+func New(opts *Options) (*Handler, error) {
+	if opts == nil || opts.Tokens == nil || opts.MCPServer == nil {
+		return nil, fmt.Errorf("%w: Tokens and MCPServer are required", ErrInvalidOptions)
+	}
+	o := *opts
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = 30 * time.Minute
+	}
+	if o.Rate <= 0 {
+		o.Rate = 50
+	}
+	if o.Burst <= 0 {
+		o.Burst = 100
+	}
+	if o.ServerIdle <= 0 {
+		o.ServerIdle = 10 * time.Minute
+	}
+	if o.UISession <= 0 {
+		o.UISession = 12 * time.Hour
+	}
+	for _, origin := range o.Origins {
+		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("%w: origin %q is not scheme://host[:port]", ErrInvalidOptions, origin)
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
+		sessions: map[string]int64{}}
+	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+			return rec.server
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionIdle, Logger: log})
+	go h.sweep(time.Second)
+	return h, nil
+}
+
+// ServeHTTP routes a request after the checks every path shares: draining,
+// the Origin rule, the access log.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
+	rec := &accessRecord{}
+	r = r.WithContext(context.WithValue(r.Context(), recKey{}, rec))
+	defer func() { h.logRequest(r, lw, rec, start) }()
+	// A standalone GET stream lasts as long as its session: shutdown
+	// closes sessions rather than waiting for those.
+	if !(r.Method == http.MethodGet && r.URL.Path == "/mcp") {
+		h.inflight.Add(1)
+		defer h.inflight.Add(-1)
+	}
+	if h.draining.Load() {
+		lw.Header().Set("Connection", "close")
+		lw.Header().Set("Retry-After", "1")
+		http.Error(lw, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if !h.originAllowed(r) {
+		http.Error(lw, "403 forbidden: cross-origin request (Origin "+strconv.Quote(r.Header.Get("Origin"))+" is not this server)", http.StatusForbidden)
+		return
+	}
+	switch {
+	case r.URL.Path == "/healthz":
+		lw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		lw.Header().Set("Cache-Control", "no-store")
+		io.WriteString(lw, "ok\n")
+	case r.URL.Path == "/mcp":
+		h.serveMCP(lw, r)
+	default:
+		h.serveUI(lw, r)
+	}
+}
+
+// serveMCP authenticates the bearer token and hands the request to the
+// SDK's Streamable HTTP handler with the token's agent's server.
+func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	// Set before the SDK's bearer middleware, which adds WWW-Authenticate
+	// only with OAuth metadata; deleted again once the token is accepted.
+	w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+	auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Del("WWW-Authenticate")
+			rec := r.Context().Value(recKey{}).(*accessRecord)
+			if !h.allow(w, rec.token.ID) {
+				return
+			}
+			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+				// A new session: open ones and those being opened count
+				// against the cap. The count is reserved rather than the
+				// creation locked, so a slow request body holds up no one.
+				h.newSession.Lock()
+				n := h.sessionCount() + h.opening
+				if n >= h.opts.MaxSessions {
+					h.newSession.Unlock()
+					w.Header().Set("Retry-After", "5")
+					http.Error(w, fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), http.StatusServiceUnavailable)
+					return
+				}
+				h.opening++
+				h.newSession.Unlock()
+				defer func() {
+					h.newSession.Lock()
+					h.opening--
+					h.newSession.Unlock()
+				}()
+				h.mcp.ServeHTTP(w, r)
+				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+					h.mu.Lock()
+					h.sessions[id] = rec.token.ID
+					h.mu.Unlock()
+				}
+				return
+			}
+			h.mcp.ServeHTTP(w, r)
+		})).ServeHTTP(w, r)
+}
+
+// verify is the SDK's TokenVerifier: the store's token, which must be an
+// agent's, and its agent's server in the request's context. The TokenInfo
+// UserID is the token's id, so the SDK refuses (403) a session to any
+// other token, even one of the same agent.
+func (h *Handler) verify(ctx context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
+	t, err := h.opts.Tokens.VerifyToken(ctx, secret)
+	rec, _ := ctx.Value(recKey{}).(*accessRecord)
+	switch {
+	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+		if rec != nil {
+			rec.refused = err.Error()
+		}
+		return nil, fmt.Errorf("%w: the bearer token is unknown, expired or revoked", auth.ErrInvalidToken)
+	case err != nil:
+		h.log.Error("serve: verify token", "err", err)
+		return nil, errors.New("internal error checking the token")
+	case t.Agent == "":
+		if rec != nil {
+			rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
+		}
+		return nil, fmt.Errorf("%w: a human's token opens the web UI, not /mcp", auth.ErrInvalidToken)
+	}
+	if rec != nil {
+		rec.token = &t
+	}
+	srv, err := h.server(serverKey{agent: t.Agent, readOnly: t.ReadOnly})
+	if err != nil {
+		h.log.Error("serve: make MCP server", "agent", t.Agent, "err", err)
+		return nil, errors.New("internal error opening the agent's memory")
+	}
+	if rec != nil {
+		rec.server = srv
+	}
+	return &auth.TokenInfo{UserID: "token:" + strconv.FormatInt(t.ID, 10), Expiration: t.ExpiresAt,
+		Extra: map[string]any{"agent": t.Agent, "token_name": t.Name}}, nil
+}
+
+// server returns key's MCP server, made on first use.
+func (h *Handler) server(key serverKey) (*mcp.Server, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.servers[key]; ok {
+		e.idleSince = time.Time{}
+		return e.srv, nil
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	s, err := h.opts.MCPServer(ctx, key.agent)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if key.readOnly {
+		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
+	}
+	h.servers[key] = &serverEntry{srv: s, cancel: cancel}
+	return s, nil
+}
+
+// onlyTools hides every tool but allowed: tools/list leaves the others
+// out and tools/call answers them as unknown, whatever tools the server
+// has (one added later stays hidden until it is allowed).
+func onlyTools(allowed []string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); !ok || !slices.Contains(allowed, p.Name) {
+					name := ""
+					if ok {
+						name = p.Name
+					}
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q (this token is read-only)", name)}
+				}
+			}
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if slices.Contains(allowed, t.Name) {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, err
+		}
+	}
+}
+
+// sweep closes, every period until shutdown, the MCP sessions whose token
+// was revoked or expired since they opened, so a revocation also ends the
+// event streams that no new request would check. Requests already check
+// the token each time.
+func (h *Handler) sweep(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.closeRevoked(h.ctx)
+		h.dropIdleServers(time.Now())
+	}
+}
+
+func (h *Handler) closeRevoked(ctx context.Context) {
+	live := map[string]*mcp.ServerSession{}
+	servers := h.allServers()
+	for _, s := range servers {
+		for ss := range s.Sessions() {
+			live[ss.ID()] = ss
+		}
+	}
+	h.mu.Lock()
+	byToken := map[int64][]string{}
+	for id, tok := range h.sessions {
+		if live[id] == nil {
+			delete(h.sessions, id) // closed already
+			continue
+		}
+		byToken[tok] = append(byToken[tok], id)
+	}
+	h.mu.Unlock()
+	now := time.Now()
+	for tok, ids := range byToken {
+		t, err := h.opts.Tokens.Token(ctx, tok)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			continue // the store is busy or down: the next sweep decides
+		}
+		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+			continue
+		}
+		for _, id := range ids {
+			h.log.Info("serve: closing the session of a revoked or expired token", "token_id", tok, "session", short(id))
+			live[id].Close()
+		}
+	}
+}
+
+// allServers lists the MCP servers made so far.
+func (h *Handler) allServers() []*mcp.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*mcp.Server, 0, len(h.servers))
+	for _, e := range h.servers {
+		out = append(out, e.srv)
+	}
+	return out
+}
+
+// dropIdleServers ends the servers that have had no session for
+// ServerIdle. A server is reset to busy by every request for it (server),
+// so one is never dropped between a request's lookup and the session it
+// opens.
+func (h *Handler) dropIdleServers(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, e := range h.servers {
+		busy := false
+		for range e.srv.Sessions() {
+			busy = true
+			break
+		}
+		switch {
+		case busy:
+			e.idleSince = time.Time{}
+		case e.idleSince.IsZero():
+			e.idleSince = now
+		case now.Sub(e.idleSince) >= h.opts.ServerIdle:
+			e.cancel()
+			delete(h.servers, key)
+		}
+	}
+}
+
+// Servers is the number of agents' MCP servers alive (for tests and
+// diagnostics).
+func (h *Handler) Servers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+// sessionCount is the number of open MCP sessions.
+func (h *Handler) sessionCount() int {
+	servers := h.allServers()
+	n := 0
+	for _, s := range servers {
+		for range s.Sessions() {
+			n++
+		}
+	}
+	return n
+}
+
+// Sessions is the number of MCP sessions open or being opened: what the
+// cap counts.
+func (h *Handler) Sessions() int {
+	h.newSession.Lock()
+	defer h.newSession.Unlock()
+	return h.sessionCount() + h.opening
+}
+
+// originAllowed applies the MCP rule against DNS rebinding and cross-site
+// requests: no Origin header (a program, not a browser page) or the
+// server's own origin or a configured one.
+func (h *Handler) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, o := range h.opts.Origins {
+		if strings.EqualFold(strings.TrimRight(o, "/"), u.Scheme+"://"+u.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// allow takes one request from token id's bucket, or answers 429.
+func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
+	h.mu.Lock()
+	b, ok := h.limits[id]
+	if !ok {
+		b = &bucket{tokens: float64(h.opts.Burst), at: time.Now()}
+		h.limits[id] = b
+	}
+	wait := b.take(time.Now(), h.opts.Rate, float64(h.opts.Burst))
+	h.mu.Unlock()
+	if wait <= 0 {
+		return true
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
+	return false
+}
+
+// bucket is a token bucket: rate per second refill up to burst.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take removes one token, or returns how long until one is there.
+func (b *bucket) take(now time.Time, rate, burst float64) time.Duration {
+	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
+// Shutdown drains the door: new requests get 503, requests in flight
+// finish (until ctx ends), then every MCP session is closed (ending its
+// event stream) and every UI closed. Call it before http.Server.Shutdown,
+// which then finds no request that never ends.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.draining.Store(true)
+	var err error
+	for h.inflight.Load() > 0 && err == nil {
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("serve: shutdown: %d requests still in flight: %w", h.inflight.Load(), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	servers := h.allServers()
+	h.mu.Lock()
+	uis := make([]http.Handler, 0, len(h.uis))
+	for _, u := range h.uis {
+		uis = append(uis, u)
+	}
+	h.mu.Unlock()
+	for _, s := range servers {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	}
+	for _, u := range uis {
+		if c, ok := u.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	h.cancel()
+	return err
+}
+
+// Listening checks the address serve is about to use and returns a
+// warning for a people-facing log when it is reachable from other
+// machines without TLS, else "".
+func Listening(addr net.Addr, tls bool) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() || tls {
+		return ""
+	}
+	return fmt.Sprintf("listening on %s without TLS: tokens and memory cross the network in clear text; use --tls-cert/--tls-key or a TLS reverse proxy", tcp)
+}

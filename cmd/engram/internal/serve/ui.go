@@ -1,0 +1,208 @@
+package serve
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// uiCookie names the login cookie of the web UI behind serve.
+const uiCookie = "engram_serve_login"
+
+// uiLogin is one person's login: the human token it was made from (read
+// again on every request, so a revoked token logs out at once) and when
+// it ends.
+type uiLogin struct {
+	tokenID int64
+	human   string
+	until   time.Time
+}
+
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>engram — sign in</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><h1>engram</h1>
+{{if .}}<p role="alert">{{.}}</p>{{end}}
+<form method="post" action="/ui/login">
+<label>Access token (from <code>engram token create --human NAME</code>)<br>
+<input type="password" name="token" autocomplete="off" size="60" required autofocus></label>
+<button type="submit">Sign in</button></form>
+</body></html>
+`))
+
+// serveUI serves everything but /mcp and /healthz: /ui/login (a form, or
+// the login URL /ui/login?token=…, which trades the token for a cookie
+// and takes it out of the address bar), /ui/logout, and for a signed-in
+// person the web UI itself, at the paths "engram ui" uses.
+func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
+	if h.opts.UI == nil {
+		http.NotFound(w, r)
+		return
+	}
+	switch r.URL.Path {
+	case "/ui/login":
+		h.login(w, r)
+		return
+	case "/ui/logout":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "405 method not allowed: sign out with POST", http.StatusMethodNotAllowed)
+			return
+		}
+		if c, err := r.Cookie(uiCookie); err == nil {
+			h.mu.Lock()
+			delete(h.uiLogins, c.Value)
+			h.mu.Unlock()
+		}
+		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+		return
+	}
+	login, ok := h.loggedIn(r)
+	if !ok {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "401 unauthorized: sign in at /ui/login", http.StatusUnauthorized)
+		return
+	}
+	if !h.allow(w, login.tokenID) {
+		return
+	}
+	if r.URL.Path == "/ui" || r.URL.Path == "/ui/" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	ui, err := h.ui(login.human)
+	if err != nil {
+		h.log.Error("serve: make web UI", "human", login.human, "err", err)
+		http.Error(w, "500 internal error opening the web UI", http.StatusInternalServerError)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	ui.ServeHTTP(w, r)
+}
+
+// loggedIn reports the request's login, checking its token again.
+func (h *Handler) loggedIn(r *http.Request) (uiLogin, bool) {
+	c, err := r.Cookie(uiCookie)
+	if err != nil {
+		return uiLogin{}, false
+	}
+	h.mu.Lock()
+	login, ok := h.uiLogins[c.Value]
+	h.mu.Unlock()
+	if !ok || !time.Now().Before(login.until) {
+		return uiLogin{}, false
+	}
+	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
+	if err != nil || !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !time.Now().Before(t.ExpiresAt)) {
+		h.mu.Lock()
+		delete(h.uiLogins, c.Value)
+		h.mu.Unlock()
+		return uiLogin{}, false
+	}
+	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+		rec.token = &t
+	}
+	return login, true
+}
+
+// login shows the sign-in form, or trades a human token (form field or
+// the login URL's query) for a login cookie.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	var secret string
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		secret = r.URL.Query().Get("token")
+		if secret == "" {
+			h.loginForm(w, http.StatusOK, "")
+			return
+		}
+	case http.MethodPost:
+		r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+		if err := r.ParseForm(); err != nil {
+			h.loginForm(w, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		secret = r.PostForm.Get("token")
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
+	rec, _ := r.Context().Value(recKey{}).(*accessRecord)
+	switch {
+	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+		if rec != nil {
+			rec.refused = err.Error()
+		}
+		h.loginForm(w, http.StatusUnauthorized, "That token is unknown, expired or revoked.")
+		return
+	case err != nil:
+		h.log.Error("serve: verify token", "err", err)
+		http.Error(w, "500 internal error checking the token", http.StatusInternalServerError)
+		return
+	case t.Human == "":
+		if rec != nil {
+			rec.refused = fmt.Sprintf("token %d is an agent's, not a human's", t.ID)
+		}
+		h.loginForm(w, http.StatusUnauthorized, "That is an agent's token; the web UI takes a person's (engram token create --human NAME).")
+		return
+	}
+	if rec != nil {
+		rec.token = &t
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		http.Error(w, "500 internal error", http.StatusInternalServerError)
+		return
+	}
+	id := base64.RawURLEncoding.EncodeToString(b)
+	until := time.Now().Add(h.opts.UISession)
+	if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(until) {
+		until = t.ExpiresAt
+	}
+	h.mu.Lock()
+	for k, l := range h.uiLogins {
+		if !time.Now().Before(l.until) {
+			delete(h.uiLogins, k) // ended logins go when new ones come
+		}
+	}
+	h.uiLogins[id] = uiLogin{tokenID: t.ID, human: t.Human, until: until}
+	h.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/", Expires: until, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (h *Handler) loginForm(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	loginPage.Execute(w, msg)
+}
+
+// ui returns human's web UI, made on first use.
+func (h *Handler) ui(human string) (http.Handler, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if u, ok := h.uis[human]; ok {
+		return u, nil
+	}
+	u, err := h.opts.UI(h.ctx, human)
+	if err != nil {
+		return nil, err
+	}
+	h.uis[human] = u
+	return u, nil
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
+	"github.com/engram-go/engram/internal/redact"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/tools"
+)
+
+// readTools are the tools a read-only token keeps: those that only read.
+// A tool not listed here is hidden from read-only sessions, so a new
+// writing tool is never offered to them by omission.
+var readTools = []string{tools.ArchivalSearch, tools.ConversationSearch, tools.LoadSkill}
+
+// serveConfig is what cmdServe's flags set.
+type serveConfig struct {
+	addr, certFile, keyFile string
+	origins                 string
+	opts                    serve.Options
+	drain                   time.Duration
+}
+
+func cmdServe(ctx context.Context, a *app, args []string) error {
+	var c serveConfig
+	if _, err := flags("serve", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&c.addr, "addr", "127.0.0.1:8421", "listen address; anything but loopback without TLS prints a warning")
+		fs.StringVar(&c.certFile, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
+		fs.StringVar(&c.keyFile, "tls-key", "", "TLS private key file (PEM)")
+		fs.StringVar(&c.origins, "origins", "", "comma-separated browser origins allowed besides the server's own (https://app.example.com)")
+		fs.IntVar(&c.opts.MaxSessions, "max-sessions", 1000, "open MCP sessions at most (beyond: 503)")
+		fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
+		fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
+		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
+		fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
+		fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	}); err != nil {
+		return err
+	}
+	if (c.certFile == "") != (c.keyFile == "") {
+		return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	a.serving = true // many searches: keep the full-text index in memory
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	h, err := newServeHandler(s, &c, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
+	}
+	scheme := "http"
+	hs := newHTTPServer(h, log)
+	if c.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("serve: load TLS certificate %s and key %s: %w", c.certFile, c.keyFile, err)
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+		scheme = "https"
+	}
+	if w := serve.Listening(ln.Addr(), c.certFile != ""); w != "" {
+		fmt.Fprintln(a.stderr, "engram serve: warning:", w)
+	}
+	base := scheme + "://" + hostPort(ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	db := redact.Target(a.db)
+	if err := a.output(map[string]any{"url": base, "mcp": base + "/mcp", "ui": base + "/ui/", "db": db}, func(w io.Writer) {
+		fmt.Fprintf(w, "engram serve for %s\nMCP (Streamable HTTP, Authorization: Bearer TOKEN): %s/mcp\nweb UI (a human token): %s/ui/\n(Ctrl-C or SIGTERM stops it)\n", db, base, base)
+	}); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	}
+	return shutdownServe(h, hs, c.drain)
+}
+
+// newServeHandler is the door over store, with engram mcp's servers and
+// engram ui's pages.
+func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
+	o := c.opts
+	o.Tokens, o.Logger, o.ReadTools = store, log, readTools
+	for _, origin := range strings.Split(c.origins, ",") {
+		if origin = strings.TrimSpace(origin); origin != "" {
+			o.Origins = append(o.Origins, origin)
+		}
+	}
+	o.MCPServer = func(ctx context.Context, agent string) (*mcp.Server, error) {
+		srv, listed, err := newMCPServerListed(store, agent)
+		if err != nil {
+			return nil, err
+		}
+		go watchResources(ctx, srv, store, agent, listed, resourcePoll)
+		return srv, nil
+	}
+	o.UI = func(ctx context.Context, human string) (http.Handler, error) {
+		return newServeUI(store, human, log)
+	}
+	return serve.New(&o)
+}
+
+// newHTTPServer bounds what one connection can hold: headers must arrive
+// within 10 s and a request body within a minute (no slowloris), idle
+// keep-alive connections close after two; there is no write timeout, as
+// an MCP event stream lasts as long as its session.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// shutdownServe drains the door (requests in flight finish, sessions
+// close) and then the HTTP server.
+func shutdownServe(h *serve.Handler, hs *http.Server, drain time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := h.Shutdown(ctx)
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if serr := hs.Shutdown(sctx); serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
+		err = errors.Join(err, fmt.Errorf("serve: shut down: %w", serr))
+	}
+	return err
+}
+
+func hostPort(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, fmt.Sprint(tcp.Port))
+}
+
+// serveUI is engram ui's app for one person behind serve's login: serve
+// has checked the person's token, so every request is let in with the
+// app's own cookie, which the app hands out for its login URL and which
+// never reaches the browser.
+type serveUI struct {
+	*ui.Server
+	cookie *http.Cookie
+}
+
+func newServeUI(store *memory.Cache, human string, log *slog.Logger) (*serveUI, error) {
+	srv, err := ui.New(store, &ui.Options{Person: human, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	// The app's own login: its URL answers with its cookie.
+	u, err := url.Parse(srv.URL("http://engram.invalid"))
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	rec := &headerRecorder{h: http.Header{}}
+	srv.ServeHTTP(rec, &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}})
+	cookies := (&http.Response{Header: rec.h}).Cookies()
+	if len(cookies) != 1 {
+		srv.Close()
+		return nil, fmt.Errorf("serve: the web UI's login gave %d cookies, want 1 (status %d)", len(cookies), rec.status)
+	}
+	return &serveUI{Server: srv, cookie: &http.Cookie{Name: cookies[0].Name, Value: cookies[0].Value}}, nil
+}
+
+func (s *serveUI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.Clone(r.Context())
+	r.AddCookie(s.cookie)
+	s.Server.ServeHTTP(w, r)
+}
+
+// headerRecorder keeps a response's header and status, dropping its body.
+type headerRecorder struct {
+	h      http.Header
+	status int
+}
+
+func (r *headerRecorder) Header() http.Header         { return r.h }
+func (r *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *headerRecorder) WriteHeader(code int)        { r.status = code }

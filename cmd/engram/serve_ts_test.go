@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+// TestServeTypeScriptClient runs the official TypeScript MCP SDK's
+// StreamableHTTPClientTransport (testdata/tsclient, the version its
+// package-lock pins) against engram serve: initialize, tools, a write
+// read back as a resource, archival insert and search, a resource
+// list_changed notification for another process's write, and 401 for a
+// bad token. Without node and npm it is skipped, except under CI.
+func TestServeTypeScriptClient(t *testing.T) {
+	node, nerr := exec.LookPath("node")
+	npm, perr := exec.LookPath("npm")
+	if nerr != nil || perr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI needs node and npm for the TypeScript MCP client test: %v %v", nerr, perr)
+		}
+		t.Skip("node/npm not installed")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "client.js"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "tsclient", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+		t.Skipf("npm ci failed (no registry?): %v\n%s", err, out)
+	}
+
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "serve.db")
+	store := openServeStoreAt(t, path)
+	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	f := startServe(t, store, nil)
+	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	revoked, revokedSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	store.RevokeToken(ctx, revoked.ID)
+
+	run := exec.Command(node, "client.js", f.url+"/mcp", secret, revokedSecret)
+	run.Dir = dir
+	stdin, _ := run.StdinPipe()
+	stdout, _ := run.StdoutPipe()
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { run.Process.Kill() })
+	defer timer.Stop()
+	lines := bufio.NewReader(stdout)
+	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
+		run.Wait()
+		t.Fatalf("client: %q %v\n%s", line, err, stderr.String())
+	}
+	// Another process's write: a new block on the same file.
+	other := openServeStoreAt(t, path)
+	if _, err := other.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "from-go", Value: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "go\n")
+	last, err := io.ReadAll(lines)
+	if werr := run.Wait(); werr != nil || err != nil {
+		t.Fatalf("client: %v %v\n%s", werr, err, stderr.String())
+	}
+	var got struct {
+		Server         string   `json:"server"`
+		Tools          []string `json:"tools"`
+		AppendError    bool     `json:"appendError"`
+		ReadBack       string   `json:"readBack"`
+		Search         string   `json:"search"`
+		Resources      []string `json:"resources"`
+		ListChanged    bool     `json:"listChanged"`
+		ResourcesAfter []string `json:"resourcesAfter"`
+		BadToken       string   `json:"badToken"`
+	}
+	if err := json.Unmarshal(last, &got); err != nil {
+		t.Fatalf("client output %q: %v", last, err)
+	}
+	switch {
+	case got.Server != "engram" || !slices.Contains(got.Tools, "block_append"):
+		t.Errorf("initialize/tools: %+v", got)
+	case got.AppendError || !strings.Contains(got.ReadBack, "Written from TypeScript."):
+		t.Errorf("write then read: %+v", got)
+	case !strings.Contains(got.Search, "kumquat"):
+		t.Errorf("archival search: %q", got.Search)
+	case !slices.Contains(got.Resources, "engram://ada/notes"):
+		t.Errorf("resources: %v", got.Resources)
+	case !got.ListChanged || !slices.Contains(got.ResourcesAfter, "engram://ada/from-go"):
+		t.Errorf("list_changed %v, resources after %v", got.ListChanged, got.ResourcesAfter)
+	case got.BadToken != "401":
+		t.Errorf("revoked token: %q, want 401", got.BadToken)
+	}
+	if r, _ := store.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "Written from TypeScript.") {
+		t.Errorf("the TypeScript write is not in the store: %q", r)
+	}
+}

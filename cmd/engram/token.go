@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+func cmdToken(ctx context.Context, a *app, args []string) error {
+	c, rest, err := sub("token", args, map[string]command{
+		"create": cmdTokenCreate, "list": cmdTokenList, "revoke": cmdTokenRevoke,
+	})
+	if err != nil {
+		return err
+	}
+	return c(ctx, a, rest)
+}
+
+// tokenJSON is a token as "token create/list --json" print it; times are
+// RFC 3339 in UTC, null for never.
+type tokenJSON struct {
+	ID         int64      `json:"id"`
+	Agent      string     `json:"agent,omitempty"`
+	Human      string     `json:"human,omitempty"`
+	Name       string     `json:"name"`
+	ReadOnly   bool       `json:"read_only"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	// Token is the secret, in "token create --json" only.
+	Token string `json:"token,omitempty"`
+}
+
+func toTokenJSON(t memory.Token) tokenJSON {
+	opt := func(at time.Time) *time.Time {
+		if at.IsZero() {
+			return nil
+		}
+		u := at.UTC()
+		return &u
+	}
+	return tokenJSON{ID: t.ID, Agent: t.Agent, Human: t.Human, Name: t.Name, ReadOnly: t.ReadOnly, CreatedAt: t.CreatedAt.UTC(),
+		ExpiresAt: opt(t.ExpiresAt), LastUsedAt: opt(t.LastUsedAt), RevokedAt: opt(t.RevokedAt)}
+}
+
+func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
+	var spec memory.TokenSpec
+	if _, err := flags("token create", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&spec.Agent, "agent", "", "the agent the token acts as (engram serve's /mcp)")
+		fs.StringVar(&spec.Human, "human", "", "a person's name: the token opens engram serve's web UI, approvals recorded as human:NAME")
+		fs.StringVar(&spec.Name, "name", "", "a label for the token (shown by token list and in access logs)")
+		fs.BoolVar(&spec.ReadOnly, "read-only", false, "read and search only: no write tools")
+		fs.DurationVar(&spec.Expires, "expires", 0, "lifetime, e.g. 720h (default: until revoked)")
+	}); err != nil {
+		return err
+	}
+	if (spec.Agent == "") == (spec.Human == "") {
+		return usageErrorf("token create: give exactly one of --agent ID and --human NAME (run \"engram token create --help\")")
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	t, secret, err := s.CreateToken(ctx, spec)
+	if err != nil {
+		return err
+	}
+	j := toTokenJSON(t)
+	j.Token = secret
+	return a.output(j, func(w io.Writer) {
+		who := "agent " + t.Agent
+		if t.Human != "" {
+			who = "human " + t.Human
+		}
+		fmt.Fprintf(w, "token %d for %s%s%s\n", t.ID, who, map[bool]string{true: " (read-only)"}[t.ReadOnly], expiryText(t.ExpiresAt))
+		fmt.Fprintln(w, "shown once; engram keeps only its hash:")
+		fmt.Fprintln(w, secret)
+	})
+}
+
+func expiryText(at time.Time) string {
+	if at.IsZero() {
+		return ", no expiry"
+	}
+	return ", expires " + at.UTC().Format(time.RFC3339)
+}
+
+func cmdTokenList(ctx context.Context, a *app, args []string) error {
+	if _, err := flags("token list", args, func(*flag.FlagSet) {}); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	ts, err := s.Tokens(ctx)
+	if err != nil {
+		return err
+	}
+	out := make([]tokenJSON, len(ts))
+	for i, t := range ts {
+		out[i] = toTokenJSON(t)
+	}
+	return a.output(out, func(w io.Writer) {
+		if len(ts) == 0 {
+			fmt.Fprintln(w, "no tokens (engram token create --agent ID)")
+			return
+		}
+		when := func(at time.Time) string {
+			if at.IsZero() {
+				return "-"
+			}
+			return at.UTC().Format(time.RFC3339)
+		}
+		rows := make([][]string, len(ts))
+		for i, t := range ts {
+			who, access := "agent:"+t.Agent, "read-write"
+			if t.Human != "" {
+				who, access = "human:"+t.Human, "ui"
+			} else if t.ReadOnly {
+				access = "read-only"
+			}
+			rows[i] = []string{strconv.FormatInt(t.ID, 10), who, cmpOr(t.Name, "-"), access, when(t.CreatedAt), when(t.LastUsedAt),
+				when(t.ExpiresAt), when(t.RevokedAt)}
+		}
+		a.table("ID\tFOR\tNAME\tACCESS\tCREATED\tLAST USED\tEXPIRES\tREVOKED", rows)
+	})
+}
+
+func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
+	pos, err := flags("token revoke", args, func(*flag.FlagSet) {})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("token revoke: want one token ID (run \"engram token list\")")
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usageErrorf("token revoke: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if err := s.RevokeToken(ctx, id); err != nil {
+		return err
+	}
+	return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
+		fmt.Fprintf(w, "token %d revoked; serve refuses it from its next request\n", id)
+	})
+}

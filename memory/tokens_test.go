@@ -1,0 +1,137 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/memory"
+)
+
+// Tokens on both engines: created with a secret shown once, verified by
+// it, listed without it, revoked for every store on the database at once,
+// expired by the store's clock.
+func TestTokens(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			target := filepath.Join(t.TempDir(), "tok.db")
+			if engine == "postgres" {
+				target = pgtest.Start(t).NewDatabase(t)
+			}
+			var now atomic.Int64
+			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
+			clock := func() time.Time { return time.Unix(0, now.Load()) }
+			open := func() *memory.Cache {
+				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			a, b := open(), open() // two processes' stores on one database
+
+			tok, secret, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "ada", Name: "laptop", Expires: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(secret, memory.TokenPrefix) || len(secret) < len(memory.TokenPrefix)+43 {
+				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, memory.TokenPrefix)
+			}
+			_, secret2, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
+			if err != nil || secret2 == secret {
+				t.Fatalf("second token: %v (same secret: %v)", err, secret2 == secret)
+			}
+			got, err := b.VerifyToken(ctx, secret)
+			if err != nil || got.ID != tok.ID || got.Agent != "ada" || got.Name != "laptop" || got.ReadOnly {
+				t.Fatalf("VerifyToken = %+v, %v; want token %d of ada", got, err, tok.ID)
+			}
+			if got.LastUsedAt.IsZero() {
+				t.Fatal("VerifyToken did not record the use")
+			}
+
+			for _, bad := range []string{"", "engram_", secret + "x", secret[:len(secret)-1], "Bearer " + secret, strings.ToUpper(secret)} {
+				if _, err := b.VerifyToken(ctx, bad); !errors.Is(err, memory.ErrTokenInvalid) {
+					t.Errorf("VerifyToken(%q) = %v, want ErrTokenInvalid", bad, err)
+				}
+			}
+
+			list, err := b.Tokens(ctx)
+			if err != nil || len(list) != 2 || list[0].ID != tok.ID || list[0].ExpiresAt.IsZero() || !list[1].ExpiresAt.IsZero() {
+				t.Fatalf("Tokens = %+v, %v", list, err)
+			}
+
+			// Revoked on one store, refused by the other on its next call.
+			if err := a.RevokeToken(ctx, tok.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.VerifyToken(ctx, secret); !errors.Is(err, memory.ErrTokenRevoked) {
+				t.Fatalf("revoked token verifies: %v", err)
+			}
+			if err := b.RevokeToken(ctx, tok.ID); !errors.Is(err, memory.ErrTokenRevoked) {
+				t.Fatalf("second revoke: %v", err)
+			}
+			if err := b.RevokeToken(ctx, 9999); !errors.Is(err, memory.ErrNotFound) {
+				t.Fatalf("revoke of no token: %v", err)
+			}
+			if got, _ := b.Token(ctx, tok.ID); got.RevokedAt.IsZero() {
+				t.Fatal("Token does not show the revocation")
+			}
+
+			// Expiry follows the store's clock.
+			short, s3, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "bob", ReadOnly: true, Expires: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.VerifyToken(ctx, s3); err != nil || !got.ReadOnly || got.Agent != "bob" {
+				t.Fatalf("read-only token: %+v, %v", got, err)
+			}
+			now.Add(int64(time.Minute))
+			if _, err := b.VerifyToken(ctx, s3); !errors.Is(err, memory.ErrTokenExpired) {
+				t.Fatalf("expired token %d verifies: %v", short.ID, err)
+			}
+			if _, err := b.VerifyToken(ctx, secret2); err != nil {
+				t.Fatalf("token without expiry: %v", err)
+			}
+
+			h, hs, err := a.CreateToken(ctx, memory.TokenSpec{Human: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.VerifyToken(ctx, hs); err != nil || got.Human != "alice" || got.Agent != "" || got.ID != h.ID {
+				t.Fatalf("human token: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestCreateTokenRefuses(t *testing.T) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "tok.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, spec := range []memory.TokenSpec{
+		{},
+		{Agent: " "},
+		{Agent: "ada", Human: "alice"},
+		{Agent: "ada", Expires: -time.Second},
+		{Human: "alice", ReadOnly: true},
+		{Agent: "ada", Name: "a\x00b"},
+		{Agent: strings.Repeat("a", 300)},
+	} {
+		if _, secret, err := c.CreateToken(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
+			t.Errorf("CreateToken(%+v) = %q, %v; want ErrInvalidArgument", spec, secret, err)
+		}
+	}
+	if list, err := c.Tokens(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("refused specs stored tokens: %+v, %v", list, err)
+	}
+}
