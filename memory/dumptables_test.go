@@ -78,6 +78,7 @@ var tablesLeftOut = map[string]string{
 		"bookkeeping of the index", "fts_blocks_indexed": "what the full-text index holds for blocks: derived",
 	"vec_blocks_dirty":   "the queue of blocks whose vectors are stale: bookkeeping",
 	"vec_archival_dirty": "the queue of archival entries whose vectors are stale: bookkeeping",
+	"tokens":             "access tokens of engram serve: credentials of one deployment, never exported (a dump must not hand out access)",
 	"sqlite_sequence":    "SQLite's AUTOINCREMENT counters",
 	"engram_schema":      "the applied migrations (PostgreSQL): the schema version of the store, not its content",
 }

@@ -13,6 +13,22 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
+// rollBackMessageContext puts messages' full-text index back as it was
+// before migration 0015 (schema version 14).
+var rollBackMessageContext = []string{
+	`DROP TRIGGER fts_messages_ai`, `DROP TRIGGER fts_messages_ad`, `DROP TRIGGER fts_messages_au`,
+	`DROP VIEW fts_messages_source`, `DROP TABLE fts_messages`,
+	`CREATE VIRTUAL TABLE fts_messages USING fts5(content, content = 'messages', content_rowid = 'id',
+			tokenize = 'porter unicode61 remove_diacritics 2')`,
+	`CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN
+			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
+	`CREATE TRIGGER fts_messages_ad AFTER DELETE ON messages BEGIN
+			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content); END`,
+	`CREATE TRIGGER fts_messages_au AFTER UPDATE OF content ON messages BEGIN
+			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content);
+			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
+}
+
 // TestMessageContextMigration: a store written before messages were
 // indexed in context (schema version 14) is re-indexed by migration 0015,
 // so a message is found by its neighbour's words after the upgrade, and
@@ -29,24 +45,15 @@ func TestMessageContextMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{
-		`DROP TRIGGER fts_messages_ai`, `DROP TRIGGER fts_messages_ad`, `DROP TRIGGER fts_messages_au`,
-		`DROP VIEW fts_messages_source`, `DROP TABLE fts_messages`,
-		`CREATE VIRTUAL TABLE fts_messages USING fts5(content, content = 'messages', content_rowid = 'id',
-			tokenize = 'porter unicode61 remove_diacritics 2')`,
-		`CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN
-			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
-		`CREATE TRIGGER fts_messages_ad AFTER DELETE ON messages BEGIN
-			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content); END`,
-		`CREATE TRIGGER fts_messages_au AFTER UPDATE OF content ON messages BEGIN
-			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content);
-			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
+	for _, s := range append(append([]string{
+		`DROP TABLE tokens`,
+	}, rollBackMessageContext...), []string{
 		`PRAGMA user_version = 14`,
 		`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES
 			('a', 'user', 'I adopted a greyhound called Comet.', 's1', 1, 1),
 			('a', 'assistant', 'What a lovely name!', 's1', 2, 2),
 			('a', 'user', 'Something else entirely.', 's2', 1, 3)`,
-	} {
+	}...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}

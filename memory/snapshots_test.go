@@ -57,13 +57,13 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	}
 	c.Close()
 
-	// Put the schema back as it was at version 12 (before 0014 and 0015, too).
+	// Put the schema back as it was at version 12 (before 0014, 0015 and
+	// 0016, too).
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{
-		`DROP TABLE tokens`,
+	for _, s := range append(append([]string{`DROP TABLE tokens`}, rollBackMessageContext...), []string{
 		`DROP TRIGGER vec_archival_dirty_ad`,
 		`DROP TABLE vec_archival_dirty`,
 		`ALTER TABLE blocks ADD COLUMN snapshot BLOB`,
@@ -72,7 +72,7 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 			snapshot_crc = (SELECT snapshot_crc FROM block_snapshots WHERE block_id = blocks.id)`,
 		`DROP TABLE block_snapshots`,
 		`PRAGMA user_version = 12`,
-	} {
+	}...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}

@@ -44,7 +44,7 @@ func TestMessageContextUpgradePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	files, err := filepath.Glob("migrations/*.sql")
+	files, err := filepath.Glob("../../migrations/postgres/*.sql")
 	if err != nil || len(files) < 10 {
 		t.Fatalf("migrations: %v %v", files, err)
 	}

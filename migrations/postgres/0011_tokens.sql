@@ -1,4 +1,4 @@
--- Access tokens for `engram serve` (as SQLite's 0015_tokens): an agent's or
+-- Access tokens for `engram serve` (as SQLite's 0016_tokens): an agent's or
 -- a person's, only the secret's SHA-256 kept, times in Unix nanoseconds
 -- with 0 meaning never.
 CREATE TABLE tokens (
