@@ -70,15 +70,18 @@ func searchFixture(t *testing.T, st memory.Store) (tea, deadline, long int64) {
 	deadline = ins("alice", "The project deadline is Friday", []string{"work"}, epoch.Add(-time.Hour))
 	long = ins("alice", "Oolong notes: "+strings.Repeat("leaves roll slowly in hot water. ", 60), []string{"prefs"}, epoch.Add(-time.Hour))
 	ins("bob", "bob keeps a tea diary", nil, epoch.Add(-time.Hour))
-	msg := func(agent string, role memory.Role, content string, at time.Time) {
-		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: role, Content: content, BatchID: "b1", CreatedAt: at}); err != nil {
+	// The month-old message is of another conversation (batch): messages
+	// are indexed with their batch neighbours' words, which these filter
+	// tests must not meet.
+	msg := func(agent string, role memory.Role, content, batch string, at time.Time) {
+		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: role, Content: content, BatchID: batch, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	msg("alice", memory.RoleUser, "I love jasmine tea", epoch.Add(-2*time.Hour))
-	msg("alice", memory.RoleAssistant, "Noted: jasmine it is", epoch.Add(-2*time.Hour+time.Minute))
-	msg("alice", memory.RoleUser, "What about the deadline?", epoch.Add(-30*24*time.Hour))
-	msg("bob", memory.RoleUser, "jasmine for bob too", epoch.Add(-time.Hour))
+	msg("alice", memory.RoleUser, "I love jasmine tea", "b1", epoch.Add(-2*time.Hour))
+	msg("alice", memory.RoleAssistant, "Noted: jasmine it is", "b1", epoch.Add(-2*time.Hour+time.Minute))
+	msg("alice", memory.RoleUser, "What about the deadline?", "b0", epoch.Add(-30*24*time.Hour))
+	msg("bob", memory.RoleUser, "jasmine for bob too", "b1", epoch.Add(-time.Hour))
 	return tea, deadline, long
 }
 
