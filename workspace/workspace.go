@@ -57,7 +57,7 @@ type Report struct {
 // own or may read and write, so such a link brings in nothing its maker
 // could not read already; where it is off, import only directories whose
 // writers you trust with every file you can read.
-func Import(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
+func Import(ctx context.Context, store Store, agent, dir string) (Report, error) {
 	var rep Report
 	if st, err := os.Stat(dir); err != nil {
 		return rep, fmt.Errorf("workspace: import %s: %w", dir, err)
@@ -129,7 +129,7 @@ func charLimit(text string) int {
 	return min(max(blocks.DefaultCharLimit, utf8.RuneCountInString(text)*2), max(blocks.MaxCharLimit, utf8.RuneCountInString(text)))
 }
 
-func upsert(ctx context.Context, store memory.Store, agent string, l layer, text string) (created bool, err error) {
+func upsert(ctx context.Context, store Store, agent string, l layer, text string) (created bool, err error) {
 	doc, err := store.GetBlock(ctx, agent, l.label)
 	if errors.Is(err, memory.ErrNotFound) {
 		_, err = store.CreateBlock(ctx, agent, memory.BlockSpec{Label: l.label, Description: l.description, Type: l.typ,
@@ -162,7 +162,7 @@ func upsert(ctx context.Context, store memory.Store, agent string, l layer, text
 // to a new temporary file (0600) beside it and renamed over it, so a
 // symbolic link in its place is replaced, not followed, and a directory
 // link leaving dir is an error (ErrUnsafeFile).
-func Export(ctx context.Context, store memory.Store, agent, dir string) (Report, error) {
+func Export(ctx context.Context, store Store, agent, dir string) (Report, error) {
 	var rep Report
 	metas, err := store.ListBlocks(ctx, agent)
 	if err != nil {
