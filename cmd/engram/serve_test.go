@@ -654,3 +654,65 @@ func TestServeDropsIdleServers(t *testing.T) {
 		return slices.Contains(resourceURIs(t, cs), "engram://ada/later")
 	})
 }
+
+// TestServeUIEventStream: the web UI's live event stream (GET /events, open
+// as long as a page is) ends when the login's token is revoked or the
+// person signs out, and does not hold up a shutdown: it is a stream, like
+// an MCP session's, not a request in flight.
+func TestServeUIEventStream(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(t *testing.T, f *serveFixture, b *http.Client, tok memory.Token)
+	}{
+		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok memory.Token) {
+			if err := f.store.RevokeToken(context.Background(), tok.ID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ memory.Token) {
+			req, _ := http.NewRequest(http.MethodPost, f.url+"/ui/logout", nil)
+			req.Header.Set("Origin", f.url)
+			resp, err := b.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}},
+		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ memory.Token) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if err := f.h.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown with a UI page open: %v", err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := openServeStore(t)
+			f := startServe(t, store, nil)
+			tok, secret := newToken(t, store, memory.TokenSpec{Human: "alice"})
+			jar, _ := cookiejar.New(nil)
+			b := &http.Client{Jar: jar}
+			resp, err := b.Get(f.url + "/ui/login?token=" + url.QueryEscape(secret))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			resp, err = b.Get(f.url + "/events")
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("events: %v %v", err, resp)
+			}
+			defer resp.Body.Close()
+			ended := make(chan struct{})
+			go func() {
+				io.Copy(io.Discard, resp.Body)
+				close(ended)
+			}()
+			c.end(t, f, b, tok)
+			select {
+			case <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the UI's event stream is still open")
+			}
+		})
+	}
+}

@@ -169,11 +169,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &accessRecord{}
 	r = r.WithContext(context.WithValue(r.Context(), recKey{}, rec))
 	defer func() { h.logRequest(r, lw, rec, start) }()
-	// A standalone GET stream lasts as long as its session: shutdown
-	// closes sessions rather than waiting for those.
+	// A GET event stream (an MCP session's, the web UI page's) lasts as
+	// long as its session or page: shutdown closes those rather than
+	// waiting for them, so such a request stops counting as in flight
+	// once its response turns out to be a stream.
 	if !(r.Method == http.MethodGet && r.URL.Path == "/mcp") {
 		h.inflight.Add(1)
-		defer h.inflight.Add(-1)
+		var once sync.Once
+		done := func() { once.Do(func() { h.inflight.Add(-1) }) }
+		defer done()
+		if r.Method == http.MethodGet {
+			lw.onStream = done
+		}
 	}
 	if h.draining.Load() {
 		lw.Header().Set("Connection", "close")
@@ -343,6 +350,7 @@ func (h *Handler) sweep(every time.Duration) {
 		case <-t.C:
 		}
 		h.closeRevoked(h.ctx)
+		h.endRevokedLogins(h.ctx, time.Now())
 		h.dropIdleServers(time.Now())
 	}
 }
