@@ -716,3 +716,42 @@ func TestServeUIEventStream(t *testing.T) {
 		})
 	}
 }
+
+// TestServeMissingParams: a call without params (or with null params) to a
+// method that needs them gets the JSON-RPC answer engram mcp gives over
+// stdio, -32602 under the request's id, not a plain-text HTTP 400 that
+// leaves the call unanswered.
+func TestServeMissingParams(t *testing.T) {
+	store := openServeStore(t)
+	f := startServe(t, store, nil)
+	for _, ro := range []bool{false, true} {
+		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: ro})
+		resp := post(t, f.url, secret, "", initializeBody, nil)
+		session := resp.Header.Get("Mcp-Session-Id")
+		io.Copy(io.Discard, resp.Body)
+		post(t, f.url, secret, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call"}`,
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":null}`,
+			`{"jsonrpc":"2.0","id":5,"method":"resources/read"}`,
+			`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":null}`,
+			`{"jsonrpc":"2.0","id":5,"method":"resources/subscribe"}`,
+		} {
+			resp := post(t, f.url, secret, session, body, nil)
+			b, _ := io.ReadAll(resp.Body)
+			text := string(b)
+			if i := strings.Index(text, "data: "); i >= 0 {
+				text = strings.TrimSpace(text[i+len("data: "):])
+			}
+			var msg struct {
+				ID    any `json:"id"`
+				Error *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(text), &msg) != nil || msg.Error == nil || msg.Error.Code != -32602 || msg.ID != float64(5) {
+				t.Errorf("read-only %v, %s: %d %s", ro, body, resp.StatusCode, b)
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -217,6 +219,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if !h.allow(w, rec.token.ID) {
 				return
 			}
+			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
+				return
+			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
 				// against the cap. The count is reserved rather than the
@@ -246,6 +251,44 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.mcp.ServeHTTP(w, r)
 		})).ServeHTTP(w, r)
+}
+
+// needsParams are the methods a client must send params with.
+var needsParams = []string{"initialize", "tools/call", "resources/read", "resources/subscribe", "resources/unsubscribe",
+	"prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen"}
+
+// answerMissingParams answers a call without params (or with null params)
+// to a method that needs them as engram mcp does over stdio: a JSON-RPC
+// error -32602 under the call's id. The SDK answers the first with a
+// plain-text HTTP 400, which leaves the call unanswered, and the second
+// with -32600. It reports whether it answered; the body is left for the
+// SDK either way.
+func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "failed to read the request body", http.StatusBadRequest)
+		}
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" ||
+		!slices.Contains(needsParams, msg.Method) || (len(msg.Params) > 0 && string(msg.Params) != "null") {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+		"code": jsonrpc.CodeInvalidParams, "message": `invalid params: this method needs "params" (an object), none or null was sent`}})
+	return true
 }
 
 // verify is the SDK's TokenVerifier: the store's token, which must be an
