@@ -116,8 +116,12 @@ func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*se
 			o.Origins = append(o.Origins, origin)
 		}
 	}
-	o.MCPServer = func(ctx context.Context, agent string) (*mcp.Server, error) {
-		srv, listed, err := newMCPServerListed(store, agent)
+	o.MCPServer = func(ctx context.Context, agent string, readOnly bool) (*mcp.Server, error) {
+		var only []string
+		if readOnly {
+			only = readTools
+		}
+		srv, listed, err := newMCPServerOnly(store, agent, only)
 		if err != nil {
 			return nil, err
 		}

@@ -755,3 +755,39 @@ func TestServeMissingParams(t *testing.T) {
 		}
 	}
 }
+
+// TestServeReadOnlyContextPrompt: the context prompt of a read-only
+// token's session names the tools that session has, not the write tools it
+// cannot call (a model told it has block_append calls it).
+func TestServeReadOnlyContextPrompt(t *testing.T) {
+	ctx := context.Background()
+	store := openServeStore(t)
+	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	f := startServe(t, store, nil)
+	for _, c := range []struct {
+		readOnly bool
+		want     []string
+	}{
+		{false, []string{"block_append", "archival_insert", "archival_search"}},
+		{true, readTools},
+	} {
+		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: c.readOnly})
+		cs := mustConnect(t, f, secret)
+		pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "context"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := pr.Messages[0].Content.(*mcp.TextContent).Text
+		listed := toolNames(t, cs)
+		for _, want := range c.want {
+			if !strings.Contains(text, want) {
+				t.Errorf("read-only %v: the context prompt does not name %s:\n%s", c.readOnly, want, text)
+			}
+		}
+		for _, name := range []string{"block_append", "block_replace", "archival_insert", "propose_edit", "log_append"} {
+			if strings.Contains(text, name) != slices.Contains(listed, name) {
+				t.Errorf("read-only %v: the context prompt names %s: %v, the session lists it: %v", c.readOnly, name, strings.Contains(text, name), slices.Contains(listed, name))
+			}
+		}
+	}
+}

@@ -36,10 +36,12 @@ type Tokens interface {
 // fields otherwise mean the documented defaults.
 type Options struct {
 	Tokens Tokens
-	// MCPServer makes the MCP server agent's sessions share. It is called
-	// once per agent; ctx ends when the Handler shuts down (stop any
-	// watcher started for the server then).
-	MCPServer func(ctx context.Context, agent string) (*mcp.Server, error)
+	// MCPServer makes the MCP server agent's sessions share: those of its
+	// read-only tokens (which should offer only ReadTools, in its tools
+	// and anything naming them, such as a context prompt) or the others.
+	// It is called once per agent and readOnly; ctx ends when the
+	// Handler shuts down (stop any watcher started for the server then).
+	MCPServer func(ctx context.Context, agent string, readOnly bool) (*mcp.Server, error)
 	// ReadTools are the tools a read-only token may list and call; any
 	// other tool is unknown to its sessions.
 	ReadTools []string
@@ -337,7 +339,7 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		return e.srv, nil
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s, err := h.opts.MCPServer(ctx, key.agent)
+	s, err := h.opts.MCPServer(ctx, key.agent, key.readOnly)
 	if err != nil {
 		cancel()
 		return nil, err
