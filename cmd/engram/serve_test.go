@@ -791,3 +791,42 @@ func TestServeReadOnlyContextPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestServeSessionsPerToken: one token (a client that reconnects without
+// closing its sessions, say) cannot take every session of the server:
+// beyond its own cap (by default a tenth of --max-sessions, or
+// MaxTokenSessions) it gets 503 while other tokens still get sessions.
+func TestServeSessionsPerToken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts serve.Options
+		want int
+	}{
+		{"default", serve.Options{MaxSessions: 30}, 3},
+		{"set", serve.Options{MaxSessions: 30, MaxTokenSessions: 5}, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := openServeStore(t)
+			f := startServe(t, store, &c.opts)
+			_, a := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+			_, b := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+			opened := 0
+			for range c.opts.MaxSessions {
+				resp := post(t, f.url, a, "", initializeBody, nil)
+				if resp.StatusCode != http.StatusOK {
+					if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+						t.Errorf("refused session: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+					}
+					break
+				}
+				opened++
+			}
+			if opened != c.want {
+				t.Errorf("one token opened %d sessions, want %d", opened, c.want)
+			}
+			if resp := post(t, f.url, b, "", initializeBody, nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("another token's session: %d", resp.StatusCode)
+			}
+		})
+	}
+}

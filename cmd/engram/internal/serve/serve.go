@@ -58,6 +58,11 @@ type Options struct {
 	// MaxSessions caps open MCP sessions across agents; a new session
 	// beyond it gets 503 with Retry-After. Default 1000.
 	MaxSessions int
+	// MaxTokenSessions caps the open MCP sessions of one token, so that
+	// one client (one that reconnects without closing its sessions, say)
+	// cannot take them all; beyond it: 503 with Retry-After. Default a
+	// tenth of MaxSessions, at least 1.
+	MaxTokenSessions int
 	// SessionIdle closes an MCP session with no request for this long.
 	// Default 30 minutes.
 	SessionIdle time.Duration
@@ -95,8 +100,9 @@ type Handler struct {
 	limits   map[int64]*bucket
 
 	sessions   map[string]int64 // MCP session id → the id of the token that opened it
-	newSession sync.Mutex       // guards opening
+	newSession sync.Mutex       // guards opening and openingBy
 	opening    int              // new sessions being created, counted against MaxSessions
+	openingBy  map[int64]int    // the same by token id, counted against MaxTokenSessions
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
@@ -127,6 +133,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
 	}
+	if o.MaxTokenSessions <= 0 {
+		o.MaxTokenSessions = max(1, o.MaxSessions/10)
+	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = 30 * time.Minute
 	}
@@ -154,7 +163,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
-		sessions: map[string]int64{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
@@ -228,19 +237,29 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				// A new session: open ones and those being opened count
 				// against the cap. The count is reserved rather than the
 				// creation locked, so a slow request body holds up no one.
+				tok := rec.token.ID
 				h.newSession.Lock()
 				n := h.sessionCount() + h.opening
-				if n >= h.opts.MaxSessions {
+				mine := h.tokenSessionCount(tok) + h.openingBy[tok]
+				if n >= h.opts.MaxSessions || mine >= h.opts.MaxTokenSessions {
 					h.newSession.Unlock()
 					w.Header().Set("Retry-After", "5")
-					http.Error(w, fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), http.StatusServiceUnavailable)
+					msg := fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n)
+					if mine >= h.opts.MaxTokenSessions {
+						msg = fmt.Sprintf("503 too many sessions for this token (%d open); close its idle sessions (DELETE /mcp) or retry later", mine)
+					}
+					http.Error(w, msg, http.StatusServiceUnavailable)
 					return
 				}
 				h.opening++
+				h.openingBy[tok]++
 				h.newSession.Unlock()
 				defer func() {
 					h.newSession.Lock()
 					h.opening--
+					if h.openingBy[tok]--; h.openingBy[tok] == 0 {
+						delete(h.openingBy, tok)
+					}
 					h.newSession.Unlock()
 				}()
 				h.mcp.ServeHTTP(w, r)
@@ -484,6 +503,25 @@ func (h *Handler) sessionCount() int {
 	n := 0
 	for _, s := range servers {
 		for range s.Sessions() {
+			n++
+		}
+	}
+	return n
+}
+
+// tokenSessionCount is the number of open MCP sessions of token id.
+func (h *Handler) tokenSessionCount(id int64) int {
+	live := map[string]bool{}
+	for _, s := range h.allServers() {
+		for ss := range s.Sessions() {
+			live[ss.ID()] = true
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for sid, tok := range h.sessions {
+		if tok == id && live[sid] {
 			n++
 		}
 	}
