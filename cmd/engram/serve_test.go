@@ -830,3 +830,41 @@ func TestServeSessionsPerToken(t *testing.T) {
 		})
 	}
 }
+
+// TestServeUILoginCrossSite: a login URL followed from another site (a
+// link or redirect on a page the person visits: Sec-Fetch-Site
+// cross-site) does not sign the browser in, or another person's token
+// would replace the person's login and their approvals would be recorded
+// under that name (login CSRF). Typed or pasted, it signs in.
+func TestServeUILoginCrossSite(t *testing.T) {
+	store := openServeStore(t)
+	f := startServe(t, store, nil)
+	_, secret := newToken(t, store, memory.TokenSpec{Human: "mallory"})
+	for _, c := range []struct {
+		site   string
+		signed bool
+	}{
+		{"cross-site", false},
+		{"same-site", false},
+		{"none", true},
+		{"same-origin", true},
+		{"", true}, // a browser without fetch metadata, or a program
+	} {
+		req, _ := http.NewRequest(http.MethodGet, f.url+"/ui/login?token="+url.QueryEscape(secret), nil)
+		if c.site != "" {
+			req.Header.Set("Sec-Fetch-Site", c.site)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		signed := false
+		for _, ck := range resp.Cookies() {
+			signed = signed || (ck.Name == "engram_serve_login" && ck.Value != "")
+		}
+		if signed != c.signed {
+			t.Errorf("Sec-Fetch-Site %q: signed in %v, want %v (status %d)", c.site, signed, c.signed, resp.StatusCode)
+		}
+	}
+}

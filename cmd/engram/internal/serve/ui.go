@@ -179,6 +179,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 			h.loginForm(w, http.StatusOK, "")
 			return
 		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			// A login URL followed from another site's page: signing in
+			// would put whoever's token it carries in place of the
+			// person's login (login CSRF). Typed or pasted URLs say
+			// "none".
+			h.loginForm(w, http.StatusForbidden, "This sign-in link was opened from another site; paste your token here, or open the link by pasting it into the address bar.")
+			return
+		}
 	case http.MethodPost:
 		r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 		if err := r.ParseForm(); err != nil {
