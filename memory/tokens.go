@@ -10,8 +10,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -26,6 +28,10 @@ const tokenBytes = 32
 // tokenUseResolution is how stale a token's LastUsedAt may be: recording
 // every use would make every request a write.
 const tokenUseResolution = time.Minute
+
+// maxTokenTime is the latest time a token's row can hold (Unix
+// nanoseconds in an int64).
+var maxTokenTime = time.Unix(0, math.MaxInt64)
 
 // Token describes an access token for a network front end (engram serve).
 // Exactly one of Agent and Human is set: an agent token acts as that agent
@@ -76,16 +82,21 @@ func (c *Cache) CreateToken(ctx context.Context, spec TokenSpec) (Token, string,
 		return Token{}, "", invalidArg("token: a human token cannot be read-only (the web UI decides proposals)")
 	}
 	for _, f := range []string{agent, human, spec.Name} {
-		if !utf8.ValidString(f) || strings.ContainsRune(f, 0) || len(f) > 256 {
-			return Token{}, "", invalidArg("token: agent, human and name must be UTF-8 text without NUL bytes, at most 256 bytes")
+		if !utf8.ValidString(f) || strings.ContainsFunc(f, unicode.IsControl) || len(f) > 256 {
+			return Token{}, "", invalidArg("token: agent, human and name must be UTF-8 text without control characters, at most 256 bytes")
 		}
+	}
+	now := c.opts.Now()
+	if spec.Expires > 0 && now.Add(spec.Expires).After(maxTokenTime) {
+		// Stored as Unix nanoseconds, such an expiry would wrap to a date
+		// in the past.
+		return Token{}, "", invalidArg("token: lifetime %v ends after %s; leave it out for a token that never expires", spec.Expires, maxTokenTime.UTC().Format(time.RFC3339))
 	}
 	raw := make([]byte, tokenBytes)
 	if _, err := rand.Read(raw); err != nil {
 		return Token{}, "", fmt.Errorf("memory: create token: read random bytes: %w", err)
 	}
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	now := c.opts.Now()
 	t := Token{Agent: agent, Human: human, Name: spec.Name, ReadOnly: spec.ReadOnly, CreatedAt: time.Unix(0, now.UnixNano())}
 	var expires int64
 	if spec.Expires > 0 {

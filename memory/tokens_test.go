@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -126,6 +127,14 @@ func TestCreateTokenRefuses(t *testing.T) {
 		{Human: "alice", ReadOnly: true},
 		{Agent: "ada", Name: "a\x00b"},
 		{Agent: strings.Repeat("a", 300)},
+		// An expiry past what Unix nanoseconds hold (year 2262) would wrap
+		// to a date in the past: a token dead on arrival.
+		{Agent: "ada", Expires: 2562047 * time.Hour},
+		{Agent: "ada", Expires: time.Duration(math.MaxInt64)},
+		// Control characters would forge lines of token list and of logs.
+		{Agent: "ada", Name: "laptop\n2   agent:root"},
+		{Agent: "ada\x1b[2J"},
+		{Human: "ali\x07ce"},
 	} {
 		if _, secret, err := c.CreateToken(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
 			t.Errorf("CreateToken(%+v) = %q, %v; want ErrInvalidArgument", spec, secret, err)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,15 +77,32 @@ type listedBlock struct {
 // made, for watchResources to start from (listing again would announce
 // every resource as changed).
 func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourceList, error) {
+	return newMCPServerOnly(store, agent, nil)
+}
+
+// newMCPServerOnly is newMCPServerListed with only the tools named in only
+// (all of them for nil): a read-only token's server, whose context prompt
+// must not name tools its sessions cannot call.
+func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Server, resourceList, error) {
 	var listed resourceList
 	ts, err := tools.New(store, agent, nil)
 	if err != nil {
 		return nil, listed, err
 	}
+	var offered []tools.Tool
+	for _, t := range ts.Tools() {
+		if only == nil || slices.Contains(only, t.Name) {
+			offered = append(offered, t)
+		}
+	}
+	what := "edit its memory blocks, store and search archival notes, search the conversation"
+	if only != nil {
+		what = "read-only: search archival notes and the conversation, load skills; its blocks are resources"
+	}
 	read := blockReader(store, agent)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: version}, &mcp.ServerOptions{
-		Instructions: fmt.Sprintf("Memory tools of agent %q: edit its memory blocks, store and search archival notes, search the conversation. "+
-			"The prompt %q returns the agent's built memory context.", agent, contextPrompt),
+		Instructions: fmt.Sprintf("Memory tools of agent %q: %s. "+
+			"The prompt %q returns the agent's built memory context.", agent, what, contextPrompt),
 		// Everything here is one agent's private memory: no shared cache
 		// may keep it (the SDK's default scope is "public").
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
@@ -97,7 +115,7 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	for _, t := range ts.Tools() {
+	for _, t := range offered {
 		name := t.Name
 		srv.AddTool(mcpTool(t),
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -121,7 +139,7 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 		Arguments: []*mcp.PromptArgument{
 			{Name: "message", Title: "Current message", Description: "The user's current message: recalls the archival memories relevant to it."},
 			{Name: "model", Title: "Model", Description: "Model name for the token budget and tokenizer (default gpt-4o)."},
-		}}, contextHandler(store, ts))
+		}}, contextHandler(store, ts.Agent(), offered))
 	// Blocks are resolved when read, so a block created after the server
 	// started can be read at once; the list is kept current by
 	// watchResources.
@@ -153,8 +171,7 @@ func mcpTool(t tools.Tool) *mcp.Tool {
 // contextHandler builds agent's context for the context prompt: the
 // builder's defaults with the memory tools (so the environment and tool
 // rules name them), the environment, and recall when a message is given.
-func contextHandler(store *memory.Cache, ts *tools.Toolset) mcp.PromptHandler {
-	agent := ts.Agent()
+func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		model := strings.TrimSpace(req.Params.Arguments["model"])
 		if model == "" {
@@ -166,7 +183,7 @@ func contextHandler(store *memory.Cache, ts *tools.Toolset) mcp.PromptHandler {
 			cfg.Recall = &builder.RecallOptions{}
 		}
 		var list builder.ToolList
-		for _, t := range ts.Tools() {
+		for _, t := range offered {
 			bt, err := builder.NewTool(t.Name, t.Description, t.Parameters)
 			if err != nil {
 				return nil, fmt.Errorf("build the context of %q: tool %q: %w", agent, t.Name, err)

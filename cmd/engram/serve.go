@@ -46,6 +46,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		fs.StringVar(&c.keyFile, "tls-key", "", "TLS private key file (PEM)")
 		fs.StringVar(&c.origins, "origins", "", "comma-separated browser origins allowed besides the server's own (https://app.example.com)")
 		fs.IntVar(&c.opts.MaxSessions, "max-sessions", 1000, "open MCP sessions at most (beyond: 503)")
+		fs.IntVar(&c.opts.MaxTokenSessions, "max-token-sessions", 0, "open MCP sessions of one token at most (beyond: 503; default a tenth of --max-sessions)")
 		fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
 		fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
 		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
@@ -116,8 +117,12 @@ func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*se
 			o.Origins = append(o.Origins, origin)
 		}
 	}
-	o.MCPServer = func(ctx context.Context, agent string) (*mcp.Server, error) {
-		srv, listed, err := newMCPServerListed(store, agent)
+	o.MCPServer = func(ctx context.Context, agent string, readOnly bool) (*mcp.Server, error) {
+		var only []string
+		if readOnly {
+			only = readTools
+		}
+		srv, listed, err := newMCPServerOnly(store, agent, only)
 		if err != nil {
 			return nil, err
 		}

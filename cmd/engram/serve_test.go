@@ -654,3 +654,217 @@ func TestServeDropsIdleServers(t *testing.T) {
 		return slices.Contains(resourceURIs(t, cs), "engram://ada/later")
 	})
 }
+
+// TestServeUIEventStream: the web UI's live event stream (GET /events, open
+// as long as a page is) ends when the login's token is revoked or the
+// person signs out, and does not hold up a shutdown: it is a stream, like
+// an MCP session's, not a request in flight.
+func TestServeUIEventStream(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(t *testing.T, f *serveFixture, b *http.Client, tok memory.Token)
+	}{
+		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok memory.Token) {
+			if err := f.store.RevokeToken(context.Background(), tok.ID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ memory.Token) {
+			req, _ := http.NewRequest(http.MethodPost, f.url+"/ui/logout", nil)
+			req.Header.Set("Origin", f.url)
+			resp, err := b.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}},
+		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ memory.Token) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if err := f.h.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown with a UI page open: %v", err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := openServeStore(t)
+			f := startServe(t, store, nil)
+			tok, secret := newToken(t, store, memory.TokenSpec{Human: "alice"})
+			jar, _ := cookiejar.New(nil)
+			b := &http.Client{Jar: jar}
+			resp, err := b.Get(f.url + "/ui/login?token=" + url.QueryEscape(secret))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			resp, err = b.Get(f.url + "/events")
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("events: %v %v", err, resp)
+			}
+			defer resp.Body.Close()
+			ended := make(chan struct{})
+			go func() {
+				io.Copy(io.Discard, resp.Body)
+				close(ended)
+			}()
+			c.end(t, f, b, tok)
+			select {
+			case <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the UI's event stream is still open")
+			}
+		})
+	}
+}
+
+// TestServeMissingParams: a call without params (or with null params) to a
+// method that needs them gets the JSON-RPC answer engram mcp gives over
+// stdio, -32602 under the request's id, not a plain-text HTTP 400 that
+// leaves the call unanswered.
+func TestServeMissingParams(t *testing.T) {
+	store := openServeStore(t)
+	f := startServe(t, store, nil)
+	for _, ro := range []bool{false, true} {
+		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: ro})
+		resp := post(t, f.url, secret, "", initializeBody, nil)
+		session := resp.Header.Get("Mcp-Session-Id")
+		io.Copy(io.Discard, resp.Body)
+		post(t, f.url, secret, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call"}`,
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":null}`,
+			`{"jsonrpc":"2.0","id":5,"method":"resources/read"}`,
+			`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":null}`,
+			`{"jsonrpc":"2.0","id":5,"method":"resources/subscribe"}`,
+		} {
+			resp := post(t, f.url, secret, session, body, nil)
+			b, _ := io.ReadAll(resp.Body)
+			text := string(b)
+			if i := strings.Index(text, "data: "); i >= 0 {
+				text = strings.TrimSpace(text[i+len("data: "):])
+			}
+			var msg struct {
+				ID    any `json:"id"`
+				Error *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(text), &msg) != nil || msg.Error == nil || msg.Error.Code != -32602 || msg.ID != float64(5) {
+				t.Errorf("read-only %v, %s: %d %s", ro, body, resp.StatusCode, b)
+			}
+		}
+	}
+}
+
+// TestServeReadOnlyContextPrompt: the context prompt of a read-only
+// token's session names the tools that session has, not the write tools it
+// cannot call (a model told it has block_append calls it).
+func TestServeReadOnlyContextPrompt(t *testing.T) {
+	ctx := context.Background()
+	store := openServeStore(t)
+	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	f := startServe(t, store, nil)
+	for _, c := range []struct {
+		readOnly bool
+		want     []string
+	}{
+		{false, []string{"block_append", "archival_insert", "archival_search"}},
+		{true, readTools},
+	} {
+		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: c.readOnly})
+		cs := mustConnect(t, f, secret)
+		pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "context"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := pr.Messages[0].Content.(*mcp.TextContent).Text
+		listed := toolNames(t, cs)
+		for _, want := range c.want {
+			if !strings.Contains(text, want) {
+				t.Errorf("read-only %v: the context prompt does not name %s:\n%s", c.readOnly, want, text)
+			}
+		}
+		for _, name := range []string{"block_append", "block_replace", "archival_insert", "propose_edit", "log_append"} {
+			if strings.Contains(text, name) != slices.Contains(listed, name) {
+				t.Errorf("read-only %v: the context prompt names %s: %v, the session lists it: %v", c.readOnly, name, strings.Contains(text, name), slices.Contains(listed, name))
+			}
+		}
+	}
+}
+
+// TestServeSessionsPerToken: one token (a client that reconnects without
+// closing its sessions, say) cannot take every session of the server:
+// beyond its own cap (by default a tenth of --max-sessions, or
+// MaxTokenSessions) it gets 503 while other tokens still get sessions.
+func TestServeSessionsPerToken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts serve.Options
+		want int
+	}{
+		{"default", serve.Options{MaxSessions: 30}, 3},
+		{"set", serve.Options{MaxSessions: 30, MaxTokenSessions: 5}, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := openServeStore(t)
+			f := startServe(t, store, &c.opts)
+			_, a := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+			_, b := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+			opened := 0
+			for range c.opts.MaxSessions {
+				resp := post(t, f.url, a, "", initializeBody, nil)
+				if resp.StatusCode != http.StatusOK {
+					if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+						t.Errorf("refused session: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+					}
+					break
+				}
+				opened++
+			}
+			if opened != c.want {
+				t.Errorf("one token opened %d sessions, want %d", opened, c.want)
+			}
+			if resp := post(t, f.url, b, "", initializeBody, nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("another token's session: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// TestServeUILoginCrossSite: a login URL followed from another site (a
+// link or redirect on a page the person visits: Sec-Fetch-Site
+// cross-site) does not sign the browser in, or another person's token
+// would replace the person's login and their approvals would be recorded
+// under that name (login CSRF). Typed or pasted, it signs in.
+func TestServeUILoginCrossSite(t *testing.T) {
+	store := openServeStore(t)
+	f := startServe(t, store, nil)
+	_, secret := newToken(t, store, memory.TokenSpec{Human: "mallory"})
+	for _, c := range []struct {
+		site   string
+		signed bool
+	}{
+		{"cross-site", false},
+		{"same-site", false},
+		{"none", true},
+		{"same-origin", true},
+		{"", true}, // a browser without fetch metadata, or a program
+	} {
+		req, _ := http.NewRequest(http.MethodGet, f.url+"/ui/login?token="+url.QueryEscape(secret), nil)
+		if c.site != "" {
+			req.Header.Set("Sec-Fetch-Site", c.site)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		signed := false
+		for _, ck := range resp.Cookies() {
+			signed = signed || (ck.Name == "engram_serve_login" && ck.Value != "")
+		}
+		if signed != c.signed {
+			t.Errorf("Sec-Fetch-Site %q: signed in %v, want %v (status %d)", c.site, signed, c.signed, resp.StatusCode)
+		}
+	}
+}

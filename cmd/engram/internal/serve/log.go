@@ -3,6 +3,7 @@ package serve
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,24 +29,34 @@ type logWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// onStream, when set, is called as a text/event-stream response
+	// starts.
+	onStream func()
 }
 
 func (w *logWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		if w.onStream != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			w.onStream()
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *logWriter) Write(b []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
 }
 
 func (w *logWriter) Flush() {
-	w.wrote = true
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,10 +36,12 @@ type Tokens interface {
 // fields otherwise mean the documented defaults.
 type Options struct {
 	Tokens Tokens
-	// MCPServer makes the MCP server agent's sessions share. It is called
-	// once per agent; ctx ends when the Handler shuts down (stop any
-	// watcher started for the server then).
-	MCPServer func(ctx context.Context, agent string) (*mcp.Server, error)
+	// MCPServer makes the MCP server agent's sessions share: those of its
+	// read-only tokens (which should offer only ReadTools, in its tools
+	// and anything naming them, such as a context prompt) or the others.
+	// It is called once per agent and readOnly; ctx ends when the
+	// Handler shuts down (stop any watcher started for the server then).
+	MCPServer func(ctx context.Context, agent string, readOnly bool) (*mcp.Server, error)
 	// ReadTools are the tools a read-only token may list and call; any
 	// other tool is unknown to its sessions.
 	ReadTools []string
@@ -54,6 +58,11 @@ type Options struct {
 	// MaxSessions caps open MCP sessions across agents; a new session
 	// beyond it gets 503 with Retry-After. Default 1000.
 	MaxSessions int
+	// MaxTokenSessions caps the open MCP sessions of one token, so that
+	// one client (one that reconnects without closing its sessions, say)
+	// cannot take them all; beyond it: 503 with Retry-After. Default a
+	// tenth of MaxSessions, at least 1.
+	MaxTokenSessions int
 	// SessionIdle closes an MCP session with no request for this long.
 	// Default 30 minutes.
 	SessionIdle time.Duration
@@ -91,8 +100,9 @@ type Handler struct {
 	limits   map[int64]*bucket
 
 	sessions   map[string]int64 // MCP session id → the id of the token that opened it
-	newSession sync.Mutex       // guards opening
+	newSession sync.Mutex       // guards opening and openingBy
 	opening    int              // new sessions being created, counted against MaxSessions
+	openingBy  map[int64]int    // the same by token id, counted against MaxTokenSessions
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
@@ -123,6 +133,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
 	}
+	if o.MaxTokenSessions <= 0 {
+		o.MaxTokenSessions = max(1, o.MaxSessions/10)
+	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = 30 * time.Minute
 	}
@@ -150,7 +163,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
-		sessions: map[string]int64{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
@@ -169,11 +182,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &accessRecord{}
 	r = r.WithContext(context.WithValue(r.Context(), recKey{}, rec))
 	defer func() { h.logRequest(r, lw, rec, start) }()
-	// A standalone GET stream lasts as long as its session: shutdown
-	// closes sessions rather than waiting for those.
+	// A GET event stream (an MCP session's, the web UI page's) lasts as
+	// long as its session or page: shutdown closes those rather than
+	// waiting for them, so such a request stops counting as in flight
+	// once its response turns out to be a stream.
 	if !(r.Method == http.MethodGet && r.URL.Path == "/mcp") {
 		h.inflight.Add(1)
-		defer h.inflight.Add(-1)
+		var once sync.Once
+		done := func() { once.Do(func() { h.inflight.Add(-1) }) }
+		defer done()
+		if r.Method == http.MethodGet {
+			lw.onStream = done
+		}
 	}
 	if h.draining.Load() {
 		lw.Header().Set("Connection", "close")
@@ -210,23 +230,36 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if !h.allow(w, rec.token.ID) {
 				return
 			}
+			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
+				return
+			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
 				// against the cap. The count is reserved rather than the
 				// creation locked, so a slow request body holds up no one.
+				tok := rec.token.ID
 				h.newSession.Lock()
 				n := h.sessionCount() + h.opening
-				if n >= h.opts.MaxSessions {
+				mine := h.tokenSessionCount(tok) + h.openingBy[tok]
+				if n >= h.opts.MaxSessions || mine >= h.opts.MaxTokenSessions {
 					h.newSession.Unlock()
 					w.Header().Set("Retry-After", "5")
-					http.Error(w, fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), http.StatusServiceUnavailable)
+					msg := fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n)
+					if mine >= h.opts.MaxTokenSessions {
+						msg = fmt.Sprintf("503 too many sessions for this token (%d open); close its idle sessions (DELETE /mcp) or retry later", mine)
+					}
+					http.Error(w, msg, http.StatusServiceUnavailable)
 					return
 				}
 				h.opening++
+				h.openingBy[tok]++
 				h.newSession.Unlock()
 				defer func() {
 					h.newSession.Lock()
 					h.opening--
+					if h.openingBy[tok]--; h.openingBy[tok] == 0 {
+						delete(h.openingBy, tok)
+					}
 					h.newSession.Unlock()
 				}()
 				h.mcp.ServeHTTP(w, r)
@@ -239,6 +272,44 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.mcp.ServeHTTP(w, r)
 		})).ServeHTTP(w, r)
+}
+
+// needsParams are the methods a client must send params with.
+var needsParams = []string{"initialize", "tools/call", "resources/read", "resources/subscribe", "resources/unsubscribe",
+	"prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen"}
+
+// answerMissingParams answers a call without params (or with null params)
+// to a method that needs them as engram mcp does over stdio: a JSON-RPC
+// error -32602 under the call's id. The SDK answers the first with a
+// plain-text HTTP 400, which leaves the call unanswered, and the second
+// with -32600. It reports whether it answered; the body is left for the
+// SDK either way.
+func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "failed to read the request body", http.StatusBadRequest)
+		}
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" ||
+		!slices.Contains(needsParams, msg.Method) || (len(msg.Params) > 0 && string(msg.Params) != "null") {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+		"code": jsonrpc.CodeInvalidParams, "message": `invalid params: this method needs "params" (an object), none or null was sent`}})
+	return true
 }
 
 // verify is the SDK's TokenVerifier: the store's token, which must be an
@@ -287,7 +358,7 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		return e.srv, nil
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s, err := h.opts.MCPServer(ctx, key.agent)
+	s, err := h.opts.MCPServer(ctx, key.agent, key.readOnly)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -343,6 +414,7 @@ func (h *Handler) sweep(every time.Duration) {
 		case <-t.C:
 		}
 		h.closeRevoked(h.ctx)
+		h.endRevokedLogins(h.ctx, time.Now())
 		h.dropIdleServers(time.Now())
 	}
 }
@@ -431,6 +503,25 @@ func (h *Handler) sessionCount() int {
 	n := 0
 	for _, s := range servers {
 		for range s.Sessions() {
+			n++
+		}
+	}
+	return n
+}
+
+// tokenSessionCount is the number of open MCP sessions of token id.
+func (h *Handler) tokenSessionCount(id int64) int {
+	live := map[string]bool{}
+	for _, s := range h.allServers() {
+		for ss := range s.Sessions() {
+			live[ss.ID()] = true
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for sid, tok := range h.sessions {
+		if tok == id && live[sid] {
 			n++
 		}
 	}

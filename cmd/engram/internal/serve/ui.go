@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -22,6 +23,11 @@ type uiLogin struct {
 	tokenID int64
 	human   string
 	until   time.Time
+	// ctx ends with the login (sign-out, revocation or expiry of its
+	// token, shutdown): the requests it makes, its page's event stream
+	// among them, end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -56,9 +62,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if c, err := r.Cookie(uiCookie); err == nil {
-			h.mu.Lock()
-			delete(h.uiLogins, c.Value)
-			h.mu.Unlock()
+			h.endLogin(c.Value)
 		}
 		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
@@ -87,7 +91,51 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
-	ui.ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(login.ctx, cancel)()
+	ui.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// endLogin signs login id out, ending its requests.
+func (h *Handler) endLogin(id string) {
+	h.mu.Lock()
+	l, ok := h.uiLogins[id]
+	delete(h.uiLogins, id)
+	h.mu.Unlock()
+	if ok {
+		l.cancel()
+	}
+}
+
+// endRevokedLogins signs out the logins whose token was revoked or
+// expired, or which ran out, since their last request: their open event
+// streams would not notice otherwise.
+func (h *Handler) endRevokedLogins(ctx context.Context, now time.Time) {
+	h.mu.Lock()
+	byToken := map[int64][]string{}
+	var over []string
+	for id, l := range h.uiLogins {
+		if !now.Before(l.until) {
+			over = append(over, id)
+			continue
+		}
+		byToken[l.tokenID] = append(byToken[l.tokenID], id)
+	}
+	h.mu.Unlock()
+	for tok, ids := range byToken {
+		t, err := h.opts.Tokens.Token(ctx, tok)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			continue // the store is busy or down: the next sweep decides
+		}
+		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+			continue
+		}
+		over = append(over, ids...)
+	}
+	for _, id := range over {
+		h.endLogin(id)
+	}
 }
 
 // loggedIn reports the request's login, checking its token again.
@@ -99,14 +147,16 @@ func (h *Handler) loggedIn(r *http.Request) (uiLogin, bool) {
 	h.mu.Lock()
 	login, ok := h.uiLogins[c.Value]
 	h.mu.Unlock()
-	if !ok || !time.Now().Before(login.until) {
+	if !ok {
+		return uiLogin{}, false
+	}
+	if !time.Now().Before(login.until) {
+		h.endLogin(c.Value)
 		return uiLogin{}, false
 	}
 	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
 	if err != nil || !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !time.Now().Before(t.ExpiresAt)) {
-		h.mu.Lock()
-		delete(h.uiLogins, c.Value)
-		h.mu.Unlock()
+		h.endLogin(c.Value)
 		return uiLogin{}, false
 	}
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
@@ -127,6 +177,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		secret = r.URL.Query().Get("token")
 		if secret == "" {
 			h.loginForm(w, http.StatusOK, "")
+			return
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			// A login URL followed from another site's page: signing in
+			// would put whoever's token it carries in place of the
+			// person's login (login CSRF). Typed or pasted URLs say
+			// "none".
+			h.loginForm(w, http.StatusForbidden, "This sign-in link was opened from another site; paste your token here, or open the link by pasting it into the address bar.")
 			return
 		}
 	case http.MethodPost:
@@ -174,13 +232,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(until) {
 		until = t.ExpiresAt
 	}
+	lctx, lcancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
-	for k, l := range h.uiLogins {
-		if !time.Now().Before(l.until) {
-			delete(h.uiLogins, k) // ended logins go when new ones come
-		}
-	}
-	h.uiLogins[id] = uiLogin{tokenID: t.ID, human: t.Human, until: until}
+	h.uiLogins[id] = uiLogin{tokenID: t.ID, human: t.Human, until: until, ctx: lctx, cancel: lcancel}
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/", Expires: until, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
