@@ -393,7 +393,8 @@ func (s *Settings) hasTagFilter() bool {
 // arguments: the store uses it for ArchivalQuery too. The key path travels
 // as an argument, never inside the SQL text. It fails with ErrInvalidQuery
 // for an empty key, a key holding '"', or a value that is not a string,
-// number or bool.
+// finite number or bool. A value of another JSON type than the filter's
+// never matches (a string "5" is not the number 5, true is not 1).
 func MetadataCondition(d Dialect, col string, f MetadataFilter) (string, []any, error) {
 	if err := checkMetadata(f); err != nil {
 		return "", nil, err
@@ -426,8 +427,18 @@ func checkMetadata(f MetadataFilter) error {
 		return fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
 	}
 	val := func(v any) error {
-		switch v.(type) {
-		case string, int, int32, int64, float32, float64, bool:
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: metadata %q: value %v is not a finite number", ErrInvalidQuery, f.Key, x)
+			}
+			return nil
+		case float32:
+			if x64 := float64(x); math.IsNaN(x64) || math.IsInf(x64, 0) {
+				return fmt.Errorf("%w: metadata %q: value %v is not a finite number", ErrInvalidQuery, f.Key, x)
+			}
+			return nil
+		case string, int, int32, int64, bool:
 			return nil
 		}
 		return fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
