@@ -258,6 +258,22 @@ func (o *Options) Until(t time.Time) *Options {
 	return o
 }
 
+// unixNanos is t as the created_at columns hold it, nanoseconds since the
+// epoch, clamped to int64: time.UnixNano wraps a time before 1678 or after
+// 2262 into another date, so a bound such as Until(9999-12-31) (which an
+// agent may give the search tools) kept nothing.
+func unixNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minUnixNanos):
+		return math.MinInt64
+	case t.After(maxUnixNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var minUnixNanos, maxUnixNanos = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
 // Tags keeps only archival entries carrying at least one of tags. Tags only
 // exist on archival entries, so any tag filter excludes blocks and messages.
 // Empty strings are ignored; calling it again replaces the list.
