@@ -331,6 +331,12 @@ func testFilters(t *testing.T, opts *search.IndexOptions) {
 		{"until", search.NewOptions().ContentTypes(search.Archival).Until(day(20)).IncludeSuperseded(true), ak(old, cur)},
 		{"range", search.NewOptions().Since(day(5)).Until(day(21)), append([]string{"messages:" + itoa(msg)}, ak(cur, other)...)},
 		{"all types", search.NewOptions(), append(append([]string{"blocks:" + itoa(blk)}, ak(cur, other, none)...), "messages:"+itoa(msg))},
+		// Bounds past what int64 nanoseconds hold (before 1678, after 2262)
+		// are no bounds: UnixNano wrapped them into other dates.
+		{"until far future", search.NewOptions().ContentTypes(search.Archival).Until(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)), ak(cur, other, none)},
+		{"since far past", search.NewOptions().ContentTypes(search.Archival).Since(time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)), ak(cur, other, none)},
+		{"since far future", search.NewOptions().ContentTypes(search.Archival).Since(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), nil},
+		{"until far past", search.NewOptions().ContentTypes(search.Archival).Until(time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)), nil},
 	}
 	for _, mode := range []search.Mode{search.FTS, search.Vector, search.Hybrid} {
 		for _, tc := range tests {

@@ -258,6 +258,22 @@ func (o *Options) Until(t time.Time) *Options {
 	return o
 }
 
+// unixNanos is t as the created_at columns hold it, nanoseconds since the
+// epoch, clamped to int64: time.UnixNano wraps a time before 1678 or after
+// 2262 into another date, so a bound such as Until(9999-12-31) (which an
+// agent may give the search tools) kept nothing.
+func unixNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minUnixNanos):
+		return math.MinInt64
+	case t.After(maxUnixNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var minUnixNanos, maxUnixNanos = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
 // Tags keeps only archival entries carrying at least one of tags. Tags only
 // exist on archival entries, so any tag filter excludes blocks and messages.
 // Empty strings are ignored; calling it again replaces the list.
@@ -393,7 +409,8 @@ func (s *Settings) hasTagFilter() bool {
 // arguments: the store uses it for ArchivalQuery too. The key path travels
 // as an argument, never inside the SQL text. It fails with ErrInvalidQuery
 // for an empty key, a key holding '"', or a value that is not a string,
-// number or bool.
+// finite number or bool. A value of another JSON type than the filter's
+// never matches (a string "5" is not the number 5, true is not 1).
 func MetadataCondition(d Dialect, col string, f MetadataFilter) (string, []any, error) {
 	if err := checkMetadata(f); err != nil {
 		return "", nil, err
@@ -426,8 +443,18 @@ func checkMetadata(f MetadataFilter) error {
 		return fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
 	}
 	val := func(v any) error {
-		switch v.(type) {
-		case string, int, int32, int64, float32, float64, bool:
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: metadata %q: value %v is not a finite number", ErrInvalidQuery, f.Key, x)
+			}
+			return nil
+		case float32:
+			if x64 := float64(x); math.IsNaN(x64) || math.IsInf(x64, 0) {
+				return fmt.Errorf("%w: metadata %q: value %v is not a finite number", ErrInvalidQuery, f.Key, x)
+			}
+			return nil
+		case string, int, int32, int64, bool:
 			return nil
 		}
 		return fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)

@@ -507,11 +507,11 @@ func filters(d Dialect, k *kind, scope Scope, s *Settings, withScope bool) (stri
 	}
 	if !s.Since.IsZero() {
 		conds = append(conds, a+".created_at >= ?")
-		args = append(args, s.Since.UnixNano())
+		args = append(args, unixNanos(s.Since))
 	}
 	if !s.Until.IsZero() {
 		conds = append(conds, a+".created_at < ?")
-		args = append(args, s.Until.UnixNano())
+		args = append(args, unixNanos(s.Until))
 	}
 	if k.t == Archival {
 		if len(s.TagsAny) > 0 {

@@ -1013,10 +1013,10 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings)
 	}
 	var since, until int64 = math.MinInt64, math.MaxInt64
 	if !s.Since.IsZero() {
-		since = s.Since.UnixNano()
+		since = unixNanos(s.Since)
 	}
 	if !s.Until.IsZero() {
-		until = s.Until.UnixNano()
+		until = unixNanos(s.Until)
 	}
 	keep := func(d *textDoc) bool {
 		if !scope.All && d.owner != scope.Agent && !shared[d.id] {

@@ -9,7 +9,8 @@
 // giving up with nothing written when ctx ends while it waits for the
 // lock (behind a write of this process or another's); IsConflict on a
 // real unique violation only; "?" placeholders on DB and in Write's
-// transaction; ReadTx's snapshot; PadsRows and JSONInt64s; BlockNotifier
+// transaction; ReadTx's snapshot; PadsRows and JSONInt64s; the search
+// dialect's metadata filters; BlockNotifier
 // when the backend implements it (skipped otherwise); Close.
 //
 // memory/storetest is the suite one level up: the whole store over a
@@ -55,6 +56,7 @@ func Run(t *testing.T, e Engine) {
 		{"PadsRows", testPadsRows},
 		{"JSONInt64s", testJSONInt64s},
 		{"BlockNotifier", testBlockNotifier},
+		{"MetadataCompare", testMetadataCompare},
 		{"Close", testClose},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })

@@ -81,13 +81,18 @@ func (SearchDialect) IDList() (from, id string) {
 // MetadataCompare compares jsonb values: numbers numerically, strings as
 // text.
 func (SearchDialect) MetadataCompare(col string, path []string, op string, v any) (string, []any) {
-	args := make([]any, 0, len(path)+1)
+	// jsonb orders values of different types (a string below every
+	// number): the value's type must be the filter's for the comparison
+	// to count, as on SQLite. The value is a finite number, a string or a
+	// bool (search.MetadataCondition checks), which json.Marshal takes.
+	args := make([]any, 0, len(path)+2)
 	for _, p := range path {
 		args = append(args, p)
 	}
 	b, _ := json.Marshal(v)
 	expr := "(" + col + "::jsonb #> ARRAY[" + strings.TrimSuffix(strings.Repeat("?, ", len(path)), ", ") + "]::text[])"
-	return expr + " " + op + " ?::jsonb", append(args, string(b))
+	return "(" + expr + " " + op + " ?::jsonb AND jsonb_typeof(" + expr + ") = jsonb_typeof(?::jsonb))",
+		append(append(append(args, string(b)), args...), string(b))
 }
 
 // MetadataText reads the values as SQLite's json_tree atoms are read

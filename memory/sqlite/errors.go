@@ -7,6 +7,7 @@ var (
 	// a newer engram, whose schema this build does not know.
 	ErrTooNew = errors.New("sqlite: database schema is newer than this engram")
 	// ErrForeign is returned by Open and Migrate for a file carrying
-	// another application's id.
+	// another application's id, or, with no id, a user_version or tables
+	// of its own that engram did not make.
 	ErrForeign = errors.New("sqlite: database belongs to another application")
 )

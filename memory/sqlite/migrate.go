@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/engram-go/engram/migrations"
@@ -94,6 +95,11 @@ func applyNext(ctx context.Context, conn *sql.Conn, all []migrations.Migration) 
 	if err := checkHeader(ctx, conn, v, len(all)); err != nil {
 		return v, err
 	}
+	if v == 0 {
+		if err := checkEmpty(ctx, conn); err != nil {
+			return v, err
+		}
+	}
 	if v == len(all) {
 		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 			return v, fmt.Errorf("sqlite: migrate: commit: %w", err)
@@ -130,5 +136,28 @@ func checkHeader(ctx context.Context, conn *sql.Conn, v, latest int) error {
 	if app != 0 && app != ApplicationID {
 		return fmt.Errorf("%w: application_id %#x", ErrForeign, app)
 	}
+	if app == 0 && v > 0 {
+		// engram sets application_id with every migration it applies
+		// (and always has): a version without it is another
+		// application's own use of user_version.
+		return fmt.Errorf("%w: user_version %d without engram's application_id", ErrForeign, v)
+	}
 	return nil
+}
+
+// checkEmpty refuses a file at version 0 that already holds tables (or
+// views, indexes, triggers) of its own: another application's database,
+// most of which leave application_id at 0, which engram's first migration
+// would otherwise extend and claim. It runs under the write lock, where no
+// other opener can be halfway through migration 0001.
+func checkEmpty(ctx context.Context, conn *sql.Conn) error {
+	var name string
+	err := conn.QueryRowContext(ctx, `SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' LIMIT 1`).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: read schema: %w", err)
+	}
+	return fmt.Errorf("%w: a file with no engram version already holds %q", ErrForeign, name)
 }

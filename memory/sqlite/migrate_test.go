@@ -118,3 +118,48 @@ func TestRefusesForeignFile(t *testing.T) {
 		t.Fatalf("err = %v, want ErrForeign", err)
 	}
 }
+
+// Most SQLite files leave application_id at 0, so it alone does not tell
+// another application's database from a new one: a file with tables of its
+// own at user_version 0, or at a user_version another application keeps
+// for its migrations, is not engram's (engram sets application_id with its
+// first migration, always has). Such a file used to get engram's tables
+// added to it (or, at user_version 3, migrations 0004 on applied to tables
+// that were never there) and its application_id overwritten.
+func TestRefusesAnotherApplicationsFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup []string
+	}{
+		{"own tables", []string{"CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users (name) VALUES ('x')"}},
+		{"own tables named like engram's", []string{"CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT)"}},
+		{"own user_version", []string{"CREATE TABLE users (id INTEGER PRIMARY KEY)", "PRAGMA user_version = 3"}},
+		{"user_version alone", []string{"PRAGMA user_version = 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "other.db")
+			db := openDB(t, path)
+			for _, q := range tc.setup {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := sqlite.Migrate(ctx, db); !errors.Is(err, sqlite.ErrForeign) {
+				t.Fatalf("Migrate: %v, want ErrForeign", err)
+			}
+			var app, n int
+			if err := db.QueryRow("PRAGMA application_id").Scan(&app); err != nil || app != 0 {
+				t.Fatalf("application_id = %#x, %v; want the file's 0", app, err)
+			}
+			if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'blocks'").Scan(&n); err != nil || n != 0 {
+				t.Fatalf("engram's blocks table was added (%d, %v)", n, err)
+			}
+		})
+	}
+	// A new, empty file is engram's to make.
+	db := openDB(t, filepath.Join(t.TempDir(), "new.db"))
+	if _, to, err := sqlite.Migrate(context.Background(), db); err != nil || to != latest(t) {
+		t.Fatalf("empty file: Migrate = %d, %v", to, err)
+	}
+}

@@ -73,13 +73,22 @@ func (SearchDialect) MetadataCompare(col string, path []string, op string, v any
 	for i, p := range path {
 		quoted[i] = `"` + p + `"`
 	}
-	if b, ok := v.(bool); ok {
+	// json_extract compares a number below every text and reads true as
+	// 1: the value's JSON type must be the filter's for the comparison to
+	// count, as on PostgreSQL.
+	types := "'integer', 'real'"
+	switch x := v.(type) {
+	case string:
+		types = "'text'"
+	case bool:
+		types = "'true', 'false'"
 		v = 0
-		if b {
+		if x {
 			v = 1
 		}
 	}
-	return "json_extract(" + col + ", ?) " + op + " ?", []any{"$." + strings.Join(quoted, "."), v}
+	p := "$." + strings.Join(quoted, ".")
+	return "(json_type(" + col + ", ?) IN (" + types + ") AND json_extract(" + col + ", ?) " + op + " ?)", []any{p, p, v}
 }
 
 // MetadataText is json_tree's atoms, as migration 0005 indexes them.

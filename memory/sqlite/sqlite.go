@@ -29,6 +29,7 @@ type Options struct {
 // a small reader pool, in WAL mode, migrated to the latest schema.
 type Backend struct {
 	path string
+	mem  bool // an in-memory database: ":memory:" or a URI naming one
 	busy time.Duration
 	wdb  *sql.DB // one connection, BEGIN IMMEDIATE transactions
 	rdb  *sql.DB // readers (the same pool as wdb for ":memory:")
@@ -60,7 +61,7 @@ type Backend struct {
 // pragma, cheaper than the block stamp's query. ok is false
 // for ":memory:", whose one connection sees no commit as another's.
 func (b *Backend) DataVersion(ctx context.Context) (v int64, ok bool, err error) {
-	if b.path == ":memory:" {
+	if b.mem {
 		return 0, false, nil
 	}
 	b.vmu.Lock()
@@ -188,17 +189,19 @@ func (b *Backend) TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stm
 // Open opens (creating if needed) the SQLite database at path, sets WAL
 // mode and applies migrations.SQLite (see Migrate).
 func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
-	b := &Backend{path: path, busy: 10 * time.Second}
+	b := &Backend{path: path, mem: inMemory(path), busy: 10 * time.Second}
 	if opts != nil && opts.BusyTimeout > 0 {
 		b.busy = opts.BusyTimeout
 	}
 	var err error
-	if path == ":memory:" {
+	if b.mem {
 		// One connection shared by readers and the writer: each new
-		// connection to ":memory:" would be a different database.
+		// connection to ":memory:" (or "file::memory:", mode=memory, the
+		// empty "file:") would be a different database, and none of them
+		// takes WAL mode.
 		b.wdb, err = sql.Open(sqlitedriver.Name, b.dsn(false))
 		if err != nil {
-			return nil, fmt.Errorf("open :memory:: %w", err)
+			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		b.wdb.SetMaxOpenConns(1)
 		b.rdb = b.wdb
@@ -351,7 +354,7 @@ func (b *Backend) dsn(immediate bool) string {
 	}
 	q.Set("_busy_timeout", fmt.Sprint(busy))
 	q.Set("_foreign_keys", "1")
-	if b.path != ":memory:" {
+	if !b.mem {
 		q.Set("_journal_mode", "WAL")
 		// NORMAL in WAL mode survives process crashes (kill -9); FULL would
 		// also survive power loss at a large cost per commit.
@@ -370,6 +373,27 @@ func (b *Backend) querySep() string {
 		return "&"
 	}
 	return "?"
+}
+
+// inMemory reports whether path names an in-memory (or temporary)
+// database: ":memory:", "file::memory:", a "file:" URI with mode=memory,
+// or the empty "file:" — what FileName has no file for, except a URI
+// naming another host (which SQLite refuses).
+func inMemory(path string) bool {
+	if path == ":memory:" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "file:")
+	if !ok || FileName(path) != "" {
+		return false
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	rest, _, _ = strings.Cut(rest, "?")
+	if after, ok := strings.CutPrefix(rest, "//"); ok {
+		host, _, _ := strings.Cut(after, "/")
+		return host == "" || host == "localhost" // another host: a path elsewhere
+	}
+	return true
 }
 
 // FileName returns the file SQLite opens for path: path itself, or for a
@@ -424,7 +448,10 @@ func (b *Backend) enableWAL(ctx context.Context) error {
 			return fmt.Errorf("open %s: %w", b.path, err)
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return fmt.Errorf("set WAL mode on %s: %v (mode %q)", b.path, err, mode)
+			if err == nil {
+				return fmt.Errorf("set WAL mode on %s: SQLite keeps journal mode %q (engram needs WAL: a VFS without shared memory, or a file another program holds in another mode?)", b.path, mode)
+			}
+			return fmt.Errorf("set WAL mode on %s: %w (mode %q)", b.path, err, mode)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
