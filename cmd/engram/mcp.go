@@ -115,6 +115,7 @@ func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Se
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	srv.AddReceivingMiddleware(recoverHandlers)
 	for _, t := range offered {
 		name := t.Name
 		srv.AddTool(mcpTool(t),
@@ -154,6 +155,22 @@ func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Se
 		return nil, listed, err
 	}
 	return srv, listed, nil
+}
+
+// recoverHandlers turns a panic in a method handler (a tool, a resource
+// read, the context prompt) into an error for that one call. The SDK runs
+// handlers on goroutines of its own without recovering, so under engram
+// serve one agent's failing call would otherwise end the process and every
+// agent's sessions with it.
+func recoverHandlers(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = nil, fmt.Errorf("engram: internal error in %s: %v", method, p)
+			}
+		}()
+		return next(ctx, method, req)
+	}
 }
 
 // contextPrompt is the name of the prompt that returns the built context.
