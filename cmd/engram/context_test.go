@@ -151,3 +151,27 @@ func TestCLIContextModelLimits(t *testing.T) {
 		t.Errorf("--max-tokens 32768: stderr %q", errs)
 	}
 }
+
+// A negative --max-tokens or --recall was taken silently: --max-tokens -5
+// built for the default 128k window as if the flag were not given, and
+// --recall -1 recalled nothing. The web UI's Context page refuses both;
+// the CLI says so with a usage error (exit 2).
+func TestCLIContextNegativeCounts(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "n.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--value", "I am Ada.")
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"max-tokens", []string{"--max-tokens", "-5"}, "--max-tokens"},
+		{"recall", []string{"--message", "hi", "--recall", "-1"}, "--recall"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs, code := cli(t, db, "", append([]string{"context", "--agent", "ada"}, tc.args...)...)
+			if code != 2 || !strings.Contains(errs, tc.flag) {
+				t.Fatalf("exit %d, stderr %q; want a usage error naming %s", code, errs, tc.flag)
+			}
+		})
+	}
+}
