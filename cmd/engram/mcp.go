@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/builder"
@@ -93,7 +94,17 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 		// changes, whoever changed it.
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			_, err := read(ctx, &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: req.Params.URI}})
-			return err
+			if err != nil {
+				return err
+			}
+			// The SDK matches notifications to subscriptions by the exact
+			// URI, and they go out with the block's own (blockURI): another
+			// spelling of it would never be notified.
+			if owner, label, _ := parseBlockURI(req.Params.URI); blockURI(owner, label) != req.Params.URI {
+				return &jsonrpc.Error{Code: codeInvalidParams,
+					Message: fmt.Sprintf("subscribe to %s, the block's URI as resources/list gives it, not %s", blockURI(owner, label), req.Params.URI)}
+			}
+			return nil
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
