@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/tools"
 )
@@ -172,6 +173,8 @@ func contextHandler(store *memory.Cache, ts *tools.Toolset) mcp.PromptHandler {
 			model = "gpt-4o"
 		}
 		cfg := builder.DefaultConfig()
+		// The current families' windows, as engram context and the UI use.
+		cfg.ModelOverrides = builder.KnownModelLimits()
 		message := strings.TrimSpace(req.Params.Arguments["message"])
 		if message != "" {
 			cfg.Recall = &builder.RecallOptions{}
@@ -198,8 +201,13 @@ func contextHandler(store *memory.Cache, ts *tools.Toolset) mcp.PromptHandler {
 			// A model without a system role gets it as the first message.
 			text = built.Messages[0].Content
 		}
+		desc := fmt.Sprintf("Memory context of %q for %s (window %d tokens): %d tokens of system prompt.",
+			agent, model, built.Metadata.Limits.MaxTokens, built.Metadata.Tokens.System)
+		for _, n := range append(ui.ModelNotes(model, 0), built.Metadata.Warnings...) {
+			desc += " Note: " + n + "."
+		}
 		return &mcp.GetPromptResult{
-			Description: fmt.Sprintf("Memory context of %q for %s: %d tokens of system prompt.", agent, model, built.Metadata.Tokens.System),
+			Description: desc,
 			Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
 		}, nil
 	}

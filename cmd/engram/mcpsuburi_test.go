@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/engram-go/engram/memory"
 )
 
@@ -75,6 +77,43 @@ func TestMCPSubscribeNonCanonicalURI(t *testing.T) {
 			t.Errorf("subscribe %s accepted: no notification would ever match it", tc.uri)
 		case !tc.ok && !strings.Contains(r.Error.Message, "engram://ada/notes"):
 			t.Errorf("subscribe %s: error %q does not name the block's URI", tc.uri, r.Error.Message)
+		}
+	}
+}
+
+// The context prompt built with the builder's defaults alone: every model
+// got the 128k default window (gemini-2.5-pro, gpt-4's 8k alike), where
+// engram context and the UI use the known families' limits, and an
+// unknown model was not mentioned. The prompt uses the known limits and
+// its description gives the window and the model notes.
+func TestMCPContextPromptModelLimits(t *testing.T) {
+	ctx := context.Background()
+	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "ctx.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv, err := newMCPServer(store, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectClient(t, srv)
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"gpt-4", []string{"window 8192 tokens"}},
+		{"gemini-2.5-pro", []string{"window 1048576 tokens", "estimates"}},
+		{"llama-3.3-70b", []string{"window 128000 tokens", "not one engram knows"}},
+	} {
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "context", Arguments: map[string]string{"model": tc.model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.Description, w) {
+				t.Errorf("%s: description %q lacks %q", tc.model, res.Description, w)
+			}
 		}
 	}
 }
