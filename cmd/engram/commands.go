@@ -840,9 +840,19 @@ func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error
 	if rec == nil || a.embedder != "" {
 		return nil // none, or --embedder none
 	}
+	if name, _, err := s.Admin().RecordedEmbedder(ctx); err != nil {
+		return err
+	} else if name != "" {
+		// The store has its embedder, which this environment cannot
+		// rebuild (open warned why): the dump's would be refused as a
+		// mismatch, after the import committed.
+		fmt.Fprintf(a.stderr, "engram: warning: the imported content has no vectors yet: the store's vectors are from %s; "+
+			"compute them with it once it is set up (engram reembed)\n", name)
+		return nil
+	}
 	emb, err := embedderNamed(rec.Name, rec.Dimensions)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "engram: warning: the dump's %v; the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
+		fmt.Fprintf(a.stderr, "engram: warning: the dump's embedder cannot be rebuilt here (%v); the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
 		return nil
 	}
 	if err := a.close(); err != nil {
