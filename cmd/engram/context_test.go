@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
@@ -173,5 +174,32 @@ func TestCLIContextNegativeCounts(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want a usage error naming %s", code, errs, tc.flag)
 			}
 		})
+	}
+}
+
+// A TEXT argument read from a file or standard input was read whole,
+// however large: --message @/dev/zero read until the process ran out of
+// memory (a 67 MB file took 20 s and 800 MB). It is read up to a cap and
+// refused past it, naming the cap.
+func TestCLITextArgumentCap(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip(err)
+	}
+	db := filepath.Join(t.TempDir(), "c.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--value", "I am Ada.")
+	done := make(chan struct{})
+	var errs string
+	var code int
+	go func() {
+		defer close(done)
+		_, errs, code = cli(t, db, "", "context", "--agent", "ada", "--message", "@/dev/zero")
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("--message @/dev/zero still reading after 30 s")
+	}
+	if code == 0 || !strings.Contains(errs, "MiB") {
+		t.Fatalf("--message @/dev/zero: exit %d, stderr %q; want a refusal naming the cap", code, errs)
 	}
 }
