@@ -340,6 +340,19 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return d.Version
 		}(), DumpVersion)
 	}
+	for i, e := range d.Archival {
+		if err := checkAgent(e.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d: %w", i, err)
+		}
+	}
+	for i, m := range d.Messages {
+		if err := checkAgent(m.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: message %d: %w", i, err)
+		}
+		if !validRole(m.Role) {
+			return rep, fmt.Errorf("memory: import: message %d: %w", i, invalidArg("role %q (want system, user, assistant or tool)", m.Role))
+		}
+	}
 	for i, p := range d.Proposals {
 		if err := checkProposal(p); err != nil {
 			return rep, fmt.Errorf("memory: import: proposal %d (dump entry %d) on %q of %q: %w", p.ID, i, p.Label, p.Owner, err)

@@ -71,3 +71,39 @@ func TestImportRefusesBrokenProposals(t *testing.T) {
 		}
 	})
 }
+
+// A dump's messages and archival entries were inserted unchecked: a
+// message role no provider takes ("wizard" went out as the role of an
+// OpenAI request), or rows of agent "".
+// Import checks them as AppendMessage and InsertArchival do.
+func TestImportRefusesBrokenRows(t *testing.T) {
+	ctx := context.Background()
+	good := memory.Message{ID: 1, Agent: "ada", Role: memory.RoleUser, Content: "hi", BatchID: "b1", Seq: 1}
+	for _, tc := range []struct {
+		name string
+		d    memory.Dump
+	}{
+		{"unknown role", memory.Dump{Version: memory.DumpVersion, Messages: []memory.Message{func() memory.Message {
+			m := good
+			m.Role = "wizard"
+			return m
+		}()}}},
+		{"message of no agent", memory.Dump{Version: memory.DumpVersion, Messages: []memory.Message{func() memory.Message {
+			m := good
+			m.Agent = ""
+			return m
+		}()}}},
+		{"archival of no agent", memory.Dump{Version: memory.DumpVersion, Archival: []memory.ArchivalEntry{{ID: 1, Content: "x"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := openFile(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+			if _, err := dst.Import(ctx, &tc.d); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Fatalf("Import = %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+	dst := openFile(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+	if _, err := dst.Import(ctx, &memory.Dump{Version: memory.DumpVersion, Messages: []memory.Message{good}}); err != nil {
+		t.Fatal(err)
+	}
+}
