@@ -23,6 +23,14 @@ func TestKnownModelLimits(t *testing.T) {
 		{"gpt-5", 400_000, true, true},
 		{"openai/gpt-5-mini", 400_000, true, true},
 		{"gpt-4", 8_192, true, true},
+		{"gpt-4-0613", 8_192, true, true},
+		// GPT-4 Turbo's dated and preview names were taken as gpt-4's 8k
+		// window: an input budget of 192 tokens for a 128k model.
+		{"gpt-4-1106-preview", 128_000, true, true},
+		{"gpt-4-0125-preview", 128_000, true, true},
+		{"gpt-4-turbo-preview", 128_000, true, true},
+		{"gpt-4-vision-preview", 128_000, true, true},
+		{"gpt-4-1106-vision-preview", 128_000, true, true},
 		{"o3", 200_000, true, true},
 		{"o1-mini", 128_000, true, true},
 		{"claude-sonnet-4-5", 200_000, true, false},

@@ -340,6 +340,24 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return d.Version
 		}(), DumpVersion)
 	}
+	for i, e := range d.Archival {
+		if err := checkAgent(e.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d: %w", i, err)
+		}
+	}
+	for i, m := range d.Messages {
+		if err := checkAgent(m.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: message %d: %w", i, err)
+		}
+		if !validRole(m.Role) {
+			return rep, fmt.Errorf("memory: import: message %d: %w", i, invalidArg("role %q (want system, user, assistant or tool)", m.Role))
+		}
+	}
+	for i, p := range d.Proposals {
+		if err := checkProposal(p); err != nil {
+			return rep, fmt.Errorf("memory: import: proposal %d (dump entry %d) on %q of %q: %w", p.ID, i, p.Label, p.Owner, err)
+		}
+	}
 	for i, e := range d.Library {
 		if err := checkAgent(e.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: context library entry %d: %w", i, err)
@@ -576,4 +594,41 @@ func sameHeads(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// editOps are the operations an Edit (a proposal's args) may hold: those
+// Edit.Apply knows.
+var editOps = map[blocks.Op]bool{
+	blocks.OpSetText: true, blocks.OpAppendText: true, blocks.OpReplaceText: true, blocks.OpInsertText: true,
+	blocks.OpSetField: true, blocks.OpAppendToListField: true, blocks.OpIncrementCounter: true,
+	blocks.OpPushItem: true, blocks.OpInsertItem: true, blocks.OpDeleteItem: true, blocks.OpCheckItem: true,
+	blocks.OpAppendLogEntry: true, blocks.OpSetValue: true,
+}
+
+// checkProposal refuses a dump's proposal that the store could not list or
+// decide: a status other than pending, approved or rejected, args that
+// are not an Edit of a known op, an op column its args contradict, or no
+// proposer. A dump edited by hand may hold any of these; once imported,
+// such a proposal could never be decided and ListProposals would fail for
+// every proposal of its owner.
+func checkProposal(p DumpProposal) error {
+	switch p.Status {
+	case "pending", "approved", "rejected":
+	default:
+		return invalidArg("status %q (want pending, approved or rejected)", p.Status)
+	}
+	if err := checkAgent(p.Proposer); err != nil {
+		return fmt.Errorf("proposer: %w", err)
+	}
+	var e Edit
+	if err := json.Unmarshal(p.Args, &e); err != nil {
+		return invalidArg("args are not an edit: %v", err)
+	}
+	if !editOps[e.Op] {
+		return invalidArg("args: unknown edit op %q", e.Op)
+	}
+	if p.Op != string(e.Op) {
+		return invalidArg("op %q, but its args are a %q edit", p.Op, e.Op)
+	}
+	return nil
 }

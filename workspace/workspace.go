@@ -49,7 +49,9 @@ type Report struct {
 // dir: a symbolic link is followed only while it stays inside dir, a FIFO,
 // device or socket is refused without being opened for a blocking read
 // (ErrUnsafeFile), and a file longer than a block may be is refused
-// (ErrTooLarge); each error names the file.
+// (ErrTooLarge); each error names the file. Every file is read and
+// checked before the first block is written: a refused file leaves every
+// block as it was.
 //
 // A hard link is a regular file and is read: nothing on the file tells a
 // link made to smuggle a file in from one made on purpose. Linux's
@@ -59,29 +61,84 @@ type Report struct {
 // writers you trust with every file you can read.
 func Import(ctx context.Context, store Store, agent, dir string) (Report, error) {
 	var rep Report
+	// Every file is read and checked before any block is written: a
+	// refused file (the fourth, say) leaves the blocks of the first three
+	// as they were, not imported.
+	files, skipped, err := read(ctx, dir)
+	if err != nil {
+		return rep, err
+	}
+	rep.Skipped = skipped
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		created, err := upsert(ctx, store, agent, f.layer, f.text)
+		if err != nil {
+			return rep, fmt.Errorf("workspace: import %s into block %q: %w", f.path, f.label, err)
+		}
+		if created {
+			rep.Created = append(rep.Created, f.label)
+		} else {
+			rep.Updated = append(rep.Updated, f.label)
+		}
+	}
+	return rep, nil
+}
+
+// File is a workspace file Import would read, and the block it becomes.
+type File struct {
+	Path  string // relative to the workspace, slash-separated
+	Label string
+}
+
+// Plan reads dir as Import does, refusing the same files with the same
+// errors, and returns the files Import would read and their blocks, in
+// Import's order, without writing anything.
+func Plan(dir string) ([]File, error) {
+	files, _, err := read(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, len(files))
+	for i, f := range files {
+		out[i] = File{Path: f.path, Label: f.label}
+	}
+	return out, nil
+}
+
+// readLayer is a file read and checked for Import.
+type readLayer struct {
+	layer
+	text string
+}
+
+// read reads and checks every file of dir that Import reads (see Import),
+// returning them and the paths of those absent.
+func read(ctx context.Context, dir string) (files []readLayer, skipped []string, err error) {
 	if st, err := os.Stat(dir); err != nil {
-		return rep, fmt.Errorf("workspace: import %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("workspace: import %s: %w", dir, err)
 	} else if !st.IsDir() {
-		return rep, fmt.Errorf("%w: import %s: not a directory", ErrInvalidFile, dir)
+		return nil, nil, fmt.Errorf("%w: import %s: not a directory", ErrInvalidFile, dir)
 	}
 	// Every read goes through root, which refuses paths (and links) that
 	// lead outside dir: W/SOUL.md -> /etc/passwd once put the password
 	// file into a prompt.
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return rep, fmt.Errorf("workspace: import %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("workspace: import %s: %w", dir, err)
 	}
 	defer root.Close()
 	layers := append([]layer(nil), fixed...)
 	skills, err := skillNames(root)
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
 	seen := map[string]string{}
 	for _, name := range skills {
 		label := blocks.SuggestLabel(skillPrefix + name)
 		if other, clash := seen[label]; clash {
-			return rep, fmt.Errorf("%w: skills %q and %q would both be block %q; rename one directory (labels are %s)",
+			return nil, nil, fmt.Errorf("%w: skills %q and %q would both be block %q; rename one directory (labels are %s)",
 				ErrInvalidFile, other, name, label, blocks.LabelRule)
 		}
 		seen[label] = name
@@ -90,21 +147,21 @@ func Import(ctx context.Context, store Store, agent, dir string) (Report, error)
 	}
 	for _, l := range layers {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return nil, nil, err
 		}
 		data, found, err := readFile(root, l.path)
 		if err != nil {
-			return rep, err
+			return nil, nil, err
 		}
 		if !found {
-			rep.Skipped = append(rep.Skipped, l.path)
+			skipped = append(skipped, l.path)
 			continue
 		}
 		if !utf8.Valid(data) {
-			return rep, fmt.Errorf("%w: %s is not UTF-8", ErrInvalidFile, l.path)
+			return nil, nil, fmt.Errorf("%w: %s is not UTF-8", ErrInvalidFile, l.path)
 		}
 		if utf8.RuneCount(data) > blocks.MaxCharLimit {
-			return rep, tooLarge(l.path)
+			return nil, nil, tooLarge(l.path)
 		}
 		text := string(data)
 		if strings.HasPrefix(l.label, skillPrefix) {
@@ -112,17 +169,9 @@ func Import(ctx context.Context, store Store, agent, dir string) (Report, error)
 				l.description = d
 			}
 		}
-		created, err := upsert(ctx, store, agent, l, text)
-		if err != nil {
-			return rep, fmt.Errorf("workspace: import %s into block %q: %w", l.path, l.label, err)
-		}
-		if created {
-			rep.Created = append(rep.Created, l.label)
-		} else {
-			rep.Updated = append(rep.Updated, l.label)
-		}
+		files = append(files, readLayer{layer: l, text: text})
 	}
-	return rep, nil
+	return files, skipped, nil
 }
 
 func charLimit(text string) int {

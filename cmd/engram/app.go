@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -330,25 +331,43 @@ func textArg(fs *flag.FlagSet, args []string) int {
 
 // text resolves a TEXT argument: "-" reads standard input, "@FILE" reads
 // FILE, "@@..." is a literal "@...", anything else is itself.
+// Past maxTextBytes it is refused: "@/dev/zero" once read until memory
+// ran out.
 func (a *app) text(arg string) (string, error) {
 	switch {
 	case arg == "-":
-		b, err := io.ReadAll(a.stdin)
-		if err != nil {
-			return "", fmt.Errorf("read standard input: %w", err)
-		}
-		return string(b), nil
+		return readText(a.stdin, "standard input")
 	case strings.HasPrefix(arg, "@@"):
 		return arg[1:], nil
 	case strings.HasPrefix(arg, "@") && len(arg) > 1:
-		b, err := os.ReadFile(arg[1:])
+		f, err := os.Open(arg[1:])
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", arg[1:], err)
 		}
-		return string(b), nil
+		defer f.Close()
+		return readText(f, arg[1:])
 	}
 	return arg, nil
 }
+
+// maxTextBytes bounds a TEXT argument read from a file or standard input:
+// four times a block's character cap (a block of 4-byte characters), far
+// more than any model's context window holds.
+const maxTextBytes = 4 * blocks.MaxCharLimit
+
+func readText(r io.Reader, name string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxTextBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(b) > maxTextBytes {
+		return "", fmt.Errorf("read %s: %w: more than %d MiB", name, errTooLarge, maxTextBytes>>20)
+	}
+	return string(b), nil
+}
+
+// errTooLarge is a TEXT argument past maxTextBytes.
+var errTooLarge = errors.New("text too large")
 
 func need(name, what, v string) error {
 	if strings.TrimSpace(v) == "" {

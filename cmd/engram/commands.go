@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -689,17 +690,31 @@ func cmdFilesIO(imp bool) command {
 		if len(pos) != 1 {
 			return usageErrorf("%s: want one DIR", name)
 		}
-		if dryRun {
-			a.readOnly = true // a plan writes nothing, and needs no store to exist
+		var plan []workspace.File
+		if imp {
+			// The files are read and checked as the import reads them
+			// before the store is opened: a plan names what the import
+			// would do, or fails as it would.
+			if plan, err = workspace.Plan(pos[0]); err != nil {
+				return err
+			}
 		}
-		s, err := a.open(ctx)
-		if err != nil {
-			return err
+		var s *memory.Cache
+		if dryRun && storeMissing(a.db) {
+			// A plan writes nothing, and needs no store to exist: every
+			// file would create its block.
+		} else {
+			if dryRun {
+				a.readOnly = true
+			}
+			if s, err = a.open(ctx); err != nil {
+				return err
+			}
+			defer a.close()
 		}
-		defer a.close()
 		var rep workspace.Report
 		if imp {
-			replaced, created, perr := workspacePlan(ctx, s, agent, pos[0])
+			replaced, created, perr := workspacePlan(ctx, s, agent, plan)
 			if perr != nil {
 				return perr
 			}
@@ -825,9 +840,19 @@ func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error
 	if rec == nil || a.embedder != "" {
 		return nil // none, or --embedder none
 	}
+	if name, _, err := s.Admin().RecordedEmbedder(ctx); err != nil {
+		return err
+	} else if name != "" {
+		// The store has its embedder, which this environment cannot
+		// rebuild (open warned why): the dump's would be refused as a
+		// mismatch, after the import committed.
+		fmt.Fprintf(a.stderr, "engram: warning: the imported content has no vectors yet: the store's vectors are from %s; "+
+			"compute them with it once it is set up (engram reembed)\n", name)
+		return nil
+	}
 	emb, err := embedderNamed(rec.Name, rec.Dimensions)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "engram: warning: the dump's %v; the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
+		fmt.Fprintf(a.stderr, "engram: warning: the dump's embedder cannot be rebuilt here (%v); the imported content has no vectors (engram --embedder openai reembed, once set up)\n", err)
 		return nil
 	}
 	if err := a.close(); err != nil {
@@ -970,32 +995,22 @@ func (f fileBlock) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"file": f.path, "block": f.label, "chars": f.chars})
 }
 
-// workspacePlan says which of dir's workspace files would replace one of
-// agent's blocks and which would create one (the mapping of
-// workspace.Import, in its order). It only looks: workspace.Import reads
-// the files, with its own checks.
-func workspacePlan(ctx context.Context, s *memory.Cache, agent, dir string) (replaced, created []fileBlock, err error) {
-	files := []fileBlock{{path: "SOUL.md", label: "persona"}, {path: "AGENTS.md", label: "guidelines"},
-		{path: "MEMORY.md", label: "memory"}, {path: "TOOLS.md", label: "tools"}}
-	if ents, err := os.ReadDir(filepath.Join(dir, "skills")); err == nil {
-		for _, e := range ents {
-			if e.IsDir() {
-				files = append(files, fileBlock{path: "skills/" + e.Name() + "/SKILL.md", label: blocks.SuggestLabel(blocks.SkillLabelPrefix + e.Name())})
-			}
-		}
-	}
-	metas, err := s.ListBlocks(ctx, agent)
-	if err != nil {
-		return nil, nil, err
-	}
+// workspacePlan says which of the files workspace.Plan found would
+// replace one of agent's blocks and which would create one, in the
+// import's order. s nil is a store that does not exist yet.
+func workspacePlan(ctx context.Context, s *memory.Cache, agent string, plan []workspace.File) (replaced, created []fileBlock, err error) {
 	have := map[string]int{}
-	for _, m := range metas {
-		have[m.Label] = len([]rune(m.Rendered))
-	}
-	for _, f := range files {
-		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.path))); err != nil {
-			continue
+	if s != nil {
+		metas, err := s.ListBlocks(ctx, agent)
+		if err != nil {
+			return nil, nil, err
 		}
+		for _, m := range metas {
+			have[m.Label] = len([]rune(m.Rendered))
+		}
+	}
+	for _, pf := range plan {
+		f := fileBlock{path: pf.Path, label: pf.Label}
 		if n, ok := have[f.label]; ok {
 			f.chars = n
 			replaced = append(replaced, f)
@@ -1004,4 +1019,14 @@ func workspacePlan(ctx context.Context, s *memory.Cache, agent, dir string) (rep
 		}
 	}
 	return replaced, created, nil
+}
+
+// storeMissing reports whether db names a SQLite file that does not exist.
+func storeMissing(db string) bool {
+	path, ok := memory.SQLitePath(db)
+	if !ok || path == ":memory:" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }

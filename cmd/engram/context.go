@@ -49,6 +49,12 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 	default:
 		return usageErrorf("context: --format %q: want openai, anthropic or gemini", format)
 	}
+	if maxTokens < 0 {
+		return usageErrorf("context: --max-tokens %d: want a window in tokens (0: the model's known one)", maxTokens)
+	}
+	if recall < 0 {
+		return usageErrorf("context: --recall %d: want a count of memories (0: none)", recall)
+	}
 	mode, err := search.ParseMode(recallMode)
 	if err != nil {
 		return usageErrorf("context: --recall-mode: %v", err)

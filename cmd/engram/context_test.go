@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
@@ -149,5 +150,56 @@ func TestCLIContextModelLimits(t *testing.T) {
 	out, errs, _ := cli(t, db, "", "--json", "context", "--agent", "ada", "--model", "llama-3.3-70b", "--max-tokens", "32768")
 	if !strings.Contains(out, `"max_tokens": 32768`) || strings.Contains(errs, "not one engram knows") || !strings.Contains(errs, "estimates") {
 		t.Errorf("--max-tokens 32768: stderr %q", errs)
+	}
+}
+
+// A negative --max-tokens or --recall was taken silently: --max-tokens -5
+// built for the default 128k window as if the flag were not given, and
+// --recall -1 recalled nothing. The web UI's Context page refuses both;
+// the CLI says so with a usage error (exit 2).
+func TestCLIContextNegativeCounts(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "n.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--value", "I am Ada.")
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"max-tokens", []string{"--max-tokens", "-5"}, "--max-tokens"},
+		{"recall", []string{"--message", "hi", "--recall", "-1"}, "--recall"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs, code := cli(t, db, "", append([]string{"context", "--agent", "ada"}, tc.args...)...)
+			if code != 2 || !strings.Contains(errs, tc.flag) {
+				t.Fatalf("exit %d, stderr %q; want a usage error naming %s", code, errs, tc.flag)
+			}
+		})
+	}
+}
+
+// A TEXT argument read from a file or standard input was read whole,
+// however large: --message @/dev/zero read until the process ran out of
+// memory (a 67 MB file took 20 s and 800 MB). It is read up to a cap and
+// refused past it, naming the cap.
+func TestCLITextArgumentCap(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip(err)
+	}
+	db := filepath.Join(t.TempDir(), "c.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "persona", "--type", "core", "--value", "I am Ada.")
+	done := make(chan struct{})
+	var errs string
+	var code int
+	go func() {
+		defer close(done)
+		_, errs, code = cli(t, db, "", "context", "--agent", "ada", "--message", "@/dev/zero")
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("--message @/dev/zero still reading after 30 s")
+	}
+	if code == 0 || !strings.Contains(errs, "MiB") {
+		t.Fatalf("--message @/dev/zero: exit %d, stderr %q; want a refusal naming the cap", code, errs)
 	}
 }

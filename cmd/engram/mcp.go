@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/cmd/engram/internal/ui"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/tools"
 )
@@ -111,7 +113,17 @@ func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Se
 		// changes, whoever changed it.
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			_, err := read(ctx, &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: req.Params.URI}})
-			return err
+			if err != nil {
+				return err
+			}
+			// The SDK matches notifications to subscriptions by the exact
+			// URI, and they go out with the block's own (blockURI): another
+			// spelling of it would never be notified.
+			if owner, label, _ := parseBlockURI(req.Params.URI); blockURI(owner, label) != req.Params.URI {
+				return &jsonrpc.Error{Code: codeInvalidParams,
+					Message: fmt.Sprintf("subscribe to %s, the block's URI as resources/list gives it, not %s", blockURI(owner, label), req.Params.URI)}
+			}
+			return nil
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
@@ -195,6 +207,8 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 			model = "gpt-4o"
 		}
 		cfg := builder.DefaultConfig()
+		// The current families' windows, as engram context and the UI use.
+		cfg.ModelOverrides = builder.KnownModelLimits()
 		message := strings.TrimSpace(req.Params.Arguments["message"])
 		if message != "" {
 			cfg.Recall = &builder.RecallOptions{}
@@ -221,8 +235,13 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 			// A model without a system role gets it as the first message.
 			text = built.Messages[0].Content
 		}
+		desc := fmt.Sprintf("Memory context of %q for %s (window %d tokens): %d tokens of system prompt.",
+			agent, model, built.Metadata.Limits.MaxTokens, built.Metadata.Tokens.System)
+		for _, n := range append(ui.ModelNotes(model, 0), built.Metadata.Warnings...) {
+			desc += " Note: " + n + "."
+		}
 		return &mcp.GetPromptResult{
-			Description: fmt.Sprintf("Memory context of %q for %s: %d tokens of system prompt.", agent, model, built.Metadata.Tokens.System),
+			Description: desc,
 			Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
 		}, nil
 	}

@@ -40,7 +40,8 @@ func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) e
 		return ctx.Err()
 	}
 	defer func() {
-		debug.FreeOSMemory()
+		debug.FreeOSMemory() // runs the copies' finalizers, which free them into the C heap
+		trimMalloc()
 		<-s.slots
 	}()
 	work, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)

@@ -307,7 +307,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"Use the browser that opened it, or restart \"engram ui\" for a new link.\n")
 			return
 		case loginOK:
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// Secure over TLS: cookies are not per port or scheme, and a
+			// plain-HTTP service on the same host must not get it.
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+				Secure: r.TLS != nil})
 			signedIn = true
 		}
 	}
