@@ -35,9 +35,9 @@ func serveSizesFor(cfg config) serveSizes {
 	case "smoke":
 		return serveSizes{calls: 10, httpSessions: 5, stdioSessions: 2, archival: 300}
 	case "quick":
-		return serveSizes{calls: 200, httpSessions: 100, stdioSessions: 10, archival: 300}
+		return serveSizes{calls: 500, httpSessions: 200, stdioSessions: 20, archival: 300}
 	default:
-		return serveSizes{calls: 1_000, httpSessions: 300, stdioSessions: 20, archival: 300}
+		return serveSizes{calls: 2_000, httpSessions: 500, stdioSessions: 40, archival: 300}
 	}
 }
 
