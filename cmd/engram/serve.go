@@ -181,7 +181,7 @@ type serveUI struct {
 }
 
 func newServeUI(store *memory.Cache, human string, log *slog.Logger) (*serveUI, error) {
-	srv, err := ui.New(store, &ui.Options{Person: human, Logger: log})
+	srv, err := ui.New(store, &ui.Options{Person: human, Logger: log, BasePath: serve.UIPath})
 	if err != nil {
 		return nil, err
 	}

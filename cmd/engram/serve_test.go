@@ -576,7 +576,7 @@ func TestServeUI(t *testing.T) {
 		return &http.Client{Jar: jar}
 	}
 	anon := browser()
-	resp, err := anon.Get(f.url + "/proposals")
+	resp, err := anon.Get(f.url + "/ui/proposals")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,14 +599,14 @@ func TestServeUI(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Request.URL.RawQuery != "" {
 		t.Fatalf("login: %d at %s", resp.StatusCode, resp.Request.URL)
 	}
-	resp, _ = b.Get(f.url + "/proposals")
+	resp, _ = b.Get(f.url + "/ui/proposals")
 	body, _ = io.ReadAll(resp.Body)
 	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(body)
 	if resp.StatusCode != 200 || csrf == nil {
 		t.Fatalf("proposals page: %d, csrf %v\n%s", resp.StatusCode, csrf, body)
 	}
 	form := url.Values{"csrf": {string(csrf[1])}}
-	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/proposals/%d/approve", f.url, p.ID), strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/ui/proposals/%d/approve", f.url, p.ID), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", f.url)
 	if resp, err = b.Do(req); err != nil || resp.StatusCode != 200 {
@@ -620,7 +620,7 @@ func TestServeUI(t *testing.T) {
 	if err := store.RevokeToken(ctx, alice.ID); err != nil {
 		t.Fatal(err)
 	}
-	resp, _ = b.Get(f.url + "/proposals")
+	resp, _ = b.Get(f.url + "/ui/proposals")
 	if resp.Request.URL.Path != "/ui/login" {
 		t.Fatalf("revoked human still in the UI: %s", resp.Request.URL)
 	}
@@ -655,7 +655,7 @@ func TestServeDropsIdleServers(t *testing.T) {
 	})
 }
 
-// TestServeUIEventStream: the web UI's live event stream (GET /events, open
+// TestServeUIEventStream: the web UI's live event stream (GET /ui/events, open
 // as long as a page is) ends when the login's token is revoked or the
 // person signs out, and does not hold up a shutdown: it is a stream, like
 // an MCP session's, not a request in flight.
@@ -697,7 +697,7 @@ func TestServeUIEventStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			resp, err = b.Get(f.url + "/events")
+			resp, err = b.Get(f.url + "/ui/events")
 			if err != nil || resp.StatusCode != 200 {
 				t.Fatalf("events: %v %v", err, resp)
 			}

@@ -46,8 +46,9 @@ type Options struct {
 	// other tool is unknown to its sessions.
 	ReadTools []string
 	// UI, when set, makes the web app a person uses (called once per
-	// human name; closed at shutdown if it is an io.Closer). Without it
-	// the UI paths answer 404.
+	// human name; closed at shutdown if it is an io.Closer). It gets the
+	// requests under UIPath with their full path, so it must be mounted
+	// at UIPath. Without it the UI paths answer 404.
 	UI func(ctx context.Context, human string) (http.Handler, error)
 	// Logger gets the access log (one line per request: token id and
 	// name, agent or human, never the secret) and errors. Default:

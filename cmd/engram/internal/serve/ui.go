@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/engram-go/engram/memory"
@@ -15,6 +16,12 @@ import (
 
 // uiCookie names the login cookie of the web UI behind serve.
 const uiCookie = "engram_serve_login"
+
+// UIPath is where the web UI is mounted: everything of it, its login and
+// sign-out among them, is under UIPath+"/". Options.UI's handler gets the
+// requests with their full path, so its app must be mounted there (for
+// engram ui's app, ui.Options.BasePath).
+const UIPath = "/ui"
 
 // uiLogin is one person's login: the human token it was made from (read
 // again on every request, so a revoked token logs out at once) and when
@@ -45,17 +52,30 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 // serveUI serves everything but /mcp and /healthz: /ui/login (a form, or
 // the login URL /ui/login?token=…, which trades the token for a cookie
 // and takes it out of the address bar), /ui/logout, and for a signed-in
-// person the web UI itself, at the paths "engram ui" uses.
+// person the web UI itself under /ui/. "/" and "/ui" lead to "/ui/";
+// anything else is 404.
 func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	if h.opts.UI == nil {
 		http.NotFound(w, r)
 		return
 	}
+	switch p := r.URL.Path; {
+	case p == "/" || p == UIPath:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, UIPath+"/", http.StatusSeeOther)
+		return
+	case !strings.HasPrefix(p, UIPath+"/"):
+		http.NotFound(w, r)
+		return
+	}
 	switch r.URL.Path {
-	case "/ui/login":
+	case UIPath + "/login":
 		h.login(w, r)
 		return
-	case "/ui/logout":
+	case UIPath + "/logout":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
 			http.Error(w, "405 method not allowed: sign out with POST", http.StatusMethodNotAllowed)
@@ -64,24 +84,20 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		if c, err := r.Cookie(uiCookie); err == nil {
 			h.endLogin(c.Value)
 		}
-		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-		http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 		return
 	}
 	login, ok := h.loggedIn(r)
 	if !ok {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+			http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 			return
 		}
-		http.Error(w, "401 unauthorized: sign in at /ui/login", http.StatusUnauthorized)
+		http.Error(w, "401 unauthorized: sign in at "+UIPath+"/login", http.StatusUnauthorized)
 		return
 	}
 	if !h.allow(w, login.tokenID) {
-		return
-	}
-	if r.URL.Path == "/ui" || r.URL.Path == "/ui/" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
 	ui, err := h.ui(login.human)
@@ -236,8 +252,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.uiLogins[id] = uiLogin{tokenID: t.ID, human: t.Human, until: until, ctx: lctx, cancel: lcancel}
 	h.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/", Expires: until, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	// The cookie goes only to the UI's paths: /mcp takes bearer tokens.
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: UIPath, Expires: until, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, UIPath+"/", http.StatusSeeOther)
 }
 
 func (h *Handler) loginForm(w http.ResponseWriter, status int, msg string) {

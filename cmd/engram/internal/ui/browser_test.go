@@ -68,24 +68,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, // the CI machine runs as root
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
-	defer cancelTimeout()
-	watch := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, cdpage.AddScriptToEvaluateOnNewDocument, cdpage.AddScriptToEvaluateOnNewDocumentParams{Source: watchScript})
-		return err
-	})
+	bctx, watch := newBrowser(t, exe)
 	// Sign in: the token in the URL becomes the session cookie.
 	// (The fixture's client used testToken, which signs in once.)
 	login, err := f.srv.LoginURL(f.ts.URL)
@@ -195,6 +178,67 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 	t.Logf("browser test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// newBrowser starts headless Chromium for the test (ended by its
+// cleanup) and returns its context and the action that installs
+// watchScript in a tab.
+func newBrowser(t *testing.T, exe string) (context.Context, chromedp.Action[chromedp.Void]) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox, // the CI machine runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	bctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
+	t.Cleanup(cancelTimeout)
+	watch := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cdpage.AddScriptToEvaluateOnNewDocument, cdpage.AddScriptToEvaluateOnNewDocumentParams{Source: watchScript})
+		return err
+	})
+	return bctx, watch
+}
+
+// TestBrowserUnderBasePath: mounted at /ui, the pages load their script
+// and stylesheet, open their event stream and approve by clicking, all
+// under /ui, with no CSP violation or script error.
+func TestBrowserUnderBasePath(t *testing.T) {
+	exe := chromium(t)
+	f := newFixtureAt(t, "/ui")
+	bctx, watch := newBrowser(t, exe)
+	login, err := f.srv.LoginURL(f.ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := chromedp.ID("approve-" + itoa(f.notes))
+	if err := chromedp.Do(bctx, watch, chromedp.Navigate(login), chromedp.WaitVisible(chromedp.CSS("h1")),
+		chromedp.Navigate(f.ts.URL+"/ui/blocks/ada/notes"), chromedp.WaitVisible(sel)); err != nil {
+		t.Fatalf("sign in and open a block: %v", err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.body.dataset.liveState === "open"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the page's event stream did not open: %v", err)
+	}
+	styled, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.styleSheets.length === 1 && document.styleSheets[0].cssRules.length > 0`))
+	if err != nil || !styled {
+		t.Errorf("the stylesheet did not load: %v %v", styled, err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(sel), chromedp.WaitVisible(chromedp.CSS(".flash"))); err != nil {
+		t.Fatalf("click approve: %v", err)
+	}
+	where, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`))
+	if err != nil || where != "/ui/blocks/ada/notes" {
+		t.Errorf("after approving: at %q, %v", where, err)
+	}
+	if p := f.proposal(t, f.notes); p.Status != "approved" || p.DecidedBy != "human:tester" {
+		t.Fatalf("proposal after the click: %+v", p)
+	}
+	assertNoScriptRan(t, bctx)
 }
 
 // assertNoScriptRan checks that no payload set window.__xss, that the page

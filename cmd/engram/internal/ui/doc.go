@@ -3,7 +3,8 @@
 // history (with a diff per change, an as-of view and restore), the pending
 // proposals with approve and reject, the request the builder builds for an
 // agent and a model, and search with each result's score explanation.
-// Pages follow the store live through server-sent events.
+// Pages follow the store live through server-sent events. Options.BasePath
+// mounts the app under a path prefix, as "engram serve" does at /ui.
 //
 // Everything is standard library: net/http, html/template, and templates,
 // a stylesheet and one small script embedded with embed. No build step, no

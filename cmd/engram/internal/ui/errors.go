@@ -13,4 +13,7 @@ var (
 	// ErrBusy is shown as a 503 page when a view of a large block's history
 	// could not be computed within Options.HeavyTimeout.
 	ErrBusy = errors.New("ui: busy")
+	// ErrBasePath is returned by New for an Options.BasePath that is not
+	// "/" followed by plain path segments.
+	ErrBasePath = errors.New("ui: invalid base path")
 )

@@ -385,7 +385,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.live.poke()
-	http.Redirect(w, r, blockURL(owner, label)+"?done="+done, http.StatusSeeOther)
+	http.Redirect(w, r, blockURL(s.base, owner, label)+"?done="+done, http.StatusSeeOther)
 }
 
 // Restore makes owner's block doc read as it did at change at, as one new
@@ -431,8 +431,9 @@ func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, 
 	return "restored", nil
 }
 
-func blockURL(owner, label string) string {
-	return "/blocks/" + url.PathEscape(owner) + "/" + url.PathEscape(label)
+// blockURL is the path of a block's page in an app mounted at base.
+func blockURL(base, owner, label string) string {
+	return base + "/blocks/" + url.PathEscape(owner) + "/" + url.PathEscape(label)
 }
 
 // --- proposals ---
@@ -540,8 +541,8 @@ func (s *Server) handleDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		s.live.poke()
-		back := "/proposals"
-		if ret := r.PostForm.Get("return"); strings.HasPrefix(ret, "/blocks/") && isLocalPath(ret) {
+		back := s.path("/proposals")
+		if ret := r.PostForm.Get("return"); strings.HasPrefix(ret, s.path("/blocks/")) && isLocalPath(ret) {
 			back = ret
 		}
 		http.Redirect(w, r, back+"?done="+done+"&id="+strconv.FormatInt(id, 10), http.StatusSeeOther)
@@ -636,7 +637,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	for _, res := range res {
 		rr := resultRow{Result: res, Parts: highlight(res.Snippet), Explain: explain(res)}
 		if res.Type == search.Blocks && res.Label != "" {
-			rr.Link = blockURL(res.Owner, res.Label)
+			rr.Link = blockURL(s.base, res.Owner, res.Label)
 		}
 		d.Results = append(d.Results, rr)
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -72,6 +73,14 @@ type Options struct {
 	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the timeouts of
 	// the http.Server that HTTPServer returns. Defaults 10s, 30s and 120s.
 	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// BasePath is the path the app is mounted at, such as "/ui" (a
+	// trailing slash is dropped), for a server that serves other things
+	// beside it: its pages, links, forms, redirects, static files, event
+	// stream and cookie all lie under it, and requests are taken with
+	// their full path (no http.StripPrefix). It is "/" followed by
+	// segments of letters, digits and "-._~" (not "." or ".."), so it
+	// needs no escaping anywhere. Default "": the root.
+	BasePath string
 }
 
 // Server is the web app over one store. It is an http.Handler; Close stops
@@ -84,6 +93,7 @@ type Server struct {
 	csrf    string
 	cookie  string
 	session string // the cookie's value: not the token, which works once
+	base    string // Options.BasePath without its trailing slash
 
 	loginMu sync.Mutex
 	logins  map[string]bool // one-time sign-in tokens → not used yet
@@ -120,6 +130,10 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		o.Token = t
 	}
 	o.Person = PersonName(o.Person)
+	base, err := basePath(o.BasePath)
+	if err != nil {
+		return nil, err
+	}
 	adm, err := storeAdmin(store)
 	if err != nil {
 		return nil, err
@@ -152,7 +166,7 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pages, err := parsePages()
+	pages, err := parsePages(base)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +184,7 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 		// per port, so two servers on one host must not overwrite each
 		// other's.
 		cookie:  "engram_ui_" + hex.EncodeToString(sum[:6]),
-		session: session, logins: map[string]bool{o.Token: true},
+		session: session, base: base, logins: map[string]bool{o.Token: true},
 		slots: make(chan struct{}, 1), renders: newRenderCache(renderCacheBytes),
 		pages: pages, mux: http.NewServeMux(), log: log, live: newHub(),
 		subs: map[string]func(){}, ctx: ctx, cancel: cancel, done: make(chan struct{}),
@@ -182,6 +196,24 @@ func New(store memory.Store, opts *Options) (*Server, error) {
 	s.handler = http.NewCrossOriginProtection().Handler(s.mux)
 	go s.watch()
 	return s, nil
+}
+
+// basePath checks an Options.BasePath and drops its trailing slash.
+func basePath(p string) (string, error) {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	segs := strings.Split(p, "/")
+	ok := segs[0] == ""
+	for _, seg := range segs[1:] {
+		ok = ok && seg != "" && seg != "." && seg != ".." &&
+			strings.Trim(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~") == ""
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrBasePath, p)
+	}
+	return p, nil
 }
 
 // PersonName is the name of whoever decides proposals and restores
@@ -212,11 +244,11 @@ func (s *Server) Token() string { return s.token }
 func (s *Server) Person() string { return memory.HumanApprover + s.opts.Person }
 
 // URL is the address to open for a server listening at base (such as
-// "http://127.0.0.1:8080"): base with the token. It signs in once: the
+// "http://127.0.0.1:8080"): base and Options.BasePath with the token. It signs in once: the
 // browser that opens it gets a session cookie, and the URL stops working
 // (LoginURL makes another).
 func (s *Server) URL(base string) string {
-	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(s.token)
+	return strings.TrimRight(base, "/") + s.base + "/?token=" + url.QueryEscape(s.token)
 }
 
 // LoginURL is like URL with a new one-time token, for signing in another
@@ -229,7 +261,7 @@ func (s *Server) LoginURL(base string) (string, error) {
 	s.loginMu.Lock()
 	s.logins[t] = true
 	s.loginMu.Unlock()
-	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(t), nil
+	return strings.TrimRight(base, "/") + s.base + "/?token=" + url.QueryEscape(t), nil
 }
 
 // HTTPServer is an http.Server for the app with its timeouts (see
@@ -256,21 +288,26 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /{$}", s.handleOverview)
-	m.HandleFunc("GET /agents/{agent}", s.handleAgent)
-	m.HandleFunc("GET /blocks/{owner}/{label}", s.handleBlock)
-	m.HandleFunc("GET /blocks/{owner}/{label}/changes/{hash}", s.handleChange)
-	m.HandleFunc("POST /blocks/{owner}/{label}/restore", s.handleRestore)
-	m.HandleFunc("GET /proposals", s.handleProposals)
-	m.HandleFunc("POST /proposals/{id}/approve", s.handleDecide(true))
-	m.HandleFunc("POST /proposals/{id}/reject", s.handleDecide(false))
-	m.HandleFunc("GET /context", s.handleContext)
-	m.HandleFunc("GET /search", s.handleSearch)
-	m.HandleFunc("GET /events", s.handleEvents)
+	m, b := s.mux, s.base
+	m.HandleFunc("GET "+b+"/{$}", s.handleOverview)
+	if b != "" {
+		m.HandleFunc("GET "+b, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, b+"/", http.StatusSeeOther)
+		})
+	}
+	m.HandleFunc("GET "+b+"/agents/{agent}", s.handleAgent)
+	m.HandleFunc("GET "+b+"/blocks/{owner}/{label}", s.handleBlock)
+	m.HandleFunc("GET "+b+"/blocks/{owner}/{label}/changes/{hash}", s.handleChange)
+	m.HandleFunc("POST "+b+"/blocks/{owner}/{label}/restore", s.handleRestore)
+	m.HandleFunc("GET "+b+"/proposals", s.handleProposals)
+	m.HandleFunc("POST "+b+"/proposals/{id}/approve", s.handleDecide(true))
+	m.HandleFunc("POST "+b+"/proposals/{id}/reject", s.handleDecide(false))
+	m.HandleFunc("GET "+b+"/context", s.handleContext)
+	m.HandleFunc("GET "+b+"/search", s.handleSearch)
+	m.HandleFunc("GET "+b+"/events", s.handleEvents)
 	static, _ := fs.Sub(assets, "static")
-	files := http.StripPrefix("/static/", http.FileServerFS(static))
-	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+	files := http.StripPrefix(b+"/static/", http.FileServerFS(static))
+	m.HandleFunc("GET "+b+"/static/", func(w http.ResponseWriter, r *http.Request) {
 		// Files only: no directory listing.
 		if strings.HasSuffix(r.URL.Path, "/") {
 			s.fail(w, r, http.StatusNotFound, "Page not found", fmt.Sprintf("There is no page at %s.", r.URL.Path))
@@ -309,7 +346,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case loginOK:
 			// Secure over TLS: cookies are not per port or scheme, and a
 			// plain-HTTP service on the same host must not get it.
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: cmp.Or(s.base, "/"), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 				Secure: r.TLS != nil})
 			signedIn = true
 		}
@@ -322,11 +359,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Has("token") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Take the token out of the address bar (and history) now that
-		// the cookie carries it, staying on this server.
+		// the cookie carries it, staying on this server and in the app.
 		q.Del("token")
 		target := r.URL.EscapedPath()
-		if !isLocalPath(target) {
-			target = "/"
+		if !isLocalPath(target) || !s.inApp(target) {
+			target = s.base + "/"
 		}
 		if len(q) > 0 {
 			target += "?" + q.Encode()
@@ -371,6 +408,14 @@ func isLocalPath(p string) bool {
 	u, err := url.Parse(p)
 	return err == nil && u.Scheme == "" && u.Host == "" && !strings.HasPrefix(u.Path, "//")
 }
+
+// inApp reports whether path p is in the app, under Options.BasePath.
+func (s *Server) inApp(p string) bool {
+	return s.base == "" || p == s.base || strings.HasPrefix(p, s.base+"/")
+}
+
+// path is p (such as "/proposals") under Options.BasePath.
+func (s *Server) path(p string) string { return s.base + p }
 
 // checkPost enforces the CSRF token on a state-changing request and
 // bounds its body.

@@ -48,6 +48,13 @@ type fixture struct {
 // and serves the app over real HTTP.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureAt(t, "")
+}
+
+// newFixtureAt is newFixture with the app mounted at Options.BasePath
+// base.
+func newFixtureAt(t *testing.T, base string) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	f := &fixture{path: filepath.Join(t.TempDir(), "ui.db")}
 	s, err := memory.Open(ctx, f.path, nil)
@@ -87,7 +94,7 @@ func newFixture(t *testing.T) *fixture {
 	_, err = s.InsertArchival(ctx, evilAgent, memory.ArchivalEntry{Content: "approve " + payload, Tags: []string{payload}})
 	must(err)
 
-	srv, err := New(s, &Options{Token: testToken, Person: "tester", PollInterval: 50 * time.Millisecond})
+	srv, err := New(s, &Options{Token: testToken, Person: "tester", PollInterval: 50 * time.Millisecond, BasePath: base})
 	must(err)
 	f.srv = srv
 	f.csrf = srv.csrf
@@ -98,7 +105,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { srv.Close() })
 	jar, _ := cookiejar.New(nil)
 	f.client = &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	res, err := f.client.Get(f.ts.URL + "/?token=" + testToken)
+	res, err := f.client.Get(f.ts.URL + strings.TrimRight(base, "/") + "/?token=" + testToken)
 	must(err)
 	res.Body.Close()
 	if res.StatusCode != 200 {

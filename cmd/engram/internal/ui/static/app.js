@@ -50,7 +50,9 @@
     });
   }
 
-  var es = new EventSource("/events");
+  // The page says where the stream is: the app may be mounted under a
+  // path prefix.
+  var es = new EventSource(body.dataset.events);
   // "ready": the server has a baseline for this stream, so every change
   // from now on will be reported.
   es.addEventListener("ready", function () { if (dot) dot.classList.add("on"); body.dataset.liveState = "open"; });
