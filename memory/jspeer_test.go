@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -21,32 +22,7 @@ import (
 // and npm the test is skipped, except under CI, where they are required.
 func jsPeer(t *testing.T) func(doc []byte, texts ...string) [][]byte {
 	t.Helper()
-	node, nerr := exec.LookPath("node")
-	npm, perr := exec.LookPath("npm")
-	if nerr != nil || perr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI needs node and npm for the automerge JS interop test: %v %v", nerr, perr)
-		}
-		t.Skip("node/npm not installed")
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "peer.js"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "jspeer", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-		t.Skipf("npm ci failed (no registry?): %v\n%s", err, out)
-	}
+	node, dir := testenv.NodePackage(t, filepath.Join("testdata", "jspeer"), "package.json", "package-lock.json", "peer.js")
 	return func(doc []byte, texts ...string) [][]byte {
 		t.Helper()
 		in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")

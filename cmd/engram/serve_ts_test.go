@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -24,32 +24,7 @@ import (
 // list_changed notification for another process's write, and 401 for a
 // bad token. Without node and npm it is skipped, except under CI.
 func TestServeTypeScriptClient(t *testing.T) {
-	node, nerr := exec.LookPath("node")
-	npm, perr := exec.LookPath("npm")
-	if nerr != nil || perr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI needs node and npm for the TypeScript MCP client test: %v %v", nerr, perr)
-		}
-		t.Skip("node/npm not installed")
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "client.js"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "tsclient", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-		t.Skipf("npm ci failed (no registry?): %v\n%s", err, out)
-	}
+	node, dir := testenv.NodePackage(t, filepath.Join("testdata", "tsclient"), "package.json", "package-lock.json", "client.js")
 
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "serve.db")
