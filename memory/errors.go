@@ -95,4 +95,8 @@ var (
 	// ErrTokenRevoked is returned by VerifyToken for a revoked token, and
 	// by RevokeToken for one revoked already.
 	ErrTokenRevoked = errors.New("memory: token revoked")
+	// ErrLoginLinkInvalid is returned by UseLoginLink for a secret that is
+	// not a usable login link: malformed, unknown, used already or
+	// expired. Which of these it was is not told (401 over HTTP).
+	ErrLoginLinkInvalid = errors.New("memory: login link unknown, used or expired")
 )
