@@ -41,6 +41,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"token create":      {"token create (--agent ID [--name N] [--read-only] [--expires 720h] | --human NAME)", "engram token create --agent ada --name laptop --expires 720h"},
 	"token list":        {"token list", "engram token list --json"},
 	"token revoke":      {"token revoke ID", "engram token revoke 3"},
+	"token login-url":   {"token login-url ID [--base http://127.0.0.1:8421] [--expires 15m]", "engram token login-url --base https://engram.example.com 2"},
 	"proposals list":    {"proposals list [--agent OWNER] [--all] [--diff]", "engram proposals list --diff"},
 	"proposals approve": {"proposals approve [--as NAME] ID", "engram proposals approve --as alice 3"},
 	"proposals reject":  {"proposals reject [--as NAME] [--reason TEXT] ID", `engram proposals reject --as alice --reason "not true" 4`},

@@ -153,6 +153,7 @@ Agents and people
                                                    for many agents and people, each by its token
   token create  (--agent A [--name N] [--read-only] [--expires 720h] | --human NAME)   prints the token once
   token list                                       tokens (never the secrets); token revoke ID
+  token login-url ID [--base URL] [--expires 15m]  a one-time sign-in link of serve's web UI for a human token
 
 TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/engram-go/engram/memory"
@@ -13,7 +15,7 @@ import (
 
 func cmdToken(ctx context.Context, a *app, args []string) error {
 	c, rest, err := sub("token", args, map[string]command{
-		"create": cmdTokenCreate, "list": cmdTokenList, "revoke": cmdTokenRevoke,
+		"create": cmdTokenCreate, "list": cmdTokenList, "revoke": cmdTokenRevoke, "login-url": cmdTokenLoginURL,
 	})
 	if err != nil {
 		return err
@@ -157,5 +159,47 @@ func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
 	}
 	return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
 		fmt.Fprintf(w, "token %d revoked; serve refuses it from its next request\n", id)
+	})
+}
+
+// cmdTokenLoginURL prints a one-time login link of engram serve's web UI
+// for a human token: the person opens it once and is signed in, without
+// the token itself travelling in a URL.
+func cmdTokenLoginURL(ctx context.Context, a *app, args []string) error {
+	base, ttl := "http://127.0.0.1:8421", 15*time.Minute
+	pos, err := flags("token login-url", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&base, "base", base, "engram serve's address as the person's browser reaches it")
+		fs.DurationVar(&ttl, "expires", ttl, "how long the link stays usable (once), at most 24h")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("token login-url: want one human token's ID (run \"engram token list\")")
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usageErrorf("token login-url: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return usageErrorf("token login-url: --base %q is not an http(s) address like http://127.0.0.1:8421", base)
+	}
+	if ttl <= 0 || ttl > memory.MaxLoginLinkTTL {
+		return usageErrorf("token login-url: --expires %v is not between 0 and %v", ttl, memory.MaxLoginLinkTTL)
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	secret, err := s.CreateLoginLink(ctx, id, ttl)
+	if err != nil {
+		return err
+	}
+	link := strings.TrimSuffix(u.String(), "/") + "/ui/login?link=" + url.QueryEscape(secret)
+	return a.output(map[string]any{"token_id": id, "url": link, "expires_in": ttl.String()}, func(w io.Writer) {
+		fmt.Fprintf(w, "login link for token %d, usable once within %v:\n", id, ttl)
+		fmt.Fprintln(w, link)
 	})
 }

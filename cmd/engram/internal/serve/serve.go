@@ -30,6 +30,8 @@ import (
 type Tokens interface {
 	VerifyToken(ctx context.Context, secret string) (memory.Token, error)
 	Token(ctx context.Context, id int64) (memory.Token, error)
+	// UseLoginLink consumes a one-time login link of the web UI.
+	UseLoginLink(ctx context.Context, secret string) (memory.Token, error)
 }
 
 // Options configure a Handler. Tokens and MCPServer are required; zero

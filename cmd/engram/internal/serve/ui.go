@@ -49,9 +49,10 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 </body></html>
 `))
 
-// serveUI serves everything but /mcp and /healthz: /ui/login (a form, or
-// the login URL /ui/login?token=…, which trades the token for a cookie
-// and takes it out of the address bar), /ui/logout, and for a signed-in
+// serveUI serves everything but /mcp and /healthz: /ui/login (a form, a
+// one-time login link /ui/login?link=… from engram token login-url, or
+// the login URL /ui/login?token=…; each is traded for a cookie and taken
+// out of the address bar), /ui/logout, and for a signed-in
 // person the web UI itself under /ui/. "/" and "/ui" lead to "/ui/";
 // anything else is 404.
 func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
@@ -182,16 +183,22 @@ func (h *Handler) loggedIn(r *http.Request) (uiLogin, bool) {
 }
 
 // login shows the sign-in form, or trades a human token (form field or
-// the login URL's query) for a login cookie.
+// the login URL's query) or a one-time login link for a login cookie.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
-	var secret string
+	var secret, link string
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		secret = r.URL.Query().Get("token")
-		if secret == "" {
+		q := r.URL.Query()
+		secret, link = q.Get("token"), q.Get("link")
+		if r.Method == http.MethodHead && secret == "" {
+			// Link previewers and scanners probe with HEAD: that must
+			// not use up a one-time link.
+			link = ""
+		}
+		if secret == "" && link == "" {
 			h.loginForm(w, http.StatusOK, "")
 			return
 		}
@@ -215,9 +222,21 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
+	var t memory.Token
+	var err error
+	if link != "" && secret == "" {
+		t, err = h.opts.Tokens.UseLoginLink(r.Context(), link)
+	} else {
+		t, err = h.opts.Tokens.VerifyToken(r.Context(), secret)
+	}
 	rec, _ := r.Context().Value(recKey{}).(*accessRecord)
 	switch {
+	case link != "" && secret == "" && (errors.Is(err, memory.ErrLoginLinkInvalid) || errors.Is(err, memory.ErrTokenExpired) || errors.Is(err, memory.ErrTokenRevoked)):
+		if rec != nil {
+			rec.refused = err.Error()
+		}
+		h.loginForm(w, http.StatusUnauthorized, "That sign-in link was used already, has expired, or its token was revoked; ask for a new one (engram token login-url ID) or paste your token here.")
+		return
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
 		if rec != nil {
 			rec.refused = err.Error()
