@@ -46,6 +46,7 @@ func TestMessageContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range append(append([]string{
+		`DROP TABLE login_links`,
 		`DROP TABLE tokens`,
 	}, rollBackMessageContext...), []string{
 		`PRAGMA user_version = 14`,
