@@ -91,7 +91,7 @@ func main() {
 	smoke := flag.Bool("smoke", false, "tiny sizes, a few seconds (CI)")
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
-	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: eval.FindCranfield)")
+	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: internal/eval.FindCranfield)")
 	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,serve,agents")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
