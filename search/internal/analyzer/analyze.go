@@ -132,10 +132,11 @@ func classify(c rune) rune {
 // Greek, Cyrillic, Hebrew, Arabic, ...), which classify reads from a table.
 const twoByteEnd = 0x800
 
-// twoByteTable is classifySlow for every two-byte code point, built on
-// first use (a fraction of a millisecond): folding by package unicode and
-// norm costs a hundred nanoseconds or so a character, most of the cost of
-// analysing or snippeting accented text. It never changes once built.
+// twoByteTable is classifySlow for every two-byte code point: folding by
+// package unicode and norm was most of the cost of analysing or
+// snippeting accented text, and the table makes it one load. It is built
+// on first use, so a program that never meets such text does not pay for
+// it, and never changes once built.
 var twoByteTable = sync.OnceValue(func() *[twoByteEnd - utf8.RuneSelf]rune {
 	t := new([twoByteEnd - utf8.RuneSelf]rune)
 	for i := range t {
@@ -189,6 +190,8 @@ func exception(c rune) (fold rune, ok bool) {
 // without the fold, which a tokenizer does not need.
 func IsTokenRune(c rune) bool {
 	switch {
+	case c < 0:
+		return false
 	case c < utf8.RuneSelf:
 		return asciiFold[c] != 0
 	case c < twoByteEnd:

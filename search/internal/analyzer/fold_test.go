@@ -3,6 +3,7 @@ package analyzer
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -51,6 +52,9 @@ func TestFold(t *testing.T) {
 		if got := Fold(tc.in); got != tc.want {
 			t.Errorf("Fold(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+	if IsTokenRune(-1) || IsTokenRune(unicode.MaxRune+1) {
+		t.Error("IsTokenRune accepts a rune outside Unicode")
 	}
 	if n := testing.AllocsPerRun(100, func() { Fold("engine") }); n != 0 {
 		t.Errorf("Fold of a folded word allocates %v times", n)
