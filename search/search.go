@@ -57,6 +57,12 @@ type ScoreSource struct {
 	// Distance is the cosine distance (0 = same direction, 2 = opposite).
 	VectorRank int     `json:"vector_rank,omitempty"`
 	Distance   float64 `json:"distance,omitempty"`
+	// FTSNorm, when full-text lists of several content types were fused,
+	// is the result's full-text score over the highest score its content
+	// type's ranking could give the query (0 to 1): the scale on which an
+	// FTS search orders them (docs/retrieval.md, "Fusion across content
+	// types"); 0 when no such fusion happened.
+	FTSNorm float64 `json:"fts_norm,omitempty"`
 	// Fused is the reciprocal-rank-fusion score, sum of 1/(RRFK+rank) over
 	// the lists the result is in; 0 when no fusion happened.
 	Fused float64 `json:"fused,omitempty"`
@@ -70,7 +76,9 @@ type ScoreSource struct {
 // Score is higher-is-better and depends on how the result was ranked:
 //   - FTS over one content type: -BM25;
 //   - Vector: 1 - Distance (cosine similarity), across content types too;
-//   - Hybrid, or FTS over several content types: Fused.
+//   - FTS over several content types: FTSNorm (or Fused, by rank, where
+//     a full-text leg's scale is unknown);
+//   - Hybrid: Fused.
 //
 // Source always says which.
 type Result struct {
@@ -210,7 +218,8 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	}
 	// The two sides of a hybrid search run concurrently: FTS in the text
 	// cache or SQL, vector KNN in the in-process cache or the database.
-	var ftsLists, vecLists [][]*Result
+	var ftsLegs []ftsLeg
+	var vecLists [][]*Result
 	var vecErr error
 	var wg sync.WaitGroup
 	if mode == Vector || mode == Hybrid {
@@ -230,12 +239,16 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	var ftsErr error
 	if mode == FTS || mode == Hybrid {
 		for _, t := range types.Kinds() {
-			l, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
+			l, cached, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
 			if err != nil {
 				ftsErr = err
 				break
 			}
-			ftsLists = append(ftsLists, l)
+			leg := ftsLeg{k: kinds[t], rs: l}
+			if cached {
+				leg.from = legCache
+			}
+			ftsLegs = append(ftsLegs, leg)
 		}
 	}
 	wg.Wait()
@@ -245,6 +258,22 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	if vecErr != nil {
 		return nil, vecErr
 	}
+	ftsLists := make([][]*Result, len(ftsLegs))
+	for i, l := range ftsLegs {
+		ftsLists[i] = l.rs
+	}
+	// Several content types' full-text lists become one by comparable
+	// scores where their scales are known (fuseByScore), by rank where not.
+	var ftsFused []*Result
+	if len(ftsLegs) > 1 {
+		fused, ok, err := x.fuseByScore(ctx, ftsLegs, expr, terms)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ftsFused = fused
+		}
+	}
 	var ranked []*Result
 	switch {
 	case mode == FTS && len(ftsLists) == 1:
@@ -252,12 +281,25 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 		for _, r := range ranked {
 			r.Score = -r.Source.BM25
 		}
+	case mode == FTS && ftsFused != nil:
+		ranked = ftsFused
+		for _, r := range ranked {
+			r.Score = r.Source.FTSNorm
+		}
 	case mode == FTS:
 		ranked = fuseRRF(ftsLists, nil)
 	case mode == Vector:
 		ranked = mergeByDistance(vecLists)
 		for _, r := range ranked {
 			r.Score = 1 - r.Source.Distance
+		}
+	case ftsFused != nil:
+		// Hybrid: one full-text list fused by score, one vector list merged
+		// by distance (one embedder's distances compare across types), then
+		// RRF between the two.
+		ranked = fuseRRF([][]*Result{ftsFused, mergeByDistance(vecLists)}, []float64{1, s.VectorWeight})
+		for _, r := range ranked {
+			r.Source.VectorWeight = s.VectorWeight
 		}
 	default:
 		weights := make([]float64, 0, len(ftsLists)+len(vecLists))
@@ -574,12 +616,13 @@ func decodeJSONColumns(r *Result, tags, meta string) {
 // The inner query ranks every match by bm25 and keeps the top rows; only
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
-func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) ([]*Result, error) {
+// cached reports that the text cache ranked them.
+func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) (rs []*Result, cached bool, err error) {
 	where, fargs := filters(x.d, k, scope, s, true)
 	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
 		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit)
 		if err != nil || ok {
-			return rs, err
+			return rs, ok, err
 		}
 	}
 	q, args, lowerIsBetter := x.d.FullText(&FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
@@ -588,7 +631,8 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 	if !lowerIsBetter {
 		sign = -1
 	}
-	return x.rankedRows(ctx, k, q, args, sign)
+	rs, err = x.rankedRows(ctx, k, q, args, sign)
+	return rs, false, err
 }
 
 // rankedRows runs a full-text leg's query (result columns, then the score)

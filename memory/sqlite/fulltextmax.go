@@ -1,0 +1,62 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+var _ search.FullTextScale = SearchDialect{}
+
+// FullTextMax is bm25's highest score for p.Terms over p.Index: Σ idf ·
+// (k1 + 1), with FTS5's own statistics (its row count and each phrase's
+// matching rows, store-wide as bm25 counts them).
+func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+	var avg []byte
+	// FTS5 keeps its row count and per-column token totals in the record
+	// of rowid 1 (FTS5_AVERAGES_ROWID) of its _data table: varints.
+	err := q.QueryRowContext(ctx, `SELECT block FROM `+p.Index+`_data WHERE id = 1`).Scan(&avg)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: row count of %s: %w", p.Index, err)
+	}
+	rows, n := varint(avg)
+	if n == 0 {
+		return 0, fmt.Errorf("sqlite: row count of %s: %w", p.Index, errBadAverages)
+	}
+	const k1 = 1.2
+	var m float64
+	for _, t := range p.Terms {
+		var df int64
+		phrase := `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+p.Index+` WHERE `+p.Index+` MATCH ?`, phrase).Scan(&df); err != nil {
+			return 0, fmt.Errorf("sqlite: rows of %s holding %q: %w", p.Index, t, err)
+		}
+		idf := math.Log((float64(int64(rows)-df) + 0.5) / (float64(df) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		m += idf * (k1 + 1.0)
+	}
+	return m, nil
+}
+
+var errBadAverages = errors.New("malformed averages record")
+
+// varint decodes SQLite's variable-length integer (big-endian, 7 bits a
+// byte, the ninth byte whole) at the start of b; n is 0 when b ends first.
+func varint(b []byte) (v uint64, n int) {
+	for i := 0; i < 9 && i < len(b); i++ {
+		if i == 8 {
+			return v<<8 | uint64(b[i]), 9
+		}
+		v = v<<7 | uint64(b[i]&0x7f)
+		if b[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
