@@ -17,7 +17,9 @@ type FullTextScale interface {
 	// of p.Table for p.Terms, as a positive number on FullText's own
 	// scale (its magnitude where lowerIsBetter): what a row holding every
 	// term, with frequencies growing without bound, would score under the
-	// statistics the leg ranks with.
+	// statistics the leg ranks with. p has no Columns or Limit; Where and
+	// Args are the leg's, for engines whose statistics count only the
+	// rows it keeps.
 	FullTextMax(ctx context.Context, q Execer, p *FullTextParams) (float64, error)
 }
 
@@ -94,7 +96,7 @@ func cachePhrases(terms []string) ([]string, bool) {
 // legMax finds leg l's highest attainable score: from the text cache's
 // statistics when the cache ranked it, else from the dialect
 // (FullTextScale). 0 means unknown.
-func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []string) (float64, error) {
+func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []string, scope Scope, s *Settings) (float64, error) {
 	if l.from == legCache {
 		if ph, ok := cachePhrases(terms); ok {
 			if m, ok := x.text.maxScore(l.k.t, ph); ok {
@@ -107,8 +109,9 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 	if !ok {
 		return 0, nil
 	}
+	where, args := filters(x.d, l.k, scope, s, true)
 	return fs.FullTextMax(ctx, x.db, &FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
-		Weights: l.k.bm25, Match: expr, Terms: terms})
+		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args})
 }
 
 // fuseByScore merges the full-text lists of several content types into
@@ -120,14 +123,14 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 // ranks are not either (the best of a list matching one word ties with
 // the best of one matching all). ok is false when some non-empty leg's
 // scale is unknown: the caller fuses by rank then.
-func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, terms []string) ([]*Result, bool, error) {
+func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, terms []string, scope Scope, s *Settings) ([]*Result, bool, error) {
 	var all []*Result
 	for i := range legs {
 		l := &legs[i]
 		if len(l.rs) == 0 {
 			continue
 		}
-		m, err := x.legMax(ctx, l, expr, terms)
+		m, err := x.legMax(ctx, l, expr, terms, scope, s)
 		if err != nil {
 			return nil, false, err
 		}

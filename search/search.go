@@ -266,7 +266,7 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	// scores where their scales are known (fuseByScore), by rank where not.
 	var ftsFused []*Result
 	if len(ftsLegs) > 1 {
-		fused, ok, err := x.fuseByScore(ctx, ftsLegs, expr, terms)
+		fused, ok, err := x.fuseByScore(ctx, ftsLegs, expr, terms, scope, &s)
 		if err != nil {
 			return nil, err
 		}
