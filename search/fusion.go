@@ -23,12 +23,10 @@ type FullTextScale interface {
 	FullTextMax(ctx context.Context, q Execer, p *FullTextParams) (float64, error)
 }
 
-// ftsLeg is one content type's full-text list and the highest score its
-// ranking could give for the query (0: unknown).
+// ftsLeg is one content type's full-text list and what ranked it.
 type ftsLeg struct {
 	k    *kind
 	rs   []*Result
-	max  float64
 	from legSource
 }
 
