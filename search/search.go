@@ -69,6 +69,11 @@ type ScoreSource struct {
 	// VectorWeight is the weight the vector list had in a hybrid fusion
 	// (Options.VectorWeight, or in Auto mode the embedder's FusionWeight).
 	VectorWeight float64 `json:"vector_weight,omitempty"`
+	// RerankRank is the 1-based rank the Reranker gave the result among
+	// the candidates it scored (IndexOptions.Reranker), Rerank its score;
+	// RerankRank 0: not reranked.
+	RerankRank int     `json:"rerank_rank,omitempty"`
+	Rerank     float64 `json:"rerank,omitempty"`
 }
 
 // Result is one search hit.
@@ -78,7 +83,10 @@ type ScoreSource struct {
 //   - Vector: 1 - Distance (cosine similarity), across content types too;
 //   - FTS over several content types: FTSNorm (or Fused, by rank, where
 //     a full-text leg's scale is unknown);
-//   - Hybrid: Fused.
+//   - Hybrid: Fused;
+//   - reranked (IndexOptions.Reranker): the Reranker's score, for the
+//     results it scored (Source.RerankRank > 0); the rest follow them in
+//     the fused order with their fused Score.
 //
 // Source always says which.
 type Result struct {
@@ -186,9 +194,9 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	}
 	// A page that lost rows to writes between ranking and fetching is
 	// ranked again (the caches catch up first); the query is embedded once.
-	rs, err := x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+	rs, err := x.rank(ctx, query, mode, types, expr, terms, qvec, scope, &s)
 	for try := 0; errors.Is(err, errPageShort) && try < 3; try++ {
-		rs, err = x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+		rs, err = x.rank(ctx, query, mode, types, expr, terms, qvec, scope, &s)
 	}
 	if errors.Is(err, errPageShort) {
 		err = nil
@@ -197,7 +205,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 }
 
 // rank runs a search's legs, fuses them and fetches the page.
-func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
+func (x *Index) rank(ctx context.Context, query string, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
 	s := *sp
 	if qvec != nil && x.cache != nil {
 		ready, err := x.cache.sync(ctx, x.db, x.query)
@@ -215,6 +223,11 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	depth := s.Limit
 	if mode == Hybrid {
 		depth = max(4*s.Limit, HybridDepth)
+	}
+	if x.opts.Reranker != nil {
+		// The reranker picks among its depth of candidates: each leg
+		// supplies that many.
+		depth = max(depth, cmp.Or(x.opts.RerankDepth, DefaultRerankDepth))
 	}
 	// The two sides of a hybrid search run concurrently: FTS in the text
 	// cache or SQL, vector KNN in the in-process cache or the database.
@@ -316,6 +329,17 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	}
 	if x.beforeFill != nil {
 		x.beforeFill()
+	}
+	if x.opts.Reranker != nil {
+		// MinScore is on the fused scale: it applies before reranking.
+		if s.HasMinScore {
+			ranked = slices.DeleteFunc(ranked, func(r *Result) bool { return r.Score < s.MinScore })
+			s.HasMinScore = false
+		}
+		var err error
+		if ranked, err = x.rerank(ctx, query, ranked, scope, &s, terms); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
 	dropped := false
