@@ -164,4 +164,3 @@ func locomoBleve(tmp string, n int) (bleve.Index, string, error) {
 	}
 	return idx, dir, nil
 }
-
