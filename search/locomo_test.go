@@ -34,7 +34,7 @@ func TestLoCoMoFusionAcrossTypes(t *testing.T) {
 	ctx := context.Background()
 	ks := []int{5, 10, 25}
 	type acc struct {
-		n      int
+		n  int
 		by [2][3]float64 // [score, rank][k]
 	}
 	perCat := map[int]*acc{0: {}}
