@@ -16,12 +16,25 @@ var _ search.FullTextScale = SearchDialect{}
 // (k1 + 1), with FTS5's own statistics (its row count and each phrase's
 // matching rows, store-wide as bm25 counts them).
 func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+	// One statement: FTS5 keeps its row count (and per-column token
+	// totals) in the record of rowid 1 (FTS5_AVERAGES_ROWID) of its _data
+	// table, as varints; each phrase's rows are counted by a MATCH.
+	var b strings.Builder
+	b.WriteString(`SELECT (SELECT block FROM ` + p.Index + `_data WHERE id = 1)`)
+	args := make([]any, len(p.Terms))
+	for i, t := range p.Terms {
+		b.WriteString(`, (SELECT count(*) FROM ` + p.Index + ` WHERE ` + p.Index + ` MATCH ?)`)
+		args[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
 	var avg []byte
-	// FTS5 keeps its row count and per-column token totals in the record
-	// of rowid 1 (FTS5_AVERAGES_ROWID) of its _data table: varints.
-	err := q.QueryRowContext(ctx, `SELECT block FROM `+p.Index+`_data WHERE id = 1`).Scan(&avg)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: row count of %s: %w", p.Index, err)
+	df := make([]int64, len(p.Terms))
+	dest := make([]any, 0, 1+len(df))
+	dest = append(dest, &avg)
+	for i := range df {
+		dest = append(dest, &df[i])
+	}
+	if err := q.QueryRowContext(ctx, b.String(), args...).Scan(dest...); err != nil {
+		return 0, fmt.Errorf("sqlite: full-text statistics of %s: %w", p.Index, err)
 	}
 	rows, n := varint(avg)
 	if n == 0 {
@@ -29,13 +42,8 @@ func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search
 	}
 	const k1 = 1.2
 	var m float64
-	for _, t := range p.Terms {
-		var df int64
-		phrase := `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+p.Index+` WHERE `+p.Index+` MATCH ?`, phrase).Scan(&df); err != nil {
-			return 0, fmt.Errorf("sqlite: rows of %s holding %q: %w", p.Index, t, err)
-		}
-		idf := math.Log((float64(int64(rows)-df) + 0.5) / (float64(df) + 0.5))
+	for _, d := range df {
+		idf := math.Log((float64(int64(rows)-d) + 0.5) / (float64(d) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
