@@ -93,6 +93,7 @@ func TestRerankerReorders(t *testing.T) {
 	if err != nil || len(rs) != 3 || rs[2].Content != "Babbage designed a steam engine" || rs[0].Source.RerankRank != 0 {
 		t.Fatalf("without a reranker: %q, %v", contents(rs), err)
 	}
+	plainScores := []float64{rs[0].Score, rs[1].Score, rs[2].Score}
 	x := rerankCorpus(t, &search.IndexOptions{Reranker: rr})
 	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
 	if err != nil {
@@ -110,7 +111,14 @@ func TestRerankerReorders(t *testing.T) {
 		seen.auth != "Bearer k" || seen.path != "/v1/rerank" {
 		t.Errorf("request %+v", seen)
 	}
-	// Depth 2: only the first two are scored; the third follows.
+	// MinScore is on the fused scale, checked before reranking: the two
+	// entries above it are reranked (scores 0.1, below it) and returned.
+	min := plainScores[1]
+	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).MinScore(min))
+	if err != nil || len(rs) != 2 || rs[0].Source.RerankRank != 1 || rs[1].Score != 0.1 || len(seen.Documents) != 2 {
+		t.Fatalf("MinScore %v with a reranker: %q %v, scored %q", min, contents(rs), err, seen.Documents)
+	}
+	// Depth 1: only the first is scored; the second follows.
 	x = rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankDepth: 1})
 	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(2))
 	if err != nil || len(seen.Documents) != 1 || len(rs) != 2 || rs[0].Source.RerankRank != 1 || rs[1].Source.RerankRank != 0 {
