@@ -113,10 +113,10 @@ func TestRerankerReorders(t *testing.T) {
 	}
 	// MinScore is on the fused scale, checked before reranking: the two
 	// entries above it are reranked (scores 0.1, below it) and returned.
-	min := plainScores[1]
-	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).MinScore(min))
+	floor := plainScores[1]
+	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).MinScore(floor))
 	if err != nil || len(rs) != 2 || rs[0].Source.RerankRank != 1 || rs[1].Score != 0.1 || len(seen.Documents) != 2 {
-		t.Fatalf("MinScore %v with a reranker: %q %v, scored %q", min, contents(rs), err, seen.Documents)
+		t.Fatalf("MinScore %v with a reranker: %q %v, scored %q", floor, contents(rs), err, seen.Documents)
 	}
 	// Depth 1: only the first is scored; the second follows.
 	x = rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankDepth: 1})
