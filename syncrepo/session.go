@@ -1,0 +1,399 @@
+package syncrepo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+// Store is what a Session asks of the store: *memory.Cache.
+type Store interface {
+	DocumentBlock(ctx context.Context, agent string, id memory.DocumentID) (owner, label string, err error)
+	GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error)
+	GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error)
+	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error
+	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
+}
+
+// Conn is one peer's connection: whole frames in and out (a WebSocket's
+// binary messages). Read's size cap belongs to the Conn.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, frame []byte) error
+}
+
+// Options configure Serve; the zero value (or nil) means the defaults.
+type Options struct {
+	// ReadOnly refuses every change the peer sends (a read-only token).
+	ReadOnly bool
+	// MaxDocuments caps the documents one connection syncs; a request
+	// beyond it is answered doc-unavailable. Default 256.
+	MaxDocuments int
+	// Rate is the peer's sustained frames per second and Burst how many
+	// it may send at once; beyond, the Session stops reading (the peer's
+	// writes back up in TCP) until the bucket refills. Defaults 200, 400.
+	Rate  float64
+	Burst int
+	// Poll is how often the Session asks the store whether any block the
+	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
+	// on SQLite none while nothing was committed) to push changes to the
+	// peer. Default 100ms.
+	Poll time.Duration
+	// PeerID is the server's automerge-repo PeerId. Default random.
+	PeerID string
+	// Logger gets refused changes and store errors. Default discarded.
+	Logger *slog.Logger
+}
+
+// Refusal is the payload (CBOR) of the ephemeral message a Session sends
+// on a document when it refused changes the peer made to it: the peer
+// gets it as a DocHandle "ephemeral-message" event. The counter-change
+// that takes the edit back follows as an ordinary sync message.
+type Refusal struct {
+	Engram string `cbor:"engram"` // "refused"
+	Error  string `cbor:"error"`
+}
+
+type docState struct {
+	id           string
+	owner, label string
+	mirror       *automerge.Doc // the store's document plus what the peer sent (refused changes and their counter-changes too)
+	ss           *automerge.SyncState
+	base         []automerge.ChangeHash // heads of the store's document last merged into mirror
+}
+
+type session struct {
+	ctx     context.Context
+	conn    Conn
+	store   Store
+	agent   string
+	opts    Options
+	log     *slog.Logger
+	peer    string // the peer's PeerId, as it says (used only to address replies)
+	joined  bool
+	docs    map[string]*docState
+	stamp   memory.BlocksStamp
+	session string
+	count   uint64
+}
+
+// Serve syncs, over conn, the blocks agent may read with one
+// automerge-repo peer until ctx ends or the connection fails (its error
+// is returned; a peer breaking the protocol gives ErrProtocol). Every
+// change the peer sends is merged through store.MergeChanges as agent; a
+// refused one is taken back on the peer by a counter-change (see
+// docs/sync.md).
+func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Options) error {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxDocuments <= 0 {
+		o.MaxDocuments = 256
+	}
+	if o.Rate <= 0 {
+		o.Rate = 200
+	}
+	if o.Burst <= 0 {
+		o.Burst = 400
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.PeerID == "" {
+		o.PeerID = "engram-" + randomHex(8)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &session{ctx: ctx, conn: conn, store: store, agent: agent, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		tokens, at := float64(o.Burst), time.Now()
+		for {
+			now := time.Now()
+			tokens = min(float64(o.Burst), tokens+now.Sub(at).Seconds()*o.Rate)
+			at = now
+			if tokens < 1 {
+				select {
+				case <-time.After(time.Duration((1 - tokens) / o.Rate * float64(time.Second))):
+					continue
+				case <-ctx.Done():
+					return
+				}
+			}
+			tokens--
+			b, err := conn.Read(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case in <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	if st, err := store.BlocksStamp(ctx, agent); err == nil {
+		s.stamp = st
+	}
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err = <-errc:
+			return err
+		case b := <-in:
+			err = s.handle(b)
+		case <-tick.C:
+			if s.joined {
+				err = s.poll()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *session) send(m Message) error {
+	m.SenderID = s.opts.PeerID
+	if m.TargetID == "" {
+		m.TargetID = s.peer
+	}
+	b, err := EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	return s.conn.Write(s.ctx, b)
+}
+
+func (s *session) handle(frame []byte) error {
+	m, err := DecodeMessage(frame)
+	if err != nil {
+		return s.send(Message{Type: TypeError, Message: err.Error()})
+	}
+	if !s.joined {
+		if m.Type != TypeJoin {
+			s.send(Message{Type: TypeError, Message: "the first message must be join"})
+			return fmt.Errorf("%w: %s before join", ErrProtocol, m.Type)
+		}
+		if !slices.Contains(m.SupportedProtocolVersions, ProtocolVersion) {
+			s.send(Message{Type: TypeError, TargetID: m.SenderID, Message: "unsupported protocol versions: this server speaks " + ProtocolVersion})
+			return fmt.Errorf("%w: peer supports %q, not %q", ErrProtocol, m.SupportedProtocolVersions, ProtocolVersion)
+		}
+		s.peer, s.joined = m.SenderID, true
+		return s.send(Message{Type: TypePeer, SelectedProtocolVersion: ProtocolVersion, PeerMetadata: map[string]any{"isEphemeral": true}})
+	}
+	switch m.Type {
+	case TypeSync, TypeRequest:
+		return s.syncMessage(m)
+	}
+	// ephemeral messages are not relayed: the Session is no relay
+	// between peers. Others (doc-unavailable, remote heads) need no answer.
+	return nil
+}
+
+func (s *session) unavailable(id string) error {
+	return s.send(Message{Type: TypeDocUnavailable, DocumentID: id})
+}
+
+func (s *session) syncMessage(m Message) error {
+	d := s.docs[m.DocumentID]
+	if d == nil {
+		id, err := ParseDocumentID(m.DocumentID)
+		if err != nil {
+			return s.unavailable(m.DocumentID)
+		}
+		if len(s.docs) >= s.opts.MaxDocuments {
+			s.log.Info("sync: documents per connection cap reached", "agent", s.agent, "max", s.opts.MaxDocuments)
+			return s.unavailable(m.DocumentID)
+		}
+		owner, label, err := s.store.DocumentBlock(s.ctx, s.agent, id)
+		if err != nil {
+			if !errors.Is(err, memory.ErrNotFound) {
+				s.log.Error("sync: look up document", "agent", s.agent, "err", err)
+			}
+			return s.unavailable(m.DocumentID)
+		}
+		d = &docState{id: m.DocumentID, owner: owner, label: label}
+		fresh, err := s.storeDoc(d)
+		if err != nil {
+			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
+			return s.unavailable(m.DocumentID)
+		}
+		d.mirror, d.base = fresh, fresh.Heads()
+		d.ss = automerge.NewSyncState(d.mirror)
+		s.docs[m.DocumentID] = d
+	}
+	if err := guard(func() error { _, err := d.ss.ReceiveMessage(m.Data); return err }); err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if err := s.absorb(d); err != nil {
+		return err
+	}
+	return s.push(d)
+}
+
+// storeDoc loads the store's current document of d's block as agent sees
+// it (checking again that agent may read it).
+func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
+	var doc *blocks.Document
+	var err error
+	if d.owner == s.agent {
+		doc, err = s.store.GetBlock(s.ctx, s.agent, d.label)
+	} else {
+		doc, err = s.store.GetSharedBlock(s.ctx, s.agent, d.owner, d.label)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := doc.Save()
+	if err != nil {
+		return nil, err
+	}
+	return automerge.Load(b)
+}
+
+// absorb merges into the store the changes the peer sent that the store
+// does not have; a refused merge is answered with a Refusal and a
+// counter-change on the mirror, which the next sync hands the peer.
+func (s *session) absorb(d *docState) error {
+	var changes []*automerge.Change
+	if err := guard(func() (err error) { changes, err = d.mirror.Changes(d.base...); return err }); err != nil || len(changes) == 0 {
+		return nil
+	}
+	var refusal error
+	if s.opts.ReadOnly {
+		refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+	} else {
+		refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+	}
+	fresh, err := s.storeDoc(d)
+	if err != nil {
+		s.log.Error("sync: reload document", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
+		delete(s.docs, d.id)
+		return s.unavailable(d.id)
+	}
+	if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
+		return err
+	}
+	d.base = fresh.Heads()
+	if refusal == nil {
+		return nil
+	}
+	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
+	err = guard(func() error {
+		if err := reconcile(d.mirror, fresh); err != nil {
+			return err
+		}
+		_, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
+		return err
+	})
+	if err != nil {
+		s.log.Error("sync: take back a refused change", "agent", s.agent, "label", d.label, "err", err)
+	}
+	payload, err := encMode.Marshal(Refusal{Engram: "refused", Error: refusal.Error()})
+	if err != nil {
+		return err
+	}
+	s.count++
+	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
+}
+
+// push sends the peer what it lacks of d, if anything.
+func (s *session) push(d *docState) error {
+	var msg *automerge.SyncMessage
+	var ok bool
+	if err := guard(func() error { msg, ok = d.ss.GenerateMessage(); return nil }); err != nil || !ok {
+		return err
+	}
+	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg.Bytes()})
+}
+
+// poll pushes the store's changes to the peer's documents when the
+// agent's BlocksStamp moved.
+func (s *session) poll() error {
+	if len(s.docs) == 0 {
+		return nil
+	}
+	st, err := s.store.BlocksStamp(s.ctx, s.agent)
+	if err != nil || st == s.stamp {
+		return nil
+	}
+	s.stamp = st
+	for key, d := range s.docs {
+		id, _ := ParseDocumentID(key)
+		if _, _, err := s.store.DocumentBlock(s.ctx, s.agent, id); err != nil {
+			// Unshared, deleted or rebased: the document is gone for
+			// this peer.
+			delete(s.docs, key)
+			if err := s.unavailable(key); err != nil {
+				return err
+			}
+			continue
+		}
+		fresh, err := s.storeDoc(d)
+		if err != nil {
+			continue
+		}
+		if sameHeads(fresh.Heads(), d.base) {
+			continue
+		}
+		if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
+			return err
+		}
+		d.base = fresh.Heads()
+		if err := s.push(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameHeads(a, b []automerge.ChangeHash) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// guard turns a panic of automerge-go (cgo) on bytes a peer made into an
+// error.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("automerge: %v", r)
+		}
+	}()
+	return f()
+}
