@@ -70,6 +70,11 @@ type docState struct {
 	mirror       *automerge.Doc // the store's document plus what the peer sent (refused changes and their counter-changes too)
 	ss           *automerge.SyncState
 	base         []automerge.ChangeHash // heads of the store's document last merged into mirror
+	// held are refused changes and their counter-changes: in mirror (the
+	// peer has them) but not in the store. They go to the store only
+	// with a later change that depends on them (the pair nets out), never
+	// on their own, so a refused edit persists nothing.
+	held map[automerge.ChangeHash]bool
 }
 
 type session struct {
@@ -287,6 +292,9 @@ func (s *session) absorb(d *docState) error {
 	if err := guard(func() (err error) { changes, err = d.mirror.Changes(d.base...); return err }); err != nil || len(changes) == 0 {
 		return nil
 	}
+	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
+		return nil
+	}
 	var refusal error
 	if s.opts.ReadOnly {
 		refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
@@ -304,14 +312,24 @@ func (s *session) absorb(d *docState) error {
 	}
 	d.base = fresh.Heads()
 	if refusal == nil {
+		d.held = nil
 		return nil
+	}
+	if d.held == nil {
+		d.held = map[automerge.ChangeHash]bool{}
+	}
+	for _, c := range changes {
+		d.held[c.Hash()] = true
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
 	err = guard(func() error {
 		if err := reconcile(d.mirror, fresh); err != nil {
 			return err
 		}
-		_, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
+		h, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
+		if err == nil {
+			d.held[h] = true
+		}
 		return err
 	})
 	if err != nil {
