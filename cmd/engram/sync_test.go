@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -224,6 +225,26 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	if r, _ := store.RenderedContent(ctx, "ada", "notes"); strings.Contains(r, "nul") {
 		t.Errorf("a refused edit came back with a later good one: %q", r)
 	}
+
+	// Propagation each way (docs/sync.md): JS edit → store rendering, Go
+	// append → JS document.
+	var toStore, toPeer []time.Duration
+	for i := range 20 {
+		start := time.Now()
+		js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "path": []string{"content"}, "text": fmt.Sprintf("js %d\n", i)})
+		waitStore(t, store, "ada", "notes", fmt.Sprintf("js %d\n", i))
+		toStore = append(toStore, time.Since(start))
+		start = time.Now()
+		store.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("go %d\n", i))
+		js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "field": "content", "contains": fmt.Sprintf("go %d\n", i)})
+		toPeer = append(toPeer, time.Since(start))
+	}
+	pct := func(d []time.Duration, p int) time.Duration {
+		slices.Sort(d)
+		return d[(len(d)-1)*p/100]
+	}
+	t.Logf("propagation over 20 edits: JS→store p50 %v p95 %v; Go→JS p50 %v p95 %v",
+		pct(toStore, 50), pct(toStore, 95), pct(toPeer, 50), pct(toPeer, 95))
 
 	// (5) another agent gets doc-unavailable, as for a made-up id.
 	for _, u := range []string{urls["private"], syncrepo.URL(memory.DocumentID{9, 9, 9})} {
