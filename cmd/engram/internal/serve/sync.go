@@ -17,9 +17,12 @@ import (
 // wsConn is a WebSocket as syncrepo.Conn: binary messages are frames.
 type wsConn struct{ c *websocket.Conn }
 
-func (w wsConn) Read(ctx context.Context) ([]byte, error) {
+// Read ignores ctx: the library closes the connection, without a close
+// frame, when a read's context ends, and serveSync wants to close it with
+// a status saying why (revoked token, shutdown). Closing ends the read.
+func (w wsConn) Read(context.Context) ([]byte, error) {
 	for {
-		typ, b, err := w.c.Read(ctx)
+		typ, b, err := w.c.Read(context.Background())
 		if err != nil {
 			return nil, err
 		}
