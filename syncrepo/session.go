@@ -69,7 +69,7 @@ type docState struct {
 	owner, label string
 	mirror       *automerge.Doc // the store's document plus what the peer sent (refused changes and their counter-changes too)
 	ss           *automerge.SyncState
-	base         []automerge.ChangeHash // heads of the store's document last merged into mirror
+	base         []string // heads (hex) of the store's document last merged into mirror
 	// held are refused changes and their counter-changes: in mirror (the
 	// peer has them) but not in the store. They go to the store only
 	// with a later change that depends on them (the pair nets out), never
@@ -251,7 +251,7 @@ func (s *session) syncMessage(m Message) error {
 			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
 			return s.unavailable(m.DocumentID)
 		}
-		d.mirror, d.base = fresh, fresh.Heads()
+		d.mirror, d.base = fresh, hexHeads(fresh.Heads())
 		d.ss = automerge.NewSyncState(d.mirror)
 		s.docs[m.DocumentID] = d
 	}
@@ -264,16 +264,18 @@ func (s *session) syncMessage(m Message) error {
 	return s.push(d)
 }
 
-// storeDoc loads the store's current document of d's block as agent sees
-// it (checking again that agent may read it).
-func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
-	var doc *blocks.Document
-	var err error
+// view returns the store's document of d's block as agent sees it
+// (checking again that agent may read it).
+func (s *session) view(d *docState) (*blocks.Document, error) {
 	if d.owner == s.agent {
-		doc, err = s.store.GetBlock(s.ctx, s.agent, d.label)
-	} else {
-		doc, err = s.store.GetSharedBlock(s.ctx, s.agent, d.owner, d.label)
+		return s.store.GetBlock(s.ctx, s.agent, d.label)
 	}
+	return s.store.GetSharedBlock(s.ctx, s.agent, d.owner, d.label)
+}
+
+// storeDoc loads the store's whole current document of d's block.
+func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
+	doc, err := s.view(d)
 	if err != nil {
 		return nil, err
 	}
@@ -281,15 +283,62 @@ func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return automerge.Load(b)
+	var am *automerge.Doc
+	err = guard(func() (err error) { am, err = automerge.Load(b); return err })
+	return am, err
+}
+
+// catchUp merges into d's mirror the store's changes since d.base, and
+// reports whether there were any. Only the new changes are saved and
+// loaded, so a peer on a large block costs little per edit. An error means
+// the document is gone for agent (unshared, deleted, rebased).
+func (s *session) catchUp(d *docState) (bool, error) {
+	doc, err := s.view(d)
+	if err != nil {
+		return false, err
+	}
+	if slices.Equal(doc.Heads(), d.base) {
+		return false, nil
+	}
+	data, now, err := doc.ChangesSince(d.base)
+	if err != nil {
+		return false, err
+	}
+	if err := guard(func() error { return d.mirror.LoadIncremental(data) }); err != nil {
+		return false, err
+	}
+	d.base = now
+	return true, nil
+}
+
+func hexHeads(hs []automerge.ChangeHash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gone tells the peer d is unavailable and forgets it.
+func (s *session) gone(d *docState, err error) error {
+	if !errors.Is(err, memory.ErrNotFound) && !errors.Is(err, blocks.ErrPermission) && !errors.Is(err, blocks.ErrUnrelated) {
+		s.log.Error("sync: document", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
+	}
+	delete(s.docs, d.id)
+	return s.unavailable(d.id)
 }
 
 // absorb merges into the store the changes the peer sent that the store
 // does not have; a refused merge is answered with a Refusal and a
 // counter-change on the mirror, which the next sync hands the peer.
 func (s *session) absorb(d *docState) error {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
 	var changes []*automerge.Change
-	if err := guard(func() (err error) { changes, err = d.mirror.Changes(d.base...); return err }); err != nil || len(changes) == 0 {
+	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil || len(changes) == 0 {
 		return nil
 	}
 	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
@@ -301,20 +350,24 @@ func (s *session) absorb(d *docState) error {
 	} else {
 		refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
 	}
-	fresh, err := s.storeDoc(d)
-	if err != nil {
-		s.log.Error("sync: reload document", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
-		delete(s.docs, d.id)
-		return s.unavailable(d.id)
+	if _, err := s.catchUp(d); err != nil {
+		return s.gone(d, err)
 	}
-	if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
-		return err
-	}
-	d.base = fresh.Heads()
 	if refusal == nil {
 		d.held = nil
 		return nil
 	}
+	// The counter-change restores a whole loaded state that the mirror
+	// also merges, so a store write racing with this cannot be undone by
+	// it.
+	fresh, err := s.storeDoc(d)
+	if err != nil {
+		return s.gone(d, err)
+	}
+	if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
+		return err
+	}
+	d.base = hexHeads(fresh.Heads())
 	if d.held == nil {
 		d.held = map[automerge.ChangeHash]bool{}
 	}
@@ -363,46 +416,33 @@ func (s *session) poll() error {
 	if err != nil || st == s.stamp {
 		return nil
 	}
+	structural := st.Gen != s.stamp.Gen || st.Blocks != s.stamp.Blocks
 	s.stamp = st
 	for key, d := range s.docs {
-		id, _ := ParseDocumentID(key)
-		if _, _, err := s.store.DocumentBlock(s.ctx, s.agent, id); err != nil {
-			// Unshared, deleted or rebased: the document is gone for
-			// this peer.
-			delete(s.docs, key)
-			if err := s.unavailable(key); err != nil {
+		if structural {
+			id, _ := ParseDocumentID(key)
+			if _, _, err := s.store.DocumentBlock(s.ctx, s.agent, id); err != nil {
+				// Unshared or deleted: the document is gone for this peer.
+				if err := s.gone(d, err); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		changed, err := s.catchUp(d)
+		if err != nil {
+			if err := s.gone(d, err); err != nil {
 				return err
 			}
 			continue
 		}
-		fresh, err := s.storeDoc(d)
-		if err != nil {
-			continue
-		}
-		if sameHeads(fresh.Heads(), d.base) {
-			continue
-		}
-		if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
-			return err
-		}
-		d.base = fresh.Heads()
-		if err := s.push(d); err != nil {
-			return err
+		if changed {
+			if err := s.push(d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
-}
-
-func sameHeads(a, b []automerge.ChangeHash) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // guard turns a panic of automerge-go (cgo) on bytes a peer made into an

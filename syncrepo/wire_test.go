@@ -50,7 +50,9 @@ func TestDecodeMessage(t *testing.T) {
 		err   bool
 	}{
 		{"join", enc(map[string]any{"type": "join", "senderId": "p", "peerMetadata": map[string]any{"isEphemeral": true}, "supportedProtocolVersions": []string{"1"}}),
-			func(m Message) bool { return m.SenderID == "p" && m.PeerMetadata["isEphemeral"] == true && m.SupportedProtocolVersions[0] == "1" }, false},
+			func(m Message) bool {
+				return m.SenderID == "p" && m.PeerMetadata["isEphemeral"] == true && m.SupportedProtocolVersions[0] == "1"
+			}, false},
 		{"metadata", enc(map[string]any{"type": "join", "metadata": map[string]any{"a": 1}}),
 			func(m Message) bool { return m.PeerMetadata != nil }, false},
 		{"count int", enc(map[string]any{"type": "ephemeral", "count": 7}), func(m Message) bool { return m.Count == 7 }, false},
