@@ -21,6 +21,7 @@ import (
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/syncrepo"
 )
 
@@ -132,6 +133,8 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		{Label: "private", Value: "secret\n"},
 		{Label: "frozen", Value: "fixed\n", Permission: blocks.ReadOnly},
 		{Label: "small", Value: "tiny\n", CharLimit: 40},
+		{Label: "profile", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "name", Type: schema.FieldString}, {Name: "locked", Type: schema.FieldString, ReadOnly: true}}},
+			Value: map[string]any{"name": "ada", "locked": "L"}},
 	}
 	urls := map[string]string{}
 	for _, s := range specs {
@@ -218,6 +221,36 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 			}
 		})
 	}
+	// Refused map edits: a read-only field, a value of the wrong kind, a
+	// key the schema does not lay out.
+	for _, tc := range []struct {
+		name, label string
+		path        []string
+		value       any
+		was         string
+	}{
+		{"read-only field", "profile", []string{"fields", "locked"}, "hacked", "L"},
+		{"schema-breaking value", "profile", []string{"fields", "name"}, 42, "ada"},
+		{"unknown root key", "notes", []string{"bogus"}, "x", ""},
+	} {
+		t.Run("refused/"+tc.name, func(t *testing.T) {
+			want, _ := store.RenderedContent(ctx, "ada", tc.label)
+			hist, _ := store.BlockHistory(ctx, "ada", "", tc.label)
+			js.do(map[string]any{"op": "set", "peer": "ada", "ws": ws + ada, "url": urls[tc.label], "path": tc.path, "value": tc.value})
+			got := js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls[tc.label], "path": tc.path, "equals": tc.was})
+			if got["error"] != nil {
+				t.Fatalf("the peer did not converge back to %q: %v", tc.was, got)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if r, _ := store.RenderedContent(ctx, "ada", tc.label); r != want {
+				t.Errorf("store: %q, want %q", r, want)
+			}
+			if h, _ := store.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist) {
+				t.Errorf("history grew by %d rows", len(h)-len(hist))
+			}
+		})
+	}
+
 	// A good edit after a refusal still merges (it carries the refused
 	// change and its counter-change: the value is the good edit's).
 	js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "path": []string{"content"}, "text": "after\n"})
@@ -301,12 +334,13 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 	}
 	wg.Wait()
 	last := want[len(want)-1]
-	var values []string
 	for _, p := range []string{"p1", "p2"} {
-		got := js.do(map[string]any{"op": "wait", "peer": p, "ws": ws, "url": url, "field": "content", "contains": last, "timeout": 10000})
-		values = append(values, content(got))
+		if got := js.do(map[string]any{"op": "wait", "peer": p, "ws": ws, "url": url, "field": "content", "contains": last, "timeout": 10000}); got["error"] != nil {
+			t.Fatalf("peer %s never got %q: %v", p, last, got)
+		}
 	}
-	// Wait for the peers' last lines in the store and on each peer.
+	// Wait until the store and both peers hold the same value.
+	var values []string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r, _ := store.RenderedContent(ctx, "ada", "notes")

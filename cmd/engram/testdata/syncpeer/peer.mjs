@@ -36,8 +36,13 @@ async function run(c) {
       return { value: h.doc() };
     }
     case "set": {
+      // d[path[0]]...[path[n-1]] = value
       const h = await handle(p, c.url);
-      h.change((d) => { d[c.key] = c.value; });
+      h.change((d) => {
+        let o = d;
+        for (const k of c.path.slice(0, -1)) o = o[k];
+        o[c.path[c.path.length - 1]] = c.value;
+      });
       return { value: h.doc() };
     }
     case "wait": {
@@ -45,7 +50,9 @@ async function run(c) {
       const h = await handle(p, c.url);
       const start = performance.now();
       for (;;) {
-        const v = String(h.doc()[c.field] ?? "");
+        let o = h.doc();
+        for (const k of c.path ?? [c.field]) o = o?.[k];
+        const v = String(o ?? "");
         if (c.equals !== undefined ? v === c.equals : v.includes(c.contains)) {
           return { value: h.doc(), ms: performance.now() - start, refusals: p.refusals };
         }
