@@ -13,11 +13,18 @@ import (
 // already applied it (automerge changes cannot be withdrawn, only
 // overridden by later ones). Texts are spliced where they differ, lists
 // trimmed to their common ends, so concurrent edits elsewhere survive.
-func reconcile(dst, src *automerge.Doc) error {
-	return reconcileMap(dst.RootMap(), src.RootMap())
+//
+// overrides reports whether it had to write a value over the refused one
+// (a scalar set back, or a copy of an object the refused edit replaced or
+// deleted) rather than only remove what the edit added: such a write
+// conflicts with, or orphans, store edits made after it (see
+// session.absorb).
+func reconcile(dst, src *automerge.Doc) (overrides bool, err error) {
+	err = reconcileMap(dst.RootMap(), src.RootMap(), &overrides)
+	return overrides, err
 }
 
-func reconcileMap(dm, sm *automerge.Map) error {
+func reconcileMap(dm, sm *automerge.Map, ov *bool) error {
 	dv, err := dm.Values()
 	if err != nil {
 		return err
@@ -36,7 +43,7 @@ func reconcileMap(dm, sm *automerge.Map) error {
 	for k, s := range sv {
 		d, ok := dv[k]
 		if ok {
-			same, err := reconcileIn(d, s)
+			same, err := reconcileIn(d, s, ov)
 			if err != nil {
 				return err
 			}
@@ -44,6 +51,7 @@ func reconcileMap(dm, sm *automerge.Map) error {
 				continue
 			}
 		}
+		*ov = true
 		if err := setCopy(func(v any) error { return dm.Set(k, v) }, s); err != nil {
 			return err
 		}
@@ -54,15 +62,15 @@ func reconcileMap(dm, sm *automerge.Map) error {
 // reconcileIn brings d to s in place when both are the same kind of
 // object or equal scalars, and reports whether it did; otherwise the
 // caller replaces d with a copy of s.
-func reconcileIn(d, s *automerge.Value) (bool, error) {
+func reconcileIn(d, s *automerge.Value, ov *bool) (bool, error) {
 	if d.Kind() != s.Kind() {
 		return false, nil
 	}
 	switch s.Kind() {
 	case automerge.KindMap:
-		return true, reconcileMap(d.Map(), s.Map())
+		return true, reconcileMap(d.Map(), s.Map(), ov)
 	case automerge.KindList:
-		return true, reconcileList(d.List(), s.List())
+		return true, reconcileList(d.List(), s.List(), ov)
 	case automerge.KindText:
 		return true, reconcileText(d.Text(), s.Text())
 	case automerge.KindCounter:
@@ -116,7 +124,7 @@ func reconcileText(d, s *automerge.Text) error {
 	return d.Splice(pre, len(du)-pre-suf, ins)
 }
 
-func reconcileList(d, s *automerge.List) error {
+func reconcileList(d, s *automerge.List, ov *bool) error {
 	dv, err := d.Values()
 	if err != nil {
 		return err
@@ -139,11 +147,12 @@ func reconcileList(d, s *automerge.List) error {
 	dm, sm := dv[pre:len(dv)-suf], sv[pre:len(sv)-suf]
 	n := min(len(dm), len(sm))
 	for i := 0; i < n; i++ {
-		same, err := reconcileIn(dm[i], sm[i])
+		same, err := reconcileIn(dm[i], sm[i], ov)
 		if err != nil {
 			return err
 		}
 		if !same {
+			*ov = true
 			if err := setCopy(func(v any) error { return d.Set(pre+i, v) }, sm[i]); err != nil {
 				return err
 			}
@@ -155,6 +164,7 @@ func reconcileList(d, s *automerge.List) error {
 		}
 	}
 	for i := n; i < len(sm); i++ {
+		*ov = true
 		if err := setCopy(func(v any) error { return d.Insert(pre+i, v) }, sm[i]); err != nil {
 			return err
 		}

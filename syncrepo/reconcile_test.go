@@ -31,18 +31,20 @@ func TestReconcile(t *testing.T) {
 		// cannot bring an overwritten object back) and the concurrent
 		// edit lands in the orphaned original (docs/sync.md).
 		lost bool
+		// overrides: reconcile must say it wrote over the edit.
+		overrides bool
 	}{
-		{"text insert", func(r *automerge.Map) error { v, _ := r.Get("text"); return v.Text().Insert(5, ", evil") }, false},
-		{"text delete", func(r *automerge.Map) error { v, _ := r.Get("text"); return v.Text().Delete(0, 6) }, false},
-		{"counter", func(r *automerge.Map) error { v, _ := r.Get("n"); return v.Counter().Inc(100) }, false},
-		{"scalar", func(r *automerge.Map) error { return r.Set("s", "y") }, false},
-		{"scalar kind", func(r *automerge.Map) error { return r.Set("s", int64(3)) }, false},
-		{"new key", func(r *automerge.Map) error { return r.Set("bogus", "z") }, false},
-		{"deleted key", func(r *automerge.Map) error { return r.Delete("m") }, false},
-		{"list insert", func(r *automerge.Map) error { v, _ := r.Get("list"); return v.List().Insert(1, "x", "y") }, false},
-		{"list delete", func(r *automerge.Map) error { v, _ := r.Get("list"); return v.List().Delete(0) }, false},
-		{"nested", func(r *automerge.Map) error { v, _ := r.Get("m"); return v.Map().Set("k", "w") }, false},
-		{"text replaced by a string", func(r *automerge.Map) error { return r.Set("text", "plain") }, true},
+		{"text insert", func(r *automerge.Map) error { v, _ := r.Get("text"); return v.Text().Insert(5, ", evil") }, false, false},
+		{"text delete", func(r *automerge.Map) error { v, _ := r.Get("text"); return v.Text().Delete(0, 6) }, false, false},
+		{"counter", func(r *automerge.Map) error { v, _ := r.Get("n"); return v.Counter().Inc(100) }, false, false},
+		{"scalar", func(r *automerge.Map) error { return r.Set("s", "y") }, false, true},
+		{"scalar kind", func(r *automerge.Map) error { return r.Set("s", int64(3)) }, false, true},
+		{"new key", func(r *automerge.Map) error { return r.Set("bogus", "z") }, false, false},
+		{"deleted key", func(r *automerge.Map) error { return r.Delete("m") }, false, true},
+		{"list insert", func(r *automerge.Map) error { v, _ := r.Get("list"); return v.List().Insert(1, "x", "y") }, false, false},
+		{"list delete", func(r *automerge.Map) error { v, _ := r.Get("list"); return v.List().Delete(0) }, false, true},
+		{"nested", func(r *automerge.Map) error { v, _ := r.Get("m"); return v.Map().Set("k", "w") }, false, true},
+		{"text replaced by a string", func(r *automerge.Map) error { return r.Set("text", "plain") }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := base(t)
@@ -51,7 +53,11 @@ func TestReconcile(t *testing.T) {
 			must(t, tc.edit(peer.RootMap()))
 			_, err = peer.Commit("refused")
 			must(t, err)
-			must(t, reconcile(peer, orig))
+			overrides, err := reconcile(peer, orig)
+			must(t, err)
+			if overrides != tc.overrides {
+				t.Errorf("overrides %v, want %v", overrides, tc.overrides)
+			}
 			_, err = peer.Commit("counter")
 			must(t, err)
 			if got, want := fmt.Sprint(peer.Root().Interface()), fmt.Sprint(orig.Root().Interface()); got != want {

@@ -375,8 +375,10 @@ func (s *session) absorb(d *docState) error {
 		d.held[c.Hash()] = true
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
+	var overrides bool
 	err = guard(func() error {
-		if err := reconcile(d.mirror, fresh); err != nil {
+		var err error
+		if overrides, err = reconcile(d.mirror, fresh); err != nil {
 			return err
 		}
 		h, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
@@ -388,12 +390,43 @@ func (s *session) absorb(d *docState) error {
 	if err != nil {
 		s.log.Error("sync: take back a refused change", "agent", s.agent, "label", d.label, "err", err)
 	}
+	if overrides && err == nil && !s.opts.ReadOnly {
+		// The counter-change wrote over the refused edit (a scalar set
+		// back, an object restored as a copy). Held back, it would later
+		// merge concurrently with store edits made meanwhile and could
+		// win over them (a register's conflict) or orphan them (edits in
+		// the replaced object). Persisted now, the pair changes no value
+		// and later edits build on it. Where the agent may not write at
+		// all, the merge is refused and the pair stays held.
+		if err := s.persistHeld(d); err != nil {
+			s.log.Info("sync: the refused edit and its counter-change stay held", "agent", s.agent, "label", d.label, "err", err)
+		}
+	}
 	payload, err := encMode.Marshal(Refusal{Engram: "refused", Error: refusal.Error()})
 	if err != nil {
 		return err
 	}
 	s.count++
 	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
+}
+
+// persistHeld merges d's held changes (a refused edit and its
+// counter-change, which net out) into the store.
+func (s *session) persistHeld(d *docState) error {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
+	var changes []*automerge.Change
+	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
+		return err
+	}
+	if err := s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes)); err != nil {
+		return err
+	}
+	d.held = nil
+	_, err := s.catchUp(d)
+	return err
 }
 
 // push sends the peer what it lacks of d, if anything.

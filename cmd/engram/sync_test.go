@@ -133,8 +133,8 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		{Label: "private", Value: "secret\n"},
 		{Label: "frozen", Value: "fixed\n", Permission: blocks.ReadOnly},
 		{Label: "small", Value: "tiny\n", CharLimit: 40},
-		{Label: "profile", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "name", Type: schema.FieldString}, {Name: "locked", Type: schema.FieldString, ReadOnly: true}}},
-			Value: map[string]any{"name": "ada", "locked": "L"}},
+		{Label: "profile", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "name", Type: schema.FieldString}, {Name: "locked", Type: schema.FieldString, ReadOnly: true}, {Name: "note", Type: schema.FieldText}}},
+			Value: map[string]any{"name": "ada", "locked": "L", "note": ""}},
 	}
 	urls := map[string]string{}
 	for _, s := range specs {
@@ -222,16 +222,20 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		})
 	}
 	// Refused map edits: a read-only field, a value of the wrong kind, a
-	// key the schema does not lay out.
+	// key the schema does not lay out. Setting a field back overrides the
+	// refused value, so the refused change and its counter-change are
+	// persisted at once (two history entries, no value change: see
+	// syncrepo's session.absorb); removing a key the edit added is not.
 	for _, tc := range []struct {
 		name, label string
 		path        []string
 		value       any
 		was         string
+		persisted   int
 	}{
-		{"read-only field", "profile", []string{"fields", "locked"}, "hacked", "L"},
-		{"schema-breaking value", "profile", []string{"fields", "name"}, 42, "ada"},
-		{"unknown root key", "notes", []string{"bogus"}, "x", ""},
+		{"read-only field", "profile", []string{"fields", "locked"}, "hacked", "L", 2},
+		{"schema-breaking value", "profile", []string{"fields", "name"}, 42, "ada", 2},
+		{"unknown root key", "notes", []string{"bogus"}, "x", "", 0},
 	} {
 		t.Run("refused/"+tc.name, func(t *testing.T) {
 			want, _ := store.RenderedContent(ctx, "ada", tc.label)
@@ -245,10 +249,25 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 			if r, _ := store.RenderedContent(ctx, "ada", tc.label); r != want {
 				t.Errorf("store: %q, want %q", r, want)
 			}
-			if h, _ := store.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist) {
-				t.Errorf("history grew by %d rows", len(h)-len(hist))
+			if h, _ := store.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist)+tc.persisted {
+				t.Errorf("history grew by %d rows, want %d", len(h)-len(hist), tc.persisted)
 			}
 		})
+	}
+	// A Go write to the field after its refused edit survives the peer's
+	// next good edit (the counter-change, persisted, cannot win over it).
+	if err := store.ApplyEdit(ctx, "ada", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls["profile"], "path": []string{"fields", "name"}, "equals": "ada2"}); got["error"] != nil {
+		t.Fatalf("the Go write did not reach the peer: %v", got)
+	}
+	// (automerge JS makes a plain string a text object: a schema's string
+	// field needs ImmutableString; a text field takes splices.)
+	js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["profile"], "path": []string{"fields", "note"}, "pos": 0, "text": "good"})
+	waitStore(t, store, "ada", "profile", "good")
+	if r, _ := store.RenderedContent(ctx, "ada", "profile"); !strings.Contains(r, "ada2") {
+		t.Errorf("the Go write was lost to a counter-change: %q", r)
 	}
 
 	// A good edit after a refusal still merges (it carries the refused
