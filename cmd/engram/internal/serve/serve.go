@@ -124,6 +124,7 @@ type Handler struct {
 	newSession sync.Mutex                        // guards opening and openingBy
 	opening    int                               // new sessions being created, counted against MaxSessions
 	openingBy  map[int64]int                     // the same by token id, counted against MaxTokenSessions
+	syncStore  *stampShare                       // Options.SyncStore, stamps shared
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
 	syncConns  atomic.Int64                      // numbers them
 	draining   atomic.Bool
@@ -199,6 +200,11 @@ func New(opts *Options) (*Handler, error) {
 		}
 		return nil
 	}, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionIdle, Logger: log})
+	if o.SyncStore != nil {
+		// Half the sessions' poll period: a change is seen at most that
+		// much later than by a session's own query.
+		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]stampMemo{}}
+	}
 	go h.sweep(time.Second)
 	return h, nil
 }

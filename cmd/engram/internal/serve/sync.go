@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -37,6 +38,43 @@ func (w wsConn) Write(ctx context.Context, frame []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return w.c.Write(ctx, websocket.MessageBinary, frame)
+}
+
+// stampShare is the sync store with BlocksStamp shared by the /sync
+// connections of one agent: each polls the stamp every 100 ms, and on
+// PostgreSQL a stamp is a query, so n peers of an agent cost one query per
+// period instead of n.
+type stampShare struct {
+	syncrepo.Store
+	every time.Duration
+	mu    sync.Mutex
+	memo  map[string]stampMemo
+}
+
+type stampMemo struct {
+	at    time.Time
+	stamp memory.BlocksStamp
+}
+
+func (s *stampShare) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	s.mu.Lock()
+	m, ok := s.memo[agent]
+	s.mu.Unlock()
+	if ok && time.Since(m.at) < s.every {
+		return m.stamp, nil
+	}
+	at := time.Now()
+	st, err := s.Store.BlocksStamp(ctx, agent)
+	if err != nil {
+		return st, err
+	}
+	s.mu.Lock()
+	if len(s.memo) > 4096 {
+		clear(s.memo) // agents come and go; the memo is only a saving
+	}
+	s.memo[agent] = stampMemo{at: at, stamp: st}
+	s.mu.Unlock()
+	return st, nil
 }
 
 // syncToken is the token of a /sync request: ?token= (browsers cannot
@@ -101,7 +139,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}()
 	go h.watchToken(ctx, cancel, t.ID)
-	err = syncrepo.Serve(ctx, wsConn{c}, h.opts.SyncStore, t.Agent, &syncrepo.Options{
+	err = syncrepo.Serve(ctx, wsConn{c}, h.syncStore, t.Agent, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
