@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -225,6 +226,18 @@ func TestSyncDoor(t *testing.T) {
 	if !p.until(func(p *goPeer) bool { return p.closed != nil }) || websocket.CloseStatus(p.closed) != websocket.StatusPolicyViolation {
 		t.Errorf("after revocation: %v", p.closed)
 	}
+	// Shutdown closes a connection with 1001.
+	_, secret2 := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	last := newGoPeer(t, ws+"?token="+secret2, url)
+	if !last.until(func(p *goPeer) bool { return p.text() != "" }) {
+		t.Fatal("no sync")
+	}
+	if err := f.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !last.until(func(p *goPeer) bool { return p.closed != nil }) || websocket.CloseStatus(last.closed) != websocket.StatusGoingAway {
+		t.Errorf("at shutdown: %v", last.closed)
+	}
 	for deadline := time.Now().Add(5 * time.Second); f.h.SyncConnections() != 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -339,6 +352,7 @@ func TestSyncMeasure(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	g0 := runtime.NumGoroutine()
+	rss0 := rssKiB()
 	start := time.Now()
 	var ps []*goPeer
 	for range peers {
@@ -353,8 +367,9 @@ func TestSyncMeasure(t *testing.T) {
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	t.Logf("%d peers (client and server in one process) synced a 10000-character block in %v; Go heap +%d KiB (%d KiB per peer, both ends), goroutines +%d",
-		peers, took, (after.HeapAlloc-before.HeapAlloc)/1024, (after.HeapAlloc-before.HeapAlloc)/1024/peers, runtime.NumGoroutine()-g0)
+	rss1 := rssKiB()
+	t.Logf("%d peers (client and server in one process) synced a 10000-character block in %v; RSS +%d KiB (%d KiB per peer, both ends, automerge's C heap included), Go heap +%d KiB, goroutines +%d",
+		peers, took, rss1-rss0, (rss1-rss0)/peers, (after.HeapAlloc-before.HeapAlloc)/1024, runtime.NumGoroutine()-g0)
 	// One Go append reaches all of them.
 	start = time.Now()
 	store.AppendToBlock(ctx, "ada", "big", "!")
@@ -364,5 +379,19 @@ func TestSyncMeasure(t *testing.T) {
 		}
 	}
 	t.Logf("one Go append reached all %d peers in %v", peers, time.Since(start))
-	_ = errors.New
+}
+
+// rssKiB is the process's resident set (Linux), 0 elsewhere.
+func rssKiB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -297,6 +298,20 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	}
 	t.Logf("propagation over 20 edits: JS→store p50 %v p95 %v; Go→JS p50 %v p95 %v",
 		pct(toStore, 50), pct(toStore, 95), pct(toPeer, 50), pct(toPeer, 95))
+
+	// First sync of a 10000-character block: what two automerge JS peers
+	// (sync format v2) exchange, beside TestSyncMeasure's v1 figure.
+	text := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ. ", 160)[:10000]
+	big, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := big.Save()
+	got = js.do(map[string]any{"op": "firstsync", "doc": base64.StdEncoding.EncodeToString(saved)})
+	if got["same"] != true {
+		t.Fatalf("JS first sync: %v", got)
+	}
+	t.Logf("first sync of a 10000-character block between automerge JS peers (v2): %v bytes in %v rounds", got["bytes"], got["rounds"])
 
 	// (5) another agent gets doc-unavailable, as for a made-up id.
 	for _, u := range []string{urls["private"], syncrepo.URL(memory.DocumentID{9, 9, 9})} {

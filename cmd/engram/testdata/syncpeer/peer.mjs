@@ -3,6 +3,7 @@
 // per "peer" name, driven by JSON commands on stdin, one JSON answer per
 // line on stdout.
 import { Repo, splice } from "@automerge/automerge-repo";
+import * as A from "@automerge/automerge/slim";
 import { WebSocketClientAdapter } from "@automerge/automerge-repo-network-websocket";
 import readline from "node:readline";
 
@@ -61,6 +62,24 @@ async function run(c) {
         }
         await sleep(2);
       }
+    }
+    case "firstsync": {
+      // bytes automerge JS (sync format v2) sends to bring an empty peer
+      // to the saved document c.doc (base64), both directions summed
+      let full = A.load(Buffer.from(c.doc, "base64"));
+      let empty = A.init();
+      let s1 = A.initSyncState(), s2 = A.initSyncState();
+      let bytes = 0, rounds = 0;
+      for (;;) {
+        let m1, m2;
+        [s1, m1] = A.generateSyncMessage(full, s1);
+        if (m1) { bytes += m1.length; [empty, s2] = A.receiveSyncMessage(empty, s2, m1); }
+        [s2, m2] = A.generateSyncMessage(empty, s2);
+        if (m2) { bytes += m2.length; [full, s1] = A.receiveSyncMessage(full, s1, m2); }
+        rounds++;
+        if ((!m1 && !m2) || rounds > 20) break;
+      }
+      return { bytes, rounds, same: A.getHeads(empty).join() === A.getHeads(full).join() };
     }
     case "close": {
       for (const q of repos.values()) q.repo.shutdown();
