@@ -26,7 +26,16 @@ func (c *Cache) DocumentID(ctx context.Context, agent, owner, label string) (Doc
 	if err != nil {
 		return DocumentID{}, err
 	}
-	_, epoch, _, _ := e.freshness()
+	// The epoch is read from the database, not the cached entry: another
+	// process's rebase reaches a cached entry only with its notification,
+	// and an id for the old epoch would name a document that is gone.
+	var epoch int64
+	if err := c.rdb.QueryRowContext(ctx, `SELECT epoch FROM blocks WHERE id = ? AND incarnation = ?`, e.id, e.incarnation).Scan(&epoch); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return DocumentID{}, notFound("block %q of %q", label, e.owner)
+		}
+		return DocumentID{}, fmt.Errorf("memory: document id of block %q of %q: %w", label, e.owner, err)
+	}
 	const sel = `SELECT doc_id FROM sync_documents WHERE block_id = ? AND incarnation = ? AND epoch = ?`
 	var hexID string
 	err = c.rdb.QueryRowContext(ctx, sel, e.id, e.incarnation, epoch).Scan(&hexID)
@@ -70,10 +79,10 @@ func (c *Cache) DocumentBlock(ctx context.Context, agent string, id DocumentID) 
 	if err := c.checkOpen(ctx); err != nil {
 		return "", "", err
 	}
-	var epoch int64
-	err = c.rdb.QueryRowContext(ctx, `SELECT b.owner, b.label, d.epoch FROM sync_documents d
+	var incarnation int64
+	err = c.rdb.QueryRowContext(ctx, `SELECT b.owner, b.label, d.incarnation FROM sync_documents d
 		JOIN blocks b ON b.id = d.block_id AND b.incarnation = d.incarnation AND b.epoch = d.epoch
-		WHERE d.doc_id = ?`, hex.EncodeToString(id[:])).Scan(&owner, &label, &epoch)
+		WHERE d.doc_id = ?`, hex.EncodeToString(id[:])).Scan(&owner, &label, &incarnation)
 	unavailable := notFound("document %x", id[:])
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", unavailable
@@ -88,7 +97,7 @@ func (c *Cache) DocumentBlock(ctx context.Context, agent string, id DocumentID) 
 	case err != nil:
 		return "", "", fmt.Errorf("memory: look up document %x: %w", id[:], err)
 	}
-	if _, cur, _, _ := e.freshness(); cur != epoch {
+	if e.incarnation != incarnation {
 		return "", "", unavailable
 	}
 	return owner, label, nil

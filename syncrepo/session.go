@@ -49,6 +49,9 @@ type Options struct {
 	// on SQLite none while nothing was committed) to push changes to the
 	// peer. Default 100ms.
 	Poll time.Duration
+	// Recheck is how long after a stamp change the Session keeps
+	// comparing its documents with the store's. Default 1 second.
+	Recheck time.Duration
 	// PeerID is the server's automerge-repo PeerId. Default random.
 	PeerID string
 	// Logger gets refused changes and store errors. Default discarded.
@@ -88,6 +91,7 @@ type session struct {
 	joined  bool
 	docs    map[string]*docState
 	stamp   memory.BlocksStamp
+	recheck time.Time // poll looks at the documents until then
 	session string
 	count   uint64
 }
@@ -114,6 +118,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	}
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = time.Second
 	}
 	if o.PeerID == "" {
 		o.PeerID = "engram-" + randomHex(8)
@@ -446,11 +453,20 @@ func (s *session) poll() error {
 		return nil
 	}
 	st, err := s.store.BlocksStamp(s.ctx, s.agent)
-	if err != nil || st == s.stamp {
+	if err != nil {
 		return nil
 	}
+	now := time.Now()
 	structural := st.Gen != s.stamp.Gen || st.Blocks != s.stamp.Blocks
-	s.stamp = st
+	if st != s.stamp {
+		// The stamp is read from the database, a block through the
+		// store's cache, which on PostgreSQL learns of another process's
+		// write by a notification that may come a little later: look
+		// again for a while after each change.
+		s.stamp, s.recheck = st, now.Add(s.opts.Recheck)
+	} else if now.After(s.recheck) {
+		return nil
+	}
 	for key, d := range s.docs {
 		if structural {
 			id, _ := ParseDocumentID(key)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/automerge/automerge-go"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -156,5 +158,96 @@ func TestSessionLimits(t *testing.T) {
 	// 11 frames at 20 a second with a burst of 1: at least 0.5 s.
 	if took := time.Since(start); took < 450*time.Millisecond {
 		t.Errorf("11 frames at 20/s took %v", took)
+	}
+}
+
+// lagging serves, until a time, an older document than the store has: a
+// PostgreSQL process's cache before another process's notification.
+type lagging struct {
+	syncrepo.Store
+	mu    sync.Mutex
+	stale *blocks.Document
+	until time.Time
+}
+
+func (l *lagging) GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stale != nil && time.Now().Before(l.until) {
+		return l.stale, nil
+	}
+	return l.Store.GetBlock(ctx, agent, label)
+}
+
+// A change whose stamp is seen before the block's cache shows it still
+// reaches the peer once the cache catches up.
+func TestSessionRecheck(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := store.DocumentID(ctx, "ada", "", "notes")
+	lag := &lagging{Store: store}
+	p, _ := serve(t, lag, &syncrepo.Options{Poll: 20 * time.Millisecond})
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+	p.recv(t)
+	doc := automerge.New()
+	ss := automerge.NewSyncState(doc)
+	var mu sync.Mutex
+	msg, _ := ss.GenerateMessage()
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeRequest, SenderID: "peer", DocumentID: syncrepo.EncodeDocumentID(id), Data: msg.Bytes()})
+	go func() {
+		for b := range p.out {
+			m, err := syncrepo.DecodeMessage(b)
+			if err != nil || m.Type != syncrepo.TypeSync {
+				continue
+			}
+			mu.Lock()
+			ss.ReceiveMessage(m.Data)
+			if out, ok := ss.GenerateMessage(); ok {
+				o, _ := syncrepo.EncodeMessage(syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: m.DocumentID, Data: out.Bytes()})
+				p.in <- o
+			}
+			mu.Unlock()
+		}
+	}()
+	text := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		v, err := doc.Path("content").Get()
+		if err != nil || v.Kind() != automerge.KindText {
+			return ""
+		}
+		s, _ := v.Text().Get()
+		return s
+	}
+	waitFor := func(want string) bool {
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if text() == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor("one\n") {
+		t.Fatalf("first sync: %q", text())
+	}
+	cur, err := store.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := cur.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag.mu.Lock()
+	lag.stale, lag.until = stale, time.Now().Add(300*time.Millisecond)
+	lag.mu.Unlock()
+	if err := store.AppendToBlock(ctx, "ada", "notes", "two\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor("one\ntwo\n") {
+		t.Fatalf("the change never reached the peer: %q", text())
 	}
 }
