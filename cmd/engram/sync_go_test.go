@@ -232,6 +232,7 @@ func TestSyncDoor(t *testing.T) {
 	if !last.until(func(p *goPeer) bool { return p.text() != "" }) {
 		t.Fatal("no sync")
 	}
+	time.Sleep(200 * time.Millisecond) // the sync exchange is over
 	if err := f.h.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
