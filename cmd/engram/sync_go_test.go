@@ -212,6 +212,23 @@ func TestSyncDoor(t *testing.T) {
 		t.Errorf("another process's write did not reach the peer: %q", p.text())
 	}
 
+	// A rebase makes a new document: the old one is unavailable to the
+	// peer, and the new URL syncs.
+	if err := store.Rebase(ctx, "ada", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if !p.until(func(p *goPeer) bool { return p.state == "unavailable" }) {
+		t.Errorf("after a rebase the peer's document is %q", p.state)
+	}
+	id2, err := store.DocumentID(ctx, "ada", "", "notes")
+	if err != nil || id2 == id {
+		t.Fatalf("id after the rebase: %x %v", id2, err)
+	}
+	url = syncrepo.URL(id2)
+	if q := newGoPeer(t, ws+"?token="+secret, url); !q.until(func(p *goPeer) bool { return strings.Contains(p.text(), "another process") }) {
+		t.Errorf("the rebased block's new URL: %q", q.text())
+	}
+
 	// A frame over the cap closes the connection.
 	big := newGoPeer(t, ws+"?token="+secret, url)
 	big.send(syncrepo.Message{Type: syncrepo.TypeSync, DocumentID: big.docID, Data: make([]byte, 1<<17)})
