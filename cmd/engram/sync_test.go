@@ -19,6 +19,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
@@ -323,77 +324,89 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 }
 
 // Two JS peers and two Go writers append to one block at once: every
-// line arrives everywhere, the same value on both peers and in the store.
+// line arrives everywhere, the same value on both peers and in the store;
+// on PostgreSQL each peer and writer on its own serve process and store.
 func TestSyncConcurrentPeersConverge(t *testing.T) {
 	js := startJSRepo(t)
-	ctx := context.Background()
-	store := openServeStore(t)
-	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
-		t.Fatal(err)
-	}
-	id, _ := store.DocumentID(ctx, "ada", "", "notes")
-	url := syncrepo.URL(id)
-	f := startServe(t, store, nil)
-	_, tok := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token=" + tok
-	for _, p := range []string{"p1", "p2"} {
-		js.do(map[string]any{"op": "find", "peer": p, "ws": ws, "url": url})
-	}
-	const n = 10
-	var wg sync.WaitGroup
-	var want []string
-	for _, w := range []string{"g1", "g2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range n {
-				store.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("%s-%d\n", w, i))
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			var stores []*memory.Cache
+			if engine == "sqlite" {
+				s := openServeStore(t)
+				stores = []*memory.Cache{s, s}
+			} else {
+				dsn := pgtest.Start(t).NewDatabase(t)
+				stores = []*memory.Cache{openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)}
 			}
-		}()
-		for i := range n {
-			want = append(want, fmt.Sprintf("%s-%d", w, i))
-		}
-	}
-	for _, p := range []string{"p1", "p2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range n {
-				js.do(map[string]any{"op": "splice", "peer": p, "ws": ws, "url": url, "path": []string{"content"}, "text": fmt.Sprintf("%s-%d\n", p, i)})
+			if _, err := stores[0].CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+				t.Fatal(err)
 			}
-		}()
-		for i := range n {
-			want = append(want, fmt.Sprintf("%s-%d", p, i))
-		}
-	}
-	wg.Wait()
-	last := want[len(want)-1]
-	for _, p := range []string{"p1", "p2"} {
-		if got := js.do(map[string]any{"op": "wait", "peer": p, "ws": ws, "url": url, "field": "content", "contains": last, "timeout": 10000}); got["error"] != nil {
-			t.Fatalf("peer %s never got %q: %v", p, last, got)
-		}
-	}
-	// Wait until the store and both peers hold the same value.
-	var values []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, _ := store.RenderedContent(ctx, "ada", "notes")
-		p1 := content(js.do(map[string]any{"op": "find", "peer": "p1", "ws": ws, "url": url}))
-		p2 := content(js.do(map[string]any{"op": "find", "peer": "p2", "ws": ws, "url": url}))
-		if (r == p1 && p1 == p2) || time.Now().After(deadline) {
-			values = []string{r, p1, p2}
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if values[0] != values[1] || values[1] != values[2] {
-		t.Fatalf("not converged:\nstore %q\np1 %q\np2 %q", values[0], values[1], values[2])
-	}
-	lines := strings.Split(strings.TrimSpace(values[0]), "\n")
-	sort.Strings(lines)
-	for _, w := range want {
-		if _, ok := sort.Find(len(lines), func(i int) int { return strings.Compare(w, lines[i]) }); !ok {
-			t.Errorf("line %q lost: %q", w, values[0])
-		}
+			id, _ := stores[0].DocumentID(ctx, "ada", "", "notes")
+			url := syncrepo.URL(id)
+			_, tok := newToken(t, stores[0], memory.TokenSpec{Agent: "ada"})
+			var ws []string
+			for _, s := range stores {
+				ws = append(ws, "ws"+strings.TrimPrefix(startServe(t, s, nil).url, "http")+"/sync?token="+tok)
+			}
+			peers := []string{engine + "-p1", engine + "-p2"}
+			for i, p := range peers {
+				if got := js.do(map[string]any{"op": "find", "peer": p, "ws": ws[i], "url": url}); content(got) != "start\n" {
+					t.Fatalf("find: %v", got)
+				}
+			}
+			const n = 10
+			var wg sync.WaitGroup
+			var want []string
+			for i, w := range []string{"g1", "g2"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := range n {
+						if err := stores[i].AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("%s-%d\n", w, k)); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+				for k := range n {
+					want = append(want, fmt.Sprintf("%s-%d", w, k))
+				}
+			}
+			for i, p := range peers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := range n {
+						js.do(map[string]any{"op": "splice", "peer": p, "ws": ws[i], "url": url, "path": []string{"content"}, "text": fmt.Sprintf("p%d-%d\n", i, k)})
+					}
+				}()
+				for k := range n {
+					want = append(want, fmt.Sprintf("p%d-%d", i, k))
+				}
+			}
+			wg.Wait()
+			// Wait until both stores and both peers hold the same value.
+			var values []string
+			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				r1, _ := stores[0].RenderedContent(ctx, "ada", "notes")
+				r2, _ := stores[1].RenderedContent(ctx, "ada", "notes")
+				p1 := content(js.do(map[string]any{"op": "find", "peer": peers[0], "ws": ws[0], "url": url}))
+				p2 := content(js.do(map[string]any{"op": "find", "peer": peers[1], "ws": ws[1], "url": url}))
+				values = []string{r1, r2, p1, p2}
+				if (r1 == r2 && r1 == p1 && p1 == p2 && strings.Count(r1, "\n") == len(want)+1) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if values[0] != values[1] || values[1] != values[2] || values[2] != values[3] {
+				t.Fatalf("not converged:\nstore 1 %q\nstore 2 %q\np1 %q\np2 %q", values[0], values[1], values[2], values[3])
+			}
+			lines := strings.Split(strings.TrimSpace(values[0]), "\n")
+			sort.Strings(lines)
+			for _, w := range want {
+				if _, ok := sort.Find(len(lines), func(i int) int { return strings.Compare(w, lines[i]) }); !ok {
+					t.Errorf("line %q lost: %q", w, values[0])
+				}
+			}
+		})
 	}
 }
