@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -412,4 +413,34 @@ func rssKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// engram sync url prints the block's automerge: URL: stable, the one the
+// store resolves for the agent and for a reader it is shared with, and
+// refused for an agent that may not read the block.
+func TestSyncURLCLI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "url.db")
+	ok(t, db, "block", "create", "--agent", "ada", "--label", "notes", "--value", "hi")
+	ok(t, db, "share", "--owner", "ada", "--label", "notes", "--with", "bob", "--perm", "ReadOnly")
+	u := strings.TrimSpace(ok(t, db, "sync", "url", "--agent", "ada", "--label", "notes"))
+	id, err := syncrepo.ParseURL(u)
+	if err != nil {
+		t.Fatalf("printed %q: %v", u, err)
+	}
+	if again := strings.TrimSpace(ok(t, db, "sync", "url", "--agent", "bob", "--owner", "ada", "--label", "notes")); again != u {
+		t.Errorf("bob's URL %q, ada's %q", again, u)
+	}
+	store := openServeStoreAt(t, db)
+	if o, l, err := store.DocumentBlock(context.Background(), "ada", id); err != nil || o != "ada" || l != "notes" {
+		t.Errorf("the URL resolves to %q %q %v", o, l, err)
+	}
+	if _, errs, code := cli(t, db, "", "sync", "url", "--agent", "eve", "--owner", "ada", "--label", "notes"); code == 0 {
+		t.Errorf("eve got a URL for a block not shared with her: %s", errs)
+	}
+	if _, _, code := cli(t, db, "", "sync", "url", "--agent", "ada"); code == 0 {
+		t.Error("no --label accepted")
+	}
+	if out := ok(t, db, "sync", "--help"); !strings.Contains(out, "engram sync url --agent A --label L") {
+		t.Errorf("engram sync --help: %s", out)
+	}
 }
