@@ -49,6 +49,12 @@ type Options struct {
 	// on SQLite none while nothing was committed) to push changes to the
 	// peer. Default 100ms.
 	Poll time.Duration
+	// MaxHeldBytes caps the refused changes one document of a connection
+	// may hold (see docs/sync.md): a peer that keeps making refused edits
+	// (a read-only token, say) would otherwise grow the server's copy
+	// without end. Beyond it the document becomes unavailable to the
+	// peer. Default 4 MiB.
+	MaxHeldBytes int
 	// Recheck is how long after a stamp change the Session keeps
 	// comparing its documents with the store's. Default 1 second.
 	Recheck time.Duration
@@ -77,7 +83,8 @@ type docState struct {
 	// peer has them) but not in the store. They go to the store only
 	// with a later change that depends on them (the pair nets out), never
 	// on their own, so a refused edit persists nothing.
-	held map[automerge.ChangeHash]bool
+	held      map[automerge.ChangeHash]bool
+	heldBytes int
 }
 
 type session struct {
@@ -118,6 +125,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	}
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
+	}
+	if o.MaxHeldBytes <= 0 {
+		o.MaxHeldBytes = 4 << 20
 	}
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
@@ -361,7 +371,7 @@ func (s *session) absorb(d *docState) error {
 		return s.gone(d, err)
 	}
 	if refusal == nil {
-		d.held = nil
+		d.held, d.heldBytes = nil, 0
 		return nil
 	}
 	// The counter-change restores a whole loaded state that the mirror
@@ -379,7 +389,15 @@ func (s *session) absorb(d *docState) error {
 		d.held = map[automerge.ChangeHash]bool{}
 	}
 	for _, c := range changes {
-		d.held[c.Hash()] = true
+		if !d.held[c.Hash()] {
+			d.held[c.Hash()] = true
+			d.heldBytes += len(c.Save())
+		}
+	}
+	if d.heldBytes > s.opts.MaxHeldBytes {
+		s.log.Info("sync: too many refused changes held; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "bytes", d.heldBytes)
+		delete(s.docs, d.id)
+		return s.unavailable(d.id)
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
 	var overrides bool
@@ -431,7 +449,7 @@ func (s *session) persistHeld(d *docState) error {
 	if err := s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes)); err != nil {
 		return err
 	}
-	d.held = nil
+	d.held, d.heldBytes = nil, 0
 	_, err := s.catchUp(d)
 	return err
 }

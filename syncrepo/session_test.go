@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,5 +250,75 @@ func TestSessionRecheck(t *testing.T) {
 	}
 	if !waitFor("one\ntwo\n") {
 		t.Fatalf("the change never reached the peer: %q", text())
+	}
+}
+
+// A peer whose refused changes outgrow MaxHeldBytes loses the document
+// (doc-unavailable) instead of growing the server's copy; below the cap
+// it is told of each refusal.
+func TestSessionHeldCap(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := doc.Save()
+	id, _ := store.DocumentID(ctx, "ada", "", "notes")
+	p, _ := serve(t, store, &syncrepo.Options{ReadOnly: true, MaxHeldBytes: 3000})
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+	p.recv(t)
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := automerge.NewSyncState(peer)
+	docID := syncrepo.EncodeDocumentID(id)
+	var refusals int
+	edit := func(n int) {
+		v, _ := peer.Path("content").Get()
+		must(t, v.Text().Append(strings.Repeat("x", n)))
+		_, err := peer.Commit("edit")
+		must(t, err)
+	}
+	send := func() {
+		if m, ok := ss.GenerateMessage(); ok {
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: m.Bytes()})
+		}
+	}
+	for round := 0; ; round++ {
+		if round > 40 {
+			t.Fatalf("no doc-unavailable after %d refusals", refusals)
+		}
+		edit(1000)
+		send()
+		for done := false; !done; {
+			select {
+			case b := <-p.out:
+				m, _ := syncrepo.DecodeMessage(b)
+				switch m.Type {
+				case syncrepo.TypeSync:
+					_, err := ss.ReceiveMessage(m.Data)
+					must(t, err)
+					send()
+				case syncrepo.TypeEphemeral:
+					refusals++
+				case syncrepo.TypeDocUnavailable:
+					if refusals == 0 {
+						t.Fatal("unavailable before any refusal")
+					}
+					return
+				}
+			case <-time.After(300 * time.Millisecond):
+				done = true
+			}
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
