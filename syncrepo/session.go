@@ -58,6 +58,9 @@ type Options struct {
 	// Recheck is how long after a stamp change the Session keeps
 	// comparing its documents with the store's. Default 1 second.
 	Recheck time.Duration
+	// Mirrors shares the server's copies of documents with other
+	// sessions of the process. Default: this session's own.
+	Mirrors *Mirrors
 	// PeerID is the server's automerge-repo PeerId. Default random.
 	PeerID string
 	// Logger gets refused changes and store errors. Default discarded.
@@ -76,9 +79,14 @@ type Refusal struct {
 type docState struct {
 	id           string
 	owner, label string
-	mirror       *automerge.Doc // the store's document plus what the peer sent (refused changes and their counter-changes too)
-	ss           *automerge.SyncState
-	base         []string // heads (hex) of the store's document last merged into mirror
+	// sh is the shared copy the session syncs against, until the peer
+	// makes a refused change; from then on mirror is the session's own.
+	sh *shared
+	ss *automerge.SyncState
+	// mirror (private) is the store's document plus what the peer sent
+	// (refused changes and their counter-changes too).
+	mirror *automerge.Doc
+	base   []string // heads (hex) of the store's document last merged into mirror
 	// held are refused changes and their counter-changes: in mirror (the
 	// peer has them) but not in the store. They go to the store only
 	// with a later change that depends on them (the pair nets out), never
@@ -132,6 +140,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
 	}
+	if o.Mirrors == nil {
+		o.Mirrors = NewMirrors()
+	}
 	if o.PeerID == "" {
 		o.PeerID = "engram-" + randomHex(8)
 	}
@@ -168,6 +179,13 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 			case in <- b:
 			case <-ctx.Done():
 				return
+			}
+		}
+	}()
+	defer func() {
+		for _, d := range s.docs {
+			if d.sh != nil {
+				o.Mirrors.release(d.sh)
 			}
 		}
 	}()
@@ -263,16 +281,121 @@ func (s *session) syncMessage(m Message) error {
 			return s.unavailable(m.DocumentID)
 		}
 		d = &docState{id: m.DocumentID, owner: owner, label: label}
-		fresh, err := s.storeDoc(d)
+		// The id names one epoch of one block: its copy is the same
+		// for every agent that may read it.
+		sh, err := s.opts.Mirrors.acquire(m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
 		if err != nil {
 			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
 			return s.unavailable(m.DocumentID)
 		}
-		d.mirror, d.base = fresh, hexHeads(fresh.Heads())
-		d.ss = automerge.NewSyncState(d.mirror)
+		d.sh = sh
+		sh.mu.Lock()
+		d.ss = automerge.NewSyncState(sh.doc)
+		sh.mu.Unlock()
 		s.docs[m.DocumentID] = d
 	}
-	if err := guard(func() error { _, err := d.ss.ReceiveMessage(m.Data); return err }); err != nil {
+	if d.sh != nil {
+		return s.syncShared(d, m)
+	}
+	return s.syncPrivate(d, m.Data)
+}
+
+// syncShared handles a sync message on a shared copy. Changes it carries
+// that the copy lacks go to the store first; only accepted ones enter the
+// copy, which the other sessions sync from. A refused change moves the
+// session to a private copy, where it is taken back.
+func (s *session) syncShared(d *docState, m Message) error {
+	var changes []*automerge.Change
+	if err := guard(func() error {
+		// A throwaway document decodes the message's changes without
+		// applying them anywhere that matters (automerge-go offers no
+		// other way to read a sync message).
+		sm, err := automerge.NewSyncState(automerge.New()).ReceiveMessage(m.Data)
+		if err != nil {
+			return err
+		}
+		changes = sm.Changes()
+		return nil
+	}); err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	d.sh.mu.Lock()
+	changes = slices.DeleteFunc(changes, func(c *automerge.Change) bool { _, err := d.sh.doc.Change(c.Hash()); return err == nil })
+	d.sh.mu.Unlock()
+	if len(changes) > 0 {
+		var refusal error
+		if s.opts.ReadOnly {
+			refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+		} else {
+			refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+		}
+		if refusal != nil {
+			if err := s.privatize(d); err != nil {
+				return s.gone(d, err)
+			}
+			return s.syncPrivate(d, m.Data)
+		}
+		if err := s.catchUpShared(d); err != nil {
+			return s.gone(d, err)
+		}
+	}
+	d.sh.mu.Lock()
+	err := guard(func() error { _, err := d.ss.ReceiveMessage(m.Data); return err })
+	d.sh.mu.Unlock()
+	if err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	return s.push(d)
+}
+
+// privatize gives d a private copy of its shared one (a new sync state:
+// the protocol recovers from a reset as from a reconnect).
+func (s *session) privatize(d *docState) error {
+	sh := d.sh
+	sh.mu.Lock()
+	var saved []byte
+	err := guard(func() error { saved = sh.doc.Save(); return nil })
+	base := slices.Clone(sh.base)
+	sh.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var mirror *automerge.Doc
+	if err := guard(func() (err error) { mirror, err = automerge.Load(saved); return err }); err != nil {
+		return err
+	}
+	s.opts.Mirrors.release(sh)
+	d.sh, d.mirror, d.base, d.ss = nil, mirror, base, automerge.NewSyncState(mirror)
+	return nil
+}
+
+// catchUpShared merges the store's new changes into d's shared copy.
+func (s *session) catchUpShared(d *docState) error {
+	doc, err := s.view(d)
+	if err != nil {
+		return err
+	}
+	heads := doc.Heads()
+	sh := d.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if slices.Equal(heads, sh.base) {
+		return nil
+	}
+	data, now, err := doc.ChangesSince(sh.base)
+	if err != nil {
+		return err
+	}
+	if err := guard(func() error { return sh.doc.LoadIncremental(data) }); err != nil {
+		return err
+	}
+	sh.base = now
+	return nil
+}
+
+// syncPrivate handles a sync message on d's private copy.
+func (s *session) syncPrivate(d *docState, data []byte) error {
+	if err := guard(func() error { _, err := d.ss.ReceiveMessage(data); return err }); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
 	}
 	if err := s.absorb(d); err != nil {
@@ -342,6 +465,9 @@ func (s *session) gone(d *docState, err error) error {
 	if !errors.Is(err, memory.ErrNotFound) && !errors.Is(err, blocks.ErrPermission) && !errors.Is(err, blocks.ErrUnrelated) {
 		s.log.Error("sync: document", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
 	}
+	if d.sh != nil {
+		s.opts.Mirrors.release(d.sh)
+	}
 	delete(s.docs, d.id)
 	return s.unavailable(d.id)
 }
@@ -396,7 +522,7 @@ func (s *session) absorb(d *docState) error {
 	}
 	if d.heldBytes > s.opts.MaxHeldBytes {
 		s.log.Info("sync: too many refused changes held; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "bytes", d.heldBytes)
-		delete(s.docs, d.id)
+		delete(s.docs, d.id) // private: nothing shared to release
 		return s.unavailable(d.id)
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
@@ -456,12 +582,25 @@ func (s *session) persistHeld(d *docState) error {
 
 // push sends the peer what it lacks of d, if anything.
 func (s *session) push(d *docState) error {
-	var msg *automerge.SyncMessage
-	var ok bool
-	if err := guard(func() error { msg, ok = d.ss.GenerateMessage(); return nil }); err != nil || !ok {
+	var msg []byte
+	// The shared copy is locked only while the message is made, not
+	// while a slow peer takes it.
+	if d.sh != nil {
+		d.sh.mu.Lock()
+	}
+	err := guard(func() error {
+		if m, ok := d.ss.GenerateMessage(); ok {
+			msg = m.Bytes()
+		}
+		return nil
+	})
+	if d.sh != nil {
+		d.sh.mu.Unlock()
+	}
+	if err != nil || msg == nil {
 		return err
 	}
-	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg.Bytes()})
+	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg})
 }
 
 // poll pushes the store's changes to the peer's documents when the
@@ -496,7 +635,12 @@ func (s *session) poll() error {
 				continue
 			}
 		}
-		changed, err := s.catchUp(d)
+		changed := true // a shared copy may have been caught up by another session: let the sync state decide
+		if d.sh != nil {
+			err = s.catchUpShared(d)
+		} else {
+			changed, err = s.catchUp(d)
+		}
 		if err != nil {
 			if err := s.gone(d, err); err != nil {
 				return err

@@ -375,3 +375,122 @@ func FuzzSession(f *testing.F) {
 		}
 	})
 }
+
+// pipePeer is an automerge-go peer on a pipe session, syncing one
+// document.
+type pipePeer struct {
+	t     *testing.T
+	p     *pipe
+	docID string
+	mu    sync.Mutex
+	doc   *automerge.Doc
+	ss    *automerge.SyncState
+	refs  int // refusals seen
+}
+
+func newPipePeer(t *testing.T, store syncrepo.Store, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
+	p, _ := serve(t, store, opts)
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+	p.recv(t)
+	doc, err := automerge.Load(saved)
+	must(t, err)
+	pp := &pipePeer{t: t, p: p, docID: docID, doc: doc, ss: automerge.NewSyncState(doc)}
+	pp.mu.Lock()
+	pp.sendSync(syncrepo.TypeRequest)
+	pp.mu.Unlock()
+	go func() {
+		for b := range p.out {
+			m, err := syncrepo.DecodeMessage(b)
+			if err != nil {
+				continue
+			}
+			pp.mu.Lock()
+			switch m.Type {
+			case syncrepo.TypeSync:
+				pp.ss.ReceiveMessage(m.Data)
+				pp.sendSync(syncrepo.TypeSync)
+			case syncrepo.TypeEphemeral:
+				pp.refs++
+			}
+			pp.mu.Unlock()
+		}
+	}()
+	return pp
+}
+
+// sendSync sends what the peer has to say; caller holds mu.
+func (pp *pipePeer) sendSync(typ string) {
+	if m, ok := pp.ss.GenerateMessage(); ok {
+		b, _ := syncrepo.EncodeMessage(syncrepo.Message{Type: typ, SenderID: "peer", DocumentID: pp.docID, Data: m.Bytes()})
+		pp.p.in <- b
+	}
+}
+
+func (pp *pipePeer) text() string {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	v, err := pp.doc.Path("content").Get()
+	if err != nil || v.Kind() != automerge.KindText {
+		return ""
+	}
+	s, _ := v.Text().Get()
+	return s
+}
+
+func (pp *pipePeer) appendText(s string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	v, err := pp.doc.Path("content").Get()
+	must(pp.t, err)
+	must(pp.t, v.Text().Append(s))
+	_, err = pp.doc.Commit("edit")
+	must(pp.t, err)
+	pp.sendSync(syncrepo.TypeSync)
+}
+
+func (pp *pipePeer) waitText(want string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pp.text() == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Sessions on one document share one copy; a peer's refused change never
+// reaches the copy the others sync from (its session moves to a private
+// copy), and accepted changes of one peer reach the other.
+func TestSessionsShareMirrors(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+	must(t, err)
+	saved, _ := doc.Save()
+	id, _ := store.DocumentID(ctx, "ada", "", "notes")
+	docID := syncrepo.EncodeDocumentID(id)
+	mirrors := syncrepo.NewMirrors()
+	writer := newPipePeer(t, store, &syncrepo.Options{Mirrors: mirrors, Poll: 20 * time.Millisecond}, docID, saved)
+	reader := newPipePeer(t, store, &syncrepo.Options{Mirrors: mirrors, Poll: 20 * time.Millisecond, ReadOnly: true}, docID, saved)
+	other := newPipePeer(t, store, &syncrepo.Options{Mirrors: mirrors, Poll: 20 * time.Millisecond}, docID, saved)
+	time.Sleep(100 * time.Millisecond)
+	if n := mirrors.Len(); n != 1 {
+		t.Fatalf("%d copies for one document", n)
+	}
+	reader.appendText("refused\n")
+	if !reader.waitText("one\n") {
+		t.Fatalf("the read-only peer did not converge back: %q", reader.text())
+	}
+	writer.appendText("two\n")
+	if !other.waitText("one\ntwo\n") || !writer.waitText("one\ntwo\n") || !reader.waitText("one\ntwo\n") {
+		t.Fatalf("writer %q, other %q, reader %q", writer.text(), other.text(), reader.text())
+	}
+	if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\ntwo\n" {
+		t.Fatalf("store %q", r)
+	}
+	reader.mu.Lock()
+	refs := reader.refs
+	reader.mu.Unlock()
+	if refs == 0 {
+		t.Error("no refusal notice")
+	}
+}

@@ -125,6 +125,7 @@ type Handler struct {
 	opening    int                               // new sessions being created, counted against MaxSessions
 	openingBy  map[int64]int                     // the same by token id, counted against MaxTokenSessions
 	syncStore  *stampShare                       // Options.SyncStore, stamps shared
+	mirrors    *syncrepo.Mirrors                 // documents synced, one copy for all connections
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
 	syncConns  atomic.Int64                      // numbers them
 	draining   atomic.Bool
@@ -204,6 +205,7 @@ func New(opts *Options) (*Handler, error) {
 		// Half the sessions' poll period: a change is seen at most that
 		// much later than by a session's own query.
 		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]stampMemo{}}
+		h.mirrors = syncrepo.NewMirrors()
 	}
 	go h.sweep(time.Second)
 	return h, nil

@@ -140,7 +140,8 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}()
 	go h.watchToken(ctx, cancel, t.ID)
 	err = syncrepo.Serve(ctx, wsConn{c}, h.syncStore, t.Agent, &syncrepo.Options{
-		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log})
+		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
+		Mirrors: h.mirrors})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
