@@ -63,6 +63,8 @@ func commandFor(name string) (command, bool) {
 		return cmdToken, true
 	case "serve":
 		return cmdServe, true
+	case "sync":
+		return cmdSync, true
 	}
 	return nil, false
 }
