@@ -953,6 +953,7 @@ func (x *Index) openTextCache(textLog bool) error {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
+		x.text.stats, _ = x.d.(TextStats)
 	case x.opts.TextCacheBytes > 0:
 		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
 	}
