@@ -109,3 +109,10 @@ func SetTextBackoff(x *Index, d time.Duration) {
 
 // TextLogReads counts the syncs of x's text cache that read its change log.
 func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }
+
+// ForceTextPartial makes x's text cache go partial at its build, whatever
+// the store's size (on a dialect with TextStats).
+func ForceTextPartial(x *Index) { x.text.forcePartial = true }
+
+// TextRowsAnalyzed counts the rows x's text cache read and analyzed.
+func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }

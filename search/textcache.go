@@ -498,7 +498,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
-	} else if est > c.limit*textEstimateSlack {
+	} else if est > c.limit*textEstimateSlack || (c.forcePartial && c.stats != nil) {
 		// Decided from counts and a sample, unread: the whole store cannot
 		// be held.
 		if c.stats == nil {
@@ -575,6 +575,7 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
 		rt, length := c.analyzeRow(t, cols)
+		c.analyzed.Add(1)
 		d.length = int32(min(length, math.MaxInt32))
 		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt}); err != nil {
 			return err

@@ -53,6 +53,11 @@ type partialState struct {
 	// tooBig remembers the refused ones until their kind changes.
 	rowCost map[ContentType]int64
 	tooBig  map[ContentType]map[string]bool
+
+	// For tests: forcePartial makes a build go partial whatever the
+	// estimate; analyzed counts the rows read and analyzed.
+	forcePartial bool
+	analyzed     atomic.Int64
 }
 
 // textStats are one kind's store-wide bm25 statistics as last read from
