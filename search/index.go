@@ -968,12 +968,34 @@ type CacheStats struct {
 	TextPages   int64 // result pages whose rows it supplied
 	TextFilters int64 // vector legs whose filters it checked
 	VectorLegs  int64 // KNN runs the vector cache answered
+	// What the caches hold now: whether each is partial (the partitions of
+	// the agents searched lately, not the whole store) and the bytes each
+	// charges against its bound (IndexOptions.TextCacheBytes,
+	// VectorCacheBytes).
+	TextPartial, VectorPartial bool
+	TextBytes, VectorBytes     int64
 }
 
 // CacheStats returns the counts so far.
 func (x *Index) CacheStats() CacheStats {
-	return CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
+	s := CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
 		TextFilters: x.textFilters.Load(), VectorLegs: x.vecAnswers.Load()}
+	if c := x.text; c != nil {
+		c.mu.RLock()
+		s.TextPartial = c.partial
+		if c.partial {
+			s.TextBytes = c.partialBytes()
+		} else {
+			s.TextBytes = c.bytes()
+		}
+		c.mu.RUnlock()
+	}
+	if c := x.cache; c != nil {
+		c.mu.RLock()
+		s.VectorPartial, s.VectorBytes = c.partial, int64(c.rows)*c.vecRowBytes()
+		c.mu.RUnlock()
+	}
+	return s
 }
 
 // FlushArchivalVectors computes the vectors of archival entries stored

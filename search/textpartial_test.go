@@ -99,7 +99,7 @@ func TestTextCachePartialAgents(t *testing.T) {
 	if n := search.TextRowsAnalyzed(x); n > 3*256 {
 		t.Fatalf("the build analyzed %d rows of a store it cannot hold: want a sample", n)
 	}
-	if partial, _, _ := search.TextCachePartial(x); !partial {
+	if partial, _, _ := search.TextCachePartial(x); !partial || !x.CacheStats().TextPartial {
 		t.Fatal("the cache is not partial")
 	}
 	type shape struct {
@@ -151,6 +151,9 @@ func TestTextCachePartialAgents(t *testing.T) {
 	}
 	if n := search.TextCacheAnswers(x) - answers; n < int64(agents*4*6) {
 		t.Fatalf("the cache answered %d legs of %d: searches fell back to SQL", n, agents*4*6)
+	}
+	if st := x.CacheStats(); st.TextBytes <= 0 || st.TextBytes > limit {
+		t.Fatalf("CacheStats: the text cache holds %d bytes, bound %d", st.TextBytes, limit)
 	}
 	_, parts, _ := search.TextCachePartial(x)
 	if parts >= 3*agents || search.TextCacheHeld(x, search.Archival, "agent-0") {
