@@ -83,10 +83,24 @@ type IndexOptions struct {
 	// from other connections and processes are seen. The first full-text
 	// search starts building the copy in the background and ranks in SQL,
 	// as every search does until the copy is ready (WarmTextCache waits for
-	// it). A corpus whose copy would outgrow the bound is never cached, and
-	// one that outgrows it later drops the copy: searches rank in SQL from
-	// then on, for the Index's lifetime (WarmTextCache reports
-	// ErrCacheBudget). Searches with tag or metadata filters always run in
+	// it). Whether the whole store fits is decided before it is read, from
+	// each table's row count and a sample of 256 rows analyzed. A store
+	// whose copy would outgrow the bound (and one that outgrows it later)
+	// is held partially where the dialect reads the engine's bm25
+	// statistics (TextStats: SQLite): per-owner partitions of each content
+	// type, loaded by the owner's first full-text search (in that search,
+	// about what ranking its rows in SQL costs) and evicted least recently
+	// used, ranked with the store-wide row count, token total and document
+	// frequencies read from FTS5 (cached until the log shows the content
+	// type changed), so the order stays FTS5's. The bound covers all
+	// partitions and those cached frequencies together: per agent a copy
+	// costs what its own rows do (about 0.8 KB per archival entry or
+	// message of 20-40 words with its text; docs/performance.md), and an
+	// agent whose rows alone exceed the bound, and every search over all
+	// owners (Scope.All), rank in SQL. Without TextStats (PostgreSQL) such
+	// a store is not cached: searches rank in SQL for the Index's lifetime.
+	// WarmTextCache reports ErrCacheBudget in both cases. Searches with tag
+	// or metadata filters always run in
 	// SQL. Without the log (SQLite migration 0009, PostgreSQL migration
 	// 0008 of package memory/postgres) there is no copy (an error if
 	// TextCacheBytes is positive).
