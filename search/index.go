@@ -94,8 +94,8 @@ type IndexOptions struct {
 	// frequencies read from FTS5 (cached until the log shows the content
 	// type changed), so the order stays FTS5's. The bound covers all
 	// partitions and those cached frequencies together: per agent a copy
-	// costs what its own rows do (about 0.8 KB per archival entry or
-	// message of 20-40 words with its text; docs/performance.md), and an
+	// costs what its own rows do (about 1.3 KB per archival entry of
+	// 12-41 words with its text; docs/performance.md), and an
 	// agent whose rows alone exceed the bound, and every search over all
 	// owners (Scope.All), rank in SQL. Without TextStats (PostgreSQL) such
 	// a store is not cached: searches rank in SQL for the Index's lifetime.
