@@ -116,3 +116,7 @@ func ForceTextPartial(x *Index) { x.text.forcePartial = true }
 
 // TextRowsAnalyzed counts the rows x's text cache read and analyzed.
 func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }
+
+// TextStatsReads counts the reads of a content type's store-wide totals
+// by x's partial text cache (each one after its statistics were dropped).
+func TextStatsReads(x *Index) int64 { return x.text.statsReads.Load() }

@@ -120,8 +120,10 @@ type textPart struct {
 	bytes     int64 // estimated heap the index holds, dead slots included (textCost*)
 	bodyBytes int64 // and the bodies
 	// used is when a search last read it: an owner's partition of a
-	// partial cache (LRU).
-	used atomic.Int64
+	// partial cache (LRU); no row it holds is newer than log position
+	// hiSeq (moveStats).
+	used  atomic.Int64
+	hiSeq int64
 }
 
 // textOwner is one owner's share of a textPart: the runs of slots its

@@ -58,14 +58,20 @@ type partialState struct {
 	// estimate; analyzed counts the rows read and analyzed.
 	forcePartial bool
 	analyzed     atomic.Int64
+	statsReads   atomic.Int64 // reads of a kind's totals (statsFor)
 }
 
-// textStats are one kind's store-wide bm25 statistics as last read from
-// the engine: dropped (gen moves on) whenever the log shows a change to
-// the kind, and read again by the next search.
+// textStats are one kind's store-wide bm25 statistics as read from the
+// engine at log position seq (when the highest row id was maxID), then
+// moved along by catch-ups: a row added since (an id above maxID, or a
+// row of a resident partition whose version there is the one the
+// statistics counted) changes them by what it adds and takes away; any
+// other change drops them (gen moves on), and the next search reads
+// them again.
 type textStats struct {
 	gen          int64
 	loaded       bool
+	seq, maxID   int64
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
 	bytes        int64
@@ -196,20 +202,27 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
 		return reset()
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE seq > ? AND seq <= ?`, c.seq, maxSeq.Int64)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id, min(seq), max(seq) FROM search_text_log
+		WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
 	changed := map[ContentType][]int64{}
+	spans := map[ContentType]map[int64]logSpan{}
 	n := 0
 	for rows.Next() {
 		var t ContentType
 		var id int64
-		if err := rows.Scan(&t, &id); err != nil {
+		var sp logSpan
+		if err := rows.Scan(&t, &id, &sp.first, &sp.last); err != nil {
 			rows.Close()
 			return fmt.Errorf("search: text cache: read log: %w", err)
 		}
 		changed[t] = append(changed[t], id)
+		if spans[t] == nil {
+			spans[t] = map[int64]logSpan{}
+		}
+		spans[t][id] = sp
 		n++
 	}
 	rows.Close()
@@ -224,9 +237,12 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		if _, ok := kinds[t]; !ok {
 			continue
 		}
-		c.dropStats(t)
 		clear(c.tooBig[t])
-		if len(c.owned[t]) == 0 {
+		inc := t != Blocks && c.gstats[t].loaded // blocks enter FTS5 lazily: no deltas
+		if !inc {
+			c.dropStats(t)
+		}
+		if len(c.owned[t]) == 0 && !inc {
 			continue
 		}
 		found := map[int64]bool{}
@@ -250,6 +266,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
+	c.moveStats(staged, spans, maxSeq.Int64)
 	touched := map[*textPart]bool{}
 	for _, r := range staged {
 		for _, p := range c.owned[r.t] {
@@ -266,10 +283,100 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	for p := range touched {
 		p.maybeCompact()
 	}
+	for _, parts := range c.owned {
+		for _, p := range parts {
+			p.hiSeq = maxSeq.Int64 // every row now at its version of maxSeq
+		}
+	}
 	c.recount()
 	c.evict(nil)
 	c.seq = maxSeq.Int64
 	return nil
+}
+
+// logSpan is one row's first and last log entry in a catch-up.
+type logSpan struct{ first, last int64 }
+
+// moveStats applies the rows a catch-up read (staged, each kind's log
+// spans in it) to the statistics of the kinds that keep theirs (loaded:
+// not dropped by partialCatchUp), before the partitions take the rows,
+// and moves them to log position maxSeq; a change they cannot follow
+// drops a kind's. c.mu is held.
+func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, maxSeq int64) {
+	type delta struct {
+		rows, tokens int64
+		df           map[string]int64
+		maxID        int64
+	}
+	deltas := map[ContentType]*delta{}
+	failed := map[ContentType]bool{}
+	for _, r := range staged {
+		s := c.gstats[r.t]
+		if !s.loaded || failed[r.t] {
+			continue
+		}
+		sp := spans[r.t][r.id]
+		if sp.last <= s.seq {
+			continue // counted when the statistics were read
+		}
+		d := deltas[r.t]
+		if d == nil {
+			d = &delta{df: map[string]int64{}, maxID: s.maxID}
+			deltas[r.t] = d
+		}
+		if r.id <= s.maxID {
+			// The statistics counted a version of this row: only one a
+			// resident partition holds as it was then will do.
+			var old *textPart
+			for _, p := range c.owned[r.t] {
+				if _, ok := p.slots[r.id]; ok {
+					old = p
+					break
+				}
+			}
+			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
+				failed[r.t] = true
+				continue
+			}
+			doc := &old.docs[old.slots[r.id]]
+			d.rows--
+			d.tokens -= int64(doc.length)
+			held := old.terms[doc.termsAt : doc.termsAt+doc.nTerms]
+			for term := range s.df {
+				if id, ok := old.post[term]; ok && slices.Contains(held, id) {
+					d.df[term]--
+				}
+			}
+		}
+		d.maxID = max(d.maxID, r.id)
+		if !r.gone {
+			d.rows++
+			d.tokens += int64(r.doc.length)
+			for term := range r.terms.index {
+				if _, ok := s.df[term]; ok {
+					d.df[term]++
+				}
+			}
+		}
+	}
+	for t, s := range c.gstats {
+		if !s.loaded {
+			continue // a kind without changes keeps its values, now of maxSeq too
+		}
+		if failed[t] {
+			c.dropStats(t)
+			continue
+		}
+		if d := deltas[t]; d != nil {
+			s.rows += d.rows
+			s.tokens += d.tokens
+			s.maxID = d.maxID
+			for term, n := range d.df {
+				s.df[term] += n
+			}
+		}
+		s.seq = max(s.seq, maxSeq)
+	}
 }
 
 // dropStats forgets kind t's statistics; c.mu is held.
@@ -399,6 +506,12 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 		c.tooBig[t][owner] = true
 		return false, nil
 	}
+	// No row read is newer than the log's end now (moveStats).
+	var hi sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(seq) FROM search_text_log`).Scan(&hi); err != nil {
+		return false, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	p.hiSeq = hi.Int64
 	// A row read here may still sit in another owner's partition (it
 	// moved after that one loaded, and the log entry is not replayed
 	// yet): one copy only.
@@ -484,25 +597,39 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t ContentType, ter
 	if out.loaded && len(miss) == 0 {
 		return out, nil
 	}
-	index := kinds[t].fts
-	var err error
+	// One snapshot, with its log position: moveStats carries the
+	// statistics on from there.
+	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
 	if !out.loaded {
-		if out.rows, out.tokens, err = c.stats.TextTotals(ctx, db, index); err != nil {
-			return out, fmt.Errorf("search: text cache: read %s totals: %w", index, err)
+		c.statsReads.Add(1)
+		if out.rows, out.tokens, err = c.stats.TextTotals(ctx, tx, k.fts); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s totals: %w", k.fts, err)
 		}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&out.maxID); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+		}
+		out.seq = maxSeq.Int64
 	}
 	for _, i := range miss {
-		n, err := c.stats.TextDocFreq(ctx, db, index, terms[i])
+		n, err := c.stats.TextDocFreq(ctx, tx, k.fts, terms[i])
 		if err != nil {
-			return out, fmt.Errorf("search: text cache: read %s df of %q: %w", index, terms[i], err)
+			return out, fmt.Errorf("search: text cache: read %s df of %q: %w", k.fts, terms[i], err)
 		}
 		out.df[phrases[i]] = n
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.gstats[t]; c.partial && s.gen == out.gen {
-		// Nothing changed the kind since the read began: keep it.
-		s.loaded, s.rows, s.tokens = true, out.rows, out.tokens
+	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.seq == maxSeq.Int64) {
+		// Nothing changed the kind since the read began, and the cached
+		// values are of the same log position: keep it.
+		if !s.loaded {
+			s.loaded, s.rows, s.tokens, s.seq, s.maxID = true, out.rows, out.tokens, out.seq, out.maxID
+		}
 		if s.df == nil || s.bytes > c.limit/textStatsShare {
 			s.df, s.bytes = map[string]int64{}, 0
 		}

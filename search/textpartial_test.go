@@ -64,7 +64,8 @@ func agentsCorpus(t *testing.T, db execer, n, rows int) []string {
 // owners of the blocks shared with it); the partitions stay within the
 // bound by evicting the least recently used; an agent whose rows alone
 // exceed the bound ranks in SQL; writes by another connection pool reach
-// resident partitions and the statistics.
+// resident partitions and the statistics (moved along for inserts and
+// changes to resident rows, read again after other changes).
 func TestTextCachePartialAgents(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
@@ -202,7 +203,20 @@ func TestTextCachePartialAgents(t *testing.T) {
 		if _, err := other.ExecContext(ctx, `UPDATE archival SET content = content || ' `+queries[0]+`' WHERE agent = 'agent-5' AND id % 3 = 1`); err != nil {
 			t.Fatal(err)
 		}
+		reads := search.TextStatsReads(x)
 		compare(t, "agent-5 after writes", search.Scope{Agent: "agent-5"})
+		if n := search.TextStatsReads(x) - reads; n != 0 {
+			t.Fatalf("the statistics were read again %d times: inserts and changes to resident rows should move them", n)
+		}
+		// A change to a row no partition holds: the statistics go, and
+		// are read again.
+		if _, err := other.ExecContext(ctx, `UPDATE archival SET content = content || ' `+queries[0]+`' WHERE agent = 'big' AND id % 2 = 0`); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "agent-5 after a change to big", search.Scope{Agent: "agent-5"})
+		if search.TextStatsReads(x) == reads {
+			t.Fatal("the statistics were not read again after a change they cannot follow")
+		}
 		rs, err := x.Search(ctx, "fresh", search.Scope{Agent: "agent-5"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("the other pool's new row: %d results, %v", len(rs), err)
