@@ -17,5 +17,5 @@ var (
 // averages record did not decode.
 var (
 	errNotFTSIndex = errors.New("not an engram FTS5 index")
-	errBadAverages = errors.New("FTS5 averages record truncated")
+	errTruncatedAverages = errors.New("FTS5 averages record truncated")
 )

@@ -38,7 +38,7 @@ func (SearchDialect) TextTotals(ctx context.Context, q search.Execer, index stri
 	rows = int64(v)
 	for rec = rec[n:]; len(rec) > 0; rec = rec[n:] {
 		if v, n = ftsVarint(rec); n == 0 {
-			return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, errBadAverages)
+			return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, errTruncatedAverages)
 		}
 		tokens += int64(v)
 	}
