@@ -76,6 +76,10 @@ type Options struct {
 	// on SQLite, the partitions of the agents searched lately (PostgreSQL:
 	// ranks in SQL) (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
+	// Reranker, when set, rescores the first RerankDepth results of every
+	// search (search.IndexOptions.Reranker; off by default).
+	Reranker    search.Reranker
+	RerankDepth int
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.
