@@ -720,3 +720,22 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 	}
 	return hits, true, nil
 }
+
+// partialMaxScore is textCache.maxScore over a partial cache's store-wide
+// statistics of t: ok only while they hold every phrase's count; c.mu is
+// held.
+func (c *textCache) partialMaxScore(t ContentType, phrases []string) (float64, bool) {
+	s := c.gstats[t]
+	if s == nil || !s.loaded {
+		return 0, false
+	}
+	df := make([]int64, len(phrases))
+	for i, ph := range phrases {
+		n, ok := s.df[ph]
+		if !ok {
+			return 0, false
+		}
+		df[i] = n
+	}
+	return bm25Max(s.rows, df), true
+}
