@@ -16,6 +16,6 @@ var (
 // asked of a table that is not one of the FTS5 indexes, or FTS5's
 // averages record did not decode.
 var (
-	errNotFTSIndex = errors.New("not an engram FTS5 index")
+	errNotFTSIndex       = errors.New("not an engram FTS5 index")
 	errTruncatedAverages = errors.New("FTS5 averages record truncated")
 )

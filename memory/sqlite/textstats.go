@@ -31,13 +31,13 @@ func (SearchDialect) TextTotals(ctx context.Context, q search.Execer, index stri
 	case err != nil:
 		return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, err)
 	}
-	v, n := ftsVarint(rec)
+	v, n := varint(rec)
 	if n == 0 {
 		return 0, 0, nil
 	}
 	rows = int64(v)
 	for rec = rec[n:]; len(rec) > 0; rec = rec[n:] {
-		if v, n = ftsVarint(rec); n == 0 {
+		if v, n = varint(rec); n == 0 {
 			return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, errTruncatedAverages)
 		}
 		tokens += int64(v)
@@ -58,20 +58,4 @@ func (SearchDialect) TextDocFreq(ctx context.Context, q search.Execer, index, te
 		return 0, fmt.Errorf("sqlite: document frequency of %q in %s: %w", term, index, err)
 	}
 	return n, nil
-}
-
-// ftsVarint decodes SQLite's varint (as sqlite3Fts5GetVarint): big-endian
-// 7-bit groups, the high bit set on all but the last, the ninth byte
-// whole. n is 0 for a truncated one.
-func ftsVarint(b []byte) (v uint64, n int) {
-	for i := 0; i < len(b) && i < 9; i++ {
-		if i == 8 {
-			return v<<8 | uint64(b[i]), 9
-		}
-		v = v<<7 | uint64(b[i]&0x7f)
-		if b[i]&0x80 == 0 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }

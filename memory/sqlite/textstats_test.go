@@ -72,22 +72,3 @@ func TestSearchDialectTextStats(t *testing.T) {
 		t.Fatal("TextTotals of a table that is not an FTS5 index: no error")
 	}
 }
-
-func TestFTSVarint(t *testing.T) {
-	for _, c := range []struct {
-		b []byte
-		v uint64
-		n int
-	}{
-		{[]byte{0x05}, 5, 1},
-		{[]byte{0x81, 0x00}, 128, 2},
-		{[]byte{0x82, 0x83, 0x04}, 2<<14 | 3<<7 | 4, 3},
-		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 1<<64 - 1, 9},
-		{[]byte{0x81}, 0, 0},
-		{nil, 0, 0},
-	} {
-		if v, n := ftsVarint(c.b); v != c.v || n != c.n {
-			t.Errorf("ftsVarint(% x) = %d, %d; want %d, %d", c.b, v, n, c.v, c.n)
-		}
-	}
-}
