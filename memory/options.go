@@ -72,8 +72,9 @@ type Options struct {
 	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
 	// word per row (measured sizes in docs/performance.md). The first
 	// search starts building it in the background and searches rank in SQL until it
-	// is ready; a database whose copy would exceed the bound ranks in SQL
-	// (search.IndexOptions.TextCacheBytes).
+	// is ready; of a database whose copy would exceed the bound it holds,
+	// on SQLite, the partitions of the agents searched lately (PostgreSQL:
+	// ranks in SQL) (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (search.IndexOptions.Reranker; off by default).

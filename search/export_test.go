@@ -21,7 +21,26 @@ func TextFlightRunning(x *Index) bool { return x.text.ld.running() }
 func TextCacheLoaded(x *Index) bool {
 	x.text.mu.RLock()
 	defer x.text.mu.RUnlock()
-	return x.text.seq >= 0
+	return x.text.seq >= 0 && !x.text.partial
+}
+
+// TextCachePartial reports whether x's text cache holds only some owners'
+// partitions, how many, and the bytes it charges against its bound.
+func TextCachePartial(x *Index) (partial bool, partitions int, bytes int64) {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	for _, parts := range x.text.owned {
+		partitions += len(parts)
+	}
+	return x.text.partial, partitions, x.text.partialBytes()
+}
+
+// TextCacheHeld reports whether x's partial text cache holds owner's
+// partition of kind t.
+func TextCacheHeld(x *Index, t ContentType, owner string) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.owned[t][owner] != nil
 }
 
 func TextCacheFilters(x *Index) int64 { return x.textFilters.Load() }
@@ -90,3 +109,14 @@ func SetTextBackoff(x *Index, d time.Duration) {
 
 // TextLogReads counts the syncs of x's text cache that read its change log.
 func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }
+
+// ForceTextPartial makes x's text cache go partial at its build, whatever
+// the store's size (on a dialect with TextStats).
+func ForceTextPartial(x *Index) { x.text.forcePartial = true }
+
+// TextRowsAnalyzed counts the rows x's text cache read and analyzed.
+func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }
+
+// TextStatsReads counts the reads of a content type's store-wide totals
+// by x's partial text cache (each one after its statistics were dropped).
+func TextStatsReads(x *Index) int64 { return x.text.statsReads.Load() }

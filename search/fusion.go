@@ -62,6 +62,9 @@ func bm25Max(rows int64, df []int64) float64 {
 func (c *textCache) maxScore(t ContentType, phrases []string) (float64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.partial {
+		return c.partialMaxScore(t, phrases)
+	}
 	p := c.parts[t]
 	if p == nil || p.live == 0 {
 		return 0, false
@@ -101,7 +104,11 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 				return m, nil
 			}
 		}
-		return 0, nil
+		if !x.text.isPartial() {
+			return 0, nil
+		}
+		// A partial cache ranks with the engine's own statistics: the
+		// engine's scale is the leg's.
 	}
 	fs, ok := x.d.(FullTextScale)
 	if !ok {

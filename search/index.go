@@ -83,10 +83,24 @@ type IndexOptions struct {
 	// from other connections and processes are seen. The first full-text
 	// search starts building the copy in the background and ranks in SQL,
 	// as every search does until the copy is ready (WarmTextCache waits for
-	// it). A corpus whose copy would outgrow the bound is never cached, and
-	// one that outgrows it later drops the copy: searches rank in SQL from
-	// then on, for the Index's lifetime (WarmTextCache reports
-	// ErrCacheBudget). Searches with tag or metadata filters always run in
+	// it). Whether the whole store fits is decided before it is read, from
+	// each table's row count and a sample of 256 rows analyzed. A store
+	// whose copy would outgrow the bound (and one that outgrows it later)
+	// is held partially where the dialect reads the engine's bm25
+	// statistics (TextStats: SQLite): per-owner partitions of each content
+	// type, loaded by the owner's first full-text search (in that search,
+	// about what ranking its rows in SQL costs) and evicted least recently
+	// used, ranked with the store-wide row count, token total and document
+	// frequencies read from FTS5 (cached until the log shows the content
+	// type changed), so the order stays FTS5's. The bound covers all
+	// partitions and those cached frequencies together: per agent a copy
+	// costs what its own rows do (about 1.3 KB per archival entry of
+	// 12-41 words with its text; docs/performance.md), and an
+	// agent whose rows alone exceed the bound, and every search over all
+	// owners (Scope.All), rank in SQL. Without TextStats (PostgreSQL) such
+	// a store is not cached: searches rank in SQL for the Index's lifetime.
+	// WarmTextCache reports ErrCacheBudget in both cases. Searches with tag
+	// or metadata filters always run in
 	// SQL. Without the log (SQLite migration 0009, PostgreSQL migration
 	// 0008 of package memory/postgres) there is no copy (an error if
 	// TextCacheBytes is positive).
@@ -969,6 +983,7 @@ func (x *Index) openTextCache(textLog bool) error {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
+		x.text.stats, _ = x.d.(TextStats)
 	case x.opts.TextCacheBytes > 0:
 		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
 	}
@@ -983,12 +998,34 @@ type CacheStats struct {
 	TextPages   int64 // result pages whose rows it supplied
 	TextFilters int64 // vector legs whose filters it checked
 	VectorLegs  int64 // KNN runs the vector cache answered
+	// What the caches hold now: whether each is partial (the partitions of
+	// the agents searched lately, not the whole store) and the bytes each
+	// charges against its bound (IndexOptions.TextCacheBytes,
+	// VectorCacheBytes).
+	TextPartial, VectorPartial bool
+	TextBytes, VectorBytes     int64
 }
 
 // CacheStats returns the counts so far.
 func (x *Index) CacheStats() CacheStats {
-	return CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
+	s := CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
 		TextFilters: x.textFilters.Load(), VectorLegs: x.vecAnswers.Load()}
+	if c := x.text; c != nil {
+		c.mu.RLock()
+		s.TextPartial = c.partial
+		if c.partial {
+			s.TextBytes = c.partialBytes()
+		} else {
+			s.TextBytes = c.bytes()
+		}
+		c.mu.RUnlock()
+	}
+	if c := x.cache; c != nil {
+		c.mu.RLock()
+		s.VectorPartial, s.VectorBytes = c.partial, int64(c.rows)*c.vecRowBytes()
+		c.mu.RUnlock()
+	}
+	return s
 }
 
 // FlushArchivalVectors computes the vectors of archival entries stored

@@ -72,6 +72,11 @@ type textCache struct {
 	beforeCatchUp func(context.Context)
 	fresh         logFreshness
 	logReads      atomic.Int64 // searches that read the log (for tests)
+
+	// The partial cache (textpartial.go): a store whose copy would
+	// outgrow limit is held as per-owner partitions of the owners searched
+	// lately, ranked with the engine's store-wide statistics (stats).
+	partialState
 }
 
 // textPart is one content type's inverted index. Rows are slots; a changed
@@ -114,6 +119,11 @@ type textPart struct {
 	dead      int
 	bytes     int64 // estimated heap the index holds, dead slots included (textCost*)
 	bodyBytes int64 // and the bodies
+	// used is when a search last read it: an owner's partition of a
+	// partial cache (LRU); no row it holds is newer than log position
+	// hiSeq (moveStats).
+	used  atomic.Int64
+	hiSeq int64
 }
 
 // textOwner is one owner's share of a textPart: the runs of slots its
@@ -276,7 +286,7 @@ func (c *textCache) overBudget(n int64) error {
 // errTextCacheLoading, and the cause is kept for WarmTextCache.
 func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
 	c.mu.RLock()
-	loaded := c.seq >= 0
+	loaded, partial := c.seq >= 0, c.partial
 	c.mu.RUnlock()
 	if !loaded {
 		// Building (or over its bound, closed, backing off: start does
@@ -296,6 +306,9 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 	}
 	if err := row(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if partial {
+		return c.partialSync(ctx, db, maxSeq, ver, versioned)
 	}
 	// At most two flights: one started after maxSeq was read covers it.
 	for {
@@ -331,7 +344,9 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 		err := c.catchUp(ctx, db)
 		if errors.Is(err, ErrCacheBudget) {
 			c.mu.Lock()
-			c.parts, c.seq = nil, -1 // no more catch-ups will come
+			if !c.partial {
+				c.parts, c.seq = nil, -1 // no more catch-ups will come
+			}
 			c.mu.Unlock()
 		}
 		return err
@@ -354,6 +369,9 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 	}
 	for {
 		err := c.sync(ctx, x.db, bounds)
+		if err == nil && c.isPartial() {
+			return c.ld.wait(ctx) // why it is partial (ErrCacheBudget)
+		}
 		if !errors.Is(err, errTextCacheLoading) {
 			return err
 		}
@@ -466,6 +484,11 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		c.dropBodies(c.parts)
 	}
 	if n := c.bytes(); n > c.limit {
+		if c.stats != nil {
+			c.rowCosts(c.parts)
+			c.goPartial(maxSeq.Int64)
+			return c.partialOver(n)
+		}
 		return c.overBudget(n) // start drops the parts
 	}
 	c.seq = maxSeq.Int64
@@ -475,6 +498,19 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 // reload builds the whole cache from the current index contents and swaps
 // it in.
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
+	if est, err := c.estimate(ctx, tx); err != nil {
+		return err
+	} else if est > c.limit*textEstimateSlack || (c.forcePartial && c.stats != nil) {
+		// Decided from counts and a sample, unread: the whole store cannot
+		// be held.
+		if c.stats == nil {
+			return c.overBudget(est)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.goPartial(seq)
+		return c.partialOver(est)
+	}
 	parts := map[ContentType]*textPart{}
 	var idx, bodies int64 // bytes of the index, of the bodies
 	for _, t := range contentKinds {
@@ -490,6 +526,13 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 				bodies = 0
 			}
 			if idx+bodies > c.limit {
+				if c.stats != nil {
+					c.rowCosts(parts)
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					c.goPartial(seq)
+					return c.partialOver(idx + bodies)
+				}
 				return c.overBudget(idx + bodies)
 			}
 			return nil
@@ -507,7 +550,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 
 // read analyzes the rows q returns and passes them to fn; each row's
 // frequency map is fn's to keep.
-func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q string, args []any, fn func(textRow) error) error {
+func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q string, args []any, fn func(textRow) error) error {
 	weights := textWeights[t]
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -534,6 +577,7 @@ func (c *textCache) read(ctx context.Context, tx *sql.Tx, t ContentType, q strin
 			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
 		rt, length := c.analyzeRow(t, cols)
+		c.analyzed.Add(1)
 		d.length = int32(min(length, math.MaxInt32))
 		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt}); err != nil {
 			return err
@@ -980,7 +1024,14 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	hits := x.text.search(k.t, phrases, f, limit)
+	var hits []textHit
+	if x.text.isPartial() {
+		if hits, ok, err = x.partialFTS(ctx, k, terms, phrases, f, limit); !ok || err != nil {
+			return nil, false, err
+		}
+	} else {
+		hits = x.text.search(k.t, phrases, f, limit)
+	}
 	out := make([]*Result, len(hits))
 	for i, h := range hits {
 		out[i] = &Result{Type: k.t, ID: h.id, stub: true,
@@ -1049,17 +1100,45 @@ func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope Scop
 	}
 	keep := f.keep
 	c := x.text
+	var owners []string
+	if c.isPartial() {
+		if scope.All {
+			return nil, nil, false, nil
+		}
+		if owners, err = x.scopeOwners(ctx, k.t, scope.Agent); err != nil {
+			return nil, nil, false, err
+		}
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := c.parts[k.t]
-	if p == nil || (!idsOnly && p.bodies == nil) {
+	var held []*textPart // a partial cache's partitions of the scope's owners
+	if c.partial {
+		for _, o := range owners {
+			if op := c.owned[k.t][o]; op != nil {
+				held = append(held, op)
+			}
+		}
+	} else if p == nil || (!idsOnly && p.bodies == nil) {
 		return nil, nil, false, nil
 	}
 	rows = make([]*Result, 0, len(ids))
 	var termIDs []uint32
 	for _, id := range ids {
-		slot, held := p.slots[id]
-		if !held {
+		slot, in := int32(0), false
+		if c.partial {
+			// Each partition numbers its terms: the query's ids are its own.
+			p, termIDs = nil, nil
+			for _, op := range held {
+				if slot, in = op.slots[id]; in {
+					p = op
+					break
+				}
+			}
+		} else {
+			slot, in = p.slots[id]
+		}
+		if !in {
 			missing = append(missing, id)
 			continue
 		}

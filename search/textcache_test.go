@@ -154,7 +154,11 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 // through another connection pool (as another process would): inserts,
 // edits of content, tags, metadata and a message's role, deletes,
 // supersession, a block re-index, an owner change and a new share.
-func TestTextCacheRanksLikeFTS5(t *testing.T) {
+func TestTextCacheRanksLikeFTS5(t *testing.T) { ranksLikeFTS5(t, false) }
+
+// ranksLikeFTS5 is TestTextCacheRanksLikeFTS5, with a partial cache
+// (per-owner partitions ranked with FTS5's own statistics) if partial.
+func ranksLikeFTS5(t *testing.T, partial bool) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
@@ -167,7 +171,12 @@ func TestTextCacheRanksLikeFTS5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cached.WarmTextCache(ctx); err != nil {
+	if partial {
+		search.ForceTextPartial(cached)
+		if err := cached.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		}
+	} else if err := cached.WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	compareTextCache(t, ctx, sqlx, cached, queries)

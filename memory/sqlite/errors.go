@@ -11,3 +11,11 @@ var (
 	// of its own that engram did not make.
 	ErrForeign = errors.New("sqlite: database belongs to another application")
 )
+
+// The full-text statistics (SearchDialect.TextTotals, TextDocFreq) were
+// asked of a table that is not one of the FTS5 indexes, or FTS5's
+// averages record did not decode.
+var (
+	errNotFTSIndex       = errors.New("not an engram FTS5 index")
+	errTruncatedAverages = errors.New("FTS5 averages record truncated")
+)

@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+var _ search.TextStats = SearchDialect{}
+
+// ftsIndexes are the FTS5 tables TextStats reads (their names go into the
+// SQL text, so only these).
+var ftsIndexes = map[string]bool{"fts_blocks": true, "fts_archival": true, "fts_messages": true}
+
+// TextTotals reads FTS5's averages record (the %_data row 1: the row
+// count, then each column's token total, as varints), which is what
+// bm25's xRowCount and xColumnTotalSize(-1) return.
+func (SearchDialect) TextTotals(ctx context.Context, q search.Execer, index string) (rows, tokens int64, err error) {
+	if !ftsIndexes[index] {
+		return 0, 0, fmt.Errorf("sqlite: text totals of %q: %w", index, errNotFTSIndex)
+	}
+	var rec []byte
+	err = q.QueryRowContext(ctx, `SELECT block FROM `+index+`_data WHERE id = 1`).Scan(&rec)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, nil // an index never written to
+	case err != nil:
+		return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, err)
+	}
+	v, n := varint(rec)
+	if n == 0 {
+		return 0, 0, nil
+	}
+	rows = int64(v)
+	for rec = rec[n:]; len(rec) > 0; rec = rec[n:] {
+		if v, n = varint(rec); n == 0 {
+			return 0, 0, fmt.Errorf("sqlite: text totals of %s: %w", index, errTruncatedAverages)
+		}
+		tokens += int64(v)
+	}
+	return rows, tokens, nil
+}
+
+// TextDocFreq counts the rows matching the term as a phrase: what bm25
+// counts for a phrase's IDF (xQueryPhrase). FTS5 reads only the term's
+// doclist.
+func (SearchDialect) TextDocFreq(ctx context.Context, q search.Execer, index, term string) (int64, error) {
+	if !ftsIndexes[index] {
+		return 0, fmt.Errorf("sqlite: document frequency in %q: %w", index, errNotFTSIndex)
+	}
+	var n int64
+	phrase := `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+index+` WHERE `+index+` MATCH ?`, phrase).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: document frequency of %q in %s: %w", term, index, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,741 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+)
+
+// TextStats is implemented by a Dialect whose full-text ranking is
+// FTS5's bm25 and that can read the store-wide statistics bm25 ranks
+// with. A text cache over a store larger than IndexOptions.TextCacheBytes
+// then holds only some owners' rows (a partial cache) and ranks them with
+// these statistics, as the engine would rank them; without it such a
+// store's full-text legs rank in SQL. memory/sqlite's SearchDialect
+// implements it.
+type TextStats interface {
+	// TextTotals returns the rows of the full-text table index and the
+	// tokens they hold over all its columns, as bm25 reads them.
+	TextTotals(ctx context.Context, q Execer, index string) (rows, tokens int64, err error)
+	// TextDocFreq returns how many rows of index hold term: one query
+	// term (a letter and digit run), read as the engine reads it quoted
+	// as a phrase.
+	TextDocFreq(ctx context.Context, q Execer, index, term string) (int64, error)
+}
+
+// textEstimateSlack: a store whose estimated copy (estimate) exceeds the
+// bound by more than this factor goes partial unread; below it the build
+// runs and, should the estimate have been low, goes partial when it
+// crosses the bound (having analyzed at most about the bound's worth).
+const textEstimateSlack = 2
+
+// textStatsShare is the share of the bound the cached document
+// frequencies may take before they are let go (they are re-read).
+const textStatsShare = 8
+
+// partialState is a textCache's partial mode, guarded by textCache.mu.
+type partialState struct {
+	stats   TextStats // the dialect's; nil: no partial cache
+	partial bool
+	// owned[kind][owner] is an owner's partition: a textPart holding only
+	// that owner's rows, whose own df and totals go unused (ranking reads
+	// gstats).
+	owned  map[ContentType]map[string]*textPart
+	held   int64 // bytes of the partitions
+	clock  atomic.Int64
+	gstats map[ContentType]*textStats
+	// rowCost is the estimated bytes a row takes in a partition, for
+	// refusing an owner whose rows alone would exceed the bound unread;
+	// tooBig remembers the refused ones until their kind changes.
+	rowCost map[ContentType]int64
+	tooBig  map[ContentType]map[string]bool
+
+	// For tests: forcePartial makes a build go partial whatever the
+	// estimate; analyzed counts the rows read and analyzed.
+	forcePartial bool
+	analyzed     atomic.Int64
+	statsReads   atomic.Int64 // reads of a kind's totals (statsFor)
+}
+
+// textStats are one kind's store-wide bm25 statistics as read from the
+// engine at log position seq (when the highest row id was maxID), then
+// moved along by catch-ups: a row added since (an id above maxID, or a
+// row of a resident partition whose version there is the one the
+// statistics counted) changes them by what it adds and takes away; any
+// other change drops them (gen moves on), and the next search reads
+// them again.
+type textStats struct {
+	gen          int64
+	loaded       bool
+	seq, maxID   int64
+	rows, tokens int64
+	df           map[string]int64 // by analyzed term
+	bytes        int64
+}
+
+// queryer is what reading rows needs (*sql.DB, *sql.Tx).
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (c *textCache) isPartial() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.partial
+}
+
+// goPartial drops the whole-store copy and makes the cache partial at log
+// position seq; c.mu is held (or the cache not yet shared).
+func (c *textCache) goPartial(seq int64) {
+	c.partial, c.parts, c.seq, c.noBodies = true, nil, seq, false
+	c.owned = map[ContentType]map[string]*textPart{}
+	c.gstats = map[ContentType]*textStats{}
+	c.tooBig = map[ContentType]map[string]bool{}
+	for _, t := range contentKinds {
+		c.owned[t] = map[string]*textPart{}
+		c.gstats[t] = &textStats{}
+		c.tooBig[t] = map[string]bool{}
+	}
+	c.held = 0
+	if c.rowCost == nil {
+		c.rowCost = map[ContentType]int64{}
+	}
+}
+
+// partialOver is what the loader records for a cache gone partial.
+func (c *textCache) partialOver(n int64) error {
+	return fmt.Errorf("%w; it holds the rows of the agents searched lately", c.overBudget(n))
+}
+
+// rowCosts records the bytes per row of parts (a whole or partial copy
+// that outgrew the bound), for refusing owners too big to hold.
+func (c *textCache) rowCosts(parts map[ContentType]*textPart) {
+	if c.rowCost == nil {
+		c.rowCost = map[ContentType]int64{}
+	}
+	for t, p := range parts {
+		if p.live > 0 {
+			c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
+	}
+}
+
+// estimate returns the bytes a whole-store copy would take, from each
+// kind's row count and a sample of its first rows analyzed (the terms
+// extrapolated as the square root of the rows, Heaps' law: a vocabulary
+// grows much slower than the rows), so a store far over the bound is
+// never read whole. It records the sample's bytes per row (rowCost).
+func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
+	const sample = 256
+	if c.rowCost == nil {
+		c.rowCost = map[ContentType]int64{}
+	}
+	var est int64
+	for _, t := range contentKinds {
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+kinds[t].base).Scan(&n); err != nil {
+			return 0, fmt.Errorf("search: text cache: count %s: %w", kinds[t].name, err)
+		}
+		if n == 0 {
+			continue
+		}
+		p := newTextPart(t, textBodies[t] && !c.noBodies)
+		err := c.read(ctx, tx, t, c.rows[t].sel+` ORDER BY `+c.rows[t].key+` LIMIT `+fmt.Sprint(sample), nil, func(r textRow) error {
+			p.add(r.doc, r.body, r.terms)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if p.live == 0 {
+			continue
+		}
+		var terms int64 // the sample's bytes of its vocabulary
+		for term := range p.post {
+			terms += textCostTerm + int64(len(term))
+		}
+		perRow := (p.bytes + p.bodyBytes - terms) / int64(p.live)
+		c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
+		est += perRow*n + int64(float64(terms)*math.Sqrt(float64(n)/float64(p.live)))
+	}
+	return est, nil
+}
+
+// partialSync catches a partial cache up to maxSeq (read by sync): the
+// changed rows of resident partitions are read again, and the statistics
+// of every kind that changed are dropped (read again by the next
+// search). It runs in the search, under c.mu: it reads only what changed.
+func (c *textCache) partialSync(ctx context.Context, db *sql.DB, maxSeq sql.NullInt64, ver int64, versioned bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
+		c.fresh.upToDate(ver, versioned)
+		return nil
+	}
+	if err := c.partialCatchUp(ctx, db); err != nil {
+		c.ld.log.Error("search: text cache catch-up failed; searching in SQL", "err", err)
+		return errTextCacheLoading
+	}
+	c.fresh.upToDate(ver, versioned)
+	return nil
+}
+
+// partialCatchUp replays the log since c.seq into the partitions; c.mu is
+// held.
+func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
+	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if maxSeq.Int64 <= c.seq {
+		return nil
+	}
+	reset := func() error {
+		c.goPartial(maxSeq.Int64) // the partitions load again as their owners search
+		return nil
+	}
+	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
+		return reset()
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id, min(seq), max(seq) FROM search_text_log
+		WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
+	if err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	changed := map[ContentType][]int64{}
+	spans := map[ContentType]map[int64]logSpan{}
+	n := 0
+	for rows.Next() {
+		var t ContentType
+		var id int64
+		var sp logSpan
+		if err := rows.Scan(&t, &id, &sp.first, &sp.last); err != nil {
+			rows.Close()
+			return fmt.Errorf("search: text cache: read log: %w", err)
+		}
+		changed[t] = append(changed[t], id)
+		if spans[t] == nil {
+			spans[t] = map[int64]logSpan{}
+		}
+		spans[t][id] = sp
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if n > 10_000 {
+		return reset()
+	}
+	var staged []textRow
+	for t, ids := range changed {
+		if _, ok := kinds[t]; !ok {
+			continue
+		}
+		clear(c.tooBig[t])
+		inc := t != Blocks && c.gstats[t].loaded // blocks enter FTS5 lazily: no deltas
+		if !inc {
+			c.dropStats(t)
+		}
+		if len(c.owned[t]) == 0 && !inc {
+			continue
+		}
+		found := map[int64]bool{}
+		for chunk := range slices.Chunk(ids, 500) {
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, func(r textRow) error {
+				found[r.id] = true
+				staged = append(staged, r)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if !found[id] {
+				staged = append(staged, textRow{t: t, id: id, gone: true})
+			}
+		}
+	}
+	c.moveStats(staged, spans, maxSeq.Int64)
+	touched := map[*textPart]bool{}
+	for _, r := range staged {
+		for _, p := range c.owned[r.t] {
+			if _, ok := p.slots[r.id]; ok {
+				p.remove(r.id)
+				touched[p] = true
+			}
+		}
+		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone {
+			p.add(r.doc, r.body, r.terms)
+			touched[p] = true
+		}
+	}
+	for p := range touched {
+		p.maybeCompact()
+	}
+	for _, parts := range c.owned {
+		for _, p := range parts {
+			p.hiSeq = maxSeq.Int64 // every row now at its version of maxSeq
+		}
+	}
+	c.recount()
+	c.evict(nil)
+	c.seq = maxSeq.Int64
+	return nil
+}
+
+// logSpan is one row's first and last log entry in a catch-up.
+type logSpan struct{ first, last int64 }
+
+// moveStats applies the rows a catch-up read (staged, each kind's log
+// spans in it) to the statistics of the kinds that keep theirs (loaded:
+// not dropped by partialCatchUp), before the partitions take the rows,
+// and moves them to log position maxSeq; a change they cannot follow
+// drops a kind's. c.mu is held.
+func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, maxSeq int64) {
+	type delta struct {
+		rows, tokens int64
+		df           map[string]int64
+		maxID        int64
+	}
+	deltas := map[ContentType]*delta{}
+	failed := map[ContentType]bool{}
+	for _, r := range staged {
+		s := c.gstats[r.t]
+		if !s.loaded || failed[r.t] {
+			continue
+		}
+		sp := spans[r.t][r.id]
+		if sp.last <= s.seq {
+			continue // counted when the statistics were read
+		}
+		d := deltas[r.t]
+		if d == nil {
+			d = &delta{df: map[string]int64{}, maxID: s.maxID}
+			deltas[r.t] = d
+		}
+		if r.id <= s.maxID {
+			// The statistics counted a version of this row: only one a
+			// resident partition holds as it was then will do.
+			var old *textPart
+			for _, p := range c.owned[r.t] {
+				if _, ok := p.slots[r.id]; ok {
+					old = p
+					break
+				}
+			}
+			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
+				failed[r.t] = true
+				continue
+			}
+			doc := &old.docs[old.slots[r.id]]
+			d.rows--
+			d.tokens -= int64(doc.length)
+			held := old.terms[doc.termsAt : doc.termsAt+doc.nTerms]
+			for term := range s.df {
+				if id, ok := old.post[term]; ok && slices.Contains(held, id) {
+					d.df[term]--
+				}
+			}
+		}
+		d.maxID = max(d.maxID, r.id)
+		if !r.gone {
+			d.rows++
+			d.tokens += int64(r.doc.length)
+			for term := range r.terms.index {
+				if _, ok := s.df[term]; ok {
+					d.df[term]++
+				}
+			}
+		}
+	}
+	for t, s := range c.gstats {
+		if !s.loaded {
+			continue // a kind without changes keeps its values, now of maxSeq too
+		}
+		if failed[t] {
+			c.dropStats(t)
+			continue
+		}
+		if d := deltas[t]; d != nil {
+			s.rows += d.rows
+			s.tokens += d.tokens
+			s.maxID = d.maxID
+			for term, n := range d.df {
+				s.df[term] += n
+			}
+		}
+		s.seq = max(s.seq, maxSeq)
+	}
+}
+
+// dropStats forgets kind t's statistics; c.mu is held.
+func (c *textCache) dropStats(t ContentType) {
+	s := c.gstats[t]
+	c.gstats[t] = &textStats{gen: s.gen + 1}
+}
+
+// recount sums the partitions' bytes (held); c.mu is held.
+func (c *textCache) recount() {
+	c.held = 0
+	for _, parts := range c.owned {
+		for _, p := range parts {
+			c.held += p.bytes + p.bodyBytes
+		}
+	}
+}
+
+// partialBytes is what a partial cache holds: partitions and statistics;
+// c.mu is held.
+func (c *textCache) partialBytes() int64 {
+	n := c.held
+	for _, s := range c.gstats {
+		n += s.bytes
+	}
+	return n
+}
+
+// evict drops the least recently used partitions (never keep) until the
+// cache is within its bound; c.mu is held.
+func (c *textCache) evict(keep *textPart) {
+	if c.partialBytes() <= c.limit {
+		return
+	}
+	type victim struct {
+		t     ContentType
+		owner string
+		used  int64
+	}
+	var vs []victim
+	for t, parts := range c.owned {
+		for owner, p := range parts {
+			if p != keep {
+				vs = append(vs, victim{t, owner, p.used.Load()})
+			}
+		}
+	}
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
+	for _, v := range vs {
+		if c.partialBytes() <= c.limit {
+			return
+		}
+		p := c.owned[v.t][v.owner]
+		c.held -= p.bytes + p.bodyBytes
+		delete(c.owned[v.t], v.owner)
+	}
+}
+
+// ensure loads owner's partition of kind t into the partial cache,
+// evicting the least recently used others to stay within the bound, and
+// marks it used; held is false when the owner's rows alone exceed the
+// bound (or the cache is not partial): the leg then ranks in SQL. The
+// rows are read after the log position c.seq was, so they are at least
+// as new; log entries past c.seq read them again at the next catch-up.
+// A first search loads in the foreground: an owner's rows are what its
+// searches read anyway, and their analysis costs about what one SQL
+// ranking over them does.
+func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner string) (held bool, err error) {
+	c.mu.RLock()
+	partial, p, big := c.partial, c.owned[t][owner], c.tooBig[t][owner]
+	c.mu.RUnlock()
+	switch {
+	case !partial || big:
+		return false, nil
+	case p != nil:
+		p.used.Store(c.clock.Add(1))
+		return true, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.partial {
+		return false, nil
+	}
+	if p := c.owned[t][owner]; p != nil {
+		p.used.Store(c.clock.Add(1))
+		return true, nil
+	}
+	k := kinds[t]
+	rows, err := db.QueryContext(ctx, `SELECT `+k.alias+`.id FROM `+k.base+` `+k.alias+` WHERE `+k.alias+`.`+k.owner+` = ?`, owner)
+	if err != nil {
+		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+	}
+	if int64(len(ids))*c.rowCost[t] > c.limit {
+		c.tooBig[t][owner] = true
+		return false, nil
+	}
+	p = newTextPart(t, textBodies[t])
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		err := c.read(ctx, db, t, c.rows[t].byID(len(chunk)), args, func(r textRow) error {
+			if r.doc.owner == owner { // not moved since listed
+				p.add(r.doc, r.body, r.terms)
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	if n := p.bytes + p.bodyBytes; n > c.limit {
+		c.tooBig[t][owner] = true
+		return false, nil
+	}
+	// No row read is newer than the log's end now (moveStats).
+	var hi sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(seq) FROM search_text_log`).Scan(&hi); err != nil {
+		return false, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	p.hiSeq = hi.Int64
+	// A row read here may still sit in another owner's partition (it
+	// moved after that one loaded, and the log entry is not replayed
+	// yet): one copy only.
+	for _, q := range c.owned[t] {
+		for id := range p.slots {
+			if _, ok := q.slots[id]; ok {
+				q.remove(id)
+			}
+		}
+	}
+	c.owned[t][owner] = p
+	p.used.Store(c.clock.Add(1))
+	c.recount()
+	c.evict(p)
+	return true, nil
+}
+
+// scopeOwners are the owners whose rows of kind t a search by agent can
+// see: the agent, and for blocks the owners of the blocks shared with it.
+func (x *Index) scopeOwners(ctx context.Context, t ContentType, agent string) ([]string, error) {
+	owners := []string{agent}
+	if t != Blocks {
+		return owners, nil
+	}
+	rows, err := x.query(ctx, `SELECT DISTINCT b.owner FROM shares s JOIN blocks b ON b.id = s.block_id WHERE s.agent = ?`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("search: read owners of blocks shared with %q: %w", agent, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("search: read owners of blocks shared with %q: %w", agent, err)
+		}
+		if o != agent {
+			owners = append(owners, o)
+		}
+	}
+	return owners, rows.Err()
+}
+
+// partialFTS answers a full-text leg from a partial cache: the scope's
+// owners' partitions (loaded if need be), ranked with the engine's
+// store-wide statistics. ok is false when the leg must rank in SQL: a
+// search over every owner, or an owner whose rows cannot be held.
+func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string, f textFilter, limit int) (hits []textHit, ok bool, err error) {
+	if f.all {
+		return nil, false, nil
+	}
+	c := x.text
+	owners, err := x.scopeOwners(ctx, k.t, f.agent)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, o := range owners {
+		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
+			return nil, false, err
+		}
+	}
+	st, err := c.statsFor(ctx, x.db, k.t, terms, phrases)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+}
+
+// statsFor returns kind t's store-wide statistics with the df of each
+// phrase (the analyzed terms; terms are the query's, which the engine
+// analyzes itself), reading from the engine what is not cached.
+func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t ContentType, terms, phrases []string) (textStats, error) {
+	c.mu.RLock()
+	s := c.gstats[t]
+	out := textStats{gen: s.gen, loaded: s.loaded, rows: s.rows, tokens: s.tokens, df: map[string]int64{}}
+	var miss []int
+	for i, ph := range phrases {
+		if n, ok := s.df[ph]; ok {
+			out.df[ph] = n
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	c.mu.RUnlock()
+	if out.loaded && len(miss) == 0 {
+		return out, nil
+	}
+	// One snapshot, with its log position: moveStats carries the
+	// statistics on from there.
+	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	if !out.loaded {
+		c.statsReads.Add(1)
+		if out.rows, out.tokens, err = c.stats.TextTotals(ctx, tx, k.fts); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s totals: %w", k.fts, err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&out.maxID); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+		}
+		out.seq = maxSeq.Int64
+	}
+	for _, i := range miss {
+		n, err := c.stats.TextDocFreq(ctx, tx, k.fts, terms[i])
+		if err != nil {
+			return out, fmt.Errorf("search: text cache: read %s df of %q: %w", k.fts, terms[i], err)
+		}
+		out.df[phrases[i]] = n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.seq == maxSeq.Int64) {
+		// Nothing changed the kind since the read began, and the cached
+		// values are of the same log position: keep it.
+		if !s.loaded {
+			s.loaded, s.rows, s.tokens, s.seq, s.maxID = true, out.rows, out.tokens, out.seq, out.maxID
+		}
+		if s.df == nil || s.bytes > c.limit/textStatsShare {
+			s.df, s.bytes = map[string]int64{}, 0
+		}
+		for _, i := range miss {
+			if _, ok := s.df[phrases[i]]; !ok {
+				s.df[phrases[i]] = out.df[phrases[i]]
+				s.bytes += textCostTerm + int64(len(phrases[i]))
+			}
+		}
+		c.evict(nil)
+	}
+	return out, nil
+}
+
+// searchOwners ranks kind t's rows of owners' partitions matching any of
+// terms that keep passes, with st's statistics (what FTS5's bm25 reads),
+// by score then id, and returns the first limit; held is false when a
+// partition was evicted since it was ensured.
+func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textStats, keep func(*textDoc) bool, limit int) (hits []textHit, held bool, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.partial {
+		return nil, false, nil
+	}
+	var parts []*textPart
+	for _, o := range owners {
+		p := c.owned[t][o]
+		if p == nil {
+			return nil, false, nil
+		}
+		parts = append(parts, p)
+	}
+	if st.rows <= 0 || limit <= 0 {
+		return nil, true, nil
+	}
+	nRow := st.rows
+	avgdl := float64(st.tokens) / float64(nRow)
+	better := func(a, b textHit) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	}
+	for _, p := range parts {
+		scores := make([]float64, len(p.docs))
+		var touched []int32
+		for _, term := range terms {
+			id, ok := p.post[term]
+			if !ok {
+				continue
+			}
+			nHit := st.df[term]
+			if nHit == 0 {
+				continue
+			}
+			// As textCache.search (fts5Bm25Function's expressions).
+			idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
+			if idf <= 0.0 {
+				idf = 1e-6
+			}
+			for _, x := range p.lists[id] {
+				d := &p.docs[x.slot]
+				if d.dead {
+					continue
+				}
+				if scores[x.slot] == 0 {
+					touched = append(touched, x.slot)
+				}
+				f := float64(x.freq)
+				D := float64(d.length)
+				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+			}
+		}
+		for _, slot := range touched {
+			d := &p.docs[slot]
+			if !keep(d) {
+				continue
+			}
+			h := textHit{id: d.id, score: -scores[slot]}
+			i, _ := slices.BinarySearchFunc(hits, h, better)
+			if i < limit {
+				hits = slices.Insert(hits, i, h)
+				if len(hits) > limit {
+					hits = hits[:limit]
+				}
+			}
+		}
+	}
+	return hits, true, nil
+}
+
+// partialMaxScore is textCache.maxScore over a partial cache's store-wide
+// statistics of t: ok only while they hold every phrase's count; c.mu is
+// held.
+func (c *textCache) partialMaxScore(t ContentType, phrases []string) (float64, bool) {
+	s := c.gstats[t]
+	if s == nil || !s.loaded {
+		return 0, false
+	}
+	df := make([]int64, len(phrases))
+	for i, ph := range phrases {
+		n, ok := s.df[ph]
+		if !ok {
+			return 0, false
+		}
+		df[i] = n
+	}
+	return bm25Max(s.rows, df), true
+}
