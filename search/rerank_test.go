@@ -327,3 +327,27 @@ func TestRerankDepthBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestBadBaseURLHidesSecrets: a base URL that is not http(s) is refused
+// with an error naming it, masked. redact.Target masks what has "://", so
+// a URL whose scheme was forgotten or mistyped ("user:pass@host",
+// "http:/user:pass@host") was printed whole, password included, and so
+// was the API key pasted into the base URL's variable.
+func TestBadBaseURLHidesSecrets(t *testing.T) {
+	for _, base := range []string{
+		"ada:SECRET@rerank.example.com/v1",
+		"http:/ada:SECRET@rerank.example.com/v1",
+		"http//ada:SECRET@rerank.example.com",
+		"SECRETKEY",
+		"localhost:8080/v1?key=SECRET",
+	} {
+		_, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: base, APIKey: "SECRETKEY"})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("reranker, base %q: err = %v", base, err)
+		}
+		_, err = search.NewOpenAI(&search.OpenAIOptions{BaseURL: base, APIKey: "SECRETKEY", Model: "m", Dimensions: 3})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("embedder, base %q: err = %v", base, err)
+		}
+	}
+}
