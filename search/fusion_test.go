@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/memory/sqlite"
@@ -136,6 +137,47 @@ func TestFusionScaleSQLMatchesCache(t *testing.T) {
 			if r.Source.FTSNorm != 0 || r.Source.Fused == 0 || r.Score != r.Source.Fused {
 				t.Errorf("%q: without a scale, %s has FTSNorm %v, Fused %v", q, key(r), r.Source.FTSNorm, r.Source.Fused)
 			}
+		}
+	}
+}
+
+// halfScale knows the full-text scale of every table but messages'.
+type halfScale struct{ sqlite.SearchDialect }
+
+func (d halfScale) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+	if strings.Contains(p.Table, "messages") {
+		return 0, nil
+	}
+	return d.SearchDialect.FullTextMax(ctx, q, p)
+}
+
+// TestFusionUnknownScaleLeavesNoShare: when one leg's scale is unknown the
+// legs are fused by rank, and no result may carry an FTSNorm (which says
+// the result was ordered by its share): the legs before the unknown one
+// kept theirs, so the CLI printed norm= and the UI explained a share for a
+// search fused by rank.
+func TestFusionUnknownScaleLeavesNoShare(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "steam engine"})
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "water mill"})
+	insertMessage(t, db, "a", "user", "the steam rose", baseTime)
+	insertMessage(t, db, "a", "user", "gears and levers", baseTime)
+	x, err := search.NewIndex(ctx, db, halfScale{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	rs, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 2 {
+		t.Fatalf("results %v", keys(rs))
+	}
+	for _, r := range rs {
+		if r.Source.FTSNorm != 0 || r.Source.Fused == 0 || r.Score != r.Source.Fused {
+			t.Errorf("%s: FTSNorm %v, Fused %v, Score %v: want fused by rank only", key(r), r.Source.FTSNorm, r.Source.Fused, r.Score)
 		}
 	}
 }
