@@ -39,8 +39,9 @@ const (
 
 // bm25Max is the bm25 score of a row holding every phrase with a frequency
 // growing without bound: Σ idf·(k1+1). idf is FTS5's, floored at 1e-6; a
-// phrase no row holds counts with the idf it would have in one row, so a
-// type that lacks a query word does not look complete for the others.
+// phrase no row holds counts with its idf at n = 0, ln((N+0.5)/0.5), the
+// highest there is, so a type that lacks a query word does not look
+// complete for the others.
 func bm25Max(rows int64, df []int64) float64 {
 	if rows <= 0 {
 		return 0
