@@ -77,9 +77,12 @@ type Options struct {
 	// ranks in SQL) (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
 	// Reranker, when set, rescores the first RerankDepth results of every
-	// search (search.IndexOptions.Reranker; off by default).
-	Reranker    search.Reranker
-	RerankDepth int
+	// search (search.IndexOptions.Reranker; off by default); RerankStrict
+	// makes its failures fail the search (search.ErrReranker) instead of
+	// leaving the fused order.
+	Reranker     search.Reranker
+	RerankDepth  int
+	RerankStrict bool
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.

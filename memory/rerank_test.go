@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -41,5 +42,36 @@ func TestStoreReranker(t *testing.T) {
 	}
 	if rr.calls != 1 || len(rs) != 3 || rs[0].Content != "kiwi and other fruit" || rs[0].Source.RerankRank != 1 {
 		t.Fatalf("calls %d, results %+v", rr.calls, rs)
+	}
+}
+
+// failingReranker always fails.
+type failingReranker struct{}
+
+func (failingReranker) Rerank(context.Context, string, []string) ([]float64, error) {
+	return nil, errors.New("reranker down")
+}
+
+// Options.RerankStrict reaches the store's search index: without it a
+// store's caller could set a Reranker but never have its failures fail
+// the search (search.IndexOptions.RerankStrict had no way in).
+func TestStoreRerankStrict(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		strict  bool
+		wantErr bool
+	}{{false, false}, {true, true}} {
+		store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), &memory.Options{Reranker: failingReranker{}, RerankStrict: tc.strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "kiwi"}); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := store.Search(ctx, "a", "kiwi", search.NewOptions().Mode(search.FTS))
+		if tc.wantErr != errors.Is(err, search.ErrReranker) || !tc.wantErr && len(rs) != 1 {
+			t.Errorf("strict %v: %d results, err %v", tc.strict, len(rs), err)
+		}
+		store.Close()
 	}
 }

@@ -39,8 +39,9 @@ const (
 
 // bm25Max is the bm25 score of a row holding every phrase with a frequency
 // growing without bound: Σ idf·(k1+1). idf is FTS5's, floored at 1e-6; a
-// phrase no row holds counts with the idf it would have in one row, so a
-// type that lacks a query word does not look complete for the others.
+// phrase no row holds counts with its idf at n = 0, ln((N+0.5)/0.5), the
+// highest there is, so a type that lacks a query word does not look
+// complete for the others.
 func bm25Max(rows int64, df []int64) float64 {
 	if rows <= 0 {
 		return 0
@@ -129,7 +130,10 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 // the best of one matching all). ok is false when some non-empty leg's
 // scale is unknown: the caller fuses by rank then.
 func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, terms []string, scope Scope, s *Settings) ([]*Result, bool, error) {
-	var all []*Result
+	// Every leg's scale first: a leg whose scale is unknown sends the
+	// search to rank fusion, and a share set on an earlier leg's rows
+	// would then claim an order that was not used.
+	maxes := make([]float64, len(legs))
 	for i := range legs {
 		l := &legs[i]
 		if len(l.rs) == 0 {
@@ -142,8 +146,12 @@ func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, ter
 		if !(m > 0) || math.IsInf(m, 0) {
 			return nil, false, nil
 		}
+		maxes[i] = m
+	}
+	var all []*Result
+	for i, l := range legs {
 		for _, r := range l.rs {
-			r.Source.FTSNorm = math.Abs(r.Source.BM25) / m
+			r.Source.FTSNorm = math.Abs(r.Source.BM25) / maxes[i]
 			all = append(all, r)
 		}
 	}

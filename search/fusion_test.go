@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/memory/sqlite"
@@ -137,5 +138,102 @@ func TestFusionScaleSQLMatchesCache(t *testing.T) {
 				t.Errorf("%q: without a scale, %s has FTSNorm %v, Fused %v", q, key(r), r.Source.FTSNorm, r.Source.Fused)
 			}
 		}
+	}
+}
+
+// halfScale knows the full-text scale of every table but messages'.
+type halfScale struct{ sqlite.SearchDialect }
+
+func (d halfScale) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+	if strings.Contains(p.Table, "messages") {
+		return 0, nil
+	}
+	return d.SearchDialect.FullTextMax(ctx, q, p)
+}
+
+// TestFusionUnknownScaleLeavesNoShare: when one leg's scale is unknown the
+// legs are fused by rank, and no result may carry an FTSNorm (which says
+// the result was ordered by its share): the legs before the unknown one
+// kept theirs, so the CLI printed norm= and the UI explained a share for a
+// search fused by rank.
+func TestFusionUnknownScaleLeavesNoShare(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "steam engine"})
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "water mill"})
+	insertMessage(t, db, "a", "user", "the steam rose", baseTime)
+	insertMessage(t, db, "a", "user", "gears and levers", baseTime)
+	x, err := search.NewIndex(ctx, db, halfScale{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	rs, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 2 {
+		t.Fatalf("results %v", keys(rs))
+	}
+	for _, r := range rs {
+		if r.Source.FTSNorm != 0 || r.Source.Fused == 0 || r.Score != r.Source.Fused {
+			t.Errorf("%s: FTSNorm %v, Fused %v, Score %v: want fused by rank only", key(r), r.Source.FTSNorm, r.Source.Fused, r.Score)
+		}
+	}
+}
+
+// TestHybridFusedAddsUp: a Hybrid result's Fused is Σ weight/(RRFK+rank)
+// over the ranks its Source reports, as ScoreSource and the UI's
+// explanation say. Over several content types the fusion ranks in the one
+// full-text list merged by share and the one vector list merged by
+// distance, while Source kept each row's rank in its own type's lists: a
+// result shown as full-text rank 1 and vector rank 1 had a Fused that
+// neither rank gives.
+func TestHybridFusedAddsUp(t *testing.T) {
+	ctx := context.Background()
+	for _, cache := range []bool{false, true} {
+		db := openDB(t)
+		opts := &search.IndexOptions{TextCacheBytes: -1}
+		if cache {
+			opts.TextCacheBytes = 0
+		}
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(0), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insertBlock(t, db, "a", "persona", "I am an analytical assistant.")
+		insertBlock(t, db, "a", "notes", "The engine room is below deck.")
+		for _, c := range []string{"Babbage designed the Analytical Engine in 1837.", "The difference engine computed tables.",
+			"Steam powered the mills of Manchester."} {
+			insertArchival(t, db, archivalRow{Agent: "a", Content: c})
+		}
+		insertMessage(t, db, "a", "user", "tell me about the analytical engine", baseTime)
+		indexAll(t, ctx, db, x)
+		if cache {
+			if err := x.WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const w = 0.5
+		rs, err := x.Search(ctx, "analytical engine", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.Hybrid).VectorWeight(w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) < 4 {
+			t.Fatalf("results %v", keys(rs))
+		}
+		for _, r := range rs {
+			var want float64
+			if r.Source.FTSRank > 0 {
+				want += 1 / float64(search.RRFK+r.Source.FTSRank)
+			}
+			if r.Source.VectorRank > 0 {
+				want += w / float64(search.RRFK+r.Source.VectorRank)
+			}
+			if d := r.Source.Fused - want; d > 1e-12 || d < -1e-12 {
+				t.Errorf("cache %v: %s: Fused %v, ranks fts %d vector %d give %v", cache, key(r), r.Source.Fused, r.Source.FTSRank, r.Source.VectorRank, want)
+			}
+		}
+		x.Close()
 	}
 }

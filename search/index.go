@@ -123,7 +123,8 @@ type IndexOptions struct {
 	// does.
 	Reranker Reranker
 	// RerankDepth is how many of the fused list's first results the
-	// Reranker scores (default DefaultRerankDepth).
+	// Reranker scores (0: DefaultRerankDepth; at most MaxRerankDepth, and
+	// NewIndex fails for a negative one when a Reranker is set).
 	RerankDepth int
 	// RerankStrict makes a failed reranking fail the search (ErrReranker)
 	// instead of returning the fused order.
@@ -350,6 +351,13 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	x.opts.SnippetTokens = min(x.opts.SnippetTokens, 64)
 	if x.opts.ReembedBatch <= 0 {
 		x.opts.ReembedBatch = DefaultBatchSize
+	}
+	// A negative depth would leave the reranker unused without a word, and
+	// a huge one is every leg's fetch size (it overflowed the text cache's
+	// top-k bound and panicked).
+	if x.opts.Reranker != nil && (x.opts.RerankDepth < 0 || x.opts.RerankDepth > MaxRerankDepth) {
+		return nil, fmt.Errorf("search: NewIndex: RerankDepth %d: want 0 (default %d) or 1..%d",
+			x.opts.RerankDepth, DefaultRerankDepth, MaxRerankDepth)
 	}
 	textLog, err := d.CheckSchema(ctx, db)
 	switch {

@@ -12,6 +12,11 @@ import (
 // Reranker scores when IndexOptions.RerankDepth is 0.
 const DefaultRerankDepth = 30
 
+// MaxRerankDepth bounds IndexOptions.RerankDepth: every leg fetches that
+// many candidates and the reranker reads them all in one request, so a
+// deeper list costs more than it can change the first page (MaxLimit).
+const MaxRerankDepth = MaxLimit
+
 // Reranker rescores a search's best candidates against the query
 // (IndexOptions.Reranker): a cross-encoder or an LLM that reads each text
 // beside the query judges relevance better than BM25 or a single vector

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -253,5 +255,99 @@ func TestHTTPRerankerBareArray(t *testing.T) {
 	got, err := rr.Rerank(context.Background(), "q", []string{"a", "b"})
 	if err != nil || len(got) != 2 || got[0] != 0.25 || got[1] != 0.5 {
 		t.Fatalf("%v, %v", got, err)
+	}
+}
+
+// countingReranker records how many texts each call scored.
+type countingReranker struct{ sizes []int }
+
+func (c *countingReranker) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	c.sizes = append(c.sizes, len(docs))
+	return make([]float64, len(docs)), nil
+}
+
+// TestRerankDepthBounds: RerankDepth is how many candidates each leg
+// supplies and the reranker scores. A huge one made the text cache's
+// top-k allocation overflow (limit+1) and the search panic; a negative one
+// turned the configured reranker off without a word. Both are refused by
+// NewIndex; 0 is the default and 1..MaxRerankDepth are used as given.
+func TestRerankDepthBounds(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		depth   int
+		wantErr bool
+		scored  int // candidates the reranker sees (the corpus has 3)
+	}{
+		{0, false, 3},
+		{1, false, 1},
+		{2, false, 2},
+		{search.MaxRerankDepth, false, 3},
+		{search.MaxRerankDepth + 1, true, 0},
+		{1 << 40, true, 0},
+		{math.MaxInt, true, 0},
+		{-1, true, 0},
+		{math.MinInt, true, 0},
+	} {
+		for _, cache := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/cache=%v", tc.depth, cache), func(t *testing.T) {
+				rr := &countingReranker{}
+				opts := &search.IndexOptions{Reranker: rr, RerankDepth: tc.depth, TextCacheBytes: -1}
+				if cache {
+					opts.TextCacheBytes = 0
+				}
+				db := openDB(t)
+				for _, c := range []string{"steam steam steam", "steam", "Babbage designed a steam engine"} {
+					insertArchival(t, db, archivalRow{Agent: "a", Content: c})
+				}
+				insertMessage(t, db, "a", "user", "no match here", baseTime)
+				x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, opts)
+				if tc.wantErr {
+					if err == nil {
+						t.Fatalf("RerankDepth %d accepted", tc.depth)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer x.Close()
+				if cache {
+					if err := x.WarmTextCache(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rs, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rs) != 3 || len(rr.sizes) != 1 || rr.sizes[0] != tc.scored {
+					t.Fatalf("%d results, reranker calls %v, want one of %d", len(rs), rr.sizes, tc.scored)
+				}
+			})
+		}
+	}
+}
+
+// TestBadBaseURLHidesSecrets: a base URL that is not http(s) is refused
+// with an error naming it, masked. redact.Target masks what has "://", so
+// a URL whose scheme was forgotten or mistyped ("user:pass@host",
+// "http:/user:pass@host") was printed whole, password included, and so
+// was the API key pasted into the base URL's variable.
+func TestBadBaseURLHidesSecrets(t *testing.T) {
+	for _, base := range []string{
+		"ada:SECRET@rerank.example.com/v1",
+		"http:/ada:SECRET@rerank.example.com/v1",
+		"http//ada:SECRET@rerank.example.com",
+		"SECRETKEY",
+		"localhost:8080/v1?key=SECRET",
+	} {
+		_, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: base, APIKey: "SECRETKEY"})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("reranker, base %q: err = %v", base, err)
+		}
+		_, err = search.NewOpenAI(&search.OpenAIOptions{BaseURL: base, APIKey: "SECRETKEY", Model: "m", Dimensions: 3})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("embedder, base %q: err = %v", base, err)
+		}
 	}
 }

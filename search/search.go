@@ -49,11 +49,15 @@ type Scope struct {
 // ScoreSource records where a result's Score came from. A rank of 0 means
 // the result was not in that side's list.
 type ScoreSource struct {
-	// FTSRank is the 1-based rank in its content type's FTS list; BM25 is
+	// FTSRank is the 1-based rank in its content type's FTS list (in a
+	// Hybrid search over several content types, in the one full-text list
+	// they were merged into by FTSNorm: the rank Fused counts); BM25 is
 	// FTS5's bm25() value there (negative; lower is better).
 	FTSRank int     `json:"fts_rank,omitempty"`
 	BM25    float64 `json:"bm25,omitempty"`
-	// VectorRank is the 1-based rank in its content type's vector list;
+	// VectorRank is the 1-based rank in its content type's vector list
+	// (in a Hybrid search whose full-text side was merged by FTSNorm, in
+	// the one vector list merged by distance);
 	// Distance is the cosine distance (0 = same direction, 2 = opposite).
 	VectorRank int     `json:"vector_rank,omitempty"`
 	Distance   float64 `json:"distance,omitempty"`
@@ -310,7 +314,16 @@ func (x *Index) rank(ctx context.Context, query string, mode Mode, types Content
 		// Hybrid: one full-text list fused by score, one vector list merged
 		// by distance (one embedder's distances compare across types), then
 		// RRF between the two.
-		ranked = fuseRRF([][]*Result{ftsFused, mergeByDistance(vecLists)}, []float64{1, s.VectorWeight})
+		// The ranks Source reports are the ones fused: positions in
+		// the merged lists, so Fused adds up from them.
+		vecMerged := mergeByDistance(vecLists)
+		for i, r := range ftsFused {
+			r.Source.FTSRank = i + 1
+		}
+		for i, r := range vecMerged {
+			r.Source.VectorRank = i + 1
+		}
+		ranked = fuseRRF([][]*Result{ftsFused, vecMerged}, []float64{1, s.VectorWeight})
 		for _, r := range ranked {
 			r.Source.VectorWeight = s.VectorWeight
 		}

@@ -228,3 +228,34 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// reverseReranker scores later candidates higher.
+type reverseReranker struct{}
+
+func (reverseReranker) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	out := make([]float64, len(docs))
+	for i := range docs {
+		out[i] = float64(i)
+	}
+	return out, nil
+}
+
+// A store with a Reranker (memory.Options.Reranker): each hit's score is
+// the reranker's, and ranked_by must say so; it said "fts" for an order
+// and a score full-text ranking had no part in.
+func TestSearchRankedByReranker(t *testing.T) {
+	st := openStore(t, &memory.Options{Reranker: reverseReranker{}})
+	searchFixture(t, st)
+	ts := newToolset(t, st, "alice", nil)
+	for _, tool := range []string{"archival_search", "conversation_search"} {
+		out := decodeSearch(t, call(t, ts, tool, `{"query":"tea"}`))
+		if len(out.Results) == 0 {
+			t.Fatalf("%s: no results", tool)
+		}
+		for _, r := range out.Results {
+			if r.RankedBy != "rerank" {
+				t.Errorf("%s: hit %d (score %v) ranked_by %q, want rerank", tool, r.ID, r.Score, r.RankedBy)
+			}
+		}
+	}
+}

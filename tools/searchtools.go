@@ -140,8 +140,12 @@ type hits struct {
 	Note    string `json:"note,omitempty"`
 }
 
+// rankedBy names what the hit's score is: a reranked hit's score is the
+// reranker's (memory.Options.Reranker), whatever fused it before.
 func rankedBy(s search.ScoreSource) string {
 	switch {
+	case s.RerankRank > 0:
+		return "rerank"
 	case s.Fused != 0:
 		return "hybrid"
 	case s.VectorRank > 0:
@@ -170,6 +174,7 @@ func toHit(r search.Result) hit {
 		Source:   r.Source,
 	}
 	h.Source.BM25, h.Source.Distance, h.Source.Fused = finite(h.Source.BM25), finite(h.Source.Distance), finite(h.Source.Fused)
+	h.Source.FTSNorm, h.Source.Rerank = finite(h.Source.FTSNorm), finite(h.Source.Rerank)
 	if unmark.Replace(r.Snippet) != r.Content {
 		c := r.Content
 		if utf8.RuneCountInString(c) > maxContent {

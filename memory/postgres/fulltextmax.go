@@ -15,7 +15,10 @@ var _ search.FullTextScale = SearchDialect{}
 // term's idf counted as FullText counts it (over the rows the leg keeps
 // that match any term, with the table's row estimate as N), times
 // ts_rank's ceiling for one term under normalisation 1, which is 1 (a
-// one-lexeme row holding the term at weight A infinitely often).
+// one-lexeme row holding the term at weight A infinitely often). As in
+// FullText, hits holds in-memory copies of the tsvectors: the per-term
+// counts would otherwise decompress each stored one once per term
+// (BenchmarkFullTextScalePostgres).
 func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
 	var cols, dfs []string
 	args := make([]any, 0, len(p.Terms)+1+len(p.Args))
@@ -27,7 +30,7 @@ func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search
 	args = append(args, tsQueryText(p.Terms))
 	args = append(args, p.Args...)
 	stmt := fmt.Sprintf(`WITH tq AS (SELECT %[1]s, to_tsquery('english', ?) AS qall),
-		hits AS MATERIALIZED (SELECT %[3]s.fts AS fts FROM %[2]s %[3]s, tq WHERE %[3]s.fts @@ tq.qall AND %[4]s)
+		hits AS MATERIALIZED (SELECT (%[3]s.fts || ''::tsvector) AS fts FROM %[2]s %[3]s, tq WHERE %[3]s.fts @@ tq.qall AND %[4]s)
 		SELECT %[5]s, greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1)
 		FROM hits, tq`, strings.Join(cols, ", "), p.Table, p.Alias, p.Where, strings.Join(dfs, ", "))
 	df := make([]int64, len(p.Terms))
