@@ -264,6 +264,15 @@ func (s *session) unavailable(id string) error {
 
 func (s *session) syncMessage(m Message) error {
 	d := s.docs[m.DocumentID]
+	if d != nil {
+		// The poll learns of an unshare or a deletion only at its next
+		// tick, and by then another session may have caught the shared
+		// copy up with the owner's later edits: a message is answered
+		// only while agent may still read the block.
+		if _, err := s.view(d); err != nil {
+			return s.gone(d, err)
+		}
+	}
 	if d == nil {
 		id, err := ParseDocumentID(m.DocumentID)
 		if err != nil {
