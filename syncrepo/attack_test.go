@@ -2,6 +2,8 @@ package syncrepo_test
 
 import (
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -75,4 +77,83 @@ func waitRendered(t *testing.T, store *memory.Cache, owner, label, want string) 
 		}
 	}
 	t.Fatalf("block %q of %q renders %q, want %q", label, owner, r, want)
+}
+
+// rawSync is a v1 sync message (automerge's format) carrying exactly
+// changes, with no heads, needs or bloom filters: what a hostile peer can
+// send, such as a change without the change it depends on.
+func rawSync(changes ...[]byte) []byte {
+	b := []byte{0x42, 0, 0, 0}
+	b = binary.AppendUvarint(b, uint64(len(changes)))
+	for _, c := range changes {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	return b
+}
+
+// automerge keeps a change whose dependencies it lacks in a queue, without
+// bound, until they come: a peer that only ever sends such changes (for
+// any document it may read, even with a read-only token) would grow the
+// server's copy without end. They count against MaxHeldBytes like refused
+// changes.
+func TestSessionUnappliableChangesCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readOnly bool
+	}{
+		{"read-write token", false},
+		{"read-only token", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := openStore(t)
+			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+			must(t, err)
+			saved, _ := doc.Save()
+			id, err := store.DocumentID(ctx, "ada", "", "notes")
+			must(t, err)
+			docID := syncrepo.EncodeDocumentID(id)
+			p, _ := serve(t, store, &syncrepo.Options{MaxHeldBytes: 100_000, ReadOnly: tc.readOnly})
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+			p.recv(t)
+			request(t, p, docID)
+			p.recv(t)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			letters := make([]byte, 10_000)
+			for i := 0; i < 40; i++ { // 400 kB of changes, 4× the cap
+				peer, err := automerge.Load(saved)
+				must(t, err)
+				v, err := peer.Path("content").Get()
+				must(t, err)
+				must(t, v.Text().Append("x"))
+				_, err = peer.Commit("never sent")
+				must(t, err)
+				for j := range letters {
+					letters[j] = 'a' + byte(rnd.IntN(26))
+				}
+				must(t, v.Text().Append(string(letters)))
+				_, err = peer.Commit("depends on a change never sent")
+				must(t, err)
+				c, err := peer.Change(peer.Heads()[0])
+				must(t, err)
+				p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(c.Save())})
+			drain:
+				for {
+					select {
+					case b := <-p.out:
+						if m, _ := syncrepo.DecodeMessage(b); m.Type == syncrepo.TypeDocUnavailable {
+							if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+								t.Fatalf("store %q", r)
+							}
+							return
+						}
+					case <-time.After(50 * time.Millisecond):
+						break drain
+					}
+				}
+			}
+			t.Fatal("the document is still available after 400 kB of changes that cannot apply (cap 100 kB)")
+		})
+	}
 }

@@ -93,6 +93,11 @@ type docState struct {
 	// on their own, so a refused edit persists nothing.
 	held      map[automerge.ChangeHash]bool
 	heldBytes int
+	// queued are changes the peer sent whose dependencies mirror lacks:
+	// automerge keeps them, without bound, until those come. They count
+	// against MaxHeldBytes with held.
+	queued      map[automerge.ChangeHash]int
+	queuedBytes int
 }
 
 type session struct {
@@ -404,8 +409,15 @@ func (s *session) catchUpShared(d *docState) error {
 
 // syncPrivate handles a sync message on d's private copy.
 func (s *session) syncPrivate(d *docState, data []byte) error {
-	if err := guard(func() error { _, err := d.ss.ReceiveMessage(data); return err }); err != nil {
+	var sm *automerge.SyncMessage
+	if err := guard(func() (err error) { sm, err = d.ss.ReceiveMessage(data); return err }); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if err := guard(func() error { s.countQueued(d, sm); return nil }); err != nil {
+		return err
+	}
+	if s.overHeld(d) {
+		return s.unavailable(d.id)
 	}
 	if err := s.absorb(d); err != nil {
 		return err
@@ -529,9 +541,7 @@ func (s *session) absorb(d *docState) error {
 			d.heldBytes += len(c.Save())
 		}
 	}
-	if d.heldBytes > s.opts.MaxHeldBytes {
-		s.log.Info("sync: too many refused changes held; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "bytes", d.heldBytes)
-		delete(s.docs, d.id) // private: nothing shared to release
+	if s.overHeld(d) {
 		return s.unavailable(d.id)
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
@@ -568,6 +578,45 @@ func (s *session) absorb(d *docState) error {
 	}
 	s.count++
 	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
+}
+
+// countQueued notes which of sm's changes d's mirror keeps queued (their
+// dependencies missing) and forgets those that have since applied.
+func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
+	for _, c := range sm.Changes() {
+		h := c.Hash()
+		if _, err := d.mirror.Change(h); err == nil {
+			continue
+		}
+		if _, ok := d.queued[h]; !ok {
+			if d.queued == nil {
+				d.queued = map[automerge.ChangeHash]int{}
+			}
+			n := len(c.Save())
+			d.queued[h] = n
+			d.queuedBytes += n
+		}
+	}
+	for h, n := range d.queued {
+		if _, err := d.mirror.Change(h); err == nil {
+			delete(d.queued, h)
+			d.queuedBytes -= n
+		}
+	}
+}
+
+// overHeld reports whether d's private copy holds more of the peer's
+// refused or unappliable changes than MaxHeldBytes, and if so forgets d
+// (nothing shared to release), so that the copy is freed and the document
+// is unavailable to the peer.
+func (s *session) overHeld(d *docState) bool {
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes {
+		return false
+	}
+	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",
+		"agent", s.agent, "owner", d.owner, "label", d.label, "held", d.heldBytes, "queued", d.queuedBytes)
+	delete(s.docs, d.id)
+	return true
 }
 
 // persistHeld merges d's held changes (a refused edit and its
