@@ -157,3 +157,55 @@ func TestSessionUnappliableChangesCapped(t *testing.T) {
 		})
 	}
 }
+
+// A change's commit message names who made it (the store's history shows
+// it): a peer must not be able to write as another agent, or as the
+// system, by putting that name in the message of a change it sends.
+func TestSessionForgedAttribution(t *testing.T) {
+	for _, tc := range []struct {
+		name, message string
+		refused       bool
+	}{
+		{"another agent", `{"a":"bob","op":"append"}`, true},
+		{"the system", `{"a":"system","op":"rebase"}`, true},
+		{"its own agent", `{"a":"ada","op":"append"}`, false},
+		{"free text", "fix a typo", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := openStore(t)
+			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+			must(t, err)
+			saved, _ := doc.Save()
+			id, err := store.DocumentID(ctx, "ada", "", "notes")
+			must(t, err)
+			pp := newPipePeer(t, store, nil, syncrepo.EncodeDocumentID(id), saved)
+			pp.mu.Lock()
+			v, err := pp.doc.Path("content").Get()
+			must(t, err)
+			must(t, v.Text().Append("two\n"))
+			_, err = pp.doc.Commit(tc.message)
+			must(t, err)
+			pp.sendSync(syncrepo.TypeSync)
+			pp.mu.Unlock()
+			if tc.refused {
+				if !pp.waitText("one\n") {
+					t.Fatalf("the peer did not converge back: %q", pp.text())
+				}
+				time.Sleep(100 * time.Millisecond)
+				if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+					t.Errorf("store %q", r)
+				}
+			} else {
+				waitRendered(t, store, "ada", "notes", "one\ntwo\n")
+			}
+			h, err := store.BlockHistory(ctx, "ada", "", "notes")
+			must(t, err)
+			for i, c := range h {
+				if i >= 2 && c.Actor != "ada" && c.Actor != "unknown" {
+					t.Errorf("change %d of the history is attributed to %q (%s)", i, c.Actor, c.Op)
+				}
+			}
+		})
+	}
+}

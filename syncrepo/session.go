@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -337,13 +338,7 @@ func (s *session) syncShared(d *docState, m Message) error {
 	changes = slices.DeleteFunc(changes, func(c *automerge.Change) bool { _, err := d.sh.doc.Change(c.Hash()); return err == nil })
 	d.sh.mu.Unlock()
 	if len(changes) > 0 {
-		var refusal error
-		if s.opts.ReadOnly {
-			refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
-		} else {
-			refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
-		}
-		if refusal != nil {
+		if refusal := s.merge(d, changes); refusal != nil {
 			if err := s.privatize(d); err != nil {
 				return s.gone(d, err)
 			}
@@ -508,12 +503,7 @@ func (s *session) absorb(d *docState) error {
 	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
 		return nil
 	}
-	var refusal error
-	if s.opts.ReadOnly {
-		refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
-	} else {
-		refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
-	}
+	refusal := s.merge(d, changes)
 	if _, err := s.catchUp(d); err != nil {
 		return s.gone(d, err)
 	}
@@ -619,6 +609,35 @@ func (s *session) overHeld(d *docState) bool {
 	return true
 }
 
+// merge merges the peer's changes into d's block through the store's
+// checked merge, as agent. Before it, a change whose commit message names
+// another actor is refused: the store's history attributes each change to
+// the name in its message (blocks.History), and a peer must not write in
+// another agent's or the system's name.
+func (s *session) merge(d *docState, changes []*automerge.Change) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+	}
+	for _, c := range changes {
+		if a := claimedActor(c); a != "" && a != s.agent {
+			return fmt.Errorf("%w: change %s says it was made by %q, but the token is %q's", blocks.ErrPermission, c.Hash(), a, s.agent)
+		}
+	}
+	return s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+}
+
+// claimedActor is the actor a change's commit message names in package
+// blocks' format ({"a": actor, "op": ...}), or "".
+func claimedActor(c *automerge.Change) string {
+	var msg struct {
+		Actor string `json:"a"`
+	}
+	if json.Unmarshal([]byte(c.Message()), &msg) != nil {
+		return ""
+	}
+	return msg.Actor
+}
+
 // persistHeld merges d's held changes (a refused edit and its
 // counter-change, which net out) into the store.
 func (s *session) persistHeld(d *docState) error {
@@ -630,7 +649,7 @@ func (s *session) persistHeld(d *docState) error {
 	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
 		return err
 	}
-	if err := s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes)); err != nil {
+	if err := s.merge(d, changes); err != nil {
 		return err
 	}
 	d.held, d.heldBytes = nil, 0
