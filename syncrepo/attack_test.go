@@ -3,7 +3,9 @@ package syncrepo_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,6 +207,80 @@ func TestSessionForgedAttribution(t *testing.T) {
 				if i >= 2 && c.Actor != "ada" && c.Actor != "unknown" {
 					t.Errorf("change %d of the history is attributed to %q (%s)", i, c.Actor, c.Op)
 				}
+			}
+		})
+	}
+}
+
+// failingStore fails its next MergeChanges calls the way a store that
+// cannot write fails (a database down or busy, a failed commit), not the
+// way it refuses an edit.
+type failingStore struct {
+	syncrepo.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *failingStore) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+	f.mu.Lock()
+	fail := f.fails > 0
+	if fail {
+		f.fails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("memory: merge changes into block %q: %w: database is locked", label, memory.ErrPersist)
+	}
+	return f.Store.MergeChanges(ctx, agent, owner, label, data)
+}
+
+// A store that fails to write is no refusal: the peer's edit must not be
+// taken back by a counter-change (which, merged later, would delete the
+// edit for good). The session ends instead, and the peer, reconnecting,
+// sends the edit again.
+func TestSessionStoreFailureIsNoRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		private bool // a refused edit first moved the session to a private copy
+	}{
+		{"shared copy", false},
+		{"private copy", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := openStore(t)
+			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+			must(t, err)
+			saved, _ := doc.Save()
+			id, err := store.DocumentID(ctx, "ada", "", "notes")
+			must(t, err)
+			docID := syncrepo.EncodeDocumentID(id)
+			flaky := &failingStore{Store: store}
+			pp := newPipePeer(t, flaky, nil, docID, saved)
+			if !pp.waitText("one\n") {
+				t.Fatal("no first sync")
+			}
+			if tc.private {
+				pp.appendText("nul \x00\n")
+				if !pp.waitText("one\n") {
+					t.Fatalf("a refused edit was not taken back: %q", pp.text())
+				}
+			}
+			flaky.mu.Lock()
+			flaky.fails = 1
+			flaky.mu.Unlock()
+			pp.appendText("two\n")
+			time.Sleep(500 * time.Millisecond)
+			if got := pp.text(); got != "one\ntwo\n" {
+				t.Fatalf("after a store failure the peer's edit was taken back: %q", got)
+			}
+			pp.mu.Lock()
+			saved = pp.doc.Save()
+			pp.mu.Unlock()
+			again := newPipePeer(t, flaky, nil, docID, saved) // the peer reconnects
+			waitRendered(t, store, "ada", "notes", "one\ntwo\n")
+			if got := again.text(); got != "one\ntwo\n" {
+				t.Fatalf("after reconnecting the peer has %q", got)
 			}
 		})
 	}

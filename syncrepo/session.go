@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 // Store is what a Session asks of the store: *memory.Cache.
@@ -339,6 +340,9 @@ func (s *session) syncShared(d *docState, m Message) error {
 	d.sh.mu.Unlock()
 	if len(changes) > 0 {
 		if refusal := s.merge(d, changes); refusal != nil {
+			if !refused(refusal) {
+				return fmt.Errorf("%w: merge into block %q of %q: %w", ErrStore, d.label, d.owner, refusal)
+			}
 			if err := s.privatize(d); err != nil {
 				return s.gone(d, err)
 			}
@@ -504,6 +508,9 @@ func (s *session) absorb(d *docState) error {
 		return nil
 	}
 	refusal := s.merge(d, changes)
+	if refusal != nil && !refused(refusal) {
+		return fmt.Errorf("%w: merge into block %q of %q: %w", ErrStore, d.label, d.owner, refusal)
+	}
 	if _, err := s.catchUp(d); err != nil {
 		return s.gone(d, err)
 	}
@@ -624,6 +631,25 @@ func (s *session) merge(d *docState, changes []*automerge.Change) error {
 		}
 	}
 	return s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+}
+
+// refused reports whether err, from a merge, is the store judging the
+// changes (which the session takes back on the peer) rather than failing
+// to write them (a database down or busy, a failed commit, the session's
+// end). A counter-change for the latter would, once merged, delete a good
+// edit for good; Serve ends instead with an error wrapping ErrStore, and the
+// peer, reconnecting, sends its changes again.
+func refused(err error) bool {
+	if errors.Is(err, memory.ErrPersist) {
+		return false
+	}
+	for _, kind := range []error{blocks.ErrPermission, blocks.ErrNeedsApproval, blocks.ErrWrongSchema, blocks.ErrLimit,
+		blocks.ErrCorrupt, blocks.ErrUnrelated, schema.ErrInvalid, memory.ErrNotFound, memory.ErrInvalidArgument} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimedActor is the actor a change's commit message names in package

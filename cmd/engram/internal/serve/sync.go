@@ -166,6 +166,11 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
 	case errors.Is(cause, errShutdown), h.ctx.Err() != nil:
 		c.Close(websocket.StatusGoingAway, "server shutting down")
+	case errors.Is(err, syncrepo.ErrStore):
+		// The peer's changes were not written, nor refused: it sends them
+		// again when it reconnects.
+		h.log.Error("serve: sync", "agent", t.Agent, "err", err)
+		c.Close(websocket.StatusInternalError, "store error; reconnect")
 	case errors.Is(err, syncrepo.ErrProtocol):
 		c.Close(websocket.StatusPolicyViolation, "protocol error")
 	case websocket.CloseStatus(err) == websocket.StatusMessageTooBig:
