@@ -12,4 +12,8 @@ var (
 	// ErrProtocol is wrapped by Session.Serve's error when the peer breaks
 	// the protocol (no join first, no common protocol version).
 	ErrProtocol = errors.New("syncrepo: protocol error")
+	// ErrStore is wrapped by Serve's error when the store failed to write
+	// a peer's changes (rather than refusing them): the session ends so
+	// that the peer, reconnecting, sends them again.
+	ErrStore = errors.New("syncrepo: store failed")
 )

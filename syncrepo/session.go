@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
 )
 
 // Store is what a Session asks of the store: *memory.Cache.
@@ -93,6 +95,11 @@ type docState struct {
 	// on their own, so a refused edit persists nothing.
 	held      map[automerge.ChangeHash]bool
 	heldBytes int
+	// queued are changes the peer sent whose dependencies mirror lacks:
+	// automerge keeps them, without bound, until those come. They count
+	// against MaxHeldBytes with held.
+	queued      map[automerge.ChangeHash]int
+	queuedBytes int
 }
 
 type session struct {
@@ -264,6 +271,15 @@ func (s *session) unavailable(id string) error {
 
 func (s *session) syncMessage(m Message) error {
 	d := s.docs[m.DocumentID]
+	if d != nil {
+		// The poll learns of an unshare or a deletion only at its next
+		// tick, and by then another session may have caught the shared
+		// copy up with the owner's later edits: a message is answered
+		// only while agent may still read the block.
+		if _, err := s.view(d); err != nil {
+			return s.gone(d, err)
+		}
+	}
 	if d == nil {
 		id, err := ParseDocumentID(m.DocumentID)
 		if err != nil {
@@ -323,13 +339,10 @@ func (s *session) syncShared(d *docState, m Message) error {
 	changes = slices.DeleteFunc(changes, func(c *automerge.Change) bool { _, err := d.sh.doc.Change(c.Hash()); return err == nil })
 	d.sh.mu.Unlock()
 	if len(changes) > 0 {
-		var refusal error
-		if s.opts.ReadOnly {
-			refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
-		} else {
-			refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
-		}
-		if refusal != nil {
+		if refusal := s.merge(d, changes); refusal != nil {
+			if !refused(refusal) {
+				return fmt.Errorf("%w: merge into block %q of %q: %w", ErrStore, d.label, d.owner, refusal)
+			}
 			if err := s.privatize(d); err != nil {
 				return s.gone(d, err)
 			}
@@ -395,8 +408,15 @@ func (s *session) catchUpShared(d *docState) error {
 
 // syncPrivate handles a sync message on d's private copy.
 func (s *session) syncPrivate(d *docState, data []byte) error {
-	if err := guard(func() error { _, err := d.ss.ReceiveMessage(data); return err }); err != nil {
+	var sm *automerge.SyncMessage
+	if err := guard(func() (err error) { sm, err = d.ss.ReceiveMessage(data); return err }); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if err := guard(func() error { s.countQueued(d, sm); return nil }); err != nil {
+		return err
+	}
+	if s.overHeld(d) {
+		return s.unavailable(d.id)
 	}
 	if err := s.absorb(d); err != nil {
 		return err
@@ -487,11 +507,9 @@ func (s *session) absorb(d *docState) error {
 	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
 		return nil
 	}
-	var refusal error
-	if s.opts.ReadOnly {
-		refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
-	} else {
-		refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+	refusal := s.merge(d, changes)
+	if refusal != nil && !refused(refusal) {
+		return fmt.Errorf("%w: merge into block %q of %q: %w", ErrStore, d.label, d.owner, refusal)
 	}
 	if _, err := s.catchUp(d); err != nil {
 		return s.gone(d, err)
@@ -520,9 +538,7 @@ func (s *session) absorb(d *docState) error {
 			d.heldBytes += len(c.Save())
 		}
 	}
-	if d.heldBytes > s.opts.MaxHeldBytes {
-		s.log.Info("sync: too many refused changes held; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "bytes", d.heldBytes)
-		delete(s.docs, d.id) // private: nothing shared to release
+	if s.overHeld(d) {
 		return s.unavailable(d.id)
 	}
 	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
@@ -561,6 +577,93 @@ func (s *session) absorb(d *docState) error {
 	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
 }
 
+// countQueued notes which of sm's changes d's mirror keeps queued (their
+// dependencies missing) and forgets those that have since applied.
+func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
+	for _, c := range sm.Changes() {
+		h := c.Hash()
+		if _, err := d.mirror.Change(h); err == nil {
+			continue
+		}
+		if _, ok := d.queued[h]; !ok {
+			if d.queued == nil {
+				d.queued = map[automerge.ChangeHash]int{}
+			}
+			n := len(c.Save())
+			d.queued[h] = n
+			d.queuedBytes += n
+		}
+	}
+	for h, n := range d.queued {
+		if _, err := d.mirror.Change(h); err == nil {
+			delete(d.queued, h)
+			d.queuedBytes -= n
+		}
+	}
+}
+
+// overHeld reports whether d's private copy holds more of the peer's
+// refused or unappliable changes than MaxHeldBytes, and if so forgets d
+// (nothing shared to release), so that the copy is freed and the document
+// is unavailable to the peer.
+func (s *session) overHeld(d *docState) bool {
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes {
+		return false
+	}
+	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",
+		"agent", s.agent, "owner", d.owner, "label", d.label, "held", d.heldBytes, "queued", d.queuedBytes)
+	delete(s.docs, d.id)
+	return true
+}
+
+// merge merges the peer's changes into d's block through the store's
+// checked merge, as agent. Before it, a change whose commit message names
+// another actor is refused: the store's history attributes each change to
+// the name in its message (blocks.History), and a peer must not write in
+// another agent's or the system's name.
+func (s *session) merge(d *docState, changes []*automerge.Change) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+	}
+	for _, c := range changes {
+		if a := claimedActor(c); a != "" && a != s.agent {
+			return fmt.Errorf("%w: change %s says it was made by %q, but the token is %q's", blocks.ErrPermission, c.Hash(), a, s.agent)
+		}
+	}
+	return s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+}
+
+// refused reports whether err, from a merge, is the store judging the
+// changes (which the session takes back on the peer) rather than failing
+// to write them (a database down or busy, a failed commit, the session's
+// end). A counter-change for the latter would, once merged, delete a good
+// edit for good; Serve ends instead with an error wrapping ErrStore, and the
+// peer, reconnecting, sends its changes again.
+func refused(err error) bool {
+	if errors.Is(err, memory.ErrPersist) {
+		return false
+	}
+	for _, kind := range []error{blocks.ErrPermission, blocks.ErrNeedsApproval, blocks.ErrWrongSchema, blocks.ErrLimit,
+		blocks.ErrCorrupt, blocks.ErrUnrelated, schema.ErrInvalid, memory.ErrNotFound, memory.ErrInvalidArgument} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimedActor is the actor a change's commit message names in package
+// blocks' format ({"a": actor, "op": ...}), or "".
+func claimedActor(c *automerge.Change) string {
+	var msg struct {
+		Actor string `json:"a"`
+	}
+	if json.Unmarshal([]byte(c.Message()), &msg) != nil {
+		return ""
+	}
+	return msg.Actor
+}
+
 // persistHeld merges d's held changes (a refused edit and its
 // counter-change, which net out) into the store.
 func (s *session) persistHeld(d *docState) error {
@@ -572,7 +675,7 @@ func (s *session) persistHeld(d *docState) error {
 	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
 		return err
 	}
-	if err := s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes)); err != nil {
+	if err := s.merge(d, changes); err != nil {
 		return err
 	}
 	d.held, d.heldBytes = nil, 0

@@ -389,7 +389,15 @@ type pipePeer struct {
 }
 
 func newPipePeer(t *testing.T, store syncrepo.Store, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
-	p, _ := serve(t, store, opts)
+	return newPipePeerAs(t, store, "ada", opts, docID, saved)
+}
+
+// newPipePeerAs is newPipePeer on a session of agent.
+func newPipePeerAs(t *testing.T, store syncrepo.Store, agent string, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
+	p := newPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go syncrepo.Serve(ctx, p, store, agent, opts)
 	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 	p.recv(t)
 	doc, err := automerge.Load(saved)

@@ -352,7 +352,8 @@ func TestSyncMeasure(t *testing.T) {
 	text := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ. ", 160)[:10000]
 	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
 	id, _ := store.DocumentID(ctx, "ada", "", "big")
-	f := startServe(t, store, &serve.Options{Rate: 1e6, Burst: 1e6})
+	// 200 peers on one token: above the default per-token cap.
+	f := startServe(t, store, &serve.Options{Rate: 1e6, Burst: 1e6, SyncMaxTokenConnections: 1000})
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token=" + secret
 	p := newGoPeer(t, ws, syncrepo.URL(id))

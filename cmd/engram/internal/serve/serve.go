@@ -96,6 +96,13 @@ type Options struct {
 	// SyncMaxDocuments caps the documents one /sync connection syncs.
 	// Default 256.
 	SyncMaxDocuments int
+	// SyncMaxTokenConnections caps the open /sync connections of one
+	// token: the caps of a connection (documents, refused changes held,
+	// the private copy of a document a refused edit takes) would
+	// otherwise multiply without bound with a client that keeps opening
+	// connections. Beyond it: 503 with Retry-After. Default
+	// MaxTokenSessions.
+	SyncMaxTokenConnections int
 	// SyncRate and SyncBurst are a /sync connection's frames per second
 	// and burst; beyond, its frames wait. Defaults 200 and 400.
 	SyncRate  float64
@@ -127,6 +134,7 @@ type Handler struct {
 	syncStore  *stampShare                       // Options.SyncStore, stamps shared
 	mirrors    *syncrepo.Mirrors                 // documents synced, one copy for all connections
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
+	syncsBy    map[int64]int                     // open /sync connections by token id
 	syncConns  atomic.Int64                      // numbers them
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
@@ -179,6 +187,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncMaxMessageBytes <= 0 {
 		o.SyncMaxMessageBytes = o.MaxBodyBytes
 	}
+	if o.SyncMaxTokenConnections <= 0 {
+		o.SyncMaxTokenConnections = o.MaxTokenSessions
+	}
 	if o.SyncTokenCheck <= 0 {
 		o.SyncTokenCheck = time.Second
 	}
@@ -194,7 +205,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
-		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server

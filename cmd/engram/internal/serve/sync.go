@@ -119,6 +119,25 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	if !h.allow(w, t.ID) {
 		return
 	}
+	h.mu.Lock()
+	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
+	if !full {
+		h.syncsBy[t.ID]++
+	}
+	h.mu.Unlock()
+	if full {
+		rec.refused = fmt.Sprintf("token %d has %d /sync connections open", t.ID, h.opts.SyncMaxTokenConnections)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
+		return
+	}
+	defer func() {
+		h.mu.Lock()
+		if h.syncsBy[t.ID]--; h.syncsBy[t.ID] <= 0 {
+			delete(h.syncsBy, t.ID)
+		}
+		h.mu.Unlock()
+	}()
 	// The Origin rule ran in ServeHTTP (same host or Options.Origins), so
 	// the library's own same-host check would only refuse configured
 	// origins.
@@ -147,6 +166,11 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
 	case errors.Is(cause, errShutdown), h.ctx.Err() != nil:
 		c.Close(websocket.StatusGoingAway, "server shutting down")
+	case errors.Is(err, syncrepo.ErrStore):
+		// The peer's changes were not written, nor refused: it sends them
+		// again when it reconnects.
+		h.log.Error("serve: sync", "agent", t.Agent, "err", err)
+		c.Close(websocket.StatusInternalError, "store error; reconnect")
 	case errors.Is(err, syncrepo.ErrProtocol):
 		c.Close(websocket.StatusPolicyViolation, "protocol error")
 	case websocket.CloseStatus(err) == websocket.StatusMessageTooBig:
