@@ -385,12 +385,24 @@ func (c *textCache) dropStats(t ContentType) {
 	c.gstats[t] = &textStats{gen: s.gen + 1}
 }
 
+// textCostPart is what a partition costs before its first row: the
+// textPart with its empty maps, its entry in owned and the owner's name
+// (measured: about 450 bytes). Charged so that partitions of owners
+// without rows (any agent name a search names) are evicted like others
+// rather than piling up free of charge (TestTextCachePartialChurnBounded).
+const textCostPart = 512
+
+// partCost is what owner's partition p is charged against the bound.
+func partCost(owner string, p *textPart) int64 {
+	return textCostPart + int64(len(owner)) + p.bytes + p.bodyBytes
+}
+
 // recount sums the partitions' bytes (held); c.mu is held.
 func (c *textCache) recount() {
 	c.held = 0
 	for _, parts := range c.owned {
-		for _, p := range parts {
-			c.held += p.bytes + p.bodyBytes
+		for owner, p := range parts {
+			c.held += partCost(owner, p)
 		}
 	}
 }
@@ -430,7 +442,7 @@ func (c *textCache) evict(keep *textPart) {
 			return
 		}
 		p := c.owned[v.t][v.owner]
-		c.held -= p.bytes + p.bodyBytes
+		c.held -= partCost(v.owner, p)
 		delete(c.owned[v.t], v.owner)
 	}
 }
@@ -483,7 +495,7 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 	}
 	if int64(len(ids))*c.rowCost[t] > c.limit {
-		c.tooBig[t][owner] = true
+		c.refuse(t, owner)
 		return false, nil
 	}
 	p = newTextPart(t, textBodies[t])
@@ -502,8 +514,8 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 			return false, err
 		}
 	}
-	if n := p.bytes + p.bodyBytes; n > c.limit {
-		c.tooBig[t][owner] = true
+	if n := partCost(owner, p); n > c.limit {
+		c.refuse(t, owner)
 		return false, nil
 	}
 	// No row read is newer than the log's end now (moveStats).
@@ -527,6 +539,21 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	c.recount()
 	c.evict(p)
 	return true, nil
+}
+
+// textTooBigMax bounds the owners of a kind remembered as too big: under
+// a tiny bound every owner is, and the names searches bring must not pile
+// up unbounded (TestTextCachePartialChurnBounded); forgetting them costs
+// only a listing of their rows again.
+const textTooBigMax = 1024
+
+// refuse remembers owner's rows of kind t as too big to hold; c.mu is
+// held.
+func (c *textCache) refuse(t ContentType, owner string) {
+	if len(c.tooBig[t]) >= textTooBigMax {
+		clear(c.tooBig[t])
+	}
+	c.tooBig[t][owner] = true
 }
 
 // scopeOwners are the owners whose rows of kind t a search by agent can
