@@ -50,9 +50,13 @@ type partialState struct {
 	gstats map[ContentType]*textStats
 	// rowCost is the estimated bytes a row takes in a partition, for
 	// refusing an owner whose rows alone would exceed the bound unread;
-	// tooBig remembers the refused ones until their kind changes.
+	// tooBig remembers the refused ones until their kind changes;
+	// ownCost the bytes per row of those refused after their rows were
+	// read (longer than rowCost has it), kept across changes so that the
+	// next try refuses them from their row count again, unread.
 	rowCost map[ContentType]int64
 	tooBig  map[ContentType]map[string]bool
+	ownCost map[ContentType]map[string]int64
 
 	// For tests: forcePartial makes a build go partial whatever the
 	// estimate; analyzed counts the rows read and analyzed.
@@ -95,10 +99,12 @@ func (c *textCache) goPartial(seq int64) {
 	c.owned = map[ContentType]map[string]*textPart{}
 	c.gstats = map[ContentType]*textStats{}
 	c.tooBig = map[ContentType]map[string]bool{}
+	c.ownCost = map[ContentType]map[string]int64{}
 	for _, t := range contentKinds {
 		c.owned[t] = map[string]*textPart{}
 		c.gstats[t] = &textStats{}
 		c.tooBig[t] = map[string]bool{}
+		c.ownCost[t] = map[string]int64{}
 	}
 	c.held = 0
 	if c.rowCost == nil {
@@ -494,7 +500,7 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 	}
-	if int64(len(ids))*c.rowCost[t] > c.limit {
+	if int64(len(ids))*max(c.rowCost[t], c.ownCost[t][owner]) > c.limit {
 		c.refuse(t, owner)
 		return false, nil
 	}
@@ -516,6 +522,12 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	}
 	if n := partCost(owner, p); n > c.limit {
 		c.refuse(t, owner)
+		if p.live > 0 {
+			if len(c.ownCost[t]) >= textTooBigMax {
+				clear(c.ownCost[t])
+			}
+			c.ownCost[t][owner] = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
 		return false, nil
 	}
 	// No row read is newer than the log's end now (moveStats).

@@ -209,3 +209,47 @@ func churnBounded(t *testing.T, limit int64) {
 		t.Fatalf("after %d agents searched once: %d partitions, %d bytes charged, heap grew %d bytes; bound %d", churn, parts, bytes, grown, limit)
 	}
 }
+
+// TestTextCachePartialBigOwnerNotReread: an owner whose rows are longer
+// than the sample's (so the row-count estimate lets its load start) is
+// read, found over the bound and refused; writes by other agents must not
+// make each of its next searches read and analyze all its rows again only
+// to refuse them again.
+func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	for a := range 30 {
+		for range 20 {
+			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter"})
+		}
+	}
+	long := strings.Repeat("wing flutter at mach two over the boundary layer ", 40)
+	for i := range 60 {
+		insertArchival(t, db, archivalRow{Agent: "big", Content: fmt.Sprint(long, " row", i)})
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 40 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival) }
+	if _, err := x.Search(ctx, "wing", search.Scope{Agent: "big"}, opts()); err != nil {
+		t.Fatal(err)
+	}
+	if search.TextCacheHeld(x, search.Archival, "big") {
+		t.Skip("the big owner fits the bound: the test needs it over")
+	}
+	start := search.TextRowsAnalyzed(x)
+	const searches = 20
+	for i := range searches {
+		insertArchival(t, db, archivalRow{Agent: "agent-1", Content: fmt.Sprint("more wing ", i)})
+		if _, err := x.Search(ctx, "wing", search.Scope{Agent: "big"}, opts()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := search.TextRowsAnalyzed(x) - start; n > 60 {
+		t.Fatalf("%d searches of an owner over the bound, each after another agent's write, analyzed %d rows: its rows are read again each time", searches, n)
+	}
+}
