@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 	}
 	defer sqlx.Close()
 	var cached []*search.Index
-	for _, limit := range []int64{6 << 10, 1 << 20} {
+	for _, limit := range []int64{1, 6 << 10, 1 << 20} {
 		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: limit})
 		if err != nil {
 			t.Fatal(err)
@@ -163,7 +164,7 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 			t.Logf("index %d holds %d bytes", i, bytes)
 		}
 	}
-	t.Logf("%d results compared, answers %d %d, stats reads %d %d", compared, search.TextCacheAnswers(cached[0]), search.TextCacheAnswers(cached[1]), search.TextStatsReads(cached[0]), search.TextStatsReads(cached[1]))
+	t.Logf("%d results compared, answers %d %d, stats reads %d %d", compared, search.TextCacheAnswers(cached[1]), search.TextCacheAnswers(cached[2]), search.TextStatsReads(cached[1]), search.TextStatsReads(cached[2]))
 }
 
 // TestTextCachePartialChurnBounded: searches by many agents that hold no
@@ -251,5 +252,111 @@ func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
 	}
 	if n := search.TextRowsAnalyzed(x) - start; n > 60 {
 		t.Fatalf("%d searches of an owner over the bound, each after another agent's write, analyzed %d rows: its rows are read again each time", searches, n)
+	}
+}
+
+// TestTextCachePartialConcurrent: many agents' searches at once, some
+// cancelled mid-way (during a partition load), while another pool writes
+// and the bound evicts; then, quiet, every agent's answer is the SQL
+// path's.
+func TestTextCachePartialConcurrent(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	other := openDBAt(t, path)
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
+	const agents = 12
+	for a := range agents {
+		for i := range 30 {
+			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: words[(a+i)%6] + " " + words[i%5]})
+			insertMessage(t, db, fmt.Sprint("agent-", a), "user", words[(a*i)%6]+" "+words[i%4], baseTime)
+		}
+		insertBlock(t, db, fmt.Sprint("agent-", a), "blk", words[a%6])
+	}
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 24 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	done := make(chan struct{})
+	errs := make(chan error, 16)
+	go func() {
+		defer close(done)
+		for i := range 150 {
+			a := fmt.Sprint("agent-", i%agents)
+			var err error
+			switch i % 3 {
+			case 0:
+				_, err = other.ExecContext(ctx, `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from) VALUES (?, ?, '{}', '[]', '', 0, 0)`, a, words[i%6]+" new")
+			case 1:
+				_, err = other.ExecContext(ctx, `UPDATE archival SET content = content || ' wing' WHERE id = (SELECT id FROM archival WHERE agent = ? ORDER BY random() LIMIT 1)`, a)
+			case 2:
+				_, err = other.ExecContext(ctx, `DELETE FROM messages WHERE id = (SELECT id FROM messages WHERE agent = ? ORDER BY random() LIMIT 1)`, a)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				sctx, cancel := context.WithCancel(ctx)
+				if r.IntN(3) == 0 {
+					time.AfterFunc(time.Duration(r.IntN(300))*time.Microsecond, cancel)
+				}
+				_, err := x.Search(sctx, words[r.IntN(6)], search.Scope{Agent: fmt.Sprint("agent-", r.IntN(agents))}, search.NewOptions().Mode(search.FTS).Limit(10))
+				cancel()
+				if err != nil && sctx.Err() == nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for a := range agents {
+		for _, w := range words {
+			scope := search.Scope{Agent: fmt.Sprint("agent-", a)}
+			want, err := sqlx.Search(ctx, w, scope, search.NewOptions().Mode(search.FTS).Limit(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := x.Search(ctx, w, scope, search.NewOptions().Mode(search.FTS).Limit(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != len(got) {
+				t.Fatalf("agent-%d %q: SQL %d results, cache %d", a, w, len(want), len(got))
+			}
+			if err := sameRanking(want, got); err != nil {
+				t.Fatalf("agent-%d %q: %v\nSQL   %v\ncache %v", a, w, err, keys(want), keys(got))
+			}
+		}
+	}
+	if _, _, bytes := search.TextCachePartial(x); bytes > 24<<10 {
+		t.Fatalf("the cache holds %d bytes, bound %d", bytes, 24<<10)
 	}
 }
