@@ -69,6 +69,7 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 	}
 	pick := func() string { return agents[r.IntN(len(agents))] }
 	writers := []execer{db, other}
+	labels := 0 // block labels are unique per owner
 	ops := []func(w execer) string{
 		func(w execer) string { insertArchival(t, w, archivalRow{Agent: pick(), Content: text()}); return "" },
 		func(w execer) string { insertMessage(t, w, pick(), "user", text(), baseTime); return "" },
@@ -95,7 +96,11 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		func(w execer) string {
 			return fmt.Sprintf(`UPDATE archival SET agent = '%s' WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`, strings.ReplaceAll(pick(), "'", "''"))
 		},
-		func(w execer) string { insertBlock(t, w, pick(), fmt.Sprint("blk", r.IntN(1000)), text()); return "" },
+		func(w execer) string {
+			labels++
+			insertBlock(t, w, pick(), fmt.Sprint("blk", labels), text())
+			return ""
+		},
 		func(w execer) string {
 			return fmt.Sprintf(`UPDATE blocks SET rendered = '%s' WHERE id = (SELECT id FROM blocks ORDER BY random() LIMIT 1)`, text())
 		},
