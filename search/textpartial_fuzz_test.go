@@ -44,6 +44,7 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		}
 		return strings.Join(w, " ")
 	}
+	emb := search.NewOffline(0)
 	for _, a := range agents {
 		for range 15 {
 			insertArchival(t, db, archivalRow{Agent: a, Content: text()})
@@ -51,14 +52,14 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		}
 		insertBlock(t, db, a, "blk", text())
 	}
-	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sqlx.Close()
 	var cached []*search.Index
 	for _, limit := range []int64{1, 6 << 10, 1 << 20} {
-		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: limit})
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,13 +143,15 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		for range 3 {
 			agent := pick()
 			q := vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))]
-			sh := shapes[r.IntN(len(shapes))]
-			want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, sh().Mode(search.FTS))
+			sh0 := shapes[r.IntN(len(shapes))]
+			mode := []search.Mode{search.FTS, search.Hybrid}[r.IntN(2)]
+			sh := func() *search.Options { return sh0().Mode(mode) }
+			want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, sh())
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, x := range cached {
-				got, err := x.Search(ctx, q, search.Scope{Agent: agent}, sh().Mode(search.FTS))
+				got, err := x.Search(ctx, q, search.Scope{Agent: agent}, sh())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,7 +193,7 @@ func churnBounded(t *testing.T, limit int64) {
 			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter at mach two"})
 		}
 	}
-	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: limit})
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +281,7 @@ func TestTextCachePartialConcurrent(t *testing.T) {
 		}
 		insertBlock(t, db, fmt.Sprint("agent-", a), "blk", words[a%6])
 	}
-	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
