@@ -57,6 +57,11 @@ type partialState struct {
 	rowCost map[ContentType]int64
 	tooBig  map[ContentType]map[string]bool
 	ownCost map[ContentType]map[string]int64
+	// scopeBig remembers, until their kind changes, the agents whose
+	// scope (their own and their sharers' partitions) did not fit the
+	// bound together: loading it evicts its own partitions, so every
+	// search would read them all again only to rank in SQL.
+	scopeBig map[ContentType]map[string]bool
 
 	// For tests: forcePartial makes a build go partial whatever the
 	// estimate; analyzed counts the rows read and analyzed.
@@ -100,11 +105,13 @@ func (c *textCache) goPartial(seq int64) {
 	c.gstats = map[ContentType]*textStats{}
 	c.tooBig = map[ContentType]map[string]bool{}
 	c.ownCost = map[ContentType]map[string]int64{}
+	c.scopeBig = map[ContentType]map[string]bool{}
 	for _, t := range contentKinds {
 		c.owned[t] = map[string]*textPart{}
 		c.gstats[t] = &textStats{}
 		c.tooBig[t] = map[string]bool{}
 		c.ownCost[t] = map[string]int64{}
+		c.scopeBig[t] = map[string]bool{}
 	}
 	c.held = 0
 	if c.rowCost == nil {
@@ -244,6 +251,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 			continue
 		}
 		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
 		inc := t != Blocks && c.gstats[t].loaded // blocks enter FTS5 lazily: no deltas
 		if !inc {
 			c.dropStats(t)
@@ -564,6 +572,7 @@ const textTooBigMax = 1024
 func (c *textCache) refuse(t ContentType, owner string) {
 	if len(c.tooBig[t]) >= textTooBigMax {
 		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
 	}
 	c.tooBig[t][owner] = true
 }
@@ -605,6 +614,14 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 	if err != nil {
 		return nil, false, err
 	}
+	if len(owners) > 1 {
+		c.mu.RLock()
+		big := c.scopeBig[k.t][f.agent]
+		c.mu.RUnlock()
+		if big {
+			return nil, false, nil
+		}
+	}
 	for _, o := range owners {
 		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
 			return nil, false, err
@@ -614,7 +631,20 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 	if err != nil {
 		return nil, false, err
 	}
-	return c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	if !held && err == nil && len(owners) > 1 {
+		// A partition of the scope went while the others loaded: the
+		// scope does not fit (TestTextCachePartialSharedScopeThrash).
+		c.mu.Lock()
+		if c.partial {
+			if len(c.scopeBig[k.t]) >= textTooBigMax {
+				clear(c.scopeBig[k.t])
+			}
+			c.scopeBig[k.t][f.agent] = true
+		}
+		c.mu.Unlock()
+	}
+	return hits, held, err
 }
 
 // statsFor returns kind t's store-wide statistics with the df of each

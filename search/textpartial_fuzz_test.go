@@ -368,3 +368,46 @@ func TestTextCachePartialConcurrent(t *testing.T) {
 		t.Fatalf("the cache holds %d bytes, bound %d", bytes, 24<<10)
 	}
 }
+
+// TestTextCachePartialSharedScopeThrash: an agent with blocks shared by
+// many owners, whose partitions together exceed the bound: each block
+// search must not load every sharer's partition again (each evicting the
+// one before) only to rank in SQL.
+func TestTextCachePartialSharedScopeThrash(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	const owners = 40
+	for o := range owners {
+		for b := range 10 {
+			id := insertBlock(t, db, fmt.Sprint("owner-", o), fmt.Sprint("blk-", b), "wing flutter at mach two over the boundary layer")
+			if b == 0 {
+				shareBlock(t, db, id, "reader")
+			}
+		}
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 16 << 10, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks) }
+	if _, err := x.Search(ctx, "wing", search.Scope{Agent: "reader"}, opts()); err != nil {
+		t.Fatal(err)
+	}
+	start := search.TextRowsAnalyzed(x)
+	const searches = 10
+	for range searches {
+		rs, err := x.Search(ctx, "wing", search.Scope{Agent: "reader"}, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 10 {
+			t.Fatalf("%d results, want 10 (the limit)", len(rs))
+		}
+	}
+	if n := search.TextRowsAnalyzed(x) - start; n > owners*10 {
+		t.Fatalf("%d block searches by an agent sharing with %d owners analyzed %d rows: every search loads every sharer's blocks again", searches, owners, n)
+	}
+}
