@@ -50,9 +50,18 @@ type partialState struct {
 	gstats map[ContentType]*textStats
 	// rowCost is the estimated bytes a row takes in a partition, for
 	// refusing an owner whose rows alone would exceed the bound unread;
-	// tooBig remembers the refused ones until their kind changes.
+	// tooBig remembers the refused ones until their kind changes;
+	// ownCost the bytes per row of those refused after their rows were
+	// read (longer than rowCost has it), kept across changes so that the
+	// next try refuses them from their row count again, unread.
 	rowCost map[ContentType]int64
 	tooBig  map[ContentType]map[string]bool
+	ownCost map[ContentType]map[string]int64
+	// scopeBig remembers, until their kind changes, the agents whose
+	// scope (their own and their sharers' partitions) did not fit the
+	// bound together: loading it evicts its own partitions, so every
+	// search would read them all again only to rank in SQL.
+	scopeBig map[ContentType]map[string]bool
 
 	// For tests: forcePartial makes a build go partial whatever the
 	// estimate; analyzed counts the rows read and analyzed.
@@ -95,10 +104,14 @@ func (c *textCache) goPartial(seq int64) {
 	c.owned = map[ContentType]map[string]*textPart{}
 	c.gstats = map[ContentType]*textStats{}
 	c.tooBig = map[ContentType]map[string]bool{}
+	c.ownCost = map[ContentType]map[string]int64{}
+	c.scopeBig = map[ContentType]map[string]bool{}
 	for _, t := range contentKinds {
 		c.owned[t] = map[string]*textPart{}
 		c.gstats[t] = &textStats{}
 		c.tooBig[t] = map[string]bool{}
+		c.ownCost[t] = map[string]int64{}
+		c.scopeBig[t] = map[string]bool{}
 	}
 	c.held = 0
 	if c.rowCost == nil {
@@ -238,6 +251,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 			continue
 		}
 		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
 		inc := t != Blocks && c.gstats[t].loaded // blocks enter FTS5 lazily: no deltas
 		if !inc {
 			c.dropStats(t)
@@ -385,12 +399,24 @@ func (c *textCache) dropStats(t ContentType) {
 	c.gstats[t] = &textStats{gen: s.gen + 1}
 }
 
+// textCostPart is what a partition costs before its first row: the
+// textPart with its empty maps, its entry in owned and the owner's name
+// (measured: about 450 bytes). Charged so that partitions of owners
+// without rows (any agent name a search names) are evicted like others
+// rather than piling up free of charge (TestTextCachePartialChurnBounded).
+const textCostPart = 512
+
+// partCost is what owner's partition p is charged against the bound.
+func partCost(owner string, p *textPart) int64 {
+	return textCostPart + int64(len(owner)) + p.bytes + p.bodyBytes
+}
+
 // recount sums the partitions' bytes (held); c.mu is held.
 func (c *textCache) recount() {
 	c.held = 0
 	for _, parts := range c.owned {
-		for _, p := range parts {
-			c.held += p.bytes + p.bodyBytes
+		for owner, p := range parts {
+			c.held += partCost(owner, p)
 		}
 	}
 }
@@ -430,7 +456,7 @@ func (c *textCache) evict(keep *textPart) {
 			return
 		}
 		p := c.owned[v.t][v.owner]
-		c.held -= p.bytes + p.bodyBytes
+		c.held -= partCost(v.owner, p)
 		delete(c.owned[v.t], v.owner)
 	}
 }
@@ -482,8 +508,8 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 	}
-	if int64(len(ids))*c.rowCost[t] > c.limit {
-		c.tooBig[t][owner] = true
+	if int64(len(ids))*max(c.rowCost[t], c.ownCost[t][owner]) > c.limit {
+		c.refuse(t, owner)
 		return false, nil
 	}
 	p = newTextPart(t, textBodies[t])
@@ -502,8 +528,14 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 			return false, err
 		}
 	}
-	if n := p.bytes + p.bodyBytes; n > c.limit {
-		c.tooBig[t][owner] = true
+	if n := partCost(owner, p); n > c.limit {
+		c.refuse(t, owner)
+		if p.live > 0 {
+			if len(c.ownCost[t]) >= textTooBigMax {
+				clear(c.ownCost[t])
+			}
+			c.ownCost[t][owner] = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
 		return false, nil
 	}
 	// No row read is newer than the log's end now (moveStats).
@@ -527,6 +559,22 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	c.recount()
 	c.evict(p)
 	return true, nil
+}
+
+// textTooBigMax bounds the owners of a kind remembered as too big: under
+// a tiny bound every owner is, and the names searches bring must not pile
+// up unbounded (TestTextCachePartialChurnBounded); forgetting them costs
+// only a listing of their rows again.
+const textTooBigMax = 1024
+
+// refuse remembers owner's rows of kind t as too big to hold; c.mu is
+// held.
+func (c *textCache) refuse(t ContentType, owner string) {
+	if len(c.tooBig[t]) >= textTooBigMax {
+		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
+	}
+	c.tooBig[t][owner] = true
 }
 
 // scopeOwners are the owners whose rows of kind t a search by agent can
@@ -566,6 +614,14 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 	if err != nil {
 		return nil, false, err
 	}
+	if len(owners) > 1 {
+		c.mu.RLock()
+		big := c.scopeBig[k.t][f.agent]
+		c.mu.RUnlock()
+		if big {
+			return nil, false, nil
+		}
+	}
 	for _, o := range owners {
 		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
 			return nil, false, err
@@ -575,7 +631,20 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 	if err != nil {
 		return nil, false, err
 	}
-	return c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	if !held && err == nil && len(owners) > 1 {
+		// A partition of the scope went while the others loaded: the
+		// scope does not fit (TestTextCachePartialSharedScopeThrash).
+		c.mu.Lock()
+		if c.partial {
+			if len(c.scopeBig[k.t]) >= textTooBigMax {
+				clear(c.scopeBig[k.t])
+			}
+			c.scopeBig[k.t][f.agent] = true
+		}
+		c.mu.Unlock()
+	}
+	return hits, held, err
 }
 
 // statsFor returns kind t's store-wide statistics with the df of each
