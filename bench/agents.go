@@ -118,6 +118,9 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 			}
 			r.latency("agents", fmt.Sprintf("%s, N=%d vs N=%d", m.name, n, ns[0]), l, base[m.name], note(""))
 		}
+		if err := agentSQLRows(ctx, cfg, db, sqlitebackend.SearchDialect{}, n, ns[0], queries, base, "agents", "sqlite", note(""), r); err != nil {
+			return err
+		}
 		x.Close()
 		db.Close()
 	}
