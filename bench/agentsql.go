@@ -231,8 +231,10 @@ func loadAgentsPostgres(ctx context.Context, db *sql.DB, n int) ([]string, error
 			bargs = append(bargs, agent, "block-"+strconv.Itoa(i), c.text())
 		}
 		for i := range 200 {
-			aargs = append(aargs, agent, c.text(), i, i)
-			margs = append(margs, agent, c.text(), i+1, i)
+			// Text, cast in the statement: VALUES rows of parameters are
+			// typed text.
+			aargs = append(aargs, agent, c.text(), strconv.Itoa(i))
+			margs = append(margs, agent, c.text(), strconv.Itoa(i+1), strconv.Itoa(i))
 		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -244,7 +246,8 @@ func loadAgentsPostgres(ctx context.Context, db *sql.DB, n int) ([]string, error
 		}{
 			{`INSERT INTO blocks (owner, label, rendered, description, block_type, permission, schema_json, char_limit, created_at, updated_at)
 				SELECT v.o, v.l, v.r, '', 'working', 'ReadWrite', '{}', 5000, 0, 0 FROM (VALUES ` + rows(20, 3) + `) AS v(o, l, r)`, bargs},
-			{`INSERT INTO archival (agent, content, created_at, valid_from) VALUES ` + rows(200, 4), aargs},
+			{`INSERT INTO archival (agent, content, created_at, valid_from)
+				SELECT v.a, v.c, v.t::bigint, v.t::bigint FROM (VALUES ` + rows(200, 3) + `) AS v(a, c, t)`, aargs},
 			{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 				SELECT v.a, 'user', v.c, 'b1', v.s::bigint, v.t::bigint FROM (VALUES ` + rows(200, 4) + `) AS v(a, c, s, t)`, margs},
 		} {
