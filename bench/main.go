@@ -92,7 +92,7 @@ func main() {
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: internal/eval.FindCranfield)")
-	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,serve,agents")
+	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,serve,agents,locomo")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -158,6 +158,7 @@ func main() {
 	run("history", func() error { return benchHistory(ctx, cfg, tmp, r) })
 	run("postgres", func() error { return benchPostgres(ctx, cfg, dir, tmp, r) })
 	run("serve", func() error { return benchServe(ctx, cfg, tmp, r) })
+	run("locomo", func() error { return benchLoCoMo(ctx, cfg, tmp, r) })
 	if cfg.name != "quick" || *only != "" {
 		// Building 100 agents' stores takes most of -quick's two minutes:
 		// there it runs when named (-only agents).

@@ -32,6 +32,41 @@ func (d *Document) Save() ([]byte, error) {
 	return b, err
 }
 
+// ChangesSince returns the changes of the document a read sees that heads
+// (hex change hashes the caller got earlier) do not cover, concatenated as
+// SaveIncremental writes them, and the document's heads they lead to: what
+// a peer at heads lacks, without saving the whole document. Heads the
+// document does not have (another epoch's) give ErrUnrelated.
+func (d *Document) ChangesSince(heads []string) (data []byte, now []string, err error) {
+	hs := make([]automerge.ChangeHash, len(heads))
+	for i, h := range heads {
+		var err error
+		if hs[i], err = automerge.NewChangeHash(h); err != nil {
+			return nil, nil, fmt.Errorf("%w: head %q: %v", ErrUnrelated, h, err)
+		}
+	}
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	am, err := d.amFor()
+	if err != nil {
+		return nil, nil, err
+	}
+	err = guard(func() error {
+		for _, h := range hs {
+			if _, err := am.Change(h); err != nil {
+				return fmt.Errorf("%w: the document has no change %s", ErrUnrelated, h)
+			}
+		}
+		chs, err := am.Changes(hs...)
+		if err != nil {
+			return err
+		}
+		data, now = automerge.SaveChanges(chs), hexHeads(am.Heads())
+		return nil
+	})
+	return data, now, err
+}
+
 // amFor returns the automerge document a read through d sees: the live
 // one, or for a view while a store's write is in flight, a fork at the
 // state before that write (see core.inflight). Caller holds d.c.mu.

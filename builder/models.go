@@ -45,12 +45,32 @@ var knownModels = map[string]int{
 // Claude 3 and 4, Gemini 1.0 to 2.5, Gemma 2 and 3. Use them as
 // ContextConfig.ModelOverrides (a name no prefix matches gets
 // DefaultLimits).
+//
+// A window smaller than four default reply reserves (gpt-4's 8k,
+// gpt-3.5's 16k) also gets a reply reserve and a memory budget of a
+// quarter of the window each, so the defaults sized for 128k windows do
+// not leave it almost no input; larger windows inherit both from
+// DefaultLimits.
 func KnownModelLimits() map[string]ModelContextLimits {
 	out := make(map[string]ModelContextLimits, len(knownModels))
 	for k, n := range knownModels {
-		out[k] = ModelContextLimits{MaxTokens: n}
+		out[k] = WindowLimits(n)
 	}
 	return out
+}
+
+// WindowLimits are the limits KnownModelLimits gives a model whose
+// context window is n tokens: MaxTokens n, and for a window smaller than
+// four default reply reserves, a reserve and memory budget of a quarter of
+// it each. Use it for a window you know and engram does not (a local
+// model, `engram context --max-tokens`).
+func WindowLimits(n int) ModelContextLimits {
+	l := ModelContextLimits{MaxTokens: n}
+	if n < 4*DefaultReservedResponseTokens {
+		l.ReservedResponseTokens = n / 4
+		l.MemoryTokens = min(DefaultMemoryTokens, n/4)
+	}
+	return l
 }
 
 // ModelKnowledge says what engram knows of a model name: whether

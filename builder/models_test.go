@@ -53,3 +53,24 @@ func TestKnownModelLimits(t *testing.T) {
 		t.Errorf("gemini-2.5-pro limits %+v", l)
 	}
 }
+
+// A small window is not left almost no input by the reply reserve sized
+// for 128k windows (gpt-4's 8,192 minus 8,000 left 192 tokens).
+func TestKnownModelLimitsSmallWindows(t *testing.T) {
+	cfg := builder.DefaultConfig()
+	cfg.ModelOverrides = builder.KnownModelLimits()
+	for _, tc := range []struct {
+		model                   string
+		input, memory, reserved int
+	}{
+		{"gpt-4", 6_144, 2_048, 2_048},
+		{"gpt-3.5-turbo", 12_289, 4_096, 4_096},
+		{"gpt-4o", 120_000, builder.DefaultMemoryTokens, builder.DefaultReservedResponseTokens},
+	} {
+		l := cfg.LimitsFor(tc.model)
+		if got := l.InputBudget(); got != tc.input || l.MemoryTokens != tc.memory || l.ReservedResponseTokens != tc.reserved {
+			t.Errorf("%s: input %d, memory %d, reserved %d; want %d, %d, %d",
+				tc.model, got, l.MemoryTokens, l.ReservedResponseTokens, tc.input, tc.memory, tc.reserved)
+		}
+	}
+}

@@ -80,6 +80,7 @@ var tablesLeftOut = map[string]string{
 	"vec_archival_dirty": "the queue of archival entries whose vectors are stale: bookkeeping",
 	"tokens":             "access tokens of engram serve: credentials of one deployment, never exported (a dump must not hand out access)",
 	"login_links":        "one-time login links of engram serve's web UI: credentials of one deployment, never exported",
+	"sync_documents":     "automerge-repo document ids of engram serve's /sync: random per deployment; an imported store gives its blocks new ones",
 	"sqlite_sequence":    "SQLite's AUTOINCREMENT counters",
 	"engram_schema":      "the applied migrations (PostgreSQL): the schema version of the store, not its content",
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// is ready; a database whose copy would exceed the bound ranks in SQL
 	// (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
+	// Reranker, when set, rescores the first RerankDepth results of every
+	// search (search.IndexOptions.Reranker; off by default).
+	Reranker    search.Reranker
+	RerankDepth int
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.

@@ -118,11 +118,19 @@
 //     each fetched max(4*limit, 50) deep.
 //   - Auto: Hybrid when the Index has a matching embedder, else FTS.
 //
-// Several content types are fused by rank (RRF over the per-type lists),
-// never by raw BM25 scores, which are not comparable across tables; vector
-// distances of one embedder are comparable and merge directly. Every
-// Result says in Source where its Score came from. Snippets mark query
-// terms with HighlightStart and HighlightEnd («like this»).
+// Several content types' full-text lists are fused by score, each row's
+// score over the highest its own table's ranking could give the query
+// (Source.FTSNorm, 0 to 1): raw BM25 scores are not comparable across
+// tables (each has its own statistics) and ranks are not either (the best
+// block matching one word would tie with the best entry matching all).
+// The scale comes from the text cache's statistics, or in SQL from the
+// dialect (FullTextScale); a dialect without it fuses by rank (RRF).
+// Hybrid fuses that one full-text list with the vector lists merged by
+// distance (one embedder's distances compare across types). An optional
+// Reranker (IndexOptions.Reranker) then reorders the first RerankDepth
+// results. Every Result says in Source where its Score came from.
+// Snippets mark query terms with HighlightStart and HighlightEnd («like
+// this»). docs/retrieval.md has the methods and their measurements.
 //
 // # Isolation
 //

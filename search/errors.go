@@ -27,6 +27,11 @@ var (
 	// in SQL.
 	ErrCacheBudget = errors.New("search: cache over its memory budget")
 
+	// ErrReranker is wrapped by reranking failures (IndexOptions.Reranker):
+	// HTTP errors, error bodies, malformed or incomplete scores. A search
+	// returns it only with IndexOptions.RerankStrict.
+	ErrReranker = errors.New("search: reranker failed")
+
 	// ErrSchema is wrapped by NewIndex (through its Dialect) when the
 	// database lacks the search tables of its backend's migrations.
 	ErrSchema = errors.New("search: schema missing")

@@ -101,9 +101,23 @@ type IndexOptions struct {
 	// differently (on Cranfield the copy scores nDCG@10 0.549, the SQL leg
 	// 0.528).
 	TextCacheBytes int64
+	// Reranker, when set, rescores the first RerankDepth results of every
+	// search's fused list (a cross-encoder or an LLM reading each text
+	// beside the query; HTTPReranker calls a /rerank endpoint) and orders
+	// them by its scores; the results past them follow in the fused order.
+	// Nil (the default): no reranking. See Reranker for what a failure
+	// does.
+	Reranker Reranker
+	// RerankDepth is how many of the fused list's first results the
+	// Reranker scores (default DefaultRerankDepth).
+	RerankDepth int
+	// RerankStrict makes a failed reranking fail the search (ErrReranker)
+	// instead of returning the fused order.
+	RerankStrict bool
 	// Logger receives what the caches do in the background: a load that
 	// failed (error), a cache dropped for its bound (warning), a catch-up
-	// done (debug). Nil discards.
+	// done (debug), and reranker failures the search outlived (warning).
+	// Nil discards.
 	Logger *slog.Logger
 	// Write, when set, runs the Index's write transactions (vector and
 	// index maintenance) under the caller's write lock, as memory.Backend
@@ -149,6 +163,8 @@ type Index struct {
 	stems                              stemCache // snippets' stems, across queries
 	// vecAnswers counts KNN runs the vector cache answered.
 	vecAnswers atomic.Int64
+	// rerankFailures counts rerankings that failed and left the fused order.
+	rerankFailures atomic.Int64
 	// beforeFill, set by tests, runs between ranking and the page fetch.
 	beforeFill func()
 	// vecReason says why the database's indexed KNN is not in use.

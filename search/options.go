@@ -290,8 +290,9 @@ func (o *Options) AllTags(tags ...string) *Options {
 	return o
 }
 
-// MinScore drops results whose final Score is below s. What Score means
-// depends on the mode and is recorded in each Result's Source.
+// MinScore drops results whose Score is below s. What Score means
+// depends on the mode and is recorded in each Result's Source; with an
+// IndexOptions.Reranker it is the fused Score, checked before reranking.
 func (o *Options) MinScore(s float64) *Options {
 	o = o.orNew()
 	o.minScore = s

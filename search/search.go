@@ -57,12 +57,23 @@ type ScoreSource struct {
 	// Distance is the cosine distance (0 = same direction, 2 = opposite).
 	VectorRank int     `json:"vector_rank,omitempty"`
 	Distance   float64 `json:"distance,omitempty"`
+	// FTSNorm, when full-text lists of several content types were fused,
+	// is the result's full-text score over the highest score its content
+	// type's ranking could give the query (0 to 1): the scale on which an
+	// FTS search orders them (docs/retrieval.md, "Fusion across content
+	// types"); 0 when no such fusion happened.
+	FTSNorm float64 `json:"fts_norm,omitempty"`
 	// Fused is the reciprocal-rank-fusion score, sum of 1/(RRFK+rank) over
 	// the lists the result is in; 0 when no fusion happened.
 	Fused float64 `json:"fused,omitempty"`
 	// VectorWeight is the weight the vector list had in a hybrid fusion
 	// (Options.VectorWeight, or in Auto mode the embedder's FusionWeight).
 	VectorWeight float64 `json:"vector_weight,omitempty"`
+	// RerankRank is the 1-based rank the Reranker gave the result among
+	// the candidates it scored (IndexOptions.Reranker), Rerank its score;
+	// RerankRank 0: not reranked.
+	RerankRank int     `json:"rerank_rank,omitempty"`
+	Rerank     float64 `json:"rerank,omitempty"`
 }
 
 // Result is one search hit.
@@ -70,7 +81,12 @@ type ScoreSource struct {
 // Score is higher-is-better and depends on how the result was ranked:
 //   - FTS over one content type: -BM25;
 //   - Vector: 1 - Distance (cosine similarity), across content types too;
-//   - Hybrid, or FTS over several content types: Fused.
+//   - FTS over several content types: FTSNorm (or Fused, by rank, where
+//     a full-text leg's scale is unknown);
+//   - Hybrid: Fused;
+//   - reranked (IndexOptions.Reranker): the Reranker's score, for the
+//     results it scored (Source.RerankRank > 0); the rest follow them in
+//     the fused order with their fused Score.
 //
 // Source always says which.
 type Result struct {
@@ -178,9 +194,9 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	}
 	// A page that lost rows to writes between ranking and fetching is
 	// ranked again (the caches catch up first); the query is embedded once.
-	rs, err := x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+	rs, err := x.rank(ctx, query, mode, types, expr, terms, qvec, scope, &s)
 	for try := 0; errors.Is(err, errPageShort) && try < 3; try++ {
-		rs, err = x.rank(ctx, mode, types, expr, terms, qvec, scope, &s)
+		rs, err = x.rank(ctx, query, mode, types, expr, terms, qvec, scope, &s)
 	}
 	if errors.Is(err, errPageShort) {
 		err = nil
@@ -189,7 +205,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 }
 
 // rank runs a search's legs, fuses them and fetches the page.
-func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
+func (x *Index) rank(ctx context.Context, query string, mode Mode, types ContentType, expr string, terms []string, qvec []float32, scope Scope, sp *Settings) ([]Result, error) {
 	s := *sp
 	if qvec != nil && x.cache != nil {
 		ready, err := x.cache.sync(ctx, x.db, x.query)
@@ -208,9 +224,15 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	if mode == Hybrid {
 		depth = max(4*s.Limit, HybridDepth)
 	}
+	if x.opts.Reranker != nil {
+		// The reranker picks among its depth of candidates: each leg
+		// supplies that many.
+		depth = max(depth, cmp.Or(x.opts.RerankDepth, DefaultRerankDepth))
+	}
 	// The two sides of a hybrid search run concurrently: FTS in the text
 	// cache or SQL, vector KNN in the in-process cache or the database.
-	var ftsLists, vecLists [][]*Result
+	var ftsLegs []ftsLeg
+	var vecLists [][]*Result
 	var vecErr error
 	var wg sync.WaitGroup
 	if mode == Vector || mode == Hybrid {
@@ -230,12 +252,16 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	var ftsErr error
 	if mode == FTS || mode == Hybrid {
 		for _, t := range types.Kinds() {
-			l, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
+			l, cached, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
 			if err != nil {
 				ftsErr = err
 				break
 			}
-			ftsLists = append(ftsLists, l)
+			leg := ftsLeg{k: kinds[t], rs: l}
+			if cached {
+				leg.from = legCache
+			}
+			ftsLegs = append(ftsLegs, leg)
 		}
 	}
 	wg.Wait()
@@ -245,6 +271,22 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	if vecErr != nil {
 		return nil, vecErr
 	}
+	ftsLists := make([][]*Result, len(ftsLegs))
+	for i, l := range ftsLegs {
+		ftsLists[i] = l.rs
+	}
+	// Several content types' full-text lists become one by comparable
+	// scores where their scales are known (fuseByScore), by rank where not.
+	var ftsFused []*Result
+	if len(ftsLegs) > 1 {
+		fused, ok, err := x.fuseByScore(ctx, ftsLegs, expr, terms, scope, &s)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ftsFused = fused
+		}
+	}
 	var ranked []*Result
 	switch {
 	case mode == FTS && len(ftsLists) == 1:
@@ -252,12 +294,25 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 		for _, r := range ranked {
 			r.Score = -r.Source.BM25
 		}
+	case mode == FTS && ftsFused != nil:
+		ranked = ftsFused
+		for _, r := range ranked {
+			r.Score = r.Source.FTSNorm
+		}
 	case mode == FTS:
 		ranked = fuseRRF(ftsLists, nil)
 	case mode == Vector:
 		ranked = mergeByDistance(vecLists)
 		for _, r := range ranked {
 			r.Score = 1 - r.Source.Distance
+		}
+	case ftsFused != nil:
+		// Hybrid: one full-text list fused by score, one vector list merged
+		// by distance (one embedder's distances compare across types), then
+		// RRF between the two.
+		ranked = fuseRRF([][]*Result{ftsFused, mergeByDistance(vecLists)}, []float64{1, s.VectorWeight})
+		for _, r := range ranked {
+			r.Source.VectorWeight = s.VectorWeight
 		}
 	default:
 		weights := make([]float64, 0, len(ftsLists)+len(vecLists))
@@ -274,6 +329,17 @@ func (x *Index) rank(ctx context.Context, mode Mode, types ContentType, expr str
 	}
 	if x.beforeFill != nil {
 		x.beforeFill()
+	}
+	if x.opts.Reranker != nil {
+		// MinScore is on the fused scale: it applies before reranking.
+		if s.HasMinScore {
+			ranked = slices.DeleteFunc(ranked, func(r *Result) bool { return r.Score < s.MinScore })
+			s.HasMinScore = false
+		}
+		var err error
+		if ranked, err = x.rerank(ctx, query, ranked, scope, &s, terms); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
 	dropped := false
@@ -574,12 +640,13 @@ func decodeJSONColumns(r *Result, tags, meta string) {
 // The inner query ranks every match by bm25 and keeps the top rows; only
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
-func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) ([]*Result, error) {
+// cached reports that the text cache ranked them.
+func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope Scope, s *Settings, limit int) (rs []*Result, cached bool, err error) {
 	where, fargs := filters(x.d, k, scope, s, true)
 	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
 		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit)
 		if err != nil || ok {
-			return rs, err
+			return rs, ok, err
 		}
 	}
 	fp := &FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
@@ -592,7 +659,8 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 	if !lowerIsBetter {
 		sign = -1
 	}
-	return x.rankedRows(ctx, k, q, args, sign)
+	rs, err = x.rankedRows(ctx, k, q, args, sign)
+	return rs, false, err
 }
 
 // rankedRows runs a full-text leg's query (result columns, then the score)

@@ -63,6 +63,8 @@ func commandFor(name string) (command, bool) {
 		return cmdToken, true
 	case "serve":
 		return cmdServe, true
+	case "sync":
+		return cmdSync, true
 	}
 	return nil, false
 }
@@ -649,8 +651,14 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 			if r.Source.VectorRank > 0 {
 				src = append(src, fmt.Sprintf("vec#%d dist=%.3f", r.Source.VectorRank, r.Source.Distance))
 			}
+			if r.Source.FTSNorm > 0 {
+				src = append(src, fmt.Sprintf("norm=%.3f", r.Source.FTSNorm))
+			}
 			if r.Source.Fused > 0 {
 				src = append(src, fmt.Sprintf("rrf=%.4f", r.Source.Fused))
+			}
+			if r.Source.RerankRank > 0 {
+				src = append(src, fmt.Sprintf("rerank#%d=%.3g", r.Source.RerankRank, r.Source.Rerank))
 			}
 			what := r.Type.String() + " " + strconv.FormatInt(r.ID, 10)
 			if r.Label != "" {

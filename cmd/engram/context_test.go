@@ -151,6 +151,23 @@ func TestCLIContextModelLimits(t *testing.T) {
 	if !strings.Contains(out, `"max_tokens": 32768`) || strings.Contains(errs, "not one engram knows") || !strings.Contains(errs, "estimates") {
 		t.Errorf("--max-tokens 32768: stderr %q", errs)
 	}
+	// An 8k window kept the 8,000-token reply reserve sized for 128k
+	// windows: 192 tokens of input.
+	out, errs, code := cli(t, db, "", "--json", "context", "--agent", "ada", "--model", "llama-3-8b", "--max-tokens", "8192")
+	var small struct {
+		Metadata struct {
+			Limits struct {
+				Reserved int `json:"reserved_response_tokens"`
+				Memory   int `json:"memory_tokens"`
+			} `json:"limits"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(out), &small); code != 0 || err != nil {
+		t.Fatalf("--max-tokens 8192: exit %d %v: %s", code, err, errs)
+	}
+	if l := small.Metadata.Limits; l.Reserved != 2048 || l.Memory != 2048 {
+		t.Errorf("--max-tokens 8192: reserve %d, memory %d; want 2048 each", l.Reserved, l.Memory)
+	}
 }
 
 // A negative --max-tokens or --recall was taken silently: --max-tokens -5

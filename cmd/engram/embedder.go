@@ -163,6 +163,11 @@ func recordedEmbedder(ctx context.Context, s *memory.Cache) (search.Embedder, st
 // embedderNamed rebuilds the embedder whose Name and Dimensions a store
 // or a dump records.
 func embedderNamed(name string, dims int) (search.Embedder, error) {
+	if dims < 1 || dims > search.MaxDimensions {
+		// A hand-edited dump can record any number; an offline embedder
+		// of that size would be built before the index refused it.
+		return nil, fmt.Errorf("%w: its vectors are from %q with %d dimensions (want 1..%d)", errEmbedderUnavailable, name, dims, search.MaxDimensions)
+	}
 	if n, ok := strings.CutPrefix(name, "offline-hash-v1/"); ok && n == strconv.Itoa(dims) {
 		return search.NewOffline(dims), nil
 	}

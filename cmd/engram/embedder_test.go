@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +250,34 @@ func TestCLIMCPUsesRecordedEmbedder(t *testing.T) {
 	_, errs, code = cli(t, oa, input, "mcp", "--agent", "ada")
 	if code != 1 || !strings.Contains(errs, "fake-embed/8") || !strings.Contains(errs, envKey) || !strings.Contains(errs, "--embedder none") {
 		t.Fatalf("engram mcp without the recorded embedder's environment: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A dump edited to record offline-hash-v1/N with N out of range is an
+// embedder the CLI cannot rebuild (the import warns and keeps the
+// content), not an offline embedder of N dimensions.
+func TestEmbedderNamedDimensionBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dims int
+		ok   bool
+	}{
+		{"offline-hash-v1/384", 384, true},
+		{"offline-hash-v1/8192", 8192, true},
+		{"offline-hash-v1/8193", 8193, false},
+		{"offline-hash-v1/2000000000", 2_000_000_000, false},
+		{"offline-hash-v1/0", 0, false},
+		{"offline-hash-v1/-3", -3, false},
+	} {
+		e, err := embedderNamed(tc.name, tc.dims)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: err %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if !tc.ok && !errors.Is(err, errEmbedderUnavailable) {
+			t.Errorf("%s: err %v, want errEmbedderUnavailable", tc.name, err)
+		}
+		if tc.ok && e.Dimensions() != tc.dims {
+			t.Errorf("%s: %d dimensions", tc.name, e.Dimensions())
+		}
 	}
 }

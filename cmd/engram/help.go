@@ -37,6 +37,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"stats":             {"stats", "engram stats"},
 	"mcp":               {"mcp --agent A", "engram --db agents.db mcp --agent ada"},
 	"ui":                {"ui [--addr 127.0.0.1:PORT] [--as NAME] [--model NAME]", "engram --db agents.db ui --addr 127.0.0.1:8377"},
+	"sync url":          {"sync url --agent A --label L [--owner O]", "engram sync url --agent ada --label notes"},
 	"serve":             {"serve [--addr 127.0.0.1:8421] [--tls-cert F --tls-key F] [flags]", "engram --db postgres://db.internal/engram serve --addr 0.0.0.0:8421 --tls-cert c.pem --tls-key k.pem"},
 	"token create":      {"token create (--agent ID [--name N] [--read-only] [--expires 720h] | --human NAME)", "engram token create --agent ada --name laptop --expires 720h"},
 	"token list":        {"token list", "engram token list --json"},

@@ -98,7 +98,7 @@ var readOnly = map[string]bool{"blocks list": true, "block show": true, "proposa
 	"token list": true}
 
 // groups are the commands that take a subcommand.
-var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true}
+var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true, "sync": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -154,6 +154,7 @@ Agents and people
   token create  (--agent A [--name N] [--read-only] [--expires 720h] | --human NAME)   prints the token once
   token list                                       tokens (never the secrets); token revoke ID
   token login-url ID [--base URL] [--expires 15m]  a one-time sign-in link of serve's web UI for a human token
+  sync url      --agent A --label L [--owner O]    the block's automerge: URL for automerge-repo peers on serve's /sync
 
 TEXT arguments may be "-" (standard input) or "@FILE"; put text starting with
 "-" after "--". "engram COMMAND --help" shows a command's flags and an example.
@@ -194,7 +195,7 @@ func tidyError(err error) string {
 
 // commandNames are the top-level commands, for "did you mean".
 var commandNames = []string{"blocks", "block", "share", "archival", "search", "context", "files", "export",
-	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "token", "serve", "help", "version"}
+	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "token", "serve", "sync", "help", "version"}
 
 // buildVersion is the module version the binary was built from, or "(devel)".
 func buildVersion() string {

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/syncrepo"
 )
 
 // Tokens is what the door asks of the store: *memory.Cache.
@@ -85,6 +86,23 @@ type Options struct {
 	// UISession is how long a UI login lasts (never past its token's
 	// expiry). Default 12 hours.
 	UISession time.Duration
+	// SyncStore, when set, serves /sync: the automerge-repo WebSocket
+	// protocol over the blocks of the token's agent (package syncrepo).
+	// Without it /sync answers 404.
+	SyncStore syncrepo.Store
+	// SyncMaxMessageBytes caps one /sync frame; a bigger one closes the
+	// connection (1009). Default MaxBodyBytes.
+	SyncMaxMessageBytes int64
+	// SyncMaxDocuments caps the documents one /sync connection syncs.
+	// Default 256.
+	SyncMaxDocuments int
+	// SyncRate and SyncBurst are a /sync connection's frames per second
+	// and burst; beyond, its frames wait. Defaults 200 and 400.
+	SyncRate  float64
+	SyncBurst int
+	// SyncTokenCheck is how often an open /sync connection checks that its
+	// token is still valid. Default 1 second.
+	SyncTokenCheck time.Duration
 }
 
 // Handler is the door: an http.Handler for /mcp, /healthz and the UI.
@@ -102,10 +120,14 @@ type Handler struct {
 	uiLogins map[string]uiLogin // cookie value → login
 	limits   map[int64]*bucket
 
-	sessions   map[string]int64 // MCP session id → the id of the token that opened it
-	newSession sync.Mutex       // guards opening and openingBy
-	opening    int              // new sessions being created, counted against MaxSessions
-	openingBy  map[int64]int    // the same by token id, counted against MaxTokenSessions
+	sessions   map[string]int64                  // MCP session id → the id of the token that opened it
+	newSession sync.Mutex                        // guards opening and openingBy
+	opening    int                               // new sessions being created, counted against MaxSessions
+	openingBy  map[int64]int                     // the same by token id, counted against MaxTokenSessions
+	syncStore  *stampShare                       // Options.SyncStore, stamps shared
+	mirrors    *syncrepo.Mirrors                 // documents synced, one copy for all connections
+	syncs      map[int64]context.CancelCauseFunc // open /sync connections
+	syncConns  atomic.Int64                      // numbers them
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
@@ -154,6 +176,12 @@ func New(opts *Options) (*Handler, error) {
 	if o.UISession <= 0 {
 		o.UISession = 12 * time.Hour
 	}
+	if o.SyncMaxMessageBytes <= 0 {
+		o.SyncMaxMessageBytes = o.MaxBodyBytes
+	}
+	if o.SyncTokenCheck <= 0 {
+		o.SyncTokenCheck = time.Second
+	}
 	for _, origin := range o.Origins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("%w: origin %q is not scheme://host[:port]", ErrInvalidOptions, origin)
@@ -166,13 +194,19 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
-		sessions: map[string]int64{}, openingBy: map[int64]int{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
 		}
 		return nil
 	}, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionIdle, Logger: log})
+	if o.SyncStore != nil {
+		// Half the sessions' poll period: a change is seen at most that
+		// much later than by a session's own query.
+		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]stampMemo{}}
+		h.mirrors = syncrepo.NewMirrors()
+	}
 	go h.sweep(time.Second)
 	return h, nil
 }
@@ -185,11 +219,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &accessRecord{}
 	r = r.WithContext(context.WithValue(r.Context(), recKey{}, rec))
 	defer func() { h.logRequest(r, lw, rec, start) }()
-	// A GET event stream (an MCP session's, the web UI page's) lasts as
-	// long as its session or page: shutdown closes those rather than
+	// A GET event stream (an MCP session's, the web UI page's) or a /sync
+	// WebSocket lasts as long as its session, page or peer: shutdown closes those rather than
 	// waiting for them, so such a request stops counting as in flight
 	// once its response turns out to be a stream.
-	if !(r.Method == http.MethodGet && r.URL.Path == "/mcp") {
+	if !(r.Method == http.MethodGet && (r.URL.Path == "/mcp" || r.URL.Path == "/sync")) {
 		h.inflight.Add(1)
 		var once sync.Once
 		done := func() { once.Do(func() { h.inflight.Add(-1) }) }
@@ -215,6 +249,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(lw, "ok\n")
 	case r.URL.Path == "/mcp":
 		h.serveMCP(lw, r)
+	case r.URL.Path == "/sync":
+		h.serveSync(lw, r)
 	default:
 		h.serveUI(lw, r)
 	}
@@ -628,6 +664,11 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 			c.Close()
 		}
 	}
+	h.mu.Lock()
+	for _, cancel := range h.syncs {
+		cancel(errShutdown)
+	}
+	h.mu.Unlock()
 	h.cancel()
 	return err
 }

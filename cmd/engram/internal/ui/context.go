@@ -75,7 +75,7 @@ func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*
 	cfg := builder.DefaultConfig()
 	cfg.ModelOverrides = builder.KnownModelLimits()
 	if opts.MaxTokens > 0 {
-		cfg.ModelOverrides[model] = builder.ModelContextLimits{MaxTokens: opts.MaxTokens}
+		cfg.ModelOverrides[model] = builder.WindowLimits(opts.MaxTokens)
 	}
 	cfg.OmitDescriptions, cfg.IncludeSchemas, cfg.ShowCharUsage = opts.OmitDescriptions, opts.IncludeSchemas, opts.ShowCharUsage
 	if opts.Recall > 0 {

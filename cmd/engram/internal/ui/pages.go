@@ -675,6 +675,9 @@ func explain(r search.Result) []string {
 	if src.FTSRank > 0 {
 		out = append(out, fmt.Sprintf("full-text rank %d (BM25 %.4g; lower is better)", src.FTSRank, src.BM25))
 	}
+	if src.FTSNorm > 0 {
+		out = append(out, fmt.Sprintf("share of the best full-text score its content type could give the query %.4f", src.FTSNorm))
+	}
 	if src.VectorRank > 0 {
 		out = append(out, fmt.Sprintf("vector rank %d (cosine distance %.4f, similarity %.4f)", src.VectorRank, src.Distance, 1-src.Distance))
 	}
@@ -685,11 +688,18 @@ func explain(r search.Result) []string {
 		}
 		out = append(out, fmt.Sprintf("reciprocal-rank fusion %.5f = Σ weight/(%d+rank)%s", src.Fused, search.RRFK, w))
 	}
+	if src.RerankRank > 0 {
+		out = append(out, fmt.Sprintf("reranked %d (reranker score %.4g)", src.RerankRank, src.Rerank))
+	}
 	switch {
+	case src.RerankRank > 0:
+		out = append(out, "score = reranker score")
 	case src.Fused > 0:
 		out = append(out, "score = fused value")
 	case src.VectorRank > 0 && src.FTSRank == 0:
 		out = append(out, "score = 1 − cosine distance")
+	case src.FTSNorm > 0:
+		out = append(out, "score = share of the best full-text score")
 	case src.FTSRank > 0:
 		out = append(out, "score = −BM25")
 	}

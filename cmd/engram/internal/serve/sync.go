@@ -1,0 +1,190 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/syncrepo"
+)
+
+// wsConn is a WebSocket as syncrepo.Conn: binary messages are frames.
+type wsConn struct{ c *websocket.Conn }
+
+// Read ignores ctx: the library closes the connection, without a close
+// frame, when a read's context ends, and serveSync wants to close it with
+// a status saying why (revoked token, shutdown). Closing ends the read.
+func (w wsConn) Read(context.Context) ([]byte, error) {
+	for {
+		typ, b, err := w.c.Read(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if typ == websocket.MessageBinary {
+			return b, nil
+		}
+		// automerge-repo sends only binary frames; a text one is noise.
+	}
+}
+
+func (w wsConn) Write(ctx context.Context, frame []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return w.c.Write(ctx, websocket.MessageBinary, frame)
+}
+
+// stampShare is the sync store with BlocksStamp shared by the /sync
+// connections of one agent: each polls the stamp every 100 ms, and on
+// PostgreSQL a stamp is a query, so n peers of an agent cost one query per
+// period instead of n.
+type stampShare struct {
+	syncrepo.Store
+	every time.Duration
+	mu    sync.Mutex
+	memo  map[string]stampMemo
+}
+
+type stampMemo struct {
+	at    time.Time
+	stamp memory.BlocksStamp
+}
+
+func (s *stampShare) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	s.mu.Lock()
+	m, ok := s.memo[agent]
+	s.mu.Unlock()
+	if ok && time.Since(m.at) < s.every {
+		return m.stamp, nil
+	}
+	at := time.Now()
+	st, err := s.Store.BlocksStamp(ctx, agent)
+	if err != nil {
+		return st, err
+	}
+	s.mu.Lock()
+	if len(s.memo) > 4096 {
+		clear(s.memo) // agents come and go; the memo is only a saving
+	}
+	s.memo[agent] = stampMemo{at: at, stamp: st}
+	s.mu.Unlock()
+	return st, nil
+}
+
+// syncToken is the token of a /sync request: ?token= (browsers cannot
+// set headers on a WebSocket) or Authorization: Bearer.
+func syncToken(r *http.Request) string {
+	if t := r.URL.Query().Get("token"); t != "" {
+		return t
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
+}
+
+// serveSync upgrades an agent's request to the automerge-repo protocol
+// over a WebSocket. The token's agent decides what the peer reads and
+// writes; the connection closes when the token is revoked or expires, or
+// the door shuts down.
+func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
+	if h.opts.SyncStore == nil {
+		http.NotFound(w, r)
+		return
+	}
+	rec := r.Context().Value(recKey{}).(*accessRecord)
+	t, err := h.opts.Tokens.VerifyToken(r.Context(), syncToken(r))
+	switch {
+	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+		rec.refused = err.Error()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+		http.Error(w, "401 unauthorized: the token is missing, unknown, expired or revoked", http.StatusUnauthorized)
+		return
+	case err != nil:
+		h.log.Error("serve: verify token", "err", err)
+		http.Error(w, "internal error checking the token", http.StatusInternalServerError)
+		return
+	case t.Agent == "":
+		rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
+		http.Error(w, "403 forbidden: a human's token opens the web UI, not /sync", http.StatusForbidden)
+		return
+	}
+	rec.token = &t
+	if !h.allow(w, t.ID) {
+		return
+	}
+	// The Origin rule ran in ServeHTTP (same host or Options.Origins), so
+	// the library's own same-host check would only refuse configured
+	// origins.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	c.SetReadLimit(h.opts.SyncMaxMessageBytes)
+	ctx, cancel := context.WithCancelCause(h.ctx)
+	defer cancel(nil)
+	id := h.syncConns.Add(1)
+	h.mu.Lock()
+	h.syncs[id] = cancel
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.syncs, id)
+		h.mu.Unlock()
+	}()
+	go h.watchToken(ctx, cancel, t.ID)
+	err = syncrepo.Serve(ctx, wsConn{c}, h.syncStore, t.Agent, &syncrepo.Options{
+		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
+		Mirrors: h.mirrors})
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTokenGone):
+		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
+	case errors.Is(cause, errShutdown), h.ctx.Err() != nil:
+		c.Close(websocket.StatusGoingAway, "server shutting down")
+	case errors.Is(err, syncrepo.ErrProtocol):
+		c.Close(websocket.StatusPolicyViolation, "protocol error")
+	case websocket.CloseStatus(err) == websocket.StatusMessageTooBig:
+		// the library closed it already
+	default:
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+var (
+	errTokenGone = errors.New("token revoked or expired")
+	errShutdown  = errors.New("shutting down")
+)
+
+// watchToken ends a sync connection once its token is revoked or expires.
+func (h *Handler) watchToken(ctx context.Context, cancel context.CancelCauseFunc, id int64) {
+	tick := time.NewTicker(h.opts.SyncTokenCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t, err := h.opts.Tokens.Token(ctx, id)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			continue // the store is busy or down: the next check decides
+		}
+		if err != nil || !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !time.Now().Before(t.ExpiresAt)) {
+			cancel(errTokenGone)
+			return
+		}
+	}
+}
+
+// SyncConnections is the number of open /sync connections.
+func (h *Handler) SyncConnections() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.syncs)
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package main
+
+// Under -race TestSyncMeasure syncs a tenth of its peers: the detector
+// slows both ends, and 200 peers' automerge documents take 2 GB.
+const syncMeasureScale = 10

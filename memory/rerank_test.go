@@ -1,0 +1,45 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// lastFirst scores later candidates higher: it reverses the fused order.
+type lastFirst struct{ calls int }
+
+func (l *lastFirst) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	l.calls++
+	out := make([]float64, len(docs))
+	for i := range docs {
+		out[i] = float64(i)
+	}
+	return out, nil
+}
+
+// Options.Reranker reaches the store's search index.
+func TestStoreReranker(t *testing.T) {
+	ctx := context.Background()
+	rr := &lastFirst{}
+	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), &memory.Options{Reranker: rr, RerankDepth: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, c := range []string{"kiwi kiwi kiwi", "kiwi kiwi", "kiwi and other fruit"} {
+		if _, err := store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := store.Search(ctx, "a", "kiwi", search.NewOptions().Mode(search.FTS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.calls != 1 || len(rs) != 3 || rs[0].Content != "kiwi and other fruit" || rs[0].Source.RerankRank != 1 {
+		t.Fatalf("calls %d, results %+v", rr.calls, rs)
+	}
+}

@@ -1,0 +1,174 @@
+package search
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
+)
+
+// FullTextScale is an optional capability of a Dialect: the scale of its
+// FullText scores, so that Search can fuse the full-text legs of several
+// content types by score (ScoreSource.FTSNorm) when they ranked in SQL. A
+// Dialect without it has those legs fused by rank (RRF), as before.
+type FullTextScale interface {
+	// FullTextMax returns the highest score FullText(p) could give a row
+	// of p.Table for p.Terms, as a positive number on FullText's own
+	// scale (its magnitude where lowerIsBetter): what a row holding every
+	// term, with frequencies growing without bound, would score under the
+	// statistics the leg ranks with. p has no Columns or Limit; Where and
+	// Args are the leg's, for engines whose statistics count only the
+	// rows it keeps.
+	FullTextMax(ctx context.Context, q Execer, p *FullTextParams) (float64, error)
+}
+
+// ftsLeg is one content type's full-text list and what ranked it.
+type ftsLeg struct {
+	k    *kind
+	rs   []*Result
+	from legSource
+}
+
+type legSource int
+
+const (
+	legSQL legSource = iota
+	legCache
+)
+
+// bm25Max is the bm25 score of a row holding every phrase with a frequency
+// growing without bound: Σ idf·(k1+1). idf is FTS5's, floored at 1e-6; a
+// phrase no row holds counts with the idf it would have in one row, so a
+// type that lacks a query word does not look complete for the others.
+func bm25Max(rows int64, df []int64) float64 {
+	if rows <= 0 {
+		return 0
+	}
+	var m float64
+	for _, n := range df {
+		idf := math.Log((float64(rows-n) + 0.5) / (float64(n) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		m += idf * (bm25K1 + 1.0)
+	}
+	return m
+}
+
+// maxScore is bm25Max over the text cache's statistics of t for the
+// phrases (analyzed terms) a cached leg ranked with; ok is false when the
+// cache holds no copy of t.
+func (c *textCache) maxScore(t ContentType, phrases []string) (float64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[t]
+	if p == nil || p.live == 0 {
+		return 0, false
+	}
+	df := make([]int64, len(phrases))
+	for i, ph := range phrases {
+		if id, ok := p.post[ph]; ok {
+			df[i] = int64(p.df[id])
+		}
+	}
+	return bm25Max(int64(p.live), df), true
+}
+
+// cachePhrases are the analyzed terms a cached leg ranks with (see
+// cachedFTS); ok is false when a term analyzes to other than one token.
+func cachePhrases(terms []string) ([]string, bool) {
+	out := make([]string, 0, len(terms))
+	for _, t := range terms {
+		n := 0
+		var stem string
+		analyzer.Analyze(t, nil, func(term []byte) { stem = string(term); n++ })
+		if n != 1 {
+			return nil, false
+		}
+		out = append(out, stem)
+	}
+	return out, true
+}
+
+// legMax finds leg l's highest attainable score: from the text cache's
+// statistics when the cache ranked it, else from the dialect
+// (FullTextScale). 0 means unknown.
+func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []string, scope Scope, s *Settings) (float64, error) {
+	if l.from == legCache {
+		if ph, ok := cachePhrases(terms); ok {
+			if m, ok := x.text.maxScore(l.k.t, ph); ok {
+				return m, nil
+			}
+		}
+		return 0, nil
+	}
+	fs, ok := x.d.(FullTextScale)
+	if !ok {
+		return 0, nil
+	}
+	where, args := filters(x.d, l.k, scope, s, true)
+	return fs.FullTextMax(ctx, x.db, &FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
+		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args})
+}
+
+// fuseByScore merges the full-text lists of several content types into
+// one by each row's score over its leg's highest attainable score
+// (ScoreSource.FTSNorm, in [0, 1]): a row's share of what a perfect match
+// for the whole query would score in its own table. Raw scores are not
+// comparable across tables (each has its own row count, term frequencies
+// and lengths: a term in every one of a few blocks has idf ≈ 0 there) and
+// ranks are not either (the best of a list matching one word ties with
+// the best of one matching all). ok is false when some non-empty leg's
+// scale is unknown: the caller fuses by rank then.
+func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, terms []string, scope Scope, s *Settings) ([]*Result, bool, error) {
+	var all []*Result
+	for i := range legs {
+		l := &legs[i]
+		if len(l.rs) == 0 {
+			continue
+		}
+		m, err := x.legMax(ctx, l, expr, terms, scope, s)
+		if err != nil {
+			return nil, false, err
+		}
+		if !(m > 0) || math.IsInf(m, 0) {
+			return nil, false, nil
+		}
+		for _, r := range l.rs {
+			r.Source.FTSNorm = math.Abs(r.Source.BM25) / m
+			all = append(all, r)
+		}
+	}
+	sortByNorm(all)
+	return all, true, nil
+}
+
+// sortByNorm orders rows by FTSNorm (best first), then by their rank in
+// their own list, content type and id (a total order).
+func sortByNorm(all []*Result) {
+	slices.SortFunc(all, func(a, b *Result) int {
+		if a.Source.FTSNorm != b.Source.FTSNorm {
+			if a.Source.FTSNorm > b.Source.FTSNorm {
+				return -1
+			}
+			return 1
+		}
+		if a.Source.FTSRank != b.Source.FTSRank {
+			return a.Source.FTSRank - b.Source.FTSRank
+		}
+		if a.Type != b.Type {
+			if a.Type < b.Type {
+				return -1
+			}
+			return 1
+		}
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,98 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// DefaultRerankDepth is how many of a search's first fused results a
+// Reranker scores when IndexOptions.RerankDepth is 0.
+const DefaultRerankDepth = 30
+
+// Reranker rescores a search's best candidates against the query
+// (IndexOptions.Reranker): a cross-encoder or an LLM that reads each text
+// beside the query judges relevance better than BM25 or a single vector
+// can, at a cost per candidate, so it sees only the top of the fused list.
+//
+// A failure other than the search's context ending leaves the fused
+// order: the search succeeds, the failure is logged (IndexOptions.Logger)
+// and counted (Index.RerankFailures); with IndexOptions.RerankStrict it
+// fails the search with an error wrapping ErrReranker. A search whose
+// context ends while the Reranker runs fails with the context's error.
+type Reranker interface {
+	// Rerank returns one relevance score per doc, in docs' order, higher
+	// is better; the scores must be finite. docs are the candidates'
+	// texts: an entry's or a message's content, a block's label and text.
+	Rerank(ctx context.Context, query string, docs []string) ([]float64, error)
+}
+
+// RerankFailures counts rerankings since the Index was made that failed
+// and left a search in its fused order.
+func (x *Index) RerankFailures() int64 { return x.rerankFailures.Load() }
+
+// rerank reorders the first RerankDepth of ranked by the Reranker's
+// scores: their rows are fetched (a stub whose row changed since ranking
+// is dropped), scored, and sorted by score, best first (ties keep the
+// fused order); Score becomes the reranker's, Source.Rerank and
+// RerankRank record it. The rest of ranked follows unchanged.
+func (x *Index) rerank(ctx context.Context, query string, ranked []*Result, scope Scope, s *Settings, terms []string) ([]*Result, error) {
+	n := min(len(ranked), cmp.Or(x.opts.RerankDepth, DefaultRerankDepth))
+	if n <= 0 {
+		return ranked, nil
+	}
+	head := slices.Clone(ranked[:n])
+	if err := x.fill(ctx, head, scope, s, terms); err != nil {
+		return nil, err
+	}
+	head = slices.DeleteFunc(head, func(r *Result) bool { return r.stub })
+	docs := make([]string, len(head))
+	for i, r := range head {
+		docs[i] = r.Content
+		if r.Type == Blocks {
+			docs[i] = BlockText(r.Label, "", r.Content)
+		}
+	}
+	scores, err := x.opts.Reranker.Rerank(ctx, query, docs)
+	if err == nil {
+		err = checkScores(scores, len(docs))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("search: rerank: %w", context.Cause(ctx))
+		}
+		err = fmt.Errorf("%w: %d candidates: %w", ErrReranker, len(docs), err)
+		if x.opts.RerankStrict {
+			return nil, err
+		}
+		x.rerankFailures.Add(1)
+		if x.opts.Logger != nil {
+			x.opts.Logger.Warn("search: reranking failed; results keep the fused order", "err", err)
+		}
+		return ranked, nil
+	}
+	for i, r := range head {
+		r.Source.Rerank = scores[i]
+	}
+	slices.SortStableFunc(head, func(a, b *Result) int { return cmp.Compare(b.Source.Rerank, a.Source.Rerank) })
+	for i, r := range head {
+		r.Source.RerankRank = i + 1
+		r.Score = r.Source.Rerank
+	}
+	return append(head, ranked[n:]...), nil
+}
+
+// checkScores holds a Reranker's answer to one finite score per doc.
+func checkScores(scores []float64, n int) error {
+	if len(scores) != n {
+		return fmt.Errorf("%d scores for %d texts", len(scores), n)
+	}
+	for i, v := range scores {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("score %d is %v", i, v)
+		}
+	}
+	return nil
+}

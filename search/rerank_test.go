@@ -1,0 +1,257 @@
+package search_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// rerankCorpus holds three archival entries that FTS ranks
+// steam-steam-steam, steam, Babbage's steam engine, and opens an Index
+// with opts.
+func rerankCorpus(t *testing.T, opts *search.IndexOptions) *search.Index {
+	t.Helper()
+	db := openDB(t)
+	for _, c := range []string{"steam steam steam", "steam", "Babbage designed a steam engine"} {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: c})
+	}
+	x, err := search.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func contents(rs []search.Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Content
+	}
+	return out
+}
+
+// babbageFirst answers a /rerank request scoring documents that name
+// Babbage 0.9, others 0.1, in the Jina/Cohere shape.
+func babbageFirst(t *testing.T, seen *rerankRequest) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req rerankRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		if seen != nil {
+			*seen = req
+			seen.auth = r.Header.Get("Authorization")
+			seen.path = r.URL.Path
+		}
+		type res struct {
+			Index int     `json:"index"`
+			Score float64 `json:"relevance_score"`
+		}
+		var out []res
+		for i := len(req.Documents) - 1; i >= 0; i-- { // any order: by index
+			s := 0.1
+			if strings.Contains(req.Documents[i], "Babbage") {
+				s = 0.9
+			}
+			out = append(out, res{i, s})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": out})
+	}
+}
+
+type rerankRequest struct {
+	Model     string   `json:"model"`
+	Query     string   `json:"query"`
+	Documents []string `json:"documents"`
+	TopN      int      `json:"top_n"`
+	auth      string
+	path      string
+}
+
+func TestRerankerReorders(t *testing.T) {
+	ctx := context.Background()
+	var seen rerankRequest
+	srv := httptest.NewServer(babbageFirst(t, &seen))
+	defer srv.Close()
+	rr, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: srv.URL + "/v1", Model: "rr-1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Off by default: the fused (BM25) order.
+	plain := rerankCorpus(t, nil)
+	rs, err := plain.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+	if err != nil || len(rs) != 3 || rs[2].Content != "Babbage designed a steam engine" || rs[0].Source.RerankRank != 0 {
+		t.Fatalf("without a reranker: %q, %v", contents(rs), err)
+	}
+	plainScores := []float64{rs[0].Score, rs[1].Score, rs[2].Score}
+	x := rerankCorpus(t, &search.IndexOptions{Reranker: rr})
+	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || rs[0].Content != "Babbage designed a steam engine" || rs[0].Score != 0.9 ||
+		rs[0].Source.RerankRank != 1 || rs[0].Source.Rerank != 0.9 || rs[0].Source.FTSRank != 3 {
+		t.Fatalf("reranked: %q %+v", contents(rs), rs[0].Source)
+	}
+	// Ties keep the fused order.
+	if rs[1].Content != "steam steam steam" || rs[2].Content != "steam" || rs[2].Source.RerankRank != 3 {
+		t.Errorf("tied candidates reordered: %q", contents(rs))
+	}
+	if seen.Query != "steam" || seen.Model != "rr-1" || seen.TopN != 3 || len(seen.Documents) != 3 ||
+		seen.auth != "Bearer k" || seen.path != "/v1/rerank" {
+		t.Errorf("request %+v", seen)
+	}
+	// MinScore is on the fused scale, checked before reranking: the two
+	// entries above it are reranked (scores 0.1, below it) and returned.
+	floor := plainScores[1]
+	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).MinScore(floor))
+	if err != nil || len(rs) != 2 || rs[0].Source.RerankRank != 1 || rs[1].Score != 0.1 || len(seen.Documents) != 2 {
+		t.Fatalf("MinScore %v with a reranker: %q %v, scored %q", floor, contents(rs), err, seen.Documents)
+	}
+	// Depth 1: only the first is scored; the second follows.
+	x = rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankDepth: 1})
+	rs, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(2))
+	if err != nil || len(seen.Documents) != 1 || len(rs) != 2 || rs[0].Source.RerankRank != 1 || rs[1].Source.RerankRank != 0 {
+		t.Fatalf("depth 1: %q %v, scored %q", contents(rs), err, seen.Documents)
+	}
+}
+
+// A failed reranking leaves the fused order (counted, logged), or with
+// RerankStrict fails the search with ErrReranker; a search whose context
+// ends while the reranker runs fails with the context's error.
+func TestRerankerFailures(t *testing.T) {
+	// slow answers once the client gave up (the server's Close, which
+	// waits for handlers, runs after stop is closed).
+	stop := make(chan struct{})
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}
+	defer close(stop)
+	body := func(code int, s string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(s))
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		h       http.HandlerFunc
+		timeout time.Duration
+		want    string // in the error
+	}{
+		{"status 500", body(500, `{"error":{"message":"model crashed"}}`), 0, "model crashed"},
+		{"status 401", body(401, `{"error":"bad key"}`), 0, "401"},
+		{"timeout", slow, 50 * time.Millisecond, "deadline"},
+		{"not json", body(200, `<html>`), 0, "not rerank results"},
+		{"too few", body(200, `{"results":[{"index":0,"relevance_score":1}]}`), 0, "1 scores for 3"},
+		{"index out of range", body(200, `{"results":[{"index":0,"relevance_score":1},{"index":1,"relevance_score":1},{"index":7,"relevance_score":1}]}`), 0, "out of range"},
+		{"index twice", body(200, `{"results":[{"index":0,"relevance_score":1},{"index":0,"relevance_score":1},{"index":1,"relevance_score":1}]}`), 0, "twice"},
+		{"no index", body(200, `{"results":[{"relevance_score":1},{"index":0,"relevance_score":1},{"index":1,"relevance_score":1}]}`), 0, "no index"},
+		{"no score", body(200, `{"results":[{"index":0},{"index":1,"relevance_score":1},{"index":2,"relevance_score":1}]}`), 0, "no relevance_score"},
+		{"score not a number", body(200, `{"results":[{"index":0,"relevance_score":"high"},{"index":1,"relevance_score":1},{"index":2,"relevance_score":1}]}`), 0, "not rerank results"},
+		{"error body", body(200, `{"results":[],"error":{"message":"overloaded"}}`), 0, "overloaded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := httptest.NewServer(tc.h)
+			defer func() { go srv.Close() }()
+			rr, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: srv.URL, Timeout: tc.timeout, MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			rs, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+			if err != nil || len(rs) != 3 || rs[0].Content != "steam steam steam" || rs[0].Source.RerankRank != 0 {
+				t.Fatalf("fallback: %q, %v", contents(rs), err)
+			}
+			if x.RerankFailures() != 1 || !strings.Contains(logged.String(), "reranking failed") || !strings.Contains(logged.String(), tc.want) {
+				t.Errorf("failures %d, log %q (want %q)", x.RerankFailures(), logged.String(), tc.want)
+			}
+			strict := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankStrict: true})
+			_, err = strict.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+			if !errors.Is(err, search.ErrReranker) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("strict: %v, want ErrReranker with %q", err, tc.want)
+			}
+		})
+	}
+
+	t.Run("context cancelled", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(slow))
+		defer func() { go srv.Close() }()
+		rr, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := rerankCorpus(t, &search.IndexOptions{Reranker: rr})
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err = x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+			t.Fatalf("search with an ended context: %v after %v", err, time.Since(start))
+		}
+		if x.RerankFailures() != 0 {
+			t.Errorf("a cancelled search counted as a reranker failure")
+		}
+	})
+}
+
+// A Reranker whose scores do not fit the candidates (count, NaN) fails
+// like an HTTP one.
+type fixedReranker []float64
+
+func (f fixedReranker) Rerank(context.Context, string, []string) ([]float64, error) { return f, nil }
+
+func TestRerankerBadScores(t *testing.T) {
+	nan := 0.0
+	nan /= nan
+	for _, f := range []fixedReranker{{1, 2}, {1, 2, nan}} {
+		x := rerankCorpus(t, &search.IndexOptions{Reranker: f, RerankStrict: true})
+		if _, err := x.Search(context.Background(), "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); !errors.Is(err, search.ErrReranker) {
+			t.Errorf("scores %v: %v, want ErrReranker", f, err)
+		}
+	}
+}
+
+func TestNewHTTPRerankerNeedsURL(t *testing.T) {
+	t.Setenv("ENGRAM_RERANK_BASE_URL", "")
+	if _, err := search.NewHTTPReranker(nil); err == nil {
+		t.Error("no base URL accepted")
+	}
+	if _, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: "ftp://x"}); err == nil {
+		t.Error("ftp base URL accepted")
+	}
+	if s := (search.HTTPRerankerOptions{APIKey: "sekrit-123456"}).String(); strings.Contains(s, "sekrit-123456") {
+		t.Errorf("String shows the key: %s", s)
+	}
+}
+
+// The bare-array answer of text-embeddings-inference ([{index, score}]).
+func TestHTTPRerankerBareArray(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[{"index":1,"score":0.5},{"index":0,"score":0.25}]`))
+	}))
+	defer srv.Close()
+	rr, err := search.NewHTTPReranker(&search.HTTPRerankerOptions{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rr.Rerank(context.Background(), "q", []string{"a", "b"})
+	if err != nil || len(got) != 2 || got[0] != 0.25 || got[1] != 0.5 {
+		t.Fatalf("%v, %v", got, err)
+	}
+}

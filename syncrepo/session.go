@@ -1,0 +1,668 @@
+package syncrepo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+)
+
+// Store is what a Session asks of the store: *memory.Cache.
+type Store interface {
+	DocumentBlock(ctx context.Context, agent string, id memory.DocumentID) (owner, label string, err error)
+	GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error)
+	GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error)
+	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error
+	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
+}
+
+// Conn is one peer's connection: whole frames in and out (a WebSocket's
+// binary messages). Read's size cap belongs to the Conn.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, frame []byte) error
+}
+
+// Options configure Serve; the zero value (or nil) means the defaults.
+type Options struct {
+	// ReadOnly refuses every change the peer sends (a read-only token).
+	ReadOnly bool
+	// MaxDocuments caps the documents one connection syncs; a request
+	// beyond it is answered doc-unavailable. Default 256.
+	MaxDocuments int
+	// Rate is the peer's sustained frames per second and Burst how many
+	// it may send at once; beyond, the Session stops reading (the peer's
+	// writes back up in TCP) until the bucket refills. Defaults 200, 400.
+	Rate  float64
+	Burst int
+	// Poll is how often the Session asks the store whether any block the
+	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
+	// on SQLite none while nothing was committed) to push changes to the
+	// peer. Default 100ms.
+	Poll time.Duration
+	// MaxHeldBytes caps the refused changes one document of a connection
+	// may hold (see docs/sync.md): a peer that keeps making refused edits
+	// (a read-only token, say) would otherwise grow the server's copy
+	// without end. Beyond it the document becomes unavailable to the
+	// peer. Default 4 MiB.
+	MaxHeldBytes int
+	// Recheck is how long after a stamp change the Session keeps
+	// comparing its documents with the store's. Default 1 second.
+	Recheck time.Duration
+	// Mirrors shares the server's copies of documents with other
+	// sessions of the process. Default: this session's own.
+	Mirrors *Mirrors
+	// PeerID is the server's automerge-repo PeerId. Default random.
+	PeerID string
+	// Logger gets refused changes and store errors. Default discarded.
+	Logger *slog.Logger
+}
+
+// Refusal is the payload (CBOR) of the ephemeral message a Session sends
+// on a document when it refused changes the peer made to it: the peer
+// gets it as a DocHandle "ephemeral-message" event. The counter-change
+// that takes the edit back follows as an ordinary sync message.
+type Refusal struct {
+	Engram string `cbor:"engram"` // "refused"
+	Error  string `cbor:"error"`
+}
+
+type docState struct {
+	id           string
+	owner, label string
+	// sh is the shared copy the session syncs against, until the peer
+	// makes a refused change; from then on mirror is the session's own.
+	sh *shared
+	ss *automerge.SyncState
+	// mirror (private) is the store's document plus what the peer sent
+	// (refused changes and their counter-changes too).
+	mirror *automerge.Doc
+	base   []string // heads (hex) of the store's document last merged into mirror
+	// held are refused changes and their counter-changes: in mirror (the
+	// peer has them) but not in the store. They go to the store only
+	// with a later change that depends on them (the pair nets out), never
+	// on their own, so a refused edit persists nothing.
+	held      map[automerge.ChangeHash]bool
+	heldBytes int
+}
+
+type session struct {
+	ctx     context.Context
+	conn    Conn
+	store   Store
+	agent   string
+	opts    Options
+	log     *slog.Logger
+	peer    string // the peer's PeerId, as it says (used only to address replies)
+	joined  bool
+	docs    map[string]*docState
+	stamp   memory.BlocksStamp
+	recheck time.Time // poll looks at the documents until then
+	session string
+	count   uint64
+}
+
+// Serve syncs, over conn, the blocks agent may read with one
+// automerge-repo peer until ctx ends or the connection fails (its error
+// is returned; a peer breaking the protocol gives ErrProtocol). Every
+// change the peer sends is merged through store.MergeChanges as agent; a
+// refused one is taken back on the peer by a counter-change (see
+// docs/sync.md).
+func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Options) error {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxDocuments <= 0 {
+		o.MaxDocuments = 256
+	}
+	if o.Rate <= 0 {
+		o.Rate = 200
+	}
+	if o.Burst <= 0 {
+		o.Burst = 400
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.MaxHeldBytes <= 0 {
+		o.MaxHeldBytes = 4 << 20
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = time.Second
+	}
+	if o.Mirrors == nil {
+		o.Mirrors = NewMirrors()
+	}
+	if o.PeerID == "" {
+		o.PeerID = "engram-" + randomHex(8)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &session{ctx: ctx, conn: conn, store: store, agent: agent, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		tokens, at := float64(o.Burst), time.Now()
+		for {
+			now := time.Now()
+			tokens = min(float64(o.Burst), tokens+now.Sub(at).Seconds()*o.Rate)
+			at = now
+			if tokens < 1 {
+				select {
+				case <-time.After(time.Duration((1 - tokens) / o.Rate * float64(time.Second))):
+					continue
+				case <-ctx.Done():
+					return
+				}
+			}
+			tokens--
+			b, err := conn.Read(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case in <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		for _, d := range s.docs {
+			if d.sh != nil {
+				o.Mirrors.release(d.sh)
+			}
+		}
+	}()
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	if st, err := store.BlocksStamp(ctx, agent); err == nil {
+		s.stamp = st
+	}
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err = <-errc:
+			return err
+		case b := <-in:
+			err = s.handle(b)
+		case <-tick.C:
+			if s.joined {
+				err = s.poll()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *session) send(m Message) error {
+	m.SenderID = s.opts.PeerID
+	if m.TargetID == "" {
+		m.TargetID = s.peer
+	}
+	b, err := EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	return s.conn.Write(s.ctx, b)
+}
+
+func (s *session) handle(frame []byte) error {
+	m, err := DecodeMessage(frame)
+	if err != nil {
+		return s.send(Message{Type: TypeError, Message: err.Error()})
+	}
+	if !s.joined {
+		if m.Type != TypeJoin {
+			s.send(Message{Type: TypeError, Message: "the first message must be join"})
+			return fmt.Errorf("%w: %s before join", ErrProtocol, m.Type)
+		}
+		if !slices.Contains(m.SupportedProtocolVersions, ProtocolVersion) {
+			s.send(Message{Type: TypeError, TargetID: m.SenderID, Message: "unsupported protocol versions: this server speaks " + ProtocolVersion})
+			return fmt.Errorf("%w: peer supports %q, not %q", ErrProtocol, m.SupportedProtocolVersions, ProtocolVersion)
+		}
+		s.peer, s.joined = m.SenderID, true
+		return s.send(Message{Type: TypePeer, SelectedProtocolVersion: ProtocolVersion, PeerMetadata: map[string]any{"isEphemeral": true}})
+	}
+	switch m.Type {
+	case TypeSync, TypeRequest:
+		return s.syncMessage(m)
+	}
+	// ephemeral messages are not relayed: the Session is no relay
+	// between peers. Others (doc-unavailable, remote heads) need no answer.
+	return nil
+}
+
+func (s *session) unavailable(id string) error {
+	return s.send(Message{Type: TypeDocUnavailable, DocumentID: id})
+}
+
+func (s *session) syncMessage(m Message) error {
+	d := s.docs[m.DocumentID]
+	if d == nil {
+		id, err := ParseDocumentID(m.DocumentID)
+		if err != nil {
+			return s.unavailable(m.DocumentID)
+		}
+		if len(s.docs) >= s.opts.MaxDocuments {
+			s.log.Info("sync: documents per connection cap reached", "agent", s.agent, "max", s.opts.MaxDocuments)
+			return s.unavailable(m.DocumentID)
+		}
+		owner, label, err := s.store.DocumentBlock(s.ctx, s.agent, id)
+		if err != nil {
+			if !errors.Is(err, memory.ErrNotFound) {
+				s.log.Error("sync: look up document", "agent", s.agent, "err", err)
+			}
+			return s.unavailable(m.DocumentID)
+		}
+		d = &docState{id: m.DocumentID, owner: owner, label: label}
+		// The id names one epoch of one block: its copy is the same
+		// for every agent that may read it.
+		sh, err := s.opts.Mirrors.acquire(m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
+		if err != nil {
+			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
+			return s.unavailable(m.DocumentID)
+		}
+		d.sh = sh
+		sh.mu.Lock()
+		d.ss = automerge.NewSyncState(sh.doc)
+		sh.mu.Unlock()
+		s.docs[m.DocumentID] = d
+	}
+	if d.sh != nil {
+		return s.syncShared(d, m)
+	}
+	return s.syncPrivate(d, m.Data)
+}
+
+// syncShared handles a sync message on a shared copy. Changes it carries
+// that the copy lacks go to the store first; only accepted ones enter the
+// copy, which the other sessions sync from. A refused change moves the
+// session to a private copy, where it is taken back.
+func (s *session) syncShared(d *docState, m Message) error {
+	var changes []*automerge.Change
+	if err := guard(func() error {
+		// A throwaway document decodes the message's changes without
+		// applying them anywhere that matters (automerge-go offers no
+		// other way to read a sync message).
+		sm, err := automerge.NewSyncState(automerge.New()).ReceiveMessage(m.Data)
+		if err != nil {
+			return err
+		}
+		changes = sm.Changes()
+		return nil
+	}); err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	d.sh.mu.Lock()
+	changes = slices.DeleteFunc(changes, func(c *automerge.Change) bool { _, err := d.sh.doc.Change(c.Hash()); return err == nil })
+	d.sh.mu.Unlock()
+	if len(changes) > 0 {
+		var refusal error
+		if s.opts.ReadOnly {
+			refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+		} else {
+			refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+		}
+		if refusal != nil {
+			if err := s.privatize(d); err != nil {
+				return s.gone(d, err)
+			}
+			return s.syncPrivate(d, m.Data)
+		}
+		if err := s.catchUpShared(d); err != nil {
+			return s.gone(d, err)
+		}
+	}
+	d.sh.mu.Lock()
+	err := guard(func() error { _, err := d.ss.ReceiveMessage(m.Data); return err })
+	d.sh.mu.Unlock()
+	if err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	return s.push(d)
+}
+
+// privatize gives d a private copy of its shared one (a new sync state:
+// the protocol recovers from a reset as from a reconnect).
+func (s *session) privatize(d *docState) error {
+	sh := d.sh
+	sh.mu.Lock()
+	var saved []byte
+	err := guard(func() error { saved = sh.doc.Save(); return nil })
+	base := slices.Clone(sh.base)
+	sh.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var mirror *automerge.Doc
+	if err := guard(func() (err error) { mirror, err = automerge.Load(saved); return err }); err != nil {
+		return err
+	}
+	s.opts.Mirrors.release(sh)
+	d.sh, d.mirror, d.base, d.ss = nil, mirror, base, automerge.NewSyncState(mirror)
+	return nil
+}
+
+// catchUpShared merges the store's new changes into d's shared copy.
+func (s *session) catchUpShared(d *docState) error {
+	doc, err := s.view(d)
+	if err != nil {
+		return err
+	}
+	heads := doc.Heads()
+	sh := d.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if slices.Equal(heads, sh.base) {
+		return nil
+	}
+	data, now, err := doc.ChangesSince(sh.base)
+	if err != nil {
+		return err
+	}
+	if err := guard(func() error { return sh.doc.LoadIncremental(data) }); err != nil {
+		return err
+	}
+	sh.base = now
+	return nil
+}
+
+// syncPrivate handles a sync message on d's private copy.
+func (s *session) syncPrivate(d *docState, data []byte) error {
+	if err := guard(func() error { _, err := d.ss.ReceiveMessage(data); return err }); err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if err := s.absorb(d); err != nil {
+		return err
+	}
+	return s.push(d)
+}
+
+// view returns the store's document of d's block as agent sees it
+// (checking again that agent may read it).
+func (s *session) view(d *docState) (*blocks.Document, error) {
+	if d.owner == s.agent {
+		return s.store.GetBlock(s.ctx, s.agent, d.label)
+	}
+	return s.store.GetSharedBlock(s.ctx, s.agent, d.owner, d.label)
+}
+
+// storeDoc loads the store's whole current document of d's block.
+func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
+	doc, err := s.view(d)
+	if err != nil {
+		return nil, err
+	}
+	b, err := doc.Save()
+	if err != nil {
+		return nil, err
+	}
+	var am *automerge.Doc
+	err = guard(func() (err error) { am, err = automerge.Load(b); return err })
+	return am, err
+}
+
+// catchUp merges into d's mirror the store's changes since d.base, and
+// reports whether there were any. Only the new changes are saved and
+// loaded, so a peer on a large block costs little per edit. An error means
+// the document is gone for agent (unshared, deleted, rebased).
+func (s *session) catchUp(d *docState) (bool, error) {
+	doc, err := s.view(d)
+	if err != nil {
+		return false, err
+	}
+	if slices.Equal(doc.Heads(), d.base) {
+		return false, nil
+	}
+	data, now, err := doc.ChangesSince(d.base)
+	if err != nil {
+		return false, err
+	}
+	if err := guard(func() error { return d.mirror.LoadIncremental(data) }); err != nil {
+		return false, err
+	}
+	d.base = now
+	return true, nil
+}
+
+func hexHeads(hs []automerge.ChangeHash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gone tells the peer d is unavailable and forgets it.
+func (s *session) gone(d *docState, err error) error {
+	if !errors.Is(err, memory.ErrNotFound) && !errors.Is(err, blocks.ErrPermission) && !errors.Is(err, blocks.ErrUnrelated) {
+		s.log.Error("sync: document", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
+	}
+	if d.sh != nil {
+		s.opts.Mirrors.release(d.sh)
+	}
+	delete(s.docs, d.id)
+	return s.unavailable(d.id)
+}
+
+// absorb merges into the store the changes the peer sent that the store
+// does not have; a refused merge is answered with a Refusal and a
+// counter-change on the mirror, which the next sync hands the peer.
+func (s *session) absorb(d *docState) error {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
+	var changes []*automerge.Change
+	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil || len(changes) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
+		return nil
+	}
+	var refusal error
+	if s.opts.ReadOnly {
+		refusal = fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)
+	} else {
+		refusal = s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+	}
+	if _, err := s.catchUp(d); err != nil {
+		return s.gone(d, err)
+	}
+	if refusal == nil {
+		d.held, d.heldBytes = nil, 0
+		return nil
+	}
+	// The counter-change restores a whole loaded state that the mirror
+	// also merges, so a store write racing with this cannot be undone by
+	// it.
+	fresh, err := s.storeDoc(d)
+	if err != nil {
+		return s.gone(d, err)
+	}
+	if err := guard(func() error { _, err := d.mirror.Merge(fresh); return err }); err != nil {
+		return err
+	}
+	d.base = hexHeads(fresh.Heads())
+	if d.held == nil {
+		d.held = map[automerge.ChangeHash]bool{}
+	}
+	for _, c := range changes {
+		if !d.held[c.Hash()] {
+			d.held[c.Hash()] = true
+			d.heldBytes += len(c.Save())
+		}
+	}
+	if d.heldBytes > s.opts.MaxHeldBytes {
+		s.log.Info("sync: too many refused changes held; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "bytes", d.heldBytes)
+		delete(s.docs, d.id) // private: nothing shared to release
+		return s.unavailable(d.id)
+	}
+	s.log.Info("sync: refused a peer's changes", "agent", s.agent, "owner", d.owner, "label", d.label, "err", refusal)
+	var overrides bool
+	err = guard(func() error {
+		var err error
+		if overrides, err = reconcile(d.mirror, fresh); err != nil {
+			return err
+		}
+		h, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
+		if err == nil {
+			d.held[h] = true
+		}
+		return err
+	})
+	if err != nil {
+		s.log.Error("sync: take back a refused change", "agent", s.agent, "label", d.label, "err", err)
+	}
+	if overrides && err == nil && !s.opts.ReadOnly {
+		// The counter-change wrote over the refused edit (a scalar set
+		// back, an object restored as a copy). Held back, it would later
+		// merge concurrently with store edits made meanwhile and could
+		// win over them (a register's conflict) or orphan them (edits in
+		// the replaced object). Persisted now, the pair changes no value
+		// and later edits build on it. Where the agent may not write at
+		// all, the merge is refused and the pair stays held.
+		if err := s.persistHeld(d); err != nil {
+			s.log.Info("sync: the refused edit and its counter-change stay held", "agent", s.agent, "label", d.label, "err", err)
+		}
+	}
+	payload, err := encMode.Marshal(Refusal{Engram: "refused", Error: refusal.Error()})
+	if err != nil {
+		return err
+	}
+	s.count++
+	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
+}
+
+// persistHeld merges d's held changes (a refused edit and its
+// counter-change, which net out) into the store.
+func (s *session) persistHeld(d *docState) error {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
+	var changes []*automerge.Change
+	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
+		return err
+	}
+	if err := s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes)); err != nil {
+		return err
+	}
+	d.held, d.heldBytes = nil, 0
+	_, err := s.catchUp(d)
+	return err
+}
+
+// push sends the peer what it lacks of d, if anything.
+func (s *session) push(d *docState) error {
+	var msg []byte
+	// The shared copy is locked only while the message is made, not
+	// while a slow peer takes it.
+	if d.sh != nil {
+		d.sh.mu.Lock()
+	}
+	err := guard(func() error {
+		if m, ok := d.ss.GenerateMessage(); ok {
+			msg = m.Bytes()
+		}
+		return nil
+	})
+	if d.sh != nil {
+		d.sh.mu.Unlock()
+	}
+	if err != nil || msg == nil {
+		return err
+	}
+	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg})
+}
+
+// poll pushes the store's changes to the peer's documents when the
+// agent's BlocksStamp moved.
+func (s *session) poll() error {
+	if len(s.docs) == 0 {
+		return nil
+	}
+	st, err := s.store.BlocksStamp(s.ctx, s.agent)
+	if err != nil {
+		return nil
+	}
+	now := time.Now()
+	structural := st.Gen != s.stamp.Gen || st.Blocks != s.stamp.Blocks
+	if st != s.stamp {
+		// The stamp is read from the database, a block through the
+		// store's cache, which on PostgreSQL learns of another process's
+		// write by a notification that may come a little later: look
+		// again for a while after each change.
+		s.stamp, s.recheck = st, now.Add(s.opts.Recheck)
+	} else if now.After(s.recheck) {
+		return nil
+	}
+	for key, d := range s.docs {
+		if structural {
+			id, _ := ParseDocumentID(key)
+			if _, _, err := s.store.DocumentBlock(s.ctx, s.agent, id); err != nil {
+				// Unshared or deleted: the document is gone for this peer.
+				if err := s.gone(d, err); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		changed := true // a shared copy may have been caught up by another session: let the sync state decide
+		if d.sh != nil {
+			err = s.catchUpShared(d)
+		} else {
+			changed, err = s.catchUp(d)
+		}
+		if err != nil {
+			if err := s.gone(d, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if changed {
+			if err := s.push(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// guard turns a panic of automerge-go (cgo) on bytes a peer made into an
+// error.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("automerge: %v", r)
+		}
+	}()
+	return f()
+}
