@@ -120,6 +120,9 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 			extra := fmt.Sprintf("first repeat p50 %.3f ms p95 %.3f ms", first.p50, first.p95)
 			r.latency("agents", fmt.Sprintf("%s, N=%d vs N=%d", m.name, n, ns[0]), l, base[m.name], note(extra))
 		}
+		if err := agentSQLRows(ctx, cfg, db, sqlitebackend.SearchDialect{}, n, ns[0], queries, base, "agents", "sqlite", note(""), r); err != nil {
+			return err
+		}
 		x.Close()
 		db.Close()
 	}

@@ -162,7 +162,12 @@ func main() {
 	if cfg.name != "quick" || *only != "" {
 		// Building 100 agents' stores takes most of -quick's two minutes:
 		// there it runs when named (-only agents).
-		run("agents", func() error { return benchAgents(ctx, cfg, tmp, r) })
+		run("agents", func() error {
+			if err := benchAgents(ctx, cfg, tmp, r); err != nil {
+				return err
+			}
+			return benchAgentsPostgres(ctx, cfg, r)
+		})
 	}
 
 	r.Machine = machine{

@@ -14,8 +14,18 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14).
+// before migration 0015 (schema version 14), after undoing 0019 (its
+// owner numbers, and archival triggers that need them; 0019 rebuilds
+// fts_archival when it runs again).
 var rollBackMessageContext = []string{
+	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
+	`CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
+			INSERT INTO fts_archival (rowid, content, tags_text, metadata_values) VALUES (new.id, new.content, new.tags_text, ''); END`,
+	`CREATE TRIGGER fts_archival_ad AFTER DELETE ON archival BEGIN DELETE FROM fts_archival WHERE rowid = old.id; END`,
+	`CREATE TRIGGER fts_archival_au AFTER UPDATE OF content, tags_text, metadata_json ON archival BEGIN
+			DELETE FROM fts_archival WHERE rowid = old.id;
+			INSERT INTO fts_archival (rowid, content, tags_text, metadata_values) VALUES (new.id, new.content, new.tags_text, ''); END`,
+	`DROP TABLE fts_owners`,
 	`DROP TRIGGER fts_messages_ai`, `DROP TRIGGER fts_messages_ad`, `DROP TRIGGER fts_messages_au`,
 	`DROP VIEW fts_messages_source`, `DROP TABLE fts_messages`,
 	`CREATE VIRTUAL TABLE fts_messages USING fts5(content, content = 'messages', content_rowid = 'id',

@@ -103,6 +103,12 @@ type FullTextParams struct {
 	Where string
 	Args  []any
 	Limit int
+	// Owner, when set, is the one owner whose rows the leg may return
+	// (Where says so too): an engine that can reach one owner's rows
+	// before it ranks uses it, so that a search costs what that owner's
+	// rows cost. It is "" for Scope.All and for blocks (a scope's blocks
+	// include those shared with it).
+	Owner string
 }
 
 // VectorParams describe the vector storage an Index opens

@@ -28,7 +28,7 @@ func ftsMessagesDrift(t *testing.T, db *sql.DB) (extra, missing []string) {
 		`CREATE VIRTUAL TABLE fts_check USING fts5(content, context_before, context_after, content = '',
 			contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2')`,
 		`INSERT INTO fts_check (rowid, content, context_before, context_after)
-			SELECT id, content, context_before, context_after FROM fts_messages_source`,
+			SELECT fts_rowid, content, context_before, context_after FROM fts_messages_source`,
 		`CREATE VIRTUAL TABLE temp.fts_check_vocab USING fts5vocab(main, fts_check, instance)`,
 		`CREATE VIRTUAL TABLE temp.fts_live_vocab USING fts5vocab(main, fts_messages, instance)`,
 	} {

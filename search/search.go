@@ -662,8 +662,12 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 			return rs, ok, err
 		}
 	}
-	q, args, lowerIsBetter := x.d.FullText(&FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
-		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit})
+	fp := &FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
+		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit}
+	if !scope.All && k.t != Blocks {
+		fp.Owner = scope.Agent
+	}
+	q, args, lowerIsBetter := x.d.FullText(fp)
 	sign := 1.0
 	if !lowerIsBetter {
 		sign = -1

@@ -27,7 +27,8 @@ func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
 func (SearchDialect) Name() string { return "sqlite" }
 
 // CheckSchema requires the FTS5 tables (migration 0002_search.sql) and
-// reports whether search_text_log (migration 0009) is there.
+// the owner numbers of their rowids (0019), and reports whether
+// search_text_log (migration 0009) is there.
 func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
@@ -36,6 +37,13 @@ func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) 
 	}
 	if n != 3 {
 		return false, fmt.Errorf("%w: FTS tables missing: apply migrations (0002_search.sql) first", search.ErrSchema)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name = 'fts_owners'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	if n != 1 {
+		return false, fmt.Errorf("%w: fts_owners missing: apply migrations (0019_fts_owner_ranges.sql) first", search.ErrSchema)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
@@ -134,9 +142,20 @@ func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
 	return nil
 }
 
+// ownerRanged are the FTS5 tables whose rowids are owner number * 2^40 +
+// id (migration 0019), so that one owner's rows are one rowid range.
+var ownerRanged = map[string]bool{"fts_archival": true, "fts_messages": true}
+
+// idBits is how many low bits of an owner-ranged rowid hold the row's id.
+const idBits = 40
+
 // FullText ranks with FTS5's bm25 (lower is better). The inner query
-// ranks every match and keeps the top rows; only those are joined to
-// their full rows.
+// ranks every match it visits and keeps the top rows; only those are
+// joined to their full rows. With p.Owner on an owner-ranged table the
+// MATCH is bounded to the owner's rowid range, which FTS5 seeks to: only
+// the owner's matches are visited and ranked. bm25's statistics (row
+// count, average length, each term's document frequency) are the whole
+// table's either way, so a row's score does not depend on the range.
 func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 	weights := make([]string, len(p.Weights))
 	for i, w := range p.Weights {
@@ -145,16 +164,29 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 			weights[i] += ".0"
 		}
 	}
+	id := p.Index + ".rowid"
+	args := []any{p.Match}
+	where := p.Where
+	if ownerRanged[p.Index] {
+		id = fmt.Sprintf("(%s.rowid & %d)", p.Index, int64(1)<<idBits-1)
+		if p.Owner != "" {
+			// An owner with no number has no rows: the range is then
+			// below every rowid (owner numbers start at 1).
+			no := fmt.Sprintf("COALESCE((SELECT no FROM fts_owners WHERE name = ?), -1) * %d", int64(1)<<idBits)
+			where = fmt.Sprintf("%[1]s.rowid BETWEEN %[2]s AND %[2]s + %[3]d AND %[4]s", p.Index, no, int64(1)<<idBits-1, where)
+			args = append(args, p.Owner, p.Owner)
+		}
+	}
 	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
-			SELECT %[2]s.rowid AS id, bm25(%[2]s, %[3]s) AS score
-			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[2]s.rowid
+			SELECT %[8]s AS id, bm25(%[2]s, %[3]s) AS score
+			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[8]s
 			WHERE %[2]s MATCH ? AND %[6]s
-			ORDER BY score, %[2]s.rowid LIMIT %[7]d)
+			ORDER BY score, id LIMIT %[7]d)
 		SELECT %[1]s, top.score
 		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
 		ORDER BY top.score, top.id`,
-		p.Columns, p.Index, strings.Join(weights, ", "), p.Table, p.Alias, p.Where, p.Limit)
-	return q, append([]any{p.Match}, p.Args...), true
+		p.Columns, p.Index, strings.Join(weights, ", "), p.Table, p.Alias, where, p.Limit, id)
+	return q, append(args, p.Args...), true
 }
 
 // VectorTableExists looks in sqlite_master: the vector tables are made

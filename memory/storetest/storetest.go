@@ -37,6 +37,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"Permissions", testPermissions},
 		{"Sharing", testSharing},
 		{"Isolation", testIsolation},
+		{"IsolationOwnerNames", testIsolationOwnerNames},
 		{"Proposals", testProposals},
 		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
@@ -412,6 +413,57 @@ func testIsolation(t *testing.T, open Opener) {
 	}
 	if _, err := s.GetArchival(ctx, "alice", arch.ID); err != nil {
 		t.Fatalf("alice's archival entry: %v", err)
+	}
+}
+
+// testIsolationOwnerNames: agent names that would break or widen a
+// full-text query if one ever reached it (quotes, operators, spaces,
+// wildcards, unicode) keep each agent's searches to its own rows. The tag
+// filter sends archival searches to the SQL full-text leg, which reaches
+// an agent's rows by its name.
+func testIsolationOwnerNames(t *testing.T, open Opener) {
+	s := openStore(t, open, nil)
+	names := []string{`ann`, `"`, `a" OR "b`, `*`, `OR`, `NEAR(x y)`, `bob smith`, `日本語`, `ann*`, `-1`, `'; DROP TABLE archival; --`}
+	for i, a := range names {
+		for j := range 3 {
+			_, err := s.InsertArchival(ctx, a, memory.ArchivalEntry{Content: fmt.Sprintf("kestrel sighting %d %d", i, j), Tags: []string{"birds"}})
+			must(t, err)
+		}
+		_, err := s.AppendMessage(ctx, a, memory.Message{Role: memory.RoleUser, Content: "a kestrel again", BatchID: "b"})
+		must(t, err)
+	}
+	for _, a := range names {
+		for _, c := range []struct {
+			name string
+			run  func() ([]search.Result, error)
+			want int
+		}{
+			{"SearchArchival+tags", func() ([]search.Result, error) {
+				return s.SearchArchival(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Tags("birds").Limit(50))
+			}, 3},
+			{"SearchArchival", func() ([]search.Result, error) {
+				return s.SearchArchival(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
+			}, 3},
+			{"Search", func() ([]search.Result, error) {
+				return s.Search(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
+			}, 4},
+		} {
+			res, err := c.run()
+			must(t, err)
+			if len(res) != c.want {
+				t.Errorf("%s of %q: %d results, want %d", c.name, a, len(res), c.want)
+			}
+			for _, r := range res {
+				if r.Owner != a {
+					t.Errorf("%s of %q returned %s %d of %q", c.name, a, r.Type, r.ID, r.Owner)
+				}
+			}
+		}
+	}
+	all, err := s.SearchAll(ctx, "kestrel", search.NewOptions().Mode(search.FTS).Tags("birds").Limit(100))
+	must(t, err)
+	if len(all) != 3*len(names) {
+		t.Errorf("SearchAll with tags found %d, want %d", len(all), 3*len(names))
 	}
 }
 
