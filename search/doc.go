@@ -122,7 +122,8 @@
 //   - Auto: Hybrid when the Index has a matching embedder, else FTS.
 //
 // Several content types' full-text lists are fused by score, each row's
-// score over the highest its own table's ranking could give the query
+// score over the highest its own table's ranking could give the query,
+// at least a quarter of the largest such among the types searched
 // (Source.FTSNorm, 0 to 1): raw BM25 scores are not comparable across
 // tables (each has its own statistics) and ranks are not either (the best
 // block matching one word would tie with the best entry matching all).

@@ -120,6 +120,18 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args})
 }
 
+// minScaleShare bounds how far below the largest leg's scale a leg's own
+// scale may divide its scores. For a one-word query the word's idf is in
+// both a row's score and its leg's scale, so the share alone says nothing
+// of the word's rarity: a block table holding the word in every row (idf
+// floored at 1e-6) would give its rows the shares of an informative match.
+// A leg whose best attainable score is under this fraction of another
+// leg's is divided by that fraction of the other's instead, so its words'
+// low idf counts. Legs of comparable scale (LoCoMo's messages and archival
+// entries: the same at 0.1 and 0.25, lower from 0.5, docs/retrieval.md)
+// keep their own: dividing all legs by one scale fused worse there.
+const minScaleShare = 0.25
+
 // fuseByScore merges the full-text lists of several content types into
 // one by each row's score over its leg's highest attainable score
 // (ScoreSource.FTSNorm, in [0, 1]): a row's share of what a perfect match
@@ -128,7 +140,9 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 // and lengths: a term in every one of a few blocks has idf ≈ 0 there) and
 // ranks are not either (the best of a list matching one word ties with
 // the best of one matching all). ok is false when some non-empty leg's
-// scale is unknown: the caller fuses by rank then.
+// scale is unknown: the caller fuses by rank then. A leg's scale is at
+// least minScaleShare of the largest, so that a word in every row of one
+// table does not count as much as a rare word in another.
 func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, terms []string, scope Scope, s *Settings) ([]*Result, bool, error) {
 	// Every leg's scale first: a leg whose scale is unknown sends the
 	// search to rank fusion, and a share set on an earlier leg's rows
@@ -148,10 +162,11 @@ func (x *Index) fuseByScore(ctx context.Context, legs []ftsLeg, expr string, ter
 		}
 		maxes[i] = m
 	}
+	floor := minScaleShare * slices.Max(maxes)
 	var all []*Result
 	for i, l := range legs {
 		for _, r := range l.rs {
-			r.Source.FTSNorm = math.Abs(r.Source.BM25) / maxes[i]
+			r.Source.FTSNorm = math.Abs(r.Source.BM25) / max(maxes[i], floor)
 			all = append(all, r)
 		}
 	}

@@ -74,6 +74,59 @@ func TestFusionAcrossTypesByScore(t *testing.T) {
 	}
 }
 
+// TestFusionOneWordKeepsRarity: for a one-word query, a row's share of
+// its own table's best score does not depend on the word's idf (it is in
+// the numerator and the denominator alike), so a block whose table holds
+// the word in every row scored as high as an archival entry holding a word
+// rare among entries, and came first. Over one common scale the rare match
+// wins, in SQL and in the text cache.
+func TestFusionOneWordKeepsRarity(t *testing.T) {
+	ctx := context.Background()
+	for _, cache := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) {
+			db := openDB(t)
+			opts := &search.IndexOptions{TextCacheBytes: -1}
+			if cache {
+				opts.TextCacheBytes = 0
+			}
+			x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, search.NewOffline(0), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			insertBlock(t, db, "a", "persona", "I am an analytical assistant.")
+			insertBlock(t, db, "a", "human", "The user is analytical and terse.")
+			const entry = "Babbage designed the Analytical Engine in 1837."
+			insertArchival(t, db, archivalRow{Agent: "a", Content: entry})
+			for _, c := range []string{"Lovelace wrote the first program.", "The difference engine computed tables.",
+				"Jacquard looms used punched cards.", "Steam powered the mills of Manchester."} {
+				insertArchival(t, db, archivalRow{Agent: "a", Content: c})
+			}
+			indexAll(t, ctx, db, x)
+			if cache {
+				if err := x.WarmTextCache(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rs, err := x.Search(ctx, "analytical", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 3 || rs[0].Content != entry {
+				t.Fatalf("results %v, want the archival entry first", keys(rs))
+			}
+			for _, r := range rs {
+				if !(r.Source.FTSNorm > 0 && r.Source.FTSNorm <= 1) {
+					t.Errorf("%s: FTSNorm %v, want in (0, 1]", key(r), r.Source.FTSNorm)
+				}
+			}
+			if cache && search.TextCacheAnswers(x) == 0 {
+				t.Error("the text cache answered no leg")
+			}
+		})
+	}
+}
+
 // plainDialect hides SQLite's FullTextScale.
 type plainDialect struct{ search.Dialect }
 

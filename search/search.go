@@ -63,9 +63,11 @@ type ScoreSource struct {
 	Distance   float64 `json:"distance,omitempty"`
 	// FTSNorm, when full-text lists of several content types were fused,
 	// is the result's full-text score over the highest score its content
-	// type's ranking could give the query (0 to 1): the scale on which an
-	// FTS search orders them (docs/retrieval.md, "Fusion across content
-	// types"); 0 when no such fusion happened.
+	// type's ranking could give the query, or over a quarter of the
+	// largest such scale among the types searched where that is higher
+	// (0 to 1): the scale on which an FTS search orders them
+	// (docs/retrieval.md, "Fusion across content types"); 0 when no such
+	// fusion happened.
 	FTSNorm float64 `json:"fts_norm,omitempty"`
 	// Fused is the reciprocal-rank-fusion score, sum of 1/(RRFK+rank) over
 	// the lists the result is in; 0 when no fusion happened.
