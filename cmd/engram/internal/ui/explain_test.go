@@ -17,7 +17,7 @@ func TestExplainScoreSources(t *testing.T) {
 	}{
 		{"one type", search.ScoreSource{FTSRank: 1, BM25: -2}, []string{"score = −BM25"}},
 		{"types fused by score", search.ScoreSource{FTSRank: 1, BM25: -2, FTSNorm: 0.4},
-			[]string{"share of the best full-text score its content type could give the query 0.4000", "score = share of the best full-text score"}},
+			[]string{"full-text share 0.4000 (BM25 over the best score the query could get in its content type", "score = share of the best full-text score"}},
 		{"reranked", search.ScoreSource{FTSRank: 3, BM25: -1, FTSNorm: 0.2, RerankRank: 1, Rerank: 0.9},
 			[]string{"reranked 1 (reranker score 0.9)", "score = reranker score"}},
 	} {

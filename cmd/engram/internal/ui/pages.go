@@ -676,7 +676,7 @@ func explain(r search.Result) []string {
 		out = append(out, fmt.Sprintf("full-text rank %d (BM25 %.4g; lower is better)", src.FTSRank, src.BM25))
 	}
 	if src.FTSNorm > 0 {
-		out = append(out, fmt.Sprintf("share of the best full-text score its content type could give the query %.4f", src.FTSNorm))
+		out = append(out, fmt.Sprintf("full-text share %.4f (BM25 over the best score the query could get in its content type, or over a quarter of the best in any content type searched, whichever is higher)", src.FTSNorm))
 	}
 	if src.VectorRank > 0 {
 		out = append(out, fmt.Sprintf("vector rank %d (cosine distance %.4f, similarity %.4f)", src.VectorRank, src.Distance, 1-src.Distance))
