@@ -155,7 +155,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	var err error
 	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
-		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict})
+		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff})
 	switch {
 	case err == nil:
 	case errors.Is(err, search.ErrEmbedderMismatch) && o.OpenForReembed && c.index != nil:

@@ -79,10 +79,12 @@ type Options struct {
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (search.IndexOptions.Reranker; off by default); RerankStrict
 	// makes its failures fail the search (search.ErrReranker) instead of
-	// leaving the fused order.
-	Reranker     search.Reranker
-	RerankDepth  int
-	RerankStrict bool
+	// leaving the fused order; RerankBackoff is how long searches skip it
+	// after a failure (search.IndexOptions.RerankBackoff).
+	Reranker      search.Reranker
+	RerankDepth   int
+	RerankStrict  bool
+	RerankBackoff time.Duration
 	// OpenForReembed lets Open succeed when the database records another
 	// embedder than Embedder: FTS works and Reembed switches the database
 	// over; vector work fails with search.ErrEmbedderMismatch until then.

@@ -120,3 +120,6 @@ func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }
 // TextStatsReads counts the reads of a content type's store-wide totals
 // by x's partial text cache (each one after its statistics were dropped).
 func TextStatsReads(x *Index) int64 { return x.text.statsReads.Load() }
+
+// SetClock makes x's reranker back-off read now instead of time.Now.
+func SetClock(x *Index, now func() time.Time) { x.now = now }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Meta keys under which the Index records its embedder in table meta.
@@ -129,6 +130,13 @@ type IndexOptions struct {
 	// RerankStrict makes a failed reranking fail the search (ErrReranker)
 	// instead of returning the fused order.
 	RerankStrict bool
+	// RerankBackoff is how long searches skip the Reranker after a failed
+	// reranking (0: DefaultRerankBackoff; negative: never skip), so a
+	// reranker that is down costs one search its timeout and retries, not
+	// every search; each failure in a row doubles it, up to 16 times its
+	// length.
+	// With RerankStrict every search asks the Reranker.
+	RerankBackoff time.Duration
 	// Logger receives what the caches do in the background: a load that
 	// failed (error), a cache dropped for its bound (warning), a catch-up
 	// done (debug), and reranker failures the search outlived (warning).
@@ -180,6 +188,12 @@ type Index struct {
 	vecAnswers atomic.Int64
 	// rerankFailures counts rerankings that failed and left the fused order.
 	rerankFailures atomic.Int64
+	// rerankPause is when searches may ask the Reranker again after
+	// failures (UnixNano; 0: now), rerankStreak how many failed in a row.
+	rerankPause  atomic.Int64
+	rerankStreak atomic.Int64
+	// now is the clock of the reranker's back-off (tests set it).
+	now func() time.Time
 	// beforeFill, set by tests, runs between ranking and the page fetch.
 	beforeFill func()
 	// vecReason says why the database's indexed KNN is not in use.

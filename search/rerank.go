@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // DefaultRerankDepth is how many of a search's first fused results a
 // Reranker scores when IndexOptions.RerankDepth is 0.
 const DefaultRerankDepth = 30
+
+// DefaultRerankBackoff is how long searches skip a Reranker after it
+// failed (IndexOptions.RerankBackoff), doubled for each failure in a row.
+const DefaultRerankBackoff = 30 * time.Second
 
 // MaxRerankDepth bounds IndexOptions.RerankDepth: every leg fetches that
 // many candidates and the reranker reads them all in one request, so a
@@ -24,8 +29,9 @@ const MaxRerankDepth = MaxLimit
 //
 // A failure other than the search's context ending leaves the fused
 // order: the search succeeds, the failure is logged (IndexOptions.Logger)
-// and counted (Index.RerankFailures); with IndexOptions.RerankStrict it
-// fails the search with an error wrapping ErrReranker. A search whose
+// and counted (Index.RerankFailures), and searches skip the Reranker for
+// IndexOptions.RerankBackoff; with IndexOptions.RerankStrict it fails the
+// search with an error wrapping ErrReranker. A search whose
 // context ends while the Reranker runs fails with the context's error.
 type Reranker interface {
 	// Rerank returns one relevance score per doc, in docs' order, higher
@@ -47,6 +53,9 @@ func (x *Index) rerank(ctx context.Context, query string, ranked []*Result, scop
 	n := min(len(ranked), cmp.Or(x.opts.RerankDepth, DefaultRerankDepth))
 	if n <= 0 {
 		return ranked, nil
+	}
+	if !x.opts.RerankStrict && x.clock().UnixNano() < x.rerankPause.Load() {
+		return ranked, nil // backing off after failures
 	}
 	head := slices.Clone(ranked[:n])
 	if err := x.fill(ctx, head, scope, s, terms); err != nil {
@@ -73,11 +82,13 @@ func (x *Index) rerank(ctx context.Context, query string, ranked []*Result, scop
 			return nil, err
 		}
 		x.rerankFailures.Add(1)
+		pause := x.pauseReranker()
 		if x.opts.Logger != nil {
-			x.opts.Logger.Warn("search: reranking failed; results keep the fused order", "err", err)
+			x.opts.Logger.Warn("search: reranking failed; results keep the fused order", "err", err, "skipped_for", pause)
 		}
 		return ranked, nil
 	}
+	x.rerankStreak.Store(0)
 	for i, r := range head {
 		r.Source.Rerank = scores[i]
 	}
@@ -100,4 +111,27 @@ func checkScores(scores []float64, n int) error {
 		}
 	}
 	return nil
+}
+
+// pauseReranker makes searches skip the Reranker for the back-off after
+// one more failure in a row, and returns how long.
+func (x *Index) pauseReranker() time.Duration {
+	base := x.opts.RerankBackoff
+	if base < 0 {
+		return 0
+	}
+	if base == 0 {
+		base = DefaultRerankBackoff
+	}
+	streak := min(x.rerankStreak.Add(1)-1, 4)
+	d := base << streak
+	x.rerankPause.Store(x.clock().Add(d).UnixNano())
+	return d
+}
+
+func (x *Index) clock() time.Time {
+	if x.now != nil {
+		return x.now()
+	}
+	return time.Now()
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,5 +350,84 @@ func TestBadBaseURLHidesSecrets(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("embedder, base %q: err = %v", base, err)
 		}
+	}
+}
+
+// flakyReranker fails while fail is set and counts its calls.
+type flakyReranker struct {
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func (c *flakyReranker) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return nil, errors.New("connection refused")
+	}
+	out := make([]float64, len(docs))
+	for i := range out {
+		out[i] = float64(i) // reverses the fused order
+	}
+	return out, nil
+}
+
+// A reranker that is down cost every search its timeout and retries (20 s
+// with the HTTP defaults): after a failure searches skip it for the
+// back-off, doubled for each failure in a row, and a success resets it.
+func TestRerankerBackoff(t *testing.T) {
+	ctx := context.Background()
+	rr := &flakyReranker{}
+	rr.fail.Store(true)
+	x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankBackoff: time.Minute})
+	now := time.Unix(1_000_000, 0)
+	search.SetClock(x, func() time.Time { return now })
+	find := func() []search.Result {
+		t.Helper()
+		rs, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS))
+		if err != nil || len(rs) != 3 {
+			t.Fatalf("search: %d results, %v", len(rs), err)
+		}
+		return rs
+	}
+	for _, step := range []struct {
+		advance  time.Duration
+		calls    int64
+		failures int64
+	}{
+		{0, 1, 1},                 // fails: skipped for a minute
+		{30 * time.Second, 1, 1},  // skipped
+		{31 * time.Second, 2, 2},  // asked again, fails: two minutes
+		{119 * time.Second, 2, 2}, // skipped
+		{2 * time.Second, 3, 3},   // fails again: four minutes
+		{3 * time.Minute, 3, 3},   // skipped
+	} {
+		now = now.Add(step.advance)
+		find()
+		if rr.calls.Load() != step.calls || x.RerankFailures() != step.failures {
+			t.Fatalf("after %v: %d calls, %d failures; want %d, %d", step.advance, rr.calls.Load(), x.RerankFailures(), step.calls, step.failures)
+		}
+	}
+	rr.fail.Store(false)
+	now = now.Add(2 * time.Minute)
+	if rs := find(); rs[0].Source.RerankRank != 1 || rr.calls.Load() != 4 {
+		t.Fatalf("after the back-off: rerank rank %d, %d calls", rs[0].Source.RerankRank, rr.calls.Load())
+	}
+	// The success reset the streak: one failure skips a minute again.
+	rr.fail.Store(true)
+	find()
+	now = now.Add(61 * time.Second)
+	find()
+	if rr.calls.Load() != 6 {
+		t.Fatalf("after a success and a failure: %d calls, want 6 (a one-minute back-off)", rr.calls.Load())
+	}
+	// Strict searches always ask.
+	strict := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankStrict: true})
+	for range 2 {
+		if _, err := strict.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); !errors.Is(err, search.ErrReranker) {
+			t.Fatalf("strict: %v", err)
+		}
+	}
+	if rr.calls.Load() != 8 {
+		t.Fatalf("strict searches: %d calls, want 8", rr.calls.Load())
 	}
 }
