@@ -79,3 +79,59 @@ func equalHashes(a, b []automerge.ChangeHash) bool {
 	}
 	return true
 }
+
+// BenchmarkComplete measures what complete adds to a push on a
+// 10 000-character text of 100 changes, beside automerge's own work for
+// the same message (a sync state's receive and generate).
+func BenchmarkComplete(b *testing.B) {
+	peer := automerge.New()
+	if err := peer.RootMap().Set("content", automerge.NewText("")); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		v, _ := peer.Path("content").Get()
+		if err := v.Text().Append(string(rune('a'+i%26)) + "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := peer.Commit("edit"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	server, err := automerge.Load(peer.Save())
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, _ := server.Path("content").Get()
+	if err := v.Text().Append("more"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := server.Commit("server"); err != nil {
+		b.Fatal(err)
+	}
+	req, _ := automerge.NewSyncState(peer).GenerateMessage()
+	round := func() *automerge.SyncMessage {
+		ss := automerge.NewSyncState(server)
+		if _, err := ss.ReceiveMessage(req.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+		m, ok := ss.GenerateMessage()
+		if !ok {
+			b.Fatal("no message")
+		}
+		return m
+	}
+	b.Run("automerge", func(b *testing.B) {
+		for b.Loop() {
+			round()
+		}
+	})
+	m := round()
+	b.Run("complete", func(b *testing.B) {
+		for b.Loop() {
+			d := &docState{heard: true, peerHeads: peer.Heads()}
+			if _, err := d.complete(server, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
