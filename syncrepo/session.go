@@ -100,6 +100,12 @@ type docState struct {
 	// against MaxHeldBytes with held.
 	queued      map[automerge.ChangeHash]int
 	queuedBytes int
+	// peerHeads are the heads the peer's last sync message named (heard:
+	// there was one), and sent the changes past them that messages since
+	// carried: what complete needs.
+	heard     bool
+	peerHeads []automerge.ChangeHash
+	sent      map[automerge.ChangeHash]bool
 }
 
 type session struct {
@@ -322,6 +328,7 @@ func (s *session) syncMessage(m Message) error {
 // session to a private copy, where it is taken back.
 func (s *session) syncShared(d *docState, m Message) error {
 	var changes []*automerge.Change
+	var heads []automerge.ChangeHash
 	if err := guard(func() error {
 		// A throwaway document decodes the message's changes without
 		// applying them anywhere that matters (automerge-go offers no
@@ -330,7 +337,7 @@ func (s *session) syncShared(d *docState, m Message) error {
 		if err != nil {
 			return err
 		}
-		changes = sm.Changes()
+		changes, heads = sm.Changes(), sm.Heads()
 		return nil
 	}); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
@@ -358,6 +365,7 @@ func (s *session) syncShared(d *docState, m Message) error {
 	if err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
 	}
+	d.heard, d.peerHeads = true, heads
 	return s.push(d)
 }
 
@@ -411,6 +419,9 @@ func (s *session) syncPrivate(d *docState, data []byte) error {
 	var sm *automerge.SyncMessage
 	if err := guard(func() (err error) { sm, err = d.ss.ReceiveMessage(data); return err }); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if err := guard(func() error { d.heard, d.peerHeads = true, sm.Heads(); return nil }); err != nil {
+		return err
 	}
 	if err := guard(func() error { s.countQueued(d, sm); return nil }); err != nil {
 		return err
@@ -688,14 +699,19 @@ func (s *session) push(d *docState) error {
 	var msg []byte
 	// The shared copy is locked only while the message is made, not
 	// while a slow peer takes it.
+	doc := d.mirror
 	if d.sh != nil {
 		d.sh.mu.Lock()
+		doc = d.sh.doc
 	}
 	err := guard(func() error {
-		if m, ok := d.ss.GenerateMessage(); ok {
-			msg = m.Bytes()
+		m, ok := d.ss.GenerateMessage()
+		if !ok {
+			return nil
 		}
-		return nil
+		var err error
+		msg, err = d.complete(doc, m)
+		return err
 	})
 	if d.sh != nil {
 		d.sh.mu.Unlock()

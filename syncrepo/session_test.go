@@ -386,6 +386,8 @@ type pipePeer struct {
 	doc   *automerge.Doc
 	ss    *automerge.SyncState
 	refs  int // refusals seen
+	// filter, if set, rewrites each sync message the peer sends.
+	filter func([]byte) []byte
 }
 
 func newPipePeer(t *testing.T, store syncrepo.Store, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
@@ -394,6 +396,12 @@ func newPipePeer(t *testing.T, store syncrepo.Store, opts *syncrepo.Options, doc
 
 // newPipePeerAs is newPipePeer on a session of agent.
 func newPipePeerAs(t *testing.T, store syncrepo.Store, agent string, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
+	return newFilteredPeer(t, store, agent, opts, docID, saved, nil)
+}
+
+// newFilteredPeer is newPipePeerAs with a filter on the peer's sync
+// messages.
+func newFilteredPeer(t *testing.T, store syncrepo.Store, agent string, opts *syncrepo.Options, docID string, saved []byte, filter func([]byte) []byte) *pipePeer {
 	p := newPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -402,7 +410,7 @@ func newPipePeerAs(t *testing.T, store syncrepo.Store, agent string, opts *syncr
 	p.recv(t)
 	doc, err := automerge.Load(saved)
 	must(t, err)
-	pp := &pipePeer{t: t, p: p, docID: docID, doc: doc, ss: automerge.NewSyncState(doc)}
+	pp := &pipePeer{t: t, p: p, docID: docID, doc: doc, ss: automerge.NewSyncState(doc), filter: filter}
 	pp.mu.Lock()
 	pp.sendSync(syncrepo.TypeRequest)
 	pp.mu.Unlock()
@@ -429,7 +437,11 @@ func newPipePeerAs(t *testing.T, store syncrepo.Store, agent string, opts *syncr
 // sendSync sends what the peer has to say; caller holds mu.
 func (pp *pipePeer) sendSync(typ string) {
 	if m, ok := pp.ss.GenerateMessage(); ok {
-		b, _ := syncrepo.EncodeMessage(syncrepo.Message{Type: typ, SenderID: "peer", DocumentID: pp.docID, Data: m.Bytes()})
+		data := m.Bytes()
+		if pp.filter != nil {
+			data = pp.filter(data)
+		}
+		b, _ := syncrepo.EncodeMessage(syncrepo.Message{Type: typ, SenderID: "peer", DocumentID: pp.docID, Data: data})
 		pp.p.in <- b
 	}
 }

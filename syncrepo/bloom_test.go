@@ -1,0 +1,140 @@
+package syncrepo_test
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/syncrepo"
+)
+
+// saturate returns the v1 sync message msg with every bit of its Bloom
+// filters set: a filter that seems to hold every change, as a false
+// positive seems to hold one. It fails the test on a message it cannot
+// read.
+func saturate(t *testing.T, msg []byte) []byte {
+	out := append([]byte(nil), msg...)
+	i := 1
+	next := func() int {
+		v, n := binary.Uvarint(out[i:])
+		if n <= 0 {
+			t.Errorf("saturate: bad length at byte %d of %x", i, msg)
+			return 0
+		}
+		i += n
+		return int(v)
+	}
+	hashes := func() { i += 32 * next() }
+	hashes() // heads
+	hashes() // needs
+	for range next() {
+		hashes() // last sync
+		end := next()
+		end += i
+		if end > i {
+			next() // entries
+			next() // bits per entry
+			next() // probes
+			for ; i < end; i++ {
+				out[i] = 0xff
+			}
+		}
+		i = end
+	}
+	return out
+}
+
+// racing is a store in which another writer appends to the block right
+// after each change a peer merges: the server's next message names a
+// change built on the peer's.
+type racing struct {
+	*memory.Cache
+}
+
+func (r racing) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+	if err := r.Cache.MergeChanges(ctx, agent, owner, label, data); err != nil {
+		return err
+	}
+	return r.Cache.AppendToBlock(ctx, owner, label, "three\n")
+}
+
+// A peer whose Bloom filter falsely holds the counter-change of its
+// refused edit gets it all the same: automerge leaves such a change out
+// of the server's message, and the peer, its own change not yet
+// acknowledged, used to wait for it for good (the refused edit stayed on
+// the peer). So did a store edit made on top of the peer's accepted
+// one. A saturated filter makes every change a false positive, so this
+// fails every time without the fix.
+func TestSessionBloomFalsePositive(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     syncrepo.Options
+		message  string
+		accepted bool
+	}{
+		{"read-only token", syncrepo.Options{ReadOnly: true}, "edit", false},
+		{"forged attribution", syncrepo.Options{}, `{"a":"bob","op":"append"}`, false},
+		{"a store edit on top of the accepted one", syncrepo.Options{}, "edit", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := openStore(t)
+			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+			must(t, err)
+			saved, _ := doc.Save()
+			id, err := store.DocumentID(ctx, "ada", "", "notes")
+			must(t, err)
+			opts := tc.opts
+			opts.Poll = 20 * time.Millisecond
+			pp := newFilteredPeer(t, racing{store}, "ada", &opts, syncrepo.EncodeDocumentID(id), saved, func(b []byte) []byte { return saturate(t, b) })
+			pp.mu.Lock()
+			v, err := pp.doc.Path("content").Get()
+			must(t, err)
+			must(t, v.Text().Append("two\n"))
+			_, err = pp.doc.Commit(tc.message)
+			must(t, err)
+			pp.sendSync(syncrepo.TypeSync)
+			pp.mu.Unlock()
+			if !tc.accepted {
+				if !pp.waitText("one\n") {
+					t.Fatalf("the refused edit stayed on the peer: %q", pp.text())
+				}
+				if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+					t.Errorf("store %q", r)
+				}
+				return
+			}
+			waitRendered(t, store, "ada", "notes", "one\ntwo\nthree\n")
+			if !pp.waitText("one\ntwo\nthree\n") {
+				t.Fatalf("the store's edit on top of the peer's did not reach it: %q", pp.text())
+			}
+		})
+	}
+}
+
+// Refused edits made right after connecting, with the filters automerge
+// makes: about one in a hundred used to stay on the peer.
+func TestSessionEarlyRefusals(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
+	must(t, err)
+	saved, _ := doc.Save()
+	id, err := store.DocumentID(ctx, "ada", "", "notes")
+	must(t, err)
+	docID := syncrepo.EncodeDocumentID(id)
+	failed := 0
+	const rounds = 100
+	for range rounds {
+		pp := newPipePeer(t, store, &syncrepo.Options{ReadOnly: true}, docID, saved)
+		pp.appendText("two\n")
+		if !pp.waitText("one\n") {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d refused edits stayed on the peer", failed, rounds)
+	}
+}
