@@ -210,3 +210,66 @@ func TestFullTextOwnerRangeFollowsRows(t *testing.T) {
 		t.Error("an archival id of 2^40 was accepted")
 	}
 }
+
+// Owner numbers are never reused and a rowid is owner number × 2^40 + id,
+// so the 2^23 − 1st owner is the last whose rows fit in 63 bits. A new
+// agent after it must be refused with an error saying why (it was "datatype
+// mismatch": SQLite turned the overflowing product into a REAL), while the
+// agents already numbered keep writing and finding their rows.
+func TestFullTextOwnerNumbersExhausted(t *testing.T) {
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	db := b.DB()
+	// The owners before the last one, as if 2^23 − 2 agents had written.
+	if _, err := db.ExecContext(ctx, `INSERT INTO fts_owners (no, name) VALUES (8388606, 'earlier')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		table, agent string
+		ok           bool
+	}{
+		{"archival", "last", true}, // number 2^23 − 1
+		{"archival", "after", false},
+		{"messages", "after", false},
+		{"archival", "earlier", true},
+		{"messages", "last", true},
+	} {
+		stmt := `INSERT INTO archival (agent, content, created_at, valid_from) VALUES (?, 'cache numbered', 0, 0)`
+		if c.table == "messages" {
+			stmt = `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', 'cache numbered', 'b', 1, 0)`
+		}
+		_, err := db.ExecContext(ctx, stmt, c.agent)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s of %q: %v", c.table, c.agent, err)
+		case !c.ok && err == nil:
+			t.Errorf("%s of %q was accepted past the last owner number", c.table, c.agent)
+		case !c.ok && !strings.Contains(err.Error(), "owner numbers"):
+			t.Errorf("%s of %q: error %q does not say the owner numbers ran out", c.table, c.agent, err)
+		}
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM fts_owners WHERE name = 'after'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("a refused agent was numbered (%d, %v)", n, err)
+	}
+	x, err := search.NewIndex(ctx, db, b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, agent := range []string{"last", "earlier"} {
+		rs, err := x.Search(ctx, "cache", search.Scope{Agent: agent}, search.NewOptions().Mode(search.FTS))
+		if err != nil || len(rs) == 0 {
+			t.Errorf("search of %q: %d results, %v", agent, len(rs), err)
+		}
+		for _, r := range rs {
+			if r.Owner != agent {
+				t.Errorf("search of %q returned a row of %q", agent, r.Owner)
+			}
+		}
+	}
+}
