@@ -281,8 +281,9 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 
 	// Diagnostic: the bare FTS5 query engram's FTS mode is built on (the
 	// same MATCH expression and bm25 weights, ids only, no row fetch, no
-	// snippets), on the store's read pool.
-	rawStmt, err := st.Backend().DB().PrepareContext(ctx, `SELECT rowid FROM fts_archival WHERE fts_archival MATCH ?
+	// snippets), on the store's read pool. Its rowids are owner ranges
+	// (SQLite migration 0019): the entry's id is the low 40 bits.
+	rawStmt, err := st.Backend().DB().PrepareContext(ctx, `SELECT rowid & 1099511627775 FROM fts_archival WHERE fts_archival MATCH ?
 		ORDER BY bm25(fts_archival, 1.0, 2.0, 0.5) LIMIT ?`)
 	if err != nil {
 		return err
