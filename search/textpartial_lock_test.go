@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -263,4 +264,79 @@ func TestTextCachePartialLoadCatchesUp(t *testing.T) {
 	if n := search.TextCacheAnswers(x) - answers; n < 20 {
 		t.Fatalf("the cache answered %d of 20 legs", n)
 	}
+}
+
+// BenchmarkTextCachePartialLoadWait: a resident small agent's searches
+// while a 30k-row owner's partition loads (each op a fresh Index and one
+// such load): small-max-µs and small-p50-µs are what those searches took,
+// load-ms the big owner's first search.
+func BenchmarkTextCachePartialLoadWait(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "engram.db")
+	db := openDBAt(b, path)
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20 {
+		insertArchival(b, tx, archivalRow{Agent: "small", Content: words[i%6] + " " + words[(i/6)%6] + " small"})
+	}
+	for i := range 30_000 {
+		insertArchival(b, tx, archivalRow{Agent: "big", Content: fmt.Sprint(words[i%6], " ", words[(i/3)%6], " big row number ", i, " of the owner with many rows")})
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	var waits []time.Duration
+	var loads time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 256 << 20, VectorCacheBytes: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		search.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		for range 3 {
+			if _, err := x.Search(ctx, "wing", search.Scope{Agent: "small"}, archivalFTS()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := x.Search(ctx, "wing", search.Scope{Agent: "big"}, archivalFTS()); err != nil {
+				b.Error(err)
+			}
+		}()
+		time.Sleep(5 * time.Millisecond) // the load under way
+	loop:
+		for {
+			select {
+			case <-done:
+				break loop
+			default:
+			}
+			t0 := time.Now()
+			if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "small"}, archivalFTS()); err != nil {
+				b.Fatal(err)
+			}
+			waits = append(waits, time.Since(t0))
+			time.Sleep(time.Millisecond)
+		}
+		loads += time.Since(start)
+		b.StopTimer()
+		x.Close()
+		b.StartTimer()
+	}
+	slices.Sort(waits)
+	if len(waits) > 0 {
+		b.ReportMetric(float64(waits[len(waits)-1].Microseconds()), "small-max-µs")
+		b.ReportMetric(float64(waits[len(waits)/2].Microseconds()), "small-p50-µs")
+	}
+	b.ReportMetric(float64(loads.Milliseconds())/float64(b.N), "load-ms")
 }
