@@ -340,3 +340,76 @@ func BenchmarkTextCachePartialLoadWait(b *testing.B) {
 	}
 	b.ReportMetric(float64(loads.Milliseconds())/float64(b.N), "load-ms")
 }
+
+// BenchmarkTextCachePartialForeignWrite: a resident agent's FTS search
+// in a partial cache over 500 agents × 100 archival rows, after another
+// (not resident) agent's write before each search (the write untimed):
+// none, an insert, or a supersession (valid_to set, the new row inserted
+// and linked, as memory writes it). A change the statistics cannot
+// follow makes the search count its terms in FTS5 again.
+func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
+	ctx := context.Background()
+	db := openDBAt(b, filepath.Join(b.TempDir(), "engram.db"))
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow", "boundary", "vortex"}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for a := range 500 {
+		for i := range 100 {
+			insertArchival(b, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: fmt.Sprint(words[(a+i)%8], " ", words[i%5], " ", words[(a*i)%7], " note ", i)})
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	writes := map[string]func(i int){
+		"none": func(int) {},
+		"insert": func(i int) {
+			insertArchival(b, db, archivalRow{Agent: fmt.Sprint("agent-", 1+i%499), Content: "wing flow inserted"})
+		},
+		"supersede": func(i int) {
+			agent := fmt.Sprint("agent-", 1+i%499)
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var old int64
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM archival WHERE agent = ? AND valid_to IS NULL ORDER BY id LIMIT 1`, agent).Scan(&old); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE archival SET valid_to = created_at WHERE id = ?`, old); err != nil {
+				b.Fatal(err)
+			}
+			id := insertArchival(b, tx, archivalRow{Agent: agent, Content: "wing flow superseding"})
+			if _, err := tx.ExecContext(ctx, `UPDATE archival SET superseded_by = ? WHERE id = ?`, id, old); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+	for _, name := range []string{"none", "insert", "supersede"} {
+		b.Run(name, func(b *testing.B) {
+			for i := range b.N {
+				b.StopTimer()
+				writes[name](i)
+				b.StartTimer()
+				if _, err := x.Search(ctx, "wing flutter", search.Scope{Agent: "agent-0"}, archivalFTS()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	if !search.TextCacheHeld(x, search.Archival, "agent-0") {
+		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
+	}
+}
