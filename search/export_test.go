@@ -114,6 +114,16 @@ func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }
 // the store's size (on a dialect with TextStats).
 func ForceTextPartial(x *Index) { x.text.forcePartial = true }
 
+// SetTextLoadHook makes fn run in every partition load of x's partial
+// text cache once the partition's rows are read, with the load's context.
+func SetTextLoadHook(x *Index, fn func(ctx context.Context, t ContentType, owner string)) {
+	x.text.beforeLoad = fn
+}
+
+// TextLoadReplays counts the partition loads of x's partial text cache
+// caught up past the snapshot they read.
+func TextLoadReplays(x *Index) int64 { return x.text.replays.Load() }
+
 // TextRowsAnalyzed counts the rows x's text cache read and analyzed.
 func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }
 

@@ -145,12 +145,12 @@ func TestSnippet(t *testing.T) {
 func TestTextCacheScratchIsBounded(t *testing.T) {
 	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil)
 	big := strings.Repeat("a ", 5_000_000)
-	c.analyzeRow(Archival, []sql.NullString{{String: big, Valid: true}, {}, {}})
-	rt, n := c.analyzeRow(Archival, []sql.NullString{{String: "small row", Valid: true}, {}, {}})
+	c.analyzeRow(Archival, []sql.NullString{{String: big, Valid: true}, {}, {}}, &c.scratch)
+	rt, n := c.analyzeRow(Archival, []sql.NullString{{String: "small row", Valid: true}, {}, {}}, &c.scratch)
 	if n != 2 || len(rt.toks) != 2 {
 		t.Fatalf("small row after a huge one: %d tokens, toks %v", n, rt.toks)
 	}
-	if cap(c.toks) > scratchKeepTokens || cap(c.buf) > scratchKeepBytes {
-		t.Fatalf("scratch held after a 5M-token row: %d tokens, %d bytes", cap(c.toks), cap(c.buf))
+	if cap(c.scratch.toks) > scratchKeepTokens || cap(c.scratch.buf) > scratchKeepBytes {
+		t.Fatalf("scratch held after a 5M-token row: %d tokens, %d bytes", cap(c.scratch.toks), cap(c.scratch.buf))
 	}
 }

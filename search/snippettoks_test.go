@@ -12,7 +12,7 @@ func tokenPart(texts []string) *textPart {
 	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil)
 	p := newTextPart(Archival, true)
 	for i, text := range texts {
-		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: text, Valid: true}, {}, {}})
+		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: text, Valid: true}, {}, {}}, &c.scratch)
 		p.add(textDoc{id: int64(i + 1), owner: "a", length: int32(n)}, textBody{content: text}, rt)
 	}
 	return p

@@ -63,9 +63,9 @@ type textCache struct {
 	// rows without holding mu, then applies them under mu in one step, so a
 	// failed one leaves the cache as it was; searches rank in SQL meanwhile.
 	ld *loader
-	// Analyzer scratch, used by the running flight only.
-	buf  []byte
-	toks []uint32
+	// Analyzer scratch of the running flight (partition loads and
+	// catch-ups bring their own: they run beside each other).
+	scratch textScratch
 
 	// beforeCatchUp, set by tests, runs at the start of every background
 	// catch-up (a build included) with the flight's context.
@@ -453,7 +453,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 			for i, id := range chunk {
 				args[i] = id
 			}
-			err := c.read(ctx, tx, t, q, args, func(r textRow) error {
+			err := c.read(ctx, tx, t, q, args, &c.scratch, func(r textRow) error {
 				found[r.id] = true
 				staged = append(staged, r)
 				return nil
@@ -516,7 +516,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	for _, t := range contentKinds {
 		p := newTextPart(t, textBodies[t] && !c.noBodies)
 		parts[t] = p
-		err := c.read(ctx, tx, t, c.rows[t].sel, nil, func(r textRow) error {
+		err := c.read(ctx, tx, t, c.rows[t].sel, nil, &c.scratch, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
 			p.add(r.doc, r.body, r.terms)
 			idx += p.bytes - before
@@ -548,9 +548,19 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	return nil
 }
 
-// read analyzes the rows q returns and passes them to fn; each row's
-// frequency map is fn's to keep.
-func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q string, args []any, fn func(textRow) error) error {
+// textScratch is one analysis's reusable buffers: a flight's, a
+// catch-up's or a partition load's, never two at once.
+type textScratch struct {
+	buf  []byte
+	toks []uint32
+	// part: the rows are for partitions, which always hold their bodies
+	// (c.noBodies is the whole-store copy's, changed by its flight).
+	part bool
+}
+
+// read analyzes the rows q returns with sc's buffers and passes them to
+// fn; each row's frequency map is fn's to keep.
+func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q string, args []any, sc *textScratch, fn func(textRow) error) error {
 	weights := textWeights[t]
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -576,7 +586,7 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 		if textBodies[t] {
 			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
-		rt, length := c.analyzeRow(t, cols)
+		rt, length := c.analyzeRow(t, cols, sc)
 		c.analyzed.Add(1)
 		d.length = int32(min(length, math.MaxInt32))
 		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt}); err != nil {
@@ -590,16 +600,18 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 }
 
 // analyzeRow analyzes one row's FTS columns of kind t (cols, in weights'
-// order) and returns its terms and how many tokens it has.
-func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, int) {
+// order) with sc's buffers and returns its terms and how many tokens it
+// has.
+func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString, sc *textScratch) (rowTerms, int) {
 	weights := textWeights[t]
 	rt := rowTerms{index: map[string]int32{}}
 	length := 0
+	bodies := textBodies[t] && (sc.part || !c.noBodies)
 	for i, col := range cols {
 		w := float32(weights[i])
-		toks := i == 0 && textBodies[t] && !c.noBodies && isASCII(col.String)
-		c.toks = c.toks[:0]
-		c.buf = analyzer.Analyze(col.String, c.buf, func(term []byte) {
+		toks := i == 0 && bodies && isASCII(col.String)
+		sc.toks = sc.toks[:0]
+		sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
 			n, ok := rt.index[string(term)] // no allocation for a lookup
 			if !ok {
 				n = int32(len(rt.freqs))
@@ -608,24 +620,24 @@ func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString) (rowTerms, 
 			}
 			rt.freqs[n] += w
 			if toks {
-				c.toks = append(c.toks, uint32(n))
+				sc.toks = append(sc.toks, uint32(n))
 			}
 			length++
 		})
 		if toks {
-			rt.toks = slices.Clone(c.toks) // exactly its size: the cache keeps it
+			rt.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
 			if rt.toks == nil {
 				rt.toks = []uint32{}
 			}
 		}
 	}
-	// The scratch lives as long as the cache, outside its budget: a huge
-	// row's buffers are let go rather than held for good.
-	if cap(c.toks) > scratchKeepTokens {
-		c.toks = nil
+	// A flight's scratch lives as long as the cache, outside its budget:
+	// a huge row's buffers are let go rather than held for good.
+	if cap(sc.toks) > scratchKeepTokens {
+		sc.toks = nil
 	}
-	if cap(c.buf) > scratchKeepBytes {
-		c.buf = nil
+	if cap(sc.buf) > scratchKeepBytes {
+		sc.buf = nil
 	}
 	return rt, length
 }

@@ -88,7 +88,7 @@ func TestTextCacheOwnerPartitions(t *testing.T) {
 	nextID := int64(1)
 	add := func(id int64, o string) {
 		content := text()
-		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: content, Valid: true}, {}, {}})
+		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: content, Valid: true}, {}, {}}, &c.scratch)
 		p.add(textDoc{id: id, owner: o, created: int64(r.IntN(1000)), superseded: r.IntN(10) == 0, length: int32(n)},
 			textBody{content: content}, rt)
 		owned[id] = o

@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -62,12 +65,20 @@ type partialState struct {
 	// bound together: loading it evicts its own partitions, so every
 	// search would read them all again only to rank in SQL.
 	scopeBig map[ContentType]map[string]bool
+	// loads are the partition loads in flight, guarded by loadMu (not
+	// c.mu: a load runs without c.mu).
+	loadMu sync.Mutex
+	loads  map[partKey]*partLoad
 
 	// For tests: forcePartial makes a build go partial whatever the
 	// estimate; analyzed counts the rows read and analyzed.
 	forcePartial bool
 	analyzed     atomic.Int64
-	statsReads   atomic.Int64 // reads of a kind's totals (statsFor)
+	// beforeLoad, set by tests, runs in a partition's load once its rows
+	// are read, with the load's context.
+	beforeLoad func(ctx context.Context, t ContentType, owner string)
+	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
+	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
 }
 
 // textStats are one kind's store-wide bm25 statistics as read from the
@@ -157,7 +168,7 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 			continue
 		}
 		p := newTextPart(t, textBodies[t] && !c.noBodies)
-		err := c.read(ctx, tx, t, c.rows[t].sel+` ORDER BY `+c.rows[t].key+` LIMIT `+fmt.Sprint(sample), nil, func(r textRow) error {
+		err := c.read(ctx, tx, t, c.rows[t].sel+` ORDER BY `+c.rows[t].key+` LIMIT `+fmt.Sprint(sample), nil, &c.scratch, func(r textRow) error {
 			p.add(r.doc, r.body, r.terms)
 			return nil
 		})
@@ -246,6 +257,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		return reset()
 	}
 	var staged []textRow
+	sc := &textScratch{part: true}
 	for t, ids := range changed {
 		if _, ok := kinds[t]; !ok {
 			continue
@@ -265,7 +277,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 			for i, id := range chunk {
 				args[i] = id
 			}
-			err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, func(r textRow) error {
+			err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
 				found[r.id] = true
 				staged = append(staged, r)
 				return nil
@@ -464,63 +476,231 @@ func (c *textCache) evict(keep *textPart) {
 // ensure loads owner's partition of kind t into the partial cache,
 // evicting the least recently used others to stay within the bound, and
 // marks it used; held is false when the owner's rows alone exceed the
-// bound (or the cache is not partial): the leg then ranks in SQL. The
-// rows are read after the log position c.seq was, so they are at least
-// as new; log entries past c.seq read them again at the next catch-up.
+// bound (or the cache is not partial): the leg then ranks in SQL.
 // A first search loads in the foreground: an owner's rows are what its
 // searches read anyway, and their analysis costs about what one SQL
-// ranking over them does.
+// ranking over them does. The load runs outside c.mu (searches of
+// resident partitions go on meanwhile); searches wanting the same
+// partition wait for it (until their ctx ends), and load it themselves
+// should the search that started it give up.
 func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner string) (held bool, err error) {
+	for {
+		if held, known := c.resident(t, owner); known {
+			return held, nil
+		}
+		key := partKey{t, owner}
+		c.loadMu.Lock()
+		f := c.loads[key]
+		if f == nil {
+			f = &partLoad{done: make(chan struct{})}
+			if c.loads == nil {
+				c.loads = map[partKey]*partLoad{}
+			}
+			c.loads[key] = f
+			c.loadMu.Unlock()
+			f.held, f.err = c.load(ctx, db, t, owner)
+			c.loadMu.Lock()
+			delete(c.loads, key)
+			c.loadMu.Unlock()
+			close(f.done)
+			return f.held, f.err
+		}
+		c.loadMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return false, fmt.Errorf("search: text cache: wait for the %s of %q: %w", kinds[t].name, owner, ctx.Err())
+		}
+		if f.err != nil && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+			continue // its starter gave up, not this search
+		}
+		if f.err != nil || !f.held {
+			return false, f.err
+		}
+		held, _ := c.resident(t, owner) // not held: evicted since
+		return held, nil
+	}
+}
+
+// partKey names one partition (partialState.loads).
+type partKey struct {
+	t     ContentType
+	owner string
+}
+
+// partLoad is a partition's load in flight; held and err are set before
+// done closes.
+type partLoad struct {
+	done chan struct{}
+	held bool
+	err  error
+}
+
+// resident reports whether owner's partition of kind t is held (marking
+// it used); known is false when it must be loaded first.
+func (c *textCache) resident(t ContentType, owner string) (held, known bool) {
 	c.mu.RLock()
 	partial, p, big := c.partial, c.owned[t][owner], c.tooBig[t][owner]
 	c.mu.RUnlock()
 	switch {
 	case !partial || big:
-		return false, nil
+		return false, true
 	case p != nil:
 		p.used.Store(c.clock.Add(1))
-		return true, nil
+		return true, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.partial {
-		return false, nil
-	}
-	if p := c.owned[t][owner]; p != nil {
-		p.used.Store(c.clock.Add(1))
-		return true, nil
-	}
-	k := kinds[t]
-	rows, err := db.QueryContext(ctx, `SELECT `+k.alias+`.id FROM `+k.base+` `+k.alias+` WHERE `+k.alias+`.`+k.owner+` = ?`, owner)
+	return false, false
+}
+
+// textLoadTries bounds the catch-ups of a loaded partition to the
+// cache's log position: past it, writes outrun the load and the leg
+// ranks in SQL this time.
+const textLoadTries = 8
+
+// partRead is a partition read outside c.mu: its rows are those of log
+// position seq.
+type partRead struct {
+	p   *textPart
+	seq int64
+	// refused: the owner's rows exceed the bound (cost: their bytes per
+	// row when read, else 0).
+	refused bool
+	cost    int64
+}
+
+// load reads owner's partition of kind t in one snapshot without c.mu,
+// replays onto it what the cache's catch-ups applied since (the cache
+// may have moved past the snapshot meanwhile), and installs it under
+// c.mu.
+func (c *textCache) load(ctx context.Context, db *sql.DB, t ContentType, owner string) (bool, error) {
+	c.mu.RLock()
+	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.seq
+	c.mu.RUnlock()
+	ld, err := c.readPart(ctx, db, t, owner, cost)
 	if err != nil {
-		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+		return false, err
+	}
+	for try := 0; ; try++ {
+		var moved map[int64]bool
+		if !ld.refused {
+			if moved, err = c.loggedSince(ctx, db, t, base); err != nil {
+				return false, err
+			}
+		}
+		c.mu.Lock()
+		if !c.partial {
+			c.mu.Unlock()
+			return false, nil
+		}
+		if ld.refused || c.seq <= ld.seq {
+			held := c.install(t, owner, ld, moved)
+			c.mu.Unlock()
+			return held, nil
+		}
+		c.mu.Unlock()
+		if try == textLoadTries {
+			return false, nil
+		}
+		if ok, err := c.replayPart(ctx, db, t, owner, ld); err != nil || !ok {
+			return false, err
+		}
+	}
+}
+
+// readPart reads and analyzes owner's rows of kind t in one snapshot
+// (with the load's own buffers), unless their count at cost bytes per
+// row exceeds the bound.
+func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, owner string, cost int64) (*partRead, error) {
+	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	rows, err := tx.QueryContext(ctx, `SELECT `+k.alias+`.id FROM `+k.base+` `+k.alias+` WHERE `+k.alias+`.`+k.owner+` = ?`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 	}
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
-			return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+			return nil, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 		}
 		ids = append(ids, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
+		return nil, fmt.Errorf("search: text cache: list %s of %q: %w", k.name, owner, err)
 	}
-	if int64(len(ids))*max(c.rowCost[t], c.ownCost[t][owner]) > c.limit {
-		c.refuse(t, owner)
-		return false, nil
+	if int64(len(ids))*cost > c.limit {
+		return &partRead{refused: true}, nil
 	}
-	p = newTextPart(t, textBodies[t])
+	p := newTextPart(t, textBodies[t])
+	sc := &textScratch{part: true}
 	for chunk := range slices.Chunk(ids, 500) {
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
 		}
-		err := c.read(ctx, db, t, c.rows[t].byID(len(chunk)), args, func(r textRow) error {
-			if r.doc.owner == owner { // not moved since listed
+		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
+			if r.doc.owner == owner {
 				p.add(r.doc, r.body, r.terms)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.beforeLoad != nil {
+		c.beforeLoad(ctx, t, owner)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: load %s of %q: %w", k.name, owner, err)
+	}
+	ld := &partRead{p: p, seq: maxSeq.Int64}
+	if partCost(owner, p) > c.limit {
+		ld.refused = true
+		if p.live > 0 {
+			ld.cost = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
+	}
+	return ld, nil
+}
+
+// replayPart brings a partition read at ld.seq up to the log's end: the
+// rows of kind t logged since are read again, and kept if owner's. ok is
+// false when the log no longer holds what it needs (trimmed, or too
+// much): the load gives up.
+func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t ContentType, owner string, ld *partRead) (ok bool, err error) {
+	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if minSeq.Valid && minSeq.Int64 > ld.seq+1 {
+		return false, nil
+	}
+	ids, err := logged(ctx, tx, t, ld.seq, maxSeq.Int64)
+	if err != nil {
+		return false, err
+	}
+	if len(ids) > 10_000 {
+		return false, nil
+	}
+	list := slices.Collect(maps.Keys(ids))
+	sc := &textScratch{part: true}
+	for chunk := range slices.Chunk(list, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+			ld.p.remove(id)
+		}
+		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
+			if r.doc.owner == owner {
+				ld.p.add(r.doc, r.body, r.terms)
 			}
 			return nil
 		})
@@ -528,37 +708,73 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 			return false, err
 		}
 	}
-	if n := partCost(owner, p); n > c.limit {
+	ld.p.maybeCompact()
+	ld.seq = maxSeq.Int64
+	c.replays.Add(1)
+	return true, nil
+}
+
+// loggedSince returns the ids of kind t's rows logged after seq.
+func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t ContentType, seq int64) (map[int64]bool, error) {
+	return logged(ctx, db, t, seq, math.MaxInt64)
+}
+
+// logged returns the ids of kind t's rows logged after from up to to.
+func logged(ctx context.Context, q queryer, t ContentType, from, to int64) (map[int64]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT id FROM search_text_log WHERE seq > ? AND seq <= ? AND kind = ?`, from, to, int(t))
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+	}
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+	}
+	return ids, nil
+}
+
+// install puts a partition read (and caught up to c.seq or past it) in
+// the cache, or remembers its owner as too big; c.mu is held. moved are
+// the rows logged since the load began: only those can be in another
+// owner's partition too (moved between owners since it loaded, and the
+// log entry not replayed yet), and one copy only is kept.
+func (c *textCache) install(t ContentType, owner string, ld *partRead, moved map[int64]bool) bool {
+	if p := c.owned[t][owner]; p != nil {
+		p.used.Store(c.clock.Add(1))
+		return true
+	}
+	if ld.refused || partCost(owner, ld.p) > c.limit {
 		c.refuse(t, owner)
-		if p.live > 0 {
+		if ld.cost > 0 {
 			if len(c.ownCost[t]) >= textTooBigMax {
 				clear(c.ownCost[t])
 			}
-			c.ownCost[t][owner] = (p.bytes + p.bodyBytes) / int64(p.live)
+			c.ownCost[t][owner] = ld.cost
 		}
-		return false, nil
+		return false
 	}
-	// No row read is newer than the log's end now (moveStats).
-	var hi sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(seq) FROM search_text_log`).Scan(&hi); err != nil {
-		return false, fmt.Errorf("search: text cache: read log: %w", err)
-	}
-	p.hiSeq = hi.Int64
-	// A row read here may still sit in another owner's partition (it
-	// moved after that one loaded, and the log entry is not replayed
-	// yet): one copy only.
-	for _, q := range c.owned[t] {
-		for id := range p.slots {
-			if _, ok := q.slots[id]; ok {
-				q.remove(id)
-			}
+	p := ld.p
+	for id := range moved {
+		if _, ok := p.slots[id]; !ok {
+			continue
+		}
+		for _, q := range c.owned[t] {
+			q.remove(id)
 		}
 	}
+	p.hiSeq = ld.seq // no row it holds is newer (moveStats)
 	c.owned[t][owner] = p
 	p.used.Store(c.clock.Add(1))
 	c.recount()
 	c.evict(p)
-	return true, nil
+	return true
 }
 
 // textTooBigMax bounds the owners of a kind remembered as too big: under
