@@ -123,9 +123,23 @@ func (x *Index) pauseReranker() time.Duration {
 	if base == 0 {
 		base = DefaultRerankBackoff
 	}
-	streak := min(x.rerankStreak.Add(1)-1, 4)
-	d := base << streak
-	x.rerankPause.Store(x.clock().Add(d).UnixNano())
+	// Saturate rather than overflow: a doubled long back-off, or one
+	// added to the clock past what UnixNano holds, would otherwise end
+	// before it began and every search would ask the failing reranker.
+	d := base
+	for range min(x.rerankStreak.Add(1)-1, 4) {
+		if d > math.MaxInt64/2 {
+			d = math.MaxInt64
+			break
+		}
+		d *= 2
+	}
+	now := x.clock().UnixNano()
+	until := now + int64(d)
+	if until < now {
+		until = math.MaxInt64
+	}
+	x.rerankPause.Store(until)
 	return d
 }
 

@@ -431,3 +431,41 @@ func TestRerankerBackoff(t *testing.T) {
 		t.Fatalf("strict searches: %d calls, want 8", rr.calls.Load())
 	}
 }
+
+// A long back-off (a reranker one would rather not retry for a long time)
+// must not overflow into no pause at all: doubled past time.Duration's
+// range, or added to the clock past what UnixNano represents, the pause
+// used to end before it began and every search asked the failing
+// reranker again.
+func TestRerankerBackoffLong(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		second  bool // wait out the first pause: the second doubles it
+	}{
+		{"100 years", 100 * 365 * 24 * time.Hour, true},
+		{"max duration", time.Duration(math.MaxInt64), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := &flakyReranker{}
+			rr.fail.Store(true)
+			x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankBackoff: tc.backoff})
+			now := time.Unix(1_000_000, 0)
+			search.SetClock(x, func() time.Time { return now })
+			for i := range 6 {
+				now = now.Add(time.Hour)
+				if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && tc.second {
+					// Let a second failure in a row double the pause.
+					now = now.Add(tc.backoff - time.Hour)
+				}
+			}
+			if n := rr.calls.Load(); n > 2 {
+				t.Fatalf("the failing reranker was asked %d times in 6 searches within its back-off", n)
+			}
+		})
+	}
+}
