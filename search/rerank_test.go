@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -467,5 +468,64 @@ func TestRerankerBackoffLong(t *testing.T) {
 				t.Fatalf("the failing reranker was asked %d times in 6 searches within its back-off", n)
 			}
 		})
+	}
+}
+
+// barrierReranker fails once n calls are in it at once, and counts them.
+type barrierReranker struct {
+	calls atomic.Int64
+	all   chan struct{}
+	n     int64
+	once  sync.Once
+}
+
+func (b *barrierReranker) Rerank(ctx context.Context, _ string, _ []string) ([]float64, error) {
+	if b.calls.Add(1) == b.n {
+		b.once.Do(func() { close(b.all) })
+	}
+	select {
+	case <-b.all:
+	case <-time.After(5 * time.Second):
+	}
+	return nil, errors.New("connection refused")
+}
+
+// Searches that fail together in one outage are one failure, not a
+// streak: five concurrent searches hitting a reranker that is down used
+// to double the back-off four times at once (16 times its length).
+func TestRerankerBackoffConcurrentFailures(t *testing.T) {
+	ctx := context.Background()
+	const n = 5
+	rr := &barrierReranker{all: make(chan struct{}), n: n}
+	x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankBackoff: time.Minute})
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	search.SetClock(x, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := x.RerankFailures(); got != n {
+		t.Fatalf("%d failures counted, want %d", got, n)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute + time.Second)
+	mu.Unlock()
+	if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.calls.Load(); got != n+1 {
+		t.Fatalf("a minute after one outage's concurrent failures: %d calls, want %d (the back-off grew past a minute)", got, n+1)
 	}
 }
