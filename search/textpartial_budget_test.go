@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -83,5 +84,65 @@ func TestTextCachePartialLoadsWithinBound(t *testing.T) {
 	wg.Wait()
 	if m := most.Load(); m > 2 {
 		t.Fatalf("%d partition loads of about %d bytes each in flight at once under a %d-byte bound", m, one, one*5/2)
+	}
+}
+
+// TestTextCachePartialLoadWaitCancelled: a load waiting for others' to
+// leave room under the bound returns as soon as its search's context
+// ends, and loads once they have.
+func TestTextCachePartialLoadWaitCancelled(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{"one", "two"} {
+		for i := range 400 {
+			insertArchival(t, tx, archivalRow{Agent: agent, Content: fmt.Sprint("wing flutter row ", i, " mach layer")})
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 64 << 20, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	search.ForceTextPartial(probe)
+	_ = probe.WarmTextCache(ctx)
+	if _, err := probe.Search(ctx, "wing", search.Scope{Agent: "one"}, archivalFTS()); err != nil {
+		t.Fatal(err)
+	}
+	one := search.TextCacheHeldBytes(probe)
+	probe.Close()
+
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: one * 3 / 2, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	entered, release := holdLoad(x, "one")
+	first := searchAsync(ctx, x, "wing", "one")
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first load did not start")
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	second := searchAsync(waitCtx, x, "wing", "two")
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if r := await(t, second, "a load waiting for room, cancelled"); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("a load waiting for room, cancelled: %d results, err %v; want context.Canceled", len(r.rs), r.err)
+	}
+	close(release)
+	if r := await(t, first, "the first load"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := await(t, searchAsync(ctx, x, "wing", "two"), "a load once room is left"); r.err != nil || len(r.rs) == 0 {
+		t.Fatalf("a load once room is left: %d results, err %v", len(r.rs), r.err)
 	}
 }
