@@ -66,9 +66,12 @@ func KnownModelLimits() map[string]ModelContextLimits {
 // model, `engram context --max-tokens`).
 func WindowLimits(n int) ModelContextLimits {
 	l := ModelContextLimits{MaxTokens: n}
-	if n < 4*DefaultReservedResponseTokens {
-		l.ReservedResponseTokens = n / 4
-		l.MemoryTokens = min(DefaultMemoryTokens, n/4)
+	if n > 0 && n < 4*DefaultReservedResponseTokens {
+		// At least 1: a zero field would inherit the defaults, far
+		// larger than a window of under four tokens.
+		q := max(n/4, 1)
+		l.ReservedResponseTokens = q
+		l.MemoryTokens = min(DefaultMemoryTokens, q)
 	}
 	return l
 }

@@ -133,3 +133,10 @@ func TextStatsReads(x *Index) int64 { return x.text.statsReads.Load() }
 
 // SetClock makes x's reranker back-off read now instead of time.Now.
 func SetClock(x *Index, now func() time.Time) { x.now = now }
+
+// TextCacheHeldBytes is what x's partial text cache's partitions hold.
+func TextCacheHeldBytes(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.held
+}

@@ -192,6 +192,7 @@ type Index struct {
 	// failures (UnixNano; 0: now), rerankStreak how many failed in a row.
 	rerankPause  atomic.Int64
 	rerankStreak atomic.Int64
+	rerankMu     sync.Mutex // serializes pauseReranker's read and update
 	// now is the clock of the reranker's back-off (tests set it).
 	now func() time.Time
 	// beforeFill, set by tests, runs between ranking and the page fetch.

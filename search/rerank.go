@@ -57,6 +57,7 @@ func (x *Index) rerank(ctx context.Context, query string, ranked []*Result, scop
 	if !x.opts.RerankStrict && x.clock().UnixNano() < x.rerankPause.Load() {
 		return ranked, nil // backing off after failures
 	}
+	since := x.rerankPause.Load()
 	head := slices.Clone(ranked[:n])
 	if err := x.fill(ctx, head, scope, s, terms); err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func (x *Index) rerank(ctx context.Context, query string, ranked []*Result, scop
 			return nil, err
 		}
 		x.rerankFailures.Add(1)
-		pause := x.pauseReranker()
+		pause := x.pauseReranker(since)
 		if x.opts.Logger != nil {
 			x.opts.Logger.Warn("search: reranking failed; results keep the fused order", "err", err, "skipped_for", pause)
 		}
@@ -114,18 +115,40 @@ func checkScores(scores []float64, n int) error {
 }
 
 // pauseReranker makes searches skip the Reranker for the back-off after
-// one more failure in a row, and returns how long.
-func (x *Index) pauseReranker() time.Duration {
+// one more failure in a row, and returns how long. since is the pause
+// the failed reranking began under: if another failure set a pause since,
+// both were in flight in one outage and count once (concurrent searches
+// would otherwise double the back-off as many times at once).
+func (x *Index) pauseReranker(since int64) time.Duration {
 	base := x.opts.RerankBackoff
 	if base < 0 {
 		return 0
 	}
+	x.rerankMu.Lock()
+	defer x.rerankMu.Unlock()
+	if p := x.rerankPause.Load(); p != since {
+		return time.Duration(max(0, p-x.clock().UnixNano()))
+	}
 	if base == 0 {
 		base = DefaultRerankBackoff
 	}
-	streak := min(x.rerankStreak.Add(1)-1, 4)
-	d := base << streak
-	x.rerankPause.Store(x.clock().Add(d).UnixNano())
+	// Saturate rather than overflow: a doubled long back-off, or one
+	// added to the clock past what UnixNano holds, would otherwise end
+	// before it began and every search would ask the failing reranker.
+	d := base
+	for range min(x.rerankStreak.Add(1)-1, 4) {
+		if d > math.MaxInt64/2 {
+			d = math.MaxInt64
+			break
+		}
+		d *= 2
+	}
+	now := x.clock().UnixNano()
+	until := now + int64(d)
+	if until < now {
+		until = math.MaxInt64
+	}
+	x.rerankPause.Store(until)
 	return d
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -429,5 +430,102 @@ func TestRerankerBackoff(t *testing.T) {
 	}
 	if rr.calls.Load() != 8 {
 		t.Fatalf("strict searches: %d calls, want 8", rr.calls.Load())
+	}
+}
+
+// A long back-off (a reranker one would rather not retry for a long time)
+// must not overflow into no pause at all: doubled past time.Duration's
+// range, or added to the clock past what UnixNano represents, the pause
+// used to end before it began and every search asked the failing
+// reranker again.
+func TestRerankerBackoffLong(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		second  bool // wait out the first pause: the second doubles it
+	}{
+		{"100 years", 100 * 365 * 24 * time.Hour, true},
+		{"max duration", time.Duration(math.MaxInt64), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := &flakyReranker{}
+			rr.fail.Store(true)
+			x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankBackoff: tc.backoff})
+			now := time.Unix(1_000_000, 0)
+			search.SetClock(x, func() time.Time { return now })
+			for i := range 6 {
+				now = now.Add(time.Hour)
+				if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && tc.second {
+					// Let a second failure in a row double the pause.
+					now = now.Add(tc.backoff - time.Hour)
+				}
+			}
+			if n := rr.calls.Load(); n > 2 {
+				t.Fatalf("the failing reranker was asked %d times in 6 searches within its back-off", n)
+			}
+		})
+	}
+}
+
+// barrierReranker fails once n calls are in it at once, and counts them.
+type barrierReranker struct {
+	calls atomic.Int64
+	all   chan struct{}
+	n     int64
+	once  sync.Once
+}
+
+func (b *barrierReranker) Rerank(ctx context.Context, _ string, _ []string) ([]float64, error) {
+	if b.calls.Add(1) == b.n {
+		b.once.Do(func() { close(b.all) })
+	}
+	select {
+	case <-b.all:
+	case <-time.After(5 * time.Second):
+	}
+	return nil, errors.New("connection refused")
+}
+
+// Searches that fail together in one outage are one failure, not a
+// streak: five concurrent searches hitting a reranker that is down used
+// to double the back-off four times at once (16 times its length).
+func TestRerankerBackoffConcurrentFailures(t *testing.T) {
+	ctx := context.Background()
+	const n = 5
+	rr := &barrierReranker{all: make(chan struct{}), n: n}
+	x := rerankCorpus(t, &search.IndexOptions{Reranker: rr, RerankBackoff: time.Minute})
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	search.SetClock(x, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := x.RerankFailures(); got != n {
+		t.Fatalf("%d failures counted, want %d", got, n)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute + time.Second)
+	mu.Unlock()
+	if _, err := x.Search(ctx, "steam", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.calls.Load(); got != n+1 {
+		t.Fatalf("a minute after one outage's concurrent failures: %d calls, want %d (the back-off grew past a minute)", got, n+1)
 	}
 }

@@ -69,6 +69,14 @@ type partialState struct {
 	// c.mu: a load runs without c.mu).
 	loadMu sync.Mutex
 	loads  map[partKey]*partLoad
+	// inflight are the bytes the loads in flight are estimated to
+	// analyze (their rows at rowCost), guarded by loadMu: loads run
+	// outside c.mu, each sized against the bound alone, so without it
+	// many first searches at once would together hold many times the
+	// bound before any was installed and evicted. inflightWake closes
+	// when some are released.
+	inflight     int64
+	inflightWake chan struct{}
 
 	// For tests: forcePartial makes a build go partial whatever the
 	// estimate; analyzed counts the rows read and analyzed.
@@ -637,6 +645,11 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	if int64(len(ids))*cost > c.limit {
 		return &partRead{refused: true}, nil
 	}
+	need := int64(len(ids)) * cost
+	if err := c.reserve(ctx, need); err != nil {
+		return nil, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+	}
+	defer c.release(need)
 	p := newTextPart(t, textBodies[t])
 	sc := &textScratch{part: true}
 	for chunk := range slices.Chunk(ids, 500) {
@@ -668,6 +681,46 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 		}
 	}
 	return ld, nil
+}
+
+// reserve waits until n more bytes of loads in flight fit the bound
+// (or none are in flight: a lone load always runs), or ctx ends.
+func (c *textCache) reserve(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for {
+		c.loadMu.Lock()
+		if c.inflight == 0 || c.inflight+n <= c.limit {
+			c.inflight += n
+			c.loadMu.Unlock()
+			return nil
+		}
+		if c.inflightWake == nil {
+			c.inflightWake = make(chan struct{})
+		}
+		wake := c.inflightWake
+		c.loadMu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release returns n bytes reserved by a load, waking those waiting.
+func (c *textCache) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	c.inflight -= n
+	if c.inflightWake != nil {
+		close(c.inflightWake)
+		c.inflightWake = nil
+	}
 }
 
 // replayPart brings a partition read at ld.seq up to the log's end: the
