@@ -214,7 +214,10 @@ func churnBounded(t *testing.T, limit int64) {
 	_, parts, bytes := search.TextCachePartial(x)
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("%d partitions, %d bytes charged, heap grew %d bytes", parts, bytes, grown)
-	if bytes > limit || grown > max(4*limit, 256<<10) {
+	// The partition count is the deterministic check (each partition is
+	// charged at least 512 bytes); the heap's growth, which the GC and the
+	// connection pool make noisy, only catches what nothing charges.
+	if bytes > limit || int64(parts) > limit/512+4 || grown > max(8*limit, 1<<20) {
 		t.Fatalf("after %d agents searched once: %d partitions, %d bytes charged, heap grew %d bytes; bound %d", churn, parts, bytes, grown, limit)
 	}
 }
