@@ -2,91 +2,16 @@ package memory_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
-
-// findLoCoMo returns the path of locomo-dev.json: $ENGRAM_LOCOMO (the file
-// or its directory) if set, else ../shared/datasets/locomo-dev beside the
-// repository, looked up from the working directory upwards; "" if absent.
-func findLoCoMo() string {
-	if p := os.Getenv("ENGRAM_LOCOMO"); p != "" {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			p = filepath.Join(p, "locomo-dev.json")
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		return ""
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		for _, p := range []string{
-			filepath.Join(dir, "..", "shared", "datasets", "locomo-dev", "locomo-dev.json"),
-			filepath.Join(dir, "shared", "datasets", "locomo-dev", "locomo-dev.json"),
-		} {
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
-type locomoTurn struct {
-	Speaker     string `json:"speaker"`
-	DiaID       string `json:"dia_id"`
-	Text        string `json:"text"`
-	BlipCaption string `json:"blip_caption"`
-}
-
-type locomoQA struct {
-	Question string   `json:"question"`
-	Evidence []string `json:"evidence"`
-	Category int      `json:"category"`
-}
-
-type locomoSample struct {
-	SampleID     string                     `json:"sample_id"`
-	Conversation map[string]json.RawMessage `json:"conversation"`
-	QA           []locomoQA                 `json:"qa"`
-}
-
-// locomoSessions returns the session keys of a conversation
-// ("session_1", ...) in session order.
-func locomoSessions(conv map[string]json.RawMessage) []string {
-	var keys []string
-	for k := range conv {
-		if strings.HasPrefix(k, "session_") && !strings.HasSuffix(k, "_date_time") {
-			if _, err := strconv.Atoi(strings.TrimPrefix(k, "session_")); err == nil {
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, _ := strconv.Atoi(strings.TrimPrefix(keys[i], "session_"))
-		b, _ := strconv.Atoi(strings.TrimPrefix(keys[j], "session_"))
-		return a < b
-	})
-	return keys
-}
 
 // TestLoCoMoEvidenceRecall measures turn-level evidence recall@5/10/25 of
 // the default message search on the development half of LoCoMo (five long
@@ -96,20 +21,16 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LoCoMo evidence recall skipped in -short mode")
 	}
-	path := findLoCoMo()
+	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
 	}
-	raw, err := os.ReadFile(path)
+	data, err := eval.LoadLoCoMo(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var samples []locomoSample
-	if err := json.Unmarshal(raw, &samples); err != nil {
-		t.Fatalf("parse %s: %v", path, err)
-	}
-	if len(samples) == 0 {
-		t.Fatalf("%s holds no samples", path)
+	if len(data.Conversations) == 0 {
+		t.Fatalf("%s holds no conversations", path)
 	}
 
 	ks := []int{5, 10, 25}
@@ -126,61 +47,35 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	turns, malformed, noValid := 0, 0, 0
+	turns := 0
 
-	for _, s := range samples {
+	for _, conv := range data.Conversations {
 		store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent := s.SampleID
+		agent := conv.ID
 		diaOf := map[int64]string{}
-		known := map[string]bool{}
-		for _, key := range locomoSessions(s.Conversation) {
-			var ts []locomoTurn
-			if err := json.Unmarshal(s.Conversation[key], &ts); err != nil {
-				t.Fatalf("%s %s: %v", agent, key, err)
-			}
-			if len(ts) == 0 {
+		for _, sess := range conv.Sessions {
+			if len(sess.Turns) == 0 {
 				continue
 			}
-			msgs := make([]memory.Message, len(ts))
-			for i, tr := range ts {
-				content := tr.Speaker + ": " + tr.Text
-				if tr.BlipCaption != "" {
-					content += " [image: " + tr.BlipCaption + "]"
-				}
-				msgs[i] = memory.Message{Role: memory.RoleUser, Content: content, BatchID: key}
+			msgs := make([]memory.Message, len(sess.Turns))
+			for i, tr := range sess.Turns {
+				msgs[i] = memory.Message{Role: memory.RoleUser, Content: tr.Text, BatchID: sess.Key}
 			}
 			out, err := store.AppendMessages(ctx, agent, msgs)
 			if err != nil {
-				t.Fatalf("%s %s: append: %v", agent, key, err)
+				t.Fatalf("%s %s: append: %v", agent, sess.Key, err)
 			}
 			for i, m := range out {
-				diaOf[m.ID] = ts[i].DiaID
-				known[ts[i].DiaID] = true
+				diaOf[m.ID] = sess.Turns[i].DiaID
 			}
-			turns += len(ts)
+			turns += len(sess.Turns)
 		}
 
-		for _, q := range s.QA {
-			want := map[string]bool{}
-			for _, ev := range q.Evidence {
-				// A few items put several ids in one string ("D8:6; D9:17").
-				for _, id := range strings.FieldsFunc(ev, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-					if known[id] {
-						want[id] = true
-					} else {
-						malformed++
-					}
-				}
-			}
-			if len(want) == 0 {
-				if len(q.Evidence) > 0 {
-					noValid++
-				}
-				continue
-			}
+		for _, q := range conv.Questions {
+			want := q.Evidence
 			res, err := store.Search(ctx, agent, q.Question,
 				search.NewOptions().ContentTypes(search.Messages).Limit(25))
 			if err != nil {
@@ -209,7 +104,7 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 		}
 	}
 
-	names := map[int]string{1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+	names := eval.LoCoMoCategories
 	row := func(label string, a *acc) string {
 		if a.n == 0 {
 			return fmt.Sprintf("%-16s %5d", label, 0)
@@ -218,7 +113,7 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 			a.sum[0]/float64(a.n), a.sum[1]/float64(a.n), a.sum[2]/float64(a.n))
 	}
 	t.Logf("LoCoMo dev: %d conversations, %d turns; %d malformed evidence ids skipped, %d questions left without valid evidence",
-		len(samples), turns, malformed, noValid)
+		len(data.Conversations), turns, data.Malformed, data.NoEvidence)
 	t.Logf("%-16s %5s  %5s  %5s  %5s", "category", "n", "R@5", "R@10", "R@25")
 	cats := make([]int, 0, len(perCat))
 	for c := range perCat {
