@@ -89,7 +89,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAISummarizer, error) {
 	o.APIKey = openaihttp.FirstNonEmpty(o.APIKey, os.Getenv("ENGRAM_SUMMARY_API_KEY"), os.Getenv("OPENAI_API_KEY"))
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("%w: openai summarizer: base URL %q must start with http:// or https://", ErrInvalid, redact.Target(o.BaseURL))
+		return nil, fmt.Errorf("%w: openai summarizer: base URL %q must start with http:// or https://", ErrInvalid, redact.BaseURL(o.BaseURL, o.APIKey))
 	}
 	s := &OpenAISummarizer{
 		model:     o.Model,

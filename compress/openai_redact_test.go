@@ -16,6 +16,19 @@ func TestOpenAISummarizerHidesURLSecrets(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "xxxxx") {
 		t.Fatalf("err = %v", err)
 	}
+	// Without a well-formed scheme the URL reached the error as plain
+	// text, password or pasted key included.
+	for _, base := range []string{
+		"ada:SECRET@llm.example.com/v1",
+		"http:/ada:SECRET@llm.example.com/v1",
+		"http//ada:SECRET@llm.example.com",
+		"SECRETKEY",
+	} {
+		_, err := compress.NewOpenAI(&compress.OpenAIOptions{BaseURL: base, APIKey: "SECRETKEY", Model: "m"})
+		if err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("base %q: err = %v", base, err)
+		}
+	}
 }
 
 // Options logged by an application (fmt's %v and %+v, slog with either

@@ -116,7 +116,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAIEmbedder, error) {
 	}
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("search: openai embedder: base URL %q must start with http:// or https://", shownBadURL(o.BaseURL, o.APIKey))
+		return nil, fmt.Errorf("search: openai embedder: base URL %q must start with http:// or https://", redact.BaseURL(o.BaseURL, o.APIKey))
 	}
 	e := &OpenAIEmbedder{
 		model:    o.Model,

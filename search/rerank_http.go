@@ -78,7 +78,7 @@ func NewHTTPReranker(opts *HTTPRerankerOptions) (*HTTPReranker, error) {
 	}
 	base := strings.TrimRight(o.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("search: http reranker: base URL %q must start with http:// or https://", shownBadURL(o.BaseURL, o.APIKey))
+		return nil, fmt.Errorf("search: http reranker: base URL %q must start with http:// or https://", redact.BaseURL(o.BaseURL, o.APIKey))
 	}
 	r := &HTTPReranker{model: o.Model, client: &openaihttp.Client{
 		URL:              base + "/rerank",
@@ -104,24 +104,6 @@ func NewHTTPReranker(opts *HTTPRerankerOptions) (*HTTPReranker, error) {
 		r.client.Detail = "(model " + o.Model + ")"
 	}
 	return r, nil
-}
-
-// shownBadURL is what an error may print of a base URL that is not an
-// http(s) one. redact.Target masks the password of what has "://", but a
-// URL whose scheme was forgotten or mistyped ("user:pass@host",
-// "http:/user:pass@host") reaches it as plain text and came back whole;
-// so does the API key pasted into the base URL's variable.
-func shownBadURL(raw, apiKey string) string {
-	s := redact.Target(raw)
-	if !strings.Contains(raw, "://") {
-		if at := strings.LastIndexByte(s, '@'); at >= 0 {
-			s = redact.Mask + s[at:]
-		}
-	}
-	if len(apiKey) >= 4 {
-		s = strings.ReplaceAll(s, apiKey, redact.Mask)
-	}
-	return s
 }
 
 type rerankRequest struct {

@@ -255,3 +255,21 @@ func Secret(s string) string {
 	}
 	return Mask
 }
+
+// BaseURL is what an error may print of a base URL that is not an
+// http(s) one: Target masks the password of what has "://", but a URL
+// whose scheme was forgotten or mistyped ("user:pass@host",
+// "http:/user:pass@host") reaches it as plain text and would come back
+// whole; so would an API key pasted into the base URL's variable.
+func BaseURL(raw, apiKey string) string {
+	s := Target(raw)
+	if !strings.Contains(raw, "://") {
+		if at := strings.LastIndexByte(s, '@'); at >= 0 {
+			s = Mask + s[at:]
+		}
+	}
+	if len(apiKey) >= 4 {
+		s = strings.ReplaceAll(s, apiKey, Mask)
+	}
+	return s
+}
