@@ -219,13 +219,21 @@ func buildEngram(ctx context.Context, dir string) (string, error) {
 			}
 		}
 	}
-	// The replace directive in go.mod resolves this to ../cmd/engram.
-	args = append(args, "github.com/engram-go/engram/cmd/engram")
+	args = append(args, "./cmd/engram")
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("serve: the go command builds engram for this section: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, gobin, args...).CombinedOutput()
+	// Built in engram's own module (the replace directive in go.mod points
+	// there), with its go.sum: the bench module's lists only what the
+	// bench's packages import, not what the command alone needs.
+	root, err := exec.CommandContext(ctx, gobin, "list", "-m", "-f", "{{.Dir}}", "github.com/engram-go/engram").Output()
+	if err != nil {
+		return "", fmt.Errorf("serve: find engram's module directory: %w", err)
+	}
+	build := exec.CommandContext(ctx, gobin, args...)
+	build.Dir = strings.TrimSpace(string(root))
+	out, err := build.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("serve: go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
