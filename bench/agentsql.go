@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -130,22 +129,15 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 	case "quick":
 		ns = []int{10, 100}
 	}
-	var base *url.URL
-	if dsn := os.Getenv("ENGRAM_BENCH_POSTGRES"); dsn != "" {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return err
-		}
-		base = u
-	} else {
-		u, stop, err := pgtest.Launch(false)
-		if err != nil {
-			r.add(row{Section: sec, Comparison: "PostgreSQL agents", Note: "skipped: no server (set ENGRAM_BENCH_POSTGRES or install PostgreSQL): " + err.Error()})
-			return nil
-		}
-		defer stop()
-		base = u
+	base, stop, err := benchServer(false)
+	if err != nil {
+		return err
 	}
+	if base == nil {
+		r.add(row{Section: sec, Comparison: "PostgreSQL agents", Note: "skipped: " + stop.why})
+		return nil
+	}
+	defer stop.fn()
 	baseLat := map[string]latency{}
 	for _, n := range ns {
 		dsn, err := pgtest.DatabaseURL(base, fmt.Sprintf("engram_agents_%d_%d", os.Getpid(), n))

@@ -27,22 +27,15 @@ import (
 // Cranfield full-text p50 and nDCG@10 against engram on SQLite.
 func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *report) error {
 	const sec = "postgres"
-	var base *url.URL
-	if dsn := os.Getenv("ENGRAM_BENCH_POSTGRES"); dsn != "" {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return err
-		}
-		base = u
-	} else {
-		u, stop, err := pgtest.Launch(true)
-		if err != nil {
-			r.add(row{Section: sec, Comparison: "PostgreSQL backend", Note: "skipped: no server (set ENGRAM_BENCH_POSTGRES or install PostgreSQL): " + err.Error()})
-			return nil
-		}
-		defer stop()
-		base = u
+	base, stop, err := benchServer(true)
+	if err != nil {
+		return err
 	}
+	if base == nil {
+		r.add(row{Section: sec, Comparison: "PostgreSQL backend", Note: "skipped: " + stop.why})
+		return nil
+	}
+	defer stop.fn()
 	seq := 0
 	newDB := func() (string, error) {
 		seq++
@@ -346,4 +339,26 @@ func benchPostgresBuild(ctx context.Context, cfg config, newDB func() (string, e
 	r.time(sec, fmt.Sprintf("PostgreSQL cold open + first build, %s blocks: PostgreSQL vs SQLite", humanCount(cfg.buildColdBlocks)), cold[0], cold[1],
 		"PostgreSQL's open includes connecting, the migration check and starting the listener")
 	return nil
+}
+
+// serverStop stops a throwaway server (fn), or says why there is none.
+type serverStop struct {
+	fn  func()
+	why string
+}
+
+// benchServer is the PostgreSQL server a section measures on:
+// ENGRAM_BENCH_POSTGRES (a URL whose user may create databases), or a
+// throwaway cluster started here (fsync as asked). A nil URL and no error
+// mean neither is there (stop.why says so); the section is skipped.
+func benchServer(fsync bool) (*url.URL, serverStop, error) {
+	if dsn := os.Getenv("ENGRAM_BENCH_POSTGRES"); dsn != "" {
+		u, err := url.Parse(dsn)
+		return u, serverStop{fn: func() {}}, err
+	}
+	u, stop, err := pgtest.Launch(fsync)
+	if err != nil {
+		return nil, serverStop{why: "no server (set ENGRAM_BENCH_POSTGRES or install PostgreSQL): " + err.Error()}, nil
+	}
+	return u, serverStop{fn: stop}, nil
 }
