@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/search"
 )
 
@@ -21,12 +20,7 @@ var agentCond = regexp.MustCompile(`Index Cond: \(+agent = `)
 // only.
 func TestFullTextPlanUsesAgentIndex(t *testing.T) {
 	ctx := context.Background()
-	srv := pgtest.Start(t)
-	b, err := Open(ctx, srv.NewDatabase(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTestBackend(t)
 	var ext bool
 	if err := b.DB().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin')`).Scan(&ext); err != nil {
 		t.Fatal(err)

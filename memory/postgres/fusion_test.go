@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/search"
 )
 
@@ -14,12 +13,7 @@ import (
 // row. By rank alone both were first of their list, and the block won.
 func TestFusionAcrossTypesPostgres(t *testing.T) {
 	ctx := context.Background()
-	srv := pgtest.Start(t)
-	b, err := Open(ctx, srv.NewDatabase(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTestBackend(t)
 	db := b.DB()
 	if _, err := db.ExecContext(ctx, `INSERT INTO blocks
 		(owner, label, description, block_type, permission, schema_json, char_limit, rendered, created_at, updated_at)

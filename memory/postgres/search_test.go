@@ -16,12 +16,7 @@ import (
 // embedder) waits for a store write that holds the lock.
 func TestIndexWithoutWriteTakesTheStoreLock(t *testing.T) {
 	ctx := context.Background()
-	srv := pgtest.Start(t)
-	b, err := Open(ctx, srv.NewDatabase(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTestBackend(t)
 	held, release, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		wrote <- b.Write(ctx, func(*sql.Tx) error {
@@ -65,12 +60,7 @@ func TestIndexWithoutWriteTakesTheStoreLock(t *testing.T) {
 // compares jsonb values: numbers numerically, strings as text, booleans.
 func TestSearchDialectMetadataCompare(t *testing.T) {
 	ctx := context.Background()
-	srv := pgtest.Start(t)
-	b, err := Open(ctx, srv.NewDatabase(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTestBackend(t)
 	const row = `{"n": 10, "s": "b", "ok": true, "deep": {"k": "v"}}`
 	for _, c := range []struct {
 		f    search.MetadataFilter
@@ -99,4 +89,16 @@ func TestSearchDialectMetadataCompare(t *testing.T) {
 			t.Errorf("%+v: %v, want %v", c.f, got, c.want)
 		}
 	}
+}
+
+// openTestBackend opens a backend on a fresh database of the test server,
+// closed when the test ends.
+func openTestBackend(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Open(context.Background(), pgtest.Start(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
