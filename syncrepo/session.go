@@ -355,7 +355,7 @@ func (s *session) syncShared(d *docState, m Message) error {
 			}
 			return s.syncPrivate(d, m.Data)
 		}
-		if err := s.catchUpShared(d); err != nil {
+		if _, err := s.catchUp(d); err != nil {
 			return s.gone(d, err)
 		}
 	}
@@ -387,30 +387,6 @@ func (s *session) privatize(d *docState) error {
 	}
 	s.opts.Mirrors.release(sh)
 	d.sh, d.mirror, d.base, d.ss = nil, mirror, base, automerge.NewSyncState(mirror)
-	return nil
-}
-
-// catchUpShared merges the store's new changes into d's shared copy.
-func (s *session) catchUpShared(d *docState) error {
-	doc, err := s.view(d)
-	if err != nil {
-		return err
-	}
-	heads := doc.Heads()
-	sh := d.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if slices.Equal(heads, sh.base) {
-		return nil
-	}
-	data, now, err := doc.ChangesSince(sh.base)
-	if err != nil {
-		return err
-	}
-	if err := guard(func() error { return sh.doc.LoadIncremental(data) }); err != nil {
-		return err
-	}
-	sh.base = now
 	return nil
 }
 
@@ -459,26 +435,33 @@ func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
 	return am, err
 }
 
-// catchUp merges into d's mirror the store's changes since d.base, and
-// reports whether there were any. Only the new changes are saved and
-// loaded, so a peer on a large block costs little per edit. An error means
-// the document is gone for agent (unshared, deleted, rebased).
+// catchUp merges into d's copy (the shared one, or its private mirror)
+// the store's changes since the copy's base, and reports whether there
+// were any. Only the new changes are saved and loaded, so a peer on a
+// large block costs little per edit. An error means the document is gone
+// for agent (unshared, deleted, rebased).
 func (s *session) catchUp(d *docState) (bool, error) {
 	doc, err := s.view(d)
 	if err != nil {
 		return false, err
 	}
-	if slices.Equal(doc.Heads(), d.base) {
+	am, base := d.mirror, &d.base
+	if sh := d.sh; sh != nil {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		am, base = sh.doc, &sh.base
+	}
+	if slices.Equal(doc.Heads(), *base) {
 		return false, nil
 	}
-	data, now, err := doc.ChangesSince(d.base)
+	data, now, err := doc.ChangesSince(*base)
 	if err != nil {
 		return false, err
 	}
-	if err := guard(func() error { return d.mirror.LoadIncremental(data) }); err != nil {
+	if err := guard(func() error { return am.LoadIncremental(data) }); err != nil {
 		return false, err
 	}
-	d.base = now
+	*base = now
 	return true, nil
 }
 
@@ -754,19 +737,16 @@ func (s *session) poll() error {
 				continue
 			}
 		}
-		changed := true // a shared copy may have been caught up by another session: let the sync state decide
-		if d.sh != nil {
-			err = s.catchUpShared(d)
-		} else {
-			changed, err = s.catchUp(d)
-		}
+		changed, err := s.catchUp(d)
 		if err != nil {
 			if err := s.gone(d, err); err != nil {
 				return err
 			}
 			continue
 		}
-		if changed {
+		// A shared copy may have been caught up by another session: let
+		// the sync state decide.
+		if changed || d.sh != nil {
 			if err := s.push(d); err != nil {
 				return err
 			}
