@@ -490,12 +490,8 @@ func (s *session) gone(d *docState, err error) error {
 // does not have; a refused merge is answered with a Refusal and a
 // counter-change on the mirror, which the next sync hands the peer.
 func (s *session) absorb(d *docState) error {
-	base := make([]automerge.ChangeHash, len(d.base))
-	for i, h := range d.base {
-		base[i], _ = automerge.NewChangeHash(h)
-	}
-	var changes []*automerge.Change
-	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil || len(changes) == 0 {
+	changes, err := peerChanges(d)
+	if err != nil || len(changes) == 0 {
 		return nil
 	}
 	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
@@ -661,20 +657,27 @@ func claimedActor(c *automerge.Change) string {
 // persistHeld merges d's held changes (a refused edit and its
 // counter-change, which net out) into the store.
 func (s *session) persistHeld(d *docState) error {
-	base := make([]automerge.ChangeHash, len(d.base))
-	for i, h := range d.base {
-		base[i], _ = automerge.NewChangeHash(h)
-	}
-	var changes []*automerge.Change
-	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
+	changes, err := peerChanges(d)
+	if err != nil {
 		return err
 	}
 	if err := s.merge(d, changes); err != nil {
 		return err
 	}
 	d.held, d.heldBytes = nil, 0
-	_, err := s.catchUp(d)
+	_, err = s.catchUp(d)
 	return err
+}
+
+// peerChanges returns the changes d's private mirror has past the store's
+// heads it last merged (d.base): the peer's.
+func peerChanges(d *docState) (changes []*automerge.Change, err error) {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
+	err = guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err })
+	return changes, err
 }
 
 // push sends the peer what it lacks of d, if anything.
