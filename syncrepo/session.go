@@ -14,6 +14,7 @@ import (
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -169,20 +170,16 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	in := make(chan []byte)
 	errc := make(chan error, 1)
 	go func() {
-		tokens, at := float64(o.Burst), time.Now()
+		bucket := tokenbucket.Full(float64(o.Burst), time.Now())
 		for {
-			now := time.Now()
-			tokens = min(float64(o.Burst), tokens+now.Sub(at).Seconds()*o.Rate)
-			at = now
-			if tokens < 1 {
+			if wait := bucket.Take(time.Now(), o.Rate, float64(o.Burst)); wait > 0 {
 				select {
-				case <-time.After(time.Duration((1 - tokens) / o.Rate * float64(time.Second))):
+				case <-time.After(wait):
 					continue
 				case <-ctx.Done():
 					return
 				}
 			}
-			tokens--
 			b, err := conn.Read(ctx)
 			if err != nil {
 				errc <- err
