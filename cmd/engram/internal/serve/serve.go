@@ -494,7 +494,7 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next sweep decides
 		}
-		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+		if err == nil && tokenValid(t, now) {
 			continue
 		}
 		for _, id := range ids {
@@ -502,6 +502,13 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 			live[id].Close()
 		}
 	}
+}
+
+// tokenValid reports whether t, as the store read it, is neither revoked
+// nor expired at now: what keeps an MCP session, a UI login or a /sync
+// connection open.
+func tokenValid(t memory.Token, now time.Time) bool {
+	return t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt))
 }
 
 // allServers lists the MCP servers made so far.
