@@ -38,13 +38,8 @@ func TestSessionReadAccessLostMidConnection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := openStore(t)
-			doc, err := store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "notes", Value: "one\n"})
-			must(t, err)
+			docID, saved := notesBlock(t, store, "bob")
 			must(t, store.ShareBlock(ctx, "bob", "notes", "ada", blocks.ReadOnly))
-			saved, _ := doc.Save()
-			id, err := store.DocumentID(ctx, "bob", "", "notes")
-			must(t, err)
-			docID := syncrepo.EncodeDocumentID(id)
 			mirrors := syncrepo.NewMirrors()
 			// ada's session polls rarely so that the test does not race
 			// with it: what is checked is the path of a sync message.
@@ -110,12 +105,7 @@ func TestSessionUnappliableChangesCapped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := openStore(t)
-			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-			must(t, err)
-			saved, _ := doc.Save()
-			id, err := store.DocumentID(ctx, "ada", "", "notes")
-			must(t, err)
-			docID := syncrepo.EncodeDocumentID(id)
+			docID, saved := notesBlock(t, store, "ada")
 			p, _ := serve(t, store, &syncrepo.Options{MaxHeldBytes: 100_000, ReadOnly: tc.readOnly})
 			p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 			p.recv(t)
@@ -176,12 +166,8 @@ func TestSessionForgedAttribution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := openStore(t)
-			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-			must(t, err)
-			saved, _ := doc.Save()
-			id, err := store.DocumentID(ctx, "ada", "", "notes")
-			must(t, err)
-			pp := newPipePeer(t, store, nil, syncrepo.EncodeDocumentID(id), saved)
+			docID, saved := notesBlock(t, store, "ada")
+			pp := newPipePeer(t, store, nil, docID, saved)
 			pp.mu.Lock()
 			v, err := pp.doc.Path("content").Get()
 			must(t, err)
@@ -247,14 +233,8 @@ func TestSessionStoreFailureIsNoRefusal(t *testing.T) {
 		{"private copy", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			store := openStore(t)
-			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-			must(t, err)
-			saved, _ := doc.Save()
-			id, err := store.DocumentID(ctx, "ada", "", "notes")
-			must(t, err)
-			docID := syncrepo.EncodeDocumentID(id)
+			docID, saved := notesBlock(t, store, "ada")
 			flaky := &failingStore{Store: store}
 			pp := newPipePeer(t, flaky, nil, docID, saved)
 			if !pp.waitText("one\n") {

@@ -81,14 +81,10 @@ func TestSessionBloomFalsePositive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := openStore(t)
-			doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-			must(t, err)
-			saved, _ := doc.Save()
-			id, err := store.DocumentID(ctx, "ada", "", "notes")
-			must(t, err)
+			docID, saved := notesBlock(t, store, "ada")
 			opts := tc.opts
 			opts.Poll = 20 * time.Millisecond
-			pp := newFilteredPeer(t, racing{store}, "ada", &opts, syncrepo.EncodeDocumentID(id), saved, func(b []byte) []byte { return saturate(t, b) })
+			pp := newFilteredPeer(t, racing{store}, "ada", &opts, docID, saved, func(b []byte) []byte { return saturate(t, b) })
 			pp.mu.Lock()
 			v, err := pp.doc.Path("content").Get()
 			must(t, err)
@@ -117,14 +113,8 @@ func TestSessionBloomFalsePositive(t *testing.T) {
 // Refused edits made right after connecting, with the filters automerge
 // makes: about one in a hundred used to stay on the peer.
 func TestSessionEarlyRefusals(t *testing.T) {
-	ctx := context.Background()
 	store := openStore(t)
-	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-	must(t, err)
-	saved, _ := doc.Save()
-	id, err := store.DocumentID(ctx, "ada", "", "notes")
-	must(t, err)
-	docID := syncrepo.EncodeDocumentID(id)
+	docID, saved := notesBlock(t, store, "ada")
 	failed := 0
 	const rounds = 100
 	for range rounds {

@@ -14,6 +14,7 @@ import (
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -169,20 +170,16 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	in := make(chan []byte)
 	errc := make(chan error, 1)
 	go func() {
-		tokens, at := float64(o.Burst), time.Now()
+		bucket := tokenbucket.Full(float64(o.Burst), time.Now())
 		for {
-			now := time.Now()
-			tokens = min(float64(o.Burst), tokens+now.Sub(at).Seconds()*o.Rate)
-			at = now
-			if tokens < 1 {
+			if wait := bucket.Take(time.Now(), o.Rate, float64(o.Burst)); wait > 0 {
 				select {
-				case <-time.After(time.Duration((1 - tokens) / o.Rate * float64(time.Second))):
+				case <-time.After(wait):
 					continue
 				case <-ctx.Done():
 					return
 				}
 			}
-			tokens--
 			b, err := conn.Read(ctx)
 			if err != nil {
 				errc <- err
@@ -355,7 +352,7 @@ func (s *session) syncShared(d *docState, m Message) error {
 			}
 			return s.syncPrivate(d, m.Data)
 		}
-		if err := s.catchUpShared(d); err != nil {
+		if _, err := s.catchUp(d); err != nil {
 			return s.gone(d, err)
 		}
 	}
@@ -387,30 +384,6 @@ func (s *session) privatize(d *docState) error {
 	}
 	s.opts.Mirrors.release(sh)
 	d.sh, d.mirror, d.base, d.ss = nil, mirror, base, automerge.NewSyncState(mirror)
-	return nil
-}
-
-// catchUpShared merges the store's new changes into d's shared copy.
-func (s *session) catchUpShared(d *docState) error {
-	doc, err := s.view(d)
-	if err != nil {
-		return err
-	}
-	heads := doc.Heads()
-	sh := d.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if slices.Equal(heads, sh.base) {
-		return nil
-	}
-	data, now, err := doc.ChangesSince(sh.base)
-	if err != nil {
-		return err
-	}
-	if err := guard(func() error { return sh.doc.LoadIncremental(data) }); err != nil {
-		return err
-	}
-	sh.base = now
 	return nil
 }
 
@@ -459,26 +432,33 @@ func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
 	return am, err
 }
 
-// catchUp merges into d's mirror the store's changes since d.base, and
-// reports whether there were any. Only the new changes are saved and
-// loaded, so a peer on a large block costs little per edit. An error means
-// the document is gone for agent (unshared, deleted, rebased).
+// catchUp merges into d's copy (the shared one, or its private mirror)
+// the store's changes since the copy's base, and reports whether there
+// were any. Only the new changes are saved and loaded, so a peer on a
+// large block costs little per edit. An error means the document is gone
+// for agent (unshared, deleted, rebased).
 func (s *session) catchUp(d *docState) (bool, error) {
 	doc, err := s.view(d)
 	if err != nil {
 		return false, err
 	}
-	if slices.Equal(doc.Heads(), d.base) {
+	am, base := d.mirror, &d.base
+	if sh := d.sh; sh != nil {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		am, base = sh.doc, &sh.base
+	}
+	if slices.Equal(doc.Heads(), *base) {
 		return false, nil
 	}
-	data, now, err := doc.ChangesSince(d.base)
+	data, now, err := doc.ChangesSince(*base)
 	if err != nil {
 		return false, err
 	}
-	if err := guard(func() error { return d.mirror.LoadIncremental(data) }); err != nil {
+	if err := guard(func() error { return am.LoadIncremental(data) }); err != nil {
 		return false, err
 	}
-	d.base = now
+	*base = now
 	return true, nil
 }
 
@@ -507,12 +487,8 @@ func (s *session) gone(d *docState, err error) error {
 // does not have; a refused merge is answered with a Refusal and a
 // counter-change on the mirror, which the next sync hands the peer.
 func (s *session) absorb(d *docState) error {
-	base := make([]automerge.ChangeHash, len(d.base))
-	for i, h := range d.base {
-		base[i], _ = automerge.NewChangeHash(h)
-	}
-	var changes []*automerge.Change
-	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil || len(changes) == 0 {
+	changes, err := peerChanges(d)
+	if err != nil || len(changes) == 0 {
 		return nil
 	}
 	if !slices.ContainsFunc(changes, func(c *automerge.Change) bool { return !d.held[c.Hash()] }) {
@@ -678,20 +654,27 @@ func claimedActor(c *automerge.Change) string {
 // persistHeld merges d's held changes (a refused edit and its
 // counter-change, which net out) into the store.
 func (s *session) persistHeld(d *docState) error {
-	base := make([]automerge.ChangeHash, len(d.base))
-	for i, h := range d.base {
-		base[i], _ = automerge.NewChangeHash(h)
-	}
-	var changes []*automerge.Change
-	if err := guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err }); err != nil {
+	changes, err := peerChanges(d)
+	if err != nil {
 		return err
 	}
 	if err := s.merge(d, changes); err != nil {
 		return err
 	}
 	d.held, d.heldBytes = nil, 0
-	_, err := s.catchUp(d)
+	_, err = s.catchUp(d)
 	return err
+}
+
+// peerChanges returns the changes d's private mirror has past the store's
+// heads it last merged (d.base): the peer's.
+func peerChanges(d *docState) (changes []*automerge.Change, err error) {
+	base := make([]automerge.ChangeHash, len(d.base))
+	for i, h := range d.base {
+		base[i], _ = automerge.NewChangeHash(h)
+	}
+	err = guard(func() (err error) { changes, err = d.mirror.Changes(base...); return err })
+	return changes, err
 }
 
 // push sends the peer what it lacks of d, if anything.
@@ -754,19 +737,16 @@ func (s *session) poll() error {
 				continue
 			}
 		}
-		changed := true // a shared copy may have been caught up by another session: let the sync state decide
-		if d.sh != nil {
-			err = s.catchUpShared(d)
-		} else {
-			changed, err = s.catchUp(d)
-		}
+		changed, err := s.catchUp(d)
 		if err != nil {
 			if err := s.gone(d, err); err != nil {
 				return err
 			}
 			continue
 		}
-		if changed {
+		// A shared copy may have been caught up by another session: let
+		// the sync state decide.
+		if changed || d.sh != nil {
 			if err := s.push(d); err != nil {
 				return err
 			}

@@ -83,6 +83,20 @@ func openStore(t *testing.T) *memory.Cache {
 	return c
 }
 
+// notesBlock creates owner's block "notes" reading "one\n" and returns
+// its document id as a peer names it and the document as a peer loads it.
+func notesBlock(t *testing.T, store *memory.Cache, owner string) (docID string, saved []byte) {
+	t.Helper()
+	ctx := context.Background()
+	doc, err := store.CreateBlock(ctx, owner, memory.BlockSpec{Label: "notes", Value: "one\n"})
+	must(t, err)
+	saved, err = doc.Save()
+	must(t, err)
+	id, err := store.DocumentID(ctx, owner, "", "notes")
+	must(t, err)
+	return syncrepo.EncodeDocumentID(id), saved
+}
+
 func request(t *testing.T, p *pipe, id string) {
 	t.Helper()
 	msg, _ := automerge.NewSyncState(automerge.New()).GenerateMessage()
@@ -257,14 +271,8 @@ func TestSessionRecheck(t *testing.T) {
 // (doc-unavailable) instead of growing the server's copy; below the cap
 // it is told of each refusal.
 func TestSessionHeldCap(t *testing.T) {
-	ctx := context.Background()
 	store := openStore(t)
-	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, _ := doc.Save()
-	id, _ := store.DocumentID(ctx, "ada", "", "notes")
+	docID, saved := notesBlock(t, store, "ada")
 	p, _ := serve(t, store, &syncrepo.Options{ReadOnly: true, MaxHeldBytes: 3000})
 	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 	p.recv(t)
@@ -273,7 +281,6 @@ func TestSessionHeldCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss := automerge.NewSyncState(peer)
-	docID := syncrepo.EncodeDocumentID(id)
 	var refusals int
 	edit := func(n int) {
 		v, _ := peer.Path("content").Get()
@@ -483,11 +490,7 @@ func (pp *pipePeer) waitText(want string) bool {
 func TestSessionsShareMirrors(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
-	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"})
-	must(t, err)
-	saved, _ := doc.Save()
-	id, _ := store.DocumentID(ctx, "ada", "", "notes")
-	docID := syncrepo.EncodeDocumentID(id)
+	docID, saved := notesBlock(t, store, "ada")
 	mirrors := syncrepo.NewMirrors()
 	writer := newPipePeer(t, store, &syncrepo.Options{Mirrors: mirrors, Poll: 20 * time.Millisecond}, docID, saved)
 	reader := newPipePeer(t, store, &syncrepo.Options{Mirrors: mirrors, Poll: 20 * time.Millisecond, ReadOnly: true}, docID, saved)

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -125,7 +126,7 @@ type Handler struct {
 	servers  map[serverKey]*serverEntry
 	uis      map[string]http.Handler
 	uiLogins map[string]uiLogin // cookie value → login
-	limits   map[int64]*bucket
+	limits   map[int64]*tokenbucket.Bucket
 
 	sessions   map[string]int64                  // MCP session id → the id of the token that opened it
 	newSession sync.Mutex                        // guards opening and openingBy
@@ -204,7 +205,7 @@ func New(opts *Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
-		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*bucket{},
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{},
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
@@ -493,7 +494,7 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next sweep decides
 		}
-		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+		if err == nil && tokenValid(t, now) {
 			continue
 		}
 		for _, id := range ids {
@@ -501,6 +502,13 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 			live[id].Close()
 		}
 	}
+}
+
+// tokenValid reports whether t, as the store read it, is neither revoked
+// nor expired at now: what keeps an MCP session, a UI login or a /sync
+// connection open.
+func tokenValid(t memory.Token, now time.Time) bool {
+	return t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt))
 }
 
 // allServers lists the MCP servers made so far.
@@ -614,10 +622,10 @@ func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
 	h.mu.Lock()
 	b, ok := h.limits[id]
 	if !ok {
-		b = &bucket{tokens: float64(h.opts.Burst), at: time.Now()}
+		b = tokenbucket.Full(float64(h.opts.Burst), time.Now())
 		h.limits[id] = b
 	}
-	wait := b.take(time.Now(), h.opts.Rate, float64(h.opts.Burst))
+	wait := b.Take(time.Now(), h.opts.Rate, float64(h.opts.Burst))
 	h.mu.Unlock()
 	if wait <= 0 {
 		return true
@@ -625,23 +633,6 @@ func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
 	return false
-}
-
-// bucket is a token bucket: rate per second refill up to burst.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// take removes one token, or returns how long until one is there.
-func (b *bucket) take(now time.Time, rate, burst float64) time.Duration {
-	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return 0
-	}
-	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
 }
 
 // Shutdown drains the door: new requests get 503, requests in flight

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"testing"
-	"time"
 )
 
 func TestOriginAllowed(t *testing.T) {
@@ -33,28 +32,6 @@ func TestOriginAllowed(t *testing.T) {
 		if got := h.originAllowed(r); got != c.ok {
 			t.Errorf("Host %s, Origin %q: allowed = %v, want %v", c.host, c.origin, got, c.ok)
 		}
-	}
-}
-
-func TestBucket(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	b := &bucket{tokens: 2, at: t0}
-	for i := range 2 {
-		if b.take(t0, 1, 2) != 0 {
-			t.Fatalf("request %d of a burst of 2 refused", i+1)
-		}
-	}
-	if wait := b.take(t0, 1, 2); wait < 900*time.Millisecond || wait > time.Second {
-		t.Fatalf("third at once: wait %v, want ~1s", wait)
-	}
-	if b.take(t0.Add(time.Second), 1, 2) != 0 {
-		t.Fatal("refill after 1s refused")
-	}
-	// Idle time refills only up to the burst.
-	b.take(t0.Add(time.Hour), 1, 2)
-	b.take(t0.Add(time.Hour), 1, 2)
-	if b.take(t0.Add(time.Hour), 1, 2) == 0 {
-		t.Fatal("more than the burst after a long idle")
 	}
 }
 

@@ -199,7 +199,7 @@ func (h *Handler) watchToken(ctx context.Context, cancel context.CancelCauseFunc
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next check decides
 		}
-		if err != nil || !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !time.Now().Before(t.ExpiresAt)) {
+		if err != nil || !tokenValid(t, time.Now()) {
 			cancel(errTokenGone)
 			return
 		}

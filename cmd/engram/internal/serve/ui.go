@@ -145,7 +145,7 @@ func (h *Handler) endRevokedLogins(ctx context.Context, now time.Time) {
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next sweep decides
 		}
-		if err == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt)) {
+		if err == nil && tokenValid(t, now) {
 			continue
 		}
 		over = append(over, ids...)
@@ -172,7 +172,7 @@ func (h *Handler) loggedIn(r *http.Request) (uiLogin, bool) {
 		return uiLogin{}, false
 	}
 	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
-	if err != nil || !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !time.Now().Before(t.ExpiresAt)) {
+	if err != nil || !tokenValid(t, time.Now()) {
 		h.endLogin(c.Value)
 		return uiLogin{}, false
 	}
