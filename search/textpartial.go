@@ -457,21 +457,7 @@ func (c *textCache) evict(keep *textPart) {
 	if c.partialBytes() <= c.limit {
 		return
 	}
-	type victim struct {
-		t     ContentType
-		owner string
-		used  int64
-	}
-	var vs []victim
-	for t, parts := range c.owned {
-		for owner, p := range parts {
-			if p != keep {
-				vs = append(vs, victim{t, owner, p.used.Load()})
-			}
-		}
-	}
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
-	for _, v := range vs {
+	for _, v := range lruOrder(c.owned, keep, func(p *textPart) int64 { return p.used.Load() }) {
 		if c.partialBytes() <= c.limit {
 			return
 		}
@@ -530,7 +516,7 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	}
 }
 
-// partKey names one partition (partialState.loads).
+// partKey names one partition (partialState.loads, lruOrder).
 type partKey struct {
 	t     ContentType
 	owner string
