@@ -949,10 +949,7 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 		// The same expressions, in the same order, as fts5Bm25Function. The
 		// scores agree with FTS5's up to the last bit of log(), which is the
 		// C library's there (musl's under modernc, glibc's under cgo).
-		idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
-		if idf <= 0.0 {
-			idf = 1e-6
-		}
+		idf := bm25IDF(nRow, nHit)
 		score := func(ps []posting) {
 			for _, x := range ps {
 				d := &p.docs[x.slot]

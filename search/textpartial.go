@@ -1010,10 +1010,7 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 				continue
 			}
 			// As textCache.search (fts5Bm25Function's expressions).
-			idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
-			if idf <= 0.0 {
-				idf = 1e-6
-			}
+			idf := bm25IDF(nRow, nHit)
 			for _, x := range p.lists[id] {
 				d := &p.docs[x.slot]
 				if d.dead {
