@@ -445,27 +445,8 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	}
 	var staged []textRow
 	for _, t := range contentKinds {
-		ids := changed[t]
-		found := map[int64]bool{}
-		for chunk := range slices.Chunk(ids, 500) {
-			q := c.rows[t].byID(len(chunk))
-			args := make([]any, len(chunk))
-			for i, id := range chunk {
-				args[i] = id
-			}
-			err := c.read(ctx, tx, t, q, args, &c.scratch, func(r textRow) error {
-				found[r.id] = true
-				staged = append(staged, r)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for _, id := range ids {
-			if !found[id] {
-				staged = append(staged, textRow{t: t, id: id, gone: true})
-			}
+		if staged, err = c.stage(ctx, tx, t, changed[t], &c.scratch, staged); err != nil {
+			return err
 		}
 	}
 	c.mu.Lock()
@@ -493,6 +474,32 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	}
 	c.seq = maxSeq.Int64
 	return nil
+}
+
+// stage reads kind t's rows ids (changed in the log) with sc's buffers
+// and appends them to staged, those no longer there as gone.
+func (c *textCache) stage(ctx context.Context, tx queryer, t ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
+	found := map[int64]bool{}
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
+			found[r.id] = true
+			staged = append(staged, r)
+			return nil
+		})
+		if err != nil {
+			return staged, err
+		}
+	}
+	for _, id := range ids {
+		if !found[id] {
+			staged = append(staged, textRow{t: t, id: id, gone: true})
+		}
+	}
+	return staged, nil
 }
 
 // reload builds the whole cache from the current index contents and swaps

@@ -279,25 +279,8 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		if len(c.owned[t]) == 0 && !inc {
 			continue
 		}
-		found := map[int64]bool{}
-		for chunk := range slices.Chunk(ids, 500) {
-			args := make([]any, len(chunk))
-			for i, id := range chunk {
-				args[i] = id
-			}
-			err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-				found[r.id] = true
-				staged = append(staged, r)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for _, id := range ids {
-			if !found[id] {
-				staged = append(staged, textRow{t: t, id: id, gone: true})
-			}
+		if staged, err = c.stage(ctx, tx, t, ids, sc, staged); err != nil {
+			return err
 		}
 	}
 	c.moveStats(staged, spans, maxSeq.Int64)
