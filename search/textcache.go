@@ -910,6 +910,25 @@ func (p *textPart) scopeRuns(f textFilter) []slotRun {
 	return runs
 }
 
+// addBM25 adds to scores the bm25 term score (fts5Bm25Function's
+// expression: the phrase's idf, the average row length avgdl) of each
+// live row in ps, and appends its slot to touched when it had none.
+func (p *textPart) addBM25(ps []posting, idf, avgdl float64, scores []float64, touched []int32) []int32 {
+	for _, x := range ps {
+		d := &p.docs[x.slot]
+		if d.dead {
+			continue
+		}
+		if scores[x.slot] == 0 {
+			touched = append(touched, x.slot)
+		}
+		f := float64(x.freq)
+		D := float64(d.length)
+		scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+	}
+	return touched
+}
+
 // search ranks kind t's rows matching any of terms (analyzed query terms,
 // each one FTS5 phrase) that f keeps, by bm25 then id, and returns the
 // first limit. It must run after sync, and computes what
@@ -957,23 +976,9 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 		// scores agree with FTS5's up to the last bit of log(), which is the
 		// C library's there (musl's under modernc, glibc's under cgo).
 		idf := bm25IDF(nRow, nHit)
-		score := func(ps []posting) {
-			for _, x := range ps {
-				d := &p.docs[x.slot]
-				if d.dead {
-					continue
-				}
-				if scores[x.slot] == 0 {
-					touched = append(touched, x.slot)
-				}
-				f := float64(x.freq)
-				D := float64(d.length)
-				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
-			}
-		}
 		ps := p.lists[id]
 		if f.all {
-			score(ps)
+			touched = p.addBM25(ps, idf, avgdl, scores, touched)
 			continue
 		}
 		for _, r := range runs {
@@ -984,7 +989,7 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 			for j < len(ps) && ps[j].slot < r.hi {
 				j++
 			}
-			score(ps[i:j])
+			touched = p.addBM25(ps[i:j], idf, avgdl, scores, touched)
 			ps = ps[j:]
 		}
 	}

@@ -993,19 +993,7 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 				continue
 			}
 			// As textCache.search (fts5Bm25Function's expressions).
-			idf := bm25IDF(nRow, nHit)
-			for _, x := range p.lists[id] {
-				d := &p.docs[x.slot]
-				if d.dead {
-					continue
-				}
-				if scores[x.slot] == 0 {
-					touched = append(touched, x.slot)
-				}
-				f := float64(x.freq)
-				D := float64(d.length)
-				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
-			}
+			touched = p.addBM25(p.lists[id], bm25IDF(nRow, nHit), avgdl, scores, touched)
 		}
 		for _, slot := range touched {
 			d := &p.docs[slot]
