@@ -480,19 +480,13 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 // and appends them to staged, those no longer there as gone.
 func (c *textCache) stage(ctx context.Context, tx queryer, t ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
 	found := map[int64]bool{}
-	for chunk := range slices.Chunk(ids, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-			found[r.id] = true
-			staged = append(staged, r)
-			return nil
-		})
-		if err != nil {
-			return staged, err
-		}
+	err := c.readByID(ctx, tx, t, ids, sc, func(r textRow) error {
+		found[r.id] = true
+		staged = append(staged, r)
+		return nil
+	})
+	if err != nil {
+		return staged, err
 	}
 	for _, id := range ids {
 		if !found[id] {
@@ -500,6 +494,20 @@ func (c *textCache) stage(ctx context.Context, tx queryer, t ContentType, ids []
 		}
 	}
 	return staged, nil
+}
+
+// readByID is read over kind t's rows ids, in chunks of 500.
+func (c *textCache) readByID(ctx context.Context, tx queryer, t ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		if err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reload builds the whole cache from the current index contents and swaps

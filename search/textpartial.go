@@ -620,21 +620,14 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	}
 	defer c.release(need)
 	p := newTextPart(t, textBodies[t])
-	sc := &textScratch{part: true}
-	for chunk := range slices.Chunk(ids, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
+	err = c.readByID(ctx, tx, t, ids, &textScratch{part: true}, func(r textRow) error {
+		if r.doc.owner == owner {
+			p.add(r.doc, r.body, r.terms)
 		}
-		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-			if r.doc.owner == owner {
-				p.add(r.doc, r.body, r.terms)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.beforeLoad != nil {
 		c.beforeLoad(ctx, t, owner)
@@ -712,23 +705,17 @@ func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t ContentType, o
 	if len(ids) > 10_000 {
 		return false, nil
 	}
-	list := slices.Collect(maps.Keys(ids))
-	sc := &textScratch{part: true}
-	for chunk := range slices.Chunk(list, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-			ld.p.remove(id)
+	for id := range ids {
+		ld.p.remove(id)
+	}
+	err = c.readByID(ctx, tx, t, slices.Collect(maps.Keys(ids)), &textScratch{part: true}, func(r textRow) error {
+		if r.doc.owner == owner {
+			ld.p.add(r.doc, r.body, r.terms)
 		}
-		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-			if r.doc.owner == owner {
-				ld.p.add(r.doc, r.body, r.terms)
-			}
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
 	ld.p.maybeCompact()
 	ld.seq = maxSeq.Int64
