@@ -85,8 +85,8 @@ func (c *textCache) maxScore(t ContentType, phrases []string) (float64, bool) {
 	return bm25Max(int64(p.live), df), true
 }
 
-// cachePhrases are the analyzed terms a cached leg ranks with (see
-// cachedFTS); ok is false when a term analyzes to other than one token.
+// cachePhrases are the analyzed terms a cached leg ranks with (cachedFTS
+// and legMax); ok is false when a term analyzes to other than one token.
 func cachePhrases(terms []string) ([]string, bool) {
 	out := make([]string, 0, len(terms))
 	for _, t := range terms {

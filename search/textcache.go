@@ -1039,15 +1039,9 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 // checks the filters again in SQL. ok is false when the leg must run in
 // SQL instead: a query term FTS5 would read as a phrase of several tokens.
 func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Scope, s *Settings, limit int) ([]*Result, bool, error) {
-	phrases := make([]string, 0, len(terms))
-	for _, t := range terms {
-		n := 0
-		var stem string
-		analyzer.Analyze(t, nil, func(term []byte) { stem = string(term); n++ })
-		if n != 1 {
-			return nil, false, nil
-		}
-		phrases = append(phrases, stem)
+	phrases, ok := cachePhrases(terms)
+	if !ok {
+		return nil, false, nil
 	}
 	f, ok, err := x.textKeep(ctx, k, scope, s)
 	if !ok || err != nil {
