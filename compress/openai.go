@@ -112,14 +112,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAISummarizer, error) {
 	if s.maxTokens == 0 {
 		s.maxTokens = DefaultSummaryMaxTokens
 	}
-	if s.client.Timeout <= 0 {
-		s.client.Timeout = DefaultSummaryTimeout
-	}
-	if s.client.MaxRetries == 0 {
-		s.client.MaxRetries = DefaultSummaryMaxRetries
-	} else if s.client.MaxRetries < 0 {
-		s.client.MaxRetries = 0
-	}
+	s.client.Defaults(DefaultSummaryTimeout, DefaultSummaryMaxRetries)
 	return s, nil
 }
 

@@ -48,13 +48,19 @@ func bm25Max(rows int64, df []int64) float64 {
 	}
 	var m float64
 	for _, n := range df {
-		idf := math.Log((float64(rows-n) + 0.5) / (float64(n) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
-		m += idf * (bm25K1 + 1.0)
+		m += bm25IDF(rows, n) * (bm25K1 + 1.0)
 	}
 	return m
+}
+
+// bm25IDF is FTS5's idf of a phrase df of rows hold (fts5Bm25Function's
+// expression), floored at 1e-6.
+func bm25IDF(rows, df int64) float64 {
+	idf := math.Log((float64(rows-df) + 0.5) / (float64(df) + 0.5))
+	if idf <= 0.0 {
+		idf = 1e-6
+	}
+	return idf
 }
 
 // maxScore is bm25Max over the text cache's statistics of t for the
@@ -79,8 +85,8 @@ func (c *textCache) maxScore(t ContentType, phrases []string) (float64, bool) {
 	return bm25Max(int64(p.live), df), true
 }
 
-// cachePhrases are the analyzed terms a cached leg ranks with (see
-// cachedFTS); ok is false when a term analyzes to other than one token.
+// cachePhrases are the analyzed terms a cached leg ranks with (cachedFTS
+// and legMax); ok is false when a term analyzes to other than one token.
 func cachePhrases(terms []string) ([]string, bool) {
 	out := make([]string, 0, len(terms))
 	for _, t := range terms {

@@ -192,6 +192,10 @@ func TestFusionScaleSQLMatchesCache(t *testing.T) {
 			}
 		}
 	}
+	// Else both sides ranked in SQL and agreed by construction.
+	if search.TextCacheAnswers(cacheX) == 0 || search.TextCacheAnswers(sqlX) != 0 {
+		t.Errorf("text cache answered %d legs of the cached index, %d of the SQL one", search.TextCacheAnswers(cacheX), search.TextCacheAnswers(sqlX))
+	}
 }
 
 // halfScale knows the full-text scale of every table but messages'.

@@ -138,14 +138,7 @@ func NewOpenAI(opts *OpenAIOptions) (*OpenAIEmbedder, error) {
 	if e.batch <= 0 {
 		e.batch = DefaultBatchSize
 	}
-	if e.client.Timeout <= 0 {
-		e.client.Timeout = DefaultEmbedTimeout
-	}
-	if e.client.MaxRetries == 0 {
-		e.client.MaxRetries = DefaultMaxRetries
-	} else if e.client.MaxRetries < 0 {
-		e.client.MaxRetries = 0
-	}
+	e.client.Defaults(DefaultEmbedTimeout, DefaultMaxRetries)
 	return e, nil
 }
 

@@ -91,15 +91,7 @@ func NewHTTPReranker(opts *HTTPRerankerOptions) (*HTTPReranker, error) {
 		HTTP:             o.HTTPClient,
 		MaxResponseBytes: 16 << 20,
 	}}
-	if r.client.Timeout <= 0 {
-		r.client.Timeout = DefaultRerankTimeout
-	}
-	switch {
-	case o.MaxRetries == 0:
-		r.client.MaxRetries = DefaultRerankMaxRetries
-	case o.MaxRetries < 0:
-		r.client.MaxRetries = 0
-	}
+	r.client.Defaults(DefaultRerankTimeout, DefaultRerankMaxRetries)
 	if o.Model != "" {
 		r.client.Detail = "(model " + o.Model + ")"
 	}

@@ -345,19 +345,21 @@ func (x *Index) rank(ctx context.Context, query string, mode Mode, types Content
 	if x.beforeFill != nil {
 		x.beforeFill()
 	}
+	dropped := false
 	if x.opts.Reranker != nil {
 		// MinScore is on the fused scale: it applies before reranking.
 		if s.HasMinScore {
 			ranked = slices.DeleteFunc(ranked, func(r *Result) bool { return r.Score < s.MinScore })
 			s.HasMinScore = false
 		}
+		n := len(ranked)
 		var err error
 		if ranked, err = x.rerank(ctx, query, ranked, scope, &s, terms); err != nil {
 			return nil, err
 		}
+		dropped = len(ranked) < n // stubs whose rows changed, as below
 	}
 	out := make([]Result, 0, min(len(ranked), s.Limit))
-	dropped := false
 	for i := 0; i < len(ranked) && len(out) < s.Limit; {
 		var page []*Result
 		for ; i < len(ranked) && len(out)+len(page) < s.Limit; i++ {

@@ -445,27 +445,8 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 	}
 	var staged []textRow
 	for _, t := range contentKinds {
-		ids := changed[t]
-		found := map[int64]bool{}
-		for chunk := range slices.Chunk(ids, 500) {
-			q := c.rows[t].byID(len(chunk))
-			args := make([]any, len(chunk))
-			for i, id := range chunk {
-				args[i] = id
-			}
-			err := c.read(ctx, tx, t, q, args, &c.scratch, func(r textRow) error {
-				found[r.id] = true
-				staged = append(staged, r)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for _, id := range ids {
-			if !found[id] {
-				staged = append(staged, textRow{t: t, id: id, gone: true})
-			}
+		if staged, err = c.stage(ctx, tx, t, changed[t], &c.scratch, staged); err != nil {
+			return err
 		}
 	}
 	c.mu.Lock()
@@ -492,6 +473,40 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		return c.overBudget(n) // start drops the parts
 	}
 	c.seq = maxSeq.Int64
+	return nil
+}
+
+// stage reads kind t's rows ids (changed in the log) with sc's buffers
+// and appends them to staged, those no longer there as gone.
+func (c *textCache) stage(ctx context.Context, tx queryer, t ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
+	found := map[int64]bool{}
+	err := c.readByID(ctx, tx, t, ids, sc, func(r textRow) error {
+		found[r.id] = true
+		staged = append(staged, r)
+		return nil
+	})
+	if err != nil {
+		return staged, err
+	}
+	for _, id := range ids {
+		if !found[id] {
+			staged = append(staged, textRow{t: t, id: id, gone: true})
+		}
+	}
+	return staged, nil
+}
+
+// readByID is read over kind t's rows ids, in chunks of 500.
+func (c *textCache) readByID(ctx context.Context, tx queryer, t ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		if err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, fn); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -903,6 +918,25 @@ func (p *textPart) scopeRuns(f textFilter) []slotRun {
 	return runs
 }
 
+// addBM25 adds to scores the bm25 term score (fts5Bm25Function's
+// expression: the phrase's idf, the average row length avgdl) of each
+// live row in ps, and appends its slot to touched when it had none.
+func (p *textPart) addBM25(ps []posting, idf, avgdl float64, scores []float64, touched []int32) []int32 {
+	for _, x := range ps {
+		d := &p.docs[x.slot]
+		if d.dead {
+			continue
+		}
+		if scores[x.slot] == 0 {
+			touched = append(touched, x.slot)
+		}
+		f := float64(x.freq)
+		D := float64(d.length)
+		scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+	}
+	return touched
+}
+
 // search ranks kind t's rows matching any of terms (analyzed query terms,
 // each one FTS5 phrase) that f keeps, by bm25 then id, and returns the
 // first limit. It must run after sync, and computes what
@@ -949,27 +983,10 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 		// The same expressions, in the same order, as fts5Bm25Function. The
 		// scores agree with FTS5's up to the last bit of log(), which is the
 		// C library's there (musl's under modernc, glibc's under cgo).
-		idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
-		if idf <= 0.0 {
-			idf = 1e-6
-		}
-		score := func(ps []posting) {
-			for _, x := range ps {
-				d := &p.docs[x.slot]
-				if d.dead {
-					continue
-				}
-				if scores[x.slot] == 0 {
-					touched = append(touched, x.slot)
-				}
-				f := float64(x.freq)
-				D := float64(d.length)
-				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
-			}
-		}
+		idf := bm25IDF(nRow, nHit)
 		ps := p.lists[id]
 		if f.all {
-			score(ps)
+			touched = p.addBM25(ps, idf, avgdl, scores, touched)
 			continue
 		}
 		for _, r := range runs {
@@ -980,7 +997,7 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 			for j < len(ps) && ps[j].slot < r.hi {
 				j++
 			}
-			score(ps[i:j])
+			touched = p.addBM25(ps[i:j], idf, avgdl, scores, touched)
 			ps = ps[j:]
 		}
 	}
@@ -1022,15 +1039,9 @@ func (c *textCache) search(t ContentType, terms []string, f textFilter, limit in
 // checks the filters again in SQL. ok is false when the leg must run in
 // SQL instead: a query term FTS5 would read as a phrase of several tokens.
 func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Scope, s *Settings, limit int) ([]*Result, bool, error) {
-	phrases := make([]string, 0, len(terms))
-	for _, t := range terms {
-		n := 0
-		var stem string
-		analyzer.Analyze(t, nil, func(term []byte) { stem = string(term); n++ })
-		if n != 1 {
-			return nil, false, nil
-		}
-		phrases = append(phrases, stem)
+	phrases, ok := cachePhrases(terms)
+	if !ok {
+		return nil, false, nil
 	}
 	f, ok, err := x.textKeep(ctx, k, scope, s)
 	if !ok || err != nil {

@@ -969,3 +969,51 @@ func TestTextCacheSkipsTheLogWhileNothingCommits(t *testing.T) {
 		t.Fatal("the search after a commit did not read the log")
 	}
 }
+
+// flatReranker scores every candidate alike: the fused order stays.
+type flatReranker struct{}
+
+func (flatReranker) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	return make([]float64, len(docs)), nil
+}
+
+// TestRerankedPageLosesARow: with a Reranker, a candidate whose row went
+// between ranking and the reranker's fetch is dropped like one lost at
+// the page's fetch: a page left short is ranked again.
+func TestRerankedPageLosesARow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	other := openDBAt(t, path)
+	var ids []int64
+	for i := range search.DefaultRerankDepth + 5 {
+		ids = append(ids, insertArchival(t, db, archivalRow{Agent: "a",
+			Content: strings.Repeat("alpha ", 40-i) + fmt.Sprintf("entry %d", i)}))
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{Reranker: flatReranker{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	step := 0
+	search.SetBeforeFill(x, func() {
+		if step++; step == 1 {
+			if _, err := other.ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, ids[0]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	rs, err := x.Search(ctx, "alpha", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).Limit(search.DefaultRerankDepth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != search.DefaultRerankDepth || rs[0].ID != ids[1] {
+		t.Fatalf("got %d results (first %v), want %d from archival %d", len(rs), keys(rs[:min(1, len(rs))]), search.DefaultRerankDepth, ids[1])
+	}
+	if step < 2 {
+		t.Fatalf("ranked %d times, want a re-rank for the lost row", step)
+	}
+}

@@ -279,25 +279,8 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		if len(c.owned[t]) == 0 && !inc {
 			continue
 		}
-		found := map[int64]bool{}
-		for chunk := range slices.Chunk(ids, 500) {
-			args := make([]any, len(chunk))
-			for i, id := range chunk {
-				args[i] = id
-			}
-			err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-				found[r.id] = true
-				staged = append(staged, r)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for _, id := range ids {
-			if !found[id] {
-				staged = append(staged, textRow{t: t, id: id, gone: true})
-			}
+		if staged, err = c.stage(ctx, tx, t, ids, sc, staged); err != nil {
+			return err
 		}
 	}
 	c.moveStats(staged, spans, maxSeq.Int64)
@@ -457,21 +440,7 @@ func (c *textCache) evict(keep *textPart) {
 	if c.partialBytes() <= c.limit {
 		return
 	}
-	type victim struct {
-		t     ContentType
-		owner string
-		used  int64
-	}
-	var vs []victim
-	for t, parts := range c.owned {
-		for owner, p := range parts {
-			if p != keep {
-				vs = append(vs, victim{t, owner, p.used.Load()})
-			}
-		}
-	}
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
-	for _, v := range vs {
+	for _, v := range lruOrder(c.owned, keep, func(p *textPart) int64 { return p.used.Load() }) {
 		if c.partialBytes() <= c.limit {
 			return
 		}
@@ -530,7 +499,7 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t ContentType, owner
 	}
 }
 
-// partKey names one partition (partialState.loads).
+// partKey names one partition (partialState.loads, lruOrder).
 type partKey struct {
 	t     ContentType
 	owner string
@@ -651,21 +620,14 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	}
 	defer c.release(need)
 	p := newTextPart(t, textBodies[t])
-	sc := &textScratch{part: true}
-	for chunk := range slices.Chunk(ids, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
+	err = c.readByID(ctx, tx, t, ids, &textScratch{part: true}, func(r textRow) error {
+		if r.doc.owner == owner {
+			p.add(r.doc, r.body, r.terms)
 		}
-		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-			if r.doc.owner == owner {
-				p.add(r.doc, r.body, r.terms)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.beforeLoad != nil {
 		c.beforeLoad(ctx, t, owner)
@@ -743,23 +705,17 @@ func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t ContentType, o
 	if len(ids) > 10_000 {
 		return false, nil
 	}
-	list := slices.Collect(maps.Keys(ids))
-	sc := &textScratch{part: true}
-	for chunk := range slices.Chunk(list, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-			ld.p.remove(id)
+	for id := range ids {
+		ld.p.remove(id)
+	}
+	err = c.readByID(ctx, tx, t, slices.Collect(maps.Keys(ids)), &textScratch{part: true}, func(r textRow) error {
+		if r.doc.owner == owner {
+			ld.p.add(r.doc, r.body, r.terms)
 		}
-		err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, func(r textRow) error {
-			if r.doc.owner == owner {
-				ld.p.add(r.doc, r.body, r.terms)
-			}
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
 	ld.p.maybeCompact()
 	ld.seq = maxSeq.Int64
@@ -1024,22 +980,7 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 				continue
 			}
 			// As textCache.search (fts5Bm25Function's expressions).
-			idf := math.Log((float64(nRow-nHit) + 0.5) / (float64(nHit) + 0.5))
-			if idf <= 0.0 {
-				idf = 1e-6
-			}
-			for _, x := range p.lists[id] {
-				d := &p.docs[x.slot]
-				if d.dead {
-					continue
-				}
-				if scores[x.slot] == 0 {
-					touched = append(touched, x.slot)
-				}
-				f := float64(x.freq)
-				D := float64(d.length)
-				scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
-			}
+			touched = p.addBM25(p.lists[id], bm25IDF(nRow, nHit), avgdl, scores, touched)
 		}
 		for _, slot := range touched {
 			d := &p.docs[slot]

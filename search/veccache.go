@@ -558,26 +558,35 @@ func (c *vecCache) evict(keep *vecPartition) {
 	if !c.overLimit() {
 		return
 	}
-	type victim struct {
-		t     ContentType
-		owner string
-		used  int64
-	}
-	var vs []victim
-	for t, parts := range c.parts {
-		for owner, p := range parts {
-			if p != keep {
-				vs = append(vs, victim{t, owner, p.used.Load()})
-			}
-		}
-	}
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
-	for _, v := range vs {
+	for _, v := range lruOrder(c.parts, keep, func(p *vecPartition) int64 { return p.used.Load() }) {
 		if !c.overLimit() {
 			return
 		}
 		c.dropPartition(v.t, v.owner)
 	}
+}
+
+// lruOrder lists the partitions of parts other than keep, least recently
+// used first: the order the partial caches evict in.
+func lruOrder[P comparable](parts map[ContentType]map[string]P, keep P, used func(P) int64) []partKey {
+	type victim struct {
+		partKey
+		used int64
+	}
+	var vs []victim
+	for t, ps := range parts {
+		for owner, p := range ps {
+			if p != keep {
+				vs = append(vs, victim{partKey{t, owner}, used(p)})
+			}
+		}
+	}
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
+	keys := make([]partKey, len(vs))
+	for i, v := range vs {
+		keys[i] = v.partKey
+	}
+	return keys
 }
 
 // parallelScanMin is the partition size from which a scan is split across

@@ -283,6 +283,21 @@ func ParseRetryAfter(h string) time.Duration {
 	return 0
 }
 
+// Defaults fills in what a client's options left unset: Timeout, when
+// zero or negative, becomes timeout; MaxRetries, when zero, becomes
+// retries, and when negative (an option's "never") 0.
+func (c *Client) Defaults(timeout time.Duration, retries int) {
+	if c.Timeout <= 0 {
+		c.Timeout = timeout
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = retries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+}
+
 // FirstNonEmpty returns the first of s that is not "", or "".
 func FirstNonEmpty(s ...string) string {
 	for _, v := range s {

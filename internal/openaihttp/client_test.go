@@ -246,3 +246,21 @@ func TestWrap(t *testing.T) {
 		t.Fatalf("attempt error: %v", err)
 	}
 }
+
+func TestClientDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		timeout              time.Duration
+		retries, wantRetries int
+		wantTimeout          time.Duration
+	}{
+		{0, 0, 3, 5 * time.Second},
+		{-time.Second, -1, 0, 5 * time.Second},
+		{time.Second, 2, 2, time.Second},
+	} {
+		c := &Client{Timeout: tc.timeout, MaxRetries: tc.retries}
+		c.Defaults(5*time.Second, 3)
+		if c.Timeout != tc.wantTimeout || c.MaxRetries != tc.wantRetries {
+			t.Errorf("Defaults on {%v, %d}: {%v, %d}, want {%v, %d}", tc.timeout, tc.retries, c.Timeout, c.MaxRetries, tc.wantTimeout, tc.wantRetries)
+		}
+	}
+}

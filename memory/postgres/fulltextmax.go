@@ -18,21 +18,15 @@ var _ search.FullTextScale = SearchDialect{}
 // one-lexeme row holding the term at weight A infinitely often). As in
 // FullText, hits holds in-memory copies of the tsvectors: the per-term
 // counts would otherwise decompress each stored one once per term
-// (BenchmarkFullTextScalePostgres).
+// (BenchmarkFullTextScalePostgres). The statement is FullText's up to df
+// (ftsStats).
 func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
-	var cols, dfs []string
-	args := make([]any, 0, len(p.Terms)+1+len(p.Args))
-	for i, t := range p.Terms {
-		args = append(args, tsQueryText([]string{t}))
-		cols = append(cols, fmt.Sprintf("to_tsquery('english', ?) AS q%d", i))
-		dfs = append(dfs, fmt.Sprintf("count(*) FILTER (WHERE hits.fts @@ tq.q%d)", i))
+	stats, args := ftsStats(p)
+	ds := make([]string, len(p.Terms))
+	for i := range ds {
+		ds[i] = fmt.Sprintf("df.d%d", i)
 	}
-	args = append(args, tsQueryText(p.Terms))
-	args = append(args, p.Args...)
-	stmt := fmt.Sprintf(`WITH tq AS (SELECT %[1]s, to_tsquery('english', ?) AS qall),
-		hits AS MATERIALIZED (SELECT (%[3]s.fts || ''::tsvector) AS fts FROM %[2]s %[3]s, tq WHERE %[3]s.fts @@ tq.qall AND %[4]s)
-		SELECT %[5]s, greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1)
-		FROM hits, tq`, strings.Join(cols, ", "), p.Table, p.Alias, p.Where, strings.Join(dfs, ", "))
+	stmt := stats + ` SELECT ` + strings.Join(append(ds, "df.n"), ", ") + ` FROM df`
 	df := make([]int64, len(p.Terms))
 	var n float64
 	dest := make([]any, 0, len(df)+1)

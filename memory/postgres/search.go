@@ -158,13 +158,34 @@ func tsQueryText(terms []string) string {
 // again (the figures are in docs/performance.md, "Figures that were in
 // code comments").
 func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
-	var cols, dfs, score []string
+	stats, args := ftsStats(p)
+	score := make([]string, len(p.Terms))
+	for i := range p.Terms {
+		score[i] = fmt.Sprintf("ln(1 + (df.n - df.d%[1]d + 0.5) / (df.d%[1]d + 0.5)) * ts_rank(hits.fts, tq.q%[1]d, 1)", i)
+	}
+	q := fmt.Sprintf(`%[1]s,
+		top AS MATERIALIZED (
+			SELECT hits.id AS id, (%[2]s) AS score FROM hits, tq, df
+			ORDER BY score DESC, hits.id LIMIT %[3]d)
+		SELECT %[4]s, top.score
+		FROM top JOIN %[5]s %[6]s ON %[6]s.id = top.id
+		ORDER BY top.score DESC, top.id`,
+		stats, strings.Join(score, " + "), p.Limit, p.Columns, p.Table, p.Alias)
+	return q, args, false
+}
+
+// ftsStats starts FullText's and FullTextMax's statements: tq, the
+// query's tsqueries (q<i> for term i, qall for any); hits, the matching
+// rows the leg keeps, their tsvectors copied in memory (see FullText);
+// df, each term's hits (d<i>) and N (n): the table's row estimate, at
+// least the hits.
+func ftsStats(p *search.FullTextParams) (string, []any) {
+	var cols, dfs []string
 	args := make([]any, 0, len(p.Terms)+1+len(p.Args))
 	for i, t := range p.Terms {
 		args = append(args, tsQueryText([]string{t}))
 		cols = append(cols, fmt.Sprintf("to_tsquery('english', ?) AS q%d", i))
 		dfs = append(dfs, fmt.Sprintf("count(*) FILTER (WHERE hits.fts @@ tq.q%d) AS d%d", i, i))
-		score = append(score, fmt.Sprintf("ln(1 + (df.n - df.d%[1]d + 0.5) / (df.d%[1]d + 0.5)) * ts_rank(hits.fts, tq.q%[1]d, 1)", i))
 	}
 	args = append(args, tsQueryText(p.Terms))
 	args = append(args, p.Args...)
@@ -174,15 +195,9 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 			WHERE %[3]s.fts @@ tq.qall AND %[4]s),
 		df AS MATERIALIZED (SELECT %[5]s,
 			greatest((SELECT reltuples FROM pg_class WHERE oid = '%[2]s'::regclass), count(*), 1) AS n
-			FROM hits, tq),
-		top AS MATERIALIZED (
-			SELECT hits.id AS id, (%[6]s) AS score FROM hits, tq, df
-			ORDER BY score DESC, hits.id LIMIT %[7]d)
-		SELECT %[8]s, top.score
-		FROM top JOIN %[2]s %[3]s ON %[3]s.id = top.id
-		ORDER BY top.score DESC, top.id`,
-		strings.Join(cols, ", "), p.Table, p.Alias, p.Where, strings.Join(dfs, ", "), strings.Join(score, " + "), p.Limit, p.Columns)
-	return q, args, false
+			FROM hits, tq)`,
+		strings.Join(cols, ", "), p.Table, p.Alias, p.Where, strings.Join(dfs, ", "))
+	return q, args
 }
 
 // VectorTableExists: the vector tables are part of the schema.

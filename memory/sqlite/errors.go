@@ -12,7 +12,8 @@ var (
 	ErrForeign = errors.New("sqlite: database belongs to another application")
 )
 
-// The full-text statistics (SearchDialect.TextTotals, TextDocFreq) were
+// The full-text statistics (SearchDialect.TextTotals, TextDocFreq,
+// FullTextMax) were
 // asked of a table that is not one of the FTS5 indexes, or FTS5's
 // averages record did not decode.
 var (

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -24,7 +23,7 @@ func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search
 	args := make([]any, len(p.Terms))
 	for i, t := range p.Terms {
 		b.WriteString(`, (SELECT count(*) FROM ` + p.Index + ` WHERE ` + p.Index + ` MATCH ?)`)
-		args[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+		args[i] = ftsPhrase(t)
 	}
 	var avg []byte
 	df := make([]int64, len(p.Terms))
@@ -38,7 +37,7 @@ func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search
 	}
 	rows, n := varint(avg)
 	if n == 0 {
-		return 0, fmt.Errorf("sqlite: row count of %s: %w", p.Index, errBadAverages)
+		return 0, fmt.Errorf("sqlite: row count of %s: %w", p.Index, errTruncatedAverages)
 	}
 	const k1 = 1.2
 	var m float64
@@ -51,8 +50,6 @@ func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search
 	}
 	return m, nil
 }
-
-var errBadAverages = errors.New("malformed averages record")
 
 // varint decodes SQLite's variable-length integer (big-endian, 7 bits a
 // byte, the ninth byte whole) at the start of b; n is 0 when b ends first.

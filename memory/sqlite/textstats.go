@@ -53,9 +53,14 @@ func (SearchDialect) TextDocFreq(ctx context.Context, q search.Execer, index, te
 		return 0, fmt.Errorf("sqlite: document frequency in %q: %w", index, errNotFTSIndex)
 	}
 	var n int64
-	phrase := `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+index+` WHERE `+index+` MATCH ?`, phrase).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+index+` WHERE `+index+` MATCH ?`, ftsPhrase(term)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlite: document frequency of %q in %s: %w", term, index, err)
 	}
 	return n, nil
+}
+
+// ftsPhrase quotes term as an FTS5 phrase, which is how bm25 counts a
+// query term's rows.
+func ftsPhrase(term string) string {
+	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
 }
