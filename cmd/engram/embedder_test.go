@@ -182,7 +182,7 @@ func TestCLIOpenAIEmbedderErrors(t *testing.T) {
 	start = time.Now()
 	_, errs, code = cli(t, db, "", "--embedder", "openai", "search", "--agent", "ada", "--mode", "vector", "rails")
 	if code != 1 || !strings.Contains(errs, "unreachable") || !strings.Contains(errs, "connection refused") ||
-		!strings.Contains(errs, envBaseURL) || strings.Contains(errs, "401") {
+		!strings.Contains(errs, envBaseURL) || strings.Contains(errs, "HTTP 401") {
 		t.Fatalf("connection refused: exit %d, stderr %q", code, errs)
 	}
 	if d := time.Since(start); d > 2*time.Second {
