@@ -414,11 +414,38 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		cancel()
 		return nil, err
 	}
+	s.AddReceivingMiddleware(initializeOnce)
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
 	h.servers[key] = &serverEntry{srv: s, cancel: cancel}
 	return s, nil
+}
+
+// initializeOnce answers a second initialize on a session with JSON-RPC
+// -32600 Invalid Request under the call's id, as the TypeScript SDK and
+// engram mcp over stdio do: the go-sdk returns a plain error, which its
+// Streamable HTTP transport sends with code 0 (no code at all).
+const alreadyInitialized = "invalid request: the session is already initialized; start a new session (initialize without Mcp-Session-Id) instead"
+
+func initializeOnce(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "initialize" {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+					Message: alreadyInitialized}
+			}
+			res, err := next(ctx, method, req)
+			// Two initializes racing on one session both pass the check
+			// above; the SDK refuses the loser with its plain error.
+			var we *jsonrpc.Error
+			if err != nil && !errors.As(err, &we) {
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: alreadyInitialized + " (" + err.Error() + ")"}
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // onlyTools hides every tool but allowed: tools/list leaves the others
