@@ -24,3 +24,8 @@ func (b *Bucket) Take(now time.Time, rate, burst float64) time.Duration {
 	}
 	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
 }
+
+// Refund puts back a token taken for something that turned out not to
+// count (engram serve reserves a failed-login token before a lookup and
+// returns it when the credential is good), never past burst.
+func (b *Bucket) Refund(burst float64) { b.tokens = min(burst, b.tokens+1) }

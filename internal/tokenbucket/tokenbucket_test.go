@@ -28,3 +28,22 @@ func TestBucket(t *testing.T) {
 		t.Fatal("more than the burst after a long idle")
 	}
 }
+
+func TestRefund(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	b := tokenbucket.Full(1, t0)
+	if b.Take(t0, 1, 1) != 0 {
+		t.Fatal("first take refused")
+	}
+	b.Refund(1)
+	if b.Take(t0, 1, 1) != 0 {
+		t.Fatal("take after a refund refused")
+	}
+	// A refund never fills past the burst.
+	b.Refund(1)
+	b.Refund(1)
+	b.Take(t0, 1, 1)
+	if b.Take(t0, 1, 1) == 0 {
+		t.Fatal("two refunds held more than the burst")
+	}
+}

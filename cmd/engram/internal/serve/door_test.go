@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,9 +21,26 @@ import (
 // door is a Handler over a real SQLite store on a real loopback server,
 // with a plain MCP server (one tool, "echo") for every agent.
 type door struct {
-	store *memory.Cache
-	h     *serve.Handler
-	url   string
+	store   *memory.Cache
+	h       *serve.Handler
+	url     string
+	lookups *atomic.Int64 // the store's token and login-link lookups
+}
+
+// countingTokens counts the lookups a credential costs the store.
+type countingTokens struct {
+	*memory.Cache
+	n *atomic.Int64
+}
+
+func (c countingTokens) VerifyToken(ctx context.Context, secret string) (memory.Token, error) {
+	c.n.Add(1)
+	return c.Cache.VerifyToken(ctx, secret)
+}
+
+func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (memory.Token, error) {
+	c.n.Add(1)
+	return c.Cache.UseLoginLink(ctx, secret)
 }
 
 func newDoor(t *testing.T, opts *serve.Options) *door {
@@ -36,7 +54,8 @@ func newDoor(t *testing.T, opts *serve.Options) *door {
 	if opts != nil {
 		o = *opts
 	}
-	o.Tokens = store
+	lookups := &atomic.Int64{}
+	o.Tokens = countingTokens{Cache: store, n: lookups}
 	if o.SyncStore == nil {
 		o.SyncStore = store
 	}
@@ -63,7 +82,7 @@ func newDoor(t *testing.T, opts *serve.Options) *door {
 		h.Shutdown(context.Background())
 		srv.Close()
 	})
-	return &door{store: store, h: h, url: srv.URL}
+	return &door{store: store, h: h, url: srv.URL, lookups: lookups}
 }
 
 func (d *door) token(t *testing.T, spec memory.TokenSpec) string {

@@ -20,6 +20,10 @@ type accessRecord struct {
 	token   *memory.Token
 	server  *mcp.Server
 	refused string // why the token was refused
+	// charge is the failed-login reservation made for secret, the bearer
+	// token the request presented, before the SDK's middleware verifies it.
+	charge *authCharge
+	secret string
 }
 
 // logWriter records the status and size of a response. It passes
@@ -87,6 +91,7 @@ func (h *Handler) logRequest(r *http.Request, w *logWriter, rec *accessRecord, s
 		attrs = append(attrs, slog.String("refused", rec.refused))
 	}
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	h.metrics.request(r.URL.Path, w.status)
 }
 
 // short is the start of a session id: enough to follow a session in the

@@ -111,6 +111,30 @@ type Options struct {
 	// SyncTokenCheck is how often an open /sync connection checks that its
 	// token is still valid. Default 1 second.
 	SyncTokenCheck time.Duration
+	// AuthFailureBurst is how many failed authentications (an unknown,
+	// expired or revoked token or login link, an unknown UI login cookie,
+	// a wrong metrics token) one client address may make at once, and
+	// AuthFailureRate how many per second it regains. Beyond, a request
+	// from that address presenting a credential not seen valid in the
+	// last ten minutes gets 429 with Retry-After before anything is looked
+	// up. An IPv6 client counts by its /64. Defaults 20 and 0.2 (one
+	// every 5 seconds).
+	AuthFailureBurst int
+	AuthFailureRate  float64
+	// AuthFailureGlobalBurst and AuthFailureGlobalRate are the same budget
+	// across all addresses: the ceiling on the lookups a guesser spread
+	// over many addresses can cause. Defaults 200 and 20.
+	AuthFailureGlobalBurst int
+	AuthFailureGlobalRate  float64
+	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
+	// whose X-Forwarded-For header names the client, for the failed-login
+	// limit. Without them the client is the connection's peer address and
+	// X-Forwarded-For is ignored: any client can send one.
+	TrustedProxies []string
+	// MetricsToken, when set, serves /metrics (Prometheus text format) to
+	// requests with Authorization: Bearer MetricsToken. Without it
+	// /metrics answers 404.
+	MetricsToken string
 }
 
 // Handler is the door: an http.Handler for /mcp, /healthz and the UI.
@@ -137,6 +161,8 @@ type Handler struct {
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
 	syncsBy    map[int64]int                     // open /sync connections by token id
 	syncConns  atomic.Int64                      // numbers them
+	auth       *authLimit
+	metrics    *metrics
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
@@ -194,10 +220,26 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncTokenCheck <= 0 {
 		o.SyncTokenCheck = time.Second
 	}
+	if o.AuthFailureBurst <= 0 {
+		o.AuthFailureBurst = 20
+	}
+	if o.AuthFailureRate <= 0 {
+		o.AuthFailureRate = 0.2
+	}
+	if o.AuthFailureGlobalBurst <= 0 {
+		o.AuthFailureGlobalBurst = 200
+	}
+	if o.AuthFailureGlobalRate <= 0 {
+		o.AuthFailureGlobalRate = 20
+	}
 	for _, origin := range o.Origins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("%w: origin %q is not scheme://host[:port]", ErrInvalidOptions, origin)
 		}
+	}
+	al, err := newAuthLimit(&o)
+	if err != nil {
+		return nil, err
 	}
 	log := o.Logger
 	if log == nil {
@@ -206,7 +248,8 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{},
-		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{},
+		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
@@ -263,6 +306,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveMCP(lw, r)
 	case r.URL.Path == "/sync":
 		h.serveSync(lw, r)
+	case r.URL.Path == "/metrics":
+		h.serveMetrics(lw, r)
 	default:
 		h.serveUI(lw, r)
 	}
@@ -274,11 +319,18 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Set before the SDK's bearer middleware, which adds WWW-Authenticate
 	// only with OAuth metadata; deleted again once the token is accepted.
 	w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+	rec := r.Context().Value(recKey{}).(*accessRecord)
+	secret := bearerToken(r)
+	charge, ok := h.admit(w, r, secret)
+	if !ok {
+		return
+	}
+	rec.charge, rec.secret = charge, secret
 	auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
 			rec := r.Context().Value(recKey{}).(*accessRecord)
-			if !h.allow(w, rec.token.ID) {
+			if !h.allow(w, r, rec.token.ID) {
 				return
 			}
 			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
@@ -367,24 +419,29 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bo
 // agent's, and its agent's server in the request's context. The TokenInfo
 // UserID is the token's id, so the SDK refuses (403) a session to any
 // other token, even one of the same agent.
-func (h *Handler) verify(ctx context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
+func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*auth.TokenInfo, error) {
 	t, err := h.opts.Tokens.VerifyToken(ctx, secret)
 	rec, _ := ctx.Value(recKey{}).(*accessRecord)
+	var charge *authCharge
+	if rec != nil && rec.secret == secret {
+		charge = rec.charge
+	}
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
-		if rec != nil {
-			rec.refused = err.Error()
-		}
+		h.authFailed(r, secret, err.Error())
 		return nil, fmt.Errorf("%w: the bearer token is unknown, expired or revoked", auth.ErrInvalidToken)
 	case err != nil:
+		h.authSucceeded(charge, "", false)
 		h.log.Error("serve: verify token", "err", err)
 		return nil, errors.New("internal error checking the token")
 	case t.Agent == "":
+		h.authSucceeded(charge, "", false)
 		if rec != nil {
 			rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
 		}
 		return nil, fmt.Errorf("%w: a human's token opens the web UI, not /mcp", auth.ErrInvalidToken)
 	}
+	h.authSucceeded(charge, secret, true)
 	if rec != nil {
 		rec.token = &t
 	}
@@ -414,7 +471,7 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		cancel()
 		return nil, err
 	}
-	s.AddReceivingMiddleware(initializeOnce)
+	s.AddReceivingMiddleware(initializeOnce, h.metrics.timeTools)
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
@@ -494,6 +551,7 @@ func (h *Handler) sweep(every time.Duration) {
 		h.closeRevoked(h.ctx)
 		h.endRevokedLogins(h.ctx, time.Now())
 		h.dropIdleServers(time.Now())
+		h.auth.prune(time.Now())
 	}
 }
 
@@ -645,7 +703,7 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 }
 
 // allow takes one request from token id's bucket, or answers 429.
-func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
+func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
 	h.mu.Lock()
 	b, ok := h.limits[id]
 	if !ok {
@@ -657,6 +715,7 @@ func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
 	if wait <= 0 {
 		return true
 	}
+	h.metrics.rateLimit(r.URL.Path)
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
 	return false

@@ -99,24 +99,32 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := r.Context().Value(recKey{}).(*accessRecord)
-	t, err := h.opts.Tokens.VerifyToken(r.Context(), syncToken(r))
+	secret := syncToken(r)
+	charge, ok := h.admit(w, r, secret)
+	if !ok {
+		return
+	}
+	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
-		rec.refused = err.Error()
+		h.authFailed(r, secret, err.Error())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
 		http.Error(w, "401 unauthorized: the token is missing, unknown, expired or revoked", http.StatusUnauthorized)
 		return
 	case err != nil:
+		h.authSucceeded(charge, "", false)
 		h.log.Error("serve: verify token", "err", err)
 		http.Error(w, "internal error checking the token", http.StatusInternalServerError)
 		return
 	case t.Agent == "":
+		h.authSucceeded(charge, "", false)
 		rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
 		http.Error(w, "403 forbidden: a human's token opens the web UI, not /sync", http.StatusForbidden)
 		return
 	}
+	h.authSucceeded(charge, secret, true)
 	rec.token = &t
-	if !h.allow(w, t.ID) {
+	if !h.allow(w, r, t.ID) {
 		return
 	}
 	h.mu.Lock()
