@@ -16,7 +16,7 @@ import (
 
 const metricsSecret = "metrics-secret-for-tests"
 
-func form(token string) map[string]string {
+func form() map[string]string {
 	return map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 }
 
@@ -24,7 +24,7 @@ func form(token string) map[string]string {
 func (d *door) loginCookie(t *testing.T, human string) string {
 	t.Helper()
 	tok := d.token(t, memory.TokenSpec{Human: human})
-	resp := d.do(t, "POST", "/ui/login", url.Values{"token": {tok}}.Encode(), form(tok))
+	resp := d.do(t, "POST", "/ui/login", url.Values{"token": {tok}}.Encode(), form())
 	for _, c := range resp.Cookies() {
 		if c.Value != "" {
 			return c.Name + "=" + c.Value
@@ -64,7 +64,7 @@ func TestFailedLoginLimit(t *testing.T) {
 		return d.do(t, "GET", "/sync", "", map[string]string{"Authorization": "Bearer " + secret})
 	}
 	uiForm := func(t *testing.T, d *door, secret string) *http.Response {
-		return d.do(t, "POST", "/ui/login", url.Values{"token": {secret}}.Encode(), form(secret))
+		return d.do(t, "POST", "/ui/login", url.Values{"token": {secret}}.Encode(), form())
 	}
 	uiURL := func(t *testing.T, d *door, secret string) *http.Response {
 		return d.do(t, "GET", "/ui/login?token="+url.QueryEscape(secret), "", nil)
@@ -85,7 +85,7 @@ func TestFailedLoginLimit(t *testing.T) {
 		try     attempt
 		good    func(t *testing.T, d *door) string // a valid credential, made anew each call
 		bad     func(i int) string
-		failed  int  // the status of a failed attempt
+		failed  int // the status of a failed attempt
 		ok      func(status int) bool
 		lookups bool // a failed attempt asks the store
 		reuse   bool // a credential that worked skips the limit (a one-time link and a login cookie do not need to)
