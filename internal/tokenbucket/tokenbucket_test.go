@@ -29,21 +29,23 @@ func TestBucket(t *testing.T) {
 	}
 }
 
-func TestRefund(t *testing.T) {
+func TestWaitAndCharge(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	b := tokenbucket.Full(1, t0)
-	if b.Take(t0, 1, 1) != 0 {
-		t.Fatal("first take refused")
+	b := tokenbucket.Full(2, t0)
+	for i := range 3 {
+		if b.Wait(t0, 1, 2) != 0 {
+			t.Fatalf("wait %d refused a full bucket: Wait took a token", i)
+		}
 	}
-	b.Refund(1)
-	if b.Take(t0, 1, 1) != 0 {
-		t.Fatal("take after a refund refused")
+	// Three charges on a burst of 2 leave a debt of one: a token is there
+	// again only after 2 s.
+	for range 3 {
+		b.Charge(t0, 1, 2)
 	}
-	// A refund never fills past the burst.
-	b.Refund(1)
-	b.Refund(1)
-	b.Take(t0, 1, 1)
-	if b.Take(t0, 1, 1) == 0 {
-		t.Fatal("two refunds held more than the burst")
+	if w := b.Wait(t0.Add(time.Second), 1, 2); w < 900*time.Millisecond || w > time.Second {
+		t.Fatalf("after 1 s with a debt of 1: wait %v, want ~1s", w)
+	}
+	if b.Wait(t0.Add(2*time.Second), 1, 2) != 0 {
+		t.Fatal("after 2 s: still waiting")
 	}
 }

@@ -30,10 +30,11 @@ const goodFor = 10 * time.Minute
 
 // authLimit bounds failed authentications per client address and across
 // all addresses. A request presenting a credential the limiter has not
-// seen succeed reserves one failure from its address's bucket and from
-// the global one before the store is asked; a success gives both back, a
-// failure keeps them. Reserving rather than counting afterwards bounds
-// concurrent guesses too: they cannot all pass a check and then fail.
+// seen succeed goes on to the store only while its address's bucket and
+// the global one have a failure left; a failure is charged after, a
+// success costs nothing. Requests in flight at once from one address can
+// fail past the burst; each such failure is a debt that keeps the address
+// out one more 1/rate, so the sustained rate holds.
 type authLimit struct {
 	rate, burst             float64
 	globalRate, globalBurst float64
@@ -46,19 +47,13 @@ type authLimit struct {
 	good   map[[sha256.Size]byte]time.Time // digest → until
 }
 
-// addrEntry is one address's failure bucket. A bucket untouched for
-// burst/rate since last is full again: what a new address gets, so it can
-// be dropped.
+// addrEntry is one address's failure bucket. One not charged for
+// (burst+debt)/rate is full again, what a new address gets, so it can be
+// dropped.
 type addrEntry struct {
 	b    *tokenbucket.Bucket
 	last time.Time
-}
-
-// authCharge is one reserved failure: given back if the credential turns
-// out good.
-type authCharge struct {
-	addr   netip.Prefix
-	hasKey bool // false when the address table was full: only the global bucket was charged
+	debt int // failures charged to an empty bucket
 }
 
 func newAuthLimit(o *Options) (*authLimit, error) {
@@ -171,50 +166,46 @@ func (a *authLimit) known(secret string, now time.Time) bool {
 	return ok && now.Before(until)
 }
 
-// reserve takes one failure for r's address and one from the global
-// bucket, or reports how long until the one refused has room and which
-// ("address" or "global").
-func (a *authLimit) reserve(r *http.Request, now time.Time) (*authCharge, time.Duration, string) {
+// check reports how long until r's address and every address have a
+// failure left, 0 if they have, and which is short ("address" or
+// "global").
+func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string) {
 	key := addrKey(a.clientAddr(r))
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := &authCharge{addr: key}
-	e, ok := a.addrs[key]
-	if !ok && len(a.addrs) >= maxTracked {
-		a.pruneLocked(now)
+	if e, ok := a.addrs[key]; ok {
+		if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
+			return wait, "address"
+		}
 	}
-	if !ok && len(a.addrs) < maxTracked {
+	if wait := a.global.Wait(now, a.globalRate, a.globalBurst); wait > 0 {
+		return wait, "global"
+	}
+	return 0, ""
+}
+
+// charge counts one failure against r's address and the global budget.
+func (a *authLimit) charge(r *http.Request, now time.Time) {
+	key := addrKey(a.clientAddr(r))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.global.Charge(now, a.globalRate, a.globalBurst)
+	e, ok := a.addrs[key]
+	if !ok {
+		if len(a.addrs) >= maxTracked {
+			a.pruneLocked(now)
+			if len(a.addrs) >= maxTracked {
+				return // the global budget holds it
+			}
+		}
 		e = &addrEntry{b: tokenbucket.Full(a.burst, now)}
 		a.addrs[key] = e
 	}
-	if e != nil {
-		if wait := e.b.Take(now, a.rate, a.burst); wait > 0 {
-			return nil, wait, "address"
-		}
-		e.last = now
-		c.hasKey = true
+	if e.b.Wait(now, a.rate, a.burst) > 0 {
+		e.debt++
 	}
-	if wait := a.global.Take(now, a.globalRate, a.globalBurst); wait > 0 {
-		if e != nil {
-			e.b.Refund(a.burst)
-		}
-		return nil, wait, "global"
-	}
-	return c, 0, ""
-}
-
-// release gives a reservation back: the credential was good, or the
-// store failed and nothing was learned.
-func (a *authLimit) release(c *authCharge) {
-	if c == nil {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if e, ok := a.addrs[c.addr]; ok && c.hasKey {
-		e.b.Refund(a.burst)
-	}
-	a.global.Refund(a.globalBurst)
+	e.b.Charge(now, a.rate, a.burst)
+	e.last = now
 }
 
 // remember records secret as good for goodFor from now; forget drops it
@@ -251,9 +242,8 @@ func (a *authLimit) prune(now time.Time) {
 }
 
 func (a *authLimit) pruneLocked(now time.Time) {
-	refill := time.Duration(a.burst / a.rate * float64(time.Second))
 	for k, e := range a.addrs {
-		if now.Sub(e.last) >= refill {
+		if now.Sub(e.last).Seconds()*a.rate >= a.burst+float64(e.debt) {
 			delete(a.addrs, k)
 		}
 	}
@@ -288,17 +278,16 @@ func bearerToken(r *http.Request) string {
 
 // admit lets a request presenting secret go on to be verified: at once
 // when secret is "" (nothing to look up) or authenticated recently, else
-// with a failure reserved (the charge, for authSucceeded). Once r's
-// address or every address has used its failures it answers 429 with
-// Retry-After and reports false, nothing looked up.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) (*authCharge, bool) {
+// while r's address and every address have failures left. Otherwise it
+// answers 429 with Retry-After and reports false, nothing looked up.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) bool {
 	now := time.Now()
 	if secret == "" || h.auth.known(secret, now) {
-		return nil, true
+		return true
 	}
-	c, wait, scope := h.auth.reserve(r, now)
-	if c != nil {
-		return c, true
+	wait, scope := h.auth.check(r, now)
+	if wait <= 0 {
+		return true
 	}
 	h.metrics.limited(scope)
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
@@ -311,26 +300,25 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) (
 		msg = "429 too many failed authentications on this server; retry after the Retry-After seconds"
 	}
 	http.Error(w, msg, http.StatusTooManyRequests)
-	return nil, false
+	return false
 }
 
-// authFailed records a refused credential: its reservation stays spent,
-// and a secret known as good (a token revoked since) is forgotten.
+// authFailed records a refused credential: one failure charged to r's
+// address and the global budget, and a secret known as good (a token
+// revoked since) forgotten.
 func (h *Handler) authFailed(r *http.Request, secret, why string) {
 	h.auth.forget(secret)
+	h.auth.charge(r, time.Now())
 	h.metrics.authFailure(r.URL.Path)
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 		rec.refused = why
 	}
 }
 
-// authSucceeded gives a reservation back: the credential exists and is
-// valid (or the store failed and nothing was learned). remember makes a
-// reusable secret skip the limiter for goodFor; a one-time login link is
-// not one.
-func (h *Handler) authSucceeded(c *authCharge, secret string, remember bool) {
-	h.auth.release(c)
-	if remember && secret != "" {
+// authSucceeded records a valid credential: a reusable secret skips the
+// limit for goodFor (a one-time login link is not one).
+func (h *Handler) authSucceeded(secret string) {
+	if secret != "" {
 		h.auth.remember(secret, time.Now())
 	}
 }

@@ -20,10 +20,6 @@ type accessRecord struct {
 	token   *memory.Token
 	server  *mcp.Server
 	refused string // why the token was refused
-	// charge is the failed-login reservation made for secret, the bearer
-	// token the request presented, before the SDK's middleware verifies it.
-	charge *authCharge
-	secret string
 }
 
 // logWriter records the status and size of a response. It passes

@@ -229,8 +229,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := bearerToken(r)
-	charge, ok := h.admit(w, r, secret)
-	if !ok {
+	if !h.admit(w, r, secret) {
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(h.opts.MetricsToken)) != 1 {
@@ -239,7 +238,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: /metrics takes the metrics token (Authorization: Bearer)", http.StatusUnauthorized)
 		return
 	}
-	h.authSucceeded(charge, secret, true)
+	h.authSucceeded(secret)
 	var g gauges
 	g.sessions = h.Sessions()
 	g.servers = h.Servers()

@@ -319,13 +319,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Set before the SDK's bearer middleware, which adds WWW-Authenticate
 	// only with OAuth metadata; deleted again once the token is accepted.
 	w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
-	rec := r.Context().Value(recKey{}).(*accessRecord)
-	secret := bearerToken(r)
-	charge, ok := h.admit(w, r, secret)
-	if !ok {
+	if !h.admit(w, r, bearerToken(r)) {
 		return
 	}
-	rec.charge, rec.secret = charge, secret
 	auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
@@ -422,26 +418,20 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bo
 func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*auth.TokenInfo, error) {
 	t, err := h.opts.Tokens.VerifyToken(ctx, secret)
 	rec, _ := ctx.Value(recKey{}).(*accessRecord)
-	var charge *authCharge
-	if rec != nil && rec.secret == secret {
-		charge = rec.charge
-	}
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
 		h.authFailed(r, secret, err.Error())
 		return nil, fmt.Errorf("%w: the bearer token is unknown, expired or revoked", auth.ErrInvalidToken)
 	case err != nil:
-		h.authSucceeded(charge, "", false)
 		h.log.Error("serve: verify token", "err", err)
 		return nil, errors.New("internal error checking the token")
 	case t.Agent == "":
-		h.authSucceeded(charge, "", false)
 		if rec != nil {
 			rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
 		}
 		return nil, fmt.Errorf("%w: a human's token opens the web UI, not /mcp", auth.ErrInvalidToken)
 	}
-	h.authSucceeded(charge, secret, true)
+	h.authSucceeded(secret)
 	if rec != nil {
 		rec.token = &t
 	}

@@ -100,8 +100,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := r.Context().Value(recKey{}).(*accessRecord)
 	secret := syncToken(r)
-	charge, ok := h.admit(w, r, secret)
-	if !ok {
+	if !h.admit(w, r, secret) {
 		return
 	}
 	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
@@ -112,17 +111,15 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: the token is missing, unknown, expired or revoked", http.StatusUnauthorized)
 		return
 	case err != nil:
-		h.authSucceeded(charge, "", false)
 		h.log.Error("serve: verify token", "err", err)
 		http.Error(w, "internal error checking the token", http.StatusInternalServerError)
 		return
 	case t.Agent == "":
-		h.authSucceeded(charge, "", false)
 		rec.refused = fmt.Sprintf("token %d is a human's (web UI), not an agent's", t.ID)
 		http.Error(w, "403 forbidden: a human's token opens the web UI, not /sync", http.StatusForbidden)
 		return
 	}
-	h.authSucceeded(charge, secret, true)
+	h.authSucceeded(secret)
 	rec.token = &t
 	if !h.allow(w, r, t.ID) {
 		return

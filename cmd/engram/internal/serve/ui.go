@@ -171,10 +171,9 @@ func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogi
 	login, ok = h.uiLogins[c.Value]
 	h.mu.Unlock()
 	if !ok {
-		// The map is in memory, so nothing is reserved to protect a
-		// lookup: the failure is charged after, and answered 429 once
-		// the address's budget is spent.
-		if _, admitted := h.admit(w, r, c.Value); !admitted {
+		// A guessed cookie, or one from before a restart: a failure
+		// like a wrong token, though the miss costs no lookup.
+		if !h.admit(w, r, c.Value) {
 			return uiLogin{}, false, true
 		}
 		h.authFailed(r, c.Value, "unknown login cookie")
@@ -242,8 +241,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if useLink {
 		presented = link
 	}
-	charge, ok := h.admit(w, r, presented)
-	if !ok {
+	if !h.admit(w, r, presented) {
 		return
 	}
 	if useLink {
@@ -262,20 +260,20 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.loginForm(w, http.StatusUnauthorized, "That token is unknown, expired or revoked.")
 		return
 	case err != nil:
-		h.authSucceeded(charge, "", false)
 		h.log.Error("serve: verify token", "err", err)
 		http.Error(w, "500 internal error checking the token", http.StatusInternalServerError)
 		return
 	case t.Human == "":
-		h.authSucceeded(charge, "", false)
 		if rec != nil {
 			rec.refused = fmt.Sprintf("token %d is an agent's, not a human's", t.ID)
 		}
 		h.loginForm(w, http.StatusUnauthorized, "That is an agent's token; the web UI takes a person's (engram token create --human NAME).")
 		return
 	}
-	// A link is spent now; a token may come again (another browser).
-	h.authSucceeded(charge, secret, !useLink)
+	if !useLink {
+		// A token may come again (another browser); a link is spent.
+		h.authSucceeded(secret)
+	}
 	if rec != nil {
 		rec.token = &t
 	}
