@@ -7,11 +7,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -214,6 +216,25 @@ func formatFloat(v float64) string {
 		return "NaN"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// minMetricsToken is the shortest metrics token New takes: it is a
+// credential, guessed like any other.
+const minMetricsToken = 16
+
+// ReadMetricsToken reads a metrics token from the file at path (what
+// engram serve --metrics-token-file names, so the secret stays out of
+// the process list): its content without surrounding white space.
+func ReadMetricsToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: metrics token: %w", ErrInvalidOptions, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < minMetricsToken || strings.ContainsFunc(tok, unicode.IsSpace) {
+		return "", fmt.Errorf("%w: metrics token in %s: want one word of at least %d bytes (openssl rand -hex 32)", ErrInvalidOptions, path, minMetricsToken)
+	}
+	return tok, nil
 }
 
 // serveMetrics answers /metrics to the bearer of Options.MetricsToken;

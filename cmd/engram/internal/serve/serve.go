@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -132,8 +133,8 @@ type Options struct {
 	// X-Forwarded-For is ignored: any client can send one.
 	TrustedProxies []string
 	// MetricsToken, when set, serves /metrics (Prometheus text format) to
-	// requests with Authorization: Bearer MetricsToken. Without it
-	// /metrics answers 404.
+	// requests with Authorization: Bearer MetricsToken; it must be one word
+	// of at least 16 bytes. Without it /metrics answers 404.
 	MetricsToken string
 }
 
@@ -236,6 +237,9 @@ func New(opts *Options) (*Handler, error) {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("%w: origin %q is not scheme://host[:port]", ErrInvalidOptions, origin)
 		}
+	}
+	if o.MetricsToken != "" && (len(o.MetricsToken) < minMetricsToken || strings.ContainsFunc(o.MetricsToken, unicode.IsSpace)) {
+		return nil, fmt.Errorf("%w: MetricsToken must be one word of at least %d bytes", ErrInvalidOptions, minMetricsToken)
 	}
 	al, err := newAuthLimit(&o)
 	if err != nil {
