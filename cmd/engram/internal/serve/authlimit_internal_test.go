@@ -155,3 +155,28 @@ func (nopTokens) Token(context.Context, int64) (memory.Token, error) {
 func (nopTokens) UseLoginLink(context.Context, string) (memory.Token, error) {
 	return memory.Token{}, memory.ErrLoginLinkInvalid
 }
+
+// The limit's cost on a valid token's request (its secret known) and on a
+// guess that is let through to the lookup.
+func BenchmarkAdmit(b *testing.B) {
+	for _, known := range []bool{true, false} {
+		b.Run(map[bool]string{true: "known", false: "unknown"}[known], func(b *testing.B) {
+			h, err := New(&Options{Tokens: nopTokens{}, MCPServer: func(context.Context, string, bool) (*mcp.Server, error) { return nil, nil }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Shutdown(context.Background())
+			secret := "engram_0123456789abcdef0123456789abcdef0123"
+			if known {
+				h.authSucceeded(secret)
+			}
+			r := httptest.NewRequest("POST", "/mcp", nil)
+			w := httptest.NewRecorder()
+			for b.Loop() {
+				if !h.admit(w, r, secret) {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}

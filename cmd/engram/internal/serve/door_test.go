@@ -43,7 +43,7 @@ func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (memory
 	return c.Cache.UseLoginLink(ctx, secret)
 }
 
-func newDoor(t *testing.T, opts *serve.Options) *door {
+func newDoor(t testing.TB, opts *serve.Options) *door {
 	t.Helper()
 	store, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "door.db"), nil)
 	if err != nil {
@@ -85,7 +85,7 @@ func newDoor(t *testing.T, opts *serve.Options) *door {
 	return &door{store: store, h: h, url: srv.URL, lookups: lookups}
 }
 
-func (d *door) token(t *testing.T, spec memory.TokenSpec) string {
+func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
 	t.Helper()
 	_, secret, err := d.store.CreateToken(context.Background(), spec)
 	if err != nil {
@@ -95,7 +95,7 @@ func (d *door) token(t *testing.T, spec memory.TokenSpec) string {
 }
 
 // do sends one request; header values are set as given.
-func (d *door) do(t *testing.T, method, path, body string, header map[string]string) *http.Response {
+func (d *door) do(t testing.TB, method, path, body string, header map[string]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
 	if err != nil {
@@ -138,7 +138,7 @@ type rpcReply struct {
 
 // reply reads the one JSON-RPC message of a response, JSON or an event
 // stream.
-func reply(t *testing.T, resp *http.Response) rpcReply {
+func reply(t testing.TB, resp *http.Response) rpcReply {
 	t.Helper()
 	var data []byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -161,7 +161,7 @@ func reply(t *testing.T, resp *http.Response) rpcReply {
 
 // session opens an initialized MCP session with raw requests and returns
 // its id.
-func (d *door) session(t *testing.T, token string) string {
+func (d *door) session(t testing.TB, token string) string {
 	t.Helper()
 	resp := d.do(t, "POST", "/mcp", initBody, mcpHeader(token, ""))
 	if resp.StatusCode != http.StatusOK {

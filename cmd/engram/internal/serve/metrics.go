@@ -203,7 +203,23 @@ func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
 // escapeLabel escapes a label value as the text format wants: backslash,
 // double quote and line feed.
 func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		switch c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func formatFloat(v float64) string {
