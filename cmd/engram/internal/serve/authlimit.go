@@ -305,14 +305,17 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) b
 
 // authFailed records a refused credential: one failure charged to r's
 // address and the global budget, and a secret known as good (a token
-// revoked since) forgotten.
+// revoked since) forgotten. A request without one is not charged.
 func (h *Handler) authFailed(r *http.Request, secret, why string) {
-	h.auth.forget(secret)
-	h.auth.charge(r, time.Now())
-	h.metrics.authFailure(r.URL.Path)
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 		rec.refused = why
 	}
+	if secret == "" {
+		return // no credential: nothing was guessed or looked up
+	}
+	h.auth.forget(secret)
+	h.auth.charge(r, time.Now())
+	h.metrics.authFailure(r.URL.Path)
 }
 
 // authSucceeded records a valid credential: a reusable secret skips the

@@ -236,6 +236,22 @@ func TestFailedLoginLimitAddresses(t *testing.T) {
 	})
 }
 
+// A request without a credential (no ?token= on /sync, an empty sign-in
+// form) is refused without counting: nothing was guessed or looked up.
+func TestFailedLoginLimitNoCredential(t *testing.T) {
+	d := newDoor(t, &serve.Options{AuthFailureBurst: 1, AuthFailureRate: 1e-3})
+	var got []int
+	for range 3 {
+		got = append(got, d.do(t, "GET", "/sync", "", nil).StatusCode)
+		got = append(got, d.do(t, "POST", "/ui/login", "token=", form()).StatusCode)
+		got = append(got, d.do(t, "POST", "/mcp", initBody, mcpHeader("", "")).StatusCode)
+	}
+	got = append(got, d.do(t, "GET", "/sync?token=engram_guess", "", nil).StatusCode, d.do(t, "GET", "/sync?token=engram_guess2", "", nil).StatusCode)
+	if want := "[401 401 401 401 401 401 401 401 401 401 429]"; fmt.Sprint(got) != want {
+		t.Fatalf("statuses %v, want %s", got, want)
+	}
+}
+
 // A token revoked after it authenticated loses the bypass: its failures
 // count like any other, and it is limited like a guess.
 func TestFailedLoginLimitRevoked(t *testing.T) {

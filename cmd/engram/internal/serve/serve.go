@@ -473,12 +473,12 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 	return s, nil
 }
 
+const alreadyInitialized = "invalid request: the session is already initialized; start a new session (initialize without Mcp-Session-Id) instead"
+
 // initializeOnce answers a second initialize on a session with JSON-RPC
 // -32600 Invalid Request under the call's id, as the TypeScript SDK and
 // engram mcp over stdio do: the go-sdk returns a plain error, which its
 // Streamable HTTP transport sends with code 0 (no code at all).
-const alreadyInitialized = "invalid request: the session is already initialized; start a new session (initialize without Mcp-Session-Id) instead"
-
 func initializeOnce(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "initialize" {
