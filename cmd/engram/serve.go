@@ -34,6 +34,8 @@ var readTools = []string{tools.ArchivalSearch, tools.ConversationSearch, tools.L
 type serveConfig struct {
 	addr, certFile, keyFile string
 	origins                 string
+	trustedProxies          string
+	metricsTokenFile        string
 	opts                    serve.Options
 	drain                   time.Duration
 }
@@ -51,6 +53,8 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
 		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
 		fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
+		fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored)")
+		fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
 		fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	}); err != nil {
 		return err
@@ -116,6 +120,18 @@ func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*se
 		if origin = strings.TrimSpace(origin); origin != "" {
 			o.Origins = append(o.Origins, origin)
 		}
+	}
+	for _, p := range strings.Split(c.trustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.TrustedProxies = append(o.TrustedProxies, p)
+		}
+	}
+	if c.metricsTokenFile != "" {
+		tok, err := serve.ReadMetricsToken(c.metricsTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		o.MetricsToken = tok
 	}
 	o.MCPServer = func(ctx context.Context, agent string, readOnly bool) (*mcp.Server, error) {
 		var only []string

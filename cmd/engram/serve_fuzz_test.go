@@ -28,7 +28,7 @@ func FuzzServeRequest(f *testing.F) {
 	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start"})
 	_, rw, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
 	_, ro, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada", ReadOnly: true})
-	h, err := newServeHandler(store, &serveConfig{opts: serve.Options{Rate: 1e9, Burst: 1 << 30, MaxSessions: 1 << 20}},
+	h, err := newServeHandler(store, &serveConfig{opts: serve.Options{Rate: 1e9, Burst: 1 << 30, MaxSessions: 1 << 20, AuthFailureBurst: 1 << 30, AuthFailureGlobalBurst: 1 << 30}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
 		f.Fatal(err)

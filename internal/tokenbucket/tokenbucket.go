@@ -16,11 +16,34 @@ func Full(burst float64, now time.Time) *Bucket { return &Bucket{tokens: burst, 
 
 // Take removes one token, or returns how long until one is there.
 func (b *Bucket) Take(now time.Time, rate, burst float64) time.Duration {
-	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
+	b.refill(now, rate, burst)
 	if b.tokens >= 1 {
 		b.tokens--
 		return 0
 	}
 	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
+// Wait returns how long until a token is there, 0 if one is now, taking
+// none.
+func (b *Bucket) Wait(now time.Time, rate, burst float64) time.Duration {
+	b.refill(now, rate, burst)
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
+// Charge removes one token even when none is left: the debt delays later
+// takes. engram serve checks a client's failed-login budget with Wait
+// before a lookup and charges only a failure, so concurrent failures all
+// count and successes cost nothing.
+func (b *Bucket) Charge(now time.Time, rate, burst float64) {
+	b.refill(now, rate, burst)
+	b.tokens--
+}
+
+func (b *Bucket) refill(now time.Time, rate, burst float64) {
+	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
 }

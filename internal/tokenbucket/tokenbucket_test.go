@@ -28,3 +28,24 @@ func TestBucket(t *testing.T) {
 		t.Fatal("more than the burst after a long idle")
 	}
 }
+
+func TestWaitAndCharge(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	b := tokenbucket.Full(2, t0)
+	for i := range 3 {
+		if b.Wait(t0, 1, 2) != 0 {
+			t.Fatalf("wait %d refused a full bucket: Wait took a token", i)
+		}
+	}
+	// Three charges on a burst of 2 leave a debt of one: a token is there
+	// again only after 2 s.
+	for range 3 {
+		b.Charge(t0, 1, 2)
+	}
+	if w := b.Wait(t0.Add(time.Second), 1, 2); w < 900*time.Millisecond || w > time.Second {
+		t.Fatalf("after 1 s with a debt of 1: wait %v, want ~1s", w)
+	}
+	if b.Wait(t0.Add(2*time.Second), 1, 2) != 0 {
+		t.Fatal("after 2 s: still waiting")
+	}
+}

@@ -87,6 +87,7 @@ func (h *Handler) logRequest(r *http.Request, w *logWriter, rec *accessRecord, s
 		attrs = append(attrs, slog.String("refused", rec.refused))
 	}
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	h.metrics.request(r.URL.Path, w.status)
 }
 
 // short is the start of a session id: enough to follow a session in the

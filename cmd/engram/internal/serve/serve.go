@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -111,6 +112,30 @@ type Options struct {
 	// SyncTokenCheck is how often an open /sync connection checks that its
 	// token is still valid. Default 1 second.
 	SyncTokenCheck time.Duration
+	// AuthFailureBurst is how many failed authentications (an unknown,
+	// expired or revoked token or login link, an unknown UI login cookie,
+	// a wrong metrics token) one client address may make at once, and
+	// AuthFailureRate how many per second it regains. Beyond, a request
+	// from that address presenting a credential not seen valid in the
+	// last ten minutes gets 429 with Retry-After before anything is looked
+	// up. An IPv6 client counts by its /64. Defaults 20 and 0.2 (one
+	// every 5 seconds).
+	AuthFailureBurst int
+	AuthFailureRate  float64
+	// AuthFailureGlobalBurst and AuthFailureGlobalRate are the same budget
+	// across all addresses: the ceiling on the lookups a guesser spread
+	// over many addresses can cause. Defaults 200 and 20.
+	AuthFailureGlobalBurst int
+	AuthFailureGlobalRate  float64
+	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
+	// whose X-Forwarded-For header names the client, for the failed-login
+	// limit. Without them the client is the connection's peer address and
+	// X-Forwarded-For is ignored: any client can send one.
+	TrustedProxies []string
+	// MetricsToken, when set, serves /metrics (Prometheus text format) to
+	// requests with Authorization: Bearer MetricsToken; it must be one word
+	// of at least 16 bytes. Without it /metrics answers 404.
+	MetricsToken string
 }
 
 // Handler is the door: an http.Handler for /mcp, /healthz and the UI.
@@ -137,6 +162,8 @@ type Handler struct {
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
 	syncsBy    map[int64]int                     // open /sync connections by token id
 	syncConns  atomic.Int64                      // numbers them
+	auth       *authLimit
+	metrics    *metrics
 	draining   atomic.Bool
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
@@ -194,10 +221,29 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncTokenCheck <= 0 {
 		o.SyncTokenCheck = time.Second
 	}
+	if o.AuthFailureBurst <= 0 {
+		o.AuthFailureBurst = 20
+	}
+	if o.AuthFailureRate <= 0 {
+		o.AuthFailureRate = 0.2
+	}
+	if o.AuthFailureGlobalBurst <= 0 {
+		o.AuthFailureGlobalBurst = 200
+	}
+	if o.AuthFailureGlobalRate <= 0 {
+		o.AuthFailureGlobalRate = 20
+	}
 	for _, origin := range o.Origins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("%w: origin %q is not scheme://host[:port]", ErrInvalidOptions, origin)
 		}
+	}
+	if o.MetricsToken != "" && (len(o.MetricsToken) < minMetricsToken || strings.ContainsFunc(o.MetricsToken, unicode.IsSpace)) {
+		return nil, fmt.Errorf("%w: MetricsToken must be one word of at least %d bytes", ErrInvalidOptions, minMetricsToken)
+	}
+	al, err := newAuthLimit(&o)
+	if err != nil {
+		return nil, err
 	}
 	log := o.Logger
 	if log == nil {
@@ -206,7 +252,8 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{},
-		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}}
+		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{},
+		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server
@@ -263,6 +310,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveMCP(lw, r)
 	case r.URL.Path == "/sync":
 		h.serveSync(lw, r)
+	case r.URL.Path == "/metrics":
+		h.serveMetrics(lw, r)
 	default:
 		h.serveUI(lw, r)
 	}
@@ -274,11 +323,14 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Set before the SDK's bearer middleware, which adds WWW-Authenticate
 	// only with OAuth metadata; deleted again once the token is accepted.
 	w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+	if !h.admit(w, r, bearerToken(r)) {
+		return
+	}
 	auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
 			rec := r.Context().Value(recKey{}).(*accessRecord)
-			if !h.allow(w, rec.token.ID) {
+			if !h.allow(w, r, rec.token.ID) {
 				return
 			}
 			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
@@ -367,14 +419,12 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bo
 // agent's, and its agent's server in the request's context. The TokenInfo
 // UserID is the token's id, so the SDK refuses (403) a session to any
 // other token, even one of the same agent.
-func (h *Handler) verify(ctx context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
+func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*auth.TokenInfo, error) {
 	t, err := h.opts.Tokens.VerifyToken(ctx, secret)
 	rec, _ := ctx.Value(recKey{}).(*accessRecord)
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
-		if rec != nil {
-			rec.refused = err.Error()
-		}
+		h.authFailed(r, secret, err.Error())
 		return nil, fmt.Errorf("%w: the bearer token is unknown, expired or revoked", auth.ErrInvalidToken)
 	case err != nil:
 		h.log.Error("serve: verify token", "err", err)
@@ -385,6 +435,7 @@ func (h *Handler) verify(ctx context.Context, secret string, _ *http.Request) (*
 		}
 		return nil, fmt.Errorf("%w: a human's token opens the web UI, not /mcp", auth.ErrInvalidToken)
 	}
+	h.authSucceeded(secret)
 	if rec != nil {
 		rec.token = &t
 	}
@@ -414,11 +465,38 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		cancel()
 		return nil, err
 	}
+	s.AddReceivingMiddleware(initializeOnce, h.metrics.timeTools)
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
 	h.servers[key] = &serverEntry{srv: s, cancel: cancel}
 	return s, nil
+}
+
+const alreadyInitialized = "invalid request: the session is already initialized; start a new session (initialize without Mcp-Session-Id) instead"
+
+// initializeOnce answers a second initialize on a session with JSON-RPC
+// -32600 Invalid Request under the call's id, as the TypeScript SDK and
+// engram mcp over stdio do: the go-sdk returns a plain error, which its
+// Streamable HTTP transport sends with code 0 (no code at all).
+func initializeOnce(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "initialize" {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+					Message: alreadyInitialized}
+			}
+			res, err := next(ctx, method, req)
+			// Two initializes racing on one session both pass the check
+			// above; the SDK refuses the loser with its plain error.
+			var we *jsonrpc.Error
+			if err != nil && !errors.As(err, &we) {
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: alreadyInitialized + " (" + err.Error() + ")"}
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // onlyTools hides every tool but allowed: tools/list leaves the others
@@ -467,6 +545,7 @@ func (h *Handler) sweep(every time.Duration) {
 		h.closeRevoked(h.ctx)
 		h.endRevokedLogins(h.ctx, time.Now())
 		h.dropIdleServers(time.Now())
+		h.auth.prune(time.Now())
 	}
 }
 
@@ -618,7 +697,7 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 }
 
 // allow takes one request from token id's bucket, or answers 429.
-func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
+func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
 	h.mu.Lock()
 	b, ok := h.limits[id]
 	if !ok {
@@ -630,6 +709,7 @@ func (h *Handler) allow(w http.ResponseWriter, id int64) bool {
 	if wait <= 0 {
 		return true
 	}
+	h.metrics.rateLimit(r.URL.Path)
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
 	return false

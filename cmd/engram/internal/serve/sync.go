@@ -99,10 +99,14 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := r.Context().Value(recKey{}).(*accessRecord)
-	t, err := h.opts.Tokens.VerifyToken(r.Context(), syncToken(r))
+	secret := syncToken(r)
+	if !h.admit(w, r, secret) {
+		return
+	}
+	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
-		rec.refused = err.Error()
+		h.authFailed(r, secret, err.Error())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
 		http.Error(w, "401 unauthorized: the token is missing, unknown, expired or revoked", http.StatusUnauthorized)
 		return
@@ -115,8 +119,9 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: a human's token opens the web UI, not /sync", http.StatusForbidden)
 		return
 	}
+	h.authSucceeded(secret)
 	rec.token = &t
-	if !h.allow(w, t.ID) {
+	if !h.allow(w, r, t.ID) {
 		return
 	}
 	h.mu.Lock()

@@ -89,7 +89,10 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 		return
 	}
-	login, ok := h.loggedIn(r)
+	login, ok, limited := h.loggedIn(w, r)
+	if limited {
+		return
+	}
 	if !ok {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
@@ -98,7 +101,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: sign in at "+UIPath+"/login", http.StatusUnauthorized)
 		return
 	}
-	if !h.allow(w, login.tokenID) {
+	if !h.allow(w, r, login.tokenID) {
 		return
 	}
 	ui, err := h.ui(login.human)
@@ -155,31 +158,40 @@ func (h *Handler) endRevokedLogins(ctx context.Context, now time.Time) {
 	}
 }
 
-// loggedIn reports the request's login, checking its token again.
-func (h *Handler) loggedIn(r *http.Request) (uiLogin, bool) {
+// loggedIn reports the request's login, checking its token again. A
+// cookie naming no login is a failed authentication (a guessed cookie, or
+// one from before a restart): limited reports that the failed-login
+// limit answered the request already.
+func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogin, ok, limited bool) {
 	c, err := r.Cookie(uiCookie)
-	if err != nil {
-		return uiLogin{}, false
+	if err != nil || c.Value == "" {
+		return uiLogin{}, false, false
 	}
 	h.mu.Lock()
-	login, ok := h.uiLogins[c.Value]
+	login, ok = h.uiLogins[c.Value]
 	h.mu.Unlock()
 	if !ok {
-		return uiLogin{}, false
+		// A guessed cookie, or one from before a restart: a failure
+		// like a wrong token, though the miss costs no lookup.
+		if !h.admit(w, r, c.Value) {
+			return uiLogin{}, false, true
+		}
+		h.authFailed(r, c.Value, "unknown login cookie")
+		return uiLogin{}, false, false
 	}
 	if !time.Now().Before(login.until) {
 		h.endLogin(c.Value)
-		return uiLogin{}, false
+		return uiLogin{}, false, false
 	}
 	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
 	if err != nil || !tokenValid(t, time.Now()) {
 		h.endLogin(c.Value)
-		return uiLogin{}, false
+		return uiLogin{}, false, false
 	}
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 		rec.token = &t
 	}
-	return login, true
+	return login, true, false
 }
 
 // login shows the sign-in form, or trades a human token (form field or
@@ -224,23 +236,27 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	var t memory.Token
 	var err error
-	if link != "" && secret == "" {
+	useLink := link != "" && secret == ""
+	presented := secret
+	if useLink {
+		presented = link
+	}
+	if !h.admit(w, r, presented) {
+		return
+	}
+	if useLink {
 		t, err = h.opts.Tokens.UseLoginLink(r.Context(), link)
 	} else {
 		t, err = h.opts.Tokens.VerifyToken(r.Context(), secret)
 	}
 	rec, _ := r.Context().Value(recKey{}).(*accessRecord)
 	switch {
-	case link != "" && secret == "" && (errors.Is(err, memory.ErrLoginLinkInvalid) || errors.Is(err, memory.ErrTokenExpired) || errors.Is(err, memory.ErrTokenRevoked)):
-		if rec != nil {
-			rec.refused = err.Error()
-		}
+	case useLink && (errors.Is(err, memory.ErrLoginLinkInvalid) || errors.Is(err, memory.ErrTokenExpired) || errors.Is(err, memory.ErrTokenRevoked)):
+		h.authFailed(r, link, err.Error())
 		h.loginForm(w, http.StatusUnauthorized, "That sign-in link was used already, has expired, or its token was revoked; ask for a new one (engram token login-url ID) or paste your token here.")
 		return
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
-		if rec != nil {
-			rec.refused = err.Error()
-		}
+		h.authFailed(r, secret, err.Error())
 		h.loginForm(w, http.StatusUnauthorized, "That token is unknown, expired or revoked.")
 		return
 	case err != nil:
@@ -253,6 +269,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		}
 		h.loginForm(w, http.StatusUnauthorized, "That is an agent's token; the web UI takes a person's (engram token create --human NAME).")
 		return
+	}
+	if !useLink {
+		// A token may come again (another browser); a link is spent.
+		h.authSucceeded(secret)
 	}
 	if rec != nil {
 		rec.token = &t

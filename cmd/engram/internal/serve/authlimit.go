@@ -1,0 +1,327 @@
+package serve
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/engram-go/engram/internal/tokenbucket"
+)
+
+// maxTracked bounds the addresses with a failure bucket and the secrets
+// remembered as good: a guesser spread over many addresses must not grow
+// the process without bound (the global bucket still holds it then).
+const maxTracked = 1 << 16
+
+// goodFor is how long a secret that authenticated stays known to the
+// limiter: its requests skip the failure buckets, so a guesser on the same
+// address (a NAT, a proxy without TrustedProxies) does not lock it out.
+// The secret is still verified against the store on every request.
+const goodFor = 10 * time.Minute
+
+// authLimit bounds failed authentications per client address and across
+// all addresses. A request presenting a credential the limiter has not
+// seen succeed goes on to the store only while its address's bucket and
+// the global one have a failure left; a failure is charged after, a
+// success costs nothing. Requests in flight at once from one address can
+// fail past the burst; each such failure is a debt that keeps the address
+// out one more 1/rate, so the sustained rate holds.
+type authLimit struct {
+	rate, burst             float64
+	globalRate, globalBurst float64
+	trusted                 []netip.Prefix
+	key                     []byte // keys the digests of good secrets
+
+	mu     sync.Mutex
+	addrs  map[netip.Prefix]*addrEntry
+	global *tokenbucket.Bucket
+	good   map[[sha256.Size]byte]time.Time // digest → until
+}
+
+// addrEntry is one address's failure bucket. One not charged for
+// (burst+debt)/rate is full again, what a new address gets, so it can be
+// dropped.
+type addrEntry struct {
+	b    *tokenbucket.Bucket
+	last time.Time
+	debt int // failures charged to an empty bucket
+}
+
+func newAuthLimit(o *Options) (*authLimit, error) {
+	a := &authLimit{rate: o.AuthFailureRate, burst: float64(o.AuthFailureBurst),
+		globalRate: o.AuthFailureGlobalRate, globalBurst: float64(o.AuthFailureGlobalBurst),
+		key: make([]byte, 32), addrs: map[netip.Prefix]*addrEntry{}, good: map[[sha256.Size]byte]time.Time{}}
+	if _, err := rand.Read(a.key); err != nil {
+		return nil, fmt.Errorf("serve: key for the failed-login limit: %w", err)
+	}
+	a.global = tokenbucket.Full(a.globalBurst, time.Now())
+	for _, p := range o.TrustedProxies {
+		pfx, err := parsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: trusted proxy %q is not an address or CIDR prefix", ErrInvalidOptions, p)
+		}
+		a.trusted = append(a.trusted, pfx)
+	}
+	return a, nil
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		return p.Masked(), err
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	ip = ip.Unmap()
+	return netip.PrefixFrom(ip, ip.BitLen()), nil
+}
+
+// clientAddr is the address a request's failures are counted against:
+// the connection's peer, or, when the peer is a trusted proxy, the
+// right-most X-Forwarded-For entry that is not itself a trusted proxy
+// (entries further left are whatever the client chose to send).
+func (a *authLimit) clientAddr(r *http.Request) netip.Addr {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	var ip netip.Addr
+	if err == nil {
+		ip = peer.Addr().Unmap()
+	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		ip, _ = netip.ParseAddr(host)
+		ip = ip.Unmap()
+	}
+	if !ip.IsValid() || !a.isTrusted(ip) {
+		return ip
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if ap, err := netip.ParseAddrPort(h); err == nil {
+			h = ap.Addr().String()
+		}
+		hop, err := netip.ParseAddr(strings.Trim(h, "[]"))
+		if err != nil {
+			return ip // a hop we cannot read: count against the last one we can trust
+		}
+		ip = hop.Unmap()
+		if !a.isTrusted(ip) {
+			return ip
+		}
+	}
+	return ip
+}
+
+func (a *authLimit) isTrusted(ip netip.Addr) bool {
+	for _, p := range a.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrKey groups an IPv6 client by its /64, which one host usually holds
+// whole: per-address counting would otherwise give it 2^64 buckets.
+func addrKey(ip netip.Addr) netip.Prefix {
+	if !ip.IsValid() {
+		return netip.Prefix{}
+	}
+	if ip.Is4() {
+		return netip.PrefixFrom(ip, 32)
+	}
+	p, _ := ip.Prefix(64)
+	return p
+}
+
+func (a *authLimit) digest(secret string) [sha256.Size]byte {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte(secret))
+	var d [sha256.Size]byte
+	m.Sum(d[:0])
+	return d
+}
+
+// known reports whether secret authenticated within goodFor.
+func (a *authLimit) known(secret string, now time.Time) bool {
+	if secret == "" {
+		return false
+	}
+	d := a.digest(secret)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	until, ok := a.good[d]
+	return ok && now.Before(until)
+}
+
+// check reports how long until r's address and every address have a
+// failure left, 0 if they have, and which is short ("address" or
+// "global").
+func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string) {
+	key := addrKey(a.clientAddr(r))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.addrs[key]; ok {
+		if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
+			return wait, "address"
+		}
+	}
+	if wait := a.global.Wait(now, a.globalRate, a.globalBurst); wait > 0 {
+		return wait, "global"
+	}
+	return 0, ""
+}
+
+// charge counts one failure against r's address and the global budget.
+func (a *authLimit) charge(r *http.Request, now time.Time) {
+	key := addrKey(a.clientAddr(r))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.global.Charge(now, a.globalRate, a.globalBurst)
+	e, ok := a.addrs[key]
+	if !ok {
+		if len(a.addrs) >= maxTracked {
+			a.pruneLocked(now)
+			if len(a.addrs) >= maxTracked {
+				return // the global budget holds it
+			}
+		}
+		e = &addrEntry{b: tokenbucket.Full(a.burst, now)}
+		a.addrs[key] = e
+	}
+	if e.b.Wait(now, a.rate, a.burst) > 0 {
+		e.debt++
+	}
+	e.b.Charge(now, a.rate, a.burst)
+	e.last = now
+}
+
+// remember records secret as good for goodFor from now; forget drops it
+// (its token was revoked or expired since).
+func (a *authLimit) remember(secret string, now time.Time) {
+	d := a.digest(secret)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.good[d]; !ok && len(a.good) >= maxTracked {
+		a.pruneLocked(now)
+		if len(a.good) >= maxTracked {
+			return // it only loses the bypass
+		}
+	}
+	a.good[d] = now.Add(goodFor)
+}
+
+func (a *authLimit) forget(secret string) {
+	if secret == "" {
+		return
+	}
+	d := a.digest(secret)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.good, d)
+}
+
+// prune drops the address buckets that have refilled (a full bucket is
+// what a new address gets) and the good secrets past their time.
+func (a *authLimit) prune(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pruneLocked(now)
+}
+
+func (a *authLimit) pruneLocked(now time.Time) {
+	for k, e := range a.addrs {
+		if now.Sub(e.last).Seconds()*a.rate >= a.burst+float64(e.debt) {
+			delete(a.addrs, k)
+		}
+	}
+	for d, until := range a.good {
+		if !now.Before(until) {
+			delete(a.good, d)
+		}
+	}
+}
+
+// addresses is the number of addresses with failures not yet refilled.
+func (a *authLimit) addresses() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.addrs)
+}
+
+// retryAfter is a Retry-After value for wait: whole seconds, at least 1.
+func retryAfter(wait time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+}
+
+// bearerToken is the token of an Authorization: Bearer header, read as
+// the go-sdk's bearer middleware reads it, or "".
+func bearerToken(r *http.Request) string {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return ""
+	}
+	return f[1]
+}
+
+// admit lets a request presenting secret go on to be verified: at once
+// when secret is "" (nothing to look up) or authenticated recently, else
+// while r's address and every address have failures left. Otherwise it
+// answers 429 with Retry-After and reports false, nothing looked up.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) bool {
+	now := time.Now()
+	if secret == "" || h.auth.known(secret, now) {
+		return true
+	}
+	wait, scope := h.auth.check(r, now)
+	if wait <= 0 {
+		return true
+	}
+	h.metrics.limited(scope)
+	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+		rec.refused = "failed-login limit (" + scope + ")"
+	}
+	w.Header().Del("WWW-Authenticate")
+	w.Header().Set("Retry-After", retryAfter(wait))
+	msg := "429 too many failed authentications from this address; retry after the Retry-After seconds"
+	if scope == "global" {
+		msg = "429 too many failed authentications on this server; retry after the Retry-After seconds"
+	}
+	http.Error(w, msg, http.StatusTooManyRequests)
+	return false
+}
+
+// authFailed records a refused credential: one failure charged to r's
+// address and the global budget, and a secret known as good (a token
+// revoked since) forgotten. A request without one is not charged.
+func (h *Handler) authFailed(r *http.Request, secret, why string) {
+	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+		rec.refused = why
+	}
+	if secret == "" {
+		return // no credential: nothing was guessed or looked up
+	}
+	h.auth.forget(secret)
+	h.auth.charge(r, time.Now())
+	h.metrics.authFailure(r.URL.Path)
+}
+
+// authSucceeded records a valid credential: a reusable secret skips the
+// limit for goodFor (a one-time login link is not one).
+func (h *Handler) authSucceeded(secret string) {
+	if secret != "" {
+		h.auth.remember(secret, time.Now())
+	}
+}
