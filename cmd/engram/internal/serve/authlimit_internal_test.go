@@ -73,7 +73,7 @@ func TestAuthLimitPrune(t *testing.T) {
 	for range 3 { // one past the burst: a debt of one
 		a.charge(r, t0)
 	}
-	a.remember("engram_x", t0)
+	a.remember(r, "engram_x", t0)
 	a.prune(t0.Add(2 * time.Second))
 	if a.addresses() != 1 {
 		t.Fatal("dropped before its debt was refilled")
@@ -85,7 +85,7 @@ func TestAuthLimitPrune(t *testing.T) {
 	if a.addresses() != 0 {
 		t.Fatal("a refilled bucket kept")
 	}
-	if !a.known("engram_x", t0.Add(goodFor-time.Second)) || a.known("engram_x", t0.Add(goodFor)) {
+	if !a.known(r, "engram_x", t0.Add(goodFor-time.Second)) || a.known(r, "engram_x", t0.Add(goodFor)) {
 		t.Fatal("a good secret's time")
 	}
 	a.prune(t0.Add(goodFor))
@@ -167,10 +167,10 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			defer h.Shutdown(context.Background())
 			secret := "engram_0123456789abcdef0123456789abcdef0123"
-			if known {
-				h.authSucceeded(secret)
-			}
 			r := httptest.NewRequest("POST", "/mcp", nil)
+			if known {
+				h.authSucceeded(r, secret)
+			}
 			w := httptest.NewRecorder()
 			for b.Loop() {
 				if !h.admit(w, r, secret) {

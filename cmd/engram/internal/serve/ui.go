@@ -283,7 +283,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !useLink {
 		// A token may come again (another browser); a link is spent.
-		h.authSucceeded(secret)
+		h.authSucceeded(r, secret)
 	}
 	if rec != nil {
 		rec.token = &t
