@@ -80,6 +80,11 @@ func newAuthLimit(o *Options) (*authLimit, error) {
 func parsePrefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err == nil && p.Addr().Is4In6() && p.Bits() >= 96 {
+			// Peers are compared unmapped: an IPv4-mapped prefix as
+			// written would match none of them.
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), err
 	}
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))

@@ -180,3 +180,32 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	}
 }
+
+// Client addresses are compared unmapped (an IPv4 client on a dual-stack
+// listener is its IPv4 address), so a trusted proxy given as an
+// IPv4-mapped IPv6 prefix must be unmapped too: kept as written it
+// matched no peer, X-Forwarded-For was ignored, and every client behind
+// the proxy shared its one failure budget, one guesser locking all out.
+func TestTrustedProxyMappedPrefix(t *testing.T) {
+	for _, c := range []struct {
+		trusted, remote, want string
+	}{
+		{"::ffff:10.0.0.0/104", "10.1.2.3:5000", "198.51.100.1"},
+		{"::ffff:10.0.0.0/104", "[::ffff:10.1.2.3]:5000", "198.51.100.1"},
+		{"::ffff:127.0.0.1/128", "127.0.0.1:5000", "198.51.100.1"},
+		{"::ffff:127.0.0.1", "127.0.0.1:5000", "198.51.100.1"},
+		{"::ffff:10.0.0.0/104", "192.0.2.1:5000", "192.0.2.1"},
+		{"::/0", "[2001:db8::1]:5000", "198.51.100.1"},
+	} {
+		a, err := newAuthLimit(&Options{TrustedProxies: []string{c.trusted}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/mcp", nil)
+		r.RemoteAddr = c.remote
+		r.Header.Set("X-Forwarded-For", "198.51.100.1")
+		if got := a.clientAddr(r).String(); got != c.want {
+			t.Errorf("trusted %s, peer %s: client %s, want %s", c.trusted, c.remote, got, c.want)
+		}
+	}
+}
