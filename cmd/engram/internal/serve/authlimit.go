@@ -23,9 +23,12 @@ import (
 const maxTracked = 1 << 16
 
 // goodFor is how long a secret that authenticated stays known to the
-// limiter: its requests skip the failure buckets, so a guesser on the same
-// address (a NAT, a proxy without TrustedProxies) does not lock it out.
-// The secret is still verified against the store on every request.
+// limiter from the client address it authenticated from: its requests
+// from there skip the failure buckets, so a guesser on the same address
+// (a NAT, a proxy without TrustedProxies) does not lock it out. The pass
+// is per address so that it is no oracle: a limited guesser elsewhere
+// gets 429 for the right secret as for a wrong one. The secret is still
+// verified against the store on every request.
 const goodFor = 10 * time.Minute
 
 // authLimit bounds failed authentications per client address and across
@@ -44,7 +47,7 @@ type authLimit struct {
 	mu     sync.Mutex
 	addrs  map[netip.Prefix]*addrEntry
 	global *tokenbucket.Bucket
-	good   map[[sha256.Size]byte]time.Time // digest → until
+	good   map[[sha256.Size]byte]time.Time // digest of address and secret → until
 }
 
 // addrEntry is one address's failure bucket. One not charged for
@@ -77,6 +80,11 @@ func newAuthLimit(o *Options) (*authLimit, error) {
 func parsePrefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err == nil && p.Addr().Is4In6() && p.Bits() >= 96 {
+			// Peers are compared unmapped: an IPv4-mapped prefix as
+			// written would match none of them.
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), err
 	}
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))
@@ -146,20 +154,25 @@ func addrKey(ip netip.Addr) netip.Prefix {
 	return p
 }
 
-func (a *authLimit) digest(secret string) [sha256.Size]byte {
+// digest keys a secret that authenticated from r's client address.
+func (a *authLimit) digest(r *http.Request, secret string) [sha256.Size]byte {
 	m := hmac.New(sha256.New, a.key)
+	k, _ := addrKey(a.clientAddr(r)).MarshalBinary()
+	m.Write(k)
+	m.Write([]byte{0})
 	m.Write([]byte(secret))
 	var d [sha256.Size]byte
 	m.Sum(d[:0])
 	return d
 }
 
-// known reports whether secret authenticated within goodFor.
-func (a *authLimit) known(secret string, now time.Time) bool {
+// known reports whether secret authenticated from r's client address
+// within goodFor.
+func (a *authLimit) known(r *http.Request, secret string, now time.Time) bool {
 	if secret == "" {
 		return false
 	}
-	d := a.digest(secret)
+	d := a.digest(r, secret)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	until, ok := a.good[d]
@@ -208,10 +221,10 @@ func (a *authLimit) charge(r *http.Request, now time.Time) {
 	e.last = now
 }
 
-// remember records secret as good for goodFor from now; forget drops it
-// (its token was revoked or expired since).
-func (a *authLimit) remember(secret string, now time.Time) {
-	d := a.digest(secret)
+// remember records secret as good from r's client address for goodFor
+// from now; forget drops it (its token was revoked or expired since).
+func (a *authLimit) remember(r *http.Request, secret string, now time.Time) {
+	d := a.digest(r, secret)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.good[d]; !ok && len(a.good) >= maxTracked {
@@ -223,11 +236,11 @@ func (a *authLimit) remember(secret string, now time.Time) {
 	a.good[d] = now.Add(goodFor)
 }
 
-func (a *authLimit) forget(secret string) {
+func (a *authLimit) forget(r *http.Request, secret string) {
 	if secret == "" {
 		return
 	}
-	d := a.digest(secret)
+	d := a.digest(r, secret)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.good, d)
@@ -282,7 +295,7 @@ func bearerToken(r *http.Request) string {
 // answers 429 with Retry-After and reports false, nothing looked up.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request, secret string) bool {
 	now := time.Now()
-	if secret == "" || h.auth.known(secret, now) {
+	if secret == "" || h.auth.known(r, secret, now) {
 		return true
 	}
 	wait, scope := h.auth.check(r, now)
@@ -313,15 +326,16 @@ func (h *Handler) authFailed(r *http.Request, secret, why string) {
 	if secret == "" {
 		return // no credential: nothing was guessed or looked up
 	}
-	h.auth.forget(secret)
+	h.auth.forget(r, secret)
 	h.auth.charge(r, time.Now())
 	h.metrics.authFailure(r.URL.Path)
 }
 
 // authSucceeded records a valid credential: a reusable secret skips the
-// limit for goodFor (a one-time login link is not one).
-func (h *Handler) authSucceeded(secret string) {
+// limit from r's client address for goodFor (a one-time login link is
+// not one).
+func (h *Handler) authSucceeded(r *http.Request, secret string) {
 	if secret != "" {
-		h.auth.remember(secret, time.Now())
+		h.auth.remember(r, secret, time.Now())
 	}
 }

@@ -73,7 +73,7 @@ func TestAuthLimitPrune(t *testing.T) {
 	for range 3 { // one past the burst: a debt of one
 		a.charge(r, t0)
 	}
-	a.remember("engram_x", t0)
+	a.remember(r, "engram_x", t0)
 	a.prune(t0.Add(2 * time.Second))
 	if a.addresses() != 1 {
 		t.Fatal("dropped before its debt was refilled")
@@ -85,7 +85,7 @@ func TestAuthLimitPrune(t *testing.T) {
 	if a.addresses() != 0 {
 		t.Fatal("a refilled bucket kept")
 	}
-	if !a.known("engram_x", t0.Add(goodFor-time.Second)) || a.known("engram_x", t0.Add(goodFor)) {
+	if !a.known(r, "engram_x", t0.Add(goodFor-time.Second)) || a.known(r, "engram_x", t0.Add(goodFor)) {
 		t.Fatal("a good secret's time")
 	}
 	a.prune(t0.Add(goodFor))
@@ -167,10 +167,10 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			defer h.Shutdown(context.Background())
 			secret := "engram_0123456789abcdef0123456789abcdef0123"
-			if known {
-				h.authSucceeded(secret)
-			}
 			r := httptest.NewRequest("POST", "/mcp", nil)
+			if known {
+				h.authSucceeded(r, secret)
+			}
 			w := httptest.NewRecorder()
 			for b.Loop() {
 				if !h.admit(w, r, secret) {
@@ -178,5 +178,34 @@ func BenchmarkAdmit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Client addresses are compared unmapped (an IPv4 client on a dual-stack
+// listener is its IPv4 address), so a trusted proxy given as an
+// IPv4-mapped IPv6 prefix must be unmapped too: kept as written it
+// matched no peer, X-Forwarded-For was ignored, and every client behind
+// the proxy shared its one failure budget, one guesser locking all out.
+func TestTrustedProxyMappedPrefix(t *testing.T) {
+	for _, c := range []struct {
+		trusted, remote, want string
+	}{
+		{"::ffff:10.0.0.0/104", "10.1.2.3:5000", "198.51.100.1"},
+		{"::ffff:10.0.0.0/104", "[::ffff:10.1.2.3]:5000", "198.51.100.1"},
+		{"::ffff:127.0.0.1/128", "127.0.0.1:5000", "198.51.100.1"},
+		{"::ffff:127.0.0.1", "127.0.0.1:5000", "198.51.100.1"},
+		{"::ffff:10.0.0.0/104", "192.0.2.1:5000", "192.0.2.1"},
+		{"::/0", "[2001:db8::1]:5000", "198.51.100.1"},
+	} {
+		a, err := newAuthLimit(&Options{TrustedProxies: []string{c.trusted}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/mcp", nil)
+		r.RemoteAddr = c.remote
+		r.Header.Set("X-Forwarded-For", "198.51.100.1")
+		if got := a.clientAddr(r).String(); got != c.want {
+			t.Errorf("trusted %s, peer %s: client %s, want %s", c.trusted, c.remote, got, c.want)
+		}
 	}
 }

@@ -275,7 +275,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: /metrics takes the metrics token (Authorization: Bearer)", http.StatusUnauthorized)
 		return
 	}
-	h.authSucceeded(secret)
+	h.authSucceeded(r, secret)
 	var g gauges
 	g.sessions = h.Sessions()
 	g.servers = h.Servers()

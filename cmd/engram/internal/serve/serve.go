@@ -435,7 +435,7 @@ func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*
 		}
 		return nil, fmt.Errorf("%w: a human's token opens the web UI, not /mcp", auth.ErrInvalidToken)
 	}
-	h.authSucceeded(secret)
+	h.authSucceeded(r, secret)
 	if rec != nil {
 		rec.token = &t
 	}

@@ -119,7 +119,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: a human's token opens the web UI, not /sync", http.StatusForbidden)
 		return
 	}
-	h.authSucceeded(secret)
+	h.authSucceeded(r, secret)
 	rec.token = &t
 	if !h.allow(w, r, t.ID) {
 		return

@@ -85,7 +85,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		if c, err := r.Cookie(uiCookie); err == nil {
 			h.endLogin(c.Value)
 		}
-		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		clearLoginCookie(w, r)
 		http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 		return
 	}
@@ -115,6 +115,11 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(login.ctx, cancel)()
 	ui.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// clearLoginCookie tells the browser to drop its login cookie.
+func clearLoginCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
 // endLogin signs login id out, ending its requests.
@@ -172,7 +177,11 @@ func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogi
 	h.mu.Unlock()
 	if !ok {
 		// A guessed cookie, or one from before a restart: a failure
-		// like a wrong token, though the miss costs no lookup.
+		// like a wrong token, though the miss costs no lookup. The
+		// browser is told to drop it, or every request it makes (a
+		// page's assets, a tab's event stream) would count again and use
+		// up its address's budget before the person can sign in.
+		clearLoginCookie(w, r)
 		if !h.admit(w, r, c.Value) {
 			return uiLogin{}, false, true
 		}
@@ -181,11 +190,13 @@ func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogi
 	}
 	if !time.Now().Before(login.until) {
 		h.endLogin(c.Value)
+		clearLoginCookie(w, r)
 		return uiLogin{}, false, false
 	}
 	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
 	if err != nil || !tokenValid(t, time.Now()) {
 		h.endLogin(c.Value)
+		clearLoginCookie(w, r)
 		return uiLogin{}, false, false
 	}
 	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
@@ -272,7 +283,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !useLink {
 		// A token may come again (another browser); a link is spent.
-		h.authSucceeded(secret)
+		h.authSucceeded(r, secret)
 	}
 	if rec != nil {
 		rec.token = &t
