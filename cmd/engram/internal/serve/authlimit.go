@@ -186,10 +186,18 @@ func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string
 	key := addrKey(a.clientAddr(r))
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if e, ok := a.addrs[key]; ok {
-		if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
-			return wait, "address"
-		}
+	e, ok := a.addrs[key]
+	if !ok {
+		// An address with no failure on record is not held by the global
+		// ceiling: otherwise a guesser spread over enough addresses would
+		// keep every new login out for as long as it kept guessing. Its
+		// failure puts it on record, so each address gets one lookup past
+		// the ceiling per (burst+debt)/rate, the time its entry takes to
+		// be dropped.
+		return 0, ""
+	}
+	if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
+		return wait, "address"
 	}
 	if wait := a.global.Wait(now, a.globalRate, a.globalBurst); wait > 0 {
 		return wait, "global"
