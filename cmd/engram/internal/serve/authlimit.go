@@ -193,10 +193,12 @@ func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string
 		// keep every new login out for as long as it kept guessing. Its
 		// failure puts it on record, so each address gets one lookup past
 		// the ceiling per (burst+debt)/rate, the time its entry takes to
-		// be dropped.
-		return 0, ""
-	}
-	if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
+		// be dropped. With the table full a new address cannot go on
+		// record, so the ceiling holds it as if it had.
+		if len(a.addrs) < maxTracked {
+			return 0, ""
+		}
+	} else if wait := e.b.Wait(now, a.rate, a.burst); wait > 0 {
 		return wait, "address"
 	}
 	if wait := a.global.Wait(now, a.globalRate, a.globalBurst); wait > 0 {

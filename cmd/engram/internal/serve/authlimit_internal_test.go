@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
@@ -207,5 +209,34 @@ func TestTrustedProxyMappedPrefix(t *testing.T) {
 		if got := a.clientAddr(r).String(); got != c.want {
 			t.Errorf("trusted %s, peer %s: client %s, want %s", c.trusted, c.remote, got, c.want)
 		}
+	}
+}
+
+// The global ceiling skips addresses with no failure on record, but when
+// the table is full a new address cannot go on record: the ceiling must
+// hold it then, or a guesser with more addresses than the table holds
+// would look up without limit.
+func TestAuthLimitFullTableHeldByCeiling(t *testing.T) {
+	a, err := newAuthLimit(&Options{AuthFailureBurst: 1, AuthFailureRate: 1e-3, AuthFailureGlobalBurst: 1, AuthFailureGlobalRate: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	req := func(i int) *http.Request {
+		r := httptest.NewRequest("GET", "/mcp", nil)
+		r.RemoteAddr = fmt.Sprintf("[2001:db8:%x:%x::1]:1234", i>>16, i&0xffff)
+		return r
+	}
+	if wait, _ := a.check(req(0), now); wait != 0 {
+		t.Fatal("a clean address held before any failure")
+	}
+	for i := range maxTracked {
+		a.charge(req(i), now)
+	}
+	if a.addresses() != maxTracked {
+		t.Fatalf("%d addresses on record, want %d", a.addresses(), maxTracked)
+	}
+	if wait, scope := a.check(req(maxTracked), now); wait <= 0 || scope != "global" {
+		t.Fatalf("a new address with the table full: wait %v scope %q, want held by the global ceiling", wait, scope)
 	}
 }
