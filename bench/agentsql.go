@@ -233,6 +233,24 @@ func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.O
 		return nil, err
 	}
 	defer x.Close()
+	// HNSW inserts one row at a time grew the load of 1,000 agents past
+	// half an hour: the indexes are built once, after the rows.
+	var hnsw []string
+	if rs, err := db.QueryContext(ctx, `SELECT indexname FROM pg_indexes
+		WHERE indexname IN ('vec_blocks_emb', 'vec_archival_emb') AND schemaname = current_schema()`); err == nil {
+		for rs.Next() {
+			var name string
+			if err := rs.Scan(&name); err == nil {
+				hnsw = append(hnsw, name)
+			}
+		}
+		rs.Close()
+	}
+	for _, name := range hnsw {
+		if _, err := db.ExecContext(ctx, `DROP INDEX `+name); err != nil {
+			return nil, err
+		}
+	}
 	c := newAgentCorpus(n)
 	rows := func(k, cols int) string {
 		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
@@ -311,9 +329,20 @@ func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.O
 			return nil, err
 		}
 	}
-	for _, q := range []string{`ANALYZE blocks`, `ANALYZE archival`, `ANALYZE messages`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return nil, err
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stmts := []string{`SET maintenance_work_mem = '1GB'`}
+	for _, name := range hnsw {
+		// The index memory/postgres makes (vectors.Create).
+		stmts = append(stmts, fmt.Sprintf(`CREATE INDEX %s ON %s USING hnsw (emb vector_cosine_ops)`, name, strings.TrimSuffix(name, "_emb")))
+	}
+	stmts = append(stmts, `ANALYZE blocks`, `ANALYZE archival`, `ANALYZE messages`, `ANALYZE vec_blocks`, `ANALYZE vec_archival`)
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	return c.queries(), nil
