@@ -166,7 +166,8 @@ const idBits = 40
 // MATCH is bounded to the owner's rowid range, which FTS5 seeks to: only
 // the owner's matches are visited and ranked. With p.Shared a second
 // MATCH visits the rowids of the blocks shared with the owner (each in
-// its own owner's range), and the two are ranked together. bm25's
+// its owner's range; one MATCH per owner sharing with the agent), and
+// the two are ranked together. bm25's
 // statistics (row count, average length, each term's document frequency)
 // are the whole table's either way, so a row's score does not depend on
 // the range.
@@ -191,16 +192,22 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 				WHERE %[1]s MATCH ? AND %[1]s.rowid BETWEEN %[4]s AND %[4]s + %[2]d`, p.Index, mask, bm25, no)
 		args = append(args, p.Match, p.Owner, p.Owner)
 		if p.Shared {
-			// A block shared with its own owner is in the owner's range
-			// already. FTS5 seeks to each rowid of the IN list.
+			// The shared blocks, one MATCH per owner sharing with the
+			// agent, over that owner's range, keeping the shared rowids.
+			// Not one MATCH per shared rowid (FTS5 seeking to each of an
+			// IN list): every MATCH starts bm25 again, which counts each
+			// term's rows in the whole table. The unary + keeps the IN
+			// list from FTS5 for that reason. A block shared with its own
+			// owner is in the owner's range already.
+			shared := `FROM shares sh JOIN blocks sb ON sb.id = sh.block_id JOIN fts_owners o ON o.name = sb.owner
+				WHERE sh.agent = ? AND sb.owner <> ?`
 			from += fmt.Sprintf(`
 				UNION ALL
-				SELECT (%[1]s.rowid & %[2]d), %[3]s FROM %[1]s
-				WHERE %[1]s MATCH ? AND %[1]s.rowid IN (
-					SELECT (SELECT no FROM fts_owners o WHERE o.name = sb.owner) * %[4]d + sb.id
-					FROM shares sh JOIN blocks sb ON sb.id = sh.block_id
-					WHERE sh.agent = ? AND sb.owner <> ?)`, p.Index, mask, bm25, mask+1)
-			args = append(args, p.Match, p.Owner, p.Owner)
+				SELECT (%[1]s.rowid & %[2]d), %[3]s
+				FROM (SELECT DISTINCT o.no * %[4]d AS lo %[5]s) r CROSS JOIN %[1]s
+				WHERE %[1]s MATCH ? AND %[1]s.rowid BETWEEN r.lo AND r.lo + %[2]d
+					AND +%[1]s.rowid IN (SELECT o.no * %[4]d + sb.id %[5]s)`, p.Index, mask, bm25, mask+1, shared)
+			args = append(args, p.Owner, p.Owner, p.Match, p.Owner, p.Owner)
 		}
 		from += ") fts_hit"
 	default:
