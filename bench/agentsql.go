@@ -115,11 +115,13 @@ func (c *agentCorpus) queries() []string {
 }
 
 // benchAgentsPostgres: the agents section on PostgreSQL (issue 35): N
-// agents, each with 20 blocks, 200 archival entries and 200 messages, in
+// agents, each with 20 blocks, 200 archival entries and 200 messages
+// (blocks and entries embedded offline, 384 dimensions, as on SQLite), in
 // one database of a throwaway server (or ENGRAM_BENCH_POSTGRES); rows for
-// an agent's full-text search with the text cache (the default) and in
-// SQL, per agent and SearchAll, each N against N=10. No vectors: KNN on
-// PostgreSQL is pgvector's, measured in the postgres section.
+// an agent's full-text, vector, hybrid and default (all types) search and
+// SearchAll, with the text cache (the default) and without it (every
+// full-text leg in SQL), each N against N=10. KNN is pgvector's when the
+// server has it (the note says), else the vector cache's.
 func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 	const sec = "agents"
 	ns := []int{10, 100, 1000}
@@ -139,6 +141,7 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 	}
 	defer stop.fn()
 	baseLat := map[string]latency{}
+	emb := search.NewOffline(384)
 	for _, n := range ns {
 		dsn, err := pgtest.DatabaseURL(base, fmt.Sprintf("engram_agents_%d_%d", os.Getpid(), n))
 		if err != nil {
@@ -149,7 +152,7 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 			return fmt.Errorf("agents: postgres N=%d: %w", n, err)
 		}
 		start := time.Now()
-		queries, err := loadAgentsPostgres(ctx, b.DB(), n)
+		queries, err := loadAgentsPostgres(ctx, b, emb, n)
 		if err != nil {
 			b.Close()
 			return fmt.Errorf("agents: postgres load N=%d: %w", n, err)
@@ -158,59 +161,96 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 		var size int64
 		_ = b.DB().QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&size)
 		note := fmt.Sprintf("PostgreSQL, fsync off, N=%d: load %v, database %.0f MB", n, load.Round(time.Millisecond), float64(size)/(1<<20))
-
-		// The default: the text cache, warmed first.
-		x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write})
-		if err != nil {
-			b.Close()
-			return err
-		}
-		// The lazy block index runs before the first search over blocks.
-		if _, err := x.Search(ctx, "warm", search.Scope{All: true}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)); err != nil {
-			x.Close()
-			b.Close()
-			return err
-		}
-		textErr := x.WarmTextCache(ctx)
-		cacheNote := note
-		if textErr != nil {
-			cacheNote += "; text cache: over its bound (SQL)"
-		}
-		for _, m := range []struct {
+		for _, c := range []struct {
 			name string
-			all  bool
-		}{{"postgres fts (archival), text cache", false}, {"postgres SearchAll fts, text cache", true}} {
-			opts := search.NewOptions().Mode(search.FTS).Limit(10)
-			if !m.all {
-				opts = opts.ContentTypes(search.Archival)
-			}
-			l, err := timeAgentSearches(ctx, cfg, x, n, queries, opts, m.all)
+			text int64
+		}{{"text cache", 0}, {"text cache off", -1}} {
+			x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), emb, &search.IndexOptions{Write: b.Write, TextCacheBytes: c.text})
 			if err != nil {
-				x.Close()
 				b.Close()
-				return fmt.Errorf("agents: postgres N=%d %s: %w", n, m.name, err)
+				return err
 			}
-			if n == ns[0] {
-				baseLat[m.name] = l
-				continue
+			cacheNote := note + "; KNN: " + x.VectorEngine()
+			if c.text == 0 {
+				if err := x.WarmTextCache(ctx); err != nil {
+					cacheNote += "; text cache: over its bound (SQL)"
+				}
 			}
-			r.latency(sec, fmt.Sprintf("%s, N=%d vs N=%d", m.name, n, ns[0]), l, baseLat[m.name], cacheNote)
+			err = pgAgentRows(ctx, cfg, x, n, ns[0], queries, c.name, baseLat, cacheNote, r)
+			x.Close()
+			if err != nil {
+				b.Close()
+				return err
+			}
 		}
-		x.Close()
-		err = agentSQLRows(ctx, cfg, b.DB(), b.SearchDialect(), n, ns[0], queries, baseLat, sec, "postgres", note, r)
 		b.Close()
-		if err != nil {
-			return err
+	}
+	return nil
+}
+
+// pgAgentRows adds one PostgreSQL index's rows (what) at n agents.
+func pgAgentRows(ctx context.Context, cfg config, x *search.Index, n, n0 int, queries []string, what string,
+	base map[string]latency, note string, r *report) error {
+	for _, m := range []struct {
+		name  string
+		mode  search.Mode
+		types []search.ContentType
+		all   bool
+	}{
+		{"fts (archival)", search.FTS, []search.ContentType{search.Archival}, false},
+		{"vector (archival)", search.Vector, []search.ContentType{search.Archival}, false},
+		{"hybrid (archival)", search.Hybrid, []search.ContentType{search.Archival}, false},
+		{"fts, all types", search.FTS, nil, false},
+		{"default (all types)", search.Auto, nil, false},
+		{"SearchAll fts", search.FTS, nil, true},
+	} {
+		opts := search.NewOptions().Mode(m.mode).Limit(10)
+		if m.types != nil {
+			opts = opts.ContentTypes(m.types...)
 		}
+		l, err := timeAgentSearches(ctx, cfg, x, n, queries, opts, m.all)
+		if err != nil {
+			return fmt.Errorf("agents: postgres N=%d %s, %s: %w", n, m.name, what, err)
+		}
+		name := "postgres " + m.name + ", " + what
+		if n == n0 {
+			base[name] = l
+			continue
+		}
+		r.latency("agents", fmt.Sprintf("%s, N=%d vs N=%d", name, n, n0), l, base[name], note)
 	}
 	return nil
 }
 
 // loadAgentsPostgres writes n agents' blocks, archival entries and
-// messages (one multi-row INSERT of each per agent), indexes the blocks'
-// text and refreshes the planner's statistics; it returns the timed
-// queries.
-func loadAgentsPostgres(ctx context.Context, db *sql.DB, n int) ([]string, error) {
+// messages (one multi-row INSERT of each per agent) and the vectors of
+// the blocks and entries, indexes the blocks' text and refreshes the
+// planner's statistics; it returns the timed queries.
+func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.OfflineEmbedder, n int) ([]string, error) {
+	db := b.DB()
+	x, err := search.NewIndex(ctx, db, b.SearchDialect(), emb, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1, VectorCacheBytes: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer x.Close()
+	// HNSW inserts one row at a time grew the load of 1,000 agents past
+	// half an hour: the indexes are built once, after the rows.
+	var hnsw []string
+	if rs, err := db.QueryContext(ctx, `SELECT indexname FROM pg_indexes
+		WHERE indexname IN ('vec_blocks_emb', 'vec_archival_emb') AND schemaname = current_schema()`); err == nil {
+		for rs.Next() {
+			var name string
+			if err := rs.Scan(&name); err == nil {
+				hnsw = append(hnsw, name)
+			}
+		}
+		rs.Close()
+	}
+	for _, name := range hnsw {
+		if _, err := db.ExecContext(ctx, `DROP INDEX `+name); err != nil {
+			return nil, err
+		}
+	}
 	c := newAgentCorpus(n)
 	rows := func(k, cols int) string {
 		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
@@ -228,33 +268,81 @@ func loadAgentsPostgres(ctx context.Context, db *sql.DB, n int) ([]string, error
 			aargs = append(aargs, agent, c.text(), strconv.Itoa(i))
 			margs = append(margs, agent, c.text(), strconv.Itoa(i+1), strconv.Itoa(i))
 		}
-		tx, err := db.BeginTx(ctx, nil)
+		err := b.Write(ctx, func(tx *sql.Tx) error {
+			// Each INSERT returns its ids with the key of the row (a
+			// block's label, an entry's created_at: its index), for the
+			// vectors.
+			var items [2][]search.EmbeddingItem
+			for i, s := range []struct {
+				q    string
+				args []any
+				text int // the argument holding a row's embedded text; -1: none
+			}{
+				{`INSERT INTO blocks (owner, label, rendered, description, block_type, permission, schema_json, char_limit, created_at, updated_at)
+					SELECT v.o, v.l, v.r, '', 'working', 'ReadWrite', '{}', 5000, 0, 0 FROM (VALUES ` + rows(20, 3) + `) AS v(o, l, r)
+					RETURNING id, label`, bargs, 2},
+				{`INSERT INTO archival (agent, content, created_at, valid_from)
+					SELECT v.a, v.c, v.t::bigint, v.t::bigint FROM (VALUES ` + rows(200, 3) + `) AS v(a, c, t)
+					RETURNING id, created_at::text`, aargs, 1},
+				{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+					SELECT v.a, 'user', v.c, 'b1', v.s::bigint, v.t::bigint FROM (VALUES ` + rows(200, 4) + `) AS v(a, c, s, t)`, margs, -1},
+			} {
+				if s.text < 0 {
+					if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+						return err
+					}
+					continue
+				}
+				rs, err := tx.QueryContext(ctx, s.q, s.args...)
+				if err != nil {
+					return err
+				}
+				per := 3
+				for rs.Next() {
+					var id int64
+					var key string
+					if err := rs.Scan(&id, &key); err != nil {
+						rs.Close()
+						return err
+					}
+					j, err := strconv.Atoi(strings.TrimPrefix(key, "block-"))
+					if err != nil {
+						rs.Close()
+						return err
+					}
+					text := s.args[j*per+s.text].(string)
+					if i == 0 {
+						text = search.BlockText(s.args[j*per+1].(string), "", text)
+					}
+					items[i] = append(items[i], search.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(text)})
+				}
+				if err := rs.Close(); err != nil {
+					return err
+				}
+			}
+			if err := x.PutEmbeddings(ctx, tx, search.Blocks, items[0]); err != nil {
+				return err
+			}
+			return x.PutEmbeddings(ctx, tx, search.Archival, items[1])
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range []struct {
-			q    string
-			args []any
-		}{
-			{`INSERT INTO blocks (owner, label, rendered, description, block_type, permission, schema_json, char_limit, created_at, updated_at)
-				SELECT v.o, v.l, v.r, '', 'working', 'ReadWrite', '{}', 5000, 0, 0 FROM (VALUES ` + rows(20, 3) + `) AS v(o, l, r)`, bargs},
-			{`INSERT INTO archival (agent, content, created_at, valid_from)
-				SELECT v.a, v.c, v.t::bigint, v.t::bigint FROM (VALUES ` + rows(200, 3) + `) AS v(a, c, t)`, aargs},
-			{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-				SELECT v.a, 'user', v.c, 'b1', v.s::bigint, v.t::bigint FROM (VALUES ` + rows(200, 4) + `) AS v(a, c, s, t)`, margs},
-		} {
-			if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
-				_ = tx.Rollback()
-				return nil, err
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return nil, err
-		}
 	}
-	for _, q := range []string{`ANALYZE blocks`, `ANALYZE archival`, `ANALYZE messages`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return nil, err
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stmts := []string{`SET maintenance_work_mem = '1GB'`}
+	for _, name := range hnsw {
+		// The index memory/postgres makes (vectors.Create).
+		stmts = append(stmts, fmt.Sprintf(`CREATE INDEX %s ON %s USING hnsw (emb vector_cosine_ops)`, name, strings.TrimSuffix(name, "_emb")))
+	}
+	stmts = append(stmts, `ANALYZE blocks`, `ANALYZE archival`, `ANALYZE messages`, `ANALYZE vec_blocks`, `ANALYZE vec_archival`)
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	return c.queries(), nil

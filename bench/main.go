@@ -94,6 +94,7 @@ func main() {
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: internal/eval.FindCranfield)")
 	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,serve,agents,locomo")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
+	agentEngines := flag.String("agents-engines", "sqlite,postgres", "the agents section's engines: sqlite, postgres or both")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -163,10 +164,15 @@ func main() {
 		// Building 100 agents' stores takes most of -quick's two minutes:
 		// there it runs when named (-only agents).
 		run("agents", func() error {
-			if err := benchAgents(ctx, cfg, tmp, r); err != nil {
-				return err
+			if strings.Contains(*agentEngines, "sqlite") {
+				if err := benchAgents(ctx, cfg, tmp, r); err != nil {
+					return err
+				}
 			}
-			return benchAgentsPostgres(ctx, cfg, r)
+			if strings.Contains(*agentEngines, "postgres") {
+				return benchAgentsPostgres(ctx, cfg, r)
+			}
+			return nil
 		})
 	}
 

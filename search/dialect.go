@@ -106,9 +106,12 @@ type FullTextParams struct {
 	// Owner, when set, is the one owner whose rows the leg may return
 	// (Where says so too): an engine that can reach one owner's rows
 	// before it ranks uses it, so that a search costs what that owner's
-	// rows cost. It is "" for Scope.All and for blocks (a scope's blocks
-	// include those shared with it).
+	// rows cost. It is "" for Scope.All.
 	Owner string
+	// Shared: the leg may also return the rows shared with Owner (blocks
+	// whose table shares names Owner; Where says so too), which an engine
+	// reaching Owner's rows first must reach as well.
+	Shared bool
 }
 
 // VectorParams describe the vector storage an Index opens

@@ -8,7 +8,7 @@
 // FTS5 tables over the base tables, kept in step by triggers in the same
 // transaction as every INSERT, UPDATE and DELETE:
 //
-//	fts_blocks    label, description, rendered   (content='blocks')
+//	fts_blocks    label, description, rendered   (contentless since migration 0021)
 //	fts_archival  content, tags_text, metadata_values (contentless: metadata values, not keys)
 //	fts_messages  content, context_before, context_after (contentless; migration 0015)
 //
@@ -17,7 +17,7 @@
 // "same transaction" (migration 0003): a block is rewritten on every change,
 // so its update trigger only marks it in fts_blocks_dirty, and every search
 // over blocks first re-indexes the dirty ones in one write transaction
-// (fts_blocks_indexed remembers what was indexed, for FTS5's delete). Every
+// (fts_blocks_indexed remembers what was indexed). Every
 // search therefore still sees every persisted change.
 //
 // A message is indexed in its conversation: context_before and

@@ -122,8 +122,10 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 		return 0, nil
 	}
 	where, args := filters(x.d, l.k, scope, s, true)
-	return fs.FullTextMax(ctx, x.db, &FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
-		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args})
+	p := &FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
+		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args}
+	p.Owner, p.Shared = legOwner(l.k, scope)
+	return fs.FullTextMax(ctx, x.db, p)
 }
 
 // minScaleShare bounds how far below the largest leg's scale a leg's own

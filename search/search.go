@@ -668,9 +668,7 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 	}
 	fp := &FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
 		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit}
-	if !scope.All && k.t != Blocks {
-		fp.Owner = scope.Agent
-	}
+	fp.Owner, fp.Shared = legOwner(k, scope)
 	q, args, lowerIsBetter := x.d.FullText(fp)
 	sign := 1.0
 	if !lowerIsBetter {
@@ -678,6 +676,15 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 	}
 	rs, err = x.rankedRows(ctx, k, q, args, sign)
 	return rs, false, err
+}
+
+// legOwner is FullTextParams.Owner and Shared for a leg of k in scope:
+// the scope's agent, and for blocks the blocks shared with it too.
+func legOwner(k *kind, scope Scope) (owner string, shared bool) {
+	if scope.All {
+		return "", false
+	}
+	return scope.Agent, k.t == Blocks
 }
 
 // rankedRows runs a full-text leg's query (result columns, then the score)

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +80,102 @@ func TestFullTextPlanUsesAgentIndex(t *testing.T) {
 		if c.agent && (storeWide || !byAgent) || !c.agent && byAgent {
 			t.Errorf("%s owner %q: plan reads a store-wide index %v, an agent-keyed one %v:\n%s", c.table, c.owner, storeWide, byAgent, p)
 		}
+	}
+}
+
+// ownerCond is an index condition on a block's owner, alone or with the
+// query.
+var ownerCond = regexp.MustCompile(`Index Cond: \(+owner = `)
+
+// Migration 0016 makes the (owner, fts) GIN index on blocks, and an
+// agent's blocks leg (its own blocks and those shared with it) reads
+// through it and the shared blocks' ids, never a bitmap of every block
+// match in the store (which the EXISTS on shares left the planner with
+// before: EXPLAIN in docs/performance.md).
+func TestBlocksFullTextPlanUsesOwnerIndex(t *testing.T) {
+	ctx := context.Background()
+	b := openTestBackend(t)
+	var ext bool
+	if err := b.DB().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin')`).Scan(&ext); err != nil {
+		t.Fatal(err)
+	}
+	if !ext {
+		t.Skip("btree_gin is not available on this server: migration 0016 made no (owner, fts) index")
+	}
+	for _, q := range []string{
+		`INSERT INTO blocks (owner, label, rendered, block_type, permission, schema_json, char_limit, created_at, updated_at)
+			SELECT 'agent-' || (i % 1000), 'b' || i, CASE WHEN i % 2 = 0 THEN 'common ' ELSE 'rare ' END || 'w' || (i % 97),
+				'working', 'ReadWrite', '{}', 5000, 0, 0
+			FROM generate_series(1, 20000) i`,
+		`UPDATE blocks SET fts = setweight(to_tsvector('english', label), 'A') || setweight(to_tsvector('english', rendered), 'C')`,
+		`INSERT INTO shares (block_id, agent, permission, created_at)
+			SELECT id, 'agent-7', 'ReadOnly', 0 FROM blocks WHERE owner IN ('agent-8', 'agent-9')`,
+		`ANALYZE blocks`,
+		`ANALYZE shares`,
+	} {
+		if _, err := b.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var def string
+	if err := b.DB().QueryRowContext(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'blocks_owner_fts'`).Scan(&def); err != nil {
+		t.Fatalf("index blocks_owner_fts: %v", err)
+	}
+	if !strings.Contains(def, "USING gin (owner, fts)") {
+		t.Errorf("index blocks_owner_fts is %s", def)
+	}
+	const scope = `(b.owner = ? OR EXISTS (SELECT 1 FROM shares sh WHERE sh.block_id = b.id AND sh.agent = ?))`
+	d := b.SearchDialect()
+	var ranked []string
+	for _, c := range []struct {
+		owner   string
+		shared  bool
+		byOwner bool
+	}{
+		{"agent-7", true, true},
+		{"agent-7", false, false}, // the leg as it was: Where alone
+	} {
+		p := &search.FullTextParams{Table: "blocks", Alias: "b", Match: `"common"`, Terms: []string{"common"},
+			Columns: "b.id", Where: scope, Args: []any{"agent-7", "agent-7"}, Limit: 10, Owner: c.owner, Shared: c.shared}
+		q, args, _ := d.FullText(p)
+		rows, err := b.DB().QueryContext(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		pl := strings.Join(plan, "\n")
+		t.Logf("owner %q shared %v:\n%s", c.owner, c.shared, pl)
+		storeWide := strings.Contains(pl, "on blocks_fts") || strings.Contains(pl, "Seq Scan on blocks")
+		byOwner := ownerCond.MatchString(pl)
+		if c.byOwner && (storeWide || !byOwner) {
+			t.Errorf("owner %q shared %v: plan reads a store-wide index %v, an owner-keyed one %v:\n%s", c.owner, c.shared, storeWide, byOwner, pl)
+		}
+		// The same rows and scores either way.
+		var got []string
+		rs, err := b.DB().QueryContext(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rs.Next() {
+			var id int64
+			var s float64
+			if err := rs.Scan(&id, &s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%d:%v", id, s))
+		}
+		rs.Close()
+		if len(got) != 10 || ranked != nil && !slices.Equal(got, ranked) {
+			t.Errorf("owner %q shared %v: ranked %v, the leg without the owner's index ranked %v", c.owner, c.shared, got, ranked)
+		}
+		ranked = got
 	}
 }

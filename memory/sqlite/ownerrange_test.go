@@ -107,8 +107,10 @@ func TestFullTextOwnerRangeSameRanking(t *testing.T) {
 
 // With an owner the MATCH is bounded to the owner's rowid range (FTS5
 // seeks to it: the other owners' matches are never visited); without one
-// (Scope.All) and on fts_blocks, whose scope includes shared blocks, it
-// is not.
+// (Scope.All) it is not. fts_blocks is ranged too since migration 0021,
+// and with Shared a second MATCH runs over the range of each owner
+// sharing blocks with the agent (not FTS5's "=" per shared rowid: each
+// MATCH recounts bm25's document frequencies over the whole table).
 func TestFullTextOwnerRangePlan(t *testing.T) {
 	ctx := context.Background()
 	b := ownerRangeStore(t)
@@ -132,25 +134,37 @@ func TestFullTextOwnerRangePlan(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	p := func(index, owner string) *search.FullTextParams {
+	p := func(index, owner string, shared bool) *search.FullTextParams {
 		table, alias := strings.TrimPrefix(index, "fts_"), "a"
 		return &search.FullTextParams{Table: table, Alias: alias, Index: index, Weights: []float64{1, 1, 1},
-			Match: `"cache"`, Columns: alias + ".id", Where: "1 = 1", Limit: 5, Owner: owner}
+			Match: `"cache"`, Columns: alias + ".id", Where: "1 = 1", Limit: 5, Owner: owner, Shared: shared}
 	}
 	for _, c := range []struct {
 		index, owner string
+		shared       bool
 		ranged       bool
 	}{
-		{"fts_archival", "ann", true},
-		{"fts_messages", `a" OR "b`, true},
-		{"fts_archival", "", false},
-		{"fts_blocks", "ann", false},
+		{"fts_archival", "ann", false, true},
+		{"fts_messages", `a" OR "b`, false, true},
+		{"fts_archival", "", false, false},
+		{"fts_blocks", "ann", false, true},
+		{"fts_blocks", "ann", true, true},
+		{"fts_blocks", "", false, false},
 	} {
-		got := plan(p(c.index, c.owner))
-		// FTS5's index string: M for the MATCH, > and < for rowid >= and <=.
-		_, idx, _ := strings.Cut(got, "VIRTUAL TABLE INDEX ")
+		got := plan(p(c.index, c.owner, c.shared))
+		// FTS5's index string: M for the MATCH, > and < for rowid >= and
+		// <=, = for a rowid looked up.
+		lines := strings.Split(got, "\n")
+		_, idx, _ := strings.Cut(lines[0], "VIRTUAL TABLE INDEX ")
 		if ranged := strings.Contains(idx, ">") && strings.Contains(idx, "<"); ranged != c.ranged {
 			t.Errorf("%s owner %q: plan\n%s\nbounds the rowids %v, want %v", c.index, c.owner, got, ranged, c.ranged)
+		}
+		if c.shared {
+			if len(lines) != 2 || !strings.HasSuffix(lines[1], "><") {
+				t.Errorf("%s owner %q with shares: plan\n%s\nwant a second MATCH over the sharers' ranges", c.index, c.owner, got)
+			}
+		} else if len(lines) != 1 {
+			t.Errorf("%s owner %q: plan\n%s\nwant one MATCH", c.index, c.owner, got)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
 func (SearchDialect) Name() string { return "sqlite" }
 
 // CheckSchema requires the FTS5 tables (migration 0002_search.sql) and
-// the owner numbers of their rowids (0019), and reports whether
+// the owner numbers of their rowids (0019, 0021), and reports whether
 // search_text_log (migration 0009) is there.
 func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int
@@ -44,6 +44,13 @@ func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) 
 	}
 	if n != 1 {
 		return false, fmt.Errorf("%w: fts_owners missing: apply migrations (0019_fts_owner_ranges.sql) first", search.ErrSchema)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'trigger' AND name = 'fts_blocks_owner'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	if n != 1 {
+		return false, fmt.Errorf("%w: fts_blocks is not keyed by owner: apply migrations (0021_fts_blocks_owner_ranges.sql) first", search.ErrSchema)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name = 'search_text_log'`).Scan(&n); err != nil {
@@ -121,16 +128,19 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq < 9223372036854775807`
 }
 
-// IndexBlocks replaces the FTS5 terms of each marked block (an external
-// content table needs the old values to delete its terms, hence
-// fts_blocks_indexed).
+// IndexBlocks replaces the FTS5 terms of each marked block, and
+// fts_blocks_indexed's copy of what the index holds (which the text
+// cache reads).
 func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
 	for _, q := range []string{
-		`INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
-			 SELECT 'delete', i.id, i.label, i.description, i.rendered
-			 FROM fts_blocks_indexed i JOIN fts_blocks_dirty d ON d.id = i.id`,
+		// The current owner names a block's rowid: a change of owner
+		// moves the indexed row at once (trigger fts_blocks_owner).
+		`DELETE FROM fts_blocks WHERE rowid IN (
+			 SELECT (SELECT no FROM fts_owners o WHERE o.name = b.owner) * 1099511627776 + b.id
+			 FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id)`,
 		`INSERT INTO fts_blocks (rowid, label, description, rendered)
-			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
+			 SELECT (SELECT no FROM fts_owners o WHERE o.name = b.owner) * 1099511627776 + b.id, b.label, b.description, b.rendered
+			 FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
 		`INSERT OR REPLACE INTO fts_blocks_indexed (id, label, description, rendered)
 			 SELECT b.id, b.label, b.description, b.rendered FROM blocks b JOIN fts_blocks_dirty d ON d.id = b.id`,
 		`DELETE FROM fts_blocks_dirty`,
@@ -143,8 +153,9 @@ func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
 }
 
 // ownerRanged are the FTS5 tables whose rowids are owner number * 2^40 +
-// id (migration 0019), so that one owner's rows are one rowid range.
-var ownerRanged = map[string]bool{"fts_archival": true, "fts_messages": true}
+// id (migrations 0019 and 0021), so that one owner's rows are one rowid
+// range.
+var ownerRanged = map[string]bool{"fts_blocks": true, "fts_archival": true, "fts_messages": true}
 
 // idBits is how many low bits of an owner-ranged rowid hold the row's id.
 const idBits = 40
@@ -153,9 +164,13 @@ const idBits = 40
 // ranks every match it visits and keeps the top rows; only those are
 // joined to their full rows. With p.Owner on an owner-ranged table the
 // MATCH is bounded to the owner's rowid range, which FTS5 seeks to: only
-// the owner's matches are visited and ranked. bm25's statistics (row
-// count, average length, each term's document frequency) are the whole
-// table's either way, so a row's score does not depend on the range.
+// the owner's matches are visited and ranked. With p.Shared a second
+// MATCH visits the rowids of the blocks shared with the owner (each in
+// its owner's range; one MATCH per owner sharing with the agent), and
+// the two are ranked together. bm25's
+// statistics (row count, average length, each term's document frequency)
+// are the whole table's either way, so a row's score does not depend on
+// the range.
 func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 	weights := make([]string, len(p.Weights))
 	for i, w := range p.Weights {
@@ -164,28 +179,54 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 			weights[i] += ".0"
 		}
 	}
-	id := p.Index + ".rowid"
-	args := []any{p.Match}
-	where := p.Where
-	if ownerRanged[p.Index] {
-		id = fmt.Sprintf("(%s.rowid & %d)", p.Index, int64(1)<<idBits-1)
-		if p.Owner != "" {
-			// An owner with no number has no rows: the range is then
-			// below every rowid (owner numbers start at 1).
-			no := fmt.Sprintf("COALESCE((SELECT no FROM fts_owners WHERE name = ?), -1) * %d", int64(1)<<idBits)
-			where = fmt.Sprintf("%[1]s.rowid BETWEEN %[2]s AND %[2]s + %[3]d AND %[4]s", p.Index, no, int64(1)<<idBits-1, where)
-			args = append(args, p.Owner, p.Owner)
+	bm25 := fmt.Sprintf("bm25(%s, %s)", p.Index, strings.Join(weights, ", "))
+	var args []any
+	var from string
+	const mask = int64(1)<<idBits - 1
+	switch {
+	case ownerRanged[p.Index] && p.Owner != "":
+		// An owner with no number has no rows: the range is then below
+		// every rowid (owner numbers start at 1).
+		no := fmt.Sprintf("COALESCE((SELECT no FROM fts_owners WHERE name = ?), -1) * %d", mask+1)
+		from = fmt.Sprintf(`(SELECT (%[1]s.rowid & %[2]d) AS id, %[3]s AS score FROM %[1]s
+				WHERE %[1]s MATCH ? AND %[1]s.rowid BETWEEN %[4]s AND %[4]s + %[2]d`, p.Index, mask, bm25, no)
+		args = append(args, p.Match, p.Owner, p.Owner)
+		if p.Shared {
+			// The shared blocks, one MATCH per owner sharing with the
+			// agent, over that owner's range, keeping the shared rowids.
+			// Not one MATCH per shared rowid (FTS5 seeking to each of an
+			// IN list): every MATCH starts bm25 again, which counts each
+			// term's rows in the whole table. The unary + keeps the IN
+			// list from FTS5 for that reason. A block shared with its own
+			// owner is in the owner's range already.
+			shared := `FROM shares sh JOIN blocks sb ON sb.id = sh.block_id JOIN fts_owners o ON o.name = sb.owner
+				WHERE sh.agent = ? AND sb.owner <> ?`
+			from += fmt.Sprintf(`
+				UNION ALL
+				SELECT (%[1]s.rowid & %[2]d), %[3]s
+				FROM (SELECT DISTINCT o.no * %[4]d AS lo %[5]s) r CROSS JOIN %[1]s
+				WHERE %[1]s MATCH ? AND %[1]s.rowid BETWEEN r.lo AND r.lo + %[2]d
+					AND +%[1]s.rowid IN (SELECT o.no * %[4]d + sb.id %[5]s)`, p.Index, mask, bm25, mask+1, shared)
+			args = append(args, p.Owner, p.Owner, p.Match, p.Owner, p.Owner)
 		}
+		from += ") fts_hit"
+	default:
+		id := p.Index + ".rowid"
+		if ownerRanged[p.Index] {
+			id = fmt.Sprintf("(%s.rowid & %d)", p.Index, mask)
+		}
+		from = fmt.Sprintf(`(SELECT %[2]s AS id, %[3]s AS score FROM %[1]s WHERE %[1]s MATCH ?) fts_hit`, p.Index, id, bm25)
+		args = append(args, p.Match)
 	}
 	q := fmt.Sprintf(`WITH top AS MATERIALIZED (
-			SELECT %[8]s AS id, bm25(%[2]s, %[3]s) AS score
-			FROM %[2]s JOIN %[4]s %[5]s ON %[5]s.id = %[8]s
-			WHERE %[2]s MATCH ? AND %[6]s
-			ORDER BY score, id LIMIT %[7]d)
-		SELECT %[1]s, top.score
-		FROM top CROSS JOIN %[4]s %[5]s ON %[5]s.id = top.id
+			SELECT fts_hit.id AS id, fts_hit.score AS score
+			FROM %[1]s JOIN %[2]s %[3]s ON %[3]s.id = fts_hit.id
+			WHERE %[4]s
+			ORDER BY score, id LIMIT %[5]d)
+		SELECT %[6]s, top.score
+		FROM top CROSS JOIN %[2]s %[3]s ON %[3]s.id = top.id
 		ORDER BY top.score, top.id`,
-		p.Columns, p.Index, strings.Join(weights, ", "), p.Table, p.Alias, where, p.Limit, id)
+		from, p.Table, p.Alias, p.Where, p.Limit, p.Columns)
 	return q, append(args, p.Args...), true
 }
 
