@@ -234,8 +234,9 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
 		return reset()
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, id, min(seq), max(seq) FROM search_text_log
-		WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
+		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END)
+		FROM search_text_log WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
@@ -246,10 +247,12 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		var t ContentType
 		var id int64
 		var sp logSpan
-		if err := rows.Scan(&t, &id, &sp.first, &sp.last); err != nil {
+		var firstChanged, lastChanged sql.NullInt64
+		if err := rows.Scan(&t, &id, &firstChanged, &lastChanged); err != nil {
 			rows.Close()
 			return fmt.Errorf("search: text cache: read log: %w", err)
 		}
+		sp.first, sp.last = firstChanged.Int64, lastChanged.Int64 // 0: the text is as it was
 		changed[t] = append(changed[t], id)
 		if spans[t] == nil {
 			spans[t] = map[int64]logSpan{}
@@ -311,7 +314,11 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// logSpan is one row's first and last log entry in a catch-up.
+// logSpan is one row's first and last log entry in a catch-up that may
+// have changed its indexed text (search_text_log.changed), 0 when none
+// did: entries that left the text alone (a supersession sets valid_to
+// and superseded_by) leave the statistics as they were whoever holds the
+// row, so a kind's statistics survive other agents' such writes.
 type logSpan struct{ first, last int64 }
 
 // moveStats applies the rows a catch-up read (staged, each kind's log
@@ -334,7 +341,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 		}
 		sp := spans[r.t][r.id]
 		if sp.last <= s.seq {
-			continue // counted when the statistics were read
+			continue // its text now is the one counted when the statistics were read
 		}
 		d := deltas[r.t]
 		if d == nil {

@@ -344,8 +344,8 @@ func BenchmarkTextCachePartialLoadWait(b *testing.B) {
 // BenchmarkTextCachePartialForeignWrite: a resident agent's FTS search
 // in a partial cache over 500 agents × 100 archival rows, after another
 // (not resident) agent's write before each search (the write untimed):
-// none, an insert, or a supersession (valid_to set, the new row inserted
-// and linked, as memory writes it). A change the statistics cannot
+// none, an insert, a supersession (valid_to set, the new row inserted
+// and linked, as memory writes it) or a delete. A change the statistics cannot
 // follow makes the search count its terms in FTS5 again.
 func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 	ctx := context.Background()
@@ -397,7 +397,15 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 			}
 		},
 	}
-	for _, name := range []string{"none", "insert", "supersede"} {
+	deleted := 0
+	writes["delete"] = func(i int) {
+		// Each round deletes another agent's row, never agent-0's.
+		deleted++
+		if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT id FROM archival WHERE agent = ? ORDER BY id LIMIT 1)`, fmt.Sprint("agent-", 1+deleted%499)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, name := range []string{"none", "insert", "supersede", "delete"} {
 		b.Run(name, func(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
