@@ -44,6 +44,13 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 		{"message content", []string{`UPDATE messages SET content = 'wing wing' WHERE id = ` + one("agent-5", "messages")}, true},
 		{"message moved in its batch", []string{`UPDATE messages SET seq = seq + 1000 WHERE id = ` + one("agent-5", "messages")}, true},
 		{"message delete", []string{`DELETE FROM messages WHERE id = ` + one("agent-5", "messages")}, true},
+		// A message alone in its batch is an insert, followed; appended
+		// after another it rewrites its predecessor's context column,
+		// which fts_messages_ai logs as a change.
+		{"message in a new batch", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+			VALUES ('agent-5', 'user', 'wing flutter', 'new', 1, 0)`}, false},
+		{"message appended", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
