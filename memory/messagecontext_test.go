@@ -19,8 +19,10 @@ import (
 // archival triggers that need them; 0019 rebuilds fts_archival when it
 // runs again).
 var rollBackMessageContext = []string{
-	`DROP TRIGGER search_text_archival_au`, `DROP TRIGGER search_text_messages_au`,
+	`DROP TRIGGER search_text_archival_au`, `DROP TRIGGER search_text_messages_au`, `DROP TRIGGER search_text_messages_ai`,
 	`ALTER TABLE search_text_log DROP COLUMN changed`,
+	`CREATE TRIGGER search_text_messages_ai AFTER INSERT ON messages BEGIN
+			INSERT INTO search_text_log (kind, id) VALUES (4, new.id); END`,
 	`CREATE TRIGGER search_text_archival_au AFTER UPDATE ON archival BEGIN
 			INSERT INTO search_text_log (kind, id) VALUES (2, new.id); END`,
 	`CREATE TRIGGER search_text_messages_au AFTER UPDATE ON messages BEGIN

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // TextStats is implemented by a Dialect whose full-text ranking is
@@ -235,7 +238,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		return reset()
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
-		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END)
+		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
 		FROM search_text_log WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
@@ -248,7 +251,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		var id int64
 		var sp logSpan
 		var firstChanged, lastChanged sql.NullInt64
-		if err := rows.Scan(&t, &id, &firstChanged, &lastChanged); err != nil {
+		if err := rows.Scan(&t, &id, &firstChanged, &lastChanged, &sp.mark); err != nil {
 			rows.Close()
 			return fmt.Errorf("search: text cache: read log: %w", err)
 		}
@@ -319,7 +322,11 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 // did: entries that left the text alone (a supersession sets valid_to
 // and superseded_by) leave the statistics as they were whoever holds the
 // row, so a kind's statistics survive other agents' such writes.
-type logSpan struct{ first, last int64 }
+//
+// mark is the highest changed value among them: for messages, 2 is the
+// row's own insert or indexed columns, 1 a neighbour's change (SQLite
+// migration 0022).
+type logSpan struct{ first, last, mark int64 }
 
 // moveStats applies the rows a catch-up read (staged, each kind's log
 // spans in it) to the statistics of the kinds that keep theirs (loaded:
@@ -359,6 +366,17 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 				}
 			}
 			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
+				if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
+					if grew, had, ok := neighbourArrived(r, staged, s.maxID); ok {
+						d.tokens += grew
+						for term := range s.df {
+							if _, ok := r.terms.index[term]; ok && !had(term) {
+								d.df[term]++
+							}
+						}
+						continue
+					}
+				}
 				failed[r.t] = true
 				continue
 			}
@@ -401,6 +419,73 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 		}
 		s.seq = max(s.seq, maxSeq)
 	}
+}
+
+// neighbourArrived recognises a message row r whose one change since the
+// statistics were read was logged for a neighbour (changed 1) while a
+// new message (id above maxID, staged beside it) sits next to it in its
+// batch: that arrival filled r's context column on that side (seq ± 1)
+// from empty, as (agent, batch_id, seq) is unique, and nothing else of
+// r's indexed text changed, or r would have been logged again. r's text
+// as counted is then its text now without that column: grew is the
+// tokens the column added, had whether the counted text held a term.
+func neighbourArrived(r textRow, staged []textRow, maxID int64) (grew int64, had func(string) bool, ok bool) {
+	batch, seq, ok := messagePlace(r.body.meta)
+	if !ok {
+		return 0, nil, false
+	}
+	var arrived *textRow
+	var w float32
+	for i := range staged {
+		m := &staged[i]
+		if m.t != Messages || m.gone || m.id <= maxID || m.doc.owner != r.doc.owner {
+			continue
+		}
+		mb, ms, ok := messagePlace(m.body.meta)
+		after, before := seq < math.MaxInt64 && ms == seq+1, seq > math.MinInt64 && ms == seq-1
+		if !ok || mb != batch || (!after && !before) {
+			continue
+		}
+		if arrived != nil {
+			return 0, nil, false // both sides: r would have been logged twice
+		}
+		arrived, w = m, float32(textWeights[Messages][2]) // context_after
+		if before {
+			w = float32(textWeights[Messages][1]) // context_before
+		}
+	}
+	if arrived == nil {
+		return 0, nil, false
+	}
+	added := map[string]float32{}
+	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
+		added[string(term)] += w
+		grew++
+	})
+	for term, f := range added {
+		n, ok := r.terms.index[term]
+		if !ok || r.terms.freqs[n] < f {
+			return 0, nil, false // r's text is not its counted text plus the column
+		}
+	}
+	had = func(term string) bool {
+		n, ok := r.terms.index[term]
+		return ok && r.terms.freqs[n] > added[term]
+	}
+	return grew, had, true
+}
+
+// messagePlace reads a message row's batch and seq from its result
+// metadata (messageMeta).
+func messagePlace(meta string) (batch string, seq int64, ok bool) {
+	var m struct {
+		Batch *string `json:"batch_id"`
+		Seq   *int64  `json:"seq"`
+	}
+	if json.Unmarshal([]byte(meta), &m) != nil || m.Batch == nil || m.Seq == nil {
+		return "", 0, false
+	}
+	return *m.Batch, *m.Seq, true
 }
 
 // dropStats forgets kind t's statistics; c.mu is held.

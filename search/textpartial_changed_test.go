@@ -45,12 +45,29 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 		{"message moved in its batch", []string{`UPDATE messages SET seq = seq + 1000 WHERE id = ` + one("agent-5", "messages")}, true},
 		{"message delete", []string{`DELETE FROM messages WHERE id = ` + one("agent-5", "messages")}, true},
 		// A message alone in its batch is an insert, followed; appended
-		// after another it rewrites its predecessor's context column,
-		// which fts_messages_ai logs as a change.
+		// after another (or put before it) it fills that one's context
+		// column from empty, followed too; two appends in one catch-up
+		// are followed one after the other.
 		{"message in a new batch", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 			VALUES ('agent-5', 'user', 'wing flutter', 'new', 1, 0)`}, false},
 		{"message appended", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`}, true},
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+		{"two messages appended", []string{
+			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+				VALUES ('agent-5', 'user', 'wing wing mach', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`,
+			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+				VALUES ('agent-5', 'user', 'flutter layer', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`,
+		}, false},
+		{"message put first", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT min(seq) - 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+		// A message moved next to a new one changed its own place (its
+		// log entry says so): not taken for an arrival beside it.
+		{"message moved beside a new one", []string{
+			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('agent-5', 'user', 'wing mach', 'x', 2, 0)`,
+			`UPDATE messages SET batch_id = 'x', seq = 1, content = 'wing wing flutter' WHERE agent = 'agent-5' AND batch_id = 'lone'`,
+		}, true},
+		// Its successor's content changing rewrites it too: not followed.
+		{"neighbour edited", []string{`UPDATE messages SET content = 'wing shock' WHERE agent = 'agent-5' AND seq = 2`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -61,6 +78,10 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 					agent := fmt.Sprint("agent-", a)
 					insertArchival(t, db, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
 					insertMessage(t, db, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+				}
+				if _, err := db.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+					VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
+					t.Fatal(err)
 				}
 			}
 			sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})

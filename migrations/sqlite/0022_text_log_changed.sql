@@ -8,7 +8,8 @@
 --
 -- changed says whether the entry may have changed what the full-text
 -- index holds for the row (its text or its neighbours'); 0 only when it
--- cannot have: the statistics then stand whoever owns the row. The
+-- cannot have: the statistics then stand whoever owns the row (2 below
+-- for messages). The
 -- DEFAULT is 1, so every writer that names only (kind, id) (the
 -- neighbour re-index triggers of 0015/0019, blocks, later migrations)
 -- stays correct without knowing of it.
@@ -31,12 +32,21 @@ END;
 
 -- Messages: fts_messages holds content and the content of the messages
 -- before and after it in its batch (same agent, batch_id, seq +- 1;
--- 0015, 0019), whose changes fts_messages_* log separately. Role, name,
--- tool calls and times are not indexed.
+-- 0015, 0019), whose changes fts_messages_* log separately (changed 1).
+-- Role, name, tool calls and times are not indexed. The row's own insert
+-- and a change to its own indexed columns are 2: an entry of 1 on a
+-- message that is still there then came from a neighbour (fts_messages_*
+-- are where such entries are written), which lets the cache follow
+-- another agent's append (the predecessor's context column filled from
+-- empty).
+DROP TRIGGER search_text_messages_ai;
+CREATE TRIGGER search_text_messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO search_text_log (kind, id, changed) VALUES (4, new.id, 2);
+END;
 DROP TRIGGER search_text_messages_au;
 CREATE TRIGGER search_text_messages_au AFTER UPDATE ON messages BEGIN
     INSERT INTO search_text_log (kind, id, changed) VALUES (4, new.id,
-        old.id IS NOT new.id OR old.agent IS NOT new.agent OR old.batch_id IS NOT new.batch_id
-        OR old.seq IS NOT new.seq OR old.content IS NOT new.content);
+        CASE WHEN old.id IS NOT new.id OR old.agent IS NOT new.agent OR old.batch_id IS NOT new.batch_id
+            OR old.seq IS NOT new.seq OR old.content IS NOT new.content THEN 2 ELSE 0 END);
     INSERT INTO search_text_log (kind, id) SELECT 4, old.id WHERE old.id IS NOT new.id;
 END;
