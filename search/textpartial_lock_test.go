@@ -421,3 +421,52 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
 	}
 }
+
+// BenchmarkTextCachePartialForeignAppend: a resident agent's FTS search
+// over messages in a partial cache of 500 agents × 50 messages, after
+// another (not resident) agent appends a message to its conversation
+// before each search (the write untimed), or after no write.
+func BenchmarkTextCachePartialForeignAppend(b *testing.B) {
+	ctx := context.Background()
+	db := openDBAt(b, filepath.Join(b.TempDir(), "engram.db"))
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow", "boundary", "vortex"}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for a := range 500 {
+		for i := range 50 {
+			insertMessage(b, tx, fmt.Sprint("agent-", a), "user", fmt.Sprint(words[(a+i)%8], " ", words[i%5], " ", words[(a*i)%7], " said ", i), baseTime)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages) }
+	for _, name := range []string{"none", "append"} {
+		b.Run(name, func(b *testing.B) {
+			reads := search.TextStatsReads(x)
+			for i := range b.N {
+				if name == "append" {
+					b.StopTimer()
+					insertMessage(b, db, fmt.Sprint("agent-", 1+i%499), "assistant", "wing flow appended", baseTime)
+					b.StartTimer()
+				}
+				if _, err := x.Search(ctx, "wing flutter", search.Scope{Agent: "agent-0"}, opts()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(search.TextStatsReads(x)-reads)/float64(b.N), "stats-reads/op")
+		})
+	}
+	if !search.TextCacheHeld(x, search.Messages, "agent-0") {
+		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
+	}
+}
