@@ -341,6 +341,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 	}
 	deltas := map[ContentType]*delta{}
 	failed := map[ContentType]bool{}
+	var arrivals map[msgPlace]*textRow // built on first need
 	for _, r := range staged {
 		s := c.gstats[r.t]
 		if !s.loaded || failed[r.t] {
@@ -367,7 +368,10 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 			}
 			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
 				if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
-					if grew, had, ok := neighbourArrived(r, staged, s.maxID); ok {
+					if arrivals == nil {
+						arrivals = newMessages(staged, s.maxID)
+					}
+					if grew, had, ok := neighbourArrived(r, arrivals); ok {
 						d.tokens += grew
 						for term := range s.df {
 							if _, ok := r.terms.index[term]; ok && !had(term) {
@@ -421,40 +425,55 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 	}
 }
 
+// msgPlace is a message's place: its owner, batch and seq.
+type msgPlace struct {
+	owner, batch string
+	seq          int64
+}
+
+// newMessages indexes by place the staged messages added since the
+// statistics were read (ids above maxID).
+func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
+	out := map[msgPlace]*textRow{}
+	for i := range staged {
+		m := &staged[i]
+		if m.t != Messages || m.gone || m.id <= maxID {
+			continue
+		}
+		if batch, seq, ok := messagePlace(m.body.meta); ok {
+			out[msgPlace{m.doc.owner, batch, seq}] = m
+		}
+	}
+	return out
+}
+
 // neighbourArrived recognises a message row r whose one change since the
 // statistics were read was logged for a neighbour (changed 1) while a
-// new message (id above maxID, staged beside it) sits next to it in its
-// batch: that arrival filled r's context column on that side (seq ± 1)
-// from empty, as (agent, batch_id, seq) is unique, and nothing else of
-// r's indexed text changed, or r would have been logged again. r's text
-// as counted is then its text now without that column: grew is the
-// tokens the column added, had whether the counted text held a term.
-func neighbourArrived(r textRow, staged []textRow, maxID int64) (grew int64, had func(string) bool, ok bool) {
+// new message (arrivals: id above maxID) sits next to it in its batch:
+// that arrival filled r's context column on that side (seq ± 1) from
+// empty, as (agent, batch_id, seq) is unique, and nothing else of r's
+// indexed text changed, or r would have been logged again. r's text as
+// counted is then its text now without that column: grew is the tokens
+// the column added, had whether the counted text held a term.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, ok bool) {
 	batch, seq, ok := messagePlace(r.body.meta)
 	if !ok {
 		return 0, nil, false
 	}
-	var arrived *textRow
-	var w float32
-	for i := range staged {
-		m := &staged[i]
-		if m.t != Messages || m.gone || m.id <= maxID || m.doc.owner != r.doc.owner {
-			continue
-		}
-		mb, ms, ok := messagePlace(m.body.meta)
-		after, before := seq < math.MaxInt64 && ms == seq+1, seq > math.MinInt64 && ms == seq-1
-		if !ok || mb != batch || (!after && !before) {
-			continue
-		}
-		if arrived != nil {
-			return 0, nil, false // both sides: r would have been logged twice
-		}
-		arrived, w = m, float32(textWeights[Messages][2]) // context_after
-		if before {
-			w = float32(textWeights[Messages][1]) // context_before
-		}
+	var next, prev *textRow
+	if seq < math.MaxInt64 {
+		next = arrivals[msgPlace{r.doc.owner, batch, seq + 1}]
 	}
-	if arrived == nil {
+	if seq > math.MinInt64 {
+		prev = arrivals[msgPlace{r.doc.owner, batch, seq - 1}]
+	}
+	arrived, w := next, float32(textWeights[Messages][2]) // context_after
+	switch {
+	case next != nil && prev != nil:
+		return 0, nil, false // both sides: r would have been logged twice
+	case prev != nil:
+		arrived, w = prev, float32(textWeights[Messages][1]) // context_before
+	case next == nil:
 		return 0, nil, false
 	}
 	added := map[string]float32{}
