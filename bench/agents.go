@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +69,8 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 			size = st.Size()
 		}
 		note := func(extra string) string {
-			s := fmt.Sprintf("N=%d: build %v, cache warm %v, file %.0f MB, RSS %s", n, build.Round(time.Millisecond),
-				warm.Round(time.Millisecond), float64(size)/(1<<20), rss())
+			s := fmt.Sprintf("N=%d: build %v, cache warm %v, file %.0f MB, %s", n, build.Round(time.Millisecond),
+				warm.Round(time.Millisecond), float64(size)/(1<<20), residentNote())
 			st := x.CacheStats()
 			s += "; text cache: " + cacheState(textErr, st.TextPartial, st.TextBytes)
 			s += "; vector cache: " + cacheState(vecErr, st.VectorPartial, st.VectorBytes)
@@ -233,19 +234,31 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 	return queries, nil
 }
 
-// rss is the process's resident set size (Linux; "?" elsewhere).
-func rss() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if kb, err := strconv.Atoi(f[0]); err == nil {
-				return fmt.Sprintf("%.0f MB", float64(kb)/1024)
+// residentNote is the process's resident set size (Linux; "?" elsewhere)
+// split into anonymous memory and file pages (the store's pages mapped by
+// vectorDSN's mmap_size, which the kernel may drop), beside the Go heap in
+// use: anonymous memory beyond the Go runtime's is SQLite's (page caches,
+// one per connection, cache_size in vectorDSN).
+func residentNote() string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	kb := map[string]int{}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if f := strings.Fields(v); ok && len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil {
+					kb[k] = n
+				}
 			}
 		}
 	}
-	return "?"
+	mb := func(k string) string {
+		if n, ok := kb[k]; ok {
+			return fmt.Sprintf("%.0f MB", float64(n)/1024)
+		}
+		return "?"
+	}
+	return fmt.Sprintf("RSS %s (anonymous %s, file %s), Go heap in use %.0f MB of %.0f MB the Go runtime holds",
+		mb("VmRSS"), mb("RssAnon"), mb("RssFile"), float64(ms.HeapInuse)/(1<<20), float64(ms.Sys-ms.HeapReleased)/(1<<20))
 }

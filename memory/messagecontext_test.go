@@ -14,10 +14,19 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14), after undoing 0019 (its
-// owner numbers, and archival triggers that need them; 0019 rebuilds
-// fts_archival when it runs again).
+// before migration 0015 (schema version 14), after undoing 0022 (the text
+// log's changed column and its triggers) and 0019 (its owner numbers, and
+// archival triggers that need them; 0019 rebuilds fts_archival when it
+// runs again).
 var rollBackMessageContext = []string{
+	`DROP TRIGGER search_text_archival_au`, `DROP TRIGGER search_text_messages_au`, `DROP TRIGGER search_text_messages_ai`,
+	`ALTER TABLE search_text_log DROP COLUMN changed`,
+	`CREATE TRIGGER search_text_messages_ai AFTER INSERT ON messages BEGIN
+			INSERT INTO search_text_log (kind, id) VALUES (4, new.id); END`,
+	`CREATE TRIGGER search_text_archival_au AFTER UPDATE ON archival BEGIN
+			INSERT INTO search_text_log (kind, id) VALUES (2, new.id); END`,
+	`CREATE TRIGGER search_text_messages_au AFTER UPDATE ON messages BEGIN
+			INSERT INTO search_text_log (kind, id) VALUES (4, new.id); END`,
 	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 	`CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
 			INSERT INTO fts_archival (rowid, content, tags_text, metadata_values) VALUES (new.id, new.content, new.tags_text, ''); END`,

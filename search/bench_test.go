@@ -98,6 +98,7 @@ type benchData struct {
 	path    string
 	n       int
 	queries []string
+	common  []string // a frequent word and a mid-frequency one
 	qvecs   map[string][]float32
 	vecs    []float32 // n × benchDims, row-major, id i+1 at row i
 	build   time.Duration
@@ -163,6 +164,9 @@ func buildBench(n int) (*benchData, error) {
 	}
 	s := newSynth(42)
 	d.queries = s.queries(200)
+	for i := range 100 { // as BenchmarkAgentsSearch's fts-common
+		d.common = append(d.common, s.vocab[i%20]+" "+s.vocab[60+(i*131)%2000])
+	}
 	for _, q := range d.queries {
 		d.qvecs[q] = emb.Vector(q)
 	}
@@ -253,7 +257,17 @@ func benchSearch(b *testing.B, mode search.Mode, cache bool) {
 }
 
 func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
+	benchSearchQueries(b, mode, io, false)
+}
+
+// benchSearchQueries is benchSearchWith over the common-word queries when
+// common.
+func benchSearchQueries(b *testing.B, mode search.Mode, io search.IndexOptions, common bool) {
 	d := getBench(b)
+	queries := d.queries
+	if common {
+		queries = d.common
+	}
 	cache := io.VectorCacheBytes >= 0 || io.TextCacheBytes >= 0
 	_, x := openBench(b, d, memoEmbedder{search.NewOffline(benchDims), d.qvecs}, &io)
 	ctx := context.Background()
@@ -281,7 +295,7 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 		heap = after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc)
 	}
 	// Warm the page cache.
-	for _, q := range d.queries[:20] {
+	for _, q := range queries[:20] {
 		if _, err := x.Search(ctx, q, scope, opts); err != nil {
 			b.Fatal(err)
 		}
@@ -290,7 +304,7 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 	hits := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q := d.queries[i%len(d.queries)]
+		q := queries[i%len(queries)]
 		start := time.Now()
 		rs, err := x.Search(ctx, q, scope, opts)
 		lat = append(lat, time.Since(start))
@@ -315,6 +329,11 @@ func benchSearchWith(b *testing.B, mode search.Mode, io search.IndexOptions) {
 func BenchmarkFTS(b *testing.B) {
 	b.Run("fts5", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{TextCacheBytes: -1}) })
 	b.Run("textcache", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{}) })
+	// Queries with a word most entries hold (issue 35's single-agent point).
+	b.Run("fts5-common", func(b *testing.B) {
+		benchSearchQueries(b, search.FTS, search.IndexOptions{TextCacheBytes: -1}, true)
+	})
+	b.Run("textcache-common", func(b *testing.B) { benchSearchQueries(b, search.FTS, search.IndexOptions{}, true) })
 }
 
 // BenchmarkHybrid: FTS + vector KNN fused, limit 10, query vectors

@@ -140,3 +140,16 @@ func TextCacheHeldBytes(x *Index) int64 {
 	defer x.text.mu.RUnlock()
 	return x.text.held
 }
+
+// TextCacheHolds reports whether x's partial text cache holds owner's
+// partition of kind t (resident) and whether it holds row id (held).
+func TextCacheHolds(x *Index, t ContentType, owner string, id int64) (resident, held bool) {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	p := x.text.owned[t][owner]
+	if p == nil {
+		return false, false
+	}
+	_, held = p.slots[id]
+	return true, held
+}

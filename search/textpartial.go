@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // TextStats is implemented by a Dialect whose full-text ranking is
@@ -234,8 +237,9 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
 		return reset()
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, id, min(seq), max(seq) FROM search_text_log
-		WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
+		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
+		FROM search_text_log WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
@@ -246,10 +250,12 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 		var t ContentType
 		var id int64
 		var sp logSpan
-		if err := rows.Scan(&t, &id, &sp.first, &sp.last); err != nil {
+		var firstChanged, lastChanged sql.NullInt64
+		if err := rows.Scan(&t, &id, &firstChanged, &lastChanged, &sp.mark); err != nil {
 			rows.Close()
 			return fmt.Errorf("search: text cache: read log: %w", err)
 		}
+		sp.first, sp.last = firstChanged.Int64, lastChanged.Int64 // 0: the text is as it was
 		changed[t] = append(changed[t], id)
 		if spans[t] == nil {
 			spans[t] = map[int64]logSpan{}
@@ -311,8 +317,16 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// logSpan is one row's first and last log entry in a catch-up.
-type logSpan struct{ first, last int64 }
+// logSpan is one row's first and last log entry in a catch-up that may
+// have changed its indexed text (search_text_log.changed), 0 when none
+// did: entries that left the text alone (a supersession sets valid_to
+// and superseded_by) leave the statistics as they were whoever holds the
+// row, so a kind's statistics survive other agents' such writes.
+//
+// mark is the highest changed value among them: for messages, 2 is the
+// row's own insert or indexed columns, 1 a neighbour's change (SQLite
+// migration 0022).
+type logSpan struct{ first, last, mark int64 }
 
 // moveStats applies the rows a catch-up read (staged, each kind's log
 // spans in it) to the statistics of the kinds that keep theirs (loaded:
@@ -327,6 +341,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 	}
 	deltas := map[ContentType]*delta{}
 	failed := map[ContentType]bool{}
+	var arrivals map[msgPlace]*textRow // built on first need
 	for _, r := range staged {
 		s := c.gstats[r.t]
 		if !s.loaded || failed[r.t] {
@@ -334,7 +349,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 		}
 		sp := spans[r.t][r.id]
 		if sp.last <= s.seq {
-			continue // counted when the statistics were read
+			continue // its text now is the one counted when the statistics were read
 		}
 		d := deltas[r.t]
 		if d == nil {
@@ -352,6 +367,20 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 				}
 			}
 			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
+				if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
+					if arrivals == nil {
+						arrivals = newMessages(staged, s.maxID)
+					}
+					if grew, had, ok := neighbourArrived(r, arrivals); ok {
+						d.tokens += grew
+						for term := range s.df {
+							if _, ok := r.terms.index[term]; ok && !had(term) {
+								d.df[term]++
+							}
+						}
+						continue
+					}
+				}
 				failed[r.t] = true
 				continue
 			}
@@ -394,6 +423,88 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 		}
 		s.seq = max(s.seq, maxSeq)
 	}
+}
+
+// msgPlace is a message's place: its owner, batch and seq.
+type msgPlace struct {
+	owner, batch string
+	seq          int64
+}
+
+// newMessages indexes by place the staged messages added since the
+// statistics were read (ids above maxID).
+func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
+	out := map[msgPlace]*textRow{}
+	for i := range staged {
+		m := &staged[i]
+		if m.t != Messages || m.gone || m.id <= maxID {
+			continue
+		}
+		if batch, seq, ok := messagePlace(m.body.meta); ok {
+			out[msgPlace{m.doc.owner, batch, seq}] = m
+		}
+	}
+	return out
+}
+
+// neighbourArrived recognises a message row r whose one change since the
+// statistics were read was logged for a neighbour (changed 1) while a
+// new message (arrivals: id above maxID) sits next to it in its batch:
+// that arrival filled r's context column on that side (seq ± 1) from
+// empty, as (agent, batch_id, seq) is unique, and nothing else of r's
+// indexed text changed, or r would have been logged again. r's text as
+// counted is then its text now without that column: grew is the tokens
+// the column added, had whether the counted text held a term.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, ok bool) {
+	batch, seq, ok := messagePlace(r.body.meta)
+	if !ok {
+		return 0, nil, false
+	}
+	var next, prev *textRow
+	if seq < math.MaxInt64 {
+		next = arrivals[msgPlace{r.doc.owner, batch, seq + 1}]
+	}
+	if seq > math.MinInt64 {
+		prev = arrivals[msgPlace{r.doc.owner, batch, seq - 1}]
+	}
+	arrived, w := next, float32(textWeights[Messages][2]) // context_after
+	switch {
+	case next != nil && prev != nil:
+		return 0, nil, false // both sides: r would have been logged twice
+	case prev != nil:
+		arrived, w = prev, float32(textWeights[Messages][1]) // context_before
+	case next == nil:
+		return 0, nil, false
+	}
+	added := map[string]float32{}
+	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
+		added[string(term)] += w
+		grew++
+	})
+	for term, f := range added {
+		n, ok := r.terms.index[term]
+		if !ok || r.terms.freqs[n] < f {
+			return 0, nil, false // r's text is not its counted text plus the column
+		}
+	}
+	had = func(term string) bool {
+		n, ok := r.terms.index[term]
+		return ok && r.terms.freqs[n] > added[term]
+	}
+	return grew, had, true
+}
+
+// messagePlace reads a message row's batch and seq from its result
+// metadata (messageMeta).
+func messagePlace(meta string) (batch string, seq int64, ok bool) {
+	var m struct {
+		Batch *string `json:"batch_id"`
+		Seq   *int64  `json:"seq"`
+	}
+	if json.Unmarshal([]byte(meta), &m) != nil || m.Batch == nil || m.Seq == nil {
+		return "", 0, false
+	}
+	return *m.Batch, *m.Seq, true
 }
 
 // dropStats forgets kind t's statistics; c.mu is held.

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,15 +20,31 @@ import (
 
 // TestTextCachePartialRandomWrites holds a partial cache to the SQL path
 // over a random history of writes (inserts, edits, deletes, supersession,
-// tags, shares and unshares, block owner changes and deletes) by the
-// index's own pool, another pool and seen by a second index on the file,
-// with a bound so small partitions are evicted and loaded again.
+// tags, metadata, columns the index does not hold, ids, shares and
+// unshares, block owner changes and deletes) by the index's own pool,
+// another pool and seen by a second index on the file, with a bound so
+// small partitions are evicted and loaded again. With many agents most
+// writes are to rows no partition holds, whose log entries say whether
+// the statistics may stay (search_text_log.changed).
 func TestTextCachePartialRandomWrites(t *testing.T) {
+	few := []string{"a", "b", "c", "d", `x' OR 1=1 --`, "日本", "e%"}
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprint("agent-", i))
+	}
+	for _, tc := range []struct {
+		name   string
+		agents []string
+	}{{"few agents", few}, {"many agents", many}} {
+		t.Run(tc.name, func(t *testing.T) { randomWrites(t, tc.agents) })
+	}
+}
+
+func randomWrites(t *testing.T, agents []string) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
 	other := openDBAt(t, path)
-	agents := []string{"a", "b", "c", "d", `x' OR 1=1 --`, "日本", "e%"}
 	seed := uint64(7)
 	if v := os.Getenv("FUZZSEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
@@ -117,6 +134,35 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		func(w execer) string {
 			return fmt.Sprintf(`UPDATE OR IGNORE blocks SET owner = '%s' WHERE id = (SELECT id FROM blocks ORDER BY random() LIMIT 1)`, strings.ReplaceAll(pick(), "'", "''"))
 		},
+		func(w execer) string { // a supersession as memory writes it
+			old := `(SELECT id FROM archival WHERE valid_to IS NULL ORDER BY random() LIMIT 1)`
+			var agent string
+			var id int64
+			if err := w.(queryRower).QueryRowContext(ctx, `SELECT agent, id FROM archival WHERE id = `+old).Scan(&agent, &id); err != nil {
+				return ""
+			}
+			if _, err := w.ExecContext(ctx, `UPDATE archival SET valid_to = created_at WHERE id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+			n := insertArchival(t, w, archivalRow{Agent: agent, Content: text()})
+			return fmt.Sprintf(`UPDATE archival SET superseded_by = %d WHERE id = %d`, n, id)
+		},
+		func(w execer) string {
+			return `UPDATE messages SET role = 'assistant', name = 'n' WHERE id = (SELECT id FROM messages ORDER BY random() LIMIT 1)`
+		},
+		func(w execer) string {
+			return `UPDATE OR IGNORE messages SET seq = seq + 1 WHERE id = (SELECT id FROM messages ORDER BY random() LIMIT 1)`
+		},
+		func(w execer) string {
+			return fmt.Sprintf(`UPDATE archival SET metadata_json = '{"k": "%s"}' WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`, vocab[r.IntN(5)])
+		},
+		func(w execer) string {
+			return `UPDATE archival SET tags_json = tags_json, valid_from = valid_from + 1 WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`
+		},
+		func(w execer) string {
+			return `UPDATE archival SET id = (SELECT max(id) + 1 FROM archival) WHERE id = (SELECT id FROM archival
+				WHERE id NOT IN (SELECT superseded_by FROM archival WHERE superseded_by IS NOT NULL) ORDER BY random() LIMIT 1)`
+		},
 	}
 	shapes := []func() *search.Options{
 		func() *search.Options { return search.NewOptions().ContentTypes(search.Archival).Limit(10) },
@@ -173,6 +219,11 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d results compared, answers %d %d, stats reads %d %d", compared, search.TextCacheAnswers(cached[1]), search.TextCacheAnswers(cached[2]), search.TextStatsReads(cached[1]), search.TextStatsReads(cached[2]))
+}
+
+// queryRower is what the random history's supersession reads with.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // TestTextCachePartialChurnBounded: searches by many agents that hold no

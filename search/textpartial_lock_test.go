@@ -344,8 +344,8 @@ func BenchmarkTextCachePartialLoadWait(b *testing.B) {
 // BenchmarkTextCachePartialForeignWrite: a resident agent's FTS search
 // in a partial cache over 500 agents × 100 archival rows, after another
 // (not resident) agent's write before each search (the write untimed):
-// none, an insert, or a supersession (valid_to set, the new row inserted
-// and linked, as memory writes it). A change the statistics cannot
+// none, an insert, a supersession (valid_to set, the new row inserted
+// and linked, as memory writes it) or a delete. A change the statistics cannot
 // follow makes the search count its terms in FTS5 again.
 func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 	ctx := context.Background()
@@ -397,7 +397,15 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 			}
 		},
 	}
-	for _, name := range []string{"none", "insert", "supersede"} {
+	deleted := 0
+	writes["delete"] = func(i int) {
+		// Each round deletes another agent's row, never agent-0's.
+		deleted++
+		if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT id FROM archival WHERE agent = ? ORDER BY id LIMIT 1)`, fmt.Sprint("agent-", 1+deleted%499)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, name := range []string{"none", "insert", "supersede", "delete"} {
 		b.Run(name, func(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
@@ -410,6 +418,55 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 		})
 	}
 	if !search.TextCacheHeld(x, search.Archival, "agent-0") {
+		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
+	}
+}
+
+// BenchmarkTextCachePartialForeignAppend: a resident agent's FTS search
+// over messages in a partial cache of 500 agents × 50 messages, after
+// another (not resident) agent appends a message to its conversation
+// before each search (the write untimed), or after no write.
+func BenchmarkTextCachePartialForeignAppend(b *testing.B) {
+	ctx := context.Background()
+	db := openDBAt(b, filepath.Join(b.TempDir(), "engram.db"))
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow", "boundary", "vortex"}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for a := range 500 {
+		for i := range 50 {
+			insertMessage(b, tx, fmt.Sprint("agent-", a), "user", fmt.Sprint(words[(a+i)%8], " ", words[i%5], " ", words[(a*i)%7], " said ", i), baseTime)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	search.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages) }
+	for _, name := range []string{"none", "append"} {
+		b.Run(name, func(b *testing.B) {
+			reads := search.TextStatsReads(x)
+			for i := range b.N {
+				if name == "append" {
+					b.StopTimer()
+					insertMessage(b, db, fmt.Sprint("agent-", 1+i%499), "assistant", "wing flow appended", baseTime)
+					b.StartTimer()
+				}
+				if _, err := x.Search(ctx, "wing flutter", search.Scope{Agent: "agent-0"}, opts()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(search.TextStatsReads(x)-reads)/float64(b.N), "stats-reads/op")
+		})
+	}
+	if !search.TextCacheHeld(x, search.Messages, "agent-0") {
 		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
 	}
 }

@@ -1,0 +1,15 @@
+-- As SQLite's 0022: search_text_log.changed says whether an entry may
+-- have changed what the full-text index holds for the row; 0 lets a
+-- partial text cache keep its store-wide statistics across another
+-- agent's write that left the text alone (a supersession). The DEFAULT
+-- is 1, so every writer that names only (kind, id) stays correct.
+--
+-- The triggers are not changed here: every entry stays 1. A partial text
+-- cache needs the engine's own bm25 statistics (search.TextStats), which
+-- PostgreSQL's ranking does not have, so nothing reads the column on
+-- this engine, and telling "unchanged" apart would cost every archival
+-- and message update a join of its transition tables. (Messages' context
+-- is rewritten by UPDATEs that set fts alone, which a comparison of
+-- their own columns would call unchanged.) The column keeps the log's
+-- shape the same on both engines.
+ALTER TABLE search_text_log ADD COLUMN changed SMALLINT NOT NULL DEFAULT 1;
