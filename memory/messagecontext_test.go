@@ -14,11 +14,27 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14), after undoing 0022 (the text
+// before migration 0015 (schema version 14), after undoing 0021 (blocks'
+// owner-keyed index), 0022 (the text
 // log's changed column and its triggers) and 0019 (its owner numbers, and
 // archival triggers that need them; 0019 rebuilds fts_archival when it
 // runs again).
 var rollBackMessageContext = []string{
+	// 0021: fts_blocks back to its external-content, id-keyed form.
+	`DROP TRIGGER fts_blocks_owner`, `DROP TRIGGER fts_blocks_ai`, `DROP TRIGGER fts_blocks_ad`, `DROP TABLE fts_blocks`,
+	`CREATE VIRTUAL TABLE fts_blocks USING fts5(label, description, rendered, content = 'blocks', content_rowid = 'id',
+			tokenize = 'porter unicode61 remove_diacritics 2')`,
+	`INSERT INTO fts_blocks (rowid, label, description, rendered) SELECT id, label, description, rendered FROM fts_blocks_indexed`,
+	`CREATE TRIGGER fts_blocks_ai AFTER INSERT ON blocks BEGIN
+			INSERT INTO fts_blocks (rowid, label, description, rendered) VALUES (new.id, new.label, new.description, new.rendered);
+			INSERT INTO fts_blocks_indexed (id, label, description, rendered) VALUES (new.id, new.label, new.description, new.rendered);
+			INSERT OR IGNORE INTO vec_blocks_dirty (id) VALUES (new.id); END`,
+	`CREATE TRIGGER fts_blocks_ad AFTER DELETE ON blocks BEGIN
+			INSERT INTO fts_blocks (fts_blocks, rowid, label, description, rendered)
+			SELECT 'delete', id, label, description, rendered FROM fts_blocks_indexed WHERE id = old.id;
+			DELETE FROM fts_blocks_indexed WHERE id = old.id;
+			DELETE FROM fts_blocks_dirty WHERE id = old.id;
+			DELETE FROM vec_blocks_dirty WHERE id = old.id; END`,
 	`DROP TRIGGER search_text_archival_au`, `DROP TRIGGER search_text_messages_au`, `DROP TRIGGER search_text_messages_ai`,
 	`ALTER TABLE search_text_log DROP COLUMN changed`,
 	`CREATE TRIGGER search_text_messages_ai AFTER INSERT ON messages BEGIN
