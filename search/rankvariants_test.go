@@ -283,7 +283,7 @@ func TestRankingVariants(t *testing.T) {
 	}
 	var docs []variantDoc
 	for _, d := range cr.Docs {
-		docs = append(docs, newVariantDoc([3]string{d.Body}))
+		docs = append(docs, newVariantDoc([3]string{d.Title + "\n" + d.Body})) // as the store holds them
 	}
 	x := newVariantIndex(docs)
 	for _, v := range variants {

@@ -30,7 +30,7 @@ FROM archival;
 
 -- Keeps the stored values and the indexes on fts (archival_fts, and
 -- archival_agent_fts where 0015 could make it).
-ALTER TABLE archival ALTER COLUMN fts DROP EXPRESSION;
+ALTER TABLE archival ALTER COLUMN fts DROP EXPRESSION IF EXISTS;
 
 -- Volatile, so that in a row trigger it sees the rows the same statement
 -- inserted before (a batch of entries is one INSERT). As for messages, a
