@@ -140,3 +140,11 @@ func TextCacheHeldBytes(x *Index) int64 {
 	defer x.text.mu.RUnlock()
 	return x.text.held
 }
+
+// For the ranking-variant harness (rankvariants_test.go): the text
+// cache's query analysis and idf.
+var (
+	QueryTerms     = queryTerms
+	CachePhrases   = cachePhrases
+	BM25IDFForTest = bm25IDF
+)
