@@ -319,6 +319,8 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 		`UPDATE archival SET content = content || ' zucchini' WHERE id % 3 = 0`,
 		`UPDATE archival SET metadata_json = '{"session": "s2"}' WHERE id IN (30, 1030, 4)`,
 		`UPDATE archival SET metadata_json = '{"topic": "none"}' WHERE id IN (20, 1040)`,
+		// The same metadata values under a key naming no conversation.
+		`UPDATE archival SET metadata_json = '{"topic": "s1"}' WHERE metadata_json = '{"session": "s1"}' AND id % 2 = 0`,
 		`UPDATE archival SET metadata_json = '{"conversation": "s1", "session": "s2"}' WHERE id % 7 = 0`,
 		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 4 = 0`,
 		`UPDATE archival SET tags_json = '["kale"]', tags_text = 'kale' WHERE id % 5 = 0`,

@@ -90,10 +90,15 @@ BEGIN
             INSERT INTO search_text_log (kind, id) SELECT 2, engram_archival_neighbours(OLD.agent, conv, OLD.id);
         END IF;
     END IF;
-    -- An id changed by hand: search_text_archival_au logs the new id only,
-    -- and a text cache would keep the old one.
-    IF TG_OP = 'UPDATE' AND OLD.id <> NEW.id THEN
-        INSERT INTO search_text_log (kind, id) VALUES (2, OLD.id);
+    -- The entry itself is logged here too: its context may change where
+    -- its indexed columns do not (metadata naming another conversation
+    -- with the same values). An id changed by hand: search_text_archival_au
+    -- logs the new id only, and a text cache would keep the old one.
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO search_text_log (kind, id) VALUES (2, NEW.id);
+        IF OLD.id <> NEW.id THEN
+            INSERT INTO search_text_log (kind, id) VALUES (2, OLD.id);
+        END IF;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
         conv := engram_archival_conversation(NEW.metadata_json);

@@ -147,7 +147,7 @@ CREATE TRIGGER fts_archival_au AFTER UPDATE OF id, agent, content, tags_text, me
             UNION ALL SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
             UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
     INSERT INTO search_text_log (kind, id)
-        SELECT 2, id FROM archival WHERE id <> new.id AND id IN (
+        SELECT 2, id FROM archival WHERE id IN (
             SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
                 AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
@@ -156,8 +156,11 @@ CREATE TRIGGER fts_archival_au AFTER UPDATE OF id, agent, content, tags_text, me
                 AND n.id > old.id ORDER BY n.id LIMIT 1)
             UNION ALL SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
             UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
-    -- An id changed by hand: search_text_archival_au logs the new id only,
-    -- and a text cache would keep the old one.
+    -- The entry itself is logged here too: its context may change where
+    -- its indexed columns do not (metadata naming another conversation
+    -- with the same values). An id changed by hand: search_text_archival_au
+    -- logs the new id only, and a text cache would keep the old one.
+    INSERT INTO search_text_log (kind, id) VALUES (2, new.id);
     INSERT INTO search_text_log (kind, id) SELECT 2, old.id WHERE old.id <> new.id;
 END;
 
