@@ -19,7 +19,7 @@ import (
 // fts_archival when it runs again).
 var rollBackMessageContext = []string{
 	// Migration 0023's objects (fts_archival itself is remade by 0019).
-	`DROP VIEW fts_archival_source`, `DROP VIEW archival_neighbours`, `DROP VIEW archival_conversations`,
+	`DROP VIEW fts_archival_source`, `DROP VIEW archival_conversations`,
 	`DROP INDEX archival_conversation`,
 	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 	`CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN

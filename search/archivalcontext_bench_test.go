@@ -46,3 +46,18 @@ func BenchmarkTextCacheBuildArchival(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkArchivalInsertPrepare parses a one-row archival INSERT: what
+// an unprepared insert pays before it runs, most of it compiling the
+// triggers the INSERT fires.
+func BenchmarkArchivalInsertPrepare(b *testing.B) {
+	db := openDB(b)
+	for range b.N {
+		st, err := db.Prepare(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
+	}
+}

@@ -151,6 +151,15 @@ func TestArchivalContextSameRankingWithoutConversations(t *testing.T) {
 // archivalDrift is ftsMessagesDrift for fts_archival.
 func archivalDrift(t *testing.T, db *sql.DB) (extra, missing []string) {
 	t.Helper()
+	// A row written twice (a rewrite that did not replace) would look the
+	// same term by term: count the rows, and FTS5's own count.
+	var rows, indexed int64
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM archival), (SELECT count(*) FROM fts_archival)`).Scan(&rows, &indexed); err != nil {
+		t.Fatal(err)
+	}
+	if total, _, err := (sqlite.SearchDialect{}).TextTotals(context.Background(), db, "fts_archival"); err != nil || total != rows || indexed != rows {
+		t.Fatalf("fts_archival holds %d rows (averages record %d, %v) for %d entries", indexed, total, err, rows)
+	}
 	return ftsDrift(t, db, "fts_archival", "content, tags_text, metadata_values, context_before, context_after", "fts_archival_source")
 }
 

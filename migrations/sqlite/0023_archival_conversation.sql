@@ -15,10 +15,15 @@
 -- columns add no tokens to any length).
 --
 -- An entry's row changes when it changes and when a neighbour appears,
--- changes or goes; the triggers rewrite the affected rows and log the
--- neighbours in search_text_log (the default of its other columns), so
--- the in-process text cache re-reads them. fts_archival keeps 0019's
--- rowids (owner number * 2^40 + id) and checks.
+-- changes or goes; the triggers rewrite the affected rows (INSERT OR
+-- REPLACE, which contentless_delete allows) and log them in
+-- search_text_log (the default of its other columns), so the in-process
+-- text cache re-reads them. fts_archival keeps 0019's rowids (owner number
+-- * 2^40 + id) and checks.
+--
+-- Every statement that writes archival rows compiles the triggers it
+-- fires, so they are kept to few subqueries: each neighbour is one seek
+-- written out where it is used.
 
 -- The conversation an entry names; the index seeks an owner's
 -- conversation in id order. Queries reach the expression through
@@ -27,18 +32,9 @@ CREATE INDEX archival_conversation ON archival (agent, COALESCE(CASE json_type(m
              CASE json_type(metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(metadata_json, '$.session'), '') END), id);
 
 CREATE VIEW archival_conversations AS
-SELECT id, agent, content, COALESCE(CASE json_type(metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(metadata_json, '$.conversation'), '') END,
+SELECT id, agent, content, tags_text, metadata_json, COALESCE(CASE json_type(metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(metadata_json, '$.conversation'), '') END,
              CASE json_type(metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(metadata_json, '$.session'), '') END) AS conversation
 FROM archival;
-
--- Each entry's neighbours' ids (NULL where there is none).
-CREATE VIEW archival_neighbours AS
-SELECT a.id,
-    (SELECT p.id FROM archival_conversations p WHERE p.agent = a.agent AND p.conversation = a.conversation
-        AND p.id < a.id ORDER BY p.id DESC LIMIT 1) AS before_id,
-    (SELECT n.id FROM archival_conversations n WHERE n.agent = a.agent AND n.conversation = a.conversation
-        AND n.id > a.id ORDER BY n.id LIMIT 1) AS after_id
-FROM archival_conversations a;
 
 -- fts_archival_source is what fts_archival holds for each entry.
 CREATE VIEW fts_archival_source AS
@@ -46,9 +42,11 @@ SELECT a.id, a.agent,
     (SELECT no FROM fts_owners o WHERE o.name = a.agent) * 1099511627776 + a.id AS fts_rowid,
     a.content, a.tags_text,
     (SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL) AS metadata_values,
-    COALESCE((SELECT p.content FROM archival p WHERE p.id = x.before_id), '') AS context_before,
-    COALESCE((SELECT n.content FROM archival n WHERE n.id = x.after_id), '') AS context_after
-FROM archival a JOIN archival_neighbours x ON x.id = a.id;
+    COALESCE((SELECT p.content FROM archival_conversations p WHERE p.agent = a.agent AND p.conversation = a.conversation
+        AND p.id < a.id ORDER BY p.id DESC LIMIT 1), '') AS context_before,
+    COALESCE((SELECT n.content FROM archival_conversations n WHERE n.agent = a.agent AND n.conversation = a.conversation
+        AND n.id > a.id ORDER BY n.id LIMIT 1), '') AS context_after
+FROM archival_conversations a;
 
 DROP TRIGGER fts_archival_ai;
 DROP TRIGGER fts_archival_ad;
@@ -71,96 +69,84 @@ CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
     SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
         WHERE new.id NOT BETWEEN 0 AND 1099511627775;
     INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
-    DELETE FROM fts_archival WHERE rowid IN (
-        SELECT (SELECT no FROM fts_owners WHERE name = new.agent) * 1099511627776 + id FROM (
-            SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id) WHERE id IS NOT NULL);
-    INSERT INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
+    INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE id = new.id OR id IN (
-            SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
+        WHERE id IN (new.id, (SELECT p.id FROM archival_conversations p WHERE p.agent = new.agent AND p.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND p.id < new.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = new.agent AND n.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND n.id > new.id ORDER BY n.id LIMIT 1));
     INSERT INTO search_text_log (kind, id)
-        SELECT 2, id FROM archival WHERE id IN (
-            SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
+        SELECT 2, id FROM archival WHERE id IN ((SELECT p.id FROM archival_conversations p WHERE p.agent = new.agent AND p.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND p.id < new.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = new.agent AND n.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND n.id > new.id ORDER BY n.id LIMIT 1));
 END;
 
 -- An entry gone: drop its row, rewrite its old neighbours' (now each
 -- other's).
 CREATE TRIGGER fts_archival_ad AFTER DELETE ON archival BEGIN
-    DELETE FROM fts_archival WHERE rowid IN (
-        SELECT (SELECT no FROM fts_owners WHERE name = old.agent) * 1099511627776 + id FROM (
-            SELECT old.id AS id UNION ALL
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
-                 CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
-                 CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND n.id > old.id ORDER BY n.id LIMIT 1)));
-    INSERT INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
+    DELETE FROM fts_archival WHERE rowid = (SELECT no FROM fts_owners WHERE name = old.agent) * 1099511627776 + old.id;
+    INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE id IN (
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+        WHERE id IN ((SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+                AND p.id < old.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
                 AND n.id > old.id ORDER BY n.id LIMIT 1));
     INSERT INTO search_text_log (kind, id)
-        SELECT 2, id FROM archival WHERE id IN (
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+        SELECT 2, id FROM archival WHERE id IN ((SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+                AND p.id < old.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
                 AND n.id > old.id ORDER BY n.id LIMIT 1));
 END;
 
 -- An entry changed (content, tags or metadata by the store; owner or id
--- by hand): rewrite its row and those of its old and new neighbours.
--- valid_to / superseded_by updates (supersession) do not touch the index.
+-- by hand): rewrite its row and those of its old and new neighbours, and
+-- log them all. The entry itself is logged here too: its context may
+-- change where its indexed columns do not (metadata naming another
+-- conversation with the same values). An id changed by hand:
+-- search_text_archival_au logs the new id only, and a text cache would
+-- keep the old one. valid_to / superseded_by updates (supersession) do
+-- not touch the index.
 CREATE TRIGGER fts_archival_au AFTER UPDATE OF id, agent, content, tags_text, metadata_json ON archival BEGIN
     SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
         WHERE new.id NOT BETWEEN 0 AND 1099511627775;
     INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
-    DELETE FROM fts_archival WHERE rowid = (SELECT no FROM fts_owners WHERE name = old.agent) * 1099511627776 + old.id
-        OR rowid IN (
-        SELECT (SELECT no FROM fts_owners o WHERE o.name = archival.agent) * 1099511627776 + id FROM archival WHERE id IN (
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
-                 CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
-                 CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND n.id > old.id ORDER BY n.id LIMIT 1)
-            UNION ALL SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id));
-    INSERT INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
+    DELETE FROM fts_archival WHERE rowid = (SELECT no FROM fts_owners WHERE name = old.agent) * 1099511627776 + old.id;
+    INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE id = new.id OR id IN (
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+        WHERE id IN (new.id, (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+                AND p.id < old.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND n.id > old.id ORDER BY n.id LIMIT 1)
-            UNION ALL SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
+                AND n.id > old.id ORDER BY n.id LIMIT 1),
+            (SELECT p.id FROM archival_conversations p WHERE p.agent = new.agent AND p.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND p.id < new.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = new.agent AND n.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND n.id > new.id ORDER BY n.id LIMIT 1));
     INSERT INTO search_text_log (kind, id)
-        SELECT 2, id FROM archival WHERE id IN (
-            SELECT id FROM (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+        SELECT 2, id FROM archival WHERE id IN (new.id, (SELECT p.id FROM archival_conversations p WHERE p.agent = old.agent AND p.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND p.id < old.id ORDER BY p.id DESC LIMIT 1)
-            UNION ALL SELECT id FROM (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (SELECT COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
+                AND p.id < old.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = old.agent AND n.conversation = (COALESCE(CASE json_type(old.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.conversation'), '') END,
                  CASE json_type(old.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(old.metadata_json, '$.session'), '') END))
-                AND n.id > old.id ORDER BY n.id LIMIT 1)
-            UNION ALL SELECT before_id AS id FROM archival_neighbours WHERE id = new.id
-            UNION ALL SELECT after_id FROM archival_neighbours WHERE id = new.id);
-    -- The entry itself is logged here too: its context may change where
-    -- its indexed columns do not (metadata naming another conversation
-    -- with the same values). An id changed by hand: search_text_archival_au
-    -- logs the new id only, and a text cache would keep the old one.
-    INSERT INTO search_text_log (kind, id) VALUES (2, new.id);
+                AND n.id > old.id ORDER BY n.id LIMIT 1),
+            (SELECT p.id FROM archival_conversations p WHERE p.agent = new.agent AND p.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND p.id < new.id ORDER BY p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival_conversations n WHERE n.agent = new.agent AND n.conversation = (COALESCE(CASE json_type(new.metadata_json, '$.conversation') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.conversation'), '') END,
+                 CASE json_type(new.metadata_json, '$.session') WHEN 'text' THEN NULLIF(json_extract(new.metadata_json, '$.session'), '') END))
+                AND n.id > new.id ORDER BY n.id LIMIT 1));
     INSERT INTO search_text_log (kind, id) SELECT 2, old.id WHERE old.id <> new.id;
 END;
 
