@@ -169,9 +169,14 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		}
 		var res *sql.Rows
 		var err error
-		if full != nil && len(chunk) == archivalInsertRows {
+		switch {
+		case full != nil && len(chunk) == archivalInsertRows:
 			res, err = full.QueryContext(ctx, args...)
-		} else {
+		case len(chunk) == 1:
+			// One entry at a time is the common write: the backend keeps it
+			// parsed, with the archival triggers it fires.
+			res, err = c.txQuery(ctx, tx, archivalInsertOne, args...)
+		default:
 			res, err = tx.QueryContext(ctx, archivalInsertSQL(len(chunk)), args...)
 		}
 		if err != nil {
@@ -228,6 +233,9 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 
 // archivalInsertRows is how many archival rows one INSERT writes.
 const archivalInsertRows = 100
+
+// archivalInsertOne is archivalInsertSQL(1).
+const archivalInsertOne = `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // archivalInsertSQL inserts n archival rows, returning their ids.
 func archivalInsertSQL(n int) string {

@@ -464,6 +464,14 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return err
 		}
 		archIDs := map[int64]int64{}
+		// Parsed once: an INSERT into archival compiles the full-text
+		// triggers it fires, which costs more than the row.
+		insArchival, err := tx.Prepare(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+		if err != nil {
+			return err
+		}
+		defer insArchival.Close()
 		for _, e := range d.Archival {
 			meta, _ := json.Marshal(e.Metadata)
 			tags := normTags(e.Tags)
@@ -473,8 +481,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				validTo = e.ValidTo.UnixNano()
 			}
 			var id int64
-			if err := tx.QueryRow(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, e.Agent, e.Content, string(meta), string(tj), strings.Join(tags, " "),
+			if err := insArchival.QueryRow(e.Agent, e.Content, string(meta), string(tj), strings.Join(tags, " "),
 				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano(), validTo).Scan(&id); err != nil {
 				return err
 			}

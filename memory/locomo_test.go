@@ -144,3 +144,105 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 		}
 	}
 }
+
+// TestLoCoMoArchivalEvidenceRecall is TestLoCoMoEvidenceRecall with the
+// conversation stored as archival entries, one per turn, through
+// InsertArchivalBatch: once with each entry's metadata naming its session
+// (indexed with its neighbours) and once without (each turn alone), the
+// default archival search. The session's entries must find what messages
+// find.
+func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("LoCoMo evidence recall skipped in -short mode")
+	}
+	path := eval.FindLoCoMo()
+	if path == "" {
+		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
+	}
+	data, err := eval.LoadLoCoMo(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ks := []int{5, 10, 25}
+	type acc struct {
+		n int
+		r [2][3]float64 // [with session, without][k]
+	}
+	perCat := map[int]*acc{0: {}}
+	for _, conv := range data.Conversations {
+		for v, withSession := range []bool{true, false} {
+			store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diaOf := map[int64]string{}
+			for _, sess := range conv.Sessions {
+				if len(sess.Turns) == 0 {
+					continue
+				}
+				entries := make([]memory.ArchivalEntry, len(sess.Turns))
+				for i, tr := range sess.Turns {
+					entries[i] = memory.ArchivalEntry{Content: tr.Text}
+					if withSession {
+						entries[i].Metadata = map[string]any{"session": sess.Key}
+					}
+				}
+				out, err := store.InsertArchivalBatch(ctx, conv.ID, entries, nil)
+				if err != nil {
+					t.Fatalf("%s %s: insert: %v", conv.ID, sess.Key, err)
+				}
+				for i, e := range out {
+					diaOf[e.ID] = sess.Turns[i].DiaID
+				}
+			}
+			for _, q := range conv.Questions {
+				res, err := store.Search(ctx, conv.ID, q.Question, search.NewOptions().ContentTypes(search.Archival).Limit(25))
+				if err != nil {
+					t.Fatalf("%s: search %q: %v", conv.ID, q.Question, err)
+				}
+				ranked := make([]string, len(res))
+				for i, r := range res {
+					ranked[i] = diaOf[r.ID]
+				}
+				for _, c := range []int{0, q.Category} {
+					a := perCat[c]
+					if a == nil {
+						a = &acc{}
+						perCat[c] = a
+					}
+					if v == 0 {
+						a.n++
+					}
+					for j, k := range ks {
+						a.r[v][j] += eval.EvidenceRecall(ranked, q.Evidence, k)
+					}
+				}
+			}
+			if err := store.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cats := make([]int, 0, len(perCat))
+	for c := range perCat {
+		cats = append(cats, c)
+	}
+	sort.Ints(cats)
+	t.Logf("%-16s %5s  %-19s  %-19s", "category", "n", "session R@5/10/25", "alone R@5/10/25")
+	for _, c := range cats {
+		a := perCat[c]
+		name := "all"
+		if c != 0 {
+			name = fmt.Sprintf("%d %s", c, eval.LoCoMoCategories[c])
+		}
+		f := func(v int) string {
+			return fmt.Sprintf("%.3f/%.3f/%.3f", a.r[v][0]/float64(a.n), a.r[v][1]/float64(a.n), a.r[v][2]/float64(a.n))
+		}
+		t.Logf("%-16s %5d  %-19s  %-19s", name, a.n, f(0), f(1))
+	}
+	all := perCat[0]
+	if r10, r25 := all.r[0][1]/float64(all.n), all.r[0][2]/float64(all.n); r10 < 0.74 || r25 < 0.80 {
+		t.Errorf("entries naming their session: R@10 %.3f, R@25 %.3f; want at least .74 and .80", r10, r25)
+	}
+}

@@ -14,12 +14,15 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14), after undoing 0021 (blocks'
-// owner-keyed index), 0022 (the text
-// log's changed column and its triggers) and 0019 (its owner numbers, and
+// before migration 0015 (schema version 14), after undoing 0023 (archival
+// entries' conversation context), 0021 (blocks' owner-keyed index), 0022
+// (the text log's changed column and its triggers) and 0019 (its owner numbers, and
 // archival triggers that need them; 0019 rebuilds fts_archival when it
 // runs again).
 var rollBackMessageContext = []string{
+	// Migration 0023's objects (fts_archival itself is remade by 0019).
+	`DROP VIEW fts_archival_source`, `DROP VIEW archival_conversations`,
+	`DROP INDEX archival_conversation`,
 	// 0021: fts_blocks back to its external-content, id-keyed form.
 	`DROP TRIGGER fts_blocks_owner`, `DROP TRIGGER fts_blocks_ai`, `DROP TRIGGER fts_blocks_ad`, `DROP TABLE fts_blocks`,
 	`CREATE VIRTUAL TABLE fts_blocks USING fts5(label, description, rendered, content = 'blocks', content_rowid = 'id',

@@ -61,6 +61,16 @@ func (c *Cache) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// txQuery is txExec for a query returning rows.
+func (c *Cache) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if ts, ok := c.be.(txStatements); ok {
+		if st := ts.TxStmt(ctx, tx, query); st != nil {
+			return st.QueryContext(ctx, args...)
+		}
+	}
+	return tx.QueryContext(ctx, query, args...)
+}
+
 // txQueryRow is txExec for a query returning one row.
 func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	if ts, ok := c.be.(txStatements); ok {

@@ -9,7 +9,7 @@
 // transaction as every INSERT, UPDATE and DELETE:
 //
 //	fts_blocks    label, description, rendered   (contentless since migration 0021)
-//	fts_archival  content, tags_text, metadata_values (contentless: metadata values, not keys)
+//	fts_archival  content, tags_text, metadata_values, context_before, context_after (contentless: metadata values, not keys; migration 0023)
 //	fts_messages  content, context_before, context_after (contentless; migration 0015)
 //
 // all with tokenize='porter unicode61 remove_diacritics 2'. Writers need no
@@ -29,6 +29,12 @@
 // can rank below a short turn that only neighbours them
 // (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite a
 // message's neighbours' entries when it arrives, changes or goes.
+//
+// An archival entry whose metadata names a conversation (a non-empty string
+// under "conversation", else "session") is indexed the same way, with the
+// owner's entries of that conversation just before and after it by id as
+// context_before and context_after; entries naming none have empty
+// context columns and score as they did before (docs/retrieval.md).
 //
 // Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex

@@ -304,7 +304,7 @@ var kinds = map[ContentType]*kind{
 	},
 	Archival: {
 		t: Archival, name: "archival", base: "archival", alias: "a", owner: "agent",
-		fts: "fts_archival", vec: "vec_archival", bm25: []float64{1.0, 2.0, 0.5},
+		fts: "fts_archival", vec: "vec_archival", bm25: []float64{1.0, 2.0, 0.5, 0.5, 0.25},
 		result: func(Dialect) string {
 			return `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
 			a.valid_to IS NOT NULL`

@@ -20,17 +20,24 @@ import (
 // the view.
 func ftsMessagesDrift(t *testing.T, db *sql.DB) (extra, missing []string) {
 	t.Helper()
+	return ftsDrift(t, db, "fts_messages", "content, context_before, context_after", "fts_messages_source")
+}
+
+// ftsDrift is ftsMessagesDrift for the FTS5 table index, whose columns
+// are cols and whose rows the view source gives (fts_rowid and cols).
+func ftsDrift(t *testing.T, db *sql.DB, index, cols, source string) (extra, missing []string) {
+	t.Helper()
 	ctx := context.Background()
 	for _, q := range []string{
 		`DROP TABLE IF EXISTS temp.fts_check_vocab`,
 		`DROP TABLE IF EXISTS temp.fts_live_vocab`,
 		`DROP TABLE IF EXISTS fts_check`,
-		`CREATE VIRTUAL TABLE fts_check USING fts5(content, context_before, context_after, content = '',
+		`CREATE VIRTUAL TABLE fts_check USING fts5(` + cols + `, content = '',
 			contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2')`,
-		`INSERT INTO fts_check (rowid, content, context_before, context_after)
-			SELECT fts_rowid, content, context_before, context_after FROM fts_messages_source`,
+		`INSERT INTO fts_check (rowid, ` + cols + `)
+			SELECT fts_rowid, ` + cols + ` FROM ` + source,
 		`CREATE VIRTUAL TABLE temp.fts_check_vocab USING fts5vocab(main, fts_check, instance)`,
-		`CREATE VIRTUAL TABLE temp.fts_live_vocab USING fts5vocab(main, fts_messages, instance)`,
+		`CREATE VIRTUAL TABLE temp.fts_live_vocab USING fts5vocab(main, ` + index + `, instance)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -192,7 +192,7 @@ type scoreBuf struct {
 // textWeights are FTS5's column weights per content type (kind.bm25).
 var textWeights = map[ContentType][]float64{
 	Blocks:   {5.0, 2.0, 1.0},
-	Archival: {1.0, 2.0, 0.5},
+	Archival: {1.0, 2.0, 0.5, 0.5, 0.25},
 	Messages: {1.0, 0.5, 0.25},
 }
 
@@ -218,9 +218,9 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 	return map[ContentType]textRowQuery{
 		Blocks: {sel: blocks, key: key},
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			` + d.MetadataText("a.metadata_json") + `,
+			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a`, key: "a.id"},
+			FROM archival a JOIN archival_conversations ac ON ac.id = a.id`, key: "a.id"},
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
@@ -232,6 +232,18 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 // before it. Dialect.MessageNeighbours joins them as p and n;
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+
+// An archival entry whose metadata names a conversation is indexed with
+// the entries before and after it in that conversation (same owner and
+// conversation, by id) as two weaker columns (SQLite migration 0023,
+// PostgreSQL 0018), for the reason messages are. The view
+// archival_conversations (ac) gives each entry's conversation through the
+// expression the engines index; archivalContext selects the neighbours'
+// text in the index's column order.
+const archivalContext = `COALESCE((SELECT p.content FROM archival_conversations p
+		WHERE p.agent = a.agent AND p.conversation = ac.conversation AND p.id < a.id ORDER BY p.id DESC LIMIT 1), ''),
+	COALESCE((SELECT n.content FROM archival_conversations n
+		WHERE n.agent = a.agent AND n.conversation = ac.conversation AND n.id > a.id ORDER BY n.id LIMIT 1), '')`
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}

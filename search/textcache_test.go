@@ -65,8 +65,14 @@ func textCacheCorpus(t *testing.T, db *sql.DB) []string {
 	}
 	for i := range 300 {
 		agent := []string{"a", "b"}[i%2]
+		// Two of three entries name a conversation (two per agent,
+		// interleaved), so they are indexed with their neighbours.
+		meta := fmt.Sprintf(`{"topic": %q}`, vocab[r.IntN(len(vocab))])
+		if i%3 != 0 {
+			meta = fmt.Sprintf(`{"topic": %q, "session": "s%d"}`, vocab[r.IntN(len(vocab))], i%4)
+		}
 		insertArchival(t, db, archivalRow{Agent: agent, Content: text(5 + r.IntN(40)),
-			Tags: []string{vocab[r.IntN(len(vocab))]}, Metadata: fmt.Sprintf(`{"topic": %q}`, vocab[r.IntN(len(vocab))]),
+			Tags: []string{vocab[r.IntN(len(vocab))]}, Metadata: meta,
 			Created: baseTime.Add(time.Duration(i) * time.Hour)})
 		insertMessage(t, db, agent, "user", text(3+r.IntN(20)), baseTime.Add(time.Duration(i)*time.Minute))
 	}
@@ -192,6 +198,7 @@ func ranksLikeFTS5(t *testing.T, partial bool) {
 		`UPDATE messages SET role = 'tool', name = 'calc', tool_call_id = 'c1' WHERE id % 4 = 0`,
 		`UPDATE archival SET tags_json = '["flutter","x"]', tags_text = 'flutter x' WHERE id % 3 = 0`,
 		`UPDATE archival SET metadata_json = '[1, 2]' WHERE id % 23 = 0`,
+		`UPDATE archival SET metadata_json = '{"conversation": "c9"}' WHERE id % 19 = 0`,
 		`UPDATE blocks SET rendered = rendered || ' laminar laminar' WHERE id % 2 = 0`,
 		`UPDATE blocks SET owner = 'a' WHERE id = 3`,
 		`DELETE FROM blocks WHERE id = 4`,
