@@ -20,7 +20,9 @@ import (
 // archival triggers that need them; 0019 rebuilds fts_archival when it
 // runs again).
 var rollBackMessageContext = []string{
-	// Migration 0023's objects (fts_archival itself is remade by 0019).
+	// Migration 0023's objects (fts_archival itself is remade by 0019);
+	// its triggers first, which name its views.
+	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 	`DROP VIEW fts_archival_source`, `DROP VIEW archival_conversations`,
 	`DROP INDEX archival_conversation`,
 	// 0021: fts_blocks back to its external-content, id-keyed form.
@@ -46,7 +48,6 @@ var rollBackMessageContext = []string{
 			INSERT INTO search_text_log (kind, id) VALUES (2, new.id); END`,
 	`CREATE TRIGGER search_text_messages_au AFTER UPDATE ON messages BEGIN
 			INSERT INTO search_text_log (kind, id) VALUES (4, new.id); END`,
-	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 	`CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
 			INSERT INTO fts_archival (rowid, content, tags_text, metadata_values) VALUES (new.id, new.content, new.tags_text, ''); END`,
 	`CREATE TRIGGER fts_archival_ad AFTER DELETE ON archival BEGIN DELETE FROM fts_archival WHERE rowid = old.id; END`,
