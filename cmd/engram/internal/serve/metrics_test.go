@@ -202,8 +202,7 @@ func TestMetrics(t *testing.T) {
 	d.do(t, "GET", "/healthz", "", nil)
 	serve.ObserveTool(d.h, "we\"ird\\tool\nname", 3*time.Millisecond)
 
-	got := d.scrape(t)
-	for key, want := range map[string]float64{
+	want := map[string]float64{
 		`engram_serve_requests_total{code="200",door="mcp"}`:                                    3,
 		`engram_serve_requests_total{code="202",door="mcp"}`:                                    1,
 		`engram_serve_requests_total{code="429",door="mcp"}`:                                    2,
@@ -221,9 +220,25 @@ func TestMetrics(t *testing.T) {
 		`engram_serve_mcp_tool_duration_seconds_count{tool="we\"ird\\tool\nname"}`:              1,
 		`engram_serve_mcp_tool_duration_seconds_bucket{le="0.0025",tool="we\"ird\\tool\nname"}`: 0,
 		`engram_serve_mcp_tool_duration_seconds_bucket{le="0.005",tool="we\"ird\\tool\nname"}`:  1,
-	} {
-		if v, ok := got[key]; !ok || v != want {
-			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+	}
+	// A request is counted when its handler returns, which can be after
+	// the client has read the whole answer: scrape until the counts settle.
+	var got map[string]float64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = d.scrape(t)
+		settled := true
+		for key, w := range want {
+			if v, ok := got[key]; !ok || v != w {
+				settled = false
+			}
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+	}
+	for key, w := range want {
+		if v, ok := got[key]; !ok || v != w {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, w)
 		}
 	}
 	for key := range got {
@@ -235,8 +250,18 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("echo's latency sum %v s", s)
 	}
 	// A scrape is counted by the next ones.
-	if v := d.scrape(t)[`engram_serve_requests_total{code="200",door="metrics"}`]; v != 2 {
-		t.Errorf("metrics requests %v, want 2", v)
+	scrapes := got[`engram_serve_requests_total{code="200",door="metrics"}`]
+	if scrapes < 1 {
+		t.Errorf("metrics requests %v after a scrape, want at least 1", scrapes)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		v := d.scrape(t)[`engram_serve_requests_total{code="200",door="metrics"}`]
+		if v > scrapes || time.Now().After(deadline) {
+			if v <= scrapes {
+				t.Errorf("metrics requests %v, want more than %v", v, scrapes)
+			}
+			break
+		}
 	}
 }
 
