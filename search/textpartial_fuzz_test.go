@@ -163,6 +163,35 @@ func randomWrites(t *testing.T, agents []string) {
 			return `UPDATE archival SET id = (SELECT max(id) + 1 FROM archival) WHERE id = (SELECT id FROM archival
 				WHERE id NOT IN (SELECT superseded_by FROM archival WHERE superseded_by IS NOT NULL) ORDER BY random() LIMIT 1)`
 		},
+		// Archival entries naming a conversation or session (migration
+		// 0023: indexed with their neighbours), hand edits of columns the
+		// index does and does not hold, and messages put into the middle
+		// of batches or moved between them (seq gaps, neighbours filled
+		// and emptied).
+		func(w execer) string {
+			key := []string{"conversation", "session"}[r.IntN(2)]
+			insertArchival(t, w, archivalRow{Agent: pick(), Content: text(), Metadata: fmt.Sprintf(`{"%s": "c%d"}`, key, r.IntN(3))})
+			return ""
+		},
+		func(w execer) string {
+			return fmt.Sprintf(`UPDATE archival SET metadata_json = '{"conversation": "c%d"}' WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`, r.IntN(3))
+		},
+		func(w execer) string {
+			return `UPDATE archival SET content = content WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`
+		},
+		func(w execer) string {
+			return `UPDATE archival SET created_at = created_at + 1 WHERE id = (SELECT id FROM archival ORDER BY random() LIMIT 1)`
+		},
+		func(w execer) string {
+			return fmt.Sprintf(`INSERT OR IGNORE INTO messages (agent, role, content, batch_id, seq, created_at)
+				VALUES ('%s', 'user', '%s', 'b%d', %d, 0)`, strings.ReplaceAll(pick(), "'", "''"), text(), 1+r.IntN(2), r.IntN(40))
+		},
+		func(w execer) string {
+			return fmt.Sprintf(`UPDATE OR IGNORE messages SET batch_id = 'b%d', seq = %d WHERE id = (SELECT id FROM messages ORDER BY random() LIMIT 1)`, 1+r.IntN(2), r.IntN(40))
+		},
+		func(w execer) string {
+			return `UPDATE messages SET content = content, created_at = created_at + 1 WHERE id = (SELECT id FROM messages ORDER BY random() LIMIT 1)`
+		},
 	}
 	shapes := []func() *search.Options{
 		func() *search.Options { return search.NewOptions().ContentTypes(search.Archival).Limit(10) },

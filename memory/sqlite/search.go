@@ -157,6 +157,11 @@ func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
 // range.
 var ownerRanged = map[string]bool{"fts_blocks": true, "fts_archival": true, "fts_messages": true}
 
+// maxSharerRanges is how many owners sharing blocks with an agent its
+// blocks leg seeks one range each for; past it the shared blocks are
+// found by one MATCH over the whole table (see FullText).
+const maxSharerRanges = 8
+
 // idBits is how many low bits of an owner-ranged rowid hold the row's id.
 const idBits = 40
 
@@ -199,15 +204,32 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 			// term's rows in the whole table. The unary + keeps the IN
 			// list from FTS5 for that reason. A block shared with its own
 			// owner is in the owner's range already.
+			//
+			// Each of those MATCHes costs bm25's whole-table counts, so
+			// an agent that many owners share with (a supervisor every
+			// agent shares a block with, or an agent others flood with
+			// shares) would pay one store-wide count per sharer, far
+			// more than one MATCH over the whole table. Past
+			// maxSharerRanges owners the shared arm is that one MATCH,
+			// keeping the shared rowids. Both arms rank with the same
+			// table-wide statistics; the count is a constant term, which
+			// SQLite tests before running either MATCH.
 			shared := `FROM shares sh JOIN blocks sb ON sb.id = sh.block_id JOIN fts_owners o ON o.name = sb.owner
 				WHERE sh.agent = ? AND sb.owner <> ?`
+			sharers := fmt.Sprintf(`(SELECT count(*) FROM (SELECT DISTINCT sb.owner %s LIMIT %d))`, shared, maxSharerRanges+1)
 			from += fmt.Sprintf(`
 				UNION ALL
 				SELECT (%[1]s.rowid & %[2]d), %[3]s
-				FROM (SELECT DISTINCT o.no * %[4]d AS lo %[5]s) r CROSS JOIN %[1]s
+				FROM (SELECT DISTINCT o.no * %[4]d AS lo %[5]s AND %[6]s <= %[7]d) r CROSS JOIN %[1]s
 				WHERE %[1]s MATCH ? AND %[1]s.rowid BETWEEN r.lo AND r.lo + %[2]d
-					AND +%[1]s.rowid IN (SELECT o.no * %[4]d + sb.id %[5]s)`, p.Index, mask, bm25, mask+1, shared)
-			args = append(args, p.Owner, p.Owner, p.Match, p.Owner, p.Owner)
+					AND +%[1]s.rowid IN (SELECT o.no * %[4]d + sb.id %[5]s)
+				UNION ALL
+				SELECT (%[1]s.rowid & %[2]d), %[3]s
+				FROM %[1]s
+				WHERE %[1]s MATCH ? AND %[6]s > %[7]d
+					AND +%[1]s.rowid IN (SELECT o.no * %[4]d + sb.id %[5]s)`, p.Index, mask, bm25, mask+1, shared, sharers, maxSharerRanges)
+			args = append(args, p.Owner, p.Owner, p.Owner, p.Owner, p.Match, p.Owner, p.Owner,
+				p.Match, p.Owner, p.Owner, p.Owner, p.Owner)
 		}
 		from += ") fts_hit"
 	default:
