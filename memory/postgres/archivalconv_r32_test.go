@@ -94,3 +94,33 @@ func TestArchivalConversationValuesPostgres(t *testing.T) {
 		t.Errorf("a neighbour lookup does not use the conversation index:\n%s", plan.String())
 	}
 }
+
+// Neighbours whose words would take an entry's tsvector past its 1 MB
+// cap are left out, not refused: every entry of a conversation of large
+// entries is stored and found by its own words.
+func TestArchivalConversationLargeNeighboursPostgres(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).NewDatabase(t)
+	c, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := rand.New(rand.NewPCG(7, 9))
+	for i, size := range []int{400 << 10, 400 << 10, 300 << 10, 10} {
+		var b strings.Builder
+		fmt.Fprintf(&b, "marker%c ", 'a'+i)
+		for b.Len() < size {
+			fmt.Fprintf(&b, "w%x ", r.Uint64()&0xffffffffff)
+		}
+		if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: b.String(),
+			Metadata: map[string]any{"session": "big"}}); err != nil {
+			t.Fatalf("entry %d (%d bytes): %v", i, size, err)
+		}
+	}
+	for i := range 4 {
+		if ids := archivalIDs(t, c, "a", fmt.Sprintf("marker%c", 'a'+i)); len(ids) == 0 {
+			t.Errorf("marker%c finds nothing", 'a'+i)
+		}
+	}
+}
