@@ -164,3 +164,48 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the "session" value holds, an entry is stored, and only a
+// non-empty string (however long, in any script) lends it its
+// neighbour's words; PostgreSQL's TestArchivalConversationValuesPostgres
+// is the same table.
+func TestArchivalConversationValues(t *testing.T) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), &memory.Options{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		name string
+		conv any
+	}{
+		{"short", "s1"},
+		{"unicode", "séance ☃ 会话"},
+		{"long", strings.Repeat("0123456789abcdef", 6250)},
+		{"number", 7},
+		{"null", nil},
+		{"object", map[string]any{"id": "s1"}},
+		{"array", []any{"s1"}},
+		{"bool", true},
+		{"empty", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := "a-" + tc.name
+			for _, content := range []string{"we adopted a greyhound", "what a lovely albatross"} {
+				if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content,
+					Metadata: map[string]any{"session": tc.conv}}); err != nil {
+					t.Fatalf("insert: %v", err)
+				}
+			}
+			s, ok := tc.conv.(string)
+			want := 1
+			if ok && s != "" {
+				want = 2
+			}
+			if got := rankedArchival(t, c, agent, "albatross"); strings.Count(got, " | ")+1 != want {
+				t.Errorf("albatross finds %q, want %d entries", got, want)
+			}
+		})
+	}
+}
