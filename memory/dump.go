@@ -472,7 +472,13 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return err
 		}
 		defer insArchival.Close()
-		for _, e := range d.Archival {
+		// In the order they were written (their ids), not the dump's
+		// (created_at, which a backfill or another process writing at once
+		// puts elsewhere): an entry naming a conversation is indexed with
+		// its neighbours by id, and the new ids must keep them.
+		inOrder := slices.Clone(d.Archival)
+		slices.SortStableFunc(inOrder, func(a, b ArchivalEntry) int { return cmp.Compare(a.ID, b.ID) })
+		for _, e := range inOrder {
 			meta, _ := json.Marshal(e.Metadata)
 			tags := normTags(e.Tags)
 			tj, _ := json.Marshal(append([]string{}, tags...))
