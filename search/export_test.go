@@ -161,3 +161,7 @@ var (
 	CachePhrases   = cachePhrases
 	BM25IDFForTest = bm25IDF
 )
+
+// TextStatsPasses counts the statistics passes x's partial text cache ran
+// to the end (a dialect without TextStats: PostgreSQL).
+func TextStatsPasses(x *Index) int64 { return x.text.passes.Load() }

@@ -90,6 +90,7 @@ type partialState struct {
 	beforeLoad func(ctx context.Context, t ContentType, owner string)
 	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
 	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
+	passes     atomic.Int64 // statistics passes run to the end (statsPass)
 }
 
 // textStats are one kind's store-wide bm25 statistics as read from the
