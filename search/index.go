@@ -260,6 +260,7 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 func (x *Index) Close() error {
 	if x.text != nil {
 		x.text.ld.close() // stops and waits for a build in progress
+		x.text.closePasses()
 	}
 	if x.cache != nil {
 		x.cache.ld.close()

@@ -382,12 +382,21 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 	for {
 		err := c.sync(ctx, x.db, bounds)
 		if err == nil && c.isPartial() {
+			if c.stats == nil {
+				// The statistics of every content type, computed now.
+				if err := c.warmStats(ctx, x.db); err != nil {
+					return err
+				}
+			}
 			return c.ld.wait(ctx) // why it is partial (ErrCacheBudget)
 		}
 		if !errors.Is(err, errTextCacheLoading) {
 			return err
 		}
 		if err := c.ld.wait(ctx); err != nil {
+			if c.stats == nil && errors.Is(err, ErrCacheBudget) && c.isPartial() {
+				continue // gone partial: compute its statistics
+			}
 			return fmt.Errorf("search: text cache: %w", err)
 		}
 	}
@@ -477,12 +486,11 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		c.dropBodies(c.parts)
 	}
 	if n := c.bytes(); n > c.limit {
-		if c.stats != nil {
-			c.rowCosts(c.parts)
-			c.goPartial(maxSeq.Int64)
-			return c.partialOver(n)
-		}
-		return c.overBudget(n) // start drops the parts
+		// Partial on every dialect: with TextStats the engine's
+		// statistics, else the cache's own (statsPass).
+		c.rowCosts(c.parts)
+		c.goPartial(maxSeq.Int64)
+		return c.partialOver(n)
 	}
 	c.seq = maxSeq.Int64
 	return nil
@@ -527,12 +535,9 @@ func (c *textCache) readByID(ctx context.Context, tx queryer, t ContentType, ids
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
-	} else if est > c.limit*textEstimateSlack || (c.forcePartial && c.stats != nil) {
+	} else if est > c.limit*textEstimateSlack || c.forcePartial {
 		// Decided from counts and a sample, unread: the whole store cannot
 		// be held.
-		if c.stats == nil {
-			return c.overBudget(est)
-		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.goPartial(seq)
@@ -553,14 +558,11 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 				bodies = 0
 			}
 			if idx+bodies > c.limit {
-				if c.stats != nil {
-					c.rowCosts(parts)
-					c.mu.Lock()
-					defer c.mu.Unlock()
-					c.goPartial(seq)
-					return c.partialOver(idx + bodies)
-				}
-				return c.overBudget(idx + bodies)
+				c.rowCosts(parts)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.goPartial(seq)
+				return c.partialOver(idx + bodies)
 			}
 			return nil
 		})

@@ -91,6 +91,16 @@ type partialState struct {
 	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
 	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
 	passes     atomic.Int64 // statistics passes run to the end (statsPass)
+	drops      atomic.Int64 // loaded statistics dropped (dropStats)
+
+	// The statistics passes of a dialect without TextStats
+	// (textstatspass.go), guarded by passMu.
+	passMu     sync.Mutex
+	passing    map[ContentType]chan struct{} // running: closed when done
+	passRetry  map[ContentType]passRetry
+	statsBig   map[ContentType]bool // the kind's df map exceeds its share: rank in SQL
+	passClosed bool
+	passWG     sync.WaitGroup
 }
 
 // textStats are one kind's store-wide bm25 statistics as read from the
@@ -100,9 +110,15 @@ type partialState struct {
 // statistics counted) changes them by what it adds and takes away; any
 // other change drops them (gen moves on), and the next search reads
 // them again.
+//
+// Without TextStats (PostgreSQL) the statistics are the cache's own,
+// computed by a background pass over every row (statsPass): complete,
+// df then holds every term any row holds, and a term it lacks has df 0
+// (with TextStats df holds the terms read so far).
 type textStats struct {
 	gen          int64
 	loaded       bool
+	complete     bool
 	seq, maxID   int64
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
@@ -335,95 +351,152 @@ type logSpan struct{ first, last, mark int64 }
 // and moves them to log position maxSeq; a change they cannot follow
 // drops a kind's. c.mu is held.
 func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, maxSeq int64) {
-	type delta struct {
-		rows, tokens int64
-		df           map[string]int64
-		maxID        int64
-	}
-	deltas := map[ContentType]*delta{}
-	failed := map[ContentType]bool{}
+	moves := map[ContentType]*statsMove{}
 	var arrivals map[msgPlace]*textRow // built on first need
 	for _, r := range staged {
 		s := c.gstats[r.t]
-		if !s.loaded || failed[r.t] {
+		if !s.loaded {
 			continue
 		}
-		sp := spans[r.t][r.id]
-		if sp.last <= s.seq {
-			continue // its text now is the one counted when the statistics were read
+		m := moves[r.t]
+		if m == nil {
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID}
+			moves[r.t] = m
 		}
-		d := deltas[r.t]
-		if d == nil {
-			d = &delta{df: map[string]int64{}, maxID: s.maxID}
-			deltas[r.t] = d
-		}
-		if r.id <= s.maxID {
-			// The statistics counted a version of this row: only one a
-			// resident partition holds as it was then will do.
-			var old *textPart
+		m.row(s, r, spans[r.t][r.id], staged, &arrivals, func(id int64) *textPart {
 			for _, p := range c.owned[r.t] {
-				if _, ok := p.slots[r.id]; ok {
-					old = p
-					break
+				if _, ok := p.slots[id]; ok {
+					return p
 				}
 			}
-			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
-				if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
-					if arrivals == nil {
-						arrivals = newMessages(staged, s.maxID)
-					}
-					if grew, had, ok := neighbourArrived(r, arrivals); ok {
-						d.tokens += grew
-						for term := range s.df {
-							if _, ok := r.terms.index[term]; ok && !had(term) {
-								d.df[term]++
-							}
-						}
-						continue
-					}
-				}
-				failed[r.t] = true
-				continue
-			}
-			doc := &old.docs[old.slots[r.id]]
-			d.rows--
-			d.tokens -= int64(doc.length)
-			held := old.terms[doc.termsAt : doc.termsAt+doc.nTerms]
-			for term := range s.df {
-				if id, ok := old.post[term]; ok && slices.Contains(held, id) {
-					d.df[term]--
-				}
-			}
-		}
-		d.maxID = max(d.maxID, r.id)
-		if !r.gone {
-			d.rows++
-			d.tokens += int64(r.doc.length)
-			for term := range r.terms.index {
-				if _, ok := s.df[term]; ok {
-					d.df[term]++
-				}
-			}
-		}
+			return nil
+		})
 	}
 	for t, s := range c.gstats {
 		if !s.loaded {
 			continue // a kind without changes keeps its values, now of maxSeq too
 		}
-		if failed[t] {
+		if m := moves[t]; m != nil && !m.apply(s, c.limit/textStatsShare) {
 			c.dropStats(t)
 			continue
 		}
-		if d := deltas[t]; d != nil {
-			s.rows += d.rows
-			s.tokens += d.tokens
-			s.maxID = d.maxID
-			for term, n := range d.df {
-				s.df[term] += n
-			}
-		}
 		s.seq = max(s.seq, maxSeq)
 	}
+}
+
+// statsMove is what a catch-up's rows change in one kind's statistics.
+type statsMove struct {
+	rows, tokens int64
+	df           map[string]int64
+	maxID        int64
+	failed       bool // a change the statistics cannot follow
+}
+
+// row adds to m what row r (its log span sp in the catch-up) changes in
+// s; old finds the resident partition holding r's previous version
+// (nil: none). arrivals indexes staged's new messages, built on first
+// need.
+func (m *statsMove) row(s *textStats, r textRow, sp logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+	if m.failed || sp.last <= s.seq {
+		return // its text now is the one counted when the statistics were read
+	}
+	if r.id <= s.maxID {
+		// The statistics counted a version of this row: only one a
+		// resident partition holds as it was then will do.
+		p := old(r.id)
+		if sp.first <= s.seq || p == nil || sp.first <= p.hiSeq {
+			if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
+				if *arrivals == nil {
+					*arrivals = newMessages(staged, s.maxID)
+				}
+				if grew, had, ok := neighbourArrived(r, *arrivals); ok {
+					m.tokens += grew
+					if s.complete {
+						for term := range r.terms.index {
+							if !had(term) {
+								m.df[term]++
+							}
+						}
+						return
+					}
+					for term := range s.df {
+						if _, ok := r.terms.index[term]; ok && !had(term) {
+							m.df[term]++
+						}
+					}
+					return
+				}
+			}
+			m.failed = true
+			return
+		}
+		doc := &p.docs[p.slots[r.id]]
+		m.rows--
+		m.tokens -= int64(doc.length)
+		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
+		if s.complete {
+			// Every term the row held: walk the partition's terms once
+			// (s.df holds the store's whole vocabulary).
+			ids := make(map[int32]bool, len(held))
+			for _, id := range held {
+				ids[id] = true
+			}
+			for term, id := range p.post {
+				if ids[id] {
+					m.df[term]--
+				}
+			}
+		} else {
+			for term := range s.df {
+				if id, ok := p.post[term]; ok && slices.Contains(held, id) {
+					m.df[term]--
+				}
+			}
+		}
+	}
+	m.maxID = max(m.maxID, r.id)
+	if !r.gone {
+		m.rows++
+		m.tokens += int64(r.doc.length)
+		for term := range r.terms.index {
+			if _, ok := s.df[term]; ok || s.complete {
+				m.df[term]++
+			}
+		}
+	}
+}
+
+// apply moves s by m; false when the statistics must go instead: a
+// change they cannot follow, or complete ones grown past share bytes
+// (or gone inconsistent, which a correct log never makes them).
+func (m *statsMove) apply(s *textStats, share int64) bool {
+	if m.failed {
+		return false
+	}
+	s.rows += m.rows
+	s.tokens += m.tokens
+	s.maxID = m.maxID
+	for term, n := range m.df {
+		if !s.complete {
+			s.df[term] += n
+			continue
+		}
+		v, had := s.df[term]
+		v += n
+		switch {
+		case v < 0:
+			return false
+		case v == 0 && had:
+			delete(s.df, term)
+			s.bytes -= textCostTerm + int64(len(term))
+		case v > 0:
+			if !had {
+				s.bytes += textCostTerm + int64(len(term))
+			}
+			s.df[term] = v
+		}
+	}
+	return !s.complete || (s.rows >= 0 && s.tokens >= 0 && s.bytes <= share)
 }
 
 // msgPlace is a message's place: its owner, batch and seq.
@@ -508,9 +581,14 @@ func messagePlace(meta string) (batch string, seq int64, ok bool) {
 	return *m.Batch, *m.Seq, true
 }
 
-// dropStats forgets kind t's statistics; c.mu is held.
+// dropStats forgets kind t's statistics; c.mu is held. Without
+// TextStats the next search of kind t starts a pass to compute them
+// again (statsFor), and such searches rank in SQL until it is done.
 func (c *textCache) dropStats(t ContentType) {
 	s := c.gstats[t]
+	if s.loaded {
+		c.drops.Add(1)
+	}
 	c.gstats[t] = &textStats{gen: s.gen + 1}
 }
 
@@ -959,13 +1037,20 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 			return nil, false, nil
 		}
 	}
+	if c.stats == nil && !c.ownStatsReady(x.db, k.t) {
+		return nil, false, nil // a pass computes them meanwhile
+	}
 	for _, o := range owners {
 		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
 			return nil, false, err
 		}
 	}
-	st, err := c.statsFor(ctx, x.db, k.t, terms, phrases)
-	if err != nil {
+	var st textStats
+	if c.stats == nil {
+		if st, ok = c.ownStats(k.t, phrases); !ok {
+			return nil, false, nil // dropped while the partitions loaded
+		}
+	} else if st, err = c.statsFor(ctx, x.db, k.t, terms, phrases); err != nil {
 		return nil, false, err
 	}
 	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
@@ -1117,13 +1202,13 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 // held.
 func (c *textCache) partialMaxScore(t ContentType, phrases []string) (float64, bool) {
 	s := c.gstats[t]
-	if s == nil || !s.loaded {
-		return 0, false
+	if s == nil || !s.loaded || (s.complete && s.rows <= 0) {
+		return 0, false // (a whole cache of no rows has no maximum either)
 	}
 	df := make([]int64, len(phrases))
 	for i, ph := range phrases {
 		n, ok := s.df[ph]
-		if !ok {
+		if !ok && !s.complete {
 			return 0, false
 		}
 		df[i] = n
