@@ -92,6 +92,11 @@ type partialState struct {
 	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
 	passes     atomic.Int64 // statistics passes run to the end (statsPass)
 	drops      atomic.Int64 // loaded statistics dropped (dropStats)
+	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
+	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)
+	// afterCount, set by tests, runs in a statistics pass once its rows
+	// are counted, before they are installed, with the pass's context.
+	afterCount func(ctx context.Context, t ContentType)
 
 	// The statistics passes of a dialect without TextStats
 	// (textstatspass.go), guarded by passMu.

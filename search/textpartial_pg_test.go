@@ -10,7 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
@@ -307,4 +309,317 @@ func sameBits(want, got []search.Result) error {
 		}
 	}
 	return nil
+}
+
+// pgPartial is a PostgreSQL store of a few agents' rows, written through
+// memory, with indexes over it.
+type pgPartial struct {
+	t     *testing.T
+	store *memory.Cache
+	b     *pgbackend.Backend
+}
+
+func newPGPartial(t *testing.T) *pgPartial {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).NewDatabase(t)
+	store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	b, err := pgbackend.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	p := &pgPartial{t: t, store: store, b: b}
+	for i := range 4 {
+		a := fmt.Sprint("agent-", i)
+		for j := range 5 {
+			p.insert(a, fmt.Sprintf("harbour crane %d lifts cargo", j))
+		}
+		p.message(a, "the harbour crane broke")
+	}
+	return p
+}
+
+func (p *pgPartial) insert(agent, content string) int64 {
+	p.t.Helper()
+	e, err := p.store.InsertArchival(context.Background(), agent, memory.ArchivalEntry{Content: content})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return e.ID
+}
+
+func (p *pgPartial) message(agent, content string) {
+	p.t.Helper()
+	if _, err := p.store.AppendMessages(context.Background(), agent, []memory.Message{{Role: memory.RoleUser, Content: content, BatchID: "b1"}}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// index opens an Index over the store (limit: TextCacheBytes), forced
+// partial if partial.
+func (p *pgPartial) index(limit int64, partial bool) *search.Index {
+	p.t.Helper()
+	x, err := search.NewIndex(context.Background(), p.b.DB(), p.b.SearchDialect(), nil,
+		&search.IndexOptions{Write: p.b.Write, TextCacheBytes: limit, VectorCacheBytes: -1})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { x.Close() })
+	if partial {
+		search.ForceTextPartial(x)
+	}
+	return x
+}
+
+// same checks that x ranks query for agent (FTS, archival and messages)
+// as want does, bit for bit, when x's text cache ranked every leg want's
+// did, and reports whether it did.
+func (p *pgPartial) same(want, x *search.Index, agent, query string) (cached bool) {
+	p.t.Helper()
+	ctx := context.Background()
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages)
+	legs := search.TextCacheAnswers(want)
+	w, err := want.Search(ctx, query, search.Scope{Agent: agent}, opts)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	legs = search.TextCacheAnswers(want) - legs
+	before := search.TextCacheAnswers(x)
+	g, err := x.Search(ctx, query, search.Scope{Agent: agent}, opts)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if search.TextCacheAnswers(x)-before != legs {
+		return false // a leg ranked in SQL
+	}
+	if err := sameBits(w, g); err != nil {
+		p.t.Fatalf("%q for %s: %v\nwant %v\ngot  %v", query, agent, err, keys(w), keys(g))
+	}
+	return true
+}
+
+// TestTextCachePartialPostgresReplay: a statistics pass the cache's
+// catch-ups overtook (writes and searches while it counted) replays the
+// log since its snapshot onto its result: rows added since (archival
+// entries, messages filling a neighbour's context) are followed and the
+// result installed, ranking bit for bit as a whole cache; a change it
+// cannot follow (a deleted row it counted) throws the result away, the
+// searches of that type rank in SQL, and a later pass computes them.
+func TestTextCachePartialPostgresReplay(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	whole := p.index(1<<30, false)
+	if err := whole.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := p.index(1<<20, true)
+	search.SetTextBackoff(x, 10*time.Millisecond) // and a discarded pass's
+	var mu sync.Mutex                             // the kinds' passes run side by side
+	first := map[search.ContentType]bool{}
+	search.SetTextStatsHook(x, func(_ context.Context, k search.ContentType) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first[k] || k == search.Blocks {
+			return
+		}
+		first[k] = true
+		switch k {
+		case search.Archival:
+			p.insert("agent-0", "harbour tug tows the crane")
+			p.insert("agent-1", "a crane seen by the replay")
+		case search.Messages:
+			p.message("agent-0", "crane fixed by the harbour master") // agent-0's last message gains a context_after
+		}
+		// A search (in SQL: no statistics yet) catches the cache up past
+		// the pass's snapshot.
+		if _, err := x.Search(context.Background(), "crane", search.Scope{Agent: "agent-2"}, search.NewOptions().Mode(search.FTS)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	for _, k := range []search.ContentType{search.Archival, search.Messages} {
+		if !search.TextStatsReady(x, k) {
+			t.Fatalf("%v: the pass's statistics were not installed", k)
+		}
+	}
+	if n := search.TextStatsPasses(x); n != 3 {
+		t.Fatalf("%d passes, want one per type", n)
+	}
+	if n := search.TextStatsReplays(x); n < 2 {
+		t.Fatalf("%d passes replayed the log, want archival's and messages' (blocks' too when overtaken)", n)
+	}
+	for _, a := range []string{"agent-0", "agent-1", "agent-2"} {
+		for _, q := range []string{"crane", "harbour tug", "master cargo"} {
+			if !p.same(whole, x, a, q) {
+				t.Fatalf("%q for %s ranked in SQL", q, a)
+			}
+		}
+	}
+
+	// A deletion of a row no partition holds (agent-3 never searched):
+	// the statistics go; then one during the next pass: its result goes.
+	var agent3 []int64
+	rows, err := p.b.DB().QueryContext(ctx, `SELECT id FROM archival WHERE agent = 'agent-3' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		agent3 = append(agent3, id)
+	}
+	rows.Close()
+	var once bool // (archival's passes run one at a time)
+	search.SetTextStatsHook(x, func(_ context.Context, k search.ContentType) {
+		if k != search.Archival || once {
+			return
+		}
+		once = true
+		p.insert("agent-3", "crane gone soon")
+		if err := p.store.DeleteArchival(context.Background(), "agent-3", agent3[1]); err != nil {
+			t.Error(err)
+		}
+		if _, err := x.Search(context.Background(), "crane", search.Scope{Agent: "agent-2"}, search.NewOptions().Mode(search.FTS)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := p.store.DeleteArchival(ctx, "agent-3", agent3[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-2"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	passes, drops := search.TextStatsPasses(x), search.TextStatsDrops(x)
+	if drops == 0 {
+		t.Fatal("the statistics outlived the deletion of a row no partition held")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !search.TextStatsReady(x, search.Archival) {
+		if time.Now().After(deadline) {
+			t.Fatal("the statistics never came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+		p.same(whole, x, "agent-0", "crane") // starts a pass once the back-off is over
+	}
+	if got := search.TextStatsPasses(x) - passes; got != 1 {
+		t.Fatalf("%d passes installed, want 1 (the first one thrown away)", got)
+	}
+	for _, a := range []string{"agent-0", "agent-3"} {
+		if !p.same(whole, x, a, "crane harbour") {
+			t.Fatalf("ranked in SQL for %s", a)
+		}
+	}
+}
+
+// TestTextCachePartialPostgresTooBig: a pass whose frequencies would
+// outgrow their share of the bound stops at once, not after analyzing
+// every row; the decision is remembered (no second pass), and the
+// searches rank in SQL, as without a cache.
+func TestTextCachePartialPostgresTooBig(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	for i := range 50 {
+		p.insert("agent-0", fmt.Sprintf("crane word%d another%d", i, i))
+	}
+	sqlx := p.index(-1, false)
+	x := p.index(1<<10, true) // an eighth: 128 bytes, two terms
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+	}
+	counted := search.TextStatsCounted(x)
+	if counted > 3 {
+		t.Fatalf("the passes analyzed %d rows before giving up", counted)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	for range 3 {
+		want, err := sqlx.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqualKeys(want, got) {
+			t.Fatalf("got %v, want %v", keys(got), keys(want))
+		}
+	}
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if search.TextStatsCounted(x) != counted {
+		t.Fatal("a pass ran again")
+	}
+	if n := search.TextCacheAnswers(x); n != 0 {
+		t.Fatalf("%d legs ranked over the cache without statistics", n)
+	}
+}
+
+func slicesEqualKeys(a, b []search.Result) bool {
+	return strings.Join(keys(a), ",") == strings.Join(keys(b), ",")
+}
+
+// TestTextCachePartialPostgresNoWait: while a pass runs, searches rank in
+// SQL at once (none waits for it), and Close stops the pass and waits for
+// it: no goroutine outlives the Index.
+func TestTextCachePartialPostgresNoWait(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	x := p.index(1<<20, true)
+	started, stopped := make(chan struct{}), make(chan struct{})
+	var once bool
+	search.SetTextStatsHook(x, func(ctx context.Context, k search.ContentType) {
+		if k != search.Archival || once {
+			return
+		}
+		once = true
+		close(started)
+		<-ctx.Done() // held until Close
+		close(stopped)
+	})
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the first search starts the build, which goes partial
+		if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+			t.Fatal(err)
+		}
+		if partial, _, _ := search.TextCachePartial(x); partial {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never went partial")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	for range 5 {
+		start := time.Now()
+		rs, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-1"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 || time.Since(start) > 5*time.Second {
+			t.Fatalf("%d results in %v", len(rs), time.Since(start))
+		}
+	}
+	if n := search.TextCacheAnswers(x); n != 0 {
+		t.Fatalf("%d legs ranked over the cache while its statistics were counted", n)
+	}
+	x.Close()
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("Close returned before the pass stopped")
+	}
 }

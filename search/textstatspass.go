@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -111,8 +112,11 @@ func (c *textCache) startPass(db *sql.DB, t ContentType) chan struct{} {
 				"type", kinds[t].name, "limit", c.limit)
 		case err != nil && ctx.Err() != nil: // closed
 		case err != nil || !installed:
+			c.ld.mu.Lock()
+			first := cmp.Or(c.ld.firstBackoff, time.Second)
+			c.ld.mu.Unlock()
 			r := c.passRetry[t]
-			r.backoff = min(max(2*r.backoff, time.Second), time.Minute)
+			r.backoff = min(max(2*r.backoff, first), max(first, time.Minute))
 			r.at = time.Now().Add(r.backoff)
 			c.passRetry[t] = r
 			if err != nil {
@@ -180,6 +184,12 @@ func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t ContentType) (i
 	if err != nil {
 		return false, err
 	}
+	if c.afterCount != nil {
+		c.afterCount(ctx, t)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("search: text cache: statistics of %s: %w", kinds[t].name, err)
+	}
 	return c.installStats(ctx, db, t, s)
 }
 
@@ -225,6 +235,7 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t ContentType) (
 			return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
 		}
 		s.rows++
+		c.counted.Add(1)
 		length := 0
 		for _, col := range cols {
 			buf = analyzer.Analyze(col.String, buf, func(term []byte) {
@@ -345,5 +356,6 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t ContentType, 
 		return false, nil
 	}
 	s.seq = max(s.seq, maxSeq.Int64)
+	c.statsLate.Add(1)
 	return true, nil
 }
