@@ -1028,6 +1028,11 @@ type CacheStats struct {
 	// VectorCacheBytes).
 	TextPartial, VectorPartial bool
 	TextBytes, VectorBytes     int64
+	// A partial text cache over a dialect without TextStats
+	// (PostgreSQL) computes its statistics itself: the passes that did
+	// (one per content type, again after a write its catch-ups could not
+	// follow), and the statistics such writes dropped.
+	TextStatsPasses, TextStatsDrops int64
 }
 
 // CacheStats returns the counts so far.
@@ -1037,6 +1042,7 @@ func (x *Index) CacheStats() CacheStats {
 	if c := x.text; c != nil {
 		c.mu.RLock()
 		s.TextPartial = c.partial
+		s.TextStatsPasses, s.TextStatsDrops = c.passes.Load(), c.drops.Load()
 		if c.partial {
 			s.TextBytes = c.partialBytes()
 		} else {

@@ -623,3 +623,56 @@ func TestTextCachePartialPostgresNoWait(t *testing.T) {
 		t.Fatal("Close returned before the pass stopped")
 	}
 }
+
+// BenchmarkTextStatsPass is one statistics pass over PostgreSQL's
+// archival entries (the agents section's Zipf text, with their
+// conversation-neighbour columns): what a PostgreSQL partial cache spends
+// in the background per content type, at start and after a write its
+// catch-ups cannot follow.
+func BenchmarkTextStatsPass(b *testing.B) {
+	ctx := context.Background()
+	dsn := pgtest.Start(b).NewDatabase(b)
+	be, err := pgbackend.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	r := rand.New(rand.NewPCG(35, 1))
+	zipf := rand.NewZipf(r, 1.07, 2, 4999)
+	const rows, chunk = 20_000, 1_000
+	for start := 0; start < rows; start += chunk {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO archival (agent, content, created_at, valid_from) VALUES `)
+		var args []any
+		for i := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			w := make([]string, 12+r.IntN(30))
+			for j := range w {
+				w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(zipf.Uint64())%3), zipf.Uint64())
+			}
+			n := int64(start + i)
+			args = append(args, fmt.Sprint("agent-", n%100), strings.Join(w, " "), n, n)
+		}
+		if err := be.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q.String(), args...); return err }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	x, err := search.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &search.IndexOptions{Write: be.Write, VectorCacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	b.ResetTimer()
+	var counted int64
+	for range b.N {
+		n, err := search.CountTextStats(ctx, x, search.Archival)
+		if err != nil {
+			b.Fatal(err)
+		}
+		counted += n
+	}
+	b.ReportMetric(float64(counted)/b.Elapsed().Seconds(), "rows/s")
+}
