@@ -18,6 +18,7 @@ import (
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
+	"github.com/engram-go/engram/memory/storetest"
 	"github.com/engram-go/engram/search"
 )
 
@@ -675,4 +676,25 @@ func BenchmarkTextStatsPass(b *testing.B) {
 		counted += n
 	}
 	b.ReportMetric(float64(counted)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestTextCachePartialPostgresConformance runs the store conformance
+// suite on PostgreSQL with the text cache forced partial (its own
+// statistics, computed by passes, dropped and computed again as the
+// suite writes): isolation (no row of another agent) and every other
+// behaviour hold over the partitions as over the whole cache and SQL.
+func TestTextCachePartialPostgresConformance(t *testing.T) {
+	srv := pgtest.Start(t)
+	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
+		ctx := context.Background()
+		c, err := memory.Open(ctx, srv.NewDatabase(t), &memory.Options{Approver: approver, Embedder: search.NewOffline(64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		search.ForceTextPartial(c.Index())
+		if err := c.Index().WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache: %v, want ErrCacheBudget (partial)", err)
+		}
+		return c
+	})
 }
