@@ -75,7 +75,8 @@ type textCache struct {
 
 	// The partial cache (textpartial.go): a store whose copy would
 	// outgrow limit is held as per-owner partitions of the owners searched
-	// lately, ranked with the engine's store-wide statistics (stats).
+	// lately, ranked with the engine's store-wide statistics (stats), or
+	// without TextStats with the cache's own (textstatspass.go).
 	partialState
 }
 
@@ -369,7 +370,10 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 // catches it up, and waits until it is ready or ctx ends; searches rank in
 // SQL until then. It returns why the cache is not ready when a build
 // failed (searches keep ranking in SQL, and a new build is tried after a
-// back-off) or the Index is closed. It does nothing without a text cache.
+// back-off) or the Index is closed. A cache that is partial (over its
+// bound) reports ErrCacheBudget; without the dialect's TextStats
+// (PostgreSQL) it first waits for the passes that compute its statistics.
+// It does nothing without a text cache.
 func (x *Index) WarmTextCache(ctx context.Context) error {
 	if x.text == nil {
 		return nil

@@ -19,10 +19,11 @@ import (
 // TextStats is implemented by a Dialect whose full-text ranking is
 // FTS5's bm25 and that can read the store-wide statistics bm25 ranks
 // with. A text cache over a store larger than IndexOptions.TextCacheBytes
-// then holds only some owners' rows (a partial cache) and ranks them with
-// these statistics, as the engine would rank them; without it such a
-// store's full-text legs rank in SQL. memory/sqlite's SearchDialect
-// implements it.
+// holds only some owners' rows (a partial cache) and ranks them with
+// these statistics, as the engine would rank them; without it the cache
+// computes the statistics itself (statsPass, textstatspass.go), as a
+// whole copy would count them. memory/sqlite's SearchDialect implements
+// it.
 type TextStats interface {
 	// TextTotals returns the rows of the full-text table index and the
 	// tokens they hold over all its columns, as bm25 reads them.
@@ -40,12 +41,14 @@ type TextStats interface {
 const textEstimateSlack = 2
 
 // textStatsShare is the share of the bound the cached document
-// frequencies may take before they are let go (they are re-read).
+// frequencies may take before they are let go (they are re-read); a
+// content type's complete ones (a dialect without TextStats) are never
+// computed past it: that type then ranks in SQL.
 const textStatsShare = 8
 
 // partialState is a textCache's partial mode, guarded by textCache.mu.
 type partialState struct {
-	stats   TextStats // the dialect's; nil: no partial cache
+	stats   TextStats // the dialect's; nil: the cache's own (statsPass)
 	partial bool
 	// owned[kind][owner] is an owner's partition: a textPart holding only
 	// that owner's rows, whose own df and totals go unused (ranking reads
