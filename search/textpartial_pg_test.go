@@ -698,3 +698,62 @@ func TestTextCachePartialPostgresConformance(t *testing.T) {
 		return c
 	})
 }
+
+// TestTextCachePartialPostgresOutgrowsShare: statistics a catch-up grows
+// past their share of the bound (new words) are let go, and the pass the
+// next search starts finds them too big and stops: that type ranks in SQL
+// from then on, and the bound holds.
+func TestTextCachePartialPostgresOutgrowsShare(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	const limit = 16 << 10
+	x := p.index(limit, true)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+	}
+	if !search.TextStatsReady(x, search.Archival) {
+		t.Fatal("no statistics for the small store")
+	}
+	for i := range 4 {
+		var w []string
+		for j := range 10 {
+			w = append(w, fmt.Sprintf("fresh%dword%d", i, j))
+		}
+		p.insert("agent-0", strings.Join(w, " "))
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if search.TextStatsDrops(x) == 0 {
+		t.Fatal("statistics past their share were kept")
+	}
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if search.TextStatsReady(x, search.Archival) {
+		t.Fatal("a pass computed statistics past their share")
+	}
+	counted := search.TextStatsCounted(x)
+	answers := search.TextCacheAnswers(x)
+	sqlx := p.index(-1, false)
+	for _, q := range []string{"crane", "fresh1word3"} {
+		want, err := sqlx.Search(ctx, q, search.Scope{Agent: "agent-0"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Search(ctx, q, search.Scope{Agent: "agent-0"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqualKeys(want, got) {
+			t.Fatalf("%q: %v, want %v", q, keys(got), keys(want))
+		}
+	}
+	if search.TextCacheAnswers(x) != answers || search.TextStatsCounted(x) != counted {
+		t.Fatal("archival searches went on ranking over the cache, or passes ran again")
+	}
+	if _, _, bytes := search.TextCachePartial(x); bytes > limit {
+		t.Fatalf("holds %d bytes, bound %d", bytes, limit)
+	}
+}
