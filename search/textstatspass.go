@@ -27,7 +27,16 @@ import (
 // statistics along where moveStats can follow a change (rows added since,
 // rows a resident partition held as counted); any other change (a delete,
 // an edit of a row no partition holds, a block's text) drops them, and the
-// kind's next search starts a new pass.
+// kind's next search starts a new pass. On PostgreSQL every log entry is
+// marked changed (migration 0017 leaves the triggers as they were), so a
+// supersession of a row no partition holds is such a change too.
+//
+// The complete map is charged to the bound as the frequencies read
+// through TextStats are (each type's at most an eighth of it,
+// textStatsShare); a pass stops as soon as it would take more, and the
+// type ranks in SQL for the Index's lifetime. While a pass counts it
+// holds its terms numbered (a map to an index, two int64 per term) and
+// at its end a second map of them, for a moment.
 
 // errStatsTooBig: a kind's document frequencies would take more than
 // their share of the bound (textStatsShare).
