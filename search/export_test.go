@@ -201,3 +201,8 @@ func CountTextStats(ctx context.Context, x *Index, t ContentType) (int64, error)
 // TextStatsReplays counts the statistics passes of x's partial text cache
 // moved past their snapshot by the log.
 func TextStatsReplays(x *Index) int64 { return x.text.statsLate.Load() }
+
+// SetTextCatchUpMax sets how many changed rows a catch-up of x's partial
+// text cache replays before it starts over the kinds they are of
+// (textCatchUpMax by default).
+func SetTextCatchUpMax(x *Index, n int) { x.text.catchUpMax = n }

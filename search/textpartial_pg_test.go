@@ -757,3 +757,51 @@ func TestTextCachePartialPostgresOutgrowsShare(t *testing.T) {
 		t.Fatalf("holds %d bytes, bound %d", bytes, limit)
 	}
 }
+
+// TestTextCachePartialPostgresBulkKind: a catch-up with more changes than
+// it replays (there: the lazy block index's first flush after many blocks
+// were written) starts over only the kinds that changed. The other kinds
+// keep their partitions and their statistics (no pass over every archival
+// entry and message again) and rank bit for bit as a whole cache at once.
+func TestTextCachePartialPostgresBulkKind(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	whole := p.index(1<<30, false)
+	if err := whole.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := p.index(1<<20, true)
+	search.SetTextCatchUpMax(x, 3)
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if !p.same(whole, x, "agent-0", "crane") {
+		t.Fatal("the warmed cache ranked in SQL")
+	}
+	passes, counted := search.TextStatsPasses(x), search.TextStatsCounted(x)
+	for i := range 5 { // marked dirty; the next search over blocks indexes them
+		if _, err := p.store.CreateBlock(ctx, "agent-1", memory.BlockSpec{Label: fmt.Sprint("note", i), Value: "crane log", Permission: blocks.Admin}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []search.ContentType{search.Archival, search.Messages} {
+		if !search.TextStatsReady(x, k) {
+			t.Errorf("%v: statistics dropped by a catch-up of block changes only", k)
+		}
+		if !search.TextCacheHeld(x, k, "agent-0") {
+			t.Errorf("%v: agent-0's partition dropped by a catch-up of block changes only", k)
+		}
+	}
+	if !p.same(whole, x, "agent-0", "crane") || !p.same(whole, x, "agent-1", "crane log") {
+		t.Fatal("archival and messages ranked in SQL after a catch-up of block changes only")
+	}
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if got := search.TextStatsCounted(x) - counted; got > 30 {
+		t.Fatalf("%d rows counted again after a catch-up of block changes only (%d passes before, %d after)", got, passes, search.TextStatsPasses(x))
+	}
+}
