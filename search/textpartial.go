@@ -46,6 +46,10 @@ const textEstimateSlack = 2
 // computed past it: that type then ranks in SQL.
 const textStatsShare = 8
 
+// textCatchUpMax is how many changed rows a catch-up of a partial cache
+// reads under its lock; past it the kinds they are of start over.
+const textCatchUpMax = 10_000
+
 // partialState is a textCache's partial mode, guarded by textCache.mu.
 type partialState struct {
 	stats   TextStats // the dialect's; nil: the cache's own (statsPass)
@@ -85,8 +89,10 @@ type partialState struct {
 	inflightWake chan struct{}
 
 	// For tests: forcePartial makes a build go partial whatever the
-	// estimate; analyzed counts the rows read and analyzed.
+	// estimate; analyzed counts the rows read and analyzed; catchUpMax,
+	// when set, stands for textCatchUpMax.
 	forcePartial bool
+	catchUpMax   int
 	analyzed     atomic.Int64
 	// beforeLoad, set by tests, runs in a partition's load once its rows
 	// are read, with the load's context.
@@ -255,12 +261,10 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if maxSeq.Int64 <= c.seq {
 		return nil
 	}
-	reset := func() error {
+	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
+		// The log was trimmed past c.seq: what changed is unknown.
 		c.goPartial(maxSeq.Int64) // the partitions load again as their owners search
 		return nil
-	}
-	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
-		return reset()
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
 		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
@@ -292,8 +296,16 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
-	if n > 10_000 {
-		return reset()
+	if n > cmp.Or(c.catchUpMax, textCatchUpMax) {
+		// Too much to read under c.mu: the kinds that changed start over
+		// (their owners load again as they search; a dialect without
+		// TextStats counts their statistics again); the others keep theirs.
+		for t := range changed {
+			if _, ok := kinds[t]; ok {
+				c.startOver(t)
+			}
+		}
+		clear(changed)
 	}
 	var staged []textRow
 	sc := &textScratch{part: true}
@@ -598,6 +610,14 @@ func (c *textCache) dropStats(t ContentType) {
 		c.drops.Add(1)
 	}
 	c.gstats[t] = &textStats{gen: s.gen + 1}
+}
+
+// startOver forgets kind t's partitions and statistics; c.mu is held.
+func (c *textCache) startOver(t ContentType) {
+	c.owned[t] = map[string]*textPart{}
+	clear(c.tooBig[t])
+	clear(c.scopeBig[t])
+	c.dropStats(t)
 }
 
 // textCostPart is what a partition costs before its first row: the
