@@ -420,3 +420,58 @@ func TestTextCachePartialPostgresScaleAfterDrop(t *testing.T) {
 		}
 	}
 }
+
+// TestTextCachePartialPostgresMovedNextToArrival: PostgreSQL's log marks
+// every entry changed (migration 0017), a message's own change too, so
+// one entry of a message with a new message beside it is not proof that
+// the arrival alone changed its text. Here a message of an agent no
+// partition holds moves (another owner, batch and seq) between a row of
+// a resident partition and a message that arrived there just before: its
+// one entry is its own, its text as counted had no context, and the
+// statistics must not take it for its text now less the arrival's column
+// (that would keep the other neighbour's words out of them).
+func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	raw := func(q string, args ...any) {
+		t.Helper()
+		if err := p.b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.store.AppendMessages(ctx, "agent-1", []memory.Message{{Role: memory.RoleUser, Content: "gamma", BatchID: "solo"}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.store.AppendMessages(ctx, "agent-2", []memory.Message{{Role: memory.RoleUser, Content: "kappa lambda", BatchID: "b2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := p.index(1<<30, false)
+	if err := whole.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := p.index(1<<20, true)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	msgs := search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages)
+	if _, err := x.Search(ctx, "kappa", search.Scope{Agent: "agent-2"}, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if !search.TextCacheHeld(x, search.Messages, "agent-2") || search.TextCacheHeld(x, search.Messages, "agent-1") {
+		t.Fatal("want agent-2's messages resident, agent-1's not")
+	}
+	raw(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('agent-2', 'user', 'delta', 'b2', ?, 1)`, q[0].Seq+2)
+	raw(`UPDATE messages SET agent = 'agent-2', batch_id = 'b2', seq = ? WHERE content = 'gamma'`, q[0].Seq+1)
+	for _, y := range []*search.Index{whole, x} {
+		if _, err := y.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := search.TextStatsDiff(ctx, x, whole, search.Messages); err != nil {
+		t.Fatal(err)
+	}
+	if !p.same(whole, x, "agent-2", "lambda") && search.TextStatsReady(x, search.Messages) {
+		t.Fatal("ranked in SQL with statistics ready")
+	}
+}
