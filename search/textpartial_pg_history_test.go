@@ -344,6 +344,14 @@ func testStatsHistory(t *testing.T, concurrent bool) {
 			agent := h.pick()
 			q := h.vocab[h.r.IntN(len(h.vocab))] + " " + h.vocab[h.r.IntN(len(h.vocab))]
 			o := search.NewOptions().Mode(search.FTS).Limit(10)
+			switch h.r.IntN(5) {
+			case 0:
+				o = o.ContentTypes(search.Blocks) // the agent's and those shared with it
+			case 1:
+				o = o.ContentTypes(search.Archival).IncludeSuperseded(true)
+			case 2:
+				o = o.ContentTypes(search.Messages, search.Archival).Since(time.Unix(0, 1+h.r.Int64N(2)))
+			}
 			legs := search.TextCacheAnswers(whole)
 			want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o)
 			if err != nil {
