@@ -401,6 +401,10 @@ type statsMove struct {
 	// unmarked: the log does not tell a row's own changes from its
 	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
 	unmarked bool
+	// names are the terms of the resident partitions complete
+	// statistics took rows from, by term id: built once per partition
+	// in a catch-up, not walked again for every changed row.
+	names map[*textPart][]string
 }
 
 // row adds to m what row r (spans: the log spans of r's kind in the
@@ -452,16 +456,21 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 		m.tokens -= int64(doc.length)
 		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
 		if s.complete {
-			// Every term the row held: walk the partition's terms once
-			// (s.df holds the store's whole vocabulary).
-			ids := make(map[int32]bool, len(held))
-			for _, id := range held {
-				ids[id] = true
-			}
-			for term, id := range p.post {
-				if ids[id] {
-					m.df[term]--
+			// Every term the row held (s.df holds the store's whole
+			// vocabulary), named through the partition's terms.
+			names := m.names[p]
+			if names == nil {
+				names = make([]string, len(p.lists))
+				for term, id := range p.post {
+					names[id] = term
 				}
+				if m.names == nil {
+					m.names = map[*textPart][]string{}
+				}
+				m.names[p] = names
+			}
+			for _, id := range held {
+				m.df[names[id]]--
 			}
 		} else {
 			for term := range s.df {
