@@ -401,10 +401,11 @@ type statsMove struct {
 	// unmarked: the log does not tell a row's own changes from its
 	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
 	unmarked bool
-	// names are the terms of the resident partitions complete
-	// statistics took rows from, by term id: built once per partition
-	// in a catch-up, not walked again for every changed row.
-	names map[*textPart][]string
+	// gone counts, by resident partition and term id, the terms of the
+	// rows complete statistics take away as that partition holds them:
+	// apply names them in one walk of each partition's terms, not one
+	// walk per changed row.
+	gone map[*textPart]map[int32]int64
 }
 
 // row adds to m what row r (spans: the log spans of r's kind in the
@@ -457,20 +458,17 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
 		if s.complete {
 			// Every term the row held (s.df holds the store's whole
-			// vocabulary), named through the partition's terms.
-			names := m.names[p]
-			if names == nil {
-				names = make([]string, len(p.lists))
-				for term, id := range p.post {
-					names[id] = term
+			// vocabulary): named by apply.
+			g := m.gone[p]
+			if g == nil {
+				if m.gone == nil {
+					m.gone = map[*textPart]map[int32]int64{}
 				}
-				if m.names == nil {
-					m.names = map[*textPart][]string{}
-				}
-				m.names[p] = names
+				g = map[int32]int64{}
+				m.gone[p] = g
 			}
 			for _, id := range held {
-				m.df[names[id]]--
+				g[id]++
 			}
 		} else {
 			for term := range s.df {
@@ -494,10 +492,18 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 
 // apply moves s by m; false when the statistics must go instead: a
 // change they cannot follow, or complete ones grown past share bytes
-// (or gone inconsistent, which a correct log never makes them).
+// (or gone inconsistent, which a correct log never makes them). The
+// partitions in m.gone must still hold what row saw in them.
 func (m *statsMove) apply(s *textStats, share int64) bool {
 	if m.failed {
 		return false
+	}
+	for p, g := range m.gone { // (the partitions hold what row saw)
+		for term, id := range p.post {
+			if n := g[id]; n > 0 {
+				m.df[term] -= n
+			}
+		}
 	}
 	s.rows += m.rows
 	s.tokens += m.tokens

@@ -3,6 +3,7 @@ package search
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -12,6 +13,7 @@ import (
 // does under the cache's lock when an agent that searched lately edits
 // its rows (or a message of it gains a neighbour).
 func BenchmarkTextStatsMoveResident(b *testing.B) {
+	const rowsChanged = 100
 	c := &textCache{}
 	sc := &textScratch{part: true}
 	analyze := func(id int64, text string) textRow {
@@ -29,7 +31,7 @@ func BenchmarkTextStatsMoveResident(b *testing.B) {
 	s := &textStats{loaded: true, complete: true, seq: 1, maxID: 20_000, df: map[string]int64{}}
 	var staged []textRow
 	spans := map[int64]logSpan{}
-	for i := range 100 {
+	for i := range rowsChanged {
 		id := int64(1 + i*200)
 		staged = append(staged, analyze(id, fmt.Sprintf("w%d x%d edited common", i, i)))
 		spans[id] = logSpan{first: 2, last: 2, mark: 1}
@@ -41,8 +43,8 @@ func BenchmarkTextStatsMoveResident(b *testing.B) {
 		for _, r := range staged {
 			m.row(s, r, spans, staged, &arrivals, func(int64) *textPart { return p })
 		}
-		if m.failed || m.df["edit"] != 100 {
-			b.Fatalf("failed %v, df %d", m.failed, m.df["edit"])
+		if !m.apply(&textStats{loaded: true, df: map[string]int64{}}, math.MaxInt64) || m.df["edit"] != rowsChanged || m.df["common"] != 0 {
+			b.Fatalf("failed %v, df %d %d", m.failed, m.df["edit"], m.df["common"])
 		}
 	}
 }
