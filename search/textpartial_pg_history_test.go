@@ -497,3 +497,49 @@ func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 		t.Fatal("ranked in SQL with statistics ready")
 	}
 }
+
+// TestTextCachePartialPostgresTooBigShrinks: one agent's row with a
+// vocabulary past the statistics' share (a pasted log, a blob of random
+// tokens) makes a pass give up, and every agent's full-text searches of
+// that type rank in SQL. Once the row is gone the statistics fit again:
+// a later pass (after a long back-off, here shortened) must compute them,
+// not leave the type in SQL for the Index's lifetime.
+func TestTextCachePartialPostgresTooBigShrinks(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	whole := p.index(1<<30, false)
+	x := p.index(1<<20, true)
+	search.SetTextBackoff(x, time.Millisecond)
+	for _, y := range []*search.Index{whole, x} {
+		if err := y.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+	}
+	var w []string
+	for i := range 2000 { // an eighth of 1 MiB in distinct terms
+		w = append(w, fmt.Sprintf("blob%dtoken", i))
+	}
+	blob := p.insert("agent-3", strings.Join(w, " "))
+	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if search.TextStatsReady(x, search.Archival) {
+		t.Fatal("statistics past their share")
+	}
+	if err := p.store.DeleteArchival(ctx, "agent-3", blob); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !search.TextStatsReady(x, search.Archival) {
+		if time.Now().After(deadline) {
+			t.Fatal("the statistics never came back after the row that outgrew them went")
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+	}
+	if !p.same(whole, x, "agent-0", "crane harbour") {
+		t.Fatal("ranked in SQL with statistics ready")
+	}
+}
