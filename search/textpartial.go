@@ -106,7 +106,6 @@ type partialState struct {
 	passMu     sync.Mutex
 	passing    map[ContentType]chan struct{} // running: closed when done
 	passRetry  map[ContentType]passRetry
-	statsBig   map[ContentType]bool // the kind's df map exceeds its share: rank in SQL
 	passClosed bool
 	passWG     sync.WaitGroup
 }
