@@ -35,9 +35,9 @@ import (
 // through TextStats are (each type's at most an eighth of it,
 // textStatsShare); a pass stops as soon as it would take more, and the
 // type ranks in SQL until a pass tried after a long back-off (ten
-// minutes, doubling to an hour) finds that they fit. While a pass counts it
-// holds its terms numbered (a map to an index, two int64 per term) and
-// at its end a second map of them, for a moment.
+// minutes, doubling to an hour) finds that they fit. While a pass
+// counts it holds its terms numbered (a map to an index, two int64 per
+// term) and at its end a second map of them, for a moment.
 
 // errStatsTooBig: a kind's document frequencies would take more than
 // their share of the bound (textStatsShare).
