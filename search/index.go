@@ -101,8 +101,9 @@ type IndexOptions struct {
 	// the start, and again after a write its catch-ups cannot follow: a
 	// delete, an edit of a row no partition holds, a block's new text) its
 	// searches rank in SQL, and a type whose frequencies would take more
-	// than an eighth of the bound ranks in SQL for the Index's lifetime
-	// (the pass stops as soon as it finds out). The bound covers all
+	// than an eighth of the bound ranks in SQL (the pass stops as soon as
+	// it finds out) until a pass tried after a long back-off (ten
+	// minutes, doubling to an hour) finds they fit. The bound covers all
 	// partitions and those frequencies together: per agent a copy
 	// costs what its own rows do (about 1.3 KB per archival entry of
 	// 12-41 words with its text; docs/performance.md), and an

@@ -112,7 +112,6 @@ type partialState struct {
 	passMu     sync.Mutex
 	passing    map[ContentType]chan struct{} // running: closed when done
 	passRetry  map[ContentType]passRetry
-	statsBig   map[ContentType]bool // the kind's df map exceeds its share: rank in SQL
 	passClosed bool
 	passWG     sync.WaitGroup
 }
@@ -380,10 +379,10 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 		}
 		m := moves[r.t]
 		if m == nil {
-			m = &statsMove{df: map[string]int64{}, maxID: s.maxID}
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 			moves[r.t] = m
 		}
-		m.row(s, r, spans[r.t][r.id], staged, &arrivals, func(id int64) *textPart {
+		m.row(s, r, spans[r.t], staged, &arrivals, func(id int64) *textPart {
 			for _, p := range c.owned[r.t] {
 				if _, ok := p.slots[id]; ok {
 					return p
@@ -410,13 +409,22 @@ type statsMove struct {
 	df           map[string]int64
 	maxID        int64
 	failed       bool // a change the statistics cannot follow
+	// unmarked: the log does not tell a row's own changes from its
+	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
+	unmarked bool
+	// gone counts, by resident partition and term id, the terms of the
+	// rows complete statistics take away as that partition holds them:
+	// apply names them in one walk of each partition's terms, not one
+	// walk per changed row.
+	gone map[*textPart]map[int32]int64
 }
 
-// row adds to m what row r (its log span sp in the catch-up) changes in
-// s; old finds the resident partition holding r's previous version
-// (nil: none). arrivals indexes staged's new messages, built on first
-// need.
-func (m *statsMove) row(s *textStats, r textRow, sp logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+// row adds to m what row r (spans: the log spans of r's kind in the
+// catch-up) changes in s; old finds the resident partition holding r's
+// previous version (nil: none). arrivals indexes staged's new messages,
+// built on first need.
+func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+	sp := spans[r.id]
 	if m.failed || sp.last <= s.seq {
 		return // its text now is the one counted when the statistics were read
 	}
@@ -429,7 +437,12 @@ func (m *statsMove) row(s *textStats, r textRow, sp logSpan, staged []textRow, a
 				if *arrivals == nil {
 					*arrivals = newMessages(staged, s.maxID)
 				}
-				if grew, had, ok := neighbourArrived(r, *arrivals); ok {
+				// Where the log marks a row's own changes as its
+				// neighbours', r's one entry must be the arrival's doing:
+				// written by the arrival's insert, before the arrival
+				// itself is logged (row triggers run first). An entry of
+				// r's own after the arrival (r moved beside it) is not.
+				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.last < spans[from].first) {
 					m.tokens += grew
 					if s.complete {
 						for term := range r.terms.index {
@@ -455,16 +468,18 @@ func (m *statsMove) row(s *textStats, r textRow, sp logSpan, staged []textRow, a
 		m.tokens -= int64(doc.length)
 		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
 		if s.complete {
-			// Every term the row held: walk the partition's terms once
-			// (s.df holds the store's whole vocabulary).
-			ids := make(map[int32]bool, len(held))
-			for _, id := range held {
-				ids[id] = true
-			}
-			for term, id := range p.post {
-				if ids[id] {
-					m.df[term]--
+			// Every term the row held (s.df holds the store's whole
+			// vocabulary): named by apply.
+			g := m.gone[p]
+			if g == nil {
+				if m.gone == nil {
+					m.gone = map[*textPart]map[int32]int64{}
 				}
+				g = map[int32]int64{}
+				m.gone[p] = g
+			}
+			for _, id := range held {
+				g[id]++
 			}
 		} else {
 			for term := range s.df {
@@ -488,10 +503,18 @@ func (m *statsMove) row(s *textStats, r textRow, sp logSpan, staged []textRow, a
 
 // apply moves s by m; false when the statistics must go instead: a
 // change they cannot follow, or complete ones grown past share bytes
-// (or gone inconsistent, which a correct log never makes them).
+// (or gone inconsistent, which a correct log never makes them). The
+// partitions in m.gone must still hold what row saw in them.
 func (m *statsMove) apply(s *textStats, share int64) bool {
 	if m.failed {
 		return false
+	}
+	for p, g := range m.gone { // (the partitions hold what row saw)
+		for term, id := range p.post {
+			if n := g[id]; n > 0 {
+				m.df[term] -= n
+			}
+		}
 	}
 	s.rows += m.rows
 	s.tokens += m.tokens
@@ -548,11 +571,12 @@ func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
 // empty, as (agent, batch_id, seq) is unique, and nothing else of r's
 // indexed text changed, or r would have been logged again. r's text as
 // counted is then its text now without that column: grew is the tokens
-// the column added, had whether the counted text held a term.
-func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, ok bool) {
+// the column added, had whether the counted text held a term, from the
+// arrival's id.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, from int64, ok bool) {
 	batch, seq, ok := messagePlace(r.body.meta)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	var next, prev *textRow
 	if seq < math.MaxInt64 {
@@ -564,11 +588,11 @@ func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, ha
 	arrived, w := next, float32(textWeights[Messages][2]) // context_after
 	switch {
 	case next != nil && prev != nil:
-		return 0, nil, false // both sides: r would have been logged twice
+		return 0, nil, 0, false // both sides: r would have been logged twice
 	case prev != nil:
 		arrived, w = prev, float32(textWeights[Messages][1]) // context_before
 	case next == nil:
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	added := map[string]float32{}
 	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
@@ -578,14 +602,14 @@ func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, ha
 	for term, f := range added {
 		n, ok := r.terms.index[term]
 		if !ok || r.terms.freqs[n] < f {
-			return 0, nil, false // r's text is not its counted text plus the column
+			return 0, nil, 0, false // r's text is not its counted text plus the column
 		}
 	}
 	had = func(term string) bool {
 		n, ok := r.terms.index[term]
 		return ok && r.terms.freqs[n] > added[term]
 	}
-	return grew, had, true
+	return grew, had, arrived.id, true
 }
 
 // messagePlace reads a message row's batch and seq from its result

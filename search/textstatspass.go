@@ -34,25 +34,27 @@ import (
 // The complete map is charged to the bound as the frequencies read
 // through TextStats are (each type's at most an eighth of it,
 // textStatsShare); a pass stops as soon as it would take more, and the
-// type ranks in SQL for the Index's lifetime. While a pass counts it
-// holds its terms numbered (a map to an index, two int64 per term) and
-// at its end a second map of them, for a moment.
+// type ranks in SQL until a pass tried after a long back-off (ten
+// minutes, doubling to an hour) finds that they fit. While a pass
+// counts it holds its terms numbered (a map to an index, two int64 per
+// term) and at its end a second map of them, for a moment.
 
 // errStatsTooBig: a kind's document frequencies would take more than
 // their share of the bound (textStatsShare).
 var errStatsTooBig = errors.New("search: text cache: document frequencies exceed their share of the bound")
 
 // passRetry is when a kind's pass may run again after a failed or
-// discarded one, and the back-off that led there.
+// discarded one, and the back-off that led there (big: after passes
+// that found the frequencies too big).
 type passRetry struct {
-	at      time.Time
-	backoff time.Duration
+	at           time.Time
+	backoff, big time.Duration
 }
 
 // ownStatsReady reports whether kind t's own statistics are computed
 // (then a search ranks over the partitions); when they are not it starts
-// a pass unless one runs, the kind's frequencies are known to exceed
-// their share, or a pass failed lately.
+// a pass unless one runs, or one failed or found the kind's frequencies
+// past their share lately.
 func (c *textCache) ownStatsReady(db *sql.DB, t ContentType) bool {
 	c.mu.RLock()
 	s := c.gstats[t]
@@ -84,22 +86,21 @@ func (c *textCache) ownStats(t ContentType, phrases []string) (textStats, bool) 
 }
 
 // startPass starts kind t's statistics pass in the background, unless
-// one runs, the Index is closed, the kind's frequencies are too big, or a
-// failed or discarded pass waits out its back-off; it returns the
-// running pass's done channel (nil: none runs).
+// one runs, the Index is closed, or a failed, discarded or too big pass
+// waits out its back-off; it returns the running pass's done channel
+// (nil: none runs).
 func (c *textCache) startPass(db *sql.DB, t ContentType) chan struct{} {
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
 	if done, ok := c.passing[t]; ok {
 		return done
 	}
-	if c.passClosed || c.statsBig[t] || c.ld.life.Err() != nil || time.Now().Before(c.passRetry[t].at) {
+	if c.passClosed || c.ld.life.Err() != nil || time.Now().Before(c.passRetry[t].at) {
 		return nil
 	}
 	if c.passing == nil {
 		c.passing = map[ContentType]chan struct{}{}
 		c.passRetry = map[ContentType]passRetry{}
-		c.statsBig = map[ContentType]bool{}
 	}
 	done := make(chan struct{})
 	c.passing[t] = done
@@ -109,21 +110,27 @@ func (c *textCache) startPass(db *sql.DB, t ContentType) chan struct{} {
 		ctx := c.ld.life
 		start := time.Now()
 		installed, err := c.statsPass(ctx, db, t)
+		c.ld.mu.Lock()
+		first := cmp.Or(c.ld.firstBackoff, time.Second)
+		c.ld.mu.Unlock()
 		c.passMu.Lock()
 		delete(c.passing, t)
 		switch {
 		case errors.Is(err, errStatsTooBig):
-			// Remembered for the Index's lifetime: a vocabulary
-			// seldom shrinks, and each try would analyze every row
-			// again only to throw the result away.
-			c.statsBig[t] = true
+			// Not tried again for long (ten minutes, doubling to an
+			// hour): a vocabulary seldom shrinks, and each try analyzes
+			// rows until it finds out again. But not for good: one
+			// row (any agent's pasted log or blob) can push it over,
+			// and every agent's searches of the type would rank in SQL
+			// long after it went.
+			r := c.passRetry[t]
+			r.big = min(max(2*r.big, 600*first), 3600*first)
+			r.at = time.Now().Add(r.big)
+			c.passRetry[t] = r
 			c.ld.log.Warn("search: text cache: the partial cache's statistics would outgrow their share of its bound; full-text searches of this type rank in SQL",
-				"type", kinds[t].name, "limit", c.limit)
+				"type", kinds[t].name, "limit", c.limit, "retry_after", r.big)
 		case err != nil && ctx.Err() != nil: // closed
 		case err != nil || !installed:
-			c.ld.mu.Lock()
-			first := cmp.Or(c.ld.firstBackoff, time.Second)
-			c.ld.mu.Unlock()
 			r := c.passRetry[t]
 			r.backoff = min(max(2*r.backoff, first), max(first, time.Minute))
 			r.at = time.Now().Add(r.backoff)
@@ -356,10 +363,10 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t ContentType, 
 	if err != nil {
 		return false, err
 	}
-	m := &statsMove{df: map[string]int64{}, maxID: s.maxID}
+	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 	var arrivals map[msgPlace]*textRow
 	for _, r := range staged {
-		m.row(s, r, spans[r.id], staged, &arrivals, func(int64) *textPart { return nil })
+		m.row(s, r, spans, staged, &arrivals, func(int64) *textPart { return nil })
 	}
 	if !m.apply(s, c.limit/textStatsShare) {
 		return false, nil
