@@ -163,7 +163,10 @@ func (c *textCache) closePasses() {
 }
 
 // warmStats computes the statistics every kind lacks and waits for them
-// (WarmTextCache); it returns a pass's failure.
+// (WarmTextCache), starting a pass again a few times while writes outrun
+// them; a kind whose pass failed (logged; it waits out its back-off) or
+// whose frequencies are too big is left to rank in SQL. It fails only
+// when ctx ends.
 func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 	for range textLoadTries {
 		var waits []chan struct{}
