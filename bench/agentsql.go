@@ -172,11 +172,21 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 			}
 			cacheNote := note + "; KNN: " + x.VectorEngine()
 			if c.text == 0 {
-				if err := x.WarmTextCache(ctx); err != nil {
-					cacheNote += "; text cache: over its bound (SQL)"
+				start := time.Now()
+				err := x.WarmTextCache(ctx)
+				st := x.CacheStats()
+				cacheNote += fmt.Sprintf("; text cache: %s, warmed in %v", cacheState(err, st.TextPartial, st.TextBytes), time.Since(start).Round(time.Millisecond))
+				if st.TextPartial {
+					cacheNote += fmt.Sprintf(" (%d statistics passes)", st.TextStatsPasses)
 				}
 			}
 			err = pgAgentRows(ctx, cfg, x, n, ns[0], queries, c.name, baseLat, cacheNote, r)
+			if st := x.CacheStats(); c.text == 0 && st.TextPartial && err == nil {
+				// What the searches left: the partitions held, and whether
+				// anything dropped the statistics (the mix writes nothing).
+				r.add(row{Section: sec, Comparison: fmt.Sprintf("postgres text cache after the searches, N=%d", n),
+					Note: fmt.Sprintf("partial, %.1f MB held; %d statistics passes, %d dropped", float64(st.TextBytes)/(1<<20), st.TextStatsPasses, st.TextStatsDrops)})
+			}
 			x.Close()
 			if err != nil {
 				b.Close()

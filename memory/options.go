@@ -72,9 +72,10 @@ type Options struct {
 	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
 	// word per row (measured sizes in docs/performance.md). The first
 	// search starts building it in the background and searches rank in SQL until it
-	// is ready; of a database whose copy would exceed the bound it holds,
-	// on SQLite, the partitions of the agents searched lately (PostgreSQL:
-	// ranks in SQL) (search.IndexOptions.TextCacheBytes).
+	// is ready; of a database whose copy would exceed the bound it holds
+	// the partitions of the agents searched lately, ranked with the
+	// store-wide statistics (on PostgreSQL computed by a background pass,
+	// SQL ranking until it is done) (search.IndexOptions.TextCacheBytes).
 	TextCacheBytes int64
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (search.IndexOptions.Reranker; off by default); RerankStrict

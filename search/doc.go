@@ -65,9 +65,10 @@
 //
 // By default an Index keeps a copy of the full-text index in memory (at
 // most IndexOptions.TextCacheBytes, 64 MiB by default; of a larger store,
-// on SQLite, the partitions of the agents searched lately, evicted least
-// recently used and ranked with FTS5's store-wide statistics; elsewhere a
-// larger store is ranked in SQL): the
+// the partitions of the agents searched lately, evicted least recently
+// used and ranked with the store-wide statistics: FTS5's on SQLite, on
+// PostgreSQL the cache's own, computed by a background pass over the
+// indexed text): the
 // terms FTS5 holds, produced by an analyzer that splits, folds and stems
 // exactly as SQLite's tokenizer does (checked against SQLite on every code
 // point, on 75,000 words and by a fuzz test), with each row's
@@ -94,8 +95,7 @@
 // the rows; block rows, whose rendering changes ahead of their lazy
 // re-index, are always read from SQL. The rows count against
 // TextCacheBytes: a whole copy that would outgrow it lets the rows go
-// first (pages are then read from SQL) and only then goes partial (or, on
-// PostgreSQL, away).
+// first (pages are then read from SQL) and only then goes partial.
 //
 // Snippets are made in process for the returned page only, over several
 // goroutines for long pages; the Porter stems of the words they meet are

@@ -161,3 +161,48 @@ var (
 	CachePhrases   = cachePhrases
 	BM25IDFForTest = bm25IDF
 )
+
+// TextStatsPasses counts the statistics passes x's partial text cache ran
+// to the end (a dialect without TextStats: PostgreSQL).
+func TextStatsPasses(x *Index) int64 { return x.text.passes.Load() }
+
+// TextStatsDrops counts the loaded statistics x's partial text cache
+// dropped (a change its catch-ups could not follow).
+func TextStatsDrops(x *Index) int64 { return x.text.drops.Load() }
+
+// TextStatsCounted counts the rows x's statistics passes analyzed.
+func TextStatsCounted(x *Index) int64 { return x.text.counted.Load() }
+
+// TextStatsReady reports whether x's partial text cache has its own
+// statistics of kind t (a dialect without TextStats).
+func TextStatsReady(x *Index, t ContentType) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	s := x.text.gstats[t]
+	return x.text.partial && s != nil && s.loaded && s.complete
+}
+
+// SetTextStatsHook makes fn run in every statistics pass of x's partial
+// text cache once its rows are counted, before they are installed.
+func SetTextStatsHook(x *Index, fn func(ctx context.Context, t ContentType)) {
+	x.text.afterCount = fn
+}
+
+// CountTextStats runs one statistics pass's count of kind t over x's
+// store (for benchmarks); it returns the rows counted.
+func CountTextStats(ctx context.Context, x *Index, t ContentType) (int64, error) {
+	s, err := x.text.countStats(ctx, x.db, t)
+	if err != nil {
+		return 0, err
+	}
+	return s.rows, nil
+}
+
+// TextStatsReplays counts the statistics passes of x's partial text cache
+// moved past their snapshot by the log.
+func TextStatsReplays(x *Index) int64 { return x.text.statsLate.Load() }
+
+// SetTextCatchUpMax sets how many changed rows a catch-up of x's partial
+// text cache replays before it starts over the kinds they are of
+// (textCatchUpMax by default).
+func SetTextCatchUpMax(x *Index, n int) { x.text.catchUpMax = n }

@@ -111,11 +111,15 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 				return m, nil
 			}
 		}
-		if !x.text.isPartial() {
+		if !x.text.isPartial() || x.text.stats == nil {
+			// Without TextStats (PostgreSQL) a partial cache ranks with
+			// its own statistics, not the engine's: once a catch-up
+			// dropped them (a write since the leg ranked) the leg's
+			// scale is unknown.
 			return 0, nil
 		}
-		// A partial cache ranks with the engine's own statistics: the
-		// engine's scale is the leg's.
+		// A partial cache with TextStats ranks with the engine's own
+		// statistics: the engine's scale is the leg's.
 	}
 	fs, ok := x.d.(FullTextScale)
 	if !ok {

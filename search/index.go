@@ -87,21 +87,30 @@ type IndexOptions struct {
 	// it). Whether the whole store fits is decided before it is read, from
 	// each table's row count and a sample of 256 rows analyzed. A store
 	// whose copy would outgrow the bound (and one that outgrows it later)
-	// is held partially where the dialect reads the engine's bm25
-	// statistics (TextStats: SQLite): per-owner partitions of each content
-	// type, loaded by the owner's first full-text search (in that search,
-	// about what ranking its rows in SQL costs) and evicted least recently
-	// used, ranked with the store-wide row count, token total and document
-	// frequencies read from FTS5 (cached until the log shows the content
-	// type changed), so the order stays FTS5's. The bound covers all
-	// partitions and those cached frequencies together: per agent a copy
+	// is held partially: per-owner partitions of each content type,
+	// loaded by the owner's first full-text search (in that search, about
+	// what ranking its rows in SQL costs) and evicted least recently used,
+	// ranked with the store-wide row count, token total and document
+	// frequencies. Where the dialect reads the engine's bm25 statistics
+	// (TextStats: SQLite) they are FTS5's, read per query term and cached
+	// until the log shows the content type changed, so the order stays
+	// FTS5's. Without TextStats (PostgreSQL) the cache computes them
+	// itself: a background pass per content type over every row's indexed
+	// text gives the complete document frequencies, and the partitions
+	// rank exactly as a whole copy would; until a type's pass is done (at
+	// the start, and again after a write its catch-ups cannot follow: a
+	// delete, an edit of a row no partition holds, a block's new text) its
+	// searches rank in SQL, and a type whose frequencies would take more
+	// than an eighth of the bound ranks in SQL (the pass stops as soon as
+	// it finds out) until a pass tried after a long back-off (ten
+	// minutes, doubling to an hour) finds they fit. The bound covers all
+	// partitions and those frequencies together: per agent a copy
 	// costs what its own rows do (about 1.3 KB per archival entry of
 	// 12-41 words with its text; docs/performance.md), and an
 	// agent whose rows alone exceed the bound, and every search over all
-	// owners (Scope.All), rank in SQL. Without TextStats (PostgreSQL) such
-	// a store is not cached: searches rank in SQL for the Index's lifetime.
-	// WarmTextCache reports ErrCacheBudget in both cases. Searches with tag
-	// or metadata filters always run in
+	// owners (Scope.All), rank in SQL. WarmTextCache reports
+	// ErrCacheBudget for a partial cache (on PostgreSQL after waiting for
+	// the passes). Searches with tag or metadata filters always run in
 	// SQL. Without the log (SQLite migration 0009, PostgreSQL migration
 	// 0008 of package memory/postgres) there is no copy (an error if
 	// TextCacheBytes is positive).
@@ -260,6 +269,7 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 func (x *Index) Close() error {
 	if x.text != nil {
 		x.text.ld.close() // stops and waits for a build in progress
+		x.text.closePasses()
 	}
 	if x.cache != nil {
 		x.cache.ld.close()
@@ -1027,6 +1037,11 @@ type CacheStats struct {
 	// VectorCacheBytes).
 	TextPartial, VectorPartial bool
 	TextBytes, VectorBytes     int64
+	// A partial text cache over a dialect without TextStats
+	// (PostgreSQL) computes its statistics itself: the passes that did
+	// (one per content type, again after a write its catch-ups could not
+	// follow), and the statistics such writes dropped.
+	TextStatsPasses, TextStatsDrops int64
 }
 
 // CacheStats returns the counts so far.
@@ -1036,6 +1051,7 @@ func (x *Index) CacheStats() CacheStats {
 	if c := x.text; c != nil {
 		c.mu.RLock()
 		s.TextPartial = c.partial
+		s.TextStatsPasses, s.TextStatsDrops = c.passes.Load(), c.drops.Load()
 		if c.partial {
 			s.TextBytes = c.partialBytes()
 		} else {

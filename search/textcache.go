@@ -75,7 +75,8 @@ type textCache struct {
 
 	// The partial cache (textpartial.go): a store whose copy would
 	// outgrow limit is held as per-owner partitions of the owners searched
-	// lately, ranked with the engine's store-wide statistics (stats).
+	// lately, ranked with the engine's store-wide statistics (stats), or
+	// without TextStats with the cache's own (textstatspass.go).
 	partialState
 }
 
@@ -369,7 +370,10 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 // catches it up, and waits until it is ready or ctx ends; searches rank in
 // SQL until then. It returns why the cache is not ready when a build
 // failed (searches keep ranking in SQL, and a new build is tried after a
-// back-off) or the Index is closed. It does nothing without a text cache.
+// back-off) or the Index is closed. A cache that is partial (over its
+// bound) reports ErrCacheBudget; without the dialect's TextStats
+// (PostgreSQL) it first waits for the passes that compute its statistics.
+// It does nothing without a text cache.
 func (x *Index) WarmTextCache(ctx context.Context) error {
 	if x.text == nil {
 		return nil
@@ -382,12 +386,21 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 	for {
 		err := c.sync(ctx, x.db, bounds)
 		if err == nil && c.isPartial() {
+			if c.stats == nil {
+				// The statistics of every content type, computed now.
+				if err := c.warmStats(ctx, x.db); err != nil {
+					return err
+				}
+			}
 			return c.ld.wait(ctx) // why it is partial (ErrCacheBudget)
 		}
 		if !errors.Is(err, errTextCacheLoading) {
 			return err
 		}
 		if err := c.ld.wait(ctx); err != nil {
+			if c.stats == nil && errors.Is(err, ErrCacheBudget) && c.isPartial() {
+				continue // gone partial: compute its statistics
+			}
 			return fmt.Errorf("search: text cache: %w", err)
 		}
 	}
@@ -477,12 +490,11 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		c.dropBodies(c.parts)
 	}
 	if n := c.bytes(); n > c.limit {
-		if c.stats != nil {
-			c.rowCosts(c.parts)
-			c.goPartial(maxSeq.Int64)
-			return c.partialOver(n)
-		}
-		return c.overBudget(n) // start drops the parts
+		// Partial on every dialect: with TextStats the engine's
+		// statistics, else the cache's own (statsPass).
+		c.rowCosts(c.parts)
+		c.goPartial(maxSeq.Int64)
+		return c.partialOver(n)
 	}
 	c.seq = maxSeq.Int64
 	return nil
@@ -527,12 +539,9 @@ func (c *textCache) readByID(ctx context.Context, tx queryer, t ContentType, ids
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
-	} else if est > c.limit*textEstimateSlack || (c.forcePartial && c.stats != nil) {
+	} else if est > c.limit*textEstimateSlack || c.forcePartial {
 		// Decided from counts and a sample, unread: the whole store cannot
 		// be held.
-		if c.stats == nil {
-			return c.overBudget(est)
-		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.goPartial(seq)
@@ -553,14 +562,11 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 				bodies = 0
 			}
 			if idx+bodies > c.limit {
-				if c.stats != nil {
-					c.rowCosts(parts)
-					c.mu.Lock()
-					defer c.mu.Unlock()
-					c.goPartial(seq)
-					return c.partialOver(idx + bodies)
-				}
-				return c.overBudget(idx + bodies)
+				c.rowCosts(parts)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.goPartial(seq)
+				return c.partialOver(idx + bodies)
 			}
 			return nil
 		})

@@ -19,10 +19,11 @@ import (
 // TextStats is implemented by a Dialect whose full-text ranking is
 // FTS5's bm25 and that can read the store-wide statistics bm25 ranks
 // with. A text cache over a store larger than IndexOptions.TextCacheBytes
-// then holds only some owners' rows (a partial cache) and ranks them with
-// these statistics, as the engine would rank them; without it such a
-// store's full-text legs rank in SQL. memory/sqlite's SearchDialect
-// implements it.
+// holds only some owners' rows (a partial cache) and ranks them with
+// these statistics, as the engine would rank them; without it the cache
+// computes the statistics itself (statsPass, textstatspass.go), as a
+// whole copy would count them. memory/sqlite's SearchDialect implements
+// it.
 type TextStats interface {
 	// TextTotals returns the rows of the full-text table index and the
 	// tokens they hold over all its columns, as bm25 reads them.
@@ -40,12 +41,18 @@ type TextStats interface {
 const textEstimateSlack = 2
 
 // textStatsShare is the share of the bound the cached document
-// frequencies may take before they are let go (they are re-read).
+// frequencies may take before they are let go (they are re-read); a
+// content type's complete ones (a dialect without TextStats) are never
+// computed past it: that type then ranks in SQL.
 const textStatsShare = 8
+
+// textCatchUpMax is how many changed rows a catch-up of a partial cache
+// reads under its lock; past it the kinds they are of start over.
+const textCatchUpMax = 10_000
 
 // partialState is a textCache's partial mode, guarded by textCache.mu.
 type partialState struct {
-	stats   TextStats // the dialect's; nil: no partial cache
+	stats   TextStats // the dialect's; nil: the cache's own (statsPass)
 	partial bool
 	// owned[kind][owner] is an owner's partition: a textPart holding only
 	// that owner's rows, whose own df and totals go unused (ranking reads
@@ -82,14 +89,31 @@ type partialState struct {
 	inflightWake chan struct{}
 
 	// For tests: forcePartial makes a build go partial whatever the
-	// estimate; analyzed counts the rows read and analyzed.
+	// estimate; analyzed counts the rows read and analyzed; catchUpMax,
+	// when set, stands for textCatchUpMax.
 	forcePartial bool
+	catchUpMax   int
 	analyzed     atomic.Int64
 	// beforeLoad, set by tests, runs in a partition's load once its rows
 	// are read, with the load's context.
 	beforeLoad func(ctx context.Context, t ContentType, owner string)
 	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
 	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
+	passes     atomic.Int64 // statistics passes run to the end (statsPass)
+	drops      atomic.Int64 // loaded statistics dropped (dropStats)
+	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
+	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)
+	// afterCount, set by tests, runs in a statistics pass once its rows
+	// are counted, before they are installed, with the pass's context.
+	afterCount func(ctx context.Context, t ContentType)
+
+	// The statistics passes of a dialect without TextStats
+	// (textstatspass.go), guarded by passMu.
+	passMu     sync.Mutex
+	passing    map[ContentType]chan struct{} // running: closed when done
+	passRetry  map[ContentType]passRetry
+	passClosed bool
+	passWG     sync.WaitGroup
 }
 
 // textStats are one kind's store-wide bm25 statistics as read from the
@@ -99,9 +123,15 @@ type partialState struct {
 // statistics counted) changes them by what it adds and takes away; any
 // other change drops them (gen moves on), and the next search reads
 // them again.
+//
+// Without TextStats (PostgreSQL) the statistics are the cache's own,
+// computed by a background pass over every row (statsPass): complete,
+// df then holds every term any row holds, and a term it lacks has df 0
+// (with TextStats df holds the terms read so far).
 type textStats struct {
 	gen          int64
 	loaded       bool
+	complete     bool
 	seq, maxID   int64
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
@@ -230,12 +260,10 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if maxSeq.Int64 <= c.seq {
 		return nil
 	}
-	reset := func() error {
+	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
+		// The log was trimmed past c.seq: what changed is unknown.
 		c.goPartial(maxSeq.Int64) // the partitions load again as their owners search
 		return nil
-	}
-	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
-		return reset()
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
 		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
@@ -267,8 +295,16 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
-	if n > 10_000 {
-		return reset()
+	if n > cmp.Or(c.catchUpMax, textCatchUpMax) {
+		// Too much to read under c.mu: the kinds that changed start over
+		// (their owners load again as they search; a dialect without
+		// TextStats counts their statistics again); the others keep theirs.
+		for t := range changed {
+			if _, ok := kinds[t]; ok {
+				c.startOver(t)
+			}
+		}
+		clear(changed)
 	}
 	var staged []textRow
 	sc := &textScratch{part: true}
@@ -334,95 +370,176 @@ type logSpan struct{ first, last, mark int64 }
 // and moves them to log position maxSeq; a change they cannot follow
 // drops a kind's. c.mu is held.
 func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, maxSeq int64) {
-	type delta struct {
-		rows, tokens int64
-		df           map[string]int64
-		maxID        int64
-	}
-	deltas := map[ContentType]*delta{}
-	failed := map[ContentType]bool{}
+	moves := map[ContentType]*statsMove{}
 	var arrivals map[msgPlace]*textRow // built on first need
 	for _, r := range staged {
 		s := c.gstats[r.t]
-		if !s.loaded || failed[r.t] {
+		if !s.loaded {
 			continue
 		}
-		sp := spans[r.t][r.id]
-		if sp.last <= s.seq {
-			continue // its text now is the one counted when the statistics were read
+		m := moves[r.t]
+		if m == nil {
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
+			moves[r.t] = m
 		}
-		d := deltas[r.t]
-		if d == nil {
-			d = &delta{df: map[string]int64{}, maxID: s.maxID}
-			deltas[r.t] = d
-		}
-		if r.id <= s.maxID {
-			// The statistics counted a version of this row: only one a
-			// resident partition holds as it was then will do.
-			var old *textPart
+		m.row(s, r, spans[r.t], staged, &arrivals, func(id int64) *textPart {
 			for _, p := range c.owned[r.t] {
-				if _, ok := p.slots[r.id]; ok {
-					old = p
-					break
+				if _, ok := p.slots[id]; ok {
+					return p
 				}
 			}
-			if sp.first <= s.seq || old == nil || sp.first <= old.hiSeq {
-				if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
-					if arrivals == nil {
-						arrivals = newMessages(staged, s.maxID)
-					}
-					if grew, had, ok := neighbourArrived(r, arrivals); ok {
-						d.tokens += grew
-						for term := range s.df {
-							if _, ok := r.terms.index[term]; ok && !had(term) {
-								d.df[term]++
-							}
-						}
-						continue
-					}
-				}
-				failed[r.t] = true
-				continue
-			}
-			doc := &old.docs[old.slots[r.id]]
-			d.rows--
-			d.tokens -= int64(doc.length)
-			held := old.terms[doc.termsAt : doc.termsAt+doc.nTerms]
-			for term := range s.df {
-				if id, ok := old.post[term]; ok && slices.Contains(held, id) {
-					d.df[term]--
-				}
-			}
-		}
-		d.maxID = max(d.maxID, r.id)
-		if !r.gone {
-			d.rows++
-			d.tokens += int64(r.doc.length)
-			for term := range r.terms.index {
-				if _, ok := s.df[term]; ok {
-					d.df[term]++
-				}
-			}
-		}
+			return nil
+		})
 	}
 	for t, s := range c.gstats {
 		if !s.loaded {
 			continue // a kind without changes keeps its values, now of maxSeq too
 		}
-		if failed[t] {
+		if m := moves[t]; m != nil && !m.apply(s, c.limit/textStatsShare) {
 			c.dropStats(t)
 			continue
 		}
-		if d := deltas[t]; d != nil {
-			s.rows += d.rows
-			s.tokens += d.tokens
-			s.maxID = d.maxID
-			for term, n := range d.df {
-				s.df[term] += n
-			}
-		}
 		s.seq = max(s.seq, maxSeq)
 	}
+}
+
+// statsMove is what a catch-up's rows change in one kind's statistics.
+type statsMove struct {
+	rows, tokens int64
+	df           map[string]int64
+	maxID        int64
+	failed       bool // a change the statistics cannot follow
+	// unmarked: the log does not tell a row's own changes from its
+	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
+	unmarked bool
+	// gone counts, by resident partition and term id, the terms of the
+	// rows complete statistics take away as that partition holds them:
+	// apply names them in one walk of each partition's terms, not one
+	// walk per changed row.
+	gone map[*textPart]map[int32]int64
+}
+
+// row adds to m what row r (spans: the log spans of r's kind in the
+// catch-up) changes in s; old finds the resident partition holding r's
+// previous version (nil: none). arrivals indexes staged's new messages,
+// built on first need.
+func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+	sp := spans[r.id]
+	if m.failed || sp.last <= s.seq {
+		return // its text now is the one counted when the statistics were read
+	}
+	if r.id <= s.maxID {
+		// The statistics counted a version of this row: only one a
+		// resident partition holds as it was then will do.
+		p := old(r.id)
+		if sp.first <= s.seq || p == nil || sp.first <= p.hiSeq {
+			if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
+				if *arrivals == nil {
+					*arrivals = newMessages(staged, s.maxID)
+				}
+				// Where the log marks a row's own changes as its
+				// neighbours', r's one entry must be the arrival's doing:
+				// written by the arrival's insert, before the arrival
+				// itself is logged (row triggers run first). An entry of
+				// r's own after the arrival (r moved beside it) is not.
+				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.last < spans[from].first) {
+					m.tokens += grew
+					if s.complete {
+						for term := range r.terms.index {
+							if !had(term) {
+								m.df[term]++
+							}
+						}
+						return
+					}
+					for term := range s.df {
+						if _, ok := r.terms.index[term]; ok && !had(term) {
+							m.df[term]++
+						}
+					}
+					return
+				}
+			}
+			m.failed = true
+			return
+		}
+		doc := &p.docs[p.slots[r.id]]
+		m.rows--
+		m.tokens -= int64(doc.length)
+		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
+		if s.complete {
+			// Every term the row held (s.df holds the store's whole
+			// vocabulary): named by apply.
+			g := m.gone[p]
+			if g == nil {
+				if m.gone == nil {
+					m.gone = map[*textPart]map[int32]int64{}
+				}
+				g = map[int32]int64{}
+				m.gone[p] = g
+			}
+			for _, id := range held {
+				g[id]++
+			}
+		} else {
+			for term := range s.df {
+				if id, ok := p.post[term]; ok && slices.Contains(held, id) {
+					m.df[term]--
+				}
+			}
+		}
+	}
+	m.maxID = max(m.maxID, r.id)
+	if !r.gone {
+		m.rows++
+		m.tokens += int64(r.doc.length)
+		for term := range r.terms.index {
+			if _, ok := s.df[term]; ok || s.complete {
+				m.df[term]++
+			}
+		}
+	}
+}
+
+// apply moves s by m; false when the statistics must go instead: a
+// change they cannot follow, or complete ones grown past share bytes
+// (or gone inconsistent, which a correct log never makes them). The
+// partitions in m.gone must still hold what row saw in them.
+func (m *statsMove) apply(s *textStats, share int64) bool {
+	if m.failed {
+		return false
+	}
+	for p, g := range m.gone { // (the partitions hold what row saw)
+		for term, id := range p.post {
+			if n := g[id]; n > 0 {
+				m.df[term] -= n
+			}
+		}
+	}
+	s.rows += m.rows
+	s.tokens += m.tokens
+	s.maxID = m.maxID
+	for term, n := range m.df {
+		if !s.complete {
+			s.df[term] += n
+			continue
+		}
+		v, had := s.df[term]
+		v += n
+		switch {
+		case v < 0:
+			return false
+		case v == 0 && had:
+			delete(s.df, term)
+			s.bytes -= textCostTerm + int64(len(term))
+		case v > 0:
+			if !had {
+				s.bytes += textCostTerm + int64(len(term))
+			}
+			s.df[term] = v
+		}
+	}
+	return !s.complete || (s.rows >= 0 && s.tokens >= 0 && s.bytes <= share)
 }
 
 // msgPlace is a message's place: its owner, batch and seq.
@@ -454,11 +571,12 @@ func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
 // empty, as (agent, batch_id, seq) is unique, and nothing else of r's
 // indexed text changed, or r would have been logged again. r's text as
 // counted is then its text now without that column: grew is the tokens
-// the column added, had whether the counted text held a term.
-func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, ok bool) {
+// the column added, had whether the counted text held a term, from the
+// arrival's id.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, from int64, ok bool) {
 	batch, seq, ok := messagePlace(r.body.meta)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	var next, prev *textRow
 	if seq < math.MaxInt64 {
@@ -470,11 +588,11 @@ func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, ha
 	arrived, w := next, float32(textWeights[Messages][2]) // context_after
 	switch {
 	case next != nil && prev != nil:
-		return 0, nil, false // both sides: r would have been logged twice
+		return 0, nil, 0, false // both sides: r would have been logged twice
 	case prev != nil:
 		arrived, w = prev, float32(textWeights[Messages][1]) // context_before
 	case next == nil:
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	added := map[string]float32{}
 	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
@@ -484,14 +602,14 @@ func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, ha
 	for term, f := range added {
 		n, ok := r.terms.index[term]
 		if !ok || r.terms.freqs[n] < f {
-			return 0, nil, false // r's text is not its counted text plus the column
+			return 0, nil, 0, false // r's text is not its counted text plus the column
 		}
 	}
 	had = func(term string) bool {
 		n, ok := r.terms.index[term]
 		return ok && r.terms.freqs[n] > added[term]
 	}
-	return grew, had, true
+	return grew, had, arrived.id, true
 }
 
 // messagePlace reads a message row's batch and seq from its result
@@ -507,10 +625,23 @@ func messagePlace(meta string) (batch string, seq int64, ok bool) {
 	return *m.Batch, *m.Seq, true
 }
 
-// dropStats forgets kind t's statistics; c.mu is held.
+// dropStats forgets kind t's statistics; c.mu is held. Without
+// TextStats the next search of kind t starts a pass to compute them
+// again (statsFor), and such searches rank in SQL until it is done.
 func (c *textCache) dropStats(t ContentType) {
 	s := c.gstats[t]
+	if s.loaded {
+		c.drops.Add(1)
+	}
 	c.gstats[t] = &textStats{gen: s.gen + 1}
+}
+
+// startOver forgets kind t's partitions and statistics; c.mu is held.
+func (c *textCache) startOver(t ContentType) {
+	c.owned[t] = map[string]*textPart{}
+	clear(c.tooBig[t])
+	clear(c.scopeBig[t])
+	c.dropStats(t)
 }
 
 // textCostPart is what a partition costs before its first row: the
@@ -958,13 +1089,20 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 			return nil, false, nil
 		}
 	}
+	if c.stats == nil && !c.ownStatsReady(x.db, k.t) {
+		return nil, false, nil // a pass computes them meanwhile
+	}
 	for _, o := range owners {
 		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
 			return nil, false, err
 		}
 	}
-	st, err := c.statsFor(ctx, x.db, k.t, terms, phrases)
-	if err != nil {
+	var st textStats
+	if c.stats == nil {
+		if st, ok = c.ownStats(k.t, phrases); !ok {
+			return nil, false, nil // dropped while the partitions loaded
+		}
+	} else if st, err = c.statsFor(ctx, x.db, k.t, terms, phrases); err != nil {
 		return nil, false, err
 	}
 	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
@@ -1116,13 +1254,13 @@ func (c *textCache) searchOwners(t ContentType, owners, terms []string, st textS
 // held.
 func (c *textCache) partialMaxScore(t ContentType, phrases []string) (float64, bool) {
 	s := c.gstats[t]
-	if s == nil || !s.loaded {
-		return 0, false
+	if s == nil || !s.loaded || (s.complete && s.rows <= 0) {
+		return 0, false // (a whole cache of no rows has no maximum either)
 	}
 	df := make([]int64, len(phrases))
 	for i, ph := range phrases {
 		n, ok := s.df[ph]
-		if !ok {
+		if !ok && !s.complete {
 			return 0, false
 		}
 		df[i] = n
