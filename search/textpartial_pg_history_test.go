@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/search"
@@ -48,18 +47,7 @@ func (h *pgHistory) fail(err error) {
 }
 
 func newPGHistory(t *testing.T, seed uint64) *pgHistory {
-	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
-	store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	b, err := pgbackend.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	store, b := openPGStore(t)
 	h := &pgHistory{t: t, store: store, b: b, r: rand.New(rand.NewPCG(seed, 36)), labels: map[string][]string{}}
 	for i := range 40 {
 		h.vocab = append(h.vocab, fmt.Sprintf("w%d", i))
@@ -468,10 +456,7 @@ func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := p.index(1<<30, false)
-	if err := whole.WarmTextCache(ctx); err != nil {
-		t.Fatal(err)
-	}
+	whole := p.whole()
 	x := p.index(1<<20, true)
 	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
 		t.Fatal(err)

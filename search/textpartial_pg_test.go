@@ -35,17 +35,7 @@ import (
 // be few; under the large bound, none.
 func TestTextCachePartialPostgres(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
-	store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	b, err := pgbackend.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	store, b := openPGStore(t)
 	seed := uint64(11)
 	if v := os.Getenv("FUZZSEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
@@ -320,7 +310,11 @@ type pgPartial struct {
 	b     *pgbackend.Backend
 }
 
-func newPGPartial(t *testing.T) *pgPartial {
+// openPGStore opens a new PostgreSQL database as a store that writes
+// (its own text cache off) and as a backend to open indexes over; both
+// close with the test.
+func openPGStore(t *testing.T) (*memory.Cache, *pgbackend.Backend) {
+	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
 	store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
@@ -333,6 +327,11 @@ func newPGPartial(t *testing.T) *pgPartial {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	return store, b
+}
+
+func newPGPartial(t *testing.T) *pgPartial {
+	store, b := openPGStore(t)
 	p := &pgPartial{t: t, store: store, b: b}
 	for i := range 4 {
 		a := fmt.Sprint("agent-", i)
@@ -358,6 +357,17 @@ func (p *pgPartial) message(agent, content string) {
 	if _, err := p.store.AppendMessages(context.Background(), agent, []memory.Message{{Role: memory.RoleUser, Content: content, BatchID: "b1"}}); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// whole opens an Index over the store whose text cache holds it whole,
+// warmed: the reference a partial cache must rank as.
+func (p *pgPartial) whole() *search.Index {
+	p.t.Helper()
+	x := p.index(1<<30, false)
+	if err := x.WarmTextCache(context.Background()); err != nil {
+		p.t.Fatal(err)
+	}
+	return x
 }
 
 // index opens an Index over the store (limit: TextCacheBytes), forced
@@ -413,10 +423,7 @@ func (p *pgPartial) same(want, x *search.Index, agent, query string) (cached boo
 func TestTextCachePartialPostgresReplay(t *testing.T) {
 	ctx := context.Background()
 	p := newPGPartial(t)
-	whole := p.index(1<<30, false)
-	if err := whole.WarmTextCache(ctx); err != nil {
-		t.Fatal(err)
-	}
+	whole := p.whole()
 	x := p.index(1<<20, true)
 	search.SetTextBackoff(x, 10*time.Millisecond) // and a discarded pass's
 	var mu sync.Mutex                             // the kinds' passes run side by side
@@ -766,10 +773,7 @@ func TestTextCachePartialPostgresOutgrowsShare(t *testing.T) {
 func TestTextCachePartialPostgresBulkKind(t *testing.T) {
 	ctx := context.Background()
 	p := newPGPartial(t)
-	whole := p.index(1<<30, false)
-	if err := whole.WarmTextCache(ctx); err != nil {
-		t.Fatal(err)
-	}
+	whole := p.whole()
 	x := p.index(1<<20, true)
 	search.SetTextCatchUpMax(x, 3)
 	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
