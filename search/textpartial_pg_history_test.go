@@ -377,6 +377,17 @@ func testStatsHistory(t *testing.T, concurrent bool) {
 	}
 	t.Logf("stats checked %v; %d searches compared, %d fell back; passes %d drops %d replays %d",
 		checked, compared, fell, search.TextStatsPasses(x), search.TextStatsDrops(x), search.TextStatsReplays(x))
+	// A history whose statistics were seldom ready, or whose searches
+	// mostly ranked in SQL, compared nothing: the checks above pass
+	// vacuously then.
+	for _, k := range kinds {
+		if checked[k] < 50 {
+			t.Errorf("%v: statistics ready in %d of 150 rounds, want at least 50", k, checked[k])
+		}
+	}
+	if compared < 150 {
+		t.Errorf("%d of 450 searches compared with the whole cache (%d ranked in SQL), want at least 150", compared, fell)
+	}
 }
 
 // TestTextCachePartialPostgresScaleAfterDrop: a search over several
