@@ -1,0 +1,610 @@
+package amchunk
+
+import (
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Cost is what applying some chunks would ask of a document.
+type Cost struct {
+	// Changes counts change chunks, and the changes a document chunk
+	// holds.
+	Changes int64
+	// Documents counts whole-document chunks.
+	Documents int
+	// Ops counts operations: every character or item inserted, every key
+	// set, object made, value deleted, counter incremented or mark set.
+	Ops int64
+	// Refs counts the predecessor references of the operations: what they
+	// overwrite or delete.
+	Refs int64
+	// ValueBytes counts the bytes of values and strings (map keys, mark
+	// names) the operations carry.
+	ValueBytes int64
+	// Bytes counts the bytes read, compressed chunks and columns counted
+	// after inflating.
+	Bytes int64
+}
+
+// Limits bound what Measure accepts. A zero field means no bound, but
+// for Bytes, whose zero means DefaultMaxBytes: compressed data is never
+// inflated without a bound.
+type Limits struct {
+	Ops        int64
+	Refs       int64
+	ValueBytes int64
+	Bytes      int64
+}
+
+// DefaultMaxBytes is what Measure inflates at most when Limits.Bytes is 0.
+const DefaultMaxBytes = 64 << 20
+
+var magic = []byte{0x85, 0x6f, 0x4a, 0x83}
+
+// Chunk types.
+const (
+	chunkDocument   = 0
+	chunkChange     = 1
+	chunkCompressed = 2
+)
+
+// Column value types (the low three bits of a column's spec).
+const (
+	colGroup      = 0
+	colActor      = 1
+	colInt        = 2
+	colDelta      = 3
+	colBool       = 4
+	colString     = 5
+	colValueMeta  = 6
+	colValueRaw   = 7
+	colDeflateBit = 8
+)
+
+// IsAutomerge reports whether data starts as an automerge chunk does.
+func IsAutomerge(data []byte) bool { return bytes.HasPrefix(data, magic) }
+
+// Measure reads data, one or more concatenated automerge chunks, and
+// returns what applying them would cost. It stops with an error wrapping
+// ErrTooCostly as soon as a measure passes its limit (the Cost so far is
+// returned with it), and with one wrapping ErrFormat for bytes that are
+// not chunks. Its time is proportional to len(data) plus the bytes it
+// inflates, which lim.Bytes bounds.
+func Measure(data []byte, lim Limits) (Cost, error) {
+	m := measurer{lim: lim}
+	if m.lim.Bytes <= 0 {
+		m.lim.Bytes = DefaultMaxBytes
+	}
+	if len(data) == 0 {
+		return m.cost, fmt.Errorf("%w: no bytes", ErrFormat)
+	}
+	r := reader{b: data}
+	for !r.done() {
+		if err := m.chunk(&r); err != nil {
+			return m.cost, err
+		}
+	}
+	return m.cost, nil
+}
+
+type measurer struct {
+	lim  Limits
+	cost Cost
+}
+
+func (m *measurer) chunk(r *reader) error {
+	start := r.i
+	head, err := r.take(len(magic) + 4 + 1)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(head[:len(magic)], magic) {
+		return fmt.Errorf("%w: no chunk header at byte %d", ErrFormat, start)
+	}
+	typ := head[len(head)-1]
+	n, err := r.uleb()
+	if err != nil {
+		return err
+	}
+	if n > uint64(r.left()) {
+		return fmt.Errorf("%w: chunk at byte %d claims %d bytes, %d remain", ErrFormat, start, n, r.left())
+	}
+	body, _ := r.take(int(n))
+	if err := m.addBytes(int64(r.i - start)); err != nil {
+		return err
+	}
+	switch typ {
+	case chunkChange:
+		return m.change(body)
+	case chunkCompressed:
+		raw, err := m.inflate(body)
+		if err != nil {
+			return err
+		}
+		return m.change(raw)
+	case chunkDocument:
+		return m.document(body)
+	}
+	return fmt.Errorf("%w: unknown chunk type %d at byte %d", ErrFormat, typ, start)
+}
+
+// change reads a change chunk's contents: dependencies, actor, sequence
+// number, start op, time, message, other actors, then its operations'
+// columns.
+func (m *measurer) change(b []byte) error {
+	m.cost.Changes++
+	r := reader{b: b}
+	if err := r.hashes(); err != nil { // dependencies
+		return err
+	}
+	if _, err := r.prefixed(); err != nil { // actor
+		return err
+	}
+	for range 2 { // sequence number, start op
+		if _, err := r.uleb(); err != nil {
+			return err
+		}
+	}
+	if _, err := r.sleb(); err != nil { // time
+		return err
+	}
+	if _, err := r.prefixed(); err != nil { // message
+		return err
+	}
+	if err := r.actors(); err != nil { // other actors
+		return err
+	}
+	cols, err := r.columns()
+	if err != nil {
+		return err
+	}
+	ops, err := m.columnsAt(&r, cols, true)
+	if err != nil {
+		return err
+	}
+	return m.addOps(ops)
+}
+
+// document reads a document chunk's contents: actors, heads, the changes'
+// columns, then the operations' columns.
+func (m *measurer) document(b []byte) error {
+	m.cost.Documents++
+	r := reader{b: b}
+	if err := r.actors(); err != nil {
+		return err
+	}
+	if err := r.hashes(); err != nil { // heads
+		return err
+	}
+	changeCols, err := r.columns()
+	if err != nil {
+		return err
+	}
+	opCols, err := r.columns()
+	if err != nil {
+		return err
+	}
+	changes, err := m.columnsAt(&r, changeCols, false)
+	if err != nil {
+		return err
+	}
+	m.cost.Changes += changes
+	ops, err := m.columnsAt(&r, opCols, true)
+	if err != nil {
+		return err
+	}
+	return m.addOps(ops)
+}
+
+type column struct {
+	spec uint64
+	n    int
+}
+
+func (c column) id() uint64        { return c.spec >> 4 }
+func (c column) typ() uint64       { return c.spec & 7 }
+func (c column) deflated() bool    { return c.spec&colDeflateBit != 0 }
+func (c column) String() string    { return fmt.Sprintf("column %d (type %d)", c.id(), c.typ()) }
+func (r *reader) columnCount() int { return r.left() / 2 }
+
+// columnsAt reads the data of cols from r and returns their row count (the
+// most rows any column outside a group has). ops says they are operation
+// columns: their groups count Refs and their strings and values count
+// ValueBytes.
+func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) {
+	grouped := map[uint64]bool{}
+	for _, c := range cols {
+		if c.typ() == colGroup {
+			grouped[c.id()] = true
+		}
+	}
+	var rows int64
+	for _, c := range cols {
+		data, err := r.take(c.n)
+		if err != nil {
+			return 0, err
+		}
+		if c.deflated() {
+			if data, err = m.inflate(data); err != nil {
+				return 0, err
+			}
+		}
+		member := grouped[c.id()] && c.typ() != colGroup
+		var n, sum, str int64
+		switch c.typ() {
+		case colValueRaw:
+			if ops {
+				if err := m.addValueBytes(int64(len(data))); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		case colBool:
+			n, err = boolRows(data)
+		case colDelta:
+			n, err = rleRows(data, sleb)
+		case colString:
+			n, str, err = stringRows(data)
+		default: // group, actor, int, value metadata
+			n, sum, err = ulebRows(data, c.typ() == colGroup)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v: %v", ErrFormat, c, err)
+		}
+		if ops {
+			if err := m.addValueBytes(str); err != nil {
+				return 0, err
+			}
+			if c.typ() == colGroup {
+				if err := m.addRefs(sum); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if !member {
+			rows = max(rows, n)
+			if ops && m.lim.Ops > 0 && m.cost.Ops+rows > m.lim.Ops {
+				return 0, m.tooCostly("operations", m.cost.Ops+rows, m.lim.Ops)
+			}
+		}
+	}
+	return rows, nil
+}
+
+func (m *measurer) tooCostly(what string, n, limit int64) error {
+	return fmt.Errorf("%w: at least %d %s, more than %d", ErrTooCostly, n, what, limit)
+}
+
+func (m *measurer) addOps(n int64) error {
+	m.cost.Ops = addSat(m.cost.Ops, n)
+	if m.lim.Ops > 0 && m.cost.Ops > m.lim.Ops {
+		return m.tooCostly("operations", m.cost.Ops, m.lim.Ops)
+	}
+	return nil
+}
+
+func (m *measurer) addRefs(n int64) error {
+	m.cost.Refs = addSat(m.cost.Refs, n)
+	if m.lim.Refs > 0 && m.cost.Refs > m.lim.Refs {
+		return m.tooCostly("references to earlier operations", m.cost.Refs, m.lim.Refs)
+	}
+	return nil
+}
+
+func (m *measurer) addValueBytes(n int64) error {
+	m.cost.ValueBytes = addSat(m.cost.ValueBytes, n)
+	if m.lim.ValueBytes > 0 && m.cost.ValueBytes > m.lim.ValueBytes {
+		return m.tooCostly("bytes of values", m.cost.ValueBytes, m.lim.ValueBytes)
+	}
+	return nil
+}
+
+func (m *measurer) addBytes(n int64) error {
+	m.cost.Bytes = addSat(m.cost.Bytes, n)
+	if m.cost.Bytes > m.lim.Bytes {
+		return m.tooCostly("bytes", m.cost.Bytes, m.lim.Bytes)
+	}
+	return nil
+}
+
+// inflate decompresses DEFLATE data, reading no more than the bytes left
+// under lim.Bytes (plus one, to tell that there is more).
+func (m *measurer) inflate(b []byte) ([]byte, error) {
+	left := m.lim.Bytes - m.cost.Bytes
+	if left < 0 {
+		left = 0
+	}
+	out, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(b)), left+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
+	}
+	if err := m.addBytes(int64(len(out))); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func addSat(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// mulSat multiplies two non-negative numbers, saturating.
+func mulSat(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// The run-length encoding of automerge's columns: a signed count n, then
+// a value repeated n times (n > 0), -n literal values (n < 0), or an
+// unsigned count of nulls (n == 0).
+
+// rleRows counts the rows of a run-length encoded column whose values
+// value reads.
+func rleRows(b []byte, value func(*reader) (int64, error)) (int64, error) {
+	n, _, err := rle(b, value, false)
+	return n, err
+}
+
+// ulebRows counts the rows of a run-length encoded column of unsigned
+// integers and, if sum, adds their values up too (saturating).
+func ulebRows(b []byte, sum bool) (rows, total int64, err error) {
+	return rle(b, uleb, sum)
+}
+
+func rle(b []byte, value func(*reader) (int64, error), sum bool) (rows, total int64, err error) {
+	r := reader{b: b}
+	for !r.done() {
+		n, err := r.sleb()
+		if err != nil {
+			return 0, 0, err
+		}
+		switch {
+		case n > 0:
+			v, err := value(&r)
+			if err != nil {
+				return 0, 0, err
+			}
+			rows = addSat(rows, n)
+			if sum && v > 0 {
+				total = addSat(total, mulSat(n, v))
+			}
+		case n < 0:
+			if n == math.MinInt64 {
+				return 0, 0, fmt.Errorf("literal run too long")
+			}
+			for range -n {
+				v, err := value(&r)
+				if err != nil {
+					return 0, 0, err
+				}
+				if sum && v > 0 {
+					total = addSat(total, v)
+				}
+			}
+			rows = addSat(rows, -n)
+		default:
+			nulls, err := r.uleb()
+			if err != nil {
+				return 0, 0, err
+			}
+			rows = addSat(rows, clampInt64(nulls))
+		}
+	}
+	return rows, total, nil
+}
+
+// stringRows counts the rows of a run-length encoded column of strings
+// and the bytes the strings hold (a repeated one counted each time).
+func stringRows(b []byte) (rows, strBytes int64, err error) {
+	r := reader{b: b}
+	for !r.done() {
+		n, err := r.sleb()
+		if err != nil {
+			return 0, 0, err
+		}
+		switch {
+		case n > 0:
+			s, err := r.prefixed()
+			if err != nil {
+				return 0, 0, err
+			}
+			rows = addSat(rows, n)
+			strBytes = addSat(strBytes, mulSat(n, int64(len(s))))
+		case n < 0:
+			if n == math.MinInt64 {
+				return 0, 0, fmt.Errorf("literal run too long")
+			}
+			for range -n {
+				s, err := r.prefixed()
+				if err != nil {
+					return 0, 0, err
+				}
+				strBytes = addSat(strBytes, int64(len(s)))
+			}
+			rows = addSat(rows, -n)
+		default:
+			nulls, err := r.uleb()
+			if err != nil {
+				return 0, 0, err
+			}
+			rows = addSat(rows, clampInt64(nulls))
+		}
+	}
+	return rows, strBytes, nil
+}
+
+// boolRows counts the rows of a boolean column: alternating run lengths,
+// false first.
+func boolRows(b []byte) (int64, error) {
+	r := reader{b: b}
+	var rows int64
+	for !r.done() {
+		n, err := r.uleb()
+		if err != nil {
+			return 0, err
+		}
+		rows = addSat(rows, clampInt64(n))
+	}
+	return rows, nil
+}
+
+func clampInt64(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+func uleb(r *reader) (int64, error) {
+	v, err := r.uleb()
+	return clampInt64(v), err
+}
+
+func sleb(r *reader) (int64, error) { return r.sleb() }
+
+// reader reads LEB128 numbers and byte strings from b.
+type reader struct {
+	b []byte
+	i int
+}
+
+func (r *reader) done() bool { return r.i >= len(r.b) }
+func (r *reader) left() int  { return len(r.b) - r.i }
+
+func (r *reader) take(n int) ([]byte, error) {
+	if n < 0 || n > r.left() {
+		return nil, fmt.Errorf("%w: %d bytes needed at byte %d, %d remain", ErrFormat, n, r.i, r.left())
+	}
+	b := r.b[r.i : r.i+n]
+	r.i += n
+	return b, nil
+}
+
+func (r *reader) uleb() (uint64, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if r.done() {
+			return 0, fmt.Errorf("%w: number cut off at byte %d", ErrFormat, r.i)
+		}
+		c := r.b[r.i]
+		r.i++
+		if shift == 63 && c > 1 {
+			return 0, fmt.Errorf("%w: number too large at byte %d", ErrFormat, r.i)
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, nil
+		}
+	}
+}
+
+func (r *reader) sleb() (int64, error) {
+	var v int64
+	var shift uint
+	for {
+		if r.done() {
+			return 0, fmt.Errorf("%w: number cut off at byte %d", ErrFormat, r.i)
+		}
+		c := r.b[r.i]
+		r.i++
+		if shift == 63 && c != 0 && c != 0x7f {
+			return 0, fmt.Errorf("%w: number too large at byte %d", ErrFormat, r.i)
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v, nil
+		}
+		if shift > 63 {
+			return 0, fmt.Errorf("%w: number too large at byte %d", ErrFormat, r.i)
+		}
+	}
+}
+
+// prefixed reads a length-prefixed byte string.
+func (r *reader) prefixed() ([]byte, error) {
+	n, err := r.uleb()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(r.left()) {
+		return nil, fmt.Errorf("%w: %d bytes claimed at byte %d, %d remain", ErrFormat, n, r.i, r.left())
+	}
+	return r.take(int(n))
+}
+
+// hashes reads a count of 32-byte hashes and skips them.
+func (r *reader) hashes() error {
+	n, err := r.uleb()
+	if err != nil {
+		return err
+	}
+	if n > uint64(r.left()/32) {
+		return fmt.Errorf("%w: %d hashes claimed at byte %d, %d bytes remain", ErrFormat, n, r.i, r.left())
+	}
+	_, err = r.take(int(n) * 32)
+	return err
+}
+
+// actors reads a count of length-prefixed actor ids and skips them.
+func (r *reader) actors() error {
+	n, err := r.uleb()
+	if err != nil {
+		return err
+	}
+	if n > uint64(r.left()) {
+		return fmt.Errorf("%w: %d actors claimed at byte %d, %d bytes remain", ErrFormat, n, r.i, r.left())
+	}
+	for range n {
+		if _, err := r.prefixed(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// columns reads column metadata: a count, then (spec, length) pairs.
+func (r *reader) columns() ([]column, error) {
+	n, err := r.uleb()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(r.columnCount()) {
+		return nil, fmt.Errorf("%w: %d columns claimed at byte %d, %d bytes remain", ErrFormat, n, r.i, r.left())
+	}
+	cols := make([]column, 0, n)
+	total := 0
+	for range n {
+		spec, err := r.uleb()
+		if err != nil {
+			return nil, err
+		}
+		l, err := r.uleb()
+		if err != nil {
+			return nil, err
+		}
+		if l > uint64(len(r.b)) {
+			return nil, fmt.Errorf("%w: column of %d bytes claimed at byte %d", ErrFormat, l, r.i)
+		}
+		total += int(l)
+		cols = append(cols, column{spec: spec, n: int(l)})
+	}
+	if total > len(r.b) {
+		return nil, fmt.Errorf("%w: columns of %d bytes claimed, the chunk has %d", ErrFormat, total, len(r.b))
+	}
+	return cols, nil
+}
