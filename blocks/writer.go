@@ -428,6 +428,9 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() err
 	if !bytes.HasPrefix(data, automergeMagic) {
 		return nil, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
 	}
+	if err := c.affordable(data); err != nil {
+		return nil, nil, err
+	}
 	var chs []*automerge.Change
 	err = guard(func() (err error) {
 		if chs, err = automerge.LoadChanges(data); err == nil && len(chs) > 0 {

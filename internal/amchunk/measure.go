@@ -67,6 +67,28 @@ const (
 // IsAutomerge reports whether data starts as an automerge chunk does.
 func IsAutomerge(data []byte) bool { return bytes.HasPrefix(data, magic) }
 
+// HoldsDocument reports whether data, automerge chunks, holds a whole
+// document chunk. It reads only the chunks' headers, and stops at the first
+// bytes that are not one.
+func HoldsDocument(data []byte) bool {
+	r := reader{b: data}
+	for !r.done() {
+		head, err := r.take(len(magic) + 4 + 1)
+		if err != nil || !bytes.Equal(head[:len(magic)], magic) {
+			return false
+		}
+		if head[len(head)-1] == chunkDocument {
+			return true
+		}
+		n, err := r.uleb()
+		if err != nil || n > uint64(r.left()) {
+			return false
+		}
+		r.i += int(n)
+	}
+	return false
+}
+
 // Measure reads data, one or more concatenated automerge chunks, and
 // returns what applying them would cost. It stops with an error wrapping
 // ErrTooCostly as soon as a measure passes its limit (the Cost so far is
