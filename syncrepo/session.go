@@ -14,6 +14,7 @@ import (
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/amchunk"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
@@ -68,6 +69,11 @@ type Options struct {
 	PeerID string
 	// Logger gets refused changes and store errors. Default discarded.
 	Logger *slog.Logger
+	// Budget is the work the peers of this connection's credential may
+	// make the server do, shared by all its connections: automerge
+	// operations per second and bytes held. Default: this connection's
+	// own, NewBudget(0, 0, 0).
+	Budget *Budget
 }
 
 // Refusal is the payload (CBOR) of the ephemeral message a Session sends
@@ -101,6 +107,14 @@ type docState struct {
 	// against MaxHeldBytes with held.
 	queued      map[automerge.ChangeHash]int
 	queuedBytes int
+	// limit is the block's character limit as of the last message: a
+	// message's changes are measured against MergeLimits(limit) before
+	// automerge applies them.
+	limit int
+	// mirrorBytes is the saved size of the private mirror, and accounted
+	// what this document holds against Options.Budget.
+	mirrorBytes int
+	accounted   int64
 	// peerHeads are the heads the peer's last sync message named (heard:
 	// there was one), and sent the changes past them that messages since
 	// carried: what complete needs.
@@ -157,6 +171,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if o.Mirrors == nil {
 		o.Mirrors = NewMirrors()
 	}
+	if o.Budget == nil {
+		o.Budget = NewBudget(0, 0, 0)
+	}
 	if o.PeerID == "" {
 		o.PeerID = "engram-" + randomHex(8)
 	}
@@ -197,6 +214,7 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 			if d.sh != nil {
 				o.Mirrors.release(d.sh)
 			}
+			o.Budget.hold(-d.accounted)
 		}
 	}()
 	tick := time.NewTicker(o.Poll)
@@ -279,9 +297,11 @@ func (s *session) syncMessage(m Message) error {
 		// tick, and by then another session may have caught the shared
 		// copy up with the owner's later edits: a message is answered
 		// only while agent may still read the block.
-		if _, err := s.view(d); err != nil {
+		doc, err := s.view(d)
+		if err != nil {
 			return s.gone(d, err)
 		}
+		d.limit = doc.CharLimit()
 	}
 	if d == nil {
 		id, err := ParseDocumentID(m.DocumentID)
@@ -300,6 +320,11 @@ func (s *session) syncMessage(m Message) error {
 			return s.unavailable(m.DocumentID)
 		}
 		d = &docState{id: m.DocumentID, owner: owner, label: label}
+		doc, err := s.view(d)
+		if err != nil {
+			return s.unavailable(m.DocumentID)
+		}
+		d.limit = doc.CharLimit()
 		// The id names one epoch of one block: its copy is the same
 		// for every agent that may read it.
 		sh, err := s.opts.Mirrors.acquire(m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
@@ -313,28 +338,70 @@ func (s *session) syncMessage(m Message) error {
 		sh.mu.Unlock()
 		s.docs[m.DocumentID] = d
 	}
+	sm, err := scanSyncMessage(m.Data)
+	if err != nil {
+		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
+	}
+	if len(sm.changes) > 0 {
+		// Measured before automerge sees them: applying a change costs
+		// CPU and memory per operation, and a few bytes can describe
+		// millions of operations.
+		cost, err := amchunk.MeasureAll(sm.changes, blocks.MergeLimits(d.limit))
+		if err != nil {
+			return s.refuseUnapplied(d, err)
+		}
+		if err := s.opts.Budget.spend(s.ctx, cost.Ops+cost.Refs); err != nil {
+			return err
+		}
+	}
 	if d.sh != nil {
-		return s.syncShared(d, m)
+		return s.syncShared(d, m, sm)
 	}
 	return s.syncPrivate(d, m.Data)
+}
+
+// refuseUnapplied answers a message whose changes were refused before
+// anything applied them (too costly for the block, or not automerge
+// data): the peer gets the Refusal and then doc-unavailable, since no
+// counter-change can be made for a change the server never applied.
+// The peer keeps its edit; the store never sees it.
+func (s *session) refuseUnapplied(d *docState, why error) error {
+	var err error
+	if errors.Is(why, amchunk.ErrTooCostly) {
+		err = fmt.Errorf("%w: block %q of %q: the changes ask too much of a block of %d characters (%v); nothing was applied",
+			blocks.ErrLimit, d.label, d.owner, d.limit, why)
+	} else {
+		err = fmt.Errorf("%w: block %q of %q: %v", blocks.ErrCorrupt, d.label, d.owner, why)
+	}
+	s.log.Info("sync: refused a peer's changes unapplied; the document is unavailable to the peer", "agent", s.agent, "owner", d.owner, "label", d.label, "err", err)
+	payload, merr := encMode.Marshal(Refusal{Engram: "refused", Error: err.Error()})
+	if merr != nil {
+		return merr
+	}
+	s.count++
+	if err := s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload}); err != nil {
+		return err
+	}
+	return s.gone(d, err)
 }
 
 // syncShared handles a sync message on a shared copy. Changes it carries
 // that the copy lacks go to the store first; only accepted ones enter the
 // copy, which the other sessions sync from. A refused change moves the
 // session to a private copy, where it is taken back.
-func (s *session) syncShared(d *docState, m Message) error {
+func (s *session) syncShared(d *docState, m Message, sm syncMsg) error {
 	var changes []*automerge.Change
-	var heads []automerge.ChangeHash
+	heads := sm.heads
 	if err := guard(func() error {
 		// A throwaway document decodes the message's changes without
 		// applying them anywhere that matters (automerge-go offers no
-		// other way to read a sync message).
-		sm, err := automerge.NewSyncState(automerge.New()).ReceiveMessage(m.Data)
+		// other way to read changes whose dependencies are elsewhere);
+		// syncMessage measured them first.
+		tm, err := automerge.NewSyncState(automerge.New()).ReceiveMessage(m.Data)
 		if err != nil {
 			return err
 		}
-		changes, heads = sm.Changes(), sm.Heads()
+		changes = tm.Changes()
 		return nil
 	}); err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
@@ -384,6 +451,7 @@ func (s *session) privatize(d *docState) error {
 	}
 	s.opts.Mirrors.release(sh)
 	d.sh, d.mirror, d.base, d.ss = nil, mirror, base, automerge.NewSyncState(mirror)
+	d.mirrorBytes = len(saved)
 	return nil
 }
 
@@ -479,7 +547,7 @@ func (s *session) gone(d *docState, err error) error {
 	if d.sh != nil {
 		s.opts.Mirrors.release(d.sh)
 	}
-	delete(s.docs, d.id)
+	s.forget(d)
 	return s.unavailable(d.id)
 }
 
@@ -594,13 +662,24 @@ func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
 // (nothing shared to release), so that the copy is freed and the document
 // is unavailable to the peer.
 func (s *session) overHeld(d *docState) bool {
-	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes {
+	now := int64(d.heldBytes + d.queuedBytes + d.mirrorBytes)
+	overBudget := s.opts.Budget.hold(now - d.accounted)
+	d.accounted = now
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && !overBudget {
 		return false
 	}
 	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",
-		"agent", s.agent, "owner", d.owner, "label", d.label, "held", d.heldBytes, "queued", d.queuedBytes)
-	delete(s.docs, d.id)
+		"agent", s.agent, "owner", d.owner, "label", d.label, "held", d.heldBytes, "queued", d.queuedBytes, "credential_held", s.opts.Budget.Held())
+	s.forget(d)
 	return true
+}
+
+// forget drops d from the session and gives back what it held against
+// the budget. Its shared copy, if any, the caller releases.
+func (s *session) forget(d *docState) {
+	s.opts.Budget.hold(-d.accounted)
+	d.accounted = 0
+	delete(s.docs, d.id)
 }
 
 // merge merges the peer's changes into d's block through the store's

@@ -81,12 +81,25 @@ func (d *docState) complete(doc *automerge.Doc, m *automerge.SyncMessage) ([]byt
 	return out, nil
 }
 
-// withChanges returns the v1 sync message msg (automerge's encoding:
-// 0x42, heads, needs, haves, changes, each a LEB128 count of entries)
-// with changes in place of its changes.
-func withChanges(msg []byte, changes []*automerge.Change) ([]byte, error) {
+// syncMsg is a v1 sync message as scanSyncMessage reads it: the heads the
+// sender names and the raw changes it carries, which nothing has decoded
+// or applied, and where those changes sit in the message.
+type syncMsg struct {
+	heads                 []automerge.ChangeHash
+	changes               [][]byte
+	changesAt, changesEnd int // msg[changesAt:changesEnd] is the changes' count and changes
+}
+
+// scanSyncMessage reads msg, a v1 sync message (automerge's encoding:
+// 0x42, heads, needs, haves, changes, each a LEB128 count of entries),
+// without handing any of it to automerge: a peer's changes are measured
+// before automerge applies them (automerge's own reading of a message
+// applies its changes to a document). Its time is proportional to
+// len(msg).
+func scanSyncMessage(msg []byte) (syncMsg, error) {
+	var m syncMsg
 	if len(msg) == 0 || msg[0] != 0x42 {
-		return nil, errSyncMessage
+		return m, errSyncMessage
 	}
 	i := 1
 	next := func() (int, error) {
@@ -97,14 +110,14 @@ func withChanges(msg []byte, changes []*automerge.Change) ([]byte, error) {
 		i += n
 		return int(v), nil
 	}
-	skip := func(n int) error {
+	skip := func(n int) ([]byte, error) {
 		if n > len(msg)-i {
-			return fmt.Errorf("%w: %d bytes past the end", errSyncMessage, n-(len(msg)-i))
+			return nil, fmt.Errorf("%w: %d bytes past the end", errSyncMessage, n-(len(msg)-i))
 		}
 		i += n
-		return nil
+		return msg[i-n : i], nil
 	}
-	hashes := func() error {
+	hashes := func(keep *[]automerge.ChangeHash) error {
 		n, err := next()
 		if err != nil {
 			return err
@@ -112,50 +125,70 @@ func withChanges(msg []byte, changes []*automerge.Change) ([]byte, error) {
 		if n > len(msg)/32 {
 			return fmt.Errorf("%w: %d hashes", errSyncMessage, n)
 		}
-		return skip(32 * n)
+		b, err := skip(32 * n)
+		if err != nil || keep == nil {
+			return err
+		}
+		for k := range n {
+			*keep = append(*keep, automerge.ChangeHash(b[32*k:32*k+32]))
+		}
+		return nil
 	}
-	if err := hashes(); err != nil { // heads
-		return nil, err
+	if err := hashes(&m.heads); err != nil {
+		return m, err
 	}
-	if err := hashes(); err != nil { // needs
-		return nil, err
+	if err := hashes(nil); err != nil { // needs
+		return m, err
 	}
 	haves, err := next()
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	for range haves {
-		if err := hashes(); err != nil { // last sync
-			return nil, err
+		if err := hashes(nil); err != nil { // last sync
+			return m, err
 		}
 		n, err := next() // the Bloom filter
 		if err != nil {
-			return nil, err
+			return m, err
 		}
-		if err := skip(n); err != nil {
-			return nil, err
+		if _, err := skip(n); err != nil {
+			return m, err
 		}
 	}
-	prefix := i
+	m.changesAt = i
 	n, err := next()
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	for range n {
 		l, err := next()
 		if err != nil {
-			return nil, err
+			return m, err
 		}
-		if err := skip(l); err != nil {
-			return nil, err
+		c, err := skip(l)
+		if err != nil {
+			return m, err
 		}
+		m.changes = append(m.changes, c)
 	}
-	out := append([]byte(nil), msg[:prefix]...)
+	m.changesEnd = i
+	return m, nil
+}
+
+// withChanges returns the v1 sync message msg with changes in place of its
+// changes.
+func withChanges(msg []byte, changes []*automerge.Change) ([]byte, error) {
+	m, err := scanSyncMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), msg[:m.changesAt]...)
 	out = binary.AppendUvarint(out, uint64(len(changes)))
 	for _, c := range changes {
 		raw := c.Save()
 		out = binary.AppendUvarint(out, uint64(len(raw)))
 		out = append(out, raw...)
 	}
-	return append(out, msg[i:]...), nil
+	return append(out, msg[m.changesEnd:]...), nil
 }

@@ -96,17 +96,26 @@ func HoldsDocument(data []byte) bool {
 // not chunks. Its time is proportional to len(data) plus the bytes it
 // inflates, which lim.Bytes bounds.
 func Measure(data []byte, lim Limits) (Cost, error) {
+	return MeasureAll([][]byte{data}, lim)
+}
+
+// MeasureAll is Measure over the chunks of every element of data
+// together, as if they were one (a sync message's changes): lim bounds
+// their sum.
+func MeasureAll(data [][]byte, lim Limits) (Cost, error) {
 	m := measurer{lim: lim}
 	if m.lim.Bytes <= 0 {
 		m.lim.Bytes = DefaultMaxBytes
 	}
-	if len(data) == 0 {
-		return m.cost, fmt.Errorf("%w: no bytes", ErrFormat)
-	}
-	r := reader{b: data}
-	for !r.done() {
-		if err := m.chunk(&r); err != nil {
-			return m.cost, err
+	for _, b := range data {
+		if len(b) == 0 {
+			return m.cost, fmt.Errorf("%w: no bytes", ErrFormat)
+		}
+		r := reader{b: b}
+		for !r.done() {
+			if err := m.chunk(&r); err != nil {
+				return m.cost, err
+			}
 		}
 	}
 	return m.cost, nil

@@ -47,3 +47,20 @@ func (b *Bucket) refill(now time.Time, rate, burst float64) {
 	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
 	b.at = now
 }
+
+// WaitFor returns how long until n tokens are there, 0 if they are now,
+// taking none.
+func (b *Bucket) WaitFor(now time.Time, n, rate, burst float64) time.Duration {
+	b.refill(now, rate, burst)
+	if b.tokens >= n {
+		return 0
+	}
+	return time.Duration((n - b.tokens) / rate * float64(time.Second))
+}
+
+// ChargeN removes n tokens even when fewer are left: the debt delays later
+// takes.
+func (b *Bucket) ChargeN(now time.Time, n, rate, burst float64) {
+	b.refill(now, rate, burst)
+	b.tokens -= n
+}

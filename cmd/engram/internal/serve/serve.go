@@ -109,6 +109,20 @@ type Options struct {
 	// and burst; beyond, its frames wait. Defaults 200 and 400.
 	SyncRate  float64
 	SyncBurst int
+	// SyncOpsRate and SyncOpsBurst are the automerge operations per second
+	// (and at once) that the /sync peers of one token, across all its
+	// connections, may have the server apply; a peer's changes are
+	// measured before they are applied (each connection also refuses
+	// changes too big for their block outright), and past the budget its
+	// connection waits. SyncMaxTokenHeldBytes caps what the server holds
+	// for one token's peers: refused changes, changes waiting for their
+	// dependencies, private copies of documents; past it the document is
+	// unavailable to the peer that passed it. Defaults
+	// syncrepo.DefaultOpsPerSecond, DefaultOpsBurst and
+	// DefaultMaxHeldBytes.
+	SyncOpsRate           float64
+	SyncOpsBurst          int
+	SyncMaxTokenHeldBytes int64
 	// SyncTokenCheck is how often an open /sync connection checks that its
 	// token is still valid. Default 1 second.
 	SyncTokenCheck time.Duration
@@ -161,6 +175,7 @@ type Handler struct {
 	mirrors    *syncrepo.Mirrors                 // documents synced, one copy for all connections
 	syncs      map[int64]context.CancelCauseFunc // open /sync connections
 	syncsBy    map[int64]int                     // open /sync connections by token id
+	budgets    map[int64]*tokenBudget            // what each token's /sync peers may spend
 	syncConns  atomic.Int64                      // numbers them
 	auth       *authLimit
 	metrics    *metrics
@@ -215,6 +230,15 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncMaxMessageBytes <= 0 {
 		o.SyncMaxMessageBytes = o.MaxBodyBytes
 	}
+	if o.SyncOpsRate <= 0 {
+		o.SyncOpsRate = syncrepo.DefaultOpsPerSecond
+	}
+	if o.SyncOpsBurst <= 0 {
+		o.SyncOpsBurst = syncrepo.DefaultOpsBurst
+	}
+	if o.SyncMaxTokenHeldBytes <= 0 {
+		o.SyncMaxTokenHeldBytes = syncrepo.DefaultMaxHeldBytes
+	}
 	if o.SyncMaxTokenConnections <= 0 {
 		o.SyncMaxTokenConnections = o.MaxTokenSessions
 	}
@@ -252,7 +276,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{},
-		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{},
+		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {

@@ -126,8 +126,10 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
+	var budget *syncrepo.Budget
 	if !full {
 		h.syncsBy[t.ID]++
+		budget = h.syncBudget(t.ID)
 	}
 	h.mu.Unlock()
 	if full {
@@ -140,6 +142,9 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		if h.syncsBy[t.ID]--; h.syncsBy[t.ID] <= 0 {
 			delete(h.syncsBy, t.ID)
+			if b := h.budgets[t.ID]; b != nil {
+				b.idleSince = time.Now()
+			}
 		}
 		h.mu.Unlock()
 	}()
@@ -165,7 +170,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	go h.watchToken(ctx, cancel, t.ID)
 	err = syncrepo.Serve(ctx, wsConn{c}, h.syncStore, t.Agent, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
-		Mirrors: h.mirrors})
+		Mirrors: h.mirrors, Budget: budget})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
@@ -183,6 +188,34 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	default:
 		c.Close(websocket.StatusNormalClosure, "")
 	}
+}
+
+// tokenBudget is a token's syncrepo.Budget and, once its last /sync
+// connection closed, since when it has none.
+type tokenBudget struct {
+	*syncrepo.Budget
+	idleSince time.Time
+}
+
+// syncBudget returns the budget token id's /sync connections share. A
+// budget outlives its connections until its operations would have refilled
+// (closing and reopening connections gives no fresh burst); those idle
+// longer are dropped here. Caller holds mu.
+func (h *Handler) syncBudget(id int64) *syncrepo.Budget {
+	now := time.Now()
+	refill := time.Second + time.Duration(float64(h.opts.SyncOpsBurst)/h.opts.SyncOpsRate*float64(time.Second))
+	for k, b := range h.budgets {
+		if h.syncsBy[k] == 0 && !b.idleSince.IsZero() && now.Sub(b.idleSince) > refill && k != id {
+			delete(h.budgets, k)
+		}
+	}
+	b := h.budgets[id]
+	if b == nil {
+		b = &tokenBudget{Budget: syncrepo.NewBudget(h.opts.SyncOpsRate, h.opts.SyncOpsBurst, h.opts.SyncMaxTokenHeldBytes)}
+		h.budgets[id] = b
+	}
+	b.idleSince = time.Time{}
+	return b.Budget
 }
 
 var (

@@ -41,3 +41,29 @@ func TestStampShare(t *testing.T) {
 		}
 	}
 }
+
+// A token's /sync connections share one budget, and closing them all and
+// reconnecting does not give a fresh one until it would have refilled;
+// another token's is its own; idle ones are dropped.
+func TestSyncBudgetPerToken(t *testing.T) {
+	h := &Handler{opts: Options{SyncOpsRate: 1000, SyncOpsBurst: 100}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{}}
+	h.syncsBy[1] = 2
+	a, b := h.syncBudget(1), h.syncBudget(1)
+	if a != b {
+		t.Fatal("two connections of one token got two budgets")
+	}
+	if other := h.syncBudget(2); other == a {
+		t.Fatal("two tokens share a budget")
+	}
+	h.syncsBy[1] = 0
+	h.budgets[1].idleSince = time.Now()
+	if again := h.syncBudget(1); again != a {
+		t.Fatal("reconnecting right away gave a fresh budget")
+	}
+	h.syncsBy[1] = 0
+	h.budgets[1].idleSince = time.Now().Add(-time.Hour)
+	h.syncBudget(3)
+	if _, ok := h.budgets[1]; ok {
+		t.Fatal("an hour-idle budget was kept")
+	}
+}

@@ -1,0 +1,185 @@
+package syncrepo_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/syncrepo"
+)
+
+// peerEdits returns the change chunks a peer that loaded saved makes by
+// calling edit once per commit it wants (commits of them).
+func peerEdits(t *testing.T, saved []byte, commits int, edit func(root *automerge.Map, i int) error) [][]byte {
+	t.Helper()
+	peer, err := automerge.Load(saved)
+	must(t, err)
+	var out [][]byte
+	for i := range commits {
+		heads := peer.Heads()
+		must(t, edit(peer.RootMap(), i))
+		_, err := peer.Commit("")
+		must(t, err)
+		chs, err := peer.Changes(heads...)
+		must(t, err)
+		out = append(out, automerge.SaveChanges(chs))
+	}
+	return out
+}
+
+// rleBomb is a change chunk whose action column is one run of n
+// operations: a few bytes that describe n operations (its checksum is
+// wrong, which automerge would only find after decoding).
+func rleBomb(n int64) []byte {
+	action := binary.AppendVarint(nil, n) // a run of n…
+	action = append(action, 1)            // …of action 1
+	body := []byte{0, 1, 0xaa, 1, 1, 0, 0, 0, 1, 4<<4 | 2, byte(len(action))}
+	body = append(body, action...)
+	b := []byte{0x85, 0x6f, 0x4a, 0x83, 0, 0, 0, 0, 1}
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	return append(b, body...)
+}
+
+// A peer's changes that ask far more of a block than its character
+// limit allows (here a block of the default 5,000) are refused from
+// their size before automerge applies any of them: the peer gets the
+// Refusal and doc-unavailable within a fraction of a second, the store
+// is unchanged, and the session goes on (another document still syncs).
+// The same for a read-only token, whose changes are never merged but were
+// applied to a copy to take them back.
+func TestSessionRefusesCostlyChangesUnapplied(t *testing.T) {
+	store := openStore(t)
+	docID, saved := notesBlock(t, store, "ada")
+	text := func(r *automerge.Map) *automerge.Text {
+		v, err := r.Get("content")
+		must(t, err)
+		return v.Text()
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	bombs := []struct {
+		name    string
+		changes [][]byte
+	}{
+		{"300,000 characters in one change", peerEdits(t, saved, 1, func(r *automerge.Map, _ int) error {
+			return text(r).Append(strings.Repeat("x", 300_000))
+		})},
+		{"30,000 map keys", peerEdits(t, saved, 1, func(r *automerge.Map, _ int) error {
+			for i := range 30_000 {
+				if err := r.Set(fmt.Sprint("k", i), int64(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})},
+		{"2,000 changes of 20 characters in one message", peerEdits(t, saved, 2_000, func(r *automerge.Map, _ int) error {
+			b := make([]byte, 20)
+			for i := range b {
+				b[i] = 'a' + byte(rnd.IntN(26))
+			}
+			return text(r).Append(string(b))
+		})},
+		{"a change describing a trillion operations", [][]byte{rleBomb(1e12)}},
+	}
+	for _, readOnly := range []bool{false, true} {
+		for _, b := range bombs {
+			t.Run(fmt.Sprintf("%s/read-only=%v", b.name, readOnly), func(t *testing.T) {
+				p, _ := serve(t, store, &syncrepo.Options{ReadOnly: readOnly})
+				p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+				p.recv(t)
+				start := time.Now()
+				p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(b.changes...)})
+				var refused bool
+				for {
+					m := p.recv(t)
+					if m.Type == syncrepo.TypeEphemeral {
+						refused = true
+						continue
+					}
+					if m.Type == syncrepo.TypeDocUnavailable {
+						break
+					}
+					t.Fatalf("got %s, want a refusal and doc-unavailable", m.Type)
+				}
+				took := time.Since(start)
+				if !refused {
+					t.Error("no Refusal before doc-unavailable")
+				}
+				if took > 500*time.Millisecond {
+					t.Errorf("refusing took %v", took)
+				}
+				if r, _ := store.RenderedContent(context.Background(), "ada", "notes"); r != "one\n" {
+					t.Fatalf("store %q", r)
+				}
+				// The session goes on: the document syncs again when asked.
+				request(t, p, docID)
+				if m := p.recv(t); m.Type != syncrepo.TypeSync {
+					t.Fatalf("after the refusal: %s, want sync", m.Type)
+				}
+			})
+		}
+	}
+}
+
+// What the server holds for a credential's peers (refused changes,
+// changes waiting for dependencies, private copies) is capped across
+// all its connections by a shared Budget, not per connection only: three
+// connections each under their own cap together pass the credential's,
+// and the one that passes it loses the document.
+func TestSessionBudgetSharedAcrossConnections(t *testing.T) {
+	store := openStore(t)
+	docID, saved := notesBlock(t, store, "ada")
+	budget := syncrepo.NewBudget(0, 0, 150_000)
+	unavailable := 0
+	rnd := rand.New(rand.NewPCG(1, 2))
+	letters := make([]byte, 10_000)
+	for conn := range 3 {
+		p, _ := serve(t, store, &syncrepo.Options{MaxHeldBytes: 100_000, Budget: budget})
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: fmt.Sprint("peer", conn), SupportedProtocolVersions: []string{"1"}})
+		p.recv(t)
+		request(t, p, docID)
+		p.recv(t)
+	sends:
+		for range 6 { // 60 kB of changes that cannot apply, under the connection's 100 kB
+			peer, err := automerge.Load(saved)
+			must(t, err)
+			v, err := peer.Path("content").Get()
+			must(t, err)
+			must(t, v.Text().Append("x"))
+			_, err = peer.Commit("never sent")
+			must(t, err)
+			for j := range letters {
+				letters[j] = 'a' + byte(rnd.IntN(26))
+			}
+			must(t, v.Text().Append(string(letters)))
+			_, err = peer.Commit("depends on a change never sent")
+			must(t, err)
+			c, err := peer.Change(peer.Heads()[0])
+			must(t, err)
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(c.Save())})
+			for {
+				select {
+				case b := <-p.out:
+					if m, _ := syncrepo.DecodeMessage(b); m.Type == syncrepo.TypeDocUnavailable {
+						unavailable++
+						break sends
+					}
+					continue
+				case <-time.After(100 * time.Millisecond):
+				}
+				break
+			}
+		}
+	}
+	if unavailable == 0 {
+		t.Fatalf("three connections held %d bytes under a shared cap of 150,000 and kept the document", budget.Held())
+	}
+	if budget.Held() > 150_000+20_000 {
+		t.Errorf("the budget holds %d bytes", budget.Held())
+	}
+}
