@@ -15,23 +15,19 @@ import (
 	"github.com/engram-go/engram/syncrepo"
 )
 
-// wsConn is a WebSocket as syncrepo.Conn: binary messages are frames.
+// wsConn is a WebSocket as syncrepo.Conn: its messages are frames.
+// automerge-repo sends only binary ones; a text message is a frame too, so
+// that it counts against the connection's rate like any other (the
+// session answers it with an error, as it does any bytes that are not a
+// message) rather than being read and dropped for free.
 type wsConn struct{ c *websocket.Conn }
 
 // Read ignores ctx: the library closes the connection, without a close
 // frame, when a read's context ends, and serveSync wants to close it with
 // a status saying why (revoked token, shutdown). Closing ends the read.
 func (w wsConn) Read(context.Context) ([]byte, error) {
-	for {
-		typ, b, err := w.c.Read(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		if typ == websocket.MessageBinary {
-			return b, nil
-		}
-		// automerge-repo sends only binary frames; a text one is noise.
-	}
+	_, b, err := w.c.Read(context.Background())
+	return b, err
 }
 
 func (w wsConn) Write(ctx context.Context, frame []byte) error {
