@@ -95,41 +95,67 @@ const maxInflated = 64 << 20
 
 // changesOnTop reads data, change chunks that build on changes this
 // document holds but data does not (an automerge peer's second and later
-// incremental saves), which automerge.LoadChanges cannot read on their
-// own: it applies them to a fork of the document and returns the changes
-// that were new. Every chunk must be among them or already in the
-// document; one that is neither depends on changes the document lacks
-// (another document, or an epoch before a rebase) and is refused.
-// Caller holds mu.
+// incremental saves, a sync peer's changes), which automerge.LoadChanges
+// cannot read on their own, and returns those the document lacks. Every
+// chunk's dependencies must be in data or in the document; one whose are
+// not depends on changes the document lacks (another document, or an
+// epoch before a rebase) and is refused. The chunks are decoded as a sync
+// message's changes on an empty document, which queues those whose
+// dependencies it lacks instead of applying them: the cost is the
+// changes', not the document's (a fork of the document would cost its
+// whole history on every merge). Caller holds mu.
 func (c *core) changesOnTop(data []byte) ([]*automerge.Change, error) {
 	want, err := changeChunkHashes(data)
 	if err != nil {
 		return nil, err
 	}
-	fork, err := c.am.Fork()
-	if err != nil {
-		return nil, err
-	}
-	if err := fork.LoadIncremental(data); err != nil {
-		return nil, err
-	}
-	news, err := fork.Changes(c.am.Heads()...)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[automerge.ChangeHash]bool, len(news))
-	for _, ch := range news {
-		seen[ch.Hash()] = true
-	}
-	for _, h := range want {
-		if seen[h] {
-			continue
+	msg := []byte{0x42, 0, 0, 0} // v1 sync message: no heads, needs or haves
+	msg = binary.AppendUvarint(msg, uint64(len(want)))
+	for rest := data; len(rest) > 0; {
+		n, k := binary.Uvarint(rest[9:])
+		l := 9 + k + int(n)
+		chunk := rest[:l]
+		if rest[8] == chunkCompressedChange {
+			// Sync messages carry changes uncompressed: the same chunk
+			// inflated (its checksum is its uncompressed form's).
+			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(rest[9+k:l])), maxInflated+1))
+			if err != nil || len(raw) > maxInflated {
+				return nil, fmt.Errorf("compressed automerge change: %v", err)
+			}
+			chunk = append(append(append([]byte(nil), rest[:8]...), chunkChange), binary.AppendUvarint(nil, uint64(len(raw)))...)
+			chunk = append(chunk, raw...)
 		}
-		if _, err := c.am.Change(h); err == nil {
+		msg = binary.AppendUvarint(msg, uint64(len(chunk)))
+		msg = append(msg, chunk...)
+		rest = rest[l:]
+	}
+	sm, err := automerge.NewSyncState(automerge.New()).ReceiveMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	chs := sm.Changes()
+	if len(chs) != len(want) {
+		return nil, fmt.Errorf("%d automerge chunks decoded as %d changes", len(want), len(chs))
+	}
+	in := make(map[automerge.ChangeHash]bool, len(chs))
+	for _, ch := range chs {
+		in[ch.Hash()] = true
+	}
+	var news []*automerge.Change
+	for _, ch := range chs {
+		if _, err := c.am.Change(ch.Hash()); err == nil {
 			continue // the document has it already
 		}
-		return nil, fmt.Errorf("%w: change %s depends on changes this document does not have (another document, or the block before it was rebased onto a new epoch); load the block's current document and make the edits again",
-			ErrUnrelated, h)
+		for _, d := range ch.Dependencies() {
+			if in[d] {
+				continue
+			}
+			if _, err := c.am.Change(d); err != nil {
+				return nil, fmt.Errorf("%w: change %s depends on changes this document does not have (another document, or the block before it was rebased onto a new epoch); load the block's current document and make the edits again",
+					ErrUnrelated, ch.Hash())
+			}
+		}
+		news = append(news, ch)
 	}
 	return news, nil
 }
