@@ -25,6 +25,7 @@ type door struct {
 	h       *serve.Handler
 	url     string
 	lookups *atomic.Int64 // the store's token and login-link lookups
+	calls   *atomic.Int64 // echo calls run
 }
 
 // countingTokens counts the lookups a credential costs the store.
@@ -59,11 +60,13 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 	if o.SyncStore == nil {
 		o.SyncStore = store
 	}
+	calls := &atomic.Int64{}
 	o.MCPServer = func(context.Context, string, bool) (*mcp.Server, error) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "door-test", Version: "0"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 			Text string `json:"text"`
 		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
 		return s, nil
@@ -82,7 +85,7 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 		h.Shutdown(context.Background())
 		srv.Close()
 	})
-	return &door{store: store, h: h, url: srv.URL, lookups: lookups}
+	return &door{store: store, h: h, url: srv.URL, lookups: lookups, calls: calls}
 }
 
 func (d *door) token(t testing.TB, spec memory.TokenSpec) string {

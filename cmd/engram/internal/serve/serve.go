@@ -77,6 +77,17 @@ type Options struct {
 	// and 100.
 	Rate  float64
 	Burst int
+	// MaxBatch caps the messages of one JSON-RPC batch (a POST whose
+	// body is a JSON array). Only a session of protocol version
+	// 2025-03-26 or earlier may send one: the protocol has had no
+	// batches since 2025-06-18, so any other batch is refused (JSON-RPC
+	// -32600) whatever its Mcp-Protocol-Version header says, as is a
+	// batch opening a session. A batch of n messages costs n requests of
+	// Rate and Burst, paid before any of them runs (429 with Retry-After
+	// when they cannot be); a longer one is refused whole (-32600). Its
+	// replies stream back as events, one per call. Default 32, and
+	// never more than Burst, which no longer batch could ever pay.
+	MaxBatch int
 	// Origins are browser origins allowed besides the server's own
 	// ("https://app.example.com"). A request with any other Origin header
 	// gets 403; a request without one (an MCP client, curl) is allowed.
@@ -206,6 +217,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.Burst <= 0 {
 		o.Burst = 100
 	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
 	if o.ServerIdle <= 0 {
 		o.ServerIdle = 10 * time.Minute
 	}
@@ -333,8 +347,18 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if !h.allow(w, r, rec.token.ID) {
 				return
 			}
-			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
-				return
+			if r.Method == http.MethodPost {
+				body, ok := h.readBody(w, r)
+				if !ok {
+					return
+				}
+				if isBatch(body) {
+					if !h.admitBatch(w, r, rec, body) {
+						return
+					}
+				} else if h.answerMissingParams(w, body) {
+					return
+				}
 			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
@@ -381,13 +405,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 var needsParams = []string{"initialize", "tools/call", "resources/read", "resources/subscribe", "resources/unsubscribe",
 	"prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen"}
 
-// answerMissingParams answers a call without params (or with null params)
-// to a method that needs them as engram mcp does over stdio: a JSON-RPC
-// error -32602 under the call's id. The SDK answers the first with a
-// plain-text HTTP 400, which leaves the call unanswered, and the second
-// with -32600. It reports whether it answered; the body is left for the
-// SDK either way.
-func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bool {
+// readBody reads a POST's body, at most MaxBodyBytes (413 beyond), and
+// leaves it in r for the SDK. It reports false when it has answered.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -396,9 +416,18 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bo
 		} else {
 			http.Error(w, "failed to read the request body", http.StatusBadRequest)
 		}
-		return true
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
+// answerMissingParams answers a call without params (or with null params)
+// to a method that needs them as engram mcp does over stdio: a JSON-RPC
+// error -32602 under the call's id. The SDK answers the first with a
+// plain-text HTTP 400, which leaves the call unanswered, and the second
+// with -32600. It reports whether it answered.
+func (h *Handler) answerMissingParams(w http.ResponseWriter, body []byte) bool {
 	var msg struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
