@@ -329,11 +329,13 @@ func (c *framedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.fixError(resp)
 		c.noteInitialize(resp)
+		id := resp.ID.Raw()
 		data, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {
-			return err
+			// An error here would end the session: the request gets an
+			// internal error instead.
+			data = errorResponse(id, codeInternalError, "internal error: the reply could not be encoded as JSON")
 		}
-		id := resp.ID.Raw()
 		c.mu.Lock()
 		var done []json.RawMessage
 		for i, b := range c.batches {

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/cmd/engram/internal/mcpguard"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
@@ -494,7 +495,7 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		cancel()
 		return nil, err
 	}
-	s.AddReceivingMiddleware(initializeOnce, h.metrics.timeTools)
+	s.AddReceivingMiddleware(mcpguard.Middleware, initializeOnce, h.metrics.timeTools)
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
