@@ -97,7 +97,8 @@ func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
 	return secret
 }
 
-// do sends one request; header values are set as given.
+// do sends one request; header values are set as given ("Host" sets the
+// request's Host).
 func (d *door) do(t testing.TB, method, path, body string, header map[string]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
@@ -105,6 +106,10 @@ func (d *door) do(t testing.TB, method, path, body string, header map[string]str
 		t.Fatal(err)
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

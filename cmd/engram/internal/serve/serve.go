@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -286,7 +287,7 @@ func New(opts *Options) (*Handler, error) {
 }
 
 // ServeHTTP routes a request after the checks every path shares: draining,
-// the Origin rule, the access log.
+// the Host rule on a loopback listener, the Origin rule, the access log.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
@@ -310,6 +311,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lw.Header().Set("Connection", "close")
 		lw.Header().Set("Retry-After", "1")
 		http.Error(lw, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if !hostAllowed(r) {
+		http.Error(lw, "403 forbidden: Host "+strconv.Quote(r.Host)+" is not a loopback name or address, and this server listens on loopback (a DNS-rebound page?); use localhost or 127.0.0.1", http.StatusForbidden)
 		return
 	}
 	if !h.originAllowed(r) {
@@ -701,6 +706,33 @@ func (h *Handler) Sessions() int {
 	h.newSession.Lock()
 	defer h.newSession.Unlock()
 	return h.sessionCount() + h.opening
+}
+
+// hostAllowed applies the MCP rule against DNS rebinding, as the SDK does
+// for /mcp, to every path: a request that came in on a loopback address
+// must name a loopback host ("localhost" or a loopback IP, any port). A
+// page of another site whose name was rebound to 127.0.0.1 sends that
+// name. A listener on another address serves any Host.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return true
+	}
+	return isLoopback(r.Host)
+}
+
+// isLoopback reports whether a host or host:port is "localhost" or a
+// loopback IP (the SDK's rule).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // originAllowed applies the MCP rule against DNS rebinding and cross-site
