@@ -144,6 +144,20 @@ type Options struct {
 	// whose X-Forwarded-For header names the client, for the failed-login
 	// limit. Without them the client is the connection's peer address and
 	// X-Forwarded-For is ignored: any client can send one.
+	//
+	// The header is believed from every connection whose peer address is
+	// listed, so the listener must be reachable from those addresses only
+	// through the proxy: a client that connects directly from a listed
+	// address (a local user, with TrustedProxies 127.0.0.1) can name any
+	// address in the header, escaping the per-address limit (the global
+	// one still holds it) and spending the count of an address it names,
+	// which locks that address's tokens not yet seen valid out until the
+	// count refills. Failures are counted by the client named together
+	// with the proxy that named it, so a direct client on another address
+	// of a listed prefix spends only its own count; one on the proxy's
+	// own address cannot be told apart. List the proxy's exact address,
+	// not a prefix, and do not let other clients reach the port (a
+	// firewall, or a listener only the proxy can connect to).
 	TrustedProxies []string
 	// MetricsToken, when set, serves /metrics (Prometheus text format) to
 	// requests with Authorization: Bearer MetricsToken; it must be one word
