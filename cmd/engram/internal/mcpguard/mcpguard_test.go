@@ -73,7 +73,7 @@ func TestMiddlewareDropsDataThatIsNotJSON(t *testing.T) {
 	}
 	_, err := mcpguard.Middleware(next)(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "t"}})
 	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != mcp.CodeResourceNotFound || we.Message == "" || len(we.Data) != 0 {
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message == "" || len(we.Data) != 0 {
 		t.Fatalf("error %#v", err)
 	}
 	if _, err := json.Marshal(we); err != nil {
