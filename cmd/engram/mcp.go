@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/cmd/engram/internal/mcpguard"
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/tools"
@@ -127,6 +128,9 @@ func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Se
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	// mcpguard first (innermost): a URI no reply can echo is answered
+	// before any handler; recoverHandlers outside it.
+	srv.AddReceivingMiddleware(mcpguard.Middleware)
 	srv.AddReceivingMiddleware(recoverHandlers)
 	for _, t := range offered {
 		name := t.Name

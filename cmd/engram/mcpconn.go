@@ -29,6 +29,12 @@ const (
 // error and skipped.
 const maxFrame = 16 << 20
 
+// maxBatch bounds the messages of one batch (protocol versions before
+// 2025-06-18); a longer one is refused whole (-32600) before any of it
+// runs, so one line cannot queue an unbounded reply array. engram serve's
+// default (serve.Options.MaxBatch) is the same.
+const maxBatch = 32
+
 // framedTransport serves MCP over newline-delimited JSON-RPC on r and w
 // (stdin and stdout), in front of the SDK: every line is checked before the
 // SDK sees it, so no byte sequence can end the session. A line that is not
@@ -216,6 +222,10 @@ func (c *framedConn) batch(line []byte) {
 		c.reply(nil, codeInvalidRequest, fmt.Sprintf("invalid request: JSON-RPC batches are not supported in protocol version %s; send one message per line", cmpOr(version, "2025-06-18")))
 		return
 	}
+	if len(items) > maxBatch {
+		c.reply(nil, codeInvalidRequest, fmt.Sprintf("invalid request: a JSON-RPC batch of %d messages; at most %d per batch", len(items), maxBatch))
+		return
+	}
 	b := &framedBatch{want: map[any]int{}}
 	var msgs []jsonrpc.Message
 	for _, it := range items {
@@ -319,11 +329,13 @@ func (c *framedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.fixError(resp)
 		c.noteInitialize(resp)
+		id := resp.ID.Raw()
 		data, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {
-			return err
+			// An error here would end the session: the request gets an
+			// internal error instead.
+			data = errorResponse(id, codeInternalError, "internal error: the reply could not be encoded as JSON")
 		}
-		id := resp.ID.Raw()
 		c.mu.Lock()
 		var done []json.RawMessage
 		for i, b := range c.batches {

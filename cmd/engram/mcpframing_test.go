@@ -447,3 +447,42 @@ func TestMCPBinaryAnswersPipedInput(t *testing.T) {
 		}
 	}
 }
+
+// A batch (protocol 2025-03-26) is at most maxBatch messages: a longer
+// one is refused whole with one -32600 error before any of it runs, so
+// one line cannot queue a reply array of unbounded length.
+func TestMCPBatchCapped(t *testing.T) {
+	in, out, _ := pipeServer(t)
+	send(t, in, strings.Replace(initLine, "2025-06-18", "2025-03-26", 1))
+	if rep := readReply(t, out); rep.Error != nil {
+		t.Fatalf("initialize: %+v", rep.Error)
+	}
+	send(t, in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	pings := func(first, n int) string {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, first+i)
+		}
+		return b.String() + "]"
+	}
+	send(t, in, pings(100, maxBatch+1))
+	rep := readReply(t, out)
+	if rep.Error == nil || rep.Error.Code != codeInvalidRequest || rep.ID != nil || !strings.Contains(rep.Error.Message, fmt.Sprint(maxBatch)) {
+		t.Fatalf("a batch of %d: %+v; want one -32600 naming the cap %d", maxBatch+1, rep, maxBatch)
+	}
+	send(t, in, pings(200, maxBatch))
+	var reps []rpcReply
+	select {
+	case line := <-out:
+		if err := json.Unmarshal([]byte(line), &reps); err != nil || len(reps) != maxBatch {
+			t.Fatalf("a batch of %d: reply %.200q (%v)", maxBatch, line, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply to the batch within 10s")
+	}
+	ping(t, in, out, 9)
+}

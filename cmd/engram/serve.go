@@ -52,8 +52,10 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
 		fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
 		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
+		fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
 		fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
-		fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored)")
+		fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
+			"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
 		fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
 		fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	}); err != nil {

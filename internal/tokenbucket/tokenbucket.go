@@ -16,12 +16,20 @@ func Full(burst float64, now time.Time) *Bucket { return &Bucket{tokens: burst, 
 
 // Take removes one token, or returns how long until one is there.
 func (b *Bucket) Take(now time.Time, rate, burst float64) time.Duration {
+	return b.TakeN(now, 1, rate, burst)
+}
+
+// TakeN removes n tokens at once, or none and returns how long until n
+// are there (engram serve's JSON-RPC batch of n messages costs n
+// requests, paid before any runs). An n beyond burst is never there: the
+// caller caps it.
+func (b *Bucket) TakeN(now time.Time, n, rate, burst float64) time.Duration {
 	b.refill(now, rate, burst)
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.tokens >= n {
+		b.tokens -= n
 		return 0
 	}
-	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+	return time.Duration((n - b.tokens) / rate * float64(time.Second))
 }
 
 // Wait returns how long until a token is there, 0 if one is now, taking

@@ -49,3 +49,21 @@ func TestWaitAndCharge(t *testing.T) {
 		t.Fatal("after 2 s: still waiting")
 	}
 }
+
+func TestTakeN(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	b := tokenbucket.Full(10, t0)
+	if b.TakeN(t0, 7, 1, 10) != 0 {
+		t.Fatal("7 of a full bucket of 10 refused")
+	}
+	// 3 left: 4 at once is refused whole, taking none.
+	if w := b.TakeN(t0, 4, 1, 10); w < 900*time.Millisecond || w > time.Second {
+		t.Fatalf("4 with 3 left: wait %v, want ~1s", w)
+	}
+	if b.TakeN(t0, 3, 1, 10) != 0 {
+		t.Fatal("the 3 left refused: a refused TakeN took some")
+	}
+	if b.Take(t0, 1, 10) == 0 {
+		t.Fatal("a token taken from an empty bucket")
+	}
+}

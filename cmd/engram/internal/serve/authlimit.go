@@ -45,7 +45,7 @@ type authLimit struct {
 	key                     []byte // keys the digests of good secrets
 
 	mu     sync.Mutex
-	addrs  map[netip.Prefix]*addrEntry
+	addrs  map[limitKey]*addrEntry
 	global *tokenbucket.Bucket
 	good   map[[sha256.Size]byte]time.Time // digest of address and secret → until
 }
@@ -62,7 +62,7 @@ type addrEntry struct {
 func newAuthLimit(o *Options) (*authLimit, error) {
 	a := &authLimit{rate: o.AuthFailureRate, burst: float64(o.AuthFailureBurst),
 		globalRate: o.AuthFailureGlobalRate, globalBurst: float64(o.AuthFailureGlobalBurst),
-		key: make([]byte, 32), addrs: map[netip.Prefix]*addrEntry{}, good: map[[sha256.Size]byte]time.Time{}}
+		key: make([]byte, 32), addrs: map[limitKey]*addrEntry{}, good: map[[sha256.Size]byte]time.Time{}}
 	if _, err := rand.Read(a.key); err != nil {
 		return nil, fmt.Errorf("serve: key for the failed-login limit: %w", err)
 	}
@@ -95,11 +95,30 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(ip, ip.BitLen()), nil
 }
 
-// clientAddr is the address a request's failures are counted against:
-// the connection's peer, or, when the peer is a trusted proxy, the
-// right-most X-Forwarded-For entry that is not itself a trusted proxy
-// (entries further left are whatever the client chose to send).
-func (a *authLimit) clientAddr(r *http.Request) netip.Addr {
+// limitKey is what a request's failures are counted against: the client
+// address (an IPv6 one by its /64) and, when X-Forwarded-For named it,
+// the trusted peer that forwarded it. A client that reaches the port
+// directly from another address of a trusted prefix and names a victim
+// in the header then spends its own count for that name, not the one
+// of the victim's requests through the proxy.
+type limitKey struct {
+	via    netip.Addr // the trusted peer, or zero
+	client netip.Prefix
+}
+
+// limitKey is r's key.
+func (a *authLimit) limitKey(r *http.Request) limitKey {
+	peer := peerAddr(r)
+	client := a.clientAddr(r)
+	k := limitKey{client: addrKey(client)}
+	if client != peer {
+		k.via = peer
+	}
+	return k
+}
+
+// peerAddr is the connection's peer address, unmapped.
+func peerAddr(r *http.Request) netip.Addr {
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	var ip netip.Addr
 	if err == nil {
@@ -108,6 +127,15 @@ func (a *authLimit) clientAddr(r *http.Request) netip.Addr {
 		ip, _ = netip.ParseAddr(host)
 		ip = ip.Unmap()
 	}
+	return ip
+}
+
+// clientAddr is the client address of a request's failures: the
+// connection's peer, or, when the peer is a trusted proxy, the
+// right-most X-Forwarded-For entry that is not itself a trusted proxy
+// (entries further left are whatever the client chose to send).
+func (a *authLimit) clientAddr(r *http.Request) netip.Addr {
+	ip := peerAddr(r)
 	if !ip.IsValid() || !a.isTrusted(ip) {
 		return ip
 	}
@@ -154,10 +182,15 @@ func addrKey(ip netip.Addr) netip.Prefix {
 	return p
 }
 
-// digest keys a secret that authenticated from r's client address.
+// digest keys a secret that authenticated from r's client address (and
+// the proxy that named it).
 func (a *authLimit) digest(r *http.Request, secret string) [sha256.Size]byte {
 	m := hmac.New(sha256.New, a.key)
-	k, _ := addrKey(a.clientAddr(r)).MarshalBinary()
+	lk := a.limitKey(r)
+	k, _ := lk.client.MarshalBinary()
+	m.Write(k)
+	m.Write([]byte{0})
+	k, _ = lk.via.MarshalBinary()
 	m.Write(k)
 	m.Write([]byte{0})
 	m.Write([]byte(secret))
@@ -183,7 +216,7 @@ func (a *authLimit) known(r *http.Request, secret string, now time.Time) bool {
 // failure left, 0 if they have, and which is short ("address" or
 // "global").
 func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string) {
-	key := addrKey(a.clientAddr(r))
+	key := a.limitKey(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.addrs[key]
@@ -209,7 +242,7 @@ func (a *authLimit) check(r *http.Request, now time.Time) (time.Duration, string
 
 // charge counts one failure against r's address and the global budget.
 func (a *authLimit) charge(r *http.Request, now time.Time) {
-	key := addrKey(a.clientAddr(r))
+	key := a.limitKey(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.global.Charge(now, a.globalRate, a.globalBurst)

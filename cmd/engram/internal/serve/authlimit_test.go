@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -285,5 +286,59 @@ func TestFailedLoginLimitRevoked(t *testing.T) {
 	}
 	if s := strings.Join(got, " "); s != "401 401 429 429" {
 		t.Fatalf("the revoked token's statuses %s, want 401 401 429 429", s)
+	}
+}
+
+// doFrom sends one request from local address ip (any of 127/8 on a
+// loopback test server).
+func (d *door) doFrom(t *testing.T, ip string, method, path, body string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// With a trusted prefix holding more than the proxy, a client that skips
+// the proxy and names its victim in X-Forwarded-For spends only its own
+// peer's count for that name: the victim through the proxy is not locked
+// out. (A client on the proxy's own address cannot be told apart: the
+// documented caveat of TrustedProxies.)
+func TestFailedLoginLimitSpoofedForwardedFor(t *testing.T) {
+	d := newDoor(t, &serve.Options{AuthFailureBurst: 2, AuthFailureRate: 1e-3, TrustedProxies: []string{"127.0.0.0/8"}})
+	const proxy, direct, victim = "127.0.0.1", "127.0.0.2", "198.51.100.7"
+	try := func(from, secret string) int {
+		h := mcpHeader(secret, "")
+		h["X-Forwarded-For"] = victim
+		return d.doFrom(t, from, "POST", "/mcp", initBody, h).StatusCode
+	}
+	var got []int
+	for i := range 3 {
+		got = append(got, try(direct, fmt.Sprintf("engram_guess%d", i)))
+	}
+	if fmt.Sprint(got) != "[401 401 429]" {
+		t.Fatalf("the spoofer's guesses: %v, want [401 401 429]", got)
+	}
+	if st := try(proxy, d.token(t, memory.TokenSpec{Agent: "victim"})); st != 200 {
+		t.Fatalf("the victim's new token through the proxy: %d, want 200 (locked out by a client that skipped the proxy)", st)
+	}
+	// Through the proxy, the victim's own failures still count.
+	got = got[:0]
+	for i := range 3 {
+		got = append(got, try(proxy, fmt.Sprintf("engram_guess%d", 10+i)))
+	}
+	if fmt.Sprint(got) != "[401 401 429]" {
+		t.Fatalf("guesses through the proxy: %v, want [401 401 429]", got)
 	}
 }

@@ -4,9 +4,11 @@
 // never by a parameter.
 //
 // The package owns the HTTP concerns — bearer authentication, session
-// binding, the Origin rule, body limits, the session cap, per-token rate
-// limits, the failed-login limit per client address, access logs,
-// /metrics and draining — and gets the MCP server of an agent
+// binding, the Host rule of a loopback listener and the Origin rule on
+// every path, body limits, JSON-RPC batches (only where the session's
+// protocol version has them, capped, each message paid from the rate
+// limit), the session cap, per-token rate limits, the failed-login limit
+// per client address, access logs, /metrics and draining — and gets the MCP server of an agent
 // and the web UI of a person from its caller (Options.MCPServer,
 // Options.UI), so the tools, resources and pages are exactly those of
 // "engram mcp" and "engram ui".

@@ -25,6 +25,7 @@ type door struct {
 	h       *serve.Handler
 	url     string
 	lookups *atomic.Int64 // the store's token and login-link lookups
+	calls   *atomic.Int64 // echo calls run
 }
 
 // countingTokens counts the lookups a credential costs the store.
@@ -59,11 +60,13 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 	if o.SyncStore == nil {
 		o.SyncStore = store
 	}
+	calls := &atomic.Int64{}
 	o.MCPServer = func(context.Context, string, bool) (*mcp.Server, error) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "door-test", Version: "0"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 			Text string `json:"text"`
 		}) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
 		return s, nil
@@ -82,7 +85,7 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 		h.Shutdown(context.Background())
 		srv.Close()
 	})
-	return &door{store: store, h: h, url: srv.URL, lookups: lookups}
+	return &door{store: store, h: h, url: srv.URL, lookups: lookups, calls: calls}
 }
 
 func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
@@ -94,7 +97,8 @@ func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
 	return secret
 }
 
-// do sends one request; header values are set as given.
+// do sends one request; header values are set as given ("Host" sets the
+// request's Host).
 func (d *door) do(t testing.TB, method, path, body string, header map[string]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
@@ -102,6 +106,10 @@ func (d *door) do(t testing.TB, method, path, body string, header map[string]str
 		t.Fatal(err)
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/cmd/engram/internal/mcpguard"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
@@ -77,6 +79,17 @@ type Options struct {
 	// and 100.
 	Rate  float64
 	Burst int
+	// MaxBatch caps the messages of one JSON-RPC batch (a POST whose
+	// body is a JSON array). Only a session of protocol version
+	// 2025-03-26 or earlier may send one: the protocol has had no
+	// batches since 2025-06-18, so any other batch is refused (JSON-RPC
+	// -32600) whatever its Mcp-Protocol-Version header says, as is a
+	// batch opening a session. A batch of n messages costs n requests of
+	// Rate and Burst, paid before any of them runs (429 with Retry-After
+	// when they cannot be); a longer one is refused whole (-32600). Its
+	// replies stream back as events, one per call. Default 32, and
+	// never more than Burst, which no longer batch could ever pay.
+	MaxBatch int
 	// Origins are browser origins allowed besides the server's own
 	// ("https://app.example.com"). A request with any other Origin header
 	// gets 403; a request without one (an MCP client, curl) is allowed.
@@ -145,6 +158,20 @@ type Options struct {
 	// whose X-Forwarded-For header names the client, for the failed-login
 	// limit. Without them the client is the connection's peer address and
 	// X-Forwarded-For is ignored: any client can send one.
+	//
+	// The header is believed from every connection whose peer address is
+	// listed, so the listener must be reachable from those addresses only
+	// through the proxy: a client that connects directly from a listed
+	// address (a local user, with TrustedProxies 127.0.0.1) can name any
+	// address in the header, escaping the per-address limit (the global
+	// one still holds it) and spending the count of an address it names,
+	// which locks that address's tokens not yet seen valid out until the
+	// count refills. Failures are counted by the client named together
+	// with the proxy that named it, so a direct client on another address
+	// of a listed prefix spends only its own count; one on the proxy's
+	// own address cannot be told apart. List the proxy's exact address,
+	// not a prefix, and do not let other clients reach the port (a
+	// firewall, or a listener only the proxy can connect to).
 	TrustedProxies []string
 	// MetricsToken, when set, serves /metrics (Prometheus text format) to
 	// requests with Authorization: Bearer MetricsToken; it must be one word
@@ -221,6 +248,9 @@ func New(opts *Options) (*Handler, error) {
 	if o.Burst <= 0 {
 		o.Burst = 100
 	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
 	if o.ServerIdle <= 0 {
 		o.ServerIdle = 10 * time.Minute
 	}
@@ -295,7 +325,7 @@ func New(opts *Options) (*Handler, error) {
 }
 
 // ServeHTTP routes a request after the checks every path shares: draining,
-// the Origin rule, the access log.
+// the Host rule on a loopback listener, the Origin rule, the access log.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
@@ -319,6 +349,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lw.Header().Set("Connection", "close")
 		lw.Header().Set("Retry-After", "1")
 		http.Error(lw, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if !hostAllowed(r) {
+		http.Error(lw, "403 forbidden: Host "+strconv.Quote(r.Host)+" is not a loopback name or address, and this server listens on loopback (a DNS-rebound page?); use localhost or 127.0.0.1", http.StatusForbidden)
 		return
 	}
 	if !h.originAllowed(r) {
@@ -357,8 +391,18 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if !h.allow(w, r, rec.token.ID) {
 				return
 			}
-			if r.Method == http.MethodPost && h.answerMissingParams(w, r) {
-				return
+			if r.Method == http.MethodPost {
+				body, ok := h.readBody(w, r)
+				if !ok {
+					return
+				}
+				if isBatch(body) {
+					if !h.admitBatch(w, r, rec, body) {
+						return
+					}
+				} else if h.answerMissingParams(w, body) {
+					return
+				}
 			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
@@ -405,13 +449,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 var needsParams = []string{"initialize", "tools/call", "resources/read", "resources/subscribe", "resources/unsubscribe",
 	"prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen"}
 
-// answerMissingParams answers a call without params (or with null params)
-// to a method that needs them as engram mcp does over stdio: a JSON-RPC
-// error -32602 under the call's id. The SDK answers the first with a
-// plain-text HTTP 400, which leaves the call unanswered, and the second
-// with -32600. It reports whether it answered; the body is left for the
-// SDK either way.
-func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bool {
+// readBody reads a POST's body, at most MaxBodyBytes (413 beyond), and
+// leaves it in r for the SDK. It reports false when it has answered.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -420,9 +460,18 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, r *http.Request) bo
 		} else {
 			http.Error(w, "failed to read the request body", http.StatusBadRequest)
 		}
-		return true
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
+// answerMissingParams answers a call without params (or with null params)
+// to a method that needs them as engram mcp does over stdio: a JSON-RPC
+// error -32602 under the call's id. The SDK answers the first with a
+// plain-text HTTP 400, which leaves the call unanswered, and the second
+// with -32600. It reports whether it answered.
+func (h *Handler) answerMissingParams(w http.ResponseWriter, body []byte) bool {
 	var msg struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -489,7 +538,7 @@ func (h *Handler) server(key serverKey) (*mcp.Server, error) {
 		cancel()
 		return nil, err
 	}
-	s.AddReceivingMiddleware(initializeOnce, h.metrics.timeTools)
+	s.AddReceivingMiddleware(mcpguard.Middleware, initializeOnce, h.metrics.timeTools)
 	if key.readOnly {
 		s.AddReceivingMiddleware(onlyTools(h.opts.ReadTools))
 	}
@@ -695,6 +744,33 @@ func (h *Handler) Sessions() int {
 	h.newSession.Lock()
 	defer h.newSession.Unlock()
 	return h.sessionCount() + h.opening
+}
+
+// hostAllowed applies the MCP rule against DNS rebinding, as the SDK does
+// for /mcp, to every path: a request that came in on a loopback address
+// must name a loopback host ("localhost" or a loopback IP, any port). A
+// page of another site whose name was rebound to 127.0.0.1 sends that
+// name. A listener on another address serves any Host.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return true
+	}
+	return isLoopback(r.Host)
+}
+
+// isLoopback reports whether a host or host:port is "localhost" or a
+// loopback IP (the SDK's rule).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // originAllowed applies the MCP rule against DNS rebinding and cross-site
