@@ -16,7 +16,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// benchAgents: one agent's search in a store of N agents (issue 35), each
+// BenchAgents: one agent's search in a store of N agents, each
 // with 20 blocks, 200 archival entries and 200 messages of one Zipf
 // vocabulary, blocks and entries embedded offline (384 dimensions), with
 // the library's default cache bounds. Each row compares N agents with 10:

@@ -114,7 +114,7 @@ func (c *agentCorpus) queries() []string {
 	return qs
 }
 
-// benchAgentsPostgres: the agents section on PostgreSQL (issue 35): N
+// BenchAgentsPostgres: the agents section on PostgreSQL: N
 // agents, each with 20 blocks, 200 archival entries and 200 messages
 // (blocks and entries embedded offline, 384 dimensions, as on SQLite), in
 // one database of a throwaway server (or ENGRAM_BENCH_POSTGRES); rows for

@@ -61,7 +61,7 @@ func diffSplices(old, new string) []splice {
 // after that line's "s". The text is the same, but the CRDT anchors the
 // insertion on another line's characters, and a concurrent edit anchored
 // there (a re-applied write-back edit on a new epoch and another writer's
-// append, issue 29) interleaves with it inside a line. So the insertion
+// append) interleaves with it inside a line. So the insertion
 // slides, as far as the text allows, to start at a line start and end
 // with its newline; elsewhere it stays where it was.
 func lineAlignedInsert(o []rune, p int, ins []rune) splice {

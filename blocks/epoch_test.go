@@ -208,7 +208,7 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 }
 
 // Unpersisted edits of this replica interleaved with another writer's
-// change it merged (the order issue 29 reported: ours, theirs, ours, then
+// change it merged (the order once found to lose edits: ours, theirs, ours, then
 // the other writer rebases) are all carried to the new epoch: the carried
 // base holds the other writer's change and none of ours.
 func TestReapplyCarriesEditsAroundAMergedChange(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // lines of the same shape ("r0-3" beside "r1-2"), merge with every line
 // intact: a line inserted by a diff is anchored at a line boundary, never
 // on another line's characters, where a concurrent insertion anchored
-// there too would interleave with it (issue 29: a write-back edit
+// there too would interleave with it (a write-back edit
 // re-applied on a new epoch as a value difference, garbled with another
 // writer's concurrent line).
 func TestConcurrentLineInsertionsStayWhole(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/engram-go/engram/builder"
 )
 
-// Issue 31 item 1: current model families get their own context window
+// Current model families get their own context window
 // (not the 128k default), and an unknown name is reported as unknown.
 func TestKnownModelLimits(t *testing.T) {
 	cfg := builder.DefaultConfig()

@@ -15,7 +15,7 @@ import (
 	"github.com/engram-go/engram/toolrules"
 )
 
-// Issue 11 item 1: pruning a Working block (or attachment) when a section
+// Pruning a Working block (or attachment) when a section
 // follows memory panicked ("strings: illegal use of non-zero Builder copied
 // by value").
 func TestBuildAfterPruningDoesNotPanic(t *testing.T) {

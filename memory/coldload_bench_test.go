@@ -12,7 +12,7 @@ import (
 )
 
 // coldLoadChars is the content the cold-load benchmarks build, the size
-// issue 29 reported.
+// of a block whose cold load was once slow.
 const coldLoadChars = 140_000
 
 // appendedStore writes a store file holding one Text block made of

@@ -89,7 +89,7 @@ var tablesLeftOut = map[string]string{
 // shadow tables on SQLite.
 var leftOutByPrefix = map[string]string{"fts_": "the full-text index (FTS5 and its shadow tables): rebuilt from the content by triggers"}
 
-// Issue 31 item 2: export then import keeps every table's content, on
+// Export then import keeps every table's content, on
 // SQLite → SQLite, SQLite → PostgreSQL and PostgreSQL → SQLite.
 func TestDumpRoundTripEveryTable(t *testing.T) {
 	var srv *pgtest.Server

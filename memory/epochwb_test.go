@@ -15,7 +15,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// Issue 29 item 2: a write-back store's acknowledged appends survive another
+// A write-back store's acknowledged appends survive another
 // store's rebase made while they were unflushed, whoever wrote in between.
 func TestWriteBackEditsSurviveAnotherStoresRebase(t *testing.T) {
 	testWriteBackAcrossRebase(t, filepath.Join(t.TempDir(), "wb.db"))

@@ -25,7 +25,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Regression tests for issue 11: every guarantee below was broken once.
+// Regression tests: every guarantee below was broken once.
 
 func text(t *testing.T, c *memory.Cache, agent, label string) string {
 	t.Helper()
@@ -551,7 +551,7 @@ func TestOpenNotADatabaseFailsFast(t *testing.T) {
 	}
 }
 
-// Issue 12 (labels): labels are checked at creation, so the name in a
+// Labels are checked at creation, so the name in a
 // block's tag is exactly its label and no two blocks look alike.
 func TestLabelsAreCheckedAtCreation(t *testing.T) {
 	ctx := context.Background()
@@ -567,7 +567,7 @@ func TestLabelsAreCheckedAtCreation(t *testing.T) {
 	}
 }
 
-// Issue 12 item 15: with WriteBack, a process reads its own writes before
+// With WriteBack, a process reads its own writes before
 // Flush: listings, RenderedContent and the stamp the builder caches under.
 func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 	ctx := context.Background()
@@ -623,7 +623,7 @@ func TestCharLimitIsCapped(t *testing.T) {
 	}
 }
 
-// Issue 13 item 3: a URL Open cannot serve is an error, never a path.
+// A URL Open cannot serve is an error, never a path.
 func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	dir := t.TempDir()
 	wd, _ := os.Getwd()
@@ -661,7 +661,7 @@ func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	c.Close()
 }
 
-// Issue 12 item 11: an initial map value that leaves a field out keeps the
+// An initial map value that leaves a field out keeps the
 // field's default (a counter stays a counter at 0 or its default).
 func TestInitialMapValueKeepsOmittedFields(t *testing.T) {
 	ctx := context.Background()

@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-// Issue 29 (import) and issue 31 item 9: a dump whose block documents were
+// A dump whose block documents were
 // edited outside engram gets the checks MergeChanges gives merged changes;
 // a refused import adds nothing.
 func TestImportJudgesOutsideEdits(t *testing.T) {

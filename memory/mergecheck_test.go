@@ -80,7 +80,7 @@ func subText(m *automerge.Map, key string) *automerge.Text {
 	return v.Text()
 }
 
-// Issue 29 item 1, issue 31 item 9: a change that enters from outside is
+// A change that enters from outside is
 // judged as a local edit is — schema, read-only parts, permission, unknown
 // root keys — and a refused one changes nothing, also after reopening.
 func TestMergeChangesJudgedAsAnEdit(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Issue 12 item 6: metadata values are searchable, keys are not; metadata
+// Metadata values are searchable, keys are not; metadata
 // filters work in search and listings; bad vector weights are refused.
 func TestArchivalMetadata(t *testing.T) {
 	ctx := context.Background()

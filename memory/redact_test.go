@@ -13,7 +13,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// Issue 29 item 8: a store target that could hold a password never reaches
+// A store target that could hold a password never reaches
 // an error whole, and a keyword DSN is PostgreSQL, never a SQLite file
 // named after it.
 func TestOpenHidesTargetSecrets(t *testing.T) {

@@ -60,7 +60,7 @@ func errClass(err error) string {
 	return strings.Join(out, "+")
 }
 
-// Issue 29 item 6: the store's sugar methods, ApplyEdit and the
+// The store's sugar methods, ApplyEdit and the
 // *blocks.Document view give the same result and the same side effects
 // for the same edit: error, value, update rows and their actor, proposals.
 func TestWritePathsAgree(t *testing.T) {

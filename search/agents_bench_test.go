@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkAgentsSearch measures what one agent's search costs when the
-// store holds N agents (issue 35): each agent owns 20 blocks, 200
+// store holds N agents: each agent owns 20 blocks, 200
 // archival entries and 200 messages of the same Zipf vocabulary, blocks
 // and archival entries embedded offline. A per-agent search should cost
 // what the agent's own rows cost, whatever N is.

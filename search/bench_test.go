@@ -329,7 +329,7 @@ func benchSearchQueries(b *testing.B, mode search.Mode, io search.IndexOptions, 
 func BenchmarkFTS(b *testing.B) {
 	b.Run("fts5", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{TextCacheBytes: -1}) })
 	b.Run("textcache", func(b *testing.B) { benchSearchWith(b, search.FTS, search.IndexOptions{}) })
-	// Queries with a word most entries hold (issue 35's single-agent point).
+	// Queries with a word most entries hold (one agent's worst case).
 	b.Run("fts5-common", func(b *testing.B) {
 		benchSearchQueries(b, search.FTS, search.IndexOptions{TextCacheBytes: -1}, true)
 	})

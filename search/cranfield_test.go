@@ -170,7 +170,7 @@ func evaluate(t *testing.T, ctx context.Context, x *search.Index, c *eval.Cranfi
 		case search.FTS:
 			ftsNDCG = m.NDCG10
 		case search.Auto:
-			// Issue 12: the default must never be worse than FTS alone.
+			// The default must never be worse than FTS alone.
 			if m.NDCG10 < ftsNDCG {
 				t.Errorf("%sAuto (the default) nDCG@10 %.3f is below FTS alone %.3f", label, m.NDCG10, ftsNDCG)
 			}

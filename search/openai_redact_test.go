@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Issue 29 item 8: an embedder base URL with user:password (or a key in
+// An embedder base URL with user:password (or a key in
 // its query) is masked in every error the embedder returns.
 func TestOpenAIEmbedderHidesURLSecrets(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
-// The ranking variants of issue 32's directions 1 and 3, prototyped over
+// The ranking variants (context columns; BM25F and proximity), prototyped over
 // the text cache's own analysis and scoring (QueryTerms, CachePhrases,
 // FTS5's idf, k1 = 1.2, b = 0.75) so that "baseline" is what engram ranks
 // today: each LoCoMo turn indexed with the turns before (weight 0.5) and

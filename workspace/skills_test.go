@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/workspace"
 )
 
-// Issue 12 item 14: imported skills are listed in the prompt by name and
+// Imported skills are listed in the prompt by name and
 // description, and load_skill returns a skill's body on demand.
 func TestSkillsAreListedAndLoadable(t *testing.T) {
 	ctx := context.Background()

@@ -17,7 +17,7 @@ import (
 	"github.com/engram-go/engram/workspace"
 )
 
-// Issue 29 item 7: an attacker who can write into a workspace directory
+// An attacker who can write into a workspace directory
 // cannot make Import read outside it, hang it, or run it out of memory.
 // Each case must fail with its sentinel, name the file, and import none of
 // what lies outside.
@@ -110,7 +110,7 @@ func TestImportFollowsLinksInside(t *testing.T) {
 	}
 }
 
-// Issue 29 item 7: Export writes only inside its directory and never
+// Export writes only inside its directory and never
 // through a link, and what it creates is private (files 0600, directories
 // 0700).
 func TestExportWritesOnlyInside(t *testing.T) {

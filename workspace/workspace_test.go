@@ -86,7 +86,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// A directory that does not exist is an error (issue 12 item 10); an
+// A directory that does not exist is an error; an
 // empty one imports nothing.
 func TestImportMissingDirFails(t *testing.T) {
 	ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 12 item 7: help is printed on stdout with exit 0, for the program,
+// Help is printed on stdout with exit 0, for the program,
 // command groups and every command (with its flags and an example).
 func TestCLIHelp(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")

@@ -33,7 +33,7 @@ func contextStore(t *testing.T) string {
 	return db
 }
 
-// Issue 31 item 1: engram context shows every layer: the builder's base
+// engram context shows every layer: the builder's base
 // instructions (as the web UI), the environment unless --no-environment,
 // the context library, the current message and the memories recalled for
 // it, with each layer's tokens against its budget.

@@ -61,7 +61,7 @@ func fakeEmbeddings(t *testing.T, key string) *httptest.Server {
 	return srv
 }
 
-// Issue 31 item 4: vector and hybrid search use the embedder the store
+// Vector and hybrid search use the embedder the store
 // records, without --embedder; --embedder none still means none.
 func TestCLIRecordedOfflineEmbedder(t *testing.T) {
 	clearEmbedEnv(t)

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// Issue 29 item 7: "export --out" replaces a link at its path instead of
+// "export --out" replaces a link at its path instead of
 // truncating the link's target, and writes the export 0600.
 func TestCLIExportOutReplacesLinks(t *testing.T) {
 	dir := t.TempDir()
@@ -50,7 +50,7 @@ func TestCLIExportOutReplacesLinks(t *testing.T) {
 	}
 }
 
-// Issue 29 item 7 through the CLI: "files import" refuses a link out of
+// Through the CLI: "files import" refuses a link out of
 // the workspace and names the file; "files export" does not write through
 // one.
 func TestCLIFilesRefuseLinksOut(t *testing.T) {
@@ -83,9 +83,9 @@ func TestCLIFilesRefuseLinksOut(t *testing.T) {
 	}
 }
 
-// Issue 29 item 7: the store's directory is made 0700 and a new store file
-// 0600. Only the default location's directories are made (issue 31 item
-// 6: a --db in a missing directory is refused).
+// The store's directory is made 0700 and a new store file
+// 0600. Only the default location's directories are made (a --db in a
+// missing directory is refused).
 func TestCLINewStoreIsPrivate(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(t.TempDir(), "data"))
 	t.Setenv("ENGRAM_DB", "")

@@ -179,7 +179,7 @@ func TestReadOnlyCommandsNeedAStore(t *testing.T) {
 		t.Fatalf("a read-only command left %s behind (stat: %v)", filepath.Dir(missing), err)
 	}
 	// A command that writes makes the store, not a missing directory
-	// (issue 31 item 6): a mistyped directory is an error.
+	//: a mistyped directory is an error.
 	_, errs, code := cli(t, missing, "", "block", "create", "--agent", "ada", "--label", "l", "--value", "hi")
 	if code != 1 || !strings.Contains(errs, "directory "+filepath.Dir(missing)+" does not exist") {
 		t.Fatalf("block create in a missing directory: exit %d, stderr %q", code, errs)

@@ -115,7 +115,7 @@ func ping(t testing.TB, in io.Writer, out <-chan string, id int) {
 	}
 }
 
-// Issue 12 item 1: no input line ends the session; each malformed one gets
+// No input line ends the session; each malformed one gets
 // the JSON-RPC error it deserves.
 func TestMCPFramingMalformedInput(t *testing.T) {
 	in, out, done := pipeServer(t)
@@ -270,7 +270,7 @@ func FuzzMCPFraming(f *testing.F) {
 	})
 }
 
-// Issue 12 item 2: a storage failure in a tool is a tool result with
+// A storage failure in a tool is a tool result with
 // isError, not a protocol error.
 func TestMCPToolFailureIsAResult(t *testing.T) {
 	ctx := context.Background()
@@ -325,7 +325,7 @@ func connectClient(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
 	return cs
 }
 
-// Issue 12 item 3: resources are resolved at request time and the list
+// Resources are resolved at request time and the list
 // follows the agent's blocks and shares, with list_changed notifications.
 func TestMCPResourcesFollowTheStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -406,7 +406,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 	}
 }
 
-// Issue 12 item 4: with piped stdin, every request gets its reply before
+// With piped stdin, every request gets its reply before
 // the process exits 0, malformed lines included.
 func TestMCPBinaryAnswersPipedInput(t *testing.T) {
 	if testing.Short() {

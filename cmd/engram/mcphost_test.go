@@ -19,7 +19,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// Issue 31 item 7: tools carry annotations hosts use to gate calls, and
+// Tools carry annotations hosts use to gate calls, and
 // the three any-JSON properties have typed schemas.
 func TestMCPToolAnnotationsAndTypedSchemas(t *testing.T) {
 	ctx := context.Background()

@@ -72,7 +72,7 @@ func TestCLIPostgres(t *testing.T) {
 	}
 }
 
-// Issue 31 item 2: a pending proposal survives a move from SQLite to
+// A pending proposal survives a move from SQLite to
 // PostgreSQL (it was gone after one), and can be approved there.
 func TestCLIPostgresKeepsProposals(t *testing.T) {
 	srv := pgtest.Start(t)

@@ -28,7 +28,7 @@ func TestCLIProposals(t *testing.T) {
 		t.Fatalf("no proposals at all:\n%s", out)
 	}
 	// An agent's write to its Human block waits for a person.
-	// It succeeded (issue 31 item 5): exit 0, the proposal's id on stdout.
+	// It succeeded: exit 0, the proposal's id on stdout.
 	if out, errs, code := cli(t, db, "", "block", "append", "--agent", "ada", "--as-agent", "goals", " Then test it."); code != 0 || !strings.Contains(out, "proposal #1 queued for approval") {
 		t.Fatalf("write to a Human block: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -90,7 +90,7 @@ func TestCLIProposals(t *testing.T) {
 		ID        int64
 		Status    string
 		Reason    string
-		DecidedBy string `json:"decided_by"` // snake_case (issue 31 item 6)
+		DecidedBy string `json:"decided_by"` // snake_case
 	}
 	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 2 || all[0].Status != "approved" ||
 		all[1].Status != "rejected" || !strings.Contains(all[1].Reason, "not now") || all[1].DecidedBy != "human:alice" {

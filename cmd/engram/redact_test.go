@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 29 item 8: a --db value that holds a password is never printed
+// A --db value that holds a password is never printed
 // whole, whether or not it parses, and a keyword DSN is PostgreSQL (it
 // used to become a SQLite file, and directories, named after it).
 func TestCLIHidesStoreSecrets(t *testing.T) {

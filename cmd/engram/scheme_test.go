@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 13 item 3: --db postgres://… used to create a directory named
+// --db postgres://… used to create a directory named
 // "postgres:" holding a SQLite file. Now a PostgreSQL URL goes to the
 // PostgreSQL backend (here: no server, so an error without the password),
 // an unknown scheme is an error, and neither creates anything.

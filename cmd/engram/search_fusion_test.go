@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 32: `engram search --mode fts "analytical engine"` as a new user
+// `engram search --mode fts "analytical engine"` as a new user
 // types it prints the archival entry matching both words before the block
 // matching one (they tied by rank and the block came first), and shows
 // each row's share of its type's best score.

@@ -124,7 +124,7 @@ func waitStore(t *testing.T, store *memory.Cache, agent, label, want string) tim
 	return 0
 }
 
-// Issue 34: unmodified automerge-repo peers against engram serve's /sync.
+// Unmodified automerge-repo peers against engram serve's /sync.
 func TestSyncAutomergeRepoPeer(t *testing.T) {
 	js := startJSRepo(t)
 	ctx := context.Background()

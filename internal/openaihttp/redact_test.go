@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 29 item 8: a base URL with user:password (or a key in its query)
+// A base URL with user:password (or a key in its query)
 // never appears in an error, whatever step failed.
 func TestErrorsHideURLSecrets(t *testing.T) {
 	srv, _ := server(t, status(http.StatusInternalServerError, `{"error":"boom"}`))

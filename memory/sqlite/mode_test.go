@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/memory/sqlite"
 )
 
-// Issue 29 item 7: a new database file and the -wal and -shm files SQLite
+// A new database file and the -wal and -shm files SQLite
 // makes beside it are readable by their owner only, whatever the umask
 // allows (the driver alone created them 0644).
 func TestNewDatabaseFilesArePrivate(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// Issue 31 item 1: the Context page shows the layers "engram context"
+// The Context page shows the layers "engram context"
 // builds: the environment (on unless turned off), the context library,
 // the current message and the memories recalled for it, each with its
 // token bar, and notes on a model engram does not know.

@@ -33,7 +33,7 @@ func sessionCookie(t *testing.T, srv *Server, res *http.Response) *http.Cookie {
 	return nil
 }
 
-// Issue 31 item 8: the sign-in URL works once; a second use fails, and a
+// The sign-in URL works once; a second use fails, and a
 // token in the address of a browser already signed in is redirected away.
 func TestLoginTokenWorksOnce(t *testing.T) {
 	f := newFixture(t)

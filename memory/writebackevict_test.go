@@ -11,12 +11,19 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-func TestProbeWBEvictRebase(t *testing.T) { probeWBEvictRebase(t, filepath.Join(t.TempDir(), "wb.db")) }
-func TestProbeWBEvictRebasePostgres(t *testing.T) {
-	probeWBEvictRebase(t, pgtest.Start(t).NewDatabase(t))
+// A write-back store with a one-document cache, whose blocks are evicted
+// (and so flushed) between appends while another store on the same
+// database appends to them too and rebases them, loses no acknowledged
+// append.
+func TestWriteBackEvictionAndRebaseLoseNothing(t *testing.T) {
+	writeBackEvictRebase(t, filepath.Join(t.TempDir(), "wb.db"))
 }
 
-func probeWBEvictRebase(t *testing.T, path string) {
+func TestWriteBackEvictionAndRebaseLoseNothingPostgres(t *testing.T) {
+	writeBackEvictRebase(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func writeBackEvictRebase(t *testing.T, path string) {
 	ctx := context.Background()
 	a, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, CacheSize: 1})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// Issue 31 item 3: an agent a block is shared with writes it from the CLI
+// An agent a block is shared with writes it from the CLI
 // with --owner, at the share's permission; show and history take --owner too.
 func TestCLISharedBlockOwner(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
@@ -41,7 +41,7 @@ func TestCLISharedBlockOwner(t *testing.T) {
 	}
 }
 
-// Item 5: a write kept as a proposal succeeded: it says so on stdout and
+// a write kept as a proposal succeeded: it says so on stdout and
 // exits 0.
 func TestCLIWriteKeptAsProposal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
@@ -63,7 +63,7 @@ func TestCLIWriteKeptAsProposal(t *testing.T) {
 	}
 }
 
-// Item 5: a package prefix is printed once however many of its errors the
+// a package prefix is printed once however many of its errors the
 // chain wraps.
 func TestCLIErrorPrefixOnce(t *testing.T) {
 	for _, err := range []error{
@@ -80,7 +80,7 @@ func TestCLIErrorPrefixOnce(t *testing.T) {
 	}
 }
 
-// Item 6: --version and "version" print the module version.
+// --version and "version" print the module version.
 func TestCLIVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		out, errs, code := cliRaw(t, args...)
@@ -90,7 +90,7 @@ func TestCLIVersion(t *testing.T) {
 	}
 }
 
-// Item 6: every usage error exits 2; a typo gets "did you mean".
+// every usage error exits 2; a typo gets "did you mean".
 func TestCLIUsageErrorsExit2(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "u.db")
 	ok(t, db, "block", "create", "--agent", "ada", "--label", "notes")
@@ -121,7 +121,7 @@ func TestCLIUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// Item 6: global flags after the command.
+// global flags after the command.
 func TestCLIGlobalFlagsAfterCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "g.db")
 	ok(t, db, "block", "create", "--agent", "ada", "--label", "notes", "--value", "hi")
@@ -140,7 +140,7 @@ func TestCLIGlobalFlagsAfterCommand(t *testing.T) {
 	}
 }
 
-// Item 6: a bad --schema lists the valid kinds.
+// a bad --schema lists the valid kinds.
 func TestCLISchemaKinds(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "k.db")
 	_, errs, code := cli(t, db, "", "block", "create", "--agent", "ada", "--label", "l", "--schema", `{"kind":"lst"}`)
@@ -149,7 +149,7 @@ func TestCLISchemaKinds(t *testing.T) {
 	}
 }
 
-// Item 6: a sqlite:// URL to a missing file is refused by a command that
+// a sqlite:// URL to a missing file is refused by a command that
 // only reads, like a plain path, and nothing is created.
 func TestCLISQLiteURLMissingStore(t *testing.T) {
 	dir := t.TempDir()
@@ -165,7 +165,7 @@ func TestCLISQLiteURLMissingStore(t *testing.T) {
 	}
 }
 
-// Item 6: a store named by --db or $ENGRAM_DB is created only in a
+// a store named by --db or $ENGRAM_DB is created only in a
 // directory that exists; the default location's directory is made.
 func TestCLIStoreDirectory(t *testing.T) {
 	data := t.TempDir()
@@ -188,7 +188,7 @@ func TestCLIStoreDirectory(t *testing.T) {
 	}
 }
 
-// Item 6: --json output is snake_case across blocks list, stats, context
+// --json output is snake_case across blocks list, stats, context
 // and proposals list (the library's untagged fields included).
 func TestCLIJSONSnakeCase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "j.db")
@@ -239,7 +239,7 @@ func TestSnakeCase(t *testing.T) {
 	}
 }
 
-// Item 6: files import names each existing block before it replaces it,
+// files import names each existing block before it replaces it,
 // --dry-run only says so, and --help gives the file → block mapping.
 func TestCLIFilesImportWarnsBeforeReplacing(t *testing.T) {
 	dir := t.TempDir()
@@ -274,7 +274,7 @@ func TestCLIFilesImportWarnsBeforeReplacing(t *testing.T) {
 	}
 }
 
-// Item 6: "engram archival" lists every subcommand.
+// "engram archival" lists every subcommand.
 func TestCLIArchivalListsSubcommands(t *testing.T) {
 	_, errs, code := cliRaw(t, "archival")
 	for _, sub := range []string{"archival add", "archival load", "archival list"} {
