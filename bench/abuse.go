@@ -107,9 +107,9 @@ func abuseRow(res abuse.Result) row {
 	if res.Killed != "" {
 		alive += "; killed by the harness: " + res.Killed
 	}
-	x.Note = fmt.Sprintf("server CPU %.2f s, peak RSS +%.0f MiB; victim p50 %s → %s over %d calls; writes %d acked, %d lost; %s; %s sent; answer: %s",
+	x.Note = fmt.Sprintf("server CPU %.2f s, peak RSS +%.0f MiB; victim p50 %s → %s, max %s, over %d calls; writes %d acked, %d lost; %s; %s sent; answer: %s",
 		res.CPU.Seconds(), float64(res.PeakGrowth)/(1<<20),
-		formatValue(ms(res.Quiet.P50), unitMS), formatValue(ms(res.Attacked.P50), unitMS), res.Attacked.Calls,
+		formatValue(ms(res.Quiet.P50), unitMS), formatValue(ms(res.Attacked.P50), unitMS), formatValue(ms(res.Attacked.Max), unitMS), res.Attacked.Calls,
 		res.Acked, res.Lost, alive, sizeOf(res.Bytes), res.Outcome)
 	limits := abuse.Goal
 	limits.Slack = abuseSlack

@@ -73,10 +73,10 @@ func TestServeUnderAbuse(t *testing.T) {
 		t.Run(a.Key, func(t *testing.T) {
 			r := h.Run(ctx, a)
 			t.Logf("%s: %s", a.Name, r.Outcome)
-			t.Logf("server CPU %.2f s, peak RSS +%.1f MiB (from %.1f MiB), %d B sent; victim p50 %v→%v, p99 %v→%v (%.2f×) over %d calls; %d acknowledged, %d lost; alive %v",
+			t.Logf("server CPU %.2f s, peak RSS +%.1f MiB (from %.1f MiB), %d B sent; victim p50 %v→%v, p99 %v→%v (%.2f×), max %v, over %d calls; %d acknowledged, %d lost; alive %v",
 				r.CPU.Seconds(), float64(r.PeakGrowth)/(1<<20), float64(r.RSSBefore)/(1<<20), r.Bytes,
 				r.Quiet.P50.Round(time.Microsecond), r.Attacked.P50.Round(time.Microsecond),
-				r.Quiet.P99.Round(time.Microsecond), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Calls,
+				r.Quiet.P99.Round(time.Microsecond), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Max.Round(time.Millisecond), r.Attacked.Calls,
 				r.Acked, r.Lost, r.Alive)
 			for _, v := range r.Violations(limits) {
 				t.Error(v)

@@ -96,28 +96,40 @@ type server struct {
 	err  error         // its exit, once done is closed
 }
 
+// sample is one victim call, or (missed) one the victim would have made
+// on its schedule while a slow call held it up.
 type sample struct {
-	start time.Time
-	took  time.Duration
-	ok    bool
+	start  time.Time
+	took   time.Duration
+	ok     bool
+	missed bool
 }
 
-// Latency summarizes the victim's calls in a window.
+// Latency summarizes the victim's calls in a window. Its percentiles
+// count the calls the victim's schedule missed while a call was slow, as
+// if each had waited from its slot until that call ended (coordinated
+// omission corrected): a server that stalls the victim for 3 s once in a
+// 20 s attack shows it in the p99, not as one slow call among 800.
 type Latency struct {
-	Calls  int
+	Calls  int // calls made
 	Errors int // calls that failed or answered a tool error
 	P50    time.Duration
 	P99    time.Duration
+	Max    time.Duration
 }
 
 func latencyOf(s []sample) Latency {
-	l := Latency{Calls: len(s)}
+	var l Latency
 	ds := make([]time.Duration, 0, len(s))
 	for _, x := range s {
-		if !x.ok {
-			l.Errors++
+		if !x.missed {
+			l.Calls++
+			if !x.ok {
+				l.Errors++
+			}
 		}
 		ds = append(ds, x.took)
+		l.Max = max(l.Max, x.took)
 	}
 	if len(ds) == 0 {
 		return l
@@ -252,6 +264,7 @@ func (h *Harness) start(ctx context.Context) error {
 	defer logf.Close()
 	cmd := h.opts.Command(h.db)
 	cmd.Stderr = logf
+	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -358,7 +371,9 @@ func (h *Harness) runVictim(ctx context.Context) {
 			cancel()
 			if err != nil {
 				cs = nil
-				h.record(sample{start: start, took: time.Since(start)}, "")
+				if ctx.Err() == nil {
+					h.record(sample{start: start, took: time.Since(start)}, "")
+				}
 				continue
 			}
 			csBase = base
@@ -376,6 +391,10 @@ func (h *Harness) runVictim(ctx context.Context) {
 			h.record(s, mark)
 		} else {
 			h.record(s, "")
+		}
+		// The calls the schedule missed meanwhile.
+		for k := time.Duration(1); s.took-k*h.opts.Every > 0; k++ {
+			h.record(sample{start: s.start.Add(k * h.opts.Every), took: s.took - k*h.opts.Every, ok: s.ok, missed: true}, "")
 		}
 		if err != nil {
 			cs.Close()
@@ -421,8 +440,13 @@ func (h *Harness) latency(t0, t1 time.Time) Latency {
 func (h *Harness) waitVictimPast(t time.Time, d time.Duration) {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		h.mu.Lock()
-		n := len(h.samples)
-		past := n > 0 && !h.samples[n-1].start.Before(t)
+		past := false
+		for i := len(h.samples) - 1; i >= 0; i-- {
+			if !h.samples[i].missed {
+				past = !h.samples[i].start.Before(t)
+				break
+			}
+		}
 		h.mu.Unlock()
 		if past {
 			return
@@ -443,6 +467,7 @@ type Result struct {
 	CPU        time.Duration // server CPU beyond its idle rate, from the attack's start until it settled
 	RSSBefore  int64         // the server's resident set before the attack
 	PeakGrowth int64         // its peak resident set during the attack, less RSSBefore
+	Prepare    time.Duration // making its payload and opening its connections, before the measurement
 	Wall       time.Duration // the measurement's length
 	Settled    bool          // the server's CPU went back to idle within SettleTimeout
 	Quiet      Latency       // the victim before any attack
@@ -536,7 +561,9 @@ func (h *Harness) Run(ctx context.Context, a Attack) Result {
 	}
 	srv := h.server()
 	pid := srv.cmd.Process.Pid
+	prepStart := time.Now()
 	p, err := a.prepare(ctx, h)
+	r.Prepare = time.Since(prepStart)
 	if err != nil {
 		r.Err = err
 		return r
@@ -638,8 +665,9 @@ func (h *Harness) Run(ctx context.Context, a Attack) Result {
 			r.Err = serr
 		}
 	}
-	h.opts.logf("%s: CPU %.2f s, peak RSS +%.1f MiB, victim p99 %v (%.1f×), %s",
-		a.Name, r.CPU.Seconds(), mib(r.PeakGrowth), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Outcome)
+	h.opts.logf("%s: CPU %.2f s, peak RSS +%.1f MiB, victim p99 %v (%.1f×, max %v); prepared in %v, measured over %v; %s",
+		a.Name, r.CPU.Seconds(), mib(r.PeakGrowth), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Max.Round(time.Millisecond),
+		r.Prepare.Round(time.Millisecond), r.Wall.Round(time.Millisecond), r.Outcome)
 	return r
 }
 
