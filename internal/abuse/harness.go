@@ -477,6 +477,35 @@ type Result struct {
 	Alive      bool          // the process was running and answering /healthz after the attack
 	Exit       string        // how it ended, when it did not live
 	Killed     string        // why the harness killed the server after the attack (and started another), if it did
+	// Recovery is how long, once the attack was over and the server
+	// idle, a new MCP session of the victim's token took to open and list
+	// its tools (probeTimeout when it did not); AttackerRecovery the same
+	// for the attacker's token.
+	Recovery, AttackerRecovery time.Duration
+}
+
+// probeTimeout bounds a recovery probe; RecoveryLimit is the longest a
+// new session of the victim may take after an attack.
+const (
+	probeTimeout  = time.Minute
+	RecoveryLimit = 5 * time.Second
+)
+
+// probe opens a new MCP session of token and lists its tools, and
+// returns how long that took.
+func (h *Harness) probe(ctx context.Context, token string) time.Duration {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cs, err := connect(ctx, h.server().base, token)
+	if err != nil {
+		return probeTimeout
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		return probeTimeout
+	}
+	return time.Since(start)
 }
 
 // Ratio is the victim's p99 under attack over its quiet p99.
@@ -536,6 +565,9 @@ func (r Result) Violations(l Limits) []string {
 	}
 	if r.Attacked.Errors > 0 {
 		v = append(v, fmt.Sprintf("%d of the victim's %d calls failed under attack", r.Attacked.Errors, r.Attacked.Calls))
+	}
+	if r.Alive && r.Killed == "" && r.Recovery > RecoveryLimit {
+		v = append(v, fmt.Sprintf("after the attack a new session of the victim took %v to list its tools (bound %v)", r.Recovery.Round(time.Millisecond), RecoveryLimit))
 	}
 	if r.Lost > 0 {
 		v = append(v, fmt.Sprintf("%d of %d acknowledged writes lost", r.Lost, r.Acked))
@@ -655,6 +687,9 @@ func (h *Harness) Run(ctx context.Context, a Attack) Result {
 	if r.Alive && r.Killed == "" {
 		h.settle(pid, time.Time{}, h.opts.SettleTimeout) // the cleanup's work is not the next attack's
 	}
+	if r.Alive && r.Killed == "" {
+		r.Recovery, r.AttackerRecovery = h.probe(ctx, h.victim), h.probe(ctx, h.attacker)
+	}
 	r.Acked, r.Lost, err = h.lost(ctx)
 	if err != nil {
 		r.Err = err
@@ -665,15 +700,16 @@ func (h *Harness) Run(ctx context.Context, a Attack) Result {
 			r.Err = serr
 		}
 	}
-	h.opts.logf("%s: CPU %.2f s, peak RSS +%.1f MiB, victim p99 %v (%.1f×, max %v); prepared in %v, measured over %v; %s",
+	h.opts.logf("%s: CPU %.2f s, peak RSS +%.1f MiB, victim p99 %v (%.1f×, max %v); prepared in %v, measured over %v; new sessions after it: victim %v, attacker %v; %s",
 		a.Name, r.CPU.Seconds(), mib(r.PeakGrowth), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Max.Round(time.Millisecond),
-		r.Prepare.Round(time.Millisecond), r.Wall.Round(time.Millisecond), r.Outcome)
+		r.Prepare.Round(time.Millisecond), r.Wall.Round(time.Millisecond), r.Recovery.Round(time.Millisecond), r.AttackerRecovery.Round(time.Millisecond), r.Outcome)
 	return r
 }
 
 // settle waits until the server's CPU use is back to its idle rate for
-// 300 ms, and at least until since+Window; it reports whether that
-// happened within d.
+// a second, and at least until since+Window; it reports whether that
+// happened within d. (A shorter calm let the end of a batch's calls,
+// answered to a client that had gone, spill into the next attack.)
 func (h *Harness) settle(pid int, since time.Time, d time.Duration) bool {
 	const step = 100 * time.Millisecond
 	deadline := time.Now().Add(d)
@@ -698,7 +734,7 @@ func (h *Harness) settle(pid int, since time.Time, d time.Duration) bool {
 			calm = 0
 		}
 		prev = now
-		if calm >= 3 && (since.IsZero() || time.Since(since) >= h.opts.Window) {
+		if calm >= 10 && (since.IsZero() || time.Since(since) >= h.opts.Window) {
 			return true
 		}
 	}
