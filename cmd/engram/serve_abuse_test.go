@@ -100,8 +100,12 @@ func buildEngram(t *testing.T) string {
 			}
 		}
 	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("the go command builds the server for this test: %v", err)
+	}
 	start := time.Now()
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, ".")...).CombinedOutput()
+	out, err := exec.Command(gobin, append(args, ".")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
