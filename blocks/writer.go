@@ -495,7 +495,12 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() err
 		return nil, nil, err
 	}
 	err = c.merge("merge changes", &from, func() error {
-		if err := c.am.Apply(chs...); err != nil {
+		// Saved and loaded, not c.am.Apply(chs...): automerge-go passes
+		// each change with the whole result it came from, so applying n
+		// changes of one peer costs time and memory in n² (see
+		// TestMergeOfManySmallChangesIsCheap); loaded, they cost their
+		// operations.
+		if err := c.am.LoadIncremental(automerge.SaveChanges(chs)); err != nil {
 			return err
 		}
 		for _, ch := range chs {

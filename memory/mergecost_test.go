@@ -160,3 +160,48 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 		t.Logf("%d nested maps refused in %v: %v", depth, time.Since(start), err)
 	})
 }
+
+// Many small changes in one merge (1,000 one-character appends, each
+// building on the last, as a peer that commits per keystroke sends them)
+// cost what their operations cost: a fraction of a second, not seconds and
+// gigabytes.
+func TestMergeOfManySmallChangesIsCheap(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Value: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := peer.Heads()
+	content := subText(peer.RootMap(), "content")
+	for range 1000 {
+		if err := content.Append("x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Commit(""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chs, err := peer.Changes(heads...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.MergeChanges(ctx, "ada", "ada", "text", automerge.SaveChanges(chs)); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("merging 1,000 one-character changes took %v", took)
+	}
+	if got := doc.Render(); got != "hello"+strings.Repeat("x", 1000) {
+		t.Errorf("merged %q", got)
+	}
+}
