@@ -99,13 +99,22 @@ type Event struct {
 // Change is one entry of a document's history.
 type Change struct {
 	Hash    string    `json:"hash"`
-	Actor   string    `json:"actor"` // agent id or "system"; "unknown" for foreign changes
-	Op      Op        `json:"op"`
+	// Actor is the agent id or "system" that made the change; for a change
+	// a store merged from elsewhere, the agent it merged it as (see
+	// Attributor); "unknown" for other changes made outside engram.
+	Actor string    `json:"actor"`
+	Op      Op        `json:"op"` // OpMerge for a change a store merged from elsewhere
 	Section string    `json:"section,omitempty"`
 	Field   string    `json:"field,omitempty"`
 	Time    time.Time `json:"time"`
 	Deps    []string  `json:"deps,omitempty"`
 	Replica string    `json:"replica"` // automerge actor id of the writing replica
+	// PeerMessage is, for a change a store merged from elsewhere, the
+	// commit message its maker wrote: the peer's own words, unchecked and
+	// never who made the change or what it did (Actor and Op say that).
+	PeerMessage string `json:"peer_message,omitempty"`
+
+	message string // the change's commit message, whoever wrote it
 	// Epoch is the block's epoch the change belongs to (set by a store's
 	// history, which spans epochs; 0 from Document.History).
 	Epoch int64 `json:"epoch,omitempty"`
@@ -143,6 +152,9 @@ type core struct {
 	subs       map[uint64]func(Event)
 	nextSub    uint64
 	writer     Writer // set by Manage: every mutation runs inside its Write
+	// attrib names who merged the changes that came from elsewhere (the
+	// Writer, when it is an Attributor; At views carry their document's).
+	attrib Attributor
 	text       textBuf
 
 	// A store's write in flight: its edit is applied to am but not yet

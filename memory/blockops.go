@@ -856,7 +856,7 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
-		var fresh []byte
+		var fresh blocks.Merged
 		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err
