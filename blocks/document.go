@@ -98,11 +98,11 @@ type Event struct {
 
 // Change is one entry of a document's history.
 type Change struct {
-	Hash    string    `json:"hash"`
+	Hash string `json:"hash"`
 	// Actor is the agent id or "system" that made the change; for a change
 	// a store merged from elsewhere, the agent it merged it as (see
 	// Attributor); "unknown" for other changes made outside engram.
-	Actor string    `json:"actor"`
+	Actor   string    `json:"actor"`
 	Op      Op        `json:"op"` // OpMerge for a change a store merged from elsewhere
 	Section string    `json:"section,omitempty"`
 	Field   string    `json:"field,omitempty"`
@@ -155,7 +155,7 @@ type core struct {
 	// attrib names who merged the changes that came from elsewhere (the
 	// Writer, when it is an Attributor; At views carry their document's).
 	attrib Attributor
-	text       textBuf
+	text   textBuf
 
 	// A store's write in flight: its edit is applied to am but not yet
 	// durable, and the store may still take it back (see Writer). Views
