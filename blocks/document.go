@@ -99,9 +99,10 @@ type Event struct {
 // Change is one entry of a document's history.
 type Change struct {
 	Hash string `json:"hash"`
-	// Actor is the agent id or "system" that made the change; for a change
-	// a store merged from elsewhere, the agent it merged it as (see
-	// Attributor); "unknown" for other changes made outside engram.
+	// Actor is who made the change: an agent id or "system" (as its
+	// commit message says), or for a change a store merged from elsewhere
+	// the agent the store merged it as (see Attributor); "unknown" for
+	// other changes made outside engram.
 	Actor   string    `json:"actor"`
 	Op      Op        `json:"op"` // OpMerge for a change a store merged from elsewhere
 	Section string    `json:"section,omitempty"`
@@ -109,15 +110,16 @@ type Change struct {
 	Time    time.Time `json:"time"`
 	Deps    []string  `json:"deps,omitempty"`
 	Replica string    `json:"replica"` // automerge actor id of the writing replica
-	// PeerMessage is, for a change a store merged from elsewhere, the
-	// commit message its maker wrote: the peer's own words, unchecked and
-	// never who made the change or what it did (Actor and Op say that).
-	PeerMessage string `json:"peer_message,omitempty"`
-
-	message string // the change's commit message, whoever wrote it
 	// Epoch is the block's epoch the change belongs to (set by a store's
 	// history, which spans epochs; 0 from Document.History).
 	Epoch int64 `json:"epoch,omitempty"`
+	// PeerMessage is, for a change a store merged from elsewhere, the
+	// commit message its maker wrote (at most 256 bytes of it): the
+	// peer's own words, unchecked, and never who made the change or what
+	// it did (Actor and Op say that).
+	PeerMessage string `json:"peer_message,omitempty"`
+
+	message string // the change's commit message, whoever wrote it
 }
 
 // commitMessage is stored as each automerge change's message.
