@@ -29,7 +29,7 @@ var tableContent = map[string]string{
 	"block_archive": `SELECT b.owner, b.label, a.epoch, a.snapshot, a.snapshot_crc, a.heads
 		FROM block_archive a JOIN blocks b ON b.id = a.block_id`,
 	"merged_changes": `SELECT b.owner, b.label, m.hash, m.agent FROM merged_changes m JOIN blocks b ON b.id = m.block_id`,
-	"shares": `SELECT b.owner, b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id`,
+	"shares":         `SELECT b.owner, b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id`,
 	"proposals": `SELECT b.owner, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at, p.decided_at, p.decided_by
 		FROM proposals p JOIN blocks b ON b.id = p.block_id`,
 	"archival": `SELECT a.agent, a.content, a.metadata_json, a.tags_json, a.tags_text, a.created_at, a.valid_from, a.valid_to, n.content
