@@ -255,3 +255,39 @@ func TestImportAttributesEditsAfterExport(t *testing.T) {
 		t.Errorf("the exported history's first change: %+v", first)
 	}
 }
+
+// TestMergeChangesAs: a merge recorded as a name the caller vouches for
+// shows as that name's merge; the merging agent's permission is the one
+// checked, and an empty name is refused.
+func TestMergeChangesAs(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "as.db"), nil)
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := c.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, hashes := peerChanges(t, saved, []string{"two\n"}, []string{`{"a":"system","op":"restore"}`})
+	if err := c.MergeChangesAs(ctx, "ada", "ada", "notes", data, " "); !errors.Is(err, memory.ErrInvalidArgument) {
+		t.Fatalf("recorded as a blank name: %v, want ErrInvalidArgument", err)
+	}
+	if err := c.MergeChangesAs(ctx, "bob", "ada", "notes", data, "human:carol"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("merged by an agent the block is not shared with: %v, want ErrNotFound", err)
+	}
+	if err := c.MergeChangesAs(ctx, "ada", "ada", "notes", data, "human:carol"); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := c.BlockHistory(ctx, "ada", "", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := hist[len(hist)-1]; last.Hash != hashes[0] || last.Actor != "human:carol" || last.Op != blocks.OpMerge {
+		t.Errorf("the merge recorded as human:carol: %+v", last)
+	}
+}
