@@ -262,7 +262,7 @@ func TestImportAttributesEditsAfterExport(t *testing.T) {
 func TestMergeChangesAs(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "as.db"), nil)
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := c.GetBlock(ctx, "ada", "notes")
@@ -289,5 +289,21 @@ func TestMergeChangesAs(t *testing.T) {
 	}
 	if last := hist[len(hist)-1]; last.Hash != hashes[0] || last.Actor != "human:carol" || last.Op != blocks.OpMerge {
 		t.Errorf("the merge recorded as human:carol: %+v", last)
+	}
+	// The record goes with the block.
+	count := func() (n int) {
+		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM merged_changes`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d records of merged changes, want 1", n)
+	}
+	if err := c.DeleteBlock(ctx, "ada", "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Errorf("%d records of merged changes left after the block was deleted", n)
 	}
 }
