@@ -86,7 +86,7 @@ type entry struct {
 	incarnation int64
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
-	merged      []byte              // external changes merged by the running Write, persisted with it
+	merged      blocks.Merged       // external changes merged by the running Write, persisted (and attributed) with it
 	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a

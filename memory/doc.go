@@ -55,6 +55,10 @@
 //
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
 // only through [Cache.MergeChanges], validated and persisted like any write.
+// The block's history names the agent that merged them (with op merge),
+// never what their commit messages claim: the store records who merged
+// which change, in the merge's transaction, for every process and across
+// compactions, epochs and Export/Import.
 //
 // Past Options.CompactAfter updates (more for a large block), a block's
 // updates are folded into its snapshot in the writing transaction. A block

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,14 @@ type DumpBlock struct {
 	// nanoseconds); 0 (a version 1 dump): Import's time.
 	CreatedAt int64 `json:"created_at,omitempty"`
 	UpdatedAt int64 `json:"updated_at,omitempty"`
+	// MergedBy names, by change hash (hex), the agent that merged each
+	// change of Document and Epochs that came from outside the store
+	// (MergeChanges): the block's history attributes those changes to it,
+	// not to what their commit messages say. Import records them, and
+	// records the changes Document holds beyond Heads (edits made to the
+	// dump after the export, which it judges as a merge by the block's
+	// owner) as merged by the owner.
+	MergedBy map[string]string `json:"merged_by,omitempty"`
 }
 
 // DumpShare is one share.
@@ -184,10 +193,14 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
+			mergedBy, err := c.mergedBy(ctx, m.ID)
+			if err != nil {
+				return nil, fmt.Errorf("memory: export block %q of %q: who merged its changes: %w", m.Label, owner, err)
+			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
 				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads,
-				CreatedAt: m.CreatedAt.UnixNano(), UpdatedAt: m.UpdatedAt.UnixNano()})
+				CreatedAt: m.CreatedAt.UnixNano(), UpdatedAt: m.UpdatedAt.UnixNano(), MergedBy: mergedBy})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -370,6 +383,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		rendered string
 		heads    string
 		epochs   []string // each archived epoch's heads, as block_archive.heads holds them
+		mergedBy map[string]string
 	}
 	var pre []prepared
 	for _, b := range d.Blocks {
@@ -400,7 +414,11 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			}
 			epochHeads = append(epochHeads, strings.Join(ed.Heads(), ","))
 		}
-		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads})
+		mergedBy, err := importMergedBy(b, doc)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
+		}
+		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads, mergedBy: mergedBy})
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
@@ -422,6 +440,9 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			}
 			if err := putSnapshot(ctx, tx, id, p.b.Document); err != nil {
 				return err
+			}
+			if err := insertMerged(ctx, tx, id, slices.Sorted(maps.Keys(p.mergedBy)), func(h string) string { return p.mergedBy[h] }); err != nil {
+				return fmt.Errorf("block %q of %q: %w", p.info.Label, p.info.Owner, err)
 			}
 			for i, ep := range p.b.Epochs {
 				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, archived_at)
@@ -644,4 +665,47 @@ func checkProposal(p DumpProposal) error {
 		return invalidArg("op %q, but its args are a %q edit", p.Op, e.Op)
 	}
 	return nil
+}
+
+// importMergedBy is who merged which changes of b from outside the store,
+// as Import records it: b.MergedBy (each hash a change hash, each agent
+// one), and the changes doc (b's document, loaded) holds beyond b.Heads —
+// edits made to the dump after the export, judged as a merge by the
+// block's owner (blocks.LoadExported) — as merged by the owner.
+func importMergedBy(b DumpBlock, doc *blocks.Document) (map[string]string, error) {
+	out := make(map[string]string, len(b.MergedBy))
+	for h, agent := range b.MergedBy {
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return nil, invalidArg("merged_by: %q is not a change hash (64 lowercase hex digits)", h)
+		}
+		if err := checkAgent(agent); err != nil {
+			return nil, fmt.Errorf("merged_by: change %s: %w", h, err)
+		}
+		out[h] = agent
+	}
+	if len(b.Heads) == 0 || sameHeads(doc.Heads(), b.Heads) {
+		return out, nil
+	}
+	at, err := doc.At(b.Heads)
+	if err != nil {
+		return nil, err
+	}
+	exported, err := at.History()
+	if err != nil {
+		return nil, err
+	}
+	all, err := doc.History()
+	if err != nil {
+		return nil, err
+	}
+	own := make(map[string]bool, len(exported))
+	for _, c := range exported {
+		own[c.Hash] = true
+	}
+	for _, c := range all {
+		if !own[c.Hash] {
+			out[c.Hash] = b.Owner
+		}
+	}
+	return out, nil
 }

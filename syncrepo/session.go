@@ -683,10 +683,13 @@ func (s *session) forget(d *docState) {
 }
 
 // merge merges the peer's changes into d's block through the store's
-// checked merge, as agent. Before it, a change whose commit message names
-// another actor is refused: the store's history attributes each change to
-// the name in its message (blocks.History), and a peer must not write in
-// another agent's or the system's name.
+// checked merge, as agent: the store's history names agent as the maker
+// of each, with op merge, whatever its commit message says (memory records
+// who merged which change). Before it, a change whose commit message names
+// another actor is refused all the same: the message stays in the
+// document, and whoever reads it there (another automerge peer, a copy of
+// the document outside the store) must not find a change in another
+// agent's or the system's name.
 func (s *session) merge(d *docState, changes []*automerge.Change) error {
 	if s.opts.ReadOnly {
 		return fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)

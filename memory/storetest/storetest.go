@@ -55,6 +55,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ConcurrentAgents", testConcurrentAgents},
 		{"BlocksStamp", testBlocksStamp},
 		{"EditErrors", testEditErrors},
+		{"MergedAttribution", testMergedAttribution},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
