@@ -454,7 +454,7 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() err
 		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
 	}
 	if err := c.affordable(data); err != nil {
-		return nil, nil, err
+		return Merged{}, nil, err
 	}
 	var chs []*automerge.Change
 	err = guard(func() (err error) {
