@@ -43,7 +43,7 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err := checkAgent(agent); err != nil {
 		return e, err
 	}
-	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC())
+	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC(), true)
 	if err != nil {
 		return e, err
 	}
@@ -63,16 +63,35 @@ type archivalRow struct {
 	meta, tags string
 }
 
+// bytes is what the row counts toward its agent's usage.
+func (r *archivalRow) bytes() int64 { return archivalBytes(r.e.Content, r.meta, r.tags) }
+
+// rowsBytes is what rows count toward their agent's usage.
+func rowsBytes(rows []*archivalRow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.bytes()
+	}
+	return n
+}
+
 // prepareArchival checks and encodes one entry and fills its defaults;
-// nothing is written. Callers check the agent.
-func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*archivalRow, error) {
+// nothing is written. Callers check the agent. capped holds the entry to
+// the per-entry caps (Options.MaxArchivalBytes...), checked before the
+// work that grows with the entry.
+func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time, capped bool) (*archivalRow, error) {
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
+	}
+	if capped {
+		if err := c.checkArchivalText(agent, e.Content, e.Tags); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range [...]struct {
 		what string
 		v    any
-	}{{"content", e.Content}, {"tags", e.Tags}, {"metadata", e.Metadata}} {
+	}{{"content", e.Content}, {"tags", e.Tags}} {
 		if err := checkStorable(agent, "archival entry", f.what, f.v); err != nil {
 			return nil, err
 		}
@@ -85,6 +104,15 @@ func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*
 	meta, err := json.Marshal(e.Metadata)
 	if err != nil {
 		return nil, invalidArg("archival metadata for %q: %v", agent, err)
+	}
+	if capped {
+		if err := c.checkMetadataSize(agent, len(meta)); err != nil {
+			return nil, err
+		}
+	}
+	// After the size check: the walk costs more than encoding.
+	if err := checkStorable(agent, "archival entry", "metadata", e.Metadata); err != nil {
+		return nil, err
 	}
 	tagsJSON, _ := json.Marshal(append([]string{}, e.Tags...))
 	if e.CreatedAt.IsZero() {
@@ -116,6 +144,9 @@ func (c *Cache) embedArchival(ctx context.Context, agent string, rows []*archiva
 func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalRow, supersede int64, vecs [][]float32) error {
 	e := &row.e
 	agent := e.Agent
+	if err := c.checkQuota(ctx, tx, agent, row.bytes()); err != nil {
+		return err
+	}
 	if supersede != 0 {
 		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
 		if err != nil {
@@ -279,11 +310,22 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 	now := c.opts.Now().UTC()
 	rows := make([]*archivalRow, len(entries))
 	for i, e := range entries {
-		r, err := c.prepareArchival(agent, e, now)
+		r, err := c.prepareArchival(agent, e, now, true)
 		if err != nil {
 			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, &EntryError{Index: i, Err: err})
 		}
 		rows[i] = r
+	}
+	// The whole batch against the quota before anything is written (each
+	// transaction checks its own entries again, under the write lock).
+	if c.opts.AgentQuotaBytes > 0 {
+		used, err := c.StorageUsed(ctx, agent)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.quotaError(agent, used, rowsBytes(rows)); err != nil {
+			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
+		}
 	}
 	out := make([]ArchivalEntry, 0, len(rows))
 	for lo := 0; lo < len(rows); lo += o.Size {
@@ -295,6 +337,9 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 		}
 		if err == nil {
 			err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				if err := c.checkQuota(ctx, tx, agent, rowsBytes(chunk)); err != nil {
+					return err
+				}
 				return c.insertArchivalRows(ctx, tx, chunk, vecs)
 			})
 		}

@@ -50,6 +50,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 	}
 	out := slices.Clone(msgs)
 	calls := make([]string, len(out))
+	var adds int64 // toward the agent's usage
 	var texts []string
 	for i := range out {
 		m := &out[i]
@@ -66,12 +67,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if m.Seq < 0 {
 			return nil, invalidArg("negative message seq %d%s", m.Seq, at)
 		}
-		if err := checkStorable(agent, "message", "", m); err != nil {
+		// The sizes first, the walk over every string after.
+		if err := c.checkMessageSize(agent, m, -1); err != nil {
 			return nil, fmt.Errorf("%w%s", err, at)
-		}
-		m.Agent = agent
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = c.opts.Now().UTC()
 		}
 		tc := m.ToolCalls
 		if tc == nil {
@@ -81,7 +79,18 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if err != nil {
 			return nil, invalidArg("tool calls: %v%s", err, at)
 		}
+		if err := c.checkMessageSize(agent, m, len(b)); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
+		}
+		if err := checkStorable(agent, "message", "", m); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
+		}
+		m.Agent = agent
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = c.opts.Now().UTC()
+		}
 		calls[i] = string(b)
+		adds += messageBytes(m, calls[i])
 		if strings.TrimSpace(m.Content) != "" {
 			texts = append(texts, m.Content)
 		}
@@ -105,6 +114,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		seqs[i] = out[i].Seq
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := c.checkQuota(ctx, tx, agent, adds); err != nil {
+			return err
+		}
 		// Per call, each batch is checked once and its last seq read once.
 		checked, last := map[string]bool{}, map[string]int{}
 		items := make([]search.EmbeddingItem, 0, len(out))
