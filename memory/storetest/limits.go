@@ -369,7 +369,7 @@ func testQuotaRefuses(t *testing.T, open LimitOpener) {
 // (archival inserts and message appends, at once) store exactly what
 // fits, never more.
 func testQuotaConcurrent(t *testing.T, open LimitOpener) {
-	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)}                                  // 1000 bytes
+	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)}                                   // 1000 bytes
 	msg := memory.Message{Role: memory.RoleUser, BatchID: "b", Content: strings.Repeat("m", 1000-258)} // 742 + "[]" + 256
 	if entryBytes(entry) != 1000 || messageBytes(msg) != 1000 {
 		t.Fatalf("rows of %d and %d bytes", entryBytes(entry), messageBytes(msg))
