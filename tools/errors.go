@@ -134,7 +134,7 @@ func (ts *Toolset) available(ctx context.Context) (string, error) {
 }
 
 // quotaHint follows an ErrQuota: the model cannot free space itself.
-const quotaHint = "the archival memory is full; nothing more can be archived until space is freed, so keep what matters in your blocks"
+const quotaHint = "archival memory cannot grow past this quota: store less, or keep what matters in your blocks"
 
 // blockErr turns a store error about a block edit into a model-readable
 // error with a hint, or returns infrastructure errors unchanged. doc may be
