@@ -118,18 +118,20 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append([]string{
-		`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
-		`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
-		`DROP TABLE agent_usage`,
-		`PRAGMA user_version = 23`,
-	}, oldRows...) {
+	for _, s := range append(append(slices.Clip(rollBackAgentUsage), `PRAGMA user_version = 23`), oldRows...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
 	db.Close()
 	checkMigratedUsage(t, openFile(t, path, nil))
+}
+
+// rollBackAgentUsage undoes SQLite migration 0024.
+var rollBackAgentUsage = []string{
+	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
+	`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
+	`DROP TABLE agent_usage`,
 }
 
 // TestUsageMigrationPostgres: a database written before the usage counter
