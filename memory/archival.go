@@ -31,7 +31,10 @@ func normTags(tags []string) []string {
 
 // InsertArchival stores an archival entry for agent, indexes it in FTS (by
 // trigger) and, with an embedder, in the vector index in the same
-// transaction (the embedding is computed before the transaction).
+// transaction (the embedding is computed before the transaction). An
+// entry past a per-entry cap (Options.MaxArchivalBytes, MaxMetadataBytes,
+// MaxTags, MaxTagBytes) fails with ErrTooLarge, one that would take the
+// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
 func (c *Cache) InsertArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
 	return c.insertArchival(ctx, agent, e, 0)
 }
@@ -286,8 +289,10 @@ type BatchOptions struct {
 }
 
 // InsertArchivalBatch stores many archival entries for agent: every entry
-// is checked before anything is written (one bad entry fails the call and
-// writes nothing), then each slice of BatchOptions.Size entries is
+// is checked before anything is written (one bad entry, such as one past a
+// per-entry cap, fails the call with an EntryError and writes nothing; so
+// does a batch that would take the agent past its quota, as far as the
+// usage before the first transaction tells), then each slice of BatchOptions.Size entries is
 // embedded (outside any transaction) and written in one transaction with
 // its tags, full-text rows and vectors. It returns the stored entries with
 // their IDs. When a later transaction fails (or ctx ends), the entries of

@@ -22,7 +22,9 @@ func validRole(r Role) bool {
 
 // AppendMessage stores a message in its batch (creating the batch) and
 // returns it with ID, Seq (the next in the batch when 0) and CreatedAt set.
-// Messages cannot be added to a batch marked complete.
+// Messages cannot be added to a batch marked complete. A message past
+// Options.MaxMessageBytes fails with ErrTooLarge, one that would take the
+// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
 func (c *Cache) AppendMessage(ctx context.Context, agent string, m Message) (Message, error) {
 	out, err := c.appendMessages(ctx, agent, []Message{m})
 	if err != nil {
