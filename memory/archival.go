@@ -291,13 +291,14 @@ type BatchOptions struct {
 // InsertArchivalBatch stores many archival entries for agent: every entry
 // is checked before anything is written (one bad entry, such as one past a
 // per-entry cap, fails the call with an EntryError and writes nothing; so
-// does a batch that would take the agent past its quota, as far as the
-// usage before the first transaction tells), then each slice of BatchOptions.Size entries is
-// embedded (outside any transaction) and written in one transaction with
-// its tags, full-text rows and vectors. It returns the stored entries with
-// their IDs. When a later transaction fails (or ctx ends), the entries of
-// the transactions already committed stay stored and are returned with the
-// error: len(result) says how many.
+// does a batch that would take the agent past its quota by the usage read
+// before the first transaction), then each slice of BatchOptions.Size
+// entries is embedded (outside any transaction) and written in one
+// transaction with its tags, full-text rows and vectors, which checks the
+// quota again. It returns the stored entries with their IDs. When a later
+// transaction fails (or ctx ends, or another writer took the quota's
+// room meanwhile), the entries of the transactions already committed stay
+// stored and are returned with the error: len(result) says how many.
 func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
