@@ -50,6 +50,9 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err != nil {
 		return e, err
 	}
+	if err := c.precheckQuota(ctx, agent, row.bytes()); err != nil {
+		return e, err
+	}
 	vecs, err := c.embedArchival(ctx, agent, []*archivalRow{row})
 	if err != nil {
 		return e, err
@@ -324,14 +327,8 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 	}
 	// The whole batch against the quota before anything is written (each
 	// transaction checks its own entries again, under the write lock).
-	if c.opts.AgentQuotaBytes > 0 {
-		used, err := c.StorageUsed(ctx, agent)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.quotaError(agent, used, rowsBytes(rows)); err != nil {
-			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
-		}
+	if err := c.precheckQuota(ctx, agent, rowsBytes(rows)); err != nil {
+		return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
 	}
 	out := make([]ArchivalEntry, 0, len(rows))
 	for lo := 0; lo < len(rows); lo += o.Size {

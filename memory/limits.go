@@ -125,6 +125,21 @@ func (c *Cache) checkQuota(ctx context.Context, tx *sql.Tx, agent string, bytes 
 	return c.quotaError(agent, used, bytes)
 }
 
+// precheckQuota refuses, before any transaction, a write adding bytes
+// that the usage already committed leaves no room for: a full agent's
+// writes are refused without embedding their text or taking the write
+// lock. The transaction checks again (checkQuota), authoritatively.
+func (c *Cache) precheckQuota(ctx context.Context, agent string, bytes int64) error {
+	if c.opts.AgentQuotaBytes <= 0 || bytes <= 0 {
+		return nil
+	}
+	used, err := c.StorageUsed(ctx, agent)
+	if err != nil {
+		return err
+	}
+	return c.quotaError(agent, used, bytes)
+}
+
 // quotaError is ErrQuota when used + adding bytes is past the quota, else
 // nil.
 func (c *Cache) quotaError(agent string, used, adding int64) error {

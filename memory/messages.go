@@ -97,6 +97,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 			texts = append(texts, m.Content)
 		}
 	}
+	if err := c.precheckQuota(ctx, agent, adds); err != nil {
+		return nil, err
+	}
 	vecs := make([][]float32, len(out)) // nil: no content, or no embedder
 	if c.index.Embedder() != nil && len(texts) > 0 {
 		all, err := c.index.Embed(ctx, texts)

@@ -12,11 +12,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 )
 
 // usageOf is what agent's rows count toward its quota, summed from the
@@ -105,6 +107,45 @@ func runQuotaTwoStores(t *testing.T, target string) {
 		if want := usageOf(t, s, "a"); used != want || used != fits*1000 {
 			t.Fatalf("store %d: StorageUsed %d, rows %d, want %d", i, used, want, fits*1000)
 		}
+	}
+}
+
+// countingEmbedder counts the texts it is asked to embed.
+type countingEmbedder struct {
+	search.Embedder
+	texts atomic.Int64
+}
+
+func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.texts.Add(int64(len(texts)))
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// TestQuotaRefusesBeforeEmbedding: once an agent's quota is full, its
+// archival inserts, batches and message appends are refused without
+// sending their text to the embedder.
+func TestQuotaRefusesBeforeEmbedding(t *testing.T) {
+	ctx := context.Background()
+	emb := &countingEmbedder{Embedder: search.NewOffline(16)}
+	c := openFile(t, filepath.Join(t.TempDir(), "q.db"), &memory.Options{Embedder: emb, AgentQuotaBytes: 2000})
+	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)} // 1000 bytes
+	for range 2 {
+		if _, err := c.InsertArchival(ctx, "a", entry); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := emb.texts.Load()
+	if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "one more"}); !errors.Is(err, memory.ErrQuota) {
+		t.Fatalf("InsertArchival: %v, want ErrQuota", err)
+	}
+	if _, err := c.InsertArchivalBatch(ctx, "a", []memory.ArchivalEntry{{Content: "x"}, {Content: "y"}}, nil); !errors.Is(err, memory.ErrQuota) {
+		t.Fatalf("InsertArchivalBatch: %v, want ErrQuota", err)
+	}
+	if _, err := c.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b", Content: "hi"}); !errors.Is(err, memory.ErrQuota) {
+		t.Fatalf("AppendMessage: %v, want ErrQuota", err)
+	}
+	if n := emb.texts.Load() - before; n != 0 {
+		t.Fatalf("refused writes sent %d texts to the embedder", n)
 	}
 }
 
