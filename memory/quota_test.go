@@ -66,46 +66,49 @@ func TestQuotaTwoStoresOnePostgres(t *testing.T) {
 
 func runQuotaTwoStores(t *testing.T, target string) {
 	ctx := context.Background()
-	const fits = 30
+	const fits, writers = 10, 4
 	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)} // 1000 bytes
 	opts := &memory.Options{AgentQuotaBytes: fits*1000 + 500}
 	stores := []*memory.Cache{openFile(t, target, opts), openFile(t, target, opts)}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		ok, full int
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := stores[w%2]
-			for range fits {
-				_, err := s.InsertArchival(ctx, "a", entry)
-				mu.Lock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, memory.ErrQuota):
-					full++
-				default:
-					t.Errorf("writer %d: %v", w, err)
+	for round := range 10 { // a fresh race for each agent
+		agent := fmt.Sprint("a", round)
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			ok, full int
+		)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := stores[w%2]
+				for range fits {
+					_, err := s.InsertArchival(ctx, agent, entry)
+					mu.Lock()
+					switch {
+					case err == nil:
+						ok++
+					case errors.Is(err, memory.ErrQuota):
+						full++
+					default:
+						t.Errorf("writer %d: %v", w, err)
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if ok != fits || full != 3*fits {
-		t.Fatalf("%d inserts stored, %d refused; want %d and %d", ok, full, fits, 3*fits)
-	}
-	for i, s := range stores {
-		used, err := s.StorageUsed(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
+			}()
 		}
-		if want := usageOf(t, s, "a"); used != want || used != fits*1000 {
-			t.Fatalf("store %d: StorageUsed %d, rows %d, want %d", i, used, want, fits*1000)
+		wg.Wait()
+		if ok != fits || full != (writers-1)*fits {
+			t.Fatalf("agent %s: %d inserts stored, %d refused; want %d and %d", agent, ok, full, fits, (writers-1)*fits)
+		}
+		for i, s := range stores {
+			used, err := s.StorageUsed(ctx, agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := usageOf(t, s, agent); used != want || used != fits*1000 {
+				t.Fatalf("agent %s, store %d: StorageUsed %d, rows %d, want %d", agent, i, used, want, fits*1000)
+			}
 		}
 	}
 }

@@ -367,50 +367,54 @@ func testQuotaRefuses(t *testing.T, open LimitOpener) {
 
 // testQuotaConcurrent: writers racing for the last of an agent's quota
 // (archival inserts and message appends, at once) store exactly what
-// fits, never more.
+// fits, never more. The race is run for ten agents: one that a check
+// outside the write lock loses shows in most rounds, but not in every one.
 func testQuotaConcurrent(t *testing.T, open LimitOpener) {
 	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)}                                   // 1000 bytes
 	msg := memory.Message{Role: memory.RoleUser, BatchID: "b", Content: strings.Repeat("m", 1000-258)} // 742 + "[]" + 256
 	if entryBytes(entry) != 1000 || messageBytes(msg) != 1000 {
 		t.Fatalf("rows of %d and %d bytes", entryBytes(entry), messageBytes(msg))
 	}
-	const fits = 20
+	const fits, writers = 10, 4
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: fits*1000 + 999})
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		ok, full int
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range fits {
-				var err error
-				if w%2 == 0 {
-					_, err = s.InsertArchival(ctx, "a", entry)
-				} else {
-					_, err = s.AppendMessage(ctx, "a", msg)
+	for round := range 10 {
+		agent := fmt.Sprint("a", round)
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			ok, full int
+		)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range fits {
+					var err error
+					if w%2 == 0 {
+						_, err = s.InsertArchival(ctx, agent, entry)
+					} else {
+						_, err = s.AppendMessage(ctx, agent, msg)
+					}
+					mu.Lock()
+					switch {
+					case err == nil:
+						ok++
+					case errors.Is(err, memory.ErrQuota):
+						full++
+					default:
+						t.Errorf("writer %d: %v", w, err)
+					}
+					mu.Unlock()
 				}
-				mu.Lock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, memory.ErrQuota):
-					full++
-				default:
-					t.Errorf("writer %d: %v", w, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if ok != fits || full != 4*fits-fits {
-		t.Fatalf("%d writes stored, %d refused; want %d and %d", ok, full, fits, 3*fits)
-	}
-	if used := wantUsage(t, s, "a"); used != fits*1000 {
-		t.Fatalf("used %d, want %d", used, fits*1000)
+			}()
+		}
+		wg.Wait()
+		if ok != fits || full != (writers-1)*fits {
+			t.Fatalf("agent %s: %d writes stored, %d refused; want %d and %d", agent, ok, full, fits, (writers-1)*fits)
+		}
+		if used := wantUsage(t, s, agent); used != fits*1000 {
+			t.Fatalf("agent %s: used %d, want %d", agent, used, fits*1000)
+		}
 	}
 }
 
