@@ -93,7 +93,7 @@ func (c *Cache) checkMessageSize(agent string, m *Message, calls int) error {
 }
 
 // archivalBytes is what an archival row counts toward its agent's usage,
-// as migration 0024 (SQLite) / 0020 (PostgreSQL) counts it.
+// as migration 0025 (SQLite) / 0021 (PostgreSQL) counts it.
 func archivalBytes(content, meta, tags string) int64 {
 	return int64(len(content) + len(meta) + len(tags) + UsageRowBytes)
 }

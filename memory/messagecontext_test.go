@@ -15,7 +15,7 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14), after undoing 0024 (the usage
+// before migration 0015 (schema version 14), after undoing 0025 (the usage
 // counter, rollBackAgentUsage), 0023 (archival
 // entries' conversation context), 0021 (blocks' owner-keyed index), 0022
 // (the text log's changed column and its triggers) and 0019 (its owner numbers, and

@@ -187,5 +187,5 @@ const (
 // UsageRowBytes is what each archival entry and message counts toward
 // Options.AgentQuotaBytes beyond its text: about what its row, index
 // entries and change-log row take on disk. The database's usage counter
-// (migration sqlite/0024, postgres/0020) adds the same figure.
+// (migration sqlite/0025, postgres/0021) adds the same figure.
 const UsageRowBytes = 256

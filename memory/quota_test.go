@@ -153,7 +153,7 @@ func TestQuotaRefusesBeforeEmbedding(t *testing.T) {
 }
 
 // TestUsageMigrationSQLite: a store written before the usage counter
-// (schema version 23) gets every agent's count from migration 0024.
+// (schema version 24) gets every agent's count from migration 0025.
 func TestUsageMigrationSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	c := openFile(t, path, nil)
@@ -162,7 +162,7 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(append(slices.Clip(rollBackAgentUsage), `PRAGMA user_version = 23`), oldRows...) {
+	for _, s := range append(append(slices.Clip(rollBackAgentUsage), `PRAGMA user_version = 24`), oldRows...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -171,7 +171,7 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	checkMigratedUsage(t, openFile(t, path, nil))
 }
 
-// rollBackAgentUsage undoes SQLite migration 0024.
+// rollBackAgentUsage undoes SQLite migration 0025.
 var rollBackAgentUsage = []string{
 	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
 	`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
@@ -179,7 +179,7 @@ var rollBackAgentUsage = []string{
 }
 
 // TestUsageMigrationPostgres: a database written before the usage counter
-// gets every agent's count from migration 0020.
+// gets every agent's count from migration 0021.
 func TestUsageMigrationPostgres(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
