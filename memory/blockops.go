@@ -453,6 +453,9 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
+	if err := c.checkQuota(ctx, tx, e.owner, rowsBytes(rows)); err != nil {
+		return fmt.Errorf("memory: rotate log %q of agent %q into archival: %w", e.label, e.owner, err)
+	}
 	if err := c.insertArchivalRows(ctx, tx, rows, nil); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
@@ -493,8 +496,10 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 			meta["message"] = content
 			content = emptyLogMessage
 		}
+		// Not held to the per-entry caps: the block's character limit
+		// bounds the entry, and refusing it would refuse every append.
 		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: content, Metadata: meta,
-			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
+			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now, false)
 		if err != nil {
 			return nil, err
 		}

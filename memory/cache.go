@@ -165,7 +165,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
 	if ts, ok := be.(txStatements); ok {
-		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne); err != nil {
+		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, usageQuery); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}
 	}

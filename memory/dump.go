@@ -337,7 +337,14 @@ type ImportReport struct {
 // the block's owner could not bring in (an invalid value, an unknown root
 // key, a changed read-only field, ...) fails the import with an error
 // wrapping schema.ErrInvalid, blocks.ErrPermission or blocks.ErrLimit. Archival,
-// message and summary ids are renumbered and their links remapped. With an
+// message and summary ids are renumbered and their links remapped. An
+// archival entry or message past a per-entry cap (Options.MaxArchivalBytes
+// and the fields after it) fails the import with ErrTooLarge, naming the
+// entry by its place in the dump and its id there, and an agent the
+// import would take past Options.AgentQuotaBytes fails it with ErrQuota;
+// either way nothing is imported. (A store whose entries are past the
+// caps, such as log entries rotated out of a block of a large character
+// limit, imports into a store opened with caps as large, or negative.) With an
 // embedder set, run Reembed afterwards to index the imported content for
 // vector search.
 func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
@@ -353,11 +360,29 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return d.Version
 		}(), DumpVersion)
 	}
+	// What each agent's rows add to its usage (Options.AgentQuotaBytes),
+	// and each entry's encoding, as stored.
+	adds := map[string]int64{}
+	archMeta := make([]string, len(d.Archival))
 	for i, e := range d.Archival {
 		if err := checkAgent(e.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: archival entry %d: %w", i, err)
 		}
+		if err := c.checkArchivalText(e.Agent, e.Content, e.Tags); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
+		}
+		meta, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, invalidArg("metadata: %v", err))
+		}
+		if err := c.checkMetadataSize(e.Agent, len(meta)); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
+		}
+		archMeta[i] = string(meta)
+		tj, _ := json.Marshal(append([]string{}, normTags(e.Tags)...))
+		adds[e.Agent] += archivalBytes(e.Content, archMeta[i], string(tj))
 	}
+	msgCalls := make([]string, len(d.Messages))
 	for i, m := range d.Messages {
 		if err := checkAgent(m.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: message %d: %w", i, err)
@@ -365,6 +390,19 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if !validRole(m.Role) {
 			return rep, fmt.Errorf("memory: import: message %d: %w", i, invalidArg("role %q (want system, user, assistant or tool)", m.Role))
 		}
+		calls := m.ToolCalls
+		if calls == nil {
+			calls = []ToolCall{}
+		}
+		cj, err := json.Marshal(calls)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, invalidArg("tool calls: %v", err))
+		}
+		if err := c.checkMessageSize(m.Agent, &m, len(cj)); err != nil {
+			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
+		}
+		msgCalls[i] = string(cj)
+		adds[m.Agent] += messageBytes(&m, msgCalls[i])
 	}
 	for i, p := range d.Proposals {
 		if err := checkProposal(p); err != nil {
@@ -422,6 +460,11 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
+		for _, agent := range slices.Sorted(maps.Keys(adds)) {
+			if err := c.checkQuota(ctx, tx, agent, adds[agent]); err != nil {
+				return err
+			}
+		}
 		now := c.nanos()
 		for _, p := range pre {
 			sj, _ := schema.Marshal(p.info.Schema)
@@ -497,10 +540,13 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		// (created_at, which a backfill or another process writing at once
 		// puts elsewhere): an entry naming a conversation is indexed with
 		// its neighbours by id, and the new ids must keep them.
-		inOrder := slices.Clone(d.Archival)
-		slices.SortStableFunc(inOrder, func(a, b ArchivalEntry) int { return cmp.Compare(a.ID, b.ID) })
-		for _, e := range inOrder {
-			meta, _ := json.Marshal(e.Metadata)
+		inOrder := make([]int, len(d.Archival)) // indexes into d.Archival
+		for i := range inOrder {
+			inOrder[i] = i
+		}
+		slices.SortStableFunc(inOrder, func(a, b int) int { return cmp.Compare(d.Archival[a].ID, d.Archival[b].ID) })
+		for _, i := range inOrder {
+			e, meta := d.Archival[i], archMeta[i]
 			tags := normTags(e.Tags)
 			tj, _ := json.Marshal(append([]string{}, tags...))
 			var validTo any
@@ -508,7 +554,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				validTo = e.ValidTo.UnixNano()
 			}
 			var id int64
-			if err := insArchival.QueryRow(e.Agent, e.Content, string(meta), string(tj), strings.Join(tags, " "),
+			if err := insArchival.QueryRow(e.Agent, e.Content, meta, string(tj), strings.Join(tags, " "),
 				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano(), validTo).Scan(&id); err != nil {
 				return err
 			}
@@ -543,15 +589,10 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			rep.Batches++
 		}
 		msgIDs := map[int64]int64{}
-		for _, m := range d.Messages {
-			calls := m.ToolCalls
-			if calls == nil {
-				calls = []ToolCall{}
-			}
-			cj, _ := json.Marshal(calls)
+		for i, m := range d.Messages {
 			var id int64
 			if err := tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, string(cj), m.ToolCallID,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, msgCalls[i], m.ToolCallID,
 				m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&id); err != nil {
 				return err
 			}

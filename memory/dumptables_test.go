@@ -37,6 +37,9 @@ var tableContent = map[string]string{
 	"archival_tags": `SELECT a.agent, a.content, t.tag FROM archival_tags t JOIN archival a ON a.id = t.archival_id`,
 	"messages":      `SELECT agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at FROM messages`,
 	"batches":       `SELECT agent, batch_id, complete, created_at, completed_at FROM batches`,
+	// Derived from archival and messages by triggers: the same rows count
+	// the same, on either engine.
+	"agent_usage": `SELECT agent, bytes FROM agent_usage`,
 	"summaries": `SELECT s.agent, f.batch_id, f.seq, l.batch_id, l.seq, p.content, s.content, s.model, s.created_at
 		FROM summaries s JOIN messages f ON f.id = s.first_message_id JOIN messages l ON l.id = s.last_message_id
 		LEFT JOIN summaries p ON p.id = s.previous_id`,

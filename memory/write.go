@@ -224,7 +224,10 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		return applyErr
 	}
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, ErrQuota) {
+			// (ErrQuota: the entries a Log append rotates out would take
+			// the owner past its quota; a refusal, not a failure to persist.)
 			return err
 		}
 		return fmt.Errorf("%w: %s on block %q of agent %q: %w", ErrPersist, req.Op, e.label, e.owner, err)

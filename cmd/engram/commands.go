@@ -803,7 +803,10 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 
 func cmdImport(ctx context.Context, a *app, args []string) error {
 	var in string
-	if _, err := flags("import", args, func(fs *flag.FlagSet) { fs.StringVar(&in, "in", "", "file (default: stdin)") }); err != nil {
+	if _, err := flags("import", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&in, "in", "", "file (default: stdin)")
+		fs.BoolVar(&a.uncapped, "no-caps", false, "import archival entries and messages past the per-entry caps (1 MiB of content, 64 KiB of metadata, 64 tags of 256 bytes, 1 MiB a message), such as a store with larger caps exported")
+	}); err != nil {
 		return err
 	}
 	r := a.stdin

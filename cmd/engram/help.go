@@ -31,7 +31,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"files import":      {"files import --agent A [--dry-run] DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
 	"files export":      {"files export --agent A DIR   (writes only inside DIR, never through a link; files 0600)", "engram files export --agent ada ./workspace"},
 	"export":            {"export [--agent A] [--out FILE]", "engram export --out backup.json"},
-	"import":            {"import [--in FILE]", "engram import --in backup.json"},
+	"import":            {"import [--in FILE] [--no-caps]", "engram import --in backup.json"},
 	"reembed":           {"reembed", "engram --embedder openai reembed"},
 	"compact":           {"compact [--agent A] [--rebase]", "engram compact --rebase"},
 	"stats":             {"stats", "engram stats"},

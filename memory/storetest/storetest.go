@@ -44,6 +44,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
 		{"ArchivalBatch", testArchivalBatch},
+		{"EntryCaps", testEntryCaps},
 		{"TokenCounts", testTokenCounts},
 		{"ContextLibrary", testContextLibrary},
 		{"Messages", testMessages},
