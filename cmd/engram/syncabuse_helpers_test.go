@@ -65,6 +65,7 @@ type abuseServe struct {
 	docID      string
 	rw, ro     string
 	store, url string
+	heads      []string // the block's heads (hex) when serve started
 }
 
 func startAbuseServe(t *testing.T, limit, edits int, value string) *abuseServe {
@@ -87,6 +88,11 @@ func startAbuseServe(t *testing.T, limit, edits int, value string) *abuseServe {
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc, err := store.GetBlock(ctx, "ada", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := doc.Heads()
 	_, rw := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	_, ro := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: true})
 	store.Close()
@@ -94,7 +100,7 @@ func startAbuseServe(t *testing.T, limit, edits int, value string) *abuseServe {
 	url := syncrepo.URL(id)
 	docID, _ := strings.CutPrefix(url, syncrepo.URLPrefix)
 	return &abuseServe{base: base, ws: "ws" + strings.TrimPrefix(base, "http") + "/sync?token=", pid: cmd.Process.Pid,
-		docID: docID, rw: rw, ro: ro, store: path, url: url}
+		docID: docID, rw: rw, ro: ro, store: path, url: url, heads: heads}
 }
 
 // rawPeer is a /sync connection that sends whatever bytes a test makes.
