@@ -95,7 +95,9 @@ func (c *Cache) checkMessageSize(agent string, m *Message, calls int) error {
 // archivalBytes is what an archival row counts toward its agent's usage,
 // as migration 0025 (SQLite) / 0021 (PostgreSQL) counts it.
 func archivalBytes(content, meta, tags string) int64 {
-	return int64(len(content) + len(meta) + len(tags) + UsageRowBytes)
+	// Tags count four times: they are stored as JSON, as text, as rows of
+	// the tag index and in the full-text index.
+	return int64(len(content) + len(meta) + len(tags) + 3*max(len(tags)-2, 0) + UsageRowBytes)
 }
 
 // messageBytes is what a message row counts toward its agent's usage.
@@ -151,9 +153,43 @@ func (c *Cache) quotaError(agent string, used, adding int64) error {
 		ErrQuota, agent, used, adding, q)
 }
 
+// checkProposal refuses agent's proposal of size bytes (its edit as JSON
+// and its reason) past Options.MaxProposalBytes (ErrTooLarge), past
+// Options.MaxPendingProposals pending ones, or past its quota with its
+// pending proposals counted (ErrQuota). The count is read before the
+// insert, not under the write lock: concurrent proposals of one agent may
+// pass it together by a few.
+func (c *Cache) checkProposal(ctx context.Context, agent string, size int) error {
+	o := &c.opts
+	if o.MaxProposalBytes > 0 && size > o.MaxProposalBytes {
+		return tooLarge("proposal", agent, "edit and reason", size, "bytes", o.MaxProposalBytes, "MaxProposalBytes")
+	}
+	if o.MaxPendingProposals <= 0 && o.AgentQuotaBytes <= 0 {
+		return nil
+	}
+	var pending, pendingBytes int64
+	err := c.rdb.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(length(args_json) + length(reason)), 0)
+		FROM proposals WHERE proposer = ? AND status = 'pending'`, agent).Scan(&pending, &pendingBytes)
+	if err != nil {
+		return fmt.Errorf("memory: count the pending proposals of %q: %w", agent, err)
+	}
+	if o.MaxPendingProposals > 0 && pending >= int64(o.MaxPendingProposals) {
+		return fmt.Errorf("%w: agent %q has %d proposals pending, the most it may (Options.MaxPendingProposals); wait for some to be decided",
+			ErrQuota, agent, pending)
+	}
+	if o.AgentQuotaBytes <= 0 {
+		return nil
+	}
+	used, err := c.StorageUsed(ctx, agent)
+	if err != nil {
+		return err
+	}
+	return c.quotaError(agent, used+pendingBytes+pending*UsageRowBytes, int64(size)+UsageRowBytes)
+}
+
 // StorageUsed returns the bytes agent's archival entries and messages
 // count toward Options.AgentQuotaBytes (kept whether or not a quota is
-// set): for each entry its content, metadata JSON and tags JSON, for each
+// set): for each entry its content, metadata JSON and four times its tags JSON (tags are stored four ways), for each
 // message its content, name, tool call id and tool calls JSON, and
 // UsageRowBytes per row. Superseded entries count until deleted. It reads
 // one row.

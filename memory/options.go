@@ -114,9 +114,16 @@ type Options struct {
 	// MaxMessageBytes caps a message: its content, name, tool call id and
 	// tool calls (as JSON) together (default 1 MiB).
 	MaxMessageBytes int
+	// MaxProposalBytes caps a proposal: its edit (as JSON) and reason
+	// together (default 64 KiB); MaxPendingProposals how many proposals an
+	// agent may have pending at once (default 256). With a quota, pending
+	// proposals count toward it too (see AgentQuotaBytes).
+	MaxProposalBytes    int
+	MaxPendingProposals int
 	// AgentQuotaBytes bounds what each agent's archival entries and
 	// messages may hold together (0 or negative, the default: no quota).
-	// An entry counts its content, metadata JSON and tags JSON, a message
+	// An entry counts its content, metadata JSON and four times its tags
+	// JSON (tags are stored four ways), a message
 	// its content, name, tool call id and tool calls JSON, and each row
 	// UsageRowBytes more for its row and index entries (so a quota bounds
 	// rows too, not only text). A write that would take the agent past
@@ -130,7 +137,9 @@ type Options struct {
 	// the same database, cannot together overshoot it. DeleteArchival
 	// gives an entry's bytes back; a superseded entry is kept (as
 	// history) and still counts until it is deleted; messages are never
-	// deleted by the store.
+	// deleted by the store. An agent's pending proposals count too (their
+	// edit and reason, UsageRowBytes each), checked when one is made; a
+	// decided proposal no longer counts.
 	AgentQuotaBytes int64
 	// Logger receives debug and error logs; nil discards them.
 	Logger *slog.Logger
@@ -161,6 +170,7 @@ func (o *Options) withDefaults() Options {
 	}{
 		{&out.MaxArchivalBytes, DefaultMaxArchivalBytes}, {&out.MaxMetadataBytes, DefaultMaxMetadataBytes},
 		{&out.MaxTags, DefaultMaxTags}, {&out.MaxTagBytes, DefaultMaxTagBytes}, {&out.MaxMessageBytes, DefaultMaxMessageBytes},
+		{&out.MaxProposalBytes, DefaultMaxProposalBytes}, {&out.MaxPendingProposals, DefaultMaxPendingProposals},
 	} {
 		if *c.v == 0 {
 			*c.v = c.def
@@ -182,6 +192,10 @@ const (
 	DefaultMaxTags          = 64
 	DefaultMaxTagBytes      = 256
 	DefaultMaxMessageBytes  = 1 << 20
+	// DefaultMaxProposalBytes and DefaultMaxPendingProposals: see
+	// Options.MaxProposalBytes.
+	DefaultMaxProposalBytes    = 64 << 10
+	DefaultMaxPendingProposals = 256
 )
 
 // UsageRowBytes is what each archival entry and message counts toward

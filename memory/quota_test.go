@@ -38,7 +38,7 @@ func usageOf(t *testing.T, c *memory.Cache, agent string) int64 {
 	for _, e := range arch {
 		meta, _ := json.Marshal(e.Metadata)
 		tags, _ := json.Marshal(append([]string{}, e.Tags...))
-		n += int64(len(e.Content) + len(meta) + len(tags) + memory.UsageRowBytes)
+		n += int64(len(e.Content) + len(meta) + len(tags) + 3*max(len(tags)-2, 0) + memory.UsageRowBytes)
 	}
 	for _, m := range msgs {
 		calls := m.ToolCalls

@@ -96,7 +96,7 @@ func entryBytes(e memory.ArchivalEntry) int64 {
 		meta = []byte("{}")
 	}
 	tags, _ := json.Marshal(append([]string{}, e.Tags...))
-	return int64(len(e.Content) + len(meta) + len(tags) + memory.UsageRowBytes)
+	return int64(len(e.Content) + len(meta) + len(tags) + 3*max(len(tags)-2, 0) + memory.UsageRowBytes)
 }
 
 // messageBytes is what a message counts toward its agent's usage.

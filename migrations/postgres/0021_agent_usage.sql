@@ -7,7 +7,9 @@
 -- rows come and go: the store's inserts, Import, log rotation, deletes,
 -- edits by hand.
 --
--- An entry counts the bytes of its content, metadata_json and tags_json, a
+-- An entry counts the bytes of its content, metadata_json and tags_json,
+-- the tags beyond an empty list four times (they are also stored as text,
+-- tag rows and indexed), a
 -- message those of its content, name, tool_calls_json and tool_call_id,
 -- and each row 256 more for its row and index entries
 -- (memory.UsageRowBytes). A superseded entry is still stored, and still
@@ -20,7 +22,7 @@ CREATE TABLE agent_usage (
 
 INSERT INTO agent_usage (agent, bytes)
     SELECT agent, SUM(b) FROM (
-        SELECT agent, octet_length(content) + octet_length(metadata_json) + octet_length(tags_json) + 256 AS b FROM archival
+        SELECT agent, octet_length(content) + octet_length(metadata_json) + (octet_length(tags_json) + 3 * GREATEST(octet_length(tags_json) - 2, 0)) + 256 AS b FROM archival
         UNION ALL
         SELECT agent, octet_length(content) + octet_length(name) + octet_length(tool_calls_json) + octet_length(tool_call_id) + 256 FROM messages) r
     GROUP BY agent;
@@ -33,20 +35,20 @@ BEGIN
     IF TG_ARGV[0] = 'archival' THEN
         IF TG_OP = 'INSERT' THEN
             INSERT INTO agent_usage (agent, bytes)
-                SELECT agent, SUM(octet_length(content) + octet_length(metadata_json) + octet_length(tags_json) + 256)
+                SELECT agent, SUM(octet_length(content) + octet_length(metadata_json) + (octet_length(tags_json) + 3 * GREATEST(octet_length(tags_json) - 2, 0)) + 256)
                 FROM new_rows GROUP BY agent
                 ON CONFLICT (agent) DO UPDATE SET bytes = agent_usage.bytes + EXCLUDED.bytes;
         ELSIF TG_OP = 'DELETE' THEN
             UPDATE agent_usage u SET bytes = u.bytes - d.b
-                FROM (SELECT agent, SUM(octet_length(content) + octet_length(metadata_json) + octet_length(tags_json) + 256) AS b
+                FROM (SELECT agent, SUM(octet_length(content) + octet_length(metadata_json) + (octet_length(tags_json) + 3 * GREATEST(octet_length(tags_json) - 2, 0)) + 256) AS b
                       FROM old_rows GROUP BY agent) d
                 WHERE u.agent = d.agent;
         ELSE
             INSERT INTO agent_usage (agent, bytes)
                 SELECT agent, SUM(b) FROM (
-                    SELECT agent, octet_length(content) + octet_length(metadata_json) + octet_length(tags_json) + 256 AS b FROM new_rows
+                    SELECT agent, octet_length(content) + octet_length(metadata_json) + (octet_length(tags_json) + 3 * GREATEST(octet_length(tags_json) - 2, 0)) + 256 AS b FROM new_rows
                     UNION ALL
-                    SELECT agent, -(octet_length(content) + octet_length(metadata_json) + octet_length(tags_json) + 256) FROM old_rows) x
+                    SELECT agent, -(octet_length(content) + octet_length(metadata_json) + (octet_length(tags_json) + 3 * GREATEST(octet_length(tags_json) - 2, 0)) + 256) FROM old_rows) x
                 GROUP BY agent HAVING SUM(b) <> 0
                 ON CONFLICT (agent) DO UPDATE SET bytes = agent_usage.bytes + EXCLUDED.bytes;
         END IF;
