@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -62,8 +63,23 @@ const mergedByQuery = `SELECT hash, agent FROM merged_changes WHERE block_id = ?
 // MergedBy returns who merged each change merged into the block from
 // outside the store, by change hash (blocks.Attributor: the history of
 // the managed document and its views names them).
+//
+// The lookup outlives the caller's context (a view whose context ended
+// still reads its history, as it reads its value), and once the store is
+// closed the records last read stand: a merge after them would have had to
+// go through this store, which is closed.
 func (e *entry) MergedBy(ctx context.Context) (map[string]string, error) {
-	return e.c.mergedBy(ctx, e.id)
+	m, err := e.c.mergedBy(context.WithoutCancel(ctx), e.id)
+	e.mergedMu.Lock()
+	defer e.mergedMu.Unlock()
+	if err == nil {
+		e.mergedLast, e.mergedRead = m, true
+		return m, nil
+	}
+	if e.mergedRead && errors.Is(e.c.checkOpen(context.Background()), ErrClosed) {
+		return e.mergedLast, nil
+	}
+	return nil, err
 }
 
 // mergedBy reads block id's merged_changes rows.

@@ -70,17 +70,22 @@ type Cache struct {
 
 // entry is one cached block document.
 type entry struct {
-	c       *Cache
-	mu      sync.Mutex // serializes refresh, writes and persist of this block here
-	state   sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
-	id      int64
-	owner   string
-	label   string
-	doc     *blocks.Document // the owner's view
-	replica *blocks.Replica  // how durable changes from other writers enter doc
-	lastSeq int64            // highest update sequence reflected in doc
-	epoch   int64
-	metaVer int64
+	c *Cache
+	// mergedLast are the merge records MergedBy last read (mergedRead:
+	// it has read them), which stand once the store is closed.
+	mergedMu   sync.Mutex
+	mergedLast map[string]string
+	mergedRead bool
+	mu         sync.Mutex // serializes refresh, writes and persist of this block here
+	state      sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
+	id         int64
+	owner      string
+	label      string
+	doc        *blocks.Document // the owner's view
+	replica    *blocks.Replica  // how durable changes from other writers enter doc
+	lastSeq    int64            // highest update sequence reflected in doc
+	epoch      int64
+	metaVer    int64
 	// incarnation tells this block from others that had its id (see
 	// newIncarnation); it never changes.
 	incarnation int64

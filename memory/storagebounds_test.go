@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/sqlitedriver"
@@ -156,38 +155,3 @@ func TestQuotaBoundsDiskFootprint(t *testing.T) {
 	}
 }
 
-// TestBlockHistoryIsBounded: replacing a block's text over and over keeps
-// the block at its character limit but adds a change each time; what the
-// block's history holds (current and archived epochs) must not grow
-// without bound for an agent with a quota.
-func TestBlockHistoryIsBounded(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "h.db")
-	const quota = 1 << 20
-	c := openFile(t, path, &memory.Options{AgentQuotaBytes: quota})
-	r := rand.New(rand.NewPCG(3, 4))
-	cur := words(r, 4000)
-	if _, err := c.CreateBlock(ctx, "mallory", memory.BlockSpec{Label: "scratch", Value: cur}); err != nil {
-		t.Fatal(err)
-	}
-	before := dbBytes(t, path)
-	const rounds = 400
-	start := time.Now()
-	for i := range rounds {
-		next := words(r, 4000)
-		if _, err := c.ReplaceInBlock(ctx, "mallory", "scratch", cur, next); err != nil {
-			if errors.Is(err, memory.ErrQuota) {
-				t.Logf("refused after %d replaces", i)
-				break
-			}
-			t.Fatal(err)
-		}
-		cur = next
-	}
-	took := time.Since(start)
-	grew := dbBytes(t, path) - before
-	t.Logf("%d replaces of 4,000 characters in %v (%v each): the database grew %d bytes (quota %d)", rounds, took, took/rounds, grew, quota)
-	if grew > quota {
-		t.Fatalf("an agent with a quota of %d bytes grew the database by %d bytes through one block's history", quota, grew)
-	}
-}
