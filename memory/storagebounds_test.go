@@ -154,4 +154,3 @@ func TestQuotaBoundsDiskFootprint(t *testing.T) {
 		})
 	}
 }
-
