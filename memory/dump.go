@@ -402,7 +402,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads})
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
 		now := c.nanos()
 		for _, p := range pre {
