@@ -29,6 +29,16 @@ type Store interface {
 	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
 }
 
+// Notifier is a Store that signals when the blocks it holds may have
+// changed (memory.Cache.BlocksChanged): BlocksChanged returns a channel
+// closed at the next such change, a new one after each. A Session whose
+// Store is a Notifier reads the stamp at each signal, so a change reaches
+// the peer without waiting for the next poll; the poll stays for changes
+// the store cannot signal (on SQLite, another process's).
+type Notifier interface {
+	BlocksChanged() <-chan struct{}
+}
+
 // Conn is one peer's connection: whole frames in and out (a WebSocket's
 // binary messages). Read's size cap belongs to the Conn.
 type Conn interface {
@@ -51,7 +61,9 @@ type Options struct {
 	// Poll is how often the Session asks the store whether any block the
 	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
 	// on SQLite none while nothing was committed) to push changes to the
-	// peer. Default 100ms.
+	// peer. A Store that is a Notifier also wakes the Session at each
+	// change it signals; the poll then carries only what it cannot
+	// signal. Default 100ms.
 	Poll time.Duration
 	// MaxHeldBytes caps the refused changes one document of a connection
 	// may hold (see docs/sync.md): a peer that keeps making refused edits
@@ -219,6 +231,13 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	}()
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
+	// The signal's channel is taken before each stamp read, so a change
+	// racing with the read closes it and the session looks again.
+	notifier, _ := store.(Notifier)
+	var changed <-chan struct{}
+	if notifier != nil {
+		changed = notifier.BlocksChanged()
+	}
 	if st, err := store.BlocksStamp(ctx, agent); err == nil {
 		s.stamp = st
 	}
@@ -231,6 +250,11 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 			return err
 		case b := <-in:
 			err = s.handle(b)
+		case <-changed:
+			changed = notifier.BlocksChanged()
+			if s.joined {
+				err = s.poll()
+			}
 		case <-tick.C:
 			if s.joined {
 				err = s.poll()
