@@ -2,7 +2,9 @@ package syncrepo_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,5 +105,51 @@ func TestSessionWokenByStoreSignal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countedStamps counts the stamp reads of a store that signals.
+type countedStamps struct {
+	*memory.Cache
+	reads atomic.Int64
+}
+
+func (c *countedStamps) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	c.reads.Add(1)
+	return c.Cache.BlocksStamp(ctx, agent)
+}
+
+// A burst of signals costs a connection one poll per SignalGap, not one
+// per write, and the last write still reaches the peer.
+func TestSessionCoalescesSignals(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	id, _ := notesBlock(t, store, "ada")
+	counted := &countedStamps{Cache: store}
+	const gap = 20 * time.Millisecond
+	p, _ := serve(t, counted, &syncrepo.Options{Poll: time.Hour, SignalGap: gap})
+	text := followPeer(t, p, id)
+	if !waitText(text, "one\n", 3*time.Second) {
+		t.Fatalf("first sync: %q", text())
+	}
+	before := counted.reads.Load()
+	start := time.Now()
+	want := "one\n"
+	const n = 200
+	for i := range n {
+		line := fmt.Sprintf("%d\n", i)
+		want += line
+		if err := store.AppendToBlock(ctx, "ada", "notes", line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	if !waitText(text, want, 3*time.Second) {
+		t.Fatalf("the burst's last append did not reach the peer: %q", text()[max(0, len(text())-20):])
+	}
+	reads := counted.reads.Load() - before
+	t.Logf("%d appends in %v: %d stamp reads", n, took, reads)
+	if limit := int64(took/gap) + 3; reads > limit {
+		t.Errorf("%d appends in %v: %d stamp reads, want ≤ %d (one per %v)", n, took, reads, limit, gap)
 	}
 }

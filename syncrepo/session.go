@@ -65,6 +65,11 @@ type Options struct {
 	// change it signals; the poll then carries only what it cannot
 	// signal. Default 100ms.
 	Poll time.Duration
+	// SignalGap is the least time between two polls that the store's
+	// signals start (see Notifier): a signal within it of the last such
+	// poll is served by one poll at its end, so a burst of writes costs
+	// each connection a poll per gap, not one per write. Default 10ms.
+	SignalGap time.Duration
 	// MaxHeldBytes caps the refused changes one document of a connection
 	// may hold (see docs/sync.md): a peer that keeps making refused edits
 	// (a read-only token, say) would otherwise grow the server's copy
@@ -174,6 +179,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
 	}
+	if o.SignalGap <= 0 {
+		o.SignalGap = 10 * time.Millisecond
+	}
 	if o.MaxHeldBytes <= 0 {
 		o.MaxHeldBytes = 4 << 20
 	}
@@ -234,7 +242,11 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	// The signal's channel is taken before each stamp read, so a change
 	// racing with the read closes it and the session looks again.
 	notifier, _ := store.(Notifier)
-	var changed <-chan struct{}
+	var (
+		changed  <-chan struct{}
+		signaled time.Time        // when a signal last started a poll
+		deferred <-chan time.Time // a poll for signals within SignalGap of it
+	)
 	if notifier != nil {
 		changed = notifier.BlocksChanged()
 	}
@@ -252,6 +264,17 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 			err = s.handle(b)
 		case <-changed:
 			changed = notifier.BlocksChanged()
+			switch now := time.Now(); {
+			case deferred != nil:
+				// the deferred poll will see this change too
+			case now.Sub(signaled) < o.SignalGap:
+				deferred = time.After(o.SignalGap - now.Sub(signaled))
+			case s.joined:
+				signaled = now
+				err = s.poll()
+			}
+		case <-deferred:
+			deferred, signaled = nil, time.Now()
 			if s.joined {
 				err = s.poll()
 			}
