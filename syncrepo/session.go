@@ -828,6 +828,17 @@ func (s *session) push(d *docState) error {
 	if err != nil || msg == nil {
 		return err
 	}
+	if d.owner != s.agent {
+		// The copy may have taken edits the owner made after an unshare
+		// since this session last checked (another session catches a
+		// shared copy up; a block's document gains writers' changes at
+		// any time): the message goes out only if agent may still read
+		// the block now that it is made. (An own block cannot be lost
+		// but by deletion, after which it gains nothing.)
+		if _, err := s.view(d); err != nil {
+			return s.gone(d, err)
+		}
+	}
 	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg})
 }
 
