@@ -99,7 +99,7 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	rendered := doc.Render()
 	var id int64
 	incarnation := newIncarnation()
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
 			char_limit, pinned, priority, rendered, heads, created_at, updated_at, incarnation)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
@@ -271,7 +271,7 @@ func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
 	// The generations of the owner and the sharees are bumped before the
 	// block and its shares go.
 	gone := notFound("block %q of agent %q", label, agent)
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := bumpGenOfBlock(tx, agent, label); err != nil {
 			return err
 		}
@@ -764,6 +764,7 @@ func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blo
 		return true, nil
 	}
 	ent.set(func(e *entry) { e.metaVer++ })
+	c.changes.fire()
 	ent.unlock()
 	locked = false
 	// SetInfo may have created containers for new fields.

@@ -48,6 +48,7 @@ type Cache struct {
 	watch *watch // nil unless the backend is a BlockNotifier
 
 	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
+	changes    changeSignal // closed at changes that may move a BlocksStamp (BlocksChanged)
 	// Reads remembered while nothing is committed (see versionMemo): the
 	// stamps by agent, and message reads that found nothing (a context
 	// build's incremental read, when no message came).

@@ -458,7 +458,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads, mergedBy: mergedBy})
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
 		for _, agent := range slices.Sorted(maps.Keys(adds)) {
 			if err := c.checkQuota(ctx, tx, agent, adds[agent]); err != nil {

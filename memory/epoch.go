@@ -159,6 +159,7 @@ func (c *Cache) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh ep
 // enterEpoch switches e's document to fresh, now durable as epoch. Caller
 // holds e.mu.
 func (c *Cache) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
+	defer c.changes.fire() // a new epoch moves BlocksStamp
 	if _, err := e.replica.Adopt(fresh.doc); err != nil {
 		// The database is on the new epoch and this entry cannot follow:
 		// the next access loads the block afresh.

@@ -47,7 +47,7 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 // blocks generation in the same transaction. It returns the rows affected.
 func (c *Cache) execBump(ctx context.Context, agent, query string, args ...any) (int64, error) {
 	var n int64
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 	}
 	// The sharee's pending proposals on the block go with its access.
 	var n int64
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(`DELETE FROM shares WHERE agent = ? AND block_id =
 			(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
 		if err != nil {

@@ -19,7 +19,9 @@ import (
 // block, sharing, re-sharing with another permission, and unsharing.
 //
 // Stamps are only meant to be compared for equality; their fields are not
-// ordered and mean nothing on their own. A consumer that caches listings
+// ordered and mean nothing on their own. Cache.BlocksChanged tells when a
+// stamp may have moved, so a consumer need not read it on a timer (except
+// for what no signal carries: see BlocksChanged). A consumer that caches listings
 // must read the stamp before listing, so that a change racing with the
 // listing makes the next stamp differ from the stored one.
 type BlocksStamp struct {

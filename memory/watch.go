@@ -38,12 +38,13 @@ func (c *Cache) stopWatch() {
 	<-c.watch.done
 }
 
-// blockChanged marks a cached block stale: the next access re-reads its
-// sequence and catches up.
+// blockChanged marks a cached block stale (the next access re-reads its
+// sequence and catches up) and signals BlocksChanged.
 func (c *Cache) blockChanged(id int64) {
 	if e, ok := c.lru.Peek(id); ok {
 		e.stale.Store(true)
 	}
+	c.changes.fire()
 }
 
 // notificationsLive records whether notifications flow. When they resume
@@ -58,6 +59,9 @@ func (c *Cache) notificationsLive(live bool) {
 		e.stale.Store(true)
 	}
 	c.watch.live.Store(true)
+	// Whatever changed while they were down: consumers of BlocksChanged
+	// read their stamps again.
+	c.changes.fire()
 }
 
 // notifiedHit returns the cached entry of (owner, label) when notifications

@@ -21,6 +21,18 @@ func (c *Cache) write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return c.be.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
 }
 
+// writeBlocks is write for a change that may move a BlocksStamp (blocks
+// created, deleted or imported, shares granted, changed or revoked): once
+// it committed, BlocksChanged's consumers are signalled. (Content writes
+// signal in committed, once the cached document reflects them.)
+func (c *Cache) writeBlocks(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	err := c.write(ctx, fn)
+	if err == nil {
+		c.changes.fire()
+	}
+	return err
+}
+
 // exec runs one statement through write and returns the rows affected.
 func (c *Cache) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
@@ -401,5 +413,6 @@ func (c *Cache) committed(ctx context.Context, e *entry, seq int64, heads []stri
 	if compacted == compactRebase {
 		c.rebase(ctx, e, seq)
 	}
+	c.changes.fire()
 	c.wakeEmbedder()
 }

@@ -116,6 +116,7 @@ func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest
 	c.mu.Unlock()
 	e.actors[req.Actor] = struct{}{}
 	c.localEdits.Add(1)
+	c.changes.fire()
 	return nil
 }
 

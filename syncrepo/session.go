@@ -29,6 +29,16 @@ type Store interface {
 	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
 }
 
+// Notifier is a Store that signals when the blocks it holds may have
+// changed (memory.Cache.BlocksChanged): BlocksChanged returns a channel
+// closed at the next such change, a new one after each. A Session whose
+// Store is a Notifier reads the stamp at each signal, so a change reaches
+// the peer without waiting for the next poll; the poll stays for changes
+// the store cannot signal (on SQLite, another process's).
+type Notifier interface {
+	BlocksChanged() <-chan struct{}
+}
+
 // Conn is one peer's connection: whole frames in and out (a WebSocket's
 // binary messages). Read's size cap belongs to the Conn.
 type Conn interface {
@@ -51,8 +61,15 @@ type Options struct {
 	// Poll is how often the Session asks the store whether any block the
 	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
 	// on SQLite none while nothing was committed) to push changes to the
-	// peer. Default 100ms.
+	// peer. A Store that is a Notifier also wakes the Session at each
+	// change it signals; the poll then carries only what it cannot
+	// signal. Default 100ms.
 	Poll time.Duration
+	// SignalGap is the least time between two polls that the store's
+	// signals start (see Notifier): a signal within it of the last such
+	// poll is served by one poll at its end, so a burst of writes costs
+	// each connection a poll per gap, not one per write. Default 10ms.
+	SignalGap time.Duration
 	// MaxHeldBytes caps the refused changes one document of a connection
 	// may hold (see docs/sync.md): a peer that keeps making refused edits
 	// (a read-only token, say) would otherwise grow the server's copy
@@ -162,6 +179,9 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
 	}
+	if o.SignalGap <= 0 {
+		o.SignalGap = 10 * time.Millisecond
+	}
 	if o.MaxHeldBytes <= 0 {
 		o.MaxHeldBytes = 4 << 20
 	}
@@ -219,6 +239,17 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	}()
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
+	// The signal's channel is taken before each stamp read, so a change
+	// racing with the read closes it and the session looks again.
+	notifier, _ := store.(Notifier)
+	var (
+		changed  <-chan struct{}
+		signaled time.Time        // when a signal last started a poll
+		deferred <-chan time.Time // a poll for signals within SignalGap of it
+	)
+	if notifier != nil {
+		changed = notifier.BlocksChanged()
+	}
 	if st, err := store.BlocksStamp(ctx, agent); err == nil {
 		s.stamp = st
 	}
@@ -231,6 +262,22 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 			return err
 		case b := <-in:
 			err = s.handle(b)
+		case <-changed:
+			changed = notifier.BlocksChanged()
+			switch now := time.Now(); {
+			case deferred != nil:
+				// the deferred poll will see this change too
+			case now.Sub(signaled) < o.SignalGap:
+				deferred = time.After(o.SignalGap - now.Sub(signaled))
+			case s.joined:
+				signaled = now
+				err = s.poll()
+			}
+		case <-deferred:
+			deferred, signaled = nil, time.Now()
+			if s.joined {
+				err = s.poll()
+			}
 		case <-tick.C:
 			if s.joined {
 				err = s.poll()
@@ -806,6 +853,17 @@ func (s *session) push(d *docState) error {
 	}
 	if err != nil || msg == nil {
 		return err
+	}
+	if d.owner != s.agent {
+		// The copy may have taken edits the owner made after an unshare
+		// since this session last checked (another session catches a
+		// shared copy up; a block's document gains writers' changes at
+		// any time): the message goes out only if agent may still read
+		// the block now that it is made. (An own block cannot be lost
+		// but by deletion, after which it gains nothing.)
+		if _, err := s.view(d); err != nil {
+			return s.gone(d, err)
+		}
 	}
 	return s.send(Message{Type: TypeSync, DocumentID: d.id, Data: msg})
 }

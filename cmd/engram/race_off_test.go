@@ -20,3 +20,6 @@ var abuseSizes = abuse.Sizes{Chars: 200_000, ListItems: 200_000, MapKeys: 200_00
 // abuseSlack is added to twice the victim's quiet p99 in
 // TestServeUnderAbuse: scheduler noise on a shared two-core machine.
 const abuseSlack = 50 * time.Millisecond
+
+// syncLatencyScale multiplies TestSyncAppendLatency's bound.
+const syncLatencyScale = 1

@@ -24,3 +24,6 @@ var abuseSizes = abuse.Sizes{Chars: 200_000, ListItems: 100_000, MapKeys: 100_00
 // abuseSlack is added to twice the victim's quiet p99: scheduler noise,
 // and the detector's own pauses in the victim's client.
 const abuseSlack = 100 * time.Millisecond
+
+// Under -race TestSyncAppendLatency allows three times the latency.
+const syncLatencyScale = 3

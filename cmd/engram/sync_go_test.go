@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -390,15 +392,51 @@ func TestSyncMeasure(t *testing.T) {
 	rss1 := rssKiB()
 	t.Logf("%d peers (client and server in one process) synced a 10000-character block in %v; RSS +%d KiB (%d KiB per peer, both ends, automerge's C heap included), Go heap +%d KiB, goroutines +%d",
 		peers, took, rss1-rss0, (rss1-rss0)/int64(peers), (after.HeapAlloc-before.HeapAlloc)/1024, runtime.NumGoroutine()-g0)
-	// One Go append reaches all of them.
-	start = time.Now()
-	store.AppendToBlock(ctx, "ada", "big", "!")
+	// What they cost idle: each connection's poll (the stamp shared per
+	// agent).
+	time.Sleep(500 * time.Millisecond) // the first syncs' exchanges are over
+	cpu0 := cpuTime()
+	time.Sleep(2 * time.Second)
+	t.Logf("%d idle peers: CPU %v per second (client and server)", peers, (cpuTime()-cpu0)/2)
+	// Go appends reach all of them: each append's signal wakes every
+	// connection, which reads the agent's stamp (one read shared by all)
+	// and syncs.
+	var lat []time.Duration
+	cpu0 = cpuTime()
+	for i := range 10 {
+		start = time.Now()
+		mark := fmt.Sprintf("!%d", i)
+		store.AppendToBlock(ctx, "ada", "big", mark)
+		for _, q := range ps {
+			if !q.until(func(p *goPeer) bool { return strings.HasSuffix(p.text(), mark) }) {
+				t.Fatal("an append did not reach a peer")
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	cpu := (cpuTime() - cpu0) / 10
+	slices.Sort(lat)
+	t.Logf("one Go append reached all %d peers in p50 %v, max %v; CPU %v per append (client and server)", peers, lat[4], lat[9], cpu)
+	// A burst: 100 appends back to back (signals come faster than the
+	// peers can be synced).
+	cpu0, start = cpuTime(), time.Now()
+	for i := range 100 {
+		store.AppendToBlock(ctx, "ada", "big", fmt.Sprintf("#%d", i))
+	}
+	appended := time.Since(start)
 	for _, q := range ps {
-		if !q.until(func(p *goPeer) bool { return strings.HasSuffix(p.text(), "!") }) {
-			t.Fatal("an append did not reach a peer")
+		if !q.until(func(p *goPeer) bool { return strings.HasSuffix(p.text(), "#99") }) {
+			t.Fatal("the burst did not reach a peer")
 		}
 	}
-	t.Logf("one Go append reached all %d peers in %v", peers, time.Since(start))
+	t.Logf("100 Go appends back to back (%v) reached all %d peers in %v; CPU %v (client and server)", appended, peers, time.Since(start), cpuTime()-cpu0)
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rssKiB is the process's resident set (Linux), 0 elsewhere.

@@ -317,7 +317,7 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncStore != nil {
 		// Half the sessions' poll period: a change is seen at most that
 		// much later than by a session's own query.
-		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]stampMemo{}}
+		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
 		h.mirrors = syncrepo.NewMirrors()
 	}
 	go h.sweep(time.Second)

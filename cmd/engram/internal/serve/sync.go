@@ -37,40 +37,75 @@ func (w wsConn) Write(ctx context.Context, frame []byte) error {
 }
 
 // stampShare is the sync store with BlocksStamp shared by the /sync
-// connections of one agent: each polls the stamp every 100 ms, and on
-// PostgreSQL a stamp is a query, so n peers of an agent cost one query per
-// period instead of n.
+// connections of one agent: each reads the stamp at every change the store
+// signals (syncrepo.Notifier) and every poll period, and on PostgreSQL a
+// stamp is a query, so n peers of an agent cost one query per signal or
+// period instead of n. A read is shared while no signal came since it
+// began and it is younger than every: the connections one signal wakes
+// all get the one read that started after it, never an older one.
 type stampShare struct {
 	syncrepo.Store
 	every time.Duration
 	mu    sync.Mutex
-	memo  map[string]stampMemo
+	memo  map[string]*stampRead
 }
 
-type stampMemo struct {
-	at    time.Time
-	stamp memory.BlocksStamp
+// stampRead is one agent's stamp read, done once done is closed.
+type stampRead struct {
+	at     time.Time
+	signal <-chan struct{} // the store's BlocksChanged when the read began (nil: none)
+	done   chan struct{}
+	stamp  memory.BlocksStamp
+	err    error
+}
+
+var _ syncrepo.Notifier = (*stampShare)(nil)
+
+// BlocksChanged is the store's, or nil (never closes) when it signals
+// nothing.
+func (s *stampShare) BlocksChanged() <-chan struct{} {
+	if n, ok := s.Store.(syncrepo.Notifier); ok {
+		return n.BlocksChanged()
+	}
+	return nil
 }
 
 func (s *stampShare) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	// Taken before the read: a change racing with it closes this channel,
+	// and the next caller reads again.
+	signal := s.BlocksChanged()
+	now := time.Now()
 	s.mu.Lock()
-	m, ok := s.memo[agent]
-	s.mu.Unlock()
-	if ok && time.Since(m.at) < s.every {
-		return m.stamp, nil
+	r, ok := s.memo[agent]
+	if ok && r.signal == signal && now.Sub(r.at) < s.every {
+		s.mu.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return memory.BlocksStamp{}, ctx.Err()
+		}
+		if r.err == nil {
+			return r.stamp, nil
+		}
+		// The reader's error (its context ended, say): read anew.
+		return s.Store.BlocksStamp(ctx, agent)
 	}
-	at := time.Now()
-	st, err := s.Store.BlocksStamp(ctx, agent)
-	if err != nil {
-		return st, err
-	}
-	s.mu.Lock()
 	if len(s.memo) > 4096 {
 		clear(s.memo) // agents come and go; the memo is only a saving
 	}
-	s.memo[agent] = stampMemo{at: at, stamp: st}
+	r = &stampRead{at: now, signal: signal, done: make(chan struct{})}
+	s.memo[agent] = r
 	s.mu.Unlock()
-	return st, nil
+	r.stamp, r.err = s.Store.BlocksStamp(ctx, agent)
+	close(r.done)
+	if r.err != nil {
+		s.mu.Lock()
+		if s.memo[agent] == r {
+			delete(s.memo, agent)
+		}
+		s.mu.Unlock()
+	}
+	return r.stamp, r.err
 }
 
 // syncToken is the token of a /sync request: ?token= (browsers cannot

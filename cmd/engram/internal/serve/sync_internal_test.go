@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ func (c *countingStamps) BlocksStamp(_ context.Context, agent string) (memory.Bl
 func TestStampShare(t *testing.T) {
 	ctx := context.Background()
 	c := &countingStamps{calls: map[string]int{}}
-	s := &stampShare{Store: c, every: 50 * time.Millisecond, memo: map[string]stampMemo{}}
+	s := &stampShare{Store: c, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
 	for _, tc := range []struct {
 		agent string
 		wait  time.Duration
@@ -38,6 +40,107 @@ func TestStampShare(t *testing.T) {
 		}
 		if c.calls[tc.agent] != tc.calls {
 			t.Errorf("%s after %v: %d queries, want %d", tc.agent, tc.wait, c.calls[tc.agent], tc.calls)
+		}
+	}
+}
+
+// signalledStamps is a store that signals its changes: fire closes the
+// channel BlocksChanged handed out. BlocksStamp counts its calls, holds
+// each until gate lets it go (when set), and fires during the read when
+// fireDuring is set.
+type signalledStamps struct {
+	syncrepo.Store
+	mu         sync.Mutex
+	ch         chan struct{}
+	calls      atomic.Int64
+	gate       chan struct{}
+	fireDuring atomic.Bool
+}
+
+func (s *signalledStamps) BlocksChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signalledStamps) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+func (s *signalledStamps) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	n := s.calls.Add(1)
+	if s.fireDuring.Swap(false) {
+		s.fire()
+	}
+	if s.gate != nil {
+		<-s.gate
+	}
+	return memory.BlocksStamp{Seq: n}, nil
+}
+
+// With a store that signals its changes, a stamp read is shared until the
+// next signal, however young: after a signal (also one that lands during
+// a read) the next caller reads again; the connections one signal wakes,
+// 200 at once, share one read.
+func TestStampShareSignal(t *testing.T) {
+	ctx := context.Background()
+	c := &signalledStamps{}
+	s := &stampShare{Store: c, every: time.Hour, memo: map[string]*stampRead{}}
+	if s.BlocksChanged() == nil {
+		t.Fatal("the store's signal is hidden")
+	}
+	read := func() memory.BlocksStamp {
+		st, err := s.BlocksStamp(ctx, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for range 2 {
+		if read().Seq != 1 {
+			t.Fatalf("without a signal: %d reads, want 1", c.calls.Load())
+		}
+	}
+	c.fire()
+	if got := read().Seq; got != 2 {
+		t.Fatalf("after a signal: stamp of read %d, want 2 (a stale memo)", got)
+	}
+	// A signal during a read: that read is not shared with later callers.
+	c.fire()
+	c.fireDuring.Store(true)
+	read()
+	if got := read().Seq; got != 4 {
+		t.Fatalf("after a signal during a read: stamp of read %d, want 4", got)
+	}
+	// One signal, 200 connections: one read.
+	c.fire()
+	c.gate = make(chan struct{})
+	var wg sync.WaitGroup
+	seqs := make([]int64, 200)
+	for i := range seqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seqs[i] = read().Seq
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(c.gate)
+	wg.Wait()
+	if n := c.calls.Load(); n != 5 {
+		t.Errorf("200 connections after one signal: %d reads, want 1", n-4)
+	}
+	for _, q := range seqs {
+		if q != 5 {
+			t.Fatalf("a connection got stamp %d, want 5", q)
 		}
 	}
 }
