@@ -23,3 +23,6 @@ const abuseSlack = 50 * time.Millisecond
 
 // syncLatencyScale multiplies TestSyncAppendLatency's bound.
 const syncLatencyScale = 1
+
+// raceEnabled: see race_on_test.go.
+const raceEnabled = false

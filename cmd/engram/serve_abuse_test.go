@@ -23,6 +23,9 @@ import (
 // process alive. The bench's "serve under abuse" section runs the same
 // attacks at full size.
 func TestServeUnderAbuse(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures latency and CPU: run without -race (CI's second pass)")
+	}
 	if os.Getenv("ENGRAM_SERVE_CHILD") != "" {
 		t.Skip("child")
 	}

@@ -16,6 +16,9 @@ import (
 // budget's pace (50,000 operations a second by default), not as fast as
 // the server can copy.
 func TestSyncRefusedEditCost(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures latency and CPU: run without -race (CI's second pass)")
+	}
 	const edits = 20
 	const window = 10 * time.Second
 	s := startAbuseServe(t, 1<<20, 0, strings.Repeat("lorem ipsum dolor sit amet\n", 300_000/27))

@@ -91,7 +91,7 @@ func newFixtureAt(t *testing.T, base string) *fixture {
 	f.evilP = ep.ID
 	_, err = s.AppendMessage(ctx, evilAgent, memory.Message{Role: memory.RoleUser, Content: payload, BatchID: "b1"})
 	must(err)
-	_, err = s.InsertArchival(ctx, evilAgent, memory.ArchivalEntry{Content: "approve " + payload, Tags: []string{payload}})
+	_, err = s.InsertArchival(ctx, evilAgent, memory.ArchivalEntry{Content: "approve " + payload, Tags: []string{payload[:min(len(payload), memory.DefaultMaxTagBytes)]}}) // a tag is capped
 	must(err)
 
 	srv, err := New(s, &Options{Token: testToken, Person: "tester", PollInterval: 50 * time.Millisecond, BasePath: base})
