@@ -237,10 +237,7 @@ func TestOutOfContextMessages(t *testing.T) {
 		early = append(early, map[string]any{"id": "early-" + role, "role": role, "content": []any{map[string]any{"type": "text", "text": blocks[i%len(blocks)]}},
 			"created_at": "2025-01-01T00:00:0" + string(rune('0'+i)) + "+00:00"})
 	}
-	rest := []any{}
-	for _, m := range msgs {
-		rest = append(rest, m)
-	}
+	rest := append([]any{}, msgs...)
 	a["messages"] = append(append(rest[:1:1], early...), rest[1:]...)
 	a["in_context_message_ids"] = inCtx
 	s, rep, id := importDoc(t, doc)
