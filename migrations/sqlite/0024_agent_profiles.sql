@@ -3,7 +3,9 @@
 -- format said about the agent that engram does not model (kept so that an
 -- export to that format writes it back). One row per agent, the profile
 -- as one JSON document (memory.Profile): it is read and written whole.
-CREATE TABLE agent_profiles (
+-- IF NOT EXISTS: a store rolled back to an earlier version by a test
+-- (tables of later migrations kept) migrates forward again.
+CREATE TABLE IF NOT EXISTS agent_profiles (
     agent        TEXT    PRIMARY KEY,
     profile_json TEXT    NOT NULL,
     updated_at   INTEGER NOT NULL
