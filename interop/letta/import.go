@@ -33,6 +33,7 @@ type Store interface {
 	Export(ctx context.Context, agent string) (*memory.Dump, error)
 	ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error)
 	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
+	ListArchival(ctx context.Context, agent string, q *memory.ArchivalQuery) ([]memory.ArchivalEntry, error)
 	Profile(ctx context.Context, agent string) (memory.Profile, error)
 }
 
@@ -40,8 +41,9 @@ var _ Store = (*memory.Cache)(nil)
 
 // Import reads an agent file and adds its agents to store in one
 // transaction (all or nothing; see ToDump for what each part becomes). An
-// agent whose id the store already uses (it has blocks, messages or a
-// profile) fails the import with an error wrapping memory.ErrExists.
+// agent whose id the store already uses (it has blocks, messages, archival
+// entries or a profile) fails the import with an error wrapping
+// memory.ErrExists.
 func Import(ctx context.Context, store Store, data []byte, opts *ImportOptions) (*Report, error) {
 	start := time.Now()
 	f, err := Parse(data)
@@ -82,7 +84,11 @@ func checkAbsent(ctx context.Context, store Store, agent string) error {
 	if err != nil {
 		return err
 	}
-	if len(bs) > 0 || len(ms) > 0 {
+	as, err := store.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: 1, IncludeSuperseded: true})
+	if err != nil {
+		return err
+	}
+	if len(bs) > 0 || len(ms) > 0 || len(as) > 0 {
 		return exists
 	}
 	return nil

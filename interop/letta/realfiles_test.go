@@ -513,6 +513,29 @@ func checkShape(t *testing.T, data []byte) {
 	}
 }
 
+// An agent id the store uses for anything (here: archival entries alone)
+// is refused before anything is written.
+func TestImportRefusesAnAgentInUse(t *testing.T) {
+	ctx := context.Background()
+	path := agentFiles(t)[0]
+	data, _ := os.ReadFile(path)
+	s := openStore(t)
+	probe, err := letta.Import(ctx, openStore(t), data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := probe.Agents[0].Agent
+	if _, err := s.Agent(id).Archival().Insert(ctx, memory.ArchivalEntry{Content: "an engram agent's own note"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := letta.Import(ctx, s, data, nil); !errors.Is(err, memory.ErrExists) || !strings.Contains(err.Error(), id) {
+		t.Fatalf("import over an agent with archival entries: %v", err)
+	}
+	if bs, _ := s.Agent(id).Blocks(ctx); len(bs) != 0 {
+		t.Fatal("a refused import created blocks")
+	}
+}
+
 // An agent already in the store is refused, and the refused import
 // changes nothing.
 func TestImportTwiceRefused(t *testing.T) {
