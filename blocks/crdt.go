@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/internal/amchunk"
 )
 
 var automergeMagic = []byte{0x85, 0x6f, 0x4a, 0x83}
@@ -372,6 +374,18 @@ func (s *SyncState) ReceiveMessage(msg []byte) error {
 	c := s.d.c
 	if c.managed() {
 		return c.errManaged("a sync message")
+	}
+	// automerge trusts a message's counts (a Bloom filter of no bits
+	// aborts the process): checked first, and its changes measured as a
+	// merge's are.
+	m, err := amchunk.ScanSyncMessage(msg)
+	if err != nil {
+		return fmt.Errorf("block %q: sync message: %w: %v", c.info.Label, ErrCorrupt, err)
+	}
+	if len(m.Changes) > 0 {
+		if _, err := amchunk.MeasureAll(m.Changes, MergeLimits(c.info.limit())); err != nil {
+			return fmt.Errorf("block %q: sync message: %w: %v", c.info.Label, ErrLimit, err)
+		}
 	}
 	return c.merge("sync", &Origin{System: true}, func() error { _, err := s.current().ReceiveMessage(msg); return err })
 }

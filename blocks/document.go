@@ -98,9 +98,13 @@ type Event struct {
 
 // Change is one entry of a document's history.
 type Change struct {
-	Hash    string    `json:"hash"`
-	Actor   string    `json:"actor"` // agent id or "system"; "unknown" for foreign changes
-	Op      Op        `json:"op"`
+	Hash string `json:"hash"`
+	// Actor is who made the change: an agent id or "system" (as its
+	// commit message says), or for a change a store merged from elsewhere
+	// the agent the store merged it as (see Attributor); "unknown" for
+	// other changes made outside engram.
+	Actor   string    `json:"actor"`
+	Op      Op        `json:"op"` // OpMerge for a change a store merged from elsewhere
 	Section string    `json:"section,omitempty"`
 	Field   string    `json:"field,omitempty"`
 	Time    time.Time `json:"time"`
@@ -109,6 +113,13 @@ type Change struct {
 	// Epoch is the block's epoch the change belongs to (set by a store's
 	// history, which spans epochs; 0 from Document.History).
 	Epoch int64 `json:"epoch,omitempty"`
+	// PeerMessage is, for a change a store merged from elsewhere, the
+	// commit message its maker wrote (at most 256 bytes of it): the
+	// peer's own words, unchecked, and never who made the change or what
+	// it did (Actor and Op say that).
+	PeerMessage string `json:"peer_message,omitempty"`
+
+	message string // the change's commit message, whoever wrote it
 }
 
 // commitMessage is stored as each automerge change's message.
@@ -143,7 +154,10 @@ type core struct {
 	subs       map[uint64]func(Event)
 	nextSub    uint64
 	writer     Writer // set by Manage: every mutation runs inside its Write
-	text       textBuf
+	// attrib names who merged the changes that came from elsewhere (the
+	// Writer, when it is an Attributor; At views carry their document's).
+	attrib Attributor
+	text   textBuf
 
 	// A store's write in flight: its edit is applied to am but not yet
 	// durable, and the store may still take it back (see Writer). Views

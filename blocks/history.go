@@ -5,18 +5,24 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/automerge/automerge-go"
 )
 
 // History lists every change in the document in causal order (oldest
-// first): who made it, which operation, when.
+// first): who made it, which operation, when. Who made a change, and the
+// operation, are what its commit message says (engram writes them there),
+// except for the changes a store merged from elsewhere: for those, on a
+// document a store manages (and its views and At views), the store names
+// the agent it merged them as (see Attributor). A store's history of them
+// is read with the view's Context.
 func (d *Document) History() ([]Change, error) {
 	c := d.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	am, err := d.amFor()
 	if err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
 	var chs []*automerge.Change
@@ -24,6 +30,8 @@ func (d *Document) History() ([]Change, error) {
 		chs, err = am.Changes()
 		return err
 	})
+	attrib := c.attrib
+	c.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("block %q: history: %w", c.info.Label, err)
 	}
@@ -31,13 +39,54 @@ func (d *Document) History() ([]Change, error) {
 	for _, ch := range chs {
 		out = append(out, describe(ch))
 	}
+	if attrib != nil {
+		// Outside the lock: the store reads its record.
+		by, err := attrib.MergedBy(d.Context())
+		if err != nil {
+			return nil, fmt.Errorf("block %q: history: who merged its changes: %w", c.info.Label, err)
+		}
+		Attribute(out, by)
+	}
 	return out, nil
+}
+
+// maxPeerMessage bounds Change.PeerMessage (bytes): a peer's commit
+// message is its own words, which a history shows, not stores.
+const maxPeerMessage = 256
+
+// Attribute marks the changes of hist that mergedBy names (change hash →
+// agent, as an Attributor returns) as merged by that agent: Actor is the
+// agent, Op is OpMerge, Section and Field are cleared, and the change's
+// own commit message (cut to 256 bytes, at a character boundary) is kept
+// only as PeerMessage. A store uses it for histories it reads itself
+// (archived epochs); Document.History does it for a managed document.
+func Attribute(hist []Change, mergedBy map[string]string) {
+	if len(mergedBy) == 0 {
+		return
+	}
+	for i := range hist {
+		agent, ok := mergedBy[hist[i].Hash]
+		if !ok {
+			continue
+		}
+		c := &hist[i]
+		c.Actor, c.Op, c.Section, c.Field = agent, OpMerge, "", ""
+		c.PeerMessage = c.message
+		if len(c.PeerMessage) > maxPeerMessage {
+			n := maxPeerMessage
+			for n > 0 && !utf8.RuneStart(c.PeerMessage[n]) {
+				n--
+			}
+			c.PeerMessage = c.PeerMessage[:n]
+		}
+	}
 }
 
 func describe(ch *automerge.Change) Change {
 	var msg commitMessage
 	actor := "unknown"
-	if err := json.Unmarshal([]byte(ch.Message()), &msg); err == nil && msg.Actor != "" {
+	raw := ch.Message()
+	if err := json.Unmarshal([]byte(raw), &msg); err == nil && msg.Actor != "" {
 		actor = msg.Actor
 	}
 	deps := make([]string, 0, len(ch.Dependencies()))
@@ -47,7 +96,7 @@ func describe(ch *automerge.Change) Change {
 	sort.Strings(deps)
 	return Change{
 		Hash: ch.Hash().String(), Actor: actor, Op: msg.Op, Section: msg.Section, Field: msg.Field,
-		Time: changeTime(ch), Deps: deps, Replica: ch.ActorID(),
+		Time: changeTime(ch), Deps: deps, Replica: ch.ActorID(), message: raw,
 	}
 }
 
@@ -60,7 +109,7 @@ func (d *Document) At(heads []string) (*Document, error) {
 	}
 	c := d.c
 	c.mu.Lock()
-	info := c.info
+	info, attrib := c.info, c.attrib
 	var fork *automerge.Doc
 	err = guard(func() (err error) {
 		fork, err = c.am.Fork(hs...)
@@ -72,10 +121,11 @@ func (d *Document) At(heads []string) (*Document, error) {
 	}
 	nc := newCore(fork, info, nil)
 	nc.historical = true
+	nc.attrib = attrib
 	if _, err := nc.value(); err != nil {
 		return nil, err
 	}
-	return &Document{c: nc, accessor: d.accessor, perm: ReadOnly}, nil
+	return &Document{c: nc, accessor: d.accessor, perm: ReadOnly, ctx: d.ctx}, nil
 }
 
 // Restore makes the block's value what it was at heads, as a new change

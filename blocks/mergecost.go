@@ -9,7 +9,9 @@ import (
 
 // MergeLimits is what one merge into a block of character limit limit may
 // ask of it, measured from the merged chunks before anything is applied:
-// operations and the earlier operations they overwrite or delete, 4 per
+// changes, one per character of the limit plus 256 (a peer that commits
+// every keystroke fills the block within it; each change, even an empty
+// one, is kept in the block's history); operations and the earlier operations they overwrite or delete, 4 per
 // character of the limit plus 1,024; value bytes (UTF-8 text, map keys,
 // scalar values), 16 per character plus 16 KiB; bytes after inflating, 64
 // per character plus 1 MiB. An edit that keeps the block within its limit
@@ -22,6 +24,7 @@ import (
 func MergeLimits(limit int) amchunk.Limits {
 	l := int64(max(limit, 0))
 	return amchunk.Limits{
+		Changes:    l + 256,
 		Ops:        4*l + 1024,
 		Refs:       4*l + 1024,
 		ValueBytes: 16*l + 16<<10,
@@ -43,6 +46,7 @@ func (c *core) affordable(data []byte) error {
 			return fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
 		}
 		if cur, err := amchunk.Measure(own, amchunk.Limits{}); err == nil {
+			lim.Changes += cur.Changes
 			lim.Ops += cur.Ops
 			lim.Refs += cur.Refs
 			lim.ValueBytes += cur.ValueBytes

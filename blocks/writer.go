@@ -42,6 +42,20 @@ type Writer interface {
 	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
 }
 
+// Attributor is implemented by a Writer whose store records which agent
+// merged each change that came from elsewhere (a store's MergeChanges: an
+// automerge peer's or a fork's changes). Such a change's commit message is
+// its maker's and may name anyone, or no one: History, on the managed
+// document, its views and their At views, shows the agent the store names
+// as the change's Actor, OpMerge as its Op, no Section or Field, and the
+// message as PeerMessage.
+type Attributor interface {
+	// MergedBy returns the agent that merged each change the store merged
+	// from elsewhere into the block, by change hash (hex), in any of the
+	// block's epochs.
+	MergedBy(ctx context.Context) (map[string]string, error)
+}
+
 // Proposer is implemented by a Writer that keeps an edit which needs an
 // approval it did not get as a proposal (a store's ProposeEdit). A write
 // through any view of the managed document that is refused for want of an
@@ -98,6 +112,7 @@ func (d *Document) Manage(w Writer) (*Replica, error) {
 		return nil, fmt.Errorf("%w: block %q", ErrHistorical, c.info.Label)
 	}
 	c.writer = w
+	c.attrib, _ = w.(Attributor)
 	return &Replica{c: c}, nil
 }
 
@@ -406,6 +421,17 @@ func (c *core) managed() bool {
 	return c.writer != nil
 }
 
+// Merged is what a Replica.Merge brought in: the changes that were new to
+// the document.
+type Merged struct {
+	// Data is those changes encoded for LoadIncremental (nil when there
+	// were none): what the store persists.
+	Data []byte
+	// Hashes are their change hashes (hex), in Data's order: what a store
+	// records as merged by the agent it merged them for (see Attributor).
+	Hashes []string
+}
+
 // Merge brings changes made by an external automerge peer (automerge JS, a
 // fork of the block, ...) into the document, as Document.LoadIncremental
 // would but stricter: data may be change chunks (SaveIncremental; also a
@@ -416,20 +442,19 @@ func (c *core) managed() bool {
 // would be (CheckTransition: schema, layout, read-only parts, from's
 // permission, character limit; schema.ErrInvalid, ErrPermission, ErrLimit).
 // A store passes the merging agent's current permission. On success it
-// returns the changes that were new to the document, encoded for
-// LoadIncremental (nil when there were none), and undo, which returns the
-// document to its state before Merge if the store cannot make them durable.
-// On error nothing is kept.
-func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() error, err error) {
+// returns the changes that were new to the document (see Merged), and undo,
+// which returns the document to its state before Merge if the store cannot
+// make them durable. On error nothing is kept.
+func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() error, err error) {
 	c := r.c
 	if len(data) == 0 {
-		return nil, func() error { return nil }, nil
+		return Merged{}, func() error { return nil }, nil
 	}
 	if !bytes.HasPrefix(data, automergeMagic) {
-		return nil, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
+		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
 	}
 	if err := c.affordable(data); err != nil {
-		return nil, nil, err
+		return Merged{}, nil, err
 	}
 	var chs []*automerge.Change
 	err = guard(func() (err error) {
@@ -454,10 +479,10 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() err
 		return nil
 	})
 	if errors.Is(err, ErrUnrelated) {
-		return nil, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
+		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
 	}
 	c.mu.Lock()
 	before := c.am.Heads()
@@ -492,10 +517,15 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() err
 	prevQueued := c.queued
 	c.mu.Unlock()
 	if err != nil {
-		return nil, nil, err
+		return Merged{}, nil, err
 	}
 	err = c.merge("merge changes", &from, func() error {
-		if err := c.am.Apply(chs...); err != nil {
+		// Saved and loaded, not c.am.Apply(chs...): automerge-go passes
+		// each change with the whole result it came from, so applying n
+		// changes of one peer costs time and memory in n² (see
+		// TestMergeOfManySmallChangesIsCheap); loaded, they cost their
+		// operations.
+		if err := c.am.LoadIncremental(automerge.SaveChanges(chs)); err != nil {
 			return err
 		}
 		for _, ch := range chs {
@@ -506,19 +536,22 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh []byte, undo func() err
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return Merged{}, nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err = guard(func() error {
 		news, err := c.am.Changes(before...)
 		if err == nil && len(news) > 0 {
-			fresh = automerge.SaveChanges(news)
+			fresh.Data = automerge.SaveChanges(news)
+			for _, ch := range news {
+				fresh.Hashes = append(fresh.Hashes, ch.Hash().String())
+			}
 		}
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
 	}
 	undo = func() error {
 		c.mu.Lock()

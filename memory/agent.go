@@ -446,7 +446,8 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 }
 
 // Merge merges automerge changes made outside the store into the block,
-// validated, persisted and attributed to the agent (see
+// validated, persisted and attributed to the agent — in the block's
+// history too, whatever the changes' commit messages say (see
 // [Cache.MergeChanges]; it needs Append or above, and the merged changes
 // are judged as an edit at the handle's permission: at Append, only
 // appends come in).

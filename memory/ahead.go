@@ -38,7 +38,7 @@ type aheadEdit struct {
 // the transaction (a writeTx's decide), merged external changes, or a
 // caller that cannot undo. Caller holds e.mu.
 func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
-	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged) > 0 || wt.decide != nil {
+	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged.Data) > 0 || wt.decide != nil {
 		return nil
 	}
 	if e.aheadSkip > 0 {

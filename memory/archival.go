@@ -31,7 +31,10 @@ func normTags(tags []string) []string {
 
 // InsertArchival stores an archival entry for agent, indexes it in FTS (by
 // trigger) and, with an embedder, in the vector index in the same
-// transaction (the embedding is computed before the transaction).
+// transaction (the embedding is computed before the transaction). An
+// entry past a per-entry cap (Options.MaxArchivalBytes, MaxMetadataBytes,
+// MaxTags, MaxTagBytes) fails with ErrTooLarge, one that would take the
+// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
 func (c *Cache) InsertArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
 	return c.insertArchival(ctx, agent, e, 0)
 }
@@ -43,8 +46,11 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err := checkAgent(agent); err != nil {
 		return e, err
 	}
-	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC())
+	row, err := c.prepareArchival(agent, e, c.opts.Now().UTC(), true)
 	if err != nil {
+		return e, err
+	}
+	if err := c.precheckQuota(ctx, agent, row.bytes()); err != nil {
 		return e, err
 	}
 	vecs, err := c.embedArchival(ctx, agent, []*archivalRow{row})
@@ -63,16 +69,35 @@ type archivalRow struct {
 	meta, tags string
 }
 
+// bytes is what the row counts toward its agent's usage.
+func (r *archivalRow) bytes() int64 { return archivalBytes(r.e.Content, r.meta, r.tags) }
+
+// rowsBytes is what rows count toward their agent's usage.
+func rowsBytes(rows []*archivalRow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.bytes()
+	}
+	return n
+}
+
 // prepareArchival checks and encodes one entry and fills its defaults;
-// nothing is written. Callers check the agent.
-func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*archivalRow, error) {
+// nothing is written. Callers check the agent. capped holds the entry to
+// the per-entry caps (Options.MaxArchivalBytes...), checked before the
+// work that grows with the entry.
+func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time, capped bool) (*archivalRow, error) {
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
+	}
+	if capped {
+		if err := c.checkArchivalText(agent, e.Content, e.Tags); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range [...]struct {
 		what string
 		v    any
-	}{{"content", e.Content}, {"tags", e.Tags}, {"metadata", e.Metadata}} {
+	}{{"content", e.Content}, {"tags", e.Tags}} {
 		if err := checkStorable(agent, "archival entry", f.what, f.v); err != nil {
 			return nil, err
 		}
@@ -85,6 +110,15 @@ func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time) (*
 	meta, err := json.Marshal(e.Metadata)
 	if err != nil {
 		return nil, invalidArg("archival metadata for %q: %v", agent, err)
+	}
+	if capped {
+		if err := c.checkMetadataSize(agent, len(meta)); err != nil {
+			return nil, err
+		}
+	}
+	// After the size check: the walk costs more than encoding.
+	if err := checkStorable(agent, "archival entry", "metadata", e.Metadata); err != nil {
+		return nil, err
 	}
 	tagsJSON, _ := json.Marshal(append([]string{}, e.Tags...))
 	if e.CreatedAt.IsZero() {
@@ -116,6 +150,9 @@ func (c *Cache) embedArchival(ctx context.Context, agent string, rows []*archiva
 func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalRow, supersede int64, vecs [][]float32) error {
 	e := &row.e
 	agent := e.Agent
+	if err := c.checkQuota(ctx, tx, agent, row.bytes()); err != nil {
+		return err
+	}
 	if supersede != 0 {
 		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
 		if err != nil {
@@ -255,13 +292,16 @@ type BatchOptions struct {
 }
 
 // InsertArchivalBatch stores many archival entries for agent: every entry
-// is checked before anything is written (one bad entry fails the call and
-// writes nothing), then each slice of BatchOptions.Size entries is
-// embedded (outside any transaction) and written in one transaction with
-// its tags, full-text rows and vectors. It returns the stored entries with
-// their IDs. When a later transaction fails (or ctx ends), the entries of
-// the transactions already committed stay stored and are returned with the
-// error: len(result) says how many.
+// is checked before anything is written (one bad entry, such as one past a
+// per-entry cap, fails the call with an EntryError and writes nothing; so
+// does a batch that would take the agent past its quota by the usage read
+// before the first transaction), then each slice of BatchOptions.Size
+// entries is embedded (outside any transaction) and written in one
+// transaction with its tags, full-text rows and vectors, which checks the
+// quota again. It returns the stored entries with their IDs. When a later
+// transaction fails (or ctx ends, or another writer took the quota's
+// room meanwhile), the entries of the transactions already committed stay
+// stored and are returned with the error: len(result) says how many.
 func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -279,11 +319,16 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 	now := c.opts.Now().UTC()
 	rows := make([]*archivalRow, len(entries))
 	for i, e := range entries {
-		r, err := c.prepareArchival(agent, e, now)
+		r, err := c.prepareArchival(agent, e, now, true)
 		if err != nil {
 			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, &EntryError{Index: i, Err: err})
 		}
 		rows[i] = r
+	}
+	// The whole batch against the quota before anything is written (each
+	// transaction checks its own entries again, under the write lock).
+	if err := c.precheckQuota(ctx, agent, rowsBytes(rows)); err != nil {
+		return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
 	}
 	out := make([]ArchivalEntry, 0, len(rows))
 	for lo := 0; lo < len(rows); lo += o.Size {
@@ -295,6 +340,9 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 		}
 		if err == nil {
 			err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				if err := c.checkQuota(ctx, tx, agent, rowsBytes(chunk)); err != nil {
+					return err
+				}
 				return c.insertArchivalRows(ctx, tx, chunk, vecs)
 			})
 		}

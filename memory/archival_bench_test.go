@@ -14,18 +14,23 @@ import (
 // BenchmarkInsertArchival inserts one archival entry at a time, reporting
 // the median (p50-ns/op) beside the mean: with "session" every entry names
 // its conversation (indexed with its neighbours, its predecessor
-// re-indexed), with "plain" none does.
+// re-indexed), with "plain" none does; "plain-quota" is "plain" with a
+// per-agent quota (Options.AgentQuotaBytes), read in every insert's
+// transaction.
 func BenchmarkInsertArchival(b *testing.B) {
+	plain := func(i int) map[string]any { return map[string]any{"source": "chat"} }
 	for _, bc := range []struct {
 		name string
 		meta func(i int) map[string]any
+		opts *memory.Options
 	}{
-		{"plain", func(i int) map[string]any { return map[string]any{"source": "chat"} }},
-		{"session", func(i int) map[string]any { return map[string]any{"source": "chat", "session": fmt.Sprint("s", i/20)} }},
+		{"plain", plain, nil},
+		{"session", func(i int) map[string]any { return map[string]any{"source": "chat", "session": fmt.Sprint("s", i/20)} }, nil},
+		{"plain-quota", plain, &memory.Options{AgentQuotaBytes: 1 << 40}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
-			c, err := memory.Open(ctx, filepath.Join(b.TempDir(), "m.db"), nil)
+			c, err := memory.Open(ctx, filepath.Join(b.TempDir(), "m.db"), bc.opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -453,6 +453,9 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
+	if err := c.checkQuota(ctx, tx, e.owner, rowsBytes(rows)); err != nil {
+		return fmt.Errorf("memory: rotate log %q of agent %q into archival: %w", e.label, e.owner, err)
+	}
 	if err := c.insertArchivalRows(ctx, tx, rows, nil); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
@@ -493,8 +496,10 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 			meta["message"] = content
 			content = emptyLogMessage
 		}
+		// Not held to the per-entry caps: the block's character limit
+		// bounds the entry, and refusing it would refuse every append.
 		r, err := c.prepareArchival(ent.owner, ArchivalEntry{Content: content, Metadata: meta,
-			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now)
+			Tags: []string{"log", "log:" + ent.label}, CreatedAt: le.Timestamp}, now, false)
 		if err != nil {
 			return nil, err
 		}
@@ -830,7 +835,28 @@ func withFields(v, base any) any {
 // Options.HistoryLimit) are refused, wrapping blocks.ErrUnrelated or
 // blocks.ErrCorrupt with a message naming the epoch: merging them would
 // duplicate content. The peer reloads the current document and edits again.
+//
+// The block's history (BlockHistory, and History of the store's documents)
+// shows each merged change as made by agent, with op merge, whatever the
+// change's commit message says — nothing, as a JS peer's, or a name in
+// engram's format, which a peer can forge; the message is kept only as the
+// change's PeerMessage. The record of who merged which change is written
+// in the merge's transaction, and holds across compactions, epochs,
+// processes and Export/Import.
 func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+	return c.MergeChangesAs(ctx, agent, owner, label, data, agent)
+}
+
+// MergeChangesAs is MergeChanges, with the merge recorded (in the block's
+// history and its update row) as made by as instead of agent: a name the
+// caller vouches for, for a person on whose behalf agent merges (engram
+// serve's web UI records a restore as "human:NAME", merged as the block's
+// owner). agent's permission is the one checked. As with MergeChanges, the
+// changes' commit messages name no one.
+func (c *Cache) MergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
+	if err := checkAgent(as); err != nil {
+		return fmt.Errorf("memory: merge changes into block %q: recorded as: %w", label, err)
+	}
 	ent, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return err
@@ -840,7 +866,7 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
-	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: agent, Op: blocks.OpMerge}
+	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge}
 	// Write takes a failed merge back itself, while it still holds the
 	// block (see entry.Write).
 	req.Undo = func() error {
@@ -856,7 +882,7 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
-		var fresh []byte
+		var fresh blocks.Merged
 		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err

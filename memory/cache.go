@@ -70,23 +70,28 @@ type Cache struct {
 
 // entry is one cached block document.
 type entry struct {
-	c       *Cache
-	mu      sync.Mutex // serializes refresh, writes and persist of this block here
-	state   sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
-	id      int64
-	owner   string
-	label   string
-	doc     *blocks.Document // the owner's view
-	replica *blocks.Replica  // how durable changes from other writers enter doc
-	lastSeq int64            // highest update sequence reflected in doc
-	epoch   int64
-	metaVer int64
+	c *Cache
+	// mergedLast are the merge records MergedBy last read (mergedRead:
+	// it has read them), which stand once the store is closed.
+	mergedMu   sync.Mutex
+	mergedLast map[string]string
+	mergedRead bool
+	mu         sync.Mutex // serializes refresh, writes and persist of this block here
+	state      sync.Mutex // guards writes of lastSeq, epoch, metaVer, broken (made under mu) against lock-free readers
+	id         int64
+	owner      string
+	label      string
+	doc        *blocks.Document // the owner's view
+	replica    *blocks.Replica  // how durable changes from other writers enter doc
+	lastSeq    int64            // highest update sequence reflected in doc
+	epoch      int64
+	metaVer    int64
 	// incarnation tells this block from others that had its id (see
 	// newIncarnation); it never changes.
 	incarnation int64
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
-	merged      []byte              // external changes merged by the running Write, persisted with it
+	merged      blocks.Merged       // external changes merged by the running Write, persisted (and attributed) with it
 	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
@@ -165,7 +170,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
 	if ts, ok := be.(txStatements); ok {
-		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne); err != nil {
+		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, usageQuery); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}
 	}

@@ -59,3 +59,30 @@ func TestCacheConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheLimits runs the per-entry caps and quota suite on SQLite: a
+// file, the in-memory store, and a file with an embedder (entries are
+// embedded before the quota's check).
+func TestCacheLimits(t *testing.T) {
+	for _, mode := range []string{"file", "memory", "file-embedder"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) memory.Store {
+				if o == nil {
+					o = &memory.Options{}
+				}
+				path := filepath.Join(t.TempDir(), "store.db")
+				switch mode {
+				case "memory":
+					path = ":memory:"
+				case "file-embedder":
+					o.Embedder = search.NewOffline(64)
+				}
+				c, err := memory.Open(context.Background(), path, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			})
+		})
+	}
+}

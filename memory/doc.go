@@ -55,6 +55,10 @@
 //
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
 // only through [Cache.MergeChanges], validated and persisted like any write.
+// The block's history names the agent that merged them (with op merge),
+// never what their commit messages claim: the store records who merged
+// which change, in the merge's transaction, for every process and across
+// compactions, epochs and Export/Import.
 //
 // Past Options.CompactAfter updates (more for a large block), a block's
 // updates are folded into its snapshot in the writing transaction. A block
@@ -86,6 +90,29 @@
 // [Cache.BlocksStamp] is a cheap fingerprint (one indexed query) of the
 // blocks an agent sees, own and shared, that any persisted change by any
 // process alters; the context builder caches block listings under it.
+//
+// # Storage caps and quotas
+//
+// Every archival entry and message is held to per-entry caps, in bytes as
+// stored (Options.MaxArchivalBytes and the fields after it; the defaults
+// are 1 MiB of content, 64 KiB of metadata JSON, 64 distinct tags of at
+// most 256 bytes each, and 1 MiB per message; negative turns a cap off).
+// A write past one fails with [ErrTooLarge], naming the agent, the field,
+// its size and the cap, and stores nothing; the sizes are checked before
+// the work that grows with the entry (the scan of its strings, embedding,
+// the transaction). The caps hold on every way in: InsertArchival,
+// InsertArchivalBatch, SupersedeArchival, AppendMessage(s) and Import.
+//
+// Options.AgentQuotaBytes, off by default, bounds what each agent's
+// archival entries and messages hold together (content, metadata and tags
+// or tool calls, and [UsageRowBytes] per row). The database keeps each
+// agent's count in a row (table agent_usage) that triggers update in the
+// writing transaction; a write reads it under the store's write lock, so
+// writers in any number of processes cannot together pass the quota. A
+// write past it fails with [ErrQuota] and stores nothing;
+// [Cache.StorageUsed] reads the count. Deleting an archival entry gives
+// its bytes back; a superseded entry is kept as history and counts until
+// deleted.
 //
 // # Isolation and sharing
 //

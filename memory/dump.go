@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -122,6 +123,14 @@ type DumpBlock struct {
 	// nanoseconds); 0 (a version 1 dump): Import's time.
 	CreatedAt int64 `json:"created_at,omitempty"`
 	UpdatedAt int64 `json:"updated_at,omitempty"`
+	// MergedBy names, by change hash (hex), the agent that merged each
+	// change of Document and Epochs that came from outside the store
+	// (MergeChanges): the block's history attributes those changes to it,
+	// not to what their commit messages say. Import records them, and
+	// records the changes Document holds beyond Heads (edits made to the
+	// dump after the export, which it judges as a merge by the block's
+	// owner) as merged by the owner.
+	MergedBy map[string]string `json:"merged_by,omitempty"`
 }
 
 // DumpShare is one share.
@@ -191,10 +200,14 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			if err != nil {
 				return nil, err
 			}
+			mergedBy, err := c.mergedBy(ctx, m.ID)
+			if err != nil {
+				return nil, fmt.Errorf("memory: export block %q of %q: who merged its changes: %w", m.Label, owner, err)
+			}
 			d.Blocks = append(d.Blocks, DumpBlock{Owner: owner, Label: m.Label, Description: m.Description, Type: m.Type,
 				Permission: m.Permission, Schema: sj, CharLimit: m.CharLimit, Pinned: m.Pinned, Priority: m.Priority,
 				Document: data, Heads: heads, Rendered: doc.Render(), Epochs: epochs, EpochHeads: epochHeads,
-				CreatedAt: m.CreatedAt.UnixNano(), UpdatedAt: m.UpdatedAt.UnixNano()})
+				CreatedAt: m.CreatedAt.UnixNano(), UpdatedAt: m.UpdatedAt.UnixNano(), MergedBy: mergedBy})
 		}
 		rows, err := c.rdb.QueryContext(ctx, `SELECT b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id
 			WHERE b.owner = ? ORDER BY b.id, s.agent`, owner)
@@ -337,7 +350,14 @@ type ImportReport struct {
 // the block's owner could not bring in (an invalid value, an unknown root
 // key, a changed read-only field, ...) fails the import with an error
 // wrapping schema.ErrInvalid, blocks.ErrPermission or blocks.ErrLimit. Archival,
-// message and summary ids are renumbered and their links remapped. With an
+// message and summary ids are renumbered and their links remapped. An
+// archival entry or message past a per-entry cap (Options.MaxArchivalBytes
+// and the fields after it) fails the import with ErrTooLarge, naming the
+// entry by its place in the dump and its id there, and an agent the
+// import would take past Options.AgentQuotaBytes fails it with ErrQuota;
+// either way nothing is imported. (A store whose entries are past the
+// caps, such as log entries rotated out of a block of a large character
+// limit, imports into a store opened with caps as large, or negative.) With an
 // embedder set, run Reembed afterwards to index the imported content for
 // vector search.
 func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
@@ -353,11 +373,29 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return d.Version
 		}(), DumpVersion)
 	}
+	// What each agent's rows add to its usage (Options.AgentQuotaBytes),
+	// and each entry's encoding, as stored.
+	adds := map[string]int64{}
+	archMeta := make([]string, len(d.Archival))
 	for i, e := range d.Archival {
 		if err := checkAgent(e.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: archival entry %d: %w", i, err)
 		}
+		if err := c.checkArchivalText(e.Agent, e.Content, e.Tags); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
+		}
+		meta, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, invalidArg("metadata: %v", err))
+		}
+		if err := c.checkMetadataSize(e.Agent, len(meta)); err != nil {
+			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
+		}
+		archMeta[i] = string(meta)
+		tj, _ := json.Marshal(append([]string{}, normTags(e.Tags)...))
+		adds[e.Agent] += archivalBytes(e.Content, archMeta[i], string(tj))
 	}
+	msgCalls := make([]string, len(d.Messages))
 	for i, m := range d.Messages {
 		if err := checkAgent(m.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: message %d: %w", i, err)
@@ -365,6 +403,19 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if !validRole(m.Role) {
 			return rep, fmt.Errorf("memory: import: message %d: %w", i, invalidArg("role %q (want system, user, assistant or tool)", m.Role))
 		}
+		calls := m.ToolCalls
+		if calls == nil {
+			calls = []ToolCall{}
+		}
+		cj, err := json.Marshal(calls)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, invalidArg("tool calls: %v", err))
+		}
+		if err := c.checkMessageSize(m.Agent, &m, len(cj)); err != nil {
+			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
+		}
+		msgCalls[i] = string(cj)
+		adds[m.Agent] += messageBytes(&m, msgCalls[i])
 	}
 	for i, p := range d.Proposals {
 		if err := checkProposal(p); err != nil {
@@ -394,6 +445,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		rendered string
 		heads    string
 		epochs   []string // each archived epoch's heads, as block_archive.heads holds them
+		mergedBy map[string]string
 	}
 	var pre []prepared
 	for _, b := range d.Blocks {
@@ -424,10 +476,19 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			}
 			epochHeads = append(epochHeads, strings.Join(ed.Heads(), ","))
 		}
-		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads})
+		mergedBy, err := importMergedBy(b, doc)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import block %q of %q: %w", b.Label, b.Owner, err)
+		}
+		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads, mergedBy: mergedBy})
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
+		for _, agent := range slices.Sorted(maps.Keys(adds)) {
+			if err := c.checkQuota(ctx, tx, agent, adds[agent]); err != nil {
+				return err
+			}
+		}
 		now := c.nanos()
 		for _, p := range pre {
 			sj, _ := schema.Marshal(p.info.Schema)
@@ -446,6 +507,9 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			}
 			if err := putSnapshot(ctx, tx, id, p.b.Document); err != nil {
 				return err
+			}
+			if err := insertMerged(ctx, tx, id, slices.Sorted(maps.Keys(p.mergedBy)), func(h string) string { return p.mergedBy[h] }); err != nil {
+				return fmt.Errorf("block %q of %q: %w", p.info.Label, p.info.Owner, err)
 			}
 			for i, ep := range p.b.Epochs {
 				if _, err := tx.Exec(`INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, archived_at)
@@ -517,10 +581,13 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		// (created_at, which a backfill or another process writing at once
 		// puts elsewhere): an entry naming a conversation is indexed with
 		// its neighbours by id, and the new ids must keep them.
-		inOrder := slices.Clone(d.Archival)
-		slices.SortStableFunc(inOrder, func(a, b ArchivalEntry) int { return cmp.Compare(a.ID, b.ID) })
-		for _, e := range inOrder {
-			meta, _ := json.Marshal(e.Metadata)
+		inOrder := make([]int, len(d.Archival)) // indexes into d.Archival
+		for i := range inOrder {
+			inOrder[i] = i
+		}
+		slices.SortStableFunc(inOrder, func(a, b int) int { return cmp.Compare(d.Archival[a].ID, d.Archival[b].ID) })
+		for _, i := range inOrder {
+			e, meta := d.Archival[i], archMeta[i]
 			tags := normTags(e.Tags)
 			tj, _ := json.Marshal(append([]string{}, tags...))
 			var validTo any
@@ -528,7 +595,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				validTo = e.ValidTo.UnixNano()
 			}
 			var id int64
-			if err := insArchival.QueryRow(e.Agent, e.Content, string(meta), string(tj), strings.Join(tags, " "),
+			if err := insArchival.QueryRow(e.Agent, e.Content, meta, string(tj), strings.Join(tags, " "),
 				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano(), validTo).Scan(&id); err != nil {
 				return err
 			}
@@ -563,15 +630,10 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			rep.Batches++
 		}
 		msgIDs := map[int64]int64{}
-		for _, m := range d.Messages {
-			calls := m.ToolCalls
-			if calls == nil {
-				calls = []ToolCall{}
-			}
-			cj, _ := json.Marshal(calls)
+		for i, m := range d.Messages {
 			var id int64
 			if err := tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, string(cj), m.ToolCallID,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, msgCalls[i], m.ToolCallID,
 				m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&id); err != nil {
 				return err
 			}
@@ -685,4 +747,47 @@ func checkProposal(p DumpProposal) error {
 		return invalidArg("op %q, but its args are a %q edit", p.Op, e.Op)
 	}
 	return nil
+}
+
+// importMergedBy is who merged which changes of b from outside the store,
+// as Import records it: b.MergedBy (each hash a change hash, each agent
+// one), and the changes doc (b's document, loaded) holds beyond b.Heads —
+// edits made to the dump after the export, judged as a merge by the
+// block's owner (blocks.LoadExported) — as merged by the owner.
+func importMergedBy(b DumpBlock, doc *blocks.Document) (map[string]string, error) {
+	out := make(map[string]string, len(b.MergedBy))
+	for h, agent := range b.MergedBy {
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return nil, invalidArg("merged_by: %q is not a change hash (64 lowercase hex digits)", h)
+		}
+		if err := checkAgent(agent); err != nil {
+			return nil, fmt.Errorf("merged_by: change %s: %w", h, err)
+		}
+		out[h] = agent
+	}
+	if len(b.Heads) == 0 || sameHeads(doc.Heads(), b.Heads) {
+		return out, nil
+	}
+	at, err := doc.At(b.Heads)
+	if err != nil {
+		return nil, err
+	}
+	exported, err := at.History()
+	if err != nil {
+		return nil, err
+	}
+	all, err := doc.History()
+	if err != nil {
+		return nil, err
+	}
+	own := make(map[string]bool, len(exported))
+	for _, c := range exported {
+		own[c.Hash] = true
+	}
+	for _, c := range all {
+		if !own[c.Hash] {
+			out[c.Hash] = b.Owner
+		}
+	}
+	return out, nil
 }

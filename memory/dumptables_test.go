@@ -29,7 +29,8 @@ var tableContent = map[string]string{
 		rendered, heads, created_at, updated_at FROM blocks`,
 	"block_archive": `SELECT b.owner, b.label, a.epoch, a.snapshot, a.snapshot_crc, a.heads
 		FROM block_archive a JOIN blocks b ON b.id = a.block_id`,
-	"shares": `SELECT b.owner, b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id`,
+	"merged_changes": `SELECT b.owner, b.label, m.hash, m.agent FROM merged_changes m JOIN blocks b ON b.id = m.block_id`,
+	"shares":         `SELECT b.owner, b.label, s.agent, s.permission, s.created_at FROM shares s JOIN blocks b ON b.id = s.block_id`,
 	"proposals": `SELECT b.owner, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at, p.decided_at, p.decided_by
 		FROM proposals p JOIN blocks b ON b.id = p.block_id`,
 	"archival": `SELECT a.agent, a.content, a.metadata_json, a.tags_json, a.tags_text, a.created_at, a.valid_from, a.valid_to, n.content
@@ -37,6 +38,9 @@ var tableContent = map[string]string{
 	"archival_tags": `SELECT a.agent, a.content, t.tag FROM archival_tags t JOIN archival a ON a.id = t.archival_id`,
 	"messages":      `SELECT agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at FROM messages`,
 	"batches":       `SELECT agent, batch_id, complete, created_at, completed_at FROM batches`,
+	// Derived from archival and messages by triggers: the same rows count
+	// the same, on either engine.
+	"agent_usage": `SELECT agent, bytes FROM agent_usage`,
 	"summaries": `SELECT s.agent, f.batch_id, f.seq, l.batch_id, l.seq, p.content, s.content, s.model, s.created_at
 		FROM summaries s JOIN messages f ON f.id = s.first_message_id JOIN messages l ON l.id = s.last_message_id
 		LEFT JOIN summaries p ON p.id = s.previous_id`,
@@ -282,6 +286,13 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 	_, err = c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}})
 	must(err)
 	must(c.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append))
+	// A change a plain automerge peer made, which bob merges.
+	notes, err := c.GetBlock(ctx, "ada", "notes")
+	must(err)
+	saved, err := notes.Save()
+	must(err)
+	peer, _ := peerChanges(t, saved, []string{" from a peer"}, []string{""})
+	must(c.MergeChanges(ctx, "bob", "ada", "notes", peer))
 	// Three proposals: one pending, one approved, one rejected.
 	var ids []int64
 	for _, text := range []string{" I like tea.", " I like trains.", " I like boats."} {

@@ -322,6 +322,9 @@ func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirs
 // BlockHistory lists the changes of a block visible to agent (its own or
 // shared with it), oldest first, across every epoch: each Change carries
 // its epoch, and each later epoch starts with the system's OpRebase change.
+// A change merged from outside the store (MergeChanges) is attributed to
+// the agent that merged it, with op merge, whatever its commit message
+// says (which is kept as PeerMessage; see blocks.Attribute).
 func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
@@ -348,6 +351,16 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(out) > 0 {
+		// The archived documents are not managed: the store names who
+		// merged their changes from elsewhere here (doc.History did for
+		// the current epoch).
+		by, err := c.mergedBy(ctx, e.id)
+		if err != nil {
+			return nil, fmt.Errorf("memory: history of block %q of %q: who merged its changes: %w", label, e.owner, err)
+		}
+		blocks.Attribute(out, by)
 	}
 	for _, ch := range cur {
 		ch.Epoch = epoch

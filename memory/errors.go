@@ -40,6 +40,16 @@ var (
 	// (Document.ReplaceText) — for a replace_text edit whose old text does
 	// not occur in the block; nothing is changed. It is blocks.ErrNoMatch.
 	ErrNoMatch = blocks.ErrNoMatch
+	// ErrTooLarge is returned for an archival entry or a message past one
+	// of the per-entry caps (Options.MaxArchivalBytes, MaxMetadataBytes,
+	// MaxTags, MaxTagBytes, MaxMessageBytes); nothing is stored. The
+	// message names the agent, the field, its size and the cap.
+	ErrTooLarge = errors.New("memory: too large")
+	// ErrQuota is returned for a write that would take an agent's stored
+	// archival entries and messages past Options.AgentQuotaBytes; nothing
+	// is stored. The message names the agent, what it holds, what the
+	// write adds and the quota.
+	ErrQuota = errors.New("memory: storage quota exceeded")
 )
 
 // ProposalError is returned when a Partner/Human write was not approved and

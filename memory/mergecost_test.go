@@ -16,10 +16,10 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-// peerChanges returns the changes a peer that loaded doc makes by edit,
+// peerEditChanges returns the changes a peer that loaded doc makes by edit,
 // as change chunks (what a sync message carries), or as the peer's whole
 // saved document when whole is set.
-func peerChanges(t *testing.T, doc *blocks.Document, whole bool, edit func(root *automerge.Map) error) []byte {
+func peerEditChanges(t *testing.T, doc *blocks.Document, whole bool, edit func(root *automerge.Map) error) []byte {
 	t.Helper()
 	saved, err := doc.Save()
 	if err != nil {
@@ -103,7 +103,7 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := peerChanges(t, tc.doc, tc.whole, tc.edit)
+			data := peerEditChanges(t, tc.doc, tc.whole, tc.edit)
 			before := tc.doc.Render()
 			start := time.Now()
 			err := c.MergeChanges(ctx, "ada", "ada", tc.label, data)
@@ -121,14 +121,14 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 	}
 	t.Run("a full rewrite fits", func(t *testing.T) {
 		full := strings.Repeat("z", blocks.DefaultCharLimit)
-		data := peerChanges(t, text, false, func(r *automerge.Map) error {
+		data := peerEditChanges(t, text, false, func(r *automerge.Map) error {
 			tx := subText(r, "content")
 			return tx.Splice(0, tx.Len(), full)
 		})
 		if err := c.MergeChanges(ctx, "ada", "ada", "text", data); err != nil {
 			t.Fatal(err)
 		}
-		data = peerChanges(t, text, true, func(r *automerge.Map) error {
+		data = peerEditChanges(t, text, true, func(r *automerge.Map) error {
 			tx := subText(r, "content")
 			return tx.Splice(0, tx.Len(), strings.Repeat("w", blocks.DefaultCharLimit))
 		})
@@ -138,7 +138,7 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 	})
 	t.Run("nesting as deep as the budget allows", func(t *testing.T) {
 		depth := int(blocks.MergeLimits(blocks.DefaultCharLimit).Ops) - 10
-		data := peerChanges(t, fields, false, func(r *automerge.Map) error {
+		data := peerEditChanges(t, fields, false, func(r *automerge.Map) error {
 			m := r
 			for range depth {
 				if err := m.Set("n", automerge.NewMap()); err != nil {
@@ -159,4 +159,49 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 		}
 		t.Logf("%d nested maps refused in %v: %v", depth, time.Since(start), err)
 	})
+}
+
+// Many small changes in one merge (1,000 one-character appends, each
+// building on the last, as a peer that commits per keystroke sends them)
+// cost what their operations cost: a fraction of a second, not seconds and
+// gigabytes.
+func TestMergeOfManySmallChangesIsCheap(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Value: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := peer.Heads()
+	content := subText(peer.RootMap(), "content")
+	for range 1000 {
+		if err := content.Append("x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Commit(""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chs, err := peer.Changes(heads...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.MergeChanges(ctx, "ada", "ada", "text", automerge.SaveChanges(chs)); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("merging 1,000 one-character changes took %v", took)
+	}
+	if got := doc.Render(); got != "hello"+strings.Repeat("x", 1000) {
+		t.Errorf("merged %q", got)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
@@ -14,12 +15,13 @@ import (
 )
 
 // rollBackMessageContext puts messages' full-text index back as it was
-// before migration 0015 (schema version 14), after undoing 0023 (archival
+// before migration 0015 (schema version 14), after undoing 0025 (the usage
+// counter, rollBackAgentUsage), 0023 (archival
 // entries' conversation context), 0021 (blocks' owner-keyed index), 0022
 // (the text log's changed column and its triggers) and 0019 (its owner numbers, and
 // archival triggers that need them; 0019 rebuilds fts_archival when it
 // runs again).
-var rollBackMessageContext = []string{
+var rollBackMessageContext = append(slices.Clip(rollBackAgentUsage), []string{
 	// Migration 0023's objects (fts_archival itself is remade by 0019);
 	// its triggers first, which name its views.
 	`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
@@ -66,7 +68,7 @@ var rollBackMessageContext = []string{
 	`CREATE TRIGGER fts_messages_au AFTER UPDATE OF content ON messages BEGIN
 			INSERT INTO fts_messages (fts_messages, rowid, content) VALUES ('delete', old.id, old.content);
 			INSERT INTO fts_messages (rowid, content) VALUES (new.id, new.content); END`,
-}
+}...)
 
 // TestMessageContextMigration: a store written before messages were
 // indexed in context (schema version 14) is re-indexed by migration 0015,

@@ -22,7 +22,9 @@ func validRole(r Role) bool {
 
 // AppendMessage stores a message in its batch (creating the batch) and
 // returns it with ID, Seq (the next in the batch when 0) and CreatedAt set.
-// Messages cannot be added to a batch marked complete.
+// Messages cannot be added to a batch marked complete. A message past
+// Options.MaxMessageBytes fails with ErrTooLarge, one that would take the
+// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
 func (c *Cache) AppendMessage(ctx context.Context, agent string, m Message) (Message, error) {
 	out, err := c.appendMessages(ctx, agent, []Message{m})
 	if err != nil {
@@ -50,6 +52,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 	}
 	out := slices.Clone(msgs)
 	calls := make([]string, len(out))
+	var adds int64 // toward the agent's usage
 	var texts []string
 	for i := range out {
 		m := &out[i]
@@ -66,12 +69,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if m.Seq < 0 {
 			return nil, invalidArg("negative message seq %d%s", m.Seq, at)
 		}
-		if err := checkStorable(agent, "message", "", m); err != nil {
+		// The sizes first, the walk over every string after.
+		if err := c.checkMessageSize(agent, m, -1); err != nil {
 			return nil, fmt.Errorf("%w%s", err, at)
-		}
-		m.Agent = agent
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = c.opts.Now().UTC()
 		}
 		tc := m.ToolCalls
 		if tc == nil {
@@ -81,10 +81,24 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		if err != nil {
 			return nil, invalidArg("tool calls: %v%s", err, at)
 		}
+		if err := c.checkMessageSize(agent, m, len(b)); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
+		}
+		if err := checkStorable(agent, "message", "", m); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
+		}
+		m.Agent = agent
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = c.opts.Now().UTC()
+		}
 		calls[i] = string(b)
+		adds += messageBytes(m, calls[i])
 		if strings.TrimSpace(m.Content) != "" {
 			texts = append(texts, m.Content)
 		}
+	}
+	if err := c.precheckQuota(ctx, agent, adds); err != nil {
+		return nil, err
 	}
 	vecs := make([][]float32, len(out)) // nil: no content, or no embedder
 	if c.index.Embedder() != nil && len(texts) > 0 {
@@ -105,6 +119,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 		seqs[i] = out[i].Seq
 	}
 	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := c.checkQuota(ctx, tx, agent, adds); err != nil {
+			return err
+		}
 		// Per call, each batch is checked once and its last seq read once.
 		checked, last := map[string]bool{}, map[string]int{}
 		items := make([]search.EmbeddingItem, 0, len(out))

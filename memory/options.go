@@ -91,6 +91,56 @@ type Options struct {
 	// over; vector work fails with search.ErrEmbedderMismatch until then.
 	// Without it, such an Open fails with search.ErrEmbedderMismatch.
 	OpenForReembed bool
+	// Per-entry caps, in bytes of UTF-8 as stored (0: the default,
+	// negative: no cap). A write past one fails with ErrTooLarge, naming
+	// the agent, the field, its size and the cap, and stores nothing. They
+	// hold on every way an entry is written: InsertArchival,
+	// InsertArchivalBatch (checked for every entry before any is written),
+	// SupersedeArchival, AppendMessage(s) and Import (which refuses a dump
+	// holding an entry past a cap, naming the entry, and imports nothing).
+	// Entries a Log block rotates into archival are exempt: the block's
+	// character limit bounds them, and refusing one would refuse every
+	// later append to the block.
+	//
+	// MaxArchivalBytes caps an archival entry's content (default 1 MiB).
+	MaxArchivalBytes int
+	// MaxMetadataBytes caps an archival entry's metadata as stored JSON
+	// (default 64 KiB).
+	MaxMetadataBytes int
+	// MaxTags caps how many distinct tags an archival entry has (default
+	// 64), and MaxTagBytes how long each may be (default 256 bytes).
+	MaxTags     int
+	MaxTagBytes int
+	// MaxMessageBytes caps a message: its content, name, tool call id and
+	// tool calls (as JSON) together (default 1 MiB).
+	MaxMessageBytes int
+	// MaxProposalBytes caps a proposal: its edit (as JSON) and reason
+	// together (default 64 KiB); MaxPendingProposals how many proposals an
+	// agent may have pending at once (default 256). With a quota, pending
+	// proposals count toward it too (see AgentQuotaBytes).
+	MaxProposalBytes    int
+	MaxPendingProposals int
+	// AgentQuotaBytes bounds what each agent's archival entries and
+	// messages may hold together (0 or negative, the default: no quota).
+	// An entry counts its content, metadata JSON and four times its tags
+	// JSON (tags are stored four ways), a message
+	// its content, name, tool call id and tool calls JSON, and each row
+	// UsageRowBytes more for its row and index entries (so a quota bounds
+	// rows too, not only text). A write that would take the agent past
+	// the quota fails with ErrQuota and stores nothing: archival inserts
+	// and supersessions, message appends, Import, and the archival rows a
+	// Log block's append rotates out of the block (that append fails, and
+	// the block keeps its entries). The check runs inside the write's
+	// transaction, under the store's write lock, against a per-agent
+	// counter the database keeps in the same transactions (see
+	// StorageUsed), so concurrent writers, in this process or others on
+	// the same database, cannot together overshoot it. DeleteArchival
+	// gives an entry's bytes back; a superseded entry is kept (as
+	// history) and still counts until it is deleted; messages are never
+	// deleted by the store. An agent's pending proposals count too (their
+	// edit and reason, UsageRowBytes each), checked when one is made; a
+	// decided proposal no longer counts.
+	AgentQuotaBytes int64
 	// Logger receives debug and error logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for timestamps (default time.Now).
@@ -114,6 +164,18 @@ func (o *Options) withDefaults() Options {
 	if out.HistoryLimit == 0 {
 		out.HistoryLimit = 64 << 10
 	}
+	for _, c := range []struct {
+		v   *int
+		def int
+	}{
+		{&out.MaxArchivalBytes, DefaultMaxArchivalBytes}, {&out.MaxMetadataBytes, DefaultMaxMetadataBytes},
+		{&out.MaxTags, DefaultMaxTags}, {&out.MaxTagBytes, DefaultMaxTagBytes}, {&out.MaxMessageBytes, DefaultMaxMessageBytes},
+		{&out.MaxProposalBytes, DefaultMaxProposalBytes}, {&out.MaxPendingProposals, DefaultMaxPendingProposals},
+	} {
+		if *c.v == 0 {
+			*c.v = c.def
+		}
+	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -122,3 +184,22 @@ func (o *Options) withDefaults() Options {
 	}
 	return out
 }
+
+// The per-entry caps' defaults (see Options.MaxArchivalBytes).
+const (
+	DefaultMaxArchivalBytes = 1 << 20
+	DefaultMaxMetadataBytes = 64 << 10
+	DefaultMaxTags          = 64
+	DefaultMaxTagBytes      = 256
+	DefaultMaxMessageBytes  = 1 << 20
+	// DefaultMaxProposalBytes and DefaultMaxPendingProposals: see
+	// Options.MaxProposalBytes.
+	DefaultMaxProposalBytes    = 64 << 10
+	DefaultMaxPendingProposals = 256
+)
+
+// UsageRowBytes is what each archival entry and message counts toward
+// Options.AgentQuotaBytes beyond its text: about what its row, index
+// entries and change-log row take on disk. The database's usage counter
+// (migration sqlite/0025, postgres/0021) adds the same figure.
+const UsageRowBytes = 256

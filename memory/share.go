@@ -170,6 +170,9 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 	if err != nil {
 		return Proposal{}, invalidArg("edit is not serialisable: %v", err)
 	}
+	if err := c.checkProposal(ctx, agent, len(args)+len(reason)); err != nil {
+		return Proposal{}, err
+	}
 	now := c.nanos()
 	id, err := c.insertID(ctx, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
 		SELECT id, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ? RETURNING id`,

@@ -66,6 +66,9 @@ type Store interface {
 	ListArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error)
 	SupersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error)
 	DeleteArchival(ctx context.Context, agent string, id int64) error
+	// StorageUsed is what the agent's archival entries and messages
+	// count toward Options.AgentQuotaBytes.
+	StorageUsed(ctx context.Context, agent string) (int64, error)
 
 	// Search.
 	SearchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error)

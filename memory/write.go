@@ -182,12 +182,13 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		if data, heads, err = e.doc.PendingChanges(); err != nil {
 			return err
 		}
-		if merged := e.merged; len(merged) > 0 {
+		merged := e.merged
+		if len(merged.Data) > 0 {
 			// Changes from an external peer (MergeChanges) are not this
 			// replica's own, so PendingChanges leaves them out; they go
 			// into the same row (concatenated chunks load as one).
-			e.merged = nil
-			data = append(merged, data...)
+			e.merged = blocks.Merged{}
+			data = append(merged.Data, data...)
 		}
 		if len(data) == 0 {
 			heads = nil
@@ -200,9 +201,14 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			actors = e.pendingActors()
 		}
 		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, actors, e.doc.Render(), strings.Join(heads, ","))
-		return err
+		if err != nil {
+			return err
+		}
+		// Their commit messages are the peer's: the history names the
+		// agent that merged them, from this record.
+		return c.recordMerged(ctx, tx, e, merged.Hashes, req.Actor)
 	})
-	e.merged = nil
+	e.merged = blocks.Merged{}
 	if err != nil && req.Undo != nil {
 		// Take the edit back while e.mu is still held: once it is released,
 		// a reader may catch the document up with other writers' changes,
@@ -218,7 +224,10 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		return applyErr
 	}
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, ErrQuota) {
+			// (ErrQuota: the entries a Log append rotates out would take
+			// the owner past its quota; a refusal, not a failure to persist.)
 			return err
 		}
 		return fmt.Errorf("%w: %s on block %q of agent %q: %w", ErrPersist, req.Op, e.label, e.owner, err)

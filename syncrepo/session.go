@@ -342,15 +342,15 @@ func (s *session) syncMessage(m Message) error {
 	if err != nil {
 		return s.send(Message{Type: TypeError, Message: fmt.Sprintf("document %s: bad sync message: %v", d.id, err)})
 	}
-	if len(sm.changes) > 0 {
+	if len(sm.Changes) > 0 {
 		// Measured before automerge sees them: applying a change costs
 		// CPU and memory per operation, and a few bytes can describe
 		// millions of operations.
-		cost, err := amchunk.MeasureAll(sm.changes, blocks.MergeLimits(d.limit))
+		cost, err := amchunk.MeasureAll(sm.Changes, blocks.MergeLimits(d.limit))
 		if err != nil {
 			return s.refuseUnapplied(d, err)
 		}
-		if err := s.opts.Budget.spend(s.ctx, cost.Ops+cost.Refs); err != nil {
+		if err := s.opts.Budget.spend(s.ctx, cost.Ops+cost.Refs+cost.Changes); err != nil {
 			return err
 		}
 	}
@@ -389,9 +389,12 @@ func (s *session) refuseUnapplied(d *docState, why error) error {
 // that the copy lacks go to the store first; only accepted ones enter the
 // copy, which the other sessions sync from. A refused change moves the
 // session to a private copy, where it is taken back.
-func (s *session) syncShared(d *docState, m Message, sm syncMsg) error {
+func (s *session) syncShared(d *docState, m Message, sm amchunk.SyncMessage) error {
 	var changes []*automerge.Change
-	heads := sm.heads
+	heads := make([]automerge.ChangeHash, len(sm.Heads))
+	for i, h := range sm.Heads {
+		heads[i] = automerge.ChangeHash(h)
+	}
 	if err := guard(func() error {
 		// A throwaway document decodes the message's changes without
 		// applying them anywhere that matters (automerge-go offers no
@@ -433,9 +436,25 @@ func (s *session) syncShared(d *docState, m Message, sm syncMsg) error {
 	return s.push(d)
 }
 
+// chargeCopy charges the budget for a whole copy of d's document (a
+// private copy, the store's document loaded to take a refused edit back):
+// its size in characters, as many operations as writing it would take.
+// Otherwise a read-only token's one-character edits on a large block
+// would each cost the server the whole block for one operation's charge.
+func (s *session) chargeCopy(d *docState) error {
+	doc, err := s.view(d)
+	if err != nil {
+		return nil // the copy fails the same way, and says so
+	}
+	return s.opts.Budget.spend(s.ctx, int64(doc.Size())+1)
+}
+
 // privatize gives d a private copy of its shared one (a new sync state:
 // the protocol recovers from a reset as from a reconnect).
 func (s *session) privatize(d *docState) error {
+	if err := s.chargeCopy(d); err != nil {
+		return err
+	}
 	sh := d.sh
 	sh.mu.Lock()
 	var saved []byte
@@ -575,7 +594,11 @@ func (s *session) absorb(d *docState) error {
 	}
 	// The counter-change restores a whole loaded state that the mirror
 	// also merges, so a store write racing with this cannot be undone by
-	// it.
+	// it. Loading it costs the whole document, not the refused edit: the
+	// budget is charged the block's size.
+	if err := s.chargeCopy(d); err != nil {
+		return err
+	}
 	fresh, err := s.storeDoc(d)
 	if err != nil {
 		return s.gone(d, err)
@@ -683,10 +706,13 @@ func (s *session) forget(d *docState) {
 }
 
 // merge merges the peer's changes into d's block through the store's
-// checked merge, as agent. Before it, a change whose commit message names
-// another actor is refused: the store's history attributes each change to
-// the name in its message (blocks.History), and a peer must not write in
-// another agent's or the system's name.
+// checked merge, as agent: the store's history names agent as the maker
+// of each, with op merge, whatever its commit message says (memory records
+// who merged which change). Before it, a change whose commit message names
+// another actor is refused all the same: the message stays in the
+// document, and whoever reads it there (another automerge peer, a copy of
+// the document outside the store) must not find a change in another
+// agent's or the system's name.
 func (s *session) merge(d *docState, changes []*automerge.Change) error {
 	if s.opts.ReadOnly {
 		return fmt.Errorf("%w: the token is read-only", blocks.ErrPermission)

@@ -1,11 +1,12 @@
 package syncrepo
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/internal/amchunk"
 )
 
 // errSyncMessage is what withChanges returns for bytes that are not a v1
@@ -81,98 +82,14 @@ func (d *docState) complete(doc *automerge.Doc, m *automerge.SyncMessage) ([]byt
 	return out, nil
 }
 
-// syncMsg is a v1 sync message as scanSyncMessage reads it: the heads the
-// sender names and the raw changes it carries, which nothing has decoded
-// or applied, and where those changes sit in the message.
-type syncMsg struct {
-	heads                 []automerge.ChangeHash
-	changes               [][]byte
-	changesAt, changesEnd int // msg[changesAt:changesEnd] is the changes' count and changes
-}
-
-// scanSyncMessage reads msg, a v1 sync message (automerge's encoding:
-// 0x42, heads, needs, haves, changes, each a LEB128 count of entries),
-// without handing any of it to automerge: a peer's changes are measured
-// before automerge applies them (automerge's own reading of a message
-// applies its changes to a document). Its time is proportional to
-// len(msg).
-func scanSyncMessage(msg []byte) (syncMsg, error) {
-	var m syncMsg
-	if len(msg) == 0 || msg[0] != 0x42 {
-		return m, errSyncMessage
-	}
-	i := 1
-	next := func() (int, error) {
-		v, n := binary.Uvarint(msg[i:])
-		if n <= 0 || v > uint64(len(msg)) {
-			return 0, fmt.Errorf("%w: bad length at byte %d", errSyncMessage, i)
-		}
-		i += n
-		return int(v), nil
-	}
-	skip := func(n int) ([]byte, error) {
-		if n > len(msg)-i {
-			return nil, fmt.Errorf("%w: %d bytes past the end", errSyncMessage, n-(len(msg)-i))
-		}
-		i += n
-		return msg[i-n : i], nil
-	}
-	hashes := func(keep *[]automerge.ChangeHash) error {
-		n, err := next()
-		if err != nil {
-			return err
-		}
-		if n > len(msg)/32 {
-			return fmt.Errorf("%w: %d hashes", errSyncMessage, n)
-		}
-		b, err := skip(32 * n)
-		if err != nil || keep == nil {
-			return err
-		}
-		for k := range n {
-			*keep = append(*keep, automerge.ChangeHash(b[32*k:32*k+32]))
-		}
-		return nil
-	}
-	if err := hashes(&m.heads); err != nil {
-		return m, err
-	}
-	if err := hashes(nil); err != nil { // needs
-		return m, err
-	}
-	haves, err := next()
+// scanSyncMessage reads msg with amchunk.ScanSyncMessage: the checks
+// automerge needs made before it reads a peer's message, and the message's
+// changes and heads without decoding them.
+func scanSyncMessage(msg []byte) (amchunk.SyncMessage, error) {
+	m, err := amchunk.ScanSyncMessage(msg)
 	if err != nil {
-		return m, err
+		return m, fmt.Errorf("%w: %w", errSyncMessage, err)
 	}
-	for range haves {
-		if err := hashes(nil); err != nil { // last sync
-			return m, err
-		}
-		n, err := next() // the Bloom filter
-		if err != nil {
-			return m, err
-		}
-		if _, err := skip(n); err != nil {
-			return m, err
-		}
-	}
-	m.changesAt = i
-	n, err := next()
-	if err != nil {
-		return m, err
-	}
-	for range n {
-		l, err := next()
-		if err != nil {
-			return m, err
-		}
-		c, err := skip(l)
-		if err != nil {
-			return m, err
-		}
-		m.changes = append(m.changes, c)
-	}
-	m.changesEnd = i
 	return m, nil
 }
 
@@ -183,12 +100,9 @@ func withChanges(msg []byte, changes []*automerge.Change) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append([]byte(nil), msg[:m.changesAt]...)
-	out = binary.AppendUvarint(out, uint64(len(changes)))
-	for _, c := range changes {
-		raw := c.Save()
-		out = binary.AppendUvarint(out, uint64(len(raw)))
-		out = append(out, raw...)
+	raw := make([][]byte, len(changes))
+	for i, c := range changes {
+		raw[i] = c.Save()
 	}
-	return append(out, msg[m.changesEnd:]...), nil
+	return amchunk.AppendSyncChanges(msg, m, raw), nil
 }

@@ -33,6 +33,7 @@ var infraErrors = []error{
 // modelErrors are refusals caused by what the model asked for.
 var modelErrors = []error{
 	memory.ErrNotFound, memory.ErrExists, memory.ErrInvalidArgument, memory.ErrNoMatch,
+	memory.ErrTooLarge, memory.ErrQuota,
 	blocks.ErrPermission, blocks.ErrWrongSchema, blocks.ErrLimit, blocks.ErrOutOfRange,
 	schema.ErrInvalid,
 	search.ErrInvalidQuery, search.ErrNoEmbedder,
@@ -132,6 +133,9 @@ func (ts *Toolset) available(ctx context.Context) (string, error) {
 	return strings.Join(parts, "; "), nil
 }
 
+// quotaHint follows an ErrQuota: the model cannot free space itself.
+const quotaHint = "archival memory cannot grow past this quota: store less, or keep what matters in your blocks"
+
 // blockErr turns a store error about a block edit into a model-readable
 // error with a hint, or returns infrastructure errors unchanged. doc may be
 // nil when the block could not be read.
@@ -153,6 +157,8 @@ func (ts *Toolset) blockErr(ctx context.Context, ref blockRef, doc *blocks.Docum
 		hint = "use propose_edit to ask for approval"
 	case errors.Is(err, blocks.ErrPermission):
 		hint = permissionHint(doc)
+	case errors.Is(err, memory.ErrQuota):
+		hint = quotaHint
 	case errors.Is(err, blocks.ErrLimit):
 		hint = "shorten the text, or make room first by replacing long passages with shorter ones"
 	case errors.Is(err, blocks.ErrWrongSchema):

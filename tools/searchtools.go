@@ -50,7 +50,12 @@ func archivalInsert(ctx context.Context, ts *Toolset, a *archivalInsertArgs) (Re
 		return Result{}, modelErrorf("content is empty; give the text to remember")
 	}
 	e, err := ts.store.InsertArchival(ctx, ts.agent, memory.ArchivalEntry{Content: a.Content, Tags: a.Tags, Metadata: a.Metadata})
-	if err != nil {
+	switch {
+	case errors.Is(err, memory.ErrTooLarge):
+		return Result{}, modelErrorf("%s; nothing was stored. Shorten it, or split it into several entries", cleanErr(err))
+	case errors.Is(err, memory.ErrQuota):
+		return Result{}, modelErrorf("%s; nothing was stored: %s", cleanErr(err), quotaHint)
+	case err != nil:
 		return Result{}, err
 	}
 	msg := fmt.Sprintf("Inserted archival entry #%d", e.ID)

@@ -31,6 +31,11 @@ type app struct {
 	store    *memory.Cache
 	reembed  bool
 	version  bool // --version
+	// quota is engram serve's --agent-quota (memory.Options.
+	// AgentQuotaBytes; 0: none), and uncapped engram import's --no-caps
+	// (every per-entry cap off, memory.Options.MaxArchivalBytes...).
+	quota    int64
+	uncapped bool
 	readOnly bool // the command only reads: a missing store file is an error
 	// dbDefault: db is the default location in the user data directory
 	// (no --db, no $ENGRAM_DB), whose directory is made when missing; a
@@ -138,7 +143,10 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed}
+	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed, AgentQuotaBytes: a.quota}
+	if a.uncapped {
+		opts.MaxArchivalBytes, opts.MaxMetadataBytes, opts.MaxTags, opts.MaxTagBytes, opts.MaxMessageBytes = -1, -1, -1, -1, -1
+	}
 	if !a.serving {
 		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 	}

@@ -841,6 +841,7 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	if _, err := flags("import", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&in, "in", "", "file: an engram export or a Letta agent file (.af), told apart by content (default: stdin)")
 		fs.StringVar(&agent, "agent", "", "a Letta agent file's only agent gets this id (default: its name)")
+		fs.BoolVar(&a.uncapped, "no-caps", false, "import archival entries and messages past the per-entry caps (1 MiB of content, 64 KiB of metadata, 64 tags of 256 bytes, 1 MiB a message), such as a store with larger caps exported")
 	}); err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"files import":      {"files import --agent A [--dry-run] DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
 	"files export":      {"files export --agent A DIR   (writes only inside DIR, never through a link; files 0600)", "engram files export --agent ada ./workspace"},
 	"export":            {"export [--agent A] [--format engram|letta] [--out FILE]", "engram export --agent memgpt_agent --format letta --out memgpt_agent.af"},
-	"import":            {"import [--in FILE] [--agent A]", "engram import --in memgpt_agent.af"},
+	"import":            {"import [--in FILE] [--agent A] [--no-caps]", "engram import --in memgpt_agent.af"},
 	"profile show":      {"profile show --agent A", "engram profile show --agent memgpt_agent"},
 	"profile set":       {"profile set --agent A [--system TEXT] [--model M] [--context-window N] [--tools JSON] [--rules JSON]", `engram profile set --agent ada --system @prompt.txt --rules '[{"kind": "exit_loop", "tool": "send_message"}]'`},
 	"profile delete":    {"profile delete --agent A", "engram profile delete --agent ada"},

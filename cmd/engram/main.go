@@ -142,7 +142,7 @@ Files and transfer
   files export  --agent A DIR                      writes only inside DIR, never through a link (files 0600)
   export        [--agent A] [--out FILE]           lossless JSON (CRDT history included); FILE replaced atomically, 0600
   export        --format letta [--agent A,B] [--out FILE.af]   a Letta agent file; what it cannot hold is reported
-  import        [--in FILE] [--agent A]            an engram export, or a Letta agent file (.af) with a report
+  import        [--in FILE] [--agent A] [--no-caps]  an engram export, or a Letta agent file (.af) with a report
 
 Maintenance
   reembed                                          recompute vectors with --embedder (progress bar)

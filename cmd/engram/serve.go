@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +56,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
 		fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
 		fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
+		fs.Var((*byteSize)(&a.quota), "agent-quota", "bytes each agent's archival entries and messages may hold, such as 500MiB or 2GiB (beyond: the write is refused; default 0, no quota)")
 		fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
 			"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
 		fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
@@ -175,6 +178,31 @@ func shutdownServe(h *serve.Handler, hs *http.Server, drain time.Duration) error
 		err = errors.Join(err, fmt.Errorf("serve: shut down: %w", serr))
 	}
 	return err
+}
+
+// byteSize is a flag's size in bytes: a whole number, optionally followed
+// by KiB, MiB or GiB (or K, M, G: the same powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("%q: want a size in bytes, such as 1048576, 500MiB or 2GiB", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }
 
 func hostPort(addr net.Addr) string {

@@ -168,9 +168,12 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	if len(after) != len(before)+1 {
 		t.Errorf("history after the peer's append: %+v", after[len(before):])
 	}
-	// The automerge change is the JS peer's own (its actor is foreign:
-	// "unknown" in BlockHistory); the update row that persisted it names
-	// the token's agent.
+	// The automerge change is the JS peer's own (no engram commit
+	// message); the history names the token's agent, which merged it, as
+	// does the update row that persisted it.
+	if c := after[len(after)-1]; c.Actor != "ada" || c.Op != blocks.OpMerge {
+		t.Errorf("the peer's change in the history: %s/%s, want ada/merge (the token's agent)", c.Actor, c.Op)
+	}
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ type Cost struct {
 // for Bytes, whose zero means DefaultMaxBytes: compressed data is never
 // inflated without a bound.
 type Limits struct {
+	Changes    int64
 	Ops        int64
 	Refs       int64
 	ValueBytes int64
@@ -166,7 +167,9 @@ func (m *measurer) chunk(r *reader) error {
 // number, start op, time, message, other actors, then its operations'
 // columns.
 func (m *measurer) change(b []byte) error {
-	m.cost.Changes++
+	if err := m.addChanges(1); err != nil {
+		return err
+	}
 	r := reader{b: b}
 	if err := r.hashes(); err != nil { // dependencies
 		return err
@@ -222,7 +225,9 @@ func (m *measurer) document(b []byte) error {
 	if err != nil {
 		return err
 	}
-	m.cost.Changes += changes
+	if err := m.addChanges(changes); err != nil {
+		return err
+	}
 	ops, err := m.columnsAt(&r, opCols, true)
 	if err != nil {
 		return err
@@ -307,6 +312,14 @@ func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) 
 
 func (m *measurer) tooCostly(what string, n, limit int64) error {
 	return fmt.Errorf("%w: at least %d %s, more than %d", ErrTooCostly, n, what, limit)
+}
+
+func (m *measurer) addChanges(n int64) error {
+	m.cost.Changes = addSat(m.cost.Changes, n)
+	if m.lim.Changes > 0 && m.cost.Changes > m.lim.Changes {
+		return m.tooCostly("changes", m.cost.Changes, m.lim.Changes)
+	}
+	return nil
 }
 
 func (m *measurer) addOps(n int64) error {

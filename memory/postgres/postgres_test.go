@@ -62,6 +62,18 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestLimits runs the per-entry caps and quota suite on PostgreSQL.
+func TestLimits(t *testing.T) {
+	srv := pgtest.Start(t)
+	storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) memory.Store {
+		c, err := memory.Open(context.Background(), srv.NewDatabase(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	})
+}
+
 // TestGroupCommit: concurrent writes share one advisory-locked
 // transaction, each failing, panicking or cancelled one alone (see
 // committest.Run).

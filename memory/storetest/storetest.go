@@ -44,6 +44,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ProposalRights", testProposalRights},
 		{"Archival", testArchival},
 		{"ArchivalBatch", testArchivalBatch},
+		{"EntryCaps", testEntryCaps},
 		{"TokenCounts", testTokenCounts},
 		{"ContextLibrary", testContextLibrary},
 		{"Messages", testMessages},
@@ -55,6 +56,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"ConcurrentAgents", testConcurrentAgents},
 		{"BlocksStamp", testBlocksStamp},
 		{"EditErrors", testEditErrors},
+		{"MergedAttribution", testMergedAttribution},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

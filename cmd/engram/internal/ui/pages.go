@@ -393,10 +393,11 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 //
 // memory.Store takes writes only from the block's owner, a sharee or the
 // system, so a person cannot write as themselves directly. The restore is
-// made on a private fork of the block by a view named after the person
-// (so the automerge change carries their name, which History reports),
-// then merged into the block with MergeChanges as the owner: validated,
-// persisted, seen by every process. A restore is rarely an append, which
+// made on a private fork of the block, then merged into the block as the
+// owner, recorded as by the person (memory.Cache.MergeChangesAs; a store
+// without it records the owner): validated, persisted, seen by every
+// process. The history shows it as the person's merge (a merged change's
+// commit message names no one). A restore is rarely an append, which
 // is all MergeChanges lets an Append owner merge, so the owner must hold
 // ReadWrite or Admin; for a block whose owner holds less (ReadOnly,
 // Partner, Human, Append) the restore is made by the system instead, and
@@ -425,10 +426,21 @@ func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, 
 	if err != nil {
 		return "", fmt.Errorf("ui: restore %q of %q: save the fork: %w", info.Label, info.Owner, err)
 	}
-	if err := store.MergeChanges(ctx, info.Owner, info.Owner, info.Label, data); err != nil {
+	if as, ok := store.(mergerAs); ok {
+		err = as.MergeChangesAs(ctx, info.Owner, info.Owner, info.Label, data, person)
+	} else {
+		err = store.MergeChanges(ctx, info.Owner, info.Owner, info.Label, data)
+	}
+	if err != nil {
 		return "", err
 	}
 	return "restored", nil
+}
+
+// mergerAs is a store that records a merge as made by a name its caller
+// vouches for (memory.Cache).
+type mergerAs interface {
+	MergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error
 }
 
 // blockURL is the path of a block's page in an app mounted at base.

@@ -500,8 +500,14 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 	}
 	hist2, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona")
 	last := hist2[len(hist2)-1]
-	if len(hist2) != len(hist)+1 || last.Actor != "human:tester" || last.Op != blocks.OpRestore {
+	if len(hist2) != len(hist)+1 || last.Actor != "human:tester" || last.Op != blocks.OpMerge {
 		t.Fatalf("restore is not one new change by the person: %+v", last)
+	}
+	// The page names the person as its maker; the change's own message
+	// shows apart, as its message.
+	if _, body := f.get(t, "/blocks/ada/persona"); !strings.Contains(body, `<b class="actor">human:tester</b> <span class="op">merge</span> <span class="peer-message"`) ||
+		!strings.Contains(body, `(its message: <q>{&#34;a&#34;:&#34;human:tester&#34;,&#34;op&#34;:&#34;restore&#34;}</q>)`) {
+		t.Fatalf("the restore on the block page:\n%s", excerpt(body))
 	}
 	// A change the block does not have is refused, and nothing changes.
 	for _, at := range []string{"not-a-hash", strings.Repeat("ab", 32)} {

@@ -1,4 +1,4 @@
--- An agent's profile (as SQLite's 0024_agent_profiles): system prompt,
+-- An agent's profile (as SQLite's 0026_agent_profiles): system prompt,
 -- tool definitions, tool rules, model and other formats' extensions, as
 -- one JSON document per agent.
 CREATE TABLE IF NOT EXISTS agent_profiles (

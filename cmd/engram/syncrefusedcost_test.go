@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A read-only token's every edit is refused, and each refusal is answered
+// from a whole copy of the document: the first moves the connection to a
+// private copy (the shared one saved and loaded), and every later one
+// loads the store's whole document again to take the edit back. On a
+// block of 300,000 characters that is most of a second of CPU for a
+// one-character edit, so the token's budget is charged the block's size
+// for each copy: twenty such edits sent at once are answered at the
+// budget's pace (50,000 operations a second by default), not as fast as
+// the server can copy.
+func TestSyncRefusedEditCost(t *testing.T) {
+	const edits = 20
+	const window = 10 * time.Second
+	s := startAbuseServe(t, 1<<20, 0, strings.Repeat("lorem ipsum dolor sit amet\n", 300_000/27))
+	p := newGoPeer(t, s.ws+s.ro, s.url)
+	if !p.until(func(p *goPeer) bool { return len(p.text()) > 290_000 }) {
+		t.Fatal("no sync")
+	}
+	cpu, hwm := cost(t, s.pid, func() {
+		for range edits {
+			p.edit("x")
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(window - edits*50*time.Millisecond)
+	})
+	t.Logf("%d refused one-character edits sent on a 300,000-character block: %v of server CPU over %v, peak RSS +%d MiB", edits, cpu, window, hwm>>20)
+	// Unthrottled, the twenty cost ~0.9 s each and keep a core busy for
+	// the whole window; at the budget's pace a 300,000-character copy is
+	// one every 6 s.
+	if cpu > 3*time.Second {
+		t.Errorf("%d refused edits cost %v of server CPU within %v: the copies they cause are not charged to the token's budget", edits, cpu, window)
+	}
+	if hwm > 512<<20 {
+		t.Errorf("peak RSS grew %d MiB", hwm>>20)
+	}
+}

@@ -1,0 +1,99 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+)
+
+// TestArchivalInsertCaps: archival_insert past a per-entry cap is a tool
+// error the model reads (the field, its size, the cap, what to do), not a
+// Go error, and stores nothing.
+func TestArchivalInsertCaps(t *testing.T) {
+	big := strings.Repeat("x", memory.DefaultMaxArchivalBytes+1)
+	tags := make([]string, 1000)
+	for i := range tags {
+		tags[i] = fmt.Sprint("t", i)
+	}
+	manyTags, _ := json.Marshal(tags)
+	for _, tc := range []struct {
+		name, args string
+		want       []string
+	}{
+		{"content", fmt.Sprintf(`{"content":%q}`, big),
+			[]string{"content is 1048577 bytes", "cap of 1048576", "nothing was stored", "split it"}},
+		{"metadata", fmt.Sprintf(`{"content":"c","metadata":{"blob":%q}}`, strings.Repeat("m", memory.DefaultMaxMetadataBytes)),
+			[]string{"metadata is 65547 bytes", "cap of 65536"}},
+		{"tags", fmt.Sprintf(`{"content":"c","tags":%s}`, manyTags),
+			[]string{"more than 64 distinct tags (1000 given)"}},
+		{"tag length", fmt.Sprintf(`{"content":"c","tags":[%q]}`, strings.Repeat("t", 300)),
+			[]string{"tag 0 is 300 bytes", "cap of 256"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, nil)
+			fixture(t, st)
+			ts := newToolset(t, st, "alice", nil)
+			before := snapshot(t, st)
+			res := call(t, ts, "archival_insert", tc.args)
+			if !res.IsError {
+				t.Fatalf("not an error: %q", res.Content)
+			}
+			for _, w := range append(tc.want, `"alice"`) {
+				if !strings.Contains(res.Content, w) {
+					t.Errorf("result %q lacks %q", res.Content, w)
+				}
+			}
+			if strings.Contains(res.Content, "internal problem") || strings.Contains(res.Content, "memory: ") {
+				t.Errorf("result %q reads as an internal error", res.Content)
+			}
+			if after := snapshot(t, st); after != before {
+				t.Errorf("a refused insert changed the store:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}
+
+// TestArchivalInsertQuota: once the agent's quota is full, archival_insert
+// is a tool error naming the quota, and log_append's rotation into
+// archival is refused the same way, the block unchanged.
+func TestArchivalInsertQuota(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, &memory.Options{AgentQuotaBytes: 2000})
+	ts := newToolset(t, st, "alice", nil)
+	if _, err := st.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var res = call(t, ts, "archival_insert", `{"content":"first fact"}`)
+	for i := 0; !res.IsError && i < 20; i++ {
+		res = call(t, ts, "archival_insert", fmt.Sprintf(`{"content":"fact %02d, a short one"}`, i))
+	}
+	if !res.IsError {
+		t.Fatalf("never refused: %q", res.Content)
+	}
+	for _, w := range []string{`agent "alice"`, "quota of 2000 bytes", "nothing was stored", "cannot grow past this quota"} {
+		if !strings.Contains(res.Content, w) {
+			t.Errorf("result %q lacks %q", res.Content, w)
+		}
+	}
+	used, err := st.StorageUsed(ctx, "alice")
+	if err != nil || used > 2000 {
+		t.Fatalf("used %d (%v), past the quota", used, err)
+	}
+	if r := call(t, ts, "log_append", `{"label":"events","message":"one"}`); r.IsError {
+		t.Fatalf("an append that rotates nothing: %q", r.Content)
+	}
+	before := snapshot(t, st)
+	res = call(t, ts, "log_append", fmt.Sprintf(`{"label":"events","message":"two %s"}`, strings.Repeat("w", 1500)))
+	if !res.IsError || !strings.Contains(res.Content, "quota") || strings.Contains(res.Content, "internal problem") {
+		t.Fatalf("log_append rotating past the quota: %+v", res)
+	}
+	if after := snapshot(t, st); after != before {
+		t.Errorf("a refused log_append changed the store:\n%s\nwas\n%s", after, before)
+	}
+}
