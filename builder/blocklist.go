@@ -2,6 +2,7 @@ package builder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -24,6 +25,10 @@ type blocksEntry struct {
 	own    []memory.BlockMeta
 	shared []memory.SharedBlock
 	render *renderMemo // renderings of these listings' blocks
+	// profile is the agent's profile as of stamp (nil: none), read when
+	// profileRead; a profile change changes the stamp.
+	profile     *memory.Profile
+	profileRead bool
 }
 
 // renderMemo keeps the renderings of the blocks of one listing (a block's
@@ -66,15 +71,21 @@ func (r *renderMemo) write(b *strings.Builder, m *memory.BlockMeta, ro RenderOpt
 	b.WriteString(s)
 }
 
-// blockLists returns the agent's own blocks and the blocks shared with it.
-// A warm call costs one Store.BlocksStamp query: the listings are read again
-// only when the stamp changed, that is when a block the agent sees, or a
-// share, changed anywhere (this process or another on the same file). The
-// returned slices are shared with the cache and must not be modified.
-func (c *Cache) blockLists(ctx context.Context, store Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, error) {
+// blockLists returns the agent's own blocks and the blocks shared with it,
+// and, when ps is not nil, its profile (nil: it has none). A warm call
+// costs one Store.BlocksStamp query: the listings and the profile are read
+// again only when the stamp changed, that is when a block the agent sees,
+// a share or the agent's profile changed anywhere (this process or
+// another on the same file). The returned slices and profile are shared
+// with the cache and must not be modified.
+func (c *Cache) blockLists(ctx context.Context, store Store, agent string, ps ProfileStore) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, *memory.Profile, error) {
 	if !reflect.TypeOf(store).Comparable() {
 		own, shared, err := listBlocks(ctx, store, agent)
-		return own, shared, nil, err
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		prof, err := readProfile(ctx, ps, agent)
+		return own, shared, nil, prof, err
 	}
 	k := blocksKey{store: store, agent: agent}
 	c.blocksMu.Lock()
@@ -91,20 +102,47 @@ func (c *Cache) blockLists(ctx context.Context, store Store, agent string) ([]me
 	// them is then in the listings or changes the next stamp, never lost.
 	stamp, err := store.BlocksStamp(ctx, agent)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
+		return nil, nil, nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
 	}
 	if e.valid && e.stamp == stamp {
-		return e.own, e.shared, e.render, nil
+		if ps != nil && !e.profileRead {
+			if e.profile, err = readProfile(ctx, ps, agent); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			e.profileRead = true
+		}
+		return e.own, e.shared, e.render, e.profile, nil
 	}
 	e.valid = false
 	own, shared, err := listBlocks(ctx, store, agent)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
+	}
+	prof, err := readProfile(ctx, ps, agent)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
 	// Capped, so an append by a caller cannot write into the cache's array.
 	e.own, e.shared, e.stamp, e.valid = slices.Clip(own), slices.Clip(shared), stamp, true
+	e.profile, e.profileRead = prof, ps != nil
 	e.render = &renderMemo{}
-	return e.own, e.shared, e.render, nil
+	return e.own, e.shared, e.render, e.profile, nil
+}
+
+// readProfile reads agent's profile from ps: nil when ps is nil or the
+// agent has none.
+func readProfile(ctx context.Context, ps ProfileStore, agent string) (*memory.Profile, error) {
+	if ps == nil {
+		return nil, nil
+	}
+	p, err := ps.Profile(ctx, agent)
+	if errors.Is(err, memory.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("builder: profile of %q: %w", agent, err)
+	}
+	return &p, nil
 }
 
 func listBlocks(ctx context.Context, store Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {

@@ -57,6 +57,11 @@ type Builder struct {
 	recallQuery string
 	// recallQuerySet: WithRecallQuery was called.
 	recallQuerySet bool
+	// profile is the profile WithProfile set (profileSet); noProfile:
+	// WithoutProfile was called.
+	profile    memory.Profile
+	profileSet bool
+	noProfile  bool
 }
 
 // New starts a Builder reading memory from store (a *memory.Cache, any
@@ -148,6 +153,33 @@ func (b Builder) WithActiveBatch(id string) Builder {
 	return b
 }
 
+// WithProfile sets the agent profile the build uses instead of the one the
+// store keeps for the agent. By default (neither WithProfile nor
+// WithoutProfile) a build reads the agent's profile from its store when
+// the store is a ProfileStore, as *memory.Cache is. A profile fills in
+// what the caller leaves unset:
+//
+//   - System becomes the base instructions unless WithBaseInstructions was
+//     called;
+//   - Tools are offered after the WithTools registry's, except those whose
+//     name the registry already uses (the registry's definition wins);
+//   - ToolRules are added after the WithToolRules rules;
+//   - Model selects the model (limits, tokenizer, request shape) unless
+//     WithModelInfo named one.
+//
+// Metadata.Profile lists the parts a build took from the profile.
+func (b Builder) WithProfile(p memory.Profile) Builder {
+	b.profile, b.profileSet, b.noProfile = p, true, false
+	return b
+}
+
+// WithoutProfile builds without any profile: neither one set by
+// WithProfile nor the agent's stored one.
+func (b Builder) WithoutProfile() Builder {
+	b.profile, b.profileSet, b.noProfile = memory.Profile{}, false, true
+	return b
+}
+
 // WithCurrentMessage appends a message that is not stored (yet) to the end
 // of the history, in the active batch.
 func (b Builder) WithCurrentMessage(m memory.Message) Builder {
@@ -166,6 +198,7 @@ type fetched struct {
 	activity string
 	library  []memory.LibraryEntry
 	recalled []RecalledMemory
+	profile  *memory.Profile // the agent's stored profile (nil: none, or not read)
 	timings  Timings
 }
 
@@ -176,10 +209,12 @@ func (b Builder) Build(ctx context.Context) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	b, used := b.withProfileParts(f)
 	req, err := b.assemble(ctx, f)
 	if err != nil {
 		return nil, err
 	}
+	req.Metadata.Profile = used
 	req.Metadata.Timings.Total = time.Since(start)
 	return req, nil
 }
@@ -198,7 +233,11 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	// (only: callbacks further on may write and read their own writes).
 	once := memory.WithVersionCheckOnce(ctx)
 	var err error
-	if f.own, f.shared, f.render, err = b.cache.blockLists(once, b.store, b.agent); err != nil {
+	var ps ProfileStore
+	if !b.noProfile && !b.profileSet {
+		ps = b.opt.profile
+	}
+	if f.own, f.shared, f.render, f.profile, err = b.cache.blockLists(once, b.store, b.agent, ps); err != nil {
 		return f, err
 	}
 	if b.history != nil {
@@ -231,6 +270,63 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		f.timings.Recall = time.Since(t)
 	}
 	return f, nil
+}
+
+// Profile parts, as Metadata.Profile names them.
+const (
+	ProfileSystem    = "system"
+	ProfileTools     = "tools"
+	ProfileToolRules = "tool_rules"
+	ProfileModel     = "model"
+)
+
+// withProfileParts returns b with what the profile in effect (WithProfile's,
+// else the agent's stored one) fills in, and the parts it filled (see
+// WithProfile).
+func (b Builder) withProfileParts(f fetched) (Builder, []string) {
+	p := f.profile
+	if b.profileSet {
+		p = &b.profile
+	}
+	if b.noProfile || p == nil {
+		return b, nil
+	}
+	var used []string
+	if !b.baseSet && strings.TrimSpace(p.System) != "" {
+		b.base, b.baseSet = p.System, true
+		used = append(used, ProfileSystem)
+	}
+	if len(p.Tools) > 0 {
+		var given []Tool
+		if b.tools != nil {
+			given = b.tools.Tools()
+		}
+		names := make(map[string]bool, len(given))
+		for _, t := range given {
+			names[t.Name] = true
+		}
+		all := slices.Clip(slices.Clone(given))
+		added := false
+		for _, t := range p.Tools {
+			if !names[t.Name] {
+				all = append(all, Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+				added = true
+			}
+		}
+		if added {
+			b.tools = ToolList(all)
+			used = append(used, ProfileTools)
+		}
+	}
+	if len(p.ToolRules) > 0 {
+		b.rules = append(slices.Clip(b.rules), p.ToolRules...)
+		used = append(used, ProfileToolRules)
+	}
+	if b.model.Name == "" && p.Model != "" {
+		b.model = ModelInfoFor(p.Model)
+		used = append(used, ProfileModel)
+	}
+	return b, used
 }
 
 // recall asks the Recaller for memories relevant to the recall query.

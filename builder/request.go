@@ -219,6 +219,11 @@ type Metadata struct {
 	Limits   ModelContextLimits `json:"limits"`
 	Tokens   TokenUsage         `json:"tokens"`
 
+	// Profile names the parts of the agent profile the build used
+	// (ProfileSystem, ProfileTools, ProfileToolRules, ProfileModel); empty
+	// when it used none (see Builder.WithProfile).
+	Profile []string `json:"profile,omitempty"`
+
 	BlocksIncluded      []BlockReport `json:"blocks_included"`
 	BlocksDropped       []Dropped     `json:"blocks_dropped,omitempty"`
 	AttachmentsIncluded []string      `json:"attachments_included,omitempty"`

@@ -24,10 +24,10 @@ import (
 // part of Store, not found by type assertion, because memory.Store has them
 // and a feature should not turn off silently when a wrapper hides a method.
 //
-// Two capabilities memory.Store lacks are optional and documented where
-// they are declared: LibraryStore (ContextConfig.Library and Promote) and
-// CountStore (persisted token counts). New looks for them on the store once,
-// and only there.
+// Three capabilities memory.Store lacks are optional and documented where
+// they are declared: LibraryStore (ContextConfig.Library and Promote),
+// CountStore (persisted token counts) and ProfileStore (the agent's
+// profile). New looks for them on the store once, and only there.
 type Store interface {
 	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
 	ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error)
@@ -44,18 +44,32 @@ var (
 	// would turn off (the library with an error, counts silently).
 	_ CountStore   = (*memory.Cache)(nil)
 	_ LibraryStore = (*memory.Cache)(nil)
+	_ ProfileStore = (*memory.Cache)(nil)
 )
 
+// ProfileStore gives an agent's profile (memory.Profile): the system
+// prompt, tool definitions, tool rules and model a build uses for what its
+// caller does not set (see Builder.WithProfile). Profile returns an error
+// wrapping memory.ErrNotFound for an agent without one. A store that lacks
+// it builds without profiles. When the store caches listings under
+// BlocksStamp (as *memory.Cache does), the stamp must change when a
+// profile does: the profile is read again only then.
+type ProfileStore interface {
+	Profile(ctx context.Context, agent string) (memory.Profile, error)
+}
+
 // optional is what New finds on its store beyond Store: the only type
-// assertions on the store in this package. Either may be nil.
+// assertions on the store in this package. Any may be nil.
 type optional struct {
 	library LibraryStore
 	counts  CountStore
+	profile ProfileStore
 }
 
 func optionalParts(s Store) optional {
 	var o optional
 	o.library, _ = s.(LibraryStore)
 	o.counts, _ = s.(CountStore)
+	o.profile, _ = s.(ProfileStore)
 	return o
 }

@@ -60,9 +60,10 @@ type Counts struct {
 	ArchiveBytes     int64 // of those
 }
 
-// agentsQuery lists every agent that owns something or has a block shared
-// with it.
-const agentsQuery = `SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages UNION SELECT agent FROM shares`
+// agentsQuery lists every agent that owns something, has a block shared
+// with it or has a profile.
+const agentsQuery = `SELECT owner FROM blocks UNION SELECT agent FROM archival UNION SELECT agent FROM messages UNION SELECT agent FROM shares
+	UNION SELECT agent FROM agent_profiles`
 
 // Stats counts the store's rows.
 func (a *Admin) Stats(ctx context.Context) (*Stats, error) {
@@ -122,7 +123,7 @@ func (a *Admin) RecordedEmbedder(ctx context.Context) (name string, dims int, er
 }
 
 // Agents returns every agent id that owns a block, an archival entry or a
-// message, or holds a share, sorted.
+// message, holds a share or has a profile, sorted.
 func (a *Admin) Agents(ctx context.Context) ([]string, error) {
 	if err := a.c.checkOpen(ctx); err != nil {
 		return nil, err

@@ -18,15 +18,15 @@ import (
 )
 
 // DumpVersion is the format version Export writes. Version 2 added
-// proposals, the context library and the embedder record; Import reads
-// versions 1 and 2.
-const DumpVersion = 2
+// proposals, the context library and the embedder record, version 3
+// agent profiles; Import reads versions 1 to 3.
+const DumpVersion = 3
 
 // Dump is a lossless, JSON-serialisable copy of a store (or one agent's
 // part of it): every block with its whole automerge document (so CRDT
 // history survives), shares, proposals (pending and decided), archival
 // entries (with supersession links), messages, batches, summaries, the
-// context library and the embedder record.
+// context library, agent profiles and the embedder record.
 //
 // Left out, because the store derives them from the rest: the full-text
 // and vector indexes and their queues (rebuilt by Import's triggers and
@@ -46,6 +46,7 @@ type Dump struct {
 	Batches   []Batch         `json:"batches,omitempty"`
 	Summaries []Summary       `json:"summaries,omitempty"`
 	Library   []DumpArtifact  `json:"library,omitempty"`
+	Profiles  []DumpProfile   `json:"profiles,omitempty"`
 	// Embedder is the embedder the store's vectors were made with (nil:
 	// none recorded). Import does not record it (the vectors are not in
 	// the dump): it reports it (ImportReport.Embedder) so that the caller
@@ -79,6 +80,12 @@ type DumpArtifact struct {
 	Content     string `json:"content"`
 	Recoverable bool   `json:"recoverable,omitempty"`
 	UpdatedAt   int64  `json:"updated_at"` // Unix nanoseconds
+}
+
+// DumpProfile is one agent's profile.
+type DumpProfile struct {
+	Agent   string  `json:"agent"`
+	Profile Profile `json:"profile"`
 }
 
 // DumpEmbedder is the recorded embedder: its Name and Dimensions.
@@ -266,6 +273,11 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			d.Library = append(d.Library, DumpArtifact{Agent: owner, ID: e.ID, Kind: e.Kind, Title: e.Title, Content: e.Content,
 				Recoverable: e.Recoverable, UpdatedAt: e.UpdatedAt.UnixNano()})
 		}
+		if p, err := c.Profile(ctx, owner); err == nil {
+			d.Profiles = append(d.Profiles, DumpProfile{Agent: owner, Profile: p})
+		} else if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
 	}
 	name, dims, err := search.RecordedEmbedder(ctx, c.rdb)
 	if err != nil {
@@ -304,7 +316,8 @@ func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
 		return []string{agent}, nil
 	}
 	rows, err := c.rdb.QueryContext(ctx, `SELECT owner FROM blocks UNION SELECT agent FROM archival
-		UNION SELECT agent FROM messages UNION SELECT agent FROM batches UNION SELECT agent FROM context_library ORDER BY 1`)
+		UNION SELECT agent FROM messages UNION SELECT agent FROM batches UNION SELECT agent FROM context_library
+		UNION SELECT agent FROM agent_profiles ORDER BY 1`)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +336,7 @@ func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
 // ImportReport counts what Import added.
 type ImportReport struct {
 	Blocks, Shares, Archival, Messages, Batches, Summaries int
-	Proposals, Library                                     int
+	Proposals, Library, Profiles                           int
 	// Embedder is the dump's embedder record (nil: none). Import does not
 	// record it; see Dump.Embedder.
 	Embedder *DumpEmbedder
@@ -413,6 +426,17 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if err := checkAgent(e.Agent); err != nil {
 			return rep, fmt.Errorf("memory: import: context library entry %d: %w", i, err)
 		}
+	}
+	profiles := make([][]byte, len(d.Profiles))
+	for i, p := range d.Profiles {
+		if err := checkAgent(p.Agent); err != nil {
+			return rep, fmt.Errorf("memory: import: profile %d: %w", i, err)
+		}
+		data, err := checkProfile(p.Agent, p.Profile)
+		if err != nil {
+			return rep, fmt.Errorf("memory: import: %w", err)
+		}
+		profiles[i] = data
 	}
 	// Validate blocks before touching the database.
 	type prepared struct {
@@ -518,6 +542,23 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		for _, sh := range d.Shares {
 			touched[sh.Agent] = true
+		}
+		for i, p := range d.Profiles {
+			at := now
+			if !p.Profile.UpdatedAt.IsZero() {
+				at = p.Profile.UpdatedAt.UnixNano()
+			}
+			var agent string
+			err := tx.QueryRow(`INSERT INTO agent_profiles (agent, profile_json, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT (agent) DO NOTHING RETURNING agent`, p.Agent, string(profiles[i]), at).Scan(&agent)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: a profile of agent %q", ErrExists, p.Agent)
+			}
+			if err != nil {
+				return fmt.Errorf("profile of %q: %w", p.Agent, err)
+			}
+			touched[p.Agent] = true
+			rep.Profiles++
 		}
 		agents := make([]string, 0, len(touched))
 		for a := range touched {

@@ -16,6 +16,7 @@ import (
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/toolrules"
 )
 
 // tableContent is each compared table's content as canonical queries: ids
@@ -45,6 +46,7 @@ var tableContent = map[string]string{
 		LEFT JOIN summaries p ON p.id = s.previous_id`,
 	// Ordered: an artifact's id is its first-seen position in the library.
 	"context_library": `SELECT agent, artifact, kind, title, content, hash, recoverable, updated_at FROM context_library ORDER BY agent, id`,
+	"agent_profiles":  `SELECT agent, profile_json, updated_at FROM agent_profiles`,
 	// The vectors are not in the dump; the dump's embedder record makes
 	// them again, and the offline embedder is deterministic.
 	"vec_blocks":   `SELECT b.owner, b.label, v.owner, v.embedding FROM vec_blocks v JOIN blocks b ON b.id = v.rowid`,
@@ -331,6 +333,12 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 		{ID: "snip-1", Kind: "snippet", Content: "x := 1"},
 	}))
 	must(c.PutContextLibrary(ctx, "bob", []memory.LibraryEntry{{ID: "https://example.org", Kind: "url", Content: "a page"}}))
+	must(c.Agent("ada").SetProfile(ctx, memory.Profile{System: "You are Ada.", Model: "gpt-4o-mini", ContextWindow: 128000,
+		Tools:      []memory.ToolDefinition{{Name: "send_message", Description: "Say it.", Parameters: json.RawMessage(`{"type": "object"}`)}},
+		ToolRules:  []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.MaxCalls("search", 2)},
+		Extensions: map[string]json.RawMessage{"letta": json.RawMessage(`{"agent_type": "memgpt_agent"}`)}}))
+	// An agent with nothing but a profile is exported too.
+	must(c.Agent("carl").SetProfile(ctx, memory.Profile{System: "You are Carl."}))
 	// A later write of the first artifact keeps its position.
 	must(c.PutContextLibrary(ctx, "ada", []memory.LibraryEntry{{ID: "README.md", Kind: "file", Title: "Readme", Content: "# engram v2", Recoverable: true}}))
 }

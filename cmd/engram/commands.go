@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/redact"
+	"github.com/engram-go/engram/interop/letta"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -57,6 +59,8 @@ func commandFor(name string) (command, bool) {
 		return cmdMCP, true
 	case "proposals":
 		return cmdProposals, true
+	case "profile":
+		return cmdProfile, true
 	case "ui":
 		return cmdUI, true
 	case "token":
@@ -769,42 +773,74 @@ func cmdFilesIO(imp bool) command {
 }
 
 func cmdExport(ctx context.Context, a *app, args []string) error {
-	var agent, out string
+	var agent, out, format string
 	if _, err := flags("export", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "only this agent (default: everything)")
+		fs.StringVar(&agent, "agent", "", "only this agent; with --format letta, comma-separated agents (default: everything)")
 		fs.StringVar(&out, "out", "", "file, written 0600 and replaced atomically (a link there is replaced, not followed) (default: stdout)")
+		fs.StringVar(&format, "format", "engram", "engram (a lossless dump) or letta (a Letta agent file, .af: what it cannot hold is reported on stderr)")
 	}); err != nil {
 		return err
+	}
+	switch format {
+	case "engram", "letta":
+	default:
+		return usageErrorf("export: --format %q: want engram or letta", format)
 	}
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	d, err := s.Export(ctx, agent)
-	if err != nil {
-		return err
+	var (
+		v    any
+		rep  *letta.Report
+		what string
+	)
+	if format == "letta" {
+		agents := splitList(agent)
+		if len(agents) == 0 {
+			if agents, err = s.Admin().Agents(ctx); err != nil {
+				return err
+			}
+		}
+		f, r, err := letta.Export(ctx, s, agents, nil)
+		if err != nil {
+			return err
+		}
+		v, rep, what = f, r, fmt.Sprintf("%d agents, %d blocks, %d tools", len(f.Agents), len(f.Blocks), len(f.Tools))
+	} else {
+		d, err := s.Export(ctx, agent)
+		if err != nil {
+			return err
+		}
+		v, what = d, fmt.Sprintf("%d blocks, %d archival entries, %d messages", len(d.Blocks), len(d.Archival), len(d.Messages))
 	}
-	if out == "" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(d)
-	}
-	if err := writeFileAtomic(out, func(w io.Writer) error {
+	write := func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(d)
-	}); err != nil {
-		return fmt.Errorf("export: %w", err)
+		return enc.Encode(v)
 	}
-	fmt.Fprintf(a.stderr, "exported %d blocks, %d archival entries, %d messages to %s\n", len(d.Blocks), len(d.Archival), len(d.Messages), out)
+	if out == "" {
+		if err := write(a.stdout); err != nil {
+			return err
+		}
+	} else {
+		if err := writeFileAtomic(out, write); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "exported %s to %s\n", what, out)
+	}
+	if rep != nil {
+		rep.Write(a.stderr)
+	}
 	return nil
 }
 
 func cmdImport(ctx context.Context, a *app, args []string) error {
-	var in string
+	var in, agent string
 	if _, err := flags("import", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&in, "in", "", "file (default: stdin)")
+		fs.StringVar(&in, "in", "", "file: an engram export or a Letta agent file (.af), told apart by content (default: stdin)")
+		fs.StringVar(&agent, "agent", "", "a Letta agent file's only agent gets this id (default: its name)")
 		fs.BoolVar(&a.uncapped, "no-caps", false, "import archival entries and messages past the per-entry caps (1 MiB of content, 64 KiB of metadata, 64 tags of 256 bytes, 1 MiB a message), such as a store with larger caps exported")
 	}); err != nil {
 		return err
@@ -818,9 +854,19 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 		defer f.Close()
 		r = f
 	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("import: read %s: %w", cmp.Or(in, "standard input"), err)
+	}
+	if letta.IsAgentFile(data) {
+		return importLetta(ctx, a, data, agent)
+	}
+	if agent != "" {
+		return usageErrorf("import: --agent names the agent of a Letta agent file; an engram export keeps its agents' ids")
+	}
 	var d memory.Dump
-	if err := json.NewDecoder(r).Decode(&d); err != nil {
-		return fmt.Errorf("import: not an engram export: %w", err)
+	if err := json.Unmarshal(data, &d); err != nil {
+		return fmt.Errorf("import: neither an engram export nor a Letta agent file: %w", err)
 	}
 	s, err := a.open(ctx)
 	if err != nil {
@@ -835,8 +881,32 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	return a.output(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts\n",
-			rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library)
+		fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts, %d profiles\n",
+			rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library, rep.Profiles)
+	})
+}
+
+// importLetta imports a Letta agent file and prints its report.
+func importLetta(ctx context.Context, a *app, data []byte, agent string) error {
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	rep, err := letta.Import(ctx, s, data, &letta.ImportOptions{Agent: agent})
+	if err != nil {
+		return err
+	}
+	if err := a.embedImported(ctx, nil); err != nil {
+		return err
+	}
+	return a.output(rep, func(w io.Writer) {
+		rep.Write(w)
+		var names []string
+		for _, ag := range rep.Agents {
+			names = append(names, ag.Agent)
+		}
+		fmt.Fprintf(w, "imported %d agents in %v; see one with: engram context --agent %s\n", len(rep.Agents), rep.Duration.Round(time.Millisecond), names[0])
 	})
 }
 

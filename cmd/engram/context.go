@@ -15,13 +15,13 @@ import (
 
 func cmdContext(ctx context.Context, a *app, args []string) error {
 	var agent, model, base, batchBlocks, active, message, recallMode, format string
-	var descriptions, schemas, chars, withTools, noEnv, noLibrary bool
+	var descriptions, schemas, chars, withTools, noEnv, noLibrary, noProfile bool
 	var recall, maxTokens int
 	baseSet := false
 	if _, err := flags("context", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.StringVar(&model, "model", ui.DefaultModel, "model name (limits, tokenizer, request shape)")
-		fs.Func("base", "base instructions (default: the builder's, as in the web UI); TEXT, - or @FILE", func(s string) error {
+		fs.StringVar(&model, "model", "", "model name (limits, tokenizer, request shape) (default: the agent profile's, else "+ui.DefaultModel+")")
+		fs.Func("base", "base instructions (default: the agent profile's system prompt, else the builder's, as in the web UI); TEXT, - or @FILE", func(s string) error {
 			base, baseSet = s, true
 			return nil
 		})
@@ -30,6 +30,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 		fs.StringVar(&recallMode, "recall-mode", "auto", "the recall search's mode: auto, fts, vector or hybrid")
 		fs.BoolVar(&noEnv, "no-environment", false, "leave out the environment section (date, time zone, version, tools)")
 		fs.BoolVar(&noLibrary, "no-library", false, "leave out the agent's context library")
+		fs.BoolVar(&noProfile, "no-profile", false, "leave out the agent's profile (its system prompt, tools, tool rules and model)")
 		fs.StringVar(&format, "format", "", "print a provider's request body instead: openai, anthropic or gemini")
 		fs.IntVar(&maxTokens, "max-tokens", 0, "the model's context window in tokens (default: the known window of the model's family)")
 		fs.StringVar(&batchBlocks, "batch-blocks", "", "comma-separated Working blocks named by the current batch")
@@ -77,7 +78,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 	}
 	defer a.close()
 	opts := &ui.ContextOptions{Agent: agent, Model: model, Message: message, Recall: recall, RecallMode: mode,
-		NoEnvironment: noEnv, NoLibrary: noLibrary, NoTools: !withTools, MaxTokens: maxTokens,
+		NoEnvironment: noEnv, NoLibrary: noLibrary, NoProfile: noProfile, NoTools: !withTools, MaxTokens: maxTokens,
 		BatchBlocks: splitList(batchBlocks), ActiveBatch: active, OmitDescriptions: !descriptions, IncludeSchemas: schemas,
 		ShowCharUsage: chars, Location: time.Local}
 	if baseSet {
@@ -87,7 +88,7 @@ func cmdContext(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range ui.ModelNotes(model, maxTokens) {
+	for _, n := range ui.ModelNotes(req.Metadata.Model, maxTokens) {
 		fmt.Fprintln(a.stderr, "engram: note:", n)
 	}
 	if format != "" {

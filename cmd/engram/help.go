@@ -30,8 +30,11 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"context":           {"context --agent A [flags]", `engram context --agent ada --model claude-sonnet-4-5 --message "what did we decide?" --recall 5 --format anthropic`},
 	"files import":      {"files import --agent A [--dry-run] DIR   (reads only regular files inside DIR, each at most a block's size)", "engram files import --agent ada ./workspace"},
 	"files export":      {"files export --agent A DIR   (writes only inside DIR, never through a link; files 0600)", "engram files export --agent ada ./workspace"},
-	"export":            {"export [--agent A] [--out FILE]", "engram export --out backup.json"},
-	"import":            {"import [--in FILE] [--no-caps]", "engram import --in backup.json"},
+	"export":            {"export [--agent A] [--format engram|letta] [--out FILE]", "engram export --agent memgpt_agent --format letta --out memgpt_agent.af"},
+	"import":            {"import [--in FILE] [--agent A] [--no-caps]", "engram import --in memgpt_agent.af"},
+	"profile show":      {"profile show --agent A", "engram profile show --agent memgpt_agent"},
+	"profile set":       {"profile set --agent A [--system TEXT] [--model M] [--context-window N] [--tools JSON] [--rules JSON]", `engram profile set --agent ada --system @prompt.txt --rules '[{"kind": "exit_loop", "tool": "send_message"}]'`},
+	"profile delete":    {"profile delete --agent A", "engram profile delete --agent ada"},
 	"reembed":           {"reembed", "engram --embedder openai reembed"},
 	"compact":           {"compact [--agent A] [--rebase]", "engram compact --rebase"},
 	"stats":             {"stats", "engram stats"},
@@ -50,6 +53,16 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 
 // commandDetail is more help for a command, printed after its flags.
 var commandDetail = map[string]string{
+	"import": `The file is an engram export (engram export) or a Letta agent file (.af, schema v2; also
+one held in a JSON string), told apart by its content. A Letta file's agents become engram
+agents named after them: blocks (value, limit, read-only), shares for blocks several agents
+list, messages with their tool calls paired, files as archival entries, and each agent's
+profile (system prompt, tools, tool rules, model), which engram context uses from then on.
+The report (--json for JSON) lists what was mapped, what was kept only as metadata and what
+was not kept, with why.`,
+	"export": `--format letta writes a Letta agent file (.af, schema v2) of the agents (--agent a,b;
+default: all): blocks, shares, messages, profiles. Secrets are never written. What the format
+cannot hold (block history, proposals, archival entries) is reported on stderr.`,
 	"files import": `Files and the blocks they become (a file that is absent is skipped):
   SOUL.md                 → Core block "persona"
   AGENTS.md               → Core block "guidelines"

@@ -95,10 +95,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // otherwise report an empty store, and leave a file behind).
 var readOnly = map[string]bool{"blocks list": true, "block show": true, "proposals list": true,
 	"archival list": true, "search": true, "context": true, "files export": true, "export": true, "stats": true,
-	"token list": true}
+	"token list": true, "profile show": true}
 
 // groups are the commands that take a subcommand.
-var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true, "sync": true}
+var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true, "sync": true, "profile": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -128,17 +128,21 @@ Archival and search
   search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages]
                 [--limit N] [--vector-weight W] QUERY
 
-Context
+Context and agent profiles
   context       --agent A [--model NAME] [--message TEXT] [--recall N] [--recall-mode M]
-                [--no-environment] [--no-library] [--format openai|anthropic|gemini]
+                [--no-environment] [--no-library] [--no-profile] [--format openai|anthropic|gemini]
                                                    the request the builder builds, each layer's tokens against its budget
+  profile show  --agent A                          the agent's system prompt, tools, tool rules and model (context uses them)
+  profile set   --agent A [--system TEXT] [--model M] [--context-window N] [--tools JSON] [--rules JSON]
+  profile delete --agent A
 
 Files and transfer
   files import  --agent A DIR                      SOUL.md, AGENTS.md, MEMORY.md, TOOLS.md, skills/*/SKILL.md → blocks
                                                    (regular files inside DIR only; no links out, FIFOs or devices)
   files export  --agent A DIR                      writes only inside DIR, never through a link (files 0600)
   export        [--agent A] [--out FILE]           lossless JSON (CRDT history included); FILE replaced atomically, 0600
-  import        [--in FILE]
+  export        --format letta [--agent A,B] [--out FILE.af]   a Letta agent file; what it cannot hold is reported
+  import        [--in FILE] [--agent A] [--no-caps]  an engram export, or a Letta agent file (.af) with a report
 
 Maintenance
   reembed                                          recompute vectors with --embedder (progress bar)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -28,9 +29,13 @@ func BuildRequest(ctx context.Context, store memory.Store, agent, model string) 
 // zero value of each field is the default.
 type ContextOptions struct {
 	Agent string
-	// Model names the model (default gpt-4o): its limits (see
-	// builder.KnownModelLimits), tokenizer and request shape.
+	// Model names the model (default: the agent profile's, else
+	// DefaultModel): its limits (see builder.KnownModelLimits), tokenizer
+	// and request shape.
 	Model string
+	// NoProfile builds without the agent's profile (its system prompt,
+	// tools, tool rules and model; see builder.Builder.WithProfile).
+	NoProfile bool
 	// Base replaces the builder's default base instructions when not nil.
 	Base *string
 	// Message is the current user message ("": none): it ends the history
@@ -48,7 +53,8 @@ type ContextOptions struct {
 	NoLibrary bool
 	// NoTools leaves out the memory tools' definitions.
 	NoTools bool
-	// MaxTokens overrides the model's context window (0: the known one, or
+	// MaxTokens overrides the model's context window (0: the profile's
+	// when it names the model built for, else the known one, or
 	// builder.DefaultMaxTokens for a model engram does not know).
 	MaxTokens   int
 	BatchBlocks []string
@@ -71,11 +77,21 @@ func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*
 	if o != nil {
 		opts = *o
 	}
-	model := cmp.Or(opts.Model, DefaultModel)
+	var prof memory.Profile
+	if ps, ok := store.(builder.ProfileStore); ok && !opts.NoProfile && opts.Agent != "" {
+		p, err := ps.Profile(ctx, opts.Agent)
+		if err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return nil, fmt.Errorf("ui: profile of %q: %w", opts.Agent, err)
+		}
+		prof = p
+	}
+	model := cmp.Or(opts.Model, prof.Model, DefaultModel)
 	cfg := builder.DefaultConfig()
 	cfg.ModelOverrides = builder.KnownModelLimits()
 	if opts.MaxTokens > 0 {
 		cfg.ModelOverrides[model] = builder.WindowLimits(opts.MaxTokens)
+	} else if prof.ContextWindow > 0 && model == prof.Model {
+		cfg.ModelOverrides[model] = builder.WindowLimits(prof.ContextWindow)
 	}
 	cfg.OmitDescriptions, cfg.IncludeSchemas, cfg.ShowCharUsage = opts.OmitDescriptions, opts.IncludeSchemas, opts.ShowCharUsage
 	if opts.Recall > 0 {
@@ -88,6 +104,9 @@ func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*
 		WithBatchBlocks(opts.BatchBlocks...)
 	if opts.Base != nil {
 		b = b.WithBaseInstructions(*opts.Base)
+	}
+	if opts.NoProfile {
+		b = b.WithoutProfile()
 	}
 	if opts.ActiveBatch != "" {
 		b = b.WithActiveBatch(opts.ActiveBatch)

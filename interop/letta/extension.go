@@ -1,0 +1,73 @@
+package letta
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// ExtensionName is the key of the agent profile's extension that holds
+// what a Letta agent file said about the agent and engram does not model
+// (memory.Profile.Extensions).
+const ExtensionName = "letta"
+
+// extension is the "letta" extension of an imported agent's profile. An
+// export writes it back beside what engram holds.
+type extension struct {
+	// Agent holds the agent's fields engram does not model (agent_type,
+	// llm_config, embedding_config, description, tags, timezone, ...),
+	// verbatim. Secrets are never among them.
+	Agent map[string]json.RawMessage `json:"agent,omitempty"`
+	// Blocks holds, by engram label, the other fields of each block the
+	// agent owns (metadata, tags, template fields, ...), and its Letta
+	// "label" when engram's differs.
+	Blocks map[string]map[string]json.RawMessage `json:"blocks,omitempty"`
+	// Tools holds, by tool name, each tool's fields engram does not model
+	// (tool_type, source_type, source_code, tags, return_char_limit, ...;
+	// engram never runs the code), "description" when it differs from the
+	// schema's, and "json_schema_extra" for the schema's other members.
+	Tools map[string]map[string]json.RawMessage `json:"tools,omitempty"`
+	// ToolRules are the rules no engram rule holds, as they were.
+	ToolRules []ToolRule `json:"tool_rules,omitempty"`
+	// Groups are the groups the agent belongs to.
+	Groups []groupExt `json:"groups,omitempty"`
+}
+
+// groupExt is a group with its agents and blocks named as engram names
+// them.
+type groupExt struct {
+	Agents        []string        `json:"agents"`
+	Manager       string          `json:"manager,omitempty"`
+	Description   string          `json:"description"`
+	ManagerConfig json.RawMessage `json:"manager_config,omitempty"`
+	SharedBlocks  []blockRef      `json:"shared_blocks,omitempty"`
+	// Listed are the agents whose group_ids name the group (Letta lists
+	// it with the agents that manage it).
+	Listed    []string `json:"listed,omitempty"`
+	ProjectID *string  `json:"project_id,omitempty"`
+	Hidden    *bool    `json:"hidden,omitempty"`
+}
+
+// blockRef names a block by owner and label.
+type blockRef struct {
+	Owner string `json:"owner"`
+	Label string `json:"label"`
+}
+
+func (e *extension) empty() bool {
+	return len(e.Agent) == 0 && len(e.Blocks) == 0 && len(e.Tools) == 0 && len(e.ToolRules) == 0 && len(e.Groups) == 0
+}
+
+// readExtension returns p's "letta" extension (empty when it has none).
+func readExtension(p memory.Profile) (extension, error) {
+	var e extension
+	raw, ok := p.Extensions[ExtensionName]
+	if !ok {
+		return e, nil
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return e, fmt.Errorf("%w: the profile's %q extension: %v", ErrInvalid, ExtensionName, err)
+	}
+	return e, nil
+}
