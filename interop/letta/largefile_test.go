@@ -63,7 +63,7 @@ func TestImportCostLargeFile(t *testing.T) {
 			s := openStore(t)
 			_, err := letta.Import(context.Background(), s, data, nil)
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-			cpu := time.Duration(r1.Utime.Nano()+r1.Stime.Nano()-r0.Utime.Nano()-r0.Stime.Nano())
+			cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
 			peak := maxRSS()
 			t.Logf("%s: %d bytes, import err=%v, wall %v, CPU %v, peak RSS %d MiB (before %d MiB)",
 				shape, len(data), err, time.Since(start), cpu, peak>>10, before>>10)
