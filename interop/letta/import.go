@@ -35,6 +35,7 @@ type Store interface {
 	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
 	ListArchival(ctx context.Context, agent string, q *memory.ArchivalQuery) ([]memory.ArchivalEntry, error)
 	Profile(ctx context.Context, agent string) (memory.Profile, error)
+	ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
 }
 
 var _ Store = (*memory.Cache)(nil)
@@ -42,7 +43,7 @@ var _ Store = (*memory.Cache)(nil)
 // Import reads an agent file and adds its agents to store in one
 // transaction (all or nothing; see ToDump for what each part becomes). An
 // agent whose id the store already uses (it has blocks, messages, archival
-// entries or a profile) fails the import with an error wrapping
+// entries or a profile, or blocks shared with it) fails the import with an error wrapping
 // memory.ErrExists.
 func Import(ctx context.Context, store Store, data []byte, opts *ImportOptions) (*Report, error) {
 	start := time.Now()
@@ -88,7 +89,13 @@ func checkAbsent(ctx context.Context, store Store, agent string) error {
 	if err != nil {
 		return err
 	}
-	if len(bs) > 0 || len(ms) > 0 || len(as) > 0 {
+	// An agent others share blocks with exists too: importing under its
+	// id would hand the imported agent what was shared with it.
+	ss, err := store.ListSharedBlocks(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if len(bs) > 0 || len(ms) > 0 || len(as) > 0 || len(ss) > 0 {
 		return exists
 	}
 	return nil
@@ -250,7 +257,12 @@ func (im *importer) blocksAndShares() error {
 		a := &im.f.Agents[i]
 		for j := range a.MemoryBlocks {
 			b := a.MemoryBlocks[j]
+			// An id no block of the file has (a file may hold any id,
+			// this one too): another agent naming it must not get a share.
 			b.ID = fmt.Sprintf("%s/memory_blocks/%d", a.ID, j)
+			for _, taken := im.blocks[b.ID]; taken; _, taken = im.blocks[b.ID] {
+				b.ID += "'"
+			}
 			im.blocks[b.ID] = &b
 			a.BlockIDs = append(a.BlockIDs, b.ID)
 		}

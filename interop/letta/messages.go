@@ -121,7 +121,15 @@ func (im *importer) messages(a *Agent, id string) error {
 			im.rep.mapped(id, "message without a readable created_at", 1, "the time of the message before it")
 		}
 		last = at
-		// A user message starts a batch once every call has its result.
+		// A user message starts a batch. A call still without its result
+		// then never gets one here (Letta answers a call within the step
+		// that made it): it is reported, not waited for, or one
+		// unanswered call would glue the rest of the conversation into
+		// one batch, which compression keeps or drops whole.
+		if role == "user" && len(pending) > 0 {
+			im.rep.notKept(id, "tool call without a result before the next user message", len(pending), "its batch ends at the next user message; the call is kept, unanswered")
+			clear(pending)
+		}
 		if batch == 0 || (role == "user" && len(pending) == 0) {
 			if batch > 0 {
 				flush(out[len(out)-1].CreatedAt)

@@ -260,8 +260,17 @@ func rest(data []byte, known []string) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, err
 	}
-	for _, k := range known {
-		delete(all, k)
+	// encoding/json matched the known keys whatever their case
+	// ("Secrets" filled Secrets): they go whatever their case too, or a
+	// value the typed field took (and dropped, for secrets) would stay as
+	// an extra member, stored and exported.
+	for k := range all {
+		for _, kn := range known {
+			if strings.EqualFold(k, kn) {
+				delete(all, k)
+				break
+			}
+		}
 	}
 	if len(all) == 0 {
 		return nil, nil
