@@ -94,7 +94,9 @@ func TestSessionWokenByStoreSignal(t *testing.T) {
 				if i == 1 {
 					want += "three\n"
 				}
-				got := waitText(text, want, time.Second)
+				// With an hour's poll, arriving within seconds is the
+				// signal's doing; 3 s leaves room for -race on a busy machine.
+				got := waitText(text, want, 3*time.Second)
 				if got != tc.reaches {
 					t.Fatalf("append %d reached the peer: %v, want %v (%q)", i, got, tc.reaches, text())
 				}
