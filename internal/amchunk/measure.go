@@ -451,41 +451,10 @@ func rle(b []byte, value func(*reader) (int64, error), sum bool) (rows, total in
 // stringRows counts the rows of a run-length encoded column of strings
 // and the bytes the strings hold (a repeated one counted each time).
 func stringRows(b []byte) (rows, strBytes int64, err error) {
-	r := reader{b: b}
-	for !r.done() {
-		n, err := r.sleb()
-		if err != nil {
-			return 0, 0, err
-		}
-		switch {
-		case n > 0:
-			s, err := r.prefixed()
-			if err != nil {
-				return 0, 0, err
-			}
-			rows = addSat(rows, n)
-			strBytes = addSat(strBytes, mulSat(n, int64(len(s))))
-		case n < 0:
-			if n == math.MinInt64 {
-				return 0, 0, fmt.Errorf("literal run too long")
-			}
-			for range -n {
-				s, err := r.prefixed()
-				if err != nil {
-					return 0, 0, err
-				}
-				strBytes = addSat(strBytes, int64(len(s)))
-			}
-			rows = addSat(rows, -n)
-		default:
-			nulls, err := r.uleb()
-			if err != nil {
-				return 0, 0, err
-			}
-			rows = addSat(rows, clampInt64(nulls))
-		}
-	}
-	return rows, strBytes, nil
+	return rle(b, func(r *reader) (int64, error) {
+		s, err := r.prefixed()
+		return int64(len(s)), err
+	}, true)
 }
 
 // boolRows counts the rows of a boolean column: alternating run lengths,
