@@ -23,14 +23,23 @@ type Dialect interface {
 	// engine's migrations; textLog reports whether it holds the full-text
 	// change log (search_text_log) the text cache needs.
 	CheckSchema(ctx context.Context, db *sql.DB) (textLog bool, err error)
-	// BeginWrite starts a transaction on conn holding the engine's write
-	// lock, for an Index without IndexOptions.Write; the Index commits or
-	// rolls back with COMMIT or ROLLBACK on conn.
+	// BeginWrite starts a write transaction on conn, for an Index without
+	// IndexOptions.Write (holding the engine's write lock where it has
+	// one); the Index commits or rolls back with COMMIT or ROLLBACK on
+	// conn.
 	BeginWrite(ctx context.Context, conn *sql.Conn) error
+	// LockWrites takes locks in the write transaction ex, where the
+	// engine's writers run in parallel (see WriteLock); nothing where one
+	// write transaction holds the whole database.
+	LockWrites(ctx context.Context, ex Execer, locks []WriteLock) error
 	// SnapshotIsolation is the isolation that makes a read transaction one
 	// snapshot (the caches read their change log and the rows it names in
 	// one).
 	SnapshotIsolation() sql.IsolationLevel
+	// ChangeLog is how the caches read the change log table
+	// (search_text_log, search_vec_log): which entries a read snapshot
+	// holds, and how the log is trimmed.
+	ChangeLog(table string) ChangeLog
 
 	// JSONObject is the SQL expression building a JSON object (as text)
 	// from pairs, a list of alternating key literals and value

@@ -424,9 +424,9 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	iso := d.SnapshotIsolation()
 	switch {
 	case x.vinfo.Engine == "":
-		x.cache = newVecCache(dims, 0, false, iso, x.opts.Logger) // the only KNN there is
+		x.cache = newVecCache(dims, 0, false, iso, newChangeLog(d, "search_vec_log"), x.opts.Logger) // the only KNN there is
 	case limit > 0:
-		x.cache = newVecCache(dims, limit, true, iso, x.opts.Logger)
+		x.cache = newVecCache(dims, limit, true, iso, newChangeLog(d, "search_vec_log"), x.opts.Logger)
 	}
 	if x.cache != nil {
 		x.cache.fresh.read = x.opts.DataVersion
@@ -586,10 +586,10 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 }
 
 // logVectorChanges records changed rows in search_vec_log (read by vector
-// caches) and trims the log to its last vecLogKeep entries. Rows go in
-// vecLogRows to a statement: one statement per row was a sixth of a bulk
-// load's vector writes.
-func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
+// caches) and trims the log to about its last vecLogKeep entries
+// (ChangeLog.Trim). Rows go in vecLogRows to a statement: one statement
+// per row was a sixth of a bulk load's vector writes.
+func (x *Index) logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
 	for chunk := range slices.Chunk(ids, vecLogRows) {
 		q := `INSERT INTO search_vec_log (kind, id) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")
 		args := make([]any, 0, 2*len(chunk))
@@ -600,8 +600,7 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 			return fmt.Errorf("search: log vector changes: %w", err)
 		}
 	}
-	if _, err := ex.ExecContext(ctx, `DELETE FROM search_vec_log
-		WHERE seq <= (SELECT max(seq) FROM search_vec_log) - ?`, vecLogKeep); err != nil {
+	if _, err := ex.ExecContext(ctx, x.d.ChangeLog("search_vec_log").Trim, vecLogKeep); err != nil {
 		return fmt.Errorf("search: trim vector log: %w", err)
 	}
 	return nil
@@ -799,7 +798,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}
-	return logVectorChanges(ctx, ex, t, ids)
+	return x.logVectorChanges(ctx, ex, t, ids)
 }
 
 // stmtSet runs statements on an Execer, preparing each distinct text once
@@ -865,7 +864,7 @@ func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids
 			return fmt.Errorf("search: delete %s vector %d: %w", k.name, id, err)
 		}
 	}
-	return logVectorChanges(ctx, ex, t, ids)
+	return x.logVectorChanges(ctx, ex, t, ids)
 }
 
 // textHash fingerprints a row's vector text for Reembed.
@@ -1014,7 +1013,7 @@ func (x *Index) openTextCache(textLog bool) error {
 	}
 	switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 	case textLog:
-		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), x.opts.Logger)
+		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.stats, _ = x.d.(TextStats)
 	case x.opts.TextCacheBytes > 0:

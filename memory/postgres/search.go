@@ -64,6 +64,27 @@ func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
 // bounds said were there.
 func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
 
+// ChangeLog reads a change log by writing transaction (column txid,
+// migration 0020): writers run in parallel, so an entry numbered early
+// may commit late. A snapshot holds the entries of the transactions it
+// sees as committed: pg_current_snapshot() read as the first statement of
+// a REPEATABLE READ transaction is that transaction's snapshot. The floor
+// is kept by the trimmer (engram_log_trim).
+func (SearchDialect) ChangeLog(table string) search.ChangeLog {
+	key := lockTextLogTrim
+	if table == "search_vec_log" {
+		key = lockVecLogTrim
+	}
+	return search.ChangeLog{
+		Position: "txid",
+		Bounds: `SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax,
+			COALESCE((SELECT json_agg(x::text::bigint ORDER BY x::text::bigint) FROM pg_snapshot_xip(s) AS x)::text, '[]') AS xip,
+			COALESCE((SELECT next_txid FROM search_log_floor WHERE log = '` + table + `'), 0) AS floor
+			FROM pg_current_snapshot() AS s`,
+		Trim: fmt.Sprintf(`SELECT engram_log_trim('%[1]s', %[2]d, (SELECT COALESCE(max(seq), 0) FROM %[1]s) - ?)`, table, key),
+	}
+}
+
 // JSONObject is json_build_object(pairs) as text.
 func (SearchDialect) JSONObject(pairs string) string { return "json_build_object(" + pairs + ")::text" }
 
