@@ -74,10 +74,11 @@ type Dialect interface {
 	// full-text index pairs them: LEFT JOINs, no neighbour past either
 	// end of the seq range.
 	MessageNeighbours() string
-	// IndexBlocks re-indexes the blocks marked in fts_blocks_dirty (the
-	// writers only mark them) and clears the marks, through ex under the
-	// write lock.
-	IndexBlocks(ctx context.Context, ex Execer) error
+	// IndexBlocks re-indexes the blocks ids marked in fts_blocks_dirty
+	// (the writers only mark them) and clears their marks, through ex
+	// holding their locks (LockWrites); an engine whose write transaction
+	// holds the whole database may do every marked block.
+	IndexBlocks(ctx context.Context, ex Execer, ids []int64) error
 	// FullText returns one full-text leg's query: p.Columns of the best
 	// p.Limit matching rows of p.Table that pass p.Where, then their
 	// score, best first. lowerIsBetter says how the score orders.

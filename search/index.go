@@ -152,14 +152,20 @@ type IndexOptions struct {
 	// Nil discards.
 	Logger *slog.Logger
 	// Write, when set, runs the Index's write transactions (vector and
-	// index maintenance) under the caller's write lock, as memory.Backend
-	// does. Without it the Index takes the dialect's write lock itself
-	// (Dialect.BeginWrite). It must be the store's writer where the store
-	// has one (memory/postgres takes one advisory lock for every write):
-	// the caches' change logs are read in sequence order, which is commit
-	// order only when every writer to the engram tables holds that lock
-	// until it commits.
+	// index maintenance) as the caller's writes run, as memory.Backend
+	// does: holding the store's write lock where it has one (SQLite), and
+	// where writers run in parallel (PostgreSQL) locking what they write
+	// (Dialect.LockWrites, inside the transaction). Without it the Index
+	// begins its own (Dialect.BeginWrite).
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
+	// WriteLocked, when set, is used instead of Write: a write
+	// transaction taking locks (see WriteLock) in its first statement, as
+	// memory/postgres's Backend.WriteLocked does. The transactions that
+	// hold the whole store (StoreLock: Reembed's swap, setting up the
+	// vector tables) need it where every write holds the store shared:
+	// one that took it shared first and then exclusively would wait for
+	// another doing the same.
+	WriteLocked func(ctx context.Context, locks []WriteLock, fn func(*sql.Tx) error) error
 	// DataVersion, when set, reports a number that changes whenever a
 	// connection other than its own commits to db (SQLite's PRAGMA
 	// data_version read on a connection that never writes, as
@@ -409,7 +415,10 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
-	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: x.withWriteLock}); err != nil {
+	write := func(ctx context.Context, fn func(ctx context.Context, ex Execer) error) error {
+		return x.withWriteLock(ctx, nil, fn)
+	}
+	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: write}); err != nil {
 		return nil, fmt.Errorf("search: NewIndex: open vectors: %w", err)
 	}
 	x.vinfo = x.vec.Info()
@@ -461,8 +470,8 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 			return x, nil
 		}
 	}
-	// Record the embedder and create the tables under the write lock.
-	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// Record the embedder and create the tables holding the store.
+	err = x.withWriteLock(ctx, []WriteLock{StoreLock()}, func(ctx context.Context, conn Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -610,17 +619,27 @@ func (x *Index) logVectorChanges(ctx context.Context, ex Execer, t ContentType, 
 // SQLite's and PostgreSQL's bound-parameter limits).
 const vecLogRows = 250
 
-// withWriteLock runs fn inside the dialect's write transaction
-// (Dialect.BeginWrite) on one pinned connection, or inside
-// IndexOptions.Write. ctx governs only the wait for the lock: fn
-// gets a context that is never cancelled: a transaction once begun is
-// finished, so a cancelled caller never leaves half a batch to roll back
-// (and, while vectors were in vec0, an interrupted statement could crash it:
-// a nil statement in vec0_get_chunk_position).
-func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, conn Execer) error) (err error) {
+// withWriteLock runs fn inside a write transaction holding locks:
+// IndexOptions.WriteLocked's, IndexOptions.Write's, or the dialect's
+// (Dialect.BeginWrite) on one pinned connection, the locks taken first
+// (Dialect.LockWrites). ctx governs only the waits for locks: fn gets a
+// context that is never cancelled: a transaction once begun is finished,
+// so a cancelled caller never leaves half a batch to roll back (and,
+// while vectors were in vec0, an interrupted statement could crash it: a
+// nil statement in vec0_get_chunk_position). fn may take more locks
+// (after these, see WriteLock).
+func (x *Index) withWriteLock(ctx context.Context, locks []WriteLock, fn func(ctx context.Context, conn Execer) error) (err error) {
 	wctx := context.WithoutCancel(ctx)
+	if x.opts.WriteLocked != nil {
+		return x.opts.WriteLocked(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
+	}
 	if x.opts.Write != nil {
-		return x.opts.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
+		return x.opts.Write(ctx, func(tx *sql.Tx) error {
+			if err := x.d.LockWrites(ctx, tx, locks); err != nil {
+				return err
+			}
+			return fn(wctx, tx)
+		})
 	}
 	conn, err := x.db.Conn(ctx)
 	if err != nil {
@@ -636,6 +655,9 @@ func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, 
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
+	if err := x.d.LockWrites(ctx, conn, locks); err != nil {
+		return err
+	}
 	if err := fn(wctx, conn); err != nil {
 		return err
 	}
@@ -877,20 +899,50 @@ func textHash(s string) int64 {
 // flushBlocks re-indexes the blocks changed since they were last indexed
 // (migration 0003: writers only mark them dirty). It runs before every
 // search over blocks; when nothing is dirty it costs one indexed read.
+// The blocks are locked while they are indexed (their writers wait), up
+// to flushBlocksBatch in a transaction.
 func (x *Index) flushBlocks(ctx context.Context) error {
 	var dirty bool
 	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
 		return fmt.Errorf("search: check block index: %w", err)
 	}
-	if !dirty {
-		return nil
-	}
-	err := x.withWriteLock(ctx, x.d.IndexBlocks)
-	if err != nil {
-		return fmt.Errorf("search: re-index changed blocks: %w", err)
+	for dirty {
+		err := x.withWriteLock(ctx, nil, func(ctx context.Context, conn Execer) error {
+			rows, err := conn.QueryContext(ctx, `SELECT id FROM fts_blocks_dirty ORDER BY id LIMIT ?`, flushBlocksBatch)
+			if err != nil {
+				return err
+			}
+			var ids []int64
+			var locks []WriteLock
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+				locks = append(locks, BlockLock(id))
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			dirty = len(ids) == flushBlocksBatch
+			if err := x.d.LockWrites(ctx, conn, locks); err != nil {
+				return err
+			}
+			return x.d.IndexBlocks(ctx, conn, ids)
+		})
+		if err != nil {
+			return fmt.Errorf("search: re-index changed blocks: %w", err)
+		}
 	}
 	return nil
 }
+
+// flushBlocksBatch is how many marked blocks one transaction of
+// flushBlocks indexes.
+const flushBlocksBatch = 1000
 
 // flushBlockVectorsBatch is how many changed blocks one embedder call
 // covers.
@@ -966,7 +1018,13 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 			return 0, err
 		}
 	}
-	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// The blocks' writers wait: the text read below stays the one stored
+	// until the mark is cleared.
+	locks := make([]WriteLock, len(todo))
+	for i, b := range todo {
+		locks[i] = BlockLock(b.id)
+	}
+	err = x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
 		cleared = 0
 		next := 0
 		for _, b := range todo {
@@ -1126,7 +1184,12 @@ func (x *Index) flushArchivalVectors(ctx context.Context) error {
 			return err
 		}
 	}
-	return x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// The agents' archival writers (a deletion) wait.
+	locks := make([]WriteLock, len(todo))
+	for i, it := range todo {
+		locks[i] = AgentLock(it.Owner)
+	}
+	return x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
 		next := 0
 		for _, it := range todo {
 			var vec []float32

@@ -13,12 +13,21 @@ import (
 // write transaction takes transaction-scoped advisory locks
 // (pg_advisory_xact_lock, released at commit or rollback, so poolers in
 // transaction mode keep working) on what it touches, as 64-bit keys whose
-// top byte is the class and whose rest the object: a block (its id), an
-// agent (a hash of its name), or one of the named locks below. A
-// transaction takes its locks in key order (classes in the order of
-// their numbers), adding later ones only above those it holds, so no two
-// transactions wait for each other in a cycle. Keys of different objects
-// that collide only make their writers wait for each other.
+// top byte is the class and whose rest the object: the store (storeKey),
+// a block (its id), an agent (a hash of its name), or one of the named
+// locks below. A transaction takes its locks in key order (classes in the
+// order of their numbers), adding later ones only above those it holds,
+// so no two transactions wait for each other in a cycle. Keys of
+// different objects that collide only make their writers wait for each
+// other.
+//
+// storeKey (class 0) is held shared by every write transaction and
+// exclusively by what rewrites every vector (search.StoreLock). It is the
+// key engram's releases before parallel writers held exclusively for
+// every write, so a process of such a release never writes beside a
+// process of this one.
+const storeKey = 0x656e6772616d // "engram"
+
 const (
 	lockClassBlock = 1
 	lockClassAgent = 2
@@ -54,6 +63,8 @@ func lockKeys(locks []search.WriteLock) []int64 {
 	keys := make([]int64, 0, len(locks))
 	for _, l := range locks {
 		switch l.Kind() {
+		case search.LockStore:
+			keys = append(keys, storeKey)
 		case search.LockBlock:
 			keys = append(keys, lockKey(lockClassBlock, uint64(l.Block())))
 		case search.LockAgent:
@@ -64,15 +75,23 @@ func lockKeys(locks []search.WriteLock) []int64 {
 	return slices.Compact(keys)
 }
 
-// lockCalls is the select list taking n advisory locks, one per "?", in
-// order (a select list is evaluated left to right).
-func lockCalls(n int) string {
-	return strings.TrimSuffix(strings.Repeat("pg_advisory_xact_lock(?), ", n), ", ")
+// lockCalls is the select list taking the advisory locks keys, one per
+// "?", in order (a select list is evaluated left to right): storeKey
+// shared unless storeExclusive, every other key exclusively.
+func lockCalls(keys []int64, storeExclusive bool) string {
+	calls := make([]string, len(keys))
+	for i, k := range keys {
+		calls[i] = "pg_advisory_xact_lock(?)"
+		if k == storeKey && !storeExclusive {
+			calls[i] = "pg_advisory_xact_lock_shared(?)"
+		}
+	}
+	return strings.Join(calls, ", ")
 }
 
 // LockWrites takes locks' advisory locks in the transaction ex, in key
-// order, in one statement; each waits up to the transaction's
-// lock_timeout.
+// order, in one statement (the store's exclusively); each waits up to the
+// transaction's lock_timeout.
 func (SearchDialect) LockWrites(ctx context.Context, ex search.Execer, locks []search.WriteLock) error {
 	keys := lockKeys(locks)
 	if len(keys) == 0 {
@@ -82,7 +101,7 @@ func (SearchDialect) LockWrites(ctx context.Context, ex search.Execer, locks []s
 	for i, k := range keys {
 		args[i] = k
 	}
-	if _, err := ex.ExecContext(ctx, "SELECT "+lockCalls(len(keys)), args...); err != nil {
+	if _, err := ex.ExecContext(ctx, "SELECT "+lockCalls(keys, true), args...); err != nil {
 		return fmt.Errorf("take the write locks: %w", err)
 	}
 	return nil

@@ -45,17 +45,11 @@ func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) 
 	return n == 1, nil
 }
 
-// BeginWrite takes the store's advisory write lock (see writeLockKey),
-// waiting as long as the server's lock_timeout allows.
+// BeginWrite begins a transaction: PostgreSQL's writers run in parallel,
+// and the Index locks what it writes (LockWrites).
 func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(writeLockKey)); err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		return fmt.Errorf("take the write lock: %w", err)
-	}
-	return nil
+	_, err := conn.ExecContext(ctx, "BEGIN")
+	return err
 }
 
 // SnapshotIsolation is REPEATABLE READ: the default, READ COMMITTED,
@@ -142,16 +136,26 @@ func (SearchDialect) MessageNeighbours() string {
 		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)`
 }
 
-// IndexBlocks computes the tsvector of each marked block.
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+// IndexBlocks computes the tsvector of each of the marked blocks ids
+// (whose locks ex holds: no writer changes them meanwhile) and clears
+// their marks; marks set meanwhile on other blocks stay.
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
 	if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
 			setweight(to_tsvector('english', label), 'A') ||
 			setweight(to_tsvector('english', description), 'B') ||
 			setweight(to_tsvector('english', rendered), 'C')
-			WHERE id IN (SELECT id FROM fts_blocks_dirty)`); err != nil {
+			WHERE id IN (SELECT d.id FROM fts_blocks_dirty d JOIN json_array_elements_text(?::json) j(value) ON d.id = j.value::bigint)`,
+		string(list)); err != nil {
 		return err
 	}
-	_, err := ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty`)
+	_, err = ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty WHERE id IN (SELECT value::bigint FROM json_array_elements_text(?::json))`, string(list))
 	return err
 }
 

@@ -147,10 +147,10 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq < 9223372036854775807`
 }
 
-// IndexBlocks replaces the FTS5 terms of each marked block, and
-// fts_blocks_indexed's copy of what the index holds (which the text
-// cache reads).
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+// IndexBlocks replaces the FTS5 terms of each marked block (ids or not:
+// the write transaction holds the database), and fts_blocks_indexed's
+// copy of what the index holds (which the text cache reads).
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, _ []int64) error {
 	for _, q := range []string{
 		// The current owner names a block's rowid: a change of owner
 		// moves the indexed row at once (trigger fts_blocks_owner).

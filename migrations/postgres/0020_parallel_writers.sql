@@ -47,3 +47,45 @@ BEGIN
     PERFORM engram_log_trim('search_text_log', 216172782113783810, NEW.seq - 100000);
     RETURN NULL;
 END $$;
+
+-- A transaction that NOTIFYs takes a lock of the whole cluster at its
+-- commit and holds it through the commit's WAL flush, so notifying writers
+-- commit one at a time. engram's block writers set engram.notify to
+-- 'after' (for their transaction) and notify the blocks they changed
+-- after their commit instead, in a transaction of their own that flushes
+-- nothing; every other writer (an UPDATE by hand) still notifies from
+-- here.
+CREATE OR REPLACE FUNCTION engram_block_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    notify_now BOOLEAN := current_setting('engram.notify', true) IS DISTINCT FROM 'after';
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM fts_blocks_dirty WHERE id = OLD.id;
+        DELETE FROM vec_blocks WHERE rowid = OLD.id;
+        DELETE FROM vec_blocks_dirty WHERE id = OLD.id;
+        INSERT INTO search_vec_log (kind, id) VALUES (1, OLD.id);
+        IF notify_now THEN
+            PERFORM pg_notify('engram_blocks', OLD.id::text);
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'INSERT' OR NEW.label IS DISTINCT FROM OLD.label
+        OR NEW.description IS DISTINCT FROM OLD.description
+        OR NEW.rendered IS DISTINCT FROM OLD.rendered THEN
+        INSERT INTO fts_blocks_dirty (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+        INSERT INTO vec_blocks_dirty (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+    ELSIF NEW.fts IS DISTINCT FROM OLD.fts AND NEW.last_seq = OLD.last_seq
+        AND NEW.meta_ver = OLD.meta_ver AND NEW.epoch = OLD.epoch THEN
+        RETURN NEW; -- only the lazy index changed: nothing for caches
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.owner IS DISTINCT FROM OLD.owner THEN
+        DELETE FROM vec_blocks WHERE rowid = OLD.id;
+        INSERT INTO search_vec_log (kind, id) VALUES (1, OLD.id);
+    END IF;
+    -- Every committed change reaches every process's cache (LISTEN/NOTIFY):
+    -- PostgreSQL delivers it after commit, once per block per transaction.
+    IF notify_now THEN
+        PERFORM pg_notify('engram_blocks', NEW.id::text);
+    END IF;
+    RETURN NEW;
+END $$;
