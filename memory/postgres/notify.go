@@ -11,8 +11,8 @@ import (
 )
 
 // notifier sends the notifications of WriteBlocks' block changes after
-// their commits: one statement for whatever is pending when it runs (one
-// pg_notify per block), in a transaction with synchronous_commit off (a
+// their commits: one statement for what is pending notifyLinger after the
+// first (one pg_notify per block), in a transaction with synchronous_commit off (a
 // lost notification is no worse than a late one, and the transaction
 // then waits for no WAL flush while it holds PostgreSQL's notification
 // lock). Writers only queue their blocks' ids.
@@ -56,6 +56,12 @@ func (n *notifier) run() {
 	for {
 		select {
 		case <-n.wake:
+			// The blocks written meanwhile go in the same statement: under
+			// load one statement a few writes, not one a write.
+			select {
+			case <-time.After(notifyLinger):
+			case <-n.stop:
+			}
 			n.flush()
 		case <-n.stop:
 			n.flush()
@@ -63,6 +69,10 @@ func (n *notifier) run() {
 		}
 	}
 }
+
+// notifyLinger is how long the notifier collects blocks after the first
+// before it sends: what it adds to a notification's delivery.
+const notifyLinger = 2 * time.Millisecond
 
 // flush sends every queued notification (each block once).
 func (n *notifier) flush() {
