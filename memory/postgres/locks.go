@@ -36,9 +36,6 @@ const (
 
 // Named locks (class lockClassNamed).
 const (
-	// lockMigrate serializes migrations (two processes opening a fresh
-	// database at once).
-	lockMigrate = lockClassNamed<<56 | 1
 	// lockTextLogTrim and lockVecLogTrim are the change logs' trimmers
 	// (engram_log_trim, migration 0020: the literal keys are there).
 	lockTextLogTrim = lockClassNamed<<56 | 2

@@ -276,21 +276,23 @@ func (b *Backend) Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLoc
 }
 
 // migrate applies migrations.Postgres in order, in one transaction
-// holding the migration lock (lockMigrate), recording the version in
-// engram_schema. A database at a newer version than this build knows is
-// refused.
+// holding the store's lock exclusively (no write of another process runs
+// beside a change of the schema), recording the version in
+// engram_schema. A database already at this build's version is only
+// read. A database at a newer version than this build knows is refused.
 func (b *Backend) migrate(ctx context.Context) error {
 	all, err := migrations.Postgres()
 	if err != nil {
 		return err
 	}
-	return b.Write(ctx, func(tx *sql.Tx) error {
-		// Under the migration lock: IF NOT EXISTS does not make concurrent
+	var have int
+	if err := b.db.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&have); err == nil && have == len(all) {
+		return nil
+	}
+	return b.WriteLocked(ctx, []search.WriteLock{search.StoreLock()}, func(tx *sql.Tx) error {
+		// Under the store's lock: IF NOT EXISTS does not make concurrent
 		// creators safe (the loser gets 23505, 42P07 or 42710), and two
 		// processes opening a fresh database at once is ordinary.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(lockMigrate)); err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
-		}
 		if _, err := tx.ExecContext(ctx, migrations.PostgresVersionTable); err != nil {
 			return err
 		}
