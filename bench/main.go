@@ -88,11 +88,14 @@ func configFor(smoke, quick bool) config {
 }
 
 func main() {
+	if pgWriterChild() {
+		return // a writer process of the postgres section
+	}
 	smoke := flag.Bool("smoke", false, "tiny sizes, a few seconds (CI)")
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: internal/eval.FindCranfield)")
-	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,serve,\"serve under abuse\",agents,locomo")
+	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,pgwriters,serve,\"serve under abuse\",agents,locomo")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	agentEngines := flag.String("agents-engines", "sqlite,postgres", "the agents section's engines: sqlite, postgres or both")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -158,6 +161,7 @@ func main() {
 	run("crdt", func() error { return benchCRDT(cfg, r) })
 	run("history", func() error { return benchHistory(ctx, cfg, tmp, r) })
 	run("postgres", func() error { return benchPostgres(ctx, cfg, dir, tmp, r) })
+	run("pgwriters", func() error { return benchPostgresWriters(ctx, cfg, r) })
 	run("serve", func() error { return benchServe(ctx, cfg, tmp, r) })
 	run("locomo", func() error { return benchLoCoMo(ctx, cfg, tmp, r) })
 	if cfg.name != "quick" || *only != "" {

@@ -110,7 +110,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		return err
 	}
 	r.compare(sec, fmt.Sprintf("PostgreSQL append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
-		"engram serializes writes on one advisory lock (as SQLite's one writer), queued writes commit as one group; bare inserts run in parallel")
+		"one process, one agent's blocks; writes to different blocks run in parallel (each locks its block), as the bare inserts do")
 
 	if err := benchPostgresBuild(ctx, cfg, newDB, tmp, r); err != nil {
 		return err

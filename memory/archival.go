@@ -57,7 +57,7 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err != nil {
 		return e, err
 	}
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		return c.insertArchivalTx(ctx, tx, row, supersede, vecs)
 	})
 	return row.e, err
@@ -339,7 +339,7 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 			vecs, err = c.embedArchival(ctx, agent, chunk)
 		}
 		if err == nil {
-			err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 				if err := c.checkQuota(ctx, tx, agent, rowsBytes(chunk)); err != nil {
 					return err
 				}
@@ -470,7 +470,7 @@ func (c *Cache) DeleteArchival(ctx context.Context, agent string, id int64) erro
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+	n, err := c.exec(ctx, agentLock(agent), `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
 	if err != nil {
 		return fmt.Errorf("memory: delete archival %d of %q: %w", id, agent, err)
 	}

@@ -44,7 +44,7 @@ func BenchmarkMergedRecord(b *testing.B) {
 			next := 0
 			b.Run("empty-write", func(b *testing.B) { // the transaction alone, for comparison
 				for range b.N {
-					if err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return nil }); err != nil {
+					if err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error { return nil }); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -54,7 +54,7 @@ func BenchmarkMergedRecord(b *testing.B) {
 					for range b.N {
 						hs := hashes(next, n)
 						next += n
-						err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+						err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
 							return insertMerged(ctx, tx, id, hs, func(string) string { return "ada" })
 						})
 						if err != nil {
@@ -72,7 +72,7 @@ func BenchmarkMergedRecord(b *testing.B) {
 				b.Fatal(err)
 			}
 			all := hashes(0, 1000)
-			if err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
 				return insertMerged(ctx, tx, id, all, func(string) string { return "ada" })
 			}); err != nil {
 				b.Fatal(err)

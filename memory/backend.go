@@ -32,11 +32,15 @@ type Backend interface {
 	Name() string
 	// DB is the pool reads use. Statements use "?" placeholders.
 	DB() *sql.DB
-	// Write runs fn in a transaction holding the store's write lock,
-	// committing when fn returns nil. Only taking the lock is retried
-	// (until the backend's lock timeout), so fn runs at most once; a ctx
-	// that ends while waiting for the lock returns its error with nothing
-	// written; once fn runs, the transaction completes whatever ctx does.
+	// Write runs fn in a write transaction, committing when fn returns
+	// nil: on an engine with one writer at a time (SQLite) one holding the
+	// store's write lock; where writers run in parallel (PostgreSQL) one
+	// that locks no block or agent of its own (the store's writes lock
+	// what they write, through the backend's WriteBlocks and Lock). Only
+	// taking a lock is retried (until the backend's lock timeout), so fn
+	// runs at most once; a ctx that ends while waiting for the lock
+	// returns its error with nothing written; once fn runs, the
+	// transaction completes whatever ctx does.
 	Write(ctx context.Context, fn func(*sql.Tx) error) error
 	// IsConflict reports whether err is a unique-constraint violation.
 	IsConflict(err error) bool

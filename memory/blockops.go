@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/search"
 )
 
 // checkAgent refuses an empty agent id.
@@ -99,7 +100,9 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 	rendered := doc.Render()
 	var id int64
 	incarnation := newIncarnation()
-	err = c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// The owner's lock: its generation, and its label taken by one
+	// creator at a time.
+	err = c.writeBlocks(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRow(`INSERT INTO blocks (owner, label, description, block_type, permission, schema_json,
 			char_limit, pinned, priority, rendered, heads, created_at, updated_at, incarnation)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, label) DO NOTHING RETURNING id`,
@@ -269,13 +272,32 @@ func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
 		return err
 	}
 	// The generations of the owner and the sharees are bumped before the
-	// block and its shares go.
+	// block and its shares go, under the block's lock (its writers, shares
+	// and unshares wait) and then theirs.
 	gone := notFound("block %q of agent %q", label, agent)
-	err = c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := bumpGenOfBlock(tx, agent, label); err != nil {
+	err = c.writeBlocks(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
+		var id int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM blocks WHERE owner = ? AND label = ?`, agent, label).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return gone
+		}
+		if err != nil {
 			return err
 		}
-		res, err := tx.Exec(`DELETE FROM blocks WHERE owner = ? AND label = ?`, agent, label)
+		if err := c.lock(ctx, tx, search.BlockLock(id)); err != nil {
+			return err
+		}
+		sharees, err := shareesOf(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := c.lock(ctx, tx, agentLocks(append(sharees, agent)...)...); err != nil {
+			return err
+		}
+		if err := bumpGen(tx, append(sharees, agent)...); err != nil {
+			return err
+		}
+		res, err := tx.Exec(`DELETE FROM blocks WHERE id = ? AND owner = ? AND label = ?`, id, agent, label)
 		if err != nil {
 			return err
 		}
@@ -448,6 +470,10 @@ func rotates(doc *blocks.Document) bool {
 func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if len(e.rotated) == 0 {
 		return nil
+	}
+	// The owner's archival: after the block's lock, as the order wants.
+	if err := c.lock(ctx, tx, search.AgentLock(e.owner)); err != nil {
+		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
 	rows, err := c.logRows(e, e.rotated, c.opts.Now().UTC())
 	if err != nil {
@@ -747,7 +773,7 @@ func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blo
 	if err != nil {
 		return false, err
 	}
-	n, err := c.exec(ctx, `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
+	n, err := c.exec(ctx, blockLock(ent.id), `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
 		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ?
 		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ?`,
 		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
@@ -781,7 +807,7 @@ func (c *Cache) Compact(ctx context.Context, agent, label string) error {
 	e.lock()
 	defer e.unlock()
 	var p pendingWrite
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := c.compactNow(ctx, tx, e, &p); err != nil {
 			return fmt.Errorf("memory: compact block %q: %w", label, err)
 		}

@@ -159,9 +159,13 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
-	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, &search.IndexOptions{
+	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
-		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff})
+		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
+	if lw, ok := be.(lockingWriter); ok {
+		io.WriteLocked = lw.WriteLocked
+	}
+	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, io)
 	switch {
 	case err == nil:
 	case errors.Is(err, search.ErrEmbedderMismatch) && o.OpenForReembed && c.index != nil:

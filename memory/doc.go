@@ -39,7 +39,8 @@
 // store manages every document it hands out ([blocks.Document.Manage]): each
 // mutation, through a store method or directly on a view from GetBlock or
 // GetSharedBlock, runs inside one write transaction (holding the backend's
-// write lock) that first applies
+// write lock on SQLite, the block's lock on PostgreSQL, where writes to
+// different blocks run in parallel) that first applies
 // what other writers persisted, then validates the edit against that fresh
 // state with the accessor's current permission (so limits hold across
 // processes, and a revoked share binds views taken before it), and stores

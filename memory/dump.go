@@ -482,7 +482,34 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		pre = append(pre, prepared{b: b, info: info, rendered: doc.Render(), heads: strings.Join(doc.Heads(), ","), epochs: epochHeads, mergedBy: mergedBy})
 	}
-	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// Every agent the dump writes for: new blocks, shares, archival,
+	// messages and the context library are theirs.
+	var writes []string
+	for _, p := range pre {
+		writes = append(writes, p.info.Owner)
+	}
+	for _, sh := range d.Shares {
+		writes = append(writes, sh.Agent)
+	}
+	for _, e := range d.Archival {
+		writes = append(writes, e.Agent)
+	}
+	for _, m := range d.Messages {
+		writes = append(writes, m.Agent)
+	}
+	for _, b := range d.Batches {
+		writes = append(writes, b.Agent)
+	}
+	for _, s := range d.Summaries {
+		writes = append(writes, s.Agent)
+	}
+	for _, p := range d.Profiles {
+		writes = append(writes, p.Agent)
+	}
+	for _, e := range d.Library {
+		writes = append(writes, e.Agent)
+	}
+	err := c.writeBlocks(ctx, agentLocks(writes...), func(ctx context.Context, tx *sql.Tx) error {
 		rep = ImportReport{}
 		for _, agent := range slices.Sorted(maps.Keys(adds)) {
 			if err := c.checkQuota(ctx, tx, agent, adds[agent]); err != nil {

@@ -95,7 +95,7 @@ func (c *Cache) rebaseLocked(ctx context.Context, e *entry, seq int64) error {
 		return err
 	}
 	switched := false
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
 		var last, snap, ep, mv int64
 		err := tx.QueryRowContext(ctx, `SELECT last_seq, snapshot_seq, epoch, meta_ver FROM blocks WHERE id = ?`, e.id).Scan(&last, &snap, &ep, &mv)
 		if err != nil {
@@ -233,7 +233,7 @@ func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
 		fresh epochDoc
 		p     pendingWrite
 	)
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
 		r, err := c.compactNow(ctx, tx, e, &p)
 		if err != nil {
 			return fmt.Errorf("memory: rebase block %q: %w", label, err)

@@ -107,7 +107,7 @@ func (c *Cache) PutContextLibrary(ctx context.Context, agent string, entries []L
 		return nil
 	}
 	now := c.nanos()
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		for _, e := range entries {
 			rec := 0
 			if e.Recoverable {
@@ -139,7 +139,7 @@ func (c *Cache) RemoveFromContextLibrary(ctx context.Context, agent string, ids 
 	if err := checkAgent(agent); err != nil {
 		return err
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		if len(ids) == 0 {
 			_, err := tx.Exec(`DELETE FROM context_library WHERE agent = ?`, agent)
 			return err

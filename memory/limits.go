@@ -109,11 +109,13 @@ func messageBytes(m *Message, calls string) int64 {
 const usageQuery = `SELECT bytes FROM agent_usage WHERE agent = ?`
 
 // checkQuota refuses, inside the write transaction tx, a write adding
-// bytes to agent's usage past Options.AgentQuotaBytes. Writers hold the
-// store's write lock from their first statement to their commit (and a
-// group commit's writes run one after another in one transaction), so the
-// count read here includes every write committed or running before this
-// one, and none can slip in between the check and the insert.
+// bytes to agent's usage past Options.AgentQuotaBytes. Every write that
+// adds to an agent's usage (archival entries, messages, a log's rotation,
+// an import) holds the agent's lock from before this read to its commit —
+// SQLite's store-wide write lock (a group commit's writes run one after
+// another in one transaction), PostgreSQL's per-agent lock — so the count
+// read here includes every such write committed before this one, and none
+// can slip in between the check and the insert.
 func (c *Cache) checkQuota(ctx context.Context, tx *sql.Tx, agent string, bytes int64) error {
 	q := c.opts.AgentQuotaBytes
 	if q <= 0 || bytes <= 0 {

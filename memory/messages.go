@@ -118,7 +118,9 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 	for i := range out {
 		seqs[i] = out[i].Seq
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// The agent's lock: its batches' sequence numbers and message ids
+	// are handed out in commit order.
+	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		if err := c.checkQuota(ctx, tx, agent, adds); err != nil {
 			return err
 		}
@@ -292,7 +294,7 @@ func (c *Cache) CompleteBatch(ctx context.Context, agent, batchID string) error 
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, `UPDATE batches SET complete = 1, completed_at = ? WHERE agent = ? AND batch_id = ?`,
+	n, err := c.exec(ctx, agentLock(agent), `UPDATE batches SET complete = 1, completed_at = ? WHERE agent = ? AND batch_id = ?`,
 		c.nanos(), agent, batchID)
 	if err != nil {
 		return fmt.Errorf("memory: complete batch %q of %q: %w", batchID, agent, err)
@@ -344,7 +346,7 @@ func (c *Cache) SaveSummary(ctx context.Context, agent string, s Summary) (Summa
 		prev = s.PreviousID
 	}
 	var err error
-	s.ID, err = c.insertID(ctx, `INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
+	s.ID, err = c.insertID(ctx, agentLock(agent), `INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, agent, s.FirstMessageID, s.LastMessageID, prev, s.Content, s.Model, s.CreatedAt.UnixNano())
 	if err != nil {
 		return s, fmt.Errorf("memory: save summary for %q: %w", agent, err)

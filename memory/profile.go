@@ -156,7 +156,7 @@ func (c *Cache) SetProfile(ctx context.Context, agent string, p Profile) error {
 	if err != nil {
 		return err
 	}
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO agent_profiles (agent, profile_json, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (agent) DO UPDATE SET profile_json = excluded.profile_json, updated_at = excluded.updated_at`,
 			agent, string(data), c.nanos()); err != nil {
@@ -179,7 +179,7 @@ func (c *Cache) DeleteProfile(ctx context.Context, agent string) error {
 	if err := checkAgent(agent); err != nil {
 		return err
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(`DELETE FROM agent_profiles WHERE agent = ?`, agent)
 		if err != nil {
 			return err

@@ -33,7 +33,8 @@ type Driver struct {
 
 // DriverOptions are the Options a Driver's Open receives.
 type DriverOptions struct {
-	// LockTimeout is how long a write waits for the write lock
+	// LockTimeout is how long a write waits for a lock: the write lock,
+	// or on an engine whose writers run in parallel each lock it takes
 	// (Options.BusyTimeout).
 	LockTimeout time.Duration
 	// Logger receives the backend's logs (Options.Logger); never nil.

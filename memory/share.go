@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/search"
 )
 
 // ShareBlock shares owner's block with another agent at perm. Sharing again
@@ -29,11 +30,25 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 		return invalidArg("share permission %d", int(perm))
 	}
 	// The sharee's blocks generation is bumped with the share (see
-	// BlocksStamp).
-	n, err := c.execBump(ctx, withAgent, `INSERT INTO shares (block_id, agent, permission, created_at)
-		SELECT id, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?
-		ON CONFLICT (block_id, agent) DO UPDATE SET permission = excluded.permission`,
-		withAgent, perm.String(), c.nanos(), owner, label)
+	// BlocksStamp), under the block's lock (its writers read the share)
+	// and the sharee's.
+	var n int64
+	err := c.writeBlocks(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
+		id, ok, err := c.lockShared(ctx, tx, owner, label, withAgent)
+		if err != nil || !ok {
+			return err
+		}
+		res, err := tx.Exec(`INSERT INTO shares (block_id, agent, permission, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (block_id, agent) DO UPDATE SET permission = excluded.permission`,
+			id, withAgent, perm.String(), c.nanos())
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return bumpGen(tx, withAgent)
+	})
 	if err != nil {
 		return fmt.Errorf("memory: share block %q of %q with %q: %w", label, owner, withAgent, err)
 	}
@@ -43,21 +58,26 @@ func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, 
 	return nil
 }
 
-// execBump runs one statement and, when it changed a row, bumps agent's
-// blocks generation in the same transaction. It returns the rows affected.
-func (c *Cache) execBump(ctx context.Context, agent, query string, args ...any) (int64, error) {
-	var n int64
-	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.Exec(query, args...)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		return bumpGen(tx, agent)
-	})
-	return n, err
+// lockShared finds owner's block label and locks it and agent (a sharee)
+// in the write transaction tx; ok is false when there is no such block.
+func (c *Cache) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent string) (id int64, ok bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT id FROM blocks WHERE owner = ? AND label = ?`, owner, label).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if err := c.lock(ctx, tx, search.BlockLock(id), search.AgentLock(agent)); err != nil {
+		return 0, false, err
+	}
+	// Deleted while the lock was awaited (a new block of that label is
+	// another block): none.
+	err = tx.QueryRowContext(ctx, `SELECT id FROM blocks WHERE id = ? AND owner = ? AND label = ?`, id, owner, label).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
 }
 
 // UnshareBlock revokes a share.
@@ -67,9 +87,12 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 	}
 	// The sharee's pending proposals on the block go with its access.
 	var n int64
-	err := c.writeBlocks(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM shares WHERE agent = ? AND block_id =
-			(SELECT id FROM blocks WHERE owner = ? AND label = ?)`, withAgent, owner, label)
+	err := c.writeBlocks(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
+		id, ok, err := c.lockShared(ctx, tx, owner, label, withAgent)
+		if err != nil || !ok {
+			return err
+		}
+		res, err := tx.Exec(`DELETE FROM shares WHERE agent = ? AND block_id = ?`, withAgent, id)
 		if err != nil {
 			return err
 		}
@@ -78,8 +101,8 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 		}
 		if _, err := tx.Exec(`UPDATE proposals SET status = 'withdrawn', decided_at = ?, decided_by = 'system',
 			reason = reason || ' [withdrawn: the share was revoked]'
-			WHERE status = 'pending' AND proposer = ? AND block_id = (SELECT id FROM blocks WHERE owner = ? AND label = ?)`,
-			c.nanos(), withAgent, owner, label); err != nil {
+			WHERE status = 'pending' AND proposer = ? AND block_id = ?`,
+			c.nanos(), withAgent, id); err != nil {
 			return err
 		}
 		return bumpGen(tx, withAgent)
@@ -174,7 +197,7 @@ func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e E
 		return Proposal{}, err
 	}
 	now := c.nanos()
-	id, err := c.insertID(ctx, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
+	id, err := c.insertID(ctx, nil, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at)
 		SELECT id, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ? RETURNING id`,
 		agent, string(e.Op), string(args), reason, now, owner, label)
 	if err != nil {
@@ -388,7 +411,8 @@ func (c *Cache) RejectProposal(ctx context.Context, id int64, approver, reason s
 	if _, err := c.pendingProposal(ctx, id, approver); err != nil {
 		return err
 	}
-	return c.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return c.decideTx(tx, id, "rejected", approver, reason) })
+	// (No lock: decideTx's guarded UPDATE decides against an approval.)
+	return c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error { return c.decideTx(tx, id, "rejected", approver, reason) })
 }
 
 // HumanApprover prefixes the name of a person deciding proposals (see

@@ -213,15 +213,22 @@ func bumpGen(tx *sql.Tx, agents ...string) error {
 	return nil
 }
 
-// bumpGenOfBlock bumps the generation counters of a block's owner and of
-// every agent it is shared with (before the block or its shares go away).
-func bumpGenOfBlock(tx *sql.Tx, owner, label string) error {
-	if _, err := tx.Exec(`INSERT INTO meta (key, value)
-		SELECT ? || s.agent, 1 FROM shares s JOIN blocks b ON b.id = s.block_id WHERE b.owner = ? AND b.label = ?
-		ON CONFLICT (key) DO UPDATE SET value = CAST(meta.value AS BIGINT) + 1`, genKeyPrefix, owner, label); err != nil {
-		return fmt.Errorf("bump blocks generation of the sharees of %q/%q: %w", owner, label, err)
+// shareesOf lists the agents block id is shared with, in name order.
+func shareesOf(ctx context.Context, tx *sql.Tx, id int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT agent FROM shares WHERE block_id = ? ORDER BY agent`, id)
+	if err != nil {
+		return nil, fmt.Errorf("list the sharees of block %d: %w", id, err)
 	}
-	return bumpGen(tx, owner)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, fmt.Errorf("list the sharees of block %d: %w", id, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
 
 // prepared returns a prepared statement of the read pool for query,

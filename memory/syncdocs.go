@@ -46,7 +46,8 @@ func (c *Cache) DocumentID(ctx context.Context, agent, owner, label string) (Doc
 		}
 		// Two processes may make the block's first id at once: the
 		// unique key keeps one, which both read back.
-		err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// (No lock: the unique key decides.)
+		err = c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO sync_documents (doc_id, block_id, incarnation, epoch) VALUES (?, ?, ?, ?)
 				ON CONFLICT DO NOTHING`, hex.EncodeToString(id[:]), e.id, e.incarnation, epoch); err != nil {
 				return err

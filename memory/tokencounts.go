@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -58,7 +60,11 @@ func (c *Cache) SaveTokenCounts(ctx context.Context, encoding string, counts map
 	if len(counts) == 0 {
 		return nil
 	}
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// Inserted in hash order: two writers whose counts overlap wait for
+	// each other's rows in one order, never in a cycle (no lock of ours:
+	// PostgreSQL's writers run in parallel).
+	hashes := slices.Sorted(maps.Keys(counts))
+	err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
 		var b strings.Builder
 		args := make([]any, 0, 3*min(len(counts), 300))
 		flush := func() error {
@@ -71,7 +77,8 @@ func (c *Cache) SaveTokenCounts(ctx context.Context, encoding string, counts map
 			args = args[:0]
 			return err
 		}
-		for h, n := range counts {
+		for _, h := range hashes {
+			n := counts[h]
 			if len(args) > 0 {
 				b.WriteString(", ")
 			}

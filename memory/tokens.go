@@ -103,7 +103,7 @@ func (c *Cache) CreateToken(ctx context.Context, spec TokenSpec) (Token, string,
 		t.ExpiresAt = time.Unix(0, now.Add(spec.Expires).UnixNano())
 		expires = t.ExpiresAt.UnixNano()
 	}
-	id, err := c.insertID(ctx, `INSERT INTO tokens (hash, agent, human, name, read_only, created_at, expires_at)
+	id, err := c.insertID(ctx, nil, `INSERT INTO tokens (hash, agent, human, name, read_only, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, tokenHash(secret), agent, human, spec.Name, tokenFlag(spec.ReadOnly), now.UnixNano(), expires)
 	if err != nil {
 		return Token{}, "", fmt.Errorf("memory: create token for %s: %w", t.subject(), err)
@@ -159,7 +159,7 @@ func (c *Cache) RevokeToken(ctx context.Context, id int64) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at = 0`, c.nanos(), id)
+	n, err := c.exec(ctx, nil, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at = 0`, c.nanos(), id)
 	if err != nil {
 		return fmt.Errorf("memory: revoke token %d: %w", id, err)
 	}
@@ -208,7 +208,7 @@ func (c *Cache) VerifyToken(ctx context.Context, secret string) (Token, error) {
 	}
 	if now.Sub(t.LastUsedAt) >= tokenUseResolution {
 		// Best effort: a failed record must not refuse a valid token.
-		if _, err := c.exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ? AND last_used_at < ?`,
+		if _, err := c.exec(ctx, nil, `UPDATE tokens SET last_used_at = ? WHERE id = ? AND last_used_at < ?`,
 			now.UnixNano(), t.ID, now.Add(-tokenUseResolution).UnixNano()); err == nil {
 			t.LastUsedAt = time.Unix(0, now.UnixNano())
 		}
@@ -304,7 +304,7 @@ func (c *Cache) CreateLoginLink(ctx context.Context, tokenID int64, ttl time.Dur
 		return "", fmt.Errorf("memory: create login link for token %d: read random bytes: %w", t.ID, err)
 	}
 	secret := LoginLinkPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	if _, err := c.exec(ctx, `INSERT INTO login_links (hash, token_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+	if _, err := c.exec(ctx, nil, `INSERT INTO login_links (hash, token_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
 		tokenHash(secret), t.ID, now.UnixNano(), expires.UnixNano()); err != nil {
 		return "", fmt.Errorf("memory: create login link for token %d: %w", t.ID, err)
 	}
@@ -328,7 +328,8 @@ func (c *Cache) UseLoginLink(ctx context.Context, secret string) (Token, error) 
 	now := c.opts.Now()
 	var t Token
 	found := false
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// (No lock: one guarded UPDATE claims the link.)
+	err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
 		found = false
 		var id int64
 		err := tx.QueryRowContext(ctx, `UPDATE login_links SET used_at = ? WHERE hash = ? AND used_at = 0 AND expires_at > ? RETURNING token_id`,

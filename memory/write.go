@@ -8,16 +8,24 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/search"
 )
 
 // write runs fn in the backend's write transaction (see Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
-// leaves nothing written). fn gets ctx without its cancellation, for its
-// statements: once the transaction runs it finishes, and on SQLite a
-// cancelled statement interrupts the connection, which rolls back the whole
-// transaction — under group commit other callers' writes too.
-func (c *Cache) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+// leaves nothing written), holding locks where the backend's writers run
+// in parallel (lockingWriter: PostgreSQL): the blocks and agents fn
+// writes, so that their other writers wait and every check fn makes reads
+// what they committed (see search.WriteLock for the order). fn gets ctx
+// without its cancellation, for its statements: once the transaction runs
+// it finishes, and on SQLite a cancelled statement interrupts the
+// connection, which rolls back the whole transaction — under group commit
+// other callers' writes too.
+func (c *Cache) write(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	wctx := context.WithoutCancel(ctx)
+	if lw, ok := c.be.(lockingWriter); ok {
+		return lw.WriteBlocks(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
+	}
 	return c.be.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
 }
 
@@ -25,18 +33,55 @@ func (c *Cache) write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 // created, deleted or imported, shares granted, changed or revoked): once
 // it committed, BlocksChanged's consumers are signalled. (Content writes
 // signal in committed, once the cached document reflects them.)
-func (c *Cache) writeBlocks(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	err := c.write(ctx, fn)
+func (c *Cache) writeBlocks(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	err := c.write(ctx, locks, fn)
 	if err == nil {
 		c.changes.fire()
 	}
 	return err
 }
 
+// lockingWriter is a backend whose write transactions do not exclude each
+// other (PostgreSQL): a write locks what it writes, taking locks in its
+// first statement (WriteLocked; the store's writes use WriteBlocks, which
+// also tells other processes of the changes of the blocks it locks, after
+// the commit) and, when it finds it needs more, later (Lock: only locks
+// ordered after all it holds, see search.WriteLock). Backends without it
+// (SQLite) hold the whole store in every write transaction.
+type lockingWriter interface {
+	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
+	WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
+	Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error
+}
+
+// lock takes more locks inside a write transaction (see lockingWriter).
+func (c *Cache) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
+	if lw, ok := c.be.(lockingWriter); ok {
+		return lw.Lock(ctx, tx, locks...)
+	}
+	return nil
+}
+
+// blockLock and agentLock are the locks of a write to one block, or to
+// what is one agent's (archival, messages, library, generation).
+func blockLock(id int64) []search.WriteLock { return []search.WriteLock{search.BlockLock(id)} }
+func agentLock(agent string) []search.WriteLock {
+	return []search.WriteLock{search.AgentLock(agent)}
+}
+
+// agentLocks locks each of agents (in any order, repeats allowed).
+func agentLocks(agents ...string) []search.WriteLock {
+	out := make([]search.WriteLock, len(agents))
+	for i, a := range agents {
+		out[i] = search.AgentLock(a)
+	}
+	return out
+}
+
 // exec runs one statement through write and returns the rows affected.
-func (c *Cache) exec(ctx context.Context, query string, args ...any) (int64, error) {
+func (c *Cache) exec(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
 	var n int64
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return err
@@ -48,9 +93,9 @@ func (c *Cache) exec(ctx context.Context, query string, args ...any) (int64, err
 }
 
 // insertID runs one INSERT ... RETURNING id through write.
-func (c *Cache) insertID(ctx context.Context, query string, args ...any) (int64, error) {
+func (c *Cache) insertID(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
 	var id int64
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
+	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err
 }
 
@@ -95,11 +140,12 @@ func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 
 // Write runs one mutation of the block for blocks.Document (entry is the
 // managed document's blocks.Writer). In write-through mode it holds the
-// database's write lock throughout: it applies whatever other writers
-// persisted, lets the edit validate itself against that fresh state with
-// the accessor's current permission, and commits the change in the same
-// transaction, so limits and permissions hold across processes and a
-// write is acknowledged only once it is durable. If anything fails the
+// block's lock throughout (the database's write lock on SQLite): it
+// applies whatever other writers persisted, lets the edit validate itself
+// against that fresh state with the accessor's current permission, and
+// commits the change in the same transaction, so limits and permissions
+// hold across processes and a write is acknowledged only once it is
+// durable. If anything fails the
 // document rolls the edit back and the error says why. In write-back mode
 // the edit applies to the cached state and persists on Flush.
 func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
@@ -143,7 +189,9 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 	)
 	pre := c.applyAhead(e, req, wt, apply)
 	// Once the transaction starts it runs to the end whatever ctx does.
-	err = c.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// The block's lock: its other writers (in any process) wait, so the
+	// state read below is the last committed one.
+	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
 		if pre != nil {
 			ok, err := c.claimAhead(ctx, tx, e, req, pre)
 			if err != nil {

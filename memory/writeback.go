@@ -146,7 +146,7 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		return broken
 	}
 	var p pendingWrite
-	err := c.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) (err error) {
 		_, p, err = c.writePending(ctx, tx, e)
 		return err
 	})

@@ -23,14 +23,23 @@ type Dialect interface {
 	// engine's migrations; textLog reports whether it holds the full-text
 	// change log (search_text_log) the text cache needs.
 	CheckSchema(ctx context.Context, db *sql.DB) (textLog bool, err error)
-	// BeginWrite starts a transaction on conn holding the engine's write
-	// lock, for an Index without IndexOptions.Write; the Index commits or
-	// rolls back with COMMIT or ROLLBACK on conn.
+	// BeginWrite starts a write transaction on conn, for an Index without
+	// IndexOptions.Write (holding the engine's write lock where it has
+	// one); the Index commits or rolls back with COMMIT or ROLLBACK on
+	// conn.
 	BeginWrite(ctx context.Context, conn *sql.Conn) error
+	// LockWrites takes locks in the write transaction ex, where the
+	// engine's writers run in parallel (see WriteLock); nothing where one
+	// write transaction holds the whole database.
+	LockWrites(ctx context.Context, ex Execer, locks []WriteLock) error
 	// SnapshotIsolation is the isolation that makes a read transaction one
 	// snapshot (the caches read their change log and the rows it names in
 	// one).
 	SnapshotIsolation() sql.IsolationLevel
+	// ChangeLog is how the caches read the change log table
+	// (search_text_log, search_vec_log): which entries a read snapshot
+	// holds, and how the log is trimmed.
+	ChangeLog(table string) ChangeLog
 
 	// JSONObject is the SQL expression building a JSON object (as text)
 	// from pairs, a list of alternating key literals and value
@@ -65,10 +74,11 @@ type Dialect interface {
 	// full-text index pairs them: LEFT JOINs, no neighbour past either
 	// end of the seq range.
 	MessageNeighbours() string
-	// IndexBlocks re-indexes the blocks marked in fts_blocks_dirty (the
-	// writers only mark them) and clears the marks, through ex under the
-	// write lock.
-	IndexBlocks(ctx context.Context, ex Execer) error
+	// IndexBlocks re-indexes the blocks ids marked in fts_blocks_dirty
+	// (the writers only mark them) and clears their marks, through ex
+	// holding their locks (LockWrites); an engine whose write transaction
+	// holds the whole database may do every marked block.
+	IndexBlocks(ctx context.Context, ex Execer, ids []int64) error
 	// FullText returns one full-text leg's query: p.Columns of the best
 	// p.Limit matching rows of p.Table that pass p.Where, then their
 	// score, best first. lowerIsBetter says how the score orders.

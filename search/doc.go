@@ -61,6 +61,12 @@
 // the FTS5 tables index (or to a column a search filters on) in the
 // writer's transaction, for the text cache.
 //
+// A cache reads a log by snapshot, not by the order its entries were
+// numbered in (ChangeLog, Dialect.ChangeLog): it remembers the snapshot
+// it caught up to and next reads the entries that snapshot did not hold,
+// so where writers run in parallel (PostgreSQL) an entry numbered early
+// and committed late is read late, never skipped.
+//
 // # In-process caches
 //
 // By default an Index keeps a copy of the full-text index in memory (at

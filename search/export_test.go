@@ -21,7 +21,7 @@ func TextFlightRunning(x *Index) bool { return x.text.ld.running() }
 func TextCacheLoaded(x *Index) bool {
 	x.text.mu.RLock()
 	defer x.text.mu.RUnlock()
-	return x.text.seq >= 0 && !x.text.partial
+	return x.text.pos.valid() && !x.text.partial
 }
 
 // TextCachePartial reports whether x's text cache holds only some owners'

@@ -152,14 +152,20 @@ type IndexOptions struct {
 	// Nil discards.
 	Logger *slog.Logger
 	// Write, when set, runs the Index's write transactions (vector and
-	// index maintenance) under the caller's write lock, as memory.Backend
-	// does. Without it the Index takes the dialect's write lock itself
-	// (Dialect.BeginWrite). It must be the store's writer where the store
-	// has one (memory/postgres takes one advisory lock for every write):
-	// the caches' change logs are read in sequence order, which is commit
-	// order only when every writer to the engram tables holds that lock
-	// until it commits.
+	// index maintenance) as the caller's writes run, as memory.Backend
+	// does: holding the store's write lock where it has one (SQLite), and
+	// where writers run in parallel (PostgreSQL) locking what they write
+	// (Dialect.LockWrites, inside the transaction). Without it the Index
+	// begins its own (Dialect.BeginWrite).
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
+	// WriteLocked, when set, is used instead of Write: a write
+	// transaction taking locks (see WriteLock) in its first statement, as
+	// memory/postgres's Backend.WriteLocked does. The transactions that
+	// hold the whole store (StoreLock: Reembed's swap, setting up the
+	// vector tables) need it where every write holds the store shared:
+	// one that took it shared first and then exclusively would wait for
+	// another doing the same.
+	WriteLocked func(ctx context.Context, locks []WriteLock, fn func(*sql.Tx) error) error
 	// DataVersion, when set, reports a number that changes whenever a
 	// connection other than its own commits to db (SQLite's PRAGMA
 	// data_version read on a connection that never writes, as
@@ -409,7 +415,10 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
-	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: x.withWriteLock}); err != nil {
+	write := func(ctx context.Context, fn func(ctx context.Context, ex Execer) error) error {
+		return x.withWriteLock(ctx, nil, fn)
+	}
+	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: write}); err != nil {
 		return nil, fmt.Errorf("search: NewIndex: open vectors: %w", err)
 	}
 	x.vinfo = x.vec.Info()
@@ -424,9 +433,9 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	iso := d.SnapshotIsolation()
 	switch {
 	case x.vinfo.Engine == "":
-		x.cache = newVecCache(dims, 0, false, iso, x.opts.Logger) // the only KNN there is
+		x.cache = newVecCache(dims, 0, false, iso, newChangeLog(d, "search_vec_log"), x.opts.Logger) // the only KNN there is
 	case limit > 0:
-		x.cache = newVecCache(dims, limit, true, iso, x.opts.Logger)
+		x.cache = newVecCache(dims, limit, true, iso, newChangeLog(d, "search_vec_log"), x.opts.Logger)
 	}
 	if x.cache != nil {
 		x.cache.fresh.read = x.opts.DataVersion
@@ -461,8 +470,8 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 			return x, nil
 		}
 	}
-	// Record the embedder and create the tables under the write lock.
-	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// Record the embedder and create the tables holding the store.
+	err = x.withWriteLock(ctx, []WriteLock{StoreLock()}, func(ctx context.Context, conn Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -586,10 +595,10 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 }
 
 // logVectorChanges records changed rows in search_vec_log (read by vector
-// caches) and trims the log to its last vecLogKeep entries. Rows go in
-// vecLogRows to a statement: one statement per row was a sixth of a bulk
-// load's vector writes.
-func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
+// caches) and trims the log to about its last vecLogKeep entries
+// (ChangeLog.Trim). Rows go in vecLogRows to a statement: one statement
+// per row was a sixth of a bulk load's vector writes.
+func (x *Index) logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
 	for chunk := range slices.Chunk(ids, vecLogRows) {
 		q := `INSERT INTO search_vec_log (kind, id) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")
 		args := make([]any, 0, 2*len(chunk))
@@ -600,8 +609,7 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 			return fmt.Errorf("search: log vector changes: %w", err)
 		}
 	}
-	if _, err := ex.ExecContext(ctx, `DELETE FROM search_vec_log
-		WHERE seq <= (SELECT max(seq) FROM search_vec_log) - ?`, vecLogKeep); err != nil {
+	if _, err := ex.ExecContext(ctx, x.d.ChangeLog("search_vec_log").Trim, vecLogKeep); err != nil {
 		return fmt.Errorf("search: trim vector log: %w", err)
 	}
 	return nil
@@ -611,17 +619,27 @@ func logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64
 // SQLite's and PostgreSQL's bound-parameter limits).
 const vecLogRows = 250
 
-// withWriteLock runs fn inside the dialect's write transaction
-// (Dialect.BeginWrite) on one pinned connection, or inside
-// IndexOptions.Write. ctx governs only the wait for the lock: fn
-// gets a context that is never cancelled: a transaction once begun is
-// finished, so a cancelled caller never leaves half a batch to roll back
-// (and, while vectors were in vec0, an interrupted statement could crash it:
-// a nil statement in vec0_get_chunk_position).
-func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, conn Execer) error) (err error) {
+// withWriteLock runs fn inside a write transaction holding locks:
+// IndexOptions.WriteLocked's, IndexOptions.Write's, or the dialect's
+// (Dialect.BeginWrite) on one pinned connection, the locks taken first
+// (Dialect.LockWrites). ctx governs only the waits for locks: fn gets a
+// context that is never cancelled: a transaction once begun is finished,
+// so a cancelled caller never leaves half a batch to roll back (and,
+// while vectors were in vec0, an interrupted statement could crash it: a
+// nil statement in vec0_get_chunk_position). fn may take more locks
+// (after these, see WriteLock).
+func (x *Index) withWriteLock(ctx context.Context, locks []WriteLock, fn func(ctx context.Context, conn Execer) error) (err error) {
 	wctx := context.WithoutCancel(ctx)
+	if x.opts.WriteLocked != nil {
+		return x.opts.WriteLocked(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
+	}
 	if x.opts.Write != nil {
-		return x.opts.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
+		return x.opts.Write(ctx, func(tx *sql.Tx) error {
+			if err := x.d.LockWrites(ctx, tx, locks); err != nil {
+				return err
+			}
+			return fn(wctx, tx)
+		})
 	}
 	conn, err := x.db.Conn(ctx)
 	if err != nil {
@@ -637,6 +655,9 @@ func (x *Index) withWriteLock(ctx context.Context, fn func(ctx context.Context, 
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
+	if err := x.d.LockWrites(ctx, conn, locks); err != nil {
+		return err
+	}
 	if err := fn(wctx, conn); err != nil {
 		return err
 	}
@@ -799,7 +820,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 			return fmt.Errorf("search: put %s vectors %d..%d: %w", k.name, chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}
-	return logVectorChanges(ctx, ex, t, ids)
+	return x.logVectorChanges(ctx, ex, t, ids)
 }
 
 // stmtSet runs statements on an Execer, preparing each distinct text once
@@ -865,7 +886,7 @@ func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids
 			return fmt.Errorf("search: delete %s vector %d: %w", k.name, id, err)
 		}
 	}
-	return logVectorChanges(ctx, ex, t, ids)
+	return x.logVectorChanges(ctx, ex, t, ids)
 }
 
 // textHash fingerprints a row's vector text for Reembed.
@@ -878,20 +899,50 @@ func textHash(s string) int64 {
 // flushBlocks re-indexes the blocks changed since they were last indexed
 // (migration 0003: writers only mark them dirty). It runs before every
 // search over blocks; when nothing is dirty it costs one indexed read.
+// The blocks are locked while they are indexed (their writers wait), up
+// to flushBlocksBatch in a transaction.
 func (x *Index) flushBlocks(ctx context.Context) error {
 	var dirty bool
 	if err := x.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty)`).Scan(&dirty); err != nil {
 		return fmt.Errorf("search: check block index: %w", err)
 	}
-	if !dirty {
-		return nil
-	}
-	err := x.withWriteLock(ctx, x.d.IndexBlocks)
-	if err != nil {
-		return fmt.Errorf("search: re-index changed blocks: %w", err)
+	for dirty {
+		err := x.withWriteLock(ctx, nil, func(ctx context.Context, conn Execer) error {
+			rows, err := conn.QueryContext(ctx, `SELECT id FROM fts_blocks_dirty ORDER BY id LIMIT ?`, flushBlocksBatch)
+			if err != nil {
+				return err
+			}
+			var ids []int64
+			var locks []WriteLock
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+				locks = append(locks, BlockLock(id))
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			dirty = len(ids) == flushBlocksBatch
+			if err := x.d.LockWrites(ctx, conn, locks); err != nil {
+				return err
+			}
+			return x.d.IndexBlocks(ctx, conn, ids)
+		})
+		if err != nil {
+			return fmt.Errorf("search: re-index changed blocks: %w", err)
+		}
 	}
 	return nil
 }
+
+// flushBlocksBatch is how many marked blocks one transaction of
+// flushBlocks indexes.
+const flushBlocksBatch = 1000
 
 // flushBlockVectorsBatch is how many changed blocks one embedder call
 // covers.
@@ -967,7 +1018,13 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 			return 0, err
 		}
 	}
-	err = x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// The blocks' writers wait: the text read below stays the one stored
+	// until the mark is cleared.
+	locks := make([]WriteLock, len(todo))
+	for i, b := range todo {
+		locks[i] = BlockLock(b.id)
+	}
+	err = x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
 		cleared = 0
 		next := 0
 		for _, b := range todo {
@@ -1014,7 +1071,7 @@ func (x *Index) openTextCache(textLog bool) error {
 	}
 	switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 	case textLog:
-		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), x.opts.Logger)
+		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.stats, _ = x.d.(TextStats)
 	case x.opts.TextCacheBytes > 0:
@@ -1127,7 +1184,12 @@ func (x *Index) flushArchivalVectors(ctx context.Context) error {
 			return err
 		}
 	}
-	return x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// The agents' archival writers (a deletion) wait.
+	locks := make([]WriteLock, len(todo))
+	for i, it := range todo {
+		locks[i] = AgentLock(it.Owner)
+	}
+	return x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
 		next := 0
 		for _, it := range todo {
 			var vec []float32

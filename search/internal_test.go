@@ -143,7 +143,7 @@ func TestSnippet(t *testing.T) {
 // A huge row does not leave its analyzer scratch held for the cache's
 // lifetime, outside its budget (5M tokens were 19 MB for good).
 func TestTextCacheScratchIsBounded(t *testing.T) {
-	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil)
+	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil, nil)
 	big := strings.Repeat("a ", 5_000_000)
 	c.analyzeRow(Archival, []sql.NullString{{String: big, Valid: true}, {}, {}}, &c.scratch)
 	rt, n := c.analyzeRow(Archival, []sql.NullString{{String: "small row", Valid: true}, {}, {}}, &c.scratch)

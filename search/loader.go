@@ -2,9 +2,7 @@ package search
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -144,20 +142,4 @@ func (l *loader) close() {
 	if f != nil {
 		<-f.done
 	}
-}
-
-// readLog opens the read transaction a cache catches up in and reads the
-// change log's bounds (bounds: its max and min sequence) in it, so the
-// log position and the rows read agree: iso is the isolation that makes
-// the transaction one snapshot (Dialect.SnapshotIsolation). The caller rolls tx back.
-func readLog(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, bounds, what string) (tx *sql.Tx, maxSeq, minSeq sql.NullInt64, err error) {
-	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: iso})
-	if err != nil {
-		return nil, maxSeq, minSeq, fmt.Errorf("search: %s: %w", what, err)
-	}
-	if err := tx.QueryRowContext(ctx, bounds).Scan(&maxSeq, &minSeq); err != nil {
-		tx.Rollback()
-		return nil, maxSeq, minSeq, fmt.Errorf("search: %s: read log: %w", what, err)
-	}
-	return tx, maxSeq, minSeq, nil
 }

@@ -72,8 +72,8 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 		}
 	}
 
-	// Phase 2: swap under the write lock.
-	err := x.withWriteLock(ctx, func(ctx context.Context, conn Execer) error {
+	// Phase 2: swap holding the whole store (every other writer waits).
+	err := x.withWriteLock(ctx, []WriteLock{StoreLock()}, func(ctx context.Context, conn Execer) error {
 		// The rows go in without the engine's own vector index, which
 		// EndReplace builds once, over full tables.
 		if err := x.vec.BeginReplace(ctx, conn); err != nil {

@@ -9,7 +9,7 @@ import (
 // tokenPart indexes texts as archival contents the way the text cache
 // does (analyzeRow, textPart.add), bodies and token ids included.
 func tokenPart(texts []string) *textPart {
-	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil)
+	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil, nil)
 	p := newTextPart(Archival, true)
 	for i, text := range texts {
 		rt, n := c.analyzeRow(Archival, []sql.NullString{{String: text, Valid: true}, {}, {}}, &c.scratch)

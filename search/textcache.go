@@ -24,9 +24,6 @@ var (
 	bm25B  = 0.75
 )
 
-// textLogBounds reads the text log's last and first sequence numbers.
-const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT min(seq) FROM search_text_log)`
-
 // textCache is the optional in-process copy of the FTS5 indexes
 // (IndexOptions.TextCacheBytes): for each content type, an inverted index of
 // the same terms FTS5 holds (analyzer.Analyze), each posting carrying the term's
@@ -46,7 +43,7 @@ const textLogBounds = `SELECT (SELECT max(seq) FROM search_text_log), (SELECT mi
 // writes from other connections and processes are seen.
 type textCache struct {
 	mu    sync.RWMutex
-	seq   int64 // log position applied; -1: not loaded
+	pos   logPos // log position applied; not valid: not loaded
 	parts map[ContentType]*textPart
 	pool  sync.Pool // *scoreBuf
 	// limit is the most bytes the parts may hold (estimated: textPart.bytes
@@ -58,6 +55,7 @@ type textCache struct {
 	noBodies bool
 	rows     map[ContentType]textRowQuery // the dialect's (textRows)
 	logIso   sql.IsolationLevel           // the dialect's SnapshotIsolation
+	log      *changeLog                   // search_text_log
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -122,9 +120,9 @@ type textPart struct {
 	bodyBytes int64 // and the bodies
 	// used is when a search last read it: an owner's partition of a
 	// partial cache (LRU); no row it holds is newer than log position
-	// hiSeq (moveStats).
+	// hiPos (moveStats).
 	used  atomic.Int64
-	hiSeq int64
+	hiPos logPos
 }
 
 // textOwner is one owner's share of a textPart: the runs of slots its
@@ -255,8 +253,8 @@ var textBodies = map[ContentType]bool{Archival: true, Messages: true}
 // the index alone serves up to about twice as many.
 const DefaultTextCacheBytes = 64 << 20
 
-func newTextCache(limit int64, rows map[ContentType]textRowQuery, iso sql.IsolationLevel, log *slog.Logger) *textCache {
-	return &textCache{seq: -1, limit: limit, rows: rows, logIso: iso, ld: newLoader("text cache", log)}
+func newTextCache(limit int64, rows map[ContentType]textRowQuery, iso sql.IsolationLevel, cl *changeLog, log *slog.Logger) *textCache {
+	return &textCache{limit: limit, rows: rows, logIso: iso, log: cl, ld: newLoader("text cache", log)}
 }
 
 // errTextCacheLoading: the cache is not ready (being built, backing off
@@ -297,9 +295,9 @@ func (c *textCache) overBudget(n int64) error {
 // one waits for the catch-up unless ctx ends first. Whatever goes wrong
 // with the cache, the search falls back to SQL: sync returns
 // errTextCacheLoading, and the cause is kept for WarmTextCache.
-func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) error {
+func (c *textCache) sync(ctx context.Context, db *sql.DB, stmt func(context.Context, string) (*sql.Stmt, error)) error {
 	c.mu.RLock()
-	loaded, partial := c.seq >= 0, c.partial
+	loaded, partial, at := c.pos.valid(), c.partial, c.pos
 	c.mu.RUnlock()
 	if !loaded {
 		// Building (or over its bound, closed, backing off: start does
@@ -312,28 +310,44 @@ func (c *textCache) sync(ctx context.Context, db *sql.DB, bounds *sql.Stmt) erro
 		return nil // nothing committed since the log was last read up to date
 	}
 	c.logReads.Add(1)
-	var maxSeq, minSeq sql.NullInt64
-	row := db.QueryRowContext
-	if bounds != nil {
-		row = func(ctx context.Context, _ string, _ ...any) *sql.Row { return bounds.QueryRowContext(ctx) }
+	var cur logPos
+	var floor int64
+	var changed bool
+	q, args := c.log.changedSince(at)
+	var st *sql.Stmt
+	if stmt != nil {
+		var err error
+		if st, err = stmt(ctx, q); err != nil {
+			return fmt.Errorf("search: text cache: read log: %w", err)
+		}
 	}
-	if err := row(ctx, textLogBounds).Scan(&maxSeq, &minSeq); err != nil {
+	var row *sql.Row
+	if st != nil {
+		row = st.QueryRowContext(ctx, args...)
+	} else {
+		row = db.QueryRowContext(ctx, q, args...)
+	}
+	if err := scanBounds(row, &cur, &floor, &changed); err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
-	if partial {
-		return c.partialSync(ctx, db, maxSeq, ver, versioned)
+	if !changed && !at.trimmed(floor) {
+		c.fresh.upToDate(ver, versioned)
+		return nil // up to date (the common case: one indexed lookup)
 	}
-	// At most two flights: one started after maxSeq was read covers it.
+	if partial {
+		return c.partialSync(ctx, db, cur, ver, versioned)
+	}
+	// At most two flights: one started after cur was read covers it.
 	for {
 		c.mu.RLock()
-		seq := c.seq
+		pos := c.pos
 		c.mu.RUnlock()
-		if seq >= 0 && maxSeq.Int64 <= seq {
+		if pos.valid() && pos.covers(cur) {
 			c.fresh.upToDate(ver, versioned)
-			return nil // up to date (the common case: one indexed lookup)
+			return nil
 		}
 		f := c.start(db)
-		if f == nil || seq < 0 {
+		if f == nil || !pos.valid() {
 			return errTextCacheLoading
 		}
 		select {
@@ -358,7 +372,7 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 		if errors.Is(err, ErrCacheBudget) {
 			c.mu.Lock()
 			if !c.partial {
-				c.parts, c.seq = nil, -1 // no more catch-ups will come
+				c.parts, c.pos = nil, logPos{} // no more catch-ups will come
 			}
 			c.mu.Unlock()
 		}
@@ -379,12 +393,8 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 		return nil
 	}
 	c := x.text
-	bounds, err := x.stmt(ctx, textLogBounds)
-	if err != nil {
-		return fmt.Errorf("search: text cache: %w", err)
-	}
 	for {
-		err := c.sync(ctx, x.db, bounds)
+		err := c.sync(ctx, x.db, x.stmt)
 		if err == nil && c.isPartial() {
 			if c.stats == nil {
 				// The statistics of every content type, computed now.
@@ -431,21 +441,22 @@ type rowTerms struct {
 // it was never loaded, or fell behind the log's trimming) in one read
 // transaction, and applies it.
 func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	c.mu.RLock()
-	seq := c.seq
+	at := c.pos
 	c.mu.RUnlock()
-	if seq >= 0 && maxSeq.Int64 <= seq {
+	if at.valid() && at.covers(cur) {
 		return nil
 	}
-	if seq < 0 || (minSeq.Valid && minSeq.Int64 > seq+1) {
-		return c.reload(ctx, tx, maxSeq.Int64)
+	if !at.valid() || at.trimmed(floor) {
+		return c.reload(ctx, tx, cur)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE seq > ?`, seq)
+	where, args := c.log.since(at)
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE `+where, args...)
 	if err != nil {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
@@ -466,7 +477,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("search: text cache: read log: %w", err)
 	}
 	if n > 10_000 {
-		return c.reload(ctx, tx, maxSeq.Int64)
+		return c.reload(ctx, tx, cur)
 	}
 	var staged []textRow
 	for _, t := range contentKinds {
@@ -493,10 +504,10 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		// Partial on every dialect: with TextStats the engine's
 		// statistics, else the cache's own (statsPass).
 		c.rowCosts(c.parts)
-		c.goPartial(maxSeq.Int64)
+		c.goPartial(cur)
 		return c.partialOver(n)
 	}
-	c.seq = maxSeq.Int64
+	c.pos = cur
 	return nil
 }
 
@@ -536,7 +547,7 @@ func (c *textCache) readByID(ctx context.Context, tx queryer, t ContentType, ids
 
 // reload builds the whole cache from the current index contents and swaps
 // it in.
-func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
+func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
 	} else if est > c.limit*textEstimateSlack || c.forcePartial {
@@ -544,7 +555,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 		// be held.
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.goPartial(seq)
+		c.goPartial(pos)
 		return c.partialOver(est)
 	}
 	parts := map[ContentType]*textPart{}
@@ -565,7 +576,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 				c.rowCosts(parts)
 				c.mu.Lock()
 				defer c.mu.Unlock()
-				c.goPartial(seq)
+				c.goPartial(pos)
 				return c.partialOver(idx + bodies)
 			}
 			return nil
@@ -576,7 +587,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 		p.regroup() // the rows came in table order: number them by owner
 	}
 	c.mu.Lock()
-	c.parts, c.seq = parts, seq
+	c.parts, c.pos = parts, pos
 	c.mu.Unlock()
 	return nil
 }
@@ -1088,11 +1099,7 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope Sc
 // and filter in SQL meanwhile). Tag and metadata filters are not in the
 // cache: callers check for them first.
 func (x *Index) textKeep(ctx context.Context, k *kind, scope Scope, s *Settings) (f textFilter, ok bool, err error) {
-	bounds, err := x.stmt(ctx, textLogBounds)
-	if err != nil {
-		return f, false, fmt.Errorf("search: text cache: %w", err)
-	}
-	if err := x.text.sync(ctx, x.db, bounds); errors.Is(err, errTextCacheLoading) {
+	if err := x.text.sync(ctx, x.db, x.stmt); errors.Is(err, errTextCacheLoading) {
 		return f, false, nil
 	} else if err != nil {
 		return f, false, err

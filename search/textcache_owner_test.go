@@ -80,7 +80,7 @@ func TestTextCacheOwnerPartitions(t *testing.T) {
 		}
 		return strings.Join(w, " ")
 	}
-	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil)
+	c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil, nil)
 	p := newTextPart(Archival, true)
 	const owners = 60
 	owner := func(i int) string { return fmt.Sprintf("agent-%02d", i) }

@@ -132,7 +132,8 @@ type textStats struct {
 	gen          int64
 	loaded       bool
 	complete     bool
-	seq, maxID   int64
+	pos          logPos
+	maxID        int64
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
 	bytes        int64
@@ -150,9 +151,9 @@ func (c *textCache) isPartial() bool {
 }
 
 // goPartial drops the whole-store copy and makes the cache partial at log
-// position seq; c.mu is held (or the cache not yet shared).
-func (c *textCache) goPartial(seq int64) {
-	c.partial, c.parts, c.seq, c.noBodies = true, nil, seq, false
+// position pos; c.mu is held (or the cache not yet shared).
+func (c *textCache) goPartial(pos logPos) {
+	c.partial, c.parts, c.pos, c.noBodies = true, nil, pos, false
 	c.owned = map[ContentType]map[string]*textPart{}
 	c.gstats = map[ContentType]*textStats{}
 	c.tooBig = map[ContentType]map[string]bool{}
@@ -230,14 +231,14 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return est, nil
 }
 
-// partialSync catches a partial cache up to maxSeq (read by sync): the
+// partialSync catches a partial cache up to cur (read by sync): the
 // changed rows of resident partitions are read again, and the statistics
 // of every kind that changed are dropped (read again by the next
 // search). It runs in the search, under c.mu: it reads only what changed.
-func (c *textCache) partialSync(ctx context.Context, db *sql.DB, maxSeq sql.NullInt64, ver int64, versioned bool) error {
+func (c *textCache) partialSync(ctx context.Context, db *sql.DB, cur logPos, ver int64, versioned bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
+	if c.pos.valid() && c.pos.covers(cur) {
 		c.fresh.upToDate(ver, versioned)
 		return nil
 	}
@@ -249,51 +250,36 @@ func (c *textCache) partialSync(ctx context.Context, db *sql.DB, maxSeq sql.Null
 	return nil
 }
 
-// partialCatchUp replays the log since c.seq into the partitions; c.mu is
+// partialCatchUp replays the log since c.pos into the partitions; c.mu is
 // held.
 func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if maxSeq.Int64 <= c.seq {
+	if c.pos.covers(cur) {
 		return nil
 	}
-	if minSeq.Valid && minSeq.Int64 > c.seq+1 {
-		// The log was trimmed past c.seq: what changed is unknown.
-		c.goPartial(maxSeq.Int64) // the partitions load again as their owners search
+	if c.pos.trimmed(floor) {
+		// The log was trimmed past c.pos: what changed is unknown.
+		c.goPartial(cur) // the partitions load again as their owners search
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, id,
-		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
-		FROM search_text_log WHERE seq > ? AND seq <= ? GROUP BY kind, id`, c.seq, maxSeq.Int64)
+	spans, err := c.readSpans(ctx, tx, c.pos, 0)
 	if err != nil {
-		return fmt.Errorf("search: text cache: read log: %w", err)
+		return err
 	}
 	changed := map[ContentType][]int64{}
-	spans := map[ContentType]map[int64]logSpan{}
 	n := 0
-	for rows.Next() {
-		var t ContentType
-		var id int64
-		var sp logSpan
-		var firstChanged, lastChanged sql.NullInt64
-		if err := rows.Scan(&t, &id, &firstChanged, &lastChanged, &sp.mark); err != nil {
-			rows.Close()
-			return fmt.Errorf("search: text cache: read log: %w", err)
+	for t, ids := range spans {
+		for id := range ids {
+			changed[t] = append(changed[t], id)
+			n++
 		}
-		sp.first, sp.last = firstChanged.Int64, lastChanged.Int64 // 0: the text is as it was
-		changed[t] = append(changed[t], id)
-		if spans[t] == nil {
-			spans[t] = map[int64]logSpan{}
-		}
-		spans[t][id] = sp
-		n++
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("search: text cache: read log: %w", err)
+	for _, ids := range changed {
+		slices.Sort(ids)
 	}
 	if n > cmp.Or(c.catchUpMax, textCatchUpMax) {
 		// Too much to read under c.mu: the kinds that changed start over
@@ -325,7 +311,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	c.moveStats(staged, spans, maxSeq.Int64)
+	c.moveStats(staged, spans, cur)
 	touched := map[*textPart]bool{}
 	for _, r := range staged {
 		for _, p := range c.owned[r.t] {
@@ -344,32 +330,110 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	}
 	for _, parts := range c.owned {
 		for _, p := range parts {
-			p.hiSeq = maxSeq.Int64 // every row now at its version of maxSeq
+			p.hiPos = cur // every row now at its version of cur
 		}
 	}
 	c.recount()
 	c.evict(nil)
-	c.seq = maxSeq.Int64
+	c.pos = cur
 	return nil
 }
 
-// logSpan is one row's first and last log entry in a catch-up that may
-// have changed its indexed text (search_text_log.changed), 0 when none
-// did: entries that left the text alone (a supersession sets valid_to
-// and superseded_by) leave the statistics as they were whoever holds the
+// logSpan is one row's log entries in a catch-up that may have changed
+// its indexed text (search_text_log.changed), none when no entry did:
+// entries that left the text alone (a supersession sets valid_to and
+// superseded_by) leave the statistics as they were whoever holds the
 // row, so a kind's statistics survive other agents' such writes.
 //
 // mark is the highest changed value among them: for messages, 2 is the
 // row's own insert or indexed columns, 1 a neighbour's change (SQLite
 // migration 0022).
-type logSpan struct{ first, last, mark int64 }
+type logSpan struct {
+	changed []logEntry // in (position, sequence) order
+	mark    int64
+}
+
+// first is s's first entry that changed the text (the zero entry when
+// none did).
+func (s logSpan) first() logEntry {
+	if len(s.changed) == 0 {
+		return logEntry{}
+	}
+	return s.changed[0]
+}
+
+// heldBy reports whether p holds every entry of s that changed the text
+// (true when none did).
+func (s logSpan) heldBy(p logPos) bool {
+	for _, e := range s.changed {
+		if !p.holds(e.pos) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyHeldBy reports whether p holds an entry of s that changed the text.
+func (s logSpan) anyHeldBy(p logPos) bool {
+	for _, e := range s.changed {
+		if p.holds(e.pos) {
+			return true
+		}
+	}
+	return false
+}
+
+// readSpans reads the log entries at holds not (of kind t; 0: every
+// kind) as each row's logSpan.
+func (c *textCache) readSpans(ctx context.Context, tx queryer, at logPos, t ContentType) (map[ContentType]map[int64]logSpan, error) {
+	where, args := c.log.since(at)
+	if t != 0 {
+		where += ` AND kind = ?`
+		args = append(args, int(t))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id, `+c.log.Position+`, seq, changed FROM search_text_log WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	defer rows.Close()
+	spans := map[ContentType]map[int64]logSpan{}
+	for rows.Next() {
+		var t ContentType
+		var id, changed int64
+		var e logEntry
+		if err := rows.Scan(&t, &id, &e.pos, &e.seq, &changed); err != nil {
+			return nil, fmt.Errorf("search: text cache: read log: %w", err)
+		}
+		if spans[t] == nil {
+			spans[t] = map[int64]logSpan{}
+		}
+		sp := spans[t][id]
+		sp.mark = max(sp.mark, changed)
+		if changed != 0 {
+			sp.changed = append(sp.changed, e)
+		}
+		spans[t][id] = sp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	for _, ids := range spans {
+		for id, sp := range ids {
+			slices.SortFunc(sp.changed, func(a, b logEntry) int {
+				return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.seq, b.seq))
+			})
+			ids[id] = sp
+		}
+	}
+	return spans, nil
+}
 
 // moveStats applies the rows a catch-up read (staged, each kind's log
 // spans in it) to the statistics of the kinds that keep theirs (loaded:
 // not dropped by partialCatchUp), before the partitions take the rows,
-// and moves them to log position maxSeq; a change they cannot follow
+// and moves them to log position cur; a change they cannot follow
 // drops a kind's. c.mu is held.
-func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, maxSeq int64) {
+func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]logSpan, cur logPos) {
 	moves := map[ContentType]*statsMove{}
 	var arrivals map[msgPlace]*textRow // built on first need
 	for _, r := range staged {
@@ -393,13 +457,13 @@ func (c *textCache) moveStats(staged []textRow, spans map[ContentType]map[int64]
 	}
 	for t, s := range c.gstats {
 		if !s.loaded {
-			continue // a kind without changes keeps its values, now of maxSeq too
+			continue // a kind without changes keeps its values, now of cur too
 		}
 		if m := moves[t]; m != nil && !m.apply(s, c.limit/textStatsShare) {
 			c.dropStats(t)
 			continue
 		}
-		s.seq = max(s.seq, maxSeq)
+		s.pos = later(s.pos, cur)
 	}
 }
 
@@ -425,15 +489,15 @@ type statsMove struct {
 // built on first need.
 func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
 	sp := spans[r.id]
-	if m.failed || sp.last <= s.seq {
+	if m.failed || sp.heldBy(s.pos) {
 		return // its text now is the one counted when the statistics were read
 	}
 	if r.id <= s.maxID {
 		// The statistics counted a version of this row: only one a
 		// resident partition holds as it was then will do.
 		p := old(r.id)
-		if sp.first <= s.seq || p == nil || sp.first <= p.hiSeq {
-			if r.t == Messages && !r.gone && sp.first == sp.last && sp.mark == 1 {
+		if sp.anyHeldBy(s.pos) || p == nil || sp.anyHeldBy(p.hiPos) {
+			if r.t == Messages && !r.gone && len(sp.changed) == 1 && sp.mark == 1 {
 				if *arrivals == nil {
 					*arrivals = newMessages(staged, s.maxID)
 				}
@@ -442,7 +506,7 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 				// written by the arrival's insert, before the arrival
 				// itself is logged (row triggers run first). An entry of
 				// r's own after the arrival (r moved beside it) is not.
-				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.last < spans[from].first) {
+				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.changed[0].before(spans[from].first())) {
 					m.tokens += grew
 					if s.complete {
 						for term := range r.terms.index {
@@ -777,10 +841,10 @@ func (c *textCache) resident(t ContentType, owner string) (held, known bool) {
 const textLoadTries = 8
 
 // partRead is a partition read outside c.mu: its rows are those of log
-// position seq.
+// position pos.
 type partRead struct {
 	p   *textPart
-	seq int64
+	pos logPos
 	// refused: the owner's rows exceed the bound (cost: their bytes per
 	// row when read, else 0).
 	refused bool
@@ -793,7 +857,7 @@ type partRead struct {
 // c.mu.
 func (c *textCache) load(ctx context.Context, db *sql.DB, t ContentType, owner string) (bool, error) {
 	c.mu.RLock()
-	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.seq
+	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.pos
 	c.mu.RUnlock()
 	ld, err := c.readPart(ctx, db, t, owner, cost)
 	if err != nil {
@@ -811,7 +875,7 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t ContentType, owner s
 			c.mu.Unlock()
 			return false, nil
 		}
-		if ld.refused || c.seq <= ld.seq {
+		if ld.refused || ld.pos.covers(c.pos) {
 			held := c.install(t, owner, ld, moved)
 			c.mu.Unlock()
 			return held, nil
@@ -830,7 +894,7 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t ContentType, owner s
 // (with the load's own buffers), unless their count at cost bytes per
 // row exceeds the bound.
 func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, owner string, cost int64) (*partRead, error) {
-	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return nil, err
 	}
@@ -877,7 +941,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("search: text cache: load %s of %q: %w", k.name, owner, err)
 	}
-	ld := &partRead{p: p, seq: maxSeq.Int64}
+	ld := &partRead{p: p, pos: cur}
 	if partCost(owner, p) > c.limit {
 		ld.refused = true
 		if p.live > 0 {
@@ -927,20 +991,20 @@ func (c *textCache) release(n int64) {
 	}
 }
 
-// replayPart brings a partition read at ld.seq up to the log's end: the
+// replayPart brings a partition read at ld.pos up to the log's end: the
 // rows of kind t logged since are read again, and kept if owner's. ok is
 // false when the log no longer holds what it needs (trimmed, or too
 // much): the load gives up.
 func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t ContentType, owner string, ld *partRead) (ok bool, err error) {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
-	if minSeq.Valid && minSeq.Int64 > ld.seq+1 {
+	if ld.pos.trimmed(floor) {
 		return false, nil
 	}
-	ids, err := logged(ctx, tx, t, ld.seq, maxSeq.Int64)
+	ids, err := c.logged(ctx, tx, t, ld.pos)
 	if err != nil {
 		return false, err
 	}
@@ -960,19 +1024,22 @@ func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t ContentType, o
 		return false, err
 	}
 	ld.p.maybeCompact()
-	ld.seq = maxSeq.Int64
+	ld.pos = later(ld.pos, cur)
 	c.replays.Add(1)
 	return true, nil
 }
 
-// loggedSince returns the ids of kind t's rows logged after seq.
-func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t ContentType, seq int64) (map[int64]bool, error) {
-	return logged(ctx, db, t, seq, math.MaxInt64)
+// loggedSince returns the ids of kind t's rows logged since at (entries
+// at does not hold), up to now.
+func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t ContentType, at logPos) (map[int64]bool, error) {
+	return c.logged(ctx, db, t, at)
 }
 
-// logged returns the ids of kind t's rows logged after from up to to.
-func logged(ctx context.Context, q queryer, t ContentType, from, to int64) (map[int64]bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT id FROM search_text_log WHERE seq > ? AND seq <= ? AND kind = ?`, from, to, int(t))
+// logged returns the ids of kind t's rows logged since at that q's
+// snapshot holds.
+func (c *textCache) logged(ctx context.Context, q queryer, t ContentType, at logPos) (map[int64]bool, error) {
+	where, args := c.log.since(at)
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT id FROM search_text_log WHERE `+where+` AND kind = ?`, append(args, int(t))...)
 	if err != nil {
 		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
 	}
@@ -991,7 +1058,7 @@ func logged(ctx context.Context, q queryer, t ContentType, from, to int64) (map[
 	return ids, nil
 }
 
-// install puts a partition read (and caught up to c.seq or past it) in
+// install puts a partition read (and caught up to c.pos or past it) in
 // the cache, or remembers its owner as too big; c.mu is held. moved are
 // the rows logged since the load began: only those can be in another
 // owner's partition too (moved between owners since it loaded, and the
@@ -1020,7 +1087,7 @@ func (c *textCache) install(t ContentType, owner string, ld *partRead, moved map
 			q.remove(id)
 		}
 	}
-	p.hiSeq = ld.seq // no row it holds is newer (moveStats)
+	p.hiPos = ld.pos // no row it holds is newer (moveStats)
 	c.owned[t][owner] = p
 	p.used.Store(c.clock.Add(1))
 	c.recount()
@@ -1142,7 +1209,7 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t ContentType, ter
 	}
 	// One snapshot, with its log position: moveStats carries the
 	// statistics on from there.
-	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return out, err
 	}
@@ -1156,7 +1223,7 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t ContentType, ter
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&out.maxID); err != nil {
 			return out, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
 		}
-		out.seq = maxSeq.Int64
+		out.pos = cur
 	}
 	for _, i := range miss {
 		n, err := c.stats.TextDocFreq(ctx, tx, k.fts, terms[i])
@@ -1167,11 +1234,11 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t ContentType, ter
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.seq == maxSeq.Int64) {
+	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.pos.equal(cur)) {
 		// Nothing changed the kind since the read began, and the cached
 		// values are of the same log position: keep it.
 		if !s.loaded {
-			s.loaded, s.rows, s.tokens, s.seq, s.maxID = true, out.rows, out.tokens, out.seq, out.maxID
+			s.loaded, s.rows, s.tokens, s.pos, s.maxID = true, out.rows, out.tokens, out.pos, out.maxID
 		}
 		if s.df == nil || s.bytes > c.limit/textStatsShare {
 			s.df, s.bytes = map[string]int64{}, 0

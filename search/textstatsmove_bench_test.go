@@ -27,14 +27,14 @@ func BenchmarkTextStatsMoveResident(b *testing.B) {
 		r := analyze(int64(i+1), fmt.Sprintf("w%d x%d y%d common", i, i, i))
 		p.add(r.doc, textBody{}, r.terms)
 	}
-	p.hiSeq = 1
-	s := &textStats{loaded: true, complete: true, seq: 1, maxID: 20_000, df: map[string]int64{}}
+	p.hiPos = logPos{xmin: 2, xmax: 2}
+	s := &textStats{loaded: true, complete: true, pos: logPos{xmin: 2, xmax: 2}, maxID: 20_000, df: map[string]int64{}}
 	var staged []textRow
 	spans := map[int64]logSpan{}
 	for i := range rowsChanged {
 		id := int64(1 + i*200)
 		staged = append(staged, analyze(id, fmt.Sprintf("w%d x%d edited common", i, i)))
-		spans[id] = logSpan{first: 2, last: 2, mark: 1}
+		spans[id] = logSpan{changed: []logEntry{{pos: 2, seq: 2}}, mark: 1}
 	}
 	b.ResetTimer()
 	for range b.N {

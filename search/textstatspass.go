@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/engram-go/engram/search/internal/analyzer"
@@ -75,7 +77,7 @@ func (c *textCache) ownStats(t ContentType, phrases []string) (textStats, bool) 
 	if !c.partial || s == nil || !s.loaded || !s.complete {
 		return textStats{}, false
 	}
-	out := textStats{gen: s.gen, loaded: true, complete: true, seq: s.seq, maxID: s.maxID,
+	out := textStats{gen: s.gen, loaded: true, complete: true, pos: s.pos, maxID: s.maxID,
 		rows: s.rows, tokens: s.tokens, df: make(map[string]int64, len(phrases))}
 	for _, ph := range phrases {
 		if n, ok := s.df[ph]; ok {
@@ -218,13 +220,13 @@ func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t ContentType) (i
 // their share of the bound, having analyzed no more than it took to
 // find out.
 func (c *textCache) countStats(ctx context.Context, db *sql.DB, t ContentType) (*textStats, error) {
-	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	k := kinds[t]
-	s := &textStats{loaded: true, complete: true, seq: maxSeq.Int64}
+	s := &textStats{loaded: true, complete: true, pos: cur}
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&s.maxID); err != nil {
 		return nil, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
 	}
@@ -291,9 +293,9 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t ContentType) (
 	return s, nil
 }
 
-// installStats makes s (kind t's statistics at log position s.seq) the
-// cache's, once the cache has not moved past s.seq: while it has, the
-// log since s.seq is replayed onto s (replayStats), a few times at most.
+// installStats makes s (kind t's statistics at log position s.pos) the
+// cache's, once the cache has not moved past s.pos: while it has, the
+// log since s.pos is replayed onto s (replayStats), a few times at most.
 // false: the cache is no longer partial, or writes outran s.
 func (c *textCache) installStats(ctx context.Context, db *sql.DB, t ContentType, s *textStats) (bool, error) {
 	for try := 0; ; try++ {
@@ -302,9 +304,9 @@ func (c *textCache) installStats(ctx context.Context, db *sql.DB, t ContentType,
 			c.mu.Unlock()
 			return false, nil
 		}
-		if c.seq <= s.seq {
-			// The next catch-up moves s on from s.seq: what it replays at
-			// or below s.seq is counted already (moveStats skips it).
+		if s.pos.covers(c.pos) {
+			// The next catch-up moves s on from s.pos: what it replays
+			// that s.pos holds is counted already (moveStats skips it).
 			s.gen = c.gstats[t].gen + 1
 			c.gstats[t] = s
 			c.evict(nil)
@@ -321,44 +323,26 @@ func (c *textCache) installStats(ctx context.Context, db *sql.DB, t ContentType,
 	}
 }
 
-// replayStats moves s (kind t's statistics at log position s.seq) to the
+// replayStats moves s (kind t's statistics at log position s.pos) to the
 // log's end, as a catch-up moves them, but with no partition to tell a
 // changed row's counted version: rows added since are counted, a
 // message's neighbour arriving is followed, and any other change of the
-// kind's text makes ok false (as would a log trimmed past s.seq).
+// kind's text makes ok false (as would a log trimmed past s.pos).
 func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t ContentType, s *textStats) (ok bool, err error) {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, textLogBounds, "text cache")
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
-	if minSeq.Valid && minSeq.Int64 > s.seq+1 {
+	if s.pos.trimmed(floor) {
 		return false, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id,
-		min(CASE WHEN changed <> 0 THEN seq END), max(CASE WHEN changed <> 0 THEN seq END), max(changed)
-		FROM search_text_log WHERE seq > ? AND seq <= ? AND kind = ? GROUP BY id`, s.seq, maxSeq.Int64, int(t))
+	all, err := c.readSpans(ctx, tx, s.pos, t)
 	if err != nil {
-		return false, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+		return false, err
 	}
-	spans := map[int64]logSpan{}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		var sp logSpan
-		var first, last sql.NullInt64
-		if err := rows.Scan(&id, &first, &last, &sp.mark); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
-		}
-		sp.first, sp.last = first.Int64, last.Int64
-		spans[id] = sp
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
-	}
+	spans := all[t]
+	ids := slices.Sorted(maps.Keys(spans))
 	if len(ids) > 10_000 || (t == Blocks && len(ids) > 0) {
 		return false, nil // (blocks: as partialCatchUp, no deltas)
 	}
@@ -374,7 +358,7 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t ContentType, 
 	if !m.apply(s, c.limit/textStatsShare) {
 		return false, nil
 	}
-	s.seq = max(s.seq, maxSeq.Int64)
+	s.pos = later(s.pos, cur)
 	c.statsLate.Add(1)
 	return true, nil
 }

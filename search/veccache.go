@@ -12,11 +12,6 @@ import (
 	"sync/atomic"
 )
 
-// vecLogBounds reads the log's last and first sequence numbers; separate
-// subqueries, because SQLite's O(1) min/max optimisation only applies to a
-// lone min() or max().
-const vecLogBounds = `SELECT (SELECT max(seq) FROM search_vec_log), (SELECT min(seq) FROM search_vec_log)`
-
 // vecLogKeep is how many change-log entries are kept; a cache further
 // behind than that reloads everything.
 const vecLogKeep = 100_000
@@ -26,12 +21,13 @@ const vecLogKeep = 100_000
 // owner, scanned by brute force. The tables stay the source of truth. Every
 // vector write (PutEmbeddings, DeleteVectors, the delete/owner triggers,
 // Reembed) appends to search_vec_log in the writer's transaction, so a
-// cache in any process catches up by replaying the log since its last
-// sequence number; committed writes only, in commit order.
+// cache in any process catches up by replaying the committed entries its
+// last snapshot did not hold (see ChangeLog).
 type vecCache struct {
 	dims int
 	mu   sync.RWMutex
-	seq  int64 // log position applied; -1: not loaded
+	pos  logPos // log position applied; not valid: not loaded
+	log  *changeLog
 	// parts[kind][owner] holds that owner's vectors.
 	parts map[ContentType]map[string]*vecPartition
 	// owners[kind][id] is the partition an id is in.
@@ -77,8 +73,8 @@ const DefaultVectorCacheBytes = 256 << 20
 // entries in pos and owners (estimated from Go's map layouts).
 func (c *vecCache) vecRowBytes() int64 { return int64(4*c.dims) + 96 }
 
-func newVecCache(dims int, limit int64, background bool, iso sql.IsolationLevel, log *slog.Logger) *vecCache {
-	return &vecCache{dims: dims, seq: -1, limit: limit, background: background, logIso: iso, ld: newLoader("vector cache", log)}
+func newVecCache(dims int, limit int64, background bool, iso sql.IsolationLevel, cl *changeLog, log *slog.Logger) *vecCache {
+	return &vecCache{dims: dims, limit: limit, background: background, logIso: iso, log: cl, ld: newLoader("vector cache", log)}
 }
 
 func (c *vecCache) overLimit() bool { return c.exceeds(c.rows) }
@@ -99,42 +95,44 @@ func (c *vecCache) overBudget() error {
 // bound, or closed.
 func (c *vecCache) sync(ctx context.Context, db *sql.DB, query func(context.Context, string, ...any) (*sql.Rows, error)) (ready bool, err error) {
 	c.mu.RLock()
-	seq := c.seq
+	at := c.pos
 	c.mu.RUnlock()
-	if c.background && seq < 0 {
+	if c.background && !at.valid() {
 		// Loading (or over its bound, closed, backing off: start does
 		// nothing then); no need to read the log.
 		c.ld.start(func(ctx context.Context) error { return c.load(ctx, db) })
 		return false, nil
 	}
 	ver, versioned, current := c.fresh.check(ctx)
-	if current && seq >= 0 {
+	if current && at.valid() {
 		return true, nil // nothing committed since the log was last read up to date
 	}
-	var maxSeq, minSeq sql.NullInt64
-	rows, err := query(ctx, vecLogBounds)
-	if err != nil {
-		return false, fmt.Errorf("search: vector cache: read log: %w", err)
-	}
-	if rows.Next() {
-		err = rows.Scan(&maxSeq, &minSeq)
-	}
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return false, fmt.Errorf("search: vector cache: read log: %w", err)
-	}
-	if seq >= 0 && maxSeq.Int64 <= seq {
-		c.fresh.upToDate(ver, versioned)
-		return true, nil // up to date (the common case: one indexed lookup)
+	if at.valid() {
+		var cur logPos
+		var floor int64
+		var changed bool
+		q, args := c.log.changedSince(at)
+		rows, err := query(ctx, q, args...)
+		if err != nil {
+			return false, fmt.Errorf("search: vector cache: read log: %w", err)
+		}
+		if rows.Next() {
+			err = scanBounds(rows, &cur, &floor, &changed)
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("search: vector cache: read log: %w", err)
+		}
+		if !changed && !at.trimmed(floor) {
+			c.fresh.upToDate(ver, versioned)
+			return true, nil // up to date (the common case: one indexed lookup)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seq >= 0 && maxSeq.Int64 <= c.seq {
-		return true, nil
-	}
-	if c.background && c.seq < 0 {
+	if c.background && !c.pos.valid() {
 		return false, nil // dropped meanwhile
 	}
 	wasPartial := c.partial
@@ -177,18 +175,22 @@ func (c *vecCache) goPartial() {
 	c.rows = 0
 }
 
-// catchUp replays the log since c.seq (loading everything when the cache
+// catchUp replays the log since c.pos (loading everything when the cache
 // was never loaded or fell behind the log's trimming); c.mu is held.
 func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, minSeq, err := readLog(ctx, db, c.logIso, vecLogBounds, "vector cache")
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "vector cache")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if c.seq < 0 || (minSeq.Valid && minSeq.Int64 > c.seq+1) {
-		return c.reload(ctx, tx, maxSeq.Int64)
+	if !c.pos.valid() || c.pos.trimmed(floor) {
+		return c.reload(ctx, tx, cur)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE seq > ? ORDER BY seq`, c.seq)
+	if c.pos.covers(cur) {
+		return nil
+	}
+	where, args := c.log.since(c.pos)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM search_vec_log WHERE `+where+` ORDER BY `+c.log.Position+`, seq`, args...)
 	if err != nil {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
@@ -218,7 +220,7 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("search: vector cache: read log: %w", err)
 	}
 	if reset || len(changes) > 10_000 {
-		return c.reload(ctx, tx, maxSeq.Int64)
+		return c.reload(ctx, tx, cur)
 	}
 	for _, ch := range changes {
 		k, ok := kinds[ch.t]
@@ -241,24 +243,24 @@ func (c *vecCache) catchUp(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
-	c.seq = maxSeq.Int64
+	c.pos = cur
 	return nil
 }
 
 // load reads every vector into a new cache without holding c.mu (searches
 // go on in the database meanwhile) and swaps it in.
 func (c *vecCache) load(ctx context.Context, db *sql.DB) error {
-	tx, maxSeq, _, err := readLog(ctx, db, c.logIso, vecLogBounds, "vector cache")
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "vector cache")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	fresh := &vecCache{dims: c.dims, limit: c.limit}
-	if err := fresh.reload(ctx, tx, maxSeq.Int64); err != nil {
+	if err := fresh.reload(ctx, tx, cur); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.parts, c.owners, c.rows, c.seq = fresh.parts, fresh.owners, fresh.rows, fresh.seq
+	c.parts, c.owners, c.rows, c.pos = fresh.parts, fresh.owners, fresh.rows, fresh.pos
 	c.partial, c.need = c.partial || fresh.partial, max(c.need, fresh.need)
 	c.mu.Unlock()
 	if fresh.partial {
@@ -301,12 +303,12 @@ func (x *Index) WarmVectorCache(ctx context.Context) error {
 
 // reload replaces the cache with the tables' current contents; when they
 // exceed the bound, with no partition at all, partial (goPartial).
-func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
+func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 	c.parts = map[ContentType]map[string]*vecPartition{}
 	c.owners = map[ContentType]map[int64]string{}
-	c.rows, c.seq = 0, -1
+	c.rows, c.pos = 0, logPos{}
 	if c.partial {
-		c.seq = seq
+		c.pos = pos
 		return nil
 	}
 	for _, t := range contentKinds {
@@ -319,7 +321,7 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			// Refused unread: no load of vectors that cannot all be held.
 			c.need = c.rows + n
 			c.goPartial()
-			c.seq = seq
+			c.pos = pos
 			return nil
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, owner, embedding FROM `+k.vec)
@@ -342,7 +344,7 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 				rows.Close()
 				c.need = c.rows
 				c.goPartial()
-				c.seq = seq
+				c.pos = pos
 				return nil
 			}
 		}
@@ -351,7 +353,7 @@ func (c *vecCache) reload(ctx context.Context, tx *sql.Tx, seq int64) error {
 			return fmt.Errorf("search: vector cache: load %s: %w", k.vec, err)
 		}
 	}
-	c.seq = seq
+	c.pos = pos
 	return nil
 }
 
@@ -447,12 +449,12 @@ func (c *vecCache) remove(t ContentType, id int64) {
 // used; held is false when the owner's vectors alone exceed the bound (or
 // the cache is no longer loaded): KNN then runs in the database. A cache
 // that holds everything has nothing to load. The rows are read after the
-// log position c.seq was, so they are at least as new; log entries past
-// c.seq re-read their rows at the next catch-up, which changes nothing
-// for rows already current.
+// log position c.pos was, so they are at least as new; log entries c.pos
+// does not hold re-read their rows at the next catch-up, which changes
+// nothing for rows already current.
 func (c *vecCache) ensure(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), t ContentType, owner string) (held bool, err error) {
 	c.mu.RLock()
-	partial, loaded, p := c.partial, c.seq >= 0, c.parts[t][owner]
+	partial, loaded, p := c.partial, c.pos.valid(), c.parts[t][owner]
 	c.mu.RUnlock()
 	if !partial || !loaded {
 		return loaded, nil
@@ -463,7 +465,7 @@ func (c *vecCache) ensure(ctx context.Context, query func(context.Context, strin
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seq < 0 {
+	if !c.pos.valid() {
 		return false, nil
 	}
 	if p := c.parts[t][owner]; p != nil {

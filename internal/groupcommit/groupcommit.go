@@ -2,9 +2,11 @@
 // transaction and commit: writes that arrive while a transaction runs queue
 // up, and the first of them leads the next group, running every queued
 // write in one transaction, each in its own SAVEPOINT, with one commit.
-// Both storage backends (SQLite, PostgreSQL) write through it; what differs
-// between them — how a transaction takes the store's write lock, and which
-// errors mean "busy, try again" — is the Committer's configuration.
+// SQLite's backend writes through it (one writer at a time: grouping is
+// what lets concurrent writers share a commit); PostgreSQL's writers run
+// in parallel and need none. How a transaction takes the store's write
+// lock, and which errors mean "busy, try again", is the Committer's
+// configuration.
 package groupcommit
 
 import (

@@ -50,6 +50,7 @@ func Run(t *testing.T, e Engine) {
 		{"WriteCancelledWhileQueued", testWriteCancelledWhileQueued},
 		{"WriteCancelledWhileLocked", testWriteCancelledWhileLocked},
 		{"WriteCancelledBefore", testWriteCancelledBefore},
+		{"WritesInParallel", testWritesInParallel},
 		{"IsConflict", testIsConflict},
 		{"Placeholders", testPlaceholders},
 		{"ReadTx", testReadTx},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 )
 
 func testWriteCommits(t *testing.T, e Engine) {
@@ -122,14 +123,59 @@ func testWriteGroups(t *testing.T, e Engine) {
 
 var errFailed = errors.New("this write fails")
 
-// hold runs a Write on b whose fn waits until release is closed, and
-// returns once fn runs (b's write lock is held).
+// writeLocker is a backend whose write transactions run in parallel
+// (PostgreSQL): writes exclude each other only by the locks they name.
+type writeLocker interface {
+	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
+}
+
+// lockedWrite is b.Write, or on a writeLocker a write locking block 1:
+// two such writes exclude each other as two writes on a backend with one
+// writer do.
+func lockedWrite(ctx context.Context, b memory.Backend, fn func(*sql.Tx) error) error {
+	if l, ok := b.(writeLocker); ok {
+		return l.WriteLocked(ctx, []search.WriteLock{search.BlockLock(1)}, fn)
+	}
+	return b.Write(ctx, fn)
+}
+
+// testWritesInParallel: on a writeLocker, a write locking another block
+// (or nothing) commits while one holds block 1's lock.
+func testWritesInParallel(t *testing.T, e Engine) {
+	b := fresh(t, e)
+	l, ok := b.(writeLocker)
+	if !ok {
+		t.Skip("one writer at a time")
+	}
+	release := make(chan struct{})
+	done := hold(t, b, release)
+	defer func() {
+		close(release)
+		if err := <-done; err != nil {
+			t.Errorf("holding Write: %v", err)
+		}
+	}()
+	for i, locks := range [][]search.WriteLock{{search.BlockLock(2)}, nil} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := l.WriteLocked(ctx, locks, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, insertCount, "parallel", i, 1)
+			return err
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("write %d beside the held one: %v", i, err)
+		}
+	}
+}
+
+// hold runs a write on b whose fn waits until release is closed, and
+// returns once fn runs (b's write lock, or block 1's, is held).
 func hold(t *testing.T, b memory.Backend, release chan struct{}) <-chan error {
 	t.Helper()
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Write(context.Background(), func(*sql.Tx) error {
+		done <- lockedWrite(context.Background(), b, func(*sql.Tx) error {
 			close(started)
 			<-release
 			return nil
@@ -154,7 +200,7 @@ func waitCancelled(t *testing.T, b memory.Backend, encoding string) {
 	defer cancel()
 	ran := false
 	start := time.Now()
-	err := b.Write(ctx, func(tx *sql.Tx) error {
+	err := lockedWrite(ctx, b, func(tx *sql.Tx) error {
 		ran = true
 		_, err := tx.ExecContext(context.Background(), insertCount, encoding, 1, 1)
 		return err

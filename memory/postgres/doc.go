@@ -2,16 +2,27 @@
 // machines sharing one memory: a PostgreSQL database through
 // github.com/jackc/pgx/v5 (database/sql over pgx, context-aware).
 //
-// What it guarantees is what the SQLite backend guarantees, by the same
-// means: every write transaction takes one transaction-scoped advisory
-// lock, so writes to a database are serialized (as SQLite serializes
-// them on a file) and each write reads the current state inside its
-// transaction before validating and applying (no lost update, limits
-// hold across machines). Other processes learn of committed block changes
-// through LISTEN/NOTIFY on the channel engram_blocks (a trigger notifies
-// on every block row change), so a cache hit needs no query while the
+// What it guarantees is what the SQLite backend guarantees, but writers
+// run in parallel: a write transaction takes transaction-scoped advisory
+// locks (released at commit, so poolers in transaction mode keep working)
+// on what it writes — a block, so that one block's writers take turns, an
+// agent for what is the agent's as a whole (its archival entries and
+// messages, its blocks generation), always in one order (locks.go) — and
+// reads the current state inside its transaction before validating and
+// applying (no lost update, limits and permissions hold across machines).
+// Writes to different blocks, and archival and message writes of
+// different agents, commit side by side. The caches' change logs
+// (search_text_log, search_vec_log) record each entry's transaction and
+// are read by snapshot (search.ChangeLog, migration 0023), so an entry
+// committed late is read late, never skipped.
+//
+// Other processes learn of committed block changes through LISTEN/NOTIFY
+// on the channel engram_blocks, so a cache hit needs no query while the
 // listening connection is up; when it drops, the store re-checks every
-// cached block until it is back.
+// cached block until it is back. The store's block writes notify just
+// after their commit (Backend.WriteBlocks: a transaction that notifies
+// commits under a lock of the whole cluster), any other change of a block
+// row (an UPDATE by hand) by trigger in its own transaction.
 //
 // Full text is a tsvector column per table (GIN index, english
 // configuration) ranked by IDF-weighted ts_rank; block text is indexed

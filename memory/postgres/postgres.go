@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,16 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/engram-go/engram/internal/groupcommit"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/migrations"
+	"github.com/engram-go/engram/search"
 )
-
-// writeLockKey is the advisory lock every engram write transaction takes:
-// writes to one database are serialized across all processes and machines,
-// exactly as SQLite's single writer serializes them on one file, so a
-// write's reads (catch-up, limits, permissions) see every earlier commit.
-const writeLockKey = 0x656e6772616d // "engram"
 
 // notifyChannel carries the ids of changed blocks (see
 // migrations/postgres/0001_core.sql).
@@ -34,8 +29,9 @@ const notifyChannel = "engram_blocks"
 
 // Options configure a Backend. The zero value (or nil) means the defaults.
 type Options struct {
-	// LockTimeout is how long a write waits for the write lock (default
-	// 10s).
+	// LockTimeout is how long a write waits for each lock it takes
+	// (default 10s): the advisory locks of the blocks and agents it
+	// writes, and the rows other writers hold.
 	LockTimeout time.Duration
 	// MaxConns caps the pool (default 8).
 	MaxConns int
@@ -45,16 +41,18 @@ type Options struct {
 }
 
 // Backend is an engram store in a PostgreSQL database: a database/sql pool
-// over pgx whose statements may use "?" placeholders (rewritten to $n), a
-// write transaction serialized by an advisory lock, migrations embedded in
+// over pgx whose statements may use "?" placeholders (rewritten to $n),
+// write transactions that run in parallel, each locking the blocks and
+// agents it writes (WriteLocked, see locks.go), migrations embedded in
 // this package, and block-change notifications over LISTEN/NOTIFY.
 type Backend struct {
-	cfg     *pgx.ConnConfig
-	db      *sql.DB
-	timeout time.Duration
-	commits groupcommit.Committer
-	log     *slog.Logger
-	target  string // redacted
+	cfg      *pgx.ConnConfig
+	db       *sql.DB
+	timeout  time.Duration
+	log      *slog.Logger
+	target   string   // redacted
+	deferred sync.Map // *sql.Tx of WriteBlocks -> *deferred
+	notify   *notifier
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or a
@@ -95,8 +93,6 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: %s (dbname holds a connection string: give that string itself as the store)", ErrInvalidDSN, Redact(dsn))
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
-	// The advisory lock waits server-side up to lock_timeout: no polling.
-	b.commits = groupcommit.Committer{Begin: b.begin}
 	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	b.db.SetMaxOpenConns(o.MaxConns)
 	b.db.SetMaxIdleConns(o.MaxConns)
@@ -108,6 +104,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		b.db.Close()
 		return nil, fmt.Errorf("migrate %s: %w", b.target, err)
 	}
+	b.notify = startNotifier(b.db, b.log, b.target)
 	return b, nil
 }
 
@@ -134,8 +131,12 @@ func (b *Backend) JSONInt64s() string {
 	return `SELECT value::bigint FROM json_array_elements_text(?::json)`
 }
 
-// Close closes the pool.
-func (b *Backend) Close() error { return b.db.Close() }
+// Close sends the notifications still to go (WriteBlocks) and closes the
+// pool.
+func (b *Backend) Close() error {
+	b.notify.close()
+	return b.db.Close()
+}
 
 // IsConflict reports a unique_violation (SQLSTATE 23505).
 func (b *Backend) IsConflict(err error) bool {
@@ -143,58 +144,153 @@ func (b *Backend) IsConflict(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// Write runs fn in a transaction holding the engram write lock (see
-// writeLockKey). Waiting for the lock honours ctx and Options.LockTimeout;
-// once fn runs the transaction completes whatever ctx does, and fn runs at
-// most once. Writes that queue behind a running transaction in this
-// process commit together (group commit, see groupcommit.Committer.Write):
-// one lock round and one commit for the group, each write in its own
-// SAVEPOINT, every write acknowledged only after the commit.
+// Write runs fn in a write transaction that takes no lock of its own but
+// the store's, shared: on PostgreSQL writers run in parallel, and what
+// must not be written by two of them at once is locked by name
+// (WriteLocked, WriteBlocks, Lock). fn runs at most once; once it runs
+// the transaction completes whatever ctx does.
 func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return b.commits.Write(ctx, fn)
+	return b.WriteLocked(ctx, nil, fn)
 }
 
-// Queued reports how many writes wait behind the running group (for tests
-// and metrics).
-func (b *Backend) Queued() int { return b.commits.Queued() }
-
-// begin starts a transaction holding the advisory write lock. The
-// transaction is not bound to ctx (once begun it completes); ctx only cuts
-// the wait for the lock.
-func (b *Backend) begin(ctx context.Context) (*sql.Tx, error) {
-	tx, err := b.db.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.lock(ctx, tx); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	return tx, nil
+// WriteLocked runs fn in a write transaction holding locks (advisory,
+// transaction-scoped: released at commit, so connection poolers in
+// transaction mode keep working) and the store's lock shared (exclusive
+// when locks holds search.StoreLock), taken in key order in the
+// transaction's first statement, which also sets its lock_timeout
+// (Options.LockTimeout): a write to one block waits for that block's
+// other writers only. Waiting for the locks honours ctx and the timeout,
+// and a write that gives up there writes nothing; once fn runs the
+// transaction completes whatever ctx does, and fn runs at most once.
+// PostgreSQL itself commits concurrent transactions together (one WAL
+// flush for those that arrive together), so writes are not grouped here.
+func (b *Backend) WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(tx *sql.Tx) error) error {
+	return b.write(ctx, locks, false, fn)
 }
 
-func (b *Backend) lock(ctx context.Context, tx *sql.Tx) error {
-	// One round trip: the timeout is set (for this transaction) before the
-	// lock is requested, as the select list is evaluated in order.
-	_, err := tx.ExecContext(ctx, "SELECT set_config('lock_timeout', ?, true), pg_advisory_xact_lock(?)",
-		fmt.Sprintf("%dms", b.timeout.Milliseconds()), int64(writeLockKey))
+// WriteBlocks is WriteLocked for a write to the blocks it locks: their
+// changes are notified (LISTEN/NOTIFY, channel engram_blocks) after the
+// commit, together with those of the blocks it locks later (Lock), and no
+// other block change of the transaction is. A transaction that notifies
+// takes a lock of the whole cluster at its commit and holds it through
+// the commit's WAL flush, so writers that notify in their own transaction
+// commit one at a time; these do not (migration 0023). A notification
+// goes out just after the commit, in a transaction of its own (with
+// synchronous_commit off: it flushes nothing), shortly after the writer
+// is answered; one of a process that dies in between is lost, and
+// another process's cached copy of that block stays as it was until the
+// block's next change (or until that process's notifications are
+// interrupted, which re-checks every cached block).
+func (b *Backend) WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(tx *sql.Tx) error) error {
+	return b.write(ctx, locks, true, fn)
+}
+
+// deferred are the blocks a WriteBlocks transaction notifies after its
+// commit.
+type deferred struct {
+	mu  sync.Mutex
+	ids []int64
+}
+
+func (d *deferred) add(locks []search.WriteLock) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range locks {
+		if l.Kind() == search.LockBlock {
+			d.ids = append(d.ids, l.Block())
+		}
+	}
+}
+
+func (b *Backend) write(ctx context.Context, locks []search.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The BEGIN goes with the lock statement below (lazyBegin).
+	tx, err := b.db.BeginTx(context.WithValue(context.WithoutCancel(ctx), lazyBegin{}, true), nil)
 	if err != nil {
-		return fmt.Errorf("take the write lock: %w", err)
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	// The store's lock, shared (exclusive when asked for), comes first.
+	keys := lockKeys(append(locks, search.StoreLock()))
+	exclusive := slices.ContainsFunc(locks, func(l search.WriteLock) bool { return l.Kind() == search.LockStore })
+	args := []any{fmt.Sprintf("%dms", b.timeout.Milliseconds())}
+	q := "SELECT set_config('lock_timeout', ?, true), "
+	var d *deferred
+	if notifyAfter {
+		q += "set_config('engram.notify', 'after', true), "
+		d = &deferred{}
+		d.add(locks)
+		b.deferred.Store(tx, d)
+		defer b.deferred.Delete(tx)
+	}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	q += lockCalls(keys, exclusive)
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("take the write locks: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback() // fn panicked
+		}
+	}()
+	err = fn(tx)
+	done = true
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if d != nil {
+		d.mu.Lock()
+		b.notify.add(d.ids)
+		d.mu.Unlock()
 	}
 	return nil
 }
 
-// migrate applies migrations.Postgres in order, each in its own
-// transaction under the write lock, recording the version in
-// engram_schema. A database at a newer version than this build knows is
-// refused.
+// Lock takes more locks in a transaction of WriteLocked or WriteBlocks:
+// only locks that come after every lock it holds (see search.WriteLock),
+// which it keeps to its end. In a WriteBlocks transaction the blocks
+// locked are notified after its commit.
+func (b *Backend) Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
+	if err := (SearchDialect{}).LockWrites(ctx, tx, locks); err != nil {
+		return err
+	}
+	if d, ok := b.deferred.Load(tx); ok {
+		d.(*deferred).add(locks)
+	}
+	return nil
+}
+
+// migrate applies migrations.Postgres in order, in one transaction
+// holding the store's lock exclusively (no write of another process runs
+// beside a change of the schema), recording the version in
+// engram_schema. A database already at this build's version is only
+// read. A database at a newer version than this build knows is refused.
 func (b *Backend) migrate(ctx context.Context) error {
 	all, err := migrations.Postgres()
 	if err != nil {
 		return err
 	}
-	return b.Write(ctx, func(tx *sql.Tx) error {
-		// Under the write lock: IF NOT EXISTS does not make concurrent
+	var have int
+	if err := b.db.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&have); err == nil && have == len(all) {
+		return nil
+	}
+	return b.WriteLocked(ctx, []search.WriteLock{search.StoreLock()}, func(tx *sql.Tx) error {
+		// Under the store's lock: IF NOT EXISTS does not make concurrent
 		// creators safe (the loser gets 23505, 42P07 or 42710), and two
 		// processes opening a fresh database at once is ordinary.
 		if _, err := tx.ExecContext(ctx, migrations.PostgresVersionTable); err != nil {
@@ -340,24 +436,116 @@ func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rebindConn{conn.(*stdlib.Conn)}, nil
+	return &rebindConn{Conn: conn.(*stdlib.Conn)}, nil
 }
 
-type rebindConn struct{ *stdlib.Conn }
+type rebindConn struct {
+	*stdlib.Conn
+	// lazy: a write transaction began (lazyBegin) whose BEGIN goes with
+	// its first statement.
+	lazy bool
+}
+
+// lazyBegin marks the context of a write transaction's BeginTx whose first
+// statement is an Exec run at once (Backend.write's locks): the BEGIN is
+// sent with it, pipelined, instead of on its own, which saves every write
+// a round trip.
+type lazyBegin struct{}
+
+func (c *rebindConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if ctx.Value(lazyBegin{}) == nil || opts.ReadOnly || sql.IsolationLevel(opts.Isolation) != sql.LevelDefault {
+		return c.Conn.BeginTx(ctx, opts)
+	}
+	if c.Conn.Conn().IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	c.lazy = true
+	return lazyTx{c}, nil
+}
+
+// begin sends a BEGIN still to go on its own (a first statement that is
+// not an Exec).
+func (c *rebindConn) begin(ctx context.Context) error {
+	if !c.lazy {
+		return nil
+	}
+	c.lazy = false
+	_, err := c.Conn.Conn().Exec(ctx, "begin")
+	return err
+}
+
+// lazyTx is the driver's transaction of a lazyBegin write.
+type lazyTx struct{ c *rebindConn }
+
+func (t lazyTx) Commit() error {
+	if t.c.lazy {
+		t.c.lazy = false // nothing ran
+		return nil
+	}
+	tag, err := t.c.Conn.Conn().Exec(context.Background(), "commit")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+func (t lazyTx) Rollback() error {
+	if t.c.lazy {
+		t.c.lazy = false
+		return nil
+	}
+	_, err := t.c.Conn.Conn().Exec(context.Background(), "rollback")
+	return err
+}
 
 func (c *rebindConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(rebind(query))
+	return c.PrepareContext(context.Background(), query)
 }
 
+// PrepareContext sends a BEGIN still to go first: the statement's
+// executions bypass ExecContext.
 func (c *rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.begin(ctx); err != nil {
+		return nil, err
+	}
 	return c.Conn.PrepareContext(ctx, rebind(query))
 }
 
 func (c *rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, rebind(query), args)
+	if !c.lazy {
+		return c.Conn.ExecContext(ctx, rebind(query), args)
+	}
+	// BEGIN and the statement in one round trip.
+	c.lazy = false
+	vals := make([]any, len(args))
+	for i, a := range args {
+		vals[i] = a.Value
+	}
+	batch := &pgx.Batch{}
+	batch.Queue("begin")
+	batch.Queue(rebind(query), vals...)
+	res := c.Conn.Conn().SendBatch(ctx, batch)
+	_, err := res.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = res.Exec()
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 
 func (c *rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.begin(ctx); err != nil {
+		return nil, err
+	}
 	return c.Conn.QueryContext(ctx, rebind(query), args)
 }
 

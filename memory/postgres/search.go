@@ -45,17 +45,11 @@ func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) 
 	return n == 1, nil
 }
 
-// BeginWrite takes the store's advisory write lock (see writeLockKey),
-// waiting as long as the server's lock_timeout allows.
+// BeginWrite begins a transaction: PostgreSQL's writers run in parallel,
+// and the Index locks what it writes (LockWrites).
 func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(writeLockKey)); err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		return fmt.Errorf("take the write lock: %w", err)
-	}
-	return nil
+	_, err := conn.ExecContext(ctx, "BEGIN")
+	return err
 }
 
 // SnapshotIsolation is REPEATABLE READ: the default, READ COMMITTED,
@@ -63,6 +57,27 @@ func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
 // read of its bounds and the read of its entries would lose entries the
 // bounds said were there.
 func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// ChangeLog reads a change log by writing transaction (column txid,
+// migration 0023): writers run in parallel, so an entry numbered early
+// may commit late. A snapshot holds the entries of the transactions it
+// sees as committed: pg_current_snapshot() read as the first statement of
+// a REPEATABLE READ transaction is that transaction's snapshot. The floor
+// is kept by the trimmer (engram_log_trim).
+func (SearchDialect) ChangeLog(table string) search.ChangeLog {
+	key := lockTextLogTrim
+	if table == "search_vec_log" {
+		key = lockVecLogTrim
+	}
+	return search.ChangeLog{
+		Position: "txid",
+		Bounds: `SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax,
+			COALESCE((SELECT json_agg(x::text::bigint ORDER BY x::text::bigint) FROM pg_snapshot_xip(s) AS x)::text, '[]') AS xip,
+			COALESCE((SELECT next_txid FROM search_log_floor WHERE log = '` + table + `'), 0) AS floor
+			FROM pg_current_snapshot() AS s`,
+		Trim: fmt.Sprintf(`SELECT engram_log_trim('%[1]s', %[2]d, (SELECT COALESCE(max(seq), 0) FROM %[1]s) - ?)`, table, key),
+	}
+}
 
 // JSONObject is json_build_object(pairs) as text.
 func (SearchDialect) JSONObject(pairs string) string { return "json_build_object(" + pairs + ")::text" }
@@ -121,16 +136,26 @@ func (SearchDialect) MessageNeighbours() string {
 		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)`
 }
 
-// IndexBlocks computes the tsvector of each marked block.
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+// IndexBlocks computes the tsvector of each of the marked blocks ids
+// (whose locks ex holds: no writer changes them meanwhile) and clears
+// their marks; marks set meanwhile on other blocks stay.
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
 	if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
 			setweight(to_tsvector('english', label), 'A') ||
 			setweight(to_tsvector('english', description), 'B') ||
 			setweight(to_tsvector('english', rendered), 'C')
-			WHERE id IN (SELECT id FROM fts_blocks_dirty)`); err != nil {
+			WHERE id IN (SELECT d.id FROM fts_blocks_dirty d JOIN json_array_elements_text(?::json) j(value) ON d.id = j.value::bigint)`,
+		string(list)); err != nil {
 		return err
 	}
-	_, err := ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty`)
+	_, err = ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty WHERE id IN (SELECT value::bigint FROM json_array_elements_text(?::json))`, string(list))
 	return err
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// An Index opened without IndexOptions.Write takes the dialect's write
-// lock: on PostgreSQL the store's advisory lock (it used to send SQLite's
-// BEGIN IMMEDIATE, a syntax error there). Its first write (recording the
-// embedder) waits for a store write that holds the lock.
+// An Index opened without IndexOptions.Write begins its own write
+// transactions (it used to send SQLite's BEGIN IMMEDIATE, a syntax error
+// on PostgreSQL) and locks what it writes: its first write, recording the
+// embedder and setting up the vector tables, holds the whole store, so it
+// waits for a store write under way.
 func TestIndexWithoutWriteTakesTheStoreLock(t *testing.T) {
 	ctx := context.Background()
 	b := openTestBackend(t)

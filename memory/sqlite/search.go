@@ -65,9 +65,28 @@ func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
 	return err
 }
 
+// LockWrites does nothing: a SQLite write transaction holds the whole
+// database.
+func (SearchDialect) LockWrites(context.Context, search.Execer, []search.WriteLock) error { return nil }
+
 // SnapshotIsolation is the default: a SQLite read transaction is one
 // snapshot already.
 func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// ChangeLog reads a change log by sequence number: SQLite's one writer
+// commits the entries in the order they are numbered, so a snapshot holds
+// every entry up to the log's last (xmin = xmax = last + 1, no running
+// writer), and floor is the first entry still there. The min and max are
+// separate subqueries: SQLite's O(1) min/max optimisation only applies to
+// a lone min() or max().
+func (SearchDialect) ChangeLog(table string) search.ChangeLog {
+	return search.ChangeLog{
+		Position: "seq",
+		Bounds: `SELECT m AS xmin, m AS xmax, '[]' AS xip, f AS floor FROM (SELECT
+			COALESCE((SELECT max(seq) FROM ` + table + `), 0) + 1 AS m, COALESCE((SELECT min(seq) FROM ` + table + `), 0) AS f)`,
+		Trim: `DELETE FROM ` + table + ` WHERE seq <= (SELECT max(seq) FROM ` + table + `) - ?`,
+	}
+}
 
 // JSONObject is json_object(pairs).
 func (SearchDialect) JSONObject(pairs string) string { return "json_object(" + pairs + ")" }
@@ -128,10 +147,10 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq < 9223372036854775807`
 }
 
-// IndexBlocks replaces the FTS5 terms of each marked block, and
-// fts_blocks_indexed's copy of what the index holds (which the text
-// cache reads).
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer) error {
+// IndexBlocks replaces the FTS5 terms of each marked block (ids or not:
+// the write transaction holds the database), and fts_blocks_indexed's
+// copy of what the index holds (which the text cache reads).
+func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, _ []int64) error {
 	for _, q := range []string{
 		// The current owner names a block's rowid: a change of owner
 		// moves the indexed row at once (trigger fts_blocks_owner).

@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/engram-go/engram/search"
+)
+
+// Advisory lock keys. Writers do not exclude each other as a whole: a
+// write transaction takes transaction-scoped advisory locks
+// (pg_advisory_xact_lock, released at commit or rollback, so poolers in
+// transaction mode keep working) on what it touches, as 64-bit keys whose
+// top byte is the class and whose rest the object: the store (storeKey),
+// a block (its id), an agent (a hash of its name), or one of the named
+// locks below. A transaction takes its locks in key order (classes in the
+// order of their numbers), adding later ones only above those it holds,
+// so no two transactions wait for each other in a cycle. Keys of
+// different objects that collide only make their writers wait for each
+// other.
+//
+// storeKey (class 0) is held shared by every write transaction and
+// exclusively by what rewrites every vector (search.StoreLock). It is the
+// key engram's releases before parallel writers held exclusively for
+// every write, so a process of such a release never writes beside a
+// process of this one.
+const storeKey = 0x656e6772616d // "engram"
+
+const (
+	lockClassBlock = 1
+	lockClassAgent = 2
+	lockClassNamed = 3
+)
+
+// Named locks (class lockClassNamed).
+const (
+	// lockTextLogTrim and lockVecLogTrim are the change logs' trimmers
+	// (engram_log_trim, migration 0023: the literal keys are there).
+	lockTextLogTrim = lockClassNamed<<56 | 2
+	lockVecLogTrim  = lockClassNamed<<56 | 3
+)
+
+// lockKey is the advisory key of object v of class.
+func lockKey(class int, v uint64) int64 { return int64(class)<<56 | int64(v&(1<<56-1)) }
+
+// agentKey hashes an agent's name into its key (FNV-1a).
+func agentKey(agent string) int64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(agent); i++ {
+		h ^= uint64(agent[i])
+		h *= 1099511628211
+	}
+	return lockKey(lockClassAgent, h)
+}
+
+// lockKeys returns the advisory keys of locks, ascending, each once.
+func lockKeys(locks []search.WriteLock) []int64 {
+	keys := make([]int64, 0, len(locks))
+	for _, l := range locks {
+		switch l.Kind() {
+		case search.LockStore:
+			keys = append(keys, storeKey)
+		case search.LockBlock:
+			keys = append(keys, lockKey(lockClassBlock, uint64(l.Block())))
+		case search.LockAgent:
+			keys = append(keys, agentKey(l.Agent()))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// lockCalls is the select list taking the advisory locks keys, one per
+// "?", in order (a select list is evaluated left to right): storeKey
+// shared unless storeExclusive, every other key exclusively.
+func lockCalls(keys []int64, storeExclusive bool) string {
+	calls := make([]string, len(keys))
+	for i, k := range keys {
+		calls[i] = "pg_advisory_xact_lock(?)"
+		if k == storeKey && !storeExclusive {
+			calls[i] = "pg_advisory_xact_lock_shared(?)"
+		}
+	}
+	return strings.Join(calls, ", ")
+}
+
+// LockWrites takes locks' advisory locks in the transaction ex, in key
+// order, in one statement (the store's exclusively); each waits up to the
+// transaction's lock_timeout.
+func (SearchDialect) LockWrites(ctx context.Context, ex search.Execer, locks []search.WriteLock) error {
+	keys := lockKeys(locks)
+	if len(keys) == 0 {
+		return nil
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	if _, err := ex.ExecContext(ctx, "SELECT "+lockCalls(keys, true), args...); err != nil {
+		return fmt.Errorf("take the write locks: %w", err)
+	}
+	return nil
+}
