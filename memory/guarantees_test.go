@@ -25,7 +25,9 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Regression tests: every guarantee below was broken once.
+// The store's guarantees under failures and concurrency: a failed persist
+// is reported and not served, merges from elsewhere are judged, torn rows
+// are reported, limits hold across caches, and the others below.
 
 func text(t *testing.T, c *memory.Cache, agent, label string) string {
 	t.Helper()

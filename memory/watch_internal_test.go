@@ -11,10 +11,10 @@ import (
 // TestLoadRacingANotifiedWrite: on a backend whose notifications vouch for
 // cached blocks (PostgreSQL), a block loaded from a snapshot taken before
 // another store's write, whose notification arrives before the loaded
-// document is cached, must not be served as current. The notification
-// found nothing to mark; before the fix the stale document was served
-// without a query until the block's next notification (a second reader
-// saw 4 of 200 racing loads stay stale for good).
+// document is cached, must not be served as current: the notification
+// finds nothing to mark, and a stale document would otherwise be served
+// without a query until the block's next notification (about 4 racing
+// loads in 200 stay stale for good without the guard).
 func TestLoadRacingANotifiedWrite(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)

@@ -216,3 +216,69 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 	}
 	t.Logf("%d appends, %d rebases", len(acked), n)
 }
+
+// A write-back store with a one-document cache, whose blocks are evicted
+// (and so flushed) between appends while another store on the same
+// database appends to them too and rebases them, loses no acknowledged
+// append.
+func TestWriteBackEvictionAndRebaseLoseNothing(t *testing.T) {
+	writeBackEvictRebase(t, filepath.Join(t.TempDir(), "wb.db"))
+}
+
+func TestWriteBackEvictionAndRebaseLoseNothingPostgres(t *testing.T) {
+	writeBackEvictRebase(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func writeBackEvictRebase(t *testing.T, path string) {
+	ctx := context.Background()
+	a, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, CacheSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openFile(t, path, nil)
+	labels := []string{"x", "y", "z"}
+	for _, l := range labels {
+		if _, err := b.CreateBlock(ctx, "a", memory.BlockSpec{Label: l, CharLimit: 100000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acked := map[string][]string{}
+	for i := range 60 {
+		l := labels[i%3]
+		s := a
+		if i%5 == 0 {
+			s = b
+		}
+		line := fmt.Sprintf("%s-%d\n", l, i)
+		if err := s.AppendToBlock(ctx, "a", l, line); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		acked[l] = append(acked[l], line)
+		if i%7 == 3 {
+			if err := b.Rebase(ctx, "a", labels[(i+1)%3]); err != nil {
+				t.Fatalf("rebase: %v", err)
+			}
+		}
+		if i%11 == 5 {
+			if err := a.Rebase(ctx, "a", labels[(i+2)%3]); err != nil {
+				t.Fatalf("rebase a: %v", err)
+			}
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	cold := openFile(t, path, nil)
+	for _, l := range labels {
+		d, err := cold.GetBlock(ctx, "a", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.Render()
+		for _, line := range acked[l] {
+			if n := strings.Count(got, line); n != 1 {
+				t.Errorf("block %s: %q %d times", l, line, n)
+			}
+		}
+	}
+}

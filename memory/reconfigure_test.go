@@ -3,7 +3,9 @@ package memory_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +19,7 @@ import (
 // UPDATE), and the stored rendering matches the document. Write-through
 // also ends valid under its schema; write-back validates an edit against
 // what its own process has seen, so two processes' merged pushes can pass
-// max_items (documented in docs/design.md; it failed here about 1 run in
-// 15 on the code before 2026-11-26 too).
+// max_items (documented in docs/design.md).
 func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 	for _, wb := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -71,5 +72,49 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 		if r != d.Render() {
 			t.Fatalf("wb=%v: rendering %q vs %q", wb, r, d.Render())
 		}
+	}
+}
+
+// A reconfigure that meets another store's write while its own block has
+// write-back edits pending retries without losing either: after Flush the
+// block holds both appends, its stored rendering matches, and it is pinned.
+func TestReconfigureRetryKeepsPendingWriteBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	var armed atomic.Bool
+	var b *memory.Cache
+	var bErr error
+	now := func() time.Time {
+		if armed.CompareAndSwap(true, false) {
+			bErr = b.AppendToBlock(ctx, "ada", "t", " +b")
+		}
+		return time.Now()
+	}
+	a := openFile(t, path, &memory.Options{Now: now, WriteBack: true})
+	b = openFile(t, path, nil)
+	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "t", Value: "hello", Permission: blocks.Admin}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PersistBlock(ctx, "ada", "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendToBlock(ctx, "ada", "t", " +a"); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	err := a.SetBlockPinned(ctx, "ada", "t", true)
+	t.Logf("pin: %v, b: %v, armed %v", err, bErr, armed.Load())
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := openFile(t, path, nil)
+	d, err := c.GetBlock(ctx, "ada", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.RenderedContent(ctx, "ada", "t")
+	t.Logf("doc %q rendered %q pinned %v", d.Render(), r, d.Info().Pinned)
+	if !strings.Contains(d.Render(), "+a") || !strings.Contains(d.Render(), "+b") || r != d.Render() {
+		t.Fatalf("lost: doc %q rendered %q", d.Render(), r)
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Migration 0001 changed in place twice on 2026-11-23 after main had
-// shipped it (6dff819, then 96fc4ce; the file as released.txt holds it
-// since f23770c): testdata/core-*.sql are those two versions. A database
+// Migration 0001 had two earlier versions that were released (6dff819,
+// then 96fc4ce; the file as released.txt holds the current one since
+// f23770c): testdata/core-*.sql are those two versions. A database
 // that one of them made is at version 1 like any other, but had a
 // generated fts column and no fts_blocks_dirty, vec tables keyed "id", no
 // search_reembed, and triggers that never mark a block for the lazy index:
