@@ -65,7 +65,7 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	}
 }
 
-// Item 2: a write whose persistence fails returns the error, through the
+// A write whose persistence fails returns the error, through the
 // store's methods and through a view's methods alike, and the cache serves
 // the last durable state, never the lost change.
 func TestFailedPersistIsReportedAndNotServed(t *testing.T) {
@@ -191,7 +191,7 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 	}
 }
 
-// Item 5: a torn update row is reported as ErrCorrupt naming the block,
+// A torn update row is reported as ErrCorrupt naming the block,
 // never skipped.
 func TestTornUpdateRowIsReported(t *testing.T) {
 	ctx := context.Background()
@@ -225,7 +225,7 @@ func TestTornUpdateRowIsReported(t *testing.T) {
 	}
 }
 
-// Item 6: limits hold across writers: two caches on one file (each with
+// Limits hold across writers: two caches on one file (each with
 // its own replica, warmed before the race) cannot together push a block
 // past its character limit or a list past MaxItems.
 func TestLimitsHoldAcrossCaches(t *testing.T) {
@@ -326,7 +326,7 @@ func mustText(t *testing.T, d *automerge.Doc) *automerge.Text {
 
 func label(kind string, i int) string { return kind + "_" + string(rune('a'+i)) }
 
-// Item 7: an Append permission only adds to counters; counters never wrap.
+// An Append permission only adds to counters; counters never wrap.
 func TestCounterRules(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
@@ -361,7 +361,7 @@ func TestCounterRules(t *testing.T) {
 	}
 }
 
-// Item 8: a Log-type block is append-only whatever its schema.
+// A Log-type block is append-only whatever its schema.
 func TestLogTypeIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
@@ -392,7 +392,7 @@ func TestLogTypeIsAppendOnly(t *testing.T) {
 	}
 }
 
-// Item 9: a view checks the current share and permission when it writes.
+// A view checks the current share and permission when it writes.
 func TestStaleViewsFollowTheCurrentShare(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
@@ -477,7 +477,7 @@ func hangingEmbedder(t *testing.T, dims int) (search.Embedder, func()) {
 	return emb, func() { mu.Lock(); hanging = true; mu.Unlock() }
 }
 
-// Item 11: writes do not wait for an embedder, a cancelled context returns
+// Writes do not wait for an embedder, a cancelled context returns
 // at once, and Close does not hang on an embedder that does.
 func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 	ctx := context.Background()
@@ -531,7 +531,7 @@ func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 	}
 }
 
-// Item 12: a file that is not a database fails at once.
+// A file that is not a database fails at once.
 func TestOpenNotADatabaseFailsFast(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(path, []byte(strings.Repeat("this is not a database\n", 200)), 0o644); err != nil {
@@ -609,10 +609,10 @@ func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 	}
 }
 
-// Item 12: a 10 MB text block took 81 s to create, nearly all of it in
-// automerge's text insert, which grows faster than linearly (see
-// blocks.MaxCharLimit). A block's limit is capped instead, with an error
-// that says where big texts belong.
+// A block's limit is capped, with an error that says where big texts
+// belong: a 10 MB text block would take over a minute to create, nearly
+// all of it in automerge's text insert, which grows faster than linearly
+// (see blocks.MaxCharLimit).
 func TestCharLimitIsCapped(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)

@@ -40,7 +40,7 @@ func TestCLIHelp(t *testing.T) {
 	}
 }
 
-// Item 8: typos in enum flags say what is valid.
+// Typos in enum flags say what is valid.
 func TestCLIUnknownValues(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "v.db")
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestCLIUnknownValues(t *testing.T) {
 	}
 }
 
-// Item 9: text from stdin ("-"), a file ("@FILE") and text that starts
+// Text from stdin ("-"), a file ("@FILE") and text that starts
 // with "-".
 func TestCLITextSources(t *testing.T) {
 	dir := t.TempDir()
@@ -107,7 +107,7 @@ func TestCLITextSources(t *testing.T) {
 	}
 }
 
-// Item 10: importing a directory that does not exist fails.
+// Importing a directory that does not exist fails.
 func TestCLIFilesImportMissingDir(t *testing.T) {
 	dir := t.TempDir()
 	_, errs, code := cli(t, filepath.Join(dir, "f.db"), "", "files", "import", "--agent", "ada", filepath.Join(dir, "no-such-dir"))
@@ -116,7 +116,7 @@ func TestCLIFilesImportMissingDir(t *testing.T) {
 	}
 }
 
-// Item 11: --value on a map block keeps the defaults of omitted fields.
+// --value on a map block keeps the defaults of omitted fields.
 func TestCLIMapValueKeepsDefaults(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "m.db")
 	ok(t, db, "block", "create", "--agent", "ada", "--label", "stats",

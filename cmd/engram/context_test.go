@@ -83,7 +83,7 @@ func writeTemp(t *testing.T, text string) string {
 	return p
 }
 
-// Item 1: --format prints the provider's request body.
+// --format prints the provider's request body.
 func TestCLIContextFormats(t *testing.T) {
 	db := contextStore(t)
 	for _, tc := range []struct {
@@ -113,7 +113,7 @@ func TestCLIContextFormats(t *testing.T) {
 	}
 }
 
-// Item 1: a model's window comes from its family; Claude and Gemini get a
+// A model's window comes from its family; Claude and Gemini get a
 // note that their counts are estimates, an unknown model a warning that
 // its window and tokenizer are the defaults.
 func TestCLIContextModelLimits(t *testing.T) {

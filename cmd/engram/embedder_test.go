@@ -88,7 +88,7 @@ func TestCLIRecordedOfflineEmbedder(t *testing.T) {
 	}
 }
 
-// Item 4: a store whose vectors come from an OpenAI-compatible model uses
+// A store whose vectors come from an OpenAI-compatible model uses
 // it when the environment says where; without, a vector search names the
 // variables to set, other commands run (a write warns).
 func TestCLIRecordedOpenAIEmbedder(t *testing.T) {
@@ -146,7 +146,7 @@ func TestCLIRecordedOpenAIEmbedder(t *testing.T) {
 	}
 }
 
-// Item 4: --embedder openai without a key or a base URL fails at once,
+// --embedder openai without a key or a base URL fails at once,
 // naming what to set; a rejected key and a server nothing listens at are
 // different errors, and the second is not retried for seconds.
 func TestCLIOpenAIEmbedderErrors(t *testing.T) {
@@ -190,7 +190,7 @@ func TestCLIOpenAIEmbedderErrors(t *testing.T) {
 	}
 }
 
-// Item 2 through the CLI: a pending proposal, the context library's
+// A pending proposal, the context library's
 // artifacts and the embedder record survive export and import into a new
 // store, whose vectors the dump's embedder then computes.
 func TestCLIExportImportKeepsProposalsAndEmbedder(t *testing.T) {
@@ -223,7 +223,7 @@ func TestCLIExportImportKeepsProposalsAndEmbedder(t *testing.T) {
 	}
 }
 
-// Item 4: engram mcp searches by vector with the store's recorded
+// engram mcp searches by vector with the store's recorded
 // embedder, and refuses to start, naming the variables, when it cannot
 // rebuild it.
 func TestCLIMCPUsesRecordedEmbedder(t *testing.T) {
