@@ -18,9 +18,7 @@ import (
 // conversations, one message per dialogue turn), overall and per question
 // category, and checks sanity floors a broken search would miss.
 func TestLoCoMoEvidenceRecall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("LoCoMo evidence recall skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "LoCoMo evidence recall over the whole development set")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
@@ -152,9 +150,7 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 // default archival search. The session's entries must find what messages
 // find.
 func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("LoCoMo evidence recall skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "LoCoMo evidence recall over the whole development set")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
@@ -54,6 +55,7 @@ func openDBBeforeArchivalContext(t *testing.T, path string) *sql.DB {
 // bm25 values, in SQL, and the text cache ranks as SQL. Metadata that
 // names none (a number, "", an array, other keys) is among them.
 func TestArchivalContextSameRankingWithoutConversations(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "43 queries ranked against the old index, one goroutine")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBBeforeArchivalContext(t, path)
@@ -234,6 +236,7 @@ func TestArchivalContextFindsNeighbours(t *testing.T) {
 // caches kept up to date through the log (writes from another pool), whole
 // and partial, rank exactly as SQL.
 func TestArchivalContextFollowsHandEdits(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rankings compared after hand edits, one goroutine")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)

@@ -216,6 +216,9 @@ func TestMain(m *testing.M) {
 	if agentsTmp != "" {
 		os.RemoveAll(agentsTmp)
 	}
+	if migrated.dir != "" {
+		os.RemoveAll(migrated.dir)
+	}
 	os.Exit(code)
 }
 

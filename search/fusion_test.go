@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -16,6 +17,7 @@ import (
 // in FTS and in Hybrid mode. Fused by per-type rank alone, the two tie
 // (both rank 1 in their list) and the block came first.
 func TestFusionAcrossTypesByScore(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "fused rankings compared, one goroutine")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string

@@ -21,9 +21,7 @@ import (
 // with fusion by rank (a dialect without FullTextScale, as before), per
 // category; score fusion must not lose R@5, R@10 or R@25 overall.
 func TestLoCoMoFusionAcrossTypes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("LoCoMo skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "LoCoMo retrieval quality over the whole development set")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")

@@ -183,9 +183,10 @@ func variantPhrases(q string) []string {
 }
 
 func TestRankingVariants(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("ranking variants skipped in -short mode and under -race (minutes there)")
+	if raceEnabled {
+		t.Skip("ranking variants skipped under -race (minutes there)")
 	}
+	testenv.SkipUnlessLong(t, "ranking variants over LoCoMo")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")

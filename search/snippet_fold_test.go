@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
@@ -16,6 +17,7 @@ import (
 // word as written; where the analyzer reads c as a separator, the
 // snippeter splits the word there too.
 func TestSnippetFoldMatchesAnalyzer(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "every token code point, one goroutine")
 	sep := newSnippeter([]string{"1"}, 16, nil)
 	tokens, folded := 0, 0
 	// Code points the analyzer keeps as they are (most of them), checked

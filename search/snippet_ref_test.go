@@ -140,6 +140,7 @@ func (s *snippeter) referenceTermOf(word string) int {
 // one over every Cranfield query and one abstract in twenty, and over
 // texts mixing scripts, accents, digits and invalid UTF-8.
 func TestSnippetMatchesReference(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "snippets compared with the reference, one goroutine")
 	texts := []string{
 		"", " ", "a", "É", "\xff", "naïve CAFÉ café cafe, Cafés!", "x\xffy \xc3 z",
 		"Straße — strasse; ĐÀO đào 数字 ２５ degrees 25°", "ends with a space ",
@@ -274,6 +275,7 @@ func cranfieldOrSkip(tb testing.TB) *eval.Cranfield {
 // three; a longer one with its first two; a two-letter stem too, or ends
 // in "i" where the word has "y"; a one-letter stem starts its word.
 func TestStemsKeepTheirWordsStart(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "every word's stem, one goroutine")
 	c := cranfieldOrSkip(t)
 	seen := map[string]bool{}
 	for _, d := range c.Docs {

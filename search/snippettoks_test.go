@@ -2,6 +2,7 @@ package search
 
 import (
 	"database/sql"
+	"github.com/engram-go/engram/internal/testenv"
 	"strings"
 	"testing"
 )
@@ -61,6 +62,7 @@ func TestSnippetOfTokens(t *testing.T) {
 // TestSnippetOfTokensCranfield compares the two ways on every Cranfield
 // abstract for the first 40 queries.
 func TestSnippetOfTokensCranfield(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "every Cranfield abstract, one goroutine")
 	c := cranfieldOrSkip(t)
 	var texts, queries []string
 	for _, d := range c.Docs {

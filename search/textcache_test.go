@@ -53,10 +53,9 @@ func textCacheCorpus(t *testing.T, db *sql.DB) []string {
 		for _, d := range c.Docs {
 			insertArchival(t, db, archivalRow{Agent: "a", Content: d.Title + "\n" + d.Body})
 		}
-		step := 3
-		if testing.Short() {
-			step = 25
-		}
+		// Every third query in the long run, every 25th by default:
+		// nine Cranfield queries still rank thousands of rows each.
+		step := testenv.Scale(25, 3)
 		for i, q := range c.Queries {
 			if i%step == 0 {
 				queries = append(queries, q.Text)
@@ -773,9 +772,10 @@ func zipfArchival(t *testing.T, db *sql.DB, n int, seed uint64) {
 // TestTextCacheBudgetEstimate holds the text cache's size estimate (what
 // TextCacheBytes is compared with) to the heap the cache really takes.
 func TestTextCacheBudgetEstimate(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if raceEnabled {
 		t.Skip("heap figures under the race detector are not the production ones")
 	}
+	testenv.SkipUnlessLong(t, "measures the heap of a 25k-note cache")
 	ctx := context.Background()
 	db := openDB(t)
 	zipfArchival(t, db, 20_000, 1)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -18,9 +19,10 @@ import (
 // per owner and content type) must be what they take on the heap, or the
 // bound does not bound: many agents' partitions took 1.34× their charge.
 func TestTextCachePartialBudgetEstimate(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if raceEnabled {
 		t.Skip("heap figures under the race detector are not the production ones")
 	}
+	testenv.SkipUnlessLong(t, "measures the heap of many agents' partitions")
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 	r := rand.New(rand.NewPCG(35, 2))

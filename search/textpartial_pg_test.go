@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/storetest"
@@ -701,6 +702,7 @@ func BenchmarkTextStatsPass(b *testing.B) {
 // suite writes): isolation (no row of another agent) and every other
 // behaviour hold over the partitions as over the whole cache and SQL.
 func TestTextCachePartialPostgresConformance(t *testing.T) {
+	testenv.SkipUnlessLong(t, "the whole store conformance suite again, over a partial cache")
 	srv := pgtest.Start(t)
 	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
 		ctx := context.Background()

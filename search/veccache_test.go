@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -268,9 +269,10 @@ func TestVectorCacheBudget(t *testing.T) {
 // TestVectorCacheBudgetEstimate holds what the vector cache charges
 // against VectorCacheBytes to the heap it really takes.
 func TestVectorCacheBudgetEstimate(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if raceEnabled {
 		t.Skip("heap figures under the race detector are not the production ones")
 	}
+	testenv.SkipUnlessLong(t, "measures the heap of a 20k-vector cache")
 	ctx := context.Background()
 	db := openDBAt(t, t.TempDir()+"/e.db")
 	const dims, n = 128, 20_000

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/abuse"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // TestServeUnderAbuse: an engram serve process (the command built
@@ -29,9 +30,7 @@ func TestServeUnderAbuse(t *testing.T) {
 	if os.Getenv("ENGRAM_SERVE_CHILD") != "" {
 		t.Skip("child")
 	}
-	if testing.Short() {
-		t.Skip("attacks a serve process for about a minute")
-	}
+	testenv.SkipUnlessLong(t, "attacks a serve process for about a minute")
 	if runtime.GOOS != "linux" {
 		t.Skip("measures the child through /proc")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -346,9 +347,7 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 // 10k-character block (automerge-go speaks sync format v1), and what N
 // idle peers, each syncing one block, cost a serve process.
 func TestSyncMeasure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
+	testenv.SkipUnlessLong(t, "200 peers syncing one block: a measurement")
 	ctx := context.Background()
 	store := openServeStore(t)
 	text := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ. ", 160)[:10000]

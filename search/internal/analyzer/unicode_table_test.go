@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite generated files (fts5_unicode.go)")
@@ -102,9 +103,10 @@ func goCodepoint(c rune) rune {
 // (fts5_unicode.go holds where SQLite's Unicode tables, older than Go's,
 // disagree with package unicode); -update regenerates the table.
 func TestFTS5UnicodeTable(t *testing.T) {
-	if testing.Short() || underRace {
-		t.Skip("inserts 1.1M rows; skipped with -short and -race (TestAnalyzerMatchesFTS5 still runs)")
+	if underRace {
+		t.Skip("inserts 1.1M rows; skipped under -race (TestAnalyzerMatchesFTS5 still runs)")
 	}
+	testenv.SkipUnlessLong(t, "inserts 1.1M rows (TestAnalyzerMatchesFTS5 still runs)")
 	want := sqliteCodepoints(t)
 	if *update {
 		var ex []cpRange

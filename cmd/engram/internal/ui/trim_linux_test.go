@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -26,9 +27,7 @@ import (
 // 700 KB block the server's RSS stayed at 1.8 GB (456 MB once given
 // back). After heavy work the server gives the C heap's free memory back.
 func TestHeavyWorkGivesMemoryBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a large block")
-	}
+	testenv.SkipUnlessLong(t, "builds a large block")
 	ctx := context.Background()
 	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "big.db"), nil)
 	if err != nil {
