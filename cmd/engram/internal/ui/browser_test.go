@@ -52,7 +52,7 @@ func TestBrowser(t *testing.T) {
 	ctx := context.Background()
 	// A proposal on a pinned block that is in ada's context, and a little
 	// conversation so the context page has history.
-	p, err := f.store.ProposeEdit(ctx, "ada", "ada", "goals", memory.Edit{Op: blocks.OpAppendText, Text: " Then test it in a real browser."}, "the issue asks for a browser test")
+	p, err := f.store.ProposeEdit(ctx, "ada", "ada", "goals", memory.Edit{Op: blocks.OpAppendText, Text: " Then test it in a real browser."}, "a browser test is asked for")
 	if err != nil {
 		t.Fatal(err)
 	}
