@@ -40,7 +40,7 @@ func TestCacheConformance(t *testing.T) {
 					// new epoch: every behaviour holds across switches.
 					opts.CompactAfter, opts.HistoryLimit = 3, 1
 				}
-				c, err := memory.Open(context.Background(), path, opts)
+				c, err := memory.Open(context.Background(), fresh(path), opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,7 +77,7 @@ func TestCacheLimits(t *testing.T) {
 				case "file-embedder":
 					o.Embedder = search.NewOffline(64)
 				}
-				c, err := memory.Open(context.Background(), path, o)
+				c, err := memory.Open(context.Background(), fresh(path), o)
 				if err != nil {
 					t.Fatal(err)
 				}

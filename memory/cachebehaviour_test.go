@@ -18,7 +18,7 @@ import (
 
 func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
 	t.Helper()
-	c, err := memory.Open(context.Background(), path, opts)
+	c, err := memory.Open(context.Background(), fresh(path), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
