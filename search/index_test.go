@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -263,7 +264,13 @@ func testIsolationDeepPartition(t *testing.T, opts *search.IndexOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 300; i++ {
+	// Far more of bob's closer rows than a vector leg fetches (max(4×limit,
+	// 50)): 300, or 120 under the race detector unless the long tests run.
+	n := 300
+	if testenv.Race && !testenv.Long() {
+		n = 120
+	}
+	for range n {
 		insertArchival(t, db, archivalRow{Agent: "bob", Content: "quarterly revenue report figures"})
 	}
 	mine := insertArchival(t, db, archivalRow{Agent: "alice", Content: "grocery list: apples, bread"})
