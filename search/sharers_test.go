@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -19,6 +20,7 @@ import (
 // is held as a ratio to the store-wide search on the same store (minimum
 // of several runs), which the machine's load moves alike.
 func TestFullTextBlocksManySharers(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "6,600 blocks and a cost ratio, one goroutine")
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 	tx, err := db.BeginTx(ctx, nil)
