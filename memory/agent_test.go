@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -75,6 +76,7 @@ func agentStoreWith(t *testing.T, emb search.Embedder) *memory.Cache {
 // the same call made on two identically seeded stores, one through each
 // API, returns the same value (or error) and leaves the same state.
 func TestAgentHandleMatchesPositional(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "every handle method against its positional call, one goroutine")
 	ctx := context.Background()
 	render := func(d *blocks.Document, err error) (any, error) {
 		if err != nil {

@@ -19,7 +19,7 @@ func TestPostgresProcessesOneBlock(t *testing.T) {
 		t.Skip("parent test")
 	}
 	srv := pgtest.Start(t)
-	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1600/raceScale, false)
+	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1600/procScale(), false)
 }
 
 func TestPostgresProcessesAcrossEpochs(t *testing.T) {
@@ -27,7 +27,7 @@ func TestPostgresProcessesAcrossEpochs(t *testing.T) {
 		t.Skip("parent test")
 	}
 	srv := pgtest.Start(t)
-	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1200/raceScale, true)
+	runProcessesOneBlock(t, srv.NewDatabase(t), t.TempDir(), 3, 1200/procScale(), true)
 }
 
 func TestPostgresKillDuringWrites(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -27,10 +28,21 @@ var longMode = flag.Bool("long", false, "run the reliability tests with more rou
 // The helper roles below run in child processes: the test binary re-executes
 // itself with ENGRAM_TEST_ROLE set and -test.run selecting the role's test.
 
-const (
-	procWriters      = 8
-	procLinesPerProc = 5000 / raceScale // two processes: 10,000 lines in all
-)
+const procWriters = 8
+
+// procScale divides the cross-process tests' line counts: by raceScale
+// under the race detector, and by 4 more unless the long tests run. CI
+// runs them at full size (.ci/run's reliability step, without -race).
+func procScale() int {
+	if testenv.Long() {
+		return raceScale
+	}
+	return 4 * raceScale
+}
+
+// procLinesPerProc is TestTwoProcessesOneBlock's lines per process: at
+// full size two processes write 10,000 lines in all.
+func procLinesPerProc() int { return 5000 / procScale() }
 
 func childEnv(role string, kv ...string) []string {
 	env := append(os.Environ(), "ENGRAM_TEST_ROLE="+role)
@@ -45,7 +57,7 @@ func TestTwoProcessesOneBlock(t *testing.T) {
 		t.Skip("parent test")
 	}
 	dir := t.TempDir()
-	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, procLinesPerProc, false)
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, procLinesPerProc(), false)
 }
 
 // TestTwoProcessesAcrossEpochs is TestTwoProcessesOneBlock with the block
@@ -58,7 +70,7 @@ func TestTwoProcessesAcrossEpochs(t *testing.T) {
 		t.Skip("parent test")
 	}
 	dir := t.TempDir()
-	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true)
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/procScale(), true)
 }
 
 // TestTwoProcessesWriteBackAcrossEpochs is TestTwoProcessesAcrossEpochs
@@ -70,7 +82,7 @@ func TestTwoProcessesWriteBackAcrossEpochs(t *testing.T) {
 		t.Skip("parent test")
 	}
 	dir := t.TempDir()
-	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/raceScale, true, "ENGRAM_WRITEBACK=true")
+	runProcessesOneBlock(t, filepath.Join(dir, "shared.db"), dir, 2, 1600/procScale(), true, "ENGRAM_WRITEBACK=true")
 }
 
 // childOptions are the child processes' options: they check that no
