@@ -159,7 +159,10 @@ func compareTextCache(t *testing.T, ctx context.Context, sqlx, cached *search.In
 // through another connection pool (as another process would): inserts,
 // edits of content, tags, metadata and a message's role, deletes,
 // supersession, a block re-index, an owner change and a new share.
-func TestTextCacheRanksLikeFTS5(t *testing.T) { ranksLikeFTS5(t, false) }
+func TestTextCacheRanksLikeFTS5(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rankings compared query by query, one goroutine")
+	ranksLikeFTS5(t, false)
+}
 
 // ranksLikeFTS5 is TestTextCacheRanksLikeFTS5, with a partial cache
 // (per-owner partitions ranked with FTS5's own statistics) if partial.
@@ -805,6 +808,7 @@ func TestTextCacheBudgetEstimate(t *testing.T) {
 // TextCacheBytes is never cached, one that outgrows it later drops the
 // cache, and searches answer as SQL does throughout.
 func TestTextCacheBudget(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "2,000 rows ranked against SQL at several bounds, one goroutine")
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, 2_000)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -18,7 +19,10 @@ import (
 // ranked with FTS5's store-wide statistics, caught up with writes of
 // another connection pool (to partitions and statistics alike), and
 // Scope.All legs ranked in SQL.
-func TestTextCachePartialRanksLikeFTS5(t *testing.T) { ranksLikeFTS5(t, true) }
+func TestTextCachePartialRanksLikeFTS5(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rankings compared query by query, one goroutine")
+	ranksLikeFTS5(t, true)
+}
 
 // agentsCorpus writes n agents' rows (archival, messages, blocks, each
 // agent sharing a block with the next) of one Zipf vocabulary, and
