@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -27,6 +28,7 @@ type corpus struct {
 // query's expected note must be the top hit in FTS and Hybrid (offline
 // embedder), and in the top 3 for Vector alone.
 func TestCorpusRanking(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "a corpus ranked query by query, one goroutine")
 	b, err := os.ReadFile("testdata/notes.json")
 	if err != nil {
 		t.Fatal(err)

@@ -815,6 +815,7 @@ func TestConcurrentUse(t *testing.T) {
 // among new rows makes its chunk an upsert) are each stored under their
 // own row, inside the caller's transaction.
 func TestPutEmbeddingsManyChunks(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "many chunks of vectors written and read back, one goroutine")
 	ctx := context.Background()
 	db := openDB(t)
 	emb := search.NewOffline(32)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -92,6 +93,7 @@ func ftsDrift(t *testing.T, db *sql.DB, index, cols, source string) (extra, miss
 // text cache kept up to date through the log (another connection pool
 // writes) ranks exactly as SQL.
 func TestMessageContextFollowsHandEdits(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rankings compared after hand edits, one goroutine")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
