@@ -99,6 +99,7 @@ func TestCLIUsageErrorsExit2(t *testing.T) {
 		want string
 	}{
 		{[]string{"blcok", "show"}, `did you mean "block"?`},
+		{[]string{"profil", "show"}, `did you mean "profile"?`},
 		{[]string{"blocks", "lst"}, `did you mean "list"?`},
 		{[]string{"block", "apend", "--agent", "ada", "notes", "x"}, `did you mean "append"?`},
 		{[]string{"block", "show", "--agnt", "ada", "notes"}, `did you mean "--agent"?`},
@@ -282,12 +283,11 @@ func TestCLIArchivalListsSubcommands(t *testing.T) {
 			t.Errorf("engram archival: exit %d, lacks %q:\n%s", code, sub, errs)
 		}
 	}
-	for _, g := range []string{"blocks", "block", "files", "proposals"} {
-		for name := range commandHelp {
-			if strings.HasPrefix(name, g+" ") {
-				if out := ok(t, "", g, "--help"); !strings.Contains(out, "engram "+name) {
-					t.Errorf("engram %s --help lacks %s", g, name)
-				}
+	for _, g := range commands {
+		for _, s := range g.sub {
+			name := g.name + " " + s.name
+			if out := ok(t, "", g.name, "--help"); !strings.Contains(out, "engram "+name) {
+				t.Errorf("engram %s --help lacks %s", g.name, name)
 			}
 		}
 	}

@@ -26,76 +26,6 @@ import (
 	"github.com/engram-go/engram/workspace"
 )
 
-type command func(ctx context.Context, a *app, args []string) error
-
-// commandFor maps a command name to its implementation.
-func commandFor(name string) (command, bool) {
-	switch name {
-	case "blocks":
-		return cmdBlocks, true
-	case "block":
-		return cmdBlock, true
-	case "share":
-		return cmdShare, true
-	case "archival":
-		return cmdArchival, true
-	case "search":
-		return cmdSearch, true
-	case "context":
-		return cmdContext, true
-	case "files":
-		return cmdFiles, true
-	case "export":
-		return cmdExport, true
-	case "import":
-		return cmdImport, true
-	case "reembed":
-		return cmdReembed, true
-	case "compact":
-		return cmdCompact, true
-	case "stats":
-		return cmdStats, true
-	case "mcp":
-		return cmdMCP, true
-	case "proposals":
-		return cmdProposals, true
-	case "profile":
-		return cmdProfile, true
-	case "ui":
-		return cmdUI, true
-	case "token":
-		return cmdToken, true
-	case "serve":
-		return cmdServe, true
-	case "sync":
-		return cmdSync, true
-	}
-	return nil, false
-}
-
-func sub(name string, args []string, subs map[string]command) (command, []string, error) {
-	if len(args) == 0 {
-		return nil, nil, usageErrorf("%s: missing subcommand (run \"engram %s --help\")", name, name)
-	}
-	c, ok := subs[args[0]]
-	if !ok {
-		names := make([]string, 0, len(subs))
-		for n := range subs {
-			names = append(names, n)
-		}
-		return nil, nil, usageErrorf("%s: unknown subcommand %q%s (run \"engram %s --help\")", name, args[0], didYouMean(args[0], names), name)
-	}
-	return c, args[1:], nil
-}
-
-func cmdBlocks(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("blocks", args, map[string]command{"list": cmdBlocksList})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
 type blockJSON struct {
 	Owner       string          `json:"owner"`
 	Label       string          `json:"label"`
@@ -120,304 +50,283 @@ func metaJSON(m memory.BlockMeta) blockJSON {
 		CharLimit: m.CharLimit, Schema: sj}
 }
 
-func cmdBlocksList(ctx context.Context, a *app, args []string) error {
+func cmdBlocksList(fs *flag.FlagSet) runFunc {
 	var agent string
 	var shared bool
-	if _, err := flags("blocks list", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.BoolVar(&shared, "shared", false, "blocks shared with the agent")
-	}); err != nil {
-		return err
-	}
-	if err := need("blocks list", "--agent", agent); err != nil {
-		return err
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	var metas []memory.BlockMeta
-	if shared {
-		sb, err := s.ListSharedBlocks(ctx, agent)
-		if err != nil {
+	fs.StringVar(&agent, "agent", "", "agent id")
+	fs.BoolVar(&shared, "shared", false, "blocks shared with the agent")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if err := need("blocks list", "--agent", agent); err != nil {
 			return err
-		}
-		for _, b := range sb {
-			metas = append(metas, b.BlockMeta)
-		}
-	} else if metas, err = s.ListBlocks(ctx, agent); err != nil {
-		return err
-	}
-	out := make([]blockJSON, 0, len(metas))
-	for _, m := range metas {
-		out = append(out, metaJSON(m))
-	}
-	return a.output(out, func(w io.Writer) {
-		var rows [][]string
-		for _, b := range out {
-			owner := b.Owner
-			if b.SharedFrom != "" {
-				owner = "shared from " + b.SharedFrom
-			}
-			pinned := ""
-			if b.Pinned {
-				pinned = "pinned"
-			}
-			rows = append(rows, []string{b.Label, b.Type, b.Permission, fmt.Sprintf("%d/%d", b.Chars, b.CharLimit), pinned, owner})
-		}
-		a.table("LABEL\tTYPE\tPERMISSION\tCHARS\tPINNED\tOWNER", rows)
-	})
-}
-
-func cmdBlock(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("block", args, map[string]command{
-		"show": cmdBlockShow, "create": cmdBlockCreate, "set": cmdBlockWrite(blocks.OpSetText), "append": cmdBlockWrite(blocks.OpAppendText),
-	})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
-func cmdBlockShow(ctx context.Context, a *app, args []string) error {
-	var agent, owner string
-	var history, raw bool
-	pos, err := flags("block show", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.StringVar(&owner, "owner", "", "owner of a shared block")
-		fs.BoolVar(&history, "history", false, "show the change history")
-		fs.BoolVar(&raw, "raw", false, "show the raw value as JSON")
-	})
-	if err != nil {
-		return err
-	}
-	if err := need("block show", "--agent", agent); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErrorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	if owner == "" {
-		owner = agent
-	}
-	h := s.Agent(agent).Shared(owner, pos[0])
-	doc, err := h.Doc(ctx)
-	if err != nil {
-		return fmt.Errorf("block show: block %q of %q as %q: %w", pos[0], owner, agent, err)
-	}
-	info := doc.Info()
-	sj, _ := schema.Marshal(info.Schema)
-	out := blockJSON{Owner: info.Owner, Label: info.Label, Type: string(info.Type), Permission: doc.Permission().String(),
-		Description: info.Description, Pinned: info.Pinned, Chars: doc.Size(), CharLimit: doc.CharLimit(), Schema: sj,
-		Rendered: doc.Render(), Heads: doc.Heads()}
-	if raw || a.json {
-		if out.Value, err = doc.Value(); err != nil {
-			return err
-		}
-	}
-	if history || a.json {
-		// The store's history spans the block's epochs.
-		if out.History, err = h.History(ctx); err != nil {
-			return err
-		}
-	}
-	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "block %s (owner %s, %s, %s, %d/%d chars)\n", out.Label, out.Owner, out.Type, out.Permission, out.Chars, out.CharLimit)
-		if out.Description != "" {
-			fmt.Fprintf(w, "description: %s\n", out.Description)
-		}
-		fmt.Fprintf(w, "schema: %s\n\n%s\n", sj, out.Rendered)
-		if raw {
-			b, _ := json.MarshalIndent(out.Value, "", "  ")
-			fmt.Fprintf(w, "\nraw value:\n%s\n", b)
-		}
-		if history {
-			fmt.Fprintln(w, "\nhistory:")
-			var rows [][]string
-			for _, c := range out.History {
-				target := c.Section
-				if c.Field != "" {
-					target = strings.Trim(target+"."+c.Field, ".")
-				}
-				rows = append(rows, []string{c.Time.Format(time.RFC3339), c.Actor, string(c.Op), target, c.Hash[:12], fmt.Sprint(c.Epoch)})
-			}
-			a.table("TIME\tACTOR\tOP\tTARGET\tCHANGE\tEPOCH", rows)
-		}
-	})
-}
-
-func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
-	var agent, label, typ, perm, schemaJSON, desc, value string
-	var limit, priority int
-	var pinned bool
-	if _, err := flags("block create", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "owner agent id")
-		fs.StringVar(&label, "label", "", "block label")
-		fs.StringVar(&typ, "type", "working", "core, working, archival or log")
-		fs.StringVar(&perm, "perm", "ReadWrite", "the owner's permission: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
-		fs.StringVar(&schemaJSON, "schema", `{"kind":"text"}`, "schema JSON (see package schema)")
-		fs.StringVar(&desc, "desc", "", "description")
-		fs.StringVar(&value, "value", "", `initial text (text blocks) or JSON value; "-" reads stdin, "@FILE" a file`)
-		fs.IntVar(&limit, "limit", 0, "character limit (default 5000)")
-		fs.IntVar(&priority, "priority", 0, "pruning priority (higher is dropped first)")
-		fs.BoolVar(&pinned, "pinned", false, "pin a working block into context")
-	}); err != nil {
-		return err
-	}
-	if err := need("block create", "--agent", agent); err != nil {
-		return err
-	}
-	if err := need("block create", "--label", label); err != nil {
-		return err
-	}
-	t, err := blocks.ParseType(typ)
-	if err != nil {
-		return err
-	}
-	p, err := blocks.ParsePermission(perm)
-	if err != nil {
-		return err
-	}
-	sc, err := schema.Unmarshal([]byte(schemaJSON))
-	if err != nil {
-		return usageErrorf("block create: --schema %s: %v (kinds: %s, %s, %s, %s, %s; see package schema)", schemaJSON, err,
-			schema.KindText, schema.KindMap, schema.KindList, schema.KindLog, schema.KindComposite)
-	}
-	spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
-	if value, err = a.text(value); err != nil {
-		return fmt.Errorf("block create: --value: %w", err)
-	}
-	if value != "" {
-		if sc.Kind() == schema.KindText {
-			spec.Value = value
-		} else if err := json.Unmarshal([]byte(value), &spec.Value); err != nil {
-			return fmt.Errorf("block create: --value for a %s block must be JSON: %w", sc.Kind(), err)
-		}
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	doc, err := s.CreateBlock(ctx, agent, spec)
-	if err != nil {
-		return err
-	}
-	return a.output(map[string]any{"created": label, "owner": agent, "rendered": doc.Render()}, func(w io.Writer) {
-		fmt.Fprintf(w, "created block %s for %s\n", label, agent)
-	})
-}
-
-func cmdBlockWrite(op blocks.Op) command {
-	return func(ctx context.Context, a *app, args []string) error {
-		var agent, owner string
-		var asAgent bool
-		name := "block " + map[blocks.Op]string{blocks.OpSetText: "set", blocks.OpAppendText: "append"}[op]
-		pos, err := flags(name, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&agent, "agent", "", "agent id (the owner, or with --owner the agent the block is shared with)")
-			fs.StringVar(&owner, "owner", "", "owner of a block shared with --agent: the write goes through the share, at its permission (implies --as-agent)")
-			fs.BoolVar(&asAgent, "as-agent", false, "write as the agent (its permission applies) instead of as the system")
-		})
-		if err != nil {
-			return err
-		}
-		if err := need(name, "--agent", agent); err != nil {
-			return err
-		}
-		if len(pos) != 2 {
-			return usageErrorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
-		}
-		if pos[1], err = a.text(pos[1]); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if owner == "" {
-			owner = agent
 		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		h := s.Agent(agent).Shared(owner, pos[0])
-		if asAgent || owner != agent {
-			err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
-		} else {
-			var doc *blocks.Document
-			if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
-				if op == blocks.OpSetText {
-					err = doc.SetText(pos[1], blocks.System)
-				} else {
-					err = doc.AppendText(pos[1], blocks.System)
-				}
-				if err == nil {
-					err = s.PersistBlock(ctx, agent, pos[0])
-				}
+		var metas []memory.BlockMeta
+		if shared {
+			sb, err := s.ListSharedBlocks(ctx, agent)
+			if err != nil {
+				return err
 			}
-		}
-		// A Partner or Human edit kept as a proposal succeeded: it waits
-		// for a person (engram proposals approve ID).
-		if pe := (*memory.ProposalError)(nil); errors.As(err, &pe) {
-			return a.output(map[string]any{"label": pos[0], "owner": owner, "proposal": pe.ProposalID, "status": "pending"}, func(w io.Writer) {
-				fmt.Fprintf(w, "proposal #%d queued for approval (engram proposals approve %d)\n", pe.ProposalID, pe.ProposalID)
-			})
-		}
-		if err != nil {
-			return fmt.Errorf("%s: block %q of %q as %q: %w", name, pos[0], owner, agent, err)
-		}
-		r, err := h.Render(ctx)
-		if err != nil {
+			for _, b := range sb {
+				metas = append(metas, b.BlockMeta)
+			}
+		} else if metas, err = s.ListBlocks(ctx, agent); err != nil {
 			return err
 		}
-		return a.output(map[string]any{"label": pos[0], "owner": owner, "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
+		out := make([]blockJSON, 0, len(metas))
+		for _, m := range metas {
+			out = append(out, metaJSON(m))
+		}
+		return a.output(out, func(w io.Writer) {
+			var rows [][]string
+			for _, b := range out {
+				owner := b.Owner
+				if b.SharedFrom != "" {
+					owner = "shared from " + b.SharedFrom
+				}
+				pinned := ""
+				if b.Pinned {
+					pinned = "pinned"
+				}
+				rows = append(rows, []string{b.Label, b.Type, b.Permission, fmt.Sprintf("%d/%d", b.Chars, b.CharLimit), pinned, owner})
+			}
+			a.table("LABEL\tTYPE\tPERMISSION\tCHARS\tPINNED\tOWNER", rows)
+		})
 	}
 }
 
-func cmdShare(ctx context.Context, a *app, args []string) error {
-	var owner, label, with, perm string
-	var revoke bool
-	if _, err := flags("share", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&owner, "owner", "", "owner agent id")
-		fs.StringVar(&label, "label", "", "block label")
-		fs.StringVar(&with, "with", "", "agent to share with")
-		fs.StringVar(&perm, "perm", "Append", "permission granted: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
-		fs.BoolVar(&revoke, "revoke", false, "revoke the share instead")
-	}); err != nil {
-		return err
-	}
-	for what, v := range map[string]string{"--owner": owner, "--label": label, "--with": with} {
-		if err := need("share", what, v); err != nil {
+func cmdBlockShow(fs *flag.FlagSet) runFunc {
+	var agent, owner string
+	var history, raw bool
+	fs.StringVar(&agent, "agent", "", "agent id")
+	fs.StringVar(&owner, "owner", "", "owner of a shared block")
+	fs.BoolVar(&history, "history", false, "show the change history")
+	fs.BoolVar(&raw, "raw", false, "show the raw value as JSON")
+	return func(ctx context.Context, a *app, pos []string) error {
+		if err := need("block show", "--agent", agent); err != nil {
 			return err
 		}
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	if revoke {
-		if err := s.UnshareBlock(ctx, owner, label, with); err != nil {
+		if len(pos) != 1 {
+			return usageErrorf("block show: want one LABEL, got %d argument(s) (run \"engram block show --help\")", len(pos))
+		}
+		s, err := a.open(ctx)
+		if err != nil {
 			return err
 		}
-		return a.output(map[string]any{"revoked": label, "from": with}, func(w io.Writer) {
-			fmt.Fprintf(w, "block %s of %s no longer shared with %s\n", label, owner, with)
+		defer a.close()
+		if owner == "" {
+			owner = agent
+		}
+		h := s.Agent(agent).Shared(owner, pos[0])
+		doc, err := h.Doc(ctx)
+		if err != nil {
+			return fmt.Errorf("block show: block %q of %q as %q: %w", pos[0], owner, agent, err)
+		}
+		info := doc.Info()
+		sj, _ := schema.Marshal(info.Schema)
+		out := blockJSON{Owner: info.Owner, Label: info.Label, Type: string(info.Type), Permission: doc.Permission().String(),
+			Description: info.Description, Pinned: info.Pinned, Chars: doc.Size(), CharLimit: doc.CharLimit(), Schema: sj,
+			Rendered: doc.Render(), Heads: doc.Heads()}
+		if raw || a.json {
+			if out.Value, err = doc.Value(); err != nil {
+				return err
+			}
+		}
+		if history || a.json {
+			// The store's history spans the block's epochs.
+			if out.History, err = h.History(ctx); err != nil {
+				return err
+			}
+		}
+		return a.output(out, func(w io.Writer) {
+			fmt.Fprintf(w, "block %s (owner %s, %s, %s, %d/%d chars)\n", out.Label, out.Owner, out.Type, out.Permission, out.Chars, out.CharLimit)
+			if out.Description != "" {
+				fmt.Fprintf(w, "description: %s\n", out.Description)
+			}
+			fmt.Fprintf(w, "schema: %s\n\n%s\n", sj, out.Rendered)
+			if raw {
+				b, _ := json.MarshalIndent(out.Value, "", "  ")
+				fmt.Fprintf(w, "\nraw value:\n%s\n", b)
+			}
+			if history {
+				fmt.Fprintln(w, "\nhistory:")
+				var rows [][]string
+				for _, c := range out.History {
+					target := c.Section
+					if c.Field != "" {
+						target = strings.Trim(target+"."+c.Field, ".")
+					}
+					rows = append(rows, []string{c.Time.Format(time.RFC3339), c.Actor, string(c.Op), target, c.Hash[:12], fmt.Sprint(c.Epoch)})
+				}
+				a.table("TIME\tACTOR\tOP\tTARGET\tCHANGE\tEPOCH", rows)
+			}
 		})
 	}
-	p, err := blocks.ParsePermission(perm)
-	if err != nil {
-		return err
+}
+
+func cmdBlockCreate(fs *flag.FlagSet) runFunc {
+	var agent, label, typ, perm, schemaJSON, desc, value string
+	var limit, priority int
+	var pinned bool
+	fs.StringVar(&agent, "agent", "", "owner agent id")
+	fs.StringVar(&label, "label", "", "block label")
+	fs.StringVar(&typ, "type", "working", "core, working, archival or log")
+	fs.StringVar(&perm, "perm", "ReadWrite", "the owner's permission: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
+	fs.StringVar(&schemaJSON, "schema", `{"kind":"text"}`, "schema JSON (see package schema)")
+	fs.StringVar(&desc, "desc", "", "description")
+	fs.StringVar(&value, "value", "", `initial text (text blocks) or JSON value; "-" reads stdin, "@FILE" a file`)
+	fs.IntVar(&limit, "limit", 0, "character limit (default 5000)")
+	fs.IntVar(&priority, "priority", 0, "pruning priority (higher is dropped first)")
+	fs.BoolVar(&pinned, "pinned", false, "pin a working block into context")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if err := need("block create", "--agent", agent); err != nil {
+			return err
+		}
+		if err := need("block create", "--label", label); err != nil {
+			return err
+		}
+		t, err := blocks.ParseType(typ)
+		if err != nil {
+			return err
+		}
+		p, err := blocks.ParsePermission(perm)
+		if err != nil {
+			return err
+		}
+		sc, err := schema.Unmarshal([]byte(schemaJSON))
+		if err != nil {
+			return usageErrorf("block create: --schema %s: %v (kinds: %s, %s, %s, %s, %s; see package schema)", schemaJSON, err,
+				schema.KindText, schema.KindMap, schema.KindList, schema.KindLog, schema.KindComposite)
+		}
+		spec := memory.BlockSpec{Label: label, Description: desc, Type: t, Schema: sc, Permission: p, CharLimit: limit, Pinned: pinned, Priority: priority}
+		if value, err = a.text(value); err != nil {
+			return fmt.Errorf("block create: --value: %w", err)
+		}
+		if value != "" {
+			if sc.Kind() == schema.KindText {
+				spec.Value = value
+			} else if err := json.Unmarshal([]byte(value), &spec.Value); err != nil {
+				return fmt.Errorf("block create: --value for a %s block must be JSON: %w", sc.Kind(), err)
+			}
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		doc, err := s.CreateBlock(ctx, agent, spec)
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"created": label, "owner": agent, "rendered": doc.Render()}, func(w io.Writer) {
+			fmt.Fprintf(w, "created block %s for %s\n", label, agent)
+		})
 	}
-	if err := s.ShareBlock(ctx, owner, label, with, p); err != nil {
-		return err
+}
+
+func cmdBlockWrite(op blocks.Op) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		var agent, owner string
+		var asAgent bool
+		name := "block " + map[blocks.Op]string{blocks.OpSetText: "set", blocks.OpAppendText: "append"}[op]
+		fs.StringVar(&agent, "agent", "", "agent id (the owner, or with --owner the agent the block is shared with)")
+		fs.StringVar(&owner, "owner", "", "owner of a block shared with --agent: the write goes through the share, at its permission (implies --as-agent)")
+		fs.BoolVar(&asAgent, "as-agent", false, "write as the agent (its permission applies) instead of as the system")
+		return func(ctx context.Context, a *app, pos []string) error {
+			var err error
+			if err := need(name, "--agent", agent); err != nil {
+				return err
+			}
+			if len(pos) != 2 {
+				return usageErrorf("%s: want LABEL TEXT, got %d argument(s) (run \"engram %s --help\")", name, len(pos), name)
+			}
+			if pos[1], err = a.text(pos[1]); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if owner == "" {
+				owner = agent
+			}
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			h := s.Agent(agent).Shared(owner, pos[0])
+			if asAgent || owner != agent {
+				err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
+			} else {
+				var doc *blocks.Document
+				if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
+					if op == blocks.OpSetText {
+						err = doc.SetText(pos[1], blocks.System)
+					} else {
+						err = doc.AppendText(pos[1], blocks.System)
+					}
+					if err == nil {
+						err = s.PersistBlock(ctx, agent, pos[0])
+					}
+				}
+			}
+			// A Partner or Human edit kept as a proposal succeeded: it waits
+			// for a person (engram proposals approve ID).
+			if pe := (*memory.ProposalError)(nil); errors.As(err, &pe) {
+				return a.output(map[string]any{"label": pos[0], "owner": owner, "proposal": pe.ProposalID, "status": "pending"}, func(w io.Writer) {
+					fmt.Fprintf(w, "proposal #%d queued for approval (engram proposals approve %d)\n", pe.ProposalID, pe.ProposalID)
+				})
+			}
+			if err != nil {
+				return fmt.Errorf("%s: block %q of %q as %q: %w", name, pos[0], owner, agent, err)
+			}
+			r, err := h.Render(ctx)
+			if err != nil {
+				return err
+			}
+			return a.output(map[string]any{"label": pos[0], "owner": owner, "rendered": r}, func(w io.Writer) { fmt.Fprintln(w, r) })
+		}
 	}
-	return a.output(map[string]any{"shared": label, "owner": owner, "with": with, "permission": p.String()}, func(w io.Writer) {
-		fmt.Fprintf(w, "block %s of %s shared with %s (%s)\n", label, owner, with, p)
-	})
+}
+
+func cmdShare(fs *flag.FlagSet) runFunc {
+	var owner, label, with, perm string
+	var revoke bool
+	fs.StringVar(&owner, "owner", "", "owner agent id")
+	fs.StringVar(&label, "label", "", "block label")
+	fs.StringVar(&with, "with", "", "agent to share with")
+	fs.StringVar(&perm, "perm", "Append", "permission granted: ReadOnly, Partner, Human, Append, ReadWrite or Admin")
+	fs.BoolVar(&revoke, "revoke", false, "revoke the share instead")
+	return func(ctx context.Context, a *app, _ []string) error {
+		for what, v := range map[string]string{"--owner": owner, "--label": label, "--with": with} {
+			if err := need("share", what, v); err != nil {
+				return err
+			}
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if revoke {
+			if err := s.UnshareBlock(ctx, owner, label, with); err != nil {
+				return err
+			}
+			return a.output(map[string]any{"revoked": label, "from": with}, func(w io.Writer) {
+				fmt.Fprintf(w, "block %s of %s no longer shared with %s\n", label, owner, with)
+			})
+		}
+		p, err := blocks.ParsePermission(perm)
+		if err != nil {
+			return err
+		}
+		if err := s.ShareBlock(ctx, owner, label, with, p); err != nil {
+			return err
+		}
+		return a.output(map[string]any{"shared": label, "owner": owner, "with": with, "permission": p.String()}, func(w io.Writer) {
+			fmt.Fprintf(w, "block %s of %s shared with %s (%s)\n", label, owner, with, p)
+		})
+	}
 }
 
 func splitList(s string) []string {
@@ -430,43 +339,32 @@ func splitList(s string) []string {
 	return out
 }
 
-func cmdArchival(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("archival", args, map[string]command{"add": cmdArchivalAdd, "load": cmdArchivalLoad, "list": cmdArchivalList})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
-func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
+func cmdArchivalAdd(fs *flag.FlagSet) runFunc {
 	var agent, tags string
-	pos, err := flags("archival add", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.StringVar(&tags, "tags", "", "comma-separated tags")
-	})
-	if err != nil {
-		return err
+	fs.StringVar(&agent, "agent", "", "agent id")
+	fs.StringVar(&tags, "tags", "", "comma-separated tags")
+	return func(ctx context.Context, a *app, pos []string) error {
+		if err := need("archival add", "--agent", agent); err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usageErrorf("archival add: want one TEXT")
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		content, err := a.text(pos[0])
+		if err != nil {
+			return fmt.Errorf("archival add: %w", err)
+		}
+		e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags)})
+		if err != nil {
+			return err
+		}
+		return a.output(e, func(w io.Writer) { fmt.Fprintf(w, "archival entry %d added\n", e.ID) })
 	}
-	if err := need("archival add", "--agent", agent); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErrorf("archival add: want one TEXT")
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	content, err := a.text(pos[0])
-	if err != nil {
-		return fmt.Errorf("archival add: %w", err)
-	}
-	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags)})
-	if err != nil {
-		return err
-	}
-	return a.output(e, func(w io.Writer) { fmt.Fprintf(w, "archival entry %d added\n", e.ID) })
 }
 
 // archivalLine is one line of "archival load" input.
@@ -479,102 +377,98 @@ type archivalLine struct {
 // cmdArchivalLoad stores many entries from JSON Lines through
 // InsertArchivalBatch: every line is parsed and checked before anything is
 // written.
-func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
+func cmdArchivalLoad(fs *flag.FlagSet) runFunc {
 	var agent, in, tags string
 	var size int
-	if _, err := flags("archival load", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.StringVar(&in, "in", "", `JSON Lines file, one {"content": …, "tags": […], "metadata": {…}} per line (default: stdin)`)
-		fs.StringVar(&tags, "tags", "", "comma-separated tags added to every entry")
-		fs.IntVar(&size, "batch", 0, "entries per transaction (0: the store's default, 1000)")
-	}); err != nil {
-		return err
-	}
-	if err := need("archival load", "--agent", agent); err != nil {
-		return err
-	}
-	if size < 0 {
-		return fmt.Errorf("archival load: --batch %d: want a positive number of entries per transaction (or 0 for the default)", size)
-	}
-	r := a.stdin
-	if in != "" {
-		f, err := os.Open(in)
-		if err != nil {
+	fs.StringVar(&agent, "agent", "", "agent id")
+	fs.StringVar(&in, "in", "", `JSON Lines file, one {"content": …, "tags": […], "metadata": {…}} per line (default: stdin)`)
+	fs.StringVar(&tags, "tags", "", "comma-separated tags added to every entry")
+	fs.IntVar(&size, "batch", 0, "entries per transaction (0: the store's default, 1000)")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if err := need("archival load", "--agent", agent); err != nil {
+			return err
+		}
+		if size < 0 {
+			return fmt.Errorf("archival load: --batch %d: want a positive number of entries per transaction (or 0 for the default)", size)
+		}
+		r := a.stdin
+		if in != "" {
+			f, err := os.Open(in)
+			if err != nil {
+				return fmt.Errorf("archival load: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		var entries []memory.ArchivalEntry
+		var lines []int // entries[i] is on line lines[i]
+		extra := splitList(tags)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			var l archivalLine
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&l); err != nil {
+				return fmt.Errorf("archival load: line %d: %w", n, err)
+			}
+			entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, extra...), Metadata: l.Metadata})
+			lines = append(lines, n)
+		}
+		if err := sc.Err(); err != nil {
 			return fmt.Errorf("archival load: %w", err)
 		}
-		defer f.Close()
-		r = f
-	}
-	var entries []memory.ArchivalEntry
-	var lines []int // entries[i] is on line lines[i]
-	extra := splitList(tags)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
 		}
-		var l archivalLine
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			return fmt.Errorf("archival load: line %d: %w", n, err)
+		defer a.close()
+		out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
+		if ee := (*memory.EntryError)(nil); errors.As(err, &ee) && ee.Index < len(lines) {
+			return fmt.Errorf("archival load: line %d: %w (nothing was stored)", lines[ee.Index], ee.Err)
 		}
-		entries = append(entries, memory.ArchivalEntry{Content: l.Content, Tags: append(l.Tags, extra...), Metadata: l.Metadata})
-		lines = append(lines, n)
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"agent": agent, "stored": len(out)}, func(w io.Writer) {
+			fmt.Fprintf(w, "%d archival entries loaded for %s\n", len(out), agent)
+		})
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("archival load: %w", err)
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
-	if ee := (*memory.EntryError)(nil); errors.As(err, &ee) && ee.Index < len(lines) {
-		return fmt.Errorf("archival load: line %d: %w (nothing was stored)", lines[ee.Index], ee.Err)
-	}
-	if err != nil {
-		return err
-	}
-	return a.output(map[string]any{"agent": agent, "stored": len(out)}, func(w io.Writer) {
-		fmt.Fprintf(w, "%d archival entries loaded for %s\n", len(out), agent)
-	})
 }
 
-func cmdArchivalList(ctx context.Context, a *app, args []string) error {
+func cmdArchivalList(fs *flag.FlagSet) runFunc {
 	var agent, tags string
 	var limit int
 	var superseded bool
-	if _, err := flags("archival list", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "agent id")
-		fs.StringVar(&tags, "tags", "", "only entries with any of these tags")
-		fs.IntVar(&limit, "limit", 50, "most entries")
-		fs.BoolVar(&superseded, "superseded", false, "include superseded entries")
-	}); err != nil {
-		return err
-	}
-	if err := need("archival list", "--agent", agent); err != nil {
-		return err
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	es, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
-	if err != nil {
-		return err
-	}
-	return a.output(es, func(w io.Writer) {
-		var rows [][]string
-		for _, e := range es {
-			rows = append(rows, []string{strconv.FormatInt(e.ID, 10), e.CreatedAt.Format(time.RFC3339), strings.Join(e.Tags, ","), oneLine(e.Content, 70)})
+	fs.StringVar(&agent, "agent", "", "agent id")
+	fs.StringVar(&tags, "tags", "", "only entries with any of these tags")
+	fs.IntVar(&limit, "limit", 50, "most entries")
+	fs.BoolVar(&superseded, "superseded", false, "include superseded entries")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if err := need("archival list", "--agent", agent); err != nil {
+			return err
 		}
-		a.table("ID\tCREATED\tTAGS\tCONTENT", rows)
-	})
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		es, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
+		if err != nil {
+			return err
+		}
+		return a.output(es, func(w io.Writer) {
+			var rows [][]string
+			for _, e := range es {
+				rows = append(rows, []string{strconv.FormatInt(e.ID, 10), e.CreatedAt.Format(time.RFC3339), strings.Join(e.Tags, ","), oneLine(e.Content, 70)})
+			}
+			a.table("ID\tCREATED\tTAGS\tCONTENT", rows)
+		})
+	}
 }
 
 func oneLine(s string, n int) string {
@@ -585,305 +479,292 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-func cmdSearch(ctx context.Context, a *app, args []string) error {
+func cmdSearch(fs *flag.FlagSet) runFunc {
 	var agent, mode, types string
 	var all bool
 	var limit int
 	var weight string // unset: Hybrid's plain RRF, Auto's embedder weight
-	pos, err := flags("search", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&weight, "vector-weight", "", "weight of the vector side in rank fusion (default: 1 for hybrid, the embedder's for auto)")
-		fs.StringVar(&agent, "agent", "", "search as this agent")
-		fs.BoolVar(&all, "all", false, "search every agent's memory (system view)")
-		fs.StringVar(&mode, "mode", "auto", "auto, fts, vector or hybrid")
-		fs.StringVar(&types, "types", "", "comma-separated: blocks, archival, messages (default all)")
-		fs.IntVar(&limit, "limit", 10, "most results")
-	})
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErrorf("search: want one QUERY")
-	}
-	if agent == "" && !all {
-		return usageErrorf("search: --agent or --all is required")
-	}
-	m, err := search.ParseMode(mode)
-	if err != nil {
-		return err
-	}
-	a.needVectors, a.searches = m == search.Vector || m == search.Hybrid, true
-	opts := search.NewOptions().Mode(m).Limit(limit)
-	if weight != "" {
-		w, err := strconv.ParseFloat(weight, 64)
+	fs.StringVar(&weight, "vector-weight", "", "weight of the vector side in rank fusion (default: 1 for hybrid, the embedder's for auto)")
+	fs.StringVar(&agent, "agent", "", "search as this agent")
+	fs.BoolVar(&all, "all", false, "search every agent's memory (system view)")
+	fs.StringVar(&mode, "mode", "auto", "auto, fts, vector or hybrid")
+	fs.StringVar(&types, "types", "", "comma-separated: blocks, archival, messages (default all)")
+	fs.IntVar(&limit, "limit", 10, "most results")
+	return func(ctx context.Context, a *app, pos []string) error {
+		if len(pos) != 1 {
+			return usageErrorf("search: want one QUERY")
+		}
+		if agent == "" && !all {
+			return usageErrorf("search: --agent or --all is required")
+		}
+		m, err := search.ParseMode(mode)
 		if err != nil {
-			return fmt.Errorf("search: --vector-weight %q is not a number", weight)
+			return err
 		}
-		opts.VectorWeight(w)
-	}
-	if types != "" {
-		var cts []search.ContentType
-		for _, t := range splitList(types) {
-			ct, err := search.ParseContentType(t)
+		a.needVectors, a.searches = m == search.Vector || m == search.Hybrid, true
+		opts := search.NewOptions().Mode(m).Limit(limit)
+		if weight != "" {
+			w, err := strconv.ParseFloat(weight, 64)
 			if err != nil {
-				return err
+				return fmt.Errorf("search: --vector-weight %q is not a number", weight)
 			}
-			cts = append(cts, ct)
+			opts.VectorWeight(w)
 		}
-		opts = opts.ContentTypes(cts...)
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	var res []search.Result
-	if all {
-		res, err = s.SearchAll(ctx, pos[0], opts)
-	} else {
-		res, err = s.Search(ctx, agent, pos[0], opts)
-	}
-	if err != nil {
-		return err
-	}
-	return a.output(res, func(w io.Writer) {
-		var rows [][]string
-		for i, r := range res {
-			src := []string{}
-			if r.Source.FTSRank > 0 {
-				src = append(src, fmt.Sprintf("fts#%d bm25=%.3g", r.Source.FTSRank, r.Source.BM25))
+		if types != "" {
+			var cts []search.ContentType
+			for _, t := range splitList(types) {
+				ct, err := search.ParseContentType(t)
+				if err != nil {
+					return err
+				}
+				cts = append(cts, ct)
 			}
-			if r.Source.VectorRank > 0 {
-				src = append(src, fmt.Sprintf("vec#%d dist=%.3f", r.Source.VectorRank, r.Source.Distance))
-			}
-			if r.Source.FTSNorm > 0 {
-				src = append(src, fmt.Sprintf("norm=%.3f", r.Source.FTSNorm))
-			}
-			if r.Source.Fused > 0 {
-				src = append(src, fmt.Sprintf("rrf=%.4f", r.Source.Fused))
-			}
-			if r.Source.RerankRank > 0 {
-				src = append(src, fmt.Sprintf("rerank#%d=%.3g", r.Source.RerankRank, r.Source.Rerank))
-			}
-			what := r.Type.String() + " " + strconv.FormatInt(r.ID, 10)
-			if r.Label != "" {
-				what = "block " + r.Label
-			}
-			rows = append(rows, []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", r.Score), strings.Join(src, " "), r.Owner, what, oneLine(r.Snippet, 60)})
+			opts = opts.ContentTypes(cts...)
 		}
-		a.table("#\tSCORE\tSOURCE\tOWNER\tWHAT\tSNIPPET", rows)
-	})
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		var res []search.Result
+		if all {
+			res, err = s.SearchAll(ctx, pos[0], opts)
+		} else {
+			res, err = s.Search(ctx, agent, pos[0], opts)
+		}
+		if err != nil {
+			return err
+		}
+		return a.output(res, func(w io.Writer) {
+			var rows [][]string
+			for i, r := range res {
+				src := []string{}
+				if r.Source.FTSRank > 0 {
+					src = append(src, fmt.Sprintf("fts#%d bm25=%.3g", r.Source.FTSRank, r.Source.BM25))
+				}
+				if r.Source.VectorRank > 0 {
+					src = append(src, fmt.Sprintf("vec#%d dist=%.3f", r.Source.VectorRank, r.Source.Distance))
+				}
+				if r.Source.FTSNorm > 0 {
+					src = append(src, fmt.Sprintf("norm=%.3f", r.Source.FTSNorm))
+				}
+				if r.Source.Fused > 0 {
+					src = append(src, fmt.Sprintf("rrf=%.4f", r.Source.Fused))
+				}
+				if r.Source.RerankRank > 0 {
+					src = append(src, fmt.Sprintf("rerank#%d=%.3g", r.Source.RerankRank, r.Source.Rerank))
+				}
+				what := r.Type.String() + " " + strconv.FormatInt(r.ID, 10)
+				if r.Label != "" {
+					what = "block " + r.Label
+				}
+				rows = append(rows, []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", r.Score), strings.Join(src, " "), r.Owner, what, oneLine(r.Snippet, 60)})
+			}
+			a.table("#\tSCORE\tSOURCE\tOWNER\tWHAT\tSNIPPET", rows)
+		})
+	}
 }
 
-func cmdFiles(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("files", args, map[string]command{"import": cmdFilesIO(true), "export": cmdFilesIO(false)})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
-func cmdFilesIO(imp bool) command {
-	return func(ctx context.Context, a *app, args []string) error {
+func cmdFilesIO(imp bool) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
 		name := map[bool]string{true: "files import", false: "files export"}[imp]
 		var agent string
 		var dryRun bool
-		pos, err := flags(name, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&agent, "agent", "", "agent id")
+		fs.StringVar(&agent, "agent", "", "agent id")
+		if imp {
+			fs.BoolVar(&dryRun, "dry-run", false, "only say which blocks the files would create and replace")
+		}
+		return func(ctx context.Context, a *app, pos []string) error {
+			var err error
+			if err := need(name, "--agent", agent); err != nil {
+				return err
+			}
+			if len(pos) != 1 {
+				return usageErrorf("%s: want one DIR", name)
+			}
+			var plan []workspace.File
 			if imp {
-				fs.BoolVar(&dryRun, "dry-run", false, "only say which blocks the files would create and replace")
+				// The files are read and checked as the import reads them
+				// before the store is opened: a plan names what the import
+				// would do, or fails as it would.
+				if plan, err = workspace.Plan(pos[0]); err != nil {
+					return err
+				}
 			}
-		})
+			var s *memory.Cache
+			if dryRun && storeMissing(a.db) {
+				// A plan writes nothing, and needs no store to exist: every
+				// file would create its block.
+			} else {
+				if dryRun {
+					a.readOnly = true
+				}
+				if s, err = a.open(ctx); err != nil {
+					return err
+				}
+				defer a.close()
+			}
+			var rep workspace.Report
+			if imp {
+				replaced, created, perr := workspacePlan(ctx, s, agent, plan)
+				if perr != nil {
+					return perr
+				}
+				verb := "replacing"
+				if dryRun {
+					verb = "would replace"
+				}
+				for _, r := range replaced {
+					fmt.Fprintf(a.stderr, "engram: files import: %s block %s of %s (%d chars) with %s; its old text stays in its history (engram block show --history --agent %s %s)\n",
+						verb, r.label, agent, r.chars, r.path, agent, r.label)
+				}
+				if dryRun {
+					return a.output(map[string]any{"replace": replaced, "create": created}, func(w io.Writer) {
+						for _, c := range created {
+							fmt.Fprintf(w, "would create %s from %s\n", c.label, c.path)
+						}
+						for _, r := range replaced {
+							fmt.Fprintf(w, "would replace %s from %s\n", r.label, r.path)
+						}
+					})
+				}
+				rep, err = workspace.Import(ctx, s, agent, pos[0])
+			} else {
+				rep, err = workspace.Export(ctx, s, agent, pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			return a.output(rep, func(w io.Writer) {
+				for _, l := range rep.Created {
+					fmt.Fprintf(w, "created  %s\n", l)
+				}
+				for _, l := range rep.Updated {
+					fmt.Fprintf(w, "updated  %s\n", l)
+				}
+				for _, p := range rep.Written {
+					fmt.Fprintf(w, "wrote    %s\n", p)
+				}
+				for _, p := range rep.Skipped {
+					fmt.Fprintf(w, "skipped  %s (absent)\n", p)
+				}
+			})
+		}
+	}
+}
+
+func cmdExport(fs *flag.FlagSet) runFunc {
+	var agent, out, format string
+	fs.StringVar(&agent, "agent", "", "only this agent; with --format letta, comma-separated agents (default: everything)")
+	fs.StringVar(&out, "out", "", "file, written 0600 and replaced atomically (a link there is replaced, not followed) (default: stdout)")
+	fs.StringVar(&format, "format", "engram", "engram (a lossless dump) or letta (a Letta agent file, .af: what it cannot hold is reported on stderr)")
+	return func(ctx context.Context, a *app, _ []string) error {
+		switch format {
+		case "engram", "letta":
+		default:
+			return usageErrorf("export: --format %q: want engram or letta", format)
+		}
+		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
-		if err := need(name, "--agent", agent); err != nil {
+		defer a.close()
+		var (
+			v    any
+			rep  *letta.Report
+			what string
+		)
+		if format == "letta" {
+			agents := splitList(agent)
+			if len(agents) == 0 {
+				if agents, err = s.Admin().Agents(ctx); err != nil {
+					return err
+				}
+			}
+			f, r, err := letta.Export(ctx, s, agents, nil)
+			if err != nil {
+				return err
+			}
+			v, rep, what = f, r, fmt.Sprintf("%d agents, %d blocks, %d tools", len(f.Agents), len(f.Blocks), len(f.Tools))
+		} else {
+			d, err := s.Export(ctx, agent)
+			if err != nil {
+				return err
+			}
+			v, what = d, fmt.Sprintf("%d blocks, %d archival entries, %d messages", len(d.Blocks), len(d.Archival), len(d.Messages))
+		}
+		write := func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		if out == "" {
+			if err := write(a.stdout); err != nil {
+				return err
+			}
+		} else {
+			if err := writeFileAtomic(out, write); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			fmt.Fprintf(a.stderr, "exported %s to %s\n", what, out)
+		}
+		if rep != nil {
+			rep.Write(a.stderr)
+		}
+		return nil
+	}
+}
+
+func cmdImport(fs *flag.FlagSet) runFunc {
+	var in, agent string
+	fs.StringVar(&in, "in", "", "file: an engram export or a Letta agent file (.af), told apart by content (default: stdin)")
+	fs.StringVar(&agent, "agent", "", "a Letta agent file's only agent gets this id (default: its name)")
+	var uncapped bool
+	fs.BoolVar(&uncapped, "no-caps", false, "import archival entries and messages past the per-entry caps (1 MiB of content, 64 KiB of metadata, 64 tags of 256 bytes, 1 MiB a message), such as a store with larger caps exported")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if uncapped {
+			a.uncapped = true
+		}
+		r := a.stdin
+		if in != "" {
+			f, err := os.Open(in)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r = f
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Errorf("import: read %s: %w", cmp.Or(in, "standard input"), err)
+		}
+		if letta.IsAgentFile(data) {
+			return importLetta(ctx, a, data, agent)
+		}
+		if agent != "" {
+			return usageErrorf("import: --agent names the agent of a Letta agent file; an engram export keeps its agents' ids")
+		}
+		var d memory.Dump
+		if err := json.Unmarshal(data, &d); err != nil {
+			return fmt.Errorf("import: neither an engram export nor a Letta agent file: %w", err)
+		}
+		s, err := a.open(ctx)
+		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usageErrorf("%s: want one DIR", name)
-		}
-		var plan []workspace.File
-		if imp {
-			// The files are read and checked as the import reads them
-			// before the store is opened: a plan names what the import
-			// would do, or fails as it would.
-			if plan, err = workspace.Plan(pos[0]); err != nil {
-				return err
-			}
-		}
-		var s *memory.Cache
-		if dryRun && storeMissing(a.db) {
-			// A plan writes nothing, and needs no store to exist: every
-			// file would create its block.
-		} else {
-			if dryRun {
-				a.readOnly = true
-			}
-			if s, err = a.open(ctx); err != nil {
-				return err
-			}
-			defer a.close()
-		}
-		var rep workspace.Report
-		if imp {
-			replaced, created, perr := workspacePlan(ctx, s, agent, plan)
-			if perr != nil {
-				return perr
-			}
-			verb := "replacing"
-			if dryRun {
-				verb = "would replace"
-			}
-			for _, r := range replaced {
-				fmt.Fprintf(a.stderr, "engram: files import: %s block %s of %s (%d chars) with %s; its old text stays in its history (engram block show --history --agent %s %s)\n",
-					verb, r.label, agent, r.chars, r.path, agent, r.label)
-			}
-			if dryRun {
-				return a.output(map[string]any{"replace": replaced, "create": created}, func(w io.Writer) {
-					for _, c := range created {
-						fmt.Fprintf(w, "would create %s from %s\n", c.label, c.path)
-					}
-					for _, r := range replaced {
-						fmt.Fprintf(w, "would replace %s from %s\n", r.label, r.path)
-					}
-				})
-			}
-			rep, err = workspace.Import(ctx, s, agent, pos[0])
-		} else {
-			rep, err = workspace.Export(ctx, s, agent, pos[0])
-		}
+		defer a.close()
+		rep, err := s.Import(ctx, &d)
 		if err != nil {
+			return err
+		}
+		if err := a.embedImported(ctx, rep.Embedder); err != nil {
 			return err
 		}
 		return a.output(rep, func(w io.Writer) {
-			for _, l := range rep.Created {
-				fmt.Fprintf(w, "created  %s\n", l)
-			}
-			for _, l := range rep.Updated {
-				fmt.Fprintf(w, "updated  %s\n", l)
-			}
-			for _, p := range rep.Written {
-				fmt.Fprintf(w, "wrote    %s\n", p)
-			}
-			for _, p := range rep.Skipped {
-				fmt.Fprintf(w, "skipped  %s (absent)\n", p)
-			}
+			fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts, %d profiles\n",
+				rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library, rep.Profiles)
 		})
 	}
-}
-
-func cmdExport(ctx context.Context, a *app, args []string) error {
-	var agent, out, format string
-	if _, err := flags("export", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "only this agent; with --format letta, comma-separated agents (default: everything)")
-		fs.StringVar(&out, "out", "", "file, written 0600 and replaced atomically (a link there is replaced, not followed) (default: stdout)")
-		fs.StringVar(&format, "format", "engram", "engram (a lossless dump) or letta (a Letta agent file, .af: what it cannot hold is reported on stderr)")
-	}); err != nil {
-		return err
-	}
-	switch format {
-	case "engram", "letta":
-	default:
-		return usageErrorf("export: --format %q: want engram or letta", format)
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	var (
-		v    any
-		rep  *letta.Report
-		what string
-	)
-	if format == "letta" {
-		agents := splitList(agent)
-		if len(agents) == 0 {
-			if agents, err = s.Admin().Agents(ctx); err != nil {
-				return err
-			}
-		}
-		f, r, err := letta.Export(ctx, s, agents, nil)
-		if err != nil {
-			return err
-		}
-		v, rep, what = f, r, fmt.Sprintf("%d agents, %d blocks, %d tools", len(f.Agents), len(f.Blocks), len(f.Tools))
-	} else {
-		d, err := s.Export(ctx, agent)
-		if err != nil {
-			return err
-		}
-		v, what = d, fmt.Sprintf("%d blocks, %d archival entries, %d messages", len(d.Blocks), len(d.Archival), len(d.Messages))
-	}
-	write := func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	if out == "" {
-		if err := write(a.stdout); err != nil {
-			return err
-		}
-	} else {
-		if err := writeFileAtomic(out, write); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		fmt.Fprintf(a.stderr, "exported %s to %s\n", what, out)
-	}
-	if rep != nil {
-		rep.Write(a.stderr)
-	}
-	return nil
-}
-
-func cmdImport(ctx context.Context, a *app, args []string) error {
-	var in, agent string
-	if _, err := flags("import", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&in, "in", "", "file: an engram export or a Letta agent file (.af), told apart by content (default: stdin)")
-		fs.StringVar(&agent, "agent", "", "a Letta agent file's only agent gets this id (default: its name)")
-		fs.BoolVar(&a.uncapped, "no-caps", false, "import archival entries and messages past the per-entry caps (1 MiB of content, 64 KiB of metadata, 64 tags of 256 bytes, 1 MiB a message), such as a store with larger caps exported")
-	}); err != nil {
-		return err
-	}
-	r := a.stdin
-	if in != "" {
-		f, err := os.Open(in)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return fmt.Errorf("import: read %s: %w", cmp.Or(in, "standard input"), err)
-	}
-	if letta.IsAgentFile(data) {
-		return importLetta(ctx, a, data, agent)
-	}
-	if agent != "" {
-		return usageErrorf("import: --agent names the agent of a Letta agent file; an engram export keeps its agents' ids")
-	}
-	var d memory.Dump
-	if err := json.Unmarshal(data, &d); err != nil {
-		return fmt.Errorf("import: neither an engram export nor a Letta agent file: %w", err)
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	rep, err := s.Import(ctx, &d)
-	if err != nil {
-		return err
-	}
-	if err := a.embedImported(ctx, rep.Embedder); err != nil {
-		return err
-	}
-	return a.output(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "imported %d blocks, %d shares, %d proposals, %d archival entries, %d messages, %d batches, %d summaries, %d library artifacts, %d profiles\n",
-			rep.Blocks, rep.Shares, rep.Proposals, rep.Archival, rep.Messages, rep.Batches, rep.Summaries, rep.Library, rep.Profiles)
-	})
 }
 
 // importLetta imports a Letta agent file and prints its report.
@@ -946,88 +827,84 @@ func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error
 	return err
 }
 
-func cmdReembed(ctx context.Context, a *app, args []string) error {
-	if _, err := flags("reembed", args, func(*flag.FlagSet) {}); err != nil {
-		return err
+func cmdReembed(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, a *app, _ []string) error {
+		if a.embedder == "" || a.embedder == "none" {
+			return fmt.Errorf("reembed: choose an embedder with --embedder offline|openai")
+		}
+		a.reembed = true
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if err := s.Reembed(ctx, a.progress("re-embedding")); err != nil {
+			return err
+		}
+		name := s.Index().Embedder().Name()
+		return a.output(map[string]any{"embedder": name}, func(w io.Writer) { fmt.Fprintf(w, "vectors recomputed with %s\n", name) })
 	}
-	if a.embedder == "" || a.embedder == "none" {
-		return fmt.Errorf("reembed: choose an embedder with --embedder offline|openai")
-	}
-	a.reembed = true
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	if err := s.Reembed(ctx, a.progress("re-embedding")); err != nil {
-		return err
-	}
-	name := s.Index().Embedder().Name()
-	return a.output(map[string]any{"embedder": name}, func(w io.Writer) { fmt.Fprintf(w, "vectors recomputed with %s\n", name) })
 }
 
-func cmdCompact(ctx context.Context, a *app, args []string) error {
+func cmdCompact(fs *flag.FlagSet) runFunc {
 	var agent string
 	var rebase bool
-	if _, err := flags("compact", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "only this agent")
-		fs.BoolVar(&rebase, "rebase", false, "also start each block on a new epoch (its history archived; loads read only the current value)")
-	}); err != nil {
-		return err
+	fs.StringVar(&agent, "agent", "", "only this agent")
+	fs.BoolVar(&rebase, "rebase", false, "also start each block on a new epoch (its history archived; loads read only the current value)")
+	return func(ctx context.Context, a *app, _ []string) error {
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		n, err := s.Admin().Compact(ctx, &memory.CompactOptions{Owner: agent, Rebase: rebase, Progress: a.progress("compacting")})
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"compacted": n}, func(w io.Writer) { fmt.Fprintf(w, "compacted %d blocks\n", n) })
 	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	n, err := s.Admin().Compact(ctx, &memory.CompactOptions{Owner: agent, Rebase: rebase, Progress: a.progress("compacting")})
-	if err != nil {
-		return err
-	}
-	return a.output(map[string]any{"compacted": n}, func(w io.Writer) { fmt.Fprintf(w, "compacted %d blocks\n", n) })
 }
 
-func cmdStats(ctx context.Context, a *app, args []string) error {
-	if _, err := flags("stats", args, func(*flag.FlagSet) {}); err != nil {
-		return err
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	st, err := s.Admin().Stats(ctx)
-	if err != nil {
-		return err
-	}
-	n := st.Counts
-	stats := map[string]int64{
-		"agents": n.Agents, "blocks": n.Blocks, "block_updates": n.BlockUpdates, "shares": n.Shares,
-		"archival": n.Archival, "archival_current": n.ArchivalCurrent, "messages": n.Messages, "batches": n.Batches,
-		"summaries": n.Summaries, "proposals_pending": n.ProposalsPending, "snapshot_bytes": n.SnapshotBytes,
-		"update_bytes": n.UpdateBytes, "archived_epochs": n.ArchivedEpochs, "archive_bytes": n.ArchiveBytes,
-	}
-	emb := "none"
-	if st.Embedder != "" {
-		emb = fmt.Sprintf("%s (%d dims)", st.Embedder, st.EmbedderDims)
-	}
-	vectors := st.VectorEngine
-	if vectors == "" {
-		vectors = "none in this run (no --embedder)"
-	} else if st.VectorEngineReason != "" {
-		vectors += " (" + st.VectorEngineReason + ")"
-	}
-	target := redact.Target(a.db)
-	out := map[string]any{"db": target, "backend": st.Backend, "embedder": emb, "vectors": vectors, "counts": stats}
-	return a.output(out, func(w io.Writer) {
-		fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, st.Backend, emb, vectors)
-		var rows [][]string
-		for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
-			"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes", "archived_epochs", "archive_bytes"} {
-			rows = append(rows, []string{k, strconv.FormatInt(stats[k], 10)})
+func cmdStats(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, a *app, _ []string) error {
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
 		}
-		a.table("WHAT\tCOUNT", rows)
-	})
+		defer a.close()
+		st, err := s.Admin().Stats(ctx)
+		if err != nil {
+			return err
+		}
+		n := st.Counts
+		stats := map[string]int64{
+			"agents": n.Agents, "blocks": n.Blocks, "block_updates": n.BlockUpdates, "shares": n.Shares,
+			"archival": n.Archival, "archival_current": n.ArchivalCurrent, "messages": n.Messages, "batches": n.Batches,
+			"summaries": n.Summaries, "proposals_pending": n.ProposalsPending, "snapshot_bytes": n.SnapshotBytes,
+			"update_bytes": n.UpdateBytes, "archived_epochs": n.ArchivedEpochs, "archive_bytes": n.ArchiveBytes,
+		}
+		emb := "none"
+		if st.Embedder != "" {
+			emb = fmt.Sprintf("%s (%d dims)", st.Embedder, st.EmbedderDims)
+		}
+		vectors := st.VectorEngine
+		if vectors == "" {
+			vectors = "none in this run (no --embedder)"
+		} else if st.VectorEngineReason != "" {
+			vectors += " (" + st.VectorEngineReason + ")"
+		}
+		target := redact.Target(a.db)
+		out := map[string]any{"db": target, "backend": st.Backend, "embedder": emb, "vectors": vectors, "counts": stats}
+		return a.output(out, func(w io.Writer) {
+			fmt.Fprintf(w, "store     %s\nbackend   %s\nembedder  %s (the store's)\nvectors   %s\n", target, st.Backend, emb, vectors)
+			var rows [][]string
+			for _, k := range []string{"agents", "blocks", "block_updates", "shares", "archival", "archival_current", "messages",
+				"batches", "summaries", "proposals_pending", "snapshot_bytes", "update_bytes", "archived_epochs", "archive_bytes"} {
+				rows = append(rows, []string{k, strconv.FormatInt(stats[k], 10)})
+			}
+			a.table("WHAT\tCOUNT", rows)
+		})
+	}
 }
 
 // writeFileAtomic writes path through write without following a link

@@ -51,9 +51,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "engram", buildVersion())
 		return 0
 	}
-	cmd, ok := commandFor(rest[0])
-	if !ok {
-		fmt.Fprintf(stderr, "engram: unknown command %q%s (run \"engram help\")\n", rest[0], didYouMean(rest[0], commandNames))
+	c := lookup(commands, rest[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "engram: unknown command %q%s (run \"engram help\")\n", rest[0], didYouMean(rest[0], topNames()))
 		return 2
 	}
 	// Global flags may also follow the command: engram blocks list --db x.db.
@@ -61,20 +61,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "engram:", err)
 		return 2
 	}
-	if groups[rest[0]] && len(rest) == 1 {
-		fmt.Fprintf(stderr, "engram: %s: missing subcommand\n\n%s", rest[0], groupHelp(rest[0]))
+	if c.sub != nil && len(rest) == 1 {
+		fmt.Fprintf(stderr, "engram: %s: missing subcommand\n\n%s", rest[0], groupHelp(c))
 		return 2
 	}
-	if groups[rest[0]] && isHelp(rest[1]) {
-		fmt.Fprint(stdout, groupHelp(rest[0]))
+	if c.sub != nil && isHelp(rest[1]) {
+		fmt.Fprint(stdout, groupHelp(c))
 		return 0
 	}
-	name := rest[0]
-	if groups[name] {
-		name += " " + rest[1]
+	name, args := rest[0], rest[1:]
+	if c.sub != nil {
+		if c, args, err = c.subcommand(args); err == nil {
+			name += " " + c.name
+		}
 	}
-	app.readOnly = readOnly[name]
-	if err := cmd(ctx, app, rest[1:]); err != nil {
+	if err == nil {
+		app.readOnly = c.readOnly
+		err = c.run(ctx, app, name, args)
+	}
+	if err != nil {
 		var help *helpError
 		if errors.As(err, &help) {
 			fmt.Fprint(stdout, help.text)
@@ -89,16 +94,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return 0
 }
-
-// readOnly are the commands that only read: they refuse a store file that
-// does not exist instead of creating an empty one (a mistyped --db would
-// otherwise report an empty store, and leave a file behind).
-var readOnly = map[string]bool{"blocks list": true, "block show": true, "proposals list": true,
-	"archival list": true, "search": true, "context": true, "files export": true, "export": true, "stats": true,
-	"token list": true, "profile show": true}
-
-// groups are the commands that take a subcommand.
-var groups = map[string]bool{"blocks": true, "block": true, "archival": true, "files": true, "proposals": true, "token": true, "sync": true, "profile": true}
 
 const usage = `engram — durable, shareable, typed memory for LLM agents
 
@@ -196,10 +191,6 @@ func tidyError(err error) string {
 	}
 	return m[2:]
 }
-
-// commandNames are the top-level commands, for "did you mean".
-var commandNames = []string{"blocks", "block", "share", "archival", "search", "context", "files", "export",
-	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "token", "serve", "sync", "help", "version"}
 
 // buildVersion is the module version the binary was built from, or "(devel)".
 func buildVersion() string {

@@ -25,28 +25,28 @@ import (
 // version is reported to MCP clients.
 const version = "0.1.0"
 
-func cmdMCP(ctx context.Context, a *app, args []string) error {
+func cmdMCP(fs *flag.FlagSet) runFunc {
 	var agent string
-	if _, err := flags("mcp", args, func(fs *flag.FlagSet) { fs.StringVar(&agent, "agent", "", "agent id the tools act as") }); err != nil {
-		return err
+	fs.StringVar(&agent, "agent", "", "agent id the tools act as")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if err := need("mcp", "--agent", agent); err != nil {
+			return err
+		}
+		a.serving = true // many searches: keep the full-text index in memory
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		srv, listed, err := newMCPServerListed(s, agent)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go watchResources(ctx, srv, s, agent, listed, resourcePoll)
+		return srv.Run(ctx, &framedTransport{r: a.stdin, w: a.stdout})
 	}
-	if err := need("mcp", "--agent", agent); err != nil {
-		return err
-	}
-	a.serving = true // many searches: keep the full-text index in memory
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	srv, listed, err := newMCPServerListed(s, agent)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go watchResources(ctx, srv, s, agent, listed, resourcePoll)
-	return srv.Run(ctx, &framedTransport{r: a.stdin, w: a.stdout})
 }
 
 // resourcePoll is how often the server checks whether the agent's blocks

@@ -13,16 +13,6 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-func cmdProposals(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("proposals", args, map[string]command{
-		"list": cmdProposalsList, "approve": cmdProposalsDecide(true), "reject": cmdProposalsDecide(false),
-	})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
 // proposalJSON is a proposal as "proposals list --json" prints it.
 type proposalJSON struct {
 	memory.Proposal
@@ -32,70 +22,68 @@ type proposalJSON struct {
 	DiffError string `json:"diff_error,omitempty"`
 }
 
-func cmdProposalsList(ctx context.Context, a *app, args []string) error {
+func cmdProposalsList(fs *flag.FlagSet) runFunc {
 	var owner string
 	var all, diff bool
-	if _, err := flags("proposals list", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&owner, "agent", "", "only proposals on this agent's blocks (default: every agent)")
-		fs.BoolVar(&all, "all", false, "include decided proposals (approved, rejected, withdrawn)")
-		fs.BoolVar(&diff, "diff", false, "show what each pending proposal would change")
-	}); err != nil {
-		return err
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	agents := []string{owner}
-	if owner == "" {
-		if agents, err = ui.Agents(ctx, s); err != nil {
+	fs.StringVar(&owner, "agent", "", "only proposals on this agent's blocks (default: every agent)")
+	fs.BoolVar(&all, "all", false, "include decided proposals (approved, rejected, withdrawn)")
+	fs.BoolVar(&diff, "diff", false, "show what each pending proposal would change")
+	return func(ctx context.Context, a *app, _ []string) error {
+		s, err := a.open(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	ps, err := ui.Proposals(ctx, s, agents, !all)
-	if err != nil {
-		return err
-	}
-	out := make([]proposalJSON, 0, len(ps))
-	for _, p := range ps {
-		pj := proposalJSON{Proposal: p}
-		if diff && p.Status == "pending" {
-			if pj.Before, pj.After, err = ui.ProposalDiff(ctx, s, p); err != nil {
-				pj.DiffError = err.Error()
+		defer a.close()
+		agents := []string{owner}
+		if owner == "" {
+			if agents, err = ui.Agents(ctx, s); err != nil {
+				return err
 			}
 		}
-		out = append(out, pj)
-	}
-	return a.output(snakeJSON(out), func(w io.Writer) {
-		if len(out) == 0 {
-			if all {
-				fmt.Fprintln(w, "no proposals")
-			} else {
-				fmt.Fprintln(w, "no pending proposals")
+		ps, err := ui.Proposals(ctx, s, agents, !all)
+		if err != nil {
+			return err
+		}
+		out := make([]proposalJSON, 0, len(ps))
+		for _, p := range ps {
+			pj := proposalJSON{Proposal: p}
+			if diff && p.Status == "pending" {
+				if pj.Before, pj.After, err = ui.ProposalDiff(ctx, s, p); err != nil {
+					pj.DiffError = err.Error()
+				}
 			}
-			return
+			out = append(out, pj)
 		}
-		var rows [][]string
-		for _, p := range out {
-			rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Status, p.Owner + "/" + p.Label, p.Proposer,
-				editSummary(p.Edit), p.CreatedAt.Local().Format(time.DateTime), oneLine(p.Reason, 50)})
-		}
-		a.table("ID\tSTATUS\tBLOCK\tPROPOSER\tEDIT\tCREATED\tREASON", rows)
-		if diff {
+		return a.output(snakeJSON(out), func(w io.Writer) {
+			if len(out) == 0 {
+				if all {
+					fmt.Fprintln(w, "no proposals")
+				} else {
+					fmt.Fprintln(w, "no pending proposals")
+				}
+				return
+			}
+			var rows [][]string
 			for _, p := range out {
-				if p.Status != "pending" {
-					continue
-				}
-				fmt.Fprintf(w, "\n#%d %s/%s:\n", p.ID, p.Owner, p.Label)
-				if p.DiffError != "" {
-					fmt.Fprintf(w, "  (%s)\n", p.DiffError)
-					continue
-				}
-				fmt.Fprint(w, lineDiff(p.Before, p.After))
+				rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Status, p.Owner + "/" + p.Label, p.Proposer,
+					editSummary(p.Edit), p.CreatedAt.Local().Format(time.DateTime), oneLine(p.Reason, 50)})
 			}
-		}
-	})
+			a.table("ID\tSTATUS\tBLOCK\tPROPOSER\tEDIT\tCREATED\tREASON", rows)
+			if diff {
+				for _, p := range out {
+					if p.Status != "pending" {
+						continue
+					}
+					fmt.Fprintf(w, "\n#%d %s/%s:\n", p.ID, p.Owner, p.Label)
+					if p.DiffError != "" {
+						fmt.Fprintf(w, "  (%s)\n", p.DiffError)
+						continue
+					}
+					fmt.Fprint(w, lineDiff(p.Before, p.After))
+				}
+			}
+		})
+	}
 }
 
 func editSummary(e memory.Edit) string {
@@ -140,47 +128,44 @@ func person(as string) string {
 	return memory.HumanApprover + ui.PersonName(as)
 }
 
-func cmdProposalsDecide(approve bool) command {
+func cmdProposalsDecide(approve bool) func(fs *flag.FlagSet) runFunc {
 	name := "proposals reject"
 	if approve {
 		name = "proposals approve"
 	}
-	return func(ctx context.Context, a *app, args []string) error {
+	return func(fs *flag.FlagSet) runFunc {
 		var as, reason string
-		pos, err := flags(name, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&as, "as", "", `your name, recorded as "human:NAME" (default $USER)`)
-			if !approve {
-				fs.StringVar(&reason, "reason", "", "why the edit is rejected (the proposer can read it)")
+		fs.StringVar(&as, "as", "", `your name, recorded as "human:NAME" (default $USER)`)
+		if !approve {
+			fs.StringVar(&reason, "reason", "", "why the edit is rejected (the proposer can read it)")
+		}
+		return func(ctx context.Context, a *app, pos []string) error {
+			if len(pos) != 1 {
+				return usageErrorf("%s: want one proposal ID, got %d argument(s)", name, len(pos))
 			}
-		})
-		if err != nil {
-			return err
+			id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a proposal ID", name, pos[0])
+			}
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			who := person(as)
+			status := "rejected"
+			if approve {
+				status = "approved"
+				err = s.ApproveProposal(ctx, id, who)
+			} else {
+				err = s.RejectProposal(ctx, id, who, strings.TrimSpace(reason))
+			}
+			if err != nil {
+				return err
+			}
+			return a.output(map[string]any{"id": id, "status": status, "by": who}, func(w io.Writer) {
+				fmt.Fprintf(w, "proposal %d %s by %s\n", id, status, who)
+			})
 		}
-		if len(pos) != 1 {
-			return usageErrorf("%s: want one proposal ID, got %d argument(s)", name, len(pos))
-		}
-		id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a proposal ID", name, pos[0])
-		}
-		s, err := a.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer a.close()
-		who := person(as)
-		status := "rejected"
-		if approve {
-			status = "approved"
-			err = s.ApproveProposal(ctx, id, who)
-		} else {
-			err = s.RejectProposal(ctx, id, who, strings.TrimSpace(reason))
-		}
-		if err != nil {
-			return err
-		}
-		return a.output(map[string]any{"id": id, "status": status, "by": who}, func(w io.Writer) {
-			fmt.Fprintf(w, "proposal %d %s by %s\n", id, status, who)
-		})
 	}
 }

@@ -42,78 +42,80 @@ type serveConfig struct {
 	drain                   time.Duration
 }
 
-func cmdServe(ctx context.Context, a *app, args []string) error {
+func cmdServe(fs *flag.FlagSet) runFunc {
 	var c serveConfig
-	if _, err := flags("serve", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&c.addr, "addr", "127.0.0.1:8421", "listen address; anything but loopback without TLS prints a warning")
-		fs.StringVar(&c.certFile, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
-		fs.StringVar(&c.keyFile, "tls-key", "", "TLS private key file (PEM)")
-		fs.StringVar(&c.origins, "origins", "", "comma-separated browser origins allowed besides the server's own (https://app.example.com)")
-		fs.IntVar(&c.opts.MaxSessions, "max-sessions", 1000, "open MCP sessions at most (beyond: 503)")
-		fs.IntVar(&c.opts.MaxTokenSessions, "max-token-sessions", 0, "open MCP sessions of one token at most (beyond: 503; default a tenth of --max-sessions)")
-		fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
-		fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
-		fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
-		fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
-		fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
-		fs.Var((*byteSize)(&a.quota), "agent-quota", "bytes each agent's archival entries and messages may hold, such as 500MiB or 2GiB (beyond: the write is refused; default 0, no quota)")
-		fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
-			"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
-		fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
-		fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
-	}); err != nil {
-		return err
-	}
-	if (c.certFile == "") != (c.keyFile == "") {
-		return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	a.serving = true // many searches: keep the full-text index in memory
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-	h, err := newServeHandler(s, &c, log)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
-	}
-	scheme := "http"
-	hs := newHTTPServer(h, log)
-	if c.certFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("serve: load TLS certificate %s and key %s: %w", c.certFile, c.keyFile, err)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8421", "listen address; anything but loopback without TLS prints a warning")
+	fs.StringVar(&c.certFile, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
+	fs.StringVar(&c.keyFile, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&c.origins, "origins", "", "comma-separated browser origins allowed besides the server's own (https://app.example.com)")
+	fs.IntVar(&c.opts.MaxSessions, "max-sessions", 1000, "open MCP sessions at most (beyond: 503)")
+	fs.IntVar(&c.opts.MaxTokenSessions, "max-token-sessions", 0, "open MCP sessions of one token at most (beyond: 503; default a tenth of --max-sessions)")
+	fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
+	fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
+	fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
+	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
+	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
+	var quota int64
+	fs.Var((*byteSize)(&quota), "agent-quota", "bytes each agent's archival entries and messages may hold, such as 500MiB or 2GiB (beyond: the write is refused; default 0, no quota)")
+	fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
+		"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
+	fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if quota != 0 {
+			a.quota = quota
 		}
-		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, hs.TLSConfig)
-		scheme = "https"
+		if (c.certFile == "") != (c.keyFile == "") {
+			return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")
+		}
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		a.serving = true // many searches: keep the full-text index in memory
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+		h, err := newServeHandler(s, &c, log)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", c.addr)
+		if err != nil {
+			return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
+		}
+		scheme := "http"
+		hs := newHTTPServer(h, log)
+		if c.certFile != "" {
+			cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("serve: load TLS certificate %s and key %s: %w", c.certFile, c.keyFile, err)
+			}
+			hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			ln = tls.NewListener(ln, hs.TLSConfig)
+			scheme = "https"
+		}
+		if w := serve.Listening(ln.Addr(), c.certFile != ""); w != "" {
+			fmt.Fprintln(a.stderr, "engram serve: warning:", w)
+		}
+		base := scheme + "://" + hostPort(ln.Addr())
+		errc := make(chan error, 1)
+		go func() { errc <- hs.Serve(ln) }()
+		db := redact.Target(a.db)
+		if err := a.output(map[string]any{"url": base, "mcp": base + "/mcp", "ui": base + "/ui/", "db": db}, func(w io.Writer) {
+			fmt.Fprintf(w, "engram serve for %s\nMCP (Streamable HTTP, Authorization: Bearer TOKEN): %s/mcp\nweb UI (a human token): %s/ui/\n(Ctrl-C or SIGTERM stops it)\n", db, base, base)
+		}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		}
+		return shutdownServe(h, hs, c.drain)
 	}
-	if w := serve.Listening(ln.Addr(), c.certFile != ""); w != "" {
-		fmt.Fprintln(a.stderr, "engram serve: warning:", w)
-	}
-	base := scheme + "://" + hostPort(ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	db := redact.Target(a.db)
-	if err := a.output(map[string]any{"url": base, "mcp": base + "/mcp", "ui": base + "/ui/", "db": db}, func(w io.Writer) {
-		fmt.Fprintf(w, "engram serve for %s\nMCP (Streamable HTTP, Authorization: Bearer TOKEN): %s/mcp\nweb UI (a human token): %s/ui/\n(Ctrl-C or SIGTERM stops it)\n", db, base, base)
-	}); err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	}
-	return shutdownServe(h, hs, c.drain)
 }
 
 // newServeHandler is the door over store, with engram mcp's servers and

@@ -9,38 +9,28 @@ import (
 	"github.com/engram-go/engram/syncrepo"
 )
 
-func cmdSync(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("sync", args, map[string]command{"url": cmdSyncURL})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
 // cmdSyncURL prints the automerge: URL an automerge-repo peer opens a
 // block by on engram serve's /sync (made on first use, new after a
 // rebase).
-func cmdSyncURL(ctx context.Context, a *app, args []string) error {
+func cmdSyncURL(fs *flag.FlagSet) runFunc {
 	var agent, owner, label string
-	if _, err := flags("sync url", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&agent, "agent", "", "the agent whose peers open the block (it must be able to read it)")
-		fs.StringVar(&owner, "owner", "", "the block's owner, for a block shared with the agent (default: the agent)")
-		fs.StringVar(&label, "label", "", "the block's label")
-	}); err != nil {
-		return err
+	fs.StringVar(&agent, "agent", "", "the agent whose peers open the block (it must be able to read it)")
+	fs.StringVar(&owner, "owner", "", "the block's owner, for a block shared with the agent (default: the agent)")
+	fs.StringVar(&label, "label", "", "the block's label")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if agent == "" || label == "" {
+			return usageErrorf("sync url: --agent and --label are required (run \"engram sync url --help\")")
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		id, err := s.DocumentID(ctx, agent, owner, label)
+		if err != nil {
+			return err
+		}
+		u := syncrepo.URL(id)
+		return a.output(map[string]string{"url": u}, func(w io.Writer) { fmt.Fprintln(w, u) })
 	}
-	if agent == "" || label == "" {
-		return usageErrorf("sync url: --agent and --label are required (run \"engram sync url --help\")")
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	id, err := s.DocumentID(ctx, agent, owner, label)
-	if err != nil {
-		return err
-	}
-	u := syncrepo.URL(id)
-	return a.output(map[string]string{"url": u}, func(w io.Writer) { fmt.Fprintln(w, u) })
 }

@@ -13,16 +13,6 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-func cmdToken(ctx context.Context, a *app, args []string) error {
-	c, rest, err := sub("token", args, map[string]command{
-		"create": cmdTokenCreate, "list": cmdTokenList, "revoke": cmdTokenRevoke, "login-url": cmdTokenLoginURL,
-	})
-	if err != nil {
-		return err
-	}
-	return c(ctx, a, rest)
-}
-
 // tokenJSON is a token as "token create/list --json" print it; times are
 // RFC 3339 in UTC, null for never.
 type tokenJSON struct {
@@ -51,40 +41,38 @@ func toTokenJSON(t memory.Token) tokenJSON {
 		ExpiresAt: opt(t.ExpiresAt), LastUsedAt: opt(t.LastUsedAt), RevokedAt: opt(t.RevokedAt)}
 }
 
-func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
+func cmdTokenCreate(fs *flag.FlagSet) runFunc {
 	var spec memory.TokenSpec
-	if _, err := flags("token create", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&spec.Agent, "agent", "", "the agent the token acts as (engram serve's /mcp)")
-		fs.StringVar(&spec.Human, "human", "", "a person's name: the token opens engram serve's web UI, approvals recorded as human:NAME")
-		fs.StringVar(&spec.Name, "name", "", "a label for the token (shown by token list and in access logs)")
-		fs.BoolVar(&spec.ReadOnly, "read-only", false, "read and search only: no write tools")
-		fs.DurationVar(&spec.Expires, "expires", 0, "lifetime, e.g. 720h (default: until revoked)")
-	}); err != nil {
-		return err
-	}
-	if (spec.Agent == "") == (spec.Human == "") {
-		return usageErrorf("token create: give exactly one of --agent ID and --human NAME (run \"engram token create --help\")")
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	t, secret, err := s.CreateToken(ctx, spec)
-	if err != nil {
-		return err
-	}
-	j := toTokenJSON(t)
-	j.Token = secret
-	return a.output(j, func(w io.Writer) {
-		who := "agent " + t.Agent
-		if t.Human != "" {
-			who = "human " + t.Human
+	fs.StringVar(&spec.Agent, "agent", "", "the agent the token acts as (engram serve's /mcp)")
+	fs.StringVar(&spec.Human, "human", "", "a person's name: the token opens engram serve's web UI, approvals recorded as human:NAME")
+	fs.StringVar(&spec.Name, "name", "", "a label for the token (shown by token list and in access logs)")
+	fs.BoolVar(&spec.ReadOnly, "read-only", false, "read and search only: no write tools")
+	fs.DurationVar(&spec.Expires, "expires", 0, "lifetime, e.g. 720h (default: until revoked)")
+	return func(ctx context.Context, a *app, _ []string) error {
+		if (spec.Agent == "") == (spec.Human == "") {
+			return usageErrorf("token create: give exactly one of --agent ID and --human NAME (run \"engram token create --help\")")
 		}
-		fmt.Fprintf(w, "token %d for %s%s%s\n", t.ID, who, map[bool]string{true: " (read-only)"}[t.ReadOnly], expiryText(t.ExpiresAt))
-		fmt.Fprintln(w, "shown once; engram keeps only its hash:")
-		fmt.Fprintln(w, secret)
-	})
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		t, secret, err := s.CreateToken(ctx, spec)
+		if err != nil {
+			return err
+		}
+		j := toTokenJSON(t)
+		j.Token = secret
+		return a.output(j, func(w io.Writer) {
+			who := "agent " + t.Agent
+			if t.Human != "" {
+				who = "human " + t.Human
+			}
+			fmt.Fprintf(w, "token %d for %s%s%s\n", t.ID, who, map[bool]string{true: " (read-only)"}[t.ReadOnly], expiryText(t.ExpiresAt))
+			fmt.Fprintln(w, "shown once; engram keeps only its hash:")
+			fmt.Fprintln(w, secret)
+		})
+	}
 }
 
 func expiryText(at time.Time) string {
@@ -94,112 +82,106 @@ func expiryText(at time.Time) string {
 	return ", expires " + at.UTC().Format(time.RFC3339)
 }
 
-func cmdTokenList(ctx context.Context, a *app, args []string) error {
-	if _, err := flags("token list", args, func(*flag.FlagSet) {}); err != nil {
-		return err
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	ts, err := s.Tokens(ctx)
-	if err != nil {
-		return err
-	}
-	out := make([]tokenJSON, len(ts))
-	for i, t := range ts {
-		out[i] = toTokenJSON(t)
-	}
-	return a.output(out, func(w io.Writer) {
-		if len(ts) == 0 {
-			fmt.Fprintln(w, "no tokens (engram token create --agent ID)")
-			return
+func cmdTokenList(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, a *app, _ []string) error {
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
 		}
-		when := func(at time.Time) string {
-			if at.IsZero() {
-				return "-"
-			}
-			return at.UTC().Format(time.RFC3339)
+		defer a.close()
+		ts, err := s.Tokens(ctx)
+		if err != nil {
+			return err
 		}
-		rows := make([][]string, len(ts))
+		out := make([]tokenJSON, len(ts))
 		for i, t := range ts {
-			who, access := "agent:"+t.Agent, "read-write"
-			if t.Human != "" {
-				who, access = "human:"+t.Human, "ui"
-			} else if t.ReadOnly {
-				access = "read-only"
-			}
-			rows[i] = []string{strconv.FormatInt(t.ID, 10), who, cmpOr(t.Name, "-"), access, when(t.CreatedAt), when(t.LastUsedAt),
-				when(t.ExpiresAt), when(t.RevokedAt)}
+			out[i] = toTokenJSON(t)
 		}
-		a.table("ID\tFOR\tNAME\tACCESS\tCREATED\tLAST USED\tEXPIRES\tREVOKED", rows)
-	})
+		return a.output(out, func(w io.Writer) {
+			if len(ts) == 0 {
+				fmt.Fprintln(w, "no tokens (engram token create --agent ID)")
+				return
+			}
+			when := func(at time.Time) string {
+				if at.IsZero() {
+					return "-"
+				}
+				return at.UTC().Format(time.RFC3339)
+			}
+			rows := make([][]string, len(ts))
+			for i, t := range ts {
+				who, access := "agent:"+t.Agent, "read-write"
+				if t.Human != "" {
+					who, access = "human:"+t.Human, "ui"
+				} else if t.ReadOnly {
+					access = "read-only"
+				}
+				rows[i] = []string{strconv.FormatInt(t.ID, 10), who, cmpOr(t.Name, "-"), access, when(t.CreatedAt), when(t.LastUsedAt),
+					when(t.ExpiresAt), when(t.RevokedAt)}
+			}
+			a.table("ID\tFOR\tNAME\tACCESS\tCREATED\tLAST USED\tEXPIRES\tREVOKED", rows)
+		})
+	}
 }
 
-func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
-	pos, err := flags("token revoke", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return err
+func cmdTokenRevoke(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, a *app, pos []string) error {
+		if len(pos) != 1 {
+			return usageErrorf("token revoke: want one token ID (run \"engram token list\")")
+		}
+		id, err := strconv.ParseInt(pos[0], 10, 64)
+		if err != nil || id <= 0 {
+			return usageErrorf("token revoke: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if err := s.RevokeToken(ctx, id); err != nil {
+			return err
+		}
+		return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
+			fmt.Fprintf(w, "token %d revoked; serve refuses it from its next request\n", id)
+		})
 	}
-	if len(pos) != 1 {
-		return usageErrorf("token revoke: want one token ID (run \"engram token list\")")
-	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
-	if err != nil || id <= 0 {
-		return usageErrorf("token revoke: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	if err := s.RevokeToken(ctx, id); err != nil {
-		return err
-	}
-	return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
-		fmt.Fprintf(w, "token %d revoked; serve refuses it from its next request\n", id)
-	})
 }
 
 // cmdTokenLoginURL prints a one-time login link of engram serve's web UI
 // for a human token: the person opens it once and is signed in, without
 // the token itself travelling in a URL.
-func cmdTokenLoginURL(ctx context.Context, a *app, args []string) error {
+func cmdTokenLoginURL(fs *flag.FlagSet) runFunc {
 	base, ttl := "http://127.0.0.1:8421", 15*time.Minute
-	pos, err := flags("token login-url", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&base, "base", base, "engram serve's address as the person's browser reaches it")
-		fs.DurationVar(&ttl, "expires", ttl, "how long the link stays usable (once), at most 24h")
-	})
-	if err != nil {
-		return err
+	fs.StringVar(&base, "base", base, "engram serve's address as the person's browser reaches it")
+	fs.DurationVar(&ttl, "expires", ttl, "how long the link stays usable (once), at most 24h")
+	return func(ctx context.Context, a *app, pos []string) error {
+		if len(pos) != 1 {
+			return usageErrorf("token login-url: want one human token's ID (run \"engram token list\")")
+		}
+		id, err := strconv.ParseInt(pos[0], 10, 64)
+		if err != nil || id <= 0 {
+			return usageErrorf("token login-url: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
+		}
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return usageErrorf("token login-url: --base %q is not an http(s) address like http://127.0.0.1:8421", base)
+		}
+		if ttl <= 0 || ttl > memory.MaxLoginLinkTTL {
+			return usageErrorf("token login-url: --expires %v is not between 0 and %v", ttl, memory.MaxLoginLinkTTL)
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		secret, err := s.CreateLoginLink(ctx, id, ttl)
+		if err != nil {
+			return err
+		}
+		link := strings.TrimSuffix(u.String(), "/") + "/ui/login?link=" + url.QueryEscape(secret)
+		return a.output(map[string]any{"token_id": id, "url": link, "expires_in": ttl.String()}, func(w io.Writer) {
+			fmt.Fprintf(w, "login link for token %d, usable once within %v:\n", id, ttl)
+			fmt.Fprintln(w, link)
+		})
 	}
-	if len(pos) != 1 {
-		return usageErrorf("token login-url: want one human token's ID (run \"engram token list\")")
-	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
-	if err != nil || id <= 0 {
-		return usageErrorf("token login-url: %q is not a token ID (a positive number; run \"engram token list\")", pos[0])
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return usageErrorf("token login-url: --base %q is not an http(s) address like http://127.0.0.1:8421", base)
-	}
-	if ttl <= 0 || ttl > memory.MaxLoginLinkTTL {
-		return usageErrorf("token login-url: --expires %v is not between 0 and %v", ttl, memory.MaxLoginLinkTTL)
-	}
-	s, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	secret, err := s.CreateLoginLink(ctx, id, ttl)
-	if err != nil {
-		return err
-	}
-	link := strings.TrimSuffix(u.String(), "/") + "/ui/login?link=" + url.QueryEscape(secret)
-	return a.output(map[string]any{"token_id": id, "url": link, "expires_in": ttl.String()}, func(w io.Writer) {
-		fmt.Fprintf(w, "login link for token %d, usable once within %v:\n", id, ttl)
-		fmt.Fprintln(w, link)
-	})
 }
