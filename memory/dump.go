@@ -532,6 +532,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if err != nil {
 				return err
 			}
+			c.created(tx, id)
 			if err := putSnapshot(ctx, tx, id, p.b.Document); err != nil {
 				return err
 			}
