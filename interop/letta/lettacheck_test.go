@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/interop/letta"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/toolrules"
 )
 
 // lettaCheck is Letta's own import code run on agent files
@@ -223,6 +227,90 @@ func TestLettaAcceptsExportOfRealAgentFiles(t *testing.T) {
 			t.Errorf("%s: Letta's import refuses it:\n%s", name, r.Message)
 		default:
 			t.Logf("%s: %s", name, r.Message)
+		}
+	}
+}
+
+// Agents made in engram, not imported from Letta (no "letta" extension):
+// with and without a profile, blocks of every type and schema and
+// permission, a share, tool calls and results, a summary. Letta's import
+// accepts their export.
+func TestLettaAcceptsExportOfEngramAgents(t *testing.T) {
+	check := newLettaCheck(t)
+	ctx := context.Background()
+	s := openStore(t)
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	// ada: blocks only, no profile.
+	ada := s.Agent("ada")
+	for _, spec := range []memory.BlockSpec{
+		{Label: "persona", Type: blocks.Core, Value: "I am Ada."},
+		{Label: "rules", Type: blocks.Core, Permission: blocks.ReadOnly, CharLimit: 300, Value: "Be brief."},
+		{Label: "notes", Type: blocks.Working, Permission: blocks.Append, Value: "first note"},
+		{Label: "log", Type: blocks.Log, Schema: schema.Log{}},
+		{Label: "facts", Type: blocks.Archival, Value: "Paris is in France."},
+	} {
+		if _, err := ada.CreateBlock(ctx, spec); err != nil {
+			t.Fatalf("block %q: %v", spec.Label, err)
+		}
+	}
+	if err := s.ShareBlock(ctx, "ada", "persona", "bo", blocks.ReadOnly); err != nil {
+		t.Fatal(err)
+	}
+
+	// bo: a profile without Letta fields, a conversation with tool calls
+	// and a summary covering its start.
+	bo := s.Agent("bo")
+	if _, err := bo.CreateBlock(ctx, memory.BlockSpec{Label: "human", Type: blocks.Core, Value: "The user is Sam."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetProfile(ctx, "bo", memory.Profile{
+		System: "You are Bo.",
+		Model:  "gpt-4o-mini",
+		Tools: []memory.ToolDefinition{
+			{Name: "search", Description: "Search the web.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)},
+			{Name: "done"},
+		},
+		ToolRules: []toolrules.Rule{toolrules.ExitLoop("done")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := bo.Messages().AppendMany(ctx, []memory.Message{
+		{Role: memory.RoleUser, Content: "hello", BatchID: "b1", CreatedAt: t0},
+		{Role: memory.RoleAssistant, Content: "hi", BatchID: "b1", CreatedAt: t0.Add(time.Second)},
+		{Role: memory.RoleUser, Content: "find x", BatchID: "b2", CreatedAt: t0.Add(time.Minute)},
+		{Role: memory.RoleAssistant, BatchID: "b2", CreatedAt: t0.Add(61 * time.Second),
+			ToolCalls: []memory.ToolCall{{ID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q": "x"}`)}}},
+		{Role: memory.RoleTool, Content: `{"results": []}`, Name: "search", ToolCallID: "call_1", BatchID: "b2", CreatedAt: t0.Add(62 * time.Second)},
+		{Role: memory.RoleAssistant, Content: "nothing found", BatchID: "b2", CreatedAt: t0.Add(63 * time.Second),
+			ToolCalls: []memory.ToolCall{{ID: "call_2", Name: "done"}}},
+		{Role: memory.RoleTool, Content: "ok", Name: "done", ToolCallID: "call_2", BatchID: "b2", CreatedAt: t0.Add(64 * time.Second)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bo.Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: msgs[0].ID, LastMessageID: msgs[1].ID, Content: "They greeted."}); err != nil {
+		t.Fatal(err)
+	}
+
+	files := map[string][]byte{}
+	for name, agents := range map[string][]string{"ada": {"ada"}, "bo": {"bo"}, "ada+bo": {"ada", "bo"}} {
+		f, _, err := letta.Export(ctx, s, agents, nil)
+		if err != nil {
+			t.Fatalf("export %v: %v", agents, err)
+		}
+		data, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = data
+	}
+	res := check.run(t, files)
+	for _, name := range sortedNames(files) {
+		if r := res[name]; !r.OK {
+			t.Errorf("export of %s: Letta's import refuses it:\n%s", name, r.Message)
+		} else {
+			t.Logf("export of %s: %s", name, r.Message)
 		}
 	}
 }
