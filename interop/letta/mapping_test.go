@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -286,5 +287,63 @@ func TestParseRecognisesAgentFiles(t *testing.T) {
 		if _, err := letta.Parse([]byte(in)); !errors.Is(err, letta.ErrNotAgentFile) {
 			t.Errorf("Parse(%q): %v, want ErrNotAgentFile", in, err)
 		}
+	}
+}
+
+// in_context_message_ids is Letta's context window. engram's context is
+// the messages after a summary, so the import covers the prefix that
+// agrees best with Letta's window: messages outside it after the first one
+// inside are covered too when more of them follow than messages in
+// context would be covered (each disagreement reported), and a stray one
+// at the end does not cover the window.
+func TestContextWindowCut(t *testing.T) {
+	ctx := context.Background()
+	msg := func(id, role string, sec int) map[string]any {
+		return map[string]any{"id": id, "role": role, "content": []any{map[string]any{"type": "text", "text": "text of " + id}},
+			"created_at": fmt.Sprintf("2025-01-01T00:00:%02d+00:00", sec)}
+	}
+	for _, tc := range []struct {
+		name    string
+		roles   []string // messages m1.. after the compiled prompt
+		inCtx   []int    // which of them are in context
+		covered int      // the summary covers m1..m<covered> (0: no summary)
+		out     int      // OutOfContext in the report
+	}{
+		{"evicted prefix", []string{"user", "assistant", "user", "assistant"}, []int{3, 4}, 2, 2},
+		{"evicted after the first in context", []string{"user", "assistant", "user", "assistant", "user", "assistant"}, []int{2, 6}, 5, 5},
+		{"stray message at the end", []string{"user", "assistant", "user", "assistant"}, []int{1, 2, 3}, 0, 0},
+		{"all in context", []string{"user", "assistant"}, []int{1, 2}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := minimalDoc()
+			a := doc["agents"].([]any)[0].(map[string]any)
+			msgs := []any{msg("message-0", "system", 0)}
+			ids := []any{"message-0"}
+			for i, role := range tc.roles {
+				msgs = append(msgs, msg(fmt.Sprintf("message-%d", i+1), role, i+1))
+			}
+			for _, n := range tc.inCtx {
+				ids = append(ids, fmt.Sprintf("message-%d", n))
+			}
+			a["messages"], a["in_context_message_ids"] = msgs, ids
+			s, rep, id := importDoc(t, doc)
+			if got := rep.Agents[0].OutOfContext; got != tc.out {
+				t.Errorf("%d messages out of context, want %d:\n%s", got, tc.out, reportText(rep))
+			}
+			all, err := s.Agent(id).Messages().List(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := s.Agent(id).Messages().LatestSummary(ctx)
+			switch {
+			case tc.covered == 0 && err == nil:
+				t.Fatalf("summary covers %d..%d, want none", sum.FirstMessageID, sum.LastMessageID)
+			case tc.covered == 0:
+			case err != nil:
+				t.Fatalf("no summary, want one covering m1..m%d: %v", tc.covered, err)
+			case sum.FirstMessageID != all[0].ID || sum.LastMessageID != all[tc.covered-1].ID:
+				t.Fatalf("summary covers %d..%d, want %d..%d", sum.FirstMessageID, sum.LastMessageID, all[0].ID, all[tc.covered-1].ID)
+			}
+		})
 	}
 }
