@@ -351,7 +351,7 @@ func (ex *exporter) agent(id string, d *memory.Dump, prof memory.Profile, ext ex
 		a.Extra["agent_type"] = json.RawMessage(`"letta_v1_agent"`)
 	}
 	// Messages.
-	ex.messages(&a, id, d, prof)
+	ex.messages(&a, id, d, prof, ext)
 	return a, nil
 }
 
@@ -482,7 +482,7 @@ func (ex *exporter) tool(t memory.ToolDefinition, extra map[string]json.RawMessa
 }
 
 // messages writes the agent's conversation.
-func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Profile) {
+func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Profile, ext extension) {
 	ar := ex.rep.agent("", "", id)
 	text := func(s string) json.RawMessage {
 		if s == "" {
@@ -536,6 +536,9 @@ func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Pr
 			tc.ID, tc.Type = c.ID, "function"
 			tc.Function.Name = c.Name
 			tc.Function.Arguments = arguments(c.Arguments)
+			if orig, ok := ext.Arguments[c.ID]; ok && compactJSON([]byte(orig)) == compactJSON(c.Arguments) {
+				tc.Function.Arguments = orig
+			}
 			lm.ToolCalls = append(lm.ToolCalls, tc)
 			calls[c.ID] = true
 			ar.ToolCalls++

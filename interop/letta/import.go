@@ -113,15 +113,17 @@ type importer struct {
 	names map[string]bool
 	// owner and label of each block (by file block id), shares, and each
 	// agent's blocks' extras.
-	blocks  map[string]*Block
-	owner   map[string]string
-	label   map[string]string
-	labels  map[string]map[string]bool // owner → labels in use
-	shared  map[string]map[string]bool // block id → agents it is shared with
-	exts    map[string]*extension      // engram agent id → its extension
-	msgID   int64
-	archID  int64
-	summary int64
+	blocks map[string]*Block
+	owner  map[string]string
+	label  map[string]string
+	labels map[string]map[string]bool // owner → labels in use
+	shared map[string]map[string]bool // block id → agents it is shared with
+	exts   map[string]*extension      // engram agent id → its extension
+	// argBytes counts, per agent, the argument text its extension keeps.
+	argBytes map[string]int
+	msgID    int64
+	archID   int64
+	summary  int64
 }
 
 // ToDump maps an agent file onto engram's dump, without touching a store:
@@ -161,7 +163,8 @@ func ToDump(f *File, o *ImportOptions) (*memory.Dump, *Report, error) {
 	}
 	im := &importer{f: f, opts: opts, rep: &Report{Direction: "import"}, d: &memory.Dump{Version: memory.DumpVersion},
 		ids: map[string]string{}, names: map[string]bool{}, blocks: map[string]*Block{}, owner: map[string]string{},
-		label: map[string]string{}, labels: map[string]map[string]bool{}, shared: map[string]map[string]bool{}, exts: map[string]*extension{}}
+		label: map[string]string{}, labels: map[string]map[string]bool{}, shared: map[string]map[string]bool{}, exts: map[string]*extension{},
+		argBytes: map[string]int{}}
 	if err := im.agentIDs(); err != nil {
 		return nil, nil, err
 	}

@@ -347,3 +347,86 @@ func TestContextWindowCut(t *testing.T) {
 		})
 	}
 }
+
+// A tool call's arguments come back as the file wrote them (spacing, key
+// order, escapes), while engram holds them as JSON; arguments changed in
+// engram since are written as engram holds them.
+func TestToolCallArgumentsKeepTheirText(t *testing.T) {
+	ctx := context.Background()
+	args := []string{
+		`{"message": "I'm here", "b": 1}`,
+		"{\n  \"q\": \"caf\\u00e9\"\n}",
+		`{"a":1}`,
+		`not json`,
+	}
+	doc := minimalDoc()
+	a := doc["agents"].([]any)[0].(map[string]any)
+	var msgs []any
+	for i, arg := range args {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("message-%d", i), "role": "assistant", "content": []any{},
+			"created_at": fmt.Sprintf("2025-01-01T00:00:%02d+00:00", i),
+			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+				"function": map[string]any{"name": "send_message", "arguments": arg}}}})
+	}
+	a["messages"] = msgs
+	s, _, id := importDoc(t, doc)
+	f, _, err := letta.Export(ctx, s, []string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range f.Agents[0].Messages {
+		for _, tc := range m.ToolCalls {
+			got = append(got, tc.Function.Arguments)
+		}
+	}
+	if !slices.Equal(got, args) {
+		t.Fatalf("arguments exported as\n%q\nwant\n%q", got, args)
+	}
+}
+
+// The kept argument texts are capped per agent: past the cap, calls are
+// written back compact, and the report says so.
+func TestKeptArgumentTextIsCapped(t *testing.T) {
+	ctx := context.Background()
+	doc := minimalDoc()
+	a := doc["agents"].([]any)[0].(map[string]any)
+	arg := `{"text": "` + strings.Repeat("x", 1000) + `"}` // not compact: kept
+	n := letta.MaxKeptArgumentBytes/len(arg) + 10
+	var msgs []any
+	for i := 0; i < n; i++ {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("message-%d", i), "role": "assistant", "content": []any{},
+			"created_at": "2025-01-01T00:00:00+00:00",
+			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+				"function": map[string]any{"name": "send_message", "arguments": arg}}}})
+	}
+	a["messages"] = msgs
+	s, rep, id := importDoc(t, doc)
+	if !strings.Contains(reportText(rep), "tool-call arguments' formatting") {
+		t.Errorf("the report does not name the arguments past the cap:\n%s", reportText(rep))
+	}
+	p, err := s.Agent(id).Profile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext := len(p.Extensions[letta.ExtensionName]); ext > letta.MaxKeptArgumentBytes+64<<10 {
+		t.Errorf("extension of %d bytes, over the cap of %d", ext, letta.MaxKeptArgumentBytes)
+	}
+	f, _, err := letta.Export(ctx, s, []string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, compact := 0, 0
+	for _, m := range f.Agents[0].Messages {
+		for _, tc := range m.ToolCalls {
+			if tc.Function.Arguments == arg {
+				kept++
+			} else if json.Valid([]byte(tc.Function.Arguments)) {
+				compact++
+			}
+		}
+	}
+	if kept == 0 || compact == 0 || kept+compact != n {
+		t.Errorf("%d calls written as the file wrote them, %d compact, of %d", kept, compact, n)
+	}
+}

@@ -138,6 +138,8 @@ func (im *importer) messages(a *Agent, id string) error {
 			args := json.RawMessage(tc.Function.Arguments)
 			if !json.Valid(args) {
 				args, _ = json.Marshal(tc.Function.Arguments)
+			} else if c := compactJSON(args); c != tc.Function.Arguments && tc.ID != "" {
+				im.keepArguments(id, tc.ID, tc.Function.Arguments)
 			}
 			base.ToolCalls = append(base.ToolCalls, memory.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 			pending[tc.ID] = true
@@ -252,6 +254,25 @@ func (im *importer) messages(a *Agent, id string) error {
 		im.rep.mapped(id, "message", len(out), "a message of its batch (a batch per user message; calls and results paired in one batch)")
 	}
 	return nil
+}
+
+// keepArguments keeps a call's arguments text as the file wrote it, in the
+// agent's extension, within MaxKeptArgumentBytes.
+func (im *importer) keepArguments(agent, callID, text string) {
+	ext := im.exts[agent]
+	if _, dup := ext.Arguments[callID]; dup {
+		return
+	}
+	if im.argBytes[agent]+len(callID)+len(text) > MaxKeptArgumentBytes {
+		im.rep.notKept(agent, "tool-call arguments' formatting", 1,
+			fmt.Sprintf("past %d bytes of kept argument text an agent: written back as compact JSON", MaxKeptArgumentBytes))
+		return
+	}
+	if ext.Arguments == nil {
+		ext.Arguments = map[string]string{}
+	}
+	ext.Arguments[callID] = text
+	im.argBytes[agent] += len(callID) + len(text)
 }
 
 // contextCut returns the index in msgs before which the summary covers the
