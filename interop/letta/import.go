@@ -144,8 +144,10 @@ type importer struct {
 //     message once every tool call before it has its result), tool calls
 //     and results paired by call id, in the file's order; the compiled
 //     system prompt Letta keeps as the first message in context is not a
-//     message (engram builds it from the profile and the blocks); messages
-//     before the first one in context are covered by a summary;
+//     message (engram builds it from the profile and the blocks); a
+//     summary covers the start of the history that agrees best with
+//     Letta's context window (see contextCut); a call's arguments keep
+//     their text in the extension when it is not compact JSON;
 //   - files become archival entries of the agents whose sources hold them
 //     (in chunks), tagged "letta" and "letta-file", their source, name and
 //     path in the metadata; a source's description and instructions
