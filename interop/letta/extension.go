@@ -36,7 +36,8 @@ type extension struct {
 	// Arguments holds, by tool call id, a call's arguments as the file
 	// wrote them when that text is not the compact JSON engram stores
 	// (spacing, indentation): an export writes it back while the call's
-	// arguments are still that JSON. At most MaxKeptArgumentBytes an agent.
+	// arguments are still that JSON. At most MaxKeptArgumentBytes an agent,
+	// counted as stored (JSON-escaped).
 	Arguments map[string]string `json:"arguments,omitempty"`
 }
 

@@ -263,7 +263,11 @@ func (im *importer) keepArguments(agent, callID, text string) {
 	if _, dup := ext.Arguments[callID]; dup {
 		return
 	}
-	if im.argBytes[agent]+len(callID)+len(text) > MaxKeptArgumentBytes {
+	// Counted as stored: JSON strings in the profile (escapes included).
+	k, _ := json.Marshal(callID)
+	v, _ := json.Marshal(text)
+	size := len(k) + len(v) + 2
+	if im.argBytes[agent]+size > MaxKeptArgumentBytes {
 		im.rep.notKept(agent, "tool-call arguments' formatting", 1,
 			fmt.Sprintf("past %d bytes of kept argument text an agent: written back as compact JSON", MaxKeptArgumentBytes))
 		return
@@ -272,7 +276,7 @@ func (im *importer) keepArguments(agent, callID, text string) {
 		ext.Arguments = map[string]string{}
 	}
 	ext.Arguments[callID] = text
-	im.argBytes[agent] += len(callID) + len(text)
+	im.argBytes[agent] += size
 }
 
 // contextCut returns the index in msgs before which the summary covers the
