@@ -66,6 +66,12 @@ type ArchivalEntry struct {
 	ValidFrom    time.Time
 	ValidTo      *time.Time
 	SupersededBy int64
+	// Duplicate is set on what an insert returns when the entry was
+	// already stored (a live entry of the agent with the same normalised
+	// content and conversation, see Options.KeepDuplicates): the result
+	// is that entry, with the insert's tags and metadata merged in. It is
+	// never stored.
+	Duplicate bool
 }
 
 // ArchivalQuery filters ListArchival. nil means defaults.
