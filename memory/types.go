@@ -174,4 +174,8 @@ type Proposal struct {
 	CreatedAt time.Time
 	DecidedAt time.Time
 	DecidedBy string
+	// Merge is set on consolidation's proposals (op OpMergeArchival) on
+	// the archival memory of Owner (their proposer; Label is "" and Edit
+	// the zero Edit): approving one applies the merge.
+	Merge *ArchivalMerge
 }
