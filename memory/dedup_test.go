@@ -25,9 +25,9 @@ func TestNormalizeContent(t *testing.T) {
 		{"  Hello   World \n", "hello world"},
 		{"HELLO\tworld", "hello world"},
 		{"Straße", "strasse"},
-		{"ＡＢＣ", "abc"},          // full width (NFKC)
-		{"ﬁle", "file"},          // ligature (NFKC)
-		{"e\u0301", "\u00e9"},    // composed
+		{"ＡＢＣ", "abc"},             // full width (NFKC)
+		{"ﬁle", "file"},            // ligature (NFKC)
+		{"e\u0301", "\u00e9"},      // composed
 		{"\u00a0x\u3000y ", "x y"}, // no-break and ideographic spaces
 		{"", ""},
 		{"bad \xff byte", "bad \ufffd byte"},
