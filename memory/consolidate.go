@@ -179,6 +179,7 @@ type sigEntry struct {
 }
 
 const (
+	maxBucket    = 64
 	minhashK     = 64
 	minhashBands = 16
 	minhashRows  = minhashK / minhashBands
@@ -390,7 +391,15 @@ func findClusters(entries []*sigEntry, after int64, threshold float64) [][]*sigE
 				h.Write(buf[:])
 			}
 			key := bucket{s.conv, b, h.Sum64()}
-			for _, j := range index[key] {
+			// A bucket is compared by its latest maxBucket entries only: texts
+			// sharing most of their words (templates, logs) would otherwise
+			// make every pair a candidate.
+			cands := index[key]
+			if len(cands) > maxBucket {
+				cands = cands[len(cands)-maxBucket:]
+				index[key] = slices.Clone(cands)
+			}
+			for _, j := range cands {
 				if seen[j] || leader[j] != j {
 					continue
 				}
