@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -231,5 +230,4 @@ func TestConsolidationRecoversRetrieval(t *testing.T) {
 	if d := after - clean; d < -0.01 || d > 0.01 {
 		t.Fatalf("R@10 after consolidation %.4f, clean %.4f: differ by %.4f (want within 0.01)", after, clean, d)
 	}
-	fmt.Sprint()
 }
