@@ -466,3 +466,11 @@ func TestRoleSameFacts(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// rollBackDedup undoes SQLite migration 0027's archival column (its
+// proposals rebuild applies again as it is).
+var rollBackDedup = []string{
+	`DROP INDEX archival_live_key`,
+	`DROP INDEX archival_key_pending`,
+	`ALTER TABLE archival DROP COLUMN content_key`,
+}
