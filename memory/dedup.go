@@ -24,15 +24,18 @@ import (
 
 // NormalizeContent is the form of an archival entry's content that
 // write-time deduplication compares: invalid UTF-8 replaced by U+FFFD,
-// Unicode NFKC, case-folded (full Unicode folding, so "Straße" and
-// "STRASSE" are equal), every run of white space one space, trimmed.
+// Unicode NFKC, case-folded (full Unicode folding, then lower case, so
+// "Straße" and "STRASSE" are equal), every run of white space one space, trimmed.
 // It is idempotent.
 func NormalizeContent(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	s = norm.NFKC.String(s)
-	s = cases.Fold().String(s)
+	// Lower-cased after folding: folding maps a few scripts' lower case
+	// to upper (Cherokee), which lower-casing maps back, so that the
+	// result is a fixed point.
+	s = strings.ToLower(cases.Fold().String(s))
 	// Folding may leave a string that is not NFKC (a folded letter before
 	// a combining mark): normalise again so the result is a fixed point.
 	s = norm.NFKC.String(s)
