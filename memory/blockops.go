@@ -530,6 +530,7 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 		if err != nil {
 			return nil, err
 		}
+		r.key = "" // a log entry is an event: each one is kept, repeated or not
 		rows[i] = r
 	}
 	return rows, nil

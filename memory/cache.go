@@ -183,6 +183,11 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	if err != nil {
 		return nil, fmt.Errorf("memory: cache: %w", err)
 	}
+	// Entries written before write-time deduplication, or imported, get
+	// their keys (one indexed read when there are none).
+	if _, err := c.backfillKeys(ctx); err != nil {
+		return nil, fmt.Errorf("memory: %s: %w", name, err)
+	}
 	if n, ok := be.(BlockNotifier); ok {
 		c.startWatch(n, c.blockChanged)
 	}

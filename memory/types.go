@@ -66,6 +66,12 @@ type ArchivalEntry struct {
 	ValidFrom    time.Time
 	ValidTo      *time.Time
 	SupersededBy int64
+	// Duplicate is set on what an insert returns when the entry was
+	// already stored (a live entry of the agent with the same normalised
+	// content and conversation, see Options.KeepDuplicates): the result
+	// is that entry, with the insert's tags and metadata merged in. It is
+	// never stored.
+	Duplicate bool
 }
 
 // ArchivalQuery filters ListArchival. nil means defaults.
@@ -168,4 +174,8 @@ type Proposal struct {
 	CreatedAt time.Time
 	DecidedAt time.Time
 	DecidedBy string
+	// Merge is set on consolidation's proposals (op OpMergeArchival) on
+	// the archival memory of Owner (their proposer; Label is "" and Edit
+	// the zero Edit): approving one applies the merge.
+	Merge *ArchivalMerge
 }

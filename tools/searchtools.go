@@ -58,6 +58,9 @@ func archivalInsert(ctx context.Context, ts *Toolset, a *archivalInsertArgs) (Re
 	case err != nil:
 		return Result{}, err
 	}
+	if e.Duplicate {
+		return okResult("Already stored as archival entry #%d (the same text); its tags and metadata now include yours.", e.ID), nil
+	}
 	msg := fmt.Sprintf("Inserted archival entry #%d", e.ID)
 	if len(e.Tags) > 0 {
 		msg += " with tags " + strings.Join(e.Tags, ", ")

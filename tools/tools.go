@@ -17,17 +17,20 @@ import (
 
 // Tool names, in the order Toolset.Tools lists them.
 const (
-	BlockAppend        = "block_append"
-	BlockReplace       = "block_replace"
-	BlockSetField      = "block_set_field"
-	BlockPushItem      = "block_push_item"
-	BlockInsertLine    = "block_insert_line"
-	LogAppend          = "log_append"
-	ArchivalInsert     = "archival_insert"
-	ArchivalSearch     = "archival_search"
-	ConversationSearch = "conversation_search"
-	ProposeEdit        = "propose_edit"
-	LoadSkill          = "load_skill"
+	BlockAppend     = "block_append"
+	BlockReplace    = "block_replace"
+	BlockSetField   = "block_set_field"
+	BlockPushItem   = "block_push_item"
+	BlockInsertLine = "block_insert_line"
+	LogAppend       = "log_append"
+	ArchivalInsert  = "archival_insert"
+	ArchivalSearch  = "archival_search"
+	// ArchivalConsolidate finds near-duplicate entries of the agent's own
+	// archival memory and proposes merges.
+	ArchivalConsolidate = "archival_consolidate"
+	ConversationSearch  = "conversation_search"
+	ProposeEdit         = "propose_edit"
+	LoadSkill           = "load_skill"
 )
 
 // Names returns every tool name this package defines, in listing order.

@@ -60,7 +60,7 @@ func TestDefinitionsShape(t *testing.T) {
 	st := openStore(t, nil)
 	ts := newToolset(t, st, "alice", nil)
 	list := ts.Tools()
-	if got := toolNames(list); !slices.Equal(got, tools.Names()) || len(got) != 11 {
+	if got := toolNames(list); !slices.Equal(got, tools.Names()) || len(got) != 12 {
 		t.Fatalf("tools %v, names %v", got, tools.Names())
 	}
 	for _, tl := range list {
@@ -146,7 +146,7 @@ func TestToolRules(t *testing.T) {
 	if res := call(t, ts, "archival_insert", `{"content":"first"}`); res.IsError {
 		t.Fatalf("first insert: %+v", res)
 	}
-	if slices.Contains(toolNames(ts.Allowed()), "archival_insert") || len(ts.Allowed()) != 10 {
+	if slices.Contains(toolNames(ts.Allowed()), "archival_insert") || len(ts.Allowed()) != 11 {
 		t.Errorf("Allowed after the limit: %v", toolNames(ts.Allowed()))
 	}
 	before := snapshot(t, st)
@@ -162,7 +162,7 @@ func TestToolRules(t *testing.T) {
 	if res := call(t, ts, "archival_insert", `{"content":"next turn"}`); res.IsError {
 		t.Errorf("next turn: %+v", res)
 	}
-	if got := toolNames(newToolset(t, st, "alice", nil).Allowed()); len(got) != 11 {
+	if got := toolNames(newToolset(t, st, "alice", nil).Allowed()); len(got) != 12 {
 		t.Errorf("Allowed without rules: %v", got)
 	}
 }

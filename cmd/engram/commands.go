@@ -53,6 +53,8 @@ func commandFor(name string) (command, bool) {
 		return cmdReembed, true
 	case "compact":
 		return cmdCompact, true
+	case "consolidate":
+		return cmdConsolidate, true
 	case "stats":
 		return cmdStats, true
 	case "mcp":

@@ -37,6 +37,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"profile delete":    {"profile delete --agent A", "engram profile delete --agent ada"},
 	"reembed":           {"reembed", "engram --embedder openai reembed"},
 	"compact":           {"compact [--agent A] [--rebase]", "engram compact --rebase"},
+	"consolidate":       {"consolidate --agent A [--dry-run] [--apply-exact] [--llm] [--after ID] [--max-entries N] [--rounds N]", "engram consolidate --agent ada --apply-exact"},
 	"stats":             {"stats", "engram stats"},
 	"mcp":               {"mcp --agent A", "engram --db agents.db mcp --agent ada"},
 	"ui":                {"ui [--addr 127.0.0.1:PORT] [--as NAME] [--model NAME]", "engram --db agents.db ui --addr 127.0.0.1:8377"},

@@ -147,6 +147,8 @@ Files and transfer
 Maintenance
   reembed                                          recompute vectors with --embedder (progress bar)
   compact       [--agent A] [--rebase]             fold block updates into snapshots; --rebase starts new epochs
+  consolidate   --agent A [--dry-run] [--apply-exact] [--llm]   find near-duplicate archival entries; propose
+                                                   merges (proposals), or apply exact ones at once
   stats
 
 Agents and people
@@ -199,7 +201,7 @@ func tidyError(err error) string {
 
 // commandNames are the top-level commands, for "did you mean".
 var commandNames = []string{"blocks", "block", "share", "archival", "search", "context", "files", "export",
-	"import", "reembed", "compact", "stats", "mcp", "proposals", "ui", "token", "serve", "sync", "help", "version"}
+	"import", "reembed", "compact", "consolidate", "stats", "mcp", "proposals", "ui", "token", "serve", "sync", "help", "version"}
 
 // buildVersion is the module version the binary was built from, or "(devel)".
 func buildVersion() string {
