@@ -171,12 +171,13 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	checkMigratedUsage(t, openFile(t, path, nil))
 }
 
-// rollBackAgentUsage undoes SQLite migration 0025.
-var rollBackAgentUsage = []string{
+// rollBackAgentUsage undoes SQLite migrations 0028 (rollBackArchivalLabels)
+// and 0025.
+var rollBackAgentUsage = append(slices.Clip(rollBackArchivalLabels), []string{
 	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
 	`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
 	`DROP TABLE agent_usage`,
-}
+}...)
 
 // TestUsageMigrationPostgres: a database written before the usage counter
 // gets every agent's count from migration 0021.
