@@ -86,7 +86,7 @@ func TestMessageContextMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(append(append(slices.Clip(rollBackDedup),
+	for _, s := range append(append(append([]string{},
 		`DROP TABLE login_links`,
 		`DROP TABLE tokens`,
 	), rollBackMessageContext...), []string{

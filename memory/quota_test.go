@@ -166,7 +166,7 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(append(append(slices.Clip(rollBackDedup), rollBackAgentUsage...), `PRAGMA user_version = 24`), oldRows...) {
+	for _, s := range append(append(slices.Clip(rollBackAgentUsage), `PRAGMA user_version = 24`), oldRows...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -175,12 +175,13 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	checkMigratedUsage(t, openFile(t, path, nil))
 }
 
-// rollBackAgentUsage undoes SQLite migration 0025.
-var rollBackAgentUsage = []string{
+// rollBackAgentUsage undoes SQLite migrations 0028 (rollBackArchivalLabels),
+// 0027 (rollBackDedup) and 0025.
+var rollBackAgentUsage = append(append(slices.Clip(rollBackArchivalLabels), rollBackDedup...), []string{
 	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
 	`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
 	`DROP TABLE agent_usage`,
-}
+}...)
 
 // TestUsageMigrationPostgres: a database written before the usage counter
 // gets every agent's count from migration 0021.

@@ -56,9 +56,16 @@ type SharedBlock struct {
 
 // ArchivalEntry is one archival memory.
 type ArchivalEntry struct {
-	ID        int64
-	Agent     string
-	Content   string
+	ID      int64
+	Agent   string
+	Content string
+	// Metadata is the caller's JSON object. The first of "conversation",
+	// "conversation_id", "session", "session_id", "thread", "thread_id"
+	// holding a string other than "" or a number names the entry's
+	// conversation (compared as JSON values: 3 and "3" are two): the
+	// entry is then also found by the words of the owner's entries just
+	// before and after it there, by id. Entries naming none are indexed
+	// alone (docs/retrieval.md).
 	Metadata  map[string]any
 	Tags      []string
 	CreatedAt time.Time

@@ -440,11 +440,19 @@ func cmdArchival(ctx context.Context, a *app, args []string) error {
 	return c(ctx, a, rest)
 }
 
+// conversationKeysHelp says which metadata keys name an archival entry's
+// conversation (SQLite migration 0028, PostgreSQL 0025; docs/retrieval.md).
+const conversationKeysHelp = `metadata as a JSON object. The first of "conversation", "conversation_id", ` +
+	`"session", "session_id", "thread", "thread_id" holding a string other than "" or a number names the ` +
+	`entry's conversation (3 and "3" are two): the entry is then also found by the words of the entries ` +
+	`written before and after it in that conversation. Entries naming none are indexed alone`
+
 func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
-	var agent, tags string
+	var agent, tags, meta string
 	pos, err := flags("archival add", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&agent, "agent", "", "agent id")
 		fs.StringVar(&tags, "tags", "", "comma-separated tags")
+		fs.StringVar(&meta, "meta", "", conversationKeysHelp)
 	})
 	if err != nil {
 		return err
@@ -455,6 +463,12 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("archival add: want one TEXT")
 	}
+	var metadata map[string]any
+	if meta != "" {
+		if err := json.Unmarshal([]byte(meta), &metadata); err != nil || metadata == nil {
+			return usageErrorf("archival add: --meta wants a JSON object: %q", meta)
+		}
+	}
 	s, err := a.open(ctx)
 	if err != nil {
 		return err
@@ -464,7 +478,7 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("archival add: %w", err)
 	}
-	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags)})
+	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags), Metadata: metadata})
 	if err != nil {
 		return err
 	}

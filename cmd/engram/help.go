@@ -23,7 +23,7 @@ var commandHelp = map[string]struct{ synopsis, example string }{
 	"block set":         {"block set --agent A [--owner O] [--as-agent] LABEL TEXT", `engram block set --agent ada notes - < notes.txt`},
 	"block append":      {"block append --agent A [--owner O] [--as-agent] LABEL TEXT", `engram block append --agent ada notes -- "-- a line starting with dashes"`},
 	"share":             {"share --owner O --label L --with B [--perm Append] [--revoke]", "engram share --owner ada --label notes --with bob --perm ReadOnly"},
-	"archival add":      {"archival add --agent A [--tags a,b] TEXT", `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`},
+	"archival add":      {"archival add --agent A [--tags a,b] [--meta JSON] TEXT", `engram archival add --agent ada --meta '{"session": 3}' "Ada: I adopted a greyhound."`},
 	"archival load":     {"archival load --agent A [--in FILE.jsonl] [--tags a,b] [--batch N]", `engram archival load --agent ada --in notes.jsonl   # {"content": "…", "tags": […], "metadata": {…}} per line`},
 	"archival list":     {"archival list --agent A [--tags a,b] [--limit N] [--superseded]", "engram archival list --agent ada --tags prefs"},
 	"search":            {"search (--agent A | --all) [flags] QUERY", `engram search --agent ada --mode fts "bullet lists"`},
