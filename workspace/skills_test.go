@@ -53,7 +53,7 @@ func TestSkillsAreListedAndLoadable(t *testing.T) {
 	if strings.Contains(req.System, "ZEBRA-STEP") {
 		t.Error("an unpinned skill's body is in the prompt")
 	}
-	ts, err := tools.New(store, "ada", nil)
+	ts, err := tools.New(store.Agent("ada"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

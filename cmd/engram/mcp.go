@@ -88,7 +88,7 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 // must not name tools its sessions cannot call.
 func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Server, resourceList, error) {
 	var listed resourceList
-	ts, err := tools.New(store, agent, nil)
+	ts, err := tools.New(store.Agent(agent), nil)
 	if err != nil {
 		return nil, listed, err
 	}

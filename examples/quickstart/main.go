@@ -186,7 +186,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, err := tools.New(store, agent, &tools.Options{Rules: engine})
+	ts, err := tools.New(store.Agent(agent), &tools.Options{Rules: engine})
 	if err != nil {
 		return err
 	}

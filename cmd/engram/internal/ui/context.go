@@ -150,7 +150,7 @@ func ModelNotes(model string, maxTokens int) []string {
 // MemoryTools is the definitions of agent's memory tools, as a builder
 // tool list.
 func MemoryTools(store memory.Store, agent string) (builder.ToolList, error) {
-	ts, err := tools.New(store, agent, nil)
+	ts, err := tools.New(memory.AgentOf(store, agent), nil)
 	if err != nil {
 		return nil, fmt.Errorf("ui: memory tools for %q: %w", agent, err)
 	}
