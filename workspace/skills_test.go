@@ -34,11 +34,11 @@ func TestSkillsAreListedAndLoadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := workspace.Import(ctx, store, "ada", dir); err == nil || !strings.Contains(err.Error(), "skill.code_review") {
+	if _, err := workspace.Import(ctx, store.Agent("ada"), dir); err == nil || !strings.Contains(err.Error(), "skill.code_review") {
 		t.Fatalf("two skills mapping to one label: err = %v", err)
 	}
 	os.RemoveAll(filepath.Join(dir, "skills", "code_review"))
-	if _, err := workspace.Import(ctx, store, "ada", dir); err != nil {
+	if _, err := workspace.Import(ctx, store.Agent("ada"), dir); err != nil {
 		t.Fatal(err)
 	}
 	req, err := builder.New(store, builder.ContextConfig{}).ForAgent("ada").Build(ctx)

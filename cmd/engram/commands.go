@@ -748,9 +748,9 @@ func cmdFilesIO(imp bool) command {
 					}
 				})
 			}
-			rep, err = workspace.Import(ctx, s, agent, pos[0])
+			rep, err = workspace.Import(ctx, s.Agent(agent), pos[0])
 		} else {
-			rep, err = workspace.Export(ctx, s, agent, pos[0])
+			rep, err = workspace.Export(ctx, s.Agent(agent), pos[0])
 		}
 		if err != nil {
 			return err
