@@ -30,19 +30,43 @@ import (
 // store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
 // method fail with an error wrapping ErrInvalidArgument.
 type Agent struct {
-	s  Store
-	id string
+	s    Store
+	id   string
+	msgs Messages
+	arch Archival
 }
 
-// Agent returns a handle acting as agent id (see [Agent]).
-func (c *Cache) Agent(id string) *Agent { return AgentOf(c, id) }
+// maxHandles bounds the handles a store keeps for reuse; beyond it Agent
+// makes a new one per call (equal in every way but identity).
+const maxHandles = 4096
+
+// Agent returns a handle acting as agent id (see [Agent]). The same id
+// gives the same handle, so a handle can key a cache.
+func (c *Cache) Agent(id string) *Agent {
+	if a, ok := c.handles.Load(id); ok {
+		return a.(*Agent)
+	}
+	a := AgentOf(c, id)
+	if c.handlesLen.Load() >= maxHandles {
+		return a
+	}
+	if got, loaded := c.handles.LoadOrStore(id, a); loaded {
+		return got.(*Agent)
+	}
+	c.handlesLen.Add(1)
+	return a
+}
 
 // AgentOf returns a handle acting as agent id on any Store, for code that
 // holds the interface (a wrapper, a test double) rather than a Cache. The
 // few block methods whose Cache method is not part of Store (Compact,
 // Rebase, SetPermission) and Export work when s has that method, and
 // otherwise return an error matching errors.ErrUnsupported.
-func AgentOf(s Store, id string) *Agent { return &Agent{s: s, id: id} }
+func AgentOf(s Store, id string) *Agent {
+	a := &Agent{s: s, id: id}
+	a.msgs.a, a.arch.a = a, a
+	return a
+}
 
 // ID is the agent the handle acts as.
 func (a *Agent) ID() string { return a.id }
@@ -186,10 +210,10 @@ func unsupported(s Store, method string) error {
 }
 
 // Archival is the agent's archival memory.
-func (a *Agent) Archival() *Archival { return &Archival{a: a} }
+func (a *Agent) Archival() *Archival { return &a.arch }
 
 // Messages is the agent's conversation: messages, batches and summaries.
-func (a *Agent) Messages() *Messages { return &Messages{a: a} }
+func (a *Agent) Messages() *Messages { return &a.msgs }
 
 // Archival is one agent's archival memory (from [Agent.Archival]). Its
 // methods are the Cache's *Archival methods with the agent filled in.

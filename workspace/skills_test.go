@@ -41,7 +41,7 @@ func TestSkillsAreListedAndLoadable(t *testing.T) {
 	if _, err := workspace.Import(ctx, store.Agent("ada"), dir); err != nil {
 		t.Fatal(err)
 	}
-	req, err := builder.New(store, builder.ContextConfig{}).ForAgent("ada").Build(ctx)
+	req, err := builder.New(store.Agent("ada"), builder.ContextConfig{}).Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

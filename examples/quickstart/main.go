@@ -218,9 +218,9 @@ func run(ctx context.Context) error {
 		}
 		toolList = append(toolList, bt)
 	}
-	req, err := builder.New(store, cfg).
-		ForAgent(agent).
-		WithMessages(store).
+	req, err := builder.New(store.Agent(
+		agent), cfg).WithMessages(store.Agent(
+		agent).Messages()).
 		WithTools(toolList).
 		WithBaseInstructions("You are Entropy, a task breakdown specialist.").
 		WithToolRules(rules...).
