@@ -92,7 +92,7 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 			}
 			if m.m == search.Vector || m.m == search.Hybrid {
 				for i := range n { // every agent once: the partial vector cache's steady state
-					if _, err := x.Agent(queries[0]).Search(ctx, search.Scope{Agent: agentName(i)}, opts); err != nil {
+					if _, err := x.Search(ctx, queries[0], search.Scope{Agent: agentName(i)}, opts); err != nil {
 						return fmt.Errorf("agents: N=%d %s: %w", n, m.name, err)
 					}
 				}
@@ -103,7 +103,7 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 				var ds []time.Duration
 				for i, q := range queries {
 					t := time.Now()
-					if _, err := x.Agent(q).Search(ctx, scope(i), opts); err != nil {
+					if _, err := x.Search(ctx, q, scope(i), opts); err != nil {
 						return fmt.Errorf("agents: N=%d %s: %w", n, m.name, err)
 					}
 					ds = append(ds, time.Since(t))
@@ -224,7 +224,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 		}
 	}
 	// The lazy block index runs before the first search over blocks.
-	if _, err := x.Agent("warm").Search(ctx, search.Scope{All: true}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)); err != nil {
+	if _, err := x.Search(ctx, "warm", search.Scope{All: true}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)); err != nil {
 		return nil, err
 	}
 	var queries []string

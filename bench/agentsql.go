@@ -42,7 +42,7 @@ func timeAgentSearches(ctx context.Context, cfg config, x *search.Index, n int, 
 				scope = search.Scope{All: true}
 			}
 			t := time.Now()
-			if _, err := x.Agent(q).Search(ctx, scope, opts); err != nil {
+			if _, err := x.Search(ctx, q, scope, opts); err != nil {
 				return latency{}, err
 			}
 			ds = append(ds, time.Since(t))

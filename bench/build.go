@@ -34,10 +34,9 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 		if i < max(1, nBlocks/4) {
 			typ = blocks.Core
 		}
-		_, err := st.Agent(buildAgent).CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("block-%04d", i),
+		_, err := st.CreateBlock(ctx, buildAgent, memory.BlockSpec{Label: fmt.Sprintf("block-%04d", i),
 			Description: fmt.Sprintf("Block number %d.", i), Type: typ, Pinned: true, Priority: i % 7,
 			Value: strings.Repeat(buildPara, 4+i%5)})
-
 		if err != nil {
 			return err
 		}
@@ -50,23 +49,23 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 				role = memory.RoleAssistant
 			}
 			content := fmt.Sprintf("Message %d of event %d. %s", j, b, buildPara[:40+(b*7+j*13)%60])
-			if _, err := st.Agent(buildAgent).Messages().Append(ctx, memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
+			if _, err := st.AppendMessage(ctx, buildAgent, memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
 				return err
 			}
 		}
-		if err := st.Agent(buildAgent).Messages().CompleteBatch(ctx, batch); err != nil {
+		if err := st.CompleteBatch(ctx, buildAgent, batch); err != nil {
 			return err
 		}
 	}
-	_, err := st.Agent(buildAgent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"})
+	_, err := st.AppendMessage(ctx, buildAgent, memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"})
 	return err
 }
 
 // newBuilder is the builder under test. limits false means no budgets, so
 // every block and message is in the request (as in the concatenation).
-func newBuilder(st memory.Store, cache *builder.Cache, limits bool) builder.Builder {
+func newBuilder(st *memory.Cache, cache *builder.Cache, limits bool) builder.Builder {
 	// Negative limits mean none (zero would mean the defaults).
-	cfg := builder.ContextConfig{Cache: cache, MaxMessagesCap: -1,
+	cfg := builder.ContextConfig{Cache: cache, TokenCounts: st, MaxMessagesCap: -1,
 		DefaultLimits: builder.ModelContextLimits{MaxTokens: -1, MemoryTokens: -1, ReservedResponseTokens: -1}}
 	if limits {
 		cfg.DefaultLimits = builder.ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000}
@@ -115,11 +114,11 @@ func benchBuild(ctx context.Context, cfg config, tmp string, r *report) error {
 		return fmt.Errorf("build: %d messages, %d blocks in the request (want 501, 20)", len(req.Messages), len(req.Metadata.BlocksIncluded))
 	}
 	// The baseline: the same pre-rendered strings, concatenated.
-	metas, err := st.Agent(buildAgent).Blocks(ctx)
+	metas, err := st.ListBlocks(ctx, buildAgent)
 	if err != nil {
 		return err
 	}
-	msgs, err := st.Agent(buildAgent).Messages().List(ctx, nil)
+	msgs, err := st.Messages(ctx, buildAgent, nil)
 	if err != nil {
 		return err
 	}

@@ -270,7 +270,7 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 		scope := search.Scope{Agent: "knn"}
 		engramQuery := func(x *search.Index) func(i int) ([]int64, error) {
 			return func(i int) ([]int64, error) {
-				rs, err := x.Agent(texts[i]).Search(ctx, scope, opts)
+				rs, err := x.Search(ctx, texts[i], scope, opts)
 				if err != nil {
 					return nil, err
 				}

@@ -211,6 +211,7 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 			model = "gpt-4o"
 		}
 		cfg := builder.DefaultConfig()
+		cfg.TokenCounts = store
 		// The current families' windows, as engram context and the UI use.
 		cfg.ModelOverrides = builder.KnownModelLimits()
 		message := strings.TrimSpace(req.Params.Arguments["message"])

@@ -90,6 +90,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	rules := []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.MaxCalls("archival_insert", 2)}
 	cfg := builder.DefaultConfig()
+	cfg.TokenCounts = store // token counts persist across runs
 	cfg.Recall = &builder.RecallOptions{Limit: 4}
 	cfg.Library = &builder.LibraryOptions{}
 	client := &http.Client{Timeout: 60 * time.Second}

@@ -208,6 +208,7 @@ func run(ctx context.Context) error {
 	// 6. Build the request: memory blocks as XML, tool rules, and the
 	// history compressed (summaries stored and reused) to fit its budget.
 	cfg := builder.DefaultConfig()
+	cfg.TokenCounts = store // token counts persist across runs
 	cfg.DefaultLimits.HistoryTokens = 300
 	cfg.Compression = compress.RecursiveSummarization{ChunkSize: 4} // extractive summarizer: offline
 	toolList := builder.ToolList{}
