@@ -32,7 +32,13 @@ type Cache struct {
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
-	wq      writeQueries
+	// handles holds the Agent handles Agent gave out (id → *Agent, up to
+	// maxHandles), so the handles of one agent, and their Messages and
+	// Archival, are the same pointers: what keys the builder's history
+	// cache.
+	handles    sync.Map
+	handlesLen atomic.Int64
+	wq         writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name (remember), for the hits that skip the freshness
 	// query: a write's (writeView) and, with notifications, a read's

@@ -13,21 +13,11 @@ type archivalConsolidateArgs struct {
 	After  int64 `json:"after,omitempty" jsonschema_description:"Continue after this entry id: the next value of an earlier call. Omit to start from the beginning."`
 }
 
-// consolidator is a store that consolidates archival memory
-// (memory.Cache).
-type consolidator interface {
-	Consolidate(ctx context.Context, agent string, opts *memory.ConsolidateOptions) (*memory.ConsolidateReport, error)
-}
-
 // archivalConsolidate runs one consolidation round over the agent's own
 // archival memory: merges are proposed (never applied) for the agent's
 // approver to decide.
 func archivalConsolidate(ctx context.Context, ts *Toolset, a *archivalConsolidateArgs) (Result, error) {
-	s, ok := ts.store.(consolidator)
-	if !ok {
-		return Result{}, modelErrorf("this memory store cannot consolidate archival memory")
-	}
-	rep, err := s.Consolidate(ctx, ts.agent, &memory.ConsolidateOptions{DryRun: a.DryRun, After: a.After, MaxEntries: 2000})
+	rep, err := ts.mem.Archival().Consolidate(ctx, &memory.ConsolidateOptions{DryRun: a.DryRun, After: a.After, MaxEntries: 2000})
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return okResult("Your archival memory is empty: nothing to consolidate."), nil

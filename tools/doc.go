@@ -33,9 +33,9 @@
 //
 // # Calls
 //
-// Toolset.Call runs a call as the Toolset's agent through its Store (the
-// few methods of memory.Store the tools use; any memory.Store will do),
-// so the store's rules hold exactly as for any other agent write: block and
+// Toolset.Call runs a call as the Toolset's agent through its handle
+// (tools.New(store.Agent("entropy"), nil)), so the store's rules hold
+// exactly as for any other agent write: block and
 // share permissions (a Human/Partner write without approval becomes a
 // proposal, reported as awaiting approval), character limits, schemas,
 // read-only fields and sections, and isolation (another agent's unshared

@@ -141,14 +141,14 @@ func cmdBlocksList(ctx context.Context, a *app, args []string) error {
 	defer a.close()
 	var metas []memory.BlockMeta
 	if shared {
-		sb, err := s.ListSharedBlocks(ctx, agent)
+		sb, err := s.Agent(agent).SharedBlocks(ctx)
 		if err != nil {
 			return err
 		}
 		for _, b := range sb {
 			metas = append(metas, b.BlockMeta)
 		}
-	} else if metas, err = s.ListBlocks(ctx, agent); err != nil {
+	} else if metas, err = s.Agent(agent).Blocks(ctx); err != nil {
 		return err
 	}
 	out := make([]blockJSON, 0, len(metas))
@@ -307,11 +307,15 @@ func cmdBlockCreate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	doc, err := s.CreateBlock(ctx, agent, spec)
+	blk, err := s.Agent(agent).CreateBlock(ctx, spec)
 	if err != nil {
 		return err
 	}
-	return a.output(map[string]any{"created": label, "owner": agent, "rendered": doc.Render()}, func(w io.Writer) {
+	rendered, err := blk.Render(ctx)
+	if err != nil {
+		return err
+	}
+	return a.output(map[string]any{"created": label, "owner": agent, "rendered": rendered}, func(w io.Writer) {
 		fmt.Fprintf(w, "created block %s for %s\n", label, agent)
 	})
 }
@@ -351,14 +355,14 @@ func cmdBlockWrite(op blocks.Op) command {
 			err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
 		} else {
 			var doc *blocks.Document
-			if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
+			if doc, err = s.Agent(agent).Block(pos[0]).Doc(ctx); err == nil {
 				if op == blocks.OpSetText {
 					err = doc.SetText(pos[1], blocks.System)
 				} else {
 					err = doc.AppendText(pos[1], blocks.System)
 				}
 				if err == nil {
-					err = s.PersistBlock(ctx, agent, pos[0])
+					err = s.Agent(agent).Block(pos[0]).Persist(ctx)
 				}
 			}
 		}
@@ -403,7 +407,7 @@ func cmdShare(ctx context.Context, a *app, args []string) error {
 	}
 	defer a.close()
 	if revoke {
-		if err := s.UnshareBlock(ctx, owner, label, with); err != nil {
+		if err := s.Agent(owner).Block(label).Unshare(ctx, with); err != nil {
 			return err
 		}
 		return a.output(map[string]any{"revoked": label, "from": with}, func(w io.Writer) {
@@ -414,7 +418,7 @@ func cmdShare(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ShareBlock(ctx, owner, label, with, p); err != nil {
+	if err := s.Agent(owner).Block(label).Share(ctx, with, p); err != nil {
 		return err
 	}
 	return a.output(map[string]any{"shared": label, "owner": owner, "with": with, "permission": p.String()}, func(w io.Writer) {
@@ -478,7 +482,7 @@ func cmdArchivalAdd(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("archival add: %w", err)
 	}
-	e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags), Metadata: metadata})
+	e, err := s.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content, Tags: splitList(tags), Metadata: metadata})
 	if err != nil {
 		return err
 	}
@@ -548,7 +552,7 @@ func cmdArchivalLoad(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
+	out, err := s.Agent(agent).Archival().InsertBatch(ctx, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
 	if ee := (*memory.EntryError)(nil); errors.As(err, &ee) && ee.Index < len(lines) {
 		return fmt.Errorf("archival load: line %d: %w (nothing was stored)", lines[ee.Index], ee.Err)
 	}
@@ -580,7 +584,7 @@ func cmdArchivalList(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	es, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
+	es, err := s.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
 	if err != nil {
 		return err
 	}
@@ -656,7 +660,7 @@ func cmdSearch(ctx context.Context, a *app, args []string) error {
 	if all {
 		res, err = s.SearchAll(ctx, pos[0], opts)
 	} else {
-		res, err = s.Search(ctx, agent, pos[0], opts)
+		res, err = s.Agent(agent).Search(ctx, pos[0], opts)
 	}
 	if err != nil {
 		return err
@@ -764,9 +768,9 @@ func cmdFilesIO(imp bool) command {
 					}
 				})
 			}
-			rep, err = workspace.Import(ctx, s, agent, pos[0])
+			rep, err = workspace.Import(ctx, s.Agent(agent), pos[0])
 		} else {
-			rep, err = workspace.Export(ctx, s, agent, pos[0])
+			rep, err = workspace.Export(ctx, s.Agent(agent), pos[0])
 		}
 		if err != nil {
 			return err
@@ -1098,7 +1102,7 @@ func (f fileBlock) MarshalJSON() ([]byte, error) {
 func workspacePlan(ctx context.Context, s *memory.Cache, agent string, plan []workspace.File) (replaced, created []fileBlock, err error) {
 	have := map[string]int{}
 	if s != nil {
-		metas, err := s.ListBlocks(ctx, agent)
+		metas, err := s.Agent(agent).Blocks(ctx)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -37,7 +37,10 @@ func cmdSyncURL(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	id, err := s.DocumentID(ctx, agent, owner, label)
+	if owner == "" {
+		owner = agent
+	}
+	id, err := s.Agent(agent).Shared(owner, label).DocumentID(ctx)
 	if err != nil {
 		return err
 	}

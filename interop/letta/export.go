@@ -40,7 +40,7 @@ func Export(ctx context.Context, store Store, agents []string, opts *ExportOptio
 		if slices.Contains(agents[:slices.Index(agents, a)], a) {
 			continue
 		}
-		d, err := store.Export(ctx, a)
+		d, err := store.Agent(a).Export(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
 		}
@@ -51,16 +51,12 @@ func Export(ctx context.Context, store Store, agents []string, opts *ExportOptio
 	}
 	// Blocks shared with the agents by owners not exported.
 	var sharedIn []memory.SharedBlock
-	if ss, ok := store.(interface {
-		ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
-	}); ok {
-		for _, a := range agents {
-			sh, err := ss.ListSharedBlocks(ctx, a)
-			if err != nil {
-				return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
-			}
-			sharedIn = append(sharedIn, sh...)
+	for _, a := range agents {
+		sh, err := store.Agent(a).SharedBlocks(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
 		}
+		sharedIn = append(sharedIn, sh...)
 	}
 	f, rep, err := FromDumps(dumps, sharedIn, opts)
 	if err != nil {

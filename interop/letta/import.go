@@ -27,15 +27,11 @@ type ImportOptions struct {
 	Now func() time.Time
 }
 
-// Store is what Import and Export need of a store (*memory.Cache has it).
+// Store is what Import and Export need of a store (*memory.Cache has
+// it): the agents' handles, and an import of many agents at once.
 type Store interface {
+	Agent(id string) *memory.Agent
 	Import(ctx context.Context, d *memory.Dump) (memory.ImportReport, error)
-	Export(ctx context.Context, agent string) (*memory.Dump, error)
-	ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error)
-	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
-	ListArchival(ctx context.Context, agent string, q *memory.ArchivalQuery) ([]memory.ArchivalEntry, error)
-	Profile(ctx context.Context, agent string) (memory.Profile, error)
-	ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
 }
 
 var _ Store = (*memory.Cache)(nil)
@@ -72,26 +68,26 @@ func Import(ctx context.Context, store Store, data []byte, opts *ImportOptions) 
 // gets; this names the agent before any work.)
 func checkAbsent(ctx context.Context, store Store, agent string) error {
 	exists := fmt.Errorf("letta: import: %w: agent %q is already in the store (import it under another id)", memory.ErrExists, agent)
-	if _, err := store.Profile(ctx, agent); err == nil {
+	if _, err := store.Agent(agent).Profile(ctx); err == nil {
 		return exists
 	} else if !errors.Is(err, memory.ErrNotFound) {
 		return err
 	}
-	bs, err := store.ListBlocks(ctx, agent)
+	bs, err := store.Agent(agent).Blocks(ctx)
 	if err != nil {
 		return err
 	}
-	ms, err := store.Messages(ctx, agent, &memory.MessageQuery{Limit: 1})
+	ms, err := store.Agent(agent).Messages().List(ctx, &memory.MessageQuery{Limit: 1})
 	if err != nil {
 		return err
 	}
-	as, err := store.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: 1, IncludeSuperseded: true})
+	as, err := store.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{Limit: 1, IncludeSuperseded: true})
 	if err != nil {
 		return err
 	}
 	// An agent others share blocks with exists too: importing under its
 	// id would hand the imported agent what was shared with it.
-	ss, err := store.ListSharedBlocks(ctx, agent)
+	ss, err := store.Agent(agent).SharedBlocks(ctx)
 	if err != nil {
 		return err
 	}
