@@ -63,14 +63,14 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 
 // newBuilder is the builder under test. limits false means no budgets, so
 // every block and message is in the request (as in the concatenation).
-func newBuilder(st memory.Store, cache *builder.Cache, limits bool) builder.Builder {
+func newBuilder(st *memory.Cache, cache *builder.Cache, limits bool) builder.Builder {
 	// Negative limits mean none (zero would mean the defaults).
-	cfg := builder.ContextConfig{Cache: cache, MaxMessagesCap: -1,
+	cfg := builder.ContextConfig{Cache: cache, TokenCounts: st, MaxMessagesCap: -1,
 		DefaultLimits: builder.ModelContextLimits{MaxTokens: -1, MemoryTokens: -1, ReservedResponseTokens: -1}}
 	if limits {
 		cfg.DefaultLimits = builder.ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000}
 	}
-	return builder.New(st, cfg).ForAgent(buildAgent).WithMessages(st).WithActiveBatch("now").
+	return builder.New(st.Agent(buildAgent), cfg).WithMessages(st.Agent(buildAgent).Messages()).WithActiveBatch("now").
 		WithModelInfo(builder.ModelInfo{Name: "gpt-4"}).
 		WithBaseInstructions(buildBase).
 		WithToolRules(buildRules...).

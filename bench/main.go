@@ -95,7 +95,7 @@ func main() {
 	quick := flag.Bool("quick", false, "reduced sizes, under 2 minutes on 2 cores")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of a table")
 	cranDir := flag.String("cranfield", "", "Cranfield collection directory (default: internal/eval.FindCranfield)")
-	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,pgwriters,serve,\"serve under abuse\",agents,locomo")
+	only := flag.String("only", "", "comma-separated subset of: search,knn,append,build,crdt,history,postgres,pgwriters,serve,\"serve under abuse\",agents,locomo,consolidate")
 	repeats := flag.Int("repeats", 0, "override the number of repeats")
 	agentEngines := flag.String("agents-engines", "sqlite,postgres", "the agents section's engines: sqlite, postgres or both")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -164,6 +164,7 @@ func main() {
 	run("pgwriters", func() error { return benchPostgresWriters(ctx, cfg, r) })
 	run("serve", func() error { return benchServe(ctx, cfg, tmp, r) })
 	run("locomo", func() error { return benchLoCoMo(ctx, cfg, tmp, r) })
+	run("consolidate", func() error { return benchConsolidate(ctx, cfg, tmp, r) })
 	if cfg.name != "quick" || *only != "" {
 		// Its attacks take minutes where they succeed (a minute and a
 		// half for each that keeps the server busy): in -quick it runs

@@ -101,7 +101,7 @@ func (b Builder) buildHistory(ctx context.Context, f fetched, counter TokenCount
 			MaxMessages: b.cfg.MaxMessagesCap,
 			Counter:     counter,
 			Tokens:      tokens,
-			Summaries:   b.store,
+			Summaries:   b.mem.Messages(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("builder: compress history of %q: %w", b.agent, err)

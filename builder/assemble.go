@@ -109,7 +109,7 @@ func (b Builder) assemble(ctx context.Context, f fetched) (*Request, error) {
 		memSrc = w.sys.String()
 	}
 	memText := memSrc[memStart:]
-	countItems(ctx, counter, b.opt.counts, memSrc, items)
+	countItems(ctx, counter, b.cfg.TokenCounts, memSrc, items)
 	for _, l := range missing {
 		md.Warnings = append(md.Warnings, fmt.Sprintf("batch block %q not found among the agent's Working blocks", l))
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 type blocksKey struct {
-	store Store
+	a     Agent
 	agent string
 }
 
@@ -78,16 +78,16 @@ func (r *renderMemo) write(b *strings.Builder, m *memory.BlockMeta, ro RenderOpt
 // a share or the agent's profile changed anywhere (this process or
 // another on the same file). The returned slices and profile are shared
 // with the cache and must not be modified.
-func (c *Cache) blockLists(ctx context.Context, store Store, agent string, ps ProfileStore) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, *memory.Profile, error) {
-	if !reflect.TypeOf(store).Comparable() {
-		own, shared, err := listBlocks(ctx, store, agent)
+func (c *Cache) blockLists(ctx context.Context, a Agent, agent string, ps ProfileStore) ([]memory.BlockMeta, []memory.SharedBlock, *renderMemo, *memory.Profile, error) {
+	if !reflect.TypeOf(a).Comparable() {
+		own, shared, err := listBlocks(ctx, a, agent)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		prof, err := readProfile(ctx, ps, agent)
 		return own, shared, nil, prof, err
 	}
-	k := blocksKey{store: store, agent: agent}
+	k := blocksKey{a: a, agent: agent}
 	c.blocksMu.Lock()
 	e := c.blocks[k]
 	if e == nil {
@@ -100,7 +100,7 @@ func (c *Cache) blockLists(ctx context.Context, store Store, agent string, ps Pr
 	defer e.mu.Unlock()
 	// The stamp is read before the listings: a change that lands between
 	// them is then in the listings or changes the next stamp, never lost.
-	stamp, err := store.BlocksStamp(ctx, agent)
+	stamp, err := a.BlocksStamp(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
 	}
@@ -114,7 +114,7 @@ func (c *Cache) blockLists(ctx context.Context, store Store, agent string, ps Pr
 		return e.own, e.shared, e.render, e.profile, nil
 	}
 	e.valid = false
-	own, shared, err := listBlocks(ctx, store, agent)
+	own, shared, err := listBlocks(ctx, a, agent)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -135,7 +135,7 @@ func readProfile(ctx context.Context, ps ProfileStore, agent string) (*memory.Pr
 	if ps == nil {
 		return nil, nil
 	}
-	p, err := ps.Profile(ctx, agent)
+	p, err := ps.Profile(ctx)
 	if errors.Is(err, memory.ErrNotFound) {
 		return nil, nil
 	}
@@ -145,12 +145,12 @@ func readProfile(ctx context.Context, ps ProfileStore, agent string) (*memory.Pr
 	return &p, nil
 }
 
-func listBlocks(ctx context.Context, store Store, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
-	own, err := store.ListBlocks(ctx, agent)
+func listBlocks(ctx context.Context, a Agent, agent string) ([]memory.BlockMeta, []memory.SharedBlock, error) {
+	own, err := a.Blocks(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("builder: blocks of %q: %w", agent, err)
 	}
-	shared, err := store.ListSharedBlocks(ctx, agent)
+	shared, err := a.SharedBlocks(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("builder: blocks shared with %q: %w", agent, err)
 	}

@@ -12,20 +12,20 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// listSpy is a store that counts block listings.
+// listSpy is an agent's handle that counts block listings.
 type listSpy struct {
-	memory.Store
+	*memory.Agent
 	lists atomic.Int64
 }
 
-func (s *listSpy) ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error) {
+func (s *listSpy) Blocks(ctx context.Context) ([]memory.BlockMeta, error) {
 	s.lists.Add(1)
-	return s.Store.ListBlocks(ctx, agent)
+	return s.Agent.Blocks(ctx)
 }
 
-func (s *listSpy) ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error) {
+func (s *listSpy) SharedBlocks(ctx context.Context) ([]memory.SharedBlock, error) {
 	s.lists.Add(1)
-	return s.Store.ListSharedBlocks(ctx, agent)
+	return s.Agent.SharedBlocks(ctx)
 }
 
 // TestBlockListCacheSeesOtherProcesses: the builder caches an agent's block
@@ -41,8 +41,8 @@ func TestBlockListCacheSeesOtherProcesses(t *testing.T) {
 	mustBlock(t, here, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Permission: blocks.Admin, Value: "step one"})
 	mustBlock(t, here, "b", memory.BlockSpec{Label: "board", Type: blocks.Core, Permission: blocks.Admin, Value: "team board"})
 
-	spy := &listSpy{Store: here}
-	b := builder.New(spy, builder.DefaultConfig()).ForAgent("a").WithBaseInstructions("Base.")
+	spy := &listSpy{Agent: here.Agent("a")}
+	b := builder.New(spy, builder.DefaultConfig()).WithBaseInstructions("Base.")
 	check := func(what string, lists int64, want, wantNot []string) {
 		t.Helper()
 		before := spy.lists.Load()
@@ -71,34 +71,34 @@ func TestBlockListCacheSeesOtherProcesses(t *testing.T) {
 	check("warm", 0, []string{"I am A."}, nil)
 
 	// Changes through the other Cache, one kind at a time.
-	must(there.AppendToBlock(ctx, "a", "persona", " I plan."))
+	must(there.Agent("a").Block("persona").Append(ctx, " I plan."))
 	check("content edit elsewhere", 2, []string{"I am A. I plan."}, nil)
 	check("warm again", 0, []string{"I am A. I plan."}, nil)
-	must(there.SetBlockPinned(ctx, "a", "plan", true))
+	must(there.Agent("a").Block("plan").SetPinned(ctx, true))
 	check("pin elsewhere", 2, []string{"step one"}, nil)
-	must(there.ShareBlock(ctx, "b", "board", "a", blocks.Append))
+	must(there.Agent("b").Block("board").Share(ctx, "a", blocks.Append))
 	check("share elsewhere", 2, []string{`<block:board permission="Append" shared_from="b">`, "team board"}, nil)
-	must(there.AppendToBlock(ctx, "b", "board", " (updated)"))
+	must(there.Agent("b").Block("board").Append(ctx, " (updated)"))
 	check("owner edits the shared block elsewhere", 2, []string{"team board (updated)"}, nil)
-	must(there.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite))
+	must(there.Agent("b").Block("board").Share(ctx, "a", blocks.ReadWrite))
 	check("re-share elsewhere", 2, []string{`<block:board permission="ReadWrite" shared_from="b">`}, []string{`permission="Append"`})
-	must(there.UnshareBlock(ctx, "b", "board", "a"))
+	must(there.Agent("b").Block("board").Unshare(ctx, "a"))
 	check("unshare elsewhere", 2, nil, []string{"team board"})
-	must(there.DeleteBlock(ctx, "a", "plan"))
+	must(there.Agent("a").Block("plan").Delete(ctx))
 	check("delete elsewhere", 2, nil, []string{"step one"})
-	_, err := there.CreateBlock(ctx, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Pinned: true, Permission: blocks.Admin, Value: "step two"})
+	_, err := there.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "plan", Type: blocks.Working, Pinned: true, Permission: blocks.Admin, Value: "step two"})
 	must(err)
 	check("create elsewhere", 2, []string{"step two"}, nil)
-	must(there.SetBlockType(ctx, "a", "plan", blocks.Core))
+	must(there.Agent("a").Block("plan").SetType(ctx, blocks.Core))
 	check("reconfigure elsewhere", 2, []string{"step two"}, nil)
 	check("warm at the end", 0, []string{"I am A. I plan.", "step two"}, nil)
 
 	// Changes in this process (through the builder's own store) too.
-	must(here.AppendToBlock(ctx, "a", "plan", " and three"))
+	must(here.Agent("a").Block("plan").Append(ctx, " and three"))
 	check("local edit", 2, []string{"step two and three"}, nil)
 	// Activity elsewhere that the agent cannot see lists nothing.
-	must(there.AppendToBlock(ctx, "b", "board", " again"))
-	_, err = there.AppendMessage(ctx, "b", memory.Message{Role: memory.RoleUser, BatchID: "x", Content: "hi"})
+	must(there.Agent("b").Block("board").Append(ctx, " again"))
+	_, err = there.Agent("b").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "x", Content: "hi"})
 	must(err)
 	check("unrelated change", 0, nil, nil)
 }

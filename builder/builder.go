@@ -36,8 +36,8 @@ const sectionSeparator = "\n\n"
 // untouched, so a partly configured Builder can be reused. Its caches live
 // in ContextConfig.Cache and are safe to share.
 type Builder struct {
-	store       Store
-	opt         optional // store's optional parts, found once by New
+	mem         Agent
+	opt         optional // mem's optional parts, found once by New
 	cfg         ContextConfig
 	cache       *Cache
 	agent       string
@@ -64,30 +64,32 @@ type Builder struct {
 	noProfile  bool
 }
 
-// New starts a Builder reading memory from store (a *memory.Cache, any
-// memory.Store, or anything else with Store's few methods). Zero fields of
-// cfg mean their defaults (see ContextConfig); a nil cfg.Cache gets a new
-// Cache for this Builder and its copies. When store is also a LibraryStore
-// or a CountStore, the context library and persisted token counts use it.
-func New(store Store, cfg ContextConfig) Builder {
+// New starts a Builder reading the memory of agent a (its handle,
+// store.Agent(id), or anything else with Agent's few methods). Zero fields
+// of cfg mean their defaults (see ContextConfig); a nil cfg.Cache gets a
+// new Cache for this Builder and its copies. When a is also a
+// LibraryStore, the context library uses it.
+func New(a Agent, cfg ContextConfig) Builder {
 	c := cfg.Cache
 	if c == nil {
 		c = NewCache()
 	}
-	var opt optional
-	if store != nil {
-		opt = optionalParts(store)
-	}
-	return Builder{store: store, opt: opt, cfg: cfg.withDefaults(), cache: c}
+	return Builder{cfg: cfg.withDefaults(), cache: c}.ForAgent(a)
 }
 
-// ForAgent sets the agent whose memory and history are used.
-func (b Builder) ForAgent(id string) Builder {
-	b.agent = id
+// ForAgent makes the build read the memory of agent a instead: a
+// configured Builder reused for another agent. The history source set by
+// WithMessages is the previous agent's; set the new agent's too.
+func (b Builder) ForAgent(a Agent) Builder {
+	b.mem, b.agent, b.opt = a, "", optional{}
+	if a != nil {
+		b.agent, b.opt = a.ID(), optionalParts(a)
+	}
 	return b
 }
 
-// WithMessages sets the history source (usually the store).
+// WithMessages sets the history source: the agent's messages, usually
+// a.Messages() of the Builder's agent.
 func (b Builder) WithMessages(src MessageSource) Builder {
 	b.history = src
 	return b
@@ -223,10 +225,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	var f fetched
 	start := time.Now()
 	if strings.TrimSpace(b.agent) == "" {
-		return f, fmt.Errorf("%w: no agent (call ForAgent)", ErrInvalid)
-	}
-	if b.store == nil {
-		return f, fmt.Errorf("%w: no store", ErrInvalid)
+		return f, fmt.Errorf("%w: no agent (New's agent handle is nil or has an empty id)", ErrInvalid)
 	}
 	// The build sees every commit that completed before it began: one
 	// check of the database's version serves the blocks and the history
@@ -237,7 +236,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 	if !b.noProfile && !b.profileSet {
 		ps = b.opt.profile
 	}
-	if f.own, f.shared, f.render, f.profile, err = b.cache.blockLists(once, b.store, b.agent, ps); err != nil {
+	if f.own, f.shared, f.render, f.profile, err = b.cache.blockLists(once, b.mem, b.agent, ps); err != nil {
 		return f, err
 	}
 	if b.history != nil {
@@ -246,7 +245,7 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		}
 	}
 	if r := b.cfg.ActivityRenderer; r != nil {
-		if f.activity, err = r.RenderActivity(ctx, b.store, b.agent, b.cfg.ActivityEntriesLimit); err != nil {
+		if f.activity, err = r.RenderActivity(ctx, b.mem, b.cfg.ActivityEntriesLimit); err != nil {
 			return f, fmt.Errorf("builder: activity of %q: %w", b.agent, err)
 		}
 	}
@@ -255,9 +254,9 @@ func (b Builder) fetch(ctx context.Context) (fetched, error) {
 		t := time.Now()
 		ls := b.opt.library
 		if ls == nil {
-			return f, fmt.Errorf("%w: ContextConfig.Library is set but the store keeps no context library", ErrInvalid)
+			return f, fmt.Errorf("%w: ContextConfig.Library is set but the agent keeps no context library", ErrInvalid)
 		}
-		if f.library, err = ls.ContextLibrary(ctx, b.agent); err != nil {
+		if f.library, err = ls.ContextLibrary(ctx); err != nil {
 			return f, fmt.Errorf("builder: context library of %q: %w", b.agent, err)
 		}
 		f.timings.Library = time.Since(t)
@@ -340,13 +339,13 @@ func (b Builder) recall(ctx context.Context, ro *RecallOptions, f fetched) ([]Re
 	}
 	r := ro.Recaller
 	if r == nil {
-		r = StoreRecaller{Store: b.store, Mode: ro.Mode}
+		r = StoreRecaller{Mode: ro.Mode}
 	}
 	limit := ro.Limit
 	if limit <= 0 {
 		limit = DefaultRecallLimit
 	}
-	got, err := r.Recall(ctx, b.agent, q, limit)
+	got, err := r.Recall(ctx, b.mem, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("builder: recall memories of %q: %w", b.agent, err)
 	}

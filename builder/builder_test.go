@@ -42,18 +42,18 @@ func TestBuilderIsAValue(t *testing.T) {
 	mustBlock(t, st, "other", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am the other agent."})
 	// Three separate appends leave spare capacity (len 3, cap 4): a naive
 	// append in a and b would then write to the same array.
-	base := builder.New(st, builder.DefaultConfig()).
+	base := builder.New(nil, builder.DefaultConfig()).
 		WithToolRules(toolrules.ExitLoop("send_message")).WithToolRules(toolrules.ContinueLoop("search")).WithToolRules(toolrules.MaxCalls("x", 1)).
 		WithBatchBlocks("ticket-42").WithBatchBlocks("plan").WithBatchBlocks("persona").
 		WithAttachment("k", "shared attachment", 5, false).WithAttachment("k2", "two", 5, false).WithAttachment("k3", "three", 5, false).
 		WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "base message"}).
 		WithCurrentMessage(memory.Message{Role: memory.RoleAssistant, Content: "ok"}).
 		WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "base message"})
-	a := base.ForAgent("entropy").WithToolRules(toolrules.MaxCalls("a_tool", 2)).WithBatchBlocks("scratch").
+	a := base.ForAgent(st.Agent("entropy")).WithToolRules(toolrules.MaxCalls("a_tool", 2)).WithBatchBlocks("scratch").
 		WithAttachment("k", "replaced in a", 5, false).WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "a message"})
-	b := base.ForAgent("entropy").WithToolRules(toolrules.MaxCalls("b_tool", 2)).
+	b := base.ForAgent(st.Agent("entropy")).WithToolRules(toolrules.MaxCalls("b_tool", 2)).
 		WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "b message"})
-	other := base.ForAgent("other")
+	other := base.ForAgent(st.Agent("other"))
 
 	ra, rb, ro := build(t, a), build(t, b), build(t, other)
 	if !strings.Contains(ra.System, "`a_tool`") || strings.Contains(ra.System, "`b_tool`") {
@@ -85,15 +85,15 @@ func TestBuilderIsAValue(t *testing.T) {
 func TestSystemPromptOrder(t *testing.T) {
 	st := openStore(t)
 	seedEntropy(t, st)
-	activity := builder.ActivityFunc(func(ctx context.Context, s builder.Store, agent string, limit int) (string, error) {
-		return fmt.Sprintf("# Recent Activity\n\n- %s did %d things <block:x>", agent, limit), nil
+	activity := builder.ActivityFunc(func(ctx context.Context, a builder.Agent, limit int) (string, error) {
+		return fmt.Sprintf("# Recent Activity\n\n- %s did %d things <block:x>", a.ID(), limit), nil
 	})
 	for _, prefix := range []bool{false, true} {
 		cfg := builder.DefaultConfig()
 		cfg.ActivityRenderer = activity
 		cfg.ActivityEntriesLimit = 3
 		cfg.PrefixCacheOrder = prefix
-		req := build(t, builder.New(st, cfg).ForAgent("entropy").WithToolRules(toolrules.ExitLoop("send_message")).
+		req := build(t, builder.New(st.Agent("entropy"), cfg).WithToolRules(toolrules.ExitLoop("send_message")).
 			WithAttachment("a", "attached", 1, false))
 		want := []string{"base_instructions", "core_blocks", "working_blocks", "attachments", "activity", "tool_rules"}
 		if prefix {
@@ -121,10 +121,10 @@ func TestSystemPromptOrder(t *testing.T) {
 			t.Fatalf("stable prefix %q", req.System[:stable])
 		}
 	}
-	failing := builder.ActivityFunc(func(context.Context, builder.Store, string, int) (string, error) { return "", errors.New("no log") })
+	failing := builder.ActivityFunc(func(context.Context, builder.Agent, int) (string, error) { return "", errors.New("no log") })
 	cfg := builder.DefaultConfig()
 	cfg.ActivityRenderer = failing
-	if _, err := builder.New(st, cfg).ForAgent("entropy").Build(context.Background()); err == nil || !strings.Contains(err.Error(), "no log") {
+	if _, err := builder.New(st.Agent("entropy"), cfg).Build(context.Background()); err == nil || !strings.Contains(err.Error(), "no log") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestBlockSelection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := builder.DefaultConfig()
 			cfg.OmitDescriptions = !tc.descr
-			req := build(t, builder.New(st, cfg).ForAgent("entropy").WithBatchBlocks(tc.batch...))
+			req := build(t, builder.New(st.Agent("entropy"), cfg).WithBatchBlocks(tc.batch...))
 			for _, w := range tc.want {
 				if !strings.Contains(req.System, w) {
 					t.Errorf("missing %q", w)
@@ -183,7 +183,7 @@ func TestMemoryBudgetPruning(t *testing.T) {
 	}
 	cfg := builder.DefaultConfig()
 	cfg.Counter = builder.CharCounter{}
-	measure := build(t, builder.New(st, cfg).ForAgent("a"))
+	measure := build(t, builder.New(st.Agent("a"), cfg))
 	per := measure.Metadata.BlocksIncluded[1].Tokens
 	core := measure.Metadata.BlocksIncluded[0].Tokens
 
@@ -205,7 +205,7 @@ func TestMemoryBudgetPruning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg
 			c.DefaultLimits = builder.ModelContextLimits{MemoryTokens: tc.budget}
-			b := builder.New(st, c).ForAgent("a")
+			b := builder.New(st.Agent("a"), c)
 			for _, a := range tc.attachments {
 				b = b.WithAttachment(a[0].(string), text, a[1].(int), a[2].(bool))
 			}
@@ -297,7 +297,7 @@ func TestBudgets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := builder.ContextConfig{DefaultLimits: tc.limits, MaxMessagesCap: tc.cap}
-			req := build(t, builder.New(st, cfg).ForAgent("a").WithMessages(st).WithActiveBatch("now"))
+			req := build(t, builder.New(st.Agent("a"), cfg).WithMessages(st.Agent("a").Messages()).WithActiveBatch("now"))
 			tc.check(t, req)
 		})
 	}
@@ -345,7 +345,7 @@ func TestModelAdjustments(t *testing.T) {
 	mustMsg(t, st, "a", memory.Message{Role: memory.RoleUser, BatchID: "b2", Content: "Next."})
 	mustMsg(t, st, "a", memory.Message{Role: memory.RoleUser, BatchID: "b2", Content: "And more."})
 
-	plain := build(t, builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(st).WithModelInfo(builder.ModelInfoFor("gpt-4o")))
+	plain := build(t, builder.New(st.Agent("a"), builder.DefaultConfig()).WithMessages(st.Agent("a").Messages()).WithModelInfo(builder.ModelInfoFor("gpt-4o")))
 	// The unanswered call c2 is removed, the call-only message with c3 dropped.
 	var got []string
 	for _, m := range plain.Messages {
@@ -363,12 +363,12 @@ func TestModelAdjustments(t *testing.T) {
 		t.Fatalf("metadata %+v", plain.Metadata)
 	}
 	// The stored message is unchanged.
-	stored, _ := st.Messages(ctx, "a", &memory.MessageQuery{AfterID: 1, Limit: 1})
+	stored, _ := st.Agent("a").Messages().List(ctx, &memory.MessageQuery{AfterID: 1, Limit: 1})
 	if len(stored[0].ToolCalls) != 2 {
 		t.Fatal("adjustment modified the store's message")
 	}
 
-	gemma := build(t, builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(st).WithModelInfo(builder.ModelInfoFor("gemma-2")))
+	gemma := build(t, builder.New(st.Agent("a"), builder.DefaultConfig()).WithMessages(st.Agent("a").Messages()).WithModelInfo(builder.ModelInfoFor("gemma-2")))
 	if gemma.System != "" || gemma.Messages[0].Role != memory.RoleUser || !strings.HasPrefix(gemma.Messages[0].Content, builder.DefaultBaseInstructions[:20]) {
 		t.Fatalf("system prompt not sent as user: %q", gemma.Messages[0].Content[:40])
 	}
@@ -394,9 +394,9 @@ func TestStablePrefixHash(t *testing.T) {
 	ctx := context.Background()
 	cfg := builder.DefaultConfig()
 	cfg.PrefixCacheOrder = true
-	b := builder.New(st, cfg).ForAgent("entropy").WithTools(testTools).WithToolRules(toolrules.ExitLoop("send_message"))
+	b := builder.New(st.Agent("entropy"), cfg).WithTools(testTools).WithToolRules(toolrules.ExitLoop("send_message"))
 	r1 := build(t, b)
-	if err := st.UpdateBlockText(ctx, "entropy", "persona", "A new persona."); err != nil {
+	if err := st.Agent("entropy").Block("persona").SetText(ctx, "A new persona."); err != nil {
 		t.Fatal(err)
 	}
 	r2 := build(t, b.WithAttachment("x", "volatile", 1, false))
@@ -420,11 +420,11 @@ func TestByteStableAcrossCaches(t *testing.T) {
 	st := openStore(t)
 	seedEntropy(t, st)
 	shared := builder.DefaultConfig()
-	b := builder.New(st, shared).ForAgent("entropy").WithMessages(st).WithTools(testTools).WithBatchBlocks("ticket-42")
+	b := builder.New(st.Agent("entropy"), shared).WithMessages(st.Agent("entropy").Messages()).WithTools(testTools).WithBatchBlocks("ticket-42")
 	first := dump(build(t, b))
 	warm := dump(build(t, b)) // cached counts and history
 	cold := builder.DefaultConfig()
-	fresh := dump(build(t, builder.New(st, cold).ForAgent("entropy").WithMessages(st).WithTools(testTools).WithBatchBlocks("ticket-42")))
+	fresh := dump(build(t, builder.New(st.Agent("entropy"), cold).WithMessages(st.Agent("entropy").Messages()).WithTools(testTools).WithBatchBlocks("ticket-42")))
 	if first != warm || first != fresh {
 		t.Fatal("output depends on cache state")
 	}
@@ -432,7 +432,7 @@ func TestByteStableAcrossCaches(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	st := openStore(t)
-	b := builder.New(st, builder.DefaultConfig()).ForAgent("a")
+	b := builder.New(st.Agent("a"), builder.DefaultConfig())
 	req := build(t, b.WithTools(testTools))
 	var names []string
 	for _, tl := range req.Tools {
@@ -472,23 +472,23 @@ func TestTools(t *testing.T) {
 
 func TestBuildErrors(t *testing.T) {
 	st := openStore(t)
-	if _, err := builder.New(st, builder.ContextConfig{}).Build(context.Background()); !errors.Is(err, builder.ErrInvalid) {
+	if _, err := builder.New(st.Agent(""), builder.ContextConfig{}).Build(context.Background()); !errors.Is(err, builder.ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := builder.New(nil, builder.ContextConfig{}).ForAgent("a").Build(context.Background()); !errors.Is(err, builder.ErrInvalid) {
+	if _, err := builder.New(nil, builder.ContextConfig{}).Build(context.Background()); !errors.Is(err, builder.ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := builder.New(st, builder.ContextConfig{}).ForAgent("a").Build(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := builder.New(st.Agent("a"), builder.ContextConfig{}).Build(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	cfg := builder.ContextConfig{Compression: compress.Truncate{KeepRecent: -1}}
 	exchange(t, st, "a", "b1", "q", "a")
-	if _, err := builder.New(st, cfg).ForAgent("a").WithMessages(st).Build(context.Background()); !errors.Is(err, compress.ErrInvalid) {
+	if _, err := builder.New(st.Agent("a"), cfg).WithMessages(st.Agent("a").Messages()).Build(context.Background()); !errors.Is(err, compress.ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := builder.New(st, builder.ContextConfig{}).ForAgent("a").WithModelInfo(builder.ModelInfo{Encoding: "nope"}).Build(context.Background()); err != nil {
+	if _, err := builder.New(st.Agent("a"), builder.ContextConfig{}).WithModelInfo(builder.ModelInfo{Encoding: "nope"}).Build(context.Background()); err != nil {
 		t.Fatalf("unknown encoding should fall back: %v", err)
 	}
 }
@@ -516,7 +516,7 @@ func TestSummariesAreReusedAcrossBuilds(t *testing.T) {
 	cfg := builder.DefaultConfig()
 	cfg.MaxMessagesCap = 12
 	cfg.Compression = compress.RecursiveSummarization{ChunkSize: 10, Summarizer: sum}
-	b := builder.New(st, cfg).ForAgent("a").WithMessages(st).WithActiveBatch("now")
+	b := builder.New(st.Agent("a"), cfg).WithMessages(st.Agent("a").Messages()).WithActiveBatch("now")
 	r1 := build(t, b)
 	if sum.calls == 0 || r1.Metadata.SummaryID == 0 || len(r1.Metadata.MessagesSummarized) == 0 {
 		t.Fatalf("no summary: %+v", r1.Metadata)
@@ -531,7 +531,7 @@ func TestSummariesAreReusedAcrossBuilds(t *testing.T) {
 	}
 	// A fresh cache (another process) also reuses the stored summary.
 	cfg.Cache = builder.NewCache()
-	build(t, builder.New(st, cfg).ForAgent("a").WithMessages(st).WithActiveBatch("now"))
+	build(t, builder.New(st.Agent("a"), cfg).WithMessages(st.Agent("a").Messages()).WithActiveBatch("now"))
 	if sum.calls != calls {
 		t.Fatal("fresh cache summarized again")
 	}
@@ -539,13 +539,13 @@ func TestSummariesAreReusedAcrossBuilds(t *testing.T) {
 
 // spySource delegates to the real store and records the queries.
 type spySource struct {
-	store   memory.Store
+	store   *memory.Cache
 	mu      sync.Mutex
 	afterID []int64
 	batches int
 }
 
-func (s *spySource) Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error) {
+func (s *spySource) List(ctx context.Context, q *memory.MessageQuery) ([]memory.Message, error) {
 	s.mu.Lock()
 	var after int64
 	if q != nil {
@@ -553,14 +553,14 @@ func (s *spySource) Messages(ctx context.Context, agent string, q *memory.Messag
 	}
 	s.afterID = append(s.afterID, after)
 	s.mu.Unlock()
-	return s.store.Messages(ctx, agent, q)
+	return s.store.Agent("a").Messages().List(ctx, q)
 }
 
-func (s *spySource) Batches(ctx context.Context, agent string) ([]memory.Batch, error) {
+func (s *spySource) Batches(ctx context.Context) ([]memory.Batch, error) {
 	s.mu.Lock()
 	s.batches++
 	s.mu.Unlock()
-	return s.store.Batches(ctx, agent)
+	return s.store.Agent("a").Messages().Batches(ctx)
 }
 
 func TestHistoryIsReadIncrementally(t *testing.T) {
@@ -569,7 +569,7 @@ func TestHistoryIsReadIncrementally(t *testing.T) {
 	exchange(t, st, "a", "b2", "three", "four")
 	mustMsg(t, st, "a", memory.Message{Role: memory.RoleUser, BatchID: "b3", Content: "five"})
 	spy := &spySource{store: st}
-	b := builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(spy).WithActiveBatch("b3")
+	b := builder.New(st.Agent("a"), builder.DefaultConfig()).WithMessages(spy).WithActiveBatch("b3")
 	r1 := build(t, b)
 	r2 := build(t, b)
 	if !slices.Equal(spy.afterID, []int64{0, 5}) || spy.batches != 1 {
@@ -588,7 +588,7 @@ func TestHistoryIsReadIncrementally(t *testing.T) {
 	}
 	// Without an explicit active batch the last (incomplete) batch is
 	// active.
-	r4 := build(t, builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(st))
+	r4 := build(t, builder.New(st.Agent("a"), builder.DefaultConfig()).WithMessages(st.Agent("a").Messages()))
 	if r4.Metadata.ActiveBatch != "b4" {
 		t.Fatalf("active %q", r4.Metadata.ActiveBatch)
 	}
@@ -598,7 +598,7 @@ func TestConcurrentBuilds(t *testing.T) {
 	st := openStore(t)
 	seedEntropy(t, st)
 	cfg := builder.DefaultConfig()
-	b := builder.New(st, cfg).ForAgent("entropy").WithMessages(st).WithTools(testTools)
+	b := builder.New(st.Agent("entropy"), cfg).WithMessages(st.Agent("entropy").Messages()).WithTools(testTools)
 	want := dump(build(t, b))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -650,8 +650,8 @@ func TestZeroConfigIsDefaultConfig(t *testing.T) {
 	for i := range 40 {
 		exchange(t, st, "a", fmt.Sprintf("b%02d", i), fmt.Sprintf("Question %d.", i), fmt.Sprintf("Answer %d.", i))
 	}
-	zero := build(t, builder.New(st, builder.ContextConfig{}).ForAgent("a").WithMessages(st))
-	def := build(t, builder.New(st, builder.DefaultConfig()).ForAgent("a").WithMessages(st))
+	zero := build(t, builder.New(st.Agent("a"), builder.ContextConfig{}).WithMessages(st.Agent("a").Messages()))
+	def := build(t, builder.New(st.Agent("a"), builder.DefaultConfig()).WithMessages(st.Agent("a").Messages()))
 	if zero.System != def.System || len(zero.Messages) != len(def.Messages) || zero.Metadata.StablePrefixHash != def.Metadata.StablePrefixHash {
 		t.Fatalf("zero config and DefaultConfig differ:\n%s\n---\n%s\n%d vs %d messages", zero.System, def.System, len(zero.Messages), len(def.Messages))
 	}
@@ -673,18 +673,18 @@ func TestTruncationReuseMatchesFreshBuilds(t *testing.T) {
 	}
 	warmCfg := builder.DefaultConfig()
 	warmCfg.DefaultLimits.HistoryTokens = 900
-	warm := builder.New(st, warmCfg).ForAgent("a").WithMessages(st)
+	warm := builder.New(st.Agent("a"), warmCfg).WithMessages(st.Agent("a").Messages())
 	check := func(step string, b func(builder.Builder) builder.Builder, cfg func(*builder.ContextConfig)) {
 		t.Helper()
 		if cfg != nil {
 			cfg(&warmCfg)
-			warm = builder.New(st, warmCfg).ForAgent("a").WithMessages(st)
+			warm = builder.New(st.Agent("a"), warmCfg).WithMessages(st.Agent("a").Messages())
 		}
 		got := build(t, b(warm))
 		again := build(t, b(warm))
 		coldCfg := warmCfg
 		coldCfg.Cache = builder.DefaultConfig().Cache // nothing read or counted yet
-		want := build(t, b(builder.New(st, coldCfg).ForAgent("a").WithMessages(st)))
+		want := build(t, b(builder.New(st.Agent("a"), coldCfg).WithMessages(st.Agent("a").Messages())))
 		if dump(got) != dump(want) || dump(again) != dump(want) {
 			t.Fatalf("%s: warm build differs from a cold one\nwarm %s\ncold %s", step, dump(got), dump(want))
 		}

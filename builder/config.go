@@ -116,19 +116,19 @@ func isOSeries(n string) bool {
 
 // ActivityRenderer renders the optional activity section of the system
 // prompt (e.g. recent log entries). limit is ContextConfig.ActivityEntriesLimit.
-// An empty result leaves the section out. store is the Builder's Store; a
-// renderer that needs more of the store than Store offers (an activity
+// An empty result leaves the section out. a is the Builder's agent; a
+// renderer that needs more of the store than Agent offers (an activity
 // log) keeps its own reference to it rather than asserting for it.
 type ActivityRenderer interface {
-	RenderActivity(ctx context.Context, store Store, agent string, limit int) (string, error)
+	RenderActivity(ctx context.Context, a Agent, limit int) (string, error)
 }
 
 // ActivityFunc adapts a function to ActivityRenderer.
-type ActivityFunc func(ctx context.Context, store Store, agent string, limit int) (string, error)
+type ActivityFunc func(ctx context.Context, a Agent, limit int) (string, error)
 
 // RenderActivity calls f.
-func (f ActivityFunc) RenderActivity(ctx context.Context, store Store, agent string, limit int) (string, error) {
-	return f(ctx, store, agent, limit)
+func (f ActivityFunc) RenderActivity(ctx context.Context, a Agent, limit int) (string, error) {
+	return f(ctx, a, limit)
 }
 
 // Defaults of ContextConfig's zero fields.
@@ -208,6 +208,11 @@ type ContextConfig struct {
 	// Share one across builds to keep them warm; nil means a new one per
 	// New call.
 	Cache *Cache
+	// TokenCounts, if set, persists token counts across processes (the
+	// store: *memory.Cache implements CountStore), so a cold start does
+	// not tokenize every block again. Nil: counts live in this process's
+	// Cache only, with the same results.
+	TokenCounts CountStore
 }
 
 // DefaultConfig is the zero ContextConfig with its defaults written out

@@ -5,9 +5,9 @@
 //
 // # Building
 //
-//	req, err := builder.New(store, cfg).
-//	    ForAgent("entropy").
-//	    WithMessages(store).            // history source
+//	entropy := store.Agent("entropy")
+//	req, err := builder.New(entropy, cfg).
+//	    WithMessages(entropy.Messages()). // history source
 //	    WithTools(registry).
 //	    WithBaseInstructions("You are Entropy, a task breakdown specialist.").
 //	    WithToolRules(rules...).
@@ -17,13 +17,14 @@
 //
 // A Builder is a value: each With* method returns a modified copy (slices
 // are copied, never shared), so a partly configured Builder can be kept and
-// reused for many requests and agents.
+// reused for many requests, and for other agents with ForAgent.
 //
-// store is a Store: the six methods of memory.Store a build reads (block
-// listings and their stamp, summaries, archival search), so a *memory.Cache,
-// any memory.Store or a small fake will do. The context library and
-// persisted token counts need more (LibraryStore, CountStore), which New
-// finds on the store when it has them.
+// The memory read is an Agent: the agent's handle (*memory.Agent), or a
+// wrapper of one, since Agent is only the six methods a build calls (block
+// listings and their stamp, the agent's messages for summaries, its
+// archival memory for recall). The context library and the profile
+// (LibraryStore, ProfileStore) are found on the agent; persisted token
+// counts are ContextConfig.TokenCounts (the store).
 //
 // # System prompt
 //

@@ -14,17 +14,19 @@ func ExampleBuilder() {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	store.CreateBlock(ctx, "entropy", memory.BlockSpec{Label: "persona", Type: blocks.Core,
+	store.Agent("entropy").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core,
 		Value: "I break big tasks into small steps."})
-	store.CreateBlock(ctx, "entropy", memory.BlockSpec{Label: "ticket", Type: blocks.Working,
-		Value: "Ticket 42: export is broken."}) // unpinned: only when named
-	store.AppendMessage(ctx, "entropy", memory.Message{Role: memory.RoleUser, BatchID: "evt-1",
+
+	store.Agent("entropy").CreateBlock(ctx, memory.BlockSpec{Label: "ticket", Type: blocks.Working,
+		Value: "Ticket 42: export is broken."})
+	// unpinned: only when named
+	store.Agent("entropy").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "evt-1",
 		Content: "Plan the fix for ticket 42."})
 
 	cfg := builder.DefaultConfig() // keep cfg (and its Cache) across builds
-	req, err := builder.New(store, cfg).
-		ForAgent("entropy").
-		WithMessages(store).
+	entropy := store.Agent("entropy")
+	req, err := builder.New(entropy, cfg).
+		WithMessages(entropy.Messages()).
 		WithBaseInstructions("You are Entropy, a task breakdown specialist.").
 		WithToolRules(toolrules.ExitLoop("send_message")).
 		WithModelInfo(builder.ModelInfoFor("gpt-4o")).
@@ -93,7 +95,7 @@ func ExampleBuilder_Promote() {
 	defer store.Close()
 	cfg := builder.DefaultConfig()
 	cfg.Library = &builder.LibraryOptions{}
-	b := builder.New(store, cfg).ForAgent("ada").WithBaseInstructions("You are Ada.")
+	b := builder.New(store.Agent("ada"), cfg).WithBaseInstructions("You are Ada.")
 	spec := builder.Artifact{ID: "spec.md", Kind: "file", Content: "Users log in with passkeys.", Recoverable: true}
 
 	turn1, _ := b.WithTurnContext(spec).WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "Summarize this"}).Build(ctx)

@@ -48,38 +48,38 @@ func openFile(t testing.TB, path string) *memory.Cache {
 	return c
 }
 
-func mustBlock(t testing.TB, st memory.Store, agent string, spec memory.BlockSpec) {
+func mustBlock(t testing.TB, st *memory.Cache, agent string, spec memory.BlockSpec) {
 	t.Helper()
-	if _, err := st.CreateBlock(context.Background(), agent, spec); err != nil {
+	if _, err := st.Agent(agent).CreateBlock(context.Background(), spec); err != nil {
 		t.Fatalf("create %s/%s: %v", agent, spec.Label, err)
 	}
 }
 
-func mustMsg(t testing.TB, st memory.Store, agent string, m memory.Message) memory.Message {
+func mustMsg(t testing.TB, st *memory.Cache, agent string, m memory.Message) memory.Message {
 	t.Helper()
-	m, err := st.AppendMessage(context.Background(), agent, m)
+	m, err := st.Agent(agent).Messages().Append(context.Background(), m)
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
 	return m
 }
 
-func complete(t testing.TB, st memory.Store, agent, batch string) {
+func complete(t testing.TB, st *memory.Cache, agent, batch string) {
 	t.Helper()
-	if err := st.CompleteBatch(context.Background(), agent, batch); err != nil {
+	if err := st.Agent(agent).Messages().CompleteBatch(context.Background(), batch); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // exchange stores a complete batch: a user message and an answer.
-func exchange(t testing.TB, st memory.Store, agent, batch, question, answer string) {
+func exchange(t testing.TB, st *memory.Cache, agent, batch, question, answer string) {
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: question})
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch, Content: answer})
 	complete(t, st, agent, batch)
 }
 
 // toolExchange stores a complete batch with a tool call and its result.
-func toolExchange(t testing.TB, st memory.Store, agent, batch, question, tool, result, answer string) {
+func toolExchange(t testing.TB, st *memory.Cache, agent, batch, question, tool, result, answer string) {
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: question})
 	id := "call_" + batch
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch,
@@ -141,7 +141,7 @@ func dump(req *builder.Request) string {
 // seedEntropy sets up the "entropy" agent used by several tests: two Core
 // blocks, a pinned and two unpinned Working blocks, a block shared by
 // "archive", and a history with a tool exchange and an active batch.
-func seedEntropy(t testing.TB, st memory.Store) {
+func seedEntropy(t testing.TB, st *memory.Cache) {
 	mustBlock(t, st, "entropy", memory.BlockSpec{Label: "persona", Description: "Who you are.", Type: blocks.Core,
 		Value: "You are Entropy. You break big tasks into small, checkable steps."})
 	mustBlock(t, st, "entropy", memory.BlockSpec{Label: "human", Description: "What you know about the user.", Type: blocks.Core,
@@ -154,7 +154,7 @@ func seedEntropy(t testing.TB, st memory.Store) {
 		Value: "Ticket 42: the export button does nothing."})
 	mustBlock(t, st, "archive", memory.BlockSpec{Label: "shared_notes", Description: "Notes the archivist keeps.", Type: blocks.Core,
 		Permission: blocks.Admin, Value: "Project codename: Tidepool."})
-	if err := st.ShareBlock(context.Background(), "archive", "shared_notes", "entropy", blocks.Append); err != nil {
+	if err := st.Agent("archive").Block("shared_notes").Share(context.Background(), "entropy", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
 	exchange(t, st, "entropy", "b1", "Hi, I need help planning a release.", "Sure. What is in the release?")

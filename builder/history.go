@@ -12,10 +12,13 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// MessageSource is where history comes from. memory.Store implements it.
+// MessageSource is where one agent's history comes from: its
+// *memory.Messages (store.Agent(id).Messages()). The history cache is
+// keyed by the source and the agent: a store gives the same handles for
+// the same agent id, so builds of one agent share one entry.
 type MessageSource interface {
-	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
-	Batches(ctx context.Context, agent string) ([]memory.Batch, error)
+	List(ctx context.Context, q *memory.MessageQuery) ([]memory.Message, error)
+	Batches(ctx context.Context) ([]memory.Batch, error)
 }
 
 type histKey struct {
@@ -127,7 +130,7 @@ func (c *Cache) history(ctx context.Context, src MessageSource, agent, active st
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	newMsgs, err := src.Messages(ctx, agent, &memory.MessageQuery{AfterID: e.lastID})
+	newMsgs, err := src.List(ctx, &memory.MessageQuery{AfterID: e.lastID})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("builder: messages of %q: %w", agent, err)
 	}
@@ -161,7 +164,7 @@ func (c *Cache) history(ctx context.Context, src MessageSource, agent, active st
 		}
 	}
 	if ask {
-		bs, err := src.Batches(ctx, agent)
+		bs, err := src.Batches(ctx)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("builder: batches of %q: %w", agent, err)
 		}
@@ -183,11 +186,11 @@ func (c *Cache) history(ctx context.Context, src MessageSource, agent, active st
 }
 
 func readHistory(ctx context.Context, src MessageSource, agent string) ([]memory.Message, []memory.Batch, error) {
-	msgs, err := src.Messages(ctx, agent, nil)
+	msgs, err := src.List(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("builder: messages of %q: %w", agent, err)
 	}
-	bs, err := src.Batches(ctx, agent)
+	bs, err := src.Batches(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("builder: batches of %q: %w", agent, err)
 	}

@@ -61,8 +61,9 @@ func benchStore(t testing.TB) *memory.Cache {
 		if i < 5 {
 			typ = blocks.Core
 		}
-		_, err := st.CreateBlock(ctx, "bench", memory.BlockSpec{Label: fmt.Sprintf("block-%02d", i), Description: "Block number " + fmt.Sprint(i) + ".",
+		_, err := st.Agent("bench").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("block-%02d", i), Description: "Block number " + fmt.Sprint(i) + ".",
 			Type: typ, Pinned: true, Priority: i % 7, Value: strings.Repeat(para, 4+i%5)})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,28 +76,28 @@ func benchStore(t testing.TB) *memory.Cache {
 				role = memory.RoleAssistant
 			}
 			content := fmt.Sprintf("Message %d of event %d. %s", j, b, para[:40+(b*7+j*13)%60])
-			if _, err := st.AppendMessage(ctx, "bench", memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
+			if _, err := st.Agent("bench").Messages().Append(ctx, memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := st.CompleteBatch(ctx, "bench", batch); err != nil {
+		if err := st.Agent("bench").Messages().CompleteBatch(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.AppendMessage(ctx, "bench", memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"}); err != nil {
+	if _, err := st.Agent("bench").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"}); err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func benchBuilder(st memory.Store, cache *Cache) Builder {
+func benchBuilder(st *memory.Cache, cache *Cache) Builder {
 	cfg := ContextConfig{
 		DefaultLimits: ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000},
 		// The whole history (500 messages) fits: no default cap of 50.
 		MaxMessagesCap: -1,
 		Cache:          cache,
 	}
-	return New(st, cfg).ForAgent("bench").WithMessages(st).WithActiveBatch("now").
+	return New(st.Agent("bench"), cfg).WithMessages(st.Agent("bench").Messages()).WithActiveBatch("now").
 		WithModelInfo(ModelInfo{Name: "gpt-4"}).
 		WithBaseInstructions("You are a careful project assistant.").
 		WithToolRules(toolrules.ExitLoop("send_message"), toolrules.MaxCalls("search", 3)).
@@ -123,7 +124,7 @@ func TestWarmBuildDoesNotRetokenize(t *testing.T) {
 		t.Fatalf("warm build tokenized %d texts again", warm)
 	}
 	// A changed block is tokenized again, and only it.
-	if err := st.AppendToBlock(context.Background(), "bench", "block-07", " One more line."); err != nil {
+	if err := st.Agent("bench").Block("block-07").Append(context.Background(), " One more line."); err != nil {
 		t.Fatal(err)
 	}
 	before := spy.long.Load()

@@ -92,7 +92,7 @@ type RecallOptions struct {
 // Recaller retrieves an agent's memories relevant to a query, most
 // relevant first.
 type Recaller interface {
-	Recall(ctx context.Context, agent, query string, limit int) ([]RecalledMemory, error)
+	Recall(ctx context.Context, a Agent, query string, limit int) ([]RecalledMemory, error)
 }
 
 // RecalledMemory is one recalled archival entry.
@@ -104,22 +104,16 @@ type RecalledMemory struct {
 	Score   float64   `json:"score"`
 }
 
-// ArchivalSearcher is the part of memory.Store StoreRecaller uses (and so
-// part of Store, for recall without a Recaller).
-type ArchivalSearcher interface {
-	SearchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error)
-}
-
-// StoreRecaller recalls archival entries through the store's search.
+// StoreRecaller recalls archival entries through the agent's archival
+// search (Agent.Archival).
 type StoreRecaller struct {
-	Store ArchivalSearcher
-	Mode  search.Mode
+	Mode search.Mode
 }
 
 // Recall runs an archival search for query. A query with nothing
 // searchable in it (search.ErrInvalidQuery) recalls nothing.
-func (r StoreRecaller) Recall(ctx context.Context, agent, query string, limit int) ([]RecalledMemory, error) {
-	res, err := r.Store.SearchArchival(ctx, agent, query, search.NewOptions().Mode(r.Mode).Limit(limit))
+func (r StoreRecaller) Recall(ctx context.Context, a Agent, query string, limit int) ([]RecalledMemory, error) {
+	res, err := a.Archival().Search(ctx, query, search.NewOptions().Mode(r.Mode).Limit(limit))
 	if errors.Is(err, search.ErrInvalidQuery) {
 		return nil, nil
 	}
@@ -149,14 +143,13 @@ type LibraryOptions struct {
 	PreviewChars int
 }
 
-// LibraryStore keeps each agent's context library; *memory.Cache
-// implements it. It is an optional part of a Store (memory.Store lacks it):
-// New finds it on the store by type assertion, and ContextConfig.Library
-// and Promote over a store without it fail with ErrInvalid rather than
-// quietly doing nothing.
+// LibraryStore keeps the agent's context library; *memory.Agent
+// implements it. It is an optional part of an Agent: New finds it on the
+// agent by type assertion, and ContextConfig.Library and Promote over an
+// agent without it fail with ErrInvalid rather than quietly doing nothing.
 type LibraryStore interface {
-	ContextLibrary(ctx context.Context, agent string) ([]memory.LibraryEntry, error)
-	PutContextLibrary(ctx context.Context, agent string, entries []memory.LibraryEntry) error
+	ContextLibrary(ctx context.Context) ([]memory.LibraryEntry, error)
+	PutContextLibrary(ctx context.Context, entries []memory.LibraryEntry) error
 }
 
 // Artifact is a piece of context that belongs to one turn: a file, a
@@ -230,13 +223,16 @@ func (b Builder) Promote(ctx context.Context, req *Request) error {
 	}
 	ls := b.opt.library
 	if ls == nil {
-		return fmt.Errorf("%w: the store keeps no context library", ErrInvalid)
+		return fmt.Errorf("%w: the agent keeps no context library", ErrInvalid)
+	}
+	if req.Metadata.Agent != b.agent {
+		return fmt.Errorf("%w: promote artifacts of a request built for %q through a Builder of %q", ErrInvalid, req.Metadata.Agent, b.agent)
 	}
 	entries := make([]memory.LibraryEntry, len(req.Artifacts))
 	for i, a := range req.Artifacts {
 		entries[i] = memory.LibraryEntry{ID: a.ID, Kind: a.Kind, Title: a.Title, Content: a.Content, Recoverable: a.Recoverable}
 	}
-	if err := ls.PutContextLibrary(ctx, req.Metadata.Agent, entries); err != nil {
+	if err := ls.PutContextLibrary(ctx, entries); err != nil {
 		return fmt.Errorf("builder: promote %d artifacts of %q: %w", len(entries), req.Metadata.Agent, err)
 	}
 	return nil

@@ -40,11 +40,11 @@ func seedLayers(t testing.TB, st *memory.Cache) {
 		{"Grace prefers green tea in the afternoon; the kettle must not boil for it!", nil}, // duplicate
 		{"Unrelated: the car needs new tyres.", nil},
 	} {
-		if _, err := st.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: e.text, Tags: e.tags}); err != nil {
+		if _, err := st.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: e.text, Tags: e.tags}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.PutContextLibrary(ctx, "ada", []memory.LibraryEntry{
+	if err := st.Agent("ada").PutContextLibrary(ctx, []memory.LibraryEntry{
 		{ID: "docs/spec.md", Kind: "file", Title: "Spec", Content: "# Spec\n\nThe kettle API boils water.\n\n## Auth\n\nTokens only.", Recoverable: true},
 		{ID: "snippet-1", Kind: "snippet", Content: "kettle.Boil(ctx, 80) // never above 80 °C for green tea"},
 	}); err != nil {
@@ -58,7 +58,7 @@ func layersBuilder(st *memory.Cache, cfg builder.ContextConfig) builder.Builder 
 	cfg.Clock = novemberClock
 	cfg.Recall = &builder.RecallOptions{Mode: search.FTS, Limit: 4}
 	cfg.Library = &builder.LibraryOptions{}
-	return builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithTools(testTools).
+	return builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithTools(testTools).
 		WithBaseInstructions("You are Ada.").
 		WithEnvironment(builder.Environment{Location: time.FixedZone("CET", 3600), WorkingDir: "/home/grace", OS: "linux/amd64", Version: "v1.2.3"}).
 		WithTurnContext(
@@ -145,7 +145,7 @@ func TestLayers(t *testing.T) {
 	later := layersBuilder(st, cfg)
 	r2 := build(t, later)
 	cfg.Clock = func() time.Time { return novemberClock().Add(time.Hour) }
-	r3 := build(t, builder.New(st, cfg).ForAgent("ada").WithTools(testTools).WithBaseInstructions("You are Ada.").
+	r3 := build(t, builder.New(st.Agent("ada"), cfg).WithTools(testTools).WithBaseInstructions("You are Ada.").
 		WithEnvironment(builder.Environment{Location: time.FixedZone("CET", 3600), WorkingDir: "/home/grace", OS: "linux/amd64", Version: "v1.2.3"}))
 	if r2.Metadata.StablePrefixHash != r3.Metadata.StablePrefixHash {
 		t.Fatal("the clock changed the stable prefix")
@@ -170,7 +170,7 @@ func TestContextLibraryWalkthrough(t *testing.T) {
 	mustBlock(t, st, "ada", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada."})
 	cfg := builder.DefaultConfig()
 	cfg.Library = &builder.LibraryOptions{}
-	base := builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithBaseInstructions("You are Ada.").WithModelInfo(builder.ModelInfoFor("claude-sonnet-4"))
+	base := builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithBaseInstructions("You are Ada.").WithModelInfo(builder.ModelInfoFor("claude-sonnet-4"))
 	spec := builder.Artifact{ID: "project-spec.md", Kind: "file", Content: "# Project spec\n\nUsers log in with passkeys.\n\n## Auth flow\n\nWebAuthn, then a session cookie.", Recoverable: true}
 	endpoints := []string{"# API", "", "GET /v1/kettles lists kettles."}
 	for i := range 30 {
@@ -223,7 +223,7 @@ func TestContextLibraryWalkthrough(t *testing.T) {
 		t.Fatal("turn 3 does not keep turn 2's prefix")
 	}
 	// The stored history holds only what the user typed.
-	msgs, err := st.Messages(ctx, "ada", nil)
+	msgs, err := st.Agent("ada").Messages().List(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestContextLibraryWalkthrough(t *testing.T) {
 	if u := last(r4); !strings.Contains(u, "Email link.") || strings.Contains(u, "<context_refs>") {
 		t.Fatalf("turn 4 user message:\n%s", u)
 	}
-	lib, _ := st.ContextLibrary(ctx, "ada")
+	lib, _ := st.Agent("ada").ContextLibrary(ctx)
 	if len(lib) != 2 || lib[0].ID != "project-spec.md" || !strings.Contains(lib[0].Content, "Email link.") {
 		t.Fatalf("library after turn 4: %+v", lib)
 	}
@@ -255,7 +255,7 @@ func TestContextLibraryWalkthrough(t *testing.T) {
 	// previews; a turn naming a previewed one gets it in full.
 	small := cfg
 	small.Library = &builder.LibraryOptions{Tokens: 120, PreviewChars: 20}
-	r5 := build(t, builder.New(st, small).ForAgent("ada").WithTurnContext(api).
+	r5 := build(t, builder.New(st.Agent("ada"), small).WithTurnContext(api).
 		WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "List endpoints again"}))
 	forms := map[string]string{}
 	for _, a := range r5.Metadata.Library {
@@ -281,7 +281,7 @@ func TestTruncationOrder(t *testing.T) {
 		cfg := builder.DefaultConfig()
 		cfg.DefaultLimits = builder.ModelContextLimits{MaxTokens: 700, ReservedResponseTokens: 100}
 		cfg.TruncationOrder = order
-		return build(t, builder.New(st, cfg).ForAgent("ada").WithMessages(st).
+		return build(t, builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).
 			WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "and now?"})).Metadata
 	}
 	def := run(nil)
@@ -298,7 +298,7 @@ func TestTruncationOrder(t *testing.T) {
 	for _, bad := range [][]builder.Layer{{}, {builder.LayerHistory}, {"history", "history", "memory", "context_library"}, {"history", "recalled_memories", "context_library", "nope"}} {
 		cfg := builder.DefaultConfig()
 		cfg.TruncationOrder = bad
-		if _, err := builder.New(st, cfg).ForAgent("ada").Build(ctx); !errors.Is(err, builder.ErrInvalid) {
+		if _, err := builder.New(st.Agent("ada"), cfg).Build(ctx); !errors.Is(err, builder.ErrInvalid) {
 			t.Errorf("order %q: err = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -319,7 +319,7 @@ func TestTrimTextBlocks(t *testing.T) {
 	cfg.DefaultLimits.MemoryTokens = 300
 	cfg.TrimTextBlocks = true
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	req := build(t, builder.New(st, cfg).ForAgent("ada"))
+	req := build(t, builder.New(st.Agent("ada"), cfg))
 	md := req.Metadata
 	if len(md.BlocksIncluded) != 1 || md.BlocksIncluded[0].Label != "journal" || md.BlocksIncluded[0].TrimmedLines == 0 || md.BlocksIncluded[0].Tokens > 300 {
 		t.Fatalf("included %+v dropped %+v", md.BlocksIncluded, md.BlocksDropped)
@@ -337,7 +337,7 @@ func TestTrimTextBlocks(t *testing.T) {
 	// Without trimming, the journal goes whole.
 	cfg.TrimTextBlocks = false
 	cfg.Logger = nil
-	if md := build(t, builder.New(st, cfg).ForAgent("ada")).Metadata; len(md.BlocksDropped) != 2 {
+	if md := build(t, builder.New(st.Agent("ada"), cfg)).Metadata; len(md.BlocksDropped) != 2 {
 		t.Fatalf("untrimmed: dropped %+v", md.BlocksDropped)
 	}
 }
@@ -350,34 +350,34 @@ func TestLayerErrors(t *testing.T) {
 	cfg.Library = &builder.LibraryOptions{}
 	// Turn context without a current user message (the last stored batch
 	// is complete).
-	_, err := builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithTurnContext(builder.Artifact{ID: "x", Content: "y"}).Build(ctx)
+	_, err := builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithTurnContext(builder.Artifact{ID: "x", Content: "y"}).Build(ctx)
 	if !errors.Is(err, builder.ErrInvalid) || !strings.Contains(err.Error(), "current user message") {
 		t.Fatalf("turn without a user message: %v", err)
 	}
 	// A stored user message in an open batch is the current one.
 	mustMsg(t, st, "ada", memory.Message{Role: memory.RoleUser, BatchID: "b2", Content: "What is in x?"})
-	req := build(t, builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithTurnContext(builder.Artifact{ID: "x", Content: "y"}))
+	req := build(t, builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithTurnContext(builder.Artifact{ID: "x", Content: "y"}))
 	if last := req.Messages[len(req.Messages)-1].Content; !strings.HasSuffix(last, "</file_context>\n\nWhat is in x?") {
 		t.Fatalf("stored current message: %q", last)
 	}
 	// Promote refuses bad artifacts and stores nothing.
-	if err := builder.New(st, cfg).Promote(ctx, &builder.Request{Artifacts: []builder.Artifact{{ID: "ok", Content: "ok"}, {ID: "", Content: "no id"}},
+	if err := builder.New(st.Agent("ada"), cfg).Promote(ctx, &builder.Request{Artifacts: []builder.Artifact{{ID: "ok", Content: "ok"}, {ID: "", Content: "no id"}},
 		Metadata: builder.Metadata{Agent: "ada"}}); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("promote without id: %v", err)
 	}
-	if lib, _ := st.ContextLibrary(ctx, "ada"); len(lib) != 0 {
+	if lib, _ := st.Agent("ada").ContextLibrary(ctx); len(lib) != 0 {
 		t.Fatalf("failed promote stored %+v", lib)
 	}
 	// A recall query with nothing searchable recalls nothing, no error.
 	cfg.Recall = &builder.RecallOptions{}
-	req = build(t, builder.New(st, cfg).ForAgent("ada").WithRecallQuery("!!! ??? ..."))
+	req = build(t, builder.New(st.Agent("ada"), cfg).WithRecallQuery("!!! ??? ..."))
 	if len(req.Metadata.Recalled) != 0 {
 		t.Fatalf("recalled %+v", req.Metadata.Recalled)
 	}
 	// A cancelled context fails the build.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithRecallQuery("kettle").Build(cctx); !errors.Is(err, context.Canceled) {
+	if _, err := builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithRecallQuery("kettle").Build(cctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -400,7 +400,7 @@ func FuzzRenderLayers(f *testing.F) {
 		defer st.Close()
 		defer os.Remove(dbPath)
 		libID := "lib"
-		if err := st.PutContextLibrary(ctx, "a", []memory.LibraryEntry{{ID: libID, Content: library, Recoverable: true}}); err != nil {
+		if err := st.Agent("a").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: libID, Content: library, Recoverable: true}}); err != nil {
 			t.Fatal(err)
 		}
 		cfg := builder.DefaultConfig()
@@ -408,7 +408,7 @@ func FuzzRenderLayers(f *testing.F) {
 		cfg.Library = &builder.LibraryOptions{}
 		cfg.Recall = &builder.RecallOptions{Recaller: fixedRecaller{{ID: 7, Content: recalled, Tags: []string{recalled}}}}
 		id = "t-" + id
-		req, err := builder.New(st, cfg).ForAgent("a").WithEnvironment(builder.Environment{WorkingDir: dir, OS: dir}).
+		req, err := builder.New(st.Agent("a"), cfg).WithEnvironment(builder.Environment{WorkingDir: dir, OS: dir}).
 			WithTurnContext(builder.Artifact{ID: id, Kind: id, Title: id, Content: artifact}).
 			WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: "q"}).Build(ctx)
 		if err != nil {
@@ -458,6 +458,6 @@ func utf8Valid(ss ...string) bool {
 
 type fixedRecaller []builder.RecalledMemory
 
-func (r fixedRecaller) Recall(context.Context, string, string, int) ([]builder.RecalledMemory, error) {
+func (r fixedRecaller) Recall(context.Context, builder.Agent, string, int) ([]builder.RecalledMemory, error) {
 	return r, nil
 }

@@ -41,7 +41,7 @@ func TestBuildUsesTheAgentProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := builder.ToolList{{Name: "search", Description: "the registry's search"}}
-	b := builder.New(st, builder.DefaultConfig()).ForAgent("ada")
+	b := builder.New(st.Agent("ada"), builder.DefaultConfig())
 
 	req, err := b.WithTools(reg).WithToolRules(toolrules.MaxCalls("search", 2)).Build(ctx)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestProfileChangeReachesWarmBuilds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	p1, p2 := openFile(t, path), openFile(t, path)
 	mustBlock(t, p1, "ada", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada."})
-	b := builder.New(p1, builder.DefaultConfig()).ForAgent("ada")
+	b := builder.New(p1.Agent("ada"), builder.DefaultConfig())
 	for i, sys := range []string{"First prompt.", "Second prompt.", ""} {
 		var err error
 		if sys == "" {

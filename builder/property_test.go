@@ -26,7 +26,7 @@ func TestBuildAfterPruningDoesNotPanic(t *testing.T) {
 		mustBlock(t, st, "a", memory.BlockSpec{Label: "scratch", Type: blocks.Working, Pinned: true,
 			Value: strings.Repeat("a working note with words ", 40)})
 		cfg := builder.ContextConfig{DefaultLimits: builder.ModelContextLimits{MemoryTokens: 50}}
-		req, err := builder.New(st, cfg).ForAgent("a").WithToolRules(toolrules.ExitLoop("send_message")).Build(ctx)
+		req, err := builder.New(st.Agent("a"), cfg).WithToolRules(toolrules.ExitLoop("send_message")).Build(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestBuildAfterPruningDoesNotPanic(t *testing.T) {
 			mustBlock(t, st, "a", memory.BlockSpec{Label: fmt.Sprintf("big%d", i), Type: blocks.Working, Pinned: true,
 				CharLimit: 20_000, Value: strings.Repeat(fmt.Sprintf("line %d of a long pinned block. ", i), 600)})
 		}
-		req, err := builder.New(st, builder.DefaultConfig()).ForAgent("a").
+		req, err := builder.New(st.Agent("a"), builder.DefaultConfig()).
 			WithAttachment("extra", strings.Repeat("attached ", 3000), builder.PriorityLow, false).
 			WithToolRules(toolrules.MaxCalls("search", 2)).Build(ctx)
 		if err != nil {
@@ -99,7 +99,7 @@ func randomConfig(t *testing.T, seed uint64) property {
 				spec.Value = text()
 			}
 		}
-		if _, err := st.CreateBlock(ctx, "a", spec); err != nil {
+		if _, err := st.Agent("a").CreateBlock(ctx, spec); err != nil {
 			t.Fatalf("create %+v: %v", spec, err)
 		}
 		if typ == blocks.Core {
@@ -107,8 +107,8 @@ func randomConfig(t *testing.T, seed uint64) property {
 		}
 	}
 	if r.IntN(2) == 0 {
-		st.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "shared", Type: blocks.Working, Pinned: true, Value: text()})
-		st.ShareBlock(ctx, "owner", "shared", "a", blocks.Append)
+		st.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "shared", Type: blocks.Working, Pinned: true, Value: text()})
+		st.Agent("owner").Block("shared").Share(ctx, "a", blocks.Append)
 	}
 	for i := range r.IntN(12) {
 		batch := fmt.Sprintf("batch%02d", i)
@@ -141,12 +141,12 @@ func randomConfig(t *testing.T, seed uint64) property {
 	}
 	if r.IntN(2) == 0 {
 		activity := "recent: " + text()
-		cfg.ActivityRenderer = builder.ActivityFunc(func(context.Context, builder.Store, string, int) (string, error) {
+		cfg.ActivityRenderer = builder.ActivityFunc(func(context.Context, builder.Agent, int) (string, error) {
 			return activity, nil
 		})
 	}
 	models := []builder.ModelInfo{{Name: "gpt-4o"}, builder.ModelInfoFor("gemini-2.0-flash"), builder.ModelInfoFor("gemma-2"), {Name: "claude-3", Encoding: "chars"}}
-	b := builder.New(st, cfg).ForAgent("a").WithMessages(st).WithModelInfo(models[r.IntN(len(models))]).
+	b := builder.New(st.Agent("a"), cfg).WithMessages(st.Agent("a").Messages()).WithModelInfo(models[r.IntN(len(models))]).
 		WithActiveBatch("now").WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: p.current})
 	var rules []toolrules.Rule
 	for range r.IntN(3) {

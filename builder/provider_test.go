@@ -29,7 +29,7 @@ func providerRequest(t *testing.T) *builder.Request {
 	cfg.Clock = novemberClock
 	cfg.Recall = &builder.RecallOptions{Limit: 2}
 	mustBlock(t, st, "ada", memory.BlockSpec{Label: "tasks", Type: blocks.Working, Pinned: true, Value: "close ticket 42"})
-	return build(t, builder.New(st, cfg).ForAgent("ada").WithMessages(st).WithTools(testTools).
+	return build(t, builder.New(st.Agent("ada"), cfg).WithMessages(st.Agent("ada").Messages()).WithTools(testTools).
 		WithBaseInstructions("You are Ada.").WithToolRules(toolrules.ExitLoop("send_message")).
 		WithModelInfo(builder.ModelInfoFor("claude-sonnet-4")).WithActiveBatch("b3").
 		WithEnvironment(builder.Environment{Version: "v1.2.3"}))

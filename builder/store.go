@@ -3,73 +3,68 @@ package builder
 import (
 	"context"
 
-	"github.com/engram-go/engram/compress"
 	"github.com/engram-go/engram/memory"
 )
 
-// Store is the memory a Builder reads: the part of memory.Store it uses,
-// defined here where it is consumed so that a test fake or another store
-// implements six methods rather than all of memory.Store. memory.Store and
-// *memory.Cache implement it.
+// Agent is the memory a Builder reads: the agent's handle
+// (store.Agent("entropy"), a *memory.Agent), or anything with the same
+// methods. It is defined here, where it is consumed, as the part of
+// *memory.Agent a build uses, so that a wrapper (one that counts or
+// delays reads, say) need not implement more.
 //
-//   - BlocksStamp, ListBlocks and ListSharedBlocks give the blocks of the
-//     system prompt; the stamp is read first and keeps cached listings
-//     honest (see Cache).
-//   - SaveSummary and LatestSummary (compress.SummaryStore) keep the
-//     summaries ContextConfig.Compression writes and reuses.
-//   - SearchArchival (ArchivalSearcher) is the recall of ContextConfig.Recall
-//     when its Recaller is nil.
+//   - ID names the agent in the cache keys, errors and Metadata.
+//   - BlocksStamp, Blocks and SharedBlocks give the blocks of the system
+//     prompt; the stamp is read first and keeps cached listings honest
+//     (see Cache).
+//   - Messages keeps the summaries ContextConfig.Compression writes and
+//     reuses (compress.SummaryStore).
+//   - Archival is what StoreRecaller searches for ContextConfig.Recall.
 //
-// The last three are needed only by the features that use them; they are
-// part of Store, not found by type assertion, because memory.Store has them
-// and a feature should not turn off silently when a wrapper hides a method.
-//
-// Three capabilities memory.Store lacks are optional and documented where
-// they are declared: LibraryStore (ContextConfig.Library and Promote),
-// CountStore (persisted token counts) and ProfileStore (the agent's
-// profile). New looks for them on the store once, and only there.
-type Store interface {
-	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
-	ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error)
-	ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
-	compress.SummaryStore
-	ArchivalSearcher
+// Two capabilities are optional and documented where they are declared:
+// LibraryStore (ContextConfig.Library and Promote) and ProfileStore (the
+// agent's profile); *memory.Agent has both. New looks for them on the
+// agent once, and only there.
+type Agent interface {
+	ID() string
+	BlocksStamp(ctx context.Context) (memory.BlocksStamp, error)
+	Blocks(ctx context.Context) ([]memory.BlockMeta, error)
+	SharedBlocks(ctx context.Context) ([]memory.SharedBlock, error)
+	Messages() *memory.Messages
+	Archival() *memory.Archival
 }
 
 // A changed signature in memory must fail the build here, not in a caller.
 var (
-	_ Store = memory.Store(nil)
-	_ Store = (*memory.Cache)(nil)
-	// The optional parts: *memory.Cache must keep them, or the features
-	// would turn off (the library with an error, counts silently).
-	_ CountStore   = (*memory.Cache)(nil)
-	_ LibraryStore = (*memory.Cache)(nil)
-	_ ProfileStore = (*memory.Cache)(nil)
+	_ Agent = (*memory.Agent)(nil)
+	// The optional parts: *memory.Agent must keep them, or the features
+	// would turn off (the library with an error, the profile silently).
+	_ LibraryStore  = (*memory.Agent)(nil)
+	_ ProfileStore  = (*memory.Agent)(nil)
+	_ CountStore    = (*memory.Cache)(nil)
+	_ MessageSource = (*memory.Messages)(nil)
 )
 
-// ProfileStore gives an agent's profile (memory.Profile): the system
-// prompt, tool definitions, tool rules and model a build uses for what its
-// caller does not set (see Builder.WithProfile). Profile returns an error
-// wrapping memory.ErrNotFound for an agent without one. A store that lacks
-// it builds without profiles. When the store caches listings under
-// BlocksStamp (as *memory.Cache does), the stamp must change when a
+// ProfileStore gives the agent's profile (memory.Profile): the system
+// prompt, tool definitions, tool rules and model a build uses for what
+// its caller does not set (see Builder.WithProfile). Profile returns an
+// error wrapping memory.ErrNotFound for an agent without one. An Agent
+// that lacks it builds without profiles. When the store caches listings
+// under BlocksStamp (as memory's does), the stamp must change when a
 // profile does: the profile is read again only then.
 type ProfileStore interface {
-	Profile(ctx context.Context, agent string) (memory.Profile, error)
+	Profile(ctx context.Context) (memory.Profile, error)
 }
 
-// optional is what New finds on its store beyond Store: the only type
-// assertions on the store in this package. Any may be nil.
+// optional is what New finds on its agent beyond Agent: the only type
+// assertions on the agent in this package. Any may be nil.
 type optional struct {
 	library LibraryStore
-	counts  CountStore
 	profile ProfileStore
 }
 
-func optionalParts(s Store) optional {
+func optionalParts(a Agent) optional {
 	var o optional
-	o.library, _ = s.(LibraryStore)
-	o.counts, _ = s.(CountStore)
-	o.profile, _ = s.(ProfileStore)
+	o.library, _ = a.(LibraryStore)
+	o.profile, _ = a.(ProfileStore)
 	return o
 }

@@ -22,10 +22,11 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 		mustBlock(t, first, "a", memory.BlockSpec{Label: fmt.Sprintf("notes%02d", i), Type: blocks.Core, Permission: blocks.Admin,
 			Value: strings.Repeat(fmt.Sprintf("line %d of the ledger. ", i), 20)})
 	}
-	newBuilder := func(st memory.Store) builder.Builder {
+	newBuilder := func(st *memory.Cache) builder.Builder {
 		cfg := builder.DefaultConfig()
 		cfg.Cache = builder.NewCache()
-		return builder.New(st, cfg).ForAgent("a").WithBaseInstructions("Base.").WithModelInfo(builder.ModelInfo{Name: "gpt-4o"})
+		cfg.TokenCounts = st
+		return builder.New(st.Agent("a"), cfg).WithBaseInstructions("Base.").WithModelInfo(builder.ModelInfo{Name: "gpt-4o"})
 	}
 	want := build(t, newBuilder(first))
 	var n int

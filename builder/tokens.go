@@ -363,11 +363,10 @@ func counterName(c TokenCounter) string {
 }
 
 // CountStore persists token counts across processes, so a cold start does
-// not tokenize every block again; *memory.Cache implements it. It is an
-// optional part of a Store (memory.Store lacks it): New finds it on the
-// store by type assertion, and builds without it count every text in this
-// process, with the same results. Counts are keyed by encoding name and
-// TextHash.
+// not tokenize every block again; the store (*memory.Cache) implements it.
+// It is ContextConfig.TokenCounts; builds without it count every text in
+// this process, with the same results. Counts are keyed by encoding name
+// and TextHash.
 type CountStore interface {
 	TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error)
 	SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error

@@ -53,22 +53,19 @@ func MessageTokens(c TokenCounter, m memory.Message) int {
 	return n
 }
 
-// SummaryStore keeps summaries: the only part of a store compression uses,
-// defined here where it is consumed so that a test fake or another store
-// implements two methods rather than all of memory.Store. memory.Store and
-// *memory.Cache implement it. SaveSummary returns the summary as stored
-// (its ID set); LatestSummary returns the agent's most recently saved
-// summary, or an error wrapping memory.ErrNotFound when there is none.
+// SummaryStore keeps one agent's summaries: the only part of a store
+// compression uses, defined here where it is consumed. An agent's
+// *memory.Messages (store.Agent(id).Messages()) implements it. SaveSummary
+// returns the summary as stored (its ID set); LatestSummary returns the
+// agent's most recently saved summary, or an error wrapping
+// memory.ErrNotFound when there is none.
 type SummaryStore interface {
-	SaveSummary(ctx context.Context, agent string, s memory.Summary) (memory.Summary, error)
-	LatestSummary(ctx context.Context, agent string) (memory.Summary, error)
+	SaveSummary(ctx context.Context, s memory.Summary) (memory.Summary, error)
+	LatestSummary(ctx context.Context) (memory.Summary, error)
 }
 
 // A changed signature in memory must fail the build here, not in a caller.
-var (
-	_ SummaryStore = memory.Store(nil)
-	_ SummaryStore = (*memory.Cache)(nil)
-)
+var _ SummaryStore = (*memory.Messages)(nil)
 
 // Input is one compression request.
 type Input struct {

@@ -173,35 +173,35 @@ func TestTruncateInvalid(t *testing.T) {
 
 // storedHistory appends n complete batches of two messages each (and an
 // active batch of one) to a real store and returns the Input read back.
-func storedHistory(t *testing.T, st memory.Store, agent string, n int, activeID string) compress.Input {
+func storedHistory(t *testing.T, st *memory.Cache, agent string, n int, activeID string) compress.Input {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
 		b := "batch-" + string(rune('a'+i/26)) + string(rune('a'+i%26))
-		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Question number " + b + ". Some more words here."}); err != nil {
+		if _, err := st.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Question number " + b + ". Some more words here."}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Answer for " + b + ". Details follow."}); err != nil {
+		if _, err := st.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Answer for " + b + ". Details follow."}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.CompleteBatch(ctx, agent, b); err != nil {
+		if err := st.Agent(agent).Messages().CompleteBatch(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if activeID != "" {
-		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: memory.RoleUser, BatchID: activeID, Content: "The current question."}); err != nil {
+		if _, err := st.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: activeID, Content: "The current question."}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	msgs, err := st.Messages(ctx, agent, nil)
+	msgs, err := st.Agent(agent).Messages().List(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batches, err := st.Batches(ctx, agent)
+	batches, err := st.Agent(agent).Messages().Batches(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return compress.Input{Agent: agent, Messages: msgs, Batches: batches, ActiveBatch: activeID, Summaries: st}
+	return compress.Input{Agent: agent, Messages: msgs, Batches: batches, ActiveBatch: activeID, Summaries: st.Agent(agent).Messages()}
 }
 
 func TestRecursiveSummarizationReusesSummaries(t *testing.T) {
@@ -231,7 +231,7 @@ func TestRecursiveSummarizationReusesSummaries(t *testing.T) {
 	if sum.previous[0] != "" || !strings.HasPrefix(sum.previous[1], "summary 1 ") || !strings.HasPrefix(sum.previous[2], "summary 2 ") {
 		t.Fatalf("previous texts %q", sum.previous)
 	}
-	latest, err := st.LatestSummary(ctx, "ann")
+	latest, err := st.Agent("ann").Messages().LatestSummary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRecursiveSummarizationReusesSummaries(t *testing.T) {
 
 	// One more batch: it fits after summarizing one more chunk, which
 	// folds in the stored summary.
-	if err := st.CompleteBatch(ctx, "ann", "active"); err != nil {
+	if err := st.Agent("ann").Messages().CompleteBatch(ctx, "active"); err != nil {
 		t.Fatal(err)
 	}
 	in3 := storedHistory(t, st, "ann", 0, "")
@@ -287,13 +287,13 @@ func TestRecursiveSummarizationFoldsStoredSummary(t *testing.T) {
 	first := r1.Summary
 	// A longer history on the next request: the new summary starts from the
 	// stored one.
-	if err := st.CompleteBatch(ctx, "ann", "active"); err != nil {
+	if err := st.Agent("ann").Messages().CompleteBatch(ctx, "active"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
 		b := "late" + string(rune('0'+i))
-		st.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Late question " + b + "."})
-		st.CompleteBatch(ctx, "ann", b)
+		st.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Late question " + b + "."})
+		st.Agent("ann").Messages().CompleteBatch(ctx, b)
 	}
 	in2 := storedHistory(t, st, "ann", 0, "active2")
 	in2.MaxMessages = 4
@@ -372,7 +372,7 @@ func TestRecursiveSummarizationKeepsInterleavedBatches(t *testing.T) {
 	h.setBatch("b1", true)
 	h.setBatch("b2", true)
 	in := h.input("act")
-	in.Summaries = st
+	in.Summaries = st.Agent(in.Agent).Messages()
 	in.MaxMessages = 2
 	r, err := compress.RecursiveSummarization{Summarizer: &countingSummarizer{}}.Compress(ctx, in)
 	if err != nil {

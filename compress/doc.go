@@ -5,7 +5,7 @@
 //
 // Every message carries a BatchID: a batch is one incoming event plus
 // everything the agent did about it, and it is complete once
-// memory.Store.CompleteBatch was called for it. Compression works on whole
+// memory.Messages.CompleteBatch was called for it. Compression works on whole
 // batches only:
 //
 //   - complete batches are kept, summarized or dropped as a whole;
@@ -33,7 +33,7 @@
 // summary through a [Summarizer], ChunkSize messages at a time, each new
 // summary folding in the previous one (memory.Summary.PreviousID, and the
 // previous text passed to Summarize). Summaries are stored with
-// memory.Store.SaveSummary and found again with LatestSummary, so a batch is
+// memory.Messages.SaveSummary and found again with LatestSummary, so a batch is
 // summarized once, not on every request. The summary is rendered as a user
 // message ahead of the kept history ([SummaryMessage]).
 //

@@ -13,14 +13,14 @@ func ExampleTruncate() {
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
 	for _, b := range []string{"mon", "tue", "wed"} {
-		store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Hello on " + b})
-		store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Hi!"})
-		store.CompleteBatch(ctx, "ann", b)
+		store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Hello on " + b})
+		store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Hi!"})
+		store.Agent("ann").Messages().CompleteBatch(ctx, b)
 	}
-	store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleUser, BatchID: "thu", Content: "And today?"})
+	store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "thu", Content: "And today?"})
 
-	msgs, _ := store.Messages(ctx, "ann", nil)
-	batches, _ := store.Batches(ctx, "ann")
+	msgs, _ := store.Agent("ann").Messages().List(ctx, nil)
+	batches, _ := store.Agent("ann").Messages().Batches(ctx)
 	r, _ := compress.Truncate{KeepRecent: 4}.Compress(ctx, compress.Input{
 		Agent: "ann", Messages: msgs, Batches: batches, ActiveBatch: "thu",
 	})
@@ -40,16 +40,16 @@ func ExampleRecursiveSummarization() {
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
 	for _, b := range []string{"mon", "tue", "wed"} {
-		store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Plan for " + b + ". Details."})
-		store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Noted " + b + "."})
-		store.CompleteBatch(ctx, "ann", b)
+		store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: b, Content: "Plan for " + b + ". Details."})
+		store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: b, Content: "Noted " + b + "."})
+		store.Agent("ann").Messages().CompleteBatch(ctx, b)
 	}
-	store.AppendMessage(ctx, "ann", memory.Message{Role: memory.RoleUser, BatchID: "thu", Content: "What did we plan?"})
+	store.Agent("ann").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "thu", Content: "What did we plan?"})
 
-	msgs, _ := store.Messages(ctx, "ann", nil)
-	batches, _ := store.Batches(ctx, "ann")
+	msgs, _ := store.Agent("ann").Messages().List(ctx, nil)
+	batches, _ := store.Agent("ann").Messages().Batches(ctx)
 	in := compress.Input{Agent: "ann", Messages: msgs, Batches: batches, ActiveBatch: "thu",
-		MaxMessages: 4, Summaries: store}
+		MaxMessages: 4, Summaries: store.Agent("ann").Messages()}
 	rs := compress.RecursiveSummarization{ChunkSize: 4} // offline extractive summaries
 	r, _ := rs.Compress(ctx, in)
 	for _, m := range r.Messages {

@@ -250,7 +250,7 @@ func TestRecursiveSummarizationProperties(t *testing.T) {
 		for i := range h.msgs {
 			h.msgs[i].Agent = in.Agent
 		}
-		in.Summaries = st
+		in.Summaries = st.Agent(in.Agent).Messages()
 		randomLimits(rng, &in)
 		sum := &countingSummarizer{inner: compress.Extractive{MaxChars: 300}}
 		rs := compress.RecursiveSummarization{ChunkSize: 1 + rng.Intn(8), Summarizer: sum}

@@ -100,7 +100,7 @@ func (r RecursiveSummarization) Compress(ctx context.Context, in Input) (Result,
 	s := newSelection(in, a)
 
 	var cur *memory.Summary
-	if prev, err := in.Summaries.LatestSummary(ctx, in.Agent); err == nil {
+	if prev, err := in.Summaries.LatestSummary(ctx); err == nil {
 		cur = &prev
 	} else if !errors.Is(err, memory.ErrNotFound) {
 		return Result{}, fmt.Errorf("compress: latest summary of %q: %w", in.Agent, err)
@@ -180,7 +180,7 @@ func (r RecursiveSummarization) Compress(ctx context.Context, in Input) (Result,
 			warnings = append(warnings, fmt.Sprintf("summarizer failed, %d older messages dropped: %v", k, err))
 			break
 		}
-		saved, err := in.Summaries.SaveSummary(ctx, in.Agent, memory.Summary{
+		saved, err := in.Summaries.SaveSummary(ctx, memory.Summary{
 			Agent:          in.Agent,
 			FirstMessageID: first,
 			LastMessageID:  last,

@@ -13,42 +13,33 @@ import (
 )
 
 // fakeSummaries is a SummaryStore and nothing more: two methods, not the
-// whole of memory.Store. It proves compression needs no other part of a
+// whole of an agent's messages. It proves compression needs no other part of a
 // store.
 type fakeSummaries struct {
-	mu   sync.Mutex
-	byAg map[string][]memory.Summary
+	mu sync.Mutex
+	ss []memory.Summary
 }
 
 var (
 	_ compress.SummaryStore = (*fakeSummaries)(nil)
-	_ compress.SummaryStore = (*memory.Cache)(nil)
-	_ compress.SummaryStore = memory.Store(nil)
+	_ compress.SummaryStore = (*memory.Messages)(nil)
 )
 
-func (f *fakeSummaries) SaveSummary(_ context.Context, agent string, s memory.Summary) (memory.Summary, error) {
+func (f *fakeSummaries) SaveSummary(_ context.Context, s memory.Summary) (memory.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.byAg == nil {
-		f.byAg = map[string][]memory.Summary{}
-	}
-	n := 0
-	for _, ss := range f.byAg {
-		n += len(ss)
-	}
-	s.ID, s.Agent = int64(n+1), agent
-	f.byAg[agent] = append(f.byAg[agent], s)
+	s.ID = int64(len(f.ss) + 1)
+	f.ss = append(f.ss, s)
 	return s, nil
 }
 
-func (f *fakeSummaries) LatestSummary(_ context.Context, agent string) (memory.Summary, error) {
+func (f *fakeSummaries) LatestSummary(context.Context) (memory.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ss := f.byAg[agent]
-	if len(ss) == 0 {
-		return memory.Summary{}, fmt.Errorf("no summary of %q: %w", agent, memory.ErrNotFound)
+	if len(f.ss) == 0 {
+		return memory.Summary{}, fmt.Errorf("no summary: %w", memory.ErrNotFound)
 	}
-	return ss[len(ss)-1], nil
+	return f.ss[len(f.ss)-1], nil
 }
 
 // withoutStamps is r without what only the store decides and the fake
@@ -83,7 +74,7 @@ func TestSummaryStoreFakeMatchesRealStore(t *testing.T) {
 		return r
 	}
 	for _, maxMsgs := range []int{8, 6} { // the second pass reuses, then extends, the latest summary
-		real, fromFake := run(st, maxMsgs), run(fake, maxMsgs)
+		real, fromFake := run(st.Agent("ann").Messages(), maxMsgs), run(fake, maxMsgs)
 		if real.Summary == nil || fromFake.Summary == nil {
 			t.Fatalf("max %d: no summary (real %v, fake %v)", maxMsgs, real.Summary, fromFake.Summary)
 		}

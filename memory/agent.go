@@ -30,19 +30,43 @@ import (
 // store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
 // method fail with an error wrapping ErrInvalidArgument.
 type Agent struct {
-	s  Store
-	id string
+	s    Store
+	id   string
+	msgs Messages
+	arch Archival
 }
 
-// Agent returns a handle acting as agent id (see [Agent]).
-func (c *Cache) Agent(id string) *Agent { return AgentOf(c, id) }
+// maxHandles bounds the handles a store keeps for reuse; beyond it Agent
+// makes a new one per call (equal in every way but identity).
+const maxHandles = 4096
+
+// Agent returns a handle acting as agent id (see [Agent]). The same id
+// gives the same handle, so a handle can key a cache.
+func (c *Cache) Agent(id string) *Agent {
+	if a, ok := c.handles.Load(id); ok {
+		return a.(*Agent)
+	}
+	a := AgentOf(c, id)
+	if c.handlesLen.Load() >= maxHandles {
+		return a
+	}
+	if got, loaded := c.handles.LoadOrStore(id, a); loaded {
+		return got.(*Agent)
+	}
+	c.handlesLen.Add(1)
+	return a
+}
 
 // AgentOf returns a handle acting as agent id on any Store, for code that
 // holds the interface (a wrapper, a test double) rather than a Cache. The
 // few block methods whose Cache method is not part of Store (Compact,
 // Rebase, SetPermission) and Export work when s has that method, and
 // otherwise return an error matching errors.ErrUnsupported.
-func AgentOf(s Store, id string) *Agent { return &Agent{s: s, id: id} }
+func AgentOf(s Store, id string) *Agent {
+	a := &Agent{s: s, id: id}
+	a.msgs.a, a.arch.a = a, a
+	return a
+}
 
 // ID is the agent the handle acts as.
 func (a *Agent) ID() string { return a.id }
@@ -186,10 +210,10 @@ func unsupported(s Store, method string) error {
 }
 
 // Archival is the agent's archival memory.
-func (a *Agent) Archival() *Archival { return &Archival{a: a} }
+func (a *Agent) Archival() *Archival { return &a.arch }
 
 // Messages is the agent's conversation: messages, batches and summaries.
-func (a *Agent) Messages() *Messages { return &Messages{a: a} }
+func (a *Agent) Messages() *Messages { return &a.msgs }
 
 // Archival is one agent's archival memory (from [Agent.Archival]). Its
 // methods are the Cache's *Archival methods with the agent filled in.
@@ -634,4 +658,108 @@ func (b *Block) Rebase(ctx context.Context) error {
 		return unsupported(b.s, "Rebase")
 	}
 	return x.Rebase(ctx, b.owner, b.label)
+}
+
+// cache is the *Cache behind the handle, for the methods the Store
+// interface lacks.
+func (a *Agent) cache(method string) (*Cache, error) {
+	c, ok := a.s.(*Cache)
+	if !ok {
+		return nil, unsupported(a.s, method)
+	}
+	return c, nil
+}
+
+// StorageUsed is what the agent's archival entries and messages count
+// toward Options.AgentQuotaBytes (see [Cache.StorageUsed]).
+func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
+	if err := a.check(ctx); err != nil {
+		return 0, err
+	}
+	return a.s.StorageUsed(ctx, a.id)
+}
+
+// ContextLibrary returns the agent's context library in first-seen order
+// (see [Cache.ContextLibrary]).
+func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	c, err := a.cache("ContextLibrary")
+	if err != nil {
+		return nil, err
+	}
+	return c.ContextLibrary(ctx, a.id)
+}
+
+// PutContextLibrary adds or updates entries of the agent's context library
+// (see [Cache.PutContextLibrary]).
+func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) error {
+	if err := a.check(ctx); err != nil {
+		return err
+	}
+	c, err := a.cache("PutContextLibrary")
+	if err != nil {
+		return err
+	}
+	return c.PutContextLibrary(ctx, a.id, entries)
+}
+
+// RemoveFromContextLibrary deletes artifacts from the agent's context
+// library; no ids means all of them (see [Cache.RemoveFromContextLibrary]).
+func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) error {
+	if err := a.check(ctx); err != nil {
+		return err
+	}
+	c, err := a.cache("RemoveFromContextLibrary")
+	if err != nil {
+		return err
+	}
+	return c.RemoveFromContextLibrary(ctx, a.id, ids...)
+}
+
+// DocumentBlock returns the handle of the block whose current epoch has
+// document id, if the agent may read it (see [Cache.DocumentBlock]: every
+// id the agent cannot use is the same ErrNotFound).
+func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error) {
+	if err := a.check(ctx); err != nil {
+		return nil, err
+	}
+	c, err := a.cache("DocumentBlock")
+	if err != nil {
+		return nil, err
+	}
+	owner, label, err := c.DocumentBlock(ctx, a.id, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.Shared(owner, label), nil
+}
+
+// DocumentID returns the automerge document id of the block's current
+// epoch, made on first use (see [Cache.DocumentID]).
+func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
+	if err := b.check(ctx); err != nil {
+		return DocumentID{}, err
+	}
+	c, ok := b.s.(*Cache)
+	if !ok {
+		return DocumentID{}, unsupported(b.s, "DocumentID")
+	}
+	return c.DocumentID(ctx, b.agent, b.owner, b.label)
+}
+
+// MergeAs is Merge with the merge recorded as made by as, a name the
+// caller vouches for (a person on whose behalf the agent merges, such as
+// "human:NAME"); the handle's permission is the one checked (see
+// [Cache.MergeChangesAs]).
+func (b *Block) MergeAs(ctx context.Context, data []byte, as string) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	c, ok := b.s.(*Cache)
+	if !ok {
+		return unsupported(b.s, "MergeChangesAs")
+	}
+	return c.MergeChangesAs(ctx, b.agent, b.owner, b.label, data, as)
 }

@@ -51,7 +51,9 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 		return e, err
 	}
 	if err := c.precheckQuota(ctx, agent, row.bytes()); err != nil {
-		return e, err
+		if !c.isDuplicate(ctx, row, err) {
+			return e, err
+		}
 	}
 	vecs, err := c.embedArchival(ctx, agent, []*archivalRow{row})
 	if err != nil {
@@ -67,6 +69,7 @@ func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 type archivalRow struct {
 	e          ArchivalEntry
 	meta, tags string
+	key        string // dedupKey, "" when the store keeps duplicates
 }
 
 // bytes is what the row counts toward its agent's usage.
@@ -127,7 +130,7 @@ func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time, ca
 	if e.ValidFrom.IsZero() {
 		e.ValidFrom = e.CreatedAt
 	}
-	return &archivalRow{e: e, meta: string(meta), tags: string(tagsJSON)}, nil
+	return &archivalRow{e: e, meta: string(meta), tags: string(tagsJSON), key: c.entryKey(&e)}, nil
 }
 
 // embedArchival computes the rows' vectors (nil without an embedder),
@@ -151,6 +154,13 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 	e := &row.e
 	agent := e.Agent
 	if err := c.checkQuota(ctx, tx, agent, row.bytes()); err != nil {
+		// A duplicate adds at most its merged tags and metadata.
+		if supersede != 0 || row.key == "" || !errors.Is(err, ErrQuota) {
+			return err
+		}
+		if ok, derr := c.mergeDuplicate(ctx, tx, row); derr != nil || ok {
+			return derr
+		}
 		return err
 	}
 	if supersede != 0 {
@@ -198,11 +208,11 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		defer full.Close()
 	}
 	for chunk := range slices.Chunk(rows, archivalInsertRows) {
-		args := make([]any, 0, 7*len(chunk))
+		args := make([]any, 0, 8*len(chunk))
 		for _, r := range chunk {
 			e := &r.e
 			args = append(args, e.Agent, e.Content, r.meta, r.tags, strings.Join(e.Tags, " "),
-				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano())
+				e.CreatedAt.UnixNano(), e.ValidFrom.UnixNano(), r.key)
 		}
 		var res *sql.Rows
 		var err error
@@ -219,31 +229,58 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		if err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
 		}
-		ids := make([]int64, 0, len(chunk))
+		// An entry whose key a live entry holds is not inserted (ON
+		// CONFLICT DO NOTHING) and returns no id: it is merged into that
+		// entry. Keys are distinct within a chunk (dedupBatch); the
+		// keyless entries take the other ids in order.
+		var ids []int64
+		byKey := map[string]int64{}
 		for res.Next() {
 			var id int64
-			if err := res.Scan(&id); err != nil {
+			var key string
+			if err := res.Scan(&id, &key); err != nil {
 				res.Close()
 				return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
 			}
-			ids = append(ids, id)
+			if key == "" {
+				ids = append(ids, id)
+			} else {
+				byKey[key] = id
+			}
 		}
 		res.Close()
 		if err := res.Err(); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
 		}
-		if len(ids) != len(chunk) {
-			return fmt.Errorf("memory: insert archival for %q: %d ids for %d entries", chunk[0].e.Agent, len(ids), len(chunk))
-		}
 		slices.Sort(ids)
-		for i, r := range chunk {
-			r.e.ID = ids[i]
+		for _, r := range chunk {
+			if r.key != "" {
+				if id, ok := byKey[r.key]; ok {
+					r.e.ID = id
+					continue
+				}
+				ok, err := c.mergeDuplicate(ctx, tx, r)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("memory: insert archival for %q: the entry conflicting with key %s is gone", r.e.Agent, r.key)
+				}
+				continue
+			}
+			if len(ids) == 0 {
+				return fmt.Errorf("memory: insert archival for %q: fewer ids than entries", chunk[0].e.Agent)
+			}
+			r.e.ID, ids = ids[0], ids[1:]
 		}
 	}
 	var tags *sql.Stmt
 	items := make([]search.EmbeddingItem, 0, len(vecs))
 	for i, r := range rows {
 		e := &r.e
+		if e.Duplicate {
+			continue
+		}
 		for _, t := range e.Tags {
 			if tags == nil {
 				var err error
@@ -256,7 +293,7 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 				return fmt.Errorf("memory: tag archival %d: %w", e.ID, err)
 			}
 		}
-		if vecs != nil {
+		if vecs != nil && !e.Duplicate {
 			items = append(items, search.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i], New: true})
 		}
 	}
@@ -272,12 +309,18 @@ func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 const archivalInsertRows = 100
 
 // archivalInsertOne is archivalInsertSQL(1).
-const archivalInsertOne = `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+const archivalInsertOne = `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, content_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)` +
+	archivalOnConflict
 
-// archivalInsertSQL inserts n archival rows, returning their ids.
+// archivalOnConflict skips a row whose key a live entry of its agent
+// holds (the unique index of migration sqlite/0027, postgres/0024).
+const archivalOnConflict = ` ON CONFLICT (agent, content_key) WHERE valid_to IS NULL AND content_key <> '' DO NOTHING RETURNING id, content_key`
+
+// archivalInsertSQL inserts n archival rows, returning the ids and keys
+// of those inserted.
 func archivalInsertSQL(n int) string {
-	return `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n), ", ") + ` RETURNING id`
+	return `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, content_key) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ") + archivalOnConflict
 }
 
 // BatchOptions tune InsertArchivalBatch. The zero value (or nil) is the
@@ -325,12 +368,42 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 		}
 		rows[i] = r
 	}
+	all := rows
+	rows, of, err := dedupBatch(rows)
+	if err != nil {
+		return nil, invalidArg("archival batch for %q: merge duplicates: %v", agent, err)
+	}
 	// The whole batch against the quota before anything is written (each
 	// transaction checks its own entries again, under the write lock).
 	if err := c.precheckQuota(ctx, agent, rowsBytes(rows)); err != nil {
-		return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
+		if !errors.Is(err, ErrQuota) || c.opts.KeepDuplicates {
+			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
+		}
+		if err := c.recheckBatchQuota(ctx, agent, rows, err); err != nil {
+			return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
+		}
 	}
-	out := make([]ArchivalEntry, 0, len(rows))
+	// results is the entries of all (duplicates within the batch are one
+	// entry, marked Duplicate past the first) whose rows are among the
+	// first done.
+	results := func(done int) []ArchivalEntry {
+		out := make([]ArchivalEntry, 0, len(all))
+		seen := make([]bool, done)
+		for i := range all {
+			j := of[i]
+			if j >= done {
+				break
+			}
+			e := rows[j].e
+			if seen[j] {
+				e.Duplicate = true
+			}
+			seen[j] = true
+			out = append(out, e)
+		}
+		return out
+	}
+	done := 0
 	for lo := 0; lo < len(rows); lo += o.Size {
 		chunk := rows[lo:min(lo+o.Size, len(rows))]
 		err := ctx.Err()
@@ -340,24 +413,65 @@ func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries [
 		}
 		if err == nil {
 			err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
-				if err := c.checkQuota(ctx, tx, agent, rowsBytes(chunk)); err != nil {
+				adding := rowsBytes(chunk)
+				if c.opts.AgentQuotaBytes > 0 && !c.opts.KeepDuplicates {
+					// Entries already stored add only their merges (checked
+					// by mergeDuplicate).
+					live, err := liveKeys(ctx, tx, agent, rowKeys(chunk))
+					if err != nil {
+						return err
+					}
+					adding = newBytes(chunk, live)
+				}
+				if err := c.checkQuota(ctx, tx, agent, adding); err != nil {
 					return err
 				}
 				return c.insertArchivalRows(ctx, tx, chunk, vecs)
 			})
 		}
 		if err != nil {
+			out := results(done)
 			return out, fmt.Errorf("memory: archival batch for %q, entries %d..%d (%d stored before): %w",
 				agent, lo, lo+len(chunk)-1, len(out), err)
 		}
-		for _, r := range chunk {
-			out = append(out, r.e)
-		}
+		done += len(chunk)
 		if o.Progress != nil {
-			o.Progress(len(out), len(rows))
+			o.Progress(len(results(done)), len(all))
 		}
 	}
-	return out, nil
+	return results(done), nil
+}
+
+// rowKeys is the keys of rows that have one.
+func rowKeys(rows []*archivalRow) []string {
+	keys := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if r.key != "" {
+			keys = append(keys, r.key)
+		}
+	}
+	return keys
+}
+
+// recheckBatchQuota is precheckQuota's refusal err of rows, or nil when
+// the rows that are not duplicates of live entries fit.
+func (c *Cache) recheckBatchQuota(ctx context.Context, agent string, rows []*archivalRow, err error) error {
+	live, lerr := liveKeys(ctx, c.rdb, agent, rowKeys(rows))
+	if lerr != nil {
+		return err
+	}
+	return c.precheckQuota(ctx, agent, newBytes(rows, live))
+}
+
+// isDuplicate says whether precheckQuota's refusal err of row may be
+// ignored: row's key is held by a live entry (the write transaction
+// checks the merge).
+func (c *Cache) isDuplicate(ctx context.Context, row *archivalRow, err error) bool {
+	if row.key == "" || !errors.Is(err, ErrQuota) {
+		return false
+	}
+	_, _, _, ok, lerr := liveByKey(ctx, c.rdb, row.e.Agent, row.key)
+	return lerr == nil && ok
 }
 
 // SupersedeArchival replaces entry oldID with e: the old entry gets a

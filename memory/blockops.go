@@ -110,6 +110,7 @@ func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (
 			info.CharLimit, info.Pinned, info.Priority, rendered, strings.Join(doc.Heads(), ","), now, now, incarnation).Scan(&id); err != nil {
 			return err
 		}
+		c.created(tx, id)
 		if err := putSnapshot(ctx, tx, id, snap); err != nil {
 			return err
 		}
@@ -529,6 +530,7 @@ func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([
 		if err != nil {
 			return nil, err
 		}
+		r.key = "" // a log entry is an event: each one is kept, repeated or not
 		rows[i] = r
 	}
 	return rows, nil

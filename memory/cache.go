@@ -32,7 +32,13 @@ type Cache struct {
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
-	wq      writeQueries
+	// handles holds the Agent handles Agent gave out (id → *Agent, up to
+	// maxHandles), so the handles of one agent, and their Messages and
+	// Archival, are the same pointers: what keys the builder's history
+	// cache.
+	handles    sync.Map
+	handlesLen atomic.Int64
+	wq         writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name (remember), for the hits that skip the freshness
 	// query: a write's (writeView) and, with notifications, a read's
@@ -182,6 +188,11 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
 	if err != nil {
 		return nil, fmt.Errorf("memory: cache: %w", err)
+	}
+	// Entries written before write-time deduplication, or imported, get
+	// their keys (one indexed read when there are none).
+	if _, err := c.backfillKeys(ctx); err != nil {
+		return nil, fmt.Errorf("memory: %s: %w", name, err)
 	}
 	if n, ok := be.(BlockNotifier); ok {
 		c.startWatch(n, c.blockChanged)

@@ -115,6 +115,18 @@
 // its bytes back; a superseded entry is kept as history and counts until
 // deleted.
 //
+// # Duplicates and consolidation
+//
+// An archival entry is stored once: an insert whose content, normalised
+// ([NormalizeContent]), and conversation (metadata "conversation", else
+// "session") equal a live entry's of the same agent returns that entry
+// with Duplicate set, its tags merged in (union) and the metadata keys it
+// lacked added (its own keep their values). A unique index on the live
+// entries' keys holds this across processes; Options.KeepDuplicates turns
+// it off. [Cache.Consolidate] finds near-duplicates and proposes merges
+// (op [OpMergeArchival], decided with ApproveProposal and RejectProposal),
+// or applies exact ones at once; see docs/consolidation.md.
+//
 // # Isolation and sharing
 //
 // An agent reads, lists and finds only its own blocks, archival entries and

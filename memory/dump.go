@@ -365,6 +365,9 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return rep, err
 	}
+	// Imported entries get their dedup keys after the import (the next
+	// Open keys whatever this leaves).
+	defer c.backfillKeys(context.WithoutCancel(ctx)) //nolint:errcheck
 	if d == nil || d.Version < 1 || d.Version > DumpVersion {
 		return rep, invalidArg("dump version %v (want 1 to %d)", func() any {
 			if d == nil {
@@ -532,6 +535,7 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if err != nil {
 				return err
 			}
+			c.created(tx, id)
 			if err := putSnapshot(ctx, tx, id, p.b.Document); err != nil {
 				return err
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/internal/eval"
@@ -145,10 +147,12 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 
 // TestLoCoMoArchivalEvidenceRecall is TestLoCoMoEvidenceRecall with the
 // conversation stored as archival entries, one per turn, through
-// InsertArchivalBatch: once with each entry's metadata naming its session
-// (indexed with its neighbours) and once without (each turn alone), the
-// default archival search. The session's entries must find what messages
-// find.
+// InsertArchivalBatch: with each entry's metadata naming its session by
+// a string ({"session": "session_3"}), by a number as a transcript's
+// import writes it ({"dia_id": "D3:1", "session": 3, "speaker": …,
+// "date": …}), and without metadata (each turn alone), the default
+// archival search. Entries naming their session, either way, must find
+// what messages find.
 func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 	testenv.SkipUnlessLong(t, "LoCoMo evidence recall over the whole development set")
 	path := eval.FindLoCoMo()
@@ -163,11 +167,11 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 	ks := []int{5, 10, 25}
 	type acc struct {
 		n int
-		r [2][3]float64 // [with session, without][k]
+		r [3][3]float64 // [string session, numeric session, none][k]
 	}
 	perCat := map[int]*acc{0: {}}
 	for _, conv := range data.Conversations {
-		for v, withSession := range []bool{true, false} {
+		for v := range 3 {
 			store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -178,10 +182,14 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 					continue
 				}
 				entries := make([]memory.ArchivalEntry, len(sess.Turns))
+				num, _ := strconv.Atoi(strings.TrimPrefix(sess.Key, "session_"))
 				for i, tr := range sess.Turns {
 					entries[i] = memory.ArchivalEntry{Content: tr.Text}
-					if withSession {
+					switch v {
+					case 0:
 						entries[i].Metadata = map[string]any{"session": sess.Key}
+					case 1:
+						entries[i].Metadata = map[string]any{"dia_id": tr.DiaID, "session": num, "speaker": tr.Speaker, "date": sess.Date}
 					}
 				}
 				out, err := store.InsertArchivalBatch(ctx, conv.ID, entries, nil)
@@ -225,7 +233,7 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 		cats = append(cats, c)
 	}
 	sort.Ints(cats)
-	t.Logf("%-16s %5s  %-19s  %-19s", "category", "n", "session R@5/10/25", "alone R@5/10/25")
+	t.Logf("%-16s %5s  %-19s  %-19s  %-19s", "category", "n", "string R@5/10/25", "number R@5/10/25", "alone R@5/10/25")
 	for _, c := range cats {
 		a := perCat[c]
 		name := "all"
@@ -235,10 +243,12 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 		f := func(v int) string {
 			return fmt.Sprintf("%.3f/%.3f/%.3f", a.r[v][0]/float64(a.n), a.r[v][1]/float64(a.n), a.r[v][2]/float64(a.n))
 		}
-		t.Logf("%-16s %5d  %-19s  %-19s", name, a.n, f(0), f(1))
+		t.Logf("%-16s %5d  %-19s  %-19s  %-19s", name, a.n, f(0), f(1), f(2))
 	}
 	all := perCat[0]
-	if r10, r25 := all.r[0][1]/float64(all.n), all.r[0][2]/float64(all.n); r10 < 0.74 || r25 < 0.80 {
-		t.Errorf("entries naming their session: R@10 %.3f, R@25 %.3f; want at least .74 and .80", r10, r25)
+	for v, how := range []string{"by a string", "by a number"} {
+		if r10, r25 := all.r[v][1]/float64(all.n), all.r[v][2]/float64(all.n); r10 < 0.74 || r25 < 0.80 {
+			t.Errorf("entries naming their session %s: R@10 %.3f, R@25 %.3f; want at least .74 and .80", how, r10, r25)
+		}
 	}
 }

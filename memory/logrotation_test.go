@@ -239,7 +239,7 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 			return c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
 		},
 		"tool": func(c *memory.Cache, msg string) error {
-			ts, err := tools.New(c, "a", nil)
+			ts, err := tools.New(c.Agent("a"), nil)
 			if err != nil {
 				return err
 			}

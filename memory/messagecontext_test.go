@@ -86,10 +86,10 @@ func TestMessageContextMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(append([]string{
+	for _, s := range append(append(append([]string{},
 		`DROP TABLE login_links`,
 		`DROP TABLE tokens`,
-	}, rollBackMessageContext...), []string{
+	), rollBackMessageContext...), []string{
 		`PRAGMA user_version = 14`,
 		`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES
 			('a', 'user', 'I adopted a greyhound called Comet.', 's1', 1, 1),

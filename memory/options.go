@@ -141,6 +141,15 @@ type Options struct {
 	// edit and reason, UsageRowBytes each), checked when one is made; a
 	// decided proposal no longer counts.
 	AgentQuotaBytes int64
+	// KeepDuplicates stores every archival insert as a new entry. By
+	// default an insert whose content, normalised (NormalizeContent), and
+	// conversation (its metadata's "conversation", else "session") equal a
+	// live entry's of the same agent returns that entry, marked Duplicate,
+	// with the tags and metadata merged in (see InsertArchival); the
+	// database's unique index on the live entries' keys holds that across
+	// processes. Entries written with KeepDuplicates carry no key: later
+	// inserts never match them (consolidation still finds them).
+	KeepDuplicates bool
 	// Logger receives debug and error logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for timestamps (default time.Now).

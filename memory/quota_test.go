@@ -82,8 +82,10 @@ func runQuotaTwoStores(t *testing.T, target string) {
 			go func() {
 				defer wg.Done()
 				s := stores[w%2]
-				for range fits {
-					_, err := s.InsertArchival(ctx, agent, entry)
+				for i := range fits {
+					e := entry
+					e.Content = fmt.Sprintf("%04d", w*fits+i) + e.Content[4:] // one text each
+					_, err := s.InsertArchival(ctx, agent, e)
 					mu.Lock()
 					switch {
 					case err == nil:
@@ -132,8 +134,10 @@ func TestQuotaRefusesBeforeEmbedding(t *testing.T) {
 	emb := &countingEmbedder{Embedder: search.NewOffline(16)}
 	c := openFile(t, filepath.Join(t.TempDir(), "q.db"), &memory.Options{Embedder: emb, AgentQuotaBytes: 2000})
 	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)} // 1000 bytes
-	for range 2 {
-		if _, err := c.InsertArchival(ctx, "a", entry); err != nil {
+	for i := range 2 {
+		e := entry
+		e.Content = fmt.Sprint(i) + e.Content[1:] // one text each
+		if _, err := c.InsertArchival(ctx, "a", e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,12 +175,13 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	checkMigratedUsage(t, openFile(t, path, nil))
 }
 
-// rollBackAgentUsage undoes SQLite migration 0025.
-var rollBackAgentUsage = []string{
+// rollBackAgentUsage undoes SQLite migrations 0028 (rollBackArchivalLabels),
+// 0027 (rollBackDedup) and 0025.
+var rollBackAgentUsage = append(append(slices.Clip(rollBackArchivalLabels), rollBackDedup...), []string{
 	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,
 	`DROP TRIGGER agent_usage_messages_ai`, `DROP TRIGGER agent_usage_messages_ad`, `DROP TRIGGER agent_usage_messages_au`,
 	`DROP TABLE agent_usage`,
-}
+}...)
 
 // TestUsageMigrationPostgres: a database written before the usage counter
 // gets every agent's count from migration 0021.

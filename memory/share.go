@@ -320,14 +320,18 @@ func (c *Cache) ListProposals(ctx context.Context, owner, label string) ([]Propo
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
-	q := `SELECT p.id, b.owner, b.label, p.proposer, p.args_json, p.reason, p.status, p.created_at,
+	q := `SELECT p.id, b.owner, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
 		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE b.owner = ?`
 	args := []any{owner}
 	if label != "" {
 		q += ` AND b.label = ?`
 		args = append(args, label)
+	} else {
+		// And the proposals on owner's archival memory.
+		q += ` UNION ALL ` + archivalProposalCols + ` WHERE p.block_id IS NULL AND p.proposer = ?`
+		args = append(args, owner)
 	}
-	rows, err := c.rdb.QueryContext(ctx, q+` ORDER BY p.id`, args...)
+	rows, err := c.rdb.QueryContext(ctx, `SELECT * FROM (`+q+`) u ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("memory: list proposals of %q: %w", owner, err)
 	}
@@ -345,12 +349,17 @@ func (c *Cache) ListProposals(ctx context.Context, owner, label string) ([]Propo
 
 func scanProposal(s scanner) (Proposal, error) {
 	var p Proposal
-	var args string
+	var op, args string
 	var created, decided int64
-	if err := s.Scan(&p.ID, &p.Owner, &p.Label, &p.Proposer, &args, &p.Reason, &p.Status, &created, &decided, &p.DecidedBy); err != nil {
+	if err := s.Scan(&p.ID, &p.Owner, &p.Label, &p.Proposer, &op, &args, &p.Reason, &p.Status, &created, &decided, &p.DecidedBy); err != nil {
 		return p, fmt.Errorf("memory: read proposal: %w", err)
 	}
-	if err := json.Unmarshal([]byte(args), &p.Edit); err != nil {
+	dst := any(&p.Edit)
+	if op == OpMergeArchival {
+		p.Merge = &ArchivalMerge{}
+		dst = p.Merge
+	}
+	if err := json.Unmarshal([]byte(args), dst); err != nil {
 		return p, fmt.Errorf("memory: proposal %d: %w", p.ID, err)
 	}
 	p.CreatedAt, p.DecidedAt = fromNanos(created), fromNanos(decided)
@@ -358,8 +367,9 @@ func scanProposal(s scanner) (Proposal, error) {
 }
 
 func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
-	row := c.rdb.QueryRowContext(ctx, `SELECT p.id, b.owner, b.label, p.proposer, p.args_json, p.reason, p.status, p.created_at,
-		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE p.id = ?`, id)
+	row := c.rdb.QueryRowContext(ctx, `SELECT p.id, b.owner, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE p.id = ?
+		UNION ALL `+archivalProposalCols+` WHERE p.id = ? AND p.block_id IS NULL`, id, id)
 	p, err := scanProposal(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, notFound("proposal %d", id)
@@ -384,6 +394,12 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 	p, err := c.pendingProposal(ctx, id, approver)
 	if err != nil {
 		return err
+	}
+	if p.Merge != nil {
+		if _, err := c.applyMerge(ctx, p.Owner, *p.Merge, id, approver); err != nil {
+			return fmt.Errorf("memory: apply proposal %d: %w", id, err)
+		}
+		return nil
 	}
 	ent, _, err := c.view(ctx, p.Proposer, p.Owner, p.Label)
 	if errors.Is(err, ErrNotFound) {
@@ -439,6 +455,9 @@ func (c *Cache) pendingProposal(ctx context.Context, id int64, approver string) 
 		return p, nil
 	case strings.TrimSpace(approver) == "":
 		return p, invalidArg("proposal %d: approver is empty", id)
+	case p.Merge != nil:
+		return p, fmt.Errorf("%w: %q may not decide proposal %d on the archival memory of agent %q: only that agent or a person (%sNAME) may",
+			blocks.ErrPermission, approver, id, p.Owner, HumanApprover)
 	}
 	perm, err := c.accessPermission(ctx, approver, p.Owner, p.Label)
 	if err == nil && perm == blocks.Admin {
@@ -483,3 +502,8 @@ func (c *Cache) decideTx(tx *sql.Tx, id int64, status, by, reason string) error 
 	}
 	return nil
 }
+
+// archivalProposalCols selects a proposal on an archival memory (block_id
+// NULL) as scanProposal reads it: its owner is its proposer.
+const archivalProposalCols = `SELECT p.id, p.proposer, '', p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p`

@@ -63,7 +63,7 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(append([]string{`DROP TABLE login_links`, `DROP TABLE tokens`}, rollBackMessageContext...), []string{
+	for _, s := range append(append(append([]string{}, `DROP TABLE login_links`, `DROP TABLE tokens`), rollBackMessageContext...), []string{
 		`DROP TRIGGER vec_archival_dirty_ad`,
 		`DROP TABLE vec_archival_dirty`,
 		`ALTER TABLE blocks ADD COLUMN snapshot BLOB`,

@@ -131,7 +131,7 @@ func TestQuotaBoundsDiskFootprint(t *testing.T) {
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "q.db")
-			c := openFile(t, path, &memory.Options{AgentQuotaBytes: quota})
+			c := openFile(t, path, &memory.Options{AgentQuotaBytes: quota, KeepDuplicates: true})
 			before := dbBytes(t, path)
 			n := 0
 			for {

@@ -56,9 +56,16 @@ type SharedBlock struct {
 
 // ArchivalEntry is one archival memory.
 type ArchivalEntry struct {
-	ID        int64
-	Agent     string
-	Content   string
+	ID      int64
+	Agent   string
+	Content string
+	// Metadata is the caller's JSON object. The first of "conversation",
+	// "conversation_id", "session", "session_id", "thread", "thread_id"
+	// holding a string other than "" or a number names the entry's
+	// conversation (compared as JSON values: 3 and "3" are two): the
+	// entry is then also found by the words of the owner's entries just
+	// before and after it there, by id. Entries naming none are indexed
+	// alone (docs/retrieval.md).
 	Metadata  map[string]any
 	Tags      []string
 	CreatedAt time.Time
@@ -66,6 +73,12 @@ type ArchivalEntry struct {
 	ValidFrom    time.Time
 	ValidTo      *time.Time
 	SupersededBy int64
+	// Duplicate is set on what an insert returns when the entry was
+	// already stored (a live entry of the agent with the same normalised
+	// content and conversation, see Options.KeepDuplicates): the result
+	// is that entry, with the insert's tags and metadata merged in. It is
+	// never stored.
+	Duplicate bool
 }
 
 // ArchivalQuery filters ListArchival. nil means defaults.
@@ -168,4 +181,8 @@ type Proposal struct {
 	CreatedAt time.Time
 	DecidedAt time.Time
 	DecidedBy string
+	// Merge is set on consolidation's proposals (op OpMergeArchival) on
+	// the archival memory of Owner (their proposer; Label is "" and Edit
+	// the zero Edit): approving one applies the merge.
+	Merge *ArchivalMerge
 }

@@ -52,6 +52,17 @@ type lockingWriter interface {
 	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
 	WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
 	Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error
+	NotifyAfter(tx *sql.Tx, ids ...int64)
+}
+
+// created tells other processes, after tx commits, of blocks tx created
+// (see lockingWriter: a block is notified with its lock, and a new block's
+// writer holds its owner's). Backends without lockingWriter notify, if at
+// all, by themselves.
+func (c *Cache) created(tx *sql.Tx, ids ...int64) {
+	if lw, ok := c.be.(lockingWriter); ok {
+		lw.NotifyAfter(tx, ids...)
+	}
 }
 
 // lock takes more locks inside a write transaction (see lockingWriter).

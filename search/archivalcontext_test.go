@@ -69,7 +69,7 @@ func TestArchivalContextSameRankingWithoutConversations(t *testing.T) {
 		}
 		return strings.Join(w, " ")
 	}
-	metas := []string{`{}`, `{"topic": "wing"}`, `{"session": 3}`, `{"session": ""}`, `{"conversation": null}`,
+	metas := []string{`{}`, `{"topic": "wing"}`, `{"session": true}`, `{"session": ""}`, `{"conversation": null}`,
 		`[1, 2]`, `{"session": ["s1"]}`, `{"conversation": {"id": "c1"}}`, `{"batch": "b1"}`}
 	for i := range 400 {
 		insertArchival(t, db, archivalRow{Agent: []string{"a", "b"}[i%2], Content: text(3 + r.IntN(30)),

@@ -30,11 +30,14 @@
 // (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite a
 // message's neighbours' entries when it arrives, changes or goes.
 //
-// An archival entry whose metadata names a conversation (a non-empty string
-// under "conversation", else "session") is indexed the same way, with the
-// owner's entries of that conversation just before and after it by id as
-// context_before and context_after; entries naming none have empty
-// context columns and score as they did before (docs/retrieval.md).
+// An archival entry whose metadata names a conversation is indexed the
+// same way: the first of "conversation", "conversation_id", "session",
+// "session_id", "thread", "thread_id" holding a string other than "" or a
+// number names it, values comparing as JSON values (3 and "3" are two
+// conversations). The owner's entries of that conversation just before
+// and after it by id are its context_before and context_after (the view
+// archival_links); entries naming none have empty context columns and are
+// scored alone (docs/retrieval.md).
 //
 // Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex

@@ -219,7 +219,7 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_conversations ac ON ac.id = a.id`, key: "a.id"},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id"},
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
@@ -232,17 +232,16 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 
-// An archival entry whose metadata names a conversation is indexed with
-// the entries before and after it in that conversation (same owner and
-// conversation, by id) as two weaker columns (SQLite migration 0023,
-// PostgreSQL 0018), for the reason messages are. The view
-// archival_conversations (ac) gives each entry's conversation through the
-// expression the engines index; archivalContext selects the neighbours'
-// text in the index's column order.
-const archivalContext = `COALESCE((SELECT p.content FROM archival_conversations p
-		WHERE p.agent = a.agent AND p.conversation = ac.conversation AND p.id < a.id ORDER BY p.id DESC LIMIT 1), ''),
-	COALESCE((SELECT n.content FROM archival_conversations n
-		WHERE n.agent = a.agent AND n.conversation = ac.conversation AND n.id > a.id ORDER BY n.id LIMIT 1), '')`
+// An archival entry is indexed with the entries before and after it in
+// its conversation as two weaker columns, for the reason messages are: the
+// same owner's entries naming the same conversation, or, for entries
+// naming none, written one after another at most 30 minutes apart
+// (SQLite migrations 0023 and 0028, PostgreSQL 0018 and 0025). The view
+// archival_links (l) gives each entry's neighbours under the rule the
+// engines index by; archivalContext selects their text in the index's
+// column order.
+const archivalContext = `COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), ''),
+	COALESCE((SELECT n.content FROM archival n WHERE n.id = l.after_id), '')`
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}

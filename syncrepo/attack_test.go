@@ -26,20 +26,20 @@ func TestSessionReadAccessLostMidConnection(t *testing.T) {
 		lose func(ctx context.Context, store *memory.Cache) error
 	}{
 		{"unshared", func(ctx context.Context, store *memory.Cache) error {
-			return store.UnshareBlock(ctx, "bob", "notes", "ada")
+			return store.Agent("bob").Block("notes").Unshare(ctx, "ada")
 		}},
 		{"shared with another agent instead", func(ctx context.Context, store *memory.Cache) error {
-			if err := store.UnshareBlock(ctx, "bob", "notes", "ada"); err != nil {
+			if err := store.Agent("bob").Block("notes").Unshare(ctx, "ada"); err != nil {
 				return err
 			}
-			return store.ShareBlock(ctx, "bob", "notes", "cy", blocks.ReadOnly)
+			return store.Agent("bob").Block("notes").Share(ctx, "cy", blocks.ReadOnly)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := openStore(t)
 			docID, saved := notesBlock(t, store, "bob")
-			must(t, store.ShareBlock(ctx, "bob", "notes", "ada", blocks.ReadOnly))
+			must(t, store.Agent("bob").Block("notes").Share(ctx, "ada", blocks.ReadOnly))
 			mirrors := syncrepo.NewMirrors()
 			// ada's session polls rarely so that the test does not race
 			// with it: what is checked is the path of a sync message.
@@ -69,7 +69,7 @@ func waitRendered(t *testing.T, store *memory.Cache, owner, label, want string) 
 	t.Helper()
 	var r string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if r, _ = store.RenderedContent(context.Background(), owner, label); r == want {
+		if r, _ = store.Agent(owner).Block(label).Render(context.Background()); r == want {
 			return
 		}
 	}
@@ -135,7 +135,7 @@ func TestSessionUnappliableChangesCapped(t *testing.T) {
 					select {
 					case b := <-p.out:
 						if m, _ := syncrepo.DecodeMessage(b); m.Type == syncrepo.TypeDocUnavailable {
-							if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+							if r, _ := store.Agent("ada").Block("notes").Render(ctx); r != "one\n" {
 								t.Fatalf("store %q", r)
 							}
 							return
@@ -181,13 +181,13 @@ func TestSessionForgedAttribution(t *testing.T) {
 					t.Fatalf("the peer did not converge back: %q", pp.text())
 				}
 				time.Sleep(100 * time.Millisecond)
-				if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+				if r, _ := store.Agent("ada").Block("notes").Render(ctx); r != "one\n" {
 					t.Errorf("store %q", r)
 				}
 			} else {
 				waitRendered(t, store, "ada", "notes", "one\ntwo\n")
 			}
-			h, err := store.BlockHistory(ctx, "ada", "", "notes")
+			h, err := store.Agent("ada").Block("notes").History(ctx)
 			must(t, err)
 			// Whatever the message says, a merged change is the token's
 			// agent's merge.
@@ -200,16 +200,15 @@ func TestSessionForgedAttribution(t *testing.T) {
 	}
 }
 
-// failingStore fails its next MergeChanges calls the way a store that
+// failingStore fails its next merges the way a store that
 // cannot write fails (a database down or busy, a failed commit), not the
 // way it refuses an edit.
 type failingStore struct {
-	syncrepo.Store
 	mu    sync.Mutex
 	fails int
 }
 
-func (f *failingStore) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+func (f *failingStore) merge(ctx context.Context, b *memory.Block, data []byte) error {
 	f.mu.Lock()
 	fail := f.fails > 0
 	if fail {
@@ -217,9 +216,9 @@ func (f *failingStore) MergeChanges(ctx context.Context, agent, owner, label str
 	}
 	f.mu.Unlock()
 	if fail {
-		return fmt.Errorf("memory: merge changes into block %q: %w: database is locked", label, memory.ErrPersist)
+		return fmt.Errorf("memory: merge changes into block %q: %w: database is locked", b.Label(), memory.ErrPersist)
 	}
-	return f.Store.MergeChanges(ctx, agent, owner, label, data)
+	return b.Merge(ctx, data)
 }
 
 // A store that fails to write is no refusal: the peer's edit must not be
@@ -237,8 +236,8 @@ func TestSessionStoreFailureIsNoRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := openStore(t)
 			docID, saved := notesBlock(t, store, "ada")
-			flaky := &failingStore{Store: store}
-			pp := newPipePeer(t, flaky, nil, docID, saved)
+			flaky := &failingStore{}
+			pp := newPipePeer(t, store, nil, docID, saved, syncrepo.Hooks{Merge: flaky.merge})
 			if !pp.waitText("one\n") {
 				t.Fatal("no first sync")
 			}
@@ -259,7 +258,7 @@ func TestSessionStoreFailureIsNoRefusal(t *testing.T) {
 			pp.mu.Lock()
 			saved = pp.doc.Save()
 			pp.mu.Unlock()
-			again := newPipePeer(t, flaky, nil, docID, saved) // the peer reconnects
+			again := newPipePeer(t, store, nil, docID, saved, syncrepo.Hooks{Merge: flaky.merge}) // the peer reconnects
 			waitRendered(t, store, "ada", "notes", "one\ntwo\n")
 			if got := again.text(); got != "one\ntwo\n" {
 				t.Fatalf("after reconnecting the peer has %q", got)

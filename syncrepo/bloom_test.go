@@ -46,18 +46,16 @@ func saturate(t *testing.T, msg []byte) []byte {
 	return out
 }
 
-// racing is a store in which another writer appends to the block right
-// after each change a peer merges: the server's next message names a
-// change built on the peer's.
-type racing struct {
-	*memory.Cache
-}
-
-func (r racing) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
-	if err := r.Cache.MergeChanges(ctx, agent, owner, label, data); err != nil {
-		return err
+// racingMerge merges a peer's change, then another writer (the block's
+// owner) appends to the block right after it: the server's next message
+// names a change built on the peer's.
+func racingMerge(store *memory.Cache) func(ctx context.Context, b *memory.Block, data []byte) error {
+	return func(ctx context.Context, b *memory.Block, data []byte) error {
+		if err := b.Merge(ctx, data); err != nil {
+			return err
+		}
+		return store.Agent(b.Owner()).Block(b.Label()).Append(ctx, "three\n")
 	}
-	return r.Cache.AppendToBlock(ctx, owner, label, "three\n")
 }
 
 // A peer whose Bloom filter falsely holds the counter-change of its
@@ -84,7 +82,7 @@ func TestSessionBloomFalsePositive(t *testing.T) {
 			docID, saved := notesBlock(t, store, "ada")
 			opts := tc.opts
 			opts.Poll = 20 * time.Millisecond
-			pp := newFilteredPeer(t, racing{store}, "ada", &opts, docID, saved, func(b []byte) []byte { return saturate(t, b) })
+			pp := newFilteredPeer(t, store, "ada", &opts, docID, saved, func(b []byte) []byte { return saturate(t, b) }, syncrepo.Hooks{Merge: racingMerge(store)})
 			pp.mu.Lock()
 			v, err := pp.doc.Path("content").Get()
 			must(t, err)
@@ -97,7 +95,7 @@ func TestSessionBloomFalsePositive(t *testing.T) {
 				if !pp.waitText("one\n") {
 					t.Fatalf("the refused edit stayed on the peer: %q", pp.text())
 				}
-				if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\n" {
+				if r, _ := store.Agent("ada").Block("notes").Render(ctx); r != "one\n" {
 					t.Errorf("store %q", r)
 				}
 				return

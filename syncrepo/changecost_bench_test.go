@@ -28,7 +28,11 @@ func openStoreB(b *testing.B) *memory.Cache {
 // document id and saved document.
 func notesBlockB(b *testing.B, store *memory.Cache, limit int) (string, []byte) {
 	ctx := context.Background()
-	doc, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n", CharLimit: limit})
+	blk, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n", CharLimit: limit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc, err := blk.Doc(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +40,7 @@ func notesBlockB(b *testing.B, store *memory.Cache, limit int) (string, []byte) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, err := store.DocumentID(ctx, "ada", "", "notes")
+	id, err := store.Agent("ada").Block("notes").DocumentID(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +74,7 @@ func BenchmarkSyncAcceptedAppend(b *testing.B) {
 			p := newPipe()
 			sctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			go syncrepo.Serve(sctx, p, store, "ada", &syncrepo.Options{Poll: time.Hour}) // answers only
+			go syncrepo.Serve(sctx, p, store.Agent("ada"), &syncrepo.Options{Poll: time.Hour}) // answers only
 			send := func(m syncrepo.Message) {
 				bs, err := syncrepo.EncodeMessage(m)
 				if err != nil {
@@ -95,10 +99,10 @@ func BenchmarkSyncAcceptedAppend(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				if size.reset > 0 && i > 0 && i%size.reset == 0 {
-					if err := store.UpdateBlockText(ctx, "ada", "notes", "one\n"); err != nil {
+					if err := store.Agent("ada").Block("notes").SetText(ctx, "one\n"); err != nil {
 						b.Fatal(err)
 					}
-					doc, _ := store.GetBlock(ctx, "ada", "notes")
+					doc, _ := store.Agent("ada").Block("notes").Doc(ctx)
 					s, _ := doc.Save()
 					if peer, err = automerge.Load(s); err != nil {
 						b.Fatal(err)
@@ -137,12 +141,12 @@ func BenchmarkGoAPIAppend(b *testing.B) {
 			for i := range b.N {
 				if size.reset > 0 && i > 0 && i%size.reset == 0 {
 					b.StopTimer()
-					if err := store.UpdateBlockText(ctx, "ada", "notes", "one\n"); err != nil {
+					if err := store.Agent("ada").Block("notes").SetText(ctx, "one\n"); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
 				}
-				if err := store.AppendToBlock(ctx, "ada", "notes", size.text); err != nil {
+				if err := store.Agent("ada").Block("notes").Append(ctx, size.text); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -113,7 +113,7 @@ func TestSessionRefusesCostlyChangesUnapplied(t *testing.T) {
 				if took > 500*time.Millisecond {
 					t.Errorf("refusing took %v", took)
 				}
-				if r, _ := store.RenderedContent(context.Background(), "ada", "notes"); r != "one\n" {
+				if r, _ := store.Agent("ada").Block("notes").Render(context.Background()); r != "one\n" {
 					t.Fatalf("store %q", r)
 				}
 				// The session goes on: the document syncs again when asked.

@@ -4,7 +4,9 @@
 // sync, request, doc-unavailable, ephemeral, error), automerge: URLs, and
 // a Session that syncs the blocks one agent may read with one peer
 // connection, every change the peer sends going through the store's
-// checked merge (memory.Cache.MergeChanges).
+// checked merge (memory.Block.Merge on the agent's handle).
+//
+//	err := syncrepo.Serve(ctx, conn, store.Agent("ada"), &syncrepo.Options{Notifier: store})
 //
 // The transport (a WebSocket), authentication and the choice of agent
 // belong to the caller: a Session trusts nothing the peer says about

@@ -61,8 +61,10 @@ func waitText(text func() string, want string, d time.Duration) bool {
 	return false
 }
 
-// unsignalled hides the store's BlocksChanged: the session can only poll.
-type unsignalled struct{ syncrepo.Store }
+// unsignalled is a Notifier that never signals: the session can only poll.
+type unsignalled struct{}
+
+func (unsignalled) BlocksChanged() <-chan struct{} { return nil }
 
 // A store that signals its changes (memory.Cache.BlocksChanged) wakes the
 // session at once: with an hour's poll period a change still reaches the
@@ -71,23 +73,23 @@ func TestSessionWokenByStoreSignal(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		wrap    func(*memory.Cache) syncrepo.Store
+		signal  func(*memory.Cache) syncrepo.Notifier
 		reaches bool
 	}{
-		{"signalled", func(c *memory.Cache) syncrepo.Store { return c }, true},
-		{"poll only", func(c *memory.Cache) syncrepo.Store { return unsignalled{c} }, false},
+		{"signalled", func(c *memory.Cache) syncrepo.Notifier { return c }, true},
+		{"poll only", func(*memory.Cache) syncrepo.Notifier { return unsignalled{} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := openStore(t)
 			id, _ := notesBlock(t, store, "ada")
-			p, _ := serve(t, tc.wrap(store), &syncrepo.Options{Poll: time.Hour})
+			p, _ := serve(t, store, &syncrepo.Options{Poll: time.Hour, Notifier: tc.signal(store)})
 			text := followPeer(t, p, id)
 			if !waitText(text, "one\n", 3*time.Second) {
 				t.Fatalf("first sync: %q", text())
 			}
 			for i, line := range []string{"two\n", "three\n"} {
 				start := time.Now()
-				if err := store.AppendToBlock(ctx, "ada", "notes", line); err != nil {
+				if err := store.Agent("ada").Block("notes").Append(ctx, line); err != nil {
 					t.Fatal(err)
 				}
 				want := "one\ntwo\n"
@@ -110,15 +112,15 @@ func TestSessionWokenByStoreSignal(t *testing.T) {
 	}
 }
 
-// countedStamps counts the stamp reads of a store that signals.
+// countedStamps counts a session's stamp reads.
 type countedStamps struct {
-	*memory.Cache
+	*memory.Agent
 	reads atomic.Int64
 }
 
-func (c *countedStamps) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+func (c *countedStamps) BlocksStamp(ctx context.Context) (memory.BlocksStamp, error) {
 	c.reads.Add(1)
-	return c.Cache.BlocksStamp(ctx, agent)
+	return c.Agent.BlocksStamp(ctx)
 }
 
 // A burst of signals costs a connection one poll per SignalGap, not one
@@ -127,9 +129,12 @@ func TestSessionCoalescesSignals(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
 	id, _ := notesBlock(t, store, "ada")
-	counted := &countedStamps{Cache: store}
+	counted := &countedStamps{Agent: store.Agent("ada")}
 	const gap = 20 * time.Millisecond
-	p, _ := serve(t, counted, &syncrepo.Options{Poll: time.Hour, SignalGap: gap})
+	p := newPipe()
+	sctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go syncrepo.Serve(sctx, p, counted, &syncrepo.Options{Poll: time.Hour, SignalGap: gap, Notifier: store})
 	text := followPeer(t, p, id)
 	if !waitText(text, "one\n", 3*time.Second) {
 		t.Fatalf("first sync: %q", text())
@@ -141,7 +146,7 @@ func TestSessionCoalescesSignals(t *testing.T) {
 	for i := range n {
 		line := fmt.Sprintf("%d\n", i)
 		want += line
-		if err := store.AppendToBlock(ctx, "ada", "notes", line); err != nil {
+		if err := store.Agent("ada").Block("notes").Append(ctx, line); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,19 +9,19 @@ import (
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
 
 // checkedThen runs then, once armed, right after a read-access check of
 // the block passed: what lands between a session's check and its reply.
 type checkedThen struct {
-	syncrepo.Store
 	mu   sync.Mutex
 	then func()
 }
 
-func (c *checkedThen) GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
-	doc, err := c.Store.GetSharedBlock(ctx, requester, owner, label)
+func (c *checkedThen) doc(ctx context.Context, b *memory.Block) (*blocks.Document, error) {
+	doc, err := b.Doc(ctx)
 	c.mu.Lock()
 	then := c.then
 	c.then = nil
@@ -41,10 +41,10 @@ func TestSessionUnshareBetweenCheckAndReply(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
 	docID, saved := notesBlock(t, store, "bob")
-	must(t, store.ShareBlock(ctx, "bob", "notes", "ada", blocks.ReadOnly))
+	must(t, store.Agent("bob").Block("notes").Share(ctx, "ada", blocks.ReadOnly))
 	mirrors := syncrepo.NewMirrors()
-	race := &checkedThen{Store: store}
-	reader := newPipePeerAs(t, race, "ada", &syncrepo.Options{Poll: time.Hour, Mirrors: mirrors}, docID, saved)
+	race := &checkedThen{}
+	reader := newPipePeerAs(t, store, "ada", &syncrepo.Options{Poll: time.Hour, Mirrors: mirrors}, docID, saved, syncrepo.Hooks{Doc: race.doc})
 	newPipePeerAs(t, store, "bob", &syncrepo.Options{Poll: 10 * time.Millisecond, Mirrors: mirrors}, docID, saved)
 	if !reader.waitText("one\n") {
 		t.Fatalf("first sync: %q", reader.text())
@@ -52,8 +52,8 @@ func TestSessionUnshareBetweenCheckAndReply(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the first sync's exchange is over
 	race.mu.Lock()
 	race.then = func() {
-		must(t, store.UnshareBlock(ctx, "bob", "notes", "ada"))
-		must(t, store.AppendToBlock(ctx, "bob", "notes", "secret\n"))
+		must(t, store.Agent("bob").Block("notes").Unshare(ctx, "ada"))
+		must(t, store.Agent("bob").Block("notes").Append(ctx, "secret\n"))
 		time.Sleep(200 * time.Millisecond) // bob's session catches the shared copy up
 	}
 	race.mu.Unlock()

@@ -20,19 +20,24 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-// Store is what a Session asks of the store: *memory.Cache.
-type Store interface {
-	DocumentBlock(ctx context.Context, agent string, id memory.DocumentID) (owner, label string, err error)
-	GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error)
-	GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error)
-	MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error
-	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
+// Agent is what a Session asks of the agent it serves: the methods of
+// *memory.Agent it calls, defined here so that a caller can share one
+// stamp read among the connections of an agent (engram serve does).
+type Agent interface {
+	ID() string
+	// BlocksStamp fingerprints the blocks the agent sees; the Session
+	// reads it at every poll and signal and looks at its documents only
+	// when it changed.
+	BlocksStamp(ctx context.Context) (memory.BlocksStamp, error)
+	// DocumentBlock is the handle on the block a document id names, if
+	// the agent may read it.
+	DocumentBlock(ctx context.Context, id memory.DocumentID) (*memory.Block, error)
 }
 
-// Notifier is a Store that signals when the blocks it holds may have
-// changed (memory.Cache.BlocksChanged): BlocksChanged returns a channel
-// closed at the next such change, a new one after each. A Session whose
-// Store is a Notifier reads the stamp at each signal, so a change reaches
+// Notifier signals when the blocks a store holds may have changed (the
+// store's BlocksChanged method): BlocksChanged returns a channel closed at
+// the next such change, a new one after each. A Session given one
+// (Options.Notifier) reads the stamp at each signal, so a change reaches
 // the peer without waiting for the next poll; the poll stays for changes
 // the store cannot signal (on SQLite, another process's).
 type Notifier interface {
@@ -61,10 +66,14 @@ type Options struct {
 	// Poll is how often the Session asks the store whether any block the
 	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
 	// on SQLite none while nothing was committed) to push changes to the
-	// peer. A Store that is a Notifier also wakes the Session at each
-	// change it signals; the poll then carries only what it cannot
-	// signal. Default 100ms.
+	// peer. A Notifier also wakes the Session at each change it
+	// signals; the poll then carries only what it cannot signal. Default
+	// 100ms.
 	Poll time.Duration
+	// Notifier, if set, wakes the Session when the store's blocks may
+	// have changed: the store the agent's handle came from. Nil: the
+	// poll alone.
+	Notifier Notifier
 	// SignalGap is the least time between two polls that the store's
 	// signals start (see Notifier): a signal within it of the last such
 	// poll is served by one poll at its end, so a burst of writes costs
@@ -105,6 +114,7 @@ type Refusal struct {
 type docState struct {
 	id           string
 	owner, label string
+	blk          *memory.Block // the agent's handle on the block
 	// sh is the shared copy the session syncs against, until the peer
 	// makes a refused change; from then on mirror is the session's own.
 	sh *shared
@@ -143,8 +153,9 @@ type docState struct {
 type session struct {
 	ctx     context.Context
 	conn    Conn
-	store   Store
+	mem     Agent
 	agent   string
+	hooks   hooks
 	opts    Options
 	log     *slog.Logger
 	peer    string // the peer's PeerId, as it says (used only to address replies)
@@ -156,13 +167,30 @@ type session struct {
 	count   uint64
 }
 
-// Serve syncs, over conn, the blocks agent may read with one
+// Serve syncs, over conn, the blocks agent a may read with one
 // automerge-repo peer until ctx ends or the connection fails (its error
 // is returned; a peer breaking the protocol gives ErrProtocol). Every
-// change the peer sends is merged through store.MergeChanges as agent; a
-// refused one is taken back on the peer by a counter-change (see
+// change the peer sends is merged through the block handle's Merge as the
+// agent; a refused one is taken back on the peer by a counter-change (see
 // docs/sync.md).
-func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Options) error {
+func Serve(ctx context.Context, conn Conn, a Agent, opts *Options) error {
+	return serve(ctx, conn, a, opts, hooks{})
+}
+
+// hooks replace the block handles' Doc and Merge (nil: the handle's); only
+// tests set them (export_test.go).
+type hooks = struct {
+	Doc   func(ctx context.Context, b *memory.Block) (*blocks.Document, error)
+	Merge func(ctx context.Context, b *memory.Block, data []byte) error
+}
+
+func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) error {
+	if h.Doc == nil {
+		h.Doc = func(ctx context.Context, b *memory.Block) (*blocks.Document, error) { return b.Doc(ctx) }
+	}
+	if h.Merge == nil {
+		h.Merge = func(ctx context.Context, b *memory.Block, data []byte) error { return b.Merge(ctx, data) }
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -201,7 +229,7 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &session{ctx: ctx, conn: conn, store: store, agent: agent, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
+	s := &session{ctx: ctx, conn: conn, mem: a, agent: a.ID(), hooks: h, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan []byte)
@@ -241,7 +269,7 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	defer tick.Stop()
 	// The signal's channel is taken before each stamp read, so a change
 	// racing with the read closes it and the session looks again.
-	notifier, _ := store.(Notifier)
+	notifier := o.Notifier
 	var (
 		changed  <-chan struct{}
 		signaled time.Time        // when a signal last started a poll
@@ -250,7 +278,7 @@ func Serve(ctx context.Context, conn Conn, store Store, agent string, opts *Opti
 	if notifier != nil {
 		changed = notifier.BlocksChanged()
 	}
-	if st, err := store.BlocksStamp(ctx, agent); err == nil {
+	if st, err := a.BlocksStamp(ctx); err == nil {
 		s.stamp = st
 	}
 	for {
@@ -359,14 +387,15 @@ func (s *session) syncMessage(m Message) error {
 			s.log.Info("sync: documents per connection cap reached", "agent", s.agent, "max", s.opts.MaxDocuments)
 			return s.unavailable(m.DocumentID)
 		}
-		owner, label, err := s.store.DocumentBlock(s.ctx, s.agent, id)
+		b, err := s.mem.DocumentBlock(s.ctx, id)
 		if err != nil {
 			if !errors.Is(err, memory.ErrNotFound) {
 				s.log.Error("sync: look up document", "agent", s.agent, "err", err)
 			}
 			return s.unavailable(m.DocumentID)
 		}
-		d = &docState{id: m.DocumentID, owner: owner, label: label}
+		owner, label := b.Owner(), b.Label()
+		d = &docState{id: m.DocumentID, owner: owner, label: label, blk: b}
 		doc, err := s.view(d)
 		if err != nil {
 			return s.unavailable(m.DocumentID)
@@ -545,10 +574,7 @@ func (s *session) syncPrivate(d *docState, data []byte) error {
 // view returns the store's document of d's block as agent sees it
 // (checking again that agent may read it).
 func (s *session) view(d *docState) (*blocks.Document, error) {
-	if d.owner == s.agent {
-		return s.store.GetBlock(s.ctx, s.agent, d.label)
-	}
-	return s.store.GetSharedBlock(s.ctx, s.agent, d.owner, d.label)
+	return s.hooks.Doc(s.ctx, d.blk)
 }
 
 // storeDoc loads the store's whole current document of d's block.
@@ -769,7 +795,7 @@ func (s *session) merge(d *docState, changes []*automerge.Change) error {
 			return fmt.Errorf("%w: change %s says it was made by %q, but the token is %q's", blocks.ErrPermission, c.Hash(), a, s.agent)
 		}
 	}
-	return s.store.MergeChanges(s.ctx, s.agent, d.owner, d.label, automerge.SaveChanges(changes))
+	return s.hooks.Merge(s.ctx, d.blk, automerge.SaveChanges(changes))
 }
 
 // refused reports whether err, from a merge, is the store judging the
@@ -874,7 +900,7 @@ func (s *session) poll() error {
 	if len(s.docs) == 0 {
 		return nil
 	}
-	st, err := s.store.BlocksStamp(s.ctx, s.agent)
+	st, err := s.mem.BlocksStamp(s.ctx)
 	if err != nil {
 		return nil
 	}
@@ -892,7 +918,7 @@ func (s *session) poll() error {
 	for key, d := range s.docs {
 		if structural {
 			id, _ := ParseDocumentID(key)
-			if _, _, err := s.store.DocumentBlock(s.ctx, s.agent, id); err != nil {
+			if _, err := s.mem.DocumentBlock(s.ctx, id); err != nil {
 				// Unshared or deleted: the document is gone for this peer.
 				if err := s.gone(d, err); err != nil {
 					return err

@@ -65,13 +65,33 @@ func (p *pipe) recv(t *testing.T) syncrepo.Message {
 	}
 }
 
-func serve(t *testing.T, store syncrepo.Store, opts *syncrepo.Options) (*pipe, chan error) {
+// serve runs ada's session on store, with the store's change signal
+// unless opts says otherwise and with h, if given, in place of the block
+// handles' Doc and Merge.
+func serve(t *testing.T, store *memory.Cache, opts *syncrepo.Options, h ...syncrepo.Hooks) (*pipe, chan error) {
 	p := newPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
-	go func() { done <- syncrepo.Serve(ctx, p, store, "ada", opts) }()
+	go func() { done <- serveAs(ctx, p, store, "ada", opts, h...) }()
 	return p, done
+}
+
+// serveAs runs agent's session on store: woken by the store's change
+// signal unless opts sets its own Notifier or NoSignal, and with h's hooks.
+func serveAs(ctx context.Context, conn syncrepo.Conn, store *memory.Cache, agent string, opts *syncrepo.Options, h ...syncrepo.Hooks) error {
+	var o syncrepo.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Notifier == nil {
+		o.Notifier = store
+	}
+	var hk syncrepo.Hooks
+	if len(h) > 0 {
+		hk = h[0]
+	}
+	return syncrepo.ServeHooked(ctx, conn, store.Agent(agent), &o, hk)
 }
 
 func openStore(t *testing.T) *memory.Cache {
@@ -88,11 +108,13 @@ func openStore(t *testing.T) *memory.Cache {
 func notesBlock(t *testing.T, store *memory.Cache, owner string) (docID string, saved []byte) {
 	t.Helper()
 	ctx := context.Background()
-	doc, err := store.CreateBlock(ctx, owner, memory.BlockSpec{Label: "notes", Value: "one\n"})
+	blk, err := store.Agent(owner).CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"})
+	must(t, err)
+	doc, err := blk.Doc(ctx)
 	must(t, err)
 	saved, err = doc.Save()
 	must(t, err)
-	id, err := store.DocumentID(ctx, owner, "", "notes")
+	id, err := store.Agent(owner).Block("notes").DocumentID(ctx)
 	must(t, err)
 	return syncrepo.EncodeDocumentID(id), saved
 }
@@ -145,10 +167,10 @@ func TestSessionLimits(t *testing.T) {
 	store := openStore(t)
 	var urls []string
 	for _, l := range []string{"a", "b"} {
-		if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: l, Value: l}); err != nil {
+		if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: l, Value: l}); err != nil {
 			t.Fatal(err)
 		}
-		id, err := store.DocumentID(ctx, "ada", "", l)
+		id, err := store.Agent("ada").Block(l).DocumentID(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,19 +201,18 @@ func TestSessionLimits(t *testing.T) {
 // lagging serves, until a time, an older document than the store has: a
 // PostgreSQL process's cache before another process's notification.
 type lagging struct {
-	syncrepo.Store
 	mu    sync.Mutex
 	stale *blocks.Document
 	until time.Time
 }
 
-func (l *lagging) GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
+func (l *lagging) doc(ctx context.Context, b *memory.Block) (*blocks.Document, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stale != nil && time.Now().Before(l.until) {
 		return l.stale, nil
 	}
-	return l.Store.GetBlock(ctx, agent, label)
+	return b.Doc(ctx)
 }
 
 // A change whose stamp is seen before the block's cache shows it still
@@ -199,12 +220,12 @@ func (l *lagging) GetBlock(ctx context.Context, agent, label string) (*blocks.Do
 func TestSessionRecheck(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
-	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
-	id, _ := store.DocumentID(ctx, "ada", "", "notes")
-	lag := &lagging{Store: store}
-	p, _ := serve(t, lag, &syncrepo.Options{Poll: 20 * time.Millisecond})
+	id, _ := store.Agent("ada").Block("notes").DocumentID(ctx)
+	lag := &lagging{}
+	p, _ := serve(t, store, &syncrepo.Options{Poll: 20 * time.Millisecond}, syncrepo.Hooks{Doc: lag.doc})
 	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 	p.recv(t)
 	doc := automerge.New()
@@ -248,7 +269,7 @@ func TestSessionRecheck(t *testing.T) {
 	if !waitFor("one\n") {
 		t.Fatalf("first sync: %q", text())
 	}
-	cur, err := store.GetBlock(ctx, "ada", "notes")
+	cur, err := store.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +280,7 @@ func TestSessionRecheck(t *testing.T) {
 	lag.mu.Lock()
 	lag.stale, lag.until = stale, time.Now().Add(300*time.Millisecond)
 	lag.mu.Unlock()
-	if err := store.AppendToBlock(ctx, "ada", "notes", "two\n"); err != nil {
+	if err := store.Agent("ada").Block("notes").Append(ctx, "two\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !waitFor("one\ntwo\n") {
@@ -339,10 +360,10 @@ func FuzzSession(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello\n"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello\n"}); err != nil {
 		f.Fatal(err)
 	}
-	id, _ := c.DocumentID(ctx, "ada", "", "notes")
+	id, _ := c.Agent("ada").Block("notes").DocumentID(ctx)
 	docID := syncrepo.EncodeDocumentID(id)
 	msg, _ := automerge.NewSyncState(automerge.New()).GenerateMessage()
 	f.Add([]byte{0xa0}, msg.Bytes())
@@ -352,7 +373,7 @@ func FuzzSession(f *testing.F) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
-		go func() { done <- syncrepo.Serve(ctx, p, c, "ada", &syncrepo.Options{Poll: time.Hour}) }()
+		go func() { done <- serveAs(ctx, p, c, "ada", &syncrepo.Options{Poll: time.Hour}) }()
 		p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 		p.recv(t)
 		p.in <- frame
@@ -373,7 +394,7 @@ func FuzzSession(f *testing.F) {
 				t.Fatal("no answer after the fuzzed frames")
 			}
 		}
-		if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != "hello\n" {
+		if r, _ := c.Agent("ada").Block("notes").Render(ctx); r != "hello\n" {
 			// a fuzzed sync payload may carry a valid change: fine, but
 			// only through the checked merge (a valid text)
 			if strings.ContainsRune(r, 0) {
@@ -397,22 +418,22 @@ type pipePeer struct {
 	filter func([]byte) []byte
 }
 
-func newPipePeer(t *testing.T, store syncrepo.Store, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
-	return newPipePeerAs(t, store, "ada", opts, docID, saved)
+func newPipePeer(t *testing.T, store *memory.Cache, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
+	return newPipePeerAs(t, store, "ada", opts, docID, saved, h...)
 }
 
 // newPipePeerAs is newPipePeer on a session of agent.
-func newPipePeerAs(t *testing.T, store syncrepo.Store, agent string, opts *syncrepo.Options, docID string, saved []byte) *pipePeer {
-	return newFilteredPeer(t, store, agent, opts, docID, saved, nil)
+func newPipePeerAs(t *testing.T, store *memory.Cache, agent string, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
+	return newFilteredPeer(t, store, agent, opts, docID, saved, nil, h...)
 }
 
 // newFilteredPeer is newPipePeerAs with a filter on the peer's sync
 // messages.
-func newFilteredPeer(t *testing.T, store syncrepo.Store, agent string, opts *syncrepo.Options, docID string, saved []byte, filter func([]byte) []byte) *pipePeer {
+func newFilteredPeer(t *testing.T, store *memory.Cache, agent string, opts *syncrepo.Options, docID string, saved []byte, filter func([]byte) []byte, h ...syncrepo.Hooks) *pipePeer {
 	p := newPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go syncrepo.Serve(ctx, p, store, agent, opts)
+	go serveAs(ctx, p, store, agent, opts, h...)
 	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
 	p.recv(t)
 	doc, err := automerge.Load(saved)
@@ -507,7 +528,7 @@ func TestSessionsShareMirrors(t *testing.T) {
 	if !other.waitText("one\ntwo\n") || !writer.waitText("one\ntwo\n") || !reader.waitText("one\ntwo\n") {
 		t.Fatalf("writer %q, other %q, reader %q", writer.text(), other.text(), reader.text())
 	}
-	if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "one\ntwo\n" {
+	if r, _ := store.Agent("ada").Block("notes").Render(ctx); r != "one\ntwo\n" {
 		t.Fatalf("store %q", r)
 	}
 	reader.mu.Lock()

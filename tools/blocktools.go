@@ -73,12 +73,17 @@ func (ts *Toolset) ref(owner, label, section string) (blockRef, error) {
 	return blockRef{owner: owner, label: label, section: section, agent: ts.agent}, nil
 }
 
+// handle is the agent's handle on a block: its own, or one shared with it.
+func (ts *Toolset) handle(ref blockRef) *memory.Block {
+	if ref.owner == "" {
+		return ts.mem.Block(ref.label)
+	}
+	return ts.mem.Shared(ref.owner, ref.label)
+}
+
 // block returns the agent's view of a block: its own, or one shared with it.
 func (ts *Toolset) block(ctx context.Context, ref blockRef) (*blocks.Document, error) {
-	if ref.owner == "" {
-		return ts.store.GetBlock(ctx, ts.agent, ref.label)
-	}
-	return ts.store.GetSharedBlock(ctx, ts.agent, ref.owner, ref.label)
+	return ts.handle(ref).Doc(ctx)
 }
 
 // edit applies e to the block as the agent. prepare, when set, may inspect
@@ -97,7 +102,7 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 			return Result{}, ts.blockErr(ctx, ref, doc, err)
 		}
 	}
-	err = ts.store.ApplyEdit(ctx, ts.agent, ref.owner, ref.label, e)
+	err = ts.apply(ctx, ts.handle(ref), e)
 	var pe *memory.ProposalError
 	if errors.Is(err, memory.ErrNoMatch) {
 		// prepare saw the text, but the block changed before the edit ran
@@ -346,7 +351,7 @@ func loadSkill(ctx context.Context, ts *Toolset, a *loadSkillArgs) (Result, erro
 		return Result{}, modelErrorf("name is empty; give a skill's name from the Available skills list")
 	}
 	label := blocks.SkillLabelPrefix + strings.TrimPrefix(name, blocks.SkillLabelPrefix)
-	body, err := ts.store.RenderedContent(ctx, ts.agent, label)
+	body, err := ts.mem.Block(label).Render(ctx)
 	if errors.Is(err, memory.ErrNotFound) {
 		return Result{}, modelErrorf("there is no skill %q; %s", name, ts.skillNames(ctx))
 	}
@@ -358,7 +363,7 @@ func loadSkill(ctx context.Context, ts *Toolset, a *loadSkillArgs) (Result, erro
 
 // skillNames says which skills the agent has, for an error message.
 func (ts *Toolset) skillNames(ctx context.Context) string {
-	metas, err := ts.store.ListBlocks(ctx, ts.agent)
+	metas, err := ts.mem.Blocks(ctx)
 	if err != nil {
 		return "the skills could not be listed"
 	}

@@ -14,6 +14,8 @@
 //   - block_insert_line: insert a line into a text block at a 1-based line.
 //   - log_append: add a timestamped entry, with extra fields, to a log block.
 //   - archival_insert: save an archival entry with tags and metadata.
+//   - archival_consolidate: find near-duplicate archival entries and propose
+//     merging them (memory.Cache.Consolidate; merges wait for approval).
 //   - archival_search: search archival memory (fts, vector, hybrid, auto),
 //     with tag and time filters; JSON results with id, snippet, score and
 //     how the score was computed.
@@ -31,9 +33,9 @@
 //
 // # Calls
 //
-// Toolset.Call runs a call as the Toolset's agent through its Store (the
-// few methods of memory.Store the tools use; any memory.Store will do),
-// so the store's rules hold exactly as for any other agent write: block and
+// Toolset.Call runs a call as the Toolset's agent through its handle
+// (tools.New(store.Agent("entropy"), nil)), so the store's rules hold
+// exactly as for any other agent write: block and
 // share permissions (a Human/Partner write without approval becomes a
 // proposal, reported as awaiting approval), character limits, schemas,
 // read-only fields and sections, and isolation (another agent's unshared

@@ -105,11 +105,11 @@ func (ts *Toolset) notFound(ctx context.Context, ref blockRef) error {
 
 // available lists the agent's blocks and the blocks shared with it.
 func (ts *Toolset) available(ctx context.Context) (string, error) {
-	own, err := ts.store.ListBlocks(ctx, ts.agent)
+	own, err := ts.mem.Blocks(ctx)
 	if err != nil {
 		return "", err
 	}
-	shared, err := ts.store.ListSharedBlocks(ctx, ts.agent)
+	shared, err := ts.mem.SharedBlocks(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -18,9 +18,9 @@ func Example() {
 		panic(err)
 	}
 	defer store.Close()
-	_, _ = store.CreateBlock(ctx, "entropy", memory.BlockSpec{Label: "human", Type: blocks.Core, Value: "Name: Sam"})
+	_, _ = store.Agent("entropy").CreateBlock(ctx, memory.BlockSpec{Label: "human", Type: blocks.Core, Value: "Name: Sam"})
 
-	ts, err := tools.New(store, "entropy", nil)
+	ts, err := tools.New(store.Agent("entropy"), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -37,7 +37,7 @@ func Example() {
 		}
 		fmt.Println(res.Content)
 	}
-	text, _ := store.RenderedContent(ctx, "entropy", "human")
+	text, _ := store.Agent("entropy").Block("human").Render(ctx)
 	fmt.Println(text)
 	// Output:
 	// Appended 10 characters to block "human". Block "human" now has 20 of 5000 characters.
@@ -53,7 +53,7 @@ func ExampleToolset_Allowed() {
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
 	rules, _ := toolrules.NewEngine([]toolrules.Rule{toolrules.MaxCalls("archival_insert", 1)}, nil)
-	ts, _ := tools.New(store, "entropy", &tools.Options{
+	ts, _ := tools.New(store.Agent("entropy"), &tools.Options{
 		Rules:   rules,
 		Enabled: []string{"archival_insert", "archival_search"},
 	})

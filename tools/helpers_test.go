@@ -36,9 +36,9 @@ func openStore(t testing.TB, opts *memory.Options) *memory.Cache {
 	return st
 }
 
-func mustCreate(t testing.TB, st memory.Store, agent string, spec memory.BlockSpec) {
+func mustCreate(t testing.TB, st *memory.Cache, agent string, spec memory.BlockSpec) {
 	t.Helper()
-	if _, err := st.CreateBlock(context.Background(), agent, spec); err != nil {
+	if _, err := st.Agent(agent).CreateBlock(context.Background(), spec); err != nil {
 		t.Fatalf("create %s/%s: %v", agent, spec.Label, err)
 	}
 }
@@ -51,7 +51,7 @@ func mustCreate(t testing.TB, st memory.Store, agent string, spec memory.BlockSp
 //	       appendonly (Append), approval (Human)
 //	bob:   secret (not shared), shared_rw (ReadWrite to alice),
 //	       shared_human (Human to alice), shared_ro (ReadOnly to alice)
-func fixture(t testing.TB, st memory.Store) {
+func fixture(t testing.TB, st *memory.Cache) {
 	t.Helper()
 	ctx := context.Background()
 	mustCreate(t, st, "alice", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "first line\nsecond line"})
@@ -83,46 +83,46 @@ func fixture(t testing.TB, st memory.Store) {
 	mustCreate(t, st, "bob", memory.BlockSpec{Label: "shared_human", Value: "policy: be kind"})
 	mustCreate(t, st, "bob", memory.BlockSpec{Label: "shared_ro", Value: "read me"})
 	for label, p := range map[string]blocks.Permission{"shared_rw": blocks.ReadWrite, "shared_human": blocks.Human, "shared_ro": blocks.ReadOnly} {
-		if err := st.ShareBlock(ctx, "bob", label, "alice", p); err != nil {
+		if err := st.Agent("bob").Block(label).Share(ctx, "alice", p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.InsertArchival(ctx, "bob", memory.ArchivalEntry{Content: "bob likes penguins", Tags: []string{"animals"}}); err != nil {
+	if _, err := st.Agent("bob").Archival().Insert(ctx, memory.ArchivalEntry{Content: "bob likes penguins", Tags: []string{"animals"}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // snapshot is everything a tool call could change: each block's heads and
 // rendering, archival entries, messages and proposals of alice and bob.
-func snapshot(t testing.TB, st memory.Store) string {
+func snapshot(t testing.TB, st *memory.Cache) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
 	for _, agent := range []string{"alice", "bob"} {
-		metas, err := st.ListBlocks(ctx, agent)
+		metas, err := st.Agent(agent).Blocks(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range metas {
-			doc, err := st.GetBlock(ctx, agent, m.Label)
+			doc, err := st.Agent(agent).Block(m.Label).Doc(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&b, "block %s/%s %v\n%s\n", agent, m.Label, doc.Heads(), doc.Render())
 		}
-		arch, err := st.ListArchival(ctx, agent, &memory.ArchivalQuery{IncludeSuperseded: true})
+		arch, err := st.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range arch {
 			fmt.Fprintf(&b, "archival %s %d %q %v\n", agent, e.ID, e.Content, e.Tags)
 		}
-		msgs, err := st.Messages(ctx, agent, nil)
+		msgs, err := st.Agent(agent).Messages().List(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "messages %s %d\n", agent, len(msgs))
-		props, err := st.ListProposals(ctx, agent, "")
+		props, err := st.Agent(agent).Proposals(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,16 +133,16 @@ func snapshot(t testing.TB, st memory.Store) string {
 	return b.String()
 }
 
-func render(t testing.TB, st memory.Store, agent, owner, label string) string {
+func render(t testing.TB, st *memory.Cache, agent, owner, label string) string {
 	t.Helper()
-	doc, err := st.GetSharedBlock(context.Background(), agent, owner, label)
+	doc, err := st.Agent(agent).Shared(owner, label).Doc(context.Background())
 	if err != nil {
 		t.Fatalf("get %s/%s for %s: %v", owner, label, agent, err)
 	}
 	return doc.Render()
 }
 
-func newToolset(t testing.TB, st tools.Store, agent string, opts *tools.Options) *tools.Toolset {
+func newToolset(t testing.TB, st *memory.Cache, agent string, opts *tools.Options) *tools.Toolset {
 	t.Helper()
 	if opts == nil {
 		opts = &tools.Options{}
@@ -150,7 +150,7 @@ func newToolset(t testing.TB, st tools.Store, agent string, opts *tools.Options)
 	if opts.Now == nil {
 		opts.Now = fixedNow
 	}
-	ts, err := tools.New(st, agent, opts)
+	ts, err := tools.New(st.Agent(agent), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

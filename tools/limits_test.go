@@ -66,7 +66,7 @@ func TestArchivalInsertQuota(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, &memory.Options{AgentQuotaBytes: 2000})
 	ts := newToolset(t, st, "alice", nil)
-	if _, err := st.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 1}}); err != nil {
+	if _, err := st.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	var res = call(t, ts, "archival_insert", `{"content":"first fact"}`)
@@ -81,7 +81,7 @@ func TestArchivalInsertQuota(t *testing.T) {
 			t.Errorf("result %q lacks %q", res.Content, w)
 		}
 	}
-	used, err := st.StorageUsed(ctx, "alice")
+	used, err := st.Agent("alice").StorageUsed(ctx)
 	if err != nil || used > 2000 {
 		t.Fatalf("used %d (%v), past the quota", used, err)
 	}

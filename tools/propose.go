@@ -180,7 +180,7 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 		return Result{}, ts.blockErr(ctx, ref, doc, err)
 	}
 	// The store tries the edit again (the block may have changed since).
-	p, err := ts.store.ProposeEdit(ctx, ts.agent, ref.owner, ref.label, e, a.Reason)
+	p, err := ts.propose(ctx, ts.handle(ref), e, a.Reason)
 	if errors.Is(err, memory.ErrNoMatch) {
 		return Result{}, noMatchErr(e.Old, ref)
 	}

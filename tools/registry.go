@@ -35,6 +35,11 @@ var registry = []*toolDef{
 			"a snippet (matching words between « and »), the full content when the snippet does not show all of it, "+
 			"and a relevance score (higher is better) with how it was ranked.",
 		nil, archivalSearch).with(Hints{Title: "Search archival memory", ReadOnly: true, Idempotent: true}),
+	define(ArchivalConsolidate,
+		"Find near-duplicate entries in your archival memory (the same fact saved several times, in other words or with small changes) "+
+			"and propose merging each group into one entry. Merges are proposals that take effect once approved; nothing is deleted "+
+			"(merged entries stay in history). Returns the groups found as JSON.",
+		nil, archivalConsolidate).with(Hints{Title: "Consolidate archival memory"}),
 	define(ConversationSearch,
 		"Search your past conversation messages, including ones no longer in your context. Returns matching messages as JSON, "+
 			"each with its id, role, time, a snippet (matching words between « and ») and a relevance score (higher is better).",

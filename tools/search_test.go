@@ -55,12 +55,13 @@ func ids(out searchOut) []int64 {
 }
 
 // searchFixture adds alice's archival entries and messages (and bob's).
-func searchFixture(t *testing.T, st memory.Store) (tea, deadline, long int64) {
+func searchFixture(t *testing.T, st *memory.Cache) (tea, deadline, long int64) {
 	t.Helper()
 	ctx := context.Background()
 	ins := func(agent, content string, tags []string, at time.Time) int64 {
-		e, err := st.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: tags, CreatedAt: at,
+		e, err := st.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content, Tags: tags, CreatedAt: at,
 			Metadata: map[string]any{"source": "test"}})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func searchFixture(t *testing.T, st memory.Store) (tea, deadline, long int64) {
 	// are indexed with their batch neighbours' words, which these filter
 	// tests must not meet.
 	msg := func(agent string, role memory.Role, content, batch string, at time.Time) {
-		if _, err := st.AppendMessage(ctx, agent, memory.Message{Role: role, Content: content, BatchID: batch, CreatedAt: at}); err != nil {
+		if _, err := st.Agent(agent).Messages().Append(ctx, memory.Message{Role: role, Content: content, BatchID: batch, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}

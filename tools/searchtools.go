@@ -49,7 +49,7 @@ func archivalInsert(ctx context.Context, ts *Toolset, a *archivalInsertArgs) (Re
 	if strings.TrimSpace(a.Content) == "" {
 		return Result{}, modelErrorf("content is empty; give the text to remember")
 	}
-	e, err := ts.store.InsertArchival(ctx, ts.agent, memory.ArchivalEntry{Content: a.Content, Tags: a.Tags, Metadata: a.Metadata})
+	e, err := ts.mem.Archival().Insert(ctx, memory.ArchivalEntry{Content: a.Content, Tags: a.Tags, Metadata: a.Metadata})
 	switch {
 	case errors.Is(err, memory.ErrTooLarge):
 		return Result{}, modelErrorf("%s; nothing was stored. Shorten it, or split it into several entries", cleanErr(err))
@@ -57,6 +57,9 @@ func archivalInsert(ctx context.Context, ts *Toolset, a *archivalInsertArgs) (Re
 		return Result{}, modelErrorf("%s; nothing was stored: %s", cleanErr(err), quotaHint)
 	case err != nil:
 		return Result{}, err
+	}
+	if e.Duplicate {
+		return okResult("Already stored as archival entry #%d (the same text); its tags and metadata now include yours.", e.ID), nil
 	}
 	msg := fmt.Sprintf("Inserted archival entry #%d", e.ID)
 	if len(e.Tags) > 0 {
@@ -224,7 +227,7 @@ func archivalSearch(ctx context.Context, ts *Toolset, a *archivalSearchArgs) (Re
 	if len(a.Tags) > 0 {
 		opts.Tags(a.Tags...)
 	}
-	rs, err := ts.store.SearchArchival(ctx, ts.agent, a.Query, opts)
+	rs, err := ts.mem.Archival().Search(ctx, a.Query, opts)
 	if err != nil {
 		return Result{}, searchErr(err)
 	}
@@ -243,7 +246,7 @@ func conversationSearch(ctx context.Context, ts *Toolset, a *conversationSearchA
 		return Result{}, err
 	}
 	opts.ContentTypes(search.Messages)
-	rs, err := ts.store.Search(ctx, ts.agent, a.Query, opts)
+	rs, err := ts.mem.Search(ctx, a.Query, opts)
 	if err != nil {
 		return Result{}, searchErr(err)
 	}

@@ -12,22 +12,26 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/toolrules"
 )
 
 // Tool names, in the order Toolset.Tools lists them.
 const (
-	BlockAppend        = "block_append"
-	BlockReplace       = "block_replace"
-	BlockSetField      = "block_set_field"
-	BlockPushItem      = "block_push_item"
-	BlockInsertLine    = "block_insert_line"
-	LogAppend          = "log_append"
-	ArchivalInsert     = "archival_insert"
-	ArchivalSearch     = "archival_search"
-	ConversationSearch = "conversation_search"
-	ProposeEdit        = "propose_edit"
-	LoadSkill          = "load_skill"
+	BlockAppend     = "block_append"
+	BlockReplace    = "block_replace"
+	BlockSetField   = "block_set_field"
+	BlockPushItem   = "block_push_item"
+	BlockInsertLine = "block_insert_line"
+	LogAppend       = "log_append"
+	ArchivalInsert  = "archival_insert"
+	ArchivalSearch  = "archival_search"
+	// ArchivalConsolidate finds near-duplicate entries of the agent's own
+	// archival memory and proposes merges.
+	ArchivalConsolidate = "archival_consolidate"
+	ConversationSearch  = "conversation_search"
+	ProposeEdit         = "propose_edit"
+	LoadSkill           = "load_skill"
 )
 
 // Names returns every tool name this package defines, in listing order.
@@ -43,7 +47,7 @@ var (
 	// ErrInternal is wrapped by the error Call returns when a tool handler
 	// panicked: a bug, not something the model did.
 	ErrInternal = errors.New("tools: internal error")
-	// ErrInvalidOptions is wrapped by New's error for a nil store, an empty
+	// ErrInvalidOptions is wrapped by New's error for a nil handle, an empty
 	// agent id, or an unknown tool name in Options.Enabled.
 	ErrInvalidOptions = errors.New("tools: invalid options")
 )
@@ -136,28 +140,35 @@ type Options struct {
 	Enabled []string
 }
 
-// Toolset runs memory tools for one agent against a Store. Every
-// call acts as that agent, so block permissions (and shares), character
-// limits, schemas and isolation apply exactly as for any other agent write.
+// Toolset runs memory tools as one agent, through its handle. Every call
+// acts as that agent, so block permissions (and shares), character limits,
+// schemas and isolation apply exactly as for any other agent write.
 // A Toolset is safe for concurrent use.
 type Toolset struct {
-	store Store
+	mem   *memory.Agent
 	agent string
-	rules *toolrules.Engine
-	now   func() time.Time
-	tools []*toolDef
+	// apply and propose write an edit through a block handle; tests
+	// replace them (export_test.go) to interleave another writer.
+	apply   func(ctx context.Context, b *memory.Block, e memory.Edit) error
+	propose func(ctx context.Context, b *memory.Block, e memory.Edit, reason string) (memory.Proposal, error)
+	rules   *toolrules.Engine
+	now     func() time.Time
+	tools   []*toolDef
 }
 
-// New returns the tools for agent over store: a *memory.Cache, any
-// memory.Store, or anything else with Store's methods.
-func New(store Store, agent string, opts *Options) (*Toolset, error) {
-	if store == nil {
-		return nil, fmt.Errorf("%w: store is nil", ErrInvalidOptions)
+// New returns the tools acting as agent a (a store's Agent handle).
+func New(a *memory.Agent, opts *Options) (*Toolset, error) {
+	if a == nil {
+		return nil, fmt.Errorf("%w: agent handle is nil", ErrInvalidOptions)
 	}
-	if strings.TrimSpace(agent) == "" {
+	if strings.TrimSpace(a.ID()) == "" {
 		return nil, fmt.Errorf("%w: agent id is empty", ErrInvalidOptions)
 	}
-	ts := &Toolset{store: store, agent: agent, now: time.Now}
+	ts := &Toolset{mem: a, agent: a.ID(), now: time.Now,
+		apply: func(ctx context.Context, b *memory.Block, e memory.Edit) error { return b.Apply(ctx, e) },
+		propose: func(ctx context.Context, b *memory.Block, e memory.Edit, reason string) (memory.Proposal, error) {
+			return b.Propose(ctx, e, reason)
+		}}
 	var enabled []string
 	if opts != nil {
 		ts.rules = opts.Rules

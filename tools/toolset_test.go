@@ -60,7 +60,7 @@ func TestDefinitionsShape(t *testing.T) {
 	st := openStore(t, nil)
 	ts := newToolset(t, st, "alice", nil)
 	list := ts.Tools()
-	if got := toolNames(list); !slices.Equal(got, tools.Names()) || len(got) != 11 {
+	if got := toolNames(list); !slices.Equal(got, tools.Names()) || len(got) != 12 {
 		t.Fatalf("tools %v, names %v", got, tools.Names())
 	}
 	for _, tl := range list {
@@ -101,13 +101,13 @@ func TestDefinitionsShape(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	st := openStore(t, nil)
-	if _, err := tools.New(nil, "a", nil); !errors.Is(err, tools.ErrInvalidOptions) {
+	if _, err := tools.New(nil, nil); !errors.Is(err, tools.ErrInvalidOptions) {
 		t.Errorf("nil store: %v", err)
 	}
-	if _, err := tools.New(st, " ", nil); !errors.Is(err, tools.ErrInvalidOptions) {
+	if _, err := tools.New(st.Agent(" "), nil); !errors.Is(err, tools.ErrInvalidOptions) {
 		t.Errorf("empty agent: %v", err)
 	}
-	if _, err := tools.New(st, "a", &tools.Options{Enabled: []string{"block_append", "fly"}}); !errors.Is(err, tools.ErrInvalidOptions) ||
+	if _, err := tools.New(st.Agent("a"), &tools.Options{Enabled: []string{"block_append", "fly"}}); !errors.Is(err, tools.ErrInvalidOptions) ||
 		!strings.Contains(err.Error(), `"fly"`) {
 		t.Errorf("unknown enabled tool: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestToolRules(t *testing.T) {
 	if res := call(t, ts, "archival_insert", `{"content":"first"}`); res.IsError {
 		t.Fatalf("first insert: %+v", res)
 	}
-	if slices.Contains(toolNames(ts.Allowed()), "archival_insert") || len(ts.Allowed()) != 10 {
+	if slices.Contains(toolNames(ts.Allowed()), "archival_insert") || len(ts.Allowed()) != 11 {
 		t.Errorf("Allowed after the limit: %v", toolNames(ts.Allowed()))
 	}
 	before := snapshot(t, st)
@@ -162,7 +162,7 @@ func TestToolRules(t *testing.T) {
 	if res := call(t, ts, "archival_insert", `{"content":"next turn"}`); res.IsError {
 		t.Errorf("next turn: %+v", res)
 	}
-	if got := toolNames(newToolset(t, st, "alice", nil).Allowed()); len(got) != 11 {
+	if got := toolNames(newToolset(t, st, "alice", nil).Allowed()); len(got) != 12 {
 		t.Errorf("Allowed without rules: %v", got)
 	}
 }
@@ -206,16 +206,16 @@ func TestSharedBlockEditing(t *testing.T) {
 	if res := call(t, ts, "block_replace", `{"label":"shared_rw","owner":"bob","old":"team","new":"our team"}`); res.IsError {
 		t.Fatal(res.Content)
 	}
-	if got, _ := st.RenderedContent(ctx, "bob", "shared_rw"); got != "our team notes" {
+	if got, _ := st.Agent("bob").Block("shared_rw").Render(ctx); got != "our team notes" {
 		t.Errorf("bob sees %q", got)
 	}
-	hist, err := st.BlockHistory(ctx, "bob", "", "shared_rw")
+	hist, err := st.Agent("bob").Block("shared_rw").History(ctx)
 	if err != nil || hist[len(hist)-1].Actor != "alice" {
 		t.Errorf("history %+v %v", hist, err)
 	}
 
 	// Once unshared, the block is gone for alice.
-	if err := st.UnshareBlock(ctx, "bob", "shared_rw", "alice"); err != nil {
+	if err := st.Agent("bob").Block("shared_rw").Unshare(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(t, ts, "block_append", `{"label":"shared_rw","owner":"bob","text":"x"}`); !res.IsError || !strings.Contains(res.Content, "is shared with you") {
@@ -227,16 +227,16 @@ func TestSharedBlockEditing(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Content, "Proposal #1 created") {
 		t.Fatalf("propose: %+v", res)
 	}
-	if err := st.ApproveProposal(ctx, 1, "bob"); err != nil {
+	if err := st.Agent("bob").ApproveProposal(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.RenderedContent(ctx, "bob", "shared_human"); got != "policy: be very kind" {
+	if got, _ := st.Agent("bob").Block("shared_human").Render(ctx); got != "policy: be very kind" {
 		t.Errorf("after approval %q", got)
 	}
 
 	// A list proposal uses 1-based item numbers.
 	mustCreate(t, st, "bob", memory.BlockSpec{Label: "rules", Value: []any{"one", "two", "three"}, Schema: listSchema()})
-	if err := st.ShareBlock(ctx, "bob", "rules", "alice", blocks.Partner); err != nil {
+	if err := st.Agent("bob").Block("rules").Share(ctx, "alice", blocks.Partner); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(t, ts, "propose_edit", `{"label":"rules","owner":"bob","op":"delete_item","index":2,"reason":"obsolete"}`); res.IsError {
@@ -245,10 +245,10 @@ func TestSharedBlockEditing(t *testing.T) {
 	if res := call(t, ts, "propose_edit", `{"label":"rules","owner":"bob","op":"delete_item","index":4,"reason":"obsolete"}`); !res.IsError || !strings.Contains(res.Content, "out of range") {
 		t.Errorf("propose delete past the end: %+v", res)
 	}
-	if err := st.ApproveProposal(ctx, 2, "bob"); err != nil {
+	if err := st.Agent("bob").ApproveProposal(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.RenderedContent(ctx, "bob", "rules"); got != "1. one\n2. three" {
+	if got, _ := st.Agent("bob").Block("rules").Render(ctx); got != "1. one\n2. three" {
 		t.Errorf("after approved delete %q", got)
 	}
 }
@@ -322,7 +322,7 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Error(res.Content)
 		}
 	}
-	doc, err := st.GetBlock(context.Background(), "alice", "sections")
+	doc, err := st.Agent("alice").Block("sections").Doc(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

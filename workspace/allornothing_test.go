@@ -53,19 +53,19 @@ func TestImportAllOrNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Value: "old soul"}); err != nil {
+			if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Value: "old soul"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := workspace.Plan(w); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.file) {
 				t.Fatalf("Plan: err = %v, want %v naming %s", err, tc.want, tc.file)
 			}
-			if _, err := workspace.Import(ctx, store, "ada", w); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.file) {
+			if _, err := workspace.Import(ctx, store.Agent("ada"), w); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.file) {
 				t.Fatalf("Import: err = %v, want %v naming %s", err, tc.want, tc.file)
 			}
-			if r, _ := store.RenderedContent(ctx, "ada", "persona"); r != "old soul" {
+			if r, _ := store.Agent("ada").Block("persona").Render(ctx); r != "old soul" {
 				t.Errorf("persona = %q after a refused import, want the old text", r)
 			}
-			metas, _ := store.ListBlocks(ctx, "ada")
+			metas, _ := store.Agent("ada").Blocks(ctx)
 			if len(metas) != 1 {
 				t.Errorf("%d blocks after a refused import, want 1", len(metas))
 			}

@@ -34,14 +34,14 @@ func TestSkillsAreListedAndLoadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := workspace.Import(ctx, store, "ada", dir); err == nil || !strings.Contains(err.Error(), "skill.code_review") {
+	if _, err := workspace.Import(ctx, store.Agent("ada"), dir); err == nil || !strings.Contains(err.Error(), "skill.code_review") {
 		t.Fatalf("two skills mapping to one label: err = %v", err)
 	}
 	os.RemoveAll(filepath.Join(dir, "skills", "code_review"))
-	if _, err := workspace.Import(ctx, store, "ada", dir); err != nil {
+	if _, err := workspace.Import(ctx, store.Agent("ada"), dir); err != nil {
 		t.Fatal(err)
 	}
-	req, err := builder.New(store, builder.ContextConfig{}).ForAgent("ada").Build(ctx)
+	req, err := builder.New(store.Agent("ada"), builder.ContextConfig{}).Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestSkillsAreListedAndLoadable(t *testing.T) {
 	if strings.Contains(req.System, "ZEBRA-STEP") {
 		t.Error("an unpinned skill's body is in the prompt")
 	}
-	ts, err := tools.New(store, "ada", nil)
+	ts, err := tools.New(store.Agent("ada"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

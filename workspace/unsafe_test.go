@@ -73,7 +73,7 @@ func TestImportRefusesUnsafeFiles(t *testing.T) {
 			defer store.Close()
 			done := make(chan error, 1)
 			go func() {
-				_, err := workspace.Import(ctx, store, "ada", w)
+				_, err := workspace.Import(ctx, store.Agent("ada"), w)
 				done <- err
 			}()
 			select {
@@ -84,9 +84,9 @@ func TestImportRefusesUnsafeFiles(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.file) {
 				t.Fatalf("Import: err = %v, want %v naming %s", err, tc.want, tc.file)
 			}
-			metas, _ := store.ListBlocks(ctx, "ada")
+			metas, _ := store.Agent("ada").Blocks(ctx)
 			for _, m := range metas {
-				if r, _ := store.RenderedContent(ctx, "ada", m.Label); strings.Contains(r, "OUTSIDE-SECRET") {
+				if r, _ := store.Agent("ada").Block(m.Label).Render(ctx); strings.Contains(r, "OUTSIDE-SECRET") {
 					t.Fatalf("block %s holds a file from outside the workspace", m.Label)
 				}
 			}
@@ -102,10 +102,10 @@ func TestImportFollowsLinksInside(t *testing.T) {
 	symlink(t, filepath.Join("notes", "soul.md"), filepath.Join(w, "SOUL.md"))
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	if _, err := workspace.Import(ctx, store, "ada", w); err != nil {
+	if _, err := workspace.Import(ctx, store.Agent("ada"), w); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := store.RenderedContent(ctx, "ada", "persona"); !strings.Contains(r, "I am Ada.") {
+	if r, _ := store.Agent("ada").Block("persona").Render(ctx); !strings.Contains(r, "I am Ada.") {
 		t.Fatalf("persona = %q", r)
 	}
 }
@@ -148,10 +148,10 @@ func TestExportWritesOnlyInside(t *testing.T) {
 			src := t.TempDir()
 			write(t, src, "SOUL.md", "AGENT-TEXT soul\n")
 			write(t, src, "skills/deploy/SKILL.md", "AGENT-TEXT deploy\n")
-			if _, err := workspace.Import(ctx, store, "ada", src); err != nil {
+			if _, err := workspace.Import(ctx, store.Agent("ada"), src); err != nil {
 				t.Fatal(err)
 			}
-			_, err := workspace.Export(ctx, store, "ada", exp)
+			_, err := workspace.Export(ctx, store.Agent("ada"), exp)
 			if got, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(got) != "precious\n" {
 				t.Fatalf("the file outside became %q", got)
 			}

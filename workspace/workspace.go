@@ -45,7 +45,7 @@ type Report struct {
 	Written []string // files written by Export
 }
 
-// Import reads dir into agent's blocks. It reads only regular files inside
+// Import reads dir into the blocks of agent a. It reads only regular files inside
 // dir: a symbolic link is followed only while it stays inside dir, a FIFO,
 // device or socket is refused without being opened for a blocking read
 // (ErrUnsafeFile), and a file longer than a block may be is refused
@@ -59,7 +59,7 @@ type Report struct {
 // own or may read and write, so such a link brings in nothing its maker
 // could not read already; where it is off, import only directories whose
 // writers you trust with every file you can read.
-func Import(ctx context.Context, store Store, agent, dir string) (Report, error) {
+func Import(ctx context.Context, a *memory.Agent, dir string) (Report, error) {
 	var rep Report
 	// Every file is read and checked before any block is written: a
 	// refused file (the fourth, say) leaves the blocks of the first three
@@ -73,7 +73,7 @@ func Import(ctx context.Context, store Store, agent, dir string) (Report, error)
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		created, err := upsert(ctx, store, agent, f.layer, f.text)
+		created, err := upsert(ctx, a, f.layer, f.text)
 		if err != nil {
 			return rep, fmt.Errorf("workspace: import %s into block %q: %w", f.path, f.label, err)
 		}
@@ -178,10 +178,10 @@ func charLimit(text string) int {
 	return min(max(blocks.DefaultCharLimit, utf8.RuneCountInString(text)*2), max(blocks.MaxCharLimit, utf8.RuneCountInString(text)))
 }
 
-func upsert(ctx context.Context, store Store, agent string, l layer, text string) (created bool, err error) {
-	doc, err := store.GetBlock(ctx, agent, l.label)
+func upsert(ctx context.Context, a *memory.Agent, l layer, text string) (created bool, err error) {
+	doc, err := a.Block(l.label).Doc(ctx)
 	if errors.Is(err, memory.ErrNotFound) {
-		_, err = store.CreateBlock(ctx, agent, memory.BlockSpec{Label: l.label, Description: l.description, Type: l.typ,
+		_, err = a.CreateBlock(ctx, memory.BlockSpec{Label: l.label, Description: l.description, Type: l.typ,
 			Schema: schema.Text{}, Permission: l.perm, Pinned: l.pinned, CharLimit: charLimit(text), Value: text})
 		return err == nil, err
 	}
@@ -203,17 +203,17 @@ func upsert(ctx context.Context, store Store, agent string, l layer, text string
 	if err := doc.SetText(text, blocks.System); err != nil {
 		return false, err
 	}
-	return false, store.PersistBlock(ctx, agent, l.label)
+	return false, a.Block(l.label).Persist(ctx)
 }
 
-// Export writes agent's workspace blocks to dir (creating it, 0700). It
+// Export writes the workspace blocks of agent a to dir (creating it, 0700). It
 // writes only inside dir and never through a link: each file is written
 // to a new temporary file (0600) beside it and renamed over it, so a
 // symbolic link in its place is replaced, not followed, and a directory
 // link leaving dir is an error (ErrUnsafeFile).
-func Export(ctx context.Context, store Store, agent, dir string) (Report, error) {
+func Export(ctx context.Context, a *memory.Agent, dir string) (Report, error) {
 	var rep Report
-	metas, err := store.ListBlocks(ctx, agent)
+	metas, err := a.Blocks(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -248,7 +248,7 @@ func Export(ctx context.Context, store Store, agent, dir string) (Report, error)
 			rep.Skipped = append(rep.Skipped, l.path)
 			continue
 		}
-		doc, err := store.GetBlock(ctx, agent, l.label)
+		doc, err := a.Block(l.label).Doc(ctx)
 		if err != nil {
 			return rep, err
 		}

@@ -43,14 +43,14 @@ func TestRoundTrip(t *testing.T) {
 	for rel, text := range files {
 		write(t, src, rel, text)
 	}
-	rep, err := workspace.Import(ctx, store, "agent", src)
+	rep, err := workspace.Import(ctx, store.Agent("agent"), src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Created) != 5 || len(rep.Skipped) != 1 || rep.Skipped[0] != "TOOLS.md" {
 		t.Fatalf("import report = %+v", rep)
 	}
-	metas, _ := store.ListBlocks(ctx, "agent")
+	metas, _ := store.Agent("agent").Blocks(ctx)
 	types := map[string]memory.BlockMeta{}
 	for _, m := range metas {
 		types[m.Label] = m
@@ -59,11 +59,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("block mapping wrong: %+v", types)
 	}
 	// The agent cannot edit a read-only skill.
-	if err := store.AppendToBlock(ctx, "agent", "skill.review", "x"); err == nil {
+	if err := store.Agent("agent").Block("skill.review").Append(ctx, "x"); err == nil {
 		t.Fatal("agent edited a read-only skill block")
 	}
 	dst := t.TempDir()
-	if _, err := workspace.Export(ctx, store, "agent", dst); err != nil {
+	if _, err := workspace.Export(ctx, store.Agent("agent"), dst); err != nil {
 		t.Fatal(err)
 	}
 	for rel, text := range files {
@@ -74,14 +74,14 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// Re-import of an edited file updates the block with a diff.
 	write(t, src, "SOUL.md", "# Soul\nI am careful, kind and curious. ✨\n")
-	rep, err = workspace.Import(ctx, store, "agent", src)
+	rep, err = workspace.Import(ctx, store.Agent("agent"), src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Updated) != 5 {
 		t.Fatalf("re-import report = %+v", rep)
 	}
-	if r, _ := store.RenderedContent(ctx, "agent", "persona"); !strings.Contains(r, "curious") {
+	if r, _ := store.Agent("agent").Block("persona").Render(ctx); !strings.Contains(r, "curious") {
 		t.Fatalf("persona not updated: %q", r)
 	}
 }
@@ -92,10 +92,10 @@ func TestImportMissingDirFails(t *testing.T) {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	if _, err := workspace.Import(ctx, store, "a", filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := workspace.Import(ctx, store.Agent("a"), filepath.Join(t.TempDir(), "nothing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("import of a missing directory: err = %v", err)
 	}
-	rep, err := workspace.Import(ctx, store, "a", t.TempDir())
+	rep, err := workspace.Import(ctx, store.Agent("a"), t.TempDir())
 	if err != nil || len(rep.Skipped) != 4 || len(rep.Created) != 0 {
 		t.Fatalf("rep %+v err %v", rep, err)
 	}
@@ -107,7 +107,7 @@ func TestImportRejectsNonUTF8(t *testing.T) {
 	defer store.Close()
 	dir := t.TempDir()
 	write(t, dir, "SOUL.md", "bad \xff bytes")
-	if _, err := workspace.Import(ctx, store, "a", dir); err == nil {
+	if _, err := workspace.Import(ctx, store.Agent("a"), dir); err == nil {
 		t.Fatal("non-UTF-8 file imported")
 	}
 }

@@ -58,7 +58,7 @@ var commands = []*command{
 	{name: "share", usage: "share --owner O --label L --with B [--perm Append] [--revoke]", example: "engram share --owner ada --label notes --with bob --perm ReadOnly",
 		flags: cmdShare},
 	{name: "archival", sub: []*command{
-		{name: "add", usage: "archival add --agent A [--tags a,b] TEXT", example: `engram archival add --agent ada --tags prefs "Ada prefers bullet lists."`,
+		{name: "add", usage: "archival add --agent A [--tags a,b] [--meta JSON] TEXT", example: `engram archival add --agent ada --meta '{"session": 3}' "Ada: I adopted a greyhound."`,
 			flags: cmdArchivalAdd},
 		{name: "load", usage: "archival load --agent A [--in FILE.jsonl] [--tags a,b] [--batch N]", example: `engram archival load --agent ada --in notes.jsonl   # {"content": "…", "tags": […], "metadata": {…}} per line`,
 			flags: cmdArchivalLoad},
@@ -83,6 +83,8 @@ var commands = []*command{
 		flags: cmdReembed},
 	{name: "compact", usage: "compact [--agent A] [--rebase]", example: "engram compact --rebase",
 		flags: cmdCompact},
+	{name: "consolidate", usage: "consolidate --agent A [--dry-run] [--apply-exact] [--llm] [--after ID] [--max-entries N] [--rounds N]", example: "engram consolidate --agent ada --apply-exact",
+		flags: cmdConsolidate},
 	{name: "stats", usage: "stats", example: "engram stats",
 		readOnly: true, flags: cmdStats},
 	{name: "mcp", usage: "mcp --agent A", example: "engram --db agents.db mcp --agent ada",

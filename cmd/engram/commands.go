@@ -66,14 +66,14 @@ func cmdBlocksList(fs *flag.FlagSet) runFunc {
 		defer a.close()
 		var metas []memory.BlockMeta
 		if shared {
-			sb, err := s.ListSharedBlocks(ctx, agent)
+			sb, err := s.Agent(agent).SharedBlocks(ctx)
 			if err != nil {
 				return err
 			}
 			for _, b := range sb {
 				metas = append(metas, b.BlockMeta)
 			}
-		} else if metas, err = s.ListBlocks(ctx, agent); err != nil {
+		} else if metas, err = s.Agent(agent).Blocks(ctx); err != nil {
 			return err
 		}
 		out := make([]blockJSON, 0, len(metas))
@@ -217,11 +217,15 @@ func cmdBlockCreate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		doc, err := s.CreateBlock(ctx, agent, spec)
+		blk, err := s.Agent(agent).CreateBlock(ctx, spec)
 		if err != nil {
 			return err
 		}
-		return a.output(map[string]any{"created": label, "owner": agent, "rendered": doc.Render()}, func(w io.Writer) {
+		rendered, err := blk.Render(ctx)
+		if err != nil {
+			return err
+		}
+		return a.output(map[string]any{"created": label, "owner": agent, "rendered": rendered}, func(w io.Writer) {
 			fmt.Fprintf(w, "created block %s for %s\n", label, agent)
 		})
 	}
@@ -259,14 +263,14 @@ func cmdBlockWrite(op blocks.Op) func(fs *flag.FlagSet) runFunc {
 				err = h.Apply(ctx, memory.Edit{Op: op, Text: pos[1]})
 			} else {
 				var doc *blocks.Document
-				if doc, err = s.GetBlock(ctx, agent, pos[0]); err == nil {
+				if doc, err = s.Agent(agent).Block(pos[0]).Doc(ctx); err == nil {
 					if op == blocks.OpSetText {
 						err = doc.SetText(pos[1], blocks.System)
 					} else {
 						err = doc.AppendText(pos[1], blocks.System)
 					}
 					if err == nil {
-						err = s.PersistBlock(ctx, agent, pos[0])
+						err = s.Agent(agent).Block(pos[0]).Persist(ctx)
 					}
 				}
 			}
@@ -309,7 +313,7 @@ func cmdShare(fs *flag.FlagSet) runFunc {
 		}
 		defer a.close()
 		if revoke {
-			if err := s.UnshareBlock(ctx, owner, label, with); err != nil {
+			if err := s.Agent(owner).Block(label).Unshare(ctx, with); err != nil {
 				return err
 			}
 			return a.output(map[string]any{"revoked": label, "from": with}, func(w io.Writer) {
@@ -320,7 +324,7 @@ func cmdShare(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.ShareBlock(ctx, owner, label, with, p); err != nil {
+		if err := s.Agent(owner).Block(label).Share(ctx, with, p); err != nil {
 			return err
 		}
 		return a.output(map[string]any{"shared": label, "owner": owner, "with": with, "permission": p.String()}, func(w io.Writer) {
@@ -339,16 +343,30 @@ func splitList(s string) []string {
 	return out
 }
 
+// conversationKeysHelp says which metadata keys name an archival entry's
+// conversation (SQLite migration 0028, PostgreSQL 0025; docs/retrieval.md).
+const conversationKeysHelp = `metadata as a JSON object. The first of "conversation", "conversation_id", ` +
+	`"session", "session_id", "thread", "thread_id" holding a string other than "" or a number names the ` +
+	`entry's conversation (3 and "3" are two): the entry is then also found by the words of the entries ` +
+	`written before and after it in that conversation. Entries naming none are indexed alone`
+
 func cmdArchivalAdd(fs *flag.FlagSet) runFunc {
-	var agent, tags string
+	var agent, tags, meta string
 	fs.StringVar(&agent, "agent", "", "agent id")
 	fs.StringVar(&tags, "tags", "", "comma-separated tags")
+	fs.StringVar(&meta, "meta", "", conversationKeysHelp)
 	return func(ctx context.Context, a *app, pos []string) error {
 		if err := need("archival add", "--agent", agent); err != nil {
 			return err
 		}
 		if len(pos) != 1 {
 			return usageErrorf("archival add: want one TEXT")
+		}
+		var metadata map[string]any
+		if meta != "" {
+			if err := json.Unmarshal([]byte(meta), &metadata); err != nil || metadata == nil {
+				return usageErrorf("archival add: --meta wants a JSON object: %q", meta)
+			}
 		}
 		s, err := a.open(ctx)
 		if err != nil {
@@ -359,7 +377,7 @@ func cmdArchivalAdd(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("archival add: %w", err)
 		}
-		e, err := s.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Tags: splitList(tags)})
+		e, err := s.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content, Tags: splitList(tags), Metadata: metadata})
 		if err != nil {
 			return err
 		}
@@ -427,7 +445,7 @@ func cmdArchivalLoad(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		out, err := s.InsertArchivalBatch(ctx, agent, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
+		out, err := s.Agent(agent).Archival().InsertBatch(ctx, entries, &memory.BatchOptions{Size: size, Progress: a.progress("loading")})
 		if ee := (*memory.EntryError)(nil); errors.As(err, &ee) && ee.Index < len(lines) {
 			return fmt.Errorf("archival load: line %d: %w (nothing was stored)", lines[ee.Index], ee.Err)
 		}
@@ -457,7 +475,7 @@ func cmdArchivalList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		es, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
+		es, err := s.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{Limit: limit, Tags: splitList(tags), IncludeSuperseded: superseded})
 		if err != nil {
 			return err
 		}
@@ -530,7 +548,7 @@ func cmdSearch(fs *flag.FlagSet) runFunc {
 		if all {
 			res, err = s.SearchAll(ctx, pos[0], opts)
 		} else {
-			res, err = s.Search(ctx, agent, pos[0], opts)
+			res, err = s.Agent(agent).Search(ctx, pos[0], opts)
 		}
 		if err != nil {
 			return err
@@ -628,9 +646,9 @@ func cmdFilesIO(imp bool) func(fs *flag.FlagSet) runFunc {
 						}
 					})
 				}
-				rep, err = workspace.Import(ctx, s, agent, pos[0])
+				rep, err = workspace.Import(ctx, s.Agent(agent), pos[0])
 			} else {
-				rep, err = workspace.Export(ctx, s, agent, pos[0])
+				rep, err = workspace.Export(ctx, s.Agent(agent), pos[0])
 			}
 			if err != nil {
 				return err
@@ -959,7 +977,7 @@ func (f fileBlock) MarshalJSON() ([]byte, error) {
 func workspacePlan(ctx context.Context, s *memory.Cache, agent string, plan []workspace.File) (replaced, created []fileBlock, err error) {
 	have := map[string]int{}
 	if s != nil {
-		metas, err := s.ListBlocks(ctx, agent)
+		metas, err := s.Agent(agent).Blocks(ctx)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -27,7 +27,7 @@ func contextStore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.PutContextLibrary(context.Background(), "ada", []memory.LibraryEntry{{ID: "notes/tea.md", Kind: "file", Content: "Earl Grey, lemon."}}); err != nil {
+	if err := s.Agent("ada").PutContextLibrary(context.Background(), []memory.LibraryEntry{{ID: "notes/tea.md", Kind: "file", Content: "Earl Grey, lemon."}}); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -28,7 +28,7 @@ func TestCLIHistoryShowsMergingAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := store.GetBlock(ctx, "ada", "notes")
+	doc, err := store.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCLIHistoryShowsMergingAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := store.MergeChanges(ctx, "bob", "ada", "notes", peer.SaveIncremental()); err != nil {
+	if err := store.Agent("bob").Shared("ada", "notes").Merge(ctx, peer.SaveIncremental()); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

@@ -41,7 +41,7 @@ func TestCLIImportIntoStoreWithUnavailableEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.InsertArchival(ctx, "zed", memory.ArchivalEntry{Content: "zed's fact"}); err != nil {
+	if _, err := s.Agent("zed").Archival().Insert(ctx, memory.ArchivalEntry{Content: "zed's fact"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -130,7 +130,7 @@ func TestServeAgentQuota(t *testing.T) {
 	if !isErr || !strings.Contains(text, "quota of 3072 bytes") || !strings.Contains(text, `"ada"`) {
 		t.Fatalf("archival_insert past the quota: error %v, %q", isErr, text)
 	}
-	if used, err := store.StorageUsed(ctx, "ada"); err != nil || used > 3072 {
+	if used, err := store.Agent("ada").StorageUsed(ctx); err != nil || used > 3072 {
 		t.Fatalf("ada uses %d bytes (%v), past the quota", used, err)
 	}
 	cb, err := connectMCP(ctx, base, bob)

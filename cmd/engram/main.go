@@ -117,7 +117,10 @@ Proposals (edits to Partner/Human blocks waiting for a person)
   proposals reject  [--as NAME] [--reason TEXT] ID
 
 Archival and search
-  archival add  --agent A [--tags a,b] TEXT
+  archival add  --agent A [--tags a,b] [--meta JSON] TEXT
+                metadata "conversation", "conversation_id", "session", "session_id", "thread" or "thread_id"
+                (a string or a number, first found wins) names the entry's conversation: it is then also found
+                by its neighbours' words there
   archival load --agent A [--in FILE.jsonl] [--tags a,b] [--batch N]   many entries, {"content","tags","metadata"} per line
   archival list --agent A [--tags a,b] [--limit N] [--superseded]
   search        (--agent A | --all) [--mode auto|fts|vector|hybrid] [--types blocks,archival,messages]
@@ -142,6 +145,8 @@ Files and transfer
 Maintenance
   reembed                                          recompute vectors with --embedder (progress bar)
   compact       [--agent A] [--rebase]             fold block updates into snapshots; --rebase starts new epochs
+  consolidate   --agent A [--dry-run] [--apply-exact] [--llm]   find near-duplicate archival entries; propose
+                                                   merges (proposals), or apply exact ones at once
   stats
 
 Agents and people

@@ -88,7 +88,7 @@ func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourc
 // must not name tools its sessions cannot call.
 func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Server, resourceList, error) {
 	var listed resourceList
-	ts, err := tools.New(store, agent, nil)
+	ts, err := tools.New(store.Agent(agent), nil)
 	if err != nil {
 		return nil, listed, err
 	}
@@ -164,7 +164,7 @@ func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Se
 		Description: "A memory block the agent can see: its own (owner = the agent) or one shared with it.", MIMEType: "text/plain"}, read)
 	// The stamp is read before listing, so a change racing the listing
 	// makes the next stamp differ (see memory.BlocksStamp).
-	if listed.stamp, err = store.BlocksStamp(context.Background(), agent); err != nil {
+	if listed.stamp, err = store.Agent(agent).BlocksStamp(context.Background()); err != nil {
 		return nil, listed, err
 	}
 	if listed.uris, _, err = syncResources(context.Background(), srv, store, agent, nil, read); err != nil {
@@ -211,6 +211,7 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 			model = "gpt-4o"
 		}
 		cfg := builder.DefaultConfig()
+		cfg.TokenCounts = store
 		// The current families' windows, as engram context and the UI use.
 		cfg.ModelOverrides = builder.KnownModelLimits()
 		message := strings.TrimSpace(req.Params.Arguments["message"])
@@ -225,7 +226,7 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 			}
 			list = append(list, bt)
 		}
-		b := builder.New(store, cfg).ForAgent(agent).WithModelInfo(builder.ModelInfoFor(model)).
+		b := builder.New(store.Agent(agent), cfg).WithModelInfo(builder.ModelInfoFor(model)).
 			WithTools(list).WithEnvironment(builder.Environment{})
 		if message != "" {
 			b = b.WithCurrentMessage(memory.Message{Role: memory.RoleUser, Content: message})
@@ -258,11 +259,11 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 // which went away since listed (for notifications/resources/updated).
 func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, listed map[string]listedBlock,
 	read mcp.ResourceHandler) (map[string]listedBlock, []string, error) {
-	own, err := store.ListBlocks(ctx, agent)
+	own, err := store.Agent(agent).Blocks(ctx)
 	if err != nil {
 		return listed, nil, err
 	}
-	shared, err := store.ListSharedBlocks(ctx, agent)
+	shared, err := store.Agent(agent).SharedBlocks(ctx)
 	if err != nil {
 		return listed, nil, err
 	}
@@ -317,7 +318,7 @@ func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, a
 			return
 		case <-t.C:
 		}
-		st, err := store.BlocksStamp(ctx, agent)
+		st, err := store.Agent(agent).BlocksStamp(ctx)
 		if err != nil || st == last {
 			continue
 		}
@@ -341,7 +342,7 @@ func blockReader(store *memory.Cache, agent string) mcp.ResourceHandler {
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		doc, err := store.GetSharedBlock(ctx, agent, owner, label)
+		doc, err := store.Agent(agent).Shared(owner, label).Doc(ctx)
 		if err != nil {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}

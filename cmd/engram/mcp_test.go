@@ -21,10 +21,10 @@ func TestMCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "board", Value: "Bob's board."})
-	store.ShareBlock(ctx, "bob", "board", "ada", blocks.ReadOnly)
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "secret", Value: "hidden"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "Bob's board."})
+	store.Agent("bob").Block("board").Share(ctx, "ada", blocks.ReadOnly)
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "secret", Value: "hidden"})
 
 	srv, err := newMCPServer(store, "ada")
 	if err != nil {
@@ -60,7 +60,7 @@ func TestMCPServer(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("block_append: %v %+v", err, res)
 	}
-	if r, _ := store.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "Reads sci-fi.") {
+	if r, _ := store.Agent("ada").Block("notes").Render(ctx); !strings.Contains(r, "Reads sci-fi.") {
 		t.Fatalf("tool call did not reach the store: %q", r)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "block_append", Arguments: map[string]any{"label": "board", "owner": "bob", "text": "x"}})

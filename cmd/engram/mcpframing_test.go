@@ -30,7 +30,7 @@ func pipeServer(t testing.TB) (in io.WriteCloser, out <-chan string, done <-chan
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "Likes tea."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "Likes tea."})
 	srv, err := newMCPServer(store, "ada")
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestMCPToolFailureIsAResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"})
 	srv, err := newMCPServer(store, "ada")
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestMCPToolFailureIsAResult(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not persisted") {
 		t.Fatalf("result = %+v", res)
 	}
-	if r, _ := store.RenderedContent(ctx, "ada", "notes"); r != "x" {
+	if r, _ := store.Agent("ada").Block("notes").Render(ctx); r != "x" {
 		t.Fatalf("block = %q", r)
 	}
 }
@@ -335,9 +335,9 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "board", Value: "bob's"})
-	store.ShareBlock(ctx, "bob", "board", "ada", blocks.ReadOnly)
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"})
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "bob's"})
+	store.Agent("bob").Block("board").Share(ctx, "ada", blocks.ReadOnly)
 	srv, resources, err := newMCPServerListed(store, "ada")
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 		t.Fatalf("%d list_changed notifications before anything changed", n)
 	}
 
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "late", Value: "created after start"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "late", Value: "created after start"})
 	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "engram://ada/late"})
 	if err != nil || r.Contents[0].Text != "created after start" {
 		t.Fatalf("read a block created after start: %v %+v", err, r)
@@ -394,7 +394,7 @@ func TestMCPResourcesFollowTheStore(t *testing.T) {
 		}
 	}
 	waitFor("engram://ada/late engram://ada/notes engram://bob/board")
-	store.UnshareBlock(ctx, "bob", "board", "ada")
+	store.Agent("bob").Block("board").Unshare(ctx, "ada")
 	waitFor("engram://ada/late engram://ada/notes")
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "engram://bob/board"}); err == nil {
 		t.Fatal("read a block whose share was revoked")

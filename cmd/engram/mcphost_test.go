@@ -175,11 +175,11 @@ func TestMCPResourceSubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "other", Value: "y"})
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "board", Value: "bob's"})
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "secret", Value: "hidden"})
-	store.ShareBlock(ctx, "bob", "board", "ada", blocks.ReadOnly)
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "other", Value: "y"})
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "bob's"})
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "secret", Value: "hidden"})
+	store.Agent("bob").Block("board").Share(ctx, "ada", blocks.ReadOnly)
 	srv, listed, err := newMCPServerListed(store, "ada")
 	if err != nil {
 		t.Fatal(err)
@@ -271,12 +271,12 @@ func TestMCPResourceSubscriptions(t *testing.T) {
 		}
 	}
 	// A change made through this process's store.
-	if err := store.UpdateBlockText(ctx, "ada", "notes", "changed here"); err != nil {
+	if err := store.Agent("ada").Block("notes").SetText(ctx, "changed here"); err != nil {
 		t.Fatal(err)
 	}
 	wait("engram://ada/notes")
 	// A change to a block nobody subscribed to: nothing.
-	if err := store.UpdateBlockText(ctx, "ada", "other", "changed too"); err != nil {
+	if err := store.Agent("ada").Block("other").SetText(ctx, "changed too"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
@@ -287,7 +287,7 @@ func TestMCPResourceSubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.UpdateBlockText(ctx, "bob", "board", "bob changed it elsewhere"); err != nil {
+	if err := other.Agent("bob").Block("board").SetText(ctx, "bob changed it elsewhere"); err != nil {
 		t.Fatal(err)
 	}
 	wait("engram://ada/notes", "engram://bob/board")
@@ -296,14 +296,14 @@ func TestMCPResourceSubscriptions(t *testing.T) {
 	if rep := call(id, "resources/unsubscribe", `{"uri":"engram://ada/notes"}`); rep.Error != nil {
 		t.Fatal(rep.Error)
 	}
-	if err := other.UpdateBlockText(ctx, "ada", "notes", "again, elsewhere"); err != nil {
+	if err := other.Agent("ada").Block("notes").SetText(ctx, "again, elsewhere"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	wait("engram://ada/notes", "engram://bob/board")
 	// Revoking the share is a change for a subscriber too (the block went
 	// away).
-	if err := other.UnshareBlock(ctx, "bob", "board", "ada"); err != nil {
+	if err := other.Agent("bob").Block("board").Unshare(ctx, "ada"); err != nil {
 		t.Fatal(err)
 	}
 	wait("engram://ada/notes", "engram://bob/board", "engram://bob/board")
@@ -318,9 +318,9 @@ func TestMCPContextPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada, an analyst."})
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Bob."})
-	if _, err := store.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "The zeppelin budget is 40 francs."}); err != nil {
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada, an analyst."})
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Bob."})
+	if _, err := store.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "The zeppelin budget is 40 francs."}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := newMCPServer(store, "ada")

@@ -29,7 +29,7 @@ func TestMCPSubscribeNonCanonicalURI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := newMCPServer(store, "ada")

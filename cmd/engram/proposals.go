@@ -156,9 +156,9 @@ func cmdProposalsDecide(approve bool) func(fs *flag.FlagSet) runFunc {
 			status := "rejected"
 			if approve {
 				status = "approved"
-				err = s.ApproveProposal(ctx, id, who)
+				err = s.Agent(who).ApproveProposal(ctx, id)
 			} else {
-				err = s.RejectProposal(ctx, id, who, strings.TrimSpace(reason))
+				err = s.Agent(who).RejectProposal(ctx, id, strings.TrimSpace(reason))
 			}
 			if err != nil {
 				return err

@@ -29,9 +29,9 @@ func BenchmarkMCPToolCall(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer store.Close()
-				store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea.", CharLimit: 1 << 22})
+				store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea.", CharLimit: 1 << 22})
 				for i := range 200 {
-					store.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "note about tea number " + string(rune('a'+i%26))})
+					store.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "note about tea number " + string(rune('a'+i%26))})
 				}
 				var cs *mcp.ClientSession
 				if via == "stdio" {

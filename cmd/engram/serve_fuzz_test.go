@@ -25,7 +25,7 @@ func FuzzServeRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
 	_, rw, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
 	_, ro, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada", ReadOnly: true})
 	h, err := newServeHandler(store, &serveConfig{opts: serve.Options{Rate: 1e9, Burst: 1 << 30, MaxSessions: 1 << 20, AuthFailureBurst: 1 << 30, AuthFailureGlobalBurst: 1 << 30}},
@@ -98,7 +98,7 @@ func FuzzServeRequest(f *testing.F) {
 			t.Fatalf("%s /mcp without a valid token: %d %s", method, w.Code, w.Body)
 		}
 		if !valid || auth%4 == 2 {
-			if got, _ := store.RenderedContent(ctx, "ada", "notes"); got != "start" {
+			if got, _ := store.Agent("ada").Block("notes").Render(ctx); got != "start" {
 				t.Fatalf("a request without a writing token changed the block: %q", got)
 			}
 		}

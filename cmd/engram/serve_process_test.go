@@ -78,9 +78,9 @@ func TestServePostgresTwoProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start"})
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "private", Value: "ada only"})
-	store.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append)
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "private", Value: "ada only"})
+	store.Agent("ada").Block("notes").Share(ctx, "bob", blocks.Append)
 	_, adaSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	_, bobSecret := newToken(t, store, memory.TokenSpec{Agent: "bob"})
 
@@ -110,8 +110,8 @@ func TestServePostgresTwoProcesses(t *testing.T) {
 		t.Fatal("bob read ada's private block on process 2")
 	}
 	// A share made elsewhere: bob's session on process 2 hears of it.
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "plans", Value: "shared later"})
-	store.ShareBlock(ctx, "ada", "plans", "bob", blocks.ReadOnly)
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "plans", Value: "shared later"})
+	store.Agent("ada").Block("plans").Share(ctx, "bob", blocks.ReadOnly)
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
@@ -155,7 +155,7 @@ func TestServeKillDuringWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kill.db")
 	store := openServeStoreAt(t, path)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start", CharLimit: 1 << 20})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start", CharLimit: 1 << 20})
 	// A token per writer: each has its own rate limit.
 	secrets := make([]string, 4)
 	for i := range secrets {

@@ -173,7 +173,7 @@ func resourceURIs(t *testing.T, cs *mcp.ClientSession) []string {
 
 func rendered(t *testing.T, store *memory.Cache, owner, label string) string {
 	t.Helper()
-	r, err := store.RenderedContent(context.Background(), owner, label)
+	r, err := store.Agent(owner).Block(label).Render(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func appendCall(label, owner, text string) string {
 func TestServeMCP(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
 	f := startServe(t, store, nil)
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", Name: "laptop"})
 	cs := mustConnect(t, f, secret)
@@ -251,7 +251,7 @@ func TestServeMCP(t *testing.T) {
 		t.Fatalf("archival_search: %s", text)
 	}
 	// A block created by another process's write shows up as a resource.
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "later", Value: "new"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "later", Value: "new"})
 	deadline := time.Now().Add(5 * time.Second)
 	for !slices.Contains(resourceURIs(t, cs), "engram://ada/later") {
 		if time.Now().After(deadline) {
@@ -273,7 +273,7 @@ func TestServeRefusesBadTokens(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "serve.db")
 	store := openServeStoreAt(t, path)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "Likes tea."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "Likes tea."})
 	f := startServe(t, store, nil)
 	good, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	_, other := newToken(t, store, memory.TokenSpec{Agent: "ada"})
@@ -338,13 +338,13 @@ func TestServeRefusesBadTokens(t *testing.T) {
 func TestServeIsolation(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "private", Value: "Ada's secret is marmalade."})
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "board", Value: "Shared board."})
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "log", Value: "Appendable."})
-	store.ShareBlock(ctx, "ada", "board", "bob", blocks.ReadOnly)
-	store.ShareBlock(ctx, "ada", "log", "bob", blocks.Append)
-	store.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "marmalade recipe"})
-	store.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "my marmalade secret"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "private", Value: "Ada's secret is marmalade."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "Shared board."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "log", Value: "Appendable."})
+	store.Agent("ada").Block("board").Share(ctx, "bob", blocks.ReadOnly)
+	store.Agent("ada").Block("log").Share(ctx, "bob", blocks.Append)
+	store.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "marmalade recipe"})
+	store.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "my marmalade secret"})
 	f := startServe(t, store, nil)
 	_, bobSecret := newToken(t, store, memory.TokenSpec{Agent: "bob"})
 	bob := mustConnect(t, f, bobSecret)
@@ -374,7 +374,7 @@ func TestServeIsolation(t *testing.T) {
 	if got := rendered(t, store, "ada", "private"); got != "Ada's secret is marmalade." {
 		t.Errorf("ada's private block changed: %q", got)
 	}
-	if ps, _ := store.ListProposals(ctx, "ada", "private"); len(ps) != 0 {
+	if ps, _ := store.Agent("ada").Block("private").Proposals(ctx); len(ps) != 0 {
 		t.Errorf("bob left proposals on ada's private block: %+v", ps)
 	}
 	// Shares: ReadOnly reads but refuses writes, Append appends.
@@ -431,7 +431,7 @@ func TestServeConcurrentSessions(t *testing.T) {
 	for i := range secrets {
 		agent := fmt.Sprintf("agent%02d", i%10)
 		if i < 10 {
-			store.CreateBlock(ctx, agent, memory.BlockSpec{Label: "notes", Value: "start"})
+			store.Agent(agent).CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
 		}
 		_, secrets[i] = newToken(t, store, memory.TokenSpec{Agent: agent})
 	}
@@ -561,8 +561,8 @@ func TestServeHTTPRules(t *testing.T) {
 func TestServeUI(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "rules", Value: "Be kind.", Permission: blocks.Human})
-	p, err := store.ProposeEdit(ctx, "ada", "ada", "rules", memory.Edit{Op: blocks.OpAppendText, Text: " Be brief."}, "shorter")
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "rules", Value: "Be kind.", Permission: blocks.Human})
+	p, err := store.Agent("ada").Shared("ada", "rules").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " Be brief."}, "shorter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestServeUI(t *testing.T) {
 	if resp, err = b.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("approve: %v %d", err, resp.StatusCode)
 	}
-	ps, _ := store.ListProposals(ctx, "ada", "rules")
+	ps, _ := store.Agent("ada").Block("rules").Proposals(ctx)
 	if len(ps) != 1 || ps[0].Status != "approved" || ps[0].DecidedBy != memory.HumanApprover+"alice" {
 		t.Fatalf("proposal after approval: %+v", ps)
 	}
@@ -631,7 +631,7 @@ func TestServeUI(t *testing.T) {
 func TestServeDropsIdleServers(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"})
 	f := startServe(t, store, &serve.Options{ServerIdle: 10 * time.Millisecond})
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	cs, err := connectMCP(ctx, f.url, secret)
@@ -648,7 +648,7 @@ func TestServeDropsIdleServers(t *testing.T) {
 	cs.Close()
 	waitFor(t, "the idle server dropped", func() bool { return f.h.Servers() == 0 })
 	cs = mustConnect(t, f, secret)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "later", Value: "y"})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "later", Value: "y"})
 	waitFor(t, "the new server listing a new block", func() bool {
 		return slices.Contains(resourceURIs(t, cs), "engram://ada/later")
 	})
@@ -761,7 +761,7 @@ func TestServeMissingParams(t *testing.T) {
 func TestServeReadOnlyContextPrompt(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
 	f := startServe(t, store, nil)
 	for _, c := range []struct {
 		readOnly bool

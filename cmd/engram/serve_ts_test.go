@@ -29,7 +29,7 @@ func TestServeTypeScriptClient(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "serve.db")
 	store := openServeStoreAt(t, path)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
 	f := startServe(t, store, nil)
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	revoked, revokedSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
@@ -53,7 +53,7 @@ func TestServeTypeScriptClient(t *testing.T) {
 	}
 	// Another process's write: a new block on the same file.
 	other := openServeStoreAt(t, path)
-	if _, err := other.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "from-go", Value: "new"}); err != nil {
+	if _, err := other.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "from-go", Value: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	io.WriteString(stdin, "go\n")
@@ -89,7 +89,7 @@ func TestServeTypeScriptClient(t *testing.T) {
 	case got.BadToken != "401":
 		t.Errorf("revoked token: %q, want 401", got.BadToken)
 	}
-	if r, _ := store.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "Written from TypeScript.") {
+	if r, _ := store.Agent("ada").Block("notes").Render(ctx); !strings.Contains(r, "Written from TypeScript.") {
 		t.Errorf("the TypeScript write is not in the store: %q", r)
 	}
 }

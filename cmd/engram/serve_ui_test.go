@@ -27,13 +27,13 @@ var uiLinkAttr = regexp.MustCompile(`(href|src|action|data-events|name="return" 
 func TestServeUIUnderPrefix(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "rules", Value: "Be kind.", Permission: blocks.Human})
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "Tea on Monday.", Permission: blocks.Human})
-	p1, err := store.ProposeEdit(ctx, "ada", "ada", "rules", memory.Edit{Op: blocks.OpAppendText, Text: " Be brief."}, "shorter")
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "rules", Value: "Be kind.", Permission: blocks.Human})
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "Tea on Monday.", Permission: blocks.Human})
+	p1, err := store.Agent("ada").Shared("ada", "rules").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " Be brief."}, "shorter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := store.ProposeEdit(ctx, "ada", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " Cake too."}, "cake")
+	p2, err := store.Agent("ada").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " Cake too."}, "cake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestServeUIUnderPrefix(t *testing.T) {
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/blocks/ada/rules?done=approved") {
 		t.Fatalf("approve: %d to %q", resp.StatusCode, loc)
 	}
-	if ps, _ := store.ListProposals(ctx, "ada", "rules"); len(ps) != 1 || ps[0].Status != "approved" || ps[0].DecidedBy != memory.HumanApprover+"alice" {
+	if ps, _ := store.Agent("ada").Block("rules").Proposals(ctx); len(ps) != 1 || ps[0].Status != "approved" || ps[0].DecidedBy != memory.HumanApprover+"alice" {
 		t.Fatalf("proposal after approval: %+v", ps)
 	}
 
@@ -192,7 +192,7 @@ func TestServeUIUnderPrefix(t *testing.T) {
 			t.Errorf("POST %s at the root: %d, want 404", path, resp.StatusCode)
 		}
 	}
-	if ps, _ := store.ListProposals(ctx, "ada", "notes"); len(ps) != 1 || ps[0].Status != "pending" {
+	if ps, _ := store.Agent("ada").Block("notes").Proposals(ctx); len(ps) != 1 || ps[0].Status != "pending" {
 		t.Fatalf("a POST at the root decided a proposal: %+v", ps)
 	}
 

@@ -82,7 +82,7 @@ func TestServeProposalsWithinQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CreateBlock(ctx, "mallory", memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
+	if _, err := store.Agent("mallory").CreateBlock(ctx, memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
 		t.Fatal(err)
 	}
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "mallory"})

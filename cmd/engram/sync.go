@@ -26,7 +26,10 @@ func cmdSyncURL(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		id, err := s.DocumentID(ctx, agent, owner, label)
+		if owner == "" {
+			owner = agent
+		}
+		id, err := s.Agent(agent).Shared(owner, label).DocumentID(ctx)
 		if err != nil {
 			return err
 		}

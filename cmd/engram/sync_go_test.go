@@ -175,8 +175,8 @@ func TestSyncDoor(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/door.db"
 	store := openServeStoreAt(t, path)
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello\n"})
-	id, _ := store.DocumentID(ctx, "ada", "", "notes")
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello\n"})
+	id, _ := store.Agent("ada").Block("notes").DocumentID(ctx)
 	url := syncrepo.URL(id)
 	f := startServe(t, store, &serve.Options{SyncTokenCheck: 50 * time.Millisecond, SyncMaxMessageBytes: 1 << 16})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync"
@@ -209,7 +209,7 @@ func TestSyncDoor(t *testing.T) {
 	}
 	// Another process on the same file writes: the peer sees it.
 	other := openServeStoreAt(t, path)
-	if err := other.AppendToBlock(ctx, "ada", "notes", "from another process\n"); err != nil {
+	if err := other.Agent("ada").Block("notes").Append(ctx, "from another process\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !p.until(func(p *goPeer) bool { return strings.Contains(p.text(), "another process") }) {
@@ -218,13 +218,13 @@ func TestSyncDoor(t *testing.T) {
 
 	// A rebase makes a new document: the old one is unavailable to the
 	// peer, and the new URL syncs.
-	if err := store.Rebase(ctx, "ada", "notes"); err != nil {
+	if err := store.Agent("ada").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !p.until(func(p *goPeer) bool { return p.state == "unavailable" }) {
 		t.Errorf("after a rebase the peer's document is %q", p.state)
 	}
-	id2, err := store.DocumentID(ctx, "ada", "", "notes")
+	id2, err := store.Agent("ada").Block("notes").DocumentID(ctx)
 	if err != nil || id2 == id {
 		t.Fatalf("id after the rebase: %x %v", id2, err)
 	}
@@ -274,10 +274,10 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
 	s1, s2 := openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)
-	if _, err := s1.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+	if _, err := s1.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 		t.Fatal(err)
 	}
-	id, _ := s1.DocumentID(ctx, "ada", "", "notes")
+	id, _ := s1.Agent("ada").Block("notes").DocumentID(ctx)
 	_, secret := newToken(t, s1, memory.TokenSpec{Agent: "ada"})
 	var peers []*goPeer
 	stores := []*memory.Cache{s1, s2}
@@ -298,7 +298,7 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := range n {
-				if err := s.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("go%d-%d\n", i, k)); err != nil {
+				if err := s.Agent("ada").Block("notes").Append(ctx, fmt.Sprintf("go%d-%d\n", i, k)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -326,8 +326,8 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var r1, r2 string
 	for time.Now().Before(deadline) {
-		r1, _ = s1.RenderedContent(ctx, "ada", "notes")
-		r2, _ = s2.RenderedContent(ctx, "ada", "notes")
+		r1, _ = s1.Agent("ada").Block("notes").Render(ctx)
+		r2, _ = s2.Agent("ada").Block("notes").Render(ctx)
 		if all(r1) && r1 == r2 {
 			break
 		}
@@ -351,8 +351,8 @@ func TestSyncMeasure(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStore(t)
 	text := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ. ", 160)[:10000]
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
-	id, _ := store.DocumentID(ctx, "ada", "", "big")
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
+	id, _ := store.Agent("ada").Block("big").DocumentID(ctx)
 	// 200 peers on one token: above the default per-token cap.
 	f := startServe(t, store, &serve.Options{Rate: 1e6, Burst: 1e6, SyncMaxTokenConnections: 1000})
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
@@ -405,7 +405,7 @@ func TestSyncMeasure(t *testing.T) {
 	for i := range 10 {
 		start = time.Now()
 		mark := fmt.Sprintf("!%d", i)
-		store.AppendToBlock(ctx, "ada", "big", mark)
+		store.Agent("ada").Block("big").Append(ctx, mark)
 		for _, q := range ps {
 			if !q.until(func(p *goPeer) bool { return strings.HasSuffix(p.text(), mark) }) {
 				t.Fatal("an append did not reach a peer")
@@ -420,7 +420,7 @@ func TestSyncMeasure(t *testing.T) {
 	// peers can be synced).
 	cpu0, start = cpuTime(), time.Now()
 	for i := range 100 {
-		store.AppendToBlock(ctx, "ada", "big", fmt.Sprintf("#%d", i))
+		store.Agent("ada").Block("big").Append(ctx, fmt.Sprintf("#%d", i))
 	}
 	appended := time.Since(start)
 	for _, q := range ps {

@@ -113,13 +113,13 @@ func waitStore(t *testing.T, store *memory.Cache, agent, label, want string) tim
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < 5*time.Second {
-		r, err := store.RenderedContent(context.Background(), agent, label)
+		r, err := store.Agent(agent).Block(label).Render(context.Background())
 		if err == nil && strings.Contains(r, want) {
 			return time.Since(start)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	r, _ := store.RenderedContent(context.Background(), agent, label)
+	r, _ := store.Agent(agent).Block(label).Render(context.Background())
 	t.Fatalf("block %s/%s never showed %q: %q", agent, label, want, r)
 	return 0
 }
@@ -140,10 +140,10 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	}
 	urls := map[string]string{}
 	for _, s := range specs {
-		if _, err := store.CreateBlock(ctx, "ada", s); err != nil {
+		if _, err := store.Agent("ada").CreateBlock(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		id, err := store.DocumentID(ctx, "ada", "", s.Label)
+		id, err := store.Agent("ada").Block(s.Label).DocumentID(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,10 +161,10 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		t.Fatalf("find: %v", got)
 	}
 	// (2) a peer's append reaches the store, attributed to the token's agent.
-	before, _ := store.BlockHistory(ctx, "ada", "", "notes")
+	before, _ := store.Agent("ada").Block("notes").History(ctx)
 	js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "path": []string{"content"}, "text": "from js\n"})
 	waitStore(t, store, "ada", "notes", "from js\n")
-	after, _ := store.BlockHistory(ctx, "ada", "", "notes")
+	after, _ := store.Agent("ada").Block("notes").History(ctx)
 	if len(after) != len(before)+1 {
 		t.Errorf("history after the peer's append: %+v", after[len(before):])
 	}
@@ -185,7 +185,7 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		t.Errorf("the peer's update row is attributed to %q (%v), want ada", actor, err)
 	}
 	// (3) a Go-side append reaches the peer.
-	if err := store.AppendToBlock(ctx, "ada", "notes", "from go\n"); err != nil {
+	if err := store.Agent("ada").Block("notes").Append(ctx, "from go\n"); err != nil {
 		t.Fatal(err)
 	}
 	got = js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "field": "content", "contains": "from go\n"})
@@ -203,8 +203,8 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		{"NUL byte", "ada", ada, "notes", "nul\x00\n"},
 	} {
 		t.Run("refused/"+tc.name, func(t *testing.T) {
-			want, _ := store.RenderedContent(ctx, "ada", tc.label)
-			hist, _ := store.BlockHistory(ctx, "ada", "", tc.label)
+			want, _ := store.Agent("ada").Block(tc.label).Render(ctx)
+			hist, _ := store.Agent("ada").Block(tc.label).History(ctx)
 			js.do(map[string]any{"op": "find", "peer": tc.peer, "ws": ws + tc.token, "url": urls[tc.label]})
 			got := js.do(map[string]any{"op": "splice", "peer": tc.peer, "ws": ws + tc.token, "url": urls[tc.label], "path": []string{"content"}, "text": tc.text})
 			if !strings.Contains(content(got), tc.text) {
@@ -218,10 +218,10 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 				t.Errorf("no refusal notice: %v", got)
 			}
 			time.Sleep(200 * time.Millisecond)
-			if r, _ := store.RenderedContent(ctx, "ada", tc.label); r != want {
+			if r, _ := store.Agent("ada").Block(tc.label).Render(ctx); r != want {
 				t.Errorf("store: %q, want %q", r, want)
 			}
-			if h, _ := store.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist) {
+			if h, _ := store.Agent("ada").Block(tc.label).History(ctx); len(h) != len(hist) {
 				t.Errorf("history grew by %d rows", len(h)-len(hist))
 			}
 		})
@@ -243,25 +243,25 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		{"unknown root key", "notes", []string{"bogus"}, "x", "", 0},
 	} {
 		t.Run("refused/"+tc.name, func(t *testing.T) {
-			want, _ := store.RenderedContent(ctx, "ada", tc.label)
-			hist, _ := store.BlockHistory(ctx, "ada", "", tc.label)
+			want, _ := store.Agent("ada").Block(tc.label).Render(ctx)
+			hist, _ := store.Agent("ada").Block(tc.label).History(ctx)
 			js.do(map[string]any{"op": "set", "peer": "ada", "ws": ws + ada, "url": urls[tc.label], "path": tc.path, "value": tc.value})
 			got := js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls[tc.label], "path": tc.path, "equals": tc.was})
 			if got["error"] != nil {
 				t.Fatalf("the peer did not converge back to %q: %v", tc.was, got)
 			}
 			time.Sleep(200 * time.Millisecond)
-			if r, _ := store.RenderedContent(ctx, "ada", tc.label); r != want {
+			if r, _ := store.Agent("ada").Block(tc.label).Render(ctx); r != want {
 				t.Errorf("store: %q, want %q", r, want)
 			}
-			if h, _ := store.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist)+tc.persisted {
+			if h, _ := store.Agent("ada").Block(tc.label).History(ctx); len(h) != len(hist)+tc.persisted {
 				t.Errorf("history grew by %d rows, want %d", len(h)-len(hist), tc.persisted)
 			}
 		})
 	}
 	// A Go write to the field after its refused edit survives the peer's
 	// next good edit (the counter-change, persisted, cannot win over it).
-	if err := store.ApplyEdit(ctx, "ada", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "ada2"}); err != nil {
+	if err := store.Agent("ada").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "ada2"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls["profile"], "path": []string{"fields", "name"}, "equals": "ada2"}); got["error"] != nil {
@@ -271,7 +271,7 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	// field needs ImmutableString; a text field takes splices.)
 	js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["profile"], "path": []string{"fields", "note"}, "pos": 0, "text": "good"})
 	waitStore(t, store, "ada", "profile", "good")
-	if r, _ := store.RenderedContent(ctx, "ada", "profile"); !strings.Contains(r, "ada2") {
+	if r, _ := store.Agent("ada").Block("profile").Render(ctx); !strings.Contains(r, "ada2") {
 		t.Errorf("the Go write was lost to a counter-change: %q", r)
 	}
 
@@ -279,7 +279,7 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	// change and its counter-change: the value is the good edit's).
 	js.do(map[string]any{"op": "splice", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "path": []string{"content"}, "text": "after\n"})
 	waitStore(t, store, "ada", "notes", "after\n")
-	if r, _ := store.RenderedContent(ctx, "ada", "notes"); strings.Contains(r, "nul") {
+	if r, _ := store.Agent("ada").Block("notes").Render(ctx); strings.Contains(r, "nul") {
 		t.Errorf("a refused edit came back with a later good one: %q", r)
 	}
 
@@ -292,7 +292,7 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 		waitStore(t, store, "ada", "notes", fmt.Sprintf("js %d\n", i))
 		toStore = append(toStore, time.Since(start))
 		start = time.Now()
-		store.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("go %d\n", i))
+		store.Agent("ada").Block("notes").Append(ctx, fmt.Sprintf("go %d\n", i))
 		js.do(map[string]any{"op": "wait", "peer": "ada", "ws": ws + ada, "url": urls["notes"], "field": "content", "contains": fmt.Sprintf("go %d\n", i)})
 		toPeer = append(toPeer, time.Since(start))
 	}
@@ -306,7 +306,11 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	// First sync of a 10000-character block: what two automerge JS peers
 	// (sync format v2) exchange, beside TestSyncMeasure's v1 figure.
 	text := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ. ", 160)[:10000]
-	big, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
+	blk, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", Value: text, CharLimit: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := blk.Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,10 +346,10 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 				dsn := pgtest.Start(t).NewDatabase(t)
 				stores = []*memory.Cache{openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)}
 			}
-			if _, err := stores[0].CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+			if _, err := stores[0].Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 				t.Fatal(err)
 			}
-			id, _ := stores[0].DocumentID(ctx, "ada", "", "notes")
+			id, _ := stores[0].Agent("ada").Block("notes").DocumentID(ctx)
 			url := syncrepo.URL(id)
 			_, tok := newToken(t, stores[0], memory.TokenSpec{Agent: "ada"})
 			var ws []string
@@ -366,7 +370,7 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for k := range n {
-						if err := stores[i].AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("%s-%d\n", w, k)); err != nil {
+						if err := stores[i].Agent("ada").Block("notes").Append(ctx, fmt.Sprintf("%s-%d\n", w, k)); err != nil {
 							t.Error(err)
 						}
 					}
@@ -391,8 +395,8 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 			// Wait until both stores and both peers hold the same value.
 			var values []string
 			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				r1, _ := stores[0].RenderedContent(ctx, "ada", "notes")
-				r2, _ := stores[1].RenderedContent(ctx, "ada", "notes")
+				r1, _ := stores[0].Agent("ada").Block("notes").Render(ctx)
+				r2, _ := stores[1].Agent("ada").Block("notes").Render(ctx)
 				p1 := content(js.do(map[string]any{"op": "find", "peer": peers[0], "ws": ws[0], "url": url}))
 				p2 := content(js.do(map[string]any{"op": "find", "peer": peers[1], "ws": ws[1], "url": url}))
 				values = []string{r1, r2, p1, p2}

@@ -76,19 +76,19 @@ func startAbuseServe(t *testing.T, limit, edits int, value string) *abuseServe {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "abuse.db")
 	store := openServeStoreAt(t, path)
-	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: value, CharLimit: limit}); err != nil {
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: value, CharLimit: limit}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range edits {
-		if err := store.AppendToBlock(ctx, "ada", "notes", " e"+strconv.Itoa(i)); err != nil {
+		if err := store.Agent("ada").Block("notes").Append(ctx, " e"+strconv.Itoa(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	id, err := store.DocumentID(ctx, "ada", "", "notes")
+	id, err := store.Agent("ada").Block("notes").DocumentID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := store.GetBlock(ctx, "ada", "notes")
+	doc, err := store.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,10 @@ import (
 func TestSyncConnectionsPerToken(t *testing.T) {
 	ctx := context.Background()
 	store := openServeStoreAt(t, t.TempDir()+"/conns.db")
-	if _, err := store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello\n"}); err != nil {
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello\n"}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := store.DocumentID(ctx, "ada", "", "notes")
+	id, err := store.Agent("ada").Block("notes").DocumentID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

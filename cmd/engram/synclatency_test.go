@@ -42,10 +42,10 @@ func TestSyncAppendLatency(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			served, writer := tc.open(t)
-			if _, err := writer.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 100000}); err != nil {
+			if _, err := writer.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 100000}); err != nil {
 				t.Fatal(err)
 			}
-			id, err := writer.DocumentID(ctx, "ada", "", "notes")
+			id, err := writer.Agent("ada").Block("notes").DocumentID(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestSyncAppendLatency(t *testing.T) {
 				start := time.Now()
 				if from != nil {
 					from.edit(line)
-				} else if err := writer.AppendToBlock(ctx, "ada", "notes", line); err != nil {
+				} else if err := writer.Agent("ada").Block("notes").Append(ctx, line); err != nil {
 					t.Fatal(err)
 				}
 				if !p.until(func(p *goPeer) bool { return strings.HasSuffix(p.text(), line) }) {

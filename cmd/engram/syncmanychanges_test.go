@@ -40,7 +40,7 @@ func TestSyncManySmallChangesCost(t *testing.T) {
 		deadline := time.Now().Add(120 * time.Second)
 		for time.Now().Before(deadline) {
 			doc := openServeStoreAt(t, s.store)
-			b, err := doc.GetBlock(t.Context(), "ada", "notes")
+			b, err := doc.Agent("ada").Block("notes").Doc(t.Context())
 			if err == nil {
 				if got, _ := b.Text(); got == want {
 					doc.Close()

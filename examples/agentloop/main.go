@@ -90,6 +90,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	rules := []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.MaxCalls("archival_insert", 2)}
 	cfg := builder.DefaultConfig()
+	cfg.TokenCounts = store // token counts persist across runs
 	cfg.Recall = &builder.RecallOptions{Limit: 4}
 	cfg.Library = &builder.LibraryOptions{}
 	client := &http.Client{Timeout: 60 * time.Second}
@@ -103,7 +104,7 @@ func run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		ts, err := tools.New(store, agent, &tools.Options{Rules: engine})
+		ts, err := tools.New(store.Agent(agent), &tools.Options{Rules: engine})
 		if err != nil {
 			return err
 		}
@@ -114,7 +115,7 @@ func run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "sage: %s\n", reply)
 		fmt.Fprintf(out, "  (%s)\n", describeContext(last.Metadata))
 		// The turn is done: its file joins the context library.
-		if err := builder.New(store, cfg).Promote(ctx, last); err != nil {
+		if err := builder.New(store.Agent(agent), cfg).Promote(ctx, last); err != nil {
 			return err
 		}
 		if err := sage.Messages().CompleteBatch(ctx, batch); err != nil {
@@ -138,7 +139,7 @@ func runTurn(ctx context.Context, out io.Writer, client *http.Client, base, mode
 		}
 		defs = append(defs, bt)
 	}
-	b := builder.New(store, cfg).ForAgent(agent).WithMessages(store).WithTools(defs).
+	b := builder.New(store.Agent(agent), cfg).WithMessages(store.Agent(agent).Messages()).WithTools(defs).
 		WithBaseInstructions("You are Sage. Use your memory tools to remember what matters, then call send_message.").
 		WithToolRules(rules...).WithModelInfo(builder.ModelInfoFor(model)).WithActiveBatch(batch).
 		WithEnvironment(builder.Environment{OS: runtime.GOOS + "/" + runtime.GOARCH}).

@@ -186,7 +186,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, err := tools.New(store, agent, &tools.Options{Rules: engine})
+	ts, err := tools.New(store.Agent(agent), &tools.Options{Rules: engine})
 	if err != nil {
 		return err
 	}
@@ -208,6 +208,7 @@ func run(ctx context.Context) error {
 	// 6. Build the request: memory blocks as XML, tool rules, and the
 	// history compressed (summaries stored and reused) to fit its budget.
 	cfg := builder.DefaultConfig()
+	cfg.TokenCounts = store // token counts persist across runs
 	cfg.DefaultLimits.HistoryTokens = 300
 	cfg.Compression = compress.RecursiveSummarization{ChunkSize: 4} // extractive summarizer: offline
 	toolList := builder.ToolList{}
@@ -218,9 +219,9 @@ func run(ctx context.Context) error {
 		}
 		toolList = append(toolList, bt)
 	}
-	req, err := builder.New(store, cfg).
-		ForAgent(agent).
-		WithMessages(store).
+	req, err := builder.New(store.Agent(
+		agent), cfg).WithMessages(store.Agent(
+		agent).Messages()).
 		WithTools(toolList).
 		WithBaseInstructions("You are Entropy, a task breakdown specialist.").
 		WithToolRules(rules...).

@@ -222,10 +222,10 @@ func (h *Harness) seed(ctx context.Context) error {
 		return fmt.Errorf("abuse: open the store %s: %w", h.db, err)
 	}
 	defer st.Close()
-	if _, err := st.CreateBlock(ctx, VictimAgent, memory.BlockSpec{Label: VictimLabel, Value: "victim's log\n", CharLimit: 1 << 20}); err != nil {
+	if _, err := st.Agent(VictimAgent).CreateBlock(ctx, memory.BlockSpec{Label: VictimLabel, Value: "victim's log\n", CharLimit: 1 << 20}); err != nil {
 		return fmt.Errorf("abuse: create the victim's block: %w", err)
 	}
-	if _, err := st.CreateBlock(ctx, AttackerAgent, memory.BlockSpec{Label: AttackerLabel, Value: "hello\n", CharLimit: AttackerLimit}); err != nil {
+	if _, err := st.Agent(AttackerAgent).CreateBlock(ctx, memory.BlockSpec{Label: AttackerLabel, Value: "hello\n", CharLimit: AttackerLimit}); err != nil {
 		return fmt.Errorf("abuse: create the attacker's block: %w", err)
 	}
 	for _, t := range []struct {
@@ -240,12 +240,12 @@ func (h *Harness) seed(ctx context.Context) error {
 			return fmt.Errorf("abuse: create the %s token: %w", t.spec.Name, err)
 		}
 	}
-	id, err := st.DocumentID(ctx, AttackerAgent, "", AttackerLabel)
+	id, err := st.Agent(AttackerAgent).Block(AttackerLabel).DocumentID(ctx)
 	if err != nil {
 		return fmt.Errorf("abuse: the attacker's block's document id: %w", err)
 	}
 	h.docID = strings.TrimPrefix(syncrepo.URL(id), syncrepo.URLPrefix)
-	doc, err := st.GetBlock(ctx, AttackerAgent, AttackerLabel)
+	doc, err := st.Agent(AttackerAgent).Block(AttackerLabel).Doc(ctx)
 	if err != nil {
 		return fmt.Errorf("abuse: read the attacker's block: %w", err)
 	}
@@ -786,7 +786,7 @@ func (h *Harness) lost(ctx context.Context) (acked, lost int, err error) {
 		return len(marks), 0, fmt.Errorf("abuse: open the store to look for the victim's writes: %w", err)
 	}
 	defer st.Close()
-	got, err := st.RenderedContent(ctx, VictimAgent, VictimLabel)
+	got, err := st.Agent(VictimAgent).Block(VictimLabel).Render(ctx)
 	if err != nil {
 		return len(marks), 0, fmt.Errorf("abuse: read the victim's block: %w", err)
 	}

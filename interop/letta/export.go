@@ -17,7 +17,15 @@ import (
 type ExportOptions struct {
 	// Now is the file's created_at (nil: time.Now).
 	Now func() time.Time
+	// Model is the model written for an agent whose profile names none
+	// (default DefaultModel): Letta refuses an agent without an
+	// llm_config. Letta's import can override it (its model parameter).
+	Model string
 }
+
+// DefaultModel is the model an export gives an agent whose profile names
+// none (ExportOptions.Model).
+const DefaultModel = "gpt-4o-mini"
 
 // Export writes agents of store as a Letta agent file (see FromDumps for
 // what each part becomes). Blocks other agents share with them are written
@@ -32,7 +40,7 @@ func Export(ctx context.Context, store Store, agents []string, opts *ExportOptio
 		if slices.Contains(agents[:slices.Index(agents, a)], a) {
 			continue
 		}
-		d, err := store.Export(ctx, a)
+		d, err := store.Agent(a).Export(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
 		}
@@ -43,16 +51,12 @@ func Export(ctx context.Context, store Store, agents []string, opts *ExportOptio
 	}
 	// Blocks shared with the agents by owners not exported.
 	var sharedIn []memory.SharedBlock
-	if ss, ok := store.(interface {
-		ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
-	}); ok {
-		for _, a := range agents {
-			sh, err := ss.ListSharedBlocks(ctx, a)
-			if err != nil {
-				return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
-			}
-			sharedIn = append(sharedIn, sh...)
+	for _, a := range agents {
+		sh, err := store.Agent(a).SharedBlocks(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("letta: export %q: %w", a, err)
 		}
+		sharedIn = append(sharedIn, sh...)
 	}
 	f, rep, err := FromDumps(dumps, sharedIn, opts)
 	if err != nil {
@@ -100,6 +104,9 @@ func FromDumps(dumps []*memory.Dump, sharedIn []memory.SharedBlock, o *ExportOpt
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Model == "" {
+		opts.Model = DefaultModel
 	}
 	ex := &exporter{opts: opts, rep: &Report{Direction: "export"}, agentID: map[string]string{}, blockID: map[blockRef]string{},
 		toolID: map[string]string{}}
@@ -325,11 +332,14 @@ func (ex *exporter) agent(id string, d *memory.Dump, prof memory.Profile, ext ex
 			a.Extra[k] = v
 		}
 	}
-	llm, err := llmConfig(a.LLMConfig, prof)
+	llm, defaulted, err := llmConfig(a.LLMConfig, prof, ex.opts.Model)
 	if err != nil {
 		return a, fmt.Errorf("letta: export %q: %w", id, err)
 	}
 	a.LLMConfig = llm
+	if defaulted {
+		ex.rep.mapped(id, "agent without a model", 1, fmt.Sprintf("llm_config of %s (Letta requires one; its import can override the model)", ex.opts.Model))
+	}
 	if len(a.Model) == 0 {
 		a.Model = json.RawMessage("null")
 	}
@@ -337,7 +347,7 @@ func (ex *exporter) agent(id string, d *memory.Dump, prof memory.Profile, ext ex
 		a.Extra["agent_type"] = json.RawMessage(`"letta_v1_agent"`)
 	}
 	// Messages.
-	ex.messages(&a, id, d, prof)
+	ex.messages(&a, id, d, prof, ext)
 	return a, nil
 }
 
@@ -354,35 +364,40 @@ func (ex *exporter) blockReadOnly(owner, label string) bool {
 }
 
 // llmConfig returns the agent's llm_config with the profile's model and
-// context window (a minimal one when the import kept none).
-func llmConfig(kept json.RawMessage, prof memory.Profile) (json.RawMessage, error) {
+// context window (a minimal one when the import kept none), or with model
+// def when neither the profile nor the kept configuration names one
+// (defaulted: Letta refuses an agent without an llm_config and a model).
+func llmConfig(kept json.RawMessage, prof memory.Profile, def string) (raw json.RawMessage, defaulted bool, err error) {
 	cfg := map[string]json.RawMessage{}
 	if !isNullish(kept) {
 		if err := json.Unmarshal(kept, &cfg); err != nil {
-			return nil, fmt.Errorf("%w: the kept llm_config: %v", ErrInvalid, err)
+			return nil, false, fmt.Errorf("%w: the kept llm_config: %v", ErrInvalid, err)
 		}
-	} else if prof.Model == "" {
-		return json.RawMessage("null"), nil
 	}
 	var old string
 	_ = json.Unmarshal(cfg["model"], &old)
-	if prof.Model != "" && prof.Model != old {
-		cfg["model"], _ = json.Marshal(prof.Model)
+	model := prof.Model
+	if model == "" && old == "" {
+		model, defaulted = def, true
+	}
+	if model != "" && model != old {
+		cfg["model"], _ = json.Marshal(model)
 		var handle string
 		if json.Unmarshal(cfg["handle"], &handle) == nil && handle != "" {
 			provider, _, _ := strings.Cut(handle, "/")
-			cfg["handle"], _ = json.Marshal(provider + "/" + prof.Model)
+			cfg["handle"], _ = json.Marshal(provider + "/" + model)
 		}
 	}
 	if _, ok := cfg["model_endpoint_type"]; !ok {
-		cfg["model_endpoint_type"], _ = json.Marshal(endpointType(prof.Model))
+		cfg["model_endpoint_type"], _ = json.Marshal(endpointType(model))
 	}
 	if prof.ContextWindow > 0 {
 		cfg["context_window"], _ = json.Marshal(prof.ContextWindow)
 	} else if _, ok := cfg["context_window"]; !ok {
 		cfg["context_window"] = json.RawMessage("128000")
 	}
-	return json.Marshal(cfg)
+	raw, err = json.Marshal(cfg)
+	return raw, defaulted, err
 }
 
 // endpointType guesses Letta's model_endpoint_type from a model name.
@@ -463,7 +478,7 @@ func (ex *exporter) tool(t memory.ToolDefinition, extra map[string]json.RawMessa
 }
 
 // messages writes the agent's conversation.
-func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Profile) {
+func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Profile, ext extension) {
 	ar := ex.rep.agent("", "", id)
 	text := func(s string) json.RawMessage {
 		if s == "" {
@@ -517,6 +532,9 @@ func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Pr
 			tc.ID, tc.Type = c.ID, "function"
 			tc.Function.Name = c.Name
 			tc.Function.Arguments = arguments(c.Arguments)
+			if orig, ok := ext.Arguments[c.ID]; ok && compactJSON([]byte(orig)) == compactJSON(c.Arguments) {
+				tc.Function.Arguments = orig
+			}
 			lm.ToolCalls = append(lm.ToolCalls, tc)
 			calls[c.ID] = true
 			ar.ToolCalls++

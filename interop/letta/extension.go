@@ -1,6 +1,7 @@
 package letta
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -32,7 +33,18 @@ type extension struct {
 	ToolRules []ToolRule `json:"tool_rules,omitempty"`
 	// Groups are the groups the agent belongs to.
 	Groups []groupExt `json:"groups,omitempty"`
+	// Arguments holds, by tool call id, a call's arguments as the file
+	// wrote them when that text is not the compact JSON engram stores
+	// (spacing, indentation): an export writes it back while the call's
+	// arguments are still that JSON. At most MaxKeptArgumentBytes an agent,
+	// counted as stored (JSON-escaped).
+	Arguments map[string]string `json:"arguments,omitempty"`
 }
+
+// MaxKeptArgumentBytes caps the tool-call argument texts an import keeps
+// per agent (extension.Arguments); the calls past it are written back
+// compact (reported).
+const MaxKeptArgumentBytes = 256 << 10
 
 // groupExt is a group with its agents and blocks named as engram names
 // them.
@@ -56,7 +68,16 @@ type blockRef struct {
 }
 
 func (e *extension) empty() bool {
-	return len(e.Agent) == 0 && len(e.Blocks) == 0 && len(e.Tools) == 0 && len(e.ToolRules) == 0 && len(e.Groups) == 0
+	return len(e.Agent) == 0 && len(e.Blocks) == 0 && len(e.Tools) == 0 && len(e.ToolRules) == 0 && len(e.Groups) == 0 && len(e.Arguments) == 0
+}
+
+// compactJSON is raw compacted ("" when raw is not JSON).
+func compactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
 }
 
 // readExtension returns p's "letta" extension (empty when it has none).

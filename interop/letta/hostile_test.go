@@ -117,7 +117,7 @@ func TestUnansweredCallDoesNotGlueBatches(t *testing.T) {
 	if _, err := letta.Import(ctx, s, marshal(t, doc), nil); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := s.Messages(ctx, "ada", &memory.MessageQuery{Limit: 100})
+	ms, err := s.Agent("ada").Messages().List(ctx, &memory.MessageQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,15 +27,11 @@ type ImportOptions struct {
 	Now func() time.Time
 }
 
-// Store is what Import and Export need of a store (*memory.Cache has it).
+// Store is what Import and Export need of a store (*memory.Cache has
+// it): the agents' handles, and an import of many agents at once.
 type Store interface {
+	Agent(id string) *memory.Agent
 	Import(ctx context.Context, d *memory.Dump) (memory.ImportReport, error)
-	Export(ctx context.Context, agent string) (*memory.Dump, error)
-	ListBlocks(ctx context.Context, agent string) ([]memory.BlockMeta, error)
-	Messages(ctx context.Context, agent string, q *memory.MessageQuery) ([]memory.Message, error)
-	ListArchival(ctx context.Context, agent string, q *memory.ArchivalQuery) ([]memory.ArchivalEntry, error)
-	Profile(ctx context.Context, agent string) (memory.Profile, error)
-	ListSharedBlocks(ctx context.Context, agent string) ([]memory.SharedBlock, error)
 }
 
 var _ Store = (*memory.Cache)(nil)
@@ -72,26 +68,26 @@ func Import(ctx context.Context, store Store, data []byte, opts *ImportOptions) 
 // gets; this names the agent before any work.)
 func checkAbsent(ctx context.Context, store Store, agent string) error {
 	exists := fmt.Errorf("letta: import: %w: agent %q is already in the store (import it under another id)", memory.ErrExists, agent)
-	if _, err := store.Profile(ctx, agent); err == nil {
+	if _, err := store.Agent(agent).Profile(ctx); err == nil {
 		return exists
 	} else if !errors.Is(err, memory.ErrNotFound) {
 		return err
 	}
-	bs, err := store.ListBlocks(ctx, agent)
+	bs, err := store.Agent(agent).Blocks(ctx)
 	if err != nil {
 		return err
 	}
-	ms, err := store.Messages(ctx, agent, &memory.MessageQuery{Limit: 1})
+	ms, err := store.Agent(agent).Messages().List(ctx, &memory.MessageQuery{Limit: 1})
 	if err != nil {
 		return err
 	}
-	as, err := store.ListArchival(ctx, agent, &memory.ArchivalQuery{Limit: 1, IncludeSuperseded: true})
+	as, err := store.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{Limit: 1, IncludeSuperseded: true})
 	if err != nil {
 		return err
 	}
 	// An agent others share blocks with exists too: importing under its
 	// id would hand the imported agent what was shared with it.
-	ss, err := store.ListSharedBlocks(ctx, agent)
+	ss, err := store.Agent(agent).SharedBlocks(ctx)
 	if err != nil {
 		return err
 	}
@@ -113,15 +109,17 @@ type importer struct {
 	names map[string]bool
 	// owner and label of each block (by file block id), shares, and each
 	// agent's blocks' extras.
-	blocks  map[string]*Block
-	owner   map[string]string
-	label   map[string]string
-	labels  map[string]map[string]bool // owner → labels in use
-	shared  map[string]map[string]bool // block id → agents it is shared with
-	exts    map[string]*extension      // engram agent id → its extension
-	msgID   int64
-	archID  int64
-	summary int64
+	blocks map[string]*Block
+	owner  map[string]string
+	label  map[string]string
+	labels map[string]map[string]bool // owner → labels in use
+	shared map[string]map[string]bool // block id → agents it is shared with
+	exts   map[string]*extension      // engram agent id → its extension
+	// argBytes counts, per agent, the argument text its extension keeps.
+	argBytes map[string]int
+	msgID    int64
+	archID   int64
+	summary  int64
 }
 
 // ToDump maps an agent file onto engram's dump, without touching a store:
@@ -142,8 +140,10 @@ type importer struct {
 //     message once every tool call before it has its result), tool calls
 //     and results paired by call id, in the file's order; the compiled
 //     system prompt Letta keeps as the first message in context is not a
-//     message (engram builds it from the profile and the blocks); messages
-//     before the first one in context are covered by a summary;
+//     message (engram builds it from the profile and the blocks); a
+//     summary covers the start of the history that agrees best with
+//     Letta's context window (see contextCut); a call's arguments keep
+//     their text in the extension when it is not compact JSON;
 //   - files become archival entries of the agents whose sources hold them
 //     (in chunks), tagged "letta" and "letta-file", their source, name and
 //     path in the metadata; a source's description and instructions
@@ -161,7 +161,8 @@ func ToDump(f *File, o *ImportOptions) (*memory.Dump, *Report, error) {
 	}
 	im := &importer{f: f, opts: opts, rep: &Report{Direction: "import"}, d: &memory.Dump{Version: memory.DumpVersion},
 		ids: map[string]string{}, names: map[string]bool{}, blocks: map[string]*Block{}, owner: map[string]string{},
-		label: map[string]string{}, labels: map[string]map[string]bool{}, shared: map[string]map[string]bool{}, exts: map[string]*extension{}}
+		label: map[string]string{}, labels: map[string]map[string]bool{}, shared: map[string]map[string]bool{}, exts: map[string]*extension{},
+		argBytes: map[string]int{}}
 	if err := im.agentIDs(); err != nil {
 		return nil, nil, err
 	}

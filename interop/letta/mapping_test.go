@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -286,5 +287,146 @@ func TestParseRecognisesAgentFiles(t *testing.T) {
 		if _, err := letta.Parse([]byte(in)); !errors.Is(err, letta.ErrNotAgentFile) {
 			t.Errorf("Parse(%q): %v, want ErrNotAgentFile", in, err)
 		}
+	}
+}
+
+// in_context_message_ids is Letta's context window. engram's context is
+// the messages after a summary, so the import covers the prefix that
+// agrees best with Letta's window: messages outside it after the first one
+// inside are covered too when more of them follow than messages in
+// context would be covered (each disagreement reported), and a stray one
+// at the end does not cover the window.
+func TestContextWindowCut(t *testing.T) {
+	ctx := context.Background()
+	msg := func(id, role string, sec int) map[string]any {
+		return map[string]any{"id": id, "role": role, "content": []any{map[string]any{"type": "text", "text": "text of " + id}},
+			"created_at": fmt.Sprintf("2025-01-01T00:00:%02d+00:00", sec)}
+	}
+	for _, tc := range []struct {
+		name    string
+		roles   []string // messages m1.. after the compiled prompt
+		inCtx   []int    // which of them are in context
+		covered int      // the summary covers m1..m<covered> (0: no summary)
+		out     int      // OutOfContext in the report
+	}{
+		{"evicted prefix", []string{"user", "assistant", "user", "assistant"}, []int{3, 4}, 2, 2},
+		{"evicted after the first in context", []string{"user", "assistant", "user", "assistant", "user", "assistant"}, []int{2, 6}, 5, 5},
+		{"stray message at the end", []string{"user", "assistant", "user", "assistant"}, []int{1, 2, 3}, 0, 0},
+		{"all in context", []string{"user", "assistant"}, []int{1, 2}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := minimalDoc()
+			a := doc["agents"].([]any)[0].(map[string]any)
+			msgs := []any{msg("message-0", "system", 0)}
+			ids := []any{"message-0"}
+			for i, role := range tc.roles {
+				msgs = append(msgs, msg(fmt.Sprintf("message-%d", i+1), role, i+1))
+			}
+			for _, n := range tc.inCtx {
+				ids = append(ids, fmt.Sprintf("message-%d", n))
+			}
+			a["messages"], a["in_context_message_ids"] = msgs, ids
+			s, rep, id := importDoc(t, doc)
+			if got := rep.Agents[0].OutOfContext; got != tc.out {
+				t.Errorf("%d messages out of context, want %d:\n%s", got, tc.out, reportText(rep))
+			}
+			all, err := s.Agent(id).Messages().List(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := s.Agent(id).Messages().LatestSummary(ctx)
+			switch {
+			case tc.covered == 0 && err == nil:
+				t.Fatalf("summary covers %d..%d, want none", sum.FirstMessageID, sum.LastMessageID)
+			case tc.covered == 0:
+			case err != nil:
+				t.Fatalf("no summary, want one covering m1..m%d: %v", tc.covered, err)
+			case sum.FirstMessageID != all[0].ID || sum.LastMessageID != all[tc.covered-1].ID:
+				t.Fatalf("summary covers %d..%d, want %d..%d", sum.FirstMessageID, sum.LastMessageID, all[0].ID, all[tc.covered-1].ID)
+			}
+		})
+	}
+}
+
+// A tool call's arguments come back as the file wrote them (spacing, key
+// order, escapes), while engram holds them as JSON; arguments changed in
+// engram since are written as engram holds them.
+func TestToolCallArgumentsKeepTheirText(t *testing.T) {
+	ctx := context.Background()
+	args := []string{
+		`{"message": "I'm here", "b": 1}`,
+		"{\n  \"q\": \"caf\\u00e9\"\n}",
+		`{"a":1}`,
+		`not json`,
+	}
+	doc := minimalDoc()
+	a := doc["agents"].([]any)[0].(map[string]any)
+	var msgs []any
+	for i, arg := range args {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("message-%d", i), "role": "assistant", "content": []any{},
+			"created_at": fmt.Sprintf("2025-01-01T00:00:%02d+00:00", i),
+			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+				"function": map[string]any{"name": "send_message", "arguments": arg}}}})
+	}
+	a["messages"] = msgs
+	s, _, id := importDoc(t, doc)
+	f, _, err := letta.Export(ctx, s, []string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range f.Agents[0].Messages {
+		for _, tc := range m.ToolCalls {
+			got = append(got, tc.Function.Arguments)
+		}
+	}
+	if !slices.Equal(got, args) {
+		t.Fatalf("arguments exported as\n%q\nwant\n%q", got, args)
+	}
+}
+
+// The kept argument texts are capped per agent: past the cap, calls are
+// written back compact, and the report says so.
+func TestKeptArgumentTextIsCapped(t *testing.T) {
+	ctx := context.Background()
+	doc := minimalDoc()
+	a := doc["agents"].([]any)[0].(map[string]any)
+	arg := `{"text": "` + strings.Repeat("x", 1000) + `"}` // not compact: kept
+	n := letta.MaxKeptArgumentBytes/len(arg) + 10
+	var msgs []any
+	for i := 0; i < n; i++ {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("message-%d", i), "role": "assistant", "content": []any{},
+			"created_at": "2025-01-01T00:00:00+00:00",
+			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+				"function": map[string]any{"name": "send_message", "arguments": arg}}}})
+	}
+	a["messages"] = msgs
+	s, rep, id := importDoc(t, doc)
+	if !strings.Contains(reportText(rep), "tool-call arguments' formatting") {
+		t.Errorf("the report does not name the arguments past the cap:\n%s", reportText(rep))
+	}
+	p, err := s.Agent(id).Profile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext := len(p.Extensions[letta.ExtensionName]); ext > letta.MaxKeptArgumentBytes+64<<10 {
+		t.Errorf("extension of %d bytes, over the cap of %d", ext, letta.MaxKeptArgumentBytes)
+	}
+	f, _, err := letta.Export(ctx, s, []string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, compact := 0, 0
+	for _, m := range f.Agents[0].Messages {
+		for _, tc := range m.ToolCalls {
+			if tc.Function.Arguments == arg {
+				kept++
+			} else if json.Valid([]byte(tc.Function.Arguments)) {
+				compact++
+			}
+		}
+	}
+	if kept == 0 || compact == 0 || kept+compact != n {
+		t.Errorf("%d calls written as the file wrote them, %d compact, of %d", kept, compact, n)
 	}
 }

@@ -59,16 +59,7 @@ func (im *importer) messages(a *Agent, id string) error {
 	if allIn && len(a.Messages) > 0 {
 		im.rep.mapped(id, "messages without in_context_message_ids", len(a.Messages), "all taken as in context")
 	}
-	firstIn := -1 // index in a.Messages of the first message in context (the compiled prompt aside)
-	for i, m := range a.Messages {
-		if m.ID == compiled {
-			continue
-		}
-		if _, ok := inCtx[m.ID]; ok || allIn {
-			firstIn = i
-			break
-		}
-	}
+	cut := contextCut(a.Messages, compiled, inCtx, allIn)
 
 	var (
 		batch, seq int
@@ -77,7 +68,7 @@ func (im *importer) messages(a *Agent, id string) error {
 		calls      = map[string]int{}  // call id → batch
 		out        []memory.Message
 		firstID    int64
-		lastOut    int64 // the last message id before the first in context
+		lastOut    int64 // the last message id before the cut
 		outCount   int
 	)
 	flush := func(done time.Time) {
@@ -147,6 +138,8 @@ func (im *importer) messages(a *Agent, id string) error {
 			args := json.RawMessage(tc.Function.Arguments)
 			if !json.Valid(args) {
 				args, _ = json.Marshal(tc.Function.Arguments)
+			} else if c := compactJSON(args); c != tc.Function.Arguments && tc.ID != "" {
+				im.keepArguments(id, tc.ID, tc.Function.Arguments)
 			}
 			base.ToolCalls = append(base.ToolCalls, memory.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 			pending[tc.ID] = true
@@ -224,12 +217,18 @@ func (im *importer) messages(a *Agent, id string) error {
 			if firstID == 0 {
 				firstID = r.ID
 			}
-			if firstIn < 0 || i < firstIn {
+			_, in := inCtx[m.ID]
+			switch {
+			case i < cut:
 				lastOut = r.ID
 				outCount++
-			} else if _, in := inCtx[m.ID]; !in && !allIn {
+				if in {
+					im.rep.notKept(id, "message "+m.ID+" in Letta's context window", 1,
+						"more messages outside the window follow it: the summary covers it with them (engram's context is the messages after a summary)")
+				}
+			case !in && !allIn:
 				im.rep.notKept(id, "message "+m.ID+" outside the context window", 1,
-					"it comes after messages in context: engram keeps it in the history, where the builder may include it")
+					"fewer messages outside the window follow it than messages inside would be covered: it stays in the history, where the builder may include it")
 			}
 			out = append(out, r)
 		}
@@ -255,6 +254,70 @@ func (im *importer) messages(a *Agent, id string) error {
 		im.rep.mapped(id, "message", len(out), "a message of its batch (a batch per user message; calls and results paired in one batch)")
 	}
 	return nil
+}
+
+// keepArguments keeps a call's arguments text as the file wrote it, in the
+// agent's extension, within MaxKeptArgumentBytes.
+func (im *importer) keepArguments(agent, callID, text string) {
+	ext := im.exts[agent]
+	if _, dup := ext.Arguments[callID]; dup {
+		return
+	}
+	// Counted as stored: JSON strings in the profile (escapes included).
+	k, _ := json.Marshal(callID)
+	v, _ := json.Marshal(text)
+	size := len(k) + len(v) + 2
+	if im.argBytes[agent]+size > MaxKeptArgumentBytes {
+		im.rep.notKept(agent, "tool-call arguments' formatting", 1,
+			fmt.Sprintf("past %d bytes of kept argument text an agent: written back as compact JSON", MaxKeptArgumentBytes))
+		return
+	}
+	if ext.Arguments == nil {
+		ext.Arguments = map[string]string{}
+	}
+	ext.Arguments[callID] = text
+	im.argBytes[agent] += size
+}
+
+// contextCut returns the index in msgs before which the summary covers the
+// messages (0: none covered). Letta's context window is inCtx; engram's is
+// the messages after a summary, a suffix of the history. The cut is the
+// one where fewest messages disagree: messages in the window before it
+// plus messages outside the window after it (the earliest such cut: the
+// window kept whole on a tie). The compiled system prompt and messages
+// engram does not import do not count.
+func contextCut(msgs []Message, compiled string, inCtx map[string]int, allIn bool) int {
+	if allIn {
+		return 0
+	}
+	counts := func(m Message) bool {
+		switch m.Role {
+		case "system", "user", "assistant", "tool", "function":
+			return m.ID != compiled
+		}
+		return false
+	}
+	cost := 0 // at cut 0: every message outside the window
+	for _, m := range msgs {
+		if _, in := inCtx[m.ID]; counts(m) && !in {
+			cost++
+		}
+	}
+	best, bestCost := 0, cost
+	for i, m := range msgs {
+		if !counts(m) {
+			continue
+		}
+		if _, in := inCtx[m.ID]; in {
+			cost++
+		} else {
+			cost--
+		}
+		if cost < bestCost {
+			best, bestCost = i+1, cost
+		}
+	}
+	return best
 }
 
 // toolReturnExtras reports the parts of a tool result engram does not keep.

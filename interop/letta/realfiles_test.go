@@ -275,7 +275,7 @@ func TestImportRealAgentFiles(t *testing.T) {
 
 				// The context right after the import: the agent's own
 				// system prompt, blocks, tools and rules.
-				req, err := builder.New(s, builder.DefaultConfig()).ForAgent(id).WithMessages(s).Build(ctx)
+				req, err := builder.New(s.Agent(id), builder.DefaultConfig()).WithMessages(s.Agent(id).Messages()).Build(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}

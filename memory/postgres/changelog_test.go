@@ -99,22 +99,24 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	find := func(s *memory.Cache, mode search.Mode) []hit {
+	find := func(s *memory.Cache, agent string, mode search.Mode) []hit {
 		t.Helper()
-		rs, err := s.SearchArchival(ctx, "ann", lateText, search.NewOptions().Mode(mode).Limit(10))
+		rs, err := s.SearchArchival(ctx, agent, lateText, search.NewOptions().Mode(mode).Limit(10))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return hitsOf(rs)
 	}
 	// Commits after the slow writer's first statement, and the caches
-	// catching up with them.
-	early, err := writer.InsertArchival(ctx, "ann", memory.ArchivalEntry{Content: "zebra early in the morning"})
+	// catching up with them. (Another agent's: the store writes one
+	// agent's archival one transaction at a time, and the slow writer's
+	// insert holds ann's storage-usage row.)
+	early, err := writer.InsertArchival(ctx, "bob", memory.ArchivalEntry{Content: "zebra early in the morning"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []search.Mode{search.FTS, search.Vector} {
-		if got := find(reader, mode); !slices.ContainsFunc(got, func(h hit) bool { return h.id == early.ID }) {
+		if got := find(reader, "bob", mode); !slices.ContainsFunc(got, func(h hit) bool { return h.id == early.ID }) {
 			t.Fatalf("%v: the early commit %d is not found: %v", mode, early.ID, got)
 		}
 	}
@@ -134,7 +136,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []search.Mode{search.FTS, search.Vector} {
-		got, want := find(reader, mode), find(fresh, mode)
+		got, want := find(reader, "ann", mode), find(fresh, "ann", mode)
 		if !slices.Equal(got, want) {
 			t.Errorf("%v after the late commit: %v, caches loaded afresh: %v", mode, got, want)
 		}

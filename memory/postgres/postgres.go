@@ -275,6 +275,19 @@ func (b *Backend) Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLoc
 	return nil
 }
 
+// NotifyAfter adds blocks to what a WriteBlocks transaction notifies after
+// its commit, without locking them: blocks it created (no other
+// transaction can know their ids before the commit, so none can wait for
+// them). Outside WriteBlocks it does nothing.
+func (b *Backend) NotifyAfter(tx *sql.Tx, ids ...int64) {
+	if d, ok := b.deferred.Load(tx); ok {
+		d := d.(*deferred)
+		d.mu.Lock()
+		d.ids = append(d.ids, ids...)
+		d.mu.Unlock()
+	}
+}
+
 // migrate applies migrations.Postgres in order, in one transaction
 // holding the store's lock exclusively (no write of another process runs
 // beside a change of the schema), recording the version in

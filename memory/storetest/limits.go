@@ -324,8 +324,8 @@ func testQuotaRefuses(t *testing.T, open LimitOpener) {
 	}
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: 3000})
 	var ids []int64
-	for range 3 {
-		e, err := s.InsertArchival(ctx, "a", one)
+	for i := range 3 {
+		e, err := s.InsertArchival(ctx, "a", numbered(one, i))
 		must(t, err)
 		ids = append(ids, e.ID)
 	}
@@ -354,7 +354,7 @@ func testQuotaRefuses(t *testing.T, open LimitOpener) {
 	_, err = s.InsertArchivalBatch(ctx, "b", []memory.ArchivalEntry{one, one, one}, nil)
 	must(t, err)
 	// A batch past the quota stores none of its entries.
-	_, err = s.InsertArchivalBatch(ctx, "c", []memory.ArchivalEntry{one, one, one, one}, &memory.BatchOptions{Size: 1})
+	_, err = s.InsertArchivalBatch(ctx, "c", []memory.ArchivalEntry{numbered(one, 0), numbered(one, 1), numbered(one, 2), numbered(one, 3)}, &memory.BatchOptions{Size: 1})
 	wantRefused(t, err, memory.ErrQuota, "a batch past the quota", `"c"`, "adds 4000")
 	wantNothingStored(t, s, "c", "a batch past the quota")
 	// A delete gives the entry's bytes back.
@@ -388,10 +388,10 @@ func testQuotaConcurrent(t *testing.T, open LimitOpener) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for range fits {
+				for i := range fits {
 					var err error
 					if w%2 == 0 {
-						_, err = s.InsertArchival(ctx, agent, entry)
+						_, err = s.InsertArchival(ctx, agent, numbered(entry, w*fits+i))
 					} else {
 						_, err = s.AppendMessage(ctx, agent, msg)
 					}
@@ -484,4 +484,11 @@ func testQuotaImport(t *testing.T, open LimitOpener) {
 	if used := wantUsage(t, s, "a"); used != 2000 {
 		t.Fatalf("used %d after the import, want 2000", used)
 	}
+}
+
+// numbered is e with its content's first four bytes replaced by i: the
+// same size, a different text (the store keeps one entry per text).
+func numbered(e memory.ArchivalEntry, i int) memory.ArchivalEntry {
+	e.Content = fmt.Sprintf("%04d", i) + e.Content[4:]
+	return e
 }

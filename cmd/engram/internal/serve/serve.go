@@ -39,6 +39,13 @@ type Tokens interface {
 	UseLoginLink(ctx context.Context, secret string) (memory.Token, error)
 }
 
+// SyncStore is the store /sync serves (*memory.Cache): the handle of each
+// token's agent, and its change signal.
+type SyncStore interface {
+	Agent(id string) *memory.Agent
+	BlocksChanged() <-chan struct{}
+}
+
 // Options configure a Handler. Tokens and MCPServer are required; zero
 // fields otherwise mean the documented defaults.
 type Options struct {
@@ -104,7 +111,7 @@ type Options struct {
 	// SyncStore, when set, serves /sync: the automerge-repo WebSocket
 	// protocol over the blocks of the token's agent (package syncrepo).
 	// Without it /sync answers 404.
-	SyncStore syncrepo.Store
+	SyncStore SyncStore
 	// SyncMaxMessageBytes caps one /sync frame; a bigger one closes the
 	// connection (1009). Default MaxBodyBytes.
 	SyncMaxMessageBytes int64
@@ -317,7 +324,7 @@ func New(opts *Options) (*Handler, error) {
 	if o.SyncStore != nil {
 		// Half the sessions' poll period: a change is seen at most that
 		// much later than by a session's own query.
-		h.syncStore = &stampShare{Store: o.SyncStore, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
+		h.syncStore = &stampShare{src: storeStamps{o.SyncStore}, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
 		h.mirrors = syncrepo.NewMirrors()
 	}
 	go h.sweep(time.Second)

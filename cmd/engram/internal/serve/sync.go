@@ -44,7 +44,7 @@ func (w wsConn) Write(ctx context.Context, frame []byte) error {
 // began and it is younger than every: the connections one signal wakes
 // all get the one read that started after it, never an older one.
 type stampShare struct {
-	syncrepo.Store
+	src   stampSource
 	every time.Duration
 	mu    sync.Mutex
 	memo  map[string]*stampRead
@@ -59,12 +59,39 @@ type stampRead struct {
 	err    error
 }
 
-var _ syncrepo.Notifier = (*stampShare)(nil)
+// stampSource reads one agent's stamp (storeStamps over a store); a
+// source that is a syncrepo.Notifier signals its changes.
+type stampSource interface {
+	BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error)
+}
+
+// storeStamps reads stamps through the store's agent handles.
+type storeStamps struct{ SyncStore }
+
+func (s storeStamps) BlocksStamp(ctx context.Context, agent string) (memory.BlocksStamp, error) {
+	return s.Agent(agent).BlocksStamp(ctx)
+}
+
+// sharedStamps is an agent's handle whose stamp reads go through a
+// stampShare: what a /sync session serves.
+type sharedStamps struct {
+	*memory.Agent
+	share *stampShare
+}
+
+func (a sharedStamps) BlocksStamp(ctx context.Context) (memory.BlocksStamp, error) {
+	return a.share.BlocksStamp(ctx, a.ID())
+}
+
+var (
+	_ syncrepo.Notifier = (*stampShare)(nil)
+	_ syncrepo.Agent    = sharedStamps{}
+)
 
 // BlocksChanged is the store's, or nil (never closes) when it signals
 // nothing.
 func (s *stampShare) BlocksChanged() <-chan struct{} {
-	if n, ok := s.Store.(syncrepo.Notifier); ok {
+	if n, ok := s.src.(syncrepo.Notifier); ok {
 		return n.BlocksChanged()
 	}
 	return nil
@@ -88,7 +115,7 @@ func (s *stampShare) BlocksStamp(ctx context.Context, agent string) (memory.Bloc
 			return r.stamp, nil
 		}
 		// The reader's error (its context ended, say): read anew.
-		return s.Store.BlocksStamp(ctx, agent)
+		return s.src.BlocksStamp(ctx, agent)
 	}
 	if len(s.memo) > 4096 {
 		clear(s.memo) // agents come and go; the memo is only a saving
@@ -96,7 +123,7 @@ func (s *stampShare) BlocksStamp(ctx context.Context, agent string) (memory.Bloc
 	r = &stampRead{at: now, signal: signal, done: make(chan struct{})}
 	s.memo[agent] = r
 	s.mu.Unlock()
-	r.stamp, r.err = s.Store.BlocksStamp(ctx, agent)
+	r.stamp, r.err = s.src.BlocksStamp(ctx, agent)
 	close(r.done)
 	if r.err != nil {
 		s.mu.Lock()
@@ -199,9 +226,9 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}()
 	go h.watchToken(ctx, cancel, t.ID)
-	err = syncrepo.Serve(ctx, wsConn{c}, h.syncStore, t.Agent, &syncrepo.Options{
+	err = syncrepo.Serve(ctx, wsConn{c}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
-		Mirrors: h.mirrors, Budget: budget})
+		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/memory"
-	"github.com/engram-go/engram/syncrepo"
 )
 
 type countingStamps struct {
-	syncrepo.Store
 	calls map[string]int
 }
 
@@ -26,7 +24,7 @@ func (c *countingStamps) BlocksStamp(_ context.Context, agent string) (memory.Bl
 func TestStampShare(t *testing.T) {
 	ctx := context.Background()
 	c := &countingStamps{calls: map[string]int{}}
-	s := &stampShare{Store: c, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
+	s := &stampShare{src: c, every: 50 * time.Millisecond, memo: map[string]*stampRead{}}
 	for _, tc := range []struct {
 		agent string
 		wait  time.Duration
@@ -49,7 +47,6 @@ func TestStampShare(t *testing.T) {
 // each until gate lets it go (when set), and fires during the read when
 // fireDuring is set.
 type signalledStamps struct {
-	syncrepo.Store
 	mu         sync.Mutex
 	ch         chan struct{}
 	calls      atomic.Int64
@@ -93,7 +90,7 @@ func (s *signalledStamps) BlocksStamp(ctx context.Context, agent string) (memory
 func TestStampShareSignal(t *testing.T) {
 	ctx := context.Background()
 	c := &signalledStamps{}
-	s := &stampShare{Store: c, every: time.Hour, memo: map[string]*stampRead{}}
+	s := &stampShare{src: c, every: time.Hour, memo: map[string]*stampRead{}}
 	if s.BlocksChanged() == nil {
 		t.Fatal("the store's signal is hidden")
 	}

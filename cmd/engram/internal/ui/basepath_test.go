@@ -41,10 +41,10 @@ func checkLinks(t *testing.T, page, base, body string) int {
 func TestBasePath(t *testing.T) {
 	f := newFixtureAt(t, "/ui/")
 	ctx := context.Background()
-	if err := f.store.UpdateBlockText(ctx, "ada", "persona", "I am Ada, an analyst of data."); err != nil {
+	if err := f.store.Agent("ada").Block("persona").SetText(ctx, "I am Ada, an analyst of data."); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist, err := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestBasePath(t *testing.T) {
 		{`/ui/blocks/\evil.example`, "/ui/proposals?"},
 		{"https://evil.example/ui/blocks/", "/ui/proposals?"},
 	} {
-		p, err := f.store.ProposeEdit(ctx, "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " x"}, "test")
+		p, err := f.store.Agent("bob").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " x"}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestBrowser(t *testing.T) {
 	ctx := context.Background()
 	// A proposal on a pinned block that is in ada's context, and a little
 	// conversation so the context page has history.
-	p, err := f.store.ProposeEdit(ctx, "ada", "ada", "goals", memory.Edit{Op: blocks.OpAppendText, Text: " Then test it in a real browser."}, "a browser test is asked for")
+	p, err := f.store.Agent("ada").Shared("ada", "goals").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " Then test it in a real browser."}, "a browser test is asked for")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +60,11 @@ func TestBrowser(t *testing.T) {
 		{Role: memory.RoleUser, Content: "What are we shipping this week?", BatchID: "b1"},
 		{Role: memory.RoleAssistant, Content: "The UI: blocks, history, proposals, context and search.", BatchID: "b1"},
 	} {
-		if _, err := f.store.AppendMessage(ctx, "ada", m); err != nil {
+		if _, err := f.store.Agent("ada").Messages().Append(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.store.CompleteBatch(ctx, "ada", "b1"); err != nil {
+	if err := f.store.Agent("ada").Messages().CompleteBatch(ctx, "b1"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -110,7 +110,7 @@ func TestBrowser(t *testing.T) {
 		if err != nil || !strings.Contains(flash, "approved") {
 			t.Errorf("flash after approving: %q, %v", flash, err)
 		}
-		got, err := f.store.RenderedContent(ctx, "ada", "goals")
+		got, err := f.store.Agent("ada").Block("goals").Render(ctx)
 		if err != nil || got != "Ship the UI. Then test it in a real browser." {
 			t.Fatalf("goals after the click: %q, %v", got, err)
 		}

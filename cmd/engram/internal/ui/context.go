@@ -20,7 +20,7 @@ import (
 
 // BuildRequest builds the request an agent's model would get with the
 // default layers (BuildContext with only Agent and Model set).
-func BuildRequest(ctx context.Context, store memory.Store, agent, model string) (*builder.Request, error) {
+func BuildRequest(ctx context.Context, store *memory.Cache, agent, model string) (*builder.Request, error) {
 	return BuildContext(ctx, store, &ContextOptions{Agent: agent, Model: model})
 }
 
@@ -72,14 +72,14 @@ const DefaultModel = "gpt-4o"
 // BuildContext builds the request agent's model would get: the agent's
 // blocks, messages, memory tools, environment and context library, and
 // with a message, the memories recalled for it.
-func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*builder.Request, error) {
+func BuildContext(ctx context.Context, store *memory.Cache, o *ContextOptions) (*builder.Request, error) {
 	var opts ContextOptions
 	if o != nil {
 		opts = *o
 	}
 	var prof memory.Profile
-	if ps, ok := store.(builder.ProfileStore); ok && !opts.NoProfile && opts.Agent != "" {
-		p, err := ps.Profile(ctx, opts.Agent)
+	if !opts.NoProfile && opts.Agent != "" {
+		p, err := store.Agent(opts.Agent).Profile(ctx)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			return nil, fmt.Errorf("ui: profile of %q: %w", opts.Agent, err)
 		}
@@ -97,10 +97,11 @@ func BuildContext(ctx context.Context, store memory.Store, o *ContextOptions) (*
 	if opts.Recall > 0 {
 		cfg.Recall = &builder.RecallOptions{Mode: opts.RecallMode, Limit: opts.Recall}
 	}
-	if _, ok := store.(builder.LibraryStore); ok && !opts.NoLibrary {
+	cfg.TokenCounts = store
+	if !opts.NoLibrary {
 		cfg.Library = &builder.LibraryOptions{}
 	}
-	b := builder.New(store, cfg).ForAgent(opts.Agent).WithMessages(store).WithModelInfo(builder.ModelInfoFor(model)).
+	b := builder.New(store.Agent(opts.Agent), cfg).WithMessages(store.Agent(opts.Agent).Messages()).WithModelInfo(builder.ModelInfoFor(model)).
 		WithBatchBlocks(opts.BatchBlocks...)
 	if opts.Base != nil {
 		b = b.WithBaseInstructions(*opts.Base)
@@ -149,8 +150,8 @@ func ModelNotes(model string, maxTokens int) []string {
 
 // MemoryTools is the definitions of agent's memory tools, as a builder
 // tool list.
-func MemoryTools(store memory.Store, agent string) (builder.ToolList, error) {
-	ts, err := tools.New(store, agent, nil)
+func MemoryTools(store *memory.Cache, agent string) (builder.ToolList, error) {
+	ts, err := tools.New(store.Agent(agent), nil)
 	if err != nil {
 		return nil, fmt.Errorf("ui: memory tools for %q: %w", agent, err)
 	}

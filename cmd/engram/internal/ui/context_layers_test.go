@@ -18,10 +18,10 @@ import (
 func TestContextPageLayers(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "Ada takes her tea with lemon."}); err != nil {
+	if _, err := f.store.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Ada takes her tea with lemon."}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.PutContextLibrary(ctx, "ada", []memory.LibraryEntry{{ID: "notes/tea.md", Kind: "file", Content: "Earl Grey, lemon."}}); err != nil {
+	if err := f.store.Agent("ada").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "notes/tea.md", Kind: "file", Content: "Earl Grey, lemon."}}); err != nil {
 		t.Fatal(err)
 	}
 	q := url.Values{"agent": {"ada"}, "model": {"claude-sonnet-4-5"}, "message": {"How do I take my tea?"}, "recall": {"3"}}

@@ -21,17 +21,16 @@ type admin interface {
 
 // storeAdmin is the operator side of a store that has one (such as
 // *memory.Cache).
-func storeAdmin(store memory.Store) (admin, error) {
-	a, ok := store.(interface{ Admin() *memory.Admin })
-	if !ok {
+func storeAdmin(store *memory.Cache) (admin, error) {
+	if store == nil {
 		return nil, ErrNoAgentLister
 	}
-	return a.Admin(), nil
+	return store.Admin(), nil
 }
 
 // Agents lists the agent ids of a store that has an Admin method (such
 // as *memory.Cache), sorted.
-func Agents(ctx context.Context, store memory.Store) ([]string, error) {
+func Agents(ctx context.Context, store *memory.Cache) ([]string, error) {
 	a, err := storeAdmin(store)
 	if err != nil {
 		return nil, err
@@ -76,10 +75,10 @@ func (s *Server) proposalCounts(ctx context.Context) (map[string]string, error) 
 
 // Proposals lists proposals across agents, oldest first; with pendingOnly,
 // only those still waiting for a decision.
-func Proposals(ctx context.Context, store memory.Store, agents []string, pendingOnly bool) ([]memory.Proposal, error) {
+func Proposals(ctx context.Context, store *memory.Cache, agents []string, pendingOnly bool) ([]memory.Proposal, error) {
 	var out []memory.Proposal
 	for _, a := range agents {
-		ps, err := store.ListProposals(ctx, a, "")
+		ps, err := store.Agent(a).Proposals(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -96,8 +95,8 @@ func Proposals(ctx context.Context, store memory.Store, agents []string, pending
 // ProposalDiff returns the block's rendered content now and as it would be
 // if proposal p were approved: the edit runs on a private fork, which is
 // never persisted.
-func ProposalDiff(ctx context.Context, store memory.Store, p memory.Proposal) (before, after string, err error) {
-	doc, err := store.GetBlock(ctx, p.Owner, p.Label)
+func ProposalDiff(ctx context.Context, store *memory.Cache, p memory.Proposal) (before, after string, err error) {
+	doc, err := store.Agent(p.Owner).Block(p.Label).Doc(ctx)
 	if err != nil {
 		return "", "", err
 	}
@@ -148,7 +147,7 @@ type shares struct {
 func (s *Server) sharedWith(ctx context.Context, agents []string) (shares, error) {
 	sh := shares{with: map[blockKey][]shareRow{}, of: make(map[string][]memory.SharedBlock, len(agents))}
 	for _, a := range agents {
-		sb, err := s.store.ListSharedBlocks(ctx, a)
+		sb, err := s.store.Agent(a).SharedBlocks(ctx)
 		if err != nil {
 			return sh, err
 		}
@@ -168,7 +167,7 @@ func (s *Server) overview(ctx context.Context, agent string, sh shares) (agentBl
 	for _, b := range sh.of[agent] {
 		ab.Shared = append(ab.Shared, row(b.BlockMeta))
 	}
-	own, err := s.store.ListBlocks(ctx, agent)
+	own, err := s.store.Agent(agent).Blocks(ctx)
 	if err != nil {
 		return ab, err
 	}
@@ -177,7 +176,7 @@ func (s *Server) overview(ctx context.Context, agent string, sh shares) (agentBl
 		r.SharedWith = sh.with[blockKey{m.Owner, m.Label}]
 		ab.Own = append(ab.Own, r)
 	}
-	ps, err := s.store.ListProposals(ctx, agent, "")
+	ps, err := s.store.Agent(agent).Proposals(ctx)
 	if err != nil {
 		return ab, err
 	}
@@ -200,7 +199,7 @@ func row(m memory.BlockMeta) blockRow {
 // docFor opens owner's block as the owner, or explains why not. The
 // caller checks that owner is a known agent (agentList).
 func (s *Server) docFor(ctx context.Context, owner, label string) (*blocks.Document, error) {
-	doc, err := s.store.GetBlock(ctx, owner, label)
+	doc, err := s.store.Agent(owner).Block(label).Doc(ctx)
 	if errors.Is(err, memory.ErrNotFound) {
 		return nil, fmt.Errorf("%w: agent %q has no block %q", memory.ErrNotFound, owner, label)
 	}

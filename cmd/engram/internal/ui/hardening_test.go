@@ -139,7 +139,7 @@ func TestRedirectsStayLocal(t *testing.T) {
 		{"https://evil.example/blocks/", "/proposals?"},
 		{"/blocks/ada/notes", "/blocks/ada/notes?"},
 	} {
-		p, err := f.store.ProposeEdit(ctx, "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " x"}, "test")
+		p, err := f.store.Agent("bob").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " x"}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestServerTimeouts(t *testing.T) {
 		close(lines)
 	}()
 	time.Sleep(2500 * time.Millisecond)
-	if err := f.store.UpdateBlockText(context.Background(), "ada", "persona", "changed after the read timeout"); err != nil {
+	if err := f.store.Agent("ada").Block("persona").SetText(context.Background(), "changed after the read timeout"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.After(10 * time.Second)
@@ -292,11 +292,11 @@ func TestLargeBlockDiffsOnDemand(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, text := range []string{"Plan: alpha beta gamma.", "Plan: alpha BETA gamma delta."} {
-		if err := f.store.UpdateBlockText(ctx, "ada", "persona", text); err != nil {
+		if err := f.store.Agent("ada").Block("persona").SetText(ctx, text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hist, err := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist, err := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +351,10 @@ func TestLargeBlockDiffsOnDemand(t *testing.T) {
 func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.store.UpdateBlockText(ctx, "ada", "persona", "Plan: alpha BETA gamma delta."); err != nil {
+	if err := f.store.Agent("ada").Block("persona").SetText(ctx, "Plan: alpha BETA gamma delta."); err != nil {
 		t.Fatal(err)
 	}
-	hist, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist, _ := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	srv, err := New(f.store, &Options{Token: "heavy-token", InlineDiffChars: 10, HeavyTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestLargeBlockProposalPreviewIsKept(t *testing.T) {
 		t.Fatalf("the preview was computed again (busy) instead of kept:\n%s", excerpt(body))
 	}
 	// Once the block changes, the preview is computed again (here: busy).
-	if err := f.store.UpdateBlockText(context.Background(), "ada", "notes", "Meeting on Tuesday."); err != nil {
+	if err := f.store.Agent("ada").Block("notes").SetText(context.Background(), "Meeting on Tuesday."); err != nil {
 		t.Fatal(err)
 	}
 	if body := get(); !strings.Contains(body, "busy") {

@@ -88,7 +88,7 @@ func (v *versions) at(ctx context.Context, heads []string) (string, error) {
 	}
 	d, err := v.doc.At(heads) // the current epoch: no archive to load
 	if errors.Is(err, blocks.ErrOutOfRange) {
-		d, err = v.s.store.BlockAt(ctx, v.owner, v.owner, v.label, heads)
+		d, err = v.s.store.Agent(v.owner).Shared(v.owner, v.label).At(ctx, heads)
 	}
 	if err != nil {
 		return "", err

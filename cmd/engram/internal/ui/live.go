@@ -152,11 +152,11 @@ func (s *Server) fingerprints(ctx context.Context) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(agents))
 	for _, a := range agents {
-		st, err := s.store.BlocksStamp(ctx, a)
+		st, err := s.store.Agent(a).BlocksStamp(ctx)
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := s.store.Messages(ctx, a, &memory.MessageQuery{Limit: 1, Newest: true})
+		msgs, err := s.store.Agent(a).Messages().List(ctx, &memory.MessageQuery{Limit: 1, Newest: true})
 		if err != nil {
 			return nil, err
 		}

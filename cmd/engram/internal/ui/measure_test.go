@@ -115,7 +115,7 @@ func TestMeasureLargestBlock(t *testing.T) {
 	wg.Wait()
 	t.Logf("three at once: %v; /proposals meanwhile: %v; peak heap %d MB, RSS %s", times, lt.Round(time.Millisecond), peakHeap.Load()>>20, rss())
 	// Diffs on demand: one, then three at once.
-	hist, _ := s.BlockHistory(ctx, "ada", "ada", "big")
+	hist, _ := s.Agent("ada").Shared("ada", "big").History(ctx)
 	d, _ = view("/blocks/ada/big/changes/" + hist[len(hist)-1].Hash)
 	t.Logf("one diff on demand: %v; peak heap %d MB, RSS %s", d.Round(time.Millisecond), peakHeap.Load()>>20, rss())
 	codes := make([]int, 3)
@@ -161,11 +161,11 @@ func createLargestBlock(t *testing.T, path string) {
 	for i := 0; b.Len() < blocks.MaxCharLimit-20_000; i++ {
 		fmt.Fprintf(&b, "Line %d: the quick brown fox jumps over the lazy dog.\n", i)
 	}
-	if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
+	if _, err := s.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
-		if err := s.ApplyEdit(ctx, "ada", "", "big", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
+		if err := s.Agent("ada").Block("big").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

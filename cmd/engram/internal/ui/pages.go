@@ -180,7 +180,7 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 
 	// The store's history spans the block's epochs (a rebase archives the
 	// old history); its changes carry their epoch.
-	hist, err := s.store.BlockHistory(ctx, owner, owner, label)
+	hist, err := s.store.Agent(owner).Shared(owner, label).History(ctx)
 	if err != nil {
 		s.failErr(w, r, "Block history", err)
 		return
@@ -231,7 +231,7 @@ func (s *Server) handleBlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.SharedWith = sh.with[blockKey{owner, label}]
-	ps, err := s.store.ListProposals(ctx, owner, label)
+	ps, err := s.store.Agent(owner).Block(label).Proposals(ctx)
 	if err != nil {
 		s.failErr(w, r, "Proposals", err)
 		return
@@ -300,7 +300,7 @@ func (s *Server) handleChange(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, "Block", err)
 		return
 	}
-	hist, err := s.store.BlockHistory(ctx, owner, owner, label)
+	hist, err := s.store.Agent(owner).Shared(owner, label).History(ctx)
 	if err != nil {
 		s.failErr(w, r, "Block history", err)
 		return
@@ -391,21 +391,20 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 // Restore makes owner's block doc read as it did at change at, as one new
 // change attributed to person ("human:NAME"), written through the store.
 //
-// memory.Store takes writes only from the block's owner, a sharee or the
+// The store takes writes only from the block's owner, a sharee or the
 // system, so a person cannot write as themselves directly. The restore is
 // made on a private fork of the block, then merged into the block as the
-// owner, recorded as by the person (memory.Cache.MergeChangesAs; a store
-// without it records the owner): validated, persisted, seen by every
+// owner, recorded as by the person (memory.Block.MergeAs): validated, persisted, seen by every
 // process. The history shows it as the person's merge (a merged change's
 // commit message names no one). A restore is rarely an append, which
-// is all MergeChanges lets an Append owner merge, so the owner must hold
+// is all a merge lets an Append owner make, so the owner must hold
 // ReadWrite or Admin; for a block whose owner holds less (ReadOnly,
 // Partner, Human, Append) the restore is made by the system instead, and
 // the returned code says so ("restored-system" instead of "restored").
-func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, person string) (string, error) {
+func Restore(ctx context.Context, store *memory.Cache, doc *blocks.Document, at, person string) (string, error) {
 	info := doc.Info()
 	// The change may be in an archived epoch: the store finds it.
-	old, err := store.BlockAt(ctx, info.Owner, info.Owner, info.Label, []string{at})
+	old, err := store.Agent(info.Owner).Shared(info.Owner, info.Label).At(ctx, []string{at})
 	if err != nil {
 		return "", err
 	}
@@ -413,7 +412,7 @@ func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, 
 		if err := doc.WithContext(ctx).RestoreFrom(old, blocks.System); err != nil {
 			return "", err
 		}
-		return "restored-system", store.PersistBlock(ctx, info.Owner, info.Label)
+		return "restored-system", store.Agent(info.Owner).Block(info.Label).Persist(ctx)
 	}
 	fork, err := doc.Fork()
 	if err != nil {
@@ -426,21 +425,10 @@ func Restore(ctx context.Context, store memory.Store, doc *blocks.Document, at, 
 	if err != nil {
 		return "", fmt.Errorf("ui: restore %q of %q: save the fork: %w", info.Label, info.Owner, err)
 	}
-	if as, ok := store.(mergerAs); ok {
-		err = as.MergeChangesAs(ctx, info.Owner, info.Owner, info.Label, data, person)
-	} else {
-		err = store.MergeChanges(ctx, info.Owner, info.Owner, info.Label, data)
-	}
-	if err != nil {
+	if err := store.Agent(info.Owner).Block(info.Label).MergeAs(ctx, data, person); err != nil {
 		return "", err
 	}
 	return "restored", nil
-}
-
-// mergerAs is a store that records a merge as made by a name its caller
-// vouches for (memory.Cache).
-type mergerAs interface {
-	MergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error
 }
 
 // blockURL is the path of a block's page in an app mounted at base.
@@ -463,7 +451,7 @@ func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow
 	}
 	var before, after string
 	err := func() error {
-		doc, err := s.store.GetBlock(ctx, p.Owner, p.Label)
+		doc, err := s.store.Agent(p.Owner).Block(p.Label).Doc(ctx)
 		if err != nil {
 			return err
 		}
@@ -544,9 +532,9 @@ func (s *Server) handleDecide(approve bool) http.HandlerFunc {
 		what, done := "Reject", "rejected"
 		if approve {
 			what, done = "Approve", "approved"
-			err = s.store.ApproveProposal(ctx, id, s.Person())
+			err = s.store.Agent(s.Person()).ApproveProposal(ctx, id)
 		} else {
-			err = s.store.RejectProposal(ctx, id, s.Person(), strings.TrimSpace(r.PostForm.Get("reason")))
+			err = s.store.Agent(s.Person()).RejectProposal(ctx, id, strings.TrimSpace(r.PostForm.Get("reason")))
 		}
 		if err != nil {
 			s.failErr(w, r, what+" proposal", err)
@@ -636,7 +624,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if d.Agent == "" {
 		res, err = s.store.SearchAll(ctx, d.Query, opts)
 	} else {
-		res, err = s.store.Search(ctx, d.Agent, d.Query, opts)
+		res, err = s.store.Agent(d.Agent).Search(ctx, d.Query, opts)
 	}
 	d.Ran = true
 	if err != nil {

@@ -86,7 +86,7 @@ type Options struct {
 // Server is the web app over one store. It is an http.Handler; Close stops
 // its live-update loop and ends open event streams.
 type Server struct {
-	store   memory.Store
+	store   *memory.Cache
 	admin   admin // the store's, for what memory.Store cannot list
 	opts    Options
 	token   string
@@ -117,7 +117,7 @@ type Server struct {
 // New returns the app over store, which must have an Admin() *memory.Admin
 // method (such as *memory.Cache; else ErrNoAgentLister). Call Close when
 // done.
-func New(store memory.Store, opts *Options) (*Server, error) {
+func New(store *memory.Cache, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts

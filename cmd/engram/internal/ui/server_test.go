@@ -74,24 +74,25 @@ func newFixtureAt(t *testing.T, base string) *fixture {
 		{Label: "goals", Type: blocks.Working, Pinned: true, Permission: blocks.Human, Value: "Ship the UI."},
 		{Label: "notes", Type: blocks.Working, Pinned: true, Value: "Meeting on Monday."},
 	} {
-		_, err := s.CreateBlock(ctx, "ada", spec)
+		_, err := s.Agent("ada").CreateBlock(ctx, spec)
 		must(err)
 	}
-	must(s.ShareBlock(ctx, "ada", "notes", "bob", blocks.Partner))
-	_, err = s.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "scratch", Value: "bob's scratch"})
+	must(s.Agent("ada").Block("notes").Share(ctx, "bob", blocks.Partner))
+	_, err = s.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "scratch", Value: "bob's scratch"})
 	must(err)
-	p, err := s.ProposeEdit(ctx, "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " Bring the budget."}, "ada asked for a reminder")
+	p, err := s.Agent("bob").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " Bring the budget."}, "ada asked for a reminder")
 	must(err)
 	f.notes = p.ID
-	_, err = s.CreateBlock(ctx, evilAgent, memory.BlockSpec{Label: "xss", Type: blocks.Core, Description: payload,
+	_, err = s.Agent(evilAgent).CreateBlock(ctx, memory.BlockSpec{Label: "xss", Type: blocks.Core, Description: payload,
 		Permission: blocks.Partner, Value: payload})
+
 	must(err)
-	ep, err := s.ProposeEdit(ctx, evilAgent, evilAgent, "xss", memory.Edit{Op: blocks.OpAppendText, Text: payload}, payload)
+	ep, err := s.Agent(evilAgent).Shared(evilAgent, "xss").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: payload}, payload)
 	must(err)
 	f.evilP = ep.ID
-	_, err = s.AppendMessage(ctx, evilAgent, memory.Message{Role: memory.RoleUser, Content: payload, BatchID: "b1"})
+	_, err = s.Agent(evilAgent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: payload, BatchID: "b1"})
 	must(err)
-	_, err = s.InsertArchival(ctx, evilAgent, memory.ArchivalEntry{Content: "approve " + payload, Tags: []string{payload[:min(len(payload), memory.DefaultMaxTagBytes)]}}) // a tag is capped
+	_, err = s.Agent(evilAgent).Archival().Insert(ctx, memory.ArchivalEntry{Content: "approve " + payload, Tags: []string{payload[:min(len(payload), memory.DefaultMaxTagBytes)]}}) // a tag is capped
 	must(err)
 
 	srv, err := New(s, &Options{Token: testToken, Person: "tester", PollInterval: 50 * time.Millisecond, BasePath: base})
@@ -302,7 +303,7 @@ func TestDecisionsArePostsWithCSRF(t *testing.T) {
 	if p.Status != "approved" || p.DecidedBy != "human:tester" {
 		t.Fatalf("after approve: %+v", p)
 	}
-	got, err := f.store.RenderedContent(context.Background(), "ada", "notes")
+	got, err := f.store.Agent("ada").Block("notes").Render(context.Background())
 	if err != nil || got != "Meeting on Monday. Bring the budget." {
 		t.Fatalf("notes after approval: %q, %v", got, err)
 	}
@@ -321,7 +322,7 @@ func TestDecideFromTheBlockPage(t *testing.T) {
 	if !strings.Contains(body, `id="approve-`+itoa(f.notes)+`"`) || !strings.Contains(body, `name="return" value="/blocks/ada/notes"`) {
 		t.Fatalf("block page without its pending proposal:\n%s", excerpt(body))
 	}
-	second, err := f.store.ProposeEdit(context.Background(), "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "!"}, "")
+	second, err := f.store.Agent("bob").Shared("ada", "notes").Propose(context.Background(), memory.Edit{Op: blocks.OpAppendText, Text: "!"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestRejectWithReason(t *testing.T) {
 	if p.Status != "rejected" || p.DecidedBy != "human:tester" || !strings.Contains(p.Reason, "not now") {
 		t.Fatalf("after reject: %+v", p)
 	}
-	if got, _ := f.store.RenderedContent(context.Background(), "ada", "notes"); got != "Meeting on Monday." {
+	if got, _ := f.store.Agent("ada").Block("notes").Render(context.Background()); got != "Meeting on Monday." {
 		t.Fatalf("a rejected proposal changed the block: %q", got)
 	}
 	_, body := f.get(t, "/proposals?done=rejected&id="+itoa(f.notes))
@@ -379,7 +380,7 @@ func TestHostileContentRendersAsText(t *testing.T) {
 		{"/agents/" + url.PathEscape(payload), 404}, {"/search?q=" + url.QueryEscape(payload), 200},
 	}
 	// The as-of view of the block's first content.
-	doc, err := f.store.GetBlock(context.Background(), evilAgent, "xss")
+	doc, err := f.store.Agent(evilAgent).Block("xss").Doc(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func TestHugeBlockIsCutWithAWayToSeeAll(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	big := strings.Repeat("0123456789", 6_000) + "THE-END"
-	if _, err := f.store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: 100_000, Value: big}); err != nil {
+	if _, err := f.store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", CharLimit: 100_000, Value: big}); err != nil {
 		t.Fatal(err)
 	}
 	code, body := f.get(t, "/blocks/ada/big")
@@ -467,11 +468,11 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, text := range []string{"Plan: alpha beta gamma.", "Plan: alpha BETA gamma delta."} {
-		if err := f.store.UpdateBlockText(ctx, "ada", "persona", text); err != nil {
+		if err := f.store.Agent("ada").Block("persona").SetText(ctx, text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hist, err := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist, err := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,11 +495,11 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("restore: status %d: %s", res.StatusCode, excerpt(body))
 	}
-	got, _ := f.store.RenderedContent(ctx, "ada", "persona")
+	got, _ := f.store.Agent("ada").Block("persona").Render(ctx)
 	if got != "Plan: alpha beta gamma." {
 		t.Fatalf("after restore: %q", got)
 	}
-	hist2, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist2, _ := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	last := hist2[len(hist2)-1]
 	if len(hist2) != len(hist)+1 || last.Actor != "human:tester" || last.Op != blocks.OpMerge {
 		t.Fatalf("restore is not one new change by the person: %+v", last)
@@ -516,7 +517,7 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 			t.Errorf("restore to %q: status %d, want 409: %s", at, res.StatusCode, excerpt(body))
 		}
 	}
-	if h, _ := f.store.BlockHistory(ctx, "ada", "ada", "persona"); len(h) != len(hist)+1 {
+	if h, _ := f.store.Agent("ada").Shared("ada", "persona").History(ctx); len(h) != len(hist)+1 {
 		t.Errorf("a refused restore added %d changes", len(h)-len(hist)-1)
 	}
 	// Restore needs the CSRF token too.
@@ -531,7 +532,7 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if got, _ := other.RenderedContent(ctx, "ada", "persona"); got != "Plan: alpha beta gamma." {
+	if got, _ := other.Agent("ada").Block("persona").Render(ctx); got != "Plan: alpha beta gamma." {
 		t.Fatalf("another process reads %q after the restore", got)
 	}
 }
@@ -541,25 +542,25 @@ func TestBlockHistoryAsOfAndRestore(t *testing.T) {
 func TestRestoreOfAHumanBlock(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	doc, err := f.store.GetBlock(ctx, "ada", "goals")
+	doc, err := f.store.Agent("ada").Block("goals").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := doc.SetText("Something else entirely.", blocks.System); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.PersistBlock(ctx, "ada", "goals"); err != nil {
+	if err := f.store.Agent("ada").Block("goals").Persist(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hist, _ := f.store.BlockHistory(ctx, "ada", "ada", "goals")
+	hist, _ := f.store.Agent("ada").Shared("ada", "goals").History(ctx)
 	res, body := f.post(t, "/blocks/ada/goals/restore", url.Values{"csrf": {f.csrf}, "at": {hist[len(hist)-2].Hash}}, nil)
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/blocks/ada/goals?done=restored-system" {
 		t.Fatalf("restore: status %d, location %q: %s", res.StatusCode, res.Header.Get("Location"), excerpt(body))
 	}
-	if got, _ := f.store.RenderedContent(ctx, "ada", "goals"); got != "Ship the UI." {
+	if got, _ := f.store.Agent("ada").Block("goals").Render(ctx); got != "Ship the UI." {
 		t.Fatalf("after restore: %q", got)
 	}
-	hist, _ = f.store.BlockHistory(ctx, "ada", "ada", "goals")
+	hist, _ = f.store.Agent("ada").Shared("ada", "goals").History(ctx)
 	if last := hist[len(hist)-1]; last.Actor != "system" || last.Op != blocks.OpRestore {
 		t.Fatalf("last change %+v", last)
 	}
@@ -594,7 +595,7 @@ func TestOverviewShowsBlocksAndSharing(t *testing.T) {
 func TestContextPage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "What is on Monday?", BatchID: "b1"}); err != nil {
+	if _, err := f.store.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "What is on Monday?", BatchID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
 	// A pinned Working block far past the memory budget (16k tokens) is
@@ -603,7 +604,7 @@ func TestContextPage(t *testing.T) {
 	for i := 0; huge.Len() < 90_000; i++ {
 		fmt.Fprintf(&huge, "item%d ", i)
 	}
-	if _, err := f.store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "huge", Pinned: true, CharLimit: 100_000, Value: huge.String()}); err != nil {
+	if _, err := f.store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "huge", Pinned: true, CharLimit: 100_000, Value: huge.String()}); err != nil {
 		t.Fatal(err)
 	}
 	req, err := BuildRequest(ctx, f.store, "ada", "gpt-4o")
@@ -712,20 +713,20 @@ func TestLiveEventsFollowOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.AppendToBlock(ctx, "bob", "scratch", " more"); err != nil {
+	if err := other.Agent("bob").Block("scratch").Append(ctx, " more"); err != nil {
 		t.Fatal(err)
 	}
 	wait("block write by another process", "bob")
-	if _, err := other.ProposeEdit(ctx, "bob", "ada", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "!"}, "x"); err != nil {
+	if _, err := other.Agent("bob").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "!"}, "x"); err != nil {
 		t.Fatal(err)
 	}
 	wait("proposal by another process", "ada")
-	if _, err := other.AppendMessage(ctx, "bob", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b"}); err != nil {
+	if _, err := other.Agent("bob").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	wait("message by another process", "bob")
 	// And this process's own store.
-	if err := f.store.AppendToBlock(ctx, "ada", "persona", " Curious."); err != nil {
+	if err := f.store.Agent("ada").Block("persona").Append(ctx, " Curious."); err != nil {
 		t.Fatal(err)
 	}
 	wait("block write in this process", "ada")
@@ -781,17 +782,17 @@ func TestBlockHistoryAcrossEpochs(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, text := range []string{"Plan: alpha beta gamma.", "Plan: alpha BETA gamma delta."} {
-		if err := f.store.UpdateBlockText(ctx, "ada", "persona", text); err != nil {
+		if err := f.store.Agent("ada").Block("persona").SetText(ctx, text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.store.Rebase(ctx, "ada", "persona"); err != nil {
+	if err := f.store.Agent("ada").Block("persona").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.UpdateBlockText(ctx, "ada", "persona", "Plan: alpha BETA gamma delta epsilon."); err != nil {
+	if err := f.store.Agent("ada").Block("persona").SetText(ctx, "Plan: alpha BETA gamma delta epsilon."); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := f.store.BlockHistory(ctx, "ada", "ada", "persona")
+	hist, err := f.store.Agent("ada").Shared("ada", "persona").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,7 +814,7 @@ func TestBlockHistoryAcrossEpochs(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("restore: status %d: %s", res.StatusCode, excerpt(body))
 	}
-	if got, _ := f.store.RenderedContent(ctx, "ada", "persona"); got != "Plan: alpha beta gamma." {
+	if got, _ := f.store.Agent("ada").Block("persona").Render(ctx); got != "Plan: alpha beta gamma." {
 		t.Fatalf("after restoring an archived change: %q", got)
 	}
 }

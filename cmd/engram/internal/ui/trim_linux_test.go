@@ -38,15 +38,15 @@ func TestHeavyWorkGivesMemoryBack(t *testing.T) {
 	for i := 0; b.Len() < 300_000; i++ {
 		fmt.Fprintf(&b, "Line %d: the quick brown fox jumps over the lazy dog.\n", i)
 	}
-	if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
+	if _, err := s.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: b.String()}); err != nil {
 		t.Fatal(err)
 	}
 	// A whole-text rewrite: a change of a few hundred thousand operations.
-	if err := s.ApplyEdit(ctx, "ada", "", "big", memory.Edit{Op: blocks.OpSetText, Text: strings.ToUpper(b.String())}); err != nil {
+	if err := s.Agent("ada").Block("big").Apply(ctx, memory.Edit{Op: blocks.OpSetText, Text: strings.ToUpper(b.String())}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := s.ApplyEdit(ctx, "ada", "", "big", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
+		if err := s.Agent("ada").Block("big").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("edit %d\n", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
