@@ -116,9 +116,7 @@ func locomoStore(t *testing.T, conv eval.LoCoMoConversation, copies bool, o *mem
 
 func loadLoCoMo(t *testing.T) *eval.LoCoMo {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("LoCoMo skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "consolidation over the LoCoMo development set")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -89,9 +90,7 @@ func TestConsolidateRoundsResume(t *testing.T) {
 // TestConsolidateRoundCost: a round over 10,000 entries (a tenth of them
 // near-duplicates) stays within 5 s.
 func TestConsolidateRoundCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cost test skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "a consolidation round over 10,000 entries: a cost test")
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
 	rng := rand.New(rand.NewSource(1))

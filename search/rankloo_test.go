@@ -21,9 +21,10 @@ import (
 // than .01 on a held-out conversation: then the default fits the dev
 // conversations and should move.
 func TestRankingLeaveOneOut(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("leave-one-out skipped in -short mode and under -race")
+	if raceEnabled {
+		t.Skip("leave-one-out skipped under -race")
 	}
+	testenv.SkipUnlessLong(t, "leave-one-conversation-out over LoCoMo")
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
