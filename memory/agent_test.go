@@ -29,7 +29,7 @@ func agentStoreWith(t *testing.T, emb search.Embedder) *memory.Cache {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c, err := memory.Open(ctx, ":memory:", &memory.Options{Now: func() time.Time { return at }, Embedder: emb})
+	c, err := memory.Open(ctx, fresh(":memory:"), &memory.Options{Now: func() time.Time { return at }, Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}

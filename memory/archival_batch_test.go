@@ -34,7 +34,7 @@ func TestArchivalBatchFailsHalfWay(t *testing.T) {
 	ctx := context.Background()
 	emb := &failingEmbedder{Embedder: search.NewOffline(16)}
 	emb.budget.Store(1 << 30)
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), &memory.Options{Embedder: emb})
+	s, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "m.db")), &memory.Options{Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestArchivalBatchFailsHalfWay(t *testing.T) {
 // *EntryError (the CLI turns its index into a line number).
 func TestArchivalBatchNamesTheBadEntry(t *testing.T) {
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), nil)
+	s, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "m.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

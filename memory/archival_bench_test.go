@@ -30,7 +30,7 @@ func BenchmarkInsertArchival(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
-			c, err := memory.Open(ctx, filepath.Join(b.TempDir(), "m.db"), bc.opts)
+			c, err := memory.Open(ctx, fresh(filepath.Join(b.TempDir(), "m.db")), bc.opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 func roundTrip(t *testing.T, c *memory.Cache, agents ...string) *memory.Cache {
 	t.Helper()
 	ctx := context.Background()
-	to, err := memory.Open(ctx, filepath.Join(t.TempDir(), "i.db"), &memory.Options{TextCacheBytes: -1})
+	to, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "i.db")), &memory.Options{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestArchivalConversationRoundTripKeepsNeighbours(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), &memory.Options{TextCacheBytes: -1})
+			c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "m.db")), &memory.Options{TextCacheBytes: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	open := func(p string, o *memory.Options) *memory.Cache {
-		c, err := memory.Open(ctx, p, o)
+		c, err := memory.Open(ctx, fresh(p), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 // default 64 KiB.)
 func TestArchivalConversationValues(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), &memory.Options{TextCacheBytes: -1, MaxMetadataBytes: -1})
+	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "m.db")), &memory.Options{TextCacheBytes: -1, MaxMetadataBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

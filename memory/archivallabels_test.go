@@ -35,7 +35,7 @@ func labelStores(t *testing.T) map[string]*memory.Cache {
 	ctx := context.Background()
 	out := map[string]*memory.Cache{}
 	for name, o := range map[string]*memory.Options{"sql": {TextCacheBytes: -1}, "cache": nil} {
-		c, err := memory.Open(ctx, filepath.Join(t.TempDir(), name+".db"), o)
+		c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), name+".db")), o)
 		if err != nil {
 			t.Fatal(err)
 		}

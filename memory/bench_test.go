@@ -95,7 +95,7 @@ func BenchmarkGetBlockHit(b *testing.B) {
 func BenchmarkOpenLoad1000Cold(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "cold.db")
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func BenchmarkOpenLoad1000Cold(b *testing.B) {
 	c.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		c, err := memory.Open(ctx, path, &memory.Options{CacheSize: 1000})
+		c, err := memory.Open(ctx, fresh(path), &memory.Options{CacheSize: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}

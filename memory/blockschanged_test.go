@@ -29,12 +29,12 @@ func closed(ch <-chan struct{}) bool {
 func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	c, err := memory.Open(ctx, filepath.Join(dir, "signal.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(dir, "signal.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	wb, err := memory.Open(ctx, filepath.Join(dir, "wb.db"), &memory.Options{WriteBack: true})
+	wb, err := memory.Open(ctx, fresh(filepath.Join(dir, "wb.db")), &memory.Options{WriteBack: true})
 	if err != nil {
 		t.Fatal(err)
 	}

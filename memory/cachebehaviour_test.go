@@ -30,7 +30,7 @@ func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
 func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wb.db")
-	c, err := memory.Open(ctx, path, &memory.Options{CacheSize: 2, WriteBack: true})
+	c, err := memory.Open(ctx, fresh(path), &memory.Options{CacheSize: 2, WriteBack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,14 +252,14 @@ func TestOpenRefusesNewerDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if _, err := memory.Open(ctx, path, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := memory.Open(ctx, fresh(path), nil); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open of a newer database: %v", err)
 	}
 }
 
 func TestClosedStore(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, ":memory:", nil)
+	c, err := memory.Open(ctx, fresh(":memory:"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if _, err := memory.Open(ctx, path, &memory.Options{Embedder: search.NewOffline(64)}); !errors.Is(err, search.ErrEmbedderMismatch) {
+	if _, err := memory.Open(ctx, fresh(path), &memory.Options{Embedder: search.NewOffline(64)}); !errors.Is(err, search.ErrEmbedderMismatch) {
 		t.Fatalf("open with another embedder: %v", err)
 	}
 	c2 := openFile(t, path, &memory.Options{Embedder: search.NewOffline(64), OpenForReembed: true})
@@ -740,7 +740,7 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 // is an error from Open, not a panic.
 func TestNilEmbedderPointerIsAnError(t *testing.T) {
 	var emb *search.OpenAIEmbedder
-	c, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "nil.db"), &memory.Options{Embedder: emb})
+	c, err := memory.Open(context.Background(), fresh(filepath.Join(t.TempDir(), "nil.db")), &memory.Options{Embedder: emb})
 	if err == nil {
 		c.Close()
 		t.Fatal("Open with a nil *OpenAIEmbedder succeeded")

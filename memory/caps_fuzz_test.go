@@ -25,7 +25,7 @@ func FuzzArchivalCaps(f *testing.F) {
 		maxContent, maxMeta, maxTags, maxTag = 64, 48, 4, 8
 		quota                                = 700
 	)
-	c, err := memory.Open(context.Background(), filepath.Join(f.TempDir(), "caps.db"), &memory.Options{
+	c, err := memory.Open(context.Background(), fresh(filepath.Join(f.TempDir(), "caps.db")), &memory.Options{
 		MaxArchivalBytes: maxContent, MaxMetadataBytes: maxMeta, MaxTags: maxTags, MaxTagBytes: maxTag, AgentQuotaBytes: quota})
 	if err != nil {
 		f.Fatal(err)

@@ -22,7 +22,7 @@ func appendedStore(b *testing.B, n int) (string, []byte, blocks.Info) {
 	b.Helper()
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), fmt.Sprintf("cold-%d.db", n))
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func BenchmarkColdGetBlockAfterAppends(b *testing.B) {
 			path, data, info = appendedStore(b, n)
 			for b.Loop() {
 				b.StopTimer()
-				c, err := memory.Open(ctx, path, nil)
+				c, err := memory.Open(ctx, fresh(path), nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -63,7 +63,7 @@ type locomoItem struct {
 func locomoStore(t *testing.T, conv eval.LoCoMoConversation, copies bool, o *memory.Options) (*memory.Cache, map[int64]locomoItem) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "l.db"), o)
+	s, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "l.db")), o)
 	if err != nil {
 		t.Fatal(err)
 	}

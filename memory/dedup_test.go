@@ -64,7 +64,7 @@ func FuzzNormalizeContent(f *testing.F) {
 
 func openDedup(t *testing.T, target string, o *memory.Options) *memory.Cache {
 	t.Helper()
-	c, err := memory.Open(context.Background(), target, o)
+	c, err := memory.Open(context.Background(), fresh(target), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestPostgresTwoProcessesSameFacts(t *testing.T) {
 
 func runSameFacts(t *testing.T, target string) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, target, nil)
+	c, err := memory.Open(ctx, fresh(target), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func runSameFacts(t *testing.T, target string) {
 			t.Fatalf("process %d failed: %v\n%s", p, err, outs[p])
 		}
 	}
-	c, err = memory.Open(ctx, target, nil)
+	c, err = memory.Open(ctx, fresh(target), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestRoleSameFacts(t *testing.T) {
 	}
 	ctx := context.Background()
 	proc, _ := strconv.Atoi(os.Getenv("ENGRAM_PROC"))
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), childOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 				t.Fatalf("dump's embedder record: %+v", back.Embedder)
 			}
 			target := tc.dst(t)
-			dst, err := memory.Open(ctx, target, nil)
+			dst, err := memory.Open(ctx, fresh(target), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -483,7 +483,7 @@ func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 	ctx := context.Background()
 	emb, hang := hangingEmbedder(t, 8)
 	path := filepath.Join(t.TempDir(), "emb.db")
-	c, err := memory.Open(ctx, path, &memory.Options{Embedder: emb})
+	c, err := memory.Open(ctx, fresh(path), &memory.Options{Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +540,7 @@ func TestOpenNotADatabaseFailsFast(t *testing.T) {
 	// With a minute's busy timeout, failing in under 20 s means Open did
 	// not wait for a lock it can never get.
 	start := time.Now()
-	c, err := memory.Open(context.Background(), path, &memory.Options{BusyTimeout: time.Minute})
+	c, err := memory.Open(context.Background(), fresh(path), &memory.Options{BusyTimeout: time.Minute})
 	if err == nil {
 		c.Close()
 		t.Fatal("opened a text file as a store")
@@ -632,7 +632,7 @@ func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	defer os.Chdir(wd)
 	os.Chdir(dir)
 	for _, target := range []string{"mysql://u:secret@h/db", "s3://bucket/x"} {
-		c, err := memory.Open(context.Background(), target, nil)
+		c, err := memory.Open(context.Background(), fresh(target), nil)
 		if err == nil {
 			c.Close()
 			t.Fatalf("Open(%q) succeeded", target)
@@ -644,7 +644,7 @@ func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	// PostgreSQL URLs go to the PostgreSQL backend: no server here, so an
 	// error that names the target without its password, and no file.
 	for _, target := range []string{"postgres://u:secret@127.0.0.1:1/db", "postgresql://u:secret@/db?host=" + dir + "/nosocket"} {
-		c, err := memory.Open(context.Background(), target, &memory.Options{BusyTimeout: time.Second})
+		c, err := memory.Open(context.Background(), fresh(target), &memory.Options{BusyTimeout: time.Second})
 		if err == nil {
 			c.Close()
 			t.Fatalf("Open(%q) succeeded", target)
@@ -656,7 +656,7 @@ func TestOpenRefusesUnknownSchemes(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("Open of URLs created %v", entries)
 	}
-	c, err := memory.Open(context.Background(), "sqlite://"+filepath.Join(dir, "x.db"), nil)
+	c, err := memory.Open(context.Background(), fresh("sqlite://"+filepath.Join(dir, "x.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +735,7 @@ func TestFirstEmbedderEmbedsExistingContent(t *testing.T) {
 
 func runFirstEmbedder(t *testing.T, path string) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,12 +757,12 @@ func runFirstEmbedder(t *testing.T, path string) {
 	hang()
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if c, err := memory.Open(cctx, path, &memory.Options{Embedder: failing}); err == nil {
+	if c, err := memory.Open(cctx, fresh(path), &memory.Options{Embedder: failing}); err == nil {
 		c.Close()
 		t.Fatal("Open with a first embedder that cannot embed the existing content succeeded")
 	}
 
-	c, err = memory.Open(ctx, path, &memory.Options{Embedder: search.NewOffline(64)})
+	c, err = memory.Open(ctx, fresh(path), &memory.Options{Embedder: search.NewOffline(64)})
 	if err != nil {
 		t.Fatalf("open with another embedder after the failed one: %v", err)
 	}
@@ -789,7 +789,7 @@ func runFirstEmbedder(t *testing.T, path string) {
 func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inflight.db")
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -846,7 +846,7 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 // in flight.
 func TestReadYourWritesWhileOthersWrite(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "ryw.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "ryw.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -900,7 +900,7 @@ func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
 		}
 		return time.Now()
 	}
-	c, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, Now: now})
+	c, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -924,7 +924,7 @@ func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
 	if closeErr != nil {
 		t.Fatal(closeErr)
 	}
-	c, err = memory.Open(ctx, path, nil)
+	c, err = memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -949,7 +949,7 @@ func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
 func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wbevict.db")
-	c, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, CacheSize: 1, BusyTimeout: 100 * time.Millisecond})
+	c, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: true, CacheSize: 1, BusyTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -986,7 +986,7 @@ func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err = memory.Open(ctx, path, nil)
+	c, err = memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1044,7 +1044,7 @@ func TestCloseFromASubscriberInsideAWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("writeback=%v", wb), func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "c.db")
-			a, err := memory.Open(ctx, path, &memory.Options{WriteBack: wb})
+			a, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: wb})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1159,7 +1159,7 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub.db")
-			a, err := memory.Open(ctx, path, &memory.Options{WriteBack: tc.wb})
+			a, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: tc.wb})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1291,7 +1291,7 @@ func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
 func TestSubscriberReadDuringEvictionFlush(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "evict.db")
-	a, err := memory.Open(ctx, path, &memory.Options{CacheSize: 1, WriteBack: true})
+	a, err := memory.Open(ctx, fresh(path), &memory.Options{CacheSize: 1, WriteBack: true})
 	if err != nil {
 		t.Fatal(err)
 	}

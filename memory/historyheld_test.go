@@ -14,7 +14,7 @@ import (
 // is known to the document, not looked up on every call).
 func TestHeldDocumentHistory(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "h.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "h.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

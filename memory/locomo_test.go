@@ -50,7 +50,7 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 	turns := 0
 
 	for _, conv := range data.Conversations {
-		store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), nil)
+		store, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "x.db")), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 	perCat := map[int]*acc{0: {}}
 	for _, conv := range data.Conversations {
 		for v := range 3 {
-			store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), nil)
+			store, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "x.db")), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

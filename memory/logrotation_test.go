@@ -373,7 +373,7 @@ func TestRoleLogWriter(t *testing.T) {
 		t.Skip("child role")
 	}
 	ctx := context.Background()
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), &memory.Options{Embedder: search.NewOffline(32)})
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), &memory.Options{Embedder: search.NewOffline(32)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

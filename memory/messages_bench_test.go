@@ -13,7 +13,7 @@ import (
 // (each indexed with its neighbours, and its predecessor re-indexed).
 func BenchmarkAppendMessage(b *testing.B) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(b.TempDir(), "m.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(b.TempDir(), "m.db")), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 // BenchmarkAppendMessagesTurn appends a ten-message turn in one call.
 func BenchmarkAppendMessagesTurn(b *testing.B) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(b.TempDir(), "m.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(b.TempDir(), "m.db")), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func BenchmarkPostgresAppendToBlock(b *testing.B) {
 	ctx := context.Background()
 	srv := pgtest.Start(b)
 	b.Run("engram", func(b *testing.B) {
-		c, err := memory.Open(ctx, srv.NewDatabase(b), nil)
+		c, err := memory.Open(ctx, fresh(srv.NewDatabase(b)), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

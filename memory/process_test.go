@@ -99,7 +99,7 @@ var epochOptions = &memory.Options{CompactAfter: 16, HistoryLimit: 1, BusyTimeou
 // files.
 func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epochs bool, env ...string) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 			t.Fatalf("process %d failed: %v\n%s", p, err, outs[p])
 		}
 	}
-	c, err = memory.Open(ctx, path, nil)
+	c, err = memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestRoleAppender(t *testing.T) {
 		o.WriteBack = true
 		opts = &o
 	}
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), opts)
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestRoleAppender(t *testing.T) {
 	// their delivery (documented). A store with nothing cached must see
 	// every line at once (else an update is lost), and this one within a
 	// bounded time (else its cache never catches up).
-	fresh, ferr := memory.Open(ctx, os.Getenv("ENGRAM_DB"), opts)
+	fresh, ferr := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), opts)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
@@ -328,7 +328,7 @@ func TestKillDuringWrites(t *testing.T) {
 // or a PostgreSQL URL).
 func runKillDuringWrites(t *testing.T, path string, rounds int) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 		}
 		totalAcked += len(acked)
 
-		c, err := memory.Open(ctx, path, nil)
+		c, err := memory.Open(ctx, fresh(path), nil)
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v\nchild stderr:\n%s", round, err, stderr.String())
 		}
@@ -478,7 +478,7 @@ func TestRoleCrashWriter(t *testing.T) {
 		t.Skip("child role")
 	}
 	ctx := context.Background()
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), childOptions)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -516,7 +516,7 @@ func TestTwoProcessesRespectLimits(t *testing.T) {
 // at path (a file or a PostgreSQL URL).
 func runProcessesRespectLimits(t *testing.T, path string) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +553,7 @@ func runProcessesRespectLimits(t *testing.T, path string) {
 			}
 		}
 	}
-	c, err = memory.Open(ctx, path, nil)
+	c, err = memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +584,7 @@ func TestRoleLimiter(t *testing.T) {
 		t.Skip("child role")
 	}
 	ctx := context.Background()
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), childOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

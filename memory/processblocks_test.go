@@ -48,7 +48,7 @@ func ownAgent(p, g int) string { return fmt.Sprintf("agent-p%d-g%d", p, g) }
 
 func runProcessesManyBlocks(t *testing.T, path string) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 			t.Fatalf("process %d failed: %v\n%s", p, err, outs[p])
 		}
 	}
-	c, err = memory.Open(ctx, path, nil)
+	c, err = memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRoleBlockWriter(t *testing.T) {
 	}
 	ctx := context.Background()
 	p, _ := strconv.Atoi(os.Getenv("ENGRAM_PROC"))
-	c, err := memory.Open(ctx, os.Getenv("ENGRAM_DB"), childOptions)
+	c, err := memory.Open(ctx, fresh(os.Getenv("ENGRAM_DB")), childOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestOpenHidesTargetSecrets(t *testing.T) {
 		{"file name holding a password", "./store password=SECRET", memory.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := memory.Open(context.Background(), tc.target, &memory.Options{BusyTimeout: time.Second})
+			c, err := memory.Open(context.Background(), fresh(tc.target), &memory.Options{BusyTimeout: time.Second})
 			if err == nil {
 				c.Close()
 				t.Fatalf("Open(%q) succeeded", tc.target)
@@ -102,7 +102,7 @@ func TestOpenKeywordDSN(t *testing.T) {
 		kw += " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw) + "'"
 	}
 	ctx := context.Background()
-	byURL, err := memory.Open(ctx, u.String(), nil)
+	byURL, err := memory.Open(ctx, fresh(u.String()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestOpenKeywordDSN(t *testing.T) {
 	if _, err := byURL.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "via URL"}); err != nil {
 		t.Fatal(err)
 	}
-	byKW, err := memory.Open(ctx, kw, nil)
+	byKW, err := memory.Open(ctx, fresh(kw), nil)
 	if err != nil {
 		t.Fatalf("Open(keyword DSN): %v", err)
 	}
@@ -130,7 +130,7 @@ func TestKeywordLikeFileNameHint(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := memory.Open(ctx, "port=1", nil)
+	s, err := memory.Open(ctx, fresh("port=1"), nil)
 	if err == nil {
 		s.Close()
 		t.Fatal("port=1 opened")

@@ -26,7 +26,7 @@ func (l *lastFirst) Rerank(_ context.Context, _ string, docs []string) ([]float6
 func TestStoreReranker(t *testing.T) {
 	ctx := context.Background()
 	rr := &lastFirst{}
-	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), &memory.Options{Reranker: rr, RerankDepth: 5})
+	store, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "x.db")), &memory.Options{Reranker: rr, RerankDepth: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestStoreRerankStrict(t *testing.T) {
 		strict  bool
 		wantErr bool
 	}{{false, false}, {true, true}} {
-		store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "x.db"), &memory.Options{Reranker: failingReranker{}, RerankStrict: tc.strict})
+		store, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "x.db")), &memory.Options{Reranker: failingReranker{}, RerankStrict: tc.strict})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 func TestSmoke(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
-	c, err := memory.Open(ctx, path, nil)
+	c, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestSmoke(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := memory.Open(ctx, path, nil)
+	c2, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	c, err := memory.Open(ctx, path, &memory.Options{CompactAfter: 8})
+	c, err := memory.Open(ctx, fresh(path), &memory.Options{CompactAfter: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "two.db")
 	open := func() *memory.Cache {
-		c, err := memory.Open(ctx, path, nil)
+		c, err := memory.Open(ctx, fresh(path), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,12 +78,12 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 func TestReadMemosSeeEveryCommit(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "memo.db")
-	here, err := memory.Open(ctx, path, nil)
+	here, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer here.Close()
-	there, err := memory.Open(ctx, path, nil)
+	there, err := memory.Open(ctx, fresh(path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,17 +150,17 @@ func TestReadMemosSeeEveryCommit(t *testing.T) {
 func TestVersionCheckOnce(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	here, err := memory.Open(ctx, filepath.Join(dir, "a.db"), nil)
+	here, err := memory.Open(ctx, fresh(filepath.Join(dir, "a.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer here.Close()
-	there, err := memory.Open(ctx, filepath.Join(dir, "a.db"), nil)
+	there, err := memory.Open(ctx, fresh(filepath.Join(dir, "a.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer there.Close()
-	other, err := memory.Open(ctx, filepath.Join(dir, "b.db"), nil)
+	other, err := memory.Open(ctx, fresh(filepath.Join(dir, "b.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestDocumentIDs(t *testing.T) {
 				target = pgtest.Start(t).NewDatabase(t)
 			}
 			open := func() *memory.Cache {
-				c, err := memory.Open(ctx, target, nil)
+				c, err := memory.Open(ctx, fresh(target), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ func TestTokens(t *testing.T) {
 			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
 			open := func() *memory.Cache {
-				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
+				c, err := memory.Open(ctx, fresh(target), &memory.Options{Now: clock})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ func TestTokens(t *testing.T) {
 
 func TestCreateTokenRefuses(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "tok.db"), nil)
+	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "tok.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

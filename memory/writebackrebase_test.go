@@ -29,7 +29,7 @@ func TestWriteBackEditsSurviveAnotherStoresRebasePostgres(t *testing.T) {
 // file or a PostgreSQL URL).
 func testWriteBackAcrossRebase(t *testing.T, path string) {
 	ctx := context.Background()
-	a, err := memory.Open(ctx, path, &memory.Options{WriteBack: true})
+	a, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 	opts := []*memory.Options{{WriteBack: true}, {WriteBack: true}, {WriteBack: true}, nil}
 	stores := make([]*memory.Cache, len(opts))
 	for i, o := range opts {
-		c, err := memory.Open(ctx, path, o)
+		c, err := memory.Open(ctx, fresh(path), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestWriteBackEvictionAndRebaseLoseNothingPostgres(t *testing.T) {
 
 func writeBackEvictRebase(t *testing.T, path string) {
 	ctx := context.Background()
-	a, err := memory.Open(ctx, path, &memory.Options{WriteBack: true, CacheSize: 1})
+	a, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: true, CacheSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,12 @@ func TestApprovalCommitsWithTheEdit(t *testing.T) {
 		t.Run(map[bool]string{false: "write-through", true: "write-back"}[writeBack], func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "m.db")
-			a, err := memory.Open(ctx, path, &memory.Options{WriteBack: writeBack})
+			a, err := memory.Open(ctx, fresh(path), &memory.Options{WriteBack: writeBack})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			b, err := memory.Open(ctx, path, nil)
+			b, err := memory.Open(ctx, fresh(path), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestApprovalCommitsWithTheEdit(t *testing.T) {
 // cannot.
 func TestForeignApprovalDecisionRefused(t *testing.T) {
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"), nil)
+	s, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "m.db")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
