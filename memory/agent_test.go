@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,7 +30,9 @@ func agentStoreWith(t *testing.T, emb search.Embedder) *memory.Cache {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c, err := memory.Open(ctx, fresh(":memory:"), &memory.Options{Now: func() time.Time { return at }, Embedder: emb})
+	// A file (a copy of the migrated template), not ":memory:", which
+	// would migrate from nothing for every case.
+	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "agents.db")), &memory.Options{Now: func() time.Time { return at }, Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}

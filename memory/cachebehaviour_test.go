@@ -259,7 +259,7 @@ func TestOpenRefusesNewerDatabase(t *testing.T) {
 
 func TestClosedStore(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, fresh(":memory:"), nil)
+	c, err := memory.Open(ctx, ":memory:", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
