@@ -1073,7 +1073,11 @@ func (x *Index) openTextCache(textLog bool) error {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
+		x.text.prep = x.stmt
 		x.text.stats, _ = x.d.(TextStats)
+		if x.text.stats != nil {
+			x.text.vocab, _ = x.d.(TextVocabulary)
+		}
 	case x.opts.TextCacheBytes > 0:
 		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
 	}
