@@ -56,6 +56,9 @@ type textCache struct {
 	rows     map[ContentType]textRowQuery // the dialect's (textRows)
 	logIso   sql.IsolationLevel           // the dialect's SnapshotIsolation
 	log      *changeLog                   // search_text_log
+	// prep returns the Index's prepared statement for a query (nil: none),
+	// for the statements every partition load runs.
+	prep func(ctx context.Context, q string) (*sql.Stmt, error)
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -238,11 +241,13 @@ const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 // PostgreSQL 0018), for the reason messages are. The view
 // archival_conversations (ac) gives each entry's conversation through the
 // expression the engines index; archivalContext selects the neighbours'
-// text in the index's column order.
-const archivalContext = `COALESCE((SELECT p.content FROM archival_conversations p
-		WHERE p.agent = a.agent AND p.conversation = ac.conversation AND p.id < a.id ORDER BY p.id DESC LIMIT 1), ''),
-	COALESCE((SELECT n.content FROM archival_conversations n
-		WHERE n.agent = a.agent AND n.conversation = ac.conversation AND n.id > a.id ORDER BY n.id LIMIT 1), '')`
+// text in the index's column order; an entry of no conversation has
+// none, and its row skips the two lookups (most entries: a partition's
+// load reads the owner's rows in about half the time).
+const archivalContext = `CASE WHEN ac.conversation IS NULL THEN '' ELSE COALESCE((SELECT p.content FROM archival_conversations p
+		WHERE p.agent = a.agent AND p.conversation = ac.conversation AND p.id < a.id ORDER BY p.id DESC LIMIT 1), '') END,
+	CASE WHEN ac.conversation IS NULL THEN '' ELSE COALESCE((SELECT n.content FROM archival_conversations n
+		WHERE n.agent = a.agent AND n.conversation = ac.conversation AND n.id > a.id ORDER BY n.id LIMIT 1), '') END`
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
 var textBodies = map[ContentType]bool{Archival: true, Messages: true}
@@ -396,7 +401,7 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 	for {
 		err := c.sync(ctx, x.db, x.stmt)
 		if err == nil && c.isPartial() {
-			if c.stats == nil {
+			if c.stats == nil || c.vocab != nil {
 				// The statistics of every content type, computed now.
 				if err := c.warmStats(ctx, x.db); err != nil {
 					return err
@@ -408,7 +413,7 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 			return err
 		}
 		if err := c.ld.wait(ctx); err != nil {
-			if c.stats == nil && errors.Is(err, ErrCacheBudget) && c.isPartial() {
+			if (c.stats == nil || c.vocab != nil) && errors.Is(err, ErrCacheBudget) && c.isPartial() {
 				continue // gone partial: compute its statistics
 			}
 			return fmt.Errorf("search: text cache: %w", err)
@@ -648,7 +653,14 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 // has.
 func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString, sc *textScratch) (rowTerms, int) {
 	weights := textWeights[t]
-	rt := rowTerms{index: map[string]int32{}}
+	n := 0
+	for _, col := range cols {
+		n += len(col.String)
+	}
+	// Sized for a term per 8 bytes (words and the spaces between them,
+	// repeats counted): a row's map is then seldom grown and rehashed as
+	// it fills, which took about a third of analyzing it.
+	rt := rowTerms{index: make(map[string]int32, min(n/8, 1<<12))}
 	length := 0
 	bodies := textBodies[t] && (sc.part || !c.noBodies)
 	for i, col := range cols {
