@@ -7,11 +7,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/memory"
@@ -23,10 +26,11 @@ import (
 // messages each, one Zipf vocabulary): an agent's first search in a
 // process (its partitions load), archival and over all types, and a warm
 // Build. Each should cost what the agent's own rows cost, whatever N is:
-// the sub-benchmarks report p50 per N, to compare N=10 with N=1,000 in one
-// run.
+// each sub-benchmark times every N in turn (so that the machine's load
+// weighs on each alike) and reports each N's p50 and the largest N's
+// over the smallest's.
 //
-//	ENGRAM_AGENTS_N=10,1000 go test -run '^$' -bench AgentsStore -benchtime 1x ./builder
+//	ENGRAM_AGENTS_N=10,1000 go test -run '^$' -bench AgentsStore -benchtime 3x ./builder
 //
 // ENGRAM_AGENTS_N (comma-separated, default 10,100) picks the store
 // sizes; with ENGRAM_AGENTS_DIR set the stores are kept in that directory
@@ -46,80 +50,107 @@ func BenchmarkAgentsStore(b *testing.B) {
 		dir = b.TempDir()
 	}
 	ctx := context.Background()
-	for _, n := range ns {
-		path := filepath.Join(dir, fmt.Sprintf("agents-store-%d.db", n))
-		queries, err := agentsStore(ctx, path, n)
-		if err != nil {
+	paths := make([]string, len(ns))
+	var queries []string
+	for i, n := range ns {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("agents-store-%d.db", n))
+		var err error
+		if queries, err = agentsStore(ctx, paths[i], n); err != nil {
 			b.Fatal(err)
 		}
-		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
-			const sample = 40
-			// Each sub-benchmark opens the store anew: every sampled
-			// agent's search is its first in the process.
-			first := func(b *testing.B, search func(a *memory.Agent, q string) error) {
-				st, err := memory.Open(ctx, path, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer st.Close()
-				warm(b, st, func() error { return search(st.Agent(agentName(n-1)), queries[0]) })
-				var ds []time.Duration
-				for range b.N {
-					for i := range min(sample, n-1) {
-						a := st.Agent(agentName((i * 7919) % (n - 1)))
-						start := time.Now()
-						if err := search(a, queries[i%len(queries)]); err != nil {
-							b.Fatal(err)
-						}
-						ds = append(ds, time.Since(start))
-					}
-					b.StopTimer()
-					st.Close()
-					if st, err = memory.Open(ctx, path, nil); err != nil {
+	}
+	// open opens every store, readied as a process that has searched
+	// before (see warm).
+	open := func(b *testing.B, first func(st *memory.Cache, n int) error) []*memory.Cache {
+		sts := make([]*memory.Cache, len(ns))
+		for i, n := range ns {
+			st, err := memory.Open(ctx, paths[i], nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			warm(b, st, func() error { return first(st, n) })
+			sts[i] = st
+		}
+		return sts
+	}
+	// interleaved times op on each store in turn, sample times (i: the
+	// sample), so that the machine's load weighs on every N alike, and
+	// reports each N's p50 and p95 and the last N's p50 over the first's.
+	interleaved := func(b *testing.B, sts []*memory.Cache, sample int, op func(st *memory.Cache, n, i int) error) {
+		// The op's thread's CPU time beside the wall clock: on a machine
+		// others load, the wall clock measures them too.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ds := make([][]time.Duration, len(ns))
+		cpu := make([][]time.Duration, len(ns))
+		for range b.N {
+			for i := range sample {
+				for j, n := range ns {
+					start, c0 := time.Now(), threadCPU()
+					if err := op(sts[j], n, i); err != nil {
 						b.Fatal(err)
 					}
-					warm(b, st, func() error { return search(st.Agent(agentName(n-1)), queries[0]) })
-					b.StartTimer()
+					ds[j] = append(ds[j], time.Since(start))
+					cpu[j] = append(cpu[j], threadCPU()-c0)
 				}
-				reportP50(b, ds)
 			}
-			b.Run("first-SearchArchival", func(b *testing.B) {
-				first(b, func(a *memory.Agent, q string) error {
-					_, err := a.Archival().Search(ctx, q, nil)
-					return err
-				})
-			})
-			b.Run("first-Search", func(b *testing.B) {
-				first(b, func(a *memory.Agent, q string) error {
-					_, err := a.Search(ctx, q, nil)
-					return err
-				})
-			})
-			b.Run("warm-Build", func(b *testing.B) {
-				st, err := memory.Open(ctx, path, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer st.Close()
-				bl := builder.New(st, builder.ContextConfig{Cache: builder.NewCache()}).
-					ForAgent(agentName(n / 2)).WithMessages(st).WithActiveBatch("b1")
-				if _, err := bl.Build(ctx); err != nil {
-					b.Fatal(err)
-				}
-				var ds []time.Duration
-				for range b.N {
-					for range 100 {
-						start := time.Now()
-						if _, err := bl.Build(ctx); err != nil {
-							b.Fatal(err)
-						}
-						ds = append(ds, time.Since(start))
-					}
-				}
-				reportP50(b, ds)
-			})
+		}
+		p50 := func(ds []time.Duration) float64 {
+			slices.Sort(ds)
+			return float64(ds[len(ds)/2].Nanoseconds()) / 1e6
+		}
+		p50s, cpus := make([]float64, len(ns)), make([]float64, len(ns))
+		for j, n := range ns {
+			p50s[j], cpus[j] = p50(ds[j]), p50(cpu[j])
+			b.ReportMetric(p50s[j], fmt.Sprintf("N=%d-p50-ms", n))
+			b.ReportMetric(cpus[j], fmt.Sprintf("N=%d-cpu-p50-ms", n))
+		}
+		b.ReportMetric(p50s[len(ns)-1]/p50s[0], "p50-ratio")
+		b.ReportMetric(cpus[len(ns)-1]/cpus[0], "cpu-p50-ratio")
+	}
+	// An agent's first search: each sample a different agent (N ≥ 10:
+	// 9 agents' caches are whole, loaded by warm; larger stores, partial,
+	// have never loaded that agent's partitions) over b.N ≤ N/40 rounds.
+	first := func(b *testing.B, search func(a *memory.Agent, q string) error) {
+		sts := open(b, func(st *memory.Cache, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
+		round := 0
+		interleaved(b, sts, 40, func(st *memory.Cache, n, i int) error {
+			if i == 0 {
+				round++
+			}
+			a := agentName(((round-1)*40 + i) % (n - 1))
+			return search(st.Agent(a), queries[(round*40+i)%len(queries)])
 		})
 	}
+	b.Run("first-SearchArchival", func(b *testing.B) {
+		first(b, func(a *memory.Agent, q string) error {
+			_, err := a.Archival().Search(ctx, q, nil)
+			return err
+		})
+	})
+	b.Run("first-Search", func(b *testing.B) {
+		first(b, func(a *memory.Agent, q string) error {
+			_, err := a.Search(ctx, q, nil)
+			return err
+		})
+	})
+	b.Run("warm-Build", func(b *testing.B) {
+		sts := open(b, func(*memory.Cache, int) error { return nil })
+		bls := map[*memory.Cache]builder.Builder{}
+		for j, n := range ns {
+			bl := builder.New(sts[j], builder.ContextConfig{Cache: builder.NewCache()}).
+				ForAgent(agentName(n / 2)).WithMessages(sts[j]).WithActiveBatch("b1")
+			if _, err := bl.Build(ctx); err != nil {
+				b.Fatal(err)
+			}
+			bls[sts[j]] = bl
+		}
+		interleaved(b, sts, 100, func(st *memory.Cache, _, _ int) error {
+			_, err := bls[st].Build(ctx)
+			return err
+		})
+	})
 }
 
 // warm readies a newly opened store as a process that has searched
@@ -135,10 +166,14 @@ func warm(b *testing.B, st *memory.Cache, first func() error) {
 	}
 }
 
-func reportP50(b *testing.B, ds []time.Duration) {
-	slices.Sort(ds)
-	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e6, "p50-ms")
-	b.ReportMetric(float64(ds[len(ds)*95/100].Nanoseconds())/1e6, "p95-ms")
+// threadCPU is the CPU time of the calling thread
+// (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 func agentName(i int) string { return fmt.Sprintf("agent-%04d", i) }
