@@ -68,7 +68,7 @@ const textCatchUpMax = 10_000
 
 // partialState is a textCache's partial mode, guarded by textCache.mu.
 type partialState struct {
-	stats   TextStats // the dialect's; nil: the cache's own (statsPass)
+	stats   TextStats      // the dialect's; nil: the cache's own (statsPass)
 	vocab   TextVocabulary // the dialect's, with stats; nil: none
 	partial bool
 	// owned[kind][owner] is an owner's partition: a textPart holding only
