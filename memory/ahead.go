@@ -21,6 +21,9 @@ type aheadEdit struct {
 	data                    []byte
 	heads                   []string
 	headsText, rendered     string
+	// snap is the document saved ahead for the compaction the write is
+	// due for (nil: none foreseen; compactIfDue saves it if due).
+	snap []byte
 	// merged are the hashes of a merge's changes (MergeChanges: not this
 	// replica's own), recorded with the update row.
 	merged []string
@@ -77,6 +80,14 @@ func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply 
 	}
 	a.headsText = strings.Join(a.heads, ",")
 	a.rendered = e.doc.Render()
+	if h := e.snapHint; h > 0 && a.lastSeq+1-h >= c.compactAfter(e) {
+		// The write will fold the block's updates into a new snapshot:
+		// saving the whole document costs in proportion to it, so it is
+		// saved here, on the state the claim will find unchanged.
+		if snap, err := e.doc.Save(); err == nil {
+			a.snap = snap
+		}
+	}
 	if c.afterAhead != nil {
 		c.afterAhead()
 	}
@@ -111,6 +122,15 @@ func (c *Cache) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadE
 	if err := c.recordMerged(ctx, tx, e, a.merged, actors); err != nil {
 		return 0, 0, err
 	}
-	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes)
+	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes, a.snap)
+	if err == nil {
+		e.snapHint = a.snapshotSeq
+		if compacted != 0 {
+			e.snapHint = a.seq
+			if a.snap != nil {
+				c.snapsAhead.Add(1)
+			}
+		}
+	}
 	return a.seq, compacted, err
 }
