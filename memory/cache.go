@@ -55,9 +55,9 @@ type Cache struct {
 	stamps     versionMemo[string, BlocksStamp]
 	noMessages versionMemo[messagesKey, struct{}]
 
-	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
+	afterAhead func()       // tests: runs after an edit was applied ahead of the lock
 	snapsAhead atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
-	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
+	afterLoad  func(int64)  // tests: runs after a block was loaded, before it is cached
 	// tests: a decide for every write that has none (see writeTx), to fail
 	// a write inside its transaction.
 	testDecide func(tx *sql.Tx) error
