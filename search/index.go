@@ -92,9 +92,15 @@ type IndexOptions struct {
 	// what ranking its rows in SQL costs) and evicted least recently used,
 	// ranked with the store-wide row count, token total and document
 	// frequencies. Where the dialect reads the engine's bm25 statistics
-	// (TextStats: SQLite) they are FTS5's, read per query term and cached
-	// until the log shows the content type changed, so the order stays
-	// FTS5's. Without TextStats (PostgreSQL) the cache computes them
+	// (TextStats: SQLite) they are FTS5's, so the order stays FTS5's: each
+	// content type's whole vocabulary with its counts is read once in the
+	// background (TextVocabulary: FTS5's fts5vocab, a read of the whole
+	// index: 1.9 s for 200,000 archival entries under modernc;
+	// WarmTextCache waits for it) and moved along
+	// by the catch-ups, so an agent's first search reads no store-wide
+	// count; until then, and after a write the catch-ups cannot follow
+	// (a pass runs again after nine times the last one's duration), they
+	// are read per query term and cached. Without TextStats (PostgreSQL) the cache computes them
 	// itself: a background pass per content type over every row's indexed
 	// text gives the complete document frequencies, and the partitions
 	// rank exactly as a whole copy would; until a type's pass is done (at
