@@ -320,6 +320,15 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 	}
 	r.compare(sec, fmt.Sprintf("append durable throughput, %d writers: engram vs bare INSERT", w), median(eC), median(bC), unitOps, "higher",
 		fmt.Sprintf("%d appends per repeat, each writer its own blocks; one SQLite writer connection on both sides", w*per))
+
+	// A small append's p99 beside another process appending 256 KiB
+	// chunks to blocks of its own in the same file.
+	quiet, loaded, appends, err := bigWriterP99(ctx, cfg, filepath.Join(tmp, "bigwriter.db"))
+	if err != nil {
+		return fmt.Errorf("small append beside a 256 KiB writer: %w", err)
+	}
+	r.compare(sec, "SQLite small append p99 beside a 256 KiB-chunk writer vs quiet", median(loaded), median(quiet), unitMS, "lower",
+		fmt.Sprintf("%d appends of a line to one block; the writer, another process, appends 256 KiB chunks to its own blocks in the same file", appends))
 	return nil
 }
 

@@ -326,15 +326,29 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 	if err != nil {
 		return err
 	}
-	st, err := memory.Open(ctx, dsn, nil)
+	quiet, loaded, appends, err := bigWriterP99(ctx, cfg, dsn)
 	if err != nil {
 		return err
 	}
+	r.compare(sec, "PostgreSQL small append p99 beside a 256 KiB-chunk writer vs quiet", median(loaded), median(quiet), unitMS, "lower",
+		fmt.Sprintf("%d appends of a line to one block; the writer, another process, appends 256 KiB chunks to its own blocks", appends))
+	return nil
+}
+
+// bigWriterP99 measures a small append's p99 on the store at dsn (a
+// PostgreSQL URL or a SQLite file), quiet and beside another process
+// appending 256 KiB chunks to blocks of its own: the p99 of each repeat,
+// and the appends timed per repeat.
+func bigWriterP99(ctx context.Context, cfg config, dsn string) (quiet, loaded []float64, appends int, err error) {
+	st, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	defer st.Close()
 	if _, err := st.CreateBlock(ctx, "small", memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
-		return err
+		return nil, nil, 0, err
 	}
-	appends := max(100, cfg.appendOps)
+	appends = max(100, cfg.appendOps)
 	measure := func() ([]time.Duration, error) {
 		ds := make([]time.Duration, appends)
 		for i := range ds {
@@ -353,20 +367,19 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 		}
 		return ds, nil
 	}
-	var quiet, loaded []float64
 	for range cfg.repeats {
 		ds, err := measure()
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		quiet = append(quiet, percentile(ds, 0.99))
 		big, err := startPGChildren(dsn, "big", 1, 1, 0)
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		if err := big.start(); err != nil {
 			big.kill()
-			return err
+			return nil, nil, 0, err
 		}
 		time.Sleep(200 * time.Millisecond) // the big writer under way
 		ds, err = measure()
@@ -375,17 +388,15 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 		}
 		chunks, werr := big.wait()
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		if werr != nil {
-			return werr
+			return nil, nil, 0, werr
 		}
 		if chunks == 0 {
-			return errors.New("the 256 KiB writer wrote nothing")
+			return nil, nil, 0, errors.New("the 256 KiB writer wrote nothing")
 		}
 		loaded = append(loaded, percentile(ds, 0.99))
 	}
-	r.compare(sec, "PostgreSQL small append p99 beside a 256 KiB-chunk writer vs quiet", median(loaded), median(quiet), unitMS, "lower",
-		fmt.Sprintf("%d appends of a line to one block; the writer, another process, appends 256 KiB chunks to its own blocks", appends))
-	return nil
+	return quiet, loaded, appends, nil
 }

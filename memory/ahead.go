@@ -21,6 +21,12 @@ type aheadEdit struct {
 	data                    []byte
 	heads                   []string
 	headsText, rendered     string
+	// snap is the document saved ahead for the compaction the write is
+	// due for (nil: none foreseen; compactIfDue saves it if due).
+	snap []byte
+	// merged are the hashes of a merge's changes (MergeChanges: not this
+	// replica's own), recorded with the update row.
+	merged []string
 
 	// Set by claimAhead.
 	seq, now, snapshotSeq, historyBytes int64
@@ -33,12 +39,16 @@ type aheadEdit struct {
 // writes. The write transaction keeps it only if the block's row shows
 // nothing changed since (stillValid); otherwise the edit is undone and
 // applied again on the fresh state, under the lock, as if this never ran.
-// It returns nil when the edit must run under the lock from the start: a
-// refused or empty edit (decided again on the fresh state), extra work in
-// the transaction (a writeTx's decide), merged external changes, or a
-// caller that cannot undo. Caller holds e.mu.
+// A merge (MergeChanges) runs ahead too: decoding the peer's changes,
+// applying them and checking the transition, however big, then hold no
+// lock. It returns nil when the edit must run under the lock from the
+// start: a refused or empty edit (decided again on the fresh state),
+// extra work in the transaction (a writeTx's decide), external changes
+// merged earlier and not yet written, write-back edits pending (their
+// actors go into the row), or a caller that cannot undo. Caller holds
+// e.mu.
 func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
-	if req.Undo == nil || req.Op == blocks.OpMerge || len(e.merged.Data) > 0 || wt.decide != nil {
+	if req.Undo == nil || len(e.merged.Data) > 0 || len(e.actors) > 0 || wt.decide != nil {
 		return nil
 	}
 	if e.aheadSkip > 0 {
@@ -53,15 +63,31 @@ func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply 
 		}
 		return nil
 	}
+	// A merge's changes are not this replica's own: PendingChanges leaves
+	// them out, and they go first into the same row (as in entry.Write).
+	merged := e.merged
+	e.merged = blocks.Merged{}
 	var err error
-	if a.data, a.heads, err = e.doc.PendingChanges(); err != nil || len(a.data) == 0 {
+	if a.data, a.heads, err = e.doc.PendingChanges(); err != nil || len(merged.Data)+len(a.data) == 0 {
 		if uerr := req.Undo(); uerr != nil {
 			c.log.Error("undo of an edit applied ahead", "block", e.label, "owner", e.owner, "err", uerr)
 		}
 		return nil
 	}
+	if len(merged.Data) > 0 {
+		a.data = append(merged.Data, a.data...)
+		a.merged = merged.Hashes
+	}
 	a.headsText = strings.Join(a.heads, ",")
 	a.rendered = e.doc.Render()
+	if h := e.snapHint; h > 0 && a.lastSeq+1-h >= c.compactAfter(e) {
+		// The write will fold the block's updates into a new snapshot:
+		// saving the whole document costs in proportion to it, so it is
+		// saved here, on the state the claim will find unchanged.
+		if snap, err := e.doc.Save(); err == nil {
+			a.snap = snap
+		}
+	}
 	if c.afterAhead != nil {
 		c.afterAhead()
 	}
@@ -87,12 +113,24 @@ func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks
 	return err == nil, err
 }
 
-// insertAhead writes the update row of an edit claimAhead claimed, and
-// compacts when due.
+// insertAhead writes the update row of an edit claimAhead claimed (and
+// who merged a merge's changes), and compacts when due.
 func (c *Cache) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadEdit, actors string) (int64, compaction, error) {
 	if _, err := c.txExec(ctx, tx, insertUpdateQuery, e.id, a.seq, a.epoch, actors, a.data, checksum(a.data), a.now); err != nil {
 		return 0, 0, err
 	}
-	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes)
+	if err := c.recordMerged(ctx, tx, e, a.merged, actors); err != nil {
+		return 0, 0, err
+	}
+	compacted, err := c.compactIfDue(ctx, tx, e, a.seq, a.snapshotSeq, a.historyBytes, a.snap)
+	if err == nil {
+		e.snapHint = a.snapshotSeq
+		if compacted != 0 {
+			e.snapHint = a.seq
+			if a.snap != nil {
+				c.snapsAhead.Add(1)
+			}
+		}
+	}
 	return a.seq, compacted, err
 }

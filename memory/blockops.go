@@ -895,7 +895,7 @@ func (c *Cache) MergeChangesAs(ctx context.Context, agent, owner, label string, 
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
-	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge}
+	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge, Permission: doc.Permission()}
 	// Write takes a failed merge back itself, while it still holds the
 	// block (see entry.Write).
 	req.Undo = func() error {

@@ -61,8 +61,9 @@ type Cache struct {
 	stamps     versionMemo[string, BlocksStamp]
 	noMessages versionMemo[messagesKey, struct{}]
 
-	afterAhead func()      // tests: runs after an edit was applied ahead of the lock
-	afterLoad  func(int64) // tests: runs after a block was loaded, before it is cached
+	afterAhead func()       // tests: runs after an edit was applied ahead of the lock
+	snapsAhead atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
+	afterLoad  func(int64)  // tests: runs after a block was loaded, before it is cached
 	// tests: a decide for every write that has none (see writeTx), to fail
 	// a write inside its transaction.
 	testDecide func(tx *sql.Tx) error
@@ -104,6 +105,10 @@ type entry struct {
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
 	aheadSkip, aheadPenalty int
+	// snapHint is the block's snapshot sequence as the last write applied
+	// ahead found it (0: unknown), to tell ahead whether the write will
+	// compact (then its snapshot is saved ahead too).
+	snapHint int64
 	// rebaseCheck: a compaction in this epoch found the history not worth
 	// a rebase at a size that needed the change count (a walk over the
 	// history); the next one asks again only once the history has grown

@@ -19,12 +19,13 @@ func putSnapshot(ctx context.Context, tx *sql.Tx, id int64, snap []byte) error {
 // compactIfDue compacts block e, just written at seq, when enough updates
 // accumulated since its snapshot (see compactAfter), and says whether the
 // compacted history (history bytes in this epoch, this write included) is
-// due for a new epoch.
-func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, snapshotSeq, history int64) (compaction, error) {
+// due for a new epoch. snap is e's document saved ahead of the lock by a
+// write that foresaw the compaction (nil: saved here, under it).
+func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, snapshotSeq, history int64, snap []byte) (compaction, error) {
 	if seq-snapshotSeq < c.compactAfter(e) {
 		return 0, nil
 	}
-	if err := compactLocked(ctx, tx, e, seq); err != nil {
+	if err := compactSaved(ctx, tx, e, seq, snap); err != nil {
 		return 0, err
 	}
 	// Against the full content, not the stored rendering (a viewport or a
@@ -65,9 +66,17 @@ func (c *Cache) compactAfter(e *entry) int64 {
 // (the UPDATE checks it): saving one epoch's document as another's
 // snapshot would lose every later write.
 func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
-	snap, err := e.doc.Save()
-	if err != nil {
-		return err
+	return compactSaved(ctx, tx, e, seq, nil)
+}
+
+// compactSaved is compactLocked with e's document saved already (snap,
+// on the state it is in now; nil: saved here).
+func compactSaved(ctx context.Context, tx *sql.Tx, e *entry, seq int64, snap []byte) error {
+	if snap == nil {
+		var err error
+		if snap, err = e.doc.Save(); err != nil {
+			return err
+		}
 	}
 	_, epoch, _, _ := e.freshness()
 	res, err := tx.ExecContext(ctx, `UPDATE blocks SET snapshot_seq = ? WHERE id = ? AND epoch = ?`, seq, e.id, epoch)

@@ -61,13 +61,28 @@ func NormalizeContent(s string) string {
 	return out
 }
 
-// conversationOf is the conversation an entry's metadata names: its
-// "conversation" value, else its "session" value, a non-empty string
-// (as migration sqlite/0023 reads it); "" when it names none.
+// conversationKeys are the metadata keys that name an entry's
+// conversation, in the order they are looked up (as the search index's
+// conversation_key column reads them, SQLite migration 0028).
+var conversationKeys = [...]string{"conversation", "conversation_id", "session", "session_id", "thread", "thread_id"}
+
+// conversationOf is the conversation an entry's metadata names: the first
+// of conversationKeys holding a string other than "" or a number, as that
+// value's JSON text (the string "3" and the number 3 are two
+// conversations); "" when it names none.
 func conversationOf(meta map[string]any) string {
-	for _, k := range [...]string{"conversation", "session"} {
-		if s, ok := meta[k].(string); ok && s != "" {
-			return s
+	for _, k := range conversationKeys {
+		switch v := meta[k].(type) {
+		case string:
+			if v == "" {
+				continue
+			}
+		case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		default:
+			continue
+		}
+		if b, err := json.Marshal(meta[k]); err == nil {
+			return string(b)
 		}
 	}
 	return ""

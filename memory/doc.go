@@ -118,8 +118,8 @@
 // # Duplicates and consolidation
 //
 // An archival entry is stored once: an insert whose content, normalised
-// ([NormalizeContent]), and conversation (metadata "conversation", else
-// "session") equal a live entry's of the same agent returns that entry
+// ([NormalizeContent]), and conversation (as [ArchivalEntry.Metadata]
+// names it) equal a live entry's of the same agent returns that entry
 // with Duplicate set, its tags merged in (union) and the metadata keys it
 // lacked added (its own keep their values). A unique index on the live
 // entries' keys holds this across processes; Options.KeepDuplicates turns

@@ -451,7 +451,7 @@ func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 	if _, err = c.txExec(ctx, tx, c.wq.updateRendered, append(args, e.id)...); err != nil {
 		return 0, 0, err
 	}
-	compacted, err = c.compactIfDue(ctx, tx, e, seq, r.snapshotSeq, r.historyBytes+int64(len(data)))
+	compacted, err = c.compactIfDue(ctx, tx, e, seq, r.snapshotSeq, r.historyBytes+int64(len(data)), nil)
 	return seq, compacted, err
 }
 

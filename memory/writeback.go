@@ -146,8 +146,9 @@ func (c *Cache) persist(ctx context.Context, e *entry) error {
 		return broken
 	}
 	var p pendingWrite
+	pre := c.pendingAhead(e)
 	err := c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) (err error) {
-		_, p, err = c.writePending(ctx, tx, e)
+		_, p, err = c.writePendingFrom(ctx, tx, e, pre)
 		return err
 	})
 	if err != nil {
@@ -179,6 +180,45 @@ type pendingWrite struct {
 // whatever edits are pending in its document as the block's next update
 // row. It returns the block's row as of that write. Caller holds e.mu.
 func (c *Cache) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRow, pendingWrite, error) {
+	return c.writePendingFrom(ctx, tx, e, nil)
+}
+
+// pendingRow is a block's pending changes and rendering, read before the
+// write lock (pendingAhead) on the state the entry last saw.
+type pendingRow struct {
+	lastSeq, epoch, metaVer int64
+	data                    []byte
+	heads                   []string
+	rendered                string
+}
+
+// pendingAhead reads e's pending changes, its heads and its rendering
+// before the write lock is taken: reading the changes (a walk over the
+// history when there are many) and rendering cost in proportion to the
+// block and its edits, and inside the lock every other writer (on SQLite,
+// of any block) would wait for them. writePendingFrom keeps them only if
+// the block's row shows no other write since. nil: nothing pending, or
+// the read failed (done again under the lock). Caller holds e.mu.
+func (c *Cache) pendingAhead(e *entry) *pendingRow {
+	var pr pendingRow
+	pr.lastSeq, pr.epoch, pr.metaVer, _ = e.freshness()
+	var err error
+	if pr.data, pr.heads, err = e.doc.PendingChanges(); err != nil || len(pr.data) == 0 {
+		return nil
+	}
+	pr.rendered = e.doc.Render()
+	if c.afterAhead != nil {
+		c.afterAhead()
+	}
+	return &pr
+}
+
+// writePendingFrom is writePending with the changes pre read ahead (nil:
+// none): kept when the row is still at the sequence, epoch and metadata
+// version pre read them at (no other writer came between, and e.mu held
+// since kept the document as it was), else read again on the fresh
+// state.
+func (c *Cache) writePendingFrom(ctx context.Context, tx *sql.Tx, e *entry, pre *pendingRow) (blockRow, pendingWrite, error) {
 	var p pendingWrite
 	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, e.id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -187,14 +227,26 @@ func (c *Cache) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRo
 	if err != nil {
 		return r, p, err
 	}
+	if pre != nil && (r.lastSeq != pre.lastSeq || r.epoch != pre.epoch || r.metaVer != pre.metaVer) {
+		pre = nil // another writer came between: the fresh state decides
+	}
 	if err := c.refresh(ctx, tx, e, r); err != nil {
 		return r, p, err
 	}
-	data, heads, err := e.doc.PendingChanges()
-	if err != nil || len(data) == 0 {
-		return r, p, err
+	var (
+		data     []byte
+		heads    []string
+		rendered string
+	)
+	if pre != nil {
+		data, heads, rendered = pre.data, pre.heads, pre.rendered
+	} else {
+		if data, heads, err = e.doc.PendingChanges(); err != nil || len(data) == 0 {
+			return r, p, err
+		}
+		rendered = e.doc.Render()
 	}
-	seq, compact, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), e.doc.Render(), strings.Join(heads, ","))
+	seq, compact, err := c.insertUpdate(ctx, tx, e, r, data, e.pendingActors(), rendered, strings.Join(heads, ","))
 	if err != nil {
 		return r, p, err
 	}

@@ -92,9 +92,15 @@ type IndexOptions struct {
 	// what ranking its rows in SQL costs) and evicted least recently used,
 	// ranked with the store-wide row count, token total and document
 	// frequencies. Where the dialect reads the engine's bm25 statistics
-	// (TextStats: SQLite) they are FTS5's, read per query term and cached
-	// until the log shows the content type changed, so the order stays
-	// FTS5's. Without TextStats (PostgreSQL) the cache computes them
+	// (TextStats: SQLite) they are FTS5's, so the order stays FTS5's: each
+	// content type's whole vocabulary with its counts is read once in the
+	// background (TextVocabulary: FTS5's fts5vocab, a read of the whole
+	// index: 1.9 s for 200,000 archival entries under modernc;
+	// WarmTextCache waits for it) and moved along
+	// by the catch-ups, so an agent's first search reads no store-wide
+	// count; until then, and after a write the catch-ups cannot follow
+	// (a pass runs again after nine times the last one's duration), they
+	// are read per query term and cached. Without TextStats (PostgreSQL) the cache computes them
 	// itself: a background pass per content type over every row's indexed
 	// text gives the complete document frequencies, and the partitions
 	// rank exactly as a whole copy would; until a type's pass is done (at
@@ -1073,7 +1079,11 @@ func (x *Index) openTextCache(textLog bool) error {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
+		x.text.prep = x.stmt
 		x.text.stats, _ = x.d.(TextStats)
+		if x.text.stats != nil {
+			x.text.vocab, _ = x.d.(TextVocabulary)
+		}
 	case x.opts.TextCacheBytes > 0:
 		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
 	}

@@ -56,6 +56,9 @@ type textCache struct {
 	rows     map[ContentType]textRowQuery // the dialect's (textRows)
 	logIso   sql.IsolationLevel           // the dialect's SnapshotIsolation
 	log      *changeLog                   // search_text_log
+	// prep returns the Index's prepared statement for a query (nil: none),
+	// for the statements every partition load runs.
+	prep func(ctx context.Context, q string) (*sql.Stmt, error)
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -234,9 +237,9 @@ const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 
 // An archival entry is indexed with the entries before and after it in
 // its conversation as two weaker columns, for the reason messages are: the
-// same owner's entries naming the same conversation, or, for entries
-// naming none, written one after another at most 30 minutes apart
-// (SQLite migrations 0023 and 0028, PostgreSQL 0018 and 0025). The view
+// same owner's entries naming the same conversation (SQLite migrations
+// 0023 and 0028, PostgreSQL 0018 and 0025); an entry naming none has
+// none. The view
 // archival_links (l) gives each entry's neighbours under the rule the
 // engines index by; archivalContext selects their text in the index's
 // column order.
@@ -395,7 +398,7 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 	for {
 		err := c.sync(ctx, x.db, x.stmt)
 		if err == nil && c.isPartial() {
-			if c.stats == nil {
+			if c.stats == nil || c.vocab != nil {
 				// The statistics of every content type, computed now.
 				if err := c.warmStats(ctx, x.db); err != nil {
 					return err
@@ -407,7 +410,7 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 			return err
 		}
 		if err := c.ld.wait(ctx); err != nil {
-			if c.stats == nil && errors.Is(err, ErrCacheBudget) && c.isPartial() {
+			if (c.stats == nil || c.vocab != nil) && errors.Is(err, ErrCacheBudget) && c.isPartial() {
 				continue // gone partial: compute its statistics
 			}
 			return fmt.Errorf("search: text cache: %w", err)
@@ -647,7 +650,14 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 // has.
 func (c *textCache) analyzeRow(t ContentType, cols []sql.NullString, sc *textScratch) (rowTerms, int) {
 	weights := textWeights[t]
-	rt := rowTerms{index: map[string]int32{}}
+	n := 0
+	for _, col := range cols {
+		n += len(col.String)
+	}
+	// Sized for a term per 8 bytes (words and the spaces between them,
+	// repeats counted): a row's map is then seldom grown and rehashed as
+	// it fills, which took about a third of analyzing it.
+	rt := rowTerms{index: make(map[string]int32, min(n/8, 1<<12))}
 	length := 0
 	bodies := textBodies[t] && (sc.part || !c.noBodies)
 	for i, col := range cols {

@@ -144,6 +144,13 @@ func (c *textCache) startPass(db *sql.DB, t ContentType) chan struct{} {
 				c.ld.log.Debug("search: text cache: statistics pass outrun by writes; searching in SQL meanwhile",
 					"type", kinds[t].name, "retry_after", r.backoff)
 			}
+		case c.vocab != nil:
+			// Read from the engine's counts: writes the catch-ups cannot
+			// follow drop them again, and another pass waits nine times
+			// this one's time, so that passes take at most a tenth of a
+			// core however often they are dropped.
+			c.passRetry[t] = passRetry{at: time.Now().Add(9 * time.Since(start))}
+			c.passes.Add(1)
 		default:
 			delete(c.passRetry, t)
 			c.passes.Add(1)
@@ -201,7 +208,11 @@ func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 // them; installed is false when writes outran it (its result is of no
 // use then).
 func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t ContentType) (installed bool, err error) {
-	s, err := c.countStats(ctx, db, t)
+	count := c.countStats
+	if c.vocab != nil {
+		count = c.readVocab
+	}
+	s, err := count(ctx, db, t)
 	if err != nil {
 		return false, err
 	}
@@ -289,6 +300,43 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t ContentType) (
 	s.df = make(map[string]int64, len(index))
 	for term, n := range index {
 		s.df[term] = df[n]
+	}
+	return s, nil
+}
+
+// readVocab reads kind t's statistics from the engine (TextVocabulary
+// and TextTotals) in one snapshot: its log position, highest id, rows,
+// tokens and every term's df. It gives up (errStatsTooBig) as soon as the
+// terms would take more than their share of the bound.
+func (c *textCache) readVocab(ctx context.Context, db *sql.DB, t ContentType) (*textStats, error) {
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	c.statsReads.Add(1)
+	s := &textStats{loaded: true, complete: true, pos: cur, df: map[string]int64{}}
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&s.maxID); err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+	}
+	if s.rows, s.tokens, err = c.stats.TextTotals(ctx, tx, k.fts); err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s totals: %w", k.fts, err)
+	}
+	share := c.limit / textStatsShare
+	err = c.vocab.TextVocabulary(ctx, tx, k.fts, func(term string, n int64) error {
+		if n <= 0 {
+			return nil
+		}
+		s.df[term] = n
+		s.bytes += textCostTerm + int64(len(term))
+		if s.bytes > share {
+			return fmt.Errorf("%w: %s needs more than %d bytes", errStatsTooBig, k.name, share)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s vocabulary: %w", k.fts, err)
 	}
 	return s, nil
 }

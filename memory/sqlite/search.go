@@ -127,7 +127,9 @@ func (SearchDialect) MetadataCompare(col string, path []string, op string, v any
 
 // MetadataText is json_tree's atoms, as migration 0005 indexes them.
 func (SearchDialect) MetadataText(col string) string {
-	return `(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(` + col + `) WHERE atom IS NOT NULL)`
+	// No metadata (most rows) reads as '' without walking a JSON tree.
+	return `(CASE WHEN ` + col + ` IS NULL OR ` + col + ` = '{}' THEN '' ELSE
+		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(` + col + `) WHERE atom IS NOT NULL) END)`
 }
 
 // IndexedBlocks reads the lazy index's copy of each block

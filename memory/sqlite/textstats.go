@@ -64,3 +64,38 @@ func (SearchDialect) TextDocFreq(ctx context.Context, q search.Execer, index, te
 func ftsPhrase(term string) string {
 	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
 }
+
+var _ search.TextVocabulary = SearchDialect{}
+
+// TextVocabulary reads index's vocabulary through an fts5vocab table of
+// its rows (each term and the rows that hold it: what TextDocFreq counts
+// one term at a time), made in the connection's temp schema on first use:
+// it stores nothing, and no migration adds it.
+func (SearchDialect) TextVocabulary(ctx context.Context, q search.Execer, index string, fn func(term string, rows int64) error) error {
+	if !ftsIndexes[index] {
+		return fmt.Errorf("sqlite: vocabulary of %q: %w", index, errNotFTSIndex)
+	}
+	vocab := `temp.` + index + `_vocab`
+	if _, err := q.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS `+vocab+` USING fts5vocab(main, `+index+`, row)`); err != nil {
+		return fmt.Errorf("sqlite: vocabulary of %s: %w", index, err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT term, doc FROM `+vocab)
+	if err != nil {
+		return fmt.Errorf("sqlite: vocabulary of %s: %w", index, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var term string
+		var n int64
+		if err := rows.Scan(&term, &n); err != nil {
+			return fmt.Errorf("sqlite: vocabulary of %s: %w", index, err)
+		}
+		if err := fn(term, n); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: vocabulary of %s: %w", index, err)
+	}
+	return nil
+}

@@ -72,3 +72,55 @@ func TestSearchDialectTextStats(t *testing.T) {
 		t.Fatal("TextTotals of a table that is not an FTS5 index: no error")
 	}
 }
+
+// TextVocabulary lists every term of an index with the rows TextDocFreq
+// counts for it, inside a read-only transaction (as a text cache's
+// statistics pass reads it), on each connection of the pool, and twice on
+// one (its temp table is made once).
+func TestSearchDialectTextVocabulary(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open(Driver, "file:"+filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	d := SearchDialect{}
+	for i := range 200 {
+		if _, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, tags_text, created_at, valid_from) VALUES ('a', ?, ?, 0, 0)`,
+			"entry number "+string(rune('a'+i%26))+" boundary layers", string(rune('k'+i%7))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id % 5 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		if err := d.TextVocabulary(ctx, tx, "fts_archival", func(term string, n int64) error { got[term] = n; return nil }); err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if len(got) < 30 {
+			tx.Rollback()
+			t.Fatalf("%d terms: %v", len(got), got)
+		}
+		for term, n := range got {
+			want, err := d.TextDocFreq(ctx, tx, "fts_archival", term)
+			if err != nil || n != want {
+				tx.Rollback()
+				t.Fatalf("term %q: %d rows listed, TextDocFreq %d, %v", term, n, want, err)
+			}
+		}
+		tx.Rollback()
+	}
+	if err := d.TextVocabulary(ctx, db, "archival", func(string, int64) error { return nil }); err == nil {
+		t.Fatal("TextVocabulary of a table that is not an FTS5 index: no error")
+	}
+}

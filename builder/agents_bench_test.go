@@ -1,0 +1,271 @@
+package builder_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// BenchmarkAgentsStore measures what one agent's operations cost in a
+// SQLite store of N agents (20 blocks, 200 archival entries and 200
+// messages each, one Zipf vocabulary): an agent's first search in a
+// process (its partitions load), archival and over all types, and a warm
+// Build. Each should cost what the agent's own rows cost, whatever N is:
+// each sub-benchmark times every N in turn (so that the machine's load
+// weighs on each alike) and reports each N's p50 and the largest N's
+// over the smallest's.
+//
+//	ENGRAM_AGENTS_N=10,1000 go test -run '^$' -bench AgentsStore -benchtime 3x ./builder
+//
+// ENGRAM_AGENTS_N (comma-separated, default 10,100) picks the store
+// sizes; with ENGRAM_AGENTS_DIR set the stores are kept in that directory
+// and reused (N=1,000 takes a few minutes to write).
+func BenchmarkAgentsStore(b *testing.B) {
+	ns := []int{10, 100}
+	if s := os.Getenv("ENGRAM_AGENTS_N"); s != "" {
+		ns = nil
+		for _, f := range strings.Split(s, ",") {
+			if n, err := strconv.Atoi(f); err == nil && n > 0 {
+				ns = append(ns, n)
+			}
+		}
+	}
+	dir := os.Getenv("ENGRAM_AGENTS_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	ctx := context.Background()
+	paths := make([]string, len(ns))
+	var queries []string
+	for i, n := range ns {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("agents-store-%d.db", n))
+		var err error
+		if queries, err = agentsStore(ctx, paths[i], n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// open opens every store, readied as a process that has searched
+	// before (see warm).
+	open := func(b *testing.B, first func(st *memory.Cache, n int) error) []*memory.Cache {
+		sts := make([]*memory.Cache, len(ns))
+		for i, n := range ns {
+			st, err := memory.Open(ctx, paths[i], nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			warm(b, st, func() error { return first(st, n) })
+			sts[i] = st
+		}
+		return sts
+	}
+	// interleaved times op on each store in turn, sample times (i: the
+	// sample), so that the machine's load weighs on every N alike, and
+	// reports each N's p50 and p95 and the last N's p50 over the first's.
+	// before, if not nil, runs untimed ahead of each op.
+	interleaved := func(b *testing.B, sts []*memory.Cache, sample int, before, op func(st *memory.Cache, n, i int) error) {
+		// The op's thread's CPU time beside the wall clock: on a machine
+		// others load, the wall clock measures them too.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ds := make([][]time.Duration, len(ns))
+		cpu := make([][]time.Duration, len(ns))
+		for range b.N {
+			for i := range sample {
+				for j, n := range ns {
+					if before != nil {
+						if err := before(sts[j], n, i); err != nil {
+							b.Fatal(err)
+						}
+					}
+					start, c0 := time.Now(), threadCPU()
+					if err := op(sts[j], n, i); err != nil {
+						b.Fatal(err)
+					}
+					ds[j] = append(ds[j], time.Since(start))
+					cpu[j] = append(cpu[j], threadCPU()-c0)
+				}
+			}
+		}
+		p50 := func(ds []time.Duration) float64 {
+			slices.Sort(ds)
+			return float64(ds[len(ds)/2].Nanoseconds()) / 1e6
+		}
+		p50s, cpus := make([]float64, len(ns)), make([]float64, len(ns))
+		for j, n := range ns {
+			p50s[j], cpus[j] = p50(ds[j]), p50(cpu[j])
+			b.ReportMetric(p50s[j], fmt.Sprintf("N=%d-p50-ms", n))
+			b.ReportMetric(cpus[j], fmt.Sprintf("N=%d-cpu-p50-ms", n))
+		}
+		b.ReportMetric(p50s[len(ns)-1]/p50s[0], "p50-ratio")
+		b.ReportMetric(cpus[len(ns)-1]/cpus[0], "cpu-p50-ratio")
+	}
+	// An agent's first search: each sample a different agent (N ≥ 10:
+	// 9 agents' caches are whole, loaded by warm; larger stores, partial,
+	// have never loaded that agent's partitions) over b.N ≤ N/40 rounds.
+	first := func(b *testing.B, search func(a *memory.Agent, q string) error) {
+		sts := open(b, func(st *memory.Cache, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
+		round := 0
+		interleaved(b, sts, 40, nil, func(st *memory.Cache, n, i int) error {
+			if i == 0 {
+				round++
+			}
+			a := agentName(((round-1)*40 + i) % (n - 1))
+			return search(st.Agent(a), queries[(round*40+i)%len(queries)])
+		})
+	}
+	b.Run("first-SearchArchival", func(b *testing.B) {
+		first(b, func(a *memory.Agent, q string) error {
+			_, err := a.Archival().Search(ctx, q, nil)
+			return err
+		})
+	})
+	b.Run("first-Search", func(b *testing.B) {
+		first(b, func(a *memory.Agent, q string) error {
+			_, err := a.Search(ctx, q, nil)
+			return err
+		})
+	})
+	b.Run("warm-Build", func(b *testing.B) {
+		sts := open(b, func(*memory.Cache, int) error { return nil })
+		bls := map[*memory.Cache]builder.Builder{}
+		for j, n := range ns {
+			a := sts[j].Agent(agentName(n / 2))
+			bl := builder.New(a, builder.ContextConfig{Cache: builder.NewCache()}).
+				WithMessages(a.Messages()).WithActiveBatch("b1")
+			if _, err := bl.Build(ctx); err != nil {
+				b.Fatal(err)
+			}
+			bls[sts[j]] = bl
+		}
+		interleaved(b, sts, 100, nil, func(st *memory.Cache, _, _ int) error {
+			_, err := bls[st].Build(ctx)
+			return err
+		})
+	})
+	// A warm build after another process wrote (here another store on
+	// the same file, to another agent's block): the build's reads see the
+	// database changed and read again what they memoized.
+	b.Run("warm-Build-after-a-write", func(b *testing.B) {
+		sts := open(b, func(*memory.Cache, int) error { return nil })
+		others := open(b, func(*memory.Cache, int) error { return nil })
+		bls := map[*memory.Cache]builder.Builder{}
+		other := map[*memory.Cache]*memory.Cache{}
+		for j, n := range ns {
+			a := sts[j].Agent(agentName(n / 2))
+			bl := builder.New(a, builder.ContextConfig{Cache: builder.NewCache()}).
+				WithMessages(a.Messages()).WithActiveBatch("b1")
+			if _, err := bl.Build(ctx); err != nil {
+				b.Fatal(err)
+			}
+			bls[sts[j]], other[sts[j]] = bl, others[j]
+		}
+		interleaved(b, sts, 50, func(st *memory.Cache, _, i int) error {
+			return other[st].Agent(agentName(0)).Block("block-0").SetText(ctx, fmt.Sprint("rewritten ", i))
+		}, func(st *memory.Cache, _, _ int) error {
+			_, err := bls[st].Build(ctx)
+			return err
+		})
+	})
+}
+
+// warm readies a newly opened store as a process that has searched
+// before: its text cache built (a whole copy) or gone partial, and one
+// search of another agent run (what every process pays once, statistics
+// and statements, is not any agent's first search).
+func warm(b *testing.B, st *memory.Cache, first func() error) {
+	if err := st.Index().WarmTextCache(context.Background()); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		b.Fatal(err)
+	}
+	if err := first(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// threadCPU is the CPU time of the calling thread
+// (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+func agentName(i int) string { return fmt.Sprintf("agent-%04d", i) }
+
+// agentsStore writes n agents' rows to path unless it exists, and returns
+// the queries (two words, one of them frequent).
+func agentsStore(ctx context.Context, path string, n int) ([]string, error) {
+	r := rand.New(rand.NewPCG(35, 7))
+	vocab := make([]string, 5000)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%sx%d", strings.Repeat("q", i%3), i)
+	}
+	zipf := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	text := func() string {
+		w := make([]string, 12+r.IntN(30))
+		for i := range w {
+			w[i] = vocab[zipf.Uint64()]
+		}
+		return strings.Join(w, " ")
+	}
+	var queries []string
+	for i := range 60 {
+		queries = append(queries, vocab[i%15]+" "+vocab[50+r.IntN(2000)])
+	}
+	if _, err := os.Stat(path); err == nil {
+		return queries, nil
+	}
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	st, err := memory.Open(ctx, tmp, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	for a := range n {
+		ag := st.Agent(agentName(a))
+		for i := range 20 {
+			if _, err := ag.CreateBlock(ctx, memory.BlockSpec{Label: "block-" + strconv.Itoa(i), Value: text(), Pinned: i < 10}); err != nil {
+				return nil, err
+			}
+		}
+		es := make([]memory.ArchivalEntry, 200)
+		for i := range es {
+			es[i] = memory.ArchivalEntry{Content: text()}
+		}
+		if _, err := ag.Archival().InsertBatch(ctx, es, nil); err != nil {
+			return nil, err
+		}
+		ms := make([]memory.Message, 200)
+		for i := range ms {
+			ms[i] = memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: text()}
+		}
+		if _, err := ag.Messages().AppendMany(ctx, ms); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := st.Agent(agentName(0)).Search(ctx, "warm", search.NewOptions().ContentTypes(search.Blocks)); err != nil {
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return queries, os.Rename(tmp, path)
+}
