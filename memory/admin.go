@@ -140,20 +140,22 @@ func (a *Admin) Agents(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ProposalCount is how many proposals target an owner's blocks.
+// ProposalCount is how many proposals target an owner's blocks and
+// archival memory.
 type ProposalCount struct {
 	All     int // whatever their status
 	Pending int // awaiting a decision
 }
 
-// ProposalCounts returns, per block owner with any proposal, how many
-// proposals target the owner's blocks: one query, for a view that polls.
+// ProposalCounts returns, per owner with any proposal, how many proposals
+// target the owner's blocks or archival memory (consolidation's merges):
+// one query, for a view that polls.
 func (a *Admin) ProposalCounts(ctx context.Context) (map[string]ProposalCount, error) {
 	if err := a.c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := a.c.rdb.QueryContext(ctx, `SELECT b.owner, count(*), count(CASE WHEN p.status = 'pending' THEN 1 END)
-		FROM proposals p JOIN blocks b ON b.id = p.block_id GROUP BY b.owner`)
+	rows, err := a.c.rdb.QueryContext(ctx, `SELECT COALESCE(b.owner, p.proposer) o, count(*), count(CASE WHEN p.status = 'pending' THEN 1 END)
+		FROM proposals p LEFT JOIN blocks b ON b.id = p.block_id GROUP BY COALESCE(b.owner, p.proposer)`)
 	if err != nil {
 		return nil, fmt.Errorf("memory: count proposals: %w", err)
 	}

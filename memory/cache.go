@@ -46,10 +46,11 @@ type Cache struct {
 	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
-	mu      sync.Mutex // guards dirty, evicted, closed
+	mu      sync.Mutex // guards dirty, evicted, closed, closing
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
+	closing chan struct{} // closed by Close; made by closed (on first use)
 
 	watch *watch // nil unless the backend is a BlockNotifier
 
@@ -233,6 +234,9 @@ func (c *Cache) Close() error {
 	// not wait for writes under way: it may be called from a subscriber
 	// inside one.
 	c.closed = true
+	if c.closing != nil {
+		close(c.closing)
+	}
 	c.mu.Unlock()
 	err := c.Flush(context.Background())
 	c.stopEmbedder()

@@ -109,6 +109,7 @@ type ConsolidateReport struct {
 	Examined int   // entries examined
 	Live     int   // live entries compared against
 	Next     int64 // After for the next round; 0 when this round reached the end
+	Last     int64 // the highest id the round examined (0: none)
 	Clusters []ConsolidationCluster
 	// Skipped are clusters larger than MaxClusterSize: reported, neither
 	// proposed nor applied.
@@ -272,6 +273,9 @@ func (c *Cache) Consolidate(ctx context.Context, agent string, opts *Consolidate
 		agent, o.After, o.MaxEntries).Scan(&end, &rep.Examined)
 	if err != nil {
 		return rep, fmt.Errorf("memory: consolidate %q: %w", agent, err)
+	}
+	if rep.Examined > 0 {
+		rep.Last = end
 	}
 	if rep.Examined == o.MaxEntries {
 		rep.Next = end

@@ -125,7 +125,9 @@
 // entries' keys holds this across processes; Options.KeepDuplicates turns
 // it off. [Cache.Consolidate] finds near-duplicates and proposes merges
 // (op [OpMergeArchival], decided with ApproveProposal and RejectProposal),
-// or applies exact ones at once; see docs/consolidation.md.
+// or applies exact ones at once; [Cache.RunConsolidation] runs rounds in
+// the background, in a goroutine the caller starts; see
+// docs/consolidation.md.
 //
 // # Isolation and sharing
 //

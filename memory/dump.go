@@ -19,8 +19,10 @@ import (
 
 // DumpVersion is the format version Export writes. Version 2 added
 // proposals, the context library and the embedder record, version 3
-// agent profiles; Import reads versions 1 to 3.
-const DumpVersion = 3
+// agent profiles, version 4 the proposals on archival memory
+// (consolidation's merge_archival, whose source ids Import renumbers);
+// Import reads versions 1 to 4.
+const DumpVersion = 4
 
 // Dump is a lossless, JSON-serialisable copy of a store (or one agent's
 // part of it): every block with its whole automerge document (so CRDT
@@ -55,14 +57,17 @@ type Dump struct {
 	Embedder *DumpEmbedder `json:"embedder,omitempty"`
 }
 
-// DumpProposal is one proposal on a block in the dump, pending or decided.
+// DumpProposal is one proposal in the dump, pending or decided: on a
+// block (Label), or on the owner's archival memory (Label "", Op
+// OpMergeArchival, Args an ArchivalMerge whose Sources are the dump's
+// archival ids, renumbered by Import with the entries).
 type DumpProposal struct {
 	ID        int64           `json:"id"` // the source store's; Import renumbers
 	Owner     string          `json:"owner"`
 	Label     string          `json:"label"`
 	Proposer  string          `json:"proposer"`
 	Op        string          `json:"op"`
-	Args      json.RawMessage `json:"args"` // the Edit, as stored
+	Args      json.RawMessage `json:"args"` // the Edit (or the ArchivalMerge), as stored
 	Reason    string          `json:"reason,omitempty"`
 	Status    string          `json:"status"`
 	CreatedAt int64           `json:"created_at"`           // Unix nanoseconds
@@ -289,11 +294,15 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 	return d, nil
 }
 
-// exportProposals adds the proposals on owner's blocks to d, oldest first.
+// exportProposals adds the proposals on owner's blocks and on owner's
+// archival memory to d, oldest first.
 func (c *Cache) exportProposals(ctx context.Context, owner string, d *Dump) error {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT p.id, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
+	rows, err := c.rdb.QueryContext(ctx, `SELECT * FROM (SELECT p.id, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
 		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id
-		WHERE b.owner = ? ORDER BY p.id`, owner)
+		WHERE b.owner = ?
+		UNION ALL SELECT p.id, '', p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
+		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p
+		WHERE p.block_id IS NULL AND p.proposer = ?) u ORDER BY id`, owner, owner)
 	if err != nil {
 		return fmt.Errorf("memory: export proposals of %q: %w", owner, err)
 	}
@@ -695,6 +704,18 @@ func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if p.DecidedBy != "" || p.Status != "pending" {
 				by = p.DecidedBy
 			}
+			if p.Op == OpMergeArchival {
+				args, err := importMergeArgs(p, archIDs)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(`INSERT INTO proposals (block_id, proposer, op, args_json, reason, status, created_at, decided_at, decided_by)
+					VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?)`, p.Owner, p.Op, args, p.Reason, p.Status, p.CreatedAt, decided, by); err != nil {
+					return fmt.Errorf("proposal %d on the archival memory of %q: %w", p.ID, p.Owner, err)
+				}
+				rep.Proposals++
+				continue
+			}
 			res, err := tx.Exec(`INSERT INTO proposals (block_id, proposer, op, args_json, reason, status, created_at, decided_at, decided_by)
 				SELECT id, ?, ?, ?, ?, ?, ?, ?, ? FROM blocks WHERE owner = ? AND label = ?`,
 				p.Proposer, p.Op, string(p.Args), p.Reason, p.Status, p.CreatedAt, decided, by, p.Owner, p.Label)
@@ -767,6 +788,19 @@ func checkProposal(p DumpProposal) error {
 	if err := checkAgent(p.Proposer); err != nil {
 		return fmt.Errorf("proposer: %w", err)
 	}
+	if p.Op == OpMergeArchival {
+		var m ArchivalMerge
+		if err := json.Unmarshal(p.Args, &m); err != nil {
+			return invalidArg("args are not an archival merge: %v", err)
+		}
+		if p.Label != "" || p.Proposer != p.Owner {
+			return invalidArg("a merge of archival entries is on its owner's archival memory (label %q, proposer %q, owner %q)", p.Label, p.Proposer, p.Owner)
+		}
+		if len(m.Sources) < 2 {
+			return invalidArg("a merge of %d archival entries (want two or more)", len(m.Sources))
+		}
+		return nil
+	}
 	var e Edit
 	if err := json.Unmarshal(p.Args, &e); err != nil {
 		return invalidArg("args are not an edit: %v", err)
@@ -778,6 +812,28 @@ func checkProposal(p DumpProposal) error {
 		return invalidArg("op %q, but its args are a %q edit", p.Op, e.Op)
 	}
 	return nil
+}
+
+// importMergeArgs is p's ArchivalMerge (checked by checkProposal) with
+// its sources renumbered as Import renumbered the archival entries
+// (archIDs); a source the dump does not hold fails.
+func importMergeArgs(p DumpProposal, archIDs map[int64]int64) (string, error) {
+	var m ArchivalMerge
+	if err := json.Unmarshal(p.Args, &m); err != nil {
+		return "", invalidArg("proposal %d of %q: args are not an archival merge: %v", p.ID, p.Owner, err)
+	}
+	for i, src := range m.Sources {
+		id, ok := archIDs[src]
+		if !ok {
+			return "", notFound("archival entry %d, which merge proposal %d of %q names", src, p.ID, p.Owner)
+		}
+		m.Sources[i] = id
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", invalidArg("proposal %d of %q: %v", p.ID, p.Owner, err)
+	}
+	return string(b), nil
 }
 
 // importMergedBy is who merged which changes of b from outside the store,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,6 +47,8 @@ type app struct {
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
 	// start building them and exit.
 	serving bool
+	// logger is the store's (memory.Options.Logger); nil discards.
+	logger *slog.Logger
 	// needVectors: the command searches by vector (search --mode
 	// vector|hybrid, context --recall): without --embedder, a recorded
 	// embedder the CLI cannot rebuild is an error, as it is for serving.
@@ -143,7 +146,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed, AgentQuotaBytes: a.quota}
+	opts := &memory.Options{Embedder: emb, OpenForReembed: a.reembed, AgentQuotaBytes: a.quota, Logger: a.logger}
 	if a.uncapped {
 		opts.MaxArchivalBytes, opts.MaxMetadataBytes, opts.MaxTags, opts.MaxTagBytes, opts.MaxMessageBytes = -1, -1, -1, -1, -1
 	}

@@ -20,12 +20,14 @@ type proposalJSON struct {
 	After  string `json:"after,omitempty"`
 	// DiffError says why the edit would not apply now.
 	DiffError string `json:"diff_error,omitempty"`
+	// Sources are a pending merge's source entries (with --diff).
+	Sources []memory.ArchivalEntry `json:"sources,omitempty"`
 }
 
 func cmdProposalsList(fs *flag.FlagSet) runFunc {
 	var owner string
 	var all, diff bool
-	fs.StringVar(&owner, "agent", "", "only proposals on this agent's blocks (default: every agent)")
+	fs.StringVar(&owner, "agent", "", "only proposals on this agent's blocks and archival memory (default: every agent)")
 	fs.BoolVar(&all, "all", false, "include decided proposals (approved, rejected, withdrawn)")
 	fs.BoolVar(&diff, "diff", false, "show what each pending proposal would change")
 	return func(ctx context.Context, a *app, _ []string) error {
@@ -47,7 +49,16 @@ func cmdProposalsList(fs *flag.FlagSet) runFunc {
 		out := make([]proposalJSON, 0, len(ps))
 		for _, p := range ps {
 			pj := proposalJSON{Proposal: p}
-			if diff && p.Status == "pending" {
+			if diff && p.Status == "pending" && p.Merge != nil {
+				for _, id := range p.Merge.Sources {
+					e, err := s.Agent(p.Owner).Archival().Get(ctx, id)
+					if err != nil {
+						pj.DiffError = err.Error()
+						break
+					}
+					pj.Sources = append(pj.Sources, e)
+				}
+			} else if diff && p.Status == "pending" {
 				if pj.Before, pj.After, err = ui.ProposalDiff(ctx, s, p); err != nil {
 					pj.DiffError = err.Error()
 				}
@@ -65,8 +76,12 @@ func cmdProposalsList(fs *flag.FlagSet) runFunc {
 			}
 			var rows [][]string
 			for _, p := range out {
-				rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Status, p.Owner + "/" + p.Label, p.Proposer,
-					editSummary(p.Edit), p.CreatedAt.Local().Format(time.DateTime), oneLine(p.Reason, 50)})
+				on, edit := p.Owner+"/"+p.Label, editSummary(p.Edit)
+				if p.Merge != nil {
+					on, edit = p.Owner+" (archival)", fmt.Sprintf("%s %d entries (%s)", memory.OpMergeArchival, len(p.Merge.Sources), p.Merge.Kind)
+				}
+				rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Status, on, p.Proposer,
+					edit, p.CreatedAt.Local().Format(time.DateTime), oneLine(p.Reason, 50)})
 			}
 			a.table("ID\tSTATUS\tBLOCK\tPROPOSER\tEDIT\tCREATED\tREASON", rows)
 			if diff {
@@ -74,9 +89,24 @@ func cmdProposalsList(fs *flag.FlagSet) runFunc {
 					if p.Status != "pending" {
 						continue
 					}
-					fmt.Fprintf(w, "\n#%d %s/%s:\n", p.ID, p.Owner, p.Label)
+					if p.Merge != nil {
+						by := ""
+						if p.Merge.Model != "" {
+							by = ", model " + p.Merge.Model
+						}
+						fmt.Fprintf(w, "\n#%d %s (archival), similarity %.2f%s:\n", p.ID, p.Owner, p.Merge.Similarity, by)
+					} else {
+						fmt.Fprintf(w, "\n#%d %s/%s:\n", p.ID, p.Owner, p.Label)
+					}
 					if p.DiffError != "" {
 						fmt.Fprintf(w, "  (%s)\n", p.DiffError)
+						continue
+					}
+					if p.Merge != nil {
+						for _, e := range p.Sources {
+							fmt.Fprintf(w, "  - #%d %s\n", e.ID, oneLine(e.Content, 200))
+						}
+						fmt.Fprintf(w, "  + %s\n", oneLine(p.Merge.Content, 200))
 						continue
 					}
 					fmt.Fprint(w, lineDiff(p.Before, p.After))

@@ -40,6 +40,8 @@ type serveConfig struct {
 	metricsTokenFile        string
 	opts                    serve.Options
 	drain                   time.Duration
+	consolidateEvery        time.Duration // 0: no background consolidation
+	consolidateApplyExact   bool
 }
 
 func cmdServe(fs *flag.FlagSet) runFunc {
@@ -61,9 +63,14 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
 	fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fs.DurationVar(&c.consolidateEvery, "consolidate-every", 0, "every this long, one bounded consolidation round per agent's archival memory: near-duplicates become merge_archival proposals (default 0, off)")
+	fs.BoolVar(&c.consolidateApplyExact, "consolidate-apply-exact", false, "with --consolidate-every, merge exact and near-exact duplicates at once instead of proposing them")
 	return func(ctx context.Context, a *app, _ []string) error {
 		if quota != 0 {
 			a.quota = quota
+		}
+		if c.consolidateEvery < 0 {
+			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
 		}
 		if (c.certFile == "") != (c.keyFile == "") {
 			return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")
@@ -71,12 +78,25 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
 		a.serving = true // many searches: keep the full-text index in memory
+		log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+		a.logger = log
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+		if c.consolidateEvery > 0 {
+			// Stopped (and waited for) before the store closes.
+			cctx, cancel := context.WithCancel(ctx)
+			cdone := make(chan struct{})
+			go func() {
+				defer close(cdone)
+				if err := s.RunConsolidation(cctx, c.consolidateEvery, &memory.ConsolidateOptions{ApplyExact: c.consolidateApplyExact}); err != nil {
+					log.Error("consolidation stopped", "err", err)
+				}
+			}()
+			defer func() { cancel(); <-cdone }()
+		}
 		h, err := newServeHandler(s, &c, log)
 		if err != nil {
 			return err

@@ -442,11 +442,41 @@ type proposalRow struct {
 	memory.Proposal
 	Diff    []span
 	DiffErr string
+	// Sources are a pending merge's source entries (Proposal.Merge), in
+	// its order, shown beside the merged text.
+	Sources []mergeSource
+}
+
+// mergeSource is one source entry of a merge proposal; Err says why it
+// cannot be shown (deleted, or no longer live: approving then fails).
+type mergeSource struct {
+	ID      int64
+	Content string
+	Tags    []string
+	Err     string
 }
 
 func (s *Server) proposalRow(ctx context.Context, p memory.Proposal) proposalRow {
 	pr := proposalRow{Proposal: p}
 	if p.Status != "pending" {
+		return pr
+	}
+	if p.Merge != nil {
+		arch := s.store.Agent(p.Owner).Archival()
+		for _, id := range p.Merge.Sources {
+			src := mergeSource{ID: id}
+			e, err := arch.Get(ctx, id)
+			switch {
+			case err != nil:
+				src.Err = err.Error()
+			case e.ValidTo != nil:
+				src.Err = "no longer live: approving this merge fails"
+				fallthrough
+			default:
+				src.Content, src.Tags = e.Content, e.Tags
+			}
+			pr.Sources = append(pr.Sources, src)
+		}
 		return pr
 	}
 	var before, after string
