@@ -95,7 +95,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 			_, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "fact"})
 			return err
 		}, false},
-		{"token", func() error { _, _, err := c.CreateToken(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
+		{"token", func() error { _, _, err := c.Tokens().Create(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
 	}
 	run := func(t *testing.T, s *memory.Cache, steps []step) {
 		stamps := func() [2]memory.BlocksStamp {

@@ -38,6 +38,7 @@ type Cache struct {
 	// cache.
 	handles    sync.Map
 	handlesLen atomic.Int64
+	tokens     Tokens // what Tokens returns
 	wq         writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name (remember), for the hits that skip the freshness
@@ -164,6 +165,7 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
+	c.tokens.c = c
 	var err error
 	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,

@@ -240,7 +240,7 @@ func TestSyncDoor(t *testing.T) {
 	}
 
 	// Revocation closes the connection.
-	if err := store.RevokeToken(ctx, tok.ID); err != nil {
+	if err := store.Tokens().Revoke(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !p.until(func(p *goPeer) bool { return p.closed != nil }) || websocket.CloseStatus(p.closed) != websocket.StatusPolicyViolation {

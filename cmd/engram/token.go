@@ -39,7 +39,7 @@ type tokenJSON struct {
 	Token string `json:"token,omitempty"`
 }
 
-func toTokenJSON(t memory.Token) tokenJSON {
+func toTokenJSON(t memory.AccessToken) tokenJSON {
 	opt := func(at time.Time) *time.Time {
 		if at.IsZero() {
 			return nil
@@ -70,7 +70,7 @@ func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	t, secret, err := s.CreateToken(ctx, spec)
+	t, secret, err := s.Tokens().Create(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func cmdTokenList(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	ts, err := s.Tokens(ctx)
+	ts, err := s.Tokens().List(ctx)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	if err := s.RevokeToken(ctx, id); err != nil {
+	if err := s.Tokens().Revoke(ctx, id); err != nil {
 		return err
 	}
 	return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
@@ -193,7 +193,7 @@ func cmdTokenLoginURL(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
-	secret, err := s.CreateLoginLink(ctx, id, ttl)
+	secret, err := s.Tokens().CreateLoginLink(ctx, id, ttl)
 	if err != nil {
 		return err
 	}
