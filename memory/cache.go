@@ -15,8 +15,18 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Cache is the default Store, the one Open and New return (builder.Cache is
-// another thing: what context builds reuse). Block documents are loaded
+// Cache is the store Open and New return (builder.Cache is another thing:
+// what context builds reuse). Its own methods are store-wide (open and
+// close, import and export, re-embedding, token counts, access tokens);
+// everything an agent does goes through its handle, [Cache.Agent], and
+// store administration through [Cache.Admin]. Every method taking a
+// context honours its cancellation. An agent sees its own blocks, archival
+// entries and messages and the blocks shared with it, nothing else.
+// Missing or invisible things return errors matching ErrNotFound;
+// duplicates ErrExists; refused writes blocks.ErrPermission.
+// memory/storetest checks a Cache over any backend against this contract.
+//
+// Block documents are loaded
 // lazily from its Backend, kept in an LRU of Options.CacheSize, and their
 // changes are written through to the backend as incremental automerge
 // changes. Several Caches (in one process or several) may share one

@@ -19,25 +19,25 @@ func TestLogRotationBySharee(t *testing.T) {
 	for _, perm := range []blocks.Permission{blocks.Append, blocks.ReadWrite} {
 		t.Run(perm.String(), func(t *testing.T) {
 			c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-			if _, err := c.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 120, Permission: perm,
+			if _, err := c.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 120, Permission: perm,
 				Schema: schema.Log{Retention: 3, Entry: []schema.FieldDef{{Name: "level", Type: schema.FieldString, Default: "info", ReadOnly: true}}}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.ShareBlock(ctx, "bob", "events", "ada", perm); err != nil {
+			if err := c.Agent("bob").Block("events").Share(ctx, "ada", perm); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 10 {
 				who, owner := "ada", "bob"
 				if i%2 == 0 {
-					who, owner = "bob", ""
+					who, owner = "bob", "bob"
 				}
-				if err := c.ApplyEdit(ctx, who, owner, "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d with words", i)}); err != nil {
+				if err := c.Agent(who).Shared(owner, "events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d with words", i)}); err != nil {
 					t.Fatalf("append %d by %s: %v", i, who, err)
 				}
 			}
-			r, err := c.RenderedContent(ctx, "bob", "events")
+			r, err := c.Agent("bob").Block("events").Render(ctx)
 			t.Logf("%q %v", r, err)
-			d, _ := c.GetBlock(ctx, "bob", "events")
+			d, _ := c.Agent("bob").Block("events").Doc(ctx)
 			v, _ := d.Value()
 			if err := blocks.CheckValue(d.Schema(), v); err != nil {
 				t.Fatal(err)

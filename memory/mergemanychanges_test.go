@@ -40,7 +40,7 @@ func TestMergeChangesOfManySmallChangesCost(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-			doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello"})
+			doc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "notes", Value: "hello"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,12 +71,12 @@ func TestMergeChangesOfManySmallChangesCost(t *testing.T) {
 				data = automerge.SaveChanges(chs)
 			}
 			cpu0, hwm0 := selfCost(t)
-			err = c.MergeChanges(ctx, "ada", "", "notes", data)
+			err = c.Agent("ada").Block("notes").Merge(ctx, data)
 			cpu1, hwm1 := selfCost(t)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := c.GetBlock(ctx, "ada", "notes")
+			got, err := c.Agent("ada").Block("notes").Doc(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

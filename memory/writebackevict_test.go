@@ -32,7 +32,7 @@ func writeBackEvictRebase(t *testing.T, path string) {
 	b := openFile(t, path, nil)
 	labels := []string{"x", "y", "z"}
 	for _, l := range labels {
-		if _, err := b.CreateBlock(ctx, "a", memory.BlockSpec{Label: l, CharLimit: 100000}); err != nil {
+		if _, err := b.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: l, CharLimit: 100000}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,17 +44,17 @@ func writeBackEvictRebase(t *testing.T, path string) {
 			s = b
 		}
 		line := fmt.Sprintf("%s-%d\n", l, i)
-		if err := s.AppendToBlock(ctx, "a", l, line); err != nil {
+		if err := s.Agent("a").Block(l).Append(ctx, line); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 		acked[l] = append(acked[l], line)
 		if i%7 == 3 {
-			if err := b.Rebase(ctx, "a", labels[(i+1)%3]); err != nil {
+			if err := b.Agent("a").Block(labels[(i+1)%3]).Rebase(ctx); err != nil {
 				t.Fatalf("rebase: %v", err)
 			}
 		}
 		if i%11 == 5 {
-			if err := a.Rebase(ctx, "a", labels[(i+2)%3]); err != nil {
+			if err := a.Agent("a").Block(labels[(i+2)%3]).Rebase(ctx); err != nil {
 				t.Fatalf("rebase a: %v", err)
 			}
 		}
@@ -64,7 +64,7 @@ func writeBackEvictRebase(t *testing.T, path string) {
 	}
 	cold := openFile(t, path, nil)
 	for _, l := range labels {
-		d, err := cold.GetBlock(ctx, "a", l)
+		d, err := cold.Agent("a").Block(l).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

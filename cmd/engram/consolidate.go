@@ -12,7 +12,7 @@ import (
 )
 
 // cmdConsolidate runs consolidation rounds over an agent's archival
-// memory (memory.Cache.Consolidate) until the last entry, or --rounds.
+// memory (memory.Archival.Consolidate) until the last entry, or --rounds.
 func cmdConsolidate(ctx context.Context, a *app, args []string) error {
 	var agent string
 	var o memory.ConsolidateOptions
@@ -47,7 +47,7 @@ func cmdConsolidate(ctx context.Context, a *app, args []string) error {
 	defer a.close()
 	var reps []*memory.ConsolidateReport
 	for n := 0; rounds == 0 || n < rounds; n++ {
-		rep, err := s.Consolidate(ctx, agent, &o)
+		rep, err := s.Agent(agent).Archival().Consolidate(ctx, &o)
 		if rep != nil && (err == nil || rep.Examined > 0) {
 			reps = append(reps, rep)
 		}
