@@ -10,18 +10,16 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Agent acts on a store as one agent. Most Cache methods take the acting
-// agent as their first string, often followed by an owner and a label of
-// the same type: swapped arguments compile, and an owner of "" silently
-// means "my own". An Agent fixes the acting agent once, and the block
-// handles it gives out fix the owner and label, so a call names only what
-// varies (the text, the edit, the query).
+// Agent acts on a store as one agent: everything an agent does (blocks,
+// shares, proposals, archival memory, messages, search, its profile and
+// context library) goes through its handle. An Agent fixes the acting
+// agent once, and the block handles it gives out fix the owner and label,
+// so a call names only what varies (the text, the edit, the query), and no
+// agent, owner and label strings can be swapped.
 //
 // An Agent is a cheap value: it holds no resources, needs no closing and
 // is safe for concurrent use; make one per request or keep one per agent,
-// as convenient. Every method is a thin call to the Store method of the
-// same meaning, so permissions, isolation, proposals and persistence are
-// exactly the store's.
+// as convenient.
 //
 // The id is checked when the handle is used, not when it is made: every
 // method already returns an error, and a constructor error would only
@@ -103,8 +101,8 @@ func (a *Agent) Block(label string) *Block {
 // agent: reads and writes go through the share and its permission. A
 // block owner did not share with the agent is ErrNotFound on every
 // method, exactly as if it did not exist. Shared(a.ID(), label) is the
-// same as Block(label). Unlike the Cache methods, an empty owner is an
-// error here, never "the agent's own".
+// same as Block(label). An empty owner is an error, never "the agent's
+// own".
 func (a *Agent) Shared(owner, label string) *Block {
 	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
@@ -198,8 +196,7 @@ func (a *Agent) Archival() *Archival { return &a.arch }
 // Messages is the agent's conversation: messages, batches and summaries.
 func (a *Agent) Messages() *Messages { return &a.msgs }
 
-// Archival is one agent's archival memory (from [Agent.Archival]). Its
-// methods are the Cache's *Archival methods with the agent filled in.
+// Archival is one agent's archival memory (from [Agent.Archival]).
 type Archival struct{ a *Agent }
 
 // Insert stores an entry (see Cache.addArchival).
@@ -262,8 +259,8 @@ func (r *Archival) Search(ctx context.Context, query string, opts *search.Option
 	return r.a.s.searchArchival(ctx, r.a.id, query, opts)
 }
 
-// Messages is one agent's conversation (from [Agent.Messages]). Its methods
-// are the Cache's message methods with the agent filled in.
+// Messages is one agent's conversation (from [Agent.Messages]): messages,
+// batches and summaries.
 type Messages struct{ a *Agent }
 
 // Append stores one message (see Cache.appendMessage).
