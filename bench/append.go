@@ -232,7 +232,7 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 			return err
 		}
 		for _, l := range p.labels {
-			if _, err := st.CreateBlock(ctx, agent, memory.BlockSpec{Label: l}); err != nil {
+			if _, err := st.Agent(agent).CreateBlock(ctx, memory.BlockSpec{Label: l}); err != nil {
 				return err
 			}
 		}
@@ -259,7 +259,7 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 		t0 := time.Now()
 		for i, op := range p.ops {
 			t := time.Now()
-			if err := st.AppendToBlock(ctx, agent, p.labels[op.block], op.text); err != nil {
+			if err := st.Agent(agent).Block(p.labels[op.block]).Append(ctx, op.text); err != nil {
 				return fmt.Errorf("engram append %d: %w", i, err)
 			}
 			ds[i] = time.Since(t)
@@ -348,7 +348,7 @@ func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent,
 				return nil, nil, err
 			}
 			for _, l := range plans[i].labels {
-				if _, err := st.CreateBlock(ctx, agent, memory.BlockSpec{Label: l}); err != nil {
+				if _, err := st.Agent(agent).CreateBlock(ctx, memory.BlockSpec{Label: l}); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -373,7 +373,7 @@ func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent,
 		}
 		ops, err := run(func(_ int, p *appendPlan) error {
 			for _, op := range p.ops {
-				if err := st.AppendToBlock(ctx, agent, p.labels[op.block], op.text); err != nil {
+				if err := st.Agent(agent).Block(p.labels[op.block]).Append(ctx, op.text); err != nil {
 					return err
 				}
 			}

@@ -34,9 +34,10 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 		if i < max(1, nBlocks/4) {
 			typ = blocks.Core
 		}
-		_, err := st.CreateBlock(ctx, buildAgent, memory.BlockSpec{Label: fmt.Sprintf("block-%04d", i),
+		_, err := st.Agent(buildAgent).CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("block-%04d", i),
 			Description: fmt.Sprintf("Block number %d.", i), Type: typ, Pinned: true, Priority: i % 7,
 			Value: strings.Repeat(buildPara, 4+i%5)})
+
 		if err != nil {
 			return err
 		}
@@ -49,15 +50,15 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 				role = memory.RoleAssistant
 			}
 			content := fmt.Sprintf("Message %d of event %d. %s", j, b, buildPara[:40+(b*7+j*13)%60])
-			if _, err := st.AppendMessage(ctx, buildAgent, memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
+			if _, err := st.Agent(buildAgent).Messages().Append(ctx, memory.Message{Role: role, BatchID: batch, Content: content}); err != nil {
 				return err
 			}
 		}
-		if err := st.CompleteBatch(ctx, buildAgent, batch); err != nil {
+		if err := st.Agent(buildAgent).Messages().CompleteBatch(ctx, batch); err != nil {
 			return err
 		}
 	}
-	_, err := st.AppendMessage(ctx, buildAgent, memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"})
+	_, err := st.Agent(buildAgent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "now", Content: "What is the plan for Friday?"})
 	return err
 }
 
@@ -114,11 +115,11 @@ func benchBuild(ctx context.Context, cfg config, tmp string, r *report) error {
 		return fmt.Errorf("build: %d messages, %d blocks in the request (want 501, 20)", len(req.Messages), len(req.Metadata.BlocksIncluded))
 	}
 	// The baseline: the same pre-rendered strings, concatenated.
-	metas, err := st.ListBlocks(ctx, buildAgent)
+	metas, err := st.Agent(buildAgent).Blocks(ctx)
 	if err != nil {
 		return err
 	}
-	msgs, err := st.Messages(ctx, buildAgent, nil)
+	msgs, err := st.Agent(buildAgent).Messages().List(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func benchConsolidate(ctx context.Context, cfg config, tmp string, r *report) er
 		for range inserts {
 			c := text()
 			t := time.Now()
-			if _, err := s.InsertArchival(ctx, "bench", memory.ArchivalEntry{Content: c}); err != nil {
+			if _, err := s.Agent("bench").Archival().Insert(ctx, memory.ArchivalEntry{Content: c}); err != nil {
 				return 0, err
 			}
 			ds = append(ds, time.Since(t))
@@ -84,11 +84,11 @@ func benchConsolidate(ctx context.Context, cfg config, tmp string, r *report) er
 		}
 		in[i] = memory.ArchivalEntry{Content: text()}
 	}
-	if _, err := s.InsertArchivalBatch(ctx, "bench", in, nil); err != nil {
+	if _, err := s.Agent("bench").Archival().InsertBatch(ctx, in, nil); err != nil {
 		return err
 	}
 	t := time.Now()
-	rep, err := s.Consolidate(ctx, "bench", &memory.ConsolidateOptions{DryRun: true, MaxEntries: n})
+	rep, err := s.Agent("bench").Archival().Consolidate(ctx, &memory.ConsolidateOptions{DryRun: true, MaxEntries: n})
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	for i := range docs {
 		entries[i] = memory.ArchivalEntry{Content: texts[i]}
 	}
-	stored, err := st.InsertArchivalBatch(ctx, cranAgent, entries, nil)
+	stored, err := st.Agent(cranAgent).Archival().InsertBatch(ctx, entries, nil)
 	if err != nil {
 		return fmt.Errorf("engram batch load: %w", err)
 	}
@@ -139,7 +139,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 		return err
 	}
 	for i, d := range docs {
-		if _, err := one.InsertArchival(ctx, cranAgent, memory.ArchivalEntry{Content: texts[i]}); err != nil {
+		if _, err := one.Agent(cranAgent).Archival().Insert(ctx, memory.ArchivalEntry{Content: texts[i]}); err != nil {
 			one.Close()
 			return fmt.Errorf("engram insert doc %d: %w", d.ID, err)
 		}
@@ -162,9 +162,9 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	if err := st.Index().WarmVectorCache(ctx); err != nil {
 		return err
 	}
-	engramOn := func(st memory.Store, name string, mode search.Mode) cranSystem {
+	engramOn := func(st *memory.Cache, name string, mode search.Mode) cranSystem {
 		return cranSystem{name: name, query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
-			rs, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(mode).Limit(limit))
+			rs, err := st.Agent(cranAgent).Archival().Search(ctx, q.Text, search.NewOptions().Mode(mode).Limit(limit))
 			if errors.Is(err, search.ErrInvalidQuery) {
 				return nil, nil // no searchable terms: retrieves nothing
 			}

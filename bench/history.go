@@ -40,7 +40,7 @@ func benchHistoryLoad(ctx context.Context, cfg config, tmp string, r *report) er
 		return err
 	}
 	lines := historyLines()
-	if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: "notes", Value: strings.Join(lines, "\n")}); err != nil {
+	if _, err := st.Agent("agent").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: strings.Join(lines, "\n")}); err != nil {
 		st.Close()
 		return err
 	}
@@ -53,7 +53,7 @@ func benchHistoryLoad(ctx context.Context, cfg config, tmp string, r *report) er
 				return 0, 0, err
 			}
 			t := time.Now()
-			doc, err := s.GetBlock(ctx, "agent", "notes")
+			doc, err := s.Agent("agent").Block("notes").Doc(ctx)
 			if err != nil {
 				s.Close()
 				return 0, 0, err
@@ -72,7 +72,7 @@ func benchHistoryLoad(ctx context.Context, cfg config, tmp string, r *report) er
 		for ; done < n; done++ {
 			i := done % len(lines)
 			lines[i] = fmt.Sprintf("line %02d: rewrite %06d of the deploy schedule", i, done)
-			if err := st.UpdateBlockText(ctx, "agent", "notes", strings.Join(lines, "\n")); err != nil {
+			if err := st.Agent("agent").Block("notes").SetText(ctx, strings.Join(lines, "\n")); err != nil {
 				st.Close()
 				return fmt.Errorf("rewrite %d: %w", done, err)
 			}
@@ -131,12 +131,12 @@ func benchAppendBySize(ctx context.Context, cfg config, tmp string, r *report) e
 				if i%perBlock == 0 {
 					label = fmt.Sprintf("%s-%d", name, blocks)
 					blocks++
-					if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: label, CharLimit: size + 1<<16, Value: body(size)}); err != nil {
+					if _, err := st.Agent("agent").CreateBlock(ctx, memory.BlockSpec{Label: label, CharLimit: size + 1<<16, Value: body(size)}); err != nil {
 						return 0, err
 					}
 				}
 				t := time.Now()
-				if err := st.AppendToBlock(ctx, "agent", label, op.text); err != nil {
+				if err := st.Agent("agent").Block(label).Append(ctx, op.text); err != nil {
 					return 0, err
 				}
 				ds = append(ds, time.Since(t))

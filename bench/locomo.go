@@ -69,7 +69,7 @@ func benchLoCoMo(ctx context.Context, cfg config, tmp string, r *report) error {
 						return fmt.Errorf("bleve: %w", err)
 					}
 				}
-				out, err := st.AppendMessages(ctx, c.ID, msgs)
+				out, err := st.Agent(c.ID).Messages().AppendMany(ctx, msgs)
 				if err != nil {
 					return fmt.Errorf("locomo %s %s: %w", c.ID, s.Key, err)
 				}
@@ -82,7 +82,7 @@ func benchLoCoMo(ctx context.Context, cfg config, tmp string, r *report) error {
 				return fmt.Errorf("bleve: %w", err)
 			}
 			for _, q := range c.Questions {
-				res, err := st.Search(ctx, c.ID, q.Question, search.NewOptions().ContentTypes(search.Messages).Limit(25))
+				res, err := st.Agent(c.ID).Search(ctx, q.Question, search.NewOptions().ContentTypes(search.Messages).Limit(25))
 				if err != nil {
 					return fmt.Errorf("locomo %s: search %q: %w", c.ID, q.Question, err)
 				}

@@ -63,20 +63,20 @@ func runPGWriterChild(part string) error {
 			op = func(w, i int) error {
 				if n++; block == 0 || n > 3 { // a fresh block each 3 chunks (the char limit: 1 MiB)
 					block, n = block+1, 1
-					if _, err := st.CreateBlock(ctx, agent(w), memory.BlockSpec{Label: fmt.Sprint("big", os.Getpid(), "-", block), CharLimit: 1 << 20}); err != nil {
+					if _, err := st.Agent(agent(w)).CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprint("big", os.Getpid(), "-", block), CharLimit: 1 << 20}); err != nil {
 						return err
 					}
 				}
-				return st.AppendToBlock(ctx, agent(w), fmt.Sprint("big", os.Getpid(), "-", block), chunk)
+				return st.Agent(agent(w)).Block(fmt.Sprint("big", os.Getpid(), "-", block)).Append(ctx, chunk)
 			}
 		} else {
 			for w := range writers {
-				if _, err := st.CreateBlock(ctx, agent(w), memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+				if _, err := st.Agent(agent(w)).CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
 					return err
 				}
 			}
 			op = func(w, i int) error {
-				return st.AppendToBlock(ctx, agent(w), "notes", fmt.Sprintf("note %d of writer %d: the tide turned at the harbour\n", i, w))
+				return st.Agent(agent(w)).Block("notes").Append(ctx, fmt.Sprintf("note %d of writer %d: the tide turned at the harbour\n", i, w))
 			}
 		}
 	case "bare":
@@ -345,7 +345,7 @@ func bigWriterP99(ctx context.Context, cfg config, dsn string) (quiet, loaded []
 		return nil, nil, 0, err
 	}
 	defer st.Close()
-	if _, err := st.CreateBlock(ctx, "small", memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+	if _, err := st.Agent("small").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
 		return nil, nil, 0, err
 	}
 	appends = max(100, cfg.appendOps)
@@ -353,14 +353,14 @@ func bigWriterP99(ctx context.Context, cfg config, dsn string) (quiet, loaded []
 		ds := make([]time.Duration, appends)
 		for i := range ds {
 			t := time.Now()
-			if err := st.AppendToBlock(ctx, "small", "notes", fmt.Sprintf("note %d\n", i)); err != nil {
+			if err := st.Agent("small").Block("notes").Append(ctx, fmt.Sprintf("note %d\n", i)); err != nil {
 				return nil, err
 			}
 			ds[i] = time.Since(t)
 			if i%400 == 399 {
 				// A fresh block now and then: the latency is the write's,
 				// not the block's growing size.
-				if err := st.UpdateBlockText(ctx, "small", "notes", ""); err != nil {
+				if err := st.Agent("small").Block("notes").SetText(ctx, ""); err != nil {
 					return nil, err
 				}
 			}

@@ -76,14 +76,14 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 			return err
 		}
 		for _, l := range p.labels {
-			if _, err := st.CreateBlock(ctx, "agent", memory.BlockSpec{Label: l}); err != nil {
+			if _, err := st.Agent("agent").CreateBlock(ctx, memory.BlockSpec{Label: l}); err != nil {
 				return err
 			}
 		}
 		ds := make([]time.Duration, len(p.ops))
 		for i, op := range p.ops {
 			t := time.Now()
-			if err := st.AppendToBlock(ctx, "agent", p.labels[op.block], op.text); err != nil {
+			if err := st.Agent("agent").Block(p.labels[op.block]).Append(ctx, op.text); err != nil {
 				return fmt.Errorf("engram append %d: %w", i, err)
 			}
 			ds[i] = time.Since(t)
@@ -137,7 +137,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		sys := &system{}
 		runs := map[string][]string{}
 		for _, q := range queries {
-			rs, err := s.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.FTS).Limit(100))
+			rs, err := s.Agent(cranAgent).Archival().Search(ctx, q.Text, search.NewOptions().Mode(search.FTS).Limit(100))
 			if err != nil && !errors.Is(err, search.ErrInvalidQuery) {
 				return nil, err
 			}
@@ -149,7 +149,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		for range cfg.repeats {
 			for _, q := range queries {
 				t := time.Now()
-				if _, err := s.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.FTS).Limit(10)); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
+				if _, err := s.Agent(cranAgent).Archival().Search(ctx, q.Text, search.NewOptions().Mode(search.FTS).Limit(10)); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
 					return nil, err
 				}
 				sys.lat = append(sys.lat, time.Since(t))
@@ -170,7 +170,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		for i, d := range docs {
 			entries[i] = memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}
 		}
-		stored, err := s.InsertArchivalBatch(ctx, cranAgent, entries, nil)
+		stored, err := s.Agent(cranAgent).Archival().InsertBatch(ctx, entries, nil)
 		if err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, doc
 	for i, d := range docs {
 		entries[i] = memory.ArchivalEntry{Content: d.Title + "\n" + d.Body}
 	}
-	if _, err := pgv.InsertArchivalBatch(ctx, cranAgent, entries, nil); err != nil {
+	if _, err := pgv.Agent(cranAgent).Archival().InsertBatch(ctx, entries, nil); err != nil {
 		return err
 	}
 	// Planner statistics as autovacuum keeps them in a running database
@@ -252,7 +252,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, doc
 		for pass := 0; pass <= cfg.repeats; pass++ {
 			for _, q := range queries {
 				t := time.Now()
-				if _, err := st.SearchArchival(ctx, cranAgent, q.Text, search.NewOptions().Mode(search.Vector).Limit(10)); err != nil {
+				if _, err := st.Agent(cranAgent).Archival().Search(ctx, q.Text, search.NewOptions().Mode(search.Vector).Limit(10)); err != nil {
 					return err
 				}
 				if pass > 0 {

@@ -253,7 +253,7 @@ func seedServeStore(ctx context.Context, db string, n int) error {
 		{Label: "human", Type: blocks.Core, Value: "Ada runs the deploys and reviews the backups on Fridays."},
 		{Label: "notes", Type: blocks.Working, Value: "Open items:", CharLimit: 1 << 20},
 	} {
-		if _, err := st.CreateBlock(ctx, "ada", b); err != nil {
+		if _, err := st.Agent("ada").CreateBlock(ctx, b); err != nil {
 			return fmt.Errorf("serve: create block %s: %w", b.Label, err)
 		}
 	}
@@ -263,7 +263,7 @@ func seedServeStore(ctx context.Context, db string, n int) error {
 		entries[i] = memory.ArchivalEntry{Content: fmt.Sprintf("entry %d: the %s item from week %d; %s followed, then %s",
 			i, topics[i%len(topics)], i/7, topics[(i*3+1)%len(topics)], topics[(i*5+2)%len(topics)])}
 	}
-	if _, err := st.InsertArchivalBatch(ctx, "ada", entries, nil); err != nil {
+	if _, err := st.Agent("ada").Archival().InsertBatch(ctx, entries, nil); err != nil {
 		return fmt.Errorf("serve: insert %d archival entries: %w", n, err)
 	}
 	return st.Close()

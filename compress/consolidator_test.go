@@ -58,7 +58,7 @@ func consolidationStore(t *testing.T) (*memory.Cache, []memory.ArchivalEntry) {
 	t.Cleanup(func() { s.Close() })
 	var out []memory.ArchivalEntry
 	for _, c := range []string{factOld, "Melanie paints landscapes on weekends", factNew} {
-		e, err := s.InsertArchival(context.Background(), "ag", memory.ArchivalEntry{Content: c, Tags: []string{"t" + fmt.Sprint(len(out))}})
+		e, err := s.Agent("ag").Archival().Insert(context.Background(), memory.ArchivalEntry{Content: c, Tags: []string{"t" + fmt.Sprint(len(out))}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,11 +69,11 @@ func consolidationStore(t *testing.T) (*memory.Cache, []memory.ArchivalEntry) {
 
 func snapshot(t *testing.T, s *memory.Cache) string {
 	t.Helper()
-	es, err := s.ListArchival(context.Background(), "ag", &memory.ArchivalQuery{IncludeSuperseded: true})
+	es, err := s.Agent("ag").Archival().List(context.Background(), &memory.ArchivalQuery{IncludeSuperseded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := s.ListProposals(context.Background(), "ag", "")
+	ps, err := s.Agent("ag").Proposals(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestConsolidatorBadAnswersChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := snapshot(t, s)
-			rep, err := s.Consolidate(context.Background(), "ag", &memory.ConsolidateOptions{Model: model, DryRun: true})
+			rep, err := s.Agent("ag").Archival().Consolidate(context.Background(), &memory.ConsolidateOptions{Model: model, DryRun: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestConsolidatorBadAnswersChangeNothing(t *testing.T) {
 			}
 			// Not a dry run: the cluster is proposed without the model's
 			// answer (the oldest text), which stays pending.
-			rep, err = s.Consolidate(context.Background(), "ag", &memory.ConsolidateOptions{Model: model})
+			rep, err = s.Agent("ag").Archival().Consolidate(context.Background(), &memory.ConsolidateOptions{Model: model})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestConsolidatorBadAnswersChangeNothing(t *testing.T) {
 			if snapshot(t, s) == before {
 				t.Fatal("no proposal recorded")
 			}
-			es2, _ := s.ListArchival(context.Background(), "ag", nil)
+			es2, _ := s.Agent("ag").Archival().List(context.Background(), nil)
 			if len(es2) != len(es) {
 				t.Fatalf("%d live entries, want %d", len(es2), len(es))
 			}
@@ -158,19 +158,19 @@ func TestConsolidatorMergeApproveReject(t *testing.T) {
 	if len(rep.Proposals) != 1 {
 		t.Fatalf("proposals %v, report %+v", rep.Proposals, rep)
 	}
-	ps, _ := s.ListProposals(ctx, "ag", "")
+	ps, _ := s.Agent("ag").Proposals(ctx)
 	p := ps[0]
 	if p.Merge == nil || p.Merge.Model != "fake-1" || p.Reason != "same move" || !slices.Equal(p.Merge.Sources, []int64{es[0].ID, es[2].ID}) || p.Merge.Similarity <= 0.8 {
 		t.Fatalf("proposal %+v merge %+v", p, p.Merge)
 	}
 	// Another agent may not decide it.
-	if err := s.ApproveProposal(ctx, p.ID, "mallory"); err == nil {
+	if err := s.Agent("mallory").ApproveProposal(ctx, p.ID); err == nil {
 		t.Fatal("another agent approved a merge of ag's memory")
 	}
-	if err := s.ApproveProposal(ctx, p.ID, "human:ann"); err != nil {
+	if err := s.Agent("human:ann").ApproveProposal(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	live, _ := s.ListArchival(ctx, "ag", nil)
+	live, _ := s.Agent("ag").Archival().List(ctx, nil)
 	if len(live) != 2 {
 		t.Fatalf("%d live entries after the merge, want 2", len(live))
 	}
@@ -179,32 +179,32 @@ func TestConsolidatorMergeApproveReject(t *testing.T) {
 		t.Fatalf("merged entry %+v", merged)
 	}
 	for _, src := range []int64{es[0].ID, es[2].ID} {
-		old, _ := s.GetArchival(ctx, "ag", src)
+		old, _ := s.Agent("ag").Archival().Get(ctx, src)
 		if old.ValidTo == nil || old.SupersededBy != merged.ID {
 			t.Fatalf("source %d: %+v", src, old)
 		}
 	}
 	// Approving twice fails; a stale proposal (a source superseded since)
 	// fails and changes nothing.
-	if err := s.ApproveProposal(ctx, p.ID, "human:ann"); err == nil {
+	if err := s.Agent("human:ann").ApproveProposal(ctx, p.ID); err == nil {
 		t.Fatal("approved twice")
 	}
 	s2, es2 := consolidationStore(t)
-	if _, err := s2.Consolidate(ctx, "ag", &memory.ConsolidateOptions{Model: model}); err != nil {
+	if _, err := s2.Agent("ag").Archival().Consolidate(ctx, &memory.ConsolidateOptions{Model: model}); err != nil {
 		t.Fatal(err)
 	}
-	ps2, _ := s2.ListProposals(ctx, "ag", "")
-	if _, err := s2.SupersedeArchival(ctx, "ag", es2[2].ID, memory.ArchivalEntry{Content: "Caroline lives in Boston"}); err != nil {
+	ps2, _ := s2.Agent("ag").Proposals(ctx)
+	if _, err := s2.Agent("ag").Archival().Supersede(ctx, es2[2].ID, memory.ArchivalEntry{Content: "Caroline lives in Boston"}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, s2)
-	if err := s2.ApproveProposal(ctx, ps2[0].ID, "ag"); !errors.Is(err, memory.ErrNotFound) {
+	if err := s2.Agent("ag").ApproveProposal(ctx, ps2[0].ID); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("stale merge: %v, want ErrNotFound", err)
 	}
 	if snapshot(t, s2) != before {
 		t.Fatal("a failed approval changed memory")
 	}
-	if err := s2.RejectProposal(ctx, ps2[0].ID, "ag", "no"); err != nil {
+	if err := s2.Agent("ag").RejectProposal(ctx, ps2[0].ID, "no"); err != nil {
 		t.Fatal(err)
 	}
 	after := snapshot(t, s2)

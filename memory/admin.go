@@ -181,7 +181,7 @@ func (a *Admin) ProposalCounts(ctx context.Context) (map[string]ProposalCount, e
 type CompactOptions struct {
 	// Owner limits compaction to one agent's blocks.
 	Owner string
-	// Rebase also starts each block on a new epoch (see Cache.Rebase):
+	// Rebase also starts each block on a new epoch (see Block.Rebase):
 	// its history is archived, and loading reads only the current value.
 	Rebase bool
 	// Progress, if set, is called after each block with the blocks done
@@ -190,8 +190,8 @@ type CompactOptions struct {
 }
 
 // Compact folds the updates of every block (or one owner's) into its
-// snapshot, one block at a time in creation order, as Cache.Compact (or
-// Cache.Rebase) does. A block deleted meanwhile is skipped. It returns how
+// snapshot, one block at a time in creation order, as Block.Compact (or
+// Block.Rebase) does. A block deleted meanwhile is skipped. It returns how
 // many blocks it went through; on an error, the blocks before it stay
 // compacted.
 func (a *Admin) Compact(ctx context.Context, opts *CompactOptions) (int, error) {
@@ -215,9 +215,9 @@ func (a *Admin) Compact(ctx context.Context, opts *CompactOptions) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("memory: compact: list blocks: %w", err)
 	}
-	compact := c.Compact
+	compact := c.compactBlock
 	if o.Rebase {
-		compact = c.Rebase
+		compact = c.rebaseBlock
 	}
 	for i, b := range todo {
 		if err := compact(ctx, b[0], b[1]); err != nil && !errors.Is(err, ErrNotFound) {

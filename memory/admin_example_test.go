@@ -17,10 +17,10 @@ func ExampleAdmin() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	store.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Permission: blocks.Admin})
-	store.AppendToBlock(ctx, "ada", "notes", "first\n")
-	store.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "board", Permission: blocks.Admin})
-	store.ShareBlock(ctx, "bob", "board", "cy", blocks.ReadWrite)
+	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Permission: blocks.Admin})
+	store.Agent("ada").Block("notes").Append(ctx, "first\n")
+	store.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "board", Permission: blocks.Admin})
+	store.Agent("bob").Block("board").Share(ctx, "cy", blocks.ReadWrite)
 
 	admin := store.Admin()
 	agents, _ := admin.Agents(ctx)

@@ -33,20 +33,20 @@ func testAdmin(t *testing.T, target string) {
 		}
 	}
 	for _, b := range []struct{ owner, label string }{{"ada", "notes"}, {"ada", "plan"}, {"bob", "board"}} {
-		_, err := c.CreateBlock(ctx, b.owner, memory.BlockSpec{Label: b.label, Permission: blocks.Admin})
+		_, err := c.Agent(b.owner).CreateBlock(ctx, memory.BlockSpec{Label: b.label, Permission: blocks.Admin})
 		must(err)
 		for range 3 {
-			must(c.AppendToBlock(ctx, b.owner, b.label, "line\n"))
+			must(c.Agent(b.owner).Block(b.label).Append(ctx, "line\n"))
 		}
 	}
-	must(c.ShareBlock(ctx, "bob", "board", "cy", blocks.ReadWrite)) // cy owns nothing
-	_, err := c.ProposeEdit(ctx, "cy", "bob", "board", memory.Edit{Op: blocks.OpAppendText, Text: "more\n"}, "")
+	must(c.Agent("bob").Block("board").Share(ctx, "cy", blocks.ReadWrite)) // cy owns nothing
+	_, err := c.Agent("cy").Shared("bob", "board").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "more\n"}, "")
 	must(err)
-	old, err := c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "the first version"})
+	old, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "the first version"})
 	must(err)
-	_, err = c.SupersedeArchival(ctx, "ada", old.ID, memory.ArchivalEntry{Content: "the second version"})
+	_, err = c.Agent("ada").Archival().Supersede(ctx, old.ID, memory.ArchivalEntry{Content: "the second version"})
 	must(err)
-	_, err = c.AppendMessage(ctx, "dee", memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "hello"})
+	_, err = c.Agent("dee").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "hello"})
 	must(err)
 
 	adm := c.Admin()

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,18 +10,16 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Agent acts on a store as one agent. Most Cache methods take the acting
-// agent as their first string, often followed by an owner and a label of
-// the same type: swapped arguments compile, and an owner of "" silently
-// means "my own". An Agent fixes the acting agent once, and the block
-// handles it gives out fix the owner and label, so a call names only what
-// varies (the text, the edit, the query).
+// Agent acts on a store as one agent: everything an agent does (blocks,
+// shares, proposals, archival memory, messages, search, its profile and
+// context library) goes through its handle. An Agent fixes the acting
+// agent once, and the block handles it gives out fix the owner and label,
+// so a call names only what varies (the text, the edit, the query), and no
+// agent, owner and label strings can be swapped.
 //
 // An Agent is a cheap value: it holds no resources, needs no closing and
 // is safe for concurrent use; make one per request or keep one per agent,
-// as convenient. Every method is a thin call to the Store method of the
-// same meaning, so permissions, isolation, proposals and persistence are
-// exactly the store's.
+// as convenient.
 //
 // The id is checked when the handle is used, not when it is made: every
 // method already returns an error, and a constructor error would only
@@ -30,7 +27,7 @@ import (
 // store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
 // method fail with an error wrapping ErrInvalidArgument.
 type Agent struct {
-	s    Store
+	s    *Cache
 	id   string
 	msgs Messages
 	arch Archival
@@ -46,7 +43,7 @@ func (c *Cache) Agent(id string) *Agent {
 	if a, ok := c.handles.Load(id); ok {
 		return a.(*Agent)
 	}
-	a := AgentOf(c, id)
+	a := agentOf(c, id)
 	if c.handlesLen.Load() >= maxHandles {
 		return a
 	}
@@ -57,13 +54,9 @@ func (c *Cache) Agent(id string) *Agent {
 	return a
 }
 
-// AgentOf returns a handle acting as agent id on any Store, for code that
-// holds the interface (a wrapper, a test double) rather than a Cache. The
-// few block methods whose Cache method is not part of Store (Compact,
-// Rebase, SetPermission) and Export work when s has that method, and
-// otherwise return an error matching errors.ErrUnsupported.
-func AgentOf(s Store, id string) *Agent {
-	a := &Agent{s: s, id: id}
+// agentOf makes a handle acting as agent id on c.
+func agentOf(c *Cache, id string) *Agent {
+	a := &Agent{s: c, id: id}
 	a.msgs.a, a.arch.a = a, a
 	return a
 }
@@ -86,13 +79,13 @@ func (a *Agent) check(ctx context.Context) error {
 	return nil
 }
 
-// CreateBlock creates a block owned by the agent (see [Cache.CreateBlock])
+// CreateBlock creates a block owned by the agent (see Cache.createBlock)
 // and returns its handle.
 func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := a.s.CreateBlock(ctx, a.id, spec); err != nil {
+	if _, err := a.s.createBlock(ctx, a.id, spec); err != nil {
 		return nil, err
 	}
 	return a.Block(spec.Label), nil
@@ -108,74 +101,74 @@ func (a *Agent) Block(label string) *Block {
 // agent: reads and writes go through the share and its permission. A
 // block owner did not share with the agent is ErrNotFound on every
 // method, exactly as if it did not exist. Shared(a.ID(), label) is the
-// same as Block(label). Unlike the Cache methods, an empty owner is an
-// error here, never "the agent's own".
+// same as Block(label). An empty owner is an error, never "the agent's
+// own".
 func (a *Agent) Shared(owner, label string) *Block {
 	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
 
-// Blocks lists the agent's own blocks (see [Cache.ListBlocks]).
+// Blocks lists the agent's own blocks (see Cache.blocksOf).
 func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.ListBlocks(ctx, a.id)
+	return a.s.blocksOf(ctx, a.id)
 }
 
 // BlocksOfType lists the agent's own blocks of type t (see
-// [Cache.ListBlocksByType]).
+// Cache.listBlocksByType).
 func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.ListBlocksByType(ctx, a.id, t)
+	return a.s.listBlocksByType(ctx, a.id, t)
 }
 
 // SharedBlocks lists the blocks others shared with the agent, with the
-// shared permission (see [Cache.ListSharedBlocks]). Each one's handle is
+// shared permission (see Cache.listSharedBlocks). Each one's handle is
 // Shared(m.SharedFrom, m.Label).
 func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.ListSharedBlocks(ctx, a.id)
+	return a.s.listSharedBlocks(ctx, a.id)
 }
 
 // BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
-// [Cache.BlocksStamp]).
+// Cache.blocksStamp).
 func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 	if err := a.check(ctx); err != nil {
 		return BlocksStamp{}, err
 	}
-	return a.s.BlocksStamp(ctx, a.id)
+	return a.s.blocksStamp(ctx, a.id)
 }
 
 // Search searches what the agent may see: its own blocks, archival
-// entries and messages, and blocks shared with it (see [Cache.Search]).
+// entries and messages, and blocks shared with it (see Cache.search).
 func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.Search(ctx, a.id, query, opts)
+	return a.s.search(ctx, a.id, query, opts)
 }
 
 // Proposals lists the proposals on all of the agent's own blocks, oldest
-// first (see [Cache.ListProposals]; [Block.Proposals] narrows to one block).
+// first (see Cache.listProposals; [Block.Proposals] narrows to one block).
 func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.ListProposals(ctx, a.id, "")
+	return a.s.listProposals(ctx, a.id, "")
 }
 
 // ApproveProposal approves and applies proposal id with the agent as the
 // approver: it must own the block or have it shared at Admin (see
-// [Cache.ApproveProposal], which also takes a person's "human:NAME").
+// Cache.approveProposal, which also takes a person's "human:NAME").
 func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	return a.s.ApproveProposal(ctx, id, a.id)
+	return a.s.approveProposal(ctx, id, a.id)
 }
 
 // RejectProposal rejects proposal id with the agent as the approver (who
@@ -184,7 +177,7 @@ func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) err
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	return a.s.RejectProposal(ctx, id, a.id, reason)
+	return a.s.rejectProposal(ctx, id, a.id, reason)
 }
 
 // Export copies the agent's content (see [Cache.Export]). Through a handle
@@ -194,19 +187,7 @@ func (a *Agent) Export(ctx context.Context) (*Dump, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	x, ok := a.s.(interface {
-		Export(ctx context.Context, agent string) (*Dump, error)
-	})
-	if !ok {
-		return nil, unsupported(a.s, "Export")
-	}
-	return x.Export(ctx, a.id)
-}
-
-// unsupported is the error of a handle method whose Cache method the
-// handle's Store lacks (see AgentOf).
-func unsupported(s Store, method string) error {
-	return fmt.Errorf("memory: store %T has no %s method: %w", s, method, errors.ErrUnsupported)
+	return a.s.Export(ctx, a.id)
 }
 
 // Archival is the agent's archival memory.
@@ -215,130 +196,129 @@ func (a *Agent) Archival() *Archival { return &a.arch }
 // Messages is the agent's conversation: messages, batches and summaries.
 func (a *Agent) Messages() *Messages { return &a.msgs }
 
-// Archival is one agent's archival memory (from [Agent.Archival]). Its
-// methods are the Cache's *Archival methods with the agent filled in.
+// Archival is one agent's archival memory (from [Agent.Archival]).
 type Archival struct{ a *Agent }
 
-// Insert stores an entry (see [Cache.InsertArchival]).
+// Insert stores an entry (see Cache.addArchival).
 func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.s.InsertArchival(ctx, r.a.id, e)
+	return r.a.s.addArchival(ctx, r.a.id, e)
 }
 
-// InsertBatch stores many entries (see [Cache.InsertArchivalBatch]: all are
+// InsertBatch stores many entries (see Cache.insertArchivalBatch: all are
 // checked before any is written; on a later failure the entries already
 // committed are returned with the error).
 func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.s.InsertArchivalBatch(ctx, r.a.id, entries, opts)
+	return r.a.s.insertArchivalBatch(ctx, r.a.id, entries, opts)
 }
 
-// Get returns entry id (see [Cache.GetArchival]).
+// Get returns entry id (see Cache.getArchival).
 func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.s.GetArchival(ctx, r.a.id, id)
+	return r.a.s.getArchival(ctx, r.a.id, id)
 }
 
-// List lists entries (see [Cache.ListArchival]; nil q means the defaults).
+// List lists entries (see Cache.listArchival; nil q means the defaults).
 func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.s.ListArchival(ctx, r.a.id, q)
+	return r.a.s.listArchival(ctx, r.a.id, q)
 }
 
 // Supersede stores e as the new version of entry oldID (see
-// [Cache.SupersedeArchival]).
+// Cache.supersedeArchival).
 func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
-	return r.a.s.SupersedeArchival(ctx, r.a.id, oldID, e)
+	return r.a.s.supersedeArchival(ctx, r.a.id, oldID, e)
 }
 
-// Delete deletes entry id (see [Cache.DeleteArchival]).
+// Delete deletes entry id (see Cache.deleteArchival).
 func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err
 	}
-	return r.a.s.DeleteArchival(ctx, r.a.id, id)
+	return r.a.s.deleteArchival(ctx, r.a.id, id)
 }
 
 // Search searches the agent's archival entries only (see
-// [Cache.SearchArchival]; [Agent.Search] covers everything it sees).
+// Cache.searchArchival; [Agent.Search] covers everything it sees).
 func (r *Archival) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return r.a.s.SearchArchival(ctx, r.a.id, query, opts)
+	return r.a.s.searchArchival(ctx, r.a.id, query, opts)
 }
 
-// Messages is one agent's conversation (from [Agent.Messages]). Its methods
-// are the Cache's message methods with the agent filled in.
+// Messages is one agent's conversation (from [Agent.Messages]): messages,
+// batches and summaries.
 type Messages struct{ a *Agent }
 
-// Append stores one message (see [Cache.AppendMessage]).
+// Append stores one message (see Cache.appendMessage).
 func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Message{}, err
 	}
-	return m.a.s.AppendMessage(ctx, m.a.id, msg)
+	return m.a.s.appendMessage(ctx, m.a.id, msg)
 }
 
 // AppendMany stores messages in one transaction (see
-// [Cache.AppendMessages]).
+// Cache.addMessages).
 func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.s.AppendMessages(ctx, m.a.id, msgs)
+	return m.a.s.addMessages(ctx, m.a.id, msgs)
 }
 
-// List returns messages (see [Cache.Messages]; nil q means all, oldest
+// List returns messages (see Cache.messages; nil q means all, oldest
 // first).
 func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.s.Messages(ctx, m.a.id, q)
+	return m.a.s.messages(ctx, m.a.id, q)
 }
 
-// CompleteBatch marks batch batchID complete (see [Cache.CompleteBatch]).
+// CompleteBatch marks batch batchID complete (see Cache.completeBatch).
 func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	if err := m.a.check(ctx); err != nil {
 		return err
 	}
-	return m.a.s.CompleteBatch(ctx, m.a.id, batchID)
+	return m.a.s.completeBatch(ctx, m.a.id, batchID)
 }
 
-// Batches lists the agent's batches (see [Cache.Batches]).
+// Batches lists the agent's batches (see Cache.batches).
 func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
 	}
-	return m.a.s.Batches(ctx, m.a.id)
+	return m.a.s.batches(ctx, m.a.id)
 }
 
-// SaveSummary stores a summary (see [Cache.SaveSummary]).
+// SaveSummary stores a summary (see Cache.saveSummary).
 func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
 	}
-	return m.a.s.SaveSummary(ctx, m.a.id, s)
+	return m.a.s.saveSummary(ctx, m.a.id, s)
 }
 
-// LatestSummary returns the newest summary (see [Cache.LatestSummary]).
+// LatestSummary returns the newest summary (see Cache.latestSummary).
 func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
 	}
-	return m.a.s.LatestSummary(ctx, m.a.id)
+	return m.a.s.latestSummary(ctx, m.a.id)
 }
 
 // Block is one block as one agent sees it: the acting agent, the owner
@@ -356,7 +336,7 @@ func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 // an error matching blocks.ErrPermission (or ErrNotFound when the block is
 // not shared with the agent, so existence does not leak).
 type Block struct {
-	s                   Store
+	s                   *Cache
 	agent, owner, label string
 }
 
@@ -402,7 +382,7 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 	if b.own() {
 		return nil
 	}
-	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+	if _, err := b.s.getSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: agent %q may not %s block %q of agent %q: only its owner can",
@@ -410,19 +390,19 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 }
 
 // Doc returns the agent's live view of the block, with its effective
-// permission (see [Cache.GetBlock] and [Cache.GetSharedBlock]).
+// permission (see Cache.getBlock and Cache.getSharedBlock).
 func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
 	if b.own() {
-		return b.s.GetBlock(ctx, b.agent, b.label)
+		return b.s.getBlock(ctx, b.agent, b.label)
 	}
-	return b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+	return b.s.getSharedBlock(ctx, b.agent, b.owner, b.label)
 }
 
 // Render returns the block as a model sees it. An own block's comes from
-// the stored rendering ([Cache.RenderedContent], no document load); a
+// the stored rendering (Cache.renderedContent, no document load); a
 // shared block's from the shared view, since the stored rendering has no
 // share check of its own.
 func (b *Block) Render(ctx context.Context) (string, error) {
@@ -430,31 +410,31 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if b.own() {
-		return b.s.RenderedContent(ctx, b.agent, b.label)
+		return b.s.renderedContent(ctx, b.agent, b.label)
 	}
-	doc, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label)
+	doc, err := b.s.getSharedBlock(ctx, b.agent, b.owner, b.label)
 	if err != nil {
 		return "", err
 	}
 	return doc.Render(), nil
 }
 
-// Apply applies one edit as the agent (see [Cache.ApplyEdit]: a Partner or
+// Apply applies one edit as the agent (see Cache.applyEdit: a Partner or
 // Human edit not yet approved is kept as a proposal and reported as a
 // *ProposalError).
 func (b *Block) Apply(ctx context.Context, e Edit) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.s.ApplyEdit(ctx, b.agent, b.owner, b.label, e)
+	return b.s.applyEdit(ctx, b.agent, b.owner, b.label, e)
 }
 
-// SetText replaces a Text block's content (see [Cache.UpdateBlockText]).
+// SetText replaces a Text block's content (see Cache.updateBlockText).
 func (b *Block) SetText(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpSetText, Text: text})
 }
 
-// Append appends to a Text block (see [Cache.AppendToBlock]); a share at
+// Append appends to a Text block (see Cache.appendToBlock); a share at
 // Append permission allows it.
 func (b *Block) Append(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpAppendText, Text: text})
@@ -462,7 +442,7 @@ func (b *Block) Append(ctx context.Context, text string) error {
 
 // Replace replaces the first occurrence of old with new in a Text block
 // and reports whether old occurred. As on every write path (see
-// [Cache.ReplaceInBlock]), when old does not occur nothing changes and the
+// Cache.replaceInBlock), when old does not occur nothing changes and the
 // error wraps ErrNoMatch; found is err == nil.
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
@@ -472,45 +452,45 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 // Merge merges automerge changes made outside the store into the block,
 // validated, persisted and attributed to the agent — in the block's
 // history too, whatever the changes' commit messages say (see
-// [Cache.MergeChanges]; it needs Append or above, and the merged changes
+// Cache.mergeChanges; it needs Append or above, and the merged changes
 // are judged as an edit at the handle's permission: at Append, only
 // appends come in).
 func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	return b.s.MergeChanges(ctx, b.agent, b.owner, b.label, data)
+	return b.s.mergeChanges(ctx, b.agent, b.owner, b.label, data)
 }
 
 // History lists the block's changes across its epochs (see
-// [Cache.BlockHistory]).
+// Cache.blockHistory).
 func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
-	return b.s.BlockHistory(ctx, b.agent, b.owner, b.label)
+	return b.s.blockHistory(ctx, b.agent, b.owner, b.label)
 }
 
 // At is a read-only view of the block as of heads from History (see
-// [Cache.BlockAt]).
+// Cache.blockAt).
 func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
-	return b.s.BlockAt(ctx, b.agent, b.owner, b.label, heads)
+	return b.s.blockAt(ctx, b.agent, b.owner, b.label, heads)
 }
 
 // Propose records an edit for the block's approver to decide (see
-// [Cache.ProposeEdit]).
+// Cache.proposeEdit).
 func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return Proposal{}, err
 	}
-	return b.s.ProposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
+	return b.s.proposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
 }
 
 // Proposals lists proposals on the block, oldest first: all of them for
-// the owner (see [Cache.ListProposals]); for a sharee only its own, since
+// the owner (see Cache.listProposals); for a sharee only its own, since
 // the others' edits and reasons are theirs and the owner's. Unlike
 // ListProposals, which lists nothing for a label its owner does not use,
 // a missing block is ErrNotFound, as for every other method.
@@ -521,15 +501,15 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 	if b.own() {
 		// The stored rendering is the cheapest existence check (one row,
 		// no document load).
-		if _, err := b.s.RenderedContent(ctx, b.owner, b.label); err != nil {
+		if _, err := b.s.renderedContent(ctx, b.owner, b.label); err != nil {
 			return nil, err
 		}
-		return b.s.ListProposals(ctx, b.owner, b.label)
+		return b.s.listProposals(ctx, b.owner, b.label)
 	}
-	if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+	if _, err := b.s.getSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 		return nil, err
 	}
-	all, err := b.s.ListProposals(ctx, b.owner, b.label)
+	all, err := b.s.listProposals(ctx, b.owner, b.label)
 	if err != nil {
 		return nil, err
 	}
@@ -543,16 +523,16 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 }
 
 // Share shares the block with agent with at perm; sharing again changes
-// the permission (see [Cache.ShareBlock]). Owner only.
+// the permission (see Cache.shareBlock). Owner only.
 func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "share"); err != nil {
 		return err
 	}
-	return b.s.ShareBlock(ctx, b.owner, b.label, with, perm)
+	return b.s.shareBlock(ctx, b.owner, b.label, with, perm)
 }
 
 // Unshare revokes the share with agent with, and that agent's pending
-// proposals on the block (see [Cache.UnshareBlock]). Owner only.
+// proposals on the block (see Cache.unshareBlock). Owner only.
 func (b *Block) Unshare(ctx context.Context, with string) error {
 	if err := b.ownerOnly(ctx, "unshare"); err != nil {
 		return err
@@ -560,62 +540,56 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 	if strings.TrimSpace(with) == "" {
 		return invalidArg("agent %q: unshare block %q: the agent to unshare from is empty", b.agent, b.label)
 	}
-	return b.s.UnshareBlock(ctx, b.owner, b.label, with)
+	return b.s.unshareBlock(ctx, b.owner, b.label, with)
 }
 
-// Delete deletes the block (see [Cache.DeleteBlock]; it needs Admin). Owner
+// Delete deletes the block (see Cache.deleteBlock; it needs Admin). Owner
 // only.
 func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
 		return err
 	}
-	return b.s.DeleteBlock(ctx, b.owner, b.label)
+	return b.s.deleteBlock(ctx, b.owner, b.label)
 }
 
-// SetPinned pins or unpins the block (see [Cache.SetBlockPinned]). Owner
+// SetPinned pins or unpins the block (see Cache.setBlockPinned). Owner
 // only.
 func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
 		return err
 	}
-	return b.s.SetBlockPinned(ctx, b.owner, b.label, pinned)
+	return b.s.setBlockPinned(ctx, b.owner, b.label, pinned)
 }
 
-// SetType changes the block's type (see [Cache.SetBlockType]). Owner only.
+// SetType changes the block's type (see Cache.setBlockType). Owner only.
 func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
 		return err
 	}
-	return b.s.SetBlockType(ctx, b.owner, b.label, t)
+	return b.s.setBlockType(ctx, b.owner, b.label, t)
 }
 
 // SetSchema changes the block's schema within its kind (see
-// [Cache.UpdateBlockSchema]). Owner only.
+// Cache.updateBlockSchema). Owner only.
 func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
 	}
-	return b.s.UpdateBlockSchema(ctx, b.owner, b.label, s)
+	return b.s.updateBlockSchema(ctx, b.owner, b.label, s)
 }
 
 // SetPermission changes the owner's own permission on the block (see
-// [Cache.SetBlockPermission]); a share's permission is changed by sharing
+// Cache.setBlockPermission); a share's permission is changed by sharing
 // again. Owner only.
 func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
 		return err
 	}
-	x, ok := b.s.(interface {
-		SetBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error
-	})
-	if !ok {
-		return unsupported(b.s, "SetBlockPermission")
-	}
-	return x.SetBlockPermission(ctx, b.owner, b.label, p)
+	return b.s.setBlockPermission(ctx, b.owner, b.label, p)
 }
 
 // Persist makes the block's pending changes durable now (see
-// [Cache.PersistBlock]; only write-back mode has any). A sharee may persist
+// Cache.persistBlock; only write-back mode has any). A sharee may persist
 // too: it writes what is already in the shared document and reveals or
 // changes nothing else.
 func (b *Block) Persist(ctx context.Context) error {
@@ -623,113 +597,79 @@ func (b *Block) Persist(ctx context.Context) error {
 		return err
 	}
 	if !b.own() {
-		if _, err := b.s.GetSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
+		if _, err := b.s.getSharedBlock(ctx, b.agent, b.owner, b.label); err != nil {
 			return err
 		}
 	}
-	return b.s.PersistBlock(ctx, b.owner, b.label)
+	return b.s.persistBlock(ctx, b.owner, b.label)
 }
 
 // Compact folds the block's updates into its snapshot now (see
-// [Cache.Compact]). Owner only.
+// Cache.compactBlock). Owner only.
 func (b *Block) Compact(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "compact"); err != nil {
 		return err
 	}
-	x, ok := b.s.(interface {
-		Compact(ctx context.Context, agent, label string) error
-	})
-	if !ok {
-		return unsupported(b.s, "Compact")
-	}
-	return x.Compact(ctx, b.owner, b.label)
+	return b.s.compactBlock(ctx, b.owner, b.label)
 }
 
 // Rebase starts a new epoch of the block's history now (see
-// [Cache.Rebase]). Owner only.
+// Cache.rebaseBlock). Owner only.
 func (b *Block) Rebase(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "rebase"); err != nil {
 		return err
 	}
-	x, ok := b.s.(interface {
-		Rebase(ctx context.Context, agent, label string) error
-	})
-	if !ok {
-		return unsupported(b.s, "Rebase")
-	}
-	return x.Rebase(ctx, b.owner, b.label)
-}
-
-// cache is the *Cache behind the handle, for the methods the Store
-// interface lacks.
-func (a *Agent) cache(method string) (*Cache, error) {
-	c, ok := a.s.(*Cache)
-	if !ok {
-		return nil, unsupported(a.s, method)
-	}
-	return c, nil
+	return b.s.rebaseBlock(ctx, b.owner, b.label)
 }
 
 // StorageUsed is what the agent's archival entries and messages count
-// toward Options.AgentQuotaBytes (see [Cache.StorageUsed]).
+// toward Options.AgentQuotaBytes (see Cache.storageUsed).
 func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
 	if err := a.check(ctx); err != nil {
 		return 0, err
 	}
-	return a.s.StorageUsed(ctx, a.id)
+	return a.s.storageUsed(ctx, a.id)
 }
 
 // ContextLibrary returns the agent's context library in first-seen order
-// (see [Cache.ContextLibrary]).
+// (see Cache.contextLibrary).
 func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	c, err := a.cache("ContextLibrary")
-	if err != nil {
-		return nil, err
-	}
-	return c.ContextLibrary(ctx, a.id)
+	c := a.s
+	return c.contextLibrary(ctx, a.id)
 }
 
 // PutContextLibrary adds or updates entries of the agent's context library
-// (see [Cache.PutContextLibrary]).
+// (see Cache.putContextLibrary).
 func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	c, err := a.cache("PutContextLibrary")
-	if err != nil {
-		return err
-	}
-	return c.PutContextLibrary(ctx, a.id, entries)
+	c := a.s
+	return c.putContextLibrary(ctx, a.id, entries)
 }
 
 // RemoveFromContextLibrary deletes artifacts from the agent's context
-// library; no ids means all of them (see [Cache.RemoveFromContextLibrary]).
+// library; no ids means all of them (see Cache.removeFromContextLibrary).
 func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	c, err := a.cache("RemoveFromContextLibrary")
-	if err != nil {
-		return err
-	}
-	return c.RemoveFromContextLibrary(ctx, a.id, ids...)
+	c := a.s
+	return c.removeFromContextLibrary(ctx, a.id, ids...)
 }
 
 // DocumentBlock returns the handle of the block whose current epoch has
-// document id, if the agent may read it (see [Cache.DocumentBlock]: every
+// document id, if the agent may read it (see Cache.documentBlock: every
 // id the agent cannot use is the same ErrNotFound).
 func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	c, err := a.cache("DocumentBlock")
-	if err != nil {
-		return nil, err
-	}
-	owner, label, err := c.DocumentBlock(ctx, a.id, id)
+	c := a.s
+	owner, label, err := c.documentBlock(ctx, a.id, id)
 	if err != nil {
 		return nil, err
 	}
@@ -737,29 +677,23 @@ func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error
 }
 
 // DocumentID returns the automerge document id of the block's current
-// epoch, made on first use (see [Cache.DocumentID]).
+// epoch, made on first use (see Cache.documentID).
 func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
 	if err := b.check(ctx); err != nil {
 		return DocumentID{}, err
 	}
-	c, ok := b.s.(*Cache)
-	if !ok {
-		return DocumentID{}, unsupported(b.s, "DocumentID")
-	}
-	return c.DocumentID(ctx, b.agent, b.owner, b.label)
+	c := b.s
+	return c.documentID(ctx, b.agent, b.owner, b.label)
 }
 
 // MergeAs is Merge with the merge recorded as made by as, a name the
 // caller vouches for (a person on whose behalf the agent merges, such as
 // "human:NAME"); the handle's permission is the one checked (see
-// [Cache.MergeChangesAs]).
+// Cache.mergeChangesAs).
 func (b *Block) MergeAs(ctx context.Context, data []byte, as string) error {
 	if err := b.check(ctx); err != nil {
 		return err
 	}
-	c, ok := b.s.(*Cache)
-	if !ok {
-		return unsupported(b.s, "MergeChangesAs")
-	}
-	return c.MergeChangesAs(ctx, b.agent, b.owner, b.label, data, as)
+	c := b.s
+	return c.mergeChangesAs(ctx, b.agent, b.owner, b.label, data, as)
 }

@@ -711,39 +711,12 @@ func TestAgentHandleAccessors(t *testing.T) {
 	}
 }
 
-// countingStore is a Store wrapper, as a test double or middleware would
-// be: it has none of the Cache's methods beyond Store.
-type countingStore struct {
-	memory.Store
-	edits int
-}
-
-func (s *countingStore) ApplyEdit(ctx context.Context, agent, owner, label string, e memory.Edit) error {
-	s.edits++
-	return s.Store.ApplyEdit(ctx, agent, owner, label, e)
-}
-
-// AgentOf works on any Store: calls go through the wrapper, and the
-// methods a Store lacks say so with errors.ErrUnsupported.
-func TestAgentOfStore(t *testing.T) {
-	ctx := context.Background()
-	s := &countingStore{Store: agentStore(t)}
-	a := memory.AgentOf(s, "ada")
-	notes := a.Block("notes")
-	if err := notes.Append(ctx, "!"); err != nil || s.edits != 1 {
-		t.Fatalf("append: %v, %d edits through the wrapper", err, s.edits)
+// createBlockDoc creates a block through a's handle and returns its live
+// view, for tests that go on to edit the document directly.
+func createBlockDoc(ctx context.Context, a *memory.Agent, spec memory.BlockSpec) (*blocks.Document, error) {
+	b, err := a.CreateBlock(ctx, spec)
+	if err != nil {
+		return nil, err
 	}
-	if got, err := notes.Render(ctx); err != nil || got != "hello world!" {
-		t.Fatalf("render: %q, %v", got, err)
-	}
-	for name, call := range map[string]func() error{
-		"Compact":            func() error { return notes.Compact(ctx) },
-		"Rebase":             func() error { return notes.Rebase(ctx) },
-		"SetBlockPermission": func() error { return notes.SetPermission(ctx, blocks.Admin) },
-		"Export":             func() error { _, err := a.Export(ctx); return err },
-	} {
-		if err := call(); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: got %v, want errors.ErrUnsupported", name, err)
-		}
-	}
+	return b.Doc(ctx)
 }

@@ -29,7 +29,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", CharLimit: 40}); err != nil {
+	if _, err := a.createBlock(ctx, "ann", BlockSpec{Label: "notes", CharLimit: 40}); err != nil {
 		t.Fatal(err)
 	}
 	// between makes b run f in the window of a's next write: after the
@@ -57,7 +57,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 	}
 	rendered := func(s *Cache) string {
 		t.Helper()
-		doc, err := s.GetBlock(ctx, "ann", "notes")
+		doc, err := s.getBlock(ctx, "ann", "notes")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +66,8 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 	}
 
 	t.Run("both appends land once", func(t *testing.T) {
-		between(t, func() error { return b.AppendToBlock(ctx, "ann", "notes", "B1 ") })
-		if err := a.AppendToBlock(ctx, "ann", "notes", "A1 "); err != nil {
+		between(t, func() error { return b.appendToBlock(ctx, "ann", "notes", "B1 ") })
+		if err := a.appendToBlock(ctx, "ann", "notes", "A1 "); err != nil {
 			t.Fatal(err)
 		}
 		for name, s := range map[string]*Cache{"a": a, "b": b} {
@@ -79,8 +79,8 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 
 	t.Run("the limit holds against the other writer's text", func(t *testing.T) {
 		// 6 chars stored; a sees room for 30 more, b takes 30 of the 34 left.
-		between(t, func() error { return b.AppendToBlock(ctx, "ann", "notes", strings.Repeat("b", 30)) })
-		err := a.AppendToBlock(ctx, "ann", "notes", strings.Repeat("a", 30))
+		between(t, func() error { return b.appendToBlock(ctx, "ann", "notes", strings.Repeat("b", 30)) })
+		err := a.appendToBlock(ctx, "ann", "notes", strings.Repeat("a", 30))
 		if !errors.Is(err, blocks.ErrLimit) {
 			t.Fatalf("append past the limit after another writer filled the block: %v, want ErrLimit", err)
 		}
@@ -93,12 +93,12 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 	})
 
 	t.Run("a share revoked in between refuses the write", func(t *testing.T) {
-		if err := a.ShareBlock(ctx, "ann", "notes", "bob", blocks.ReadWrite); err != nil {
+		if err := a.shareBlock(ctx, "ann", "notes", "bob", blocks.ReadWrite); err != nil {
 			t.Fatal(err)
 		}
 		before := rendered(b)
-		between(t, func() error { return b.UnshareBlock(ctx, "ann", "notes", "bob") })
-		err := a.ApplyEdit(ctx, "bob", "ann", "notes", Edit{Op: blocks.OpAppendText, Text: "x"})
+		between(t, func() error { return b.unshareBlock(ctx, "ann", "notes", "bob") })
+		err := a.applyEdit(ctx, "bob", "ann", "notes", Edit{Op: blocks.OpAppendText, Text: "x"})
 		if !errors.Is(err, blocks.ErrPermission) {
 			t.Fatalf("write through a share revoked in between: %v, want ErrPermission", err)
 		}

@@ -35,7 +35,7 @@ func normTags(tags []string) []string {
 // entry past a per-entry cap (Options.MaxArchivalBytes, MaxMetadataBytes,
 // MaxTags, MaxTagBytes) fails with ErrTooLarge, one that would take the
 // agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
-func (c *Cache) InsertArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
+func (c *Cache) addArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
 	return c.insertArchival(ctx, agent, e, 0)
 }
 
@@ -345,7 +345,7 @@ type BatchOptions struct {
 // transaction fails (or ctx ends, or another writer took the quota's
 // room meanwhile), the entries of the transactions already committed stay
 // stored and are returned with the error: len(result) says how many.
-func (c *Cache) InsertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
+func (c *Cache) insertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -477,7 +477,7 @@ func (c *Cache) isDuplicate(ctx context.Context, row *archivalRow, err error) bo
 // SupersedeArchival replaces entry oldID with e: the old entry gets a
 // valid-to time and a link to the new one, and is hidden from listings and
 // searches unless superseded entries are asked for.
-func (c *Cache) SupersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
+func (c *Cache) supersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if oldID <= 0 {
 		return e, invalidArg("archival id %d", oldID)
 	}
@@ -512,7 +512,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 }
 
 // GetArchival returns one of the agent's archival entries.
-func (c *Cache) GetArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
+func (c *Cache) getArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
@@ -527,7 +527,7 @@ func (c *Cache) GetArchival(ctx context.Context, agent string, id int64) (Archiv
 }
 
 // ListArchival lists the agent's archival entries, newest first.
-func (c *Cache) ListArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
+func (c *Cache) listArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -580,7 +580,7 @@ func (c *Cache) ListArchival(ctx context.Context, agent string, q *ArchivalQuery
 
 // DeleteArchival deletes one of the agent's archival entries (its FTS and
 // vector rows go by trigger).
-func (c *Cache) DeleteArchival(ctx context.Context, agent string, id int64) error {
+func (c *Cache) deleteArchival(ctx context.Context, agent string, id int64) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -595,14 +595,14 @@ func (c *Cache) DeleteArchival(ctx context.Context, agent string, id int64) erro
 }
 
 // SearchArchival searches the agent's archival entries.
-func (c *Cache) SearchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+func (c *Cache) searchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	o := cloneOptions(opts).ContentTypes(search.Archival)
-	return c.Search(ctx, agent, query, o)
+	return c.search(ctx, agent, query, o)
 }
 
 // Search searches what agent may see: its own blocks, archival entries and
 // messages, and blocks shared with it.
-func (c *Cache) Search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+func (c *Cache) search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}

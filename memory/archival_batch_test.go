@@ -45,23 +45,23 @@ func TestArchivalBatchFailsHalfWay(t *testing.T) {
 	}
 	emb.calls.Store(0)
 	emb.budget.Store(2) // the third slice's embedding fails
-	out, err := s.InsertArchivalBatch(ctx, "a", in, &memory.BatchOptions{Size: 10})
+	out, err := s.Agent("a").Archival().InsertBatch(ctx, in, &memory.BatchOptions{Size: 10})
 	if !errors.Is(err, errEmbedderDown) {
 		t.Fatalf("err = %v, want the embedder's error", err)
 	}
 	if len(out) != 20 {
 		t.Fatalf("reported %d stored, want 20", len(out))
 	}
-	stored, _ := s.ListArchival(ctx, "a", nil)
+	stored, _ := s.Agent("a").Archival().List(ctx, nil)
 	if len(stored) != 20 {
 		t.Fatalf("%d stored, want 20", len(stored))
 	}
 	emb.budget.Store(1 << 30)
-	rest, err := s.InsertArchivalBatch(ctx, "a", in[len(out):], nil)
+	rest, err := s.Agent("a").Archival().InsertBatch(ctx, in[len(out):], nil)
 	if err != nil || len(rest) != 10 {
 		t.Fatalf("resend: %d, %v", len(rest), err)
 	}
-	if stored, _ := s.ListArchival(ctx, "a", nil); len(stored) != 30 {
+	if stored, _ := s.Agent("a").Archival().List(ctx, nil); len(stored) != 30 {
 		t.Fatalf("%d stored after the resend, want 30", len(stored))
 	}
 }
@@ -75,12 +75,12 @@ func TestArchivalBatchNamesTheBadEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.InsertArchivalBatch(ctx, "ada", []memory.ArchivalEntry{{Content: "a"}, {Content: "b"}, {Content: " "}}, nil)
+	_, err = s.Agent("ada").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "a"}, {Content: "b"}, {Content: " "}}, nil)
 	var ee *memory.EntryError
 	if !errors.As(err, &ee) || ee.Index != 2 || !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("err = %v, want an *EntryError for entry 2 wrapping ErrInvalidArgument", err)
 	}
-	if got, _ := s.ListArchival(ctx, "ada", nil); len(got) != 0 {
+	if got, _ := s.Agent("ada").Archival().List(ctx, nil); len(got) != 0 {
 		t.Fatalf("%d entries stored", len(got))
 	}
 }

@@ -39,7 +39,7 @@ func BenchmarkInsertArchival(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				start := time.Now()
-				if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Metadata: bc.meta(i),
+				if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Metadata: bc.meta(i),
 					Content: fmt.Sprintf("note %d: we talked about the garden, the bees and the weather on the hill", i)}); err != nil {
 					b.Fatal(err)
 				}

@@ -38,8 +38,9 @@ func roundTrip(t *testing.T, c *memory.Cache, agents ...string) *memory.Cache {
 // rankedArchival is agent's full-text archival ranking as content:score.
 func rankedArchival(t *testing.T, c *memory.Cache, agent, q string) string {
 	t.Helper()
-	rs, err := c.Search(context.Background(), agent, q,
+	rs, err := c.Agent(agent).Search(context.Background(), q,
 		search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(true).Limit(200))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +76,14 @@ func TestArchivalConversationRoundTripKeepsNeighbours(t *testing.T) {
 			words := []string{"apple banana", "cherry damson", "elder fig", "grape hazel", "iris juniper"}
 			var prev int64
 			for i, w := range words {
-				e, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: w, CreatedAt: base.Add(tc.at[i] * time.Minute),
+				e, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: w, CreatedAt: base.Add(tc.at[i] * time.Minute),
 					Metadata: map[string]any{"session": "s1"}})
+
 				if err != nil {
 					t.Fatal(err)
 				}
 				if i == 3 { // a supersession inside the conversation
-					if _, err := c.SupersedeArchival(ctx, "a", prev, memory.ArchivalEntry{Content: "kale lemon",
+					if _, err := c.Agent("a").Archival().Supersede(ctx, prev, memory.ArchivalEntry{Content: "kale lemon",
 						CreatedAt: base.Add(tc.at[i] * time.Minute), Metadata: map[string]any{"session": "s1"}}); err != nil {
 						t.Fatal(err)
 					}
@@ -140,7 +142,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 				if g == 5 {
 					content = "zucchini only b says"
 				}
-				if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content,
+				if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content,
 					Metadata: map[string]any{"session": conv, "n": i}}); err != nil {
 					t.Error(err)
 					return
@@ -194,7 +196,7 @@ func TestArchivalConversationValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			agent := "a-" + tc.name
 			for _, content := range []string{"we adopted a greyhound", "what a lovely albatross"} {
-				if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content,
+				if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content,
 					Metadata: map[string]any{"session": tc.conv}}); err != nil {
 					t.Fatalf("insert: %v", err)
 				}

@@ -17,7 +17,7 @@ import (
 // search for q finds, in rank order.
 func foundBy(t *testing.T, c *memory.Cache, agent, q string) []string {
 	t.Helper()
-	rs, err := c.Search(context.Background(), agent, q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(50))
+	rs, err := c.Agent(agent).Search(context.Background(), q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(50))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestArchivalConversationLabels(t *testing.T) {
 			for name, c := range labelStores(t) {
 				// One batch, one instant: the write-order rule links none
 				// of them, so only the labels can.
-				if _, err := c.InsertArchivalBatch(ctx, "a", []memory.ArchivalEntry{
+				if _, err := c.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{
 					{Content: "I have been looking into adoption agencies", Metadata: tc.asked},
 					{Content: "Something about lunch", Metadata: tc.other},
 					{Content: reply, Metadata: tc.re},
@@ -107,7 +107,7 @@ func TestArchivalNoConversationNoNeighbours(t *testing.T) {
 	ctx := context.Background()
 	for name, c := range labelStores(t) {
 		for i, content := range []string{"The user's dog is called Biscuit.", "The user works night shifts."} {
-			if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: content, CreatedAt: base.Add(time.Duration(i) * time.Second)}); err != nil {
+			if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: content, CreatedAt: base.Add(time.Duration(i) * time.Second)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -27,7 +27,7 @@ func BenchmarkMergedRecord(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			if _, err := c.CreateBlock(ctx, "ada", BlockSpec{Label: "notes"}); err != nil {
+			if _, err := c.createBlock(ctx, "ada", BlockSpec{Label: "notes"}); err != nil {
 				b.Fatal(err)
 			}
 			var id int64
@@ -65,7 +65,7 @@ func BenchmarkMergedRecord(b *testing.B) {
 			}
 			// Another block's 1,000 records, beside the records above
 			// (another block's), read back.
-			if _, err := c.CreateBlock(ctx, "ada", BlockSpec{Label: "other"}); err != nil {
+			if _, err := c.createBlock(ctx, "ada", BlockSpec{Label: "other"}); err != nil {
 				b.Fatal(err)
 			}
 			if err := c.rdb.QueryRowContext(ctx, `SELECT id FROM blocks WHERE owner = 'ada' AND label = 'other'`).Scan(&id); err != nil {

@@ -26,10 +26,10 @@ func BenchmarkAppendToBlock(b *testing.B) {
 	})
 	b.Run("bare-sqlite-insert", func(b *testing.B) {
 		c := openFile(b, filepath.Join(b.TempDir(), "probe.db"), nil)
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "log", CharLimit: blocks.MaxCharLimit}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "log", CharLimit: blocks.MaxCharLimit}); err != nil {
 			b.Fatal(err)
 		}
-		if err := c.AppendToBlock(ctx, "a", "log", "one more line of text\n"); err != nil {
+		if err := c.Agent("a").Block("log").Append(ctx, "one more line of text\n"); err != nil {
 			b.Fatal(err)
 		}
 		var data []byte
@@ -66,13 +66,13 @@ func benchAppends(b *testing.B, c *memory.Cache) {
 		label := fmt.Sprintf("log%d", i/perBlock)
 		if i%perBlock == 0 {
 			b.StopTimer()
-			if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label}); err != nil {
+			if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
 		i++
-		if err := c.AppendToBlock(ctx, "a", label, "one more line of text\n"); err != nil {
+		if err := c.Agent("a").Block(label).Append(ctx, "one more line of text\n"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,12 +82,12 @@ func benchAppends(b *testing.B, c *memory.Cache) {
 func BenchmarkGetBlockHit(b *testing.B) {
 	ctx := context.Background()
 	c := openFile(b, filepath.Join(b.TempDir(), "g.db"), nil)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "persona", Value: "hello"}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Value: "hello"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.GetBlock(ctx, "a", "persona"); err != nil {
+		if _, err := c.Agent("a").Block("persona").Doc(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -102,10 +102,10 @@ func BenchmarkOpenLoad1000Cold(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < 1000; i++ {
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: fmt.Sprintf("b%04d", i), Value: "some content for block"}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("b%04d", i), Value: "some content for block"}); err != nil {
 			b.Fatal(err)
 		}
-		if err := c.AppendToBlock(ctx, "a", fmt.Sprintf("b%04d", i), " plus an edit"); err != nil {
+		if err := c.Agent("a").Block(fmt.Sprintf("b%04d", i)).Append(ctx, " plus an edit"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -117,7 +117,7 @@ func BenchmarkOpenLoad1000Cold(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := 0; i < 1000; i++ {
-			if _, err := c.GetBlock(ctx, "a", fmt.Sprintf("b%04d", i)); err != nil {
+			if _, err := c.Agent("a").Block(fmt.Sprintf("b%04d", i)).Doc(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -131,13 +131,13 @@ func BenchmarkListBlocks1000(b *testing.B) {
 	ctx := context.Background()
 	c := openFile(b, filepath.Join(b.TempDir(), "list.db"), nil)
 	for i := 0; i < 1000; i++ {
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: fmt.Sprintf("b%04d", i), Value: "content"}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("b%04d", i), Value: "content"}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := c.ListBlocks(ctx, "a")
+		l, err := c.Agent("a").Blocks(ctx)
 		if err != nil || len(l) != 1000 {
 			b.Fatal(err)
 		}
@@ -163,13 +163,13 @@ func BenchmarkAppendBySize(b *testing.B) {
 				label := fmt.Sprintf("big%d", i/perBlock)
 				if i%perBlock == 0 {
 					b.StopTimer()
-					if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
+					if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
 				}
 				i++
-				if err := c.AppendToBlock(ctx, "a", label, line); err != nil {
+				if err := c.Agent("a").Block(label).Append(ctx, line); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -196,12 +196,12 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 	}()
 	b.RunParallel(func(pb *testing.PB) {
 		label := fmt.Sprintf("w%d", next.Add(1))
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit}); err != nil {
 			b.Error(err)
 			return
 		}
 		for pb.Next() {
-			if err := c.AppendToBlock(ctx, "a", label, "one more line of text\n"); err != nil {
+			if err := c.Agent("a").Block(label).Append(ctx, "one more line of text\n"); err != nil {
 				b.Error(err)
 				return
 			}

@@ -37,7 +37,7 @@ func checkIDs(agent, label string) error {
 
 // CreateBlock creates a block owned by agent. The creating change (and the
 // initial value, if any) is written by the system.
-func (c *Cache) CreateBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
+func (c *Cache) createBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -150,14 +150,14 @@ func newIncarnation() int64 { return rand.Int64N(1<<62) + 1 }
 
 // GetBlock returns a live view of the agent's own block. Writes through the
 // view are persisted by the store (write-through) or on Flush (write-back).
-func (c *Cache) GetBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
+func (c *Cache) getBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
 	_, doc, err := c.view(ctx, agent, "", label)
 	return doc, err
 }
 
 // GetSharedBlock returns requester's view of a block owner shared with it,
 // with the shared permission. Asking for one's own block works too.
-func (c *Cache) GetSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
+func (c *Cache) getSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
 	if strings.TrimSpace(owner) == "" {
 		return nil, invalidArg("owner is empty")
 	}
@@ -208,12 +208,12 @@ func (c *Cache) view(ctx context.Context, agent, owner, label string) (*entry, *
 
 // ListBlocks lists the agent's own blocks (type, then creation order)
 // without loading their documents.
-func (c *Cache) ListBlocks(ctx context.Context, agent string) ([]BlockMeta, error) {
+func (c *Cache) blocksOf(ctx context.Context, agent string) ([]BlockMeta, error) {
 	return c.listBlocks(ctx, agent, "")
 }
 
 // ListBlocksByType lists the agent's own blocks of one type.
-func (c *Cache) ListBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
+func (c *Cache) listBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return nil, err
 	}
@@ -264,8 +264,8 @@ func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 
 // DeleteBlock deletes the agent's block (Admin permission, or the system
 // when agent is the owner acting through the application).
-func (c *Cache) DeleteBlock(ctx context.Context, agent, label string) error {
-	doc, err := c.GetBlock(ctx, agent, label)
+func (c *Cache) deleteBlock(ctx context.Context, agent, label string) error {
+	doc, err := c.getBlock(ctx, agent, label)
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (c *Cache) dropBlock(owner, label string) {
 
 // RenderedContent returns the block as a model sees it, from the rendering
 // stored with the last persisted change (no CRDT load on a cold cache).
-func (c *Cache) RenderedContent(ctx context.Context, agent, label string) (string, error) {
+func (c *Cache) renderedContent(ctx context.Context, agent, label string) (string, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return "", err
 	}
@@ -349,20 +349,20 @@ func (c *Cache) RenderedContent(ctx context.Context, agent, label string) (strin
 }
 
 // UpdateBlockText replaces a Text block's content as the agent.
-func (c *Cache) UpdateBlockText(ctx context.Context, agent, label, text string) error {
-	return c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpSetText, Text: text})
+func (c *Cache) updateBlockText(ctx context.Context, agent, label, text string) error {
+	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpSetText, Text: text})
 }
 
 // AppendToBlock appends to a Text block as the agent.
-func (c *Cache) AppendToBlock(ctx context.Context, agent, label, text string) error {
-	return c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpAppendText, Text: text})
+func (c *Cache) appendToBlock(ctx context.Context, agent, label, text string) error {
+	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpAppendText, Text: text})
 }
 
 // ReplaceInBlock replaces the first occurrence of old in a Text block as the
 // agent, exactly as ApplyEdit with a replace_text edit: when old does not
 // occur nothing changes and the error wraps ErrNoMatch. found is err == nil.
-func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
-	err = c.ApplyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
+func (c *Cache) replaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
+	err = c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
 
@@ -376,7 +376,7 @@ func (c *Cache) ReplaceInBlock(ctx context.Context, agent, label, old, new strin
 // same edit made through the store's sugar methods or a *blocks.Document
 // view of the block ends the same way (same error, value, update row and
 // proposal).
-func (c *Cache) ApplyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
+func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
 	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
 		// Only a write that succeeds on the cached view is final: anything
 		// else (a refusal decided on a view that may be behind, a block
@@ -664,7 +664,7 @@ func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 
 // PersistBlock makes the block's pending changes durable now (needed in
 // write-back mode; a no-op in write-through mode).
-func (c *Cache) PersistBlock(ctx context.Context, agent, label string) error {
+func (c *Cache) persistBlock(ctx context.Context, agent, label string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -680,12 +680,12 @@ func (c *Cache) PersistBlock(ctx context.Context, agent, label string) error {
 
 // SetBlockPinned pins or unpins a block. Pinning only decides whether a
 // Working block is in context, so it needs ReadWrite, not Admin.
-func (c *Cache) SetBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
+func (c *Cache) setBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
 	return c.reconfigure(ctx, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
 }
 
 // SetBlockType changes a block's type (Admin).
-func (c *Cache) SetBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
+func (c *Cache) setBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return err
 	}
@@ -694,7 +694,7 @@ func (c *Cache) SetBlockType(ctx context.Context, agent, label string, t blocks.
 
 // UpdateBlockSchema changes a block's schema within its kind (Admin). The
 // current content must be valid under the new schema.
-func (c *Cache) UpdateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
+func (c *Cache) updateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
 	if err := schema.Check(s); err != nil {
 		return fmt.Errorf("memory: schema for block %q of %q: %w", label, agent, err)
 	}
@@ -702,7 +702,7 @@ func (c *Cache) UpdateBlockSchema(ctx context.Context, agent, label string, s sc
 }
 
 // SetBlockPermission changes the owner's permission on a block (Admin).
-func (c *Cache) SetBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
+func (c *Cache) setBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
 	if !p.Valid() {
 		return invalidArg("permission %d", int(p))
 	}
@@ -801,7 +801,7 @@ func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blo
 
 // Compact folds a block's updates into its snapshot now (edits still
 // pending, in write-back mode, are written first).
-func (c *Cache) Compact(ctx context.Context, agent, label string) error {
+func (c *Cache) compactBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
 		return err
@@ -872,8 +872,8 @@ func withFields(v, base any) any {
 // change's PeerMessage. The record of who merged which change is written
 // in the merge's transaction, and holds across compactions, epochs,
 // processes and Export/Import.
-func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
-	return c.MergeChangesAs(ctx, agent, owner, label, data, agent)
+func (c *Cache) mergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+	return c.mergeChangesAs(ctx, agent, owner, label, data, agent)
 }
 
 // MergeChangesAs is MergeChanges, with the merge recorded (in the block's
@@ -882,7 +882,7 @@ func (c *Cache) MergeChanges(ctx context.Context, agent, owner, label string, da
 // serve's web UI records a restore as "human:NAME", merged as the block's
 // owner). agent's permission is the one checked. As with MergeChanges, the
 // changes' commit messages name no one.
-func (c *Cache) MergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
+func (c *Cache) mergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
 	if err := checkAgent(as); err != nil {
 		return fmt.Errorf("memory: merge changes into block %q: recorded as: %w", label, err)
 	}

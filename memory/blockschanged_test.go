@@ -41,7 +41,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 	defer wb.Close()
 	for _, s := range []*memory.Cache{c, wb} {
 		for _, b := range []struct{ owner, label string }{{"a", "notes"}, {"b", "board"}} {
-			if _, err := s.CreateBlock(ctx, b.owner, memory.BlockSpec{Label: b.label, Value: "start", Permission: blocks.Admin}); err != nil {
+			if _, err := s.Agent(b.owner).CreateBlock(ctx, memory.BlockSpec{Label: b.label, Value: "start", Permission: blocks.Admin}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -56,52 +56,53 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 		moves bool // the stamp of "a" or "b" moves
 	}
 	steps := []step{
-		{"append", func() error { return c.AppendToBlock(ctx, "a", "notes", " two") }, true},
+		{"append", func() error { return c.Agent("a").Block("notes").Append(ctx, " two") }, true},
 		{"apply edit", func() error {
-			return c.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " three"})
+			return c.Agent("a").Block("notes").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " three"})
 		}, true},
-		{"replace text", func() error { return c.UpdateBlockText(ctx, "a", "notes", "new") }, true},
+		{"replace text", func() error { return c.Agent("a").Block("notes").SetText(ctx, "new") }, true},
 		{"merge a peer's changes", func() error {
-			doc, err := c.GetBlock(ctx, "a", "notes")
+			doc, err := c.Agent("a").Block("notes").Doc(ctx)
 			if err != nil {
 				return err
 			}
-			return c.MergeChanges(ctx, "a", "", "notes", peerEdit(t, doc, func(root *automerge.Map) error {
+			return c.Agent("a").Block("notes").Merge(ctx, peerEdit(t, doc, func(root *automerge.Map) error {
 				return subText(root, "content").Append(" peer")
 			}))
+
 		}, true},
-		{"pin", func() error { return c.SetBlockPinned(ctx, "a", "notes", true) }, true},
-		{"permission", func() error { return c.SetBlockPermission(ctx, "a", "notes", blocks.ReadWrite) }, true},
-		{"share", func() error { return c.ShareBlock(ctx, "b", "board", "a", blocks.Append) }, true},
-		{"re-share", func() error { return c.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite) }, true},
-		{"owner edits the shared block", func() error { return c.AppendToBlock(ctx, "b", "board", " more") }, true},
+		{"pin", func() error { return c.Agent("a").Block("notes").SetPinned(ctx, true) }, true},
+		{"permission", func() error { return c.Agent("a").Block("notes").SetPermission(ctx, blocks.ReadWrite) }, true},
+		{"share", func() error { return c.Agent("b").Block("board").Share(ctx, "a", blocks.Append) }, true},
+		{"re-share", func() error { return c.Agent("b").Block("board").Share(ctx, "a", blocks.ReadWrite) }, true},
+		{"owner edits the shared block", func() error { return c.Agent("b").Block("board").Append(ctx, " more") }, true},
 		{"sharee edits the shared block", func() error {
-			return c.ApplyEdit(ctx, "a", "b", "board", memory.Edit{Op: blocks.OpAppendText, Text: " by a"})
+			return c.Agent("a").Shared("b", "board").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " by a"})
 		}, true},
-		{"unshare", func() error { return c.UnshareBlock(ctx, "b", "board", "a") }, true},
+		{"unshare", func() error { return c.Agent("b").Block("board").Unshare(ctx, "a") }, true},
 		{"create", func() error {
-			_, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
+			_, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
 			return err
 		}, true},
-		{"rebase", func() error { return c.Rebase(ctx, "a", "tmp") }, true},
-		{"delete", func() error { return c.DeleteBlock(ctx, "a", "tmp") }, true},
-		{"delete b's block", func() error { return c.DeleteBlock(ctx, "b", "board") }, true},
+		{"rebase", func() error { return c.Agent("a").Block("tmp").Rebase(ctx) }, true},
+		{"delete", func() error { return c.Agent("a").Block("tmp").Delete(ctx) }, true},
+		{"delete b's block", func() error { return c.Agent("b").Block("board").Delete(ctx) }, true},
 		{"import", func() error { _, err := c.Import(ctx, dump); return err }, true},
 		{"message", func() error {
-			_, err := c.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "x"})
+			_, err := c.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "x"})
 			return err
 		}, false},
 		{"archival", func() error {
-			_, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "fact"})
+			_, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "fact"})
 			return err
 		}, false},
-		{"token", func() error { _, _, err := c.CreateToken(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
+		{"token", func() error { _, _, err := c.Tokens().Create(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
 	}
 	run := func(t *testing.T, s *memory.Cache, steps []step) {
 		stamps := func() [2]memory.BlocksStamp {
 			var out [2]memory.BlocksStamp
 			for i, a := range []string{"a", "b"} {
-				st, err := s.BlocksStamp(ctx, a)
+				st, err := s.Agent(a).BlocksStamp(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,9 +131,9 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 	t.Run("write-through", func(t *testing.T) { run(t, c, steps) })
 	t.Run("write-back", func(t *testing.T) {
 		run(t, wb, []step{
-			{"edit", func() error { return wb.AppendToBlock(ctx, "a", "notes", " two") }, true},
+			{"edit", func() error { return wb.Agent("a").Block("notes").Append(ctx, " two") }, true},
 			{"flush", func() error { return wb.Flush(ctx) }, true},
-			{"share", func() error { return wb.ShareBlock(ctx, "b", "board", "a", blocks.Append) }, true},
+			{"share", func() error { return wb.Agent("b").Block("board").Share(ctx, "a", blocks.Append) }, true},
 		})
 	})
 }

@@ -15,8 +15,18 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Cache is the default Store, the one Open and New return (builder.Cache is
-// another thing: what context builds reuse). Block documents are loaded
+// Cache is the store Open and New return (builder.Cache is another thing:
+// what context builds reuse). Its own methods are store-wide (open and
+// close, import and export, re-embedding, token counts, access tokens);
+// everything an agent does goes through its handle, [Cache.Agent], and
+// store administration through [Cache.Admin]. Every method taking a
+// context honours its cancellation. An agent sees its own blocks, archival
+// entries and messages and the blocks shared with it, nothing else.
+// Missing or invisible things return errors matching ErrNotFound;
+// duplicates ErrExists; refused writes blocks.ErrPermission.
+// memory/storetest checks a Cache over any backend against this contract.
+//
+// Block documents are loaded
 // lazily from its Backend, kept in an LRU of Options.CacheSize, and their
 // changes are written through to the backend as incremental automerge
 // changes. Several Caches (in one process or several) may share one
@@ -38,6 +48,7 @@ type Cache struct {
 	// cache.
 	handles    sync.Map
 	handlesLen atomic.Int64
+	tokens     Tokens // what Tokens returns
 	wq         writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name (remember), for the hits that skip the freshness
@@ -170,6 +181,7 @@ func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
 func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
 	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
+	c.tokens.c = c
 	var err error
 	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,

@@ -36,24 +36,24 @@ func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 	}
 	for i := 0; i < 6; i++ {
 		label := fmt.Sprintf("b%d", i)
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.AppendToBlock(ctx, "a", label, "v1 "+label); err != nil {
+		if err := c.Agent("a").Block(label).Append(ctx, "v1 "+label); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Write-back: b5 is still only in memory (it was never evicted), which
 	// another Cache on the file shows; this one reads its own writes.
 	durable := openFile(t, path, nil)
-	if r, _ := durable.RenderedContent(ctx, "a", "b5"); r != "" {
+	if r, _ := durable.Agent("a").Block("b5").Render(ctx); r != "" {
 		t.Fatalf("write-back persisted early: %q", r)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "b5"); r != "v1 b5" {
+	if r, _ := c.Agent("a").Block("b5").Render(ctx); r != "v1 b5" {
 		t.Fatalf("write-back Cache does not read its own write: %q", r)
 	}
 	// b0..b3 were evicted by later loads and flushed on eviction.
-	if r, _ := durable.RenderedContent(ctx, "a", "b0"); r != "v1 b0" {
+	if r, _ := durable.Agent("a").Block("b0").Render(ctx); r != "v1 b0" {
 		t.Fatalf("evicted block lost its change: %q", r)
 	}
 	if err := c.Close(); err != nil {
@@ -62,7 +62,7 @@ func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 	c2 := openFile(t, path, nil)
 	for i := 0; i < 6; i++ {
 		label := fmt.Sprintf("b%d", i)
-		if r, _ := c2.RenderedContent(ctx, "a", label); r != "v1 "+label {
+		if r, _ := c2.Agent("a").Block(label).Render(ctx); r != "v1 "+label {
 			t.Fatalf("%s after close = %q", label, r)
 		}
 	}
@@ -72,20 +72,20 @@ func TestWriteBackPersistBlock(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wb.db")
 	c := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n"}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "n"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "n", "x"); err != nil {
+	if err := c.Agent("a").Block("n").Append(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
 	durable := openFile(t, path, nil)
-	if r, _ := durable.RenderedContent(ctx, "a", "n"); r != "" {
+	if r, _ := durable.Agent("a").Block("n").Render(ctx); r != "" {
 		t.Fatalf("persisted before PersistBlock: %q", r)
 	}
-	if err := c.PersistBlock(ctx, "a", "n"); err != nil {
+	if err := c.Agent("a").Block("n").Persist(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := durable.RenderedContent(ctx, "a", "n"); r != "x" {
+	if r, _ := durable.Agent("a").Block("n").Render(ctx); r != "x" {
 		t.Fatalf("after PersistBlock: %q", r)
 	}
 }
@@ -97,39 +97,39 @@ func TestTwoCachesOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.db")
 	a := openFile(t, path, nil)
 	b := openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Permission: blocks.Admin}); err != nil {
+	if _, err := a.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "n", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendToBlock(ctx, "x", "n", "from a;"); err != nil {
+	if err := a.Agent("x").Block("n").Append(ctx, "from a;"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetBlock(ctx, "x", "n"); err != nil { // b loads it cold
+	if _, err := b.Agent("x").Block("n").Doc(ctx); err != nil { // b loads it cold
 		t.Fatal(err)
 	}
-	if err := b.AppendToBlock(ctx, "x", "n", "from b;"); err != nil {
+	if err := b.Agent("x").Block("n").Append(ctx, "from b;"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendToBlock(ctx, "x", "n", "a again;"); err != nil {
+	if err := a.Agent("x").Block("n").Append(ctx, "a again;"); err != nil {
 		t.Fatal(err)
 	}
-	da, _ := a.GetBlock(ctx, "x", "n")
-	db, _ := b.GetBlock(ctx, "x", "n")
+	da, _ := a.Agent("x").Block("n").Doc(ctx)
+	db, _ := b.Agent("x").Block("n").Doc(ctx)
 	ta, _ := da.Text()
 	tb, _ := db.Text()
 	if ta != tb || ta != "from a;from b;a again;" {
 		t.Fatalf("caches disagree: %q vs %q", ta, tb)
 	}
-	if err := a.SetBlockPinned(ctx, "x", "n", true); err != nil {
+	if err := a.Agent("x").Block("n").SetPinned(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	db, _ = b.GetBlock(ctx, "x", "n")
+	db, _ = b.Agent("x").Block("n").Doc(ctx)
 	if !db.Info().Pinned {
 		t.Fatal("metadata change not seen by the other cache")
 	}
-	if err := a.DeleteBlock(ctx, "x", "n"); err != nil {
+	if err := a.Agent("x").Block("n").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetBlock(ctx, "x", "n"); err == nil {
+	if _, err := b.Agent("x").Block("n").Doc(ctx); err == nil {
 		t.Fatal("deleted block still served by the other cache")
 	}
 }
@@ -141,14 +141,14 @@ func TestCompaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "compact.db")
 	a := openFile(t, path, &memory.Options{CompactAfter: 10})
 	b := openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", CharLimit: 100000}); err != nil {
+	if _, err := a.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "n", CharLimit: 100000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AppendToBlock(ctx, "x", "n", "b0;"); err != nil { // b caches it at seq 1
+	if err := b.Agent("x").Block("n").Append(ctx, "b0;"); err != nil { // b caches it at seq 1
 		t.Fatal(err)
 	}
 	for i := 0; i < 25; i++ {
-		if err := a.AppendToBlock(ctx, "x", "n", fmt.Sprintf("a%d;", i)); err != nil {
+		if err := a.Agent("x").Block("n").Append(ctx, fmt.Sprintf("a%d;", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestCompaction(t *testing.T) {
 	if updates >= 10 || snapSeq == 0 {
 		t.Fatalf("not compacted: %d updates, snapshot_seq %d", updates, snapSeq)
 	}
-	d, err := b.GetBlock(ctx, "x", "n")
+	d, err := b.Agent("x").Block("n").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestCompaction(t *testing.T) {
 	if text != want {
 		t.Fatalf("after compaction b sees %q", text)
 	}
-	if err := a.Compact(ctx, "x", "n"); err != nil {
+	if err := a.Agent("x").Block("n").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
@@ -178,8 +178,8 @@ func TestCompaction(t *testing.T) {
 		t.Fatalf("%d updates left after Compact", updates)
 	}
 	c := openFile(t, path, nil)
-	r, _ := c.RenderedContent(ctx, "x", "n")
-	d2, _ := c.GetBlock(ctx, "x", "n")
+	r, _ := c.Agent("x").Block("n").Render(ctx)
+	d2, _ := c.Agent("x").Block("n").Doc(ctx)
 	t2, _ := d2.Text()
 	if r != want || t2 != want {
 		t.Fatalf("reopened: rendered %q, doc %q", r, t2)
@@ -204,12 +204,12 @@ func TestCompactionScalesWithSize(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.label, func(t *testing.T) {
-			if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: tc.label, CharLimit: blocks.MaxCharLimit,
+			if _, err := c.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: tc.label, CharLimit: blocks.MaxCharLimit,
 				Value: strings.Repeat("x", tc.size)}); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < tc.appends; i++ {
-				if err := c.AppendToBlock(ctx, "x", tc.label, "y"); err != nil {
+				if err := c.Agent("x").Block(tc.label).Append(ctx, "y"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -218,7 +218,7 @@ func TestCompactionScalesWithSize(t *testing.T) {
 			if got := snapSeq > 0; got != tc.wantCompact {
 				t.Fatalf("%d-char block after %d appends: snapshot_seq %d, want compacted = %v", tc.size, tc.appends, snapSeq, tc.wantCompact)
 			}
-			r, err := c.RenderedContent(ctx, "x", tc.label)
+			r, err := c.Agent("x").Block(tc.label).Render(ctx)
 			if err != nil || r != strings.Repeat("x", tc.size)+strings.Repeat("y", tc.appends) {
 				t.Fatalf("rendered %d chars, err %v", len(r), err)
 			}
@@ -231,10 +231,10 @@ func TestCompactionScalesWithSize(t *testing.T) {
 func TestUpdatesAreIncremental(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "inc.db"), nil)
-	if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: strings.Repeat("lorem ipsum ", 400)}); err != nil {
+	if _, err := c.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "n", Value: strings.Repeat("lorem ipsum ", 400)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "x", "n", "!"); err != nil {
+	if err := c.Agent("x").Block("n").Append(ctx, "!"); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -264,7 +264,7 @@ func TestClosedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if _, err := c.ListBlocks(ctx, "a"); err != memory.ErrClosed {
+	if _, err := c.Agent("a").Blocks(ctx); err != memory.ErrClosed {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -272,21 +272,21 @@ func TestClosedStore(t *testing.T) {
 func TestLogRotationToArchival(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), nil)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
 		Schema: schema.Log{Retention: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("event %d", i)}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("event %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, _ := c.GetBlock(ctx, "a", "events")
+	d, _ := c.Agent("a").Block("events").Doc(ctx)
 	entries, _ := d.LogEntries(0)
 	if len(entries) != 3 || entries[0].Message != "event 4" {
 		t.Fatalf("entries kept = %+v", entries)
 	}
-	arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+	arch, _ := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:events"}})
 	if len(arch) != 2 || arch[1].Content != "event 0" {
 		t.Fatalf("rotated entries = %+v", arch)
 	}
@@ -302,12 +302,12 @@ func TestLogRotationIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "log.db")
 	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
-	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}})
+	doc, err := createBlockDoc(ctx, c.Agent("a"), memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendEntry := func(ctx context.Context, msg string) error {
-		return c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+		return c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
 	}
 	for _, m := range []string{"first", "second"} {
 		if err := appendEntry(ctx, m); err != nil {
@@ -330,12 +330,12 @@ func TestLogRotationIsAtomic(t *testing.T) {
 	c.Close()
 
 	c = openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
-	d, err := c.GetBlock(ctx, "a", "events")
+	d, err := c.Agent("a").Block("events").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := d.LogEntries(0)
-	arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+	arch, _ := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:events"}})
 	seen := map[string]int{}
 	for _, e := range entries {
 		seen[e.Message]++
@@ -352,7 +352,7 @@ func TestLogRotationIsAtomic(t *testing.T) {
 		t.Errorf("block keeps %d entries, retention 2", len(entries))
 	}
 	// The rotated entries were embedded: vector search finds them.
-	res, err := c.SearchArchival(ctx, "a", "first", search.NewOptions().Mode(search.Vector).Limit(10))
+	res, err := c.Agent("a").Archival().Search(ctx, "first", search.NewOptions().Mode(search.Vector).Limit(10))
 	if err != nil || len(res) != 2 {
 		t.Errorf("vector search over the rotated entries: %d results, %v", len(res), err)
 	}
@@ -362,7 +362,7 @@ func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "emb.db")
 	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
-	if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "tomatoes in the garden"}); err != nil {
+	if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "tomatoes in the garden"}); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -370,20 +370,20 @@ func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 		t.Fatalf("open with another embedder: %v", err)
 	}
 	c2 := openFile(t, path, &memory.Options{Embedder: search.NewOffline(64), OpenForReembed: true})
-	if _, err := c2.Search(ctx, "a", "tomatoes", search.NewOptions().Mode(search.Vector)); !errors.Is(err, search.ErrEmbedderMismatch) {
+	if _, err := c2.Agent("a").Search(ctx, "tomatoes", search.NewOptions().Mode(search.Vector)); !errors.Is(err, search.ErrEmbedderMismatch) {
 		t.Fatalf("vector search before reembed: %v", err)
 	}
 	var calls int
 	if err := c2.Reembed(ctx, func(done, total int) { calls++ }); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c2.Search(ctx, "a", "tomatoes", search.NewOptions().Mode(search.Vector))
+	res, err := c2.Agent("a").Search(ctx, "tomatoes", search.NewOptions().Mode(search.Vector))
 	if err != nil || len(res) != 1 || calls == 0 {
 		t.Fatalf("after reembed: %v %v (progress calls %d)", res, err, calls)
 	}
 	c2.Close()
 	c3 := openFile(t, path, &memory.Options{Embedder: search.NewOffline(64)})
-	if _, err := c3.Search(ctx, "a", "garden", search.NewOptions().Mode(search.Hybrid)); err != nil {
+	if _, err := c3.Agent("a").Search(ctx, "garden", search.NewOptions().Mode(search.Hybrid)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -393,15 +393,15 @@ func TestEmbedderMismatchNeedsReembed(t *testing.T) {
 func TestDeferredBlockIndex(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "fts.db"), nil)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "apples", Permission: blocks.Admin}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "n", Value: "apples", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{" bananas", " cherries"} {
-		if err := c.AppendToBlock(ctx, "a", "n", s); err != nil {
+		if err := c.Agent("a").Block("n").Append(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.UpdateBlockText(ctx, "a", "n", "dates only"); err != nil {
+	if err := c.Agent("a").Block("n").SetText(ctx, "dates only"); err != nil {
 		t.Fatal(err)
 	}
 	var dirty int
@@ -410,10 +410,10 @@ func TestDeferredBlockIndex(t *testing.T) {
 		t.Fatalf("dirty rows = %d, want 1 (coalesced)", dirty)
 	}
 	fts := search.NewOptions().Mode(search.FTS)
-	if res, _ := c.Search(ctx, "a", "apples", fts); len(res) != 0 {
+	if res, _ := c.Agent("a").Search(ctx, "apples", fts); len(res) != 0 {
 		t.Fatalf("old text still found: %+v", res)
 	}
-	if res, _ := c.Search(ctx, "a", "dates", fts); len(res) != 1 {
+	if res, _ := c.Agent("a").Search(ctx, "dates", fts); len(res) != 1 {
 		t.Fatalf("new text not found: %+v", res)
 	}
 	c.Backend().DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
@@ -423,14 +423,14 @@ func TestDeferredBlockIndex(t *testing.T) {
 	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("integrity-check: %v", err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "n", " elderberries"); err != nil {
+	if err := c.Agent("a").Block("n").Append(ctx, " elderberries"); err != nil {
 		t.Fatal(err)
 	}
 	// Deleting a block whose latest text is not indexed yet removes what was.
-	if err := c.DeleteBlock(ctx, "a", "n"); err != nil {
+	if err := c.Agent("a").Block("n").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := c.Search(ctx, "a", "dates elderberries", fts); len(res) != 0 {
+	if res, _ := c.Agent("a").Search(ctx, "dates elderberries", fts); len(res) != 0 {
 		t.Fatalf("deleted block found: %+v", res)
 	}
 	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
@@ -446,29 +446,29 @@ func TestWriteBackEditsSurviveARefusedMerge(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "p.db")
 	wb := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := wb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "base", CharLimit: 100}); err != nil {
+	if _, err := wb.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "n", Value: "base", CharLimit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if err := wb.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := wb.GetBlock(ctx, "a", "n")
+	doc, _ := wb.Agent("a").Block("n").Doc(ctx)
 	fork, _ := doc.Fork()
-	if err := wb.AppendToBlock(ctx, "a", "n", " pending"); err != nil {
+	if err := wb.Agent("a").Block("n").Append(ctx, " pending"); err != nil {
 		t.Fatal(err)
 	}
 	if err := fork.SetText(strings.Repeat("x", 95), blocks.System); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := fork.Save()
-	if err := wb.MergeChanges(ctx, "a", "", "n", data); !errors.Is(err, blocks.ErrLimit) {
+	if err := wb.Agent("a").Block("n").Merge(ctx, data); !errors.Is(err, blocks.ErrLimit) {
 		t.Fatalf("merge past the limit: %v, want ErrLimit", err)
 	}
 	if err := wb.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	other := openFile(t, path, nil)
-	if r, _ := other.RenderedContent(ctx, "a", "n"); r != "base pending" {
+	if r, _ := other.Agent("a").Block("n").Render(ctx); r != "base pending" {
 		t.Fatalf("the pending write-back edit was lost: %q", r)
 	}
 }
@@ -480,7 +480,7 @@ func TestWriteBackMergeIsPersisted(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	wb := openFile(t, path, &memory.Options{WriteBack: true})
-	doc, err := wb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "n", Value: "base"})
+	doc, err := createBlockDoc(ctx, wb.Agent("a"), memory.BlockSpec{Label: "n", Value: "base"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestWriteBackMergeIsPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.AppendToBlock(ctx, "a", "n", " pending"); err != nil {
+	if err := wb.Agent("a").Block("n").Append(ctx, " pending"); err != nil {
 		t.Fatal(err)
 	}
 	if err := peer.SetText("BASE", blocks.System); err != nil {
@@ -501,24 +501,24 @@ func TestWriteBackMergeIsPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.MergeChanges(ctx, "a", "", "n", data); err != nil {
+	if err := wb.Agent("a").Block("n").Merge(ctx, data); err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.AppendToBlock(ctx, "a", "n", " mine"); err != nil {
+	if err := wb.Agent("a").Block("n").Append(ctx, " mine"); err != nil {
 		t.Fatal(err)
 	}
 	if err := wb.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	other := openFile(t, path, nil)
-	got, err := other.GetBlock(ctx, "a", "n")
+	got, err := other.Agent("a").Block("n").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := got.Render(); r != "BASE pending mine" {
 		t.Fatalf("another store loads %q, want the merge and both edits", r)
 	}
-	h, err := other.BlockHistory(ctx, "a", "", "n")
+	h, err := other.Agent("a").Block("n").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,28 +541,28 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 		want    string // the block afterwards, read by a fresh store
 	}{
 		{"another writer's append", blocks.ReadWrite,
-			func(b *memory.Cache) error { return b.AppendToBlock(ctx, "x", "n", "+b") },
+			func(b *memory.Cache) error { return b.Agent("x").Block("n").Append(ctx, "+b") },
 			nil, "0123456789+b+a"},
 		{"limit reached by another writer", blocks.ReadWrite,
-			func(b *memory.Cache) error { return b.AppendToBlock(ctx, "x", "n", strings.Repeat("b", 29)) },
+			func(b *memory.Cache) error { return b.Agent("x").Block("n").Append(ctx, strings.Repeat("b", 29)) },
 			blocks.ErrLimit, "0123456789" + strings.Repeat("b", 29)},
 		{"made read-only elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.SetBlockPermission(ctx, "x", "n", blocks.ReadOnly) },
+			func(b *memory.Cache) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.ReadOnly) },
 			blocks.ErrPermission, "0123456789"},
 		{"made append-only elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.SetBlockPermission(ctx, "x", "n", blocks.Append) },
+			func(b *memory.Cache) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.Append) },
 			nil, "0123456789+a"},
 		{"deleted and made again elsewhere", blocks.Admin,
 			func(b *memory.Cache) error {
-				if err := b.DeleteBlock(ctx, "x", "n"); err != nil {
+				if err := b.Agent("x").Block("n").Delete(ctx); err != nil {
 					return err
 				}
-				_, err := b.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: "new", CharLimit: 40})
+				_, err := b.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "n", Value: "new", CharLimit: 40})
 				return err
 			},
 			nil, "new+a"},
 		{"deleted elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.DeleteBlock(ctx, "x", "n") },
+			func(b *memory.Cache) error { return b.Agent("x").Block("n").Delete(ctx) },
 			memory.ErrNotFound, ""},
 	}
 	for _, tc := range cases {
@@ -570,16 +570,16 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "behind.db")
 			a := openFile(t, path, nil)
 			b := openFile(t, path, nil)
-			if _, err := a.CreateBlock(ctx, "x", memory.BlockSpec{Label: "n", Value: "0123456789", CharLimit: 40, Permission: tc.perm}); err != nil {
+			if _, err := a.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "n", Value: "0123456789", CharLimit: 40, Permission: tc.perm}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.GetBlock(ctx, "x", "n"); err != nil { // a caches it
+			if _, err := a.Agent("x").Block("n").Doc(ctx); err != nil { // a caches it
 				t.Fatal(err)
 			}
 			if err := tc.other(b); err != nil {
 				t.Fatal(err)
 			}
-			err := a.AppendToBlock(ctx, "x", "n", "+a")
+			err := a.Agent("x").Block("n").Append(ctx, "+a")
 			if (tc.wantErr == nil) != (err == nil) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
 				t.Fatalf("append: %v, want %v", err, tc.wantErr)
 			}
@@ -588,11 +588,11 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 			}
 			fresh := openFile(t, path, nil)
 			for name, s := range map[string]*memory.Cache{"a": a, "fresh": fresh} {
-				got, err := s.RenderedContent(ctx, "x", "n")
+				got, err := s.Agent("x").Block("n").Render(ctx)
 				if err != nil || got != tc.want {
 					t.Fatalf("store %s reads %q (%v), want %q", name, got, err, tc.want)
 				}
-				d, err := s.GetBlock(ctx, "x", "n")
+				d, err := s.Agent("x").Block("n").Doc(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -615,13 +615,13 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 	c := openFile(t, path, nil)
 	line := "one more line of the deploy notes, with a reason\n"
 	body := strings.Repeat(line, 100_000/len(line))
-	if _, err := c.CreateBlock(ctx, "x", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
+	if _, err := c.Agent("x").CreateBlock(ctx, memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit, Value: body}); err != nil {
 		t.Fatal(err)
 	}
 	want := body
 	appendLine := func(s string) {
 		t.Helper()
-		if err := c.AppendToBlock(ctx, "x", "big", s); err != nil {
+		if err := c.Agent("x").Block("big").Append(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		want += s
@@ -644,7 +644,7 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 	}
 	checkPad := func(what string) {
 		t.Helper()
-		got, err := c.RenderedContent(ctx, "x", "big")
+		got, err := c.Agent("x").Block("big").Render(ctx)
 		if err != nil || got != want {
 			t.Fatalf("%s: rendering %d bytes (%v), want %d", what, len(got), err, len(want))
 		}
@@ -660,14 +660,14 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 	// Shrinking a little keeps the row's size (the pad grows); shrinking a
 	// lot makes a new, smaller pad; shrinking below padFrom drops it.
 	for _, cut := range []int{len(want) - 200, len(want) / 3, 2000} {
-		if err := c.UpdateBlockText(ctx, "x", "big", want[:cut]); err != nil {
+		if err := c.Agent("x").Block("big").SetText(ctx, want[:cut]); err != nil {
 			t.Fatal(err)
 		}
 		want = want[:cut]
 		checkPad(fmt.Sprintf("cut to %d", cut))
 	}
 	fresh := openFile(t, path, nil)
-	d, err := fresh.GetBlock(ctx, "x", "big")
+	d, err := fresh.Agent("x").Block("big").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,19 +681,19 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 func TestCheckItemNeedsABoolean(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "check.db"), nil)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"task"}}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"task"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: true}); err != nil {
+	if err := c.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []any{"true", "false", nil, 1, 0.0} {
-		err := c.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: v})
+		err := c.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpCheckItem, Index: 0, Value: v})
 		if !errors.Is(err, schema.ErrInvalid) {
 			t.Errorf("check_item with value %#v: err = %v, want schema.ErrInvalid", v, err)
 		}
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "todo"); !strings.Contains(r, "[x] task") {
+	if r, _ := c.Agent("a").Block("todo").Render(ctx); !strings.Contains(r, "[x] task") {
 		t.Fatalf("after refused check_items the list renders %q", r)
 	}
 }
@@ -712,7 +712,7 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 			"metadata":     {Content: "ok", Metadata: map[string]any{"k": []any{bad}}},
 			"metadata key": {Content: "ok", Metadata: map[string]any{bad: 1}},
 		} {
-			if _, err := c.InsertArchival(ctx, "a", e); !errors.Is(err, memory.ErrInvalidArgument) {
+			if _, err := c.Agent("a").Archival().Insert(ctx, e); !errors.Is(err, memory.ErrInvalidArgument) {
 				t.Errorf("archival %s %q: err = %v, want ErrInvalidArgument", name, bad, err)
 			}
 		}
@@ -720,18 +720,18 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 			"content":   {Role: memory.RoleUser, BatchID: "b", Content: bad},
 			"tool call": {Role: memory.RoleAssistant, BatchID: "b", ToolCalls: []memory.ToolCall{{ID: "1", Name: bad}}},
 		} {
-			if _, err := c.AppendMessage(ctx, "a", m); !errors.Is(err, memory.ErrInvalidArgument) {
+			if _, err := c.Agent("a").Messages().Append(ctx, m); !errors.Is(err, memory.ErrInvalidArgument) {
 				t.Errorf("message %s %q: err = %v, want ErrInvalidArgument", name, bad, err)
 			}
 		}
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "d", Description: bad}); !errors.Is(err, schema.ErrInvalid) && !errors.Is(err, memory.ErrInvalidArgument) {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "d", Description: bad}); !errors.Is(err, schema.ErrInvalid) && !errors.Is(err, memory.ErrInvalidArgument) {
 			t.Errorf("block description %q: err = %v", bad, err)
 		}
 	}
-	if n, _ := c.ListArchival(ctx, "a", nil); len(n) != 0 {
+	if n, _ := c.Agent("a").Archival().List(ctx, nil); len(n) != 0 {
 		t.Errorf("%d archival entries written", len(n))
 	}
-	if ms, _ := c.Messages(ctx, "a", nil); len(ms) != 0 {
+	if ms, _ := c.Agent("a").Messages().List(ctx, nil); len(ms) != 0 {
 		t.Errorf("%d messages written", len(ms))
 	}
 }

@@ -38,7 +38,7 @@ func FuzzArchivalCaps(f *testing.F) {
 		agent := fmt.Sprint("agent", run)
 		// A first entry of 300 bytes of the agent's quota, so that the
 		// second may or may not fit.
-		if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: strings.Repeat("f", 36)}); err != nil {
+		if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: strings.Repeat("f", 36)}); err != nil {
 			t.Fatal(err)
 		}
 		var tags []string
@@ -46,8 +46,8 @@ func FuzzArchivalCaps(f *testing.F) {
 			tags = append(tags, fmt.Sprint(tag1, i%3), tag2)
 		}
 		e := memory.ArchivalEntry{Content: content, Tags: tags, Metadata: map[string]any{"m": meta}}
-		got, err := c.InsertArchival(ctx, agent, e)
-		arch, lerr := c.ListArchival(ctx, agent, &memory.ArchivalQuery{IncludeSuperseded: true})
+		got, err := c.Agent(agent).Archival().Insert(ctx, e)
+		arch, lerr := c.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
 		if lerr != nil {
 			t.Fatal(lerr)
 		}
@@ -69,7 +69,7 @@ func FuzzArchivalCaps(f *testing.F) {
 		default:
 			t.Fatalf("InsertArchival: %v", err)
 		}
-		used, err := c.StorageUsed(ctx, agent)
+		used, err := c.Agent(agent).StorageUsed(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,18 +27,18 @@ func appendedStore(b *testing.B, n int) (string, []byte, blocks.Info) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
 		b.Fatal(err)
 	}
 	per := coldLoadChars / n
 	words := strings.Repeat(" note", per/5+1)
 	for i := range n {
 		line := (fmt.Sprintf("%06d", i) + words)[:per-1] + "\n"
-		if err := c.AppendToBlock(ctx, "a", "notes", line); err != nil {
+		if err := c.Agent("a").Block("notes").Append(ctx, line); err != nil {
 			b.Fatal(err)
 		}
 	}
-	doc, err := c.GetBlock(ctx, "a", "notes")
+	doc, err := c.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func BenchmarkColdGetBlockAfterAppends(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				doc, err := c.GetBlock(ctx, "a", "notes")
+				doc, err := c.Agent("a").Block("notes").Doc(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -50,13 +50,13 @@ func TestColdLoadOfUpdateRows(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "rows.db")
 			c := openFile(t, path, nil)
-			if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "journal", Value: "zero\n"}); err != nil {
+			if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "journal", Value: "zero\n"}); err != nil {
 				t.Fatal(err)
 			}
 			want := "zero\n"
 			for i := range 6 {
 				line := fmt.Sprintf("line %d\n", i)
-				if err := c.AppendToBlock(ctx, "ada", "journal", line); err != nil {
+				if err := c.Agent("ada").Block("journal").Append(ctx, line); err != nil {
 					t.Fatal(err)
 				}
 				want += line
@@ -85,7 +85,7 @@ func TestColdLoadOfUpdateRows(t *testing.T) {
 			tc.tamper(t, db, seqs)
 			db.Close()
 			c = openFile(t, path, nil)
-			doc, err := c.GetBlock(ctx, "ada", "journal")
+			doc, err := c.Agent("ada").Block("journal").Doc(ctx)
 			if tc.corrupt < 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -121,11 +121,11 @@ func TestColdLoadReportsLostRows(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "rows.db")
 			c := openFile(t, path, nil)
-			if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "journal", Value: "zero\n", CharLimit: 100000}); err != nil {
+			if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "journal", Value: "zero\n", CharLimit: 100000}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 30 {
-				if err := c.AppendToBlock(ctx, "ada", "journal", fmt.Sprintf("line %d\n", i)); err != nil {
+				if err := c.Agent("ada").Block("journal").Append(ctx, fmt.Sprintf("line %d\n", i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -141,7 +141,7 @@ func TestColdLoadReportsLostRows(t *testing.T) {
 			mustExec(t, db, tc.q, mid)
 			db.Close()
 			c = openFile(t, path, nil)
-			doc, err := c.GetBlock(ctx, "ada", "journal")
+			doc, err := c.Agent("ada").Block("journal").Doc(ctx)
 			if !errors.Is(err, memory.ErrCorrupt) || !strings.Contains(err.Error(), `"journal"`) {
 				var got string
 				if doc != nil {
@@ -170,11 +170,11 @@ func TestColdLoadReadsTheValueOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.db")
 	c := openFile(t, path, &memory.Options{CompactAfter: 1 << 20})
 	const rows, size = 200, 50_000
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit, Value: strings.Repeat("x", size)}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit, Value: strings.Repeat("x", size)}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range rows {
-		if err := c.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("\nline %d", i)); err != nil {
+		if err := c.Agent("ada").Block("notes").Append(ctx, fmt.Sprintf("\nline %d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestColdLoadReadsTheValueOnce(t *testing.T) {
 	cold := openFile(t, path, nil)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	doc, err := cold.GetBlock(ctx, "ada", "notes")
+	doc, err := cold.Agent("ada").Block("notes").Doc(ctx)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

@@ -243,7 +243,7 @@ func jaccard(a, b []string) float64 {
 // memory (see ConsolidateOptions and docs/consolidation.md). A cancelled
 // ctx stops the round between clusters: what was proposed or applied
 // stays, and the report (returned with the error) says what.
-func (c *Cache) Consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error) {
+func (c *Cache) consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error) {
 	start := time.Now()
 	o := opts.withDefaults()
 	rep := &ConsolidateReport{Agent: agent}
@@ -556,7 +556,7 @@ func (c *Cache) checkModelMerge(agent string, cl *ConsolidationCluster, a *Model
 // proposeRewrites offers the model agent's blocks filled past
 // o.BlockFill of their limit and proposes its shorter texts.
 func (c *Cache) proposeRewrites(ctx context.Context, agent string, o ConsolidateOptions, rep *ConsolidateReport) error {
-	metas, err := c.ListBlocks(ctx, agent)
+	metas, err := c.blocksOf(ctx, agent)
 	if err != nil {
 		return err
 	}
@@ -564,7 +564,7 @@ func (c *Cache) proposeRewrites(ctx context.Context, agent string, o Consolidate
 		if m.CharLimit <= 0 || rep.ModelTokens >= o.MaxModelTokens {
 			continue
 		}
-		text, err := c.RenderedContent(ctx, agent, m.Label)
+		text, err := c.renderedContent(ctx, agent, m.Label)
 		if err != nil {
 			return err
 		}
@@ -581,7 +581,7 @@ func (c *Cache) proposeRewrites(ctx context.Context, agent string, o Consolidate
 			rep.ModelErrors = append(rep.ModelErrors, fmt.Sprintf("block %q: %v", m.Label, err))
 			continue
 		}
-		p, err := c.ProposeEdit(ctx, agent, agent, m.Label, Edit{Op: "set_text", Text: text2}, "consolidation ("+o.Model.Name()+"): "+reason)
+		p, err := c.proposeEdit(ctx, agent, agent, m.Label, Edit{Op: "set_text", Text: text2}, "consolidation ("+o.Model.Name()+"): "+reason)
 		if err != nil {
 			rep.ModelErrors = append(rep.ModelErrors, fmt.Sprintf("block %q: %v", m.Label, err))
 			continue
@@ -670,21 +670,11 @@ func (c *Cache) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 	return row.e.ID, nil
 }
 
-// consolidator is a Store that consolidates archival memory (Cache).
-type consolidator interface {
-	Consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error)
-}
-
 // Consolidate runs one consolidation round over the agent's archival
-// memory (see [Cache.Consolidate]); a Store without it fails with
-// errors.ErrUnsupported.
+// memory (see [ConsolidateOptions] and [ConsolidateReport]).
 func (r *Archival) Consolidate(ctx context.Context, opts *ConsolidateOptions) (*ConsolidateReport, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
 	}
-	s, ok := r.a.s.(consolidator)
-	if !ok {
-		return nil, unsupported(r.a.s, "Consolidate")
-	}
-	return s.Consolidate(ctx, r.a.id, opts)
+	return r.a.s.consolidate(ctx, r.a.id, opts)
 }

@@ -101,7 +101,7 @@ func locomoStore(t *testing.T, conv eval.LoCoMoConversation, copies bool, o *mem
 			}
 		}
 	}
-	out, err := s.InsertArchivalBatch(ctx, conv.ID, entries, nil)
+	out, err := s.Agent(conv.ID).Archival().InsertBatch(ctx, entries, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestConsolidationRecoversRetrieval(t *testing.T) {
 	recall := func(s *memory.Cache, agent string, qs []eval.LoCoMoQuestion) (float64, int) {
 		var sum float64
 		for _, q := range qs {
-			res, err := s.SearchArchival(ctx, agent, q.Question, search.NewOptions().Limit(10))
+			res, err := s.Agent(agent).Archival().Search(ctx, q.Question, search.NewOptions().Limit(10))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +215,7 @@ func TestConsolidationRecoversRetrieval(t *testing.T) {
 		ds, _ := locomoStore(t, conv, true, &memory.Options{KeepDuplicates: true})
 		r, _ = recall(ds, conv.ID, conv.Questions)
 		before += r
-		rep, err := ds.Consolidate(ctx, conv.ID, &memory.ConsolidateOptions{ApplyExact: true, MaxEntries: 100000})
+		rep, err := ds.Agent(conv.ID).Archival().Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true, MaxEntries: 100000})
 		if err != nil {
 			t.Fatal(err)
 		}

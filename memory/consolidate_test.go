@@ -17,22 +17,22 @@ import (
 func TestConsolidateBadInput(t *testing.T) {
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
-	if _, err := s.Consolidate(ctx, "nobody", nil); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := s.Agent("nobody").Archival().Consolidate(ctx, nil); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("unknown agent: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Consolidate(ctx, " ", nil); !errors.Is(err, memory.ErrInvalidArgument) {
+	if _, err := s.Agent(" ").Archival().Consolidate(ctx, nil); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("empty agent: %v, want ErrInvalidArgument", err)
 	}
 	for range 3 {
-		s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "same words here and there"})
+		s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "same words here and there"})
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Consolidate(cctx, "ag", nil); !errors.Is(err, context.Canceled) {
+	if _, err := s.Agent("ag").Archival().Consolidate(cctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v, want context.Canceled", err)
 	}
 	// A cluster past MaxClusterSize is reported, not proposed.
-	rep, err := s.Consolidate(ctx, "ag", &memory.ConsolidateOptions{MaxClusterSize: 2})
+	rep, err := s.Agent("ag").Archival().Consolidate(ctx, &memory.ConsolidateOptions{MaxClusterSize: 2})
 	if err != nil || len(rep.Skipped) != 1 || len(rep.Proposals) != 0 {
 		t.Fatalf("huge cluster: %+v, %v", rep, err)
 	}
@@ -48,13 +48,13 @@ func TestConsolidateRoundsResume(t *testing.T) {
 	for i := range 30 {
 		in = append(in, memory.ArchivalEntry{Content: fmt.Sprintf("fact %d is about the number %d and more", i%10, i%10)})
 	}
-	if _, err := s.InsertArchivalBatch(ctx, "ag", in, nil); err != nil {
+	if _, err := s.Agent("ag").Archival().InsertBatch(ctx, in, nil); err != nil {
 		t.Fatal(err)
 	}
 	var after int64
 	rounds, clusters := 0, 0
 	for {
-		rep, err := s.Consolidate(ctx, "ag", &memory.ConsolidateOptions{After: after, MaxEntries: 7, DryRun: true})
+		rep, err := s.Agent("ag").Archival().Consolidate(ctx, &memory.ConsolidateOptions{After: after, MaxEntries: 7, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestConsolidateRoundsResume(t *testing.T) {
 	if rounds != 5 || clusters != 20 {
 		t.Fatalf("%d rounds, %d clusters; want 5 and 20", rounds, clusters)
 	}
-	rep, err := s.Consolidate(ctx, "ag", &memory.ConsolidateOptions{ApplyExact: true})
+	rep, err := s.Agent("ag").Archival().Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true})
 	if err != nil || rep.Applied != 10 {
 		t.Fatalf("apply: %+v, %v", rep, err)
 	}
@@ -78,11 +78,11 @@ func TestConsolidateRoundsResume(t *testing.T) {
 		t.Fatalf("%d live entries after applying, want 10", n)
 	}
 	// History is kept: the superseded entries are still listed.
-	all, _ := s.ListArchival(ctx, "ag", &memory.ArchivalQuery{IncludeSuperseded: true})
+	all, _ := s.Agent("ag").Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
 	if len(all) != 40 {
 		t.Fatalf("%d entries with history, want 40", len(all))
 	}
-	if rep, _ := s.Consolidate(ctx, "ag", nil); len(rep.Clusters) != 0 {
+	if rep, _ := s.Agent("ag").Archival().Consolidate(ctx, nil); len(rep.Clusters) != 0 {
 		t.Fatalf("a second pass found %d clusters", len(rep.Clusters))
 	}
 }
@@ -110,11 +110,11 @@ func TestConsolidateRoundCost(t *testing.T) {
 		}
 		in[i] = memory.ArchivalEntry{Content: strings.Join(words, " ") + "."}
 	}
-	if _, err := s.InsertArchivalBatch(ctx, "ag", in, nil); err != nil {
+	if _, err := s.Agent("ag").Archival().InsertBatch(ctx, in, nil); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	rep, err := s.Consolidate(ctx, "ag", &memory.ConsolidateOptions{DryRun: true})
+	rep, err := s.Agent("ag").Archival().Consolidate(ctx, &memory.ConsolidateOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

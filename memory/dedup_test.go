@@ -74,7 +74,7 @@ func openDedup(t *testing.T, target string, o *memory.Options) *memory.Cache {
 
 func liveCount(t *testing.T, c *memory.Cache, agent string) int {
 	t.Helper()
-	es, err := c.ListArchival(context.Background(), agent, &memory.ArchivalQuery{Limit: 100000})
+	es, err := c.Agent(agent).Archival().List(context.Background(), &memory.ArchivalQuery{Limit: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,15 +121,15 @@ func TestInsertArchivalDeduplicates(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: c.keep})
-			a, err := s.InsertArchival(ctx, "ag", c.first)
+			a, err := s.Agent("ag").Archival().Insert(ctx, c.first)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if a.Duplicate {
 				t.Fatal("first insert marked duplicate")
 			}
-			used0, _ := s.StorageUsed(ctx, "ag")
-			b, err := s.InsertArchival(ctx, "ag", c.second)
+			used0, _ := s.Agent("ag").StorageUsed(ctx)
+			b, err := s.Agent("ag").Archival().Insert(ctx, c.second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestInsertArchivalDeduplicates(t *testing.T) {
 			if b.ID != a.ID || b.Content != a.Content {
 				t.Fatalf("duplicate returned %d %q, want entry %d %q", b.ID, b.Content, a.ID, a.Content)
 			}
-			got, err := s.GetArchival(ctx, "ag", a.ID)
+			got, err := s.Agent("ag").Archival().Get(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestInsertArchivalDeduplicates(t *testing.T) {
 				t.Errorf("returned %v %v, stored %v %v", b.Tags, b.Metadata, got.Tags, got.Metadata)
 			}
 			// The usage counter moved by exactly the merge.
-			used1, _ := s.StorageUsed(ctx, "ag")
+			used1, _ := s.Agent("ag").StorageUsed(ctx)
 			want := used0
 			if c.wantTags != nil || c.wantMeta != nil {
 				var all int64
@@ -172,7 +172,7 @@ func TestInsertArchivalDeduplicates(t *testing.T) {
 				t.Errorf("StorageUsed %d after the duplicate, want %d (before %d)", used1, want, used0)
 			}
 			// Searching finds it once.
-			if tags, _ := s.ListArchival(ctx, "ag", &memory.ArchivalQuery{Tags: []string{"c"}}); c.wantTags != nil && len(tags) != 1 {
+			if tags, _ := s.Agent("ag").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"c"}}); c.wantTags != nil && len(tags) != 1 {
 				t.Errorf("tag index: %d entries tagged c, want 1", len(tags))
 			}
 		})
@@ -183,10 +183,10 @@ func TestInsertArchivalDeduplicates(t *testing.T) {
 func entryBytes(t *testing.T, e memory.ArchivalEntry) int64 {
 	t.Helper()
 	s := openDedup(t, ":memory:", &memory.Options{KeepDuplicates: true})
-	if _, err := s.InsertArchival(context.Background(), "x", memory.ArchivalEntry{Content: e.Content, Tags: e.Tags, Metadata: e.Metadata}); err != nil {
+	if _, err := s.Agent("x").Archival().Insert(context.Background(), memory.ArchivalEntry{Content: e.Content, Tags: e.Tags, Metadata: e.Metadata}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.StorageUsed(context.Background(), "x")
+	n, err := s.Agent("x").StorageUsed(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,30 +197,30 @@ func TestDuplicateAtQuota(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := openDedup(t, path, nil)
-	if _, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "a fact worth keeping"}); err != nil {
+	if _, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "a fact worth keeping"}); err != nil {
 		t.Fatal(err)
 	}
-	used, _ := s.StorageUsed(ctx, "ag")
+	used, _ := s.Agent("ag").StorageUsed(ctx)
 	s.Close()
 	// A quota the agent has just reached: a new entry is refused, its
 	// duplicate is not (it adds nothing).
 	s = openDedup(t, path, &memory.Options{AgentQuotaBytes: used})
-	if _, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "another fact"}); !errors.Is(err, memory.ErrQuota) {
+	if _, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "another fact"}); !errors.Is(err, memory.ErrQuota) {
 		t.Fatalf("new entry at quota: %v, want ErrQuota", err)
 	}
-	d, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "A fact worth keeping"})
+	d, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "A fact worth keeping"})
 	if err != nil || !d.Duplicate {
 		t.Fatalf("duplicate at quota: %+v, %v", d, err)
 	}
-	ds, err := s.InsertArchivalBatch(ctx, "ag", []memory.ArchivalEntry{{Content: "a fact worth keeping"}, {Content: "A FACT worth keeping"}}, nil)
+	ds, err := s.Agent("ag").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "a fact worth keeping"}, {Content: "A FACT worth keeping"}}, nil)
 	if err != nil || len(ds) != 2 || !ds[0].Duplicate || !ds[1].Duplicate {
 		t.Fatalf("duplicate batch at quota: %+v, %v", ds, err)
 	}
 	// A merge that grows the entry counts.
-	if _, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "a fact worth keeping", Tags: []string{"new"}}); !errors.Is(err, memory.ErrQuota) {
+	if _, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "a fact worth keeping", Tags: []string{"new"}}); !errors.Is(err, memory.ErrQuota) {
 		t.Fatalf("growing merge at quota: %v, want ErrQuota", err)
 	}
-	if n, _ := s.StorageUsed(ctx, "ag"); n != used {
+	if n, _ := s.Agent("ag").StorageUsed(ctx); n != used {
 		t.Fatalf("StorageUsed %d, want %d", n, used)
 	}
 }
@@ -228,14 +228,14 @@ func TestDuplicateAtQuota(t *testing.T) {
 func TestInsertArchivalBatchDeduplicates(t *testing.T) {
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	if _, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "stored before", Tags: []string{"x"}}); err != nil {
+	if _, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "stored before", Tags: []string{"x"}}); err != nil {
 		t.Fatal(err)
 	}
 	in := []memory.ArchivalEntry{
 		{Content: "one"}, {Content: "two", Tags: []string{"t"}}, {Content: "ONE", Tags: []string{"u"}},
 		{Content: "Stored   before", Tags: []string{"y"}}, {Content: "three"}, {Content: "two "},
 	}
-	out, err := s.InsertArchivalBatch(ctx, "ag", in, &memory.BatchOptions{Size: 2})
+	out, err := s.Agent("ag").Archival().InsertBatch(ctx, in, &memory.BatchOptions{Size: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,11 +254,11 @@ func TestInsertArchivalBatchDeduplicates(t *testing.T) {
 	if n := liveCount(t, s, "ag"); n != 4 {
 		t.Fatalf("%d live entries, want 4", n)
 	}
-	got, _ := s.GetArchival(ctx, "ag", out[0].ID)
+	got, _ := s.Agent("ag").Archival().Get(ctx, out[0].ID)
 	if !slices.Equal(got.Tags, []string{"u"}) {
 		t.Errorf("merged batch tags %v", got.Tags)
 	}
-	got, _ = s.GetArchival(ctx, "ag", out[3].ID)
+	got, _ = s.Agent("ag").Archival().Get(ctx, out[3].ID)
 	if !slices.Equal(got.Tags, []string{"x", "y"}) {
 		t.Errorf("merged stored tags %v", got.Tags)
 	}
@@ -267,22 +267,22 @@ func TestInsertArchivalBatchDeduplicates(t *testing.T) {
 func TestSupersedeWithDeduplication(t *testing.T) {
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	a, _ := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "the sky is green"})
-	b, err := s.SupersedeArchival(ctx, "ag", a.ID, memory.ArchivalEntry{Content: "The sky is blue"})
+	a, _ := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "the sky is green"})
+	b, err := s.Agent("ag").Archival().Supersede(ctx, a.ID, memory.ArchivalEntry{Content: "The sky is blue"})
 	if err != nil || b.Duplicate {
 		t.Fatal(b, err)
 	}
 	// The superseded text is no longer live: inserting it again stores it.
-	c, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "the sky is green"})
+	c, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "the sky is green"})
 	if err != nil || c.Duplicate || c.ID == a.ID {
 		t.Fatalf("re-inserting a superseded text: %+v, %v", c, err)
 	}
 	// Superseding with the text of another live entry points at it.
-	d, err := s.SupersedeArchival(ctx, "ag", c.ID, memory.ArchivalEntry{Content: "the sky is BLUE"})
+	d, err := s.Agent("ag").Archival().Supersede(ctx, c.ID, memory.ArchivalEntry{Content: "the sky is BLUE"})
 	if err != nil || !d.Duplicate || d.ID != b.ID {
 		t.Fatalf("supersede onto a live duplicate: %+v, %v", d, err)
 	}
-	old, _ := s.GetArchival(ctx, "ag", c.ID)
+	old, _ := s.Agent("ag").Archival().Get(ctx, c.ID)
 	if old.ValidTo == nil || old.SupersededBy != b.ID {
 		t.Fatalf("superseded entry: %+v", old)
 	}
@@ -302,7 +302,7 @@ func TestDedupBackfill(t *testing.T) {
 			s := openDedup(t, target.url, &memory.Options{KeepDuplicates: true})
 			var ids []int64
 			for _, c := range []string{"same fact", "Same fact", "other", "SAME  FACT"} {
-				e, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: c})
+				e, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: c})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -317,7 +317,7 @@ func TestDedupBackfill(t *testing.T) {
 			if err := s.Backend().DB().QueryRowContext(ctx, `SELECT count(*) FROM archival WHERE content_key IS NULL`).Scan(&keyed); err != nil || keyed != 0 {
 				t.Fatalf("%d entries without keys after Open (%v)", keyed, err)
 			}
-			e, err := s.InsertArchival(ctx, "ag", memory.ArchivalEntry{Content: "same FACT"})
+			e, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "same FACT"})
 			if err != nil || !e.Duplicate || e.ID != ids[0] {
 				t.Fatalf("insert after back-fill: %+v, %v; want duplicate of %d", e, err, ids[0])
 			}
@@ -387,7 +387,7 @@ func runSameFacts(t *testing.T, target string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	es, err := c.ListArchival(ctx, "facts", &memory.ArchivalQuery{Limit: 10000, IncludeSuperseded: true})
+	es, err := c.Agent("facts").Archival().List(ctx, &memory.ArchivalQuery{Limit: 10000, IncludeSuperseded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func runSameFacts(t *testing.T, target string) {
 		t.Fatalf("%d entries, %d distinct facts; want %d of each", len(es), len(seen), dedupFacts)
 	}
 	// The usage counter counts each entry once.
-	used, _ := c.StorageUsed(ctx, "facts")
+	used, _ := c.Agent("facts").StorageUsed(ctx)
 	var want int64
 	for _, e := range es {
 		want += int64(len(e.Content)) + 2 + 2 + memory.UsageRowBytes
@@ -449,7 +449,7 @@ func TestRoleSameFacts(t *testing.T) {
 					return s
 				}
 				if g%2 == 0 {
-					if _, err := c.InsertArchival(ctx, "facts", memory.ArchivalEntry{Content: fact(order[i])}); err != nil {
+					if _, err := c.Agent("facts").Archival().Insert(ctx, memory.ArchivalEntry{Content: fact(order[i])}); err != nil {
 						errs <- err
 					}
 					i++
@@ -460,7 +460,7 @@ func TestRoleSameFacts(t *testing.T) {
 				for j := range batch {
 					batch[j] = memory.ArchivalEntry{Content: fact(order[i+j])}
 				}
-				if _, err := c.InsertArchivalBatch(ctx, "facts", batch, nil); err != nil {
+				if _, err := c.Agent("facts").Archival().InsertBatch(ctx, batch, nil); err != nil {
 					errs <- err
 				}
 				i += n

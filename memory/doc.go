@@ -2,17 +2,19 @@
 // shares between agents, proposals for Partner/Human blocks, archival
 // memories, messages with batches and summaries, and search over all of it.
 //
-// [Store] is the interface consumers use; [Open] returns the default
-// implementation, [Cache]:
+// [Open] returns the store, a [Cache]:
 //
 //	store, err := memory.Open(ctx, "agents.db", &memory.Options{CacheSize: 256})
 //
 // (nil Options means the defaults; ":memory:" gives a throw-away store).
 //
-// To act as one agent without repeating its id (and a block's owner and
-// label) in every call, take a handle: store.Agent(id) returns an [Agent],
-// whose [Agent.Block] and [Agent.Shared] return [Block] handles; every
-// handle method is a thin call to the Store method it replaces.
+// The store's own methods are store-wide (Close, Import, Export, Reembed,
+// [Cache.Admin], [Cache.Tokens], …). Everything an agent does goes through
+// its handle: store.Agent(id) returns an [Agent], whose [Agent.Block] and
+// [Agent.Shared] return [Block] handles and whose [Agent.Archival] and
+// [Agent.Messages] are its archival memory and conversation. A handle fixes
+// the acting agent, owner and label once, so no call takes them as strings
+// that could be swapped.
 //
 // # Backends
 //
@@ -37,8 +39,8 @@
 // A block's document is loaded from the backend on first use (lazy load) and kept
 // in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). The
 // store manages every document it hands out ([blocks.Document.Manage]): each
-// mutation, through a store method or directly on a view from GetBlock or
-// GetSharedBlock, runs inside one write transaction (holding the backend's
+// mutation, through a handle method or directly on a view from
+// [Block.Doc], runs inside one write transaction (holding the backend's
 // write lock on SQLite, the block's lock on PostgreSQL, where writes to
 // different blocks run in parallel) that first applies
 // what other writers persisted, then validates the edit against that fresh
@@ -55,7 +57,7 @@
 // is [ErrCorrupt] naming the block, never skipped.
 //
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
-// only through [Cache.MergeChanges], validated and persisted like any write.
+// only through Cache.mergeChanges, validated and persisted like any write.
 // The block's history names the agent that merged them (with op merge),
 // never what their commit messages claim: the store records who merged
 // which change, in the merge's transaction, for every process and across
@@ -65,7 +67,7 @@
 // updates are folded into its snapshot in the writing transaction. A block
 // whose history outgrows its content (Options.HistoryLimit) is then rebased
 // onto a fresh document holding only its value, a new epoch: the old
-// history is archived ([Cache.BlockHistory] and [Cache.BlockAt] still read
+// history is archived (Cache.blockHistory and Cache.blockAt still read
 // it), every replica switches in place, and changes made on an older
 // epoch are never merged into the new document. Log blocks whose schema
 // sets a Retention move older entries into archival memory as part of
@@ -88,7 +90,7 @@
 // none loses an update (see TestTwoProcessesOneBlock and
 // TestKillDuringWrites).
 //
-// [Cache.BlocksStamp] is a cheap fingerprint (one indexed query) of the
+// Cache.blocksStamp is a cheap fingerprint (one indexed query) of the
 // blocks an agent sees, own and shared, that any persisted change by any
 // process alters; the context builder caches block listings under it.
 //
@@ -111,7 +113,7 @@
 // writing transaction; a write reads it under the store's write lock, so
 // writers in any number of processes cannot together pass the quota. A
 // write past it fails with [ErrQuota] and stores nothing;
-// [Cache.StorageUsed] reads the count. Deleting an archival entry gives
+// Cache.storageUsed reads the count. Deleting an archival entry gives
 // its bytes back; a superseded entry is kept as history and counts until
 // deleted.
 //
@@ -123,7 +125,7 @@
 // with Duplicate set, its tags merged in (union) and the metadata keys it
 // lacked added (its own keep their values). A unique index on the live
 // entries' keys holds this across processes; Options.KeepDuplicates turns
-// it off. [Cache.Consolidate] finds near-duplicates and proposes merges
+// it off. Cache.consolidate finds near-duplicates and proposes merges
 // (op [OpMergeArchival], decided with ApproveProposal and RejectProposal),
 // or applies exact ones at once; [Cache.RunConsolidation] runs rounds in
 // the background, in a goroutine the caller starts; see
@@ -132,7 +134,7 @@
 // # Isolation and sharing
 //
 // An agent reads, lists and finds only its own blocks, archival entries and
-// messages and the blocks shared with it ([Cache.ShareBlock]); anything else
+// messages and the blocks shared with it (Cache.shareBlock); anything else
 // is [ErrNotFound], so existence does not leak. A sharee edits the owner's
 // CRDT document with the shared permission; its changes are attributed to
 // it. [Cache.SearchAll] is the system's cross-agent view.

@@ -161,7 +161,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 		return nil, err
 	}
 	for _, owner := range owners {
-		metas, err := c.ListBlocks(ctx, owner)
+		metas, err := c.blocksOf(ctx, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			d.Shares = append(d.Shares, sh)
 		}
 		rows.Close()
-		arch, err := c.ListArchival(ctx, owner, &ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
+		arch, err := c.listArchival(ctx, owner, &ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
 		if err != nil {
 			return nil, err
 		}
@@ -241,12 +241,12 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 		for i := len(arch) - 1; i >= 0; i-- {
 			d.Archival = append(d.Archival, arch[i])
 		}
-		msgs, err := c.Messages(ctx, owner, nil)
+		msgs, err := c.messages(ctx, owner, nil)
 		if err != nil {
 			return nil, err
 		}
 		d.Messages = append(d.Messages, msgs...)
-		bs, err := c.Batches(ctx, owner)
+		bs, err := c.batches(ctx, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +270,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 		if err := c.exportProposals(ctx, owner, d); err != nil {
 			return nil, err
 		}
-		lib, err := c.ContextLibrary(ctx, owner)
+		lib, err := c.contextLibrary(ctx, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +278,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 			d.Library = append(d.Library, DumpArtifact{Agent: owner, ID: e.ID, Kind: e.Kind, Title: e.Title, Content: e.Content,
 				Recoverable: e.Recoverable, UpdatedAt: e.UpdatedAt.UnixNano()})
 		}
-		if p, err := c.Profile(ctx, owner); err == nil {
+		if p, err := c.profile(ctx, owner); err == nil {
 			d.Profiles = append(d.Profiles, DumpProfile{Agent: owner, Profile: p})
 		} else if !errors.Is(err, ErrNotFound) {
 			return nil, err

@@ -19,62 +19,63 @@ import (
 func TestExportImportLossless(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
-	if _, err := src.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "v1",
+	if _, err := src.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "v1",
 		Description: "deploy notes", Pinned: true, Priority: 3, CharLimit: 5000, Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range []string{" v2", " v3", " v4"} {
-		if err := src.AppendToBlock(ctx, "a", "notes", s); err != nil {
+		if err := src.Agent("a").Block("notes").Append(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		if i < 2 { // two archived epochs: their history travels too
-			if err := src.Rebase(ctx, "a", "notes"); err != nil {
+			if err := src.Agent("a").Block("notes").Rebase(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, err := src.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}}); err != nil {
+	if _, err := src.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.ShareBlock(ctx, "a", "notes", "b", blocks.Append); err != nil {
+	if err := src.Agent("a").Block("notes").Share(ctx, "b", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
 	// A second owner whose rows interleave with a's, and a deleted entry,
 	// so the import's renumbering (ids in dump order, from 1) moves ids
 	// and the links between rows must be remapped with them.
-	gone, _ := src.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "deleted"})
-	if err := src.DeleteArchival(ctx, "a", gone.ID); err != nil {
+	gone, _ := src.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "deleted"})
+	if err := src.Agent("a").Archival().Delete(ctx, gone.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.InsertArchival(ctx, "b", memory.ArchivalEntry{Content: "b's fact"}); err != nil {
+	if _, err := src.Agent("b").Archival().Insert(ctx, memory.ArchivalEntry{Content: "b's fact"}); err != nil {
 		t.Fatal(err)
 	}
-	e1, _ := src.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "old fact", Tags: []string{"t", "u"},
+	e1, _ := src.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "old fact", Tags: []string{"t", "u"},
 		Metadata: map[string]any{"source": "run 4", "n": 2.5}})
-	if _, err := src.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "new fact"}); err != nil {
+
+	if _, err := src.Agent("a").Archival().Supersede(ctx, e1.ID, memory.ArchivalEntry{Content: "new fact"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.AppendMessage(ctx, "b", memory.Message{Role: memory.RoleUser, Content: "b's hello", BatchID: "bb"}); err != nil {
+	if _, err := src.Agent("b").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "b's hello", BatchID: "bb"}); err != nil {
 		t.Fatal(err)
 	}
-	m1, _ := src.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
-	if _, err := src.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
+	m1, _ := src.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
+	if _, err := src.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
 		ToolCalls: []memory.ToolCall{{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"x"}`)}}}); err != nil {
 		t.Fatal(err)
 	}
-	m3, err := src.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleTool, Name: "search", ToolCallID: "c1", Content: "found", BatchID: "b1"})
+	m3, err := src.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleTool, Name: "search", ToolCallID: "c1", Content: "found", BatchID: "b1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.CompleteBatch(ctx, "a", "b1")
-	if _, err := src.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "open batch", BatchID: "b2"}); err != nil {
+	src.Agent("a").Messages().CompleteBatch(ctx, "b1")
+	if _, err := src.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "open batch", BatchID: "b2"}); err != nil {
 		t.Fatal(err)
 	}
-	s1, err := src.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m1.ID, Content: "greeting"})
+	s1, err := src.Agent("a").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m1.ID, Content: "greeting"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m3.ID, PreviousID: s1.ID,
+	if _, err := src.Agent("a").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m3.ID, PreviousID: s1.ID,
 		Content: "greeting and a search", Model: "m-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,26 +106,26 @@ func TestExportImportLossless(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameDump(t, renumbered(t, &back), renumbered(t, again))
-	h1, _ := src.BlockHistory(ctx, "a", "", "notes")
-	h2, _ := dst.BlockHistory(ctx, "a", "", "notes")
+	h1, _ := src.Agent("a").Block("notes").History(ctx)
+	h2, _ := dst.Agent("a").Block("notes").History(ctx)
 	if len(h1) != len(h2) || h1[0].Hash != h2[0].Hash || h1[len(h1)-1].Hash != h2[len(h2)-1].Hash || h2[len(h2)-1].Epoch != 2 {
 		t.Fatalf("CRDT history not preserved: %d vs %d changes", len(h1), len(h2))
 	}
-	if at, err := dst.BlockAt(ctx, "a", "", "notes", []string{h2[2].Hash}); err != nil || at.Render() != "v1 v2" {
+	if at, err := dst.Agent("a").Block("notes").At(ctx, []string{h2[2].Hash}); err != nil || at.Render() != "v1 v2" {
 		t.Fatalf("as of an imported archived change: %v %v", at, err)
 	}
-	if r, _ := dst.RenderedContent(ctx, "a", "todo"); r != "[ ] x\n[ ] y" {
+	if r, _ := dst.Agent("a").Block("todo").Render(ctx); r != "[ ] x\n[ ] y" {
 		t.Fatalf("todo = %q", r)
 	}
-	if err := dst.ApplyEdit(ctx, "b", "a", "notes", memory.Edit{Op: blocks.OpAppendText, Text: " +b"}); err != nil {
+	if err := dst.Agent("b").Shared("a", "notes").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " +b"}); err != nil {
 		t.Fatalf("share not imported: %v", err)
 	}
-	cur, _ := dst.ListArchival(ctx, "a", nil)
+	cur, _ := dst.Agent("a").Archival().List(ctx, nil)
 	if len(cur) != 1 || cur[0].Content != "new fact" {
 		t.Fatalf("supersession not preserved: %+v", cur)
 	}
-	s, err := dst.LatestSummary(ctx, "a")
-	msgs, _ := dst.Messages(ctx, "a", nil)
+	s, err := dst.Agent("a").Messages().LatestSummary(ctx)
+	msgs, _ := dst.Agent("a").Messages().List(ctx, nil)
 	if err != nil || s.FirstMessageID != msgs[0].ID || s.LastMessageID != msgs[2].ID {
 		t.Fatalf("summary links: %+v %v", s, err)
 	}
@@ -132,7 +133,7 @@ func TestExportImportLossless(t *testing.T) {
 	if _, err := dst.Import(ctx, &back); !errors.Is(err, memory.ErrExists) {
 		t.Fatalf("second import: %v", err)
 	}
-	if n, _ := dst.ListArchival(ctx, "a", &memory.ArchivalQuery{IncludeSuperseded: true}); len(n) != 2 {
+	if n, _ := dst.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true}); len(n) != 2 {
 		t.Fatalf("failed import left %d archival entries", len(n))
 	}
 }

@@ -19,10 +19,10 @@ import (
 func TestImportRefusesBrokenProposals(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
-	if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Value: "I am ada", Permission: blocks.Partner}); err != nil {
+	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Value: "I am ada", Permission: blocks.Partner}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.ProposeEdit(ctx, "ada", "", "persona", memory.Edit{Op: blocks.OpSetText, Text: "new"}, ""); err != nil {
+	if _, err := src.Agent("ada").Block("persona").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "new"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	good, err := src.Export(ctx, "")
@@ -55,7 +55,7 @@ func TestImportRefusesBrokenProposals(t *testing.T) {
 			if _, err := dst.Import(ctx, &d); !errors.Is(err, memory.ErrInvalidArgument) {
 				t.Fatalf("Import = %v, want ErrInvalidArgument", err)
 			}
-			if ps, err := dst.ListProposals(ctx, "ada", ""); err == nil && len(ps) != 0 {
+			if ps, err := dst.Agent("ada").Proposals(ctx); err == nil && len(ps) != 0 {
 				t.Fatalf("after a refused import: %d proposals", len(ps))
 			}
 		})
@@ -65,7 +65,7 @@ func TestImportRefusesBrokenProposals(t *testing.T) {
 		if _, err := dst.Import(ctx, good); err != nil {
 			t.Fatal(err)
 		}
-		ps, err := dst.ListProposals(ctx, "ada", "")
+		ps, err := dst.Agent("ada").Proposals(ctx)
 		if err != nil || len(ps) != 1 || ps[0].Edit.Text != "new" {
 			t.Fatalf("ListProposals = %+v, %v", ps, err)
 		}

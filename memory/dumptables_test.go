@@ -280,47 +280,49 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 			t.Fatal(err)
 		}
 	}
-	_, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "v1", Description: "deploy notes",
+	_, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "v1", Description: "deploy notes",
 		Pinned: true, Priority: 3, Permission: blocks.Admin})
+
 	must(err)
-	must(c.AppendToBlock(ctx, "ada", "notes", " v2"))
-	must(c.Rebase(ctx, "ada", "notes")) // an archived epoch
-	must(c.AppendToBlock(ctx, "ada", "notes", " v3"))
-	_, err = c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada.", Permission: blocks.Partner})
+	must(c.Agent("ada").Block("notes").Append(ctx, " v2"))
+	must(c.Agent("ada").Block("notes").Rebase(ctx)) // an archived epoch
+	must(c.Agent("ada").Block("notes").Append(ctx, " v3"))
+	_, err = c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I am Ada.", Permission: blocks.Partner})
 	must(err)
-	_, err = c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}})
+	_, err = c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true}, Value: []any{"x", "y"}})
 	must(err)
-	must(c.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append))
+	must(c.Agent("ada").Block("notes").Share(ctx, "bob", blocks.Append))
 	// A change a plain automerge peer made, which bob merges.
-	notes, err := c.GetBlock(ctx, "ada", "notes")
+	notes, err := c.Agent("ada").Block("notes").Doc(ctx)
 	must(err)
 	saved, err := notes.Save()
 	must(err)
 	peer, _ := peerChanges(t, saved, []string{" from a peer"}, []string{""})
-	must(c.MergeChanges(ctx, "bob", "ada", "notes", peer))
+	must(c.Agent("bob").Shared("ada", "notes").Merge(ctx, peer))
 	// Three proposals: one pending, one approved, one rejected.
 	var ids []int64
 	for _, text := range []string{" I like tea.", " I like trains.", " I like boats."} {
-		err := c.ApplyEdit(ctx, "ada", "ada", "persona", memory.Edit{Op: blocks.OpAppendText, Text: text})
+		err := c.Agent("ada").Shared("ada", "persona").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: text})
 		var pe *memory.ProposalError
 		if !errors.As(err, &pe) {
 			t.Fatalf("a Partner edit was not kept as a proposal: %v", err)
 		}
 		ids = append(ids, pe.ProposalID)
 	}
-	must(c.ApproveProposal(ctx, ids[1], "human:carol"))
-	must(c.RejectProposal(ctx, ids[2], "human:carol", "not true"))
+	must(c.Agent("human:carol").ApproveProposal(ctx, ids[1]))
+	must(c.Agent("human:carol").RejectProposal(ctx, ids[2], "not true"))
 
-	e1, err := c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "old fact", Tags: []string{"t", "u"},
+	e1, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "old fact", Tags: []string{"t", "u"},
 		Metadata: map[string]any{"source": "run 4", "n": 2.5}})
+
 	must(err)
-	_, err = c.SupersedeArchival(ctx, "ada", e1.ID, memory.ArchivalEntry{Content: "new fact", Tags: []string{"t"}})
+	_, err = c.Agent("ada").Archival().Supersede(ctx, e1.ID, memory.ArchivalEntry{Content: "new fact", Tags: []string{"t"}})
 	must(err)
-	_, err = c.InsertArchival(ctx, "bob", memory.ArchivalEntry{Content: "bob's fact"})
+	_, err = c.Agent("bob").Archival().Insert(ctx, memory.ArchivalEntry{Content: "bob's fact"})
 	must(err)
 	// Two near-exact entries: consolidation proposes merging them.
 	for _, text := range []string{"The deploy is on Friday.", "the deploy is on friday"} {
-		_, err = c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: text})
+		_, err = c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: text})
 		must(err)
 	}
 	rep, err := c.Agent("ada").Archival().Consolidate(ctx, nil)
@@ -328,26 +330,28 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 	if len(rep.Proposals) != 1 {
 		t.Fatalf("consolidation made %d proposals, want 1", len(rep.Proposals))
 	}
-	m1, err := c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
+	m1, err := c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
 	must(err)
-	_, err = c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
+	_, err = c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
 		ToolCalls: []memory.ToolCall{{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"x"}`)}}})
+
 	must(err)
-	m3, err := c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleTool, Name: "search", ToolCallID: "c1", Content: "found", BatchID: "b1"})
+	m3, err := c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleTool, Name: "search", ToolCallID: "c1", Content: "found", BatchID: "b1"})
 	must(err)
-	must(c.CompleteBatch(ctx, "ada", "b1"))
-	_, err = c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "open batch", BatchID: "b2"})
+	must(c.Agent("ada").Messages().CompleteBatch(ctx, "b1"))
+	_, err = c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "open batch", BatchID: "b2"})
 	must(err)
-	s1, err := c.SaveSummary(ctx, "ada", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m1.ID, Content: "greeting"})
+	s1, err := c.Agent("ada").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m1.ID, Content: "greeting"})
 	must(err)
-	_, err = c.SaveSummary(ctx, "ada", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m3.ID, PreviousID: s1.ID,
+	_, err = c.Agent("ada").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m3.ID, PreviousID: s1.ID,
 		Content: "greeting and a search", Model: "m-1"})
+
 	must(err)
-	must(c.PutContextLibrary(ctx, "ada", []memory.LibraryEntry{
+	must(c.Agent("ada").PutContextLibrary(ctx, []memory.LibraryEntry{
 		{ID: "README.md", Kind: "file", Title: "Readme", Content: "# engram", Recoverable: true},
 		{ID: "snip-1", Kind: "snippet", Content: "x := 1"},
 	}))
-	must(c.PutContextLibrary(ctx, "bob", []memory.LibraryEntry{{ID: "https://example.org", Kind: "url", Content: "a page"}}))
+	must(c.Agent("bob").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "https://example.org", Kind: "url", Content: "a page"}}))
 	must(c.Agent("ada").SetProfile(ctx, memory.Profile{System: "You are Ada.", Model: "gpt-4o-mini", ContextWindow: 128000,
 		Tools:      []memory.ToolDefinition{{Name: "send_message", Description: "Say it.", Parameters: json.RawMessage(`{"type": "object"}`)}},
 		ToolRules:  []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.MaxCalls("search", 2)},
@@ -355,7 +359,7 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 	// An agent with nothing but a profile is exported too.
 	must(c.Agent("carl").SetProfile(ctx, memory.Profile{System: "You are Carl."}))
 	// A later write of the first artifact keeps its position.
-	must(c.PutContextLibrary(ctx, "ada", []memory.LibraryEntry{{ID: "README.md", Kind: "file", Title: "Readme", Content: "# engram v2", Recoverable: true}}))
+	must(c.Agent("ada").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "README.md", Kind: "file", Title: "Readme", Content: "# engram v2", Recoverable: true}}))
 }
 
 // Version 1 dumps (before proposals, the library and the embedder record)
@@ -363,7 +367,7 @@ func fillEveryTable(t *testing.T, c *memory.Cache) {
 func TestImportVersion1Dump(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "v1.db"), nil)
-	if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
+	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := src.Export(ctx, "")
@@ -387,7 +391,7 @@ func TestImportVersion1Dump(t *testing.T) {
 	if rep, err := dst.Import(ctx, &old); err != nil || rep.Blocks != 1 {
 		t.Fatalf("version 1 dump: %+v %v", rep, err)
 	}
-	if r, _ := dst.RenderedContent(ctx, "ada", "notes"); r != "hello" {
+	if r, _ := dst.Agent("ada").Block("notes").Render(ctx); r != "hello" {
 		t.Fatalf("imported %q", r)
 	}
 	old.Version = memory.DumpVersion + 1

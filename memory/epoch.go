@@ -221,7 +221,7 @@ func (c *Cache) breakEntry(e *entry, err error) error {
 // archived (BlockHistory and BlockAt still read it). Edits still pending
 // (write-back) are written first. Other writers switch on their next
 // access.
-func (c *Cache) Rebase(ctx context.Context, agent, label string) error {
+func (c *Cache) rebaseBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
 		return err
@@ -326,7 +326,7 @@ func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirs
 // A change merged from outside the store (MergeChanges) is attributed to
 // the agent that merged it, with op merge, whatever its commit message
 // says (which is kept as PeerMessage; see blocks.Attribute).
-func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
+func (c *Cache) blockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return nil, err
@@ -374,7 +374,7 @@ func (c *Cache) BlockHistory(ctx context.Context, agent, owner, label string) ([
 // (change hashes from BlockHistory), in whichever epoch holds them. Writes
 // to it fail with blocks.ErrHistorical; heads no epoch holds fail with an
 // error wrapping blocks.ErrOutOfRange.
-func (c *Cache) BlockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
+func (c *Cache) blockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func rewrite(t *testing.T, c *memory.Cache, lines []string, i int) string {
 	// rewritten this way costs many times its text to load.
 	lines[i%len(lines)] = fmt.Sprintf("line %d: rewrite %d %016x", i%len(lines), i, uint64(i+1)*0x9E3779B97F4A7C15)
 	text := strings.Join(lines, "\n")
-	if err := c.UpdateBlockText(context.Background(), "a", "notes", text); err != nil {
+	if err := c.Agent("a").Block("notes").SetText(context.Background(), text); err != nil {
 		t.Fatal(err)
 	}
 	return text
@@ -48,10 +48,10 @@ func TestEpochsByCompaction(t *testing.T) {
 	for i := range lines {
 		lines[i] = fmt.Sprintf("line %d", i)
 	}
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: strings.Join(lines, "\n")}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: strings.Join(lines, "\n")}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := c.GetBlock(ctx, "a", "notes")
+	view, err := c.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestEpochsByCompaction(t *testing.T) {
 	if got := view.Render(); got != text {
 		t.Fatalf("the view held since the start reads %q, want %q", got, text)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != text {
+	if r, _ := c.Agent("a").Block("notes").Render(ctx); r != text {
 		t.Fatalf("stored rendering %q, want %q", r, text)
 	}
 	// The old view still writes, on the current epoch.
@@ -77,7 +77,7 @@ func TestEpochsByCompaction(t *testing.T) {
 	}
 	text += "\ntail"
 
-	h, err := c.BlockHistory(ctx, "a", "", "notes")
+	h, err := c.Agent("a").Block("notes").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestEpochsByCompaction(t *testing.T) {
 		if !ok || ch.Epoch == int64(epoch) {
 			continue
 		}
-		at, err := c.BlockAt(ctx, "a", "", "notes", []string{ch.Hash})
+		at, err := c.Agent("a").Block("notes").At(ctx, []string{ch.Hash})
 		if err != nil {
 			t.Fatalf("as of %s (epoch %d): %v", ch.Hash, ch.Epoch, err)
 		}
@@ -118,13 +118,13 @@ func TestEpochsByCompaction(t *testing.T) {
 	if checked < 10 {
 		t.Fatalf("only %d as-of views in archived epochs were checked", checked)
 	}
-	if _, err := c.BlockAt(ctx, "a", "", "notes", []string{strings.Repeat("ab", 32)}); !errors.Is(err, blocks.ErrOutOfRange) {
+	if _, err := c.Agent("a").Block("notes").At(ctx, []string{strings.Repeat("ab", 32)}); !errors.Is(err, blocks.ErrOutOfRange) {
 		t.Fatalf("as of an unknown change: %v, want ErrOutOfRange", err)
 	}
 
 	// A cold load reads only the current epoch, and reads the same text.
 	c2 := openFile(t, path, nil)
-	doc, err := c2.GetBlock(ctx, "a", "notes")
+	doc, err := c2.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +160,11 @@ func TestEpochsLeaveGrowingBlocksAlone(t *testing.T) {
 		{memory.BlockSpec{Label: "cjk", CharLimit: blocks.MaxCharLimit}, func(i int) string { return fmt.Sprintf("記憶の断片を追記する %d\n", i) }, false},
 		{memory.BlockSpec{Label: "chars", CharLimit: blocks.MaxCharLimit}, func(int) string { return "x" }, true},
 	} {
-		if _, err := c.CreateBlock(ctx, "a", tc.spec); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, tc.spec); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 60 {
-			if err := c.AppendToBlock(ctx, "a", tc.spec.Label, tc.line(i)); err != nil {
+			if err := c.Agent("a").Block(tc.spec.Label).Append(ctx, tc.line(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -181,7 +181,7 @@ func TestCompactRacingRebase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.db")
 	a := openFile(t, path, nil)
 	b := openFile(t, path, nil)
-	d0, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo"})
+	d0, err := createBlockDoc(ctx, a.Agent("a"), memory.BlockSpec{Label: "notes", Value: "one\ntwo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +192,11 @@ func TestCompactRacingRebase(t *testing.T) {
 		go func() {
 			defer close(done)
 			time.Sleep(time.Duration(round%7) * 50 * time.Microsecond)
-			if err := b.Rebase(ctx, "a", "notes"); err != nil {
+			if err := b.Agent("a").Block("notes").Rebase(ctx); err != nil {
 				t.Error(err)
 			}
 		}()
-		_ = a.Compact(ctx, "a", "notes") // may fail with "retry": never silently wrong
+		_ = a.Agent("a").Block("notes").Compact(ctx) // may fail with "retry": never silently wrong
 		<-done
 		var epoch int
 		var snap []byte
@@ -211,11 +211,11 @@ func TestCompactRacingRebase(t *testing.T) {
 			t.Fatalf("round %d: epoch %d's snapshot starts with %s: another epoch's document", round, epoch, h[0].Op)
 		}
 	}
-	if err := b.AppendToBlock(ctx, "a", "notes", "\nX"); err != nil {
+	if err := b.Agent("a").Block("notes").Append(ctx, "\nX"); err != nil {
 		t.Fatal(err)
 	}
 	cold := openFile(t, path, nil)
-	if r, err := cold.GetBlock(ctx, "a", "notes"); err != nil || r.Render() != "one\ntwo\nX" {
+	if r, err := cold.Agent("a").Block("notes").Doc(ctx); err != nil || r.Render() != "one\ntwo\nX" {
 		t.Fatalf("a cold store reads %v (%v)", r, err)
 	}
 }
@@ -227,20 +227,20 @@ func TestCarriedEditsSurviveAFailedRefresh(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	a := openFile(t, path, nil)
 	wb := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
+	if _, err := a.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.UpdateBlockText(ctx, "a", "notes", "one\ntwo\nTHREE"); err != nil {
+	if err := wb.Agent("a").Block("notes").SetText(ctx, "one\ntwo\nTHREE"); err != nil {
 		t.Fatal(err)
 	}
-	wdoc, err := wb.GetBlock(ctx, "a", "notes")
+	wdoc, err := wb.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Rebase(ctx, "a", "notes"); err != nil {
+	if err := a.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.UpdateBlockText(ctx, "a", "notes", "ONE\ntwo\nthree"); err != nil {
+	if err := a.Agent("a").Block("notes").SetText(ctx, "ONE\ntwo\nthree"); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -249,12 +249,12 @@ func TestCarriedEditsSurviveAFailedRefresh(t *testing.T) {
 			cancel()
 		}
 	})
-	_, _ = wb.GetBlock(cctx, "a", "notes") // switches, then fails
+	_, _ = wb.Agent("a").Block("notes").Doc(cctx) // switches, then fails
 	stop()
 	if err := wb.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := a.RenderedContent(ctx, "a", "notes"); r != "ONE\ntwo\nTHREE" {
+	if r, _ := a.Agent("a").Block("notes").Render(ctx); r != "ONE\ntwo\nTHREE" {
 		t.Fatalf("after the flush the block reads %q, want both edits once", r)
 	}
 }
@@ -269,10 +269,10 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 	a := openFile(t, path, nil)
 	b := openFile(t, path, nil)
 	wb := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
+	if _, err := a.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\ntwo\nthree"}); err != nil {
 		t.Fatal(err)
 	}
-	bview, err := b.GetBlock(ctx, "a", "notes")
+	bview, err := b.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +281,14 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The write-back store edits the last line and does not flush.
-	if err := wb.UpdateBlockText(ctx, "a", "notes", "one\ntwo\nTHREE"); err != nil {
+	if err := wb.Agent("a").Block("notes").SetText(ctx, "one\ntwo\nTHREE"); err != nil {
 		t.Fatal(err)
 	}
 	// Store a edits the first line and rebases.
-	if err := a.UpdateBlockText(ctx, "a", "notes", "ONE\ntwo\nthree"); err != nil {
+	if err := a.Agent("a").Block("notes").SetText(ctx, "ONE\ntwo\nthree"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Rebase(ctx, "a", "notes"); err != nil {
+	if err := a.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if epoch, archived, updates := epochOf(t, a, "a", "notes"); epoch != 1 || archived != 1 || updates != 0 {
@@ -307,7 +307,7 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 	}
 	want := "ONE\ntwo\nTHREE\nfour"
 	for name, s := range map[string]*memory.Cache{"a": a, "b": b, "wb": wb} {
-		doc, err := s.GetBlock(ctx, "a", "notes")
+		doc, err := s.Agent("a").Block("notes").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.MergeChanges(ctx, "a", "", "notes", whole)
+	err = a.Agent("a").Block("notes").Merge(ctx, whole)
 	if !errors.Is(err, blocks.ErrUnrelated) || !strings.Contains(err.Error(), "rebased") {
 		t.Fatalf("merging the old epoch's document: %v, want ErrUnrelated naming the rebase", err)
 	}
@@ -331,14 +331,14 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.MergeChanges(ctx, "a", "", "notes", inc); err == nil || !strings.Contains(err.Error(), "epoch") {
+	if err := a.Agent("a").Block("notes").Merge(ctx, inc); err == nil || !strings.Contains(err.Error(), "epoch") {
 		t.Fatalf("merging the old epoch's change: %v, want an error naming the epoch", err)
 	}
-	if r, _ := a.RenderedContent(ctx, "a", "notes"); r != want {
+	if r, _ := a.Agent("a").Block("notes").Render(ctx); r != want {
 		t.Fatalf("a refused merge changed the block: %q", r)
 	}
 	// The history spans both epochs.
-	h, err := b.BlockHistory(ctx, "a", "", "notes")
+	h, err := b.Agent("a").Block("notes").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,10 +28,10 @@ func TestMergeFromASubscriberIsNotReadInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.CreateBlock(ctx, "ada", BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+	if _, err := a.createBlock(ctx, "ada", BlockSpec{Label: "notes", Value: "durable"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := a.GetBlock(ctx, "ada", "notes")
+	view, err := a.getBlock(ctx, "ada", "notes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestMergeFromASubscriberIsNotReadInFlight(t *testing.T) {
 			return errors.New("injected failure")
 		}
 	}
-	if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+	if err := b.appendToBlock(ctx, "ada", "notes", " b"); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
@@ -64,7 +64,7 @@ func TestMergeFromASubscriberIsNotReadInFlight(t *testing.T) {
 			once.Do(func() {
 				ran = true
 				a.testDecide = failing(&nested)
-				mergeErr = a.MergeChanges(ctx, "ada", "ada", "notes", data)
+				mergeErr = a.mergeChanges(ctx, "ada", "ada", "notes", data)
 				a.testDecide = nil
 			})
 		}

@@ -15,20 +15,20 @@ func Example() {
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
 
-	store.CreateBlock(ctx, "entropy", memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I break tasks down."})
-	store.AppendToBlock(ctx, "entropy", "persona", " Small steps.")
-	text, _ := store.RenderedContent(ctx, "entropy", "persona")
+	store.Agent("entropy").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core, Value: "I break tasks down."})
+	store.Agent("entropy").Block("persona").Append(ctx, " Small steps.")
+	text, _ := store.Agent("entropy").Block("persona").Render(ctx)
 	fmt.Println(text)
 
 	// Another agent cannot see it...
-	_, err := store.GetBlock(ctx, "chaos", "persona")
+	_, err := store.Agent("chaos").Block("persona").Doc(ctx)
 	fmt.Println(errors.Is(err, memory.ErrNotFound))
 
 	// ...until it is shared, with the permission the share grants.
-	store.ShareBlock(ctx, "entropy", "persona", "chaos", blocks.Append)
-	err = store.ApplyEdit(ctx, "chaos", "entropy", "persona", memory.Edit{Op: blocks.OpAppendText, Text: " (noted by chaos)"})
+	store.Agent("entropy").Block("persona").Share(ctx, "chaos", blocks.Append)
+	err = store.Agent("chaos").Shared("entropy", "persona").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " (noted by chaos)"})
 	fmt.Println(err)
-	text, _ = store.RenderedContent(ctx, "entropy", "persona")
+	text, _ = store.Agent("entropy").Block("persona").Render(ctx)
 	fmt.Println(text)
 	// Output:
 	// I break tasks down. Small steps.
@@ -41,9 +41,9 @@ func ExampleCache_SearchArchival() {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "The user's dog is called Biscuit.", Tags: []string{"pets"}})
-	store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "The user works night shifts.", Tags: []string{"work"}})
-	res, _ := store.SearchArchival(ctx, "a", "what is the name of the dog?", search.NewOptions().Mode(search.FTS))
+	store.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "The user's dog is called Biscuit.", Tags: []string{"pets"}})
+	store.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "The user works night shifts.", Tags: []string{"work"}})
+	res, _ := store.Agent("a").Archival().Search(ctx, "what is the name of the dog?", search.NewOptions().Mode(search.FTS))
 	for _, r := range res {
 		fmt.Println(r.Content, r.Tags)
 	}
@@ -59,14 +59,14 @@ func ExampleCache_Rebase() {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
-	store.CreateBlock(ctx, "a", memory.BlockSpec{Label: "plan", Value: "step 1: draft"})
-	store.UpdateBlockText(ctx, "a", "plan", "step 1: review")
-	store.Rebase(ctx, "a", "plan")
-	store.UpdateBlockText(ctx, "a", "plan", "step 1: ship")
+	store.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "plan", Value: "step 1: draft"})
+	store.Agent("a").Block("plan").SetText(ctx, "step 1: review")
+	store.Agent("a").Block("plan").Rebase(ctx)
+	store.Agent("a").Block("plan").SetText(ctx, "step 1: ship")
 
-	hist, _ := store.BlockHistory(ctx, "a", "", "plan")
+	hist, _ := store.Agent("a").Block("plan").History(ctx)
 	for _, ch := range hist {
-		at, _ := store.BlockAt(ctx, "a", "", "plan", []string{ch.Hash})
+		at, _ := store.Agent("a").Block("plan").At(ctx, []string{ch.Hash})
 		fmt.Printf("epoch %d %s: %q\n", ch.Epoch, ch.Op, at.Render())
 	}
 	// Output:

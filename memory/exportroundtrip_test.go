@@ -22,44 +22,44 @@ func TestExportImportExportRoundTrip(t *testing.T) {
 		t.Run(fmt.Sprint("writeback=", wb), func(t *testing.T) {
 			ctx := context.Background()
 			src := openFile(t, filepath.Join(t.TempDir(), "src.db"), &memory.Options{WriteBack: wb})
-			if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 200,
+			if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 200,
 				Schema: schema.Log{Retention: 3}}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 12 {
-				if err := src.ApplyEdit(ctx, "ada", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d with words", i)}); err != nil {
+				if err := src.Agent("ada").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d with words", i)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			doc, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]})
+			doc, err := createBlockDoc(ctx, src.Agent("ada"), memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := src.ShareBlock(ctx, "ada", "map", "bob", blocks.ReadWrite); err != nil {
+			if err := src.Agent("ada").Block("map").Share(ctx, "bob", blocks.ReadWrite); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.MergeChanges(ctx, "bob", "ada", "map", peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(3)) })); err != nil {
+			if err := src.Agent("bob").Shared("ada", "map").Merge(ctx, peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(3)) })); err != nil {
 				t.Fatal(err)
 			}
 			if err := doc.SetField("owner", "grace", blocks.System); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.PersistBlock(ctx, "ada", "map"); err != nil {
+			if err := src.Agent("ada").Block("map").Persist(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.Rebase(ctx, "ada", "map"); err != nil {
+			if err := src.Agent("ada").Block("map").Rebase(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.MergeChanges(ctx, "bob", "ada", "map", peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(4)) })); err != nil {
+			if err := src.Agent("bob").Shared("ada", "map").Merge(ctx, peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(4)) })); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.Rebase(ctx, "ada", "map"); err != nil {
+			if err := src.Agent("ada").Block("map").Rebase(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "t", Value: "hello"}); err != nil {
+			if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "t", Value: "hello"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.ApplyEdit(ctx, "ada", "", "t", memory.Edit{Op: blocks.OpAppendText, Text: " pending"}); err != nil {
+			if err := src.Agent("ada").Block("t").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " pending"}); err != nil {
 				t.Fatal(err)
 			}
 			d1, err := src.Export(ctx, "")

@@ -31,7 +31,7 @@ import (
 
 func text(t *testing.T, c *memory.Cache, agent, label string) string {
 	t.Helper()
-	doc, err := c.GetBlock(context.Background(), agent, label)
+	doc, err := c.Agent(agent).Block(label).Doc(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,18 +72,18 @@ func TestFailedPersistIsReportedAndNotServed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "locked.db")
 	c := openFile(t, path, &memory.Options{BusyTimeout: 50 * time.Millisecond})
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := c.GetBlock(ctx, "ada", "notes")
+	view, err := c.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriteLock(t, path)
-	if err := c.AppendToBlock(ctx, "ada", "notes", " lost"); !errors.Is(err, memory.ErrPersist) {
+	if err := c.Agent("ada").Block("notes").Append(ctx, " lost"); !errors.Is(err, memory.ErrPersist) {
 		t.Fatalf("AppendToBlock with the database locked: err = %v, want ErrPersist", err)
 	}
-	if err := c.UpdateBlockText(ctx, "ada", "notes", "rewritten"); !errors.Is(err, memory.ErrPersist) {
+	if err := c.Agent("ada").Block("notes").SetText(ctx, "rewritten"); !errors.Is(err, memory.ErrPersist) {
 		t.Fatalf("UpdateBlockText with the database locked: err = %v, want ErrPersist", err)
 	}
 	if err := view.AppendText(" lost too", blocks.Agent); !errors.Is(err, memory.ErrPersist) {
@@ -128,11 +128,11 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 	if err := doc.LoadIncremental(changes); !errors.Is(err, blocks.ErrManaged) {
 		t.Fatalf("LoadIncremental on a store's document: err = %v, want ErrManaged", err)
 	}
-	if err := c.MergeChanges(ctx, "ada", "", "notes", changes); err != nil {
+	if err := c.Agent("ada").Block("notes").Merge(ctx, changes); err != nil {
 		t.Fatal(err)
 	}
 	// A later store write persists too, and everything agrees.
-	if err := c.AppendToBlock(ctx, "ada", "notes", " omega"); err != nil {
+	if err := c.Agent("ada").Block("notes").Append(ctx, " omega"); err != nil {
 		t.Fatal(err)
 	}
 	want := "alpha zebracorn omega"
@@ -144,39 +144,39 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 	if got := text(t, c, "ada", "notes"); got != want {
 		t.Fatalf("after reopening = %q, want %q", got, want)
 	}
-	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != want {
+	if r, _ := c.Agent("ada").Block("notes").Render(ctx); r != want {
 		t.Fatalf("rendered = %q, want %q", r, want)
 	}
-	res, err := c.Search(ctx, "ada", "zebracorn", search.NewOptions().Mode(search.FTS))
+	res, err := c.Agent("ada").Search(ctx, "zebracorn", search.NewOptions().Mode(search.FTS))
 	if err != nil || len(res) != 1 {
 		t.Fatalf("search after merge: %v, %v", res, err)
 	}
 
 	// An invalid peer change: content becomes a number.
-	doc, _ = c.GetBlock(ctx, "ada", "notes")
+	doc, _ = c.Agent("ada").Block("notes").Doc(ctx)
 	saved, _ := doc.Save()
 	bad, _ := automerge.Load(saved)
 	if err := bad.RootMap().Set("content", 42); err != nil {
 		t.Fatal(err)
 	}
 	bad.Commit("breaks the schema")
-	if err := c.MergeChanges(ctx, "ada", "", "notes", bad.SaveIncremental()); !errors.Is(err, blocks.ErrCorrupt) && !errors.Is(err, schema.ErrInvalid) {
+	if err := c.Agent("ada").Block("notes").Merge(ctx, bad.SaveIncremental()); !errors.Is(err, blocks.ErrCorrupt) && !errors.Is(err, schema.ErrInvalid) {
 		t.Fatalf("schema-breaking merge: err = %v", err)
 	}
 	// Too long for the limit.
 	long, _ := automerge.Load(saved)
 	mustText(t, long).Append(strings.Repeat("x", 200))
 	long.Commit("too long")
-	if err := c.MergeChanges(ctx, "ada", "", "notes", long.SaveIncremental()); !errors.Is(err, blocks.ErrLimit) {
+	if err := c.Agent("ada").Block("notes").Merge(ctx, long.SaveIncremental()); !errors.Is(err, blocks.ErrLimit) {
 		t.Fatalf("over-limit merge: err = %v, want ErrLimit", err)
 	}
-	if err := c.MergeChanges(ctx, "ada", "", "notes", []byte("not automerge")); !errors.Is(err, blocks.ErrCorrupt) {
+	if err := c.Agent("ada").Block("notes").Merge(ctx, []byte("not automerge")); !errors.Is(err, blocks.ErrCorrupt) {
 		t.Fatalf("garbage merge: err = %v, want ErrCorrupt", err)
 	}
 	if got := text(t, c, "ada", "notes"); got != want {
 		t.Fatalf("after refused merges = %q, want %q", got, want)
 	}
-	if err := c.AppendToBlock(ctx, "ada", "notes", "!"); err != nil {
+	if err := c.Agent("ada").Block("notes").Append(ctx, "!"); err != nil {
 		t.Fatalf("write after refused merges: %v", err)
 	}
 	c.Close()
@@ -185,7 +185,7 @@ func TestMergeChangesFromElsewhere(t *testing.T) {
 		t.Fatalf("after reopening = %q", got)
 	}
 	// Attribution: the merge's row names the agent that merged.
-	h, err := c.BlockHistory(ctx, "ada", "", "notes")
+	h, err := c.Agent("ada").Block("notes").History(ctx)
 	if err != nil || len(h) < 3 {
 		t.Fatalf("history: %v %v", h, err)
 	}
@@ -197,11 +197,11 @@ func TestTornUpdateRowIsReported(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "torn.db")
 	c := openFile(t, path, nil)
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "journal", Value: "one"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "journal", Value: "one"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{" two", " three"} {
-		if err := c.AppendToBlock(ctx, "ada", "journal", s); err != nil {
+		if err := c.Agent("ada").Block("journal").Append(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,11 +216,11 @@ func TestTornUpdateRowIsReported(t *testing.T) {
 	}
 	db.Close()
 	c = openFile(t, path, nil)
-	_, err = c.GetBlock(ctx, "ada", "journal")
+	_, err = c.Agent("ada").Block("journal").Doc(ctx)
 	if !errors.Is(err, memory.ErrCorrupt) || !strings.Contains(err.Error(), `"journal"`) {
 		t.Fatalf("GetBlock over a torn row: err = %v, want ErrCorrupt naming the block", err)
 	}
-	if err := c.AppendToBlock(ctx, "ada", "journal", " four"); !errors.Is(err, memory.ErrCorrupt) {
+	if err := c.Agent("ada").Block("journal").Append(ctx, " four"); !errors.Is(err, memory.ErrCorrupt) {
 		t.Fatalf("write over a torn row: err = %v, want ErrCorrupt", err)
 	}
 }
@@ -236,15 +236,15 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 	const blocksN = 10
 	list := schema.List{MaxItems: 3}
 	for i := 0; i < blocksN; i++ {
-		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: label("text", i), CharLimit: 1000}); err != nil {
+		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: label("text", i), CharLimit: 1000}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: label("list", i), Schema: list, Value: []any{"x", "y"}}); err != nil {
+		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: label("list", i), Schema: list, Value: []any{"x", "y"}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []*memory.Cache{a, b} { // warm both replicas
-			c.GetBlock(ctx, "ada", label("text", i))
-			c.GetBlock(ctx, "ada", label("list", i))
+			c.Agent("ada").Block(label("text", i)).Doc(ctx)
+			c.Agent("ada").Block(label("list", i)).Doc(ctx)
 		}
 	}
 	chunk := strings.Repeat("z", 601)
@@ -255,11 +255,11 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				errs <- c.AppendToBlock(ctx, "ada", label("text", i), chunk)
+				errs <- c.Agent("ada").Block(label("text", i)).Append(ctx, chunk)
 			}()
 			go func() {
 				defer wg.Done()
-				errs <- c.ApplyEdit(ctx, "ada", "", label("list", i), memory.Edit{Op: blocks.OpPushItem, Value: "z"})
+				errs <- c.Agent("ada").Block(label("list", i)).Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: "z"})
 			}()
 		}
 	}
@@ -283,10 +283,10 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 	b.Close()
 	c := openFile(t, path, nil)
 	for i := 0; i < blocksN; i++ {
-		if r, _ := c.RenderedContent(ctx, "ada", label("text", i)); len(r) != 601 {
+		if r, _ := c.Agent("ada").Block(label("text", i)).Render(ctx); len(r) != 601 {
 			t.Errorf("block %d holds %d chars after two racing 601-char appends, want 601", i, len(r))
 		}
-		doc, err := c.GetBlock(ctx, "ada", label("list", i))
+		doc, err := c.Agent("ada").Block(label("list", i)).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 // external automerge peer holding a copy of its document.
 func blockAndPeer(t *testing.T, c *memory.Cache, spec memory.BlockSpec) (*blocks.Document, *automerge.Doc) {
 	t.Helper()
-	doc, err := c.CreateBlock(context.Background(), "ada", spec)
+	doc, err := createBlockDoc(context.Background(), c.Agent("ada"), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,14 +331,14 @@ func TestCounterRules(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
 	m := schema.Map{Fields: []schema.FieldDef{{Name: "count", Type: schema.FieldCounter}}}
-	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"count": int64(10)}}); err != nil {
+	if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"count": int64(10)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShareBlock(ctx, "owner", "stats", "guest", blocks.Append); err != nil {
+	if err := c.Agent("owner").Block("stats").Share(ctx, "guest", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
 	inc := func(agent string, d int64) error {
-		return c.ApplyEdit(ctx, agent, "owner", "stats", memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: d})
+		return c.Agent(agent).Shared("owner", "stats").Apply(ctx, memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: d})
 	}
 	if err := inc("guest", -10); !errors.Is(err, blocks.ErrPermission) {
 		t.Fatalf("Append sharee decrementing: err = %v, want ErrPermission", err)
@@ -355,7 +355,7 @@ func TestCounterRules(t *testing.T) {
 	if err := inc("owner", 1); !errors.Is(err, schema.ErrInvalid) {
 		t.Fatalf("overflowing increment: err = %v, want schema.ErrInvalid", err)
 	}
-	doc, _ := c.GetBlock(ctx, "owner", "stats")
+	doc, _ := c.Agent("owner").Block("stats").Doc(ctx)
 	if v, _ := doc.Field("count"); v != int64(math.MaxInt64) {
 		t.Fatalf("count = %v after a refused overflow", v)
 	}
@@ -365,14 +365,14 @@ func TestCounterRules(t *testing.T) {
 func TestLogTypeIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "events", Type: blocks.Log})
+	doc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "events", Type: blocks.Log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k := doc.Schema().Kind(); k != schema.KindLog {
 		t.Fatalf("a Log block created without a schema has a %s schema, want log", k)
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "textlog", Type: blocks.Log, Schema: schema.Text{}, Value: "first"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "textlog", Type: blocks.Log, Schema: schema.Text{}, Value: "first"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []memory.Edit{
@@ -380,14 +380,14 @@ func TestLogTypeIsAppendOnly(t *testing.T) {
 		{Op: blocks.OpReplaceText, Old: "first", Text: "gone"},
 		{Op: blocks.OpInsertText, Index: 0, Text: "injected"},
 	} {
-		if err := c.ApplyEdit(ctx, "ada", "", "textlog", e); !errors.Is(err, blocks.ErrPermission) {
+		if err := c.Agent("ada").Block("textlog").Apply(ctx, e); !errors.Is(err, blocks.ErrPermission) {
 			t.Errorf("%s on a Log-type text block: err = %v, want ErrPermission", e.Op, err)
 		}
 	}
-	if err := c.AppendToBlock(ctx, "ada", "textlog", " second"); err != nil {
+	if err := c.Agent("ada").Block("textlog").Append(ctx, " second"); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := c.RenderedContent(ctx, "ada", "textlog"); r != "first second" {
+	if r, _ := c.Agent("ada").Block("textlog").Render(ctx); r != "first second" {
 		t.Fatalf("textlog = %q", r)
 	}
 }
@@ -396,17 +396,17 @@ func TestLogTypeIsAppendOnly(t *testing.T) {
 func TestStaleViewsFollowTheCurrentShare(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
-	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", Value: "start"}); err != nil {
+	if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "start"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.ReadWrite); err != nil {
+	if err := c.Agent("owner").Block("board").Share(ctx, "guest", blocks.ReadWrite); err != nil {
 		t.Fatal(err)
 	}
-	view, err := c.GetSharedBlock(ctx, "guest", "owner", "board")
+	view, err := c.Agent("guest").Shared("owner", "board").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.Append); err != nil {
+	if err := c.Agent("owner").Block("board").Share(ctx, "guest", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
 	if err := view.SetText("taken over", blocks.Agent); !errors.Is(err, blocks.ErrPermission) {
@@ -415,17 +415,17 @@ func TestStaleViewsFollowTheCurrentShare(t *testing.T) {
 	if err := view.AppendText(" +guest", blocks.Agent); err != nil {
 		t.Fatalf("append after a downgrade to Append: %v", err)
 	}
-	if err := c.UnshareBlock(ctx, "owner", "board", "guest"); err != nil {
+	if err := c.Agent("owner").Block("board").Unshare(ctx, "guest"); err != nil {
 		t.Fatal(err)
 	}
 	if err := view.AppendText(" after revoke", blocks.Agent); !errors.Is(err, blocks.ErrPermission) {
 		t.Fatalf("write through a view taken before the share was revoked: err = %v", err)
 	}
-	if r, _ := c.RenderedContent(ctx, "owner", "board"); r != "start +guest" {
+	if r, _ := c.Agent("owner").Block("board").Render(ctx); r != "start +guest" {
 		t.Fatalf("board = %q", r)
 	}
 	// An upgrade takes effect for the old view too.
-	if err := c.ShareBlock(ctx, "owner", "board", "guest", blocks.ReadWrite); err != nil {
+	if err := c.Agent("owner").Block("board").Share(ctx, "guest", blocks.ReadWrite); err != nil {
 		t.Fatal(err)
 	}
 	if err := view.SetText("agreed", blocks.Agent); err != nil {
@@ -487,16 +487,16 @@ func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "warm", Value: "before the embedder hangs"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "warm", Value: "before the embedder hangs"}); err != nil {
 		t.Fatal(err)
 	}
 	hang()
 	start := time.Now()
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if err := c.AppendToBlock(ctx, "ada", "notes", " more"); err != nil {
+		if err := c.Agent("ada").Block("notes").Append(ctx, " more"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -507,17 +507,17 @@ func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := c.AppendToBlock(cancelled, "ada", "notes", " never"); !errors.Is(err, context.Canceled) {
+	if err := c.Agent("ada").Block("notes").Append(cancelled, " never"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("write with a cancelled context: err = %v", err)
 	}
 	// FTS sees the writes at once; vector search waits for the embedder
 	// only as long as its own context allows.
-	if res, err := c.Search(ctx, "ada", "more", search.NewOptions().Mode(search.FTS)); err != nil || len(res) != 1 {
+	if res, err := c.Agent("ada").Search(ctx, "more", search.NewOptions().Mode(search.FTS)); err != nil || len(res) != 1 {
 		t.Fatalf("FTS: %v %v", res, err)
 	}
 	short, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel2()
-	if _, err := c.Search(short, "ada", "more", search.NewOptions().Mode(search.Vector)); err == nil {
+	if _, err := c.Agent("ada").Search(short, "more", search.NewOptions().Mode(search.Vector)); err == nil {
 		t.Fatal("vector search with a hanging embedder returned no error")
 	}
 	start = time.Now()
@@ -526,7 +526,7 @@ func TestWritesDoNotWaitForTheEmbedder(t *testing.T) {
 		t.Fatalf("Close took %v with a hanging embedder", d)
 	}
 	c = openFile(t, path, nil)
-	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != "hello more more more more more" {
+	if r, _ := c.Agent("ada").Block("notes").Render(ctx); r != "hello more more more more more" {
 		t.Fatalf("notes = %q", r)
 	}
 }
@@ -559,12 +559,12 @@ func TestLabelsAreCheckedAtCreation(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
 	for _, l := range []string{"skill:x", "my notes", "日本語", "tab\tlabel", "-x", strings.Repeat("x", 65)} {
-		_, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: l})
+		_, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: l})
 		if !errors.Is(err, memory.ErrInvalidArgument) || !errors.Is(err, blocks.ErrInvalidLabel) {
 			t.Errorf("CreateBlock(%q): err = %v, want ErrInvalidArgument and ErrInvalidLabel", l, err)
 		}
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "skill.x_1-b"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "skill.x_1-b"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -575,36 +575,36 @@ func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wb.db")
 	c := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := c.BlocksStamp(ctx, "ada")
+	before, err := c.Agent("ada").BlocksStamp(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "ada", "notes", " two"); err != nil {
+	if err := c.Agent("ada").Block("notes").Append(ctx, " two"); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := c.BlocksStamp(ctx, "ada")
+	after, _ := c.Agent("ada").BlocksStamp(ctx)
 	if after == before {
 		t.Fatal("BlocksStamp unchanged by a write-back edit: cached listings would be stale")
 	}
-	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != "one two" {
+	if r, _ := c.Agent("ada").Block("notes").Render(ctx); r != "one two" {
 		t.Fatalf("RenderedContent before Flush = %q", r)
 	}
-	list, err := c.ListBlocks(ctx, "ada")
+	list, err := c.Agent("ada").Blocks(ctx)
 	if err != nil || len(list) != 1 || list[0].Rendered != "one two" {
 		t.Fatalf("ListBlocks before Flush = %+v, %v", list, err)
 	}
 	// Another process sees it only after Flush.
 	other := openFile(t, path, nil)
-	if r, _ := other.RenderedContent(ctx, "ada", "notes"); r != "one" {
+	if r, _ := other.Agent("ada").Block("notes").Render(ctx); r != "one" {
 		t.Fatalf("another Cache sees %q before Flush", r)
 	}
 	if err := c.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := other.RenderedContent(ctx, "ada", "notes"); r != "one two" {
+	if r, _ := other.Agent("ada").Block("notes").Render(ctx); r != "one two" {
 		t.Fatalf("another Cache sees %q after Flush", r)
 	}
 }
@@ -616,11 +616,11 @@ func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 func TestCharLimitIsCapped(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, ":memory:", nil)
-	_, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "huge", CharLimit: blocks.MaxCharLimit + 1})
+	_, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "huge", CharLimit: blocks.MaxCharLimit + 1})
 	if !errors.Is(err, memory.ErrInvalidArgument) || !strings.Contains(err.Error(), "archival") {
 		t.Fatalf("CreateBlock over MaxCharLimit: err = %v", err)
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -673,14 +673,14 @@ func TestInitialMapValueKeepsOmittedFields(t *testing.T) {
 		{Name: "count", Type: schema.FieldCounter},
 		{Name: "mode", Type: schema.FieldString, Default: "auto"},
 	}}
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"name": "x"}})
+	doc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "stats", Schema: m, Value: map[string]any{"name": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := doc.Render(); !strings.Contains(got, "count: 0") || !strings.Contains(got, "mode: auto") || !strings.Contains(got, "name: x") {
 		t.Fatalf("rendered:\n%s", got)
 	}
-	if err := c.ApplyEdit(ctx, "ada", "", "stats", memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: 2}); err != nil {
+	if err := c.Agent("ada").Block("stats").Apply(ctx, memory.Edit{Op: blocks.OpIncrementCounter, Field: "count", Delta: 2}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -706,17 +706,17 @@ func TestMergeChangesFromALongLivedPeer(t *testing.T) {
 		return peer.SaveIncremental()
 	}
 	for _, s := range []string{" beta", " gamma", " delta"} {
-		if err := c.MergeChanges(ctx, "ada", "", "notes", edit(s)); err != nil {
+		if err := c.Agent("ada").Block("notes").Merge(ctx, edit(s)); err != nil {
 			t.Fatalf("merging the peer's save after %q: %v", s, err)
 		}
 	}
 	edit(" lost")
-	err := c.MergeChanges(ctx, "ada", "", "notes", edit(" orphan"))
+	err := c.Agent("ada").Block("notes").Merge(ctx, edit(" orphan"))
 	if !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("a save whose predecessor was never merged: %v, want ErrUnrelated", err)
 	}
 	const want = "alpha beta gamma delta"
-	if r, _ := c.RenderedContent(ctx, "ada", "notes"); r != want {
+	if r, _ := c.Agent("ada").Block("notes").Render(ctx); r != want {
 		t.Fatalf("stored rendering %q, want %q", r, want)
 	}
 	if got := text(t, openFile(t, path, nil), "ada", "notes"); got != want {
@@ -739,13 +739,13 @@ func runFirstEmbedder(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "persona", Value: "The analytical engine computes tables."}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Value: "The analytical engine computes tables."}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "Babbage designed the difference engine."}); err != nil {
+	if _, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Babbage designed the difference engine."}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "Tell me about the engine."}); err != nil {
+	if _, err := c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "Tell me about the engine."}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -767,7 +767,7 @@ func runFirstEmbedder(t *testing.T, path string) {
 		t.Fatalf("open with another embedder after the failed one: %v", err)
 	}
 	defer c.Close()
-	res, err := c.Search(ctx, "ada", "engine", search.NewOptions().Mode(search.Vector).Limit(10))
+	res, err := c.Agent("ada").Search(ctx, "engine", search.NewOptions().Mode(search.Vector).Limit(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,10 +794,10 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "t", Value: "base"}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "t", Value: "base"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "t", "."); err != nil {
+	if err := c.Agent("a").Block("t").Append(ctx, "."); err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriteLock(t, path)
@@ -805,11 +805,11 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
 		defer cancel()
-		done <- c.AppendToBlock(wctx, "a", "t", " GHOST")
+		done <- c.Agent("a").Block("t").Append(wctx, " GHOST")
 	}()
 	reads := 0
 	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		doc, err := c.GetBlock(ctx, "a", "t")
+		doc, err := c.Agent("a").Block("t").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -832,10 +832,10 @@ func TestReadsDoNotSeeAWriteInFlight(t *testing.T) {
 	if reads == 0 {
 		t.Fatal("no read ran while the append waited: the case tested nothing")
 	}
-	if err := c.AppendToBlock(ctx, "a", "t", "!"); err != nil {
+	if err := c.Agent("a").Block("t").Append(ctx, "!"); err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := c.GetBlock(ctx, "a", "t")
+	doc, _ := c.Agent("a").Block("t").Doc(ctx)
 	if got := doc.Render(); got != "base.!" {
 		t.Fatalf("after the failed append and another: %q", got)
 	}
@@ -851,7 +851,7 @@ func TestReadYourWritesWhileOthersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "t", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "t", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -859,11 +859,11 @@ func TestReadYourWritesWhileOthersWrite(t *testing.T) {
 		wg.Go(func() {
 			for i := range 25 {
 				tok := fmt.Sprintf("[g%d-%d]", g, i)
-				if err := c.AppendToBlock(ctx, "a", "t", tok); err != nil {
+				if err := c.Agent("a").Block("t").Append(ctx, tok); err != nil {
 					t.Error(err)
 					return
 				}
-				doc, err := c.GetBlock(ctx, "a", "t")
+				doc, err := c.Agent("a").Block("t").Doc(ctx)
 				if err != nil {
 					t.Error(err)
 					return
@@ -905,17 +905,17 @@ func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range []string{"b1", "b2"} {
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: l}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: l}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.AppendToBlock(ctx, "a", "b1", "one"); err != nil {
+	if err := c.Agent("a").Block("b1").Append(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	var appendErr error
 	go func() {
 		<-inFlush
-		appendErr = c.AppendToBlock(ctx, "a", "b2", "two")
+		appendErr = c.Agent("a").Block("b2").Append(ctx, "two")
 		close(appended)
 	}()
 	armed.Store(true)
@@ -929,8 +929,8 @@ func TestWriteBackEditDuringCloseIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b1, _ := c.RenderedContent(ctx, "a", "b1")
-	b2, _ := c.RenderedContent(ctx, "a", "b2")
+	b1, _ := c.Agent("a").Block("b1").Render(ctx)
+	b2, _ := c.Agent("a").Block("b2").Render(ctx)
 	if b1 != "one" {
 		t.Errorf("b1 = %q after Close, want %q", b1, "one")
 	}
@@ -954,33 +954,33 @@ func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range []string{"b1", "b2"} {
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: l, CharLimit: 6}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: l, CharLimit: 6}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := c.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "b1", "abc"); err != nil {
+	if err := c.Agent("a").Block("b1").Append(ctx, "abc"); err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriteLock(t, path)
-	if _, err := c.GetBlock(ctx, "a", "b2"); err != nil { // evicts b1; its flush fails
+	if _, err := c.Agent("a").Block("b2").Doc(ctx); err != nil { // evicts b1; its flush fails
 		t.Fatal(err)
 	}
 	release()
 
-	d, err := c.GetBlock(ctx, "a", "b1")
+	d, err := c.Agent("a").Block("b1").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if text, _ := d.Text(); text != "abc" {
 		t.Errorf("b1 reads %q after its write-back append of %q", text, "abc")
 	}
-	if err := c.AppendToBlock(ctx, "a", "b1", "defg"); !errors.Is(err, blocks.ErrLimit) {
+	if err := c.Agent("a").Block("b1").Append(ctx, "defg"); !errors.Is(err, blocks.ErrLimit) {
 		t.Errorf("append past the 6-character limit: %v, want ErrLimit", err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "b1", "de"); err != nil {
+	if err := c.Agent("a").Block("b1").Append(ctx, "de"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -991,7 +991,7 @@ func TestWriteBackEvictedBlockComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if r, _ := c.RenderedContent(ctx, "a", "b1"); r != "abcde" {
+	if r, _ := c.Agent("a").Block("b1").Render(ctx); r != "abcde" {
 		t.Fatalf("b1 = %q after Close and reopening, want %q", r, "abcde")
 	}
 }
@@ -1006,10 +1006,10 @@ func TestRemoteEventInsideAWriteReadsTheChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "remote.db")
 	a := openFile(t, path, nil)
 	b := openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "0123456789", CharLimit: 20}); err != nil {
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "0123456789", CharLimit: 20}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := a.GetBlock(ctx, "ada", "notes")
+	view, err := a.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1023,7 +1023,7 @@ func TestRemoteEventInsideAWriteReadsTheChange(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	if err := b.AppendToBlock(ctx, "ada", "notes", "BBBBBBBB"); err != nil { // 18 of 20
+	if err := b.Agent("ada").Block("notes").Append(ctx, "BBBBBBBB"); err != nil { // 18 of 20
 		t.Fatal(err)
 	}
 	// 15 on a's cached state (applied ahead), 23 on the fresh one: refused.
@@ -1049,10 +1049,10 @@ func TestCloseFromASubscriberInsideAWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := openFile(t, path, nil)
-			if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+			if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
 				t.Fatal(err)
 			}
-			view, err := a.GetBlock(ctx, "ada", "notes")
+			view, err := a.Agent("ada").Block("notes").Doc(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1062,7 +1062,7 @@ func TestCloseFromASubscriberInsideAWrite(t *testing.T) {
 					closed <- a.Close()
 				}
 			})
-			if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+			if err := b.Agent("ada").Block("notes").Append(ctx, " b"); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
@@ -1086,10 +1086,10 @@ func TestViewCRDTReadsOfAWriteInFlight(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
 	c := openFile(t, path, &memory.Options{BusyTimeout: 1500 * time.Millisecond})
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := c.GetBlock(ctx, "ada", "notes")
+	view, err := c.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1117,7 +1117,7 @@ func TestViewCRDTReadsOfAWriteInFlight(t *testing.T) {
 	// waits for the lock (held until release), so it runs concurrently.
 	perrc := make(chan error, 1)
 	go func() {
-		_, err := c.ProposeEdit(ctx, "ada", "ada", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "INFLIGHT", Text: "x"}, "")
+		_, err := c.Agent("ada").Shared("ada", "notes").Propose(ctx, memory.Edit{Op: blocks.OpReplaceText, Old: "INFLIGHT", Text: "x"}, "")
 		perrc <- err
 	}()
 	werr := <-done
@@ -1147,15 +1147,15 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 		write bool                  // the catch-up is a write's (else a read's)
 		want  string                // the subscriber's write, which must land
 	}{
-		{"GetBlock in a write", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, true, ""},
-		{"GetBlock in a read", false, func(c *memory.Cache) { c.GetBlock(ctx, "ada", "notes") }, false, ""},
+		{"GetBlock in a write", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Doc(ctx) }, true, ""},
+		{"GetBlock in a read", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Doc(ctx) }, false, ""},
 		{"Close in a write-back write, block dirty", true, func(c *memory.Cache) { c.Close() }, true, ""},
 		{"Close in a write", false, func(c *memory.Cache) { c.Close() }, true, ""},
 		// The README says a subscriber may write to the store: to the
 		// block it was told about, from a write's catch-up and a read's.
-		{"AppendToBlock in a write", false, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, true, " sub"},
-		{"AppendToBlock in a read", false, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, false, " sub"},
-		{"AppendToBlock in a write-back write", true, func(c *memory.Cache) { c.AppendToBlock(ctx, "ada", "notes", " sub") }, true, " sub"},
+		{"AppendToBlock in a write", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
+		{"AppendToBlock in a read", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, false, " sub"},
+		{"AppendToBlock in a write-back write", true, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub.db")
@@ -1165,10 +1165,10 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 			}
 			defer a.Close()
 			b := openFile(t, path, nil)
-			if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+			if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
 				t.Fatal(err)
 			}
-			view, err := a.GetBlock(ctx, "ada", "notes")
+			view, err := a.Agent("ada").Block("notes").Doc(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1183,7 +1183,7 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 					once.Do(func() { tc.call(a) })
 				}
 			})
-			if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+			if err := b.Agent("ada").Block("notes").Append(ctx, " b"); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan struct{})
@@ -1192,7 +1192,7 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 				if tc.write {
 					view.AppendText(" a", blocks.Agent)
 				} else {
-					a.GetBlock(ctx, "ada", "notes")
+					a.Agent("ada").Block("notes").Doc(ctx)
 				}
 			}()
 			select {
@@ -1202,7 +1202,7 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 			}
 			if tc.wb && tc.want == "" {
 				c := openFile(t, path, nil)
-				if r, _ := c.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, "pending") {
+				if r, _ := c.Agent("ada").Block("notes").Render(ctx); !strings.Contains(r, "pending") {
 					t.Fatalf("the acknowledged write-back edit is gone after Close: %q", r)
 				}
 			}
@@ -1211,7 +1211,7 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := openFile(t, path, nil)
-				if r, _ := c.RenderedContent(ctx, "ada", "notes"); !strings.Contains(r, tc.want) {
+				if r, _ := c.Agent("ada").Block("notes").Render(ctx); !strings.Contains(r, tc.want) {
 					t.Fatalf("the subscriber's write is not in the store: %q", r)
 				}
 			}
@@ -1226,10 +1226,10 @@ func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "merge.db")
 	a := openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "durable"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := a.GetBlock(ctx, "ada", "notes")
+	view, err := a.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1260,7 +1260,7 @@ func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
 		seen = append(seen, s)
 		mu.Unlock()
 	})
-	if err := a.MergeChanges(ctx, "ada", "ada", "notes", data); err == nil {
+	if err := a.Agent("ada").Shared("ada", "notes").Merge(ctx, data); err == nil {
 		t.Fatal("the merge's write succeeded despite the failing trigger")
 	}
 	mu.Lock()
@@ -1275,7 +1275,7 @@ func TestMergeChangesNotReadBeforeDurable(t *testing.T) {
 	if _, err := db.Exec(`DROP TRIGGER fail_updates`); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.MergeChanges(ctx, "ada", "ada", "notes", data); err != nil {
+	if err := a.Agent("ada").Shared("ada", "notes").Merge(ctx, data); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -1298,28 +1298,28 @@ func TestSubscriberReadDuringEvictionFlush(t *testing.T) {
 	defer a.Close()
 	b := openFile(t, path, nil)
 	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: l, Value: l + "0"}); err != nil {
+		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: l, Value: l + "0"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vx, err := a.GetBlock(ctx, "ada", "x") // cached: x alone
+	vx, err := a.Agent("ada").Block("x").Doc(ctx) // cached: x alone
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := vx.AppendText(" pending", blocks.Agent); err != nil { // x dirty
 		t.Fatal(err)
 	}
-	if err := b.AppendToBlock(ctx, "ada", "x", " b"); err != nil {
+	if err := b.Agent("ada").Block("x").Append(ctx, " b"); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
 	vx.Subscribe(func(ev blocks.Event) {
 		if ev.Remote {
-			once.Do(func() { a.GetBlock(ctx, "ada", "x") })
+			once.Do(func() { a.Agent("ada").Block("x").Doc(ctx) })
 		}
 	})
 	done := make(chan error, 1)
-	go func() { _, err := a.GetBlock(ctx, "ada", "y"); done <- err }() // evicts x, flushing it
+	go func() { _, err := a.Agent("ada").Block("y").Doc(ctx); done <- err }() // evicts x, flushing it
 	select {
 	case err := <-done:
 		if err != nil {
@@ -1337,10 +1337,10 @@ func TestPanickingSubscriberLeavesNoWriteInFlight(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	a := openFile(t, path, nil)
 	b := openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := a.GetBlock(ctx, "ada", "notes")
+	view, err := a.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1351,7 +1351,7 @@ func TestPanickingSubscriberLeavesNoWriteInFlight(t *testing.T) {
 			panic("subscriber bug")
 		}
 	})
-	if err := b.AppendToBlock(ctx, "ada", "notes", " b"); err != nil {
+	if err := b.Agent("ada").Block("notes").Append(ctx, " b"); err != nil {
 		t.Fatal(err)
 	}
 	func() {
@@ -1361,8 +1361,8 @@ func TestPanickingSubscriberLeavesNoWriteInFlight(t *testing.T) {
 	if !panicked {
 		t.Fatal("the subscriber never ran: the case tested nothing")
 	}
-	durable, _ := b.RenderedContent(ctx, "ada", "notes")
-	v, _ := a.GetBlock(ctx, "ada", "notes")
+	durable, _ := b.Agent("ada").Block("notes").Render(ctx)
+	v, _ := a.Agent("ada").Block("notes").Doc(ctx)
 	if got, _ := v.Text(); got != durable {
 		t.Fatalf("after a recovered subscriber panic, views read %q; %q is durable", got, durable)
 	}

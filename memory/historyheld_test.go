@@ -18,11 +18,11 @@ func TestHeldDocumentHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "x"})
+	doc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "notes", Value: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "ada", "notes", " y"); err != nil {
+	if err := c.Agent("ada").Block("notes").Append(ctx, " y"); err != nil {
 		t.Fatal(err)
 	}
 	want, err := doc.History()

@@ -26,20 +26,20 @@ func TestImportJudgesOutsideEdits(t *testing.T) {
 		case "comp":
 			spec.Value = map[string]any{"facts": "the sky is blue", "scratch": ""}
 		}
-		if _, err := src.CreateBlock(ctx, "ada", spec); err != nil {
+		if _, err := src.Agent("ada").CreateBlock(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A change merged from a peer earlier travels in the dump: not the
 	// import's to refuse.
-	doc, err := src.GetBlock(ctx, "ada", "text")
+	doc, err := src.Agent("ada").Block("text").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.MergeChanges(ctx, "ada", "", "text", peerEdit(t, doc, func(r *automerge.Map) error { return subText(r, "content").Append(" from js") })); err != nil {
+	if err := src.Agent("ada").Block("text").Merge(ctx, peerEdit(t, doc, func(r *automerge.Map) error { return subText(r, "content").Append(" from js") })); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.AppendToBlock(ctx, "ada", "text", " and more"); err != nil {
+	if err := src.Agent("ada").Block("text").Append(ctx, " and more"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -95,7 +95,7 @@ func TestImportJudgesOutsideEdits(t *testing.T) {
 					t.Fatalf("import refused: %v", err)
 				}
 				for _, b := range d.Blocks {
-					got, err := dst.GetBlock(ctx, "ada", b.Label)
+					got, err := dst.Agent("ada").Block(b.Label).Doc(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -109,7 +109,7 @@ func TestImportJudgesOutsideEdits(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("import: err = %v, want %v", err, tc.want)
 			}
-			if metas, _ := dst.ListBlocks(ctx, "ada"); len(metas) != 0 {
+			if metas, _ := dst.Agent("ada").Blocks(ctx); len(metas) != 0 {
 				t.Fatalf("refused import added %d blocks", len(metas))
 			}
 		})

@@ -23,31 +23,31 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
 	// A map block: a sharee merges, then the system sets the read-only field.
-	doc, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]})
+	doc, err := createBlockDoc(ctx, src.Agent("ada"), memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.ShareBlock(ctx, "ada", "map", "bob", blocks.ReadWrite); err != nil {
+	if err := src.Agent("ada").Block("map").Share(ctx, "bob", blocks.ReadWrite); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.MergeChanges(ctx, "bob", "ada", "map", peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(3)) })); err != nil {
+	if err := src.Agent("bob").Shared("ada", "map").Merge(ctx, peerEdit(t, doc, func(r *automerge.Map) error { return sub(r, "fields").Set("n", int64(3)) })); err != nil {
 		t.Fatal(err)
 	}
 	if err := doc.SetField("owner", "grace", blocks.System); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.PersistBlock(ctx, "ada", "map"); err != nil {
+	if err := src.Agent("ada").Block("map").Persist(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A text block whose owner holds Append: a ReadWrite sharee rewrites it.
-	tdoc, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Schema: mergeCheckSchemas["text"], Value: "hello", Permission: blocks.Append})
+	tdoc, err := createBlockDoc(ctx, src.Agent("ada"), memory.BlockSpec{Label: "text", Schema: mergeCheckSchemas["text"], Value: "hello", Permission: blocks.Append})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.ShareBlock(ctx, "ada", "text", "bob", blocks.ReadWrite); err != nil {
+	if err := src.Agent("ada").Block("text").Share(ctx, "bob", blocks.ReadWrite); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.MergeChanges(ctx, "bob", "ada", "text", peerEdit(t, tdoc, func(r *automerge.Map) error { return subText(r, "content").Splice(0, 1, "J") })); err != nil {
+	if err := src.Agent("bob").Shared("ada", "text").Merge(ctx, peerEdit(t, tdoc, func(r *automerge.Map) error { return subText(r, "content").Splice(0, 1, "J") })); err != nil {
 		t.Fatal(err)
 	}
 
@@ -59,7 +59,7 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 	if _, err := dst.Import(ctx, d); err != nil {
 		t.Fatalf("a dump Export wrote was refused: %v", err)
 	}
-	got, err := dst.GetBlock(ctx, "ada", "map")
+	got, err := dst.Agent("ada").Block("map").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +119,10 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 func TestImportRefusesChangedArchivedEpoch(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
-	if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]}); err != nil {
+	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "map", Schema: mergeCheckSchemas["map"]}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Rebase(ctx, "ada", "map"); err != nil {
+	if err := src.Agent("ada").Block("map").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	d, err := src.Export(ctx, "")
@@ -150,7 +150,7 @@ func TestImportRefusesChangedArchivedEpoch(t *testing.T) {
 	if _, err := dst.Import(ctx, d); !errors.Is(err, blocks.ErrPermission) {
 		t.Fatalf("import of a changed archived epoch: err = %v, want ErrPermission", err)
 	}
-	if metas, _ := dst.ListBlocks(ctx, "ada"); len(metas) != 0 {
+	if metas, _ := dst.Agent("ada").Blocks(ctx); len(metas) != 0 {
 		t.Fatalf("refused import added %d blocks", len(metas))
 	}
 }

@@ -59,7 +59,7 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 	peer := jsPeer(t)
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "js.db"), nil)
-	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "from go\n"})
+	doc, err := createBlockDoc(ctx, c.Agent("a"), memory.BlockSpec{Label: "notes", Value: "from go\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,22 +67,22 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "from js\n")[0]); err != nil {
+	if err := c.Agent("a").Block("notes").Merge(ctx, peer(epoch0, "from js\n")[0]); err != nil {
 		t.Fatalf("merging the JS peer's change: %v", err)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\n" {
+	if r, _ := c.Agent("a").Block("notes").Render(ctx); r != "from go\nfrom js\n" {
 		t.Fatalf("after the JS change: %q", r)
 	}
-	if err := c.Rebase(ctx, "a", "notes"); err != nil {
+	if err := c.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The peer still holds epoch 0.
-	err = c.MergeChanges(ctx, "a", "", "notes", peer(epoch0, "late\n")[0])
+	err = c.Agent("a").Block("notes").Merge(ctx, peer(epoch0, "late\n")[0])
 	if err == nil || !strings.Contains(err.Error(), "epoch 1") || !(errors.Is(err, blocks.ErrUnrelated) || errors.Is(err, blocks.ErrCorrupt)) {
 		t.Fatalf("merging a change made on epoch 0: %v, want a refusal naming epoch 1", err)
 	}
 	t.Logf("refused: %v", err)
-	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\n" {
+	if r, _ := c.Agent("a").Block("notes").Render(ctx); r != "from go\nfrom js\n" {
 		t.Fatalf("a refused merge changed the block: %q", r)
 	}
 	// Reloaded, the peer edits the current epoch.
@@ -90,10 +90,10 @@ func TestJSPeerAcrossEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MergeChanges(ctx, "a", "", "notes", peer(cur, "late\n")[0]); err != nil {
+	if err := c.Agent("a").Block("notes").Merge(ctx, peer(cur, "late\n")[0]); err != nil {
 		t.Fatalf("merging the JS peer's change on epoch 1: %v", err)
 	}
-	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != "from go\nfrom js\nlate\n" {
+	if r, _ := c.Agent("a").Block("notes").Render(ctx); r != "from go\nfrom js\nlate\n" {
 		t.Fatalf("after the JS change on the new epoch: %q", r)
 	}
 }
@@ -108,7 +108,7 @@ func TestJSPeerIncrementalSaves(t *testing.T) {
 	peer := jsPeer(t)
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "js.db"), nil)
-	doc, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "from go\n", CharLimit: 20_000})
+	doc, err := createBlockDoc(ctx, c.Agent("a"), memory.BlockSpec{Label: "notes", Value: "from go\n", CharLimit: 20_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,16 +118,16 @@ func TestJSPeerIncrementalSaves(t *testing.T) {
 	}
 	big := strings.Repeat("a longer note from the JS peer, line after line; ", 200) + "\n"
 	saves := peer(saved, "one\n", "two\n", big)
-	if err := c.MergeChanges(ctx, "a", "", "notes", saves[2]); !errors.Is(err, blocks.ErrUnrelated) {
+	if err := c.Agent("a").Block("notes").Merge(ctx, saves[2]); !errors.Is(err, blocks.ErrUnrelated) {
 		t.Fatalf("a save merged before the one it builds on: %v, want ErrUnrelated", err)
 	}
 	for i, s := range saves {
-		if err := c.MergeChanges(ctx, "a", "", "notes", s); err != nil {
+		if err := c.Agent("a").Block("notes").Merge(ctx, s); err != nil {
 			t.Fatalf("merging the JS peer's save %d (%d bytes, chunk type %d): %v", i, len(s), s[8], err)
 		}
 	}
 	want := "from go\none\ntwo\n" + big
-	if r, _ := c.RenderedContent(ctx, "a", "notes"); r != want {
+	if r, _ := c.Agent("a").Block("notes").Render(ctx); r != want {
 		t.Fatalf("after the JS peer's saves: %d chars, want %d", len(r), len(want))
 	}
 	t.Logf("saves of %d, %d and %d bytes, chunk types %d, %d, %d", len(saves[0]), len(saves[1]), len(saves[2]), saves[0][8], saves[1][8], saves[2][8])

@@ -137,7 +137,7 @@ func (c *Cache) precheckQuota(ctx context.Context, agent string, bytes int64) er
 	if c.opts.AgentQuotaBytes <= 0 || bytes <= 0 {
 		return nil
 	}
-	used, err := c.StorageUsed(ctx, agent)
+	used, err := c.storageUsed(ctx, agent)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (c *Cache) checkProposal(ctx context.Context, agent string, size int) error
 	if o.AgentQuotaBytes <= 0 {
 		return nil
 	}
-	used, err := c.StorageUsed(ctx, agent)
+	used, err := c.storageUsed(ctx, agent)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (c *Cache) checkProposal(ctx context.Context, agent string, size int) error
 // message its content, name, tool call id and tool calls JSON, and
 // UsageRowBytes per row. Superseded entries count until deleted. It reads
 // one row.
-func (c *Cache) StorageUsed(ctx context.Context, agent string) (int64, error) {
+func (c *Cache) storageUsed(ctx context.Context, agent string) (int64, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return 0, err
 	}

@@ -64,7 +64,7 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 			for i, tr := range sess.Turns {
 				msgs[i] = memory.Message{Role: memory.RoleUser, Content: tr.Text, BatchID: sess.Key}
 			}
-			out, err := store.AppendMessages(ctx, agent, msgs)
+			out, err := store.Agent(agent).Messages().AppendMany(ctx, msgs)
 			if err != nil {
 				t.Fatalf("%s %s: append: %v", agent, sess.Key, err)
 			}
@@ -76,8 +76,9 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 
 		for _, q := range conv.Questions {
 			want := q.Evidence
-			res, err := store.Search(ctx, agent, q.Question,
+			res, err := store.Agent(agent).Search(ctx, q.Question,
 				search.NewOptions().ContentTypes(search.Messages).Limit(25))
+
 			if err != nil {
 				t.Fatalf("%s: search %q: %v", agent, q.Question, err)
 			}
@@ -192,7 +193,7 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 						entries[i].Metadata = map[string]any{"dia_id": tr.DiaID, "session": num, "speaker": tr.Speaker, "date": sess.Date}
 					}
 				}
-				out, err := store.InsertArchivalBatch(ctx, conv.ID, entries, nil)
+				out, err := store.Agent(conv.ID).Archival().InsertBatch(ctx, entries, nil)
 				if err != nil {
 					t.Fatalf("%s %s: insert: %v", conv.ID, sess.Key, err)
 				}
@@ -201,7 +202,7 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 				}
 			}
 			for _, q := range conv.Questions {
-				res, err := store.Search(ctx, conv.ID, q.Question, search.NewOptions().ContentTypes(search.Archival).Limit(25))
+				res, err := store.Agent(conv.ID).Search(ctx, q.Question, search.NewOptions().ContentTypes(search.Archival).Limit(25))
 				if err != nil {
 					t.Fatalf("%s: search %q: %v", conv.ID, q.Question, err)
 				}

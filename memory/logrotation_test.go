@@ -56,7 +56,7 @@ func (e *switchEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := c.GetBlock(ctx, "a", label)
+	d, err := c.Agent("a").Block(label).Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:" + label}, Limit: 10000})
+	arch, err := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:" + label}, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []strin
 	}
 	// Rotated without vectors, embedded afterwards: a vector search (which
 	// flushes the marks first) finds every rotated entry.
-	res, err := c.SearchArchival(ctx, "a", "entry", search.NewOptions().Mode(search.Vector).Tags("log:"+label).Limit(len(arch)+10))
+	res, err := c.Agent("a").Archival().Search(ctx, "entry", search.NewOptions().Mode(search.Vector).Tags("log:"+label).Limit(len(arch)+10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func runLogRotatesUnderDeadlines(t *testing.T, path string) {
 	ctx := context.Background()
 	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
 	c := openFile(t, path, &memory.Options{Embedder: emb})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
 		Schema: schema.Log{Retention: 5}}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func runLogRotatesUnderDeadlines(t *testing.T, path string) {
 	for i := range 200 {
 		msg := fmt.Sprintf("entry %03d with some words to fill the log", i)
 		dctx, cancel := context.WithTimeout(ctx, time.Duration(i%4)*time.Millisecond)
-		err := c.ApplyEdit(dctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+		err := c.Agent("a").Block("events").Apply(dctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
 		cancel()
 		switch {
 		case err == nil:
@@ -142,7 +142,7 @@ func runLogRotatesUnderDeadlines(t *testing.T, path string) {
 	if len(acked) == 0 {
 		t.Log("no append beat its deadline")
 	}
-	if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry after the deadlines"}); err != nil {
+	if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry after the deadlines"}); err != nil {
 		t.Fatalf("a normal append after the deadline loop: %v", err)
 	}
 	acked = append(acked, "entry after the deadlines")
@@ -170,14 +170,14 @@ func runLogRotatesWhileEmbedderIsDown(t *testing.T, path string) {
 	ctx := context.Background()
 	emb := &switchEmbedder{Embedder: search.NewOffline(32)}
 	c := openFile(t, path, &memory.Options{Embedder: emb})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
 		Schema: schema.Log{Retention: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	var acked []string
 	appendEntry := func(msg string) {
 		t.Helper()
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
 			t.Fatalf("append %q (embedder down: %v): %v", msg, emb.down.Load(), err)
 		}
 		acked = append(acked, msg)
@@ -199,18 +199,18 @@ func runLogRotatesWhileEmbedderIsDown(t *testing.T, path string) {
 func TestLogEntryLargerThanTheBlock(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), nil)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 100,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 100,
 		Schema: schema.Log{Retention: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"one", "two"} {
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before, _ := c.RenderedContent(ctx, "a", "events")
+	before, _ := c.Agent("a").Block("events").Render(ctx)
 	big := fmt.Sprintf("%0100d", 0)
-	err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: big})
+	err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: big})
 	if !errors.Is(err, blocks.ErrLimit) {
 		t.Fatalf("an entry larger than the block: %v, want ErrLimit", err)
 	}
@@ -219,10 +219,10 @@ func TestLogEntryLargerThanTheBlock(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
-	if after, _ := c.RenderedContent(ctx, "a", "events"); after != before {
+	if after, _ := c.Agent("a").Block("events").Render(ctx); after != before {
 		t.Errorf("the refused append changed the block: %q -> %q", before, after)
 	}
-	if arch, _ := c.ListArchival(ctx, "a", nil); len(arch) != 0 {
+	if arch, _ := c.Agent("a").Archival().List(ctx, nil); len(arch) != 0 {
 		t.Errorf("the refused append rotated %d entries", len(arch))
 	}
 }
@@ -236,7 +236,7 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 	clock := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
 	paths := map[string]func(c *memory.Cache, msg string) error{
 		"ApplyEdit": func(c *memory.Cache, msg string) error {
-			return c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
+			return c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
 		},
 		"tool": func(c *memory.Cache, msg string) error {
 			ts, err := tools.New(c.Agent("a"), nil)
@@ -251,7 +251,7 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 			return err
 		},
 		"view": func(c *memory.Cache, msg string) error {
-			d, err := c.GetBlock(ctx, "a", "events")
+			d, err := c.Agent("a").Block("events").Doc(ctx)
 			if err != nil {
 				return err
 			}
@@ -269,7 +269,7 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 		now := func() time.Time { tick++; return clock.Add(time.Duration(tick) * time.Second) }
 		path := filepath.Join(t.TempDir(), "log.db")
 		c := openFile(t, path, &memory.Options{Now: now})
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Append,
 			CharLimit: 200, Schema: schema.Log{Retention: 3}}); err != nil {
 			t.Fatal(err)
 		}
@@ -280,13 +280,13 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 		}
 		c.Close()
 		c = openFile(t, path, &memory.Options{Now: now})
-		d, err := c.GetBlock(ctx, "a", "events")
+		d, err := c.Agent("a").Block("events").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		v, _ := d.Value()
-		r, _ := c.RenderedContent(ctx, "a", "events")
-		arch, _ := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}})
+		r, _ := c.Agent("a").Block("events").Render(ctx)
+		arch, _ := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:events"}})
 		o := outcome{Value: v, Rendered: r}
 		for _, e := range arch {
 			meta, _ := json.Marshal(e.Metadata)
@@ -319,7 +319,7 @@ func TestKillDuringLogRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.db")
 	opts := &memory.Options{Embedder: search.NewOffline(32)}
 	c := openFile(t, path, opts)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
 		Schema: schema.Log{Retention: 4}}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestRoleLogWriter(t *testing.T) {
 	}
 	for i := 0; ; i++ {
 		msg := fmt.Sprintf("entry r%s-%04d with some words to fill the log", os.Getenv("ENGRAM_ROUND"), i)
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -395,17 +395,17 @@ func TestLogRotationInWriteBackMode(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "log.db")
 	c := openFile(t, path, &memory.Options{WriteBack: true})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	other := openFile(t, path, nil)
 	checkLogContents(t, other, "events", []string{"entry 0", "entry 1", "entry 2", "entry 3", "entry 4"})
-	d, err := other.GetBlock(ctx, "a", "events")
+	d, err := other.Agent("a").Block("events").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,11 +419,11 @@ func TestLogRotationInWriteBackMode(t *testing.T) {
 func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: search.NewOffline(32)})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		if err := c.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
+		if err := c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -461,7 +461,7 @@ func TestLogRotatesEntriesArchivalWouldRefusePostgres(t *testing.T) {
 func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 	ctx := context.Background()
 	c := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 400,
 		Schema: schema.Log{Retention: 2, Entry: []schema.FieldDef{{Name: "who", Type: schema.FieldString}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 	for i := range 6 {
 		entries = append(entries, map[string]any{"message": fmt.Sprintf("entry %d", i)})
 	}
-	d, err := c.GetBlock(ctx, "a", "events")
+	d, err := c.Agent("a").Block("events").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 	}
 	check := func(c *memory.Cache) {
 		t.Helper()
-		d, err := c.GetBlock(ctx, "a", "events")
+		d, err := c.Agent("a").Block("events").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,7 +497,7 @@ func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:events"}, Limit: 100})
+		arch, err := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:events"}, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -547,14 +547,14 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 	emb := &gateEmbedder{Embedder: search.NewOffline(32), gate: t1, entered: make(chan struct{}), release: make(chan struct{})}
 	c := openFile(t, filepath.Join(t.TempDir(), "log.db"), &memory.Options{Embedder: emb})
 	for _, ag := range []string{"a", "b"} {
-		if _, err := c.CreateBlock(ctx, ag, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 4000,
+		if _, err := c.Agent(ag).CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 4000,
 			Schema: schema.Log{Retention: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	app := func(ag, m string) {
 		t.Helper()
-		if err := c.ApplyEdit(ctx, ag, "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
+		if err := c.Agent(ag).Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -566,15 +566,15 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the worker did not embed t1")
 	}
-	arch, _ := c.ListArchival(ctx, "a", nil)
+	arch, _ := c.Agent("a").Archival().List(ctx, nil)
 	if len(arch) != 1 {
 		t.Fatalf("%d", len(arch))
 	}
-	if err := c.DeleteArchival(ctx, "a", arch[0].ID); err != nil {
+	if err := c.Agent("a").Archival().Delete(ctx, arch[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	app("b", "b filler") // rotates t2 (b), reusing the id
-	barch, _ := c.ListArchival(ctx, "b", nil)
+	barch, _ := c.Agent("b").Archival().List(ctx, nil)
 	if barch[0].ID != arch[0].ID {
 		t.Skipf("b's entry got id %d, not the deleted entry's %d", barch[0].ID, arch[0].ID)
 	}
@@ -593,10 +593,10 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 			t.Fatalf("%d marks left", marks)
 		}
 	}
-	if _, err := c.InsertArchival(ctx, "b", memory.ArchivalEntry{Content: t2}); err != nil {
+	if _, err := c.Agent("b").Archival().Insert(ctx, memory.ArchivalEntry{Content: t2}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.SearchArchival(ctx, "b", t2, search.NewOptions().Mode(search.Vector).Limit(10))
+	res, err := c.Agent("b").Archival().Search(ctx, t2, search.NewOptions().Mode(search.Vector).Limit(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,18 +621,18 @@ func TestRotatedEntriesEmbeddedByAnotherStorePostgres(t *testing.T) {
 func runRotatedEntriesEmbeddedByAnotherStore(t *testing.T, path string) {
 	ctx := context.Background()
 	withEmb := openFile(t, path, &memory.Options{Embedder: search.NewOffline(32)})
-	if _, err := withEmb.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
+	if _, err := withEmb.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, CharLimit: 300,
 		Schema: schema.Log{Retention: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := withEmb.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry first"}); err != nil {
+	if err := withEmb.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: "entry first"}); err != nil {
 		t.Fatal(err)
 	}
 	acked := []string{"entry first"}
 	runner := openFile(t, path, nil)
 	for i := range 10 {
 		msg := fmt.Sprintf("entry %d from the runner", i)
-		if err := runner.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
+		if err := runner.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg}); err != nil {
 			t.Fatal(err)
 		}
 		acked = append(acked, msg)
@@ -652,27 +652,27 @@ func TestLogSectionRotates(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "log.db")
 			c := openFile(t, path, &memory.Options{WriteBack: wb})
-			if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "desk", CharLimit: 300,
+			if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "desk", CharLimit: 300,
 				Schema: schema.Composite{Sections: []schema.Section{
 					{Name: "notes", Schema: schema.Text{}},
 					{Name: "events", Schema: schema.Log{Retention: 3}},
 				}}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendText, Section: "notes", Text: "some notes\n"}); err != nil {
+			if err := c.Agent("a").Block("desk").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Section: "notes", Text: "some notes\n"}); err != nil {
 				t.Fatal(err)
 			}
 			var acked []string
 			for i := range 30 {
 				msg := fmt.Sprintf("entry %02d %s", i, strings.Repeat("w", i%4*20))
-				if err := c.ApplyEdit(ctx, "a", "", "desk", memory.Edit{Op: blocks.OpAppendLogEntry, Section: "events", Text: msg}); err != nil {
+				if err := c.Agent("a").Block("desk").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Section: "events", Text: msg}); err != nil {
 					t.Fatalf("append %d: %v", i, err)
 				}
 				acked = append(acked, msg)
 			}
 			check := func(c *memory.Cache) {
 				t.Helper()
-				d, err := c.GetBlock(ctx, "a", "desk")
+				d, err := c.Agent("a").Block("desk").Doc(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -687,7 +687,7 @@ func TestLogSectionRotates(t *testing.T) {
 				if len(kept) > 3 {
 					t.Errorf("the section keeps %d entries, retention 3", len(kept))
 				}
-				arch, err := c.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"log:desk"}, Limit: 1000})
+				arch, err := c.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"log:desk"}, Limit: 1000})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,7 +22,7 @@ import (
 func TestMergeAttacksByAnAppendAgent(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	logDoc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "log", Schema: schema.Log{Retention: 2}})
+	logDoc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "log", Schema: schema.Log{Retention: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,16 +31,16 @@ func TestMergeAttacksByAnAppendAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listDoc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "list", Schema: schema.List{Item: schema.FieldInteger}, Value: []any{int64(1), int64(2)}})
+	listDoc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "list", Schema: schema.List{Item: schema.FieldInteger}, Value: []any{int64(1), int64(2)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	textDoc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Value: "hello"})
+	textDoc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "text", Value: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []string{"log", "list", "text"} {
-		if err := c.ShareBlock(ctx, "ada", l, "bob", blocks.Append); err != nil {
+		if err := c.Agent("ada").Block(l).Share(ctx, "bob", blocks.Append); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,11 +72,11 @@ func TestMergeAttacksByAnAppendAgent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := tc.doc.Value()
 			heads := tc.doc.Heads()
-			hist, err := c.BlockHistory(ctx, "ada", "", tc.label)
+			hist, err := c.Agent("ada").Block(tc.label).History(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.MergeChanges(ctx, "bob", "ada", tc.label, peerEdit(t, tc.doc, tc.edit))
+			err = c.Agent("bob").Shared("ada", tc.label).Merge(ctx, peerEdit(t, tc.doc, tc.edit))
 			if !errors.Is(err, blocks.ErrPermission) {
 				t.Fatalf("merge: err = %v, want ErrPermission", err)
 			}
@@ -86,18 +86,18 @@ func TestMergeAttacksByAnAppendAgent(t *testing.T) {
 			if !reflect.DeepEqual(tc.doc.Heads(), heads) {
 				t.Fatal("refused merge moved the heads")
 			}
-			if h, _ := c.BlockHistory(ctx, "ada", "", tc.label); len(h) != len(hist) {
+			if h, _ := c.Agent("ada").Block(tc.label).History(ctx); len(h) != len(hist) {
 				t.Fatalf("refused merge added history: %d changes, was %d", len(h), len(hist))
 			}
 		})
 	}
-	if res, err := c.Search(ctx, "ada", "zebra", nil); err != nil || len(res) != 0 {
+	if res, err := c.Agent("ada").Search(ctx, "zebra", nil); err != nil || len(res) != 0 {
 		t.Fatalf("a refused merge's text is searchable: %v %v", res, err)
 	}
-	if err := c.MergeChanges(ctx, "bob", "ada", "text", peerEdit(t, textDoc, func(r *automerge.Map) error { return subText(r, "content").Append(" giraffe") })); err != nil {
+	if err := c.Agent("bob").Shared("ada", "text").Merge(ctx, peerEdit(t, textDoc, func(r *automerge.Map) error { return subText(r, "content").Append(" giraffe") })); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.Search(ctx, "ada", "giraffe", nil); err != nil || len(res) != 1 {
+	if res, err := c.Agent("ada").Search(ctx, "giraffe", nil); err != nil || len(res) != 1 {
 		t.Fatalf("an accepted merge is not searchable: %v %v", res, err)
 	}
 }

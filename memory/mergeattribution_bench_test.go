@@ -22,7 +22,7 @@ func benchMergeTargets(b *testing.B) map[string]func(b *testing.B) string {
 
 // benchPeer is a plain automerge copy of ada's block "notes" in c.
 func benchPeer(b *testing.B, c *memory.Cache) *automerge.Doc {
-	doc, err := c.GetBlock(context.Background(), "ada", "notes")
+	doc, err := c.Agent("ada").Block("notes").Doc(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func BenchmarkMergeChanges(b *testing.B) {
 		for _, n := range []int{1, 100} {
 			b.Run(fmt.Sprintf("%s/changes=%d", name, n), func(b *testing.B) {
 				c := openFile(b, target(b), &memory.Options{HistoryLimit: -1})
-				if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 20}); err != nil {
+				if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 20}); err != nil {
 					b.Fatal(err)
 				}
 				peer := benchPeer(b, c)
@@ -73,7 +73,7 @@ func BenchmarkMergeChanges(b *testing.B) {
 					b.StopTimer()
 					data := benchPeerChanges(b, peer, n)
 					b.StartTimer()
-					if err := c.MergeChanges(ctx, "ada", "ada", "notes", data); err != nil {
+					if err := c.Agent("ada").Shared("ada", "notes").Merge(ctx, data); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -90,18 +90,18 @@ func BenchmarkHistoryOfMergedChanges(b *testing.B) {
 	for name, target := range benchMergeTargets(b) {
 		b.Run(name, func(b *testing.B) {
 			c := openFile(b, target(b), &memory.Options{HistoryLimit: -1})
-			if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 20}); err != nil {
+			if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n", CharLimit: 1 << 20}); err != nil {
 				b.Fatal(err)
 			}
 			peer := benchPeer(b, c)
 			for range 10 {
-				if err := c.MergeChanges(ctx, "ada", "ada", "notes", benchPeerChanges(b, peer, 100)); err != nil {
+				if err := c.Agent("ada").Shared("ada", "notes").Merge(ctx, benchPeerChanges(b, peer, 100)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ResetTimer()
 			for range b.N {
-				h, err := c.BlockHistory(ctx, "ada", "", "notes")
+				h, err := c.Agent("ada").Block("notes").History(ctx)
 				if err != nil || len(h) < 1000 {
 					b.Fatal(len(h), err)
 				}

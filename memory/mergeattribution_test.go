@@ -73,17 +73,17 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 	target := newTarget(t)
 	opts := &memory.Options{CompactAfter: 2, HistoryLimit: 1}
 	c1 := openFile(t, target, opts)
-	if _, err := c1.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+	if _, err := c1.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c1.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append); err != nil {
+	if err := c1.Agent("ada").Block("notes").Share(ctx, "bob", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
 	c2 := openFile(t, target, opts)
-	if _, err := c2.BlockHistory(ctx, "ada", "", "notes"); err != nil { // cached before the merge
+	if _, err := c2.Agent("ada").Block("notes").History(ctx); err != nil { // cached before the merge
 		t.Fatal(err)
 	}
-	view, err := c1.GetBlock(ctx, "ada", "notes")
+	view, err := c1.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +93,13 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 	}
 	messages := []string{"", `{"a":"ada","op":"append_text"}`, `{"a":"system","op":"create"}`}
 	data, hashes := peerChanges(t, saved, []string{"p1\n", "p2\n", "p3\n"}, messages)
-	if err := c1.MergeChanges(ctx, "bob", "ada", "notes", data); err != nil {
+	if err := c1.Agent("bob").Shared("ada", "notes").Merge(ctx, data); err != nil {
 		t.Fatal(err)
 	}
 
 	check := func(when string, s *memory.Cache) {
 		t.Helper()
-		hist, err := s.BlockHistory(ctx, "ada", "", "notes")
+		hist, err := s.Agent("ada").Block("notes").History(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
@@ -108,7 +108,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 			byHash[c.Hash] = c
 		}
 		current := hist[len(hist)-1].Epoch
-		doc, err := s.GetSharedBlock(ctx, "bob", "ada", "notes")
+		doc, err := s.Agent("bob").Shared("ada", "notes").Doc(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
@@ -159,7 +159,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 
 	// Compactions fold the merge's update row into the snapshot.
 	for i := range 4 {
-		if err := c1.AppendToBlock(ctx, "ada", "notes", fmt.Sprintf("a%d\n", i)); err != nil {
+		if err := c1.Agent("ada").Block("notes").Append(ctx, fmt.Sprintf("a%d\n", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,10 +172,10 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 		if i == 50 {
 			t.Fatal("no new epoch after 50 rewrites")
 		}
-		if err := c1.UpdateBlockText(ctx, "ada", "notes", strings.Repeat(fmt.Sprint(i), 200)); err != nil {
+		if err := c1.Agent("ada").Block("notes").SetText(ctx, strings.Repeat(fmt.Sprint(i), 200)); err != nil {
 			t.Fatal(err)
 		}
-		if h, _ := c1.BlockHistory(ctx, "ada", "", "notes"); h[len(h)-1].Epoch > 0 {
+		if h, _ := c1.Agent("ada").Block("notes").History(ctx); h[len(h)-1].Epoch > 0 {
 			break
 		}
 	}
@@ -204,7 +204,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 func TestImportAttributesEditsAfterExport(t *testing.T) {
 	ctx := context.Background()
 	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), nil)
-	if _, err := src.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := src.Export(ctx, "ada")
@@ -243,7 +243,7 @@ func TestImportAttributesEditsAfterExport(t *testing.T) {
 	if _, err := dst.Import(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := dst.BlockHistory(ctx, "ada", "", "notes")
+	hist, err := dst.Agent("ada").Block("notes").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,10 +262,10 @@ func TestImportAttributesEditsAfterExport(t *testing.T) {
 func TestMergeChangesAs(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "as.db"), nil)
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "one\n", Permission: blocks.Admin}); err != nil {
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := c.GetBlock(ctx, "ada", "notes")
+	doc, err := c.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,16 +274,16 @@ func TestMergeChangesAs(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, hashes := peerChanges(t, saved, []string{"two\n"}, []string{`{"a":"system","op":"restore"}`})
-	if err := c.MergeChangesAs(ctx, "ada", "ada", "notes", data, " "); !errors.Is(err, memory.ErrInvalidArgument) {
+	if err := c.Agent("ada").Shared("ada", "notes").MergeAs(ctx, data, " "); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("recorded as a blank name: %v, want ErrInvalidArgument", err)
 	}
-	if err := c.MergeChangesAs(ctx, "bob", "ada", "notes", data, "human:carol"); !errors.Is(err, memory.ErrNotFound) {
+	if err := c.Agent("bob").Shared("ada", "notes").MergeAs(ctx, data, "human:carol"); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("merged by an agent the block is not shared with: %v, want ErrNotFound", err)
 	}
-	if err := c.MergeChangesAs(ctx, "ada", "ada", "notes", data, "human:carol"); err != nil {
+	if err := c.Agent("ada").Shared("ada", "notes").MergeAs(ctx, data, "human:carol"); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := c.BlockHistory(ctx, "ada", "", "notes")
+	hist, err := c.Agent("ada").Block("notes").History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestMergeChangesAs(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("%d records of merged changes, want 1", n)
 	}
-	if err := c.DeleteBlock(ctx, "ada", "notes"); err != nil {
+	if err := c.Agent("ada").Block("notes").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 0 {

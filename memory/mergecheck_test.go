@@ -147,21 +147,21 @@ func TestMergeChangesJudgedAsAnEdit(t *testing.T) {
 			case "comp":
 				spec.Value = map[string]any{"facts": "the sky is blue", "scratch": ""}
 			}
-			doc, err := c.CreateBlock(ctx, "ada", spec)
+			doc, err := createBlockDoc(ctx, c.Agent("ada"), spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			agent, owner := "ada", ""
+			agent, owner := "ada", "ada"
 			if p := tc.perm; p != 0 {
 				// Another agent holds p through a share.
 				agent, owner = "bob", "ada"
-				if err := c.ShareBlock(ctx, "ada", "b", "bob", p); err != nil {
+				if err := c.Agent("ada").Block("b").Share(ctx, "bob", p); err != nil {
 					t.Fatal(err)
 				}
 			}
 			before, _ := doc.Value()
 			data := peerEdit(t, doc, tc.edit)
-			err = c.MergeChanges(ctx, agent, owner, "b", data)
+			err = c.Agent(agent).Shared(owner, "b").Merge(ctx, data)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("valid merge refused: %v", err)
@@ -179,7 +179,7 @@ func TestMergeChangesJudgedAsAnEdit(t *testing.T) {
 			}
 			c.Close()
 			c = openFile(t, path, nil)
-			d, err := c.GetBlock(ctx, "ada", "b")
+			d, err := c.Agent("ada").Block("b").Doc(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

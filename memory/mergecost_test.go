@@ -55,15 +55,15 @@ func peerEditChanges(t *testing.T, doc *blocks.Document, whole bool, edit func(r
 func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	text, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Value: "hello"})
+	text, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "text", Value: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "list", Schema: schema.List{Item: schema.FieldString}})
+	list, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "list", Schema: schema.List{Item: schema.FieldString}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "map", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "a", Type: schema.FieldString}}}})
+	fields, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "map", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "a", Type: schema.FieldString}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 			data := peerEditChanges(t, tc.doc, tc.whole, tc.edit)
 			before := tc.doc.Render()
 			start := time.Now()
-			err := c.MergeChanges(ctx, "ada", "ada", tc.label, data)
+			err := c.Agent("ada").Shared("ada", tc.label).Merge(ctx, data)
 			took := time.Since(start)
 			if !errors.Is(err, blocks.ErrLimit) || !strings.Contains(err.Error(), "nothing was applied") {
 				t.Fatalf("merge: err = %v, want ErrLimit before applying", err)
@@ -125,14 +125,14 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 			tx := subText(r, "content")
 			return tx.Splice(0, tx.Len(), full)
 		})
-		if err := c.MergeChanges(ctx, "ada", "ada", "text", data); err != nil {
+		if err := c.Agent("ada").Shared("ada", "text").Merge(ctx, data); err != nil {
 			t.Fatal(err)
 		}
 		data = peerEditChanges(t, text, true, func(r *automerge.Map) error {
 			tx := subText(r, "content")
 			return tx.Splice(0, tx.Len(), strings.Repeat("w", blocks.DefaultCharLimit))
 		})
-		if err := c.MergeChanges(ctx, "ada", "ada", "text", data); err != nil {
+		if err := c.Agent("ada").Shared("ada", "text").Merge(ctx, data); err != nil {
 			t.Fatalf("whole document: %v", err)
 		}
 	})
@@ -153,7 +153,7 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 			return nil
 		})
 		start := time.Now()
-		err := c.MergeChanges(ctx, "ada", "ada", "map", data)
+		err := c.Agent("ada").Shared("ada", "map").Merge(ctx, data)
 		if err == nil {
 			t.Fatal("a root key the schema does not lay out was merged")
 		}
@@ -168,7 +168,7 @@ func TestMergeRefusedBeforeApplyingWhenTooCostly(t *testing.T) {
 func TestMergeOfManySmallChangesIsCheap(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	doc, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "text", Value: "hello"})
+	doc, err := createBlockDoc(ctx, c.Agent("ada"), memory.BlockSpec{Label: "text", Value: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestMergeOfManySmallChangesIsCheap(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := c.MergeChanges(ctx, "ada", "ada", "text", automerge.SaveChanges(chs)); err != nil {
+	if err := c.Agent("ada").Shared("ada", "text").Merge(ctx, automerge.SaveChanges(chs)); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {

@@ -112,7 +112,7 @@ func TestMessageContextMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := c.Search(ctx, "a", "greyhound", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		res, err := c.Agent("a").Search(ctx, "greyhound", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestMessageContextSeqFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := c.Search(ctx, "a", "lonely heron", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		res, err := c.Agent("a").Search(ctx, "lonely heron", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ func TestArchivalMetadata(t *testing.T) {
 	c := openFile(t, ":memory:", nil)
 	add := func(agent, content string, meta map[string]any) {
 		t.Helper()
-		if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content, Metadata: meta}); err != nil {
+		if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content, Metadata: meta}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -28,7 +28,7 @@ func TestArchivalMetadata(t *testing.T) {
 	add("bob", "Bob's garden note.", map[string]any{"date": "2025-03-02", "session": 3})
 	fts := func(q string, opts *search.Options) []search.Result {
 		t.Helper()
-		rs, err := c.SearchArchival(ctx, "ada", q, opts.Mode(search.FTS))
+		rs, err := c.Agent("ada").Archival().Search(ctx, q, opts.Mode(search.FTS))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,19 +49,19 @@ func TestArchivalMetadata(t *testing.T) {
 	if rs := fts("garden roof", search.NewOptions().MetadataRange("session", 4, nil)); len(rs) != 1 {
 		t.Fatalf("MetadataRange(session >= 4): %+v", rs)
 	}
-	list, err := c.ListArchival(ctx, "ada", &memory.ArchivalQuery{Metadata: []search.MetadataFilter{search.MetadataRangeFilter("session", 1, 5)}})
+	list, err := c.Agent("ada").Archival().List(ctx, &memory.ArchivalQuery{Metadata: []search.MetadataFilter{search.MetadataRangeFilter("session", 1, 5)}})
 	if err != nil || len(list) != 1 || list[0].Content != "We talked about the garden." {
 		t.Fatalf("ListArchival with a metadata range: %+v, %v", list, err)
 	}
 	for _, w := range []float64{math.NaN(), math.Inf(1), -1} {
-		if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().VectorWeight(w)); !errors.Is(err, search.ErrInvalidQuery) {
+		if _, err := c.Agent("ada").Archival().Search(ctx, "garden", search.NewOptions().VectorWeight(w)); !errors.Is(err, search.ErrInvalidQuery) {
 			t.Errorf("VectorWeight(%v): err = %v", w, err)
 		}
 	}
-	if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().MetadataEquals(`bad"key`, 1)); !errors.Is(err, search.ErrInvalidQuery) {
+	if _, err := c.Agent("ada").Archival().Search(ctx, "garden", search.NewOptions().MetadataEquals(`bad"key`, 1)); !errors.Is(err, search.ErrInvalidQuery) {
 		t.Errorf("a quoted metadata key: err = %v", err)
 	}
-	if _, err := c.SearchArchival(ctx, "ada", "garden", search.NewOptions().MetadataEquals("k", time.Now())); !errors.Is(err, search.ErrInvalidQuery) {
+	if _, err := c.Agent("ada").Archival().Search(ctx, "garden", search.NewOptions().MetadataEquals("k", time.Now())); !errors.Is(err, search.ErrInvalidQuery) {
 		t.Errorf("a time.Time metadata value: err = %v", err)
 	}
 }

@@ -103,11 +103,11 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "board", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 	for p := 0; p < procs; p++ {
-		if err := c.ShareBlock(ctx, "owner", "board", fmt.Sprintf("proc%d", p), blocks.Append); err != nil {
+		if err := c.Agent("owner").Block("board").Share(ctx, fmt.Sprintf("proc%d", p), blocks.Append); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +137,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 		t.Fatal(err)
 	}
 	defer c.Close()
-	doc, err := c.GetBlock(ctx, "owner", "board")
+	doc, err := c.Agent("owner").Block("board").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 	if err := checkAllLines(text, procs, lines); err != nil {
 		t.Fatalf("after reopening: %v", err)
 	}
-	rendered, _ := c.RenderedContent(ctx, "owner", "board")
+	rendered, _ := c.Agent("owner").Block("board").Render(ctx)
 	if rendered != text {
 		t.Fatal("stored rendering differs from the document")
 	}
@@ -220,12 +220,12 @@ func TestRoleAppender(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				if err := c.ApplyEdit(ctx, agent, "owner", "board", memory.Edit{Op: blocks.OpAppendText, Text: lineOf(p, g, i) + "\n"}); err != nil {
+				if err := c.Agent(agent).Shared("owner", "board").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: lineOf(p, g, i) + "\n"}); err != nil {
 					t.Error(err)
 					return
 				}
 				if epochs && g == 0 && i%max(per/4, 5) == 0 {
-					if err := c.Rebase(ctx, "owner", "board"); err != nil {
+					if err := c.Agent("owner").Block("board").Rebase(ctx); err != nil {
 						t.Error(err)
 						return
 					}
@@ -267,7 +267,7 @@ func TestRoleAppender(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	read := func() error {
-		doc, err := c.GetSharedBlock(ctx, agent, "owner", "board")
+		doc, err := c.Agent(agent).Shared("owner", "board").Doc(ctx)
 		if err != nil {
 			return err
 		}
@@ -290,7 +290,7 @@ func TestRoleAppender(t *testing.T) {
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	doc, ferr := fresh.GetSharedBlock(ctx, agent, "owner", "board")
+	doc, ferr := fresh.Agent(agent).Shared("owner", "board").Doc(ctx)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
@@ -439,11 +439,11 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 			}
 		}
 		label := fmt.Sprintf("round-%d", round)
-		text, err := c.RenderedContent(ctx, "writer", label)
+		text, err := c.Agent("writer").Block(label).Render(ctx)
 		if err != nil && len(acked) > 0 {
 			t.Fatalf("round %d: %v (acked %d)", round, err, len(acked))
 		}
-		doc, derr := c.GetBlock(ctx, "writer", label)
+		doc, derr := c.Agent("writer").Block(label).Doc(ctx)
 		if derr == nil {
 			docText, _ := doc.Text()
 			if docText != text {
@@ -484,13 +484,13 @@ func TestRoleCrashWriter(t *testing.T) {
 		os.Exit(2)
 	}
 	label := "round-" + os.Getenv("ENGRAM_ROUND")
-	if _, err := c.CreateBlock(ctx, "writer", memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("writer").CreateBlock(ctx, memory.BlockSpec{Label: label, CharLimit: blocks.MaxCharLimit}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	for i := 0; ; i++ {
 		line := fmt.Sprintf("w%06d", i)
-		if err := c.AppendToBlock(ctx, "writer", label, line+"\n"); err != nil {
+		if err := c.Agent("writer").Block(label).Append(ctx, line+"\n"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -522,10 +522,10 @@ func runProcessesRespectLimits(t *testing.T, path string) {
 	}
 	list := schema.List{MaxItems: 3}
 	for i := 0; i < limitBlocks; i++ {
-		if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: fmt.Sprintf("text%d", i), CharLimit: 1000}); err != nil {
+		if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("text%d", i), CharLimit: 1000}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: fmt.Sprintf("list%d", i), Schema: list, Value: []any{"a", "b"}}); err != nil {
+		if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprintf("list%d", i), Schema: list, Value: []any{"a", "b"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -563,10 +563,10 @@ func runProcessesRespectLimits(t *testing.T, path string) {
 		if acks[tl] != 1 || acks[ll] != 1 {
 			t.Errorf("%s acknowledged %d times, %s %d times; want exactly one winner each", tl, acks[tl], ll, acks[ll])
 		}
-		if r, _ := c.RenderedContent(ctx, "owner", tl); len(r) != 601 {
+		if r, _ := c.Agent("owner").Block(tl).Render(ctx); len(r) != 601 {
 			t.Errorf("%s holds %d characters (limit 1000, two 601-character appends)", tl, len(r))
 		}
-		doc, err := c.GetBlock(ctx, "owner", ll)
+		doc, err := c.Agent("owner").Block(ll).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -598,7 +598,7 @@ func TestRoleLimiter(t *testing.T) {
 			{fmt.Sprintf("text%d", i), memory.Edit{Op: blocks.OpAppendText, Text: chunk}},
 			{fmt.Sprintf("list%d", i), memory.Edit{Op: blocks.OpPushItem, Value: "from " + os.Getenv("ENGRAM_PROC")}},
 		} {
-			err := c.ApplyEdit(ctx, "owner", "", w.label, w.edit)
+			err := c.Agent("owner").Block(w.label).Apply(ctx, w.edit)
 			switch {
 			case err == nil:
 				fmt.Printf("ACK %s\n", w.label)

@@ -52,12 +52,12 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "board", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 	for p := range blockProcs {
 		for g := range blockWriters {
-			if _, err := c.CreateBlock(ctx, "owner", memory.BlockSpec{Label: ownLabel(p, g), CharLimit: blocks.MaxCharLimit}); err != nil {
+			if _, err := c.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: ownLabel(p, g), CharLimit: blocks.MaxCharLimit}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -87,12 +87,12 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 	defer c.Close()
 	lines := func(label string) map[string]int {
 		t.Helper()
-		doc, err := c.GetBlock(ctx, "owner", label)
+		doc, err := c.Agent("owner").Block(label).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		text, _ := doc.Text()
-		if r, _ := c.RenderedContent(ctx, "owner", label); r != text {
+		if r, _ := c.Agent("owner").Block(label).Render(ctx); r != text {
 			t.Fatalf("block %s: stored rendering differs from the document", label)
 		}
 		counts := map[string]int{}
@@ -105,7 +105,7 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 	}
 	board := lines("board")
 	sharedEntries := map[string]int{}
-	shared, err := c.ListArchival(ctx, "shared", &memory.ArchivalQuery{Limit: 1 << 20})
+	shared, err := c.Agent("shared").Archival().List(ctx, &memory.ArchivalQuery{Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 	}
 	checkSeqs := func(agent string, want int) {
 		t.Helper()
-		msgs, err := c.Messages(ctx, agent, &memory.MessageQuery{Limit: 1 << 20})
+		msgs, err := c.Agent(agent).Messages().List(ctx, &memory.MessageQuery{Limit: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func runProcessesManyBlocks(t *testing.T, path string) {
 					t.Errorf("shared archival: entry %s present %d times", l, sharedEntries[l])
 				}
 			}
-			entries, err := c.ListArchival(ctx, ownAgent(p, g), &memory.ArchivalQuery{Limit: 1 << 20})
+			entries, err := c.Agent(ownAgent(p, g)).Archival().List(ctx, &memory.ArchivalQuery{Limit: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,21 +187,21 @@ func TestRoleBlockWriter(t *testing.T) {
 			defer wg.Done()
 			for i := range blockRounds {
 				l := lineOf(p, g, i)
-				err := c.AppendToBlock(ctx, "owner", ownLabel(p, g), l+"\n")
+				err := c.Agent("owner").Block(ownLabel(p, g)).Append(ctx, l+"\n")
 				if err == nil && i%4 == 0 {
-					err = c.AppendToBlock(ctx, "owner", "board", l+"\n")
+					err = c.Agent("owner").Block("board").Append(ctx, l+"\n")
 				}
 				if err == nil && i%3 == 0 {
-					_, err = c.InsertArchival(ctx, ownAgent(p, g), memory.ArchivalEntry{Content: l})
+					_, err = c.Agent(ownAgent(p, g)).Archival().Insert(ctx, memory.ArchivalEntry{Content: l})
 				}
 				if err == nil && i%6 == 0 {
-					_, err = c.InsertArchival(ctx, "shared", memory.ArchivalEntry{Content: l})
+					_, err = c.Agent("shared").Archival().Insert(ctx, memory.ArchivalEntry{Content: l})
 				}
 				if err == nil && i%5 == 0 {
-					_, err = c.AppendMessages(ctx, ownAgent(p, g), []memory.Message{{Role: memory.RoleUser, Content: l, BatchID: "b"}})
+					_, err = c.Agent(ownAgent(p, g)).Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: l, BatchID: "b"}})
 				}
 				if err == nil && i%5 == 0 {
-					_, err = c.AppendMessages(ctx, "shared", []memory.Message{{Role: memory.RoleUser, Content: l, BatchID: fmt.Sprint("b", i%2)}})
+					_, err = c.Agent("shared").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: l, BatchID: fmt.Sprint("b", i%2)}})
 				}
 				if err != nil {
 					t.Error(err)

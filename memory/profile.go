@@ -114,7 +114,7 @@ func checkProfile(agent string, p Profile) ([]byte, error) {
 
 // Profile returns agent's profile, or an error wrapping ErrNotFound when
 // it has none.
-func (c *Cache) Profile(ctx context.Context, agent string) (Profile, error) {
+func (c *Cache) profile(ctx context.Context, agent string) (Profile, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Profile{}, err
 	}
@@ -145,7 +145,7 @@ func (c *Cache) Profile(ctx context.Context, agent string) (Profile, error) {
 // SetProfile stores p as agent's profile, replacing any it had (see
 // checkProfile for what is refused). The agent's BlocksStamp changes, so
 // that builders caching what they read under it read the profile again.
-func (c *Cache) SetProfile(ctx context.Context, agent string, p Profile) error {
+func (c *Cache) setProfile(ctx context.Context, agent string, p Profile) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (c *Cache) SetProfile(ctx context.Context, agent string, p Profile) error {
 
 // DeleteProfile removes agent's profile; an agent without one is
 // ErrNotFound.
-func (c *Cache) DeleteProfile(ctx context.Context, agent string) error {
+func (c *Cache) deleteProfile(ctx context.Context, agent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -195,47 +195,27 @@ func (c *Cache) DeleteProfile(ctx context.Context, agent string) error {
 	return nil
 }
 
-// profileStore is the part of a Store the Agent handle's profile methods
-// need (*Cache has it; memory.Store does not).
-type profileStore interface {
-	Profile(ctx context.Context, agent string) (Profile, error)
-	SetProfile(ctx context.Context, agent string, p Profile) error
-	DeleteProfile(ctx context.Context, agent string) error
-}
-
-// Profile returns the agent's profile (see [Cache.Profile]): an error
+// Profile returns the agent's profile (see Cache.profile): an error
 // wrapping ErrNotFound when it has none.
 func (a *Agent) Profile(ctx context.Context) (Profile, error) {
 	if err := a.check(ctx); err != nil {
 		return Profile{}, err
 	}
-	ps, ok := a.s.(profileStore)
-	if !ok {
-		return Profile{}, unsupported(a.s, "Profile")
-	}
-	return ps.Profile(ctx, a.id)
+	return a.s.profile(ctx, a.id)
 }
 
-// SetProfile stores the agent's profile (see [Cache.SetProfile]).
+// SetProfile stores the agent's profile (see Cache.setProfile).
 func (a *Agent) SetProfile(ctx context.Context, p Profile) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	ps, ok := a.s.(profileStore)
-	if !ok {
-		return unsupported(a.s, "SetProfile")
-	}
-	return ps.SetProfile(ctx, a.id, p)
+	return a.s.setProfile(ctx, a.id, p)
 }
 
-// DeleteProfile removes the agent's profile (see [Cache.DeleteProfile]).
+// DeleteProfile removes the agent's profile (see Cache.deleteProfile).
 func (a *Agent) DeleteProfile(ctx context.Context) error {
 	if err := a.check(ctx); err != nil {
 		return err
 	}
-	ps, ok := a.s.(profileStore)
-	if !ok {
-		return unsupported(a.s, "DeleteProfile")
-	}
-	return ps.DeleteProfile(ctx, a.id)
+	return a.s.deleteProfile(ctx, a.id)
 }

@@ -26,11 +26,11 @@ import (
 func usageOf(t *testing.T, c *memory.Cache, agent string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	arch, err := c.ListArchival(ctx, agent, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
+	arch, err := c.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := c.Messages(ctx, agent, nil)
+	msgs, err := c.Agent(agent).Messages().List(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func runQuotaTwoStores(t *testing.T, target string) {
 				for i := range fits {
 					e := entry
 					e.Content = fmt.Sprintf("%04d", w*fits+i) + e.Content[4:] // one text each
-					_, err := s.InsertArchival(ctx, agent, e)
+					_, err := s.Agent(agent).Archival().Insert(ctx, e)
 					mu.Lock()
 					switch {
 					case err == nil:
@@ -104,7 +104,7 @@ func runQuotaTwoStores(t *testing.T, target string) {
 			t.Fatalf("agent %s: %d inserts stored, %d refused; want %d and %d", agent, ok, full, fits, (writers-1)*fits)
 		}
 		for i, s := range stores {
-			used, err := s.StorageUsed(ctx, agent)
+			used, err := s.Agent(agent).StorageUsed(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,18 +137,18 @@ func TestQuotaRefusesBeforeEmbedding(t *testing.T) {
 	for i := range 2 {
 		e := entry
 		e.Content = fmt.Sprint(i) + e.Content[1:] // one text each
-		if _, err := c.InsertArchival(ctx, "a", e); err != nil {
+		if _, err := c.Agent("a").Archival().Insert(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := emb.texts.Load()
-	if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "one more"}); !errors.Is(err, memory.ErrQuota) {
+	if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "one more"}); !errors.Is(err, memory.ErrQuota) {
 		t.Fatalf("InsertArchival: %v, want ErrQuota", err)
 	}
-	if _, err := c.InsertArchivalBatch(ctx, "a", []memory.ArchivalEntry{{Content: "x"}, {Content: "y"}}, nil); !errors.Is(err, memory.ErrQuota) {
+	if _, err := c.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "x"}, {Content: "y"}}, nil); !errors.Is(err, memory.ErrQuota) {
 		t.Fatalf("InsertArchivalBatch: %v, want ErrQuota", err)
 	}
-	if _, err := c.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b", Content: "hi"}); !errors.Is(err, memory.ErrQuota) {
+	if _, err := c.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b", Content: "hi"}); !errors.Is(err, memory.ErrQuota) {
 		t.Fatalf("AppendMessage: %v, want ErrQuota", err)
 	}
 	if n := emb.texts.Load() - before; n != 0 {
@@ -241,7 +241,7 @@ func checkMigratedUsage(t *testing.T, c *memory.Cache) {
 	t.Helper()
 	ctx := context.Background()
 	for _, agent := range []string{"a", "b", "c", "nobody"} {
-		used, err := c.StorageUsed(ctx, agent)
+		used, err := c.Agent(agent).StorageUsed(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,10 +250,10 @@ func checkMigratedUsage(t *testing.T, c *memory.Cache) {
 		}
 	}
 	// The triggers count from there on.
-	if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "after the migration"}); err != nil {
+	if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "after the migration"}); err != nil {
 		t.Fatal(err)
 	}
-	if used, _ := c.StorageUsed(ctx, "a"); used != usageOf(t, c, "a") {
+	if used, _ := c.Agent("a").StorageUsed(ctx); used != usageOf(t, c, "a") {
 		t.Errorf("after an insert, %q uses %d bytes, want %d", "a", used, usageOf(t, c, "a"))
 	}
 }

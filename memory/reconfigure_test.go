@@ -26,7 +26,7 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "m.db")
 		a := openFile(t, path, &memory.Options{WriteBack: wb})
 		b := openFile(t, path, &memory.Options{WriteBack: wb})
-		if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin}); err != nil {
+		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -35,20 +35,20 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := range 40 {
-					_ = c.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(i)})
+					_ = c.Agent("ada").Block("l").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: int64(i)})
 					if i%3 == 0 {
-						_ = c.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpDeleteItem, Index: 0})
+						_ = c.Agent("ada").Block("l").Apply(ctx, memory.Edit{Op: blocks.OpDeleteItem, Index: 0})
 					}
 					if wb {
-						_ = c.PersistBlock(ctx, "ada", "l")
+						_ = c.Agent("ada").Block("l").Persist(ctx)
 					}
 				}
 			}()
 			go func() {
 				defer wg.Done()
 				for i := range 40 {
-					_ = c.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 20 + i%5})
-					_ = c.SetBlockPinned(ctx, "ada", "l", i%2 == 0)
+					_ = c.Agent("ada").Block("l").SetSchema(ctx, schema.List{Item: schema.FieldInteger, MaxItems: 20 + i%5})
+					_ = c.Agent("ada").Block("l").SetPinned(ctx, i%2 == 0)
 				}
 			}()
 		}
@@ -60,7 +60,7 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 		_ = a.Flush(context.Background())
 		_ = b.Flush(context.Background())
 		c := openFile(t, path, nil)
-		d, err := c.GetBlock(context.Background(), "ada", "l")
+		d, err := c.Agent("ada").Block("l").Doc(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 		if err := blocks.CheckValue(d.Schema(), v); err != nil && !wb {
 			t.Fatalf("wb=%v: %v", wb, err)
 		}
-		r, _ := c.RenderedContent(context.Background(), "ada", "l")
+		r, _ := c.Agent("ada").Block("l").Render(context.Background())
 		if r != d.Render() {
 			t.Fatalf("wb=%v: rendering %q vs %q", wb, r, d.Render())
 		}

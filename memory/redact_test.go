@@ -107,7 +107,7 @@ func TestOpenKeywordDSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer byURL.Close()
-	if _, err := byURL.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "via URL"}); err != nil {
+	if _, err := byURL.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "via URL"}); err != nil {
 		t.Fatal(err)
 	}
 	byKW, err := memory.Open(ctx, fresh(kw), nil)
@@ -118,7 +118,7 @@ func TestOpenKeywordDSN(t *testing.T) {
 	if byKW.Backend().Name() != "postgres" {
 		t.Fatalf("keyword DSN opened %s", byKW.Backend().Name())
 	}
-	if r, err := byKW.RenderedContent(ctx, "ada", "notes"); err != nil || !strings.Contains(r, "via URL") {
+	if r, err := byKW.Agent("ada").Block("notes").Render(ctx); err != nil || !strings.Contains(r, "via URL") {
 		t.Fatalf("notes through the keyword DSN: %q, %v", r, err)
 	}
 }

@@ -32,11 +32,11 @@ func TestStoreReranker(t *testing.T) {
 	}
 	defer store.Close()
 	for _, c := range []string{"kiwi kiwi kiwi", "kiwi kiwi", "kiwi and other fruit"} {
-		if _, err := store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: c}); err != nil {
+		if _, err := store.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rs, err := store.Search(ctx, "a", "kiwi", search.NewOptions().Mode(search.FTS))
+	rs, err := store.Agent("a").Search(ctx, "kiwi", search.NewOptions().Mode(search.FTS))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func TestStoreRerankStrict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "kiwi"}); err != nil {
+		if _, err := store.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "kiwi"}); err != nil {
 			t.Fatal(err)
 		}
-		rs, err := store.Search(ctx, "a", "kiwi", search.NewOptions().Mode(search.FTS))
+		rs, err := store.Agent("a").Search(ctx, "kiwi", search.NewOptions().Mode(search.FTS))
 		if tc.wantErr != errors.Is(err, search.ErrReranker) || !tc.wantErr && len(rs) != 1 {
 			t.Errorf("strict %v: %d results, err %v", tc.strict, len(rs), err)
 		}

@@ -20,11 +20,11 @@ import (
 func TestUpdateBlockSchemaChecksTheContent(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
 		Value: []any{int64(1), int64(2), int64(3)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "m", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "x", Type: schema.FieldString}}},
+	if _, err := c.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "m", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "x", Type: schema.FieldString}}},
 		Permission: blocks.Admin, Value: map[string]any{"x": "abc"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,15 +36,15 @@ func TestUpdateBlockSchemaChecksTheContent(t *testing.T) {
 		{"l", schema.List{Item: schema.FieldBoolean}},
 		{"m", schema.Map{Fields: []schema.FieldDef{{Name: "x", Type: schema.FieldInteger}}}},
 	} {
-		before, err := c.GetBlock(ctx, "ada", tc.label)
+		before, err := c.Agent("ada").Block(tc.label).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		was := before.Schema()
-		if err := c.UpdateBlockSchema(ctx, "ada", tc.label, tc.s); !errors.Is(err, schema.ErrInvalid) {
+		if err := c.Agent("ada").Block(tc.label).SetSchema(ctx, tc.s); !errors.Is(err, schema.ErrInvalid) {
 			t.Fatalf("UpdateBlockSchema(%q, %v) the content breaks: err = %v, want ErrInvalid", tc.label, tc.s, err)
 		}
-		metas, err := c.ListBlocks(ctx, "ada")
+		metas, err := c.Agent("ada").Blocks(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestUpdateBlockSchemaChecksTheContent(t *testing.T) {
 		}
 	}
 	// A schema the content fits is taken.
-	if err := c.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 3}); err != nil {
+	if err := c.Agent("ada").Block("l").SetSchema(ctx, schema.List{Item: schema.FieldInteger, MaxItems: 3}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := c.Export(ctx, "")

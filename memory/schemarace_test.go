@@ -34,21 +34,21 @@ func runUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T, path string) {
 	var bErr error
 	now := func() time.Time {
 		if armed.CompareAndSwap(true, false) {
-			bErr = b.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(3)})
+			bErr = b.Agent("ada").Block("l").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: int64(3)})
 		}
 		return time.Now()
 	}
 	a := openFile(t, path, &memory.Options{Now: now})
 	b = openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
 		Value: []any{int64(1), int64(2)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetBlock(ctx, "ada", "l"); err != nil {
+	if _, err := b.Agent("ada").Block("l").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
 	armed.Store(true)
-	err := a.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 2})
+	err := a.Agent("ada").Block("l").SetSchema(ctx, schema.List{Item: schema.FieldInteger, MaxItems: 2})
 	t.Logf("schema change: %v; other store's push: %v", err, bErr)
 	if !errors.Is(err, schema.ErrInvalid) {
 		t.Errorf("schema change over content it breaks: %v, want ErrInvalid", err)
@@ -57,11 +57,11 @@ func runUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T, path string) {
 		t.Fatal("the other store's write did not run")
 	}
 	c := openFile(t, path, nil)
-	d, gerr := c.GetBlock(ctx, "ada", "l")
+	d, gerr := c.Agent("ada").Block("l").Doc(ctx)
 	if gerr != nil {
 		t.Fatalf("reopen: %v", gerr)
 	}
-	if r, err := c.RenderedContent(ctx, "ada", "l"); err != nil || r != d.Render() {
+	if r, err := c.Agent("ada").Block("l").Render(ctx); err != nil || r != d.Render() {
 		t.Fatalf("stored rendering %q (%v), document renders %q", r, err, d.Render())
 	}
 	v, _ := d.Value()
@@ -83,29 +83,29 @@ func TestSchemaChangeReachesAnotherStore(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	a, b := openFile(t, path, nil), openFile(t, path, nil)
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "l", Schema: schema.List{Item: schema.FieldInteger}, Permission: blocks.Admin,
 		Value: []any{int64(1), int64(2)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetBlock(ctx, "ada", "l"); err != nil {
+	if _, err := b.Agent("ada").Block("l").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.UpdateBlockSchema(ctx, "ada", "l", schema.List{Item: schema.FieldInteger, MaxItems: 2}); err != nil {
+	if err := a.Agent("ada").Block("l").SetSchema(ctx, schema.List{Item: schema.FieldInteger, MaxItems: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// A stale write first (applied ahead on the cached document, under the
 	// old schema), then the view.
-	if err := b.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
+	if err := b.Agent("ada").Block("l").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
 		t.Fatal("a stale write put a third item past max_items 2")
 	}
-	d, err := b.GetBlock(ctx, "ada", "l")
+	d, err := b.Agent("ada").Block("l").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l, ok := d.Schema().(schema.List); !ok || l.MaxItems != 2 {
 		t.Fatalf("the other store sees schema %v", d.Schema())
 	}
-	if err := b.ApplyEdit(ctx, "ada", "", "l", memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
+	if err := b.Agent("ada").Block("l").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: int64(3)}); err == nil {
 		t.Fatal("a third item came in past max_items 2")
 	}
 }

@@ -16,7 +16,7 @@ import (
 // ShareBlock shares owner's block with another agent at perm. Sharing again
 // changes the permission. The sharee edits the same CRDT document, checked
 // against perm, and sees the block with shared_from set to owner.
-func (c *Cache) ShareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
+func (c *Cache) shareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (c *Cache) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent 
 }
 
 // UnshareBlock revokes a share.
-func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string) error {
+func (c *Cache) unshareBlock(ctx context.Context, owner, label, withAgent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (c *Cache) UnshareBlock(ctx context.Context, owner, label, withAgent string
 
 // ListSharedBlocks lists the blocks others shared with agent, with the
 // shared permission and SharedFrom set (type, then share order).
-func (c *Cache) ListSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
+func (c *Cache) listSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func prefixCols(prefix, cols string) string {
 // still bind it); an edit that could not apply is refused with that error
 // (ErrNoMatch, schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
 // blocks.ErrPermission, ...) and nothing is stored.
-func (c *Cache) ProposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
+func (c *Cache) proposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
 	if owner == "" {
 		owner = agent
 	}
@@ -226,7 +226,7 @@ func (e *entry) Propose(ctx context.Context, req blocks.ApprovalRequest, refused
 	if !ok {
 		return refused // an operation that is not an Edit (a trim) cannot be proposed
 	}
-	p, perr := e.c.ProposeEdit(ctx, req.Agent, e.owner, e.label, ed, "")
+	p, perr := e.c.proposeEdit(ctx, req.Agent, e.owner, e.label, ed, "")
 	var inv *invalidEditError
 	if errors.As(perr, &inv) {
 		return perr
@@ -316,7 +316,7 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 
 // ListProposals lists the proposals on owner's block, oldest first (label ""
 // lists all of owner's blocks).
-func (c *Cache) ListProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
+func (c *Cache) listProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
 // pass the name of whoever actually decided (the CLI and UI pass the
 // person's); agents never reach this method through the memory tools. Any
 // other approver gets an error matching blocks.ErrPermission.
-func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) error {
+func (c *Cache) approveProposal(ctx context.Context, id int64, approver string) error {
 	p, err := c.pendingProposal(ctx, id, approver)
 	if err != nil {
 		return err
@@ -423,7 +423,7 @@ func (c *Cache) ApproveProposal(ctx context.Context, id int64, approver string) 
 
 // RejectProposal marks a pending proposal rejected (who may: as for
 // ApproveProposal).
-func (c *Cache) RejectProposal(ctx context.Context, id int64, approver, reason string) error {
+func (c *Cache) rejectProposal(ctx context.Context, id int64, approver, reason string) error {
 	if _, err := c.pendingProposal(ctx, id, approver); err != nil {
 		return err
 	}

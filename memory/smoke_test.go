@@ -16,13 +16,13 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Type: blocks.Core}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "notes", "hello"); err != nil {
+	if err := c.Agent("a").Block("notes").Append(ctx, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "notes", " world"); err != nil {
+	if err := c.Agent("a").Block("notes").Append(ctx, " world"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -33,18 +33,18 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	r, err := c2.RenderedContent(ctx, "a", "notes")
+	r, err := c2.Agent("a").Block("notes").Render(ctx)
 	if err != nil || r != "hello world" {
 		t.Fatalf("rendered %q %v", r, err)
 	}
-	d, err := c2.GetBlock(ctx, "a", "notes")
+	d, err := c2.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := d.Text(); got != "hello world" {
 		t.Fatalf("doc %q", got)
 	}
-	res, err := c2.Search(ctx, "a", "world", nil)
+	res, err := c2.Agent("a").Search(ctx, "world", nil)
 	if err != nil || len(res) != 1 {
 		t.Fatalf("search %v %v", res, err)
 	}

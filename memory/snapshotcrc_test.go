@@ -65,7 +65,7 @@ func plantStale(t *testing.T, c *memory.Cache, table string, id int64, epoch int
 func appendLines(t *testing.T, c *memory.Cache, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := c.AppendToBlock(context.Background(), "a", "notes", fmt.Sprintf("line %d\n", i)); err != nil {
+		if err := c.Agent("a").Block("notes").Append(context.Background(), fmt.Sprintf("line %d\n", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,22 +89,22 @@ func TestStaleSnapshotFailsTheColdLoad(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	c := openFile(t, path, noCompact)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 		t.Fatal(err)
 	}
 	appendLines(t, c, 0, 5)
-	if err := c.Compact(ctx, "a", "notes"); err != nil {
+	if err := c.Agent("a").Block("notes").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stale, _, id := snapshotOf(t, c, "notes")
 	appendLines(t, c, 5, 10)
-	if err := c.Compact(ctx, "a", "notes"); err != nil {
+	if err := c.Agent("a").Block("notes").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	plantStale(t, c, "block_snapshots", id, 0, stale)
 
 	cold := openFile(t, path, noCompact)
-	_, err := cold.GetBlock(ctx, "a", "notes")
+	_, err := cold.Agent("a").Block("notes").Doc(ctx)
 	wantCorrupt(t, "a cold GetBlock", err)
 }
 
@@ -115,24 +115,24 @@ func TestStaleSnapshotFailsTheCatchUp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	a := openFile(t, path, noCompact)
 	b := openFile(t, path, noCompact)
-	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+	if _, err := a.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.GetBlock(ctx, "a", "notes"); err != nil {
+	if _, err := a.Agent("a").Block("notes").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
 	appendLines(t, b, 0, 5)
-	if err := b.Compact(ctx, "a", "notes"); err != nil {
+	if err := b.Agent("a").Block("notes").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stale, _, id := snapshotOf(t, b, "notes")
 	appendLines(t, b, 5, 10)
-	if err := b.Compact(ctx, "a", "notes"); err != nil {
+	if err := b.Agent("a").Block("notes").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	plantStale(t, b, "block_snapshots", id, 0, stale)
 
-	_, err := a.GetBlock(ctx, "a", "notes")
+	_, err := a.Agent("a").Block("notes").Doc(ctx)
 	wantCorrupt(t, "a catch-up", err)
 }
 
@@ -143,24 +143,24 @@ func TestStaleSnapshotFailsTheEpochSwitch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	a := openFile(t, path, noCompact)
 	b := openFile(t, path, noCompact)
-	if _, err := a.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+	if _, err := a.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.GetBlock(ctx, "a", "notes"); err != nil {
+	if _, err := a.Agent("a").Block("notes").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
 	appendLines(t, b, 0, 5)
-	if err := b.Rebase(ctx, "a", "notes"); err != nil {
+	if err := b.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stale, _, id := snapshotOf(t, b, "notes") // epoch 1's first document
 	appendLines(t, b, 5, 10)
-	if err := b.Rebase(ctx, "a", "notes"); err != nil {
+	if err := b.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	plantStale(t, b, "block_snapshots", id, 0, stale)
 
-	_, err := a.GetBlock(ctx, "a", "notes")
+	_, err := a.Agent("a").Block("notes").Doc(ctx)
 	wantCorrupt(t, "an epoch switch", err)
 }
 
@@ -170,20 +170,20 @@ func TestStaleSnapshotFailsTheArchive(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	c := openFile(t, path, noCompact)
-	if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
+	if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 		t.Fatal(err)
 	}
 	appendLines(t, c, 0, 5)
-	if err := c.Compact(ctx, "a", "notes"); err != nil {
+	if err := c.Agent("a").Block("notes").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stale, _, id := snapshotOf(t, c, "notes")
 	appendLines(t, c, 5, 10)
-	if err := c.Rebase(ctx, "a", "notes"); err != nil { // archives epoch 0
+	if err := c.Agent("a").Block("notes").Rebase(ctx); err != nil { // archives epoch 0
 		t.Fatal(err)
 	}
 	plantStale(t, c, "block_archive", id, 0, stale)
 
-	_, err := c.BlockHistory(ctx, "a", "a", "notes")
+	_, err := c.Agent("a").Shared("a", "notes").History(ctx)
 	wantCorrupt(t, "BlockHistory", err)
 }

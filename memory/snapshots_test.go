@@ -25,31 +25,31 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, label := range []string{"notes", "journal", "empty"} {
-		if _, err := c.CreateBlock(ctx, "a", memory.BlockSpec{Label: label, Permission: blocks.Admin}); err != nil {
+		if _, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label, Permission: blocks.Admin}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 40 {
-		if err := c.AppendToBlock(ctx, "a", "notes", fmt.Sprintf("line %d\n", i)); err != nil {
+		if err := c.Agent("a").Block("notes").Append(ctx, fmt.Sprintf("line %d\n", i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.AppendToBlock(ctx, "a", "journal", fmt.Sprintf("entry %d; ", i)); err != nil {
+		if err := c.Agent("a").Block("journal").Append(ctx, fmt.Sprintf("entry %d; ", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Rebase(ctx, "a", "journal"); err != nil {
+	if err := c.Agent("a").Block("journal").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AppendToBlock(ctx, "a", "journal", "after the rebase"); err != nil {
+	if err := c.Agent("a").Block("journal").Append(ctx, "after the rebase"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
 	history := map[string]int{}
 	for _, label := range []string{"notes", "journal", "empty"} {
-		if want[label], err = c.RenderedContent(ctx, "a", label); err != nil {
+		if want[label], err = c.Agent("a").Block(label).Render(ctx); err != nil {
 			t.Fatal(err)
 		}
-		h, err := c.BlockHistory(ctx, "a", "a", label)
+		h, err := c.Agent("a").Shared("a", label).History(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,18 +85,18 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 
 	c = openFile(t, path, &memory.Options{CompactAfter: 8})
 	for label, w := range want {
-		got, err := c.RenderedContent(ctx, "a", label)
+		got, err := c.Agent("a").Block(label).Render(ctx)
 		if err != nil || got != w {
 			t.Fatalf("%s after the migration: %q, %v; want %q", label, got, err, w)
 		}
-		b, err := c.GetBlock(ctx, "a", label)
+		b, err := c.Agent("a").Block(label).Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b.Render() != w {
 			t.Fatalf("%s loaded from its snapshot: %q, want %q", label, b.Render(), w)
 		}
-		h, err := c.BlockHistory(ctx, "a", "a", label)
+		h, err := c.Agent("a").Shared("a", label).History(ctx)
 		if err != nil || len(h) != history[label] {
 			t.Fatalf("%s history: %d changes (%v), want %d", label, len(h), err, history[label])
 		}
@@ -108,22 +108,22 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 	// New writes compact into block_snapshots, and a fresh process loads
 	// from there.
 	for i := range 20 {
-		if err := c.AppendToBlock(ctx, "a", "notes", fmt.Sprintf("more %d\n", i)); err != nil {
+		if err := c.Agent("a").Block("notes").Append(ctx, fmt.Sprintf("more %d\n", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.Close()
 	c = openFile(t, path, nil)
-	got, err := c.RenderedContent(ctx, "a", "notes")
+	got, err := c.Agent("a").Block("notes").Render(ctx)
 	if err != nil || !strings.HasSuffix(got, "more 19\n") || !strings.HasPrefix(got, want["notes"]) {
 		t.Fatalf("notes after more writes: %q (%v)", got, err)
 	}
-	b, err := c.GetBlock(ctx, "a", "notes")
+	b, err := c.Agent("a").Block("notes").Doc(ctx)
 	if err != nil || b.Render() != got {
 		t.Fatalf("notes loaded: %v", err)
 	}
 	// Deleting a block deletes its snapshot.
-	if err := c.DeleteBlock(ctx, "a", "empty"); err != nil {
+	if err := c.Agent("a").Block("empty").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var orphans int

@@ -62,7 +62,7 @@ func genKey(agent string) string { return genKeyPrefix + agent }
 // that while nothing was committed to the file since the agent's last
 // stamp (a PRAGMA data_version read tells). See BlocksStamp (the type) for
 // what changes it.
-func (c *Cache) BlocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
+func (c *Cache) blocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return BlocksStamp{}, err
 	}

@@ -32,13 +32,13 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := here.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one", Permission: blocks.Admin})
+	_, err := here.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one", Permission: blocks.Admin})
 	must(err)
-	_, err = here.CreateBlock(ctx, "b", memory.BlockSpec{Label: "board", Value: "start", Permission: blocks.Admin})
+	_, err = here.Agent("b").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "start", Permission: blocks.Admin})
 	must(err)
 	stamp := func(c *memory.Cache) memory.BlocksStamp {
 		t.Helper()
-		s, err := c.BlocksStamp(ctx, "a")
+		s, err := c.Agent("a").BlocksStamp(ctx)
 		must(err)
 		return s
 	}
@@ -47,17 +47,17 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 		what string
 		f    func() error
 	}{
-		{"append", func() error { return there.AppendToBlock(ctx, "a", "notes", " two") }},
-		{"pin", func() error { return there.SetBlockPinned(ctx, "a", "notes", true) }},
-		{"share", func() error { return there.ShareBlock(ctx, "b", "board", "a", blocks.Append) }},
-		{"owner edits the shared block", func() error { return there.AppendToBlock(ctx, "b", "board", " more") }},
-		{"re-share", func() error { return there.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite) }},
-		{"unshare", func() error { return there.UnshareBlock(ctx, "b", "board", "a") }},
+		{"append", func() error { return there.Agent("a").Block("notes").Append(ctx, " two") }},
+		{"pin", func() error { return there.Agent("a").Block("notes").SetPinned(ctx, true) }},
+		{"share", func() error { return there.Agent("b").Block("board").Share(ctx, "a", blocks.Append) }},
+		{"owner edits the shared block", func() error { return there.Agent("b").Block("board").Append(ctx, " more") }},
+		{"re-share", func() error { return there.Agent("b").Block("board").Share(ctx, "a", blocks.ReadWrite) }},
+		{"unshare", func() error { return there.Agent("b").Block("board").Unshare(ctx, "a") }},
 		{"create", func() error {
-			_, err := there.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
+			_, err := there.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
 			return err
 		}},
-		{"delete", func() error { return there.DeleteBlock(ctx, "a", "tmp") }},
+		{"delete", func() error { return there.Agent("a").Block("tmp").Delete(ctx) }},
 	}
 	for _, st := range steps {
 		must(st.f())
@@ -93,12 +93,12 @@ func TestReadMemosSeeEveryCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	if _, err := here.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+	if _, err := here.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
 		t.Fatal(err)
 	}
 	stamp := func() memory.BlocksStamp {
 		t.Helper()
-		s, err := here.BlocksStamp(ctx, "a")
+		s, err := here.Agent("a").BlocksStamp(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,30 +115,30 @@ func TestReadMemosSeeEveryCommit(t *testing.T) {
 		t.Fatal("a commit by a foreign connection left the remembered stamp in place")
 	}
 
-	m, err := here.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
+	m, err := here.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := &memory.MessageQuery{AfterID: m.ID}
 	for range 2 { // the second read is the remembered one
-		if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 0 {
+		if ms, err := here.Agent("a").Messages().List(ctx, after); err != nil || len(ms) != 0 {
 			t.Fatalf("messages after the last: %d, %v", len(ms), err)
 		}
 	}
-	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"}); err != nil {
+	if _, err := there.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
+	if ms, err := here.Agent("a").Messages().List(ctx, after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
 		t.Fatalf("after another Cache appended: %v, %v", ms, err)
 	}
-	if ms, err := here.Messages(ctx, "a", &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 0 {
+	if ms, err := here.Agent("a").Messages().List(ctx, &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 0 {
 		t.Fatalf("after the newest: %v, %v", ms, err)
 	}
 	if _, err := raw.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 		SELECT agent, role, 'third', batch_id, seq + 1, created_at FROM messages WHERE id = ?`, m.ID+1); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := here.Messages(ctx, "a", &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 1 || ms[0].Content != "third" {
+	if ms, err := here.Agent("a").Messages().List(ctx, &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 1 || ms[0].Content != "third" {
 		t.Fatalf("after a foreign connection inserted: %v, %v", ms, err)
 	}
 }
@@ -166,47 +166,47 @@ func TestVersionCheckOnce(t *testing.T) {
 	}
 	defer other.Close()
 	for _, s := range []*memory.Cache{here, other} {
-		if _, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
+		if _, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m, err := here.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
+	m, err := here.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "first", BatchID: "b1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := &memory.MessageQuery{AfterID: m.ID}
 	// Remember a stamp and an empty read on both databases.
-	s1, err := here.BlocksStamp(ctx, "a")
+	s1, err := here.Agent("a").BlocksStamp(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o1, err := other.BlocksStamp(ctx, "a")
+	o1, err := other.Agent("a").BlocksStamp(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := here.Messages(ctx, "a", after); err != nil || len(ms) != 0 {
+	if ms, err := here.Agent("a").Messages().List(ctx, after); err != nil || len(ms) != 0 {
 		t.Fatalf("messages after the last: %d, %v", len(ms), err)
 	}
 	// Commits by another Cache (as another process's) on both files.
-	second, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"})
+	second, err := there.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := there.UpdateBlockText(ctx, "a", "notes", "two"); err != nil {
+	if err := there.Agent("a").Block("notes").SetText(ctx, "two"); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.UpdateBlockText(ctx, "a", "notes", "two"); err != nil {
+	if err := other.Agent("a").Block("notes").SetText(ctx, "two"); err != nil {
 		t.Fatal(err)
 	}
 
 	op := memory.WithVersionCheckOnce(ctx)
-	if s2, err := here.BlocksStamp(op, "a"); err != nil || s2 == s1 {
+	if s2, err := here.Agent("a").BlocksStamp(op); err != nil || s2 == s1 {
 		t.Fatalf("stamp under the check: %+v (before %+v), %v", s2, s1, err)
 	}
-	if ms, err := here.Messages(op, "a", after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
+	if ms, err := here.Agent("a").Messages().List(op, after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
 		t.Fatalf("a commit before the operation's check: %v, %v", ms, err)
 	}
-	if o2, err := other.BlocksStamp(op, "a"); err != nil || o2 == o1 {
+	if o2, err := other.Agent("a").BlocksStamp(op); err != nil || o2 == o1 {
 		t.Fatalf("the other database's stamp under the same context: %+v (before %+v), %v", o2, o1, err)
 	}
 
@@ -214,16 +214,16 @@ func TestVersionCheckOnce(t *testing.T) {
 	// answers from memory for the rest of the operation, and a commit
 	// after the check shows in the next operation.
 	last := &memory.MessageQuery{AfterID: second.ID}
-	if ms, err := here.Messages(op, "a", last); err != nil || len(ms) != 0 {
+	if ms, err := here.Agent("a").Messages().List(op, last); err != nil || len(ms) != 0 {
 		t.Fatalf("messages after the newest: %v, %v", ms, err)
 	}
-	if _, err := there.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "third", BatchID: "b1"}); err != nil {
+	if _, err := there.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "third", BatchID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := here.Messages(op, "a", last); err != nil || len(ms) != 0 {
+	if ms, err := here.Agent("a").Messages().List(op, last); err != nil || len(ms) != 0 {
 		t.Fatalf("within the operation, after its check: %v, %v (want the remembered empty read)", ms, err)
 	}
-	if ms, err := here.Messages(memory.WithVersionCheckOnce(ctx), "a", last); err != nil || len(ms) != 1 || ms[0].Content != "third" {
+	if ms, err := here.Agent("a").Messages().List(memory.WithVersionCheckOnce(ctx), last); err != nil || len(ms) != 1 || ms[0].Content != "third" {
 		t.Fatalf("the next operation: %v, %v", ms, err)
 	}
 }

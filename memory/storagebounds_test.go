@@ -56,11 +56,11 @@ func words(r *rand.Rand, n int) string {
 func TestProposalReasonIsCapped(t *testing.T) {
 	ctx := context.Background()
 	c := openFile(t, filepath.Join(t.TempDir(), "p.db"), nil)
-	if _, err := c.CreateBlock(ctx, "mallory", memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
+	if _, err := c.Agent("mallory").CreateBlock(ctx, memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
 		t.Fatal(err)
 	}
 	reason := strings.Repeat("r", 2*memory.DefaultMaxArchivalBytes)
-	_, err := c.ProposeEdit(ctx, "mallory", "", "human", memory.Edit{Op: blocks.OpAppendText, Text: "."}, reason)
+	_, err := c.Agent("mallory").Block("human").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "."}, reason)
 	if !errors.Is(err, memory.ErrTooLarge) {
 		t.Fatalf("a proposal with a %d-byte reason: err %v, want ErrTooLarge", len(reason), err)
 	}
@@ -74,14 +74,14 @@ func TestProposalsCountTowardQuota(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	const quota = 256 << 10
 	c := openFile(t, path, &memory.Options{AgentQuotaBytes: quota})
-	if _, err := c.CreateBlock(ctx, "mallory", memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
+	if _, err := c.Agent("mallory").CreateBlock(ctx, memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
 		t.Fatal(err)
 	}
 	before := dbBytes(t, path)
 	reason := strings.Repeat("r", 16<<10) // under MaxProposalBytes: the quota must stop them
 	stored := 0
 	for i := range 256 { // 4 MiB of reasons, 16 times the quota
-		_, err := c.ProposeEdit(ctx, "mallory", "", "human", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprint(" ", i)}, reason)
+		_, err := c.Agent("mallory").Block("human").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprint(" ", i)}, reason)
 		if errors.Is(err, memory.ErrQuota) || errors.Is(err, memory.ErrTooLarge) {
 			break
 		}
@@ -135,7 +135,7 @@ func TestQuotaBoundsDiskFootprint(t *testing.T) {
 			before := dbBytes(t, path)
 			n := 0
 			for {
-				_, err := c.InsertArchival(ctx, "mallory", s.entry())
+				_, err := c.Agent("mallory").Archival().Insert(ctx, s.entry())
 				if errors.Is(err, memory.ErrQuota) {
 					break
 				}
@@ -144,7 +144,7 @@ func TestQuotaBoundsDiskFootprint(t *testing.T) {
 				}
 				n++
 			}
-			used, _ := c.StorageUsed(ctx, "mallory")
+			used, _ := c.Agent("mallory").StorageUsed(ctx)
 			grew := dbBytes(t, path) - before
 			t.Logf("%s: %d entries, %d bytes counted, database grew %d bytes (%.1f×)", s.name, n, used, grew, float64(grew)/float64(used))
 			if grew > 3*quota {

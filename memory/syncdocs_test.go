@@ -34,14 +34,14 @@ func TestDocumentIDs(t *testing.T) {
 			}
 			a, b := open(), open()
 			for _, label := range []string{"notes", "private", "gone"} {
-				if _, err := a.CreateBlock(ctx, "alice", memory.BlockSpec{Label: label, Value: label + "\n", Permission: blocks.Admin}); err != nil {
+				if _, err := a.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: label, Value: label + "\n", Permission: blocks.Admin}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := a.ShareBlock(ctx, "alice", "notes", "bob", blocks.ReadOnly); err != nil {
+			if err := a.Agent("alice").Block("notes").Share(ctx, "bob", blocks.ReadOnly); err != nil {
 				t.Fatal(err)
 			}
-			id, err := a.DocumentID(ctx, "alice", "", "notes")
+			id, err := a.Agent("alice").Block("notes").DocumentID(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,37 +52,37 @@ func TestDocumentIDs(t *testing.T) {
 				name         string
 				c            *memory.Cache
 				agent, owner string
-			}{{"again", a, "alice", ""}, {"other store", b, "alice", "alice"}, {"reader", b, "bob", "alice"}} {
-				got, err := tc.c.DocumentID(ctx, tc.agent, tc.owner, "notes")
+			}{{"again", a, "alice", "alice"}, {"other store", b, "alice", "alice"}, {"reader", b, "bob", "alice"}} {
+				got, err := tc.c.Agent(tc.agent).Shared(tc.owner, "notes").DocumentID(ctx)
 				if err != nil || got != id {
 					t.Errorf("%s: %x, %v; want %x", tc.name, got, err, id)
 				}
-				if o, l, err := tc.c.DocumentBlock(ctx, tc.agent, id); err != nil || o != "alice" || l != "notes" {
-					t.Errorf("%s: DocumentBlock = %q %q %v", tc.name, o, l, err)
+				if blk, err := tc.c.Agent(tc.agent).DocumentBlock(ctx, id); err != nil || blk.Owner() != "alice" || blk.Label() != "notes" {
+					t.Errorf("%s: DocumentBlock = %v %v", tc.name, blk, err)
 				}
 			}
-			if _, err := b.DocumentID(ctx, "bob", "alice", "private"); err == nil {
+			if _, err := b.Agent("bob").Shared("alice", "private").DocumentID(ctx); err == nil {
 				t.Error("bob got the id of a block not shared with him")
 			}
-			private, err := a.DocumentID(ctx, "alice", "", "private")
+			private, err := a.Agent("alice").Block("private").DocumentID(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if private == id {
 				t.Fatal("two blocks share a document id")
 			}
-			gone, err := a.DocumentID(ctx, "alice", "", "gone")
+			gone, err := a.Agent("alice").Block("gone").DocumentID(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.DeleteBlock(ctx, "alice", "gone"); err != nil {
+			if err := a.Agent("alice").Block("gone").Delete(ctx); err != nil {
 				t.Fatal(err)
 			}
 			old := id
-			if err := a.Rebase(ctx, "alice", "notes"); err != nil {
+			if err := a.Agent("alice").Block("notes").Rebase(ctx); err != nil {
 				t.Fatal(err)
 			}
-			id2, err := b.DocumentID(ctx, "alice", "", "notes")
+			id2, err := b.Agent("alice").Block("notes").DocumentID(ctx)
 			if err != nil || id2 == old {
 				t.Fatalf("after a rebase: %x, %v (was %x)", id2, err, old)
 			}
@@ -96,7 +96,7 @@ func TestDocumentIDs(t *testing.T) {
 				{"deleted block", "alice", gone},
 				{"not shared", "bob", private},
 			} {
-				_, _, err := b.DocumentBlock(ctx, tc.agent, tc.id)
+				_, err := b.Agent(tc.agent).DocumentBlock(ctx, tc.id)
 				if !errors.Is(err, memory.ErrNotFound) {
 					t.Errorf("%s: %v, want ErrNotFound", tc.name, err)
 				}

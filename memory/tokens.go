@@ -33,13 +33,13 @@ const tokenUseResolution = time.Minute
 // nanoseconds in an int64).
 var maxTokenTime = time.Unix(0, math.MaxInt64)
 
-// Token describes an access token for a network front end (engram serve).
+// AccessToken describes an access token for a network front end (engram serve).
 // Exactly one of Agent and Human is set: an agent token acts as that agent
 // (its sessions get the agent's tools and blocks, nothing else); a human
 // token lets that person into the web UI, where approvals are recorded as
 // HumanApprover+Human. The secret itself is never stored or returned
-// again after CreateToken.
-type Token struct {
+// again after Tokens.Create.
+type AccessToken struct {
 	ID    int64
 	Agent string
 	Human string
@@ -55,7 +55,16 @@ type Token struct {
 	RevokedAt  time.Time
 }
 
-// TokenSpec is what CreateToken makes: set exactly one of Agent and Human.
+// Tokens are the store's access tokens and login links, for a network
+// front end (engram serve): make, list, revoke and verify tokens, and
+// make and use one-time login links for human tokens. They live in the
+// store, so every process on it sees the same tokens and revocations.
+type Tokens struct{ c *Cache }
+
+// Tokens returns the store's access tokens and login links.
+func (c *Cache) Tokens() *Tokens { return &c.tokens }
+
+// TokenSpec is what Tokens.Create makes: set exactly one of Agent and Human.
 type TokenSpec struct {
 	Agent    string
 	Human    string
@@ -65,39 +74,40 @@ type TokenSpec struct {
 	Expires time.Duration
 }
 
-// CreateToken makes a token and returns it with its secret: TokenPrefix
+// Create makes a token and returns it with its secret: TokenPrefix
 // followed by 256 random bits in unpadded base64url. Only the secret's
 // SHA-256 is stored, so this is the one time it can be shown.
-func (c *Cache) CreateToken(ctx context.Context, spec TokenSpec) (Token, string, error) {
+func (tk *Tokens) Create(ctx context.Context, spec TokenSpec) (AccessToken, string, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
-		return Token{}, "", err
+		return AccessToken{}, "", err
 	}
 	agent, human := strings.TrimSpace(spec.Agent), strings.TrimSpace(spec.Human)
 	switch {
 	case (agent == "") == (human == ""):
-		return Token{}, "", invalidArg("token: set exactly one of an agent id and a human name (agent %q, human %q)", spec.Agent, spec.Human)
+		return AccessToken{}, "", invalidArg("token: set exactly one of an agent id and a human name (agent %q, human %q)", spec.Agent, spec.Human)
 	case spec.Expires < 0:
-		return Token{}, "", invalidArg("token: negative lifetime %v", spec.Expires)
+		return AccessToken{}, "", invalidArg("token: negative lifetime %v", spec.Expires)
 	case human != "" && spec.ReadOnly:
-		return Token{}, "", invalidArg("token: a human token cannot be read-only (the web UI decides proposals)")
+		return AccessToken{}, "", invalidArg("token: a human token cannot be read-only (the web UI decides proposals)")
 	}
 	for _, f := range []string{agent, human, spec.Name} {
 		if !utf8.ValidString(f) || strings.ContainsFunc(f, unicode.IsControl) || len(f) > 256 {
-			return Token{}, "", invalidArg("token: agent, human and name must be UTF-8 text without control characters, at most 256 bytes")
+			return AccessToken{}, "", invalidArg("token: agent, human and name must be UTF-8 text without control characters, at most 256 bytes")
 		}
 	}
 	now := c.opts.Now()
 	if spec.Expires > 0 && now.Add(spec.Expires).After(maxTokenTime) {
 		// Stored as Unix nanoseconds, such an expiry would wrap to a date
 		// in the past.
-		return Token{}, "", invalidArg("token: lifetime %v ends after %s; leave it out for a token that never expires", spec.Expires, maxTokenTime.UTC().Format(time.RFC3339))
+		return AccessToken{}, "", invalidArg("token: lifetime %v ends after %s; leave it out for a token that never expires", spec.Expires, maxTokenTime.UTC().Format(time.RFC3339))
 	}
 	raw := make([]byte, tokenBytes)
 	if _, err := rand.Read(raw); err != nil {
-		return Token{}, "", fmt.Errorf("memory: create token: read random bytes: %w", err)
+		return AccessToken{}, "", fmt.Errorf("memory: create token: read random bytes: %w", err)
 	}
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	t := Token{Agent: agent, Human: human, Name: spec.Name, ReadOnly: spec.ReadOnly, CreatedAt: time.Unix(0, now.UnixNano())}
+	t := AccessToken{Agent: agent, Human: human, Name: spec.Name, ReadOnly: spec.ReadOnly, CreatedAt: time.Unix(0, now.UnixNano())}
 	var expires int64
 	if spec.Expires > 0 {
 		t.ExpiresAt = time.Unix(0, now.Add(spec.Expires).UnixNano())
@@ -106,14 +116,15 @@ func (c *Cache) CreateToken(ctx context.Context, spec TokenSpec) (Token, string,
 	id, err := c.insertID(ctx, nil, `INSERT INTO tokens (hash, agent, human, name, read_only, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, tokenHash(secret), agent, human, spec.Name, tokenFlag(spec.ReadOnly), now.UnixNano(), expires)
 	if err != nil {
-		return Token{}, "", fmt.Errorf("memory: create token for %s: %w", t.subject(), err)
+		return AccessToken{}, "", fmt.Errorf("memory: create token for %s: %w", t.subject(), err)
 	}
 	t.ID = id
 	return t, secret, nil
 }
 
-// Tokens lists every token (revoked and expired ones too), oldest first.
-func (c *Cache) Tokens(ctx context.Context) ([]Token, error) {
+// List lists every token (revoked and expired ones too), oldest first.
+func (tk *Tokens) List(ctx context.Context) ([]AccessToken, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -122,7 +133,7 @@ func (c *Cache) Tokens(ctx context.Context) ([]Token, error) {
 		return nil, fmt.Errorf("memory: list tokens: %w", err)
 	}
 	defer rows.Close()
-	var out []Token
+	var out []AccessToken
 	for rows.Next() {
 		t, _, err := scanToken(rows)
 		if err != nil {
@@ -136,26 +147,28 @@ func (c *Cache) Tokens(ctx context.Context) ([]Token, error) {
 	return out, nil
 }
 
-// Token returns token id (ErrNotFound if there is none).
-func (c *Cache) Token(ctx context.Context, id int64) (Token, error) {
+// Get returns token id (ErrNotFound if there is none).
+func (tk *Tokens) Get(ctx context.Context, id int64) (AccessToken, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
-		return Token{}, err
+		return AccessToken{}, err
 	}
 	t, _, err := scanToken(c.rdb.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, notFound("token %d", id)
+		return AccessToken{}, notFound("token %d", id)
 	}
 	if err != nil {
-		return Token{}, fmt.Errorf("memory: read token %d: %w", id, err)
+		return AccessToken{}, fmt.Errorf("memory: read token %d: %w", id, err)
 	}
 	return t, nil
 }
 
-// RevokeToken revokes token id for good. Every VerifyToken from then on
+// Revoke revokes token id for good. Every Verify from then on
 // fails, in every process on the store: verification reads the token's
 // row each time. It returns ErrNotFound for no such token and
 // ErrTokenRevoked for one revoked already.
-func (c *Cache) RevokeToken(ctx context.Context, id int64) error {
+func (tk *Tokens) Revoke(ctx context.Context, id int64) error {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -164,7 +177,7 @@ func (c *Cache) RevokeToken(ctx context.Context, id int64) error {
 		return fmt.Errorf("memory: revoke token %d: %w", id, err)
 	}
 	if n == 0 {
-		if _, err := c.Token(ctx, id); err != nil {
+		if _, err := c.Tokens().Get(ctx, id); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: token %d", ErrTokenRevoked, id)
@@ -172,39 +185,40 @@ func (c *Cache) RevokeToken(ctx context.Context, id int64) error {
 	return nil
 }
 
-// VerifyToken returns the token whose secret this is, when it is valid
+// Verify returns the token whose secret this is, when it is valid
 // now: ErrTokenInvalid for an unknown or malformed secret, ErrTokenExpired
 // and ErrTokenRevoked for those. It reads the token's row every time (one
 // indexed lookup by the secret's hash), so a revocation made by any
 // process is honoured on the next call; it records the use (LastUsedAt)
 // at most once a minute. Error messages never contain the secret.
-func (c *Cache) VerifyToken(ctx context.Context, secret string) (Token, error) {
+func (tk *Tokens) Verify(ctx context.Context, secret string) (AccessToken, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
-		return Token{}, err
+		return AccessToken{}, err
 	}
 	if !strings.HasPrefix(secret, TokenPrefix) || len(secret) > 256 {
-		return Token{}, ErrTokenInvalid
+		return AccessToken{}, ErrTokenInvalid
 	}
 	want := tokenHash(secret)
 	t, hash, err := scanToken(c.rdb.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, want))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, ErrTokenInvalid
+		return AccessToken{}, ErrTokenInvalid
 	}
 	if err != nil {
-		return Token{}, fmt.Errorf("memory: verify token: %w", err)
+		return AccessToken{}, fmt.Errorf("memory: verify token: %w", err)
 	}
 	// The lookup matched the hash already; comparing again in constant
 	// time keeps the decision itself free of a timing signal whatever the
 	// database's index comparison does.
 	if subtle.ConstantTimeCompare([]byte(hash), []byte(want)) != 1 {
-		return Token{}, ErrTokenInvalid
+		return AccessToken{}, ErrTokenInvalid
 	}
 	now := c.opts.Now()
 	switch {
 	case !t.RevokedAt.IsZero():
-		return Token{}, fmt.Errorf("%w: token %d", ErrTokenRevoked, t.ID)
+		return AccessToken{}, fmt.Errorf("%w: token %d", ErrTokenRevoked, t.ID)
 	case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):
-		return Token{}, fmt.Errorf("%w: token %d (at %s)", ErrTokenExpired, t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
+		return AccessToken{}, fmt.Errorf("%w: token %d (at %s)", ErrTokenExpired, t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	if now.Sub(t.LastUsedAt) >= tokenUseResolution {
 		// Best effort: a failed record must not refuse a valid token.
@@ -218,13 +232,13 @@ func (c *Cache) VerifyToken(ctx context.Context, secret string) (Token, error) {
 
 const tokenColumns = `id, hash, agent, human, name, read_only, created_at, expires_at, last_used_at, revoked_at`
 
-func scanToken(row interface{ Scan(...any) error }) (Token, string, error) {
-	var t Token
+func scanToken(row interface{ Scan(...any) error }) (AccessToken, string, error) {
+	var t AccessToken
 	var hash string
 	var ro int
 	var created, expires, used, revoked int64
 	if err := row.Scan(&t.ID, &hash, &t.Agent, &t.Human, &t.Name, &ro, &created, &expires, &used, &revoked); err != nil {
-		return Token{}, "", err
+		return AccessToken{}, "", err
 	}
 	t.ReadOnly, t.CreatedAt = ro != 0, time.Unix(0, created)
 	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = nanosOrZero(expires), nanosOrZero(used), nanosOrZero(revoked)
@@ -252,7 +266,7 @@ func tokenHash(secret string) string {
 }
 
 // subject names the token's holder in messages.
-func (t Token) subject() string {
+func (t AccessToken) subject() string {
 	if t.Human != "" {
 		return "human " + t.Human
 	}
@@ -275,14 +289,15 @@ const MaxLoginLinkTTL = 24 * time.Hour
 // stored. It returns ErrNotFound for no such token, ErrTokenRevoked and
 // ErrTokenExpired for such a token, and ErrInvalidArgument for an agent's
 // token or a ttl out of range.
-func (c *Cache) CreateLoginLink(ctx context.Context, tokenID int64, ttl time.Duration) (string, error) {
+func (tk *Tokens) CreateLoginLink(ctx context.Context, tokenID int64, ttl time.Duration) (string, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
 		return "", err
 	}
 	if ttl <= 0 || ttl > MaxLoginLinkTTL {
 		return "", invalidArg("login link: lifetime %v is not between 0 and %v", ttl, MaxLoginLinkTTL)
 	}
-	t, err := c.Token(ctx, tokenID)
+	t, err := c.Tokens().Get(ctx, tokenID)
 	if err != nil {
 		return "", err
 	}
@@ -318,15 +333,16 @@ func (c *Cache) CreateLoginLink(ctx context.Context, tokenID int64, ttl time.Dur
 // ErrLoginLinkInvalid. A link whose token was revoked or expired since it
 // was made is consumed and fails with ErrTokenRevoked or ErrTokenExpired.
 // Error messages never contain the secret.
-func (c *Cache) UseLoginLink(ctx context.Context, secret string) (Token, error) {
+func (tk *Tokens) UseLoginLink(ctx context.Context, secret string) (AccessToken, error) {
+	c := tk.c
 	if err := c.checkOpen(ctx); err != nil {
-		return Token{}, err
+		return AccessToken{}, err
 	}
 	if !strings.HasPrefix(secret, LoginLinkPrefix) || len(secret) > 256 {
-		return Token{}, ErrLoginLinkInvalid
+		return AccessToken{}, ErrLoginLinkInvalid
 	}
 	now := c.opts.Now()
-	var t Token
+	var t AccessToken
 	found := false
 	// (No lock: one guarded UPDATE claims the link.)
 	err := c.write(ctx, nil, func(ctx context.Context, tx *sql.Tx) error {
@@ -354,16 +370,16 @@ func (c *Cache) UseLoginLink(ctx context.Context, secret string) (Token, error) 
 	})
 	switch {
 	case err != nil:
-		return Token{}, fmt.Errorf("memory: use login link: %w", err)
+		return AccessToken{}, fmt.Errorf("memory: use login link: %w", err)
 	case !found:
-		return Token{}, ErrLoginLinkInvalid
+		return AccessToken{}, ErrLoginLinkInvalid
 	case !t.RevokedAt.IsZero():
-		return Token{}, fmt.Errorf("%w: token %d (of a login link)", ErrTokenRevoked, t.ID)
+		return AccessToken{}, fmt.Errorf("%w: token %d (of a login link)", ErrTokenRevoked, t.ID)
 	case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):
-		return Token{}, fmt.Errorf("%w: token %d (of a login link, at %s)", ErrTokenExpired, t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
+		return AccessToken{}, fmt.Errorf("%w: token %d (of a login link, at %s)", ErrTokenExpired, t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
 	case t.Human == "":
 		// CreateLoginLink makes links for human tokens only.
-		return Token{}, ErrLoginLinkInvalid
+		return AccessToken{}, ErrLoginLinkInvalid
 	}
 	return t, nil
 }

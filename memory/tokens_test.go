@@ -38,74 +38,74 @@ func TestTokens(t *testing.T) {
 			}
 			a, b := open(), open() // two processes' stores on one database
 
-			tok, secret, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "ada", Name: "laptop", Expires: time.Hour})
+			tok, secret, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada", Name: "laptop", Expires: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(secret, memory.TokenPrefix) || len(secret) < len(memory.TokenPrefix)+43 {
 				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, memory.TokenPrefix)
 			}
-			_, secret2, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
+			_, secret2, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
 			if err != nil || secret2 == secret {
 				t.Fatalf("second token: %v (same secret: %v)", err, secret2 == secret)
 			}
-			got, err := b.VerifyToken(ctx, secret)
+			got, err := b.Tokens().Verify(ctx, secret)
 			if err != nil || got.ID != tok.ID || got.Agent != "ada" || got.Name != "laptop" || got.ReadOnly {
-				t.Fatalf("VerifyToken = %+v, %v; want token %d of ada", got, err, tok.ID)
+				t.Fatalf("Verify = %+v, %v; want token %d of ada", got, err, tok.ID)
 			}
 			if got.LastUsedAt.IsZero() {
-				t.Fatal("VerifyToken did not record the use")
+				t.Fatal("Verify did not record the use")
 			}
 
 			for _, bad := range []string{"", "engram_", secret + "x", secret[:len(secret)-1], "Bearer " + secret, strings.ToUpper(secret)} {
-				if _, err := b.VerifyToken(ctx, bad); !errors.Is(err, memory.ErrTokenInvalid) {
-					t.Errorf("VerifyToken(%q) = %v, want ErrTokenInvalid", bad, err)
+				if _, err := b.Tokens().Verify(ctx, bad); !errors.Is(err, memory.ErrTokenInvalid) {
+					t.Errorf("Verify(%q) = %v, want ErrTokenInvalid", bad, err)
 				}
 			}
 
-			list, err := b.Tokens(ctx)
+			list, err := b.Tokens().List(ctx)
 			if err != nil || len(list) != 2 || list[0].ID != tok.ID || list[0].ExpiresAt.IsZero() || !list[1].ExpiresAt.IsZero() {
 				t.Fatalf("Tokens = %+v, %v", list, err)
 			}
 
 			// Revoked on one store, refused by the other on its next call.
-			if err := a.RevokeToken(ctx, tok.ID); err != nil {
+			if err := a.Tokens().Revoke(ctx, tok.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.VerifyToken(ctx, secret); !errors.Is(err, memory.ErrTokenRevoked) {
+			if _, err := b.Tokens().Verify(ctx, secret); !errors.Is(err, memory.ErrTokenRevoked) {
 				t.Fatalf("revoked token verifies: %v", err)
 			}
-			if err := b.RevokeToken(ctx, tok.ID); !errors.Is(err, memory.ErrTokenRevoked) {
+			if err := b.Tokens().Revoke(ctx, tok.ID); !errors.Is(err, memory.ErrTokenRevoked) {
 				t.Fatalf("second revoke: %v", err)
 			}
-			if err := b.RevokeToken(ctx, 9999); !errors.Is(err, memory.ErrNotFound) {
+			if err := b.Tokens().Revoke(ctx, 9999); !errors.Is(err, memory.ErrNotFound) {
 				t.Fatalf("revoke of no token: %v", err)
 			}
-			if got, _ := b.Token(ctx, tok.ID); got.RevokedAt.IsZero() {
+			if got, _ := b.Tokens().Get(ctx, tok.ID); got.RevokedAt.IsZero() {
 				t.Fatal("Token does not show the revocation")
 			}
 
 			// Expiry follows the store's clock.
-			short, s3, err := a.CreateToken(ctx, memory.TokenSpec{Agent: "bob", ReadOnly: true, Expires: time.Minute})
+			short, s3, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "bob", ReadOnly: true, Expires: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.VerifyToken(ctx, s3); err != nil || !got.ReadOnly || got.Agent != "bob" {
+			if got, err := b.Tokens().Verify(ctx, s3); err != nil || !got.ReadOnly || got.Agent != "bob" {
 				t.Fatalf("read-only token: %+v, %v", got, err)
 			}
 			now.Add(int64(time.Minute))
-			if _, err := b.VerifyToken(ctx, s3); !errors.Is(err, memory.ErrTokenExpired) {
+			if _, err := b.Tokens().Verify(ctx, s3); !errors.Is(err, memory.ErrTokenExpired) {
 				t.Fatalf("expired token %d verifies: %v", short.ID, err)
 			}
-			if _, err := b.VerifyToken(ctx, secret2); err != nil {
+			if _, err := b.Tokens().Verify(ctx, secret2); err != nil {
 				t.Fatalf("token without expiry: %v", err)
 			}
 
-			h, hs, err := a.CreateToken(ctx, memory.TokenSpec{Human: "alice"})
+			h, hs, err := a.Tokens().Create(ctx, memory.TokenSpec{Human: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.VerifyToken(ctx, hs); err != nil || got.Human != "alice" || got.Agent != "" || got.ID != h.ID {
+			if got, err := b.Tokens().Verify(ctx, hs); err != nil || got.Human != "alice" || got.Agent != "" || got.ID != h.ID {
 				t.Fatalf("human token: %+v, %v", got, err)
 			}
 		})
@@ -136,11 +136,11 @@ func TestCreateTokenRefuses(t *testing.T) {
 		{Agent: "ada\x1b[2J"},
 		{Human: "ali\x07ce"},
 	} {
-		if _, secret, err := c.CreateToken(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
-			t.Errorf("CreateToken(%+v) = %q, %v; want ErrInvalidArgument", spec, secret, err)
+		if _, secret, err := c.Tokens().Create(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
+			t.Errorf("Create(%+v) = %q, %v; want ErrInvalidArgument", spec, secret, err)
 		}
 	}
-	if list, err := c.Tokens(ctx); err != nil || len(list) != 0 {
+	if list, err := c.Tokens().List(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("refused specs stored tokens: %+v, %v", list, err)
 	}
 }

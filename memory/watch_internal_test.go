@@ -49,7 +49,7 @@ func TestLoadRacingANotifiedWrite(t *testing.T) {
 		}
 	}
 
-	if _, err := a.CreateBlock(ctx, "ann", BlockSpec{Label: "notes"}); err != nil {
+	if _, err := a.createBlock(ctx, "ann", BlockSpec{Label: "notes"}); err != nil {
 		t.Fatal(err)
 	}
 	// Between b's load and its caching of the block: a writes, and b
@@ -59,7 +59,7 @@ func TestLoadRacingANotifiedWrite(t *testing.T) {
 		for len(notified) > 0 {
 			<-notified // the creation's
 		}
-		if err := a.AppendToBlock(ctx, "ann", "notes", "written by a"); err != nil {
+		if err := a.appendToBlock(ctx, "ann", "notes", "written by a"); err != nil {
 			t.Errorf("a's write: %v", err)
 			return
 		}
@@ -75,13 +75,13 @@ func TestLoadRacingANotifiedWrite(t *testing.T) {
 			}
 		}
 	}
-	if _, err := b.GetBlock(ctx, "ann", "notes"); err != nil { // the racing load
+	if _, err := b.getBlock(ctx, "ann", "notes"); err != nil { // the racing load
 		t.Fatal(err)
 	}
 	if b.afterLoad != nil {
 		t.Fatal("b did not load the block: the case tested nothing")
 	}
-	doc, err := b.GetBlock(ctx, "ann", "notes")
+	doc, err := b.getBlock(ctx, "ann", "notes")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,21 +34,21 @@ func testWriteBackAcrossRebase(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	b := openFile(t, path, nil)
-	if _, err := b.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes"}); err != nil {
+	if _, err := b.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []struct {
 		s    *memory.Cache
 		text string
 	}{{a, "a0\n"}, {b, "b1\n"}, {a, "a2\n"}} {
-		if err := step.s.AppendToBlock(ctx, "a", "notes", step.text); err != nil {
+		if err := step.s.Agent("a").Block("notes").Append(ctx, step.text); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// a0 and b1 are concurrent appends: automerge orders them by actor.
 	// Whichever order, the write-back store reads it before the rebase,
 	// and every store reads the same after.
-	d, err := a.GetBlock(ctx, "a", "notes")
+	d, err := a.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func testWriteBackAcrossRebase(t *testing.T, path string) {
 	if want != "a0\nb1\na2\n" && want != "b1\na0\na2\n" {
 		t.Fatalf("before the rebase the write-back store reads %q", want)
 	}
-	if err := b.Rebase(ctx, "a", "notes"); err != nil {
+	if err := b.Agent("a").Block("notes").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The store's read switches to the new epoch. (On PostgreSQL a store
 	// learns of another's commit by notification, so its next read may
 	// still miss the rebase; its flush does not.)
 	if !strings.HasPrefix(path, "postgres") {
-		if d, err = a.GetBlock(ctx, "a", "notes"); err != nil {
+		if d, err = a.Agent("a").Block("notes").Doc(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := d.Render(); got != want {
@@ -77,7 +77,7 @@ func testWriteBackAcrossRebase(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	cold := openFile(t, path, nil)
-	if d, err = cold.GetBlock(ctx, "a", "notes"); err != nil {
+	if d, err = cold.Agent("a").Block("notes").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := d.Render(); got != want {
@@ -112,7 +112,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 		}
 		stores[i] = c
 	}
-	if _, err := stores[3].CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
+	if _, err := stores[3].Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: blocks.MaxCharLimit}); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -128,7 +128,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 				// At least minRebases rebases land among the appends.
 				for i := 0; i < appends || (rebased.Load() < minRebases && i < 20*appends); i++ {
 					line := fmt.Sprintf("s%d-g%d-%03d", s, g, i)
-					if err := c.AppendToBlock(ctx, "a", "notes", line+"\n"); err != nil {
+					if err := c.Agent("a").Block("notes").Append(ctx, line+"\n"); err != nil {
 						t.Errorf("append %s: %v", line, err)
 						return
 					}
@@ -159,7 +159,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 			}
 			// Store 3 writes through, store 0 writes back (its Rebase
 			// writes its own pending edits first).
-			if err := stores[[]int{3, 0}[n%2]].Rebase(ctx, "a", "notes"); err != nil {
+			if err := stores[[]int{3, 0}[n%2]].Agent("a").Block("notes").Rebase(ctx); err != nil {
 				t.Errorf("rebase %d: %v", n, err)
 				return
 			}
@@ -177,7 +177,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 		}
 	}
 	cold := openFile(t, path, nil)
-	d, err := cold.GetBlock(ctx, "a", "notes")
+	d, err := cold.Agent("a").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,12 +112,12 @@ func TestWritePathsAgree(t *testing.T) {
 	sugar := func(c *memory.Cache, agent string, e memory.Edit) (func() error, bool) {
 		switch e.Op {
 		case blocks.OpSetText:
-			return func() error { return c.UpdateBlockText(ctx, agent, "b", e.Text) }, true
+			return func() error { return c.Agent(agent).Block("b").SetText(ctx, e.Text) }, true
 		case blocks.OpAppendText:
-			return func() error { return c.AppendToBlock(ctx, agent, "b", e.Text) }, true
+			return func() error { return c.Agent(agent).Block("b").Append(ctx, e.Text) }, true
 		case blocks.OpReplaceText:
 			return func() error {
-				found, err := c.ReplaceInBlock(ctx, agent, "b", e.Old, e.Text)
+				found, err := c.Agent(agent).Block("b").Replace(ctx, e.Old, e.Text)
 				if found != (err == nil) {
 					return fmt.Errorf("ReplaceInBlock: found %v with error %v", found, err)
 				}
@@ -130,13 +130,13 @@ func TestWritePathsAgree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(t *testing.T, path string) (pathResult, bool) {
 				c := openFile(t, ":memory:", nil)
-				if _, err := c.CreateBlock(ctx, "ada", tc.spec); err != nil {
+				if _, err := c.Agent("ada").CreateBlock(ctx, tc.spec); err != nil {
 					t.Fatal(err)
 				}
-				agent, owner := "ada", ""
+				agent, owner := "ada", "ada"
 				if tc.share != 0 {
 					agent, owner = "bob", "ada"
-					if err := c.ShareBlock(ctx, "ada", "b", "bob", tc.share); err != nil {
+					if err := c.Agent("ada").Block("b").Share(ctx, "bob", tc.share); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -149,13 +149,13 @@ func TestWritePathsAgree(t *testing.T) {
 					}
 					err = f()
 				case "ApplyEdit":
-					err = c.ApplyEdit(ctx, agent, owner, "b", tc.edit)
+					err = c.Agent(agent).Shared(owner, "b").Apply(ctx, tc.edit)
 				case "view":
 					var doc *blocks.Document
 					if tc.share != 0 {
-						doc, err = c.GetSharedBlock(ctx, agent, owner, "b")
+						doc, err = c.Agent(agent).Shared(owner, "b").Doc(ctx)
 					} else {
-						doc, err = c.GetBlock(ctx, agent, "b")
+						doc, err = c.Agent(agent).Block("b").Doc(ctx)
 					}
 					if err != nil {
 						t.Fatal(err)
@@ -170,7 +170,7 @@ func TestWritePathsAgree(t *testing.T) {
 				// rendering, update rows and proposals.
 				var r pathResult
 				r.errs = errClass(err)
-				doc, gerr := c.GetBlock(ctx, "ada", "b")
+				doc, gerr := c.Agent("ada").Block("b").Doc(ctx)
 				if gerr != nil {
 					t.Fatal(gerr)
 				}
@@ -188,7 +188,7 @@ func TestWritePathsAgree(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.Backend().DB().QueryRow(`SELECT u.actor FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b' ORDER BY u.seq DESC LIMIT 1`).Scan(&r.lastActor)
-				ps, perr := c.ListProposals(ctx, "ada", "b")
+				ps, perr := c.Agent("ada").Block("b").Proposals(ctx)
 				if perr != nil {
 					t.Fatal(perr)
 				}

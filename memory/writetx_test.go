@@ -27,23 +27,23 @@ func TestApprovalCommitsWithTheEdit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if _, err := a.CreateBlock(ctx, "human", memory.BlockSpec{Label: "prefs", Value: "tea", Permission: blocks.Admin}); err != nil {
+			if _, err := a.Agent("human").CreateBlock(ctx, memory.BlockSpec{Label: "prefs", Value: "tea", Permission: blocks.Admin}); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.ShareBlock(ctx, "human", "prefs", "agent", blocks.Human); err != nil {
+			if err := a.Agent("human").Block("prefs").Share(ctx, "agent", blocks.Human); err != nil {
 				t.Fatal(err)
 			}
-			p, err := a.ProposeEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", coffee"}, "asked")
+			p, err := a.Agent("agent").Shared("human", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: ", coffee"}, "asked")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.ApproveProposal(ctx, p.ID, "human:h"); err != nil {
+			if err := a.Agent("human:h").ApproveProposal(ctx, p.ID); err != nil {
 				t.Fatal(err)
 			}
-			if r, err := b.RenderedContent(ctx, "human", "prefs"); err != nil || r != "tea, coffee" {
+			if r, err := b.Agent("human").Block("prefs").Render(ctx); err != nil || r != "tea, coffee" {
 				t.Fatalf("another process reads %q, %v; want the approved edit", r, err)
 			}
-			ps, err := b.ListProposals(ctx, "human", "prefs")
+			ps, err := b.Agent("human").Block("prefs").Proposals(ctx)
 			if err != nil || len(ps) != 1 || ps[0].Status != "approved" {
 				t.Fatalf("another process lists %+v, %v; want the proposal approved", ps, err)
 			}
@@ -61,10 +61,10 @@ func TestForeignApprovalDecisionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "a"}); err != nil {
+	if _, err := s.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := s.GetBlock(ctx, "ada", "notes")
+	view, err := s.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestForeignApprovalDecisionRefused(t *testing.T) {
 		if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 			t.Fatalf("decision %v: err = %v, want %v", tc.decision, err, tc.want)
 		}
-		if r, _ := s.RenderedContent(ctx, "ada", "notes"); r != tc.text {
+		if r, _ := s.Agent("ada").Block("notes").Render(ctx); r != tc.text {
 			t.Fatalf("decision %v: block reads %q, want %q", tc.decision, r, tc.text)
 		}
 	}

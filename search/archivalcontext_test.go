@@ -197,6 +197,7 @@ func TestArchivalContextFindsNeighbours(t *testing.T) {
 	for name, x := range map[string]*search.Index{"SQL": sqlx, "cache": cached} {
 		rs, err := x.Search(ctx, "adoption agencies", search.Scope{Agent: "a"},
 			search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -277,6 +277,7 @@ func testIsolationDeepPartition(t *testing.T, opts *search.IndexOptions) {
 	indexAll(t, ctx, db, x)
 	rs, err := x.Search(ctx, "quarterly revenue report figures", search.Scope{Agent: "alice"},
 		search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(5))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +406,7 @@ func testSelectiveFilter(t *testing.T, opts *search.IndexOptions) {
 	indexAll(t, ctx, db, x)
 	rs, err := x.Search(ctx, "common filler note", search.Scope{Agent: "a"},
 		search.NewOptions().Mode(search.Vector).Since(baseTime.Add(time.Minute)))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,6 +419,7 @@ func testSelectiveFilter(t *testing.T, opts *search.IndexOptions) {
 		dctx, cancel := context.WithTimeout(ctx, d)
 		_, err := x.Search(dctx, "common filler note", search.Scope{Agent: "a"},
 			search.NewOptions().Mode(search.Vector).Since(baseTime.Add(time.Minute)))
+
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("deadline %v: err %v does not match DeadlineExceeded", d, err)

@@ -70,6 +70,7 @@ func TestLoCoMoFusionAcrossTypes(t *testing.T) {
 			for i, x := range []*search.Index{byScore, byRank} {
 				res, err := x.Search(ctx, q.Question, search.Scope{Agent: "a"},
 					search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages, search.Archival).Limit(25))
+
 				if err != nil {
 					t.Fatal(err)
 				}

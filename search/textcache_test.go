@@ -359,6 +359,7 @@ func TestTextCacheUnderShortDeadlines(t *testing.T) {
 		// exactly one chance to meet the cache.
 		rs, err := x.Search(sctx, "flutter 42", search.Scope{Agent: "a"},
 			search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+
 		cancel()
 		if err != nil || len(rs) != 10 {
 			t.Fatalf("search while the cache builds: %d results, %v", len(rs), err)

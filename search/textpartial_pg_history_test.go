@@ -81,7 +81,7 @@ func (h *pgHistory) pick() string { return h.agents[h.r.IntN(len(h.agents))] }
 
 func (h *pgHistory) newBlock(agent string) {
 	label := fmt.Sprint("blk", len(h.labels[agent]), "-", h.r.IntN(1000))
-	if _, err := h.store.CreateBlock(context.Background(), agent, memory.BlockSpec{Label: label, Value: h.text(), Permission: blocks.Admin}); err != nil {
+	if _, err := h.store.Agent(agent).CreateBlock(context.Background(), memory.BlockSpec{Label: label, Value: h.text(), Permission: blocks.Admin}); err != nil {
 		h.fail(err)
 		return
 	}
@@ -123,7 +123,7 @@ func (h *pgHistory) op(i int) {
 		if r.IntN(3) == 0 {
 			e.Tags = []string{h.vocab[r.IntN(len(h.vocab))]}
 		}
-		if _, err := h.store.InsertArchival(ctx, h.pick(), e); err != nil {
+		if _, err := h.store.Agent(h.pick()).Archival().Insert(ctx, e); err != nil {
 			h.fail(err)
 		}
 	case 2:
@@ -132,7 +132,7 @@ func (h *pgHistory) op(i int) {
 		if err := h.b.DB().QueryRowContext(ctx, `SELECT id FROM archival WHERE agent = ? AND valid_to IS NULL ORDER BY random() LIMIT 1`, a).Scan(&id); err != nil {
 			return
 		}
-		if _, err := h.store.SupersedeArchival(ctx, a, id, memory.ArchivalEntry{Content: h.text()}); err != nil {
+		if _, err := h.store.Agent(a).Archival().Supersede(ctx, id, memory.ArchivalEntry{Content: h.text()}); err != nil {
 			h.fail(err)
 		}
 	case 3, 4: // appended to an open batch: a neighbour's context fills
@@ -141,13 +141,13 @@ func (h *pgHistory) op(i int) {
 		for range 1 + r.IntN(3) {
 			msgs = append(msgs, memory.Message{Role: memory.RoleUser, Content: h.text(), BatchID: batch})
 		}
-		if _, err := h.store.AppendMessages(ctx, h.pick(), msgs); err != nil {
+		if _, err := h.store.Agent(h.pick()).Messages().AppendMany(ctx, msgs); err != nil {
 			h.fail(err)
 		}
 	case 5:
 		a := h.pick()
 		if id, ok := h.randomID("archival", a); ok {
-			if err := h.store.DeleteArchival(ctx, a, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
+			if err := h.store.Agent(a).Archival().Delete(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
 				h.fail(err)
 			}
 		}
@@ -200,25 +200,25 @@ func (h *pgHistory) op(i int) {
 	case 17:
 		a := h.pick()
 		if ls := h.labels[a]; len(ls) > 0 {
-			if err := h.store.UpdateBlockText(ctx, a, ls[r.IntN(len(ls))], h.text()); err != nil {
+			if err := h.store.Agent(a).Block(ls[r.IntN(len(ls))]).SetText(ctx, h.text()); err != nil {
 				h.fail(err)
 			}
 		}
 	case 18:
 		a, with := h.pick(), h.pick()
 		if ls := h.labels[a]; len(ls) > 0 && a != with {
-			_ = h.store.ShareBlock(ctx, a, ls[r.IntN(len(ls))], with, blocks.ReadOnly)
+			_ = h.store.Agent(a).Block(ls[r.IntN(len(ls))]).Share(ctx, with, blocks.ReadOnly)
 		}
 	case 19:
 		a, with := h.pick(), h.pick()
 		if ls := h.labels[a]; len(ls) > 0 && a != with {
-			_ = h.store.UnshareBlock(ctx, a, ls[r.IntN(len(ls))], with)
+			_ = h.store.Agent(a).Block(ls[r.IntN(len(ls))]).Unshare(ctx, with)
 		}
 	case 20:
 		a := h.pick()
 		if ls := h.labels[a]; len(ls) > 1 {
 			i := r.IntN(len(ls))
-			if err := h.store.DeleteBlock(ctx, a, ls[i]); err != nil {
+			if err := h.store.Agent(a).Block(ls[i]).Delete(ctx); err != nil {
 				h.fail(err)
 			}
 			h.labels[a] = append(ls[:i:i], ls[i+1:]...)
@@ -428,7 +428,7 @@ func TestTextCachePartialPostgresScaleAfterDrop(t *testing.T) {
 			return
 		}
 		once = true
-		if err := p.store.DeleteArchival(context.Background(), "agent-3", victim); err != nil {
+		if err := p.store.Agent("agent-3").Archival().Delete(context.Background(), victim); err != nil {
 			t.Error(err)
 		}
 	})
@@ -465,10 +465,10 @@ func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.store.AppendMessages(ctx, "agent-1", []memory.Message{{Role: memory.RoleUser, Content: "gamma", BatchID: "solo"}}); err != nil {
+	if _, err := p.store.Agent("agent-1").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: "gamma", BatchID: "solo"}}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := p.store.AppendMessages(ctx, "agent-2", []memory.Message{{Role: memory.RoleUser, Content: "kappa lambda", BatchID: "b2"}})
+	q, err := p.store.Agent("agent-2").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: "kappa lambda", BatchID: "b2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func TestTextCachePartialPostgresTooBigShrinks(t *testing.T) {
 	if search.TextStatsReady(x, search.Archival) {
 		t.Fatal("statistics past their share")
 	}
-	if err := p.store.DeleteArchival(ctx, "agent-3", blob); err != nil {
+	if err := p.store.Agent("agent-3").Archival().Delete(ctx, blob); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -61,14 +61,14 @@ func TestTextCachePartialPostgres(t *testing.T) {
 	labels := map[string][]string{} // an agent's blocks
 	newBlock := func(agent string) {
 		label := fmt.Sprint("blk", len(labels[agent]), "-", r.IntN(1000))
-		if _, err := store.CreateBlock(ctx, agent, memory.BlockSpec{Label: label, Value: text(), Permission: blocks.Admin}); err != nil {
+		if _, err := store.Agent(agent).CreateBlock(ctx, memory.BlockSpec{Label: label, Value: text(), Permission: blocks.Admin}); err != nil {
 			t.Fatal(err)
 		}
 		labels[agent] = append(labels[agent], label)
 	}
 	for _, a := range agents {
 		for range 10 {
-			if _, err := store.InsertArchival(ctx, a, memory.ArchivalEntry{Content: text()}); err != nil {
+			if _, err := store.Agent(a).Archival().Insert(ctx, memory.ArchivalEntry{Content: text()}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -77,7 +77,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 			for range 4 {
 				msgs = append(msgs, memory.Message{Role: memory.RoleUser, Content: text(), BatchID: "b1"})
 			}
-			if _, err := store.AppendMessages(ctx, a, msgs); err != nil {
+			if _, err := store.Agent(a).Messages().AppendMany(ctx, msgs); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -131,7 +131,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 			if r.IntN(3) == 0 {
 				e.Metadata = map[string]any{"conversation": fmt.Sprint("c", r.IntN(2))}
 			}
-			if _, err := store.InsertArchival(ctx, pick(), e); err != nil {
+			if _, err := store.Agent(pick()).Archival().Insert(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -141,14 +141,14 @@ func TestTextCachePartialPostgres(t *testing.T) {
 			if err := b.DB().QueryRowContext(ctx, `SELECT id FROM archival WHERE agent = ? AND valid_to IS NULL ORDER BY random() LIMIT 1`, a).Scan(&id); err != nil {
 				return
 			}
-			if _, err := store.SupersedeArchival(ctx, a, id, memory.ArchivalEntry{Content: text()}); err != nil {
+			if _, err := store.Agent(a).Archival().Supersede(ctx, id, memory.ArchivalEntry{Content: text()}); err != nil {
 				t.Fatal(err)
 			}
 		},
 		func() {
 			a := pick()
 			if id, ok := randomID("archival", a); ok {
-				if err := store.DeleteArchival(ctx, a, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
+				if err := store.Agent(a).Archival().Delete(ctx, id); err != nil && !errors.Is(err, memory.ErrNotFound) {
 					t.Fatal(err)
 				}
 			}
@@ -158,7 +158,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 			for range 1 + r.IntN(2) {
 				msgs = append(msgs, memory.Message{Role: memory.RoleAssistant, Content: text(), BatchID: "b1"})
 			}
-			if _, err := store.AppendMessages(ctx, pick(), msgs); err != nil {
+			if _, err := store.Agent(pick()).Messages().AppendMany(ctx, msgs); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -181,7 +181,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 		func() {
 			a := pick()
 			if ls := labels[a]; len(ls) > 0 {
-				if err := store.UpdateBlockText(ctx, a, ls[r.IntN(len(ls))], text()); err != nil {
+				if err := store.Agent(a).Block(ls[r.IntN(len(ls))]).SetText(ctx, text()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -190,7 +190,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 			a := pick()
 			if ls := labels[a]; len(ls) > 1 {
 				i := r.IntN(len(ls))
-				if err := store.DeleteBlock(ctx, a, ls[i]); err != nil {
+				if err := store.Agent(a).Block(ls[i]).Delete(ctx); err != nil {
 					t.Fatal(err)
 				}
 				labels[a] = append(ls[:i:i], ls[i+1:]...)
@@ -199,13 +199,13 @@ func TestTextCachePartialPostgres(t *testing.T) {
 		func() {
 			a, with := pick(), pick()
 			if ls := labels[a]; len(ls) > 0 && a != with {
-				_ = store.ShareBlock(ctx, a, ls[r.IntN(len(ls))], with, blocks.ReadOnly)
+				_ = store.Agent(a).Block(ls[r.IntN(len(ls))]).Share(ctx, with, blocks.ReadOnly)
 			}
 		},
 		func() {
 			a, with := pick(), pick()
 			if ls := labels[a]; len(ls) > 0 && a != with {
-				_ = store.UnshareBlock(ctx, a, ls[r.IntN(len(ls))], with)
+				_ = store.Agent(a).Block(ls[r.IntN(len(ls))]).Unshare(ctx, with)
 			}
 		},
 	}
@@ -346,7 +346,7 @@ func newPGPartial(t *testing.T) *pgPartial {
 
 func (p *pgPartial) insert(agent, content string) int64 {
 	p.t.Helper()
-	e, err := p.store.InsertArchival(context.Background(), agent, memory.ArchivalEntry{Content: content})
+	e, err := p.store.Agent(agent).Archival().Insert(context.Background(), memory.ArchivalEntry{Content: content})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func (p *pgPartial) insert(agent, content string) int64 {
 
 func (p *pgPartial) message(agent, content string) {
 	p.t.Helper()
-	if _, err := p.store.AppendMessages(context.Background(), agent, []memory.Message{{Role: memory.RoleUser, Content: content, BatchID: "b1"}}); err != nil {
+	if _, err := p.store.Agent(agent).Messages().AppendMany(context.Background(), []memory.Message{{Role: memory.RoleUser, Content: content, BatchID: "b1"}}); err != nil {
 		p.t.Fatal(err)
 	}
 }
@@ -495,14 +495,14 @@ func TestTextCachePartialPostgresReplay(t *testing.T) {
 		once = true
 		defer close(hooked)
 		p.insert("agent-3", "crane gone soon")
-		if err := p.store.DeleteArchival(context.Background(), "agent-3", agent3[1]); err != nil {
+		if err := p.store.Agent("agent-3").Archival().Delete(context.Background(), agent3[1]); err != nil {
 			t.Error(err)
 		}
 		if _, err := x.Search(context.Background(), "crane", search.Scope{Agent: "agent-2"}, search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Error(err)
 		}
 	})
-	if err := p.store.DeleteArchival(ctx, "agent-3", agent3[0]); err != nil {
+	if err := p.store.Agent("agent-3").Archival().Delete(ctx, agent3[0]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-2"}, search.NewOptions().Mode(search.FTS)); err != nil {
@@ -704,7 +704,7 @@ func BenchmarkTextStatsPass(b *testing.B) {
 func TestTextCachePartialPostgresConformance(t *testing.T) {
 	testenv.SkipUnlessLong(t, "the whole store conformance suite again, over a partial cache")
 	srv := pgtest.Start(t)
-	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) memory.Store {
+	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Cache {
 		ctx := context.Background()
 		c, err := memory.Open(ctx, srv.NewDatabase(t), &memory.Options{Approver: approver, Embedder: search.NewOffline(64)})
 		if err != nil {
@@ -796,7 +796,7 @@ func TestTextCachePartialPostgresBulkKind(t *testing.T) {
 	}
 	passes, counted := search.TextStatsPasses(x), search.TextStatsCounted(x)
 	for i := range 5 { // marked dirty; the next search over blocks indexes them
-		if _, err := p.store.CreateBlock(ctx, "agent-1", memory.BlockSpec{Label: fmt.Sprint("note", i), Value: "crane log", Permission: blocks.Admin}); err != nil {
+		if _, err := p.store.Agent("agent-1").CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprint("note", i), Value: "crane log", Permission: blocks.Admin}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -131,6 +131,7 @@ func TestVectorCacheMatchesSQL(t *testing.T) {
 	}
 	rs, err := cached.Search(ctx, "juliet juliet juliet", search.Scope{Agent: "a"},
 		search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(1))
+
 	if err != nil || len(rs) != 1 || rs[0].ID != 7 || rs[0].Source.Distance > 1e-5 {
 		t.Fatalf("re-put vector: %+v, %v", rs, err)
 	}

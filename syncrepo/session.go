@@ -64,7 +64,7 @@ type Options struct {
 	Rate  float64
 	Burst int
 	// Poll is how often the Session asks the store whether any block the
-	// agent sees changed (memory.Cache.BlocksStamp: one indexed query, or
+	// agent sees changed (memory.Agent.BlocksStamp: one indexed query, or
 	// on SQLite none while nothing was committed) to push changes to the
 	// peer. A Notifier also wakes the Session at each change it
 	// signals; the poll then carries only what it cannot signal. Default

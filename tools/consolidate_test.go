@@ -28,11 +28,11 @@ func TestArchivalConsolidateTool(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Content, `"proposal":`) {
 		t.Fatalf("consolidate: %+v", res)
 	}
-	ps, err := st.ListProposals(context.Background(), "alice", "")
+	ps, err := st.Agent("alice").Proposals(context.Background())
 	if err != nil || len(ps) != 1 || ps[0].Merge == nil {
 		t.Fatalf("proposals %+v, %v", ps, err)
 	}
-	if n, _ := st.ListArchival(context.Background(), "alice", nil); len(n) != 2 {
+	if n, _ := st.Agent("alice").Archival().List(context.Background(), nil); len(n) != 2 {
 		t.Fatalf("the tool changed memory: %d live entries", len(n))
 	}
 }

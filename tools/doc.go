@@ -15,7 +15,7 @@
 //   - log_append: add a timestamped entry, with extra fields, to a log block.
 //   - archival_insert: save an archival entry with tags and metadata.
 //   - archival_consolidate: find near-duplicate archival entries and propose
-//     merging them (memory.Cache.Consolidate; merges wait for approval).
+//     merging them (memory.Archival.Consolidate; merges wait for approval).
 //   - archival_search: search archival memory (fts, vector, hybrid, auto),
 //     with tag and time filters; JSON results with id, snippet, score and
 //     how the score was computed.

@@ -44,7 +44,7 @@ func cmdConsolidate(fs *flag.FlagSet) runFunc {
 		defer a.close()
 		var reps []*memory.ConsolidateReport
 		for n := 0; rounds == 0 || n < rounds; n++ {
-			rep, err := s.Consolidate(ctx, agent, &o)
+			rep, err := s.Agent(agent).Archival().Consolidate(ctx, &o)
 			if rep != nil && (err == nil || rep.Examined > 0) {
 				reps = append(reps, rep)
 			}

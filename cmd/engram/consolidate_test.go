@@ -17,7 +17,7 @@ func TestConsolidateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"The build runs on Fridays.", "the build runs on fridays", "Deploys need two reviews."} {
-		if _, err := s.InsertArchival(context.Background(), "ada", memory.ArchivalEntry{Content: c}); err != nil {
+		if _, err := s.Agent("ada").Archival().Insert(context.Background(), memory.ArchivalEntry{Content: c}); err != nil {
 			t.Fatal(err)
 		}
 	}

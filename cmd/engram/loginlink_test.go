@@ -56,10 +56,10 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := u.Query().Get("link")
-	if tok, err := store.UseLoginLink(context.Background(), secret); err != nil || tok.Human != "alice" {
+	if tok, err := store.Tokens().UseLoginLink(context.Background(), secret); err != nil || tok.Human != "alice" {
 		t.Fatalf("using the printed link: %+v %v", tok, err)
 	}
-	if _, err := store.UseLoginLink(context.Background(), secret); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+	if _, err := store.Tokens().UseLoginLink(context.Background(), secret); !errors.Is(err, memory.ErrLoginLinkInvalid) {
 		t.Fatalf("second use of the printed link: %v", err)
 	}
 
@@ -103,9 +103,9 @@ func TestServeUILoginLink(t *testing.T) {
 	f := startServe(t, store, nil)
 	alice, _ := newToken(t, store, memory.TokenSpec{Human: "alice"})
 	bob, _ := newToken(t, store, memory.TokenSpec{Human: "bob"})
-	link := func(tok memory.Token, ttl time.Duration) string {
+	link := func(tok memory.AccessToken, ttl time.Duration) string {
 		t.Helper()
-		s, err := store.CreateLoginLink(ctx, tok.ID, ttl)
+		s, err := store.Tokens().CreateLoginLink(ctx, tok.ID, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestServeUILoginLink(t *testing.T) {
 	resp, body = do(noFollow, http.MethodGet, expiring)
 	refused("expired link", resp, body)
 	revoked := link(bob, time.Hour)
-	if err := store.RevokeToken(ctx, bob.ID); err != nil {
+	if err := store.Tokens().Revoke(ctx, bob.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = do(noFollow, http.MethodGet, revoked)
@@ -210,7 +210,7 @@ func TestServeLoginLinkTwoProcesses(t *testing.T) {
 			b, _ := startServeProcess(t, db)
 			noFollow := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			for round := 0; round < 3; round++ {
-				secret, err := store.CreateLoginLink(ctx, alice.ID, time.Hour)
+				secret, err := store.Tokens().CreateLoginLink(ctx, alice.ID, time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}

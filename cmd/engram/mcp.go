@@ -50,7 +50,7 @@ func cmdMCP(fs *flag.FlagSet) runFunc {
 }
 
 // resourcePoll is how often the server checks whether the agent's blocks
-// or shares changed (one indexed query: memory.Cache.BlocksStamp), in this
+// or shares changed (one indexed query: memory.Agent.BlocksStamp), in this
 // process or another on the same store.
 const resourcePoll = 500 * time.Millisecond
 

@@ -142,7 +142,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 // engram ui's pages.
 func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
 	o := c.opts
-	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = store, log, readTools, store
+	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = store.Tokens(), log, readTools, store
 	for _, origin := range strings.Split(c.origins, ",") {
 		if origin = strings.TrimSpace(origin); origin != "" {
 			o.Origins = append(o.Origins, origin)

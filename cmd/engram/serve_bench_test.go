@@ -72,7 +72,7 @@ func BenchmarkServeSessions(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	_, secret, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
+	_, secret, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
 	c := &serveConfig{}
 	c.opts.Rate, c.opts.Burst = 1e9, 1<<30
 	h, err := newServeHandler(store, c, nil)
@@ -112,7 +112,7 @@ func stdioSession(b *testing.B, ctx context.Context, store *memory.Cache) *mcp.C
 }
 
 func httpSession(b *testing.B, ctx context.Context, store *memory.Cache) *mcp.ClientSession {
-	_, secret, err := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
+	_, secret, err := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,8 +26,8 @@ func FuzzServeRequest(f *testing.F) {
 	}
 	defer store.Close()
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
-	_, rw, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada"})
-	_, ro, _ := store.CreateToken(ctx, memory.TokenSpec{Agent: "ada", ReadOnly: true})
+	_, rw, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
+	_, ro, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada", ReadOnly: true})
 	h, err := newServeHandler(store, &serveConfig{opts: serve.Options{Rate: 1e9, Burst: 1 << 30, MaxSessions: 1 << 20, AuthFailureBurst: 1 << 30, AuthFailureGlobalBurst: 1 << 30}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {

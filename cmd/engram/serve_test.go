@@ -85,9 +85,9 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
-func newToken(t *testing.T, store *memory.Cache, spec memory.TokenSpec) (memory.Token, string) {
+func newToken(t *testing.T, store *memory.Cache, spec memory.TokenSpec) (memory.AccessToken, string) {
 	t.Helper()
-	tok, secret, err := store.CreateToken(context.Background(), spec)
+	tok, secret, err := store.Tokens().Create(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestServeRefusesBadTokens(t *testing.T) {
 	}
 	// ...until it is revoked (by another store on the file: another process).
 	other2 := openServeStoreAt(t, path)
-	if err := other2.RevokeToken(ctx, good.ID); err != nil {
+	if err := other2.Tokens().Revoke(ctx, good.ID); err != nil {
 		t.Fatal(err)
 	}
 	if resp := post(t, f.url, secret, session, appendCall("notes", "", "INTRUDER"), nil); resp.StatusCode != http.StatusUnauthorized {
@@ -616,7 +616,7 @@ func TestServeUI(t *testing.T) {
 		t.Fatalf("proposal after approval: %+v", ps)
 	}
 	// Revoked: the login ends on the next request.
-	if err := store.RevokeToken(ctx, alice.ID); err != nil {
+	if err := store.Tokens().Revoke(ctx, alice.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, _ = b.Get(f.url + "/ui/proposals")
@@ -661,14 +661,14 @@ func TestServeDropsIdleServers(t *testing.T) {
 func TestServeUIEventStream(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		end  func(t *testing.T, f *serveFixture, b *http.Client, tok memory.Token)
+		end  func(t *testing.T, f *serveFixture, b *http.Client, tok memory.AccessToken)
 	}{
-		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok memory.Token) {
-			if err := f.store.RevokeToken(context.Background(), tok.ID); err != nil {
+		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok memory.AccessToken) {
+			if err := f.store.Tokens().Revoke(context.Background(), tok.ID); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ memory.Token) {
+		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ memory.AccessToken) {
 			req, _ := http.NewRequest(http.MethodPost, f.url+"/ui/logout", nil)
 			req.Header.Set("Origin", f.url)
 			resp, err := b.Do(req)
@@ -677,7 +677,7 @@ func TestServeUIEventStream(t *testing.T) {
 			}
 			resp.Body.Close()
 		}},
-		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ memory.Token) {
+		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ memory.AccessToken) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			if err := f.h.Shutdown(ctx); err != nil {

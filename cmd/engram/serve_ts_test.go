@@ -33,7 +33,7 @@ func TestServeTypeScriptClient(t *testing.T) {
 	f := startServe(t, store, nil)
 	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
 	revoked, revokedSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	store.RevokeToken(ctx, revoked.ID)
+	store.Tokens().Revoke(ctx, revoked.ID)
 
 	run := exec.Command(node, "client.js", f.url+"/mcp", secret, revokedSecret)
 	run.Dir = dir

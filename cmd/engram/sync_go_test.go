@@ -241,7 +241,7 @@ func TestSyncDoor(t *testing.T) {
 	}
 
 	// Revocation closes the connection.
-	if err := store.RevokeToken(ctx, tok.ID); err != nil {
+	if err := store.Tokens().Revoke(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !p.until(func(p *goPeer) bool { return p.closed != nil }) || websocket.CloseStatus(p.closed) != websocket.StatusPolicyViolation {
@@ -469,8 +469,8 @@ func TestSyncURLCLI(t *testing.T) {
 		t.Errorf("bob's URL %q, ada's %q", again, u)
 	}
 	store := openServeStoreAt(t, db)
-	if o, l, err := store.DocumentBlock(context.Background(), "ada", id); err != nil || o != "ada" || l != "notes" {
-		t.Errorf("the URL resolves to %q %q %v", o, l, err)
+	if b, err := store.Agent("ada").DocumentBlock(context.Background(), id); err != nil || b.Owner() != "ada" || b.Label() != "notes" {
+		t.Errorf("the URL resolves to %v %v", b, err)
 	}
 	if _, errs, code := cli(t, db, "", "sync", "url", "--agent", "eve", "--owner", "ada", "--label", "notes"); code == 0 {
 		t.Errorf("eve got a URL for a block not shared with her: %s", errs)

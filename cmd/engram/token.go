@@ -29,7 +29,7 @@ type tokenJSON struct {
 	Token string `json:"token,omitempty"`
 }
 
-func toTokenJSON(t memory.Token) tokenJSON {
+func toTokenJSON(t memory.AccessToken) tokenJSON {
 	opt := func(at time.Time) *time.Time {
 		if at.IsZero() {
 			return nil
@@ -57,7 +57,7 @@ func cmdTokenCreate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		t, secret, err := s.CreateToken(ctx, spec)
+		t, secret, err := s.Tokens().Create(ctx, spec)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func cmdTokenList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		ts, err := s.Tokens(ctx)
+		ts, err := s.Tokens().List(ctx)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func cmdTokenRevoke(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		if err := s.RevokeToken(ctx, id); err != nil {
+		if err := s.Tokens().Revoke(ctx, id); err != nil {
 			return err
 		}
 		return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
@@ -174,7 +174,7 @@ func cmdTokenLoginURL(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		secret, err := s.CreateLoginLink(ctx, id, ttl)
+		secret, err := s.Tokens().CreateLoginLink(ctx, id, ttl)
 		if err != nil {
 			return err
 		}

@@ -236,7 +236,7 @@ func (h *Harness) seed(ctx context.Context) error {
 		{&h.attacker, memory.TokenSpec{Agent: AttackerAgent, Name: "attacker"}},
 		{&h.readOnly, memory.TokenSpec{Agent: AttackerAgent, Name: "attacker read-only", ReadOnly: true}},
 	} {
-		if _, *t.secret, err = st.CreateToken(ctx, t.spec); err != nil {
+		if _, *t.secret, err = st.Tokens().Create(ctx, t.spec); err != nil {
 			return fmt.Errorf("abuse: create the %s token: %w", t.spec.Name, err)
 		}
 	}

@@ -254,7 +254,7 @@ func TestLettaAcceptsExportOfEngramAgents(t *testing.T) {
 			t.Fatalf("block %q: %v", spec.Label, err)
 		}
 	}
-	if err := s.ShareBlock(ctx, "ada", "persona", "bo", blocks.ReadOnly); err != nil {
+	if err := s.Agent("ada").Block("persona").Share(ctx, "bo", blocks.ReadOnly); err != nil {
 		t.Fatal(err)
 	}
 
@@ -264,7 +264,7 @@ func TestLettaAcceptsExportOfEngramAgents(t *testing.T) {
 	if _, err := bo.CreateBlock(ctx, memory.BlockSpec{Label: "human", Type: blocks.Core, Value: "The user is Sam."}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetProfile(ctx, "bo", memory.Profile{
+	if err := s.Agent("bo").SetProfile(ctx, memory.Profile{
 		System: "You are Bo.",
 		Model:  "gpt-4o-mini",
 		Tools: []memory.ToolDefinition{

@@ -19,8 +19,9 @@ import (
 
 func archivalIDs(t *testing.T, s *memory.Cache, agent, query string) []int64 {
 	t.Helper()
-	res, err := s.Search(context.Background(), agent, query,
+	res, err := s.Agent(agent).Search(context.Background(), query,
 		search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(true).Limit(100))
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestArchivalConversationValuesPostgres(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			agent := "a-" + strings.ReplaceAll(tc.name, " ", "-")
 			for _, content := range []string{"we adopted a greyhound", "what a lovely albatross"} {
-				if _, err := c.InsertArchival(ctx, agent, memory.ArchivalEntry{Content: content,
+				if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: content,
 					Metadata: map[string]any{"session": tc.conv}}); err != nil {
 					t.Fatalf("insert with session %.40v: %v", tc.conv, err)
 				}
@@ -117,7 +117,7 @@ func TestArchivalConversationLargeNeighboursPostgres(t *testing.T) {
 		for b.Len() < size {
 			fmt.Fprintf(&b, "w%x ", r.Uint64()&0xffffffffff)
 		}
-		if _, err := c.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: b.String(),
+		if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: b.String(),
 			Metadata: map[string]any{"session": "big"}}); err != nil {
 			t.Fatalf("entry %d (%d bytes): %v", i, size, err)
 		}

@@ -48,20 +48,20 @@ func TestBlocksChangedByNotification(t *testing.T) {
 		return n
 	}
 	eventually(t, 10*time.Second, "stores did not start listening", func() bool { return listeners() == 2 })
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		what string
 		f    func() error
 	}{
-		{"append", func() error { return a.AppendToBlock(ctx, "ada", "notes", "x\n") }},
-		{"pin", func() error { return a.SetBlockPinned(ctx, "ada", "notes", true) }},
+		{"append", func() error { return a.Agent("ada").Block("notes").Append(ctx, "x\n") }},
+		{"pin", func() error { return a.Agent("ada").Block("notes").SetPinned(ctx, true) }},
 		{"create", func() error {
-			_, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
+			_, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
 			return err
 		}},
-		{"delete", func() error { return a.DeleteBlock(ctx, "ada", "tmp") }},
+		{"delete", func() error { return a.Agent("ada").Block("tmp").Delete(ctx) }},
 	} {
 		// Drain what earlier steps may still deliver.
 		for waitClosed(b.BlocksChanged(), 50*time.Millisecond) {

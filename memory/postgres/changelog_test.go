@@ -61,7 +61,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 	}
 	defer writer.Close()
 	for _, c := range []string{"a zebra at the harbour", "cranes lift cargo", "the zebra crossing"} {
-		if _, err := writer.InsertArchival(ctx, "ann", memory.ArchivalEntry{Content: c}); err != nil {
+		if _, err := writer.Agent("ann").Archival().Insert(ctx, memory.ArchivalEntry{Content: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 
 	find := func(s *memory.Cache, agent string, mode search.Mode) []hit {
 		t.Helper()
-		rs, err := s.SearchArchival(ctx, agent, lateText, search.NewOptions().Mode(mode).Limit(10))
+		rs, err := s.Agent(agent).Archival().Search(ctx, lateText, search.NewOptions().Mode(mode).Limit(10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 	// catching up with them. (Another agent's: the store writes one
 	// agent's archival one transaction at a time, and the slow writer's
 	// insert holds ann's storage-usage row.)
-	early, err := writer.InsertArchival(ctx, "bob", memory.ArchivalEntry{Content: "zebra early in the morning"})
+	early, err := writer.Agent("bob").Archival().Insert(ctx, memory.ArchivalEntry{Content: "zebra early in the morning"})
 	if err != nil {
 		t.Fatal(err)
 	}

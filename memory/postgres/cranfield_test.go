@@ -109,7 +109,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 		if strings.TrimSpace(text) == "" || (emb != nil && cran.DocVectors[d.ID] == nil) {
 			continue
 		}
-		e, err := st.InsertArchival(ctx, "cran", memory.ArchivalEntry{Content: text})
+		e, err := st.Agent("cran").Archival().Insert(ctx, memory.ArchivalEntry{Content: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func cranfieldRun(t *testing.T, st *memory.Cache, fullText string, cran *eval.Cr
 	var lat []time.Duration
 	for _, q := range cran.Queries {
 		t1 := time.Now()
-		rs, err := st.SearchArchival(ctx, "cran", q.Text, search.NewOptions().Mode(mode).Limit(100))
+		rs, err := st.Agent("cran").Archival().Search(ctx, q.Text, search.NewOptions().Mode(mode).Limit(100))
 		lat = append(lat, time.Since(t1))
 		if errors.Is(err, search.ErrInvalidQuery) {
 			continue

@@ -20,7 +20,7 @@ import (
 
 func messageIDs(t *testing.T, s *memory.Cache, agent, query string) []int64 {
 	t.Helper()
-	res, err := s.Search(context.Background(), agent, query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100))
+	res, err := s.Agent(agent).Search(context.Background(), query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestMessageContextLargeNeighboursPostgres(t *testing.T) {
 	}
 	var out []memory.Message
 	for _, m := range msgs {
-		m, err := c.AppendMessage(ctx, "a", m)
+		m, err := c.Agent("a").Messages().Append(ctx, m)
 		if err != nil {
 			t.Fatalf("append beside a large neighbour: %v", err)
 		}

@@ -54,11 +54,11 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 		return n
 	}
 	eventually(t, 10*time.Second, "stores did not start listening", func() bool { return listeners() == 2 })
-	if _, err := a.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	text := func() string {
-		doc, err := b.GetBlock(ctx, "ada", "notes")
+		doc, err := b.Agent("ada").Block("notes").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	if got := text(); got != "" {
 		t.Fatalf("b sees %q", got)
 	}
-	if err := a.AppendToBlock(ctx, "ada", "notes", "first\n"); err != nil {
+	if err := a.Agent("ada").Block("notes").Append(ctx, "first\n"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "b never saw a's append", func() bool { return text() == "first\n" })
@@ -82,23 +82,23 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	if killed != 2 {
 		t.Fatalf("terminated %d listeners, want 2", killed)
 	}
-	if err := a.AppendToBlock(ctx, "ada", "notes", "second\n"); err != nil {
+	if err := a.Agent("ada").Block("notes").Append(ctx, "second\n"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "b never saw the append made while notifications were down",
 		func() bool { return text() == "first\nsecond\n" })
 	// Notifications flow again: a third change arrives too.
 	eventually(t, 10*time.Second, "listeners did not reconnect", func() bool { return listeners() == 2 })
-	if err := a.ApplyEdit(ctx, "ada", "", "notes", memory.Edit{Op: blocks.OpAppendText, Text: "third\n"}); err != nil {
+	if err := a.Agent("ada").Block("notes").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "third\n"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "b never saw the third append", func() bool { return strings.HasSuffix(text(), "third\n") })
 	// Deleting the block reaches b too.
-	if err := a.DeleteBlock(ctx, "ada", "notes"); err != nil {
+	if err := a.Agent("ada").Block("notes").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "b still serves a deleted block", func() bool {
-		_, err := b.GetBlock(ctx, "ada", "notes")
+		_, err := b.Agent("ada").Block("notes").Doc(ctx)
 		return err != nil
 	})
 }

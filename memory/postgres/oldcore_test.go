@@ -46,12 +46,12 @@ func TestOpensDatabaseOfAnEarlyCore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "alpha", Permission: blocks.Admin}); err != nil {
+			if _, err := s.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "alpha", Permission: blocks.Admin}); err != nil {
 				t.Fatal(err)
 			}
 			find := func(word string) {
 				t.Helper()
-				rs, err := s.Search(ctx, "ada", word, search.NewOptions().Mode(search.FTS))
+				rs, err := s.Agent("ada").Search(ctx, word, search.NewOptions().Mode(search.FTS))
 				if err != nil {
 					t.Fatalf("search %q: %v", word, err)
 				}
@@ -60,14 +60,14 @@ func TestOpensDatabaseOfAnEarlyCore(t *testing.T) {
 				}
 			}
 			find("alpha")
-			if err := s.AppendToBlock(ctx, "ada", "notes", " zebra"); err != nil {
+			if err := s.Agent("ada").Block("notes").Append(ctx, " zebra"); err != nil {
 				t.Fatal(err)
 			}
 			find("zebra")
-			if _, err := s.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "quokka"}); err != nil {
+			if _, err := s.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "quokka"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeleteBlock(ctx, "ada", "notes"); err != nil {
+			if err := s.Agent("ada").Block("notes").Delete(ctx); err != nil {
 				t.Fatal(err)
 			}
 			find("quokka")

@@ -54,7 +54,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 		return strings.Join(w, " ")
 	}
 	for _, a := range agents {
-		if _, err := writers[0].InsertArchival(ctx, a, memory.ArchivalEntry{Content: "harbour crane at dawn"}); err != nil {
+		if _, err := writers[0].Agent(a).Archival().Insert(ctx, memory.ArchivalEntry{Content: "harbour crane at dawn"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,13 +114,13 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 					var err error
 					switch i % 5 {
 					case 0, 1:
-						_, err = s.InsertArchival(ctx, a, memory.ArchivalEntry{Content: text(r)})
+						_, err = s.Agent(a).Archival().Insert(ctx, memory.ArchivalEntry{Content: text(r)})
 					case 2:
-						_, err = s.AppendMessages(ctx, a, []memory.Message{{Role: memory.RoleUser, Content: text(r), BatchID: fmt.Sprint("b", g)}})
+						_, err = s.Agent(a).Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: text(r), BatchID: fmt.Sprint("b", g)}})
 					case 3:
 						var got []memory.ArchivalEntry
-						if got, err = s.ListArchival(ctx, a, nil); err == nil && len(got) > 1 {
-							_, err = s.SupersedeArchival(ctx, a, got[r.IntN(len(got))].ID, memory.ArchivalEntry{Content: text(r)})
+						if got, err = s.Agent(a).Archival().List(ctx, nil); err == nil && len(got) > 1 {
+							_, err = s.Agent(a).Archival().Supersede(ctx, got[r.IntN(len(got))].ID, memory.ArchivalEntry{Content: text(r)})
 							if err != nil && strings.Contains(err.Error(), "not found") {
 								err = nil // superseded by the other writer first
 							}
@@ -128,7 +128,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 					case 4:
 						label := fmt.Sprintf("w%d-g%d", w, g)
 						if i < 5 {
-							_, err = s.CreateBlock(ctx, a, memory.BlockSpec{Label: label, Value: text(r)})
+							_, err = s.Agent(a).CreateBlock(ctx, memory.BlockSpec{Label: label, Value: text(r)})
 						}
 					}
 					if err != nil {
@@ -153,7 +153,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 				default:
 				}
 				for _, mode := range []search.Mode{search.FTS, search.Vector} {
-					if _, err := s.Search(ctx, agents[r.IntN(len(agents))], words[r.IntN(len(words))], search.NewOptions().Mode(mode)); err != nil {
+					if _, err := s.Agent(agents[r.IntN(len(agents))]).Search(ctx, words[r.IntN(len(words))], search.NewOptions().Mode(mode)); err != nil {
 						errs <- err
 						return
 					}
@@ -167,7 +167,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	// The caches caught up with every other commit, past the open
 	// transaction.
 	for _, s := range []*memory.Cache{whole, partial} {
-		if _, err := s.Search(ctx, "ann", "zebra", search.NewOptions().Mode(search.FTS)); err != nil {
+		if _, err := s.Agent("ann").Search(ctx, "zebra", search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			before := s.Index().CacheStats().TextLegs
-			if _, err := s.Search(ctx, "ann", "harbour", search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival|search.Messages)); err != nil {
+			if _, err := s.Agent("ann").Search(ctx, "harbour", search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival|search.Messages)); err != nil {
 				t.Fatal(err)
 			}
 			if s.Index().CacheStats().TextLegs == before+2 {
@@ -222,7 +222,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	types := search.Archival | search.Messages
 	run := func(s *memory.Cache, agent, q string, mode search.Mode) []hit {
 		t.Helper()
-		rs, err := s.Search(ctx, agent, q, search.NewOptions().Mode(mode).ContentTypes(types).Limit(500))
+		rs, err := s.Agent(agent).Search(ctx, q, search.NewOptions().Mode(mode).ContentTypes(types).Limit(500))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestReembedPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"the kettle is in the kitchen", "bicycles need oil each spring", "the garden gate squeaks"} {
-		if _, err := a.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: text}); err != nil {
+		if _, err := a.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestReembedPostgres(t *testing.T) {
 	if want := map[bool]string{true: "pgvector", false: "in-process"}[pgv]; b.Index().VectorEngine() != want {
 		t.Errorf("VectorEngine = %q, want %q", b.Index().VectorEngine(), want)
 	}
-	rs, err := b.SearchArchival(ctx, "ada", "kettle kitchen", search.NewOptions().Mode(search.Vector).Limit(1))
+	rs, err := b.Agent("ada").Archival().Search(ctx, "kettle kitchen", search.NewOptions().Mode(search.Vector).Limit(1))
 	if err != nil || len(rs) != 1 || rs[0].Content != "the kettle is in the kitchen" {
 		t.Fatalf("vector search after Reembed: %v, %v", rs, err)
 	}

@@ -39,7 +39,7 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 	results := func(query string, types search.ContentType) []search.Result {
 		t.Helper()
 		before := reader.Index().CacheStats().TextLegs
-		rs, err := reader.Search(ctx, "ann", query, fts(types))
+		rs, err := reader.Agent("ann").Search(ctx, query, fts(types))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +65,9 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 		return out
 	}
 
-	e, err := writer.InsertArchival(ctx, "ann", memory.ArchivalEntry{Content: "the zebra crossing by the harbour",
+	e, err := writer.Agent("ann").Archival().Insert(ctx, memory.ArchivalEntry{Content: "the zebra crossing by the harbour",
 		Metadata: map[string]any{"place": map[string]any{"town": "Kilkenny"}, "count": 3, "checked": true}})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,33 +77,33 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 	if got := ids("kilkenny", search.Archival); !slices.Equal(got, []int64{e.ID}) {
 		t.Fatalf("a nested metadata value: %v, want [%d]", got, e.ID)
 	}
-	newer, err := writer.SupersedeArchival(ctx, "ann", e.ID, memory.ArchivalEntry{Content: "the zebra crossing moved to the square"})
+	newer, err := writer.Agent("ann").Archival().Supersede(ctx, e.ID, memory.ArchivalEntry{Content: "the zebra crossing moved to the square"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids("zebra", search.Archival); !slices.Equal(got, []int64{newer.ID}) {
 		t.Fatalf("after superseding: %v, want only [%d]", got, newer.ID)
 	}
-	if err := writer.DeleteArchival(ctx, "ann", newer.ID); err != nil {
+	if err := writer.Agent("ann").Archival().Delete(ctx, newer.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids("square", search.Archival); len(got) != 0 {
 		t.Fatalf("a deleted entry is still found: %v", got)
 	}
-	msgs, err := writer.AppendMessages(ctx, "ann", []memory.Message{{Role: "user", Content: "meet me at the lighthouse", BatchID: "b1"}})
+	msgs, err := writer.Agent("ann").Messages().AppendMany(ctx, []memory.Message{{Role: "user", Content: "meet me at the lighthouse", BatchID: "b1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids("lighthouse", search.Messages); !slices.Equal(got, []int64{msgs[0].ID}) {
 		t.Fatalf("a new message: %v, want [%d]", got, msgs[0].ID)
 	}
-	if _, err := writer.CreateBlock(ctx, "ann", memory.BlockSpec{Label: "notes", Value: "carrots in the north bed", Permission: blocks.Admin}); err != nil {
+	if _, err := writer.Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "carrots in the north bed", Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	if got := labels("carrots"); !slices.Equal(got, []string{"notes"}) {
 		t.Fatalf("a new block: %v, want [notes]", got)
 	}
-	if err := writer.UpdateBlockText(ctx, "ann", "notes", "parsnips in the north bed"); err != nil {
+	if err := writer.Agent("ann").Block("notes").SetText(ctx, "parsnips in the north bed"); err != nil {
 		t.Fatal(err)
 	}
 	if got := labels("carrots"); len(got) != 0 {
@@ -111,7 +112,7 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 	if got := labels("parsnips"); !slices.Equal(got, []string{"notes"}) {
 		t.Fatalf("a block's new text: %v, want [notes]", got)
 	}
-	if err := writer.DeleteBlock(ctx, "ann", "notes"); err != nil {
+	if err := writer.Agent("ann").Block("notes").Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := labels("parsnips"); len(got) != 0 {

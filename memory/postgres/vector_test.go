@@ -34,7 +34,7 @@ func TestVectorEngines(t *testing.T) {
 	}
 	insert := func(c *memory.Cache, text string) {
 		t.Helper()
-		if _, err := c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: text}); err != nil {
+		if _, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestVectorEngines(t *testing.T) {
 		t.Helper()
 		// Limit 1 among decoys: the KNN's own first answer decides, no
 		// exact-distance fallback over a short partition.
-		rs, err := c.SearchArchival(ctx, "ada", query, search.NewOptions().Mode(search.Vector).Limit(1))
+		rs, err := c.Agent("ada").Archival().Search(ctx, query, search.NewOptions().Mode(search.Vector).Limit(1))
 		if err != nil {
 			t.Fatalf("%s search %q: %v", c.Index().VectorEngine(), query, err)
 		}

@@ -109,6 +109,7 @@ func searchRanking(t *testing.T, x *search.Index) []string {
 		for _, q := range append(slices.Clone(ownerRangeVocab), "cache comet") {
 			rs, err := x.Search(context.Background(), q, search.Scope{Agent: agent},
 				search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks).Limit(6))
+
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,10 +32,10 @@ func TestInMemoryURIsOpen(t *testing.T) {
 				t.Fatalf("Open: %v (after %v)", err, time.Since(start).Round(time.Millisecond))
 			}
 			defer s.Close()
-			if _, err := s.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes", Value: "kept"}); err != nil {
+			if _, err := s.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "kept"}); err != nil {
 				t.Fatal(err)
 			}
-			if r, err := s.RenderedContent(ctx, "ada", "notes"); err != nil || r != "kept" {
+			if r, err := s.Agent("ada").Block("notes").Render(ctx); err != nil || r != "kept" {
 				t.Fatalf("reads %q, %v", r, err)
 			}
 			if p, ok := memory.SQLitePath(target); !ok || p != ":memory:" {

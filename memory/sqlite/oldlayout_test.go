@@ -41,14 +41,14 @@ func TestOpensDatabaseFromBeforeTheMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	doc, err := st.GetBlock(ctx, "ada", "notes")
+	doc, err := st.Agent("ada").Block("notes").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := doc.Text(); got != "written before the migrations moved\n" {
 		t.Fatalf("block text %q", got)
 	}
-	es, err := st.ListArchival(ctx, "ada", nil)
+	es, err := st.Agent("ada").Archival().List(ctx, nil)
 	if err != nil || len(es) != 1 || es[0].Content != "the heron nests by the old mill" {
 		t.Fatalf("archival %+v, %v", es, err)
 	}

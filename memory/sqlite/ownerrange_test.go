@@ -71,6 +71,7 @@ func TestFullTextOwnerRangeSameRanking(t *testing.T) {
 		for _, agent := range hostileAgents {
 			got, err := x.Search(ctx, "cache filler", search.Scope{Agent: agent},
 				search.NewOptions().Mode(search.FTS).ContentTypes(c.typ).Limit(4))
+
 			if err != nil {
 				t.Fatalf("%s of %q: %v", c.table, agent, err)
 			}

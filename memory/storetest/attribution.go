@@ -36,27 +36,27 @@ func peerEdits(t *testing.T, doc []byte, texts, messages []string) []byte {
 // written after the merge, across compactions and epochs.
 func testMergedAttribution(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "notes", Value: "one\n"})
+	_, err := s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"})
 	must(t, err)
-	must(t, s.AppendToBlock(ctx, "alice", "notes", "two\n"))
-	must(t, s.ShareBlock(ctx, "alice", "notes", "bob", blocks.ReadWrite))
-	before, err := s.BlockHistory(ctx, "alice", "", "notes")
+	must(t, s.Agent("alice").Block("notes").Append(ctx, "two\n"))
+	must(t, s.Agent("alice").Block("notes").Share(ctx, "bob", blocks.ReadWrite))
+	before, err := s.Agent("alice").Block("notes").History(ctx)
 	must(t, err)
-	view, err := s.GetBlock(ctx, "alice", "notes")
+	view, err := s.Agent("alice").Block("notes").Doc(ctx)
 	must(t, err)
 	saved, err := view.Save()
 	must(t, err)
 	forged := []string{"", `{"a":"alice","op":"set_text","s":"x","f":"y"}`, `{"a":"system","op":"rebase"}`}
 	// The peer's whole document: the store's own changes come back with
 	// its three.
-	must(t, s.MergeChanges(ctx, "bob", "alice", "notes", peerEdits(t, saved, []string{"p1\n", "p2\n", "p3\n"}, forged)))
-	must(t, s.AppendToBlock(ctx, "alice", "notes", "three\n"))
+	must(t, s.Agent("bob").Shared("alice", "notes").Merge(ctx, peerEdits(t, saved, []string{"p1\n", "p2\n", "p3\n"}, forged)))
+	must(t, s.Agent("alice").Block("notes").Append(ctx, "three\n"))
 
 	check := func(when string) {
 		t.Helper()
-		hist, err := s.BlockHistory(ctx, "alice", "", "notes")
+		hist, err := s.Agent("alice").Block("notes").History(ctx)
 		must(t, err)
-		doc, err := s.GetBlock(ctx, "alice", "notes")
+		doc, err := s.Agent("alice").Block("notes").Doc(ctx)
 		must(t, err)
 		viewHist, err := doc.History()
 		must(t, err)
@@ -107,7 +107,7 @@ func testMergedAttribution(t *testing.T, open Opener) {
 	}
 	check("after the merge")
 	for i := range 4 {
-		must(t, s.AppendToBlock(ctx, "alice", "notes", string(rune('a'+i))+"\n"))
+		must(t, s.Agent("alice").Block("notes").Append(ctx, string(rune('a'+i))+"\n"))
 	}
 	check("after more writes (compactions, and in epoch modes new epochs)")
 }

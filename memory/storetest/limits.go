@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,7 @@ import (
 
 // LimitOpener returns a fresh, empty store opened with o, whose per-entry
 // caps and quota the suite sets; the suite closes it.
-type LimitOpener func(t *testing.T, o *memory.Options) memory.Store
+type LimitOpener func(t *testing.T, o *memory.Options) *memory.Cache
 
 // RunLimitTests runs the per-entry caps and per-agent quota tests
 // (memory.Options.MaxArchivalBytes to AgentQuotaBytes) against stores
@@ -40,16 +39,11 @@ func RunLimitTests(t *testing.T, open LimitOpener) {
 	}
 }
 
-func openLimited(t *testing.T, open LimitOpener, o *memory.Options) memory.Store {
+func openLimited(t *testing.T, open LimitOpener, o *memory.Options) *memory.Cache {
 	t.Helper()
 	s := open(t, o)
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// importer is the part of memory.Cache that imports dumps.
-type importer interface {
-	Import(ctx context.Context, d *memory.Dump) (memory.ImportReport, error)
 }
 
 // wantRefused checks that err is target and its message names every one
@@ -66,21 +60,21 @@ func wantRefused(t *testing.T, err, target error, what string, want ...string) {
 
 // stored is everything agent holds: its archival entries (superseded
 // included) and messages, as the store lists them.
-func stored(t *testing.T, s memory.Store, agent string) ([]memory.ArchivalEntry, []memory.Message) {
+func stored(t *testing.T, s *memory.Cache, agent string) ([]memory.ArchivalEntry, []memory.Message) {
 	t.Helper()
-	arch, err := s.ListArchival(ctx, agent, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
+	arch, err := s.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
 	must(t, err)
-	msgs, err := s.Messages(ctx, agent, nil)
+	msgs, err := s.Agent(agent).Messages().List(ctx, nil)
 	must(t, err)
 	return arch, msgs
 }
 
 // wantNothingStored checks that agent holds no archival entry, no message
 // and no usage.
-func wantNothingStored(t *testing.T, s memory.Store, agent, what string) {
+func wantNothingStored(t *testing.T, s *memory.Cache, agent, what string) {
 	t.Helper()
 	arch, msgs := stored(t, s, agent)
-	used, err := s.StorageUsed(ctx, agent)
+	used, err := s.Agent(agent).StorageUsed(ctx)
 	must(t, err)
 	if len(arch) != 0 || len(msgs) != 0 || used != 0 {
 		t.Fatalf("%s: agent %q holds %d entries, %d messages, %d bytes; want nothing", what, agent, len(arch), len(msgs), used)
@@ -111,7 +105,7 @@ func messageBytes(m memory.Message) int64 {
 
 // wantUsage checks that StorageUsed is the sum of what agent's rows
 // count, and returns it.
-func wantUsage(t *testing.T, s memory.Store, agent string) int64 {
+func wantUsage(t *testing.T, s *memory.Cache, agent string) int64 {
 	t.Helper()
 	arch, msgs := stored(t, s, agent)
 	var want int64
@@ -121,7 +115,7 @@ func wantUsage(t *testing.T, s memory.Store, agent string) int64 {
 	for _, m := range msgs {
 		want += messageBytes(m)
 	}
-	used, err := s.StorageUsed(ctx, agent)
+	used, err := s.Agent(agent).StorageUsed(ctx)
 	must(t, err)
 	if used != want {
 		t.Fatalf("StorageUsed(%q) = %d, want %d (%d entries, %d messages)", agent, used, want, len(arch), len(msgs))
@@ -152,10 +146,10 @@ func testEntryCaps(t *testing.T, open Opener) {
 		{"tag length", memory.ArchivalEntry{Content: "c", Tags: []string{"ok", strings.Repeat("t", memory.DefaultMaxTagBytes+1)}}, []string{`"cap"`, "tag 1", fmt.Sprint(memory.DefaultMaxTagBytes + 1), "MaxTagBytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.InsertArchival(ctx, "cap", tc.e)
+			_, err := s.Agent("cap").Archival().Insert(ctx, tc.e)
 			wantRefused(t, err, memory.ErrTooLarge, "InsertArchival", tc.want...)
 			wantNothingStored(t, s, "cap", "InsertArchival")
-			_, err = s.InsertArchivalBatch(ctx, "cap", []memory.ArchivalEntry{{Content: "fine"}, tc.e}, nil)
+			_, err = s.Agent("cap").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "fine"}, tc.e}, nil)
 			wantRefused(t, err, memory.ErrTooLarge, "InsertArchivalBatch", tc.want...)
 			if ee := (*memory.EntryError)(nil); !errors.As(err, &ee) || ee.Index != 1 {
 				t.Errorf("InsertArchivalBatch: %v, want an EntryError for entry 1", err)
@@ -168,18 +162,18 @@ func testEntryCaps(t *testing.T, open Opener) {
 	for i := range 2 * memory.DefaultMaxTags {
 		dup = append(dup, fmt.Sprint("t", i%memory.DefaultMaxTags), " ")
 	}
-	e, err := s.InsertArchival(ctx, "tags", memory.ArchivalEntry{Content: "c", Tags: dup})
+	e, err := s.Agent("tags").Archival().Insert(ctx, memory.ArchivalEntry{Content: "c", Tags: dup})
 	must(t, err)
 	if len(e.Tags) != memory.DefaultMaxTags {
 		t.Fatalf("stored %d tags, want %d", len(e.Tags), memory.DefaultMaxTags)
 	}
 
-	old, err := s.InsertArchival(ctx, "sup", memory.ArchivalEntry{Content: "the old fact"})
+	old, err := s.Agent("sup").Archival().Insert(ctx, memory.ArchivalEntry{Content: "the old fact"})
 	must(t, err)
 	before := wantUsage(t, s, "sup")
-	_, err = s.SupersedeArchival(ctx, "sup", old.ID, memory.ArchivalEntry{Content: big})
+	_, err = s.Agent("sup").Archival().Supersede(ctx, old.ID, memory.ArchivalEntry{Content: big})
 	wantRefused(t, err, memory.ErrTooLarge, "SupersedeArchival", `"sup"`, "content")
-	if got, err := s.GetArchival(ctx, "sup", old.ID); err != nil || got.ValidTo != nil {
+	if got, err := s.Agent("sup").Archival().Get(ctx, old.ID); err != nil || got.ValidTo != nil {
 		t.Fatalf("a refused supersession changed the old entry: %+v %v", got, err)
 	}
 	if arch, _ := stored(t, s, "sup"); len(arch) != 1 || wantUsage(t, s, "sup") != before {
@@ -187,20 +181,18 @@ func testEntryCaps(t *testing.T, open Opener) {
 	}
 
 	bigMsg := strings.Repeat("y", memory.DefaultMaxMessageBytes+1)
-	_, err = s.AppendMessage(ctx, "msg", memory.Message{Role: memory.RoleUser, BatchID: "b", Content: bigMsg})
+	_, err = s.Agent("msg").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b", Content: bigMsg})
 	wantRefused(t, err, memory.ErrTooLarge, "AppendMessage", `"msg"`, "content", fmt.Sprint(len(bigMsg)), fmt.Sprint(memory.DefaultMaxMessageBytes), "MaxMessageBytes")
-	_, err = s.AppendMessages(ctx, "msg", []memory.Message{{Role: memory.RoleUser, BatchID: "b", Content: "fine"},
+	_, err = s.Agent("msg").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, BatchID: "b", Content: "fine"},
 		{Role: memory.RoleAssistant, BatchID: "b", Content: "ok", ToolCalls: []memory.ToolCall{{ID: "1", Name: "f", Arguments: json.RawMessage(`"` + bigMsg + `"`)}}}})
+
 	wantRefused(t, err, memory.ErrTooLarge, "AppendMessages with huge tool calls", `"msg"`, "tool calls", "(message 1)")
 	wantNothingStored(t, s, "msg", "refused messages")
-	if bs, _ := s.Batches(ctx, "msg"); len(bs) != 0 {
+	if bs, _ := s.Agent("msg").Messages().Batches(ctx); len(bs) != 0 {
 		t.Fatalf("refused messages started batches %+v", bs)
 	}
 
-	imp, ok := s.(importer)
-	if !ok {
-		return
-	}
+	imp := s
 	for _, tc := range []struct {
 		name string
 		d    memory.Dump
@@ -236,22 +228,24 @@ func testCapBoundaries(t *testing.T, open LimitOpener) {
 		{"tag length", memory.ArchivalEntry{Content: "c", Tags: []string{" abcde "}}, memory.ArchivalEntry{Content: "c", Tags: []string{"abcdef"}}, "tag 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.InsertArchival(ctx, "a", tc.fit); err != nil {
+			if _, err := s.Agent("a").Archival().Insert(ctx, tc.fit); err != nil {
 				t.Fatalf("at the cap: %v", err)
 			}
-			_, err := s.InsertArchival(ctx, "a", tc.big)
+			_, err := s.Agent("a").Archival().Insert(ctx, tc.big)
 			wantRefused(t, err, memory.ErrTooLarge, "past the cap", tc.field)
 		})
 	}
-	if _, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleTool, BatchID: "b", Name: "tool", ToolCallID: "id",
+	if _, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleTool, BatchID: "b", Name: "tool", ToolCallID: "id",
 		Content: strings.Repeat("m", 54)}); err != nil {
 		t.Fatalf("a message at the cap: %v", err)
 	}
-	_, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleTool, BatchID: "b", Name: "tool", ToolCallID: "id",
+	_, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleTool, BatchID: "b", Name: "tool", ToolCallID: "id",
 		Content: strings.Repeat("m", 55)})
+
 	wantRefused(t, err, memory.ErrTooLarge, "a message past the cap", "61 bytes", "cap of 60")
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleAssistant, BatchID: "b", Content: strings.Repeat("m", 50),
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: "b", Content: strings.Repeat("m", 50),
 		ToolCalls: []memory.ToolCall{{ID: "1", Name: "f"}}})
+
 	wantRefused(t, err, memory.ErrTooLarge, "a message whose tool calls take it past the cap", "tool calls")
 	wantUsage(t, s, "a")
 }
@@ -266,12 +260,12 @@ func testCapsOff(t *testing.T, open LimitOpener) {
 	tags[0] = strings.Repeat("t", memory.DefaultMaxTagBytes+1)
 	e := memory.ArchivalEntry{Content: strings.Repeat("x ", memory.DefaultMaxArchivalBytes/2+1), Tags: tags,
 		Metadata: map[string]any{"blob": strings.Repeat("m", memory.DefaultMaxMetadataBytes)}}
-	got, err := s.InsertArchival(ctx, "a", e)
+	got, err := s.Agent("a").Archival().Insert(ctx, e)
 	must(t, err)
-	if back, err := s.GetArchival(ctx, "a", got.ID); err != nil || back.Content != e.Content || len(back.Tags) != len(tags) {
+	if back, err := s.Agent("a").Archival().Get(ctx, got.ID); err != nil || back.Content != e.Content || len(back.Tags) != len(tags) {
 		t.Fatalf("uncapped entry read back: %d bytes, %d tags, %v", len(back.Content), len(back.Tags), err)
 	}
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b", Content: strings.Repeat("y", memory.DefaultMaxMessageBytes+1)})
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b", Content: strings.Repeat("y", memory.DefaultMaxMessageBytes+1)})
 	must(t, err)
 	wantUsage(t, s, "a")
 }
@@ -284,30 +278,32 @@ func testQuotaAccounting(t *testing.T, open LimitOpener) {
 	if used := wantUsage(t, s, "a"); used != 0 {
 		t.Fatalf("an empty store: %d bytes used", used)
 	}
-	e1, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Ada lives in Lóndon", Tags: []string{"person", "place"},
+	e1, err := s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Ada lives in Lóndon", Tags: []string{"person", "place"},
 		Metadata: map[string]any{"source": "chat", "n": 3}})
+
 	must(t, err)
 	if used := wantUsage(t, s, "a"); used != entryBytes(e1) {
 		t.Fatalf("one entry: %d bytes, want %d", used, entryBytes(e1))
 	}
-	_, err = s.InsertArchivalBatch(ctx, "a", []memory.ArchivalEntry{{Content: "one"}, {Content: "two", Tags: []string{"x"}}}, nil)
+	_, err = s.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "one"}, {Content: "two", Tags: []string{"x"}}}, nil)
 	must(t, err)
-	e3, err := s.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "Ada moved to Paris"})
+	e3, err := s.Agent("a").Archival().Supersede(ctx, e1.ID, memory.ArchivalEntry{Content: "Ada moved to Paris"})
 	must(t, err)
 	withOld := wantUsage(t, s, "a") // the superseded entry still counts
-	_, err = s.AppendMessages(ctx, "a", []memory.Message{{Role: memory.RoleUser, BatchID: "b", Content: "hi"},
+	_, err = s.Agent("a").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, BatchID: "b", Content: "hi"},
 		{Role: memory.RoleAssistant, BatchID: "b", ToolCalls: []memory.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"q":"x"}`)}}},
 		{Role: memory.RoleTool, BatchID: "b", Name: "lookup", ToolCallID: "c1", Content: "found"}})
+
 	must(t, err)
 	if wantUsage(t, s, "a") <= withOld {
 		t.Fatal("messages did not count")
 	}
-	_, err = s.InsertArchival(ctx, "b", memory.ArchivalEntry{Content: "another agent's"})
+	_, err = s.Agent("b").Archival().Insert(ctx, memory.ArchivalEntry{Content: "another agent's"})
 	must(t, err)
 	wantUsage(t, s, "b")
-	must(t, s.DeleteArchival(ctx, "a", e1.ID))
+	must(t, s.Agent("a").Archival().Delete(ctx, e1.ID))
 	after := wantUsage(t, s, "a")
-	must(t, s.DeleteArchival(ctx, "a", e3.ID))
+	must(t, s.Agent("a").Archival().Delete(ctx, e3.ID))
 	if got := wantUsage(t, s, "a"); got != after-entryBytes(e3) {
 		t.Fatalf("after deleting entry %d: %d bytes, want %d", e3.ID, got, after-entryBytes(e3))
 	}
@@ -325,43 +321,43 @@ func testQuotaRefuses(t *testing.T, open LimitOpener) {
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: 3000})
 	var ids []int64
 	for i := range 3 {
-		e, err := s.InsertArchival(ctx, "a", numbered(one, i))
+		e, err := s.Agent("a").Archival().Insert(ctx, numbered(one, i))
 		must(t, err)
 		ids = append(ids, e.ID)
 	}
 	if used := wantUsage(t, s, "a"); used != 3000 {
 		t.Fatalf("used %d, want exactly the quota", used)
 	}
-	_, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "x"})
+	_, err := s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "x"})
 	wantRefused(t, err, memory.ErrQuota, "InsertArchival past the quota", `"a"`, "holds 3000 bytes", "adds 261", "quota of 3000", "AgentQuotaBytes")
-	_, err = s.InsertArchivalBatch(ctx, "a", []memory.ArchivalEntry{{Content: "x"}}, nil)
+	_, err = s.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "x"}}, nil)
 	wantRefused(t, err, memory.ErrQuota, "InsertArchivalBatch past the quota", `"a"`)
-	_, err = s.SupersedeArchival(ctx, "a", ids[0], memory.ArchivalEntry{Content: "x"})
+	_, err = s.Agent("a").Archival().Supersede(ctx, ids[0], memory.ArchivalEntry{Content: "x"})
 	wantRefused(t, err, memory.ErrQuota, "SupersedeArchival past the quota", `"a"`)
-	if e, _ := s.GetArchival(ctx, "a", ids[0]); e.ValidTo != nil {
+	if e, _ := s.Agent("a").Archival().Get(ctx, ids[0]); e.ValidTo != nil {
 		t.Fatal("a refused supersession superseded the entry")
 	}
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b", Content: "x"})
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b", Content: "x"})
 	wantRefused(t, err, memory.ErrQuota, "AppendMessage past the quota", `"a"`)
 	arch, msgs := stored(t, s, "a")
 	if len(arch) != 3 || len(msgs) != 0 || wantUsage(t, s, "a") != 3000 {
 		t.Fatalf("refused writes stored something: %d entries, %d messages", len(arch), len(msgs))
 	}
-	if bs, _ := s.Batches(ctx, "a"); len(bs) != 0 {
+	if bs, _ := s.Agent("a").Messages().Batches(ctx); len(bs) != 0 {
 		t.Fatalf("a refused message started a batch: %+v", bs)
 	}
 	// Another agent has its own quota.
-	_, err = s.InsertArchivalBatch(ctx, "b", []memory.ArchivalEntry{one, one, one}, nil)
+	_, err = s.Agent("b").Archival().InsertBatch(ctx, []memory.ArchivalEntry{one, one, one}, nil)
 	must(t, err)
 	// A batch past the quota stores none of its entries.
-	_, err = s.InsertArchivalBatch(ctx, "c", []memory.ArchivalEntry{numbered(one, 0), numbered(one, 1), numbered(one, 2), numbered(one, 3)}, &memory.BatchOptions{Size: 1})
+	_, err = s.Agent("c").Archival().InsertBatch(ctx, []memory.ArchivalEntry{numbered(one, 0), numbered(one, 1), numbered(one, 2), numbered(one, 3)}, &memory.BatchOptions{Size: 1})
 	wantRefused(t, err, memory.ErrQuota, "a batch past the quota", `"c"`, "adds 4000")
 	wantNothingStored(t, s, "c", "a batch past the quota")
 	// A delete gives the entry's bytes back.
-	must(t, s.DeleteArchival(ctx, "a", ids[1]))
-	_, err = s.InsertArchival(ctx, "a", one)
+	must(t, s.Agent("a").Archival().Delete(ctx, ids[1]))
+	_, err = s.Agent("a").Archival().Insert(ctx, one)
 	must(t, err)
-	_, err = s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "x"})
+	_, err = s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "x"})
 	wantErr(t, err, memory.ErrQuota, "full again")
 }
 
@@ -391,9 +387,9 @@ func testQuotaConcurrent(t *testing.T, open LimitOpener) {
 				for i := range fits {
 					var err error
 					if w%2 == 0 {
-						_, err = s.InsertArchival(ctx, agent, numbered(entry, w*fits+i))
+						_, err = s.Agent(agent).Archival().Insert(ctx, numbered(entry, w*fits+i))
 					} else {
-						_, err = s.AppendMessage(ctx, agent, msg)
+						_, err = s.Agent(agent).Messages().Append(ctx, msg)
 					}
 					mu.Lock()
 					switch {
@@ -423,12 +419,12 @@ func testQuotaConcurrent(t *testing.T, open LimitOpener) {
 // with ErrQuota and leaves the block as it was.
 func testQuotaLogRotation(t *testing.T, open LimitOpener) {
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: 2000})
-	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}})
+	_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "events", Type: blocks.Log, Schema: schema.Log{Retention: 2}})
 	must(t, err)
 	var refused error
 	appended := 0
 	for i := range 40 {
-		err := s.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d %s", i, strings.Repeat("w", 100))})
+		err := s.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: fmt.Sprintf("entry %02d %s", i, strings.Repeat("w", 100))})
 		if err != nil {
 			refused = err
 			break
@@ -443,11 +439,11 @@ func testQuotaLogRotation(t *testing.T, open LimitOpener) {
 	if used > 2000 {
 		t.Fatalf("used %d, past the quota", used)
 	}
-	before, err := s.RenderedContent(ctx, "a", "events")
+	before, err := s.Agent("a").Block("events").Render(ctx)
 	must(t, err)
-	err = s.ApplyEdit(ctx, "a", "", "events", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "one more"})
+	err = s.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: "one more"})
 	wantErr(t, err, memory.ErrQuota, "another append")
-	if after, _ := s.RenderedContent(ctx, "a", "events"); after != before {
+	if after, _ := s.Agent("a").Block("events").Render(ctx); after != before {
 		t.Fatalf("a refused append changed the block:\n%s\nwas\n%s", after, before)
 	}
 	if wantUsage(t, s, "a") != used {
@@ -459,10 +455,7 @@ func testQuotaLogRotation(t *testing.T, open LimitOpener) {
 // fails with ErrQuota naming it, and imports nothing.
 func testQuotaImport(t *testing.T, open LimitOpener) {
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: 2500})
-	imp, ok := s.(importer)
-	if !ok {
-		t.Skip("the store does not import dumps")
-	}
+	imp := s
 	one := memory.ArchivalEntry{Agent: "a", Content: strings.Repeat("q", 740), Metadata: map[string]any{}}
 	d := memory.Dump{Version: memory.DumpVersion}
 	for i := range 3 {

@@ -1,4 +1,4 @@
-// Package storetest is a conformance suite for memory.Store
+// Package storetest is a conformance suite for *memory.Cache
 // implementations: RunStoreTests checks the contract every consumer relies
 // on — errors, permissions, sharing, isolation, archival, messages.
 package storetest
@@ -24,7 +24,7 @@ import (
 
 // Opener returns a fresh, empty store for one test; the suite closes it.
 // approver is the store's Approver (nil = deny Partner/Human writes).
-type Opener func(t *testing.T, approver blocks.Approver) memory.Store
+type Opener func(t *testing.T, approver blocks.Approver) *memory.Cache
 
 // RunStoreTests runs the whole suite against stores made by open.
 func RunStoreTests(t *testing.T, open Opener) {
@@ -63,7 +63,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 	}
 }
 
-func openStore(t *testing.T, open Opener, approver blocks.Approver) memory.Store {
+func openStore(t *testing.T, open Opener, approver blocks.Approver) *memory.Cache {
 	t.Helper()
 	s := open(t, approver)
 	t.Cleanup(func() { s.Close() })
@@ -88,42 +88,42 @@ var ctx = context.Background()
 
 func testBlockLifecycle(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "persona", Type: blocks.Core, Description: "who I am", Value: "I am Alice."})
+	_, err := s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "persona", Type: blocks.Core, Description: "who I am", Value: "I am Alice."})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "scratch", Type: blocks.Working, Permission: blocks.Admin})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "scratch", Type: blocks.Working, Permission: blocks.Admin})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "journal", Type: blocks.Log, Schema: schema.Log{}, Permission: blocks.Append})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "journal", Type: blocks.Log, Schema: schema.Log{}, Permission: blocks.Append})
 	must(t, err)
-	must(t, s.AppendToBlock(ctx, "alice", "persona", " I like tea."))
-	ok, err := s.ReplaceInBlock(ctx, "alice", "persona", "tea", "coffee")
+	must(t, s.Agent("alice").Block("persona").Append(ctx, " I like tea."))
+	ok, err := s.Agent("alice").Block("persona").Replace(ctx, "tea", "coffee")
 	must(t, err)
 	if !ok {
 		t.Fatal("ReplaceInBlock did not find tea")
 	}
-	ok, err = s.ReplaceInBlock(ctx, "alice", "persona", "absent", "x")
+	ok, err = s.Agent("alice").Block("persona").Replace(ctx, "absent", "x")
 	if ok || !errors.Is(err, memory.ErrNoMatch) {
 		t.Fatalf("ReplaceInBlock(absent) = %v, %v; want false, ErrNoMatch", ok, err)
 	}
-	r, err := s.RenderedContent(ctx, "alice", "persona")
+	r, err := s.Agent("alice").Block("persona").Render(ctx)
 	must(t, err)
 	if r != "I am Alice. I like coffee." {
 		t.Fatalf("rendered = %q", r)
 	}
-	must(t, s.UpdateBlockText(ctx, "alice", "scratch", "draft"))
-	doc, err := s.GetBlock(ctx, "alice", "scratch")
+	must(t, s.Agent("alice").Block("scratch").SetText(ctx, "draft"))
+	doc, err := s.Agent("alice").Block("scratch").Doc(ctx)
 	must(t, err)
 	if got, _ := doc.Text(); got != "draft" {
 		t.Fatalf("scratch = %q", got)
 	}
 	// A write through the view is persisted by the store.
 	must(t, doc.AppendText(" v2", blocks.Agent))
-	must(t, s.PersistBlock(ctx, "alice", "scratch"))
-	if r, _ := s.RenderedContent(ctx, "alice", "scratch"); r != "draft v2" {
+	must(t, s.Agent("alice").Block("scratch").Persist(ctx))
+	if r, _ := s.Agent("alice").Block("scratch").Render(ctx); r != "draft v2" {
 		t.Fatalf("view write not persisted: %q", r)
 	}
-	must(t, s.ApplyEdit(ctx, "alice", "", "journal", memory.Edit{Op: blocks.OpAppendLogEntry, Text: "woke up"}))
+	must(t, s.Agent("alice").Block("journal").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: "woke up"}))
 
-	list, err := s.ListBlocks(ctx, "alice")
+	list, err := s.Agent("alice").Blocks(ctx)
 	must(t, err)
 	var labels []string
 	for _, m := range list {
@@ -135,114 +135,116 @@ func testBlockLifecycle(t *testing.T, open Opener) {
 	if list[0].Description != "who I am" || list[0].Rendered != "I am Alice. I like coffee." || list[0].Permission != blocks.ReadWrite {
 		t.Fatalf("meta = %+v", list[0])
 	}
-	core, err := s.ListBlocksByType(ctx, "alice", blocks.Core)
+	core, err := s.Agent("alice").BlocksOfType(ctx, blocks.Core)
 	must(t, err)
 	if len(core) != 1 || core[0].Label != "persona" {
 		t.Fatalf("ListBlocksByType(core) = %+v", core)
 	}
-	must(t, s.SetBlockPinned(ctx, "alice", "scratch", true))
-	must(t, s.SetBlockType(ctx, "alice", "scratch", blocks.Core))
-	core, _ = s.ListBlocksByType(ctx, "alice", blocks.Core)
+	must(t, s.Agent("alice").Block("scratch").SetPinned(ctx, true))
+	must(t, s.Agent("alice").Block("scratch").SetType(ctx, blocks.Core))
+	core, _ = s.Agent("alice").BlocksOfType(ctx, blocks.Core)
 	if len(core) != 2 || !core[1].Pinned {
 		t.Fatalf("after SetBlockType/Pinned: %+v", core)
 	}
-	h, err := s.BlockHistory(ctx, "alice", "", "persona")
+	h, err := s.Agent("alice").Block("persona").History(ctx)
 	must(t, err)
 	if len(h) < 3 || h[len(h)-1].Actor != "alice" {
 		t.Fatalf("history = %+v", h)
 	}
-	must(t, s.DeleteBlock(ctx, "alice", "scratch"))
-	_, err = s.GetBlock(ctx, "alice", "scratch")
+	must(t, s.Agent("alice").Block("scratch").Delete(ctx))
+	_, err = s.Agent("alice").Block("scratch").Doc(ctx)
 	wantErr(t, err, memory.ErrNotFound, "GetBlock after delete")
 }
 
 func testErrors(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "b"})
+	_, err := s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "b"})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "b"})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "b"})
 	wantErr(t, err, memory.ErrExists, "duplicate CreateBlock")
-	_, err = s.GetBlock(ctx, "alice", "nope")
+	_, err = s.Agent("alice").Block("nope").Doc(ctx)
 	wantErr(t, err, memory.ErrNotFound, "unknown block")
-	wantErr(t, s.AppendToBlock(ctx, "alice", "nope", "x"), memory.ErrNotFound, "append to unknown block")
-	_, err = s.RenderedContent(ctx, "alice", "nope")
+	wantErr(t, s.Agent("alice").Block("nope").Append(ctx, "x"), memory.ErrNotFound, "append to unknown block")
+	_, err = s.Agent("alice").Block("nope").Render(ctx)
 	wantErr(t, err, memory.ErrNotFound, "render unknown block")
-	_, err = s.CreateBlock(ctx, "", memory.BlockSpec{Label: "b"})
+	_, err = s.Agent("").CreateBlock(ctx, memory.BlockSpec{Label: "b"})
 	wantErr(t, err, memory.ErrInvalidArgument, "empty agent")
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{})
 	wantErr(t, err, memory.ErrInvalidArgument, "empty label")
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "m", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "n", Type: schema.FieldInteger}}},
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "m", Schema: schema.Map{Fields: []schema.FieldDef{{Name: "n", Type: schema.FieldInteger}}},
 		Value: map[string]any{"n": "many"}})
+
 	wantErr(t, err, schema.ErrInvalid, "bad initial value")
-	_, err = s.GetBlock(ctx, "alice", "m")
+	_, err = s.Agent("alice").Block("m").Doc(ctx)
 	wantErr(t, err, memory.ErrNotFound, "block with a bad initial value must not exist")
-	err = s.AppendToBlock(ctx, "alice", "b", strings.Repeat("x", 6000))
+	err = s.Agent("alice").Block("b").Append(ctx, strings.Repeat("x", 6000))
 	wantErr(t, err, blocks.ErrLimit, "oversized content")
-	if r, _ := s.RenderedContent(ctx, "alice", "b"); r != "" {
+	if r, _ := s.Agent("alice").Block("b").Render(ctx); r != "" {
 		t.Fatalf("refused write left %q", r)
 	}
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "l", Schema: schema.List{}})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "l", Schema: schema.List{}})
 	must(t, err)
-	wantErr(t, s.AppendToBlock(ctx, "alice", "l", "x"), blocks.ErrWrongSchema, "text op on a list")
-	wantErr(t, s.ApplyEdit(ctx, "alice", "", "l", memory.Edit{Op: "explode"}), memory.ErrInvalidArgument, "unknown op")
-	wantErr(t, s.DeleteArchival(ctx, "alice", 999), memory.ErrNotFound, "unknown archival")
-	wantErr(t, s.CompleteBatch(ctx, "alice", "nope"), memory.ErrNotFound, "unknown batch")
-	_, err = s.LatestSummary(ctx, "alice")
+	wantErr(t, s.Agent("alice").Block("l").Append(ctx, "x"), blocks.ErrWrongSchema, "text op on a list")
+	wantErr(t, s.Agent("alice").Block("l").Apply(ctx, memory.Edit{Op: "explode"}), memory.ErrInvalidArgument, "unknown op")
+	wantErr(t, s.Agent("alice").Archival().Delete(ctx, 999), memory.ErrNotFound, "unknown archival")
+	wantErr(t, s.Agent("alice").Messages().CompleteBatch(ctx, "nope"), memory.ErrNotFound, "unknown batch")
+	_, err = s.Agent("alice").Messages().LatestSummary(ctx)
 	wantErr(t, err, memory.ErrNotFound, "no summary")
-	_, err = s.AppendMessage(ctx, "alice", memory.Message{Role: "robot", BatchID: "b1"})
+	_, err = s.Agent("alice").Messages().Append(ctx, memory.Message{Role: "robot", BatchID: "b1"})
 	wantErr(t, err, memory.ErrInvalidArgument, "bad role")
-	_, err = s.AppendMessage(ctx, "alice", memory.Message{Role: memory.RoleUser})
+	_, err = s.Agent("alice").Messages().Append(ctx, memory.Message{Role: memory.RoleUser})
 	wantErr(t, err, memory.ErrInvalidArgument, "no batch")
-	_, err = s.InsertArchival(ctx, "alice", memory.ArchivalEntry{Content: "  "})
+	_, err = s.Agent("alice").Archival().Insert(ctx, memory.ArchivalEntry{Content: "  "})
 	wantErr(t, err, memory.ErrInvalidArgument, "empty archival")
 }
 
 func testTypedEdits(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "profile", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
+	_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "profile", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
 		{Name: "name", Type: schema.FieldString}, {Name: "visits", Type: schema.FieldCounter},
 		{Name: "tags", Type: schema.FieldList}, {Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "free"},
 	}}})
+
 	must(t, err)
-	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "Ada"}))
-	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpIncrementCounter, Field: "visits", Delta: 2}))
-	must(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpAppendToListField, Field: "tags", Value: "vip"}))
-	wantErr(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "plan", Value: "pro"}), blocks.ErrPermission, "read-only field")
-	wantErr(t, s.ApplyEdit(ctx, "a", "", "profile", memory.Edit{Op: blocks.OpSetField, Field: "visits", Value: "x"}), schema.ErrInvalid, "wrong type")
-	r, _ := s.RenderedContent(ctx, "a", "profile")
+	must(t, s.Agent("a").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpSetField, Field: "name", Value: "Ada"}))
+	must(t, s.Agent("a").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpIncrementCounter, Field: "visits", Delta: 2}))
+	must(t, s.Agent("a").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpAppendToListField, Field: "tags", Value: "vip"}))
+	wantErr(t, s.Agent("a").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpSetField, Field: "plan", Value: "pro"}), blocks.ErrPermission, "read-only field")
+	wantErr(t, s.Agent("a").Block("profile").Apply(ctx, memory.Edit{Op: blocks.OpSetField, Field: "visits", Value: "x"}), schema.ErrInvalid, "wrong type")
+	r, _ := s.Agent("a").Block("profile").Render(ctx)
 	if r != "name: Ada\nvisits: 2\ntags: vip\nplan [read-only]: free" {
 		t.Fatalf("rendered = %q", r)
 	}
-	_, err = s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true, MaxItems: 2}})
+	_, err = s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "todo", Schema: schema.List{Checkbox: true, MaxItems: 2}})
 	must(t, err)
-	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "one"}))
-	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "two"}))
-	wantErr(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpPushItem, Value: "three"}), schema.ErrInvalid, "max items")
-	must(t, s.ApplyEdit(ctx, "a", "", "todo", memory.Edit{Op: blocks.OpCheckItem, Index: 1, Value: true}))
-	if r, _ := s.RenderedContent(ctx, "a", "todo"); r != "[ ] one\n[x] two" {
+	must(t, s.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: "one"}))
+	must(t, s.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: "two"}))
+	wantErr(t, s.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: "three"}), schema.ErrInvalid, "max items")
+	must(t, s.Agent("a").Block("todo").Apply(ctx, memory.Edit{Op: blocks.OpCheckItem, Index: 1, Value: true}))
+	if r, _ := s.Agent("a").Block("todo").Render(ctx); r != "[ ] one\n[x] two" {
 		t.Fatalf("todo = %q", r)
 	}
 	// Schema evolution within a kind.
-	must(t, s.UpdateBlockSchema(ctx, "a", "profile", schema.Map{Fields: []schema.FieldDef{
+	must(t, s.Agent("a").Block("profile").SetSchema(ctx, schema.Map{Fields: []schema.FieldDef{
 		{Name: "name", Type: schema.FieldString}, {Name: "visits", Type: schema.FieldCounter},
 		{Name: "tags", Type: schema.FieldList}, {Name: "plan", Type: schema.FieldString, ReadOnly: true, Default: "free"},
 		{Name: "notes", Type: schema.FieldText, Default: "none"},
 	}}))
-	if r, _ := s.RenderedContent(ctx, "a", "profile"); !strings.HasSuffix(r, "notes: none") {
+	if r, _ := s.Agent("a").Block("profile").Render(ctx); !strings.HasSuffix(r, "notes: none") {
 		t.Fatalf("after schema update: %q", r)
 	}
-	wantErr(t, s.UpdateBlockSchema(ctx, "a", "profile", schema.Text{}), blocks.ErrWrongSchema, "schema kind change")
+	wantErr(t, s.Agent("a").Block("profile").SetSchema(ctx, schema.Text{}), blocks.ErrWrongSchema, "schema kind change")
 }
 
 func testPermissions(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
 	for _, p := range []blocks.Permission{blocks.ReadOnly, blocks.Append, blocks.ReadWrite, blocks.Admin} {
 		label := "b-" + p.String()
-		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: label, Permission: p, Value: "base"})
+		_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label, Permission: p, Value: "base"})
 		must(t, err)
-		errAppend := s.AppendToBlock(ctx, "a", label, "+")
-		errSet := s.UpdateBlockText(ctx, "a", label, "new")
-		errType := s.SetBlockType(ctx, "a", label, blocks.Core)
+		errAppend := s.Agent("a").Block(label).Append(ctx, "+")
+		errSet := s.Agent("a").Block(label).SetText(ctx, "new")
+		errType := s.Agent("a").Block(label).SetType(ctx, blocks.Core)
 		check := func(name string, err error, allowed bool) {
 			if allowed && err != nil {
 				t.Fatalf("%s on %s: %v", name, p, err)
@@ -256,27 +258,27 @@ func testPermissions(t *testing.T, open Opener) {
 		check("reconfigure", errType, p == blocks.Admin)
 	}
 	// Delete needs Admin.
-	wantErr(t, s.DeleteBlock(ctx, "a", "b-ReadWrite"), blocks.ErrPermission, "delete with ReadWrite")
-	must(t, s.DeleteBlock(ctx, "a", "b-Admin"))
+	wantErr(t, s.Agent("a").Block("b-ReadWrite").Delete(ctx), blocks.ErrPermission, "delete with ReadWrite")
+	must(t, s.Agent("a").Block("b-Admin").Delete(ctx))
 }
 
 func testSharing(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "archive", memory.BlockSpec{Label: "shared_notes", Value: "start"})
+	_, err := s.Agent("archive").CreateBlock(ctx, memory.BlockSpec{Label: "shared_notes", Value: "start"})
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "archive", "shared_notes", "entropy", blocks.Append))
-	shared, err := s.ListSharedBlocks(ctx, "entropy")
+	must(t, s.Agent("archive").Block("shared_notes").Share(ctx, "entropy", blocks.Append))
+	shared, err := s.Agent("entropy").SharedBlocks(ctx)
 	must(t, err)
 	if len(shared) != 1 || shared[0].SharedFrom != "archive" || shared[0].Permission != blocks.Append || shared[0].Rendered != "start" {
 		t.Fatalf("ListSharedBlocks = %+v", shared)
 	}
-	must(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpAppendText, Text: " +entropy"}))
-	wantErr(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpSetText, Text: "mine"}),
+	must(t, s.Agent("entropy").Shared("archive", "shared_notes").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " +entropy"}))
+	wantErr(t, s.Agent("entropy").Shared("archive", "shared_notes").Apply(ctx, memory.Edit{Op: blocks.OpSetText, Text: "mine"}),
 		blocks.ErrPermission, "sharee beyond its shared permission")
 	// Both edit one CRDT document.
-	owner, err := s.GetBlock(ctx, "archive", "shared_notes")
+	owner, err := s.Agent("archive").Block("shared_notes").Doc(ctx)
 	must(t, err)
-	sharee, err := s.GetSharedBlock(ctx, "entropy", "archive", "shared_notes")
+	sharee, err := s.Agent("entropy").Shared("archive", "shared_notes").Doc(ctx)
 	must(t, err)
 	if !owner.Same(sharee) {
 		t.Fatal("owner and sharee views should share one document")
@@ -284,70 +286,70 @@ func testSharing(t *testing.T, open Opener) {
 	if got, _ := owner.Text(); got != "start +entropy" {
 		t.Fatalf("owner sees %q", got)
 	}
-	h, _ := s.BlockHistory(ctx, "archive", "", "shared_notes")
+	h, _ := s.Agent("archive").Block("shared_notes").History(ctx)
 	if h[len(h)-1].Actor != "entropy" {
 		t.Fatalf("sharee's change attributed to %q", h[len(h)-1].Actor)
 	}
 	// Re-sharing changes the permission; unsharing revokes.
-	must(t, s.ShareBlock(ctx, "archive", "shared_notes", "entropy", blocks.ReadWrite))
-	must(t, s.ApplyEdit(ctx, "entropy", "archive", "shared_notes", memory.Edit{Op: blocks.OpSetText, Text: "rewritten"}))
-	must(t, s.UnshareBlock(ctx, "archive", "shared_notes", "entropy"))
-	_, err = s.GetSharedBlock(ctx, "entropy", "archive", "shared_notes")
+	must(t, s.Agent("archive").Block("shared_notes").Share(ctx, "entropy", blocks.ReadWrite))
+	must(t, s.Agent("entropy").Shared("archive", "shared_notes").Apply(ctx, memory.Edit{Op: blocks.OpSetText, Text: "rewritten"}))
+	must(t, s.Agent("archive").Block("shared_notes").Unshare(ctx, "entropy"))
+	_, err = s.Agent("entropy").Shared("archive", "shared_notes").Doc(ctx)
 	wantErr(t, err, memory.ErrNotFound, "after unshare")
-	wantErr(t, s.UnshareBlock(ctx, "archive", "shared_notes", "entropy"), memory.ErrNotFound, "double unshare")
-	wantErr(t, s.ShareBlock(ctx, "archive", "nope", "entropy", blocks.ReadOnly), memory.ErrNotFound, "share unknown")
+	wantErr(t, s.Agent("archive").Block("shared_notes").Unshare(ctx, "entropy"), memory.ErrNotFound, "double unshare")
+	wantErr(t, s.Agent("archive").Block("nope").Share(ctx, "entropy", blocks.ReadOnly), memory.ErrNotFound, "share unknown")
 }
 
 // testIsolation: every method, called by mallory on alice's things, behaves
 // as if they did not exist.
 func testIsolation(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "secret", Value: "the launch code is swordfish"})
+	_, err := s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "secret", Value: "the launch code is swordfish"})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "open", Value: "shared swordfish facts"})
+	_, err = s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "open", Value: "shared swordfish facts"})
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "alice", "open", "bob", blocks.ReadOnly))
-	arch, err := s.InsertArchival(ctx, "alice", memory.ArchivalEntry{Content: "swordfish is the password", Tags: []string{"secret"}})
+	must(t, s.Agent("alice").Block("open").Share(ctx, "bob", blocks.ReadOnly))
+	arch, err := s.Agent("alice").Archival().Insert(ctx, memory.ArchivalEntry{Content: "swordfish is the password", Tags: []string{"secret"}})
 	must(t, err)
-	msg, err := s.AppendMessage(ctx, "alice", memory.Message{Role: memory.RoleUser, Content: "remember swordfish", BatchID: "b1"})
+	msg, err := s.Agent("alice").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "remember swordfish", BatchID: "b1"})
 	must(t, err)
-	_, err = s.SaveSummary(ctx, "alice", memory.Summary{FirstMessageID: msg.ID, LastMessageID: msg.ID, Content: "swordfish"})
+	_, err = s.Agent("alice").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: msg.ID, LastMessageID: msg.ID, Content: "swordfish"})
 	must(t, err)
 
 	notFound := []struct {
 		name string
 		call func() error
 	}{
-		{"GetBlock", func() error { _, err := s.GetBlock(ctx, "mallory", "secret"); return err }},
-		{"GetSharedBlock", func() error { _, err := s.GetSharedBlock(ctx, "mallory", "alice", "secret"); return err }},
-		{"GetSharedBlock(shared with bob)", func() error { _, err := s.GetSharedBlock(ctx, "mallory", "alice", "open"); return err }},
-		{"RenderedContent", func() error { _, err := s.RenderedContent(ctx, "mallory", "secret"); return err }},
-		{"UpdateBlockText", func() error { return s.UpdateBlockText(ctx, "mallory", "secret", "x") }},
-		{"AppendToBlock", func() error { return s.AppendToBlock(ctx, "mallory", "secret", "x") }},
-		{"ReplaceInBlock", func() error { _, err := s.ReplaceInBlock(ctx, "mallory", "secret", "launch", "x"); return err }},
+		{"GetBlock", func() error { _, err := s.Agent("mallory").Block("secret").Doc(ctx); return err }},
+		{"GetSharedBlock", func() error { _, err := s.Agent("mallory").Shared("alice", "secret").Doc(ctx); return err }},
+		{"GetSharedBlock(shared with bob)", func() error { _, err := s.Agent("mallory").Shared("alice", "open").Doc(ctx); return err }},
+		{"RenderedContent", func() error { _, err := s.Agent("mallory").Block("secret").Render(ctx); return err }},
+		{"UpdateBlockText", func() error { return s.Agent("mallory").Block("secret").SetText(ctx, "x") }},
+		{"AppendToBlock", func() error { return s.Agent("mallory").Block("secret").Append(ctx, "x") }},
+		{"ReplaceInBlock", func() error { _, err := s.Agent("mallory").Block("secret").Replace(ctx, "launch", "x"); return err }},
 		{"ApplyEdit(owner)", func() error {
-			return s.ApplyEdit(ctx, "mallory", "alice", "secret", memory.Edit{Op: blocks.OpAppendText, Text: "x"})
+			return s.Agent("mallory").Shared("alice", "secret").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "x"})
 		}},
-		{"PersistBlock", func() error { return s.PersistBlock(ctx, "mallory", "secret") }},
-		{"DeleteBlock", func() error { return s.DeleteBlock(ctx, "mallory", "secret") }},
-		{"SetBlockPinned", func() error { return s.SetBlockPinned(ctx, "mallory", "secret", true) }},
-		{"SetBlockType", func() error { return s.SetBlockType(ctx, "mallory", "secret", blocks.Core) }},
-		{"UpdateBlockSchema", func() error { return s.UpdateBlockSchema(ctx, "mallory", "secret", schema.Text{}) }},
-		{"BlockHistory", func() error { _, err := s.BlockHistory(ctx, "mallory", "alice", "secret"); return err }},
-		{"ShareBlock", func() error { return s.ShareBlock(ctx, "mallory", "secret", "mallory2", blocks.Admin) }},
-		{"UnshareBlock", func() error { return s.UnshareBlock(ctx, "mallory", "open", "bob") }},
+		{"PersistBlock", func() error { return s.Agent("mallory").Block("secret").Persist(ctx) }},
+		{"DeleteBlock", func() error { return s.Agent("mallory").Block("secret").Delete(ctx) }},
+		{"SetBlockPinned", func() error { return s.Agent("mallory").Block("secret").SetPinned(ctx, true) }},
+		{"SetBlockType", func() error { return s.Agent("mallory").Block("secret").SetType(ctx, blocks.Core) }},
+		{"UpdateBlockSchema", func() error { return s.Agent("mallory").Block("secret").SetSchema(ctx, schema.Text{}) }},
+		{"BlockHistory", func() error { _, err := s.Agent("mallory").Shared("alice", "secret").History(ctx); return err }},
+		{"ShareBlock", func() error { return s.Agent("mallory").Block("secret").Share(ctx, "mallory2", blocks.Admin) }},
+		{"UnshareBlock", func() error { return s.Agent("mallory").Block("open").Unshare(ctx, "bob") }},
 		{"ProposeEdit", func() error {
-			_, err := s.ProposeEdit(ctx, "mallory", "alice", "secret", memory.Edit{Op: blocks.OpSetText, Text: "x"}, "")
+			_, err := s.Agent("mallory").Shared("alice", "secret").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "x"}, "")
 			return err
 		}},
-		{"GetArchival", func() error { _, err := s.GetArchival(ctx, "mallory", arch.ID); return err }},
-		{"DeleteArchival", func() error { return s.DeleteArchival(ctx, "mallory", arch.ID) }},
+		{"GetArchival", func() error { _, err := s.Agent("mallory").Archival().Get(ctx, arch.ID); return err }},
+		{"DeleteArchival", func() error { return s.Agent("mallory").Archival().Delete(ctx, arch.ID) }},
 		{"SupersedeArchival", func() error {
-			_, err := s.SupersedeArchival(ctx, "mallory", arch.ID, memory.ArchivalEntry{Content: "x"})
+			_, err := s.Agent("mallory").Archival().Supersede(ctx, arch.ID, memory.ArchivalEntry{Content: "x"})
 			return err
 		}},
-		{"CompleteBatch", func() error { return s.CompleteBatch(ctx, "mallory", "b1") }},
-		{"LatestSummary", func() error { _, err := s.LatestSummary(ctx, "mallory"); return err }},
+		{"CompleteBatch", func() error { return s.Agent("mallory").Messages().CompleteBatch(ctx, "b1") }},
+		{"LatestSummary", func() error { _, err := s.Agent("mallory").Messages().LatestSummary(ctx); return err }},
 	}
 	for _, c := range notFound {
 		if err := c.call(); !errors.Is(err, memory.ErrNotFound) {
@@ -358,16 +360,19 @@ func testIsolation(t *testing.T, open Opener) {
 		name string
 		call func() (int, error)
 	}{
-		{"ListBlocks", func() (int, error) { l, err := s.ListBlocks(ctx, "mallory"); return len(l), err }},
-		{"ListBlocksByType", func() (int, error) { l, err := s.ListBlocksByType(ctx, "mallory", blocks.Working); return len(l), err }},
-		{"ListSharedBlocks", func() (int, error) { l, err := s.ListSharedBlocks(ctx, "mallory"); return len(l), err }},
-		{"ListArchival", func() (int, error) {
-			l, err := s.ListArchival(ctx, "mallory", &memory.ArchivalQuery{IncludeSuperseded: true})
+		{"ListBlocks", func() (int, error) { l, err := s.Agent("mallory").Blocks(ctx); return len(l), err }},
+		{"ListBlocksByType", func() (int, error) {
+			l, err := s.Agent("mallory").BlocksOfType(ctx, blocks.Working)
 			return len(l), err
 		}},
-		{"Messages", func() (int, error) { l, err := s.Messages(ctx, "mallory", nil); return len(l), err }},
-		{"Batches", func() (int, error) { l, err := s.Batches(ctx, "mallory"); return len(l), err }},
-		{"ListProposals", func() (int, error) { l, err := s.ListProposals(ctx, "mallory", ""); return len(l), err }},
+		{"ListSharedBlocks", func() (int, error) { l, err := s.Agent("mallory").SharedBlocks(ctx); return len(l), err }},
+		{"ListArchival", func() (int, error) {
+			l, err := s.Agent("mallory").Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
+			return len(l), err
+		}},
+		{"Messages", func() (int, error) { l, err := s.Agent("mallory").Messages().List(ctx, nil); return len(l), err }},
+		{"Batches", func() (int, error) { l, err := s.Agent("mallory").Messages().Batches(ctx); return len(l), err }},
+		{"ListProposals", func() (int, error) { l, err := s.Agent("mallory").Proposals(ctx); return len(l), err }},
 	}
 	for _, m := range []search.Mode{search.FTS, search.Vector, search.Hybrid, search.Auto} {
 		m := m
@@ -376,7 +381,7 @@ func testIsolation(t *testing.T, open Opener) {
 				name string
 				call func() (int, error)
 			}{"Search/" + m.String(), func() (int, error) {
-				l, err := s.Search(ctx, "mallory", "swordfish", search.NewOptions().Mode(m))
+				l, err := s.Agent("mallory").Search(ctx, "swordfish", search.NewOptions().Mode(m))
 				if errors.Is(err, search.ErrNoEmbedder) {
 					return 0, nil
 				}
@@ -386,7 +391,7 @@ func testIsolation(t *testing.T, open Opener) {
 				name string
 				call func() (int, error)
 			}{"SearchArchival/" + m.String(), func() (int, error) {
-				l, err := s.SearchArchival(ctx, "mallory", "swordfish", search.NewOptions().Mode(m))
+				l, err := s.Agent("mallory").Archival().Search(ctx, "swordfish", search.NewOptions().Mode(m))
 				if errors.Is(err, search.ErrNoEmbedder) {
 					return 0, nil
 				}
@@ -400,7 +405,7 @@ func testIsolation(t *testing.T, open Opener) {
 		}
 	}
 	// bob sees exactly the shared block, nothing else of alice's.
-	res, err := s.Search(ctx, "bob", "swordfish", search.NewOptions().Mode(search.FTS))
+	res, err := s.Agent("bob").Search(ctx, "swordfish", search.NewOptions().Mode(search.FTS))
 	must(t, err)
 	if len(res) != 1 || res[0].Label != "open" || res[0].Owner != "alice" {
 		t.Fatalf("bob's search = %+v", res)
@@ -412,10 +417,10 @@ func testIsolation(t *testing.T, open Opener) {
 		t.Fatalf("SearchAll found %d, want 4 (2 blocks, 1 archival, 1 message)", len(all))
 	}
 	// Nothing mallory did changed alice's data.
-	if r, _ := s.RenderedContent(ctx, "alice", "secret"); r != "the launch code is swordfish" {
+	if r, _ := s.Agent("alice").Block("secret").Render(ctx); r != "the launch code is swordfish" {
 		t.Fatalf("alice's block changed: %q", r)
 	}
-	if _, err := s.GetArchival(ctx, "alice", arch.ID); err != nil {
+	if _, err := s.Agent("alice").Archival().Get(ctx, arch.ID); err != nil {
 		t.Fatalf("alice's archival entry: %v", err)
 	}
 }
@@ -430,10 +435,10 @@ func testIsolationOwnerNames(t *testing.T, open Opener) {
 	names := []string{`ann`, `"`, `a" OR "b`, `*`, `OR`, `NEAR(x y)`, `bob smith`, `日本語`, `ann*`, `-1`, `'; DROP TABLE archival; --`}
 	for i, a := range names {
 		for j := range 3 {
-			_, err := s.InsertArchival(ctx, a, memory.ArchivalEntry{Content: fmt.Sprintf("kestrel sighting %d %d", i, j), Tags: []string{"birds"}})
+			_, err := s.Agent(a).Archival().Insert(ctx, memory.ArchivalEntry{Content: fmt.Sprintf("kestrel sighting %d %d", i, j), Tags: []string{"birds"}})
 			must(t, err)
 		}
-		_, err := s.AppendMessage(ctx, a, memory.Message{Role: memory.RoleUser, Content: "a kestrel again", BatchID: "b"})
+		_, err := s.Agent(a).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "a kestrel again", BatchID: "b"})
 		must(t, err)
 	}
 	for _, a := range names {
@@ -443,13 +448,13 @@ func testIsolationOwnerNames(t *testing.T, open Opener) {
 			want int
 		}{
 			{"SearchArchival+tags", func() ([]search.Result, error) {
-				return s.SearchArchival(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Tags("birds").Limit(50))
+				return s.Agent(a).Archival().Search(ctx, "kestrel", search.NewOptions().Mode(search.FTS).Tags("birds").Limit(50))
 			}, 3},
 			{"SearchArchival", func() ([]search.Result, error) {
-				return s.SearchArchival(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
+				return s.Agent(a).Archival().Search(ctx, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
 			}, 3},
 			{"Search", func() ([]search.Result, error) {
-				return s.Search(ctx, a, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
+				return s.Agent(a).Search(ctx, "kestrel", search.NewOptions().Mode(search.FTS).Limit(50))
 			}, 4},
 		} {
 			res, err := c.run()
@@ -479,11 +484,11 @@ func testIsolationOwnerNames(t *testing.T, open Opener) {
 // at each step; full text must find what the scope may see.
 func testIsolationSharedBlockMoves(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "alice", memory.BlockSpec{Label: "nest", Value: "the osprey nest is on the pylon"})
+	_, err := s.Agent("alice").CreateBlock(ctx, memory.BlockSpec{Label: "nest", Value: "the osprey nest is on the pylon"})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "carol", memory.BlockSpec{Label: "own", Value: "carol saw an osprey too"})
+	_, err = s.Agent("carol").CreateBlock(ctx, memory.BlockSpec{Label: "own", Value: "carol saw an osprey too"})
 	must(t, err)
-	_, err = s.CreateBlock(ctx, "bob", memory.BlockSpec{Label: "own", Value: "bob has no birds"})
+	_, err = s.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "own", Value: "bob has no birds"})
 	must(t, err)
 	// may says which blocks holding "osprey" each agent may see
 	// (owner/label); check searches every agent in every mode.
@@ -491,7 +496,7 @@ func testIsolationSharedBlockMoves(t *testing.T, open Opener) {
 		t.Helper()
 		for _, agent := range []string{"alice", "bob", "carol", "mallory"} {
 			for _, m := range []search.Mode{search.FTS, search.Vector, search.Hybrid, search.Auto} {
-				res, err := s.Search(ctx, agent, "osprey", search.NewOptions().Mode(m).ContentTypes(search.Blocks).Limit(20))
+				res, err := s.Agent(agent).Search(ctx, "osprey", search.NewOptions().Mode(m).ContentTypes(search.Blocks).Limit(20))
 				if errors.Is(err, search.ErrNoEmbedder) {
 					continue
 				}
@@ -518,15 +523,11 @@ func testIsolationSharedBlockMoves(t *testing.T, open Opener) {
 		}
 	}
 	check("before sharing", map[string][]string{"alice": {"alice/nest"}, "carol": {"carol/own"}})
-	must(t, s.ShareBlock(ctx, "alice", "nest", "bob", blocks.ReadOnly))
+	must(t, s.Agent("alice").Block("nest").Share(ctx, "bob", blocks.ReadOnly))
 	check("shared with bob", map[string][]string{"alice": {"alice/nest"}, "bob": {"alice/nest"}, "carol": {"carol/own"}})
-	must(t, s.UnshareBlock(ctx, "alice", "nest", "bob"))
+	must(t, s.Agent("alice").Block("nest").Unshare(ctx, "bob"))
 	check("unshared", map[string][]string{"alice": {"alice/nest"}, "carol": {"carol/own"}})
-	c, ok := s.(interface{ Backend() memory.Backend })
-	if !ok {
-		return
-	}
-	be := c.Backend()
+	be := s.Backend()
 	must(t, be.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE blocks SET owner = 'dave' WHERE owner = 'alice' AND label = 'nest'`)
 		return err
@@ -550,35 +551,35 @@ func testProposals(t *testing.T, open Opener) {
 		defer mu.Unlock()
 		return decision, nil
 	}))
-	_, err := s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin})
+	_, err := s.Agent("human").CreateBlock(ctx, memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin})
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "human", "prefs", "agent", blocks.Human))
-	err = s.ApplyEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", coffee"})
+	must(t, s.Agent("human").Block("prefs").Share(ctx, "agent", blocks.Human))
+	err = s.Agent("agent").Shared("human", "prefs").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: ", coffee"})
 	var pe *memory.ProposalError
 	if !errors.As(err, &pe) || !errors.Is(err, blocks.ErrPermission) || !errors.Is(err, blocks.ErrNeedsApproval) {
 		t.Fatalf("unapproved Human write: err = %v", err)
 	}
-	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea" {
+	if r, _ := s.Agent("human").Block("prefs").Render(ctx); r != "likes: tea" {
 		t.Fatalf("denied write applied: %q", r)
 	}
-	p2, err := s.ProposeEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "likes: nothing"}, "user said so")
+	p2, err := s.Agent("agent").Shared("human", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "likes: nothing"}, "user said so")
 	must(t, err)
-	ps, err := s.ListProposals(ctx, "human", "prefs")
+	ps, err := s.Agent("human").Block("prefs").Proposals(ctx)
 	must(t, err)
 	if len(ps) != 2 || ps[0].ID != pe.ProposalID || ps[0].Status != "pending" || ps[1].Reason != "user said so" {
 		t.Fatalf("proposals = %+v", ps)
 	}
-	must(t, s.ApproveProposal(ctx, pe.ProposalID, "human:the-human"))
-	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea, coffee" {
+	must(t, s.Agent("human:the-human").ApproveProposal(ctx, pe.ProposalID))
+	if r, _ := s.Agent("human").Block("prefs").Render(ctx); r != "likes: tea, coffee" {
 		t.Fatalf("approved proposal not applied: %q", r)
 	}
-	h, _ := s.BlockHistory(ctx, "human", "", "prefs")
+	h, _ := s.Agent("human").Block("prefs").History(ctx)
 	if h[len(h)-1].Actor != "agent" {
 		t.Fatalf("approved change attributed to %q, want the proposer", h[len(h)-1].Actor)
 	}
-	must(t, s.RejectProposal(ctx, p2.ID, "human:the-human", "no"))
-	wantErr(t, s.ApproveProposal(ctx, p2.ID, "human:the-human"), memory.ErrInvalidArgument, "approve a rejected proposal")
-	ps, _ = s.ListProposals(ctx, "human", "")
+	must(t, s.Agent("human:the-human").RejectProposal(ctx, p2.ID, "no"))
+	wantErr(t, s.Agent("human:the-human").ApproveProposal(ctx, p2.ID), memory.ErrInvalidArgument, "approve a rejected proposal")
+	ps, _ = s.Agent("human").Proposals(ctx)
 	if ps[0].Status != "approved" || ps[0].DecidedBy != "human:the-human" || ps[1].Status != "rejected" {
 		t.Fatalf("decided proposals = %+v", ps)
 	}
@@ -586,57 +587,58 @@ func testProposals(t *testing.T, open Opener) {
 	mu.Lock()
 	decision = true
 	mu.Unlock()
-	must(t, s.ApplyEdit(ctx, "agent", "human", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", water"}))
-	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: tea, coffee, water" {
+	must(t, s.Agent("agent").Shared("human", "prefs").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: ", water"}))
+	if r, _ := s.Agent("human").Block("prefs").Render(ctx); r != "likes: tea, coffee, water" {
 		t.Fatalf("approved write: %q", r)
 	}
 }
 
 func testArchival(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	e1, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Ada lives in London", Tags: []string{"person", "location", "person"},
+	e1, err := s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Ada lives in London", Tags: []string{"person", "location", "person"},
 		Metadata: map[string]any{"source": "chat"}})
+
 	must(t, err)
 	if e1.ID == 0 || len(e1.Tags) != 2 || e1.CreatedAt.IsZero() {
 		t.Fatalf("inserted = %+v", e1)
 	}
-	_, err = s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Ada likes engines", Tags: []string{"person"}})
+	_, err = s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Ada likes engines", Tags: []string{"person"}})
 	must(t, err)
-	e3, err := s.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "Ada moved to Paris", Tags: []string{"location"}})
+	e3, err := s.Agent("a").Archival().Supersede(ctx, e1.ID, memory.ArchivalEntry{Content: "Ada moved to Paris", Tags: []string{"location"}})
 	must(t, err)
-	cur, err := s.ListArchival(ctx, "a", nil)
+	cur, err := s.Agent("a").Archival().List(ctx, nil)
 	must(t, err)
 	if len(cur) != 2 {
 		t.Fatalf("current entries = %d, want 2 (superseded hidden)", len(cur))
 	}
-	all, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{IncludeSuperseded: true})
+	all, _ := s.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
 	if len(all) != 3 {
 		t.Fatalf("all entries = %d", len(all))
 	}
-	old, err := s.GetArchival(ctx, "a", e1.ID)
+	old, err := s.Agent("a").Archival().Get(ctx, e1.ID)
 	must(t, err)
 	if old.ValidTo == nil || old.SupersededBy != e3.ID || old.Metadata["source"] != "chat" {
 		t.Fatalf("superseded entry = %+v", old)
 	}
-	_, err = s.SupersedeArchival(ctx, "a", e1.ID, memory.ArchivalEntry{Content: "again"})
+	_, err = s.Agent("a").Archival().Supersede(ctx, e1.ID, memory.ArchivalEntry{Content: "again"})
 	wantErr(t, err, memory.ErrNotFound, "superseding an already superseded entry")
-	loc, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"location"}})
+	loc, _ := s.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"location"}})
 	if len(loc) != 1 || loc[0].ID != e3.ID {
 		t.Fatalf("tag filter = %+v", loc)
 	}
-	res, err := s.SearchArchival(ctx, "a", "where does Ada live", search.NewOptions().Mode(search.FTS))
+	res, err := s.Agent("a").Archival().Search(ctx, "where does Ada live", search.NewOptions().Mode(search.FTS))
 	must(t, err)
 	for _, r := range res {
 		if r.ID == e1.ID {
 			t.Fatal("superseded entry found by default")
 		}
 	}
-	res, _ = s.SearchArchival(ctx, "a", "London", search.NewOptions().Mode(search.FTS).IncludeSuperseded(true))
+	res, _ = s.Agent("a").Archival().Search(ctx, "London", search.NewOptions().Mode(search.FTS).IncludeSuperseded(true))
 	if len(res) != 1 || res[0].ID != e1.ID {
 		t.Fatalf("IncludeSuperseded search = %+v", res)
 	}
-	must(t, s.DeleteArchival(ctx, "a", e3.ID))
-	res, _ = s.SearchArchival(ctx, "a", "Paris", search.NewOptions().Mode(search.FTS))
+	must(t, s.Agent("a").Archival().Delete(ctx, e3.ID))
+	res, _ = s.Agent("a").Archival().Search(ctx, "Paris", search.NewOptions().Mode(search.FTS))
 	if len(res) != 0 {
 		t.Fatalf("deleted entry still found: %+v", res)
 	}
@@ -655,17 +657,18 @@ func testArchivalBatch(t *testing.T, open Opener) {
 	in[7].Content = "the lighthouse keeper writes letters"
 
 	bad := append(slices.Clone(in), memory.ArchivalEntry{Content: "   "})
-	_, err := s.InsertArchivalBatch(ctx, "a", bad, nil)
+	_, err := s.Agent("a").Archival().InsertBatch(ctx, bad, nil)
 	wantErr(t, err, memory.ErrInvalidArgument, "a batch with an empty entry")
-	if got, _ := s.ListArchival(ctx, "a", nil); len(got) != 0 {
+	if got, _ := s.Agent("a").Archival().List(ctx, nil); len(got) != 0 {
 		t.Fatalf("a refused batch stored %d entries", len(got))
 	}
-	_, err = s.InsertArchivalBatch(ctx, " ", in, nil)
+	_, err = s.Agent(" ").Archival().InsertBatch(ctx, in, nil)
 	wantErr(t, err, memory.ErrInvalidArgument, "a batch for an empty agent")
 
 	var calls [][2]int
-	out, err := s.InsertArchivalBatch(ctx, "a", in, &memory.BatchOptions{Size: 10,
+	out, err := s.Agent("a").Archival().InsertBatch(ctx, in, &memory.BatchOptions{Size: 10,
 		Progress: func(done, total int) { calls = append(calls, [2]int{done, total}) }})
+
 	must(t, err)
 	if want := [][2]int{{10, 25}, {20, 25}, {25, 25}}; !slices.Equal(calls, want) {
 		t.Errorf("progress = %v, want %v", calls, want)
@@ -680,40 +683,40 @@ func testArchivalBatch(t *testing.T, open Opener) {
 		}
 		ids[e.ID] = true
 	}
-	got, err := s.GetArchival(ctx, "a", out[4].ID)
+	got, err := s.Agent("a").Archival().Get(ctx, out[4].ID)
 	must(t, err)
 	if got.Content != in[4].Content || !slices.Equal(got.Tags, []string{"bulk", "n1"}) || got.Metadata["i"] != float64(4) {
 		t.Fatalf("stored entry 4 = %+v", got)
 	}
-	n0, _ := s.ListArchival(ctx, "a", &memory.ArchivalQuery{Tags: []string{"n0"}})
+	n0, _ := s.Agent("a").Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"n0"}})
 	if len(n0) != 9 {
 		t.Fatalf("tag n0: %d entries, want 9", len(n0))
 	}
-	res, err := s.SearchArchival(ctx, "a", "lighthouse keeper", search.NewOptions().Mode(search.FTS))
+	res, err := s.Agent("a").Archival().Search(ctx, "lighthouse keeper", search.NewOptions().Mode(search.FTS))
 	must(t, err)
 	if len(res) != 1 || res[0].ID != out[7].ID {
 		t.Fatalf("search after batch = %+v", res)
 	}
 	// Auto: hybrid when the store has an embedder (the batch's vectors).
-	res, err = s.SearchArchival(ctx, "a", "lighthouse keeper letters", search.NewOptions().Mode(search.Auto).Limit(3))
+	res, err = s.Agent("a").Archival().Search(ctx, "lighthouse keeper letters", search.NewOptions().Mode(search.Auto).Limit(3))
 	must(t, err)
 	if len(res) == 0 || res[0].ID != out[7].ID {
 		t.Fatalf("auto search after batch = %+v", res)
 	}
-	if res, _ := s.SearchArchival(ctx, "b", "lighthouse keeper", search.NewOptions().Mode(search.FTS)); len(res) != 0 {
+	if res, _ := s.Agent("b").Archival().Search(ctx, "lighthouse keeper", search.NewOptions().Mode(search.FTS)); len(res) != 0 {
 		t.Fatalf("another agent finds the batch: %+v", res)
 	}
-	if out, err := s.InsertArchivalBatch(ctx, "a", nil, nil); err != nil || len(out) != 0 {
+	if out, err := s.Agent("a").Archival().InsertBatch(ctx, nil, nil); err != nil || len(out) != 0 {
 		t.Fatalf("empty batch: %v, %v", out, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	out, err = s.InsertArchivalBatch(cctx, "a", in[:3], nil)
+	out, err = s.Agent("a").Archival().InsertBatch(cctx, in[:3], nil)
 	wantErr(t, err, context.Canceled, "a batch with a cancelled context")
 	if len(out) != 0 {
 		t.Fatalf("cancelled batch reports %d stored", len(out))
 	}
-	if all, _ := s.ListArchival(ctx, "a", nil); len(all) != len(in) {
+	if all, _ := s.Agent("a").Archival().List(ctx, nil); len(all) != len(in) {
 		t.Fatalf("after the cancelled batch: %d entries, want %d", len(all), len(in))
 	}
 	// A batch larger than one INSERT statement (rows are written many to
@@ -726,10 +729,10 @@ func testArchivalBatch(t *testing.T, open Opener) {
 		}
 		big = append(big, e)
 	}
-	out, err = s.InsertArchivalBatch(ctx, "b", big, nil)
+	out, err = s.Agent("b").Archival().InsertBatch(ctx, big, nil)
 	must(t, err)
 	for i, e := range out {
-		got, err := s.GetArchival(ctx, "b", e.ID)
+		got, err := s.Agent("b").Archival().Get(ctx, e.ID)
 		must(t, err)
 		if got.Content != big[i].Content || !slices.Equal(got.Tags, big[i].Tags) {
 			t.Fatalf("big batch entry %d: id %d holds %q %v", i, e.ID, got.Content, got.Tags)
@@ -741,16 +744,7 @@ func testArchivalBatch(t *testing.T, open Opener) {
 // cold start (stores that offer it).
 func testTokenCounts(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	tc, ok := s.(interface {
-		TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error)
-		SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error
-	})
-	if !ok {
-		if _, isCache := s.(*memory.Cache); isCache {
-			t.Fatal("memory.Cache lost its token counts methods")
-		}
-		t.Skip("store keeps no token counts")
-	}
+	tc := s
 	big := uint64(1<<63 + 12345) // beyond int64: stored as its two's complement
 	must(t, tc.SaveTokenCounts(ctx, "cl100k_base", map[uint64]int{1: 10, big: 20}))
 	must(t, tc.SaveTokenCounts(ctx, "o200k_base", map[uint64]int{1: 11}))
@@ -773,20 +767,10 @@ func testTokenCounts(t *testing.T, open Opener) {
 // bad entries store nothing.
 func testContextLibrary(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	lib, ok := s.(interface {
-		ContextLibrary(ctx context.Context, agent string) ([]memory.LibraryEntry, error)
-		PutContextLibrary(ctx context.Context, agent string, entries []memory.LibraryEntry) error
-		RemoveFromContextLibrary(ctx context.Context, agent string, ids ...string) error
-	})
-	if !ok {
-		if _, isCache := s.(*memory.Cache); isCache {
-			t.Fatal("memory.Cache lost its context library methods")
-		}
-		t.Skip("store keeps no context library")
-	}
+	lib := s
 	ids := func(agent string) []string {
 		t.Helper()
-		es, err := lib.ContextLibrary(ctx, agent)
+		es, err := lib.Agent(agent).ContextLibrary(ctx)
 		must(t, err)
 		var out []string
 		for _, e := range es {
@@ -797,9 +781,9 @@ func testContextLibrary(t *testing.T, open Opener) {
 		}
 		return out
 	}
-	must(t, lib.PutContextLibrary(ctx, "a", []memory.LibraryEntry{{ID: "spec.md", Kind: "file", Content: "v1", Recoverable: true}}))
-	must(t, lib.PutContextLibrary(ctx, "a", []memory.LibraryEntry{{ID: "api.md", Content: "api"}, {ID: "spec.md", Content: "v2"}}))
-	must(t, lib.PutContextLibrary(ctx, "b", []memory.LibraryEntry{{ID: "other", Content: "b's"}}))
+	must(t, lib.Agent("a").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "spec.md", Kind: "file", Content: "v1", Recoverable: true}}))
+	must(t, lib.Agent("a").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "api.md", Content: "api"}, {ID: "spec.md", Content: "v2"}}))
+	must(t, lib.Agent("b").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "other", Content: "b's"}}))
 	if got, want := ids("a"), []string{"spec.md=v2", "api.md=api"}; !slices.Equal(got, want) {
 		t.Fatalf("library of a = %q, want %q (first-seen order, last write wins)", got, want)
 	}
@@ -812,17 +796,17 @@ func testContextLibrary(t *testing.T, open Opener) {
 		{{ID: "ok", Content: "x"}, {ID: "nul", Content: "a\x00b"}},
 		{{ID: "ok", Content: "x"}, {ID: "utf", Content: "\xff"}},
 	} {
-		wantErr(t, lib.PutContextLibrary(ctx, "a", bad), memory.ErrInvalidArgument, "bad library entry")
+		wantErr(t, lib.Agent("a").PutContextLibrary(ctx, bad), memory.ErrInvalidArgument, "bad library entry")
 	}
-	wantErr(t, lib.PutContextLibrary(ctx, "", []memory.LibraryEntry{{ID: "x", Content: "x"}}), memory.ErrInvalidArgument, "no agent")
+	wantErr(t, lib.Agent("").PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "x", Content: "x"}}), memory.ErrInvalidArgument, "no agent")
 	if got := ids("a"); len(got) != 2 {
 		t.Fatalf("a failed put stored something: %q", got)
 	}
-	must(t, lib.RemoveFromContextLibrary(ctx, "a", "spec.md", "unknown"))
+	must(t, lib.Agent("a").RemoveFromContextLibrary(ctx, "spec.md", "unknown"))
 	if got := ids("a"); !slices.Equal(got, []string{"api.md=api"}) {
 		t.Fatalf("after remove: %q", got)
 	}
-	must(t, lib.RemoveFromContextLibrary(ctx, "a"))
+	must(t, lib.Agent("a").RemoveFromContextLibrary(ctx))
 	if got := ids("a"); len(got) != 0 || len(ids("b")) != 1 {
 		t.Fatalf("after clearing a: a=%q b=%q", got, ids("b"))
 	}
@@ -838,7 +822,7 @@ func testMessagesTogether(t *testing.T, open Opener) {
 		{Role: memory.RoleTool, BatchID: "t1", ToolCallID: "c1", Content: "kitchen shelf"},
 		{Role: memory.RoleAssistant, BatchID: "t1", Content: "On the kitchen shelf."},
 	}
-	out, err := s.AppendMessages(ctx, "a", turn)
+	out, err := s.Agent("a").Messages().AppendMany(ctx, turn)
 	must(t, err)
 	for i, m := range out {
 		if m.ID == 0 || m.Seq != i+1 || m.Agent != "a" || m.Content != turn[i].Content {
@@ -847,18 +831,18 @@ func testMessagesTogether(t *testing.T, open Opener) {
 	}
 	// A bad message anywhere: nothing of the call is written.
 	bad := []memory.Message{{Role: memory.RoleUser, BatchID: "t2", Content: "x"}, {Role: "robot", BatchID: "t2", Content: "y"}}
-	_, err = s.AppendMessages(ctx, "a", bad)
+	_, err = s.Agent("a").Messages().AppendMany(ctx, bad)
 	wantErr(t, err, memory.ErrInvalidArgument, "a bad role in the second message")
 	// A conflict inside the transaction rolls back the messages before it.
 	dup := []memory.Message{{Role: memory.RoleUser, BatchID: "t2", Content: "fine"}, {Role: memory.RoleUser, BatchID: "t1", Seq: 2, Content: "dup"}}
-	_, err = s.AppendMessages(ctx, "a", dup)
+	_, err = s.Agent("a").Messages().AppendMany(ctx, dup)
 	wantErr(t, err, memory.ErrExists, "a duplicate seq in the second message")
-	all, err := s.Messages(ctx, "a", nil)
+	all, err := s.Agent("a").Messages().List(ctx, nil)
 	must(t, err)
 	if len(all) != 4 {
 		t.Fatalf("after refused calls: %d messages, want 4", len(all))
 	}
-	res, err := s.Search(ctx, "a", "kitchen shelf", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	res, err := s.Agent("a").Search(ctx, "kitchen shelf", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
 	// The two messages holding the words, then the tool call between them,
 	// found by its neighbours' words (testMessagesInContext); nothing of
@@ -878,63 +862,64 @@ func testMessagesTogether(t *testing.T, open Opener) {
 
 func testMessages(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	m1, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
+	m1, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
 	must(t, err)
-	m2, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
+	m2, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleAssistant, BatchID: "b1",
 		ToolCalls: []memory.ToolCall{{ID: "c1", Name: "search", Arguments: []byte(`{"q":"x"}`)}}})
+
 	must(t, err)
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleTool, Content: "result", ToolCallID: "c1", BatchID: "b1"})
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleTool, Content: "result", ToolCallID: "c1", BatchID: "b1"})
 	must(t, err)
 	if m1.Seq != 1 || m2.Seq != 2 {
 		t.Fatalf("seqs = %d, %d", m1.Seq, m2.Seq)
 	}
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "dup", BatchID: "b1", Seq: 2})
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "dup", BatchID: "b1", Seq: 2})
 	wantErr(t, err, memory.ErrExists, "duplicate seq")
-	must(t, s.CompleteBatch(ctx, "a", "b1"))
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "late", BatchID: "b1"})
+	must(t, s.Agent("a").Messages().CompleteBatch(ctx, "b1"))
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "late", BatchID: "b1"})
 	wantErr(t, err, memory.ErrInvalidArgument, "append to complete batch")
-	m4, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "next", BatchID: "b2"})
+	m4, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "next", BatchID: "b2"})
 	must(t, err)
-	msgs, err := s.Messages(ctx, "a", nil)
+	msgs, err := s.Agent("a").Messages().List(ctx, nil)
 	must(t, err)
 	if len(msgs) != 4 || msgs[1].ToolCalls[0].Name != "search" || string(msgs[1].ToolCalls[0].Arguments) != `{"q":"x"}` || msgs[2].ToolCallID != "c1" {
 		t.Fatalf("messages = %+v", msgs)
 	}
-	last, _ := s.Messages(ctx, "a", &memory.MessageQuery{Limit: 2, Newest: true})
+	last, _ := s.Agent("a").Messages().List(ctx, &memory.MessageQuery{Limit: 2, Newest: true})
 	if len(last) != 2 || last[1].ID != m4.ID {
 		t.Fatalf("newest 2 = %+v", last)
 	}
-	b1, _ := s.Messages(ctx, "a", &memory.MessageQuery{BatchID: "b1"})
+	b1, _ := s.Agent("a").Messages().List(ctx, &memory.MessageQuery{BatchID: "b1"})
 	if len(b1) != 3 {
 		t.Fatalf("batch b1 = %d messages", len(b1))
 	}
-	bs, err := s.Batches(ctx, "a")
+	bs, err := s.Agent("a").Messages().Batches(ctx)
 	must(t, err)
 	if len(bs) != 2 || !bs[0].Complete || bs[1].Complete {
 		t.Fatalf("batches = %+v", bs)
 	}
-	s1, err := s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m2.ID, Content: "greeting"})
+	s1, err := s.Agent("a").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m2.ID, Content: "greeting"})
 	must(t, err)
-	s2, err := s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: m1.ID, LastMessageID: m4.ID, Content: "greeting and more", PreviousID: s1.ID})
+	s2, err := s.Agent("a").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: m1.ID, LastMessageID: m4.ID, Content: "greeting and more", PreviousID: s1.ID})
 	must(t, err)
-	latest, err := s.LatestSummary(ctx, "a")
+	latest, err := s.Agent("a").Messages().LatestSummary(ctx)
 	must(t, err)
 	if latest.ID != s2.ID || latest.PreviousID != s1.ID || latest.Content != "greeting and more" {
 		t.Fatalf("latest summary = %+v", latest)
 	}
-	_, err = s.SaveSummary(ctx, "a", memory.Summary{FirstMessageID: 5, LastMessageID: 1})
+	_, err = s.Agent("a").Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: 5, LastMessageID: 1})
 	wantErr(t, err, memory.ErrInvalidArgument, "inverted summary range")
 }
 
 func testSearch(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "garden", Description: "plants", Value: "The tomatoes need watering every morning."})
+	_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "garden", Description: "plants", Value: "The tomatoes need watering every morning."})
 	must(t, err)
-	_, err = s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "Tomato blight appeared in July", Tags: []string{"garden"}})
+	_, err = s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "Tomato blight appeared in July", Tags: []string{"garden"}})
 	must(t, err)
-	_, err = s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, Content: "should I water the tomatoes?", BatchID: "b"})
+	_, err = s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "should I water the tomatoes?", BatchID: "b"})
 	must(t, err)
-	res, err := s.Search(ctx, "a", "tomatoes watering", search.NewOptions().Mode(search.FTS))
+	res, err := s.Agent("a").Search(ctx, "tomatoes watering", search.NewOptions().Mode(search.FTS))
 	must(t, err)
 	if len(res) != 3 {
 		t.Fatalf("found %d, want 3: %+v", len(res), res)
@@ -945,17 +930,17 @@ func testSearch(t *testing.T, open Opener) {
 		}
 	}
 	// A block edit is re-indexed.
-	must(t, s.UpdateBlockText(ctx, "a", "garden", "Roses by the fence."))
-	res, _ = s.Search(ctx, "a", "roses", search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks))
+	must(t, s.Agent("a").Block("garden").SetText(ctx, "Roses by the fence."))
+	res, _ = s.Agent("a").Search(ctx, "roses", search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks))
 	if len(res) != 1 {
 		t.Fatalf("edited block not re-indexed: %+v", res)
 	}
 	for _, q := range []string{`"unbalanced`, `AND OR NOT`, `title:(x`, `NEAR(a b`, `*`, `日本語 テスト`, "\x00", `🙂`} {
-		if _, err := s.Search(ctx, "a", q, nil); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
+		if _, err := s.Agent("a").Search(ctx, q, nil); err != nil && !errors.Is(err, search.ErrInvalidQuery) {
 			t.Errorf("query %q: %v", q, err)
 		}
 	}
-	_, err = s.Search(ctx, "a", "", nil)
+	_, err = s.Agent("a").Search(ctx, "", nil)
 	wantErr(t, err, search.ErrInvalidQuery, "empty query")
 }
 
@@ -965,7 +950,7 @@ func testSearch(t *testing.T, open Opener) {
 func testMessagesInContext(t *testing.T, open Opener) {
 	s := open(t, nil)
 	defer s.Close()
-	a := memory.AgentOf(s, "a").Messages()
+	a := s.Agent("a").Messages()
 	for _, m := range []memory.Message{
 		{Role: memory.RoleUser, BatchID: "s1", Content: "Caroline: I went to a transgender support group yesterday."},
 		{Role: memory.RoleAssistant, BatchID: "s1", Content: "Melanie: That sounds powerful. What stayed with you?"},
@@ -975,9 +960,9 @@ func testMessagesInContext(t *testing.T, open Opener) {
 		_, err := a.Append(ctx, m)
 		must(t, err)
 	}
-	_, err := memory.AgentOf(s, "b").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "s1", Content: "Bob: nothing to see"})
+	_, err := s.Agent("b").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "s1", Content: "Bob: nothing to see"})
 	must(t, err)
-	res, err := s.Search(ctx, "a", "transgender support group", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	res, err := s.Agent("a").Search(ctx, "transgender support group", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
 	var got []string
 	for _, r := range res {
@@ -992,7 +977,7 @@ func testMessagesInContext(t *testing.T, open Opener) {
 	}
 	// The turn after counts less than the turn before: "stories" is in the
 	// third message; the second (before it) ranks after the third itself.
-	res, err = s.Search(ctx, "a", "stories shared", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+	res, err = s.Agent("a").Search(ctx, "stories shared", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
 	got = got[:0]
 	for _, r := range res {
@@ -1012,7 +997,7 @@ func testMessagesInContext(t *testing.T, open Opener) {
 func testMessageSeqExtremes(t *testing.T, open Opener) {
 	s := open(t, nil)
 	defer s.Close()
-	out, err := memory.AgentOf(s, "a").Messages().AppendMany(ctx, []memory.Message{
+	out, err := s.Agent("a").Messages().AppendMany(ctx, []memory.Message{
 		{Role: memory.RoleUser, BatchID: "edge", Seq: math.MaxInt64 - 1, Content: "the penultimate albatross"},
 		{Role: memory.RoleAssistant, BatchID: "edge", Seq: math.MaxInt64, Content: "the final word"},
 	})
@@ -1024,7 +1009,7 @@ func testMessageSeqExtremes(t *testing.T, open Opener) {
 		{"albatross", []int64{out[0].ID, out[1].ID}}, // its own, then the message after it by its context
 		{"final", []int64{out[1].ID, out[0].ID}},
 	} {
-		res, err := s.Search(ctx, "a", tc.query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		res, err := s.Agent("a").Search(ctx, tc.query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 		must(t, err)
 		var got []int64
 		for _, r := range res {
@@ -1038,30 +1023,33 @@ func testMessageSeqExtremes(t *testing.T, open Opener) {
 
 func testCancelled(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "b", Value: "v"})
+	_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "b", Value: "v"})
 	must(t, err)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	calls := map[string]error{}
-	calls["CreateBlock"] = func() error { _, err := s.CreateBlock(cctx, "a", memory.BlockSpec{Label: "c"}); return err }()
-	calls["GetBlock"] = func() error { _, err := s.GetBlock(cctx, "a", "b"); return err }()
-	calls["AppendToBlock"] = s.AppendToBlock(cctx, "a", "b", "x")
-	calls["ListBlocks"] = func() error { _, err := s.ListBlocks(cctx, "a"); return err }()
-	calls["InsertArchival"] = func() error { _, err := s.InsertArchival(cctx, "a", memory.ArchivalEntry{Content: "x"}); return err }()
-	calls["AppendMessage"] = func() error {
-		_, err := s.AppendMessage(cctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b"})
+	calls["CreateBlock"] = func() error { _, err := s.Agent("a").CreateBlock(cctx, memory.BlockSpec{Label: "c"}); return err }()
+	calls["GetBlock"] = func() error { _, err := s.Agent("a").Block("b").Doc(cctx); return err }()
+	calls["AppendToBlock"] = s.Agent("a").Block("b").Append(cctx, "x")
+	calls["ListBlocks"] = func() error { _, err := s.Agent("a").Blocks(cctx); return err }()
+	calls["InsertArchival"] = func() error {
+		_, err := s.Agent("a").Archival().Insert(cctx, memory.ArchivalEntry{Content: "x"})
 		return err
 	}()
-	calls["Search"] = func() error { _, err := s.Search(cctx, "a", "v", nil); return err }()
+	calls["AppendMessage"] = func() error {
+		_, err := s.Agent("a").Messages().Append(cctx, memory.Message{Role: memory.RoleUser, BatchID: "b"})
+		return err
+	}()
+	calls["Search"] = func() error { _, err := s.Agent("a").Search(cctx, "v", nil); return err }()
 	for name, err := range calls {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: err = %v", name, err)
 		}
 	}
-	if r, _ := s.RenderedContent(ctx, "a", "b"); r != "v" {
+	if r, _ := s.Agent("a").Block("b").Render(ctx); r != "v" {
 		t.Fatalf("cancelled append changed the block: %q", r)
 	}
-	if _, err := s.GetBlock(ctx, "a", "c"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := s.Agent("a").Block("c").Doc(ctx); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("cancelled create left a block: %v", err)
 	}
 }
@@ -1070,11 +1058,11 @@ func testCancelled(t *testing.T, open Opener) {
 // their own blocks; no update is lost.
 func testConcurrentAgents(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "board", CharLimit: 100000})
+	_, err := s.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "board", CharLimit: 100000})
 	must(t, err)
 	const agents, each = 6, 20
 	for i := 0; i < agents; i++ {
-		must(t, s.ShareBlock(ctx, "owner", "board", fmt.Sprintf("agent-%d", i), blocks.Append))
+		must(t, s.Agent("owner").Block("board").Share(ctx, fmt.Sprintf("agent-%d", i), blocks.Append))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, agents)
@@ -1084,7 +1072,7 @@ func testConcurrentAgents(t *testing.T, open Opener) {
 			defer wg.Done()
 			id := fmt.Sprintf("agent-%d", i)
 			for j := 0; j < each; j++ {
-				if err := s.ApplyEdit(ctx, id, "owner", "board", memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("[%s:%d]", id, j)}); err != nil {
+				if err := s.Agent(id).Shared("owner", "board").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: fmt.Sprintf("[%s:%d]", id, j)}); err != nil {
 					errs <- err
 					return
 				}
@@ -1096,7 +1084,7 @@ func testConcurrentAgents(t *testing.T, open Opener) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	r, err := s.RenderedContent(ctx, "owner", "board")
+	r, err := s.Agent("owner").Block("board").Render(ctx)
 	must(t, err)
 	for i := 0; i < agents; i++ {
 		for j := 0; j < each; j++ {
@@ -1113,7 +1101,7 @@ func testBlocksStamp(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
 	stamp := func(agent string) memory.BlocksStamp {
 		t.Helper()
-		st, err := s.BlocksStamp(ctx, agent)
+		st, err := s.Agent(agent).BlocksStamp(ctx)
 		must(t, err)
 		return st
 	}
@@ -1144,119 +1132,119 @@ func testBlocksStamp(t *testing.T, open Opener) {
 	}
 
 	changed("create", func() error {
-		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Permission: blocks.Admin, Value: "one"})
+		_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Permission: blocks.Admin, Value: "one"})
 		return err
 	})
-	changed("append", func() error { return s.AppendToBlock(ctx, "a", "notes", " two") })
-	changed("replace", func() error { _, err := s.ReplaceInBlock(ctx, "a", "notes", "two", "2"); return err })
-	changed("set text", func() error { return s.UpdateBlockText(ctx, "a", "notes", "three") })
+	changed("append", func() error { return s.Agent("a").Block("notes").Append(ctx, " two") })
+	changed("replace", func() error { _, err := s.Agent("a").Block("notes").Replace(ctx, "two", "2"); return err })
+	changed("set text", func() error { return s.Agent("a").Block("notes").SetText(ctx, "three") })
 	changed("write through a view", func() error {
-		doc, err := s.GetBlock(ctx, "a", "notes")
+		doc, err := s.Agent("a").Block("notes").Doc(ctx)
 		if err != nil {
 			return err
 		}
 		if err := doc.AppendText(" four", blocks.Agent); err != nil {
 			return err
 		}
-		return s.PersistBlock(ctx, "a", "notes")
+		return s.Agent("a").Block("notes").Persist(ctx)
 	})
-	changed("pin", func() error { return s.SetBlockPinned(ctx, "a", "notes", true) })
-	changed("type", func() error { return s.SetBlockType(ctx, "a", "notes", blocks.Core) })
+	changed("pin", func() error { return s.Agent("a").Block("notes").SetPinned(ctx, true) })
+	changed("type", func() error { return s.Agent("a").Block("notes").SetType(ctx, blocks.Core) })
 	changed("schema", func() error {
-		return s.UpdateBlockSchema(ctx, "a", "notes", schema.Text{})
+		return s.Agent("a").Block("notes").SetSchema(ctx, schema.Text{})
 	})
 
 	// Reads, no-op edits, refused edits and other agents' unshared blocks
 	// leave it alone.
 	same("reads", func() error {
-		if _, err := s.ListBlocks(ctx, "a"); err != nil {
+		if _, err := s.Agent("a").Blocks(ctx); err != nil {
 			return err
 		}
-		if _, err := s.ListSharedBlocks(ctx, "a"); err != nil {
+		if _, err := s.Agent("a").SharedBlocks(ctx); err != nil {
 			return err
 		}
-		if _, err := s.GetBlock(ctx, "a", "notes"); err != nil {
+		if _, err := s.Agent("a").Block("notes").Doc(ctx); err != nil {
 			return err
 		}
-		_, err := s.RenderedContent(ctx, "a", "notes")
+		_, err := s.Agent("a").Block("notes").Render(ctx)
 		return err
 	})
 	same("replace without a match", func() error {
-		if _, err := s.ReplaceInBlock(ctx, "a", "notes", "absent", "x"); !errors.Is(err, memory.ErrNoMatch) {
+		if _, err := s.Agent("a").Block("notes").Replace(ctx, "absent", "x"); !errors.Is(err, memory.ErrNoMatch) {
 			return fmt.Errorf("replace without a match: %v, want ErrNoMatch", err)
 		}
 		return nil
 	})
-	same("same text again", func() error { return s.UpdateBlockText(ctx, "a", "notes", "three four") })
+	same("same text again", func() error { return s.Agent("a").Block("notes").SetText(ctx, "three four") })
 	same("refused edit", func() error {
-		if err := s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpPushItem, Value: "x"}); err == nil {
+		if err := s.Agent("a").Block("notes").Apply(ctx, memory.Edit{Op: blocks.OpPushItem, Value: "x"}); err == nil {
 			return errors.New("push_item on a text block succeeded")
 		}
 		return nil
 	})
 	same("messages and archival", func() error {
-		if _, err := s.AppendMessage(ctx, "a", memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "hi"}); err != nil {
+		if _, err := s.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, BatchID: "b1", Content: "hi"}); err != nil {
 			return err
 		}
-		_, err := s.InsertArchival(ctx, "a", memory.ArchivalEntry{Content: "fact"})
+		_, err := s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "fact"})
 		return err
 	})
 	same("another agent's blocks", func() error {
-		if _, err := s.CreateBlock(ctx, "b", memory.BlockSpec{Label: "board", Permission: blocks.Admin, Value: "start"}); err != nil {
+		if _, err := s.Agent("b").CreateBlock(ctx, memory.BlockSpec{Label: "board", Permission: blocks.Admin, Value: "start"}); err != nil {
 			return err
 		}
-		if _, err := s.CreateBlock(ctx, "b", memory.BlockSpec{Label: "private", Permission: blocks.Admin}); err != nil {
+		if _, err := s.Agent("b").CreateBlock(ctx, memory.BlockSpec{Label: "private", Permission: blocks.Admin}); err != nil {
 			return err
 		}
-		return s.AppendToBlock(ctx, "b", "board", " more")
+		return s.Agent("b").Block("board").Append(ctx, " more")
 	})
 
 	// Shares: granting, the owner's edits and reconfiguration of a shared
 	// block, a sharee's own write, re-sharing, unsharing, deleting.
-	changed("share", func() error { return s.ShareBlock(ctx, "b", "board", "a", blocks.Append) })
-	changed("owner edits the shared block", func() error { return s.AppendToBlock(ctx, "b", "board", " again") })
+	changed("share", func() error { return s.Agent("b").Block("board").Share(ctx, "a", blocks.Append) })
+	changed("owner edits the shared block", func() error { return s.Agent("b").Block("board").Append(ctx, " again") })
 	changed("sharee edits the shared block", func() error {
-		return s.ApplyEdit(ctx, "a", "b", "board", memory.Edit{Op: blocks.OpAppendText, Text: " from a"})
+		return s.Agent("a").Shared("b", "board").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " from a"})
 	})
-	changed("owner pins the shared block", func() error { return s.SetBlockPinned(ctx, "b", "board", true) })
-	same("owner edits an unshared block", func() error { return s.AppendToBlock(ctx, "b", "private", "x") })
-	changed("re-share with another permission", func() error { return s.ShareBlock(ctx, "b", "board", "a", blocks.ReadWrite) })
-	changed("share a second block", func() error { return s.ShareBlock(ctx, "b", "private", "a", blocks.ReadOnly) })
-	changed("unshare", func() error { return s.UnshareBlock(ctx, "b", "private", "a") })
+	changed("owner pins the shared block", func() error { return s.Agent("b").Block("board").SetPinned(ctx, true) })
+	same("owner edits an unshared block", func() error { return s.Agent("b").Block("private").Append(ctx, "x") })
+	changed("re-share with another permission", func() error { return s.Agent("b").Block("board").Share(ctx, "a", blocks.ReadWrite) })
+	changed("share a second block", func() error { return s.Agent("b").Block("private").Share(ctx, "a", blocks.ReadOnly) })
+	changed("unshare", func() error { return s.Agent("b").Block("private").Unshare(ctx, "a") })
 	// Unshare one block and share another: same number of blocks.
 	changed("swap shares", func() error {
-		if err := s.UnshareBlock(ctx, "b", "board", "a"); err != nil {
+		if err := s.Agent("b").Block("board").Unshare(ctx, "a"); err != nil {
 			return err
 		}
-		return s.ShareBlock(ctx, "b", "private", "a", blocks.ReadOnly)
+		return s.Agent("b").Block("private").Share(ctx, "a", blocks.ReadOnly)
 	})
-	changed("owner deletes a shared block", func() error { return s.DeleteBlock(ctx, "b", "private") })
+	changed("owner deletes a shared block", func() error { return s.Agent("b").Block("private").Delete(ctx) })
 
 	// Own blocks: deleting, and deleting then creating another block in
 	// its place (same count, possibly the same row id).
 	changed("create second", func() error {
-		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
+		_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "tmp", Permission: blocks.Admin})
 		return err
 	})
-	changed("delete", func() error { return s.DeleteBlock(ctx, "a", "tmp") })
+	changed("delete", func() error { return s.Agent("a").Block("tmp").Delete(ctx) })
 	changed("create after a delete", func() error {
-		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp2", Permission: blocks.Admin})
+		_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "tmp2", Permission: blocks.Admin})
 		return err
 	})
 	changed("replace a block by another", func() error {
-		if err := s.DeleteBlock(ctx, "a", "tmp2"); err != nil {
+		if err := s.Agent("a").Block("tmp2").Delete(ctx); err != nil {
 			return err
 		}
-		_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "tmp3", Permission: blocks.Admin})
+		_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "tmp3", Permission: blocks.Admin})
 		return err
 	})
 
-	if _, err := s.BlocksStamp(ctx, ""); !errors.Is(err, memory.ErrInvalidArgument) {
+	if _, err := s.Agent("").BlocksStamp(ctx); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("BlocksStamp(\"\"): err = %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.BlocksStamp(cctx, "a"); !errors.Is(err, context.Canceled) {
+	if _, err := s.Agent("a").BlocksStamp(cctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("BlocksStamp with a cancelled context: err = %v", err)
 	}
 }
@@ -1265,20 +1253,20 @@ func testBlocksStamp(t *testing.T, open Opener) {
 // never apply.
 func testEditErrors(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "a", memory.BlockSpec{Label: "notes", Value: "alpha beta"})
+	_, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "alpha beta"})
 	must(t, err)
-	wantErr(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "gamma", Text: "x"}),
+	wantErr(t, s.Agent("a").Block("notes").Apply(ctx, memory.Edit{Op: blocks.OpReplaceText, Old: "gamma", Text: "x"}),
 		memory.ErrNoMatch, "replace_text without a match")
-	if found, err := s.ReplaceInBlock(ctx, "a", "notes", "gamma", "x"); found || !errors.Is(err, memory.ErrNoMatch) {
+	if found, err := s.Agent("a").Block("notes").Replace(ctx, "gamma", "x"); found || !errors.Is(err, memory.ErrNoMatch) {
 		t.Fatalf("ReplaceInBlock(absent) = %v, %v; want false, ErrNoMatch", found, err)
 	}
-	must(t, s.ApplyEdit(ctx, "a", "", "notes", memory.Edit{Op: blocks.OpReplaceText, Old: "beta", Text: "gamma"}))
-	if r, _ := s.RenderedContent(ctx, "a", "notes"); r != "alpha gamma" {
+	must(t, s.Agent("a").Block("notes").Apply(ctx, memory.Edit{Op: blocks.OpReplaceText, Old: "beta", Text: "gamma"}))
+	if r, _ := s.Agent("a").Block("notes").Render(ctx); r != "alpha gamma" {
 		t.Fatalf("rendered = %q", r)
 	}
 
 	// Edit.Apply is the store's edit runner: on a fork it changes nothing.
-	doc, err := s.GetBlock(ctx, "a", "notes")
+	doc, err := s.Agent("a").Block("notes").Doc(ctx)
 	must(t, err)
 	fork, err := doc.Fork()
 	must(t, err)
@@ -1295,21 +1283,23 @@ func testEditErrors(t *testing.T, open Opener) {
 	if _, err := (memory.Edit{Op: "explode"}).Apply(fork, blocks.Agent); !errors.Is(err, memory.ErrInvalidArgument) {
 		t.Fatalf("Apply of an unknown op: %v", err)
 	}
-	if r, _ := s.RenderedContent(ctx, "a", "notes"); r != "alpha gamma" {
+	if r, _ := s.Agent("a").Block("notes").Render(ctx); r != "alpha gamma" {
 		t.Fatalf("fork edits reached the block: %q", r)
 	}
 
 	// Proposals are tried first; one that could never apply is refused and
 	// not stored.
-	_, err = s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin,
+	_, err = s.Agent("human").CreateBlock(ctx, memory.BlockSpec{Label: "prefs", Value: "likes: tea", Permission: blocks.Admin,
 		CharLimit: 40})
+
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "human", "prefs", "a", blocks.Human))
-	_, err = s.CreateBlock(ctx, "human", memory.BlockSpec{Label: "card", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
+	must(t, s.Agent("human").Block("prefs").Share(ctx, "a", blocks.Human))
+	_, err = s.Agent("human").CreateBlock(ctx, memory.BlockSpec{Label: "card", Permission: blocks.Admin, Schema: schema.Map{Fields: []schema.FieldDef{
 		{Name: "name", Type: schema.FieldString}, {Name: "plan", Type: schema.FieldString, ReadOnly: true},
 	}}})
+
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "human", "card", "a", blocks.Partner))
+	must(t, s.Agent("human").Block("card").Share(ctx, "a", blocks.Partner))
 	refused := []struct {
 		label string
 		e     memory.Edit
@@ -1323,33 +1313,33 @@ func testEditErrors(t *testing.T, open Opener) {
 		{"prefs", memory.Edit{Op: "explode"}, memory.ErrInvalidArgument},
 	}
 	for _, tc := range refused {
-		_, err := s.ProposeEdit(ctx, "a", "human", tc.label, tc.e, "r")
+		_, err := s.Agent("a").Shared("human", tc.label).Propose(ctx, tc.e, "r")
 		wantErr(t, err, tc.want, fmt.Sprintf("ProposeEdit %s on %s", tc.e.Op, tc.label))
 		// ApplyEdit of the same edit needs approval, would keep it as a
 		// proposal, and so refuses it the same way.
-		err = s.ApplyEdit(ctx, "a", "human", tc.label, tc.e)
+		err = s.Agent("a").Shared("human", tc.label).Apply(ctx, tc.e)
 		var pe *memory.ProposalError
 		if errors.As(err, &pe) {
 			t.Fatalf("ApplyEdit %s on %s kept proposal #%d of an edit that cannot apply", tc.e.Op, tc.label, pe.ProposalID)
 		}
 		wantErr(t, err, tc.want, fmt.Sprintf("ApplyEdit %s on %s", tc.e.Op, tc.label))
 	}
-	ps, err := s.ListProposals(ctx, "human", "")
+	ps, err := s.Agent("human").Proposals(ctx)
 	must(t, err)
 	if len(ps) != 0 {
 		t.Fatalf("refused proposals were stored: %+v", ps)
 	}
 	// A valid proposal is stored; if the block changes so that it no longer
 	// applies, approving it fails and leaves it pending.
-	p, err := s.ProposeEdit(ctx, "a", "human", "prefs", memory.Edit{Op: blocks.OpReplaceText, Old: "tea", Text: "coffee"}, "r")
+	p, err := s.Agent("a").Shared("human", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpReplaceText, Old: "tea", Text: "coffee"}, "r")
 	must(t, err)
-	must(t, s.UpdateBlockText(ctx, "human", "prefs", "likes: water"))
-	wantErr(t, s.ApproveProposal(ctx, p.ID, "human:the-human"), memory.ErrNoMatch, "approve a proposal that no longer applies")
-	ps, _ = s.ListProposals(ctx, "human", "prefs")
+	must(t, s.Agent("human").Block("prefs").SetText(ctx, "likes: water"))
+	wantErr(t, s.Agent("human:the-human").ApproveProposal(ctx, p.ID), memory.ErrNoMatch, "approve a proposal that no longer applies")
+	ps, _ = s.Agent("human").Block("prefs").Proposals(ctx)
 	if len(ps) != 1 || ps[0].Status != "pending" {
 		t.Fatalf("proposals after a failed approval: %+v", ps)
 	}
-	if r, _ := s.RenderedContent(ctx, "human", "prefs"); r != "likes: water" {
+	if r, _ := s.Agent("human").Block("prefs").Render(ctx); r != "likes: water" {
 		t.Fatalf("failed approval changed the block: %q", r)
 	}
 }
@@ -1358,49 +1348,49 @@ func testEditErrors(t *testing.T, open Opener) {
 // revoked share does to pending proposals.
 func testProposalRights(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
-	_, err := s.CreateBlock(ctx, "owner", memory.BlockSpec{Label: "prefs", Value: "tea"})
+	_, err := s.Agent("owner").CreateBlock(ctx, memory.BlockSpec{Label: "prefs", Value: "tea"})
 	must(t, err)
-	must(t, s.ShareBlock(ctx, "owner", "prefs", "partner", blocks.Partner))
-	must(t, s.ShareBlock(ctx, "owner", "prefs", "reader", blocks.ReadOnly))
-	must(t, s.ShareBlock(ctx, "owner", "prefs", "admin", blocks.Admin))
-	_, err = s.CreateBlock(ctx, "stranger", memory.BlockSpec{Label: "own"})
+	must(t, s.Agent("owner").Block("prefs").Share(ctx, "partner", blocks.Partner))
+	must(t, s.Agent("owner").Block("prefs").Share(ctx, "reader", blocks.ReadOnly))
+	must(t, s.Agent("owner").Block("prefs").Share(ctx, "admin", blocks.Admin))
+	_, err = s.Agent("stranger").CreateBlock(ctx, memory.BlockSpec{Label: "own"})
 	must(t, err)
 
-	_, err = s.ProposeEdit(ctx, "reader", "owner", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "coffee"}, "")
+	_, err = s.Agent("reader").Shared("owner", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "coffee"}, "")
 	wantErr(t, err, blocks.ErrPermission, "a ReadOnly sharee proposing")
-	p1, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", milk"}, "")
+	p1, err := s.Agent("partner").Shared("owner", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: ", milk"}, "")
 	must(t, err)
 	for _, who := range []string{"stranger", "reader", "partner", "", "human:"} {
-		if err := s.ApproveProposal(ctx, p1.ID, who); err == nil {
+		if err := s.Agent(who).ApproveProposal(ctx, p1.ID); err == nil {
 			t.Fatalf("%q approved a proposal on another agent's block", who)
 		}
-		if err := s.RejectProposal(ctx, p1.ID, who, "no"); err == nil {
+		if err := s.Agent(who).RejectProposal(ctx, p1.ID, "no"); err == nil {
 			t.Fatalf("%q rejected a proposal on another agent's block", who)
 		}
 	}
-	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea" {
+	if r, _ := s.Agent("owner").Block("prefs").Render(ctx); r != "tea" {
 		t.Fatalf("refused approvals changed the block: %q", r)
 	}
-	must(t, s.ApproveProposal(ctx, p1.ID, "admin"))
-	p2, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpAppendText, Text: ", sugar"}, "")
+	must(t, s.Agent("admin").ApproveProposal(ctx, p1.ID))
+	p2, err := s.Agent("partner").Shared("owner", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: ", sugar"}, "")
 	must(t, err)
-	must(t, s.ApproveProposal(ctx, p2.ID, "owner"))
-	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea, milk, sugar" {
+	must(t, s.Agent("owner").ApproveProposal(ctx, p2.ID))
+	if r, _ := s.Agent("owner").Block("prefs").Render(ctx); r != "tea, milk, sugar" {
 		t.Fatalf("after approvals: %q", r)
 	}
 	// Revoking the share withdraws the sharee's pending proposals.
-	p3, err := s.ProposeEdit(ctx, "partner", "owner", "prefs", memory.Edit{Op: blocks.OpSetText, Text: "water"}, "")
+	p3, err := s.Agent("partner").Shared("owner", "prefs").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "water"}, "")
 	must(t, err)
-	must(t, s.UnshareBlock(ctx, "owner", "prefs", "partner"))
-	if err := s.ApproveProposal(ctx, p3.ID, "owner"); err == nil {
+	must(t, s.Agent("owner").Block("prefs").Unshare(ctx, "partner"))
+	if err := s.Agent("owner").ApproveProposal(ctx, p3.ID); err == nil {
 		t.Fatal("approved a proposal whose proposer's share was revoked")
 	}
-	ps, err := s.ListProposals(ctx, "owner", "prefs")
+	ps, err := s.Agent("owner").Block("prefs").Proposals(ctx)
 	must(t, err)
 	if got := ps[len(ps)-1]; got.ID != p3.ID || got.Status != "withdrawn" {
 		t.Fatalf("revoked sharee's proposal = %+v, want withdrawn", got)
 	}
-	if r, _ := s.RenderedContent(ctx, "owner", "prefs"); r != "tea, milk, sugar" {
+	if r, _ := s.Agent("owner").Block("prefs").Render(ctx); r != "tea, milk, sugar" {
 		t.Fatalf("a withdrawn proposal changed the block: %q", r)
 	}
 }

@@ -148,14 +148,14 @@ func TestReadMetricsToken(t *testing.T) {
 // nopTokens stands in for the store where New refuses before using it.
 type nopTokens struct{}
 
-func (nopTokens) VerifyToken(context.Context, string) (memory.Token, error) {
-	return memory.Token{}, memory.ErrTokenInvalid
+func (nopTokens) Verify(context.Context, string) (memory.AccessToken, error) {
+	return memory.AccessToken{}, memory.ErrTokenInvalid
 }
-func (nopTokens) Token(context.Context, int64) (memory.Token, error) {
-	return memory.Token{}, memory.ErrNotFound
+func (nopTokens) Get(context.Context, int64) (memory.AccessToken, error) {
+	return memory.AccessToken{}, memory.ErrNotFound
 }
-func (nopTokens) UseLoginLink(context.Context, string) (memory.Token, error) {
-	return memory.Token{}, memory.ErrLoginLinkInvalid
+func (nopTokens) UseLoginLink(context.Context, string) (memory.AccessToken, error) {
+	return memory.AccessToken{}, memory.ErrLoginLinkInvalid
 }
 
 // The limit's cost on a valid token's request (its secret known) and on a

@@ -38,11 +38,11 @@ func (d *door) loginCookie(t *testing.T, human string) string {
 
 func (d *door) link(t *testing.T, human string) string {
 	t.Helper()
-	tok, _, err := d.store.CreateToken(context.Background(), memory.TokenSpec{Human: human})
+	tok, _, err := d.store.Tokens().Create(context.Background(), memory.TokenSpec{Human: human})
 	if err != nil {
 		t.Fatal(err)
 	}
-	link, err := d.store.CreateLoginLink(context.Background(), tok.ID, time.Hour)
+	link, err := d.store.Tokens().CreateLoginLink(context.Background(), tok.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +270,14 @@ func TestFailedLoginLimitNoCredential(t *testing.T) {
 // count like any other, and it is limited like a guess.
 func TestFailedLoginLimitRevoked(t *testing.T) {
 	d := newDoor(t, &serve.Options{AuthFailureBurst: 2, AuthFailureRate: 1e-3})
-	tok, secret, err := d.store.CreateToken(context.Background(), memory.TokenSpec{Agent: "ada"})
+	tok, secret, err := d.store.Tokens().Create(context.Background(), memory.TokenSpec{Agent: "ada"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := d.do(t, "POST", "/mcp", initBody, mcpHeader(secret, "")).StatusCode; st != 200 {
 		t.Fatalf("valid: %d", st)
 	}
-	if err := d.store.RevokeToken(context.Background(), tok.ID); err != nil {
+	if err := d.store.Tokens().Revoke(context.Background(), tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

@@ -30,18 +30,18 @@ type door struct {
 
 // countingTokens counts the lookups a credential costs the store.
 type countingTokens struct {
-	*memory.Cache
+	*memory.Tokens
 	n *atomic.Int64
 }
 
-func (c countingTokens) VerifyToken(ctx context.Context, secret string) (memory.Token, error) {
+func (c countingTokens) Verify(ctx context.Context, secret string) (memory.AccessToken, error) {
 	c.n.Add(1)
-	return c.Cache.VerifyToken(ctx, secret)
+	return c.Tokens.Verify(ctx, secret)
 }
 
-func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (memory.Token, error) {
+func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (memory.AccessToken, error) {
 	c.n.Add(1)
-	return c.Cache.UseLoginLink(ctx, secret)
+	return c.Tokens.UseLoginLink(ctx, secret)
 }
 
 func newDoor(t testing.TB, opts *serve.Options) *door {
@@ -56,7 +56,7 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 		o = *opts
 	}
 	lookups := &atomic.Int64{}
-	o.Tokens = countingTokens{Cache: store, n: lookups}
+	o.Tokens = countingTokens{Tokens: store.Tokens(), n: lookups}
 	if o.SyncStore == nil {
 		o.SyncStore = store
 	}
@@ -90,7 +90,7 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 
 func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
 	t.Helper()
-	_, secret, err := d.store.CreateToken(context.Background(), spec)
+	_, secret, err := d.store.Tokens().Create(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

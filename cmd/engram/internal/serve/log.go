@@ -17,7 +17,7 @@ type recKey struct{}
 // accessRecord is what authentication learned about a request: for the
 // access log, and the server the SDK's getServer hands the request to.
 type accessRecord struct {
-	token   *memory.Token
+	token   *memory.AccessToken
 	server  *mcp.Server
 	refused string // why the token was refused
 }

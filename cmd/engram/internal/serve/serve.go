@@ -31,12 +31,12 @@ import (
 	"github.com/engram-go/engram/syncrepo"
 )
 
-// Tokens is what the door asks of the store: *memory.Cache.
+// Tokens is what the door asks of the store: its *memory.Tokens.
 type Tokens interface {
-	VerifyToken(ctx context.Context, secret string) (memory.Token, error)
-	Token(ctx context.Context, id int64) (memory.Token, error)
+	Verify(ctx context.Context, secret string) (memory.AccessToken, error)
+	Get(ctx context.Context, id int64) (memory.AccessToken, error)
 	// UseLoginLink consumes a one-time login link of the web UI.
-	UseLoginLink(ctx context.Context, secret string) (memory.Token, error)
+	UseLoginLink(ctx context.Context, secret string) (memory.AccessToken, error)
 }
 
 // SyncStore is the store /sync serves (*memory.Cache): the handle of each
@@ -500,7 +500,7 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, body []byte) bool {
 // UserID is the token's id, so the SDK refuses (403) a session to any
 // other token, even one of the same agent.
 func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*auth.TokenInfo, error) {
-	t, err := h.opts.Tokens.VerifyToken(ctx, secret)
+	t, err := h.opts.Tokens.Verify(ctx, secret)
 	rec, _ := ctx.Value(recKey{}).(*accessRecord)
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
@@ -649,7 +649,7 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 	h.mu.Unlock()
 	now := time.Now()
 	for tok, ids := range byToken {
-		t, err := h.opts.Tokens.Token(ctx, tok)
+		t, err := h.opts.Tokens.Get(ctx, tok)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next sweep decides
 		}
@@ -666,7 +666,7 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 // tokenValid reports whether t, as the store read it, is neither revoked
 // nor expired at now: what keeps an MCP session, a UI login or a /sync
 // connection open.
-func tokenValid(t memory.Token, now time.Time) bool {
+func tokenValid(t memory.AccessToken, now time.Time) bool {
 	return t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt))
 }
 

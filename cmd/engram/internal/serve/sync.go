@@ -161,7 +161,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	if !h.admit(w, r, secret) {
 		return
 	}
-	t, err := h.opts.Tokens.VerifyToken(r.Context(), secret)
+	t, err := h.opts.Tokens.Verify(r.Context(), secret)
 	switch {
 	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
 		h.authFailed(r, secret, err.Error())
@@ -291,7 +291,7 @@ func (h *Handler) watchToken(ctx context.Context, cancel context.CancelCauseFunc
 			return
 		case <-tick.C:
 		}
-		t, err := h.opts.Tokens.Token(ctx, id)
+		t, err := h.opts.Tokens.Get(ctx, id)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next check decides
 		}

@@ -149,7 +149,7 @@ func (h *Handler) endRevokedLogins(ctx context.Context, now time.Time) {
 	}
 	h.mu.Unlock()
 	for tok, ids := range byToken {
-		t, err := h.opts.Tokens.Token(ctx, tok)
+		t, err := h.opts.Tokens.Get(ctx, tok)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
 			continue // the store is busy or down: the next sweep decides
 		}
@@ -193,7 +193,7 @@ func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogi
 		clearLoginCookie(w, r)
 		return uiLogin{}, false, false
 	}
-	t, err := h.opts.Tokens.Token(r.Context(), login.tokenID)
+	t, err := h.opts.Tokens.Get(r.Context(), login.tokenID)
 	if err != nil || !tokenValid(t, time.Now()) {
 		h.endLogin(c.Value)
 		clearLoginCookie(w, r)
@@ -245,7 +245,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	var t memory.Token
+	var t memory.AccessToken
 	var err error
 	useLink := link != "" && secret == ""
 	presented := secret
@@ -258,7 +258,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if useLink {
 		t, err = h.opts.Tokens.UseLoginLink(r.Context(), link)
 	} else {
-		t, err = h.opts.Tokens.VerifyToken(r.Context(), secret)
+		t, err = h.opts.Tokens.Verify(r.Context(), secret)
 	}
 	rec, _ := r.Context().Value(recKey{}).(*accessRecord)
 	switch {

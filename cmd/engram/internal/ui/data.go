@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// admin is what the UI reads across agents beyond memory.Store
+// admin is what the UI reads across agents beyond an agent handle
 // (*memory.Admin has it).
 type admin interface {
 	Agents(ctx context.Context) ([]string, error)

@@ -87,7 +87,7 @@ type Options struct {
 // its live-update loop and ends open event streams.
 type Server struct {
 	store   *memory.Cache
-	admin   admin // the store's, for what memory.Store cannot list
+	admin   admin // the store's, for what an agent handle cannot list
 	opts    Options
 	token   string
 	csrf    string
