@@ -337,7 +337,7 @@ func benchAppend(ctx context.Context, cfg config, tmp string, r *report) error {
 // (as agent), then through insert, the bare baseline, with the same
 // changes (bare block numbers start at base). It returns ops/s per repeat
 // for both.
-func concurrentAppends(ctx context.Context, cfg config, st *memory.Cache, agent, prefix string, base int,
+func concurrentAppends(ctx context.Context, cfg config, st *memory.Store, agent, prefix string, base int,
 	insert func(block, seq int, data []byte) error) (engram, bare []float64, err error) {
 	w := cfg.appendWriters
 	per := max(1, cfg.appendConcOps/w)

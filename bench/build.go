@@ -28,7 +28,7 @@ var buildRules = []toolrules.Rule{toolrules.ExitLoop("send_message"), toolrules.
 // Working, 450-900 characters each) and 500 messages in 100 complete
 // batches plus one current user message: the DESIGN's "20 blocks, 500
 // messages" agent when nBlocks is 20.
-func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
+func fillBuildStore(ctx context.Context, st *memory.Store, nBlocks int) error {
 	for i := range nBlocks {
 		typ := blocks.Working
 		if i < max(1, nBlocks/4) {
@@ -64,7 +64,7 @@ func fillBuildStore(ctx context.Context, st *memory.Cache, nBlocks int) error {
 
 // newBuilder is the builder under test. limits false means no budgets, so
 // every block and message is in the request (as in the concatenation).
-func newBuilder(st *memory.Cache, cache *builder.Cache, limits bool) builder.Builder {
+func newBuilder(st *memory.Store, cache *builder.Cache, limits bool) builder.Builder {
 	// Negative limits mean none (zero would mean the defaults).
 	cfg := builder.ContextConfig{Cache: cache, TokenCounts: st, MaxMessagesCap: -1,
 		DefaultLimits: builder.ModelContextLimits{MaxTokens: -1, MemoryTokens: -1, ReservedResponseTokens: -1}}

@@ -162,7 +162,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	if err := st.Index().WarmVectorCache(ctx); err != nil {
 		return err
 	}
-	engramOn := func(st *memory.Cache, name string, mode search.Mode) cranSystem {
+	engramOn := func(st *memory.Store, name string, mode search.Mode) cranSystem {
 		return cranSystem{name: name, query: func(ctx context.Context, q eval.CranfieldQuery, limit int) ([]string, error) {
 			rs, err := st.Agent(cranAgent).Archival().Search(ctx, q.Text, search.NewOptions().Mode(mode).Limit(limit))
 			if errors.Is(err, search.ErrInvalidQuery) {

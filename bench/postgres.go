@@ -133,7 +133,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 		lat  []time.Duration
 		ndcg float64
 	}
-	measure := func(s *memory.Cache, toDoc map[int64]string) (*system, error) {
+	measure := func(s *memory.Store, toDoc map[int64]string) (*system, error) {
 		sys := &system{}
 		runs := map[string][]string{}
 		for _, q := range queries {
@@ -247,7 +247,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, doc
 	}
 	defer inproc.Close()
 	var lat [2][]time.Duration
-	for i, st := range []*memory.Cache{pgv, inproc} {
+	for i, st := range []*memory.Store{pgv, inproc} {
 		// One untimed pass: the in-process side loads its vectors.
 		for pass := 0; pass <= cfg.repeats; pass++ {
 			for _, q := range queries {

@@ -61,8 +61,8 @@ func BenchmarkAgentsStore(b *testing.B) {
 	}
 	// open opens every store, readied as a process that has searched
 	// before (see warm).
-	open := func(b *testing.B, first func(st *memory.Cache, n int) error) []*memory.Cache {
-		sts := make([]*memory.Cache, len(ns))
+	open := func(b *testing.B, first func(st *memory.Store, n int) error) []*memory.Store {
+		sts := make([]*memory.Store, len(ns))
 		for i, n := range ns {
 			st, err := memory.Open(ctx, paths[i], nil)
 			if err != nil {
@@ -78,7 +78,7 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// sample), so that the machine's load weighs on every N alike, and
 	// reports each N's p50 and p95 and the last N's p50 over the first's.
 	// before, if not nil, runs untimed ahead of each op.
-	interleaved := func(b *testing.B, sts []*memory.Cache, sample int, before, op func(st *memory.Cache, n, i int) error) {
+	interleaved := func(b *testing.B, sts []*memory.Store, sample int, before, op func(st *memory.Store, n, i int) error) {
 		// The op's thread's CPU time beside the wall clock: on a machine
 		// others load, the wall clock measures them too.
 		runtime.LockOSThread()
@@ -119,9 +119,9 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// 9 agents' caches are whole, loaded by warm; larger stores, partial,
 	// have never loaded that agent's partitions) over b.N ≤ N/40 rounds.
 	first := func(b *testing.B, search func(a *memory.Agent, q string) error) {
-		sts := open(b, func(st *memory.Cache, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
+		sts := open(b, func(st *memory.Store, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
 		round := 0
-		interleaved(b, sts, 40, nil, func(st *memory.Cache, n, i int) error {
+		interleaved(b, sts, 40, nil, func(st *memory.Store, n, i int) error {
 			if i == 0 {
 				round++
 			}
@@ -142,8 +142,8 @@ func BenchmarkAgentsStore(b *testing.B) {
 		})
 	})
 	b.Run("warm-Build", func(b *testing.B) {
-		sts := open(b, func(*memory.Cache, int) error { return nil })
-		bls := map[*memory.Cache]builder.Builder{}
+		sts := open(b, func(*memory.Store, int) error { return nil })
+		bls := map[*memory.Store]builder.Builder{}
 		for j, n := range ns {
 			a := sts[j].Agent(agentName(n / 2))
 			bl := builder.New(a, builder.ContextConfig{Cache: builder.NewCache()}).
@@ -153,7 +153,7 @@ func BenchmarkAgentsStore(b *testing.B) {
 			}
 			bls[sts[j]] = bl
 		}
-		interleaved(b, sts, 100, nil, func(st *memory.Cache, _, _ int) error {
+		interleaved(b, sts, 100, nil, func(st *memory.Store, _, _ int) error {
 			_, err := bls[st].Build(ctx)
 			return err
 		})
@@ -162,10 +162,10 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// the same file, to another agent's block): the build's reads see the
 	// database changed and read again what they memoized.
 	b.Run("warm-Build-after-a-write", func(b *testing.B) {
-		sts := open(b, func(*memory.Cache, int) error { return nil })
-		others := open(b, func(*memory.Cache, int) error { return nil })
-		bls := map[*memory.Cache]builder.Builder{}
-		other := map[*memory.Cache]*memory.Cache{}
+		sts := open(b, func(*memory.Store, int) error { return nil })
+		others := open(b, func(*memory.Store, int) error { return nil })
+		bls := map[*memory.Store]builder.Builder{}
+		other := map[*memory.Store]*memory.Store{}
 		for j, n := range ns {
 			a := sts[j].Agent(agentName(n / 2))
 			bl := builder.New(a, builder.ContextConfig{Cache: builder.NewCache()}).
@@ -175,9 +175,9 @@ func BenchmarkAgentsStore(b *testing.B) {
 			}
 			bls[sts[j]], other[sts[j]] = bl, others[j]
 		}
-		interleaved(b, sts, 50, func(st *memory.Cache, _, i int) error {
+		interleaved(b, sts, 50, func(st *memory.Store, _, i int) error {
 			return other[st].Agent(agentName(0)).Block("block-0").SetText(ctx, fmt.Sprint("rewritten ", i))
-		}, func(st *memory.Cache, _, _ int) error {
+		}, func(st *memory.Store, _, _ int) error {
 			_, err := bls[st].Build(ctx)
 			return err
 		})
@@ -188,7 +188,7 @@ func BenchmarkAgentsStore(b *testing.B) {
 // before: its text cache built (a whole copy) or gone partial, and one
 // search of another agent run (what every process pays once, statistics
 // and statements, is not any agent's first search).
-func warm(b *testing.B, st *memory.Cache, first func() error) {
+func warm(b *testing.B, st *memory.Store, first func() error) {
 	if err := st.Index().WarmTextCache(context.Background()); err != nil && !errors.Is(err, search.ErrCacheBudget) {
 		b.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (s *listSpy) SharedBlocks(ctx context.Context) ([]memory.SharedBlock, error
 func TestBlockListCacheSeesOtherProcesses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "two.db")
-	open := func() *memory.Cache { return openFile(t, path) }
+	open := func() *memory.Store { return openFile(t, path) }
 	here, there := open(), open()
 	mustBlock(t, here, "a", memory.BlockSpec{Label: "persona", Type: blocks.Core, Permission: blocks.Admin, Value: "I am A."})
 	mustBlock(t, here, "a", memory.BlockSpec{Label: "plan", Type: blocks.Working, Permission: blocks.Admin, Value: "step one"})

@@ -158,7 +158,7 @@ func (b Builder) WithActiveBatch(id string) Builder {
 // WithProfile sets the agent profile the build uses instead of the one the
 // store keeps for the agent. By default (neither WithProfile nor
 // WithoutProfile) a build reads the agent's profile from its store when
-// the store is a ProfileStore, as *memory.Cache is. A profile fills in
+// the store is a ProfileStore, as *memory.Store is. A profile fills in
 // what the caller leaves unset:
 //
 //   - System becomes the base instructions unless WithBaseInstructions was

@@ -539,7 +539,7 @@ func TestSummariesAreReusedAcrossBuilds(t *testing.T) {
 
 // spySource delegates to the real store and records the queries.
 type spySource struct {
-	store   *memory.Cache
+	store   *memory.Store
 	mu      sync.Mutex
 	afterID []int64
 	batches int

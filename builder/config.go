@@ -209,7 +209,7 @@ type ContextConfig struct {
 	// New call.
 	Cache *Cache
 	// TokenCounts, if set, persists token counts across processes (the
-	// store: *memory.Cache implements CountStore), so a cold start does
+	// store: *memory.Store implements CountStore), so a cold start does
 	// not tokenize every block again. Nil: counts live in this process's
 	// Cache only, with the same results.
 	TokenCounts CountStore

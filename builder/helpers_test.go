@@ -26,7 +26,7 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func openStore(t testing.TB) *memory.Cache {
+func openStore(t testing.TB) *memory.Store {
 	t.Helper()
 	st, err := memory.Open(context.Background(), ":memory:", &memory.Options{Now: fixedClock()})
 	if err != nil {
@@ -38,7 +38,7 @@ func openStore(t testing.TB) *memory.Cache {
 
 // openFile opens a store on a database file, as one process would; call
 // it again for another process on the same file.
-func openFile(t testing.TB, path string) *memory.Cache {
+func openFile(t testing.TB, path string) *memory.Store {
 	t.Helper()
 	c, err := memory.Open(context.Background(), path, &memory.Options{Now: fixedClock()})
 	if err != nil {
@@ -48,14 +48,14 @@ func openFile(t testing.TB, path string) *memory.Cache {
 	return c
 }
 
-func mustBlock(t testing.TB, st *memory.Cache, agent string, spec memory.BlockSpec) {
+func mustBlock(t testing.TB, st *memory.Store, agent string, spec memory.BlockSpec) {
 	t.Helper()
 	if _, err := st.Agent(agent).CreateBlock(context.Background(), spec); err != nil {
 		t.Fatalf("create %s/%s: %v", agent, spec.Label, err)
 	}
 }
 
-func mustMsg(t testing.TB, st *memory.Cache, agent string, m memory.Message) memory.Message {
+func mustMsg(t testing.TB, st *memory.Store, agent string, m memory.Message) memory.Message {
 	t.Helper()
 	m, err := st.Agent(agent).Messages().Append(context.Background(), m)
 	if err != nil {
@@ -64,7 +64,7 @@ func mustMsg(t testing.TB, st *memory.Cache, agent string, m memory.Message) mem
 	return m
 }
 
-func complete(t testing.TB, st *memory.Cache, agent, batch string) {
+func complete(t testing.TB, st *memory.Store, agent, batch string) {
 	t.Helper()
 	if err := st.Agent(agent).Messages().CompleteBatch(context.Background(), batch); err != nil {
 		t.Fatal(err)
@@ -72,14 +72,14 @@ func complete(t testing.TB, st *memory.Cache, agent, batch string) {
 }
 
 // exchange stores a complete batch: a user message and an answer.
-func exchange(t testing.TB, st *memory.Cache, agent, batch, question, answer string) {
+func exchange(t testing.TB, st *memory.Store, agent, batch, question, answer string) {
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: question})
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch, Content: answer})
 	complete(t, st, agent, batch)
 }
 
 // toolExchange stores a complete batch with a tool call and its result.
-func toolExchange(t testing.TB, st *memory.Cache, agent, batch, question, tool, result, answer string) {
+func toolExchange(t testing.TB, st *memory.Store, agent, batch, question, tool, result, answer string) {
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleUser, BatchID: batch, Content: question})
 	id := "call_" + batch
 	mustMsg(t, st, agent, memory.Message{Role: memory.RoleAssistant, BatchID: batch,
@@ -141,7 +141,7 @@ func dump(req *builder.Request) string {
 // seedEntropy sets up the "entropy" agent used by several tests: two Core
 // blocks, a pinned and two unpinned Working blocks, a block shared by
 // "archive", and a history with a tool exchange and an active batch.
-func seedEntropy(t testing.TB, st *memory.Cache) {
+func seedEntropy(t testing.TB, st *memory.Store) {
 	mustBlock(t, st, "entropy", memory.BlockSpec{Label: "persona", Description: "Who you are.", Type: blocks.Core,
 		Value: "You are Entropy. You break big tasks into small, checkable steps."})
 	mustBlock(t, st, "entropy", memory.BlockSpec{Label: "human", Description: "What you know about the user.", Type: blocks.Core,

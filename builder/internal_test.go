@@ -49,7 +49,7 @@ func fixedNow() func() time.Time {
 
 // benchStore makes an agent with 20 blocks (5 Core, 15 pinned Working) and
 // 500 messages in 100 complete batches plus an active one.
-func benchStore(t testing.TB) *memory.Cache {
+func benchStore(t testing.TB) *memory.Store {
 	ctx := context.Background()
 	st, err := memory.Open(ctx, filepath.Join(t.TempDir(), "bench.db"), &memory.Options{Now: fixedNow()})
 	if err != nil {
@@ -90,7 +90,7 @@ func benchStore(t testing.TB) *memory.Cache {
 	return st
 }
 
-func benchBuilder(st *memory.Cache, cache *Cache) Builder {
+func benchBuilder(st *memory.Store, cache *Cache) Builder {
 	cfg := ContextConfig{
 		DefaultLimits: ModelContextLimits{MaxTokens: 128_000, MemoryTokens: 32_000, ReservedResponseTokens: 4_000},
 		// The whole history (500 messages) fits: no default cap of 50.

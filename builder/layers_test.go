@@ -27,7 +27,7 @@ func novemberClock() time.Time { return time.Date(2026, 11, 23, 13, 5, 0, 0, tim
 
 // seedLayers gives agent "ada" a Core block, archival memories (one that
 // repeats the block) and a context library from earlier turns.
-func seedLayers(t testing.TB, st *memory.Cache) {
+func seedLayers(t testing.TB, st *memory.Store) {
 	t.Helper()
 	mustBlock(t, st, "ada", memory.BlockSpec{Label: "human", Type: blocks.Core, Value: "The user is Grace. She keeps the kettle on the kitchen shelf."})
 	for _, e := range []struct {
@@ -54,7 +54,7 @@ func seedLayers(t testing.TB, st *memory.Cache) {
 }
 
 // layersBuilder is a Builder with every layer on.
-func layersBuilder(st *memory.Cache, cfg builder.ContextConfig) builder.Builder {
+func layersBuilder(st *memory.Store, cfg builder.ContextConfig) builder.Builder {
 	cfg.Clock = novemberClock
 	cfg.Recall = &builder.RecallOptions{Mode: search.FTS, Limit: 4}
 	cfg.Library = &builder.LibraryOptions{}
@@ -71,8 +71,8 @@ func layersBuilder(st *memory.Cache, cfg builder.ContextConfig) builder.Builder 
 func init() {
 	goldenCases = append(goldenCases, struct {
 		name  string
-		build func(t *testing.T, st *memory.Cache) *builder.Request
-	}{"layers", func(t *testing.T, st *memory.Cache) *builder.Request {
+		build func(t *testing.T, st *memory.Store) *builder.Request
+	}{"layers", func(t *testing.T, st *memory.Store) *builder.Request {
 		seedLayers(t, st)
 		return build(t, layersBuilder(st, builder.DefaultConfig()))
 	}})

@@ -54,7 +54,7 @@ func TestBuildAfterPruningDoesNotPanic(t *testing.T) {
 
 // property is one random configuration for FuzzBuildProperties.
 type property struct {
-	store   *memory.Cache
+	store   *memory.Store
 	b       builder.Builder
 	core    []string // labels that must be rendered
 	attach  []string // essential attachments

@@ -40,7 +40,7 @@ var (
 	// would turn off (the library with an error, the profile silently).
 	_ LibraryStore  = (*memory.Agent)(nil)
 	_ ProfileStore  = (*memory.Agent)(nil)
-	_ CountStore    = (*memory.Cache)(nil)
+	_ CountStore    = (*memory.Store)(nil)
 	_ MessageSource = (*memory.Messages)(nil)
 )
 

@@ -16,13 +16,13 @@ import (
 // counts really come from the store (a doctored count shows through).
 func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counts.db")
-	open := func() *memory.Cache { return openFile(t, path) }
+	open := func() *memory.Store { return openFile(t, path) }
 	first := open()
 	for i := range 40 {
 		mustBlock(t, first, "a", memory.BlockSpec{Label: fmt.Sprintf("notes%02d", i), Type: blocks.Core, Permission: blocks.Admin,
 			Value: strings.Repeat(fmt.Sprintf("line %d of the ledger. ", i), 20)})
 	}
-	newBuilder := func(st *memory.Cache) builder.Builder {
+	newBuilder := func(st *memory.Store) builder.Builder {
 		cfg := builder.DefaultConfig()
 		cfg.Cache = builder.NewCache()
 		cfg.TokenCounts = st

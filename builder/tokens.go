@@ -176,7 +176,7 @@ func (c cachedCounter) Count(text string) int {
 	return v
 }
 
-// Cache holds what builds can reuse (it is not the store, memory.Cache): the
+// Cache holds what builds can reuse (it is not the store, memory.Store): the
 // BPE tokenizers (each loaded once, on first use), token counts of texts already counted (keyed by a hash of
 // the text, so an unchanged block is not tokenized again), and the message
 // history already read from each source (only newer messages are fetched,
@@ -363,7 +363,7 @@ func counterName(c TokenCounter) string {
 }
 
 // CountStore persists token counts across processes, so a cold start does
-// not tokenize every block again; the store (*memory.Cache) implements it.
+// not tokenize every block again; the store (*memory.Store) implements it.
 // It is ContextConfig.TokenCounts; builds without it count every text in
 // this process, with the same results. Counts are keyed by encoding name
 // and TextHash.

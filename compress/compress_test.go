@@ -173,7 +173,7 @@ func TestTruncateInvalid(t *testing.T) {
 
 // storedHistory appends n complete batches of two messages each (and an
 // active batch of one) to a real store and returns the Input read back.
-func storedHistory(t *testing.T, st *memory.Cache, agent string, n int, activeID string) compress.Input {
+func storedHistory(t *testing.T, st *memory.Store, agent string, n int, activeID string) compress.Input {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {

@@ -49,7 +49,7 @@ const (
 	factNew = "Caroline moved to Boston in May 2021 with her two dogs and cat"
 )
 
-func consolidationStore(t *testing.T) (*memory.Cache, []memory.ArchivalEntry) {
+func consolidationStore(t *testing.T) (*memory.Store, []memory.ArchivalEntry) {
 	t.Helper()
 	s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), nil)
 	if err != nil {
@@ -67,7 +67,7 @@ func consolidationStore(t *testing.T) (*memory.Cache, []memory.ArchivalEntry) {
 	return s, out
 }
 
-func snapshot(t *testing.T, s *memory.Cache) string {
+func snapshot(t *testing.T, s *memory.Store) string {
 	t.Helper()
 	es, err := s.Agent("ag").Archival().List(context.Background(), &memory.ArchivalQuery{IncludeSuperseded: true})
 	if err != nil {

@@ -24,7 +24,7 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func openStore(t testing.TB) *memory.Cache {
+func openStore(t testing.TB) *memory.Store {
 	t.Helper()
 	st, err := memory.Open(context.Background(), ":memory:", &memory.Options{Now: fixedClock()})
 	if err != nil {

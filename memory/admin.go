@@ -13,16 +13,16 @@ import (
 // Admin is a store's operator side: what tools such as "engram stats",
 // "engram compact" and the web UI read and do across every agent, through
 // the API rather than SQL against the schema, so that a schema change
-// breaks them at compile time, not at run time. Get one with Cache.Admin;
+// breaks them at compile time, not at run time. Get one with Store.Admin;
 // it holds nothing but the store, and its methods fail with ErrClosed
 // once the store is closed.
 //
 // Admin does not check permissions: it is for whoever holds the store
 // itself, not for an agent.
-type Admin struct{ c *Cache }
+type Admin struct{ c *Store }
 
 // Admin returns the store's operator side.
-func (c *Cache) Admin() *Admin { return &Admin{c: c} }
+func (c *Store) Admin() *Admin { return &Admin{c: c} }
 
 // Stats describe a store: its backend, how it searches, and how many rows
 // (and bytes) of each kind it holds.

@@ -27,7 +27,7 @@ import (
 // store.Agent(id).Block(label).Append(ctx, text). An empty id makes every
 // method fail with an error wrapping ErrInvalidArgument.
 type Agent struct {
-	s    *Cache
+	s    *Store
 	id   string
 	msgs Messages
 	arch Archival
@@ -39,7 +39,7 @@ const maxHandles = 4096
 
 // Agent returns a handle acting as agent id (see [Agent]). The same id
 // gives the same handle, so a handle can key a cache.
-func (c *Cache) Agent(id string) *Agent {
+func (c *Store) Agent(id string) *Agent {
 	if a, ok := c.handles.Load(id); ok {
 		return a.(*Agent)
 	}
@@ -55,7 +55,7 @@ func (c *Cache) Agent(id string) *Agent {
 }
 
 // agentOf makes a handle acting as agent id on c.
-func agentOf(c *Cache, id string) *Agent {
+func agentOf(c *Store, id string) *Agent {
 	a := &Agent{s: c, id: id}
 	a.msgs.a, a.arch.a = a, a
 	return a
@@ -79,7 +79,7 @@ func (a *Agent) check(ctx context.Context) error {
 	return nil
 }
 
-// CreateBlock creates a block owned by the agent (see Cache.createBlock)
+// CreateBlock creates a block owned by the agent (see Store.createBlock)
 // and returns its handle.
 func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error) {
 	if err := a.check(ctx); err != nil {
@@ -107,7 +107,7 @@ func (a *Agent) Shared(owner, label string) *Block {
 	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
 
-// Blocks lists the agent's own blocks (see Cache.blocksOf).
+// Blocks lists the agent's own blocks (see Store.blocksOf).
 func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 }
 
 // BlocksOfType lists the agent's own blocks of type t (see
-// Cache.listBlocksByType).
+// Store.listBlocksByType).
 func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, e
 }
 
 // SharedBlocks lists the blocks others shared with the agent, with the
-// shared permission (see Cache.listSharedBlocks). Each one's handle is
+// shared permission (see Store.listSharedBlocks). Each one's handle is
 // Shared(m.SharedFrom, m.Label).
 func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	if err := a.check(ctx); err != nil {
@@ -135,7 +135,7 @@ func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 }
 
 // BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
-// Cache.blocksStamp).
+// Store.blocksStamp).
 func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 	if err := a.check(ctx); err != nil {
 		return BlocksStamp{}, err
@@ -144,7 +144,7 @@ func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 }
 
 // Search searches what the agent may see: its own blocks, archival
-// entries and messages, and blocks shared with it (see Cache.search).
+// entries and messages, and blocks shared with it (see Store.search).
 func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) 
 }
 
 // Proposals lists the proposals on all of the agent's own blocks, oldest
-// first (see Cache.listProposals; [Block.Proposals] narrows to one block).
+// first (see Store.listProposals; [Block.Proposals] narrows to one block).
 func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 
 // ApproveProposal approves and applies proposal id with the agent as the
 // approver: it must own the block or have it shared at Admin (see
-// Cache.approveProposal, which also takes a person's "human:NAME").
+// Store.approveProposal, which also takes a person's "human:NAME").
 func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -180,8 +180,8 @@ func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) err
 	return a.s.rejectProposal(ctx, id, a.id, reason)
 }
 
-// Export copies the agent's content (see [Cache.Export]). Through a handle
-// it is always one agent's: the empty id that makes [Cache.Export] copy
+// Export copies the agent's content (see [Store.Export]). Through a handle
+// it is always one agent's: the empty id that makes [Store.Export] copy
 // every agent is an error here.
 func (a *Agent) Export(ctx context.Context) (*Dump, error) {
 	if err := a.check(ctx); err != nil {
@@ -199,7 +199,7 @@ func (a *Agent) Messages() *Messages { return &a.msgs }
 // Archival is one agent's archival memory (from [Agent.Archival]).
 type Archival struct{ a *Agent }
 
-// Insert stores an entry (see Cache.addArchival).
+// Insert stores an entry (see Store.addArchival).
 func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -207,7 +207,7 @@ func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, 
 	return r.a.s.addArchival(ctx, r.a.id, e)
 }
 
-// InsertBatch stores many entries (see Cache.insertArchivalBatch: all are
+// InsertBatch stores many entries (see Store.insertArchivalBatch: all are
 // checked before any is written; on a later failure the entries already
 // committed are returned with the error).
 func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
@@ -217,7 +217,7 @@ func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opt
 	return r.a.s.insertArchivalBatch(ctx, r.a.id, entries, opts)
 }
 
-// Get returns entry id (see Cache.getArchival).
+// Get returns entry id (see Store.getArchival).
 func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -225,7 +225,7 @@ func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	return r.a.s.getArchival(ctx, r.a.id, id)
 }
 
-// List lists entries (see Cache.listArchival; nil q means the defaults).
+// List lists entries (see Store.listArchival; nil q means the defaults).
 func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry,
 }
 
 // Supersede stores e as the new version of entry oldID (see
-// Cache.supersedeArchival).
+// Store.supersedeArchival).
 func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -242,7 +242,7 @@ func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) 
 	return r.a.s.supersedeArchival(ctx, r.a.id, oldID, e)
 }
 
-// Delete deletes entry id (see Cache.deleteArchival).
+// Delete deletes entry id (see Store.deleteArchival).
 func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err
@@ -251,7 +251,7 @@ func (r *Archival) Delete(ctx context.Context, id int64) error {
 }
 
 // Search searches the agent's archival entries only (see
-// Cache.searchArchival; [Agent.Search] covers everything it sees).
+// Store.searchArchival; [Agent.Search] covers everything it sees).
 func (r *Archival) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (r *Archival) Search(ctx context.Context, query string, opts *search.Option
 // batches and summaries.
 type Messages struct{ a *Agent }
 
-// Append stores one message (see Cache.appendMessage).
+// Append stores one message (see Store.appendMessage).
 func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Message{}, err
@@ -272,7 +272,7 @@ func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 }
 
 // AppendMany stores messages in one transaction (see
-// Cache.addMessages).
+// Store.addMessages).
 func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -280,7 +280,7 @@ func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, e
 	return m.a.s.addMessages(ctx, m.a.id, msgs)
 }
 
-// List returns messages (see Cache.messages; nil q means all, oldest
+// List returns messages (see Store.messages; nil q means all, oldest
 // first).
 func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
@@ -289,7 +289,7 @@ func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error)
 	return m.a.s.messages(ctx, m.a.id, q)
 }
 
-// CompleteBatch marks batch batchID complete (see Cache.completeBatch).
+// CompleteBatch marks batch batchID complete (see Store.completeBatch).
 func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	if err := m.a.check(ctx); err != nil {
 		return err
@@ -297,7 +297,7 @@ func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	return m.a.s.completeBatch(ctx, m.a.id, batchID)
 }
 
-// Batches lists the agent's batches (see Cache.batches).
+// Batches lists the agent's batches (see Store.batches).
 func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	return m.a.s.batches(ctx, m.a.id)
 }
 
-// SaveSummary stores a summary (see Cache.saveSummary).
+// SaveSummary stores a summary (see Store.saveSummary).
 func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -313,7 +313,7 @@ func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) 
 	return m.a.s.saveSummary(ctx, m.a.id, s)
 }
 
-// LatestSummary returns the newest summary (see Cache.latestSummary).
+// LatestSummary returns the newest summary (see Store.latestSummary).
 func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -336,7 +336,7 @@ func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 // an error matching blocks.ErrPermission (or ErrNotFound when the block is
 // not shared with the agent, so existence does not leak).
 type Block struct {
-	s                   *Cache
+	s                   *Store
 	agent, owner, label string
 }
 
@@ -355,7 +355,7 @@ func (b *Block) own() bool { return b.owner == b.agent }
 
 // check refuses, before the store sees them, a cancelled context and the
 // empty ids whose meaning would otherwise change: an empty owner is "own"
-// to the Cache, and an empty label lists every block in ListProposals.
+// to the Store, and an empty label lists every block in ListProposals.
 func (b *Block) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -390,7 +390,7 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 }
 
 // Doc returns the agent's live view of the block, with its effective
-// permission (see Cache.getBlock and Cache.getSharedBlock).
+// permission (see Store.getBlock and Store.getSharedBlock).
 func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -402,7 +402,7 @@ func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 }
 
 // Render returns the block as a model sees it. An own block's comes from
-// the stored rendering (Cache.renderedContent, no document load); a
+// the stored rendering (Store.renderedContent, no document load); a
 // shared block's from the shared view, since the stored rendering has no
 // share check of its own.
 func (b *Block) Render(ctx context.Context) (string, error) {
@@ -419,7 +419,7 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 	return doc.Render(), nil
 }
 
-// Apply applies one edit as the agent (see Cache.applyEdit: a Partner or
+// Apply applies one edit as the agent (see Store.applyEdit: a Partner or
 // Human edit not yet approved is kept as a proposal and reported as a
 // *ProposalError).
 func (b *Block) Apply(ctx context.Context, e Edit) error {
@@ -429,12 +429,12 @@ func (b *Block) Apply(ctx context.Context, e Edit) error {
 	return b.s.applyEdit(ctx, b.agent, b.owner, b.label, e)
 }
 
-// SetText replaces a Text block's content (see Cache.updateBlockText).
+// SetText replaces a Text block's content (see Store.updateBlockText).
 func (b *Block) SetText(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpSetText, Text: text})
 }
 
-// Append appends to a Text block (see Cache.appendToBlock); a share at
+// Append appends to a Text block (see Store.appendToBlock); a share at
 // Append permission allows it.
 func (b *Block) Append(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpAppendText, Text: text})
@@ -442,7 +442,7 @@ func (b *Block) Append(ctx context.Context, text string) error {
 
 // Replace replaces the first occurrence of old with new in a Text block
 // and reports whether old occurred. As on every write path (see
-// Cache.replaceInBlock), when old does not occur nothing changes and the
+// Store.replaceInBlock), when old does not occur nothing changes and the
 // error wraps ErrNoMatch; found is err == nil.
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
@@ -452,7 +452,7 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 // Merge merges automerge changes made outside the store into the block,
 // validated, persisted and attributed to the agent — in the block's
 // history too, whatever the changes' commit messages say (see
-// Cache.mergeChanges; it needs Append or above, and the merged changes
+// Store.mergeChanges; it needs Append or above, and the merged changes
 // are judged as an edit at the handle's permission: at Append, only
 // appends come in).
 func (b *Block) Merge(ctx context.Context, data []byte) error {
@@ -463,7 +463,7 @@ func (b *Block) Merge(ctx context.Context, data []byte) error {
 }
 
 // History lists the block's changes across its epochs (see
-// Cache.blockHistory).
+// Store.blockHistory).
 func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -472,7 +472,7 @@ func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 }
 
 // At is a read-only view of the block as of heads from History (see
-// Cache.blockAt).
+// Store.blockAt).
 func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -481,7 +481,7 @@ func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error
 }
 
 // Propose records an edit for the block's approver to decide (see
-// Cache.proposeEdit).
+// Store.proposeEdit).
 func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return Proposal{}, err
@@ -490,7 +490,7 @@ func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, e
 }
 
 // Proposals lists proposals on the block, oldest first: all of them for
-// the owner (see Cache.listProposals); for a sharee only its own, since
+// the owner (see Store.listProposals); for a sharee only its own, since
 // the others' edits and reasons are theirs and the owner's. Unlike
 // ListProposals, which lists nothing for a label its owner does not use,
 // a missing block is ErrNotFound, as for every other method.
@@ -523,7 +523,7 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 }
 
 // Share shares the block with agent with at perm; sharing again changes
-// the permission (see Cache.shareBlock). Owner only.
+// the permission (see Store.shareBlock). Owner only.
 func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "share"); err != nil {
 		return err
@@ -532,7 +532,7 @@ func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) 
 }
 
 // Unshare revokes the share with agent with, and that agent's pending
-// proposals on the block (see Cache.unshareBlock). Owner only.
+// proposals on the block (see Store.unshareBlock). Owner only.
 func (b *Block) Unshare(ctx context.Context, with string) error {
 	if err := b.ownerOnly(ctx, "unshare"); err != nil {
 		return err
@@ -543,7 +543,7 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 	return b.s.unshareBlock(ctx, b.owner, b.label, with)
 }
 
-// Delete deletes the block (see Cache.deleteBlock; it needs Admin). Owner
+// Delete deletes the block (see Store.deleteBlock; it needs Admin). Owner
 // only.
 func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
@@ -552,7 +552,7 @@ func (b *Block) Delete(ctx context.Context) error {
 	return b.s.deleteBlock(ctx, b.owner, b.label)
 }
 
-// SetPinned pins or unpins the block (see Cache.setBlockPinned). Owner
+// SetPinned pins or unpins the block (see Store.setBlockPinned). Owner
 // only.
 func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
@@ -561,7 +561,7 @@ func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	return b.s.setBlockPinned(ctx, b.owner, b.label, pinned)
 }
 
-// SetType changes the block's type (see Cache.setBlockType). Owner only.
+// SetType changes the block's type (see Store.setBlockType). Owner only.
 func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
 		return err
@@ -570,7 +570,7 @@ func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 }
 
 // SetSchema changes the block's schema within its kind (see
-// Cache.updateBlockSchema). Owner only.
+// Store.updateBlockSchema). Owner only.
 func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
@@ -579,7 +579,7 @@ func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 }
 
 // SetPermission changes the owner's own permission on the block (see
-// Cache.setBlockPermission); a share's permission is changed by sharing
+// Store.setBlockPermission); a share's permission is changed by sharing
 // again. Owner only.
 func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
@@ -589,7 +589,7 @@ func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 }
 
 // Persist makes the block's pending changes durable now (see
-// Cache.persistBlock; only write-back mode has any). A sharee may persist
+// Store.persistBlock; only write-back mode has any). A sharee may persist
 // too: it writes what is already in the shared document and reveals or
 // changes nothing else.
 func (b *Block) Persist(ctx context.Context) error {
@@ -605,7 +605,7 @@ func (b *Block) Persist(ctx context.Context) error {
 }
 
 // Compact folds the block's updates into its snapshot now (see
-// Cache.compactBlock). Owner only.
+// Store.compactBlock). Owner only.
 func (b *Block) Compact(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "compact"); err != nil {
 		return err
@@ -614,7 +614,7 @@ func (b *Block) Compact(ctx context.Context) error {
 }
 
 // Rebase starts a new epoch of the block's history now (see
-// Cache.rebaseBlock). Owner only.
+// Store.rebaseBlock). Owner only.
 func (b *Block) Rebase(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "rebase"); err != nil {
 		return err
@@ -623,7 +623,7 @@ func (b *Block) Rebase(ctx context.Context) error {
 }
 
 // StorageUsed is what the agent's archival entries and messages count
-// toward Options.AgentQuotaBytes (see Cache.storageUsed).
+// toward Options.AgentQuotaBytes (see Store.storageUsed).
 func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
 	if err := a.check(ctx); err != nil {
 		return 0, err
@@ -632,7 +632,7 @@ func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
 }
 
 // ContextLibrary returns the agent's context library in first-seen order
-// (see Cache.contextLibrary).
+// (see Store.contextLibrary).
 func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -642,7 +642,7 @@ func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
 }
 
 // PutContextLibrary adds or updates entries of the agent's context library
-// (see Cache.putContextLibrary).
+// (see Store.putContextLibrary).
 func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -652,7 +652,7 @@ func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) e
 }
 
 // RemoveFromContextLibrary deletes artifacts from the agent's context
-// library; no ids means all of them (see Cache.removeFromContextLibrary).
+// library; no ids means all of them (see Store.removeFromContextLibrary).
 func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -662,7 +662,7 @@ func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) err
 }
 
 // DocumentBlock returns the handle of the block whose current epoch has
-// document id, if the agent may read it (see Cache.documentBlock: every
+// document id, if the agent may read it (see Store.documentBlock: every
 // id the agent cannot use is the same ErrNotFound).
 func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error) {
 	if err := a.check(ctx); err != nil {
@@ -677,7 +677,7 @@ func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error
 }
 
 // DocumentID returns the automerge document id of the block's current
-// epoch, made on first use (see Cache.documentID).
+// epoch, made on first use (see Store.documentID).
 func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
 	if err := b.check(ctx); err != nil {
 		return DocumentID{}, err
@@ -689,7 +689,7 @@ func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
 // MergeAs is Merge with the merge recorded as made by as, a name the
 // caller vouches for (a person on whose behalf the agent merges, such as
 // "human:NAME"); the handle's permission is the one checked (see
-// Cache.mergeChangesAs).
+// Store.mergeChangesAs).
 func (b *Block) MergeAs(ctx context.Context, data []byte, as string) error {
 	if err := b.check(ctx); err != nil {
 		return err

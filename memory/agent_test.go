@@ -23,10 +23,10 @@ import (
 // proposals); bob owns a block shared with ada at each of Append,
 // ReadOnly and ReadWrite, and a private one; ada has archival entries, a
 // batch of messages and a summary.
-func agentStore(t *testing.T) *memory.Cache { return agentStoreWith(t, nil) }
+func agentStore(t *testing.T) *memory.Store { return agentStoreWith(t, nil) }
 
 // agentStoreWith is agentStore with an embedder (nil: none).
-func agentStoreWith(t *testing.T, emb search.Embedder) *memory.Cache {
+func agentStoreWith(t *testing.T, emb search.Embedder) *memory.Store {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -95,7 +95,7 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 		return out, err
 	}
 	// state is what every case compares after its call, besides the result.
-	state := func(c *memory.Cache) any {
+	state := func(c *memory.Store) any {
 		var out []any
 		for _, agent := range []string{"ada", "bob"} {
 			own, err := c.ListBlocks(ctx, agent)
@@ -130,12 +130,12 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 	}
 	type call struct {
 		name string
-		pos  func(c *memory.Cache) (any, error)
+		pos  func(c *memory.Store) (any, error)
 		hdl  func(a *memory.Agent) (any, error)
 	}
 	for _, tc := range []call{
 		{"CreateBlock",
-			func(c *memory.Cache) (any, error) {
+			func(c *memory.Store) (any, error) {
 				return render(c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "new", Value: "fresh"}))
 			},
 			func(a *memory.Agent) (any, error) {
@@ -146,65 +146,65 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 				return render(b.Doc(ctx))
 			}},
 		{"CreateBlock exists",
-			func(c *memory.Cache) (any, error) {
+			func(c *memory.Store) (any, error) {
 				return render(c.CreateBlock(ctx, "ada", memory.BlockSpec{Label: "notes"}))
 			},
 			func(a *memory.Agent) (any, error) {
 				b, err := a.CreateBlock(ctx, memory.BlockSpec{Label: "notes"})
 				return b, err
 			}},
-		{"GetBlock", func(c *memory.Cache) (any, error) { return render(c.GetBlock(ctx, "ada", "notes")) },
+		{"GetBlock", func(c *memory.Store) (any, error) { return render(c.GetBlock(ctx, "ada", "notes")) },
 			func(a *memory.Agent) (any, error) { return render(a.Block("notes").Doc(ctx)) }},
-		{"GetBlock missing", func(c *memory.Cache) (any, error) { return render(c.GetBlock(ctx, "ada", "nope")) },
+		{"GetBlock missing", func(c *memory.Store) (any, error) { return render(c.GetBlock(ctx, "ada", "nope")) },
 			func(a *memory.Agent) (any, error) { return render(a.Block("nope").Doc(ctx)) }},
-		{"GetSharedBlock", func(c *memory.Cache) (any, error) { return render(c.GetSharedBlock(ctx, "ada", "bob", "log")) },
+		{"GetSharedBlock", func(c *memory.Store) (any, error) { return render(c.GetSharedBlock(ctx, "ada", "bob", "log")) },
 			func(a *memory.Agent) (any, error) { return render(a.Shared("bob", "log").Doc(ctx)) }},
-		{"GetSharedBlock own", func(c *memory.Cache) (any, error) { return render(c.GetSharedBlock(ctx, "ada", "ada", "notes")) },
+		{"GetSharedBlock own", func(c *memory.Store) (any, error) { return render(c.GetSharedBlock(ctx, "ada", "ada", "notes")) },
 			func(a *memory.Agent) (any, error) { return render(a.Shared("ada", "notes").Doc(ctx)) }},
-		{"ListBlocks", func(c *memory.Cache) (any, error) { return c.ListBlocks(ctx, "ada") },
+		{"ListBlocks", func(c *memory.Store) (any, error) { return c.ListBlocks(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.Blocks(ctx) }},
-		{"ListBlocksByType", func(c *memory.Cache) (any, error) { return c.ListBlocksByType(ctx, "ada", blocks.Core) },
+		{"ListBlocksByType", func(c *memory.Store) (any, error) { return c.ListBlocksByType(ctx, "ada", blocks.Core) },
 			func(a *memory.Agent) (any, error) { return a.BlocksOfType(ctx, blocks.Core) }},
-		{"ListBlocksByType bad", func(c *memory.Cache) (any, error) { return c.ListBlocksByType(ctx, "ada", "nope") },
+		{"ListBlocksByType bad", func(c *memory.Store) (any, error) { return c.ListBlocksByType(ctx, "ada", "nope") },
 			func(a *memory.Agent) (any, error) { return a.BlocksOfType(ctx, "nope") }},
-		{"ListSharedBlocks", func(c *memory.Cache) (any, error) { return c.ListSharedBlocks(ctx, "ada") },
+		{"ListSharedBlocks", func(c *memory.Store) (any, error) { return c.ListSharedBlocks(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.SharedBlocks(ctx) }},
-		{"BlocksStamp", func(c *memory.Cache) (any, error) { return c.BlocksStamp(ctx, "ada") },
+		{"BlocksStamp", func(c *memory.Store) (any, error) { return c.BlocksStamp(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.BlocksStamp(ctx) }},
-		{"RenderedContent", func(c *memory.Cache) (any, error) { return c.RenderedContent(ctx, "ada", "notes") },
+		{"RenderedContent", func(c *memory.Store) (any, error) { return c.RenderedContent(ctx, "ada", "notes") },
 			func(a *memory.Agent) (any, error) { return a.Block("notes").Render(ctx) }},
-		{"RenderedContent shared", func(c *memory.Cache) (any, error) {
+		{"RenderedContent shared", func(c *memory.Store) (any, error) {
 			d, err := c.GetSharedBlock(ctx, "ada", "bob", "facts")
 			if err != nil {
 				return nil, err
 			}
 			return d.Render(), nil
 		}, func(a *memory.Agent) (any, error) { return a.Shared("bob", "facts").Render(ctx) }},
-		{"UpdateBlockText", func(c *memory.Cache) (any, error) { return ok(c.UpdateBlockText(ctx, "ada", "notes", "new text")) },
+		{"UpdateBlockText", func(c *memory.Store) (any, error) { return ok(c.UpdateBlockText(ctx, "ada", "notes", "new text")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetText(ctx, "new text")) }},
-		{"AppendToBlock", func(c *memory.Cache) (any, error) { return ok(c.AppendToBlock(ctx, "ada", "notes", "!")) },
+		{"AppendToBlock", func(c *memory.Store) (any, error) { return ok(c.AppendToBlock(ctx, "ada", "notes", "!")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Append(ctx, "!")) }},
-		{"ReplaceInBlock", func(c *memory.Cache) (any, error) { return c.ReplaceInBlock(ctx, "ada", "notes", "world", "there") },
+		{"ReplaceInBlock", func(c *memory.Store) (any, error) { return c.ReplaceInBlock(ctx, "ada", "notes", "world", "there") },
 			func(a *memory.Agent) (any, error) { return a.Block("notes").Replace(ctx, "world", "there") }},
-		{"ReplaceInBlock no match", func(c *memory.Cache) (any, error) { return c.ReplaceInBlock(ctx, "ada", "notes", "absent", "x") },
+		{"ReplaceInBlock no match", func(c *memory.Store) (any, error) { return c.ReplaceInBlock(ctx, "ada", "notes", "absent", "x") },
 			func(a *memory.Agent) (any, error) { return a.Block("notes").Replace(ctx, "absent", "x") }},
-		{"ApplyEdit own", func(c *memory.Cache) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "", "notes", edit)) },
+		{"ApplyEdit own", func(c *memory.Store) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "", "notes", edit)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Apply(ctx, edit)) }},
-		{"ApplyEdit shared append", func(c *memory.Cache) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "bob", "log", edit)) },
+		{"ApplyEdit shared append", func(c *memory.Store) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "bob", "log", edit)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Shared("bob", "log").Append(ctx, " and more")) }},
-		{"ApplyEdit shared read-only", func(c *memory.Cache) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "bob", "facts", edit)) },
+		{"ApplyEdit shared read-only", func(c *memory.Store) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "bob", "facts", edit)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Shared("bob", "facts").Apply(ctx, edit)) }},
-		{"ApplyEdit partner keeps a proposal", func(c *memory.Cache) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "", "partner", edit)) },
+		{"ApplyEdit partner keeps a proposal", func(c *memory.Store) (any, error) { return ok(c.ApplyEdit(ctx, "ada", "", "partner", edit)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("partner").Apply(ctx, edit)) }},
-		{"MergeChanges", func(c *memory.Cache) (any, error) {
+		{"MergeChanges", func(c *memory.Store) (any, error) {
 			return ok(c.MergeChanges(ctx, "ada", "bob", "draft", peerChange(c.GetSharedBlock(ctx, "ada", "bob", "draft"))))
 		}, func(a *memory.Agent) (any, error) {
 			b := a.Shared("bob", "draft")
 			return ok(b.Merge(ctx, peerChange(b.Doc(ctx))))
 		}},
-		{"BlockHistory", func(c *memory.Cache) (any, error) { return ops(c.BlockHistory(ctx, "ada", "", "notes")) },
+		{"BlockHistory", func(c *memory.Store) (any, error) { return ops(c.BlockHistory(ctx, "ada", "", "notes")) },
 			func(a *memory.Agent) (any, error) { return ops(a.Block("notes").History(ctx)) }},
-		{"BlockAt", func(c *memory.Cache) (any, error) {
+		{"BlockAt", func(c *memory.Store) (any, error) {
 			h, err := c.BlockHistory(ctx, "ada", "bob", "log")
 			if err != nil {
 				return nil, err
@@ -218,11 +218,11 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return render(b.At(ctx, []string{h[0].Hash}))
 		}},
-		{"ProposeEdit", func(c *memory.Cache) (any, error) { return c.ProposeEdit(ctx, "ada", "bob", "draft", edit, "why not") },
+		{"ProposeEdit", func(c *memory.Store) (any, error) { return c.ProposeEdit(ctx, "ada", "bob", "draft", edit, "why not") },
 			func(a *memory.Agent) (any, error) { return a.Shared("bob", "draft").Propose(ctx, edit, "why not") }},
-		{"ProposeEdit read-only", func(c *memory.Cache) (any, error) { return c.ProposeEdit(ctx, "ada", "bob", "facts", edit, "") },
+		{"ProposeEdit read-only", func(c *memory.Store) (any, error) { return c.ProposeEdit(ctx, "ada", "bob", "facts", edit, "") },
 			func(a *memory.Agent) (any, error) { return a.Shared("bob", "facts").Propose(ctx, edit, "") }},
-		{"ListProposals", func(c *memory.Cache) (any, error) {
+		{"ListProposals", func(c *memory.Store) (any, error) {
 			if _, err := c.ProposeEdit(ctx, "ada", "", "partner", edit, "r"); err != nil {
 				return nil, err
 			}
@@ -233,7 +233,7 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return a.Block("partner").Proposals(ctx)
 		}},
-		{"ListProposals all", func(c *memory.Cache) (any, error) {
+		{"ListProposals all", func(c *memory.Store) (any, error) {
 			if _, err := c.ProposeEdit(ctx, "ada", "", "partner", edit, "r"); err != nil {
 				return nil, err
 			}
@@ -244,7 +244,7 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return a.Proposals(ctx)
 		}},
-		{"ApproveProposal", func(c *memory.Cache) (any, error) {
+		{"ApproveProposal", func(c *memory.Store) (any, error) {
 			p, err := c.ProposeEdit(ctx, "ada", "", "partner", edit, "r")
 			if err != nil {
 				return nil, err
@@ -257,7 +257,7 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return ok(a.ApproveProposal(ctx, p.ID))
 		}},
-		{"RejectProposal", func(c *memory.Cache) (any, error) {
+		{"RejectProposal", func(c *memory.Store) (any, error) {
 			p, err := c.ProposeEdit(ctx, "ada", "", "partner", edit, "r")
 			if err != nil {
 				return nil, err
@@ -270,11 +270,11 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return ok(a.RejectProposal(ctx, p.ID, "no"))
 		}},
-		{"ShareBlock", func(c *memory.Cache) (any, error) { return ok(c.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append)) },
+		{"ShareBlock", func(c *memory.Store) (any, error) { return ok(c.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Share(ctx, "bob", blocks.Append)) }},
-		{"ShareBlock with self", func(c *memory.Cache) (any, error) { return ok(c.ShareBlock(ctx, "ada", "notes", "ada", blocks.Append)) },
+		{"ShareBlock with self", func(c *memory.Store) (any, error) { return ok(c.ShareBlock(ctx, "ada", "notes", "ada", blocks.Append)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Share(ctx, "ada", blocks.Append)) }},
-		{"UnshareBlock", func(c *memory.Cache) (any, error) {
+		{"UnshareBlock", func(c *memory.Store) (any, error) {
 			if err := c.ShareBlock(ctx, "ada", "notes", "bob", blocks.Append); err != nil {
 				return nil, err
 			}
@@ -285,26 +285,26 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return ok(a.Block("notes").Unshare(ctx, "bob"))
 		}},
-		{"UnshareBlock not shared", func(c *memory.Cache) (any, error) { return ok(c.UnshareBlock(ctx, "ada", "notes", "bob")) },
+		{"UnshareBlock not shared", func(c *memory.Store) (any, error) { return ok(c.UnshareBlock(ctx, "ada", "notes", "bob")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Unshare(ctx, "bob")) }},
-		{"DeleteBlock", func(c *memory.Cache) (any, error) { return ok(c.DeleteBlock(ctx, "ada", "todo")) },
+		{"DeleteBlock", func(c *memory.Store) (any, error) { return ok(c.DeleteBlock(ctx, "ada", "todo")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("todo").Delete(ctx)) }},
-		{"SetBlockPinned", func(c *memory.Cache) (any, error) { return ok(c.SetBlockPinned(ctx, "ada", "notes", true)) },
+		{"SetBlockPinned", func(c *memory.Store) (any, error) { return ok(c.SetBlockPinned(ctx, "ada", "notes", true)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetPinned(ctx, true)) }},
-		{"SetBlockType", func(c *memory.Cache) (any, error) { return ok(c.SetBlockType(ctx, "ada", "notes", blocks.Core)) },
+		{"SetBlockType", func(c *memory.Store) (any, error) { return ok(c.SetBlockType(ctx, "ada", "notes", blocks.Core)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetType(ctx, blocks.Core)) }},
-		{"UpdateBlockSchema", func(c *memory.Cache) (any, error) {
+		{"UpdateBlockSchema", func(c *memory.Store) (any, error) {
 			return ok(c.UpdateBlockSchema(ctx, "ada", "notes", schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 5}}))
 		}, func(a *memory.Agent) (any, error) {
 			return ok(a.Block("notes").SetSchema(ctx, schema.Text{Viewport: &schema.Viewport{Start: 1, Lines: 5}}))
 		}},
-		{"SetBlockPermission", func(c *memory.Cache) (any, error) { return ok(c.SetBlockPermission(ctx, "ada", "notes", blocks.Admin)) },
+		{"SetBlockPermission", func(c *memory.Store) (any, error) { return ok(c.SetBlockPermission(ctx, "ada", "notes", blocks.Admin)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").SetPermission(ctx, blocks.Admin)) }},
-		{"PersistBlock", func(c *memory.Cache) (any, error) { return ok(c.PersistBlock(ctx, "ada", "notes")) },
+		{"PersistBlock", func(c *memory.Store) (any, error) { return ok(c.PersistBlock(ctx, "ada", "notes")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Persist(ctx)) }},
-		{"Compact", func(c *memory.Cache) (any, error) { return ok(c.Compact(ctx, "ada", "notes")) },
+		{"Compact", func(c *memory.Store) (any, error) { return ok(c.Compact(ctx, "ada", "notes")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Block("notes").Compact(ctx)) }},
-		{"Rebase", func(c *memory.Cache) (any, error) {
+		{"Rebase", func(c *memory.Store) (any, error) {
 			if err := c.Rebase(ctx, "ada", "notes"); err != nil {
 				return nil, err
 			}
@@ -315,71 +315,71 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 			}
 			return ops(a.Block("notes").History(ctx))
 		}},
-		{"InsertArchival", func(c *memory.Cache) (any, error) {
+		{"InsertArchival", func(c *memory.Store) (any, error) {
 			return c.InsertArchival(ctx, "ada", memory.ArchivalEntry{Content: "Tea, no sugar.", Tags: []string{"food"}})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().Insert(ctx, memory.ArchivalEntry{Content: "Tea, no sugar.", Tags: []string{"food"}})
 		}},
-		{"InsertArchivalBatch", func(c *memory.Cache) (any, error) {
+		{"InsertArchivalBatch", func(c *memory.Store) (any, error) {
 			return c.InsertArchivalBatch(ctx, "ada", []memory.ArchivalEntry{{Content: "one"}, {Content: "two"}}, nil)
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().InsertBatch(ctx, []memory.ArchivalEntry{{Content: "one"}, {Content: "two"}}, nil)
 		}},
-		{"GetArchival", func(c *memory.Cache) (any, error) { return c.GetArchival(ctx, "ada", 1) },
+		{"GetArchival", func(c *memory.Store) (any, error) { return c.GetArchival(ctx, "ada", 1) },
 			func(a *memory.Agent) (any, error) { return a.Archival().Get(ctx, 1) }},
-		{"GetArchival missing", func(c *memory.Cache) (any, error) { return c.GetArchival(ctx, "ada", 99) },
+		{"GetArchival missing", func(c *memory.Store) (any, error) { return c.GetArchival(ctx, "ada", 99) },
 			func(a *memory.Agent) (any, error) { return a.Archival().Get(ctx, 99) }},
-		{"ListArchival", func(c *memory.Cache) (any, error) {
+		{"ListArchival", func(c *memory.Store) (any, error) {
 			return c.ListArchival(ctx, "ada", &memory.ArchivalQuery{Tags: []string{"work"}})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().List(ctx, &memory.ArchivalQuery{Tags: []string{"work"}})
 		}},
-		{"SupersedeArchival", func(c *memory.Cache) (any, error) {
+		{"SupersedeArchival", func(c *memory.Store) (any, error) {
 			return c.SupersedeArchival(ctx, "ada", 1, memory.ArchivalEntry{Content: "The dog is called Rex."})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().Supersede(ctx, 1, memory.ArchivalEntry{Content: "The dog is called Rex."})
 		}},
-		{"DeleteArchival", func(c *memory.Cache) (any, error) { return ok(c.DeleteArchival(ctx, "ada", 2)) },
+		{"DeleteArchival", func(c *memory.Store) (any, error) { return ok(c.DeleteArchival(ctx, "ada", 2)) },
 			func(a *memory.Agent) (any, error) { return ok(a.Archival().Delete(ctx, 2)) }},
-		{"SearchArchival", func(c *memory.Cache) (any, error) {
+		{"SearchArchival", func(c *memory.Store) (any, error) {
 			return c.SearchArchival(ctx, "ada", "dog", search.NewOptions().Mode(search.FTS))
 		}, func(a *memory.Agent) (any, error) {
 			return a.Archival().Search(ctx, "dog", search.NewOptions().Mode(search.FTS))
 		}},
-		{"Search", func(c *memory.Cache) (any, error) {
+		{"Search", func(c *memory.Store) (any, error) {
 			return c.Search(ctx, "ada", "bob's", search.NewOptions().Mode(search.FTS))
 		},
 			func(a *memory.Agent) (any, error) {
 				return a.Search(ctx, "bob's", search.NewOptions().Mode(search.FTS))
 			}},
-		{"AppendMessage", func(c *memory.Cache) (any, error) {
+		{"AppendMessage", func(c *memory.Store) (any, error) {
 			return c.AppendMessage(ctx, "ada", memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b2"})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b2"})
 		}},
-		{"AppendMessages", func(c *memory.Cache) (any, error) {
+		{"AppendMessages", func(c *memory.Store) (any, error) {
 			return c.AppendMessages(ctx, "ada", []memory.Message{{Role: memory.RoleUser, Content: "a"}, {Role: memory.RoleTool, Content: "b"}})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: "a"}, {Role: memory.RoleTool, Content: "b"}})
 		}},
-		{"Messages", func(c *memory.Cache) (any, error) {
+		{"Messages", func(c *memory.Store) (any, error) {
 			return c.Messages(ctx, "ada", &memory.MessageQuery{Limit: 1, Newest: true})
 		},
 			func(a *memory.Agent) (any, error) {
 				return a.Messages().List(ctx, &memory.MessageQuery{Limit: 1, Newest: true})
 			}},
-		{"CompleteBatch", func(c *memory.Cache) (any, error) { return ok(c.CompleteBatch(ctx, "ada", "b1")) },
+		{"CompleteBatch", func(c *memory.Store) (any, error) { return ok(c.CompleteBatch(ctx, "ada", "b1")) },
 			func(a *memory.Agent) (any, error) { return ok(a.Messages().CompleteBatch(ctx, "b1")) }},
-		{"Batches", func(c *memory.Cache) (any, error) { return c.Batches(ctx, "ada") },
+		{"Batches", func(c *memory.Store) (any, error) { return c.Batches(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.Messages().Batches(ctx) }},
-		{"SaveSummary", func(c *memory.Cache) (any, error) {
+		{"SaveSummary", func(c *memory.Store) (any, error) {
 			return c.SaveSummary(ctx, "ada", memory.Summary{FirstMessageID: 1, LastMessageID: 2, PreviousID: 1, Content: "dog: garden"})
 		}, func(a *memory.Agent) (any, error) {
 			return a.Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: 1, LastMessageID: 2, PreviousID: 1, Content: "dog: garden"})
 		}},
-		{"LatestSummary", func(c *memory.Cache) (any, error) { return c.LatestSummary(ctx, "ada") },
+		{"LatestSummary", func(c *memory.Store) (any, error) { return c.LatestSummary(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.Messages().LatestSummary(ctx) }},
-		{"Export", func(c *memory.Cache) (any, error) {
+		{"Export", func(c *memory.Store) (any, error) {
 			d, err := c.Export(ctx, "ada")
 			if err != nil {
 				return nil, err

@@ -47,7 +47,7 @@ type aheadEdit struct {
 // merged earlier and not yet written, write-back edits pending (their
 // actors go into the row), or a caller that cannot undo. Caller holds
 // e.mu.
-func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
+func (c *Store) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
 	if req.Undo == nil || len(e.merged.Data) > 0 || len(e.actors) > 0 || wt.decide != nil {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (c *Cache) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply 
 // It reports false, having changed nothing, when something came between.
 // On success it leaves in a the row's snapshot sequence and history size
 // that the compaction check needs.
-func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
+func (c *Store) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
 	a.seq = a.lastSeq + 1
 	a.now = c.nanos()
 	args := append([]any{a.seq, a.rendered, a.headsText, a.now, len(a.data)}, c.wq.padArgs(a.rendered, a.headsText)...)
@@ -115,7 +115,7 @@ func (c *Cache) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks
 
 // insertAhead writes the update row of an edit claimAhead claimed (and
 // who merged a merge's changes), and compacts when due.
-func (c *Cache) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadEdit, actors string) (int64, compaction, error) {
+func (c *Store) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadEdit, actors string) (int64, compaction, error) {
 	if _, err := c.txExec(ctx, tx, insertUpdateQuery, e.id, a.seq, a.epoch, actors, a.data, checksum(a.data), a.now); err != nil {
 		return 0, 0, err
 	}

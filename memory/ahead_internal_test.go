@@ -55,7 +55,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 			}
 		}
 	}
-	rendered := func(s *Cache) string {
+	rendered := func(s *Store) string {
 		t.Helper()
 		doc, err := s.getBlock(ctx, "ann", "notes")
 		if err != nil {
@@ -70,7 +70,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 		if err := a.appendToBlock(ctx, "ann", "notes", "A1 "); err != nil {
 			t.Fatal(err)
 		}
-		for name, s := range map[string]*Cache{"a": a, "b": b} {
+		for name, s := range map[string]*Store{"a": a, "b": b} {
 			if got := rendered(s); got != "B1 A1 " {
 				t.Errorf("store %s reads %q, want %q", name, got, "B1 A1 ")
 			}
@@ -85,7 +85,7 @@ func TestEditAppliedAheadMeetsAnotherWriter(t *testing.T) {
 			t.Fatalf("append past the limit after another writer filled the block: %v, want ErrLimit", err)
 		}
 		want := "B1 A1 " + strings.Repeat("b", 30)
-		for name, s := range map[string]*Cache{"a": a, "b": b} {
+		for name, s := range map[string]*Store{"a": a, "b": b} {
 			if got := rendered(s); got != want {
 				t.Errorf("store %s reads %q, want %q", name, got, want)
 			}

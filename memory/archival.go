@@ -35,11 +35,11 @@ func normTags(tags []string) []string {
 // entry past a per-entry cap (Options.MaxArchivalBytes, MaxMetadataBytes,
 // MaxTags, MaxTagBytes) fails with ErrTooLarge, one that would take the
 // agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
-func (c *Cache) addArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
+func (c *Store) addArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
 	return c.insertArchival(ctx, agent, e, 0)
 }
 
-func (c *Cache) insertArchival(ctx context.Context, agent string, e ArchivalEntry, supersede int64) (ArchivalEntry, error) {
+func (c *Store) insertArchival(ctx context.Context, agent string, e ArchivalEntry, supersede int64) (ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return e, err
 	}
@@ -88,7 +88,7 @@ func rowsBytes(rows []*archivalRow) int64 {
 // nothing is written. Callers check the agent. capped holds the entry to
 // the per-entry caps (Options.MaxArchivalBytes...), checked before the
 // work that grows with the entry.
-func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time, capped bool) (*archivalRow, error) {
+func (c *Store) prepareArchival(agent string, e ArchivalEntry, now time.Time, capped bool) (*archivalRow, error) {
 	if strings.TrimSpace(e.Content) == "" {
 		return nil, invalidArg("archival entry for %q has empty content", agent)
 	}
@@ -135,7 +135,7 @@ func (c *Cache) prepareArchival(agent string, e ArchivalEntry, now time.Time, ca
 
 // embedArchival computes the rows' vectors (nil without an embedder),
 // before any transaction so the write lock never waits on the embedder.
-func (c *Cache) embedArchival(ctx context.Context, agent string, rows []*archivalRow) ([][]float32, error) {
+func (c *Store) embedArchival(ctx context.Context, agent string, rows []*archivalRow) ([][]float32, error) {
 	if c.index.Embedder() == nil {
 		return nil, nil
 	}
@@ -150,7 +150,7 @@ func (c *Cache) embedArchival(ctx context.Context, agent string, rows []*archiva
 	return vecs, nil
 }
 
-func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalRow, supersede int64, vecs [][]float32) error {
+func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalRow, supersede int64, vecs [][]float32) error {
 	e := &row.e
 	agent := e.Agent
 	if err := c.checkQuota(ctx, tx, agent, row.bytes()); err != nil {
@@ -194,7 +194,7 @@ func (c *Cache) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // (docs/performance.md). The ids a
 // statement returns are sorted: both engines assign them in increasing
 // order as they process the rows, and RETURNING's order is unspecified.
-func (c *Cache) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
+func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
 	// A batch of several full chunks parses their statement once (the
 	// SQLite driver parses every Query otherwise, and a 100-row INSERT is
@@ -345,7 +345,7 @@ type BatchOptions struct {
 // transaction fails (or ctx ends, or another writer took the quota's
 // room meanwhile), the entries of the transactions already committed stay
 // stored and are returned with the error: len(result) says how many.
-func (c *Cache) insertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
+func (c *Store) insertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -455,7 +455,7 @@ func rowKeys(rows []*archivalRow) []string {
 
 // recheckBatchQuota is precheckQuota's refusal err of rows, or nil when
 // the rows that are not duplicates of live entries fit.
-func (c *Cache) recheckBatchQuota(ctx context.Context, agent string, rows []*archivalRow, err error) error {
+func (c *Store) recheckBatchQuota(ctx context.Context, agent string, rows []*archivalRow, err error) error {
 	live, lerr := liveKeys(ctx, c.rdb, agent, rowKeys(rows))
 	if lerr != nil {
 		return err
@@ -466,7 +466,7 @@ func (c *Cache) recheckBatchQuota(ctx context.Context, agent string, rows []*arc
 // isDuplicate says whether precheckQuota's refusal err of row may be
 // ignored: row's key is held by a live entry (the write transaction
 // checks the merge).
-func (c *Cache) isDuplicate(ctx context.Context, row *archivalRow, err error) bool {
+func (c *Store) isDuplicate(ctx context.Context, row *archivalRow, err error) bool {
 	if row.key == "" || !errors.Is(err, ErrQuota) {
 		return false
 	}
@@ -477,7 +477,7 @@ func (c *Cache) isDuplicate(ctx context.Context, row *archivalRow, err error) bo
 // SupersedeArchival replaces entry oldID with e: the old entry gets a
 // valid-to time and a link to the new one, and is hidden from listings and
 // searches unless superseded entries are asked for.
-func (c *Cache) supersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
+func (c *Store) supersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if oldID <= 0 {
 		return e, invalidArg("archival id %d", oldID)
 	}
@@ -512,7 +512,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 }
 
 // GetArchival returns one of the agent's archival entries.
-func (c *Cache) getArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
+func (c *Store) getArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return ArchivalEntry{}, err
 	}
@@ -527,7 +527,7 @@ func (c *Cache) getArchival(ctx context.Context, agent string, id int64) (Archiv
 }
 
 // ListArchival lists the agent's archival entries, newest first.
-func (c *Cache) listArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
+func (c *Store) listArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -580,7 +580,7 @@ func (c *Cache) listArchival(ctx context.Context, agent string, q *ArchivalQuery
 
 // DeleteArchival deletes one of the agent's archival entries (its FTS and
 // vector rows go by trigger).
-func (c *Cache) deleteArchival(ctx context.Context, agent string, id int64) error {
+func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -595,14 +595,14 @@ func (c *Cache) deleteArchival(ctx context.Context, agent string, id int64) erro
 }
 
 // SearchArchival searches the agent's archival entries.
-func (c *Cache) searchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+func (c *Store) searchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	o := cloneOptions(opts).ContentTypes(search.Archival)
 	return c.search(ctx, agent, query, o)
 }
 
 // Search searches what agent may see: its own blocks, archival entries and
 // messages, and blocks shared with it.
-func (c *Cache) search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
+func (c *Store) search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -613,7 +613,7 @@ func (c *Cache) search(ctx context.Context, agent, query string, opts *search.Op
 }
 
 // SearchAll searches every agent's content: the system's cross-agent view.
-func (c *Cache) SearchAll(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+func (c *Store) SearchAll(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -622,7 +622,7 @@ func (c *Cache) SearchAll(ctx context.Context, query string, opts *search.Option
 
 // Reembed recomputes every vector with the store's embedder and records it
 // as the database's embedder (see Options.Embedder).
-func (c *Cache) Reembed(ctx context.Context, progress func(done, total int)) error {
+func (c *Store) Reembed(ctx context.Context, progress func(done, total int)) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}

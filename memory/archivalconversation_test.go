@@ -15,7 +15,7 @@ import (
 
 // roundTrip exports agents from c and imports them into a new SQL-ranked
 // store.
-func roundTrip(t *testing.T, c *memory.Cache, agents ...string) *memory.Cache {
+func roundTrip(t *testing.T, c *memory.Store, agents ...string) *memory.Store {
 	t.Helper()
 	ctx := context.Background()
 	to, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "i.db")), &memory.Options{TextCacheBytes: -1})
@@ -36,7 +36,7 @@ func roundTrip(t *testing.T, c *memory.Cache, agents ...string) *memory.Cache {
 }
 
 // rankedArchival is agent's full-text archival ranking as content:score.
-func rankedArchival(t *testing.T, c *memory.Cache, agent, q string) string {
+func rankedArchival(t *testing.T, c *memory.Store, agent, q string) string {
 	t.Helper()
 	rs, err := c.Agent(agent).Search(context.Background(), q,
 		search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(true).Limit(200))
@@ -109,7 +109,7 @@ func TestArchivalConversationRoundTripKeepsNeighbours(t *testing.T) {
 func TestArchivalConversationConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	open := func(p string, o *memory.Options) *memory.Cache {
+	open := func(p string, o *memory.Options) *memory.Store {
 		c, err := memory.Open(ctx, fresh(p), o)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 		return c
 	}
 	s1, s2 := open(path, nil), open(path, nil)
-	for _, c := range []*memory.Cache{s1, s2} {
+	for _, c := range []*memory.Store{s1, s2} {
 		if err := c.Index().WarmTextCache(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 	vocab := strings.Fields("apple banana cherry damson elder fig grape hazel iris juniper kale lemon")
 	var wg sync.WaitGroup
 	for g := range 6 {
-		c := []*memory.Cache{s1, s2}[g%2]
+		c := []*memory.Store{s1, s2}[g%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -153,13 +153,13 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 	wg.Wait()
 	sqlOnly := open(path, &memory.Options{TextCacheBytes: -1})
 	imported := roundTrip(t, s1, "a", "b")
-	ranked := func(c *memory.Cache, q string) string { return rankedArchival(t, c, "a", q) }
+	ranked := func(c *memory.Store, q string) string { return rankedArchival(t, c, "a", q) }
 	for _, q := range append(vocab, "zucchini", "apple fig") {
 		want := ranked(sqlOnly, q)
 		if q == "zucchini" && want != "" {
 			t.Errorf("agent a finds %v by agent b's words", want)
 		}
-		for name, c := range map[string]*memory.Cache{"store 1": s1, "store 2": s2, "imported": imported} {
+		for name, c := range map[string]*memory.Store{"store 1": s1, "store 2": s2, "imported": imported} {
 			if got := ranked(c, q); got != want {
 				t.Errorf("%q: %s ranks\n%v\nSQL ranks\n%v", q, name, got, want)
 			}

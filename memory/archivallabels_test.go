@@ -15,7 +15,7 @@ import (
 
 // foundBy returns the contents of agent's archival entries a full-text
 // search for q finds, in rank order.
-func foundBy(t *testing.T, c *memory.Cache, agent, q string) []string {
+func foundBy(t *testing.T, c *memory.Store, agent, q string) []string {
 	t.Helper()
 	rs, err := c.Agent(agent).Search(context.Background(), q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(50))
 	if err != nil {
@@ -30,10 +30,10 @@ func foundBy(t *testing.T, c *memory.Cache, agent, q string) []string {
 
 // labelStores opens a store ranked in SQL and one ranked by its text
 // cache: both must apply the same neighbour rule.
-func labelStores(t *testing.T) map[string]*memory.Cache {
+func labelStores(t *testing.T) map[string]*memory.Store {
 	t.Helper()
 	ctx := context.Background()
-	out := map[string]*memory.Cache{}
+	out := map[string]*memory.Store{}
 	for name, o := range map[string]*memory.Options{"sql": {TextCacheBytes: -1}, "cache": nil} {
 		c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), name+".db")), o)
 		if err != nil {

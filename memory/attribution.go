@@ -30,7 +30,7 @@ const mergedRowsPerInsert = 500
 // the changes hashes into e's block. A change already recorded keeps its
 // first agent (a merge brings in only changes new to the block, so none
 // is recorded twice but by a replay).
-func (c *Cache) recordMerged(ctx context.Context, tx *sql.Tx, e *entry, hashes []string, agent string) error {
+func (c *Store) recordMerged(ctx context.Context, tx *sql.Tx, e *entry, hashes []string, agent string) error {
 	return insertMerged(ctx, tx, e.id, hashes, func(string) string { return agent })
 }
 
@@ -83,7 +83,7 @@ func (e *entry) MergedBy(ctx context.Context) (map[string]string, error) {
 }
 
 // mergedBy reads block id's merged_changes rows.
-func (c *Cache) mergedBy(ctx context.Context, id int64) (map[string]string, error) {
+func (c *Store) mergedBy(ctx context.Context, id int64) (map[string]string, error) {
 	st, err := c.prepared(ctx, mergedByQuery)
 	if err != nil {
 		return nil, err

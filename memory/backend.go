@@ -12,9 +12,9 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Backend is where a Cache persists: one SQL engine behind database/sql.
+// Backend is where a Store persists: one SQL engine behind database/sql.
 // What a store means (CRDT documents, the LRU, permissions, approvals,
-// rendering, attribution) lives in Cache and is the same on every engine;
+// rendering, attribution) lives in Store and is the same on every engine;
 // a Backend owns what differs between engines: connections, the write
 // transaction and its lock, read snapshots, schema migrations, how a
 // statement's "?" placeholders reach the server, error classification,
@@ -68,7 +68,7 @@ type Backend interface {
 }
 
 // BlockNotifier is implemented by backends that push block changes to
-// every process (PostgreSQL's LISTEN/NOTIFY). A Cache on such a backend
+// every process (PostgreSQL's LISTEN/NOTIFY). A Store on such a backend
 // serves cache hits without asking the database whether the block changed;
 // it drops that trust whenever the notification channel is not live.
 type BlockNotifier interface {

@@ -57,7 +57,7 @@ func BenchmarkAppendToBlock(b *testing.B) {
 // benchAppends times AppendToBlock on c. Blocks stay realistic: a new
 // block every 200 appends (4.4 KB, under the default 5,000-character
 // limit).
-func benchAppends(b *testing.B, c *memory.Cache) {
+func benchAppends(b *testing.B, c *memory.Store) {
 	ctx := context.Background()
 	const perBlock = 200
 	b.ReportAllocs()

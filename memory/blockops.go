@@ -37,7 +37,7 @@ func checkIDs(agent, label string) error {
 
 // CreateBlock creates a block owned by agent. The creating change (and the
 // initial value, if any) is written by the system.
-func (c *Cache) createBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
+func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -150,14 +150,14 @@ func newIncarnation() int64 { return rand.Int64N(1<<62) + 1 }
 
 // GetBlock returns a live view of the agent's own block. Writes through the
 // view are persisted by the store (write-through) or on Flush (write-back).
-func (c *Cache) getBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
+func (c *Store) getBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
 	_, doc, err := c.view(ctx, agent, "", label)
 	return doc, err
 }
 
 // GetSharedBlock returns requester's view of a block owner shared with it,
 // with the shared permission. Asking for one's own block works too.
-func (c *Cache) getSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
+func (c *Store) getSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
 	if strings.TrimSpace(owner) == "" {
 		return nil, invalidArg("owner is empty")
 	}
@@ -165,7 +165,7 @@ func (c *Cache) getSharedBlock(ctx context.Context, requester, owner, label stri
 	return doc, err
 }
 
-func (c *Cache) sharedPermission(ctx context.Context, requester, owner, label string) (blocks.Permission, error) {
+func (c *Store) sharedPermission(ctx context.Context, requester, owner, label string) (blocks.Permission, error) {
 	var p string
 	err := c.rdb.QueryRowContext(ctx, `SELECT s.permission FROM shares s JOIN blocks b ON b.id = s.block_id
 		WHERE b.owner = ? AND b.label = ? AND s.agent = ?`, owner, label, requester).Scan(&p)
@@ -181,7 +181,7 @@ func (c *Cache) sharedPermission(ctx context.Context, requester, owner, label st
 // view resolves (agent, owner, label) to a view with the agent's effective
 // permission: its own block when owner is "" or agent, otherwise a block
 // shared with it. It also returns the cache entry behind the view.
-func (c *Cache) view(ctx context.Context, agent, owner, label string) (*entry, *blocks.Document, error) {
+func (c *Store) view(ctx context.Context, agent, owner, label string) (*entry, *blocks.Document, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -208,12 +208,12 @@ func (c *Cache) view(ctx context.Context, agent, owner, label string) (*entry, *
 
 // ListBlocks lists the agent's own blocks (type, then creation order)
 // without loading their documents.
-func (c *Cache) blocksOf(ctx context.Context, agent string) ([]BlockMeta, error) {
+func (c *Store) blocksOf(ctx context.Context, agent string) ([]BlockMeta, error) {
 	return c.listBlocks(ctx, agent, "")
 }
 
 // ListBlocksByType lists the agent's own blocks of one type.
-func (c *Cache) listBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
+func (c *Store) listBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (c *Cache) listBlocksByType(ctx context.Context, agent string, t blocks.Typ
 
 var typeOrder = `CASE block_type WHEN 'core' THEN 0 WHEN 'working' THEN 1 WHEN 'log' THEN 2 ELSE 3 END`
 
-func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
+func (c *Store) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (c *Cache) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 
 // DeleteBlock deletes the agent's block (Admin permission, or the system
 // when agent is the owner acting through the application).
-func (c *Cache) deleteBlock(ctx context.Context, agent, label string) error {
+func (c *Store) deleteBlock(ctx context.Context, agent, label string) error {
 	doc, err := c.getBlock(ctx, agent, label)
 	if err != nil {
 		return err
@@ -318,7 +318,7 @@ func (c *Cache) deleteBlock(ctx context.Context, agent, label string) error {
 }
 
 // dropBlock removes cached entries for a deleted block.
-func (c *Cache) dropBlock(owner, label string) {
+func (c *Store) dropBlock(owner, label string) {
 	for _, id := range c.lru.Keys() {
 		if e, ok := c.lru.Peek(id); ok && e.owner == owner && e.label == label {
 			c.lru.Remove(id)
@@ -328,7 +328,7 @@ func (c *Cache) dropBlock(owner, label string) {
 
 // RenderedContent returns the block as a model sees it, from the rendering
 // stored with the last persisted change (no CRDT load on a cold cache).
-func (c *Cache) renderedContent(ctx context.Context, agent, label string) (string, error) {
+func (c *Store) renderedContent(ctx context.Context, agent, label string) (string, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return "", err
 	}
@@ -349,19 +349,19 @@ func (c *Cache) renderedContent(ctx context.Context, agent, label string) (strin
 }
 
 // UpdateBlockText replaces a Text block's content as the agent.
-func (c *Cache) updateBlockText(ctx context.Context, agent, label, text string) error {
+func (c *Store) updateBlockText(ctx context.Context, agent, label, text string) error {
 	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpSetText, Text: text})
 }
 
 // AppendToBlock appends to a Text block as the agent.
-func (c *Cache) appendToBlock(ctx context.Context, agent, label, text string) error {
+func (c *Store) appendToBlock(ctx context.Context, agent, label, text string) error {
 	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpAppendText, Text: text})
 }
 
 // ReplaceInBlock replaces the first occurrence of old in a Text block as the
 // agent, exactly as ApplyEdit with a replace_text edit: when old does not
 // occur nothing changes and the error wraps ErrNoMatch. found is err == nil.
-func (c *Cache) replaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
+func (c *Store) replaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
 	err = c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
@@ -376,7 +376,7 @@ func (c *Cache) replaceInBlock(ctx context.Context, agent, label, old, new strin
 // same edit made through the store's sugar methods or a *blocks.Document
 // view of the block ends the same way (same error, value, update row and
 // proposal).
-func (c *Cache) applyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
+func (c *Store) applyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
 	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
 		// Only a write that succeeds on the cached view is final: anything
 		// else (a refusal decided on a view that may be behind, a block
@@ -424,7 +424,7 @@ func proposalDecided(err error) bool {
 // The write's transaction checks the row anyway — an edit applied to a
 // cached state that is behind is taken back and applied again on the
 // fresh one — so the query would only cost a read transaction per write.
-func (c *Cache) writeView(ctx context.Context, agent, owner, label string) *entry {
+func (c *Store) writeView(ctx context.Context, agent, owner, label string) *entry {
 	if owner != "" && owner != agent {
 		return nil // a share: its permission is read first anyway
 	}
@@ -468,7 +468,7 @@ func rotates(doc *blocks.Document) bool {
 // append never waits for an embedder, and one that is slow or down cannot
 // keep a full log from taking entries; a store without one leaves the
 // marks to a process that has one. Caller holds e.mu.
-func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
+func (c *Store) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 	if len(e.rotated) == 0 {
 		return nil
 	}
@@ -511,7 +511,7 @@ func (c *Cache) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 // made storable instead: a blank message is stored as emptyLogMessage
 // (the row's metadata keeps the message as it was), and text archival
 // cannot hold has its bad bytes replaced by U+FFFD.
-func (c *Cache) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([]*archivalRow, error) {
+func (c *Store) logRows(ent *entry, entries []blocks.LogEntry, now time.Time) ([]*archivalRow, error) {
 	rows := make([]*archivalRow, len(entries))
 	for i, le := range entries {
 		meta := map[string]any{"block": ent.label, "timestamp": le.Timestamp.Format(time.RFC3339Nano)}
@@ -664,7 +664,7 @@ func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 
 // PersistBlock makes the block's pending changes durable now (needed in
 // write-back mode; a no-op in write-through mode).
-func (c *Cache) persistBlock(ctx context.Context, agent, label string) error {
+func (c *Store) persistBlock(ctx context.Context, agent, label string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -680,12 +680,12 @@ func (c *Cache) persistBlock(ctx context.Context, agent, label string) error {
 
 // SetBlockPinned pins or unpins a block. Pinning only decides whether a
 // Working block is in context, so it needs ReadWrite, not Admin.
-func (c *Cache) setBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
+func (c *Store) setBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
 	return c.reconfigure(ctx, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
 }
 
 // SetBlockType changes a block's type (Admin).
-func (c *Cache) setBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
+func (c *Store) setBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return err
 	}
@@ -694,7 +694,7 @@ func (c *Cache) setBlockType(ctx context.Context, agent, label string, t blocks.
 
 // UpdateBlockSchema changes a block's schema within its kind (Admin). The
 // current content must be valid under the new schema.
-func (c *Cache) updateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
+func (c *Store) updateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
 	if err := schema.Check(s); err != nil {
 		return fmt.Errorf("memory: schema for block %q of %q: %w", label, agent, err)
 	}
@@ -702,14 +702,14 @@ func (c *Cache) updateBlockSchema(ctx context.Context, agent, label string, s sc
 }
 
 // SetBlockPermission changes the owner's permission on a block (Admin).
-func (c *Cache) setBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
+func (c *Store) setBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
 	if !p.Valid() {
 		return invalidArg("permission %d", int(p))
 	}
 	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Permission = p })
 }
 
-func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
+func (c *Store) reconfigure(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
 	// The checks are made on the cached document; the UPDATE takes only if
 	// the row is still the one that document reflects, or another
 	// process's write that landed in between (content the new schema
@@ -729,7 +729,7 @@ func (c *Cache) reconfigure(ctx context.Context, agent, label string, op blocks.
 
 // reconfigureOnce is one attempt of reconfigure; again reports that the
 // block's row changed since the document it checked was read.
-func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
+func (c *Store) reconfigureOnce(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
 	ent, doc, err := c.view(ctx, agent, "", label)
 	if err != nil {
 		return false, err
@@ -801,7 +801,7 @@ func (c *Cache) reconfigureOnce(ctx context.Context, agent, label string, op blo
 
 // Compact folds a block's updates into its snapshot now (edits still
 // pending, in write-back mode, are written first).
-func (c *Cache) compactBlock(ctx context.Context, agent, label string) error {
+func (c *Store) compactBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
 		return err
@@ -872,7 +872,7 @@ func withFields(v, base any) any {
 // change's PeerMessage. The record of who merged which change is written
 // in the merge's transaction, and holds across compactions, epochs,
 // processes and Export/Import.
-func (c *Cache) mergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
+func (c *Store) mergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
 	return c.mergeChangesAs(ctx, agent, owner, label, data, agent)
 }
 
@@ -882,7 +882,7 @@ func (c *Cache) mergeChanges(ctx context.Context, agent, owner, label string, da
 // serve's web UI records a restore as "human:NAME", merged as the block's
 // owner). agent's permission is the one checked. As with MergeChanges, the
 // changes' commit messages name no one.
-func (c *Cache) mergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
+func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
 	if err := checkAgent(as); err != nil {
 		return fmt.Errorf("memory: merge changes into block %q: recorded as: %w", label, err)
 	}
@@ -940,7 +940,7 @@ func (c *Cache) mergeChangesAs(ctx context.Context, agent, owner, label string, 
 // into m.Rendered, so a process reads its own writes (Options.WriteBack
 // keeps them out of the database until Flush). Without write-back, or for
 // a block with nothing pending, it does nothing.
-func (c *Cache) localRendering(m *BlockMeta) {
+func (c *Store) localRendering(m *BlockMeta) {
 	if !c.opts.WriteBack {
 		return
 	}

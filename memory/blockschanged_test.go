@@ -21,7 +21,7 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// Every change committed through a Cache that moves a BlocksStamp closes
+// Every change committed through a Store that moves a BlocksStamp closes
 // the channel BlocksChanged returned before it (content, metadata,
 // create/delete, rebase, import, merge, share/re-share/unshare, write-back
 // edits as made and as flushed); writes that move no stamp (messages,
@@ -39,7 +39,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wb.Close()
-	for _, s := range []*memory.Cache{c, wb} {
+	for _, s := range []*memory.Store{c, wb} {
 		for _, b := range []struct{ owner, label string }{{"a", "notes"}, {"b", "board"}} {
 			if _, err := s.Agent(b.owner).CreateBlock(ctx, memory.BlockSpec{Label: b.label, Value: "start", Permission: blocks.Admin}); err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 		}, false},
 		{"token", func() error { _, _, err := c.Tokens().Create(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
 	}
-	run := func(t *testing.T, s *memory.Cache, steps []step) {
+	run := func(t *testing.T, s *memory.Store, steps []step) {
 		stamps := func() [2]memory.BlocksStamp {
 			var out [2]memory.BlocksStamp
 			for i, a := range []string{"a", "b"} {

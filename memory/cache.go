@@ -15,23 +15,23 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Cache is the store Open and New return (builder.Cache is another thing:
+// Store is the store Open and New return (builder.Store is another thing:
 // what context builds reuse). Its own methods are store-wide (open and
 // close, import and export, re-embedding, token counts, access tokens);
-// everything an agent does goes through its handle, [Cache.Agent], and
-// store administration through [Cache.Admin]. Every method taking a
+// everything an agent does goes through its handle, [Store.Agent], and
+// store administration through [Store.Admin]. Every method taking a
 // context honours its cancellation. An agent sees its own blocks, archival
 // entries and messages and the blocks shared with it, nothing else.
 // Missing or invisible things return errors matching ErrNotFound;
 // duplicates ErrExists; refused writes blocks.ErrPermission.
-// memory/storetest checks a Cache over any backend against this contract.
+// memory/storetest checks a Store over any backend against this contract.
 //
 // Block documents are loaded
 // lazily from its Backend, kept in an LRU of Options.CacheSize, and their
 // changes are written through to the backend as incremental automerge
 // changes. Several Caches (in one process or several) may share one
-// database. A Cache is safe for concurrent use.
-type Cache struct {
+// database. A Store is safe for concurrent use.
+type Store struct {
 	opts Options
 	be   Backend
 	rdb  *sql.DB // be.DB(): reads
@@ -90,7 +90,7 @@ type Cache struct {
 
 // entry is one cached block document.
 type entry struct {
-	c *Cache
+	c *Store
 	// mergedLast are the merge records MergedBy last read (mergedRead:
 	// it has read them), which stand once the store is closed.
 	mergedMu   sync.Mutex
@@ -153,7 +153,7 @@ func (e *entry) set(f func(e *entry)) {
 // backend's migrations; a scheme no backend registered fails with
 // ErrUnknownScheme, and a file name holding "password=" with
 // ErrInvalidArgument. Errors name the target redacted.
-func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
+func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
 	be, name, err := openBackend(ctx, target, o)
 	if err != nil {
@@ -171,15 +171,15 @@ func Open(ctx context.Context, target string, opts *Options) (*Cache, error) {
 	return c, nil
 }
 
-// New builds a Cache over a Backend the caller opened (for example a
-// postgres.Backend over its own pool). Close closes the Cache, not the
+// New builds a Store over a Backend the caller opened (for example a
+// postgres.Backend over its own pool). Close closes the Store, not the
 // backend.
-func New(ctx context.Context, be Backend, opts *Options) (*Cache, error) {
+func New(ctx context.Context, be Backend, opts *Options) (*Store, error) {
 	return newCache(ctx, be, be.Name(), opts.withDefaults())
 }
 
-func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, error) {
-	c := &Cache{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
+func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, error) {
+	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	c.tokens.c = c
 	var err error
@@ -227,14 +227,14 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Cache, 
 // on Backend().DB(), a type assertion to *sqlite.Backend). What is read
 // that way is not API: the schema (package migrations) changes between
 // versions. Admin has what tools need.
-func (c *Cache) Backend() Backend { return c.be }
+func (c *Store) Backend() Backend { return c.be }
 
 // Index returns the search index the store maintains.
-func (c *Cache) Index() *search.Index { return c.index }
+func (c *Store) Index() *search.Index { return c.index }
 
 // Close flushes unpersisted changes (write-back mode) and closes the
 // database. Further calls fail with ErrClosed.
-func (c *Cache) Close() error {
+func (c *Store) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -264,14 +264,14 @@ func (c *Cache) Close() error {
 	return err
 }
 
-func (c *Cache) checkOpen(ctx context.Context) error {
+func (c *Store) checkOpen(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.openLocked(ctx)
 }
 
 // openLocked is checkOpen for a caller holding c.mu.
-func (c *Cache) openLocked(ctx context.Context) error {
+func (c *Store) openLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (c *Cache) openLocked(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cache) nanos() int64 { return c.opts.Now().UnixNano() }
+func (c *Store) nanos() int64 { return c.opts.Now().UnixNano() }
 
 // lock takes e.mu, the block's lock here, and holds back the Remote events
 // its replica fires meanwhile (blocks.Replica.Hold): a subscriber may call

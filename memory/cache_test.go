@@ -23,7 +23,7 @@ func TestCacheConformance(t *testing.T) {
 	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Cache {
+			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
 				path := filepath.Join(t.TempDir(), "store.db")
 				opts := &memory.Options{Approver: approver}
 				switch mode {
@@ -75,7 +75,7 @@ func TestCacheConformance(t *testing.T) {
 func TestCacheLimits(t *testing.T) {
 	for _, mode := range []string{"file", "memory", "file-embedder"} {
 		t.Run(mode, func(t *testing.T) {
-			storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Cache {
+			storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
 				if o == nil {
 					o = &memory.Options{}
 				}

@@ -16,7 +16,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-func openFile(t testing.TB, path string, opts *memory.Options) *memory.Cache {
+func openFile(t testing.TB, path string, opts *memory.Options) *memory.Store {
 	t.Helper()
 	c, err := memory.Open(context.Background(), fresh(path), opts)
 	if err != nil {
@@ -44,13 +44,13 @@ func TestEvictionKeepsWriteBackChanges(t *testing.T) {
 		}
 	}
 	// Write-back: b5 is still only in memory (it was never evicted), which
-	// another Cache on the file shows; this one reads its own writes.
+	// another Store on the file shows; this one reads its own writes.
 	durable := openFile(t, path, nil)
 	if r, _ := durable.Agent("a").Block("b5").Render(ctx); r != "" {
 		t.Fatalf("write-back persisted early: %q", r)
 	}
 	if r, _ := c.Agent("a").Block("b5").Render(ctx); r != "v1 b5" {
-		t.Fatalf("write-back Cache does not read its own write: %q", r)
+		t.Fatalf("write-back Store does not read its own write: %q", r)
 	}
 	// b0..b3 were evicted by later loads and flushed on eviction.
 	if r, _ := durable.Agent("a").Block("b0").Render(ctx); r != "v1 b0" {
@@ -536,24 +536,24 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 	cases := []struct {
 		name    string
 		perm    blocks.Permission // the block's permission when a caches it
-		other   func(b *memory.Cache) error
+		other   func(b *memory.Store) error
 		wantErr error  // a's append "+a"
 		want    string // the block afterwards, read by a fresh store
 	}{
 		{"another writer's append", blocks.ReadWrite,
-			func(b *memory.Cache) error { return b.Agent("x").Block("n").Append(ctx, "+b") },
+			func(b *memory.Store) error { return b.Agent("x").Block("n").Append(ctx, "+b") },
 			nil, "0123456789+b+a"},
 		{"limit reached by another writer", blocks.ReadWrite,
-			func(b *memory.Cache) error { return b.Agent("x").Block("n").Append(ctx, strings.Repeat("b", 29)) },
+			func(b *memory.Store) error { return b.Agent("x").Block("n").Append(ctx, strings.Repeat("b", 29)) },
 			blocks.ErrLimit, "0123456789" + strings.Repeat("b", 29)},
 		{"made read-only elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.ReadOnly) },
+			func(b *memory.Store) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.ReadOnly) },
 			blocks.ErrPermission, "0123456789"},
 		{"made append-only elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.Append) },
+			func(b *memory.Store) error { return b.Agent("x").Block("n").SetPermission(ctx, blocks.Append) },
 			nil, "0123456789+a"},
 		{"deleted and made again elsewhere", blocks.Admin,
-			func(b *memory.Cache) error {
+			func(b *memory.Store) error {
 				if err := b.Agent("x").Block("n").Delete(ctx); err != nil {
 					return err
 				}
@@ -562,7 +562,7 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 			},
 			nil, "new+a"},
 		{"deleted elsewhere", blocks.Admin,
-			func(b *memory.Cache) error { return b.Agent("x").Block("n").Delete(ctx) },
+			func(b *memory.Store) error { return b.Agent("x").Block("n").Delete(ctx) },
 			memory.ErrNotFound, ""},
 	}
 	for _, tc := range cases {
@@ -587,7 +587,7 @@ func TestWritesThroughACachedBlockThatIsBehind(t *testing.T) {
 				return
 			}
 			fresh := openFile(t, path, nil)
-			for name, s := range map[string]*memory.Cache{"a": a, "fresh": fresh} {
+			for name, s := range map[string]*memory.Store{"a": a, "fresh": fresh} {
 				got, err := s.Agent("x").Block("n").Render(ctx)
 				if err != nil || got != tc.want {
 					t.Fatalf("store %s reads %q (%v), want %q", name, got, err, tc.want)

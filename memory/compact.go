@@ -21,7 +21,7 @@ func putSnapshot(ctx context.Context, tx *sql.Tx, id int64, snap []byte) error {
 // compacted history (history bytes in this epoch, this write included) is
 // due for a new epoch. snap is e's document saved ahead of the lock by a
 // write that foresaw the compaction (nil: saved here, under it).
-func (c *Cache) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, snapshotSeq, history int64, snap []byte) (compaction, error) {
+func (c *Store) compactIfDue(ctx context.Context, tx *sql.Tx, e *entry, seq, snapshotSeq, history int64, snap []byte) (compaction, error) {
 	if seq-snapshotSeq < c.compactAfter(e) {
 		return 0, nil
 	}
@@ -54,7 +54,7 @@ const compactCharsPerUpdate = 128
 // compactCharsPerUpdate characters of content if that is more, so the
 // cost of saving a snapshot, amortized over the writes between two
 // compactions, does not grow with the block. Caller holds e.mu.
-func (c *Cache) compactAfter(e *entry) int64 {
+func (c *Store) compactAfter(e *entry) int64 {
 	return int64(max(c.opts.CompactAfter, e.doc.Size()/compactCharsPerUpdate))
 }
 

@@ -243,7 +243,7 @@ func jaccard(a, b []string) float64 {
 // memory (see ConsolidateOptions and docs/consolidation.md). A cancelled
 // ctx stops the round between clusters: what was proposed or applied
 // stays, and the report (returned with the error) says what.
-func (c *Cache) consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error) {
+func (c *Store) consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error) {
 	start := time.Now()
 	o := opts.withDefaults()
 	rep := &ConsolidateReport{Agent: agent}
@@ -339,7 +339,7 @@ func (c *Cache) consolidate(ctx context.Context, agent string, opts *Consolidate
 }
 
 // liveEntries reads agent's live entries with ids up to end, signed.
-func (c *Cache) liveEntries(ctx context.Context, agent string, end int64) ([]*sigEntry, error) {
+func (c *Store) liveEntries(ctx context.Context, agent string, end int64) ([]*sigEntry, error) {
 	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, '') FROM archival
 		WHERE agent = ? AND valid_to IS NULL AND id <= ? ORDER BY id`, agent, end)
 	if err != nil {
@@ -494,7 +494,7 @@ func clusterOf(cl []*sigEntry, kind string, sim float64) ConsolidationCluster {
 // askModel asks model about cl and, on a valid answer, makes cl's merge
 // the model's; a failure or invalid answer is recorded in rep and leaves
 // cl as it was.
-func (c *Cache) askModel(ctx context.Context, model ConsolidationModel, agent string, cl *ConsolidationCluster, rep *ConsolidateReport) {
+func (c *Store) askModel(ctx context.Context, model ConsolidationModel, agent string, cl *ConsolidationCluster, rep *ConsolidateReport) {
 	entries := make([]ArchivalEntry, len(cl.Texts))
 	tokens := 0
 	for i, t := range cl.Texts {
@@ -529,7 +529,7 @@ func (c *Cache) askModel(ctx context.Context, model ConsolidationModel, agent st
 // checkModelMerge refuses an answer that is not one of the actions, that
 // keeps an entry outside the cluster, or whose text is empty or past the
 // entry cap.
-func (c *Cache) checkModelMerge(agent string, cl *ConsolidationCluster, a *ModelMerge) error {
+func (c *Store) checkModelMerge(agent string, cl *ConsolidationCluster, a *ModelMerge) error {
 	switch a.Action {
 	case "keep":
 		return nil
@@ -555,7 +555,7 @@ func (c *Cache) checkModelMerge(agent string, cl *ConsolidationCluster, a *Model
 
 // proposeRewrites offers the model agent's blocks filled past
 // o.BlockFill of their limit and proposes its shorter texts.
-func (c *Cache) proposeRewrites(ctx context.Context, agent string, o ConsolidateOptions, rep *ConsolidateReport) error {
+func (c *Store) proposeRewrites(ctx context.Context, agent string, o ConsolidateOptions, rep *ConsolidateReport) error {
 	metas, err := c.blocksOf(ctx, agent)
 	if err != nil {
 		return err
@@ -597,7 +597,7 @@ const OpMergeArchival = "merge_archival"
 
 // proposeMerge records m as a pending proposal on agent's archival
 // memory.
-func (c *Cache) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string) (int64, error) {
+func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string) (int64, error) {
 	args, err := json.Marshal(m)
 	if err != nil {
 		return 0, invalidArg("merge proposal is not serialisable: %v", err)
@@ -618,7 +618,7 @@ func (c *Cache) proposeMerge(ctx context.Context, agent string, m ArchivalMerge,
 // source must still be live; the merged entry is inserted (Metadata's
 // "derived_from" the sources) and supersedes each source. It returns the
 // merged entry's id.
-func (c *Cache) applyMerge(ctx context.Context, agent string, m ArchivalMerge, id int64, approver string) (int64, error) {
+func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, id int64, approver string) (int64, error) {
 	if len(m.Sources) < 2 {
 		return 0, invalidArg("merge of %d archival entries of %q (want two or more)", len(m.Sources), agent)
 	}

@@ -60,7 +60,7 @@ type locomoItem struct {
 
 // locomoStore inserts conv's turns (and, with copies, up to 3 light
 // perturbations of each) into a fresh store as archival entries.
-func locomoStore(t *testing.T, conv eval.LoCoMoConversation, copies bool, o *memory.Options) (*memory.Cache, map[int64]locomoItem) {
+func locomoStore(t *testing.T, conv eval.LoCoMoConversation, copies bool, o *memory.Options) (*memory.Store, map[int64]locomoItem) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "l.db")), o)
@@ -182,7 +182,7 @@ func TestConsolidationDetectsLoCoMoDuplicates(t *testing.T) {
 func TestConsolidationRecoversRetrieval(t *testing.T) {
 	data := loadLoCoMo(t)
 	ctx := context.Background()
-	recall := func(s *memory.Cache, agent string, qs []eval.LoCoMoQuestion) (float64, int) {
+	recall := func(s *memory.Store, agent string, qs []eval.LoCoMoQuestion) (float64, int) {
 		var sum float64
 		for _, q := range qs {
 			res, err := s.Agent(agent).Archival().Search(ctx, q.Question, search.NewOptions().Limit(10))

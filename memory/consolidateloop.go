@@ -22,7 +22,7 @@ import (
 // beginning and proposes again the clusters still pending from before.
 // A round's failure is logged (Options.Logger) and the agent is tried
 // again at the next interval. every must be positive.
-func (c *Cache) RunConsolidation(ctx context.Context, every time.Duration, opts *ConsolidateOptions) error {
+func (c *Store) RunConsolidation(ctx context.Context, every time.Duration, opts *ConsolidateOptions) error {
 	if every <= 0 {
 		return invalidArg("consolidation interval %v (want a positive duration)", every)
 	}
@@ -83,7 +83,7 @@ func (c *Cache) RunConsolidation(ctx context.Context, every time.Duration, opts 
 }
 
 // closedSignal is closed when the store is closed.
-func (c *Cache) closedSignal() <-chan struct{} {
+func (c *Store) closedSignal() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing == nil {
@@ -96,7 +96,7 @@ func (c *Cache) closedSignal() <-chan struct{} {
 }
 
 // archivalAgents lists the agents with live archival entries.
-func (c *Cache) archivalAgents(ctx context.Context) ([]string, error) {
+func (c *Store) archivalAgents(ctx context.Context) ([]string, error) {
 	rows, err := c.rdb.QueryContext(ctx, `SELECT DISTINCT agent FROM archival WHERE valid_to IS NULL ORDER BY agent`)
 	if err != nil {
 		return nil, fmt.Errorf("memory: list agents with archival entries: %w", err)

@@ -10,7 +10,7 @@ import (
 )
 
 // pendingMerges is how many merge proposals of agent are pending.
-func pendingMerges(t *testing.T, c *memory.Cache, agent string) int {
+func pendingMerges(t *testing.T, c *memory.Store, agent string) int {
 	t.Helper()
 	ps, err := c.Agent(agent).Proposals(context.Background())
 	if err != nil {

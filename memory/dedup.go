@@ -100,7 +100,7 @@ func dedupKey(content, conv string) string {
 }
 
 // entryKey is e's key, or "" when the store keeps duplicates.
-func (c *Cache) entryKey(e *ArchivalEntry) string {
+func (c *Store) entryKey(e *ArchivalEntry) string {
 	if c.opts.KeepDuplicates {
 		return ""
 	}
@@ -162,7 +162,7 @@ func (x scanExtra) Scan(dest ...any) error { return x.s.Scan(append(dest, x.extr
 // that would take the agent past its quota fails with ErrQuota. On
 // success row.e is the entry, Duplicate set. ok is false when no live
 // entry has the key.
-func (c *Cache) mergeDuplicate(ctx context.Context, tx *sql.Tx, row *archivalRow) (ok bool, err error) {
+func (c *Store) mergeDuplicate(ctx context.Context, tx *sql.Tx, row *archivalRow) (ok bool, err error) {
 	agent := row.e.Agent
 	old, oldMeta, oldTags, ok, err := liveByKey(ctx, tx, agent, row.key)
 	if err != nil || !ok {
@@ -289,7 +289,7 @@ func dedupBatch(rows []*archivalRow) (uniq []*archivalRow, of []int, err error) 
 // its agent already holds gets "" (it stays stored and live; consolidation
 // finds it), so the oldest live entry of a set of duplicates keeps the key.
 // It returns how many rows it keyed.
-func (c *Cache) backfillKeys(ctx context.Context) (int, error) {
+func (c *Store) backfillKeys(ctx context.Context) (int, error) {
 	total := 0
 	var after int64
 	for {

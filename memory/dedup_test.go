@@ -62,7 +62,7 @@ func FuzzNormalizeContent(f *testing.F) {
 	})
 }
 
-func openDedup(t *testing.T, target string, o *memory.Options) *memory.Cache {
+func openDedup(t *testing.T, target string, o *memory.Options) *memory.Store {
 	t.Helper()
 	c, err := memory.Open(context.Background(), fresh(target), o)
 	if err != nil {
@@ -72,7 +72,7 @@ func openDedup(t *testing.T, target string, o *memory.Options) *memory.Cache {
 	return c
 }
 
-func liveCount(t *testing.T, c *memory.Cache, agent string) int {
+func liveCount(t *testing.T, c *memory.Store, agent string) int {
 	t.Helper()
 	es, err := c.Agent(agent).Archival().List(context.Background(), &memory.ArchivalQuery{Limit: 100000})
 	if err != nil {

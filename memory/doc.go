@@ -2,14 +2,14 @@
 // shares between agents, proposals for Partner/Human blocks, archival
 // memories, messages with batches and summaries, and search over all of it.
 //
-// [Open] returns the store, a [Cache]:
+// [Open] returns the store, a [Store]:
 //
 //	store, err := memory.Open(ctx, "agents.db", &memory.Options{CacheSize: 256})
 //
 // (nil Options means the defaults; ":memory:" gives a throw-away store).
 //
 // The store's own methods are store-wide (Close, Import, Export, Reembed,
-// [Cache.Admin], [Cache.Tokens], …). Everything an agent does goes through
+// [Store.Admin], [Store.Tokens], …). Everything an agent does goes through
 // its handle: store.Agent(id) returns an [Agent], whose [Agent.Block] and
 // [Agent.Shared] return [Block] handles and whose [Agent.Archival] and
 // [Agent.Messages] are its archival memory and conversation. A handle fixes
@@ -30,11 +30,11 @@
 //	import _ "github.com/engram-go/engram/memory/postgres"
 //
 // Targets in errors and logs are redacted (no password, no query or
-// keyword value but harmless ones). [New] builds a Cache over a backend opened by the
+// keyword value but harmless ones). [New] builds a Store over a backend opened by the
 // caller. Everything below holds on both; where the mechanism differs
 // (how other processes' changes are noticed), the text says so.
 //
-// # How a Cache keeps documents
+// # How a Store keeps documents
 //
 // A block's document is loaded from the backend on first use (lazy load) and kept
 // in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). The
@@ -57,7 +57,7 @@
 // is [ErrCorrupt] naming the block, never skipped.
 //
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
-// only through Cache.mergeChanges, validated and persisted like any write.
+// only through Store.mergeChanges, validated and persisted like any write.
 // The block's history names the agent that merged them (with op merge),
 // never what their commit messages claim: the store records who merged
 // which change, in the merge's transaction, for every process and across
@@ -67,7 +67,7 @@
 // updates are folded into its snapshot in the writing transaction. A block
 // whose history outgrows its content (Options.HistoryLimit) is then rebased
 // onto a fresh document holding only its value, a new epoch: the old
-// history is archived (Cache.blockHistory and Cache.blockAt still read
+// history is archived (Store.blockHistory and Store.blockAt still read
 // it), every replica switches in place, and changes made on an older
 // epoch are never merged into the new document. Log blocks whose schema
 // sets a Retention move older entries into archival memory as part of
@@ -77,12 +77,12 @@
 //
 // # Several processes, one database
 //
-// On PostgreSQL, committed block changes are pushed to every Cache through
+// On PostgreSQL, committed block changes are pushed to every Store through
 // LISTEN/NOTIFY ([BlockNotifier]); a cache hit then needs no query at all,
 // and while the listening connection is down every hit takes the SQLite
 // path below.
 //
-// SQLite runs in WAL mode. Before serving a cached block a Cache reads the
+// SQLite runs in WAL mode. Before serving a cached block a Store reads the
 // block's sequence number (one indexed row; the only SQL on a cache hit)
 // and applies the updates other processes wrote since. Writers take the
 // write lock with short, jittered retries rather than SQLite's coarse busy
@@ -90,7 +90,7 @@
 // none loses an update (see TestTwoProcessesOneBlock and
 // TestKillDuringWrites).
 //
-// Cache.blocksStamp is a cheap fingerprint (one indexed query) of the
+// Store.blocksStamp is a cheap fingerprint (one indexed query) of the
 // blocks an agent sees, own and shared, that any persisted change by any
 // process alters; the context builder caches block listings under it.
 //
@@ -113,7 +113,7 @@
 // writing transaction; a write reads it under the store's write lock, so
 // writers in any number of processes cannot together pass the quota. A
 // write past it fails with [ErrQuota] and stores nothing;
-// Cache.storageUsed reads the count. Deleting an archival entry gives
+// Store.storageUsed reads the count. Deleting an archival entry gives
 // its bytes back; a superseded entry is kept as history and counts until
 // deleted.
 //
@@ -125,19 +125,19 @@
 // with Duplicate set, its tags merged in (union) and the metadata keys it
 // lacked added (its own keep their values). A unique index on the live
 // entries' keys holds this across processes; Options.KeepDuplicates turns
-// it off. Cache.consolidate finds near-duplicates and proposes merges
+// it off. Store.consolidate finds near-duplicates and proposes merges
 // (op [OpMergeArchival], decided with ApproveProposal and RejectProposal),
-// or applies exact ones at once; [Cache.RunConsolidation] runs rounds in
+// or applies exact ones at once; [Store.RunConsolidation] runs rounds in
 // the background, in a goroutine the caller starts; see
 // docs/consolidation.md.
 //
 // # Isolation and sharing
 //
 // An agent reads, lists and finds only its own blocks, archival entries and
-// messages and the blocks shared with it (Cache.shareBlock); anything else
+// messages and the blocks shared with it (Store.shareBlock); anything else
 // is [ErrNotFound], so existence does not leak. A sharee edits the owner's
 // CRDT document with the shared permission; its changes are attributed to
-// it. [Cache.SearchAll] is the system's cross-agent view.
+// it. [Store.SearchAll] is the system's cross-agent view.
 //
-// A Cache is safe for concurrent use.
+// A Store is safe for concurrent use.
 package memory

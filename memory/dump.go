@@ -148,7 +148,7 @@ type DumpShare struct {
 }
 
 // Export copies the store's content; agent "" exports every agent.
-func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
+func (c *Store) Export(ctx context.Context, agent string) (*Dump, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (c *Cache) Export(ctx context.Context, agent string) (*Dump, error) {
 
 // exportProposals adds the proposals on owner's blocks and on owner's
 // archival memory to d, oldest first.
-func (c *Cache) exportProposals(ctx context.Context, owner string, d *Dump) error {
+func (c *Store) exportProposals(ctx context.Context, owner string, d *Dump) error {
 	rows, err := c.rdb.QueryContext(ctx, `SELECT * FROM (SELECT p.id, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
 		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id
 		WHERE b.owner = ?
@@ -320,7 +320,7 @@ func (c *Cache) exportProposals(ctx context.Context, owner string, d *Dump) erro
 }
 
 // owners lists the agents with any content (or just agent).
-func (c *Cache) owners(ctx context.Context, agent string) ([]string, error) {
+func (c *Store) owners(ctx context.Context, agent string) ([]string, error) {
 	if agent != "" {
 		return []string{agent}, nil
 	}
@@ -369,7 +369,7 @@ type ImportReport struct {
 // limit, imports into a store opened with caps as large, or negative.) With an
 // embedder set, run Reembed afterwards to index the imported content for
 // vector search.
-func (c *Cache) Import(ctx context.Context, d *Dump) (ImportReport, error) {
+func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 	var rep ImportReport
 	if err := c.checkOpen(ctx); err != nil {
 		return rep, err

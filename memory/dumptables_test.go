@@ -156,7 +156,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 			// which embeds the imported content and records it.
 			dst.Close()
 			dst = openFile(t, target, &memory.Options{Embedder: search.NewOffline(rep.Embedder.Dimensions)})
-			for _, c := range []*memory.Cache{src, dst} {
+			for _, c := range []*memory.Store{src, dst} {
 				if err := c.Index().FlushBlockVectors(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +164,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, c := range []*memory.Cache{src, dst} {
+			for _, c := range []*memory.Store{src, dst} {
 				checkTablesCovered(t, c)
 			}
 			for _, name := range slices.Sorted(maps.Keys(tableContent)) {
@@ -190,7 +190,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 
 // checkTablesCovered fails t for a table of c's schema that is neither
 // compared nor left out with a reason: a table added later must say which.
-func checkTablesCovered(t *testing.T, c *memory.Cache) {
+func checkTablesCovered(t *testing.T, c *memory.Store) {
 	t.Helper()
 	q := `SELECT name FROM sqlite_master WHERE type = 'table'`
 	if c.Backend().Name() == "postgres" {
@@ -224,7 +224,7 @@ func checkTablesCovered(t *testing.T, c *memory.Cache) {
 
 // tableRows is the content of one table of c, each row as canonical JSON
 // (booleans as 0/1, bytes as strings), sorted unless the query orders it.
-func tableRows(t *testing.T, c *memory.Cache, name string) []string {
+func tableRows(t *testing.T, c *memory.Store, name string) []string {
 	t.Helper()
 	q := tableContent[name]
 	rows, err := c.Backend().DB().Query(q)
@@ -271,7 +271,7 @@ func tableRows(t *testing.T, c *memory.Cache, name string) []string {
 }
 
 // fillEveryTable writes something into every table a dump carries.
-func fillEveryTable(t *testing.T, c *memory.Cache) {
+func fillEveryTable(t *testing.T, c *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
 	must := func(err error) {

@@ -10,7 +10,7 @@ import (
 // the vectors of log entries rotated into archival (marked in the append's
 // transaction; see search.Index.FlushArchivalVectors), so no write waits
 // for an embedder. Searches that need the vectors flush first.
-func (c *Cache) startEmbedder() {
+func (c *Store) startEmbedder() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.embedWake = make(chan struct{}, 1)
 	c.embedStop = cancel
@@ -45,7 +45,7 @@ func (c *Cache) startEmbedder() {
 	c.wakeEmbedder() // blocks marked before this process started
 }
 
-func (c *Cache) wakeEmbedder() {
+func (c *Store) wakeEmbedder() {
 	if c.embedWake == nil {
 		return
 	}
@@ -55,7 +55,7 @@ func (c *Cache) wakeEmbedder() {
 	}
 }
 
-func (c *Cache) stopEmbedder() {
+func (c *Store) stopEmbedder() {
 	if c.embedStop == nil {
 		return
 	}

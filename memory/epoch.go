@@ -62,7 +62,7 @@ const (
 // size to load), and a rebase would rebuild all of it to gain little; one
 // rewritten in place (deleted text stays in the history) does. Bytes on
 // both sides, so text of several bytes a character counts the same.
-func (c *Cache) historyDue(history int64, size int, changes func() (int, error)) bool {
+func (c *Store) historyDue(history int64, size int, changes func() (int, error)) bool {
 	lim := c.opts.HistoryLimit
 	if lim < 0 || history <= int64(lim) || history < rebaseGain*int64(size) {
 		return false
@@ -82,13 +82,13 @@ func (c *Cache) historyDue(history int64, size int, changes func() (int, error))
 // changed since (another writer's change, or a metadata change, leaves it
 // for a later compaction). A failure is logged, never returned: the write
 // that triggered it is durable either way. Caller holds e.mu.
-func (c *Cache) rebase(ctx context.Context, e *entry, seq int64) {
+func (c *Store) rebase(ctx context.Context, e *entry, seq int64) {
 	if err := c.rebaseLocked(context.WithoutCancel(ctx), e, seq); err != nil {
 		c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
 	}
 }
 
-func (c *Cache) rebaseLocked(ctx context.Context, e *entry, seq int64) error {
+func (c *Store) rebaseLocked(ctx context.Context, e *entry, seq int64) error {
 	_, epoch, metaVer, _ := e.freshness()
 	fresh, err := c.freshEpoch(e)
 	if err != nil {
@@ -122,7 +122,7 @@ type epochDoc struct {
 
 // freshEpoch builds the document of e's next epoch from its current value.
 // Caller holds e.mu.
-func (c *Cache) freshEpoch(e *entry) (epochDoc, error) {
+func (c *Store) freshEpoch(e *entry) (epochDoc, error) {
 	// Rebased refuses a document that reads back another value, so the
 	// rendering (a function of value and metadata) is the same bytes.
 	fresh, err := e.doc.Rebased()
@@ -139,7 +139,7 @@ func (c *Cache) freshEpoch(e *entry) (epochDoc, error) {
 // archiveEpoch moves the block's snapshot (its whole current epoch: the
 // caller compacted it in this transaction or checked it is compacted) to
 // block_archive and makes fresh the snapshot of the next epoch.
-func (c *Cache) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh epochDoc) error {
+func (c *Store) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh epochDoc) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO block_archive (block_id, epoch, snapshot, snapshot_crc, heads, last_seq, archived_at)
 		SELECT b.id, b.epoch, s.snapshot, s.snapshot_crc, b.heads, b.last_seq, ?
 		FROM blocks b JOIN block_snapshots s ON s.block_id = b.id WHERE b.id = ?`, c.nanos(), e.id); err != nil {
@@ -158,7 +158,7 @@ func (c *Cache) archiveEpoch(ctx context.Context, tx *sql.Tx, e *entry, fresh ep
 
 // enterEpoch switches e's document to fresh, now durable as epoch. Caller
 // holds e.mu.
-func (c *Cache) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
+func (c *Store) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
 	defer c.changes.fire() // a new epoch moves BlocksStamp
 	if _, err := e.replica.Adopt(fresh.doc); err != nil {
 		// The database is on the new epoch and this entry cannot follow:
@@ -178,7 +178,7 @@ func (c *Cache) enterEpoch(e *entry, epoch int64, fresh epochDoc) error {
 // between the switch and the re-apply can fail and drop them, and the
 // epoch's later updates merge with that change like any concurrent edit.
 // Caller holds e.mu.
-func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow) error {
+func (c *Store) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow) error {
 	var (
 		epoch, snapSeq int64
 		snap           []byte
@@ -207,7 +207,7 @@ func (c *Cache) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow
 }
 
 // breakEntry marks e unservable (err says why) and drops it from the cache.
-func (c *Cache) breakEntry(e *entry, err error) error {
+func (c *Store) breakEntry(e *entry, err error) error {
 	e.set(func(e *entry) { e.broken = err })
 	c.lru.Remove(e.id)
 	return err
@@ -221,7 +221,7 @@ func (c *Cache) breakEntry(e *entry, err error) error {
 // archived (BlockHistory and BlockAt still read it). Edits still pending
 // (write-back) are written first. Other writers switch on their next
 // access.
-func (c *Cache) rebaseBlock(ctx context.Context, agent, label string) error {
+func (c *Store) rebaseBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (c *Cache) rebaseBlock(ctx context.Context, agent, label string) error {
 
 // done records the row compactNow wrote once its transaction committed
 // (the caller compacted, and rebases if it means to). Caller holds e.mu.
-func (p pendingWrite) done(c *Cache, e *entry) {
+func (p pendingWrite) done(c *Store, e *entry) {
 	if p.heads != nil {
 		c.committed(context.Background(), e, p.seq, p.heads, 0)
 	}
@@ -263,7 +263,7 @@ func (p pendingWrite) done(c *Cache, e *entry) {
 // holds a change no row recorded) and folds every update into the
 // snapshot, inside the write transaction. It returns the block's row as of
 // the compacted state. Caller holds e.mu.
-func (c *Cache) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite) (blockRow, error) {
+func (c *Store) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite) (blockRow, error) {
 	r, w, err := c.writePending(ctx, tx, e)
 	if err != nil {
 		return r, err
@@ -279,7 +279,7 @@ func (c *Cache) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pending
 // below (oldest first; newestFirst reverses the order) and its saved
 // document, checksum verified, until f returns false or an error. One
 // query; each snapshot is read as its row comes.
-func (c *Cache) archives(ctx context.Context, id, below int64, newestFirst bool, f func(epoch int64, snap []byte) (bool, error)) error {
+func (c *Store) archives(ctx context.Context, id, below int64, newestFirst bool, f func(epoch int64, snap []byte) (bool, error)) error {
 	order := "ASC"
 	if newestFirst {
 		order = "DESC"
@@ -309,7 +309,7 @@ func (c *Cache) archives(ctx context.Context, id, below int64, newestFirst bool,
 
 // epochDocs is archives with each document loaded, read-only, under the
 // block's current metadata.
-func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirst bool, f func(epoch int64, d *blocks.Document) (bool, error)) error {
+func (c *Store) epochDocs(ctx context.Context, e *entry, below int64, newestFirst bool, f func(epoch int64, d *blocks.Document) (bool, error)) error {
 	info := e.doc.Info()
 	return c.archives(ctx, e.id, below, newestFirst, func(ep int64, snap []byte) (bool, error) {
 		d, err := blocks.Load(info, snap, &blocks.Options{Now: c.opts.Now})
@@ -326,7 +326,7 @@ func (c *Cache) epochDocs(ctx context.Context, e *entry, below int64, newestFirs
 // A change merged from outside the store (MergeChanges) is attributed to
 // the agent that merged it, with op merge, whatever its commit message
 // says (which is kept as PeerMessage; see blocks.Attribute).
-func (c *Cache) blockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
+func (c *Store) blockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return nil, err
@@ -374,7 +374,7 @@ func (c *Cache) blockHistory(ctx context.Context, agent, owner, label string) ([
 // (change hashes from BlockHistory), in whichever epoch holds them. Writes
 // to it fail with blocks.ErrHistorical; heads no epoch holds fail with an
 // error wrapping blocks.ErrOutOfRange.
-func (c *Cache) blockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
+func (c *Store) blockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 // it was measured on (change sizes from the store: ~133 bytes for a
 // 1-character append, ~159 for 22 characters).
 func TestHistoryDue(t *testing.T) {
-	c := &Cache{opts: Options{HistoryLimit: 64 << 10}}
+	c := &Store{opts: Options{HistoryLimit: 64 << 10}}
 	count := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
 	asked := false
 	never := func() (int, error) { asked = true; return 0, nil }
@@ -44,7 +44,7 @@ func TestHistoryDue(t *testing.T) {
 			t.Errorf("%s: the change count was asked for although the bytes do not qualify", tc.name)
 		}
 	}
-	off := &Cache{opts: Options{HistoryLimit: -1}}
+	off := &Store{opts: Options{HistoryLimit: -1}}
 	if off.historyDue(1<<30, 1, count(1<<20)) {
 		t.Error("HistoryLimit < 0 rebased")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
-func epochOf(t *testing.T, c *memory.Cache, owner, label string) (epoch, archived, updates int) {
+func epochOf(t *testing.T, c *memory.Store, owner, label string) (epoch, archived, updates int) {
 	t.Helper()
 	err := c.Backend().DB().QueryRow(`SELECT b.epoch, (SELECT count(*) FROM block_archive a WHERE a.block_id = b.id),
 		(SELECT count(*) FROM block_updates u WHERE u.block_id = b.id) FROM blocks b WHERE owner = ? AND label = ?`, owner, label).Scan(&epoch, &archived, &updates)
@@ -26,7 +26,7 @@ func epochOf(t *testing.T, c *memory.Cache, owner, label string) (epoch, archive
 
 // rewrite sets line i%len(lines) of the block to a new value, as a whole
 // text write (the store diffs it into a one-line change).
-func rewrite(t *testing.T, c *memory.Cache, lines []string, i int) string {
+func rewrite(t *testing.T, c *memory.Store, lines []string, i int) string {
 	t.Helper()
 	// The whole line changes (not a digit or two): the history of a block
 	// rewritten this way costs many times its text to load.
@@ -306,7 +306,7 @@ func TestEpochSwitchAcrossStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ONE\ntwo\nTHREE\nfour"
-	for name, s := range map[string]*memory.Cache{"a": a, "b": b, "wb": wb} {
+	for name, s := range map[string]*memory.Store{"a": a, "b": b, "wb": wb} {
 		doc, err := s.Agent("a").Block("notes").Doc(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -37,7 +37,7 @@ func Example() {
 	// I break tasks down. Small steps. (noted by chaos)
 }
 
-func ExampleCache_SearchArchival() {
+func ExampleArchival_Search() {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()
@@ -55,7 +55,7 @@ func ExampleCache_SearchArchival() {
 // with Rebase; compaction does it past Options.HistoryLimit): loads read
 // only the current value, while the history and as-of views still reach
 // the archived epoch.
-func ExampleCache_Rebase() {
+func ExampleBlock_Rebase() {
 	ctx := context.Background()
 	store, _ := memory.Open(ctx, ":memory:", nil)
 	defer store.Close()

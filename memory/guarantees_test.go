@@ -29,7 +29,7 @@ import (
 // is reported and not served, merges from elsewhere are judged, torn rows
 // are reported, limits hold across caches, and the others below.
 
-func text(t *testing.T, c *memory.Cache, agent, label string) string {
+func text(t *testing.T, c *memory.Store, agent, label string) string {
 	t.Helper()
 	doc, err := c.Agent(agent).Block(label).Doc(context.Background())
 	if err != nil {
@@ -242,7 +242,7 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: label("list", i), Schema: list, Value: []any{"x", "y"}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []*memory.Cache{a, b} { // warm both replicas
+		for _, c := range []*memory.Store{a, b} { // warm both replicas
 			c.Agent("ada").Block(label("text", i)).Doc(ctx)
 			c.Agent("ada").Block(label("list", i)).Doc(ctx)
 		}
@@ -251,7 +251,7 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*blocksN)
 	for i := 0; i < blocksN; i++ {
-		for _, c := range []*memory.Cache{a, b} {
+		for _, c := range []*memory.Store{a, b} {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
@@ -298,7 +298,7 @@ func TestLimitsHoldAcrossCaches(t *testing.T) {
 
 // blockAndPeer creates ada's block spec in c and returns it with an
 // external automerge peer holding a copy of its document.
-func blockAndPeer(t *testing.T, c *memory.Cache, spec memory.BlockSpec) (*blocks.Document, *automerge.Doc) {
+func blockAndPeer(t *testing.T, c *memory.Store, spec memory.BlockSpec) (*blocks.Document, *automerge.Doc) {
 	t.Helper()
 	doc, err := createBlockDoc(context.Background(), c.Agent("ada"), spec)
 	if err != nil {
@@ -599,13 +599,13 @@ func TestWriteBackReadsItsOwnWrites(t *testing.T) {
 	// Another process sees it only after Flush.
 	other := openFile(t, path, nil)
 	if r, _ := other.Agent("ada").Block("notes").Render(ctx); r != "one" {
-		t.Fatalf("another Cache sees %q before Flush", r)
+		t.Fatalf("another Store sees %q before Flush", r)
 	}
 	if err := c.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := other.Agent("ada").Block("notes").Render(ctx); r != "one two" {
-		t.Fatalf("another Cache sees %q after Flush", r)
+		t.Fatalf("another Store sees %q after Flush", r)
 	}
 }
 
@@ -1143,19 +1143,19 @@ func TestSubscribersMayCallTheStore(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		wb    bool
-		call  func(c *memory.Cache) // from the subscriber
+		call  func(c *memory.Store) // from the subscriber
 		write bool                  // the catch-up is a write's (else a read's)
 		want  string                // the subscriber's write, which must land
 	}{
-		{"GetBlock in a write", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Doc(ctx) }, true, ""},
-		{"GetBlock in a read", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Doc(ctx) }, false, ""},
-		{"Close in a write-back write, block dirty", true, func(c *memory.Cache) { c.Close() }, true, ""},
-		{"Close in a write", false, func(c *memory.Cache) { c.Close() }, true, ""},
+		{"GetBlock in a write", false, func(c *memory.Store) { c.Agent("ada").Block("notes").Doc(ctx) }, true, ""},
+		{"GetBlock in a read", false, func(c *memory.Store) { c.Agent("ada").Block("notes").Doc(ctx) }, false, ""},
+		{"Close in a write-back write, block dirty", true, func(c *memory.Store) { c.Close() }, true, ""},
+		{"Close in a write", false, func(c *memory.Store) { c.Close() }, true, ""},
 		// The README says a subscriber may write to the store: to the
 		// block it was told about, from a write's catch-up and a read's.
-		{"AppendToBlock in a write", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
-		{"AppendToBlock in a read", false, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, false, " sub"},
-		{"AppendToBlock in a write-back write", true, func(c *memory.Cache) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
+		{"AppendToBlock in a write", false, func(c *memory.Store) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
+		{"AppendToBlock in a read", false, func(c *memory.Store) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, false, " sub"},
+		{"AppendToBlock in a write-back write", true, func(c *memory.Store) { c.Agent("ada").Block("notes").Append(ctx, " sub") }, true, " sub"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub.db")

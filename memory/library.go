@@ -46,7 +46,7 @@ func ArtifactHash(content string) string {
 const maxArtifactID = 512
 
 // ContextLibrary returns an agent's context library in first-seen order.
-func (c *Cache) contextLibrary(ctx context.Context, agent string) ([]LibraryEntry, error) {
+func (c *Store) contextLibrary(ctx context.Context, agent string) ([]LibraryEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (c *Cache) contextLibrary(ctx context.Context, agent string) ([]LibraryEntr
 // takes the new kind, title and content (last write wins). Entries are
 // checked first; a bad one (empty or over-long ID, invalid UTF-8) fails the
 // call and stores nothing.
-func (c *Cache) putContextLibrary(ctx context.Context, agent string, entries []LibraryEntry) error {
+func (c *Store) putContextLibrary(ctx context.Context, agent string, entries []LibraryEntry) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (c *Cache) putContextLibrary(ctx context.Context, agent string, entries []L
 
 // RemoveFromContextLibrary deletes artifacts from an agent's library; no
 // ids means all of them. Unknown ids are ignored.
-func (c *Cache) removeFromContextLibrary(ctx context.Context, agent string, ids ...string) error {
+func (c *Store) removeFromContextLibrary(ctx context.Context, agent string, ids ...string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func tooLarge(item, agent, field string, size int, unit string, limit int, optio
 // past the caps: the content's length, each tag's (trimmed) length, and
 // the number of distinct tags, counted only up to one past the cap (a
 // list of 200,000 tags costs as much to refuse as one of 65).
-func (c *Cache) checkArchivalText(agent, content string, tags []string) error {
+func (c *Store) checkArchivalText(agent, content string, tags []string) error {
 	o := &c.opts
 	if o.MaxArchivalBytes > 0 && len(content) > o.MaxArchivalBytes {
 		return tooLarge("archival entry", agent, "content", len(content), "bytes", o.MaxArchivalBytes, "MaxArchivalBytes")
@@ -59,7 +59,7 @@ func (c *Cache) checkArchivalText(agent, content string, tags []string) error {
 
 // checkMetadataSize refuses an archival entry whose metadata, as stored
 // JSON, is n bytes past the cap.
-func (c *Cache) checkMetadataSize(agent string, n int) error {
+func (c *Store) checkMetadataSize(agent string, n int) error {
 	if m := c.opts.MaxMetadataBytes; m > 0 && n > m {
 		return tooLarge("archival entry", agent, "metadata", n, "bytes", m, "MaxMetadataBytes")
 	}
@@ -69,7 +69,7 @@ func (c *Cache) checkMetadataSize(agent string, n int) error {
 // checkMessageSize refuses a message whose content, name, tool call id and
 // tool calls JSON (calls bytes; -1 before they are encoded; none count
 // when the message has no tool calls) are together past MaxMessageBytes.
-func (c *Cache) checkMessageSize(agent string, m *Message, calls int) error {
+func (c *Store) checkMessageSize(agent string, m *Message, calls int) error {
 	limit := c.opts.MaxMessageBytes
 	if limit <= 0 {
 		return nil
@@ -116,7 +116,7 @@ const usageQuery = `SELECT bytes FROM agent_usage WHERE agent = ?`
 // another in one transaction), PostgreSQL's per-agent lock — so the count
 // read here includes every such write committed before this one, and none
 // can slip in between the check and the insert.
-func (c *Cache) checkQuota(ctx context.Context, tx *sql.Tx, agent string, bytes int64) error {
+func (c *Store) checkQuota(ctx context.Context, tx *sql.Tx, agent string, bytes int64) error {
 	q := c.opts.AgentQuotaBytes
 	if q <= 0 || bytes <= 0 {
 		return nil
@@ -133,7 +133,7 @@ func (c *Cache) checkQuota(ctx context.Context, tx *sql.Tx, agent string, bytes 
 // that the usage already committed leaves no room for: a full agent's
 // writes are refused without embedding their text or taking the write
 // lock. The transaction checks again (checkQuota), authoritatively.
-func (c *Cache) precheckQuota(ctx context.Context, agent string, bytes int64) error {
+func (c *Store) precheckQuota(ctx context.Context, agent string, bytes int64) error {
 	if c.opts.AgentQuotaBytes <= 0 || bytes <= 0 {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (c *Cache) precheckQuota(ctx context.Context, agent string, bytes int64) er
 
 // quotaError is ErrQuota when used + adding bytes is past the quota, else
 // nil.
-func (c *Cache) quotaError(agent string, used, adding int64) error {
+func (c *Store) quotaError(agent string, used, adding int64) error {
 	q := c.opts.AgentQuotaBytes
 	if q <= 0 || used+adding <= q {
 		return nil
@@ -161,7 +161,7 @@ func (c *Cache) quotaError(agent string, used, adding int64) error {
 // pending proposals counted (ErrQuota). The count is read before the
 // insert, not under the write lock: concurrent proposals of one agent may
 // pass it together by a few.
-func (c *Cache) checkProposal(ctx context.Context, agent string, size int) error {
+func (c *Store) checkProposal(ctx context.Context, agent string, size int) error {
 	o := &c.opts
 	if o.MaxProposalBytes > 0 && size > o.MaxProposalBytes {
 		return tooLarge("proposal", agent, "edit and reason", size, "bytes", o.MaxProposalBytes, "MaxProposalBytes")
@@ -195,7 +195,7 @@ func (c *Cache) checkProposal(ctx context.Context, agent string, size int) error
 // message its content, name, tool call id and tool calls JSON, and
 // UsageRowBytes per row. Superseded entries count until deleted. It reads
 // one row.
-func (c *Cache) storageUsed(ctx context.Context, agent string) (int64, error) {
+func (c *Store) storageUsed(ctx context.Context, agent string) (int64, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return 0, err
 	}

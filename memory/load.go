@@ -100,7 +100,7 @@ func fromNanos(n int64) time.Time {
 // entryFor returns the fresh cached entry of block (owner, label), loading
 // it on a miss. On a hit the only SQL is the freshness check: one indexed
 // row read of the block's sequence, epoch and metadata version.
-func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, error) {
+func (c *Store) entryFor(ctx context.Context, owner, label string) (*entry, error) {
 	if e := c.notifiedHit(owner, label); e != nil {
 		return e, nil
 	}
@@ -117,7 +117,7 @@ func (c *Cache) entryFor(ctx context.Context, owner, label string) (*entry, erro
 // any query, or nil when it is not cached (or broken). It may be behind
 // other processes' writes: only a write may use it, because the write
 // transaction checks the block's row again (claimAhead, writeState).
-func (c *Cache) cachedEntry(owner, label string) *entry {
+func (c *Store) cachedEntry(owner, label string) *entry {
 	v, ok := c.names.Load(nameKey(owner, label))
 	if !ok {
 		return nil
@@ -132,7 +132,7 @@ func (c *Cache) cachedEntry(owner, label string) *entry {
 	return e
 }
 
-func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, error) {
+func (c *Store) checkedEntry(ctx context.Context, owner, label string) (*entry, error) {
 	c.beforeCheck(owner, label)
 	var id, lastSeq, epoch, metaVer, snapSeq, incarnation int64
 	st, err := c.prepared(ctx, `SELECT id, last_seq, epoch, meta_ver, snapshot_seq, incarnation FROM blocks WHERE owner = ? AND label = ?`)
@@ -180,7 +180,7 @@ func (c *Cache) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 // loadLocked finds block id in the cache (or among the dirty evicted) or
 // loads it, under loadMu so one block is loaded once; fresh is false when
 // the entry found must still catch up.
-func (c *Cache) loadLocked(ctx context.Context, id, incarnation int64) (e *entry, fresh bool, err error) {
+func (c *Store) loadLocked(ctx context.Context, id, incarnation int64) (e *entry, fresh bool, err error) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if e, ok := c.lru.Get(id); ok {
@@ -216,12 +216,12 @@ func (c *Cache) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 // another process compacts or rebases the block. (SQLite's WAL readers do
 // by default; PostgreSQL's default, READ COMMITTED, lets each statement see
 // a newer commit.)
-func (c *Cache) readTx(ctx context.Context) (*sql.Tx, error) {
+func (c *Store) readTx(ctx context.Context) (*sql.Tx, error) {
 	return c.be.ReadTx(ctx)
 }
 
 // load reads a block's snapshot and updates in one read transaction.
-func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
+func (c *Store) load(ctx context.Context, id int64) (*entry, error) {
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("memory: load block %d: %w", id, err)
@@ -266,7 +266,7 @@ func (c *Cache) load(ctx context.Context, id int64) (*entry, error) {
 // manage makes the entry that serves doc (block id, durable up to seq) and
 // hands the document to it: from now on every write through any view of
 // doc runs through entry.Write.
-func (c *Cache) manage(doc *blocks.Document, id, seq int64) (*entry, error) {
+func (c *Store) manage(doc *blocks.Document, id, seq int64) (*entry, error) {
 	info := doc.Info()
 	e := &entry{c: c, id: id, owner: info.Owner, label: info.Label, doc: doc, lastSeq: seq}
 	rep, err := doc.Manage(e)
@@ -310,7 +310,7 @@ type querier interface {
 // whose changes would break the block's schema, stops the catch-up with
 // ErrCorrupt: nothing after it is skipped silently. Caller holds e.mu or
 // owns e exclusively.
-func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int64) error {
+func (c *Store) applyUpdates(ctx context.Context, q querier, e *entry, upTo int64) error {
 	if upTo <= e.lastSeq {
 		return nil
 	}
@@ -379,7 +379,7 @@ func (c *Cache) applyUpdates(ctx context.Context, q querier, e *entry, upTo int6
 // readUpdates reads e's update rows after e.lastSeq up to upTo, in order,
 // each checked against its checksum: a torn or corrupt row fails the read
 // with ErrCorrupt, naming it, before any row is loaded.
-func (c *Cache) readUpdates(ctx context.Context, q querier, e *entry, upTo int64) (seqs []int64, chunks [][]byte, err error) {
+func (c *Store) readUpdates(ctx context.Context, q querier, e *entry, upTo int64) (seqs []int64, chunks [][]byte, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, data, crc FROM block_updates WHERE block_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, e.id, e.lastSeq, upTo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("memory: catch up block %q: %w", e.label, err)
@@ -410,7 +410,7 @@ func (c *Cache) readUpdates(ctx context.Context, q querier, e *entry, upTo int64
 
 // catchUp applies what other writers persisted since e was last fresh and
 // reloads changed metadata.
-func (c *Cache) catchUp(ctx context.Context, e *entry) error {
+func (c *Store) catchUp(ctx context.Context, e *entry) error {
 	e.lock()
 	defer e.unlock()
 	tx, err := c.readTx(ctx)
@@ -431,7 +431,7 @@ func (c *Cache) catchUp(ctx context.Context, e *entry) error {
 
 // refresh brings e up to the row r read in q's transaction: metadata, then
 // updates. A corrupt row breaks the entry so every later read reports it.
-func (c *Cache) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
+func (c *Store) refresh(ctx context.Context, q querier, e *entry, r blockRow) error {
 	if r.incarnation != e.incarnation {
 		c.lru.Remove(e.id)
 		return notFound("block %q of agent %q was deleted (a block made since has its id)", e.label, e.owner)

@@ -53,7 +53,7 @@ func (e *switchEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // archival rows (each must be in exactly one place, once) and, with an
 // embedder, checks that a vector search over the rotated rows finds every
 // one of them.
-func checkLogContents(t *testing.T, c *memory.Cache, label string, acked []string) {
+func checkLogContents(t *testing.T, c *memory.Store, label string, acked []string) {
 	t.Helper()
 	ctx := context.Background()
 	d, err := c.Agent("a").Block(label).Doc(ctx)
@@ -234,11 +234,11 @@ func TestLogEntryLargerThanTheBlock(t *testing.T) {
 func TestLogRotationOnEveryPath(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
-	paths := map[string]func(c *memory.Cache, msg string) error{
-		"ApplyEdit": func(c *memory.Cache, msg string) error {
+	paths := map[string]func(c *memory.Store, msg string) error{
+		"ApplyEdit": func(c *memory.Store, msg string) error {
 			return c.Agent("a").Block("events").Apply(ctx, memory.Edit{Op: blocks.OpAppendLogEntry, Text: msg})
 		},
-		"tool": func(c *memory.Cache, msg string) error {
+		"tool": func(c *memory.Store, msg string) error {
 			ts, err := tools.New(c.Agent("a"), nil)
 			if err != nil {
 				return err
@@ -250,7 +250,7 @@ func TestLogRotationOnEveryPath(t *testing.T) {
 			}
 			return err
 		},
-		"view": func(c *memory.Cache, msg string) error {
+		"view": func(c *memory.Store, msg string) error {
 			d, err := c.Agent("a").Block("events").Doc(ctx)
 			if err != nil {
 				return err
@@ -487,7 +487,7 @@ func runLogRotatesEntriesArchivalWouldRefuse(t *testing.T, path string) {
 			acked++
 		}
 	}
-	check := func(c *memory.Cache) {
+	check := func(c *memory.Store) {
 		t.Helper()
 		d, err := c.Agent("a").Block("events").Doc(ctx)
 		if err != nil {
@@ -670,7 +670,7 @@ func TestLogSectionRotates(t *testing.T) {
 				}
 				acked = append(acked, msg)
 			}
-			check := func(c *memory.Cache) {
+			check := func(c *memory.Store) {
 				t.Helper()
 				d, err := c.Agent("a").Block("desk").Doc(ctx)
 				if err != nil {

@@ -61,7 +61,7 @@ func TestMergeAppliedAhead(t *testing.T) {
 		}
 		return p.SaveIncremental(), h.String()
 	}
-	rendered := func(s *Cache) string {
+	rendered := func(s *Store) string {
 		t.Helper()
 		doc, err := s.GetBlock(ctx, "ann", "notes")
 		if err != nil {
@@ -106,7 +106,7 @@ func TestMergeAppliedAhead(t *testing.T) {
 		if err := a.MergeChanges(ctx, "ann", "", "notes", data); err != nil {
 			t.Fatal(err)
 		}
-		for name, s := range map[string]*Cache{"a": a, "b": b} {
+		for name, s := range map[string]*Store{"a": a, "b": b} {
 			if got := rendered(s); got != "one\ntwo\n" {
 				t.Errorf("store %s reads %q", name, got)
 			}
@@ -122,7 +122,7 @@ func TestMergeAppliedAhead(t *testing.T) {
 		if err := a.MergeChanges(ctx, "ann", "", "notes", data); err != nil {
 			t.Fatal(err)
 		}
-		for name, s := range map[string]*Cache{"a": a, "b": b} {
+		for name, s := range map[string]*Store{"a": a, "b": b} {
 			got := rendered(s)
 			if got != "one\ntwo\nB\nthree\n" && got != "one\ntwo\nthree\nB\n" {
 				t.Errorf("store %s reads %q: want both the append and the merge, once each", name, got)

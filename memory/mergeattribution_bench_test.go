@@ -21,7 +21,7 @@ func benchMergeTargets(b *testing.B) map[string]func(b *testing.B) string {
 }
 
 // benchPeer is a plain automerge copy of ada's block "notes" in c.
-func benchPeer(b *testing.B, c *memory.Cache) *automerge.Doc {
+func benchPeer(b *testing.B, c *memory.Store) *automerge.Doc {
 	doc, err := c.Agent("ada").Block("notes").Doc(context.Background())
 	if err != nil {
 		b.Fatal(err)

@@ -97,7 +97,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 		t.Fatal(err)
 	}
 
-	check := func(when string, s *memory.Cache) {
+	check := func(when string, s *memory.Store) {
 		t.Helper()
 		hist, err := s.Agent("ada").Block("notes").History(ctx)
 		if err != nil {

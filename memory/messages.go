@@ -25,7 +25,7 @@ func validRole(r Role) bool {
 // Messages cannot be added to a batch marked complete. A message past
 // Options.MaxMessageBytes fails with ErrTooLarge, one that would take the
 // agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
-func (c *Cache) appendMessage(ctx context.Context, agent string, m Message) (Message, error) {
+func (c *Store) appendMessage(ctx context.Context, agent string, m Message) (Message, error) {
 	out, err := c.appendMessages(ctx, agent, []Message{m})
 	if err != nil {
 		return m, err
@@ -39,11 +39,11 @@ func (c *Cache) appendMessage(ctx context.Context, agent string, m Message) (Mes
 // it, before anything is written; embeddings are computed in one call
 // outside the transaction. Messages get automatic seqs in order within
 // their batch.
-func (c *Cache) addMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
+func (c *Store) addMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
 	return c.appendMessages(ctx, agent, msgs)
 }
 
-func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
+func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (c *Cache) appendMessages(ctx context.Context, agent string, msgs []Message
 // batch's next seq when it has none. Within one transaction each batch is
 // checked once (checked) and its highest seq read at most once (last
 // holds it from then on).
-func (c *Cache) appendMessageTx(tx *sql.Tx, m *Message, callsJSON string, checked map[string]bool, last map[string]int) error {
+func (c *Store) appendMessageTx(tx *sql.Tx, m *Message, callsJSON string, checked map[string]bool, last map[string]int) error {
 	agent := m.Agent
 	if !checked[m.BatchID] {
 		var complete bool
@@ -198,7 +198,7 @@ func (c *Cache) appendMessageTx(tx *sql.Tx, m *Message, callsJSON string, checke
 
 // Messages lists the agent's messages in order (by id, which is append
 // order) filtered by q.
-func (c *Cache) messages(ctx context.Context, agent string, q *MessageQuery) ([]Message, error) {
+func (c *Store) messages(ctx context.Context, agent string, q *MessageQuery) ([]Message, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ type messagesKey struct {
 }
 
 // CompleteBatch marks a batch complete: its messages may now be compressed.
-func (c *Cache) completeBatch(ctx context.Context, agent, batchID string) error {
+func (c *Store) completeBatch(ctx context.Context, agent, batchID string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (c *Cache) completeBatch(ctx context.Context, agent, batchID string) error 
 }
 
 // Batches lists the agent's batches in creation order.
-func (c *Cache) batches(ctx context.Context, agent string) ([]Batch, error) {
+func (c *Store) batches(ctx context.Context, agent string) ([]Batch, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (c *Cache) batches(ctx context.Context, agent string) ([]Batch, error) {
 }
 
 // SaveSummary stores a summary of the agent's messages.
-func (c *Cache) saveSummary(ctx context.Context, agent string, s Summary) (Summary, error) {
+func (c *Store) saveSummary(ctx context.Context, agent string, s Summary) (Summary, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return s, err
 	}
@@ -355,7 +355,7 @@ func (c *Cache) saveSummary(ctx context.Context, agent string, s Summary) (Summa
 }
 
 // LatestSummary returns the agent's summary covering the latest messages.
-func (c *Cache) latestSummary(ctx context.Context, agent string) (Summary, error) {
+func (c *Store) latestSummary(ctx context.Context, agent string) (Summary, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Summary{}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// Options configure a Cache. The zero value (or nil) means the documented
+// Options configure a Store. The zero value (or nil) means the documented
 // defaults.
 type Options struct {
 	// CacheSize is how many block documents stay in memory (default 256).

@@ -114,7 +114,7 @@ func checkProfile(agent string, p Profile) ([]byte, error) {
 
 // Profile returns agent's profile, or an error wrapping ErrNotFound when
 // it has none.
-func (c *Cache) profile(ctx context.Context, agent string) (Profile, error) {
+func (c *Store) profile(ctx context.Context, agent string) (Profile, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Profile{}, err
 	}
@@ -145,7 +145,7 @@ func (c *Cache) profile(ctx context.Context, agent string) (Profile, error) {
 // SetProfile stores p as agent's profile, replacing any it had (see
 // checkProfile for what is refused). The agent's BlocksStamp changes, so
 // that builders caching what they read under it read the profile again.
-func (c *Cache) setProfile(ctx context.Context, agent string, p Profile) error {
+func (c *Store) setProfile(ctx context.Context, agent string, p Profile) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (c *Cache) setProfile(ctx context.Context, agent string, p Profile) error {
 
 // DeleteProfile removes agent's profile; an agent without one is
 // ErrNotFound.
-func (c *Cache) deleteProfile(ctx context.Context, agent string) error {
+func (c *Store) deleteProfile(ctx context.Context, agent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (c *Cache) deleteProfile(ctx context.Context, agent string) error {
 	return nil
 }
 
-// Profile returns the agent's profile (see Cache.profile): an error
+// Profile returns the agent's profile (see Store.profile): an error
 // wrapping ErrNotFound when it has none.
 func (a *Agent) Profile(ctx context.Context) (Profile, error) {
 	if err := a.check(ctx); err != nil {
@@ -204,7 +204,7 @@ func (a *Agent) Profile(ctx context.Context) (Profile, error) {
 	return a.s.profile(ctx, a.id)
 }
 
-// SetProfile stores the agent's profile (see Cache.setProfile).
+// SetProfile stores the agent's profile (see Store.setProfile).
 func (a *Agent) SetProfile(ctx context.Context, p Profile) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -212,7 +212,7 @@ func (a *Agent) SetProfile(ctx context.Context, p Profile) error {
 	return a.s.setProfile(ctx, a.id, p)
 }
 
-// DeleteProfile removes the agent's profile (see Cache.deleteProfile).
+// DeleteProfile removes the agent's profile (see Store.deleteProfile).
 func (a *Agent) DeleteProfile(ctx context.Context) error {
 	if err := a.check(ctx); err != nil {
 		return err

@@ -23,7 +23,7 @@ import (
 
 // usageOf is what agent's rows count toward its quota, summed from the
 // rows as the store lists them.
-func usageOf(t *testing.T, c *memory.Cache, agent string) int64 {
+func usageOf(t *testing.T, c *memory.Store, agent string) int64 {
 	t.Helper()
 	ctx := context.Background()
 	arch, err := c.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
@@ -69,7 +69,7 @@ func runQuotaTwoStores(t *testing.T, target string) {
 	const fits, writers = 10, 4
 	entry := memory.ArchivalEntry{Content: strings.Repeat("q", 740)} // 1000 bytes
 	opts := &memory.Options{AgentQuotaBytes: fits*1000 + 500}
-	stores := []*memory.Cache{openFile(t, target, opts), openFile(t, target, opts)}
+	stores := []*memory.Store{openFile(t, target, opts), openFile(t, target, opts)}
 	for round := range 10 { // a fresh race for each agent
 		agent := fmt.Sprint("a", round)
 		var (
@@ -237,7 +237,7 @@ var oldRows = []string{
 		('c', 'user', 'only messages', '', '[]', '', 's1', 1, 4)`,
 }
 
-func checkMigratedUsage(t *testing.T, c *memory.Cache) {
+func checkMigratedUsage(t *testing.T, c *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
 	for _, agent := range []string{"a", "b", "c", "nobody"} {

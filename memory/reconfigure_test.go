@@ -30,7 +30,7 @@ func TestReconfigureUnderConcurrentWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		for _, c := range []*memory.Cache{a, b} {
+		for _, c := range []*memory.Store{a, b} {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
@@ -82,7 +82,7 @@ func TestReconfigureRetryKeepsPendingWriteBack(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	var armed atomic.Bool
-	var b *memory.Cache
+	var b *memory.Store
 	var bErr error
 	now := func() time.Time {
 		if armed.CompareAndSwap(true, false) {

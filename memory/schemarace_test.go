@@ -30,7 +30,7 @@ func TestUpdateBlockSchemaMeetsAnotherStoresWritePostgres(t *testing.T) {
 func runUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T, path string) {
 	ctx := context.Background()
 	var armed atomic.Bool
-	var b *memory.Cache
+	var b *memory.Store
 	var bErr error
 	now := func() time.Time {
 		if armed.CompareAndSwap(true, false) {

@@ -16,7 +16,7 @@ import (
 // ShareBlock shares owner's block with another agent at perm. Sharing again
 // changes the permission. The sharee edits the same CRDT document, checked
 // against perm, and sees the block with shared_from set to owner.
-func (c *Cache) shareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
+func (c *Store) shareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (c *Cache) shareBlock(ctx context.Context, owner, label, withAgent string, 
 
 // lockShared finds owner's block label and locks it and agent (a sharee)
 // in the write transaction tx; ok is false when there is no such block.
-func (c *Cache) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent string) (id int64, ok bool, err error) {
+func (c *Store) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent string) (id int64, ok bool, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT id FROM blocks WHERE owner = ? AND label = ?`, owner, label).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
@@ -81,7 +81,7 @@ func (c *Cache) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent 
 }
 
 // UnshareBlock revokes a share.
-func (c *Cache) unshareBlock(ctx context.Context, owner, label, withAgent string) error {
+func (c *Store) unshareBlock(ctx context.Context, owner, label, withAgent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (c *Cache) unshareBlock(ctx context.Context, owner, label, withAgent string
 
 // ListSharedBlocks lists the blocks others shared with agent, with the
 // shared permission and SharedFrom set (type, then share order).
-func (c *Cache) listSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
+func (c *Store) listSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func prefixCols(prefix, cols string) string {
 // still bind it); an edit that could not apply is refused with that error
 // (ErrNoMatch, schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
 // blocks.ErrPermission, ...) and nothing is stored.
-func (c *Cache) proposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
+func (c *Store) proposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
 	if owner == "" {
 		owner = agent
 	}
@@ -316,7 +316,7 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 
 // ListProposals lists the proposals on owner's block, oldest first (label ""
 // lists all of owner's blocks).
-func (c *Cache) listProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
+func (c *Store) listProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func scanProposal(s scanner) (Proposal, error) {
 	return p, nil
 }
 
-func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
+func (c *Store) proposal(ctx context.Context, id int64) (Proposal, error) {
 	row := c.rdb.QueryRowContext(ctx, `SELECT p.id, b.owner, b.label, p.proposer, p.op, p.args_json, p.reason, p.status, p.created_at,
 		COALESCE(p.decided_at, 0), COALESCE(p.decided_by, '') FROM proposals p JOIN blocks b ON b.id = p.block_id WHERE p.id = ?
 		UNION ALL `+archivalProposalCols+` WHERE p.id = ? AND p.block_id IS NULL`, id, id)
@@ -390,7 +390,7 @@ func (c *Cache) proposal(ctx context.Context, id int64) (Proposal, error) {
 // pass the name of whoever actually decided (the CLI and UI pass the
 // person's); agents never reach this method through the memory tools. Any
 // other approver gets an error matching blocks.ErrPermission.
-func (c *Cache) approveProposal(ctx context.Context, id int64, approver string) error {
+func (c *Store) approveProposal(ctx context.Context, id int64, approver string) error {
 	p, err := c.pendingProposal(ctx, id, approver)
 	if err != nil {
 		return err
@@ -423,7 +423,7 @@ func (c *Cache) approveProposal(ctx context.Context, id int64, approver string) 
 
 // RejectProposal marks a pending proposal rejected (who may: as for
 // ApproveProposal).
-func (c *Cache) rejectProposal(ctx context.Context, id int64, approver, reason string) error {
+func (c *Store) rejectProposal(ctx context.Context, id int64, approver, reason string) error {
 	if _, err := c.pendingProposal(ctx, id, approver); err != nil {
 		return err
 	}
@@ -437,7 +437,7 @@ const HumanApprover = "human:"
 
 // pendingProposal reads proposal id, checks it is pending and that
 // approver may decide it.
-func (c *Cache) pendingProposal(ctx context.Context, id int64, approver string) (Proposal, error) {
+func (c *Store) pendingProposal(ctx context.Context, id int64, approver string) (Proposal, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Proposal{}, err
 	}
@@ -469,7 +469,7 @@ func (c *Cache) pendingProposal(ctx context.Context, id int64, approver string) 
 
 // accessPermission is agent's current permission on owner's block: its
 // own when it is the owner, else the share's.
-func (c *Cache) accessPermission(ctx context.Context, agent, owner, label string) (blocks.Permission, error) {
+func (c *Store) accessPermission(ctx context.Context, agent, owner, label string) (blocks.Permission, error) {
 	if agent != owner {
 		return c.sharedPermission(ctx, agent, owner, label)
 	}
@@ -486,7 +486,7 @@ func (c *Cache) accessPermission(ctx context.Context, agent, owner, label string
 
 // decideTx marks a pending proposal decided inside tx; a proposal decided
 // meanwhile (by another approver or process) fails the transaction.
-func (c *Cache) decideTx(tx *sql.Tx, id int64, status, by, reason string) error {
+func (c *Store) decideTx(tx *sql.Tx, id int64, status, by, reason string) error {
 	q := `UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'`
 	args := []any{status, c.nanos(), by, id}
 	if reason != "" {

@@ -27,7 +27,7 @@ import (
 
 // snapshotOf returns block label's stored snapshot, its checksum and its
 // block id.
-func snapshotOf(t *testing.T, c *memory.Cache, label string) (snap []byte, crc, id int64) {
+func snapshotOf(t *testing.T, c *memory.Store, label string) (snap []byte, crc, id int64) {
 	t.Helper()
 	err := c.Backend().DB().QueryRow(`SELECT s.snapshot, s.snapshot_crc, b.id FROM blocks b JOIN block_snapshots s ON s.block_id = b.id
 		WHERE b.owner = 'a' AND b.label = ?`, label).Scan(&snap, &crc, &id)
@@ -41,7 +41,7 @@ func snapshotOf(t *testing.T, c *memory.Cache, label string) (snap []byte, crc, 
 // of the same block from before, leaving the current checksum in place. It
 // first checks stale loads as a document (so what follows tests the CRC,
 // not automerge's own checks) and differs from what it replaces.
-func plantStale(t *testing.T, c *memory.Cache, table string, id int64, epoch int64, stale []byte) {
+func plantStale(t *testing.T, c *memory.Store, table string, id int64, epoch int64, stale []byte) {
 	t.Helper()
 	info := blocks.Info{Label: "notes", Owner: "a", Type: blocks.Working, Schema: schema.Text{}, Permission: blocks.ReadWrite, CharLimit: blocks.DefaultCharLimit}
 	if _, err := blocks.Load(info, stale, nil); err != nil {
@@ -62,7 +62,7 @@ func plantStale(t *testing.T, c *memory.Cache, table string, id int64, epoch int
 	}
 }
 
-func appendLines(t *testing.T, c *memory.Cache, from, to int) {
+func appendLines(t *testing.T, c *memory.Store, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		if err := c.Agent("a").Block("notes").Append(context.Background(), fmt.Sprintf("line %d\n", i)); err != nil {

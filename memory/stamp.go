@@ -12,14 +12,14 @@ import (
 // blocks and the blocks shared with it. Two stamps read for one agent are
 // equal only if ListBlocks and ListSharedBlocks would return the same
 // blocks with the same metadata, permissions and rendered content in
-// between, as this Cache lists them (with Options.WriteBack its unflushed
-// edits count: the listings show them, see Local). Any persisted change by any Cache on the
+// between, as this Store lists them (with Options.WriteBack its unflushed
+// edits count: the listings show them, see Local). Any persisted change by any Store on the
 // same database, in this process or another, changes it: a content edit, a
 // metadata change (pin, type, schema, permission), creating or deleting a
 // block, sharing, re-sharing with another permission, and unsharing.
 //
 // Stamps are only meant to be compared for equality; their fields are not
-// ordered and mean nothing on their own. Cache.BlocksChanged tells when a
+// ordered and mean nothing on their own. Store.BlocksChanged tells when a
 // stamp may have moved, so a consumer need not read it on a timer (except
 // for what no signal carries: see BlocksChanged). A consumer that caches listings
 // must read the stamp before listing, so that a change racing with the
@@ -34,7 +34,7 @@ type BlocksStamp struct {
 	// those blocks. With the set of blocks fixed (same Gen), it grows with
 	// every persisted content or metadata change.
 	Seq int64
-	// Local counts this Cache's write-back edits (Options.WriteBack), which
+	// Local counts this Store's write-back edits (Options.WriteBack), which
 	// its listings show before they are flushed; 0 in write-through mode.
 	Local int64
 }
@@ -62,7 +62,7 @@ func genKey(agent string) string { return genKeyPrefix + agent }
 // that while nothing was committed to the file since the agent's last
 // stamp (a PRAGMA data_version read tells). See BlocksStamp (the type) for
 // what changes it.
-func (c *Cache) blocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
+func (c *Store) blocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return BlocksStamp{}, err
 	}
@@ -105,7 +105,7 @@ type dataVersioner interface {
 // dataVersion reads the backend's data version (see dataVersioner); ok
 // is false when the backend cannot tell. Under WithVersionCheckOnce, the
 // first read for this backend is reused.
-func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
+func (c *Store) dataVersion(ctx context.Context) (int64, bool, error) {
 	dv, ok := c.be.(dataVersioner)
 	if !ok {
 		return 0, false, nil
@@ -117,7 +117,7 @@ func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
 	once.mu.Lock()
 	defer once.mu.Unlock()
 	if once.c != nil && once.c != c {
-		return dv.DataVersion(ctx) // another Cache's database: not what was read
+		return dv.DataVersion(ctx) // another Store's database: not what was read
 	}
 	if once.c == nil {
 		v, ok, err := dv.DataVersion(ctx)
@@ -138,16 +138,16 @@ func (c *Cache) dataVersion(ctx context.Context) (int64, bool, error) {
 type versionCheckKey struct{}
 
 // versionCheck is the data version read first under WithVersionCheckOnce,
-// and the Cache it was read for.
+// and the Store it was read for.
 type versionCheck struct {
 	mu sync.Mutex
-	c  *Cache // nil until read
+	c  *Store // nil until read
 	v  int64
 	ok bool
 }
 
 // WithVersionCheckOnce returns a context under which the reads that can
-// answer from memory (BlocksStamp, Messages; see Cache) ask the database
+// answer from memory (BlocksStamp, Messages; see Store) ask the database
 // whether anything was committed once, at the first such read, instead of
 // once each: the reads of one operation, such as building a prompt, see
 // every commit that completed before that first check, which is the
@@ -189,7 +189,7 @@ func (m *versionMemo[K, V]) put(k K, version int64, v V) {
 	m.m[k] = memoEntry[V]{version: version, value: v}
 }
 
-// Writes run in Cache.write, which never abandons a started transaction,
+// Writes run in Store.write, which never abandons a started transaction,
 // so these helpers take no context.
 //
 // Every write that changes which blocks an agent sees, or a share's
@@ -232,9 +232,9 @@ func shareesOf(ctx context.Context, tx *sql.Tx, id int64) ([]string, error) {
 }
 
 // prepared returns a prepared statement of the read pool for query,
-// preparing it once per Cache: modernc.org/sqlite otherwise parses the SQL
+// preparing it once per Store: modernc.org/sqlite otherwise parses the SQL
 // on every call, which costs as much as running a small indexed query.
-func (c *Cache) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+func (c *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := c.stmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
 	}
@@ -250,7 +250,7 @@ func (c *Cache) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // closeStmts closes the prepared statements (on Close).
-func (c *Cache) closeStmts() {
+func (c *Store) closeStmts() {
 	c.stmts.Range(func(k, v any) bool {
 		v.(*sql.Stmt).Close()
 		c.stmts.Delete(k)

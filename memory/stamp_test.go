@@ -11,13 +11,13 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// TestBlocksStampSeesOtherCaches: a change made through another Cache on the
+// TestBlocksStampSeesOtherCaches: a change made through another Store on the
 // same file (another process) changes the stamp read here, including for
 // blocks shared with the agent, and both Caches read the same stamp.
 func TestBlocksStampSeesOtherCaches(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "two.db")
-	open := func() *memory.Cache {
+	open := func() *memory.Store {
 		c, err := memory.Open(ctx, fresh(path), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 	must(err)
 	_, err = here.Agent("b").CreateBlock(ctx, memory.BlockSpec{Label: "board", Value: "start", Permission: blocks.Admin})
 	must(err)
-	stamp := func(c *memory.Cache) memory.BlocksStamp {
+	stamp := func(c *memory.Store) memory.BlocksStamp {
 		t.Helper()
 		s, err := c.Agent("a").BlocksStamp(ctx)
 		must(err)
@@ -63,7 +63,7 @@ func TestBlocksStampSeesOtherCaches(t *testing.T) {
 		must(st.f())
 		next := stamp(here)
 		if next == cur {
-			t.Fatalf("%s through another Cache: stamp unchanged", st.what)
+			t.Fatalf("%s through another Store: stamp unchanged", st.what)
 		}
 		if other := stamp(there); other != next {
 			t.Fatalf("%s: the two Caches disagree: %+v vs %+v", st.what, next, other)
@@ -129,7 +129,7 @@ func TestReadMemosSeeEveryCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ms, err := here.Agent("a").Messages().List(ctx, after); err != nil || len(ms) != 1 || ms[0].Content != "second" {
-		t.Fatalf("after another Cache appended: %v, %v", ms, err)
+		t.Fatalf("after another Store appended: %v, %v", ms, err)
 	}
 	if ms, err := here.Agent("a").Messages().List(ctx, &memory.MessageQuery{AfterID: m.ID + 1}); err != nil || len(ms) != 0 {
 		t.Fatalf("after the newest: %v, %v", ms, err)
@@ -165,7 +165,7 @@ func TestVersionCheckOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	for _, s := range []*memory.Cache{here, other} {
+	for _, s := range []*memory.Store{here, other} {
 		if _, err := s.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one"}); err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestVersionCheckOnce(t *testing.T) {
 	if ms, err := here.Agent("a").Messages().List(ctx, after); err != nil || len(ms) != 0 {
 		t.Fatalf("messages after the last: %d, %v", len(ms), err)
 	}
-	// Commits by another Cache (as another process's) on both files.
+	// Commits by another Store (as another process's) on both files.
 	second, err := there.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "second", BatchID: "b1"})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ type DocumentID [16]byte
 // of owner ("" or agent: agent's own), made on first use, for an agent
 // that may read the block (ErrNotFound or blocks.ErrPermission otherwise,
 // as GetSharedBlock answers).
-func (c *Cache) documentID(ctx context.Context, agent, owner, label string) (DocumentID, error) {
+func (c *Store) documentID(ctx context.Context, agent, owner, label string) (DocumentID, error) {
 	e, _, err := c.view(ctx, agent, owner, label)
 	if err != nil {
 		return DocumentID{}, err
@@ -76,7 +76,7 @@ func parseDocumentID(s string) (DocumentID, error) {
 // belongs to an earlier epoch or a deleted block, or is a block agent may
 // not read all give the same ErrNotFound, so an id tells a caller nothing
 // about blocks it cannot see.
-func (c *Cache) documentBlock(ctx context.Context, agent string, id DocumentID) (owner, label string, err error) {
+func (c *Store) documentBlock(ctx context.Context, agent string, id DocumentID) (owner, label string, err error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return "", "", err
 	}

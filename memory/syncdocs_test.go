@@ -24,7 +24,7 @@ func TestDocumentIDs(t *testing.T) {
 			if engine == "postgres" {
 				target = pgtest.Start(t).NewDatabase(t)
 			}
-			open := func() *memory.Cache {
+			open := func() *memory.Store {
 				c, err := memory.Open(ctx, fresh(target), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -50,7 +50,7 @@ func TestDocumentIDs(t *testing.T) {
 			}
 			for _, tc := range []struct {
 				name         string
-				c            *memory.Cache
+				c            *memory.Store
 				agent, owner string
 			}{{"again", a, "alice", "alice"}, {"other store", b, "alice", "alice"}, {"reader", b, "bob", "alice"}} {
 				got, err := tc.c.Agent(tc.agent).Shared(tc.owner, "notes").DocumentID(ctx)

@@ -18,7 +18,7 @@ const maxTokenCounts = 100_000
 // under a tokenizer encoding (a cache the builder fills through
 // SaveTokenCounts, so a process that starts cold does not tokenize every
 // block again). Hashes with no count are absent from the map.
-func (c *Cache) TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error) {
+func (c *Store) TokenCounts(ctx context.Context, encoding string, hashes []uint64) (map[uint64]int, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (c *Cache) TokenCounts(ctx context.Context, encoding string, hashes []uint6
 
 // SaveTokenCounts persists token counts by text hash under a tokenizer
 // encoding (see TokenCounts). Existing counts are kept.
-func (c *Cache) SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error {
+func (c *Store) SaveTokenCounts(ctx context.Context, encoding string, counts map[uint64]int) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}

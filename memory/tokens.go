@@ -59,10 +59,10 @@ type AccessToken struct {
 // front end (engram serve): make, list, revoke and verify tokens, and
 // make and use one-time login links for human tokens. They live in the
 // store, so every process on it sees the same tokens and revocations.
-type Tokens struct{ c *Cache }
+type Tokens struct{ c *Store }
 
 // Tokens returns the store's access tokens and login links.
-func (c *Cache) Tokens() *Tokens { return &c.tokens }
+func (c *Store) Tokens() *Tokens { return &c.tokens }
 
 // TokenSpec is what Tokens.Create makes: set exactly one of Agent and Human.
 type TokenSpec struct {

@@ -28,7 +28,7 @@ func TestTokens(t *testing.T) {
 			var now atomic.Int64
 			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
-			open := func() *memory.Cache {
+			open := func() *memory.Store {
 				c, err := memory.Open(ctx, fresh(target), &memory.Options{Now: clock})
 				if err != nil {
 					t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// watch is how a Cache on a BlockNotifier backend serves cache hits without
+// watch is how a Store on a BlockNotifier backend serves cache hits without
 // a freshness query: every committed block change reaches each process as
 // a notification that marks the cached entry stale, and only stale entries
 // (or any entry while the channel is down) take the query path.
@@ -19,7 +19,7 @@ func nameKey(owner, label string) string { return owner + "\x00" + label }
 
 // startWatch listens for n's notifications, handing each changed block's
 // id to changed (c.blockChanged; tests wrap it).
-func (c *Cache) startWatch(n BlockNotifier, changed func(id int64)) {
+func (c *Store) startWatch(n BlockNotifier, changed func(id int64)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watch{stop: cancel, done: make(chan struct{})}
 	c.watch = w
@@ -29,7 +29,7 @@ func (c *Cache) startWatch(n BlockNotifier, changed func(id int64)) {
 	}()
 }
 
-func (c *Cache) stopWatch() {
+func (c *Store) stopWatch() {
 	if c.watch == nil {
 		return
 	}
@@ -40,7 +40,7 @@ func (c *Cache) stopWatch() {
 
 // blockChanged marks a cached block stale (the next access re-reads its
 // sequence and catches up) and signals BlocksChanged.
-func (c *Cache) blockChanged(id int64) {
+func (c *Store) blockChanged(id int64) {
 	if e, ok := c.lru.Peek(id); ok {
 		e.stale.Store(true)
 	}
@@ -50,7 +50,7 @@ func (c *Cache) blockChanged(id int64) {
 // notificationsLive records whether notifications flow. When they resume
 // after a gap, every cached entry may have missed one: all are marked
 // stale before hits trust the channel again.
-func (c *Cache) notificationsLive(live bool) {
+func (c *Store) notificationsLive(live bool) {
 	if !live {
 		c.watch.live.Store(false)
 		return
@@ -66,7 +66,7 @@ func (c *Cache) notificationsLive(live bool) {
 
 // notifiedHit returns the cached entry of (owner, label) when notifications
 // vouch that it is current, without any query.
-func (c *Cache) notifiedHit(owner, label string) *entry {
+func (c *Store) notifiedHit(owner, label string) *entry {
 	w := c.watch
 	if w == nil || !w.live.Load() {
 		return nil
@@ -91,7 +91,7 @@ func (c *Cache) notifiedHit(owner, label string) *entry {
 // beforeCheck clears the stale mark of the entry about to be checked by
 // query, before the query: a notification that lands during it marks the
 // entry again, so no change is missed.
-func (c *Cache) beforeCheck(owner, label string) {
+func (c *Store) beforeCheck(owner, label string) {
 	if c.watch == nil {
 		return
 	}
@@ -100,13 +100,13 @@ func (c *Cache) beforeCheck(owner, label string) {
 	}
 }
 
-func (c *Cache) remember(e *entry) {
+func (c *Store) remember(e *entry) {
 	c.names.Store(nameKey(e.owner, e.label), e)
 }
 
 // afterFailedCheck re-marks the entry beforeCheck cleared: the check did
 // not complete, so the entry is not known to be current.
-func (c *Cache) afterFailedCheck(owner, label string) {
+func (c *Store) afterFailedCheck(owner, label string) {
 	if c.watch == nil {
 		return
 	}

@@ -21,7 +21,7 @@ import (
 // it finishes, and on SQLite a cancelled statement interrupts the
 // connection, which rolls back the whole transaction — under group commit
 // other callers' writes too.
-func (c *Cache) write(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) write(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	wctx := context.WithoutCancel(ctx)
 	if lw, ok := c.be.(lockingWriter); ok {
 		return lw.WriteBlocks(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
@@ -33,7 +33,7 @@ func (c *Cache) write(ctx context.Context, locks []search.WriteLock, fn func(ctx
 // created, deleted or imported, shares granted, changed or revoked): once
 // it committed, BlocksChanged's consumers are signalled. (Content writes
 // signal in committed, once the cached document reflects them.)
-func (c *Cache) writeBlocks(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) writeBlocks(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	err := c.write(ctx, locks, fn)
 	if err == nil {
 		c.changes.fire()
@@ -59,14 +59,14 @@ type lockingWriter interface {
 // (see lockingWriter: a block is notified with its lock, and a new block's
 // writer holds its owner's). Backends without lockingWriter notify, if at
 // all, by themselves.
-func (c *Cache) created(tx *sql.Tx, ids ...int64) {
+func (c *Store) created(tx *sql.Tx, ids ...int64) {
 	if lw, ok := c.be.(lockingWriter); ok {
 		lw.NotifyAfter(tx, ids...)
 	}
 }
 
 // lock takes more locks inside a write transaction (see lockingWriter).
-func (c *Cache) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
+func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
 	if lw, ok := c.be.(lockingWriter); ok {
 		return lw.Lock(ctx, tx, locks...)
 	}
@@ -90,7 +90,7 @@ func agentLocks(agents ...string) []search.WriteLock {
 }
 
 // exec runs one statement through write and returns the rows affected.
-func (c *Cache) exec(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) exec(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
 	var n int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
@@ -104,7 +104,7 @@ func (c *Cache) exec(ctx context.Context, locks []search.WriteLock, query string
 }
 
 // insertID runs one INSERT ... RETURNING id through write.
-func (c *Cache) insertID(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) insertID(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
 	var id int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err
@@ -120,7 +120,7 @@ type txStatements interface {
 
 // txExec runs query in tx, through the backend's prepared statement when
 // it keeps one.
-func (c *Cache) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+func (c *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if ts, ok := c.be.(txStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.ExecContext(ctx, args...)
@@ -130,7 +130,7 @@ func (c *Cache) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 }
 
 // txQuery is txExec for a query returning rows.
-func (c *Cache) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+func (c *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
 	if ts, ok := c.be.(txStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryContext(ctx, args...)
@@ -140,7 +140,7 @@ func (c *Cache) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 }
 
 // txQueryRow is txExec for a query returning one row.
-func (c *Cache) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	if ts, ok := c.be.(txStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryRowContext(ctx, args...)
@@ -409,7 +409,7 @@ func (w writeQueries) padArgs(rendered, heads string) []any {
 // accessor's current permission on it (the owner's, or the share's).
 // In a Write transaction (inWrite) it uses the backend's prepared
 // statement, which belongs to the writer connection.
-func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
+func (c *Store) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
 	var shared sql.NullString
 	row := tx.QueryRowContext
 	if inWrite {
@@ -441,7 +441,7 @@ func (c *Cache) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *ent
 // new rendering and heads, inside the caller's write transaction (r is the
 // row read in it). It returns the new sequence and whether it compacted
 // (compactRebase when the compacted history is due for a new epoch).
-func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted compaction, err error) {
+func (c *Store) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockRow, data []byte, actors, rendered, heads string) (seq int64, compacted compaction, err error) {
 	seq = r.lastSeq + 1
 	now := c.nanos()
 	if _, err = c.txExec(ctx, tx, insertUpdateQuery, e.id, seq, r.epoch, actors, data, checksum(data), now); err != nil {
@@ -457,7 +457,7 @@ func (c *Cache) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 
 // committed records a change that is now durable at seq. Caller holds
 // e.mu.
-func (c *Cache) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
+func (c *Store) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
 	if err := e.doc.MarkPersisted(heads); err != nil {
 		c.log.Error("mark persisted", "block", e.label, "owner", e.owner, "err", err)
 	}

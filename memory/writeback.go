@@ -12,7 +12,7 @@ import (
 )
 
 // Flush persists every block with unpersisted changes (write-back mode).
-func (c *Cache) Flush(ctx context.Context) error {
+func (c *Store) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	pending := make([]*entry, 0, len(c.dirty))
 	for e := range c.dirty {
@@ -31,7 +31,7 @@ func (c *Cache) Flush(ctx context.Context) error {
 
 // onEvict runs inside the LRU's lock: only note the entry; flushing (I/O)
 // happens after the LRU call returns, in flushEvicted.
-func (c *Cache) onEvict(_ int64, e *entry) {
+func (c *Store) onEvict(_ int64, e *entry) {
 	c.names.CompareAndDelete(nameKey(e.owner, e.label), e)
 	c.mu.Lock()
 	if _, dirty := c.dirty[e]; dirty {
@@ -42,7 +42,7 @@ func (c *Cache) onEvict(_ int64, e *entry) {
 
 // evictedDirty returns the entry of block id (this incarnation) that left
 // the LRU with unpersisted edits, if there is one.
-func (c *Cache) evictedDirty(id, incarnation int64) *entry {
+func (c *Store) evictedDirty(id, incarnation int64) *entry {
 	var found []*entry
 	c.mu.Lock()
 	for e := range c.dirty {
@@ -60,7 +60,7 @@ func (c *Cache) evictedDirty(id, incarnation int64) *entry {
 	return nil
 }
 
-func (c *Cache) flushEvicted(ctx context.Context) {
+func (c *Store) flushEvicted(ctx context.Context) {
 	c.mu.Lock()
 	ev := c.evicted
 	c.evicted = nil
@@ -77,7 +77,7 @@ func (c *Cache) flushEvicted(ctx context.Context) {
 // (Options.WriteBack). It reads the accessor's current permission, but
 // limits hold only against the state this process has seen: other
 // processes' writes merge in at Flush.
-func (c *Cache) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (c *Store) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
@@ -139,7 +139,7 @@ func (e *entry) pendingActors() string {
 // applying whatever other writers added since, in one IMMEDIATE
 // transaction. On failure the changes stay pending (and the block dirty),
 // so Flush or Close retries them; nothing is dropped.
-func (c *Cache) persist(ctx context.Context, e *entry) error {
+func (c *Store) persist(ctx context.Context, e *entry) error {
 	e.lock()
 	defer e.unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {
@@ -179,7 +179,7 @@ type pendingWrite struct {
 // writePending brings e up to date inside the write transaction and writes
 // whatever edits are pending in its document as the block's next update
 // row. It returns the block's row as of that write. Caller holds e.mu.
-func (c *Cache) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRow, pendingWrite, error) {
+func (c *Store) writePending(ctx context.Context, tx *sql.Tx, e *entry) (blockRow, pendingWrite, error) {
 	return c.writePendingFrom(ctx, tx, e, nil)
 }
 
@@ -199,7 +199,7 @@ type pendingRow struct {
 // of any block) would wait for them. writePendingFrom keeps them only if
 // the block's row shows no other write since. nil: nothing pending, or
 // the read failed (done again under the lock). Caller holds e.mu.
-func (c *Cache) pendingAhead(e *entry) *pendingRow {
+func (c *Store) pendingAhead(e *entry) *pendingRow {
 	var pr pendingRow
 	pr.lastSeq, pr.epoch, pr.metaVer, _ = e.freshness()
 	var err error
@@ -218,7 +218,7 @@ func (c *Cache) pendingAhead(e *entry) *pendingRow {
 // version pre read them at (no other writer came between, and e.mu held
 // since kept the document as it was), else read again on the fresh
 // state.
-func (c *Cache) writePendingFrom(ctx context.Context, tx *sql.Tx, e *entry, pre *pendingRow) (blockRow, pendingWrite, error) {
+func (c *Store) writePendingFrom(ctx context.Context, tx *sql.Tx, e *entry, pre *pendingRow) (blockRow, pendingWrite, error) {
 	var p pendingWrite
 	r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, e.id))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -38,7 +38,7 @@ func testWriteBackAcrossRebase(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	for _, step := range []struct {
-		s    *memory.Cache
+		s    *memory.Store
 		text string
 	}{{a, "a0\n"}, {b, "b1\n"}, {a, "a2\n"}} {
 		if err := step.s.Agent("a").Block("notes").Append(ctx, step.text); err != nil {
@@ -104,7 +104,7 @@ func testWriteBackConcurrentRebases(t *testing.T, path string) {
 	var rebased atomic.Int64
 	appends := 60 / raceScale
 	opts := []*memory.Options{{WriteBack: true}, {WriteBack: true}, {WriteBack: true}, nil}
-	stores := make([]*memory.Cache, len(opts))
+	stores := make([]*memory.Store, len(opts))
 	for i, o := range opts {
 		c, err := memory.Open(ctx, fresh(path), o)
 		if err != nil {

@@ -109,7 +109,7 @@ func TestWritePathsAgree(t *testing.T) {
 	}
 	// sugar is the store's shorthand for an edit of the agent's own block,
 	// where there is one.
-	sugar := func(c *memory.Cache, agent string, e memory.Edit) (func() error, bool) {
+	sugar := func(c *memory.Store, agent string, e memory.Edit) (func() error, bool) {
 		switch e.Op {
 		case blocks.OpSetText:
 			return func() error { return c.Agent(agent).Block("b").SetText(ctx, e.Text) }, true

@@ -25,7 +25,7 @@ import (
 // forced-partial one over it.
 type pgHistory struct {
 	t       *testing.T
-	store   *memory.Cache
+	store   *memory.Store
 	b       *pgbackend.Backend
 	r       *rand.Rand
 	mu      sync.Mutex // r, labels

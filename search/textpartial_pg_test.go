@@ -307,14 +307,14 @@ func sameBits(want, got []search.Result) error {
 // memory, with indexes over it.
 type pgPartial struct {
 	t     *testing.T
-	store *memory.Cache
+	store *memory.Store
 	b     *pgbackend.Backend
 }
 
 // openPGStore opens a new PostgreSQL database as a store that writes
 // (its own text cache off) and as a backend to open indexes over; both
 // close with the test.
-func openPGStore(t *testing.T) (*memory.Cache, *pgbackend.Backend) {
+func openPGStore(t *testing.T) (*memory.Store, *pgbackend.Backend) {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
@@ -704,7 +704,7 @@ func BenchmarkTextStatsPass(b *testing.B) {
 func TestTextCachePartialPostgresConformance(t *testing.T) {
 	testenv.SkipUnlessLong(t, "the whole store conformance suite again, over a partial cache")
 	srv := pgtest.Start(t)
-	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Cache {
+	storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
 		ctx := context.Background()
 		c, err := memory.Open(ctx, srv.NewDatabase(t), &memory.Options{Approver: approver, Embedder: search.NewOffline(64)})
 		if err != nil {

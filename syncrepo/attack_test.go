@@ -23,12 +23,12 @@ import (
 func TestSessionReadAccessLostMidConnection(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lose func(ctx context.Context, store *memory.Cache) error
+		lose func(ctx context.Context, store *memory.Store) error
 	}{
-		{"unshared", func(ctx context.Context, store *memory.Cache) error {
+		{"unshared", func(ctx context.Context, store *memory.Store) error {
 			return store.Agent("bob").Block("notes").Unshare(ctx, "ada")
 		}},
-		{"shared with another agent instead", func(ctx context.Context, store *memory.Cache) error {
+		{"shared with another agent instead", func(ctx context.Context, store *memory.Store) error {
 			if err := store.Agent("bob").Block("notes").Unshare(ctx, "ada"); err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func TestSessionReadAccessLostMidConnection(t *testing.T) {
 }
 
 // waitRendered waits until the block of owner renders as want.
-func waitRendered(t *testing.T, store *memory.Cache, owner, label, want string) {
+func waitRendered(t *testing.T, store *memory.Store, owner, label, want string) {
 	t.Helper()
 	var r string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

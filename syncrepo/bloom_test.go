@@ -49,7 +49,7 @@ func saturate(t *testing.T, msg []byte) []byte {
 // racingMerge merges a peer's change, then another writer (the block's
 // owner) appends to the block right after it: the server's next message
 // names a change built on the peer's.
-func racingMerge(store *memory.Cache) func(ctx context.Context, b *memory.Block, data []byte) error {
+func racingMerge(store *memory.Store) func(ctx context.Context, b *memory.Block, data []byte) error {
 	return func(ctx context.Context, b *memory.Block, data []byte) error {
 		if err := b.Merge(ctx, data); err != nil {
 			return err

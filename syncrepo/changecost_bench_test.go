@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/syncrepo"
 )
 
-func openStoreB(b *testing.B) *memory.Cache {
+func openStoreB(b *testing.B) *memory.Store {
 	c, err := memory.Open(context.Background(), filepath.Join(b.TempDir(), "s.db"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -26,7 +26,7 @@ func openStoreB(b *testing.B) *memory.Cache {
 // notesBlockB creates ada's block "notes" reading "one\n" of character
 // limit limit (0: the default) and returns its
 // document id and saved document.
-func notesBlockB(b *testing.B, store *memory.Cache, limit int) (string, []byte) {
+func notesBlockB(b *testing.B, store *memory.Store, limit int) (string, []byte) {
 	ctx := context.Background()
 	blk, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n", CharLimit: limit})
 	if err != nil {

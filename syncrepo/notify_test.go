@@ -66,18 +66,18 @@ type unsignalled struct{}
 
 func (unsignalled) BlocksChanged() <-chan struct{} { return nil }
 
-// A store that signals its changes (memory.Cache.BlocksChanged) wakes the
+// A store that signals its changes (memory.Store.BlocksChanged) wakes the
 // session at once: with an hour's poll period a change still reaches the
 // peer; without the signal, only the poll would carry it.
 func TestSessionWokenByStoreSignal(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		signal  func(*memory.Cache) syncrepo.Notifier
+		signal  func(*memory.Store) syncrepo.Notifier
 		reaches bool
 	}{
-		{"signalled", func(c *memory.Cache) syncrepo.Notifier { return c }, true},
-		{"poll only", func(*memory.Cache) syncrepo.Notifier { return unsignalled{} }, false},
+		{"signalled", func(c *memory.Store) syncrepo.Notifier { return c }, true},
+		{"poll only", func(*memory.Store) syncrepo.Notifier { return unsignalled{} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := openStore(t)

@@ -68,7 +68,7 @@ func (p *pipe) recv(t *testing.T) syncrepo.Message {
 // serve runs ada's session on store, with the store's change signal
 // unless opts says otherwise and with h, if given, in place of the block
 // handles' Doc and Merge.
-func serve(t *testing.T, store *memory.Cache, opts *syncrepo.Options, h ...syncrepo.Hooks) (*pipe, chan error) {
+func serve(t *testing.T, store *memory.Store, opts *syncrepo.Options, h ...syncrepo.Hooks) (*pipe, chan error) {
 	p := newPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -79,7 +79,7 @@ func serve(t *testing.T, store *memory.Cache, opts *syncrepo.Options, h ...syncr
 
 // serveAs runs agent's session on store: woken by the store's change
 // signal unless opts sets its own Notifier or NoSignal, and with h's hooks.
-func serveAs(ctx context.Context, conn syncrepo.Conn, store *memory.Cache, agent string, opts *syncrepo.Options, h ...syncrepo.Hooks) error {
+func serveAs(ctx context.Context, conn syncrepo.Conn, store *memory.Store, agent string, opts *syncrepo.Options, h ...syncrepo.Hooks) error {
 	var o syncrepo.Options
 	if opts != nil {
 		o = *opts
@@ -94,7 +94,7 @@ func serveAs(ctx context.Context, conn syncrepo.Conn, store *memory.Cache, agent
 	return syncrepo.ServeHooked(ctx, conn, store.Agent(agent), &o, hk)
 }
 
-func openStore(t *testing.T) *memory.Cache {
+func openStore(t *testing.T) *memory.Store {
 	c, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func openStore(t *testing.T) *memory.Cache {
 
 // notesBlock creates owner's block "notes" reading "one\n" and returns
 // its document id as a peer names it and the document as a peer loads it.
-func notesBlock(t *testing.T, store *memory.Cache, owner string) (docID string, saved []byte) {
+func notesBlock(t *testing.T, store *memory.Store, owner string) (docID string, saved []byte) {
 	t.Helper()
 	ctx := context.Background()
 	blk, err := store.Agent(owner).CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"})
@@ -418,18 +418,18 @@ type pipePeer struct {
 	filter func([]byte) []byte
 }
 
-func newPipePeer(t *testing.T, store *memory.Cache, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
+func newPipePeer(t *testing.T, store *memory.Store, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
 	return newPipePeerAs(t, store, "ada", opts, docID, saved, h...)
 }
 
 // newPipePeerAs is newPipePeer on a session of agent.
-func newPipePeerAs(t *testing.T, store *memory.Cache, agent string, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
+func newPipePeerAs(t *testing.T, store *memory.Store, agent string, opts *syncrepo.Options, docID string, saved []byte, h ...syncrepo.Hooks) *pipePeer {
 	return newFilteredPeer(t, store, agent, opts, docID, saved, nil, h...)
 }
 
 // newFilteredPeer is newPipePeerAs with a filter on the peer's sync
 // messages.
-func newFilteredPeer(t *testing.T, store *memory.Cache, agent string, opts *syncrepo.Options, docID string, saved []byte, filter func([]byte) []byte, h ...syncrepo.Hooks) *pipePeer {
+func newFilteredPeer(t *testing.T, store *memory.Store, agent string, opts *syncrepo.Options, docID string, saved []byte, filter func([]byte) []byte, h ...syncrepo.Hooks) *pipePeer {
 	p := newPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -20,7 +20,7 @@ var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 func fixedNow() time.Time { return epoch }
 
 // openStore opens an in-memory store with a fixed clock.
-func openStore(t testing.TB, opts *memory.Options) *memory.Cache {
+func openStore(t testing.TB, opts *memory.Options) *memory.Store {
 	t.Helper()
 	if opts == nil {
 		opts = &memory.Options{}
@@ -36,7 +36,7 @@ func openStore(t testing.TB, opts *memory.Options) *memory.Cache {
 	return st
 }
 
-func mustCreate(t testing.TB, st *memory.Cache, agent string, spec memory.BlockSpec) {
+func mustCreate(t testing.TB, st *memory.Store, agent string, spec memory.BlockSpec) {
 	t.Helper()
 	if _, err := st.Agent(agent).CreateBlock(context.Background(), spec); err != nil {
 		t.Fatalf("create %s/%s: %v", agent, spec.Label, err)
@@ -51,7 +51,7 @@ func mustCreate(t testing.TB, st *memory.Cache, agent string, spec memory.BlockS
 //	       appendonly (Append), approval (Human)
 //	bob:   secret (not shared), shared_rw (ReadWrite to alice),
 //	       shared_human (Human to alice), shared_ro (ReadOnly to alice)
-func fixture(t testing.TB, st *memory.Cache) {
+func fixture(t testing.TB, st *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
 	mustCreate(t, st, "alice", memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "first line\nsecond line"})
@@ -94,7 +94,7 @@ func fixture(t testing.TB, st *memory.Cache) {
 
 // snapshot is everything a tool call could change: each block's heads and
 // rendering, archival entries, messages and proposals of alice and bob.
-func snapshot(t testing.TB, st *memory.Cache) string {
+func snapshot(t testing.TB, st *memory.Store) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
@@ -133,7 +133,7 @@ func snapshot(t testing.TB, st *memory.Cache) string {
 	return b.String()
 }
 
-func render(t testing.TB, st *memory.Cache, agent, owner, label string) string {
+func render(t testing.TB, st *memory.Store, agent, owner, label string) string {
 	t.Helper()
 	doc, err := st.Agent(agent).Shared(owner, label).Doc(context.Background())
 	if err != nil {
@@ -142,7 +142,7 @@ func render(t testing.TB, st *memory.Cache, agent, owner, label string) string {
 	return doc.Render()
 }
 
-func newToolset(t testing.TB, st *memory.Cache, agent string, opts *tools.Options) *tools.Toolset {
+func newToolset(t testing.TB, st *memory.Store, agent string, opts *tools.Options) *tools.Toolset {
 	t.Helper()
 	if opts == nil {
 		opts = &tools.Options{}

@@ -55,7 +55,7 @@ func ids(out searchOut) []int64 {
 }
 
 // searchFixture adds alice's archival entries and messages (and bob's).
-func searchFixture(t *testing.T, st *memory.Cache) (tea, deadline, long int64) {
+func searchFixture(t *testing.T, st *memory.Store) (tea, deadline, long int64) {
 	t.Helper()
 	ctx := context.Background()
 	ins := func(agent, content string, tags []string, at time.Time) int64 {

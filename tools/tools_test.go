@@ -25,7 +25,7 @@ type toolCase struct {
 	rendered     string
 	contains     []string
 	// check runs last, for anything else.
-	check func(t *testing.T, st *memory.Cache)
+	check func(t *testing.T, st *memory.Store)
 }
 
 func runCases(t *testing.T, cases []toolCase) {
@@ -143,7 +143,7 @@ func TestBlockAppend(t *testing.T) {
 			label: "notes", rendered: "first line\nsecond line\nx"},
 		{name: "needs approval", tool: "block_append", args: `{"label":"approval","text":"please"}`,
 			want: []string{"Not applied yet", "permission on block \"approval\" is Human", "proposal #1"},
-			check: func(t *testing.T, st *memory.Cache) {
+			check: func(t *testing.T, st *memory.Store) {
 				if got := render(t, st, "alice", "alice", "approval"); got != "needs a human" {
 					t.Errorf("approval block changed to %q", got)
 				}
@@ -310,7 +310,7 @@ func TestArchivalInsert(t *testing.T) {
 	runCases(t, append([]toolCase{
 		{name: "with tags and metadata", tool: "archival_insert", args: `{"content":"Sam prefers tea","tags":["prefs","drinks"],"metadata":{"source":"user"}}`,
 			want: []string{"Inserted archival entry #2 with tags drinks, prefs."},
-			check: func(t *testing.T, st *memory.Cache) {
+			check: func(t *testing.T, st *memory.Store) {
 				es, err := st.Agent("alice").Archival().List(context.Background(), nil)
 				if err != nil || len(es) != 1 || es[0].Content != "Sam prefers tea" || es[0].Metadata["source"] != "user" {
 					t.Fatalf("entries %+v %v", es, err)
@@ -328,8 +328,8 @@ func TestArchivalInsert(t *testing.T) {
 }
 
 func TestProposeEdit(t *testing.T) {
-	pending := func(owner, label string, n int) func(t *testing.T, st *memory.Cache) {
-		return func(t *testing.T, st *memory.Cache) {
+	pending := func(owner, label string, n int) func(t *testing.T, st *memory.Store) {
+		return func(t *testing.T, st *memory.Store) {
 			ps, err := st.Agent(owner).Block(label).Proposals(context.Background())
 			if err != nil || len(ps) != n {
 				t.Fatalf("proposals on %s/%s: %+v %v, want %d", owner, label, ps, err, n)
@@ -340,7 +340,7 @@ func TestProposeEdit(t *testing.T) {
 		{name: "human-shared block", tool: "propose_edit",
 			args: `{"label":"shared_human","owner":"bob","op":"replace_text","old":"kind","text":"very kind","reason":"policy update"}`,
 			want: []string{`Proposal #1 created: replace_text on block "shared_human" (owner "bob")`},
-			check: func(t *testing.T, st *memory.Cache) {
+			check: func(t *testing.T, st *memory.Store) {
 				ps, err := st.Agent("bob").Block("shared_human").Proposals(context.Background())
 				if err != nil || len(ps) != 1 {
 					t.Fatalf("proposals %+v %v", ps, err)

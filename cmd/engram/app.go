@@ -29,7 +29,7 @@ type app struct {
 	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
-	store    *memory.Cache
+	store    *memory.Store
 	reembed  bool
 	version  bool // --version
 	// quota is engram serve's --agent-quota (memory.Options.
@@ -114,7 +114,7 @@ func (a *app) embedderValue() (search.Embedder, error) {
 }
 
 // open opens the store once.
-func (a *app) open(ctx context.Context) (*memory.Cache, error) {
+func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
@@ -175,7 +175,7 @@ func (a *app) open(ctx context.Context) (*memory.Cache, error) {
 // OpenAI-compatible model without its key or URL in the environment) fails
 // a command that searches by vector; others run without vectors, a write
 // saying so on stderr.
-func (a *app) reopenWithRecorded(ctx context.Context, s *memory.Cache, opts *memory.Options) (*memory.Cache, error) {
+func (a *app) reopenWithRecorded(ctx context.Context, s *memory.Store, opts *memory.Options) (*memory.Store, error) {
 	emb, _, err := recordedEmbedder(ctx, s)
 	switch {
 	case emb != nil:

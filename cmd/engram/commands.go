@@ -609,7 +609,7 @@ func cmdFilesIO(imp bool) func(fs *flag.FlagSet) runFunc {
 					return err
 				}
 			}
-			var s *memory.Cache
+			var s *memory.Store
 			if dryRun && storeMissing(a.db) {
 				// A plan writes nothing, and needs no store to exist: every
 				// file would create its block.
@@ -974,7 +974,7 @@ func (f fileBlock) MarshalJSON() ([]byte, error) {
 // workspacePlan says which of the files workspace.Plan found would
 // replace one of agent's blocks and which would create one, in the
 // import's order. s nil is a store that does not exist yet.
-func workspacePlan(ctx context.Context, s *memory.Cache, agent string, plan []workspace.File) (replaced, created []fileBlock, err error) {
+func workspacePlan(ctx context.Context, s *memory.Store, agent string, plan []workspace.File) (replaced, created []fileBlock, err error) {
 	have := map[string]int{}
 	if s != nil {
 		metas, err := s.Agent(agent).Blocks(ctx)

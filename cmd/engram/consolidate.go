@@ -12,7 +12,7 @@ import (
 )
 
 // cmdConsolidate runs consolidation rounds over an agent's archival
-// memory (memory.Cache.Consolidate) until the last entry, or --rounds.
+// memory (memory.Store.Consolidate) until the last entry, or --rounds.
 func cmdConsolidate(fs *flag.FlagSet) runFunc {
 	var agent string
 	var o memory.ConsolidateOptions

@@ -151,7 +151,7 @@ func dialReason(err error) string {
 // when none is recorded): offline-hash-v1/N, or an OpenAI-compatible model
 // ("MODEL/DIMS") configured from the environment. An embedder it cannot
 // rebuild is an error wrapping errEmbedderUnavailable that says why.
-func recordedEmbedder(ctx context.Context, s *memory.Cache) (search.Embedder, string, error) {
+func recordedEmbedder(ctx context.Context, s *memory.Store) (search.Embedder, string, error) {
 	name, dims, err := s.Admin().RecordedEmbedder(ctx)
 	if err != nil || name == "" {
 		return nil, "", err

@@ -56,7 +56,7 @@ const resourcePoll = 500 * time.Millisecond
 
 // newMCPServer exposes agent's memory tools as MCP tools and its blocks
 // (own and shared) as MCP resources engram://<owner>/<label>.
-func newMCPServer(store *memory.Cache, agent string) (*mcp.Server, error) {
+func newMCPServer(store *memory.Store, agent string) (*mcp.Server, error) {
 	srv, _, err := newMCPServerListed(store, agent)
 	return srv, err
 }
@@ -79,14 +79,14 @@ type listedBlock struct {
 // newMCPServerListed is newMCPServer, also returning the resource list it
 // made, for watchResources to start from (listing again would announce
 // every resource as changed).
-func newMCPServerListed(store *memory.Cache, agent string) (*mcp.Server, resourceList, error) {
+func newMCPServerListed(store *memory.Store, agent string) (*mcp.Server, resourceList, error) {
 	return newMCPServerOnly(store, agent, nil)
 }
 
 // newMCPServerOnly is newMCPServerListed with only the tools named in only
 // (all of them for nil): a read-only token's server, whose context prompt
 // must not name tools its sessions cannot call.
-func newMCPServerOnly(store *memory.Cache, agent string, only []string) (*mcp.Server, resourceList, error) {
+func newMCPServerOnly(store *memory.Store, agent string, only []string) (*mcp.Server, resourceList, error) {
 	var listed resourceList
 	ts, err := tools.New(store.Agent(agent), nil)
 	if err != nil {
@@ -204,7 +204,7 @@ func mcpTool(t tools.Tool) *mcp.Tool {
 // contextHandler builds agent's context for the context prompt: the
 // builder's defaults with the memory tools (so the environment and tool
 // rules name them), the environment, and recall when a message is given.
-func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp.PromptHandler {
+func contextHandler(store *memory.Store, agent string, offered []tools.Tool) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		model := strings.TrimSpace(req.Params.Arguments["model"])
 		if model == "" {
@@ -257,7 +257,7 @@ func contextHandler(store *memory.Cache, agent string, offered []tools.Tool) mcp
 // clients with notifications/resources/list_changed). It returns the
 // blocks listed, and the URIs whose content or description changed or
 // which went away since listed (for notifications/resources/updated).
-func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, listed map[string]listedBlock,
+func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Store, agent string, listed map[string]listedBlock,
 	read mcp.ResourceHandler) (map[string]listedBlock, []string, error) {
 	own, err := store.Agent(agent).Blocks(ctx)
 	if err != nil {
@@ -307,7 +307,7 @@ func syncResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, ag
 // ends, and tells subscribers of a block that changed or went away
 // (notifications/resources/updated; the SDK sends it only to sessions
 // subscribed to that URI).
-func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, agent string, from resourceList, every time.Duration) {
+func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Store, agent string, from resourceList, every time.Duration) {
 	read := blockReader(store, agent)
 	last, listed := from.stamp, from.uris
 	t := time.NewTicker(every)
@@ -336,7 +336,7 @@ func watchResources(ctx context.Context, srv *mcp.Server, store *memory.Cache, a
 
 // blockReader reads engram://OWNER/LABEL as agent: its own blocks and
 // those shared with it, nothing else.
-func blockReader(store *memory.Cache, agent string) mcp.ResourceHandler {
+func blockReader(store *memory.Store, agent string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		owner, label, ok := parseBlockURI(req.Params.URI)
 		if !ok {

@@ -140,7 +140,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 
 // newServeHandler is the door over store, with engram mcp's servers and
 // engram ui's pages.
-func newServeHandler(store *memory.Cache, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
+func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
 	o := c.opts
 	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = store.Tokens(), log, readTools, store
 	for _, origin := range strings.Split(c.origins, ",") {
@@ -248,7 +248,7 @@ type serveUI struct {
 	cookie *http.Cookie
 }
 
-func newServeUI(store *memory.Cache, human string, log *slog.Logger) (*serveUI, error) {
+func newServeUI(store *memory.Store, human string, log *slog.Logger) (*serveUI, error) {
 	srv, err := ui.New(store, &ui.Options{Person: human, Logger: log, BasePath: serve.UIPath})
 	if err != nil {
 		return nil, err

@@ -93,7 +93,7 @@ func BenchmarkServeSessions(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
 }
 
-func stdioSession(b *testing.B, ctx context.Context, store *memory.Cache) *mcp.ClientSession {
+func stdioSession(b *testing.B, ctx context.Context, store *memory.Store) *mcp.ClientSession {
 	srv, err := newMCPServer(store, "ada")
 	if err != nil {
 		b.Fatal(err)
@@ -111,7 +111,7 @@ func stdioSession(b *testing.B, ctx context.Context, store *memory.Cache) *mcp.C
 	return cs
 }
 
-func httpSession(b *testing.B, ctx context.Context, store *memory.Cache) *mcp.ClientSession {
+func httpSession(b *testing.B, ctx context.Context, store *memory.Store) *mcp.ClientSession {
 	_, secret, err := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
 	if err != nil {
 		b.Fatal(err)

@@ -28,18 +28,18 @@ import (
 // serveFixture is engram serve's handler over a real store on a real
 // loopback HTTP server.
 type serveFixture struct {
-	store *memory.Cache
+	store *memory.Store
 	h     *serve.Handler
 	url   string
 	log   *lockedBuilder
 }
 
-func openServeStore(t *testing.T) *memory.Cache {
+func openServeStore(t *testing.T) *memory.Store {
 	t.Helper()
 	return openServeStoreAt(t, filepath.Join(t.TempDir(), "serve.db"))
 }
 
-func openServeStoreAt(t *testing.T, target string) *memory.Cache {
+func openServeStoreAt(t *testing.T, target string) *memory.Store {
 	t.Helper()
 	store, err := memory.Open(context.Background(), target, nil)
 	if err != nil {
@@ -49,7 +49,7 @@ func openServeStoreAt(t *testing.T, target string) *memory.Cache {
 	return store
 }
 
-func startServe(t *testing.T, store *memory.Cache, opts *serve.Options) *serveFixture {
+func startServe(t *testing.T, store *memory.Store, opts *serve.Options) *serveFixture {
 	t.Helper()
 	c := &serveConfig{}
 	if opts != nil {
@@ -85,7 +85,7 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
-func newToken(t *testing.T, store *memory.Cache, spec memory.TokenSpec) (memory.AccessToken, string) {
+func newToken(t *testing.T, store *memory.Store, spec memory.TokenSpec) (memory.AccessToken, string) {
 	t.Helper()
 	tok, secret, err := store.Tokens().Create(context.Background(), spec)
 	if err != nil {
@@ -171,7 +171,7 @@ func resourceURIs(t *testing.T, cs *mcp.ClientSession) []string {
 	return uris
 }
 
-func rendered(t *testing.T, store *memory.Cache, owner, label string) string {
+func rendered(t *testing.T, store *memory.Store, owner, label string) string {
 	t.Helper()
 	r, err := store.Agent(owner).Block(label).Render(context.Background())
 	if err != nil {

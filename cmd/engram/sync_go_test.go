@@ -280,7 +280,7 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 	id, _ := s1.Agent("ada").Block("notes").DocumentID(ctx)
 	_, secret := newToken(t, s1, memory.TokenSpec{Agent: "ada"})
 	var peers []*goPeer
-	stores := []*memory.Cache{s1, s2}
+	stores := []*memory.Store{s1, s2}
 	for _, s := range stores {
 		f := startServe(t, s, nil)
 		peers = append(peers, newGoPeer(t, "ws"+strings.TrimPrefix(f.url, "http")+"/sync?token="+secret, syncrepo.URL(id)))

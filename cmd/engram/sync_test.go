@@ -109,7 +109,7 @@ func content(m map[string]any) string {
 }
 
 // waitStore polls a block's rendering until it contains want.
-func waitStore(t *testing.T, store *memory.Cache, agent, label, want string) time.Duration {
+func waitStore(t *testing.T, store *memory.Store, agent, label, want string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < 5*time.Second {
@@ -338,13 +338,13 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			var stores []*memory.Cache
+			var stores []*memory.Store
 			if engine == "sqlite" {
 				s := openServeStore(t)
-				stores = []*memory.Cache{s, s}
+				stores = []*memory.Store{s, s}
 			} else {
 				dsn := pgtest.Start(t).NewDatabase(t)
-				stores = []*memory.Cache{openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)}
+				stores = []*memory.Store{openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)}
 			}
 			if _, err := stores[0].Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start\n"}); err != nil {
 				t.Fatal(err)

@@ -29,13 +29,13 @@ func TestSyncAppendLatency(t *testing.T) {
 		name string
 		// open returns the store serve runs on and the one the Go writer
 		// uses (the same, or another on the same database).
-		open func(t *testing.T) (served, writer *memory.Cache)
+		open func(t *testing.T) (served, writer *memory.Store)
 		// peerWrites: the change is another /sync peer's edit.
 		peerWrites bool
 	}{
-		{"sqlite go api", func(t *testing.T) (*memory.Cache, *memory.Cache) { s := openServeStore(t); return s, s }, false},
-		{"sqlite another peer", func(t *testing.T) (*memory.Cache, *memory.Cache) { s := openServeStore(t); return s, s }, true},
-		{"postgres another store", func(t *testing.T) (*memory.Cache, *memory.Cache) {
+		{"sqlite go api", func(t *testing.T) (*memory.Store, *memory.Store) { s := openServeStore(t); return s, s }, false},
+		{"sqlite another peer", func(t *testing.T) (*memory.Store, *memory.Store) { s := openServeStore(t); return s, s }, true},
+		{"postgres another store", func(t *testing.T) (*memory.Store, *memory.Store) {
 			dsn := pgtest.Start(t).NewDatabase(t)
 			return openServeStoreAt(t, dsn), openServeStoreAt(t, dsn)
 		}, false},

@@ -129,7 +129,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 // runTurn loops model call → tool calls until send_message (at most 8
 // steps). It returns the reply and the last request built.
-func runTurn(ctx context.Context, out io.Writer, client *http.Client, base, model, key string, store *memory.Cache,
+func runTurn(ctx context.Context, out io.Writer, client *http.Client, base, model, key string, store *memory.Store,
 	cfg builder.ContextConfig, ts *tools.Toolset, engine *toolrules.Engine, rules []toolrules.Rule, batch string) (string, *builder.Request, error) {
 	defs := builder.ToolList{sendMessage}
 	for _, t := range ts.Allowed() {

@@ -77,8 +77,8 @@ type exporter struct {
 	msgN    int
 }
 
-// FromDumps maps the dumps of agents (memory.Cache.Export of each), and
-// the blocks shared with them (memory.Cache.ListSharedBlocks), onto a
+// FromDumps maps the dumps of agents (memory.Store.Export of each), and
+// the blocks shared with them (memory.Store.ListSharedBlocks), onto a
 // Letta agent file:
 //
 //   - each agent with its profile's system prompt, tools (as tools with

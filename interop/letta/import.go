@@ -27,14 +27,14 @@ type ImportOptions struct {
 	Now func() time.Time
 }
 
-// Store is what Import and Export need of a store (*memory.Cache has
+// Store is what Import and Export need of a store (*memory.Store has
 // it): the agents' handles, and an import of many agents at once.
 type Store interface {
 	Agent(id string) *memory.Agent
 	Import(ctx context.Context, d *memory.Dump) (memory.ImportReport, error)
 }
 
-var _ Store = (*memory.Cache)(nil)
+var _ Store = (*memory.Store)(nil)
 
 // Import reads an agent file and adds its agents to store in one
 // transaction (all or nothing; see ToDump for what each part becomes). An

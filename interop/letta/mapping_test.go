@@ -39,7 +39,7 @@ func firstAgent(doc map[string]any) map[string]any {
 	return doc["agents"].([]any)[0].(map[string]any)
 }
 
-func importDoc(t *testing.T, doc map[string]any) (*memory.Cache, *letta.Report, string) {
+func importDoc(t *testing.T, doc map[string]any) (*memory.Store, *letta.Report, string) {
 	t.Helper()
 	data, err := json.Marshal(doc)
 	if err != nil {

@@ -82,7 +82,7 @@ func byID(list []map[string]any) map[string]map[string]any {
 	return m
 }
 
-func openStore(t testing.TB) *memory.Cache {
+func openStore(t testing.TB) *memory.Store {
 	t.Helper()
 	s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), nil)
 	if err != nil {
@@ -94,7 +94,7 @@ func openStore(t testing.TB) *memory.Cache {
 
 // importFile imports path into a new store and returns the store, the
 // report, the raw file and the engram id of each agent by its file id.
-func importFile(t *testing.T, path string) (*memory.Cache, *letta.Report, raw, map[string]string) {
+func importFile(t *testing.T, path string) (*memory.Store, *letta.Report, raw, map[string]string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -316,7 +316,7 @@ type snapshot struct {
 	Profile  string
 }
 
-func snap(t *testing.T, s *memory.Cache, id string) snapshot {
+func snap(t *testing.T, s *memory.Store, id string) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	ag := s.Agent(id)

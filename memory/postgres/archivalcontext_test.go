@@ -17,7 +17,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-func archivalIDs(t *testing.T, s *memory.Cache, agent, query string) []int64 {
+func archivalIDs(t *testing.T, s *memory.Store, agent, query string) []int64 {
 	t.Helper()
 	res, err := s.Agent(agent).Search(context.Background(), query,
 		search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(true).Limit(100))

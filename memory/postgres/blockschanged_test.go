@@ -28,7 +28,7 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 func TestBlocksChangedByNotification(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
-	open := func() *memory.Cache {
+	open := func() *memory.Store {
 		c, err := memory.Open(ctx, dsn, nil)
 		if err != nil {
 			t.Fatal(err)

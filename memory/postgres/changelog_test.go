@@ -99,7 +99,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	find := func(s *memory.Cache, agent string, mode search.Mode) []hit {
+	find := func(s *memory.Store, agent string, mode search.Mode) []hit {
 		t.Helper()
 		rs, err := s.Agent(agent).Archival().Search(ctx, lateText, search.NewOptions().Mode(mode).Limit(10))
 		if err != nil {

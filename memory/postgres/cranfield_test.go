@@ -89,7 +89,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	stores := []*memory.Cache{st}
+	stores := []*memory.Store{st}
 	if emb != nil && srv.HasPGVector(t) {
 		// Vector legs both ways: pgvector's HNSW (st) and in process.
 		inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCacheBytes: 1 << 30})
@@ -152,7 +152,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 	}
 }
 
-func cranfieldRun(t *testing.T, st *memory.Cache, fullText string, cran *eval.Cranfield, toDoc map[int64]string, mode search.Mode, floor float64, load time.Duration) {
+func cranfieldRun(t *testing.T, st *memory.Store, fullText string, cran *eval.Cranfield, toDoc map[int64]string, mode search.Mode, floor float64, load time.Duration) {
 	ctx := context.Background()
 	runs := map[string][]string{}
 	var lat []time.Duration

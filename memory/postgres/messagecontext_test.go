@@ -18,7 +18,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-func messageIDs(t *testing.T, s *memory.Cache, agent, query string) []int64 {
+func messageIDs(t *testing.T, s *memory.Store, agent, query string) []int64 {
 	t.Helper()
 	res, err := s.Agent(agent).Search(context.Background(), query, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100))
 	if err != nil {

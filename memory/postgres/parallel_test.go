@@ -30,7 +30,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
 	emb := search.NewOffline(16)
-	open := func(o memory.Options) *memory.Cache {
+	open := func(o memory.Options) *memory.Store {
 		t.Helper()
 		o.Embedder = emb
 		s, err := memory.Open(ctx, dsn, &o)
@@ -40,7 +40,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	writers := []*memory.Cache{open(memory.Options{TextCacheBytes: -1}), open(memory.Options{TextCacheBytes: -1})}
+	writers := []*memory.Store{open(memory.Options{TextCacheBytes: -1}), open(memory.Options{TextCacheBytes: -1})}
 	whole := open(memory.Options{VectorCacheBytes: 64 << 20})
 	partial := open(memory.Options{TextCacheBytes: 24 << 10})
 	sqlOnly := open(memory.Options{TextCacheBytes: -1})
@@ -141,7 +141,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	for _, s := range []*memory.Cache{whole, partial} {
+	for _, s := range []*memory.Store{whole, partial} {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
@@ -166,7 +166,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	longInsert("fay", "anchor gull long after")
 	// The caches caught up with every other commit, past the open
 	// transaction.
-	for _, s := range []*memory.Cache{whole, partial} {
+	for _, s := range []*memory.Store{whole, partial} {
 		if _, err := s.Agent("ann").Search(ctx, "zebra", search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 
 	freshWhole := open(memory.Options{VectorCacheBytes: 64 << 20})
 	freshPartial := open(memory.Options{TextCacheBytes: 24 << 10})
-	for _, s := range []*memory.Cache{freshWhole, freshPartial, partial} {
+	for _, s := range []*memory.Store{freshWhole, freshPartial, partial} {
 		if err := s.Index().WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	// A pass the writes outran waits out its back-off (a second, doubling)
 	// before it runs again: until both types' statistics are there, the
 	// partial caches rank in SQL.
-	for _, s := range []*memory.Cache{partial, freshPartial} {
+	for _, s := range []*memory.Store{partial, freshPartial} {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			before := s.Index().CacheStats().TextLegs
@@ -220,7 +220,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 		}
 	}
 	types := search.Archival | search.Messages
-	run := func(s *memory.Cache, agent, q string, mode search.Mode) []hit {
+	run := func(s *memory.Store, agent, q string, mode search.Mode) []hit {
 		t.Helper()
 		rs, err := s.Agent(agent).Search(ctx, q, search.NewOptions().Mode(mode).ContentTypes(types).Limit(500))
 		if err != nil {

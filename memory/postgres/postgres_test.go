@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
 	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process", "caches", "sql", "epochs"} {
 		t.Run(mode, func(t *testing.T) {
-			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Cache {
+			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
 				opts := &memory.Options{Approver: approver}
 				switch mode {
 				case "cache1":
@@ -68,7 +68,7 @@ func TestConformance(t *testing.T) {
 // TestLimits runs the per-entry caps and quota suite on PostgreSQL.
 func TestLimits(t *testing.T) {
 	srv := pgtest.Start(t)
-	storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Cache {
+	storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
 		c, err := memory.Open(context.Background(), srv.NewDatabase(t), o)
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ func TestVectorEngines(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	emb := search.NewOffline(32)
-	open := func(dsn string, opts *memory.Options) *memory.Cache {
+	open := func(dsn string, opts *memory.Options) *memory.Store {
 		t.Helper()
 		if opts == nil {
 			opts = &memory.Options{}
@@ -32,13 +32,13 @@ func TestVectorEngines(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	insert := func(c *memory.Cache, text string) {
+	insert := func(c *memory.Store, text string) {
 		t.Helper()
 		if _, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	found := func(c *memory.Cache, query, want string) {
+	found := func(c *memory.Store, query, want string) {
 		t.Helper()
 		// Limit 1 among decoys: the KNN's own first answer decides, no
 		// exact-distance fallback over a short partition.

@@ -16,7 +16,7 @@ import (
 
 // LimitOpener returns a fresh, empty store opened with o, whose per-entry
 // caps and quota the suite sets; the suite closes it.
-type LimitOpener func(t *testing.T, o *memory.Options) *memory.Cache
+type LimitOpener func(t *testing.T, o *memory.Options) *memory.Store
 
 // RunLimitTests runs the per-entry caps and per-agent quota tests
 // (memory.Options.MaxArchivalBytes to AgentQuotaBytes) against stores
@@ -39,7 +39,7 @@ func RunLimitTests(t *testing.T, open LimitOpener) {
 	}
 }
 
-func openLimited(t *testing.T, open LimitOpener, o *memory.Options) *memory.Cache {
+func openLimited(t *testing.T, open LimitOpener, o *memory.Options) *memory.Store {
 	t.Helper()
 	s := open(t, o)
 	t.Cleanup(func() { s.Close() })
@@ -60,7 +60,7 @@ func wantRefused(t *testing.T, err, target error, what string, want ...string) {
 
 // stored is everything agent holds: its archival entries (superseded
 // included) and messages, as the store lists them.
-func stored(t *testing.T, s *memory.Cache, agent string) ([]memory.ArchivalEntry, []memory.Message) {
+func stored(t *testing.T, s *memory.Store, agent string) ([]memory.ArchivalEntry, []memory.Message) {
 	t.Helper()
 	arch, err := s.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true, Limit: 1 << 30})
 	must(t, err)
@@ -71,7 +71,7 @@ func stored(t *testing.T, s *memory.Cache, agent string) ([]memory.ArchivalEntry
 
 // wantNothingStored checks that agent holds no archival entry, no message
 // and no usage.
-func wantNothingStored(t *testing.T, s *memory.Cache, agent, what string) {
+func wantNothingStored(t *testing.T, s *memory.Store, agent, what string) {
 	t.Helper()
 	arch, msgs := stored(t, s, agent)
 	used, err := s.Agent(agent).StorageUsed(ctx)
@@ -105,7 +105,7 @@ func messageBytes(m memory.Message) int64 {
 
 // wantUsage checks that StorageUsed is the sum of what agent's rows
 // count, and returns it.
-func wantUsage(t *testing.T, s *memory.Cache, agent string) int64 {
+func wantUsage(t *testing.T, s *memory.Store, agent string) int64 {
 	t.Helper()
 	arch, msgs := stored(t, s, agent)
 	var want int64

@@ -1,4 +1,4 @@
-// Package storetest is a conformance suite for *memory.Cache
+// Package storetest is a conformance suite for *memory.Store
 // implementations: RunStoreTests checks the contract every consumer relies
 // on — errors, permissions, sharing, isolation, archival, messages.
 package storetest
@@ -24,7 +24,7 @@ import (
 
 // Opener returns a fresh, empty store for one test; the suite closes it.
 // approver is the store's Approver (nil = deny Partner/Human writes).
-type Opener func(t *testing.T, approver blocks.Approver) *memory.Cache
+type Opener func(t *testing.T, approver blocks.Approver) *memory.Store
 
 // RunStoreTests runs the whole suite against stores made by open.
 func RunStoreTests(t *testing.T, open Opener) {
@@ -63,7 +63,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 	}
 }
 
-func openStore(t *testing.T, open Opener, approver blocks.Approver) *memory.Cache {
+func openStore(t *testing.T, open Opener, approver blocks.Approver) *memory.Store {
 	t.Helper()
 	s := open(t, approver)
 	t.Cleanup(func() { s.Close() })

@@ -21,7 +21,7 @@ import (
 // door is a Handler over a real SQLite store on a real loopback server,
 // with a plain MCP server (one tool, "echo") for every agent.
 type door struct {
-	store   *memory.Cache
+	store   *memory.Store
 	h       *serve.Handler
 	url     string
 	lookups *atomic.Int64 // the store's token and login-link lookups

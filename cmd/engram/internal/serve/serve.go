@@ -39,7 +39,7 @@ type Tokens interface {
 	UseLoginLink(ctx context.Context, secret string) (memory.AccessToken, error)
 }
 
-// SyncStore is the store /sync serves (*memory.Cache): the handle of each
+// SyncStore is the store /sync serves (*memory.Store): the handle of each
 // token's agent, and its change signal.
 type SyncStore interface {
 	Agent(id string) *memory.Agent

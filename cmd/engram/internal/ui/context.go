@@ -20,7 +20,7 @@ import (
 
 // BuildRequest builds the request an agent's model would get with the
 // default layers (BuildContext with only Agent and Model set).
-func BuildRequest(ctx context.Context, store *memory.Cache, agent, model string) (*builder.Request, error) {
+func BuildRequest(ctx context.Context, store *memory.Store, agent, model string) (*builder.Request, error) {
 	return BuildContext(ctx, store, &ContextOptions{Agent: agent, Model: model})
 }
 
@@ -72,7 +72,7 @@ const DefaultModel = "gpt-4o"
 // BuildContext builds the request agent's model would get: the agent's
 // blocks, messages, memory tools, environment and context library, and
 // with a message, the memories recalled for it.
-func BuildContext(ctx context.Context, store *memory.Cache, o *ContextOptions) (*builder.Request, error) {
+func BuildContext(ctx context.Context, store *memory.Store, o *ContextOptions) (*builder.Request, error) {
 	var opts ContextOptions
 	if o != nil {
 		opts = *o
@@ -150,7 +150,7 @@ func ModelNotes(model string, maxTokens int) []string {
 
 // MemoryTools is the definitions of agent's memory tools, as a builder
 // tool list.
-func MemoryTools(store *memory.Cache, agent string) (builder.ToolList, error) {
+func MemoryTools(store *memory.Store, agent string) (builder.ToolList, error) {
 	ts, err := tools.New(store.Agent(agent), nil)
 	if err != nil {
 		return nil, fmt.Errorf("ui: memory tools for %q: %w", agent, err)

@@ -20,8 +20,8 @@ type admin interface {
 }
 
 // storeAdmin is the operator side of a store that has one (such as
-// *memory.Cache).
-func storeAdmin(store *memory.Cache) (admin, error) {
+// *memory.Store).
+func storeAdmin(store *memory.Store) (admin, error) {
 	if store == nil {
 		return nil, ErrNoAgentLister
 	}
@@ -29,8 +29,8 @@ func storeAdmin(store *memory.Cache) (admin, error) {
 }
 
 // Agents lists the agent ids of a store that has an Admin method (such
-// as *memory.Cache), sorted.
-func Agents(ctx context.Context, store *memory.Cache) ([]string, error) {
+// as *memory.Store), sorted.
+func Agents(ctx context.Context, store *memory.Store) ([]string, error) {
 	a, err := storeAdmin(store)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *Server) proposalCounts(ctx context.Context) (map[string]string, error) 
 
 // Proposals lists proposals across agents, oldest first; with pendingOnly,
 // only those still waiting for a decision.
-func Proposals(ctx context.Context, store *memory.Cache, agents []string, pendingOnly bool) ([]memory.Proposal, error) {
+func Proposals(ctx context.Context, store *memory.Store, agents []string, pendingOnly bool) ([]memory.Proposal, error) {
 	var out []memory.Proposal
 	for _, a := range agents {
 		ps, err := store.Agent(a).Proposals(ctx)
@@ -95,7 +95,7 @@ func Proposals(ctx context.Context, store *memory.Cache, agents []string, pendin
 // ProposalDiff returns the block's rendered content now and as it would be
 // if proposal p were approved: the edit runs on a private fork, which is
 // never persisted.
-func ProposalDiff(ctx context.Context, store *memory.Cache, p memory.Proposal) (before, after string, err error) {
+func ProposalDiff(ctx context.Context, store *memory.Store, p memory.Proposal) (before, after string, err error) {
 	doc, err := store.Agent(p.Owner).Block(p.Label).Doc(ctx)
 	if err != nil {
 		return "", "", err

@@ -401,7 +401,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 // ReadWrite or Admin; for a block whose owner holds less (ReadOnly,
 // Partner, Human, Append) the restore is made by the system instead, and
 // the returned code says so ("restored-system" instead of "restored").
-func Restore(ctx context.Context, store *memory.Cache, doc *blocks.Document, at, person string) (string, error) {
+func Restore(ctx context.Context, store *memory.Store, doc *blocks.Document, at, person string) (string, error) {
 	info := doc.Info()
 	// The change may be in an archived epoch: the store finds it.
 	old, err := store.Agent(info.Owner).Shared(info.Owner, info.Label).At(ctx, []string{at})

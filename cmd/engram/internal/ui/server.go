@@ -86,7 +86,7 @@ type Options struct {
 // Server is the web app over one store. It is an http.Handler; Close stops
 // its live-update loop and ends open event streams.
 type Server struct {
-	store   *memory.Cache
+	store   *memory.Store
 	admin   admin // the store's, for what an agent handle cannot list
 	opts    Options
 	token   string
@@ -115,9 +115,9 @@ type Server struct {
 }
 
 // New returns the app over store, which must have an Admin() *memory.Admin
-// method (such as *memory.Cache; else ErrNoAgentLister). Call Close when
+// method (such as *memory.Store; else ErrNoAgentLister). Call Close when
 // done.
-func New(store *memory.Cache, opts *Options) (*Server, error) {
+func New(store *memory.Store, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts

@@ -35,7 +35,7 @@ const evilAgent = `<img src=x onerror="window.__xss=7">`
 
 type fixture struct {
 	path   string
-	store  *memory.Cache
+	store  *memory.Store
 	srv    *Server
 	ts     *httptest.Server
 	client *http.Client // carries the session cookie
