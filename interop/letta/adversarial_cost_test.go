@@ -120,3 +120,20 @@ func TestSharedToolDoesNotAmplifyExtensions(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// Report.add finds an item by a linear scan, and several items name one
+// id each (in-context message ids, block ids, tool ids, messages outside
+// the window): a list of unknown ids costs quadratic time.
+func TestUnknownInContextIDsCostIsLinear(t *testing.T) {
+	doc := minimalDoc()
+	ids := make([]any, 60000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%d", i)
+	}
+	firstAgent(doc)["in_context_message_ids"] = ids
+	_, took, size := toDump(t, doc)
+	t.Logf("%d-byte file: ToDump took %v", size, took)
+	if took > 500*time.Millisecond {
+		t.Errorf("a %d-byte file with %d unknown in-context ids took %v to map", size, len(ids), took)
+	}
+}
