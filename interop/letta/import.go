@@ -332,11 +332,14 @@ func (im *importer) blocksAndShares() error {
 // groupMembers are a group's agents, its manager first when it has one.
 func groupMembers(g Group) []string {
 	var out []string
+	seen := map[string]bool{}
 	if m := g.managerAgentID(); m != "" {
 		out = append(out, m)
+		seen[m] = true
 	}
 	for _, a := range g.AgentIDs {
-		if !slices.Contains(out, a) {
+		if !seen[a] {
+			seen[a] = true
 			out = append(out, a)
 		}
 	}
