@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -99,10 +98,12 @@ func checkAbsent(ctx context.Context, store Store, agent string) error {
 
 // importer carries one ToDump's state.
 type importer struct {
-	f    *File
-	opts ImportOptions
-	rep  *Report
-	d    *memory.Dump
+	f *File
+	// toolByID indexes the file's tools, built once for all agents.
+	toolByID map[string]*Tool
+	opts     ImportOptions
+	rep      *Report
+	d        *memory.Dump
 	// ids maps file agent ids to engram agent ids; names the engram ids in
 	// use.
 	ids   map[string]string
@@ -483,17 +484,20 @@ func (im *importer) profile(a *Agent, id string) error {
 	}
 
 	// Tools.
-	toolByID := map[string]*Tool{}
-	for i := range im.f.Tools {
-		toolByID[im.f.Tools[i].ID] = &im.f.Tools[i]
+	if im.toolByID == nil {
+		im.toolByID = make(map[string]*Tool, len(im.f.Tools))
+		for i := range im.f.Tools {
+			im.toolByID[im.f.Tools[i].ID] = &im.f.Tools[i]
+		}
 	}
+	toolNames := map[string]bool{}
 	for _, tid := range a.ToolIDs {
-		t, ok := toolByID[tid]
+		t, ok := im.toolByID[tid]
 		if !ok {
 			im.rep.notKept(id, "tool id "+tid, 1, "the agent lists it but the file holds no such tool")
 			continue
 		}
-		if slices.ContainsFunc(p.Tools, func(d memory.ToolDefinition) bool { return d.Name == t.Name }) {
+		if toolNames[t.Name] {
 			im.rep.notKept(id, fmt.Sprintf("tool %q (%s)", t.Name, tid), 1, "another tool of the agent has the name")
 			continue
 		}
@@ -502,6 +506,7 @@ func (im *importer) profile(a *Agent, id string) error {
 			return fmt.Errorf("%w: agent %q: tool %q: %v", ErrInvalid, id, t.Name, err)
 		}
 		p.Tools = append(p.Tools, def)
+		toolNames[def.Name] = true
 		im.rep.agent("", "", id).Tools++
 		im.rep.mapped(id, "tool", 1, "a tool definition of the profile (name, description, JSON Schema of the parameters)")
 		if len(extra) > 0 {
@@ -515,7 +520,7 @@ func (im *importer) profile(a *Agent, id string) error {
 		}
 	}
 	for _, name := range a.Tools {
-		if !slices.ContainsFunc(p.Tools, func(d memory.ToolDefinition) bool { return d.Name == name }) {
+		if !toolNames[name] {
 			im.rep.notKept(id, fmt.Sprintf("tool %q", name), 1, "named by the agent without a definition in the file")
 		}
 	}
