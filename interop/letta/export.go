@@ -532,7 +532,7 @@ func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Pr
 			tc.ID, tc.Type = c.ID, "function"
 			tc.Function.Name = c.Name
 			tc.Function.Arguments = arguments(c.Arguments)
-			if orig, ok := ext.Arguments[c.ID]; ok && compactJSON([]byte(orig)) == compactJSON(c.Arguments) {
+			if orig, ok := ext.Arguments[c.ID]; ok && unescapeHTML(compactJSON([]byte(orig))) == unescapeHTML(compactJSON(c.Arguments)) {
 				tc.Function.Arguments = orig
 			}
 			lm.ToolCalls = append(lm.ToolCalls, tc)
@@ -584,7 +584,7 @@ func arguments(raw json.RawMessage) string {
 	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(raw)
+	return unescapeHTML(string(raw))
 }
 
 func countAgent[T any](xs []T, agent func(T) string, id string) int {

@@ -138,7 +138,7 @@ func (im *importer) messages(a *Agent, id string) error {
 			args := json.RawMessage(tc.Function.Arguments)
 			if !json.Valid(args) {
 				args, _ = json.Marshal(tc.Function.Arguments)
-			} else if c := compactJSON(args); c != tc.Function.Arguments && tc.ID != "" {
+			} else if c := unescapeHTML(compactJSON(args)); c != tc.Function.Arguments && tc.ID != "" {
 				im.keepArguments(id, tc.ID, tc.Function.Arguments)
 			}
 			base.ToolCalls = append(base.ToolCalls, memory.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
