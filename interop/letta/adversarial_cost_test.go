@@ -89,6 +89,9 @@ func TestGroupsDoNotAmplifyExtensions(t *testing.T) {
 		groups = append(groups, map[string]any{"id": fmt.Sprintf("group-%d", g), "agent_ids": ids, "description": ""})
 		gids = append(gids, fmt.Sprintf("group-%d", g))
 	}
+	for _, a := range agents {
+		a.(map[string]any)["group_ids"] = gids
+	}
 	doc["agents"], doc["groups"] = agents, groups
 	d, took, size := toDump(t, doc)
 	ext := extensionBytes(d)
