@@ -532,7 +532,7 @@ func (ex *exporter) messages(a *Agent, id string, d *memory.Dump, prof memory.Pr
 			tc.ID, tc.Type = c.ID, "function"
 			tc.Function.Name = c.Name
 			tc.Function.Arguments = arguments(c.Arguments)
-			if orig, ok := ext.Arguments[c.ID]; ok && compactJSON([]byte(orig)) == compactJSON(c.Arguments) {
+			if orig, ok := ext.Arguments[c.ID]; ok && unescapeHTML(compactJSON([]byte(orig))) == unescapeHTML(compactJSON(c.Arguments)) {
 				tc.Function.Arguments = orig
 			}
 			lm.ToolCalls = append(lm.ToolCalls, tc)
@@ -584,7 +584,7 @@ func arguments(raw json.RawMessage) string {
 	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(raw)
+	return unescapeHTML(string(raw))
 }
 
 func countAgent[T any](xs []T, agent func(T) string, id string) int {
@@ -618,13 +618,17 @@ func (ex *exporter) notWritten(id string, d *memory.Dump) {
 }
 
 // groups writes the groups the extensions kept whose agents are all
-// exported, and names them in the agents that list them.
+// exported, and names them in the agents that list them (an import keeps a
+// group in one agent's extension, which need not be one that lists it).
 func (ex *exporter) groups(exts map[string]extension) {
 	seen := map[string]string{} // group JSON → file id
+	byName := map[string]int{}  // engram agent id → index in ex.f.Agents
 	for i := range ex.f.Agents {
-		a := &ex.f.Agents[i]
-		id := a.Name
-		a.GroupIDs = a.GroupIDs[:0]
+		ex.f.Agents[i].GroupIDs = ex.f.Agents[i].GroupIDs[:0]
+		byName[ex.f.Agents[i].Name] = i
+	}
+	for i := range ex.f.Agents {
+		id := ex.f.Agents[i].Name
 		for _, g := range exts[id].Groups {
 			key, _ := json.Marshal(g)
 			gid, ok := seen[string(key)]
@@ -666,8 +670,15 @@ func (ex *exporter) groups(exts map[string]extension) {
 				ex.f.Groups = append(ex.f.Groups, lg)
 				ex.rep.mapped("", "group "+gid, 1, "the group kept with its agents' profiles")
 			}
-			if gid != "" && slices.Contains(g.Listed, id) {
-				a.GroupIDs = append(a.GroupIDs, gid)
+			if gid == "" || ok {
+				continue
+			}
+			named := map[string]bool{}
+			for _, l := range g.Listed {
+				if j, in := byName[l]; in && !named[l] {
+					named[l] = true
+					ex.f.Agents[j].GroupIDs = append(ex.f.Agents[j].GroupIDs, gid)
+				}
 			}
 		}
 	}

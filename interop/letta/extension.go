@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/engram-go/engram/memory"
 )
@@ -91,4 +92,52 @@ func readExtension(p memory.Profile) (extension, error) {
 		return e, fmt.Errorf("%w: the profile's %q extension: %v", ErrInvalid, ExtensionName, err)
 	}
 	return e, nil
+}
+
+// unescapeHTML undoes the escapes encoding/json writes for <, >, &, U+2028
+// and U+2029 inside the strings of compact JSON text (a stored value comes
+// back so escaped), leaving every other escape as it is: the text of the
+// same value as a file writes it unescaped.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "003c", "003C":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e", "003E":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			case "2028":
+				b.WriteString("\u2028")
+				i += 5
+				continue
+			case "2029":
+				b.WriteString("\u2029")
+				i += 5
+				continue
+			}
+		}
+		// Any other escape, \\ included, is copied whole.
+		b.WriteByte(c)
+		b.WriteByte(s[i+1])
+		i++
+	}
+	return b.String()
 }

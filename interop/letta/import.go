@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -99,10 +98,12 @@ func checkAbsent(ctx context.Context, store Store, agent string) error {
 
 // importer carries one ToDump's state.
 type importer struct {
-	f    *File
-	opts ImportOptions
-	rep  *Report
-	d    *memory.Dump
+	f *File
+	// toolByID indexes the file's tools, built once for all agents.
+	toolByID map[string]*Tool
+	opts     ImportOptions
+	rep      *Report
+	d        *memory.Dump
 	// ids maps file agent ids to engram agent ids; names the engram ids in
 	// use.
 	ids   map[string]string
@@ -117,9 +118,14 @@ type importer struct {
 	exts   map[string]*extension      // engram agent id → its extension
 	// argBytes counts, per agent, the argument text its extension keeps.
 	argBytes map[string]int
-	msgID    int64
-	archID   int64
-	summary  int64
+	// toolExtraSize is the size of each tool's kept fields (by file tool
+	// id) once seen; toolBudget the bytes of tool fields the extensions may
+	// still take (see ToolExtraAllowance).
+	toolExtraSize map[string]int
+	toolBudget    int
+	msgID         int64
+	archID        int64
+	summary       int64
 }
 
 // ToDump maps an agent file onto engram's dump, without touching a store:
@@ -329,14 +335,47 @@ func (im *importer) blocksAndShares() error {
 	return nil
 }
 
+// ToolExtraAllowance bounds the tool fields an import copies into agent
+// profiles: a tool's fields engram does not model (source code among
+// them) are kept in the profile of each agent that lists it, and all those
+// copies together may take this many bytes plus twice the size of each
+// tool's fields. The first agent listing a tool always keeps them; an
+// agent past the budget gets the tool's definition without them (reported).
+const ToolExtraAllowance = 1 << 20
+
+// chargeToolExtra takes the size of one copy of tool tid's kept fields
+// from the import's budget, reporting whether it fits.
+func (im *importer) chargeToolExtra(tid string, extra map[string]json.RawMessage) bool {
+	n, seen := im.toolExtraSize[tid]
+	if !seen {
+		for k, v := range extra {
+			n += len(k) + len(v) + 4
+		}
+		if im.toolExtraSize == nil {
+			im.toolExtraSize = map[string]int{}
+			im.toolBudget = ToolExtraAllowance
+		}
+		im.toolExtraSize[tid] = n
+		im.toolBudget += 2 * n
+	}
+	if n > im.toolBudget {
+		return false
+	}
+	im.toolBudget -= n
+	return true
+}
+
 // groupMembers are a group's agents, its manager first when it has one.
 func groupMembers(g Group) []string {
 	var out []string
+	seen := map[string]bool{}
 	if m := g.managerAgentID(); m != "" {
 		out = append(out, m)
+		seen[m] = true
 	}
 	for _, a := range g.AgentIDs {
-		if !slices.Contains(out, a) {
+		if !seen[a] {
+			seen[a] = true
 			out = append(out, a)
 		}
 	}
@@ -480,17 +519,20 @@ func (im *importer) profile(a *Agent, id string) error {
 	}
 
 	// Tools.
-	toolByID := map[string]*Tool{}
-	for i := range im.f.Tools {
-		toolByID[im.f.Tools[i].ID] = &im.f.Tools[i]
+	if im.toolByID == nil {
+		im.toolByID = make(map[string]*Tool, len(im.f.Tools))
+		for i := range im.f.Tools {
+			im.toolByID[im.f.Tools[i].ID] = &im.f.Tools[i]
+		}
 	}
+	toolNames := map[string]bool{}
 	for _, tid := range a.ToolIDs {
-		t, ok := toolByID[tid]
+		t, ok := im.toolByID[tid]
 		if !ok {
 			im.rep.notKept(id, "tool id "+tid, 1, "the agent lists it but the file holds no such tool")
 			continue
 		}
-		if slices.ContainsFunc(p.Tools, func(d memory.ToolDefinition) bool { return d.Name == t.Name }) {
+		if toolNames[t.Name] {
 			im.rep.notKept(id, fmt.Sprintf("tool %q (%s)", t.Name, tid), 1, "another tool of the agent has the name")
 			continue
 		}
@@ -499,8 +541,14 @@ func (im *importer) profile(a *Agent, id string) error {
 			return fmt.Errorf("%w: agent %q: tool %q: %v", ErrInvalid, id, t.Name, err)
 		}
 		p.Tools = append(p.Tools, def)
+		toolNames[def.Name] = true
 		im.rep.agent("", "", id).Tools++
 		im.rep.mapped(id, "tool", 1, "a tool definition of the profile (name, description, JSON Schema of the parameters)")
+		if len(extra) > 0 && !im.chargeToolExtra(tid, extra) {
+			im.rep.notKept(id, fmt.Sprintf("fields engram does not model of tool %q (%s)", t.Name, tid), 1,
+				fmt.Sprintf("the copies of tools' fields in the agents' profiles passed the import's budget (%d bytes plus twice each tool's fields); another agent's profile keeps them", ToolExtraAllowance))
+			extra = nil
+		}
 		if len(extra) > 0 {
 			if ext.Tools == nil {
 				ext.Tools = map[string]map[string]json.RawMessage{}
@@ -512,7 +560,7 @@ func (im *importer) profile(a *Agent, id string) error {
 		}
 	}
 	for _, name := range a.Tools {
-		if !slices.ContainsFunc(p.Tools, func(d memory.ToolDefinition) bool { return d.Name == name }) {
+		if !toolNames[name] {
 			im.rep.notKept(id, fmt.Sprintf("tool %q", name), 1, "named by the agent without a definition in the file")
 		}
 	}

@@ -3,7 +3,6 @@ package letta
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -138,7 +137,7 @@ func (im *importer) messages(a *Agent, id string) error {
 			args := json.RawMessage(tc.Function.Arguments)
 			if !json.Valid(args) {
 				args, _ = json.Marshal(tc.Function.Arguments)
-			} else if c := compactJSON(args); c != tc.Function.Arguments && tc.ID != "" {
+			} else if c := unescapeHTML(compactJSON(args)); c != tc.Function.Arguments && tc.ID != "" {
 				im.keepArguments(id, tc.ID, tc.Function.Arguments)
 			}
 			base.ToolCalls = append(base.ToolCalls, memory.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
@@ -460,8 +459,21 @@ func (im *importer) archival(agent, content string, tags []string, meta map[stri
 		Metadata: meta, CreatedAt: now, ValidFrom: now})
 }
 
-// groups keeps each group in the extension of each of its agents.
+// groups keeps each group once, in the extension of its first agent
+// (the manager when it has one): an export writes a group only when all
+// its agents are exported, so one copy is enough, and a copy per member
+// would let a file of G groups of A agents store G*A*A names.
 func (im *importer) groups() {
+	listed := map[string][]string{} // group id → agents whose group_ids name it
+	for _, a := range im.f.Agents {
+		seen := map[string]bool{}
+		for _, gid := range a.GroupIDs {
+			if !seen[gid] {
+				seen[gid] = true
+				listed[gid] = append(listed[gid], im.ids[a.ID])
+			}
+		}
+	}
 	for _, g := range im.f.Groups {
 		ge := groupExt{Description: g.Description, ManagerConfig: g.ManagerConfig, ProjectID: g.ProjectID, Hidden: g.Hidden}
 		if m := g.managerAgentID(); m != "" {
@@ -478,21 +490,18 @@ func (im *importer) groups() {
 				im.rep.notKept("", fmt.Sprintf("group %s: agent id %s", g.ID, aid), 1, "the file holds no such agent")
 			}
 		}
-		for _, a := range im.f.Agents {
-			if slices.Contains(a.GroupIDs, g.ID) {
-				ge.Listed = append(ge.Listed, im.ids[a.ID])
-			}
-		}
+		ge.Listed = listed[g.ID]
 		for _, bid := range g.SharedBlockIDs {
 			if own, ok := im.owner[bid]; ok {
 				ge.SharedBlocks = append(ge.SharedBlocks, blockRef{Owner: own, Label: im.label[bid]})
 			}
 		}
-		for _, id := range members {
-			im.exts[id].Groups = append(im.exts[id].Groups, ge)
+		if len(members) == 0 {
+			im.rep.notKept("", "group "+g.ID, 1, "none of its agents is in the file")
+			continue
 		}
-		what := "group " + g.ID
-		im.rep.meta("", what, 1, fmt.Sprintf("kept with the profiles of %s (engram has no groups: shared blocks are shares)", strings.Join(members, ", ")))
+		im.exts[members[0]].Groups = append(im.exts[members[0]].Groups, ge)
+		im.rep.meta("", "group "+g.ID, 1, fmt.Sprintf("kept with the profile of %s, for its agents %s (engram has no groups: shared blocks are shares)", members[0], strings.Join(members, ", ")))
 	}
 }
 

@@ -3,7 +3,6 @@ package letta
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +21,17 @@ type Report struct {
 	NotKept   []Item        `json:"not_kept"`
 	// Duration is how long the import or export took.
 	Duration time.Duration `json:"duration_ns"`
+
+	// index finds an item of a list by (list, agent, what, why) and
+	// agentIdx an agent report by engram id, so that adding is constant
+	// time whatever the number of lines.
+	index    map[itemKey]int
+	agentIdx map[string]int
+}
+
+type itemKey struct {
+	list             *[]Item
+	agent, what, why string
 }
 
 // AgentReport counts what one agent became.
@@ -61,13 +71,17 @@ type Item struct {
 }
 
 func (r *Report) add(list *[]Item, agent, what string, n int, why string) {
-	for i := range *list {
-		it := &(*list)[i]
-		if it.Agent == agent && it.What == what && it.Why == why {
+	k := itemKey{list, agent, what, why}
+	if i, ok := r.index[k]; ok && i < len(*list) {
+		if it := &(*list)[i]; it.Agent == agent && it.What == what && it.Why == why {
 			it.Count += n
 			return
 		}
 	}
+	if r.index == nil {
+		r.index = map[itemKey]int{}
+	}
+	r.index[k] = len(*list)
 	*list = append(*list, Item{Agent: agent, What: what, Count: n, Why: why})
 }
 
@@ -113,9 +127,13 @@ func (r *Report) Write(w io.Writer) {
 
 // agent returns the report of engram agent id, adding one.
 func (r *Report) agent(letta, fileID, id string) *AgentReport {
-	if i := slices.IndexFunc(r.Agents, func(a AgentReport) bool { return a.Agent == id }); i >= 0 {
+	if i, ok := r.agentIdx[id]; ok && i < len(r.Agents) && r.Agents[i].Agent == id {
 		return &r.Agents[i]
 	}
+	if r.agentIdx == nil {
+		r.agentIdx = map[string]int{}
+	}
+	r.agentIdx[id] = len(r.Agents)
 	r.Agents = append(r.Agents, AgentReport{Letta: letta, FileID: fileID, Agent: id})
 	return &r.Agents[len(r.Agents)-1]
 }
