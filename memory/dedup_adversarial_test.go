@@ -1,0 +1,121 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// NFKC folds compatibility characters that carry meaning: a superscript
+// digit is an exponent, not a digit of the number. "10² m²" and "102 m2"
+// are two facts, and write-time deduplication must keep both.
+func TestDedupKeepsCompatibilityDistinctFacts(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	ar := s.Agent("ag").Archival()
+	pairs := [][2]string{
+		{"The plot measures 10² m²", "The plot measures 102 m2"},
+		{"The formula is x² + y²", "The formula is x2 + y2"},
+		{"See footnote ¹ for the source", "See footnote 1 for the source"},
+	}
+	for _, p := range pairs {
+		a, err := ar.Insert(ctx, memory.ArchivalEntry{Content: p[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ar.Insert(ctx, memory.ArchivalEntry{Content: p[1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Duplicate || b.ID == a.ID {
+			t.Errorf("%q was merged into %q (entry %d): two different facts, one stored", p[1], p[0], a.ID)
+		}
+	}
+}
+
+// Conversation ids past 2^53 (chat platforms' snowflake ids) are two
+// conversations at write time (json.Marshal of an int64 is exact), so
+// consolidation, which reads the stored metadata back as float64, must
+// not see them as one conversation and propose merging across them.
+func TestConsolidateKeepsLargeConversationIDsApart(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	ar := s.Agent("ag").Archival()
+	const base = int64(1) << 53 // base and base+1 are one float64
+	for _, th := range []int64{base, base + 1} {
+		e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: "Thanks, that settles the plan for Monday.",
+			Metadata: map[string]any{"thread_id": th}})
+		if err != nil || e.Duplicate {
+			t.Fatalf("thread %d: %+v, %v", th, e, err)
+		}
+	}
+	rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range rep.Clusters {
+		t.Errorf("cluster %v (%s) merges turns of two conversations (thread_id %d and %d)", cl.Merge.Sources, cl.Merge.Kind, base, base+1)
+	}
+}
+
+// A pending merge is not proposed again: calling consolidation twice (the
+// MCP tool archival_consolidate without after, the CLI, a restarted
+// RunConsolidation) must not queue a second identical proposal for the
+// approver.
+func TestConsolidateDoesNotReproposePendingMerge(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
+	ar := s.Agent("ag").Archival()
+	for range 2 {
+		if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: "the user prefers tea over coffee in the morning"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		if _, err := ar.Consolidate(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := s.Agent("ag").Proposals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 {
+		t.Errorf("%d pending merge proposals of the same two entries after 5 calls, want 1", len(ps))
+	}
+}
+
+// One round's work is bounded by MaxEntries (the MCP tool passes 2000):
+// a round that examines one new entry must not read and sign every live
+// entry of the agent.
+func TestConsolidateRoundCostBoundedByWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 20000 entries")
+	}
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	ar := s.Agent("ag").Archival()
+	const n = 20000
+	var in []memory.ArchivalEntry
+	for i := range n {
+		in = append(in, memory.ArchivalEntry{Content: fmt.Sprintf("entry %d about topic %d with some words to sign %d", i, i%97, i*7)})
+	}
+	es, err := ar.InsertBatch(ctx, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := es[len(es)-1].ID
+	start := time.Now()
+	rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{After: last - 1, MaxEntries: 2000, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("examined %d, compared against %d live entries, %v", rep.Examined, rep.Live, time.Since(start))
+	if rep.Examined == 1 && rep.Live > 2000 {
+		t.Errorf("a round examining %d entry read and signed %d live entries (MaxEntries 2000)", rep.Examined, rep.Live)
+	}
+}
