@@ -119,3 +119,31 @@ func TestConsolidateRoundCostBoundedByWindow(t *testing.T) {
 		t.Errorf("a round examining %d entry read and signed %d live entries (MaxEntries 2000)", rep.Examined, rep.Live)
 	}
 }
+
+// ApplyExact applies near-exact merges without approval: those must be
+// texts that say the same thing. Swapped roles (who owes whom, which is
+// preferred) are different facts.
+func TestApplyExactKeepsDifferentFacts(t *testing.T) {
+	ctx := context.Background()
+	pairs := [][2]string{
+		{"Alice owes Bob 50 dollars for the tickets", "Bob owes Alice 50 dollars for the tickets"},
+		{"The user prefers tea to coffee in the morning", "The user prefers coffee to tea in the morning"},
+		{"The meeting is not on Monday morning", "The meeting is on Monday morning"},
+	}
+	for _, p := range pairs {
+		s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+		ar := s.Agent("ag").Archival()
+		for _, txt := range p {
+			if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: txt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Applied > 0 {
+			t.Errorf("%q and %q merged without approval (%s)", p[0], p[1], rep.Clusters[0].Merge.Kind)
+		}
+	}
+}
