@@ -39,10 +39,11 @@ type ConsolidateOptions struct {
 	MaxClusterSize int
 	// DryRun reports the clusters and proposes and applies nothing.
 	DryRun bool
-	// ApplyExact applies the merges of exact and near-exact clusters
-	// (same normalised text, or the same terms up to order, punctuation,
-	// case and filler words) at once, approved by "system:consolidate",
-	// instead of proposing them.
+	// ApplyExact applies the merges of exact clusters (same normalised
+	// text) at once, approved by "system:consolidate", instead of
+	// proposing them. Near-exact clusters (the same terms up to order,
+	// punctuation, case and filler words) are still proposed: word order
+	// carries meaning ("Alice owes Bob", "Bob owes Alice").
 	ApplyExact bool
 	// Model, when set, is asked about each near cluster (and about blocks
 	// close to their character limit): it may propose a merged text, that
@@ -306,7 +307,7 @@ func (c *Cache) consolidate(ctx context.Context, agent string, opts *Consolidate
 		}
 		cl := &rep.Clusters[i]
 		kind := cl.Merge.Kind
-		if o.ApplyExact && (kind == MergeExact || kind == MergeNearExact) {
+		if o.ApplyExact && kind == MergeExact {
 			id, err := c.applyMerge(ctx, agent, cl.Merge, 0, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
