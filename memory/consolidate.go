@@ -341,7 +341,7 @@ func (c *Cache) consolidate(ctx context.Context, agent string, opts *Consolidate
 
 // liveEntries reads agent's live entries with ids up to end, signed.
 func (c *Cache) liveEntries(ctx context.Context, agent string, end int64) ([]*sigEntry, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, '') FROM archival
+	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival
 		WHERE agent = ? AND valid_to IS NULL AND id <= ? ORDER BY id`, agent, end)
 	if err != nil {
 		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
@@ -350,9 +350,14 @@ func (c *Cache) liveEntries(ctx context.Context, agent string, end int64) ([]*si
 	var out []*sigEntry
 	for rows.Next() {
 		s := &sigEntry{}
-		e, err := scanArchival(scanExtra{rows, []any{&s.key}})
+		var meta string
+		e, err := scanArchival(scanExtra{rows, []any{&s.key, &meta}})
 		if err != nil {
 			return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		}
+		// Numbers exact (json.Number): thread ids past 2^53 stay apart.
+		if e.Metadata, err = decodeMetadata(meta); err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
 		}
 		s.e = e
 		s.conv = conversationOf(e.Metadata)
