@@ -301,20 +301,31 @@ func (c *Cache) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if o.DryRun {
 		return rep, nil
 	}
+	pending, err := c.pendingMerges(ctx, agent)
+	if err != nil {
+		return rep, err
+	}
 	for i := range rep.Clusters {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("memory: consolidate %q: stopped after %d of %d clusters: %w", agent, i, len(rep.Clusters), err)
 		}
 		cl := &rep.Clusters[i]
 		kind := cl.Merge.Kind
+		prior := pending[sourcesKey(cl.Merge.Sources)]
 		if o.ApplyExact && kind == MergeExact {
-			id, err := c.applyMerge(ctx, agent, cl.Merge, 0, "system:consolidate")
+			// A pending proposal of the same merge is decided by it.
+			id, err := c.applyMerge(ctx, agent, cl.Merge, prior, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
 				continue
 			}
 			cl.MergedID = id
 			rep.Applied++
+			continue
+		}
+		if prior != 0 {
+			// Already awaiting a decision: not proposed again.
+			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior)
 			continue
 		}
 		if kind == MergeNear && o.Model != nil && rep.ModelTokens < o.MaxModelTokens {
@@ -337,6 +348,40 @@ func (c *Cache) consolidate(ctx context.Context, agent string, opts *Consolidate
 		}
 	}
 	return rep, nil
+}
+
+// pendingMerges maps the sources (sourcesKey) of agent's pending
+// merge_archival proposals to the proposal's id.
+func (c *Cache) pendingMerges(ctx context.Context, agent string) (map[string]int64, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT id, args_json FROM proposals
+		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status = 'pending'`, agent, OpMergeArchival)
+	if err != nil {
+		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id int64
+		var args string
+		if err := rows.Scan(&id, &args); err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		}
+		var m ArchivalMerge
+		if json.Unmarshal([]byte(args), &m) == nil && len(m.Sources) > 0 {
+			out[sourcesKey(m.Sources)] = id
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+	}
+	return out, nil
+}
+
+// sourcesKey is a merge's set of source ids as a map key.
+func sourcesKey(ids []int64) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return fmt.Sprint(ids)
 }
 
 // liveEntries reads agent's live entries with ids up to end, signed.

@@ -2,10 +2,8 @@ package memory_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/engram-go/engram/memory"
 )
@@ -89,40 +87,9 @@ func TestConsolidateDoesNotReproposePendingMerge(t *testing.T) {
 	}
 }
 
-// One round's work is bounded by MaxEntries (the MCP tool passes 2000):
-// a round that examines one new entry must not read and sign every live
-// entry of the agent.
-func TestConsolidateRoundCostBoundedByWindow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 20000 entries")
-	}
-	ctx := context.Background()
-	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
-	ar := s.Agent("ag").Archival()
-	const n = 20000
-	var in []memory.ArchivalEntry
-	for i := range n {
-		in = append(in, memory.ArchivalEntry{Content: fmt.Sprintf("entry %d about topic %d with some words to sign %d", i, i%97, i*7)})
-	}
-	es, err := ar.InsertBatch(ctx, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := es[len(es)-1].ID
-	start := time.Now()
-	rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{After: last - 1, MaxEntries: 2000, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("examined %d, compared against %d live entries, %v", rep.Examined, rep.Live, time.Since(start))
-	if rep.Examined == 1 && rep.Live > 2000 {
-		t.Errorf("a round examining %d entry read and signed %d live entries (MaxEntries 2000)", rep.Examined, rep.Live)
-	}
-}
-
-// ApplyExact applies near-exact merges without approval: those must be
-// texts that say the same thing. Swapped roles (who owes whom, which is
-// preferred) are different facts.
+// ApplyExact applies merges without approval: those must be texts that
+// say the same thing. Swapped roles (who owes whom, which is preferred)
+// are different facts, though their words are the same.
 func TestApplyExactKeepsDifferentFacts(t *testing.T) {
 	ctx := context.Background()
 	pairs := [][2]string{
