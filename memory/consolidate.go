@@ -39,10 +39,11 @@ type ConsolidateOptions struct {
 	MaxClusterSize int
 	// DryRun reports the clusters and proposes and applies nothing.
 	DryRun bool
-	// ApplyExact applies the merges of exact and near-exact clusters
-	// (same normalised text, or the same terms up to order, punctuation,
-	// case and filler words) at once, approved by "system:consolidate",
-	// instead of proposing them.
+	// ApplyExact applies the merges of exact clusters (same normalised
+	// text) at once, approved by "system:consolidate", instead of
+	// proposing them. Near-exact clusters (the same terms up to order,
+	// punctuation, case and filler words) are still proposed: word order
+	// carries meaning ("Alice owes Bob", "Bob owes Alice").
 	ApplyExact bool
 	// Model, when set, is asked about each near cluster (and about blocks
 	// close to their character limit): it may propose a merged text, that
@@ -300,20 +301,31 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if o.DryRun {
 		return rep, nil
 	}
+	pending, err := c.pendingMerges(ctx, agent)
+	if err != nil {
+		return rep, err
+	}
 	for i := range rep.Clusters {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("memory: consolidate %q: stopped after %d of %d clusters: %w", agent, i, len(rep.Clusters), err)
 		}
 		cl := &rep.Clusters[i]
 		kind := cl.Merge.Kind
-		if o.ApplyExact && (kind == MergeExact || kind == MergeNearExact) {
-			id, err := c.applyMerge(ctx, agent, cl.Merge, 0, "system:consolidate")
+		prior := pending[sourcesKey(cl.Merge.Sources)]
+		if o.ApplyExact && kind == MergeExact {
+			// A pending proposal of the same merge is decided by it.
+			id, err := c.applyMerge(ctx, agent, cl.Merge, prior, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
 				continue
 			}
 			cl.MergedID = id
 			rep.Applied++
+			continue
+		}
+		if prior != 0 {
+			// Already awaiting a decision: not proposed again.
+			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior)
 			continue
 		}
 		if kind == MergeNear && o.Model != nil && rep.ModelTokens < o.MaxModelTokens {
@@ -338,9 +350,43 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	return rep, nil
 }
 
+// pendingMerges maps the sources (sourcesKey) of agent's pending
+// merge_archival proposals to the proposal's id.
+func (c *Store) pendingMerges(ctx context.Context, agent string) (map[string]int64, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT id, args_json FROM proposals
+		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status = 'pending'`, agent, OpMergeArchival)
+	if err != nil {
+		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id int64
+		var args string
+		if err := rows.Scan(&id, &args); err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		}
+		var m ArchivalMerge
+		if json.Unmarshal([]byte(args), &m) == nil && len(m.Sources) > 0 {
+			out[sourcesKey(m.Sources)] = id
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+	}
+	return out, nil
+}
+
+// sourcesKey is a merge's set of source ids as a map key.
+func sourcesKey(ids []int64) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return fmt.Sprint(ids)
+}
+
 // liveEntries reads agent's live entries with ids up to end, signed.
 func (c *Store) liveEntries(ctx context.Context, agent string, end int64) ([]*sigEntry, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, '') FROM archival
+	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival
 		WHERE agent = ? AND valid_to IS NULL AND id <= ? ORDER BY id`, agent, end)
 	if err != nil {
 		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
@@ -349,9 +395,14 @@ func (c *Store) liveEntries(ctx context.Context, agent string, end int64) ([]*si
 	var out []*sigEntry
 	for rows.Next() {
 		s := &sigEntry{}
-		e, err := scanArchival(scanExtra{rows, []any{&s.key}})
+		var meta string
+		e, err := scanArchival(scanExtra{rows, []any{&s.key, &meta}})
 		if err != nil {
 			return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		}
+		// Numbers exact (json.Number): thread ids past 2^53 stay apart.
+		if e.Metadata, err = decodeMetadata(meta); err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
 		}
 		s.e = e
 		s.conv = conversationOf(e.Metadata)

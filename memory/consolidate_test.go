@@ -127,3 +127,27 @@ func TestConsolidateRoundCost(t *testing.T) {
 		t.Fatalf("round took %v, want ≤ 5 s", d)
 	}
 }
+
+// An exact merge already pending as a proposal is applied by ApplyExact
+// as that proposal's approval: no stale proposal is left for the
+// approver.
+func TestApplyExactDecidesPendingMerge(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
+	ar := s.Agent("ag").Archival()
+	for _, txt := range []string{"The build runs on Fridays.", "the build runs on FRIDAYS."} {
+		if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: txt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := ar.Consolidate(ctx, nil); err != nil || len(rep.Proposals) != 1 {
+		t.Fatalf("propose: %+v, %v", rep, err)
+	}
+	rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true})
+	if err != nil || rep.Applied != 1 {
+		t.Fatalf("apply: %+v, %v", rep, err)
+	}
+	if n := pendingMerges(t, s, "ag"); n != 0 {
+		t.Errorf("%d merge proposals still pending after the merge was applied", n)
+	}
+}

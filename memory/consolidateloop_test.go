@@ -85,12 +85,12 @@ func TestRunConsolidationProposesInTheBackground(t *testing.T) {
 }
 
 // TestRunConsolidationAppliesExact: with ApplyExact the loop merges
-// near-exact duplicates itself, leaving no proposal.
+// exact duplicates (kept at write time) itself, leaving no proposal.
 func TestRunConsolidationAppliesExact(t *testing.T) {
 	ctx := context.Background()
-	c := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	c := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
 	var ids []int64
-	for _, s := range []string{"Lunch is at one.", "lunch is at one"} {
+	for _, s := range []string{"Lunch is at one.", "lunch  is at ONE."} {
 		e, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: s})
 		if err != nil {
 			t.Fatal(err)

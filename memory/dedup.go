@@ -24,21 +24,23 @@ import (
 
 // NormalizeContent is the form of an archival entry's content that
 // write-time deduplication compares: invalid UTF-8 replaced by U+FFFD,
-// Unicode NFKC, case-folded (full Unicode folding, then lower case, so
+// Unicode NFC, case-folded (full Unicode folding, then lower case, so
 // "Straße" and "STRASSE" are equal), every run of white space one space, trimmed.
+// Compatibility characters are kept (NFC, not NFKC): a superscript or a
+// circled digit carries meaning, so "10² m²" and "102 m2" are two texts.
 // It is idempotent.
 func NormalizeContent(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	s = norm.NFKC.String(s)
+	s = norm.NFC.String(s)
 	// Lower-cased after folding: folding maps a few scripts' lower case
 	// to upper (Cherokee), which lower-casing maps back, so that the
 	// result is a fixed point.
 	s = strings.ToLower(cases.Fold().String(s))
-	// Folding may leave a string that is not NFKC (a folded letter before
+	// Folding may leave a string that is not NFC (a folded letter before
 	// a combining mark): normalise again so the result is a fixed point.
-	s = norm.NFKC.String(s)
+	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -54,7 +56,7 @@ func NormalizeContent(s string) string {
 		b.WriteRune(r)
 	}
 	out := b.String()
-	if out != s && !norm.NFKC.IsNormalString(out) {
+	if out != s && !norm.NFC.IsNormalString(out) {
 		// Removing white space joined a base and a combining mark.
 		return NormalizeContent(out)
 	}
@@ -77,7 +79,11 @@ func conversationOf(meta map[string]any) string {
 			if v == "" {
 				continue
 			}
-		case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		case json.Number:
+			// Stored metadata read back (decodeMetadata): its text is
+			// what json.Marshal wrote at insert, exact past 2^53.
+			return v.String()
+		case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		default:
 			continue
 		}
@@ -86,6 +92,19 @@ func conversationOf(meta map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// decodeMetadata decodes stored metadata JSON with numbers as
+// json.Number, so that an integer past 2^53 (a snowflake thread id) is
+// read, compared and written back exactly.
+func decodeMetadata(s string) (map[string]any, error) {
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // dedupKey is the key of an entry of content in conversation conv: the
@@ -143,6 +162,9 @@ func liveByKey(ctx context.Context, q interface {
 	}
 	if err != nil {
 		return e, "", "", false, fmt.Errorf("memory: read the live archival entry of %q with key %s: %w", agent, key, err)
+	}
+	if e.Metadata, err = decodeMetadata(meta); err != nil {
+		return e, "", "", false, fmt.Errorf("memory: archival %d metadata: %w", e.ID, err)
 	}
 	return e, meta, tags, true, nil
 }
@@ -311,8 +333,7 @@ func (c *Store) backfillKeys(ctx context.Context) (int, error) {
 				rows.Close()
 				return total, fmt.Errorf("memory: read archival entries without keys: %w", err)
 			}
-			var m map[string]any
-			_ = json.Unmarshal([]byte(meta), &m)
+			m, _ := decodeMetadata(meta)
 			p.key = dedupKey(content, conversationOf(m))
 			batch = append(batch, p)
 		}

@@ -25,8 +25,9 @@ func TestNormalizeContent(t *testing.T) {
 		{"  Hello   World \n", "hello world"},
 		{"HELLO\tworld", "hello world"},
 		{"Straße", "strasse"},
-		{"ＡＢＣ", "abc"},             // full width (NFKC)
-		{"ﬁle", "file"},            // ligature (NFKC)
+		{"ＡＢＣ", "ａｂｃ"},             // full width: case-folded, kept wide (NFC)
+		{"ﬁle", "file"},            // ligature: full case folding splits it
+		{"10² m²", "10² m²"},       // superscripts kept (NFC, not NFKC)
 		{"e\u0301", "\u00e9"},      // composed
 		{"\u00a0x\u3000y ", "x y"}, // no-break and ideographic spaces
 		{"", ""},

@@ -16,7 +16,7 @@ func TestConsolidateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"The build runs on Fridays.", "the build runs on fridays", "Deploys need two reviews."} {
+	for _, c := range []string{"The build runs on Fridays.", "the build runs on FRIDAYS.", "Deploys need two reviews."} {
 		if _, err := s.Agent("ada").Archival().Insert(context.Background(), memory.ArchivalEntry{Content: c}); err != nil {
 			t.Fatal(err)
 		}

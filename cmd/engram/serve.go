@@ -64,7 +64,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&c.metricsTokenFile, "metrics-token-file", "", "serve /metrics (Prometheus) to the bearer of the token in this file; without it /metrics is off")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	fs.DurationVar(&c.consolidateEvery, "consolidate-every", 0, "every this long, one bounded consolidation round per agent's archival memory: near-duplicates become merge_archival proposals (default 0, off)")
-	fs.BoolVar(&c.consolidateApplyExact, "consolidate-apply-exact", false, "with --consolidate-every, merge exact and near-exact duplicates at once instead of proposing them")
+	fs.BoolVar(&c.consolidateApplyExact, "consolidate-apply-exact", false, "with --consolidate-every, merge exact duplicates (same normalised text) at once instead of proposing them; near-exact ones are still proposed")
 	return func(ctx context.Context, a *app, _ []string) error {
 		if quota != 0 {
 			a.quota = quota

@@ -29,11 +29,11 @@ func TestServeConsolidatesInTheBackground(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "s.db")
 			ctx := context.Background()
-			s, err := memory.Open(ctx, db, nil)
+			s, err := memory.Open(ctx, db, &memory.Options{KeepDuplicates: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range []string{"The build runs on Fridays.", "the build runs on fridays"} {
+			for _, c := range []string{"The build runs on Fridays.", "the build runs on FRIDAYS."} {
 				if _, err := s.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: c}); err != nil {
 					t.Fatal(err)
 				}
