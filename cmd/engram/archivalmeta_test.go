@@ -27,3 +27,18 @@ func TestArchivalAddMeta(t *testing.T) {
 		}
 	}
 }
+
+// archival add of a text the agent already holds (up to case and spacing)
+// says so instead of reporting a new entry.
+func TestArchivalAddSaysDuplicate(t *testing.T) {
+	db := t.TempDir() + "/m.db"
+	for i, tc := range []struct{ text, want string }{
+		{"The deploy is on Friday.", "archival entry 1 added"},
+		{"the deploy is   on friday.", "archival entry 1 already holds this text"},
+	} {
+		out, errOut, code := cli(t, db, "", "archival", "add", "--agent", "ada", tc.text)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Fatalf("add %d (%q): exit %d, output %q %q, want %q", i, tc.text, code, out, errOut, tc.want)
+		}
+	}
+}

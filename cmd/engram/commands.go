@@ -381,7 +381,13 @@ func cmdArchivalAdd(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return a.output(e, func(w io.Writer) { fmt.Fprintf(w, "archival entry %d added\n", e.ID) })
+		return a.output(e, func(w io.Writer) {
+			if e.Duplicate {
+				fmt.Fprintf(w, "archival entry %d already holds this text: tags and metadata merged into it\n", e.ID)
+				return
+			}
+			fmt.Fprintf(w, "archival entry %d added\n", e.ID)
+		})
 	}
 }
 
