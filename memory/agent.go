@@ -180,14 +180,19 @@ func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) err
 	return a.s.rejectProposal(ctx, id, a.id, reason)
 }
 
-// Export copies the agent's content (see [Store.Export]). Through a handle
-// it is always one agent's: the empty id that makes [Store.Export] copy
-// every agent is an error here.
+// Export copies the agent's content into a [Dump] that [Store.Import]
+// takes back: its blocks (whole automerge documents, archived epochs
+// included) and their shares, the proposals on its blocks and its
+// archival memory, its archival entries (superseded ones too), messages,
+// batches, summaries, context library and profile, and the store's
+// embedder record. Pending write-back edits are flushed first. Blocks
+// shared with the agent are their owners' content and are not in it;
+// [Store.Export] copies every agent's.
 func (a *Agent) Export(ctx context.Context) (*Dump, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	return a.s.Export(ctx, a.id)
+	return a.s.export(ctx, a.id)
 }
 
 // Archival is the agent's archival memory.

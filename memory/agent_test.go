@@ -380,7 +380,7 @@ func TestAgentHandleMatchesPositional(t *testing.T) {
 		{"LatestSummary", func(c *memory.Store) (any, error) { return c.LatestSummary(ctx, "ada") },
 			func(a *memory.Agent) (any, error) { return a.Messages().LatestSummary(ctx) }},
 		{"Export", func(c *memory.Store) (any, error) {
-			d, err := c.Export(ctx, "ada")
+			d, err := c.ExportAgent(ctx, "ada")
 			if err != nil {
 				return nil, err
 			}

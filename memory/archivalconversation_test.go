@@ -24,7 +24,7 @@ func roundTrip(t *testing.T, c *memory.Store, agents ...string) *memory.Store {
 	}
 	t.Cleanup(func() { to.Close() })
 	for _, a := range agents {
-		d, err := c.Export(ctx, a)
+		d, err := c.Agent(a).Export(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

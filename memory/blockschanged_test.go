@@ -46,7 +46,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 			}
 		}
 	}
-	dump, err := c.Export(ctx, "b")
+	dump, err := c.Agent("b").Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,8 +147,15 @@ type DumpShare struct {
 	CreatedAt  int64             `json:"created_at,omitempty"` // Unix nanoseconds; 0: Import's time
 }
 
-// Export copies the store's content; agent "" exports every agent.
-func (c *Store) Export(ctx context.Context, agent string) (*Dump, error) {
+// Export copies the whole store's content, every agent's, into a [Dump]
+// that [Store.Import] takes back. Pending write-back edits are flushed
+// first. [Agent.Export] copies one agent's.
+func (c *Store) Export(ctx context.Context) (*Dump, error) {
+	return c.export(ctx, "")
+}
+
+// export implements [Store.Export] (agent "") and [Agent.Export].
+func (c *Store) export(ctx context.Context, agent string) (*Dump, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func TestExportImportLossless(t *testing.T) {
 		Content: "greeting and a search", Model: "m-1"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestExportImportLossless(t *testing.T) {
 	}
 	// The whole dump survives: exporting the imported store gives back
 	// what was imported.
-	again, err := dst.Export(ctx, "")
+	again, err := dst.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestDumpKeepsArchivalProposals(t *testing.T) {
 	if err := ada.RejectProposal(ctx, rep2.Proposals[0], "no"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

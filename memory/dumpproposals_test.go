@@ -25,7 +25,7 @@ func TestImportRefusesBrokenProposals(t *testing.T) {
 	if _, err := src.Agent("ada").Block("persona").Propose(ctx, memory.Edit{Op: blocks.OpSetText, Text: "new"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	good, err := src.Export(ctx, "")
+	good, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 			emb := search.NewOffline(0)
 			src := openFile(t, tc.src(t), &memory.Options{Embedder: emb})
 			fillEveryTable(t, src)
-			d, err := src.Export(ctx, "")
+			d, err := src.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 			}
 			// The documents themselves, byte for byte, through a
 			// re-export.
-			again, err := dst.Export(ctx, "")
+			again, err := dst.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,7 +370,7 @@ func TestImportVersion1Dump(t *testing.T) {
 	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,10 @@ func (c *Store) DeleteBlock(ctx context.Context, agent, label string) error {
 	return c.deleteBlock(ctx, agent, label)
 }
 
+func (c *Store) ExportAgent(ctx context.Context, agent string) (*Dump, error) {
+	return c.export(ctx, agent)
+}
+
 func (c *Store) GetArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
 	return c.getArchival(ctx, agent, id)
 }

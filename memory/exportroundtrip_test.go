@@ -62,7 +62,7 @@ func TestExportImportExportRoundTrip(t *testing.T) {
 			if err := src.Agent("ada").Block("t").Apply(ctx, memory.Edit{Op: blocks.OpAppendText, Text: " pending"}); err != nil {
 				t.Fatal(err)
 			}
-			d1, err := src.Export(ctx, "")
+			d1, err := src.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestExportImportExportRoundTrip(t *testing.T) {
 			if _, err := mid.Import(ctx, d1); err != nil {
 				t.Fatalf("import 1: %v", err)
 			}
-			d2, err := mid.Export(ctx, "")
+			d2, err := mid.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestExportImportExportRoundTrip(t *testing.T) {
 				t.Fatalf("import 2: %v", err)
 			}
 			// epochs reordered: refused or at least not silently accepted as-is
-			d3, _ := src.Export(ctx, "")
+			d3, _ := src.Export(ctx)
 			for i, b := range d3.Blocks {
 				if len(b.Epochs) == 2 {
 					d3.Blocks[i].Epochs[0], d3.Blocks[i].Epochs[1] = b.Epochs[1], b.Epochs[0]

@@ -66,7 +66,7 @@ func TestImportJudgesOutsideEdits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := src.Export(ctx, "")
+			d, err := src.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

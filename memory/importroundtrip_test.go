@@ -51,7 +51,7 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 		dropHead bool
 	}{{"edited in the dump", false}, {`{"a":"system","op":"set_field"}`, false}, {"edited in the dump", true}} {
 		msg := tc.msg
-		d, err := src.Export(ctx, "")
+		d, err := src.Export(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestImportTakesWhatExportWrote(t *testing.T) {
 		}
 	}
 	// Heads the document lacks: the dump is damaged.
-	d, err = src.Export(ctx, "")
+	d, err = src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestImportRefusesChangedArchivedEpoch(t *testing.T) {
 	if err := src.Agent("ada").Block("map").Rebase(ctx); err != nil {
 		t.Fatal(err)
 	}
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 	c3 := openFile(t, target, nil)
 	check("reopened", c3)
 
-	d, err := c3.Export(ctx, "ada")
+	d, err := c3.Agent("ada").Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestImportAttributesEditsAfterExport(t *testing.T) {
 	if _, err := src.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := src.Export(ctx, "ada")
+	d, err := src.Agent("ada").Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

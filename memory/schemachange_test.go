@@ -60,7 +60,7 @@ func TestUpdateBlockSchemaChecksTheContent(t *testing.T) {
 	if err := c.Agent("ada").Block("l").SetSchema(ctx, schema.List{Item: schema.FieldInteger, MaxItems: 3}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.Export(ctx, "")
+	d, err := c.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func runUpdateBlockSchemaMeetsAnotherStoresWrite(t *testing.T, path string) {
 	if err := blocks.CheckValue(d.Schema(), v); err != nil {
 		t.Fatalf("the block holds %v, which its schema %v refuses: %v (schema change err %v, push err %v)", v, d.Schema(), err, err, bErr)
 	}
-	dump, err := c.Export(ctx, "")
+	dump, err := c.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

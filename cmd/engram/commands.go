@@ -711,7 +711,12 @@ func cmdExport(fs *flag.FlagSet) runFunc {
 			}
 			v, rep, what = f, r, fmt.Sprintf("%d agents, %d blocks, %d tools", len(f.Agents), len(f.Blocks), len(f.Tools))
 		} else {
-			d, err := s.Export(ctx, agent)
+			var d *memory.Dump
+			if agent == "" {
+				d, err = s.Export(ctx)
+			} else {
+				d, err = s.Agent(agent).Export(ctx)
+			}
 			if err != nil {
 				return err
 			}

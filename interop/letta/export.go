@@ -77,8 +77,8 @@ type exporter struct {
 	msgN    int
 }
 
-// FromDumps maps the dumps of agents (memory.Store.Export of each), and
-// the blocks shared with them (memory.Store.ListSharedBlocks), onto a
+// FromDumps maps the dumps of agents (memory.Agent.Export of each), and
+// the blocks shared with them (memory.Agent.SharedBlocks), onto a
 // Letta agent file:
 //
 //   - each agent with its profile's system prompt, tools (as tools with

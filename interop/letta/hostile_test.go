@@ -54,7 +54,7 @@ func TestSecretsNeverStoredInAnyKeyCase(t *testing.T) {
 			if strings.Contains(reportText(rep), "sk-secret") {
 				t.Fatal("the report holds a secret value")
 			}
-			d, err := s.Export(ctx, "")
+			d, err := s.Export(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -202,7 +202,7 @@ func TestSecretsNeverStoredOrExported(t *testing.T) {
 	if !strings.Contains(text, "EXA_API_KEY") || !strings.Contains(text, "OPENAI_API_KEY") || strings.Contains(text, "sk-secret") {
 		t.Fatalf("report:\n%s", text)
 	}
-	d, err := s.Export(ctx, "")
+	d, err := s.Export(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
