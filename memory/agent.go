@@ -79,8 +79,16 @@ func (a *Agent) check(ctx context.Context) error {
 	return nil
 }
 
-// CreateBlock creates a block owned by the agent (see Store.createBlock)
-// and returns its handle.
+// CreateBlock creates a block owned by the agent, as spec describes it,
+// and returns its handle. What spec leaves zero takes the defaults
+// [BlockSpec] gives; spec.Value, when set, is the initial content, written
+// by the system in the creating change (fields of a Map block it leaves
+// out keep their schema defaults). The block is durable when CreateBlock
+// returns. A label the agent already uses is [ErrExists]; an empty or
+// invalid label, or a character limit above blocks.MaxCharLimit, is
+// [ErrInvalidArgument]; an initial value the schema or the limit refuses
+// fails with that error (schema.ErrInvalid, blocks.ErrLimit). Nothing is
+// created on an error.
 func (a *Agent) CreateBlock(ctx context.Context, spec BlockSpec) (*Block, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -107,7 +115,10 @@ func (a *Agent) Shared(owner, label string) *Block {
 	return &Block{s: a.s, agent: a.id, owner: owner, label: label}
 }
 
-// Blocks lists the agent's own blocks (see Store.blocksOf).
+// Blocks lists the agent's own blocks: Core first, then Working, Log and
+// Archival, each type in creation order. It reads the stored metadata and
+// renderings and loads no document; with Options.WriteBack, this Store's
+// unflushed edits show in the renderings.
 func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -115,8 +126,9 @@ func (a *Agent) Blocks(ctx context.Context) ([]BlockMeta, error) {
 	return a.s.blocksOf(ctx, a.id)
 }
 
-// BlocksOfType lists the agent's own blocks of type t (see
-// Store.listBlocksByType).
+// BlocksOfType lists the agent's own blocks of type t, in creation order,
+// as [Agent.Blocks] lists them. A t that is not a block type fails with an
+// error wrapping blocks.ErrUnknownName.
 func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -124,8 +136,10 @@ func (a *Agent) BlocksOfType(ctx context.Context, t blocks.Type) ([]BlockMeta, e
 	return a.s.listBlocksByType(ctx, a.id, t)
 }
 
-// SharedBlocks lists the blocks others shared with the agent, with the
-// shared permission (see Store.listSharedBlocks). Each one's handle is
+// SharedBlocks lists the blocks other agents shared with the agent, by
+// type as [Agent.Blocks] orders them, then in the order they were shared.
+// Each carries the share's permission (Permission), the owner
+// (SharedFrom) and when it was shared; its handle is
 // Shared(m.SharedFrom, m.Label).
 func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	if err := a.check(ctx); err != nil {
@@ -134,8 +148,13 @@ func (a *Agent) SharedBlocks(ctx context.Context) ([]SharedBlock, error) {
 	return a.s.listSharedBlocks(ctx, a.id)
 }
 
-// BlocksStamp fingerprints what Blocks and SharedBlocks would return (see
-// Store.blocksStamp).
+// BlocksStamp fingerprints what [Agent.Blocks] and [Agent.SharedBlocks]
+// would return: two stamps are equal only if both listings are (see
+// [BlocksStamp] for what changes it). It is one indexed query, with no
+// listing and no document load, and on SQLite not even that while nothing
+// was committed since the agent's last stamp, so a cache of the listings
+// can check it on every use. Read it before listing, so that
+// a change racing with the listing shows in the next stamp.
 func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 	if err := a.check(ctx); err != nil {
 		return BlocksStamp{}, err
@@ -144,7 +163,12 @@ func (a *Agent) BlocksStamp(ctx context.Context) (BlocksStamp, error) {
 }
 
 // Search searches what the agent may see: its own blocks, archival
-// entries and messages, and blocks shared with it (see Store.search).
+// entries and messages, and the blocks shared with it; never another
+// agent's content. Results come best first. nil opts means the defaults
+// of [search.Options] (automatic mode, every content type,
+// search.DefaultLimit results, superseded archival entries left out). A
+// query with no letters or digits fails with an error wrapping
+// search.ErrInvalidQuery.
 func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -152,8 +176,10 @@ func (a *Agent) Search(ctx context.Context, query string, opts *search.Options) 
 	return a.s.search(ctx, a.id, query, opts)
 }
 
-// Proposals lists the proposals on all of the agent's own blocks, oldest
-// first (see Store.listProposals; [Block.Proposals] narrows to one block).
+// Proposals lists the proposals on the agent's own blocks and on its
+// archival memory (consolidation's merges, with Proposal.Merge set),
+// pending and decided, oldest first. [Block.Proposals] narrows to one
+// block.
 func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -161,9 +187,22 @@ func (a *Agent) Proposals(ctx context.Context) ([]Proposal, error) {
 	return a.s.listProposals(ctx, a.id, "")
 }
 
-// ApproveProposal approves and applies proposal id with the agent as the
-// approver: it must own the block or have it shared at Admin (see
-// Store.approveProposal, which also takes a person's "human:NAME").
+// ApproveProposal approves pending proposal id with the agent as the
+// approver and applies it, in one transaction: either both happen or
+// neither. The agent may decide proposals on its own blocks and archival
+// memory and on blocks shared with it at Admin; any other is an error
+// matching blocks.ErrPermission. A handle whose id is [HumanApprover] and
+// a name ("human:NAME") acts as a person, who may decide any proposal:
+// the application is trusted to make one only for whoever actually
+// decided (the CLI and the web UI do; the memory tools never do).
+//
+// The edit is applied as a change by the proposer, checked against the
+// proposer's current permission on the block with its need for approval
+// met: read-only fields and sections, Append and ReadOnly still bind it,
+// and an edit that no longer applies fails with that error and stays
+// pending. An unknown id, or a proposal whose proposer can no longer see
+// the block, is [ErrNotFound]; one already decided (or withdrawn when its
+// share was revoked) is [ErrInvalidArgument].
 func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -171,8 +210,10 @@ func (a *Agent) ApproveProposal(ctx context.Context, id int64) error {
 	return a.s.approveProposal(ctx, id, a.id)
 }
 
-// RejectProposal rejects proposal id with the agent as the approver (who
-// may: as for ApproveProposal).
+// RejectProposal marks pending proposal id rejected, with reason (the
+// proposer can read it), the agent as the approver; nothing else changes.
+// Who may, and the errors for an unknown or decided proposal, are as for
+// [Agent.ApproveProposal].
 func (a *Agent) RejectProposal(ctx context.Context, id int64, reason string) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -204,7 +245,17 @@ func (a *Agent) Messages() *Messages { return &a.msgs }
 // Archival is one agent's archival memory (from [Agent.Archival]).
 type Archival struct{ a *Agent }
 
-// Insert stores an entry (see Store.addArchival).
+// Insert stores entry e and returns it with its ID and times set
+// (ValidFrom defaults to the creation time). It is indexed for full-text
+// search when Insert returns and, with an embedder, for vector search in
+// the same transaction (the embedding is computed before it). Unless the
+// store keeps duplicates (Options.KeepDuplicates), an entry whose
+// normalised content and conversation equal a live entry's is not stored
+// again: Insert returns that entry, with e's tags and metadata merged in
+// and Duplicate set. An entry past a per-entry cap
+// (Options.MaxArchivalBytes, MaxMetadataBytes, MaxTags, MaxTagBytes) fails
+// with [ErrTooLarge], one that would take the agent past
+// Options.AgentQuotaBytes with [ErrQuota]; nothing is stored then.
 func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -212,9 +263,18 @@ func (r *Archival) Insert(ctx context.Context, e ArchivalEntry) (ArchivalEntry, 
 	return r.a.s.addArchival(ctx, r.a.id, e)
 }
 
-// InsertBatch stores many entries (see Store.insertArchivalBatch: all are
-// checked before any is written; on a later failure the entries already
-// committed are returned with the error).
+// InsertBatch stores many entries as [Archival.Insert] stores one, in
+// transactions of opts.Size entries (nil opts: the defaults of
+// [BatchOptions]), and returns the stored entries with their IDs, in
+// order. Every entry is checked before anything is written: one bad entry
+// (past a cap, say) fails the call with an [*EntryError] naming it and
+// writes nothing, and so does a batch that would take the agent past its
+// quota by the usage read before the first transaction. Each slice is
+// embedded outside its transaction, which checks the quota again. When a
+// later transaction fails (or ctx ends, or another writer took the
+// quota's room meanwhile), the entries of the transactions already
+// committed stay stored and are returned with the error: len(result) says
+// how many.
 func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -222,7 +282,9 @@ func (r *Archival) InsertBatch(ctx context.Context, entries []ArchivalEntry, opt
 	return r.a.s.insertArchivalBatch(ctx, r.a.id, entries, opts)
 }
 
-// Get returns entry id (see Store.getArchival).
+// Get returns the agent's entry id, superseded or not. An id that is not
+// one of the agent's entries (another agent's, deleted, never made) is
+// [ErrNotFound].
 func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -230,7 +292,11 @@ func (r *Archival) Get(ctx context.Context, id int64) (ArchivalEntry, error) {
 	return r.a.s.getArchival(ctx, r.a.id, id)
 }
 
-// List lists entries (see Store.listArchival; nil q means the defaults).
+// List returns the agent's entries, newest first, filtered and paged by q
+// (nil q: the defaults of [ArchivalQuery], the newest page of live
+// entries). Superseded entries are left out unless q.IncludeSuperseded. A
+// negative limit or offset, or a metadata filter that cannot be applied,
+// is [ErrInvalidArgument].
 func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -238,8 +304,13 @@ func (r *Archival) List(ctx context.Context, q *ArchivalQuery) ([]ArchivalEntry,
 	return r.a.s.listArchival(ctx, r.a.id, q)
 }
 
-// Supersede stores e as the new version of entry oldID (see
-// Store.supersedeArchival).
+// Supersede stores e as the new version of the agent's entry oldID, as
+// [Archival.Insert] stores an entry (caps and quota alike), and retires
+// the old one in the same transaction: it gets a valid-to time and a link
+// to the new one (SupersededBy), and listings and searches leave it out
+// unless asked for superseded entries. An oldID that is not a live entry
+// of the agent (unknown, deleted, superseded already) is [ErrNotFound],
+// one not positive [ErrInvalidArgument]; nothing is stored then.
 func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if err := r.a.check(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -247,7 +318,9 @@ func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) 
 	return r.a.s.supersedeArchival(ctx, r.a.id, oldID, e)
 }
 
-// Delete deletes entry id (see Store.deleteArchival).
+// Delete deletes the agent's entry id, with its full-text and vector index
+// rows; what it counted toward Options.AgentQuotaBytes is free again. An
+// id that is not one of the agent's entries is [ErrNotFound].
 func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err
@@ -255,8 +328,10 @@ func (r *Archival) Delete(ctx context.Context, id int64) error {
 	return r.a.s.deleteArchival(ctx, r.a.id, id)
 }
 
-// Search searches the agent's archival entries only (see
-// Store.searchArchival; [Agent.Search] covers everything it sees).
+// Search searches the agent's archival entries only, as [Agent.Search]
+// searches everything it sees: opts apply (nil: the defaults) with the
+// content types narrowed to archival entries, on a copy, so the caller's
+// opts are unchanged.
 func (r *Archival) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err
@@ -268,7 +343,15 @@ func (r *Archival) Search(ctx context.Context, query string, opts *search.Option
 // batches and summaries.
 type Messages struct{ a *Agent }
 
-// Append stores one message (see Store.appendMessage).
+// Append stores msg in its batch (msg.BatchID, required; the batch is made
+// on first use) and returns it with ID, Seq (the next in the batch when
+// msg.Seq is 0) and CreatedAt (when zero) set. The message is durable and
+// searchable when Append returns. A batch marked complete takes no more
+// messages and an unknown role or a negative Seq is [ErrInvalidArgument];
+// a Seq the batch already holds is [ErrExists]. A message past
+// Options.MaxMessageBytes fails with [ErrTooLarge], one that would take
+// the agent past Options.AgentQuotaBytes with [ErrQuota]; nothing is
+// stored then.
 func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Message{}, err
@@ -276,8 +359,13 @@ func (m *Messages) Append(ctx context.Context, msg Message) (Message, error) {
 	return m.a.s.appendMessage(ctx, m.a.id, msg)
 }
 
-// AppendMany stores messages in one transaction (see
-// Store.addMessages).
+// AppendMany stores msgs in one transaction, all or none, each as
+// [Messages.Append] stores one: a turn's user message, tool calls and
+// results, and the answer cost one commit. Every message is checked
+// before anything is written (an error names the message by its index);
+// their embeddings are computed in one call outside the transaction, and
+// messages with Seq 0 get the next seqs of their batch in order. It
+// returns the stored messages, in order.
 func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -285,8 +373,10 @@ func (m *Messages) AppendMany(ctx context.Context, msgs []Message) ([]Message, e
 	return m.a.s.addMessages(ctx, m.a.id, msgs)
 }
 
-// List returns messages (see Store.messages; nil q means all, oldest
-// first).
+// List returns the agent's messages in append order (by ID), filtered by
+// q: after an ID, one batch, a time range, and at most q.Limit of them
+// (with q.Newest the newest ones, still oldest first). nil q means every
+// message. A negative limit is [ErrInvalidArgument].
 func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -294,7 +384,10 @@ func (m *Messages) List(ctx context.Context, q *MessageQuery) ([]Message, error)
 	return m.a.s.messages(ctx, m.a.id, q)
 }
 
-// CompleteBatch marks batch batchID complete (see Store.completeBatch).
+// CompleteBatch marks the agent's batch batchID complete: it takes no
+// more messages, and its messages may now be compressed. Completing a
+// complete batch again is not an error; an unknown batch is
+// [ErrNotFound].
 func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	if err := m.a.check(ctx); err != nil {
 		return err
@@ -302,7 +395,7 @@ func (m *Messages) CompleteBatch(ctx context.Context, batchID string) error {
 	return m.a.s.completeBatch(ctx, m.a.id, batchID)
 }
 
-// Batches lists the agent's batches (see Store.batches).
+// Batches lists the agent's batches, complete or not, in creation order.
 func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	if err := m.a.check(ctx); err != nil {
 		return nil, err
@@ -310,7 +403,11 @@ func (m *Messages) Batches(ctx context.Context) ([]Batch, error) {
 	return m.a.s.batches(ctx, m.a.id)
 }
 
-// SaveSummary stores a summary (see Store.saveSummary).
+// SaveSummary stores s as the summary of the agent's messages
+// s.FirstMessageID to s.LastMessageID (folding in the summary before it,
+// s.PreviousID, when set) and returns it with ID and CreatedAt (when
+// zero) set. A range that is empty or starts below 1 is
+// [ErrInvalidArgument].
 func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -318,7 +415,9 @@ func (m *Messages) SaveSummary(ctx context.Context, s Summary) (Summary, error) 
 	return m.a.s.saveSummary(ctx, m.a.id, s)
 }
 
-// LatestSummary returns the newest summary (see Store.latestSummary).
+// LatestSummary returns the agent's summary that reaches furthest into
+// its messages (the highest LastMessageID; of those, the last saved), or
+// an error wrapping [ErrNotFound] when it has none.
 func (m *Messages) LatestSummary(ctx context.Context) (Summary, error) {
 	if err := m.a.check(ctx); err != nil {
 		return Summary{}, err
@@ -394,8 +493,12 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 		blocks.ErrPermission, b.agent, what, b.label, b.owner)
 }
 
-// Doc returns the agent's live view of the block, with its effective
-// permission (see Store.getBlock and Store.getSharedBlock).
+// Doc returns the agent's live view of the block: a [blocks.Document]
+// that reads the block's current state and writes as the agent, at its
+// effective permission (the owner's own, or the share's). Writes through
+// it are checked and persisted as [Block.Apply]'s are: durable when they
+// return, or, with Options.WriteBack, on Flush or [Block.Persist]. Doc
+// loads the block's document.
 func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -407,9 +510,10 @@ func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 }
 
 // Render returns the block as a model sees it. An own block's comes from
-// the stored rendering (Store.renderedContent, no document load); a
-// shared block's from the shared view, since the stored rendering has no
-// share check of its own.
+// the rendering stored with its last persisted change (no document load;
+// with Options.WriteBack, this Store's unflushed edits show); a shared
+// block's from the shared view, since the stored rendering has no share
+// check of its own.
 func (b *Block) Render(ctx context.Context) (string, error) {
 	if err := b.check(ctx); err != nil {
 		return "", err
@@ -424,9 +528,18 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 	return doc.Render(), nil
 }
 
-// Apply applies one edit as the agent (see Store.applyEdit: a Partner or
-// Human edit not yet approved is kept as a proposal and reported as a
-// *ProposalError).
+// Apply applies edit e to the block as the agent, checked against its
+// permission, the block's schema (read-only fields and sections included)
+// and its character limit; the change is durable when Apply returns
+// (with Options.WriteBack, on Flush or [Block.Persist]). A replace_text
+// edit whose old text does not occur changes nothing and returns an error
+// wrapping [ErrNoMatch]. At Partner or Human permission, an edit the
+// store's approver (Options.Approver) does not allow is kept as a
+// proposal and the error is a [*ProposalError]; an edit that could not
+// apply even if approved is not kept, and that error is returned (as
+// [Block.Propose] refuses it). The same edit made through [Block.Doc]'s
+// document ends the same way: same error, value, stored change and
+// proposal.
 func (b *Block) Apply(ctx context.Context, e Edit) error {
 	if err := b.check(ctx); err != nil {
 		return err
@@ -434,32 +547,59 @@ func (b *Block) Apply(ctx context.Context, e Edit) error {
 	return b.s.applyEdit(ctx, b.agent, b.owner, b.label, e)
 }
 
-// SetText replaces a Text block's content (see Store.updateBlockText).
+// SetText replaces a Text block's content with text: [Block.Apply] with a
+// blocks.OpSetText edit, with its checks and errors.
 func (b *Block) SetText(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpSetText, Text: text})
 }
 
-// Append appends to a Text block (see Store.appendToBlock); a share at
-// Append permission allows it.
+// Append appends text to a Text block: [Block.Apply] with a
+// blocks.OpAppendText edit, with its checks and errors. A share at Append
+// permission allows it.
 func (b *Block) Append(ctx context.Context, text string) error {
 	return b.Apply(ctx, Edit{Op: blocks.OpAppendText, Text: text})
 }
 
 // Replace replaces the first occurrence of old with new in a Text block
-// and reports whether old occurred. As on every write path (see
-// Store.replaceInBlock), when old does not occur nothing changes and the
-// error wraps ErrNoMatch; found is err == nil.
+// ([Block.Apply] with a blocks.OpReplaceText edit) and reports whether old
+// occurred. When it does not, nothing changes and the error wraps
+// [ErrNoMatch], as on every write path; found is err == nil.
 func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 	err := b.Apply(ctx, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
 
-// Merge merges automerge changes made outside the store into the block,
-// validated, persisted and attributed to the agent — in the block's
-// history too, whatever the changes' commit messages say (see
-// Store.mergeChanges; it needs Append or above, and the merged changes
-// are judged as an edit at the handle's permission: at Append, only
-// appends come in).
+// Merge merges automerge changes made outside the store (by automerge JS
+// or another automerge peer, or on a Fork of the block) into the block,
+// as the agent. It is the one supported way: LoadIncremental, Merge and
+// sync messages on a store's document fail with blocks.ErrManaged. data
+// is change chunks (SaveIncremental, PendingChanges) or a whole saved
+// document.
+//
+// The merge is judged inside the write transaction against the block's
+// fresh state, as any edit is, at the handle's current permission: every
+// change applicable, the merged value valid under the schema (no key or
+// value kind the schema does not lay out, such as an unknown root key),
+// read-only fields and sections unchanged, the character limit kept. At
+// Append only changes that append come in (text extended, items and log
+// entries added at the end, counters raised); ReadWrite and Admin may
+// merge any content change; ReadOnly, Partner and Human cannot merge (a
+// merge cannot be proposed for approval). A refused merge returns an
+// error wrapping blocks.ErrCorrupt, schema.ErrInvalid, blocks.ErrPermission
+// or blocks.ErrLimit and leaves the block as it was. Changes made on an
+// earlier epoch of the block (before [Block.Rebase], or compaction past
+// Options.HistoryLimit, started a new one) are refused, wrapping
+// blocks.ErrUnrelated or blocks.ErrCorrupt with a message naming the
+// epoch, since merging them would duplicate content: the peer reloads the
+// current document and edits again.
+//
+// The merge is persisted as one stored change and indexed like any write.
+// [Block.History] shows each merged change as made by the agent, with op
+// merge, whatever the change's commit message says (nothing, as a JS
+// peer's, or a name in engram's format, which a peer can forge); the
+// message is kept only as the change's PeerMessage. The record of who
+// merged which change is written in the merge's transaction and holds
+// across compactions, epochs, processes and Export/Import.
 func (b *Block) Merge(ctx context.Context, data []byte) error {
 	if err := b.check(ctx); err != nil {
 		return err
@@ -467,8 +607,11 @@ func (b *Block) Merge(ctx context.Context, data []byte) error {
 	return b.s.mergeChanges(ctx, b.agent, b.owner, b.label, data)
 }
 
-// History lists the block's changes across its epochs (see
-// Store.blockHistory).
+// History lists the block's changes, oldest first, across every epoch:
+// each [blocks.Change] carries its epoch, and each epoch after the first
+// starts with the system's OpRebase change. A change merged from outside
+// the store ([Block.Merge]) is attributed to the agent that merged it,
+// with op merge, whatever its commit message says (kept as PeerMessage).
 func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -476,8 +619,10 @@ func (b *Block) History(ctx context.Context) ([]blocks.Change, error) {
 	return b.s.blockHistory(ctx, b.agent, b.owner, b.label)
 }
 
-// At is a read-only view of the block as of heads from History (see
-// Store.blockAt).
+// At returns a read-only view of the block as of heads (change hashes
+// from [Block.History]), in whichever epoch holds them. Writes to it fail
+// with blocks.ErrHistorical; heads no epoch holds fail with an error
+// wrapping blocks.ErrOutOfRange.
 func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -485,8 +630,17 @@ func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error
 	return b.s.blockAt(ctx, b.agent, b.owner, b.label, heads)
 }
 
-// Propose records an edit for the block's approver to decide (see
-// Store.proposeEdit).
+// Propose records edit e, with reason, for the block's approver to decide
+// later ([Agent.ApproveProposal], [Agent.RejectProposal]) and returns the
+// pending proposal. The agent must see the block ([ErrNotFound]
+// otherwise), at any permission but ReadOnly (blocks.ErrPermission). The
+// edit is first tried on a private copy of the block as approval would
+// apply it (as a ReadWrite write, so read-only fields and sections still
+// bind it); an edit that could not apply is refused with that error
+// ([ErrNoMatch], schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
+// blocks.ErrPermission, ...) and nothing is stored. A proposal past Options.MaxProposalBytes is
+// [ErrTooLarge]; one past Options.MaxPendingProposals pending, or past
+// the agent's quota with its pending proposals counted, is [ErrQuota].
 func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return Proposal{}, err
@@ -494,11 +648,10 @@ func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, e
 	return b.s.proposeEdit(ctx, b.agent, b.owner, b.label, e, reason)
 }
 
-// Proposals lists proposals on the block, oldest first: all of them for
-// the owner (see Store.listProposals); for a sharee only its own, since
-// the others' edits and reasons are theirs and the owner's. Unlike
-// ListProposals, which lists nothing for a label its owner does not use,
-// a missing block is ErrNotFound, as for every other method.
+// Proposals lists proposals on the block, pending and decided, oldest
+// first: all of them for the owner; for a sharee only its own, since the
+// others' edits and reasons are theirs and the owner's. A missing block
+// is [ErrNotFound], as for every other method.
 func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -527,8 +680,11 @@ func (b *Block) Proposals(ctx context.Context) ([]Proposal, error) {
 	return mine, nil
 }
 
-// Share shares the block with agent with at perm; sharing again changes
-// the permission (see Store.shareBlock). Owner only.
+// Share shares the block with agent with at permission perm; sharing
+// again changes the permission. The sharee edits the same document, its
+// writes checked against perm, and finds the block in
+// [Agent.SharedBlocks] with SharedFrom set to the owner. An empty with,
+// the owner itself or an invalid perm is [ErrInvalidArgument]. Owner only.
 func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "share"); err != nil {
 		return err
@@ -536,8 +692,9 @@ func (b *Block) Share(ctx context.Context, with string, perm blocks.Permission) 
 	return b.s.shareBlock(ctx, b.owner, b.label, with, perm)
 }
 
-// Unshare revokes the share with agent with, and that agent's pending
-// proposals on the block (see Store.unshareBlock). Owner only.
+// Unshare revokes the share with agent with; that agent's pending
+// proposals on the block are withdrawn with it. A block not shared with
+// it is [ErrNotFound]. Owner only.
 func (b *Block) Unshare(ctx context.Context, with string) error {
 	if err := b.ownerOnly(ctx, "unshare"); err != nil {
 		return err
@@ -548,8 +705,9 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 	return b.s.unshareBlock(ctx, b.owner, b.label, with)
 }
 
-// Delete deletes the block (see Store.deleteBlock; it needs Admin). Owner
-// only.
+// Delete deletes the block and its shares. The owner's own permission on
+// the block ([BlockSpec].Permission) must be Admin: at anything less it is
+// an error matching blocks.ErrPermission. Owner only.
 func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
 		return err
@@ -557,8 +715,9 @@ func (b *Block) Delete(ctx context.Context) error {
 	return b.s.deleteBlock(ctx, b.owner, b.label)
 }
 
-// SetPinned pins or unpins the block (see Store.setBlockPinned). Owner
-// only.
+// SetPinned pins or unpins the block. Pinning only decides whether a
+// Working block is in context, so it needs the owner's permission to be
+// ReadWrite or above, not Admin. Owner only.
 func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	if err := b.ownerOnly(ctx, "pin or unpin"); err != nil {
 		return err
@@ -566,7 +725,9 @@ func (b *Block) SetPinned(ctx context.Context, pinned bool) error {
 	return b.s.setBlockPinned(ctx, b.owner, b.label, pinned)
 }
 
-// SetType changes the block's type (see Store.setBlockType). Owner only.
+// SetType changes the block's type; an unknown type is an error wrapping
+// blocks.ErrUnknownName. The owner's own permission on the block must be
+// Admin (blocks.ErrPermission otherwise). Owner only.
 func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	if err := b.ownerOnly(ctx, "change the type of"); err != nil {
 		return err
@@ -574,8 +735,10 @@ func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	return b.s.setBlockType(ctx, b.owner, b.label, t)
 }
 
-// SetSchema changes the block's schema within its kind (see
-// Store.updateBlockSchema). Owner only.
+// SetSchema changes the block's schema within its kind; the current
+// content must be valid under the new schema (schema.ErrInvalid
+// otherwise). The owner's own permission on the block must be Admin
+// (blocks.ErrPermission otherwise). Owner only.
 func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
@@ -583,9 +746,11 @@ func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	return b.s.updateBlockSchema(ctx, b.owner, b.label, s)
 }
 
-// SetPermission changes the owner's own permission on the block (see
-// Store.setBlockPermission); a share's permission is changed by sharing
-// again. Owner only.
+// SetPermission changes the owner's own permission on the block; a
+// share's permission is changed by sharing again. The owner's permission
+// must be Admin to change it (blocks.ErrPermission otherwise), so a block
+// set below Admin stays so; an invalid permission is
+// [ErrInvalidArgument]. Owner only.
 func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
 		return err
@@ -593,10 +758,11 @@ func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	return b.s.setBlockPermission(ctx, b.owner, b.label, p)
 }
 
-// Persist makes the block's pending changes durable now (see
-// Store.persistBlock; only write-back mode has any). A sharee may persist
-// too: it writes what is already in the shared document and reveals or
-// changes nothing else.
+// Persist makes the block's pending changes durable now. Only
+// Options.WriteBack leaves any: in write-through mode every change is
+// durable when its write returns, and Persist does nothing. A sharee may
+// persist too: it writes what is already in the shared document and
+// reveals or changes nothing else.
 func (b *Block) Persist(ctx context.Context) error {
 	if err := b.check(ctx); err != nil {
 		return err
@@ -609,8 +775,10 @@ func (b *Block) Persist(ctx context.Context) error {
 	return b.s.persistBlock(ctx, b.owner, b.label)
 }
 
-// Compact folds the block's updates into its snapshot now (see
-// Store.compactBlock). Owner only.
+// Compact folds the block's stored changes into its snapshot now, as the
+// store does on its own past Options.CompactAfter of them (edits still
+// pending with Options.WriteBack are written first); the value and the
+// history are unchanged. Owner only.
 func (b *Block) Compact(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "compact"); err != nil {
 		return err
@@ -618,8 +786,12 @@ func (b *Block) Compact(ctx context.Context) error {
 	return b.s.compactBlock(ctx, b.owner, b.label)
 }
 
-// Rebase starts a new epoch of the block's history now (see
-// Store.rebaseBlock). Owner only.
+// Rebase starts a new epoch of the block's history now, whatever its size
+// (compaction does so on its own past Options.HistoryLimit). The block's
+// value, rendering and permissions are unchanged; its history so far is
+// archived, and [Block.History] and [Block.At] still read it. Edits still
+// pending with Options.WriteBack are written first; other writers switch
+// to the new epoch on their next access. Owner only.
 func (b *Block) Rebase(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "rebase"); err != nil {
 		return err
@@ -628,7 +800,11 @@ func (b *Block) Rebase(ctx context.Context) error {
 }
 
 // StorageUsed is what the agent's archival entries and messages count
-// toward Options.AgentQuotaBytes (see Store.storageUsed).
+// toward Options.AgentQuotaBytes, in bytes, kept whether or not a quota is
+// set: each entry's content, metadata and tags (stored four ways, and
+// counted so), each message's content, name, tool call id and tool calls,
+// and [UsageRowBytes] per row. Superseded entries count until deleted. It
+// reads one row.
 func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
 	if err := a.check(ctx); err != nil {
 		return 0, err
@@ -636,8 +812,9 @@ func (a *Agent) StorageUsed(ctx context.Context) (int64, error) {
 	return a.s.storageUsed(ctx, a.id)
 }
 
-// ContextLibrary returns the agent's context library in first-seen order
-// (see Store.contextLibrary).
+// ContextLibrary returns the agent's context library (the artifacts the
+// builder keeps in its system prompt, see [LibraryEntry]) in first-seen
+// order.
 func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -646,8 +823,12 @@ func (a *Agent) ContextLibrary(ctx context.Context) ([]LibraryEntry, error) {
 	return c.contextLibrary(ctx, a.id)
 }
 
-// PutContextLibrary adds or updates entries of the agent's context library
-// (see Store.putContextLibrary).
+// PutContextLibrary adds entries to the agent's context library in one
+// transaction: a new ID is appended, an existing one keeps its position
+// and takes the new kind, title and content (last write wins). Every entry
+// is checked first; a bad one (an empty or over-long ID, text that is not
+// valid UTF-8 or holds NUL bytes) fails the call with [ErrInvalidArgument]
+// and stores nothing.
 func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -656,8 +837,8 @@ func (a *Agent) PutContextLibrary(ctx context.Context, entries []LibraryEntry) e
 	return c.putContextLibrary(ctx, a.id, entries)
 }
 
-// RemoveFromContextLibrary deletes artifacts from the agent's context
-// library; no ids means all of them (see Store.removeFromContextLibrary).
+// RemoveFromContextLibrary deletes the artifacts ids from the agent's
+// context library; no ids means all of them. Unknown ids are ignored.
 func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -667,8 +848,11 @@ func (a *Agent) RemoveFromContextLibrary(ctx context.Context, ids ...string) err
 }
 
 // DocumentBlock returns the handle of the block whose current epoch has
-// document id, if the agent may read it (see Store.documentBlock: every
-// id the agent cannot use is the same ErrNotFound).
+// automerge document id, if the agent may read it: its own block's
+// handle, or the Shared one. A document that does not exist, belongs to
+// an earlier epoch or a deleted block, or is a block the agent may not
+// read all give the same [ErrNotFound], so an id tells nothing about
+// blocks the agent cannot see.
 func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error) {
 	if err := a.check(ctx); err != nil {
 		return nil, err
@@ -682,7 +866,8 @@ func (a *Agent) DocumentBlock(ctx context.Context, id DocumentID) (*Block, error
 }
 
 // DocumentID returns the automerge document id of the block's current
-// epoch, made on first use (see Store.documentID).
+// epoch (what [Agent.DocumentBlock] resolves), made on first use. A block
+// the agent cannot read is [ErrNotFound].
 func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
 	if err := b.check(ctx); err != nil {
 		return DocumentID{}, err
@@ -691,10 +876,12 @@ func (b *Block) DocumentID(ctx context.Context) (DocumentID, error) {
 	return c.documentID(ctx, b.agent, b.owner, b.label)
 }
 
-// MergeAs is Merge with the merge recorded as made by as, a name the
-// caller vouches for (a person on whose behalf the agent merges, such as
-// "human:NAME"); the handle's permission is the one checked (see
-// Store.mergeChangesAs).
+// MergeAs is [Block.Merge] with the merge recorded (in the block's history
+// and its stored change) as made by as instead of the agent: a name the
+// caller vouches for, such as "human:NAME" for a person on whose behalf
+// the agent merges (engram serve's web UI records a restore so). The
+// handle's permission is the one checked; as with Merge, the changes'
+// commit messages name no one.
 func (b *Block) MergeAs(ctx context.Context, data []byte, as string) error {
 	if err := b.check(ctx); err != nil {
 		return err

@@ -722,7 +722,14 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 }
 
 // Consolidate runs one consolidation round over the agent's archival
-// memory (see [ConsolidateOptions] and [ConsolidateReport]).
+// memory: it finds near-duplicate entries and turns each cluster into a
+// merge proposal ([Agent.Proposals]; approving one supersedes the sources
+// with the merged entry), or with opts.ApplyExact applies the merges of
+// exact duplicates at once. nil opts means the defaults of
+// [ConsolidateOptions]; docs/consolidation.md describes the method. A
+// cancelled ctx stops the round between clusters: what was proposed or
+// applied stays, and the [ConsolidateReport], returned with the error,
+// says what.
 func (r *Archival) Consolidate(ctx context.Context, opts *ConsolidateOptions) (*ConsolidateReport, error) {
 	if err := r.a.check(ctx); err != nil {
 		return nil, err

@@ -195,8 +195,8 @@ func (c *Store) deleteProfile(ctx context.Context, agent string) error {
 	return nil
 }
 
-// Profile returns the agent's profile (see Store.profile): an error
-// wrapping ErrNotFound when it has none.
+// Profile returns the agent's profile, with UpdatedAt set, or an error
+// wrapping [ErrNotFound] when it has none.
 func (a *Agent) Profile(ctx context.Context) (Profile, error) {
 	if err := a.check(ctx); err != nil {
 		return Profile{}, err
@@ -204,7 +204,15 @@ func (a *Agent) Profile(ctx context.Context) (Profile, error) {
 	return a.s.profile(ctx, a.id)
 }
 
-// SetProfile stores the agent's profile (see Store.setProfile).
+// SetProfile stores p as the agent's profile, replacing any it had. It is
+// refused with [ErrInvalidArgument], and nothing stored, when the store
+// could not give it back or a builder could not use it: a tool without a
+// name or with one twice, parameters that are not a JSON Schema object, a
+// tool rule with bad arguments, an extension that is not JSON, a negative
+// context window, text that is not storable, or more than
+// [MaxProfileBytes] of JSON in all. The agent's [Agent.BlocksStamp]
+// changes, so builders caching what they read under it read the profile
+// again.
 func (a *Agent) SetProfile(ctx context.Context, p Profile) error {
 	if err := a.check(ctx); err != nil {
 		return err
@@ -212,7 +220,9 @@ func (a *Agent) SetProfile(ctx context.Context, p Profile) error {
 	return a.s.setProfile(ctx, a.id, p)
 }
 
-// DeleteProfile removes the agent's profile (see Store.deleteProfile).
+// DeleteProfile removes the agent's profile; an agent without one is
+// [ErrNotFound]. The agent's [Agent.BlocksStamp] changes, as for
+// [Agent.SetProfile].
 func (a *Agent) DeleteProfile(ctx context.Context) error {
 	if err := a.check(ctx); err != nil {
 		return err
