@@ -29,12 +29,9 @@ func normTags(tags []string) []string {
 	return out
 }
 
-// InsertArchival stores an archival entry for agent, indexes it in FTS (by
-// trigger) and, with an embedder, in the vector index in the same
-// transaction (the embedding is computed before the transaction). An
-// entry past a per-entry cap (Options.MaxArchivalBytes, MaxMetadataBytes,
-// MaxTags, MaxTagBytes) fails with ErrTooLarge, one that would take the
-// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
+// addArchival implements [Archival.Insert]: the entry is checked and its
+// quota pre-checked outside the transaction, embedded before it, and
+// written with its full-text rows (by trigger) and vector in it.
 func (c *Store) addArchival(ctx context.Context, agent string, e ArchivalEntry) (ArchivalEntry, error) {
 	return c.insertArchival(ctx, agent, e, 0)
 }
@@ -334,17 +331,7 @@ type BatchOptions struct {
 	Progress func(done, total int)
 }
 
-// InsertArchivalBatch stores many archival entries for agent: every entry
-// is checked before anything is written (one bad entry, such as one past a
-// per-entry cap, fails the call with an EntryError and writes nothing; so
-// does a batch that would take the agent past its quota by the usage read
-// before the first transaction), then each slice of BatchOptions.Size
-// entries is embedded (outside any transaction) and written in one
-// transaction with its tags, full-text rows and vectors, which checks the
-// quota again. It returns the stored entries with their IDs. When a later
-// transaction fails (or ctx ends, or another writer took the quota's
-// room meanwhile), the entries of the transactions already committed stay
-// stored and are returned with the error: len(result) says how many.
+// insertArchivalBatch implements [Archival.InsertBatch].
 func (c *Store) insertArchivalBatch(ctx context.Context, agent string, entries []ArchivalEntry, opts *BatchOptions) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -474,9 +461,8 @@ func (c *Store) isDuplicate(ctx context.Context, row *archivalRow, err error) bo
 	return lerr == nil && ok
 }
 
-// SupersedeArchival replaces entry oldID with e: the old entry gets a
-// valid-to time and a link to the new one, and is hidden from listings and
-// searches unless superseded entries are asked for.
+// supersedeArchival implements [Archival.Supersede]: an insert that
+// retires oldID in its transaction.
 func (c *Store) supersedeArchival(ctx context.Context, agent string, oldID int64, e ArchivalEntry) (ArchivalEntry, error) {
 	if oldID <= 0 {
 		return e, invalidArg("archival id %d", oldID)
@@ -511,7 +497,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 	return e, nil
 }
 
-// GetArchival returns one of the agent's archival entries.
+// getArchival implements [Archival.Get].
 func (c *Store) getArchival(ctx context.Context, agent string, id int64) (ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return ArchivalEntry{}, err
@@ -526,7 +512,8 @@ func (c *Store) getArchival(ctx context.Context, agent string, id int64) (Archiv
 	return e, nil
 }
 
-// ListArchival lists the agent's archival entries, newest first.
+// listArchival implements [Archival.List]; Export reads every entry with
+// it.
 func (c *Store) listArchival(ctx context.Context, agent string, q *ArchivalQuery) ([]ArchivalEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -578,8 +565,8 @@ func (c *Store) listArchival(ctx context.Context, agent string, q *ArchivalQuery
 	return out, rows.Err()
 }
 
-// DeleteArchival deletes one of the agent's archival entries (its FTS and
-// vector rows go by trigger).
+// deleteArchival implements [Archival.Delete]; the entry's full-text and
+// vector rows go by trigger.
 func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -594,14 +581,14 @@ func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) erro
 	return nil
 }
 
-// SearchArchival searches the agent's archival entries.
+// searchArchival implements [Archival.Search].
 func (c *Store) searchArchival(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	o := cloneOptions(opts).ContentTypes(search.Archival)
 	return c.search(ctx, agent, query, o)
 }
 
-// Search searches what agent may see: its own blocks, archival entries and
-// messages, and blocks shared with it.
+// search implements [Agent.Search]: the index scopes every statement to
+// what agent may see.
 func (c *Store) search(ctx context.Context, agent, query string, opts *search.Options) ([]search.Result, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err

@@ -35,8 +35,9 @@ func checkIDs(agent, label string) error {
 	return nil
 }
 
-// CreateBlock creates a block owned by agent. The creating change (and the
-// initial value, if any) is written by the system.
+// createBlock implements [Agent.CreateBlock] and returns the new block's
+// view. The creating change (and the initial value, if any) is written by
+// the system.
 func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (*blocks.Document, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -148,15 +149,15 @@ func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (
 // would serve, and write changes based on, the old block's document.
 func newIncarnation() int64 { return rand.Int64N(1<<62) + 1 }
 
-// GetBlock returns a live view of the agent's own block. Writes through the
-// view are persisted by the store (write-through) or on Flush (write-back).
+// getBlock returns agent's view of its own block (see [Block.Doc]).
 func (c *Store) getBlock(ctx context.Context, agent, label string) (*blocks.Document, error) {
 	_, doc, err := c.view(ctx, agent, "", label)
 	return doc, err
 }
 
-// GetSharedBlock returns requester's view of a block owner shared with it,
-// with the shared permission. Asking for one's own block works too.
+// getSharedBlock returns requester's view of owner's block, through the
+// share (see [Block.Doc]); the handles also use it to tell a sharee's
+// ErrNotFound. Asking for one's own block works too.
 func (c *Store) getSharedBlock(ctx context.Context, requester, owner, label string) (*blocks.Document, error) {
 	if strings.TrimSpace(owner) == "" {
 		return nil, invalidArg("owner is empty")
@@ -206,13 +207,12 @@ func (c *Store) view(ctx context.Context, agent, owner, label string) (*entry, *
 	return e, e.doc.View(agent, perm), nil
 }
 
-// ListBlocks lists the agent's own blocks (type, then creation order)
-// without loading their documents.
+// blocksOf implements [Agent.Blocks].
 func (c *Store) blocksOf(ctx context.Context, agent string) ([]BlockMeta, error) {
 	return c.listBlocks(ctx, agent, "")
 }
 
-// ListBlocksByType lists the agent's own blocks of one type.
+// listBlocksByType implements [Agent.BlocksOfType].
 func (c *Store) listBlocksByType(ctx context.Context, agent string, t blocks.Type) ([]BlockMeta, error) {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return nil, err
@@ -262,8 +262,7 @@ func (c *Store) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 	return out, nil
 }
 
-// DeleteBlock deletes the agent's block (Admin permission, or the system
-// when agent is the owner acting through the application).
+// deleteBlock implements [Block.Delete] for the owner agent.
 func (c *Store) deleteBlock(ctx context.Context, agent, label string) error {
 	doc, err := c.getBlock(ctx, agent, label)
 	if err != nil {
@@ -326,8 +325,9 @@ func (c *Store) dropBlock(owner, label string) {
 	}
 }
 
-// RenderedContent returns the block as a model sees it, from the rendering
-// stored with the last persisted change (no CRDT load on a cold cache).
+// renderedContent is an own block's rendering as stored with its last
+// persisted change (no CRDT load on a cold cache): [Block.Render], and
+// the cheapest existence check.
 func (c *Store) renderedContent(ctx context.Context, agent, label string) (string, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return "", err
@@ -348,34 +348,25 @@ func (c *Store) renderedContent(ctx context.Context, agent, label string) (strin
 	return m.Rendered, nil
 }
 
-// UpdateBlockText replaces a Text block's content as the agent.
+// updateBlockText is [Block.SetText] on agent's own block.
 func (c *Store) updateBlockText(ctx context.Context, agent, label, text string) error {
 	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpSetText, Text: text})
 }
 
-// AppendToBlock appends to a Text block as the agent.
+// appendToBlock is [Block.Append] on agent's own block.
 func (c *Store) appendToBlock(ctx context.Context, agent, label, text string) error {
 	return c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpAppendText, Text: text})
 }
 
-// ReplaceInBlock replaces the first occurrence of old in a Text block as the
-// agent, exactly as ApplyEdit with a replace_text edit: when old does not
-// occur nothing changes and the error wraps ErrNoMatch. found is err == nil.
+// replaceInBlock is [Block.Replace] on agent's own block.
 func (c *Store) replaceInBlock(ctx context.Context, agent, label, old, new string) (found bool, err error) {
 	err = c.applyEdit(ctx, agent, "", label, Edit{Op: blocks.OpReplaceText, Old: old, Text: new})
 	return err == nil, err
 }
 
-// ApplyEdit applies one edit to a block as agent: its own block (owner ""
-// or agent) or one shared with it. In write-through mode the change is
-// durable when it returns. A replace_text edit whose old text does not
-// occur changes nothing and returns an error wrapping ErrNoMatch. A
-// Partner/Human edit that is not approved is kept as a proposal and the
-// error is a *ProposalError; if the edit could not apply even if approved
-// (see ProposeEdit), no proposal is kept and that error is returned. The
-// same edit made through the store's sugar methods or a *blocks.Document
-// view of the block ends the same way (same error, value, update row and
-// proposal).
+// applyEdit implements [Block.Apply] for agent on owner's block (owner ""
+// or agent: its own): first on the cached view, then, unless that write
+// is final, on a checked one.
 func (c *Store) applyEdit(ctx context.Context, agent, owner, label string, e Edit) error {
 	if ent := c.writeView(ctx, agent, owner, label); ent != nil {
 		// Only a write that succeeds on the cached view is final: anything
@@ -662,8 +653,7 @@ func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 	return false, fmt.Errorf("%w: unsupported edit op %q", ErrInvalidArgument, e.Op)
 }
 
-// PersistBlock makes the block's pending changes durable now (needed in
-// write-back mode; a no-op in write-through mode).
+// persistBlock implements [Block.Persist] (agent is the owner).
 func (c *Store) persistBlock(ctx context.Context, agent, label string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -678,13 +668,13 @@ func (c *Store) persistBlock(ctx context.Context, agent, label string) error {
 	return c.persist(ctx, e)
 }
 
-// SetBlockPinned pins or unpins a block. Pinning only decides whether a
-// Working block is in context, so it needs ReadWrite, not Admin.
+// setBlockPinned implements [Block.SetPinned] (as an OpSetField, which
+// ReadWrite may do).
 func (c *Store) setBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
 	return c.reconfigure(ctx, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
 }
 
-// SetBlockType changes a block's type (Admin).
+// setBlockType implements [Block.SetType] (a reconfiguration: Admin).
 func (c *Store) setBlockType(ctx context.Context, agent, label string, t blocks.Type) error {
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return err
@@ -692,8 +682,8 @@ func (c *Store) setBlockType(ctx context.Context, agent, label string, t blocks.
 	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Type = t })
 }
 
-// UpdateBlockSchema changes a block's schema within its kind (Admin). The
-// current content must be valid under the new schema.
+// updateBlockSchema implements [Block.SetSchema] (a reconfiguration:
+// Admin).
 func (c *Store) updateBlockSchema(ctx context.Context, agent, label string, s schema.Schema) error {
 	if err := schema.Check(s); err != nil {
 		return fmt.Errorf("memory: schema for block %q of %q: %w", label, agent, err)
@@ -701,7 +691,8 @@ func (c *Store) updateBlockSchema(ctx context.Context, agent, label string, s sc
 	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Schema = s })
 }
 
-// SetBlockPermission changes the owner's permission on a block (Admin).
+// setBlockPermission implements [Block.SetPermission] (a reconfiguration:
+// Admin).
 func (c *Store) setBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
 	if !p.Valid() {
 		return invalidArg("permission %d", int(p))
@@ -799,8 +790,7 @@ func (c *Store) reconfigureOnce(ctx context.Context, agent, label string, op blo
 	return false, c.persist(ctx, ent)
 }
 
-// Compact folds a block's updates into its snapshot now (edits still
-// pending, in write-back mode, are written first).
+// compactBlock implements [Block.Compact].
 func (c *Store) compactBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
@@ -839,49 +829,14 @@ func withFields(v, base any) any {
 	return out
 }
 
-// MergeChanges merges automerge changes made outside the store — by
-// automerge JS or another automerge peer, or on a Fork of the block — into
-// a block agent may write (its own, or one shared with it at Append or
-// above). This is the one supported way: LoadIncremental, Merge and sync
-// messages on a store's Document fail with blocks.ErrManaged. data is
-// change chunks (SaveIncremental, PendingChanges) or a whole saved
-// document.
-//
-// The merge is judged against the block's fresh state inside the write
-// transaction as any edit is (blocks.CheckTransition, with agent's current
-// permission): every change applicable, the merged value valid under the
-// schema (and no key or value kind the schema does not lay out, such as an
-// unknown root key), read-only fields and sections unchanged, the
-// character limit kept. An agent with Append permission may merge changes
-// that only append (text extended, items and log entries added at the
-// end, counters raised); ReadWrite and Admin may merge any content change.
-// Partner and Human permissions cannot merge: a merge cannot be proposed
-// for approval. The merge is persisted as one update row attributed to
-// agent, and indexed like any write. A refused merge returns an error
-// (wrapping blocks.ErrCorrupt, schema.ErrInvalid, blocks.ErrPermission or
-// blocks.ErrLimit) and leaves the block as it was. Changes made on an
-// earlier epoch of the block (before its history was rebased, see
-// Options.HistoryLimit) are refused, wrapping blocks.ErrUnrelated or
-// blocks.ErrCorrupt with a message naming the epoch: merging them would
-// duplicate content. The peer reloads the current document and edits again.
-//
-// The block's history (BlockHistory, and History of the store's documents)
-// shows each merged change as made by agent, with op merge, whatever the
-// change's commit message says — nothing, as a JS peer's, or a name in
-// engram's format, which a peer can forge; the message is kept only as the
-// change's PeerMessage. The record of who merged which change is written
-// in the merge's transaction, and holds across compactions, epochs,
-// processes and Export/Import.
+// mergeChanges implements [Block.Merge]: mergeChangesAs with the merge
+// recorded as agent's.
 func (c *Store) mergeChanges(ctx context.Context, agent, owner, label string, data []byte) error {
 	return c.mergeChangesAs(ctx, agent, owner, label, data, agent)
 }
 
-// MergeChangesAs is MergeChanges, with the merge recorded (in the block's
-// history and its update row) as made by as instead of agent: a name the
-// caller vouches for, for a person on whose behalf agent merges (engram
-// serve's web UI records a restore as "human:NAME", merged as the block's
-// owner). agent's permission is the one checked. As with MergeChanges, the
-// changes' commit messages name no one.
+// mergeChangesAs implements [Block.MergeAs]: agent's permission is
+// checked, as is recorded.
 func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, data []byte, as string) error {
 	if err := checkAgent(as); err != nil {
 		return fmt.Errorf("memory: merge changes into block %q: recorded as: %w", label, err)

@@ -240,10 +240,7 @@ func jaccard(a, b []string) float64 {
 	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
-// Consolidate runs one round of consolidation over agent's archival
-// memory (see ConsolidateOptions and docs/consolidation.md). A cancelled
-// ctx stops the round between clusters: what was proposed or applied
-// stays, and the report (returned with the error) says what.
+// consolidate implements [Archival.Consolidate].
 func (c *Store) consolidate(ctx context.Context, agent string, opts *ConsolidateOptions) (*ConsolidateReport, error) {
 	start := time.Now()
 	o := opts.withDefaults()

@@ -213,14 +213,9 @@ func (c *Store) breakEntry(e *entry, err error) error {
 	return err
 }
 
-// Rebase starts a new epoch for the agent's block now, whatever the size
-// of its history (compaction does it on its own past
-// Options.HistoryLimit, building the fresh document outside the write
-// lock; Rebase builds it inside, so it always switches). The block's
-// value, rendering and permissions are unchanged; its history so far is
-// archived (BlockHistory and BlockAt still read it). Edits still pending
-// (write-back) are written first. Other writers switch on their next
-// access.
+// rebaseBlock implements [Block.Rebase]. Compaction past
+// Options.HistoryLimit builds the fresh document outside the write lock;
+// rebaseBlock builds it inside, so it always switches.
 func (c *Store) rebaseBlock(ctx context.Context, agent, label string) error {
 	e, err := c.entryFor(ctx, agent, label)
 	if err != nil {
@@ -320,12 +315,7 @@ func (c *Store) epochDocs(ctx context.Context, e *entry, below int64, newestFirs
 	})
 }
 
-// BlockHistory lists the changes of a block visible to agent (its own or
-// shared with it), oldest first, across every epoch: each Change carries
-// its epoch, and each later epoch starts with the system's OpRebase change.
-// A change merged from outside the store (MergeChanges) is attributed to
-// the agent that merged it, with op merge, whatever its commit message
-// says (which is kept as PeerMessage; see blocks.Attribute).
+// blockHistory implements [Block.History].
 func (c *Store) blockHistory(ctx context.Context, agent, owner, label string) ([]blocks.Change, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {
@@ -370,10 +360,8 @@ func (c *Store) blockHistory(ctx context.Context, agent, owner, label string) ([
 	return out, nil
 }
 
-// BlockAt returns a read-only view of a block visible to agent as of heads
-// (change hashes from BlockHistory), in whichever epoch holds them. Writes
-// to it fail with blocks.ErrHistorical; heads no epoch holds fail with an
-// error wrapping blocks.ErrOutOfRange.
+// blockAt implements [Block.At]: the current epoch first, then the
+// archived ones, newest first.
 func (c *Store) blockAt(ctx context.Context, agent, owner, label string, heads []string) (*blocks.Document, error) {
 	e, doc, err := c.view(ctx, agent, owner, label)
 	if err != nil {

@@ -45,7 +45,7 @@ func ArtifactHash(content string) string {
 // maxArtifactID bounds an artifact id (it is rendered in tags).
 const maxArtifactID = 512
 
-// ContextLibrary returns an agent's context library in first-seen order.
+// contextLibrary implements [Agent.ContextLibrary].
 func (c *Store) contextLibrary(ctx context.Context, agent string) ([]LibraryEntry, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -76,11 +76,7 @@ func (c *Store) contextLibrary(ctx context.Context, agent string) ([]LibraryEntr
 	return out, nil
 }
 
-// PutContextLibrary adds artifacts to an agent's library in one
-// transaction: a new ID is appended, an existing one keeps its position and
-// takes the new kind, title and content (last write wins). Entries are
-// checked first; a bad one (empty or over-long ID, invalid UTF-8) fails the
-// call and stores nothing.
+// putContextLibrary implements [Agent.PutContextLibrary].
 func (c *Store) putContextLibrary(ctx context.Context, agent string, entries []LibraryEntry) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -130,8 +126,7 @@ func (c *Store) putContextLibrary(ctx context.Context, agent string, entries []L
 	return nil
 }
 
-// RemoveFromContextLibrary deletes artifacts from an agent's library; no
-// ids means all of them. Unknown ids are ignored.
+// removeFromContextLibrary implements [Agent.RemoveFromContextLibrary].
 func (c *Store) removeFromContextLibrary(ctx context.Context, agent string, ids ...string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err

@@ -189,12 +189,8 @@ func (c *Store) checkProposal(ctx context.Context, agent string, size int) error
 	return c.quotaError(agent, used+pendingBytes+pending*UsageRowBytes, int64(size)+UsageRowBytes)
 }
 
-// StorageUsed returns the bytes agent's archival entries and messages
-// count toward Options.AgentQuotaBytes (kept whether or not a quota is
-// set): for each entry its content, metadata JSON and four times its tags JSON (tags are stored four ways), for each
-// message its content, name, tool call id and tool calls JSON, and
-// UsageRowBytes per row. Superseded entries count until deleted. It reads
-// one row.
+// storageUsed implements [Agent.StorageUsed]: one row of the usage table,
+// kept by the writes that change it.
 func (c *Store) storageUsed(ctx context.Context, agent string) (int64, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return 0, err

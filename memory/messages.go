@@ -20,11 +20,7 @@ func validRole(r Role) bool {
 	return false
 }
 
-// AppendMessage stores a message in its batch (creating the batch) and
-// returns it with ID, Seq (the next in the batch when 0) and CreatedAt set.
-// Messages cannot be added to a batch marked complete. A message past
-// Options.MaxMessageBytes fails with ErrTooLarge, one that would take the
-// agent past Options.AgentQuotaBytes with ErrQuota; nothing is stored.
+// appendMessage implements [Messages.Append].
 func (c *Store) appendMessage(ctx context.Context, agent string, m Message) (Message, error) {
 	out, err := c.appendMessages(ctx, agent, []Message{m})
 	if err != nil {
@@ -33,12 +29,7 @@ func (c *Store) appendMessage(ctx context.Context, agent string, m Message) (Mes
 	return out[0], nil
 }
 
-// AppendMessages stores several messages of agent in one transaction
-// (all or none): a turn's user message, tool calls and results, and the
-// answer cost one commit. Each message is checked as AppendMessage checks
-// it, before anything is written; embeddings are computed in one call
-// outside the transaction. Messages get automatic seqs in order within
-// their batch.
+// addMessages implements [Messages.AppendMany].
 func (c *Store) addMessages(ctx context.Context, agent string, msgs []Message) ([]Message, error) {
 	return c.appendMessages(ctx, agent, msgs)
 }
@@ -196,8 +187,8 @@ func (c *Store) appendMessageTx(tx *sql.Tx, m *Message, callsJSON string, checke
 	return nil
 }
 
-// Messages lists the agent's messages in order (by id, which is append
-// order) filtered by q.
+// messages implements [Messages.List]. An incremental read that finds
+// nothing is remembered until the next commit (noMessages).
 func (c *Store) messages(ctx context.Context, agent string, q *MessageQuery) ([]Message, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -289,7 +280,7 @@ type messagesKey struct {
 	q     MessageQuery
 }
 
-// CompleteBatch marks a batch complete: its messages may now be compressed.
+// completeBatch implements [Messages.CompleteBatch].
 func (c *Store) completeBatch(ctx context.Context, agent, batchID string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -305,7 +296,7 @@ func (c *Store) completeBatch(ctx context.Context, agent, batchID string) error 
 	return nil
 }
 
-// Batches lists the agent's batches in creation order.
+// batches implements [Messages.Batches].
 func (c *Store) batches(ctx context.Context, agent string) ([]Batch, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -329,7 +320,7 @@ func (c *Store) batches(ctx context.Context, agent string) ([]Batch, error) {
 	return out, rows.Err()
 }
 
-// SaveSummary stores a summary of the agent's messages.
+// saveSummary implements [Messages.SaveSummary].
 func (c *Store) saveSummary(ctx context.Context, agent string, s Summary) (Summary, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return s, err
@@ -354,7 +345,7 @@ func (c *Store) saveSummary(ctx context.Context, agent string, s Summary) (Summa
 	return s, nil
 }
 
-// LatestSummary returns the agent's summary covering the latest messages.
+// latestSummary implements [Messages.LatestSummary].
 func (c *Store) latestSummary(ctx context.Context, agent string) (Summary, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Summary{}, err

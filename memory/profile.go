@@ -112,8 +112,7 @@ func checkProfile(agent string, p Profile) ([]byte, error) {
 	return data, nil
 }
 
-// Profile returns agent's profile, or an error wrapping ErrNotFound when
-// it has none.
+// profile implements [Agent.Profile].
 func (c *Store) profile(ctx context.Context, agent string) (Profile, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return Profile{}, err
@@ -142,9 +141,8 @@ func (c *Store) profile(ctx context.Context, agent string) (Profile, error) {
 	return p, nil
 }
 
-// SetProfile stores p as agent's profile, replacing any it had (see
-// checkProfile for what is refused). The agent's BlocksStamp changes, so
-// that builders caching what they read under it read the profile again.
+// setProfile implements [Agent.SetProfile] (checkProfile says what is
+// refused).
 func (c *Store) setProfile(ctx context.Context, agent string, p Profile) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -170,8 +168,7 @@ func (c *Store) setProfile(ctx context.Context, agent string, p Profile) error {
 	return nil
 }
 
-// DeleteProfile removes agent's profile; an agent without one is
-// ErrNotFound.
+// deleteProfile implements [Agent.DeleteProfile].
 func (c *Store) deleteProfile(ctx context.Context, agent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err

@@ -13,9 +13,8 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// ShareBlock shares owner's block with another agent at perm. Sharing again
-// changes the permission. The sharee edits the same CRDT document, checked
-// against perm, and sees the block with shared_from set to owner.
+// shareBlock implements [Block.Share] for owner: the sharee's generation
+// is bumped with the share.
 func (c *Store) shareBlock(ctx context.Context, owner, label, withAgent string, perm blocks.Permission) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -80,7 +79,8 @@ func (c *Store) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent 
 	return id, err == nil, err
 }
 
-// UnshareBlock revokes a share.
+// unshareBlock implements [Block.Unshare] for owner: the sharee's pending
+// proposals are withdrawn in the same transaction.
 func (c *Store) unshareBlock(ctx context.Context, owner, label, withAgent string) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
@@ -116,8 +116,7 @@ func (c *Store) unshareBlock(ctx context.Context, owner, label, withAgent string
 	return nil
 }
 
-// ListSharedBlocks lists the blocks others shared with agent, with the
-// shared permission and SharedFrom set (type, then share order).
+// listSharedBlocks implements [Agent.SharedBlocks].
 func (c *Store) listSharedBlocks(ctx context.Context, agent string) ([]SharedBlock, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -167,13 +166,8 @@ func prefixCols(prefix, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// ProposeEdit records an edit for the block's approver to decide later.
-// The proposer must be able to see the block (own or shared). The edit is
-// first tried on a private fork of the block as approval would apply it
-// (the proposer writing with ReadWrite, so read-only fields and sections
-// still bind it); an edit that could not apply is refused with that error
-// (ErrNoMatch, schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
-// blocks.ErrPermission, ...) and nothing is stored.
+// proposeEdit implements [Block.Propose] for agent on owner's block (owner
+// "": its own).
 func (c *Store) proposeEdit(ctx context.Context, agent, owner, label string, e Edit, reason string) (Proposal, error) {
 	if owner == "" {
 		owner = agent
@@ -314,8 +308,10 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 	return nil
 }
 
-// ListProposals lists the proposals on owner's block, oldest first (label ""
-// lists all of owner's blocks).
+// listProposals lists the proposals on owner's block label, oldest first;
+// label "" lists those on all of owner's blocks and on its archival memory
+// ([Agent.Proposals]). A label owner does not use lists nothing:
+// [Block.Proposals] checks the block exists first.
 func (c *Store) listProposals(ctx context.Context, owner, label string) ([]Proposal, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return nil, err
@@ -377,19 +373,9 @@ func (c *Store) proposal(ctx context.Context, id int64) (Proposal, error) {
 	return p, err
 }
 
-// ApproveProposal applies a pending proposal and marks it approved by
-// approver, in one transaction: either both happen or neither. The edit is
-// a new change attributed to the proposer and checked against the
-// proposer's current permission on the block (a Partner/Human write counts
-// as approved; read-only fields and sections, Append-only and ReadOnly
-// still bind it); a proposer whose share was revoked has no proposals left
-// to approve.
-//
-// Who may approve: the block's owner, an agent the block is shared with at
-// Admin, or a person, named "human:NAME". The application is trusted to
-// pass the name of whoever actually decided (the CLI and UI pass the
-// person's); agents never reach this method through the memory tools. Any
-// other approver gets an error matching blocks.ErrPermission.
+// approveProposal implements [Agent.ApproveProposal] with approver as the
+// approver (an agent id or "human:NAME"): the edit is applied through the
+// proposer's view, approved, with the decision in the edit's transaction.
 func (c *Store) approveProposal(ctx context.Context, id int64, approver string) error {
 	p, err := c.pendingProposal(ctx, id, approver)
 	if err != nil {
@@ -421,8 +407,7 @@ func (c *Store) approveProposal(ctx context.Context, id int64, approver string) 
 	return nil
 }
 
-// RejectProposal marks a pending proposal rejected (who may: as for
-// ApproveProposal).
+// rejectProposal implements [Agent.RejectProposal].
 func (c *Store) rejectProposal(ctx context.Context, id int64, approver, reason string) error {
 	if _, err := c.pendingProposal(ctx, id, approver); err != nil {
 		return err

@@ -57,11 +57,9 @@ const genKeyPrefix = "blocks_gen:"
 
 func genKey(agent string) string { return genKeyPrefix + agent }
 
-// BlocksStamp returns the current stamp of the blocks agent sees: one
-// indexed query, no listing, no document loads, and on SQLite not even
-// that while nothing was committed to the file since the agent's last
-// stamp (a PRAGMA data_version read tells). See BlocksStamp (the type) for
-// what changes it.
+// blocksStamp implements [Agent.BlocksStamp]: stampQuery, skipped on
+// SQLite while PRAGMA data_version says nothing was committed to the file
+// since the agent's last stamp.
 func (c *Store) blocksStamp(ctx context.Context, agent string) (BlocksStamp, error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return BlocksStamp{}, err

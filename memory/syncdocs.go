@@ -17,10 +17,8 @@ import (
 // so gets a new id; package syncrepo encodes it as an automerge: URL.
 type DocumentID [16]byte
 
-// DocumentID returns the document id of the current epoch of block label
-// of owner ("" or agent: agent's own), made on first use, for an agent
-// that may read the block (ErrNotFound or blocks.ErrPermission otherwise,
-// as GetSharedBlock answers).
+// documentID implements [Block.DocumentID] for agent on owner's block
+// (owner "": its own).
 func (c *Store) documentID(ctx context.Context, agent, owner, label string) (DocumentID, error) {
 	e, _, err := c.view(ctx, agent, owner, label)
 	if err != nil {
@@ -71,11 +69,8 @@ func parseDocumentID(s string) (DocumentID, error) {
 	return id, nil
 }
 
-// DocumentBlock returns the block (owner and label) whose current epoch
-// has document id, if agent may read it. A document that does not exist,
-// belongs to an earlier epoch or a deleted block, or is a block agent may
-// not read all give the same ErrNotFound, so an id tells a caller nothing
-// about blocks it cannot see.
+// documentBlock implements [Agent.DocumentBlock]: the owner and label of
+// the block, or ErrNotFound for anything agent cannot read.
 func (c *Store) documentBlock(ctx context.Context, agent string, id DocumentID) (owner, label string, err error) {
 	if err := c.checkOpen(ctx); err != nil {
 		return "", "", err
