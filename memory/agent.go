@@ -459,7 +459,7 @@ func (b *Block) own() bool { return b.owner == b.agent }
 
 // check refuses, before the store sees them, a cancelled context and the
 // empty ids whose meaning would otherwise change: an empty owner is "own"
-// to the Store, and an empty label lists every block in ListProposals.
+// to the Store, and an empty label lists every block in listProposals.
 func (b *Block) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

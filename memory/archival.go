@@ -320,7 +320,7 @@ func archivalInsertSQL(n int) string {
 		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ") + archivalOnConflict
 }
 
-// BatchOptions tune InsertArchivalBatch. The zero value (or nil) is the
+// BatchOptions tune [Archival.InsertBatch]. The zero value (or nil) is the
 // defaults.
 type BatchOptions struct {
 	// Size is the number of entries embedded and written per transaction

@@ -562,14 +562,14 @@ func storableValue(v any) any {
 	return v
 }
 
-// Apply runs the edit on doc as actor, exactly as the store's ApplyEdit
+// Apply runs the edit on doc as actor, exactly as [Block.Apply]
 // does (without the store's persistence and proposals, which happen
 // around it; a Log block's rotation is the store's, part of its write). Run it on a view of a fork (doc.Fork) to try an edit
 // without touching the block.
 //
 // found is false when the edit did not apply, and err then says why: for
 // OpReplaceText whose old text does not occur, an error wrapping
-// ErrNoMatch, as from Document.ReplaceText and ApplyEdit. An unknown op is
+// ErrNoMatch, as from Document.ReplaceText and [Block.Apply]. An unknown op is
 // an error wrapping ErrInvalidArgument.
 func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
 	found, err = e.apply(doc, actor)

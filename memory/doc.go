@@ -52,12 +52,12 @@
 // [ErrPersist] and the edit is rolled back; while it runs, readers of the
 // block see the state before it, so no read ever sees a change that is not
 // durable. With Options.WriteBack, changes are kept until
-// PersistBlock, Flush, Close or eviction; eviction flushes first and nothing
+// [Block.Persist], Flush, Close or eviction; eviction flushes first and nothing
 // is lost. Update rows and snapshots carry checksums: a torn or corrupt row
 // is [ErrCorrupt] naming the block, never skipped.
 //
 // Automerge changes made elsewhere (automerge JS, a fork) enter a block
-// only through Store.mergeChanges, validated and persisted like any write.
+// only through [Block.Merge], validated and persisted like any write.
 // The block's history names the agent that merged them (with op merge),
 // never what their commit messages claim: the store records who merged
 // which change, in the merge's transaction, for every process and across
@@ -67,7 +67,7 @@
 // updates are folded into its snapshot in the writing transaction. A block
 // whose history outgrows its content (Options.HistoryLimit) is then rebased
 // onto a fresh document holding only its value, a new epoch: the old
-// history is archived (Store.blockHistory and Store.blockAt still read
+// history is archived ([Block.History] and [Block.At] still read
 // it), every replica switches in place, and changes made on an older
 // epoch are never merged into the new document. Log blocks whose schema
 // sets a Retention move older entries into archival memory as part of
@@ -90,7 +90,7 @@
 // none loses an update (see TestTwoProcessesOneBlock and
 // TestKillDuringWrites).
 //
-// Store.blocksStamp is a cheap fingerprint (one indexed query) of the
+// [Agent.BlocksStamp] is a cheap fingerprint (one indexed query) of the
 // blocks an agent sees, own and shared, that any persisted change by any
 // process alters; the context builder caches block listings under it.
 //
@@ -103,8 +103,9 @@
 // A write past one fails with [ErrTooLarge], naming the agent, the field,
 // its size and the cap, and stores nothing; the sizes are checked before
 // the work that grows with the entry (the scan of its strings, embedding,
-// the transaction). The caps hold on every way in: InsertArchival,
-// InsertArchivalBatch, SupersedeArchival, AppendMessage(s) and Import.
+// the transaction). The caps hold on every way in: [Archival.Insert],
+// [Archival.InsertBatch], [Archival.Supersede], [Messages.Append],
+// [Messages.AppendMany] and [Store.Import].
 //
 // Options.AgentQuotaBytes, off by default, bounds what each agent's
 // archival entries and messages hold together (content, metadata and tags
@@ -113,7 +114,7 @@
 // writing transaction; a write reads it under the store's write lock, so
 // writers in any number of processes cannot together pass the quota. A
 // write past it fails with [ErrQuota] and stores nothing;
-// Store.storageUsed reads the count. Deleting an archival entry gives
+// [Agent.StorageUsed] reads the count. Deleting an archival entry gives
 // its bytes back; a superseded entry is kept as history and counts until
 // deleted.
 //
@@ -125,16 +126,16 @@
 // with Duplicate set, its tags merged in (union) and the metadata keys it
 // lacked added (its own keep their values). A unique index on the live
 // entries' keys holds this across processes; Options.KeepDuplicates turns
-// it off. Store.consolidate finds near-duplicates and proposes merges
-// (op [OpMergeArchival], decided with ApproveProposal and RejectProposal),
-// or applies exact ones at once; [Store.RunConsolidation] runs rounds in
-// the background, in a goroutine the caller starts; see
-// docs/consolidation.md.
+// it off. [Archival.Consolidate] finds near-duplicates and proposes merges
+// (op [OpMergeArchival], decided with [Agent.ApproveProposal] and
+// [Agent.RejectProposal]), or applies exact ones at once;
+// [Store.RunConsolidation] runs rounds in the background, in a goroutine
+// the caller starts; see docs/consolidation.md.
 //
 // # Isolation and sharing
 //
 // An agent reads, lists and finds only its own blocks, archival entries and
-// messages and the blocks shared with it (Store.shareBlock); anything else
+// messages and the blocks shared with it ([Block.Share]); anything else
 // is [ErrNotFound], so existence does not leak. A sharee edits the owner's
 // CRDT document with the shared permission; its changes are attributed to
 // it. [Store.SearchAll] is the system's cross-agent view.

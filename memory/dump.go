@@ -130,7 +130,7 @@ type DumpBlock struct {
 	UpdatedAt int64 `json:"updated_at,omitempty"`
 	// MergedBy names, by change hash (hex), the agent that merged each
 	// change of Document and Epochs that came from outside the store
-	// (MergeChanges): the block's history attributes those changes to it,
+	// (Block.Merge): the block's history attributes those changes to it,
 	// not to what their commit messages say. Import records them, and
 	// records the changes Document holds beyond Heads (edits made to the
 	// dump after the export, which it judges as a merge by the block's
@@ -360,7 +360,7 @@ type ImportReport struct {
 
 // Import adds a Dump's content in one transaction: all or nothing. A block
 // whose (owner, label) exists fails the import with ErrExists. A block
-// document is judged as MergeChanges judges merged changes (see
+// document is judged as [Block.Merge] judges merged changes (see
 // blocks.LoadExported): a document edited after the export (or, for a dump
 // without heads, outside engram) that a merge by
 // the block's owner could not bring in (an invalid value, an unknown root

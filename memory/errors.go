@@ -35,8 +35,8 @@ var (
 	// ErrInvalidArgument is returned for malformed arguments (empty agent
 	// id or label, negative limits, ...).
 	ErrInvalidArgument = errors.New("memory: invalid argument")
-	// ErrNoMatch is returned by every write path — ApplyEdit,
-	// ReplaceInBlock, ProposeEdit, ApproveProposal and the Document view
+	// ErrNoMatch is returned by every write path — Block.Apply,
+	// Block.Replace, Block.Propose, Agent.ApproveProposal and the Document view
 	// (Document.ReplaceText) — for a replace_text edit whose old text does
 	// not occur in the block; nothing is changed. It is blocks.ErrNoMatch.
 	ErrNoMatch = blocks.ErrNoMatch
@@ -67,7 +67,7 @@ func (e *ProposalError) Error() string {
 func (e *ProposalError) Unwrap() error { return e.Err }
 
 // EntryError is a batch call's error about one of its entries (see
-// InsertArchivalBatch): Index is the entry's position in the batch, from 0.
+// [Archival.InsertBatch]): Index is the entry's position in the batch, from 0.
 type EntryError struct {
 	Index int
 	Err   error

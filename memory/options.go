@@ -14,7 +14,7 @@ import (
 type Options struct {
 	// CacheSize is how many block documents stay in memory (default 256).
 	CacheSize int
-	// WriteBack defers persisting changes until PersistBlock, Flush, Close or
+	// WriteBack defers persisting changes until Block.Persist, Flush, Close or
 	// eviction. The default is write-through: a mutating call returns only
 	// after its change is durable.
 	WriteBack bool
@@ -46,7 +46,7 @@ type Options struct {
 	// estimated cost of loading them are at least 4× the block's size,
 	// compaction rebases the block onto a fresh document holding only its
 	// current value (a new epoch). The retired history is archived:
-	// BlockHistory and BlockAt still read it, but no load or write does. A
+	// Block.History and Block.At still read it, but no load or write does. A
 	// block that only grows, by appends of a line or so, does not qualify:
 	// its history is mostly its content, and a rebase would rebuild all of
 	// it to save little.
@@ -94,9 +94,9 @@ type Options struct {
 	// Per-entry caps, in bytes of UTF-8 as stored (0: the default,
 	// negative: no cap). A write past one fails with ErrTooLarge, naming
 	// the agent, the field, its size and the cap, and stores nothing. They
-	// hold on every way an entry is written: InsertArchival,
-	// InsertArchivalBatch (checked for every entry before any is written),
-	// SupersedeArchival, AppendMessage(s) and Import (which refuses a dump
+	// hold on every way an entry is written: Archival.Insert,
+	// Archival.InsertBatch (checked for every entry before any is written),
+	// Archival.Supersede, Messages.Append(Many) and Import (which refuses a dump
 	// holding an entry past a cap, naming the entry, and imports nothing).
 	// Entries a Log block rotates into archival are exempt: the block's
 	// character limit bounds them, and refusing one would refuse every
@@ -145,7 +145,7 @@ type Options struct {
 	// default an insert whose content, normalised (NormalizeContent), and
 	// conversation (its metadata's "conversation", else "session") equal a
 	// live entry's of the same agent returns that entry, marked Duplicate,
-	// with the tags and metadata merged in (see InsertArchival); the
+	// with the tags and metadata merged in (see Archival.Insert); the
 	// database's unique index on the live entries' keys holds that across
 	// processes. Entries written with KeepDuplicates carry no key: later
 	// inserts never match them (consolidation still finds them).

@@ -417,7 +417,7 @@ func (c *Store) rejectProposal(ctx context.Context, id int64, approver, reason s
 }
 
 // HumanApprover prefixes the name of a person deciding proposals (see
-// ApproveProposal).
+// [Agent.ApproveProposal]).
 const HumanApprover = "human:"
 
 // pendingProposal reads proposal id, checks it is pending and that

@@ -10,7 +10,7 @@ import (
 
 // BlocksStamp is a cheap fingerprint of the blocks an agent sees: its own
 // blocks and the blocks shared with it. Two stamps read for one agent are
-// equal only if ListBlocks and ListSharedBlocks would return the same
+// equal only if Agent.Blocks and Agent.SharedBlocks would return the same
 // blocks with the same metadata, permissions and rendered content in
 // between, as this Store lists them (with Options.WriteBack its unflushed
 // edits count: the listings show them, see Local). Any persisted change by any Store on the

@@ -81,7 +81,7 @@ type ArchivalEntry struct {
 	Duplicate bool
 }
 
-// ArchivalQuery filters ListArchival. nil means defaults.
+// ArchivalQuery filters [Archival.List]. nil means defaults.
 type ArchivalQuery struct {
 	Limit             int // default 100
 	Offset            int
@@ -125,7 +125,7 @@ type Message struct {
 	CreatedAt  time.Time
 }
 
-// MessageQuery filters Messages. nil means all messages, oldest first.
+// MessageQuery filters [Messages.List]. nil means all messages, oldest first.
 type MessageQuery struct {
 	AfterID int64  // only messages with ID > AfterID
 	BatchID string // only this batch
