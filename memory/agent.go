@@ -572,9 +572,9 @@ func (b *Block) Replace(ctx context.Context, old, new string) (bool, error) {
 // Merge merges automerge changes made outside the store (by automerge JS
 // or another automerge peer, or on a Fork of the block) into the block,
 // as the agent. It is the one supported way: LoadIncremental, Merge and
-// sync messages on a store's document fail with blocks.ErrManaged. data
-// is change chunks (SaveIncremental, PendingChanges) or a whole saved
-// document.
+// sync messages on a [blocks.Document] of the store (from [Block.Doc])
+// fail with blocks.ErrManaged. data is change chunks (SaveIncremental,
+// PendingChanges) or a whole saved document.
 //
 // The merge is judged inside the write transaction against the block's
 // fresh state, as any edit is, at the handle's current permission: every
@@ -735,10 +735,11 @@ func (b *Block) SetType(ctx context.Context, t blocks.Type) error {
 	return b.s.setBlockType(ctx, b.owner, b.label, t)
 }
 
-// SetSchema changes the block's schema within its kind; the current
-// content must be valid under the new schema (schema.ErrInvalid
-// otherwise). The owner's own permission on the block must be Admin
-// (blocks.ErrPermission otherwise). Owner only.
+// SetSchema changes the block's schema within its kind (a schema of
+// another kind is blocks.ErrWrongSchema); the current content must be
+// valid under the new schema (schema.ErrInvalid otherwise). The owner's
+// own permission on the block must be Admin (blocks.ErrPermission
+// otherwise). Owner only.
 func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 	if err := b.ownerOnly(ctx, "change the schema of"); err != nil {
 		return err
