@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/search"
 )
 
@@ -242,4 +243,34 @@ func scanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// DeleteBlock deletes owner's block label and its shares as the system:
+// whatever the owner's permission on it. Through an agent's handle
+// ([Block.Delete]) the owner needs Admin; a block created at the default
+// ReadWrite can be deleted only here. A block that does not exist is an
+// error matching ErrNotFound.
+func (a *Admin) DeleteBlock(ctx context.Context, owner, label string) error {
+	if err := a.c.checkOpen(ctx); err != nil {
+		return err
+	}
+	if err := checkIDs(owner, label); err != nil {
+		return err
+	}
+	return a.c.deleteBlockAs(ctx, blocks.System, owner, label)
+}
+
+// SetBlockPermission sets the owner's own permission on its block label
+// as the system, raising it as well as lowering it: an agent can lower
+// its permission through [Block.SetPermission] only while it holds
+// Admin, so granting Admin (to let an agent delete or reconfigure its
+// block) is done here. A share's permission is set by sharing again.
+func (a *Admin) SetBlockPermission(ctx context.Context, owner, label string, p blocks.Permission) error {
+	if err := a.c.checkOpen(ctx); err != nil {
+		return err
+	}
+	if err := checkIDs(owner, label); err != nil {
+		return err
+	}
+	return a.c.setBlockPermissionAs(ctx, blocks.System, owner, label, p)
 }

@@ -264,11 +264,18 @@ func (c *Store) listBlocks(ctx context.Context, agent string, t blocks.Type) ([]
 
 // deleteBlock implements [Block.Delete] for the owner agent.
 func (c *Store) deleteBlock(ctx context.Context, agent, label string) error {
+	return c.deleteBlockAs(ctx, blocks.Agent, agent, label)
+}
+
+// deleteBlockAs deletes agent's block label with actor's rights: the
+// owner agent (blocks.Agent) needs Admin, the system (Admin.DeleteBlock)
+// nothing.
+func (c *Store) deleteBlockAs(ctx context.Context, actor blocks.Actor, agent, label string) error {
 	doc, err := c.getBlock(ctx, agent, label)
 	if err != nil {
 		return err
 	}
-	if err := doc.Authorize(blocks.Agent, blocks.OpDelete); err != nil {
+	if err := doc.Authorize(actor, blocks.OpDelete); err != nil {
 		return err
 	}
 	// The generations of the owner and the sharees are bumped before the
@@ -671,7 +678,7 @@ func (c *Store) persistBlock(ctx context.Context, agent, label string) error {
 // setBlockPinned implements [Block.SetPinned] (as an OpSetField, which
 // ReadWrite may do).
 func (c *Store) setBlockPinned(ctx context.Context, agent, label string, pinned bool) error {
-	return c.reconfigure(ctx, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
+	return c.reconfigure(ctx, blocks.Agent, agent, label, blocks.OpSetField, func(info *blocks.Info) { info.Pinned = pinned })
 }
 
 // setBlockType implements [Block.SetType] (a reconfiguration: Admin).
@@ -679,7 +686,7 @@ func (c *Store) setBlockType(ctx context.Context, agent, label string, t blocks.
 	if _, err := blocks.ParseType(string(t)); err != nil {
 		return err
 	}
-	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Type = t })
+	return c.reconfigure(ctx, blocks.Agent, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Type = t })
 }
 
 // updateBlockSchema implements [Block.SetSchema] (a reconfiguration:
@@ -688,19 +695,25 @@ func (c *Store) updateBlockSchema(ctx context.Context, agent, label string, s sc
 	if err := schema.Check(s); err != nil {
 		return fmt.Errorf("memory: schema for block %q of %q: %w", label, agent, err)
 	}
-	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Schema = s })
+	return c.reconfigure(ctx, blocks.Agent, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Schema = s })
 }
 
 // setBlockPermission implements [Block.SetPermission] (a reconfiguration:
 // Admin).
 func (c *Store) setBlockPermission(ctx context.Context, agent, label string, p blocks.Permission) error {
-	if !p.Valid() {
-		return invalidArg("permission %d", int(p))
-	}
-	return c.reconfigure(ctx, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Permission = p })
+	return c.setBlockPermissionAs(ctx, blocks.Agent, agent, label, p)
 }
 
-func (c *Store) reconfigure(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
+// setBlockPermissionAs sets the owner's permission on agent's block label
+// with actor's rights (the system: Admin.SetBlockPermission).
+func (c *Store) setBlockPermissionAs(ctx context.Context, actor blocks.Actor, agent, label string, p blocks.Permission) error {
+	if !p.Valid() {
+		return invalidArg("block %q of agent %q: permission %d", label, agent, int(p))
+	}
+	return c.reconfigure(ctx, actor, agent, label, blocks.OpReconfigure, func(info *blocks.Info) { info.Permission = p })
+}
+
+func (c *Store) reconfigure(ctx context.Context, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info)) error {
 	// The checks are made on the cached document; the UPDATE takes only if
 	// the row is still the one that document reflects, or another
 	// process's write that landed in between (content the new schema
@@ -708,7 +721,7 @@ func (c *Store) reconfigure(ctx context.Context, agent, label string, op blocks.
 	// against, and its rendering overwritten. Met, the block is reloaded
 	// and checked again.
 	for attempt := 0; ; attempt++ {
-		again, err := c.reconfigureOnce(ctx, agent, label, op, change)
+		again, err := c.reconfigureOnce(ctx, actor, agent, label, op, change)
 		if !again {
 			return err
 		}
@@ -720,7 +733,7 @@ func (c *Store) reconfigure(ctx context.Context, agent, label string, op blocks.
 
 // reconfigureOnce is one attempt of reconfigure; again reports that the
 // block's row changed since the document it checked was read.
-func (c *Store) reconfigureOnce(ctx context.Context, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
+func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
 	ent, doc, err := c.view(ctx, agent, "", label)
 	if err != nil {
 		return false, err
@@ -738,7 +751,7 @@ func (c *Store) reconfigureOnce(ctx context.Context, agent, label string, op blo
 		c.dropBlock(agent, label)
 		return true, nil
 	}
-	if err := doc.Authorize(blocks.Agent, op); err != nil {
+	if err := doc.Authorize(actor, op); err != nil {
 		return false, err
 	}
 	info := doc.Info()

@@ -54,6 +54,8 @@ var commands = []*command{
 			flags: cmdBlockWrite(blocks.OpSetText)},
 		{name: "append", usage: "block append --agent A [--owner O] [--as-agent] LABEL TEXT", example: `engram block append --agent ada notes -- "-- a line starting with dashes"`,
 			flags: cmdBlockWrite(blocks.OpAppendText)},
+		{name: "delete", usage: "block delete --agent A [--as-agent] LABEL", example: "engram block delete --agent ada scratch",
+			long: blockDeleteHelp, flags: cmdBlockDelete},
 	}},
 	{name: "share", usage: "share --owner O --label L --with B [--perm Append] [--revoke]", example: "engram share --owner ada --label notes --with bob --perm ReadOnly",
 		flags: cmdShare},

@@ -1017,3 +1017,39 @@ func storeMissing(db string) bool {
 	_, err := os.Stat(path)
 	return errors.Is(err, fs.ErrNotExist)
 }
+
+const blockDeleteHelp = `Deletes the block, its history and its shares. As the system (the default)
+it deletes whatever the agent's permission on the block; with --as-agent the
+agent deletes it, which needs Admin on the block (a block created at the
+default ReadWrite cannot delete itself).`
+
+func cmdBlockDelete(fs *flag.FlagSet) runFunc {
+	var agent string
+	var asAgent bool
+	fs.StringVar(&agent, "agent", "", "agent id: the block's owner")
+	fs.BoolVar(&asAgent, "as-agent", false, "delete as the agent (needs Admin on the block) instead of as the system")
+	return func(ctx context.Context, a *app, pos []string) error {
+		if err := need("block delete", "--agent", agent); err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usageErrorf("block delete: want LABEL, got %d argument(s) (run \"engram block delete --help\")", len(pos))
+		}
+		s, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if asAgent {
+			err = s.Agent(agent).Block(pos[0]).Delete(ctx)
+		} else {
+			err = s.Admin().DeleteBlock(ctx, agent, pos[0])
+		}
+		if err != nil {
+			return fmt.Errorf("block delete: block %q of %q: %w", pos[0], agent, err)
+		}
+		return a.output(map[string]any{"label": pos[0], "owner": agent, "deleted": true}, func(w io.Writer) {
+			fmt.Fprintf(w, "deleted block %q of %q\n", pos[0], agent)
+		})
+	}
+}

@@ -109,6 +109,7 @@ Blocks
   block append  --agent A [--owner O] [--as-agent] LABEL TEXT
                 --owner O: O's block shared with A, written as A at the share's permission;
                 a Partner/Human edit is queued as a proposal ("proposal #N queued for approval", exit 0)
+  block delete  --agent A [--as-agent] LABEL       delete a block and its shares (as the system unless --as-agent)
   share         --owner O --label L --with B [--perm Append] [--revoke]
 
 Proposals (edits to Partner/Human blocks waiting for a person)
