@@ -707,7 +707,8 @@ func (b *Block) Unshare(ctx context.Context, with string) error {
 
 // Delete deletes the block and its shares. The owner's own permission on
 // the block ([BlockSpec].Permission) must be Admin: at anything less it is
-// an error matching blocks.ErrPermission. Owner only.
+// an error matching blocks.ErrPermission (the system deletes any block
+// with [Admin.DeleteBlock]). Owner only.
 func (b *Block) Delete(ctx context.Context) error {
 	if err := b.ownerOnly(ctx, "delete"); err != nil {
 		return err
@@ -750,7 +751,8 @@ func (b *Block) SetSchema(ctx context.Context, s schema.Schema) error {
 // SetPermission changes the owner's own permission on the block; a
 // share's permission is changed by sharing again. The owner's permission
 // must be Admin to change it (blocks.ErrPermission otherwise), so a block
-// set below Admin stays so; an invalid permission is
+// set below Admin stays so unless the system raises it
+// ([Admin.SetBlockPermission]); an invalid permission is
 // [ErrInvalidArgument]. Owner only.
 func (b *Block) SetPermission(ctx context.Context, p blocks.Permission) error {
 	if err := b.ownerOnly(ctx, "change the permission of"); err != nil {
