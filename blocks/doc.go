@@ -23,6 +23,21 @@
 // whatever their permission. [System] bypasses all checks; character limits
 // and schema validation still apply to it.
 //
+// # Sections
+//
+// A Composite block is made of named sections, each with its own schema.
+// [Document.Section] addresses one; the [Section] it returns has the same
+// typed operations and reads as the Document, applied to that section:
+//
+//	doc.Section("notes").AppendText(" more", blocks.Agent)
+//	doc.Section("todo").CheckItem(0, true, blocks.Agent)
+//	doc.Section("health").Field("errors")
+//
+// The section "" is the block itself, so a caller holding an optional
+// section name addresses any block one way. An operation on a section the
+// block does not have, or on a Composite block as a whole, fails with
+// [ErrWrongSchema] naming the block and the section.
+//
 // # Writes
 //
 // Each operation is planned on a copy of the current value, validated

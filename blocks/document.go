@@ -917,7 +917,7 @@ func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, [
 		nodeSchema = sec.Schema
 		nodeVal = full.(map[string]any)[req.section]
 	} else if c.info.Schema.Kind() == schema.KindComposite && req.op != OpSetValue && req.op != OpRestore {
-		return Event{}, nil, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
+		return Event{}, nil, fmt.Errorf("%w: block %q is composite; %s needs a section (Document.Section)", ErrWrongSchema, label, req.op)
 	}
 	var next any
 	var apply func(*automerge.Map) error

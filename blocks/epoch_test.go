@@ -31,10 +31,10 @@ func TestRebasedKeepsValueAndRendering(t *testing.T) {
 					must(t, d.SetText(strings.Repeat("line\n", i%7)+"tail é😀", blocks.Agent))
 				}
 			case schema.KindComposite:
-				must(t, d.SetTextInSection("text", "a\nb\nc\nd", blocks.Agent))
-				must(t, d.IncrementCounterInSection("map", "c", 5, blocks.Agent))
-				must(t, d.PushItemInSection("list", "x", blocks.Agent))
-				must(t, d.AppendLogEntryInSection("log", map[string]any{"message": "m"}, blocks.Agent))
+				must(t, d.Section("text").SetText("a\nb\nc\nd", blocks.Agent))
+				must(t, d.Section("map").IncrementCounter("c", 5, blocks.Agent))
+				must(t, d.Section("list").PushItem("x", blocks.Agent))
+				must(t, d.Section("log").AppendLogEntry(map[string]any{"message": "m"}, blocks.Agent))
 			case schema.KindMap:
 				must(t, d.IncrementCounter("n", 3, blocks.Agent))
 				must(t, d.IncrementCounter("n", -1, blocks.Agent))

@@ -17,7 +17,7 @@ var (
 	// ErrLimit is returned when a write would push a block past its
 	// character limit.
 	ErrLimit = errors.New("blocks: character limit exceeded")
-	// ErrNoMatch is returned by ReplaceText (and ReplaceTextInSection) when
+	// ErrNoMatch is returned by ReplaceText (of a Document or a Section) when
 	// the text to replace does not occur: nothing is changed. Every write
 	// path reports it the same way (the store's ApplyEdit and
 	// ReplaceInBlock wrap it too, as memory.ErrNoMatch).
