@@ -37,7 +37,7 @@ var (
 	// ErrInvalidLabel is returned for a block label outside LabelRule.
 	ErrInvalidLabel = errors.New("blocks: invalid label")
 	// ErrManaged is returned when changes from elsewhere are merged straight
-	// into a document a store manages (see Document.Manage), bypassing the
+	// into a document a store manages (see Document.Managed), bypassing the
 	// store's validation and persistence.
 	ErrManaged = errors.New("blocks: document is managed by a store")
 	// ErrUnrelated is returned when merged changes do not belong to the

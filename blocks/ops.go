@@ -566,7 +566,7 @@ func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
 // TrimLogWith is TrimLog for a caller that writes the removed entries
 // somewhere else in the transaction that writes the trim (both or
 // neither). (A store's log rotation is part of the append instead; see
-// LogRotator.) removed gets them, oldest first, while the
+// LogRetention.) removed gets them, oldest first, while the
 // trim is applied and before it is written; a store that applies the trim
 // again on a fresher state calls it again, and the last call holds. It is
 // not called when there is nothing to trim.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
 )
@@ -122,7 +123,7 @@ func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if err != nil {
 		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
 	}
-	if err := doc.MarkPersisted(doc.Heads()); err != nil {
+	if err := blockseam.MarkPersisted(doc, doc.Heads()); err != nil {
 		return nil, err
 	}
 	e, err := c.manage(doc, id, 0)
@@ -434,7 +435,7 @@ func (c *Store) writeView(ctx context.Context, agent, owner, label string) *entr
 	return c.cachedEntry(agent, label)
 }
 
-// RotateLog implements blocks.LogRotator: an append to a Log block whose
+// RotateLog implements blockseam.LogRotator: an append to a Log block whose
 // schema sets a Retention removes the oldest entries in its own change
 // (past the retention, or to make room under the character limit), and
 // the running Write stores them in the owner's archival memory (tagged
@@ -859,7 +860,7 @@ func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, 
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
-	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge, Permission: doc.Permission()}
+	req := blockseam.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge, Permission: doc.Permission()}
 	// Write takes a failed merge back itself, while it still holds the
 	// block (see entry.Write).
 	req.Undo = func() error {
@@ -875,7 +876,7 @@ func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, 
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
-		var fresh blocks.Merged
+		var fresh blockseam.Merged
 		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err
