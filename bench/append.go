@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/memory"
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite" // the bare baselines use the store's driver
 	"github.com/engram-go/engram/schema"
@@ -70,7 +71,7 @@ func newAppendPlan(prefix string, ops int, seed uint64) (*appendPlan, error) {
 			}
 			if _, heads, err := doc.PendingChanges(); err != nil {
 				return nil, err
-			} else if err := doc.MarkPersisted(heads); err != nil {
+			} else if err := blockseam.MarkPersisted(doc, heads); err != nil {
 				return nil, err
 			}
 		}
@@ -85,7 +86,7 @@ func newAppendPlan(prefix string, ops int, seed uint64) (*appendPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := doc.MarkPersisted(heads); err != nil {
+		if err := blockseam.MarkPersisted(doc, heads); err != nil {
 			return nil, err
 		}
 		_ = doc.Render()

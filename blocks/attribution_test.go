@@ -9,6 +9,7 @@ import (
 
 	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -60,7 +61,7 @@ func TestHistoryAttributesMergedChanges(t *testing.T) {
 	}
 
 	w := &attributingWriter{by: map[string]string{hashes[0]: "carol", hashes[1]: "carol"}}
-	rep, err := d.Manage(w)
+	rep, err := blockseam.Manage(d, w)
 	must(t, err)
 	merged, _, err := rep.Merge(peer.Save(), blocks.Origin{Agent: "carol", Permission: blocks.ReadWrite})
 	must(t, err)

@@ -49,9 +49,9 @@ func TestBadInput(t *testing.T) {
 		{"exceed char limit (system too)", textDoc, func(d *blocks.Document) error {
 			return d.AppendText(strings.Repeat("x", 5000), blocks.System)
 		}, blocks.ErrLimit, "limit is 5000"},
-		{"unknown section", compositeDoc, func(d *blocks.Document) error { return d.SetTextInSection("nope", "x", blocks.System) }, blocks.ErrWrongSchema, "nope"},
+		{"unknown section", compositeDoc, func(d *blocks.Document) error { return d.Section("nope").SetText("x", blocks.System) }, blocks.ErrWrongSchema, "nope"},
 		{"composite op without section", compositeDoc, func(d *blocks.Document) error { return d.AppendText("x", blocks.System) }, blocks.ErrWrongSchema, "section"},
-		{"read-only section by agent", compositeDoc, func(d *blocks.Document) error { return d.SetTextInSection("sealed", "x", blocks.Agent) }, blocks.ErrPermission, "sealed"},
+		{"read-only section by agent", compositeDoc, func(d *blocks.Document) error { return d.Section("sealed").SetText("x", blocks.Agent) }, blocks.ErrPermission, "sealed"},
 		{"read-only field via SetValue", mapDoc, func(d *blocks.Document) error {
 			return d.SetValue(map[string]any{"locked": "x"}, blocks.Agent)
 		}, blocks.ErrPermission, "locked"},

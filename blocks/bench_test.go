@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -98,7 +99,7 @@ func BenchmarkPendingChangesAfterOneEdit(b *testing.B) {
 	if err := d.SetText(strings.Repeat("a", 4000), blocks.System); err != nil {
 		b.Fatal(err)
 	}
-	_ = d.MarkPersisted(d.Heads())
+	_ = blockseam.MarkPersisted(d, d.Heads())
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := d.AppendText("x", blocks.Agent); err != nil {
@@ -108,6 +109,6 @@ func BenchmarkPendingChangesAfterOneEdit(b *testing.B) {
 		if err != nil || len(data) == 0 {
 			b.Fatal("no pending bytes", err)
 		}
-		_ = d.MarkPersisted(heads)
+		_ = blockseam.MarkPersisted(d, heads)
 	}
 }

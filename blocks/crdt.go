@@ -106,7 +106,7 @@ func (d *Document) SaveIncremental() ([]byte, error) {
 // nothing to load (an empty SaveIncremental) and returns nil. If the
 // merged state breaks the block's schema or character limit, nothing is
 // kept and the error says why. A document a store manages refuses with
-// ErrManaged (see Manage).
+// ErrManaged (see Managed).
 func (d *Document) LoadIncremental(data []byte) error {
 	// automerge skips what it cannot parse without an error: damage
 	// would otherwise load as nothing and look like success.
@@ -195,8 +195,9 @@ func (d *Document) Fork() (*Document, error) {
 }
 
 // PendingChanges returns the changes this replica made that are not yet
-// marked persisted, encoded for LoadIncremental, and the heads to pass to
-// MarkPersisted once they are durable. Changes merged in from other
+// marked persisted (by the store that manages the document, once they are
+// durable; on a standalone document: since it was made or loaded),
+// encoded for LoadIncremental, and the heads they bring the document to. Changes merged in from other
 // replicas are not included: whoever made them persists them. data is nil
 // when there is nothing to persist.
 func (d *Document) PendingChanges() (data []byte, heads []string, err error) {
@@ -271,8 +272,9 @@ func sameHashes(a, b []automerge.ChangeHash) bool {
 	return true
 }
 
-// MarkPersisted records that everything up to heads is durable.
-func (d *Document) MarkPersisted(heads []string) error {
+// markPersisted records that everything up to heads is durable
+// (blockseam.MarkPersisted).
+func (d *Document) markPersisted(heads []string) error {
 	hs, err := parseHeads(heads)
 	if err != nil {
 		return err

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 )
 
 // recordingWriter keeps the requests a managed document sends it.
-type recordingWriter struct{ reqs []blocks.WriteRequest }
+type recordingWriter struct{ reqs []blockseam.WriteRequest }
 
-func (w *recordingWriter) Write(_ context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (w *recordingWriter) Write(_ context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	w.reqs = append(w.reqs, req)
 	return apply(req.Permission)
 }
@@ -37,7 +38,7 @@ func TestApprovedDecisionReachesTheWriter(t *testing.T) {
 			d := textDoc(t, blocks.Admin)
 			d.SetApprover(blocks.ApproverFunc(func(blocks.ApprovalRequest) (bool, error) { return true, nil }))
 			w := &recordingWriter{}
-			if _, err := d.Manage(w); err != nil {
+			if _, err := blockseam.Manage(d, w); err != nil {
 				t.Fatal(err)
 			}
 			must(t, tc.view(d).AppendText(" more", blocks.Agent))

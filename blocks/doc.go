@@ -23,6 +23,21 @@
 // whatever their permission. [System] bypasses all checks; character limits
 // and schema validation still apply to it.
 //
+// # Sections
+//
+// A Composite block is made of named sections, each with its own schema.
+// [Document.Section] addresses one; the [Section] it returns has the same
+// typed operations and reads as the Document, applied to that section:
+//
+//	doc.Section("notes").AppendText(" more", blocks.Agent)
+//	doc.Section("todo").CheckItem(0, true, blocks.Agent)
+//	doc.Section("health").Field("errors")
+//
+// The section "" is the block itself, so a caller holding an optional
+// section name addresses any block one way. An operation on a section the
+// block does not have, or on a Composite block as a whole, fails with
+// [ErrWrongSchema] naming the block and the section.
+//
 // # Writes
 //
 // Each operation is planned on a copy of the current value, validated
@@ -35,10 +50,10 @@
 // document's history.
 //
 // A store bounds a block's history with epochs: [Document.Rebased] builds a
-// fresh document holding only the current value, [Replica.Reset] switches a
-// managed document to it in place (views keep working), [Replica.Reapply]
-// carries unpersisted edits over as a value difference, and Merge refuses
-// changes from another history ([ErrUnrelated]).
+// fresh document holding only the current value, the store switches its
+// managed document to it in place (views keep working), carrying
+// unpersisted edits over as a value difference, and Merge refuses changes
+// from another history ([ErrUnrelated]).
 //
 // Text edits are text splices, counters are automerge counters and list
 // items are list elements, so concurrent edits from replicas merge instead
@@ -61,22 +76,24 @@
 // on the writer's goroutine, with no lock of the document held. An
 // Approver is also called with no lock held. On a document a store
 // manages, Remote events (other writers' changes arriving) wait while the
-// store holds its lock on the block ([Replica.Hold]) and fire once it is
+// store holds its lock on the block and fire once it is
 // released, after the store's transaction: a subscriber may read the
 // document and call the store (read the block, close the store). A merge
 // the store makes inside a write that then fails is never announced.
 //
 // # Documents a store manages
 //
-// A store takes a document over with [Document.Manage] and a [Writer]: from
-// then on every mutation through any view runs inside Writer.Write, which
+// The documents a store (package memory) hands out are managed
+// ([Document.Managed]): the store took them over through its own seam
+// (internal/blockseam), not through any method of this package. Every
+// mutation through any view then runs inside the store's write, which
 // brings the document up to date, lets the edit validate itself against
 // that state with the accessor's current permission, and makes it durable;
-// if Write fails, the edit is rolled back (the document becomes a fork at
-// the prior heads: automerge cannot undo a commit) and subscribers never
+// if the write fails, the edit is rolled back (the document becomes a fork
+// at the prior heads: automerge cannot undo a commit) and subscribers never
 // hear of it. Changes from elsewhere reach a managed document only through
-// the store's [Replica]; LoadIncremental, Merge and sync messages on its
-// views fail with [ErrManaged]. On any document, merged changes that break
+// the store (its MergeChanges); LoadIncremental, Merge and sync messages on
+// its views fail with [ErrManaged]. On any document, merged changes that break
 // the schema (or, from a peer, the character limit) are refused and
 // nothing of them is kept.
 package blocks

@@ -101,7 +101,7 @@ type Change struct {
 	Hash string `json:"hash"`
 	// Actor is who made the change: an agent id or "system" (as its
 	// commit message says), or for a change a store merged from elsewhere
-	// the agent the store merged it as (see Attributor); "unknown" for
+	// the agent the store merged it as (see blockseam.Attributor); "unknown" for
 	// other changes made outside engram.
 	Actor   string    `json:"actor"`
 	Op      Op        `json:"op"` // OpMerge for a change a store merged from elsewhere
@@ -153,14 +153,14 @@ type core struct {
 	now        func() time.Time
 	subs       map[uint64]func(Event)
 	nextSub    uint64
-	writer     Writer // set by Manage: every mutation runs inside its Write
+	writer     writer // set by manage: every mutation runs inside its Write
 	// attrib names who merged the changes that came from elsewhere (the
 	// Writer, when it is an Attributor; At views carry their document's).
-	attrib Attributor
+	attrib attributor
 	text   textBuf
 
 	// A store's write in flight: its edit is applied to am but not yet
-	// durable, and the store may still take it back (see Writer). Views
+	// durable, and the store may still take it back (see blockseam.Writer). Views
 	// read stable, the state before it, so no reader sees an edit that
 	// may fail; the document the store manages reads the live state it
 	// writes. inflight is the write's token (0: none), flights the last
@@ -168,11 +168,11 @@ type core struct {
 	inflight, flights uint64
 	stable            stableState
 
-	// held counts the store's holds (Replica.Hold): while held, Remote
+	// held counts the store's holds (blockseam.Replica.Hold): while held, Remote
 	// events wait in queued (the latest) until the last Release, so a
 	// subscriber that calls the store runs after the store's own lock on
 	// the block is released. mergeFlight is the token of a store merge
-	// (Replica.Merge) in flight under a hold: views read stable until the
+	// (blockseam.Replica.Merge) in flight under a hold: views read stable until the
 	// hold ends, when the merge is committed or taken back.
 	held        int
 	queued      *remoteEvent
@@ -224,7 +224,7 @@ func (c *core) holdStable() error {
 func (c *core) dropStable() { c.inflight, c.stable = 0, stableState{} }
 
 // takeQueued returns the Remote event that waited, once nothing holds it
-// back: no store hold (Replica.Hold) and no write in flight, so views read
+// back: no store hold (blockseam.Replica.Hold) and no write in flight, so views read
 // what it announces. Caller holds mu.
 func (c *core) takeQueued() *remoteEvent {
 	if c.held > 0 || c.inflight != 0 {
@@ -336,7 +336,7 @@ func (d *Document) View(accessor string, perm Permission) *Document {
 // (or the owner) approved. Every other check still applies. decision is
 // the store's own record of the approval, nil for none: a managed
 // document's Writer gets it with each write through the view
-// (WriteRequest.Decision), so the store can commit the decision in the
+// (blockseam.WriteRequest.Decision), so the store can commit the decision in the
 // transaction that writes the edit, and it is a parameter of that write,
 // not a value hidden in its context.
 func (d *Document) Approved(decision any) *Document {
@@ -751,7 +751,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 		return err
 	}
 	d.c.mu.Lock()
-	pr, ok := d.c.writer.(Proposer)
+	pr, ok := d.c.writer.(proposer)
 	info := d.c.info
 	d.c.mu.Unlock()
 	if !ok {
@@ -762,7 +762,7 @@ func (d *Document) mutate(actor Actor, req request, p plan) error {
 }
 
 // mutateOnce is mutate without handing a refusal for want of approval to
-// the store (see Proposer).
+// the store (see blockseam.Proposer).
 func (d *Document) mutateOnce(actor Actor, req request, p plan) error {
 	who, system, ver, err := d.authorize(actor, req)
 	if err != nil {
@@ -796,8 +796,8 @@ func nameBlock(label string, err error) error {
 }
 
 // mutateManaged is mutate on a managed document: the edit runs inside w's
-// Write (see Writer), as a flight of its own token.
-func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, req request, p plan) error {
+// Write (see blockseam.Writer), as a flight of its own token.
+func (d *Document) mutateManaged(w writer, who string, system bool, ver uint64, req request, p plan) error {
 	c := d.c
 	c.mu.Lock()
 	c.flights++
@@ -817,7 +817,7 @@ func (d *Document) mutateManaged(w Writer, who string, system bool, ver uint64, 
 			c.endFlight(token)
 		}
 	}()
-	wreq := WriteRequest{Label: label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm, Decision: d.decision}
+	wreq := writeRequest{Label: label, Accessor: d.accessor, Actor: who, System: system, Op: req.op, Permission: d.perm, Decision: d.decision}
 	wreq.Undo = func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -917,7 +917,7 @@ func (c *core) mutateLocked(o Origin, ver uint64, req request, p plan) (Event, [
 		nodeSchema = sec.Schema
 		nodeVal = full.(map[string]any)[req.section]
 	} else if c.info.Schema.Kind() == schema.KindComposite && req.op != OpSetValue && req.op != OpRestore {
-		return Event{}, nil, fmt.Errorf("%w: block %q is composite; address a section (e.g. %sInSection)", ErrWrongSchema, label, req.op)
+		return Event{}, nil, fmt.Errorf("%w: block %q is composite; %s needs a section (Document.Section)", ErrWrongSchema, label, req.op)
 	}
 	var next any
 	var apply func(*automerge.Map) error

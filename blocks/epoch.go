@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/internal/blockhook"
 )
 
 // A block's history grows with every change, and loading a document costs
@@ -13,9 +14,9 @@ import (
 // cost with epochs: past a threshold it starts the block over on a fresh
 // document holding only the current value (Rebased), keeps the old
 // document as an archive for provenance, and every replica switches to the
-// new document (Replica.Reset). The new document is a new automerge
+// new document (blockseam.Replica.Reset). The new document is a new automerge
 // identity: its changes share no history with the old one, so old changes
-// can never be merged into it (Replica.Merge refuses them).
+// can never be merged into it (blockseam.Replica.Merge refuses them).
 
 // Rebased returns a new document that holds d's current value and
 // metadata and none of its history: one change, made by the system with
@@ -58,10 +59,11 @@ func (d *Document) Rebased() (*Document, error) {
 	return &Document{c: nc, accessor: d.accessor, perm: d.perm}, nil
 }
 
-// Carried is what a replica had not persisted when Reset moved it to a new
-// epoch: the value its own unpersisted changes were made on, and that
-// value with them. Reapply brings their effect into the new epoch.
-type Carried struct {
+// carried is what a replica had not persisted when Reset moved it to a new
+// epoch (the State of a blockhook.Carried): the value its own unpersisted
+// changes were made on, and that value with them. Reapply brings their
+// effect into the new epoch.
+type carried struct {
 	base *automerge.Doc // the replica as of its persisted state (plus others' changes)
 	ours *automerge.Doc // base plus this replica's unpersisted changes
 }
@@ -74,7 +76,7 @@ type Carried struct {
 // (at once, or after the new document caught up: the new epoch's other
 // changes merge with the re-applied change either way). Subscribers get a
 // Remote event.
-func (r *Replica) Reset(data []byte) (*Carried, error) {
+func (r *replica) Reset(data []byte) (*blockhook.Carried, error) {
 	var am *automerge.Doc
 	if err := guard(func() (err error) { am, err = automerge.Load(data); return err }); err != nil {
 		return nil, fmt.Errorf("block %q: new epoch: %w: %v", r.c.info.Label, ErrCorrupt, err)
@@ -87,7 +89,7 @@ func (r *Replica) Reset(data []byte) (*Carried, error) {
 // document over instead of loading those bytes again (a load costs more
 // than building the document did; see docs/performance.md). fresh must
 // not be used afterwards.
-func (r *Replica) Adopt(fresh *Document) (*Carried, error) {
+func (r *replica) Adopt(fresh *Document) (*blockhook.Carried, error) {
 	fc := fresh.c
 	fc.mu.Lock()
 	am := fc.am
@@ -99,7 +101,7 @@ func (r *Replica) Adopt(fresh *Document) (*Carried, error) {
 	return r.reset(am)
 }
 
-func (r *Replica) reset(am *automerge.Doc) (*Carried, error) {
+func (r *replica) reset(am *automerge.Doc) (*blockhook.Carried, error) {
 	c := r.c
 	c.mu.Lock()
 	carried, err := c.unpersisted()
@@ -129,8 +131,8 @@ func (r *Replica) reset(am *automerge.Doc) (*Carried, error) {
 
 // unpersisted returns this replica's own changes past its persisted heads
 // as a Carried, or nil if it has none. Caller holds mu.
-func (c *core) unpersisted() (*Carried, error) {
-	var out *Carried
+func (c *core) unpersisted() (*blockhook.Carried, error) {
+	var out *blockhook.Carried
 	err := guard(func() error {
 		chs, err := c.am.Changes(c.persisted...)
 		if err != nil {
@@ -167,7 +169,7 @@ func (c *core) unpersisted() (*Carried, error) {
 		if err != nil {
 			return err
 		}
-		out = &Carried{base: base, ours: ours}
+		out = &blockhook.Carried{State: &carried{base: base, ours: ours}}
 		return nil
 	})
 	if err != nil {
@@ -183,13 +185,17 @@ func (c *core) unpersisted() (*Carried, error) {
 // merge is applied as one new change by the system, pending like the
 // originals. Nothing is duplicated: the new document gets a difference of
 // values, never an old change.
-func (r *Replica) Reapply(k *Carried) error {
+func (r *replica) Reapply(k *blockhook.Carried) error {
 	if k == nil {
 		return nil
 	}
 	c := r.c
+	kc, ok := k.State.(*carried)
+	if !ok {
+		return fmt.Errorf("block %q: reapply: %T is not what Reset carried", c.info.Label, k.State)
+	}
 	c.mu.Lock()
-	ev, subs, err := c.reapplyLocked(k)
+	ev, subs, err := c.reapplyLocked(kc)
 	now := c.remote(ev, subs)
 	c.mu.Unlock()
 	if now {
@@ -198,7 +204,7 @@ func (r *Replica) Reapply(k *Carried) error {
 	return err
 }
 
-func (c *core) reapplyLocked(k *Carried) (Event, []func(Event), error) {
+func (c *core) reapplyLocked(k *carried) (Event, []func(Event), error) {
 	before := hexHeads(c.am.Heads())
 	s := c.info.Schema
 	theirs, err := c.value()

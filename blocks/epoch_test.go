@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -15,7 +16,7 @@ import (
 // directly, so Reset and Reapply can be driven through a Replica.
 type directWriter struct{}
 
-func (directWriter) Write(_ context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (directWriter) Write(_ context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	return apply(req.Permission)
 }
 
@@ -31,10 +32,10 @@ func TestRebasedKeepsValueAndRendering(t *testing.T) {
 					must(t, d.SetText(strings.Repeat("line\n", i%7)+"tail é😀", blocks.Agent))
 				}
 			case schema.KindComposite:
-				must(t, d.SetTextInSection("text", "a\nb\nc\nd", blocks.Agent))
-				must(t, d.IncrementCounterInSection("map", "c", 5, blocks.Agent))
-				must(t, d.PushItemInSection("list", "x", blocks.Agent))
-				must(t, d.AppendLogEntryInSection("log", map[string]any{"message": "m"}, blocks.Agent))
+				must(t, d.Section("text").SetText("a\nb\nc\nd", blocks.Agent))
+				must(t, d.Section("map").IncrementCounter("c", 5, blocks.Agent))
+				must(t, d.Section("list").PushItem("x", blocks.Agent))
+				must(t, d.Section("log").AppendLogEntry(map[string]any{"message": "m"}, blocks.Agent))
 			case schema.KindMap:
 				must(t, d.IncrementCounter("n", 3, blocks.Agent))
 				must(t, d.IncrementCounter("n", -1, blocks.Agent))
@@ -89,10 +90,10 @@ func testResetKeepsViews(t *testing.T, adopt bool) {
 	must(t, d.SetText("alpha\nbeta\n", blocks.Agent))
 	_, heads, err := d.PendingChanges()
 	must(t, err)
-	must(t, d.MarkPersisted(heads))
+	must(t, blockseam.MarkPersisted(d, heads))
 	stale, err := d.Fork() // a peer on the old epoch
 	must(t, err)
-	rep, err := d.Manage(directWriter{})
+	rep, err := blockseam.Manage(d, directWriter{})
 	must(t, err)
 	view := d.View("other", blocks.ReadWrite)
 	nd, err := d.Rebased()
@@ -107,7 +108,7 @@ func testResetKeepsViews(t *testing.T, adopt bool) {
 		}
 	})
 	defer cancel()
-	var k *blocks.Carried
+	var k *blockseam.Carried
 	if adopt {
 		k, err = rep.Adopt(nd)
 		must(t, err)
@@ -170,7 +171,7 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 	must(t, d.SetText("one\ntwo\nthree\n", blocks.Agent))
 	_, heads, err := d.PendingChanges()
 	must(t, err)
-	must(t, d.MarkPersisted(heads))
+	must(t, blockseam.MarkPersisted(d, heads))
 	// Another writer's replica rebases and then edits the first line.
 	other, err := d.Fork()
 	must(t, err)
@@ -180,7 +181,7 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 	newEpoch, err := nd.Save()
 	must(t, err)
 	// Meanwhile this replica edits the last line and has not persisted it.
-	rep, err := d.Manage(directWriter{})
+	rep, err := blockseam.Manage(d, directWriter{})
 	must(t, err)
 	must(t, d.SetText("one\ntwo\nTHREE\n", blocks.Agent))
 	k, err := rep.Reset(newEpoch)
@@ -225,10 +226,10 @@ func TestReapplyCarriesEditsAroundAMergedChange(t *testing.T) {
 			d := newDoc(t, schema.Text{}, blocks.ReadWrite)
 			_, heads, err := d.PendingChanges()
 			must(t, err)
-			must(t, d.MarkPersisted(heads))
+			must(t, blockseam.MarkPersisted(d, heads))
 			other, err := d.Fork()
 			must(t, err)
-			rep, err := d.Manage(directWriter{})
+			rep, err := blockseam.Manage(d, directWriter{})
 			must(t, err)
 			for i, step := range tc.steps {
 				line := fmt.Sprintf("%c%d\n", step, i)
@@ -241,7 +242,7 @@ func TestReapplyCarriesEditsAroundAMergedChange(t *testing.T) {
 				must(t, other.AppendText(line, blocks.Agent))
 				data, heads, err := other.PendingChanges()
 				must(t, err)
-				must(t, other.MarkPersisted(heads))
+				must(t, blockseam.MarkPersisted(other, heads))
 				must(t, rep.LoadIncremental(data))
 			}
 			// The other writer rebases: the new epoch holds its changes only.

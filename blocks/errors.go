@@ -17,7 +17,7 @@ var (
 	// ErrLimit is returned when a write would push a block past its
 	// character limit.
 	ErrLimit = errors.New("blocks: character limit exceeded")
-	// ErrNoMatch is returned by ReplaceText (and ReplaceTextInSection) when
+	// ErrNoMatch is returned by ReplaceText (of a Document or a Section) when
 	// the text to replace does not occur: nothing is changed. Every write
 	// path reports it the same way (the store's ApplyEdit and
 	// ReplaceInBlock wrap it too, as memory.ErrNoMatch).
@@ -37,7 +37,7 @@ var (
 	// ErrInvalidLabel is returned for a block label outside LabelRule.
 	ErrInvalidLabel = errors.New("blocks: invalid label")
 	// ErrManaged is returned when changes from elsewhere are merged straight
-	// into a document a store manages (see Document.Manage), bypassing the
+	// into a document a store manages (see Document.Managed), bypassing the
 	// store's validation and persistence.
 	ErrManaged = errors.New("blocks: document is managed by a store")
 	// ErrUnrelated is returned when merged changes do not belong to the

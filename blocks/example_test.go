@@ -48,24 +48,57 @@ func ExampleDocument_PushItem() {
 	// [ ] ship
 }
 
-func ExampleDocument_SetFieldInSection() {
+func ExampleDocument_Section() {
 	doc, _ := blocks.New(blocks.Info{Label: "status", Type: blocks.Core, Permission: blocks.ReadWrite, Owner: "a",
 		Schema: schema.Composite{Sections: []schema.Section{
 			{Name: "notes", Schema: schema.Text{}},
 			{Name: "health", ReadOnly: true, Schema: schema.Map{Fields: []schema.FieldDef{{Name: "errors", Type: schema.FieldInteger}}}},
+			{Name: "todo", Schema: schema.List{Checkbox: true}},
 		}}}, nil)
-	_ = doc.SetTextInSection("notes", "All good.", blocks.Agent)
-	_ = doc.SetFieldInSection("health", "errors", 0, blocks.System)
-	err := doc.SetFieldInSection("health", "errors", 5, blocks.Agent)
+	_ = doc.Section("notes").SetText("All good.", blocks.Agent)
+	_ = doc.Section("health").SetField("errors", 0, blocks.System)
+	todo := doc.Section("todo")
+	_ = todo.PushItem("ship", blocks.Agent)
+	_ = todo.CheckItem(0, true, blocks.Agent)
 	fmt.Println(doc.Render())
-	fmt.Println(err != nil)
+	// A read-only section binds agents; a section the block does not have
+	// is named in the error, and so is a block-wide edit of a composite.
+	fmt.Println(doc.Section("health").SetField("errors", 5, blocks.Agent) != nil)
+	fmt.Println(doc.Section("nots").AppendText("!", blocks.Agent))
+	fmt.Println(doc.AppendText("!", blocks.Agent))
 	// Output:
 	// === notes ===
 	// All good.
 	//
 	// === health [read-only] ===
 	// errors: 0
+	//
+	// === todo ===
+	// [x] ship
 	// true
+	// blocks: operation does not fit the block schema: block "status" has no section "nots"
+	// blocks: operation does not fit the block schema: block "status" is composite; append_text needs a section (Document.Section)
+}
+
+// A caller holding an optional section name (a tool argument) addresses
+// both kinds of block one way: the section "" is the whole block.
+func ExampleSection() {
+	notes, _ := blocks.New(blocks.Info{Label: "notes", Type: blocks.Core, Permission: blocks.ReadWrite, Owner: "a",
+		Schema: schema.Text{}}, nil)
+	desk, _ := blocks.New(blocks.Info{Label: "desk", Type: blocks.Core, Permission: blocks.ReadWrite, Owner: "a",
+		Schema: schema.Composite{Sections: []schema.Section{{Name: "notes", Schema: schema.Text{}}}}}, nil)
+	for _, target := range []struct {
+		doc     *blocks.Document
+		section string
+	}{{notes, ""}, {desk, "notes"}} {
+		sec := target.doc.Section(target.section)
+		_ = sec.AppendText("remember the milk", blocks.Agent)
+		text, _ := sec.Text()
+		fmt.Printf("%s/%s: %s\n", target.doc.Label(), sec.Name(), text)
+	}
+	// Output:
+	// notes/: remember the milk
+	// desk/notes: remember the milk
 }
 
 func ExampleDocument_History() {

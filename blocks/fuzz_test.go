@@ -48,31 +48,31 @@ func FuzzRender(f *testing.F) {
 			}
 			switch op % 14 {
 			case 0:
-				_ = d.SetTextInSection("text", s, a)
+				_ = d.Section("text").SetText(s, a)
 			case 1:
-				_ = d.AppendTextInSection("text", s, a)
+				_ = d.Section("text").AppendText(s, a)
 			case 2:
-				_, _ = d.ReplaceTextInSection("text", s1, s2, a)
+				_, _ = d.Section("text").ReplaceText(s1, s2, a)
 			case 3:
-				_ = d.InsertLineInSection("text", int(op/14)+1, s, a)
+				_ = d.Section("text").InsertLine(int(op/14)+1, s, a)
 			case 4:
-				_ = d.SetFieldInSection("map", "s", s, a)
+				_ = d.Section("map").SetField("s", s, a)
 			case 5:
-				_ = d.SetFieldInSection("map", "t", s, a)
+				_ = d.Section("map").SetField("t", s, a)
 			case 6:
-				_ = d.AppendToListFieldInSection("map", "l", s, a)
+				_ = d.Section("map").AppendToListField("l", s, a)
 			case 7:
-				_ = d.IncrementCounterInSection("map", "c", int64(op)-100, a)
+				_ = d.Section("map").IncrementCounter("c", int64(op)-100, a)
 			case 8:
-				_ = d.SetFieldInSection("map", "ro", s, a)
+				_ = d.Section("map").SetField("ro", s, a)
 			case 9:
-				_ = d.PushItemInSection("list", s, a)
+				_ = d.Section("list").PushItem(s, a)
 			case 10:
-				_ = d.CheckItemInSection("list", int(op)%3, true, a)
+				_ = d.Section("list").CheckItem(int(op)%3, true, a)
 			case 11:
-				_ = d.DeleteItemInSection("list", int(op)%3, a)
+				_ = d.Section("list").DeleteItem(int(op)%3, a)
 			case 12:
-				_ = d.AppendLogEntryInSection("log", map[string]any{"message": s}, a)
+				_ = d.Section("log").AppendLogEntry(map[string]any{"message": s}, a)
 			case 13:
 				_ = d.SetValue(map[string]any{"text": s2}, a)
 			}

@@ -15,7 +15,7 @@ import (
 // operation, are what its commit message says (engram writes them there),
 // except for the changes a store merged from elsewhere: for those, on a
 // document a store manages (and its views and At views), the store names
-// the agent it merged them as (see Attributor). A store's history of them
+// the agent it merged them as (see blockseam.Attributor). A store's history of them
 // is read with the view's Context.
 func (d *Document) History() ([]Change, error) {
 	c := d.c
@@ -55,7 +55,7 @@ func (d *Document) History() ([]Change, error) {
 const maxPeerMessage = 256
 
 // Attribute marks the changes of hist that mergedBy names (change hash →
-// agent, as an Attributor returns) as merged by that agent: Actor is the
+// agent, as a store's blockseam.Attributor returns) as merged by that agent: Actor is the
 // agent, Op is OpMerge, Section and Field are cleared, and the change's
 // own commit message (cut to 256 bytes, at a character boundary) is kept
 // only as PeerMessage. A store uses it for histories it reads itself

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -110,13 +111,13 @@ func TestLoadIncrementals(t *testing.T) {
 	src := newDoc(t, schema.Text{}, blocks.ReadWrite)
 	_, heads, err := src.PendingChanges()
 	must(t, err)
-	must(t, src.MarkPersisted(heads))
+	must(t, blockseam.MarkPersisted(src, heads))
 	var rows [][]byte
 	for _, s := range []string{"one\n", "two\n", "three\n"} {
 		must(t, src.AppendText(s, blocks.Agent))
 		data, heads, err := src.PendingChanges()
 		must(t, err)
-		must(t, src.MarkPersisted(heads))
+		must(t, blockseam.MarkPersisted(src, heads))
 		rows = append(rows, data)
 	}
 	for _, tc := range []struct {
@@ -141,7 +142,7 @@ func TestLoadIncrementals(t *testing.T) {
 			if got, _ := d.Text(); got != "" {
 				t.Fatalf("the replica starts with %q, want the state before the appends", got)
 			}
-			rep, err := d.Manage(directWriter{})
+			rep, err := blockseam.Manage(d, directWriter{})
 			must(t, err)
 			err = rep.LoadIncrementals(tc.chunks)
 			if tc.corrupt {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -105,7 +106,7 @@ func TestIncrementalSaveLoadAndPendingChanges(t *testing.T) {
 	must(t, err)
 	b, err := blocks.Load(a.Info(), full, nil)
 	must(t, err)
-	must(t, a.MarkPersisted(a.Heads()))
+	must(t, blockseam.MarkPersisted(a, a.Heads()))
 
 	must(t, a.AppendText(" A1", blocks.Agent))
 	must(t, b.AppendText(" B1", blocks.Agent))
@@ -116,8 +117,8 @@ func TestIncrementalSaveLoadAndPendingChanges(t *testing.T) {
 	if len(da) == 0 || len(db) == 0 {
 		t.Fatal("expected pending changes on both replicas")
 	}
-	must(t, a.MarkPersisted(ha))
-	must(t, b.MarkPersisted(hb))
+	must(t, blockseam.MarkPersisted(a, ha))
+	must(t, blockseam.MarkPersisted(b, hb))
 	must(t, a.LoadIncremental(db))
 	must(t, b.LoadIncremental(da))
 	if a.Render() != b.Render() {
@@ -206,7 +207,7 @@ func TestPendingChangesSurviveARollback(t *testing.T) {
 	must(t, err)
 	_, heads, err := d.PendingChanges()
 	must(t, err)
-	must(t, d.MarkPersisted(heads))
+	must(t, blockseam.MarkPersisted(d, heads))
 	other, err := d.Fork()
 	must(t, err)
 	must(t, d.SetText("mine", blocks.Agent))

@@ -50,8 +50,10 @@ func (d *Document) InsertLine(n int, text string, actor Actor) error {
 }
 
 // Text returns the content of a Text block.
-func (d *Document) Text() (string, error) {
-	v, err := d.nodeValue("", schema.KindText)
+func (d *Document) Text() (string, error) { return d.text("") }
+
+func (d *Document) text(section string) (string, error) {
+	v, err := d.nodeValue(section, schema.KindText)
 	if err != nil {
 		return "", err
 	}
@@ -245,6 +247,9 @@ func (d *Document) field(section, field string) (any, error) {
 	}
 	m, _ := d.nodeSchema(section)
 	if _, ok := schema.Deref(m).(schema.Map).Field(field); !ok {
+		if section != "" {
+			return nil, fmt.Errorf("%w: block %q, section %q has no field %q", ErrWrongSchema, d.Label(), section, field)
+		}
 		return nil, fmt.Errorf("%w: block %q has no field %q", ErrWrongSchema, d.Label(), field)
 	}
 	return v.(map[string]any)[field], nil
@@ -561,7 +566,7 @@ func (d *Document) TrimLog(keep int, actor Actor) ([]LogEntry, error) {
 // TrimLogWith is TrimLog for a caller that writes the removed entries
 // somewhere else in the transaction that writes the trim (both or
 // neither). (A store's log rotation is part of the append instead; see
-// LogRotator.) removed gets them, oldest first, while the
+// LogRetention.) removed gets them, oldest first, while the
 // trim is applied and before it is written; a store that applies the trim
 // again on a fresher state calls it again, and the last call holds. It is
 // not called when there is nothing to trim.
@@ -681,6 +686,9 @@ func (d *Document) nodeValue(section string, want schema.Kind) (any, error) {
 		return nil, err
 	}
 	if s.Kind() != want {
+		if section != "" {
+			return nil, fmt.Errorf("%w: block %q, section %q: want a %s schema, have %s", ErrWrongSchema, d.Label(), section, want, s.Kind())
+		}
 		return nil, fmt.Errorf("%w: block %q: want a %s schema, have %s", ErrWrongSchema, d.Label(), want, s.Kind())
 	}
 	v, err := d.Value()

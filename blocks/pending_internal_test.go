@@ -37,7 +37,7 @@ func TestPendingFastMatchesScan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := d.MarkPersisted(heads); err != nil {
+				if err := d.markPersisted(heads); err != nil {
 					t.Fatal(err)
 				}
 			case 3: // another replica's change arrives
@@ -49,7 +49,7 @@ func TestPendingFastMatchesScan(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, heads, _ := peer.PendingChanges()
-				peer.MarkPersisted(heads)
+				peer.markPersisted(heads)
 				if err := d.LoadIncremental(inc); err != nil {
 					t.Fatal(err)
 				}

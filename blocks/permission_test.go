@@ -78,13 +78,13 @@ var permOps = []permOp{
 		return d.AppendLogEntry(map[string]any{"message": "c"}, a)
 	}},
 	{"TrimLog", "admin", logDoc, func(d *blocks.Document, a blocks.Actor) error { _, err := d.TrimLog(1, a); return err }},
-	{"AppendTextInSection", "append", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.AppendTextInSection("open", "x", a) }},
-	{"SetTextInSection", "write", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.SetTextInSection("open", "x", a) }},
+	{"SectionAppendText", "append", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.Section("open").AppendText("x", a) }},
+	{"SectionSetText", "write", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.Section("open").SetText("x", a) }},
 	{"AuthorizeDelete", "admin", textDoc, func(d *blocks.Document, a blocks.Actor) error { return d.Authorize(a, blocks.OpDelete) }},
 	{"AuthorizeReconfigure", "admin", textDoc, func(d *blocks.Document, a blocks.Actor) error { return d.Authorize(a, blocks.OpReconfigure) }},
 	// Schema-level read-only binds every agent permission.
 	{"SetReadOnlyField", "readonly", mapDoc, func(d *blocks.Document, a blocks.Actor) error { return d.SetField("locked", "x", a) }},
-	{"AppendReadOnlySection", "readonly", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.AppendTextInSection("sealed", "x", a) }},
+	{"AppendReadOnlySection", "readonly", compositeDoc, func(d *blocks.Document, a blocks.Actor) error { return d.Section("sealed").AppendText("x", a) }},
 }
 
 func agentAllowed(perm blocks.Permission, class string) bool {

@@ -145,16 +145,16 @@ func TestRenderGolden(t *testing.T) {
 				{Name: "events", Schema: schema.Log{DisplayLimit: 2}},
 				{Name: "empty", Schema: schema.Text{}},
 			}}, blocks.ReadWrite)
-			must(t, d.SetTextInSection("notes", "Investigating the flaky test.", blocks.Agent))
-			must(t, d.AppendTextInSection("notes", " Probably timing.", blocks.Agent))
-			must(t, d.IncrementCounterInSection("diagnostics", "errors", 2, blocks.System))
-			must(t, d.SetFieldInSection("diagnostics", "mode", "debug", blocks.System))
-			must(t, d.PushItemInSection("todo", "add retries", blocks.Agent))
-			must(t, d.PushItemInSection("todo", "re-run CI", blocks.Agent))
-			must(t, d.CheckItemInSection("todo", 1, true, blocks.Agent))
-			must(t, d.AppendLogEntryInSection("events", map[string]any{"message": "first"}, blocks.Agent))
-			must(t, d.AppendLogEntryInSection("events", map[string]any{"message": "second"}, blocks.Agent))
-			must(t, d.AppendLogEntryInSection("events", map[string]any{"message": "third"}, blocks.Agent))
+			must(t, d.Section("notes").SetText("Investigating the flaky test.", blocks.Agent))
+			must(t, d.Section("notes").AppendText(" Probably timing.", blocks.Agent))
+			must(t, d.Section("diagnostics").IncrementCounter("errors", 2, blocks.System))
+			must(t, d.Section("diagnostics").SetField("mode", "debug", blocks.System))
+			must(t, d.Section("todo").PushItem("add retries", blocks.Agent))
+			must(t, d.Section("todo").PushItem("re-run CI", blocks.Agent))
+			must(t, d.Section("todo").CheckItem(1, true, blocks.Agent))
+			must(t, d.Section("events").AppendLogEntry(map[string]any{"message": "first"}, blocks.Agent))
+			must(t, d.Section("events").AppendLogEntry(map[string]any{"message": "second"}, blocks.Agent))
+			must(t, d.Section("events").AppendLogEntry(map[string]any{"message": "third"}, blocks.Agent))
 			return d
 		}},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -34,10 +35,10 @@ func TestReplicaMergesIncrementalSaves(t *testing.T) {
 	must(t, d.SetText("base\n", blocks.Agent))
 	_, heads, err := d.PendingChanges()
 	must(t, err)
-	must(t, d.MarkPersisted(heads))
+	must(t, blockseam.MarkPersisted(d, heads))
 	saved, err := d.Save()
 	must(t, err)
-	rep, err := d.Manage(directWriter{})
+	rep, err := blockseam.Manage(d, directWriter{})
 	must(t, err)
 
 	peer, err := automerge.Load(saved)
@@ -177,7 +178,7 @@ func FuzzReplicaMerge(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := blocks.Load(blocks.Info{Label: "b", Type: blocks.Working, Schema: schema.Text{}, Permission: blocks.ReadWrite, Owner: "agent-1"}, saved, nil)
 		must(t, err)
-		rep, err := d.Manage(directWriter{})
+		rep, err := blockseam.Manage(d, directWriter{})
 		must(t, err)
 		before, _ := d.Text()
 		if _, _, err := rep.Merge(data, blocks.Origin{System: true}); err != nil {

@@ -4,38 +4,23 @@ import (
 	"fmt"
 
 	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/internal/blockhook"
 	"github.com/engram-go/engram/schema"
 )
 
-// LogRotator is implemented by a Writer that keeps the oldest entries of
-// its Log blocks elsewhere (a store moves them to archival memory). On a
-// document whose Writer is one, an append to a Log block whose schema sets
-// a Retention rotates as part of the append itself, in the same automerge
-// change and so in the same Write: it removes the oldest entries until at
-// most Retention remain and the block, new entry included, fits its
-// character limit. A full log therefore never refuses an append; only an
-// entry too large for the block on its own is refused (ErrLimit). Being
-// part of the write, rotation happens on every path that appends (the
-// store's edits, its tools, a view from the store) and commits with it or
-// not at all.
-type LogRotator interface {
-	// RotateLog is called inside Write's apply, once the append is
-	// applied, with the entries it removed, oldest first, for the Writer
-	// to persist in the transaction that persists the append. It is not
-	// called when the append removed nothing. A Writer that applies an
-	// edit again (after an Undo) gets the call again; the last one holds.
-	RotateLog(removed []LogEntry)
-}
+// logRotator is implemented by a store's Writer that rotates its Log
+// blocks (blockseam.LogRotator).
+type logRotator = blockhook.LogRotator[LogEntry]
 
-// logRotation returns the rotator and schema of an edit that rotates (see
-// LogRotator): an append to a Log block whose schema sets a Retention, on
-// a document whose Writer rotates; otherwise a nil rotator. Caller holds
-// mu.
-func (c *core) logRotation(req request) (LogRotator, schema.Log) {
+// logRotation returns the rotator and schema of an edit that rotates
+// (see blockseam.LogRotator): an append to a Log block whose schema sets
+// a Retention, on a document whose Writer rotates; otherwise a nil
+// rotator. Caller holds mu.
+func (c *core) logRotation(req request) (logRotator, schema.Log) {
 	if req.op != OpAppendLogEntry {
 		return nil, schema.Log{}
 	}
-	r, ok := c.writer.(LogRotator)
+	r, ok := c.writer.(logRotator)
 	if !ok {
 		return nil, schema.Log{}
 	}
@@ -47,8 +32,9 @@ func (c *core) logRotation(req request) (LogRotator, schema.Log) {
 }
 
 // LogRetention returns the Log schema of a block's log (section "" for a
-// Log block, else a Composite's Log section) when it sets a Retention: an
-// append to it rotates (see LogRotator).
+// Log block, else a Composite's Log section) when it sets a Retention: on
+// a document a store manages, an append to it rotates as part of the
+// append (the oldest entries move to the store's archival memory).
 func LogRetention(s schema.Schema, section string) (schema.Log, bool) {
 	s = schema.Deref(s)
 	if section != "" {
@@ -98,8 +84,8 @@ func rotateSectionAppend(s schema.Schema, ls schema.Log, section string, full ma
 }
 
 // rotateAppend is the rotation of an append to a Log block (see
-// LogRotator): next is the block's entries with the new one last. It
-// returns the entries kept, the CRDT operations that make them (the
+// blockseam.LogRotator): next is the block's entries with the new one
+// last. It returns the entries kept, the CRDT operations that make them (the
 // removals, then the append's own apply), the removed entries and the
 // kept entries' full rendering size in runes and bytes.
 func rotateAppend(s schema.Schema, ls schema.Log, next []LogEntry, lim int, label, who string,

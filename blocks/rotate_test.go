@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -16,7 +17,7 @@ import (
 // removed.
 type rotatingWriter struct{ removed [][]blocks.LogEntry }
 
-func (w *rotatingWriter) Write(_ context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (w *rotatingWriter) Write(_ context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	return apply(req.Permission)
 }
 
@@ -32,7 +33,7 @@ func TestAppendRotates(t *testing.T) {
 	d, err := blocks.New(info, nil)
 	must(t, err)
 	w := &rotatingWriter{}
-	if _, err := d.Manage(w); err != nil {
+	if _, err := blockseam.Manage(d, w); err != nil {
 		t.Fatal(err)
 	}
 	d = d.View("ada", blocks.Append)

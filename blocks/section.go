@@ -1,84 +1,140 @@
 package blocks
 
-// Composite blocks: the same operations, addressed to a section. A section
-// marked read-only in the schema binds agents whatever their permission.
-
-// SetTextInSection replaces the text of a Text section.
-func (d *Document) SetTextInSection(section, text string, actor Actor) error {
-	return d.setText(mustSection(section), text, actor)
-}
-
-// AppendTextInSection appends to a Text section.
-func (d *Document) AppendTextInSection(section, text string, actor Actor) error {
-	return d.appendText(mustSection(section), text, actor)
-}
-
-// ReplaceTextInSection replaces the first occurrence of old in a Text
-// section (see ReplaceText: no occurrence is an error wrapping ErrNoMatch).
-func (d *Document) ReplaceTextInSection(section, old, new string, actor Actor) (bool, error) {
-	return d.replaceText(mustSection(section), old, new, actor)
-}
-
-// InsertLineInSection inserts a line into a Text section (see InsertLine).
-func (d *Document) InsertLineInSection(section string, n int, text string, actor Actor) error {
-	return d.insertLine(mustSection(section), n, text, actor)
-}
-
-// SetFieldInSection sets a field of a Map section.
-func (d *Document) SetFieldInSection(section, field string, value any, actor Actor) error {
-	return d.setField(mustSection(section), field, value, actor, false)
-}
-
-// AppendToListFieldInSection appends to a list field of a Map section.
-func (d *Document) AppendToListFieldInSection(section, field string, item any, actor Actor) error {
-	return d.appendToListField(mustSection(section), field, item, actor)
-}
-
-// IncrementCounterInSection increments a counter field of a Map section.
-func (d *Document) IncrementCounterInSection(section, field string, delta int64, actor Actor) error {
-	return d.incrementCounter(mustSection(section), field, delta, actor)
-}
-
-// PushItemInSection appends an item to a List section.
-func (d *Document) PushItemInSection(section string, item any, actor Actor) error {
-	return d.pushItem(mustSection(section), item, actor)
-}
-
-// InsertItemInSection inserts an item into a List section.
-func (d *Document) InsertItemInSection(section string, i int, item any, actor Actor) error {
-	return d.insertItem(mustSection(section), i, item, actor)
-}
-
-// DeleteItemInSection removes an item from a List section.
-func (d *Document) DeleteItemInSection(section string, i int, actor Actor) error {
-	return d.deleteItem(mustSection(section), i, actor)
-}
-
-// CheckItemInSection sets the checked state of an item of a checkbox List
+// Section addresses one section of a Composite block: its methods are the
+// Document's typed operations and reads, applied to that section and
+// judged as the Document's are (schema, permission, approvals, character
+// limit, the store's Writer). A section marked read-only in the schema
+// binds agents whatever their permission.
+//
+// The section called "" is the block itself: doc.Section("").SetText is
+// doc.SetText. A caller holding an optional section name (a tool argument,
+// Edit.Section in package memory) can therefore address both kinds of
+// block in one way; the Document's own methods on a Composite block fail
+// with ErrWrongSchema asking for a section.
+//
+// A Section is a small value; it carries the Document view it came from
+// (accessor, permission, context), so doc.WithContext(ctx).Section(name)
+// writes with ctx. Making one checks nothing: an operation on a section the
+// block does not have fails with ErrWrongSchema naming the block and the
 // section.
-func (d *Document) CheckItemInSection(section string, i int, checked bool, actor Actor) error {
-	return d.checkItem(mustSection(section), i, checked, actor)
+type Section struct {
+	d    *Document
+	name string
 }
 
-// AppendLogEntryInSection appends an entry to a Log section.
-func (d *Document) AppendLogEntryInSection(section string, entry map[string]any, actor Actor) error {
-	return d.appendLogEntry(mustSection(section), entry, actor)
-}
+// Section returns the section called name of a Composite block ("" is the
+// whole block). See the Section type.
+func (d *Document) Section(name string) Section { return Section{d: d, name: name} }
 
-// Section returns a copy of one section's value.
-func (d *Document) Section(section string) (any, error) {
-	s, err := d.nodeSchema(mustSection(section))
+// Name is the section's name ("" for the whole block).
+func (s Section) Name() string { return s.name }
+
+// Document is the view the section was addressed through.
+func (s Section) Document() *Document { return s.d }
+
+// Value returns a copy of the section's value, in the form Value returns
+// for a block of the section's schema.
+func (s Section) Value() (any, error) {
+	if s.name == "" {
+		return s.d.Value()
+	}
+	sc, err := s.d.nodeSchema(s.name)
 	if err != nil {
 		return nil, err
 	}
-	return d.nodeValue(section, s.Kind())
+	return s.d.nodeValue(s.name, sc.Kind())
 }
 
-// mustSection maps an empty section name to one that cannot exist, so a
-// section method never silently targets the whole block.
-func mustSection(section string) string {
-	if section == "" {
-		return "\x00"
-	}
-	return section
+// ---- Text ----
+
+// SetText replaces the text of a Text section (see Document.SetText).
+func (s Section) SetText(text string, actor Actor) error {
+	return s.d.setText(s.name, text, actor)
+}
+
+// AppendText appends to a Text section (an appending operation).
+func (s Section) AppendText(text string, actor Actor) error {
+	return s.d.appendText(s.name, text, actor)
+}
+
+// ReplaceText replaces the first occurrence of old with new in a Text
+// section (see Document.ReplaceText: no occurrence is an error wrapping
+// ErrNoMatch).
+func (s Section) ReplaceText(old, new string, actor Actor) (bool, error) {
+	return s.d.replaceText(s.name, old, new, actor)
+}
+
+// InsertLine inserts a line into a Text section (see Document.InsertLine).
+func (s Section) InsertLine(n int, text string, actor Actor) error {
+	return s.d.insertLine(s.name, n, text, actor)
+}
+
+// Text returns the content of a Text section.
+func (s Section) Text() (string, error) { return s.d.text(s.name) }
+
+// ---- Map ----
+
+// SetField sets a field of a Map section (see Document.SetField).
+func (s Section) SetField(field string, value any, actor Actor) error {
+	return s.d.setField(s.name, field, value, actor, false)
+}
+
+// SetTextField sets a field of type text of a Map section; it fails on
+// fields of other types.
+func (s Section) SetTextField(field, text string, actor Actor) error {
+	return s.d.setField(s.name, field, text, actor, true)
+}
+
+// AppendToListField appends one item to a list field of a Map section (an
+// appending operation).
+func (s Section) AppendToListField(field string, item any, actor Actor) error {
+	return s.d.appendToListField(s.name, field, item, actor)
+}
+
+// IncrementCounter adds delta to a counter field of a Map section.
+func (s Section) IncrementCounter(field string, delta int64, actor Actor) error {
+	return s.d.incrementCounter(s.name, field, delta, actor)
+}
+
+// Field returns one field of a Map section (nil when unset).
+func (s Section) Field(field string) (any, error) { return s.d.field(s.name, field) }
+
+// ---- List ----
+
+// PushItem appends an item to a List section (an appending operation).
+func (s Section) PushItem(item any, actor Actor) error {
+	return s.d.pushItem(s.name, item, actor)
+}
+
+// InsertItem inserts an item into a List section before 0-based index i
+// (i = len appends).
+func (s Section) InsertItem(i int, item any, actor Actor) error {
+	return s.d.insertItem(s.name, i, item, actor)
+}
+
+// DeleteItem removes the item at 0-based index i of a List section.
+func (s Section) DeleteItem(i int, actor Actor) error {
+	return s.d.deleteItem(s.name, i, actor)
+}
+
+// CheckItem sets the checked state of item i of a checkbox List section.
+func (s Section) CheckItem(i int, checked bool, actor Actor) error {
+	return s.d.checkItem(s.name, i, checked, actor)
+}
+
+// Items returns the items of a List section.
+func (s Section) Items() ([]Item, error) { return s.d.items(s.name) }
+
+// ---- Log ----
+
+// AppendLogEntry appends an entry to a Log section (see
+// Document.AppendLogEntry).
+func (s Section) AppendLogEntry(entry map[string]any, actor Actor) error {
+	return s.d.appendLogEntry(s.name, entry, actor)
+}
+
+// LogEntries returns up to limit entries of a Log section, newest first
+// (limit <= 0: all).
+func (s Section) LogEntries(limit int) ([]LogEntry, error) {
+	return s.d.logEntries(s.name, limit)
 }

@@ -16,7 +16,7 @@ import (
 // Origin says who brings a change into a block: an agent holding a
 // permission on it, or the trusted system. Every path that changes a
 // block's value — a local edit, a merge of changes made elsewhere
-// (Replica.Merge), a dump's import — judges the change as a transition
+// (blockseam.Replica.Merge), a dump's import — judges the change as a transition
 // from the value before to the value after, made by its origin (see
 // CheckTransition), so no path can skip the schema, the read-only parts,
 // the permission or the limits.

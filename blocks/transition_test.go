@@ -11,13 +11,14 @@ import (
 
 	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
 // nopWriter lets a test hold a Replica: Replica.Merge never calls it.
 type nopWriter struct{}
 
-func (nopWriter) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (nopWriter) Write(ctx context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	return apply(req.Permission)
 }
 
@@ -247,7 +248,7 @@ func FuzzMergeTransition(f *testing.F) {
 		if _, err := peer.Commit("peer"); err != nil {
 			return // nothing changed
 		}
-		rep, err := d.Manage(nopWriter{})
+		rep, err := blockseam.Manage(d, nopWriter{})
 		must(t, err)
 		before, err := d.Value()
 		must(t, err)

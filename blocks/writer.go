@@ -7,101 +7,47 @@ import (
 	"fmt"
 
 	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/internal/blockhook"
 )
 
-// Writer makes the changes of a managed document durable (see
-// Document.Manage). A store implements it.
-type Writer interface {
-	// Write runs one mutation of the document. It first brings the document
-	// up to date with what other writers made durable, then calls apply with
-	// the accessor's current permission on the block (which may differ from
-	// the permission the view was made with: a share revoked or downgraded
-	// since), and returns only once the change apply committed is durable.
-	// apply validates the edit against that fresh state (schema, limits,
-	// permission) and commits at most one automerge change. An error from
-	// Write means nothing of the edit is kept: the document rolls the change
-	// back.
-	//
-	// A store may also apply the edit before taking its lock, on the state
-	// it last saw and with req.Permission, and keep that change if nothing
-	// changed in between; otherwise it calls req.Undo (which takes the
-	// change back out of the document) before bringing the document up to
-	// date, then calls apply again. apply must not be called again without
-	// an Undo in between.
-	//
-	// While a Write runs, views (Document.View) read the state apply met,
-	// not the edit in flight: Value, Render, Size, SizeBytes, Heads, Save,
-	// Fork, History and ChangeCount on a view never show an edit that may
-	// still be taken back (SaveIncremental and At read the live document).
-	// The managed document itself reads the live state the store writes. A
-	// store serializes the Writes of one document, takes an edit back
-	// before bringing the document up to date, and takes a failed one back
-	// before Write returns, so the state apply meets is durable; changes
-	// merged from elsewhere end the stable reads, so a Remote event's
-	// subscribers read what it announces.
-	Write(ctx context.Context, req WriteRequest, apply func(current Permission) error) error
+// The seam a store manages a document through (internal/blockseam gives
+// the store these types and calls manage and markPersisted).
+type (
+	writer       = blockhook.Writer[Op, Permission]
+	writeRequest = blockhook.WriteRequest[Op, Permission]
+	attributor   = blockhook.Attributor
+	proposer     = blockhook.Proposer[ApprovalRequest]
+	merged       = blockhook.Merged
+)
+
+func init() {
+	blockhook.Manage = func(doc, w any) (any, error) { return doc.(*Document).manage(w.(writer)) }
+	blockhook.MarkPersisted = func(doc any, heads []string) error { return doc.(*Document).markPersisted(heads) }
 }
 
-// Attributor is implemented by a Writer whose store records which agent
-// merged each change that came from elsewhere (a store's MergeChanges: an
-// automerge peer's or a fork's changes). Such a change's commit message is
-// its maker's and may name anyone, or no one: History, on the managed
-// document, its views and their At views, shows the agent the store names
-// as the change's Actor, OpMerge as its Op, no Section or Field, and the
-// message as PeerMessage.
-type Attributor interface {
-	// MergedBy returns the agent that merged each change the store merged
-	// from elsewhere into the block, by change hash (hex), in any of the
-	// block's epochs.
-	MergedBy(ctx context.Context) (map[string]string, error)
-}
+// The replica satisfies the store's interface to it.
+var _ blockhook.Replica[Origin, *Document] = (*replica)(nil)
 
-// Proposer is implemented by a Writer that keeps an edit which needs an
-// approval it did not get as a proposal (a store's ProposeEdit). A write
-// through any view of the managed document that is refused for want of an
-// approval (an error wrapping ErrNeedsApproval) is handed to it, so a
-// write through a view ends as the store's own edit methods end.
-type Proposer interface {
-	// Propose keeps the edit req describes, which was refused with
-	// refused, as a proposal, and returns the error the write returns
-	// (refused itself when it keeps nothing).
-	Propose(ctx context.Context, req ApprovalRequest, refused error) error
-}
-
-// WriteRequest describes the mutation a Writer is asked to run.
-type WriteRequest struct {
-	Label    string
-	Accessor string // the view's accessor ("" for a view without one)
-	Actor    string // who the change is attributed to: an agent id or "system"
-	System   bool   // the system acts: no permission applies
-	Op       Op
-	// Permission is the one the view holds: what apply assumes when it is
-	// given that value (Write's store checks it is still current).
-	Permission Permission
-	// Undo takes back what the last apply changed (nothing if it changed
-	// nothing). Nil when the caller cannot undo: apply then runs once.
-	Undo func() error
-	// Decision is what the store passed to Approved for the view writing
-	// (nil otherwise): its record of the approval, to commit with the edit.
-	Decision any
-}
-
-// Managed reports whether a store manages the document (see Manage).
+// Managed reports whether a store manages the document: then every
+// mutation through any of its views runs inside the store's write and is
+// durable when the method returns, and LoadIncremental, Merge and sync
+// messages on its views fail with ErrManaged (a store merges external
+// changes with its own MergeChanges).
 func (d *Document) Managed() bool {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	return d.c.writer != nil
 }
 
-// Manage hands the document to a store. From then on every mutation made
-// through any of its views runs inside w.Write, so it is validated against
+// manage hands the document to a store (blockseam.Manage). From then on
+// every mutation made through any of its views runs inside w.Write, so it is validated against
 // the durable state and is durable when the method returns (or rolled back
 // with the error). Changes made elsewhere can then only arrive through the
-// returned Replica, which the store keeps: LoadIncremental, Merge and sync
+// returned replica, which the store keeps: LoadIncremental, Merge and sync
 // messages on the document's views fail with ErrManaged, because changes
 // that bypass the store would be neither validated nor persisted. Manage
 // may be called once.
-func (d *Document) Manage(w Writer) (*Replica, error) {
+func (d *Document) manage(w writer) (*replica, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -112,21 +58,21 @@ func (d *Document) Manage(w Writer) (*Replica, error) {
 		return nil, fmt.Errorf("%w: block %q", ErrHistorical, c.info.Label)
 	}
 	c.writer = w
-	c.attrib, _ = w.(Attributor)
-	return &Replica{c: c}, nil
+	c.attrib, _ = w.(attributor)
+	return &replica{c: c}, nil
 }
 
-// Replica is the store's side of a managed document: the one way durable
-// changes from elsewhere (other processes, external automerge peers the
-// store has validated) enter it.
-type Replica struct{ c *core }
+// replica is the store's side of a managed document
+// (blockseam.Replica): the one way durable changes from elsewhere (other
+// processes, external automerge peers the store has validated) enter it.
+type replica struct{ c *core }
 
 // Hold defers the Remote events of the changes the store brings in (its
 // catch-ups, merges and epoch switches) until the matching Release. A
 // store holds while it holds its own lock on the block, so a subscriber,
 // which may call the store (read the block, close the store), runs after
 // that lock is released instead of deadlocking on it. Holds nest.
-func (r *Replica) Hold() {
+func (r *replica) Hold() {
 	r.c.mu.Lock()
 	r.c.held++
 	r.c.mu.Unlock()
@@ -135,7 +81,7 @@ func (r *Replica) Hold() {
 // Release ends a Hold. At the last one, a merge made under it (Merge) is
 // over — the store committed it or took it back — so views read the live
 // state again, and the latest deferred Remote event fires.
-func (r *Replica) Release() {
+func (r *replica) Release() {
 	c := r.c
 	c.mu.Lock()
 	c.held--
@@ -162,7 +108,7 @@ func (r *Replica) Release() {
 // Unlike a merge from a peer, a durable change is not refused for pushing
 // the block past its character limit: the store enforces limits when it
 // writes, and refusing durable history would make the block unreadable.
-func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, nil) }
+func (r *replica) LoadIncremental(data []byte) error { return r.c.loadIncremental(data, nil) }
 
 // LoadIncrementals is LoadIncremental of each of chunks in order (a store's
 // update rows), with the merged state read and validated once, after the
@@ -173,7 +119,7 @@ func (r *Replica) LoadIncremental(data []byte) error { return r.c.loadIncrementa
 // damaged one without a word); changes whose dependencies are missing
 // queue as with LoadIncremental. On error nothing is kept and no chunk is
 // named: a caller that must name the damaged one loads them one at a time.
-func (r *Replica) LoadIncrementals(chunks [][]byte) error {
+func (r *replica) LoadIncrementals(chunks [][]byte) error {
 	c := r.c
 	for i, data := range chunks {
 		if len(data) > 0 && !bytes.HasPrefix(data, automergeMagic) {
@@ -198,7 +144,7 @@ func (r *Replica) LoadIncrementals(chunks [][]byte) error {
 // rows it loaded delivered the changes it recorded. A change whose
 // dependencies are missing is queued by automerge, not held, so it counts
 // as unknown; so does a hash that does not parse.
-func (r *Replica) Unknown(heads []string) []string {
+func (r *replica) Unknown(heads []string) []string {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -421,17 +367,6 @@ func (c *core) managed() bool {
 	return c.writer != nil
 }
 
-// Merged is what a Replica.Merge brought in: the changes that were new to
-// the document.
-type Merged struct {
-	// Data is those changes encoded for LoadIncremental (nil when there
-	// were none): what the store persists.
-	Data []byte
-	// Hashes are their change hashes (hex), in Data's order: what a store
-	// records as merged by the agent it merged them for (see Attributor).
-	Hashes []string
-}
-
 // Merge brings changes made by an external automerge peer (automerge JS, a
 // fork of the block, ...) into the document, as Document.LoadIncremental
 // would but stricter: data may be change chunks (SaveIncremental; also a
@@ -442,19 +377,19 @@ type Merged struct {
 // would be (CheckTransition: schema, layout, read-only parts, from's
 // permission, character limit; schema.ErrInvalid, ErrPermission, ErrLimit).
 // A store passes the merging agent's current permission. On success it
-// returns the changes that were new to the document (see Merged), and undo,
+// returns the changes that were new to the document (see blockseam.Merged), and undo,
 // which returns the document to its state before Merge if the store cannot
 // make them durable. On error nothing is kept.
-func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() error, err error) {
+func (r *replica) Merge(data []byte, from Origin) (fresh merged, undo func() error, err error) {
 	c := r.c
 	if len(data) == 0 {
-		return Merged{}, func() error { return nil }, nil
+		return merged{}, func() error { return nil }, nil
 	}
 	if !bytes.HasPrefix(data, automergeMagic) {
-		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
+		return merged{}, nil, fmt.Errorf("block %q: merge changes: %w: not automerge data", c.info.Label, ErrCorrupt)
 	}
 	if err := c.affordable(data); err != nil {
-		return Merged{}, nil, err
+		return merged{}, nil, err
 	}
 	var chs []*automerge.Change
 	err = guard(func() (err error) {
@@ -479,10 +414,10 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() err
 		return nil
 	})
 	if errors.Is(err, ErrUnrelated) {
-		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+		return merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
 	}
 	if err != nil {
-		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
+		return merged{}, nil, fmt.Errorf("block %q: merge changes: %w: %v", c.info.Label, ErrCorrupt, err)
 	}
 	c.mu.Lock()
 	before := c.am.Heads()
@@ -517,7 +452,7 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() err
 	prevQueued := c.queued
 	c.mu.Unlock()
 	if err != nil {
-		return Merged{}, nil, err
+		return merged{}, nil, err
 	}
 	err = c.merge("merge changes", &from, func() error {
 		// Saved and loaded, not c.am.Apply(chs...): automerge-go passes
@@ -536,7 +471,7 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() err
 		return nil
 	})
 	if err != nil {
-		return Merged{}, nil, err
+		return merged{}, nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -551,7 +486,7 @@ func (r *Replica) Merge(data []byte, from Origin) (fresh Merged, undo func() err
 		return err
 	})
 	if err != nil {
-		return Merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
+		return merged{}, nil, fmt.Errorf("block %q: merge changes: %w", c.info.Label, err)
 	}
 	undo = func() error {
 		c.mu.Lock()

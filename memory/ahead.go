@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 )
 
 // aheadAfterForeign is how many of a block's edits run under the lock
@@ -47,7 +48,7 @@ type aheadEdit struct {
 // merged earlier and not yet written, write-back edits pending (their
 // actors go into the row), or a caller that cannot undo. Caller holds
 // e.mu.
-func (c *Store) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
+func (c *Store) applyAhead(e *entry, req blockseam.WriteRequest, wt writeTx, apply func(blocks.Permission) error) *aheadEdit {
 	if req.Undo == nil || len(e.merged.Data) > 0 || len(e.actors) > 0 || wt.decide != nil {
 		return nil
 	}
@@ -66,7 +67,7 @@ func (c *Store) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply 
 	// A merge's changes are not this replica's own: PendingChanges leaves
 	// them out, and they go first into the same row (as in entry.Write).
 	merged := e.merged
-	e.merged = blocks.Merged{}
+	e.merged = blockseam.Merged{}
 	var err error
 	if a.data, a.heads, err = e.doc.PendingChanges(); err != nil || len(merged.Data)+len(a.data) == 0 {
 		if uerr := req.Undo(); uerr != nil {
@@ -101,7 +102,7 @@ func (c *Store) applyAhead(e *entry, req blocks.WriteRequest, wt writeTx, apply 
 // It reports false, having changed nothing, when something came between.
 // On success it leaves in a the row's snapshot sequence and history size
 // that the compaction check needs.
-func (c *Store) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blocks.WriteRequest, a *aheadEdit) (bool, error) {
+func (c *Store) claimAhead(ctx context.Context, tx *sql.Tx, e *entry, req blockseam.WriteRequest, a *aheadEdit) (bool, error) {
 	a.seq = a.lastSeq + 1
 	a.now = c.nanos()
 	args := append([]any{a.seq, a.rendered, a.headsText, a.now, len(a.data)}, c.wq.padArgs(a.rendered, a.headsText)...)

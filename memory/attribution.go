@@ -16,7 +16,7 @@ import (
 // in the merge's write transaction, the agent it merged them as
 // (merged_changes: block, change hash, agent), and a block's history
 // names that agent, with op merge, whatever the message says (the entry
-// is the managed document's blocks.Attributor; BlockHistory attributes
+// is the managed document's blockseam.Attributor; BlockHistory attributes
 // archived epochs too). The record is keyed by change hash, so it holds
 // across compactions and epochs (the change stays in the block's
 // history), reaches every process that reads the database, and goes with
@@ -61,7 +61,7 @@ func insertMerged(ctx context.Context, tx *sql.Tx, id int64, hashes []string, ag
 const mergedByQuery = `SELECT hash, agent FROM merged_changes WHERE block_id = ?`
 
 // MergedBy returns who merged each change merged into the block from
-// outside the store, by change hash (blocks.Attributor: the history of
+// outside the store, by change hash (blockseam.Attributor: the history of
 // the managed document and its views names them).
 //
 // The lookup outlives the caller's context (a view whose context ended

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
 )
@@ -123,7 +124,7 @@ func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (
 	if err != nil {
 		return nil, fmt.Errorf("memory: create block %q for %q: %w", spec.Label, agent, err)
 	}
-	if err := doc.MarkPersisted(doc.Heads()); err != nil {
+	if err := blockseam.MarkPersisted(doc, doc.Heads()); err != nil {
 		return nil, err
 	}
 	e, err := c.manage(doc, id, 0)
@@ -432,7 +433,7 @@ func (c *Store) writeView(ctx context.Context, agent, owner, label string) *entr
 	return c.cachedEntry(agent, label)
 }
 
-// RotateLog implements blocks.LogRotator: an append to a Log block whose
+// RotateLog implements blockseam.LogRotator: an append to a Log block whose
 // schema sets a Retention removes the oldest entries in its own change
 // (past the retention, or to make room under the character limit), and
 // the running Write stores them in the owner's archival memory (tagged
@@ -584,76 +585,40 @@ func (e Edit) Apply(doc *blocks.Document, actor blocks.Actor) (found bool, err e
 }
 
 func (e Edit) apply(doc *blocks.Document, actor blocks.Actor) (found bool, err error) {
-	sec := e.Section
+	sec := doc.Section(e.Section) // "" is the whole block
 	switch e.Op {
 	case blocks.OpSetText:
-		if sec != "" {
-			return true, doc.SetTextInSection(sec, e.Text, actor)
-		}
-		return true, doc.SetText(e.Text, actor)
+		return true, sec.SetText(e.Text, actor)
 	case blocks.OpAppendText:
-		if sec != "" {
-			return true, doc.AppendTextInSection(sec, e.Text, actor)
-		}
-		return true, doc.AppendText(e.Text, actor)
+		return true, sec.AppendText(e.Text, actor)
 	case blocks.OpReplaceText:
-		if sec != "" {
-			return doc.ReplaceTextInSection(sec, e.Old, e.Text, actor)
-		}
-		return doc.ReplaceText(e.Old, e.Text, actor)
+		return sec.ReplaceText(e.Old, e.Text, actor)
 	case blocks.OpInsertText:
-		if sec != "" {
-			return true, doc.InsertLineInSection(sec, e.Index, e.Text, actor)
-		}
-		return true, doc.InsertLine(e.Index, e.Text, actor)
+		return true, sec.InsertLine(e.Index, e.Text, actor)
 	case blocks.OpSetField:
-		if sec != "" {
-			return true, doc.SetFieldInSection(sec, e.Field, e.Value, actor)
-		}
-		return true, doc.SetField(e.Field, e.Value, actor)
+		return true, sec.SetField(e.Field, e.Value, actor)
 	case blocks.OpAppendToListField:
-		if sec != "" {
-			return true, doc.AppendToListFieldInSection(sec, e.Field, e.Value, actor)
-		}
-		return true, doc.AppendToListField(e.Field, e.Value, actor)
+		return true, sec.AppendToListField(e.Field, e.Value, actor)
 	case blocks.OpIncrementCounter:
-		if sec != "" {
-			return true, doc.IncrementCounterInSection(sec, e.Field, e.Delta, actor)
-		}
-		return true, doc.IncrementCounter(e.Field, e.Delta, actor)
+		return true, sec.IncrementCounter(e.Field, e.Delta, actor)
 	case blocks.OpPushItem:
-		if sec != "" {
-			return true, doc.PushItemInSection(sec, e.Value, actor)
-		}
-		return true, doc.PushItem(e.Value, actor)
+		return true, sec.PushItem(e.Value, actor)
 	case blocks.OpInsertItem:
-		if sec != "" {
-			return true, doc.InsertItemInSection(sec, e.Index, e.Value, actor)
-		}
-		return true, doc.InsertItem(e.Index, e.Value, actor)
+		return true, sec.InsertItem(e.Index, e.Value, actor)
 	case blocks.OpDeleteItem:
-		if sec != "" {
-			return true, doc.DeleteItemInSection(sec, e.Index, actor)
-		}
-		return true, doc.DeleteItem(e.Index, actor)
+		return true, sec.DeleteItem(e.Index, actor)
 	case blocks.OpCheckItem:
 		checked, ok := e.Value.(bool)
 		if !ok {
 			return false, fmt.Errorf("%w: check_item needs value true (checked) or false (unchecked), got %T %v", schema.ErrInvalid, e.Value, e.Value)
 		}
-		if sec != "" {
-			return true, doc.CheckItemInSection(sec, e.Index, checked, actor)
-		}
-		return true, doc.CheckItem(e.Index, checked, actor)
+		return true, sec.CheckItem(e.Index, checked, actor)
 	case blocks.OpAppendLogEntry:
 		entry, ok := e.Value.(map[string]any)
 		if !ok {
 			entry = map[string]any{"message": e.Text}
 		}
-		if sec != "" {
-			return true, doc.AppendLogEntryInSection(sec, entry, actor)
-		}
-		return true, doc.AppendLogEntry(entry, actor)
+		return true, sec.AppendLogEntry(entry, actor)
 	case blocks.OpSetValue:
 		return true, doc.SetValue(e.Value, actor)
 	}
@@ -863,7 +828,7 @@ func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, 
 			blocks.ErrPermission, agent, label, ent.owner, doc.Permission())
 	}
 	var undo func() error
-	req := blocks.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge, Permission: doc.Permission()}
+	req := blockseam.WriteRequest{Label: label, Accessor: agent, Actor: as, Op: blocks.OpMerge, Permission: doc.Permission()}
 	// Write takes a failed merge back itself, while it still holds the
 	// block (see entry.Write).
 	req.Undo = func() error {
@@ -879,7 +844,7 @@ func (c *Store) mergeChangesAs(ctx context.Context, agent, owner, label string, 
 			return fmt.Errorf("%w: agent %q may not merge changes into block %q of agent %q: permission is now %s",
 				blocks.ErrPermission, agent, label, ent.owner, current)
 		}
-		var fresh blocks.Merged
+		var fresh blockseam.Merged
 		fresh, undo, err = ent.replica.Merge(data, blocks.Origin{Agent: agent, Permission: current})
 		if err != nil {
 			return err

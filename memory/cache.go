@@ -12,6 +12,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/search"
 )
 
@@ -101,9 +102,9 @@ type entry struct {
 	id         int64
 	owner      string
 	label      string
-	doc        *blocks.Document // the owner's view
-	replica    *blocks.Replica  // how durable changes from other writers enter doc
-	lastSeq    int64            // highest update sequence reflected in doc
+	doc        *blocks.Document  // the owner's view
+	replica    blockseam.Replica // how durable changes from other writers enter doc
+	lastSeq    int64             // highest update sequence reflected in doc
 	epoch      int64
 	metaVer    int64
 	// incarnation tells this block from others that had its id (see
@@ -111,7 +112,7 @@ type entry struct {
 	incarnation int64
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
-	merged      blocks.Merged       // external changes merged by the running Write, persisted (and attributed) with it
+	merged      blockseam.Merged    // external changes merged by the running Write, persisted (and attributed) with it
 	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
@@ -284,7 +285,7 @@ func (c *Store) openLocked(ctx context.Context) error {
 func (c *Store) nanos() int64 { return c.opts.Now().UnixNano() }
 
 // lock takes e.mu, the block's lock here, and holds back the Remote events
-// its replica fires meanwhile (blocks.Replica.Hold): a subscriber may call
+// its replica fires meanwhile (blockseam.Replica.Hold): a subscriber may call
 // the store — read the block, close the store — and must not run while
 // e.mu is held. unlock releases both, then fires what was held back.
 func (e *entry) lock() {

@@ -72,8 +72,7 @@
 // epoch are never merged into the new document. Log blocks whose schema
 // sets a Retention move older entries into archival memory as part of
 // each append, in its transaction (past the retention, or to make room
-// under the character limit; see blocks.LogRotator); their vectors are
-// computed afterwards.
+// under the character limit); their vectors are computed afterwards.
 //
 // # Several processes, one database
 //

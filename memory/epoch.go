@@ -22,7 +22,7 @@ import (
 // freshness check and switches its document in place (switchEpoch), so
 // views keep working; changes made on an older epoch are never merged into
 // the new document (that would duplicate content): the store re-applies its
-// own unflushed edits as a value difference (blocks.Replica.Reapply), and
+// own unflushed edits as a value difference (blockseam.Replica.Reapply), and
 // MergeChanges refuses an external peer's (blocks.ErrUnrelated).
 
 // compaction is what a write's compaction did.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -257,7 +258,7 @@ func (c *Store) load(ctx context.Context, id int64) (*entry, error) {
 	if err := c.applyUpdates(ctx, tx, e, r.lastSeq); err != nil {
 		return nil, err
 	}
-	if err := doc.MarkPersisted(doc.Heads()); err != nil {
+	if err := blockseam.MarkPersisted(doc, doc.Heads()); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -269,7 +270,7 @@ func (c *Store) load(ctx context.Context, id int64) (*entry, error) {
 func (c *Store) manage(doc *blocks.Document, id, seq int64) (*entry, error) {
 	info := doc.Info()
 	e := &entry{c: c, id: id, owner: info.Owner, label: info.Label, doc: doc, lastSeq: seq}
-	rep, err := doc.Manage(e)
+	rep, err := blockseam.Manage(doc, e)
 	if err != nil {
 		return nil, fmt.Errorf("memory: block %q of %q: %w", info.Label, info.Owner, err)
 	}

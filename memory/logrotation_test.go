@@ -676,7 +676,7 @@ func TestLogSectionRotates(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				v, err := d.Section("events")
+				v, err := d.Section("events").Value()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -202,7 +202,7 @@ func (c *Store) proposeEdit(ctx context.Context, agent, owner, label string, e E
 
 // Propose keeps a Partner/Human edit made through any view of the block
 // that the approver did not allow as a proposal, as ApplyEdit does (see
-// blocks.Proposer): the error is a *ProposalError, or, if the edit could
+// blockseam.Proposer): the error is a *ProposalError, or, if the edit could
 // not apply even if approved, why not.
 //
 // A view made before the permission changed may be refused for want of an

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/search"
 )
 
@@ -150,7 +151,7 @@ func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 }
 
 // Write runs one mutation of the block for blocks.Document (entry is the
-// managed document's blocks.Writer). In write-through mode it holds the
+// managed document's blockseam.Writer). In write-through mode it holds the
 // block's lock throughout (the database's write lock on SQLite): it
 // applies whatever other writers persisted, lets the edit validate itself
 // against that fresh state with the accessor's current permission, and
@@ -159,7 +160,7 @@ func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 // durable. If anything fails the
 // document rolls the edit back and the error says why. In write-back mode
 // the edit applies to the cached state and persists on Flush.
-func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	c := e.c
 	wt, err := writeTxOf(req)
 	if err != nil {
@@ -258,7 +259,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 			// Changes from an external peer (MergeChanges) are not this
 			// replica's own, so PendingChanges leaves them out; they go
 			// into the same row (concatenated chunks load as one).
-			e.merged = blocks.Merged{}
+			e.merged = blockseam.Merged{}
 			data = append(merged.Data, data...)
 		}
 		if len(data) == 0 {
@@ -279,7 +280,7 @@ func (e *entry) Write(ctx context.Context, req blocks.WriteRequest, apply func(b
 		// agent that merged them, from this record.
 		return c.recordMerged(ctx, tx, e, merged.Hashes, req.Actor)
 	})
-	e.merged = blocks.Merged{}
+	e.merged = blockseam.Merged{}
 	if err != nil && req.Undo != nil {
 		// Take the edit back while e.mu is still held: once it is released,
 		// a reader may catch the document up with other writers' changes,
@@ -324,7 +325,7 @@ type writeTx struct {
 // writeTxOf is the writeTx req's caller asked for (none when
 // req.Decision is nil). A decision this store did not make is refused
 // rather than dropped: the caller meant it to commit with the edit.
-func writeTxOf(req blocks.WriteRequest) (writeTx, error) {
+func writeTxOf(req blockseam.WriteRequest) (writeTx, error) {
 	switch d := req.Decision.(type) {
 	case nil:
 		return writeTx{}, nil
@@ -409,7 +410,7 @@ func (w writeQueries) padArgs(rendered, heads string) []any {
 // accessor's current permission on it (the owner's, or the share's).
 // In a Write transaction (inWrite) it uses the backend's prepared
 // statement, which belongs to the writer connection.
-func (c *Store) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blocks.WriteRequest) (blockRow, sharePerm, error) {
+func (c *Store) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blockseam.WriteRequest) (blockRow, sharePerm, error) {
 	var shared sql.NullString
 	row := tx.QueryRowContext
 	if inWrite {
@@ -458,7 +459,7 @@ func (c *Store) insertUpdate(ctx context.Context, tx *sql.Tx, e *entry, r blockR
 // committed records a change that is now durable at seq. Caller holds
 // e.mu.
 func (c *Store) committed(ctx context.Context, e *entry, seq int64, heads []string, compacted compaction) {
-	if err := e.doc.MarkPersisted(heads); err != nil {
+	if err := blockseam.MarkPersisted(e.doc, heads); err != nil {
 		c.log.Error("mark persisted", "block", e.label, "owner", e.owner, "err", err)
 	}
 	e.set(func(e *entry) { e.lastSeq = seq })

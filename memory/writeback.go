@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/blockseam"
 )
 
 // Flush persists every block with unpersisted changes (write-back mode).
@@ -77,7 +78,7 @@ func (c *Store) flushEvicted(ctx context.Context) {
 // (Options.WriteBack). It reads the accessor's current permission, but
 // limits hold only against the state this process has seen: other
 // processes' writes merge in at Flush.
-func (c *Store) writeBack(ctx context.Context, e *entry, req blocks.WriteRequest, apply func(blocks.Permission) error) error {
+func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)

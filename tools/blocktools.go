@@ -122,22 +122,6 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 	return okResult("%s. Block %q now has %d of %d characters.", done(doc), ref.label, doc.Size(), doc.CharLimit()), nil
 }
 
-// currentText is the text of a Text block or text section.
-func currentText(doc *blocks.Document, section string) (string, error) {
-	if section == "" {
-		return doc.Text()
-	}
-	v, err := doc.Section(section)
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("%w: section %q is not text", blocks.ErrWrongSchema, section)
-	}
-	return s, nil
-}
-
 func blockAppend(ctx context.Context, ts *Toolset, a *blockAppendArgs) (Result, error) {
 	ref, err := ts.ref(a.Owner, a.Label, a.Section)
 	if err != nil {
@@ -149,7 +133,7 @@ func blockAppend(ctx context.Context, ts *Toolset, a *blockAppendArgs) (Result, 
 	added := utf8.RuneCountInString(a.Text)
 	return ts.edit(ctx, ref, memory.Edit{Op: blocks.OpAppendText, Text: a.Text},
 		func(doc *blocks.Document, e *memory.Edit) error {
-			cur, err := currentText(doc, ref.section)
+			cur, err := doc.Section(ref.section).Text()
 			if err != nil {
 				return err
 			}
@@ -228,7 +212,7 @@ func blockReplace(ctx context.Context, ts *Toolset, a *blockReplaceArgs) (Result
 	}
 	return ts.edit(ctx, ref, memory.Edit{Op: blocks.OpReplaceText, Old: a.Old, Text: a.New},
 		func(doc *blocks.Document, _ *memory.Edit) error {
-			cur, err := currentText(doc, ref.section)
+			cur, err := doc.Section(ref.section).Text()
 			if err != nil {
 				return err
 			}
@@ -295,14 +279,7 @@ func blockPushItem(ctx context.Context, ts *Toolset, a *blockPushItemArgs) (Resu
 	}
 	return ts.edit(ctx, ref, memory.Edit{Op: blocks.OpPushItem, Value: v}, nil,
 		func(doc *blocks.Document) string {
-			var items any
-			var err error
-			if ref.section != "" {
-				items, err = doc.Section(ref.section)
-			} else {
-				items, err = doc.Items()
-			}
-			if list, ok := items.([]blocks.Item); ok && err == nil {
+			if list, err := doc.Section(ref.section).Items(); err == nil {
 				return fmt.Sprintf("Added item %d to %s", len(list), ref)
 			}
 			return fmt.Sprintf("Added an item to %s", ref)

@@ -158,7 +158,7 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 		return Result{}, err
 	}
 	if e.Op == blocks.OpReplaceText {
-		cur, err := currentText(doc, ref.section)
+		cur, err := doc.Section(ref.section).Text()
 		if err != nil {
 			return Result{}, ts.blockErr(ctx, ref, doc, err)
 		}

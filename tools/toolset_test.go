@@ -326,7 +326,7 @@ func TestConcurrentCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := doc.Section("facts")
+	v, _ := doc.Section("facts").Value()
 	if items, _ := v.([]blocks.Item); len(items) != 9 {
 		t.Errorf("%d items after 8 concurrent pushes: %v", len(items), items)
 	}
