@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/schema"
-	"github.com/engram-go/engram/search"
 )
 
 // checkAgent refuses an empty agent id.
@@ -285,7 +285,7 @@ func (c *Store) deleteBlock(ctx context.Context, agent, label string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.lock(ctx, tx, search.BlockLock(id)); err != nil {
+		if err := c.lock(ctx, tx, driver.BlockLock(id)); err != nil {
 			return err
 		}
 		sharees, err := shareesOf(ctx, tx, id)
@@ -473,7 +473,7 @@ func (c *Store) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 		return nil
 	}
 	// The owner's archival: after the block's lock, as the order wants.
-	if err := c.lock(ctx, tx, search.AgentLock(e.owner)); err != nil {
+	if err := c.lock(ctx, tx, driver.AgentLock(e.owner)); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
 	rows, err := c.logRows(e, e.rotated, c.opts.Now().UTC())

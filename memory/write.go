@@ -8,20 +8,20 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
-// write runs fn in the backend's write transaction (see Backend.Write:
+// write runs fn in the backend's write transaction (see driver.Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
 // leaves nothing written), holding locks where the backend's writers run
 // in parallel (lockingWriter: PostgreSQL): the blocks and agents fn
 // writes, so that their other writers wait and every check fn makes reads
-// what they committed (see search.WriteLock for the order). fn gets ctx
+// what they committed (see driver.WriteLock for the order). fn gets ctx
 // without its cancellation, for its statements: once the transaction runs
 // it finishes, and on SQLite a cancelled statement interrupts the
 // connection, which rolls back the whole transaction — under group commit
 // other callers' writes too.
-func (c *Store) write(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) write(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	wctx := context.WithoutCancel(ctx)
 	if lw, ok := c.be.(lockingWriter); ok {
 		return lw.WriteBlocks(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
@@ -33,7 +33,7 @@ func (c *Store) write(ctx context.Context, locks []search.WriteLock, fn func(ctx
 // created, deleted or imported, shares granted, changed or revoked): once
 // it committed, BlocksChanged's consumers are signalled. (Content writes
 // signal in committed, once the cached document reflects them.)
-func (c *Store) writeBlocks(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) writeBlocks(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	err := c.write(ctx, locks, fn)
 	if err == nil {
 		c.changes.fire()
@@ -46,12 +46,12 @@ func (c *Store) writeBlocks(ctx context.Context, locks []search.WriteLock, fn fu
 // first statement (WriteLocked; the store's writes use WriteBlocks, which
 // also tells other processes of the changes of the blocks it locks, after
 // the commit) and, when it finds it needs more, later (Lock: only locks
-// ordered after all it holds, see search.WriteLock). Backends without it
+// ordered after all it holds, see driver.WriteLock). Backends without it
 // (SQLite) hold the whole store in every write transaction.
 type lockingWriter interface {
-	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
-	WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
-	Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error
+	WriteLocked(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
+	WriteBlocks(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
+	Lock(ctx context.Context, tx *sql.Tx, locks ...driver.WriteLock) error
 	NotifyAfter(tx *sql.Tx, ids ...int64)
 }
 
@@ -66,7 +66,7 @@ func (c *Store) created(tx *sql.Tx, ids ...int64) {
 }
 
 // lock takes more locks inside a write transaction (see lockingWriter).
-func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
+func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...driver.WriteLock) error {
 	if lw, ok := c.be.(lockingWriter); ok {
 		return lw.Lock(ctx, tx, locks...)
 	}
@@ -75,22 +75,22 @@ func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock)
 
 // blockLock and agentLock are the locks of a write to one block, or to
 // what is one agent's (archival, messages, library, generation).
-func blockLock(id int64) []search.WriteLock { return []search.WriteLock{search.BlockLock(id)} }
-func agentLock(agent string) []search.WriteLock {
-	return []search.WriteLock{search.AgentLock(agent)}
+func blockLock(id int64) []driver.WriteLock { return []driver.WriteLock{driver.BlockLock(id)} }
+func agentLock(agent string) []driver.WriteLock {
+	return []driver.WriteLock{driver.AgentLock(agent)}
 }
 
 // agentLocks locks each of agents (in any order, repeats allowed).
-func agentLocks(agents ...string) []search.WriteLock {
-	out := make([]search.WriteLock, len(agents))
+func agentLocks(agents ...string) []driver.WriteLock {
+	out := make([]driver.WriteLock, len(agents))
 	for i, a := range agents {
-		out[i] = search.AgentLock(a)
+		out[i] = driver.AgentLock(a)
 	}
 	return out
 }
 
 // exec runs one statement through write and returns the rows affected.
-func (c *Store) exec(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) exec(ctx context.Context, locks []driver.WriteLock, query string, args ...any) (int64, error) {
 	var n int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
@@ -104,7 +104,7 @@ func (c *Store) exec(ctx context.Context, locks []search.WriteLock, query string
 }
 
 // insertID runs one INSERT ... RETURNING id through write.
-func (c *Store) insertID(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) insertID(ctx context.Context, locks []driver.WriteLock, query string, args ...any) (int64, error) {
 	var id int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err

@@ -13,7 +13,7 @@
 // Writes to different blocks, and archival and message writes of
 // different agents, commit side by side. The caches' change logs
 // (search_text_log, search_vec_log) record each entry's transaction and
-// are read by snapshot (search.ChangeLog, migration 0023), so an entry
+// are read by snapshot (driver.ChangeLog, migration 0023), so an entry
 // committed late is read late, never skipped.
 //
 // Other processes learn of committed block changes through LISTEN/NOTIFY
