@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/storehook"
 	"github.com/engram-go/engram/search"
 )
 
@@ -223,15 +224,13 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	return c, nil
 }
 
-// driver.Backend returns the backend the store persists to: the escape hatch,
-// like database/sql's Conn.Raw, for what the API does not offer (raw SQL
-// on Backend().DB(), a type assertion to *sqlite.Backend). What is read
-// that way is not API: the schema (package migrations) changes between
-// versions. Admin has what tools need.
-func (c *Store) Backend() driver.Backend { return c.be }
-
-// Index returns the search index the store maintains.
-func (c *Store) Index() *search.Index { return c.index }
+// The store's backend and search index are no part of its surface (Admin
+// has what tools need); engram's own tools and tests reach them through
+// internal/storeaccess.
+func init() {
+	storehook.Backend = func(s any) driver.Backend { return s.(*Store).be }
+	storehook.Index = func(s any) *search.Index { return s.(*Store).index }
+}
 
 // Close flushes unpersisted changes (write-back mode) and closes the
 // database. Further calls fail with ErrClosed.

@@ -11,6 +11,7 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/storetest"
@@ -53,10 +54,10 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				if mode == "caches" {
-					if err := c.Index().WarmVectorCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmVectorCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					if err := c.Index().WarmTextCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmTextCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
