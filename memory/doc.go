@@ -29,6 +29,9 @@
 //
 //	import _ "github.com/engram-go/engram/memory/postgres"
 //
+// What an engine implements (driver.Backend, driver.Driver) is package
+// driver's, which a program using engram never imports.
+//
 // Targets in errors and logs are redacted (no password, no query or
 // keyword value but harmless ones). [New] builds a Store over a backend opened by the
 // caller. Everything below holds on both; where the mechanism differs

@@ -170,7 +170,9 @@
 // An Index runs on a driver.Dialect, which holds every piece of SQL that differs
 // between engines and every schema statement the search legs need; the
 // store's backends implement it (memory/sqlite's and memory/postgres's
-// SearchDialect), so this package holds no engine branch and no DDL.
+// SearchDialect), so this package holds no engine branch and no DDL. The
+// dialect's interfaces and types are package driver's, for engine authors;
+// the caches that answer searches in process are internal to this package.
 //
 // On PostgreSQL the full-text leg is the text cache, as on SQLite (its
 // change log is migration 0008 of memory/postgres), and in SQL — while

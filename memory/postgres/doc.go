@@ -31,9 +31,9 @@
 // CREATE EXTENSION vector), each vector table also gets an emb vector(N)
 // column with an HNSW cosine index and KNN runs in the server, filtered by
 // owner with an iterative scan; otherwise the search package's vector
-// cache searches in process, following a change log table. Index().
-// VectorEngine says which ("pgvector" or "in-process") and
-// VectorEngineReason why not pgvector. The schema is package migrations'
+// cache searches in process, following a change log table.
+// memory.Stats.VectorEngine (Admin().Stats) says which ("pgvector" or
+// "in-process") and VectorEngineReason why not pgvector. The schema is package migrations'
 // migrations/postgres/*.sql, versioned in table engram_schema; a newer
 // database is refused.
 //
