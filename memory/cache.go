@@ -188,7 +188,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
-	if lw, ok := be.(lockingWriter); ok {
+	if lw, ok := be.(driver.LockingWriter); ok {
 		io.WriteLocked = lw.WriteLocked
 	}
 	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, io)
@@ -200,7 +200,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	default:
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
-	if ts, ok := be.(txStatements); ok {
+	if ts, ok := be.(driver.TxStatements); ok {
 		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, usageQuery); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}

@@ -14,7 +14,7 @@ import (
 // write runs fn in the backend's write transaction (see driver.Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
 // leaves nothing written), holding locks where the backend's writers run
-// in parallel (lockingWriter: PostgreSQL): the blocks and agents fn
+// in parallel (driver.LockingWriter: PostgreSQL): the blocks and agents fn
 // writes, so that their other writers wait and every check fn makes reads
 // what they committed (see driver.WriteLock for the order). fn gets ctx
 // without its cancellation, for its statements: once the transaction runs
@@ -23,7 +23,7 @@ import (
 // other callers' writes too.
 func (c *Store) write(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	wctx := context.WithoutCancel(ctx)
-	if lw, ok := c.be.(lockingWriter); ok {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		return lw.WriteBlocks(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
 	}
 	return c.be.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
@@ -41,33 +41,19 @@ func (c *Store) writeBlocks(ctx context.Context, locks []driver.WriteLock, fn fu
 	return err
 }
 
-// lockingWriter is a backend whose write transactions do not exclude each
-// other (PostgreSQL): a write locks what it writes, taking locks in its
-// first statement (WriteLocked; the store's writes use WriteBlocks, which
-// also tells other processes of the changes of the blocks it locks, after
-// the commit) and, when it finds it needs more, later (Lock: only locks
-// ordered after all it holds, see driver.WriteLock). Backends without it
-// (SQLite) hold the whole store in every write transaction.
-type lockingWriter interface {
-	WriteLocked(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
-	WriteBlocks(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
-	Lock(ctx context.Context, tx *sql.Tx, locks ...driver.WriteLock) error
-	NotifyAfter(tx *sql.Tx, ids ...int64)
-}
-
 // created tells other processes, after tx commits, of blocks tx created
-// (see lockingWriter: a block is notified with its lock, and a new block's
-// writer holds its owner's). Backends without lockingWriter notify, if at
+// (see driver.LockingWriter: a block is notified with its lock, and a new block's
+// writer holds its owner's). Backends without driver.LockingWriter notify, if at
 // all, by themselves.
 func (c *Store) created(tx *sql.Tx, ids ...int64) {
-	if lw, ok := c.be.(lockingWriter); ok {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		lw.NotifyAfter(tx, ids...)
 	}
 }
 
-// lock takes more locks inside a write transaction (see lockingWriter).
+// lock takes more locks inside a write transaction (see driver.LockingWriter).
 func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...driver.WriteLock) error {
-	if lw, ok := c.be.(lockingWriter); ok {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		return lw.Lock(ctx, tx, locks...)
 	}
 	return nil
@@ -110,18 +96,10 @@ func (c *Store) insertID(ctx context.Context, locks []driver.WriteLock, query st
 	return id, err
 }
 
-// txStatements is implemented by backends that keep statements parsed
-// for their write transactions (SQLite; pgx caches prepared statements
-// by itself).
-type txStatements interface {
-	Prepare(ctx context.Context, queries ...string) error
-	TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt
-}
-
 // txExec runs query in tx, through the backend's prepared statement when
 // it keeps one.
 func (c *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.ExecContext(ctx, args...)
 		}
@@ -131,7 +109,7 @@ func (c *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 
 // txQuery is txExec for a query returning rows.
 func (c *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryContext(ctx, args...)
 		}
@@ -141,7 +119,7 @@ func (c *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 
 // txQueryRow is txExec for a query returning one row.
 func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryRowContext(ctx, args...)
 		}

@@ -30,4 +30,5 @@ func openDriver(ctx context.Context, target string, o *driver.OpenOptions) (driv
 var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.BlockNotifier = (*Backend)(nil)
+	_ driver.LockingWriter = (*Backend)(nil)
 )
