@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/search"
@@ -54,7 +55,7 @@ func timeAgentSearches(ctx context.Context, cfg config, x *search.Index, n int, 
 
 // agentSQLRows adds the SQL-leg rows of one store of n agents: each mode's
 // latency against the same mode at the section's first N (kept in base).
-func agentSQLRows(ctx context.Context, cfg config, db *sql.DB, d search.Dialect, n, n0 int, queries []string,
+func agentSQLRows(ctx context.Context, cfg config, db *sql.DB, d driver.Dialect, n, n0 int, queries []string,
 	base map[string]latency, sec, engine, note string, r *report) error {
 	x, err := search.NewIndex(ctx, db, d, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/philippgille/chromem-go"
 
 	"github.com/engram-go/engram/internal/eval"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -156,10 +157,10 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	defer sqlOnly.Close()
 	// The caches are built in the background from the first search on
 	// anyway; timed queries should not race the builds.
-	if err := st.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(st).WarmTextCache(ctx); err != nil {
 		return err
 	}
-	if err := st.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(st).WarmVectorCache(ctx); err != nil {
 		return err
 	}
 	engramOn := func(st *memory.Store, name string, mode search.Mode) cranSystem {
@@ -283,7 +284,7 @@ func benchCranfield(ctx context.Context, cfg config, dir, tmp string, r *report)
 	// same MATCH expression and bm25 weights, ids only, no row fetch, no
 	// snippets), on the store's read pool. Its rowids are owner ranges
 	// (SQLite migration 0019): the entry's id is the low 40 bits.
-	rawStmt, err := st.Backend().DB().PrepareContext(ctx, `SELECT rowid & 1099511627775 FROM fts_archival WHERE fts_archival MATCH ?
+	rawStmt, err := storeaccess.Backend(st).DB().PrepareContext(ctx, `SELECT rowid & 1099511627775 FROM fts_archival WHERE fts_archival MATCH ?
 		ORDER BY bm25(fts_archival, 1.0, 2.0, 0.5) LIMIT ?`)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/engram-go/engram/builder"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	_ "github.com/engram-go/engram/memory/postgres" // memory.Open of postgres:// URLs
 	"github.com/engram-go/engram/search"
@@ -186,7 +187,7 @@ func benchPostgres(ctx context.Context, cfg config, cranDir, tmp string, r *repo
 			return err
 		}
 		defer cached.Close()
-		if err := cached.Index().WarmTextCache(ctx); err != nil {
+		if err := storeaccess.Index(cached).WarmTextCache(ctx); err != nil {
 			return err
 		}
 		if systems[i][1], err = measure(cached, toDoc); err != nil {
@@ -224,9 +225,9 @@ func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, doc
 		return err
 	}
 	defer pgv.Close()
-	if pgv.Index().VectorEngine() != "pgvector" {
+	if storeaccess.Index(pgv).VectorEngine() != "pgvector" {
 		r.add(row{Section: sec, Comparison: "PostgreSQL Cranfield vector: pgvector vs in-process",
-			Note: "skipped: " + pgv.Index().VectorEngineReason()})
+			Note: "skipped: " + storeaccess.Index(pgv).VectorEngineReason()})
 		return nil
 	}
 	entries := make([]memory.ArchivalEntry, len(docs))
@@ -238,7 +239,7 @@ func benchPostgresVector(ctx context.Context, cfg config, c *eval.Cranfield, doc
 	}
 	// Planner statistics as autovacuum keeps them in a running database
 	// (its first round would come up to a minute after the load).
-	if _, err := pgv.Backend().DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
+	if _, err := storeaccess.Backend(pgv).DB().ExecContext(ctx, `ANALYZE vec_archival`); err != nil {
 		return err
 	}
 	inproc, err := memory.Open(ctx, dsn, &memory.Options{Embedder: emb, VectorCacheBytes: 1 << 30})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -30,7 +31,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	}
 	want := build(t, newBuilder(first))
 	var n int
-	if err := first.Backend().DB().QueryRow(`SELECT count(*) FROM token_counts`).Scan(&n); err != nil || n < 40 {
+	if err := storeaccess.Backend(first).DB().QueryRow(`SELECT count(*) FROM token_counts`).Scan(&n); err != nil || n < 40 {
 		t.Fatalf("token_counts rows after the first build: %d, %v", n, err)
 	}
 	first.Close()
@@ -40,7 +41,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	if got.System != want.System || got.Metadata.Tokens != want.Metadata.Tokens {
 		t.Fatalf("cold build differs: tokens %+v vs %+v", got.Metadata.Tokens, want.Metadata.Tokens)
 	}
-	if _, err := cold.Backend().DB().Exec(`UPDATE token_counts SET tokens = 7`); err != nil {
+	if _, err := storeaccess.Backend(cold).DB().Exec(`UPDATE token_counts SET tokens = 7`); err != nil {
 		t.Fatal(err)
 	}
 	doctored := build(t, newBuilder(cold))
@@ -52,7 +53,7 @@ func TestColdBuildReadsPersistedCounts(t *testing.T) {
 	// A warm build keeps its in-process counts.
 	b := newBuilder(cold)
 	build(t, b)
-	if _, err := cold.Backend().DB().Exec(`DELETE FROM token_counts`); err != nil {
+	if _, err := storeaccess.Backend(cold).DB().Exec(`DELETE FROM token_counts`); err != nil {
 		t.Fatal(err)
 	}
 	if again := build(t, b); again.Metadata.BlocksIncluded[0].Tokens != 7 {

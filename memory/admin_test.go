@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -62,8 +63,8 @@ func testAdmin(t *testing.T, target string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, latest, _ := c.Backend().SchemaVersion(ctx)
-	if st.Backend != c.Backend().Name() || st.SchemaVersion != latest || st.Embedder != c.Index().Embedder().Name() ||
+	_, latest, _ := storeaccess.Backend(c).SchemaVersion(ctx)
+	if st.Backend != storeaccess.Backend(c).Name() || st.SchemaVersion != latest || st.Embedder != storeaccess.Index(c).Embedder().Name() ||
 		st.EmbedderDims != 16 || st.VectorEngine == "" {
 		t.Errorf("Stats = %+v", st)
 	}

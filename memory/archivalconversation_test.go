@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -119,7 +120,7 @@ func TestArchivalConversationConcurrentWriters(t *testing.T) {
 	}
 	s1, s2 := open(path, nil), open(path, nil)
 	for _, c := range []*memory.Store{s1, s2} {
-		if err := c.Index().WarmTextCache(ctx); err != nil {
+		if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

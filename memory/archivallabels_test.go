@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
@@ -41,7 +42,7 @@ func labelStores(t *testing.T) map[string]*memory.Store {
 		}
 		t.Cleanup(func() { c.Close() })
 		if o == nil {
-			if err := c.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

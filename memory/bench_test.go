@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkAppendToBlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		var data []byte
-		c.Backend().DB().QueryRow(`SELECT data FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&data)
+		storeaccess.Backend(c).DB().QueryRow(`SELECT data FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&data)
 		db, err := sql.Open(sqlitedriver.Name, filepath.Join(b.TempDir(), "bare.db")+"?_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
 		if err != nil {
 			b.Fatal(err)

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/schema"
-	"github.com/engram-go/engram/search"
 )
 
 // checkAgent refuses an empty agent id.
@@ -292,7 +292,7 @@ func (c *Store) deleteBlockAs(ctx context.Context, actor blocks.Actor, agent, la
 		if err != nil {
 			return err
 		}
-		if err := c.lock(ctx, tx, search.BlockLock(id)); err != nil {
+		if err := c.lock(ctx, tx, driver.BlockLock(id)); err != nil {
 			return err
 		}
 		sharees, err := shareesOf(ctx, tx, id)
@@ -472,7 +472,7 @@ func (c *Store) insertRotated(ctx context.Context, tx *sql.Tx, e *entry) error {
 		return nil
 	}
 	// The owner's archival: after the block's lock, as the order wants.
-	if err := c.lock(ctx, tx, search.AgentLock(e.owner)); err != nil {
+	if err := c.lock(ctx, tx, driver.AgentLock(e.owner)); err != nil {
 		return fmt.Errorf("memory: rotate log %q of agent %q: %w", e.label, e.owner, err)
 	}
 	rows, err := c.logRows(e, e.rotated, c.opts.Now().UTC())

@@ -12,7 +12,9 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
+	"github.com/engram-go/engram/internal/storehook"
 	"github.com/engram-go/engram/search"
 )
 
@@ -28,13 +30,13 @@ import (
 // memory/storetest checks a Store over any backend against this contract.
 //
 // Block documents are loaded
-// lazily from its Backend, kept in an LRU of Options.CacheSize, and their
+// lazily from its driver.Backend, kept in an LRU of Options.CacheSize, and their
 // changes are written through to the backend as incremental automerge
 // changes. Several Caches (in one process or several) may share one
 // database. A Store is safe for concurrent use.
 type Store struct {
 	opts Options
-	be   Backend
+	be   driver.Backend
 	rdb  *sql.DB // be.DB(): reads
 	// ownsBackend: Open made be, so Close closes it.
 	ownsBackend bool
@@ -64,7 +66,7 @@ type Store struct {
 	closed  bool
 	closing chan struct{} // closed by Close; made by closed (on first use)
 
-	watch *watch // nil unless the backend is a BlockNotifier
+	watch *watch // nil unless the backend is a driver.BlockNotifier
 
 	localEdits atomic.Int64 // write-back edits made here (BlocksStamp.Local)
 	changes    changeSignal // closed at changes that may move a BlocksStamp (BlocksChanged)
@@ -172,14 +174,14 @@ func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 	return c, nil
 }
 
-// New builds a Store over a Backend the caller opened (for example a
+// New builds a Store over a driver.Backend the caller opened (for example a
 // postgres.Backend over its own pool). Close closes the Store, not the
 // backend.
-func New(ctx context.Context, be Backend, opts *Options) (*Store, error) {
+func New(ctx context.Context, be driver.Backend, opts *Options) (*Store, error) {
 	return newCache(ctx, be, be.Name(), opts.withDefaults())
 }
 
-func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, error) {
+func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*Store, error) {
 	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	c.tokens.c = c
@@ -187,7 +189,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, 
 	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
-	if lw, ok := be.(lockingWriter); ok {
+	if lw, ok := be.(driver.LockingWriter); ok {
 		io.WriteLocked = lw.WriteLocked
 	}
 	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, io)
@@ -199,7 +201,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, 
 	default:
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
-	if ts, ok := be.(txStatements); ok {
+	if ts, ok := be.(driver.TxStatements); ok {
 		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, usageQuery); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}
@@ -213,7 +215,7 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, 
 	if _, err := c.backfillKeys(ctx); err != nil {
 		return nil, fmt.Errorf("memory: %s: %w", name, err)
 	}
-	if n, ok := be.(BlockNotifier); ok {
+	if n, ok := be.(driver.BlockNotifier); ok {
 		c.startWatch(n, c.blockChanged)
 	}
 	if o.Embedder != nil {
@@ -223,15 +225,13 @@ func newCache(ctx context.Context, be Backend, name string, o Options) (*Store, 
 	return c, nil
 }
 
-// Backend returns the backend the store persists to: the escape hatch,
-// like database/sql's Conn.Raw, for what the API does not offer (raw SQL
-// on Backend().DB(), a type assertion to *sqlite.Backend). What is read
-// that way is not API: the schema (package migrations) changes between
-// versions. Admin has what tools need.
-func (c *Store) Backend() Backend { return c.be }
-
-// Index returns the search index the store maintains.
-func (c *Store) Index() *search.Index { return c.index }
+// The store's backend and search index are no part of its surface (Admin
+// has what tools need); engram's own tools and tests reach them through
+// internal/storeaccess.
+func init() {
+	storehook.Backend = func(s any) driver.Backend { return s.(*Store).be }
+	storehook.Index = func(s any) *search.Index { return s.(*Store).index }
+}
 
 // Close flushes unpersisted changes (write-back mode) and closes the
 // database. Further calls fail with ErrClosed.

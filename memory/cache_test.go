@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/storetest"
@@ -56,10 +57,10 @@ func TestCacheConformance(t *testing.T) {
 				if mode == "file-caches" {
 					// Loaded (empty) now, caught up by every search: the
 					// cache paths answer from the first search on.
-					if err := c.Index().WarmVectorCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmVectorCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					if err := c.Index().WarmTextCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmTextCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -153,8 +154,8 @@ func TestCompaction(t *testing.T) {
 		}
 	}
 	var updates, snapSeq int
-	a.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
-	a.Backend().DB().QueryRow(`SELECT snapshot_seq FROM blocks`).Scan(&snapSeq)
+	storeaccess.Backend(a).DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	storeaccess.Backend(a).DB().QueryRow(`SELECT snapshot_seq FROM blocks`).Scan(&snapSeq)
 	if updates >= 10 || snapSeq == 0 {
 		t.Fatalf("not compacted: %d updates, snapshot_seq %d", updates, snapSeq)
 	}
@@ -173,7 +174,7 @@ func TestCompaction(t *testing.T) {
 	if err := a.Agent("x").Block("n").Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
+	storeaccess.Backend(a).DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&updates)
 	if updates != 0 {
 		t.Fatalf("%d updates left after Compact", updates)
 	}
@@ -214,7 +215,7 @@ func TestCompactionScalesWithSize(t *testing.T) {
 				}
 			}
 			var snapSeq int
-			c.Backend().DB().QueryRow(`SELECT snapshot_seq FROM blocks WHERE label = ?`, tc.label).Scan(&snapSeq)
+			storeaccess.Backend(c).DB().QueryRow(`SELECT snapshot_seq FROM blocks WHERE label = ?`, tc.label).Scan(&snapSeq)
 			if got := snapSeq > 0; got != tc.wantCompact {
 				t.Fatalf("%d-char block after %d appends: snapshot_seq %d, want compacted = %v", tc.size, tc.appends, snapSeq, tc.wantCompact)
 			}
@@ -238,7 +239,7 @@ func TestUpdatesAreIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	c.Backend().DB().QueryRow(`SELECT length(data) FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&n)
+	storeaccess.Backend(c).DB().QueryRow(`SELECT length(data) FROM block_updates ORDER BY seq DESC LIMIT 1`).Scan(&n)
 	if n == 0 || n > 400 {
 		t.Fatalf("update row is %d bytes for a one-character append", n)
 	}
@@ -248,7 +249,7 @@ func TestOpenRefusesNewerDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "new.db")
 	c := openFile(t, path, nil)
-	if _, err := c.Backend().DB().Exec(`PRAGMA user_version = 99`); err != nil {
+	if _, err := storeaccess.Backend(c).DB().Exec(`PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -405,7 +406,7 @@ func TestDeferredBlockIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dirty int
-	c.Backend().DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
 	if dirty != 1 {
 		t.Fatalf("dirty rows = %d, want 1 (coalesced)", dirty)
 	}
@@ -416,11 +417,11 @@ func TestDeferredBlockIndex(t *testing.T) {
 	if res, _ := c.Agent("a").Search(ctx, "dates", fts); len(res) != 1 {
 		t.Fatalf("new text not found: %+v", res)
 	}
-	c.Backend().DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
+	storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM fts_blocks_dirty`).Scan(&dirty)
 	if dirty != 0 {
 		t.Fatalf("dirty rows after search = %d", dirty)
 	}
-	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+	if _, err := storeaccess.Backend(c).DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("integrity-check: %v", err)
 	}
 	if err := c.Agent("a").Block("n").Append(ctx, " elderberries"); err != nil {
@@ -433,7 +434,7 @@ func TestDeferredBlockIndex(t *testing.T) {
 	if res, _ := c.Agent("a").Search(ctx, "dates elderberries", fts); len(res) != 0 {
 		t.Fatalf("deleted block found: %+v", res)
 	}
-	if _, err := c.Backend().DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
+	if _, err := storeaccess.Backend(c).DB().Exec(`INSERT INTO fts_blocks (fts_blocks) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("integrity-check after delete: %v", err)
 	}
 }
@@ -649,7 +650,7 @@ func TestLargeBlockRowKeepsItsSize(t *testing.T) {
 			t.Fatalf("%s: rendering %d bytes (%v), want %d", what, len(got), err, len(want))
 		}
 		var pad sql.NullInt64
-		if err := c.Backend().DB().QueryRow(`SELECT octet_length(pad) FROM blocks WHERE label = 'big'`).Scan(&pad); err != nil {
+		if err := storeaccess.Backend(c).DB().QueryRow(`SELECT octet_length(pad) FROM blocks WHERE label = 'big'`).Scan(&pad); err != nil {
 			t.Fatal(err)
 		}
 		if limit := int64(len(want)/4 + 4096); pad.Int64 > limit {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -47,7 +48,7 @@ func appendedStore(b *testing.B, n int) (string, []byte, blocks.Info) {
 		b.Fatal(err)
 	}
 	var pending int
-	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&pending); err != nil {
+	if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM block_updates`).Scan(&pending); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d appends: %d characters, %d update rows past the snapshot", n, doc.Size(), pending)

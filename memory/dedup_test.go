@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -309,13 +310,13 @@ func TestDedupBackfill(t *testing.T) {
 				}
 				ids = append(ids, e.ID)
 			}
-			if _, err := s.Backend().DB().ExecContext(ctx, `UPDATE archival SET content_key = NULL`); err != nil {
+			if _, err := storeaccess.Backend(s).DB().ExecContext(ctx, `UPDATE archival SET content_key = NULL`); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
 			s = openDedup(t, target.url, nil)
 			var keyed int
-			if err := s.Backend().DB().QueryRowContext(ctx, `SELECT count(*) FROM archival WHERE content_key IS NULL`).Scan(&keyed); err != nil || keyed != 0 {
+			if err := storeaccess.Backend(s).DB().QueryRowContext(ctx, `SELECT count(*) FROM archival WHERE content_key IS NULL`).Scan(&keyed); err != nil || keyed != 0 {
 				t.Fatalf("%d entries without keys after Open (%v)", keyed, err)
 			}
 			e, err := s.Agent("ag").Archival().Insert(ctx, memory.ArchivalEntry{Content: "same FACT"})

@@ -18,7 +18,7 @@
 //
 // # Backends
 //
-// Open picks a [Backend] from its target: a file path, ":memory:" or
+// Open picks a [driver.Backend] from its target: a file path, ":memory:" or
 // sqlite://PATH is the embedded SQLite backend (package memory/sqlite; a new
 // file is created 0600); a postgres:// URL or a libpq keyword string
 // starting with a connection keyword ("host=… dbname=…") is PostgreSQL
@@ -28,6 +28,9 @@
 // link pgx:
 //
 //	import _ "github.com/engram-go/engram/memory/postgres"
+//
+// What an engine implements (driver.Backend, driver.Driver) is package
+// driver's, which a program using engram never imports.
 //
 // Targets in errors and logs are redacted (no password, no query or
 // keyword value but harmless ones). [New] builds a Store over a backend opened by the
@@ -77,7 +80,7 @@
 // # Several processes, one database
 //
 // On PostgreSQL, committed block changes are pushed to every Store through
-// LISTEN/NOTIFY ([BlockNotifier]); a cache hit then needs no query at all,
+// LISTEN/NOTIFY ([driver.BlockNotifier]); a cache hit then needs no query at all,
 // and while the listening connection is down every hit takes the SQLite
 // path below.
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -157,10 +158,10 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 			dst.Close()
 			dst = openFile(t, target, &memory.Options{Embedder: search.NewOffline(rep.Embedder.Dimensions)})
 			for _, c := range []*memory.Store{src, dst} {
-				if err := c.Index().FlushBlockVectors(ctx); err != nil {
+				if err := storeaccess.Index(c).FlushBlockVectors(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.Index().FlushArchivalVectors(ctx); err != nil {
+				if err := storeaccess.Index(c).FlushArchivalVectors(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -193,10 +194,10 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 func checkTablesCovered(t *testing.T, c *memory.Store) {
 	t.Helper()
 	q := `SELECT name FROM sqlite_master WHERE type = 'table'`
-	if c.Backend().Name() == "postgres" {
+	if storeaccess.Backend(c).Name() == "postgres" {
 		q = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`
 	}
-	rows, err := c.Backend().DB().Query(q)
+	rows, err := storeaccess.Backend(c).DB().Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func checkTablesCovered(t *testing.T, c *memory.Store) {
 			covered = covered || strings.HasPrefix(name, p)
 		}
 		if !covered {
-			t.Errorf("%s table %q is neither compared by the round trip nor left out with a reason", c.Backend().Name(), name)
+			t.Errorf("%s table %q is neither compared by the round trip nor left out with a reason", storeaccess.Backend(c).Name(), name)
 		}
 	}
 }
@@ -227,7 +228,7 @@ func checkTablesCovered(t *testing.T, c *memory.Store) {
 func tableRows(t *testing.T, c *memory.Store, name string) []string {
 	t.Helper()
 	q := tableContent[name]
-	rows, err := c.Backend().DB().Query(q)
+	rows, err := storeaccess.Backend(c).DB().Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

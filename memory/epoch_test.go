@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
 
 func epochOf(t *testing.T, c *memory.Store, owner, label string) (epoch, archived, updates int) {
 	t.Helper()
-	err := c.Backend().DB().QueryRow(`SELECT b.epoch, (SELECT count(*) FROM block_archive a WHERE a.block_id = b.id),
+	err := storeaccess.Backend(c).DB().QueryRow(`SELECT b.epoch, (SELECT count(*) FROM block_archive a WHERE a.block_id = b.id),
 		(SELECT count(*) FROM block_updates u WHERE u.block_id = b.id) FROM blocks b WHERE owner = ? AND label = ?`, owner, label).Scan(&epoch, &archived, &updates)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestCompactRacingRebase(t *testing.T) {
 		<-done
 		var epoch int
 		var snap []byte
-		if err := a.Backend().DB().QueryRow(`SELECT b.epoch, s.snapshot FROM blocks b JOIN block_snapshots s ON s.block_id = b.id WHERE b.owner = 'a' AND b.label = 'notes'`).Scan(&epoch, &snap); err != nil {
+		if err := storeaccess.Backend(a).DB().QueryRow(`SELECT b.epoch, s.snapshot FROM blocks b JOIN block_snapshots s ON s.block_id = b.id WHERE b.owner = 'a' AND b.label = 'notes'`).Scan(&epoch, &snap); err != nil {
 			t.Fatal(err)
 		}
 		doc, err := blocks.Load(info, snap, nil)

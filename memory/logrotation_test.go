@@ -21,6 +21,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -88,7 +89,7 @@ func checkLogContents(t *testing.T, c *memory.Store, label string, acked []strin
 	if len(arch) == 0 {
 		t.Fatal("nothing was rotated")
 	}
-	if c.Index().Embedder() == nil {
+	if storeaccess.Index(c).Embedder() == nil {
 		return
 	}
 	// Rotated without vectors, embedded afterwards: a vector search (which
@@ -359,7 +360,7 @@ func TestKillDuringLogRotation(t *testing.T) {
 		}
 		c := openFile(t, path, opts)
 		var check string
-		if err := c.Backend().DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		if err := storeaccess.Backend(c).DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 			t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
 		}
 		checkLogContents(t, c, "events", acked)
@@ -429,14 +430,14 @@ func TestRotatedEntriesEmbeddedInBackground(t *testing.T) {
 	}
 	var marks, vectors int
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+		if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
 			t.Fatal(err)
 		}
 		if marks == 0 {
 			break
 		}
 	}
-	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
+	if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM vec_archival`).Scan(&vectors); err != nil {
 		t.Fatal(err)
 	}
 	if marks != 0 || vectors != 4 {
@@ -583,7 +584,7 @@ func TestRotatedEntryVectorIsItsOwn(t *testing.T) {
 	// next round, which clears it) before the search's own flush.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var marks int
-		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
+		if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM vec_archival_dirty`).Scan(&marks); err != nil {
 			t.Fatal(err)
 		}
 		if marks == 0 {

@@ -73,7 +73,7 @@ func TestMergeAppliedAhead(t *testing.T) {
 	merged := func(hash string) string {
 		t.Helper()
 		var agent string
-		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT agent FROM merged_changes WHERE hash = ?`, hash).Scan(&agent); err != nil {
+		if err := b.be.DB().QueryRowContext(ctx, `SELECT agent FROM merged_changes WHERE hash = ?`, hash).Scan(&agent); err != nil {
 			t.Fatalf("merged_changes of %s: %v", hash, err)
 		}
 		return agent
@@ -162,7 +162,7 @@ func TestPersistPreparedAhead(t *testing.T) {
 	stored := func() string {
 		t.Helper()
 		var s string
-		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT rendered FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&s); err != nil {
+		if err := b.be.DB().QueryRowContext(ctx, `SELECT rendered FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		return s

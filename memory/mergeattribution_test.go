@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -292,7 +293,7 @@ func TestMergeChangesAs(t *testing.T) {
 	}
 	// The record goes with the block.
 	count := func() (n int) {
-		if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM merged_changes`).Scan(&n); err != nil {
+		if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM merged_changes`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -108,7 +109,7 @@ func TestMessageContextMigration(t *testing.T) {
 	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
 		c := openFile(t, path, mode.opts)
 		if mode.opts == nil {
-			if err := c.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -147,7 +148,7 @@ func TestMessageContextSeqFloor(t *testing.T) {
 			t.Fatal(err)
 		}
 		if mode.opts == nil {
-			if err := c.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

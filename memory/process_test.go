@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
@@ -151,7 +152,7 @@ func runProcessesOneBlock(t *testing.T, path, dir string, procs, lines int, epoc
 	}
 	if epochs {
 		var epoch, archived int
-		if err := c.Backend().DB().QueryRow(`SELECT epoch, (SELECT count(*) FROM block_archive) FROM blocks WHERE label = 'board'`).Scan(&epoch, &archived); err != nil {
+		if err := storeaccess.Backend(c).DB().QueryRow(`SELECT epoch, (SELECT count(*) FROM block_archive) FROM blocks WHERE label = 'board'`).Scan(&epoch, &archived); err != nil {
 			t.Fatal(err)
 		}
 		if epoch < 4 || archived != epoch {
@@ -432,9 +433,9 @@ func runKillDuringWrites(t *testing.T, path string, rounds int) {
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v\nchild stderr:\n%s", round, err, stderr.String())
 		}
-		if c.Backend().Name() == "sqlite" {
+		if storeaccess.Backend(c).Name() == "sqlite" {
 			var check string
-			if err := c.Backend().DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+			if err := storeaccess.Backend(c).DB().QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 				t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -115,8 +116,8 @@ func TestOpenKeywordDSN(t *testing.T) {
 		t.Fatalf("Open(keyword DSN): %v", err)
 	}
 	defer byKW.Close()
-	if byKW.Backend().Name() != "postgres" {
-		t.Fatalf("keyword DSN opened %s", byKW.Backend().Name())
+	if storeaccess.Backend(byKW).Name() != "postgres" {
+		t.Fatalf("keyword DSN opened %s", storeaccess.Backend(byKW).Name())
 	}
 	if r, err := byKW.Agent("ada").Block("notes").Render(ctx); err != nil || !strings.Contains(r, "via URL") {
 		t.Fatalf("notes through the keyword DSN: %q, %v", r, err)

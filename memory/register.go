@@ -1,45 +1,12 @@
 package memory
 
 import (
-	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/engram-go/engram/driver"
 )
-
-// Driver tells Open how to reach a backend other than the built-in SQLite.
-// A backend package registers its Driver from its init function with
-// Register, as a database/sql driver does; a program then reaches that
-// backend with a blank import, and a program without the import does not
-// link it:
-//
-//	import _ "github.com/engram-go/engram/memory/postgres"
-//
-//	store, err := memory.Open(ctx, "postgres://db.internal/engram", nil)
-type Driver struct {
-	// Schemes are the URL schemes (the part before "://", matched in any
-	// case) whose targets the backend opens, e.g. "postgres".
-	Schemes []string
-	// KeywordDSN claims libpq keyword/value connection strings ("host=db
-	// dbname=engram"), which Open recognises by a connection keyword and
-	// '=' at the start.
-	KeywordDSN bool
-	// Open opens the backend for target, given as the caller wrote it.
-	// Its errors must not show a password the target holds.
-	Open func(ctx context.Context, target string, opts *DriverOptions) (Backend, error)
-}
-
-// DriverOptions are the Options a Driver's Open receives.
-type DriverOptions struct {
-	// LockTimeout is how long a write waits for a lock: the write lock,
-	// or on an engine whose writers run in parallel each lock it takes
-	// (Options.BusyTimeout).
-	LockTimeout time.Duration
-	// Logger receives the backend's logs (Options.Logger); never nil.
-	Logger *slog.Logger
-}
 
 // builtinSchemes open SQLite, which is linked into every program.
 var builtinSchemes = []string{"sqlite", "file"}
@@ -49,7 +16,7 @@ var builtinSchemes = []string{"sqlite", "file"}
 // and Drivers. Like sql.Register it is meant for init functions and
 // panics on a programming error: an empty name, a nil Open, a scheme (or
 // the keyword form) registered twice, or a built-in SQLite scheme.
-func Register(name string, d Driver) {
+func Register(name string, d driver.Driver) {
 	backends.register(name, d)
 }
 
@@ -71,10 +38,10 @@ type registry struct {
 
 type registered struct {
 	name string
-	d    Driver
+	d    driver.Driver
 }
 
-func (r *registry) register(name string, d Driver) {
+func (r *registry) register(name string, d driver.Driver) {
 	if name == "" || d.Open == nil {
 		panic("memory: Register: a backend needs a name and an Open function")
 	}

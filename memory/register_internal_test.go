@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/driver"
 )
 
 func TestRegistry(t *testing.T) {
-	open := func(context.Context, string, *DriverOptions) (Backend, error) {
+	open := func(context.Context, string, *driver.OpenOptions) (driver.Backend, error) {
 		return nil, errors.New("no server here")
 	}
 	mustPanic := func(what string, f func()) {
@@ -21,12 +23,12 @@ func TestRegistry(t *testing.T) {
 		f()
 	}
 	var r registry
-	r.register("pg", Driver{Schemes: []string{"Postgres", "postgresql"}, KeywordDSN: true, Open: open})
-	mustPanic("scheme registered twice", func() { r.register("other", Driver{Schemes: []string{"POSTGRES"}, Open: open}) })
-	mustPanic("keyword DSNs claimed twice", func() { r.register("other", Driver{KeywordDSN: true, Open: open}) })
-	mustPanic("a built-in scheme", func() { r.register("lite", Driver{Schemes: []string{"sqlite"}, Open: open}) })
-	mustPanic("no Open", func() { r.register("x", Driver{Schemes: []string{"x"}}) })
-	mustPanic("no name", func() { r.register("", Driver{Schemes: []string{"y"}, Open: open}) })
+	r.register("pg", driver.Driver{Schemes: []string{"Postgres", "postgresql"}, KeywordDSN: true, Open: open})
+	mustPanic("scheme registered twice", func() { r.register("other", driver.Driver{Schemes: []string{"POSTGRES"}, Open: open}) })
+	mustPanic("keyword DSNs claimed twice", func() { r.register("other", driver.Driver{KeywordDSN: true, Open: open}) })
+	mustPanic("a built-in scheme", func() { r.register("lite", driver.Driver{Schemes: []string{"sqlite"}, Open: open}) })
+	mustPanic("no Open", func() { r.register("x", driver.Driver{Schemes: []string{"x"}}) })
+	mustPanic("no name", func() { r.register("", driver.Driver{Schemes: []string{"y"}, Open: open}) })
 	if got := r.names(); len(got) != 1 || got[0] != "pg" {
 		t.Errorf("names() = %v", got)
 	}

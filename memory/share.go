@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
 // shareBlock implements [Block.Share] for owner: the sharee's generation
@@ -67,7 +67,7 @@ func (c *Store) lockShared(ctx context.Context, tx *sql.Tx, owner, label, agent 
 	if err != nil {
 		return 0, false, err
 	}
-	if err := c.lock(ctx, tx, search.BlockLock(id), search.AgentLock(agent)); err != nil {
+	if err := c.lock(ctx, tx, driver.BlockLock(id), driver.AgentLock(agent)); err != nil {
 		return 0, false, err
 	}
 	// Deleted while the lock was awaited (a new block of that label is

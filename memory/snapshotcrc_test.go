@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -29,7 +30,7 @@ import (
 // block id.
 func snapshotOf(t *testing.T, c *memory.Store, label string) (snap []byte, crc, id int64) {
 	t.Helper()
-	err := c.Backend().DB().QueryRow(`SELECT s.snapshot, s.snapshot_crc, b.id FROM blocks b JOIN block_snapshots s ON s.block_id = b.id
+	err := storeaccess.Backend(c).DB().QueryRow(`SELECT s.snapshot, s.snapshot_crc, b.id FROM blocks b JOIN block_snapshots s ON s.block_id = b.id
 		WHERE b.owner = 'a' AND b.label = ?`, label).Scan(&snap, &crc, &id)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func plantStale(t *testing.T, c *memory.Store, table string, id int64, epoch int
 		q = `UPDATE block_archive SET snapshot = ? WHERE block_id = ? AND epoch = ? AND snapshot <> ?`
 		args = []any{stale, id, epoch, stale}
 	}
-	res, err := c.Backend().DB().Exec(q, args...)
+	res, err := storeaccess.Backend(c).DB().Exec(q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

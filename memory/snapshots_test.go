@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -102,7 +103,7 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 		}
 	}
 	var cols int
-	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM pragma_table_info('blocks') WHERE name IN ('snapshot', 'snapshot_crc')`).Scan(&cols); err != nil || cols != 0 {
+	if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM pragma_table_info('blocks') WHERE name IN ('snapshot', 'snapshot_crc')`).Scan(&cols); err != nil || cols != 0 {
 		t.Fatalf("blocks keeps %d snapshot columns (%v)", cols, err)
 	}
 	// New writes compact into block_snapshots, and a fresh process loads
@@ -127,7 +128,7 @@ func TestSnapshotsLeaveTheBlocksRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var orphans int
-	if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM block_snapshots WHERE block_id NOT IN (SELECT id FROM blocks)`).Scan(&orphans); err != nil || orphans != 0 {
+	if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM block_snapshots WHERE block_id NOT IN (SELECT id FROM blocks)`).Scan(&orphans); err != nil || orphans != 0 {
 		t.Fatalf("%d snapshots of deleted blocks (%v)", orphans, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // BlocksStamp is a cheap fingerprint of the blocks an agent sees: its own
@@ -92,19 +94,11 @@ func (c *Store) blocksStamp(ctx context.Context, agent string) (BlocksStamp, err
 	return s, nil
 }
 
-// dataVersioner is a backend that tells cheaply whether anything was
-// committed since an earlier call (SQLite's data_version; see
-// sqlite.Backend.DataVersion): equal values, nothing committed in between,
-// by any connection or process. ok is false when it cannot tell.
-type dataVersioner interface {
-	DataVersion(ctx context.Context) (v int64, ok bool, err error)
-}
-
-// dataVersion reads the backend's data version (see dataVersioner); ok
+// dataVersion reads the backend's data version (see driver.DataVersioner); ok
 // is false when the backend cannot tell. Under WithVersionCheckOnce, the
 // first read for this backend is reused.
 func (c *Store) dataVersion(ctx context.Context) (int64, bool, error) {
-	dv, ok := c.be.(dataVersioner)
+	dv, ok := c.be.(driver.DataVersioner)
 	if !ok {
 		return 0, false, nil
 	}

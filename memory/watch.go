@@ -3,9 +3,11 @@ package memory
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/engram-go/engram/driver"
 )
 
-// watch is how a Store on a BlockNotifier backend serves cache hits without
+// watch is how a Store on a driver.BlockNotifier backend serves cache hits without
 // a freshness query: every committed block change reaches each process as
 // a notification that marks the cached entry stale, and only stale entries
 // (or any entry while the channel is down) take the query path.
@@ -19,7 +21,7 @@ func nameKey(owner, label string) string { return owner + "\x00" + label }
 
 // startWatch listens for n's notifications, handing each changed block's
 // id to changed (c.blockChanged; tests wrap it).
-func (c *Store) startWatch(n BlockNotifier, changed func(id int64)) {
+func (c *Store) startWatch(n driver.BlockNotifier, changed func(id int64)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watch{stop: cancel, done: make(chan struct{})}
 	c.watch = w

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
 )
 
@@ -31,7 +32,7 @@ func TestLoadRacingANotifiedWrite(t *testing.T) {
 
 	// b's notifications also go to this channel once handled.
 	notified := make(chan int64, 64)
-	n, ok := b.be.(BlockNotifier)
+	n, ok := b.be.(driver.BlockNotifier)
 	if !ok {
 		t.Fatal("the PostgreSQL backend sends no notifications")
 	}

@@ -8,23 +8,23 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
-	"github.com/engram-go/engram/search"
 )
 
-// write runs fn in the backend's write transaction (see Backend.Write:
+// write runs fn in the backend's write transaction (see driver.Backend.Write:
 // fn runs at most once, and a ctx that ends while waiting for the lock
 // leaves nothing written), holding locks where the backend's writers run
-// in parallel (lockingWriter: PostgreSQL): the blocks and agents fn
+// in parallel (driver.LockingWriter: PostgreSQL): the blocks and agents fn
 // writes, so that their other writers wait and every check fn makes reads
-// what they committed (see search.WriteLock for the order). fn gets ctx
+// what they committed (see driver.WriteLock for the order). fn gets ctx
 // without its cancellation, for its statements: once the transaction runs
 // it finishes, and on SQLite a cancelled statement interrupts the
 // connection, which rolls back the whole transaction — under group commit
 // other callers' writes too.
-func (c *Store) write(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) write(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	wctx := context.WithoutCancel(ctx)
-	if lw, ok := c.be.(lockingWriter); ok {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		return lw.WriteBlocks(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
 	}
 	return c.be.Write(ctx, func(tx *sql.Tx) error { return fn(wctx, tx) })
@@ -34,7 +34,7 @@ func (c *Store) write(ctx context.Context, locks []search.WriteLock, fn func(ctx
 // created, deleted or imported, shares granted, changed or revoked): once
 // it committed, BlocksChanged's consumers are signalled. (Content writes
 // signal in committed, once the cached document reflects them.)
-func (c *Store) writeBlocks(ctx context.Context, locks []search.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *Store) writeBlocks(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	err := c.write(ctx, locks, fn)
 	if err == nil {
 		c.changes.fire()
@@ -42,33 +42,19 @@ func (c *Store) writeBlocks(ctx context.Context, locks []search.WriteLock, fn fu
 	return err
 }
 
-// lockingWriter is a backend whose write transactions do not exclude each
-// other (PostgreSQL): a write locks what it writes, taking locks in its
-// first statement (WriteLocked; the store's writes use WriteBlocks, which
-// also tells other processes of the changes of the blocks it locks, after
-// the commit) and, when it finds it needs more, later (Lock: only locks
-// ordered after all it holds, see search.WriteLock). Backends without it
-// (SQLite) hold the whole store in every write transaction.
-type lockingWriter interface {
-	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
-	WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
-	Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error
-	NotifyAfter(tx *sql.Tx, ids ...int64)
-}
-
 // created tells other processes, after tx commits, of blocks tx created
-// (see lockingWriter: a block is notified with its lock, and a new block's
-// writer holds its owner's). Backends without lockingWriter notify, if at
+// (see driver.LockingWriter: a block is notified with its lock, and a new block's
+// writer holds its owner's). Backends without driver.LockingWriter notify, if at
 // all, by themselves.
 func (c *Store) created(tx *sql.Tx, ids ...int64) {
-	if lw, ok := c.be.(lockingWriter); ok {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		lw.NotifyAfter(tx, ids...)
 	}
 }
 
-// lock takes more locks inside a write transaction (see lockingWriter).
-func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
-	if lw, ok := c.be.(lockingWriter); ok {
+// lock takes more locks inside a write transaction (see driver.LockingWriter).
+func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...driver.WriteLock) error {
+	if lw, ok := c.be.(driver.LockingWriter); ok {
 		return lw.Lock(ctx, tx, locks...)
 	}
 	return nil
@@ -76,22 +62,22 @@ func (c *Store) lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock)
 
 // blockLock and agentLock are the locks of a write to one block, or to
 // what is one agent's (archival, messages, library, generation).
-func blockLock(id int64) []search.WriteLock { return []search.WriteLock{search.BlockLock(id)} }
-func agentLock(agent string) []search.WriteLock {
-	return []search.WriteLock{search.AgentLock(agent)}
+func blockLock(id int64) []driver.WriteLock { return []driver.WriteLock{driver.BlockLock(id)} }
+func agentLock(agent string) []driver.WriteLock {
+	return []driver.WriteLock{driver.AgentLock(agent)}
 }
 
 // agentLocks locks each of agents (in any order, repeats allowed).
-func agentLocks(agents ...string) []search.WriteLock {
-	out := make([]search.WriteLock, len(agents))
+func agentLocks(agents ...string) []driver.WriteLock {
+	out := make([]driver.WriteLock, len(agents))
 	for i, a := range agents {
-		out[i] = search.AgentLock(a)
+		out[i] = driver.AgentLock(a)
 	}
 	return out
 }
 
 // exec runs one statement through write and returns the rows affected.
-func (c *Store) exec(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) exec(ctx context.Context, locks []driver.WriteLock, query string, args ...any) (int64, error) {
 	var n int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.Exec(query, args...)
@@ -105,24 +91,16 @@ func (c *Store) exec(ctx context.Context, locks []search.WriteLock, query string
 }
 
 // insertID runs one INSERT ... RETURNING id through write.
-func (c *Store) insertID(ctx context.Context, locks []search.WriteLock, query string, args ...any) (int64, error) {
+func (c *Store) insertID(ctx context.Context, locks []driver.WriteLock, query string, args ...any) (int64, error) {
 	var id int64
 	err := c.write(ctx, locks, func(ctx context.Context, tx *sql.Tx) error { return tx.QueryRow(query, args...).Scan(&id) })
 	return id, err
 }
 
-// txStatements is implemented by backends that keep statements parsed
-// for their write transactions (SQLite; pgx caches prepared statements
-// by itself).
-type txStatements interface {
-	Prepare(ctx context.Context, queries ...string) error
-	TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt
-}
-
 // txExec runs query in tx, through the backend's prepared statement when
 // it keeps one.
 func (c *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.ExecContext(ctx, args...)
 		}
@@ -132,7 +110,7 @@ func (c *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 
 // txQuery is txExec for a query returning rows.
 func (c *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryContext(ctx, args...)
 		}
@@ -142,7 +120,7 @@ func (c *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 
 // txQueryRow is txExec for a query returning one row.
 func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if ts, ok := c.be.(txStatements); ok {
+	if ts, ok := c.be.(driver.TxStatements); ok {
 		if st := ts.TxStmt(ctx, tx, query); st != nil {
 			return st.QueryRowContext(ctx, args...)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -180,14 +181,14 @@ func TestWritePathsAgree(t *testing.T) {
 						le[i].Timestamp = time.Time{} // each run appends at its own time
 					}
 				}
-				if err := c.Backend().DB().QueryRow(`SELECT rendered FROM blocks WHERE label = 'b'`).Scan(&r.rendered); err != nil {
+				if err := storeaccess.Backend(c).DB().QueryRow(`SELECT rendered FROM blocks WHERE label = 'b'`).Scan(&r.rendered); err != nil {
 					t.Fatal(err)
 				}
 				r.rendered = renderedTime.ReplaceAllString(r.rendered, "TIME")
-				if err := c.Backend().DB().QueryRow(`SELECT count(*) FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b'`).Scan(&r.rows); err != nil {
+				if err := storeaccess.Backend(c).DB().QueryRow(`SELECT count(*) FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b'`).Scan(&r.rows); err != nil {
 					t.Fatal(err)
 				}
-				c.Backend().DB().QueryRow(`SELECT u.actor FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b' ORDER BY u.seq DESC LIMIT 1`).Scan(&r.lastActor)
+				storeaccess.Backend(c).DB().QueryRow(`SELECT u.actor FROM block_updates u JOIN blocks b ON b.id = u.block_id WHERE b.label = 'b' ORDER BY u.seq DESC LIMIT 1`).Scan(&r.lastActor)
 				ps, perr := c.Agent("ada").Block("b").Proposals(ctx)
 				if perr != nil {
 					t.Fatal(perr)

@@ -7,42 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/engram-go/engram/driver"
 )
 
-// ChangeLog is how the in-process caches read one of an engine's change
-// logs (search_text_log, search_vec_log): tables whose entries (kind, id)
-// name the rows a write changed, written in the writer's own transaction
-// (Dialect.ChangeLog).
-//
-// A reader never trusts the order in which entries were numbered to be the
-// order in which they committed: writers on PostgreSQL run in parallel, so
-// an entry numbered early may commit late. Instead each entry has a
-// position (Position) and each read snapshot says which positions it
-// holds, as PostgreSQL's snapshots do: every position below xmin, and
-// those below xmax that are not in xip (the transactions that were still
-// running). A cache remembers the snapshot it caught up to; its next
-// catch-up reads the entries that snapshot did not hold. An entry whose
-// transaction runs long is held by no snapshot until it commits, so it
-// delays nothing but itself and is never skipped. On an engine whose
-// writers commit one at a time (SQLite) the position is the entry's
-// sequence number and a snapshot holds the positions up to the log's last
-// (xmin = xmax = last + 1, xip empty).
-type ChangeLog struct {
-	// Position is the column holding an entry's position.
-	Position string
-	// Bounds is the statement reading, as the first statement of a
-	// SnapshotIsolation transaction (or alone), what its snapshot holds
-	// of the log: one row of xmin, xmax (integers), xip (a JSON array of
-	// integers, ascending) and floor: entries whose position is below
-	// floor may have been trimmed from the log (0: none was).
-	Bounds string
-	// Trim is the statement trimming the log to about its last "?"
-	// entries, in a write transaction; it removes only entries every
-	// snapshot from then on holds, and moves floor past them.
-	Trim string
-}
-
-// logPos is a read snapshot's hold on a change log (see ChangeLog): the
+// logPos is a read snapshot's hold on a change log (see driver.ChangeLog): the
 // positions below xmin, and those below xmax not in xip. The zero value
 // is no position (a cache never loaded).
 type logPos struct {
@@ -112,11 +81,11 @@ func (p logPos) trimmed(floor int64) bool { return floor > p.xmin }
 // changeLog is one log table as the caches read it through a dialect.
 type changeLog struct {
 	table string
-	ChangeLog
-	idFrom, idCol string // Dialect.IDList
+	driver.ChangeLog
+	idFrom, idCol string // driver.Dialect.IDList
 }
 
-func newChangeLog(d Dialect, table string) *changeLog {
+func newChangeLog(d driver.Dialect, table string) *changeLog {
 	from, id := d.IDList()
 	return &changeLog{table: table, ChangeLog: d.ChangeLog(table), idFrom: from, idCol: id}
 }
@@ -160,7 +129,7 @@ func scanBounds(row interface{ Scan(...any) error }, p *logPos, floor *int64, de
 // read opens the read transaction a cache catches up in and reads the
 // log's bounds in it, so the position and the rows read agree: iso is the
 // isolation that makes the transaction one snapshot
-// (Dialect.SnapshotIsolation). The caller rolls tx back.
+// (driver.Dialect.SnapshotIsolation). The caller rolls tx back.
 func (l *changeLog) read(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, what string) (tx *sql.Tx, pos logPos, floor int64, err error) {
 	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: iso})
 	if err != nil {

@@ -37,7 +37,7 @@ func TestNewIndexWithoutSchema(t *testing.T) {
 
 // Package search holds no engine's SQL: no schema statement and no
 // engine-specific function or syntax in any string of its non-test code.
-// Those belong to a Dialect (memory/sqlite, memory/postgres).
+// Those belong to a driver.Dialect (memory/sqlite, memory/postgres).
 func TestNoEngineSQLInSearch(t *testing.T) {
 	forbidden := []string{
 		"create table", "create index", "create virtual", "create trigger", "create extension",
@@ -73,7 +73,7 @@ func TestNoEngineSQLInSearch(t *testing.T) {
 			s := strings.ToLower(lit.Value)
 			for _, frag := range forbidden {
 				if strings.Contains(s, frag) {
-					t.Errorf("%s: %q in a string: a Dialect's SQL", fset.Position(lit.Pos()), frag)
+					t.Errorf("%s: %q in a string: a driver.Dialect's SQL", fset.Position(lit.Pos()), frag)
 				}
 			}
 			return true

@@ -39,7 +39,7 @@
 // archival_links); entries naming none have empty context columns and are
 // scored alone (docs/retrieval.md).
 //
-// Vectors need the embedder's dimension, so on SQLite the dialect
+// driver.Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex
 // first opens the database with an embedder: vec_blocks, vec_archival and vec_messages, plain tables whose rowid
 // is the base row's id, with the owner (blocks.owner, archival.agent,
@@ -65,7 +65,7 @@
 // writer's transaction, for the text cache.
 //
 // A cache reads a log by snapshot, not by the order its entries were
-// numbered in (ChangeLog, Dialect.ChangeLog): it remembers the snapshot
+// numbered in (driver.ChangeLog, driver.Dialect.ChangeLog): it remembers the snapshot
 // it caught up to and next reads the entries that snapshot did not hold,
 // so where writers run in parallel (PostgreSQL) an entry numbered early
 // and committed late is read late, never skipped.
@@ -143,7 +143,7 @@
 // tables (each has its own statistics) and ranks are not either (the best
 // block matching one word would tie with the best entry matching all).
 // The scale comes from the text cache's statistics, or in SQL from the
-// dialect (FullTextScale); a dialect without it fuses by rank (RRF).
+// dialect (driver.FullTextScale); a dialect without it fuses by rank (RRF).
 // Hybrid fuses that one full-text list with the vector lists merged by
 // distance (one embedder's distances compare across types). An optional
 // Reranker (IndexOptions.Reranker) then reorders the first RerankDepth
@@ -167,10 +167,12 @@
 //
 // # Engines
 //
-// An Index runs on a Dialect, which holds every piece of SQL that differs
+// An Index runs on a driver.Dialect, which holds every piece of SQL that differs
 // between engines and every schema statement the search legs need; the
 // store's backends implement it (memory/sqlite's and memory/postgres's
-// SearchDialect), so this package holds no engine branch and no DDL.
+// SearchDialect), so this package holds no engine branch and no DDL. The
+// dialect's interfaces and types are package driver's, for engine authors;
+// the caches that answer searches in process are internal to this package.
 //
 // On PostgreSQL the full-text leg is the text cache, as on SQLite (its
 // change log is migration 0008 of memory/postgres), and in SQL — while

@@ -9,7 +9,7 @@ var (
 	ErrInvalidQuery = errors.New("search: invalid query")
 
 	// ErrEmbedderMismatch is returned when the database's vectors were made by
-	// a different embedder (name or dimensions) than the one in use. Vectors
+	// a different embedder (name or dimensions) than the one in use. driver.Vectors
 	// of different embedders are never mixed: run (*Index).Reembed to switch
 	// the database to the new embedder.
 	ErrEmbedderMismatch = errors.New("search: embedder mismatch")
@@ -32,7 +32,7 @@ var (
 	// returns it only with IndexOptions.RerankStrict.
 	ErrReranker = errors.New("search: reranker failed")
 
-	// ErrSchema is wrapped by NewIndex (through its Dialect) when the
+	// ErrSchema is wrapped by NewIndex (through its driver.Dialect) when the
 	// database lacks the search tables of its backend's migrations.
 	ErrSchema = errors.New("search: schema missing")
 )

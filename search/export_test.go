@@ -111,7 +111,7 @@ func SetTextBackoff(x *Index, d time.Duration) {
 func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }
 
 // ForceTextPartial makes x's text cache go partial at its build, whatever
-// the store's size (on a dialect with TextStats).
+// the store's size (on a dialect with driver.TextStats).
 func ForceTextPartial(x *Index) { x.text.forcePartial = true }
 
 // SetTextLoadHook makes fn run in every partition load of x's partial
@@ -174,7 +174,7 @@ func TextStatsDrops(x *Index) int64 { return x.text.drops.Load() }
 func TextStatsCounted(x *Index) int64 { return x.text.counted.Load() }
 
 // TextStatsReady reports whether x's partial text cache has its own
-// statistics of kind t (a dialect without TextStats).
+// statistics of kind t (a dialect without driver.TextStats).
 func TextStatsReady(x *Index, t ContentType) bool {
 	x.text.mu.RLock()
 	defer x.text.mu.RUnlock()

@@ -5,23 +5,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
-
-// FullTextScale is an optional capability of a Dialect: the scale of its
-// FullText scores, so that Search can fuse the full-text legs of several
-// content types by score (ScoreSource.FTSNorm) when they ranked in SQL. A
-// Dialect without it has those legs fused by rank (RRF), as before.
-type FullTextScale interface {
-	// FullTextMax returns the highest score FullText(p) could give a row
-	// of p.Table for p.Terms, as a positive number on FullText's own
-	// scale (its magnitude where lowerIsBetter): what a row holding every
-	// term, with frequencies growing without bound, would score under the
-	// statistics the leg ranks with. p has no Columns or Limit; Where and
-	// Args are the leg's, for engines whose statistics count only the
-	// rows it keeps.
-	FullTextMax(ctx context.Context, q Execer, p *FullTextParams) (float64, error)
-}
 
 // ftsLeg is one content type's full-text list and what ranked it.
 type ftsLeg struct {
@@ -103,7 +89,7 @@ func cachePhrases(terms []string) ([]string, bool) {
 
 // legMax finds leg l's highest attainable score: from the text cache's
 // statistics when the cache ranked it, else from the dialect
-// (FullTextScale). 0 means unknown.
+// (driver.FullTextScale). 0 means unknown.
 func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []string, scope Scope, s *Settings) (float64, error) {
 	if l.from == legCache {
 		if ph, ok := cachePhrases(terms); ok {
@@ -112,21 +98,21 @@ func (x *Index) legMax(ctx context.Context, l *ftsLeg, expr string, terms []stri
 			}
 		}
 		if !x.text.isPartial() || x.text.stats == nil {
-			// Without TextStats (PostgreSQL) a partial cache ranks with
+			// Without driver.TextStats (PostgreSQL) a partial cache ranks with
 			// its own statistics, not the engine's: once a catch-up
 			// dropped them (a write since the leg ranked) the leg's
 			// scale is unknown.
 			return 0, nil
 		}
-		// A partial cache with TextStats ranks with the engine's own
+		// A partial cache with driver.TextStats ranks with the engine's own
 		// statistics: the engine's scale is the leg's.
 	}
-	fs, ok := x.d.(FullTextScale)
+	fs, ok := x.d.(driver.FullTextScale)
 	if !ok {
 		return 0, nil
 	}
 	where, args := filters(x.d, l.k, scope, s, true)
-	p := &FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
+	p := &driver.FullTextParams{Table: l.k.base, Alias: l.k.alias, Index: l.k.fts,
 		Weights: l.k.bm25, Match: expr, Terms: terms, Where: where, Args: args}
 	p.Owner, p.Shared = legOwner(l.k, scope)
 	return fs.FullTextMax(ctx, x.db, p)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -14,7 +15,7 @@ import (
 // BenchmarkFusionAcrossTypes: FTS over archival entries and messages
 // (Cranfield's abstracts split between them, messages in batches of ten),
 // limit 10: legs in SQL fused by score (FullTextMax's statistics queries
-// included) or by rank (a dialect without FullTextScale, as before), and
+// included) or by rank (a dialect without driver.FullTextScale, as before), and
 // over the text cache (scale from its statistics).
 func BenchmarkFusionAcrossTypes(b *testing.B) {
 	dir := eval.FindCranfield()
@@ -39,7 +40,7 @@ func BenchmarkFusionAcrossTypes(b *testing.B) {
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(10)
 	for _, tc := range []struct {
 		name string
-		d    search.Dialect
+		d    driver.Dialect
 		io   search.IndexOptions
 	}{
 		{"sql/score", sqlite.SearchDialect{}, search.IndexOptions{TextCacheBytes: -1}},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -129,12 +130,12 @@ func TestFusionOneWordKeepsRarity(t *testing.T) {
 	}
 }
 
-// plainDialect hides SQLite's FullTextScale.
-type plainDialect struct{ search.Dialect }
+// plainDialect hides SQLite's driver.FullTextScale.
+type plainDialect struct{ driver.Dialect }
 
 // TestFusionScaleSQLMatchesCache: the SQL legs' scale (the dialect's
 // FullTextMax over FTS5's statistics) is the text cache's, so both fuse
-// to the same order and scores; a dialect without FullTextScale fuses by
+// to the same order and scores; a dialect without driver.FullTextScale fuses by
 // rank (Fused set, FTSNorm not).
 func TestFusionScaleSQLMatchesCache(t *testing.T) {
 	ctx := context.Background()
@@ -203,7 +204,7 @@ func TestFusionScaleSQLMatchesCache(t *testing.T) {
 // halfScale knows the full-text scale of every table but messages'.
 type halfScale struct{ sqlite.SearchDialect }
 
-func (d halfScale) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+func (d halfScale) FullTextMax(ctx context.Context, q driver.Execer, p *driver.FullTextParams) (float64, error) {
 	if strings.Contains(p.Table, "messages") {
 		return 0, nil
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // Meta keys under which the Index records its embedder in table meta.
@@ -26,15 +28,6 @@ const (
 // MaxDimensions is the largest vector size the Index accepts (sqlite-vec's
 // limit).
 const MaxDimensions = 8192
-
-// Execer runs SQL. *sql.DB, *sql.Tx and *sql.Conn satisfy it, so vector
-// maintenance can run inside the caller's own transaction.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
 
 // IndexOptions tune an Index. The zero value (or nil) is the defaults.
 type IndexOptions struct {
@@ -100,7 +93,7 @@ type IndexOptions struct {
 	// by the catch-ups, so an agent's first search reads no store-wide
 	// count; until then, and after a write the catch-ups cannot follow
 	// (a pass runs again after nine times the last one's duration), they
-	// are read per query term and cached. Without TextStats (PostgreSQL) the cache computes them
+	// are read per query term and cached. Without driver.TextStats (PostgreSQL) the cache computes them
 	// itself: a background pass per content type over every row's indexed
 	// text gives the complete document frequencies, and the partitions
 	// rank exactly as a whole copy would; until a type's pass is done (at
@@ -158,20 +151,20 @@ type IndexOptions struct {
 	// Nil discards.
 	Logger *slog.Logger
 	// Write, when set, runs the Index's write transactions (vector and
-	// index maintenance) as the caller's writes run, as memory.Backend
+	// index maintenance) as the caller's writes run, as driver.Backend
 	// does: holding the store's write lock where it has one (SQLite), and
 	// where writers run in parallel (PostgreSQL) locking what they write
-	// (Dialect.LockWrites, inside the transaction). Without it the Index
-	// begins its own (Dialect.BeginWrite).
+	// (driver.Dialect.LockWrites, inside the transaction). Without it the Index
+	// begins its own (driver.Dialect.BeginWrite).
 	Write func(ctx context.Context, fn func(*sql.Tx) error) error
 	// WriteLocked, when set, is used instead of Write: a write
-	// transaction taking locks (see WriteLock) in its first statement, as
+	// transaction taking locks (see driver.WriteLock) in its first statement, as
 	// memory/postgres's Backend.WriteLocked does. The transactions that
 	// hold the whole store (StoreLock: Reembed's swap, setting up the
 	// vector tables) need it where every write holds the store shared:
 	// one that took it shared first and then exclusively would wait for
 	// another doing the same.
-	WriteLocked func(ctx context.Context, locks []WriteLock, fn func(*sql.Tx) error) error
+	WriteLocked func(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
 	// DataVersion, when set, reports a number that changes whenever a
 	// connection other than its own commits to db (SQLite's PRAGMA
 	// data_version read on a connection that never writes, as
@@ -183,19 +176,19 @@ type IndexOptions struct {
 }
 
 // Index searches the engram tables (blocks, archival, messages) of one
-// database through its Dialect. Full-text indexes are the engine's (FTS5
+// database through its driver.Dialect. Full-text indexes are the engine's (FTS5
 // tables or tsvector columns), kept current by triggers; vectors are in
 // tables (vec_blocks, vec_archival, vec_messages) set up for the
-// embedder's dimensions by the dialect (Vectors.Create) and filled by the
+// embedder's dimensions by the dialect (driver.Vectors.Create) and filled by the
 // caller with PutVectors or PutEmbeddings. An Index is safe for
 // concurrent use.
 type Index struct {
 	db    *sql.DB
-	d     Dialect
+	d     driver.Dialect
 	emb   Embedder
 	opts  IndexOptions
-	vec   Vectors    // nil without an embedder
-	vinfo VectorInfo // vec.Info()
+	vec   driver.Vectors    // nil without an embedder
+	vinfo driver.VectorInfo // vec.Info()
 	// results are the kinds' result select lists in d's SQL.
 	results map[ContentType]string
 	cache   *vecCache  // nil: no vector cache (VectorCacheBytes, engine)
@@ -308,7 +301,7 @@ type kind struct {
 	bm25  []float64 // full-text column weights, in FTS column order
 	// result is the select list producing resultColumns, over alias, in
 	// d's SQL (Index.results holds it per Index).
-	result func(d Dialect) string
+	result func(d driver.Dialect) string
 	text   string // select list of columns that make the vector text
 }
 
@@ -318,7 +311,7 @@ var kinds = map[ContentType]*kind{
 	Blocks: {
 		t: Blocks, name: "blocks", base: "blocks", alias: "b", owner: "owner",
 		fts: "fts_blocks", vec: "vec_blocks", bm25: []float64{5.0, 2.0, 1.0},
-		result: func(d Dialect) string {
+		result: func(d driver.Dialect) string {
 			return `b.id, b.owner, b.label, b.rendered, '[]',
 			` + d.JSONObject(`'block_type', b.block_type, 'description', b.description`) + `, b.created_at, ` + d.False()
 		},
@@ -327,7 +320,7 @@ var kinds = map[ContentType]*kind{
 	Archival: {
 		t: Archival, name: "archival", base: "archival", alias: "a", owner: "agent",
 		fts: "fts_archival", vec: "vec_archival", bm25: []float64{1.0, 2.0, 0.5, 0.5, 0.25},
-		result: func(Dialect) string {
+		result: func(driver.Dialect) string {
 			return `a.id, a.agent, '', a.content, a.tags_json, a.metadata_json, a.created_at,
 			a.valid_to IS NOT NULL`
 		},
@@ -336,14 +329,14 @@ var kinds = map[ContentType]*kind{
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
 		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0, 0.5, 0.25},
-		result: func(d Dialect) string {
+		result: func(d driver.Dialect) string {
 			return `m.id, m.agent, '', m.content, '[]', ` + d.JSONObject(messageMeta) + `, m.created_at, ` + d.False()
 		},
 		text: "m.content",
 	},
 }
 
-// messageMeta is a message result's Metadata object (Dialect.JSONObject's
+// messageMeta is a message result's Metadata object (driver.Dialect.JSONObject's
 // pairs).
 const messageMeta = `'role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
 	'tool_call_id', m.tool_call_id`
@@ -363,17 +356,17 @@ func kindOf(t ContentType) (*kind, error) {
 // With an embedder, the first NewIndex on a database records its Name and
 // Dimensions in table meta (MetaEmbedderName, MetaEmbedderDims) and has
 // the dialect create the vector tables and their clean-up triggers where
-// its schema lacks them (Vectors.Create). If the database already
+// its schema lacks them (driver.Vectors.Create). If the database already
 // records a different embedder, NewIndex returns the Index together with an
 // error wrapping ErrEmbedderMismatch: the Index is usable for FTS and for
 // Reembed, while vector searches and vector writes keep failing with
 // ErrEmbedderMismatch until Reembed has switched the database over.
-func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *IndexOptions) (*Index, error) {
+func NewIndex(ctx context.Context, db *sql.DB, d driver.Dialect, emb Embedder, opts *IndexOptions) (*Index, error) {
 	if db == nil {
 		return nil, errors.New("search: NewIndex: nil *sql.DB")
 	}
 	if d == nil {
-		return nil, errors.New("search: NewIndex: nil Dialect (pass the backend's SearchDialect)")
+		return nil, errors.New("search: NewIndex: nil driver.Dialect (pass the backend's SearchDialect)")
 	}
 	x := &Index{db: db, d: d, emb: emb, results: map[ContentType]string{}}
 	for t, k := range kinds {
@@ -421,10 +414,10 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 	if emb.Name() == "" {
 		return nil, errors.New("search: NewIndex: embedder has an empty Name")
 	}
-	write := func(ctx context.Context, fn func(ctx context.Context, ex Execer) error) error {
+	write := func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error {
 		return x.withWriteLock(ctx, nil, fn)
 	}
-	if x.vec, err = d.OpenVectors(ctx, db, &VectorParams{Dims: dims, Write: write}); err != nil {
+	if x.vec, err = d.OpenVectors(ctx, db, &driver.VectorParams{Dims: dims, Write: write}); err != nil {
 		return nil, fmt.Errorf("search: NewIndex: open vectors: %w", err)
 	}
 	x.vinfo = x.vec.Info()
@@ -477,7 +470,7 @@ func NewIndex(ctx context.Context, db *sql.DB, d Dialect, emb Embedder, opts *In
 		}
 	}
 	// Record the embedder and create the tables holding the store.
-	err = x.withWriteLock(ctx, []WriteLock{StoreLock()}, func(ctx context.Context, conn Execer) error {
+	err = x.withWriteLock(ctx, []driver.WriteLock{driver.StoreLock()}, func(ctx context.Context, conn driver.Execer) error {
 		err := x.checkEmbedder(ctx, conn)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -528,9 +521,9 @@ func (x *Index) Mismatch(ctx context.Context) error {
 var errNotRecorded = errors.New("search: no embedder recorded")
 
 // checkEmbedder compares the recorded embedder with x.emb.
-func (x *Index) checkEmbedder(ctx context.Context, q Execer) error {
+func (x *Index) checkEmbedder(ctx context.Context, q driver.Execer) error {
 	query := q.QueryContext
-	if q == Execer(x.db) {
+	if q == driver.Execer(x.db) {
 		query = x.query // every search asks: a prepared statement
 	}
 	name, dims, err := recordedEmbedder(ctx, query)
@@ -549,7 +542,7 @@ func (x *Index) checkEmbedder(ctx context.Context, q Execer) error {
 
 // RecordedEmbedder returns the embedder name and dimensions recorded in db's
 // meta table, or "", 0 if none.
-func RecordedEmbedder(ctx context.Context, db Execer) (name string, dims int, err error) {
+func RecordedEmbedder(ctx context.Context, db driver.Execer) (name string, dims int, err error) {
 	return recordedEmbedder(ctx, db.QueryContext)
 }
 
@@ -579,7 +572,7 @@ func recordedEmbedder(ctx context.Context, query func(context.Context, string, .
 	return name, dims, nil
 }
 
-func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
+func (x *Index) recordEmbedder(ctx context.Context, ex driver.Execer) error {
 	for _, kv := range [][2]string{
 		{MetaEmbedderName, x.emb.Name()},
 		{MetaEmbedderDims, strconv.Itoa(x.emb.Dimensions())},
@@ -592,7 +585,7 @@ func (x *Index) recordEmbedder(ctx context.Context, ex Execer) error {
 	return nil
 }
 
-func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
+func (x *Index) vecTablesExist(ctx context.Context, q driver.Execer) (bool, error) {
 	ok, err := x.vec.Ready(ctx, q)
 	if err != nil {
 		return false, fmt.Errorf("search: read schema: %w", err)
@@ -602,9 +595,9 @@ func (x *Index) vecTablesExist(ctx context.Context, q Execer) (bool, error) {
 
 // logVectorChanges records changed rows in search_vec_log (read by vector
 // caches) and trims the log to about its last vecLogKeep entries
-// (ChangeLog.Trim). Rows go in vecLogRows to a statement: one statement
+// (driver.ChangeLog.Trim). Rows go in vecLogRows to a statement: one statement
 // per row was a sixth of a bulk load's vector writes.
-func (x *Index) logVectorChanges(ctx context.Context, ex Execer, t ContentType, ids []int64) error {
+func (x *Index) logVectorChanges(ctx context.Context, ex driver.Execer, t ContentType, ids []int64) error {
 	for chunk := range slices.Chunk(ids, vecLogRows) {
 		q := `INSERT INTO search_vec_log (kind, id) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")
 		args := make([]any, 0, 2*len(chunk))
@@ -627,14 +620,14 @@ const vecLogRows = 250
 
 // withWriteLock runs fn inside a write transaction holding locks:
 // IndexOptions.WriteLocked's, IndexOptions.Write's, or the dialect's
-// (Dialect.BeginWrite) on one pinned connection, the locks taken first
-// (Dialect.LockWrites). ctx governs only the waits for locks: fn gets a
+// (driver.Dialect.BeginWrite) on one pinned connection, the locks taken first
+// (driver.Dialect.LockWrites). ctx governs only the waits for locks: fn gets a
 // context that is never cancelled: a transaction once begun is finished,
 // so a cancelled caller never leaves half a batch to roll back (and,
 // while vectors were in vec0, an interrupted statement could crash it: a
 // nil statement in vec0_get_chunk_position). fn may take more locks
-// (after these, see WriteLock).
-func (x *Index) withWriteLock(ctx context.Context, locks []WriteLock, fn func(ctx context.Context, conn Execer) error) (err error) {
+// (after these, see driver.WriteLock).
+func (x *Index) withWriteLock(ctx context.Context, locks []driver.WriteLock, fn func(ctx context.Context, conn driver.Execer) error) (err error) {
 	wctx := context.WithoutCancel(ctx)
 	if x.opts.WriteLocked != nil {
 		return x.opts.WriteLocked(ctx, locks, func(tx *sql.Tx) error { return fn(wctx, tx) })
@@ -738,7 +731,7 @@ func (x *Index) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 // The Index does not notice content changes: call PutVectors again after
 // changing a row's text. Deleting a row (or changing its owner) drops its
 // vector by trigger.
-func (x *Index) PutVectors(ctx context.Context, ex Execer, t ContentType, items []VectorItem) error {
+func (x *Index) PutVectors(ctx context.Context, ex driver.Execer, t ContentType, items []VectorItem) error {
 	if x.emb == nil {
 		return ErrNoEmbedder
 	}
@@ -775,7 +768,7 @@ func (x *Index) PutVectors(ctx context.Context, ex Execer, t ContentType, items 
 // PutEmbeddings stores precomputed vectors (replacing earlier ones) through
 // ex. The vectors must come from the Index's embedder: it checks their
 // dimensions and that the database records this embedder.
-func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, items []EmbeddingItem) error {
+func (x *Index) PutEmbeddings(ctx context.Context, ex driver.Execer, t ContentType, items []EmbeddingItem) error {
 	if x.emb == nil {
 		return ErrNoEmbedder
 	}
@@ -829,10 +822,10 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex Execer, t ContentType, ite
 	return x.logVectorChanges(ctx, ex, t, ids)
 }
 
-// stmtSet runs statements on an Execer, preparing each distinct text once
+// stmtSet runs statements on a driver.Execer, preparing each distinct text once
 // when it reuses them; close releases what it prepared.
 type stmtSet struct {
-	ex    Execer
+	ex    driver.Execer
 	reuse bool
 	stmts map[string]*sql.Stmt
 }
@@ -869,7 +862,7 @@ const vecInsertRows = 64
 
 // DeleteVectors removes the vectors of the given rows (missing ones are
 // ignored). Deleting the rows themselves does this by trigger already.
-func (x *Index) DeleteVectors(ctx context.Context, ex Execer, t ContentType, ids ...int64) error {
+func (x *Index) DeleteVectors(ctx context.Context, ex driver.Execer, t ContentType, ids ...int64) error {
 	k, err := kindOf(t)
 	if err != nil {
 		return err
@@ -913,13 +906,13 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 		return fmt.Errorf("search: check block index: %w", err)
 	}
 	for dirty {
-		err := x.withWriteLock(ctx, nil, func(ctx context.Context, conn Execer) error {
+		err := x.withWriteLock(ctx, nil, func(ctx context.Context, conn driver.Execer) error {
 			rows, err := conn.QueryContext(ctx, `SELECT id FROM fts_blocks_dirty ORDER BY id LIMIT ?`, flushBlocksBatch)
 			if err != nil {
 				return err
 			}
 			var ids []int64
-			var locks []WriteLock
+			var locks []driver.WriteLock
 			for rows.Next() {
 				var id int64
 				if err := rows.Scan(&id); err != nil {
@@ -927,7 +920,7 @@ func (x *Index) flushBlocks(ctx context.Context) error {
 					return err
 				}
 				ids = append(ids, id)
-				locks = append(locks, BlockLock(id))
+				locks = append(locks, driver.BlockLock(id))
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
@@ -1026,11 +1019,11 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 	}
 	// The blocks' writers wait: the text read below stays the one stored
 	// until the mark is cleared.
-	locks := make([]WriteLock, len(todo))
+	locks := make([]driver.WriteLock, len(todo))
 	for i, b := range todo {
-		locks[i] = BlockLock(b.id)
+		locks[i] = driver.BlockLock(b.id)
 	}
-	err = x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
+	err = x.withWriteLock(ctx, locks, func(ctx context.Context, conn driver.Execer) error {
 		cleared = 0
 		next := 0
 		for _, b := range todo {
@@ -1080,9 +1073,9 @@ func (x *Index) openTextCache(textLog bool) error {
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.prep = x.stmt
-		x.text.stats, _ = x.d.(TextStats)
+		x.text.stats, _ = x.d.(driver.TextStats)
 		if x.text.stats != nil {
-			x.text.vocab, _ = x.d.(TextVocabulary)
+			x.text.vocab, _ = x.d.(driver.TextVocabulary)
 		}
 	case x.opts.TextCacheBytes > 0:
 		return fmt.Errorf("search: NewIndex: TextCacheBytes needs search_text_log: apply the %s backend's migrations first", x.d.Name())
@@ -1104,7 +1097,7 @@ type CacheStats struct {
 	// VectorCacheBytes).
 	TextPartial, VectorPartial bool
 	TextBytes, VectorBytes     int64
-	// A partial text cache over a dialect without TextStats
+	// A partial text cache over a dialect without driver.TextStats
 	// (PostgreSQL) computes its statistics itself: the passes that did
 	// (one per content type, again after a write its catch-ups could not
 	// follow), and the statistics such writes dropped.
@@ -1195,11 +1188,11 @@ func (x *Index) flushArchivalVectors(ctx context.Context) error {
 		}
 	}
 	// The agents' archival writers (a deletion) wait.
-	locks := make([]WriteLock, len(todo))
+	locks := make([]driver.WriteLock, len(todo))
 	for i, it := range todo {
-		locks[i] = AgentLock(it.Owner)
+		locks[i] = driver.AgentLock(it.Owner)
 	}
-	return x.withWriteLock(ctx, locks, func(ctx context.Context, conn Execer) error {
+	return x.withWriteLock(ctx, locks, func(ctx context.Context, conn driver.Execer) error {
 		next := 0
 		for _, it := range todo {
 			var vec []float32

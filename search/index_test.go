@@ -813,7 +813,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// Vectors put in several INSERTs of vecInsertRows rows (the full ones
+// driver.Vectors put in several INSERTs of vecInsertRows rows (the full ones
 // through one prepared statement, then a shorter last one; a replacement
 // among new rows makes its chunk an upsert) are each stored under their
 // own row, inside the caller's transaction.

@@ -18,7 +18,7 @@ import (
 // and archival entries (odd sessions, metadata "session" naming theirs, so
 // indexed in context too), and every question searches both
 // types (FTS, 25 results). Score fusion (FTSNorm, the default) is compared
-// with fusion by rank (a dialect without FullTextScale, as before), per
+// with fusion by rank (a dialect without driver.FullTextScale, as before), per
 // category; score fusion must not lose R@5, R@10 or R@25 overall.
 func TestLoCoMoFusionAcrossTypes(t *testing.T) {
 	testenv.SkipUnlessLong(t, "LoCoMo retrieval quality over the whole development set")

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // Mode selects how a query is answered.
@@ -412,7 +414,7 @@ func (s *Settings) hasTagFilter() bool {
 // for an empty key, a key holding '"', or a value that is not a string,
 // finite number or bool. A value of another JSON type than the filter's
 // never matches (a string "5" is not the number 5, true is not 1).
-func MetadataCondition(d Dialect, col string, f MetadataFilter) (string, []any, error) {
+func MetadataCondition(d driver.Dialect, col string, f MetadataFilter) (string, []any, error) {
 	if err := checkMetadata(f); err != nil {
 		return "", nil, err
 	}

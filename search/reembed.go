@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // Reembed switches the database to the Index's embedder: it recomputes the
@@ -73,7 +75,7 @@ func (x *Index) reembed(ctx context.Context, progress func(done, total int)) err
 	}
 
 	// Phase 2: swap holding the whole store (every other writer waits).
-	err := x.withWriteLock(ctx, []WriteLock{StoreLock()}, func(ctx context.Context, conn Execer) error {
+	err := x.withWriteLock(ctx, []driver.WriteLock{driver.StoreLock()}, func(ctx context.Context, conn driver.Execer) error {
 		// The rows go in without the engine's own vector index, which
 		// EndReplace builds once, over full tables.
 		if err := x.vec.BeginReplace(ctx, conn); err != nil {
@@ -117,7 +119,7 @@ type reembedRow struct {
 }
 
 // readRows reads up to limit rows of k with id > after, in id order.
-func (x *Index) readRows(ctx context.Context, q Execer, k *kind, after int64, limit int) ([]reembedRow, error) {
+func (x *Index) readRows(ctx context.Context, q driver.Execer, k *kind, after int64, limit int) ([]reembedRow, error) {
 	query := fmt.Sprintf(`SELECT %[1]s.id, %[1]s.%[2]s, %[3]s FROM %[4]s %[1]s WHERE %[1]s.id > ? ORDER BY %[1]s.id LIMIT ?`,
 		k.alias, k.owner, k.text, k.base)
 	rows, err := q.QueryContext(ctx, query, after, limit)
@@ -202,7 +204,7 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 // swapIn fills k's fresh vector table from the staging table, re-embedding
 // rows whose text changed (or that appeared) since they were staged. It
 // pages through the rows so memory stays bounded.
-func (x *Index) swapIn(ctx context.Context, conn Execer, k *kind) error {
+func (x *Index) swapIn(ctx context.Context, conn driver.Execer, k *kind) error {
 	ins, err := conn.PrepareContext(ctx, x.vec.Insert(k.vec, 1, false, true))
 	if err != nil {
 		return fmt.Errorf("search: reembed: fill %s: %w", k.vec, err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // Snippet markers: a Result's Snippet wraps each query term in
@@ -572,7 +574,7 @@ func (x *Index) resolveMode(ctx context.Context, m Mode) (Mode, error) {
 // filters returns the WHERE conditions (joined by AND) and their arguments
 // for kind k: scope (unless withScope is false), supersession, time range
 // and tags.
-func filters(d Dialect, k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
+func filters(d driver.Dialect, k *kind, scope Scope, s *Settings, withScope bool) (string, []any) {
 	var conds []string
 	var args []any
 	a := k.alias
@@ -666,7 +668,7 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 			return rs, ok, err
 		}
 	}
-	fp := &FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
+	fp := &driver.FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
 		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit}
 	fp.Owner, fp.Shared = legOwner(k, scope)
 	q, args, lowerIsBetter := x.d.FullText(fp)
@@ -678,7 +680,7 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 	return rs, false, err
 }
 
-// legOwner is FullTextParams.Owner and Shared for a leg of k in scope:
+// legOwner is driver.FullTextParams.Owner and Shared for a leg of k in scope:
 // the scope's agent, and for blocks the blocks shared with it too.
 func legOwner(k *kind, scope Scope) (owner string, shared bool) {
 	if scope.All {
@@ -743,7 +745,7 @@ type knnHit struct {
 	dist float64
 }
 
-// knn runs KNN (over the vector cache, or in the database: Vectors.KNN)
+// knn runs KNN (over the vector cache, or in the database: driver.Vectors.KNN)
 // in the scope's partition (over all partitions for Scope.All) and keeps
 // the rows that pass the filters. When filters remove too many, it asks
 // for more neighbours (up to vecKMax) and then falls back to exact
@@ -761,8 +763,8 @@ func (x *Index) knn(ctx context.Context, k *kind, qv []float32, qvec []byte, sco
 			}
 		}
 		if !held {
-			var vh []VectorHit
-			vh, exhausted, err = x.vec.KNN(ctx, &KNNParams{Table: k.vec, Query: qv, Blob: qvec, Owner: scope.Agent, All: scope.All, K: kk})
+			var vh []driver.VectorHit
+			vh, exhausted, err = x.vec.KNN(ctx, &driver.KNNParams{Table: k.vec, Query: qv, Blob: qvec, Owner: scope.Agent, All: scope.All, K: kk})
 			hits = make([]knnHit, len(vh))
 			for i, h := range vh {
 				hits[i] = knnHit{id: h.ID, dist: h.Distance}

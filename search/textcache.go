@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
@@ -77,7 +78,7 @@ type textCache struct {
 	// The partial cache (textpartial.go): a store whose copy would
 	// outgrow limit is held as per-owner partitions of the owners searched
 	// lately, ranked with the engine's store-wide statistics (stats), or
-	// without TextStats with the cache's own (textstatspass.go).
+	// without driver.TextStats with the cache's own (textstatspass.go).
 	partialState
 }
 
@@ -213,9 +214,9 @@ func (q textRowQuery) byID(n int) string {
 }
 
 // textRows are each kind's textRowQuery in dialect d: what its full-text
-// index holds (Dialect.IndexedBlocks; metadata values as
-// Dialect.MetadataText reads them).
-func textRows(d Dialect) map[ContentType]textRowQuery {
+// index holds (driver.Dialect.IndexedBlocks; metadata values as
+// driver.Dialect.MetadataText reads them).
+func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
 	return map[ContentType]textRowQuery{
 		Blocks: {sel: blocks, key: key},
@@ -231,7 +232,7 @@ func textRows(d Dialect) map[ContentType]textRowQuery {
 // A message is indexed with the messages before and after it in its batch
 // as two weaker columns (SQLite migration 0015, PostgreSQL 0010): a turn
 // alone is a poor document when the words that find it are in the turn
-// before it. Dialect.MessageNeighbours joins them as p and n;
+// before it. driver.Dialect.MessageNeighbours joins them as p and n;
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 
@@ -387,7 +388,7 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 // SQL until then. It returns why the cache is not ready when a build
 // failed (searches keep ranking in SQL, and a new build is tried after a
 // back-off) or the Index is closed. A cache that is partial (over its
-// bound) reports ErrCacheBudget; without the dialect's TextStats
+// bound) reports ErrCacheBudget; without the dialect's driver.TextStats
 // (PostgreSQL) it first waits for the passes that compute its statistics.
 // It does nothing without a text cache.
 func (x *Index) WarmTextCache(ctx context.Context) error {
@@ -503,7 +504,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 		c.dropBodies(c.parts)
 	}
 	if n := c.bytes(); n > c.limit {
-		// Partial on every dialect: with TextStats the engine's
+		// Partial on every dialect: with driver.TextStats the engine's
 		// statistics, else the cache's own (statsPass).
 		c.rowCosts(c.parts)
 		c.goPartial(cur)

@@ -13,42 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
-
-// TextStats is implemented by a Dialect whose full-text ranking is
-// FTS5's bm25 and that can read the store-wide statistics bm25 ranks
-// with. A text cache over a store larger than IndexOptions.TextCacheBytes
-// holds only some owners' rows (a partial cache) and ranks them with
-// these statistics, as the engine would rank them; without it the cache
-// computes the statistics itself (statsPass, textstatspass.go), as a
-// whole copy would count them. memory/sqlite's SearchDialect implements
-// it.
-type TextStats interface {
-	// TextTotals returns the rows of the full-text table index and the
-	// tokens they hold over all its columns, as bm25 reads them.
-	TextTotals(ctx context.Context, q Execer, index string) (rows, tokens int64, err error)
-	// TextDocFreq returns how many rows of index hold term: one query
-	// term (a letter and digit run), read as the engine reads it quoted
-	// as a phrase.
-	TextDocFreq(ctx context.Context, q Execer, index, term string) (int64, error)
-}
-
-// TextVocabulary is implemented by a TextStats dialect that can list a
-// full-text index's whole vocabulary with each term's document frequency
-// in one read (SQLite: FTS5's fts5vocab). A partial text cache then
-// reads a content type's complete statistics once, in the background
-// (a statistics pass, as without TextStats but reading the index's
-// counts instead of analyzing every row), and ranks every query term
-// from them: an agent's first search reads no store-wide count. Until a
-// type's pass is done, and while a write its catch-ups cannot follow has
-// dropped them, its query terms' counts are read one by one
-// (TextDocFreq), as without it; the counts are the same either way.
-type TextVocabulary interface {
-	// TextVocabulary calls fn with each term of index (as the engine
-	// analyzed it) and the rows that hold it.
-	TextVocabulary(ctx context.Context, q Execer, index string, fn func(term string, rows int64) error) error
-}
 
 // textEstimateSlack: a store whose estimated copy (estimate) exceeds the
 // bound by more than this factor goes partial unread; below it the build
@@ -58,7 +25,7 @@ const textEstimateSlack = 2
 
 // textStatsShare is the share of the bound the cached document
 // frequencies may take before they are let go (they are re-read); a
-// content type's complete ones (a dialect without TextStats) are never
+// content type's complete ones (a dialect without driver.TextStats) are never
 // computed past it: that type then ranks in SQL.
 const textStatsShare = 8
 
@@ -68,8 +35,8 @@ const textCatchUpMax = 10_000
 
 // partialState is a textCache's partial mode, guarded by textCache.mu.
 type partialState struct {
-	stats   TextStats      // the dialect's; nil: the cache's own (statsPass)
-	vocab   TextVocabulary // the dialect's, with stats; nil: none
+	stats   driver.TextStats      // the dialect's; nil: the cache's own (statsPass)
+	vocab   driver.TextVocabulary // the dialect's, with stats; nil: none
 	partial bool
 	// owned[kind][owner] is an owner's partition: a textPart holding only
 	// that owner's rows, whose own df and totals go unused (ranking reads
@@ -124,7 +91,7 @@ type partialState struct {
 	// are counted, before they are installed, with the pass's context.
 	afterCount func(ctx context.Context, t ContentType)
 
-	// The statistics passes of a dialect without TextStats
+	// The statistics passes of a dialect without driver.TextStats
 	// (textstatspass.go), guarded by passMu.
 	passMu     sync.Mutex
 	passing    map[ContentType]chan struct{} // running: closed when done
@@ -141,10 +108,10 @@ type partialState struct {
 // other change drops them (gen moves on), and the next search reads
 // them again.
 //
-// Without TextStats (PostgreSQL) the statistics are the cache's own,
+// Without driver.TextStats (PostgreSQL) the statistics are the cache's own,
 // computed by a background pass over every row (statsPass): complete,
 // df then holds every term any row holds, and a term it lacks has df 0
-// (with TextStats df holds the terms read so far).
+// (with driver.TextStats df holds the terms read so far).
 type textStats struct {
 	gen          int64
 	loaded       bool
@@ -301,7 +268,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	if n > cmp.Or(c.catchUpMax, textCatchUpMax) {
 		// Too much to read under c.mu: the kinds that changed start over
 		// (their owners load again as they search; a dialect without
-		// TextStats counts their statistics again); the others keep theirs.
+		// driver.TextStats counts their statistics again); the others keep theirs.
 		for t := range changed {
 			if _, ok := kinds[t]; ok {
 				c.startOver(t)
@@ -707,7 +674,7 @@ func messagePlace(meta string) (batch string, seq int64, ok bool) {
 }
 
 // dropStats forgets kind t's statistics; c.mu is held. Without
-// TextStats the next search of kind t starts a pass to compute them
+// driver.TextStats the next search of kind t starts a pass to compute them
 // again (statsFor), and such searches rank in SQL until it is done.
 func (c *textCache) dropStats(t ContentType) {
 	s := c.gstats[t]

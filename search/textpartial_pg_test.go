@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
@@ -710,8 +711,8 @@ func TestTextCachePartialPostgresConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		search.ForceTextPartial(c.Index())
-		if err := c.Index().WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		search.ForceTextPartial(storeaccess.Index(c))
+		if err := storeaccess.Index(c).WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
 			t.Fatalf("WarmTextCache: %v, want ErrCacheBudget (partial)", err)
 		}
 		return c

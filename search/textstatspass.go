@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
-// A partial text cache over a dialect without TextStats (PostgreSQL,
+// A partial text cache over a dialect without driver.TextStats (PostgreSQL,
 // whose tsvector ranking has no bm25 statistics to read) computes each
 // content type's store-wide statistics itself: one streaming pass over
 // the indexed text of every row (the columns and analysis a whole cache
@@ -34,7 +34,7 @@ import (
 // supersession of a row no partition holds is such a change too.
 //
 // The complete map is charged to the bound as the frequencies read
-// through TextStats are (each type's at most an eighth of it,
+// through driver.TextStats are (each type's at most an eighth of it,
 // textStatsShare); a pass stops as soon as it would take more, and the
 // type ranks in SQL until a pass tried after a long back-off (ten
 // minutes, doubling to an hour) finds that they fit. While a pass
@@ -304,7 +304,7 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t ContentType) (
 	return s, nil
 }
 
-// readVocab reads kind t's statistics from the engine (TextVocabulary
+// readVocab reads kind t's statistics from the engine (driver.TextVocabulary
 // and TextTotals) in one snapshot: its log position, highest id, rows,
 // tokens and every term's df. It gives up (errStatsTooBig) as soon as the
 // terms would take more than their share of the bound.

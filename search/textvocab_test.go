@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -18,7 +19,7 @@ type countingDialect struct {
 	dfReads *atomic.Int64
 }
 
-func (d countingDialect) TextDocFreq(ctx context.Context, q search.Execer, index, term string) (int64, error) {
+func (d countingDialect) TextDocFreq(ctx context.Context, q driver.Execer, index, term string) (int64, error) {
 	d.dfReads.Add(1)
 	return d.SearchDialect.TextDocFreq(ctx, q, index, term)
 }

@@ -22,7 +22,7 @@ const vecLogKeep = 100_000
 // vector write (PutEmbeddings, DeleteVectors, the delete/owner triggers,
 // Reembed) appends to search_vec_log in the writer's transaction, so a
 // cache in any process catches up by replaying the committed entries its
-// last snapshot did not hold (see ChangeLog).
+// last snapshot did not hold (see driver.ChangeLog).
 type vecCache struct {
 	dims int
 	mu   sync.RWMutex

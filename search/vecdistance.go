@@ -8,7 +8,7 @@ import (
 )
 
 // scanDistances is the exact-distance fallback for a dialect without a
-// distance in SQL (Vectors.Distance): q selects the result columns and
+// distance in SQL (driver.Vectors.Distance): q selects the result columns and
 // then the row's embedding; the cosine distances are computed here,
 // nearest first.
 func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q string, args []any, limit int) ([]*Result, error) {
@@ -62,7 +62,7 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 // vector cache: the default where the database's KNN is an exact scan, on
 // request elsewhere, and the only KNN where the database has none; the
 // database answers while it loads), the database's KNN
-// (VectorInfo.Engine: "sqlite-vec", an exact scan with sqlite-vec's
+// (driver.VectorInfo.Engine: "sqlite-vec", an exact scan with sqlite-vec's
 // vec_distance_cosine; "pgvector", PostgreSQL's vector extension, HNSW),
 // or "" without an embedder.
 func (x *Index) VectorEngine() string {

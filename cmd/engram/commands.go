@@ -19,6 +19,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/redact"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/interop/letta"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
@@ -825,7 +826,7 @@ func importLetta(ctx context.Context, a *app, data []byte, agent string) error {
 // embedder the dump records, which the store then records too.
 func (a *app) embedImported(ctx context.Context, rec *memory.DumpEmbedder) error {
 	s := a.store
-	if s.Index().Embedder() != nil {
+	if storeaccess.Index(s).Embedder() != nil {
 		return s.Reembed(ctx, a.progress("embedding"))
 	}
 	if rec == nil || a.embedder != "" {
@@ -870,7 +871,7 @@ func cmdReembed(fs *flag.FlagSet) runFunc {
 		if err := s.Reembed(ctx, a.progress("re-embedding")); err != nil {
 			return err
 		}
-		name := s.Index().Embedder().Name()
+		name := storeaccess.Index(s).Embedder().Name()
 		return a.output(map[string]any{"embedder": name}, func(w io.Writer) { fmt.Fprintf(w, "vectors recomputed with %s\n", name) })
 	}
 }

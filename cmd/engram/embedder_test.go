@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -129,7 +130,7 @@ func TestCLIRecordedOpenAIEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Backend().DB().Exec(`UPDATE meta SET value = 'text-embedding-3-small/8' WHERE key = 'embedder.name'`)
+	_, err = storeaccess.Backend(s).DB().Exec(`UPDATE meta SET value = 'text-embedding-3-small/8' WHERE key = 'embedder.name'`)
 	s.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
 // agentCond is an index condition on the agent, alone or with the query.
@@ -59,7 +59,7 @@ func TestFullTextPlanUsesAgentIndex(t *testing.T) {
 		{"archival", "agent-7", "a.agent = ? AND a.valid_to IS NULL", []any{"agent-7"}, true},
 		{"archival", "", "a.valid_to IS NULL", nil, false},
 	} {
-		q, args, _ := d.FullText(&search.FullTextParams{Table: c.table, Alias: "a", Match: `"common"`, Terms: []string{"common"},
+		q, args, _ := d.FullText(&driver.FullTextParams{Table: c.table, Alias: "a", Match: `"common"`, Terms: []string{"common"},
 			Columns: "a.id", Where: c.where, Args: c.args, Limit: 10, Owner: c.owner})
 		rows, err := b.DB().QueryContext(ctx, "EXPLAIN "+q, args...)
 		if err != nil {
@@ -135,7 +135,7 @@ func TestBlocksFullTextPlanUsesOwnerIndex(t *testing.T) {
 		{"agent-7", true, true},
 		{"agent-7", false, false}, // the leg as it was: Where alone
 	} {
-		p := &search.FullTextParams{Table: "blocks", Alias: "b", Match: `"common"`, Terms: []string{"common"},
+		p := &driver.FullTextParams{Table: "blocks", Alias: "b", Match: `"common"`, Terms: []string{"common"},
 			Columns: "b.id", Where: scope, Args: []any{"agent-7", "agent-7"}, Limit: 10, Owner: c.owner, Shared: c.shared}
 		q, args, _ := d.FullText(p)
 		rows, err := b.DB().QueryContext(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+q, args...)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -102,7 +103,7 @@ func TestArchivalContextUpgradePostgres(t *testing.T) {
 			t.Fatalf("%s: open (migrate): %v", mode.name, err)
 		}
 		if mode.opts == nil {
-			if err := c.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatalf("%s: %v", mode.name, err)
 			}
 		}
@@ -168,7 +169,7 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	if err := cached.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(cached).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("pgx", dsn)

@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -65,10 +66,10 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := reader.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(reader).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := reader.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(reader).WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -123,16 +124,16 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 	if err := late.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	stats := reader.Index().CacheStats()
+	stats := storeaccess.Index(reader).CacheStats()
 	fresh, err := memory.Open(ctx, dsn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if err := fresh.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(fresh).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := fresh.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(fresh).WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []search.Mode{search.FTS, search.Vector} {
@@ -144,7 +145,7 @@ func TestCachesTakeInLateCommits(t *testing.T) {
 			t.Errorf("%v: the late commit %d is not found: %v", mode, lateID, got)
 		}
 	}
-	after := reader.Index().CacheStats()
+	after := storeaccess.Index(reader).CacheStats()
 	if after.TextLegs == stats.TextLegs || after.VectorLegs == stats.VectorLegs {
 		t.Errorf("the searches ran in SQL, not over the caches: %+v then %+v", stats, after)
 	}

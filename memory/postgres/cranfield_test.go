@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -96,7 +97,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := inproc.Index().WarmVectorCache(ctx); err != nil {
+		if err := storeaccess.Index(inproc).WarmVectorCache(ctx); err != nil {
 			t.Fatal(err)
 		}
 		defer inproc.Close()
@@ -123,7 +124,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	if err := cached.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(cached).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cranfieldRun(t, cached, "text cache", cran, toDoc, search.FTS, pgCachedFTSFloor, load)
@@ -138,7 +139,7 @@ func TestCranfieldQualityPostgres(t *testing.T) {
 		fullText := "tsvector"
 		if st != stores[0] {
 			// The in-process store keeps the text cache too (default).
-			if err := st.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(st).WarmTextCache(ctx); err != nil {
 				t.Fatal(err)
 			}
 			fullText = "text cache"
@@ -173,9 +174,9 @@ func cranfieldRun(t *testing.T, st *memory.Store, fullText string, cran *eval.Cr
 	}
 	m := eval.Evaluate(runs, cran.Qrels)
 	t.Logf("PostgreSQL %v (vectors: %s, full text: %s) on Cranfield: nDCG@10 %.3f (linear %.3f), MRR %.3f, recall@100 %.3f over %d queries; load %v, mean query %v",
-		mode, st.Index().VectorEngine(), fullText, m.NDCG10, m.NDCG10Linear, m.MRR, m.Recall100, m.Queries, load.Round(time.Millisecond), mean(lat))
+		mode, storeaccess.Index(st).VectorEngine(), fullText, m.NDCG10, m.NDCG10Linear, m.MRR, m.Recall100, m.Queries, load.Round(time.Millisecond), mean(lat))
 	if m.NDCG10 < floor {
-		t.Errorf("%v (%s, %s): nDCG@10 %.3f below the floor %.2f", mode, st.Index().VectorEngine(), fullText, m.NDCG10, floor)
+		t.Errorf("%v (%s, %s): nDCG@10 %.3f below the floor %.2f", mode, storeaccess.Index(st).VectorEngine(), fullText, m.NDCG10, floor)
 	}
 }
 

@@ -13,7 +13,7 @@
 // Writes to different blocks, and archival and message writes of
 // different agents, commit side by side. The caches' change logs
 // (search_text_log, search_vec_log) record each entry's transaction and
-// are read by snapshot (search.ChangeLog, migration 0023), so an entry
+// are read by snapshot (driver.ChangeLog, migration 0023), so an entry
 // committed late is read late, never skipped.
 //
 // Other processes learn of committed block changes through LISTEN/NOTIFY
@@ -31,9 +31,9 @@
 // CREATE EXTENSION vector), each vector table also gets an emb vector(N)
 // column with an HNSW cosine index and KNN runs in the server, filtered by
 // owner with an iterative scan; otherwise the search package's vector
-// cache searches in process, following a change log table. Index().
-// VectorEngine says which ("pgvector" or "in-process") and
-// VectorEngineReason why not pgvector. The schema is package migrations'
+// cache searches in process, following a change log table.
+// memory.Stats.VectorEngine (Admin().Stats) says which ("pgvector" or
+// "in-process") and VectorEngineReason why not pgvector. The schema is package migrations'
 // migrations/postgres/*.sql, versioned in table engram_schema; a newer
 // database is refused.
 //

@@ -6,10 +6,10 @@ import (
 	"math"
 	"strings"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
-var _ search.FullTextScale = SearchDialect{}
+var _ driver.FullTextScale = SearchDialect{}
 
 // FullTextMax is FullText's highest score for p.Terms: Σ idf, with each
 // term's idf counted as FullText counts it (over the rows the leg keeps
@@ -20,7 +20,7 @@ var _ search.FullTextScale = SearchDialect{}
 // counts would otherwise decompress each stored one once per term
 // (BenchmarkFullTextScalePostgres). The statement is FullText's up to df
 // (ftsStats).
-func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+func (SearchDialect) FullTextMax(ctx context.Context, q driver.Execer, p *driver.FullTextParams) (float64, error) {
 	stats, args := ftsStats(p)
 	ds := make([]string, len(p.Terms))
 	for i := range ds {

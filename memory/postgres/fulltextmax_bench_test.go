@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/search"
@@ -57,8 +58,8 @@ func BenchmarkFullTextScalePostgres(b *testing.B) {
 			terms = append(terms, ts)
 		}
 	}
-	params := func(i int) *search.FullTextParams {
-		return &search.FullTextParams{Table: "archival", Alias: "a", Terms: terms[i%len(terms)],
+	params := func(i int) *driver.FullTextParams {
+		return &driver.FullTextParams{Table: "archival", Alias: "a", Terms: terms[i%len(terms)],
 			Where: "a.agent = ? AND a.valid_to IS NULL", Args: []any{"a"}, Columns: "a.id", Limit: 10}
 	}
 	d := SearchDialect{}

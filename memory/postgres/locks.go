@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
 // Advisory lock keys. Writers do not exclude each other as a whole: a
@@ -22,7 +22,7 @@ import (
 // other.
 //
 // storeKey (class 0) is held shared by every write transaction and
-// exclusively by what rewrites every vector (search.StoreLock). It is the
+// exclusively by what rewrites every vector (driver.StoreLock). It is the
 // key engram's releases before parallel writers held exclusively for
 // every write, so a process of such a release never writes beside a
 // process of this one.
@@ -56,15 +56,15 @@ func agentKey(agent string) int64 {
 }
 
 // lockKeys returns the advisory keys of locks, ascending, each once.
-func lockKeys(locks []search.WriteLock) []int64 {
+func lockKeys(locks []driver.WriteLock) []int64 {
 	keys := make([]int64, 0, len(locks))
 	for _, l := range locks {
 		switch l.Kind() {
-		case search.LockStore:
+		case driver.LockStore:
 			keys = append(keys, storeKey)
-		case search.LockBlock:
+		case driver.LockBlock:
 			keys = append(keys, lockKey(lockClassBlock, uint64(l.Block())))
-		case search.LockAgent:
+		case driver.LockAgent:
 			keys = append(keys, agentKey(l.Agent()))
 		}
 	}
@@ -89,7 +89,7 @@ func lockCalls(keys []int64, storeExclusive bool) string {
 // LockWrites takes locks' advisory locks in the transaction ex, in key
 // order, in one statement (the store's exclusively); each waits up to the
 // transaction's lock_timeout.
-func (SearchDialect) LockWrites(ctx context.Context, ex search.Execer, locks []search.WriteLock) error {
+func (SearchDialect) LockWrites(ctx context.Context, ex driver.Execer, locks []driver.WriteLock) error {
 	keys := lockKeys(locks)
 	if len(keys) == 0 {
 		return nil

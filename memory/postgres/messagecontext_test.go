@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -96,7 +97,7 @@ func TestMessageContextUpgradePostgres(t *testing.T) {
 			t.Fatalf("%s: open (migrate): %v", mode.name, err)
 		}
 		if mode.opts == nil {
-			if err := c.Index().WarmTextCache(ctx); err != nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatalf("%s: %v", mode.name, err)
 			}
 		}
@@ -181,7 +182,7 @@ func TestMessageContextFollowsHandEditsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	if err := cached.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(cached).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("pgx", dsn)

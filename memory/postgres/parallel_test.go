@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -58,10 +59,10 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := whole.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(whole).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := whole.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(whole).WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -187,14 +188,14 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	freshWhole := open(memory.Options{VectorCacheBytes: 64 << 20})
 	freshPartial := open(memory.Options{TextCacheBytes: 24 << 10})
 	for _, s := range []*memory.Store{freshWhole, freshPartial, partial} {
-		if err := s.Index().WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 	}
-	if err := freshWhole.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(freshWhole).WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !partial.Index().CacheStats().TextPartial {
+	if !storeaccess.Index(partial).CacheStats().TextPartial {
 		t.Fatal("the small text cache is not partial: it tests nothing")
 	}
 	// A pass the writes outran waits out its back-off (a second, doubling)
@@ -203,18 +204,18 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	for _, s := range []*memory.Store{partial, freshPartial} {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			before := s.Index().CacheStats().TextLegs
+			before := storeaccess.Index(s).CacheStats().TextLegs
 			if _, err := s.Agent("ann").Search(ctx, "harbour", search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival|search.Messages)); err != nil {
 				t.Fatal(err)
 			}
-			if s.Index().CacheStats().TextLegs == before+2 {
+			if storeaccess.Index(s).CacheStats().TextLegs == before+2 {
 				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("the partial text cache's statistics never came")
 			}
 			time.Sleep(100 * time.Millisecond)
-			if err := s.Index().WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+			if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
 				t.Fatal(err)
 			}
 		}
@@ -239,9 +240,9 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	compared := 0
 	for _, a := range agents {
 		for _, q := range append(words, "long", "zebra tide") {
-			before := whole.Index().CacheStats().TextLegs
+			before := storeaccess.Index(whole).CacheStats().TextLegs
 			got, want := run(whole, a, q, search.FTS), run(freshWhole, a, q, search.FTS)
-			if whole.Index().CacheStats().TextLegs != before+2 {
+			if storeaccess.Index(whole).CacheStats().TextLegs != before+2 {
 				t.Fatalf("%s %q: the whole text cache did not answer", a, q)
 			}
 			if !slices.Equal(got, want) {
@@ -252,12 +253,12 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 			}
 			// (Compared when the cache ranked both types' legs: a type
 			// whose statistics are not computed yet ranks in SQL.)
-			fBefore := freshPartial.Index().CacheStats().TextLegs
-			if fp := run(freshPartial, a, q, search.FTS); freshPartial.Index().CacheStats().TextLegs == fBefore+2 && !slices.Equal(fp, want) {
+			fBefore := storeaccess.Index(freshPartial).CacheStats().TextLegs
+			if fp := run(freshPartial, a, q, search.FTS); storeaccess.Index(freshPartial).CacheStats().TextLegs == fBefore+2 && !slices.Equal(fp, want) {
 				t.Errorf("%s %q: partial text cache loaded afresh %v, whole %v", a, q, fp, want)
 			}
-			pBefore := partial.Index().CacheStats().TextLegs
-			if pg := run(partial, a, q, search.FTS); partial.Index().CacheStats().TextLegs == pBefore+2 {
+			pBefore := storeaccess.Index(partial).CacheStats().TextLegs
+			if pg := run(partial, a, q, search.FTS); storeaccess.Index(partial).CacheStats().TextLegs == pBefore+2 {
 				compared++
 				if !slices.Equal(pg, want) {
 					t.Errorf("%s %q: partial text cache %v, whole %v", a, q, pg, want)

@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	engdriver "github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/migrations"
-	"github.com/engram-go/engram/search"
 )
 
 // notifyChannel carries the ids of changed blocks (see
@@ -156,7 +156,7 @@ func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // WriteLocked runs fn in a write transaction holding locks (advisory,
 // transaction-scoped: released at commit, so connection poolers in
 // transaction mode keep working) and the store's lock shared (exclusive
-// when locks holds search.StoreLock), taken in key order in the
+// when locks holds driver.StoreLock), taken in key order in the
 // transaction's first statement, which also sets its lock_timeout
 // (Options.LockTimeout): a write to one block waits for that block's
 // other writers only. Waiting for the locks honours ctx and the timeout,
@@ -164,7 +164,7 @@ func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // transaction completes whatever ctx does, and fn runs at most once.
 // PostgreSQL itself commits concurrent transactions together (one WAL
 // flush for those that arrive together), so writes are not grouped here.
-func (b *Backend) WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(tx *sql.Tx) error) error {
+func (b *Backend) WriteLocked(ctx context.Context, locks []engdriver.WriteLock, fn func(tx *sql.Tx) error) error {
 	return b.write(ctx, locks, false, fn)
 }
 
@@ -181,7 +181,7 @@ func (b *Backend) WriteLocked(ctx context.Context, locks []search.WriteLock, fn 
 // another process's cached copy of that block stays as it was until the
 // block's next change (or until that process's notifications are
 // interrupted, which re-checks every cached block).
-func (b *Backend) WriteBlocks(ctx context.Context, locks []search.WriteLock, fn func(tx *sql.Tx) error) error {
+func (b *Backend) WriteBlocks(ctx context.Context, locks []engdriver.WriteLock, fn func(tx *sql.Tx) error) error {
 	return b.write(ctx, locks, true, fn)
 }
 
@@ -192,17 +192,17 @@ type deferred struct {
 	ids []int64
 }
 
-func (d *deferred) add(locks []search.WriteLock) {
+func (d *deferred) add(locks []engdriver.WriteLock) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, l := range locks {
-		if l.Kind() == search.LockBlock {
+		if l.Kind() == engdriver.LockBlock {
 			d.ids = append(d.ids, l.Block())
 		}
 	}
 }
 
-func (b *Backend) write(ctx context.Context, locks []search.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) (err error) {
+func (b *Backend) write(ctx context.Context, locks []engdriver.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -217,8 +217,8 @@ func (b *Backend) write(ctx context.Context, locks []search.WriteLock, notifyAft
 		}
 	}()
 	// The store's lock, shared (exclusive when asked for), comes first.
-	keys := lockKeys(append(locks, search.StoreLock()))
-	exclusive := slices.ContainsFunc(locks, func(l search.WriteLock) bool { return l.Kind() == search.LockStore })
+	keys := lockKeys(append(locks, engdriver.StoreLock()))
+	exclusive := slices.ContainsFunc(locks, func(l engdriver.WriteLock) bool { return l.Kind() == engdriver.LockStore })
 	args := []any{fmt.Sprintf("%dms", b.timeout.Milliseconds())}
 	q := "SELECT set_config('lock_timeout', ?, true), "
 	var d *deferred
@@ -262,10 +262,10 @@ func (b *Backend) write(ctx context.Context, locks []search.WriteLock, notifyAft
 }
 
 // Lock takes more locks in a transaction of WriteLocked or WriteBlocks:
-// only locks that come after every lock it holds (see search.WriteLock),
+// only locks that come after every lock it holds (see driver.WriteLock),
 // which it keeps to its end. In a WriteBlocks transaction the blocks
 // locked are notified after its commit.
-func (b *Backend) Lock(ctx context.Context, tx *sql.Tx, locks ...search.WriteLock) error {
+func (b *Backend) Lock(ctx context.Context, tx *sql.Tx, locks ...engdriver.WriteLock) error {
 	if err := (SearchDialect{}).LockWrites(ctx, tx, locks); err != nil {
 		return err
 	}
@@ -302,7 +302,7 @@ func (b *Backend) migrate(ctx context.Context) error {
 	if err := b.db.QueryRowContext(ctx, `SELECT version FROM engram_schema`).Scan(&have); err == nil && have == len(all) {
 		return nil
 	}
-	return b.WriteLocked(ctx, []search.WriteLock{search.StoreLock()}, func(tx *sql.Tx) error {
+	return b.WriteLocked(ctx, []engdriver.WriteLock{engdriver.StoreLock()}, func(tx *sql.Tx) error {
 		// Under the store's lock: IF NOT EXISTS does not make concurrent
 		// creators safe (the loser gets 23505, 42P07 or 42710), and two
 		// processes opening a fresh database at once is ordinary.

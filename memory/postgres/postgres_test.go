@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/storetest"
@@ -52,10 +54,10 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				if mode == "caches" {
-					if err := c.Index().WarmVectorCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmVectorCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					if err := c.Index().WarmTextCache(context.Background()); err != nil {
+					if err := storeaccess.Index(c).WarmTextCache(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -106,7 +108,7 @@ func TestWriteLocks(t *testing.T) {
 		return n == 1
 	}
 	// hold runs a write holding locks until release is called.
-	hold := func(locks ...search.WriteLock) (release func()) {
+	hold := func(locks ...driver.WriteLock) (release func()) {
 		held, done := make(chan struct{}), make(chan error, 1)
 		rel := make(chan struct{})
 		go func() {
@@ -125,7 +127,7 @@ func TestWriteLocks(t *testing.T) {
 		}
 	}
 	// waits reports whether a write holding locks waits (for 300 ms).
-	waits := func(k string, locks ...search.WriteLock) (wait func()) {
+	waits := func(k string, locks ...driver.WriteLock) (wait func()) {
 		done := make(chan error, 1)
 		go func() { done <- b.WriteLocked(ctx, locks, insert(k)) }()
 		select {
@@ -143,16 +145,16 @@ func TestWriteLocks(t *testing.T) {
 		}
 	}
 
-	release := hold(search.BlockLock(1), search.AgentLock("ann"))
-	for _, l := range []search.WriteLock{search.BlockLock(2), search.AgentLock("bob")} {
+	release := hold(driver.BlockLock(1), driver.AgentLock("ann"))
+	for _, l := range []driver.WriteLock{driver.BlockLock(2), driver.AgentLock("bob")} {
 		if w := waits(fmt.Sprint("other ", l), l); w != nil {
 			release()
 			w()
 			t.Fatalf("a write locking %v waited for one holding block 1 and ann", l)
 		}
 	}
-	same := waits("same block", search.BlockLock(2), search.BlockLock(1))
-	agent := waits("same agent", search.AgentLock("ann"))
+	same := waits("same block", driver.BlockLock(2), driver.BlockLock(1))
+	agent := waits("same agent", driver.AgentLock("ann"))
 	if same == nil || agent == nil {
 		release()
 		t.Fatal("a write to the same block or agent did not wait")
@@ -163,14 +165,14 @@ func TestWriteLocks(t *testing.T) {
 		if err := insert("late lock")(tx); err != nil {
 			return err
 		}
-		return b.Lock(short, tx, search.AgentLock("ann"))
+		return b.Lock(short, tx, driver.AgentLock("ann"))
 	})
 	cancel()
 	if err == nil {
 		t.Fatal("a lock taken later in the transaction did not wait for its holder")
 	}
 	gaveUp, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	err = b.WriteLocked(gaveUp, []search.WriteLock{search.BlockLock(1)}, insert("gave up"))
+	err = b.WriteLocked(gaveUp, []driver.WriteLock{driver.BlockLock(1)}, insert("gave up"))
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a write that gave up waiting: %v, want the context's error", err)
@@ -185,13 +187,13 @@ func TestWriteLocks(t *testing.T) {
 	}
 
 	// The store, exclusively: after every write, before any new one.
-	release = hold(search.BlockLock(3))
-	store := waits("store", search.StoreLock())
+	release = hold(driver.BlockLock(3))
+	store := waits("store", driver.StoreLock())
 	if store == nil {
 		release()
 		t.Fatal("the store's lock did not wait for a write")
 	}
-	next := waits("after store", search.BlockLock(4))
+	next := waits("after store", driver.BlockLock(4))
 	release()
 	store()
 	if next != nil {

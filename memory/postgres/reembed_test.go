@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -38,8 +39,8 @@ func TestReembedPostgres(t *testing.T) {
 	if err := b.Reembed(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[bool]string{true: "pgvector", false: "in-process"}[pgv]; b.Index().VectorEngine() != want {
-		t.Errorf("VectorEngine = %q, want %q", b.Index().VectorEngine(), want)
+	if want := map[bool]string{true: "pgvector", false: "in-process"}[pgv]; storeaccess.Index(b).VectorEngine() != want {
+		t.Errorf("VectorEngine = %q, want %q", storeaccess.Index(b).VectorEngine(), want)
 	}
 	rs, err := b.Agent("ada").Archival().Search(ctx, "kettle kitchen", search.NewOptions().Mode(search.Vector).Limit(1))
 	if err != nil || len(rs) != 1 || rs[0].Content != "the kettle is in the kitchen" {
@@ -49,7 +50,7 @@ func TestReembedPostgres(t *testing.T) {
 		// Every row carries the new vector in a column of the new
 		// dimension (pgvector's typmod is the dimension).
 		var unfilled, dims int
-		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM vec_archival WHERE emb IS NULL),
+		if err := storeaccess.Backend(b).DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM vec_archival WHERE emb IS NULL),
 			(SELECT atttypmod FROM pg_attribute WHERE attrelid = 'vec_archival'::regclass AND attname = 'emb')`).Scan(&unfilled, &dims); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestReembedPostgres(t *testing.T) {
 			t.Fatalf("after Reembed to 64 dims: %d rows without emb, column dimension %d", unfilled, dims)
 		}
 		var hnsw int
-		if err := b.Backend().DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vec_archival_emb' AND indexdef LIKE '%hnsw%'`).Scan(&hnsw); err != nil || hnsw != 1 {
+		if err := storeaccess.Backend(b).DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vec_archival_emb' AND indexdef LIKE '%hnsw%'`).Scan(&hnsw); err != nil || hnsw != 1 {
 			t.Fatalf("after Reembed: %d HNSW indexes on vec_archival (%v)", hnsw, err)
 		}
 	}

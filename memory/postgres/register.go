@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -11,14 +12,14 @@ import (
 // ("host=db dbname=engram") in any program that imports this package,
 // blank or not.
 func init() {
-	memory.Register("postgres", memory.Driver{
+	memory.Register("postgres", driver.Driver{
 		Schemes:    []string{"postgres", "postgresql"},
 		KeywordDSN: true,
 		Open:       openDriver,
 	})
 }
 
-func openDriver(ctx context.Context, target string, o *memory.DriverOptions) (memory.Backend, error) {
+func openDriver(ctx context.Context, target string, o *driver.OpenOptions) (driver.Backend, error) {
 	b, err := Open(ctx, target, &Options{LockTimeout: o.LockTimeout, Logger: o.Logger})
 	if err != nil {
 		return nil, err // not a nil *Backend in a non-nil interface
@@ -27,6 +28,7 @@ func openDriver(ctx context.Context, target string, o *memory.DriverOptions) (me
 }
 
 var (
-	_ memory.Backend       = (*Backend)(nil)
-	_ memory.BlockNotifier = (*Backend)(nil)
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.BlockNotifier = (*Backend)(nil)
+	_ driver.LockingWriter = (*Backend)(nil)
 )

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
 // SearchDialect is package search's Dialect for PostgreSQL. Full text:
@@ -26,10 +26,10 @@ import (
 // KNN. The zero value is ready to use; it holds no state.
 type SearchDialect struct{}
 
-var _ search.Dialect = SearchDialect{}
+var _ driver.Dialect = SearchDialect{}
 
 // SearchDialect returns the dialect the store's search index runs on.
-func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
+func (b *Backend) SearchDialect() driver.Dialect { return SearchDialect{} }
 
 // Name returns "postgres".
 func (SearchDialect) Name() string { return "postgres" }
@@ -64,12 +64,12 @@ func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRe
 // sees as committed: pg_current_snapshot() read as the first statement of
 // a REPEATABLE READ transaction is that transaction's snapshot. The floor
 // is kept by the trimmer (engram_log_trim).
-func (SearchDialect) ChangeLog(table string) search.ChangeLog {
+func (SearchDialect) ChangeLog(table string) driver.ChangeLog {
 	key := lockTextLogTrim
 	if table == "search_vec_log" {
 		key = lockVecLogTrim
 	}
-	return search.ChangeLog{
+	return driver.ChangeLog{
 		Position: "txid",
 		Bounds: `SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax,
 			COALESCE((SELECT json_agg(x::text::bigint ORDER BY x::text::bigint) FROM pg_snapshot_xip(s) AS x)::text, '[]') AS xip,
@@ -139,7 +139,7 @@ func (SearchDialect) MessageNeighbours() string {
 // IndexBlocks computes the tsvector of each of the marked blocks ids
 // (whose locks ex holds: no writer changes them meanwhile) and clears
 // their marks; marks set meanwhile on other blocks stay.
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, ids []int64) error {
+func (SearchDialect) IndexBlocks(ctx context.Context, ex driver.Execer, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -182,7 +182,7 @@ func tsQueryText(terms []string) string {
 // ranks below read it twice per query term, each read decompressing it
 // again (the figures are in docs/performance.md, "Figures that were in
 // code comments").
-func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
+func (SearchDialect) FullText(p *driver.FullTextParams) (string, []any, bool) {
 	stats, args := ftsStats(p)
 	score := make([]string, len(p.Terms))
 	for i := range p.Terms {
@@ -204,7 +204,7 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 // rows the leg keeps, their tsvectors copied in memory (see FullText);
 // df, each term's hits (d<i>) and N (n): the table's row estimate, at
 // least the hits.
-func ftsStats(p *search.FullTextParams) (string, []any) {
+func ftsStats(p *driver.FullTextParams) (string, []any) {
 	var cols, dfs []string
 	args := make([]any, 0, len(p.Terms)+1+len(p.Args))
 	for i, t := range p.Terms {
@@ -235,13 +235,13 @@ func ftsStats(p *search.FullTextParams) (string, []any) {
 }
 
 // VectorTableExists: the vector tables are part of the schema.
-func (SearchDialect) VectorTableExists(context.Context, search.Execer, string) (bool, error) {
+func (SearchDialect) VectorTableExists(context.Context, driver.Execer, string) (bool, error) {
 	return true, nil
 }
 
 // OpenVectors makes sure the vector extension is installed when it can
 // be, and opens the tables with pgvector's column if it is.
-func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *search.VectorParams) (search.Vectors, error) {
+func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *driver.VectorParams) (driver.Vectors, error) {
 	v := &vectors{db: db, dims: p.Dims, write: p.Write}
 	ok, err := v.extension(ctx)
 	if err != nil {
@@ -267,18 +267,18 @@ var vecTables = []string{"vec_blocks", "vec_archival", "vec_messages"}
 type vectors struct {
 	db     *sql.DB
 	dims   int
-	write  func(ctx context.Context, fn func(ctx context.Context, ex search.Execer) error) error
+	write  func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error
 	pgv    bool   // the tables have emb, which every vector write fills, and KNN runs on it
 	reason string // why pgvector is not in use
 }
 
 // Info: pgvector's HNSW index, or no KNN in the database (the vector
 // cache is the only one).
-func (v *vectors) Info() search.VectorInfo {
+func (v *vectors) Info() driver.VectorInfo {
 	if v.pgv {
-		return search.VectorInfo{Engine: "pgvector"}
+		return driver.VectorInfo{Engine: "pgvector"}
 	}
-	return search.VectorInfo{Reason: v.reason}
+	return driver.VectorInfo{Reason: v.reason}
 }
 
 // extension makes sure the vector extension is installed: true if it is
@@ -319,7 +319,7 @@ func (v *vectors) extension(ctx context.Context) (bool, error) {
 
 // Ready: without pgvector the tables are the schema's; with it, emb must
 // have the dimensions.
-func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
+func (v *vectors) Ready(ctx context.Context, q driver.Execer) (bool, error) {
 	if !v.pgv {
 		return true, nil
 	}
@@ -329,7 +329,7 @@ func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
 
 // columnDims returns the dimensions of vec_blocks.emb, 0 when the column
 // does not exist.
-func columnDims(ctx context.Context, q search.Execer) (int, error) {
+func columnDims(ctx context.Context, q driver.Execer) (int, error) {
 	var typmod sql.NullInt64
 	err := q.QueryRowContext(ctx, `SELECT atttypmod FROM pg_attribute
 		WHERE attrelid = 'vec_blocks'::regclass AND attname = 'emb' AND NOT attisdropped`).Scan(&typmod)
@@ -344,7 +344,7 @@ func columnDims(ctx context.Context, q search.Execer) (int, error) {
 
 // Create adds pgvector's column when the extension is there (the tables
 // themselves are the schema's, for any dimensions).
-func (v *vectors) Create(ctx context.Context, ex search.Execer) error {
+func (v *vectors) Create(ctx context.Context, ex driver.Execer) error {
 	if !v.pgv {
 		return nil
 	}
@@ -354,7 +354,7 @@ func (v *vectors) Create(ctx context.Context, ex search.Execer) error {
 // createPGVector adds (or retypes) the emb columns for the dimensions,
 // fills them from the stored bytes and creates the HNSW indexes. It runs
 // under the write lock.
-func (v *vectors) createPGVector(ctx context.Context, ex search.Execer) error {
+func (v *vectors) createPGVector(ctx context.Context, ex driver.Execer) error {
 	have, err := columnDims(ctx, ex)
 	if err != nil {
 		return err
@@ -404,7 +404,7 @@ func (v *vectors) createPGVector(ctx context.Context, ex search.Execer) error {
 // replaced by Reembed) stay NULL and so are not searched by pgvector; the
 // byte-length condition keeps them from counting as work to do on every
 // search.
-func (v *vectors) fill(ctx context.Context, ex search.Execer, vec string) error {
+func (v *vectors) fill(ctx context.Context, ex driver.Execer, vec string) error {
 	sel := fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE emb IS NULL AND octet_length(embedding) = %d AND rowid > ?
 		ORDER BY rowid LIMIT 500`, vec, 4*v.dims)
 	// One statement per page of rows: [{"id": …, "e": "[…]"}, …].
@@ -527,7 +527,7 @@ var errNoKNN = errors.New("postgres: no KNN in the database without pgvector")
 // hnsw.max_scan_tuples: exhausted reports that a short answer holds every
 // row there is (one indexed count says so), so only a scan that gave up
 // needs the exact fallback.
-func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) (hits []search.VectorHit, exhausted bool, err error) {
+func (v *vectors) KNN(ctx context.Context, p *driver.KNNParams) (hits []driver.VectorHit, exhausted bool, err error) {
 	if !v.pgv {
 		return nil, false, errNoKNN
 	}
@@ -548,7 +548,7 @@ func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) (hits []search.V
 	}
 	if todo {
 		// Written by a process that opened before the column existed.
-		if err := v.write(ctx, func(ctx context.Context, ex search.Execer) error { return v.fill(ctx, ex, p.Table) }); err != nil {
+		if err := v.write(ctx, func(ctx context.Context, ex driver.Execer) error { return v.fill(ctx, ex, p.Table) }); err != nil {
 			return nil, false, err
 		}
 	}
@@ -565,7 +565,7 @@ func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) (hits []search.V
 	scanned := 0
 	for rows.Next() {
 		scanned++
-		var h search.VectorHit
+		var h driver.VectorHit
 		var d sql.NullFloat64
 		if err := rows.Scan(&h.ID, &d); err != nil {
 			rows.Close()
@@ -592,7 +592,7 @@ func (v *vectors) Distance(string) string { return "" }
 
 // BeginReplace empties the tables (kept: they are the schema's); with
 // pgvector, rows go in as bytes with no HNSW index to maintain.
-func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
+func (v *vectors) BeginReplace(ctx context.Context, ex driver.Execer) error {
 	for _, vec := range vecTables {
 		if _, err := ex.ExecContext(ctx, "DELETE FROM "+vec); err != nil {
 			return fmt.Errorf("postgres: empty %s: %w", vec, err)
@@ -611,7 +611,7 @@ func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
 
 // EndReplace retypes emb for the dimensions, fills it from the bytes and
 // builds the index and statistics once, over full tables.
-func (v *vectors) EndReplace(ctx context.Context, ex search.Execer) error {
+func (v *vectors) EndReplace(ctx context.Context, ex driver.Execer) error {
 	if !v.pgv {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -30,7 +31,7 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer writer.Close()
-	if err := reader.Index().WarmTextCache(ctx); err != nil {
+	if err := storeaccess.Index(reader).WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fts := func(types search.ContentType) *search.Options {
@@ -38,12 +39,12 @@ func TestTextCacheSeesOtherStores(t *testing.T) {
 	}
 	results := func(query string, types search.ContentType) []search.Result {
 		t.Helper()
-		before := reader.Index().CacheStats().TextLegs
+		before := storeaccess.Index(reader).CacheStats().TextLegs
 		rs, err := reader.Agent("ann").Search(ctx, query, fts(types))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if after := reader.Index().CacheStats().TextLegs; after == before {
+		if after := storeaccess.Index(reader).CacheStats().TextLegs; after == before {
 			t.Fatalf("search %q ran in SQL, not over the text cache", query)
 		}
 		return rs

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -44,20 +45,20 @@ func TestVectorEngines(t *testing.T) {
 		// exact-distance fallback over a short partition.
 		rs, err := c.Agent("ada").Archival().Search(ctx, query, search.NewOptions().Mode(search.Vector).Limit(1))
 		if err != nil {
-			t.Fatalf("%s search %q: %v", c.Index().VectorEngine(), query, err)
+			t.Fatalf("%s search %q: %v", storeaccess.Index(c).VectorEngine(), query, err)
 		}
 		if len(rs) == 0 || rs[0].Content != want {
-			t.Fatalf("%s search %q: got %v, want %q first", c.Index().VectorEngine(), query, rs, want)
+			t.Fatalf("%s search %q: got %v, want %q first", storeaccess.Index(c).VectorEngine(), query, rs, want)
 		}
 	}
 
 	// A role without superuser rights cannot create the extension.
 	dsn := srv.NewRoleDatabase(t)
 	plain := open(dsn, nil)
-	if got := plain.Index().VectorEngine(); got != "in-process" {
+	if got := storeaccess.Index(plain).VectorEngine(); got != "in-process" {
 		t.Fatalf("non-superuser: VectorEngine = %q", got)
 	}
-	if why := plain.Index().VectorEngineReason(); why == "" {
+	if why := storeaccess.Index(plain).VectorEngineReason(); why == "" {
 		t.Error("non-superuser: no reason given for not using pgvector")
 	}
 	for _, decoy := range []string{"bicycles need oil each spring", "the garden gate squeaks", "tax forms are due in april"} {
@@ -88,8 +89,8 @@ func TestVectorEngines(t *testing.T) {
 	if n := unfilled(); n != 0 {
 		t.Fatalf("rows without emb after the column was added: %d", n)
 	}
-	if got := pgv.Index().VectorEngine(); got != "pgvector" {
-		t.Fatalf("superuser: VectorEngine = %q (%s)", got, pgv.Index().VectorEngineReason())
+	if got := storeaccess.Index(pgv).VectorEngine(); got != "pgvector" {
+		t.Fatalf("superuser: VectorEngine = %q (%s)", got, storeaccess.Index(pgv).VectorEngineReason())
 	}
 	found(pgv, "kettle kitchen", "the kettle is in the kitchen")
 	// A row written by the process that opened before the column existed
@@ -108,14 +109,14 @@ func TestVectorEngines(t *testing.T) {
 	// Opened now, the role sees the extension: it writes emb too, and
 	// asks for in-process KNN only through VectorCacheBytes.
 	late := open(dsn, nil)
-	if got := late.Index().VectorEngine(); got != "pgvector" {
+	if got := storeaccess.Index(late).VectorEngine(); got != "pgvector" {
 		t.Errorf("non-superuser after the extension exists: VectorEngine = %q", got)
 	}
 	cached := open(dsn, &memory.Options{VectorCacheBytes: 1 << 30})
-	if got, why := cached.Index().VectorEngine(), cached.Index().VectorEngineReason(); got != "in-process" || !strings.Contains(why, "VectorCacheBytes") {
+	if got, why := storeaccess.Index(cached).VectorEngine(), storeaccess.Index(cached).VectorEngineReason(); got != "in-process" || !strings.Contains(why, "VectorCacheBytes") {
 		t.Errorf("VectorCacheBytes: VectorEngine = %q (%s)", got, why)
 	}
-	if err := cached.Index().WarmVectorCache(ctx); err != nil {
+	if err := storeaccess.Index(cached).WarmVectorCache(ctx); err != nil {
 		t.Fatal(err)
 	}
 	insert(cached, "the passport is in the desk drawer")

@@ -6,15 +6,15 @@ import (
 	"math"
 	"strings"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
-var _ search.FullTextScale = SearchDialect{}
+var _ driver.FullTextScale = SearchDialect{}
 
 // FullTextMax is bm25's highest score for p.Terms over p.Index: Σ idf ·
 // (k1 + 1), with FTS5's own statistics (its row count and each phrase's
 // matching rows, store-wide as bm25 counts them).
-func (SearchDialect) FullTextMax(ctx context.Context, q search.Execer, p *search.FullTextParams) (float64, error) {
+func (SearchDialect) FullTextMax(ctx context.Context, q driver.Execer, p *driver.FullTextParams) (float64, error) {
 	// One statement: FTS5 keeps its row count (and per-column token
 	// totals) in the record of rowid 1 (FTS5_AVERAGES_ROWID) of its _data
 	// table, as varints; each phrase's rows are counted by a MATCH.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search"
 )
 
@@ -115,7 +116,7 @@ func TestFullTextOwnerRangeSameRanking(t *testing.T) {
 func TestFullTextOwnerRangePlan(t *testing.T) {
 	ctx := context.Background()
 	b := ownerRangeStore(t)
-	plan := func(p *search.FullTextParams) string {
+	plan := func(p *driver.FullTextParams) string {
 		q, args, _ := b.SearchDialect().FullText(p)
 		rows, err := b.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
@@ -135,9 +136,9 @@ func TestFullTextOwnerRangePlan(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	p := func(index, owner string, shared bool) *search.FullTextParams {
+	p := func(index, owner string, shared bool) *driver.FullTextParams {
 		table, alias := strings.TrimPrefix(index, "fts_"), "a"
-		return &search.FullTextParams{Table: table, Alias: alias, Index: index, Weights: []float64{1, 1, 1},
+		return &driver.FullTextParams{Table: table, Alias: alias, Index: index, Weights: []float64{1, 1, 1},
 			Match: `"cache"`, Columns: alias + ".id", Where: "1 = 1", Limit: 5, Owner: owner, Shared: shared}
 	}
 	for _, c := range []struct {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search"
 )
 
@@ -18,10 +19,10 @@ import (
 // holds no state.
 type SearchDialect struct{}
 
-var _ search.Dialect = SearchDialect{}
+var _ driver.Dialect = SearchDialect{}
 
 // SearchDialect returns the dialect the store's search index runs on.
-func (b *Backend) SearchDialect() search.Dialect { return SearchDialect{} }
+func (b *Backend) SearchDialect() driver.Dialect { return SearchDialect{} }
 
 // Name returns "sqlite".
 func (SearchDialect) Name() string { return "sqlite" }
@@ -67,7 +68,7 @@ func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
 
 // LockWrites does nothing: a SQLite write transaction holds the whole
 // database.
-func (SearchDialect) LockWrites(context.Context, search.Execer, []search.WriteLock) error { return nil }
+func (SearchDialect) LockWrites(context.Context, driver.Execer, []driver.WriteLock) error { return nil }
 
 // SnapshotIsolation is the default: a SQLite read transaction is one
 // snapshot already.
@@ -79,8 +80,8 @@ func (SearchDialect) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDe
 // writer), and floor is the first entry still there. The min and max are
 // separate subqueries: SQLite's O(1) min/max optimisation only applies to
 // a lone min() or max().
-func (SearchDialect) ChangeLog(table string) search.ChangeLog {
-	return search.ChangeLog{
+func (SearchDialect) ChangeLog(table string) driver.ChangeLog {
+	return driver.ChangeLog{
 		Position: "seq",
 		Bounds: `SELECT m AS xmin, m AS xmax, '[]' AS xip, f AS floor FROM (SELECT
 			COALESCE((SELECT max(seq) FROM ` + table + `), 0) + 1 AS m, COALESCE((SELECT min(seq) FROM ` + table + `), 0) AS f)`,
@@ -152,7 +153,7 @@ func (SearchDialect) MessageNeighbours() string {
 // IndexBlocks replaces the FTS5 terms of each marked block (ids or not:
 // the write transaction holds the database), and fts_blocks_indexed's
 // copy of what the index holds (which the text cache reads).
-func (SearchDialect) IndexBlocks(ctx context.Context, ex search.Execer, _ []int64) error {
+func (SearchDialect) IndexBlocks(ctx context.Context, ex driver.Execer, _ []int64) error {
 	for _, q := range []string{
 		// The current owner names a block's rowid: a change of owner
 		// moves the indexed row at once (trigger fts_blocks_owner).
@@ -197,7 +198,7 @@ const idBits = 40
 // statistics (row count, average length, each term's document frequency)
 // are the whole table's either way, so a row's score does not depend on
 // the range.
-func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
+func (SearchDialect) FullText(p *driver.FullTextParams) (string, []any, bool) {
 	weights := make([]string, len(p.Weights))
 	for i, w := range p.Weights {
 		weights[i] = strconv.FormatFloat(w, 'f', -1, 64)
@@ -275,7 +276,7 @@ func (SearchDialect) FullText(p *search.FullTextParams) (string, []any, bool) {
 
 // VectorTableExists looks in sqlite_master: the vector tables are made
 // with the first embedder.
-func (SearchDialect) VectorTableExists(ctx context.Context, q search.Execer, table string) (bool, error) {
+func (SearchDialect) VectorTableExists(ctx context.Context, q driver.Execer, table string) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
 		return false, err
@@ -284,7 +285,7 @@ func (SearchDialect) VectorTableExists(ctx context.Context, q search.Execer, tab
 }
 
 // OpenVectors opens the plain vector tables for p.Dims.
-func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *search.VectorParams) (search.Vectors, error) {
+func (SearchDialect) OpenVectors(ctx context.Context, db *sql.DB, p *driver.VectorParams) (driver.Vectors, error) {
 	return &vectors{db: db, dims: p.Dims}, nil
 }
 
@@ -318,13 +319,13 @@ type vectors struct {
 }
 
 // Info: an exact scan, so the vector cache is kept by default.
-func (v *vectors) Info() search.VectorInfo {
-	return search.VectorInfo{Engine: "sqlite-vec", CacheByDefault: true}
+func (v *vectors) Info() driver.VectorInfo {
+	return driver.VectorInfo{Engine: "sqlite-vec", CacheByDefault: true}
 }
 
 // Ready reports whether the three plain tables exist; vec0 tables (made
 // before the plain ones) count as missing, so that Create converts them.
-func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
+func (v *vectors) Ready(ctx context.Context, q driver.Execer) (bool, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
 		WHERE type = 'table' AND name IN ('vec_blocks', 'vec_archival', 'vec_messages')
@@ -338,7 +339,7 @@ func (v *vectors) Ready(ctx context.Context, q search.Execer) (bool, error) {
 // log and the triggers that drop a vector with its row (or when the row
 // changes owner, so a vector can never be found under its old owner's
 // partition), converting vec0 tables a database made before.
-func (v *vectors) Create(ctx context.Context, ex search.Execer) error {
+func (v *vectors) Create(ctx context.Context, ex driver.Execer) error {
 	if _, err := ex.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS search_vec_log (
 		seq  INTEGER PRIMARY KEY AUTOINCREMENT,
 		kind INTEGER NOT NULL, -- ContentType; 0 = everything changed (Reembed)
@@ -387,7 +388,7 @@ func vecTable(name string, dims int) string {
 // convertVec0 copies the vectors of a vec0 table (as databases made
 // before the plain tables hold them) into a plain table of that name. It
 // runs in Create's transaction, so a crash leaves either table.
-func (v *vectors) convertVec0(ctx context.Context, ex search.Execer, vec string) error {
+func (v *vectors) convertVec0(ctx context.Context, ex driver.Execer, vec string) error {
 	var virtual bool
 	if err := ex.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master
 		WHERE type = 'table' AND name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%')`, vec).Scan(&virtual); err != nil {
@@ -439,7 +440,7 @@ func (v *vectors) InsertArgs(id int64, owner string, blob []byte, _ bool) ([]any
 // time), and no distance is NULL (that takes a zero vector, which package
 // search refuses on the way in); one is skipped anyway. A short answer
 // holds every row there is.
-func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) ([]search.VectorHit, bool, error) {
+func (v *vectors) KNN(ctx context.Context, p *driver.KNNParams) ([]driver.VectorHit, bool, error) {
 	owner := `WHERE owner = ?`
 	args := []any{p.Blob, p.Owner, p.K}
 	if p.All {
@@ -451,9 +452,9 @@ func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) ([]search.Vector
 		return nil, false, err
 	}
 	defer rows.Close()
-	var hits []search.VectorHit
+	var hits []driver.VectorHit
 	for rows.Next() {
-		var h search.VectorHit
+		var h driver.VectorHit
 		var d sql.NullFloat64
 		if err := rows.Scan(&h.ID, &d); err != nil {
 			return nil, false, err
@@ -471,7 +472,7 @@ func (v *vectors) KNN(ctx context.Context, p *search.KNNParams) ([]search.Vector
 func (v *vectors) Distance(col string) string { return "vec_distance_cosine(" + col + ", ?)" }
 
 // BeginReplace drops the tables and makes them for the dimensions.
-func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
+func (v *vectors) BeginReplace(ctx context.Context, ex driver.Execer) error {
 	for _, k := range vecKinds {
 		if _, err := ex.ExecContext(ctx, "DROP TABLE IF EXISTS "+k.vec); err != nil {
 			return fmt.Errorf("sqlite: drop %s: %w", k.vec, err)
@@ -481,7 +482,7 @@ func (v *vectors) BeginReplace(ctx context.Context, ex search.Execer) error {
 }
 
 // EndReplace has nothing to build.
-func (v *vectors) EndReplace(context.Context, search.Execer) error { return nil }
+func (v *vectors) EndReplace(context.Context, driver.Execer) error { return nil }
 
 // Staging creates search_reembed.
 func (v *vectors) Staging(ctx context.Context) error {

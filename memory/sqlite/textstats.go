@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
-var _ search.TextStats = SearchDialect{}
+var _ driver.TextStats = SearchDialect{}
 
 // ftsIndexes are the FTS5 tables TextStats reads (their names go into the
 // SQL text, so only these).
@@ -19,7 +19,7 @@ var ftsIndexes = map[string]bool{"fts_blocks": true, "fts_archival": true, "fts_
 // TextTotals reads FTS5's averages record (the %_data row 1: the row
 // count, then each column's token total, as varints), which is what
 // bm25's xRowCount and xColumnTotalSize(-1) return.
-func (SearchDialect) TextTotals(ctx context.Context, q search.Execer, index string) (rows, tokens int64, err error) {
+func (SearchDialect) TextTotals(ctx context.Context, q driver.Execer, index string) (rows, tokens int64, err error) {
 	if !ftsIndexes[index] {
 		return 0, 0, fmt.Errorf("sqlite: text totals of %q: %w", index, errNotFTSIndex)
 	}
@@ -48,7 +48,7 @@ func (SearchDialect) TextTotals(ctx context.Context, q search.Execer, index stri
 // TextDocFreq counts the rows matching the term as a phrase: what bm25
 // counts for a phrase's IDF (xQueryPhrase). FTS5 reads only the term's
 // doclist.
-func (SearchDialect) TextDocFreq(ctx context.Context, q search.Execer, index, term string) (int64, error) {
+func (SearchDialect) TextDocFreq(ctx context.Context, q driver.Execer, index, term string) (int64, error) {
 	if !ftsIndexes[index] {
 		return 0, fmt.Errorf("sqlite: document frequency in %q: %w", index, errNotFTSIndex)
 	}
@@ -65,13 +65,13 @@ func ftsPhrase(term string) string {
 	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
 }
 
-var _ search.TextVocabulary = SearchDialect{}
+var _ driver.TextVocabulary = SearchDialect{}
 
 // TextVocabulary reads index's vocabulary through an fts5vocab table of
 // its rows (each term and the rows that hold it: what TextDocFreq counts
 // one term at a time), made in the connection's temp schema on first use:
 // it stores nothing, and no migration adds it.
-func (SearchDialect) TextVocabulary(ctx context.Context, q search.Execer, index string, fn func(term string, rows int64) error) error {
+func (SearchDialect) TextVocabulary(ctx context.Context, q driver.Execer, index string, fn func(term string, rows int64) error) error {
 	if !ftsIndexes[index] {
 		return fmt.Errorf("sqlite: vocabulary of %q: %w", index, errNotFTSIndex)
 	}

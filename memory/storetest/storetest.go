@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 	"github.com/engram-go/engram/search"
@@ -527,7 +528,7 @@ func testIsolationSharedBlockMoves(t *testing.T, open Opener) {
 	check("shared with bob", map[string][]string{"alice": {"alice/nest"}, "bob": {"alice/nest"}, "carol": {"carol/own"}})
 	must(t, s.Agent("alice").Block("nest").Unshare(ctx, "bob"))
 	check("unshared", map[string][]string{"alice": {"alice/nest"}, "carol": {"carol/own"}})
-	be := s.Backend()
+	be := storeaccess.Backend(s)
 	must(t, be.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE blocks SET owner = 'dave' WHERE owner = 'alice' AND label = 'nest'`)
 		return err

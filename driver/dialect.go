@@ -1,18 +1,18 @@
-package search
+package driver
 
 import (
 	"context"
 	"database/sql"
 )
 
-// Dialect is what an Index needs from its SQL engine: the pieces of SQL
+// Dialect is what a search.Index needs from its SQL engine: the pieces of SQL
 // that differ between engines, the engine's full-text ranking, and its
 // vector storage (OpenVectors). Package search writes every statement that
 // both engines accept itself; a Dialect owns the rest, including every
-// schema statement the search legs need at run time, so that this package
+// schema statement the search legs need at run time, so that package search
 // holds no engine branch and no DDL. memory/sqlite (SearchDialect) and
 // memory/postgres (SearchDialect) implement it; a store's backend hands
-// its own to NewIndex.
+// its own to search.NewIndex.
 //
 // Statements use "?" placeholders, as the backends' pools accept them.
 type Dialect interface {
@@ -24,7 +24,7 @@ type Dialect interface {
 	// change log (search_text_log) the text cache needs.
 	CheckSchema(ctx context.Context, db *sql.DB) (textLog bool, err error)
 	// BeginWrite starts a write transaction on conn, for an Index without
-	// IndexOptions.Write (holding the engine's write lock where it has
+	// search.IndexOptions.Write (holding the engine's write lock where it has
 	// one); the Index commits or rolls back with COMMIT or ROLLBACK on
 	// conn.
 	BeginWrite(ctx context.Context, conn *sql.Conn) error
@@ -103,7 +103,7 @@ type FullTextParams struct {
 	// index column order.
 	Index   string
 	Weights []float64
-	// Match is the query as an FTS5 MATCH expression (MatchExpression);
+	// Match is the query as an FTS5 MATCH expression (search.MatchExpression);
 	// Terms are its terms (letter and digit runs).
 	Match string
 	Terms []string
@@ -116,7 +116,7 @@ type FullTextParams struct {
 	// Owner, when set, is the one owner whose rows the leg may return
 	// (Where says so too): an engine that can reach one owner's rows
 	// before it ranks uses it, so that a search costs what that owner's
-	// rows cost. It is "" for Scope.All.
+	// rows cost. It is "" for search.Scope.All.
 	Owner string
 	// Shared: the leg may also return the rows shared with Owner (blocks
 	// whose table shares names Owner; Where says so too), which an engine
@@ -129,7 +129,7 @@ type FullTextParams struct {
 type VectorParams struct {
 	// Dims is the embedder's dimensions.
 	Dims int
-	// Write runs fn under the Index's write lock (IndexOptions.Write or
+	// Write runs fn under the Index's write lock (search.IndexOptions.Write or
 	// Dialect.BeginWrite).
 	Write func(ctx context.Context, fn func(ctx context.Context, ex Execer) error) error
 }
@@ -162,7 +162,7 @@ type Vectors interface {
 	// for a zero vector; "" when the engine has none, and distances are
 	// computed in process from the stored bytes.
 	Distance(col string) string
-	// BeginReplace empties the tables for Reembed (making them for the
+	// BeginReplace empties the tables for Index.Reembed (making them for the
 	// dimensions where they depend on them), under the write lock;
 	// EndReplace, after the rows went in with Insert's deferIndex, builds
 	// what Create builds.
@@ -182,7 +182,7 @@ type VectorInfo struct {
 	// is, or the engine has none).
 	Reason string
 	// CacheByDefault: the database's KNN is an exact scan, so an Index
-	// keeps the vector cache by default (IndexOptions.VectorCacheBytes).
+	// keeps the vector cache by default (search.IndexOptions.VectorCacheBytes).
 	CacheByDefault bool
 }
 

@@ -1,4 +1,4 @@
-package backendtest
+package drivertest
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/driver"
 )
 
 func testMigrations(t *testing.T, e Engine) {
@@ -37,7 +37,7 @@ func testMigrations(t *testing.T, e Engine) {
 	// backend opening the database while the first has it open.
 	again := open(t, e, target)
 	other := open(t, e, target)
-	for _, c := range []memory.Backend{again, other} {
+	for _, c := range []driver.Backend{again, other} {
 		if h, l, err := c.SchemaVersion(ctx); err != nil || h != have || l != latest {
 			t.Fatalf("after reopening: SchemaVersion = %d of %d, %v; want %d of %d", h, l, err, have, latest)
 		}
@@ -192,9 +192,9 @@ func testJSONInt64s(t *testing.T, e Engine) {
 func testBlockNotifier(t *testing.T, e Engine) {
 	target := e.NewDatabase(t)
 	b := open(t, e, target)
-	n, ok := b.(memory.BlockNotifier)
+	n, ok := b.(driver.BlockNotifier)
 	if !ok {
-		t.Skipf("%s does not implement memory.BlockNotifier", b.Name())
+		t.Skipf("%s does not implement driver.BlockNotifier", b.Name())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex

@@ -1,4 +1,4 @@
-package backendtest
+package drivertest
 
 import (
 	"context"
@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-go/engram/memory"
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/driver"
 )
 
 func testWriteCommits(t *testing.T, e Engine) {
@@ -126,15 +125,15 @@ var errFailed = errors.New("this write fails")
 // writeLocker is a backend whose write transactions run in parallel
 // (PostgreSQL): writes exclude each other only by the locks they name.
 type writeLocker interface {
-	WriteLocked(ctx context.Context, locks []search.WriteLock, fn func(*sql.Tx) error) error
+	WriteLocked(ctx context.Context, locks []driver.WriteLock, fn func(*sql.Tx) error) error
 }
 
 // lockedWrite is b.Write, or on a writeLocker a write locking block 1:
 // two such writes exclude each other as two writes on a backend with one
 // writer do.
-func lockedWrite(ctx context.Context, b memory.Backend, fn func(*sql.Tx) error) error {
+func lockedWrite(ctx context.Context, b driver.Backend, fn func(*sql.Tx) error) error {
 	if l, ok := b.(writeLocker); ok {
-		return l.WriteLocked(ctx, []search.WriteLock{search.BlockLock(1)}, fn)
+		return l.WriteLocked(ctx, []driver.WriteLock{driver.BlockLock(1)}, fn)
 	}
 	return b.Write(ctx, fn)
 }
@@ -155,7 +154,7 @@ func testWritesInParallel(t *testing.T, e Engine) {
 			t.Errorf("holding Write: %v", err)
 		}
 	}()
-	for i, locks := range [][]search.WriteLock{{search.BlockLock(2)}, nil} {
+	for i, locks := range [][]driver.WriteLock{{driver.BlockLock(2)}, nil} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := l.WriteLocked(ctx, locks, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, insertCount, "parallel", i, 1)
@@ -170,7 +169,7 @@ func testWritesInParallel(t *testing.T, e Engine) {
 
 // hold runs a write on b whose fn waits until release is closed, and
 // returns once fn runs (b's write lock, or block 1's, is held).
-func hold(t *testing.T, b memory.Backend, release chan struct{}) <-chan error {
+func hold(t *testing.T, b driver.Backend, release chan struct{}) <-chan error {
 	t.Helper()
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -194,7 +193,7 @@ func hold(t *testing.T, b memory.Backend, release chan struct{}) <-chan error {
 // waitCancelled writes on b with a ctx that ends while the write waits
 // behind the held lock: the write returns ctx's error, fn never runs,
 // nothing is written.
-func waitCancelled(t *testing.T, b memory.Backend, encoding string) {
+func waitCancelled(t *testing.T, b driver.Backend, encoding string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

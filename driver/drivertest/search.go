@@ -1,4 +1,4 @@
-package backendtest
+package drivertest
 
 import (
 	"context"

@@ -1,7 +1,7 @@
-// Package backendtest is the conformance suite of memory.Backend, in the
-// spirit of River's riverdrivertest: every primitive a backend gives
+// Package drivertest is the conformance suite of package driver, in the
+// spirit of River's riverdrivertest: every primitive a Backend gives
 // package memory, checked the same way on each engine. memory/sqlite and
-// memory/postgres run it from their tests; a new backend should too.
+// memory/postgres run it from their tests; a new engine should too.
 //
 // It checks what memory relies on and cannot see from above: migrations
 // applied to the latest version and idempotent on reopen; Write committing
@@ -15,13 +15,13 @@
 //
 // memory/storetest is the suite one level up: the whole store over a
 // backend.
-package backendtest
+package drivertest
 
 import (
 	"context"
 	"testing"
 
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/driver"
 )
 
 // Engine is how the suite gets databases and backends on one engine.
@@ -33,7 +33,7 @@ type Engine struct {
 	// Open opens a backend on target, applying its migrations; a second
 	// Open of one target is a second process on the same database. The
 	// suite closes what it opens.
-	Open func(t *testing.T, target string) (memory.Backend, error)
+	Open func(t *testing.T, target string) (driver.Backend, error)
 }
 
 // Run runs the suite, each part as a subtest on databases of its own.
@@ -65,7 +65,7 @@ func Run(t *testing.T, e Engine) {
 }
 
 // open opens a backend on target and closes it when t ends.
-func open(t *testing.T, e Engine, target string) memory.Backend {
+func open(t *testing.T, e Engine, target string) driver.Backend {
 	t.Helper()
 	b, err := e.Open(t, target)
 	if err != nil {
@@ -76,7 +76,7 @@ func open(t *testing.T, e Engine, target string) memory.Backend {
 }
 
 // fresh opens a backend on a new database.
-func fresh(t *testing.T, e Engine) memory.Backend {
+func fresh(t *testing.T, e Engine) driver.Backend {
 	t.Helper()
 	return open(t, e, e.NewDatabase(t))
 }
@@ -87,7 +87,7 @@ func fresh(t *testing.T, e Engine) memory.Backend {
 const insertCount = `INSERT INTO token_counts (encoding, hash, tokens) VALUES (?, ?, ?)`
 
 // counts returns how many token_counts rows have the encoding.
-func counts(t *testing.T, b memory.Backend, encoding string) int {
+func counts(t *testing.T, b driver.Backend, encoding string) int {
 	t.Helper()
 	var n int
 	if err := b.DB().QueryRowContext(context.Background(), `SELECT count(*) FROM token_counts WHERE encoding = ?`, encoding).Scan(&n); err != nil {

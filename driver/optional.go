@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"context"
+	"database/sql"
+)
+
+// LockingWriter is implemented by a Backend whose write transactions do
+// not exclude each other (PostgreSQL): a write locks what it writes,
+// taking locks in its first statement (WriteLocked; the store's writes
+// use WriteBlocks, which also tells other processes of the changes of the
+// blocks it locks, after the commit) and, when it finds it needs more,
+// later (Lock: only locks ordered after all it holds, see WriteLock).
+// NotifyAfter tells other processes, after tx commits, of blocks tx
+// created. Backends without it (SQLite) hold the whole store in every
+// write transaction.
+type LockingWriter interface {
+	WriteLocked(ctx context.Context, locks []WriteLock, fn func(*sql.Tx) error) error
+	WriteBlocks(ctx context.Context, locks []WriteLock, fn func(*sql.Tx) error) error
+	Lock(ctx context.Context, tx *sql.Tx, locks ...WriteLock) error
+	NotifyAfter(tx *sql.Tx, ids ...int64)
+}
+
+// TxStatements is implemented by a Backend that keeps statements parsed
+// for its write transactions (SQLite; pgx caches prepared statements by
+// itself): Prepare parses queries once, TxStmt returns query's statement
+// bound to tx, or nil when it keeps none for it.
+type TxStatements interface {
+	Prepare(ctx context.Context, queries ...string) error
+	TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt
+}
+
+// DataVersioner is implemented by a Backend that tells cheaply whether
+// anything was committed since an earlier call (SQLite's data_version):
+// equal values, nothing committed in between, by any connection or
+// process. ok is false when it cannot tell.
+type DataVersioner interface {
+	DataVersion(ctx context.Context) (v int64, ok bool, err error)
+}
