@@ -34,8 +34,9 @@ type ConsolidateOptions struct {
 	// Threshold is the Jaccard similarity of two entries' term sets from
 	// which they are near-duplicates (default 0.8, at most 1).
 	Threshold float64
-	// MaxClusterSize bounds a cluster (default 32): a larger one is
-	// reported, not proposed (ConsolidateReport.Skipped).
+	// MaxClusterSize bounds a cluster (default 32, at most
+	// MaxMergeSources): a larger one is reported, not proposed
+	// (ConsolidateReport.Skipped).
 	MaxClusterSize int
 	// DryRun reports the clusters and proposes and applies nothing.
 	DryRun bool
@@ -73,6 +74,7 @@ func (o *ConsolidateOptions) withDefaults() ConsolidateOptions {
 	if out.MaxClusterSize <= 1 {
 		out.MaxClusterSize = 32
 	}
+	out.MaxClusterSize = min(out.MaxClusterSize, MaxMergeSources)
 	if out.MaxModelTokens <= 0 {
 		out.MaxModelTokens = 32000
 	}
@@ -642,6 +644,30 @@ func (c *Store) proposeRewrites(ctx context.Context, agent string, o Consolidate
 	return nil
 }
 
+// MaxMergeSources is the most archival entries one merge may name:
+// MaxClusterSize is capped to it, and a merge (a dump's proposal, an
+// approval) naming more is refused.
+const MaxMergeSources = 256
+
+// checkMergeSources refuses a merge's source list of fewer than two ids,
+// more than MaxMergeSources, or an id twice.
+func checkMergeSources(src []int64) error {
+	if len(src) < 2 {
+		return invalidArg("a merge of %d archival entries (want two or more)", len(src))
+	}
+	if len(src) > MaxMergeSources {
+		return invalidArg("a merge of %d archival entries (at most %d)", len(src), MaxMergeSources)
+	}
+	seen := make(map[int64]bool, len(src))
+	for _, id := range src {
+		if seen[id] {
+			return invalidArg("a merge names archival entry %d twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
 // OpMergeArchival is the op of a proposal that merges archival entries
 // (Proposal.Merge).
 const OpMergeArchival = "merge_archival"
@@ -670,8 +696,8 @@ func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge,
 // "derived_from" the sources) and supersedes each source. It returns the
 // merged entry's id.
 func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, id int64, approver string) (int64, error) {
-	if len(m.Sources) < 2 {
-		return 0, invalidArg("merge of %d archival entries of %q (want two or more)", len(m.Sources), agent)
+	if err := checkMergeSources(m.Sources); err != nil {
+		return 0, fmt.Errorf("archival memory of %q: %w", agent, err)
 	}
 	meta := map[string]any{}
 	for k, v := range m.Metadata {
