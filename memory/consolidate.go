@@ -658,24 +658,6 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 	return out, nil
 }
 
-// queryIDs runs stmt and returns the ids it selects.
-func queryIDs(ctx context.Context, stmt *sql.Stmt, args ...any) ([]int64, error) {
-	rows, err := stmt.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
 // readOlder reads and signs the older entries whose ids are older's keys.
 // An entry no longer live stays nil.
 func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error {
