@@ -521,40 +521,69 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		// Each bucket's latest maxBucket live older entries, marked
 		// whether each leads its cluster (or is alone): only those are
 		// compared, so only those are read.
-		stmt, err := r.c.rdb.PrepareContext(ctx, `SELECT b.archival_id, CASE WHEN m.leader_id = m.archival_id OR NOT EXISTS
-			(SELECT 1 FROM archival l WHERE l.id = m.leader_id AND l.valid_to IS NULL) THEN 1 ELSE 0 END
-			FROM archival_bands b JOIN archival a ON a.id = b.archival_id JOIN archival_minhash m ON m.archival_id = b.archival_id
-			WHERE b.agent = ? AND b.band_key = ? AND b.archival_id <= ? AND a.valid_to IS NULL ORDER BY b.archival_id DESC LIMIT `+fmt.Sprint(maxBucket))
-		if err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
-		}
-		defer stmt.Close()
 		type cand struct {
 			id   int64
 			lead bool
 		}
 		buckets := map[int64][]cand{}
-		n := 0
+		keyList := make([]int64, 0, len(distinct))
 		for k := range distinct {
-			if n++; n%256 == 0 {
+			keyList = append(keyList, k)
+		}
+		slices.Sort(keyList)
+		// A query reads batch buckets (one sub-select with its own LIMIT
+		// each): one per query in process (SQLite), 32 per round trip to
+		// a server.
+		batch := 1
+		if r.c.be.Name() != "sqlite" {
+			batch = 32
+		}
+		bandQuery := func(n int) string {
+			parts := make([]string, n)
+			for i := range parts {
+				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.leader_id = m.archival_id OR NOT EXISTS
+					(SELECT 1 FROM archival l WHERE l.id = m.leader_id AND l.valid_to IS NULL) THEN 1 ELSE 0 END AS lead
+					FROM archival_bands b JOIN archival a ON a.id = b.archival_id JOIN archival_minhash m ON m.archival_id = b.archival_id
+					WHERE b.agent = ? AND b.band_key = ? AND b.archival_id <= ? AND a.valid_to IS NULL
+					ORDER BY b.archival_id DESC LIMIT %d) q%d`, maxBucket, i)
+			}
+			return strings.Join(parts, " UNION ALL ")
+		}
+		stmt, err := r.c.rdb.PrepareContext(ctx, bandQuery(batch))
+		if err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+		}
+		defer stmt.Close()
+		for i, chunk := 0, []int64(nil); i < len(keyList); i += len(chunk) {
+			chunk = keyList[i:min(i+batch, len(keyList))]
+			if i%256 < len(chunk) {
 				if err := ctx.Err(); err != nil {
 					return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
 				}
 			}
-			rows, err := stmt.QueryContext(ctx, r.agent, k, r.from)
+			args := make([]any, 0, 3*len(chunk))
+			for _, k := range chunk {
+				args = append(args, r.agent, k, r.from)
+			}
+			var rows *sql.Rows
+			if len(chunk) == batch {
+				rows, err = stmt.QueryContext(ctx, args...)
+			} else {
+				rows, err = r.c.rdb.QueryContext(ctx, bandQuery(len(chunk)), args...)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
 			}
-			var cs []cand
 			for rows.Next() {
+				var k int64
 				var c cand
 				var lead int
-				if err := rows.Scan(&c.id, &lead); err != nil {
+				if err := rows.Scan(&k, &c.id, &lead); err != nil {
 					rows.Close()
 					return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
 				}
 				c.lead = lead == 1
-				cs = append(cs, c)
+				buckets[k] = append(buckets[k], c)
 				if c.lead {
 					older[c.id] = nil
 				}
@@ -563,8 +592,9 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 			if err := rows.Err(); err != nil {
 				return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
 			}
-			slices.Reverse(cs)
-			buckets[k] = cs
+		}
+		for _, cs := range buckets {
+			slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.id, b.id) })
 		}
 		if err := r.readOlder(ctx, older); err != nil {
 			return nil, err
