@@ -672,8 +672,11 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 	for _, l := range lead {
 		cl := []*sigEntry{l}
 		if l.e.ID <= r.from {
-			prior, err := r.c.readSigEntries(ctx, r.agent, `id IN (SELECT archival_id FROM archival_minhash WHERE leader_id = ? AND archival_id <> ? AND archival_id <= ?)
-				AND agent = ? AND valid_to IS NULL ORDER BY id LIMIT ?`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
+			// The first maxCluster+1 (index order: a huge cluster costs
+			// no more than that).
+			prior, err := r.c.readSigEntries(ctx, r.agent, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
+				WHERE m.leader_id = ? AND m.archival_id > ? AND m.archival_id <= ? AND a.agent = ? AND a.valid_to IS NULL
+				ORDER BY m.leader_id, m.archival_id LIMIT ?) ORDER BY id`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
 			if err != nil {
 				return nil, err
 			}

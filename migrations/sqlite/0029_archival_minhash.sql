@@ -9,13 +9,18 @@
 -- keys (a 64-bit digest of its conversation, the band's number and the
 -- band's values), one row per band. Both are derived data, rebuilt by
 -- rounds; they go with their entry.
+--
+-- archival_live_agent_id: an agent's live entries in id order, so that a
+-- round finds its window (and the first entry no round examined) by a
+-- range, not by a scan of the agent's entries.
+CREATE INDEX archival_live_agent_id ON archival (agent, id) WHERE valid_to IS NULL;
 CREATE TABLE archival_minhash (
     archival_id INTEGER PRIMARY KEY REFERENCES archival (id) ON DELETE CASCADE,
     agent       TEXT    NOT NULL,
     leader_id   INTEGER NOT NULL
 );
 CREATE INDEX archival_minhash_agent ON archival_minhash (agent, archival_id);
-CREATE INDEX archival_minhash_leader ON archival_minhash (leader_id);
+CREATE INDEX archival_minhash_leader ON archival_minhash (leader_id, archival_id);
 
 CREATE TABLE archival_bands (
     agent       TEXT    NOT NULL,
