@@ -118,7 +118,8 @@ func TestArchivalNoConversationNoNeighbours(t *testing.T) {
 	}
 }
 
-// rollBackArchivalLabels undoes SQLite migration 0028: its triggers,
+// rollBackArchivalLabels undoes SQLite migrations 0029 (its tables and index)
+// and 0028: its triggers,
 // views, index and column go, and 0023's objects are made again (its
 // file run as it is, but for dropping triggers that are gone already).
 var rollBackArchivalLabels = func() []string {
@@ -131,6 +132,7 @@ var rollBackArchivalLabels = func() []string {
 		panic("no migration 0023_archival_conversation.sql")
 	}
 	return []string{
+		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
 		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 		`DROP VIEW fts_archival_source`, `DROP VIEW archival_links`, `DROP VIEW archival_conversations`,
 		`DROP INDEX archival_conversation`, `ALTER TABLE archival DROP COLUMN conversation_key`,

@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,18 +28,27 @@ import (
 type ConsolidateOptions struct {
 	// After resumes a pass: the round examines the live entries with ids
 	// above it (0: from the start; ConsolidateReport.Next is the next
-	// round's). Each examined entry is compared with every live entry of
-	// its conversation, older ones included.
+	// round's), after any live entry no round has examined yet, which
+	// comes first. Each examined entry is compared with the live entries
+	// of its conversation it shares a MinHash band with, older ones
+	// included (the store keeps the examined entries' band keys), not
+	// with every entry: a round reads its window and those candidates.
 	After int64
 	// MaxEntries bounds the entries a round examines (default 10,000).
 	MaxEntries int
 	// Threshold is the Jaccard similarity of two entries' term sets from
 	// which they are near-duplicates (default 0.8, at most 1).
 	Threshold float64
-	// MaxClusterSize bounds a cluster (default 32): a larger one is
-	// reported, not proposed (ConsolidateReport.Skipped).
+	// MaxClusterSize bounds a cluster (default 32, at most
+	// MaxMergeSources): a larger one is reported, not proposed
+	// (ConsolidateReport.Skipped).
 	MaxClusterSize int
-	// DryRun reports the clusters and proposes and applies nothing.
+	// Resume starts the round past the highest id a round examined
+	// before (recorded in the store, so a restarted process resumes too);
+	// After is then ignored.
+	Resume bool
+	// DryRun reports the clusters and proposes and applies nothing (it
+	// records the examined entries' signatures, which are derived data).
 	DryRun bool
 	// ApplyExact applies the merges of exact clusters (same normalised
 	// text) at once, approved by "system:consolidate", instead of
@@ -73,6 +84,7 @@ func (o *ConsolidateOptions) withDefaults() ConsolidateOptions {
 	if out.MaxClusterSize <= 1 {
 		out.MaxClusterSize = 32
 	}
+	out.MaxClusterSize = min(out.MaxClusterSize, MaxMergeSources)
 	if out.MaxModelTokens <= 0 {
 		out.MaxModelTokens = 32000
 	}
@@ -107,8 +119,8 @@ type ArchivalMerge struct {
 // ConsolidateReport is what a round found and did.
 type ConsolidateReport struct {
 	Agent    string
-	Examined int   // entries examined
-	Live     int   // live entries compared against
+	Examined int   // entries examined (the window)
+	Live     int   // live entries read: the window, its candidates and their clusters' older members
 	Next     int64 // After for the next round; 0 when this round reached the end
 	Last     int64 // the highest id the round examined (0: none)
 	Clusters []ConsolidationCluster
@@ -265,28 +277,48 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			return rep, notFound("agent %q: no archival entries or blocks to consolidate", agent)
 		}
 	}
-	// The round's window: MaxEntries live entries past After.
-	var end int64
-	err := c.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0), count(*) FROM (SELECT id FROM archival WHERE agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?) w`,
-		agent, o.After, o.MaxEntries).Scan(&end, &rep.Examined)
-	if err != nil {
-		return rep, fmt.Errorf("memory: consolidate %q: %w", agent, err)
-	}
-	if rep.Examined > 0 {
-		rep.Last = end
-	}
-	if rep.Examined == o.MaxEntries {
-		rep.Next = end
-	}
-	var entries []*sigEntry
-	if rep.Examined > 0 {
-		entries, err = c.liveEntries(ctx, agent, end)
-		if err != nil {
-			return rep, err
+	// The round's window: MaxEntries live entries past After (past the
+	// highest examined id with Resume), preceded by any live entry no
+	// round has examined yet.
+	from := o.After
+	if o.Resume {
+		if err := c.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(archival_id), 0) FROM archival_minhash WHERE agent = ?`, agent).Scan(&from); err != nil {
+			return rep, fmt.Errorf("memory: consolidate %q: read the last examined entry: %w", agent, err)
 		}
 	}
-	rep.Live = len(entries)
-	clusters := findClusters(entries, o.After, o.Threshold)
+	if from > 0 {
+		var first sql.NullInt64
+		if err := c.rdb.QueryRowContext(ctx, `SELECT MIN(a.id) FROM archival a WHERE a.agent = ? AND a.valid_to IS NULL AND a.id <= ?
+			AND NOT EXISTS (SELECT 1 FROM archival_minhash m WHERE m.archival_id = a.id)`, agent, from).Scan(&first); err != nil {
+			return rep, fmt.Errorf("memory: consolidate %q: find unexamined entries: %w", agent, err)
+		}
+		if first.Valid {
+			from = first.Int64 - 1
+		}
+	}
+	window, err := c.readSigEntries(ctx, agent, `agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?`, agent, from, o.MaxEntries)
+	if err != nil {
+		return rep, err
+	}
+	rep.Examined = len(window)
+	if rep.Examined > 0 {
+		rep.Last = window[len(window)-1].e.ID
+	}
+	if rep.Examined == o.MaxEntries {
+		rep.Next = rep.Last
+	}
+	if err := signAll(ctx, window); err != nil {
+		return rep, fmt.Errorf("memory: consolidate %q: %w", agent, err)
+	}
+	r := &round{c: c, agent: agent, from: from, maxCluster: o.MaxClusterSize, threshold: o.Threshold}
+	clusters, err := r.run(ctx, window)
+	if err != nil {
+		return rep, err
+	}
+	rep.Live = r.read
+	if err := r.save(ctx, window); err != nil {
+		return rep, err
+	}
 	for _, cl := range clusters {
 		if len(cl) > o.MaxClusterSize {
 			rep.Skipped = append(rep.Skipped, clusterOf(cl, MergeNear, 0))
@@ -381,10 +413,10 @@ func sourcesKey(ids []int64) string {
 	return fmt.Sprint(ids)
 }
 
-// liveEntries reads agent's live entries with ids up to end, signed.
-func (c *Store) liveEntries(ctx context.Context, agent string, end int64) ([]*sigEntry, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival
-		WHERE agent = ? AND valid_to IS NULL AND id <= ? ORDER BY id`, agent, end)
+// readSigEntries reads agent's entries matching where (a condition on
+// archival's columns, with args), unsigned.
+func (c *Store) readSigEntries(ctx context.Context, agent, where string, args ...any) ([]*sigEntry, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
@@ -408,41 +440,198 @@ func (c *Store) liveEntries(ctx context.Context, agent string, end int64) ([]*si
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
-	for _, s := range out {
-		s.sign()
-	}
 	return out, nil
 }
 
-// findClusters groups entries (id order) into clusters of two or more,
-// each around its oldest entry: an entry joins the cluster of the most
+// signAll signs entries, checking ctx every 256.
+func signAll(ctx context.Context, entries []*sigEntry) error {
+	for i, s := range entries {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("signing entries: %w", err)
+			}
+		}
+		s.sign()
+	}
+	return nil
+}
+
+// bandKeys are s's locality-sensitive hashing buckets: for each band, a
+// 64-bit digest of s's conversation, the band's number and its MinHash
+// values (as the database's signed integers).
+func (s *sigEntry) bandKeys() [minhashBands]int64 {
+	var out [minhashBands]int64
+	var buf []byte
+	for b := range minhashBands {
+		buf = append(buf[:0], s.conv...)
+		buf = append(buf, 0, byte(b))
+		for _, v := range s.sig[b*minhashRows : (b+1)*minhashRows] {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+		h := fnv.New64a()
+		h.Write(buf)
+		out[b] = int64(h.Sum64())
+	}
+	return out
+}
+
+// round is one consolidation round's clustering: the window (the entries
+// it examines, id order, all past from) against the entries examined
+// before (archival_minhash, archival_bands).
+type round struct {
+	c          *Store
+	agent      string
+	from       int64
+	maxCluster int
+	threshold  float64
+	read       int // entries read besides the window: candidates, older members
+	leaders    map[int64]int64
+}
+
+// run clusters window (signed, id order): each entry joins the most
 // similar older entry of its conversation that leads a cluster or is
 // alone, when their Jaccard similarity is at least threshold (no chains:
-// every member is similar to the first). Only clusters holding an entry
-// past after are returned.
-func findClusters(entries []*sigEntry, after int64, threshold float64) [][]*sigEntry {
-	type bucket struct {
-		conv string
-		band int
-		h    uint64
+// every member is similar to the first). The older entries it may join
+// are those sharing a band with it (each band compared by its latest
+// maxBucket live entries): from the window itself, or read from the
+// band index with their clusters' state. It returns the clusters holding
+// a window entry, each in id order, the older members a cluster had
+// before the round first (at most maxCluster+1 members read from the
+// database: a larger cluster is skipped anyway).
+func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, error) {
+	r.read = len(window)
+	keys := make([][minhashBands]int64, len(window))
+	distinct := map[int64]bool{}
+	for i, s := range window {
+		keys[i] = s.bandKeys()
+		for _, k := range keys[i] {
+			distinct[k] = true
+		}
 	}
-	index := map[bucket][]int{}
-	leader := make([]int, len(entries)) // index of the cluster's first entry
-	members := map[int][]int{}
-	for i, s := range entries {
-		leader[i] = i
-		best, bestSim := -1, 0.0
-		seen := map[int]bool{}
-		for b := range minhashBands {
-			h := fnv.New64a()
-			for _, v := range s.sig[b*minhashRows : (b+1)*minhashRows] {
-				var buf [8]byte
-				for k := range buf {
-					buf[k] = byte(v >> (8 * k))
-				}
-				h.Write(buf[:])
+	index := map[int64][]*sigEntry{}
+	older := map[int64]*sigEntry{}
+	// leaderOf: an entry's cluster's first entry (itself when alone; nil
+	// for an older entry that joined a cluster).
+	leaderOf := map[*sigEntry]*sigEntry{}
+	members := map[*sigEntry][]*sigEntry{}
+	if r.from > 0 && len(distinct) > 0 {
+		// Each bucket's latest maxBucket live older entries, marked
+		// whether each leads its cluster (or is alone): only those are
+		// compared, so only those are read.
+		type cand struct {
+			id   int64
+			lead bool
+		}
+		buckets := map[int64][]cand{}
+		keyList := make([]int64, 0, len(distinct))
+		for k := range distinct {
+			keyList = append(keyList, k)
+		}
+		slices.Sort(keyList)
+		// A query reads batch buckets (one sub-select with its own LIMIT
+		// each): one per query in process (SQLite), 32 per round trip to
+		// a server.
+		batch := 1
+		if r.c.be.Name() != "sqlite" {
+			batch = 32
+		}
+		bandQuery := func(n int) string {
+			parts := make([]string, n)
+			for i := range parts {
+				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.leader_id = m.archival_id OR NOT EXISTS
+					(SELECT 1 FROM archival l WHERE l.id = m.leader_id AND l.valid_to IS NULL) THEN 1 ELSE 0 END AS lead
+					FROM archival_bands b JOIN archival a ON a.id = b.archival_id JOIN archival_minhash m ON m.archival_id = b.archival_id
+					WHERE b.agent = ? AND b.band_key = ? AND b.archival_id <= ? AND a.valid_to IS NULL
+					ORDER BY b.archival_id DESC LIMIT %d) q%d`, maxBucket, i)
 			}
-			key := bucket{s.conv, b, h.Sum64()}
+			return strings.Join(parts, " UNION ALL ")
+		}
+		stmt, err := r.c.rdb.PrepareContext(ctx, bandQuery(batch))
+		if err != nil {
+			return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+		}
+		defer stmt.Close()
+		for i, chunk := 0, []int64(nil); i < len(keyList); i += len(chunk) {
+			chunk = keyList[i:min(i+batch, len(keyList))]
+			if i%256 < len(chunk) {
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+				}
+			}
+			args := make([]any, 0, 3*len(chunk))
+			for _, k := range chunk {
+				args = append(args, r.agent, k, r.from)
+			}
+			var rows *sql.Rows
+			if len(chunk) == batch {
+				rows, err = stmt.QueryContext(ctx, args...)
+			} else {
+				rows, err = r.c.rdb.QueryContext(ctx, bandQuery(len(chunk)), args...)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+			}
+			for rows.Next() {
+				var k int64
+				var c cand
+				var lead int
+				if err := rows.Scan(&k, &c.id, &lead); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+				}
+				c.lead = lead == 1
+				buckets[k] = append(buckets[k], c)
+				if c.lead {
+					older[c.id] = nil
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, fmt.Errorf("memory: consolidate %q: read the band index: %w", r.agent, err)
+			}
+		}
+		for _, cs := range buckets {
+			slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.id, b.id) })
+		}
+		if err := r.readOlder(ctx, older); err != nil {
+			return nil, err
+		}
+		// A member holds its place in its buckets (the latest maxBucket)
+		// but is never compared: a stub.
+		stubs := map[int64]*sigEntry{}
+		for k, cs := range buckets {
+			for _, c := range cs {
+				s := older[c.id]
+				if !c.lead || s == nil {
+					if s = stubs[c.id]; s == nil {
+						s = &sigEntry{e: ArchivalEntry{ID: c.id}}
+						stubs[c.id] = s
+					}
+				}
+				index[k] = append(index[k], s)
+			}
+		}
+		for _, s := range stubs {
+			leaderOf[s] = nil
+		}
+	}
+	for _, s := range older {
+		if s != nil {
+			leaderOf[s] = s
+		}
+	}
+	leader := leaderOf
+	for i, s := range window {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("memory: consolidate %q: clustering: %w", r.agent, err)
+			}
+		}
+		leader[s] = s
+		var best *sigEntry
+		bestSim := 0.0
+		seen := map[*sigEntry]bool{}
+		for _, key := range keys[i] {
 			// A bucket is compared by its latest maxBucket entries only: texts
 			// sharing most of their words (templates, logs) would otherwise
 			// make every pair a candidate.
@@ -452,42 +641,153 @@ func findClusters(entries []*sigEntry, after int64, threshold float64) [][]*sigE
 				index[key] = slices.Clone(cands)
 			}
 			for _, j := range cands {
-				if seen[j] || leader[j] != j {
+				if seen[j] || leader[j] != j || j.conv != s.conv {
 					continue
 				}
 				seen[j] = true
-				if sim := similarity(entries[j], s); sim >= threshold && sim > bestSim {
+				if sim := similarity(j, s); sim >= r.threshold && sim > bestSim {
 					best, bestSim = j, sim
 				}
 			}
-			index[key] = append(index[key], i)
+			index[key] = append(index[key], s)
 		}
-		if best >= 0 {
-			leader[i] = best
-			if members[best] == nil {
-				members[best] = []int{best}
-			}
-			members[best] = append(members[best], i)
+		if best != nil {
+			leader[s] = best
+			members[best] = append(members[best], s)
 		}
 	}
-	var out [][]*sigEntry
-	lead := make([]int, 0, len(members))
+	r.leaders = map[int64]int64{}
+	for _, s := range window {
+		r.leaders[s.e.ID] = leader[s].e.ID
+	}
+	lead := make([]*sigEntry, 0, len(members))
 	for l := range members {
 		lead = append(lead, l)
 	}
-	slices.Sort(lead)
+	slices.SortFunc(lead, func(a, b *sigEntry) int { return cmp.Compare(a.e.ID, b.e.ID) })
+	var out [][]*sigEntry
 	for _, l := range lead {
-		m := members[l]
-		if entries[m[len(m)-1]].e.ID <= after {
-			continue // examined by an earlier round
+		cl := []*sigEntry{l}
+		if l.e.ID <= r.from {
+			// The first maxCluster+1 (index order: a huge cluster costs
+			// no more than that).
+			prior, err := r.c.readSigEntries(ctx, r.agent, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
+				WHERE m.leader_id = ? AND m.archival_id > ? AND m.archival_id <= ? AND a.agent = ? AND a.valid_to IS NULL
+				ORDER BY m.leader_id, m.archival_id LIMIT ?) ORDER BY id`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
+			if err != nil {
+				return nil, err
+			}
+			r.read += len(prior)
+			if err := signAll(ctx, prior); err != nil {
+				return nil, fmt.Errorf("memory: consolidate %q: %w", r.agent, err)
+			}
+			cl = append(cl, prior...)
 		}
-		cl := make([]*sigEntry, len(m))
-		for k, i := range m {
-			cl[k] = entries[i]
-		}
-		out = append(out, cl)
+		out = append(out, append(cl, members[l]...))
 	}
-	return out
+	return out, nil
+}
+
+// readOlder reads and signs the older entries whose ids are older's keys.
+// An entry no longer live stays nil.
+func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error {
+	ids := make([]int64, 0, len(older))
+	for id := range older {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, r.agent)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		in := "?" + strings.Repeat(", ?", len(chunk)-1)
+		got, err := r.c.readSigEntries(ctx, r.agent, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
+		if err != nil {
+			return err
+		}
+		if err := signAll(ctx, got); err != nil {
+			return fmt.Errorf("memory: consolidate %q: %w", r.agent, err)
+		}
+		r.read += len(got)
+		for _, s := range got {
+			older[s.e.ID] = s
+		}
+	}
+	return nil
+}
+
+// save records the window's entries as examined: their leaders (r.leaders)
+// and band keys, replacing what an earlier round recorded for them. An
+// entry deleted since it was read is passed over.
+func (r *round) save(ctx context.Context, window []*sigEntry) error {
+	if len(window) == 0 {
+		return nil
+	}
+	return r.c.write(ctx, agentLock(r.agent), func(ctx context.Context, tx *sql.Tx) error {
+		for chunk := range slices.Chunk(window, 50) {
+			args := make([]any, 0, len(chunk))
+			for _, s := range chunk {
+				args = append(args, s.e.ID)
+			}
+			in := "?" + strings.Repeat(", ?", len(chunk)-1)
+			ids, err := queryTxIDs(ctx, tx, `SELECT id FROM archival WHERE id IN (`+in+`)`, args...)
+			if err != nil {
+				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			exists := map[int64]bool{}
+			for _, id := range ids {
+				exists[id] = true
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM archival_bands WHERE archival_id IN (`+in+`)`, args...); err != nil {
+				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+			}
+			var lv, bv []string
+			var la, ba []any
+			for _, s := range chunk {
+				if !exists[s.e.ID] {
+					continue
+				}
+				lv = append(lv, "(?, ?, ?)")
+				la = append(la, s.e.ID, r.agent, r.leaders[s.e.ID])
+				for _, k := range s.bandKeys() {
+					bv = append(bv, "(?, ?, ?)")
+					ba = append(ba, r.agent, k, s.e.ID)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_minhash (archival_id, agent, leader_id) VALUES `+strings.Join(lv, ", ")+`
+				ON CONFLICT (archival_id) DO UPDATE SET leader_id = excluded.leader_id`, la...); err != nil {
+				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_bands (agent, band_key, archival_id) VALUES `+strings.Join(bv, ", ")+`
+				ON CONFLICT DO NOTHING`, ba...); err != nil {
+				return fmt.Errorf("memory: consolidate %q: record band keys: %w", r.agent, err)
+			}
+		}
+		return nil
+	})
+}
+
+// queryTxIDs runs query in tx and returns the ids it selects.
+func queryTxIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // similarity is a's and b's: 1 for equal normalised texts, else the
@@ -639,6 +939,30 @@ func (c *Store) proposeRewrites(ctx context.Context, agent string, o Consolidate
 	return nil
 }
 
+// MaxMergeSources is the most archival entries one merge may name:
+// MaxClusterSize is capped to it, and a merge (a dump's proposal, an
+// approval) naming more is refused.
+const MaxMergeSources = 256
+
+// checkMergeSources refuses a merge's source list of fewer than two ids,
+// more than MaxMergeSources, or an id twice.
+func checkMergeSources(src []int64) error {
+	if len(src) < 2 {
+		return invalidArg("a merge of %d archival entries (want two or more)", len(src))
+	}
+	if len(src) > MaxMergeSources {
+		return invalidArg("a merge of %d archival entries (at most %d)", len(src), MaxMergeSources)
+	}
+	seen := make(map[int64]bool, len(src))
+	for _, id := range src {
+		if seen[id] {
+			return invalidArg("a merge names archival entry %d twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
 // OpMergeArchival is the op of a proposal that merges archival entries
 // (Proposal.Merge).
 const OpMergeArchival = "merge_archival"
@@ -667,8 +991,8 @@ func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge,
 // "derived_from" the sources) and supersedes each source. It returns the
 // merged entry's id.
 func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, id int64, approver string) (int64, error) {
-	if len(m.Sources) < 2 {
-		return 0, invalidArg("merge of %d archival entries of %q (want two or more)", len(m.Sources), agent)
+	if err := checkMergeSources(m.Sources); err != nil {
+		return 0, fmt.Errorf("archival memory of %q: %w", agent, err)
 	}
 	meta := map[string]any{}
 	for k, v := range m.Metadata {

@@ -9,17 +9,15 @@ import (
 
 // RunConsolidation consolidates archival memory in the background: every
 // interval it runs one Consolidate round for each agent with live
-// archival entries (opts as for Consolidate; After is the loop's own),
+// archival entries (opts as for Consolidate, with Resume),
 // until ctx is done or the store is closed, and then returns nil. Start it
 // in a goroutine of your own; it is off unless started.
 //
-// Each agent's rounds resume where the last one stopped: a round examines
-// at most MaxEntries entries past the agent's cursor (the report's Next
-// while a pass is under way; once it reaches the end, the highest id it
-// examined), so an entry is examined once, compared with every live entry
-// of its conversation, and a cluster is proposed once unless it gains
-// members. The cursors live in the loop: a new loop starts from the
-// beginning and proposes again the clusters still pending from before.
+// Each agent's rounds resume where the last one stopped (Resume: past the
+// highest id a round examined, recorded in the store, so a new loop or a
+// restarted process resumes too): a round examines at most MaxEntries
+// entries, the entries no round examined first, so an entry is examined
+// once and a cluster is proposed once unless it gains members.
 // A round's failure is logged (Options.Logger) and the agent is tried
 // again at the next interval. every must be positive.
 func (c *Store) RunConsolidation(ctx context.Context, every time.Duration, opts *ConsolidateOptions) error {
@@ -34,7 +32,6 @@ func (c *Store) RunConsolidation(ctx context.Context, every time.Duration, opts 
 	if opts != nil {
 		o = *opts
 	}
-	cursor := map[string]int64{}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -58,25 +55,19 @@ func (c *Store) RunConsolidation(ctx context.Context, every time.Duration, opts 
 				return nil
 			}
 			ro := o
-			ro.After = cursor[a]
+			ro.Resume = true
 			rep, err := c.Agent(a).Archival().Consolidate(ctx, &ro)
 			if err != nil {
 				if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 					return nil
 				}
-				c.log.Error("consolidation round", "agent", a, "after", ro.After, "err", err)
+				c.log.Error("consolidation round", "agent", a, "err", err)
 				continue
-			}
-			switch {
-			case rep.Next != 0:
-				cursor[a] = rep.Next
-			case rep.Last != 0:
-				cursor[a] = rep.Last
 			}
 			if rep.Examined > 0 {
 				c.log.Info("consolidation round", "agent", a, "examined", rep.Examined, "clusters", len(rep.Clusters),
 					"proposed", len(rep.Proposals), "applied", rep.Applied, "skipped", len(rep.Skipped),
-					"model_errors", len(rep.ModelErrors), "next", cursor[a], "elapsed", rep.Elapsed)
+					"model_errors", len(rep.ModelErrors), "last", rep.Last, "elapsed", rep.Elapsed)
 			}
 		}
 	}

@@ -118,3 +118,45 @@ func TestRunConsolidationRefusesABadInterval(t *testing.T) {
 		t.Fatal("RunConsolidation with a zero interval: no error")
 	}
 }
+
+// TestRunConsolidationResumesAfterRestart: a loop on a reopened store
+// resumes past what the last one examined (recorded in the store): a
+// cluster the owner rejected is not proposed again.
+func TestRunConsolidationResumesAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	c, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"The deploy is on Friday.", "the deploy is on friday"} {
+		if _, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(c *memory.Store, d time.Duration) {
+		lctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if err := c.RunConsolidation(lctx, 10*time.Millisecond, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(c, 200*time.Millisecond)
+	ps, err := c.Agent("ada").Proposals(ctx)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("proposals after the first loop: %d, %v (want 1)", len(ps), err)
+	}
+	if err := c.Agent("ada").RejectProposal(ctx, ps[0].ID, "they differ"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c2, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	run(c2, 200*time.Millisecond)
+	if n := pendingMerges(t, c2, "ada"); n != 0 {
+		t.Fatalf("%d pending merges after a restart, want 0 (the loop resumes past what it examined)", n)
+	}
+}

@@ -803,10 +803,7 @@ func checkProposal(p DumpProposal) error {
 		if p.Label != "" || p.Proposer != p.Owner {
 			return invalidArg("a merge of archival entries is on its owner's archival memory (label %q, proposer %q, owner %q)", p.Label, p.Proposer, p.Owner)
 		}
-		if len(m.Sources) < 2 {
-			return invalidArg("a merge of %d archival entries (want two or more)", len(m.Sources))
-		}
-		return nil
+		return checkMergeSources(m.Sources)
 	}
 	var e Edit
 	if err := json.Unmarshal(p.Args, &e); err != nil {

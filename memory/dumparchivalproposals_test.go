@@ -2,8 +2,12 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/memory"
@@ -91,6 +95,54 @@ func TestDumpKeepsArchivalProposals(t *testing.T) {
 		e, err := dst.Agent("ada").Archival().Get(ctx, id)
 		if err != nil || e.ValidTo == nil || e.SupersededBy == 0 {
 			t.Fatalf("source %d after approval: %+v, %v; want superseded", id, e, err)
+		}
+	}
+}
+
+// TestDumpMergeSourcesCapped: a dump's merge proposal naming more sources
+// than a merge may hold, or one source twice, is refused at Import with
+// an error naming the cap and the count; nothing is imported.
+func TestDumpMergeSourcesCapped(t *testing.T) {
+	ctx := context.Background()
+	src := openDedup(t, filepath.Join(t.TempDir(), "src.db"), &memory.Options{KeepDuplicates: true})
+	ada := src.Agent("ada")
+	for _, s := range []string{"The meeting moved to Friday at noon.", "the meeting moved to friday, at noon"} {
+		if _, err := ada.Archival().Insert(ctx, memory.ArchivalEntry{Content: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := ada.Archival().Consolidate(ctx, nil); err != nil || len(rep.Proposals) != 1 {
+		t.Fatalf("Consolidate = %+v, %v; want one proposal", rep, err)
+	}
+	d, err := src.Export(ctx, "")
+	if err != nil || len(d.Proposals) != 1 {
+		t.Fatalf("Export: %d proposals, %v", len(d.Proposals), err)
+	}
+	var m memory.ArchivalMerge
+	if err := json.Unmarshal(d.Proposals[0].Args, &m); err != nil {
+		t.Fatal(err)
+	}
+	many := slices.Clone(m.Sources)
+	for len(many) < 100000 {
+		many = append(many, m.Sources...)
+	}
+	for name, srcs := range map[string][]int64{"100000 sources": many, "one source twice": {m.Sources[0], m.Sources[0], m.Sources[1]}} {
+		mm := m
+		mm.Sources = srcs
+		b, _ := json.Marshal(mm)
+		dd := *d
+		dd.Proposals = slices.Clone(d.Proposals)
+		dd.Proposals[0].Args = b
+		dst := openDedup(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+		_, err := dst.Import(ctx, &dd)
+		if !errors.Is(err, memory.ErrInvalidArgument) {
+			t.Fatalf("%s: Import = %v, want ErrInvalidArgument", name, err)
+		}
+		if name == "100000 sources" && (!strings.Contains(err.Error(), "100000") || !strings.Contains(err.Error(), fmt.Sprint(memory.MaxMergeSources))) {
+			t.Fatalf("%s: error %q names neither the count nor the cap", name, err)
+		}
+		if n, _ := dst.Agent("ada").Archival().List(ctx, nil); len(n) != 0 {
+			t.Fatalf("%s: a refused import left %d entries", name, len(n))
 		}
 	}
 }

@@ -95,6 +95,8 @@ var tablesLeftOut = map[string]string{
 	"sync_documents":     "automerge-repo document ids of engram serve's /sync: random per deployment; an imported store gives its blocks new ones",
 	"sqlite_sequence":    "SQLite's AUTOINCREMENT counters",
 	"engram_schema":      "the applied migrations (PostgreSQL): the schema version of the store, not its content",
+	"archival_minhash":   "consolidation's record of the archival entries it examined: derived, rebuilt by the next rounds",
+	"archival_bands":     "consolidation's MinHash band keys of archival entries: derived, rebuilt by the next rounds",
 }
 
 // leftOutByPrefix are families of derived tables: the FTS5 index and its

@@ -175,7 +175,7 @@ func TestUsageMigrationSQLite(t *testing.T) {
 	checkMigratedUsage(t, openFile(t, path, nil))
 }
 
-// rollBackAgentUsage undoes SQLite migrations 0028 (rollBackArchivalLabels),
+// rollBackAgentUsage undoes SQLite migrations 0029 and 0028 (rollBackArchivalLabels),
 // 0027 (rollBackDedup) and 0025.
 var rollBackAgentUsage = append(append(slices.Clip(rollBackArchivalLabels), rollBackDedup...), []string{
 	`DROP TRIGGER agent_usage_archival_ai`, `DROP TRIGGER agent_usage_archival_ad`, `DROP TRIGGER agent_usage_archival_au`,

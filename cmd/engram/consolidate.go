@@ -19,9 +19,10 @@ func cmdConsolidate(fs *flag.FlagSet) runFunc {
 	var llm bool
 	var rounds int
 	fs.StringVar(&agent, "agent", "", "the agent whose archival memory to consolidate (required)")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "report the clusters; propose and change nothing")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "report the clusters; propose and apply nothing (the examined entries' signatures are recorded)")
 	fs.BoolVar(&o.ApplyExact, "apply-exact", false, "apply exact merges (same normalised text) at once instead of proposing them; near-exact ones are still proposed")
 	fs.Int64Var(&o.After, "after", 0, "resume after this entry id (a report's next)")
+	fs.BoolVar(&o.Resume, "resume", false, "start past the last entry a round examined (recorded in the store); --after is then ignored")
 	fs.IntVar(&o.MaxEntries, "max-entries", 0, "entries examined per round (default 10000)")
 	fs.IntVar(&rounds, "rounds", 0, "stop after this many rounds (default: until the last entry)")
 	fs.Float64Var(&o.Threshold, "threshold", 0, "Jaccard similarity of near-duplicates (default 0.8)")
