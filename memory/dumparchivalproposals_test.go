@@ -114,7 +114,7 @@ func TestDumpMergeSourcesCapped(t *testing.T) {
 	if rep, err := ada.Archival().Consolidate(ctx, nil); err != nil || len(rep.Proposals) != 1 {
 		t.Fatalf("Consolidate = %+v, %v; want one proposal", rep, err)
 	}
-	d, err := src.Export(ctx, "")
+	d, err := src.Export(ctx)
 	if err != nil || len(d.Proposals) != 1 {
 		t.Fatalf("Export: %d proposals, %v", len(d.Proposals), err)
 	}
