@@ -174,20 +174,14 @@ func (c pragmaConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c pragmaConnector) Driver() driver.Driver { return c.d }
 
-// execConn runs one statement without arguments on a driver connection.
+// execConn runs one statement without arguments on a driver connection
+// (both drivers' connections execute directly).
 func execConn(ctx context.Context, conn driver.Conn, query string) error {
-	if ex, ok := conn.(driver.ExecerContext); ok {
-		_, err := ex.ExecContext(ctx, query, nil)
-		if err != driver.ErrSkip {
-			return err
-		}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		return fmt.Errorf("driver connection %T cannot execute", conn)
 	}
-	st, err := conn.Prepare(query)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	_, err = st.Exec(nil) //nolint:staticcheck // the driver's context-free fallback
+	_, err := ex.ExecContext(ctx, query, nil)
 	return err
 }
 
