@@ -24,15 +24,24 @@ import (
 // write that costs a fraction of one.
 //
 // So the writer connection checkpoints only as a backstop
-// (writerAutoCheckpoint frames, far past the usual size), and a
-// checkpointer goroutine of the backend does the work in the background:
-// after each commit of this process it reads how many frames the WAL holds
-// past its last checkpoint (the wal-index header, see walPending) and runs
-// a PASSIVE checkpoint on a reader connection once that reaches
-// checkpointFrames. A PASSIVE checkpoint takes neither the write lock nor
-// a reader's, so writers and readers go on while it runs. What a commit
-// makes durable is unchanged: a commit is in the WAL when it returns,
-// whoever copies it to the database file later.
+// (writerAutoCheckpoint frames), and a checkpointer goroutine of the
+// backend does the work in the background: after each commit of this
+// process it reads how many frames the WAL holds past its last checkpoint
+// (the wal-index header, see walPending) and, once that reaches
+// checkpointFrames, runs a PASSIVE checkpoint on a reader connection. A
+// PASSIVE checkpoint takes neither the write lock nor a reader's, so
+// writers and readers go on while it copies and syncs.
+//
+// SQLite starts the WAL over from its beginning only when a write begins
+// with every frame copied back; writers that went on during the copy
+// leave a few frames behind, and under steady writes the WAL would grow
+// to the backstop. So the checkpointer copies again what was written
+// during its copy (a few times, less each time), and once fewer than
+// finishFrames are left it copies those holding the writer connection (this
+// process's writes wait for that short pass, the few pages and the two
+// syncs; other processes' do not), and the next write starts the WAL
+// over. What a commit makes durable is unchanged: a commit is in the WAL
+// when it returns, whoever copies it to the database file later.
 
 const (
 	// checkpointFrames is the WAL size (frames past the last checkpoint)
@@ -40,8 +49,16 @@ const (
 	// wal_autocheckpoint.
 	checkpointFrames = 1000
 	// writerAutoCheckpoint is the writer connection's wal_autocheckpoint:
-	// a backstop, should the checkpointer fall behind.
-	writerAutoCheckpoint = 16 * checkpointFrames
+	// a backstop, should the checkpointer fall behind (or other
+	// processes' writes keep the WAL from starting over).
+	writerAutoCheckpoint = 4 * checkpointFrames
+	// finishFrames: a background copy that leaves fewer frames than this
+	// behind is finished on the writer connection (see above); more, and
+	// the writers outrun it: the next copy comes at checkpointFrames.
+	finishFrames = checkpointFrames / 4
+	// copyPasses bounds the background copies run for one look: each
+	// copies what writers added during the one before.
+	copyPasses = 4
 	// checkpointCommits is how many of this process's commits run between
 	// two checkpoints when the WAL's size cannot be read (no -shm file
 	// SQLite maps: another VFS).
@@ -50,19 +67,21 @@ const (
 
 // checkpointer runs the backend's checkpoints (see above).
 type checkpointer struct {
-	db      *sql.DB // where PRAGMA wal_checkpoint runs (the reader pool)
+	db      *sql.DB // where the background copy runs (the reader pool)
+	wdb     *sql.DB // the writer's one connection: the finishing pass
 	shmPath string  // the wal-index: the database file + "-shm"
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped sync.Once
 	done    sync.WaitGroup
 
-	// runs counts the checkpoints run (for tests).
-	runs atomic.Int64
+	// runs counts the background copies, finishes the finishing passes
+	// (for tests).
+	runs, finishes atomic.Int64
 }
 
-func newCheckpointer(db *sql.DB, file string) *checkpointer {
-	c := &checkpointer{db: db, shmPath: file + "-shm", kick: make(chan struct{}, 1), stop: make(chan struct{})}
+func newCheckpointer(db, wdb *sql.DB, file string) *checkpointer {
+	c := &checkpointer{db: db, wdb: wdb, shmPath: file + "-shm", kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.done.Add(1)
 	go c.loop()
 	return c
@@ -113,10 +132,37 @@ func (c *checkpointer) loop() {
 		}
 		commits = 0
 		// Errors are not the caller's: the next commit tries again, and
-		// the writer's backstop holds the WAL's size meanwhile.
-		if _, err := c.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`); err == nil {
+		// the writer's backstop holds the WAL's size meanwhile. Each copy
+		// leaves behind what was written while it ran, less each time.
+		for range copyPasses {
+			if _, err := c.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+				break
+			}
 			c.runs.Add(1)
+			n, ok := walPending(shm)
+			if !ok || n == 0 {
+				break
+			}
+			if n < finishFrames {
+				c.finish()
+				break
+			}
 		}
+	}
+}
+
+// finish copies back what writers added during a background copy,
+// holding the writer connection (the pool's only one): with every frame
+// copied, this process's next write starts the WAL over.
+func (c *checkpointer) finish() {
+	ctx := context.Background()
+	conn, err := c.wdb.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err == nil {
+		c.finishes.Add(1)
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -120,5 +121,48 @@ func TestWALPending(t *testing.T) {
 	}
 	if _, ok := walPending(nil); ok {
 		t.Fatal("walPending(nil) ok")
+	}
+}
+
+// walFrames reads the WAL's frame count (mxFrame) from the wal-index.
+func walFrames(t *testing.T, shm *os.File) uint32 {
+	t.Helper()
+	var h [20]byte
+	if _, err := shm.ReadAt(h[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.NativeEndian.Uint32(h[16:])
+}
+
+// Under steady writes the WAL still starts over from its beginning: the
+// background copy leaves behind what the writers added meanwhile, and
+// unless that is finished off the WAL only grows, to the writer's
+// backstop.
+func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	b, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bigWrite(t, b, 100)
+	shm, err := os.Open(path + "-shm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
+	var most, last uint32
+	restarts := 0
+	for range 2500 { // ~4 frames each: 2.5 times the backstop in all
+		bigWrite(t, b, 3*4096)
+		n := walFrames(t, shm)
+		if n < last {
+			restarts++
+		}
+		last, most = n, max(most, n)
+	}
+	t.Logf("WAL at most %d frames, started over %d times; %d background copies, %d finished on the writer", most, restarts, b.ckpt.runs.Load(), b.ckpt.finishes.Load())
+	if most >= writerAutoCheckpoint {
+		t.Fatalf("the WAL grew to %d frames (backstop %d) under steady writes: it never started over before the backstop", most, writerAutoCheckpoint)
 	}
 }

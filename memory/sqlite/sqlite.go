@@ -235,7 +235,7 @@ func open(ctx context.Context, path string, opts *Options, background bool) (*Ba
 		}
 		b.rdb.SetMaxOpenConns(4)
 		if background {
-			b.ckpt = newCheckpointer(b.rdb, FileName(path))
+			b.ckpt = newCheckpointer(b.rdb, b.wdb, FileName(path))
 		}
 	}
 	b.commits = groupcommit.Committer{
