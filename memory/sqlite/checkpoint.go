@@ -59,9 +59,10 @@ const (
 	// copyPasses bounds the background copies run for one look: each
 	// copies what writers added during the one before.
 	copyPasses = 4
-	// checkpointCommits is how many of this process's commits run between
-	// two checkpoints when the WAL's size cannot be read (no -shm file
-	// SQLite maps: another VFS).
+	// checkpointCommits is how many looks (each after one commit of this
+	// process or more) make a checkpoint due when the WAL's size cannot be
+	// read (no -shm file SQLite maps: another VFS, or a name only SQLite
+	// resolves).
 	checkpointCommits = 256
 )
 
@@ -80,8 +81,14 @@ type checkpointer struct {
 	runs, finishes atomic.Int64
 }
 
+// newCheckpointer starts the checkpointer of the database file file
+// ("" when SQLite resolves the name itself: the WAL's size is then not
+// read, and checkpointCommits looks make a checkpoint due).
 func newCheckpointer(db, wdb *sql.DB, file string) *checkpointer {
-	c := &checkpointer{db: db, wdb: wdb, shmPath: file + "-shm", kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	c := &checkpointer{db: db, wdb: wdb, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	if file != "" {
+		c.shmPath = file + "-shm"
+	}
 	c.done.Add(1)
 	go c.loop()
 	return c
@@ -117,7 +124,7 @@ func (c *checkpointer) loop() {
 		case <-c.kick:
 		}
 		commits++
-		if shm == nil {
+		if shm == nil && c.shmPath != "" {
 			shm, _ = os.Open(c.shmPath)
 		}
 		due := commits >= checkpointCommits

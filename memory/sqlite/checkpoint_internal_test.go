@@ -166,3 +166,30 @@ func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
 		t.Fatalf("the WAL grew to %d frames (backstop %d) under steady writes: it never started over before the backstop", most, writerAutoCheckpoint)
 	}
 }
+
+// Without a wal-index to read, the checkpointer still checkpoints, every
+// checkpointCommits looks.
+func TestCheckpointerWithoutWALIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	b, err := open(context.Background(), path, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := newCheckpointer(b.rdb, b.wdb, "")
+	defer c.close()
+	bigWrite(t, b, 100)
+	for range checkpointCommits {
+		c.committed()
+		for len(c.kick) > 0 { // one look each
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.runs.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after %d looks without a wal-index", checkpointCommits)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
