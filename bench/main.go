@@ -109,6 +109,8 @@ func main() {
 			fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+		// Writer processes profile themselves into FILE.PART-PID.
+		os.Setenv(childProfileEnv, *cpuProfile)
 	}
 
 	cfg := configFor(*smoke, *quick)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ import (
 // "big" (appends of 256 KiB chunks until stdin closes).
 const pgWriterEnv = "ENGRAM_BENCH_PGWRITER"
 
+// childProfileEnv, when set (by -cpuprofile FILE), has each writer process
+// write its own CPU profile to FILE.PART-PID.
+const childProfileEnv = "ENGRAM_BENCH_CHILD_CPUPROFILE"
+
 // pgWriterChild runs the child's part when the bench was started as one;
 // false when it was not.
 func pgWriterChild() bool {
@@ -34,7 +39,14 @@ func pgWriterChild() bool {
 	if part == "" {
 		return false
 	}
+	if prof := os.Getenv(childProfileEnv); prof != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s-%d", prof, part, os.Getpid()))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := runPGWriterChild(part); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "pgwriter:", err)
 		os.Exit(1)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/sqlitedriver"
@@ -28,8 +29,19 @@ func dbBytes(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		t.Fatal(err)
+	// TRUNCATE reports busy (and truncates nothing) while a checkpoint
+	// runs elsewhere: the store's own, in the background.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		var busy, frames, copied int
+		if err := db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
+			t.Fatal(err)
+		}
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the WAL could not be checkpointed for 10s")
+		}
 	}
 	var n int64
 	for _, suffix := range []string{"", "-wal"} {

@@ -4,7 +4,10 @@
 // the build tags engram_cgo,sqlite_fts5 (see internal/sqlitedriver). Writes take BEGIN IMMEDIATE on a single
 // writer connection and poll for another process's lock with short,
 // jittered sleeps, so several processes share one file fairly; reads use a
-// small pool in WAL mode. The schema is package migrations.
+// small pool in WAL mode. The WAL is copied back into the file in the
+// background, not in the commit that fills it (see checkpoint.go), so a
+// small write does not pay for another writer's pages. The schema is
+// package migrations.
 //
 // memory.Open picks this backend for a file path, ":memory:" or
 // sqlite://PATH; use Open and memory.New to build a store over a backend

@@ -42,6 +42,10 @@ type Backend struct {
 	// Group commit (see Write).
 	commits groupcommit.Committer
 
+	// ckpt copies the WAL back to the file in the background (see
+	// checkpoint.go); nil for ":memory:".
+	ckpt *checkpointer
+
 	// vconn is one connection that only reads PRAGMA data_version (see
 	// DataVersion), opened on first use and kept: data_version is a
 	// per-connection counter. vgen counts the connections used, so values
@@ -189,6 +193,12 @@ func (b *Backend) TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stm
 // Open opens (creating if needed) the SQLite database at path, sets WAL
 // mode and applies migrations.SQLite (see Migrate).
 func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
+	return open(ctx, path, opts, true)
+}
+
+// open is Open; background says whether the checkpointer runs (tests
+// leave it out to see what the writer alone does).
+func open(ctx context.Context, path string, opts *Options, background bool) (*Backend, error) {
 	b := &Backend{path: path, mem: inMemory(path), busy: 10 * time.Second}
 	if opts != nil && opts.BusyTimeout > 0 {
 		b.busy = opts.BusyTimeout
@@ -212,7 +222,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 		if err := b.enableWAL(ctx); err != nil {
 			return nil, err
 		}
-		if b.wdb, err = sql.Open(sqlitedriver.Name, b.dsn(true)); err != nil {
+		// The writer checkpoints only as a backstop; the checkpointer
+		// does it in the background (see checkpoint.go).
+		autoCheckpoint := fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint)
+		if b.wdb, err = openWithPragmas(b.dsn(true), autoCheckpoint); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		b.wdb.SetMaxOpenConns(1)
@@ -221,6 +234,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		b.rdb.SetMaxOpenConns(4)
+		if background {
+			b.ckpt = newCheckpointer(b.rdb, b.wdb, FileName(path))
+		}
 	}
 	b.commits = groupcommit.Committer{
 		// The writer connection waits only ~1 ms inside SQLite; the
@@ -281,7 +297,11 @@ func (b *Backend) Path() string { return b.path }
 // whose context ends before its fn started gets the context's error and
 // nothing is written.
 func (b *Backend) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return b.commits.Write(ctx, fn)
+	err := b.commits.Write(ctx, fn)
+	if err == nil && b.ckpt != nil {
+		b.ckpt.committed()
+	}
+	return err
 }
 
 // Queued reports how many writes wait behind the running group (for tests
@@ -310,6 +330,9 @@ func (b *Backend) JSONInt64s() string { return `SELECT value FROM json_each(?)` 
 // Close closes both pools.
 func (b *Backend) Close() error {
 	var err error
+	if b.ckpt != nil {
+		b.ckpt.close()
+	}
 	b.stmtsMu.Lock()
 	for _, st := range b.stmts {
 		err = errors.Join(err, st.Close())
