@@ -149,6 +149,21 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq < 9223372036854775807`
 }
 
+// MessageDate is a message's date as fts_messages_source (migration
+// 0031) indexes it: created_at (Unix nanoseconds) as "8 May 2023", UTC;
+// ” before 1970.
+func (SearchDialect) MessageDate(col string) string {
+	return `(CASE WHEN ` + col + ` >= 0 THEN
+		CAST(strftime('%d', ` + col + ` / 1000000000, 'unixepoch') AS INTEGER) || ' ' ||
+		CASE strftime('%m', ` + col + ` / 1000000000, 'unixepoch')
+			WHEN '01' THEN 'January' WHEN '02' THEN 'February' WHEN '03' THEN 'March'
+			WHEN '04' THEN 'April' WHEN '05' THEN 'May' WHEN '06' THEN 'June'
+			WHEN '07' THEN 'July' WHEN '08' THEN 'August' WHEN '09' THEN 'September'
+			WHEN '10' THEN 'October' WHEN '11' THEN 'November' ELSE 'December' END || ' ' ||
+		strftime('%Y', ` + col + ` / 1000000000, 'unixepoch')
+	ELSE '' END)`
+}
+
 // IndexBlocks replaces the FTS5 terms of each marked block (ids or not:
 // the write transaction holds the database), and fts_blocks_indexed's
 // copy of what the index holds (which the text cache reads).

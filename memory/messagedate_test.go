@@ -1,0 +1,65 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// TestMessageDateIsSearchable: a message's full-text entry holds its date
+// (created_at, UTC, as "8 May 2023"), so a question naming the month and
+// year, or the day, finds the messages said then, ranked in SQL and by
+// the text cache alike; a message of another month of that year ranks
+// below them.
+func TestMessageDateIsSearchable(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name string
+		opts *memory.Options
+	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
+		c := openFile(t, filepath.Join(t.TempDir(), "x.db"), mode.opts)
+		at := func(s string) time.Time {
+			tm, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tm
+		}
+		for _, m := range []memory.Message{
+			{Role: memory.RoleUser, Content: "We went hiking at the lake.", BatchID: "s1", CreatedAt: at("2023-05-08T13:56:00Z")},
+			{Role: memory.RoleUser, Content: "We went hiking in the hills.", BatchID: "s2", CreatedAt: at("2023-07-02T09:00:00Z")},
+			{Role: memory.RoleUser, Content: "We went to the beach.", BatchID: "s3", CreatedAt: at("2022-05-03T23:59:59+02:00")}, // 21:59 UTC
+		} {
+			if _, err := c.Agent("a").Messages().AppendMany(ctx, []memory.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mode.opts == nil {
+			if err := c.Index().WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct{ q, want string }{
+			{"What did we do in May 2023?", "We went hiking at the lake."},
+			{"Where did we go on 8 May, 2023?", "We went hiking at the lake."},
+			{"What happened on 3 May 2022", "We went to the beach."},
+			{"July 2023", "We went hiking in the hills."},
+		} {
+			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].Content != tc.want {
+				var got []string
+				for _, r := range res {
+					got = append(got, r.Content)
+				}
+				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
+			}
+		}
+	}
+}
