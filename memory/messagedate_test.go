@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -14,14 +15,24 @@ import (
 // (created_at, UTC, as "8 May 2023"), so a question naming the month and
 // year, or the day, finds the messages said then, ranked in SQL and by
 // the text cache alike; a message of another month of that year ranks
-// below them.
+// below them. On SQLite and PostgreSQL.
 func TestMessageDateIsSearchable(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []struct {
-		name string
-		opts *memory.Options
-	}{{"sql", &memory.Options{TextCacheBytes: -1}}, {"text cache", nil}} {
-		c := openFile(t, filepath.Join(t.TempDir(), "x.db"), mode.opts)
+	type mode struct {
+		name, target string
+		opts         *memory.Options
+	}
+	modes := []mode{
+		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
+		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
+	}
+	if !testing.Short() {
+		pg := pgtest.Start(t)
+		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
+			mode{"postgres text cache", pg.NewDatabase(t), nil})
+	}
+	for _, mode := range modes {
+		c := openFile(t, mode.target, mode.opts)
 		at := func(s string) time.Time {
 			tm, err := time.Parse(time.RFC3339, s)
 			if err != nil {

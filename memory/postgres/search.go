@@ -121,6 +121,13 @@ func (SearchDialect) MetadataText(col string) string {
 				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null'))`
 }
 
+// MessageDate is a message's date as its tsvector holds it (migration
+// 0028, engram_message_date): created_at as "8 May 2023", UTC; ” before
+// 1970.
+func (SearchDialect) MessageDate(col string) string {
+	return `engram_message_date(` + col + `)`
+}
+
 // IndexedBlocks reads the blocks that have a tsvector: the lazy index
 // logs each block it indexes, and runs before every search over blocks.
 func (SearchDialect) IndexedBlocks() (query, key string) {
