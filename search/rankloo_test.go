@@ -210,8 +210,8 @@ func TestRankingLeaveOneOut(t *testing.T) {
 			t.Logf("%-12s %4d  %.3f/%.3f/%.3f  %.3f/%.3f/%.3f", name, a.n, a.loo[0]/n, a.loo[1]/n, a.loo[2]/n, a.ship[0]/n, a.ship[1]/n, a.ship[2]/n)
 		}
 	}
-	pool("undated turns (messages)", func(c cand) bool { return c.w[3] == 0 }, shipped)
-	pool("dated turns (numbered-session entries)", func(c cand) bool { return true }, shippedDated)
+	pool("undated turns", func(c cand) bool { return c.w[3] == 0 }, shipped)
+	pool("dated turns (messages at their time, numbered-session entries)", func(c cand) bool { return true }, shippedDated)
 }
 
 // timeWords are words that date an event relative to when it is told,
