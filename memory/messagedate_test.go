@@ -74,3 +74,59 @@ func TestMessageDateIsSearchable(t *testing.T) {
 		}
 	}
 }
+
+// TestArchivalISODateIsSearchable: an archival entry whose metadata holds
+// an ISO 8601 date ("2023-05-08", or a timestamp beginning with one) is
+// indexed with that date's words too ("8 May 2023"), so a question naming
+// the month finds it as it finds a message of that day; SQL and text
+// cache, SQLite and PostgreSQL.
+func TestArchivalISODateIsSearchable(t *testing.T) {
+	ctx := context.Background()
+	type mode struct {
+		name, target string
+		opts         *memory.Options
+	}
+	modes := []mode{
+		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
+		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
+	}
+	if !testing.Short() {
+		pg := pgtest.Start(t)
+		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
+			mode{"postgres text cache", pg.NewDatabase(t), nil})
+	}
+	for _, mode := range modes {
+		c := openFile(t, mode.target, mode.opts)
+		if _, err := c.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{
+			{Content: "Went hiking at the lake.", Metadata: map[string]any{"date": "2023-05-08"}},
+			{Content: "Went hiking in the hills.", Metadata: map[string]any{"date": "2023-07-02T09:00:00Z"}},
+			{Content: "Went to the beach.", Metadata: map[string]any{"when": map[string]any{"day": "2022-05-03"}}},
+			{Content: "Bought a 2023-13-45 calendar.", Metadata: map[string]any{"note": "2023-13-45", "n": 5}},
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if mode.opts == nil {
+			if err := c.Index().WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct{ q, want string }{
+			{"What did I do in May 2023?", "Went hiking at the lake."},
+			{"on 8 May, 2023", "Went hiking at the lake."},
+			{"July 2023", "Went hiking in the hills."},
+			{"3 May 2022", "Went to the beach."},
+		} {
+			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].Content != tc.want {
+				var got []string
+				for _, r := range res {
+					got = append(got, r.Content)
+				}
+				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
+			}
+		}
+	}
+}

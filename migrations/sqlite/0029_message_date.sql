@@ -104,3 +104,36 @@ CREATE TRIGGER search_text_messages_au AFTER UPDATE ON messages BEGIN
             THEN 2 ELSE 0 END);
     INSERT INTO search_text_log (kind, id) SELECT 4, old.id WHERE old.id IS NOT new.id;
 END;
+
+-- An archival entry's metadata values are indexed with the words of any
+-- ISO 8601 date among them: a string beginning YYYY-MM-DD (a date or a
+-- timestamp, month 01 to 12) is followed by "8 May 2023", as a message's
+-- date is written, so the same question finds both. Otherwise as 0028's
+-- view; the triggers read the view, and the entries whose metadata holds
+-- such a string are indexed again.
+DROP VIEW fts_archival_source;
+CREATE VIEW fts_archival_source AS
+SELECT a.id, a.agent,
+    (SELECT no FROM fts_owners o WHERE o.name = a.agent) * 1099511627776 + a.id AS fts_rowid,
+    a.content, a.tags_text,
+    (SELECT COALESCE(group_concat(CASE WHEN type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]*'
+            AND substr(value, 6, 2) BETWEEN '01' AND '12'
+        THEN value || ' ' || CAST(substr(value, 9, 2) AS INTEGER) || ' ' ||
+            CASE substr(value, 6, 2)
+                WHEN '01' THEN 'January' WHEN '02' THEN 'February' WHEN '03' THEN 'March'
+                WHEN '04' THEN 'April' WHEN '05' THEN 'May' WHEN '06' THEN 'June'
+                WHEN '07' THEN 'July' WHEN '08' THEN 'August' WHEN '09' THEN 'September'
+                WHEN '10' THEN 'October' WHEN '11' THEN 'November' ELSE 'December' END || ' ' ||
+            substr(value, 1, 4)
+        ELSE value END, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL) AS metadata_values,
+    COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), '') AS context_before,
+    COALESCE((SELECT n.content FROM archival n WHERE n.id = l.after_id), '') AS context_after
+FROM archival a JOIN archival_links l ON l.id = a.id;
+
+DELETE FROM fts_archival WHERE rowid IN (
+    SELECT s.fts_rowid FROM fts_archival_source s JOIN archival a ON a.id = s.id
+    WHERE EXISTS (SELECT 1 FROM json_tree(a.metadata_json) WHERE type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]*'));
+INSERT INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
+    SELECT s.fts_rowid, s.content, s.tags_text, s.metadata_values, s.context_before, s.context_after
+    FROM fts_archival_source s JOIN archival a ON a.id = s.id
+    WHERE EXISTS (SELECT 1 FROM json_tree(a.metadata_json) WHERE type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]*');
