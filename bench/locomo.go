@@ -64,7 +64,7 @@ func benchLoCoMo(ctx context.Context, cfg config, tmp string, r *report) error {
 			for _, s := range c.Sessions {
 				msgs := make([]memory.Message, len(s.Turns))
 				for i, t := range s.Turns {
-					msgs[i] = memory.Message{Role: memory.RoleUser, Content: t.Text, BatchID: s.Key}
+					msgs[i] = memory.Message{Role: memory.RoleUser, Content: t.Text, BatchID: s.Key, CreatedAt: s.Time}
 					if err := batch.Index(t.DiaID, map[string]any{"text": t.Text}); err != nil {
 						return fmt.Errorf("bleve: %w", err)
 					}

@@ -50,3 +50,13 @@ type FullTextScale interface {
 	// rows it keeps.
 	FullTextMax(ctx context.Context, q Execer, p *FullTextParams) (float64, error)
 }
+
+// MessageDater is a Dialect whose full-text index holds each message's
+// date as a fourth column (SQLite migration 0030, PostgreSQL 0027: "8
+// May 2023", from created_at, UTC), weighted 0.5 as archival metadata
+// values are: a question naming the day, month or year something was
+// said finds the messages of that day. MessageDate is the SQL expression
+// of that text for the created_at column col.
+type MessageDater interface {
+	MessageDate(col string) string
+}

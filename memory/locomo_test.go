@@ -62,7 +62,9 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 			}
 			msgs := make([]memory.Message, len(sess.Turns))
 			for i, tr := range sess.Turns {
-				msgs[i] = memory.Message{Role: memory.RoleUser, Content: tr.Text, BatchID: sess.Key}
+				// Each turn at its session's time, as a conversation's
+				// messages are stored when they are said.
+				msgs[i] = memory.Message{Role: memory.RoleUser, Content: tr.Text, BatchID: sess.Key, CreatedAt: sess.Time}
 			}
 			out, err := store.Agent(agent).Messages().AppendMany(ctx, msgs)
 			if err != nil {

@@ -122,7 +122,11 @@ type Message struct {
 	ToolCallID string
 	BatchID    string
 	Seq        int // position within the batch; 0 on append means "next"
-	CreatedAt  time.Time
+	// CreatedAt is when the message was said: the append's time when
+	// zero. Search indexes its date (UTC, "8 May 2023") with the message,
+	// so an import that keeps a conversation's times lets questions that
+	// name a day, month or year find it (docs/retrieval.md).
+	CreatedAt time.Time
 }
 
 // MessageQuery filters [Messages.List]. nil means all messages, oldest first.

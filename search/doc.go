@@ -10,7 +10,7 @@
 //
 //	fts_blocks    label, description, rendered   (contentless since migration 0021)
 //	fts_archival  content, tags_text, metadata_values, context_before, context_after (contentless: metadata values, not keys; migration 0023)
-//	fts_messages  content, context_before, context_after (contentless; migration 0015)
+//	fts_messages  content, context_before, context_after, date (contentless; migrations 0015, 0030)
 //
 // all with tokenize='porter unicode61 remove_diacritics 2'. Writers need no
 // indexing code for full-text search. Block text is the exception to

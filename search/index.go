@@ -328,7 +328,7 @@ var kinds = map[ContentType]*kind{
 	},
 	Messages: {
 		t: Messages, name: "messages", base: "messages", alias: "m", owner: "agent",
-		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0, 0.5, 0.25},
+		fts: "fts_messages", vec: "vec_messages", bm25: []float64{1.0, 0.5, 0.25, 0.5},
 		result: func(d driver.Dialect) string {
 			return `m.id, m.agent, '', m.content, '[]', ` + d.JSONObject(messageMeta) + `, m.created_at, ` + d.False()
 		},

@@ -21,7 +21,7 @@ import (
 // the view.
 func ftsMessagesDrift(t *testing.T, db *sql.DB) (extra, missing []string) {
 	t.Helper()
-	return ftsDrift(t, db, "fts_messages", "content, context_before, context_after", "fts_messages_source")
+	return ftsDrift(t, db, "fts_messages", "content, context_before, context_after, date", "fts_messages_source")
 }
 
 // ftsDrift is ftsMessagesDrift for the FTS5 table index, whose columns
@@ -135,7 +135,8 @@ func TestMessageContextFollowsHandEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	queries := append([]string{}, vocab...)
-	queries = append(queries, "apple fig", "mango olive thyme", "banana banana sage")
+	queries = append(queries, "apple fig", "mango olive thyme", "banana banana sage",
+		"kale on 8 May 2023", "January 1970") // a message's date is indexed too
 	check := func(step string) {
 		t.Helper()
 		if extra, missing := ftsMessagesDrift(t, db); len(extra)+len(missing) > 0 {
@@ -179,6 +180,7 @@ func TestMessageContextFollowsHandEdits(t *testing.T) {
 		`UPDATE messages SET agent = 'b', batch_id = 's3', seq = 4 WHERE agent = 'a' AND batch_id = 's3' AND seq = 3`,
 		`UPDATE messages SET agent = 'a' WHERE agent = 'b' AND batch_id = 's2' AND seq = 8`,
 		`UPDATE messages SET created_at = created_at + 1, role = 'assistant' WHERE seq % 2 = 0`,
+		`UPDATE messages SET created_at = 1683554160000000000 WHERE seq % 3 = 0`, // 8 May 2023, 13:56 UTC
 		`DELETE FROM messages WHERE agent = 'a' AND batch_id = 's3' AND seq = 2`,
 		`DELETE FROM messages WHERE agent = 'b' AND batch_id = 's1'`,
 		`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', 'peach iris', 's1', 3, 9)`,

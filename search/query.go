@@ -60,17 +60,34 @@ func truncateUTF8(s string, n int) string {
 
 // queryTerms returns the distinct terms of q that a search uses: stopwords
 // dropped unless nothing else is left, at most MaxQueryTerms.
+//
+// "may" next to a number ("8 May", "May 2023", "May 8") is the month, not
+// the verb, and is kept: a message's date is indexed with it (SQLite
+// migration 0030, PostgreSQL 0027) and an archival entry's metadata may
+// hold one.
 func queryTerms(q string) []string {
 	var all, kept []string
 	seen := map[string]bool{}
+	prev := ""
+	keep := func(tok string) {
+		if !seen[tok] {
+			seen[tok] = true
+			kept = append(kept, tok)
+		}
+	}
+	inAll := map[string]bool{}
 	tokens(q, func(tok string) bool {
-		if seen[tok] {
+		if (tok == "may" && isNumber(prev)) || (prev == "may" && isNumber(tok)) {
+			keep("may")
+		}
+		prev = tok
+		if inAll[tok] {
 			return true
 		}
-		seen[tok] = true
+		inAll[tok] = true
 		all = append(all, tok)
 		if !IsStopword(tok) {
-			kept = append(kept, tok)
+			keep(tok)
 		}
 		// Enough distinct non-stopwords: stop scanning a huge input early.
 		return len(kept) < MaxQueryTerms
@@ -82,6 +99,25 @@ func queryTerms(q string) []string {
 		kept = kept[:MaxQueryTerms]
 	}
 	return kept
+}
+
+// isNumber reports whether tok is ASCII digits, or an ordinal ("8th").
+func isNumber(tok string) bool {
+	for _, suf := range []string{"st", "nd", "rd", "th"} {
+		if t, ok := strings.CutSuffix(tok, suf); ok {
+			tok = t
+			break
+		}
+	}
+	if tok == "" {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < '0' || tok[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsStopword reports whether the lower-case word w is on the stopword list

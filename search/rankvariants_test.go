@@ -20,14 +20,19 @@ import (
 // after (0.25) it in its session, and Cranfield's abstracts alone.
 // docs/retrieval.md records the table this test logs and what was kept.
 
-// variantDoc is one document's fields: own text, context before, after.
+// nFields: a document's fields are its own text, the context before and
+// after it, and its date (a session's date, as a numbered-session
+// transcript entry's metadata holds it).
+const nFields = 4
+
+// variantDoc is one document's fields: own text, context before, after, date.
 type variantDoc struct {
-	tf  [3]map[string]int
-	len [3]int
+	tf  [nFields]map[string]int
+	len [nFields]int
 	pos map[string][]int // own field's term positions
 }
 
-func newVariantDoc(texts [3]string) variantDoc {
+func newVariantDoc(texts [nFields]string) variantDoc {
 	var d variantDoc
 	d.pos = map[string][]int{}
 	for f, s := range texts {
@@ -50,13 +55,13 @@ type variantIndex struct {
 	df     map[string]int
 	post   map[string][]int // term -> documents holding it in any field
 	avgAll float64
-	avg    [3]float64
+	avg    [nFields]float64
 }
 
 func newVariantIndex(docs []variantDoc) *variantIndex {
 	x := &variantIndex{docs: docs, df: map[string]int{}, post: map[string][]int{}}
 	var all int
-	var per [3]int
+	var per [nFields]int
 	for i, d := range docs {
 		seen := map[string]bool{}
 		for f := range d.tf {
@@ -91,21 +96,33 @@ func (x *variantIndex) idf(t string) float64 {
 // variant scores one document for the query's phrases.
 type variant struct {
 	name  string
-	w     [3]float64 // field weights
-	bm25f bool       // per-field length normalisation (else FTS5's whole-row bm25)
-	prox  float64    // weight of the BM25TP term-pair proximity score (0: none)
+	w     [nFields]float64 // field weights
+	bm25f bool             // per-field length normalisation (else FTS5's whole-row bm25)
+	prox  float64          // weight of the BM25TP term-pair proximity score (0: none)
+	// pw, when set, weighs each phrase (a query's added time words); nil:
+	// every phrase 1.
+	pw map[string]float64
+	// pwOwn: the weighted phrases count in the own text only.
+	pwOwn bool
+}
+
+func (v variant) phraseWeight(p string) float64 {
+	if w, ok := v.pw[p]; ok {
+		return w
+	}
+	return 1
 }
 
 func (v variant) score(x *variantIndex, d *variantDoc, phrases []string) float64 {
 	var s float64
-	lenAll := float64(d.len[0] + d.len[1] + d.len[2])
+	lenAll := float64(d.len[0] + d.len[1] + d.len[2] + d.len[3])
 	norm := 1 - variantB + variantB*lenAll/x.avgAll
 	for _, p := range phrases {
 		if v.bm25f {
 			var tf float64
 			for f := range d.tf {
 				if c := d.tf[f][p]; c > 0 {
-					tf += v.w[f] * float64(c) / (1 - variantB + variantB*float64(d.len[f])/x.avg[f])
+					tf += v.phraseWeight(p) * v.w[f] * float64(c) / (1 - variantB + variantB*float64(d.len[f])/x.avg[f])
 				}
 			}
 			if tf > 0 {
@@ -115,10 +132,13 @@ func (v variant) score(x *variantIndex, d *variantDoc, phrases []string) float64
 		}
 		var f float64
 		for c := range d.tf {
+			if _, ok := v.pw[p]; ok && v.pwOwn && c > 0 {
+				continue
+			}
 			f += v.w[c] * float64(d.tf[c][p])
 		}
 		if f > 0 {
-			s += x.idf(p) * f * (variantK1 + 1) / (f + variantK1*norm)
+			s += v.phraseWeight(p) * x.idf(p) * f * (variantK1 + 1) / (f + variantK1*norm)
 		}
 	}
 	if v.prox > 0 {
@@ -195,12 +215,12 @@ func TestRankingVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctxW := [3]float64{1, 0.5, 0.25}
+	ctxW := [nFields]float64{1, 0.5, 0.25}
 	variants := []variant{
 		{name: "baseline (FTS5 bm25, context in the row)", w: ctxW},
 		{name: "BM25F, context its own fields", w: ctxW, bm25f: true},
-		{name: "BM25F, before 0.3 / after 0.15", w: [3]float64{1, 0.3, 0.15}, bm25f: true},
-		{name: "BM25F, before 0.8 / after 0.4", w: [3]float64{1, 0.8, 0.4}, bm25f: true},
+		{name: "BM25F, before 0.3 / after 0.15", w: [nFields]float64{1, 0.3, 0.15}, bm25f: true},
+		{name: "BM25F, before 0.8 / after 0.4", w: [nFields]float64{1, 0.8, 0.4}, bm25f: true},
 		{name: "baseline + proximity 0.5", w: ctxW, prox: 0.5},
 		{name: "baseline + proximity 1", w: ctxW, prox: 1},
 		{name: "BM25F + proximity 0.5", w: ctxW, bm25f: true, prox: 0.5},
@@ -216,7 +236,7 @@ func TestRankingVariants(t *testing.T) {
 		var dia []string
 		for _, s := range c.Sessions {
 			for i, tr := range s.Turns {
-				var texts [3]string
+				var texts [nFields]string
 				texts[0] = tr.Text
 				if i > 0 {
 					texts[1] = s.Turns[i-1].Text
@@ -285,7 +305,7 @@ func TestRankingVariants(t *testing.T) {
 	}
 	var docs []variantDoc
 	for _, d := range cr.Docs {
-		docs = append(docs, newVariantDoc([3]string{d.Title + "\n" + d.Body})) // as the store holds them
+		docs = append(docs, newVariantDoc([nFields]string{d.Title + "\n" + d.Body})) // as the store holds them
 	}
 	x := newVariantIndex(docs)
 	for _, v := range variants {

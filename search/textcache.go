@@ -196,7 +196,7 @@ type scoreBuf struct {
 var textWeights = map[ContentType][]float64{
 	Blocks:   {5.0, 2.0, 1.0},
 	Archival: {1.0, 2.0, 0.5, 0.5, 0.25},
-	Messages: {1.0, 0.5, 0.25},
+	Messages: {1.0, 0.5, 0.25, 0.5},
 }
 
 // textRowQuery selects one kind's indexed columns: id, owner, created_at,
@@ -224,7 +224,7 @@ func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
 			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id"},
-		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, '[]', ` +
+		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
 }
@@ -235,6 +235,16 @@ func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 // before it. driver.Dialect.MessageNeighbours joins them as p and n;
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+
+
+// messageDate is d's MessageDate of col, or ” (no date words) for a
+// dialect that does not index messages' dates.
+func messageDate(d driver.Dialect, col string) string {
+	if md, ok := d.(driver.MessageDater); ok {
+		return md.MessageDate(col)
+	}
+	return `''`
+}
 
 // An archival entry is indexed with the entries before and after it in
 // its conversation as two weaker columns, for the reason messages are: the

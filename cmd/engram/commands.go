@@ -349,7 +349,8 @@ func splitList(s string) []string {
 const conversationKeysHelp = `metadata as a JSON object. The first of "conversation", "conversation_id", ` +
 	`"session", "session_id", "thread", "thread_id" holding a string other than "" or a number names the ` +
 	`entry's conversation (3 and "3" are two): the entry is then also found by the words of the entries ` +
-	`written before and after it in that conversation. Entries naming none are indexed alone`
+	`written before and after it in that conversation. Entries naming none are indexed alone. Values are ` +
+	`searchable; a string beginning with an ISO date ("date": "2023-05-08") is found by "8 May 2023" too`
 
 func cmdArchivalAdd(fs *flag.FlagSet) runFunc {
 	var agent, tags, meta string

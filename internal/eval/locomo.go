@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LoCoMo is the development half of LoCoMo (../shared/datasets/locomo-dev,
@@ -29,9 +30,11 @@ type LoCoMoConversation struct {
 }
 
 // LoCoMoSession is one session: its key ("session_3"), date as written
-// ("1:56 pm on 8 May, 2023") and turns.
+// ("1:56 pm on 8 May, 2023") and as a time (UTC; zero if it does not
+// parse), and turns.
 type LoCoMoSession struct {
 	Key, Date string
+	Time      time.Time
 	Turns     []LoCoMoTurn
 }
 
@@ -127,6 +130,12 @@ func LoadLoCoMo(path string) (*LoCoMo, error) {
 			}
 			sess := LoCoMoSession{Key: key}
 			_ = json.Unmarshal(s.Conversation[key+"_date_time"], &sess.Date)
+			for _, layout := range []string{"3:04 pm on 2 January, 2006", "3 pm on 2 January, 2006"} {
+				if tm, err := time.Parse(layout, sess.Date); err == nil {
+					sess.Time = tm
+					break
+				}
+			}
 			for _, t := range ts {
 				text := t.Speaker + ": " + t.Text
 				if t.BlipCaption != "" {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/internal/eval"
 )
@@ -47,6 +48,9 @@ func TestLoadLoCoMo(t *testing.T) {
 	if len(c.Sessions) != 2 || c.Sessions[0].Key != "session_1" || c.Sessions[0].Date != "1 pm on 8 May, 2023" ||
 		c.Sessions[0].Turns[0].Text != "A: hi [image: a cat]" || c.Sessions[1].Turns[0].DiaID != "D2:1" {
 		t.Errorf("sessions %+v", c.Sessions)
+	}
+	if got, want := c.Sessions[0].Time, time.Date(2023, 5, 8, 13, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("session 1 time %v, want %v", got, want)
 	}
 	if len(c.Questions) != 2 || len(c.Questions[0].Evidence) != 2 || !c.Questions[1].Evidence["D1:1"] || l.Malformed != 2 || l.NoEvidence != 1 {
 		t.Errorf("questions %+v, malformed %d, without evidence %d", c.Questions, l.Malformed, l.NoEvidence)

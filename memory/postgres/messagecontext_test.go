@@ -219,7 +219,7 @@ func TestMessageContextFollowsHandEditsPostgres(t *testing.T) {
 		t.Helper()
 		var stale []int64
 		rows, err := db.QueryContext(ctx, `SELECT id FROM messages
-			WHERE fts IS DISTINCT FROM engram_message_fts(agent, batch_id, seq, content) ORDER BY id`)
+			WHERE fts IS DISTINCT FROM engram_message_fts(agent, batch_id, seq, content, created_at) ORDER BY id`)
 		if err != nil {
 			t.Fatal(err)
 		}

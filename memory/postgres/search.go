@@ -113,12 +113,22 @@ func (SearchDialect) MetadataCompare(col string, path []string, op string, v any
 // MetadataText reads the values as SQLite's json_tree atoms are read
 // (booleans as 1 and 0), down to SQLite's JSON depth limit of 1,000: an
 // unbounded walk of a value nested ~10,000 deep exhausts PostgreSQL's
-// stack, and one such row would fail every load of the text cache.
+// stack, and one such row would fail every load of the text cache. A
+// string beginning with an ISO 8601 date is followed by that date's words
+// (engram_iso_date_words, migration 0028), as the tsvector holds them.
 func (SearchDialect) MetadataText(col string) string {
 	return `(SELECT COALESCE(string_agg(CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
+				WHEN 'string' THEN v #>> '{}' || ' ' || engram_iso_date_words(v #>> '{}')
 				ELSE v #>> '{}' END, ' '), '')
 				FROM jsonb_path_query(` + col + `::jsonb, 'strict $.**{0 to 1000}') AS v
 				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null'))`
+}
+
+// MessageDate is a message's date as its tsvector holds it (migration
+// 0028, engram_message_date): created_at as "8 May 2023", UTC; ” before
+// 1970.
+func (SearchDialect) MessageDate(col string) string {
+	return `engram_message_date(` + col + `)`
 }
 
 // IndexedBlocks reads the blocks that have a tsvector: the lazy index

@@ -126,12 +126,27 @@ func (SearchDialect) MetadataCompare(col string, path []string, op string, v any
 	return "(json_type(" + col + ", ?) IN (" + types + ") AND json_extract(" + col + ", ?) " + op + " ?)", []any{p, p, v}
 }
 
-// MetadataText is json_tree's atoms, as migration 0005 indexes them.
+// MetadataText is json_tree's atoms, as fts_archival_source (migration
+// 0030) indexes them: a string beginning with an ISO 8601 date followed
+// by that date's words (metadataAtom).
 func (SearchDialect) MetadataText(col string) string {
 	// No metadata (most rows) reads as '' without walking a JSON tree.
 	return `(CASE WHEN ` + col + ` IS NULL OR ` + col + ` = '{}' THEN '' ELSE
-		(SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(` + col + `) WHERE atom IS NOT NULL) END)`
+		(SELECT COALESCE(group_concat(` + metadataAtom + `, ' '), '') FROM json_tree(` + col + `) WHERE atom IS NOT NULL) END)`
 }
+
+// metadataAtom is one json_tree atom's indexed text: its value, and for a
+// string beginning YYYY-MM-DD (month 01 to 12) that date as "8 May 2023".
+const metadataAtom = `CASE WHEN type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]*'
+            AND substr(value, 6, 2) BETWEEN '01' AND '12'
+        THEN value || ' ' || CAST(substr(value, 9, 2) AS INTEGER) || ' ' ||
+            CASE substr(value, 6, 2)
+                WHEN '01' THEN 'January' WHEN '02' THEN 'February' WHEN '03' THEN 'March'
+                WHEN '04' THEN 'April' WHEN '05' THEN 'May' WHEN '06' THEN 'June'
+                WHEN '07' THEN 'July' WHEN '08' THEN 'August' WHEN '09' THEN 'September'
+                WHEN '10' THEN 'October' WHEN '11' THEN 'November' ELSE 'December' END || ' ' ||
+            substr(value, 1, 4)
+        ELSE value END`
 
 // IndexedBlocks reads the lazy index's copy of each block
 // (fts_blocks_indexed, migration 0003), which is what FTS5 holds.
@@ -148,6 +163,21 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq > -9223372036854775808
 		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1
 			AND m.seq < 9223372036854775807`
+}
+
+// MessageDate is a message's date as fts_messages_source (migration
+// 0030) indexes it: created_at (Unix nanoseconds) as "8 May 2023", UTC;
+// ” before 1970.
+func (SearchDialect) MessageDate(col string) string {
+	return `(CASE WHEN ` + col + ` >= 0 THEN
+		CAST(strftime('%d', ` + col + ` / 1000000000, 'unixepoch') AS INTEGER) || ' ' ||
+		CASE strftime('%m', ` + col + ` / 1000000000, 'unixepoch')
+			WHEN '01' THEN 'January' WHEN '02' THEN 'February' WHEN '03' THEN 'March'
+			WHEN '04' THEN 'April' WHEN '05' THEN 'May' WHEN '06' THEN 'June'
+			WHEN '07' THEN 'July' WHEN '08' THEN 'August' WHEN '09' THEN 'September'
+			WHEN '10' THEN 'October' WHEN '11' THEN 'November' ELSE 'December' END || ' ' ||
+		strftime('%Y', ` + col + ` / 1000000000, 'unixepoch')
+	ELSE '' END)`
 }
 
 // IndexBlocks replaces the FTS5 terms of each marked block (ids or not:

@@ -1,0 +1,133 @@
+package memory_test
+
+import (
+	"context"
+	"github.com/engram-go/engram/internal/storeaccess"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// TestMessageDateIsSearchable: a message's full-text entry holds its date
+// (created_at, UTC, as "8 May 2023"), so a question naming the month and
+// year, or the day, finds the messages said then, ranked in SQL and by
+// the text cache alike; a message of another month of that year ranks
+// below them. On SQLite and PostgreSQL.
+func TestMessageDateIsSearchable(t *testing.T) {
+	ctx := context.Background()
+	type mode struct {
+		name, target string
+		opts         *memory.Options
+	}
+	modes := []mode{
+		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
+		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
+	}
+	if !testing.Short() {
+		pg := pgtest.Start(t)
+		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
+			mode{"postgres text cache", pg.NewDatabase(t), nil})
+	}
+	for _, mode := range modes {
+		c := openFile(t, mode.target, mode.opts)
+		at := func(s string) time.Time {
+			tm, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tm
+		}
+		for _, m := range []memory.Message{
+			{Role: memory.RoleUser, Content: "We went hiking at the lake.", BatchID: "s1", CreatedAt: at("2023-05-08T13:56:00Z")},
+			{Role: memory.RoleUser, Content: "We went hiking in the hills.", BatchID: "s2", CreatedAt: at("2023-07-02T09:00:00Z")},
+			{Role: memory.RoleUser, Content: "We went to the beach.", BatchID: "s3", CreatedAt: at("2022-05-03T23:59:59+02:00")}, // 21:59 UTC
+		} {
+			if _, err := c.Agent("a").Messages().AppendMany(ctx, []memory.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mode.opts == nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct{ q, want string }{
+			{"What did we do in May 2023?", "We went hiking at the lake."},
+			{"Where did we go on 8 May, 2023?", "We went hiking at the lake."},
+			{"What happened on 3 May 2022", "We went to the beach."},
+			{"July 2023", "We went hiking in the hills."},
+		} {
+			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].Content != tc.want {
+				var got []string
+				for _, r := range res {
+					got = append(got, r.Content)
+				}
+				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestArchivalISODateIsSearchable: an archival entry whose metadata holds
+// an ISO 8601 date ("2023-05-08", or a timestamp beginning with one) is
+// indexed with that date's words too ("8 May 2023"), so a question naming
+// the month finds it as it finds a message of that day; SQL and text
+// cache, SQLite and PostgreSQL.
+func TestArchivalISODateIsSearchable(t *testing.T) {
+	ctx := context.Background()
+	type mode struct {
+		name, target string
+		opts         *memory.Options
+	}
+	modes := []mode{
+		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
+		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
+	}
+	if !testing.Short() {
+		pg := pgtest.Start(t)
+		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
+			mode{"postgres text cache", pg.NewDatabase(t), nil})
+	}
+	for _, mode := range modes {
+		c := openFile(t, mode.target, mode.opts)
+		if _, err := c.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{
+			{Content: "Went hiking at the lake.", Metadata: map[string]any{"date": "2023-05-08"}},
+			{Content: "Went hiking in the hills.", Metadata: map[string]any{"date": "2023-07-02T09:00:00Z"}},
+			{Content: "Went to the beach.", Metadata: map[string]any{"when": map[string]any{"day": "2022-05-03"}}},
+			{Content: "Bought a 2023-13-45 calendar.", Metadata: map[string]any{"note": "2023-13-45", "n": 5}},
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if mode.opts == nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct{ q, want string }{
+			{"What did I do in May 2023?", "Went hiking at the lake."},
+			{"on 8 May, 2023", "Went hiking at the lake."},
+			{"July 2023", "Went hiking in the hills."},
+			{"3 May 2022", "Went to the beach."},
+		} {
+			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].Content != tc.want {
+				var got []string
+				for _, r := range res {
+					got = append(got, r.Content)
+				}
+				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
+			}
+		}
+	}
+}
