@@ -133,7 +133,7 @@ var rollBackArchivalLabels = func() []string {
 		panic("no migration 0023_archival_conversation.sql")
 	}
 	return []string{
-		`DROP TRIGGER fts_archival_live`,
+		`DROP TRIGGER fts_archival_live`, `DROP INDEX archival_live_conversation`,
 		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
 		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 		`DROP VIEW fts_archival_source`, `DROP VIEW archival_links`, `DROP VIEW archival_conversations`,

@@ -52,7 +52,7 @@ func insertIn(t *testing.T, ar *memory.Archival, conv, content string) int64 {
 
 // testSupersededNotNeighbour: once an entry is superseded its live
 // neighbours are each other's context, and no search finds them by its
-// words; it is indexed alone.
+// words; it keeps the entries next to it as its own context.
 func testSupersededNotNeighbour(t *testing.T, open LimitOpener) {
 	s := open(t, nil)
 	defer s.Close()
@@ -70,7 +70,10 @@ func testSupersededNotNeighbour(t *testing.T, open LimitOpener) {
 	findsArchival(t, ar, "corrected", false, e3, e4.ID)
 	must(t, ar.Delete(ctx, e3))
 	findsArchival(t, ar, "river", false, e1, e4.ID)
-	findsArchival(t, ar, "corrected", true, e1, e4.ID)
+	// The superseded entry stands in the conversation's history: its
+	// neighbours are the entries next to it, superseded or not.
+	findsArchival(t, ar, "corrected", true, e1, e2, e4.ID)
+	findsArchival(t, ar, "echo", true, e1, e2, e4.ID)
 }
 
 // testMergedTakesSourcesPlace: a merge of two of a conversation's

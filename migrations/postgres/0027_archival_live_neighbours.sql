@@ -3,25 +3,31 @@
 -- sources' place in their conversation, as on SQLite (its migration
 -- archival_live_neighbours).
 --
--- A superseded entry (valid_to set) is nobody's neighbour and has none:
--- its tsvector is its own words. Before, a live entry kept a superseded
--- neighbour's words, and a consolidated conversation's entries were
--- indexed with the words of what consolidation replaced.
---
 -- conversation_pos is an entry's place in its conversation, NULL for its
 -- id (every entry written but a merged one). Consolidation (memory's
 -- applyMerge) sets a merged entry's to the smallest place among its
 -- sources that name the same conversation, so that its neighbours are
--- theirs, not the conversation's last turns. Neighbours are the same
--- owner's live entries with the same key, next below and next above in
--- (COALESCE(conversation_pos, id), id) order: archival_links gives them
--- (the text cache reads it), engram_archival_fts and the triggers find the
--- same ones. The index archival_conversation holds that order for live
--- entries.
+-- theirs, not the conversation's last turns. Entries are ordered by
+-- (COALESCE(conversation_pos, id), id).
+--
+-- A live entry's neighbours are the same owner's live entries with the
+-- same key, next below and next above in that order: a superseded entry
+-- is no live entry's neighbour. A superseded entry (valid_to set) is
+-- indexed as it stood in the conversation's history: its neighbours are
+-- the entries next to it, superseded or not. So a supersession changes
+-- the tsvector of the entry and of its live neighbours, never of other
+-- superseded entries, and every write rewrites a bounded number of rows.
+--
+-- archival_links gives them (the text cache reads it);
+-- engram_archival_fts and the triggers find the same ones.
+-- archival_conversation holds the order for all entries,
+-- archival_live_conversation for live ones.
 ALTER TABLE archival ADD COLUMN conversation_pos BIGINT;
 
 DROP INDEX archival_conversation;
 CREATE INDEX archival_conversation ON archival
+    (agent, engram_archival_conversation(metadata_json), COALESCE(conversation_pos, id), id);
+CREATE INDEX archival_live_conversation ON archival
     (agent, engram_archival_conversation(metadata_json), COALESCE(conversation_pos, id), id) WHERE valid_to IS NULL;
 
 -- The live neighbours of a place (owner, conversation, place, id), other
@@ -39,24 +45,50 @@ RETURNS SETOF BIGINT LANGUAGE sql STABLE AS $$
         ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
 $$;
 
+-- The superseded entries among the entries next to a place, other than
+-- a_id: those whose own neighbours it is.
+CREATE FUNCTION engram_archival_dead_neighbours(a_agent TEXT, a_conv TEXT, a_pos BIGINT, a_id BIGINT)
+RETURNS SETOF BIGINT LANGUAGE sql STABLE AS $$
+    SELECT x.id FROM archival x WHERE x.valid_to IS NOT NULL AND x.id IN (
+        (SELECT p.id FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = a_conv AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= a_pos AND (COALESCE(p.conversation_pos, p.id) < a_pos OR p.id < a_id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT n.id FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = a_conv AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= a_pos AND (COALESCE(n.conversation_pos, n.id) > a_pos OR n.id > a_id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1))
+$$;
+
 CREATE OR REPLACE VIEW archival_links AS
 SELECT a.id, a.agent,
     CASE WHEN a.valid_to IS NULL THEN (SELECT p.id FROM archival p
         WHERE p.agent = a.agent AND engram_archival_conversation(p.metadata_json) = engram_archival_conversation(a.metadata_json)
-            AND p.valid_to IS NULL AND p.id <> a.id
-            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id)
+            AND p.valid_to IS NULL
+            AND p.id <> a.id AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id)
+            AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
+        ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+    ELSE (SELECT p.id FROM archival p
+        WHERE p.agent = a.agent AND engram_archival_conversation(p.metadata_json) = engram_archival_conversation(a.metadata_json)
+            AND p.id <> a.id AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id)
             AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
         ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END AS before_id,
     CASE WHEN a.valid_to IS NULL THEN (SELECT n.id FROM archival n
         WHERE n.agent = a.agent AND engram_archival_conversation(n.metadata_json) = engram_archival_conversation(a.metadata_json)
-            AND n.valid_to IS NULL AND n.id <> a.id
-            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(a.conversation_pos, a.id)
+            AND n.valid_to IS NULL
+            AND n.id <> a.id AND COALESCE(n.conversation_pos, n.id) >= COALESCE(a.conversation_pos, a.id)
+            AND (COALESCE(n.conversation_pos, n.id) > COALESCE(a.conversation_pos, a.id) OR n.id > a.id)
+        ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
+    ELSE (SELECT n.id FROM archival n
+        WHERE n.agent = a.agent AND engram_archival_conversation(n.metadata_json) = engram_archival_conversation(a.metadata_json)
+            AND n.id <> a.id AND COALESCE(n.conversation_pos, n.id) >= COALESCE(a.conversation_pos, a.id)
             AND (COALESCE(n.conversation_pos, n.id) > COALESCE(a.conversation_pos, a.id) OR n.id > a.id)
         ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END AS after_id
 FROM archival a;
 
--- An entry's tsvector: its own words, and when it is live and names a
--- conversation its neighbours' at weight D (the 1 MB cap as in 0018).
+-- An entry's tsvector: its own words, and when it names a conversation
+-- its neighbours' (live ones for a live entry) at weight D (the 1 MB cap as in 0018).
 -- Volatile, so that in a row trigger it sees the rows the same statement
 -- wrote before.
 CREATE FUNCTION engram_archival_fts(a_id BIGINT, a_agent TEXT, a_content TEXT, a_tags TEXT, a_meta TEXT, a_pos BIGINT, a_live BOOLEAN)
@@ -71,15 +103,23 @@ RETURNS tsvector LANGUAGE sql VOLATILE AS $$
         setweight(to_tsvector('english', a_content), 'B') ||
             setweight(to_tsvector('english', a_tags), 'A') ||
             setweight(jsonb_to_tsvector('english', a_meta::jsonb, '["string", "numeric"]'), 'C') AS own,
-        setweight(to_tsvector('english', COALESCE((SELECT p.content FROM archival p
+        setweight(to_tsvector('english', COALESCE(CASE WHEN a_live THEN (SELECT p.content FROM archival p
             WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = c.conv AND p.valid_to IS NULL AND p.id <> a_id
                 AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1), '')), 'D') AS bef,
-        setweight(to_tsvector('english', COALESCE((SELECT n.content FROM archival n
+                ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+            ELSE (SELECT p.content FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = c.conv AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
+                ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END, '')), 'D') AS bef,
+        setweight(to_tsvector('english', COALESCE(CASE WHEN a_live THEN (SELECT n.content FROM archival n
             WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = c.conv AND n.valid_to IS NULL AND n.id <> a_id
                 AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1), '')), 'D') AS aft
-        FROM (SELECT CASE WHEN a_live THEN engram_archival_conversation(a_meta) END AS conv, COALESCE(a_pos, a_id) AS pos) c) parts
+                ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
+            ELSE (SELECT n.content FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = c.conv AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
+                ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END, '')), 'D') AS aft
+        FROM (SELECT engram_archival_conversation(a_meta) AS conv, COALESCE(a_pos, a_id) AS pos) c) parts
 $$;
 
 CREATE OR REPLACE FUNCTION engram_archival_fts_own() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -88,19 +128,30 @@ BEGIN
     RETURN NEW;
 END $$;
 
--- The neighbours of where an entry was (when it was live) and of where it
--- is (when it is live) are rewritten, and logged for the text cache.
+-- The live neighbours of where an entry was (when it was live) and of
+-- where it is (when it is live) are rewritten, and logged for the text
+-- cache; so are the superseded entries next to both places, unless the
+-- entry only changed whether it is live (its text, their context, is
+-- the same).
 CREATE OR REPLACE FUNCTION engram_archival_fts_neighbours() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     conv TEXT;
+    moved BOOLEAN := TG_OP <> 'UPDATE' OR OLD.id <> NEW.id OR OLD.agent <> NEW.agent OR OLD.content IS DISTINCT FROM NEW.content
+        OR OLD.metadata_json IS DISTINCT FROM NEW.metadata_json OR OLD.conversation_pos IS DISTINCT FROM NEW.conversation_pos;
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.valid_to IS NULL THEN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
         conv := engram_archival_conversation(OLD.metadata_json);
-        IF conv IS NOT NULL THEN
+        IF conv IS NOT NULL AND OLD.valid_to IS NULL THEN
             UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL)
             WHERE id IN (SELECT engram_archival_neighbours(OLD.agent, conv, COALESCE(OLD.conversation_pos, OLD.id), OLD.id));
             INSERT INTO search_text_log (kind, id)
                 SELECT 2, engram_archival_neighbours(OLD.agent, conv, COALESCE(OLD.conversation_pos, OLD.id), OLD.id);
+        END IF;
+        IF conv IS NOT NULL AND moved THEN
+            UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL)
+            WHERE id IN (SELECT engram_archival_dead_neighbours(OLD.agent, conv, COALESCE(OLD.conversation_pos, OLD.id), OLD.id));
+            INSERT INTO search_text_log (kind, id)
+                SELECT 2, engram_archival_dead_neighbours(OLD.agent, conv, COALESCE(OLD.conversation_pos, OLD.id), OLD.id);
         END IF;
     END IF;
     -- The entry itself is logged here too: its context may change where
@@ -113,23 +164,29 @@ BEGIN
             INSERT INTO search_text_log (kind, id) VALUES (2, OLD.id);
         END IF;
     END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.valid_to IS NULL THEN
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
         conv := engram_archival_conversation(NEW.metadata_json);
-        IF conv IS NOT NULL THEN
+        IF conv IS NOT NULL AND NEW.valid_to IS NULL THEN
             UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL)
             WHERE id IN (SELECT engram_archival_neighbours(NEW.agent, conv, COALESCE(NEW.conversation_pos, NEW.id), NEW.id));
             INSERT INTO search_text_log (kind, id)
                 SELECT 2, engram_archival_neighbours(NEW.agent, conv, COALESCE(NEW.conversation_pos, NEW.id), NEW.id);
+        END IF;
+        IF conv IS NOT NULL AND moved THEN
+            UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL)
+            WHERE id IN (SELECT engram_archival_dead_neighbours(NEW.agent, conv, COALESCE(NEW.conversation_pos, NEW.id), NEW.id));
+            INSERT INTO search_text_log (kind, id)
+                SELECT 2, engram_archival_dead_neighbours(NEW.agent, conv, COALESCE(NEW.conversation_pos, NEW.id), NEW.id);
         END IF;
     END IF;
     RETURN NULL;
 END $$;
 
 -- Superseding an entry (valid_to set), restoring it (valid_to cleared) or
--- moving it (conversation_pos) changes its own tsvector (a superseded
--- entry has no neighbours) and its neighbours', where it was and where it
--- is. An entry naming no conversation has neither: its supersession
--- leaves its tsvector alone.
+-- moving it (conversation_pos) changes its own tsvector (a live entry's
+-- neighbours are live, a superseded one's all entries) and its live
+-- neighbours', where it was and where it is. An entry naming no
+-- conversation has neither: its supersession leaves its tsvector alone.
 CREATE TRIGGER archival_fts_own_live BEFORE UPDATE OF valid_to, conversation_pos ON archival
     FOR EACH ROW WHEN (engram_archival_conversation(NEW.metadata_json) IS NOT NULL
         AND ((OLD.valid_to IS NULL) <> (NEW.valid_to IS NULL) OR OLD.conversation_pos IS DISTINCT FROM NEW.conversation_pos))
@@ -142,7 +199,7 @@ CREATE TRIGGER archival_fts_neighbours_live AFTER UPDATE OF valid_to, conversati
 DROP FUNCTION engram_archival_fts(BIGINT, TEXT, TEXT, TEXT, TEXT);
 DROP FUNCTION engram_archival_neighbours(TEXT, TEXT, BIGINT);
 
--- Re-index the entries that name a conversation: their neighbours now
--- skip superseded entries, and a superseded entry has none.
+-- Re-index the entries that name a conversation: a live entry's
+-- neighbours now skip superseded entries.
 UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL)
 WHERE engram_archival_conversation(metadata_json) IS NOT NULL;
