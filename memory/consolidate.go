@@ -1022,7 +1022,7 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		}
 		at := row.e.ValidFrom.UnixNano()
 		for _, src := range m.Sources {
-			res, err := tx.ExecContext(ctx, `UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, at, src, agent)
+			res, err := c.txExec(ctx, tx, archivalSupersedeSQL, at, src, agent)
 			if err != nil {
 				return fmt.Errorf("memory: merge: supersede archival %d of %q: %w", src, agent, err)
 			}
@@ -1036,7 +1036,7 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		if placed {
 			// An entry the merged one was folded into (a live entry with
 			// its content) keeps an earlier place of its own.
-			if _, err := tx.ExecContext(ctx, `UPDATE archival SET conversation_pos = ? WHERE id = ? AND COALESCE(conversation_pos, id) > ?`,
+			if _, err := c.txExec(ctx, tx, `UPDATE archival SET conversation_pos = ? WHERE id = ? AND COALESCE(conversation_pos, id) > ?`,
 				place, row.e.ID, place); err != nil {
 				return fmt.Errorf("memory: merge: place archival %d of %q in its conversation: %w", row.e.ID, agent, err)
 			}
