@@ -1036,8 +1036,7 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		if placed {
 			// An entry the merged one was folded into (a live entry with
 			// its content) keeps an earlier place of its own.
-			if _, err := c.txExec(ctx, tx, `UPDATE archival SET conversation_pos = ? WHERE id = ? AND COALESCE(conversation_pos, id) > ?`,
-				place, row.e.ID, place); err != nil {
+			if _, err := c.txExec(ctx, tx, archivalPlaceSQL, place, row.e.ID, place); err != nil {
 				return fmt.Errorf("memory: merge: place archival %d of %q in its conversation: %w", row.e.ID, agent, err)
 			}
 		}
@@ -1053,6 +1052,11 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 	}
 	return row.e.ID, nil
 }
+
+// archivalPlaceSQL places entry ? (the second argument) at place ? (the
+// first and third) in its conversation, unless it stands earlier. Kept
+// parsed by the backend, as archivalSupersedeSQL.
+const archivalPlaceSQL = `UPDATE archival SET conversation_pos = ? WHERE id = ? AND COALESCE(conversation_pos, id) > ?`
 
 // mergePlace is the place in its conversation (archival.conversation_pos;
 // NULL is the entry's id) of an entry with metadata meta merging sources:
