@@ -161,7 +161,9 @@ func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 		return err
 	}
 	if supersede != 0 {
-		res, err := tx.Exec(`UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, e.ValidFrom.UnixNano(), supersede, agent)
+		// Kept parsed by the backend: the statement carries the triggers a
+		// supersession fires (its neighbours re-indexed).
+		res, err := c.txExec(ctx, tx, archivalSupersedeSQL, e.ValidFrom.UnixNano(), supersede, agent)
 		if err != nil {
 			return fmt.Errorf("memory: supersede archival %d of %q: %w", supersede, agent, err)
 		}
@@ -179,6 +181,10 @@ func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 	}
 	return nil
 }
+
+// archivalSupersedeSQL ends a live entry's validity (valid_to) at ?, the
+// entry's id and agent following.
+const archivalSupersedeSQL = `UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`
 
 // insertArchivalRows inserts rows (setting their IDs), their tags and,
 // when vecs is not nil, their vectors.

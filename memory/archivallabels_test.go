@@ -118,8 +118,9 @@ func TestArchivalNoConversationNoNeighbours(t *testing.T) {
 	}
 }
 
-// rollBackArchivalLabels undoes SQLite migrations 0029 (its tables and index)
-// and 0028: its triggers,
+// rollBackArchivalLabels undoes SQLite migrations 0030 (its trigger and
+// column; 0028's objects it remade go with them), 0029 (its tables and
+// index) and 0028: its triggers,
 // views, index and column go, and 0023's objects are made again (its
 // file run as it is, but for dropping triggers that are gone already).
 var rollBackArchivalLabels = func() []string {
@@ -132,10 +133,12 @@ var rollBackArchivalLabels = func() []string {
 		panic("no migration 0023_archival_conversation.sql")
 	}
 	return []string{
+		`DROP TRIGGER fts_archival_live`, `DROP INDEX archival_live_conversation`,
 		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
 		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 		`DROP VIEW fts_archival_source`, `DROP VIEW archival_links`, `DROP VIEW archival_conversations`,
-		`DROP INDEX archival_conversation`, `ALTER TABLE archival DROP COLUMN conversation_key`,
+		`DROP INDEX archival_conversation`, `ALTER TABLE archival DROP COLUMN conversation_pos`,
+		`ALTER TABLE archival DROP COLUMN conversation_key`,
 		strings.ReplaceAll(ms[i].SQL, "DROP TRIGGER fts_archival_", "DROP TRIGGER IF EXISTS fts_archival_"),
 	}
 }()

@@ -70,6 +70,34 @@ func TestCacheConformance(t *testing.T) {
 	}
 }
 
+// TestArchivalNeighboursConformance runs the archival neighbour suite on
+// SQLite: full-text legs ranked in SQL (FTS5), by a text cache loaded
+// before the writes, and by one loaded when the first search runs.
+func TestArchivalNeighboursConformance(t *testing.T) {
+	for _, mode := range []string{"file", "file-sql", "file-caches"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.RunNeighbourTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
+				if o == nil {
+					o = &memory.Options{}
+				}
+				if mode == "file-sql" {
+					o.TextCacheBytes = -1
+				}
+				c, err := memory.Open(context.Background(), fresh(filepath.Join(t.TempDir(), "store.db")), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode == "file-caches" {
+					if err := storeaccess.Index(c).WarmTextCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return c
+			})
+		})
+	}
+}
+
 // TestCacheLimits runs the per-entry caps and quota suite on SQLite: a
 // file, the in-memory store, and a file with an embedder (entries are
 // embedded before the quota's check).

@@ -1016,9 +1016,13 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		if err := c.checkQuota(ctx, tx, agent, row.bytes()); err != nil {
 			return err
 		}
+		place, placed, err := c.mergePlace(ctx, tx, agent, m.Sources, row.meta)
+		if err != nil {
+			return err
+		}
 		at := row.e.ValidFrom.UnixNano()
 		for _, src := range m.Sources {
-			res, err := tx.ExecContext(ctx, `UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`, at, src, agent)
+			res, err := c.txExec(ctx, tx, archivalSupersedeSQL, at, src, agent)
 			if err != nil {
 				return fmt.Errorf("memory: merge: supersede archival %d of %q: %w", src, agent, err)
 			}
@@ -1028,6 +1032,13 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		}
 		if err := c.insertArchivalRows(ctx, tx, []*archivalRow{row}, vecs); err != nil {
 			return err
+		}
+		if placed {
+			// An entry the merged one was folded into (a live entry with
+			// its content) keeps an earlier place of its own.
+			if _, err := c.txExec(ctx, tx, archivalPlaceSQL, place, row.e.ID, place); err != nil {
+				return fmt.Errorf("memory: merge: place archival %d of %q in its conversation: %w", row.e.ID, agent, err)
+			}
 		}
 		for _, src := range m.Sources {
 			if _, err := tx.ExecContext(ctx, `UPDATE archival SET superseded_by = ? WHERE id = ?`, row.e.ID, src); err != nil {
@@ -1040,6 +1051,47 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 		return 0, err
 	}
 	return row.e.ID, nil
+}
+
+// archivalPlaceSQL places entry ? (the second argument) at place ? (the
+// first and third) in its conversation, unless it stands earlier. Kept
+// parsed by the backend, as archivalSupersedeSQL.
+const archivalPlaceSQL = `UPDATE archival SET conversation_pos = ? WHERE id = ? AND COALESCE(conversation_pos, id) > ?`
+
+// mergePlace is the place in its conversation (archival.conversation_pos;
+// NULL is the entry's id) of an entry with metadata meta merging sources:
+// the first place among the sources naming the same conversation, so that
+// the merged entry's neighbours are theirs. ok is false when it names
+// none or no source names its conversation: it goes where its id puts it.
+func (c *Store) mergePlace(ctx context.Context, tx *sql.Tx, agent string, sources []int64, meta string) (place int64, ok bool, err error) {
+	m, err := decodeMetadata(meta)
+	if err != nil {
+		return 0, false, fmt.Errorf("memory: merge: metadata of the merged entry of %q: %w", agent, err)
+	}
+	conv := conversationOf(m)
+	if conv == "" {
+		return 0, false, nil
+	}
+	for _, src := range sources {
+		var pos int64
+		var smeta string
+		err := tx.QueryRowContext(ctx, `SELECT COALESCE(conversation_pos, id), metadata_json FROM archival WHERE id = ? AND agent = ?`,
+			src, agent).Scan(&pos, &smeta)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the supersession below reports it
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("memory: merge: read archival %d of %q: %w", src, agent, err)
+		}
+		sm, err := decodeMetadata(smeta)
+		if err != nil || conversationOf(sm) != conv {
+			continue
+		}
+		if !ok || pos < place {
+			place, ok = pos, true
+		}
+	}
+	return place, ok, nil
 }
 
 // Consolidate runs one consolidation round over the agent's archival

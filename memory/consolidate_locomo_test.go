@@ -253,9 +253,9 @@ func TestConsolidationRecoversRetrieval(t *testing.T) {
 	}
 	clean, before, after = clean/float64(n), before/float64(n), after/float64(n)
 	t.Logf("evidence R@10 over %d questions: clean %.4f, duplicated %.4f, consolidated %.4f", n, clean, before, after)
-	// Measured −0.013 (docs/consolidation.md); the floor catches a
-	// consolidation that loses evidence, not noise of a thousandth.
-	if d := after - clean; d < -0.015 || d > 0.015 {
-		t.Fatalf("R@10 after consolidation %.4f, clean %.4f: differ by %.4f (want within 0.015)", after, clean, d)
+	// Measured −0.009 (docs/consolidation.md): a merged entry takes its
+	// sources' place among their conversation's live entries.
+	if d := after - clean; d < -0.01 || d > 0.01 {
+		t.Fatalf("R@10 after consolidation %.4f, clean %.4f: differ by %.4f (want within 0.01)", after, clean, d)
 	}
 }

@@ -20,9 +20,10 @@ import (
 // DumpVersion is the format version Export writes. Version 2 added
 // proposals, the context library and the embedder record, version 3
 // agent profiles, version 4 the proposals on archival memory
-// (consolidation's merge_archival, whose source ids Import renumbers);
-// Import reads versions 1 to 4.
-const DumpVersion = 4
+// (consolidation's merge_archival, whose source ids Import renumbers),
+// version 5 the places of merged archival entries in their conversations
+// (ArchivalPlaces); Import reads versions 1 to 5.
+const DumpVersion = 5
 
 // Dump is a lossless, JSON-serialisable copy of a store (or one agent's
 // part of it): every block with its whole automerge document (so CRDT
@@ -49,6 +50,11 @@ type Dump struct {
 	Summaries []Summary       `json:"summaries,omitempty"`
 	Library   []DumpArtifact  `json:"library,omitempty"`
 	Profiles  []DumpProfile   `json:"profiles,omitempty"`
+	// ArchivalPlaces are the archival entries placed in their
+	// conversation other than by their id: consolidation puts a merged
+	// entry where its first source was, so that it has that source's
+	// neighbours. Import renumbers both ids with the entries.
+	ArchivalPlaces []DumpArchivalPlace `json:"archival_places,omitempty"`
 	// Embedder is the embedder the store's vectors were made with (nil:
 	// none recorded). Import does not record it (the vectors are not in
 	// the dump): it reports it (ImportReport.Embedder) so that the caller
@@ -91,6 +97,15 @@ type DumpArtifact struct {
 type DumpProfile struct {
 	Agent   string  `json:"agent"`
 	Profile Profile `json:"profile"`
+}
+
+// DumpArchivalPlace is an archival entry's place in its conversation
+// (the entries of a conversation are in place order, a place being an
+// entry's id unless one is given here): Place is the id of the entry it
+// stands with, the entry itself standing after it.
+type DumpArchivalPlace struct {
+	ID    int64 `json:"id"`
+	Place int64 `json:"place"`
 }
 
 // DumpEmbedder is the recorded embedder: its Name and Dimensions.
@@ -247,6 +262,9 @@ func (c *Store) export(ctx context.Context, agent string) (*Dump, error) {
 		// Oldest first, so supersession targets come before their links.
 		for i := len(arch) - 1; i >= 0; i-- {
 			d.Archival = append(d.Archival, arch[i])
+		}
+		if d.ArchivalPlaces, err = c.archivalPlaces(ctx, owner, d.ArchivalPlaces); err != nil {
+			return nil, err
 		}
 		msgs, err := c.messages(ctx, owner, nil)
 		if err != nil {
@@ -661,6 +679,9 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				}
 			}
 		}
+		if err := importPlaces(tx, d, archIDs); err != nil {
+			return err
+		}
 		for _, b := range d.Batches {
 			var completed any
 			if !b.CompletedAt.IsZero() {
@@ -881,4 +902,54 @@ func importMergedBy(b DumpBlock, doc *blocks.Document) (map[string]string, error
 		}
 	}
 	return out, nil
+}
+
+// archivalPlaces appends owner's archival entries placed other than by
+// their id (DumpArchivalPlace) to out, in id order.
+func (c *Store) archivalPlaces(ctx context.Context, owner string, out []DumpArchivalPlace) ([]DumpArchivalPlace, error) {
+	rows, err := c.rdb.QueryContext(ctx, `SELECT id, conversation_pos FROM archival WHERE agent = ? AND conversation_pos IS NOT NULL ORDER BY id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("memory: export: archival places of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p DumpArchivalPlace
+		if err := rows.Scan(&p.ID, &p.Place); err != nil {
+			return nil, fmt.Errorf("memory: export: archival places of %q: %w", owner, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// importPlaces places the imported entries d.ArchivalPlaces names, their
+// ids and places renumbered by archIDs (the dump's archival id to the
+// new one). A place whose entry is not in the dump (deleted since the
+// merge) is the place of the dump's entry before it in id order: the
+// new ids keep the dump's order, and the placed entry, newer than both,
+// stands after that entry as it stood after the deleted one.
+func importPlaces(tx *sql.Tx, d *Dump, archIDs map[int64]int64) error {
+	if len(d.ArchivalPlaces) == 0 {
+		return nil
+	}
+	old := slices.Sorted(maps.Keys(archIDs))
+	for _, p := range d.ArchivalPlaces {
+		id, ok := archIDs[p.ID]
+		if !ok {
+			return invalidArg("archival place of entry %d: no such entry in the dump", p.ID)
+		}
+		place, ok := archIDs[p.Place]
+		if !ok {
+			i, _ := slices.BinarySearch(old, p.Place)
+			if i == 0 {
+				place = archIDs[old[0]] - 1
+			} else {
+				place = archIDs[old[i-1]]
+			}
+		}
+		if _, err := tx.Exec(`UPDATE archival SET conversation_pos = ? WHERE id = ?`, place, id); err != nil {
+			return fmt.Errorf("memory: import: place archival entry %d: %w", p.ID, err)
+		}
+	}
+	return nil
 }

@@ -38,8 +38,10 @@ var tableContent = map[string]string{
 	"proposals": `SELECT COALESCE(b.owner, p.proposer), COALESCE(b.label, ''), p.proposer, p.op,
 		CASE WHEN p.block_id IS NULL THEN '' ELSE p.args_json END, p.reason, p.status, p.created_at, p.decided_at, p.decided_by
 		FROM proposals p LEFT JOIN blocks b ON b.id = p.block_id`,
-	"archival": `SELECT a.agent, a.content, a.metadata_json, a.tags_json, a.tags_text, a.created_at, a.valid_from, a.valid_to, n.content
-		FROM archival a LEFT JOIN archival n ON n.id = a.superseded_by`,
+	// conversation_pos names the entry a merged one stands with.
+	"archival": `SELECT a.agent, a.content, a.metadata_json, a.tags_json, a.tags_text, a.created_at, a.valid_from, a.valid_to, n.content,
+		a.conversation_pos IS NULL, COALESCE(p.content, '')
+		FROM archival a LEFT JOIN archival n ON n.id = a.superseded_by LEFT JOIN archival p ON p.id = a.conversation_pos`,
 	"archival_tags": `SELECT a.agent, a.content, t.tag FROM archival_tags t JOIN archival a ON a.id = t.archival_id`,
 	"messages":      `SELECT agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at FROM messages`,
 	"batches":       `SELECT agent, batch_id, complete, created_at, completed_at FROM batches`,
@@ -152,7 +154,7 @@ func TestDumpRoundTripEveryTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Proposals != 4 || rep.Library != 3 || rep.Embedder == nil || rep.Embedder.Name != emb.Name() {
+			if rep.Proposals != 5 || rep.Library != 3 || rep.Embedder == nil || rep.Embedder.Name != emb.Name() {
 				t.Fatalf("report %+v", rep)
 			}
 			// As the CLI's import does: open with the dump's embedder,
@@ -332,6 +334,24 @@ func fillEveryTable(t *testing.T, c *memory.Store) {
 	must(err)
 	if len(rep.Proposals) != 1 {
 		t.Fatalf("consolidation made %d proposals, want 1", len(rep.Proposals))
+	}
+	// A merge in a conversation, approved: the merged entry stands where
+	// its first source stood.
+	for _, text := range []string{"alpha turn", "The lamp is on the desk.", "beta turn", "the lamp is on the desk"} {
+		_, err = c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c9"}})
+		must(err)
+	}
+	rep, err = c.Agent("ada").Archival().Consolidate(ctx, nil)
+	must(err)
+	approved := 0
+	for _, cl := range rep.Clusters {
+		if cl.ProposalID != 0 && strings.Contains(strings.ToLower(cl.Merge.Content), "lamp") {
+			must(c.Agent("ada").ApproveProposal(ctx, cl.ProposalID))
+			approved++
+		}
+	}
+	if approved != 1 {
+		t.Fatalf("approved %d merges of the conversation's entries, want 1 (%+v)", approved, rep.Clusters)
 	}
 	m1, err := c.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
 	must(err)

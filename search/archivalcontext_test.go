@@ -336,6 +336,12 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 		`UPDATE archival SET metadata_json = '{"topic": "s1"}' WHERE metadata_json = '{"session": "s1"}' AND id % 2 = 0`,
 		`UPDATE archival SET metadata_json = '{"conversation": "s1", "session": "s2"}' WHERE id % 7 = 0`,
 		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 4 = 0`,
+		// Restored, moved (a merged entry's place), moved back.
+		`UPDATE archival SET valid_to = NULL WHERE id % 8 = 0`,
+		`UPDATE archival SET conversation_pos = 1 WHERE id IN (70, 90, 1070)`,
+		`UPDATE archival SET conversation_pos = 26 WHERE id = 80`,
+		`UPDATE archival SET conversation_pos = NULL WHERE id = 90`,
+		`UPDATE archival SET valid_to = 1, conversation_pos = 2 WHERE id = 15`,
 		`UPDATE archival SET tags_json = '["kale"]', tags_text = 'kale' WHERE id % 5 = 0`,
 		`UPDATE archival SET agent = 'b' WHERE id = 50`,
 		`UPDATE archival SET id = 55 WHERE id = 60`,
@@ -350,12 +356,13 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 	}
 }
 
-// The neighbour lookups seek the owner's conversation in the
-// archival_conversation index rather than scan the owner's entries.
+// The neighbour lookups seek the owner's entries of the conversation in
+// (place, id) order, live ones (a live entry's neighbours) in
+// archival_live_conversation and all of them (a superseded entry's) in
+// archival_conversation, rather than scan the owner's entries.
 func TestArchivalContextPlan(t *testing.T) {
 	db := openDB(t)
-	rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT p.id FROM archival_conversations p
-		WHERE p.agent = 'a' AND p.conversation = 's1' AND p.id < 10 ORDER BY p.id DESC LIMIT 1`)
+	rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT before_id, after_id FROM archival_links WHERE id = 10`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +377,14 @@ func TestArchivalContextPlan(t *testing.T) {
 		plan = append(plan, detail)
 	}
 	joined := strings.Join(plan, "; ")
-	if !strings.Contains(joined, "archival_conversation") || !strings.Contains(joined, "id<") {
-		t.Fatalf("plan %q does not seek archival_conversation by (agent, conversation, id)", joined)
+	for _, want := range []string{
+		"SEARCH p USING INDEX archival_live_conversation (agent=? AND conversation_key=? AND <expr><?)",
+		"SEARCH n USING INDEX archival_live_conversation (agent=? AND conversation_key=? AND <expr>>?)",
+		"SEARCH p USING INDEX archival_conversation (agent=? AND conversation_key=? AND <expr><?)",
+		"SEARCH n USING INDEX archival_conversation (agent=? AND conversation_key=? AND <expr>>?)",
+	} {
+		if !strings.Contains(joined, want) || strings.Contains(joined, "TEMP B-TREE") {
+			t.Fatalf("plan %q lacks %q (or sorts)", joined, want)
+		}
 	}
 }

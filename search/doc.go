@@ -35,9 +35,12 @@
 // "session_id", "thread", "thread_id" holding a string other than "" or a
 // number names it, values comparing as JSON values (3 and "3" are two
 // conversations). The owner's entries of that conversation just before
-// and after it by id are its context_before and context_after (the view
-// archival_links); entries naming none have empty context columns and are
-// scored alone (docs/retrieval.md).
+// and after it in place order (an entry's id, or the place consolidation
+// gave a merged entry: archival.conversation_pos) are its context_before
+// and context_after (the view archival_links): live entries for a live
+// entry, so a superseded entry is no live entry's context, and any entries
+// for a superseded one. Entries naming none have empty context columns
+// and are scored alone (docs/retrieval.md).
 //
 // driver.Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex

@@ -208,7 +208,7 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 		t.Helper()
 		var stale []int64
 		rows, err := db.QueryContext(ctx, `SELECT id FROM archival
-			WHERE fts IS DISTINCT FROM engram_archival_fts(id, agent, content, tags_text, metadata_json) ORDER BY id`)
+			WHERE fts IS DISTINCT FROM engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL) ORDER BY id`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,6 +250,12 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 		`UPDATE archival SET metadata_json = '{"topic": "s1"}' WHERE metadata_json = '{"session": "s1"}' AND id % 2 = 0`,
 		`UPDATE archival SET metadata_json = '{"conversation": "s1", "session": "s2"}' WHERE id % 7 = 0`,
 		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 4 = 0`,
+		// Restored, moved (a merged entry's place), moved back.
+		`UPDATE archival SET valid_to = NULL WHERE id % 8 = 0`,
+		`UPDATE archival SET conversation_pos = 1 WHERE id IN (70, 90, 1070)`,
+		`UPDATE archival SET conversation_pos = 26 WHERE id = 80`,
+		`UPDATE archival SET conversation_pos = NULL WHERE id = 90`,
+		`UPDATE archival SET valid_to = 1, conversation_pos = 2 WHERE id = 15`,
 		`UPDATE archival SET tags_json = '["kale"]', tags_text = 'kale' WHERE id % 5 = 0`,
 		`UPDATE archival SET agent = 'b' WHERE id = 50`,
 		`UPDATE archival SET id = 55 WHERE id = 60`,

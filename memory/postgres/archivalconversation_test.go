@@ -81,8 +81,7 @@ func TestArchivalConversationValuesPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plan strings.Builder
-	rows, err := db.QueryContext(ctx, `EXPLAIN SELECT p.id FROM archival_conversations p
-		WHERE p.agent = 'a-long' AND p.conversation = 'x' AND p.id < 5 ORDER BY p.id DESC LIMIT 1`)
+	rows, err := db.QueryContext(ctx, `EXPLAIN SELECT before_id, after_id FROM archival_links WHERE id = 5`)
 	if err != nil {
 		t.Fatal(err)
 	}

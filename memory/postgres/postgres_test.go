@@ -67,6 +67,35 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestArchivalNeighbours runs the archival neighbour suite on
+// PostgreSQL: full-text legs ranked by the tsvector query and by a text
+// cache loaded before the writes.
+func TestArchivalNeighbours(t *testing.T) {
+	srv := pgtest.Start(t)
+	for _, mode := range []string{"sql", "caches"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.RunNeighbourTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
+				if o == nil {
+					o = &memory.Options{}
+				}
+				if mode == "sql" {
+					o.TextCacheBytes = -1
+				}
+				c, err := memory.Open(context.Background(), srv.NewDatabase(t), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode == "caches" {
+					if err := storeaccess.Index(c).WarmTextCache(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return c
+			})
+		})
+	}
+}
+
 // TestLimits runs the per-entry caps and quota suite on PostgreSQL.
 func TestLimits(t *testing.T) {
 	srv := pgtest.Start(t)

@@ -1,0 +1,74 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// A merged archival entry keeps its place in its conversation through a
+// dump, also when the source whose place it took was deleted since: the
+// imported entry has the same neighbours. A version 4 dump (no places)
+// still imports.
+func TestDumpKeepsArchivalPlaces(t *testing.T) {
+	ctx := context.Background()
+	src := openFile(t, filepath.Join(t.TempDir(), "src.db"), &memory.Options{KeepDuplicates: true})
+	ar := src.Agent("a").Archival()
+	var ids []int64
+	for _, text := range []string{"alpha harbour", "the lighthouse keeper fact", "bravo meadow", "The lighthouse keeper FACT", "delta canyon"} {
+		e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	if rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true}); err != nil || rep.Applied != 1 {
+		t.Fatalf("consolidate: %+v, %v", rep, err)
+	}
+	if err := ar.Delete(ctx, ids[1]); err != nil { // the source whose place the merged entry took
+		t.Fatal(err)
+	}
+	d, err := src.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ArchivalPlaces) != 1 {
+		t.Fatalf("dump places %+v, want the merged entry's", d.ArchivalPlaces)
+	}
+	// finds is the contents a search of s for q finds.
+	finds := func(s *memory.Store, q string) []string {
+		t.Helper()
+		res, err := s.Agent("a").Archival().Search(ctx, q, search.NewOptions().Mode(search.FTS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range res {
+			out = append(out, r.Content)
+		}
+		slices.Sort(out)
+		return out
+	}
+	queries := []string{"harbour", "meadow", "canyon", "lighthouse"}
+	dst := openFile(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+	if _, err := dst.Import(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		if want, got := finds(src, q), finds(dst, q); !slices.Equal(want, got) {
+			t.Errorf("%q: source finds %q, imported %q", q, want, got)
+		}
+	}
+	if got := finds(dst, "canyon"); len(got) != 2 {
+		t.Errorf("canyon finds %q: want delta canyon and its live neighbour, not the merged entry", got)
+	}
+	d.Version, d.ArchivalPlaces = 4, nil
+	old := openFile(t, filepath.Join(t.TempDir(), "v4.db"), nil)
+	if rep, err := old.Import(ctx, d); err != nil || rep.Archival != 5 {
+		t.Fatalf("version 4 dump: %+v, %v", rep, err)
+	}
+}

@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
+)
+
+// RunNeighbourTests runs the tests of archival entries' neighbours (the
+// same conversation's live entries around an entry, whose words find it
+// at a lower weight) against stores made by open: a superseded entry is
+// nobody's neighbour, and a merged entry takes its sources' place.
+func RunNeighbourTests(t *testing.T, open LimitOpener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, LimitOpener)
+	}{
+		{"SupersededNotNeighbour", testSupersededNotNeighbour},
+		{"MergedTakesSourcesPlace", testMergedTakesSourcesPlace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+	}
+}
+
+// findsArchival checks that a full-text search of agent's archival
+// memory for q finds exactly want (ids, any order).
+func findsArchival(t *testing.T, ar *memory.Archival, q string, superseded bool, want ...int64) {
+	t.Helper()
+	res, err := ar.Search(ctx, q, search.NewOptions().Mode(search.FTS).IncludeSuperseded(superseded).Limit(50))
+	must(t, err)
+	var got []int64
+	for _, r := range res {
+		got = append(got, r.ID)
+	}
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("search %q (superseded %v) found %v, want %v", q, superseded, got, want)
+	}
+}
+
+func insertIn(t *testing.T, ar *memory.Archival, conv, content string) int64 {
+	t.Helper()
+	e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: content, Metadata: map[string]any{"conversation": conv}})
+	must(t, err)
+	return e.ID
+}
+
+// testSupersededNotNeighbour: once an entry is superseded its live
+// neighbours are each other's context, and no search finds them by its
+// words; it keeps the entries next to it as its own context.
+func testSupersededNotNeighbour(t *testing.T, open LimitOpener) {
+	s := open(t, nil)
+	defer s.Close()
+	ar := s.Agent("a").Archival()
+	e1 := insertIn(t, ar, "c2", "echo river")
+	e2 := insertIn(t, ar, "c2", "zebrafinch nest")
+	e3 := insertIn(t, ar, "c2", "foxtrot dune")
+	findsArchival(t, ar, "zebrafinch", false, e1, e2, e3)
+	e4, err := ar.Supersede(ctx, e2, memory.ArchivalEntry{Content: "corrected nest count", Metadata: map[string]any{"conversation": "c2"}})
+	must(t, err)
+	findsArchival(t, ar, "zebrafinch", false)
+	findsArchival(t, ar, "zebrafinch", true, e2)
+	findsArchival(t, ar, "river", false, e1, e3)
+	findsArchival(t, ar, "dune", false, e1, e3, e4.ID)
+	findsArchival(t, ar, "corrected", false, e3, e4.ID)
+	must(t, ar.Delete(ctx, e3))
+	findsArchival(t, ar, "river", false, e1, e4.ID)
+	// The superseded entry stands in the conversation's history: its
+	// neighbours are the entries next to it, superseded or not.
+	findsArchival(t, ar, "corrected", true, e1, e2, e4.ID)
+	findsArchival(t, ar, "echo", true, e1, e2, e4.ID)
+}
+
+// testMergedTakesSourcesPlace: a merge of two of a conversation's
+// entries puts the merged entry where the first source was: its
+// neighbours are that source's live neighbours, and the conversation's
+// last entry is not its neighbour.
+func testMergedTakesSourcesPlace(t *testing.T, open LimitOpener) {
+	s := open(t, &memory.Options{KeepDuplicates: true})
+	defer s.Close()
+	ar := s.Agent("a").Archival()
+	e1 := insertIn(t, ar, "c1", "alpha harbour")
+	insertIn(t, ar, "c1", "duplicate fact about the lighthouse keeper")
+	e3 := insertIn(t, ar, "c1", "bravo meadow")
+	e4 := insertIn(t, ar, "c1", "charlie quarry")
+	insertIn(t, ar, "c1", "duplicate fact about the LIGHTHOUSE keeper")
+	e6 := insertIn(t, ar, "c1", "delta canyon")
+	rep, err := ar.Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true})
+	must(t, err)
+	if rep.Applied != 1 {
+		t.Fatalf("applied %d merges, want 1 (%+v)", rep.Applied, rep)
+	}
+	live, err := ar.List(ctx, nil)
+	must(t, err)
+	var m int64
+	for _, e := range live {
+		if e.ID > e6 {
+			m = e.ID
+		}
+	}
+	if m == 0 || len(live) != 5 {
+		t.Fatalf("live entries %+v: want 5, one merged", live)
+	}
+	findsArchival(t, ar, "harbour", false, e1, m)
+	findsArchival(t, ar, "lighthouse", false, m, e1, e3)
+	findsArchival(t, ar, "meadow", false, m, e3, e4)
+	findsArchival(t, ar, "canyon", false, e4, e6)
+	// The merged entry is superseded in turn: its neighbours close up.
+	e7, err := ar.Supersede(ctx, m, memory.ArchivalEntry{Content: "echo summary"})
+	must(t, err)
+	findsArchival(t, ar, "harbour", false, e1, e3)
+	findsArchival(t, ar, "meadow", false, e1, e3, e4)
+	findsArchival(t, ar, "summary", false, e7.ID)
+}
