@@ -118,7 +118,7 @@ func TestArchivalNoConversationNoNeighbours(t *testing.T) {
 	}
 }
 
-// rollBackArchivalLabels undoes SQLite migrations 0030 (its trigger and
+// rollBackArchivalLabels undoes SQLite migrations 0031 (its trigger and
 // column; 0028's objects it remade go with them), 0029 (its tables and
 // index) and 0028: its triggers,
 // views, index and column go, and 0023's objects are made again (its

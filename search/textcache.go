@@ -249,8 +249,8 @@ func messageDate(d driver.Dialect, col string) string {
 // An archival entry is indexed with the entries before and after it in
 // its conversation as two weaker columns, for the reason messages are: the
 // same owner's entries naming the same conversation, live ones around a
-// live entry (SQLite migrations 0023, 0028 and archival_live_neighbours,
-// PostgreSQL 0018, 0025 and archival_live_neighbours); an entry naming
+// live entry (SQLite migrations 0023, 0028 and 0031,
+// PostgreSQL 0018, 0025 and 0028); an entry naming
 // none has none. The view
 // archival_links (l) gives each entry's neighbours under the rule the
 // engines index by; archivalContext selects their text in the index's
