@@ -330,7 +330,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if o.DryRun {
 		return rep, nil
 	}
-	pending, err := c.pendingMerges(ctx, agent)
+	decided, err := c.priorMerges(ctx, agent, 0)
 	if err != nil {
 		return rep, err
 	}
@@ -340,10 +340,16 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		}
 		cl := &rep.Clusters[i]
 		kind := cl.Merge.Kind
-		prior := pending[sourcesKey(cl.Merge.Sources)]
+		prior := decided.merges[sourcesKey(cl.Merge.Sources)]
+		if prior.status == "rejected" {
+			// Someone decided against this merge: neither proposed nor
+			// applied again (a cluster that gains a member is a new merge).
+			cl.Reason = fmt.Sprintf("a merge of these entries was rejected (proposal %d)", prior.id)
+			continue
+		}
 		if o.ApplyExact && kind == MergeExact {
 			// A pending proposal of the same merge is decided by it.
-			id, err := c.applyMerge(ctx, agent, cl.Merge, prior, "system:consolidate")
+			id, err := c.applyMerge(ctx, agent, cl.Merge, prior.id, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
 				continue
@@ -352,15 +358,22 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			rep.Applied++
 			continue
 		}
-		if prior != 0 {
+		if prior.id != 0 {
 			// Already awaiting a decision: not proposed again.
-			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior)
+			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior.id)
 			continue
 		}
 		if kind == MergeNear && o.Model != nil && rep.ModelTokens < o.MaxModelTokens {
 			c.askModel(ctx, o.Model, agent, cl, rep)
 		}
-		id, err := c.proposeMerge(ctx, agent, cl.Merge, cl.Reason)
+		id, err := c.proposeMerge(ctx, agent, cl.Merge, cl.Reason, decided.last)
+		var dup *priorMerge
+		if errors.As(err, &dup) {
+			// Another round (a goroutine, a process) proposed or decided
+			// it since this one read the proposals.
+			cl.Reason = dup.Error()
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, ErrQuota) || errors.Is(err, ErrTooLarge) {
 				cl.Reason = err.Error()
@@ -379,29 +392,68 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	return rep, nil
 }
 
-// pendingMerges maps the sources (sourcesKey) of agent's pending
-// merge_archival proposals to the proposal's id.
-func (c *Store) pendingMerges(ctx context.Context, agent string) (map[string]int64, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT id, args_json FROM proposals
-		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status = 'pending'`, agent, OpMergeArchival)
+// priorMerge is a merge_archival proposal of the same sources as one a
+// round would make: pending (not proposed again) or rejected (neither
+// proposed nor applied again).
+type priorMerge struct {
+	id     int64
+	status string
+}
+
+func (p *priorMerge) Error() string {
+	if p.status == "rejected" {
+		return fmt.Sprintf("a merge of these entries was rejected (proposal %d)", p.id)
+	}
+	return fmt.Sprintf("a merge of these entries is pending (proposal %d)", p.id)
+}
+
+// priorMerges are agent's pending and rejected merge_archival proposals
+// with ids above since, by their sources (sourcesKey), and the highest
+// proposal id read.
+type priorMerges struct {
+	merges map[string]priorMerge
+	last   int64
+}
+
+// priorMerges reads agent's pending and rejected merge_archival proposals
+// with ids above since.
+func (c *Store) priorMerges(ctx context.Context, agent string, since int64) (priorMerges, error) {
+	return readPriorMerges(ctx, c.rdb, agent, since)
+}
+
+// queryer is the store's reader or a write transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readPriorMerges is priorMerges through q.
+func readPriorMerges(ctx context.Context, q queryer, agent string, since int64) (priorMerges, error) {
+	out := priorMerges{merges: map[string]priorMerge{}, last: since}
+	rows, err := q.QueryContext(ctx, `SELECT id, status, args_json FROM proposals
+		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status IN ('pending', 'rejected') AND id > ? ORDER BY id`, agent, OpMergeArchival, since)
 	if err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
 	for rows.Next() {
-		var id int64
+		var p priorMerge
 		var args string
-		if err := rows.Scan(&id, &args); err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		if err := rows.Scan(&p.id, &p.status, &args); err != nil {
+			return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 		}
+		out.last = max(out.last, p.id)
 		var m ArchivalMerge
 		if json.Unmarshal([]byte(args), &m) == nil && len(m.Sources) > 0 {
-			out[sourcesKey(m.Sources)] = id
+			k := sourcesKey(m.Sources)
+			// A pending proposal wins over a rejected one: it is decided
+			// by ApplyExact.
+			if cur, ok := out.merges[k]; !ok || cur.status == "rejected" {
+				out.merges[k] = p
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 	}
 	return out, nil
 }
@@ -968,8 +1020,12 @@ func checkMergeSources(src []int64) error {
 const OpMergeArchival = "merge_archival"
 
 // proposeMerge records m as a pending proposal on agent's archival
-// memory.
-func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string) (int64, error) {
+// memory, unless a merge proposal of the same sources with an id above
+// since is pending or rejected (one made since the round read the
+// proposals, by a concurrent round): then it returns that proposal as a
+// *priorMerge error. The check and the insert are one transaction under
+// the agent's write lock.
+func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string, since int64) (int64, error) {
 	args, err := json.Marshal(m)
 	if err != nil {
 		return 0, invalidArg("merge proposal is not serialisable: %v", err)
@@ -977,8 +1033,22 @@ func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge,
 	if err := c.checkProposal(ctx, agent, len(args)+len(reason)); err != nil {
 		return 0, err
 	}
-	id, err := c.insertID(ctx, nil, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at) VALUES (NULL, ?, ?, ?, ?, ?) RETURNING id`,
-		agent, OpMergeArchival, string(args), reason, c.nanos())
+	var id int64
+	err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
+		newer, err := readPriorMerges(ctx, tx, agent, since)
+		if err != nil {
+			return err
+		}
+		if p, ok := newer.merges[sourcesKey(m.Sources)]; ok {
+			return &p
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at) VALUES (NULL, ?, ?, ?, ?, ?) RETURNING id`,
+			agent, OpMergeArchival, string(args), reason, c.nanos()).Scan(&id)
+	})
+	var dup *priorMerge
+	if errors.As(err, &dup) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("memory: propose a merge of archival entries %v of %q: %w", m.Sources, agent, err)
 	}
