@@ -34,7 +34,9 @@ type ConsolidateOptions struct {
 	// included (the store keeps the examined entries' band keys), not
 	// with every entry: a round reads its window and those candidates.
 	After int64
-	// MaxEntries bounds the entries a round examines (default 10,000).
+	// MaxEntries bounds the entries a round examines (default 10,000);
+	// the window also ends once the contents and metadata it read reach
+	// 16 MiB (ConsolidateReport.Next then goes on from there).
 	MaxEntries int
 	// Threshold is the Jaccard similarity of two entries' term sets from
 	// which they are near-duplicates (default 0.8, at most 1).
@@ -193,10 +195,17 @@ type sigEntry struct {
 }
 
 const (
-	maxBucket    = 64
-	minhashK     = 64
-	minhashBands = 16
-	minhashRows  = minhashK / minhashBands
+	// maxRoundBytes bounds the contents and metadata a round's window
+	// reads (the window ends early; ConsolidateReport.Next goes on).
+	maxRoundBytes = 16 << 20
+	// maxSignedBytes: an entry whose content is longer is compared by its
+	// content key only (exact duplicates), not by its terms: signing a
+	// long text costs several times its size in memory and CPU.
+	maxSignedBytes = 64 << 10
+	maxBucket      = 64
+	minhashK       = 64
+	minhashBands   = 16
+	minhashRows    = minhashK / minhashBands
 )
 
 func splitmix(x uint64) uint64 {
@@ -208,6 +217,12 @@ func splitmix(x uint64) uint64 {
 
 // sign fills s's terms and MinHash signature.
 func (s *sigEntry) sign() {
+	if s.long() {
+		// Compared by its key alone (the store keeps none with
+		// KeepDuplicates).
+		s.key = dedupKey(s.e.Content, s.conv)
+		return
+	}
 	seen := map[string]bool{}
 	search.Terms(s.e.Content, func(t string) {
 		if !fillers[t] && !seen[t] {
@@ -230,6 +245,10 @@ func (s *sigEntry) sign() {
 		}
 	}
 }
+
+// long says whether s is compared by its content key only (see
+// maxSignedBytes).
+func (s *sigEntry) long() bool { return len(s.e.Content) > maxSignedBytes }
 
 // jaccard is the Jaccard similarity of two sorted term sets.
 func jaccard(a, b []string) float64 {
@@ -296,7 +315,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			from = first.Int64 - 1
 		}
 	}
-	window, err := c.readSigEntries(ctx, agent, `agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?`, agent, from, o.MaxEntries)
+	window, cut, err := c.readSigEntries(ctx, agent, maxRoundBytes, `agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?`, agent, from, o.MaxEntries)
 	if err != nil {
 		return rep, err
 	}
@@ -304,7 +323,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if rep.Examined > 0 {
 		rep.Last = window[len(window)-1].e.ID
 	}
-	if rep.Examined == o.MaxEntries {
+	if rep.Examined == o.MaxEntries || cut {
 		rep.Next = rep.Last
 	}
 	if err := signAll(ctx, window); err != nil {
@@ -466,33 +485,37 @@ func sourcesKey(ids []int64) string {
 }
 
 // readSigEntries reads agent's entries matching where (a condition on
-// archival's columns, with args), unsigned.
-func (c *Store) readSigEntries(ctx context.Context, agent, where string, args ...any) ([]*sigEntry, error) {
+// archival's columns, with args), unsigned. With budget > 0 it stops
+// after the entry that brings the contents and metadata read to budget
+// bytes (so at least one entry), and says whether it did.
+func (c *Store) readSigEntries(ctx context.Context, agent string, budget int, where string, args ...any) ([]*sigEntry, bool, error) {
 	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival WHERE `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
 	defer rows.Close()
 	var out []*sigEntry
-	for rows.Next() {
+	size := 0
+	for (budget <= 0 || size < budget) && rows.Next() {
 		s := &sigEntry{}
 		var meta string
 		e, err := scanArchival(scanExtra{rows, []any{&s.key, &meta}})
 		if err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+			return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 		}
 		// Numbers exact (json.Number): thread ids past 2^53 stay apart.
 		if e.Metadata, err = decodeMetadata(meta); err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
+			return nil, false, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
 		}
 		s.e = e
 		s.conv = conversationOf(e.Metadata)
+		size += len(e.Content) + len(meta)
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
-	return out, nil
+	return out, budget > 0 && size >= budget, nil
 }
 
 // signAll signs entries, checking ctx every 256.
@@ -514,6 +537,18 @@ func signAll(ctx context.Context, entries []*sigEntry) error {
 func (s *sigEntry) bandKeys() [minhashBands]int64 {
 	var out [minhashBands]int64
 	var buf []byte
+	if s.long() {
+		// A band's key digests the band's number and the content key
+		// (which digests the conversation): only exact duplicates share
+		// one.
+		for b := range out {
+			h := fnv.New64a()
+			h.Write([]byte{0xff, byte(b)})
+			h.Write([]byte(s.key))
+			out[b] = int64(h.Sum64())
+		}
+		return out
+	}
 	for b := range minhashBands {
 		buf = append(buf[:0], s.conv...)
 		buf = append(buf, 0, byte(b))
@@ -723,7 +758,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		if l.e.ID <= r.from {
 			// The first maxCluster+1 (index order: a huge cluster costs
 			// no more than that).
-			prior, err := r.c.readSigEntries(ctx, r.agent, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
+			prior, _, err := r.c.readSigEntries(ctx, r.agent, 0, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
 				WHERE m.leader_id = ? AND m.archival_id > ? AND m.archival_id <= ? AND a.agent = ? AND a.valid_to IS NULL
 				ORDER BY m.leader_id, m.archival_id LIMIT ?) ORDER BY id`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
 			if err != nil {
@@ -755,7 +790,7 @@ func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error 
 			args = append(args, id)
 		}
 		in := "?" + strings.Repeat(", ?", len(chunk)-1)
-		got, err := r.c.readSigEntries(ctx, r.agent, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
+		got, _, err := r.c.readSigEntries(ctx, r.agent, 0, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -848,6 +883,9 @@ func queryTxIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]i
 func similarity(a, b *sigEntry) float64 {
 	if a.key != "" && a.key == b.key {
 		return 1
+	}
+	if a.long() || b.long() {
+		return 0
 	}
 	j := jaccard(a.terms, b.terms)
 	if (len(a.terms) < 3 || len(b.terms) < 3) && j < 1 {
