@@ -30,25 +30,29 @@ func distinctFacts(n, copies int) []memory.ArchivalEntry {
 // examine the same window, and each cluster still becomes one pending
 // proposal, not one per round.
 func TestConcurrentRoundsProposeEachMergeOnce(t *testing.T) {
-	ctx := context.Background()
-	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
-	ag := s.Agent("ag")
-	if _, err := ag.Archival().InsertBatch(ctx, distinctFacts(100, 3), nil); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := ag.Archival().Consolidate(ctx, &memory.ConsolidateOptions{Resume: true}); err != nil {
-				t.Error(err)
+	for _, tg := range backfillTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openDedup(t, tg.url, &memory.Options{KeepDuplicates: true})
+			ag := s.Agent("ag")
+			if _, err := ag.Archival().InsertBatch(ctx, distinctFacts(100, 3), nil); err != nil {
+				t.Fatal(err)
 			}
-		}()
-	}
-	wg.Wait()
-	if n := pendingMerges(t, s, "ag"); n != 100 {
-		t.Fatalf("%d pending merges after 4 concurrent rounds, want 100 (one per cluster)", n)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := ag.Archival().Consolidate(ctx, &memory.ConsolidateOptions{Resume: true}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := pendingMerges(t, s, "ag"); n != 100 {
+				t.Fatalf("%d pending merges after 4 concurrent rounds, want 100 (one per cluster)", n)
+			}
+		})
 	}
 }
 
