@@ -319,8 +319,10 @@ func (r *Archival) Supersede(ctx context.Context, oldID int64, e ArchivalEntry) 
 }
 
 // Delete deletes the agent's entry id, with its full-text and vector index
-// rows; what it counted toward Options.AgentQuotaBytes is free again. An
-// id that is not one of the agent's entries is [ErrNotFound].
+// rows; what it counted toward Options.AgentQuotaBytes is free again. A
+// pending merge proposal naming the entry is withdrawn with it (a later
+// entry may take its id). An id that is not one of the agent's entries is
+// [ErrNotFound].
 func (r *Archival) Delete(ctx context.Context, id int64) error {
 	if err := r.a.check(ctx); err != nil {
 		return err

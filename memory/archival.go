@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -572,12 +573,25 @@ func (c *Store) listArchival(ctx context.Context, agent string, q *ArchivalQuery
 }
 
 // deleteArchival implements [Archival.Delete]; the entry's full-text and
-// vector rows go by trigger.
+// vector rows go by trigger. A pending merge proposal naming the entry is
+// withdrawn in the same transaction: SQLite gives the highest id to the
+// next entry once its row is gone, and approving the merge would then
+// supersede that unrelated entry.
 func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) error {
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
-	n, err := c.exec(ctx, agentLock(agent), `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+	var n int64
+	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return withdrawMergesOf(ctx, tx, agent, id, c.nanos())
+	})
 	if err != nil {
 		return fmt.Errorf("memory: delete archival %d of %q: %w", id, agent, err)
 	}
@@ -629,4 +643,38 @@ func cloneOptions(opts *search.Options) *search.Options {
 	}
 	cp := *opts
 	return &cp
+}
+
+// withdrawMergesOf withdraws agent's pending merge proposals that name
+// archival entry id among their sources.
+func withdrawMergesOf(ctx context.Context, tx *sql.Tx, agent string, id int64, now int64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, args_json FROM proposals WHERE proposer = ? AND op = ? AND block_id IS NULL
+		AND status = 'pending' AND args_json LIKE ?`, agent, OpMergeArchival, "%"+strconv.FormatInt(id, 10)+"%")
+	if err != nil {
+		return fmt.Errorf("withdraw the merges of archival %d: %w", id, err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var pid int64
+		var args string
+		if err := rows.Scan(&pid, &args); err != nil {
+			rows.Close()
+			return fmt.Errorf("withdraw the merges of archival %d: %w", id, err)
+		}
+		var m ArchivalMerge
+		if json.Unmarshal([]byte(args), &m) == nil && slices.Contains(m.Sources, id) {
+			ids = append(ids, pid)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("withdraw the merges of archival %d: %w", id, err)
+	}
+	for _, pid := range ids {
+		if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = 'withdrawn', decided_at = ?, decided_by = 'system',
+			reason = reason || ? WHERE id = ? AND status = 'pending'`, now, fmt.Sprintf(" [withdrawn: archival entry %d was deleted]", id), pid); err != nil {
+			return fmt.Errorf("withdraw merge proposal %d: %w", pid, err)
+		}
+	}
+	return nil
 }

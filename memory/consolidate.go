@@ -34,7 +34,9 @@ type ConsolidateOptions struct {
 	// included (the store keeps the examined entries' band keys), not
 	// with every entry: a round reads its window and those candidates.
 	After int64
-	// MaxEntries bounds the entries a round examines (default 10,000).
+	// MaxEntries bounds the entries a round examines (default 10,000);
+	// the window also ends once the contents and metadata it read reach
+	// 16 MiB (ConsolidateReport.Next then goes on from there).
 	MaxEntries int
 	// Threshold is the Jaccard similarity of two entries' term sets from
 	// which they are near-duplicates (default 0.8, at most 1).
@@ -193,10 +195,17 @@ type sigEntry struct {
 }
 
 const (
-	maxBucket    = 64
-	minhashK     = 64
-	minhashBands = 16
-	minhashRows  = minhashK / minhashBands
+	// maxRoundBytes bounds the contents and metadata a round's window
+	// reads (the window ends early; ConsolidateReport.Next goes on).
+	maxRoundBytes = 16 << 20
+	// maxSignedBytes: an entry whose content is longer is compared by its
+	// content key only (exact duplicates), not by its terms: signing a
+	// long text costs several times its size in memory and CPU.
+	maxSignedBytes = 64 << 10
+	maxBucket      = 64
+	minhashK       = 64
+	minhashBands   = 16
+	minhashRows    = minhashK / minhashBands
 )
 
 func splitmix(x uint64) uint64 {
@@ -208,6 +217,12 @@ func splitmix(x uint64) uint64 {
 
 // sign fills s's terms and MinHash signature.
 func (s *sigEntry) sign() {
+	if s.long() {
+		// Compared by its key alone (the store keeps none with
+		// KeepDuplicates).
+		s.key = dedupKey(s.e.Content, s.conv)
+		return
+	}
 	seen := map[string]bool{}
 	search.Terms(s.e.Content, func(t string) {
 		if !fillers[t] && !seen[t] {
@@ -230,6 +245,10 @@ func (s *sigEntry) sign() {
 		}
 	}
 }
+
+// long says whether s is compared by its content key only (see
+// maxSignedBytes).
+func (s *sigEntry) long() bool { return len(s.e.Content) > maxSignedBytes }
 
 // jaccard is the Jaccard similarity of two sorted term sets.
 func jaccard(a, b []string) float64 {
@@ -296,7 +315,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			from = first.Int64 - 1
 		}
 	}
-	window, err := c.readSigEntries(ctx, agent, `agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?`, agent, from, o.MaxEntries)
+	window, cut, err := c.readSigEntries(ctx, agent, maxRoundBytes, `agent = ? AND valid_to IS NULL AND id > ? ORDER BY id LIMIT ?`, agent, from, o.MaxEntries)
 	if err != nil {
 		return rep, err
 	}
@@ -304,7 +323,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if rep.Examined > 0 {
 		rep.Last = window[len(window)-1].e.ID
 	}
-	if rep.Examined == o.MaxEntries {
+	if rep.Examined == o.MaxEntries || cut {
 		rep.Next = rep.Last
 	}
 	if err := signAll(ctx, window); err != nil {
@@ -330,7 +349,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if o.DryRun {
 		return rep, nil
 	}
-	pending, err := c.pendingMerges(ctx, agent)
+	decided, err := c.priorMerges(ctx, agent, 0)
 	if err != nil {
 		return rep, err
 	}
@@ -340,10 +359,16 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		}
 		cl := &rep.Clusters[i]
 		kind := cl.Merge.Kind
-		prior := pending[sourcesKey(cl.Merge.Sources)]
+		prior := decided.merges[sourcesKey(cl.Merge.Sources)]
+		if prior.status == "rejected" {
+			// Someone decided against this merge: neither proposed nor
+			// applied again (a cluster that gains a member is a new merge).
+			cl.Reason = fmt.Sprintf("a merge of these entries was rejected (proposal %d)", prior.id)
+			continue
+		}
 		if o.ApplyExact && kind == MergeExact {
 			// A pending proposal of the same merge is decided by it.
-			id, err := c.applyMerge(ctx, agent, cl.Merge, prior, "system:consolidate")
+			id, err := c.applyMerge(ctx, agent, cl.Merge, prior.id, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
 				continue
@@ -352,15 +377,22 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			rep.Applied++
 			continue
 		}
-		if prior != 0 {
+		if prior.id != 0 {
 			// Already awaiting a decision: not proposed again.
-			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior)
+			cl.Reason = fmt.Sprintf("a merge of these entries is pending (proposal %d)", prior.id)
 			continue
 		}
 		if kind == MergeNear && o.Model != nil && rep.ModelTokens < o.MaxModelTokens {
 			c.askModel(ctx, o.Model, agent, cl, rep)
 		}
-		id, err := c.proposeMerge(ctx, agent, cl.Merge, cl.Reason)
+		id, err := c.proposeMerge(ctx, agent, cl.Merge, cl.Reason, decided.last)
+		var dup *priorMerge
+		if errors.As(err, &dup) {
+			// Another round (a goroutine, a process) proposed or decided
+			// it since this one read the proposals.
+			cl.Reason = dup.Error()
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, ErrQuota) || errors.Is(err, ErrTooLarge) {
 				cl.Reason = err.Error()
@@ -379,29 +411,68 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	return rep, nil
 }
 
-// pendingMerges maps the sources (sourcesKey) of agent's pending
-// merge_archival proposals to the proposal's id.
-func (c *Store) pendingMerges(ctx context.Context, agent string) (map[string]int64, error) {
-	rows, err := c.rdb.QueryContext(ctx, `SELECT id, args_json FROM proposals
-		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status = 'pending'`, agent, OpMergeArchival)
+// priorMerge is a merge_archival proposal of the same sources as one a
+// round would make: pending (not proposed again) or rejected (neither
+// proposed nor applied again).
+type priorMerge struct {
+	id     int64
+	status string
+}
+
+func (p *priorMerge) Error() string {
+	if p.status == "rejected" {
+		return fmt.Sprintf("a merge of these entries was rejected (proposal %d)", p.id)
+	}
+	return fmt.Sprintf("a merge of these entries is pending (proposal %d)", p.id)
+}
+
+// priorMerges are agent's pending and rejected merge_archival proposals
+// with ids above since, by their sources (sourcesKey), and the highest
+// proposal id read.
+type priorMerges struct {
+	merges map[string]priorMerge
+	last   int64
+}
+
+// priorMerges reads agent's pending and rejected merge_archival proposals
+// with ids above since.
+func (c *Store) priorMerges(ctx context.Context, agent string, since int64) (priorMerges, error) {
+	return readPriorMerges(ctx, c.rdb, agent, since)
+}
+
+// queryer is the store's reader or a write transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readPriorMerges is priorMerges through q.
+func readPriorMerges(ctx context.Context, q queryer, agent string, since int64) (priorMerges, error) {
+	out := priorMerges{merges: map[string]priorMerge{}, last: since}
+	rows, err := q.QueryContext(ctx, `SELECT id, status, args_json FROM proposals
+		WHERE proposer = ? AND op = ? AND block_id IS NULL AND status IN ('pending', 'rejected') AND id > ? ORDER BY id`, agent, OpMergeArchival, since)
 	if err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
 	for rows.Next() {
-		var id int64
+		var p priorMerge
 		var args string
-		if err := rows.Scan(&id, &args); err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		if err := rows.Scan(&p.id, &p.status, &args); err != nil {
+			return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 		}
+		out.last = max(out.last, p.id)
 		var m ArchivalMerge
 		if json.Unmarshal([]byte(args), &m) == nil && len(m.Sources) > 0 {
-			out[sourcesKey(m.Sources)] = id
+			k := sourcesKey(m.Sources)
+			// A pending proposal wins over a rejected one: it is decided
+			// by ApplyExact.
+			if cur, ok := out.merges[k]; !ok || cur.status == "rejected" {
+				out.merges[k] = p
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read pending merges: %w", agent, err)
+		return out, fmt.Errorf("memory: consolidate %q: read pending and rejected merges: %w", agent, err)
 	}
 	return out, nil
 }
@@ -414,33 +485,37 @@ func sourcesKey(ids []int64) string {
 }
 
 // readSigEntries reads agent's entries matching where (a condition on
-// archival's columns, with args), unsigned.
-func (c *Store) readSigEntries(ctx context.Context, agent, where string, args ...any) ([]*sigEntry, error) {
+// archival's columns, with args), unsigned. With budget > 0 it stops
+// after the entry that brings the contents and metadata read to budget
+// bytes (so at least one entry), and says whether it did.
+func (c *Store) readSigEntries(ctx context.Context, agent string, budget int, where string, args ...any) ([]*sigEntry, bool, error) {
 	rows, err := c.rdb.QueryContext(ctx, `SELECT `+archivalCols+`, COALESCE(content_key, ''), metadata_json FROM archival WHERE `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
 	defer rows.Close()
 	var out []*sigEntry
-	for rows.Next() {
+	size := 0
+	for (budget <= 0 || size < budget) && rows.Next() {
 		s := &sigEntry{}
 		var meta string
 		e, err := scanArchival(scanExtra{rows, []any{&s.key, &meta}})
 		if err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+			return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 		}
 		// Numbers exact (json.Number): thread ids past 2^53 stay apart.
 		if e.Metadata, err = decodeMetadata(meta); err != nil {
-			return nil, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
+			return nil, false, fmt.Errorf("memory: consolidate %q: archival %d metadata: %w", agent, e.ID, err)
 		}
 		s.e = e
 		s.conv = conversationOf(e.Metadata)
+		size += len(e.Content) + len(meta)
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
+		return nil, false, fmt.Errorf("memory: consolidate %q: read entries: %w", agent, err)
 	}
-	return out, nil
+	return out, budget > 0 && size >= budget, nil
 }
 
 // signAll signs entries, checking ctx every 256.
@@ -462,6 +537,18 @@ func signAll(ctx context.Context, entries []*sigEntry) error {
 func (s *sigEntry) bandKeys() [minhashBands]int64 {
 	var out [minhashBands]int64
 	var buf []byte
+	if s.long() {
+		// A band's key digests the band's number and the content key
+		// (which digests the conversation): only exact duplicates share
+		// one.
+		for b := range out {
+			h := fnv.New64a()
+			h.Write([]byte{0xff, byte(b)})
+			h.Write([]byte(s.key))
+			out[b] = int64(h.Sum64())
+		}
+		return out
+	}
 	for b := range minhashBands {
 		buf = append(buf[:0], s.conv...)
 		buf = append(buf, 0, byte(b))
@@ -671,7 +758,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		if l.e.ID <= r.from {
 			// The first maxCluster+1 (index order: a huge cluster costs
 			// no more than that).
-			prior, err := r.c.readSigEntries(ctx, r.agent, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
+			prior, _, err := r.c.readSigEntries(ctx, r.agent, 0, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
 				WHERE m.leader_id = ? AND m.archival_id > ? AND m.archival_id <= ? AND a.agent = ? AND a.valid_to IS NULL
 				ORDER BY m.leader_id, m.archival_id LIMIT ?) ORDER BY id`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
 			if err != nil {
@@ -703,7 +790,7 @@ func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error 
 			args = append(args, id)
 		}
 		in := "?" + strings.Repeat(", ?", len(chunk)-1)
-		got, err := r.c.readSigEntries(ctx, r.agent, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
+		got, _, err := r.c.readSigEntries(ctx, r.agent, 0, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -796,6 +883,9 @@ func queryTxIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]i
 func similarity(a, b *sigEntry) float64 {
 	if a.key != "" && a.key == b.key {
 		return 1
+	}
+	if a.long() || b.long() {
+		return 0
 	}
 	j := jaccard(a.terms, b.terms)
 	if (len(a.terms) < 3 || len(b.terms) < 3) && j < 1 {
@@ -968,8 +1058,12 @@ func checkMergeSources(src []int64) error {
 const OpMergeArchival = "merge_archival"
 
 // proposeMerge records m as a pending proposal on agent's archival
-// memory.
-func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string) (int64, error) {
+// memory, unless a merge proposal of the same sources with an id above
+// since is pending or rejected (one made since the round read the
+// proposals, by a concurrent round): then it returns that proposal as a
+// *priorMerge error. The check and the insert are one transaction under
+// the agent's write lock.
+func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge, reason string, since int64) (int64, error) {
 	args, err := json.Marshal(m)
 	if err != nil {
 		return 0, invalidArg("merge proposal is not serialisable: %v", err)
@@ -977,8 +1071,22 @@ func (c *Store) proposeMerge(ctx context.Context, agent string, m ArchivalMerge,
 	if err := c.checkProposal(ctx, agent, len(args)+len(reason)); err != nil {
 		return 0, err
 	}
-	id, err := c.insertID(ctx, nil, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at) VALUES (NULL, ?, ?, ?, ?, ?) RETURNING id`,
-		agent, OpMergeArchival, string(args), reason, c.nanos())
+	var id int64
+	err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
+		newer, err := readPriorMerges(ctx, tx, agent, since)
+		if err != nil {
+			return err
+		}
+		if p, ok := newer.merges[sourcesKey(m.Sources)]; ok {
+			return &p
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO proposals (block_id, proposer, op, args_json, reason, created_at) VALUES (NULL, ?, ?, ?, ?, ?) RETURNING id`,
+			agent, OpMergeArchival, string(args), reason, c.nanos()).Scan(&id)
+	})
+	var dup *priorMerge
+	if errors.As(err, &dup) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("memory: propose a merge of archival entries %v of %q: %w", m.Sources, agent, err)
 	}

@@ -1,0 +1,71 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// longText is about size bytes of distinct words (seed apart).
+func longText(size, seed int) string {
+	var b strings.Builder
+	for j := 0; b.Len() < size; j++ {
+		fmt.Fprintf(&b, "w%dx%d ", j, seed)
+	}
+	return b.String()
+}
+
+// TestConsolidationRoundBoundsLongEntries: a round over entries near the
+// content cap (1 MiB) reads a bounded number of bytes (the window ends
+// early, Next says where to go on) and does not sign their terms, so one
+// archival_consolidate call cannot make the process hold gigabytes; long
+// exact duplicates are still found, long texts that differ are not
+// clustered, and rounds resumed with Next examine every entry.
+func TestConsolidationRoundBoundsLongEntries(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
+	arch := s.Agent("ag").Archival()
+	const n = 40
+	for i := range n {
+		// Entries 0 and 1 are equal; the others differ from each other.
+		seed := max(i, 1)
+		if _, err := arch.Insert(ctx, memory.ArchivalEntry{Content: longText(1<<20-64, seed)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c0 := cpuTime()
+	rep, err := arch.Consolidate(ctx, &memory.ConsolidateOptions{MaxEntries: 2000, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpuTime() - c0
+	t.Logf("first round: %d examined, %d read, next %d, CPU %v", rep.Examined, rep.Live, rep.Next, cpu)
+	if rep.Examined >= n || rep.Next == 0 {
+		t.Fatalf("a round over %d entries of 1 MiB examined %d (next %d): want it cut short by its byte budget", n, rep.Examined, rep.Next)
+	}
+	if len(rep.Clusters) != 1 || len(rep.Clusters[0].Merge.Sources) != 2 || rep.Clusters[0].Merge.Kind != memory.MergeExact {
+		for _, c := range rep.Clusters {
+			t.Log(c.Merge.Sources, c.Merge.Kind, c.Merge.Similarity)
+		}
+		t.Fatalf("clusters %d (want the one exact pair)", len(rep.Clusters))
+	}
+	examined := rep.Examined
+	for after := rep.Next; after != 0; {
+		rep, err := arch.Consolidate(ctx, &memory.ConsolidateOptions{After: after, MaxEntries: 2000, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Clusters) != 0 {
+			t.Fatalf("round after %d: %d clusters of differing long texts", after, len(rep.Clusters))
+		}
+		examined += rep.Examined
+		after = rep.Next
+	}
+	if examined != n {
+		t.Fatalf("rounds resumed by Next examined %d entries, want %d", examined, n)
+	}
+}
