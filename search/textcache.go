@@ -236,7 +236,6 @@ func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 
-
 // messageDate is d's MessageDate of col, or ” (no date words) for a
 // dialect that does not index messages' dates.
 func messageDate(d driver.Dialect, col string) string {

@@ -73,17 +73,19 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 			ctx := context.Background()
 			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 			words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
-			for a := range 8 {
-				for i := range 12 {
-					agent := fmt.Sprint("agent-", a)
-					insertArchival(t, db, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
-					insertMessage(t, db, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+			inTx(t, db, func(tx execer) {
+				for a := range 8 {
+					for i := range 12 {
+						agent := fmt.Sprint("agent-", a)
+						insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
+						insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+					}
+					if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+						VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if _, err := db.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-					VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			})
 			sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 			if err != nil {
 				t.Fatal(err)
