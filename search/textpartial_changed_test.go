@@ -73,9 +73,11 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 			ctx := context.Background()
 			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 			words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
+			// 12 rows of each kind an agent with the long tests, 6
+			// otherwise (writing them is most of each case's time).
 			inTx(t, db, func(tx execer) {
 				for a := range 8 {
-					for i := range 12 {
+					for i := range sized(12, 6) {
 						agent := fmt.Sprint("agent-", a)
 						insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
 						insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)

@@ -288,9 +288,9 @@ func churnBounded(t *testing.T, limit int64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	// 5000 strangers with the long tests, 1000 otherwise: either is many
+	// 5000 strangers with the long tests, 500 otherwise: either is many
 	// times the partitions the bound holds (limit/512+4 at most).
-	churn := sized(5000, 1000)
+	churn := sized(5000, 500)
 	for i := range churn {
 		if _, err := x.Search(ctx, "wing", search.Scope{Agent: fmt.Sprint("stranger-", i)}, search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Fatal(err)
