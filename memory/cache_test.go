@@ -74,7 +74,13 @@ func TestCacheConformance(t *testing.T) {
 // file, the in-memory store, and a file with an embedder (entries are
 // embedded before the quota's check).
 func TestCacheLimits(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-embedder"} {
+	modes := []string{"file", "memory", "file-embedder"}
+	if testenv.Race && !testenv.Long() {
+		// Under the race detector the in-memory store, a file's suite
+		// with another path, runs only with ENGRAM_LONG_TESTS=1.
+		modes = []string{"file", "file-embedder"}
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
 				if o == nil {
