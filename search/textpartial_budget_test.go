@@ -107,7 +107,7 @@ func TestTextCachePartialLoadWaitCancelled(t *testing.T) {
 	// 400 rows an owner with the long tests, 100 otherwise (the bound is
 	// measured from one owner's partition either way).
 	for _, agent := range []string{"one", "two"} {
-		for i := range sized(400, 100) {
+		for i := range testenv.Scale(100, 400) {
 			insertArchival(t, tx, archivalRow{Agent: agent, Content: fmt.Sprint("wing flutter row ", i, " mach layer")})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -77,7 +78,7 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 			// otherwise (writing them is most of each case's time).
 			inTx(t, db, func(tx execer) {
 				for a := range 8 {
-					for i := range sized(12, 6) {
+					for i := range testenv.Scale(6, 12) {
 						agent := fmt.Sprint("agent-", a)
 						insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
 						insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)

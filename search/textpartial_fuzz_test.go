@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -30,7 +31,7 @@ func TestTextCachePartialRandomWrites(t *testing.T) {
 	few := []string{"a", "b", "c", "d", `x' OR 1=1 --`, "日本", "e%"}
 	// 40 agents and 150 rounds with the long tests; 20 and 40 otherwise.
 	var many []string
-	for i := range sized(40, 20) {
+	for i := range testenv.Scale(20, 40) {
 		many = append(many, fmt.Sprint("agent-", i))
 	}
 	for _, tc := range []struct {
@@ -209,7 +210,7 @@ func randomWrites(t *testing.T, agents []string) {
 		},
 	}
 	compared := 0
-	for round := range sized(150, 40) {
+	for round := range testenv.Scale(40, 150) {
 		for range 1 + r.IntN(4) {
 			w := writers[r.IntN(len(writers))]
 			if q := ops[r.IntN(len(ops))](w); q != "" {
@@ -290,7 +291,7 @@ func churnBounded(t *testing.T, limit int64) {
 	runtime.ReadMemStats(&before)
 	// 5000 strangers with the long tests, 500 otherwise: either is many
 	// times the partitions the bound holds (limit/512+4 at most).
-	churn := sized(5000, 500)
+	churn := testenv.Scale(500, 5000)
 	for i := range churn {
 		if _, err := x.Search(ctx, "wing", search.Scope{Agent: fmt.Sprint("stranger-", i)}, search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Fatal(err)
@@ -348,7 +349,7 @@ func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
 		t.Skip("the big owner fits the bound: the test needs it over")
 	}
 	start := search.TextRowsAnalyzed(x)
-	searches := sized(20, 8)
+	searches := testenv.Scale(8, 20)
 	for i := range searches {
 		insertArchival(t, db, archivalRow{Agent: "agent-1", Content: fmt.Sprint("more wing ", i)})
 		if _, err := x.Search(ctx, "wing", search.Scope{Agent: "big"}, opts()); err != nil {
@@ -396,7 +397,7 @@ func TestTextCachePartialConcurrent(t *testing.T) {
 	errs := make(chan error, 16)
 	go func() {
 		defer close(done)
-		for i := range sized(150, 50) {
+		for i := range testenv.Scale(50, 150) {
 			a := fmt.Sprint("agent-", i%agents)
 			var err error
 			switch i % 3 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -138,7 +139,7 @@ func TestTextCachePartialLoadDoesNotBlock(t *testing.T) {
 	ctx := context.Background()
 	// 2000 rows for the big owner with the long tests, 500 otherwise: its
 	// load is held by the hook either way.
-	_, _, sqlx, x := loadStore(t, sized(2000, 500))
+	_, _, sqlx, x := loadStore(t, testenv.Scale(500, 2000))
 	entered, release := holdLoad(x, "big")
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(release) }) }

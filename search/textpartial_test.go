@@ -76,7 +76,7 @@ func TestTextCachePartialAgents(t *testing.T) {
 	db := openDBAt(t, path)
 	// 24 agents with the long tests, 12 otherwise: either is six times
 	// the bound, which holds two or three of them.
-	agents := sized(24, 12)
+	agents := testenv.Scale(12, 24)
 	var queries []string
 	inTx(t, db, func(tx execer) {
 		queries = agentsCorpus(t, tx, agents, 40)
