@@ -20,7 +20,7 @@ func TestCacheConformance(t *testing.T) {
 		// the modes with background work of their own: the caches' loads,
 		// compaction and epoch switches. Every mode runs without -race,
 		// and under it with ENGRAM_LONG_TESTS=1.
-		modes = []string{"file", "file-embedder", "file-epochs"}
+		modes = []string{"file-embedder", "file-epochs"}
 	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -102,7 +102,15 @@ func TestArchivalNeighboursConformance(t *testing.T) {
 // file, the in-memory store, and a file with an embedder (entries are
 // embedded before the quota's check).
 func TestCacheLimits(t *testing.T) {
-	for _, mode := range []string{"file", "memory", "file-embedder"} {
+	modes := []string{"file", "memory", "file-embedder"}
+	if testenv.Race && !testenv.Long() {
+		// Under the race detector the suite runs on a file with an
+		// embedder (entries embedded before the quota's check); the
+		// plain file and the in-memory store, the same checks without
+		// it, run without -race and under it with ENGRAM_LONG_TESTS=1.
+		modes = []string{"file-embedder"}
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunLimitTests(t, func(t *testing.T, o *memory.Options) *memory.Store {
 				if o == nil {

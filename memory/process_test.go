@@ -319,8 +319,11 @@ func TestKillDuringWrites(t *testing.T) {
 		t.Skip("parent test")
 	}
 	rounds := 20
-	if *longMode {
+	switch {
+	case *longMode:
 		rounds = 200
+	case testenv.Race && !testenv.Long():
+		rounds = 10 // each round starts a child under the race detector
 	}
 	runKillDuringWrites(t, filepath.Join(t.TempDir(), "crash.db"), rounds)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -115,7 +116,9 @@ func TestProposalsCountTowardQuota(t *testing.T) {
 // entries).
 func TestQuotaBoundsDiskFootprint(t *testing.T) {
 	ctx := context.Background()
-	const quota = 2 << 20
+	// A 2 MiB quota with the long tests, 1 MiB otherwise: the same ratio
+	// is checked.
+	quota := int64(testenv.Scale(1<<20, 2<<20))
 	r := rand.New(rand.NewPCG(1, 2))
 	shapes := []struct {
 		name  string

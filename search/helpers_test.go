@@ -238,3 +238,17 @@ func newIndexWarm(ctx context.Context, db *sql.DB, emb search.Embedder, opts *se
 	}
 	return x, x.WarmVectorCache(ctx)
 }
+
+// inTx runs fill in one transaction on db and commits it: a test's rows
+// written at once, not one commit each.
+func inTx(tb testing.TB, db *sql.DB, fill func(tx execer)) {
+	tb.Helper()
+	tx, err := db.BeginTx(context.Background(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fill(tx)
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -73,17 +74,21 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 			ctx := context.Background()
 			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 			words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
-			for a := range 8 {
-				for i := range 12 {
-					agent := fmt.Sprint("agent-", a)
-					insertArchival(t, db, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
-					insertMessage(t, db, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+			// 12 rows of each kind an agent with the long tests, 6
+			// otherwise (writing them is most of each case's time).
+			inTx(t, db, func(tx execer) {
+				for a := range 8 {
+					for i := range testenv.Scale(6, 12) {
+						agent := fmt.Sprint("agent-", a)
+						insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
+						insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+					}
+					if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+						VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if _, err := db.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-					VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			})
 			sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -28,8 +29,9 @@ import (
 // the statistics may stay (search_text_log.changed).
 func TestTextCachePartialRandomWrites(t *testing.T) {
 	few := []string{"a", "b", "c", "d", `x' OR 1=1 --`, "日本", "e%"}
+	// 40 agents and 150 rounds with the long tests; 20 and 40 otherwise.
 	var many []string
-	for i := range 40 {
+	for i := range testenv.Scale(20, 40) {
 		many = append(many, fmt.Sprint("agent-", i))
 	}
 	for _, tc := range []struct {
@@ -62,13 +64,15 @@ func randomWrites(t *testing.T, agents []string) {
 		return strings.Join(w, " ")
 	}
 	emb := search.NewOffline(0)
-	for _, a := range agents {
-		for range 15 {
-			insertArchival(t, db, archivalRow{Agent: a, Content: text()})
-			insertMessage(t, db, a, "user", text(), baseTime)
+	inTx(t, db, func(tx execer) {
+		for _, a := range agents {
+			for range 15 {
+				insertArchival(t, tx, archivalRow{Agent: a, Content: text()})
+				insertMessage(t, tx, a, "user", text(), baseTime)
+			}
+			insertBlock(t, tx, a, "blk", text())
 		}
-		insertBlock(t, db, a, "blk", text())
-	}
+	})
 	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +210,7 @@ func randomWrites(t *testing.T, agents []string) {
 		},
 	}
 	compared := 0
-	for round := range 150 {
+	for round := range testenv.Scale(40, 150) {
 		for range 1 + r.IntN(4) {
 			w := writers[r.IntN(len(writers))]
 			if q := ops[r.IntN(len(ops))](w); q != "" {
@@ -268,11 +272,13 @@ func TestTextCachePartialChurnBounded(t *testing.T) {
 func churnBounded(t *testing.T, limit int64) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	for a := range 4 {
-		for range 20 {
-			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter at mach two"})
+	inTx(t, db, func(tx execer) {
+		for a := range 4 {
+			for range 20 {
+				insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter at mach two"})
+			}
 		}
-	}
+	})
 	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +289,9 @@ func churnBounded(t *testing.T, limit int64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	const churn = 5000
+	// 5000 strangers with the long tests, 500 otherwise: either is many
+	// times the partitions the bound holds (limit/512+4 at most).
+	churn := testenv.Scale(500, 5000)
 	for i := range churn {
 		if _, err := x.Search(ctx, "wing", search.Scope{Agent: fmt.Sprint("stranger-", i)}, search.NewOptions().Mode(search.FTS)); err != nil {
 			t.Fatal(err)
@@ -310,14 +318,21 @@ func churnBounded(t *testing.T, limit int64) {
 func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for a := range 30 {
 		for range 20 {
-			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter"})
+			insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: "wing flutter"})
 		}
 	}
 	long := strings.Repeat("wing flutter at mach two over the boundary layer ", 40)
 	for i := range 60 {
-		insertArchival(t, db, archivalRow{Agent: "big", Content: fmt.Sprint(long, " row", i)})
+		insertArchival(t, tx, archivalRow{Agent: "big", Content: fmt.Sprint(long, " row", i)})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: 40 << 10})
 	if err != nil {
@@ -334,7 +349,7 @@ func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
 		t.Skip("the big owner fits the bound: the test needs it over")
 	}
 	start := search.TextRowsAnalyzed(x)
-	const searches = 20
+	searches := testenv.Scale(8, 20)
 	for i := range searches {
 		insertArchival(t, db, archivalRow{Agent: "agent-1", Content: fmt.Sprint("more wing ", i)})
 		if _, err := x.Search(ctx, "wing", search.Scope{Agent: "big"}, opts()); err != nil {
@@ -357,13 +372,15 @@ func TestTextCachePartialConcurrent(t *testing.T) {
 	other := openDBAt(t, path)
 	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
 	const agents = 12
-	for a := range agents {
-		for i := range 30 {
-			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent-", a), Content: words[(a+i)%6] + " " + words[i%5]})
-			insertMessage(t, db, fmt.Sprint("agent-", a), "user", words[(a*i)%6]+" "+words[i%4], baseTime)
+	inTx(t, db, func(tx execer) {
+		for a := range agents {
+			for i := range 30 {
+				insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: words[(a+i)%6] + " " + words[i%5]})
+				insertMessage(t, tx, fmt.Sprint("agent-", a), "user", words[(a*i)%6]+" "+words[i%4], baseTime)
+			}
+			insertBlock(t, tx, fmt.Sprint("agent-", a), "blk", words[a%6])
 		}
-		insertBlock(t, db, fmt.Sprint("agent-", a), "blk", words[a%6])
-	}
+	})
 	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +397,7 @@ func TestTextCachePartialConcurrent(t *testing.T) {
 	errs := make(chan error, 16)
 	go func() {
 		defer close(done)
-		for i := range 150 {
+		for i := range testenv.Scale(50, 150) {
 			a := fmt.Sprint("agent-", i%agents)
 			var err error
 			switch i % 3 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -136,7 +137,9 @@ func sameAsSQL(t *testing.T, ctx context.Context, sqlx *search.Index, q, agent s
 // itself.
 func TestTextCachePartialLoadDoesNotBlock(t *testing.T) {
 	ctx := context.Background()
-	_, _, sqlx, x := loadStore(t, 2000)
+	// 2000 rows for the big owner with the long tests, 500 otherwise: its
+	// load is held by the hook either way.
+	_, _, sqlx, x := loadStore(t, testenv.Scale(500, 2000))
 	entered, release := holdLoad(x, "big")
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(release) }) }

@@ -25,11 +25,13 @@ func TestTextCachePartialLoadsUnderWrites(t *testing.T) {
 	other := openDBAt(t, path)
 	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
 	const owners = 4
-	for o := range owners {
-		for i := range 120 {
-			insertArchival(t, db, archivalRow{Agent: fmt.Sprint("agent", o), Content: words[(o+i)%6] + " " + words[i%5] + " " + words[(i/5)%6]})
+	inTx(t, db, func(tx execer) {
+		for o := range owners {
+			for i := range 120 {
+				insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent", o), Content: words[(o+i)%6] + " " + words[i%5] + " " + words[(i/5)%6]})
+			}
 		}
-	}
+	})
 	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -74,11 +74,16 @@ func TestTextCachePartialAgents(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)
-	const agents = 24
-	queries := agentsCorpus(t, db, agents, 40)
-	for range 1000 { // one agent too big for the bound alone
-		insertArchival(t, db, archivalRow{Agent: "big", Content: "wx0 wqx1 " + queries[0] + " big agent row"})
-	}
+	// 24 agents with the long tests, 12 otherwise: either is six times
+	// the bound, which holds two or three of them.
+	agents := testenv.Scale(12, 24)
+	var queries []string
+	inTx(t, db, func(tx execer) {
+		queries = agentsCorpus(t, tx, agents, 40)
+		for range 1000 { // one agent too big for the bound alone
+			insertArchival(t, tx, archivalRow{Agent: "big", Content: "wx0 wqx1 " + queries[0] + " big agent row"})
+		}
+	})
 	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -373,7 +374,12 @@ func testQuotaConcurrent(t *testing.T, open LimitOpener) {
 	}
 	const fits, writers = 10, 4
 	s := openLimited(t, open, &memory.Options{AgentQuotaBytes: fits*1000 + 999})
-	for round := range 10 {
+	// 10 rounds (a fresh agent each) with the long tests, 3 otherwise.
+	rounds := 10
+	if !testenv.Long() {
+		rounds = 3
+	}
+	for round := range rounds {
 		agent := fmt.Sprint("a", round)
 		var (
 			wg       sync.WaitGroup
