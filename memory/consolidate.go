@@ -305,7 +305,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			return rep, fmt.Errorf("memory: consolidate %q: read the last examined entry: %w", agent, err)
 		}
 	}
-	if from > 0 {
+	if from > 0 && o.Resume {
 		var first sql.NullInt64
 		if err := c.rdb.QueryRowContext(ctx, `SELECT MIN(a.id) FROM archival a WHERE a.agent = ? AND a.valid_to IS NULL AND a.id <= ?
 			AND NOT EXISTS (SELECT 1 FROM archival_minhash m WHERE m.archival_id = a.id)`, agent, from).Scan(&first); err != nil {
@@ -335,9 +335,6 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		return rep, err
 	}
 	rep.Live = r.read
-	if err := r.save(ctx, window); err != nil {
-		return rep, err
-	}
 	for _, cl := range clusters {
 		if len(cl) > o.MaxClusterSize {
 			rep.Skipped = append(rep.Skipped, clusterOf(cl, MergeNear, 0))
@@ -346,18 +343,42 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		rep.Clusters = append(rep.Clusters, classify(cl, o.Threshold))
 	}
 	defer func() { rep.Elapsed = time.Since(start) }()
+	// open[i]: cluster i is not settled by this round (not proposed,
+	// applied, already pending or rejected, or refused for good: a dry
+	// run, the pending-proposal quota, a stop): its window entries are not
+	// recorded as examined, so the next round, resumed or not, examines
+	// them again.
+	open := make([]bool, len(rep.Clusters))
+	for i := range open {
+		open[i] = true
+	}
+	finish := func(err error) (*ConsolidateReport, error) {
+		skip := map[int64]bool{}
+		for i, cl := range rep.Clusters {
+			if open[i] {
+				for _, id := range cl.Merge.Sources {
+					skip[id] = true
+				}
+			}
+		}
+		if serr := r.save(ctx, window, skip); serr != nil && err == nil {
+			err = serr
+		}
+		return rep, err
+	}
 	if o.DryRun {
-		return rep, nil
+		return finish(nil)
 	}
 	decided, err := c.priorMerges(ctx, agent, 0)
 	if err != nil {
-		return rep, err
+		return finish(err)
 	}
 	for i := range rep.Clusters {
 		if err := ctx.Err(); err != nil {
-			return rep, fmt.Errorf("memory: consolidate %q: stopped after %d of %d clusters: %w", agent, i, len(rep.Clusters), err)
+			return finish(fmt.Errorf("memory: consolidate %q: stopped after %d of %d clusters: %w", agent, i, len(rep.Clusters), err))
 		}
 		cl := &rep.Clusters[i]
+		open[i] = false
 		kind := cl.Merge.Kind
 		prior := decided.merges[sourcesKey(cl.Merge.Sources)]
 		if prior.status == "rejected" {
@@ -371,6 +392,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			id, err := c.applyMerge(ctx, agent, cl.Merge, prior.id, "system:consolidate")
 			if err != nil {
 				cl.Reason = err.Error()
+				open[i] = errors.Is(err, ErrQuota) || ctx.Err() != nil
 				continue
 			}
 			cl.MergedID = id
@@ -396,12 +418,19 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		if err != nil {
 			if errors.Is(err, ErrQuota) || errors.Is(err, ErrTooLarge) {
 				cl.Reason = err.Error()
+				// Over the quota: again once proposals are decided. Too
+				// large: it would be again.
+				open[i] = errors.Is(err, ErrQuota)
 				continue
 			}
-			return rep, err
+			open[i] = true
+			return finish(err)
 		}
 		cl.ProposalID = id
 		rep.Proposals = append(rep.Proposals, id)
+	}
+	if _, err := finish(nil); err != nil {
+		return rep, err
 	}
 	if o.Model != nil && o.BlockFill > 0 && o.After == 0 {
 		if err := c.proposeRewrites(ctx, agent, o, rep); err != nil {
@@ -625,9 +654,9 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		bandQuery := func(n int) string {
 			parts := make([]string, n)
 			for i := range parts {
-				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.leader_id = m.archival_id OR NOT EXISTS
+				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.archival_id IS NULL OR m.leader_id = m.archival_id OR NOT EXISTS
 					(SELECT 1 FROM archival l WHERE l.id = m.leader_id AND l.valid_to IS NULL) THEN 1 ELSE 0 END AS lead
-					FROM archival_bands b JOIN archival a ON a.id = b.archival_id JOIN archival_minhash m ON m.archival_id = b.archival_id
+					FROM archival_bands b JOIN archival a ON a.id = b.archival_id LEFT JOIN archival_minhash m ON m.archival_id = b.archival_id
 					WHERE b.agent = ? AND b.band_key = ? AND b.archival_id <= ? AND a.valid_to IS NULL
 					ORDER BY b.archival_id DESC LIMIT %d) q%d`, maxBucket, i)
 			}
@@ -807,8 +836,10 @@ func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error 
 
 // save records the window's entries as examined: their leaders (r.leaders)
 // and band keys, replacing what an earlier round recorded for them. An
-// entry deleted since it was read is passed over.
-func (r *round) save(ctx context.Context, window []*sigEntry) error {
+// entry in skip (its cluster not settled) gets its band keys, so later
+// rounds compare with it, but no leader: it is not examined yet. An entry
+// deleted since it was read is passed over.
+func (r *round) save(ctx context.Context, window []*sigEntry, skip map[int64]bool) error {
 	if len(window) == 0 {
 		return nil
 	}
@@ -833,22 +864,28 @@ func (r *round) save(ctx context.Context, window []*sigEntry) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM archival_bands WHERE archival_id IN (`+in+`)`, args...); err != nil {
 				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
 			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM archival_minhash WHERE archival_id IN (`+in+`)`, args...); err != nil {
+				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+			}
 			var lv, bv []string
 			var la, ba []any
 			for _, s := range chunk {
 				if !exists[s.e.ID] {
 					continue
 				}
-				lv = append(lv, "(?, ?, ?)")
-				la = append(la, s.e.ID, r.agent, r.leaders[s.e.ID])
+				if !skip[s.e.ID] {
+					lv = append(lv, "(?, ?, ?)")
+					la = append(la, s.e.ID, r.agent, r.leaders[s.e.ID])
+				}
 				for _, k := range s.bandKeys() {
 					bv = append(bv, "(?, ?, ?)")
 					ba = append(ba, r.agent, k, s.e.ID)
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_minhash (archival_id, agent, leader_id) VALUES `+strings.Join(lv, ", ")+`
-				ON CONFLICT (archival_id) DO UPDATE SET leader_id = excluded.leader_id`, la...); err != nil {
-				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+			if len(lv) > 0 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO archival_minhash (archival_id, agent, leader_id) VALUES `+strings.Join(lv, ", "), la...); err != nil {
+					return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
+				}
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_bands (agent, band_key, archival_id) VALUES `+strings.Join(bv, ", ")+`
 				ON CONFLICT DO NOTHING`, ba...); err != nil {
