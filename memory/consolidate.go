@@ -305,10 +305,18 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 			return rep, fmt.Errorf("memory: consolidate %q: read the last examined entry: %w", agent, err)
 		}
 	}
-	if from > 0 && o.Resume {
+	if from > 0 {
+		// Never examined, and with Resume also examined but left
+		// unsettled (a cluster not proposed: a dry run, the proposal cap,
+		// a stop). Only Resume takes those back: a round paged by After
+		// would otherwise start at the same unsettled entry again.
+		unsettled := ""
+		if o.Resume {
+			unsettled = " AND m.settled"
+		}
 		var first sql.NullInt64
 		if err := c.rdb.QueryRowContext(ctx, `SELECT MIN(a.id) FROM archival a WHERE a.agent = ? AND a.valid_to IS NULL AND a.id <= ?
-			AND NOT EXISTS (SELECT 1 FROM archival_minhash m WHERE m.archival_id = a.id)`, agent, from).Scan(&first); err != nil {
+			AND NOT EXISTS (SELECT 1 FROM archival_minhash m WHERE m.archival_id = a.id`+unsettled+`)`, agent, from).Scan(&first); err != nil {
 			return rep, fmt.Errorf("memory: consolidate %q: find unexamined entries: %w", agent, err)
 		}
 		if first.Valid {
@@ -654,9 +662,9 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		bandQuery := func(n int) string {
 			parts := make([]string, n)
 			for i := range parts {
-				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.archival_id IS NULL OR m.leader_id = m.archival_id OR NOT EXISTS
+				parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT b.band_key, b.archival_id, CASE WHEN m.leader_id = m.archival_id OR NOT EXISTS
 					(SELECT 1 FROM archival l WHERE l.id = m.leader_id AND l.valid_to IS NULL) THEN 1 ELSE 0 END AS lead
-					FROM archival_bands b JOIN archival a ON a.id = b.archival_id LEFT JOIN archival_minhash m ON m.archival_id = b.archival_id
+					FROM archival_bands b JOIN archival a ON a.id = b.archival_id JOIN archival_minhash m ON m.archival_id = b.archival_id
 					WHERE b.agent = ? AND b.band_key = ? AND b.archival_id <= ? AND a.valid_to IS NULL
 					ORDER BY b.archival_id DESC LIMIT %d) q%d`, maxBucket, i)
 			}
@@ -836,9 +844,9 @@ func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error 
 
 // save records the window's entries as examined: their leaders (r.leaders)
 // and band keys, replacing what an earlier round recorded for them. An
-// entry in skip (its cluster not settled) gets its band keys, so later
-// rounds compare with it, but no leader: it is not examined yet. An entry
-// deleted since it was read is passed over.
+// entry in skip (its cluster not settled) is recorded unsettled, so that
+// a resumed round examines it again. An entry deleted since it was read
+// is passed over.
 func (r *round) save(ctx context.Context, window []*sigEntry, skip map[int64]bool) error {
 	if len(window) == 0 {
 		return nil
@@ -873,19 +881,15 @@ func (r *round) save(ctx context.Context, window []*sigEntry, skip map[int64]boo
 				if !exists[s.e.ID] {
 					continue
 				}
-				if !skip[s.e.ID] {
-					lv = append(lv, "(?, ?, ?)")
-					la = append(la, s.e.ID, r.agent, r.leaders[s.e.ID])
-				}
+				lv = append(lv, "(?, ?, ?, ?)")
+				la = append(la, s.e.ID, r.agent, r.leaders[s.e.ID], !skip[s.e.ID])
 				for _, k := range s.bandKeys() {
 					bv = append(bv, "(?, ?, ?)")
 					ba = append(ba, r.agent, k, s.e.ID)
 				}
 			}
-			if len(lv) > 0 {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO archival_minhash (archival_id, agent, leader_id) VALUES `+strings.Join(lv, ", "), la...); err != nil {
-					return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
-				}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_minhash (archival_id, agent, leader_id, settled) VALUES `+strings.Join(lv, ", "), la...); err != nil {
+				return fmt.Errorf("memory: consolidate %q: record examined entries: %w", r.agent, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO archival_bands (agent, band_key, archival_id) VALUES `+strings.Join(bv, ", ")+`
 				ON CONFLICT DO NOTHING`, ba...); err != nil {

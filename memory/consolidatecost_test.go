@@ -71,9 +71,9 @@ func TestConsolidationRoundCostFollowsWindow(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("the rest, one round: %d examined, %d read, %d clusters, %d skipped, CPU %v, %v", whole.Examined, whole.Live, len(whole.Clusters), len(whole.Skipped), cpuTime()-c0, whole.Elapsed)
-			// A dry run records what it settled (entries in no cluster) as
-			// examined, not the members of the clusters it only reported:
-			// a resumed round examines those again (and proposes them).
+			// A dry run records the members of the clusters it only
+			// reported as unsettled: a resumed round examines them again
+			// (and proposes them).
 			if whole.Examined < n-window || whole.Examined > n {
 				t.Fatalf("the resumed round examined %d entries, want the %d not examined and at most the dry run's clusters again", whole.Examined, n-window)
 			}
