@@ -120,8 +120,8 @@ func TestFullTextOwnerRangeRandomHistory(t *testing.T) {
 				        (SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(archival.metadata_json) WHERE atom IS NOT NULL)
 				 FROM archival`,
 				`INSERT INTO fts_messages (fts_messages) VALUES ('delete-all')`,
-				`INSERT INTO fts_messages (rowid, content, context_before, context_after)
-				 SELECT fts_rowid, content, context_before, context_after FROM fts_messages_source`,
+				`INSERT INTO fts_messages (rowid, content, context_before, context_after, date)
+				 SELECT fts_rowid, content, context_before, context_after, date FROM fts_messages_source`,
 			} {
 				if _, err := f.ExecContext(ctx, s); err != nil {
 					t.Fatalf("%s: %v", s, err)

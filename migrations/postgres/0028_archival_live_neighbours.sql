@@ -87,7 +87,8 @@ SELECT a.id, a.agent,
         ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END AS after_id
 FROM archival a;
 
--- An entry's tsvector: its own words, and when it names a conversation
+-- An entry's tsvector: its own words (with its metadata's ISO dates as
+-- words, as 0027), and when it names a conversation
 -- its neighbours' (live ones for a live entry) at weight D (the 1 MB cap as in 0018).
 -- Volatile, so that in a row trigger it sees the rows the same statement
 -- wrote before.
@@ -102,7 +103,8 @@ RETURNS tsvector LANGUAGE sql VOLATILE AS $$
     FROM (SELECT c.conv,
         setweight(to_tsvector('english', a_content), 'B') ||
             setweight(to_tsvector('english', a_tags), 'A') ||
-            setweight(jsonb_to_tsvector('english', a_meta::jsonb, '["string", "numeric"]'), 'C') AS own,
+            setweight(jsonb_to_tsvector('english', a_meta::jsonb, '["string", "numeric"]'), 'C') ||
+            setweight(to_tsvector('english', engram_metadata_dates(a_meta)), 'C') AS own,
         setweight(to_tsvector('english', COALESCE(CASE WHEN a_live THEN (SELECT p.content FROM archival p
             WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = c.conv AND p.valid_to IS NULL AND p.id <> a_id
                 AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
