@@ -2,15 +2,60 @@ package memory_test
 
 import (
 	"context"
-	"github.com/engram-go/engram/internal/storeaccess"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
+
+// dateMode is one way a store answers full-text queries: in SQL or by
+// the text cache, on SQLite or PostgreSQL.
+type dateMode struct {
+	name, target string
+	opts         *memory.Options
+}
+
+func dateModes(t *testing.T) []dateMode {
+	modes := []dateMode{
+		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
+		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
+	}
+	if !testing.Short() {
+		pg := pgtest.Start(t)
+		modes = append(modes, dateMode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
+			dateMode{"postgres text cache", pg.NewDatabase(t), nil})
+	}
+	return modes
+}
+
+// expectFirst checks that each query's first result of content type ct
+// is its want, after warming the text cache in the cache modes.
+func expectFirst(t *testing.T, c *memory.Store, mode dateMode, ct search.ContentType, cases []struct{ q, want string }) {
+	t.Helper()
+	ctx := context.Background()
+	if mode.opts == nil {
+		if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(ct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) == 0 || res[0].Content != tc.want {
+			var got []string
+			for _, r := range res {
+				got = append(got, r.Content)
+			}
+			t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
+		}
+	}
+}
 
 // TestMessageDateIsSearchable: a message's full-text entry holds its date
 // (created_at, UTC, as "8 May 2023"), so a question naming the month and
@@ -19,20 +64,7 @@ import (
 // below them. On SQLite and PostgreSQL.
 func TestMessageDateIsSearchable(t *testing.T) {
 	ctx := context.Background()
-	type mode struct {
-		name, target string
-		opts         *memory.Options
-	}
-	modes := []mode{
-		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
-		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
-	}
-	if !testing.Short() {
-		pg := pgtest.Start(t)
-		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
-			mode{"postgres text cache", pg.NewDatabase(t), nil})
-	}
-	for _, mode := range modes {
+	for _, mode := range dateModes(t) {
 		c := openFile(t, mode.target, mode.opts)
 		at := func(s string) time.Time {
 			tm, err := time.Parse(time.RFC3339, s)
@@ -50,29 +82,12 @@ func TestMessageDateIsSearchable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if mode.opts == nil {
-			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, tc := range []struct{ q, want string }{
+		expectFirst(t, c, mode, search.Messages, []struct{ q, want string }{
 			{"What did we do in May 2023?", "We went hiking at the lake."},
 			{"Where did we go on 8 May, 2023?", "We went hiking at the lake."},
 			{"What happened on 3 May 2022", "We went to the beach."},
 			{"July 2023", "We went hiking in the hills."},
-		} {
-			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res) == 0 || res[0].Content != tc.want {
-				var got []string
-				for _, r := range res {
-					got = append(got, r.Content)
-				}
-				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
-			}
-		}
+		})
 	}
 }
 
@@ -83,20 +98,7 @@ func TestMessageDateIsSearchable(t *testing.T) {
 // cache, SQLite and PostgreSQL.
 func TestArchivalISODateIsSearchable(t *testing.T) {
 	ctx := context.Background()
-	type mode struct {
-		name, target string
-		opts         *memory.Options
-	}
-	modes := []mode{
-		{"sqlite sql", filepath.Join(t.TempDir(), "x.db"), &memory.Options{TextCacheBytes: -1}},
-		{"sqlite text cache", filepath.Join(t.TempDir(), "y.db"), nil},
-	}
-	if !testing.Short() {
-		pg := pgtest.Start(t)
-		modes = append(modes, mode{"postgres sql", pg.NewDatabase(t), &memory.Options{TextCacheBytes: -1}},
-			mode{"postgres text cache", pg.NewDatabase(t), nil})
-	}
-	for _, mode := range modes {
+	for _, mode := range dateModes(t) {
 		c := openFile(t, mode.target, mode.opts)
 		if _, err := c.Agent("a").Archival().InsertBatch(ctx, []memory.ArchivalEntry{
 			{Content: "Went hiking at the lake.", Metadata: map[string]any{"date": "2023-05-08"}},
@@ -106,28 +108,11 @@ func TestArchivalISODateIsSearchable(t *testing.T) {
 		}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if mode.opts == nil {
-			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, tc := range []struct{ q, want string }{
+		expectFirst(t, c, mode, search.Archival, []struct{ q, want string }{
 			{"What did I do in May 2023?", "Went hiking at the lake."},
 			{"on 8 May, 2023", "Went hiking at the lake."},
 			{"July 2023", "Went hiking in the hills."},
 			{"3 May 2022", "Went to the beach."},
-		} {
-			res, err := c.Agent("a").Search(ctx, tc.q, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res) == 0 || res[0].Content != tc.want {
-				var got []string
-				for _, r := range res {
-					got = append(got, r.Content)
-				}
-				t.Errorf("%s: %q found %q; want %q first", mode.name, tc.q, got, tc.want)
-			}
-		}
+		})
 	}
 }
