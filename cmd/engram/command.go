@@ -85,7 +85,7 @@ var commands = []*command{
 		flags: cmdReembed},
 	{name: "compact", usage: "compact [--agent A] [--rebase]", example: "engram compact --rebase",
 		flags: cmdCompact},
-	{name: "consolidate", usage: "consolidate --agent A [--dry-run] [--apply-exact] [--llm] [--after ID] [--max-entries N] [--rounds N]", example: "engram consolidate --agent ada --apply-exact",
+	{name: "consolidate", usage: "consolidate --agent A [--dry-run] [--apply-exact] [--llm] [--after ID | --resume] [--max-entries N] [--rounds N]", example: "engram consolidate --agent ada --apply-exact",
 		flags: cmdConsolidate},
 	{name: "stats", usage: "stats", example: "engram stats",
 		readOnly: true, flags: cmdStats},
