@@ -56,6 +56,12 @@ const (
 	// behind is finished on the writer connection (see above); more, and
 	// the writers outrun it: the next copy comes at checkpointFrames.
 	finishFrames = checkpointFrames / 4
+	// longWALFrames: a WAL this long that has not started over is
+	// finished on the writer connection whatever the background copies
+	// left behind (writers that outrun the copies, or a checkpointer
+	// that a loaded machine scheduled late), so it starts over before
+	// the backstop.
+	longWALFrames = 2 * checkpointFrames
 	// copyPasses bounds the background copies run for one look: each
 	// copies what writers added during the one before.
 	copyPasses = 4
@@ -128,8 +134,8 @@ func (c *checkpointer) loop() {
 			shm, _ = os.Open(c.shmPath)
 		}
 		due := commits >= checkpointCommits
-		if n, ok := walPending(shm); ok {
-			due = n >= checkpointFrames
+		if size, n, ok := walSize(shm); ok {
+			due = n >= checkpointFrames || (size >= longWALFrames && n > 0)
 		} else if shm != nil {
 			shm.Close() // reopened next time: the file may have been replaced
 			shm = nil
@@ -141,16 +147,19 @@ func (c *checkpointer) loop() {
 		// Errors are not the caller's: the next commit tries again, and
 		// the writer's backstop holds the WAL's size meanwhile. Each copy
 		// leaves behind what was written while it ran, less each time.
-		for range copyPasses {
+		for pass := range copyPasses {
 			if _, err := c.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 				break
 			}
 			c.runs.Add(1)
-			n, ok := walPending(shm)
+			size, n, ok := walSize(shm)
 			if !ok || n == 0 {
 				break
 			}
-			if n < finishFrames {
+			// Writers that outrun every pass would otherwise leave the
+			// WAL to grow to the backstop: past longWALFrames the last
+			// pass finishes on the writer whatever is left.
+			if n < finishFrames || (pass == copyPasses-1 && size >= longWALFrames) {
 				c.finish()
 				break
 			}
@@ -185,21 +194,28 @@ const walIndexVersion = 3007000
 // writer's update may be off; it is a heuristic, and the next commit reads
 // again.
 func walPending(shm *os.File) (frames uint32, ok bool) {
+	_, frames, ok = walSize(shm)
+	return frames, ok
+}
+
+// walSize reads the WAL's size in frames (mxFrame) beside the frames
+// past the last checkpoint (walPending).
+func walSize(shm *os.File) (size, pending uint32, ok bool) {
 	if shm == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	var h [100]byte
 	if _, err := shm.ReadAt(h[:], 0); err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	if binary.NativeEndian.Uint32(h[0:]) != walIndexVersion {
-		return 0, false
+		return 0, 0, false
 	}
 	mx, backfilled := binary.NativeEndian.Uint32(h[16:]), binary.NativeEndian.Uint32(h[96:])
 	if backfilled > mx {
-		return 0, true
+		return mx, 0, true
 	}
-	return mx - backfilled, true
+	return mx, mx - backfilled, true
 }
 
 // pragmaConnector opens connections to dsn with d and runs pragmas on
