@@ -32,7 +32,8 @@ import (
 	"github.com/engram-go/engram/syncrepo"
 )
 
-// Tokens is what the door asks of the store: its *accesstoken.Tokens.
+// Tokens is what the door asks of the store's access tokens and login
+// links: an *accesstoken.Tokens.
 type Tokens interface {
 	Verify(ctx context.Context, secret string) (accesstoken.Token, error)
 	Get(ctx context.Context, id int64) (accesstoken.Token, error)
