@@ -8,6 +8,7 @@ import (
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -96,7 +97,7 @@ func TestBlocksChangedSignalsEveryStampMove(t *testing.T) {
 			_, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "fact"})
 			return err
 		}, false},
-		{"token", func() error { _, _, err := c.Tokens().Create(ctx, memory.TokenSpec{Agent: "a"}); return err }, false},
+		{"token", func() error { _, _, err := accesstoken.Of(c).Create(ctx, accesstoken.Spec{Agent: "a"}); return err }, false},
 	}
 	run := func(t *testing.T, s *memory.Store, steps []step) {
 		stamps := func() [2]memory.BlocksStamp {

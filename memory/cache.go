@@ -20,7 +20,7 @@ import (
 
 // Store is the store Open and New return (builder.Store is another thing:
 // what context builds reuse). Its own methods are store-wide (open and
-// close, import and export, re-embedding, token counts, access tokens);
+// close, import and export, re-embedding, token counts);
 // everything an agent does goes through its handle, [Store.Agent], and
 // store administration through [Store.Admin]. Every method taking a
 // context honours its cancellation. An agent sees its own blocks, archival
@@ -51,7 +51,6 @@ type Store struct {
 	// cache.
 	handles    sync.Map
 	handlesLen atomic.Int64
-	tokens     Tokens // what Tokens returns
 	wq         writeQueries
 	// names maps nameKey(owner, label) to the cached entry last checked
 	// under that name (remember), for the hits that skip the freshness
@@ -184,7 +183,6 @@ func New(ctx context.Context, be driver.Backend, opts *Options) (*Store, error) 
 func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*Store, error) {
 	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
-	c.tokens.c = c
 	var err error
 	io := &search.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
@@ -226,11 +224,19 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 }
 
 // The store's backend and search index are no part of its surface (Admin
-// has what tools need); engram's own tools and tests reach them through
-// internal/storeaccess.
+// has what tools need), nor is the way to keep rows beside the store's
+// own (engram serve's access tokens, internal/accesstoken); engram's own
+// packages and tests reach them through internal/storeaccess.
 func init() {
 	storehook.Backend = func(s any) driver.Backend { return s.(*Store).be }
 	storehook.Index = func(s any) *search.Index { return s.(*Store).index }
+	storehook.TablesOf = func(s any) storehook.Tables {
+		c := s.(*Store)
+		return storehook.Tables{DB: c.rdb, Now: c.opts.Now, Check: c.checkOpen,
+			Write: func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+				return c.write(ctx, nil, fn)
+			}}
+	}
 }
 
 // Close flushes unpersisted changes (write-back mode) and closes the

@@ -9,7 +9,7 @@
 // (nil Options means the defaults; ":memory:" gives a throw-away store).
 //
 // The store's own methods are store-wide (Close, Import, Export, Reembed,
-// [Store.Admin], [Store.Tokens], …). Everything an agent does goes through
+// [Store.Admin], …). Everything an agent does goes through
 // its handle: store.Agent(id) returns an [Agent], whose [Agent.Block] and
 // [Agent.Shared] return [Block] handles and whose [Agent.Archival] and
 // [Agent.Messages] are its archival memory and conversation. A handle fixes

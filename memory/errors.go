@@ -93,20 +93,3 @@ type invalidEditError struct{ err error }
 func (e *invalidEditError) Error() string { return e.err.Error() }
 
 func (e *invalidEditError) Unwrap() error { return e.err }
-
-var (
-	// ErrTokenInvalid is returned by VerifyToken for a secret that is not a
-	// token of this store (malformed, unknown, or a hash mismatch). The
-	// caller learns nothing else: 401 over HTTP.
-	ErrTokenInvalid = errors.New("memory: invalid token")
-	// ErrTokenExpired is returned by VerifyToken for a token past its
-	// expiry.
-	ErrTokenExpired = errors.New("memory: token expired")
-	// ErrTokenRevoked is returned by VerifyToken for a revoked token, and
-	// by RevokeToken for one revoked already.
-	ErrTokenRevoked = errors.New("memory: token revoked")
-	// ErrLoginLinkInvalid is returned by UseLoginLink for a secret that is
-	// not a usable login link: malformed, unknown, used already or
-	// expired. Which of these it was is not told (401 over HTTP).
-	ErrLoginLinkInvalid = errors.New("memory: login link unknown, used or expired")
-)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -101,8 +102,8 @@ func TestServeAgentQuota(t *testing.T) {
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "serve.db")
 	store := openServeStoreAt(t, db)
-	_, ada := newToken(t, store, memory.TokenSpec{Agent: "ada", Name: "ada"})
-	_, bob := newToken(t, store, memory.TokenSpec{Agent: "bob", Name: "bob"})
+	_, ada := newToken(t, store, accesstoken.Spec{Agent: "ada", Name: "ada"})
+	_, bob := newToken(t, store, accesstoken.Spec{Agent: "bob", Name: "bob"})
 
 	pr, pw := io.Pipe()
 	var stderr lockedBuilder

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 )
@@ -33,7 +34,7 @@ func TestTokenLoginURLCLI(t *testing.T) {
 	out := ok(t, db, "token", "login-url", "1", "--base", "https://engram.example.com/", "--expires", "5m")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	link := lines[len(lines)-1]
-	const prefix = "https://engram.example.com/ui/login?link=" + memory.LoginLinkPrefix
+	const prefix = "https://engram.example.com/ui/login?link=" + accesstoken.LoginLinkPrefix
 	if !strings.HasPrefix(link, prefix) || len(link) < len(prefix)+43 {
 		t.Fatalf("login-url printed %q", out)
 	}
@@ -42,10 +43,10 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		URL     string `json:"url"`
 	}
 	if err := json.Unmarshal([]byte(ok(t, db, "--json", "token", "login-url", "1")), &js); err != nil || js.TokenID != 1 ||
-		!strings.HasPrefix(js.URL, "http://127.0.0.1:8421/ui/login?link="+memory.LoginLinkPrefix) || js.URL == link {
+		!strings.HasPrefix(js.URL, "http://127.0.0.1:8421/ui/login?link="+accesstoken.LoginLinkPrefix) || js.URL == link {
 		t.Fatalf("login-url --json: %+v %v", js, err)
 	}
-	if strings.Contains(ok(t, db, "token", "list", "--json"), memory.LoginLinkPrefix) {
+	if strings.Contains(ok(t, db, "token", "list", "--json"), accesstoken.LoginLinkPrefix) {
 		t.Fatal("token list shows a login link")
 	}
 
@@ -56,10 +57,10 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := u.Query().Get("link")
-	if tok, err := store.Tokens().UseLoginLink(context.Background(), secret); err != nil || tok.Human != "alice" {
+	if tok, err := accesstoken.Of(store).UseLoginLink(context.Background(), secret); err != nil || tok.Human != "alice" {
 		t.Fatalf("using the printed link: %+v %v", tok, err)
 	}
-	if _, err := store.Tokens().UseLoginLink(context.Background(), secret); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+	if _, err := accesstoken.Of(store).UseLoginLink(context.Background(), secret); !errors.Is(err, accesstoken.ErrLoginLinkInvalid) {
 		t.Fatalf("second use of the printed link: %v", err)
 	}
 
@@ -80,7 +81,7 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		{[]string{"token", "login-url", "1", "--expires", "25h"}, 2, "--expires"},
 	} {
 		stdout, stderr, code := cli(t, db, "", c.args...)
-		if code != c.code || !strings.Contains(stderr, c.says) || strings.Contains(stdout, memory.LoginLinkPrefix) {
+		if code != c.code || !strings.Contains(stderr, c.says) || strings.Contains(stdout, accesstoken.LoginLinkPrefix) {
 			t.Errorf("engram %s: exit %d, stderr %q, stdout %q; want exit %d saying %q", strings.Join(c.args, " "), code, stderr, stdout, c.code, c.says)
 		}
 	}
@@ -101,11 +102,11 @@ func TestServeUILoginLink(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	f := startServe(t, store, nil)
-	alice, _ := newToken(t, store, memory.TokenSpec{Human: "alice"})
-	bob, _ := newToken(t, store, memory.TokenSpec{Human: "bob"})
-	link := func(tok memory.AccessToken, ttl time.Duration) string {
+	alice, _ := newToken(t, store, accesstoken.Spec{Human: "alice"})
+	bob, _ := newToken(t, store, accesstoken.Spec{Human: "bob"})
+	link := func(tok accesstoken.Token, ttl time.Duration) string {
 		t.Helper()
-		s, err := store.Tokens().CreateLoginLink(ctx, tok.ID, ttl)
+		s, err := accesstoken.Of(store).CreateLoginLink(ctx, tok.ID, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func TestServeUILoginLink(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	resp, body := do(browser, http.MethodGet, link(alice, 15*time.Minute))
-	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ui/" || resp.Request.URL.RawQuery != "" || strings.Contains(resp.Request.URL.String(), memory.LoginLinkPrefix) {
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ui/" || resp.Request.URL.RawQuery != "" || strings.Contains(resp.Request.URL.String(), accesstoken.LoginLinkPrefix) {
 		t.Fatalf("browser after the link: %d at %s", resp.StatusCode, resp.Request.URL)
 	}
 	if strings.Contains(body, `name="token"`) {
@@ -178,14 +179,14 @@ func TestServeUILoginLink(t *testing.T) {
 	resp, body = do(noFollow, http.MethodGet, expiring)
 	refused("expired link", resp, body)
 	revoked := link(bob, time.Hour)
-	if err := store.Tokens().Revoke(ctx, bob.ID); err != nil {
+	if err := accesstoken.Of(store).Revoke(ctx, bob.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = do(noFollow, http.MethodGet, revoked)
 	refused("link of a revoked token", resp, body)
-	resp, body = do(noFollow, http.MethodGet, f.url+"/ui/login?link="+memory.LoginLinkPrefix+"AAAA")
+	resp, body = do(noFollow, http.MethodGet, f.url+"/ui/login?link="+accesstoken.LoginLinkPrefix+"AAAA")
 	refused("unknown link", resp, body)
-	if strings.Contains(f.log.String(), memory.LoginLinkPrefix) {
+	if strings.Contains(f.log.String(), accesstoken.LoginLinkPrefix) {
 		t.Error("the access log shows a login link")
 	}
 }
@@ -205,12 +206,12 @@ func TestServeLoginLinkTwoProcesses(t *testing.T) {
 				db = pgtest.Start(t).NewDatabase(t)
 			}
 			store := openServeStoreAt(t, db)
-			alice, _ := newToken(t, store, memory.TokenSpec{Human: "alice"})
+			alice, _ := newToken(t, store, accesstoken.Spec{Human: "alice"})
 			a, _ := startServeProcess(t, db)
 			b, _ := startServeProcess(t, db)
 			noFollow := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			for round := 0; round < 3; round++ {
-				secret, err := store.Tokens().CreateLoginLink(ctx, alice.ID, time.Hour)
+				secret, err := accesstoken.Of(store).CreateLoginLink(ctx, alice.ID, time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}

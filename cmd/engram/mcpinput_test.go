@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/engram-go/engram/memory"
 )
 
 // rawInputCases are requests whose strings an error reply might echo:
@@ -103,7 +102,7 @@ func TestMCPRawInputStdio(t *testing.T) {
 func TestServeRawInput(t *testing.T) {
 	store := openServeStore(t)
 	f := startServe(t, store, nil)
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	resp := post(t, f.url, secret, "", initializeBody, nil)
 	session := resp.Header.Get("Mcp-Session-Id")
 	io.Copy(io.Discard, resp.Body)

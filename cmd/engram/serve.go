@@ -22,6 +22,7 @@ import (
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
 	"github.com/engram-go/engram/cmd/engram/internal/ui"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/redact"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/tools"
@@ -142,7 +143,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 // engram ui's pages.
 func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
 	o := c.opts
-	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = store.Tokens(), log, readTools, store
+	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = accesstoken.Of(store), log, readTools, store
 	for _, origin := range strings.Split(c.origins, ",") {
 		if origin = strings.TrimSpace(origin); origin != "" {
 			o.Origins = append(o.Origins, origin)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -72,7 +73,7 @@ func BenchmarkServeSessions(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	_, secret, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
+	_, secret, _ := accesstoken.Of(store).Create(ctx, accesstoken.Spec{Agent: "ada"})
 	c := &serveConfig{}
 	c.opts.Rate, c.opts.Burst = 1e9, 1<<30
 	h, err := newServeHandler(store, c, nil)
@@ -112,7 +113,7 @@ func stdioSession(b *testing.B, ctx context.Context, store *memory.Store) *mcp.C
 }
 
 func httpSession(b *testing.B, ctx context.Context, store *memory.Store) *mcp.ClientSession {
-	_, secret, err := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
+	_, secret, err := accesstoken.Of(store).Create(ctx, accesstoken.Spec{Agent: "ada"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -26,8 +27,8 @@ func FuzzServeRequest(f *testing.F) {
 	}
 	defer store.Close()
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
-	_, rw, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
-	_, ro, _ := store.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada", ReadOnly: true})
+	_, rw, _ := accesstoken.Of(store).Create(ctx, accesstoken.Spec{Agent: "ada"})
+	_, ro, _ := accesstoken.Of(store).Create(ctx, accesstoken.Spec{Agent: "ada", ReadOnly: true})
 	h, err := newServeHandler(store, &serveConfig{opts: serve.Options{Rate: 1e9, Burst: 1 << 30, MaxSessions: 1 << 20, AuthFailureBurst: 1 << 30, AuthFailureGlobalBurst: 1 << 30}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {

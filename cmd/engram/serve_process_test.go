@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 )
@@ -81,8 +82,8 @@ func TestServePostgresTwoProcesses(t *testing.T) {
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "private", Value: "ada only"})
 	store.Agent("ada").Block("notes").Share(ctx, "bob", blocks.Append)
-	_, adaSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, bobSecret := newToken(t, store, memory.TokenSpec{Agent: "bob"})
+	_, adaSecret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, bobSecret := newToken(t, store, accesstoken.Spec{Agent: "bob"})
 
 	url1, _ := startServeProcess(t, dsn)
 	url2, _ := startServeProcess(t, dsn)
@@ -159,7 +160,7 @@ func TestServeKillDuringWrites(t *testing.T) {
 	// A token per writer: each has its own rate limit.
 	secrets := make([]string, 4)
 	for i := range secrets {
-		_, secrets[i] = newToken(t, store, memory.TokenSpec{Agent: "ada"})
+		_, secrets[i] = newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	}
 	store.Close()
 

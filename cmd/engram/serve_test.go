@@ -22,6 +22,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -85,9 +86,9 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
-func newToken(t *testing.T, store *memory.Store, spec memory.TokenSpec) (memory.AccessToken, string) {
+func newToken(t *testing.T, store *memory.Store, spec accesstoken.Spec) (accesstoken.Token, string) {
 	t.Helper()
-	tok, secret, err := store.Tokens().Create(context.Background(), spec)
+	tok, secret, err := accesstoken.Of(store).Create(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestServeMCP(t *testing.T) {
 	store := openServeStore(t)
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
 	f := startServe(t, store, nil)
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", Name: "laptop"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada", Name: "laptop"})
 	cs := mustConnect(t, f, secret)
 	if got := cs.InitializeResult().ServerInfo.Name; got != "engram" {
 		t.Fatalf("server = %q", got)
@@ -275,10 +276,10 @@ func TestServeRefusesBadTokens(t *testing.T) {
 	store := openServeStoreAt(t, path)
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "Likes tea."})
 	f := startServe(t, store, nil)
-	good, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, other := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, human := newToken(t, store, memory.TokenSpec{Human: "alice"})
-	_, expired := newToken(t, store, memory.TokenSpec{Agent: "ada", Expires: time.Millisecond})
+	good, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, other := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, human := newToken(t, store, accesstoken.Spec{Human: "alice"})
+	_, expired := newToken(t, store, accesstoken.Spec{Agent: "ada", Expires: time.Millisecond})
 	time.Sleep(5 * time.Millisecond)
 
 	// A live session of the good token.
@@ -310,7 +311,7 @@ func TestServeRefusesBadTokens(t *testing.T) {
 	}
 	// ...until it is revoked (by another store on the file: another process).
 	other2 := openServeStoreAt(t, path)
-	if err := other2.Tokens().Revoke(ctx, good.ID); err != nil {
+	if err := accesstoken.Of(other2).Revoke(ctx, good.ID); err != nil {
 		t.Fatal(err)
 	}
 	if resp := post(t, f.url, secret, session, appendCall("notes", "", "INTRUDER"), nil); resp.StatusCode != http.StatusUnauthorized {
@@ -346,7 +347,7 @@ func TestServeIsolation(t *testing.T) {
 	store.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "marmalade recipe"})
 	store.Agent("ada").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "my marmalade secret"})
 	f := startServe(t, store, nil)
-	_, bobSecret := newToken(t, store, memory.TokenSpec{Agent: "bob"})
+	_, bobSecret := newToken(t, store, accesstoken.Spec{Agent: "bob"})
 	bob := mustConnect(t, f, bobSecret)
 
 	if uris := resourceURIs(t, bob); slices.Contains(uris, "engram://ada/private") || !slices.Contains(uris, "engram://ada/board") {
@@ -392,7 +393,7 @@ func TestServeIsolation(t *testing.T) {
 	}
 
 	// Read-only: only read tools listed, writes unknown, nothing written.
-	_, roSecret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: true})
+	_, roSecret := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: true})
 	ro := mustConnect(t, f, roSecret)
 	names := toolNames(t, ro)
 	slices.Sort(names)
@@ -414,7 +415,7 @@ func TestServeIsolation(t *testing.T) {
 		t.Error("a read-only token wrote")
 	}
 	// The read-write session of the same agent still has every tool.
-	_, rwSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, rwSecret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	if names := toolNames(t, mustConnect(t, f, rwSecret)); !slices.Contains(names, "block_append") {
 		t.Errorf("read-write tools after a read-only session: %v", names)
 	}
@@ -433,7 +434,7 @@ func TestServeConcurrentSessions(t *testing.T) {
 		if i < 10 {
 			store.Agent(agent).CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "start"})
 		}
-		_, secrets[i] = newToken(t, store, memory.TokenSpec{Agent: agent})
+		_, secrets[i] = newToken(t, store, accesstoken.Spec{Agent: agent})
 	}
 	errs := make(chan error, sessions*calls)
 	var wg sync.WaitGroup
@@ -494,9 +495,9 @@ func TestServeConcurrentSessions(t *testing.T) {
 func TestServeHTTPRules(t *testing.T) {
 	store := openServeStore(t)
 	f := startServe(t, store, &serve.Options{Rate: 1, Burst: 3, MaxSessions: 2, MaxBodyBytes: 4096})
-	_, a := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, b := newToken(t, store, memory.TokenSpec{Agent: "bob"})
-	_, c := newToken(t, store, memory.TokenSpec{Agent: "cy"})
+	_, a := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, b := newToken(t, store, accesstoken.Spec{Agent: "bob"})
+	_, c := newToken(t, store, accesstoken.Spec{Agent: "cy"})
 
 	resp, err := http.Get(f.url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
@@ -567,8 +568,8 @@ func TestServeUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startServe(t, store, nil)
-	alice, aliceSecret := newToken(t, store, memory.TokenSpec{Human: "alice"})
-	_, agentSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	alice, aliceSecret := newToken(t, store, accesstoken.Spec{Human: "alice"})
+	_, agentSecret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 
 	browser := func() *http.Client {
 		jar, _ := cookiejar.New(nil)
@@ -616,7 +617,7 @@ func TestServeUI(t *testing.T) {
 		t.Fatalf("proposal after approval: %+v", ps)
 	}
 	// Revoked: the login ends on the next request.
-	if err := store.Tokens().Revoke(ctx, alice.ID); err != nil {
+	if err := accesstoken.Of(store).Revoke(ctx, alice.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, _ = b.Get(f.url + "/ui/proposals")
@@ -633,7 +634,7 @@ func TestServeDropsIdleServers(t *testing.T) {
 	store := openServeStore(t)
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "x"})
 	f := startServe(t, store, &serve.Options{ServerIdle: 10 * time.Millisecond})
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	cs, err := connectMCP(ctx, f.url, secret)
 	if err != nil {
 		t.Fatal(err)
@@ -661,14 +662,14 @@ func TestServeDropsIdleServers(t *testing.T) {
 func TestServeUIEventStream(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		end  func(t *testing.T, f *serveFixture, b *http.Client, tok memory.AccessToken)
+		end  func(t *testing.T, f *serveFixture, b *http.Client, tok accesstoken.Token)
 	}{
-		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok memory.AccessToken) {
-			if err := f.store.Tokens().Revoke(context.Background(), tok.ID); err != nil {
+		{"revoked", func(t *testing.T, f *serveFixture, _ *http.Client, tok accesstoken.Token) {
+			if err := accesstoken.Of(f.store).Revoke(context.Background(), tok.ID); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ memory.AccessToken) {
+		{"signed out", func(t *testing.T, f *serveFixture, b *http.Client, _ accesstoken.Token) {
 			req, _ := http.NewRequest(http.MethodPost, f.url+"/ui/logout", nil)
 			req.Header.Set("Origin", f.url)
 			resp, err := b.Do(req)
@@ -677,7 +678,7 @@ func TestServeUIEventStream(t *testing.T) {
 			}
 			resp.Body.Close()
 		}},
-		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ memory.AccessToken) {
+		{"shutdown", func(t *testing.T, f *serveFixture, _ *http.Client, _ accesstoken.Token) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			if err := f.h.Shutdown(ctx); err != nil {
@@ -688,7 +689,7 @@ func TestServeUIEventStream(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := openServeStore(t)
 			f := startServe(t, store, nil)
-			tok, secret := newToken(t, store, memory.TokenSpec{Human: "alice"})
+			tok, secret := newToken(t, store, accesstoken.Spec{Human: "alice"})
 			jar, _ := cookiejar.New(nil)
 			b := &http.Client{Jar: jar}
 			resp, err := b.Get(f.url + "/ui/login?token=" + url.QueryEscape(secret))
@@ -724,7 +725,7 @@ func TestServeMissingParams(t *testing.T) {
 	store := openServeStore(t)
 	f := startServe(t, store, nil)
 	for _, ro := range []bool{false, true} {
-		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: ro})
+		_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: ro})
 		resp := post(t, f.url, secret, "", initializeBody, nil)
 		session := resp.Header.Get("Mcp-Session-Id")
 		io.Copy(io.Discard, resp.Body)
@@ -770,7 +771,7 @@ func TestServeReadOnlyContextPrompt(t *testing.T) {
 		{false, []string{"block_append", "archival_insert", "archival_search"}},
 		{true, readTools},
 	} {
-		_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: c.readOnly})
+		_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: c.readOnly})
 		cs := mustConnect(t, f, secret)
 		pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "context"})
 		if err != nil {
@@ -807,8 +808,8 @@ func TestServeSessionsPerToken(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := openServeStore(t)
 			f := startServe(t, store, &c.opts)
-			_, a := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-			_, b := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+			_, a := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+			_, b := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 			opened := 0
 			for range c.opts.MaxSessions {
 				resp := post(t, f.url, a, "", initializeBody, nil)
@@ -838,7 +839,7 @@ func TestServeSessionsPerToken(t *testing.T) {
 func TestServeUILoginCrossSite(t *testing.T) {
 	store := openServeStore(t)
 	f := startServe(t, store, nil)
-	_, secret := newToken(t, store, memory.TokenSpec{Human: "mallory"})
+	_, secret := newToken(t, store, accesstoken.Spec{Human: "mallory"})
 	for _, c := range []struct {
 		site   string
 		signed bool

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
@@ -31,9 +32,9 @@ func TestServeTypeScriptClient(t *testing.T) {
 	store := openServeStoreAt(t, path)
 	store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Type: blocks.Core, Value: "Likes tea."})
 	f := startServe(t, store, nil)
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	revoked, revokedSecret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	store.Tokens().Revoke(ctx, revoked.ID)
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	revoked, revokedSecret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	accesstoken.Of(store).Revoke(ctx, revoked.ID)
 
 	run := exec.Command(node, "client.js", f.url+"/mcp", secret, revokedSecret)
 	run.Dir = dir

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -38,7 +39,7 @@ func TestServeUIUnderPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startServe(t, store, nil)
-	_, secret := newToken(t, store, memory.TokenSpec{Human: "alice"})
+	_, secret := newToken(t, store, accesstoken.Spec{Human: "alice"})
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	noFollow := &http.Client{Jar: jar, Timeout: 30 * time.Second,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -85,7 +86,7 @@ func TestServeProposalsWithinQuota(t *testing.T) {
 	if _, err := store.Agent("mallory").CreateBlock(ctx, memory.BlockSpec{Label: "human", Permission: blocks.Human, Value: "likes tea"}); err != nil {
 		t.Fatal(err)
 	}
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "mallory"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "mallory"})
 	store.Close()
 
 	const quota = 1 << 20

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
@@ -180,8 +181,8 @@ func TestSyncDoor(t *testing.T) {
 	url := syncrepo.URL(id)
 	f := startServe(t, store, &serve.Options{SyncTokenCheck: 50 * time.Millisecond, SyncMaxMessageBytes: 1 << 16})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync"
-	tok, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, human := newToken(t, store, memory.TokenSpec{Human: "alice"})
+	tok, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, human := newToken(t, store, accesstoken.Spec{Human: "alice"})
 
 	for _, tc := range []struct {
 		name   string
@@ -241,14 +242,14 @@ func TestSyncDoor(t *testing.T) {
 	}
 
 	// Revocation closes the connection.
-	if err := store.Tokens().Revoke(ctx, tok.ID); err != nil {
+	if err := accesstoken.Of(store).Revoke(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !p.until(func(p *goPeer) bool { return p.closed != nil }) || websocket.CloseStatus(p.closed) != websocket.StatusPolicyViolation {
 		t.Errorf("after revocation: %v", p.closed)
 	}
 	// Shutdown closes a connection with 1001.
-	_, secret2 := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, secret2 := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	last := newGoPeer(t, ws+"?token="+secret2, url)
 	if !last.until(func(p *goPeer) bool { return p.text() != "" }) {
 		t.Fatal("no sync")
@@ -278,7 +279,7 @@ func TestSyncTwoServesOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := s1.Agent("ada").Block("notes").DocumentID(ctx)
-	_, secret := newToken(t, s1, memory.TokenSpec{Agent: "ada"})
+	_, secret := newToken(t, s1, accesstoken.Spec{Agent: "ada"})
 	var peers []*goPeer
 	stores := []*memory.Store{s1, s2}
 	for _, s := range stores {
@@ -355,7 +356,7 @@ func TestSyncMeasure(t *testing.T) {
 	id, _ := store.Agent("ada").Block("big").DocumentID(ctx)
 	// 200 peers on one token: above the default per-token cap.
 	f := startServe(t, store, &serve.Options{Rate: 1e6, Burst: 1e6, SyncMaxTokenConnections: 1000})
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token=" + secret
 	p := newGoPeer(t, ws, syncrepo.URL(id))
 	if !p.until(func(p *goPeer) bool { return p.text() == text }) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
@@ -151,9 +152,9 @@ func TestSyncAutomergeRepoPeer(t *testing.T) {
 	}
 	f := startServe(t, store, &serve.Options{SyncTokenCheck: 100 * time.Millisecond})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token="
-	_, ada := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, adaRO := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: true})
-	_, bob := newToken(t, store, memory.TokenSpec{Agent: "bob"})
+	_, ada := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, adaRO := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: true})
+	_, bob := newToken(t, store, accesstoken.Spec{Agent: "bob"})
 
 	// (1) find a block by its URL and read it.
 	got := js.do(map[string]any{"op": "find", "peer": "ada", "ws": ws + ada, "url": urls["notes"]})
@@ -351,7 +352,7 @@ func TestSyncConcurrentPeersConverge(t *testing.T) {
 			}
 			id, _ := stores[0].Agent("ada").Block("notes").DocumentID(ctx)
 			url := syncrepo.URL(id)
-			_, tok := newToken(t, stores[0], memory.TokenSpec{Agent: "ada"})
+			_, tok := newToken(t, stores[0], accesstoken.Spec{Agent: "ada"})
 			var ws []string
 			for _, s := range stores {
 				ws = append(ws, "ws"+strings.TrimPrefix(startServe(t, s, nil).url, "http")+"/sync?token="+tok)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -93,8 +94,8 @@ func startAbuseServe(t *testing.T, limit, edits int, value string) *abuseServe {
 		t.Fatal(err)
 	}
 	heads := doc.Heads()
-	_, rw := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, ro := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: true})
+	_, rw := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, ro := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: true})
 	store.Close()
 	base, cmd := startServeProcess(t, path)
 	url := syncrepo.URL(id)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -31,8 +32,8 @@ func TestSyncConnectionsPerToken(t *testing.T) {
 	url := syncrepo.URL(id)
 	f := startServe(t, store, &serve.Options{SyncMaxTokenConnections: 2})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token="
-	_, one := newToken(t, store, memory.TokenSpec{Agent: "ada"})
-	_, two := newToken(t, store, memory.TokenSpec{Agent: "ada", ReadOnly: true})
+	_, one := newToken(t, store, accesstoken.Spec{Agent: "ada"})
+	_, two := newToken(t, store, accesstoken.Spec{Agent: "ada", ReadOnly: true})
 
 	var open []*goPeer
 	for range 2 {

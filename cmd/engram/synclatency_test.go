@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
@@ -49,7 +50,7 @@ func TestSyncAppendLatency(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, secret := newToken(t, served, memory.TokenSpec{Agent: "ada"})
+			_, secret := newToken(t, served, accesstoken.Spec{Agent: "ada"})
 			f := startServe(t, served, nil)
 			ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync?token=" + secret
 			p := newGoPeer(t, ws, syncrepo.URL(id))

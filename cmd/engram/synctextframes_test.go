@@ -9,7 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/syncrepo"
 )
 
@@ -22,7 +22,7 @@ func TestSyncTextFramesCountAgainstTheRate(t *testing.T) {
 	store := openServeStoreAt(t, t.TempDir()+"/text.db")
 	f := startServe(t, store, &serve.Options{SyncRate: 10, SyncBurst: 10})
 	ws := "ws" + strings.TrimPrefix(f.url, "http") + "/sync"
-	_, secret := newToken(t, store, memory.TokenSpec{Agent: "ada"})
+	_, secret := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	c, _, err := dialSync(ctx, ws+"?token="+secret, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 // tokenJSON is a token as "token create/list --json" print it; times are
@@ -29,7 +29,7 @@ type tokenJSON struct {
 	Token string `json:"token,omitempty"`
 }
 
-func toTokenJSON(t memory.AccessToken) tokenJSON {
+func toTokenJSON(t accesstoken.Token) tokenJSON {
 	opt := func(at time.Time) *time.Time {
 		if at.IsZero() {
 			return nil
@@ -42,7 +42,7 @@ func toTokenJSON(t memory.AccessToken) tokenJSON {
 }
 
 func cmdTokenCreate(fs *flag.FlagSet) runFunc {
-	var spec memory.TokenSpec
+	var spec accesstoken.Spec
 	fs.StringVar(&spec.Agent, "agent", "", "the agent the token acts as (engram serve's /mcp)")
 	fs.StringVar(&spec.Human, "human", "", "a person's name: the token opens engram serve's web UI, approvals recorded as human:NAME")
 	fs.StringVar(&spec.Name, "name", "", "a label for the token (shown by token list and in access logs)")
@@ -57,7 +57,7 @@ func cmdTokenCreate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		t, secret, err := s.Tokens().Create(ctx, spec)
+		t, secret, err := accesstoken.Of(s).Create(ctx, spec)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func cmdTokenList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		ts, err := s.Tokens().List(ctx)
+		ts, err := accesstoken.Of(s).List(ctx)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func cmdTokenRevoke(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer a.close()
-		if err := s.Tokens().Revoke(ctx, id); err != nil {
+		if err := accesstoken.Of(s).Revoke(ctx, id); err != nil {
 			return err
 		}
 		return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
@@ -166,15 +166,15 @@ func cmdTokenLoginURL(fs *flag.FlagSet) runFunc {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return usageErrorf("token login-url: --base %q is not an http(s) address like http://127.0.0.1:8421", base)
 		}
-		if ttl <= 0 || ttl > memory.MaxLoginLinkTTL {
-			return usageErrorf("token login-url: --expires %v is not between 0 and %v", ttl, memory.MaxLoginLinkTTL)
+		if ttl <= 0 || ttl > accesstoken.MaxLoginLinkTTL {
+			return usageErrorf("token login-url: --expires %v is not between 0 and %v", ttl, accesstoken.MaxLoginLinkTTL)
 		}
 		s, err := a.open(ctx)
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		secret, err := s.Tokens().CreateLoginLink(ctx, id, ttl)
+		secret, err := accesstoken.Of(s).CreateLoginLink(ctx, id, ttl)
 		if err != nil {
 			return err
 		}

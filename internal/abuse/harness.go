@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -230,13 +231,13 @@ func (h *Harness) seed(ctx context.Context) error {
 	}
 	for _, t := range []struct {
 		secret *string
-		spec   memory.TokenSpec
+		spec   accesstoken.Spec
 	}{
-		{&h.victim, memory.TokenSpec{Agent: VictimAgent, Name: "victim"}},
-		{&h.attacker, memory.TokenSpec{Agent: AttackerAgent, Name: "attacker"}},
-		{&h.readOnly, memory.TokenSpec{Agent: AttackerAgent, Name: "attacker read-only", ReadOnly: true}},
+		{&h.victim, accesstoken.Spec{Agent: VictimAgent, Name: "victim"}},
+		{&h.attacker, accesstoken.Spec{Agent: AttackerAgent, Name: "attacker"}},
+		{&h.readOnly, accesstoken.Spec{Agent: AttackerAgent, Name: "attacker read-only", ReadOnly: true}},
 	} {
-		if _, *t.secret, err = st.Tokens().Create(ctx, t.spec); err != nil {
+		if _, *t.secret, err = accesstoken.Of(st).Create(ctx, t.spec); err != nil {
 			return fmt.Errorf("abuse: create the %s token: %w", t.spec.Name, err)
 		}
 	}

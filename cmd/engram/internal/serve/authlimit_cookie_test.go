@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 // A browser holding a login cookie the server no longer knows (one from
@@ -55,7 +55,7 @@ func TestStaleLoginCookieCountsOnce(t *testing.T) {
 					t.Fatalf("GET %s with a stale cookie: status %d, want 303", p, st)
 				}
 			}
-			tok := d.token(t, memory.TokenSpec{Human: "alice"})
+			tok := d.token(t, accesstoken.Spec{Human: "alice"})
 			resp, err := browser.PostForm(d.url+"/ui/login", url.Values{"token": {tok}})
 			if err != nil {
 				t.Fatal(err)
@@ -92,7 +92,7 @@ func TestFailedLoginLimitNoOracle(t *testing.T) {
 		secret     func(t *testing.T, d *door) string
 	}{
 		{"metrics token", "/metrics", func(*testing.T, *door) string { return metricsSecret }},
-		{"agent token", "/mcp", func(t *testing.T, d *door) string { return d.token(t, memory.TokenSpec{Agent: "ada"}) }},
+		{"agent token", "/mcp", func(t *testing.T, d *door) string { return d.token(t, accesstoken.Spec{Agent: "ada"}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := newDoor(t, &serve.Options{AuthFailureBurst: burst, AuthFailureRate: 1e-3, MetricsToken: metricsSecret,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -148,14 +149,14 @@ func TestReadMetricsToken(t *testing.T) {
 // nopTokens stands in for the store where New refuses before using it.
 type nopTokens struct{}
 
-func (nopTokens) Verify(context.Context, string) (memory.AccessToken, error) {
-	return memory.AccessToken{}, memory.ErrTokenInvalid
+func (nopTokens) Verify(context.Context, string) (accesstoken.Token, error) {
+	return accesstoken.Token{}, accesstoken.ErrInvalid
 }
-func (nopTokens) Get(context.Context, int64) (memory.AccessToken, error) {
-	return memory.AccessToken{}, memory.ErrNotFound
+func (nopTokens) Get(context.Context, int64) (accesstoken.Token, error) {
+	return accesstoken.Token{}, memory.ErrNotFound
 }
-func (nopTokens) UseLoginLink(context.Context, string) (memory.AccessToken, error) {
-	return memory.AccessToken{}, memory.ErrLoginLinkInvalid
+func (nopTokens) UseLoginLink(context.Context, string) (accesstoken.Token, error) {
+	return accesstoken.Token{}, accesstoken.ErrLoginLinkInvalid
 }
 
 // The limit's cost on a valid token's request (its secret known) and on a

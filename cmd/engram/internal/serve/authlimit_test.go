@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 const metricsSecret = "metrics-secret-for-tests"
@@ -25,7 +25,7 @@ func form() map[string]string {
 // loginCookie signs a human in through the form and returns the cookie.
 func (d *door) loginCookie(t *testing.T, human string) string {
 	t.Helper()
-	tok := d.token(t, memory.TokenSpec{Human: human})
+	tok := d.token(t, accesstoken.Spec{Human: human})
 	resp := d.do(t, "POST", "/ui/login", url.Values{"token": {tok}}.Encode(), form())
 	for _, c := range resp.Cookies() {
 		if c.Value != "" {
@@ -38,11 +38,11 @@ func (d *door) loginCookie(t *testing.T, human string) string {
 
 func (d *door) link(t *testing.T, human string) string {
 	t.Helper()
-	tok, _, err := d.store.Tokens().Create(context.Background(), memory.TokenSpec{Human: human})
+	tok, _, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Human: human})
 	if err != nil {
 		t.Fatal(err)
 	}
-	link, err := d.store.Tokens().CreateLoginLink(context.Background(), tok.ID, time.Hour)
+	link, err := accesstoken.Of(d.store).CreateLoginLink(context.Background(), tok.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestFailedLoginLimit(t *testing.T) {
 	metrics := func(t *testing.T, d *door, secret string) *http.Response {
 		return d.do(t, "GET", "/metrics", "", map[string]string{"Authorization": "Bearer " + secret})
 	}
-	agent := func(t *testing.T, d *door) string { return d.token(t, memory.TokenSpec{Agent: "ada"}) }
-	human := func(t *testing.T, d *door) string { return d.token(t, memory.TokenSpec{Human: "alice"}) }
+	agent := func(t *testing.T, d *door) string { return d.token(t, accesstoken.Spec{Agent: "ada"}) }
+	human := func(t *testing.T, d *door) string { return d.token(t, accesstoken.Spec{Human: "alice"}) }
 	for _, c := range []struct {
 		name    string
 		try     attempt
@@ -208,7 +208,7 @@ func TestFailedLoginLimitAddresses(t *testing.T) {
 		// A user from an address with no failure on record still gets in
 		// while the guessers keep the ceiling spent: the ceiling must not
 		// lock every new login out.
-		tok := d.token(t, memory.TokenSpec{Agent: "late"})
+		tok := d.token(t, accesstoken.Spec{Agent: "late"})
 		h := mcpHeader(tok, "")
 		h["X-Forwarded-For"] = "203.0.113.7"
 		if st := d.do(t, "POST", "/mcp", initBody, h).StatusCode; st != 200 {
@@ -221,7 +221,7 @@ func TestFailedLoginLimitAddresses(t *testing.T) {
 		d := newDoor(t, &serve.Options{AuthFailureBurst: 2, AuthFailureRate: 1e-3})
 		toks := make([]string, 20)
 		for i := range toks {
-			toks[i] = d.token(t, memory.TokenSpec{Agent: fmt.Sprintf("agent%d", i)})
+			toks[i] = d.token(t, accesstoken.Spec{Agent: fmt.Sprintf("agent%d", i)})
 		}
 		var wg sync.WaitGroup
 		got := make([]int, len(toks))
@@ -270,14 +270,14 @@ func TestFailedLoginLimitNoCredential(t *testing.T) {
 // count like any other, and it is limited like a guess.
 func TestFailedLoginLimitRevoked(t *testing.T) {
 	d := newDoor(t, &serve.Options{AuthFailureBurst: 2, AuthFailureRate: 1e-3})
-	tok, secret, err := d.store.Tokens().Create(context.Background(), memory.TokenSpec{Agent: "ada"})
+	tok, secret, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := d.do(t, "POST", "/mcp", initBody, mcpHeader(secret, "")).StatusCode; st != 200 {
 		t.Fatalf("valid: %d", st)
 	}
-	if err := d.store.Tokens().Revoke(context.Background(), tok.ID); err != nil {
+	if err := accesstoken.Of(d.store).Revoke(context.Background(), tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -330,7 +330,7 @@ func TestFailedLoginLimitSpoofedForwardedFor(t *testing.T) {
 	if fmt.Sprint(got) != "[401 401 429]" {
 		t.Fatalf("the spoofer's guesses: %v, want [401 401 429]", got)
 	}
-	if st := try(proxy, d.token(t, memory.TokenSpec{Agent: "victim"})); st != 200 {
+	if st := try(proxy, d.token(t, accesstoken.Spec{Agent: "victim"})); st != 200 {
 		t.Fatalf("the victim's new token through the proxy: %d, want 200 (locked out by a client that skipped the proxy)", st)
 	}
 	// Through the proxy, the victim's own failures still count.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 // sessionAt opens an initialized MCP session of protocol version v.
@@ -80,7 +80,7 @@ func echoBatch(first, n int) string {
 // error, and the session goes on.
 func TestBatchRefusedWithoutBatchProtocol(t *testing.T) {
 	d := newDoor(t, nil)
-	tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, tok)
 	huge := "[" + strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"tools/list"},`, 60000)
 	huge = strings.TrimSuffix(huge, ",") + "]"
@@ -127,7 +127,7 @@ func TestBatchRefusedWithoutBatchProtocol(t *testing.T) {
 // is at most MaxBatch long.
 func TestBatchChargedPerCall(t *testing.T) {
 	d := newDoor(t, &serve.Options{Rate: 1e-3, Burst: 10, MaxBatch: 4})
-	tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.sessionAt(t, tok, "2025-03-26") // 2 requests: 8 left
 	h := mcpHeader(tok, sid)
 	h["Mcp-Protocol-Version"] = "2025-03-26"
@@ -188,7 +188,7 @@ func TestBatchDefaultCap(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("MaxBatch %d Burst %d", c.opts.MaxBatch, c.opts.Burst), func(t *testing.T) {
 			d := newDoor(t, &c.opts)
-			tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+			tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 			sid := d.sessionAt(t, tok, "2025-03-26")
 			h := mcpHeader(tok, sid)
 			h["Mcp-Protocol-Version"] = "2025-03-26"

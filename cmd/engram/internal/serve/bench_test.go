@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 // serveDirect runs one request through the handler without a network.
@@ -52,7 +52,7 @@ func BenchmarkAuthRefusal(b *testing.B) {
 // (its secret known) and the metrics middleware.
 func BenchmarkToolCall(b *testing.B) {
 	d := newDoor(b, &serve.Options{Rate: 1e9, Burst: 1 << 30})
-	tok := d.token(b, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(b, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(b, tok)
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
 	for b.Loop() {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -30,16 +31,16 @@ type door struct {
 
 // countingTokens counts the lookups a credential costs the store.
 type countingTokens struct {
-	*memory.Tokens
+	*accesstoken.Tokens
 	n *atomic.Int64
 }
 
-func (c countingTokens) Verify(ctx context.Context, secret string) (memory.AccessToken, error) {
+func (c countingTokens) Verify(ctx context.Context, secret string) (accesstoken.Token, error) {
 	c.n.Add(1)
 	return c.Tokens.Verify(ctx, secret)
 }
 
-func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (memory.AccessToken, error) {
+func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (accesstoken.Token, error) {
 	c.n.Add(1)
 	return c.Tokens.UseLoginLink(ctx, secret)
 }
@@ -56,7 +57,7 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 		o = *opts
 	}
 	lookups := &atomic.Int64{}
-	o.Tokens = countingTokens{Tokens: store.Tokens(), n: lookups}
+	o.Tokens = countingTokens{Tokens: accesstoken.Of(store), n: lookups}
 	if o.SyncStore == nil {
 		o.SyncStore = store
 	}
@@ -88,9 +89,9 @@ func newDoor(t testing.TB, opts *serve.Options) *door {
 	return &door{store: store, h: h, url: srv.URL, lookups: lookups, calls: calls}
 }
 
-func (d *door) token(t testing.TB, spec memory.TokenSpec) string {
+func (d *door) token(t testing.TB, spec accesstoken.Spec) string {
 	t.Helper()
-	_, secret, err := d.store.Tokens().Create(context.Background(), spec)
+	_, secret, err := accesstoken.Of(d.store).Create(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func (d *door) session(t testing.TB, token string) string {
 // call's id, and the session keeps working.
 func TestSecondInitialize(t *testing.T) {
 	d := newDoor(t, nil)
-	tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, tok)
 	r := reply(t, d.do(t, "POST", "/mcp", strings.Replace(initBody, `"id":1`, `"id":7`, 1), mcpHeader(tok, sid)))
 	if r.Error == nil || r.Error.Code != -32600 || string(r.ID) != "7" {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 // On a loopback listener every door refuses a request whose Host is not
@@ -19,7 +19,7 @@ import (
 // let in.
 func TestHostOnLoopback(t *testing.T) {
 	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret})
-	tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	port := d.url[strings.LastIndex(d.url, ":")+1:]
 	doors := []struct {
 		name, method, path, body string

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/engram-go/engram/memory"
 )
 
 // recKey carries the accessRecord a request fills in for its log line.
@@ -17,7 +16,7 @@ type recKey struct{}
 // accessRecord is what authentication learned about a request: for the
 // access log, and the server the SDK's getServer hands the request to.
 type accessRecord struct {
-	token   *memory.AccessToken
+	token   *accesstoken.Token
 	server  *mcp.Server
 	refused string // why the token was refused
 }

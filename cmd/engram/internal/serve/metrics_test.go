@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/internal/accesstoken"
 )
 
 var (
@@ -184,7 +184,7 @@ func TestMetrics(t *testing.T) {
 	// Scraped once first, as a scraper does: its token, known good, then
 	// passes while the guesses below hold the address.
 	d.scrape(t)
-	tok := d.token(t, memory.TokenSpec{Agent: "ada"})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, tok)
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
 	if r := reply(t, d.do(t, "POST", "/mcp", call, mcpHeader(tok, sid))); r.Error != nil {
@@ -269,13 +269,13 @@ func TestMetrics(t *testing.T) {
 // (an agent's or a human's included).
 func TestMetricsAccess(t *testing.T) {
 	off := newDoor(t, nil)
-	agent := off.token(t, memory.TokenSpec{Agent: "ada"})
+	agent := off.token(t, accesstoken.Spec{Agent: "ada"})
 	if st := off.do(t, "GET", "/metrics", "", map[string]string{"Authorization": "Bearer " + agent}).StatusCode; st != 404 {
 		t.Errorf("without a metrics token: %d, want 404", st)
 	}
 	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret})
-	agent = d.token(t, memory.TokenSpec{Agent: "ada"})
-	human := d.token(t, memory.TokenSpec{Human: "alice"})
+	agent = d.token(t, accesstoken.Spec{Agent: "ada"})
+	human := d.token(t, accesstoken.Spec{Human: "alice"})
 	for _, c := range []struct {
 		name   string
 		method string

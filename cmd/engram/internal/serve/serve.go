@@ -26,17 +26,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-go/engram/cmd/engram/internal/mcpguard"
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
 
-// Tokens is what the door asks of the store: its *memory.Tokens.
+// Tokens is what the door asks of the store's access tokens and login
+// links: an *accesstoken.Tokens.
 type Tokens interface {
-	Verify(ctx context.Context, secret string) (memory.AccessToken, error)
-	Get(ctx context.Context, id int64) (memory.AccessToken, error)
+	Verify(ctx context.Context, secret string) (accesstoken.Token, error)
+	Get(ctx context.Context, id int64) (accesstoken.Token, error)
 	// UseLoginLink consumes a one-time login link of the web UI.
-	UseLoginLink(ctx context.Context, secret string) (memory.AccessToken, error)
+	UseLoginLink(ctx context.Context, secret string) (accesstoken.Token, error)
 }
 
 // SyncStore is the store /sync serves (*memory.Store): the handle of each
@@ -503,7 +505,7 @@ func (h *Handler) verify(ctx context.Context, secret string, r *http.Request) (*
 	t, err := h.opts.Tokens.Verify(ctx, secret)
 	rec, _ := ctx.Value(recKey{}).(*accessRecord)
 	switch {
-	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+	case errors.Is(err, accesstoken.ErrInvalid), errors.Is(err, accesstoken.ErrExpired), errors.Is(err, accesstoken.ErrRevoked):
 		h.authFailed(r, secret, err.Error())
 		return nil, fmt.Errorf("%w: the bearer token is unknown, expired or revoked", auth.ErrInvalidToken)
 	case err != nil:
@@ -666,7 +668,7 @@ func (h *Handler) closeRevoked(ctx context.Context) {
 // tokenValid reports whether t, as the store read it, is neither revoked
 // nor expired at now: what keeps an MCP session, a UI login or a /sync
 // connection open.
-func tokenValid(t memory.AccessToken, now time.Time) bool {
+func tokenValid(t accesstoken.Token, now time.Time) bool {
 	return t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt))
 }
 

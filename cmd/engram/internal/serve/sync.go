@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -163,7 +164,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.opts.Tokens.Verify(r.Context(), secret)
 	switch {
-	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+	case errors.Is(err, accesstoken.ErrInvalid), errors.Is(err, accesstoken.ErrExpired), errors.Is(err, accesstoken.ErrRevoked):
 		h.authFailed(r, secret, err.Error())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
 		http.Error(w, "401 unauthorized: the token is missing, unknown, expired or revoked", http.StatusUnauthorized)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -245,7 +246,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	var t memory.AccessToken
+	var t accesstoken.Token
 	var err error
 	useLink := link != "" && secret == ""
 	presented := secret
@@ -262,11 +263,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, _ := r.Context().Value(recKey{}).(*accessRecord)
 	switch {
-	case useLink && (errors.Is(err, memory.ErrLoginLinkInvalid) || errors.Is(err, memory.ErrTokenExpired) || errors.Is(err, memory.ErrTokenRevoked)):
+	case useLink && (errors.Is(err, accesstoken.ErrLoginLinkInvalid) || errors.Is(err, accesstoken.ErrExpired) || errors.Is(err, accesstoken.ErrRevoked)):
 		h.authFailed(r, link, err.Error())
 		h.loginForm(w, http.StatusUnauthorized, "That sign-in link was used already, has expired, or its token was revoked; ask for a new one (engram token login-url ID) or paste your token here.")
 		return
-	case errors.Is(err, memory.ErrTokenInvalid), errors.Is(err, memory.ErrTokenExpired), errors.Is(err, memory.ErrTokenRevoked):
+	case errors.Is(err, accesstoken.ErrInvalid), errors.Is(err, accesstoken.ErrExpired), errors.Is(err, accesstoken.ErrRevoked):
 		h.authFailed(r, secret, err.Error())
 		h.loginForm(w, http.StatusUnauthorized, "That token is unknown, expired or revoked.")
 		return

@@ -1,4 +1,4 @@
-package memory_test
+package accesstoken_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 )
@@ -30,7 +31,7 @@ func TestLoginLinks(t *testing.T) {
 			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
 			open := func() *memory.Store {
-				c, err := memory.Open(ctx, fresh(target), &memory.Options{Now: clock})
+				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -39,48 +40,48 @@ func TestLoginLinks(t *testing.T) {
 			}
 			a, b := open(), open() // two processes' stores on one database
 
-			alice, _, err := a.Tokens().Create(ctx, memory.TokenSpec{Human: "alice"})
+			alice, _, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			agent, _, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
+			agent, _, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Agent: "ada"})
 			if err != nil {
 				t.Fatal(err)
 			}
 
 			// Refused: an agent's token, no token, bad lifetimes.
-			if _, err := a.Tokens().CreateLoginLink(ctx, agent.ID, time.Minute); !errors.Is(err, memory.ErrInvalidArgument) {
+			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, agent.ID, time.Minute); !errors.Is(err, memory.ErrInvalidArgument) {
 				t.Errorf("link for an agent token: %v, want ErrInvalidArgument", err)
 			}
-			if _, err := a.Tokens().CreateLoginLink(ctx, 999, time.Minute); !errors.Is(err, memory.ErrNotFound) {
+			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, 999, time.Minute); !errors.Is(err, memory.ErrNotFound) {
 				t.Errorf("link for no token: %v, want ErrNotFound", err)
 			}
-			for _, ttl := range []time.Duration{0, -time.Minute, memory.MaxLoginLinkTTL + time.Second} {
-				if _, err := a.Tokens().CreateLoginLink(ctx, alice.ID, ttl); !errors.Is(err, memory.ErrInvalidArgument) {
+			for _, ttl := range []time.Duration{0, -time.Minute, accesstoken.MaxLoginLinkTTL + time.Second} {
+				if _, err := accesstoken.Of(a).CreateLoginLink(ctx, alice.ID, ttl); !errors.Is(err, memory.ErrInvalidArgument) {
 					t.Errorf("link lifetime %v: %v, want ErrInvalidArgument", ttl, err)
 				}
 			}
 
 			// One use signs in; the second (on the other store) is refused.
-			secret, err := a.Tokens().CreateLoginLink(ctx, alice.ID, 15*time.Minute)
+			secret, err := accesstoken.Of(a).CreateLoginLink(ctx, alice.ID, 15*time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(secret, memory.LoginLinkPrefix) || len(secret) < len(memory.LoginLinkPrefix)+43 {
-				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, memory.LoginLinkPrefix)
+			if !strings.HasPrefix(secret, accesstoken.LoginLinkPrefix) || len(secret) < len(accesstoken.LoginLinkPrefix)+43 {
+				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, accesstoken.LoginLinkPrefix)
 			}
-			got, err := b.Tokens().UseLoginLink(ctx, secret)
+			got, err := accesstoken.Of(b).UseLoginLink(ctx, secret)
 			if err != nil || got.ID != alice.ID || got.Human != "alice" {
 				t.Fatalf("UseLoginLink = %+v, %v; want token %d of alice", got, err, alice.ID)
 			}
-			if _, err := a.Tokens().UseLoginLink(ctx, secret); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+			if _, err := accesstoken.Of(a).UseLoginLink(ctx, secret); !errors.Is(err, accesstoken.ErrLoginLinkInvalid) {
 				t.Fatalf("second use: %v, want ErrLoginLinkInvalid", err)
 			}
 
 			// Unknown or malformed secrets; a token is not a link.
-			_, tokSecret, _ := a.Tokens().Create(ctx, memory.TokenSpec{Human: "bob"})
-			for _, bad := range []string{"", memory.LoginLinkPrefix, secret + "x", secret[:len(secret)-1], tokSecret, strings.Repeat("x", 300)} {
-				if _, err := a.Tokens().UseLoginLink(ctx, bad); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+			_, tokSecret, _ := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "bob"})
+			for _, bad := range []string{"", accesstoken.LoginLinkPrefix, secret + "x", secret[:len(secret)-1], tokSecret, strings.Repeat("x", 300)} {
+				if _, err := accesstoken.Of(a).UseLoginLink(ctx, bad); !errors.Is(err, accesstoken.ErrLoginLinkInvalid) {
 					t.Errorf("UseLoginLink(%.20q…): %v, want ErrLoginLinkInvalid", bad, err)
 				} else if bad != "" && strings.Contains(err.Error(), bad) {
 					t.Errorf("the error shows the secret: %v", err)
@@ -88,56 +89,56 @@ func TestLoginLinks(t *testing.T) {
 			}
 
 			// Expired: by the store's clock, exactly at the lifetime's end.
-			expiring, err := a.Tokens().CreateLoginLink(ctx, alice.ID, time.Minute)
+			expiring, err := accesstoken.Of(a).CreateLoginLink(ctx, alice.ID, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
 			now.Add(int64(time.Minute))
-			if _, err := b.Tokens().UseLoginLink(ctx, expiring); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+			if _, err := accesstoken.Of(b).UseLoginLink(ctx, expiring); !errors.Is(err, accesstoken.ErrLoginLinkInvalid) {
 				t.Fatalf("expired link: %v, want ErrLoginLinkInvalid", err)
 			}
 
 			// A link outlives no token: not made past the token's expiry,
 			// refused once its token is revoked.
-			short, _, err := a.Tokens().Create(ctx, memory.TokenSpec{Human: "carol", Expires: time.Minute})
+			short, _, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "carol", Expires: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			capped, err := a.Tokens().CreateLoginLink(ctx, short.ID, time.Hour)
+			capped, err := accesstoken.Of(a).CreateLoginLink(ctx, short.ID, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
 			now.Add(int64(time.Minute))
-			if _, err := a.Tokens().UseLoginLink(ctx, capped); !errors.Is(err, memory.ErrLoginLinkInvalid) {
+			if _, err := accesstoken.Of(a).UseLoginLink(ctx, capped); !errors.Is(err, accesstoken.ErrLoginLinkInvalid) {
 				t.Errorf("link past its token's expiry: %v, want ErrLoginLinkInvalid", err)
 			}
-			if _, err := a.Tokens().CreateLoginLink(ctx, short.ID, time.Minute); !errors.Is(err, memory.ErrTokenExpired) {
-				t.Errorf("link for an expired token: %v, want ErrTokenExpired", err)
+			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, short.ID, time.Minute); !errors.Is(err, accesstoken.ErrExpired) {
+				t.Errorf("link for an expired token: %v, want ErrExpired", err)
 			}
-			revoked, err := a.Tokens().CreateLoginLink(ctx, alice.ID, time.Hour)
+			revoked, err := accesstoken.Of(a).CreateLoginLink(ctx, alice.ID, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Tokens().Revoke(ctx, alice.ID); err != nil {
+			if err := accesstoken.Of(b).Revoke(ctx, alice.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.Tokens().UseLoginLink(ctx, revoked); !errors.Is(err, memory.ErrTokenRevoked) {
-				t.Errorf("link of a revoked token: %v, want ErrTokenRevoked", err)
+			if _, err := accesstoken.Of(a).UseLoginLink(ctx, revoked); !errors.Is(err, accesstoken.ErrRevoked) {
+				t.Errorf("link of a revoked token: %v, want ErrRevoked", err)
 			}
-			if _, err := a.Tokens().CreateLoginLink(ctx, alice.ID, time.Minute); !errors.Is(err, memory.ErrTokenRevoked) {
-				t.Errorf("link for a revoked token: %v, want ErrTokenRevoked", err)
+			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, alice.ID, time.Minute); !errors.Is(err, accesstoken.ErrRevoked) {
+				t.Errorf("link for a revoked token: %v, want ErrRevoked", err)
 			}
 
 			// A race: many uses of one link at once, on both stores, let
 			// exactly one in.
-			_, _, _ = a.Tokens().Create(ctx, memory.TokenSpec{Human: "dave"})
-			toks, err := a.Tokens().List(ctx)
+			_, _, _ = accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "dave"})
+			toks, err := accesstoken.Of(a).List(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dave := toks[len(toks)-1]
 			for round := 0; round < 5; round++ {
-				link, err := a.Tokens().CreateLoginLink(ctx, dave.ID, time.Hour)
+				link, err := accesstoken.Of(a).CreateLoginLink(ctx, dave.ID, time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -153,11 +154,11 @@ func TestLoginLinks(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						_, err := c.Tokens().UseLoginLink(ctx, link)
+						_, err := accesstoken.Of(c).UseLoginLink(ctx, link)
 						switch {
 						case err == nil:
 							wins.Add(1)
-						case errors.Is(err, memory.ErrLoginLinkInvalid):
+						case errors.Is(err, accesstoken.ErrLoginLinkInvalid):
 							losses.Add(1)
 						default:
 							t.Errorf("concurrent use: %v", err)

@@ -1,4 +1,4 @@
-package memory_test
+package accesstoken_test
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
+	_ "github.com/engram-go/engram/memory/postgres"
 )
 
 // Tokens on both engines: created with a secret shown once, verified by
@@ -29,7 +31,7 @@ func TestTokens(t *testing.T) {
 			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
 			open := func() *memory.Store {
-				c, err := memory.Open(ctx, fresh(target), &memory.Options{Now: clock})
+				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -38,18 +40,18 @@ func TestTokens(t *testing.T) {
 			}
 			a, b := open(), open() // two processes' stores on one database
 
-			tok, secret, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada", Name: "laptop", Expires: time.Hour})
+			tok, secret, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Agent: "ada", Name: "laptop", Expires: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(secret, memory.TokenPrefix) || len(secret) < len(memory.TokenPrefix)+43 {
-				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, memory.TokenPrefix)
+			if !strings.HasPrefix(secret, accesstoken.Prefix) || len(secret) < len(accesstoken.Prefix)+43 {
+				t.Fatalf("secret %q: want prefix %q and ≥256 bits", secret, accesstoken.Prefix)
 			}
-			_, secret2, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "ada"})
+			_, secret2, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Agent: "ada"})
 			if err != nil || secret2 == secret {
 				t.Fatalf("second token: %v (same secret: %v)", err, secret2 == secret)
 			}
-			got, err := b.Tokens().Verify(ctx, secret)
+			got, err := accesstoken.Of(b).Verify(ctx, secret)
 			if err != nil || got.ID != tok.ID || got.Agent != "ada" || got.Name != "laptop" || got.ReadOnly {
 				t.Fatalf("Verify = %+v, %v; want token %d of ada", got, err, tok.ID)
 			}
@@ -58,54 +60,54 @@ func TestTokens(t *testing.T) {
 			}
 
 			for _, bad := range []string{"", "engram_", secret + "x", secret[:len(secret)-1], "Bearer " + secret, strings.ToUpper(secret)} {
-				if _, err := b.Tokens().Verify(ctx, bad); !errors.Is(err, memory.ErrTokenInvalid) {
-					t.Errorf("Verify(%q) = %v, want ErrTokenInvalid", bad, err)
+				if _, err := accesstoken.Of(b).Verify(ctx, bad); !errors.Is(err, accesstoken.ErrInvalid) {
+					t.Errorf("Verify(%q) = %v, want ErrInvalid", bad, err)
 				}
 			}
 
-			list, err := b.Tokens().List(ctx)
+			list, err := accesstoken.Of(b).List(ctx)
 			if err != nil || len(list) != 2 || list[0].ID != tok.ID || list[0].ExpiresAt.IsZero() || !list[1].ExpiresAt.IsZero() {
 				t.Fatalf("Tokens = %+v, %v", list, err)
 			}
 
 			// Revoked on one store, refused by the other on its next call.
-			if err := a.Tokens().Revoke(ctx, tok.ID); err != nil {
+			if err := accesstoken.Of(a).Revoke(ctx, tok.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Tokens().Verify(ctx, secret); !errors.Is(err, memory.ErrTokenRevoked) {
+			if _, err := accesstoken.Of(b).Verify(ctx, secret); !errors.Is(err, accesstoken.ErrRevoked) {
 				t.Fatalf("revoked token verifies: %v", err)
 			}
-			if err := b.Tokens().Revoke(ctx, tok.ID); !errors.Is(err, memory.ErrTokenRevoked) {
+			if err := accesstoken.Of(b).Revoke(ctx, tok.ID); !errors.Is(err, accesstoken.ErrRevoked) {
 				t.Fatalf("second revoke: %v", err)
 			}
-			if err := b.Tokens().Revoke(ctx, 9999); !errors.Is(err, memory.ErrNotFound) {
+			if err := accesstoken.Of(b).Revoke(ctx, 9999); !errors.Is(err, memory.ErrNotFound) {
 				t.Fatalf("revoke of no token: %v", err)
 			}
-			if got, _ := b.Tokens().Get(ctx, tok.ID); got.RevokedAt.IsZero() {
+			if got, _ := accesstoken.Of(b).Get(ctx, tok.ID); got.RevokedAt.IsZero() {
 				t.Fatal("Token does not show the revocation")
 			}
 
 			// Expiry follows the store's clock.
-			short, s3, err := a.Tokens().Create(ctx, memory.TokenSpec{Agent: "bob", ReadOnly: true, Expires: time.Minute})
+			short, s3, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Agent: "bob", ReadOnly: true, Expires: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.Tokens().Verify(ctx, s3); err != nil || !got.ReadOnly || got.Agent != "bob" {
+			if got, err := accesstoken.Of(b).Verify(ctx, s3); err != nil || !got.ReadOnly || got.Agent != "bob" {
 				t.Fatalf("read-only token: %+v, %v", got, err)
 			}
 			now.Add(int64(time.Minute))
-			if _, err := b.Tokens().Verify(ctx, s3); !errors.Is(err, memory.ErrTokenExpired) {
+			if _, err := accesstoken.Of(b).Verify(ctx, s3); !errors.Is(err, accesstoken.ErrExpired) {
 				t.Fatalf("expired token %d verifies: %v", short.ID, err)
 			}
-			if _, err := b.Tokens().Verify(ctx, secret2); err != nil {
+			if _, err := accesstoken.Of(b).Verify(ctx, secret2); err != nil {
 				t.Fatalf("token without expiry: %v", err)
 			}
 
-			h, hs, err := a.Tokens().Create(ctx, memory.TokenSpec{Human: "alice"})
+			h, hs, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.Tokens().Verify(ctx, hs); err != nil || got.Human != "alice" || got.Agent != "" || got.ID != h.ID {
+			if got, err := accesstoken.Of(b).Verify(ctx, hs); err != nil || got.Human != "alice" || got.Agent != "" || got.ID != h.ID {
 				t.Fatalf("human token: %+v, %v", got, err)
 			}
 		})
@@ -114,12 +116,12 @@ func TestTokens(t *testing.T) {
 
 func TestCreateTokenRefuses(t *testing.T) {
 	ctx := context.Background()
-	c, err := memory.Open(ctx, fresh(filepath.Join(t.TempDir(), "tok.db")), nil)
+	c, err := memory.Open(ctx, filepath.Join(t.TempDir(), "tok.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for _, spec := range []memory.TokenSpec{
+	for _, spec := range []accesstoken.Spec{
 		{},
 		{Agent: " "},
 		{Agent: "ada", Human: "alice"},
@@ -136,11 +138,11 @@ func TestCreateTokenRefuses(t *testing.T) {
 		{Agent: "ada\x1b[2J"},
 		{Human: "ali\x07ce"},
 	} {
-		if _, secret, err := c.Tokens().Create(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
+		if _, secret, err := accesstoken.Of(c).Create(ctx, spec); !errors.Is(err, memory.ErrInvalidArgument) || secret != "" {
 			t.Errorf("Create(%+v) = %q, %v; want ErrInvalidArgument", spec, secret, err)
 		}
 	}
-	if list, err := c.Tokens().List(ctx); err != nil || len(list) != 0 {
+	if list, err := accesstoken.Of(c).List(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("refused specs stored tokens: %+v, %v", list, err)
 	}
 }
