@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -113,6 +114,9 @@ func TestAppendRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// What the store does once after opening (LISTEN for notifications,
+	// then a look at the blocks it cached) is over before the count.
+	time.Sleep(500 * time.Millisecond)
 	countingTracer.take()
 	const appends = 20
 	for i := range appends {
