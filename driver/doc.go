@@ -9,7 +9,7 @@
 // classification) and package search a Dialect (the SQL that differs
 // between engines, its full-text ranking and its vector storage,
 // Vectors). Optional capabilities are interfaces of their own, found by
-// type assertion: BlockNotifier, LockingWriter, TxStatements and
+// type assertion: BlockNotifier, LockingWriter, OneTripWriter, TxStatements and
 // DataVersioner on a Backend; TextStats, TextVocabulary and FullTextScale
 // on a Dialect. A Backend other than the built-in
 // SQLite reaches memory.Open through a Driver passed to memory.Register.

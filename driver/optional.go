@@ -21,6 +21,22 @@ type LockingWriter interface {
 	NotifyAfter(tx *sql.Tx, ids ...int64)
 }
 
+// OneTripWriter is implemented by a LockingWriter that can run a write of
+// one statement as a single round trip to the server (PostgreSQL: BEGIN,
+// the locks, the statement and COMMIT sent together). WriteOnce takes
+// locks only if no other transaction holds them (it never waits for
+// one), runs query (which must write: "?" placeholders, args; the store
+// sends a data-modifying WITH, as PostgreSQL has it), scans its
+// one row into dest and commits, notifying the blocks it locks as
+// WriteBlocks does. It reports false, having written nothing, when a lock
+// was busy or query returned no row (its write then must be a no-op too:
+// the empty transaction commits); the caller then takes the ordinary
+// path (WriteBlocks), which waits for the locks. An error leaves it
+// unknown whether the write committed, as a failed COMMIT does.
+type OneTripWriter interface {
+	WriteOnce(ctx context.Context, locks []WriteLock, query string, args []any, dest ...any) (bool, error)
+}
+
 // TxStatements is implemented by a Backend that keeps statements parsed
 // for its write transactions (SQLite; pgx caches prepared statements by
 // itself): Prepare parses queries once, TxStmt returns query's statement

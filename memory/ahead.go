@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
 )
 
@@ -134,4 +135,31 @@ func (c *Store) insertAhead(ctx context.Context, tx *sql.Tx, e *entry, a *aheadE
 		}
 	}
 	return a.seq, compacted, err
+}
+
+// claimOnce is claimAhead and insertAhead as a write of their own, in
+// one round trip (driver.OneTripWriter, claimOnceQuery), for an edit
+// applied ahead that writes nothing else: no external changes merged,
+// no log entries rotated out, no compaction due. It reports false,
+// having written nothing, when the backend cannot, the block's lock is
+// busy, something came between (as claimAhead) or the write is due to
+// compact: the ordinary path then runs with a unchanged. Caller holds
+// e.mu.
+func (c *Store) claimOnce(ctx context.Context, e *entry, req blockseam.WriteRequest, a *aheadEdit) (bool, error) {
+	ow, ok := c.be.(driver.OneTripWriter)
+	if !ok || len(a.merged) > 0 || len(e.rotated) > 0 || a.snap != nil {
+		return false, nil
+	}
+	seq, now := a.lastSeq+1, c.nanos()
+	args := []any{seq, a.rendered, a.headsText, now, len(a.data),
+		e.id, e.incarnation, a.lastSeq, a.epoch, a.metaVer, req.System, req.Accessor, a.perm.String(), req.Accessor, a.perm.String(),
+		c.compactAfter(e), req.Actor, a.data, checksum(a.data)}
+	var snapshotSeq, historyBytes int64
+	ok, err := ow.WriteOnce(ctx, blockLock(e.id), claimOnceQuery, args, &snapshotSeq, &historyBytes)
+	if !ok || err != nil {
+		return false, err
+	}
+	a.seq, a.now, a.snapshotSeq, a.historyBytes = seq, now, snapshotSeq, historyBytes
+	e.snapHint = snapshotSeq
+	return true, nil
 }

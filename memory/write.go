@@ -178,86 +178,98 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		compact  compaction
 	)
 	pre := c.applyAhead(e, req, wt, apply)
+	claimed := false
+	if pre != nil {
+		// The edit applied ahead, claimed and written in one round trip
+		// where the backend can (nothing else to write, the block's lock
+		// free); otherwise on the ordinary path below.
+		if claimed, err = c.claimOnce(ctx, e, req, pre); claimed {
+			e.aheadPenalty -= e.aheadPenalty / 8
+			heads, seq = pre.heads, pre.seq
+		}
+	}
 	// Once the transaction starts it runs to the end whatever ctx does.
 	// The block's lock: its other writers (in any process) wait, so the
 	// state read below is the last committed one.
-	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
-		if pre != nil {
-			ok, err := c.claimAhead(ctx, tx, e, req, pre)
+	if err == nil && !claimed {
+		err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
+			if pre != nil {
+				ok, err := c.claimAhead(ctx, tx, e, req, pre)
+				if err != nil {
+					return err
+				}
+				if ok {
+					e.aheadPenalty -= e.aheadPenalty / 8
+					heads = pre.heads
+					if seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor); err != nil {
+						return err
+					}
+					return c.insertRotated(ctx, tx, e)
+				}
+				// Another writer (or a permission or schema change, or a
+				// deletion) came between: take the edit back and apply it on
+				// the fresh state, and apply this block's next edits under
+				// the lock for a while.
+				pre = nil
+				e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
+				e.aheadSkip = e.aheadPenalty
+				if err := req.Undo(); err != nil {
+					return err
+				}
+			}
+			r, perm, err := c.writeState(ctx, tx, true, e, req)
 			if err != nil {
 				return err
 			}
-			if ok {
-				e.aheadPenalty -= e.aheadPenalty / 8
-				heads = pre.heads
-				if seq, compact, err = c.insertAhead(ctx, tx, e, pre, req.Actor); err != nil {
-					return err
-				}
-				return c.insertRotated(ctx, tx, e)
-			}
-			// Another writer (or a permission or schema change, or a
-			// deletion) came between: take the edit back and apply it on
-			// the fresh state, and apply this block's next edits under
-			// the lock for a while.
-			pre = nil
-			e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
-			e.aheadSkip = e.aheadPenalty
-			if err := req.Undo(); err != nil {
+			if err := c.refresh(ctx, tx, e, r); err != nil {
 				return err
 			}
-		}
-		r, perm, err := c.writeState(ctx, tx, true, e, req)
-		if err != nil {
-			return err
-		}
-		if err := c.refresh(ctx, tx, e, r); err != nil {
-			return err
-		}
-		if err := perm.err; err != nil {
-			applyErr = err
-			return err
-		}
-		if applyErr = apply(perm.p); applyErr != nil {
-			return applyErr
-		}
-		if wt.decide != nil {
-			if applyErr = wt.decide(tx); applyErr != nil {
+			if err := perm.err; err != nil {
+				applyErr = err
+				return err
+			}
+			if applyErr = apply(perm.p); applyErr != nil {
 				return applyErr
 			}
-		}
-		if err := c.insertRotated(ctx, tx, e); err != nil {
-			return err
-		}
-		var data []byte
-		if data, heads, err = e.doc.PendingChanges(); err != nil {
-			return err
-		}
-		merged := e.merged
-		if len(merged.Data) > 0 {
-			// Changes from an external peer (MergeChanges) are not this
-			// replica's own, so PendingChanges leaves them out; they go
-			// into the same row (concatenated chunks load as one).
-			e.merged = blockseam.Merged{}
-			data = append(merged.Data, data...)
-		}
-		if len(data) == 0 {
-			heads = nil
-			return nil // nothing changed: nothing to write
-		}
-		actors := req.Actor
-		if len(e.actors) > 0 {
-			// Write-back edits still pending go into this row too.
-			e.actors[req.Actor] = struct{}{}
-			actors = e.pendingActors()
-		}
-		seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, actors, e.doc.Render(), strings.Join(heads, ","))
-		if err != nil {
-			return err
-		}
-		// Their commit messages are the peer's: the history names the
-		// agent that merged them, from this record.
-		return c.recordMerged(ctx, tx, e, merged.Hashes, req.Actor)
-	})
+			if wt.decide != nil {
+				if applyErr = wt.decide(tx); applyErr != nil {
+					return applyErr
+				}
+			}
+			if err := c.insertRotated(ctx, tx, e); err != nil {
+				return err
+			}
+			var data []byte
+			if data, heads, err = e.doc.PendingChanges(); err != nil {
+				return err
+			}
+			merged := e.merged
+			if len(merged.Data) > 0 {
+				// Changes from an external peer (MergeChanges) are not this
+				// replica's own, so PendingChanges leaves them out; they go
+				// into the same row (concatenated chunks load as one).
+				e.merged = blockseam.Merged{}
+				data = append(merged.Data, data...)
+			}
+			if len(data) == 0 {
+				heads = nil
+				return nil // nothing changed: nothing to write
+			}
+			actors := req.Actor
+			if len(e.actors) > 0 {
+				// Write-back edits still pending go into this row too.
+				e.actors[req.Actor] = struct{}{}
+				actors = e.pendingActors()
+			}
+			seq, compact, err = c.insertUpdate(ctx, tx, e, r, data, actors, e.doc.Render(), strings.Join(heads, ","))
+			if err != nil {
+				return err
+			}
+			// Their commit messages are the peer's: the history names the
+			// agent that merged them, from this record.
+			return c.recordMerged(ctx, tx, e, merged.Hashes, req.Actor)
+		})
+	}
 	e.merged = blockseam.Merged{}
 	if err != nil && req.Undo != nil {
 		// Take the edit back while e.mu is still held: once it is released,
@@ -338,6 +350,23 @@ const (
 			WHEN owner = ? THEN permission = ?
 			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
 		RETURNING snapshot_seq, history_bytes`
+
+	// claimOnceQuery is claimAheadQuery and insertUpdateQuery in one
+	// statement (for driver.OneTripWriter: the write's only one), which
+	// also claims nothing when the write is due to compact (see
+	// compactIfDue: the update's sequence minus the snapshot's reaches
+	// the compaction interval), so the compaction stays on the ordinary
+	// path. The update row is written only when the claim is.
+	claimOnceQuery = `WITH claim AS (UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?
+		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
+			WHEN ? THEN TRUE
+			WHEN owner = ? THEN permission = ?
+			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
+			AND last_seq + 1 - snapshot_seq < ?
+		RETURNING id, last_seq, epoch, updated_at, snapshot_seq, history_bytes),
+	row AS (INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at)
+		SELECT id, last_seq, epoch, ?::text, ?::bytea, ?::bigint, updated_at FROM claim)
+	SELECT snapshot_seq, history_bytes FROM claim`
 
 	// padSet keeps a large block's row the same size when its rendering
 	// grows or shrinks a little (SQLite only; see padArgs). SQLite rewrites

@@ -11,7 +11,12 @@
 // reads the current state inside its transaction before validating and
 // applying (no lost update, limits and permissions hold across machines).
 // Writes to different blocks, and archival and message writes of
-// different agents, commit side by side. The caches' change logs
+// different agents, commit side by side. A block edit applied ahead of
+// its lock (as a small append is) is one round trip when the block's
+// lock is free: BEGIN, the locks (tried, never waited for), one statement
+// that checks the row, stores the rendering and inserts the update, and
+// COMMIT go together (Backend.WriteOnce); when a lock is busy or the row
+// moved, the write takes the ordinary path and waits. The caches' change logs
 // (search_text_log, search_vec_log) record each entry's transaction and
 // are read by snapshot (driver.ChangeLog, migration 0023), so an entry
 // committed late is read late, never skipped.

@@ -38,6 +38,10 @@ type Options struct {
 	// Logger receives connection-level logs (notification reconnects); nil
 	// discards them.
 	Logger *slog.Logger
+
+	// tracer sees every statement the pool's connections send (tests
+	// count round trips with it).
+	tracer pgx.QueryTracer
 }
 
 // Backend is an engram store in a PostgreSQL database: a database/sql pool
@@ -91,6 +95,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		// pgx takes it for a name, which its errors (and the server's)
 		// then quote, password and all.
 		return nil, fmt.Errorf("%w: %s (dbname holds a connection string: give that string itself as the store)", ErrInvalidDSN, Redact(dsn))
+	}
+	if o.tracer != nil {
+		cfg.Tracer = o.tracer
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
 	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})

@@ -31,4 +31,5 @@ var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.BlockNotifier = (*Backend)(nil)
 	_ driver.LockingWriter = (*Backend)(nil)
+	_ driver.OneTripWriter = (*Backend)(nil)
 )

@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	engdriver "github.com/engram-go/engram/driver"
+)
+
+// WriteOnce implements driver.OneTripWriter: BEGIN, a statement taking
+// the locks (with pg_try_advisory_xact_lock: it never waits), query and
+// COMMIT go to the server as one pipeline, so the whole write transaction
+// costs one round trip. A busy lock fails the lock statement (a division
+// by zero, SQLSTATE 22012, the try's false as the divisor): the server
+// then skips query and COMMIT, and the aborted transaction is rolled back
+// (one more round trip) before WriteOnce reports false. query returning
+// no row commits an empty transaction and reports false too. The blocks
+// locked are notified after the commit, as WriteBlocks does. Nothing in
+// the pipeline waits for a lock but a row lock of query's (bounded by
+// Options.LockTimeout), so it runs without ctx's cancellation: a write
+// that started completes, and its outcome is known.
+func (b *Backend) WriteOnce(ctx context.Context, locks []engdriver.WriteLock, query string, args []any, dest ...any) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	exclusive := slices.ContainsFunc(locks, func(l engdriver.WriteLock) bool { return l.Kind() == engdriver.LockStore })
+	keys := lockKeys(append(locks, engdriver.StoreLock()))
+	lockArgs := []any{fmt.Sprintf("%dms", b.timeout.Milliseconds())}
+	tries := make([]string, len(keys))
+	for i, k := range keys {
+		lockArgs = append(lockArgs, k)
+		tries[i] = fmt.Sprintf("pg_try_advisory_xact_lock($%d)", i+2)
+		if k == storeKey && !exclusive {
+			tries[i] = fmt.Sprintf("pg_try_advisory_xact_lock_shared($%d)", i+2)
+		}
+	}
+	lockQuery := "SELECT set_config('lock_timeout', $1, true), set_config('engram.notify', 'after', true), 1 / (" + strings.Join(tries, " AND ") + ")::int"
+	wctx := context.WithoutCancel(ctx)
+	found := false
+	err = conn.Raw(func(dc any) error {
+		pc := dc.(*rebindConn).Conn.Conn()
+		batch := &pgx.Batch{}
+		batch.Queue("begin")
+		batch.Queue(lockQuery, lockArgs...)
+		batch.Queue(rebind(query), args...)
+		batch.Queue("commit")
+		res := pc.SendBatch(wctx, batch)
+		abort := func(err error) error {
+			_ = res.Close()
+			if !pc.IsClosed() {
+				if _, rerr := pc.Exec(wctx, "rollback"); rerr != nil {
+					_ = pc.Close(wctx) // the pool drops it
+				}
+			}
+			return err
+		}
+		if _, err := res.Exec(); err != nil {
+			return abort(err)
+		}
+		if _, err := res.Exec(); err != nil {
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
+				return abort(nil) // a lock is busy: nothing ran
+			}
+			return abort(fmt.Errorf("take the write locks: %w", err))
+		}
+		err := res.QueryRow().Scan(dest...)
+		found = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return abort(err)
+		}
+		tag, err := res.Exec()
+		if cerr := res.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if tag.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if found {
+		var ids []int64
+		for _, l := range locks {
+			if l.Kind() == engdriver.LockBlock {
+				ids = append(ids, l.Block())
+			}
+		}
+		b.notify.add(ids)
+	}
+	return found, nil
+}
