@@ -230,6 +230,13 @@ func isDigits(t string) bool {
 	return t != ""
 }
 
+// TestRankingExpansionLeaveOneOut logs, for each query-side candidate,
+// its whole-dev recall per category and conversation and its Cranfield
+// nDCG@10, then per family the candidate the other four conversations
+// choose and its held-out recall beside the shipped ranking's. It fails
+// when its "shipped" candidate is not the text cache's ranking (LoCoMo
+// R@10 under .74 or R@25 under .80, Cranfield nDCG@10 under .549): the
+// figures would then compare against the wrong baseline.
 func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	if raceEnabled {
 		t.Skip("leave-one-out skipped under -race")
@@ -343,7 +350,19 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	// Cranfield first: a candidate that takes archival search below the
 	// shipped ranking's nDCG@10 floor is no choice.
 	ndcg := cranfieldExpansions(t, exps)
+	if n, ok := ndcg["shipped"]; ok && n < 0.549 {
+		t.Errorf("shipped Cranfield nDCG@10 %.3f: not the text cache's ranking", n)
+	}
 	// Whole-dev figures of every candidate, per category at R@10.
+	{
+		var all []qres
+		for ci := range l.Conversations {
+			all = append(all, rec[ci][0]...)
+		}
+		if r10, r25 := mean(all, 0, 1), mean(all, 0, 2); r10 < 0.74 || r25 < 0.80 {
+			t.Errorf("shipped R@10 %.3f, R@25 %.3f: not the text cache's ranking", r10, r25)
+		}
+	}
 	t.Logf("%-34s %-17s %s", "candidate", "all R@5/10/25", "R@10 multi-hop temporal open single adversarial; per conversation")
 	for ei, e := range exps {
 		var all []qres
