@@ -22,8 +22,9 @@ import (
 // Query-side ranking ideas for conversational recall, prototyped over the
 // harness of TestRankingVariants (the text cache's analysis and bm25): a
 // second pass with pseudo-relevance feedback, diversification of the top
-// results across sessions, extra weight on a question's proper names, and
-// a fusion of the ranking with and without the context columns. Each is
+// results across sessions, extra weight on a question's proper names, a
+// fusion of the ranking with and without the context columns, and a boost
+// of each result by its session's best score. Each is
 // chosen by leave-one-conversation-out on LoCoMo's dev half against the
 // shipped ranking of dated turns (context 0.5 / 0.25, date 0.5); the PRF
 // and name candidates are scored on Cranfield too (archival search).
@@ -49,6 +50,9 @@ type expansion struct {
 	// results within divNear turns of one already in the list count.
 	div     float64
 	divNear int
+	// sessBoost: each result gains sessBoost × its session's best score
+	// among the first pass's 100 (0: none), favouring the session found.
+	sessBoost float64
 	// ent: the weight of a question's capitalised words after its first
 	// (1 or 0: as every word).
 	ent float64
@@ -113,7 +117,7 @@ func (e expansion) rank(x *variantIndex, base variant, q string, sess []int, lim
 		}
 	}
 	depth := limit
-	if e.div > 0 && e.div < 1 || e.fuse > 0 {
+	if e.div > 0 && e.div < 1 || e.fuse > 0 || e.sessBoost > 0 {
 		depth = max(limit, 100)
 	}
 	if e.prfDocs > 0 {
@@ -199,6 +203,16 @@ func (e expansion) rank(x *variantIndex, base variant, q string, sess []int, lim
 			return cmp.Compare(a.i, b.i)
 		})
 	}
+	if e.sessBoost > 0 && sess != nil && len(hits) > 0 {
+		best := map[int]float64{}
+		for _, h := range hits {
+			best[sess[h.i]] = max(best[sess[h.i]], h.s)
+		}
+		for j := range hits {
+			hits[j].s += e.sessBoost * best[sess[hits[j].i]]
+		}
+		slices.SortStableFunc(hits, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+	}
 	if e.div > 0 && e.div < 1 && sess != nil {
 		out := make([]int, 0, limit)
 		rest := slices.Clone(hits)
@@ -280,6 +294,13 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	}
 	for _, w := range []float64{0.2, 0.3} {
 		exps = append(exps, expansion{name: fmt.Sprintf("prf k10 m5 w%.2g idf, all columns", w), prfDocs: 10, prfTerms: 5, prfW: w, prfIDF: true, prfDate: true})
+	}
+	for _, b := range []float64{0.05, 0.1, 0.2, 0.4, 0.6, 1} {
+		exps = append(exps, expansion{name: fmt.Sprintf("session boost %.2g", b), sessBoost: b})
+	}
+	for _, b := range []float64{0.4, 0.6} {
+		exps = append(exps, expansion{name: fmt.Sprintf("prf k3 m5 w0.2 idf + session boost %.2g", b), prfDocs: 3, prfTerms: 5, prfW: 0.2, prfIDF: true, sessBoost: b})
+		exps = append(exps, expansion{name: fmt.Sprintf("prf k10 m5 w0.2 idf + session boost %.2g", b), prfDocs: 10, prfTerms: 5, prfW: 0.2, prfIDF: true, sessBoost: b})
 	}
 	// ENGRAM_EXPANSION, a regular expression, keeps the candidates whose
 	// name it matches (and the shipped ranking): a focused run.
@@ -379,11 +400,15 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 		name string
 		use  func(expansion) bool
 	}{
-		{"prf", func(e expansion) bool { return e.prfDocs > 0 && e.div == 0 }},
+		{"prf", func(e expansion) bool { return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 }},
 		{"div", func(e expansion) bool { return e.div > 0 && e.prfDocs == 0 }},
 		{"names", func(e expansion) bool { return e.ent > 0 }},
 		{"fuse", func(e expansion) bool { return e.fuse > 0 }},
-		{"prf, Cranfield nDCG@10 ≥ .549", func(e expansion) bool { return e.prfDocs > 0 && e.div == 0 && ndcg[e.name] >= 0.549 }},
+		{"session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs == 0 }},
+		{"prf + session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs > 0 }},
+		{"prf, Cranfield nDCG@10 ≥ .549", func(e expansion) bool {
+			return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 && ndcg[e.name] >= 0.549
+		}},
 		{"any", func(e expansion) bool { return true }},
 	}
 	for _, fam := range families {
@@ -441,7 +466,7 @@ func cranfieldExpansions(t *testing.T, exps []expansion) map[string]float64 {
 	x := newVariantIndex(docs)
 	crBase := variant{name: "alone", w: [nFields]float64{1}}
 	for _, e := range exps {
-		if e.div > 0 || e.fuse > 0 {
+		if e.div > 0 || e.fuse > 0 || e.sessBoost > 0 {
 			continue // no sessions, no context columns
 		}
 		runs := map[string][]string{}
