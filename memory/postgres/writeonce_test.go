@@ -352,3 +352,54 @@ func TestOneTripLogAppendsRotateFromTwoStores(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d in the block, %d rotated", len(acked), len(entries), len(arch))
 }
+
+// Appends from two stores across many compactions (a small
+// CompactAfter): a fresh store loads every acknowledged append, once.
+func TestOneTripAppendsAcrossCompactions(t *testing.T) {
+	ctx := context.Background()
+	o := &memory.Options{TextCacheBytes: -1, CompactAfter: 5}
+	ss, dsn := openStores(t, 2, o)
+	if _, err := ss[0].Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := ss[w%2].Agent("ann").Block("notes")
+			for i := range 40 {
+				s := fmt.Sprintf("w%d-%03d\n", w, i)
+				if err := b.Append(ctx, s); err != nil {
+					t.Errorf("append %q: %v", s, err)
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, s)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	fresh, err := memory.Open(ctx, dsn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	got, err := fresh.Agent("ann").Block("notes").Render(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range acked {
+		if n := strings.Count(got, s); n != 1 {
+			t.Errorf("acknowledged append %q is %d times in the block, want once", s, n)
+		}
+	}
+	if len(got) != len(acked)*len("w0-000\n") {
+		t.Errorf("block holds %d characters, want %d", len(got), len(acked)*len("w0-000\n"))
+	}
+}
