@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -448,4 +449,60 @@ func TestReconfigureUnderUnbrokenAppends(t *testing.T) {
 			t.Fatalf("reconfiguration %d under appends from another store: %v", i, err)
 		}
 	}
+}
+
+// The block's row locked by another transaction that does not hold the
+// block's write lock (so the one-round-trip path starts and its UPDATE
+// waits, bounded by the lock timeout): the append fails having written
+// nothing, its connection is rolled back and reused, and the block takes
+// appends again once the row is free.
+func TestOneTripAppendRowLockTimeout(t *testing.T) {
+	ctx := context.Background()
+	ss, dsn := openStores(t, 1, &memory.Options{TextCacheBytes: -1, BusyTimeout: 200 * time.Millisecond})
+	b := ss[0].Agent("ann").Block("notes")
+	if _, err := ss[0].Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := b.Append(ctx, fmt.Sprintf("before %d\n", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	holder, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, `SELECT 1 FROM blocks WHERE owner = 'ann' AND label = 'notes' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	appendErr := b.Append(ctx, "while the row is locked\n")
+	took := time.Since(start)
+	if appendErr == nil {
+		t.Errorf("append succeeded while another transaction held the block's row")
+	}
+	if took > 5*time.Second {
+		t.Errorf("append took %v with a 200ms lock timeout", took)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := b.Append(ctx, fmt.Sprintf("after %d\n", i)); err != nil {
+			t.Fatalf("append %d after the row was freed: %v", i, err)
+		}
+	}
+	got, err := b.Render(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "while the row is locked") || strings.Count(got, "\n") != 8 {
+		t.Errorf("block holds %q, want the 3 appends before and 5 after, not the refused one", got)
+	}
+	t.Logf("refused after %v: %v", took, appendErr)
 }
