@@ -506,3 +506,51 @@ func TestOneTripAppendRowLockTimeout(t *testing.T) {
 	}
 	t.Logf("refused after %v: %v", took, appendErr)
 }
+
+// The store's connections killed by the server between two appends
+// (pg_terminate_backend, a restart, a proxy's idle cut) less than a
+// second after their last use: the next append gets a dead pooled
+// connection (the pool pings only a connection idle for a second or
+// more) and fails with ErrPersist, on the one-round-trip and the
+// ordinary path alike, though nothing ran: the error is the server's
+// FATAL read before any result, so the write could be retried on a fresh
+// connection. Nothing acknowledged is lost.
+func TestAppendRightAfterConnectionsKilled(t *testing.T) {
+	t.Skip("known defect: a write on a connection the server closed within the last second fails instead of retrying (see the comment)")
+	ctx := context.Background()
+	ss, dsn := openStores(t, 1, &memory.Options{TextCacheBytes: -1})
+	b := ss[0].Agent("ann").Block("notes")
+	if _, err := ss[0].Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	acked := 0
+	for round := range 5 {
+		for i := range 3 {
+			if err := b.Append(ctx, fmt.Sprintf("r%d-%d\n", round, i)); err != nil {
+				t.Fatal(err)
+			}
+			acked++
+		}
+		if _, err := raw.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+			t.Fatal(err)
+		}
+		err := b.Append(ctx, fmt.Sprintf("after kill %d\n", round))
+		if err == nil {
+			acked++
+		} else {
+			t.Errorf("append right after the connections were killed: %v", err)
+		}
+	}
+	got, err := b.Render(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(got, "\n"); n != acked {
+		t.Errorf("block holds %d lines, %d appends acknowledged:\n%s", n, acked, got)
+	}
+}
