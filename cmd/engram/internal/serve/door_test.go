@@ -47,7 +47,14 @@ func (c countingTokens) UseLoginLink(ctx context.Context, secret string) (access
 
 func newDoor(t testing.TB, opts *serve.Options) *door {
 	t.Helper()
-	store, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "door.db"), nil)
+	return newDoorAt(t, filepath.Join(t.TempDir(), "door.db"), opts)
+}
+
+// newDoorAt is newDoor on the store at target (a SQLite path or a
+// PostgreSQL URL).
+func newDoorAt(t testing.TB, target string, opts *serve.Options) *door {
+	t.Helper()
+	store, err := memory.Open(context.Background(), target, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
