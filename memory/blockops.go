@@ -684,33 +684,93 @@ func (c *Store) reconfigure(ctx context.Context, actor blocks.Actor, agent, labe
 	// process's write that landed in between (content the new schema
 	// refuses, say) would be kept under a schema it was never checked
 	// against, and its rendering overwritten. Met, the block is reloaded
-	// and checked again.
+	// and checked again. Beside another process's unbroken writes the
+	// document is always a write behind: after reconfigureOptimistic
+	// tries, the block's lock is taken for the read, the checks and the
+	// UPDATE, so its writers wait for one reconfiguration.
 	for attempt := 0; ; attempt++ {
-		again, err := c.reconfigureOnce(ctx, actor, agent, label, op, change)
+		again, err := c.reconfigureOnce(ctx, actor, agent, label, op, change, attempt >= reconfigureOptimistic)
 		if !again {
 			return err
 		}
-		if attempt >= 16 {
+		if attempt > reconfigureOptimistic {
 			return fmt.Errorf("%w: reconfigure block %q of %q: the block kept changing under it", ErrPersist, label, agent)
 		}
 	}
 }
 
+// reconfigureOptimistic is how many times a reconfiguration checks the
+// cached document and updates the row if unchanged before it takes the
+// block's lock for both.
+const reconfigureOptimistic = 2
+
 // reconfigureOnce is one attempt of reconfigure; again reports that the
-// block's row changed since the document it checked was read.
-func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info)) (again bool, err error) {
+// block's row changed since the document it checked was read. Under
+// locked the block's write lock is held from reading the row to the
+// UPDATE.
+func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info), locked bool) (again bool, err error) {
 	ent, doc, err := c.view(ctx, agent, "", label)
 	if err != nil {
 		return false, err
 	}
 	// Held from the checks to the UPDATE: this process's writes wait.
 	ent.lock()
-	locked := true
+	held := true
 	defer func() {
-		if locked {
+		if held {
 			ent.unlock()
 		}
 	}()
+	if locked {
+		updated := false // the UPDATE ran: a failed commit leaves doc ahead of the row
+		err = c.write(ctx, blockLock(ent.id), func(ctx context.Context, tx *sql.Tx) error {
+			r, err := scanBlock(tx.QueryRowContext(ctx, `SELECT `+stateCols+` FROM blocks WHERE id = ?`, ent.id))
+			if errors.Is(err, sql.ErrNoRows) {
+				c.lru.Remove(ent.id)
+				return notFound("block %q of agent %q", label, agent)
+			}
+			if err != nil {
+				return err
+			}
+			if err := c.refresh(ctx, tx, ent, r); err != nil {
+				return err
+			}
+			doc = ent.doc.View(agent, ent.doc.Info().Permission)
+			again, err = c.reconfigureRow(ctx, ent, doc, actor, agent, label, op, change, func(query string, args ...any) (int64, error) {
+				res, err := tx.ExecContext(ctx, query, args...)
+				if err != nil {
+					return 0, err
+				}
+				n, err := res.RowsAffected()
+				updated = err == nil && n > 0
+				return n, err
+			})
+			return err
+		})
+		if err != nil && updated {
+			c.dropBlock(agent, label)
+			err = fmt.Errorf("%w: reconfigure block %q of %q: %w", ErrPersist, label, agent, err)
+		}
+	} else {
+		again, err = c.reconfigureRow(ctx, ent, doc, actor, agent, label, op, change, func(query string, args ...any) (int64, error) {
+			return c.exec(ctx, blockLock(ent.id), query, args...)
+		})
+	}
+	if again || err != nil {
+		return again, err
+	}
+	ent.set(func(e *entry) { e.metaVer++ })
+	c.changes.fire()
+	ent.unlock()
+	held = false
+	// SetInfo may have created containers for new fields.
+	return false, c.persist(ctx, ent)
+}
+
+// reconfigureRow checks change against doc, ent's document, applies it
+// and updates the block's row through exec, if the row is still the one
+// ent reflects (again otherwise, with the document as it was).
+func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Document, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info), exec func(query string, args ...any) (int64, error)) (again bool, err error) {
 	seq, epoch, metaVer, broken := ent.freshness()
 	if broken != nil {
 		c.dropBlock(agent, label)
@@ -742,9 +802,10 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 	}
 	schemaJSON, err := schema.Marshal(info.Schema)
 	if err != nil {
+		_ = doc.SetInfo(prev)
 		return false, err
 	}
-	n, err := c.exec(ctx, blockLock(ent.id), `UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
+	n, err := exec(`UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
 		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ?
 		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ?`,
 		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
@@ -760,12 +821,7 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 		c.dropBlock(agent, label)
 		return true, nil
 	}
-	ent.set(func(e *entry) { e.metaVer++ })
-	c.changes.fire()
-	ent.unlock()
-	locked = false
-	// SetInfo may have created containers for new fields.
-	return false, c.persist(ctx, ent)
+	return false, nil
 }
 
 // compactBlock implements [Block.Compact].
