@@ -57,6 +57,9 @@ type Backend struct {
 	target   string   // redacted
 	deferred sync.Map // *sql.Tx of WriteBlocks -> *deferred
 	notify   *notifier
+	// maxConns is the pool's size: how many idle connections a restart
+	// of the server may have left dead (see Backend.write).
+	maxConns int
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or a
@@ -99,7 +102,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 	if o.tracer != nil {
 		cfg.Tracer = o.tracer
 	}
-	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn)}
+	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn), maxConns: o.MaxConns}
 	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	b.db.SetMaxOpenConns(o.MaxConns)
 	b.db.SetMaxIdleConns(o.MaxConns)
@@ -209,7 +212,30 @@ func (d *deferred) add(locks []engdriver.WriteLock) {
 	}
 }
 
-func (b *Backend) write(ctx context.Context, locks []engdriver.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) (err error) {
+func (b *Backend) write(ctx context.Context, locks []engdriver.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) error {
+	err := b.writeOnce(ctx, locks, notifyAfter, fn)
+	for range b.maxConns {
+		if !errors.As(err, new(notStarted)) || ctx.Err() != nil {
+			break
+		}
+		// A pooled connection the server had closed (a restart, a
+		// terminated backend, a proxy's cut) since its last use, less than
+		// the second after which the pool checks it: its BEGIN failed, so
+		// nothing ran; again on another connection (the pool drops the
+		// closed one, and every idle one may be as dead).
+		err = b.writeOnce(ctx, locks, notifyAfter, fn)
+	}
+	return err
+}
+
+// notStarted is a write transaction's error on a connection found closed
+// at its BEGIN: nothing of the transaction ran, so it may run again.
+type notStarted struct{ err error }
+
+func (e notStarted) Error() string { return e.err.Error() }
+func (e notStarted) Unwrap() error { return e.err }
+
+func (b *Backend) writeOnce(ctx context.Context, locks []engdriver.WriteLock, notifyAfter bool, fn func(tx *sql.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -555,6 +581,12 @@ func (c *rebindConn) ExecContext(ctx context.Context, query string, args []drive
 	}
 	if cerr := res.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil && c.Conn.Conn().IsClosed() {
+		// The connection died at the BEGIN or the statement with it (the
+		// write's locks): no COMMIT was sent, so nothing of the
+		// transaction took.
+		err = notStarted{err}
 	}
 	if err != nil {
 		return nil, err

@@ -26,6 +26,19 @@ import (
 // Options.LockTimeout), so it runs without ctx's cancellation: a write
 // that started completes, and its outcome is known.
 func (b *Backend) WriteOnce(ctx context.Context, locks []engdriver.WriteLock, query string, args []any, dest ...any) (bool, error) {
+	found, err := b.writeOnceTrip(ctx, locks, query, args, dest...)
+	for range b.maxConns {
+		if !errors.As(err, new(notStarted)) || ctx.Err() != nil {
+			break
+		}
+		// A connection the server closed since its last use: nothing ran
+		// (see Backend.write).
+		found, err = b.writeOnceTrip(ctx, locks, query, args, dest...)
+	}
+	return found, err
+}
+
+func (b *Backend) writeOnceTrip(ctx context.Context, locks []engdriver.WriteLock, query string, args []any, dest ...any) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -66,9 +79,15 @@ func (b *Backend) WriteOnce(ctx context.Context, locks []engdriver.WriteLock, qu
 			return err
 		}
 		if _, err := res.Exec(); err != nil {
+			if beforeAnyResult(pc, err) {
+				err = notStarted{err}
+			}
 			return abort(err)
 		}
 		if _, err := res.Exec(); err != nil {
+			if beforeAnyResult(pc, err) {
+				return abort(notStarted{err}) // the lock statement: query and COMMIT did not run
+			}
 			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
 				return abort(nil) // a lock is busy: nothing ran
 			}
@@ -104,4 +123,17 @@ func (b *Backend) WriteOnce(ctx context.Context, locks []engdriver.WriteLock, qu
 		b.notify.add(ids)
 	}
 	return found, nil
+}
+
+// beforeAnyResult reports that err, met reading a pipeline's result on
+// conn, left conn closed before the server ran the statement the result
+// is for: nothing was sent (pgconn.SafeToRetry: a failed prepare, a
+// write that sent nothing), or the server's FATAL came in its place (a
+// terminated backend sends it after the results of what it ran).
+func beforeAnyResult(conn *pgx.Conn, err error) bool {
+	if !conn.IsClosed() {
+		return false
+	}
+	var pe *pgconn.PgError
+	return pgconn.SafeToRetry(err) || (errors.As(err, &pe) && pe.Severity == "FATAL")
 }
