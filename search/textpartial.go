@@ -909,9 +909,11 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 			src = stmtQueryer{ts}
 		}
 	}
-	err = c.read(ctx, src, t, q, []any{owner}, &textScratch{part: true}, func(r textRow) error {
-		if r.doc.owner == owner {
-			p.add(r.doc, r.body, r.terms)
+	sc := &textScratch{part: true}
+	err = c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+		if d.owner == owner {
+			p.addRow(d, body, cols, sc)
+			c.analyzed.Add(1)
 		}
 		return nil
 	})
