@@ -206,6 +206,12 @@ var textWeights = map[ContentType][]float64{
 // FTS column. key is the id column, for reading changed rows by id.
 type textRowQuery struct {
 	sel, key string
+	// own, when set, selects one owner's rows (the owner its one
+	// argument) with each row's conversation key and place in its
+	// conversation (COALESCE(conversation_pos, id)) where sel has the
+	// neighbours' text: a partition load finds the neighbours among the
+	// owner's rows itself (ownNeighbours) rather than per row in SQL.
+	own string
 }
 
 // byID reads the indexed rows among n ids.
@@ -218,12 +224,19 @@ func (q textRowQuery) byID(n int) string {
 // driver.Dialect.MetadataText reads them).
 func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
+	var own string
+	if ac, ok := d.(driver.ArchivalConversationer); ok {
+		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			` + d.MetadataText("a.metadata_json") + `, ` + ac.ArchivalConversation("a") + `, COALESCE(a.conversation_pos, a.id),
+			a.tags_json, a.metadata_json
+			FROM archival a WHERE a.agent = ?`
+	}
 	return map[ContentType]textRowQuery{
 		Blocks: {sel: blocks, key: key},
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id"},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own},
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
