@@ -906,21 +906,21 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	p := newTextPart(t, textBodies[t])
 	// One statement over the owner's rows (its index), not a list of
 	// their ids read back by id: the statement is the same for every
-	// owner, prepared once (parsing it cost about a sixth of a load).
+	// owner, prepared once (parsing it cost about a sixth of a load). A
+	// kind with its own query (textRowQuery.own) reads neighbours in Go.
 	q := c.rows[t].sel + ` WHERE ` + k.alias + `.` + k.owner + ` = ?`
+	own := c.rows[t].own
+	if own != "" {
+		q = own
+	}
 	var src queryer = tx
 	if ts := c.prepared(ctx, tx, q); ts != nil {
 		defer ts.Close()
 		src = stmtQueryer{ts}
 	}
 	sc := &textScratch{part: true}
-	if own := c.rows[t].own; own != "" {
-		src = tx
-		if ts := c.prepared(ctx, tx, own); ts != nil {
-			defer ts.Close()
-			src = stmtQueryer{ts}
-		}
-		if err := c.readOwn(ctx, src, t, own, owner, p, sc); err != nil {
+	if own != "" {
+		if err := c.readOwn(ctx, src, t, q, owner, p, sc); err != nil {
 			return nil, err
 		}
 	} else {
