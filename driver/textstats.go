@@ -60,3 +60,15 @@ type FullTextScale interface {
 type MessageDater interface {
 	MessageDate(col string) string
 }
+
+// ArchivalConversationer is a Dialect that names the conversation key an
+// archival entry's neighbours are grouped by (SQLite migration 0028,
+// PostgreSQL 0025): ArchivalConversation is its SQL expression for the
+// archival table aliased alias, NULL for an entry naming no
+// conversation. The neighbours archival_links gives are then those of
+// the same owner and key next in the order (COALESCE(conversation_pos,
+// id), id), live ones around a live entry, so one read of an owner's
+// entries in that order finds every entry's neighbours.
+type ArchivalConversationer interface {
+	ArchivalConversation(alias string) string
+}

@@ -299,6 +299,18 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 			t.Fatalf("after %s: fts_archival holds %d entries the view does not (%v), lacks %d (%v)",
 				step, len(extra), extra[:min(len(extra), 8)], len(missing), missing[:min(len(missing), 8)])
 		}
+		// A partial cache opened now loads each agent's partition from
+		// the rows as they are (the other partial cache has been
+		// following the edits).
+		loaded, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer loaded.Close()
+		search.ForceTextPartial(loaded)
+		if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		}
 		for _, agent := range []string{"a", "b"} {
 			for _, q := range queries {
 				o := func() *search.Options {
@@ -308,7 +320,7 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for name, x := range map[string]*search.Index{"whole": whole, "partial": partial} {
+				for name, x := range map[string]*search.Index{"whole": whole, "partial": partial, "loaded": loaded} {
 					got, err := x.Search(ctx, q, search.Scope{Agent: agent}, o())
 					if err != nil {
 						t.Fatal(err)

@@ -206,6 +206,12 @@ var textWeights = map[ContentType][]float64{
 // FTS column. key is the id column, for reading changed rows by id.
 type textRowQuery struct {
 	sel, key string
+	// own, when set, selects one owner's rows (the owner its one
+	// argument) with each row's conversation key and place in its
+	// conversation (COALESCE(conversation_pos, id)) where sel has the
+	// neighbours' text: a partition load finds the neighbours among the
+	// owner's rows itself (ownNeighbours) rather than per row in SQL.
+	own string
 }
 
 // byID reads the indexed rows among n ids.
@@ -218,12 +224,19 @@ func (q textRowQuery) byID(n int) string {
 // driver.Dialect.MetadataText reads them).
 func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
+	var own string
+	if ac, ok := d.(driver.ArchivalConversationer); ok {
+		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			` + d.MetadataText("a.metadata_json") + `, ` + ac.ArchivalConversation("a") + `, COALESCE(a.conversation_pos, a.id),
+			a.tags_json, a.metadata_json
+			FROM archival a WHERE a.agent = ?`
+	}
 	return map[ContentType]textRowQuery{
 		Blocks: {sel: blocks, key: key},
 		Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id"},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own},
 		Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
 	}
@@ -613,11 +626,29 @@ type textScratch struct {
 	// part: the rows are for partitions, which always hold their bodies
 	// (c.noBodies is the whole-store copy's, changed by its flight).
 	part bool
+	// textPart.addRow's: a row's terms (partition term ids) in the order
+	// first met, their frequencies, and each term id's place among them
+	// (-1: not in the row).
+	order []int32
+	freqs []float32
+	at    []int32
 }
 
 // read analyzes the rows q returns with sc's buffers and passes them to
 // fn; each row's frequency map is fn's to keep.
 func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q string, args []any, sc *textScratch, fn func(textRow) error) error {
+	return c.scan(ctx, tx, t, q, args, func(d textDoc, body textBody, cols []sql.NullString) error {
+		rt, length := c.analyzeRow(t, cols, sc)
+		c.analyzed.Add(1)
+		d.length = int32(min(length, math.MaxInt32))
+		return fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt})
+	})
+}
+
+// scan passes the rows q returns to fn unanalyzed: each row's document
+// (its length not yet known), body (for the kinds with bodies) and FTS
+// columns in textWeights' order, valid until fn returns.
+func (c *textCache) scan(ctx context.Context, tx queryer, t ContentType, q string, args []any, fn func(textDoc, textBody, []sql.NullString) error) error {
 	weights := textWeights[t]
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -643,10 +674,7 @@ func (c *textCache) read(ctx context.Context, tx queryer, t ContentType, q strin
 		if textBodies[t] {
 			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
 		}
-		rt, length := c.analyzeRow(t, cols, sc)
-		c.analyzed.Add(1)
-		d.length = int32(min(length, math.MaxInt32))
-		if err := fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt}); err != nil {
+		if err := fn(d, body, cols); err != nil {
 			return err
 		}
 	}
@@ -739,29 +767,7 @@ func newTextPart(t ContentType, bodies bool) *textPart {
 
 // add indexes one row (its previous version must have been removed).
 func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
-	o, ok := p.owners[d.owner]
-	if !ok {
-		o = &textOwner{name: d.owner}
-		p.owners[d.owner] = o
-		p.bytes += textCostOwner + int64(len(d.owner))
-	}
-	d.owner = o.name
-	slot := int32(len(p.docs))
-	d.termsAt, d.nTerms = int32(len(p.terms)), int32(len(rt.freqs))
-	p.terms = slices.Grow(p.terms, len(rt.freqs))[:len(p.terms)+len(rt.freqs)]
-	p.docs = append(p.docs, d)
-	p.slots[d.id] = slot
-	p.live++
-	o.live++
-	if n := len(o.runs); n > 0 && o.runs[n-1].hi == slot {
-		o.runs[n-1].hi++
-	} else {
-		o.runs = append(o.runs, slotRun{slot, slot + 1})
-		p.runs++
-		p.bytes += textCostRun
-	}
-	p.tokens += int64(d.length)
-	p.bytes += textCostDoc + textCostPosting*int64(len(rt.freqs))
+	slot, d := p.place(d, len(rt.freqs))
 	var ids []uint32 // position in rt.freqs -> term id
 	if rt.toks != nil && p.bodies != nil {
 		ids = make([]uint32, len(rt.freqs))
@@ -789,6 +795,94 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
+}
+
+// addRow analyzes one row's FTS columns (cols, in p.weights' order) with
+// sc's buffers and indexes it as add indexes analyzeRow's terms, without
+// a map of the row's own terms: each token is looked up once, in p.
+func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *textScratch) {
+	sc.order, sc.freqs = sc.order[:0], sc.freqs[:0]
+	length := 0
+	for i, col := range cols {
+		w := float32(p.weights[i])
+		toks := i == 0 && p.bodies != nil && isASCII(col.String)
+		sc.toks = sc.toks[:0]
+		sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
+			id, ok := p.post[string(term)] // no allocation for a lookup
+			if !ok {
+				id = p.newTerm(string(term))
+				p.bytes += textCostTerm + int64(len(term))
+			}
+			for int(id) >= len(sc.at) {
+				sc.at = append(sc.at, -1)
+			}
+			n := sc.at[id]
+			if n < 0 {
+				n = int32(len(sc.order))
+				sc.at[id] = n
+				sc.order = append(sc.order, id)
+				sc.freqs = append(sc.freqs, 0)
+			}
+			sc.freqs[n] += w
+			if toks {
+				sc.toks = append(sc.toks, uint32(id))
+			}
+			length++
+		})
+		if toks {
+			body.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
+			if body.toks == nil {
+				body.toks = []uint32{}
+			}
+		}
+	}
+	d.length = int32(min(length, math.MaxInt32))
+	slot, d := p.place(d, len(sc.order))
+	for n, id := range sc.order {
+		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: sc.freqs[n]})
+		p.df[id]++
+		p.terms[d.termsAt+int32(n)] = id
+		sc.at[id] = -1
+	}
+	if p.bodies != nil {
+		p.bodies = append(p.bodies, body)
+		p.bodyBytes += body.cost()
+	}
+	if cap(sc.toks) > scratchKeepTokens {
+		sc.toks = nil
+	}
+	if cap(sc.buf) > scratchKeepBytes {
+		sc.buf = nil
+	}
+}
+
+// place appends d's document with room for its n terms in p.terms (from
+// the returned d.termsAt) and returns its slot.
+func (p *textPart) place(d textDoc, n int) (int32, textDoc) {
+	o, ok := p.owners[d.owner]
+	if !ok {
+		o = &textOwner{name: d.owner}
+		p.owners[d.owner] = o
+		p.bytes += textCostOwner + int64(len(d.owner))
+	}
+	d.owner = o.name
+	slot := int32(len(p.docs))
+	d.termsAt, d.nTerms = int32(len(p.terms)), int32(n)
+	p.terms = slices.Grow(p.terms, n)[:len(p.terms)+n]
+	p.docs = append(p.docs, d)
+	p.slots[d.id] = slot
+	p.live++
+	o.live++
+	if r := len(o.runs); r > 0 && o.runs[r-1].hi == slot {
+		o.runs[r-1].hi++
+	} else {
+		o.runs = append(o.runs, slotRun{slot, slot + 1})
+		p.runs++
+		p.bytes += textCostRun
+	}
+	p.tokens += int64(d.length)
+	p.bytes += textCostDoc + textCostPosting*int64(n)
+	return slot, d
 }
 
 // termIDs returns the ids of query terms' stems as the snippeter stems

@@ -10,6 +10,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -885,7 +887,12 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	defer tx.Rollback()
 	k := kinds[t]
 	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`, owner).Scan(&n); err != nil {
+	var count queryer = tx
+	if ts := c.prepared(ctx, tx, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`); ts != nil {
+		defer ts.Close()
+		count = stmtQueryer{ts}
+	}
+	if err := queryRow(ctx, count, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`, owner).Scan(&n); err != nil {
 		return nil, fmt.Errorf("search: text cache: count %s of %q: %w", k.name, owner, err)
 	}
 	if n*cost > c.limit {
@@ -899,24 +906,34 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 	p := newTextPart(t, textBodies[t])
 	// One statement over the owner's rows (its index), not a list of
 	// their ids read back by id: the statement is the same for every
-	// owner, prepared once (parsing it cost about a sixth of a load).
+	// owner, prepared once (parsing it cost about a sixth of a load). A
+	// kind with its own query (textRowQuery.own) reads neighbours in Go.
 	q := c.rows[t].sel + ` WHERE ` + k.alias + `.` + k.owner + ` = ?`
-	var src queryer = tx
-	if c.prep != nil {
-		if st, err := c.prep(ctx, q); err == nil && st != nil {
-			ts := tx.StmtContext(ctx, st)
-			defer ts.Close()
-			src = stmtQueryer{ts}
-		}
+	own := c.rows[t].own
+	if own != "" {
+		q = own
 	}
-	err = c.read(ctx, src, t, q, []any{owner}, &textScratch{part: true}, func(r textRow) error {
-		if r.doc.owner == owner {
-			p.add(r.doc, r.body, r.terms)
+	var src queryer = tx
+	if ts := c.prepared(ctx, tx, q); ts != nil {
+		defer ts.Close()
+		src = stmtQueryer{ts}
+	}
+	sc := &textScratch{part: true}
+	if own != "" {
+		if err := c.readOwn(ctx, src, t, q, owner, p, sc); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	} else {
+		err = c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+			if d.owner == owner {
+				p.addRow(d, body, cols, sc)
+				c.analyzed.Add(1)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if c.beforeLoad != nil {
 		c.beforeLoad(ctx, t, owner)
@@ -932,6 +949,149 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 		}
 	}
 	return ld, nil
+}
+
+// readOwn reads owner's rows of kind t with the kind's own query (its
+// textRowQuery.own: each row's conversation key and place where the
+// neighbours' text goes), finds each row's neighbours among them
+// (ownNeighbours) and indexes the rows into p.
+func (c *textCache) readOwn(ctx context.Context, src queryer, t ContentType, q, owner string, p *textPart, sc *textScratch) error {
+	var rows []ownRow
+	err := c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+		if d.owner != owner {
+			return nil
+		}
+		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[3]}
+		r.cols[3], r.cols[4] = sql.NullString{}, sql.NullString{}
+		if r.key.Valid {
+			pos, err := strconv.ParseInt(cols[4].String, 10, 64)
+			if err != nil {
+				return fmt.Errorf("search: text cache: load %s of %q: place of %d in its conversation %q: %w", kinds[t].name, owner, d.id, cols[4].String, err)
+			}
+			r.pos = pos
+		}
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ownNeighbours(rows)
+	for i := range rows {
+		r := &rows[i]
+		p.addRow(r.d, r.body, r.cols, sc)
+		c.analyzed.Add(1)
+	}
+	return nil
+}
+
+// ownRow is a row of one owner read by readOwn: key and pos are its
+// conversation key (not Valid: none) and place in it.
+type ownRow struct {
+	d    textDoc
+	body textBody
+	cols []sql.NullString
+	key  sql.NullString
+	pos  int64
+}
+
+// ownNeighbours sets each row's context columns (cols[3] and cols[4],
+// the index's context_before and context_after) to the content of the
+// rows before and after it in its conversation, as archival_links finds
+// them: rows of the same key in the order (pos, id), only live ones
+// around a live row, any around a superseded one; a row naming no
+// conversation has none. The rows are one owner's, all of them.
+func ownNeighbours(rows []ownRow) {
+	order := make([]int, 0, len(rows))
+	for i := range rows {
+		if rows[i].key.Valid {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ra, rb := &rows[a], &rows[b]
+		if c := strings.Compare(ra.key.String, rb.key.String); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ra.pos, rb.pos); c != 0 {
+			return c
+		}
+		return cmp.Compare(ra.d.id, rb.d.id)
+	})
+	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && rows[order[hi]].key.String == rows[order[lo]].key.String {
+			hi++
+		}
+		conv := order[lo:hi]
+		// Any row around a superseded one.
+		for j, i := range conv {
+			if !rows[i].d.superseded {
+				continue
+			}
+			if j > 0 {
+				rows[i].cols[3] = text(conv[j-1])
+			}
+			if j+1 < len(conv) {
+				rows[i].cols[4] = text(conv[j+1])
+			}
+		}
+		// Live rows around a live one.
+		prev := -1
+		for _, i := range conv {
+			if rows[i].d.superseded {
+				continue
+			}
+			if prev >= 0 {
+				rows[i].cols[3], rows[prev].cols[4] = text(prev), text(i)
+			}
+			prev = i
+		}
+		lo = hi
+	}
+}
+
+// prepared is the Index's prepared statement for q, in tx (nil: none;
+// the caller closes it).
+func (c *textCache) prepared(ctx context.Context, tx *sql.Tx, q string) *sql.Stmt {
+	if c.prep == nil {
+		return nil
+	}
+	st, err := c.prep(ctx, q)
+	if err != nil || st == nil {
+		return nil
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+// queryRow is QueryRowContext over a queryer.
+func queryRow(ctx context.Context, q queryer, query string, args ...any) rowScanner {
+	rows, err := q.QueryContext(ctx, query, args...)
+	return rowScanner{rows, err}
+}
+
+// rowScanner scans the first row of rows, as sql.Row does.
+type rowScanner struct {
+	rows *sql.Rows
+	err  error
+}
+
+func (r rowScanner) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	return r.rows.Close()
 }
 
 // stmtQueryer runs its prepared statement whatever query it is given.

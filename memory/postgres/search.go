@@ -124,6 +124,12 @@ func (SearchDialect) MetadataText(col string) string {
 				WHERE jsonb_typeof(v) NOT IN ('object', 'array', 'null'))`
 }
 
+// ArchivalConversation is the conversation key archival_links groups
+// an entry's neighbours by (driver.ArchivalConversationer).
+func (SearchDialect) ArchivalConversation(alias string) string {
+	return `engram_archival_conversation(` + alias + `.metadata_json)`
+}
+
 // MessageDate is a message's date as its tsvector holds it (migration
 // 0028, engram_message_date): created_at as "8 May 2023", UTC; ” before
 // 1970.

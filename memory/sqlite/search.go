@@ -165,6 +165,12 @@ func (SearchDialect) MessageNeighbours() string {
 			AND m.seq < 9223372036854775807`
 }
 
+// ArchivalConversation is the conversation key archival_links groups
+// an entry's neighbours by (driver.ArchivalConversationer).
+func (SearchDialect) ArchivalConversation(alias string) string {
+	return alias + `.conversation_key`
+}
+
 // MessageDate is a message's date as fts_messages_source (migration
 // 0030) indexes it: created_at (Unix nanoseconds) as "8 May 2023", UTC;
 // ” before 1970.
