@@ -1,0 +1,120 @@
+package search_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// partialLikeSQL opens a partial text cache on db, loads each agent's
+// archival partition from the rows as they are, and holds its rankings of
+// queries to SQL's (TextCacheBytes -1), superseded entries included and
+// not.
+func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []string) {
+	t.Helper()
+	ctx := context.Background()
+	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	loaded, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	search.ForceTextPartial(loaded)
+	if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+	}
+	for _, agent := range agents {
+		for _, q := range queries {
+			for _, sup := range []bool{true, false} {
+				o := func() *search.Options {
+					return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
+				}
+				want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, o())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := loaded.Search(ctx, q, search.Scope{Agent: agent}, o())
+				if err != nil {
+					t.Fatalf("after %s, %s %q (superseded %v): partial cache: %v", step, agent, q, sup, err)
+				}
+				if len(want) != len(got) {
+					t.Fatalf("after %s, %s %q (superseded %v): SQL %d results, partial cache %d\nSQL   %v\ncache %v",
+						step, agent, q, sup, len(want), len(got), keys(want), keys(got))
+				}
+				if err := sameRanking(want, got); err != nil {
+					t.Fatalf("after %s, %s %q (superseded %v): %v\nSQL   %v\ncache %v", step, agent, q, sup, err, keys(want), keys(got))
+				}
+			}
+		}
+	}
+}
+
+// A partition load finds each entry's neighbours among the owner's
+// entries in Go; it ranks exactly as SQL, whose archival_links gives them,
+// whatever the metadata names: a conversation under each of the accepted
+// keys, strings and numbers that read alike ("3", 3, 3.0, "\u0033"), keys
+// passed over (null, "", objects, arrays, booleans), a key named twice, a
+// long key, deep metadata, two owners with the same keys; and after hand
+// edits: supersessions, restorations, merged entries' places (ties,
+// negative, far), places SQLite holds as a real or as text.
+func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
+		nectar olive peach quince radish sage thyme`)
+	metas := []string{
+		`{"conversation": "3"}`, `{"conversation": 3}`, `{"conversation": 3.0}`, `{"conversation": "\u0033"}`,
+		`{"conversation_id": "3"}`, `{"session": "3"}`, `{"session_id": 3}`, `{"thread": "3"}`, `{"thread_id": "t"}`,
+		`{"conversation": "", "thread": "3"}`, `{"conversation": null, "session": "3"}`,
+		`{"conversation": {"id": "3"}, "session": "3"}`, `{"conversation": [3], "thread_id": "t"}`,
+		`{"conversation": true}`, `{"session": "a", "session": "3"}`, `{}`, `{"topic": "3"}`,
+		`{"thread": "` + strings.Repeat("k", 5000) + `"}`,
+		`{"thread_id": "t", "deep": ` + strings.Repeat(`{"a": `, 200) + `"x"` + strings.Repeat(`}`, 200) + `}`,
+	}
+	n := 0
+	for _, agent := range []string{"a", "b"} {
+		for round := range 3 {
+			for i, m := range metas {
+				n++
+				content := vocab[n%len(vocab)] + " " + vocab[(n*7+round)%len(vocab)] + " " + vocab[(i*3)%len(vocab)]
+				insertArchival(t, db, archivalRow{Agent: agent, Content: content, Metadata: m})
+			}
+		}
+	}
+	queries := append([]string{}, vocab...)
+	queries = append(queries, "apple fig", "mango olive thyme")
+	agents := []string{"a", "b"}
+	partialLikeSQL(t, db, "inserts", agents, queries)
+	for _, step := range []string{
+		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 3 = 0`,
+		`UPDATE archival SET valid_to = NULL WHERE id % 6 = 0`,
+		// Merged entries' places: ties with other entries' ids, before
+		// every id, far past them.
+		`UPDATE archival SET conversation_pos = id - 19 WHERE id % 5 = 0`,
+		`UPDATE archival SET conversation_pos = -4 WHERE id % 11 = 0`,
+		`UPDATE archival SET conversation_pos = 9000000000000000000 WHERE id % 13 = 0`,
+		`UPDATE archival SET conversation_pos = NULL WHERE id % 13 = 0`,
+		// Places a hand edit leaves SQLite holding as a real and as text:
+		// SQL orders them (numbers by value, text after numbers).
+		`UPDATE archival SET conversation_pos = id - 19.5 WHERE id % 7 = 0`,
+		`UPDATE archival SET conversation_pos = 'x' WHERE id IN (8, 28, 47)`,
+	} {
+		if _, err := db.ExecContext(ctx, step); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		partialLikeSQL(t, db, step, agents, queries)
+	}
+	var withContext int
+	if err := db.QueryRow(`SELECT count(*) FROM fts_archival_source WHERE context_before <> '' OR context_after <> ''`).Scan(&withContext); err != nil || withContext < 40 {
+		t.Fatalf("%d entries with context (%v): the corpus does not exercise it", withContext, err)
+	}
+}
