@@ -207,10 +207,11 @@ var textWeights = map[ContentType][]float64{
 type textRowQuery struct {
 	sel, key string
 	// own, when set, selects one owner's rows (the owner its one
-	// argument) with each row's conversation key and place in its
-	// conversation (COALESCE(conversation_pos, id)) where sel has the
-	// neighbours' text: a partition load finds the neighbours among the
-	// owner's rows itself (ownNeighbours) rather than per row in SQL.
+	// argument) with each row's conversation key where sel has the
+	// neighbours' text, ordered by key and place in the conversation
+	// ((COALESCE(conversation_pos, id), id)): a partition load finds the
+	// neighbours among the owner's rows itself (ownNeighbours) rather
+	// than per row in SQL.
 	own string
 }
 
@@ -226,10 +227,14 @@ func textRows(d driver.Dialect) map[ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
 	var own string
 	if ac, ok := d.(driver.ArchivalConversationer); ok {
+		// Ordered in SQL as archival_links orders a conversation: a
+		// place is what the engine holds (SQLite keeps a hand-edited
+		// real or text as it is, and orders it among the numbers).
+		conv := ac.ArchivalConversation("a")
 		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			` + d.MetadataText("a.metadata_json") + `, ` + ac.ArchivalConversation("a") + `, COALESCE(a.conversation_pos, a.id),
+			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, NULL,
 			a.tags_json, a.metadata_json
-			FROM archival a WHERE a.agent = ?`
+			FROM archival a WHERE a.agent = ? ORDER BY ` + conv + `, COALESCE(a.conversation_pos, a.id), a.id`
 	}
 	return map[ContentType]textRowQuery{
 		Blocks: {sel: blocks, key: key},

@@ -10,8 +10,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -952,9 +950,9 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t ContentType, own
 }
 
 // readOwn reads owner's rows of kind t with the kind's own query (its
-// textRowQuery.own: each row's conversation key and place where the
-// neighbours' text goes), finds each row's neighbours among them
-// (ownNeighbours) and indexes the rows into p.
+// textRowQuery.own: each row's conversation key where the neighbours'
+// text goes, the rows in conversation order), finds each row's
+// neighbours among them (ownNeighbours) and indexes the rows into p.
 func (c *textCache) readOwn(ctx context.Context, src queryer, t ContentType, q, owner string, p *textPart, sc *textScratch) error {
 	var rows []ownRow
 	err := c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
@@ -963,13 +961,6 @@ func (c *textCache) readOwn(ctx context.Context, src queryer, t ContentType, q, 
 		}
 		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[3]}
 		r.cols[3], r.cols[4] = sql.NullString{}, sql.NullString{}
-		if r.key.Valid {
-			pos, err := strconv.ParseInt(cols[4].String, 10, 64)
-			if err != nil {
-				return fmt.Errorf("search: text cache: load %s of %q: place of %d in its conversation %q: %w", kinds[t].name, owner, d.id, cols[4].String, err)
-			}
-			r.pos = pos
-		}
 		rows = append(rows, r)
 		return nil
 	})
@@ -985,22 +976,24 @@ func (c *textCache) readOwn(ctx context.Context, src queryer, t ContentType, q, 
 	return nil
 }
 
-// ownRow is a row of one owner read by readOwn: key and pos are its
-// conversation key (not Valid: none) and place in it.
+// ownRow is a row of one owner read by readOwn: key is its conversation
+// key (not Valid: none).
 type ownRow struct {
 	d    textDoc
 	body textBody
 	cols []sql.NullString
 	key  sql.NullString
-	pos  int64
 }
 
 // ownNeighbours sets each row's context columns (cols[3] and cols[4],
 // the index's context_before and context_after) to the content of the
 // rows before and after it in its conversation, as archival_links finds
-// them: rows of the same key in the order (pos, id), only live ones
+// them: rows of the same key in the order (place, id), only live ones
 // around a live row, any around a superseded one; a row naming no
-// conversation has none. The rows are one owner's, all of them.
+// conversation has none. The rows are one owner's, all of them, in the
+// order SQL gives them by (key, place, id): the engine orders places
+// as archival_links compares them (on SQLite a hand edit may leave a
+// place a real or text).
 func ownNeighbours(rows []ownRow) {
 	order := make([]int, 0, len(rows))
 	for i := range rows {
@@ -1008,16 +1001,6 @@ func ownNeighbours(rows []ownRow) {
 			order = append(order, i)
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		ra, rb := &rows[a], &rows[b]
-		if c := strings.Compare(ra.key.String, rb.key.String); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(ra.pos, rb.pos); c != 0 {
-			return c
-		}
-		return cmp.Compare(ra.d.id, rb.d.id)
-	})
 	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
 	for lo := 0; lo < len(order); {
 		hi := lo + 1
