@@ -3,6 +3,8 @@ package search
 import (
 	"context"
 	"time"
+
+	"github.com/engram-go/engram/driver"
 )
 
 // TextCacheAnswers reports how many full-text legs x's text cache ranked
@@ -206,3 +208,8 @@ func TextStatsReplays(x *Index) int64 { return x.text.statsLate.Load() }
 // text cache replays before it starts over the kinds they are of
 // (textCatchUpMax by default).
 func SetTextCatchUpMax(x *Index, n int) { x.text.catchUpMax = n }
+
+// ArchivalOwnQuery is the query a partition load of archival entries
+// reads an owner's rows with in dialect d ("" when d reads them with
+// their neighbours from archival_links).
+func ArchivalOwnQuery(d driver.Dialect) string { return textRows(d)[Archival].own }
