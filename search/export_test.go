@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/engram-go/engram/driver"
@@ -213,3 +214,14 @@ func SetTextCatchUpMax(x *Index, n int) { x.text.catchUpMax = n }
 // reads an owner's rows with in dialect d ("" when d reads them with
 // their neighbours from archival_links).
 func ArchivalOwnQuery(d driver.Dialect) string { return textRows(d)[Archival].own }
+
+// ReadArchivalThroughLinks makes x's partition loads read archival
+// entries with their neighbours from archival_links, as a dialect
+// without driver.ArchivalConversationer does (for comparing the costs).
+func ReadArchivalThroughLinks(x *Index) {
+	rows := maps.Clone(x.text.rows)
+	q := rows[Archival]
+	q.own = ""
+	rows[Archival] = q
+	x.text.rows = rows
+}
