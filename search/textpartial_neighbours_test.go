@@ -65,7 +65,8 @@ func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []str
 // passed over (null, "", objects, arrays, booleans), a key named twice, a
 // long key, deep metadata, two owners with the same keys; and after hand
 // edits: supersessions, restorations, merged entries' places (ties,
-// negative, far), places SQLite holds as a real or as text.
+// negative, far), places SQLite holds as a real or as text, metadata
+// that is no object or is held as JSONB.
 func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
@@ -107,6 +108,12 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 		// SQL orders them (numbers by value, text after numbers).
 		`UPDATE archival SET conversation_pos = id - 19.5 WHERE id % 7 = 0`,
 		`UPDATE archival SET conversation_pos = 'x' WHERE id IN (8, 28, 47)`,
+		// Metadata that is no object, and metadata SQLite holds as JSONB
+		// (a blob its JSON functions read as the object it encodes).
+		`UPDATE archival SET metadata_json = '[1, 2]' WHERE id % 10 = 1`,
+		`UPDATE archival SET metadata_json = 5 WHERE id = 3`,
+		`UPDATE archival SET metadata_json = '"3"' WHERE id = 4`,
+		`UPDATE archival SET metadata_json = jsonb(metadata_json) WHERE id % 9 = 0`,
 	} {
 		if _, err := db.ExecContext(ctx, step); err != nil {
 			t.Fatalf("%s: %v", step, err)
