@@ -68,7 +68,9 @@ type MessageDater interface {
 // conversation. The neighbours archival_links gives are then those of
 // the same owner and key next in the order (COALESCE(conversation_pos,
 // id), id), live ones around a live entry, so one read of an owner's
-// entries in that order finds every entry's neighbours.
+// entries ordered by the engine by (key, COALESCE(conversation_pos, id),
+// id) finds every entry's neighbours (the engine compares places as the
+// view does, whatever type a hand edit left one).
 type ArchivalConversationer interface {
 	ArchivalConversation(alias string) string
 }
