@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,9 +14,9 @@ import (
 
 // partialLikeSQL opens a partial text cache on db, loads each agent's
 // archival partition from the rows as they are, and holds its rankings of
-// queries to SQL's (TextCacheBytes -1), superseded entries included and
-// not.
-func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []string) {
+// queries, and those of the caches others, to SQL's (TextCacheBytes -1),
+// superseded entries included and not.
+func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []string, others map[string]*search.Index) {
 	t.Helper()
 	ctx := context.Background()
 	sqlx, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
@@ -42,19 +43,27 @@ func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []str
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := loaded.Search(ctx, q, search.Scope{Agent: agent}, o())
-				if err != nil {
-					t.Fatalf("after %s, %s %q (superseded %v): partial cache: %v", step, agent, q, sup, err)
+				for name, x := range others {
+					checkLikeSQL(t, x, name, step, agent, q, sup, want, o())
 				}
-				if len(want) != len(got) {
-					t.Fatalf("after %s, %s %q (superseded %v): SQL %d results, partial cache %d\nSQL   %v\ncache %v",
-						step, agent, q, sup, len(want), len(got), keys(want), keys(got))
-				}
-				if err := sameRanking(want, got); err != nil {
-					t.Fatalf("after %s, %s %q (superseded %v): %v\nSQL   %v\ncache %v", step, agent, q, sup, err, keys(want), keys(got))
-				}
+				checkLikeSQL(t, loaded, "loaded", step, agent, q, sup, want, o())
 			}
 		}
+	}
+}
+
+func checkLikeSQL(t *testing.T, x *search.Index, name, step, agent, q string, sup bool, want []search.Result, o *search.Options) {
+	t.Helper()
+	got, err := x.Search(context.Background(), q, search.Scope{Agent: agent}, o)
+	if err != nil {
+		t.Fatalf("after %s, %s %q (superseded %v): %s cache: %v", step, agent, q, sup, name, err)
+	}
+	if len(want) != len(got) {
+		t.Fatalf("after %s, %s %q (superseded %v): SQL %d results, %s cache %d\nSQL   %v\ncache %v",
+			step, agent, q, sup, len(want), name, len(got), keys(want), keys(got))
+	}
+	if err := sameRanking(want, got); err != nil {
+		t.Fatalf("after %s, %s %q (superseded %v), %s cache: %v\nSQL   %v\ncache %v", step, agent, q, sup, name, err, keys(want), keys(got))
 	}
 }
 
@@ -66,10 +75,13 @@ func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []str
 // long key, deep metadata, two owners with the same keys; and after hand
 // edits: supersessions, restorations, merged entries' places (ties,
 // negative, far), places SQLite holds as a real or as text, metadata
-// that is no object or is held as JSONB.
+// that is no object or is held as JSONB. A partial cache loaded before
+// the edits and a whole one follow them (written from another pool) and
+// rank as SQL too.
 func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db, other := openDBAt(t, path), openDBAt(t, path)
 	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
 		nectar olive peach quince radish sage thyme`)
 	metas := []string{
@@ -94,7 +106,23 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 	queries := append([]string{}, vocab...)
 	queries = append(queries, "apple fig", "mango olive thyme")
 	agents := []string{"a", "b"}
-	partialLikeSQL(t, db, "inserts", agents, queries)
+	// Caches loaded now, following the edits below.
+	followed := map[string]*search.Index{}
+	for _, name := range []string{"whole", "partial"} {
+		x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if name == "partial" {
+			search.ForceTextPartial(x)
+		}
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		followed[name] = x
+	}
+	partialLikeSQL(t, db, "inserts", agents, queries, followed)
 	for _, step := range []string{
 		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 3 = 0`,
 		`UPDATE archival SET valid_to = NULL WHERE id % 6 = 0`,
@@ -115,10 +143,10 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 		`UPDATE archival SET metadata_json = '"3"' WHERE id = 4`,
 		`UPDATE archival SET metadata_json = jsonb(metadata_json) WHERE id % 9 = 0`,
 	} {
-		if _, err := db.ExecContext(ctx, step); err != nil {
+		if _, err := other.ExecContext(ctx, step); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
-		partialLikeSQL(t, db, step, agents, queries)
+		partialLikeSQL(t, db, step, agents, queries, followed)
 	}
 	var withContext int
 	if err := db.QueryRow(`SELECT count(*) FROM fts_archival_source WHERE context_before <> '' OR context_after <> ''`).Scan(&withContext); err != nil || withContext < 40 {
