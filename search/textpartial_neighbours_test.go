@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -152,4 +154,49 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM fts_archival_source WHERE context_before <> '' OR context_after <> ''`).Scan(&withContext); err != nil || withContext < 40 {
 		t.Fatalf("%d entries with context (%v): the corpus does not exercise it", withContext, err)
 	}
+}
+
+// Consolidation places a merged entry at its first source's place in its
+// conversation (conversation_pos): a partition load gives it, and its
+// neighbours, the neighbours SQL gives them.
+func TestTextCachePartialNeighboursAfterConsolidation(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	store, err := memory.Open(ctx, path, &memory.Options{KeepDuplicates: true, TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
+		nectar olive peach quince radish sage thyme`)
+	for _, agent := range []string{"a", "b"} {
+		var in []memory.ArchivalEntry
+		for i := range 90 {
+			conv := []any{"s1", 7, "7"}[i%3]
+			key := []string{"session", "conversation_id", "thread"}[i%3]
+			content := fmt.Sprintf("%s %s turn %d", vocab[i%len(vocab)], vocab[(i*7)%len(vocab)], i)
+			if i%5 == 4 && i >= 30 {
+				j := i - 27 // an earlier turn of the same conversation, said again
+				content = fmt.Sprintf("%s %s turn %d", vocab[j%len(vocab)], vocab[(j*7)%len(vocab)], j)
+			}
+			in = append(in, memory.ArchivalEntry{Content: content, Metadata: map[string]any{key: conv}})
+		}
+		if _, err := store.Agent(agent).Archival().InsertBatch(ctx, in, nil); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := store.Agent(agent).Archival().Consolidate(ctx, &memory.ConsolidateOptions{ApplyExact: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Applied == 0 {
+			t.Fatalf("%s: consolidation merged nothing (%+v)", agent, rep)
+		}
+	}
+	db := openDBAt(t, path)
+	var placed int
+	if err := db.QueryRow(`SELECT count(*) FROM archival WHERE conversation_pos IS NOT NULL`).Scan(&placed); err != nil || placed == 0 {
+		t.Fatalf("%d merged entries placed (%v): the store does not exercise places", placed, err)
+	}
+	queries := append([]string{"turn"}, vocab...)
+	partialLikeSQL(t, db, "consolidation", []string{"a", "b"}, queries, nil)
 }
