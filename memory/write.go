@@ -345,11 +345,14 @@ const (
 	// and metadata version, and the accessor's permission — the owner's on
 	// the row, anyone else's on its share — unless it is a system write.
 	claimAheadQuery = `UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?%s
-		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
+		` + claimGuard + `
+		RETURNING snapshot_seq, history_bytes`
+	// claimGuard is what an edit applied ahead assumed of the block's row
+	// (claimAheadQuery, claimOnceQuery).
+	claimGuard = `WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
 			WHEN ? THEN TRUE
 			WHEN owner = ? THEN permission = ?
-			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
-		RETURNING snapshot_seq, history_bytes`
+			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END`
 
 	// claimOnceQuery is claimAheadQuery and insertUpdateQuery in one
 	// statement (for driver.OneTripWriter: the write's only one), which
@@ -358,10 +361,7 @@ const (
 	// the compaction interval), so the compaction stays on the ordinary
 	// path. The update row is written only when the claim is.
 	claimOnceQuery = `WITH claim AS (UPDATE blocks SET last_seq = ?, rendered = ?, heads = ?, updated_at = ?, history_bytes = history_bytes + ?
-		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ? AND CASE
-			WHEN ? THEN TRUE
-			WHEN owner = ? THEN permission = ?
-			ELSE EXISTS (SELECT 1 FROM shares WHERE block_id = blocks.id AND agent = ? AND permission = ?) END
+		` + claimGuard + `
 			AND last_seq + 1 - snapshot_seq < ?
 		RETURNING id, last_seq, epoch, updated_at, snapshot_seq, history_bytes),
 	row AS (INSERT INTO block_updates (block_id, seq, epoch, actor, data, crc, created_at)
