@@ -3,7 +3,6 @@ package accesstoken_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/accesstoken"
-	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -23,22 +21,7 @@ func TestLoginLinks(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			target := filepath.Join(t.TempDir(), "links.db")
-			if engine == "postgres" {
-				target = pgtest.Start(t).NewDatabase(t)
-			}
-			var now atomic.Int64
-			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
-			clock := func() time.Time { return time.Unix(0, now.Load()) }
-			open := func() *memory.Store {
-				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				return c
-			}
-			a, b := open(), open() // two processes' stores on one database
+			now, a, b := twoStores(t, engine)
 
 			alice, _, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Human: "alice"})
 			if err != nil {

@@ -23,22 +23,7 @@ func TestTokens(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			target := filepath.Join(t.TempDir(), "tok.db")
-			if engine == "postgres" {
-				target = pgtest.Start(t).NewDatabase(t)
-			}
-			var now atomic.Int64
-			now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
-			clock := func() time.Time { return time.Unix(0, now.Load()) }
-			open := func() *memory.Store {
-				c, err := memory.Open(ctx, target, &memory.Options{Now: clock})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				return c
-			}
-			a, b := open(), open() // two processes' stores on one database
+			now, a, b := twoStores(t, engine)
 
 			tok, secret, err := accesstoken.Of(a).Create(ctx, accesstoken.Spec{Agent: "ada", Name: "laptop", Expires: time.Hour})
 			if err != nil {
@@ -145,4 +130,27 @@ func TestCreateTokenRefuses(t *testing.T) {
 	if list, err := accesstoken.Of(c).List(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("refused specs stored tokens: %+v, %v", list, err)
 	}
+}
+
+// twoStores opens two stores on one new database of engine ("sqlite" or
+// "postgres"), as two processes would, on a clock the test moves (now,
+// in Unix nanoseconds, from 26 November 2026 09:00 UTC).
+func twoStores(t *testing.T, engine string) (now *atomic.Int64, a, b *memory.Store) {
+	t.Helper()
+	target := filepath.Join(t.TempDir(), "tokens.db")
+	if engine == "postgres" {
+		target = pgtest.Start(t).NewDatabase(t)
+	}
+	now = new(atomic.Int64)
+	now.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	open := func() *memory.Store {
+		c, err := memory.Open(context.Background(), target, &memory.Options{Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return now, open(), open()
 }
