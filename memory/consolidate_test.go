@@ -123,7 +123,12 @@ func TestConsolidateRoundCost(t *testing.T) {
 	if rep.Examined != 10000 || len(rep.Clusters) != 1000 {
 		t.Fatalf("examined %d, %d clusters; want 10000 and 1000", rep.Examined, len(rep.Clusters))
 	}
-	if d > 5*time.Second*time.Duration(raceScale) {
+	// The bound is the budget of an ordinary build. The race detector
+	// slows this CPU-bound round 10–15× (26.6 s for 1.9 s on a loaded
+	// 2-core machine), more than any fixed factor holds, so under -race
+	// the round is checked for its result only; the suite's runs without
+	// -race hold it to the budget.
+	if raceScale == 1 && d > 5*time.Second {
 		t.Fatalf("round took %v, want ≤ 5 s", d)
 	}
 }
