@@ -1222,10 +1222,10 @@ func (c *Store) mergePlace(ctx context.Context, tx *sql.Tx, agent string, source
 		return 0, false, nil
 	}
 	for _, src := range sources {
-		var pos int64
+		var stored any
 		var smeta string
-		err := tx.QueryRowContext(ctx, `SELECT COALESCE(conversation_pos, id), metadata_json FROM archival WHERE id = ? AND agent = ?`,
-			src, agent).Scan(&pos, &smeta)
+		err := tx.QueryRowContext(ctx, `SELECT conversation_pos, metadata_json FROM archival WHERE id = ? AND agent = ?`,
+			src, agent).Scan(&stored, &smeta)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // the supersession below reports it
 		}
@@ -1235,6 +1235,10 @@ func (c *Store) mergePlace(ctx context.Context, tx *sql.Tx, agent string, source
 		sm, err := decodeMetadata(smeta)
 		if err != nil || conversationOf(sm) != conv {
 			continue
+		}
+		pos, placed := placeValue(stored)
+		if !placed {
+			pos = src
 		}
 		if !ok || pos < place {
 			place, ok = pos, true

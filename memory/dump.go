@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -914,12 +915,33 @@ func (c *Store) archivalPlaces(ctx context.Context, owner string, out []DumpArch
 	defer rows.Close()
 	for rows.Next() {
 		var p DumpArchivalPlace
-		if err := rows.Scan(&p.ID, &p.Place); err != nil {
+		var place any
+		if err := rows.Scan(&p.ID, &place); err != nil {
 			return nil, fmt.Errorf("memory: export: archival places of %q: %w", owner, err)
 		}
-		out = append(out, p)
+		var ok bool
+		if p.Place, ok = placeValue(place); ok {
+			out = append(out, p)
+		}
 	}
 	return out, rows.Err()
+}
+
+// placeValue is a stored archival place (conversation_pos) as an id.
+// memory writes integers only, but SQLite's INTEGER column keeps what a
+// hand edit gives it: a real number stands at its floor, and anything
+// else (text, a blob, a real beyond int64) as if unplaced (ok false), so
+// such an edit fails neither a merge nor an export of the agent.
+func placeValue(v any) (place int64, ok bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case float64:
+		if f := math.Floor(v); f >= math.MinInt64 && f < math.MaxInt64 {
+			return int64(f), true
+		}
+	}
+	return 0, false
 }
 
 // importPlaces places the imported entries d.ArchivalPlaces names, their
