@@ -70,8 +70,8 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		says string
 	}{
 		{[]string{"token", "login-url", "2"}, 1, "agent"},
-		{[]string{"token", "login-url", "3"}, 1, "revoked"},
-		{[]string{"token", "login-url", "9"}, 1, "not found"},
+		{[]string{"token", "login-url", "3"}, 1, "token 3 is revoked"},
+		{[]string{"token", "login-url", "9"}, 1, "no token 9"},
 		{[]string{"token", "login-url"}, 2, "ID"},
 		{[]string{"token", "login-url", "x"}, 2, "not a token ID"},
 		{[]string{"token", "login-url", "1", "2"}, 2, "ID"},

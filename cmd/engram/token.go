@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/accesstoken"
+	"github.com/engram-go/engram/memory"
 )
 
 // tokenJSON is a token as "token create/list --json" print it; times are
@@ -139,7 +141,7 @@ func cmdTokenRevoke(fs *flag.FlagSet) runFunc {
 		}
 		defer a.close()
 		if err := accesstoken.Of(s).Revoke(ctx, id); err != nil {
-			return err
+			return tokenError("token revoke", id, err)
 		}
 		return a.output(map[string]any{"revoked": id}, func(w io.Writer) {
 			fmt.Fprintf(w, "token %d revoked; serve refuses it from its next request\n", id)
@@ -176,7 +178,7 @@ func cmdTokenLoginURL(fs *flag.FlagSet) runFunc {
 		defer a.close()
 		secret, err := accesstoken.Of(s).CreateLoginLink(ctx, id, ttl)
 		if err != nil {
-			return err
+			return tokenError("token login-url", id, err)
 		}
 		link := strings.TrimSuffix(u.String(), "/") + "/ui/login?link=" + url.QueryEscape(secret)
 		return a.output(map[string]any{"token_id": id, "url": link, "expires_in": ttl.String()}, func(w io.Writer) {
@@ -184,4 +186,20 @@ func cmdTokenLoginURL(fs *flag.FlagSet) runFunc {
 			fmt.Fprintln(w, link)
 		})
 	}
+}
+
+// tokenError says what a token command's error means for token id in
+// the command's words; other errors pass as they are.
+func tokenError(cmd string, id int64, err error) error {
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return fmt.Errorf("%s: no token %d (run \"engram token list\")", cmd, id)
+	case errors.Is(err, accesstoken.ErrRevoked) && cmd == "token revoke":
+		return fmt.Errorf("%s: token %d is already revoked", cmd, id)
+	case errors.Is(err, accesstoken.ErrRevoked):
+		return fmt.Errorf("%s: token %d is revoked", cmd, id)
+	case errors.Is(err, accesstoken.ErrExpired):
+		return fmt.Errorf("%s: token %d has expired", cmd, id)
+	}
+	return err
 }

@@ -58,9 +58,13 @@ func TestTokenCLI(t *testing.T) {
 		}
 	}
 	ok(t, db, "token", "revoke", "1")
-	if _, errs, code := cli(t, db, "", "token", "revoke", "1"); code != 1 || !strings.Contains(errs, "revoked") {
+	if _, errs, code := cli(t, db, "", "token", "revoke", "1"); code != 1 || strings.TrimSpace(errs) != "engram: token revoke: token 1 is already revoked" {
 		t.Fatalf("second revoke: exit %d %s", code, errs)
 	}
+	if _, errs, code := cli(t, db, "", "token", "revoke", "99"); code != 1 || strings.TrimSpace(errs) != `engram: token revoke: no token 99 (run "engram token list")` {
+		t.Fatalf("revoke of an unknown token: exit %d %s", code, errs)
+	}
+
 	if !strings.Contains(ok(t, db, "token", "list", "--json"), `"revoked_at": "`) {
 		t.Fatal("revocation not listed")
 	}
