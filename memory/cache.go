@@ -42,6 +42,9 @@ type Store struct {
 	ownsBackend bool
 	index       *search.Index
 	log         *slog.Logger
+	// consolidateCandidateBytes, when set (tests), replaces
+	// maxCandidateBytes.
+	consolidateCandidateBytes int
 
 	lru     *lru.Cache[int64, *entry]
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)

@@ -192,6 +192,7 @@ type sigEntry struct {
 	conv  string
 	terms []string // distinct terms, fillers removed, sorted
 	sig   [minhashK]uint64
+	bytes int // content and metadata read
 }
 
 const (
@@ -202,10 +203,14 @@ const (
 	// content key only (exact duplicates), not by its terms: signing a
 	// long text costs several times its size in memory and CPU.
 	maxSignedBytes = 64 << 10
-	maxBucket      = 64
-	minhashK       = 64
-	minhashBands   = 16
-	minhashRows    = minhashK / minhashBands
+	// maxCandidateBytes bounds the contents and metadata of the older
+	// entries a round reads as candidates (those sharing the most of the
+	// window's buckets first); the rest are not compared in that round.
+	maxCandidateBytes = 16 << 20
+	maxBucket         = 64
+	minhashK          = 64
+	minhashBands      = 16
+	minhashRows       = minhashK / minhashBands
 )
 
 func splitmix(x uint64) uint64 {
@@ -337,7 +342,8 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	if err := signAll(ctx, window); err != nil {
 		return rep, fmt.Errorf("memory: consolidate %q: %w", agent, err)
 	}
-	r := &round{c: c, agent: agent, from: from, maxCluster: o.MaxClusterSize, threshold: o.Threshold}
+	r := &round{c: c, agent: agent, from: from, maxCluster: o.MaxClusterSize, threshold: o.Threshold,
+		candidateBytes: cmp.Or(c.consolidateCandidateBytes, maxCandidateBytes)}
 	clusters, err := r.run(ctx, window)
 	if err != nil {
 		return rep, err
@@ -546,7 +552,8 @@ func (c *Store) readSigEntries(ctx context.Context, agent string, budget int, wh
 		}
 		s.e = e
 		s.conv = conversationOf(e.Metadata)
-		size += len(e.Content) + len(meta)
+		s.bytes = len(e.Content) + len(meta)
+		size += s.bytes
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
@@ -610,6 +617,8 @@ type round struct {
 	threshold  float64
 	read       int // entries read besides the window: candidates, older members
 	leaders    map[int64]int64
+	// candidateBytes is maxCandidateBytes, unless a test sets it lower.
+	candidateBytes int
 }
 
 // run clusters window (signed, id order): each entry joins the most
@@ -647,6 +656,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 			lead bool
 		}
 		buckets := map[int64][]cand{}
+		shared := map[int64]int{} // a leading candidate's buckets
 		keyList := make([]int64, 0, len(distinct))
 		for k := range distinct {
 			keyList = append(keyList, k)
@@ -707,6 +717,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 				buckets[k] = append(buckets[k], c)
 				if c.lead {
 					older[c.id] = nil
+					shared[c.id]++
 				}
 			}
 			rows.Close()
@@ -717,7 +728,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 		for _, cs := range buckets {
 			slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.id, b.id) })
 		}
-		if err := r.readOlder(ctx, older); err != nil {
+		if err := r.readOlder(ctx, older, shared); err != nil {
 			return nil, err
 		}
 		// A member holds its place in its buckets (the latest maxBucket)
@@ -812,22 +823,36 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 	return out, nil
 }
 
-// readOlder reads and signs the older entries whose ids are older's keys.
-// An entry no longer live stays nil.
-func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error {
+// readOlder reads and signs the older entries whose ids are older's keys,
+// those sharing the most buckets with the window (shared) first, the
+// newer first among equals, until their contents and metadata reach
+// r.candidateBytes: a store crafted so that a round's buckets name
+// ~1,000 entries of 128 KiB each costs a round that budget, not
+// ~135 MB. An entry no longer live, or past the budget, stays nil (not
+// compared in this round).
+func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry, shared map[int64]int) error {
 	ids := make([]int64, 0, len(older))
 	for id := range older {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
-	for chunk := range slices.Chunk(ids, 500) {
+	slices.SortFunc(ids, func(a, b int64) int {
+		if c := cmp.Compare(shared[b], shared[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	budget := r.candidateBytes
+	for chunk := range slices.Chunk(ids, 64) {
+		if budget <= 0 {
+			break
+		}
 		args := make([]any, 0, len(chunk)+1)
 		args = append(args, r.agent)
 		for _, id := range chunk {
 			args = append(args, id)
 		}
 		in := "?" + strings.Repeat(", ?", len(chunk)-1)
-		got, _, err := r.c.readSigEntries(ctx, r.agent, 0, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
+		got, _, err := r.c.readSigEntries(ctx, r.agent, budget, `agent = ? AND valid_to IS NULL AND id IN (`+in+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -837,6 +862,7 @@ func (r *round) readOlder(ctx context.Context, older map[int64]*sigEntry) error 
 		r.read += len(got)
 		for _, s := range got {
 			older[s.e.ID] = s
+			budget -= s.bytes
 		}
 	}
 	return nil

@@ -69,3 +69,65 @@ func TestConsolidationRoundBoundsLongEntries(t *testing.T) {
 		t.Fatalf("rounds resumed by Next examined %d entries, want %d", examined, n)
 	}
 }
+
+// TestConsolidationCandidatesWithinBudget: the older entries a round
+// reads as candidates stop at the round's candidate budget. The store
+// here has 80 copies of one text whose cluster's leader was deleted, so
+// every copy leads its own cluster and a new copy's buckets name the
+// latest 64 of them; a round reads those whose bytes fit the budget,
+// and the new copy still joins one.
+func TestConsolidationCandidatesWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		budget   int // 0: the default
+		maxRead  int
+		minRead  int
+		clusters int
+	}{
+		// Every leading copy the new copy's buckets name (51 here).
+		{"default budget reads every bucket's candidates", 0, 1 + 64, 1 + 40, 1},
+		{"a 200 KiB budget reads what fits", 200 << 10, 1 + 7, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
+			memory.SetConsolidateCandidateBytes(s, tc.budget)
+			arch := s.Agent("ag").Archival()
+			text := longText(32<<10, 7)
+			var first int64
+			for i := range 80 {
+				e, err := arch.Insert(ctx, memory.ArchivalEntry{Content: text})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = e.ID
+				}
+			}
+			if _, err := arch.Consolidate(ctx, &memory.ConsolidateOptions{DryRun: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := arch.Delete(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			last, err := arch.Insert(ctx, memory.ArchivalEntry{Content: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := arch.Consolidate(ctx, &memory.ConsolidateOptions{After: last.ID - 1, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("examined %d, read %d, %d clusters", rep.Examined, rep.Live, len(rep.Clusters))
+			if rep.Examined != 1 || rep.Live < tc.minRead || rep.Live > tc.maxRead {
+				t.Errorf("examined %d, read %d entries; want 1 and %d–%d", rep.Examined, rep.Live, tc.minRead, tc.maxRead)
+			}
+			if len(rep.Clusters) != tc.clusters {
+				t.Fatalf("%d clusters, want %d", len(rep.Clusters), tc.clusters)
+			}
+			if srcs := rep.Clusters[0].Merge.Sources; srcs[len(srcs)-1] != last.ID {
+				t.Errorf("cluster %v lacks the new copy %d", srcs, last.ID)
+			}
+		})
+	}
+}

@@ -191,3 +191,7 @@ func (c *Store) UpdateBlockSchema(ctx context.Context, agent, label string, s sc
 func (c *Store) UpdateBlockText(ctx context.Context, agent, label, text string) error {
 	return c.updateBlockText(ctx, agent, label, text)
 }
+
+// SetConsolidateCandidateBytes lowers the bytes of older candidates a
+// consolidation round reads, for tests of the budget.
+func SetConsolidateCandidateBytes(c *Store, n int) { c.consolidateCandidateBytes = n }
