@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/memory/sqlite"
 )
 
@@ -25,7 +26,7 @@ var template struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m) // the PostgreSQL tests share one cluster
 	if template.dir != "" {
 		os.RemoveAll(template.dir)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -209,7 +210,7 @@ func buildBench(n int) (*benchData, error) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m) // the PostgreSQL tests share one cluster
 	if bench != nil {
 		os.RemoveAll(bench.dir)
 	}

@@ -10,7 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/internal/pgtest"
 )
+
+// TestMain runs the package's PostgreSQL tests on one cluster.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // cli runs the command in-process against db and returns stdout, stderr and
 // the exit code.

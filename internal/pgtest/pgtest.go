@@ -5,6 +5,11 @@
 // stopped when the test ends). Under euid 0 the cluster runs as user
 // "nobody", since initdb refuses root.
 //
+// A package whose TestMain runs its tests through [Main] shares one
+// throwaway cluster among them (each test still gets its own databases
+// and roles): starting a cluster costs ~3 s, more than most tests.
+// Without Main, each test starts its own.
+//
 // When no server can be had, tests skip, except under CI=true, where a
 // missing server is a failure: CI must not pass by skipping the backend.
 package pgtest
@@ -19,6 +24,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,8 +42,37 @@ type Server struct {
 
 var dbSeq atomic.Int64
 
-// Start returns a server for t: ENGRAM_TEST_POSTGRES, or a cluster started
-// for this test and stopped in its cleanup.
+// shared is the cluster of a test binary run through Main: started by
+// the first Start, stopped when Main's tests end.
+var shared struct {
+	mu     sync.Mutex
+	inMain bool
+	tried  bool
+	u      *url.URL
+	stop   func()
+	err    error
+}
+
+// Main runs m's tests, the PostgreSQL tests among them on one cluster
+// (started when the first asks for it), stops that cluster and returns
+// m.Run's code: call it from TestMain as os.Exit(pgtest.Main(m)).
+func Main(m *testing.M) int {
+	shared.mu.Lock()
+	shared.inMain = true
+	shared.mu.Unlock()
+	code := m.Run()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.stop != nil {
+		shared.stop()
+		shared.stop = nil
+	}
+	return code
+}
+
+// Start returns a server for t: ENGRAM_TEST_POSTGRES; under Main, the
+// test binary's cluster; else a cluster started for this test and
+// stopped in its cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	if dsn := os.Getenv(EnvDSN); dsn != "" {
@@ -47,9 +82,22 @@ func Start(t testing.TB) *Server {
 		}
 		return &Server{base: u}
 	}
-	u, stop, err := Launch(false)
-	if err == nil {
-		t.Cleanup(stop)
+	var u *url.URL
+	var err error
+	shared.mu.Lock()
+	if shared.inMain {
+		if !shared.tried {
+			shared.tried = true
+			shared.u, shared.stop, shared.err = Launch(false)
+		}
+		u, err = shared.u, shared.err
+		shared.mu.Unlock()
+	} else {
+		shared.mu.Unlock()
+		var stop func()
+		if u, stop, err = Launch(false); err == nil {
+			t.Cleanup(stop)
+		}
 	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -33,7 +33,7 @@ func TestFullTextPlanUsesAgentIndex(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO archival (agent, content, created_at, valid_from)
 			SELECT 'agent-' || (i % 500), CASE WHEN i % 2 = 0 THEN 'common ' ELSE 'rare ' END || 'w' || (i % 97), i, i
-			FROM generate_series(1, 100000) i`,
+			FROM generate_series(1, 10000) i`,
 		`ANALYZE archival`,
 		`SET enable_seqscan = off`,
 	} {

@@ -44,7 +44,7 @@ func TestBlocksChangedByNotification(t *testing.T) {
 	defer admin.Close()
 	listeners := func() int {
 		var n int
-		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`).Scan(&n)
+		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&n)
 		return n
 	}
 	eventually(t, 10*time.Second, "stores did not start listening", func() bool { return listeners() == 2 })
@@ -81,7 +81,7 @@ func TestBlocksChangedByNotification(t *testing.T) {
 	}
 	ch := b.BlocksChanged()
 	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`); err != nil {
+		WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`); err != nil {
 		t.Fatal(err)
 	}
 	if !waitClosed(ch, 10*time.Second) {

@@ -50,7 +50,7 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	defer admin.Close()
 	listeners := func() int {
 		var n int
-		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`).Scan(&n)
+		admin.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&n)
 		return n
 	}
 	eventually(t, 10*time.Second, "stores did not start listening", func() bool { return listeners() == 2 })
@@ -76,7 +76,7 @@ func TestNotificationsReachOtherStores(t *testing.T) {
 	// Kill every listening connection; write while they are down.
 	var killed int
 	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
+		WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
 	if killed != 2 {
