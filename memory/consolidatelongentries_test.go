@@ -29,7 +29,7 @@ func TestConsolidationRoundBoundsLongEntries(t *testing.T) {
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
 	arch := s.Agent("ag").Archival()
-	const n = 40
+	const n = 24 // past the 16 MiB window budget
 	for i := range n {
 		// Entries 0 and 1 are equal; the others differ from each other.
 		seed := max(i, 1)
