@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -1262,10 +1263,9 @@ func (c *Store) mergePlace(ctx context.Context, tx *sql.Tx, agent string, source
 		if err != nil || conversationOf(sm) != conv {
 			continue
 		}
-		pos, placed := placeValue(stored)
-		if !placed {
-			pos = src
-		}
+		// The merged entry is newer than every source: a real place
+		// stands at its floor for it.
+		pos := placeValue(stored, src, math.MaxInt64)
 		if !ok || pos < place {
 			place, ok = pos, true
 		}
