@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -206,6 +208,8 @@ const (
 	// maxCandidateBytes bounds the contents and metadata of the older
 	// entries a round reads as candidates (those sharing the most of the
 	// window's buckets first); the rest are not compared in that round.
+	// The members of the older clusters window entries joined have a
+	// budget of the same size (round.run), each cluster read whole.
 	maxCandidateBytes = 16 << 20
 	maxBucket         = 64
 	minhashK          = 64
@@ -367,7 +371,7 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 		open[i] = true
 	}
 	finish := func(err error) (*ConsolidateReport, error) {
-		skip := map[int64]bool{}
+		skip := maps.Clone(r.deferred)
 		for i, cl := range rep.Clusters {
 			if open[i] {
 				for _, id := range cl.Merge.Sources {
@@ -617,6 +621,10 @@ type round struct {
 	threshold  float64
 	read       int // entries read besides the window: candidates, older members
 	leaders    map[int64]int64
+	// deferred are the window entries that joined an older cluster whose
+	// members the round's budget left unread: alone in this round, and
+	// recorded unexamined.
+	deferred map[int64]bool
 	// candidateBytes is maxCandidateBytes, unless a test sets it lower.
 	candidateBytes int
 }
@@ -791,7 +799,7 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 			members[best] = append(members[best], s)
 		}
 	}
-	r.leaders = map[int64]int64{}
+	r.leaders, r.deferred = map[int64]int64{}, map[int64]bool{}
 	for _, s := range window {
 		r.leaders[s.e.ID] = leader[s].e.ID
 	}
@@ -801,11 +809,23 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 	}
 	slices.SortFunc(lead, func(a, b *sigEntry) int { return cmp.Compare(a.e.ID, b.e.ID) })
 	var out [][]*sigEntry
+	budget := r.candidateBytes
 	for _, l := range lead {
 		cl := []*sigEntry{l}
 		if l.e.ID <= r.from {
+			if budget <= 0 {
+				// Past the budget: the window entries that joined l
+				// stand alone in this round, recorded unexamined
+				// (r.deferred), so a resumed round takes them again.
+				for _, s := range members[l] {
+					r.leaders[s.e.ID] = s.e.ID
+					r.deferred[s.e.ID] = true
+				}
+				continue
+			}
 			// The first maxCluster+1 (index order: a huge cluster costs
-			// no more than that).
+			// no more than that), whole: a cluster's members are read
+			// while the round's budget lasts.
 			prior, _, err := r.c.readSigEntries(ctx, r.agent, 0, `id IN (SELECT m.archival_id FROM archival_minhash m JOIN archival a ON a.id = m.archival_id
 				WHERE m.leader_id = ? AND m.archival_id > ? AND m.archival_id <= ? AND a.agent = ? AND a.valid_to IS NULL
 				ORDER BY m.leader_id, m.archival_id LIMIT ?) ORDER BY id`, l.e.ID, l.e.ID, r.from, r.agent, r.maxCluster+1)
@@ -813,6 +833,9 @@ func (r *round) run(ctx context.Context, window []*sigEntry) ([][]*sigEntry, err
 				return nil, err
 			}
 			r.read += len(prior)
+			for _, s := range prior {
+				budget -= s.bytes
+			}
 			if err := signAll(ctx, prior); err != nil {
 				return nil, fmt.Errorf("memory: consolidate %q: %w", r.agent, err)
 			}
@@ -1262,10 +1285,9 @@ func (c *Store) mergePlace(ctx context.Context, tx *sql.Tx, agent string, source
 		if err != nil || conversationOf(sm) != conv {
 			continue
 		}
-		pos, placed := placeValue(stored)
-		if !placed {
-			pos = src
-		}
+		// The merged entry is newer than every source: a real place
+		// stands at its floor for it.
+		pos := placeValue(stored, src, math.MaxInt64)
 		if !ok || pos < place {
 			place, ok = pos, true
 		}

@@ -131,3 +131,66 @@ func TestConsolidationCandidatesWithinBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidationOlderMembersWithinBudget: the members an older
+// cluster had before the round are read within the round's candidate
+// budget too. Six older clusters of 20 members each (one text, the
+// members long near-copies of it with a large metadata) each gain a new
+// entry; with a budget that holds about two clusters' members, a round
+// reads those and leaves the other new entries unsettled, and rounds
+// resumed after it cluster every new entry with its whole cluster.
+func TestConsolidationOlderMembersWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	const clusters, members = 6, 20
+	memberBytes := 0
+	arch := s.Agent("ag").Archival()
+	pad := strings.Repeat("p", 16<<10)
+	for i := range clusters {
+		terms := fmt.Sprintf("alpha%d bravo%d charlie%d delta%d echo%d", i, i, i, i, i)
+		if _, err := arch.Insert(ctx, memory.ArchivalEntry{Content: terms}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range members {
+			// The same terms (Jaccard 1), another content each.
+			c := strings.Repeat(terms+" ", (16<<10)/len(terms)) + strings.Repeat(".", j+1)
+			if _, err := arch.Insert(ctx, memory.ArchivalEntry{Content: c, Metadata: map[string]any{"pad": pad}}); err != nil {
+				t.Fatal(err)
+			}
+			memberBytes += len(c) + len(pad)
+		}
+	}
+	// Proposed: settled, each member led by its cluster's first entry.
+	if rep, err := arch.Consolidate(ctx, nil); err != nil || len(rep.Proposals) != clusters {
+		t.Fatalf("first round: %v", err)
+	}
+	for i := range clusters {
+		terms := fmt.Sprintf("echo%d delta%d charlie%d bravo%d alpha%d", i, i, i, i, i)
+		if _, err := arch.Insert(ctx, memory.ArchivalEntry{Content: terms}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget := 2 * memberBytes / clusters
+	memory.SetConsolidateCandidateBytes(s, budget)
+	found := 0
+	for round := 0; found < clusters; round++ {
+		if round == clusters {
+			t.Fatalf("%d rounds clustered %d of %d new entries", round, found, clusters)
+		}
+		rep, err := arch.Consolidate(ctx, &memory.ConsolidateOptions{Resume: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the round read besides its window: candidates (at most
+		// one per new entry) and the older members.
+		if read := rep.Live - rep.Examined; read > clusters+3*members {
+			t.Fatalf("round %d read %d older entries, want the members of at most 3 clusters (budget %d bytes, %d per cluster)", round, read, budget, memberBytes/clusters)
+		}
+		for _, cl := range rep.Clusters {
+			if len(cl.Merge.Sources) != members+2 {
+				t.Fatalf("round %d: a cluster of %d entries, want %d", round, len(cl.Merge.Sources), members+2)
+			}
+		}
+		found += len(rep.Clusters)
+	}
+}

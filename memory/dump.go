@@ -103,7 +103,8 @@ type DumpProfile struct {
 // DumpArchivalPlace is an archival entry's place in its conversation
 // (the entries of a conversation are in place order, a place being an
 // entry's id unless one is given here): Place is the id of the entry it
-// stands with, the entry itself standing after it.
+// stands with, the entry itself standing after it when numbered above it
+// (a merged entry always is), before it otherwise.
 type DumpArchivalPlace struct {
 	ID    int64 `json:"id"`
 	Place int64 `json:"place"`
@@ -919,54 +920,85 @@ func (c *Store) archivalPlaces(ctx context.Context, owner string, out []DumpArch
 		if err := rows.Scan(&p.ID, &place); err != nil {
 			return nil, fmt.Errorf("memory: export: archival places of %q: %w", owner, err)
 		}
-		var ok bool
-		if p.Place, ok = placeValue(place); ok {
+		if p.Place = placeValue(place, p.ID, p.ID); p.Place != p.ID {
 			out = append(out, p)
 		}
 	}
 	return out, rows.Err()
 }
 
-// placeValue is a stored archival place (conversation_pos) as an id.
-// memory writes integers only, but SQLite's INTEGER column keeps what a
-// hand edit gives it: a real number stands at its floor, and anything
-// else (text, a blob, a real beyond int64) as if unplaced (ok false), so
-// such an edit fails neither a merge nor an export of the agent.
-func placeValue(v any) (place int64, ok bool) {
+// placeValue is a stored archival place (conversation_pos) of entry id
+// as an integer that orders an entry numbered at among the conversation's
+// entries as the engine orders the stored value (by COALESCE(place, id),
+// then id). memory writes integers only, but SQLite's INTEGER column keeps
+// what a hand edit gives it: NULL is id; a real number between two
+// integers stands at the one on at's side of it (its floor for an entry
+// numbered above it, its ceiling below), one beyond int64 (an infinity
+// too) at the int64 limit on its side; a text or a blob, which SQLite
+// orders after every number, at math.MaxInt64. So such an edit fails
+// neither a merge nor an export of the agent, and an entry keeps its
+// neighbours through a dump.
+func placeValue(v any, id, at int64) int64 {
 	switch v := v.(type) {
+	case nil:
+		return id
 	case int64:
-		return v, true
+		return v
 	case float64:
-		if f := math.Floor(v); f >= math.MinInt64 && f < math.MaxInt64 {
-			return int64(f), true
+		switch {
+		case math.IsNaN(v): // SQLite stores NaN as NULL
+			return id
+		case v >= math.MaxInt64: // 2^63 as a float64
+			return math.MaxInt64
+		case v < math.MinInt64:
+			return math.MinInt64
+		case float64(at) > v:
+			return int64(math.Floor(v))
+		default:
+			return int64(math.Ceil(v))
 		}
 	}
-	return 0, false
+	return math.MaxInt64
 }
 
 // importPlaces places the imported entries d.ArchivalPlaces names, their
 // ids and places renumbered by archIDs (the dump's archival id to the
-// new one). A place whose entry is not in the dump (deleted since the
-// merge) is the place of the dump's entry before it in id order: the
-// new ids keep the dump's order, and the placed entry, newer than both,
-// stands after that entry as it stood after the deleted one.
+// new one; the new ids keep the dump's order). A place whose entry is not
+// in the dump (deleted since the merge) is the place of the dump's entry
+// next to it on the placed entry's side: the entry before it for an entry
+// numbered above it (a merged entry, newer than its sources, stands after
+// that entry as it stood after the deleted one), the entry after it for
+// one numbered below (a hand edit). A place beyond the dump's last entry
+// keeps its distance from it, saturating at math.MaxInt64, so the entry
+// stands after every imported one; one before the first is the first
+// entry's new id less one.
 func importPlaces(tx *sql.Tx, d *Dump, archIDs map[int64]int64) error {
 	if len(d.ArchivalPlaces) == 0 {
 		return nil
 	}
 	old := slices.Sorted(maps.Keys(archIDs))
+	first, last := old[0], old[len(old)-1]
 	for _, p := range d.ArchivalPlaces {
 		id, ok := archIDs[p.ID]
 		if !ok {
 			return invalidArg("archival place of entry %d: no such entry in the dump", p.ID)
 		}
 		place, ok := archIDs[p.Place]
-		if !ok {
-			i, _ := slices.BinarySearch(old, p.Place)
-			if i == 0 {
-				place = archIDs[old[0]] - 1
+		switch {
+		case ok:
+		case p.Place < first:
+			place = archIDs[first] - 1
+		case p.Place > last:
+			place = archIDs[last]
+			if d := p.Place - last; d < 0 || place > math.MaxInt64-d { // d < 0: the difference overflowed
+				place = math.MaxInt64
 			} else {
-				place = archIDs[old[i-1]]
+				place += d
+			}
+		default:
+			i, _ := slices.BinarySearch(old, p.Place)
+			if place = archIDs[old[i-1]]; p.ID < p.Place {
+				place = archIDs[old[i]]
 			}
 		}
 		if _, err := tx.Exec(`UPDATE archival SET conversation_pos = ? WHERE id = ?`, place, id); err != nil {

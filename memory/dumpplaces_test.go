@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"database/sql"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -78,16 +79,18 @@ func TestDumpKeepsArchivalPlaces(t *testing.T) {
 // A place edited by hand into something other than an integer (SQLite's
 // INTEGER column keeps a real number or a text as given) fails neither a
 // merge reading it nor an export of the agent: a real number stands at
-// its floor, anything else as if unplaced.
+// the integer next to it on the entry's side (its floor for an entry
+// numbered above it), a text, a blob or a real beyond int64 after every
+// number (math.MaxInt64), as SQLite orders them.
 func TestHandEditedPlacesMergeAndExport(t *testing.T) {
 	for _, tc := range []struct {
 		name, place string
 		want        []memory.DumpArchivalPlace // the export, before the merge; ids from 1
 	}{
 		{"real", "1.5", []memory.DumpArchivalPlace{{ID: 2, Place: 1}}},
-		{"text", "'x'", nil},
-		{"blob", "x'00ff'", nil},
-		{"huge real", "1e300", nil},
+		{"text", "'x'", []memory.DumpArchivalPlace{{ID: 2, Place: math.MaxInt64}}},
+		{"blob", "x'00ff'", []memory.DumpArchivalPlace{{ID: 2, Place: math.MaxInt64}}},
+		{"huge real", "1e300", []memory.DumpArchivalPlace{{ID: 2, Place: math.MaxInt64}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -122,4 +125,104 @@ func TestHandEditedPlacesMergeAndExport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A hand-edited place keeps every entry's neighbours through a dump where
+// the engine's order is well defined: entries 1 to 5 of one conversation,
+// one of them placed by hand (an integer, a real number, a text, values
+// beyond int64, a place naming a deleted entry), have the same neighbours
+// (archival_links) in the store the dump is imported into as in the
+// source.
+func TestHandEditedPlacesKeepNeighboursThroughDump(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		id      int    // the entry placed by hand
+		place   string // its conversation_pos, as SQL
+		deleted int    // an entry deleted before the export, 0 for none
+	}{
+		{"integer before its id", 4, "2", 0},
+		{"integer after its id", 1, "3", 0},
+		{"negative", 3, "-7", 0},
+		{"min int64", 4, "-9223372036854775808", 0},
+		{"max int64", 2, "9223372036854775807", 0},
+		{"beyond the last id", 1, "40", 0},
+		{"real before its id", 4, "2.5", 0},
+		{"real after its id", 1, "2.5", 0},
+		{"negative real", 3, "-0.5", 0},
+		{"real below int64", 3, "-1e300", 0},
+		{"real beyond int64", 2, "1e300", 0},
+		{"infinity", 2, "9e999", 0},
+		{"minus infinity", 4, "-9e999", 0},
+		{"text", 2, "'x'", 0},
+		{"blob", 3, "x'00ff'", 0},
+		{"a deleted entry's, after its id", 1, "3", 3},
+		{"a deleted entry's, before its id", 5, "3", 3},
+		{"real between deleted and live, after its id", 1, "3.5", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "src.db")
+			src := openFile(t, path, &memory.Options{KeepDuplicates: true})
+			ar := src.Agent("a").Archival()
+			for _, text := range []string{"one alpha", "two bravo", "three charlie", "four delta", "five echo"} {
+				if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db, err := sql.Open(sqlitedriver.Name, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`UPDATE archival SET conversation_pos = `+tc.place+` WHERE id = ?`, tc.id); err != nil {
+				t.Fatal(err)
+			}
+			if tc.deleted != 0 {
+				if err := ar.Delete(ctx, int64(tc.deleted)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := src.Export(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dpath := filepath.Join(t.TempDir(), "dst.db")
+			dst := openFile(t, dpath, nil)
+			if _, err := dst.Import(ctx, d); err != nil {
+				t.Fatalf("import of places %+v: %v", d.ArchivalPlaces, err)
+			}
+			ddb, err := sql.Open(sqlitedriver.Name, dpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ddb.Close()
+			if want, got := conversationOrder(t, db), conversationOrder(t, ddb); !slices.Equal(want, got) {
+				t.Errorf("place %s on entry %d: source's neighbours %q, imported %q (dump places %+v)", tc.place, tc.id, want, got, d.ArchivalPlaces)
+			}
+		})
+	}
+}
+
+// conversationOrder is each archival entry's content with its neighbours'
+// (archival_links), in content order.
+func conversationOrder(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT a.content, COALESCE(b.content, ''), COALESCE(n.content, '') FROM archival_links l
+		JOIN archival a ON a.id = l.id LEFT JOIN archival b ON b.id = l.before_id LEFT JOIN archival n ON n.id = l.after_id ORDER BY a.content`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c, b, n string
+		if err := rows.Scan(&c, &b, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b+" < "+c+" > "+n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -8,7 +8,9 @@
 // A package whose TestMain runs its tests through [Main] shares one
 // throwaway cluster among them (each test still gets its own databases
 // and roles): starting a cluster costs ~3 s, more than most tests.
-// Without Main, each test starts its own.
+// Without Main, each test starts its own. A cluster also stops, and its
+// directory goes, when the process that started it dies before stopping
+// it (a panicking test under Main, a test timeout, a kill).
 //
 // When no server can be had, tests skip, except under CI=true, where a
 // missing server is a failure: CI must not pass by skipping the backend.
@@ -23,6 +25,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +216,24 @@ func startCluster(durable bool, cleanup func(func())) (*url.URL, error) {
 	}
 	cleanup(func() {
 		runAs("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").Run()
+	})
+	// A test binary that dies before its cleanups run (a panicking test
+	// under Main, a test timeout, a kill) would leave the server running
+	// and its directory behind: a watcher stops and removes them once
+	// this process is gone. The stop above ends the watcher first.
+	pgCtl := []string{filepath.Join(bin, "pg_ctl")}
+	if os.Geteuid() == 0 {
+		pgCtl = append([]string{"runuser", "-u", "nobody", "--"}, pgCtl...)
+	}
+	script := `pid=$1; shift; while kill -0 "$pid" 2>/dev/null; do sleep 1; done; "$@" -D "$0/data" -m immediate -w stop; rm -rf "$0"`
+	watch := exec.Command("sh", append([]string{"-c", script, dir, strconv.Itoa(os.Getpid())}, pgCtl...)...)
+	detach(watch) // not in the test's process group: an interrupt reaches the test only
+	if err := watch.Start(); err != nil {
+		return nil, fmt.Errorf("start the cluster's watcher: %w", err)
+	}
+	cleanup(func() {
+		watch.Process.Kill()
+		watch.Wait()
 	})
 	u := &url.URL{Scheme: "postgres", User: url.User(pgUser), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}
