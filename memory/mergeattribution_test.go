@@ -155,7 +155,22 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 			}
 		}
 	}
+	// caughtUp waits for s to read the block's history as c1 last wrote
+	// it: on PostgreSQL another store learns of a write by notification,
+	// and a read before it arrives may serve the cached block.
+	caughtUp := func(s *memory.Store) {
+		t.Helper()
+		h1, err := c1.Agent("ada").Block("notes").History(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "another store to read the block as written", func() bool {
+			h, err := s.Agent("ada").Block("notes").History(ctx)
+			return err == nil && len(h) > 0 && h[len(h)-1].Hash == h1[len(h1)-1].Hash
+		})
+	}
 	check("merging store", c1)
+	caughtUp(c2)
 	check("another store, cached before the merge", c2)
 
 	// Compactions fold the merge's update row into the snapshot.
@@ -165,6 +180,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 		}
 	}
 	check("after compactions", c1)
+	caughtUp(c2)
 	check("after compactions, another store", c2)
 
 	// Rewrites make the history outweigh the content: a new epoch, the
@@ -181,6 +197,7 @@ func testMergedAttributionAcrossStores(t *testing.T, newTarget func(t *testing.T
 		}
 	}
 	check("after a new epoch", c1)
+	caughtUp(c2)
 	check("after a new epoch, another store", c2)
 	c2.Close()
 	c3 := openFile(t, target, nil)
