@@ -94,22 +94,8 @@ func TestHandEditedPlacesMergeAndExport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "m.db")
-			s := openFile(t, path, &memory.Options{KeepDuplicates: true})
+			s, _ := storePlacedByHand(t, []string{"alpha harbour", "the lighthouse keeper fact", "bravo meadow", "The lighthouse keeper FACT"}, 2, tc.place)
 			ar := s.Agent("a").Archival()
-			for _, text := range []string{"alpha harbour", "the lighthouse keeper fact", "bravo meadow", "The lighthouse keeper FACT"} {
-				if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			db, err := sql.Open(sqlitedriver.Name, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.Exec(`UPDATE archival SET conversation_pos = ` + tc.place + ` WHERE id = 2`); err != nil {
-				t.Fatal(err)
-			}
 			d, err := s.Export(ctx)
 			if err != nil {
 				t.Fatalf("export with a place of %s: %v", tc.place, err)
@@ -161,22 +147,8 @@ func TestHandEditedPlacesKeepNeighboursThroughDump(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "src.db")
-			src := openFile(t, path, &memory.Options{KeepDuplicates: true})
+			src, db := storePlacedByHand(t, []string{"one alpha", "two bravo", "three charlie", "four delta", "five echo"}, tc.id, tc.place)
 			ar := src.Agent("a").Archival()
-			for _, text := range []string{"one alpha", "two bravo", "three charlie", "four delta", "five echo"} {
-				if _, err := ar.Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			db, err := sql.Open(sqlitedriver.Name, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.Exec(`UPDATE archival SET conversation_pos = `+tc.place+` WHERE id = ?`, tc.id); err != nil {
-				t.Fatal(err)
-			}
 			if tc.deleted != 0 {
 				if err := ar.Delete(ctx, int64(tc.deleted)); err != nil {
 					t.Fatal(err)
@@ -225,4 +197,29 @@ func conversationOrder(t *testing.T, db *sql.DB) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// storePlacedByHand is a SQLite store whose agent "a" has archival
+// entries texts (ids from 1) in conversation c1, entry id's place then
+// set by hand to place (SQL), as an edit of the file would, and the
+// connection that edited it (closed when t ends).
+func storePlacedByHand(t *testing.T, texts []string, id int, place string) (*memory.Store, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := openFile(t, path, &memory.Options{KeepDuplicates: true})
+	for _, text := range texts {
+		if _, err := s.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open(sqlitedriver.Name, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`UPDATE archival SET conversation_pos = `+place+` WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	return s, db
 }
