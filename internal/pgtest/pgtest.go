@@ -114,11 +114,38 @@ func Start(t testing.TB) *Server {
 // NewDatabase creates an empty database and returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	dsn, err := DatabaseURL(s.base, fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1)))
+	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1))
+	dsn, err := DatabaseURL(s.base, name)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
+	t.Cleanup(func() { s.drop(name, "") })
 	return dsn
+}
+
+// drop removes a test's database (and role, if not "") when nothing is
+// connected to it any more, so that a binary running hundreds of tests on
+// one cluster does not keep every test's files to its end. A database
+// still in use (a store a test left open, a backend still exiting) stays
+// until the cluster goes: dropping it by force would cut connections a
+// test's goroutines may still be using, and DROP DATABASE waits seconds
+// for them to leave.
+func (s *Server) drop(name, role string) {
+	db, err := sql.Open("pgx", s.base.String())
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&n); err != nil || n > 0 {
+		return
+	}
+	if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil || role == "" {
+		return
+	}
+	_, _ = db.ExecContext(ctx, "DROP ROLE IF EXISTS "+role)
 }
 
 // binDir finds initdb and pg_ctl: on PATH, else the Debian layout.
@@ -307,6 +334,7 @@ func (s *Server) NewRoleDatabase(t testing.TB) string {
 			t.Fatalf("pgtest: %s: %v", q, err)
 		}
 	}
+	t.Cleanup(func() { s.drop(name, role) })
 	u := *s.base
 	u.User = url.User(role)
 	u.Path = "/" + name
