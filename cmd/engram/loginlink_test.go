@@ -69,7 +69,7 @@ func TestTokenLoginURLCLI(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"token", "login-url", "2"}, 1, "agent"},
+		{[]string{"token", "login-url", "2"}, 1, "token login-url: token 2 is an agent's"},
 		{[]string{"token", "login-url", "3"}, 1, "token 3 is revoked"},
 		{[]string{"token", "login-url", "9"}, 1, "no token 9"},
 		{[]string{"token", "login-url"}, 2, "ID"},

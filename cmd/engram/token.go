@@ -200,6 +200,8 @@ func tokenError(cmd string, id int64, err error) error {
 		return fmt.Errorf("%s: token %d is revoked", cmd, id)
 	case errors.Is(err, accesstoken.ErrExpired):
 		return fmt.Errorf("%s: token %d has expired", cmd, id)
+	case errors.Is(err, accesstoken.ErrNotHuman):
+		return fmt.Errorf("%s: token %d is an agent's; the web UI signs in people (engram token create --human NAME)", cmd, id)
 	}
 	return err
 }

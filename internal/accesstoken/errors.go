@@ -21,4 +21,7 @@ var (
 	// that is not a usable login link: malformed, unknown, used already or
 	// expired. Which of these it was is not told (401 over HTTP).
 	ErrLoginLinkInvalid = errors.New("accesstoken: login link unknown, used or expired")
+	// ErrNotHuman is returned by Tokens.CreateLoginLink for an agent's
+	// token: the web UI signs in people, not agents.
+	ErrNotHuman = errors.New("accesstoken: not a human token")
 )

@@ -41,7 +41,7 @@ func (tk *Tokens) CreateLoginLink(ctx context.Context, tokenID int64, ttl time.D
 	now := tk.t.Now()
 	switch {
 	case t.Human == "":
-		return "", invalidArg("login link: token %d is agent %s's; the web UI takes a human token (engram token create --human NAME)", t.ID, t.Agent)
+		return "", fmt.Errorf("%w: token %d is agent %s's; the web UI takes a human token (engram token create --human NAME)", ErrNotHuman, t.ID, t.Agent)
 	case !t.RevokedAt.IsZero():
 		return "", fmt.Errorf("%w: token %d", ErrRevoked, t.ID)
 	case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):

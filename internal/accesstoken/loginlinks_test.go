@@ -33,7 +33,7 @@ func TestLoginLinks(t *testing.T) {
 			}
 
 			// Refused: an agent's token, no token, bad lifetimes.
-			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, agent.ID, time.Minute); !errors.Is(err, memory.ErrInvalidArgument) {
+			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, agent.ID, time.Minute); !errors.Is(err, accesstoken.ErrNotHuman) {
 				t.Errorf("link for an agent token: %v, want ErrInvalidArgument", err)
 			}
 			if _, err := accesstoken.Of(a).CreateLoginLink(ctx, 999, time.Minute); !errors.Is(err, memory.ErrNotFound) {
