@@ -206,7 +206,7 @@
 // # Layout
 //
 // The FTS5-compatible analyzer (tokenizer, fold, Porter stemmers,
-// stopwords) is the internal package search/internal/analyzer, with the
+// stopwords) is the internal package internal/analyzer, with the
 // tests that hold it to SQLite. Retrieval-quality evaluation (the
 // Cranfield collection, nDCG and the other metrics) is not part of this
 // package's API: the quality tests and the bench program use the module's

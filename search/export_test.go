@@ -160,7 +160,6 @@ func TextCacheHolds(x *Index, t ContentType, owner string, id int64) (resident, 
 // For the ranking-variant harness (rankvariants_test.go): the text
 // cache's query analysis and idf.
 var (
-	QueryTerms     = queryTerms
 	CachePhrases   = cachePhrases
 	BM25IDFForTest = bm25IDF
 )

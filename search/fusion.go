@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/engram-go/engram/driver"
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // ftsLeg is one content type's full-text list and what ranked it.

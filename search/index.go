@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // Meta keys under which the Index records its embedder in table meta.
@@ -716,7 +717,7 @@ func (x *Index) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 		return nil, fmt.Errorf("%w: %s returned %d vectors for %d texts", ErrEmbedder, x.emb.Name(), len(vecs), len(texts))
 	}
 	for i, v := range vecs {
-		if err := checkVector(v, x.emb.Dimensions()); err != nil {
+		if err := vecmath.Check(v, x.emb.Dimensions()); err != nil {
 			return nil, fmt.Errorf("%w: %s: vector %d %v", ErrEmbedder, x.emb.Name(), i, err)
 		}
 	}
@@ -787,7 +788,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex driver.Execer, t ContentTy
 	}
 	dims := x.emb.Dimensions()
 	for _, it := range items {
-		if err := checkVector(it.Vector, dims); err != nil {
+		if err := vecmath.Check(it.Vector, dims); err != nil {
 			return fmt.Errorf("search: vector for %s %d %v", k.name, it.ID, err)
 		}
 	}
@@ -808,7 +809,7 @@ func (x *Index) PutEmbeddings(ctx context.Context, ex driver.Execer, t ContentTy
 		var args []any
 		upsert := false
 		for _, it := range chunk {
-			a, err := x.vec.InsertArgs(it.ID, it.Owner, vectorBlob(it.Vector), false)
+			a, err := x.vec.InsertArgs(it.ID, it.Owner, vecmath.Blob(it.Vector), false)
 			if err != nil {
 				return fmt.Errorf("search: put %s vector %d: %w", k.name, it.ID, err)
 			}

@@ -5,6 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 func res(t ContentType, id int64) *Result { return &Result{Type: t, ID: id} }
@@ -110,7 +113,7 @@ func TestExcerpt(t *testing.T) {
 
 func TestVectorBlobRoundTrip(t *testing.T) {
 	v := []float32{1, -2.5, float32(math.Pi), 0}
-	got, err := blobVector(vectorBlob(v))
+	got, err := vecmath.FromBlob(vecmath.Blob(v))
 	if err != nil || len(got) != len(v) {
 		t.Fatal(got, err)
 	}
@@ -119,13 +122,13 @@ func TestVectorBlobRoundTrip(t *testing.T) {
 			t.Fatalf("%v != %v", got, v)
 		}
 	}
-	if _, err := blobVector([]byte{1, 2, 3}); err == nil {
+	if _, err := vecmath.FromBlob([]byte{1, 2, 3}); err == nil {
 		t.Fatal("odd blob accepted")
 	}
 }
 
 func TestSnippet(t *testing.T) {
-	terms := queryTerms("postgres migrations café")
+	terms := analyzer.QueryTerms("postgres migrations café")
 	text := "Intro words here. Then more filler text about nothing. The Postgres migration needs a window; the Cafe is closed during the migration."
 	got := snippet(text, terms, 10)
 	want := Ellipsis + "nothing. The «Postgres» «migration» needs a window; the «Cafe» is" + Ellipsis

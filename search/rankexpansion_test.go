@@ -13,10 +13,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/engram-go/engram/internal/analyzer"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/search"
-	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // Query-side ranking ideas for conversational recall, prototyped over the

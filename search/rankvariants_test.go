@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/engram-go/engram/internal/analyzer"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/search"
-	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // The ranking variants (context columns; BM25F and proximity), prototyped over
@@ -198,7 +198,7 @@ func (x *variantIndex) rank(v variant, phrases []string, limit int) []int {
 }
 
 func variantPhrases(q string) []string {
-	ph, _ := search.CachePhrases(search.QueryTerms(q))
+	ph, _ := search.CachePhrases(analyzer.QueryTerms(q))
 	return ph
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // Reembed switches the database to the Index's embedder: it recomputes the
@@ -191,7 +192,7 @@ func (x *Index) stage(ctx context.Context, k *kind, batch []reembedRow) error {
 		if vecs[i] == nil {
 			continue
 		}
-		if _, err := stmt.ExecContext(ctx, int(k.t), r.id, textHash(r.text), vectorBlob(vecs[i])); err != nil {
+		if _, err := stmt.ExecContext(ctx, int(k.t), r.id, textHash(r.text), vecmath.Blob(vecs[i])); err != nil {
 			return fmt.Errorf("search: reembed: stage %s %d: %w", k.name, r.id, err)
 		}
 	}
@@ -287,7 +288,7 @@ func (x *Index) swapIn(ctx context.Context, conn driver.Execer, k *kind) error {
 				return err
 			}
 			for i, r := range stale {
-				if err := put(r.id, r.owner, vectorBlob(vecs[i])); err != nil {
+				if err := put(r.id, r.owner, vecmath.Blob(vecs[i])); err != nil {
 					return err
 				}
 			}

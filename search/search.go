@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // Snippet markers: a Result's Snippet wraps each query term in
@@ -169,7 +171,7 @@ func (x *Index) search(ctx context.Context, query string, scope Scope, opts *Opt
 	if err != nil {
 		return nil, err
 	}
-	terms := queryTerms(query)
+	terms := analyzer.QueryTerms(query)
 	types := s.Types
 	if s.hasTagFilter() {
 		types &= Archival // only archival entries have tags
@@ -717,7 +719,7 @@ func (x *Index) rankedRows(ctx context.Context, k *kind, q string, args []any, s
 
 // vecSearch returns up to limit rows of k nearest to qvec, nearest first.
 func (x *Index) vecSearch(ctx context.Context, k *kind, qv []float32, scope Scope, s *Settings, limit int) ([]*Result, error) {
-	qvec := vectorBlob(qv)
+	qvec := vecmath.Blob(qv)
 	out, err := x.knn(ctx, k, qv, qvec, scope, s, limit)
 	if err != nil {
 		return nil, err
@@ -1003,7 +1005,7 @@ func excerpt(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := truncateUTF8(s, n)
+	cut := analyzer.TruncateUTF8(s, n)
 	if i := strings.LastIndexFunc(cut, unicode.IsSpace); i > n/2 {
 		cut = cut[:i]
 	}

@@ -6,8 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-go/engram/internal/analyzer"
 	"github.com/engram-go/engram/internal/testenv"
-	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // TestSnippetFoldMatchesAnalyzer holds the snippeter to the analyzer on

@@ -7,9 +7,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/engram-go/engram/internal/analyzer"
 	"github.com/engram-go/engram/internal/eval"
 	"github.com/engram-go/engram/internal/testenv"
-	"github.com/engram-go/engram/search/internal/analyzer"
 )
 
 // referenceSnippet is the first, plain implementation of snippet: a
@@ -166,7 +166,7 @@ func TestSnippetMatchesReference(t *testing.T) {
 	var stems stemCache // shared by every query, as an Index's is
 	for _, q := range queries {
 		for _, size := range []int{16, 3} {
-			fast, ref := newSnippeter(queryTerms(q), size, &stems), newSnippeter(queryTerms(q), size, nil)
+			fast, ref := newSnippeter(analyzer.QueryTerms(q), size, &stems), newSnippeter(analyzer.QueryTerms(q), size, nil)
 			for _, text := range texts {
 				if got, want := fast.snippet(text), ref.referenceSnippet(text); got != want {
 					t.Fatalf("query %q, size %d, text %q:\nsnippet   %q\nreference %q", q, size, text, got, want)
@@ -185,7 +185,7 @@ func FuzzSnippetMatchesReference(f *testing.F) {
 	f.Add("one eyed, eying ties; tied aing", "eyed ies aed")
 	f.Add("the engine of the engineering department \u2014 engines\u2019 caf\u00e9 engine", "engine cafe")
 	f.Fuzz(func(t *testing.T, text, query string) {
-		terms := queryTerms(query)
+		terms := analyzer.QueryTerms(query)
 		// As given (mostly not ASCII: the general tokenizer), and with the
 		// bytes above 0x7f dropped (the eight-bytes-at-a-time one).
 		ascii := strings.Map(func(r rune) rune {
@@ -207,7 +207,7 @@ func FuzzSnippetMatchesReference(f *testing.F) {
 // reference implementation.
 func BenchmarkSnippet(b *testing.B) {
 	c := cranfieldOrSkip(b)
-	terms := queryTerms(c.Queries[0].Text)
+	terms := analyzer.QueryTerms(c.Queries[0].Text)
 	texts := make([]string, 100)
 	for i, d := range c.Docs[:100] {
 		texts[i] = d.Title + "\n" + d.Body

@@ -2,9 +2,11 @@ package search
 
 import (
 	"database/sql"
-	"github.com/engram-go/engram/internal/testenv"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // tokenPart indexes texts as archival contents the way the text cache
@@ -25,7 +27,7 @@ func checkSnippetOfTokens(t *testing.T, texts, queries []string, sizes ...int) {
 	t.Helper()
 	p := tokenPart(texts)
 	for _, q := range queries {
-		terms := queryTerms(q)
+		terms := analyzer.QueryTerms(q)
 		ids := p.termIDs(terms)
 		for _, size := range sizes {
 			for i, text := range texts {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/driver"
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // refSearch is the text cache's ranking before its postings were grouped

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/engram-go/engram/driver"
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // textEstimateSlack: a store whose estimated copy (estimate) exceeds the

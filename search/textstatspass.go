@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // A partial text cache over a dialect without driver.TextStats (PostgreSQL,

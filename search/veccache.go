@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // vecLogKeep is how many change-log entries are kept; a cache further
@@ -414,7 +416,7 @@ func (c *vecCache) put(t ContentType, id int64, owner string, blob []byte) error
 	n := len(p.vecs)
 	p.vecs = slices.Grow(p.vecs, c.dims)[:n+c.dims]
 	v := p.vecs[n:]
-	decodeVector(v, blob)
+	vecmath.Decode(v, blob)
 	Normalize(v)
 	c.owners[t][id] = owner
 	c.rows++
@@ -651,7 +653,7 @@ func (c *vecCache) knn(t ContentType, q []float32, owner string, all bool, k int
 func (c *vecCache) scan(p *vecPartition, lo, hi int, qn []float32, k int, h *hitHeap) {
 	d := c.dims
 	for i := lo; i < hi; i++ {
-		offer(h, knnHit{p.ids[i], 1 - float64(dot(qn, p.vecs[i*d:(i+1)*d:(i+1)*d]))}, k)
+		offer(h, knnHit{p.ids[i], 1 - float64(vecmath.Dot(qn, p.vecs[i*d:(i+1)*d:(i+1)*d]))}, k)
 	}
 }
 
@@ -663,24 +665,6 @@ func offer(h *hitHeap, hit knnHit, k int) {
 		(*h)[0] = hit
 		h.down()
 	}
-}
-
-// dotGeneric is the inner product, unrolled by four (dot uses it where
-// there is no vector instruction set for it).
-func dotGeneric(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // hitHeap is a max-heap on distance (ties: larger id first), so its root

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // scanDistances is the exact-distance fallback for a dialect without a
@@ -12,7 +14,7 @@ import (
 // then the row's embedding; the cosine distances are computed here,
 // nearest first.
 func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q string, args []any, limit int) ([]*Result, error) {
-	qv, err := blobVector(qvec)
+	qv, err := vecmath.FromBlob(qvec)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +33,7 @@ func (x *Index) scanDistances(ctx context.Context, k *kind, qvec []byte, q strin
 		if err != nil {
 			return nil, fmt.Errorf("search: vector %s: %w", k.name, err)
 		}
-		v, err := blobVector(blob)
+		v, err := vecmath.FromBlob(blob)
 		if err != nil {
 			// A torn row is reported, never skipped.
 			return nil, fmt.Errorf("search: vector %s row %d: %w", k.name, r.ID, err)

@@ -164,6 +164,6 @@ func TestFTS5UnicodeTable(t *testing.T) {
 		}
 	}
 	if bad > 0 {
-		t.Fatalf("%d code points differ; go test ./search/internal/analyzer -run TestFTS5UnicodeTable -update", bad)
+		t.Fatalf("%d code points differ; go test ./internal/analyzer -run TestFTS5UnicodeTable -update", bad)
 	}
 }

@@ -1,4 +1,4 @@
-package search
+package vecmath
 
 import (
 	"math"
@@ -22,7 +22,7 @@ func TestDotMatchesGeneric(t *testing.T) {
 				buf[i] = float32(r.NormFloat64())
 			}
 			a, b := buf[off:off+n], buf[n+off+1:n+off+1+n]
-			got, want := dot(a, b), dotGeneric(a, b)
+			got, want := Dot(a, b), dotGeneric(a, b)
 			var scale float64
 			for i := range a {
 				scale += math.Abs(float64(a[i]) * float64(b[i]))
@@ -33,7 +33,7 @@ func TestDotMatchesGeneric(t *testing.T) {
 		}
 	}
 	if useAVX2 {
-		t.Log("dot runs on AVX2+FMA")
+		t.Log("Dot runs on AVX2+FMA")
 	}
 }
 
@@ -43,10 +43,10 @@ func BenchmarkDot(b *testing.B) {
 	for i := range x {
 		x[i], y[i] = r.Float32(), r.Float32()
 	}
-	b.Run("dot", func(b *testing.B) {
+	b.Run("Dot", func(b *testing.B) {
 		var s float32
 		for b.Loop() {
-			s += dot(x, y)
+			s += Dot(x, y)
 		}
 		_ = s
 	})

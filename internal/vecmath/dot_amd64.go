@@ -1,4 +1,4 @@
-package search
+package vecmath
 
 import "golang.org/x/sys/cpu"
 
@@ -14,8 +14,8 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func dotAVX2(a, b []float32) float32
 
-// dot is the inner product of a and b (len(b) ≥ len(a)).
-func dot(a, b []float32) float32 {
+// Dot is the inner product of a and b (len(b) ≥ len(a)).
+func Dot(a, b []float32) float32 {
 	if useAVX2 {
 		b = b[:len(a)]
 		return dotAVX2(a, b)
