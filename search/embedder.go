@@ -2,7 +2,7 @@ package search
 
 import (
 	"context"
-	"math"
+	"strings"
 
 	"github.com/engram-go/engram/internal/vecmath"
 )
@@ -29,6 +29,10 @@ type FusionWeighter interface {
 	FusionWeight() float64
 }
 
+// MaxDimensions is the largest vector size an Embedder may produce: the search engine refuses a larger one (sqlite-vec's
+// limit).
+const MaxDimensions = 8192
+
 // DefaultFusionWeight is Auto's vector weight for an embedder that does not
 // say (FusionWeighter). Measured on Cranfield with the shipped 512-dim
 // sentence embeddings, nDCG@10: FTS 0.550; hybrid at vector weight 1 (plain
@@ -36,16 +40,6 @@ type FusionWeighter interface {
 // largest weight tried that is not worse than FTS: the vectors break
 // near-ties in BM25's order and add recall, without overruling it.
 const DefaultFusionWeight = 0.05
-
-// fusionWeight is Auto's vector weight for emb.
-func fusionWeight(emb Embedder) float64 {
-	if fw, ok := emb.(FusionWeighter); ok {
-		if w := fw.FusionWeight(); w >= 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
-			return w
-		}
-	}
-	return DefaultFusionWeight
-}
 
 // Normalize scales v to unit length in place and returns it. A zero vector
 // is returned unchanged.
@@ -55,3 +49,16 @@ func Normalize(v []float32) []float32 { return vecmath.Normalize(v) }
 // vec_distance_cosine reports. It returns NaN for vectors of different length or
 // zero norm.
 func CosineDistance(a, b []float32) float64 { return vecmath.CosineDistance(a, b) }
+
+// BlockText is the text embedded for a block: its label, description and
+// rendered content, non-empty parts joined by newlines. the search engine embeds
+// blocks (and re-embeds them) with it.
+func BlockText(label, description, rendered string) string {
+	var parts []string
+	for _, s := range []string{label, description, rendered} {
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -347,7 +347,7 @@ var vecKinds = []struct {
 // (figures in docs/design.md, "Vectors in plain tables"); vec0 also had
 // no upsert and crashed when a statement was interrupted inside it.
 // Searches run over the in-process vector cache by default
-// (search.IndexOptions.VectorCacheBytes), so the scan in SQL serves only
+// (searchindex.IndexOptions.VectorCacheBytes), so the scan in SQL serves only
 // databases past the cache bound or opted out of it.
 type vectors struct {
 	db   *sql.DB
