@@ -5,12 +5,13 @@ import (
 	"database/sql"
 )
 
-// Dialect is what a searchindex.Index needs from its SQL engine: the pieces of SQL
-// that differ between engines, the engine's full-text ranking, and its
-// vector storage (OpenVectors). Package search writes every statement that
-// both engines accept itself; a Dialect owns the rest, including every
-// schema statement the search legs need at run time, so that package search
-// holds no engine branch and no DDL. memory/sqlite (SearchDialect) and
+// Dialect is what engram's search engine (its internal package
+// searchindex, whose Index answers every search) needs from its SQL
+// engine: the pieces of SQL that differ between engines, the engine's
+// full-text ranking, and its vector storage (OpenVectors). The search
+// engine writes every statement that both engines accept itself; a Dialect
+// owns the rest, including every schema statement the search legs need at
+// run time, so that the search engine holds no engine branch and no DDL. memory/sqlite (SearchDialect) and
 // memory/postgres (SearchDialect) implement it; a store's backend hands
 // its own to searchindex.NewIndex.
 //

@@ -12,7 +12,7 @@ import (
 // must be safe for concurrent use.
 //
 // Name identifies the vector space: two embedders with the same Name and
-// Dimensions must produce comparable vectors. The Index records it and
+// Dimensions must produce comparable vectors. The store records it and
 // refuses to mix vectors of different embedders (ErrEmbedderMismatch).
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)

@@ -12,7 +12,7 @@ import (
 type Mode int
 
 const (
-	// Auto is Hybrid when the Index has an embedder, else FTS. The default.
+	// Auto is Hybrid when the store has an embedder, else FTS. The default.
 	Auto Mode = iota
 	// FTS ranks full-text matches with FTS5's BM25 and returns highlighted
 	// snippets.
@@ -276,7 +276,7 @@ func (o *Options) AllTags(tags ...string) *Options {
 
 // MinScore drops results whose Score is below s. What Score means
 // depends on the mode and is recorded in each Result's Source; with an
-// IndexOptions.Reranker it is the fused Score, checked before reranking.
+// memory.Options.Reranker it is the fused Score, checked before reranking.
 func (o *Options) MinScore(s float64) *Options {
 	o = o.orNew()
 	o.minScore = s
@@ -304,7 +304,7 @@ func cleanTags(tags []string) []string {
 
 // Settings is the resolved, read-only view of Options with defaults applied.
 type Settings struct {
-	Mode              Mode        // as set; Auto is resolved by the Index
+	Mode              Mode        // as set; Auto is resolved by the search engine
 	Types             ContentType // never 0
 	Limit             int         // 1..MaxLimit
 	Since, Until      time.Time   // zero: unbounded
@@ -318,8 +318,6 @@ type Settings struct {
 	Metadata          []MetadataFilter
 }
 
-// Settings returns the options with defaults applied. It is safe on a nil
-// receiver (all defaults). The slices are copies.
 // VectorWeight weights the vector side in Hybrid fusion: each result gets
 // 1/(k+ftsRank) + w/(k+vectorRank). Hybrid's default is 1, plain
 // reciprocal-rank fusion; Auto's default is the embedder's own weight (see
@@ -349,6 +347,8 @@ func (o *Options) MetadataRange(key string, min, max any) *Options {
 	return o
 }
 
+// Settings returns the options with defaults applied. It is safe on a nil
+// receiver (all defaults). The slices are copies.
 func (o *Options) Settings() Settings {
 	if o == nil {
 		o = &Options{}

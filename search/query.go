@@ -8,8 +8,9 @@ import (
 )
 
 // MaxQueryTerms caps how many distinct terms MatchExpression keeps; later
-// terms are dropped.
-const MaxQueryTerms = analyzer.MaxQueryTerms
+// terms are dropped. (It is the analyzer's cap, which every search's query
+// terms keep to: TestMatchExpressionCapsTerms holds the two equal.)
+const MaxQueryTerms = 64
 
 // IsStopword reports whether the lower-case word w is on the stopword list
 // used by MatchExpression and the offline embedder.

@@ -3,14 +3,14 @@ package search
 import "context"
 
 // Reranker rescores a search's best candidates against the query
-// (IndexOptions.Reranker): a cross-encoder or an LLM that reads each text
+// (memory.Options.Reranker): a cross-encoder or an LLM that reads each text
 // beside the query judges relevance better than BM25 or a single vector
 // can, at a cost per candidate, so it sees only the top of the fused list.
 //
 // A failure other than the search's context ending leaves the fused
-// order: the search succeeds, the failure is logged (IndexOptions.Logger)
-// and counted (Index.RerankFailures), and searches skip the Reranker for
-// IndexOptions.RerankBackoff; with IndexOptions.RerankStrict it fails the
+// order: the search succeeds, the failure is logged (memory.Options.Logger)
+// and counted, and searches skip the Reranker for
+// memory.Options.RerankBackoff; with memory.Options.RerankStrict it fails the
 // search with an error wrapping ErrReranker. A search whose
 // context ends while the Reranker runs fails with the context's error.
 type Reranker interface {

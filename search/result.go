@@ -53,7 +53,7 @@ type ScoreSource struct {
 	// (Options.VectorWeight, or in Auto mode the embedder's FusionWeight).
 	VectorWeight float64 `json:"vector_weight,omitempty"`
 	// RerankRank is the 1-based rank the Reranker gave the result among
-	// the candidates it scored (IndexOptions.Reranker), Rerank its score;
+	// the candidates it scored (memory.Options.Reranker), Rerank its score;
 	// RerankRank 0: not reranked.
 	RerankRank int     `json:"rerank_rank,omitempty"`
 	Rerank     float64 `json:"rerank,omitempty"`
@@ -67,7 +67,7 @@ type ScoreSource struct {
 //   - FTS over several content types: FTSNorm (or Fused, by rank, where
 //     a full-text leg's scale is unknown);
 //   - Hybrid: Fused;
-//   - reranked (IndexOptions.Reranker): the Reranker's score, for the
+//   - reranked (memory.Options.Reranker): the Reranker's score, for the
 //     results it scored (Source.RerankRank > 0); the rest follow them in
 //     the fused order with their fused Score.
 //
@@ -80,7 +80,7 @@ type Result struct {
 	// Content is the full text: a block's rendered text, an entry's or a
 	// message's content.
 	Content string `json:"content"`
-	// Snippet is the passage of Content (at most IndexOptions.SnippetTokens
+	// Snippet is the passage of Content (at most 16
 	// tokens) with the most query terms, each between HighlightStart and
 	// HighlightEnd, elisions marked with Ellipsis. When no query term occurs
 	// in Content (a vector-only hit, or a block matched by its label), it is

@@ -1,8 +1,8 @@
-// Package analyzer is search's text analysis, compatible with SQLite
+// Package analyzer is engram's search text analysis, compatible with SQLite
 // FTS5's tokenize = 'porter unicode61 remove_diacritics 2': it splits
 // text into tokens, case-folds them, removes diacritics and Porter-stems
-// them exactly as the FTS5 tables do, so that search's in-process text
-// cache indexes and queries the terms FTS5 would, and its snippets
+// them exactly as the FTS5 tables do, so that the search engine's in-process
+// text cache (internal/searchindex) indexes and queries the terms FTS5 would, and its snippets
 // highlight the words FTS5 matched. Tests hold it to SQLite's own
 // tokenizer code point by code point (TestFTS5UnicodeTable) and text by
 // text (TestAnalyzerMatchesFTS5, FuzzAnalyzeMatchesFTS5).

@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/driver"
 )
 
-// SearchDialect is package search's Dialect for PostgreSQL. Full text:
+// SearchDialect is the search engine's driver.Dialect for PostgreSQL. Full text:
 // each searchable table has a tsvector column "fts" (english
 // configuration, weighted like the FTS5 columns: labels and tags A,
 // descriptions and content B, rendered blocks and metadata values C) with

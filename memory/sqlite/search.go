@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// SearchDialect is package search's Dialect for SQLite: full text in the
+// SearchDialect is the search engine's driver.Dialect for SQLite: full text in the
 // FTS5 tables of migration 0002 (BM25), vectors in plain tables this
 // dialect makes at run time for the embedder's dimensions, searched with
 // sqlite-vec's vec_distance_cosine. The zero value is ready to use; it
