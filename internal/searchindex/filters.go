@@ -12,9 +12,9 @@ import (
 // MetadataCondition is the SQL condition of one metadata filter over the
 // JSON column col (e.g. "a.metadata_json") in dialect d, with its
 // arguments: the store uses it for ArchivalQuery too. The key path travels
-// as an argument, never inside the SQL text. It fails with ErrInvalidQuery
-// for an empty key, a key holding '"', or a value that is not a string,
-// finite number or bool. A value of another JSON type than the filter's
+// as an argument, never inside the SQL text. It fails with
+// search.ErrInvalidQuery for an empty key, a key holding '"', or a value
+// that is not a string, finite number or bool. A value of another JSON type than the filter's
 // never matches (a string "5" is not the number 5, true is not 1).
 func MetadataCondition(d driver.Dialect, col string, f search.MetadataFilter) (string, []any, error) {
 	if err := f.Validate(); err != nil {

@@ -44,7 +44,7 @@ type hit struct {
 }
 
 // Search runs query over the content scope may see. Any non-empty text is
-// a valid query; one with no letters or digits fails with ErrInvalidQuery.
+// a valid query; one with no letters or digits fails with search.ErrInvalidQuery.
 // With opts nil, the defaults apply (Auto, all content types, 10 results).
 //
 // Isolation is part of every SQL statement: FTS queries filter on the
