@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -56,7 +57,7 @@ func benchAgents(ctx context.Context, cfg config, tmp string, r *report) error {
 		if err != nil {
 			return fmt.Errorf("agents: open N=%d: %w", n, err)
 		}
-		x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, search.NewOffline(384), nil)
+		x, err := searchindex.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, search.NewOffline(384), nil)
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("agents: index N=%d: %w", n, err)
@@ -171,7 +172,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 		return nil, err
 	}
 	emb := search.NewOffline(384)
-	x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 		if err != nil {
 			return nil, err
 		}
-		var blocks, arch []search.EmbeddingItem
+		var blocks, arch []searchindex.EmbeddingItem
 		for i := range 20 {
 			label, body := "block-"+strconv.Itoa(i), text()
 			res, err := tx.ExecContext(ctx, `INSERT INTO blocks
@@ -193,7 +194,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 				return nil, err
 			}
 			id, _ := res.LastInsertId()
-			blocks = append(blocks, search.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(search.BlockText(label, "", body))})
+			blocks = append(blocks, searchindex.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(search.BlockText(label, "", body))})
 		}
 		for i := range 200 {
 			body := text()
@@ -204,7 +205,7 @@ func buildAgentStore(ctx context.Context, path string, n int) ([]string, error) 
 				return nil, err
 			}
 			id, _ := res.LastInsertId()
-			arch = append(arch, search.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(body)})
+			arch = append(arch, searchindex.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(body)})
 			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 				VALUES (?, 'user', ?, 'b1', ?, ?)`, agent, text(), i+1, i); err != nil {
 				tx.Rollback()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/searchindex"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/search"
 )
@@ -33,7 +34,7 @@ var agentSQLModes = []struct {
 // timeAgentSearches times each query once per repeat as one agent's
 // search (agents spread over the store) or as SearchAll; the median
 // repeat's p50 and p95.
-func timeAgentSearches(ctx context.Context, cfg config, x *search.Index, n int, queries []string, opts *search.Options, all bool) (latency, error) {
+func timeAgentSearches(ctx context.Context, cfg config, x *searchindex.Index, n int, queries []string, opts *search.Options, all bool) (latency, error) {
 	var ls []latency
 	for range cfg.repeats {
 		var ds []time.Duration
@@ -57,7 +58,7 @@ func timeAgentSearches(ctx context.Context, cfg config, x *search.Index, n int, 
 // latency against the same mode at the section's first N (kept in base).
 func agentSQLRows(ctx context.Context, cfg config, db *sql.DB, d driver.Dialect, n, n0 int, queries []string,
 	base map[string]latency, sec, engine, note string, r *report) error {
-	x, err := search.NewIndex(ctx, db, d, nil, &search.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, db, d, nil, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		return fmt.Errorf("agents: %s SQL index N=%d: %w", engine, n, err)
 	}
@@ -166,7 +167,7 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 			name string
 			text int64
 		}{{"text cache", 0}, {"text cache off", -1}} {
-			x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), emb, &search.IndexOptions{Write: b.Write, TextCacheBytes: c.text})
+			x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), emb, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: c.text})
 			if err != nil {
 				b.Close()
 				return err
@@ -200,7 +201,7 @@ func benchAgentsPostgres(ctx context.Context, cfg config, r *report) error {
 }
 
 // pgAgentRows adds one PostgreSQL index's rows (what) at n agents.
-func pgAgentRows(ctx context.Context, cfg config, x *search.Index, n, n0 int, queries []string, what string,
+func pgAgentRows(ctx context.Context, cfg config, x *searchindex.Index, n, n0 int, queries []string, what string,
 	base map[string]latency, note string, r *report) error {
 	for _, m := range []struct {
 		name  string
@@ -239,7 +240,7 @@ func pgAgentRows(ctx context.Context, cfg config, x *search.Index, n, n0 int, qu
 // planner's statistics; it returns the timed queries.
 func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.OfflineEmbedder, n int) ([]string, error) {
 	db := b.DB()
-	x, err := search.NewIndex(ctx, db, b.SearchDialect(), emb, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1, VectorCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, db, b.SearchDialect(), emb, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.O
 			// Each INSERT returns its ids with the key of the row (a
 			// block's label, an entry's created_at: its index), for the
 			// vectors.
-			var items [2][]search.EmbeddingItem
+			var items [2][]searchindex.EmbeddingItem
 			for i, s := range []struct {
 				q    string
 				args []any
@@ -325,7 +326,7 @@ func loadAgentsPostgres(ctx context.Context, b *pgbackend.Backend, emb *search.O
 					if i == 0 {
 						text = search.BlockText(s.args[j*per+1].(string), "", text)
 					}
-					items[i] = append(items[i], search.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(text)})
+					items[i] = append(items[i], searchindex.EmbeddingItem{ID: id, Owner: agent, Vector: emb.Vector(text)})
 				}
 				if err := rs.Close(); err != nil {
 					return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/philippgille/chromem-go"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	sqlitebackend "github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -173,7 +174,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 	if _, _, err := sqlitebackend.Migrate(ctx, db); err != nil {
 		return err
 	}
-	x, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil)
+	x, err := searchindex.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 		if err != nil {
 			return err
 		}
-		var items []search.EmbeddingItem
+		var items []searchindex.EmbeddingItem
 		hi := min(lo+batch, v.n)
 		// As InsertArchivalBatch does, the 100-row INSERT is parsed once
 		// per transaction.
@@ -200,7 +201,7 @@ func loadEngramVectors(ctx context.Context, path string, v *vectorSet, emb searc
 			var args []any
 			for i := c; i < min(c+100, hi); i++ {
 				args = append(args, i+1, "vector "+strconv.Itoa(i+1))
-				items = append(items, search.EmbeddingItem{ID: int64(i + 1), Owner: "knn", Vector: v.row(i), New: true})
+				items = append(items, searchindex.EmbeddingItem{ID: int64(i + 1), Owner: "knn", Vector: v.row(i), New: true})
 			}
 			if n := len(args) / 2; n == 100 {
 				_, err = full.ExecContext(ctx, args...)
@@ -243,7 +244,7 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			truth[i] = bruteForce(v, q, k)
 		}
 
-		// engram: archival rows + vectors, searched through search.Index
+		// engram: archival rows + vectors, searched through searchindex.Index
 		// (scope = the one agent, i.e. its partition); once by the exact
 		// scan in SQL (VectorCacheBytes -1), once over the (default) vector
 		// cache.
@@ -258,17 +259,17 @@ func benchKNN(ctx context.Context, cfg config, tmp string, r *report) error {
 			return err
 		}
 		defer db.Close()
-		xVec, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &search.IndexOptions{VectorCacheBytes: -1})
+		xVec, err := searchindex.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, &searchindex.IndexOptions{VectorCacheBytes: -1})
 		if err != nil {
 			return err
 		}
-		xCache, err := search.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil) // the default: vector cache
+		xCache, err := searchindex.NewIndex(ctx, db, sqlitebackend.SearchDialect{}, emb, nil) // the default: vector cache
 		if err != nil {
 			return err
 		}
 		opts := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(k)
 		scope := search.Scope{Agent: "knn"}
-		engramQuery := func(x *search.Index) func(i int) ([]int64, error) {
+		engramQuery := func(x *searchindex.Index) func(i int) ([]int64, error) {
 			return func(i int) ([]int64, error) {
 				rs, err := x.Search(ctx, texts[i], scope, opts)
 				if err != nil {

@@ -5,14 +5,15 @@ import (
 	"database/sql"
 )
 
-// Dialect is what a search.Index needs from its SQL engine: the pieces of SQL
-// that differ between engines, the engine's full-text ranking, and its
-// vector storage (OpenVectors). Package search writes every statement that
-// both engines accept itself; a Dialect owns the rest, including every
-// schema statement the search legs need at run time, so that package search
-// holds no engine branch and no DDL. memory/sqlite (SearchDialect) and
+// Dialect is what engram's search engine (its internal package
+// searchindex, whose Index answers every search) needs from its SQL
+// engine: the pieces of SQL that differ between engines, the engine's
+// full-text ranking, and its vector storage (OpenVectors). The search
+// engine writes every statement that both engines accept itself; a Dialect
+// owns the rest, including every schema statement the search legs need at
+// run time, so that the search engine holds no engine branch and no DDL. memory/sqlite (SearchDialect) and
 // memory/postgres (SearchDialect) implement it; a store's backend hands
-// its own to search.NewIndex.
+// its own to searchindex.NewIndex.
 //
 // Statements use "?" placeholders, as the backends' pools accept them.
 type Dialect interface {
@@ -24,7 +25,7 @@ type Dialect interface {
 	// change log (search_text_log) the text cache needs.
 	CheckSchema(ctx context.Context, db *sql.DB) (textLog bool, err error)
 	// BeginWrite starts a write transaction on conn, for an Index without
-	// search.IndexOptions.Write (holding the engine's write lock where it has
+	// searchindex.IndexOptions.Write (holding the engine's write lock where it has
 	// one); the Index commits or rolls back with COMMIT or ROLLBACK on
 	// conn.
 	BeginWrite(ctx context.Context, conn *sql.Conn) error
@@ -129,7 +130,7 @@ type FullTextParams struct {
 type VectorParams struct {
 	// Dims is the embedder's dimensions.
 	Dims int
-	// Write runs fn under the Index's write lock (search.IndexOptions.Write or
+	// Write runs fn under the Index's write lock (searchindex.IndexOptions.Write or
 	// Dialect.BeginWrite).
 	Write func(ctx context.Context, fn func(ctx context.Context, ex Execer) error) error
 }
@@ -182,7 +183,7 @@ type VectorInfo struct {
 	// is, or the engine has none).
 	Reason string
 	// CacheByDefault: the database's KNN is an exact scan, so an Index
-	// keeps the vector cache by default (search.IndexOptions.VectorCacheBytes).
+	// keeps the vector cache by default (searchindex.IndexOptions.VectorCacheBytes).
 	CacheByDefault bool
 }
 

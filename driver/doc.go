@@ -6,7 +6,7 @@
 //
 // An engine gives package memory a Backend (connections, the write
 // transaction and its locks, read snapshots, migrations, error
-// classification) and package search a Dialect (the SQL that differs
+// classification) and the search engine (internal/searchindex) a Dialect (the SQL that differs
 // between engines, its full-text ranking and its vector storage,
 // Vectors). Optional capabilities are interfaces of their own, found by
 // type assertion: BlockNotifier, LockingWriter, OneTripWriter, TxStatements and

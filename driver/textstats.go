@@ -4,7 +4,7 @@ import "context"
 
 // TextStats is implemented by a Dialect whose full-text ranking is
 // FTS5's bm25 and that can read the store-wide statistics bm25 ranks
-// with. A text cache over a store larger than search.IndexOptions.TextCacheBytes
+// with. A text cache over a store larger than searchindex.IndexOptions.TextCacheBytes
 // holds only some owners' rows (a partial cache) and ranks them with
 // these statistics, as the engine would rank them; without it the cache
 // computes the statistics itself (a statistics pass over every row), as a
@@ -37,7 +37,7 @@ type TextVocabulary interface {
 }
 
 // FullTextScale is an optional capability of a Dialect: the scale of its
-// FullText scores, so that search.Index.Search can fuse the full-text legs of several
+// FullText scores, so that searchindex.Index.Search can fuse the full-text legs of several
 // content types by score (search.ScoreSource.FTSNorm) when they ranked in SQL. A
 // Dialect without it has those legs fused by rank (RRF), as before.
 type FullTextScale interface {

@@ -6,7 +6,7 @@ package driver
 // catch-up read what the previous writer committed), or an agent, for
 // what is the agent's as a whole (its archival entries and messages, its
 // blocks generation, its quota); or the whole store, for what changes
-// every vector at once (search.Index.Reembed's swap, the vector tables' setup): every
+// every vector at once (searchindex.Index.Reembed's swap, the vector tables' setup): every
 // write transaction holds the store shared, these exclusively. Where the
 // engine has one writer at a time (SQLite) the write transaction holds
 // the whole database and WriteLocks cost nothing.

@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/engram-go/engram/blocks"
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/internal/searchindex"
 )
 
 // Admin is a store's operator side: what tools such as "engram stats",
@@ -37,7 +37,7 @@ type Stats struct {
 	EmbedderDims int
 	// VectorEngine is where this process runs vector search ("" when it
 	// opened the store without an embedder); VectorEngineReason says why
-	// not in the database, when it could have been (see search.Index).
+	// not in the database, when it could have been (see searchindex.Index).
 	VectorEngine       string
 	VectorEngineReason string
 	Counts             Counts
@@ -102,7 +102,7 @@ func (a *Admin) Stats(ctx context.Context) (*Stats, error) {
 	if st.SchemaVersion, _, err = c.be.SchemaVersion(ctx); err != nil {
 		return nil, fmt.Errorf("memory: stats: schema version: %w", err)
 	}
-	if st.Embedder, st.EmbedderDims, err = search.RecordedEmbedder(ctx, c.rdb); err != nil {
+	if st.Embedder, st.EmbedderDims, err = searchindex.RecordedEmbedder(ctx, c.rdb); err != nil {
 		return nil, fmt.Errorf("memory: stats: %w", err)
 	}
 	st.VectorEngine = c.index.VectorEngine()
@@ -117,7 +117,7 @@ func (a *Admin) RecordedEmbedder(ctx context.Context) (name string, dims int, er
 	if err := a.c.checkOpen(ctx); err != nil {
 		return "", 0, err
 	}
-	if name, dims, err = search.RecordedEmbedder(ctx, a.c.rdb); err != nil {
+	if name, dims, err = searchindex.RecordedEmbedder(ctx, a.c.rdb); err != nil {
 		return "", 0, fmt.Errorf("memory: %w", err)
 	}
 	return name, dims, nil

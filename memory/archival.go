@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -279,7 +280,7 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		}
 	}
 	var tags *sql.Stmt
-	items := make([]search.EmbeddingItem, 0, len(vecs))
+	items := make([]searchindex.EmbeddingItem, 0, len(vecs))
 	for i, r := range rows {
 		e := &r.e
 		if e.Duplicate {
@@ -298,7 +299,7 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 			}
 		}
 		if vecs != nil && !e.Duplicate {
-			items = append(items, search.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i], New: true})
+			items = append(items, searchindex.EmbeddingItem{ID: e.ID, Owner: e.Agent, Vector: vecs[i], New: true})
 		}
 	}
 	if len(items) > 0 {
@@ -547,7 +548,7 @@ func (c *Store) listArchival(ctx context.Context, agent string, q *ArchivalQuery
 		}
 	}
 	for _, f := range qq.Metadata {
-		cond, fargs, err := search.MetadataCondition(c.be.SearchDialect(), "metadata_json", f)
+		cond, fargs, err := searchindex.MetadataCondition(c.be.SearchDialect(), "metadata_json", f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: list archival of %q: %w", ErrInvalidArgument, agent, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storehook"
 	"github.com/engram-go/engram/search"
 )
@@ -40,7 +41,7 @@ type Store struct {
 	rdb  *sql.DB // be.DB(): reads
 	// ownsBackend: Open made be, so Close closes it.
 	ownsBackend bool
-	index       *search.Index
+	index       *searchindex.Index
 	log         *slog.Logger
 	// consolidateCandidateBytes, when set (tests), replaces
 	// maxCandidateBytes.
@@ -87,7 +88,7 @@ type Store struct {
 
 	// The vector worker (only with an embedder): writes wake it, and it
 	// embeds the blocks and rotated log entries they marked
-	// (search.Index.FlushBlockVectors, FlushArchivalVectors).
+	// (searchindex.Index.FlushBlockVectors, FlushArchivalVectors).
 	embedWake chan struct{}
 	embedStop context.CancelFunc
 	embedDone chan struct{}
@@ -187,13 +188,13 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
-	io := &search.IndexOptions{
+	io := &searchindex.IndexOptions{
 		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
 	if lw, ok := be.(driver.LockingWriter); ok {
 		io.WriteLocked = lw.WriteLocked
 	}
-	c.index, err = search.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, io)
+	c.index, err = searchindex.NewIndex(ctx, c.rdb, be.SearchDialect(), o.Embedder, io)
 	switch {
 	case err == nil:
 	case errors.Is(err, search.ErrEmbedderMismatch) && o.OpenForReembed && c.index != nil:
@@ -232,7 +233,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 // packages and tests reach them through internal/storeaccess.
 func init() {
 	storehook.Backend = func(s any) driver.Backend { return s.(*Store).be }
-	storehook.Index = func(s any) *search.Index { return s.(*Store).index }
+	storehook.Index = func(s any) *searchindex.Index { return s.(*Store).index }
 	storehook.TablesOf = func(s any) storehook.Tables {
 		c := s.(*Store)
 		return storehook.Tables{DB: c.rdb, Now: c.opts.Now, Check: c.checkOpen,

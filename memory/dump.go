@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/schema"
-	"github.com/engram-go/engram/search"
 )
 
 // DumpVersion is the format version Export writes. Version 2 added
@@ -311,7 +311,7 @@ func (c *Store) export(ctx context.Context, agent string) (*Dump, error) {
 			return nil, err
 		}
 	}
-	name, dims, err := search.RecordedEmbedder(ctx, c.rdb)
+	name, dims, err := searchindex.RecordedEmbedder(ctx, c.rdb)
 	if err != nil {
 		return nil, fmt.Errorf("memory: export: %w", err)
 	}

@@ -6,9 +6,9 @@ import (
 )
 
 // startEmbedder starts the worker that computes block vectors after writes
-// (a write only marks its block; see search.Index.FlushBlockVectors), and
+// (a write only marks its block; see searchindex.Index.FlushBlockVectors), and
 // the vectors of log entries rotated into archival (marked in the append's
-// transaction; see search.Index.FlushArchivalVectors), so no write waits
+// transaction; see searchindex.Index.FlushArchivalVectors), so no write waits
 // for an embedder. Searches that need the vectors flush first.
 func (c *Store) startEmbedder() {
 	ctx, cancel := context.WithCancel(context.Background())

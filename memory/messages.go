@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -117,7 +118,7 @@ func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message
 		}
 		// Per call, each batch is checked once and its last seq read once.
 		checked, last := map[string]bool{}, map[string]int{}
-		items := make([]search.EmbeddingItem, 0, len(out))
+		items := make([]searchindex.EmbeddingItem, 0, len(out))
 		for i := range out {
 			m := &out[i]
 			m.Seq = seqs[i]
@@ -125,7 +126,7 @@ func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message
 				return err
 			}
 			if vecs[i] != nil {
-				items = append(items, search.EmbeddingItem{ID: m.ID, Owner: agent, Vector: vecs[i], New: true})
+				items = append(items, searchindex.EmbeddingItem{ID: m.ID, Owner: agent, Vector: vecs[i], New: true})
 			}
 		}
 		if len(items) > 0 {

@@ -59,7 +59,7 @@ type Options struct {
 	// while SQL answers; a database whose vectors need more than the bound
 	// searches in SQL. On
 	// PostgreSQL pgvector answers by default; a positive bound asks for
-	// the in-process copy (search.IndexOptions.VectorCacheBytes).
+	// the in-process copy.
 	VectorCacheBytes int64
 	// TextCacheBytes bounds the in-memory copy of the full-text index that
 	// full-text legs rank over (default 64 MiB, negative: no copy): FTS5's
@@ -69,19 +69,19 @@ type Options struct {
 	// (quality and speed in docs/performance.md); a search
 	// answered in SQL while the copy loads may order its results a little
 	// differently, and only the copy finds metadata booleans (as 1 and 0,
-	// as FTS5 does on SQLite) (search.IndexOptions.TextCacheBytes). It costs about 8 bytes per distinct
+	// as FTS5 does on SQLite). It costs about 8 bytes per distinct
 	// word per row (measured sizes in docs/performance.md). The first
 	// search starts building it in the background and searches rank in SQL until it
 	// is ready; of a database whose copy would exceed the bound it holds
 	// the partitions of the agents searched lately, ranked with the
 	// store-wide statistics (on PostgreSQL computed by a background pass,
-	// SQL ranking until it is done) (search.IndexOptions.TextCacheBytes).
+	// SQL ranking until it is done).
 	TextCacheBytes int64
 	// Reranker, when set, rescores the first RerankDepth results of every
-	// search (search.IndexOptions.Reranker; off by default); RerankStrict
+	// search (off by default); RerankStrict
 	// makes its failures fail the search (search.ErrReranker) instead of
 	// leaving the fused order; RerankBackoff is how long searches skip it
-	// after a failure (search.IndexOptions.RerankBackoff).
+	// after a failure.
 	Reranker      search.Reranker
 	RerankDepth   int
 	RerankStrict  bool

@@ -54,7 +54,7 @@ func (failingReranker) Rerank(context.Context, string, []string) ([]float64, err
 
 // Options.RerankStrict reaches the store's search index: without it a
 // store's caller could set a Reranker but never have its failures fail
-// the search (search.IndexOptions.RerankStrict had no way in).
+// the search (searchindex.IndexOptions.RerankStrict had no way in).
 func TestStoreRerankStrict(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {

@@ -2,9 +2,9 @@ package search
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
-	"math"
+	"strings"
+
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // Embedder turns texts into vectors. Implementations must return exactly
@@ -12,7 +12,7 @@ import (
 // must be safe for concurrent use.
 //
 // Name identifies the vector space: two embedders with the same Name and
-// Dimensions must produce comparable vectors. The Index records it and
+// Dimensions must produce comparable vectors. The store records it and
 // refuses to mix vectors of different embedders (ErrEmbedderMismatch).
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
@@ -29,6 +29,10 @@ type FusionWeighter interface {
 	FusionWeight() float64
 }
 
+// MaxDimensions is the largest vector size an Embedder may produce: the search engine refuses a larger one (sqlite-vec's
+// limit).
+const MaxDimensions = 8192
+
 // DefaultFusionWeight is Auto's vector weight for an embedder that does not
 // say (FusionWeighter). Measured on Cranfield with the shipped 512-dim
 // sentence embeddings, nDCG@10: FTS 0.550; hybrid at vector weight 1 (plain
@@ -37,98 +41,24 @@ type FusionWeighter interface {
 // near-ties in BM25's order and add recall, without overruling it.
 const DefaultFusionWeight = 0.05
 
-// fusionWeight is Auto's vector weight for emb.
-func fusionWeight(emb Embedder) float64 {
-	if fw, ok := emb.(FusionWeighter); ok {
-		if w := fw.FusionWeight(); w >= 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
-			return w
-		}
-	}
-	return DefaultFusionWeight
-}
-
-// vectorBlob encodes v as sqlite-vec's float32 BLOB (little-endian).
-func vectorBlob(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// blobVector decodes a float32 BLOB.
-func blobVector(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("search: vector blob of %d bytes is not float32s", len(b))
-	}
-	v := make([]float32, len(b)/4)
-	decodeVector(v, b)
-	return v, nil
-}
-
-// decodeVector fills dst with the little-endian float32s of b (4·len(dst)
-// bytes).
-func decodeVector(dst []float32, b []byte) {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-}
-
-// checkVector validates one vector: the right length, finite values, and
-// not all zeros (cosine distance to a zero vector is undefined and
-// sqlite-vec returns NULL for it).
-func checkVector(v []float32, dims int) error {
-	if len(v) != dims {
-		return fmt.Errorf("has %d dimensions, want %d", len(v), dims)
-	}
-	nonzero := false
-	for i, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return fmt.Errorf("component %d is %v", i, f)
-		}
-		if f != 0 {
-			nonzero = true
-		}
-	}
-	if !nonzero {
-		return fmt.Errorf("is all zeros")
-	}
-	return nil
-}
-
 // Normalize scales v to unit length in place and returns it. A zero vector
 // is returned unchanged.
-func Normalize(v []float32) []float32 {
-	var sum float64
-	for _, f := range v {
-		sum += float64(f) * float64(f)
-	}
-	if sum == 0 {
-		return v
-	}
-	inv := 1 / math.Sqrt(sum)
-	for i, f := range v {
-		v[i] = float32(float64(f) * inv)
-	}
-	return v
-}
+func Normalize(v []float32) []float32 { return vecmath.Normalize(v) }
 
 // CosineDistance is 1 - cos(a, b), the distance sqlite-vec's
 // vec_distance_cosine reports. It returns NaN for vectors of different length or
 // zero norm.
-func CosineDistance(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return math.NaN()
+func CosineDistance(a, b []float32) float64 { return vecmath.CosineDistance(a, b) }
+
+// BlockText is the text embedded for a block: its label, description and
+// rendered content, non-empty parts joined by newlines. the search engine embeds
+// blocks (and re-embeds them) with it.
+func BlockText(label, description, rendered string) string {
+	var parts []string
+	for _, s := range []string{label, description, rendered} {
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
 	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return math.NaN()
-	}
-	return 1 - dot/math.Sqrt(na*nb)
+	return strings.Join(parts, "\n")
 }

@@ -10,7 +10,7 @@ var (
 
 	// ErrEmbedderMismatch is returned when the database's vectors were made by
 	// a different embedder (name or dimensions) than the one in use. driver.Vectors
-	// of different embedders are never mixed: run (*Index).Reembed to switch
+	// of different embedders are never mixed: run memory.Store.Reembed to switch
 	// the database to the new embedder.
 	ErrEmbedderMismatch = errors.New("search: embedder mismatch")
 
@@ -19,20 +19,20 @@ var (
 	ErrEmbedder = errors.New("search: embedder failed")
 
 	// ErrNoEmbedder is returned for vector work (Vector or Hybrid mode,
-	// PutVectors, Reembed) on an Index opened without an embedder.
+	// Reembed) on a store opened without an embedder.
 	ErrNoEmbedder = errors.New("search: no embedder configured")
 
 	// ErrCacheBudget is wrapped by WarmTextCache when the corpus's text
-	// cache would exceed IndexOptions.TextCacheBytes: searches work, ranked
+	// cache would exceed its bound (memory.Options.TextCacheBytes): searches work, ranked
 	// in SQL.
 	ErrCacheBudget = errors.New("search: cache over its memory budget")
 
-	// ErrReranker is wrapped by reranking failures (IndexOptions.Reranker):
+	// ErrReranker is wrapped by reranking failures (memory.Options.Reranker):
 	// HTTP errors, error bodies, malformed or incomplete scores. A search
-	// returns it only with IndexOptions.RerankStrict.
+	// returns it only with memory.Options.RerankStrict.
 	ErrReranker = errors.New("search: reranker failed")
 
-	// ErrSchema is wrapped by NewIndex (through its driver.Dialect) when the
+	// ErrSchema is wrapped by opening a store's search (through its driver.Dialect) when the
 	// database lacks the search tables of its backend's migrations.
 	ErrSchema = errors.New("search: schema missing")
 )

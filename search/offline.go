@@ -6,7 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/engram-go/engram/search/internal/analyzer"
+	"github.com/engram-go/engram/internal/analyzer"
 )
 
 // DefaultOfflineDimensions is the offline embedder's size when NewOffline
@@ -77,7 +77,7 @@ const (
 // Vector embeds one text.
 func (e *OfflineEmbedder) Vector(text string) []float32 {
 	var all, words []string
-	tokens(text, func(tok string) bool {
+	analyzer.Tokens(text, func(tok string) bool {
 		all = append(all, tok)
 		if !IsStopword(tok) {
 			words = append(words, tok)

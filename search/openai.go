@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-go/engram/internal/openaihttp"
 	"github.com/engram-go/engram/internal/redact"
+	"github.com/engram-go/engram/internal/vecmath"
 )
 
 // Defaults of the OpenAI-compatible embedder.
@@ -234,7 +235,7 @@ func (e *OpenAIEmbedder) decode(raw []byte, n int) ([][]float32, error) {
 		if vecs[i] != nil {
 			return nil, fmt.Errorf("POST %s: embedding index %d appears twice", url, i)
 		}
-		if err := checkVector(d.Embedding, e.dims); err != nil {
+		if err := vecmath.Check(d.Embedding, e.dims); err != nil {
 			return nil, fmt.Errorf("POST %s: embedding %d %v (model %s)", url, i, err, e.model)
 		}
 		vecs[i] = d.Embedding

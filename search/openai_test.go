@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -264,27 +263,5 @@ func TestOpenAIOptionsFromEnv(t *testing.T) {
 	}
 	if _, err := search.NewOpenAI(&search.OpenAIOptions{BaseURL: "localhost:8080", Dimensions: 3}); err == nil {
 		t.Error("base URL without scheme accepted")
-	}
-}
-
-// TestOpenAIWithIndex runs PutVectors and a vector search through the HTTP
-// embedder end to end.
-func TestOpenAIWithIndex(t *testing.T) {
-	f := &fakeServer{dims: 4}
-	srv := f.start(t)
-	e := newTestEmbedder(t, srv.URL, nil)
-	ctx := context.Background()
-	db := openDB(t)
-	x, err := search.NewIndex(ctx, db, sqlite.SearchDialect{}, e, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := insertArchival(t, db, archivalRow{Agent: "a", Content: "abc"})
-	if err := x.PutVectors(ctx, db, search.Archival, []search.VectorItem{{ID: id, Owner: "a", Text: "abc"}}); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := x.Search(ctx, "xyz", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.Vector))
-	if err != nil || len(rs) != 1 || rs[0].ID != id {
-		t.Fatal(rs, err)
 	}
 }

@@ -6,15 +6,13 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/engram-go/engram/driver"
 )
 
 // Mode selects how a query is answered.
 type Mode int
 
 const (
-	// Auto is Hybrid when the Index has an embedder, else FTS. The default.
+	// Auto is Hybrid when the store has an embedder, else FTS. The default.
 	Auto Mode = iota
 	// FTS ranks full-text matches with FTS5's BM25 and returns highlighted
 	// snippets.
@@ -260,22 +258,6 @@ func (o *Options) Until(t time.Time) *Options {
 	return o
 }
 
-// unixNanos is t as the created_at columns hold it, nanoseconds since the
-// epoch, clamped to int64: time.UnixNano wraps a time before 1678 or after
-// 2262 into another date, so a bound such as Until(9999-12-31) (which an
-// agent may give the search tools) kept nothing.
-func unixNanos(t time.Time) int64 {
-	switch {
-	case t.Before(minUnixNanos):
-		return math.MinInt64
-	case t.After(maxUnixNanos):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-var minUnixNanos, maxUnixNanos = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
-
 // Tags keeps only archival entries carrying at least one of tags. Tags only
 // exist on archival entries, so any tag filter excludes blocks and messages.
 // Empty strings are ignored; calling it again replaces the list.
@@ -294,7 +276,7 @@ func (o *Options) AllTags(tags ...string) *Options {
 
 // MinScore drops results whose Score is below s. What Score means
 // depends on the mode and is recorded in each Result's Source; with an
-// IndexOptions.Reranker it is the fused Score, checked before reranking.
+// memory.Options.Reranker it is the fused Score, checked before reranking.
 func (o *Options) MinScore(s float64) *Options {
 	o = o.orNew()
 	o.minScore = s
@@ -322,7 +304,7 @@ func cleanTags(tags []string) []string {
 
 // Settings is the resolved, read-only view of Options with defaults applied.
 type Settings struct {
-	Mode              Mode        // as set; Auto is resolved by the Index
+	Mode              Mode        // as set; Auto is resolved by the search engine
 	Types             ContentType // never 0
 	Limit             int         // 1..MaxLimit
 	Since, Until      time.Time   // zero: unbounded
@@ -334,12 +316,8 @@ type Settings struct {
 	VectorWeight      float64 // Hybrid fusion weight of the vector side (default 1)
 	HasVectorWeight   bool    // VectorWeight was set (Auto then uses it instead of the embedder's)
 	Metadata          []MetadataFilter
-
-	vecCache bool // the vector cache is ready: KNN runs over it (Index.rank)
 }
 
-// Settings returns the options with defaults applied. It is safe on a nil
-// receiver (all defaults). The slices are copies.
 // VectorWeight weights the vector side in Hybrid fusion: each result gets
 // 1/(k+ftsRank) + w/(k+vectorRank). Hybrid's default is 1, plain
 // reciprocal-rank fusion; Auto's default is the embedder's own weight (see
@@ -369,6 +347,8 @@ func (o *Options) MetadataRange(key string, min, max any) *Options {
 	return o
 }
 
+// Settings returns the options with defaults applied. It is safe on a nil
+// receiver (all defaults). The slices are copies.
 func (o *Options) Settings() Settings {
 	if o == nil {
 		o = &Options{}
@@ -402,46 +382,10 @@ func (o *Options) Settings() Settings {
 	return s
 }
 
-// hasTagFilter reports whether a tag filter is set.
-func (s *Settings) hasTagFilter() bool {
-	return len(s.TagsAny) > 0 || len(s.TagsAll) > 0 || len(s.Metadata) > 0
-}
-
-// MetadataCondition is the SQL condition of one metadata filter over the
-// JSON column col (e.g. "a.metadata_json") in dialect d, with its
-// arguments: the store uses it for ArchivalQuery too. The key path travels
-// as an argument, never inside the SQL text. It fails with ErrInvalidQuery
-// for an empty key, a key holding '"', or a value that is not a string,
-// finite number or bool. A value of another JSON type than the filter's
-// never matches (a string "5" is not the number 5, true is not 1).
-func MetadataCondition(d driver.Dialect, col string, f MetadataFilter) (string, []any, error) {
-	if err := checkMetadata(f); err != nil {
-		return "", nil, err
-	}
-	path := strings.Split(f.Key, ".")
-	if !f.isRange {
-		c, args := d.MetadataCompare(col, path, "=", f.Equals)
-		return c, args, nil
-	}
-	var conds []string
-	var args []any
-	for _, b := range []struct {
-		v  any
-		op string
-	}{{f.Min, ">="}, {f.Max, "<="}} {
-		if b.v == nil {
-			continue
-		}
-		c, a := d.MetadataCompare(col, path, b.op, b.v)
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	return strings.Join(conds, " AND "), args, nil
-}
-
-// checkMetadata validates a metadata filter whatever the dialect: its key
-// and the types of its values.
-func checkMetadata(f MetadataFilter) error {
+// Validate checks a metadata filter whatever the SQL dialect: its key and
+// the types of its values. A search fails with its error, which wraps
+// ErrInvalidQuery.
+func (f MetadataFilter) Validate() error {
 	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
 		return fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
 	}
@@ -478,19 +422,24 @@ func checkMetadata(f MetadataFilter) error {
 	return nil
 }
 
+// IsRange reports whether f is a range (MetadataRangeFilter,
+// Options.MetadataRange) rather than an equality.
+func (f MetadataFilter) IsRange() bool { return f.isRange }
+
 // MetadataRangeFilter makes a range MetadataFilter (for ArchivalQuery).
 func MetadataRangeFilter(key string, min, max any) MetadataFilter {
 	return MetadataFilter{Key: key, Min: min, Max: max, isRange: true}
 }
 
-// check validates the settings that can be wrong: the vector weight and
-// the metadata filters.
-func (s *Settings) check() error {
+// Validate checks the settings that can be wrong: the vector weight and
+// the metadata filters. A search fails with its error, which wraps
+// ErrInvalidQuery.
+func (s *Settings) Validate() error {
 	if s.HasVectorWeight && (math.IsNaN(s.VectorWeight) || math.IsInf(s.VectorWeight, 0) || s.VectorWeight < 0) {
 		return fmt.Errorf("%w: vector weight %v (want a finite number >= 0)", ErrInvalidQuery, s.VectorWeight)
 	}
 	for _, f := range s.Metadata {
-		if err := checkMetadata(f); err != nil {
+		if err := f.Validate(); err != nil {
 			return err
 		}
 	}

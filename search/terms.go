@@ -1,6 +1,6 @@
 package search
 
-import "github.com/engram-go/engram/search/internal/analyzer"
+import "github.com/engram-go/engram/internal/analyzer"
 
 // Terms calls fn with each term of text as the full-text index holds it
 // (case-folded, diacritics removed, Porter-stemmed; stopwords kept), in

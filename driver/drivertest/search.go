@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -66,7 +67,7 @@ func testMetadataCompare(t *testing.T, e Engine) {
 		{search.MetadataFilter{Key: "missing", Equals: "v"}, false},
 		{rng("missing", 0, nil), false},
 	} {
-		cond, args, err := search.MetadataCondition(d, "r.m", c.f)
+		cond, args, err := searchindex.MetadataCondition(d, "r.m", c.f)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
 		}
@@ -86,7 +87,7 @@ func testMetadataCompare(t *testing.T, e Engine) {
 		rng("n", nil, float32(math.Inf(1))),
 		rng("n", 0, math.NaN()),
 	} {
-		if _, _, err := search.MetadataCondition(d, "r.m", f); !errors.Is(err, search.ErrInvalidQuery) {
+		if _, _, err := searchindex.MetadataCondition(d, "r.m", f); !errors.Is(err, search.ErrInvalidQuery) {
 			t.Errorf("%+v: %v, want ErrInvalidQuery", f, err)
 		}
 	}

@@ -10,9 +10,9 @@ package storeaccess
 
 import (
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storehook"
 	"github.com/engram-go/engram/memory"
-	"github.com/engram-go/engram/search"
 )
 
 // Tables is what a package keeping tables of its own in a store's
@@ -24,7 +24,7 @@ type Tables = storehook.Tables
 func Backend(s *memory.Store) driver.Backend { return storehook.Backend(s) }
 
 // Index returns the search index s maintains.
-func Index(s *memory.Store) *search.Index { return storehook.Index(s) }
+func Index(s *memory.Store) *searchindex.Index { return storehook.Index(s) }
 
 // TablesOf returns s's read pool, write transactions, clock and open
 // check.

@@ -1,6 +1,6 @@
 // Package storehook is how package memory hands internal/storeaccess what
 // a memory.Store keeps from its users (the driver.Backend it persists to,
-// the search.Index it maintains, and the store's write path, clock and
+// the searchindex.Index it maintains, and the store's write path, clock and
 // open check for rows kept beside its own) without a method on the
 // store's surface. Package memory sets the functions from its init
 // function; nothing else sets them, and only internal/storeaccess calls
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/driver"
-	"github.com/engram-go/engram/search"
+	"github.com/engram-go/engram/internal/searchindex"
 )
 
 // Tables is what a package keeping tables of its own in a store's
@@ -40,6 +40,6 @@ type Tables struct {
 // index and Tables.
 var (
 	Backend  func(store any) driver.Backend
-	Index    func(store any) *search.Index
+	Index    func(store any) *searchindex.Index
 	TablesOf func(store any) Tables
 )

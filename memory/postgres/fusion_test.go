@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -28,7 +29,7 @@ func TestFusionAcrossTypesPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	x, err := search.NewIndex(ctx, db, b.SearchDialect(), nil, &search.IndexOptions{TextCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, db, b.SearchDialect(), nil, &searchindex.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/engram-go/engram/driver"
 )
 
-// SearchDialect is package search's Dialect for PostgreSQL. Full text:
+// SearchDialect is the search engine's driver.Dialect for PostgreSQL. Full text:
 // each searchable table has a tsvector column "fts" (english
 // configuration, weighted like the FTS5 columns: labels and tags A,
 // descriptions and content B, rendered blocks and metadata values C) with
@@ -99,7 +99,7 @@ func (SearchDialect) MetadataCompare(col string, path []string, op string, v any
 	// jsonb orders values of different types (a string below every
 	// number): the value's type must be the filter's for the comparison
 	// to count, as on SQLite. The value is a finite number, a string or a
-	// bool (search.MetadataCondition checks), which json.Marshal takes.
+	// bool (searchindex.MetadataCondition checks), which json.Marshal takes.
 	args := make([]any, 0, len(path)+2)
 	for _, p := range path {
 		args = append(args, p)

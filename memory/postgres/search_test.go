@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -28,12 +29,12 @@ func TestIndexWithoutWriteTakesTheStoreLock(t *testing.T) {
 	}()
 	<-held
 	type opened struct {
-		x   *search.Index
+		x   *searchindex.Index
 		err error
 	}
 	done := make(chan opened, 1)
 	go func() {
-		x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), search.NewOffline(16), nil)
+		x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), search.NewOffline(16), nil)
 		done <- opened{x, err}
 	}()
 	select {
@@ -51,7 +52,7 @@ func TestIndexWithoutWriteTakesTheStoreLock(t *testing.T) {
 		t.Fatal(o.err)
 	}
 	defer o.x.Close()
-	name, dims, err := search.RecordedEmbedder(ctx, b.DB())
+	name, dims, err := searchindex.RecordedEmbedder(ctx, b.DB())
 	if err != nil || name != search.NewOffline(16).Name() || dims != 16 {
 		t.Fatalf("recorded embedder %q (%d dims), %v", name, dims, err)
 	}
@@ -77,7 +78,7 @@ func TestSearchDialectMetadataCompare(t *testing.T) {
 		{search.MetadataFilter{Key: "deep.k", Equals: "v"}, true},
 		{search.MetadataFilter{Key: "missing", Equals: "v"}, false},
 	} {
-		cond, args, err := search.MetadataCondition(b.SearchDialect(), "m", c.f)
+		cond, args, err := searchindex.MetadataCondition(b.SearchDialect(), "m", c.f)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -83,12 +84,12 @@ func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	hookDB := sql.OpenDB(hookConnector{rebindConnector{stdlib.GetConnector(*cfg)}, &armed,
 		"SELECT DISTINCT kind, id FROM search_text_log", func() { touch(2600) }})
 	defer hookDB.Close()
-	cached, err := search.NewIndex(ctx, hookDB, b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write})
+	cached, err := searchindex.NewIndex(ctx, hookDB, b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cached.Close()
-	sqlIdx, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
+	sqlIdx, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 	exec(`UPDATE archival SET content = 'the zebra crossing' WHERE id = ?`, x)
 	touch(99_500)
 
-	find := func(x *search.Index) []int64 {
+	find := func(x *searchindex.Index) []int64 {
 		t.Helper()
 		rs, err := x.Search(ctx, "zebra", search.Scope{All: true}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(10))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkBlocksLeg(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			x, err := search.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &search.IndexOptions{Write: be.Write, TextCacheBytes: -1})
+			x, err := searchindex.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &searchindex.IndexOptions{Write: be.Write, TextCacheBytes: -1})
 			if err != nil {
 				b.Fatal(err)
 			}

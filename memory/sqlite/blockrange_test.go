@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/migrations"
 	"github.com/engram-go/engram/search"
 )
@@ -102,7 +103,7 @@ func blockRangeRanking(t *testing.T, db *sql.DB, index string) []string {
 
 // searchRanking is blockRangeRanking's lines from the search index (full
 // text in SQL).
-func searchRanking(t *testing.T, x *search.Index) []string {
+func searchRanking(t *testing.T, x *searchindex.Index) []string {
 	t.Helper()
 	var out []string
 	for _, agent := range blockRangeAgents {
@@ -175,7 +176,7 @@ func TestFullTextBlocksOwnerRangeSameRanking(t *testing.T) {
 			if _, _, err := Migrate(ctx, db); err != nil {
 				t.Fatal(err)
 			}
-			x, err := search.NewIndex(ctx, db, SearchDialect{}, nil, &search.IndexOptions{TextCacheBytes: -1})
+			x, err := searchindex.NewIndex(ctx, db, SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

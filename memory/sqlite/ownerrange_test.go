@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -56,7 +57,7 @@ func ownerRangeStore(t *testing.T) *Backend {
 func TestFullTextOwnerRangeSameRanking(t *testing.T) {
 	ctx := context.Background()
 	b := ownerRangeStore(t)
-	x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestFullTextOwnerRangePlan(t *testing.T) {
 func TestFullTextOwnerRangeFollowsRows(t *testing.T) {
 	ctx := context.Background()
 	b := ownerRangeStore(t)
-	x, err := search.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestFullTextOwnerNumbersExhausted(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM fts_owners WHERE name = 'after'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("a refused agent was numbered (%d, %v)", n, err)
 	}
-	x, err := search.NewIndex(ctx, db, b.SearchDialect(), nil, &search.IndexOptions{Write: b.Write, TextCacheBytes: -1})
+	x, err := searchindex.NewIndex(ctx, db, b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write, TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// SearchDialect is package search's Dialect for SQLite: full text in the
+// SearchDialect is the search engine's driver.Dialect for SQLite: full text in the
 // FTS5 tables of migration 0002 (BM25), vectors in plain tables this
 // dialect makes at run time for the embedder's dimensions, searched with
 // sqlite-vec's vec_distance_cosine. The zero value is ready to use; it
@@ -347,7 +347,7 @@ var vecKinds = []struct {
 // (figures in docs/design.md, "Vectors in plain tables"); vec0 also had
 // no upsert and crashed when a statement was interrupted inside it.
 // Searches run over the in-process vector cache by default
-// (search.IndexOptions.VectorCacheBytes), so the scan in SQL serves only
+// (searchindex.IndexOptions.VectorCacheBytes), so the scan in SQL serves only
 // databases past the cache bound or opted out of it.
 type vectors struct {
 	db   *sql.DB

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -34,7 +35,7 @@ func TestSearchDialectMetadataCompare(t *testing.T) {
 		{search.MetadataFilter{Key: "deep.k", Equals: "v"}, true},
 		{search.MetadataFilter{Key: "missing", Equals: "v"}, false},
 	} {
-		cond, args, err := search.MetadataCondition(b.SearchDialect(), "m", c.f)
+		cond, args, err := searchindex.MetadataCondition(b.SearchDialect(), "m", c.f)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
 		}
@@ -63,7 +64,7 @@ func TestSearchDialectMakesVectorTables(t *testing.T) {
 	if ok, err := d.VectorTableExists(ctx, b.DB(), "vec_blocks"); err != nil || ok {
 		t.Fatalf("before any embedder: vec_blocks exists %v, %v", ok, err)
 	}
-	x, err := search.NewIndex(ctx, b.DB(), d, search.NewOffline(8), &search.IndexOptions{Write: b.Write})
+	x, err := searchindex.NewIndex(ctx, b.DB(), d, search.NewOffline(8), &searchindex.IndexOptions{Write: b.Write})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestSearchDialectMakesVectorTables(t *testing.T) {
 	if err := insert(16); err == nil {
 		t.Fatal("a 16-dim vector went into 8-dim tables")
 	}
-	x, err = search.NewIndex(ctx, b.DB(), d, search.NewOffline(16), &search.IndexOptions{Write: b.Write})
+	x, err = searchindex.NewIndex(ctx, b.DB(), d, search.NewOffline(16), &searchindex.IndexOptions{Write: b.Write})
 	if err == nil {
 		t.Fatal("another embedder opened without Reembed")
 	}

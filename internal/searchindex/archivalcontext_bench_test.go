@@ -1,0 +1,63 @@
+package searchindex_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/memory/sqlite"
+)
+
+// BenchmarkTextCacheBuildArchival builds the text cache of 20,000
+// archival entries (reading each entry's context from its neighbours),
+// with and without entries naming a session.
+func BenchmarkTextCacheBuildArchival(b *testing.B) {
+	for _, withSession := range []bool{false, true} {
+		b.Run(fmt.Sprintf("session=%v", withSession), func(b *testing.B) {
+			ctx := context.Background()
+			db := openDB(b)
+			tx, err := db.Begin()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 20000 {
+				meta := `{"source": "chat"}`
+				if withSession {
+					meta = fmt.Sprintf(`{"source": "chat", "session": "s%d"}`, i/20)
+				}
+				insertArchival(b, tx, archivalRow{Agent: "a", Metadata: meta,
+					Content: fmt.Sprintf("note %d: we talked about the garden, the bees and the weather on the hill", i)})
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := x.WarmTextCache(ctx); err != nil {
+					b.Fatal(err)
+				}
+				x.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkArchivalInsertPrepare parses a one-row archival INSERT: what
+// an unprepared insert pays before it runs, most of it compiling the
+// triggers the INSERT fires.
+func BenchmarkArchivalInsertPrepare(b *testing.B) {
+	db := openDB(b)
+	for range b.N {
+		st, err := db.Prepare(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
+	}
+}

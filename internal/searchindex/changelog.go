@@ -1,0 +1,150 @@
+package searchindex
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/engram-go/engram/driver"
+)
+
+// logPos is a read snapshot's hold on a change log (see driver.ChangeLog): the
+// positions below xmin, and those below xmax not in xip. The zero value
+// is no position (a cache never loaded).
+type logPos struct {
+	xmin, xmax int64
+	xip        []int64 // ascending
+}
+
+// valid reports whether p is a position read from a log.
+func (p logPos) valid() bool { return p.xmax > 0 }
+
+// holds reports whether the snapshot of p holds the entry at position x.
+func (p logPos) holds(x int64) bool {
+	if x < p.xmin {
+		return true
+	}
+	if x >= p.xmax {
+		return false
+	}
+	_, running := slices.BinarySearch(p.xip, x)
+	return !running
+}
+
+// covers reports whether p holds every entry q holds: p was read no
+// earlier than q.
+func (p logPos) covers(q logPos) bool {
+	if !q.valid() {
+		return true
+	}
+	if !p.valid() {
+		return false
+	}
+	if q.xmax > p.xmax {
+		// q holds [p.xmax, q.xmax) but for its running transactions.
+		if p.xmax < q.xmin {
+			return false
+		}
+		lo, _ := slices.BinarySearch(q.xip, p.xmax)
+		if int64(len(q.xip)-lo) != q.xmax-p.xmax {
+			return false
+		}
+	}
+	for _, x := range p.xip {
+		if x < q.xmax && q.holds(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// equal reports whether p and q are the same position.
+func (p logPos) equal(q logPos) bool {
+	return p.xmin == q.xmin && p.xmax == q.xmax && slices.Equal(p.xip, q.xip)
+}
+
+// later returns whichever of p and q was read later (covers the other).
+func later(p, q logPos) logPos {
+	if p.covers(q) {
+		return p
+	}
+	return q
+}
+
+// trimmed reports whether the log may have lost entries p does not hold
+// (its floor passed p's xmin): what changed since p is unknown.
+func (p logPos) trimmed(floor int64) bool { return floor > p.xmin }
+
+// changeLog is one log table as the caches read it through a dialect.
+type changeLog struct {
+	table string
+	driver.ChangeLog
+	idFrom, idCol string // driver.Dialect.IDList
+}
+
+func newChangeLog(d driver.Dialect, table string) *changeLog {
+	from, id := d.IDList()
+	return &changeLog{table: table, ChangeLog: d.ChangeLog(table), idFrom: from, idCol: id}
+}
+
+// since is the condition selecting the entries p does not hold, with its
+// arguments.
+func (l *changeLog) since(p logPos) (string, []any) {
+	pos := l.Position
+	if len(p.xip) == 0 {
+		return pos + ` >= ?`, []any{p.xmax}
+	}
+	xip, _ := json.Marshal(p.xip)
+	return fmt.Sprintf(`%[1]s >= ? AND (%[1]s >= ? OR %[1]s IN (SELECT %[2]s FROM %[3]s))`, pos, l.idCol, l.idFrom),
+		[]any{p.xmin, p.xmax, string(xip)}
+}
+
+// changedSince is the statement reading the log's bounds (scanBounds)
+// and whether it holds an entry p does not: one indexed lookup when
+// nothing changed.
+func (l *changeLog) changedSince(p logPos) (string, []any) {
+	where, args := l.since(p)
+	return `SELECT b.*, EXISTS (SELECT 1 FROM ` + l.table + ` WHERE ` + where + `) FROM (` + l.Bounds + `) AS b`, args
+}
+
+// scanBounds reads a Bounds row (and dest's further columns).
+func scanBounds(row interface{ Scan(...any) error }, p *logPos, floor *int64, dest ...any) error {
+	var xip string
+	if err := row.Scan(append([]any{&p.xmin, &p.xmax, &xip, floor}, dest...)...); err != nil {
+		return err
+	}
+	p.xip = nil
+	if xip = strings.TrimSpace(xip); xip != "" && xip != "[]" {
+		if err := json.Unmarshal([]byte(xip), &p.xip); err != nil {
+			return fmt.Errorf("log snapshot's running transactions %q: %w", xip, err)
+		}
+		slices.Sort(p.xip)
+	}
+	return nil
+}
+
+// read opens the read transaction a cache catches up in and reads the
+// log's bounds in it, so the position and the rows read agree: iso is the
+// isolation that makes the transaction one snapshot
+// (driver.Dialect.SnapshotIsolation). The caller rolls tx back.
+func (l *changeLog) read(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, what string) (tx *sql.Tx, pos logPos, floor int64, err error) {
+	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: iso})
+	if err != nil {
+		return nil, pos, 0, fmt.Errorf("search: %s: %w", what, err)
+	}
+	if err := scanBounds(tx.QueryRowContext(ctx, l.Bounds), &pos, &floor); err != nil {
+		tx.Rollback()
+		return nil, pos, 0, fmt.Errorf("search: %s: read log: %w", what, err)
+	}
+	return tx, pos, floor, nil
+}
+
+// logEntry is one log entry's place: its position and its sequence
+// number (which orders the entries of one transaction).
+type logEntry struct{ pos, seq int64 }
+
+// before reports whether e was written before f in the same transaction.
+func (e logEntry) before(f logEntry) bool { return e.pos == f.pos && e.seq < f.seq }

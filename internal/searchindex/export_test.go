@@ -1,0 +1,227 @@
+package searchindex
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/search"
+)
+
+// TextCacheAnswers reports how many full-text legs x's text cache ranked
+// (not handed back to SQL), so tests can tell the cache did the work.
+func TextCacheAnswers(x *Index) int64 { return x.textAnswers.Load() }
+
+// SetBeforeFill makes fn run in every search of x between ranking and the
+// page's row fetch (where a concurrent write can slip in).
+func SetBeforeFill(x *Index, fn func()) { x.beforeFill = fn }
+
+// TextFlightRunning reports whether x's text cache is building or
+// catching up in the background.
+func TextFlightRunning(x *Index) bool { return x.text.ld.running() }
+
+// TextCacheLoaded reports whether x's text cache has been built.
+func TextCacheLoaded(x *Index) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.pos.valid() && !x.text.partial
+}
+
+// TextCachePartial reports whether x's text cache holds only some owners'
+// partitions, how many, and the bytes it charges against its bound.
+func TextCachePartial(x *Index) (partial bool, partitions int, bytes int64) {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	for _, parts := range x.text.owned {
+		partitions += len(parts)
+	}
+	return x.text.partial, partitions, x.text.partialBytes()
+}
+
+// TextCacheHeld reports whether x's partial text cache holds owner's
+// partition of kind t.
+func TextCacheHeld(x *Index, t search.ContentType, owner string) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.owned[t][owner] != nil
+}
+
+func TextCacheFilters(x *Index) int64 { return x.textFilters.Load() }
+
+// TextCacheRows counts the pages whose rows x's text cache supplied.
+func TextCacheRows(x *Index) int64 { return x.textRows.Load() }
+
+// TextCacheSize is x's text cache's estimated size in bytes.
+func TextCacheSize(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.bytes()
+}
+
+// VectorCacheAnswers reports how many KNN runs x's vector cache answered.
+func VectorCacheAnswers(x *Index) int64 { return x.vecAnswers.Load() }
+
+// VectorCacheSize is what x's vector cache charges against its bound.
+func VectorCacheSize(x *Index) int64 {
+	x.cache.mu.RLock()
+	defer x.cache.mu.RUnlock()
+	return int64(x.cache.rows) * x.cache.vecRowBytes()
+}
+
+// TextCacheIndexSize is x's text cache's estimated size without the rows'
+// bodies; TextCacheHoldsRows reports whether it holds them.
+func TextCacheIndexSize(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	var n int64
+	for _, p := range x.text.parts {
+		n += p.bytes
+	}
+	return n
+}
+
+func TextCacheHoldsRows(x *Index) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.parts[search.Archival] != nil && x.text.parts[search.Archival].bodies != nil
+}
+
+// TextCacheRetryAt is when x's text cache may start a build again after a
+// failed one (zero when the last build did not fail).
+func TextCacheRetryAt(x *Index) time.Time {
+	l := x.text.ld
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastErr == nil {
+		return time.Time{}
+	}
+	return l.failedAt.Add(l.backoff)
+}
+
+// SetTextCatchUpHook makes fn run at the start of every background
+// catch-up (build) of x's text cache, with the flight's context.
+func SetTextCatchUpHook(x *Index, fn func(context.Context)) { x.text.beforeCatchUp = fn }
+
+// SetTextBackoff sets the back-off after a first failed build of x's text
+// cache (a second by default).
+func SetTextBackoff(x *Index, d time.Duration) {
+	x.text.ld.mu.Lock()
+	defer x.text.ld.mu.Unlock()
+	x.text.ld.firstBackoff = d
+}
+
+// TextLogReads counts the syncs of x's text cache that read its change log.
+func TextLogReads(x *Index) int64 { return x.text.logReads.Load() }
+
+// ForceTextPartial makes x's text cache go partial at its build, whatever
+// the store's size (on a dialect with driver.TextStats).
+func ForceTextPartial(x *Index) { x.text.forcePartial = true }
+
+// SetTextLoadHook makes fn run in every partition load of x's partial
+// text cache once the partition's rows are read, with the load's context.
+func SetTextLoadHook(x *Index, fn func(ctx context.Context, t search.ContentType, owner string)) {
+	x.text.beforeLoad = fn
+}
+
+// TextLoadReplays counts the partition loads of x's partial text cache
+// caught up past the snapshot they read.
+func TextLoadReplays(x *Index) int64 { return x.text.replays.Load() }
+
+// TextRowsAnalyzed counts the rows x's text cache read and analyzed.
+func TextRowsAnalyzed(x *Index) int64 { return x.text.analyzed.Load() }
+
+// TextStatsReads counts the reads of a content type's store-wide totals
+// by x's partial text cache (each one after its statistics were dropped).
+func TextStatsReads(x *Index) int64 { return x.text.statsReads.Load() }
+
+// SetClock makes x's reranker back-off read now instead of time.Now.
+func SetClock(x *Index, now func() time.Time) { x.now = now }
+
+// TextCacheHeldBytes is what x's partial text cache's partitions hold.
+func TextCacheHeldBytes(x *Index) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	return x.text.held
+}
+
+// TextCacheHolds reports whether x's partial text cache holds owner's
+// partition of kind t (resident) and whether it holds row id (held).
+func TextCacheHolds(x *Index, t search.ContentType, owner string, id int64) (resident, held bool) {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	p := x.text.owned[t][owner]
+	if p == nil {
+		return false, false
+	}
+	_, held = p.slots[id]
+	return true, held
+}
+
+// For the ranking-variant harness (rankvariants_test.go): the text
+// cache's query analysis and idf.
+var (
+	CachePhrases   = cachePhrases
+	BM25IDFForTest = bm25IDF
+)
+
+// TextStatsPasses counts the statistics passes x's partial text cache ran
+// to the end (a dialect without TextStats: PostgreSQL).
+func TextStatsPasses(x *Index) int64 { return x.text.passes.Load() }
+
+// TextStatsDrops counts the loaded statistics x's partial text cache
+// dropped (a change its catch-ups could not follow).
+func TextStatsDrops(x *Index) int64 { return x.text.drops.Load() }
+
+// TextStatsCounted counts the rows x's statistics passes analyzed.
+func TextStatsCounted(x *Index) int64 { return x.text.counted.Load() }
+
+// TextStatsReady reports whether x's partial text cache has its own
+// statistics of kind t (a dialect without driver.TextStats).
+func TextStatsReady(x *Index, t search.ContentType) bool {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	s := x.text.gstats[t]
+	return x.text.partial && s != nil && s.loaded && s.complete
+}
+
+// SetTextStatsHook makes fn run in every statistics pass of x's partial
+// text cache once its rows are counted, before they are installed.
+func SetTextStatsHook(x *Index, fn func(ctx context.Context, t search.ContentType)) {
+	x.text.afterCount = fn
+}
+
+// CountTextStats runs one statistics pass's count of kind t over x's
+// store (for benchmarks); it returns the rows counted.
+func CountTextStats(ctx context.Context, x *Index, t search.ContentType) (int64, error) {
+	s, err := x.text.countStats(ctx, x.db, t)
+	if err != nil {
+		return 0, err
+	}
+	return s.rows, nil
+}
+
+// TextStatsReplays counts the statistics passes of x's partial text cache
+// moved past their snapshot by the log.
+func TextStatsReplays(x *Index) int64 { return x.text.statsLate.Load() }
+
+// SetTextCatchUpMax sets how many changed rows a catch-up of x's partial
+// text cache replays before it starts over the kinds they are of
+// (textCatchUpMax by default).
+func SetTextCatchUpMax(x *Index, n int) { x.text.catchUpMax = n }
+
+// ArchivalOwnQuery is the query a partition load of archival entries
+// reads an owner's rows with in dialect d ("" when d reads them with
+// their neighbours from archival_links).
+func ArchivalOwnQuery(d driver.Dialect) string { return textRows(d)[search.Archival].own }
+
+// ReadArchivalThroughLinks makes x's partition loads read archival
+// entries with their neighbours from archival_links, as a dialect
+// without driver.ArchivalConversationer does (for comparing the costs).
+func ReadArchivalThroughLinks(x *Index) {
+	rows := maps.Clone(x.text.rows)
+	q := rows[search.Archival]
+	q.own = ""
+	rows[search.Archival] = q
+	x.text.rows = rows
+}

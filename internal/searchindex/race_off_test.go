@@ -1,0 +1,5 @@
+//go:build !race
+
+package searchindex_test
+
+const raceEnabled = false

@@ -1,0 +1,1358 @@
+package searchindex
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/search"
+)
+
+// FTS5's bm25 constants (fts5_aux.c). Variables, not constants: C
+// computes k1 + 1.0 in float64 arithmetic, which can round differently
+// from Go's exact constant arithmetic.
+var (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// textCache is the optional in-process copy of the FTS5 indexes
+// (IndexOptions.TextCacheBytes): for each content type, an inverted index of
+// the same terms FTS5 holds (analyzer.Analyze), each posting carrying the term's
+// column-weighted frequency in that row. It ranks with FTS5's bm25 formula
+// over the same global statistics (row count, average row length, rows per
+// term), so a search ranks as the SQL path does (scores equal up to the
+// rounding of log(); compared in TestTextCacheRanksLikeFTS5), in a fraction
+// of the time: FTS5 computes
+// bm25 through its auxiliary-function API row by row (figures in
+// docs/performance.md).
+//
+// The database stays the source of truth. Every change to indexed text or
+// to a filtered column is logged in search_text_log by triggers in the
+// writer's transaction (SQLite migration 0009, PostgreSQL migration 0008 of
+// memory/postgres), and each search first replays the log
+// since the cache's position (one indexed lookup when nothing changed), so
+// writes from other connections and processes are seen.
+type textCache struct {
+	mu    sync.RWMutex
+	pos   logPos // log position applied; not valid: not loaded
+	parts map[search.ContentType]*textPart
+	pool  sync.Pool // *scoreBuf
+	// limit is the most bytes the parts may hold (estimated: textPart.bytes
+	// and bodyBytes). A build or catch-up that would exceed it drops the
+	// rows' bodies first (pages are then read from SQL; noBodies), and the
+	// whole cache for good if the index alone would: searches rank in SQL,
+	// as without a cache.
+	limit    int64
+	noBodies bool
+	rows     map[search.ContentType]textRowQuery // the dialect's (textRows)
+	logIso   sql.IsolationLevel                  // the dialect's SnapshotIsolation
+	log      *changeLog                          // search_text_log
+	// prep returns the Index's prepared statement for a query (nil: none),
+	// for the statements every partition load runs.
+	prep func(ctx context.Context, q string) (*sql.Stmt, error)
+
+	// Catch-ups run in the background (ld): a catch-up reads and analyzes
+	// rows without holding mu, then applies them under mu in one step, so a
+	// failed one leaves the cache as it was; searches rank in SQL meanwhile.
+	ld *loader
+	// Analyzer scratch of the running flight (partition loads and
+	// catch-ups bring their own: they run beside each other).
+	scratch textScratch
+
+	// beforeCatchUp, set by tests, runs at the start of every background
+	// catch-up (a build included) with the flight's context.
+	beforeCatchUp func(context.Context)
+	fresh         logFreshness
+	logReads      atomic.Int64 // searches that read the log (for tests)
+
+	// The partial cache (textpartial.go): a store whose copy would
+	// outgrow limit is held as per-owner partitions of the owners searched
+	// lately, ranked with the engine's store-wide statistics (stats), or
+	// without driver.TextStats with the cache's own (textstatspass.go).
+	partialState
+}
+
+// textPart is one content type's inverted index. Rows are slots; a changed
+// or deleted row's slot is marked dead (skipped by queries, subtracted from
+// the statistics) and reclaimed when dead slots outnumber live ones.
+//
+// Slots are grouped by owner: maybeCompact (and reload) number an owner's
+// rows consecutively, and each owner keeps the runs of slots its rows
+// occupy, so a posting list (in slot order) holds an owner's postings in
+// a few contiguous stretches found by binary search. A search for one
+// agent then reads only that agent's postings (and those of the owners of
+// blocks shared with it), not every agent's: the cost of a per-agent
+// query does not grow with the number of agents in the store. The bm25
+// statistics stay store-wide (rows, tokens, df), as FTS5's are, so the
+// scores and the order are those of the SQL path.
+type textPart struct {
+	weights []float64 // bm25 column weights, in FTS column order
+	docs    []textDoc
+	slots   map[int64]int32 // live row id -> slot
+	// post numbers the terms (term ids: what textBody.toks hold), lists
+	// holds each term's postings in slot order, df how many live rows hold
+	// it (FTS5's nHit); a term no live row holds any more is dropped by
+	// maybeCompact and its id reused (free).
+	post  map[string]int32
+	lists [][]posting
+	df    []int32
+	free  []int32
+	// terms holds each slot's term ids (textDoc.terms indexes it), so a
+	// removed row's terms leave df without a walk over the lists.
+	terms  []int32
+	owners map[string]*textOwner
+	runs   int // runs over all owners (fragmentation, for maybeCompact)
+	live   int
+	tokens int64 // tokens in live rows, all columns
+	// bodies holds, per slot, what a result shows of the row (Archival and
+	// Messages: every change to their rows is logged, so the copy is as
+	// current as the ranking; blocks' rendered text changes without a log
+	// entry until the lazy re-index, so their rows are read from SQL).
+	bodies    []textBody
+	dead      int
+	bytes     int64 // estimated heap the index holds, dead slots included (textCost*)
+	bodyBytes int64 // and the bodies
+	// used is when a search last read it: an owner's partition of a
+	// partial cache (LRU); no row it holds is newer than log position
+	// hiPos (moveStats).
+	used  atomic.Int64
+	hiPos logPos
+}
+
+// textOwner is one owner's share of a textPart: the runs of slots its
+// rows occupy, in slot order (dead slots included, skipped by queries).
+type textOwner struct {
+	name string
+	runs []slotRun
+	live int
+}
+
+// slotRun is the slots lo to hi-1.
+type slotRun struct{ lo, hi int32 }
+
+// What a textPart holds, estimated from Go's layouts (checked against the
+// heap in TestTextCacheBudgetEstimate): a slot's textDoc plus its entry in
+// slots; a posting with its slice's growth slack and its term id in
+// terms; a term's map entry (string and slice headers, df, hash-table
+// share) plus its bytes; an owner's entry and a run.
+const (
+	textCostDoc     = 80
+	textCostPosting = 16
+	textCostTerm    = 68
+	textCostOwner   = 96
+	textCostRun     = 8
+	textCostBody    = 72 // three string headers and a slice header
+	textCostTok     = 4  // a term id in textBody.toks
+)
+
+type textDoc struct {
+	id         int64
+	owner      string
+	created    int64
+	length     int32 // tokens, all columns (FTS5's xColumnSize(-1))
+	termsAt    int32 // its term ids are textPart.terms[termsAt : termsAt+nTerms]
+	nTerms     int32
+	superseded bool
+	dead       bool
+}
+
+// textBody is a row's result columns beyond textDoc: content, tags_json
+// and the metadata object (resultColumns), and, when content is ASCII,
+// its tokens as term ids (toks, nil otherwise): snippets of a cached row
+// then find the query's terms by number instead of tokenizing and
+// stemming the text (snippeter.snippetOfTokens). For ASCII text the
+// analyzer's tokens are the snippeter's, one term each.
+type textBody struct {
+	content, tags, meta string
+	toks                []uint32
+}
+
+// cost is what the body holds on the heap.
+func (b textBody) cost() int64 {
+	return textCostBody + int64(len(b.content)+len(b.tags)+len(b.meta)) + textCostTok*int64(len(b.toks))
+}
+
+type posting struct {
+	slot int32
+	freq float32 // column-weighted count; exact (sums of halves)
+}
+
+type scoreBuf struct {
+	scores  []float64
+	touched []int32
+}
+
+// textWeights are FTS5's column weights per content type (kind.bm25).
+var textWeights = map[search.ContentType][]float64{
+	search.Blocks:   {5.0, 2.0, 1.0},
+	search.Archival: {1.0, 2.0, 0.5, 0.5, 0.25},
+	search.Messages: {1.0, 0.5, 0.25, 0.5},
+}
+
+// textRowQuery selects one kind's indexed columns: id, owner, created_at,
+// superseded, then the FTS columns in order (what the full-text index
+// holds), then for the kinds with bodies (textBodies) tags_json and the
+// metadata object as kinds' result lists make them; content is the first
+// FTS column. key is the id column, for reading changed rows by id.
+type textRowQuery struct {
+	sel, key string
+	// own, when set, selects one owner's rows (the owner its one
+	// argument) with each row's conversation key where sel has the
+	// neighbours' text, ordered by key and place in the conversation
+	// ((COALESCE(conversation_pos, id), id)): a partition load finds the
+	// neighbours among the owner's rows itself (ownNeighbours) rather
+	// than per row in SQL.
+	own string
+}
+
+// byID reads the indexed rows among n ids.
+func (q textRowQuery) byID(n int) string {
+	return q.sel + ` WHERE ` + q.key + ` IN (` + placeholders(n) + `)`
+}
+
+// textRows are each kind's textRowQuery in dialect d: what its full-text
+// index holds (driver.Dialect.IndexedBlocks; metadata values as
+// driver.Dialect.MetadataText reads them).
+func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
+	blocks, key := d.IndexedBlocks()
+	var own string
+	if ac, ok := d.(driver.ArchivalConversationer); ok {
+		// Ordered in SQL as archival_links orders a conversation: a
+		// place is what the engine holds (SQLite keeps a hand-edited
+		// real or text as it is, and orders it among the numbers).
+		conv := ac.ArchivalConversation("a")
+		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, NULL,
+			a.tags_json, a.metadata_json
+			FROM archival a WHERE a.agent = ? ORDER BY ` + conv + `, COALESCE(a.conversation_pos, a.id), a.id`
+	}
+	return map[search.ContentType]textRowQuery{
+		search.Blocks: {sel: blocks, key: key},
+		search.Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
+			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
+			a.tags_json, a.metadata_json
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own},
+		search.Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
+			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
+	}
+}
+
+// A message is indexed with the messages before and after it in its batch
+// as two weaker columns (SQLite migration 0015, PostgreSQL 0010): a turn
+// alone is a poor document when the words that find it are in the turn
+// before it. driver.Dialect.MessageNeighbours joins them as p and n;
+// messageContext selects their text in the index's column order.
+const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+
+// messageDate is d's MessageDate of col, or ” (no date words) for a
+// dialect that does not index messages' dates.
+func messageDate(d driver.Dialect, col string) string {
+	if md, ok := d.(driver.MessageDater); ok {
+		return md.MessageDate(col)
+	}
+	return `''`
+}
+
+// An archival entry is indexed with the entries before and after it in
+// its conversation as two weaker columns, for the reason messages are: the
+// same owner's entries naming the same conversation, live ones around a
+// live entry (SQLite migrations 0023, 0028 and 0031,
+// PostgreSQL 0018, 0025 and 0028); an entry naming
+// none has none. The view
+// archival_links (l) gives each entry's neighbours under the rule the
+// engines index by; archivalContext selects their text in the index's
+// column order.
+const archivalContext = `COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), ''),
+	COALESCE((SELECT n.content FROM archival n WHERE n.id = l.after_id), '')`
+
+// textBodies are the kinds whose rows the cache holds whole (textPart.bodies).
+var textBodies = map[search.ContentType]bool{search.Archival: true, search.Messages: true}
+
+// DefaultTextCacheBytes is the text cache's default budget
+// (IndexOptions.TextCacheBytes): about 70k entries of 20 to 60 words with
+// their rows (see TestTextCacheBudgetEstimate); past that the rows go and
+// the index alone serves up to about twice as many.
+const DefaultTextCacheBytes = 64 << 20
+
+func newTextCache(limit int64, rows map[search.ContentType]textRowQuery, iso sql.IsolationLevel, cl *changeLog, log *slog.Logger) *textCache {
+	return &textCache{limit: limit, rows: rows, logIso: iso, log: cl, ld: newLoader("text cache", log)}
+}
+
+// errTextCacheLoading: the cache is not ready (being built, backing off
+// after a failed catch-up, over its budget, or closed); the search ranks
+// in SQL.
+var errTextCacheLoading = errors.New("search: text cache loading")
+
+// bytes is the estimated heap the parts hold; callers hold mu.
+func (c *textCache) bytes() int64 {
+	var n int64
+	for _, p := range c.parts {
+		n += p.bytes + p.bodyBytes
+	}
+	return n
+}
+
+// dropBodies lets the parts' bodies go, for good, to stay within the
+// bound; callers hold mu (or own parts).
+func (c *textCache) dropBodies(parts map[search.ContentType]*textPart) {
+	for _, p := range parts {
+		p.bodies, p.bodyBytes = nil, 0
+	}
+	if !c.noBodies {
+		c.noBodies = true
+		c.ld.log.Warn("search: text cache no longer holds rows to stay within its bound; pages are read from SQL",
+			"cache", c.ld.name, "limit", c.limit)
+	}
+}
+
+func (c *textCache) overBudget(n int64) error {
+	return fmt.Errorf("%w: the text cache needs more than %d bytes (IndexOptions.TextCacheBytes %d); full-text search ranks in SQL",
+		search.ErrCacheBudget, n, c.limit)
+}
+
+// sync brings the cache up to date with the log as it is now. A cache
+// never loaded starts loading in the background and returns
+// errTextCacheLoading at once (SQL answers until it is ready); a loaded
+// one waits for the catch-up unless ctx ends first. Whatever goes wrong
+// with the cache, the search falls back to SQL: sync returns
+// errTextCacheLoading, and the cause is kept for WarmTextCache.
+func (c *textCache) sync(ctx context.Context, db *sql.DB, stmt func(context.Context, string) (*sql.Stmt, error)) error {
+	c.mu.RLock()
+	loaded, partial, at := c.pos.valid(), c.partial, c.pos
+	c.mu.RUnlock()
+	if !loaded {
+		// Building (or over its bound, closed, backing off: start does
+		// nothing then); no need to read the log.
+		c.start(db)
+		return errTextCacheLoading
+	}
+	ver, versioned, current := c.fresh.check(ctx)
+	if current {
+		return nil // nothing committed since the log was last read up to date
+	}
+	c.logReads.Add(1)
+	var cur logPos
+	var floor int64
+	var changed bool
+	q, args := c.log.changedSince(at)
+	var st *sql.Stmt
+	if stmt != nil {
+		var err error
+		if st, err = stmt(ctx, q); err != nil {
+			return fmt.Errorf("search: text cache: read log: %w", err)
+		}
+	}
+	var row *sql.Row
+	if st != nil {
+		row = st.QueryRowContext(ctx, args...)
+	} else {
+		row = db.QueryRowContext(ctx, q, args...)
+	}
+	if err := scanBounds(row, &cur, &floor, &changed); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if !changed && !at.trimmed(floor) {
+		c.fresh.upToDate(ver, versioned)
+		return nil // up to date (the common case: one indexed lookup)
+	}
+	if partial {
+		return c.partialSync(ctx, db, cur, ver, versioned)
+	}
+	// At most two flights: one started after cur was read covers it.
+	for {
+		c.mu.RLock()
+		pos := c.pos
+		c.mu.RUnlock()
+		if pos.valid() && pos.covers(cur) {
+			c.fresh.upToDate(ver, versioned)
+			return nil
+		}
+		f := c.start(db)
+		if f == nil || !pos.valid() {
+			return errTextCacheLoading
+		}
+		select {
+		case <-f.done:
+			if f.err != nil {
+				return errTextCacheLoading
+			}
+		case <-ctx.Done():
+			return errTextCacheLoading
+		}
+	}
+}
+
+// start returns the running catch-up, or starts one; nil when the cache
+// is closed, over its bound, or backing off after a failure.
+func (c *textCache) start(db *sql.DB) *loadFlight {
+	return c.ld.start(func(ctx context.Context) error {
+		if c.beforeCatchUp != nil {
+			c.beforeCatchUp(ctx)
+		}
+		err := c.catchUp(ctx, db)
+		if errors.Is(err, search.ErrCacheBudget) {
+			c.mu.Lock()
+			if !c.partial {
+				c.parts, c.pos = nil, logPos{} // no more catch-ups will come
+			}
+			c.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// WarmTextCache builds the text cache (IndexOptions.TextCacheBytes) now, or
+// catches it up, and waits until it is ready or ctx ends; searches rank in
+// SQL until then. It returns why the cache is not ready when a build
+// failed (searches keep ranking in SQL, and a new build is tried after a
+// back-off) or the Index is closed. A cache that is partial (over its
+// bound) reports ErrCacheBudget; without the dialect's driver.TextStats
+// (PostgreSQL) it first waits for the passes that compute its statistics.
+// It does nothing without a text cache.
+func (x *Index) WarmTextCache(ctx context.Context) error {
+	if x.text == nil {
+		return nil
+	}
+	c := x.text
+	for {
+		err := c.sync(ctx, x.db, x.stmt)
+		if err == nil && c.isPartial() {
+			if c.stats == nil || c.vocab != nil {
+				// The statistics of every content type, computed now.
+				if err := c.warmStats(ctx, x.db); err != nil {
+					return err
+				}
+			}
+			return c.ld.wait(ctx) // why it is partial (ErrCacheBudget)
+		}
+		if !errors.Is(err, errTextCacheLoading) {
+			return err
+		}
+		if err := c.ld.wait(ctx); err != nil {
+			if (c.stats == nil || c.vocab != nil) && errors.Is(err, search.ErrCacheBudget) && c.isPartial() {
+				continue // gone partial: compute its statistics
+			}
+			return fmt.Errorf("search: text cache: %w", err)
+		}
+	}
+}
+
+// textRow is one row read for the cache: its document and term
+// frequencies, or gone (deleted, or no longer indexed).
+type textRow struct {
+	t     search.ContentType
+	id    int64
+	gone  bool
+	doc   textDoc
+	body  textBody
+	terms rowTerms
+}
+
+// rowTerms is one row's analysis: its distinct terms (index: term ->
+// position in freqs), each one's column-weighted count, and for a row
+// whose body is kept and ASCII, the content's tokens as positions in
+// freqs (textPart.add turns them into term ids).
+type rowTerms struct {
+	index map[string]int32
+	freqs []float32
+	toks  []uint32
+}
+
+// catchUp reads what changed since the cache's position (everything when
+// it was never loaded, or fell behind the log's trimming) in one read
+// transaction, and applies it.
+func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	c.mu.RLock()
+	at := c.pos
+	c.mu.RUnlock()
+	if at.valid() && at.covers(cur) {
+		return nil
+	}
+	if !at.valid() || at.trimmed(floor) {
+		return c.reload(ctx, tx, cur)
+	}
+	where, args := c.log.since(at)
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT kind, id FROM search_text_log WHERE `+where, args...)
+	if err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	changed := map[search.ContentType][]int64{}
+	n := 0
+	for rows.Next() {
+		var t search.ContentType
+		var id int64
+		if err := rows.Scan(&t, &id); err != nil {
+			rows.Close()
+			return fmt.Errorf("search: text cache: read log: %w", err)
+		}
+		changed[t] = append(changed[t], id)
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	if n > 10_000 {
+		return c.reload(ctx, tx, cur)
+	}
+	var staged []textRow
+	for _, t := range contentKinds {
+		if staged, err = c.stage(ctx, tx, t, changed[t], &c.scratch, staged); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range staged {
+		p := c.parts[r.t]
+		p.remove(r.id)
+		if !r.gone {
+			p.add(r.doc, r.body, r.terms)
+		}
+	}
+	for _, p := range c.parts {
+		p.maybeCompact()
+	}
+	if n := c.bytes(); n > c.limit && !c.noBodies {
+		c.dropBodies(c.parts)
+	}
+	if n := c.bytes(); n > c.limit {
+		// Partial on every dialect: with driver.TextStats the engine's
+		// statistics, else the cache's own (statsPass).
+		c.rowCosts(c.parts)
+		c.goPartial(cur)
+		return c.partialOver(n)
+	}
+	c.pos = cur
+	return nil
+}
+
+// stage reads kind t's rows ids (changed in the log) with sc's buffers
+// and appends them to staged, those no longer there as gone.
+func (c *textCache) stage(ctx context.Context, tx queryer, t search.ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
+	found := map[int64]bool{}
+	err := c.readByID(ctx, tx, t, ids, sc, func(r textRow) error {
+		found[r.id] = true
+		staged = append(staged, r)
+		return nil
+	})
+	if err != nil {
+		return staged, err
+	}
+	for _, id := range ids {
+		if !found[id] {
+			staged = append(staged, textRow{t: t, id: id, gone: true})
+		}
+	}
+	return staged, nil
+}
+
+// readByID is read over kind t's rows ids, in chunks of 500.
+func (c *textCache) readByID(ctx context.Context, tx queryer, t search.ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		if err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reload builds the whole cache from the current index contents and swaps
+// it in.
+func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
+	if est, err := c.estimate(ctx, tx); err != nil {
+		return err
+	} else if est > c.limit*textEstimateSlack || c.forcePartial {
+		// Decided from counts and a sample, unread: the whole store cannot
+		// be held.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.goPartial(pos)
+		return c.partialOver(est)
+	}
+	parts := map[search.ContentType]*textPart{}
+	var idx, bodies int64 // bytes of the index, of the bodies
+	for _, t := range contentKinds {
+		p := newTextPart(t, textBodies[t] && !c.noBodies)
+		parts[t] = p
+		err := c.read(ctx, tx, t, c.rows[t].sel, nil, &c.scratch, func(r textRow) error {
+			before, beforeBodies := p.bytes, p.bodyBytes
+			p.add(r.doc, r.body, r.terms)
+			idx += p.bytes - before
+			bodies += p.bodyBytes - beforeBodies
+			if idx+bodies > c.limit && !c.noBodies {
+				c.dropBodies(parts)
+				bodies = 0
+			}
+			if idx+bodies > c.limit {
+				c.rowCosts(parts)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.goPartial(pos)
+				return c.partialOver(idx + bodies)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		p.regroup() // the rows came in table order: number them by owner
+	}
+	c.mu.Lock()
+	c.parts, c.pos = parts, pos
+	c.mu.Unlock()
+	return nil
+}
+
+// textScratch is one analysis's reusable buffers: a flight's, a
+// catch-up's or a partition load's, never two at once.
+type textScratch struct {
+	buf  []byte
+	toks []uint32
+	// part: the rows are for partitions, which always hold their bodies
+	// (c.noBodies is the whole-store copy's, changed by its flight).
+	part bool
+	// textPart.addRow's: a row's terms (partition term ids) in the order
+	// first met, their frequencies, and each term id's place among them
+	// (-1: not in the row).
+	order []int32
+	freqs []float32
+	at    []int32
+}
+
+// read analyzes the rows q returns with sc's buffers and passes them to
+// fn; each row's frequency map is fn's to keep.
+func (c *textCache) read(ctx context.Context, tx queryer, t search.ContentType, q string, args []any, sc *textScratch, fn func(textRow) error) error {
+	return c.scan(ctx, tx, t, q, args, func(d textDoc, body textBody, cols []sql.NullString) error {
+		rt, length := c.analyzeRow(t, cols, sc)
+		c.analyzed.Add(1)
+		d.length = int32(min(length, math.MaxInt32))
+		return fn(textRow{t: t, id: d.id, doc: d, body: body, terms: rt})
+	})
+}
+
+// scan passes the rows q returns to fn unanalyzed: each row's document
+// (its length not yet known), body (for the kinds with bodies) and FTS
+// columns in textWeights' order, valid until fn returns.
+func (c *textCache) scan(ctx context.Context, tx queryer, t search.ContentType, q string, args []any, fn func(textDoc, textBody, []sql.NullString) error) error {
+	weights := textWeights[t]
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+	}
+	defer rows.Close()
+	cols := make([]sql.NullString, len(weights))
+	var d textDoc
+	var tags, meta string
+	dest := []any{&d.id, &d.owner, &d.created, &d.superseded}
+	for i := range cols {
+		dest = append(dest, &cols[i])
+	}
+	if textBodies[t] {
+		dest = append(dest, &tags, &meta)
+	}
+	for rows.Next() {
+		d = textDoc{}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+		}
+		var body textBody
+		if textBodies[t] {
+			body = textBody{content: cols[0].String, tags: internJSON(tags), meta: internJSON(meta)}
+		}
+		if err := fn(d, body, cols); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+	}
+	return nil
+}
+
+// analyzeRow analyzes one row's FTS columns of kind t (cols, in weights'
+// order) with sc's buffers and returns its terms and how many tokens it
+// has.
+func (c *textCache) analyzeRow(t search.ContentType, cols []sql.NullString, sc *textScratch) (rowTerms, int) {
+	weights := textWeights[t]
+	n := 0
+	for _, col := range cols {
+		n += len(col.String)
+	}
+	// Sized for a term per 8 bytes (words and the spaces between them,
+	// repeats counted): a row's map is then seldom grown and rehashed as
+	// it fills, which took about a third of analyzing it.
+	rt := rowTerms{index: make(map[string]int32, min(n/8, 1<<12))}
+	length := 0
+	bodies := textBodies[t] && (sc.part || !c.noBodies)
+	for i, col := range cols {
+		w := float32(weights[i])
+		toks := i == 0 && bodies && isASCII(col.String)
+		sc.toks = sc.toks[:0]
+		sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
+			n, ok := rt.index[string(term)] // no allocation for a lookup
+			if !ok {
+				n = int32(len(rt.freqs))
+				rt.index[string(term)] = n
+				rt.freqs = append(rt.freqs, 0)
+			}
+			rt.freqs[n] += w
+			if toks {
+				sc.toks = append(sc.toks, uint32(n))
+			}
+			length++
+		})
+		if toks {
+			rt.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
+			if rt.toks == nil {
+				rt.toks = []uint32{}
+			}
+		}
+	}
+	// A flight's scratch lives as long as the cache, outside its budget:
+	// a huge row's buffers are let go rather than held for good.
+	if cap(sc.toks) > scratchKeepTokens {
+		sc.toks = nil
+	}
+	if cap(sc.buf) > scratchKeepBytes {
+		sc.buf = nil
+	}
+	return rt, length
+}
+
+// The most analyzer scratch a text cache keeps between rows (see
+// analyzeRow): enough for rows of tens of thousands of words.
+const (
+	scratchKeepTokens = 64 << 10
+	scratchKeepBytes  = 256 << 10
+)
+
+// internJSON returns the empty JSON values as constants: most rows have
+// no tags or metadata, and the cache need not hold a copy of "[]" each.
+func internJSON(s string) string {
+	switch s {
+	case "":
+		return ""
+	case "[]":
+		return "[]"
+	case "{}":
+		return "{}"
+	}
+	return s
+}
+
+// newTextPart is an empty index of kind t, holding rows' bodies if bodies.
+func newTextPart(t search.ContentType, bodies bool) *textPart {
+	p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
+		post: map[string]int32{}, owners: map[string]*textOwner{}}
+	if bodies {
+		p.bodies = []textBody{}
+	}
+	return p
+}
+
+// add indexes one row (its previous version must have been removed).
+func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
+	slot, d := p.place(d, len(rt.freqs))
+	var ids []uint32 // position in rt.freqs -> term id
+	if rt.toks != nil && p.bodies != nil {
+		ids = make([]uint32, len(rt.freqs))
+	}
+	for term, n := range rt.index {
+		id, ok := p.post[term]
+		if !ok {
+			id = p.newTerm(term)
+			p.bytes += textCostTerm + int64(len(term))
+		}
+		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: rt.freqs[n]})
+		p.df[id]++
+		p.terms[d.termsAt+n] = id
+		if ids != nil {
+			ids[n] = uint32(id)
+		}
+	}
+	if p.bodies != nil {
+		if ids != nil {
+			for i, n := range rt.toks {
+				rt.toks[i] = ids[n]
+			}
+			body.toks = rt.toks
+		}
+		p.bodies = append(p.bodies, body)
+		p.bodyBytes += body.cost()
+	}
+}
+
+// addRow analyzes one row's FTS columns (cols, in p.weights' order) with
+// sc's buffers and indexes it as add indexes analyzeRow's terms, without
+// a map of the row's own terms: each token is looked up once, in p.
+func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *textScratch) {
+	sc.order, sc.freqs = sc.order[:0], sc.freqs[:0]
+	length := 0
+	for i, col := range cols {
+		w := float32(p.weights[i])
+		toks := i == 0 && p.bodies != nil && isASCII(col.String)
+		sc.toks = sc.toks[:0]
+		sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
+			id, ok := p.post[string(term)] // no allocation for a lookup
+			if !ok {
+				id = p.newTerm(string(term))
+				p.bytes += textCostTerm + int64(len(term))
+			}
+			for int(id) >= len(sc.at) {
+				sc.at = append(sc.at, -1)
+			}
+			n := sc.at[id]
+			if n < 0 {
+				n = int32(len(sc.order))
+				sc.at[id] = n
+				sc.order = append(sc.order, id)
+				sc.freqs = append(sc.freqs, 0)
+			}
+			sc.freqs[n] += w
+			if toks {
+				sc.toks = append(sc.toks, uint32(id))
+			}
+			length++
+		})
+		if toks {
+			body.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
+			if body.toks == nil {
+				body.toks = []uint32{}
+			}
+		}
+	}
+	d.length = int32(min(length, math.MaxInt32))
+	slot, d := p.place(d, len(sc.order))
+	for n, id := range sc.order {
+		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: sc.freqs[n]})
+		p.df[id]++
+		p.terms[d.termsAt+int32(n)] = id
+		sc.at[id] = -1
+	}
+	if p.bodies != nil {
+		p.bodies = append(p.bodies, body)
+		p.bodyBytes += body.cost()
+	}
+	if cap(sc.toks) > scratchKeepTokens {
+		sc.toks = nil
+	}
+	if cap(sc.buf) > scratchKeepBytes {
+		sc.buf = nil
+	}
+}
+
+// place appends d's document with room for its n terms in p.terms (from
+// the returned d.termsAt) and returns its slot.
+func (p *textPart) place(d textDoc, n int) (int32, textDoc) {
+	o, ok := p.owners[d.owner]
+	if !ok {
+		o = &textOwner{name: d.owner}
+		p.owners[d.owner] = o
+		p.bytes += textCostOwner + int64(len(d.owner))
+	}
+	d.owner = o.name
+	slot := int32(len(p.docs))
+	d.termsAt, d.nTerms = int32(len(p.terms)), int32(n)
+	p.terms = slices.Grow(p.terms, n)[:len(p.terms)+n]
+	p.docs = append(p.docs, d)
+	p.slots[d.id] = slot
+	p.live++
+	o.live++
+	if r := len(o.runs); r > 0 && o.runs[r-1].hi == slot {
+		o.runs[r-1].hi++
+	} else {
+		o.runs = append(o.runs, slotRun{slot, slot + 1})
+		p.runs++
+		p.bytes += textCostRun
+	}
+	p.tokens += int64(d.length)
+	p.bytes += textCostDoc + textCostPosting*int64(n)
+	return slot, d
+}
+
+// termIDs returns the ids of query terms' stems as the snippeter stems
+// them (noTerm for a term no row holds).
+func (p *textPart) termIDs(terms []string) []uint32 {
+	ids := make([]uint32, len(terms))
+	for i, t := range terms {
+		ids[i] = noTerm
+		if id, ok := p.post[queryStem(t)]; ok {
+			ids[i] = uint32(id)
+		}
+	}
+	return ids
+}
+
+// newTerm numbers a term the part does not hold yet.
+func (p *textPart) newTerm(term string) int32 {
+	var id int32
+	if n := len(p.free); n > 0 {
+		id, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		id = int32(len(p.lists))
+		p.lists = append(p.lists, nil)
+		p.df = append(p.df, 0)
+	}
+	p.post[term] = id
+	return id
+}
+
+func (p *textPart) remove(id int64) {
+	slot, ok := p.slots[id]
+	if !ok {
+		return
+	}
+	delete(p.slots, id)
+	d := &p.docs[slot]
+	d.dead = true
+	for _, t := range p.terms[d.termsAt : d.termsAt+d.nTerms] {
+		p.df[t]--
+	}
+	if p.bodies != nil {
+		p.bodyBytes -= p.bodies[slot].cost() - textCostBody
+		p.bodies[slot] = textBody{} // its strings can go now
+	}
+	p.live--
+	p.owners[d.owner].live--
+	p.tokens -= int64(d.length)
+	p.dead++
+}
+
+// maybeCompact drops dead slots once they outnumber live ones, and
+// regroups the slots by owner once rows added since the last regrouping
+// have scattered the owners' runs (each owner's queries walk its runs).
+func (p *textPart) maybeCompact() {
+	if (p.dead < 1024 || p.dead < p.live) && p.runs <= len(p.owners)+p.live/8+1024 {
+		return
+	}
+	p.regroup()
+}
+
+// regroup renumbers the live slots, owner by owner (in slot order within
+// an owner), drops the dead ones, the terms no live row holds and the
+// owners without rows, and recomputes the estimate.
+func (p *textPart) regroup() {
+	order := make([]int32, 0, p.live)
+	for i := range p.docs {
+		if !p.docs[i].dead {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return cmp.Compare(p.docs[a].owner, p.docs[b].owner)
+	})
+	remap := make([]int32, len(p.docs))
+	for i := range remap {
+		remap[i] = -1
+	}
+	docs := make([]textDoc, 0, p.live)
+	terms := make([]int32, 0, len(p.terms))
+	var bodies []textBody
+	if p.bodies != nil {
+		bodies = make([]textBody, 0, p.live)
+	}
+	p.bytes, p.bodyBytes = textCostDoc*int64(p.live), 0
+	for name, o := range p.owners {
+		if o.live == 0 {
+			delete(p.owners, name)
+			continue
+		}
+		o.runs = o.runs[:0]
+	}
+	p.runs = 0
+	for _, old := range order {
+		d := p.docs[old]
+		slot := int32(len(docs))
+		remap[old] = slot
+		p.slots[d.id] = slot
+		at := int32(len(terms))
+		terms = append(terms, p.terms[d.termsAt:d.termsAt+d.nTerms]...)
+		d.termsAt = at
+		docs = append(docs, d)
+		o := p.owners[d.owner]
+		if n := len(o.runs); n > 0 {
+			o.runs[n-1].hi = slot + 1
+		} else {
+			o.runs = append(o.runs, slotRun{slot, slot + 1})
+			p.runs++
+		}
+		if bodies != nil {
+			bodies = append(bodies, p.bodies[old])
+			p.bodyBytes += p.bodies[old].cost()
+		}
+	}
+	for name, o := range p.owners {
+		o.runs = slices.Clip(o.runs)
+		p.bytes += textCostOwner + int64(len(name)) + textCostRun
+	}
+	p.bodies = bodies
+	for term, id := range p.post {
+		ps := p.lists[id]
+		kept := ps[:0]
+		for _, x := range ps {
+			if s := remap[x.slot]; s >= 0 {
+				kept = append(kept, posting{slot: s, freq: x.freq})
+			}
+		}
+		if len(kept) == 0 {
+			delete(p.post, term)
+			p.lists[id] = nil
+			p.free = append(p.free, id)
+		} else {
+			slices.SortFunc(kept, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
+			p.lists[id] = slices.Clip(kept)
+			p.bytes += textCostTerm + int64(len(term)) + textCostPosting*int64(len(kept))
+		}
+	}
+	p.docs, p.terms, p.dead = docs, slices.Clip(terms), 0
+}
+
+// textHit is one ranked row: score is FTS5's bm25() value (negative, lower
+// is better).
+type textHit struct {
+	id    int64
+	score float64
+}
+
+// textFilter is a search's filters over the text cache's copy of a row
+// (textKeep): keep decides, and the scope says which owners' rows can
+// pass at all (every owner's with all; else agent's, and those of the
+// owners of the shared blocks), so a search reads only their postings.
+type textFilter struct {
+	keep   func(*textDoc) bool
+	all    bool
+	agent  string
+	shared map[int64]bool // block ids shared with agent
+}
+
+// runs returns the slot runs of the owners whose rows f can keep, in slot
+// order; callers hold c.mu and handle f.all themselves.
+func (p *textPart) scopeRuns(f textFilter) []slotRun {
+	var runs []slotRun
+	seen := map[*textOwner]bool{}
+	visit := func(o *textOwner) {
+		if o != nil && !seen[o] {
+			seen[o] = true
+			runs = append(runs, o.runs...)
+		}
+	}
+	visit(p.owners[f.agent])
+	for id := range f.shared {
+		if slot, ok := p.slots[id]; ok {
+			visit(p.owners[p.docs[slot].owner])
+		}
+	}
+	slices.SortFunc(runs, func(a, b slotRun) int { return cmp.Compare(a.lo, b.lo) })
+	return runs
+}
+
+// addBM25 adds to scores the bm25 term score (fts5Bm25Function's
+// expression: the phrase's idf, the average row length avgdl) of each
+// live row in ps, and appends its slot to touched when it had none.
+func (p *textPart) addBM25(ps []posting, idf, avgdl float64, scores []float64, touched []int32) []int32 {
+	for _, x := range ps {
+		d := &p.docs[x.slot]
+		if d.dead {
+			continue
+		}
+		if scores[x.slot] == 0 {
+			touched = append(touched, x.slot)
+		}
+		f := float64(x.freq)
+		D := float64(d.length)
+		scores[x.slot] += idf * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*D/avgdl)))
+	}
+	return touched
+}
+
+// search ranks kind t's rows matching any of terms (analyzed query terms,
+// each one FTS5 phrase) that f keeps, by bm25 then id, and returns the
+// first limit. It must run after sync, and computes what
+//
+//	SELECT rowid, bm25(fts, weights...) FROM fts WHERE fts MATCH '"t1" OR "t2" ...'
+//	ORDER BY 2, rowid LIMIT limit
+//
+// returns, filtered by f: the statistics are the whole part's, but only
+// the postings of the owners in f's scope are scored.
+func (c *textCache) search(t search.ContentType, terms []string, f textFilter, limit int) []textHit {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[t]
+	if p == nil || p.live == 0 || limit <= 0 {
+		return nil
+	}
+	var runs []slotRun
+	if !f.all {
+		if runs = p.scopeRuns(f); len(runs) == 0 {
+			return nil
+		}
+	}
+	keep := f.keep
+	sb, _ := c.pool.Get().(*scoreBuf)
+	if sb == nil {
+		sb = &scoreBuf{}
+	}
+	if cap(sb.scores) < len(p.docs) {
+		sb.scores = make([]float64, len(p.docs))
+	}
+	scores := sb.scores[:len(p.docs)]
+	touched := sb.touched[:0]
+	nRow := int64(p.live)
+	avgdl := float64(p.tokens) / float64(nRow)
+	for _, term := range terms {
+		id, ok := p.post[term]
+		if !ok {
+			continue
+		}
+		nHit := int64(p.df[id])
+		if nHit == 0 {
+			continue
+		}
+		// The same expressions, in the same order, as fts5Bm25Function. The
+		// scores agree with FTS5's up to the last bit of log(), which is the
+		// C library's there (musl's under modernc, glibc's under cgo).
+		idf := bm25IDF(nRow, nHit)
+		ps := p.lists[id]
+		if f.all {
+			touched = p.addBM25(ps, idf, avgdl, scores, touched)
+			continue
+		}
+		for _, r := range runs {
+			// The list is in slot order: the run's postings are the
+			// stretch from the first slot at or after r.lo to r.hi.
+			i, _ := slices.BinarySearchFunc(ps, r.lo, func(x posting, lo int32) int { return cmp.Compare(x.slot, lo) })
+			j := i
+			for j < len(ps) && ps[j].slot < r.hi {
+				j++
+			}
+			touched = p.addBM25(ps[i:j], idf, avgdl, scores, touched)
+			ps = ps[j:]
+		}
+	}
+	hits := make([]textHit, 0, min(len(touched), limit+1))
+	worst := func() textHit { return hits[len(hits)-1] }
+	better := func(a, b textHit) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	}
+	for _, slot := range touched {
+		d := &p.docs[slot]
+		h := textHit{id: d.id, score: -scores[slot]}
+		scores[slot] = 0
+		if len(hits) == limit && better(h, worst()) >= 0 {
+			continue
+		}
+		if !keep(d) {
+			continue
+		}
+		// Insertion into the sorted top list: limit is small next to the
+		// number of matches.
+		i, _ := slices.BinarySearchFunc(hits, h, better)
+		if len(hits) < limit {
+			hits = slices.Insert(hits, i, h)
+		} else {
+			copy(hits[i+1:], hits[i:len(hits)-1])
+			hits[i] = h
+		}
+	}
+	sb.touched = touched[:0]
+	c.pool.Put(sb)
+	return hits
+}
+
+// cachedFTS answers a full-text leg from the text cache, ranked in process,
+// as stubs: the rows that make the page are fetched by Index.fill, which
+// checks the filters again in SQL. ok is false when the leg must run in
+// SQL instead: a query term FTS5 would read as a phrase of several tokens.
+func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope search.Scope, s *settings, limit int) ([]*hit, bool, error) {
+	phrases, ok := cachePhrases(terms)
+	if !ok {
+		return nil, false, nil
+	}
+	f, ok, err := x.textKeep(ctx, k, scope, s)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	var hits []textHit
+	if x.text.isPartial() {
+		if hits, ok, err = x.partialFTS(ctx, k, terms, phrases, f, limit); !ok || err != nil {
+			return nil, false, err
+		}
+	} else {
+		hits = x.text.search(k.t, phrases, f, limit)
+	}
+	out := make([]*hit, len(hits))
+	for i, h := range hits {
+		out[i] = &hit{Result: search.Result{Type: k.t, ID: h.id,
+			Source: search.ScoreSource{FTSRank: i + 1, BM25: h.score}}, stub: true}
+	}
+	x.textAnswers.Add(1)
+	return out, true, nil
+}
+
+// textKeep returns the search's filters (scope, superseded rows, time
+// window) as a check of the text cache's copy of a row, with the cache
+// caught up to the log. ok is false when the cache is still loading (rank
+// and filter in SQL meanwhile). Tag and metadata filters are not in the
+// cache: callers check for them first.
+func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *settings) (f textFilter, ok bool, err error) {
+	if err := x.text.sync(ctx, x.db, x.stmt); errors.Is(err, errTextCacheLoading) {
+		return f, false, nil
+	} else if err != nil {
+		return f, false, err
+	}
+	var shared map[int64]bool
+	if k.t == search.Blocks && !scope.All {
+		if shared, err = x.sharedWith(ctx, scope.Agent); err != nil {
+			return f, false, err
+		}
+	}
+	var since, until int64 = math.MinInt64, math.MaxInt64
+	if !s.Since.IsZero() {
+		since = unixNanos(s.Since)
+	}
+	if !s.Until.IsZero() {
+		until = unixNanos(s.Until)
+	}
+	keep := func(d *textDoc) bool {
+		if !scope.All && d.owner != scope.Agent && !shared[d.id] {
+			return false
+		}
+		if d.superseded && !s.IncludeSuperseded {
+			return false
+		}
+		return d.created >= since && d.created < until
+	}
+	return textFilter{keep: keep, all: scope.All, agent: scope.Agent, shared: shared}, true, nil
+}
+
+// cachedRows returns the rows of kind k with the given ids that pass the
+// search's filters, from the text cache's copy of them (caught up to the
+// log first), in no particular order: whole, or stubs holding only Type
+// and ID when idsOnly (the vector leg's filter check, without a query).
+// missing are the ids the cache does not hold (written after its
+// catch-up, or gone), for SQL to look at. ok is false when the cache
+// cannot answer: no text cache, tag or metadata filters, still loading,
+// or whole rows of a kind it does not hold them for (textBodies, or
+// dropped for the bound).
+func (x *Index) cachedRows(ctx context.Context, k *kind, ids []int64, scope search.Scope, s *settings, terms []string, idsOnly bool) (rows []*hit, missing []int64, ok bool, err error) {
+	if x.text == nil || (!idsOnly && !textBodies[k.t]) || s.hasTagFilter() || len(s.Metadata) > 0 {
+		return nil, nil, false, nil
+	}
+	f, ok, err := x.textKeep(ctx, k, scope, s)
+	if !ok || err != nil {
+		return nil, nil, false, err
+	}
+	keep := f.keep
+	c := x.text
+	var owners []string
+	if c.isPartial() {
+		if scope.All {
+			return nil, nil, false, nil
+		}
+		if owners, err = x.scopeOwners(ctx, k.t, scope.Agent); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[k.t]
+	var held []*textPart // a partial cache's partitions of the scope's owners
+	if c.partial {
+		for _, o := range owners {
+			if op := c.owned[k.t][o]; op != nil {
+				held = append(held, op)
+			}
+		}
+	} else if p == nil || (!idsOnly && p.bodies == nil) {
+		return nil, nil, false, nil
+	}
+	rows = make([]*hit, 0, len(ids))
+	var termIDs []uint32
+	for _, id := range ids {
+		slot, in := int32(0), false
+		if c.partial {
+			// Each partition numbers its terms: the query's ids are its own.
+			p, termIDs = nil, nil
+			for _, op := range held {
+				if slot, in = op.slots[id]; in {
+					p = op
+					break
+				}
+			}
+		} else {
+			slot, in = p.slots[id]
+		}
+		if !in {
+			missing = append(missing, id)
+			continue
+		}
+		d := &p.docs[slot]
+		switch {
+		case !keep(d):
+		case idsOnly:
+			rows = append(rows, &hit{Result: search.Result{Type: k.t, ID: id}, stub: true})
+		default:
+			b := p.bodies[slot]
+			r := &hit{Result: search.Result{Type: k.t, ID: id, Owner: d.owner, Content: b.content,
+				Created: time.Unix(0, d.created).UTC(), Superseded: d.superseded}}
+			if b.toks != nil && len(terms) > 0 {
+				// The query's term ids, read under the same lock as the
+				// row's: the numbering is the one its toks use.
+				if termIDs == nil {
+					termIDs = p.termIDs(terms)
+				}
+				r.toks, r.termIDs = b.toks, termIDs
+			}
+			decodeJSONColumns(r, b.tags, b.meta)
+			rows = append(rows, r)
+		}
+	}
+	if idsOnly {
+		x.textFilters.Add(1)
+	} else {
+		x.textRows.Add(1)
+	}
+	return rows, missing, true, nil
+}
+
+// sharedWith returns the ids of the blocks shared with agent.
+func (x *Index) sharedWith(ctx context.Context, agent string) (map[int64]bool, error) {
+	rows, err := x.query(ctx, `SELECT block_id FROM shares WHERE agent = ?`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("search: read shares of %q: %w", agent, err)
+	}
+	defer rows.Close()
+	m := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("search: read shares of %q: %w", agent, err)
+		}
+		m[id] = true
+	}
+	return m, rows.Err()
+}

@@ -1,0 +1,1473 @@
+package searchindex
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/search"
+)
+
+// textEstimateSlack: a store whose estimated copy (estimate) exceeds the
+// bound by more than this factor goes partial unread; below it the build
+// runs and, should the estimate have been low, goes partial when it
+// crosses the bound (having analyzed at most about the bound's worth).
+const textEstimateSlack = 2
+
+// textStatsShare is the share of the bound the cached document
+// frequencies may take before they are let go (they are re-read); a
+// content type's complete ones (a dialect without driver.TextStats) are never
+// computed past it: that type then ranks in SQL.
+const textStatsShare = 8
+
+// textCatchUpMax is how many changed rows a catch-up of a partial cache
+// reads under its lock; past it the kinds they are of start over.
+const textCatchUpMax = 10_000
+
+// partialState is a textCache's partial mode, guarded by textCache.mu.
+type partialState struct {
+	stats   driver.TextStats      // the dialect's; nil: the cache's own (statsPass)
+	vocab   driver.TextVocabulary // the dialect's, with stats; nil: none
+	partial bool
+	// owned[kind][owner] is an owner's partition: a textPart holding only
+	// that owner's rows, whose own df and totals go unused (ranking reads
+	// gstats).
+	owned  map[search.ContentType]map[string]*textPart
+	held   int64 // bytes of the partitions
+	clock  atomic.Int64
+	gstats map[search.ContentType]*textStats
+	// rowCost is the estimated bytes a row takes in a partition, for
+	// refusing an owner whose rows alone would exceed the bound unread;
+	// tooBig remembers the refused ones until their kind changes;
+	// ownCost the bytes per row of those refused after their rows were
+	// read (longer than rowCost has it), kept across changes so that the
+	// next try refuses them from their row count again, unread.
+	rowCost map[search.ContentType]int64
+	tooBig  map[search.ContentType]map[string]bool
+	ownCost map[search.ContentType]map[string]int64
+	// scopeBig remembers, until their kind changes, the agents whose
+	// scope (their own and their sharers' partitions) did not fit the
+	// bound together: loading it evicts its own partitions, so every
+	// search would read them all again only to rank in SQL.
+	scopeBig map[search.ContentType]map[string]bool
+	// loads are the partition loads in flight, guarded by loadMu (not
+	// c.mu: a load runs without c.mu).
+	loadMu sync.Mutex
+	loads  map[partKey]*partLoad
+	// inflight are the bytes the loads in flight are estimated to
+	// analyze (their rows at rowCost), guarded by loadMu: loads run
+	// outside c.mu, each sized against the bound alone, so without it
+	// many first searches at once would together hold many times the
+	// bound before any was installed and evicted. inflightWake closes
+	// when some are released.
+	inflight     int64
+	inflightWake chan struct{}
+
+	// For tests: forcePartial makes a build go partial whatever the
+	// estimate; analyzed counts the rows read and analyzed; catchUpMax,
+	// when set, stands for textCatchUpMax.
+	forcePartial bool
+	catchUpMax   int
+	analyzed     atomic.Int64
+	// beforeLoad, set by tests, runs in a partition's load once its rows
+	// are read, with the load's context.
+	beforeLoad func(ctx context.Context, t search.ContentType, owner string)
+	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
+	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
+	passes     atomic.Int64 // statistics passes run to the end (statsPass)
+	drops      atomic.Int64 // loaded statistics dropped (dropStats)
+	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
+	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)
+	// afterCount, set by tests, runs in a statistics pass once its rows
+	// are counted, before they are installed, with the pass's context.
+	afterCount func(ctx context.Context, t search.ContentType)
+
+	// The statistics passes of a dialect without driver.TextStats
+	// (textstatspass.go), guarded by passMu.
+	passMu     sync.Mutex
+	passing    map[search.ContentType]chan struct{} // running: closed when done
+	passRetry  map[search.ContentType]passRetry
+	passClosed bool
+	passWG     sync.WaitGroup
+}
+
+// textStats are one kind's store-wide bm25 statistics as read from the
+// engine at log position seq (when the highest row id was maxID), then
+// moved along by catch-ups: a row added since (an id above maxID, or a
+// row of a resident partition whose version there is the one the
+// statistics counted) changes them by what it adds and takes away; any
+// other change drops them (gen moves on), and the next search reads
+// them again.
+//
+// Without driver.TextStats (PostgreSQL) the statistics are the cache's own,
+// computed by a background pass over every row (statsPass): complete,
+// df then holds every term any row holds, and a term it lacks has df 0
+// (with driver.TextStats df holds the terms read so far).
+type textStats struct {
+	gen          int64
+	loaded       bool
+	complete     bool
+	pos          logPos
+	maxID        int64
+	rows, tokens int64
+	df           map[string]int64 // by analyzed term
+	bytes        int64
+}
+
+// queryer is what reading rows needs (*sql.DB, *sql.Tx).
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (c *textCache) isPartial() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.partial
+}
+
+// goPartial drops the whole-store copy and makes the cache partial at log
+// position pos; c.mu is held (or the cache not yet shared).
+func (c *textCache) goPartial(pos logPos) {
+	c.partial, c.parts, c.pos, c.noBodies = true, nil, pos, false
+	c.owned = map[search.ContentType]map[string]*textPart{}
+	c.gstats = map[search.ContentType]*textStats{}
+	c.tooBig = map[search.ContentType]map[string]bool{}
+	c.ownCost = map[search.ContentType]map[string]int64{}
+	c.scopeBig = map[search.ContentType]map[string]bool{}
+	for _, t := range contentKinds {
+		c.owned[t] = map[string]*textPart{}
+		c.gstats[t] = &textStats{}
+		c.tooBig[t] = map[string]bool{}
+		c.ownCost[t] = map[string]int64{}
+		c.scopeBig[t] = map[string]bool{}
+	}
+	c.held = 0
+	if c.rowCost == nil {
+		c.rowCost = map[search.ContentType]int64{}
+	}
+}
+
+// partialOver is what the loader records for a cache gone partial.
+func (c *textCache) partialOver(n int64) error {
+	return fmt.Errorf("%w; it holds the rows of the agents searched lately", c.overBudget(n))
+}
+
+// rowCosts records the bytes per row of parts (a whole or partial copy
+// that outgrew the bound), for refusing owners too big to hold.
+func (c *textCache) rowCosts(parts map[search.ContentType]*textPart) {
+	if c.rowCost == nil {
+		c.rowCost = map[search.ContentType]int64{}
+	}
+	for t, p := range parts {
+		if p.live > 0 {
+			c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
+	}
+}
+
+// estimate returns the bytes a whole-store copy would take, from each
+// kind's row count and a sample of its first rows analyzed (the terms
+// extrapolated as the square root of the rows, Heaps' law: a vocabulary
+// grows much slower than the rows), so a store far over the bound is
+// never read whole. It records the sample's bytes per row (rowCost).
+func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
+	const sample = 256
+	if c.rowCost == nil {
+		c.rowCost = map[search.ContentType]int64{}
+	}
+	var est int64
+	for _, t := range contentKinds {
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+kinds[t].base).Scan(&n); err != nil {
+			return 0, fmt.Errorf("search: text cache: count %s: %w", kinds[t].name, err)
+		}
+		if n == 0 {
+			continue
+		}
+		p := newTextPart(t, textBodies[t] && !c.noBodies)
+		err := c.read(ctx, tx, t, c.rows[t].sel+` ORDER BY `+c.rows[t].key+` LIMIT `+fmt.Sprint(sample), nil, &c.scratch, func(r textRow) error {
+			p.add(r.doc, r.body, r.terms)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if p.live == 0 {
+			continue
+		}
+		var terms int64 // the sample's bytes of its vocabulary
+		for term := range p.post {
+			terms += textCostTerm + int64(len(term))
+		}
+		perRow := (p.bytes + p.bodyBytes - terms) / int64(p.live)
+		c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
+		est += perRow*n + int64(float64(terms)*math.Sqrt(float64(n)/float64(p.live)))
+	}
+	return est, nil
+}
+
+// partialSync catches a partial cache up to cur (read by sync): the
+// changed rows of resident partitions are read again, and the statistics
+// of every kind that changed are dropped (read again by the next
+// search). It runs in the search, under c.mu: it reads only what changed.
+func (c *textCache) partialSync(ctx context.Context, db *sql.DB, cur logPos, ver int64, versioned bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pos.valid() && c.pos.covers(cur) {
+		c.fresh.upToDate(ver, versioned)
+		return nil
+	}
+	if err := c.partialCatchUp(ctx, db); err != nil {
+		c.ld.log.Error("search: text cache catch-up failed; searching in SQL", "err", err)
+		return errTextCacheLoading
+	}
+	c.fresh.upToDate(ver, versioned)
+	return nil
+}
+
+// partialCatchUp replays the log since c.pos into the partitions; c.mu is
+// held.
+func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if c.pos.covers(cur) {
+		return nil
+	}
+	if c.pos.trimmed(floor) {
+		// The log was trimmed past c.pos: what changed is unknown.
+		c.goPartial(cur) // the partitions load again as their owners search
+		return nil
+	}
+	spans, err := c.readSpans(ctx, tx, c.pos, 0)
+	if err != nil {
+		return err
+	}
+	changed := map[search.ContentType][]int64{}
+	n := 0
+	for t, ids := range spans {
+		for id := range ids {
+			changed[t] = append(changed[t], id)
+			n++
+		}
+	}
+	for _, ids := range changed {
+		slices.Sort(ids)
+	}
+	if n > cmp.Or(c.catchUpMax, textCatchUpMax) {
+		// Too much to read under c.mu: the kinds that changed start over
+		// (their owners load again as they search; a dialect without
+		// driver.TextStats counts their statistics again); the others keep theirs.
+		for t := range changed {
+			if _, ok := kinds[t]; ok {
+				c.startOver(t)
+			}
+		}
+		clear(changed)
+	}
+	var staged []textRow
+	sc := &textScratch{part: true}
+	for t, ids := range changed {
+		if _, ok := kinds[t]; !ok {
+			continue
+		}
+		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
+		inc := t != search.Blocks && c.gstats[t].loaded // blocks enter FTS5 lazily: no deltas
+		if !inc {
+			c.dropStats(t)
+		}
+		if len(c.owned[t]) == 0 && !inc {
+			continue
+		}
+		if staged, err = c.stage(ctx, tx, t, ids, sc, staged); err != nil {
+			return err
+		}
+	}
+	c.moveStats(staged, spans, cur)
+	touched := map[*textPart]bool{}
+	for _, r := range staged {
+		for _, p := range c.owned[r.t] {
+			if _, ok := p.slots[r.id]; ok {
+				p.remove(r.id)
+				touched[p] = true
+			}
+		}
+		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone {
+			p.add(r.doc, r.body, r.terms)
+			touched[p] = true
+		}
+	}
+	for p := range touched {
+		p.maybeCompact()
+	}
+	for _, parts := range c.owned {
+		for _, p := range parts {
+			p.hiPos = cur // every row now at its version of cur
+		}
+	}
+	c.recount()
+	c.evict(nil)
+	c.pos = cur
+	return nil
+}
+
+// logSpan is one row's log entries in a catch-up that may have changed
+// its indexed text (search_text_log.changed), none when no entry did:
+// entries that left the text alone (a supersession sets valid_to and
+// superseded_by) leave the statistics as they were whoever holds the
+// row, so a kind's statistics survive other agents' such writes.
+//
+// mark is the highest changed value among them: for messages, 2 is the
+// row's own insert or indexed columns, 1 a neighbour's change (SQLite
+// migration 0022).
+type logSpan struct {
+	changed []logEntry // in (position, sequence) order
+	mark    int64
+}
+
+// first is s's first entry that changed the text (the zero entry when
+// none did).
+func (s logSpan) first() logEntry {
+	if len(s.changed) == 0 {
+		return logEntry{}
+	}
+	return s.changed[0]
+}
+
+// heldBy reports whether p holds every entry of s that changed the text
+// (true when none did).
+func (s logSpan) heldBy(p logPos) bool {
+	for _, e := range s.changed {
+		if !p.holds(e.pos) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyHeldBy reports whether p holds an entry of s that changed the text.
+func (s logSpan) anyHeldBy(p logPos) bool {
+	for _, e := range s.changed {
+		if p.holds(e.pos) {
+			return true
+		}
+	}
+	return false
+}
+
+// readSpans reads the log entries at holds not (of kind t; 0: every
+// kind) as each row's logSpan.
+func (c *textCache) readSpans(ctx context.Context, tx queryer, at logPos, t search.ContentType) (map[search.ContentType]map[int64]logSpan, error) {
+	where, args := c.log.since(at)
+	if t != 0 {
+		where += ` AND kind = ?`
+		args = append(args, int(t))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind, id, `+c.log.Position+`, seq, changed FROM search_text_log WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	defer rows.Close()
+	spans := map[search.ContentType]map[int64]logSpan{}
+	for rows.Next() {
+		var t search.ContentType
+		var id, changed int64
+		var e logEntry
+		if err := rows.Scan(&t, &id, &e.pos, &e.seq, &changed); err != nil {
+			return nil, fmt.Errorf("search: text cache: read log: %w", err)
+		}
+		if spans[t] == nil {
+			spans[t] = map[int64]logSpan{}
+		}
+		sp := spans[t][id]
+		sp.mark = max(sp.mark, changed)
+		if changed != 0 {
+			sp.changed = append(sp.changed, e)
+		}
+		spans[t][id] = sp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: read log: %w", err)
+	}
+	for _, ids := range spans {
+		for id, sp := range ids {
+			slices.SortFunc(sp.changed, func(a, b logEntry) int {
+				return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.seq, b.seq))
+			})
+			ids[id] = sp
+		}
+	}
+	return spans, nil
+}
+
+// moveStats applies the rows a catch-up read (staged, each kind's log
+// spans in it) to the statistics of the kinds that keep theirs (loaded:
+// not dropped by partialCatchUp), before the partitions take the rows,
+// and moves them to log position cur; a change they cannot follow
+// drops a kind's. c.mu is held.
+func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map[int64]logSpan, cur logPos) {
+	moves := map[search.ContentType]*statsMove{}
+	var arrivals map[msgPlace]*textRow // built on first need
+	for _, r := range staged {
+		s := c.gstats[r.t]
+		if !s.loaded {
+			continue
+		}
+		m := moves[r.t]
+		if m == nil {
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
+			moves[r.t] = m
+		}
+		m.row(s, r, spans[r.t], staged, &arrivals, func(id int64) *textPart {
+			for _, p := range c.owned[r.t] {
+				if _, ok := p.slots[id]; ok {
+					return p
+				}
+			}
+			return nil
+		})
+	}
+	for t, s := range c.gstats {
+		if !s.loaded {
+			continue // a kind without changes keeps its values, now of cur too
+		}
+		if m := moves[t]; m != nil && !m.apply(s, c.limit/textStatsShare) {
+			c.dropStats(t)
+			continue
+		}
+		s.pos = later(s.pos, cur)
+	}
+}
+
+// statsMove is what a catch-up's rows change in one kind's statistics.
+type statsMove struct {
+	rows, tokens int64
+	df           map[string]int64
+	maxID        int64
+	failed       bool // a change the statistics cannot follow
+	// unmarked: the log does not tell a row's own changes from its
+	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
+	unmarked bool
+	// gone counts, by resident partition and term id, the terms of the
+	// rows complete statistics take away as that partition holds them:
+	// apply names them in one walk of each partition's terms, not one
+	// walk per changed row.
+	gone map[*textPart]map[int32]int64
+}
+
+// row adds to m what row r (spans: the log spans of r's kind in the
+// catch-up) changes in s; old finds the resident partition holding r's
+// previous version (nil: none). arrivals indexes staged's new messages,
+// built on first need.
+func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+	sp := spans[r.id]
+	if m.failed || sp.heldBy(s.pos) {
+		return // its text now is the one counted when the statistics were read
+	}
+	if r.id <= s.maxID {
+		// The statistics counted a version of this row: only one a
+		// resident partition holds as it was then will do.
+		p := old(r.id)
+		if sp.anyHeldBy(s.pos) || p == nil || sp.anyHeldBy(p.hiPos) {
+			if r.t == search.Messages && !r.gone && len(sp.changed) == 1 && sp.mark == 1 {
+				if *arrivals == nil {
+					*arrivals = newMessages(staged, s.maxID)
+				}
+				// Where the log marks a row's own changes as its
+				// neighbours', r's one entry must be the arrival's doing:
+				// written by the arrival's insert, before the arrival
+				// itself is logged (row triggers run first). An entry of
+				// r's own after the arrival (r moved beside it) is not.
+				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.changed[0].before(spans[from].first())) {
+					m.tokens += grew
+					if s.complete {
+						for term := range r.terms.index {
+							if !had(term) {
+								m.df[term]++
+							}
+						}
+						return
+					}
+					for term := range s.df {
+						if _, ok := r.terms.index[term]; ok && !had(term) {
+							m.df[term]++
+						}
+					}
+					return
+				}
+			}
+			m.failed = true
+			return
+		}
+		doc := &p.docs[p.slots[r.id]]
+		m.rows--
+		m.tokens -= int64(doc.length)
+		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
+		if s.complete {
+			// Every term the row held (s.df holds the store's whole
+			// vocabulary): named by apply.
+			g := m.gone[p]
+			if g == nil {
+				if m.gone == nil {
+					m.gone = map[*textPart]map[int32]int64{}
+				}
+				g = map[int32]int64{}
+				m.gone[p] = g
+			}
+			for _, id := range held {
+				g[id]++
+			}
+		} else {
+			for term := range s.df {
+				if id, ok := p.post[term]; ok && slices.Contains(held, id) {
+					m.df[term]--
+				}
+			}
+		}
+	}
+	m.maxID = max(m.maxID, r.id)
+	if !r.gone {
+		m.rows++
+		m.tokens += int64(r.doc.length)
+		for term := range r.terms.index {
+			if _, ok := s.df[term]; ok || s.complete {
+				m.df[term]++
+			}
+		}
+	}
+}
+
+// apply moves s by m; false when the statistics must go instead: a
+// change they cannot follow, or complete ones grown past share bytes
+// (or gone inconsistent, which a correct log never makes them). The
+// partitions in m.gone must still hold what row saw in them.
+func (m *statsMove) apply(s *textStats, share int64) bool {
+	if m.failed {
+		return false
+	}
+	for p, g := range m.gone { // (the partitions hold what row saw)
+		for term, id := range p.post {
+			if n := g[id]; n > 0 {
+				m.df[term] -= n
+			}
+		}
+	}
+	s.rows += m.rows
+	s.tokens += m.tokens
+	s.maxID = m.maxID
+	for term, n := range m.df {
+		if !s.complete {
+			s.df[term] += n
+			continue
+		}
+		v, had := s.df[term]
+		v += n
+		switch {
+		case v < 0:
+			return false
+		case v == 0 && had:
+			delete(s.df, term)
+			s.bytes -= textCostTerm + int64(len(term))
+		case v > 0:
+			if !had {
+				s.bytes += textCostTerm + int64(len(term))
+			}
+			s.df[term] = v
+		}
+	}
+	return !s.complete || (s.rows >= 0 && s.tokens >= 0 && s.bytes <= share)
+}
+
+// msgPlace is a message's place: its owner, batch and seq.
+type msgPlace struct {
+	owner, batch string
+	seq          int64
+}
+
+// newMessages indexes by place the staged messages added since the
+// statistics were read (ids above maxID).
+func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
+	out := map[msgPlace]*textRow{}
+	for i := range staged {
+		m := &staged[i]
+		if m.t != search.Messages || m.gone || m.id <= maxID {
+			continue
+		}
+		if batch, seq, ok := messagePlace(m.body.meta); ok {
+			out[msgPlace{m.doc.owner, batch, seq}] = m
+		}
+	}
+	return out
+}
+
+// neighbourArrived recognises a message row r whose one change since the
+// statistics were read was logged for a neighbour (changed 1) while a
+// new message (arrivals: id above maxID) sits next to it in its batch:
+// that arrival filled r's context column on that side (seq ± 1) from
+// empty, as (agent, batch_id, seq) is unique, and nothing else of r's
+// indexed text changed, or r would have been logged again. r's text as
+// counted is then its text now without that column: grew is the tokens
+// the column added, had whether the counted text held a term, from the
+// arrival's id.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, from int64, ok bool) {
+	batch, seq, ok := messagePlace(r.body.meta)
+	if !ok {
+		return 0, nil, 0, false
+	}
+	var next, prev *textRow
+	if seq < math.MaxInt64 {
+		next = arrivals[msgPlace{r.doc.owner, batch, seq + 1}]
+	}
+	if seq > math.MinInt64 {
+		prev = arrivals[msgPlace{r.doc.owner, batch, seq - 1}]
+	}
+	arrived, w := next, float32(textWeights[search.Messages][2]) // context_after
+	switch {
+	case next != nil && prev != nil:
+		return 0, nil, 0, false // both sides: r would have been logged twice
+	case prev != nil:
+		arrived, w = prev, float32(textWeights[search.Messages][1]) // context_before
+	case next == nil:
+		return 0, nil, 0, false
+	}
+	added := map[string]float32{}
+	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
+		added[string(term)] += w
+		grew++
+	})
+	for term, f := range added {
+		n, ok := r.terms.index[term]
+		if !ok || r.terms.freqs[n] < f {
+			return 0, nil, 0, false // r's text is not its counted text plus the column
+		}
+	}
+	had = func(term string) bool {
+		n, ok := r.terms.index[term]
+		return ok && r.terms.freqs[n] > added[term]
+	}
+	return grew, had, arrived.id, true
+}
+
+// messagePlace reads a message row's batch and seq from its result
+// metadata (messageMeta).
+func messagePlace(meta string) (batch string, seq int64, ok bool) {
+	var m struct {
+		Batch *string `json:"batch_id"`
+		Seq   *int64  `json:"seq"`
+	}
+	if json.Unmarshal([]byte(meta), &m) != nil || m.Batch == nil || m.Seq == nil {
+		return "", 0, false
+	}
+	return *m.Batch, *m.Seq, true
+}
+
+// dropStats forgets kind t's statistics; c.mu is held. Without
+// driver.TextStats the next search of kind t starts a pass to compute them
+// again (statsFor), and such searches rank in SQL until it is done.
+func (c *textCache) dropStats(t search.ContentType) {
+	s := c.gstats[t]
+	if s.loaded {
+		c.drops.Add(1)
+	}
+	c.gstats[t] = &textStats{gen: s.gen + 1}
+}
+
+// startOver forgets kind t's partitions and statistics; c.mu is held.
+func (c *textCache) startOver(t search.ContentType) {
+	c.owned[t] = map[string]*textPart{}
+	clear(c.tooBig[t])
+	clear(c.scopeBig[t])
+	c.dropStats(t)
+}
+
+// textCostPart is what a partition costs before its first row: the
+// textPart with its empty maps, its entry in owned and the owner's name
+// (measured: about 450 bytes). Charged so that partitions of owners
+// without rows (any agent name a search names) are evicted like others
+// rather than piling up free of charge (TestTextCachePartialChurnBounded).
+const textCostPart = 512
+
+// partCost is what owner's partition p is charged against the bound.
+func partCost(owner string, p *textPart) int64 {
+	return textCostPart + int64(len(owner)) + p.bytes + p.bodyBytes
+}
+
+// recount sums the partitions' bytes (held); c.mu is held.
+func (c *textCache) recount() {
+	c.held = 0
+	for _, parts := range c.owned {
+		for owner, p := range parts {
+			c.held += partCost(owner, p)
+		}
+	}
+}
+
+// partialBytes is what a partial cache holds: partitions and statistics;
+// c.mu is held.
+func (c *textCache) partialBytes() int64 {
+	n := c.held
+	for _, s := range c.gstats {
+		n += s.bytes
+	}
+	return n
+}
+
+// evict drops the least recently used partitions (never keep) until the
+// cache is within its bound; c.mu is held.
+func (c *textCache) evict(keep *textPart) {
+	if c.partialBytes() <= c.limit {
+		return
+	}
+	for _, v := range lruOrder(c.owned, keep, func(p *textPart) int64 { return p.used.Load() }) {
+		if c.partialBytes() <= c.limit {
+			return
+		}
+		p := c.owned[v.t][v.owner]
+		c.held -= partCost(v.owner, p)
+		delete(c.owned[v.t], v.owner)
+	}
+}
+
+// ensure loads owner's partition of kind t into the partial cache,
+// evicting the least recently used others to stay within the bound, and
+// marks it used; held is false when the owner's rows alone exceed the
+// bound (or the cache is not partial): the leg then ranks in SQL.
+// A first search loads in the foreground: an owner's rows are what its
+// searches read anyway, and their analysis costs about what one SQL
+// ranking over them does. The load runs outside c.mu (searches of
+// resident partitions go on meanwhile); searches wanting the same
+// partition wait for it (until their ctx ends), and load it themselves
+// should the search that started it give up.
+func (c *textCache) ensure(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (held bool, err error) {
+	for {
+		if held, known := c.resident(t, owner); known {
+			return held, nil
+		}
+		key := partKey{t, owner}
+		c.loadMu.Lock()
+		f := c.loads[key]
+		if f == nil {
+			f = &partLoad{done: make(chan struct{})}
+			if c.loads == nil {
+				c.loads = map[partKey]*partLoad{}
+			}
+			c.loads[key] = f
+			c.loadMu.Unlock()
+			f.held, f.err = c.load(ctx, db, t, owner)
+			c.loadMu.Lock()
+			delete(c.loads, key)
+			c.loadMu.Unlock()
+			close(f.done)
+			return f.held, f.err
+		}
+		c.loadMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return false, fmt.Errorf("search: text cache: wait for the %s of %q: %w", kinds[t].name, owner, ctx.Err())
+		}
+		if f.err != nil && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+			continue // its starter gave up, not this search
+		}
+		if f.err != nil || !f.held {
+			return false, f.err
+		}
+		held, _ := c.resident(t, owner) // not held: evicted since
+		return held, nil
+	}
+}
+
+// partKey names one partition (partialState.loads, lruOrder).
+type partKey struct {
+	t     search.ContentType
+	owner string
+}
+
+// partLoad is a partition's load in flight; held and err are set before
+// done closes.
+type partLoad struct {
+	done chan struct{}
+	held bool
+	err  error
+}
+
+// resident reports whether owner's partition of kind t is held (marking
+// it used); known is false when it must be loaded first.
+func (c *textCache) resident(t search.ContentType, owner string) (held, known bool) {
+	c.mu.RLock()
+	partial, p, big := c.partial, c.owned[t][owner], c.tooBig[t][owner]
+	c.mu.RUnlock()
+	switch {
+	case !partial || big:
+		return false, true
+	case p != nil:
+		p.used.Store(c.clock.Add(1))
+		return true, true
+	}
+	return false, false
+}
+
+// textLoadTries bounds the catch-ups of a loaded partition to the
+// cache's log position: past it, writes outrun the load and the leg
+// ranks in SQL this time.
+const textLoadTries = 8
+
+// partRead is a partition read outside c.mu: its rows are those of log
+// position pos.
+type partRead struct {
+	p   *textPart
+	pos logPos
+	// refused: the owner's rows exceed the bound (cost: their bytes per
+	// row when read, else 0).
+	refused bool
+	cost    int64
+}
+
+// load reads owner's partition of kind t in one snapshot without c.mu,
+// replays onto it what the cache's catch-ups applied since (the cache
+// may have moved past the snapshot meanwhile), and installs it under
+// c.mu.
+func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (bool, error) {
+	c.mu.RLock()
+	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.pos
+	c.mu.RUnlock()
+	ld, err := c.readPart(ctx, db, t, owner, cost)
+	if err != nil {
+		return false, err
+	}
+	for try := 0; ; try++ {
+		var moved map[int64]bool
+		if !ld.refused {
+			if moved, err = c.loggedSince(ctx, db, t, base); err != nil {
+				return false, err
+			}
+		}
+		c.mu.Lock()
+		if !c.partial {
+			c.mu.Unlock()
+			return false, nil
+		}
+		if ld.refused || ld.pos.covers(c.pos) {
+			held := c.install(t, owner, ld, moved)
+			c.mu.Unlock()
+			return held, nil
+		}
+		c.mu.Unlock()
+		if try == textLoadTries {
+			return false, nil
+		}
+		if ok, err := c.replayPart(ctx, db, t, owner, ld); err != nil || !ok {
+			return false, err
+		}
+	}
+}
+
+// readPart reads and analyzes owner's rows of kind t in one snapshot
+// (with the load's own buffers), unless their count at cost bytes per
+// row exceeds the bound.
+func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentType, owner string, cost int64) (*partRead, error) {
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	var n int64
+	var count queryer = tx
+	if ts := c.prepared(ctx, tx, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`); ts != nil {
+		defer ts.Close()
+		count = stmtQueryer{ts}
+	}
+	if err := queryRow(ctx, count, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`, owner).Scan(&n); err != nil {
+		return nil, fmt.Errorf("search: text cache: count %s of %q: %w", k.name, owner, err)
+	}
+	if n*cost > c.limit {
+		return &partRead{refused: true}, nil
+	}
+	need := n * cost
+	if err := c.reserve(ctx, need); err != nil {
+		return nil, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+	}
+	defer c.release(need)
+	p := newTextPart(t, textBodies[t])
+	// One statement over the owner's rows (its index), not a list of
+	// their ids read back by id: the statement is the same for every
+	// owner, prepared once (parsing it cost about a sixth of a load). A
+	// kind with its own query (textRowQuery.own) reads neighbours in Go.
+	q := c.rows[t].sel + ` WHERE ` + k.alias + `.` + k.owner + ` = ?`
+	own := c.rows[t].own
+	if own != "" {
+		q = own
+	}
+	var src queryer = tx
+	if ts := c.prepared(ctx, tx, q); ts != nil {
+		defer ts.Close()
+		src = stmtQueryer{ts}
+	}
+	sc := &textScratch{part: true}
+	if own != "" {
+		if err := c.readOwn(ctx, src, t, q, owner, p, sc); err != nil {
+			return nil, err
+		}
+	} else {
+		err = c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+			if d.owner == owner {
+				p.addRow(d, body, cols, sc)
+				c.analyzed.Add(1)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.beforeLoad != nil {
+		c.beforeLoad(ctx, t, owner)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: load %s of %q: %w", k.name, owner, err)
+	}
+	ld := &partRead{p: p, pos: cur}
+	if partCost(owner, p) > c.limit {
+		ld.refused = true
+		if p.live > 0 {
+			ld.cost = (p.bytes + p.bodyBytes) / int64(p.live)
+		}
+	}
+	return ld, nil
+}
+
+// readOwn reads owner's rows of kind t with the kind's own query (its
+// textRowQuery.own: each row's conversation key where the neighbours'
+// text goes, the rows in conversation order), finds each row's
+// neighbours among them (ownNeighbours) and indexes the rows into p.
+func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentType, q, owner string, p *textPart, sc *textScratch) error {
+	var rows []ownRow
+	err := c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+		if d.owner != owner {
+			return nil
+		}
+		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[3]}
+		r.cols[3], r.cols[4] = sql.NullString{}, sql.NullString{}
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ownNeighbours(rows)
+	for i := range rows {
+		r := &rows[i]
+		p.addRow(r.d, r.body, r.cols, sc)
+		c.analyzed.Add(1)
+	}
+	return nil
+}
+
+// ownRow is a row of one owner read by readOwn: key is its conversation
+// key (not Valid: none).
+type ownRow struct {
+	d    textDoc
+	body textBody
+	cols []sql.NullString
+	key  sql.NullString
+}
+
+// ownNeighbours sets each row's context columns (cols[3] and cols[4],
+// the index's context_before and context_after) to the content of the
+// rows before and after it in its conversation, as archival_links finds
+// them: rows of the same key in the order (place, id), only live ones
+// around a live row, any around a superseded one; a row naming no
+// conversation has none. The rows are one owner's, all of them, in the
+// order SQL gives them by (key, place, id): the engine orders places
+// as archival_links compares them (on SQLite a hand edit may leave a
+// place a real or text).
+func ownNeighbours(rows []ownRow) {
+	order := make([]int, 0, len(rows))
+	for i := range rows {
+		if rows[i].key.Valid {
+			order = append(order, i)
+		}
+	}
+	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && rows[order[hi]].key.String == rows[order[lo]].key.String {
+			hi++
+		}
+		conv := order[lo:hi]
+		// Any row around a superseded one.
+		for j, i := range conv {
+			if !rows[i].d.superseded {
+				continue
+			}
+			if j > 0 {
+				rows[i].cols[3] = text(conv[j-1])
+			}
+			if j+1 < len(conv) {
+				rows[i].cols[4] = text(conv[j+1])
+			}
+		}
+		// Live rows around a live one.
+		prev := -1
+		for _, i := range conv {
+			if rows[i].d.superseded {
+				continue
+			}
+			if prev >= 0 {
+				rows[i].cols[3], rows[prev].cols[4] = text(prev), text(i)
+			}
+			prev = i
+		}
+		lo = hi
+	}
+}
+
+// prepared is the Index's prepared statement for q, in tx (nil: none;
+// the caller closes it).
+func (c *textCache) prepared(ctx context.Context, tx *sql.Tx, q string) *sql.Stmt {
+	if c.prep == nil {
+		return nil
+	}
+	st, err := c.prep(ctx, q)
+	if err != nil || st == nil {
+		return nil
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+// queryRow is QueryRowContext over a queryer.
+func queryRow(ctx context.Context, q queryer, query string, args ...any) rowScanner {
+	rows, err := q.QueryContext(ctx, query, args...)
+	return rowScanner{rows, err}
+}
+
+// rowScanner scans the first row of rows, as sql.Row does.
+type rowScanner struct {
+	rows *sql.Rows
+	err  error
+}
+
+func (r rowScanner) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	return r.rows.Close()
+}
+
+// stmtQueryer runs its prepared statement whatever query it is given.
+type stmtQueryer struct{ st *sql.Stmt }
+
+func (q stmtQueryer) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return q.st.QueryContext(ctx, args...)
+}
+
+// reserve waits until n more bytes of loads in flight fit the bound
+// (or none are in flight: a lone load always runs), or ctx ends.
+func (c *textCache) reserve(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for {
+		c.loadMu.Lock()
+		if c.inflight == 0 || c.inflight+n <= c.limit {
+			c.inflight += n
+			c.loadMu.Unlock()
+			return nil
+		}
+		if c.inflightWake == nil {
+			c.inflightWake = make(chan struct{})
+		}
+		wake := c.inflightWake
+		c.loadMu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release returns n bytes reserved by a load, waking those waiting.
+func (c *textCache) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	c.inflight -= n
+	if c.inflightWake != nil {
+		close(c.inflightWake)
+		c.inflightWake = nil
+	}
+}
+
+// replayPart brings a partition read at ld.pos up to the log's end: the
+// rows of kind t logged since are read again, and kept if owner's. ok is
+// false when the log no longer holds what it needs (trimmed, or too
+// much): the load gives up.
+func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead) (ok bool, err error) {
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if ld.pos.trimmed(floor) {
+		return false, nil
+	}
+	ids, err := c.logged(ctx, tx, t, ld.pos)
+	if err != nil {
+		return false, err
+	}
+	if len(ids) > 10_000 {
+		return false, nil
+	}
+	for id := range ids {
+		ld.p.remove(id)
+	}
+	err = c.readByID(ctx, tx, t, slices.Collect(maps.Keys(ids)), &textScratch{part: true}, func(r textRow) error {
+		if r.doc.owner == owner {
+			ld.p.add(r.doc, r.body, r.terms)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	ld.p.maybeCompact()
+	ld.pos = later(ld.pos, cur)
+	c.replays.Add(1)
+	return true, nil
+}
+
+// loggedSince returns the ids of kind t's rows logged since at (entries
+// at does not hold), up to now.
+func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t search.ContentType, at logPos) (map[int64]bool, error) {
+	return c.logged(ctx, db, t, at)
+}
+
+// logged returns the ids of kind t's rows logged since at that q's
+// snapshot holds.
+func (c *textCache) logged(ctx context.Context, q queryer, t search.ContentType, at logPos) (map[int64]bool, error) {
+	where, args := c.log.since(at)
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT id FROM search_text_log WHERE `+where+` AND kind = ?`, append(args, int(t))...)
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+	}
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
+	}
+	return ids, nil
+}
+
+// install puts a partition read (and caught up to c.pos or past it) in
+// the cache, or remembers its owner as too big; c.mu is held. moved are
+// the rows logged since the load began: only those can be in another
+// owner's partition too (moved between owners since it loaded, and the
+// log entry not replayed yet), and one copy only is kept.
+func (c *textCache) install(t search.ContentType, owner string, ld *partRead, moved map[int64]bool) bool {
+	if p := c.owned[t][owner]; p != nil {
+		p.used.Store(c.clock.Add(1))
+		return true
+	}
+	if ld.refused || partCost(owner, ld.p) > c.limit {
+		c.refuse(t, owner)
+		if ld.cost > 0 {
+			if len(c.ownCost[t]) >= textTooBigMax {
+				clear(c.ownCost[t])
+			}
+			c.ownCost[t][owner] = ld.cost
+		}
+		return false
+	}
+	p := ld.p
+	for id := range moved {
+		if _, ok := p.slots[id]; !ok {
+			continue
+		}
+		for _, q := range c.owned[t] {
+			q.remove(id)
+		}
+	}
+	p.hiPos = ld.pos // no row it holds is newer (moveStats)
+	c.owned[t][owner] = p
+	p.used.Store(c.clock.Add(1))
+	c.recount()
+	c.evict(p)
+	return true
+}
+
+// textTooBigMax bounds the owners of a kind remembered as too big: under
+// a tiny bound every owner is, and the names searches bring must not pile
+// up unbounded (TestTextCachePartialChurnBounded); forgetting them costs
+// only a listing of their rows again.
+const textTooBigMax = 1024
+
+// refuse remembers owner's rows of kind t as too big to hold; c.mu is
+// held.
+func (c *textCache) refuse(t search.ContentType, owner string) {
+	if len(c.tooBig[t]) >= textTooBigMax {
+		clear(c.tooBig[t])
+		clear(c.scopeBig[t])
+	}
+	c.tooBig[t][owner] = true
+}
+
+// scopeOwners are the owners whose rows of kind t a search by agent can
+// see: the agent, and for blocks the owners of the blocks shared with it.
+func (x *Index) scopeOwners(ctx context.Context, t search.ContentType, agent string) ([]string, error) {
+	owners := []string{agent}
+	if t != search.Blocks {
+		return owners, nil
+	}
+	rows, err := x.query(ctx, `SELECT DISTINCT b.owner FROM shares s JOIN blocks b ON b.id = s.block_id WHERE s.agent = ?`, agent)
+	if err != nil {
+		return nil, fmt.Errorf("search: read owners of blocks shared with %q: %w", agent, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("search: read owners of blocks shared with %q: %w", agent, err)
+		}
+		if o != agent {
+			owners = append(owners, o)
+		}
+	}
+	return owners, rows.Err()
+}
+
+// partialFTS answers a full-text leg from a partial cache: the scope's
+// owners' partitions (loaded if need be), ranked with the engine's
+// store-wide statistics. ok is false when the leg must rank in SQL: a
+// search over every owner, or an owner whose rows cannot be held.
+func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string, f textFilter, limit int) (hits []textHit, ok bool, err error) {
+	if f.all {
+		return nil, false, nil
+	}
+	c := x.text
+	owners, err := x.scopeOwners(ctx, k.t, f.agent)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(owners) > 1 {
+		c.mu.RLock()
+		big := c.scopeBig[k.t][f.agent]
+		c.mu.RUnlock()
+		if big {
+			return nil, false, nil
+		}
+	}
+	if c.stats == nil && !c.ownStatsReady(x.db, k.t) {
+		return nil, false, nil // a pass computes them meanwhile
+	}
+	for _, o := range owners {
+		if held, err := c.ensure(ctx, x.db, k.t, o); !held || err != nil {
+			return nil, false, err
+		}
+	}
+	var st textStats
+	if c.stats == nil {
+		if st, ok = c.ownStats(k.t, phrases); !ok {
+			return nil, false, nil // dropped while the partitions loaded
+		}
+	} else if st, err = c.statsFor(ctx, x.db, k.t, terms, phrases); err != nil {
+		return nil, false, err
+	}
+	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	if !held && err == nil && len(owners) > 1 {
+		// A partition of the scope went while the others loaded: the
+		// scope does not fit (TestTextCachePartialSharedScopeThrash).
+		c.mu.Lock()
+		if c.partial {
+			if len(c.scopeBig[k.t]) >= textTooBigMax {
+				clear(c.scopeBig[k.t])
+			}
+			c.scopeBig[k.t][f.agent] = true
+		}
+		c.mu.Unlock()
+	}
+	return hits, held, err
+}
+
+// statsFor returns kind t's store-wide statistics with the df of each
+// phrase (the analyzed terms; terms are the query's, which the engine
+// analyzes itself), reading from the engine what is not cached.
+func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentType, terms, phrases []string) (textStats, error) {
+	c.mu.RLock()
+	s := c.gstats[t]
+	out := textStats{gen: s.gen, loaded: s.loaded, complete: s.complete, rows: s.rows, tokens: s.tokens, df: map[string]int64{}}
+	var miss []int
+	for i, ph := range phrases {
+		if n, ok := s.df[ph]; ok {
+			out.df[ph] = n
+		} else if !s.complete { // (complete: a term it lacks no row holds)
+			miss = append(miss, i)
+		}
+	}
+	c.mu.RUnlock()
+	if out.loaded && len(miss) == 0 {
+		return out, nil
+	}
+	if c.vocab != nil && !out.complete {
+		c.startPass(db, t) // the complete statistics, for the next searches
+	}
+	// One snapshot, with its log position: moveStats carries the
+	// statistics on from there.
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	if !out.loaded {
+		c.statsReads.Add(1)
+		if out.rows, out.tokens, err = c.stats.TextTotals(ctx, tx, k.fts); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s totals: %w", k.fts, err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&out.maxID); err != nil {
+			return out, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+		}
+		out.pos = cur
+	}
+	for _, i := range miss {
+		n, err := c.stats.TextDocFreq(ctx, tx, k.fts, terms[i])
+		if err != nil {
+			return out, fmt.Errorf("search: text cache: read %s df of %q: %w", k.fts, terms[i], err)
+		}
+		out.df[phrases[i]] = n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.pos.equal(cur)) {
+		// Nothing changed the kind since the read began, and the cached
+		// values are of the same log position: keep it.
+		if !s.loaded {
+			s.loaded, s.rows, s.tokens, s.pos, s.maxID = true, out.rows, out.tokens, out.pos, out.maxID
+		}
+		if s.df == nil || s.bytes > c.limit/textStatsShare {
+			s.df, s.bytes = map[string]int64{}, 0
+		}
+		for _, i := range miss {
+			if _, ok := s.df[phrases[i]]; !ok {
+				s.df[phrases[i]] = out.df[phrases[i]]
+				s.bytes += textCostTerm + int64(len(phrases[i]))
+			}
+		}
+		c.evict(nil)
+	}
+	return out, nil
+}
+
+// searchOwners ranks kind t's rows of owners' partitions matching any of
+// terms that keep passes, with st's statistics (what FTS5's bm25 reads),
+// by score then id, and returns the first limit; held is false when a
+// partition was evicted since it was ensured.
+func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, st textStats, keep func(*textDoc) bool, limit int) (hits []textHit, held bool, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.partial {
+		return nil, false, nil
+	}
+	var parts []*textPart
+	for _, o := range owners {
+		p := c.owned[t][o]
+		if p == nil {
+			return nil, false, nil
+		}
+		parts = append(parts, p)
+	}
+	if st.rows <= 0 || limit <= 0 {
+		return nil, true, nil
+	}
+	nRow := st.rows
+	avgdl := float64(st.tokens) / float64(nRow)
+	better := func(a, b textHit) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	}
+	for _, p := range parts {
+		scores := make([]float64, len(p.docs))
+		var touched []int32
+		for _, term := range terms {
+			id, ok := p.post[term]
+			if !ok {
+				continue
+			}
+			nHit := st.df[term]
+			if nHit == 0 {
+				continue
+			}
+			// As textCache.search (fts5Bm25Function's expressions).
+			touched = p.addBM25(p.lists[id], bm25IDF(nRow, nHit), avgdl, scores, touched)
+		}
+		for _, slot := range touched {
+			d := &p.docs[slot]
+			if !keep(d) {
+				continue
+			}
+			h := textHit{id: d.id, score: -scores[slot]}
+			i, _ := slices.BinarySearchFunc(hits, h, better)
+			if i < limit {
+				hits = slices.Insert(hits, i, h)
+				if len(hits) > limit {
+					hits = hits[:limit]
+				}
+			}
+		}
+	}
+	return hits, true, nil
+}
+
+// partialMaxScore is textCache.maxScore over a partial cache's store-wide
+// statistics of t: ok only while they hold every phrase's count; c.mu is
+// held.
+func (c *textCache) partialMaxScore(t search.ContentType, phrases []string) (float64, bool) {
+	s := c.gstats[t]
+	if s == nil || !s.loaded || (s.complete && s.rows <= 0) {
+		return 0, false // (a whole cache of no rows has no maximum either)
+	}
+	df := make([]int64, len(phrases))
+	for i, ph := range phrases {
+		n, ok := s.df[ph]
+		if !ok && !s.complete {
+			return 0, false
+		}
+		df[i] = n
+	}
+	return bm25Max(s.rows, df), true
+}

@@ -1,0 +1,88 @@
+package searchindex_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/testenv"
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// TestTextCachePartialBudgetEstimate: what a partial text cache charges
+// against TextCacheBytes for its partitions (many small textParts, one
+// per owner and content type) must be what they take on the heap, or the
+// bound does not bound: many agents' partitions took 1.34× their charge.
+func TestTextCachePartialBudgetEstimate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("heap figures under the race detector are not the production ones")
+	}
+	testenv.SkipUnlessLong(t, "measures the heap of many agents' partitions")
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	r := rand.New(rand.NewPCG(35, 2))
+	vocab := make([]string, 5000)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%sx%d", strings.Repeat("q", i%3), i)
+	}
+	zipf := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	text := func() string {
+		w := make([]string, 12+r.IntN(30))
+		for i := range w {
+			w[i] = vocab[zipf.Uint64()]
+		}
+		return strings.Join(w, " ")
+	}
+	const agents = 40
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a := range agents {
+		agent := fmt.Sprint("agent-", a)
+		for range 200 {
+			insertArchival(t, tx, archivalRow{Agent: agent, Content: text()})
+			insertMessage(t, tx, agent, "user", text(), baseTime)
+		}
+		for i := range 20 {
+			insertBlock(t, tx, agent, fmt.Sprint("block-", i), text())
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	// The blocks' lazy index and the statement caches, before measuring.
+	if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	charged := searchindex.TextCacheHeldBytes(x)
+	for a := 1; a < agents; a++ {
+		if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: fmt.Sprint("agent-", a)}, search.NewOptions().Mode(search.FTS)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	est := searchindex.TextCacheHeldBytes(x) - charged
+	t.Logf("%d agents' partitions: charged %d bytes, heap grew %d bytes (%.2f×)", agents-1, est, heap, float64(est)/float64(heap))
+	if est < heap*9/10 || est > heap*3/2 {
+		t.Fatalf("charged %d bytes, heap grew %d: the bound would be off by more than 10%%", est, heap)
+	}
+}

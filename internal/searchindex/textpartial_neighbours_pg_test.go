@@ -1,0 +1,127 @@
+package searchindex_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/search"
+)
+
+// On PostgreSQL a partition load finds archival entries' neighbours in
+// Go as on SQLite; a fresh partial cache ranks as a whole cache (which
+// reads them from archival_links), bit for bit, whatever the metadata
+// names (the accepted keys, "3", 3 and 3.0, keys passed over, a key
+// over 1 KiB kept as its hash, two owners with the same keys), after
+// supersessions, restorations and merged entries' places.
+func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
+	ctx := context.Background()
+	_, b := openPGStore(t)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
+		nectar olive peach quince radish sage thyme`)
+	metas := []string{
+		`{"conversation": "3"}`, `{"conversation": 3}`, `{"conversation": 3.0}`, `{"conversation": "\u0033"}`,
+		`{"conversation_id": "3"}`, `{"session": "3"}`, `{"session_id": 3}`, `{"thread": "3"}`, `{"thread_id": "t"}`,
+		`{"conversation": "", "thread": "3"}`, `{"conversation": null, "session": "3"}`,
+		`{"conversation": {"id": "3"}, "session": "3"}`, `{"conversation": [3], "thread_id": "t"}`,
+		`{"conversation": true}`, `{"session": "a", "session": "3"}`, `{}`, `{"topic": "3"}`,
+		`{"thread": "` + strings.Repeat("k", 5000) + `"}`,
+		`{"thread_id": "t", "deep": ` + strings.Repeat(`{"a": `, 200) + `"x"` + strings.Repeat(`}`, 200) + `}`,
+	}
+	n := 0
+	for _, agent := range []string{"a", "b"} {
+		for round := range 3 {
+			for i, m := range metas {
+				n++
+				content := vocab[n%len(vocab)] + " " + vocab[(n*7+round)%len(vocab)] + " " + vocab[(i*3)%len(vocab)]
+				exec(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+					VALUES (?, ?, ?, '[]', '', 0, 0)`, agent, content, m)
+			}
+		}
+	}
+	queries := append([]string{}, vocab...)
+	queries = append(queries, "apple fig", "mango olive thyme")
+	open := func(partial bool) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil,
+			&searchindex.IndexOptions{Write: b.Write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			searchindex.ForceTextPartial(x)
+		}
+		return x
+	}
+	check := func(step string) {
+		t.Helper()
+		whole, loaded := open(false), open(true)
+		defer whole.Close()
+		defer loaded.Close()
+		if err := whole.WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		}
+		compared := 0
+		for _, agent := range []string{"a", "b"} {
+			for _, q := range queries {
+				for _, sup := range []bool{true, false} {
+					o := func() *search.Options {
+						return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
+					}
+					want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o())
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []search.Result
+					for deadline := time.Now().Add(10 * time.Second); ; {
+						before := searchindex.TextCacheAnswers(loaded)
+						if got, err = loaded.Search(ctx, q, search.Scope{Agent: agent}, o()); err != nil {
+							t.Fatalf("after %s, %s %q: partial cache: %v", step, agent, q, err)
+						}
+						if searchindex.TextCacheAnswers(loaded) > before {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("after %s: the partial cache's statistics are not ready", step)
+						}
+						time.Sleep(10 * time.Millisecond) // a pass computes them
+					}
+					if err := sameBits(want, got); err != nil {
+						t.Fatalf("after %s, %s %q (superseded %v): %v\nwhole   %v\npartial %v", step, agent, q, sup, err, keys(want), keys(got))
+					}
+					compared++
+				}
+			}
+		}
+		if compared == 0 {
+			t.Fatalf("after %s: nothing compared", step)
+		}
+	}
+	var linked int
+	if err := b.DB().QueryRowContext(ctx, `SELECT count(*) FROM archival_links WHERE before_id IS NOT NULL OR after_id IS NOT NULL`).Scan(&linked); err != nil || linked < 40 {
+		t.Fatalf("%d entries with neighbours (%v): the corpus does not exercise them", linked, err)
+	}
+	check("inserts")
+	for _, step := range []string{
+		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 3 = 0`,
+		`UPDATE archival SET valid_to = NULL WHERE id % 6 = 0`,
+		`UPDATE archival SET conversation_pos = id - 19 WHERE id % 5 = 0`,
+		`UPDATE archival SET conversation_pos = -4 WHERE id % 11 = 0`,
+		`UPDATE archival SET conversation_pos = 9000000000000000000 WHERE id % 13 = 0`,
+	} {
+		exec(step)
+		check(step)
+	}
+}

@@ -1,0 +1,413 @@
+package searchindex
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/search"
+)
+
+// A partial text cache over a dialect without driver.TextStats (PostgreSQL,
+// whose tsvector ranking has no bm25 statistics to read) computes each
+// content type's store-wide statistics itself: one streaming pass over
+// the indexed text of every row (the columns and analysis a whole cache
+// reads, in one snapshot with the text log's position), giving the rows,
+// the tokens and the complete document-frequency map. A partial cache
+// then ranks as a whole cache of the same store would, to the bit.
+//
+// The pass runs in the background, one per content type at a time, on
+// the loader's context (Close cancels it and waits). Until a kind's
+// statistics are there its searches rank in SQL, as before the cache
+// existed; none waits for a pass but WarmTextCache. Catch-ups move the
+// statistics along where moveStats can follow a change (rows added since,
+// rows a resident partition held as counted); any other change (a delete,
+// an edit of a row no partition holds, a block's text) drops them, and the
+// kind's next search starts a new pass. On PostgreSQL every log entry is
+// marked changed (migration 0017 leaves the triggers as they were), so a
+// supersession of a row no partition holds is such a change too.
+//
+// The complete map is charged to the bound as the frequencies read
+// through driver.TextStats are (each type's at most an eighth of it,
+// textStatsShare); a pass stops as soon as it would take more, and the
+// type ranks in SQL until a pass tried after a long back-off (ten
+// minutes, doubling to an hour) finds that they fit. While a pass
+// counts it holds its terms numbered (a map to an index, two int64 per
+// term) and at its end a second map of them, for a moment.
+
+// errStatsTooBig: a kind's document frequencies would take more than
+// their share of the bound (textStatsShare).
+var errStatsTooBig = errors.New("search: text cache: document frequencies exceed their share of the bound")
+
+// passRetry is when a kind's pass may run again after a failed or
+// discarded one, and the back-off that led there (big: after passes
+// that found the frequencies too big).
+type passRetry struct {
+	at           time.Time
+	backoff, big time.Duration
+}
+
+// ownStatsReady reports whether kind t's own statistics are computed
+// (then a search ranks over the partitions); when they are not it starts
+// a pass unless one runs, or one failed or found the kind's frequencies
+// past their share lately.
+func (c *textCache) ownStatsReady(db *sql.DB, t search.ContentType) bool {
+	c.mu.RLock()
+	s := c.gstats[t]
+	ready := c.partial && s != nil && s.loaded && s.complete
+	c.mu.RUnlock()
+	if !ready {
+		c.startPass(db, t)
+	}
+	return ready
+}
+
+// ownStats returns kind t's own statistics with the df of each phrase (a
+// phrase the map lacks no row holds); ok is false when there are none.
+func (c *textCache) ownStats(t search.ContentType, phrases []string) (textStats, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.gstats[t]
+	if !c.partial || s == nil || !s.loaded || !s.complete {
+		return textStats{}, false
+	}
+	out := textStats{gen: s.gen, loaded: true, complete: true, pos: s.pos, maxID: s.maxID,
+		rows: s.rows, tokens: s.tokens, df: make(map[string]int64, len(phrases))}
+	for _, ph := range phrases {
+		if n, ok := s.df[ph]; ok {
+			out.df[ph] = n
+		}
+	}
+	return out, true
+}
+
+// startPass starts kind t's statistics pass in the background, unless
+// one runs, the Index is closed, or a failed, discarded or too big pass
+// waits out its back-off; it returns the running pass's done channel
+// (nil: none runs).
+func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if done, ok := c.passing[t]; ok {
+		return done
+	}
+	if c.passClosed || c.ld.life.Err() != nil || time.Now().Before(c.passRetry[t].at) {
+		return nil
+	}
+	if c.passing == nil {
+		c.passing = map[search.ContentType]chan struct{}{}
+		c.passRetry = map[search.ContentType]passRetry{}
+	}
+	done := make(chan struct{})
+	c.passing[t] = done
+	c.passWG.Add(1)
+	go func() {
+		defer c.passWG.Done()
+		ctx := c.ld.life
+		start := time.Now()
+		installed, err := c.statsPass(ctx, db, t)
+		c.ld.mu.Lock()
+		first := cmp.Or(c.ld.firstBackoff, time.Second)
+		c.ld.mu.Unlock()
+		c.passMu.Lock()
+		delete(c.passing, t)
+		switch {
+		case errors.Is(err, errStatsTooBig):
+			// Not tried again for long (ten minutes, doubling to an
+			// hour): a vocabulary seldom shrinks, and each try analyzes
+			// rows until it finds out again. But not for good: one
+			// row (any agent's pasted log or blob) can push it over,
+			// and every agent's searches of the type would rank in SQL
+			// long after it went.
+			r := c.passRetry[t]
+			r.big = min(max(2*r.big, 600*first), 3600*first)
+			r.at = time.Now().Add(r.big)
+			c.passRetry[t] = r
+			c.ld.log.Warn("search: text cache: the partial cache's statistics would outgrow their share of its bound; full-text searches of this type rank in SQL",
+				"type", kinds[t].name, "limit", c.limit, "retry_after", r.big)
+		case err != nil && ctx.Err() != nil: // closed
+		case err != nil || !installed:
+			r := c.passRetry[t]
+			r.backoff = min(max(2*r.backoff, first), max(first, time.Minute))
+			r.at = time.Now().Add(r.backoff)
+			c.passRetry[t] = r
+			if err != nil {
+				c.ld.log.Error("search: text cache: statistics pass failed; searching in SQL meanwhile",
+					"type", kinds[t].name, "err", err, "retry_after", r.backoff)
+			} else {
+				c.ld.log.Debug("search: text cache: statistics pass outrun by writes; searching in SQL meanwhile",
+					"type", kinds[t].name, "retry_after", r.backoff)
+			}
+		case c.vocab != nil:
+			// Read from the engine's counts: writes the catch-ups cannot
+			// follow drop them again, and another pass waits nine times
+			// this one's time, so that passes take at most a tenth of a
+			// core however often they are dropped.
+			c.passRetry[t] = passRetry{at: time.Now().Add(9 * time.Since(start))}
+			c.passes.Add(1)
+		default:
+			delete(c.passRetry, t)
+			c.passes.Add(1)
+			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", time.Since(start))
+		}
+		c.passMu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// closePasses stops starting passes and waits for the running ones
+// (their context, the loader's, is cancelled first).
+func (c *textCache) closePasses() {
+	c.passMu.Lock()
+	c.passClosed = true
+	c.passMu.Unlock()
+	c.passWG.Wait()
+}
+
+// warmStats computes the statistics every kind lacks and waits for them
+// (WarmTextCache), starting a pass again a few times while writes outrun
+// them; a kind whose pass failed (logged; it waits out its back-off) or
+// whose frequencies are too big is left to rank in SQL. It fails only
+// when ctx ends.
+func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
+	for range textLoadTries {
+		var waits []chan struct{}
+		for _, t := range contentKinds {
+			c.mu.RLock()
+			s := c.gstats[t]
+			ready := !c.partial || (s != nil && s.loaded && s.complete)
+			c.mu.RUnlock()
+			if !ready {
+				if done := c.startPass(db, t); done != nil {
+					waits = append(waits, done)
+				}
+			}
+		}
+		if len(waits) == 0 {
+			return nil
+		}
+		for _, done := range waits {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("search: text cache: wait for its statistics: %w", ctx.Err())
+			}
+		}
+	}
+	return nil
+}
+
+// statsPass computes kind t's statistics over every row and installs
+// them; installed is false when writes outran it (its result is of no
+// use then).
+func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t search.ContentType) (installed bool, err error) {
+	count := c.countStats
+	if c.vocab != nil {
+		count = c.readVocab
+	}
+	s, err := count(ctx, db, t)
+	if err != nil {
+		return false, err
+	}
+	if c.afterCount != nil {
+		c.afterCount(ctx, t)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("search: text cache: statistics of %s: %w", kinds[t].name, err)
+	}
+	return c.installStats(ctx, db, t, s)
+}
+
+// countStats reads and analyzes kind t's indexed text in one snapshot:
+// its log position, highest id, rows, tokens and every term's df. It
+// gives up (errStatsTooBig) as soon as the terms would take more than
+// their share of the bound, having analyzed no more than it took to
+// find out.
+func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.ContentType) (*textStats, error) {
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	s := &textStats{loaded: true, complete: true, pos: cur}
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&s.maxID); err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+	}
+	rows, err := tx.QueryContext(ctx, c.rows[t].sel)
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	share := c.limit / textStatsShare
+	// Terms numbered as met: last[i] is the last row that held term i,
+	// so a row counts once per term without a set of its own.
+	index := map[string]int32{}
+	var df, last []int64
+	cols := make([]sql.NullString, len(textWeights[t]))
+	var id int64
+	var owner, created, superseded, tags, meta sql.RawBytes
+	dest := []any{&id, &owner, &created, &superseded}
+	for i := range cols {
+		dest = append(dest, &cols[i])
+	}
+	if textBodies[t] {
+		dest = append(dest, &tags, &meta)
+	}
+	var buf []byte
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
+		}
+		s.rows++
+		c.counted.Add(1)
+		length := 0
+		for _, col := range cols {
+			buf = analyzer.Analyze(col.String, buf, func(term []byte) {
+				length++
+				n, ok := index[string(term)] // no allocation for a lookup
+				if !ok {
+					n = int32(len(df))
+					index[string(term)] = n
+					df, last = append(df, 0), append(last, 0)
+					s.bytes += textCostTerm + int64(len(term))
+				}
+				if last[n] != s.rows {
+					last[n] = s.rows
+					df[n]++
+				}
+			})
+		}
+		// As textDoc.length holds it (an int32).
+		s.tokens += int64(int32(min(length, math.MaxInt32)))
+		if s.bytes > share {
+			return nil, fmt.Errorf("%w: %s needs more than %d bytes", errStatsTooBig, k.name, share)
+		}
+		if cap(buf) > scratchKeepBytes {
+			buf = nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
+	}
+	s.df = make(map[string]int64, len(index))
+	for term, n := range index {
+		s.df[term] = df[n]
+	}
+	return s, nil
+}
+
+// readVocab reads kind t's statistics from the engine (driver.TextVocabulary
+// and TextTotals) in one snapshot: its log position, highest id, rows,
+// tokens and every term's df. It gives up (errStatsTooBig) as soon as the
+// terms would take more than their share of the bound.
+func (c *textCache) readVocab(ctx context.Context, db *sql.DB, t search.ContentType) (*textStats, error) {
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	k := kinds[t]
+	c.statsReads.Add(1)
+	s := &textStats{loaded: true, complete: true, pos: cur, df: map[string]int64{}}
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&s.maxID); err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
+	}
+	if s.rows, s.tokens, err = c.stats.TextTotals(ctx, tx, k.fts); err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s totals: %w", k.fts, err)
+	}
+	share := c.limit / textStatsShare
+	err = c.vocab.TextVocabulary(ctx, tx, k.fts, func(term string, n int64) error {
+		if n <= 0 {
+			return nil
+		}
+		s.df[term] = n
+		s.bytes += textCostTerm + int64(len(term))
+		if s.bytes > share {
+			return fmt.Errorf("%w: %s needs more than %d bytes", errStatsTooBig, k.name, share)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search: text cache: read %s vocabulary: %w", k.fts, err)
+	}
+	return s, nil
+}
+
+// installStats makes s (kind t's statistics at log position s.pos) the
+// cache's, once the cache has not moved past s.pos: while it has, the
+// log since s.pos is replayed onto s (replayStats), a few times at most.
+// false: the cache is no longer partial, or writes outran s.
+func (c *textCache) installStats(ctx context.Context, db *sql.DB, t search.ContentType, s *textStats) (bool, error) {
+	for try := 0; ; try++ {
+		c.mu.Lock()
+		if !c.partial {
+			c.mu.Unlock()
+			return false, nil
+		}
+		if s.pos.covers(c.pos) {
+			// The next catch-up moves s on from s.pos: what it replays
+			// that s.pos holds is counted already (moveStats skips it).
+			s.gen = c.gstats[t].gen + 1
+			c.gstats[t] = s
+			c.evict(nil)
+			c.mu.Unlock()
+			return true, nil
+		}
+		c.mu.Unlock()
+		if try == textLoadTries {
+			return false, nil
+		}
+		if ok, err := c.replayStats(ctx, db, t, s); err != nil || !ok {
+			return false, err
+		}
+	}
+}
+
+// replayStats moves s (kind t's statistics at log position s.pos) to the
+// log's end, as a catch-up moves them, but with no partition to tell a
+// changed row's counted version: rows added since are counted, a
+// message's neighbour arriving is followed, and any other change of the
+// kind's text makes ok false (as would a log trimmed past s.pos).
+func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t search.ContentType, s *textStats) (ok bool, err error) {
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if s.pos.trimmed(floor) {
+		return false, nil
+	}
+	all, err := c.readSpans(ctx, tx, s.pos, t)
+	if err != nil {
+		return false, err
+	}
+	spans := all[t]
+	ids := slices.Sorted(maps.Keys(spans))
+	if len(ids) > 10_000 || (t == search.Blocks && len(ids) > 0) {
+		return false, nil // (blocks: as partialCatchUp, no deltas)
+	}
+	staged, err := c.stage(ctx, tx, t, ids, &textScratch{part: true}, nil)
+	if err != nil {
+		return false, err
+	}
+	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
+	var arrivals map[msgPlace]*textRow
+	for _, r := range staged {
+		m.row(s, r, spans, staged, &arrivals, func(int64) *textPart { return nil })
+	}
+	if !m.apply(s, c.limit/textStatsShare) {
+		return false, nil
+	}
+	s.pos = later(s.pos, cur)
+	c.statsLate.Add(1)
+	return true, nil
+}

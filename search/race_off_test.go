@@ -1,5 +1,0 @@
-//go:build !race
-
-package search_test
-
-const raceEnabled = false

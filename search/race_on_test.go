@@ -1,7 +1,0 @@
-//go:build race
-
-package search_test
-
-// raceEnabled: the race detector slows the transpiled SQLite tenfold or
-// more, so the long quality test skips under -race.
-const raceEnabled = true
