@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -26,6 +27,7 @@ func longText(size, seed int) string {
 // exact duplicates are still found, long texts that differ are not
 // clustered, and rounds resumed with Next examine every entry.
 func TestConsolidationRoundBoundsLongEntries(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rounds over 24 entries of 1 MiB")
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), &memory.Options{KeepDuplicates: true})
 	arch := s.Agent("ag").Archival()
@@ -77,6 +79,7 @@ func TestConsolidationRoundBoundsLongEntries(t *testing.T) {
 // latest 64 of them; a round reads those whose bytes fit the budget,
 // and the new copy still joins one.
 func TestConsolidationCandidatesWithinBudget(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rounds over 81 copies of 32 KiB")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
@@ -140,6 +143,7 @@ func TestConsolidationCandidatesWithinBudget(t *testing.T) {
 // reads those and leaves the other new entries unsettled, and rounds
 // resumed after it cluster every new entry with its whole cluster.
 func TestConsolidationOlderMembersWithinBudget(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "rounds over 120 long near-copies")
 	ctx := context.Background()
 	s := openDedup(t, filepath.Join(t.TempDir(), "m.db"), nil)
 	const clusters, members = 6, 20

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
 )
@@ -120,6 +121,7 @@ func TestHandEditedPlacesMergeAndExport(t *testing.T) {
 // (archival_links) in the store the dump is imported into as in the
 // source.
 func TestHandEditedPlacesKeepNeighboursThroughDump(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "a dump and an import per hand-edited place")
 	for _, tc := range []struct {
 		name    string
 		id      int    // the entry placed by hand

@@ -115,6 +115,7 @@ func TestProposalsCountTowardQuota(t *testing.T) {
 // shape of the entries (UsageRowBytes is meant to cover rows and index
 // entries).
 func TestQuotaBoundsDiskFootprint(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "megabytes of entries in each shape")
 	ctx := context.Background()
 	// A 2 MiB quota with the long tests, 1 MiB otherwise: the same ratio
 	// is checked.

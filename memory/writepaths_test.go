@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -130,7 +131,7 @@ func TestWritePathsAgree(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(t *testing.T, path string) (pathResult, bool) {
-				c := openFile(t, ":memory:", nil)
+				c := openFile(t, filepath.Join(t.TempDir(), "w.db"), nil)
 				if _, err := c.Agent("ada").CreateBlock(ctx, tc.spec); err != nil {
 					t.Fatal(err)
 				}
