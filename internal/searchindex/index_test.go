@@ -253,6 +253,7 @@ func testIsolation(t *testing.T, opts *searchindex.IndexOptions) {
 // TestIsolationDeepPartition: another agent's much closer vectors never
 // crowd out or leak into an agent's KNN.
 func TestIsolationDeepPartition(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "a deep partition searched query by query")
 	for _, cm := range cacheModes {
 		t.Run(cm.name, func(t *testing.T) { testIsolationDeepPartition(t, cm.opts) })
 	}

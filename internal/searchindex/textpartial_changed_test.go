@@ -19,6 +19,7 @@ import (
 // Writes that change what the index holds still read them again, and
 // every answer stays the SQL path's.
 func TestTextCachePartialForeignWriteStats(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "statistics compared with SQL after each foreign write")
 	supersede := func(agent string) []string {
 		return []string{
 			`UPDATE archival SET valid_to = created_at WHERE id = (SELECT min(id) FROM archival WHERE agent = '` + agent + `')`,

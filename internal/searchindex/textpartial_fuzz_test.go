@@ -29,6 +29,7 @@ import (
 // writes are to rows no partition holds, whose log entries say whether
 // the statistics may stay (search_text_log.changed).
 func TestTextCachePartialRandomWrites(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "random writes compared with SQL search by search")
 	few := []string{"a", "b", "c", "d", `x' OR 1=1 --`, "日本", "e%"}
 	// 40 agents and 150 rounds with the long tests; 20 and 40 otherwise.
 	var many []string
@@ -265,6 +266,7 @@ type queryRower interface {
 // client sends) must not grow a partial cache past its bound: each leaves
 // a partition behind, and what it holds must be charged and evicted.
 func TestTextCachePartialChurnBounded(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "many partitions loaded and evicted in turn")
 	for _, limit := range []int64{32 << 10, 64} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) { churnBounded(t, limit) })
 	}
@@ -317,6 +319,7 @@ func churnBounded(t *testing.T, limit int64) {
 // make each of its next searches read and analyze all its rows again only
 // to refuse them again.
 func TestTextCachePartialBigOwnerNotReread(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "a large owner searched repeatedly")
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 	tx, err := db.BeginTx(ctx, nil)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -82,6 +83,7 @@ func checkLikeSQL(t *testing.T, x *searchindex.Index, name, step, agent, q strin
 // the edits and a whole one follow them (written from another pool) and
 // rank as SQL too.
 func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "neighbours compared with SQL entry by entry")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db, other := openDBAt(t, path), openDBAt(t, path)
