@@ -450,7 +450,7 @@ func MetadataRangeFilter(key string, min, max any) MetadataFilter {
 // 1..MaxLimit, a finite vector weight >= 0 and valid metadata filters
 // (MetadataFilter.Validate). A search fails with its error, which wraps
 // ErrInvalidQuery.
-func (s *Settings) Validate() error {
+func (s Settings) Validate() error {
 	switch s.Mode {
 	case Auto, FTS, Vector, Hybrid:
 	default:

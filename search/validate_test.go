@@ -102,3 +102,14 @@ func TestSettingsValidate(t *testing.T) {
 		}
 	}
 }
+
+// Validate is callable on the value Options.Settings returns, as a
+// program checks options before a search.
+func TestSettingsValidateOnOptionsSettings(t *testing.T) {
+	if err := search.NewOptions().Limit(5).Settings().Validate(); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+	if err := search.NewOptions().VectorWeight(-1).Settings().Validate(); !errors.Is(err, search.ErrInvalidQuery) {
+		t.Errorf("VectorWeight(-1): %v, want ErrInvalidQuery", err)
+	}
+}
