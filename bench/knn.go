@@ -152,8 +152,8 @@ func (m *memoEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 	return out, nil
 }
 
-// vectorDSN is the set-up the search package recommends for vector-heavy
-// use: WAL, synchronous=NORMAL, a 256 MB page cache and 1 GB mmap.
+// vectorDSN is the set-up the search engine (internal/searchindex)
+// recommends for vector-heavy use: WAL, synchronous=NORMAL, a 256 MB page cache and 1 GB mmap.
 func vectorDSN(path string) string {
 	// The _pragma keys are modernc's and _cache_size mattn's; each driver
 	// ignores the other's (mattn has no mmap setting in its DSN).

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/engram-go/engram/builder"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -190,7 +191,7 @@ func BenchmarkAgentsStore(b *testing.B) {
 // search of another agent run (what every process pays once, statistics
 // and statements, is not any agent's first search).
 func warm(b *testing.B, st *memory.Store, first func() error) {
-	if err := storeaccess.Index(st).WarmTextCache(context.Background()); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+	if err := storeaccess.Index(st).WarmTextCache(context.Background()); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 		b.Fatal(err)
 	}
 	if err := first(); err != nil {

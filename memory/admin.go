@@ -35,9 +35,12 @@ type Stats struct {
 	// with.
 	Embedder     string
 	EmbedderDims int
-	// VectorEngine is where this process runs vector search ("" when it
-	// opened the store without an embedder); VectorEngineReason says why
-	// not in the database, when it could have been (see searchindex.Index).
+	// VectorEngine is where this process runs vector search: "in-process"
+	// (the vector cache, Options.VectorCacheBytes), "sqlite-vec" (an exact
+	// scan in SQLite), "pgvector" (PostgreSQL's HNSW index), or "" when it
+	// opened the store without an embedder. VectorEngineReason says why not
+	// in the database's index when it could have been (for pgvector: the
+	// error creating the extension, its version, or VectorCacheBytes).
 	VectorEngine       string
 	VectorEngineReason string
 	Counts             Counts

@@ -65,3 +65,30 @@ func TestArchivalMetadata(t *testing.T) {
 		t.Errorf("a time.Time metadata value: err = %v", err)
 	}
 }
+
+// A metadata filter written as a literal is an equality: Archival.List
+// refuses one that also sets Min or Max (it listed the entries equal to
+// Equals, the bounds ignored), and a range that also sets Equals, instead
+// of listing what the caller did not ask for.
+func TestArchivalListRefusesMixedMetadataFilter(t *testing.T) {
+	ctx := context.Background()
+	c := openFile(t, ":memory:", nil)
+	for _, s := range []int{3, 7} {
+		if _, err := c.Agent("ada").Archival().Insert(ctx, memory.ArchivalEntry{Content: "session note " + string(rune('a'+s)), Metadata: map[string]any{"session": s}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rangeWithEquals := search.MetadataRangeFilter("session", 5, nil)
+	rangeWithEquals.Equals = 3
+	for _, f := range []search.MetadataFilter{
+		{Key: "session", Min: 5},
+		{Key: "session", Equals: 3, Min: 5},
+		{Key: "session", Equals: 7, Max: 5},
+		rangeWithEquals,
+	} {
+		list, err := c.Agent("ada").Archival().List(ctx, &memory.ArchivalQuery{Metadata: []search.MetadataFilter{f}})
+		if !errors.Is(err, search.ErrInvalidQuery) || !errors.Is(err, memory.ErrInvalidArgument) {
+			t.Errorf("List with %+v: %d entries, err = %v; want ErrInvalidQuery and ErrInvalidArgument", f, len(list), err)
+		}
+	}
+}

@@ -59,7 +59,9 @@
 //
 // Searches fail with errors that wrap this package's values (errors.Is):
 // ErrInvalidQuery, ErrEmbedderMismatch, ErrEmbedder, ErrNoEmbedder,
-// ErrCacheBudget, ErrReranker, ErrSchema.
+// ErrReranker. Opening a store fails with ErrEmbedderMismatch for another
+// embedder's vectors and ErrSchema for a database without the search
+// tables.
 //
 // # The engine
 //

@@ -51,8 +51,8 @@ func Normalize(v []float32) []float32 { return vecmath.Normalize(v) }
 func CosineDistance(a, b []float32) float64 { return vecmath.CosineDistance(a, b) }
 
 // BlockText is the text embedded for a block: its label, description and
-// rendered content, non-empty parts joined by newlines. the search engine embeds
-// blocks (and re-embeds them) with it.
+// rendered content, non-empty parts joined by newlines. The store embeds blocks (and
+// re-embeds them) with it.
 func BlockText(label, description, rendered string) string {
 	var parts []string
 	for _, s := range []string{label, description, rendered} {

@@ -22,17 +22,12 @@ var (
 	// Reembed) on a store opened without an embedder.
 	ErrNoEmbedder = errors.New("search: no embedder configured")
 
-	// ErrCacheBudget is wrapped by WarmTextCache when the corpus's text
-	// cache would exceed its bound (memory.Options.TextCacheBytes): searches work, ranked
-	// in SQL.
-	ErrCacheBudget = errors.New("search: cache over its memory budget")
-
 	// ErrReranker is wrapped by reranking failures (memory.Options.Reranker):
 	// HTTP errors, error bodies, malformed or incomplete scores. A search
 	// returns it only with memory.Options.RerankStrict.
 	ErrReranker = errors.New("search: reranker failed")
 
-	// ErrSchema is wrapped by opening a store's search (through its driver.Dialect) when the
-	// database lacks the search tables of its backend's migrations.
+	// ErrSchema is wrapped by memory.Open's error when the database lacks
+	// the search tables of its backend's migrations.
 	ErrSchema = errors.New("search: schema missing")
 )

@@ -198,6 +198,11 @@ type Options struct {
 // between Min and Max (inclusive; nil means unbounded). Numbers compare as
 // numbers; strings (RFC 3339 dates included) compare as text, which orders
 // RFC 3339 UTC dates correctly.
+//
+// A literal MetadataFilter{Key, Equals} is an equality; a range is made by
+// MetadataRangeFilter (or Options.MetadataRange), and IsRange says which a
+// filter is. Validate refuses a filter that sets the other kind's fields
+// (an equality with Min or Max, a range with Equals).
 type MetadataFilter struct {
 	Key      string
 	Equals   any
@@ -382,9 +387,10 @@ func (o *Options) Settings() Settings {
 	return s
 }
 
-// Validate checks a metadata filter whatever the SQL dialect: its key and
-// the types of its values. A search fails with its error, which wraps
-// ErrInvalidQuery.
+// Validate checks a metadata filter whatever the SQL dialect: its key, the
+// types of its values, and that it sets only its own kind's fields (Equals
+// for an equality; Min, Max or both for a range). A search or
+// memory.ArchivalQuery fails with its error, which wraps ErrInvalidQuery.
 func (f MetadataFilter) Validate() error {
 	if strings.TrimSpace(f.Key) == "" || strings.ContainsAny(f.Key, `"\`) {
 		return fmt.Errorf("%w: metadata key %q (a key or a dotted path, without quotes)", ErrInvalidQuery, f.Key)
@@ -407,7 +413,13 @@ func (f MetadataFilter) Validate() error {
 		return fmt.Errorf("%w: metadata %q: value %v (%T) is not a string, number or bool", ErrInvalidQuery, f.Key, v, v)
 	}
 	if !f.isRange {
+		if f.Min != nil || f.Max != nil {
+			return fmt.Errorf("%w: metadata %q: Min or Max set on an equality filter (a range is made by MetadataRangeFilter or Options.MetadataRange)", ErrInvalidQuery, f.Key)
+		}
 		return val(f.Equals)
+	}
+	if f.Equals != nil {
+		return fmt.Errorf("%w: metadata range on %q also sets Equals (a filter is an equality or a range)", ErrInvalidQuery, f.Key)
 	}
 	if f.Min == nil && f.Max == nil {
 		return fmt.Errorf("%w: metadata range on %q has neither a minimum nor a maximum", ErrInvalidQuery, f.Key)
@@ -426,15 +438,30 @@ func (f MetadataFilter) Validate() error {
 // Options.MetadataRange) rather than an equality.
 func (f MetadataFilter) IsRange() bool { return f.isRange }
 
-// MetadataRangeFilter makes a range MetadataFilter (for ArchivalQuery).
+// MetadataRangeFilter makes a range MetadataFilter (for
+// memory.ArchivalQuery's Metadata; Options.MetadataRange adds one to a
+// search).
 func MetadataRangeFilter(key string, min, max any) MetadataFilter {
 	return MetadataFilter{Key: key, Min: min, Max: max, isRange: true}
 }
 
-// Validate checks the settings that can be wrong: the vector weight and
-// the metadata filters. A search fails with its error, which wraps
+// Validate checks that s is what Options.Settings makes of valid options:
+// a known mode, content types within AllContent and not none, a limit in
+// 1..MaxLimit, a finite vector weight >= 0 and valid metadata filters
+// (MetadataFilter.Validate). A search fails with its error, which wraps
 // ErrInvalidQuery.
-func (s *Settings) Validate() error {
+func (s Settings) Validate() error {
+	switch s.Mode {
+	case Auto, FTS, Vector, Hybrid:
+	default:
+		return fmt.Errorf("%w: unknown mode %v", ErrInvalidQuery, s.Mode)
+	}
+	if s.Types == 0 || s.Types&^AllContent != 0 {
+		return fmt.Errorf("%w: content types %v (want a set of blocks, archival and messages)", ErrInvalidQuery, s.Types)
+	}
+	if s.Limit < 1 || s.Limit > MaxLimit {
+		return fmt.Errorf("%w: limit %d (want 1..%d)", ErrInvalidQuery, s.Limit, MaxLimit)
+	}
 	if s.HasVectorWeight && (math.IsNaN(s.VectorWeight) || math.IsInf(s.VectorWeight, 0) || s.VectorWeight < 0) {
 		return fmt.Errorf("%w: vector weight %v (want a finite number >= 0)", ErrInvalidQuery, s.VectorWeight)
 	}

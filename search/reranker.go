@@ -8,9 +8,8 @@ import "context"
 // can, at a cost per candidate, so it sees only the top of the fused list.
 //
 // A failure other than the search's context ending leaves the fused
-// order: the search succeeds, the failure is logged (memory.Options.Logger)
-// and counted, and searches skip the Reranker for
-// memory.Options.RerankBackoff; with memory.Options.RerankStrict it fails the
+// order: the search succeeds, the failure is logged (memory.Options.Logger),
+// and searches skip the Reranker for memory.Options.RerankBackoff; with memory.Options.RerankStrict it fails the
 // search with an error wrapping ErrReranker. A search whose
 // context ends while the Reranker runs fails with the context's error.
 type Reranker interface {

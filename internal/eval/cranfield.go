@@ -9,12 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-)
 
-// maxDimensions bounds a vector file's dimension against a corrupt
-// header. It is search.MaxDimensions, copied: search's in-package tests
-// import this package, so it cannot import search.
-const maxDimensions = 8192
+	"github.com/engram-go/engram/search"
+)
 
 // Cranfield is the Cranfield test collection (1,400 aeronautics abstracts,
 // 225 queries, graded judgements) as shipped beside the project in
@@ -172,7 +169,7 @@ func readF32(path string) (map[int64][]float32, error) {
 		return nil, fmt.Errorf("cranfield: %s header: %w", path, err)
 	}
 	n, dim := int(hdr[0]), int(hdr[1])
-	if dim <= 0 || dim > maxDimensions {
+	if dim <= 0 || dim > search.MaxDimensions {
 		return nil, fmt.Errorf("cranfield: %s: bad dimension %d", path, dim)
 	}
 	out := make(map[int64][]float32, n)

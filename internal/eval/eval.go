@@ -1,7 +1,7 @@
 // Package eval measures retrieval quality: graded-relevance metrics
 // (NDCG, ReciprocalRank, Recall, Evaluate) and the Cranfield test
 // collection (LoadCranfield, FindCranfield) that the quality tests of
-// search and memory/postgres and the bench program score search with. It
+// internal/searchindex and memory/postgres and the bench program score search with. It
 // is internal so that it is not part of engram's public API; bench, a
 // module of its own, may still import it because its import path lies
 // under this module's root (the go command checks internal imports by

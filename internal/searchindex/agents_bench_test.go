@@ -23,7 +23,7 @@ import (
 // and archival entries embedded offline. A per-agent search should cost
 // what the agent's own rows cost, whatever N is.
 //
-//	go test -run '^$' -bench 'AgentsSearch' -benchtime 200x ./search
+//	go test -run '^$' -bench 'AgentsSearch' -benchtime 200x ./internal/searchindex
 //
 // ENGRAM_AGENTS_N (comma-separated, default 10,100,1000; 10,100 with
 // -short) picks the store sizes. A store is built once per process; with

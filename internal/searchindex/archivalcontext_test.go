@@ -262,8 +262,8 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 	}
 	defer partial.Close()
 	searchindex.ForceTextPartial(partial)
-	if err := partial.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+	if err := partial.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	r := rand.New(rand.NewPCG(11, 13))
 	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
@@ -309,8 +309,8 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 		}
 		defer loaded.Close()
 		searchindex.ForceTextPartial(loaded)
-		if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 		}
 		for _, agent := range []string{"a", "b"} {
 			for _, q := range queries {

@@ -29,7 +29,7 @@ import (
 // all owned by one agent (the worst case for a per-agent query), with
 // 384-dimension offline-embedder vectors.
 //
-//	go test -run '^$' -bench . -benchtime 200x ./search
+//	go test -run '^$' -bench . -benchtime 200x ./internal/searchindex
 
 const benchDims = 384
 

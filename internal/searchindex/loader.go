@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/engram-go/engram/search"
 )
 
 // loader runs a cache's background loads (the text and vector caches):
@@ -65,7 +63,7 @@ func (l *loader) start(run func(context.Context) error) *loadFlight {
 		l.mu.Lock()
 		l.flight = nil
 		switch {
-		case errors.Is(f.err, search.ErrCacheBudget):
+		case errors.Is(f.err, ErrCacheBudget):
 			l.over, l.lastErr = true, f.err // a later load would only be larger
 			l.log.Warn("search: cache dropped; searching in SQL", "cache", l.name, "err", f.err)
 		case f.err != nil && l.life.Err() != nil:

@@ -529,7 +529,7 @@ func filters(d driver.Dialect, k *kind, scope search.Scope, s *settings, withSco
 			args = append(args, t)
 		}
 		for _, f := range s.Metadata {
-			// Checked in search (Settings.check).
+			// Checked when the search began (search.Settings.Validate).
 			c, fargs, _ := MetadataCondition(d, "a.metadata_json", f)
 			conds = append(conds, c)
 			args = append(args, fargs...)

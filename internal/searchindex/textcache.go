@@ -318,7 +318,7 @@ func (c *textCache) dropBodies(parts map[search.ContentType]*textPart) {
 
 func (c *textCache) overBudget(n int64) error {
 	return fmt.Errorf("%w: the text cache needs more than %d bytes (IndexOptions.TextCacheBytes %d); full-text search ranks in SQL",
-		search.ErrCacheBudget, n, c.limit)
+		ErrCacheBudget, n, c.limit)
 }
 
 // sync brings the cache up to date with the log as it is now. A cache
@@ -401,7 +401,7 @@ func (c *textCache) start(db *sql.DB) *loadFlight {
 			c.beforeCatchUp(ctx)
 		}
 		err := c.catchUp(ctx, db)
-		if errors.Is(err, search.ErrCacheBudget) {
+		if errors.Is(err, ErrCacheBudget) {
 			c.mu.Lock()
 			if !c.partial {
 				c.parts, c.pos = nil, logPos{} // no more catch-ups will come
@@ -440,7 +440,7 @@ func (x *Index) WarmTextCache(ctx context.Context) error {
 			return err
 		}
 		if err := c.ld.wait(ctx); err != nil {
-			if (c.stats == nil || c.vocab != nil) && errors.Is(err, search.ErrCacheBudget) && c.isPartial() {
+			if (c.stats == nil || c.vocab != nil) && errors.Is(err, ErrCacheBudget) && c.isPartial() {
 				continue // gone partial: compute its statistics
 			}
 			return fmt.Errorf("search: text cache: %w", err)

@@ -182,8 +182,8 @@ func ranksLikeFTS5(t *testing.T, partial bool) {
 	}
 	if partial {
 		searchindex.ForceTextPartial(cached)
-		if err := cached.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		if err := cached.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 		}
 	} else if err := cached.WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
@@ -884,8 +884,8 @@ func TestTextCacheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer x.Close()
-		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+		if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget", err)
 		}
 		for _, q := range []string{"flutter", "boundary layer 42", "entry 1999"} {
 			same(x, q)
@@ -925,8 +925,8 @@ func TestTextCacheBudget(t *testing.T) {
 				droppedRows = droppedRows || !searchindex.TextCacheHoldsRows(x)
 				continue
 			}
-			if !errors.Is(err, search.ErrCacheBudget) {
-				t.Fatalf("WarmTextCache after growth: %v, want ErrCacheBudget", err)
+			if !errors.Is(err, searchindex.ErrCacheBudget) {
+				t.Fatalf("WarmTextCache after growth: %v, want searchindex.ErrCacheBudget", err)
 			}
 			break
 		}

@@ -70,8 +70,8 @@ func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
 		if err := whole.WarmTextCache(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 		}
 		compared := 0
 		for _, agent := range []string{"a", "b"} {

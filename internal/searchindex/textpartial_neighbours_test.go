@@ -34,8 +34,8 @@ func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []str
 	}
 	defer loaded.Close()
 	searchindex.ForceTextPartial(loaded)
-	if err := loaded.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+	if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	for _, agent := range agents {
 		for _, q := range queries {
@@ -122,7 +122,7 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 		if name == "partial" {
 			searchindex.ForceTextPartial(x)
 		}
-		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 		followed[name] = x

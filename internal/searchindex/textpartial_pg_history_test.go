@@ -287,7 +287,7 @@ func testStatsHistory(t *testing.T, concurrent bool) {
 		t.Fatal(err)
 	}
 	x := h.index(256<<10, true)
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	kinds := []search.ContentType{search.Archival, search.Messages, search.Blocks}
@@ -412,7 +412,7 @@ func TestTextCachePartialPostgresScaleAfterDrop(t *testing.T) {
 	}
 	p.message("agent-0", "a zebra passed")
 	x := p.index(1<<20, true)
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	var victim int64
@@ -475,7 +475,7 @@ func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 	}
 	whole := p.whole()
 	x := p.index(1<<20, true)
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	msgs := search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages)
@@ -513,7 +513,7 @@ func TestTextCachePartialPostgresTooBigShrinks(t *testing.T) {
 	x := p.index(1<<20, true)
 	searchindex.SetTextBackoff(x, time.Millisecond)
 	for _, y := range []*searchindex.Index{whole, x} {
-		if err := y.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		if err := y.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 	}
@@ -522,7 +522,7 @@ func TestTextCachePartialPostgresTooBigShrinks(t *testing.T) {
 		w = append(w, fmt.Sprintf("blob%dtoken", i))
 	}
 	blob := p.insert("agent-3", strings.Join(w, " "))
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	if searchindex.TextStatsReady(x, search.Archival) {
@@ -537,7 +537,7 @@ func TestTextCachePartialPostgresTooBigShrinks(t *testing.T) {
 			t.Fatal("the statistics never came back after the row that outgrew them went")
 		}
 		time.Sleep(50 * time.Millisecond)
-		if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+		if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 	}

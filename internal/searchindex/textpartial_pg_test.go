@@ -106,7 +106,7 @@ func TestTextCachePartialPostgres(t *testing.T) {
 		cached = append(cached, open(limit, true))
 	}
 	warm := func(x *searchindex.Index) {
-		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 	}
@@ -451,7 +451,7 @@ func TestTextCachePartialPostgresReplay(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	for _, k := range []search.ContentType{search.Archival, search.Messages} {
@@ -552,8 +552,8 @@ func TestTextCachePartialPostgresTooBig(t *testing.T) {
 	}
 	sqlx := p.index(-1, false)
 	x := p.index(1<<10, true) // an eighth: 128 bytes, two terms
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	counted := searchindex.TextStatsCounted(x)
 	if counted > 3 {
@@ -573,7 +573,7 @@ func TestTextCachePartialPostgresTooBig(t *testing.T) {
 			t.Fatalf("got %v, want %v", keys(got), keys(want))
 		}
 	}
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	if searchindex.TextStatsCounted(x) != counted {
@@ -713,8 +713,8 @@ func TestTextCachePartialPostgresConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		searchindex.ForceTextPartial(storeaccess.Index(c))
-		if err := storeaccess.Index(c).WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache: %v, want ErrCacheBudget (partial)", err)
+		if err := storeaccess.Index(c).WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget (partial)", err)
 		}
 		return c
 	})
@@ -729,8 +729,8 @@ func TestTextCachePartialPostgresOutgrowsShare(t *testing.T) {
 	p := newPGPartial(t)
 	const limit = 16 << 10
 	x := p.index(limit, true)
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	if !searchindex.TextStatsReady(x, search.Archival) {
 		t.Fatal("no statistics for the small store")
@@ -749,7 +749,7 @@ func TestTextCachePartialPostgresOutgrowsShare(t *testing.T) {
 	if searchindex.TextStatsDrops(x) == 0 {
 		t.Fatal("statistics past their share were kept")
 	}
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	if searchindex.TextStatsReady(x, search.Archival) {
@@ -790,7 +790,7 @@ func TestTextCachePartialPostgresBulkKind(t *testing.T) {
 	whole := p.whole()
 	x := p.index(1<<20, true)
 	searchindex.SetTextCatchUpMax(x, 3)
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	if !p.same(whole, x, "agent-0", "crane") {
@@ -816,7 +816,7 @@ func TestTextCachePartialPostgresBulkKind(t *testing.T) {
 	if !p.same(whole, x, "agent-0", "crane") || !p.same(whole, x, "agent-1", "crane log") {
 		t.Fatal("archival and messages ranked in SQL after a catch-up of block changes only")
 	}
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
 	}
 	if got := searchindex.TextStatsCounted(x) - counted; got > 30 {

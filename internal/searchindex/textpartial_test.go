@@ -104,8 +104,8 @@ func TestTextCachePartialAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache: %v, want ErrCacheBudget", err)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	if n := searchindex.TextRowsAnalyzed(x); n > 3*256 {
 		t.Fatalf("the build analyzed %d rows of a store it cannot hold: want a sample", n)

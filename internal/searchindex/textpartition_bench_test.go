@@ -25,7 +25,7 @@ import (
 // agent's first search of one content type; what it costs should be the
 // agent's rows, flat in N.
 //
-//	go test -run '^$' -bench TextCachePartitionLoad -benchtime 100x ./search
+//	go test -run '^$' -bench TextCachePartitionLoad -benchtime 100x ./internal/searchindex
 func BenchmarkTextCachePartitionLoad(b *testing.B) {
 	for _, n := range []int{20, 400} {
 		db := partitionStore(b, n)

@@ -20,7 +20,7 @@ import (
 // entries in Go, "links" reads them per entry from archival_links. What
 // one load costs should grow as N does.
 //
-//	go test -run '^$' -bench TextCacheOwnerLoad -benchtime 5x ./search
+//	go test -run '^$' -bench TextCacheOwnerLoad -benchtime 5x ./internal/searchindex
 func BenchmarkTextCacheOwnerLoad(b *testing.B) {
 	for _, n := range []int{1000, 4000, 16000} {
 		db := openDB(b)

@@ -61,8 +61,8 @@ func TestTextCachePartitionNeighboursPostgres(t *testing.T) {
 	}
 	defer x.Close()
 	searchindex.ForceTextPartial(x)
-	if err := x.WarmTextCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmTextCache of a partial cache: %v, want ErrCacheBudget", err)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	for _, agent := range []string{"a", "b"} {
 		for _, q := range vocab {

@@ -89,7 +89,7 @@ func (c *vecCache) exceeds(rows int) bool {
 
 func (c *vecCache) overBudget() error {
 	return fmt.Errorf("%w: the vector cache needs more than %d bytes (IndexOptions.VectorCacheBytes %d); KNN runs in the database",
-		search.ErrCacheBudget, int64(max(c.rows, c.need))*c.vecRowBytes(), c.limit)
+		ErrCacheBudget, int64(max(c.rows, c.need))*c.vecRowBytes(), c.limit)
 }
 
 // sync brings the cache up to date with the committed log; ready is false

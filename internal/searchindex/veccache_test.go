@@ -230,8 +230,8 @@ func TestVectorCacheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer x.Close()
-		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmVectorCache: %v, want ErrCacheBudget", err)
+		if err := x.WarmVectorCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmVectorCache: %v, want searchindex.ErrCacheBudget", err)
 		}
 		if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "vector cache") {
 			t.Fatalf("the drop was not logged as a warning: %q", logged.String())
@@ -258,8 +258,8 @@ func TestVectorCacheBudget(t *testing.T) {
 		}
 		add(200, 240) // past 230 rows
 		same(x)
-		if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-			t.Fatalf("WarmVectorCache after growth: %v, want ErrCacheBudget", err)
+		if err := x.WarmVectorCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmVectorCache after growth: %v, want searchindex.ErrCacheBudget", err)
 		}
 		if n := searchindex.VectorCacheAnswers(x); n != answers || x.VectorEngine() != "sqlite-vec" {
 			t.Fatalf("after outgrowing: %d more cache answers, engine %q", n-answers, x.VectorEngine())
@@ -364,8 +364,8 @@ func TestVectorCachePartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	if err := x.WarmVectorCache(ctx); !errors.Is(err, search.ErrCacheBudget) {
-		t.Fatalf("WarmVectorCache: %v, want ErrCacheBudget", err)
+	if err := x.WarmVectorCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmVectorCache: %v, want searchindex.ErrCacheBudget", err)
 	}
 	owners := map[int64]string{}
 	same := func(scope search.Scope, q string) {

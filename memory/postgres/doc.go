@@ -35,7 +35,7 @@
 // as SQLite's vector tables). When the server has pgvector 0.8+ (or the role may
 // CREATE EXTENSION vector), each vector table also gets an emb vector(N)
 // column with an HNSW cosine index and KNN runs in the server, filtered by
-// owner with an iterative scan; otherwise the search package's vector
+// owner with an iterative scan; otherwise the search engine's vector
 // cache searches in process, following a change log table.
 // memory.Stats.VectorEngine (Admin().Stats) says which ("pgvector" or
 // "in-process") and VectorEngineReason why not pgvector. The schema is package migrations'

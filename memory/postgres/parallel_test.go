@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -188,7 +189,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 	freshWhole := open(memory.Options{VectorCacheBytes: 64 << 20})
 	freshPartial := open(memory.Options{TextCacheBytes: 24 << 10})
 	for _, s := range []*memory.Store{freshWhole, freshPartial, partial} {
-		if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+		if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatal(err)
 		}
 	}
@@ -215,7 +216,7 @@ func TestCachesAfterParallelWriters(t *testing.T) {
 				t.Fatal("the partial text cache's statistics never came")
 			}
 			time.Sleep(100 * time.Millisecond)
-			if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, search.ErrCacheBudget) {
+			if err := storeaccess.Index(s).WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 				t.Fatal(err)
 			}
 		}
