@@ -9,9 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"github.com/engram-go/engram/search"
 )
+
+// maxDimensions bounds a vector file's dimension against a corrupt
+// header. It is search.MaxDimensions, copied: the in-package tests of
+// internal/analyzer, which search imports, import this package, so it
+// cannot import search.
+const maxDimensions = 8192
 
 // Cranfield is the Cranfield test collection (1,400 aeronautics abstracts,
 // 225 queries, graded judgements) as shipped beside the project in
@@ -169,7 +173,7 @@ func readF32(path string) (map[int64][]float32, error) {
 		return nil, fmt.Errorf("cranfield: %s header: %w", path, err)
 	}
 	n, dim := int(hdr[0]), int(hdr[1])
-	if dim <= 0 || dim > search.MaxDimensions {
+	if dim <= 0 || dim > maxDimensions {
 		return nil, fmt.Errorf("cranfield: %s: bad dimension %d", path, dim)
 	}
 	out := make(map[int64][]float32, n)
