@@ -495,8 +495,19 @@ func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 	if _, err := searchindex.TextStatsDiff(ctx, x, whole, search.Messages); err != nil {
 		t.Fatal(err)
 	}
-	if !p.same(whole, x, "agent-2", "lambda") && searchindex.TextStatsReady(x, search.Messages) {
-		t.Fatal("ranked in SQL with statistics ready")
+	// Readiness is read before each comparison (a pass may finish while
+	// it runs), and a comparison the whole index's own catch-up spoiled
+	// (a leg of it ranked in SQL under load) is tried again: a defect
+	// fails every attempt.
+	for attempt := 1; ; attempt++ {
+		ready := searchindex.TextStatsReady(x, search.Messages)
+		if !ready || p.same(whole, x, "agent-2", "lambda") {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal("ranked in SQL with statistics ready")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
