@@ -638,7 +638,17 @@ type textScratch struct {
 	order []int32
 	freqs []float32
 	at    []int32
+	// seen, when not nil: the partition term ids of texts addRow analyzed
+	// lately, by text. A conversation's rows hold each other's contents
+	// as context (and rows share metadata values), so a load analyzes a
+	// text once, not once per column it fills.
+	seen map[string][]uint32
+	ids  []uint32
 }
+
+// seenKeep bounds textScratch.seen: rows come in conversation order, so
+// the texts met again are those of the last few rows.
+const seenKeep = 256
 
 // read analyzes the rows q returns with sc's buffers and passes them to
 // fn; each row's frequency map is fn's to keep.
@@ -813,12 +823,7 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *t
 		w := float32(p.weights[i])
 		toks := i == 0 && p.bodies != nil && isASCII(col.String)
 		sc.toks = sc.toks[:0]
-		sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
-			id, ok := p.post[string(term)] // no allocation for a lookup
-			if !ok {
-				id = p.newTerm(string(term))
-				p.bytes += textCostTerm + int64(len(term))
-			}
+		count := func(id int32) {
 			for int(id) >= len(sc.at) {
 				sc.at = append(sc.at, -1)
 			}
@@ -830,11 +835,41 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *t
 				sc.freqs = append(sc.freqs, 0)
 			}
 			sc.freqs[n] += w
-			if toks {
-				sc.toks = append(sc.toks, uint32(id))
-			}
 			length++
-		})
+		}
+		if ids, ok := sc.seen[col.String]; ok && col.String != "" {
+			for _, id := range ids {
+				count(int32(id))
+			}
+			if toks {
+				sc.toks = append(sc.toks, ids...)
+			}
+		} else {
+			remember := sc.seen != nil && col.String != ""
+			if remember {
+				sc.ids = sc.ids[:0]
+			}
+			sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
+				id, ok := p.post[string(term)] // no allocation for a lookup
+				if !ok {
+					id = p.newTerm(string(term))
+					p.bytes += textCostTerm + int64(len(term))
+				}
+				count(id)
+				if toks {
+					sc.toks = append(sc.toks, uint32(id))
+				}
+				if remember {
+					sc.ids = append(sc.ids, uint32(id))
+				}
+			})
+			if remember {
+				if len(sc.seen) >= seenKeep {
+					clear(sc.seen)
+				}
+				sc.seen[col.String] = slices.Clone(sc.ids)
+			}
+		}
 		if toks {
 			body.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
 			if body.toks == nil {

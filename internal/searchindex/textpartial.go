@@ -917,7 +917,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 		defer ts.Close()
 		src = stmtQueryer{ts}
 	}
-	sc := &textScratch{part: true}
+	sc := &textScratch{part: true, seen: map[string][]uint32{}}
 	if own != "" {
 		if err := c.readOwn(ctx, src, t, q, owner, p, sc); err != nil {
 			return nil, err
