@@ -214,6 +214,12 @@ type textRowQuery struct {
 	// neighbours among the owner's rows itself (ownNeighbours) rather
 	// than per row in SQL.
 	own string
+	// neighbours sets the context columns of the rows own read (one
+	// owner's, in its order) from their keys (ownRow.key, ownRow.next).
+	neighbours func([]ownRow)
+	// ctxAt is the first of the two context columns, where own selects
+	// each row's keys.
+	ctxAt int
 }
 
 // byID reads the indexed rows among n ids.
@@ -242,9 +248,14 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 		search.Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own, neighbours: ownNeighbours, ctxAt: 3},
 		search.Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
-			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id"},
+			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id",
+			// The batch and sequence number where sel has the neighbours'
+			// text: one read of the owner's messages, no join per row.
+			own: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, m.batch_id, m.seq, ` + messageDate(d, "m.created_at") + `, '[]', ` +
+				d.JSONObject(messageMeta) + ` FROM messages m WHERE m.agent = ? ORDER BY m.id`,
+			neighbours: ownMessageNeighbours, ctxAt: 1},
 	}
 }
 

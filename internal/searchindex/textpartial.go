@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -919,7 +920,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	}
 	sc := &textScratch{part: true, seen: map[string][]uint32{}}
 	if own != "" {
-		if err := c.readOwn(ctx, src, t, q, owner, p, sc); err != nil {
+		if err := c.readOwn(ctx, src, t, c.rows[t], owner, p, sc); err != nil {
 			return nil, err
 		}
 	} else {
@@ -954,21 +955,22 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 // textRowQuery.own: each row's conversation key where the neighbours'
 // text goes, the rows in conversation order), finds each row's
 // neighbours among them (ownNeighbours) and indexes the rows into p.
-func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentType, q, owner string, p *textPart, sc *textScratch) error {
+func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentType, q textRowQuery, owner string, p *textPart, sc *textScratch) error {
 	var rows []ownRow
-	err := c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
+	at := q.ctxAt
+	err := c.scan(ctx, src, t, q.own, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
 		if d.owner != owner {
 			return nil
 		}
-		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[3]}
-		r.cols[3], r.cols[4] = sql.NullString{}, sql.NullString{}
+		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[at], next: cols[at+1]}
+		r.cols[at], r.cols[at+1] = sql.NullString{}, sql.NullString{}
 		rows = append(rows, r)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	ownNeighbours(rows)
+	q.neighbours(rows)
 	for i := range rows {
 		r := &rows[i]
 		p.addRow(r.d, r.body, r.cols, sc)
@@ -978,12 +980,56 @@ func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentTy
 }
 
 // ownRow is a row of one owner read by readOwn: key is its conversation
-// key (not Valid: none).
+// key (not Valid: none) for an archival entry, its batch for a message;
+// next is a message's sequence number in its batch.
 type ownRow struct {
-	d    textDoc
-	body textBody
-	cols []sql.NullString
-	key  sql.NullString
+	d         textDoc
+	body      textBody
+	cols      []sql.NullString
+	key, next sql.NullString
+}
+
+// ownMessageNeighbours sets each message's context columns (cols[1] and
+// cols[2]) to the content of the messages before and after it in its
+// batch, as the engines' MessageNeighbours joins them: the same owner's
+// message with the same batch (a message with none has no neighbours)
+// and the sequence number one below or above, where that number exists
+// (no step past the ends of int64). (agent, batch_id, seq) is unique.
+func ownMessageNeighbours(rows []ownRow) {
+	type place struct {
+		batch string
+		seq   int64
+	}
+	at := make(map[place]int, len(rows))
+	seqs := make([]int64, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		seq, err := strconv.ParseInt(r.next.String, 10, 64)
+		if !r.key.Valid || !r.next.Valid || err != nil {
+			seqs[i] = 0
+			r.key.Valid = false
+			continue
+		}
+		seqs[i] = seq
+		at[place{r.key.String, seq}] = i
+	}
+	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
+	for i := range rows {
+		r := &rows[i]
+		if !r.key.Valid {
+			continue
+		}
+		if s := seqs[i]; s > math.MinInt64 {
+			if j, ok := at[place{r.key.String, s - 1}]; ok {
+				r.cols[1] = text(j)
+			}
+		}
+		if s := seqs[i]; s < math.MaxInt64 {
+			if j, ok := at[place{r.key.String, s + 1}]; ok {
+				r.cols[2] = text(j)
+			}
+		}
+	}
 }
 
 // ownNeighbours sets each row's context columns (cols[3] and cols[4],

@@ -1,0 +1,139 @@
+package searchindex_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// A partition load reads an owner's messages once and finds each one's
+// neighbours among them (the same batch, the sequence number one below
+// and above) in Go; a fresh partial cache must rank as a whole cache,
+// which reads them through the engine's join, bit for bit: at the ends
+// of int64 (no step wraps around), in an empty batch, in batches whose
+// names differ in case, across gaps, with another owner's messages in the same batch, after
+// moves between batches and owners.
+func TestTextCachePartialMessageNeighboursLikeWhole(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		db := openDB(t)
+		write := func(ctx context.Context, f func(*sql.Tx) error) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			if err := f(tx); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}
+		messageNeighboursLikeWhole(t, db, sqlite.SearchDialect{}, write)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		_, b := openPGStore(t)
+		messageNeighboursLikeWhole(t, b.DB(), b.SearchDialect(), b.Write)
+	})
+}
+
+func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write func(context.Context, func(*sql.Tx) error) error) {
+	ctx := context.Background()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if err := write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango
+		nectar olive peach quince radish sage thyme`)
+	type msg struct {
+		agent string
+		batch string
+		seq   int64
+	}
+	msgs := []msg{
+		{"a", "x", math.MinInt64}, {"a", "x", math.MinInt64 + 1}, {"a", "x", -1}, {"a", "x", 0}, {"a", "x", 1},
+		{"a", "x", 3}, {"a", "x", math.MaxInt64 - 1}, {"a", "x", math.MaxInt64},
+		{"a", "", 1}, {"a", "", 2}, {"a", "X", 2},
+		{"a", "y", 1}, {"a", "y", 2}, {"a", "y", 3},
+		{"b", "x", 2}, {"b", "x", 3}, {"b", "y", 1}, {"b", "y", 2},
+	}
+	for i, m := range msgs {
+		content := fmt.Sprintf("%s %s %s", vocab[i%len(vocab)], vocab[(i*7+3)%len(vocab)], vocab[(i*3+1)%len(vocab)])
+		exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, ?)`,
+			m.agent, content, m.batch, m.seq, baseTime.UnixNano())
+	}
+	open := func(partial bool) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, d, nil,
+			&searchindex.IndexOptions{Write: write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			searchindex.ForceTextPartial(x)
+		}
+		return x
+	}
+	check := func(step string) {
+		t.Helper()
+		whole, loaded := open(false), open(true)
+		defer whole.Close()
+		defer loaded.Close()
+		if err := whole.WarmTextCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
+		}
+		compared := 0
+		for _, agent := range []string{"a", "b"} {
+			for _, q := range vocab {
+				o := search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
+				want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []search.Result
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					before := searchindex.TextCacheAnswers(loaded)
+					if got, err = loaded.Search(ctx, q, search.Scope{Agent: agent}, o); err != nil {
+						t.Fatalf("after %s, %s %q: partial cache: %v", step, agent, q, err)
+					}
+					if searchindex.TextCacheAnswers(loaded) > before {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("after %s: the partial cache's statistics are not ready", step)
+					}
+					time.Sleep(10 * time.Millisecond) // a pass computes them
+				}
+				if err := sameBits(want, got); err != nil {
+					t.Fatalf("after %s, %s %q: %v\nwhole   %v\npartial %v", step, agent, q, err, keys(want), keys(got))
+				}
+				compared += len(want)
+			}
+		}
+		if compared == 0 {
+			t.Fatalf("after %s: nothing compared", step)
+		}
+	}
+	check("inserts")
+	for _, step := range []string{
+		`UPDATE messages SET batch_id = 'y', seq = 4 WHERE agent = 'a' AND batch_id = 'x' AND seq = 0`,
+		`UPDATE messages SET agent = 'b' WHERE agent = 'a' AND batch_id = 'y' AND seq = 3`,
+		`UPDATE messages SET batch_id = 'X' WHERE agent = 'a' AND batch_id = 'x' AND seq = 1`,
+		`DELETE FROM messages WHERE agent = 'a' AND batch_id = 'x' AND seq = 3`,
+	} {
+		exec(step)
+		check(step)
+	}
+}
