@@ -42,7 +42,16 @@ CREATE VIEW fts_archival_source AS
 SELECT a.id, a.agent,
     (SELECT no FROM fts_owners o WHERE o.name = a.agent) * 1099511627776 + a.id AS fts_rowid,
     a.content, a.tags_text,
-    (SELECT COALESCE(group_concat(value, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL) AS metadata_values,
+    (SELECT COALESCE(group_concat(CASE WHEN type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]*'
+            AND substr(value, 6, 2) BETWEEN '01' AND '12'
+        THEN value || ' ' || CAST(substr(value, 9, 2) AS INTEGER) || ' ' ||
+            CASE substr(value, 6, 2)
+                WHEN '01' THEN 'January' WHEN '02' THEN 'February' WHEN '03' THEN 'March'
+                WHEN '04' THEN 'April' WHEN '05' THEN 'May' WHEN '06' THEN 'June'
+                WHEN '07' THEN 'July' WHEN '08' THEN 'August' WHEN '09' THEN 'September'
+                WHEN '10' THEN 'October' WHEN '11' THEN 'November' ELSE 'December' END || ' ' ||
+            substr(value, 1, 4)
+        ELSE value END, ' '), '') FROM json_tree(a.metadata_json) WHERE atom IS NOT NULL) AS metadata_values,
     COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), '') AS context_before,
     COALESCE((SELECT n.content FROM archival n WHERE n.id = l.after_id), '') AS context_after
 FROM archival a JOIN archival_links l ON l.id = a.id;
