@@ -61,49 +61,42 @@ FROM archival a JOIN archival_links l ON l.id = a.id;
 -- entries next to where it was and where it is in its owner's stream,
 -- live and superseded, whether or not within the gap (one outside it may
 -- have had another neighbour before). An insert appended to the stream
--- (nothing after it) rewrites the entry before it only when the two are
--- neighbours: loading a batch does not rewrite every entry twice.
-CREATE TRIGGER fts_archival_stream_ai AFTER INSERT ON archival WHEN new.conversation_key IS NULL BEGIN
+-- (nothing after it) rewrites nothing unless the entry before it is near
+-- it in time: loading a batch does not rewrite every entry twice.
+CREATE TRIGGER fts_archival_stream_ai AFTER INSERT ON archival WHEN new.conversation_key IS NULL
+    AND ((SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL
+        OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000
+        OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000) BEGIN
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE id IN (CASE WHEN (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
-            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+        WHERE id IN ((SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000 THEN (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
-            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END,
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
             (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1),
-            CASE WHEN (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
-            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
+            (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000 THEN (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
-            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END,
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
             (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1));
     INSERT INTO search_text_log (kind, id)
-        SELECT 2, id FROM archival WHERE id IN (CASE WHEN (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
-            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+        SELECT 2, id FROM archival WHERE id IN ((SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000 THEN (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
-            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END,
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
             (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1),
-            CASE WHEN (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
-            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
+            (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000 THEN (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
-            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END,
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
             (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1));
