@@ -95,50 +95,70 @@ SELECT a.id, a.agent,
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END AS after_id
 FROM archival a;
 
+-- An entry's tsvector: its own words (with its metadata's ISO dates as
+-- words, as 0027) and its neighbours' (live ones for a live entry; in
+-- the stream, near it in time) at weight D (the 1 MB cap as in 0018).
+-- PL/pgSQL, so that a session plans its lookups once; volatile, so that
+-- in a row trigger it sees the rows the same statement wrote before.
 CREATE FUNCTION engram_archival_fts(a_id BIGINT, a_agent TEXT, a_content TEXT, a_tags TEXT, a_meta TEXT, a_pos BIGINT, a_live BOOLEAN, a_created BIGINT)
-RETURNS tsvector LANGUAGE sql VOLATILE AS $$
-    SELECT CASE
+RETURNS tsvector LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    conv TEXT := engram_archival_conversation(a_meta);
+    pos BIGINT := COALESCE(a_pos, a_id);
+    own tsvector := setweight(to_tsvector('english', a_content), 'B') ||
+        setweight(to_tsvector('english', a_tags), 'A') ||
+        setweight(jsonb_to_tsvector('english', a_meta::jsonb, '["string", "numeric"]'), 'C') ||
+        setweight(to_tsvector('english', engram_metadata_dates(a_meta)), 'C');
+    v_before TEXT;
+    v_after TEXT;
+    bef tsvector;
+    aft tsvector;
+BEGIN
+    IF conv IS NULL AND a_live THEN
+        SELECT CASE WHEN engram_archival_stream_near(p.created_at, a_created) THEN p.content END INTO v_before FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < a_id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT CASE WHEN engram_archival_stream_near(n.created_at, a_created) THEN n.content END INTO v_after FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= pos AND (COALESCE(n.conversation_pos, n.id) > pos OR n.id > a_id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+    ELSIF conv IS NULL THEN
+        SELECT CASE WHEN engram_archival_stream_near(p.created_at, a_created) THEN p.content END INTO v_before FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < a_id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT CASE WHEN engram_archival_stream_near(n.created_at, a_created) THEN n.content END INTO v_after FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= pos AND (COALESCE(n.conversation_pos, n.id) > pos OR n.id > a_id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+    ELSIF a_live THEN
+        SELECT p.content INTO v_before FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = conv AND p.valid_to IS NULL AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < a_id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT n.content INTO v_after FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = conv AND n.valid_to IS NULL AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= pos AND (COALESCE(n.conversation_pos, n.id) > pos OR n.id > a_id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+    ELSE
+        SELECT p.content INTO v_before FROM archival p
+            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = conv AND p.id <> a_id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < a_id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT n.content INTO v_after FROM archival n
+            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = conv AND n.id <> a_id
+                AND COALESCE(n.conversation_pos, n.id) >= pos AND (COALESCE(n.conversation_pos, n.id) > pos OR n.id > a_id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+    END IF;
+    bef := setweight(to_tsvector('english', COALESCE(v_before, '')), 'D');
+    aft := setweight(to_tsvector('english', COALESCE(v_after, '')), 'D');
+    RETURN CASE
         WHEN pg_column_size(own) + pg_column_size(bef) + pg_column_size(aft) <= 1048575 THEN own || bef || aft
         WHEN pg_column_size(own) + pg_column_size(bef) <= 1048575 THEN own || bef
         WHEN pg_column_size(own) + pg_column_size(aft) <= 1048575 THEN own || aft
-        ELSE own END
-    FROM (SELECT c.conv,
-        setweight(to_tsvector('english', a_content), 'B') ||
-            setweight(to_tsvector('english', a_tags), 'A') ||
-            setweight(jsonb_to_tsvector('english', a_meta::jsonb, '["string", "numeric"]'), 'C') ||
-            setweight(to_tsvector('english', engram_metadata_dates(a_meta)), 'C') AS own,
-        setweight(to_tsvector('english', COALESCE(CASE WHEN c.conv IS NULL THEN (CASE WHEN a_live THEN (SELECT CASE WHEN engram_archival_stream_near(p.created_at, a_created) THEN p.content END FROM archival p
-            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> a_id
-                AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
-            ELSE (SELECT CASE WHEN engram_archival_stream_near(p.created_at, a_created) THEN p.content END FROM archival p
-            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.id <> a_id
-                AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END) ELSE (CASE WHEN a_live THEN (SELECT p.content FROM archival p
-            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = c.conv AND p.valid_to IS NULL AND p.id <> a_id
-                AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
-                ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
-            ELSE (SELECT p.content FROM archival p
-            WHERE p.agent = a_agent AND engram_archival_conversation(p.metadata_json) = c.conv AND p.id <> a_id
-                AND COALESCE(p.conversation_pos, p.id) <= c.pos AND (COALESCE(p.conversation_pos, p.id) < c.pos OR p.id < a_id)
-                ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END) END, '')), 'D') AS bef,
-        setweight(to_tsvector('english', COALESCE(CASE WHEN c.conv IS NULL THEN (CASE WHEN a_live THEN (SELECT CASE WHEN engram_archival_stream_near(n.created_at, a_created) THEN n.content END FROM archival n
-            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> a_id
-                AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
-            ELSE (SELECT CASE WHEN engram_archival_stream_near(n.created_at, a_created) THEN n.content END FROM archival n
-            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> a_id
-                AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END) ELSE (CASE WHEN a_live THEN (SELECT n.content FROM archival n
-            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = c.conv AND n.valid_to IS NULL AND n.id <> a_id
-                AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
-                ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
-            ELSE (SELECT n.content FROM archival n
-            WHERE n.agent = a_agent AND engram_archival_conversation(n.metadata_json) = c.conv AND n.id <> a_id
-                AND COALESCE(n.conversation_pos, n.id) >= c.pos AND (COALESCE(n.conversation_pos, n.id) > c.pos OR n.id > a_id)
-                ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END) END, '')), 'D') AS aft
-        FROM (SELECT engram_archival_conversation(a_meta) AS conv, COALESCE(a_pos, a_id) AS pos) c) parts
-$$;
+        ELSE own END;
+END $$;
 
 CREATE OR REPLACE FUNCTION engram_archival_fts_own() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -198,10 +218,19 @@ END $$;
 -- The stream's entries next to where an entry was and where it is are
 -- rewritten and logged for the text cache, near it in time or not (one
 -- that is not may have had another neighbour before). An insert appended
--- to the stream (nothing after it) rewrites the entries before it only
--- when near it: loading a batch does not rewrite every entry twice.
+-- to the stream (nothing after it) rewrites nothing unless an entry
+-- before it is near it in time: loading a batch does not rewrite every
+-- entry twice.
 CREATE FUNCTION engram_archival_fts_stream() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM archival n
+            WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> NEW.id
+                AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id)
+                AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id))
+        AND NOT EXISTS (SELECT 1 FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
+            AND engram_archival_stream_near(x.created_at, NEW.created_at)) THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') AND engram_archival_conversation(OLD.metadata_json) IS NULL THEN
         UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
         WHERE id IN (SELECT engram_archival_stream_neighbours(OLD.agent, COALESCE(OLD.conversation_pos, OLD.id), OLD.id));
@@ -213,15 +242,9 @@ BEGIN
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') AND engram_archival_conversation(NEW.metadata_json) IS NULL THEN
         UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
-        WHERE id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
-            AND (TG_OP = 'UPDATE' OR engram_archival_stream_near(created_at, NEW.created_at)
-                OR EXISTS (SELECT 1 FROM engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id) s(id)
-                    JOIN archival x ON x.id = s.id WHERE (COALESCE(x.conversation_pos, x.id), x.id) > (COALESCE(NEW.conversation_pos, NEW.id), NEW.id)));
+        WHERE id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id));
         INSERT INTO search_text_log (kind, id)
-            SELECT 2, x.id FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
-            AND (TG_OP = 'UPDATE' OR engram_archival_stream_near(x.created_at, NEW.created_at)
-                OR EXISTS (SELECT 1 FROM engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id) s(id)
-                    JOIN archival y ON y.id = s.id WHERE (COALESCE(y.conversation_pos, y.id), y.id) > (COALESCE(NEW.conversation_pos, NEW.id), NEW.id)));
+            SELECT 2, engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id);
     END IF;
     RETURN NULL;
 END $$;
@@ -233,8 +256,13 @@ CREATE TRIGGER archival_fts_own_stream BEFORE UPDATE OF created_at, valid_to, co
     FOR EACH ROW WHEN (engram_archival_conversation(NEW.metadata_json) IS NULL
         AND (OLD.created_at <> NEW.created_at OR (OLD.valid_to IS NULL) <> (NEW.valid_to IS NULL) OR OLD.conversation_pos IS DISTINCT FROM NEW.conversation_pos))
     EXECUTE FUNCTION engram_archival_fts_own();
-CREATE TRIGGER archival_fts_stream AFTER INSERT OR DELETE OR UPDATE OF id, agent, content, metadata_json, created_at, valid_to, conversation_pos ON archival
-    FOR EACH ROW EXECUTE FUNCTION engram_archival_fts_stream();
+CREATE TRIGGER archival_fts_stream_ai AFTER INSERT ON archival
+    FOR EACH ROW WHEN (engram_archival_conversation(NEW.metadata_json) IS NULL) EXECUTE FUNCTION engram_archival_fts_stream();
+CREATE TRIGGER archival_fts_stream_ad AFTER DELETE ON archival
+    FOR EACH ROW WHEN (engram_archival_conversation(OLD.metadata_json) IS NULL) EXECUTE FUNCTION engram_archival_fts_stream();
+CREATE TRIGGER archival_fts_stream_au AFTER UPDATE OF id, agent, content, metadata_json, created_at, valid_to, conversation_pos ON archival
+    FOR EACH ROW WHEN (engram_archival_conversation(OLD.metadata_json) IS NULL OR engram_archival_conversation(NEW.metadata_json) IS NULL)
+    EXECUTE FUNCTION engram_archival_fts_stream();
 
 DROP FUNCTION engram_archival_fts(BIGINT, TEXT, TEXT, TEXT, TEXT, BIGINT, BOOLEAN);
 
