@@ -48,7 +48,7 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 		exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
 			VALUES (?, ?, ?, ?, '[]', '', ?, ?)`, e.id, e.agent, words[e.id]+" note", e.meta, at, at)
 	}
-	queries := append(words[1:], "note", "apple note")
+	queries := append(words[1:], "note", "apple note", "far")
 	check := func(step string) {
 		t.Helper()
 		var drift int
@@ -65,7 +65,7 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 		}
-		for _, agent := range []string{"a", "b"} {
+		for _, agent := range []string{"a", "b", "c"} {
 			for _, q := range queries {
 				for _, sup := range []bool{true, false} {
 					o := func() *search.Options {

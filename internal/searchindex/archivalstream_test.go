@@ -74,6 +74,12 @@ var (
 			map[int64][2]int64{9: {0, 1}, 1: {9, 4}, 7: {6, 0}}},
 		{`DELETE FROM archival WHERE id = 1`,
 			map[int64][2]int64{9: {0, 4}, 4: {9, 5}}},
+		// Times as far apart as int64 holds (-2^62 - 2^62 is -2^63, and
+		// 2^62 - -2^62 is past int64): far, no error.
+		{`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+			VALUES (20, 'c', 'far note', '{}', '[]', '', 4611686018427387904, 0)`, map[int64][2]int64{20: {0, 0}}},
+		{`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+			VALUES (21, 'c', 'near note', '{}', '[]', '', -4611686018427387904, 0)`, map[int64][2]int64{20: {0, 0}, 21: {0, 0}}},
 	}
 )
 
@@ -148,6 +154,6 @@ func TestArchivalStreamNeighbours(t *testing.T) {
 		if extra, missing := archivalDrift(t, db); len(extra)+len(missing) > 0 {
 			t.Fatalf("after %s: fts_archival holds %v the view does not, lacks %v", step, extra, missing)
 		}
-		partialLikeSQL(t, db, step, []string{"a", "b"}, append(words[1:], "note", "apple note"), followed)
+		partialLikeSQL(t, db, step, []string{"a", "b", "c"}, append(words[1:], "note", "apple note", "far"), followed)
 	}
 }

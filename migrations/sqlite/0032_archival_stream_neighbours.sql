@@ -16,6 +16,9 @@
 -- load), not noted one after another, and are indexed alone: a load of
 -- unrelated documents with each other's words as context ranks worse.
 --
+-- The difference is taken as a real (exact below 2^53 ns, about 104
+-- days), so that no created_at makes abs() fail; one past int64 is far.
+--
 -- archival_links compares keys with IS (a NULL key is the stream), which
 -- the index archival_conversation (and archival_live_conversation) serves
 -- for NULL keys too.
@@ -24,16 +27,16 @@ DROP VIEW archival_links;
 
 CREATE VIEW archival_links AS
 SELECT a.id, a.agent,
-    CASE WHEN a.valid_to IS NULL THEN (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(p.created_at - a.created_at) BETWEEN 1000000000 AND 1800000000000 THEN p.id END FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.valid_to IS NULL AND p.id <> a.id
+    CASE WHEN a.valid_to IS NULL THEN (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(CAST(p.created_at - a.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000 THEN p.id END FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.valid_to IS NULL AND p.id <> a.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
             ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
-        ELSE (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(p.created_at - a.created_at) BETWEEN 1000000000 AND 1800000000000 THEN p.id END FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.id <> a.id
+        ELSE (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(CAST(p.created_at - a.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000 THEN p.id END FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.id <> a.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
             ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) END AS before_id,
-    CASE WHEN a.valid_to IS NULL THEN (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(n.created_at - a.created_at) BETWEEN 1000000000 AND 1800000000000 THEN n.id END FROM archival n WHERE n.agent = a.agent AND n.conversation_key IS a.conversation_key AND n.valid_to IS NULL AND n.id <> a.id
+    CASE WHEN a.valid_to IS NULL THEN (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(CAST(n.created_at - a.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000 THEN n.id END FROM archival n WHERE n.agent = a.agent AND n.conversation_key IS a.conversation_key AND n.valid_to IS NULL AND n.id <> a.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(a.conversation_pos, a.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(a.conversation_pos, a.id) OR n.id > a.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
-        ELSE (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(n.created_at - a.created_at) BETWEEN 1000000000 AND 1800000000000 THEN n.id END FROM archival n WHERE n.agent = a.agent AND n.conversation_key IS a.conversation_key AND n.id <> a.id
+        ELSE (SELECT CASE WHEN a.conversation_key IS NOT NULL OR abs(CAST(n.created_at - a.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000 THEN n.id END FROM archival n WHERE n.agent = a.agent AND n.conversation_key IS a.conversation_key AND n.id <> a.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(a.conversation_pos, a.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(a.conversation_pos, a.id) OR n.id > a.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) END AS after_id
 FROM archival a;
@@ -67,12 +70,12 @@ CREATE TRIGGER fts_archival_stream_ai AFTER INSERT ON archival WHEN new.conversa
     AND ((SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL
-        OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
+        OR abs(CAST((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000
-        OR abs((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000
+        OR abs(CAST((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
             AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at) BETWEEN 1000000000 AND 1800000000000) BEGIN
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000) BEGIN
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
         WHERE id IN ((SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
