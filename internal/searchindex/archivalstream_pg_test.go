@@ -65,7 +65,7 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 		}
-		for _, agent := range []string{"a", "b", "c"} {
+		for _, agent := range []string{"a", "b", "c", "d"} {
 			for _, q := range queries {
 				for _, sup := range []bool{true, false} {
 					o := func() *search.Options {

@@ -80,6 +80,8 @@ var (
 			VALUES (20, 'c', 'far note', '{}', '[]', '', 4611686018427387904, 0)`, map[int64][2]int64{20: {0, 0}}},
 		{`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
 			VALUES (21, 'c', 'near note', '{}', '[]', '', -4611686018427387904, 0)`, map[int64][2]int64{20: {0, 0}, 21: {0, 0}}},
+		// Moved to an owner with nothing indexed yet.
+		{`UPDATE archival SET agent = 'd' WHERE id = 7`, map[int64][2]int64{6: {5, 0}, 7: {0, 0}}},
 	}
 )
 
@@ -154,6 +156,6 @@ func TestArchivalStreamNeighbours(t *testing.T) {
 		if extra, missing := archivalDrift(t, db); len(extra)+len(missing) > 0 {
 			t.Fatalf("after %s: fts_archival holds %v the view does not, lacks %v", step, extra, missing)
 		}
-		partialLikeSQL(t, db, step, []string{"a", "b", "c"}, append(words[1:], "note", "apple note", "far"), followed)
+		partialLikeSQL(t, db, step, []string{"a", "b", "c", "d"}, append(words[1:], "note", "apple note", "far"), followed)
 	}
 }

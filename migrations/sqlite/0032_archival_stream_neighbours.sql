@@ -136,9 +136,12 @@ CREATE TRIGGER fts_archival_stream_ad AFTER DELETE ON archival WHEN old.conversa
 END;
 
 -- A hand edit of created_at changes the entry's neighbours too; so does
--- superseding, restoring or moving an entry.
+-- superseding, restoring or moving an entry. The owner is numbered here
+-- too: this trigger may run before fts_archival_au, and an entry indexed
+-- under no owner's number would get a rowid of FTS5's choosing.
 CREATE TRIGGER fts_archival_stream_au AFTER UPDATE OF id, agent, content, tags_text, metadata_json, created_at, valid_to, conversation_pos ON archival
     WHEN old.conversation_key IS NULL OR new.conversation_key IS NULL BEGIN
+    INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
         WHERE id IN (new.id,
