@@ -163,6 +163,7 @@ var rollBackArchivalLabels = func() []string {
 	}
 	return []string{
 		`DROP TRIGGER fts_archival_stream_ai`, `DROP TRIGGER fts_archival_stream_ad`, `DROP TRIGGER fts_archival_stream_au`,
+		`DROP TRIGGER fts_archival_stream_live`,
 		`DROP TRIGGER fts_archival_live`, `DROP INDEX archival_live_conversation`,
 		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
 		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,

@@ -158,4 +158,28 @@ func TestArchivalStreamNeighbours(t *testing.T) {
 		}
 		partialLikeSQL(t, db, step, []string{"a", "b", "c", "d"}, append(words[1:], "note", "apple note", "far"), followed)
 	}
+	checkQuietSupersession(t, db, func(q string, args ...any) {
+		t.Helper()
+		if _, err := other.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}, "changed = 1 OR id <> 20")
+}
+
+// checkQuietSupersession supersedes and restores entry 20 (near no
+// other entry) and fails if either logs what logged says (an entry's
+// text as changed: a text cache would read its statistics again for
+// nothing; another entry: it was rewritten for nothing).
+func checkQuietSupersession(t *testing.T, db *sql.DB, exec func(string, ...any), logged string) {
+	t.Helper()
+	var seq int64
+	if err := db.QueryRow(`SELECT COALESCE(max(seq), 0) FROM search_text_log`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	exec(`UPDATE archival SET valid_to = 1 WHERE id = 20`)
+	exec(`UPDATE archival SET valid_to = NULL WHERE id = 20`)
+	var changed int
+	if err := db.QueryRow(`SELECT count(*) FROM search_text_log WHERE seq > $1 AND (`+logged+`)`, seq).Scan(&changed); err != nil || changed > 0 {
+		t.Fatalf("superseding and restoring an entry near no other logged %d entries (%s; %v)", changed, logged, err)
+	}
 }

@@ -231,6 +231,24 @@ BEGIN
             AND engram_archival_stream_near(x.created_at, NEW.created_at)) THEN
         RETURN NULL;
     END IF;
+    -- Superseded or restored, nothing else: its own context and its live
+    -- neighbours' change only when one of them is near it or they are
+    -- near each other (a batch's entries are near none).
+    IF TG_OP = 'UPDATE' AND OLD.id = NEW.id AND OLD.agent = NEW.agent AND OLD.content IS NOT DISTINCT FROM NEW.content
+        AND OLD.metadata_json IS NOT DISTINCT FROM NEW.metadata_json AND OLD.created_at = NEW.created_at
+        AND OLD.conversation_pos IS NOT DISTINCT FROM NEW.conversation_pos
+        AND NOT EXISTS (SELECT 1 FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
+            AND engram_archival_stream_near(x.created_at, NEW.created_at))
+        AND NOT COALESCE(engram_archival_stream_near((SELECT p.created_at FROM archival p
+            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
+                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
+            (SELECT n.created_at FROM archival n
+            WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
+                AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)), false) THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') AND engram_archival_conversation(OLD.metadata_json) IS NULL THEN
         UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
         WHERE id IN (SELECT engram_archival_stream_neighbours(OLD.agent, COALESCE(OLD.conversation_pos, OLD.id), OLD.id));

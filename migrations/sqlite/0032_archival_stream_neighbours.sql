@@ -136,10 +136,10 @@ CREATE TRIGGER fts_archival_stream_ad AFTER DELETE ON archival WHEN old.conversa
 END;
 
 -- A hand edit of created_at changes the entry's neighbours too; so does
--- superseding, restoring or moving an entry. The owner is numbered here
--- too: this trigger may run before fts_archival_au, and an entry indexed
--- under no owner's number would get a rowid of FTS5's choosing.
-CREATE TRIGGER fts_archival_stream_au AFTER UPDATE OF id, agent, content, tags_text, metadata_json, created_at, valid_to, conversation_pos ON archival
+-- moving an entry. The owner is numbered here too: this trigger may run
+-- before fts_archival_au, and an entry indexed under no owner's number
+-- would get a rowid of FTS5's choosing.
+CREATE TRIGGER fts_archival_stream_au AFTER UPDATE OF id, agent, content, tags_text, metadata_json, created_at, conversation_pos ON archival
     WHEN old.conversation_key IS NULL OR new.conversation_key IS NULL BEGIN
     INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
@@ -194,6 +194,48 @@ CREATE TRIGGER fts_archival_stream_au AFTER UPDATE OF id, agent, content, tags_t
             ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
             (SELECT n.id FROM archival n WHERE n.agent = old.agent AND n.conversation_key IS NULL AND n.id <> old.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(old.conversation_pos, old.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(old.conversation_pos, old.id) OR n.id > old.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1));
+END;
+
+-- Superseding or restoring an entry changes its own context and its live
+-- neighbours' only when one of them is near it or they are near each
+-- other (a batch's entries are near none): otherwise nothing is
+-- rewritten or logged, and a text cache keeps its statistics.
+CREATE TRIGGER fts_archival_stream_live AFTER UPDATE OF valid_to ON archival
+    WHEN new.conversation_key IS NULL AND old.conversation_key IS NULL AND (old.valid_to IS NULL) <> (new.valid_to IS NULL)
+    AND (abs(CAST((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000
+        OR abs(CAST((SELECT n.created_at FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000
+        OR abs(CAST((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000
+        OR abs(CAST((SELECT n.created_at FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) - new.created_at AS REAL)) BETWEEN 1000000000 AND 1800000000000
+        OR abs(CAST((SELECT p.created_at FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) - (SELECT n.created_at FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) AS REAL)) BETWEEN 1000000000 AND 1800000000000) BEGIN
+    INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
+        SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
+        WHERE id IN (new.id,
+            (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1));
+    INSERT INTO search_text_log (kind, id)
+        SELECT 2, id FROM archival WHERE id IN (new.id,
+            (SELECT p.id FROM archival p WHERE p.agent = new.agent AND p.conversation_key IS NULL AND p.valid_to IS NULL AND p.id <> new.id
+            AND COALESCE(p.conversation_pos, p.id) <= COALESCE(new.conversation_pos, new.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(new.conversation_pos, new.id) OR p.id < new.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
+            (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.valid_to IS NULL AND n.id <> new.id
+            AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1));
 END;
 
