@@ -100,25 +100,54 @@ func TestArchivalConversationLabels(t *testing.T) {
 	}
 }
 
-// Entries naming no conversation have no neighbours, however close in
-// time they were written: an agent's archival entries are as often
-// unrelated facts as turns (docs/retrieval.md).
-func TestArchivalNoConversationNoNeighbours(t *testing.T) {
+// Entries naming no conversation are neighbours in write order when
+// written 1 second to 30 minutes apart (notes taken as a conversation
+// goes); written at once (a batch, a load: less than a second apart) or
+// further apart, each is indexed alone (docs/retrieval.md).
+func TestArchivalStreamNeighboursByTime(t *testing.T) {
 	base := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	ctx := context.Background()
-	for name, c := range labelStores(t) {
-		for i, content := range []string{"The user's dog is called Biscuit.", "The user works night shifts."} {
-			if _, err := c.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: content, CreatedAt: base.Add(time.Duration(i) * time.Second)}); err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name       string
+		apart      time.Duration
+		batch      bool
+		neighbours bool
+	}{
+		{"one batch", 0, true, false},
+		{"half a second apart", 500 * time.Millisecond, false, false},
+		{"one second apart", time.Second, false, true},
+		{"a minute apart", time.Minute, false, true},
+		{"30 minutes apart", 30 * time.Minute, false, true},
+		{"31 minutes apart", 31 * time.Minute, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			for name, c := range labelStores(t) {
+				facts := []memory.ArchivalEntry{
+					{Content: "The user's dog is called Biscuit.", CreatedAt: base},
+					{Content: "The user works night shifts.", CreatedAt: base.Add(tc.apart)},
+				}
+				if tc.batch {
+					facts[0].CreatedAt, facts[1].CreatedAt = time.Time{}, time.Time{}
+					if _, err := c.Agent("a").Archival().InsertBatch(ctx, facts, nil); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					for _, e := range facts {
+						if _, err := c.Agent("a").Archival().Insert(ctx, e); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if got := foundBy(t, c, "a", "dog"); (len(got) == 2) != tc.neighbours {
+					t.Errorf("%s: dog found %q; the next entry found = %v, want %v", name, got, len(got) == 2, tc.neighbours)
+				}
 			}
-		}
-		if got := foundBy(t, c, "a", "dog"); len(got) != 1 {
-			t.Errorf("%s: dog found %q, want the one entry that says it", name, got)
-		}
+		})
 	}
 }
 
-// rollBackArchivalLabels undoes SQLite migrations 0031 (its trigger and
+// rollBackArchivalLabels undoes SQLite migrations 0032 (its triggers;
+// the views it remade go with 0028's), 0031 (its trigger and
 // column; 0028's objects it remade go with them), 0029 (its tables and
 // index) and 0028: its triggers,
 // views, index and column go, and 0023's objects are made again (its
@@ -133,6 +162,8 @@ var rollBackArchivalLabels = func() []string {
 		panic("no migration 0023_archival_conversation.sql")
 	}
 	return []string{
+		`DROP TRIGGER fts_archival_stream_ai`, `DROP TRIGGER fts_archival_stream_ad`, `DROP TRIGGER fts_archival_stream_au`,
+		`DROP TRIGGER fts_archival_stream_live`,
 		`DROP TRIGGER fts_archival_live`, `DROP INDEX archival_live_conversation`,
 		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
 		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,

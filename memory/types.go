@@ -64,8 +64,11 @@ type ArchivalEntry struct {
 	// holding a string other than "" or a number names the entry's
 	// conversation (compared as JSON values: 3 and "3" are two): the
 	// entry is then also found by the words of the owner's entries just
-	// before and after it there, by id. Entries naming none are indexed
-	// alone (docs/retrieval.md).
+	// before and after it there, by id. An entry naming none is found by
+	// the words of the owner's entries naming none just before and after
+	// it, each when their CreatedAt differ by 1 second to 30 minutes
+	// (notes taken as a conversation goes); a batch written at once or
+	// entries further apart are indexed alone (docs/retrieval.md).
 	Metadata  map[string]any
 	Tags      []string
 	CreatedAt time.Time

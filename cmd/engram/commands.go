@@ -345,11 +345,15 @@ func splitList(s string) []string {
 }
 
 // conversationKeysHelp says which metadata keys name an archival entry's
-// conversation (SQLite migration 0028, PostgreSQL 0025; docs/retrieval.md).
+// conversation (SQLite migration 0028, PostgreSQL 0025), and how entries
+// naming none are neighbours (SQLite 0032, PostgreSQL 0029;
+// docs/retrieval.md).
 const conversationKeysHelp = `metadata as a JSON object. The first of "conversation", "conversation_id", ` +
 	`"session", "session_id", "thread", "thread_id" holding a string other than "" or a number names the ` +
 	`entry's conversation (3 and "3" are two): the entry is then also found by the words of the entries ` +
-	`written before and after it in that conversation. Entries naming none are indexed alone. Values are ` +
+	`written before and after it in that conversation. An entry naming none is found by the words of the ` +
+	`entries naming none written just before and after it, each when written 1 second to 30 minutes from it ` +
+	`(entries written at once, as by archival load, or further apart are indexed alone). Values are ` +
 	`searchable; a string beginning with an ISO date ("date": "2023-05-08") is found by "8 May 2023" too`
 
 func cmdArchivalAdd(fs *flag.FlagSet) runFunc {

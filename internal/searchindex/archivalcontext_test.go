@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/sqlitedriver"
@@ -282,7 +283,10 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 			if agent == "b" {
 				id += 1000
 			}
-			insertArchival(t, other, archivalRow{ID: id, Agent: agent, Content: text(), Metadata: metas[i%len(metas)]})
+			// 20 seconds an id apart: the entries naming no conversation
+			// are a stream, neighbours in write order.
+			insertArchival(t, other, archivalRow{ID: id, Agent: agent, Content: text(), Metadata: metas[i%len(metas)],
+				Created: baseTime.Add(time.Duration(id%1000) * 20 * time.Second)})
 		}
 	}
 	if _, err := other.ExecContext(ctx, `INSERT INTO archival (id, agent, content, metadata_json, created_at, valid_from) VALUES
@@ -341,7 +345,15 @@ func TestArchivalContextFollowsHandEdits(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM fts_archival_source WHERE context_before <> '' OR context_after <> ''`).Scan(&withContext); err != nil || withContext < 10 {
 		t.Fatalf("%d entries with context (%v): the corpus does not exercise it", withContext, err)
 	}
+	if err := db.QueryRow(`SELECT count(*) FROM fts_archival_source s JOIN archival a ON a.id = s.id
+		WHERE a.conversation_key IS NULL AND (context_before <> '' OR context_after <> '')`).Scan(&withContext); err != nil || withContext < 4 {
+		t.Fatalf("%d entries naming no conversation with context (%v): the corpus does not exercise the stream", withContext, err)
+	}
 	for _, step := range []string{
+		// created_at moved by hand: out of the gap, into a burst, back.
+		`UPDATE archival SET created_at = created_at + 3600000000000 WHERE id IN (20, 1040)`,
+		`UPDATE archival SET created_at = created_at + 500000000 WHERE id % 9 = 0`,
+		`UPDATE archival SET created_at = created_at - 3600000000000 WHERE id = 20`,
 		`UPDATE archival SET content = content || ' zucchini' WHERE id % 3 = 0`,
 		`UPDATE archival SET metadata_json = '{"session": "s2"}' WHERE id IN (30, 1030, 4)`,
 		`UPDATE archival SET metadata_json = '{"topic": "none"}' WHERE id IN (20, 1040)`,

@@ -46,8 +46,13 @@
 // gave a merged entry: archival.conversation_pos) are its context_before
 // and context_after (the view archival_links): live entries for a live
 // entry, so a superseded entry is no live entry's context, and any entries
-// for a superseded one. Entries naming none have empty context columns
-// and are scored alone (docs/retrieval.md).
+// for a superseded one. Entries naming none are the owner's stream, in
+// the same order under the same live rule: the entry next to one there is
+// its neighbour when their created_at differ by at least 1 second and at
+// most 30 minutes (notes taken as a conversation goes; entries written
+// less than a second apart, a batch or a document load, and entries
+// further apart are scored alone), and the entry beyond a neighbour too
+// close or too far is not looked at (docs/retrieval.md).
 //
 // driver.Vectors need the embedder's dimension, so on SQLite the dialect
 // (memory/sqlite's SearchDialect) creates them at run time, when NewIndex

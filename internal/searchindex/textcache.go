@@ -279,8 +279,9 @@ func messageDate(d driver.Dialect, col string) string {
 // its conversation as two weaker columns, for the reason messages are: the
 // same owner's entries naming the same conversation, live ones around a
 // live entry (SQLite migrations 0023, 0028 and 0031,
-// PostgreSQL 0018, 0025 and 0028); an entry naming
-// none has none. The view
+// PostgreSQL 0018, 0025 and 0028); an entry naming none, the entries
+// naming none next to it written 1 second to 30 minutes from it
+// (SQLite 0032, PostgreSQL 0029; archivalStreamGap). The view
 // archival_links (l) gives each entry's neighbours under the rule the
 // engines index by; archivalContext selects their text in the index's
 // column order.

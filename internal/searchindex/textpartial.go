@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/analyzer"
@@ -1032,48 +1033,78 @@ func ownMessageNeighbours(rows []ownRow) {
 	}
 }
 
+// The stream of an owner's archival entries naming no conversation
+// (SQLite migration 0032, PostgreSQL 0029): the entry next to one in it is
+// its neighbour when their created_at differ by at least
+// archivalStreamBurst and at most archivalStreamGap (Unix nanoseconds).
+// Notes written as a conversation goes are seconds to minutes apart, and a
+// longer pause starts a new conversation; entries written less than a
+// second apart were written by a program in one go (a batch, a document
+// load) and are indexed alone.
+const (
+	archivalStreamGap   = int64(30 * time.Minute)
+	archivalStreamBurst = int64(time.Second)
+)
+
+// streamNeighbours reports whether entries created at a and b (Unix
+// nanoseconds) are near enough in time to be neighbours in the stream:
+// as the engines compute abs(a - b), a difference past int64 is too far.
+func streamNeighbours(a, b int64) bool {
+	d := a - b
+	if (d > a) != (b < 0) {
+		return false // overflow
+	}
+	if d < 0 {
+		if d == math.MinInt64 {
+			return false
+		}
+		d = -d
+	}
+	return d >= archivalStreamBurst && d <= archivalStreamGap
+}
+
 // ownNeighbours sets each row's context columns (cols[3] and cols[4],
 // the index's context_before and context_after) to the content of the
 // rows before and after it in its conversation, as archival_links finds
 // them: rows of the same key in the order (place, id), only live ones
-// around a live row, any around a superseded one; a row naming no
-// conversation has none. The rows are one owner's, all of them, in the
-// order SQL gives them by (key, place, id): the engine orders places
+// around a live row, any around a superseded one. Rows naming no
+// conversation are the owner's stream: the same, but a row next to one
+// is its neighbour only when streamNeighbours says so. The rows are one
+// owner's, all of them, in the order SQL gives them by (key, place, id)
+// (rows without a key together, first or last): the engine orders places
 // as archival_links compares them (on SQLite a hand edit may leave a
 // place a real or text).
 func ownNeighbours(rows []ownRow) {
-	order := make([]int, 0, len(rows))
-	for i := range rows {
-		if rows[i].key.Valid {
-			order = append(order, i)
-		}
-	}
 	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
-	for lo := 0; lo < len(order); {
+	near := func(i, j int) bool {
+		return rows[i].key.Valid || streamNeighbours(rows[i].d.created, rows[j].d.created)
+	}
+	for lo := 0; lo < len(rows); {
 		hi := lo + 1
-		for hi < len(order) && rows[order[hi]].key.String == rows[order[lo]].key.String {
+		for hi < len(rows) && rows[hi].key == rows[lo].key {
 			hi++
 		}
-		conv := order[lo:hi]
+		conv := rows[lo:hi]
 		// Any row around a superseded one.
-		for j, i := range conv {
+		for j := range conv {
+			i := lo + j
 			if !rows[i].d.superseded {
 				continue
 			}
-			if j > 0 {
-				rows[i].cols[3] = text(conv[j-1])
+			if j > 0 && near(i, i-1) {
+				rows[i].cols[3] = text(i - 1)
 			}
-			if j+1 < len(conv) {
-				rows[i].cols[4] = text(conv[j+1])
+			if j+1 < len(conv) && near(i, i+1) {
+				rows[i].cols[4] = text(i + 1)
 			}
 		}
 		// Live rows around a live one.
 		prev := -1
-		for _, i := range conv {
+		for i := lo; i < hi; i++ {
 			if rows[i].d.superseded {
 				continue
 			}
-			if prev >= 0 {
+			if prev >= 0 && near(i, prev) {
 				rows[i].cols[3], rows[prev].cols[4] = text(prev), text(i)
 			}
 			prev = i

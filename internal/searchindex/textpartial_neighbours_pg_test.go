@@ -17,7 +17,8 @@ import (
 // reads them from archival_links), bit for bit, whatever the metadata
 // names (the accepted keys, "3", 3 and 3.0, keys passed over, a key
 // over 1 KiB kept as its hash, two owners with the same keys), after
-// supersessions, restorations and merged entries' places.
+// supersessions, restorations, merged entries' places and created_at
+// edits (entries naming no conversation are neighbours by time too).
 func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
 	ctx := context.Background()
 	_, b := openPGStore(t)
@@ -44,8 +45,11 @@ func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
 			for i, m := range metas {
 				n++
 				content := vocab[n%len(vocab)] + " " + vocab[(n*7+round)%len(vocab)] + " " + vocab[(i*3)%len(vocab)]
+				// 10 seconds apart: the entries naming no conversation
+				// are a stream.
+				at := int64(n) * int64(10*time.Second)
 				exec(`INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
-					VALUES (?, ?, ?, '[]', '', 0, 0)`, agent, content, m)
+					VALUES (?, ?, ?, '[]', '', ?, ?)`, agent, content, m, at, at)
 			}
 		}
 	}
@@ -120,6 +124,8 @@ func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
 		`UPDATE archival SET conversation_pos = id - 19 WHERE id % 5 = 0`,
 		`UPDATE archival SET conversation_pos = -4 WHERE id % 11 = 0`,
 		`UPDATE archival SET conversation_pos = 9000000000000000000 WHERE id % 13 = 0`,
+		`UPDATE archival SET created_at = created_at + 3600000000000 WHERE id % 7 = 0`,
+		`UPDATE archival SET created_at = created_at - 3600000000000 + 500000000 WHERE id % 14 = 0`,
 	} {
 		exec(step)
 		check(step)

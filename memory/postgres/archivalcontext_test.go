@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/storeaccess"
@@ -193,8 +194,11 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 			if agent == "b" {
 				id += 1000
 			}
+			// 20 seconds an id apart: the entries naming no conversation
+			// are a stream, neighbours in write order.
+			at := (id % 1000) * int64(20*time.Second)
 			if _, err := db.ExecContext(ctx, `INSERT INTO archival (id, agent, content, metadata_json, created_at, valid_from)
-				VALUES ($1, $2, $3, $4, 0, 0)`, id, agent, text(), metas[i%len(metas)]); err != nil {
+				VALUES ($1, $2, $3, $4, $5, $5)`, id, agent, text(), metas[i%len(metas)], at); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -208,7 +212,7 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 		t.Helper()
 		var stale []int64
 		rows, err := db.QueryContext(ctx, `SELECT id FROM archival
-			WHERE fts IS DISTINCT FROM engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL) ORDER BY id`)
+			WHERE fts IS DISTINCT FROM engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at) ORDER BY id`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +246,15 @@ func TestArchivalContextFollowsHandEditsPostgres(t *testing.T) {
 			setweight(jsonb_to_tsvector('english', metadata_json::jsonb, '["string", "numeric"]'), 'C'))`).Scan(&withContext); err != nil || withContext < 10 {
 		t.Fatalf("%d entries with context (%v): the corpus does not exercise it", withContext, err)
 	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM archival_links l JOIN archival a ON a.id = l.id
+		WHERE engram_archival_conversation(a.metadata_json) IS NULL AND (before_id IS NOT NULL OR after_id IS NOT NULL)`).Scan(&withContext); err != nil || withContext < 4 {
+		t.Fatalf("%d entries naming no conversation with neighbours (%v): the corpus does not exercise the stream", withContext, err)
+	}
 	for _, q := range []string{
+		// created_at moved by hand: out of the gap, into a burst, back.
+		`UPDATE archival SET created_at = created_at + 3600000000000 WHERE id IN (20, 1040)`,
+		`UPDATE archival SET created_at = created_at + 500000000 WHERE id % 9 = 0`,
+		`UPDATE archival SET created_at = created_at - 3600000000000 WHERE id = 20`,
 		`UPDATE archival SET content = content || ' zucchini' WHERE id % 3 = 0`,
 		`UPDATE archival SET metadata_json = '{"session": "s2"}' WHERE id IN (30, 1030, 4)`,
 		`UPDATE archival SET metadata_json = '{"topic": "none"}' WHERE id IN (20, 1040)`,
