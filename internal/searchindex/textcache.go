@@ -220,6 +220,10 @@ type textRowQuery struct {
 	// ctxAt is the first of the two context columns, where own selects
 	// each row's keys.
 	ctxAt int
+	// unplaced: a row own gives no key has neighbours the engine finds
+	// that neighbours cannot (its keys are of types Go does not compare
+	// as the engine does); it is read again by id with sel.
+	unplaced bool
 }
 
 // byID reads the indexed rows among n ids.
@@ -253,9 +257,14 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id",
 			// The batch and sequence number where sel has the neighbours'
 			// text: one read of the owner's messages, no join per row.
-			own: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, m.batch_id, m.seq, ` + messageDate(d, "m.created_at") + `, '[]', ` +
+			// A message whose batch is not text or whose sequence number
+			// is not an integer (SQLite keeps what a hand edit leaves,
+			// and its join steps and compares it as SQLite does) has no
+			// batch here: its neighbours are read through the join.
+			own: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, CASE WHEN ` + messagePlaced + ` THEN m.batch_id END, m.seq, ` +
+				messageDate(d, "m.created_at") + `, '[]', ` +
 				d.JSONObject(messageMeta) + ` FROM messages m WHERE m.agent = ? ORDER BY m.id`,
-			neighbours: ownMessageNeighbours, ctxAt: 1},
+			neighbours: ownMessageNeighbours, ctxAt: 1, unplaced: true},
 	}
 }
 
@@ -265,6 +274,15 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 // before it. driver.Dialect.MessageNeighbours joins them as p and n;
 // messageContext selects their text in the index's column order.
 const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+
+// messagePlaced holds for a message whose neighbours ownMessageNeighbours
+// finds as MessageNeighbours joins them: its batch is text and its
+// sequence number an integer. On PostgreSQL the columns' types make it
+// always true; on SQLite a hand edit may leave a real or text sequence
+// number (the join steps it as a number: 1.5 is next to 2.5, '2x' next
+// to 1) or a blob batch (equal to no text). No message it holds for is
+// next to one it does not hold for.
+const messagePlaced = `CAST(m.seq AS BIGINT) = m.seq AND CAST(m.batch_id AS TEXT) = m.batch_id`
 
 // messageDate is d's MessageDate of col, or ” (no date words) for a
 // dialect that does not index messages' dates.

@@ -921,7 +921,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	}
 	sc := &textScratch{part: true, seen: map[string][]uint32{}}
 	if own != "" {
-		if err := c.readOwn(ctx, src, t, c.rows[t], owner, p, sc); err != nil {
+		if err := c.readOwn(ctx, tx, src, t, c.rows[t], owner, p, sc); err != nil {
 			return nil, err
 		}
 	} else {
@@ -956,7 +956,9 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 // textRowQuery.own: each row's conversation key where the neighbours'
 // text goes, the rows in conversation order), finds each row's
 // neighbours among them (ownNeighbours) and indexes the rows into p.
-func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentType, q textRowQuery, owner string, p *textPart, sc *textScratch) error {
+// Rows q.unplaced says it cannot place are read again by id in tx with
+// q.sel, their neighbours found by the engine.
+func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t search.ContentType, q textRowQuery, owner string, p *textPart, sc *textScratch) error {
 	var rows []ownRow
 	at := q.ctxAt
 	err := c.scan(ctx, src, t, q.own, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
@@ -972,10 +974,46 @@ func (c *textCache) readOwn(ctx context.Context, src queryer, t search.ContentTy
 		return err
 	}
 	q.neighbours(rows)
+	if q.unplaced {
+		if err := c.readUnplaced(ctx, tx, t, q, rows); err != nil {
+			return err
+		}
+	}
 	for i := range rows {
 		r := &rows[i]
 		p.addRow(r.d, r.body, r.cols, sc)
 		c.analyzed.Add(1)
+	}
+	return nil
+}
+
+// readUnplaced sets the columns of the rows without a key to those q.sel
+// reads for them in tx (their context as the engine joins it).
+func (c *textCache) readUnplaced(ctx context.Context, tx *sql.Tx, t search.ContentType, q textRowQuery, rows []ownRow) error {
+	at := map[int64]int{}
+	for i := range rows {
+		if !rows[i].key.Valid {
+			at[rows[i].d.id] = i
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(at))
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		err := c.scan(ctx, tx, t, q.byID(len(chunk)), args, func(d textDoc, _ textBody, cols []sql.NullString) error {
+			if i, ok := at[d.id]; ok {
+				rows[i].cols = slices.Clone(cols)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -37,7 +37,15 @@ func TestTextCachePartialMessageNeighboursLikeWhole(t *testing.T) {
 			}
 			return tx.Commit()
 		}
-		messageNeighboursLikeWhole(t, db, sqlite.SearchDialect{}, write)
+		// A hand edit may leave a sequence number a real or text (the
+		// column's affinity keeps what does not read as an integer): the
+		// join steps it as SQLite does (1.5 is next to 2.5, '2x' to 1).
+		messageNeighboursLikeWhole(t, db, sqlite.SearchDialect{}, write,
+			`UPDATE messages SET seq = 1.5 WHERE agent = 'b' AND batch_id = 'y' AND seq = 1`,
+			`UPDATE messages SET seq = 2.5 WHERE agent = 'b' AND batch_id = 'y' AND seq = 2`,
+			`UPDATE messages SET seq = '2x' WHERE agent = 'b' AND batch_id = 'x' AND seq = 3`,
+			`UPDATE messages SET seq = 'z' WHERE agent = 'a' AND batch_id = 'y' AND seq = 2`,
+		)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		_, b := openPGStore(t)
@@ -45,7 +53,7 @@ func TestTextCachePartialMessageNeighboursLikeWhole(t *testing.T) {
 	})
 }
 
-func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write func(context.Context, func(*sql.Tx) error) error) {
+func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write func(context.Context, func(*sql.Tx) error) error, handEdits ...string) {
 	ctx := context.Background()
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -127,12 +135,12 @@ func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, writ
 		}
 	}
 	check("inserts")
-	for _, step := range []string{
+	for _, step := range append([]string{
 		`UPDATE messages SET batch_id = 'y', seq = 4 WHERE agent = 'a' AND batch_id = 'x' AND seq = 0`,
 		`UPDATE messages SET agent = 'b' WHERE agent = 'a' AND batch_id = 'y' AND seq = 3`,
 		`UPDATE messages SET batch_id = 'X' WHERE agent = 'a' AND batch_id = 'x' AND seq = 1`,
 		`DELETE FROM messages WHERE agent = 'a' AND batch_id = 'x' AND seq = 3`,
-	} {
+	}, handEdits...) {
 		exec(step)
 		check(step)
 	}
