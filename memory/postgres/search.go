@@ -154,7 +154,9 @@ func (SearchDialect) MessageNeighbours() string {
 
 // IndexBlocks computes the tsvector of each of the marked blocks ids
 // (whose locks ex holds: no writer changes them meanwhile) and clears
-// their marks; marks set meanwhile on other blocks stay.
+// their marks; marks set meanwhile on other blocks stay. A rendering whose
+// words take more than a tsvector holds is indexed by its beginning
+// (engram_tsvector, migration 0030).
 func (SearchDialect) IndexBlocks(ctx context.Context, ex driver.Execer, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -166,7 +168,7 @@ func (SearchDialect) IndexBlocks(ctx context.Context, ex driver.Execer, ids []in
 	if _, err := ex.ExecContext(ctx, `UPDATE blocks SET fts =
 			setweight(to_tsvector('english', label), 'A') ||
 			setweight(to_tsvector('english', description), 'B') ||
-			setweight(to_tsvector('english', rendered), 'C')
+			setweight(engram_tsvector(rendered, 1048575 - pg_column_size(to_tsvector('english', label) || to_tsvector('english', description))), 'C')
 			WHERE id IN (SELECT d.id FROM fts_blocks_dirty d JOIN json_array_elements_text(?::json) j(value) ON d.id = j.value::bigint)`,
 		string(list)); err != nil {
 		return err
