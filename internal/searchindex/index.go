@@ -335,9 +335,11 @@ var kinds = map[search.ContentType]*kind{
 }
 
 // messageMeta is a message result's Metadata object (driver.Dialect.JSONObject's
-// pairs).
-const messageMeta = `'role', m.role, 'name', m.name, 'batch_id', m.batch_id, 'seq', m.seq,
-	'tool_call_id', m.tool_call_id`
+// pairs). The text columns are cast to text: on SQLite a hand edit can
+// leave one a blob, which a JSON object cannot hold (every search over
+// messages failed).
+const messageMeta = `'role', CAST(m.role AS TEXT), 'name', CAST(m.name AS TEXT), 'batch_id', CAST(m.batch_id AS TEXT), 'seq', m.seq,
+	'tool_call_id', CAST(m.tool_call_id AS TEXT)`
 
 func kindOf(t search.ContentType) (*kind, error) {
 	k, ok := kinds[t]

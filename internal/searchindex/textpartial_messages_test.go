@@ -145,3 +145,52 @@ func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, writ
 		check(step)
 	}
 }
+
+// A hand edit can leave a message's text columns a blob on SQLite (a
+// TEXT column keeps what it is given): searches over messages, by a
+// whole cache, a partial one and in SQL, go on answering, the blob read
+// as its bytes' text.
+func TestMessageBlobColumnsSearchable(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	for i, c := range []string{"apple banana", "banana cherry", "cherry damson"} {
+		insertMessage(t, db, "a", "user", c, baseTime.Add(time.Duration(i)*time.Second))
+	}
+	for _, q := range []string{
+		`UPDATE messages SET batch_id = CAST('b1' AS BLOB) WHERE seq = 2`,
+		`UPDATE messages SET role = x'75736572', name = x'6e', tool_call_id = x'00ff' WHERE seq = 3`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		bytes   int64
+		partial bool
+	}{{"whole", 1 << 30, false}, {"partial", 1 << 30, true}, {"sql", -1, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: c.bytes, VectorCacheBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			if c.partial {
+				searchindex.ForceTextPartial(x)
+			}
+			_ = x.WarmTextCache(ctx)
+			res, err := x.Search(ctx, "banana cherry", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(10))
+			if err != nil {
+				t.Fatalf("search: %v", err)
+			}
+			if len(res) != 3 {
+				t.Fatalf("%d results, want 3: %v", len(res), keys(res))
+			}
+			for _, r := range res {
+				if r.Metadata["batch_id"] != "b1" {
+					t.Errorf("message %d: batch_id %v (%T), want b1", r.ID, r.Metadata["batch_id"], r.Metadata["batch_id"])
+				}
+			}
+		})
+	}
+}
