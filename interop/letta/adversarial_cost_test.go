@@ -59,8 +59,10 @@ func linearCost(t *testing.T, what string, n int, doc func(n int) map[string]any
 	big, size := best(n)
 	growth := float64(big) / float64(max(small, time.Microsecond))
 	t.Logf("%d %s: ToDump %v; %d: %v (%.1fx for 16x the input; %d-byte file)", n/16, what, small, n, big, growth, size)
-	if growth > 64 {
-		t.Errorf("mapping %d %s took %v, %d took %v: %.1fx for 16x the input, want about 16x (linear; 64x fails)", n, what, big, n/16, small, growth)
+	// Linear is 16–42x on a quiet machine and reached 86x with four -race
+	// test binaries on 2 cores; a quadratic scan is 257–268x.
+	if growth > 128 {
+		t.Errorf("mapping %d %s took %v, %d took %v: %.1fx for 16x the input, want about 16x (linear; 128x fails)", n, what, big, n/16, small, growth)
 	}
 }
 
