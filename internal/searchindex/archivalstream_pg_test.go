@@ -3,9 +3,7 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
@@ -26,18 +24,11 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	open := func(partial bool) *searchindex.Index {
-		x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil,
-			&searchindex.IndexOptions{Write: b.Write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if partial {
-			searchindex.ForceTextPartial(x)
-		}
-		return x
+	followed, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil,
+		&searchindex.IndexOptions{Write: b.Write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
 	}
-	followed := open(false)
 	defer followed.Close()
 	if err := followed.WarmTextCache(ctx); err != nil {
 		t.Fatal(err)
@@ -56,47 +47,14 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 			engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)`).Scan(&drift); err != nil || drift > 0 {
 			t.Fatalf("after %s: %d entries' tsvectors are not what engram_archival_fts makes (%v)", step, drift, err)
 		}
-		whole, loaded := open(false), open(true)
-		defer whole.Close()
-		defer loaded.Close()
-		if err := whole.WarmTextCache(ctx); err != nil {
-			t.Fatal(err)
+		var opts []func() *search.Options
+		for _, sup := range []bool{true, false} {
+			opts = append(opts, func() *search.Options {
+				return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
+			})
 		}
-		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
-		}
-		for _, agent := range []string{"a", "b", "c", "d"} {
-			for _, q := range queries {
-				for _, sup := range []bool{true, false} {
-					o := func() *search.Options {
-						return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
-					}
-					want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o())
-					if err != nil {
-						t.Fatal(err)
-					}
-					for name, x := range map[string]*searchindex.Index{"partial": loaded, "followed": followed} {
-						var got []search.Result
-						for deadline := time.Now().Add(10 * time.Second); ; {
-							before := searchindex.TextCacheAnswers(x)
-							if got, err = x.Search(ctx, q, search.Scope{Agent: agent}, o()); err != nil {
-								t.Fatalf("after %s, %s %q: %s cache: %v", step, agent, q, name, err)
-							}
-							if searchindex.TextCacheAnswers(x) > before {
-								break
-							}
-							if time.Now().After(deadline) {
-								t.Fatalf("after %s: the %s cache does not answer", step, name)
-							}
-							time.Sleep(10 * time.Millisecond)
-						}
-						if err := sameBits(want, got); err != nil {
-							t.Fatalf("after %s, %s %q (superseded %v), %s cache: %v\nwhole %v\n%s %v", step, agent, q, sup, name, err, keys(want), name, keys(got))
-						}
-					}
-				}
-			}
-		}
+		partialRanksLikeWhole(t, b.DB(), b.SearchDialect(), b.Write, step, []string{"a", "b", "c", "d"}, queries,
+			map[string]*searchindex.Index{"followed": followed}, opts...)
 	}
 	const links = `SELECT id, COALESCE(before_id, 0), COALESCE(after_id, 0) FROM archival_links`
 	for _, s := range streamSteps {

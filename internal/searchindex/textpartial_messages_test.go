@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -80,59 +81,12 @@ func messageNeighboursLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, writ
 		exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, ?)`,
 			m.agent, content, m.batch, m.seq, baseTime.UnixNano())
 	}
-	open := func(partial bool) *searchindex.Index {
-		x, err := searchindex.NewIndex(ctx, db, d, nil,
-			&searchindex.IndexOptions{Write: write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if partial {
-			searchindex.ForceTextPartial(x)
-		}
-		return x
-	}
 	check := func(step string) {
 		t.Helper()
-		whole, loaded := open(false), open(true)
-		defer whole.Close()
-		defer loaded.Close()
-		if err := whole.WarmTextCache(ctx); err != nil {
-			t.Fatal(err)
+		o := func() *search.Options {
+			return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
 		}
-		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
-		}
-		compared := 0
-		for _, agent := range []string{"a", "b"} {
-			for _, q := range vocab {
-				o := search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
-				want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []search.Result
-				for deadline := time.Now().Add(10 * time.Second); ; {
-					before := searchindex.TextCacheAnswers(loaded)
-					if got, err = loaded.Search(ctx, q, search.Scope{Agent: agent}, o); err != nil {
-						t.Fatalf("after %s, %s %q: partial cache: %v", step, agent, q, err)
-					}
-					if searchindex.TextCacheAnswers(loaded) > before {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("after %s: the partial cache's statistics are not ready", step)
-					}
-					time.Sleep(10 * time.Millisecond) // a pass computes them
-				}
-				if err := sameBits(want, got); err != nil {
-					t.Fatalf("after %s, %s %q: %v\nwhole   %v\npartial %v", step, agent, q, err, keys(want), keys(got))
-				}
-				compared += len(want)
-			}
-		}
-		if compared == 0 {
-			t.Fatalf("after %s: nothing compared", step)
-		}
+		partialRanksLikeWhole(t, db, d, write, step, []string{"a", "b"}, vocab, nil, o)
 	}
 	check("inserts")
 	for _, step := range append([]string{
@@ -192,5 +146,72 @@ func TestMessageBlobColumnsSearchable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// partialRanksLikeWhole opens a whole text cache and a partial one on db
+// and holds the partial cache's rankings (loaded from the rows as they
+// are), and those of the caches others, to the whole one's, bit for bit,
+// for each agent, query and options; it fails when no result was
+// compared.
+func partialRanksLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write func(context.Context, func(*sql.Tx) error) error,
+	step string, agents, queries []string, others map[string]*searchindex.Index, opts ...func() *search.Options) {
+	t.Helper()
+	ctx := context.Background()
+	open := func(partial bool) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, d, nil,
+			&searchindex.IndexOptions{Write: write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			searchindex.ForceTextPartial(x)
+		}
+		return x
+	}
+	whole, loaded := open(false), open(true)
+	defer whole.Close()
+	defer loaded.Close()
+	if err := whole.WarmTextCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
+	}
+	compared := 0
+	for _, agent := range agents {
+		for _, q := range queries {
+			for i, o := range opts {
+				want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o())
+				if err != nil {
+					t.Fatal(err)
+				}
+				caches := map[string]*searchindex.Index{"partial": loaded}
+				maps.Copy(caches, others)
+				for name, x := range caches {
+					var got []search.Result
+					for deadline := time.Now().Add(10 * time.Second); ; {
+						before := searchindex.TextCacheAnswers(x)
+						if got, err = x.Search(ctx, q, search.Scope{Agent: agent}, o()); err != nil {
+							t.Fatalf("after %s, %s %q: %s cache: %v", step, agent, q, name, err)
+						}
+						if searchindex.TextCacheAnswers(x) > before {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("after %s: the %s cache does not answer", step, name)
+						}
+						time.Sleep(10 * time.Millisecond) // a pass computes the statistics
+					}
+					if err := sameBits(want, got); err != nil {
+						t.Fatalf("after %s, %s %q (options %d), %s cache: %v\nwhole %v\n%s %v", step, agent, q, i, name, err, keys(want), name, keys(got))
+					}
+				}
+				compared += len(want)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatalf("after %s: nothing compared", step)
 	}
 }

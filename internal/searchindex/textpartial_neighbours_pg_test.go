@@ -3,12 +3,10 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
 )
 
@@ -55,63 +53,15 @@ func TestTextCachePartialPostgresNeighboursLikeWhole(t *testing.T) {
 	}
 	queries := append([]string{}, vocab...)
 	queries = append(queries, "apple fig", "mango olive thyme")
-	open := func(partial bool) *searchindex.Index {
-		x, err := searchindex.NewIndex(ctx, b.DB(), b.SearchDialect(), nil,
-			&searchindex.IndexOptions{Write: b.Write, TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if partial {
-			searchindex.ForceTextPartial(x)
-		}
-		return x
-	}
 	check := func(step string) {
 		t.Helper()
-		whole, loaded := open(false), open(true)
-		defer whole.Close()
-		defer loaded.Close()
-		if err := whole.WarmTextCache(ctx); err != nil {
-			t.Fatal(err)
+		var opts []func() *search.Options
+		for _, sup := range []bool{true, false} {
+			opts = append(opts, func() *search.Options {
+				return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
+			})
 		}
-		if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
-		}
-		compared := 0
-		for _, agent := range []string{"a", "b"} {
-			for _, q := range queries {
-				for _, sup := range []bool{true, false} {
-					o := func() *search.Options {
-						return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(sup).Limit(100)
-					}
-					want, err := whole.Search(ctx, q, search.Scope{Agent: agent}, o())
-					if err != nil {
-						t.Fatal(err)
-					}
-					var got []search.Result
-					for deadline := time.Now().Add(10 * time.Second); ; {
-						before := searchindex.TextCacheAnswers(loaded)
-						if got, err = loaded.Search(ctx, q, search.Scope{Agent: agent}, o()); err != nil {
-							t.Fatalf("after %s, %s %q: partial cache: %v", step, agent, q, err)
-						}
-						if searchindex.TextCacheAnswers(loaded) > before {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("after %s: the partial cache's statistics are not ready", step)
-						}
-						time.Sleep(10 * time.Millisecond) // a pass computes them
-					}
-					if err := sameBits(want, got); err != nil {
-						t.Fatalf("after %s, %s %q (superseded %v): %v\nwhole   %v\npartial %v", step, agent, q, sup, err, keys(want), keys(got))
-					}
-					compared++
-				}
-			}
-		}
-		if compared == 0 {
-			t.Fatalf("after %s: nothing compared", step)
-		}
+		partialRanksLikeWhole(t, b.DB(), b.SearchDialect(), b.Write, step, []string{"a", "b"}, queries, nil, opts...)
 	}
 	var linked int
 	if err := b.DB().QueryRowContext(ctx, `SELECT count(*) FROM archival_links WHERE before_id IS NOT NULL OR after_id IS NOT NULL`).Scan(&linked); err != nil || linked < 40 {
