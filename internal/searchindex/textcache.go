@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,6 +225,10 @@ type textRowQuery struct {
 	// that neighbours cannot (its keys are of types Go does not compare
 	// as the engine does); it is read again by id with sel.
 	unplaced bool
+	// dateAt, when not 0, is the column own leaves NULL for the row's
+	// date, which readOwn fills from created_at (messageDateText): the
+	// engine's date functions cost more than the rest of the row's read.
+	dateAt int
 }
 
 // byID reads the indexed rows among n ids.
@@ -236,6 +241,10 @@ func (q textRowQuery) byID(n int) string {
 // driver.Dialect.MetadataText reads them).
 func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
+	ownDate, dateAt := `''`, 0
+	if _, ok := d.(driver.MessageDater); ok {
+		ownDate, dateAt = `NULL`, 3
+	}
 	var own string
 	if ac, ok := d.(driver.ArchivalConversationer); ok {
 		// Ordered in SQL as archival_links orders a conversation: a
@@ -262,9 +271,9 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 			// and its join steps and compares it as SQLite does) has no
 			// batch here: its neighbours are read through the join.
 			own: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, CASE WHEN ` + messagePlaced + ` THEN m.batch_id END, m.seq, ` +
-				messageDate(d, "m.created_at") + `, '[]', ` +
+				ownDate + `, '[]', ` +
 				d.JSONObject(messageMeta) + ` FROM messages m WHERE m.agent = ? ORDER BY m.id`,
-			neighbours: ownMessageNeighbours, ctxAt: 1, unplaced: true},
+			neighbours: ownMessageNeighbours, ctxAt: 1, unplaced: true, dateAt: dateAt},
 	}
 }
 
@@ -283,6 +292,18 @@ const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 // to 1) or a blob batch (equal to no text). No message it holds for is
 // next to one it does not hold for.
 const messagePlaced = `CAST(m.seq AS BIGINT) = m.seq AND CAST(m.batch_id AS TEXT) = m.batch_id`
+
+// messageDateText is the date words both engines' MessageDate make of
+// created (Unix nanoseconds), in Go: the UTC day without a leading zero,
+// the month's English name and the four-digit year ("8 May 2023"); ""
+// before 1970. An int64 of nanoseconds ends in 2262.
+func messageDateText(created int64) string {
+	if created < 0 {
+		return ""
+	}
+	t := time.Unix(created/1e9, 0).UTC()
+	return strconv.Itoa(t.Day()) + " " + t.Month().String() + " " + fmt.Sprintf("%04d", t.Year())
+}
 
 // messageDate is d's MessageDate of col, or ” (no date words) for a
 // dialect that does not index messages' dates.

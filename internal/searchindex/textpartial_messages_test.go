@@ -27,17 +27,7 @@ import (
 func TestTextCachePartialMessageNeighboursLikeWhole(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		db := openDB(t)
-		write := func(ctx context.Context, f func(*sql.Tx) error) error {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback()
-			if err := f(tx); err != nil {
-				return err
-			}
-			return tx.Commit()
-		}
+		write := txWriter(db)
 		// A hand edit may leave a sequence number a real or text (the
 		// column's affinity keeps what does not read as an integer): the
 		// join steps it as SQLite does (1.5 is next to 2.5, '2x' to 1).
@@ -213,5 +203,62 @@ func partialRanksLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write fun
 	}
 	if compared == 0 {
 		t.Fatalf("after %s: nothing compared", step)
+	}
+}
+
+// A partition load writes each message's date words in Go, from
+// created_at; a whole cache reads them from the engine's MessageDate.
+// They rank alike, bit for bit, at the edges: before 1970 (no date),
+// 1970's first second, one nanosecond before a day ends, single-digit
+// days, each month, and the last nanosecond an int64 holds (2262).
+func TestTextCachePartialMessageDatesLikeWhole(t *testing.T) {
+	created := []int64{-1, math.MinInt64, 0, 1, 8*86400e9 + 86400e9 - 1, math.MaxInt64,
+		time.Date(2023, time.May, 8, 23, 59, 59, 999999999, time.UTC).UnixNano(),
+		time.Date(1999, time.December, 31, 23, 59, 59, 0, time.UTC).UnixNano(),
+		time.Date(2000, time.February, 29, 0, 0, 0, 0, time.UTC).UnixNano()}
+	for m := time.January; m <= time.December; m++ {
+		created = append(created, time.Date(2024, m, int(m)*2, 12, 0, 0, 0, time.UTC).UnixNano())
+	}
+	queries := []string{"1970", "2262", "2023", "1999", "2000", "2024", "1", "8", "9", "31", "29", "11",
+		"January", "February", "May", "December", "April 2024", "tide", "tide 1970"}
+	run := func(t *testing.T, db *sql.DB, d driver.Dialect, write func(context.Context, func(*sql.Tx) error) error) {
+		ctx := context.Background()
+		for i, c := range created {
+			if err := write(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', ?, ?, 1, ?)`,
+					fmt.Sprintf("the tide %d", i), fmt.Sprint("b", i), c)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := func() *search.Options {
+			return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
+		}
+		partialRanksLikeWhole(t, db, d, write, "inserts", []string{"a"}, queries, nil, o)
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		db := openDB(t)
+		run(t, db, sqlite.SearchDialect{}, txWriter(db))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		_, b := openPGStore(t)
+		run(t, b.DB(), b.SearchDialect(), b.Write)
+	})
+}
+
+// txWriter runs each write in a transaction of its own on db, as a
+// backend's Write does.
+func txWriter(db *sql.DB) func(context.Context, func(*sql.Tx) error) error {
+	return func(ctx context.Context, f func(*sql.Tx) error) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := f(tx); err != nil {
+			return err
+		}
+		return tx.Commit()
 	}
 }
