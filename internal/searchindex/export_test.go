@@ -225,3 +225,13 @@ func ReadArchivalThroughLinks(x *Index) {
 	rows[search.Archival] = q
 	x.text.rows = rows
 }
+
+// SetTextScanFault makes the text cache's reads fail on the rows f
+// returns an error for (nil: none).
+func SetTextScanFault(x *Index, f func(id int64) error) {
+	if f == nil {
+		x.text.scanFault.Store(nil)
+		return
+	}
+	x.text.scanFault.Store(&f)
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -549,14 +550,62 @@ func placeholders(n int) string {
 func scanResult(rows *sql.Rows, k *kind, extra ...any) (*hit, error) {
 	r := &hit{Result: search.Result{Type: k.t}}
 	var tags, meta string
-	var created int64
+	var created createdAt
 	dest := append([]any{&r.ID, &r.Owner, &r.Label, &r.Content, &tags, &meta, &created, &r.Superseded}, extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return nil, err
 	}
 	decodeJSONColumns(r, tags, meta)
-	r.Created = time.Unix(0, created).UTC()
+	r.Created = time.Unix(0, int64(created)).UTC()
 	return r, nil
+}
+
+// createdAt scans a created_at column. The engines write an integer (Unix
+// nanoseconds), but SQLite keeps what a hand edit leaves: a real is read
+// truncated toward zero and held within int64, text as the integer or
+// real it spells (0 if none), a blob or NULL as 0. One such row must not
+// fail every search over its kind.
+type createdAt int64
+
+func (n *createdAt) Scan(src any) error {
+	switch v := src.(type) {
+	case int64:
+		*n = createdAt(v)
+	case float64:
+		*n = createdAt(clampFloat(v))
+	case string:
+		*n = createdAt(parseNanos(v))
+	case []byte:
+		*n = createdAt(parseNanos(string(v)))
+	case time.Time:
+		*n = createdAt(v.UnixNano())
+	default:
+		*n = 0
+	}
+	return nil
+}
+
+func parseNanos(s string) int64 {
+	s = strings.TrimSpace(s)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return clampFloat(f)
+	}
+	return 0
+}
+
+func clampFloat(f float64) int64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 // decodeJSONColumns sets r's Tags and Metadata from a row's tags_json and

@@ -56,9 +56,12 @@ type textCache struct {
 	// as without a cache.
 	limit    int64
 	noBodies bool
-	rows     map[search.ContentType]textRowQuery // the dialect's (textRows)
-	logIso   sql.IsolationLevel                  // the dialect's SnapshotIsolation
-	log      *changeLog                          // search_text_log
+	// scanFault, set by tests only, fails the read of the rows it returns
+	// an error for: a load or catch-up that cannot read a row.
+	scanFault atomic.Pointer[func(id int64) error]
+	rows      map[search.ContentType]textRowQuery // the dialect's (textRows)
+	logIso    sql.IsolationLevel                  // the dialect's SnapshotIsolation
+	log       *changeLog                          // search_text_log
 	// prep returns the Index's prepared statement for a query (nil: none),
 	// for the statements every partition load runs.
 	prep func(ctx context.Context, q string) (*sql.Stmt, error)
@@ -226,8 +229,9 @@ type textRowQuery struct {
 	// as the engine does); it is read again by id with sel.
 	unplaced bool
 	// dateAt, when not 0, is the column own leaves NULL for the row's
-	// date, which readOwn fills from created_at (messageDateText): the
-	// engine's date functions cost more than the rest of the row's read.
+	// date where created_at is an integer, which readOwn fills from it
+	// (messageDateText): the engine's date functions cost more than the
+	// rest of the row's read.
 	dateAt int
 }
 
@@ -243,7 +247,9 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 	blocks, key := d.IndexedBlocks()
 	ownDate, dateAt := `''`, 0
 	if _, ok := d.(driver.MessageDater); ok {
-		ownDate, dateAt = `NULL`, 3
+		// NULL where created_at is an integer (readOwn writes the date);
+		// the engine's date of what a hand edit left otherwise.
+		ownDate, dateAt = `CASE WHEN m.created_at = CAST(m.created_at AS BIGINT) THEN NULL ELSE COALESCE(`+messageDate(d, "m.created_at")+`, '') END`, 3
 	}
 	var own string
 	if ac, ok := d.(driver.ArchivalConversationer); ok {
@@ -725,7 +731,7 @@ func (c *textCache) scan(ctx context.Context, tx queryer, t search.ContentType, 
 	cols := make([]sql.NullString, len(weights))
 	var d textDoc
 	var tags, meta string
-	dest := []any{&d.id, &d.owner, &d.created, &d.superseded}
+	dest := []any{&d.id, &d.owner, (*createdAt)(&d.created), &d.superseded}
 	for i := range cols {
 		dest = append(dest, &cols[i])
 	}
@@ -736,6 +742,11 @@ func (c *textCache) scan(ctx context.Context, tx queryer, t search.ContentType, 
 		d = textDoc{}
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+		}
+		if f := c.scanFault.Load(); f != nil {
+			if err := (*f)(d.id); err != nil {
+				return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
+			}
 		}
 		var body textBody
 		if textBodies[t] {

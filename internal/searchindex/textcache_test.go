@@ -666,15 +666,23 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	bulkArchival(t, db, raceRows(2_000))
-	// A created_at the cache cannot scan (INTEGER affinity keeps the text);
-	// the SQL path never reads that row's created_at for this query.
-	if _, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('b', 'unrelated', 'soon', 0)`); err != nil {
+	// A row the cache cannot read; the SQL path does not read it for
+	// this query.
+	bad, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('b', 'unrelated', 0, 0)`)
+	if err != nil {
 		t.Fatal(err)
 	}
+	badID, _ := bad.LastInsertId()
 	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	searchindex.SetTextScanFault(x, func(id int64) error {
+		if id == badID {
+			return errUnreadable
+		}
+		return nil
+	})
 	// A back-off longer than the test: every search after the first
 	// falls inside it however slow the machine. Each failed build moves
 	// the retry time on, so an unchanged one means no build ran.
@@ -697,10 +705,12 @@ func TestTextCacheFailedBuildBacksOff(t *testing.T) {
 		}
 		retryAt = after
 	}
-	if err := x.WarmTextCache(ctx); err == nil || !strings.Contains(err.Error(), "created_at") {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, errUnreadable) {
 		t.Fatalf("WarmTextCache: %v, want the scan error", err)
 	}
 }
+
+var errUnreadable = errors.New("unreadable row")
 
 // TestTextCacheFailedCatchUpKeepsState: a catch-up of a loaded cache that
 // fails (here: a row it cannot scan) changes nothing; searches rank in SQL
@@ -718,11 +728,18 @@ func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival) }
-	bad, err := db.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('a', 'zebra crossing', 'soon', 0)`)
-	if err != nil {
+	var unreadable atomic.Int64
+	searchindex.SetTextScanFault(x, func(id int64) error {
+		if id == unreadable.Load() {
+			return errUnreadable
+		}
+		return nil
+	})
+	const badID = 1_000_000
+	unreadable.Store(badID)
+	if _, err := db.ExecContext(ctx, `INSERT INTO archival (id, agent, content, created_at, valid_from) VALUES (?, 'a', 'zebra crossing', 0, 0)`, badID); err != nil {
 		t.Fatal(err)
 	}
-	badID, _ := bad.LastInsertId()
 	before := searchindex.TextCacheAnswers(x)
 	rs, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts())
 	if err != nil || len(rs) != 10 {
@@ -731,15 +748,13 @@ func TestTextCacheFailedCatchUpKeepsState(t *testing.T) {
 	if searchindex.TextCacheAnswers(x) != before {
 		t.Fatal("the cache answered although its catch-up failed")
 	}
-	if err := x.WarmTextCache(ctx); err == nil || !strings.Contains(err.Error(), "created_at") {
+	if err := x.WarmTextCache(ctx); !errors.Is(err, errUnreadable) {
 		t.Fatalf("WarmTextCache: %v, want the scan error", err)
 	}
 	if !searchindex.TextCacheLoaded(x) {
 		t.Fatal("a failed catch-up dropped the loaded cache")
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE archival SET created_at = 0 WHERE id = ?`, badID); err != nil {
-		t.Fatal(err)
-	}
+	unreadable.Store(0) // the row fixed
 	deadline := time.Now().Add(10 * time.Second)
 	for x.WarmTextCache(ctx) != nil {
 		if time.Now().After(deadline) {

@@ -967,7 +967,7 @@ func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t sear
 		}
 		r := ownRow{d: d, body: body, cols: slices.Clone(cols), key: cols[at], next: cols[at+1]}
 		r.cols[at], r.cols[at+1] = sql.NullString{}, sql.NullString{}
-		if q.dateAt > 0 {
+		if q.dateAt > 0 && !r.cols[q.dateAt].Valid {
 			r.cols[q.dateAt] = sql.NullString{String: messageDateText(d.created), Valid: true}
 		}
 		rows = append(rows, r)

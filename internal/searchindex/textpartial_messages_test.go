@@ -240,6 +240,33 @@ func TestTextCachePartialMessageDatesLikeWhole(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		db := openDB(t)
 		run(t, db, sqlite.SearchDialect{}, txWriter(db))
+		// SQLite keeps what a hand edit leaves in created_at: a real,
+		// text, a blob. Every search still answers (one such row failed
+		// every search over messages, in SQL and in the caches), and a
+		// partial cache ranks as a whole one.
+		insertArchival(t, db, archivalRow{Agent: "a", Content: "the tide in the archive"})
+		for i, v := range []string{"1.5", "'abc'", "x'00'", "1e300", "-1e300", "'1683590400000000000'", "' 12 '", "'1e18'"} {
+			for _, table := range []string{"messages", "archival"} {
+				if _, err := db.Exec(fmt.Sprintf(`UPDATE %s SET created_at = %s WHERE id = %d`, table, v, 1+i%2)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := func() *search.Options {
+				return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
+			}
+			partialRanksLikeWhole(t, db, sqlite.SearchDialect{}, txWriter(db), "created_at = "+v, []string{"a"}, queries, nil, o)
+			inSQL, err := searchindex.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ty := range []search.ContentType{search.Messages, search.Archival} {
+				got, err := inSQL.Search(context.Background(), "tide", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(ty))
+				if err != nil || len(got) == 0 {
+					t.Fatalf("created_at = %s: %s in SQL: %d results, %v", v, ty, len(got), err)
+				}
+			}
+			inSQL.Close()
+		}
 	})
 	t.Run("postgres", func(t *testing.T) {
 		_, b := openPGStore(t)
