@@ -129,6 +129,14 @@ func (c *Store) prepareArchival(agent string, e ArchivalEntry, now time.Time, ca
 	if e.ValidFrom.IsZero() {
 		e.ValidFrom = e.CreatedAt
 	}
+	for _, f := range []struct {
+		what string
+		t    time.Time
+	}{{"created_at", e.CreatedAt}, {"valid_from", e.ValidFrom}} {
+		if err := checkStamp(fmt.Sprintf("archival entry of %q: %s", agent, f.what), f.t); err != nil {
+			return nil, err
+		}
+	}
 	return &archivalRow{e: e, meta: string(meta), tags: string(tagsJSON), key: c.entryKey(&e)}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/searchindex"
@@ -430,6 +431,15 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if err := c.checkMetadataSize(e.Agent, len(meta)); err != nil {
 			return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
 		}
+		stamps := []time.Time{e.CreatedAt, e.ValidFrom}
+		if e.ValidTo != nil {
+			stamps = append(stamps, *e.ValidTo)
+		}
+		for _, t := range stamps {
+			if err := checkDumpStamp(t); err != nil {
+				return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
+			}
+		}
 		archMeta[i] = string(meta)
 		tj, _ := json.Marshal(append([]string{}, normTags(e.Tags)...))
 		adds[e.Agent] += archivalBytes(e.Content, archMeta[i], string(tj))
@@ -451,6 +461,9 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, invalidArg("tool calls: %v", err))
 		}
 		if err := c.checkMessageSize(m.Agent, &m, len(cj)); err != nil {
+			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
+		}
+		if err := checkDumpStamp(m.CreatedAt); err != nil {
 			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
 		}
 		msgCalls[i] = string(cj)
@@ -693,6 +706,11 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if b.Complete {
 				complete = 1
 			}
+			for _, t := range []time.Time{b.CreatedAt, b.CompletedAt} {
+				if err := checkDumpStamp(t); err != nil {
+					return fmt.Errorf("batch %q of %q: %w", b.ID, b.Agent, err)
+				}
+			}
 			if _, err := tx.Exec(`INSERT INTO batches (agent, batch_id, complete, created_at, completed_at) VALUES (?, ?, ?, ?, ?)`,
 				b.Agent, b.ID, complete, b.CreatedAt.UnixNano(), completed); err != nil {
 				return fmt.Errorf("batch %q of %q: %w", b.ID, b.Agent, err)
@@ -715,6 +733,9 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			var prev any
 			if s.PreviousID != 0 {
 				prev = sumIDs[s.PreviousID]
+			}
+			if err := checkDumpStamp(s.CreatedAt); err != nil {
+				return fmt.Errorf("summary %d of %q: %w", s.ID, s.Agent, err)
 			}
 			var id int64
 			if err := tx.QueryRow(`INSERT INTO summaries (agent, first_message_id, last_message_id, previous_id, content, model, created_at)
@@ -809,6 +830,15 @@ var editOps = map[blocks.Op]bool{
 // proposer. A dump edited by hand may hold any of these; once imported,
 // such a proposal could never be decided and ListProposals would fail for
 // every proposal of its owner.
+// checkDumpStamp is checkStamp for a dump's times, which may be left
+// zero (unset) as before.
+func checkDumpStamp(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	return checkStamp("time", t)
+}
+
 func checkProposal(p DumpProposal) error {
 	switch p.Status {
 	case "pending", "approved", "rejected":

@@ -2,6 +2,8 @@ package memory_test
 
 import (
 	"context"
+	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,5 +116,67 @@ func TestArchivalISODateIsSearchable(t *testing.T) {
 			{"July 2023", "Went hiking in the hills."},
 			{"3 May 2022", "Went to the beach."},
 		})
+	}
+}
+
+// TestStampsOutsideWhatAStoreHolds: a time a store's int64 of Unix
+// nanoseconds cannot hold (a message from 2300 read back as from 1715) is
+// refused with ErrInvalidArgument, on every way in, and nothing is
+// written; the first and last nanosecond it holds are kept, and a
+// message at the last is found by a search in SQL and by the text cache.
+func TestStampsOutsideWhatAStoreHolds(t *testing.T) {
+	ctx := context.Background()
+	late := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+	last, first := time.Unix(0, math.MaxInt64), time.Unix(0, math.MinInt64)
+	early := time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, mode := range dateModes(t) {
+		c := openFile(t, mode.target, mode.opts)
+		a := c.Agent("a")
+		for _, at := range []time.Time{late, early} {
+			if _, err := a.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "far off", BatchID: "b", CreatedAt: at}); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("%s: message at %v: %v, want ErrInvalidArgument", mode.name, at, err)
+			}
+			if _, err := a.Archival().Insert(ctx, memory.ArchivalEntry{Content: "far off", CreatedAt: at}); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("%s: archival entry at %v: %v, want ErrInvalidArgument", mode.name, at, err)
+			}
+			if _, err := a.Archival().Insert(ctx, memory.ArchivalEntry{Content: "far off", ValidFrom: at}); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("%s: archival entry valid from %v: %v, want ErrInvalidArgument", mode.name, at, err)
+			}
+		}
+		if got, err := a.Messages().List(ctx, nil); err != nil || len(got) != 0 {
+			t.Fatalf("%s: %d messages after refused appends (%v)", mode.name, len(got), err)
+		}
+		for _, at := range []time.Time{last, first} {
+			if _, err := a.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "the tide at " + at.UTC().String(), BatchID: "b", CreatedAt: at}); err != nil {
+				t.Fatalf("%s: message at %v: %v", mode.name, at, err)
+			}
+		}
+		if _, err := a.Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: 1, LastMessageID: 1, Content: "s", CreatedAt: late}); !errors.Is(err, memory.ErrInvalidArgument) {
+			t.Errorf("%s: summary at %v: %v, want ErrInvalidArgument", mode.name, late, err)
+		}
+		for _, d := range []*memory.Dump{
+			{Version: 1, Messages: []memory.Message{{Agent: "b", Role: memory.RoleUser, Content: "far off", BatchID: "b", CreatedAt: late}}},
+			{Version: 1, Archival: []memory.ArchivalEntry{{Agent: "b", Content: "far off", CreatedAt: early}}},
+		} {
+			if _, err := c.Import(ctx, d); !errors.Is(err, memory.ErrInvalidArgument) {
+				t.Errorf("%s: import of a row outside the range: %v, want ErrInvalidArgument", mode.name, err)
+			}
+		}
+		if got, err := c.Agent("b").Messages().List(ctx, nil); err != nil || len(got) != 0 {
+			t.Fatalf("%s: %d messages after a refused import (%v)", mode.name, len(got), err)
+		}
+		// The same dump at a time the store holds is imported.
+		if _, err := c.Import(ctx, &memory.Dump{Version: 1, Messages: []memory.Message{{Agent: "b", Role: memory.RoleUser, Content: "near", BatchID: "b", CreatedAt: last}}}); err != nil {
+			t.Fatalf("%s: import at the last nanosecond: %v", mode.name, err)
+		}
+		if mode.opts == nil {
+			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := a.Search(ctx, "tide", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
+		if err != nil || len(res) != 2 {
+			t.Errorf("%s: the messages at the first and last nanosecond: %d found (%v), want 2", mode.name, len(res), err)
+		}
 	}
 }

@@ -83,6 +83,9 @@ func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = c.opts.Now().UTC()
 		}
+		if err := checkStamp(fmt.Sprintf("message of %q: created_at", agent), m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("%w%s", err, at)
+		}
 		calls[i] = string(b)
 		adds += messageBytes(m, calls[i])
 		if strings.TrimSpace(m.Content) != "" {
@@ -332,6 +335,9 @@ func (c *Store) saveSummary(ctx context.Context, agent string, s Summary) (Summa
 	s.Agent = agent
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = c.opts.Now().UTC()
+	}
+	if err := checkStamp(fmt.Sprintf("summary of %q: created_at", agent), s.CreatedAt); err != nil {
+		return s, err
 	}
 	var prev any
 	if s.PreviousID != 0 {

@@ -69,8 +69,11 @@ type ArchivalEntry struct {
 	// it, each when their CreatedAt differ by 1 second to 30 minutes
 	// (notes taken as a conversation goes); a batch written at once or
 	// entries further apart are indexed alone (docs/retrieval.md).
-	Metadata  map[string]any
-	Tags      []string
+	Metadata map[string]any
+	Tags     []string
+	// CreatedAt is the insert's time when zero. A store keeps times as
+	// Unix nanoseconds: one outside 1677-09-21 to 2262-04-11 is refused
+	// (ErrInvalidArgument), here, in ValidFrom and in a message's.
 	CreatedAt time.Time
 	// ValidFrom defaults to CreatedAt; ValidTo is set when superseded.
 	ValidFrom    time.Time
@@ -128,7 +131,8 @@ type Message struct {
 	// CreatedAt is when the message was said: the append's time when
 	// zero. Search indexes its date (UTC, "8 May 2023") with the message,
 	// so an import that keeps a conversation's times lets questions that
-	// name a day, month or year find it (docs/retrieval.md).
+	// name a day, month or year find it (docs/retrieval.md). Outside
+	// 1677-09-21 to 2262-04-11 (Unix nanoseconds) it is refused.
 	CreatedAt time.Time
 }
 

@@ -509,7 +509,9 @@ func filters(d driver.Dialect, k *kind, scope search.Scope, s *settings, withSco
 	if k.t == search.Archival && !s.IncludeSuperseded {
 		conds = append(conds, "a.valid_to IS NULL")
 	}
-	if !s.Since.IsZero() {
+	// Since the first nanosecond an int64 holds is no bound (the caches
+	// read a real a hand edit left below it as that nanosecond).
+	if !s.Since.IsZero() && unixNanos(s.Since) > math.MinInt64 {
 		conds = append(conds, a+".created_at >= ?")
 		args = append(args, unixNanos(s.Since))
 	}
@@ -561,10 +563,11 @@ func scanResult(rows *sql.Rows, k *kind, extra ...any) (*hit, error) {
 }
 
 // createdAt scans a created_at column. The engines write an integer (Unix
-// nanoseconds), but SQLite keeps what a hand edit leaves: a real is read
-// truncated toward zero and held within int64, text as the integer or
-// real it spells (0 if none), a blob or NULL as 0. One such row must not
-// fail every search over its kind.
+// nanoseconds), but SQLite keeps what a hand edit leaves, and one such
+// row must not fail every search over its kind. It is read where SQLite
+// orders it among the numbers, so the caches keep the rows a time window
+// keeps in SQL: a real as its floor (held within int64), text and blobs,
+// which SQLite orders after every number, as the last nanosecond.
 type createdAt int64
 
 func (n *createdAt) Scan(src any) error {
@@ -572,40 +575,24 @@ func (n *createdAt) Scan(src any) error {
 	case int64:
 		*n = createdAt(v)
 	case float64:
-		*n = createdAt(clampFloat(v))
-	case string:
-		*n = createdAt(parseNanos(v))
-	case []byte:
-		*n = createdAt(parseNanos(string(v)))
+		switch f := math.Floor(v); {
+		case math.IsNaN(f):
+			*n = 0
+		case f >= math.MaxInt64:
+			*n = math.MaxInt64
+		case f <= math.MinInt64:
+			*n = math.MinInt64
+		default:
+			*n = createdAt(f)
+		}
 	case time.Time:
 		*n = createdAt(v.UnixNano())
-	default:
+	case nil:
 		*n = 0
+	default: // string, []byte
+		*n = math.MaxInt64
 	}
 	return nil
-}
-
-func parseNanos(s string) int64 {
-	s = strings.TrimSpace(s)
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		return clampFloat(f)
-	}
-	return 0
-}
-
-func clampFloat(f float64) int64 {
-	switch {
-	case math.IsNaN(f):
-		return 0
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f <= math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(f)
 }
 
 // decodeJSONColumns sets r's Tags and Metadata from a row's tags_json and

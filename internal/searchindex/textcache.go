@@ -228,6 +228,12 @@ type textRowQuery struct {
 	// that neighbours cannot (its keys are of types Go does not compare
 	// as the engine does); it is read again by id with sel.
 	unplaced bool
+	// stamped: own selects, where sel has the second context column, 1
+	// for a row whose created_at is not an integer (a hand edit on
+	// SQLite), which the engine's arithmetic reads otherwise than Go
+	// (archival entries' neighbours in their stream depend on it): the
+	// owner's rows are then all read again by id with sel.
+	stamped bool
 	// dateAt, when not 0, is the column own leaves NULL for the row's
 	// date where created_at is an integer, which readOwn fills from it
 	// (messageDateText): the engine's date functions cost more than the
@@ -249,7 +255,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 	if _, ok := d.(driver.MessageDater); ok {
 		// NULL where created_at is an integer (readOwn writes the date);
 		// the engine's date of what a hand edit left otherwise.
-		ownDate, dateAt = `CASE WHEN m.created_at = CAST(m.created_at AS BIGINT) THEN NULL ELSE COALESCE(`+messageDate(d, "m.created_at")+`, '') END`, 3
+		ownDate, dateAt = `CASE WHEN `+notInteger("m.created_at")+` = 1 THEN COALESCE(`+messageDate(d, "m.created_at")+`, '') END`, 3
 	}
 	var own string
 	if ac, ok := d.(driver.ArchivalConversationer); ok {
@@ -258,7 +264,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 		// real or text as it is, and orders it among the numbers).
 		conv := ac.ArchivalConversation("a")
 		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, NULL,
+			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, ` + notInteger("a.created_at") + `,
 			a.tags_json, a.metadata_json
 			FROM archival a WHERE a.agent = ? ORDER BY ` + conv + `, COALESCE(a.conversation_pos, a.id), a.id`
 	}
@@ -267,7 +273,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 		search.Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own, neighbours: ownNeighbours, ctxAt: 3},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own, neighbours: ownNeighbours, ctxAt: 3, stamped: true},
 		search.Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id",
 			// The batch and sequence number where sel has the neighbours'
@@ -298,6 +304,14 @@ const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 // to 1) or a blob batch (equal to no text). No message it holds for is
 // next to one it does not hold for.
 const messagePlaced = `CAST(m.seq AS BIGINT) = m.seq AND CAST(m.batch_id AS TEXT) = m.batch_id`
+
+// notInteger is 1 where col (a created_at) holds other than an integer,
+// as a hand edit can leave it on SQLite (a real, text, a blob), else
+// NULL. The CAST's integer affinity keeps the comparison from converting
+// either side.
+func notInteger(col string) string {
+	return `(CASE WHEN ` + col + ` = CAST(` + col + ` AS BIGINT) THEN NULL ELSE 1 END)`
+}
 
 // messageDateText is the date words both engines' MessageDate make of
 // created (Unix nanoseconds), in Go: the UTC day without a leading zero,
@@ -1327,11 +1341,13 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *se
 			return f, false, err
 		}
 	}
+	// No Until keeps a row at the last nanosecond too.
 	var since, until int64 = math.MinInt64, math.MaxInt64
+	bounded := !s.Until.IsZero()
 	if !s.Since.IsZero() {
 		since = unixNanos(s.Since)
 	}
-	if !s.Until.IsZero() {
+	if bounded {
 		until = unixNanos(s.Until)
 	}
 	keep := func(d *textDoc) bool {
@@ -1341,7 +1357,7 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *se
 		if d.superseded && !s.IncludeSuperseded {
 			return false
 		}
-		return d.created >= since && d.created < until
+		return d.created >= since && (!bounded || d.created < until)
 	}
 	return textFilter{keep: keep, all: scope.All, agent: scope.Agent, shared: shared}, true, nil
 }

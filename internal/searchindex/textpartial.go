@@ -957,7 +957,8 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 // text goes, the rows in conversation order), finds each row's
 // neighbours among them (ownNeighbours) and indexes the rows into p.
 // Rows q.unplaced says it cannot place are read again by id in tx with
-// q.sel, their neighbours found by the engine.
+// q.sel, their neighbours found by the engine; so are all the owner's
+// rows when q.stamped and one's created_at is not an integer.
 func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t search.ContentType, q textRowQuery, owner string, p *textPart, sc *textScratch) error {
 	var rows []ownRow
 	at := q.ctxAt
@@ -976,11 +977,18 @@ func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t sear
 	if err != nil {
 		return err
 	}
-	q.neighbours(rows)
-	if q.unplaced {
-		if err := c.readUnplaced(ctx, tx, t, q, rows); err != nil {
+	switch {
+	case q.stamped && slices.ContainsFunc(rows, func(r ownRow) bool { return r.next.Valid }):
+		if err := c.readAgain(ctx, tx, t, q, rows, func(*ownRow) bool { return true }); err != nil {
 			return err
 		}
+	case q.unplaced:
+		q.neighbours(rows)
+		if err := c.readAgain(ctx, tx, t, q, rows, func(r *ownRow) bool { return !r.key.Valid }); err != nil {
+			return err
+		}
+	default:
+		q.neighbours(rows)
 	}
 	for i := range rows {
 		r := &rows[i]
@@ -990,12 +998,12 @@ func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t sear
 	return nil
 }
 
-// readUnplaced sets the columns of the rows without a key to those q.sel
-// reads for them in tx (their context as the engine joins it).
-func (c *textCache) readUnplaced(ctx context.Context, tx *sql.Tx, t search.ContentType, q textRowQuery, rows []ownRow) error {
+// readAgain sets the columns of the rows pick picks to those q.sel reads
+// for them in tx (their context as the engine joins it).
+func (c *textCache) readAgain(ctx context.Context, tx *sql.Tx, t search.ContentType, q textRowQuery, rows []ownRow, pick func(*ownRow) bool) error {
 	at := map[int64]int{}
 	for i := range rows {
-		if !rows[i].key.Valid {
+		if pick(&rows[i]) {
 			at[rows[i].d.id] = i
 		}
 	}
