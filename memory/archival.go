@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/search"
 )
 
@@ -493,7 +494,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 	var meta, tags string
 	var created, from int64
 	var to sql.NullInt64
-	if err := s.Scan(&e.ID, &e.Agent, &e.Content, &meta, &tags, &created, &from, &to, &e.SupersededBy); err != nil {
+	if err := s.Scan(&e.ID, &e.Agent, &e.Content, &meta, &tags, unixnanos.Scanner{N: &created}, unixnanos.Scanner{N: &from}, &to, &e.SupersededBy); err != nil {
 		return e, err
 	}
 	if err := json.Unmarshal([]byte(meta), &e.Metadata); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -287,7 +288,7 @@ func (c *Store) export(ctx context.Context, agent string) (*Dump, error) {
 		for srows.Next() {
 			s := Summary{Agent: owner}
 			var created int64
-			if err := srows.Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &s.PreviousID, &s.Content, &s.Model, &created); err != nil {
+			if err := srows.Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &s.PreviousID, &s.Content, &s.Model, unixnanos.Scanner{N: &created}); err != nil {
 				srows.Close()
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/search"
@@ -178,5 +180,77 @@ func TestStampsOutsideWhatAStoreHolds(t *testing.T) {
 		if err != nil || len(res) != 2 {
 			t.Errorf("%s: the messages at the first and last nanosecond: %d found (%v), want 2", mode.name, len(res), err)
 		}
+	}
+}
+
+// TestHandEditedTimesAreRead: SQLite keeps what a hand edit leaves in a
+// time column (a real, text, a blob); the rows are still listed, read,
+// searched and exported, each read where SQLite orders it (a real by its
+// floor, text and blobs as the last nanosecond).
+func TestHandEditedTimesAreRead(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := openFile(t, path, nil)
+	a := s.Agent("a")
+	for i := range 3 {
+		if _, err := a.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "the tide", BatchID: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Archival().Insert(ctx, memory.ArchivalEntry{Content: "the tide " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: 1, LastMessageID: 2, Content: "tides"}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(sqlitedriver.Name, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`UPDATE messages SET created_at = 1.5 WHERE id = 1`, `UPDATE messages SET created_at = 'soon' WHERE id = 2`,
+		`UPDATE archival SET created_at = x'00', valid_from = 'later' WHERE id = 1`, `UPDATE archival SET created_at = -1.5 WHERE id = 2`,
+		`UPDATE summaries SET created_at = 'then'`, `UPDATE batches SET created_at = 2.5`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// A fresh store: nothing cached from before the edits.
+	s.Close()
+	s = openFile(t, path, nil)
+	a = s.Agent("a")
+	msgs, err := a.Messages().List(ctx, nil)
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("messages: %d, %v", len(msgs), err)
+	}
+	if got := msgs[0].CreatedAt.UnixNano(); got != 1 {
+		t.Errorf("a created_at of 1.5 reads as %d ns, want 1", got)
+	}
+	if got := msgs[1].CreatedAt; !got.Equal(time.Unix(0, math.MaxInt64)) {
+		t.Errorf("a created_at of text reads as %v, want the last nanosecond", got)
+	}
+	entries, err := a.Archival().List(ctx, nil)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("archival: %d, %v", len(entries), err)
+	}
+	if _, err := a.Archival().Get(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Messages().LatestSummary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Messages().Batches(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ty := range []search.ContentType{search.Messages, search.Archival} {
+		if res, err := a.Search(ctx, "tide", search.NewOptions().Mode(search.FTS).ContentTypes(ty)); err != nil || len(res) != 3 {
+			t.Errorf("%s search: %d, %v", ty, len(res), err)
+		}
+	}
+	d, err := s.Export(ctx)
+	if err != nil || len(d.Messages) != 3 || len(d.Archival) != 3 || len(d.Summaries) != 1 {
+		t.Fatalf("export: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/search"
 )
 
@@ -257,7 +258,7 @@ func (c *Store) messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		var m Message
 		var role, calls string
 		var created int64
-		if err := rows.Scan(&m.ID, &m.Agent, &role, &m.Content, &m.Name, &calls, &m.ToolCallID, &m.BatchID, &m.Seq, &created); err != nil {
+		if err := rows.Scan(&m.ID, &m.Agent, &role, &m.Content, &m.Name, &calls, &m.ToolCallID, &m.BatchID, &m.Seq, unixnanos.Scanner{N: &created}); err != nil {
 			return nil, fmt.Errorf("memory: messages of %q: %w", agent, err)
 		}
 		m.Role, m.CreatedAt = Role(role), fromNanos(created)
@@ -315,7 +316,7 @@ func (c *Store) batches(ctx context.Context, agent string) ([]Batch, error) {
 	for rows.Next() {
 		b := Batch{Agent: agent}
 		var created, completed int64
-		if err := rows.Scan(&b.ID, &b.Complete, &created, &completed); err != nil {
+		if err := rows.Scan(&b.ID, &b.Complete, unixnanos.Scanner{N: &created}, unixnanos.Scanner{N: &completed}); err != nil {
 			return nil, fmt.Errorf("memory: batches of %q: %w", agent, err)
 		}
 		b.CreatedAt, b.CompletedAt = fromNanos(created), fromNanos(completed)
@@ -362,7 +363,7 @@ func (c *Store) latestSummary(ctx context.Context, agent string) (Summary, error
 	var created int64
 	err := c.rdb.QueryRowContext(ctx, `SELECT id, first_message_id, last_message_id, previous_id, content, model, created_at
 		FROM summaries WHERE agent = ? ORDER BY last_message_id DESC, id DESC LIMIT 1`, agent).
-		Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &prev, &s.Content, &s.Model, &created)
+		Scan(&s.ID, &s.FirstMessageID, &s.LastMessageID, &prev, &s.Content, &s.Model, unixnanos.Scanner{N: &created})
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, notFound("summary for agent %q", agent)
 	}

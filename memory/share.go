@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/unixnanos"
 )
 
 // shareBlock implements [Block.Share] for owner: the sharee's generation
@@ -347,7 +348,7 @@ func scanProposal(s scanner) (Proposal, error) {
 	var p Proposal
 	var op, args string
 	var created, decided int64
-	if err := s.Scan(&p.ID, &p.Owner, &p.Label, &p.Proposer, &op, &args, &p.Reason, &p.Status, &created, &decided, &p.DecidedBy); err != nil {
+	if err := s.Scan(&p.ID, &p.Owner, &p.Label, &p.Proposer, &op, &args, &p.Reason, &p.Status, unixnanos.Scanner{N: &created}, unixnanos.Scanner{N: &decided}, &p.DecidedBy); err != nil {
 		return p, fmt.Errorf("memory: read proposal: %w", err)
 	}
 	dst := any(&p.Edit)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/internal/vecmath"
 	"github.com/engram-go/engram/search"
 )
@@ -552,47 +553,14 @@ func placeholders(n int) string {
 func scanResult(rows *sql.Rows, k *kind, extra ...any) (*hit, error) {
 	r := &hit{Result: search.Result{Type: k.t}}
 	var tags, meta string
-	var created createdAt
-	dest := append([]any{&r.ID, &r.Owner, &r.Label, &r.Content, &tags, &meta, &created, &r.Superseded}, extra...)
+	var created int64
+	dest := append([]any{&r.ID, &r.Owner, &r.Label, &r.Content, &tags, &meta, unixnanos.Scanner{N: &created}, &r.Superseded}, extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return nil, err
 	}
 	decodeJSONColumns(r, tags, meta)
-	r.Created = time.Unix(0, int64(created)).UTC()
+	r.Created = time.Unix(0, created).UTC()
 	return r, nil
-}
-
-// createdAt scans a created_at column. The engines write an integer (Unix
-// nanoseconds), but SQLite keeps what a hand edit leaves, and one such
-// row must not fail every search over its kind. It is read where SQLite
-// orders it among the numbers, so the caches keep the rows a time window
-// keeps in SQL: a real as its floor (held within int64), text and blobs,
-// which SQLite orders after every number, as the last nanosecond.
-type createdAt int64
-
-func (n *createdAt) Scan(src any) error {
-	switch v := src.(type) {
-	case int64:
-		*n = createdAt(v)
-	case float64:
-		switch f := math.Floor(v); {
-		case math.IsNaN(f):
-			*n = 0
-		case f >= math.MaxInt64:
-			*n = math.MaxInt64
-		case f <= math.MinInt64:
-			*n = math.MinInt64
-		default:
-			*n = createdAt(f)
-		}
-	case time.Time:
-		*n = createdAt(v.UnixNano())
-	case nil:
-		*n = 0
-	default: // string, []byte
-		*n = math.MaxInt64
-	}
-	return nil
 }
 
 // decodeJSONColumns sets r's Tags and Metadata from a row's tags_json and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/search"
 )
 
@@ -745,7 +746,7 @@ func (c *textCache) scan(ctx context.Context, tx queryer, t search.ContentType, 
 	cols := make([]sql.NullString, len(weights))
 	var d textDoc
 	var tags, meta string
-	dest := []any{&d.id, &d.owner, (*createdAt)(&d.created), &d.superseded}
+	dest := []any{&d.id, &d.owner, unixnanos.Scanner{N: &d.created}, &d.superseded}
 	for i := range cols {
 		dest = append(dest, &cols[i])
 	}
