@@ -493,7 +493,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 	var e ArchivalEntry
 	var meta, tags string
 	var created, from int64
-	var to sql.NullInt64
+	var to unixnanos.Null
 	if err := s.Scan(&e.ID, &e.Agent, &e.Content, &meta, &tags, unixnanos.Scanner{N: &created}, unixnanos.Scanner{N: &from}, &to, &e.SupersededBy); err != nil {
 		return e, err
 	}
@@ -508,7 +508,7 @@ func scanArchival(s scanner) (ArchivalEntry, error) {
 	}
 	e.CreatedAt, e.ValidFrom = fromNanos(created), fromNanos(from)
 	if to.Valid {
-		t := time.Unix(0, to.Int64).UTC()
+		t := time.Unix(0, to.N).UTC()
 		e.ValidTo = &t
 	}
 	return e, nil

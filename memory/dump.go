@@ -248,7 +248,7 @@ func (c *Store) export(ctx context.Context, agent string) (*Dump, error) {
 		for rows.Next() {
 			sh := DumpShare{Owner: owner}
 			var p string
-			if err := rows.Scan(&sh.Label, &sh.Agent, &p, &sh.CreatedAt); err != nil {
+			if err := rows.Scan(&sh.Label, &sh.Agent, &p, unixnanos.Scanner{N: &sh.CreatedAt}); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -339,7 +339,7 @@ func (c *Store) exportProposals(ctx context.Context, owner string, d *Dump) erro
 	for rows.Next() {
 		p := DumpProposal{Owner: owner}
 		var args string
-		if err := rows.Scan(&p.ID, &p.Label, &p.Proposer, &p.Op, &args, &p.Reason, &p.Status, &p.CreatedAt, &p.DecidedAt, &p.DecidedBy); err != nil {
+		if err := rows.Scan(&p.ID, &p.Label, &p.Proposer, &p.Op, &args, &p.Reason, &p.Status, unixnanos.Scanner{N: &p.CreatedAt}, unixnanos.Scanner{N: &p.DecidedAt}, &p.DecidedBy); err != nil {
 			return fmt.Errorf("memory: export proposals of %q: %w", owner, err)
 		}
 		p.Args = json.RawMessage(args)
@@ -627,6 +627,9 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		for i, p := range d.Profiles {
 			at := now
 			if !p.Profile.UpdatedAt.IsZero() {
+				if err := checkDumpStamp(p.Profile.UpdatedAt); err != nil {
+					return fmt.Errorf("profile of %q: %w", p.Agent, err)
+				}
 				at = p.Profile.UpdatedAt.UnixNano()
 			}
 			var agent string

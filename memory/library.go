@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/engram-go/engram/internal/unixnanos"
 )
 
 // LibraryEntry is one artifact of an agent's context library: a file,
@@ -64,7 +66,7 @@ func (c *Store) contextLibrary(ctx context.Context, agent string) ([]LibraryEntr
 		var e LibraryEntry
 		var rec int
 		var at int64
-		if err := rows.Scan(&e.Pos, &e.ID, &e.Kind, &e.Title, &e.Content, &e.Hash, &rec, &at); err != nil {
+		if err := rows.Scan(&e.Pos, &e.ID, &e.Kind, &e.Title, &e.Content, &e.Hash, &rec, unixnanos.Scanner{N: &at}); err != nil {
 			return nil, fmt.Errorf("memory: read context library of %q: %w", agent, err)
 		}
 		e.Recoverable, e.UpdatedAt = rec != 0, time.Unix(0, at)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/blockseam"
+	"github.com/engram-go/engram/internal/unixnanos"
 	"github.com/engram-go/engram/schema"
 )
 
@@ -46,7 +47,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanBlock(s scanner, extra ...any) (blockRow, error) {
 	var r blockRow
 	dest := append([]any{&r.id, &r.owner, &r.label, &r.description, &r.blockType, &r.permission, &r.schema, &r.charLimit,
-		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.historyBytes, &r.rendered, &r.createdAt, &r.updatedAt, &r.incarnation}, extra...)
+		&r.pinned, &r.priority, &r.metaVer, &r.epoch, &r.snapshotSeq, &r.lastSeq, &r.historyBytes, &r.rendered, unixnanos.Scanner{N: &r.createdAt}, unixnanos.Scanner{N: &r.updatedAt}, &r.incarnation}, extra...)
 	err := s.Scan(dest...)
 	return r, err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/storeaccess"
@@ -167,6 +168,9 @@ func TestStampsOutsideWhatAStoreHolds(t *testing.T) {
 		if got, err := c.Agent("b").Messages().List(ctx, nil); err != nil || len(got) != 0 {
 			t.Fatalf("%s: %d messages after a refused import (%v)", mode.name, len(got), err)
 		}
+		if _, err := c.Import(ctx, &memory.Dump{Version: 1, Profiles: []memory.DumpProfile{{Agent: "b", Profile: memory.Profile{System: "s", UpdatedAt: late}}}}); !errors.Is(err, memory.ErrInvalidArgument) {
+			t.Errorf("%s: import of a profile updated in 2300: %v, want ErrInvalidArgument", mode.name, err)
+		}
 		// The same dump at a time the store holds is imported.
 		if _, err := c.Import(ctx, &memory.Dump{Version: 1, Messages: []memory.Message{{Agent: "b", Role: memory.RoleUser, Content: "near", BatchID: "b", CreatedAt: last}}}); err != nil {
 			t.Fatalf("%s: import at the last nanosecond: %v", mode.name, err)
@@ -174,6 +178,14 @@ func TestStampsOutsideWhatAStoreHolds(t *testing.T) {
 		if mode.opts == nil {
 			if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
 				t.Fatal(err)
+			}
+		}
+		for _, q := range []struct {
+			q    memory.MessageQuery
+			want int
+		}{{memory.MessageQuery{Since: late}, 0}, {memory.MessageQuery{Until: late}, 2}, {memory.MessageQuery{Since: early}, 2}, {memory.MessageQuery{Until: early}, 0}} {
+			if got, err := a.Messages().List(ctx, &q.q); err != nil || len(got) != q.want {
+				t.Errorf("%s: messages since %v until %v: %d (%v), want %d", mode.name, q.q.Since, q.q.Until, len(got), err, q.want)
 			}
 		}
 		res, err := a.Search(ctx, "tide", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
@@ -203,6 +215,21 @@ func TestHandEditedTimesAreRead(t *testing.T) {
 	if _, err := a.Messages().SaveSummary(ctx, memory.Summary{FirstMessageID: 1, LastMessageID: 2, Content: "tides"}); err != nil {
 		t.Fatal(err)
 	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := a.CreateBlock(ctx, memory.BlockSpec{Label: "board"})
+	must(err)
+	must(a.Block("board").Share(ctx, "cy", blocks.ReadWrite))
+	_, err = s.Agent("cy").Shared("a", "board").Propose(ctx, memory.Edit{Op: blocks.OpAppendText, Text: "more\n"}, "")
+	must(err)
+	_, err = a.Archival().Supersede(ctx, 3, memory.ArchivalEntry{Content: "the tide again"})
+	must(err)
+	must(a.PutContextLibrary(ctx, []memory.LibraryEntry{{ID: "f", Kind: "file", Title: "f", Content: "x"}}))
+	must(a.SetProfile(ctx, memory.Profile{System: "you are a"}))
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +239,9 @@ func TestHandEditedTimesAreRead(t *testing.T) {
 		`UPDATE messages SET created_at = 1.5 WHERE id = 1`, `UPDATE messages SET created_at = 'soon' WHERE id = 2`,
 		`UPDATE archival SET created_at = x'00', valid_from = 'later' WHERE id = 1`, `UPDATE archival SET created_at = -1.5 WHERE id = 2`,
 		`UPDATE summaries SET created_at = 'then'`, `UPDATE batches SET created_at = 2.5`,
+		`UPDATE proposals SET created_at = 1.5, decided_at = 'x'`, `UPDATE archival SET valid_to = 'x' WHERE id = 3`,
+		`UPDATE shares SET created_at = 1.5`, `UPDATE blocks SET created_at = 1.5, updated_at = 'x'`,
+		`UPDATE context_library SET updated_at = 1.5`, `UPDATE agent_profiles SET updated_at = 1.5`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -231,9 +261,15 @@ func TestHandEditedTimesAreRead(t *testing.T) {
 	if got := msgs[1].CreatedAt; !got.Equal(time.Unix(0, math.MaxInt64)) {
 		t.Errorf("a created_at of text reads as %v, want the last nanosecond", got)
 	}
-	entries, err := a.Archival().List(ctx, nil)
-	if err != nil || len(entries) != 3 {
+	entries, err := a.Archival().List(ctx, &memory.ArchivalQuery{IncludeSuperseded: true})
+	if err != nil || len(entries) != 4 {
 		t.Fatalf("archival: %d, %v", len(entries), err)
+	}
+	if bs, err := a.Blocks(ctx); err != nil || len(bs) != 1 {
+		t.Fatalf("blocks: %d, %v", len(bs), err)
+	}
+	if _, err := a.Profile(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := a.Archival().Get(ctx, 2); err != nil {
 		t.Fatal(err)
@@ -250,7 +286,7 @@ func TestHandEditedTimesAreRead(t *testing.T) {
 		}
 	}
 	d, err := s.Export(ctx)
-	if err != nil || len(d.Messages) != 3 || len(d.Archival) != 3 || len(d.Summaries) != 1 {
+	if err != nil || len(d.Messages) != 3 || len(d.Archival) != 4 || len(d.Summaries) != 1 || len(d.Proposals) != 1 {
 		t.Fatalf("export: %v", err)
 	}
 }

@@ -215,13 +215,17 @@ func (c *Store) messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		where += ` AND batch_id = ?`
 		args = append(args, qq.BatchID)
 	}
-	if !qq.Since.IsZero() {
-		where += ` AND created_at >= ?`
-		args = append(args, qq.Since.UnixNano())
+	w := unixnanos.NewWindow(qq.Since, qq.Until)
+	if w.Empty {
+		where += ` AND 1 = 0`
 	}
-	if !qq.Until.IsZero() {
+	if w.HasLo {
+		where += ` AND created_at >= ?`
+		args = append(args, w.Lo)
+	}
+	if w.HasHi {
 		where += ` AND created_at < ?`
-		args = append(args, qq.Until.UnixNano())
+		args = append(args, w.Hi)
 	}
 	cols := `id, agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at`
 	sqlq := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id`

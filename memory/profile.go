@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/toolrules"
+
+	"github.com/engram-go/engram/internal/unixnanos"
 )
 
 // MaxProfileBytes caps a profile's stored JSON: a system prompt, tool
@@ -128,7 +130,7 @@ func (c *Store) profile(ctx context.Context, agent string) (Profile, error) {
 		js string
 		at int64
 	)
-	if err := st.QueryRowContext(ctx, agent).Scan(&js, &at); errors.Is(err, sql.ErrNoRows) {
+	if err := st.QueryRowContext(ctx, agent).Scan(&js, unixnanos.Scanner{N: &at}); errors.Is(err, sql.ErrNoRows) {
 		return Profile{}, notFound("profile of agent %q", agent)
 	} else if err != nil {
 		return Profile{}, fmt.Errorf("memory: read the profile of %q: %w", agent, err)

@@ -89,6 +89,11 @@ func TestTimeWindowsKeepTheSameRows(t *testing.T) {
 		{"since 2262", at(math.MaxInt64 - 1), time.Time{}},
 		{"until 2262", time.Time{}, at(math.MaxInt64)},
 		{"since 1677", at(math.MinInt64), time.Time{}},
+		{"until 1677", time.Time{}, at(math.MinInt64)},
+		{"until 1600", time.Time{}, time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"since 1600", time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}},
+		{"since 2300", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}},
+		{"until 2300", time.Time{}, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	for _, ty := range []search.ContentType{search.Messages, search.Archival} {
 		for _, w := range windows {

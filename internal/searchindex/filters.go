@@ -3,7 +3,6 @@ package searchindex
 import (
 	"math"
 	"strings"
-	"time"
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search"
@@ -45,22 +44,6 @@ func MetadataCondition(d driver.Dialect, col string, f search.MetadataFilter) (s
 func (s *settings) hasTagFilter() bool {
 	return len(s.TagsAny) > 0 || len(s.TagsAll) > 0 || len(s.Metadata) > 0
 }
-
-// unixNanos is t as the created_at columns hold it, nanoseconds since the
-// epoch, clamped to int64: time.UnixNano wraps a time before 1678 or after
-// 2262 into another date, so a bound such as Until(9999-12-31) (which an
-// agent may give the search tools) kept nothing.
-func unixNanos(t time.Time) int64 {
-	switch {
-	case t.Before(minUnixNanos):
-		return math.MinInt64
-	case t.After(maxUnixNanos):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-var minUnixNanos, maxUnixNanos = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // fusionWeight is Auto's vector weight for emb.
 func fusionWeight(emb search.Embedder) float64 {

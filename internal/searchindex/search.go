@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -510,15 +509,18 @@ func filters(d driver.Dialect, k *kind, scope search.Scope, s *settings, withSco
 	if k.t == search.Archival && !s.IncludeSuperseded {
 		conds = append(conds, "a.valid_to IS NULL")
 	}
-	// Since the first nanosecond an int64 holds is no bound (the caches
-	// read a real a hand edit left below it as that nanosecond).
-	if !s.Since.IsZero() && unixNanos(s.Since) > math.MinInt64 {
-		conds = append(conds, a+".created_at >= ?")
-		args = append(args, unixNanos(s.Since))
-	}
-	if !s.Until.IsZero() {
-		conds = append(conds, a+".created_at < ?")
-		args = append(args, unixNanos(s.Until))
+	switch w := unixnanos.NewWindow(s.Since, s.Until); {
+	case w.Empty:
+		conds = append(conds, "1 = 0")
+	default:
+		if w.HasLo {
+			conds = append(conds, a+".created_at >= ?")
+			args = append(args, w.Lo)
+		}
+		if w.HasHi {
+			conds = append(conds, a+".created_at < ?")
+			args = append(args, w.Hi)
+		}
 	}
 	if k.t == search.Archival {
 		if len(s.TagsAny) > 0 {

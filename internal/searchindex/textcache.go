@@ -1342,15 +1342,7 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *se
 			return f, false, err
 		}
 	}
-	// No Until keeps a row at the last nanosecond too.
-	var since, until int64 = math.MinInt64, math.MaxInt64
-	bounded := !s.Until.IsZero()
-	if !s.Since.IsZero() {
-		since = unixNanos(s.Since)
-	}
-	if bounded {
-		until = unixNanos(s.Until)
-	}
+	w := unixnanos.NewWindow(s.Since, s.Until)
 	keep := func(d *textDoc) bool {
 		if !scope.All && d.owner != scope.Agent && !shared[d.id] {
 			return false
@@ -1358,7 +1350,7 @@ func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *se
 		if d.superseded && !s.IncludeSuperseded {
 			return false
 		}
-		return d.created >= since && (!bounded || d.created < until)
+		return w.Keeps(d.created)
 	}
 	return textFilter{keep: keep, all: scope.All, agent: scope.Agent, shared: shared}, true, nil
 }

@@ -44,3 +44,55 @@ func (s Scanner) Scan(src any) error {
 	}
 	return nil
 }
+
+// Null is a nullable time column (sql.NullInt64 read as Scanner reads).
+type Null struct {
+	N     int64
+	Valid bool // false: NULL
+}
+
+// Scan implements sql.Scanner.
+func (n *Null) Scan(src any) error {
+	n.Valid = src != nil
+	return Scanner{N: &n.N}.Scan(src)
+}
+
+// Window is a time window [since, until) over columns of Unix
+// nanoseconds, as SQL and Go apply it alike: Lo and Hi bound it where
+// HasLo and HasHi; Empty keeps nothing. A zero time is no bound. A since
+// at or before the first nanosecond an int64 holds (1677-09-21) bounds
+// nothing, one after the last (2262-04-11) keeps nothing; an until after
+// the last bounds nothing, one at or before the first keeps nothing
+// (time.Time.UnixNano wraps around outside them).
+type Window struct {
+	Lo, Hi       int64
+	HasLo, HasHi bool
+	Empty        bool
+}
+
+// NewWindow is the window [since, until).
+func NewWindow(since, until time.Time) Window {
+	var w Window
+	if !since.IsZero() && since.After(first) {
+		if since.After(last) {
+			w.Empty = true
+		} else {
+			w.Lo, w.HasLo = since.UnixNano(), true
+		}
+	}
+	if !until.IsZero() && !until.After(last) {
+		if !until.After(first) {
+			w.Empty = true
+		} else {
+			w.Hi, w.HasHi = until.UnixNano(), true
+		}
+	}
+	return w
+}
+
+// Keeps reports whether a row stamped n is in the window.
+func (w Window) Keeps(n int64) bool {
+	return !w.Empty && (!w.HasLo || n >= w.Lo) && (!w.HasHi || n < w.Hi)
+}
+
+var first, last = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)

@@ -1,6 +1,7 @@
 package unixnanos_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -22,6 +23,41 @@ func TestScanner(t *testing.T) {
 		n := int64(-99)
 		if err := (unixnanos.Scanner{N: &n}).Scan(tc.src); err != nil || n != tc.want {
 			t.Errorf("Scan(%v) = %d, %v; want %d", tc.src, n, err, tc.want)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	first, last := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+	y := func(year int) time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }
+	rows := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64}
+	for _, tc := range []struct {
+		name         string
+		since, until time.Time
+		want         []int64
+	}{
+		{"none", time.Time{}, time.Time{}, rows},
+		{"since 1600", y(1600), time.Time{}, rows},
+		{"since first", first, time.Time{}, rows},
+		{"since 0", time.Unix(0, 0), time.Time{}, []int64{0, 1, math.MaxInt64}},
+		{"since last", last, time.Time{}, []int64{math.MaxInt64}},
+		{"since 2300", y(2300), time.Time{}, nil},
+		{"until 2300", time.Time{}, y(2300), rows},
+		{"until last", time.Time{}, last, []int64{math.MinInt64, -1, 0, 1}},
+		{"until 0", time.Time{}, time.Unix(0, 0), []int64{math.MinInt64, -1}},
+		{"until first", time.Time{}, first, nil},
+		{"until 1600", time.Time{}, y(1600), nil},
+		{"since 0 until 1", time.Unix(0, 0), time.Unix(0, 1), []int64{0}},
+	} {
+		w := unixnanos.NewWindow(tc.since, tc.until)
+		var got []int64
+		for _, n := range rows {
+			if w.Keeps(n) {
+				got = append(got, n)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: keeps %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
