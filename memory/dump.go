@@ -437,7 +437,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			stamps = append(stamps, *e.ValidTo)
 		}
 		for _, t := range stamps {
-			if err := checkDumpStamp(t); err != nil {
+			if err := checkStamp("time", t); err != nil {
 				return rep, fmt.Errorf("memory: import: archival entry %d (id %d): %w", i, e.ID, err)
 			}
 		}
@@ -464,7 +464,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		if err := c.checkMessageSize(m.Agent, &m, len(cj)); err != nil {
 			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
 		}
-		if err := checkDumpStamp(m.CreatedAt); err != nil {
+		if err := checkStamp("time", m.CreatedAt); err != nil {
 			return rep, fmt.Errorf("memory: import: message %d (id %d): %w", i, m.ID, err)
 		}
 		msgCalls[i] = string(cj)
@@ -627,7 +627,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		for i, p := range d.Profiles {
 			at := now
 			if !p.Profile.UpdatedAt.IsZero() {
-				if err := checkDumpStamp(p.Profile.UpdatedAt); err != nil {
+				if err := checkStamp("time", p.Profile.UpdatedAt); err != nil {
 					return fmt.Errorf("profile of %q: %w", p.Agent, err)
 				}
 				at = p.Profile.UpdatedAt.UnixNano()
@@ -711,7 +711,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				complete = 1
 			}
 			for _, t := range []time.Time{b.CreatedAt, b.CompletedAt} {
-				if err := checkDumpStamp(t); err != nil {
+				if err := checkStamp("time", t); err != nil {
 					return fmt.Errorf("batch %q of %q: %w", b.ID, b.Agent, err)
 				}
 			}
@@ -738,7 +738,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			if s.PreviousID != 0 {
 				prev = sumIDs[s.PreviousID]
 			}
-			if err := checkDumpStamp(s.CreatedAt); err != nil {
+			if err := checkStamp("time", s.CreatedAt); err != nil {
 				return fmt.Errorf("summary %d of %q: %w", s.ID, s.Agent, err)
 			}
 			var id int64
@@ -834,15 +834,6 @@ var editOps = map[blocks.Op]bool{
 // proposer. A dump edited by hand may hold any of these; once imported,
 // such a proposal could never be decided and ListProposals would fail for
 // every proposal of its owner.
-// checkDumpStamp is checkStamp for a dump's times, which may be left
-// zero (unset) as before.
-func checkDumpStamp(t time.Time) error {
-	if t.IsZero() {
-		return nil
-	}
-	return checkStamp("time", t)
-}
-
 func checkProposal(p DumpProposal) error {
 	switch p.Status {
 	case "pending", "approved", "rejected":

@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/engram-go/engram/internal/unixnanos"
 )
 
 // The per-entry caps and the per-agent quota (Options.MaxArchivalBytes
@@ -210,11 +211,13 @@ func (c *Store) storageUsed(ctx context.Context, agent string) (int64, error) {
 
 // checkStamp reports a time a store cannot hold: rows keep Unix
 // nanoseconds in an int64, which wraps around outside 1677-09-21 to
-// 2262-04-11 (a message from 2300 would read as from 1715).
+// 2262-04-11 (a message from 2300 would read as from 1715). A zero time
+// is unset (the caller's default, or a dump's field left out) and
+// passes.
 func checkStamp(what string, t time.Time) error {
-	if t.Before(time.Unix(0, math.MinInt64)) || t.After(time.Unix(0, math.MaxInt64)) {
-		return invalidArg("%s %s is outside what a store holds (%s to %s)", what, t.UTC().Format(time.RFC3339),
-			time.Unix(0, math.MinInt64).UTC().Format(time.RFC3339Nano), time.Unix(0, math.MaxInt64).UTC().Format(time.RFC3339Nano))
+	if t.IsZero() || unixnanos.Holds(t) {
+		return nil
 	}
-	return nil
+	return invalidArg("%s %s is outside what a store holds (%s to %s)", what, t.UTC().Format(time.RFC3339),
+		unixnanos.First().Format(time.RFC3339Nano), unixnanos.Last().Format(time.RFC3339Nano))
 }

@@ -215,18 +215,11 @@ func (c *Store) messages(ctx context.Context, agent string, q *MessageQuery) ([]
 		where += ` AND batch_id = ?`
 		args = append(args, qq.BatchID)
 	}
-	w := unixnanos.NewWindow(qq.Since, qq.Until)
-	if w.Empty {
-		where += ` AND 1 = 0`
+	wc, wa := unixnanos.NewWindow(qq.Since, qq.Until).Conditions("created_at")
+	for _, c := range wc {
+		where += ` AND ` + c
 	}
-	if w.HasLo {
-		where += ` AND created_at >= ?`
-		args = append(args, w.Lo)
-	}
-	if w.HasHi {
-		where += ` AND created_at < ?`
-		args = append(args, w.Hi)
-	}
+	args = append(args, wa...)
 	cols := `id, agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at`
 	sqlq := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY id`
 	if qq.Limit > 0 {

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/engram-go/engram/toolrules"
-
 	"github.com/engram-go/engram/internal/unixnanos"
+	"github.com/engram-go/engram/toolrules"
 )
 
 // MaxProfileBytes caps a profile's stored JSON: a system prompt, tool

@@ -509,19 +509,8 @@ func filters(d driver.Dialect, k *kind, scope search.Scope, s *settings, withSco
 	if k.t == search.Archival && !s.IncludeSuperseded {
 		conds = append(conds, "a.valid_to IS NULL")
 	}
-	switch w := unixnanos.NewWindow(s.Since, s.Until); {
-	case w.Empty:
-		conds = append(conds, "1 = 0")
-	default:
-		if w.HasLo {
-			conds = append(conds, a+".created_at >= ?")
-			args = append(args, w.Lo)
-		}
-		if w.HasHi {
-			conds = append(conds, a+".created_at < ?")
-			args = append(args, w.Hi)
-		}
-	}
+	wc, wa := unixnanos.NewWindow(s.Since, s.Until).Conditions(a + ".created_at")
+	conds, args = append(conds, wc...), append(args, wa...)
 	if k.t == search.Archival {
 		if len(s.TagsAny) > 0 {
 			conds = append(conds, `EXISTS (SELECT 1 FROM archival_tags t WHERE t.archival_id = a.id AND t.tag IN (`+

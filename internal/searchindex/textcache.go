@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,7 +255,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 	if _, ok := d.(driver.MessageDater); ok {
 		// NULL where created_at is an integer (readOwn writes the date);
 		// the engine's date of what a hand edit left otherwise.
-		ownDate, dateAt = `CASE WHEN `+notInteger("m.created_at")+` = 1 THEN COALESCE(`+messageDate(d, "m.created_at")+`, '') END`, 3
+		ownDate, dateAt = `CASE WHEN `+notInteger("m.created_at")+` THEN COALESCE(`+messageDate(d, "m.created_at")+`, '') END`, 3
 	}
 	var own string
 	if ac, ok := d.(driver.ArchivalConversationer); ok {
@@ -265,7 +264,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 		// real or text as it is, and orders it among the numbers).
 		conv := ac.ArchivalConversation("a")
 		own = `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
-			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, ` + notInteger("a.created_at") + `,
+			` + d.MetadataText("a.metadata_json") + `, ` + conv + `, CASE WHEN ` + notInteger("a.created_at") + ` THEN 1 END,
 			a.tags_json, a.metadata_json
 			FROM archival a WHERE a.agent = ? ORDER BY ` + conv + `, COALESCE(a.conversation_pos, a.id), a.id`
 	}
@@ -306,12 +305,12 @@ const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
 // next to one it does not hold for.
 const messagePlaced = `CAST(m.seq AS BIGINT) = m.seq AND CAST(m.batch_id AS TEXT) = m.batch_id`
 
-// notInteger is 1 where col (a created_at) holds other than an integer,
-// as a hand edit can leave it on SQLite (a real, text, a blob), else
-// NULL. The CAST's integer affinity keeps the comparison from converting
+// notInteger is true where col (a created_at) holds other than an
+// integer, as a hand edit can leave it on SQLite (a real, text, a blob).
+// The CAST's integer affinity keeps the comparison from converting
 // either side.
 func notInteger(col string) string {
-	return `(CASE WHEN ` + col + ` = CAST(` + col + ` AS BIGINT) THEN NULL ELSE 1 END)`
+	return col + ` <> CAST(` + col + ` AS BIGINT)`
 }
 
 // messageDateText is the date words both engines' MessageDate make of
@@ -322,8 +321,7 @@ func messageDateText(created int64) string {
 	if created < 0 {
 		return ""
 	}
-	t := time.Unix(created/1e9, 0).UTC()
-	return strconv.Itoa(t.Day()) + " " + t.Month().String() + " " + fmt.Sprintf("%04d", t.Year())
+	return time.Unix(created/1e9, 0).UTC().Format("2 January 2006")
 }
 
 // messageDate is d's MessageDate of col, or ” (no date words) for a
@@ -753,13 +751,14 @@ func (c *textCache) scan(ctx context.Context, tx queryer, t search.ContentType, 
 	if textBodies[t] {
 		dest = append(dest, &tags, &meta)
 	}
+	fault := c.scanFault.Load()
 	for rows.Next() {
 		d = textDoc{}
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
 		}
-		if f := c.scanFault.Load(); f != nil {
-			if err := (*f)(d.id); err != nil {
+		if fault != nil {
+			if err := (*fault)(d.id); err != nil {
 				return fmt.Errorf("search: text cache: load %s: %w", kinds[t].name, err)
 			}
 		}

@@ -90,9 +90,37 @@ func NewWindow(since, until time.Time) Window {
 	return w
 }
 
+// Conditions are the window's SQL conditions on col, with their
+// arguments, to be joined with AND (none: it bounds nothing).
+func (w Window) Conditions(col string) (conds []string, args []any) {
+	if w.Empty {
+		return []string{"1 = 0"}, nil
+	}
+	if w.HasLo {
+		conds, args = append(conds, col+" >= ?"), append(args, w.Lo)
+	}
+	if w.HasHi {
+		conds, args = append(conds, col+" < ?"), append(args, w.Hi)
+	}
+	return conds, args
+}
+
+// Holds reports whether a column of Unix nanoseconds can hold t:
+// 1677-09-21 to 2262-04-11.
+func Holds(t time.Time) bool {
+	return !t.Before(first) && !t.After(last)
+}
+
 // Keeps reports whether a row stamped n is in the window.
 func (w Window) Keeps(n int64) bool {
 	return !w.Empty && (!w.HasLo || n >= w.Lo) && (!w.HasHi || n < w.Hi)
 }
 
-var first, last = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+// The first and last nanosecond an int64 of Unix nanoseconds holds.
+var first, last = time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC()
+
+// First is the first time a column holds (1677-09-21, UTC).
+func First() time.Time { return first }
+
+// Last is the last time a column holds (2262-04-11, UTC).
+func Last() time.Time { return last }

@@ -61,3 +61,31 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowConditions(t *testing.T) {
+	y := func(year int) time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		since, until time.Time
+		want         string
+	}{
+		{time.Time{}, time.Time{}, "[] []"},
+		{time.Unix(0, 5), time.Time{}, "[c >= ?] [5]"},
+		{time.Time{}, time.Unix(0, 7), "[c < ?] [7]"},
+		{time.Unix(0, 5), time.Unix(0, 7), "[c >= ? c < ?] [5 7]"},
+		{y(2300), time.Time{}, "[1 = 0] []"},
+		{y(1600), y(2300), "[] []"},
+	} {
+		c, a := unixnanos.NewWindow(tc.since, tc.until).Conditions("c")
+		if got := fmt.Sprint(c, " ", a); got != tc.want {
+			t.Errorf("[%v, %v): %s, want %s", tc.since, tc.until, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		t    time.Time
+		want bool
+	}{{unixnanos.First(), true}, {unixnanos.Last(), true}, {unixnanos.Last().Add(1), false}, {unixnanos.First().Add(-1), false}, {time.Unix(0, 0), true}} {
+		if unixnanos.Holds(tc.t) != tc.want {
+			t.Errorf("Holds(%v) = %v", tc.t, !tc.want)
+		}
+	}
+}
