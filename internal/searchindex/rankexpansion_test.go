@@ -24,7 +24,9 @@ import (
 // second pass with pseudo-relevance feedback, diversification of the top
 // results across sessions, extra weight on a question's proper names, a
 // fusion of the ranking with and without the context columns, and a boost
-// of each result by its session's best score. Each is
+// of each result by its session's score (its best result's, its results'
+// sum, its three best's mean, or the session ranked as one document).
+// Each is
 // chosen by leave-one-conversation-out on LoCoMo's dev half against the
 // shipped ranking of dated turns (context 0.5 / 0.25, date 0.5); the PRF
 // and name candidates are scored on Cranfield too (archival search).
@@ -53,6 +55,20 @@ type expansion struct {
 	// sessBoost: each result gains sessBoost × its session's best score
 	// among the first pass's 100 (0: none), favouring the session found.
 	sessBoost float64
+	// sessMode: what a session's score is for the boost: "" its best
+	// result's, "sum" its results' sum, "top3" the mean of its three
+	// best, "doc" the session as one document (x.sessions).
+	sessMode string
+	// sessB: bm25's b for the sessions as documents (0: variantB).
+	sessB float64
+	// sessShape: "" adds β × the session's share of the best session's
+	// score × the best result's score; "mult" multiplies by 1 + β × the
+	// share; "sq" and "sqrt" square or root the share; "top2" boosts only
+	// the two best sessions.
+	sessShape string
+	// sessCap: at most this many results of one session among the
+	// first ten, the rest after them in order (0: no cap).
+	sessCap int
 	// ent: the weight of a question's capitalised words after its first
 	// (1 or 0: as every word).
 	ent float64
@@ -205,13 +221,84 @@ func (e expansion) rank(x *variantIndex, base variant, q string, sess []int, lim
 	}
 	if e.sessBoost > 0 && sess != nil && len(hits) > 0 {
 		best := map[int]float64{}
-		for _, h := range hits {
-			best[sess[h.i]] = max(best[sess[h.i]], h.s)
+		switch e.sessMode {
+		case "":
+			for _, h := range hits {
+				best[sess[h.i]] = max(best[sess[h.i]], h.s)
+			}
+		case "sum":
+			for _, h := range hits {
+				best[sess[h.i]] += h.s
+			}
+			top := 0.0
+			for _, v := range best {
+				top = max(top, v)
+			}
+			for k := range best {
+				best[k] *= hits[0].s / top
+			}
+		case "top3":
+			n := map[int]int{}
+			for _, h := range hits { // in score order
+				if n[sess[h.i]] < 3 {
+					n[sess[h.i]]++
+					best[sess[h.i]] += h.s / 3
+				}
+			}
+		case "doc":
+			x.sessions.b = e.sessB
+			top := 0.0
+			for _, h := range hits {
+				if _, ok := best[sess[h.i]]; !ok {
+					best[sess[h.i]] = base.score(x.sessions, &x.sessions.docs[sess[h.i]], ph)
+					top = max(top, best[sess[h.i]])
+				}
+			}
+			var order []float64
+			for _, v := range best {
+				order = append(order, v)
+			}
+			slices.Sort(order)
+			for k := range best {
+				share := best[k] / max(top, 1e-12)
+				switch e.sessShape {
+				case "sq":
+					share *= share
+				case "sqrt":
+					share = math.Sqrt(share)
+				case "top2":
+					if len(order) > 2 && best[k] < order[len(order)-2] {
+						share = 0
+					}
+				}
+				best[k] = share * hits[0].s
+			}
+			if e.sessShape == "mult" {
+				for j := range hits {
+					hits[j].s *= 1 + e.sessBoost*best[sess[hits[j].i]]/hits[0].s
+				}
+				for k := range best {
+					best[k] = 0
+				}
+			}
 		}
 		for j := range hits {
 			hits[j].s += e.sessBoost * best[sess[hits[j].i]]
 		}
 		slices.SortStableFunc(hits, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+	}
+	if e.sessCap > 0 && sess != nil {
+		n := map[int]int{}
+		var head, tail []scored
+		for _, h := range hits {
+			if len(head) < 10 && n[sess[h.i]] < e.sessCap {
+				n[sess[h.i]]++
+				head = append(head, h)
+			} else {
+				tail = append(tail, h)
+			}
+		}
+		hits = append(head, tail...)
 	}
 	if e.div > 0 && e.div < 1 && sess != nil {
 		out := make([]int, 0, limit)
@@ -304,6 +391,26 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	for _, b := range []float64{0.05, 0.1, 0.2, 0.4, 0.6, 1} {
 		exps = append(exps, expansion{name: fmt.Sprintf("session boost %.2g", b), sessBoost: b})
 	}
+	for _, b := range []float64{0.2, 0.4, 0.6, 0.8} {
+		for _, m := range []string{"sum", "top3", "doc"} {
+			exps = append(exps, expansion{name: fmt.Sprintf("session %s %.2g", m, b), sessBoost: b, sessMode: m})
+		}
+	}
+	for _, b := range []float64{0.3, 0.4, 0.5} {
+		for _, c := range []int{3, 4, 5, 6} {
+			exps = append(exps, expansion{name: fmt.Sprintf("session doc cap %d %.2g", c, b), sessBoost: b, sessMode: "doc", sessCap: c})
+		}
+	}
+	for _, b := range []float64{0.3, 0.5, 0.8} {
+		for _, sh := range []string{"mult", "sq", "sqrt", "top2"} {
+			exps = append(exps, expansion{name: fmt.Sprintf("session doc %s %.2g", sh, b), sessBoost: b, sessMode: "doc", sessShape: sh})
+		}
+	}
+	for _, b := range []float64{0.3, 0.4, 0.5} {
+		for _, sb := range []float64{0.1, 0.25, 0.5, 0.9} {
+			exps = append(exps, expansion{name: fmt.Sprintf("session doc %.2g b%.2g", b, sb), sessBoost: b, sessMode: "doc", sessB: sb})
+		}
+	}
 	for _, b := range []float64{0.4, 0.6} {
 		exps = append(exps, expansion{name: fmt.Sprintf("prf k3 m5 w0.2 idf + session boost %.2g", b), prfDocs: 3, prfTerms: 5, prfW: 0.2, prfIDF: true, sessBoost: b})
 		exps = append(exps, expansion{name: fmt.Sprintf("prf k10 m5 w0.2 idf + session boost %.2g", b), prfDocs: 10, prfTerms: 5, prfW: 0.2, prfIDF: true, sessBoost: b})
@@ -345,6 +452,15 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 			}
 		}
 		x := newVariantIndex(docs)
+		var sdocs []variantDoc
+		for _, s := range c.Sessions {
+			var all []string
+			for _, tr := range s.Turns {
+				all = append(all, tr.Text)
+			}
+			sdocs = append(sdocs, newVariantDoc([nFields]string{strings.Join(all, "\n"), "", "", s.Date}))
+		}
+		x.sessions = newVariantIndex(sdocs)
 		rec[ci] = make([][]qres, len(exps))
 		for ei, e := range exps {
 			for _, q := range c.Questions {
@@ -410,7 +526,11 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 		{"div", func(e expansion) bool { return e.div > 0 && e.prfDocs == 0 }},
 		{"names", func(e expansion) bool { return e.ent > 0 }},
 		{"fuse", func(e expansion) bool { return e.fuse > 0 }},
-		{"session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs == 0 }},
+		{"session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs == 0 && e.sessMode == "" }},
+		{"session sum", func(e expansion) bool { return e.sessMode == "sum" }},
+		{"session top3", func(e expansion) bool { return e.sessMode == "top3" }},
+		{"session doc", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap == 0 }},
+		{"session doc, capped", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap > 0 }},
 		{"prf + session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs > 0 }},
 		{"prf, Cranfield nDCG@10 ≥ .549", func(e expansion) bool {
 			return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 && ndcg[e.name] >= 0.549

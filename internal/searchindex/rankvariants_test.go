@@ -56,6 +56,11 @@ type variantIndex struct {
 	post   map[string][]int // term -> documents holding it in any field
 	avgAll float64
 	avg    [nFields]float64
+	// sessions, when set, indexes each session as one document (the
+	// session-level candidates of TestRankingExpansionLeaveOneOut).
+	sessions *variantIndex
+	// b, when set, is bm25's length normalisation (else variantB).
+	b float64
 }
 
 func newVariantIndex(docs []variantDoc) *variantIndex {
@@ -116,7 +121,11 @@ func (v variant) phraseWeight(p string) float64 {
 func (v variant) score(x *variantIndex, d *variantDoc, phrases []string) float64 {
 	var s float64
 	lenAll := float64(d.len[0] + d.len[1] + d.len[2] + d.len[3])
-	norm := 1 - variantB + variantB*lenAll/x.avgAll
+	b := variantB
+	if x.b > 0 {
+		b = x.b
+	}
+	norm := 1 - b + b*lenAll/x.avgAll
 	for _, p := range phrases {
 		if v.bm25f {
 			var tf float64
