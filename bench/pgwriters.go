@@ -24,8 +24,10 @@ import (
 // process has its own store, pool and caches, as separate services would.
 
 // pgWriterEnv holds a child's part: "engram" (small appends, each writer
-// to its own agent's block), "bare" (single-row INSERT transactions) or
-// "big" (appends of 256 KiB chunks until stdin closes).
+// to its own agent's block), "messages" and "archival" (each writer a
+// message or an archival entry of its own agent's a write), "bare"
+// (single-row INSERT transactions) or "big" (appends of 256 KiB chunks
+// until stdin closes).
 const pgWriterEnv = "ENGRAM_BENCH_PGWRITER"
 
 // childProfileEnv, when set (by -cpuprofile FILE), has each writer process
@@ -62,13 +64,31 @@ func runPGWriterChild(part string) error {
 	in := bufio.NewReader(os.Stdin)
 	var op func(w, i int) error
 	switch part {
-	case "engram", "big":
+	case "engram", "big", "messages", "archival":
 		st, err := memory.Open(ctx, dsn, &memory.Options{BusyTimeout: time.Minute, TextCacheBytes: -1})
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		agent := func(w int) string { return fmt.Sprintf("agent-%s-%d", proc, w) }
+		line := func(w, i int) string {
+			return fmt.Sprintf("note %d of writer %d: the tide turned at the harbour", i, w)
+		}
+		switch part {
+		case "messages":
+			op = func(w, i int) error {
+				_, err := st.Agent(agent(w)).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: line(w, i), BatchID: "session"})
+				return err
+			}
+		case "archival":
+			op = func(w, i int) error {
+				_, err := st.Agent(agent(w)).Archival().Insert(ctx, memory.ArchivalEntry{Content: line(w, i)})
+				return err
+			}
+		}
+		if op != nil {
+			break
+		}
 		if part == "big" {
 			chunk := strings.Repeat("0123456789abcdef", 256<<10/16)
 			block, n := 0, 0
@@ -88,7 +108,7 @@ func runPGWriterChild(part string) error {
 				}
 			}
 			op = func(w, i int) error {
-				return st.Agent(agent(w)).Block("notes").Append(ctx, fmt.Sprintf("note %d of writer %d: the tide turned at the harbour\n", i, w))
+				return st.Agent(agent(w)).Block("notes").Append(ctx, line(w, i)+"\n")
 			}
 		}
 	case "bare":
@@ -331,6 +351,28 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 		r.compare(sec, fmt.Sprintf("PostgreSQL %d writers on different blocks in %d processes: engram vs bare INSERT", n, shape.procs),
 			median(eng), median(bare), unitOps, "higher",
 			fmt.Sprintf("each writer appends a line to its own agent's block (%d each); bare: single-row INSERT transactions, as many at once", per))
+	}
+
+	// An agent's messages and archival entries: row inserts with their
+	// full-text upkeep, no CRDT work (8 writers in 2 processes).
+	per := max(10, ops)
+	for _, part := range []string{"messages", "archival"} {
+		var eng, bare []float64
+		for range cfg.repeats {
+			e, err := pgWriterThroughput(ctx, newDB, part, 2, 4, per)
+			if err != nil {
+				return fmt.Errorf("%s writers: %w", part, err)
+			}
+			b, err := pgWriterThroughput(ctx, newDB, "bare", 2, 4, per)
+			if err != nil {
+				return fmt.Errorf("bare writers: %w", err)
+			}
+			eng, bare = append(eng, e), append(bare, b)
+		}
+		what := map[string]string{"messages": "a message to its agent's batch", "archival": "an archival entry"}[part]
+		r.compare(sec, fmt.Sprintf("PostgreSQL 8 writers of %s in 2 processes: engram vs bare INSERT", part),
+			median(eng), median(bare), unitOps, "higher",
+			fmt.Sprintf("each writer appends %s (%d each); bare: single-row INSERT transactions, as many at once", what, per))
 	}
 
 	// A small append's p99, quiet and beside a 256 KiB writer.
