@@ -104,10 +104,14 @@ func (l *changeLog) since(p logPos) (string, []any) {
 
 // changedSince is the statement reading the log's bounds (scanBounds)
 // and whether it holds an entry p does not: one indexed lookup when
-// nothing changed.
+// nothing changed. It asks for the first such entry in position order,
+// not whether one EXISTS: PostgreSQL's generic plan for a prepared EXISTS
+// (chosen after five runs: a scan that may stop at its first row looks
+// cheap to it) read the whole log whenever nothing had changed, which is
+// every search of a quiet store.
 func (l *changeLog) changedSince(p logPos) (string, []any) {
 	where, args := l.since(p)
-	return `SELECT b.*, EXISTS (SELECT 1 FROM ` + l.table + ` WHERE ` + where + `) FROM (` + l.Bounds + `) AS b`, args
+	return `SELECT b.*, (SELECT ` + l.Position + ` FROM ` + l.table + ` WHERE ` + where + ` ORDER BY ` + l.Position + ` LIMIT 1) IS NOT NULL FROM (` + l.Bounds + `) AS b`, args
 }
 
 // scanBounds reads a Bounds row (and dest's further columns).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/engram-go/engram/driver"
+
 	"github.com/engram-go/engram/search"
 )
 
@@ -65,4 +67,10 @@ func statsEqual(what string, wrows, wtokens int64, wdf map[string]int64, rows, t
 		}
 	}
 	return nil
+}
+
+// ChangedSinceStatement is the statement a cache of table reads the log's
+// bounds and its news with, for a position at xmin/xmax with xip running.
+func ChangedSinceStatement(d driver.Dialect, table string, xmin, xmax int64, xip []int64) (string, []any) {
+	return newChangeLog(d, table).changedSince(logPos{xmin: xmin, xmax: xmax, xip: xip})
 }

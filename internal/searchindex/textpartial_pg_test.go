@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -821,5 +822,68 @@ func TestTextCachePartialPostgresBulkKind(t *testing.T) {
 	}
 	if got := searchindex.TextStatsCounted(x) - counted; got > 30 {
 		t.Fatalf("%d rows counted again after a catch-up of block changes only (%d passes before, %d after)", got, passes, searchindex.TextStatsPasses(x))
+	}
+}
+
+// A cache asks the log whether anything changed before every search; on
+// PostgreSQL the statement is prepared, and after five runs the server may
+// plan it once for any position. That plan must reach the log's first
+// entry past the position through the txid index, not read the log: on a
+// store of 30 agents (48,000 log entries) the EXISTS it replaced took
+// 1.8 ms a search in a sequential scan, 9 ms at 100 agents.
+func TestChangedSinceUsesTheIndexPostgres(t *testing.T) {
+	ctx := context.Background()
+	_, b := openPGStore(t)
+	db := b.DB()
+	if _, err := db.ExecContext(ctx, `INSERT INTO search_text_log (kind, id) SELECT 1, g FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE search_text_log`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name string
+		xip  []int64
+	}{{"no transaction running", nil}, {"transactions running", []int64{1 << 40, 1<<40 + 2}}} {
+		q, args := searchindex.ChangedSinceStatement(b.SearchDialect(), "search_text_log", 1<<40, 1<<40+5, tc.xip)
+		n := 0
+		q = regexp.MustCompile(`\?`).ReplaceAllStringFunc(q, func(string) string { n++; return fmt.Sprint("$", n) })
+		types := []string{"bigint", "bigint", "text"}[:len(args)]
+		name := fmt.Sprint("changed_since_", i)
+		if _, err := conn.ExecContext(ctx, `PREPARE `+name+`(`+strings.Join(types, ", ")+`) AS `+q); err != nil {
+			t.Fatalf("%s: prepare %s: %v", tc.name, q, err)
+		}
+		var vals []string
+		for _, a := range args {
+			if s, ok := a.(string); ok {
+				vals = append(vals, "'"+s+"'")
+			} else {
+				vals = append(vals, fmt.Sprint(a))
+			}
+		}
+		rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+strings.Join(vals, ", ")+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "\n"); strings.Contains(p, "Seq Scan on search_text_log") || !strings.Contains(p, "search_text_log_txid") {
+			t.Errorf("%s: the generic plan does not seek the log's txid index:\n%s", tc.name, p)
+		}
 	}
 }
