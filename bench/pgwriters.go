@@ -25,7 +25,7 @@ import (
 
 // pgWriterEnv holds a child's part: "engram" (small appends, each writer
 // to its own agent's block), "messages" and "archival" (each writer a
-// message or an archival entry of its own agent's a write), "bare"
+// message or an archival entry to its own agent), "bare"
 // (single-row INSERT transactions) or "big" (appends of 256 KiB chunks
 // until stdin closes).
 const pgWriterEnv = "ENGRAM_BENCH_PGWRITER"
@@ -85,11 +85,7 @@ func runPGWriterChild(part string) error {
 				_, err := st.Agent(agent(w)).Archival().Insert(ctx, memory.ArchivalEntry{Content: line(w, i)})
 				return err
 			}
-		}
-		if op != nil {
-			break
-		}
-		if part == "big" {
+		case "big":
 			chunk := strings.Repeat("0123456789abcdef", 256<<10/16)
 			block, n := 0, 0
 			op = func(w, i int) error {
@@ -101,7 +97,7 @@ func runPGWriterChild(part string) error {
 				}
 				return st.Agent(agent(w)).Block(fmt.Sprint("big", os.Getpid(), "-", block)).Append(ctx, chunk)
 			}
-		} else {
+		default:
 			for w := range writers {
 				if _, err := st.Agent(agent(w)).CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
 					return err

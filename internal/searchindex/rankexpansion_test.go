@@ -220,70 +220,14 @@ func (e expansion) rank(x *variantIndex, base variant, q string, sess []int, lim
 		})
 	}
 	if e.sessBoost > 0 && sess != nil && len(hits) > 0 {
-		best := map[int]float64{}
-		switch e.sessMode {
-		case "":
-			for _, h := range hits {
-				best[sess[h.i]] = max(best[sess[h.i]], h.s)
-			}
-		case "sum":
-			for _, h := range hits {
-				best[sess[h.i]] += h.s
-			}
-			top := 0.0
-			for _, v := range best {
-				top = max(top, v)
-			}
-			for k := range best {
-				best[k] *= hits[0].s / top
-			}
-		case "top3":
-			n := map[int]int{}
-			for _, h := range hits { // in score order
-				if n[sess[h.i]] < 3 {
-					n[sess[h.i]]++
-					best[sess[h.i]] += h.s / 3
-				}
-			}
-		case "doc":
-			x.sessions.b = e.sessB
-			top := 0.0
-			for _, h := range hits {
-				if _, ok := best[sess[h.i]]; !ok {
-					best[sess[h.i]] = base.score(x.sessions, &x.sessions.docs[sess[h.i]], ph)
-					top = max(top, best[sess[h.i]])
-				}
-			}
-			var order []float64
-			for _, v := range best {
-				order = append(order, v)
-			}
-			slices.Sort(order)
-			for k := range best {
-				share := best[k] / max(top, 1e-12)
-				switch e.sessShape {
-				case "sq":
-					share *= share
-				case "sqrt":
-					share = math.Sqrt(share)
-				case "top2":
-					if len(order) > 2 && best[k] < order[len(order)-2] {
-						share = 0
-					}
-				}
-				best[k] = share * hits[0].s
-			}
-			if e.sessShape == "mult" {
-				for j := range hits {
-					hits[j].s *= 1 + e.sessBoost*best[sess[hits[j].i]]/hits[0].s
-				}
-				for k := range best {
-					best[k] = 0
-				}
-			}
-		}
+		top := hits[0].s
+		boost := e.sessionScores(x, base, ph, hits, sess)
 		for j := range hits {
-			hits[j].s += e.sessBoost * best[sess[hits[j].i]]
+			if e.sessShape == "mult" {
+				hits[j].s *= 1 + e.sessBoost*boost[sess[hits[j].i]]/top
+			} else {
+				hits[j].s += e.sessBoost * boost[sess[hits[j].i]]
+			}
 		}
 		slices.SortStableFunc(hits, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
 	}
@@ -320,6 +264,63 @@ func (e expansion) rank(x *variantIndex, base variant, q string, sess []int, lim
 		out = append(out, h.i)
 	}
 	return out
+}
+
+// sessionScores is each session's score for the boost (sessMode), on the
+// scale of the first pass's scores: hits are that pass's, best first.
+func (e expansion) sessionScores(x *variantIndex, base variant, ph []string, hits []scored, sess []int) map[int]float64 {
+	score := map[int]float64{}
+	switch e.sessMode {
+	case "":
+		for _, h := range hits {
+			score[sess[h.i]] = max(score[sess[h.i]], h.s)
+		}
+		return score
+	case "top3":
+		n := map[int]int{}
+		for _, h := range hits {
+			if n[sess[h.i]] < 3 {
+				n[sess[h.i]]++
+				score[sess[h.i]] += h.s / 3
+			}
+		}
+		return score
+	case "sum":
+		for _, h := range hits {
+			score[sess[h.i]] += h.s
+		}
+	case "doc":
+		sv := base
+		sv.b = e.sessB
+		for _, h := range hits {
+			if _, ok := score[sess[h.i]]; !ok {
+				score[sess[h.i]] = sv.score(x.sessions, &x.sessions.docs[sess[h.i]], ph)
+			}
+		}
+	}
+	// sum and doc: each session's share of the best session's score,
+	// shaped, times the best result's score.
+	var all []float64
+	for _, v := range score {
+		all = append(all, v)
+	}
+	slices.Sort(all)
+	top := max(all[len(all)-1], 1e-12)
+	for k, v := range score {
+		share := v / top
+		switch e.sessShape {
+		case "sq":
+			share *= share
+		case "sqrt":
+			share = math.Sqrt(share)
+		case "top2":
+			if len(all) > 2 && v < all[len(all)-2] {
+				share = 0
+			}
+		}
+		score[k] = share * hits[0].s
+	}
+	return score
 }
 
 func isDigits(t string) bool {

@@ -59,8 +59,6 @@ type variantIndex struct {
 	// sessions, when set, indexes each session as one document (the
 	// session-level candidates of TestRankingExpansionLeaveOneOut).
 	sessions *variantIndex
-	// b, when set, is bm25's length normalisation (else variantB).
-	b float64
 }
 
 func newVariantIndex(docs []variantDoc) *variantIndex {
@@ -109,6 +107,8 @@ type variant struct {
 	pw map[string]float64
 	// pwOwn: the weighted phrases count in the own text only.
 	pwOwn bool
+	// b, when set, is bm25's length normalisation (else variantB).
+	b float64
 }
 
 func (v variant) phraseWeight(p string) float64 {
@@ -122,8 +122,8 @@ func (v variant) score(x *variantIndex, d *variantDoc, phrases []string) float64
 	var s float64
 	lenAll := float64(d.len[0] + d.len[1] + d.len[2] + d.len[3])
 	b := variantB
-	if x.b > 0 {
-		b = x.b
+	if v.b > 0 {
+		b = v.b
 	}
 	norm := 1 - b + b*lenAll/x.avgAll
 	for _, p := range phrases {

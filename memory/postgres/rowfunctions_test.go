@@ -12,16 +12,12 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// The functions the triggers call for each row must not be SQL functions
-// PostgreSQL plans again at every call: one it cannot inline (a body with
-// a FROM, or a set-returning one) is, and an archival insert paid about
-// 140 µs of planning for each of its seven calls of
-// engram_archival_conversation. Every engram_ SQL function left must be a
-// single expression without FROM (which the planner inlines).
-func TestRowFunctionsAreNotReplanned(t *testing.T) {
-	ctx := context.Background()
+// migratedDB is a new database migrated by memory.Open, closed with the
+// test.
+func migratedDB(t *testing.T) *sql.DB {
+	t.Helper()
 	dsn := pgtest.Start(t).NewDatabase(t)
-	c, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
+	c, err := memory.Open(context.Background(), dsn, &memory.Options{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +26,19 @@ func TestRowFunctionsAreNotReplanned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// The functions the triggers call for each row must not be SQL functions
+// PostgreSQL plans again at every call: one it cannot inline (a body with
+// a FROM, or a set-returning one) is, and an archival insert paid about
+// 140 µs of planning for each of its seven calls of
+// engram_archival_conversation. Every engram_ SQL function left must be a
+// single expression without FROM (which the planner inlines).
+func TestRowFunctionsAreNotReplanned(t *testing.T) {
+	ctx := context.Background()
+	db := migratedDB(t)
 	rows, err := db.QueryContext(ctx, `SELECT p.proname, p.proretset, p.prosrc FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 		WHERE l.lanname = 'sql' AND p.proname LIKE 'engram\_%' ORDER BY 1`)
 	if err != nil {
@@ -62,17 +70,7 @@ func TestRowFunctionsAreNotReplanned(t *testing.T) {
 // index entry written by one must be found by the other), errors alike.
 func TestArchivalConversationFunctionUnchanged(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
-	c, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := migratedDB(t)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
