@@ -110,6 +110,127 @@ $$`); err != nil {
 	}
 }
 
+// A message's tsvector must be the value the one-SELECT form gave (rows
+// written by either are searched alike): stored by the triggers and
+// computed by the function, for messages with and without neighbours,
+// empty ones, ones at the ends of the seq range, and ones whose parts
+// overflow the 1 MB tsvector cap, alone or beside each other.
+func TestMessageFullTextFunctionUnchanged(t *testing.T) {
+	ctx := context.Background()
+	db := migratedDB(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The function as migrations 0030 and 0031 left it.
+	if _, err := conn.ExecContext(ctx, `CREATE FUNCTION pg_temp.old_message_fts(m_agent TEXT, m_batch TEXT, m_seq BIGINT, m_content TEXT, m_created BIGINT) RETURNS tsvector LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN (SELECT CASE
+        WHEN pg_column_size(own) + pg_column_size(bef) + pg_column_size(aft) <= 1048575 THEN own || bef || aft
+        WHEN pg_column_size(own) + pg_column_size(bef) <= 1048575 THEN own || bef
+        WHEN pg_column_size(own) + pg_column_size(aft) <= 1048575 THEN own || aft
+        ELSE own END
+    FROM (SELECT setweight(engram_tsvector(m_content, 1048575 - 1024), 'A') ||
+            setweight(to_tsvector('english', engram_message_date(m_created)), 'D') AS own,
+        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, -1)), ''), 1048575), 'B') AS bef,
+        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), ''), 1048575), 'C') AS aft) parts);
+END $f$`); err != nil {
+		t.Fatal(err)
+	}
+	// Distinct words, so that the tsvector grows with the text.
+	words := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "%s%dq ", prefix, i)
+		}
+		return b.String()
+	}
+	big := words("w", 70000)  // a tsvector past 1 MB alone: capped
+	half := words("h", 40000) // two of these overflow the cap together
+	const maxSeq, minSeq = 1<<63 - 1, -1 << 63
+	rows := []struct {
+		batch   string
+		seq     int64
+		content string
+	}{
+		{"plain", 1, "The tide turned at the harbour"}, {"plain", 2, "Bees were in the garden on 8 May, 2023"}, {"plain", 3, "ok"},
+		{"gap", 1, "first"}, {"gap", 3, "third, no second"},
+		{"empty", 1, ""}, {"empty", 2, "between two empty ones"}, {"empty", 3, ""},
+		{"ends", maxSeq - 1, "next to last"}, {"ends", maxSeq, "the last seq"}, {"ends", minSeq, "the first seq"}, {"ends", minSeq + 1, "after it"},
+		{"big", 1, "before the big one"}, {"big", 2, big}, {"big", 3, "after the big one"},
+		{"halves", 1, half}, {"halves", 2, strings.ReplaceAll(half, "h", "k")}, {"halves", 3, strings.ReplaceAll(half, "h", "m")},
+		{"alone", 1, "ünïcödé wörds and 😀 emoji"},
+	}
+	for i, r := range rows {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, $2, $3, $4)`,
+			r.content, r.batch, r.seq, int64(1700000000+i*86400)*1e9); err != nil {
+			t.Fatalf("insert %s/%d: %v", r.batch, r.seq, err)
+		}
+	}
+	// One deleted and one edited: the neighbours' tsvectors are made again.
+	if _, err := conn.ExecContext(ctx, `DELETE FROM messages WHERE batch_id = 'plain' AND seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE messages SET content = 'edited words' WHERE batch_id = 'empty' AND seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	var n, stored, computed, capped int
+	err = conn.QueryRowContext(ctx, `SELECT count(*),
+			count(*) FILTER (WHERE fts::text = pg_temp.old_message_fts(agent, batch_id, seq, content, created_at)::text),
+			count(*) FILTER (WHERE engram_message_fts(agent, batch_id, seq, content, created_at)::text = pg_temp.old_message_fts(agent, batch_id, seq, content, created_at)::text),
+			count(*) FILTER (WHERE length(fts) > 39000)
+		FROM messages`).Scan(&n, &stored, &computed, &capped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(rows)-1 || stored != n || computed != n {
+		t.Errorf("%d messages: %d stored and %d computed tsvectors equal what the one-SELECT form gives", n, stored, computed)
+	}
+	if capped != 6 {
+		t.Errorf("%d tsvectors of over 39,000 lexemes, want the 6 of the big and halves batches: the test no longer reaches the cap", capped)
+	}
+}
+
+// A message's tsvector has three parts (its own words and date, the
+// previous message's words, the next one's), each made once: written as
+// one SELECT over a subquery, PostgreSQL computed a part wherever the
+// CASE named it: each text's tsvector twice, and the function runs twice
+// per append (the new message's and its predecessor's).
+func TestMessageFullTextPartsMadeOnce(t *testing.T) {
+	ctx := context.Background()
+	db := migratedDB(t)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL track_functions = 'pl'`); err != nil {
+		t.Skipf("counting function calls needs a superuser: %v", err)
+	}
+	for seq, content := range []string{"before", "the message", "after"} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, 'b', $2, 0)`, content, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := func() int {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT pg_stat_get_xact_function_calls('engram_tsvector(text,integer)'::regprocedure)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := calls()
+	if _, err := tx.ExecContext(ctx, `SELECT engram_message_fts(agent, batch_id, seq, content, created_at) FROM messages WHERE seq = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls() - before; n != 3 {
+		t.Errorf("one message's tsvector made %d tsvectors of text, want 3 (its own, the previous message's, the next one's)", n)
+	}
+}
+
 // An archival insert and a message append on PostgreSQL cost about what
 // the CRDT block append beside them costs, not several times it: each row
 // trigger's lookups are planned once a session. The bound is loose, for
