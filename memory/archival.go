@@ -186,7 +186,7 @@ func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 		return err
 	}
 	if supersede != 0 {
-		if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, e.ID, supersede); err != nil {
+		if _, err := c.txExec(ctx, tx, archivalLinkSQL, e.ID, supersede); err != nil {
 			return fmt.Errorf("memory: link supersession %d -> %d: %w", supersede, e.ID, err)
 		}
 	}
@@ -196,6 +196,11 @@ func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // archivalSupersedeSQL ends a live entry's validity (valid_to) at ?, the
 // entry's id and agent following.
 const archivalSupersedeSQL = `UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`
+
+// archivalLinkSQL names the entry (?) that superseded entry ?; kept
+// parsed like archivalSupersedeSQL (an update of archival codes its
+// triggers when parsed).
+const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 
 // insertArchivalRows inserts rows (setting their IDs), their tags and,
 // when vecs is not nil, their vectors.

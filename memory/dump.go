@@ -661,6 +661,11 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return err
 		}
 		defer insArchival.Close()
+		insTag, err := tx.Prepare(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insTag.Close()
 		// In the order they were written (their ids), not the dump's
 		// (created_at, which a backfill or another process writing at once
 		// puts elsewhere): an entry naming a conversation is indexed with
@@ -684,7 +689,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 				return err
 			}
 			for _, t := range tags {
-				if _, err := tx.Exec(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, id, t); err != nil {
+				if _, err := insTag.Exec(id, t); err != nil {
 					return err
 				}
 			}
@@ -693,7 +698,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		for _, e := range d.Archival {
 			if e.SupersededBy != 0 {
-				if _, err := tx.Exec(`UPDATE archival SET superseded_by = ? WHERE id = ?`, archIDs[e.SupersededBy], archIDs[e.ID]); err != nil {
+				if _, err := c.txExec(ctx, tx, archivalLinkSQL, archIDs[e.SupersededBy], archIDs[e.ID]); err != nil {
 					return err
 				}
 			}
@@ -724,8 +729,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		msgIDs := map[int64]int64{}
 		for i, m := range d.Messages {
 			var id int64
-			if err := tx.QueryRow(`INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.Agent, string(m.Role), m.Content, m.Name, msgCalls[i], m.ToolCallID,
+			if err := c.txQueryRow(ctx, tx, messageInsertQuery, m.Agent, string(m.Role), m.Content, m.Name, msgCalls[i], m.ToolCallID,
 				m.BatchID, m.Seq, m.CreatedAt.UnixNano()).Scan(&id); err != nil {
 				return err
 			}
@@ -1003,6 +1007,12 @@ func importPlaces(tx *sql.Tx, d *Dump, archIDs map[int64]int64) error {
 	}
 	old := slices.Sorted(maps.Keys(archIDs))
 	first, last := old[0], old[len(old)-1]
+	// Parsed once: an update of archival codes its triggers when parsed.
+	setPlace, err := tx.Prepare(`UPDATE archival SET conversation_pos = ? WHERE id = ?`)
+	if err != nil {
+		return fmt.Errorf("memory: import: place archival entries: %w", err)
+	}
+	defer setPlace.Close()
 	for _, p := range d.ArchivalPlaces {
 		id, ok := archIDs[p.ID]
 		if !ok {
@@ -1026,7 +1036,7 @@ func importPlaces(tx *sql.Tx, d *Dump, archIDs map[int64]int64) error {
 				place = archIDs[old[i]]
 			}
 		}
-		if _, err := tx.Exec(`UPDATE archival SET conversation_pos = ? WHERE id = ?`, place, id); err != nil {
+		if _, err := setPlace.Exec(place, id); err != nil {
 			return fmt.Errorf("memory: import: place archival entry %d: %w", p.ID, err)
 		}
 	}
