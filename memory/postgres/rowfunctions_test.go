@@ -110,6 +110,23 @@ $$`); err != nil {
 	}
 }
 
+// oldMessageFTS is engram_message_fts as migrations 0030 and 0031 left
+// it (one SELECT over a subquery), as pg_temp.old_message_fts.
+const oldMessageFTS = `CREATE FUNCTION pg_temp.old_message_fts(m_agent TEXT, m_batch TEXT, m_seq BIGINT, m_content TEXT, m_created BIGINT) RETURNS tsvector LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN (SELECT CASE
+        WHEN pg_column_size(own) + pg_column_size(bef) + pg_column_size(aft) <= 1048575 THEN own || bef || aft
+        WHEN pg_column_size(own) + pg_column_size(bef) <= 1048575 THEN own || bef
+        WHEN pg_column_size(own) + pg_column_size(aft) <= 1048575 THEN own || aft
+        ELSE own END
+    FROM (SELECT setweight(engram_tsvector(m_content, 1048575 - 1024), 'A') ||
+            setweight(to_tsvector('english', engram_message_date(m_created)), 'D') AS own,
+        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, -1)), ''), 1048575), 'B') AS bef,
+        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), ''), 1048575), 'C') AS aft) parts);
+END $f$`
+
 // A message's tsvector must be the value the one-SELECT form gave (rows
 // written by either are searched alike): stored by the triggers and
 // computed by the function, for messages with and without neighbours,
@@ -123,21 +140,7 @@ func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// The function as migrations 0030 and 0031 left it.
-	if _, err := conn.ExecContext(ctx, `CREATE FUNCTION pg_temp.old_message_fts(m_agent TEXT, m_batch TEXT, m_seq BIGINT, m_content TEXT, m_created BIGINT) RETURNS tsvector LANGUAGE plpgsql AS $f$
-BEGIN
-    RETURN (SELECT CASE
-        WHEN pg_column_size(own) + pg_column_size(bef) + pg_column_size(aft) <= 1048575 THEN own || bef || aft
-        WHEN pg_column_size(own) + pg_column_size(bef) <= 1048575 THEN own || bef
-        WHEN pg_column_size(own) + pg_column_size(aft) <= 1048575 THEN own || aft
-        ELSE own END
-    FROM (SELECT setweight(engram_tsvector(m_content, 1048575 - 1024), 'A') ||
-            setweight(to_tsvector('english', engram_message_date(m_created)), 'D') AS own,
-        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
-            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, -1)), ''), 1048575), 'B') AS bef,
-        setweight(engram_tsvector(COALESCE((SELECT content FROM messages
-            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), ''), 1048575), 'C') AS aft) parts);
-END $f$`); err != nil {
+	if _, err := conn.ExecContext(ctx, oldMessageFTS); err != nil {
 		t.Fatal(err)
 	}
 	// Distinct words, so that the tsvector grows with the text.
@@ -191,6 +194,85 @@ END $f$`); err != nil {
 	}
 	if capped != 6 {
 		t.Errorf("%d tsvectors of over 39,000 lexemes, want the 6 of the big and halves batches: the test no longer reaches the cap", capped)
+	}
+}
+
+// Near the cap, a neighbour's part is kept only if the three parts'
+// sizes fit, counted as the one-SELECT form counted them: a part made
+// through a query comes back with a short header when small (3 bytes
+// fewer), and a neighbour the old form dropped was kept.
+func TestMessageFullTextNearTheCap(t *testing.T) {
+	ctx := context.Background()
+	db := migratedDB(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, oldMessageFTS); err != nil {
+		t.Fatal(err)
+	}
+	const created = int64(1700000000) * 1e9
+	size := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ownSize := func(c string) int {
+		return size(`SELECT pg_column_size(setweight(engram_tsvector($1, 1048575 - 1024), 'A') ||
+			setweight(to_tsvector('english', engram_message_date($2)), 'D'))`, c, created)
+	}
+	befSize := func(c string) int {
+		return size(`SELECT pg_column_size(setweight(engram_tsvector($1, 1048575), 'B'))`, c)
+	}
+	const aft = "ok"
+	aftSize := size(`SELECT pg_column_size(setweight(to_tsvector('english', $1::text), 'C'))`, aft)
+	words := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "w%dq ", i)
+		}
+		return b.String()
+	}
+	// The largest previous message that leaves about 200 bytes, then an
+	// own text that takes the sum 1 to 3 bytes past the cap.
+	lo, hi := 1, 90000
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if befSize(words(mid)) <= 1048575-aftSize-200 {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	bef := words(lo)
+	bs := befSize(bef)
+	own := ""
+	for l := 1; l < 400 && own == ""; l++ {
+		c := "zq" + strings.Repeat("x", l)
+		if s := ownSize(c) + bs + aftSize; s > 1048575 && s <= 1048575+3 {
+			own = c
+		}
+	}
+	if own == "" {
+		t.Fatalf("no own text takes the parts just past the cap (previous %d bytes, next %d)", bs, aftSize)
+	}
+	for i, c := range []string{bef, own, aft} {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, 'b', $2, $3)`, c, i+1, created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stored, made, old string
+	if err := conn.QueryRowContext(ctx, `SELECT fts::text, engram_message_fts(agent, batch_id, seq, content, created_at)::text,
+			pg_temp.old_message_fts(agent, batch_id, seq, content, created_at)::text FROM messages WHERE seq = 2`).Scan(&stored, &made, &old); err != nil {
+		t.Fatal(err)
+	}
+	if stored != old || made != old {
+		t.Errorf("stored %d characters, made %d, the one-SELECT form %d; the next message's 'ok' in stored: %v, in the one-SELECT form's: %v",
+			len(stored), len(made), len(old), strings.Contains(stored, "'ok'"), strings.Contains(old, "'ok'"))
 	}
 }
 
