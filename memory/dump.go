@@ -381,7 +381,9 @@ type ImportReport struct {
 }
 
 // Import adds a Dump's content in one transaction: all or nothing. A block
-// whose (owner, label) exists fails the import with ErrExists. A block
+// whose (owner, label) exists fails the import with ErrExists, as does a
+// batch, message sequence number or library artifact the store holds
+// (the same dump imported twice). A block
 // document is judged as [Block.Merge] judges merged changes (see
 // blocks.LoadExported): a document edited after the export (or, for a dump
 // without heads, outside engram) that a merge by
@@ -805,6 +807,11 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 		}
 		return nil
 	})
+	if err != nil && !errors.Is(err, ErrExists) && c.be.IsConflict(err) {
+		// A batch, message or other row the store holds already (the same
+		// dump imported twice): ErrExists, as for a block.
+		return ImportReport{}, fmt.Errorf("memory: import: %w: %w", ErrExists, err)
+	}
 	if err != nil {
 		return ImportReport{}, fmt.Errorf("memory: import: %w", err)
 	}

@@ -49,6 +49,7 @@ func RunStoreTests(t *testing.T, open Opener) {
 		{"TokenCounts", testTokenCounts},
 		{"ContextLibrary", testContextLibrary},
 		{"Messages", testMessages},
+		{"ImportTwice", testImportTwice},
 		{"MessagesTogether", testMessagesTogether},
 		{"Search", testSearch},
 		{"MessagesInContext", testMessagesInContext},
@@ -1394,4 +1395,29 @@ func testProposalRights(t *testing.T, open Opener) {
 	if r, _ := s.Agent("owner").Block("prefs").Render(ctx); r != "tea, milk, sugar" {
 		t.Fatalf("a withdrawn proposal changed the block: %q", r)
 	}
+}
+
+// An import of rows the store holds already (the same dump twice) fails
+// with ErrExists and adds nothing, whichever table refuses it.
+func testImportTwice(t *testing.T, open Opener) {
+	src := openStore(t, open, nil)
+	_, err := src.Agent("a").Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: "hi", BatchID: "b1"})
+	must(t, err)
+	_, err = src.Agent("a").Archival().Insert(ctx, memory.ArchivalEntry{Content: "a note", Tags: []string{"t"}})
+	must(t, err)
+	d, err := src.Export(ctx)
+	must(t, err)
+	dst := openStore(t, open, nil)
+	_, err = dst.Import(ctx, d)
+	must(t, err)
+	_, err = dst.Import(ctx, d)
+	wantErr(t, err, memory.ErrExists, "the same dump imported twice")
+	msgs, err := dst.Agent("a").Messages().List(ctx, nil)
+	must(t, err)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages after a refused second import, want 1", len(msgs))
+	}
+	d.Archival = nil
+	_, err = dst.Import(ctx, d)
+	wantErr(t, err, memory.ErrExists, "a dump whose batch the store holds")
 }
