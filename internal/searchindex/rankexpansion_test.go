@@ -350,6 +350,16 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	if only == "" {
 		t.Skip("query expansion and diversification over LoCoMo: set ENGRAM_EXPANSION to a regular expression over candidate names (\".\" for all)")
 	}
+	// ENGRAM_EXPANSION_TURNS: the turns on each side the context columns
+	// hold (1, what the store indexes, unless set).
+	win := 1
+	if v := os.Getenv("ENGRAM_EXPANSION_TURNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("ENGRAM_EXPANSION_TURNS=%q: want a positive number of turns", v)
+		}
+		win = n
+	}
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
@@ -440,12 +450,7 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 			for i, tr := range s.Turns {
 				var texts [nFields]string
 				texts[0] = tr.Text
-				if i > 0 {
-					texts[1] = s.Turns[i-1].Text
-				}
-				if i+1 < len(s.Turns) {
-					texts[2] = s.Turns[i+1].Text
-				}
+				texts[1], texts[2] = turnContext(s.Turns, i, win)
 				texts[3] = s.Date
 				docs = append(docs, newVariantDoc(texts))
 				dia = append(dia, tr.DiaID)
