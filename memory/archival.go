@@ -197,6 +197,9 @@ func (c *Store) insertArchivalTx(ctx context.Context, tx *sql.Tx, row *archivalR
 // entry's id and agent following.
 const archivalSupersedeSQL = `UPDATE archival SET valid_to = ? WHERE id = ? AND agent = ? AND valid_to IS NULL`
 
+// archivalTagSQL gives an entry (?) a tag (?).
+const archivalTagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
+
 // archivalLinkSQL names the entry (?) that superseded entry ?; kept
 // parsed like archivalSupersedeSQL (an update of archival codes its
 // triggers when parsed).
@@ -214,7 +217,6 @@ const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 // statement returns are sorted: both engines assign them in increasing
 // order as they process the rows, and RETURNING's order is unspecified.
 func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
-	const tagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`
 	// A batch of several full chunks parses their statement once (the
 	// SQLite driver parses every Query otherwise, and a 100-row INSERT is
 	// long to parse); a lone chunk is not worth a prepare.
@@ -303,7 +305,7 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		for _, t := range e.Tags {
 			if tags == nil {
 				var err error
-				if tags, err = tx.PrepareContext(ctx, tagSQL); err != nil {
+				if tags, err = tx.PrepareContext(ctx, archivalTagSQL); err != nil {
 					return fmt.Errorf("memory: insert archival tags: %w", err)
 				}
 				defer tags.Close()

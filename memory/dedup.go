@@ -212,7 +212,7 @@ func (c *Store) mergeDuplicate(ctx context.Context, tx *sql.Tx, row *archivalRow
 			}
 			for _, t := range tags {
 				if !slices.Contains(old.Tags, t) {
-					if _, err := tx.ExecContext(ctx, `INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`, old.ID, t); err != nil {
+					if _, err := tx.ExecContext(ctx, archivalTagSQL, old.ID, t); err != nil {
 						return false, fmt.Errorf("memory: tag archival %d: %w", old.ID, err)
 					}
 				}

@@ -663,7 +663,7 @@ func (c *Store) Import(ctx context.Context, d *Dump) (ImportReport, error) {
 			return err
 		}
 		defer insArchival.Close()
-		insTag, err := tx.Prepare(`INSERT INTO archival_tags (archival_id, tag) VALUES (?, ?)`)
+		insTag, err := tx.Prepare(archivalTagSQL)
 		if err != nil {
 			return err
 		}

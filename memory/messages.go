@@ -150,11 +150,11 @@ func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message
 // SQLite parsing the insert codes its triggers' programs: about 40% of an
 // append when parsed per call).
 const (
+	// batchHighQuery reads a batch's highest seq (0 when it has none).
+	batchHighQuery = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent = ? AND batch_id = ?`
 	// batchStateQuery reads a batch's state and its highest seq at once.
-	batchStateQuery = `SELECT complete, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent = ? AND batch_id = ?)
-		FROM batches WHERE agent = ? AND batch_id = ?`
+	batchStateQuery    = `SELECT complete, (` + batchHighQuery + `) FROM batches WHERE agent = ? AND batch_id = ?`
 	batchInsertQuery   = `INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`
-	batchHighQuery     = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent = ? AND batch_id = ?`
 	messageInsertQuery = `INSERT INTO messages (agent, role, content, name, tool_calls_json, tool_call_id, batch_id, seq, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 )
@@ -180,9 +180,7 @@ func (c *Store) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, cal
 		case complete:
 			return invalidArg("batch %q of agent %q is complete", m.BatchID, agent)
 		default:
-			if _, known := last[m.BatchID]; !known {
-				last[m.BatchID] = high
-			}
+			last[m.BatchID] = high // a batch is checked before last holds it
 		}
 		checked[m.BatchID] = true
 	}

@@ -247,12 +247,7 @@ func TestRankingVariants(t *testing.T) {
 			for i, tr := range s.Turns {
 				var texts [nFields]string
 				texts[0] = tr.Text
-				if i > 0 {
-					texts[1] = s.Turns[i-1].Text
-				}
-				if i+1 < len(s.Turns) {
-					texts[2] = s.Turns[i+1].Text
-				}
+				texts[1], texts[2] = turnContext(s.Turns, i, 1)
 				docs = append(docs, newVariantDoc(texts))
 				dia = append(dia, tr.DiaID)
 			}

@@ -127,6 +127,33 @@ BEGIN
             WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), ''), 1048575), 'C') AS aft) parts);
 END $f$`
 
+// oldFormConn is a connection to a migrated database that holds the old
+// form as pg_temp.old_message_fts (pg_temp is the connection's).
+func oldFormConn(t *testing.T) *sql.Conn {
+	t.Helper()
+	conn, err := migratedDB(t).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), oldMessageFTS); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// insertMessage writes agent a's message at (batch, seq) as a bare row: the
+// triggers index it and its neighbours.
+func insertMessage(t *testing.T, ex interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, batch string, seq int64, content string, created int64) {
+	t.Helper()
+	if _, err := ex.ExecContext(context.Background(), `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, $2, $3, $4)`,
+		content, batch, seq, created); err != nil {
+		t.Fatalf("insert %s/%d: %v", batch, seq, err)
+	}
+}
+
 // A message's tsvector must be the value the one-SELECT form gave (rows
 // written by either are searched alike): stored by the triggers and
 // computed by the function, for messages with and without neighbours,
@@ -134,25 +161,9 @@ END $f$`
 // overflow the 1 MB tsvector cap, alone or beside each other.
 func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 	ctx := context.Background()
-	db := migratedDB(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, oldMessageFTS); err != nil {
-		t.Fatal(err)
-	}
-	// Distinct words, so that the tsvector grows with the text.
-	words := func(prefix string, n int) string {
-		var b strings.Builder
-		for i := range n {
-			fmt.Fprintf(&b, "%s%dq ", prefix, i)
-		}
-		return b.String()
-	}
-	big := words("w", 70000)  // a tsvector past 1 MB alone: capped
-	half := words("h", 40000) // two of these overflow the cap together
+	conn := oldFormConn(t)
+	big := distinctWords(1 << 20)  // a tsvector past 1 MB alone: capped
+	half := distinctWords(500_000) // two of these overflow the cap together
 	const maxSeq, minSeq = 1<<63 - 1, -1 << 63
 	rows := []struct {
 		batch   string
@@ -164,14 +175,11 @@ func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 		{"empty", 1, ""}, {"empty", 2, "between two empty ones"}, {"empty", 3, ""},
 		{"ends", maxSeq - 1, "next to last"}, {"ends", maxSeq, "the last seq"}, {"ends", minSeq, "the first seq"}, {"ends", minSeq + 1, "after it"},
 		{"big", 1, "before the big one"}, {"big", 2, big}, {"big", 3, "after the big one"},
-		{"halves", 1, half}, {"halves", 2, strings.ReplaceAll(half, "h", "k")}, {"halves", 3, strings.ReplaceAll(half, "h", "m")},
+		{"halves", 1, half}, {"halves", 2, strings.ReplaceAll(half, "w", "k")}, {"halves", 3, strings.ReplaceAll(half, "w", "m")},
 		{"alone", 1, "ünïcödé wörds and 😀 emoji"},
 	}
 	for i, r := range rows {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, $2, $3, $4)`,
-			r.content, r.batch, r.seq, int64(1700000000+i*86400)*1e9); err != nil {
-			t.Fatalf("insert %s/%d: %v", r.batch, r.seq, err)
-		}
+		insertMessage(t, conn, r.batch, r.seq, r.content, int64(1700000000+i*86400)*1e9)
 	}
 	// One deleted and one edited: the neighbours' tsvectors are made again.
 	if _, err := conn.ExecContext(ctx, `DELETE FROM messages WHERE batch_id = 'plain' AND seq = 2`); err != nil {
@@ -181,7 +189,7 @@ func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n, stored, computed, capped int
-	err = conn.QueryRowContext(ctx, `SELECT count(*),
+	err := conn.QueryRowContext(ctx, `SELECT count(*),
 			count(*) FILTER (WHERE fts::text = pg_temp.old_message_fts(agent, batch_id, seq, content, created_at)::text),
 			count(*) FILTER (WHERE engram_message_fts(agent, batch_id, seq, content, created_at)::text = pg_temp.old_message_fts(agent, batch_id, seq, content, created_at)::text),
 			count(*) FILTER (WHERE length(fts) > 39000)
@@ -203,15 +211,7 @@ func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 // fewer), and a neighbour the old form dropped was kept.
 func TestMessageFullTextNearTheCap(t *testing.T) {
 	ctx := context.Background()
-	db := migratedDB(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, oldMessageFTS); err != nil {
-		t.Fatal(err)
-	}
+	conn := oldFormConn(t)
 	const created = int64(1700000000) * 1e9
 	size := func(q string, args ...any) int {
 		t.Helper()
@@ -230,6 +230,10 @@ func TestMessageFullTextNearTheCap(t *testing.T) {
 	}
 	const aft = "ok"
 	aftSize := size(`SELECT pg_column_size(setweight(to_tsvector('english', $1::text), 'C'))`, aft)
+	// The largest previous message that leaves about 200 bytes, then an
+	// own text that takes the sum 1 to 3 bytes past the cap. The previous
+	// message grows by whole words of one form (distinctWords cuts its text
+	// at a byte count), so that its size steps evenly.
 	words := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -237,8 +241,6 @@ func TestMessageFullTextNearTheCap(t *testing.T) {
 		}
 		return b.String()
 	}
-	// The largest previous message that leaves about 200 bytes, then an
-	// own text that takes the sum 1 to 3 bytes past the cap.
 	lo, hi := 1, 90000
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
@@ -261,9 +263,7 @@ func TestMessageFullTextNearTheCap(t *testing.T) {
 		t.Fatalf("no own text takes the parts just past the cap (previous %d bytes, next %d)", bs, aftSize)
 	}
 	for i, c := range []string{bef, own, aft} {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, 'b', $2, $3)`, c, i+1, created); err != nil {
-			t.Fatal(err)
-		}
+		insertMessage(t, conn, "b", int64(i+1), c, created)
 	}
 	var stored, made, old string
 	if err := conn.QueryRowContext(ctx, `SELECT fts::text, engram_message_fts(agent, batch_id, seq, content, created_at)::text,
@@ -293,9 +293,7 @@ func TestMessageFullTextPartsMadeOnce(t *testing.T) {
 		t.Skipf("counting function calls needs a superuser: %v", err)
 	}
 	for seq, content := range []string{"before", "the message", "after"} {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('a', 'user', $1, 'b', $2, 0)`, content, seq); err != nil {
-			t.Fatal(err)
-		}
+		insertMessage(t, tx, "b", int64(seq), content, 0)
 	}
 	calls := func() int {
 		var n int
