@@ -70,10 +70,10 @@ type Dialect interface {
 	// label, description, rendered; key is its id column, for a WHERE
 	// that picks rows by id.
 	IndexedBlocks() (query, key string)
-	// MessageNeighbours joins to messages m the messages before (p: seq
-	// - 1) and after (n: seq + 1) it in its batch, as the message
-	// full-text index pairs them: LEFT JOINs, no neighbour past either
-	// end of the seq range.
+	// MessageNeighbours joins to messages m the two messages before (p2:
+	// seq - 2, p: seq - 1) and the two after (n: seq + 1, n2: seq + 2) it
+	// in its batch, as the message full-text index reads them: LEFT
+	// JOINs, no neighbour past either end of the seq range.
 	MessageNeighbours() string
 	// IndexBlocks re-indexes the blocks ids marked in fts_blocks_dirty
 	// (the writers only mark them) and clears their marks, through ex

@@ -289,12 +289,13 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 	}
 }
 
-// A message is indexed with the messages before and after it in its batch
-// as two weaker columns (SQLite migration 0015, PostgreSQL 0010): a turn
-// alone is a poor document when the words that find it are in the turn
-// before it. driver.Dialect.MessageNeighbours joins them as p and n;
-// messageContext selects their text in the index's column order.
-const messageContext = `COALESCE(p.content, ''), COALESCE(n.content, '')`
+// A message is indexed with the two messages before and the two after it
+// in its batch as two weaker columns (SQLite migration 0033, PostgreSQL
+// 0033): a turn alone is a poor document when the words that find it are
+// in the turns around it. driver.Dialect.MessageNeighbours joins them as
+// p2, p, n and n2; messageContext selects their text in the index's
+// column order, each pair joined by a space where both exist.
+const messageContext = `COALESCE(p2.content || ' ', '') || COALESCE(p.content, ''), COALESCE(n.content, '') || COALESCE(' ' || n2.content, '')`
 
 // messagePlaced holds for a message whose neighbours ownMessageNeighbours
 // finds as MessageNeighbours joins them: its batch is text and its

@@ -484,16 +484,11 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 		// resident partition holds as it was then will do.
 		p := old(r.id)
 		if sp.anyHeldBy(s.pos) || p == nil || sp.anyHeldBy(p.hiPos) {
-			if r.t == search.Messages && !r.gone && len(sp.changed) == 1 && sp.mark == 1 {
+			if r.t == search.Messages && !r.gone && len(sp.changed) <= 4 && sp.mark == 1 {
 				if *arrivals == nil {
 					*arrivals = newMessages(staged, s.maxID)
 				}
-				// Where the log marks a row's own changes as its
-				// neighbours', r's one entry must be the arrival's doing:
-				// written by the arrival's insert, before the arrival
-				// itself is logged (row triggers run first). An entry of
-				// r's own after the arrival (r moved beside it) is not.
-				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && (!m.unmarked || sp.changed[0].before(spans[from].first())) {
+				if grew, had, from, ok := neighbourArrived(r, *arrivals); ok && len(from) == len(sp.changed) && (!m.unmarked || arrivalsLogged(sp, from, spans)) {
 					m.tokens += grew
 					if s.complete {
 						for term := range r.terms.index {
@@ -593,6 +588,31 @@ func (m *statsMove) apply(s *textStats, share int64) bool {
 	return !s.complete || (s.rows >= 0 && s.tokens >= 0 && s.bytes <= share)
 }
 
+// arrivalsLogged reports whether each of r's log entries (sp) can be the
+// doing of a distinct arrival (from), where the log marks a row's own
+// changes as its neighbours': each entry written by an arrival's insert,
+// before the arrival itself is logged (row triggers run first), matched
+// in log order. An entry of r's own after an arrival (r moved beside it)
+// is not.
+func arrivalsLogged(sp logSpan, from []int64, spans map[int64]logSpan) bool {
+	firsts := make([]logEntry, len(from))
+	for i, id := range from {
+		firsts[i] = spans[id].first()
+	}
+	slices.SortFunc(firsts, func(a, b logEntry) int {
+		if a.pos != b.pos {
+			return cmp.Compare(a.pos, b.pos)
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	for i, e := range sp.changed {
+		if !e.before(firsts[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // msgPlace is a message's place: its owner, batch and seq.
 type msgPlace struct {
 	owner, batch string
@@ -615,52 +635,54 @@ func newMessages(staged []textRow, maxID int64) map[msgPlace]*textRow {
 	return out
 }
 
-// neighbourArrived recognises a message row r whose one change since the
-// statistics were read was logged for a neighbour (changed 1) while a
-// new message (arrivals: id above maxID) sits next to it in its batch:
-// that arrival filled r's context column on that side (seq ± 1) from
-// empty, as (agent, batch_id, seq) is unique, and nothing else of r's
-// indexed text changed, or r would have been logged again. r's text as
-// counted is then its text now without that column: grew is the tokens
-// the column added, had whether the counted text held a term, from the
-// arrival's id.
-func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, from int64, ok bool) {
+// neighbourArrived recognises a message row r whose changes since the
+// statistics were read were all logged for neighbours (changed 1) while
+// new messages (arrivals: ids above maxID) sit within two seqs of it in
+// its batch: each arrival added its words to r's context column on its
+// side (seq - 2 or - 1: context_before, + 1 or + 2: context_after), as
+// (agent, batch_id, seq) is unique, and each logged r once. The caller
+// checks that r has one entry per arrival, or something else changed it
+// too. r's text as counted is then its text now without the arrivals'
+// words: grew is the tokens they added, had whether the counted text
+// held a term, from the arrivals' ids in seq order.
+func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, had func(string) bool, from []int64, ok bool) {
 	batch, seq, ok := messagePlace(r.body.meta)
 	if !ok {
-		return 0, nil, 0, false
-	}
-	var next, prev *textRow
-	if seq < math.MaxInt64 {
-		next = arrivals[msgPlace{r.doc.owner, batch, seq + 1}]
-	}
-	if seq > math.MinInt64 {
-		prev = arrivals[msgPlace{r.doc.owner, batch, seq - 1}]
-	}
-	arrived, w := next, float32(textWeights[search.Messages][2]) // context_after
-	switch {
-	case next != nil && prev != nil:
-		return 0, nil, 0, false // both sides: r would have been logged twice
-	case prev != nil:
-		arrived, w = prev, float32(textWeights[search.Messages][1]) // context_before
-	case next == nil:
-		return 0, nil, 0, false
+		return 0, nil, nil, false
 	}
 	added := map[string]float32{}
-	analyzer.Analyze(arrived.body.content, nil, func(term []byte) {
-		added[string(term)] += w
-		grew++
-	})
+	for _, step := range []int64{-2, -1, 1, 2} {
+		if (step < 0 && seq < math.MinInt64-step) || (step > 0 && seq > math.MaxInt64-step) {
+			continue
+		}
+		a := arrivals[msgPlace{r.doc.owner, batch, seq + step}]
+		if a == nil {
+			continue
+		}
+		w := float32(textWeights[search.Messages][2]) // context_after
+		if step < 0 {
+			w = float32(textWeights[search.Messages][1]) // context_before
+		}
+		analyzer.Analyze(a.body.content, nil, func(term []byte) {
+			added[string(term)] += w
+			grew++
+		})
+		from = append(from, a.id)
+	}
+	if len(from) == 0 {
+		return 0, nil, nil, false
+	}
 	for term, f := range added {
 		n, ok := r.terms.index[term]
 		if !ok || r.terms.freqs[n] < f {
-			return 0, nil, 0, false // r's text is not its counted text plus the column
+			return 0, nil, nil, false // r's text is not its counted text plus the columns
 		}
 	}
 	had = func(term string) bool {
 		n, ok := r.terms.index[term]
 		return ok && r.terms.freqs[n] > added[term]
 	}
-	return grew, had, arrived.id, true
+	return grew, had, from, true
 }
 
 // messagePlace reads a message row's batch and seq from its result
@@ -1040,11 +1062,12 @@ type ownRow struct {
 }
 
 // ownMessageNeighbours sets each message's context columns (cols[1] and
-// cols[2]) to the content of the messages before and after it in its
-// batch, as the engines' MessageNeighbours joins them: the same owner's
-// message with the same batch (a message with none has no neighbours)
-// and the sequence number one below or above, where that number exists
-// (no step past the ends of int64). (agent, batch_id, seq) is unique.
+// cols[2]) to the content of the two messages before and the two after it
+// in its batch, as the engines' MessageNeighbours joins them and
+// messageContext joins their text: the same owner's messages with the
+// same batch (a message with none has no neighbours) and the sequence
+// numbers one and two below or above, where those numbers exist (no step
+// past the ends of int64). (agent, batch_id, seq) is unique.
 func ownMessageNeighbours(rows []ownRow) {
 	type place struct {
 		batch string
@@ -1063,22 +1086,38 @@ func ownMessageNeighbours(rows []ownRow) {
 		seqs[i] = seq
 		at[place{r.key.String, seq}] = i
 	}
-	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
+	// neighbour is the content of the message step seqs from row i's.
+	neighbour := func(i int, step int64) (string, bool) {
+		s := seqs[i]
+		if (step < 0 && s < math.MinInt64-step) || (step > 0 && s > math.MaxInt64-step) {
+			return "", false
+		}
+		j, ok := at[place{rows[i].key.String, s + step}]
+		if !ok {
+			return "", false
+		}
+		return rows[j].cols[0].String, true
+	}
 	for i := range rows {
 		r := &rows[i]
 		if !r.key.Valid {
 			continue
 		}
-		if s := seqs[i]; s > math.MinInt64 {
-			if j, ok := at[place{r.key.String, s - 1}]; ok {
-				r.cols[1] = text(j)
-			}
+		var before, after string
+		if t, ok := neighbour(i, -2); ok {
+			before = t + " "
 		}
-		if s := seqs[i]; s < math.MaxInt64 {
-			if j, ok := at[place{r.key.String, s + 1}]; ok {
-				r.cols[2] = text(j)
-			}
+		if t, ok := neighbour(i, -1); ok {
+			before += t
 		}
+		if t, ok := neighbour(i, 1); ok {
+			after = t
+		}
+		if t, ok := neighbour(i, 2); ok {
+			after += " " + t
+		}
+		r.cols[1] = sql.NullString{String: before, Valid: true}
+		r.cols[2] = sql.NullString{String: after, Valid: true}
 	}
 }
 

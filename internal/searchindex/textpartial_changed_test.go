@@ -61,6 +61,14 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 				VALUES ('agent-5', 'user', 'flutter layer', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`,
 		}, false},
+		// Two seqs past the last one: it fills the last one's
+		// context_after from empty, and the one before's from one
+		// message to two.
+		{"message appended past a gap", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 2 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+		{"three messages appended in one statement", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+			SELECT 'agent-5', 'user', w, 'b1', (SELECT max(seq) FROM messages WHERE agent = 'agent-5') + n, 0
+			FROM (SELECT 1 AS n, 'wing mach' AS w UNION ALL SELECT 2, 'flutter flutter' UNION ALL SELECT 3, 'layer wing')`}, false},
 		{"message put first", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT min(seq) - 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
 		// A message moved next to a new one changed its own place (its

@@ -145,11 +145,13 @@ func (SearchDialect) IndexedBlocks() (query, key string) {
 }
 
 // MessageNeighbours joins a message's neighbours through engram_seq_step
-// (migration 0010), NULL where seq +- 1 would overflow BIGINT: an error
-// there would fail every load of the text cache.
+// (migrations 0010 and 0033), NULL where seq +- 1 or 2 would overflow
+// BIGINT: an error there would fail every load of the text cache.
 func (SearchDialect) MessageNeighbours() string {
-	return `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = engram_seq_step(m.seq, -1)
-		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)`
+	return `LEFT JOIN messages p2 ON p2.agent = m.agent AND p2.batch_id = m.batch_id AND p2.seq = engram_seq_step(m.seq, -2)
+		LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = engram_seq_step(m.seq, -1)
+		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = engram_seq_step(m.seq, 1)
+		LEFT JOIN messages n2 ON n2.agent = m.agent AND n2.batch_id = m.batch_id AND n2.seq = engram_seq_step(m.seq, 2)`
 }
 
 // IndexBlocks computes the tsvector of each of the marked blocks ids

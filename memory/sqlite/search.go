@@ -156,13 +156,17 @@ func (SearchDialect) IndexedBlocks() (query, key string) {
 }
 
 // MessageNeighbours joins a message's neighbours as fts_messages_source
-// (migration 0015) does: seq - 1 at the lowest seq would overflow into a
-// REAL equal to the seq itself.
+// (migration 0033) does: seq - 1 at the lowest seq would overflow into a
+// REAL equal to the seq itself, and seq - 2 below it.
 func (SearchDialect) MessageNeighbours() string {
-	return `LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
+	return `LEFT JOIN messages p2 ON p2.agent = m.agent AND p2.batch_id = m.batch_id AND p2.seq = m.seq - 2
+			AND m.seq > -9223372036854775807
+		LEFT JOIN messages p ON p.agent = m.agent AND p.batch_id = m.batch_id AND p.seq = m.seq - 1
 			AND m.seq > -9223372036854775808
 		LEFT JOIN messages n ON n.agent = m.agent AND n.batch_id = m.batch_id AND n.seq = m.seq + 1
-			AND m.seq < 9223372036854775807`
+			AND m.seq < 9223372036854775807
+		LEFT JOIN messages n2 ON n2.agent = m.agent AND n2.batch_id = m.batch_id AND n2.seq = m.seq + 2
+			AND m.seq < 9223372036854775806`
 }
 
 // ArchivalConversation is the conversation key archival_links groups
