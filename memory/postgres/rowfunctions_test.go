@@ -110,8 +110,10 @@ $$`); err != nil {
 	}
 }
 
-// oldMessageFTS is engram_message_fts as migrations 0030 and 0031 left
-// it (one SELECT over a subquery), as pg_temp.old_message_fts.
+// oldMessageFTS is engram_message_fts as written plainly, as migrations
+// 0030 and 0031 wrote it (one SELECT over a subquery) with the two
+// messages on each side that 0033 reads, as pg_temp.old_message_fts: the
+// definition the function is held to.
 const oldMessageFTS = `CREATE FUNCTION pg_temp.old_message_fts(m_agent TEXT, m_batch TEXT, m_seq BIGINT, m_content TEXT, m_created BIGINT) RETURNS tsvector LANGUAGE plpgsql AS $f$
 BEGIN
     RETURN (SELECT CASE
@@ -122,9 +124,13 @@ BEGIN
     FROM (SELECT setweight(engram_tsvector(m_content, 1048575 - 1024), 'A') ||
             setweight(to_tsvector('english', engram_message_date(m_created)), 'D') AS own,
         setweight(engram_tsvector(COALESCE((SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, -2)) || ' ', '') ||
+            COALESCE((SELECT content FROM messages
             WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, -1)), ''), 1048575), 'B') AS bef,
         setweight(engram_tsvector(COALESCE((SELECT content FROM messages
-            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), ''), 1048575), 'C') AS aft) parts);
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 1)), '') ||
+            COALESCE(' ' || (SELECT content FROM messages
+            WHERE agent = m_agent AND batch_id = m_batch AND seq = engram_seq_step(m_seq, 2)), ''), 1048575), 'C') AS aft) parts);
 END $f$`
 
 // oldFormConn is a connection to a migrated database that holds the old
@@ -154,12 +160,13 @@ func insertMessage(t *testing.T, ex interface {
 	}
 }
 
-// A message's tsvector must be the value the one-SELECT form gave (rows
+// A message's tsvector must be the value the one-SELECT form gives (rows
 // written by either are searched alike): stored by the triggers and
-// computed by the function, for messages with and without neighbours,
-// empty ones, ones at the ends of the seq range, and ones whose parts
-// overflow the 1 MB tsvector cap, alone or beside each other.
-func TestMessageFullTextFunctionUnchanged(t *testing.T) {
+// computed by the function, for messages with and without neighbours (up
+// to two on each side, with gaps), empty ones, ones at the ends of the
+// seq range, and ones whose parts overflow the 1 MB tsvector cap, alone
+// or beside each other.
+func TestMessageFullTextFunctionAsDefined(t *testing.T) {
 	ctx := context.Background()
 	conn := oldFormConn(t)
 	big := distinctWords(1 << 20)  // a tsvector past 1 MB alone: capped
@@ -171,9 +178,12 @@ func TestMessageFullTextFunctionUnchanged(t *testing.T) {
 		content string
 	}{
 		{"plain", 1, "The tide turned at the harbour"}, {"plain", 2, "Bees were in the garden on 8 May, 2023"}, {"plain", 3, "ok"},
+		{"five", 1, "one fish"}, {"five", 2, "two fish"}, {"five", 3, "red fish"}, {"five", 4, "blue fish"}, {"five", 5, "last fish"},
+		{"gaps", 1, "first"}, {"gaps", 2, "second"}, {"gaps", 4, "fourth"}, {"gaps", 7, "seventh"}, {"gaps", 9, "ninth"},
 		{"gap", 1, "first"}, {"gap", 3, "third, no second"},
 		{"empty", 1, ""}, {"empty", 2, "between two empty ones"}, {"empty", 3, ""},
-		{"ends", maxSeq - 1, "next to last"}, {"ends", maxSeq, "the last seq"}, {"ends", minSeq, "the first seq"}, {"ends", minSeq + 1, "after it"},
+		{"ends", maxSeq - 2, "two from last"}, {"ends", maxSeq - 1, "next to last"}, {"ends", maxSeq, "the last seq"},
+		{"ends", minSeq, "the first seq"}, {"ends", minSeq + 1, "after it"}, {"ends", minSeq + 2, "two after it"},
 		{"big", 1, "before the big one"}, {"big", 2, big}, {"big", 3, "after the big one"},
 		{"halves", 1, half}, {"halves", 2, strings.ReplaceAll(half, "w", "k")}, {"halves", 3, strings.ReplaceAll(half, "w", "m")},
 		{"alone", 1, "ünïcödé wörds and 😀 emoji"},

@@ -846,16 +846,19 @@ func testMessagesTogether(t *testing.T, open Opener) {
 	}
 	res, err := s.Agent("a").Search(ctx, "kitchen shelf", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
-	// The two messages holding the words, then the tool call between them,
-	// found by its neighbours' words (testMessagesInContext); nothing of
-	// the refused calls.
-	if len(res) != 3 {
-		t.Fatalf("search over the turn = %d results, want 3: %+v", len(res), res)
+	// The two messages holding the words, then the tool call between them
+	// and the question two turns before them, found by their neighbours'
+	// words (testMessagesInContext); nothing of the refused calls.
+	if len(res) != 4 {
+		t.Fatalf("search over the turn = %d results, want 4: %+v", len(res), res)
 	}
 	for i, r := range res {
-		if r.ID != out[1].ID && r.ID != out[2].ID && r.ID != out[3].ID {
+		if !slices.ContainsFunc(out, func(m memory.Message) bool { return m.ID == r.ID }) {
 			t.Fatalf("result %d is message %d (%q), not one of the turn's", i, r.ID, r.Content)
 		}
+	}
+	if own := []int64{res[0].ID, res[1].ID}; !slices.Contains(own, out[2].ID) || !slices.Contains(own, out[3].ID) {
+		t.Fatalf("the messages holding the words rank %d and %d, not first", res[0].ID, res[1].ID)
 	}
 	if res[2].ID != out[1].ID {
 		t.Fatalf("the message found only by its context ranks %v, want last", res)
@@ -946,9 +949,10 @@ func testSearch(t *testing.T, open Opener) {
 	wantErr(t, err, search.ErrInvalidQuery, "empty query")
 }
 
-// testMessagesInContext: a message is found by the words of its
-// neighbours in the same batch (more weakly than by its own), and only of
-// those: not of an adjacent message of another batch or agent.
+// testMessagesInContext: a message is found by the words of the two
+// messages before and the two after it in the same batch (more weakly than
+// by its own), and only of those: not of an adjacent message of another
+// batch or agent.
 func testMessagesInContext(t *testing.T, open Opener) {
 	s := open(t, nil)
 	defer s.Close()
@@ -973,21 +977,23 @@ func testMessagesInContext(t *testing.T, open Opener) {
 	want := []string{
 		"Caroline: I went to a transgender support group yesterday.", // its own words
 		"Melanie: That sounds powerful. What stayed with you?",       // the turn before it
+		"Caroline: The stories people shared.",                       // two turns before it (a longer context)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("search found %q, want %q (the message itself first, then the reply after it)", got, want)
+		t.Fatalf("search found %q, want %q (the message itself first, then the replies after it)", got, want)
 	}
-	// The turn after counts less than the turn before: "stories" is in the
-	// third message; the second (before it) ranks after the third itself.
+	// "stories" is in the third message: it ranks first, then the two
+	// before it, which hold it as context.
 	res, err = s.Agent("a").Search(ctx, "stories shared", search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages))
 	must(t, err)
 	got = got[:0]
 	for _, r := range res {
 		got = append(got, r.Content)
 	}
-	want = []string{"Caroline: The stories people shared.", "Melanie: That sounds powerful. What stayed with you?"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("search found %q, want %q", got, want)
+	if len(got) != 3 || got[0] != "Caroline: The stories people shared." ||
+		!slices.Contains(got, "Melanie: That sounds powerful. What stayed with you?") ||
+		!slices.Contains(got, "Caroline: I went to a transgender support group yesterday.") {
+		t.Fatalf("search found %q, want the third message, then the two before it", got)
 	}
 }
 
