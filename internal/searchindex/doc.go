@@ -28,14 +28,16 @@
 // search therefore still sees every persisted change.
 //
 // A message is indexed in its conversation: context_before and
-// context_after hold the messages before and after it in its batch (same
-// agent and batch_id, seq - 1 and seq + 1), so a turn is found by words
-// its neighbours hold, at a lower weight than its own. The neighbours'
+// context_after hold the two messages before and the two after it in its
+// batch (same agent and batch_id, seq - 2 and seq - 1, seq + 1 and
+// seq + 2), so a turn is found by words its neighbours hold, at a lower
+// weight than its own. The neighbours'
 // words also count in its length (bm25 normalises by all columns), so a
 // turn beside a long one scores lower for its own words than alone, and
 // can rank below a short turn that only neighbours them
-// (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite a
-// message's neighbours' entries when it arrives, changes or goes.
+// (docs/retrieval.md). Results, content and snippets are the message's own. The triggers rewrite the
+// entries of the messages up to two seqs from one when it arrives,
+// changes or goes.
 //
 // An archival entry whose metadata names a conversation is indexed the
 // same way: the first of "conversation", "conversation_id", "session",
