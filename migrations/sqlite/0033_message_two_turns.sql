@@ -8,8 +8,12 @@
 -- docs/retrieval.md). A step past either end of int64 has no message.
 --
 -- A message arriving, changing or going re-indexes the messages up to two
--- seqs from it, and logs them for the text cache. Otherwise as 0030;
--- fts_messages is remade and filled again.
+-- seqs from it, and logs them for the text cache. An insert indexes the
+-- message itself by id and deletes and indexes the same neighbours by the
+-- same seq list: a BETWEEN range would index again, without deleting it
+-- first, a message a hand edit left at a real seq inside the range (and
+-- miss one at a text seq). Otherwise as 0030; fts_messages is remade and
+-- filled again.
 DROP TRIGGER fts_messages_ai;
 DROP TRIGGER fts_messages_ad;
 DROP TRIGGER fts_messages_au;
@@ -60,7 +64,8 @@ CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN
             AND seq IN (new.seq - 2, new.seq - 1, new.seq + 1, new.seq + 2));
     INSERT INTO fts_messages (rowid, content, context_before, context_after, date)
         SELECT fts_rowid, content, context_before, context_after, date FROM fts_messages_source
-        WHERE agent = new.agent AND batch_id = new.batch_id AND seq BETWEEN new.seq - 2 AND new.seq + 2;
+        WHERE id = new.id
+            OR (agent = new.agent AND batch_id = new.batch_id AND seq IN (new.seq - 2, new.seq - 1, new.seq + 1, new.seq + 2));
     INSERT INTO search_text_log (kind, id)
         SELECT 4, id FROM messages WHERE agent = new.agent AND batch_id = new.batch_id
             AND seq IN (new.seq - 2, new.seq - 1, new.seq + 1, new.seq + 2);
