@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -152,3 +153,9 @@ type logEntry struct{ pos, seq int64 }
 
 // before reports whether e was written before f in the same transaction.
 func (e logEntry) before(f logEntry) bool { return e.pos == f.pos && e.seq < f.seq }
+
+// compareEntries orders log entries as the log holds them: by position,
+// then by sequence number.
+func compareEntries(a, b logEntry) int {
+	return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.seq, b.seq))
+}

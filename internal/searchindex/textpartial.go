@@ -406,9 +406,7 @@ func (c *textCache) readSpans(ctx context.Context, tx queryer, at logPos, t sear
 	}
 	for _, ids := range spans {
 		for id, sp := range ids {
-			slices.SortFunc(sp.changed, func(a, b logEntry) int {
-				return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.seq, b.seq))
-			})
+			slices.SortFunc(sp.changed, compareEntries)
 			ids[id] = sp
 		}
 	}
@@ -599,18 +597,22 @@ func arrivalsLogged(sp logSpan, from []int64, spans map[int64]logSpan) bool {
 	for i, id := range from {
 		firsts[i] = spans[id].first()
 	}
-	slices.SortFunc(firsts, func(a, b logEntry) int {
-		if a.pos != b.pos {
-			return cmp.Compare(a.pos, b.pos)
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
+	slices.SortFunc(firsts, compareEntries)
 	for i, e := range sp.changed {
 		if !e.before(firsts[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// seqStep is seq + step, and whether it is an int64: the engines join no
+// neighbour past either end of the range (engram_seq_step on PostgreSQL).
+func seqStep(seq, step int64) (int64, bool) {
+	if (step < 0 && seq < math.MinInt64-step) || (step > 0 && seq > math.MaxInt64-step) {
+		return 0, false
+	}
+	return seq + step, true
 }
 
 // msgPlace is a message's place: its owner, batch and seq.
@@ -652,10 +654,11 @@ func neighbourArrived(r textRow, arrivals map[msgPlace]*textRow) (grew int64, ha
 	}
 	added := map[string]float32{}
 	for _, step := range []int64{-2, -1, 1, 2} {
-		if (step < 0 && seq < math.MinInt64-step) || (step > 0 && seq > math.MaxInt64-step) {
+		at, ok := seqStep(seq, step)
+		if !ok {
 			continue
 		}
-		a := arrivals[msgPlace{r.doc.owner, batch, seq + step}]
+		a := arrivals[msgPlace{r.doc.owner, batch, at}]
 		if a == nil {
 			continue
 		}
@@ -1088,11 +1091,11 @@ func ownMessageNeighbours(rows []ownRow) {
 	}
 	// neighbour is the content of the message step seqs from row i's.
 	neighbour := func(i int, step int64) (string, bool) {
-		s := seqs[i]
-		if (step < 0 && s < math.MinInt64-step) || (step > 0 && s > math.MaxInt64-step) {
+		s, ok := seqStep(seqs[i], step)
+		if !ok {
 			return "", false
 		}
-		j, ok := at[place{rows[i].key.String, s + step}]
+		j, ok := at[place{rows[i].key.String, s}]
 		if !ok {
 			return "", false
 		}
