@@ -2,13 +2,11 @@ package searchindex_test
 
 import (
 	"context"
-	"path/filepath"
-	"slices"
+	"database/sql"
 	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
-	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -54,95 +52,32 @@ func TestMessageContextHandEditCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "engram.db")
-			db, other := openDBAt(t, path), openDBAt(t, path)
-			other.SetMaxOpenConns(1)
 			words := []string{"apple banana", "cherry", "damson elder fig", "grape", "hazel iris", "juniper kale lemon"}
-			for _, agent := range []string{"a", "b"} {
-				for i, w := range words {
-					if _, err := other.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, 'x', ?, 0)`, agent, w, i); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sqlx.Close()
-			whole, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer whole.Close()
-			if err := whole.WarmTextCache(ctx); err != nil {
-				t.Fatal(err)
-			}
-			x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 20, VectorCacheBytes: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer x.Close()
-			searchindex.ForceTextPartial(x)
-			_ = x.WarmTextCache(ctx)
-			msgs := func() *search.Options {
-				return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
-			}
-			queries := strings.Fields("apple cherry fig grape iris kale lemon")
-			queries = append(queries, "kale fig", "iris lemon apple")
-			check := func(step string) {
-				t.Helper()
-				if extra, missing := ftsMessagesDrift(t, db); len(extra)+len(missing) > 0 {
-					slices.Sort(extra)
-					slices.Sort(missing)
-					t.Errorf("after %s: fts drift: extra %d %v missing %d %v", step, len(extra), extra[:min(6, len(extra))], len(missing), missing[:min(6, len(missing))])
-				}
-				var rows, want int
-				if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM fts_messages), (SELECT count(*) FROM fts_messages_source)`).Scan(&rows, &want); err != nil {
-					t.Fatal(err)
-				}
-				if rows != want {
-					t.Errorf("after %s: fts_messages has %d rows, fts_messages_source %d", step, rows, want)
-				}
+			e := newSQLiteEdits(t, func(other *sql.DB) {
+				other.SetMaxOpenConns(1) // a case's BEGIN and COMMIT on one connection
 				for _, agent := range []string{"a", "b"} {
-					for _, q := range queries {
-						want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, msgs())
-						if err != nil {
+					for i, w := range words {
+						if _, err := other.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, 'x', ?, 0)`, agent, w, i); err != nil {
 							t.Fatal(err)
 						}
-						for name, y := range map[string]*searchindex.Index{"whole": whole, "partial": x} {
-							if name == "partial" && agent != "a" {
-								continue
-							}
-							got, err := y.Search(ctx, q, search.Scope{Agent: agent}, msgs())
-							if err != nil {
-								t.Fatal(err)
-							}
-							if len(want) != len(got) {
-								t.Fatalf("after %s, %s %s %q: SQL %d results, cache %d\nSQL   %v\ncache %v", step, name, agent, q, len(want), len(got), keys(want), keys(got))
-							}
-							if err := sameRanking(want, got); err != nil {
-								t.Fatalf("after %s, %s %s %q: %v\nSQL   %v\ncache %v", step, name, agent, q, err, keys(want), keys(got))
-							}
-						}
 					}
 				}
-				if _, err := searchindex.TextStatsDiff(ctx, x, whole, search.Messages); err != nil {
-					t.Fatalf("after %s: stats: %v", step, err)
-				}
-			}
-			check("seed")
-			if !searchindex.TextCacheHeld(x, search.Messages, "a") || searchindex.TextCacheHeld(x, search.Messages, "b") {
+			})
+			agents := []string{"a", "b"}
+			queries := append(strings.Fields("apple cherry fig grape iris kale lemon"), "kale fig", "iris lemon apple")
+			history := func() string { return "" }
+			e.check(t, "seed", agents, queries, history)
+			if !searchindex.TextCacheHeld(e.partial, search.Messages, "a") || searchindex.TextCacheHeld(e.partial, search.Messages, "b") {
 				t.Fatal("want a resident, b not")
 			}
-			reads := searchindex.TextStatsReads(x)
+			reads := searchindex.TextStatsReads(e.partial)
 			for _, w := range tc.writes {
-				if _, err := other.ExecContext(ctx, w); err != nil {
+				if _, err := e.other.ExecContext(ctx, w); err != nil {
 					t.Fatalf("%s: %v", w, err)
 				}
-				check(w)
+				e.check(t, w, agents, queries, history)
 			}
-			t.Logf("statistics read %d times", searchindex.TextStatsReads(x)-reads)
+			t.Logf("statistics read %d times", searchindex.TextStatsReads(e.partial)-reads)
 		})
 	}
 }

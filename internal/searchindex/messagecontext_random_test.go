@@ -3,19 +3,14 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
-	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -26,35 +21,14 @@ import (
 // partial cache rank (scores included) exactly as SQL; the partial cache's
 // statistics equal a fresh count (TextStatsDiff).
 func TestMessageContextRandomEdits(t *testing.T) {
-	seed := uint64(1)
-	if s := os.Getenv("ENGRAM_EDITS_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	steps := 150
-	if s := os.Getenv("ENGRAM_EDITS_STEPS"); s != "" {
-		steps, _ = strconv.Atoi(s)
-	}
+	seed, steps := editRun(t, 150)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "engram.db")
-	db, other := openDBAt(t, path), openDBAt(t, path)
 	r := rand.New(rand.NewPCG(seed, 77))
-	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon`)
-	text := func() string {
-		w := make([]string, 1+r.IntN(4))
-		for i := range w {
-			w[i] = vocab[r.IntN(len(vocab))]
-		}
-		return strings.Join(w, " ")
-	}
-	seqs := []int64{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + 2, math.MinInt64 + 3,
-		-1, 0, 1, 2, 3, 4, 5, 6, 7,
-		math.MaxInt64 - 3, math.MaxInt64 - 2, math.MaxInt64 - 1, math.MaxInt64}
 	agents := []string{"a", "b", "c"}
 	batches := []string{"s1", "s2"}
-	seqNear := func() int64 { // a seq, sometimes next to another
-		return seqs[r.IntN(len(seqs))]
-	}
+	seqNear := func() int64 { return editSeqs[r.IntN(len(editSeqs))] }
 	var log []string
+	var other *sql.DB
 	exec := func(q string, args ...any) {
 		_, err := other.ExecContext(ctx, q, args...)
 		s := fmt.Sprintf("%s %v", q, args)
@@ -63,79 +37,27 @@ func TestMessageContextRandomEdits(t *testing.T) {
 		}
 		log = append(log, s)
 	}
-	for _, a := range agents {
-		for _, b := range batches {
-			for range 6 {
-				exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, a, text(), b, seqNear())
+	e := newSQLiteEdits(t, func(o *sql.DB) {
+		other = o
+		for _, a := range agents {
+			for _, b := range batches {
+				for range 6 {
+					exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, a, editText(r), b, seqNear())
+				}
 			}
 		}
-	}
-	sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sqlx.Close()
-	whole, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer whole.Close()
-	if err := whole.WarmTextCache(ctx); err != nil {
-		t.Fatal(err)
-	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 20, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
-	msgs := func() *search.Options {
-		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
-	}
-	queries := append([]string{"apple fig", "kale lemon banana"}, vocab...)
+	})
+	queries := append([]string{"apple fig", "kale lemon banana"}, editWords...)
+	history := func() string { return "log:\n" + strings.Join(log, "\n") }
 	statsChecked := 0
 	check := func(step string) {
 		t.Helper()
-		if extra, missing := ftsMessagesDrift(t, db); len(extra)+len(missing) > 0 {
-			slices.Sort(extra)
-			slices.Sort(missing)
-			t.Fatalf("after %s: fts drift: extra %d %v missing %d %v\nlog:\n%s", step, len(extra), extra[:min(8, len(extra))],
-				len(missing), missing[:min(8, len(missing))], strings.Join(log, "\n"))
-		}
-		for _, agent := range agents {
-			for _, q := range queries {
-				want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, msgs())
-				if err != nil {
-					t.Fatal(err)
-				}
-				for name, y := range map[string]*searchindex.Index{"whole": whole, "partial": x} {
-					if name == "partial" && agent != "a" {
-						continue // b and c stay foreign to the partial cache
-					}
-					got, err := y.Search(ctx, q, search.Scope{Agent: agent}, msgs())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(want) != len(got) {
-						t.Fatalf("after %s, %s %s %q: SQL %d results, cache %d\nSQL   %v\ncache %v\nlog:\n%s", step, name, agent, q, len(want), len(got), keys(want), keys(got), strings.Join(log, "\n"))
-					}
-					if err := sameRanking(want, got); err != nil {
-						t.Fatalf("after %s, %s %s %q: %v\nSQL   %v\ncache %v\nlog:\n%s", step, name, agent, q, err, keys(want), keys(got), strings.Join(log, "\n"))
-					}
-				}
-			}
-		}
-		ready, err := searchindex.TextStatsDiff(ctx, x, whole, search.Messages)
-		if err != nil {
-			t.Fatalf("after %s: stats: %v\nlog:\n%s", step, err, strings.Join(log, "\n"))
-		}
-		if ready {
+		if e.check(t, step, agents, queries, history) {
 			statsChecked++
 		}
 	}
 	check("seed")
-	if !searchindex.TextCacheHeld(x, search.Messages, "a") || searchindex.TextCacheHeld(x, search.Messages, "b") {
+	if !searchindex.TextCacheHeld(e.partial, search.Messages, "a") || searchindex.TextCacheHeld(e.partial, search.Messages, "b") {
 		t.Fatal("want a resident, b not")
 	}
 	pickID := func(agent string) int64 {
@@ -145,7 +67,7 @@ func TestMessageContextRandomEdits(t *testing.T) {
 		}
 		return id
 	}
-	reads0 := searchindex.TextStatsReads(x)
+	reads0 := searchindex.TextStatsReads(e.partial)
 	for i := range steps {
 		before := len(log)
 		a := agents[r.IntN(len(agents))]
@@ -158,7 +80,7 @@ func TestMessageContextRandomEdits(t *testing.T) {
 		case 13:
 			exec(`UPDATE messages SET batch_id = CASE batch_id WHEN 's1' THEN 's3' ELSE 's1' END WHERE agent = ? AND seq BETWEEN 0 AND 5`, a)
 		case 0, 1:
-			exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, a, text(), b, seqNear())
+			exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, a, editText(r), b, seqNear())
 		case 2: // several rows, one statement, often adjacent
 			base := seqNear()
 			n := 2 + r.IntN(3)
@@ -174,7 +96,7 @@ func TestMessageContextRandomEdits(t *testing.T) {
 					s = seqNear()
 				}
 				vals = append(vals, `(?, 'user', ?, ?, ?, 0)`)
-				args = append(args, a, text(), b, s)
+				args = append(args, a, editText(r), b, s)
 			}
 			exec(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES `+strings.Join(vals, ", "), args...)
 		case 3:
@@ -184,21 +106,21 @@ func TestMessageContextRandomEdits(t *testing.T) {
 		case 5:
 			exec(`UPDATE messages SET agent = ? WHERE id = ?`, agents[r.IntN(len(agents))], pickID(a))
 		case 6:
-			exec(`UPDATE messages SET content = ? WHERE id = ?`, text(), pickID(a))
+			exec(`UPDATE messages SET content = ? WHERE id = ?`, editText(r), pickID(a))
 		case 7:
-			exec(`UPDATE messages SET content = ?, seq = ?, batch_id = ? WHERE id = ?`, text(), seqNear(), b, pickID(a))
+			exec(`UPDATE messages SET content = ?, seq = ?, batch_id = ? WHERE id = ?`, editText(r), seqNear(), b, pickID(a))
 		case 8:
 			exec(`DELETE FROM messages WHERE id = ?`, pickID(a))
 		case 9: // many rows at once
-			exec(`UPDATE messages SET content = content || ' ' || ? WHERE agent = ? AND batch_id = ? AND seq BETWEEN ? AND ?`, vocab[r.IntN(len(vocab))], a, b, -1, 4)
+			exec(`UPDATE messages SET content = content || ' ' || ? WHERE agent = ? AND batch_id = ? AND seq BETWEEN ? AND ?`, editWords[r.IntN(len(editWords))], a, b, -1, 4)
 		case 10:
 			exec(`DELETE FROM messages WHERE agent = ? AND batch_id = ? AND seq IN (?, ?)`, a, b, seqNear(), seqNear())
 		}
 		check(fmt.Sprintf("step %d: %s", i, strings.Join(log[before:], "; ")))
 	}
-	t.Logf("statistics compared %d times, read %d times over %d steps", statsChecked, searchindex.TextStatsReads(x)-reads0, steps)
+	t.Logf("statistics compared %d times, read %d times over %d steps", statsChecked, searchindex.TextStatsReads(e.partial)-reads0, steps)
 	if statsChecked == 0 {
-		t.Error(errors.New("statistics never compared"))
+		t.Error("statistics never compared")
 	}
 }
 
@@ -211,32 +133,14 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
 		t.Skip("no PostgreSQL")
 	}
-	seed := uint64(1)
-	if s := os.Getenv("ENGRAM_EDITS_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	steps := 80
-	if s := os.Getenv("ENGRAM_EDITS_STEPS"); s != "" {
-		steps, _ = strconv.Atoi(s)
-	}
+	seed, steps := editRun(t, 80)
 	ctx := context.Background()
 	p := &pgPartial{t: t}
 	p.store, p.b = openPGStore(t)
 	r := rand.New(rand.NewPCG(seed, 78))
-	vocab := strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon`)
-	text := func() string {
-		w := make([]string, 1+r.IntN(4))
-		for i := range w {
-			w[i] = vocab[r.IntN(len(vocab))]
-		}
-		return strings.Join(w, " ")
-	}
-	seqs := []int64{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + 2, math.MinInt64 + 3,
-		-1, 0, 1, 2, 3, 4, 5, 6, 7,
-		math.MaxInt64 - 3, math.MaxInt64 - 2, math.MaxInt64 - 1, math.MaxInt64}
 	agents := []string{"a", "b", "c"}
 	batches := []string{"s1", "s2"}
-	seqNear := func() int64 { return seqs[r.IntN(len(seqs))] }
+	seqNear := func() int64 { return editSeqs[r.IntN(len(editSeqs))] }
 	var log []string
 	type stmt struct {
 		q    string
@@ -264,7 +168,7 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 	for _, a := range agents {
 		for _, b := range batches {
 			for range 6 {
-				run(stmt{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, []any{a, text(), b, seqNear()}})
+				run(stmt{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0)`, []any{a, editText(r), b, seqNear()}})
 			}
 		}
 	}
@@ -274,9 +178,9 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 	msgs := func() *search.Options {
 		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Messages).Limit(100)
 	}
-	queries := append([]string{"apple fig", "kale lemon banana"}, vocab...)
+	queries := append([]string{"apple fig", "kale lemon banana"}, editWords...)
 	statsChecked := 0
-	fellSQL := map[string]int{}
+	fellSQL, compared := map[string]int{}, map[string]int{}
 	dump := func() string { return strings.Join(log, "\n") }
 	check := func(step string) {
 		t.Helper()
@@ -316,6 +220,7 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 					if err := sameBits(want, got); err != nil {
 						t.Fatalf("after %s, %s %s %q: %v\nfresh %v\ncache %v\nlog:\n%s", step, name, agent, q, err, keys(want), keys(got), dump())
 					}
+					compared[name]++
 				}
 			}
 		}
@@ -350,7 +255,7 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 			case 13:
 				tx = append(tx, stmt{`UPDATE messages SET batch_id = CASE batch_id WHEN 's1' THEN 's3' ELSE 's1' END WHERE agent = ? AND seq BETWEEN 0 AND 5`, []any{a}})
 			case 0, 1:
-				tx = append(tx, stmt{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0) ON CONFLICT DO NOTHING`, []any{a, text(), b, seqNear()}})
+				tx = append(tx, stmt{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES (?, 'user', ?, ?, ?, 0) ON CONFLICT DO NOTHING`, []any{a, editText(r), b, seqNear()}})
 			case 2:
 				base := seqNear()
 				n := 2 + r.IntN(3)
@@ -371,26 +276,25 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 					}
 					used[s] = true
 					vals = append(vals, `(?, 'user', ?, ?, ?, 0)`)
-					args = append(args, a, text(), b, s)
+					args = append(args, a, editText(r), b, s)
 				}
 				tx = append(tx, stmt{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ` + strings.Join(vals, ", ") + ` ON CONFLICT DO NOTHING`, args})
 			case 3:
-				tx = append(tx, stmt{`UPDATE messages SET seq = ? WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.agent = messages.agent AND m.batch_id = messages.batch_id AND m.seq = ?)`, nil})
 				s := seqNear()
-				tx[len(tx)-1].args = []any{s, pickID(a), s}
+				tx = append(tx, stmt{`UPDATE messages SET seq = ? WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.agent = messages.agent AND m.batch_id = messages.batch_id AND m.seq = ?)`, []any{s, pickID(a), s}})
 			case 4:
 				tx = append(tx, stmt{`UPDATE messages SET batch_id = ? WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.agent = messages.agent AND m.batch_id = ? AND m.seq = messages.seq)`, []any{b, pickID(a), b}})
 			case 5:
 				o := agents[r.IntN(len(agents))]
 				tx = append(tx, stmt{`UPDATE messages SET agent = ? WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.agent = ? AND m.batch_id = messages.batch_id AND m.seq = messages.seq)`, []any{o, pickID(a), o}})
 			case 6:
-				tx = append(tx, stmt{`UPDATE messages SET content = ? WHERE id = ?`, []any{text(), pickID(a)}})
+				tx = append(tx, stmt{`UPDATE messages SET content = ? WHERE id = ?`, []any{editText(r), pickID(a)}})
 			case 7:
-				tx = append(tx, stmt{`UPDATE messages SET content = ?, role = 'assistant' WHERE id = ?`, []any{text(), pickID(a)}})
+				tx = append(tx, stmt{`UPDATE messages SET content = ?, role = 'assistant' WHERE id = ?`, []any{editText(r), pickID(a)}})
 			case 8:
 				tx = append(tx, stmt{`DELETE FROM messages WHERE id = ?`, []any{pickID(a)}})
 			case 9:
-				tx = append(tx, stmt{`UPDATE messages SET content = content || ' ' || ? WHERE agent = ? AND batch_id = ? AND seq BETWEEN -1 AND 4`, []any{vocab[r.IntN(len(vocab))], a, b}})
+				tx = append(tx, stmt{`UPDATE messages SET content = content || ' ' || ? WHERE agent = ? AND batch_id = ? AND seq BETWEEN -1 AND 4`, []any{editWords[r.IntN(len(editWords))], a, b}})
 			case 10:
 				tx = append(tx, stmt{`DELETE FROM messages WHERE agent = ? AND batch_id = ? AND seq IN (?, ?)`, []any{a, b, seqNear(), seqNear()}})
 			}
@@ -399,5 +303,8 @@ func TestMessageContextRandomEditsPostgres(t *testing.T) {
 		check(fmt.Sprintf("step %d: %s", i, strings.Join(log[before:], "; ")))
 	}
 	t.Logf("statistics compared %d times, read %d times over %d steps", statsChecked, searchindex.TextStatsReads(x)-reads0, steps)
-	t.Logf("fell to SQL: %v; statistics drops %d", fellSQL, searchindex.TextStatsDrops(x))
+	t.Logf("compared %v, fell to SQL %v; statistics drops %d", compared, fellSQL, searchindex.TextStatsDrops(x))
+	if compared["whole"] == 0 || compared["partial"] == 0 || statsChecked == 0 {
+		t.Errorf("compared %v rankings and the statistics %d times: the caches were not what was measured", compared, statsChecked)
+	}
 }
