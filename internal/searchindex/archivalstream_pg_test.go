@@ -71,3 +71,62 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 	// entry itself is logged, its neighbour is not.
 	checkQuietSupersession(t, b.DB(), exec, "id <> 20")
 }
+
+// archivalStalePostgres returns the archival entries whose stored tsvector
+// is not what engram_archival_fts makes of them now.
+func archivalStalePostgres(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.Query(`SELECT id FROM archival WHERE fts IS DISTINCT FROM
+		engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at) ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var bad []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return bad
+}
+
+// One statement restoring (or superseding) two stream entries next to
+// each other: each row's trigger sees the other already changed, and the
+// live entries around the pair must still be rewritten.
+func TestArchivalStreamRestoreTwoPostgres(t *testing.T) {
+	ctx := context.Background()
+	_, b := openPGStore(t)
+	exec := func(q string) {
+		t.Helper()
+		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
+			t.Errorf("after %s: entries %v stale", q, bad)
+		}
+	}
+	// Stream entries 1 and 4 live, 2 and 3 superseded between them, each
+	// a minute from the next.
+	exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to) VALUES
+		(1, 'a', 'papa', '{}', '[]', '', 0, 0, NULL),
+		(2, 'a', 'alpha', '{}', '[]', '', 60000000000, 0, 1),
+		(3, 'a', 'bravo', '{}', '[]', '', 120000000000, 0, 1),
+		(4, 'a', 'november', '{}', '[]', '', 180000000000, 0, NULL)`)
+	exec(`UPDATE archival SET valid_to = NULL WHERE id IN (2, 3)`)
+	exec(`UPDATE archival SET valid_to = 1 WHERE id IN (2, 3)`)
+	exec(`UPDATE archival SET valid_to = NULL WHERE id IN (3, 2)`)
+	exec(`DELETE FROM archival`)
+	exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to) VALUES
+		(1, 'a', 'papa', '{}', '[]', '', 0, 0, NULL),
+		(2, 'a', 'alpha', '{}', '[]', '', 10000000000000, 0, 1),
+		(3, 'a', 'bravo', '{}', '[]', '', 20000000000000, 0, 1),
+		(4, 'a', 'november', '{}', '[]', '', 60000000000, 0, NULL)`)
+	exec(`UPDATE archival SET valid_to = NULL WHERE id IN (2, 3)`)
+	exec(`UPDATE archival SET valid_to = 1 WHERE id IN (2, 3)`)
+}
