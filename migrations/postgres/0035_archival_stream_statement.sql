@@ -8,10 +8,13 @@
 -- restored entry's live neighbours (1 and 3, then 2 and 4) were not near
 -- each other and the shortcut of 0029 rewrote nothing. The shortcut is
 -- now taken only when neither live neighbour was written in this
--- transaction (its xmin is not the transaction's id): otherwise the
--- entries around the entry are rewritten, as for any other change. The
--- writers run no savepoints, so a row a statement wrote carries the
--- transaction's own id.
+-- transaction: otherwise the entries around the entry are rewritten, as
+-- for any other change. A row this transaction wrote has an xmin of the
+-- transaction's id or, written in a savepoint, of a subtransaction's,
+-- which comes after it: age(xmin), counted from the transaction's id, is
+-- 0 or less. (So is a row written by a transaction that began after this
+-- one and committed: the shortcut is then not taken either, which costs a
+-- rewrite and is never wrong.)
 
 CREATE OR REPLACE FUNCTION engram_archival_fts_stream() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -40,7 +43,7 @@ BEGIN
             WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
                 AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)), false)
-        AND NOT EXISTS (SELECT 1 FROM archival w WHERE w.xmin = pg_current_xact_id()::xid AND w.id IN (
+        AND NOT EXISTS (SELECT 1 FROM archival w WHERE age(w.xmin) <= 0 AND w.id IN (
             (SELECT p.id FROM archival p
             WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
                 AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
