@@ -30,6 +30,51 @@ import (
 // circled digit carries meaning, so "10² m²" and "102 m2" are two texts.
 // It is idempotent.
 func NormalizeContent(s string) string {
+	if isASCII(s) {
+		return normalizeASCII(s)
+	}
+	return normalizeUnicode(s)
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeASCII is normalizeUnicode for ASCII text, which NFC leaves as
+// it is and folding and lower-casing map letter by letter: upper case to
+// lower, white space (the six ASCII characters unicode.IsSpace takes)
+// collapsed and trimmed. Most content is ASCII, and the Unicode path
+// spent about 25 µs on a 1 KB abstract.
+func normalizeASCII(s string) string {
+	b := make([]byte, 0, len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = len(b) > 0
+			continue
+		}
+		if space {
+			b = append(b, ' ')
+			space = false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// normalizeUnicode is NormalizeContent for any text.
+func normalizeUnicode(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -58,7 +103,7 @@ func NormalizeContent(s string) string {
 	out := b.String()
 	if out != s && !norm.NFC.IsNormalString(out) {
 		// Removing white space joined a base and a combining mark.
-		return NormalizeContent(out)
+		return normalizeUnicode(out)
 	}
 	return out
 }

@@ -483,3 +483,29 @@ var rollBackDedup = []string{
 	`DROP INDEX archival_key_pending`,
 	`ALTER TABLE archival DROP COLUMN content_key`,
 }
+
+// TestNormalizeContentASCII holds NormalizeContent's ASCII path to the
+// Unicode one: every pair of ASCII bytes, each between letters and spaces,
+// and random ASCII strings.
+func TestNormalizeContentASCII(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := memory.NormalizeContent(s), memory.NormalizeUnicode(s); got != want {
+			t.Fatalf("NormalizeContent(%q) = %q, the Unicode path gives %q", s, got, want)
+		}
+	}
+	for a := range 128 {
+		for b := range 128 {
+			check(string([]byte{byte(a), byte(b)}))
+			check(" Ab" + string([]byte{byte(a)}) + " \t" + string([]byte{byte(b)}) + "Zy ")
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	for range 2000 {
+		b := make([]byte, rng.Intn(40))
+		for i := range b {
+			b[i] = byte(rng.Intn(128))
+		}
+		check(string(b))
+	}
+}

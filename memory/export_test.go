@@ -195,3 +195,6 @@ func (c *Store) UpdateBlockText(ctx context.Context, agent, label, text string) 
 // SetConsolidateCandidateBytes lowers the bytes of older candidates a
 // consolidation round reads, for tests of the budget.
 func SetConsolidateCandidateBytes(c *Store, n int) { c.consolidateCandidateBytes = n }
+
+// NormalizeUnicode is NormalizeContent without its ASCII fast path.
+var NormalizeUnicode = normalizeUnicode
