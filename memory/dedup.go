@@ -49,8 +49,9 @@ func isASCII(s string) bool {
 // normalizeASCII is normalizeUnicode for ASCII text, which NFC leaves as
 // it is and folding and lower-casing map letter by letter: upper case to
 // lower, white space (the six ASCII characters unicode.IsSpace takes)
-// collapsed and trimmed. Most content is ASCII, and the Unicode path
-// spent about 25 µs on a 1 KB abstract.
+// collapsed and trimmed. Most content is ASCII, and the Unicode path's
+// NFC and full case folding cost several times the whole write's SQL on
+// long entries (docs/performance.md).
 func normalizeASCII(s string) string {
 	b := make([]byte, 0, len(s))
 	space := false

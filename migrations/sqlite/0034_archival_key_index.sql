@@ -2,9 +2,9 @@
 -- computed again.
 --
 -- conversation_key is a virtual column (0028): every read of it parses
--- metadata_json once per key it looks for, about 5 µs an entry, and a
--- trigger's new.conversation_key and a view's a.conversation_key are
--- computed again at every use. archival_links used it eight times a row
+-- metadata_json once per key it looks for, and a trigger's
+-- new.conversation_key and a view's a.conversation_key are computed again
+-- at every use. archival_links used it eight times a row
 -- and the insert trigger eight times an insert. The index
 -- archival_conversation_by_id holds each entry's key by id; the views read
 -- their own row through it (INDEXED BY), and the triggers read the written
