@@ -2,16 +2,13 @@ package searchindex_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/testenv"
-	"github.com/engram-go/engram/memory/sqlite"
 )
 
 // Random multi-row hand edits of archival entries (conversation keys
@@ -48,21 +45,7 @@ func TestArchivalKeyEditsFollowedLikeSQL(t *testing.T) {
 	if _, err := other.ExecContext(ctx, `INSERT INTO archival `+cols+` VALUES `+strings.Join(vals, ", ")); err != nil {
 		t.Fatal(err)
 	}
-	followed := map[string]*searchindex.Index{}
-	for _, name := range []string{"whole", "partial"} {
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x.Close()
-		if name == "partial" {
-			searchindex.ForceTextPartial(x)
-		}
-		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatal(err)
-		}
-		followed[name] = x
-	}
+	followed := followedCaches(t, db)
 	agents := []string{"a", "b"}
 	queries := append([]string{}, words...)
 	applied := 0

@@ -3,16 +3,12 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/engram-go/engram/internal/searchindex"
-	"github.com/engram-go/engram/memory/sqlite"
 )
 
 // streamEntry is an archival entry of the stream scenario: id, owner,
@@ -126,21 +122,7 @@ func TestArchivalStreamNeighbours(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db, other := openDBAt(t, path), openDBAt(t, path)
 	words := []string{"", "apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel", "iris"}
-	followed := map[string]*searchindex.Index{}
-	for _, name := range []string{"whole", "partial"} {
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x.Close()
-		if name == "partial" {
-			searchindex.ForceTextPartial(x)
-		}
-		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatal(err)
-		}
-		followed[name] = x
-	}
+	followed := followedCaches(t, db)
 	for _, e := range streamEntries {
 		insertArchival(t, other, archivalRow{ID: e.id, Agent: e.agent, Content: words[e.id] + " note", Metadata: e.meta, Created: baseTime.Add(e.at)})
 	}

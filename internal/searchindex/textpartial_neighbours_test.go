@@ -16,6 +16,30 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
+// followedCaches returns a whole and a forced partial text cache over db,
+// loaded now, for partialLikeSQL to hold to SQL as writes from another
+// pool arrive ("whole", "partial"); they close when the test ends.
+func followedCaches(t *testing.T, db *sql.DB) map[string]*searchindex.Index {
+	t.Helper()
+	ctx := context.Background()
+	followed := map[string]*searchindex.Index{}
+	for _, name := range []string{"whole", "partial"} {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { x.Close() })
+		if name == "partial" {
+			searchindex.ForceTextPartial(x)
+		}
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		followed[name] = x
+	}
+	return followed
+}
+
 // partialLikeSQL opens a partial text cache on db, loads each agent's
 // archival partition from the rows as they are, and holds its rankings of
 // queries, and those of the caches others, to SQL's (TextCacheBytes -1),
@@ -112,21 +136,7 @@ func TestTextCachePartialNeighboursLikeSQL(t *testing.T) {
 	queries = append(queries, "apple fig", "mango olive thyme")
 	agents := []string{"a", "b"}
 	// Caches loaded now, following the edits below.
-	followed := map[string]*searchindex.Index{}
-	for _, name := range []string{"whole", "partial"} {
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x.Close()
-		if name == "partial" {
-			searchindex.ForceTextPartial(x)
-		}
-		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-			t.Fatal(err)
-		}
-		followed[name] = x
-	}
+	followed := followedCaches(t, db)
 	partialLikeSQL(t, db, "inserts", agents, queries, followed)
 	for _, step := range []string{
 		`UPDATE archival SET valid_to = created_at + 1 WHERE id % 3 = 0`,
