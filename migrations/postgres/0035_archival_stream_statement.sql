@@ -17,6 +17,13 @@
 -- rewrite and is never wrong.)
 
 CREATE OR REPLACE FUNCTION engram_archival_fts_stream() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    prev_id BIGINT;
+    prev_at BIGINT;
+    prev_xmin xid;
+    next_id BIGINT;
+    next_at BIGINT;
+    next_xmin xid;
 BEGIN
     IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM archival n
             WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> NEW.id
@@ -34,25 +41,21 @@ BEGIN
         AND OLD.metadata_json IS NOT DISTINCT FROM NEW.metadata_json AND OLD.created_at = NEW.created_at
         AND OLD.conversation_pos IS NOT DISTINCT FROM NEW.conversation_pos
         AND NOT EXISTS (SELECT 1 FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
-            AND engram_archival_stream_near(x.created_at, NEW.created_at))
-        AND NOT COALESCE(engram_archival_stream_near((SELECT p.created_at FROM archival p
+            AND engram_archival_stream_near(x.created_at, NEW.created_at)) THEN
+        -- The live entries before and after it, each looked up once.
+        SELECT p.id, p.created_at, p.xmin INTO prev_id, prev_at, prev_xmin FROM archival p
             WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
                 AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
-            (SELECT n.created_at FROM archival n
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT n.id, n.created_at, n.xmin INTO next_id, next_at, next_xmin FROM archival n
             WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
                 AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)), false)
-        AND NOT EXISTS (SELECT 1 FROM archival w WHERE age(w.xmin) <= 0 AND w.id IN (
-            (SELECT p.id FROM archival p
-            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
-                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1),
-            (SELECT n.id FROM archival n
-            WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
-                AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
-            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1))) THEN
-        RETURN NULL;
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+        IF NOT COALESCE(engram_archival_stream_near(prev_at, next_at), false)
+            AND NOT COALESCE(prev_id IS NOT NULL AND age(prev_xmin) <= 0, false)
+            AND NOT COALESCE(next_id IS NOT NULL AND age(next_xmin) <= 0, false) THEN
+            RETURN NULL;
+        END IF;
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') AND engram_archival_conversation(OLD.metadata_json) IS NULL THEN
         UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
