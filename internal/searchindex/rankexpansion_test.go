@@ -405,7 +405,7 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 	for _, b := range []float64{0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 1} {
 		exps = append(exps, expansion{name: fmt.Sprintf("session boost %.2g", b), sessBoost: b})
 	}
-	for _, b := range []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6} {
+	for _, b := range []float64{0.1, 0.2, 0.23, 0.25, 0.3, 0.4, 0.5, 0.6} {
 		exps = append(exps, expansion{name: fmt.Sprintf("session pull %.2g", b), sessBoost: b, sessShape: "pull"})
 	}
 	for _, b := range []float64{0.2, 0.4, 0.6, 0.8} {
@@ -448,6 +448,7 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 		r   [3]float64
 	}
 	rec := make([][][]qres, len(l.Conversations)) // [conv][exp][question]
+	first := make([][]qres, len(l.Conversations)) // [conv][question]
 	for ci, c := range l.Conversations {
 		var docs []variantDoc
 		var dia []string
@@ -464,6 +465,30 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 			}
 		}
 		x := newVariantIndex(docs)
+		// The first ranking: one turn of context, no date, as the store
+		// indexed conversations before two turns and dates (the floor of
+		// the "first ranking" guard).
+		var fdocs []variantDoc
+		for _, s := range c.Sessions {
+			for i, tr := range s.Turns {
+				var texts [nFields]string
+				texts[0] = tr.Text
+				texts[1], texts[2] = turnContext(s.Turns, i, 1)
+				fdocs = append(fdocs, newVariantDoc(texts))
+			}
+		}
+		fx := newVariantIndex(fdocs)
+		for _, q := range c.Questions {
+			var ranked []string
+			for _, i := range fx.rank(variant{w: [nFields]float64{1, 0.5, 0.25}}, variantPhrases(q.Question), 25) {
+				ranked = append(ranked, dia[i])
+			}
+			r := qres{cat: q.Category}
+			for j, k := range ks {
+				r.r[j] = eval.EvidenceRecall(ranked, q.Evidence, k)
+			}
+			first[ci] = append(first[ci], r)
+		}
 		var sdocs []variantDoc
 		for _, s := range c.Sessions {
 			var all []string
@@ -536,28 +561,35 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 		name  string
 		use   func(expansion) bool
 		guard bool
+		// floor: the guard's floor is the first ranking's (one turn, no
+		// date), not the shipped one's.
+		floor bool
 	}{
-		{"prf", func(e expansion) bool { return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 }, false},
-		{"div", func(e expansion) bool { return e.div > 0 && e.prfDocs == 0 }, false},
-		{"names", func(e expansion) bool { return e.ent > 0 }, false},
-		{"fuse", func(e expansion) bool { return e.fuse > 0 }, false},
+		{"prf", func(e expansion) bool { return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 }, false, false},
+		{"div", func(e expansion) bool { return e.div > 0 && e.prfDocs == 0 }, false, false},
+		{"names", func(e expansion) bool { return e.ent > 0 }, false, false},
+		{"fuse", func(e expansion) bool { return e.fuse > 0 }, false, false},
 		{"session boost", func(e expansion) bool {
 			return e.sessBoost > 0 && e.prfDocs == 0 && e.sessMode == "" && e.sessShape == ""
-		}, false},
+		}, false, false},
 		{"session boost, no category below shipped", func(e expansion) bool {
 			return e.sessBoost > 0 && e.prfDocs == 0 && e.sessMode == "" && e.sessShape == ""
-		}, true},
-		{"session pull", func(e expansion) bool { return e.sessShape == "pull" }, false},
-		{"session pull, no category below shipped", func(e expansion) bool { return e.sessShape == "pull" }, true},
-		{"session sum", func(e expansion) bool { return e.sessMode == "sum" }, false},
-		{"session top3", func(e expansion) bool { return e.sessMode == "top3" }, false},
-		{"session doc", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap == 0 }, false},
-		{"session doc, capped", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap > 0 }, false},
-		{"prf + session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs > 0 }, false},
+		}, true, false},
+		{"session boost, no category below the first ranking", func(e expansion) bool {
+			return e.sessBoost > 0 && e.prfDocs == 0 && e.sessMode == "" && e.sessShape == ""
+		}, true, true},
+		{"session pull", func(e expansion) bool { return e.sessShape == "pull" }, false, false},
+		{"session pull, no category below shipped", func(e expansion) bool { return e.sessShape == "pull" }, true, false},
+		{"session pull, no category below the first ranking", func(e expansion) bool { return e.sessShape == "pull" }, true, true},
+		{"session sum", func(e expansion) bool { return e.sessMode == "sum" }, false, false},
+		{"session top3", func(e expansion) bool { return e.sessMode == "top3" }, false, false},
+		{"session doc", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap == 0 }, false, false},
+		{"session doc, capped", func(e expansion) bool { return e.sessMode == "doc" && e.sessCap > 0 }, false, false},
+		{"prf + session boost", func(e expansion) bool { return e.sessBoost > 0 && e.prfDocs > 0 }, false, false},
 		{"prf, Cranfield nDCG@10 ≥ .549", func(e expansion) bool {
 			return e.prfDocs > 0 && e.div == 0 && e.sessBoost == 0 && ndcg[e.name] >= 0.549
-		}, false},
-		{"any", func(e expansion) bool { return true }, false},
+		}, false, false},
+		{"any", func(e expansion) bool { return true }, false, false},
 	}
 	for _, fam := range families {
 		t.Logf("LOO among %s (and shipped):", fam.name)
@@ -572,7 +604,11 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 				for ci := range l.Conversations {
 					if ci != hold {
 						rs = append(rs, rec[ci][ei]...)
-						shipped = append(shipped, rec[ci][0]...)
+						if fam.floor {
+							shipped = append(shipped, first[ci]...)
+						} else {
+							shipped = append(shipped, rec[ci][0]...)
+						}
 					}
 				}
 				if fam.guard && slices.ContainsFunc([]int{1, 2, 3, 4, 5}, func(c int) bool { return mean(rs, c, 1) < mean(shipped, c, 1)-1e-12 }) {
