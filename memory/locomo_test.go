@@ -137,12 +137,13 @@ func TestLoCoMoEvidenceRecall(t *testing.T) {
 		if !(r5 <= r10 && r10 <= r25) {
 			t.Errorf("recall not monotone in k: R@5 %.3f, R@10 %.3f, R@25 %.3f", r5, r10, r25)
 		}
-		// Floors a step below what the default reaches on this half with
-		// messages indexed with two turns on each side (docs/retrieval.md),
-		// so that losing the second turn (R@10 .768 with one) or the
-		// context columns (.63 without them) fails here.
-		if r10 < 0.785 {
-			t.Errorf("overall R@10 = %.3f, want at least 0.785", r10)
+		// Floors just below what the default reaches on this half with
+		// messages indexed with two turns on each side and ranked with
+		// their batches (docs/retrieval.md), so that losing the second
+		// turn (R@10 .768 with one), the context columns (.63 without
+		// them) or the sessions (.798 without) fails here.
+		if r10 < 0.80 {
+			t.Errorf("overall R@10 = %.3f, want at least 0.80", r10)
 		}
 		if r25 < 0.85 {
 			t.Errorf("overall R@25 = %.3f, want at least 0.85", r25)
@@ -261,9 +262,11 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 	if stream, alone := all.r[3][1]/float64(all.n), all.r[2][1]/float64(all.n); stream < alone+0.05 {
 		t.Errorf("entries naming no conversation noted as a stream: R@10 %.3f; want at least .05 over the same entries written at once (%.3f)", stream, alone)
 	}
+	// Entries naming their session, ranked with it: R@10 .770 and .783
+	// (.753 and .768 without sessions).
 	for v, how := range []string{"by a string", "by a number"} {
-		if r10, r25 := all.r[v][1]/float64(all.n), all.r[v][2]/float64(all.n); r10 < 0.74 || r25 < 0.80 {
-			t.Errorf("entries naming their session %s: R@10 %.3f, R@25 %.3f; want at least .74 and .80", how, r10, r25)
+		if r10, r25 := all.r[v][1]/float64(all.n), all.r[v][2]/float64(all.n); r10 < 0.765 || r25 < 0.83 {
+			t.Errorf("entries naming their session %s: R@10 %.3f, R@25 %.3f; want at least .765 and .83", how, r10, r25)
 		}
 	}
 }

@@ -29,7 +29,11 @@ type ScoreSource struct {
 	// FTSRank is the 1-based rank in its content type's FTS list (in a
 	// Hybrid search over several content types, in the one full-text list
 	// they were merged into by FTSNorm: the rank Fused counts); BM25 is
-	// FTS5's bm25() value there (negative; lower is better).
+	// FTS5's bm25() value there (negative; lower is better). For messages
+	// and archival entries it is that value moved toward the best of the
+	// result's session (its batch; the conversation its metadata names)
+	// among the list's best (docs/retrieval.md, "A conversation's turns
+	// are ranked together").
 	FTSRank int     `json:"fts_rank,omitempty"`
 	BM25    float64 `json:"bm25,omitempty"`
 	// VectorRank is the 1-based rank in its content type's vector list

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/testenv"
@@ -85,7 +86,9 @@ func TestArchivalContextSameRankingWithoutConversations(t *testing.T) {
 	opts := func() *search.Options {
 		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).IncludeSuperseded(true).Limit(40)
 	}
-	before, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
+	// The schema before conversations: its dialect names no conversation
+	// key (an embedded Dialect hides the optional interfaces).
+	before, err := searchindex.NewIndex(ctx, db, struct{ driver.Dialect }{sqlite.SearchDialect{}}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

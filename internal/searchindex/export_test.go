@@ -235,3 +235,9 @@ func SetTextScanFault(x *Index, f func(id int64) error) {
 	}
 	x.text.scanFault.Store(&f)
 }
+
+// MetaConversation is metaConversation: the conversation key the text
+// cache reads from an entry's metadata.
+func MetaConversation(meta string, jsonb bool) (key string, named, read bool) {
+	return metaConversation(meta, jsonb)
+}

@@ -1058,6 +1058,9 @@ func (x *Index) openTextCache(textLog bool) error {
 	switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
+		if jk, ok := x.d.(JSONBKeyer); ok {
+			x.text.jsonbKeys = jk.JSONBConversationKeys()
+		}
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.prep = x.stmt
 		x.text.stats, _ = x.d.(driver.TextStats)

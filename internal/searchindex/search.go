@@ -175,7 +175,12 @@ func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types 
 	var ftsErr error
 	if mode == search.FTS || mode == search.Hybrid {
 		for _, t := range types.Kinds() {
-			l, cached, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth)
+			// A leg of messages or archival entries is re-ordered by
+			// sessions (bySession).
+			l, cached, sessions, err := x.ftsSearch(ctx, kinds[t], expr, terms, scope, &s, depth, x.sessioned(kinds[t]))
+			if err == nil && sessions {
+				l, err = x.bySession(ctx, kinds[t], scope, l, depth, cached)
+			}
 			if err != nil {
 				ftsErr = err
 				break
@@ -573,13 +578,32 @@ func decodeJSONColumns(r *hit, tags, meta string) {
 // those are joined to their full rows. Snippets are made later, for the
 // results actually returned (see snippet).
 // cached reports that the text cache ranked them.
-func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope search.Scope, s *settings, limit int) (rs []*hit, cached bool, err error) {
+//
+// With sessions, the leg is for a re-ordering by sessions (bySession): it
+// holds the rows that can reach the limit best once re-ordered, and
+// sessions comes back false when no two of them can share a session.
+func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []string, scope search.Scope, s *settings, limit int, sessions bool) (rs []*hit, cached, stillSessions bool, err error) {
 	where, fargs := filters(x.d, k, scope, s, true)
 	if x.text != nil && !s.hasTagFilter() && len(s.Metadata) == 0 {
-		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit)
-		if err != nil || ok {
-			return rs, ok, err
+		// The cache ranks limit deep and adds the rows a re-ordering by
+		// sessions could bring up (sessionFloor).
+		var pull float64
+		if sessions {
+			pull = sessionPull
 		}
+		rs, ok, err := x.cachedFTS(ctx, k, terms, scope, s, limit, pull)
+		if err != nil || ok {
+			return rs, ok, sessions, err
+		}
+	}
+	if sessions {
+		if sessions, err = x.namesConversations(ctx, k, scope); err != nil {
+			return nil, false, false, err
+		}
+	}
+	if sessions {
+		// A row's session's best may be below limit.
+		limit = max(limit, sessionDepth)
 	}
 	fp := &driver.FullTextParams{Table: k.base, Alias: k.alias, Index: k.fts, Weights: k.bm25,
 		Match: expr, Terms: terms, Columns: x.results[k.t], Where: where, Args: fargs, Limit: limit}
@@ -590,7 +614,7 @@ func (x *Index) ftsSearch(ctx context.Context, k *kind, expr string, terms []str
 		sign = -1
 	}
 	rs, err = x.rankedRows(ctx, k, q, args, sign)
-	return rs, false, err
+	return rs, false, sessions, err
 }
 
 // legOwner is driver.FullTextParams.Owner and Shared for a leg of k in scope:

@@ -60,8 +60,11 @@ type textCache struct {
 	// an error for: a load or catch-up that cannot read a row.
 	scanFault atomic.Pointer[func(id int64) error]
 	rows      map[search.ContentType]textRowQuery // the dialect's (textRows)
-	logIso    sql.IsolationLevel                  // the dialect's SnapshotIsolation
-	log       *changeLog                          // search_text_log
+	// jsonbKeys: the dialect keys archival conversations by jsonb's text
+	// (JSONBKeyer).
+	jsonbKeys bool
+	logIso    sql.IsolationLevel // the dialect's SnapshotIsolation
+	log       *changeLog         // search_text_log
 	// prep returns the Index's prepared statement for a query (nil: none),
 	// for the statements every partition load runs.
 	prep func(ctx context.Context, q string) (*sql.Stmt, error)
@@ -102,8 +105,13 @@ type textCache struct {
 // scores and the order are those of the SQL path.
 type textPart struct {
 	weights []float64 // bm25 column weights, in FTS column order
-	docs    []textDoc
-	slots   map[int64]int32 // live row id -> slot
+	// t is the kind of row held; jsonb, whether its dialect keys archival
+	// conversations by jsonb's text (JSONBKeyer): a body's session is
+	// read from its metadata as it is added (bodySession).
+	t     search.ContentType
+	jsonb bool
+	docs  []textDoc
+	slots map[int64]int32 // live row id -> slot
 	// post numbers the terms (term ids: what textBody.toks hold), lists
 	// holds each term's postings in slot order, df how many live rows hold
 	// it (FTS5's nHit); a term no live row holds any more is dropped by
@@ -156,7 +164,7 @@ const (
 	textCostTerm    = 68
 	textCostOwner   = 96
 	textCostRun     = 8
-	textCostBody    = 72 // three string headers and a slice header
+	textCostBody    = 96 // four string headers, a slice header and a byte
 	textCostTok     = 4  // a term id in textBody.toks
 )
 
@@ -180,6 +188,11 @@ type textDoc struct {
 type textBody struct {
 	content, tags, meta string
 	toks                []uint32
+	// sess is the row's session key (session.go) and sessOf what sess
+	// holds: sessNone (a session of its own), sessKey, or sessEngine (the
+	// engine is to say; read in SQL).
+	sess   string
+	sessOf uint8
 }
 
 // cost is what the body holds on the heap.
@@ -665,6 +678,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 	var idx, bodies int64 // bytes of the index, of the bodies
 	for _, t := range contentKinds {
 		p := newTextPart(t, textBodies[t] && !c.noBodies)
+		p.jsonb = c.jsonbKeys
 		parts[t] = p
 		err := c.read(ctx, tx, t, c.rows[t].sel, nil, &c.scratch, func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
@@ -850,7 +864,7 @@ func internJSON(s string) string {
 
 // newTextPart is an empty index of kind t, holding rows' bodies if bodies.
 func newTextPart(t search.ContentType, bodies bool) *textPart {
-	p := &textPart{weights: textWeights[t], slots: map[int64]int32{},
+	p := &textPart{weights: textWeights[t], t: t, slots: map[int64]int32{},
 		post: map[string]int32{}, owners: map[string]*textOwner{}}
 	if bodies {
 		p.bodies = []textBody{}
@@ -885,6 +899,7 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 			}
 			body.toks = rt.toks
 		}
+		body.sess, body.sessOf = bodySession(p.t, body.meta, p.jsonb)
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
@@ -963,6 +978,7 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *t
 		sc.at[id] = -1
 	}
 	if p.bodies != nil {
+		body.sess, body.sessOf = bodySession(p.t, body.meta, p.jsonb)
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
@@ -1207,7 +1223,7 @@ func (p *textPart) addBM25(ps []posting, idf, avgdl float64, scores []float64, t
 //
 // returns, filtered by f: the statistics are the whole part's, but only
 // the postings of the owners in f's scope are scored.
-func (c *textCache) search(t search.ContentType, terms []string, f textFilter, limit int) []textHit {
+func (c *textCache) search(t search.ContentType, terms []string, f textFilter, limit int, pull float64) []textHit {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := c.parts[t]
@@ -1273,7 +1289,9 @@ func (c *textCache) search(t search.ContentType, terms []string, f textFilter, l
 	for _, slot := range touched {
 		d := &p.docs[slot]
 		h := textHit{id: d.id, score: -scores[slot]}
-		scores[slot] = 0
+		if pull == 0 {
+			scores[slot] = 0
+		}
 		if len(hits) == limit && better(h, worst()) >= 0 {
 			continue
 		}
@@ -1290,6 +1308,22 @@ func (c *textCache) search(t search.ContentType, terms []string, f textFilter, l
 			hits[i] = h
 		}
 	}
+	if pull > 0 {
+		keyOf := func(id int64) (string, bool, bool) { return p.session(p.slots[id], f.all) }
+		if floor, ok := cacheFloor(hits, limit, pull, keyOf); ok {
+			n := len(hits)
+			for _, slot := range touched {
+				d := &p.docs[slot]
+				if h := (textHit{id: d.id, score: -scores[slot]}); sessionExtra(hits[:n], h, floor) && keep(d) {
+					hits = append(hits, h)
+				}
+			}
+			hits = sessionSort(hits, limit)
+		}
+		for _, slot := range touched {
+			scores[slot] = 0
+		}
+	}
 	sb.touched = touched[:0]
 	c.pool.Put(sb)
 	return hits
@@ -1299,7 +1333,7 @@ func (c *textCache) search(t search.ContentType, terms []string, f textFilter, l
 // as stubs: the rows that make the page are fetched by Index.fill, which
 // checks the filters again in SQL. ok is false when the leg must run in
 // SQL instead: a query term FTS5 would read as a phrase of several tokens.
-func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope search.Scope, s *settings, limit int) ([]*hit, bool, error) {
+func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope search.Scope, s *settings, limit int, pull float64) ([]*hit, bool, error) {
 	phrases, ok := cachePhrases(terms)
 	if !ok {
 		return nil, false, nil
@@ -1310,11 +1344,11 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope se
 	}
 	var hits []textHit
 	if x.text.isPartial() {
-		if hits, ok, err = x.partialFTS(ctx, k, terms, phrases, f, limit); !ok || err != nil {
+		if hits, ok, err = x.partialFTS(ctx, k, terms, phrases, f, limit, pull); !ok || err != nil {
 			return nil, false, err
 		}
 	} else {
-		hits = x.text.search(k.t, phrases, f, limit)
+		hits = x.text.search(k.t, phrases, f, limit, pull)
 	}
 	out := make([]*hit, len(hits))
 	for i, h := range hits {

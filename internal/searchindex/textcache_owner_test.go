@@ -179,5 +179,5 @@ func (c *textCache) search2(p *textPart, terms []string, f textFilter, limit int
 	c.mu.Lock()
 	c.parts = map[search.ContentType]*textPart{search.Archival: p}
 	c.mu.Unlock()
-	return c.search(search.Archival, terms, f, limit)
+	return c.search(search.Archival, terms, f, limit, 0)
 }

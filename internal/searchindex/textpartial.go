@@ -197,6 +197,7 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 			continue
 		}
 		p := newTextPart(t, textBodies[t] && !c.noBodies)
+		p.jsonb = c.jsonbKeys
 		err := c.read(ctx, tx, t, c.rows[t].sel+` ORDER BY `+c.rows[t].key+` LIMIT `+fmt.Sprint(sample), nil, &c.scratch, func(r textRow) error {
 			p.add(r.doc, r.body, r.terms)
 			return nil
@@ -930,6 +931,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	}
 	defer c.release(need)
 	p := newTextPart(t, textBodies[t])
+	p.jsonb = c.jsonbKeys
 	// One statement over the owner's rows (its index), not a list of
 	// their ids read back by id: the statement is the same for every
 	// owner, prepared once (parsing it cost about a sixth of a load). A
@@ -1441,7 +1443,7 @@ func (x *Index) scopeOwners(ctx context.Context, t search.ContentType, agent str
 // owners' partitions (loaded if need be), ranked with the engine's
 // store-wide statistics. ok is false when the leg must rank in SQL: a
 // search over every owner, or an owner whose rows cannot be held.
-func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string, f textFilter, limit int) (hits []textHit, ok bool, err error) {
+func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string, f textFilter, limit int, pull float64) (hits []textHit, ok bool, err error) {
 	if f.all {
 		return nil, false, nil
 	}
@@ -1474,7 +1476,7 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 	} else if st, err = c.statsFor(ctx, x.db, k.t, terms, phrases); err != nil {
 		return nil, false, err
 	}
-	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit)
+	hits, held, err := c.searchOwners(k.t, owners, phrases, st, f.keep, limit, pull)
 	if !held && err == nil && len(owners) > 1 {
 		// A partition of the scope went while the others loaded: the
 		// scope does not fit (TestTextCachePartialSharedScopeThrash).
@@ -1563,7 +1565,7 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentTy
 // terms that keep passes, with st's statistics (what FTS5's bm25 reads),
 // by score then id, and returns the first limit; held is false when a
 // partition was evicted since it was ensured.
-func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, st textStats, keep func(*textDoc) bool, limit int) (hits []textHit, held bool, err error) {
+func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, st textStats, keep func(*textDoc) bool, limit int, pull float64) (hits []textHit, held bool, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.partial {
@@ -1588,6 +1590,12 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		}
 		return cmp.Compare(a.id, b.id)
 	}
+	type scored struct {
+		p       *textPart
+		scores  []float64
+		touched []int32
+	}
+	var all []scored
 	for _, p := range parts {
 		scores := make([]float64, len(p.docs))
 		var touched []int32
@@ -1617,6 +1625,29 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 				}
 			}
 		}
+		if pull > 0 {
+			all = append(all, scored{p, scores, touched})
+		}
+	}
+	keyOf := func(id int64) (string, bool, bool) {
+		for _, sc := range all {
+			if slot, in := sc.p.slots[id]; in {
+				return sc.p.session(slot, false)
+			}
+		}
+		return "", false, false
+	}
+	if floor, ok := cacheFloor(hits, limit, pull, keyOf); ok {
+		n := len(hits)
+		for _, sc := range all {
+			for _, slot := range sc.touched {
+				d := &sc.p.docs[slot]
+				if h := (textHit{id: d.id, score: -sc.scores[slot]}); sessionExtra(hits[:n], h, floor) && keep(d) {
+					hits = append(hits, h)
+				}
+			}
+		}
+		hits = sessionSort(hits, limit)
 	}
 	return hits, true, nil
 }

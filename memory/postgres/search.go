@@ -640,3 +640,7 @@ func (v *vectors) EndReplace(ctx context.Context, ex driver.Execer) error {
 
 // Staging: search_reembed is part of the schema.
 func (v *vectors) Staging(context.Context) error { return nil }
+
+// JSONBConversationKeys: engram_archival_conversation keys a value by
+// jsonb's text of it (searchindex.JSONBKeyer).
+func (SearchDialect) JSONBConversationKeys() bool { return true }

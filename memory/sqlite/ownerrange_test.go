@@ -37,8 +37,10 @@ func ownerRangeStore(t *testing.T) *Backend {
 					VALUES (?, ?, ?, ?, 0)`, a, text, "cache", int64(i*10+j)); err != nil {
 					return err
 				}
+				// A batch each: a search re-orders a batch's messages
+				// toward its best, and the scores compared are bm25's.
 				if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-					VALUES (?, 'user', ?, 'b', ?, ?)`, a, text, j, int64(i*10+j)); err != nil {
+					VALUES (?, 'user', ?, ?, 0, ?)`, a, text, fmt.Sprintf("b%d", j), int64(i*10+j)); err != nil {
 					return err
 				}
 			}

@@ -535,3 +535,10 @@ func (v *vectors) Staging(ctx context.Context) error {
 	) WITHOUT ROWID`)
 	return err
 }
+
+// ArchivalKeyTable reads an entry's conversation key from the index on
+// (id, conversation_key) (migration 0034): the virtual column parses the
+// metadata at every read of the row.
+func (SearchDialect) ArchivalKeyTable(alias string) string {
+	return `archival ` + alias + ` INDEXED BY archival_conversation_by_id`
+}

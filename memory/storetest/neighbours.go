@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/memory"
@@ -11,7 +12,8 @@ import (
 // RunNeighbourTests runs the tests of archival entries' neighbours (the
 // same conversation's live entries around an entry, whose words find it
 // at a lower weight) against stores made by open: a superseded entry is
-// nobody's neighbour, and a merged entry takes its sources' place.
+// nobody's neighbour, a merged entry takes its sources' place, and a
+// search ranks a conversation's turns toward its best.
 func RunNeighbourTests(t *testing.T, open LimitOpener) {
 	tests := []struct {
 		name string
@@ -19,6 +21,7 @@ func RunNeighbourTests(t *testing.T, open LimitOpener) {
 	}{
 		{"SupersededNotNeighbour", testSupersededNotNeighbour},
 		{"MergedTakesSourcesPlace", testMergedTakesSourcesPlace},
+		{"SessionRankedTogether", testSessionRankedTogether},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -116,4 +119,74 @@ func testMergedTakesSourcesPlace(t *testing.T, open LimitOpener) {
 	findsArchival(t, ar, "harbour", false, e1, e3)
 	findsArchival(t, ar, "meadow", false, e1, e3, e4)
 	findsArchival(t, ar, "summary", false, e7.ID)
+}
+
+// testSessionRankedTogether: a turn that matches a query weakly ranks
+// above a stronger match of another conversation when its own
+// conversation holds the best match (a full-text leg moves each row's
+// score toward its session's best), for messages by batch and archival
+// entries by conversation key; an entry naming no conversation keeps its
+// place.
+func testSessionRankedTogether(t *testing.T, open LimitOpener) {
+	s := open(t, nil)
+	a := s.Agent("sessions")
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 3)
+	// x: the best match, four turns of other words, then a weak match
+	// (one "zebra" in a long turn); y: a single medium match.
+	x := []string{"zebra zebra zebra zebra zebra", "lorem ipsum", "dolor sit", "amet lorem", "ipsum dolor", "zebra " + filler}
+	y := "zebra one two three four five six seven eight nine ten eleven twelve"
+	var msgs []memory.Message
+	for _, c := range x {
+		msgs = append(msgs, memory.Message{Role: memory.RoleUser, Content: c, BatchID: "x"})
+	}
+	out, err := a.Messages().AppendMany(ctx, msgs)
+	must(t, err)
+	weak := out[len(out)-1].ID
+	other, err := a.Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: y, BatchID: "y"}})
+	must(t, err)
+	// The order of the three turns that say "zebra" (the others are
+	// found by their neighbours' words).
+	order := func(what string, types search.ContentType, want ...int64) {
+		t.Helper()
+		res, err := a.Search(ctx, "zebra", search.NewOptions().Mode(search.FTS).ContentTypes(types).Limit(20))
+		must(t, err)
+		var got []int64
+		var scores []float64
+		for _, r := range res {
+			if slices.Contains(want, r.ID) {
+				got = append(got, r.ID)
+				scores = append(scores, r.Score)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: search found %v (scores %v), want %v", what, got, scores, want)
+		}
+	}
+	order("messages", search.Messages, out[0].ID, weak, other[0].ID)
+
+	ar := a.Archival()
+	var ids []int64
+	for _, c := range x {
+		ids = append(ids, insertIn(t, ar, "x", c))
+	}
+	medium := insertIn(t, ar, "y", y)
+	order("archival entries", search.Archival, ids[0], ids[len(ids)-1], medium)
+
+	// The same entries naming no conversation: the weak one stays last.
+	b := s.Agent("no-sessions")
+	var alone []int64
+	for _, c := range append(slices.Clone(x), y) {
+		e, err := b.Archival().Insert(ctx, memory.ArchivalEntry{Content: c})
+		must(t, err)
+		alone = append(alone, e.ID)
+	}
+	res, err := b.Archival().Search(ctx, "zebra", search.NewOptions().Mode(search.FTS).Limit(10))
+	must(t, err)
+	if len(res) != 3 || res[0].ID != alone[0] || res[1].ID != alone[len(alone)-1] || res[2].ID != alone[len(alone)-2] {
+		var got []int64
+		for _, r := range res {
+			got = append(got, r.ID)
+		}
+		t.Fatalf("entries naming no conversation: search found %v, want [%d %d %d]", got, alone[0], alone[len(alone)-1], alone[len(alone)-2])
+	}
 }
