@@ -106,7 +106,10 @@ func TestBrowser(t *testing.T) {
 			chromedp.WaitVisible(sel), chromedp.Click(sel), chromedp.WaitVisible(chromedp.CSS(".flash"))); err != nil {
 			t.Fatalf("click approve: %v", err)
 		}
-		flash, err := chromedp.Run(propTab, chromedp.Text(chromedp.CSS(".flash")))
+		// Read by a query at each poll: the page's live update can replace
+		// the node the click's wait found.
+		flash, err := chromedp.Run(propTab, chromedp.Poll[string](`(document.querySelector(".flash") || {}).textContent || ""`,
+			chromedp.WithPollingTimeout(10*time.Second)))
 		if err != nil || !strings.Contains(flash, "approved") {
 			t.Errorf("flash after approving: %q, %v", flash, err)
 		}
