@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -286,4 +288,33 @@ func inTx(tb testing.TB, db *sql.DB, fill func(tx execer)) {
 	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// sameBits: the same results in the same order with the same scores, to
+// the bit.
+func sameBits(want, got []search.Result) error { return sameResults(want, got, 0) }
+
+// sameResults: the same results in the same order, scores within rel of
+// want's (0: to the bit; FTS5's log() and Go's can differ in the last bit
+// where a search's legs are ranked in both).
+func sameResults(want, got []search.Result, rel float64) error {
+	if len(want) != len(got) {
+		return fmt.Errorf("%d results, want %d", len(got), len(want))
+	}
+	same := func(w, g float64) bool {
+		if rel == 0 {
+			return math.Float64bits(w) == math.Float64bits(g)
+		}
+		return math.Abs(w-g) <= rel*math.Abs(w)
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if key(w) != key(g) {
+			return fmt.Errorf("result %d: %s, want %s", i, key(g), key(w))
+		}
+		if !same(w.Score, g.Score) || !same(w.Source.BM25, g.Source.BM25) {
+			return fmt.Errorf("result %d (%s): score %.17g bm25 %.17g, want %.17g %.17g", i, key(w), g.Score, g.Source.BM25, w.Score, w.Source.BM25)
+		}
+	}
+	return nil
 }

@@ -2,18 +2,11 @@ package searchindex_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"math"
-	"math/rand/v2"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/testenv"
-	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
 
@@ -23,42 +16,8 @@ import (
 func TestSessionParitySweep(t *testing.T) {
 	testenv.SkipRaceUnlessLong(t, "every option over three indexes")
 	ctx := context.Background()
-	b, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	r := rand.New(rand.NewPCG(3, 4))
-	words := strings.Fields("river stone bridge lantern harbor meadow orchard falcon willow ember quarry thistle cobalt")
-	text := func() string {
-		w := make([]string, 2+r.IntN(14))
-		for i := range w {
-			w[i] = words[r.IntN(len(words))]
-		}
-		return strings.Join(w, " ")
-	}
-	metas := []string{`{"session": 1}`, `{"session": 2}`, `{"conversation": "c"}`, `{}`, `{"thread": 3}`}
-	err = b.Write(ctx, func(tx *sql.Tx) error {
-		for _, agent := range []string{"a", "b"} {
-			for i := range 250 {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-					VALUES (?, 'user', ?, ?, ?, ?)`, agent, text(), fmt.Sprintf("b%d", i%13), i, int64(i)); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO archival (agent, content, tags_text, metadata_json, created_at, valid_from)
-					VALUES (?, ?, '', ?, ?, 0)`, agent, text(), metas[i%len(metas)], int64(i)*1e9); err != nil {
-					return err
-				}
-			}
-			for i := range 20 {
-				insertBlock(t, tx, agent, fmt.Sprint("l", i), text())
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sessionCorpus{seed: 3, rows: 250, batches: 13, blocks: 20, step: 1e9,
+		metas: []string{`{"session": 1}`, `{"session": 2}`, `{"conversation": "c"}`, `{}`, `{"thread": 3}`}}.open(t)
 	emb := search.NewOffline(64)
 	open := func(mode string) *searchindex.Index {
 		bytes := int64(1 << 30)
@@ -84,10 +43,7 @@ func TestSessionParitySweep(t *testing.T) {
 	types := []search.ContentType{search.Messages, search.Archival, search.Blocks}
 	n := 0
 	for i := range 60 {
-		q := words[i%len(words)]
-		if i%3 == 1 {
-			q += " " + words[(i*5)%len(words)]
-		}
+		q := sessionQuery(i)
 		limit := []int{1, 3, 10, 37, 150, 200}[i%6]
 		mode := []search.Mode{search.FTS, search.Hybrid}[i%2]
 		ts := [][]search.ContentType{types, types[:2], {search.Messages, search.Blocks}, {search.Archival}}[(i/2)%4]
@@ -117,28 +73,10 @@ func TestSessionParitySweep(t *testing.T) {
 				n += len(got)
 				continue
 			}
-			if err := sameNearly(want, got); err != nil {
+			if err := sameResults(want, got, 1e-12); err != nil {
 				t.Errorf("search %d %q %v %v limit %d: %s vs sql: %v", i, q, mode, ts, limit, name, err)
 			}
 		}
 	}
 	t.Logf("%d results compared", n)
-}
-
-// sameNearly: same results in the same order, scores within 1e-12
-// (FTS5's log() and Go's differ in the last bit, before this change too).
-func sameNearly(want, got []search.Result) error {
-	if len(want) != len(got) {
-		return fmt.Errorf("%d results, want %d", len(got), len(want))
-	}
-	for i := range want {
-		w, g := want[i], got[i]
-		if key(w) != key(g) {
-			return fmt.Errorf("result %d: %s, want %s", i, key(g), key(w))
-		}
-		if math.Abs(w.Score-g.Score) > 1e-12*math.Abs(w.Score) || math.Abs(w.Source.BM25-g.Source.BM25) > 1e-12*math.Abs(w.Source.BM25) {
-			return fmt.Errorf("result %d (%s): score %.17g bm25 %.17g, want %.17g %.17g", i, key(w), g.Score, g.Source.BM25, w.Score, w.Source.BM25)
-		}
-	}
-	return nil
 }

@@ -72,8 +72,6 @@ func sessionParity(t *testing.T, db *sql.DB, d driver.Dialect, write func(contex
 	}
 	sqlx := open(ref)
 	for _, q := range queries {
-		verbose := strings.HasPrefix(q, "!")
-		q = strings.TrimPrefix(q, "!")
 		want, err := sqlx.Search(ctx, q, scope, opts())
 		if err != nil {
 			t.Fatalf("sql %q: %v", q, err)
@@ -92,9 +90,6 @@ func sessionParity(t *testing.T, db *sql.DB, d driver.Dialect, write func(contex
 					t.Fatalf("the %s cache does not answer", name)
 				}
 				time.Sleep(10 * time.Millisecond)
-			}
-			if verbose {
-				t.Logf("%q %s: %s; %s: %s", q, ref, formatResults(want), name, formatResults(got))
 			}
 			if err := sameBits(want, got); err != nil {
 				t.Errorf("%q, %s cache vs %s: %v\n %s   %v\n cache %v", q, name, ref, err, ref, formatResults(want), formatResults(got))

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -286,24 +285,6 @@ func TestTextCachePartialPostgres(t *testing.T) {
 		t.Fatalf("under the large bound %d searches ranked in SQL", fellBack[len(cached)-1])
 	}
 	t.Logf("%d results compared", results)
-}
-
-// sameBits: the same results in the same order with the same scores, to
-// the bit.
-func sameBits(want, got []search.Result) error {
-	if len(want) != len(got) {
-		return fmt.Errorf("%d results, want %d", len(got), len(want))
-	}
-	for i := range want {
-		w, g := want[i], got[i]
-		if key(w) != key(g) {
-			return fmt.Errorf("result %d: %s, want %s", i, key(g), key(w))
-		}
-		if math.Float64bits(w.Score) != math.Float64bits(g.Score) || math.Float64bits(w.Source.BM25) != math.Float64bits(g.Source.BM25) {
-			return fmt.Errorf("result %d (%s): score %.17g bm25 %.17g, want %.17g %.17g", i, key(w), g.Score, g.Source.BM25, w.Score, w.Source.BM25)
-		}
-	}
-	return nil
 }
 
 // pgPartial is a PostgreSQL store of a few agents' rows, written through
