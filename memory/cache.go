@@ -82,6 +82,10 @@ type Store struct {
 	afterAhead func()       // tests: runs after an edit was applied ahead of the lock
 	snapsAhead atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
 	afterLoad  func(int64)  // tests: runs after a block was loaded, before it is cached
+	// tests: runs once a block write released the block, before it
+	// returns to the document (whose views read the state before the edit
+	// until then).
+	afterWrite func()
 	// tests: a decide for every write that has none (see writeTx), to fail
 	// a write inside its transaction.
 	testDecide func(tx *sql.Tx) error

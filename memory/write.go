@@ -150,6 +150,9 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
+	if c.afterWrite != nil {
+		defer c.afterWrite() // (after the unlock below)
+	}
 	e.lock()
 	defer e.unlock()
 	if _, _, _, broken := e.freshness(); broken != nil {
