@@ -767,9 +767,10 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 	return false, c.persist(ctx, ent)
 }
 
-// reconfigureRow checks change against doc, ent's document, applies it
-// and updates the block's row through exec, if the row is still the one
-// ent reflects (again otherwise, with the document as it was).
+// reconfigureRow checks change against ent's document (authorized as
+// doc, the owner's view of it), applies it and updates the block's row
+// through exec, if the row is still the one ent reflects (again
+// otherwise, with the document as it was). Caller holds ent.mu.
 func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Document, actor blocks.Actor, agent, label string, op blocks.Op, change func(*blocks.Info), exec func(query string, args ...any) (int64, error)) (again bool, err error) {
 	seq, epoch, metaVer, broken := ent.freshness()
 	if broken != nil {
@@ -779,7 +780,16 @@ func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Docu
 	if err := doc.Authorize(actor, op); err != nil {
 		return false, err
 	}
-	info := doc.Info()
+	// The content is checked and rendered on the managed document, which
+	// reads the live state, not on the view: a view reads the state before
+	// a write's edit until that write has returned to the document, after
+	// it released ent.mu, so here it may be an edit behind the block (the
+	// edit durable, or pending in write-back mode). Checked on the view, a
+	// new schema could pass against content it refuses; rendered from it,
+	// the stored rendering would lack the edit until the block's next
+	// write.
+	live := ent.doc
+	info := live.Info()
 	old := info.Schema
 	change(&info)
 	if err := info.Check(); err != nil {
@@ -788,7 +798,7 @@ func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Docu
 	if info.Schema.Kind() == old.Kind() && !reflect.DeepEqual(old, info.Schema) {
 		// (A change of kind is SetInfo's to refuse.) The content must be valid under the new schema, every part of
 		// it (SetInfo only needs it readable).
-		v, err := doc.Value()
+		v, err := live.Value()
 		if err == nil {
 			err = blocks.CheckValue(info.Schema, v)
 		}
@@ -796,20 +806,20 @@ func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Docu
 			return false, fmt.Errorf("memory: block %q of %q: the content does not fit the new schema: %w", label, agent, err)
 		}
 	}
-	prev := doc.Info()
-	if err := doc.SetInfo(info); err != nil {
+	prev := live.Info()
+	if err := live.SetInfo(info); err != nil {
 		return false, err
 	}
 	schemaJSON, err := schema.Marshal(info.Schema)
 	if err != nil {
-		_ = doc.SetInfo(prev)
+		_ = live.SetInfo(prev)
 		return false, err
 	}
 	n, err := exec(`UPDATE blocks SET description = ?, block_type = ?, permission = ?, schema_json = ?,
 		char_limit = ?, pinned = ?, priority = ?, meta_ver = meta_ver + 1, rendered = ?, updated_at = ?
 		WHERE id = ? AND incarnation = ? AND last_seq = ? AND epoch = ? AND meta_ver = ?`,
 		info.Description, string(info.Type), info.Permission.String(), string(schemaJSON), info.CharLimit, info.Pinned,
-		info.Priority, doc.Render(), c.nanos(), ent.id, ent.incarnation, seq, epoch, metaVer)
+		info.Priority, live.Render(), c.nanos(), ent.id, ent.incarnation, seq, epoch, metaVer)
 	if err != nil {
 		c.dropBlock(agent, label)
 		return false, fmt.Errorf("%w: reconfigure block %q of %q: %v", ErrPersist, label, agent, err)
@@ -817,7 +827,7 @@ func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Docu
 	if n == 0 {
 		// Another writer (or a delete) since the document was read: the
 		// document must not keep the metadata the row did not take.
-		_ = doc.SetInfo(prev)
+		_ = live.SetInfo(prev)
 		c.dropBlock(agent, label)
 		return true, nil
 	}
