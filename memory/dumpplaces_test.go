@@ -67,8 +67,10 @@ func TestDumpKeepsArchivalPlaces(t *testing.T) {
 			t.Errorf("%q: source finds %q, imported %q", q, want, got)
 		}
 	}
-	if got := finds(dst, "canyon"); len(got) != 2 {
-		t.Errorf("canyon finds %q: want delta canyon and its live neighbour, not the merged entry", got)
+	// The merged entry in its first source's place (second): the two
+	// entries after alpha are it and bravo, not delta.
+	if got, want := finds(dst, "harbour"), []string{"alpha harbour", "bravo meadow", "the lighthouse keeper fact"}; !slices.Equal(got, want) {
+		t.Errorf("harbour finds %q: want %q (the merged entry where its first source was)", got, want)
 	}
 	d.Version, d.ArchivalPlaces = 4, nil
 	old := openFile(t, filepath.Join(t.TempDir(), "v4.db"), nil)

@@ -99,6 +99,7 @@ var tablesLeftOut = map[string]string{
 	"engram_schema":      "the applied migrations (PostgreSQL): the schema version of the store, not its content",
 	"archival_minhash":   "consolidation's record of the archival entries it examined: derived, rebuilt by the next rounds",
 	"archival_bands":     "consolidation's MinHash band keys of archival entries: derived, rebuilt by the next rounds",
+	"archival_touched":   "the full-text triggers' scratch list of archival ids, empty between statements",
 }
 
 // leftOutByPrefix are families of derived tables: the FTS5 index and its

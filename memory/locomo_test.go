@@ -262,11 +262,16 @@ func TestLoCoMoArchivalEvidenceRecall(t *testing.T) {
 	if stream, alone := all.r[3][1]/float64(all.n), all.r[2][1]/float64(all.n); stream < alone+0.05 {
 		t.Errorf("entries naming no conversation noted as a stream: R@10 %.3f; want at least .05 over the same entries written at once (%.3f)", stream, alone)
 	}
-	// Entries naming their session, ranked with it: R@10 .770 and .783
-	// (.753 and .768 without sessions).
-	for v, how := range []string{"by a string", "by a number"} {
-		if r10, r25 := all.r[v][1]/float64(all.n), all.r[v][2]/float64(all.n); r10 < 0.765 || r25 < 0.83 {
-			t.Errorf("entries naming their session %s: R@10 %.3f, R@25 %.3f; want at least .765 and .83", how, r10, r25)
+	// Entries naming their session, ranked with it, two entries before
+	// and one after: R@10 .787 and .803, R@25 .848 and .864 (one entry
+	// each side: .770 and .783). A session as a number is the form the
+	// goal is set for.
+	for v, floor := range []struct {
+		how      string
+		r10, r25 float64
+	}{{"by a string", 0.78, 0.84}, {"by a number", 0.80, 0.86}} {
+		if r10, r25 := all.r[v][1]/float64(all.n), all.r[v][2]/float64(all.n); r10 < floor.r10 || r25 < floor.r25 {
+			t.Errorf("entries naming their session %s: R@10 %.3f, R@25 %.3f; want at least %.2f and %.2f", floor.how, r10, r25, floor.r10, floor.r25)
 		}
 	}
 }

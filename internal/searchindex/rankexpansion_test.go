@@ -363,6 +363,16 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 		}
 		win = n
 	}
+	// ENGRAM_EXPANSION_AFTER: the turns after, when not as many as before
+	// (archival entries hold one).
+	after := win
+	if v := os.Getenv("ENGRAM_EXPANSION_AFTER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("ENGRAM_EXPANSION_AFTER=%q: want a number of turns", v)
+		}
+		after = n
+	}
 	path := eval.FindLoCoMo()
 	if path == "" {
 		testenv.Missing(t, "LoCoMo dev set not found (set ENGRAM_LOCOMO or place it at ../shared/datasets/locomo-dev)")
@@ -457,7 +467,8 @@ func TestRankingExpansionLeaveOneOut(t *testing.T) {
 			for i, tr := range s.Turns {
 				var texts [nFields]string
 				texts[0] = tr.Text
-				texts[1], texts[2] = turnContext(s.Turns, i, win)
+				texts[1], _ = turnContext(s.Turns, i, win)
+				_, texts[2] = turnContext(s.Turns, i, after)
 				texts[3] = s.Date
 				docs = append(docs, newVariantDoc(texts))
 				dia = append(dia, tr.DiaID)

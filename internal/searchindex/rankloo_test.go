@@ -28,8 +28,8 @@ import (
 // Ranking is the text cache's (the harness of TestRankingVariants). It
 // fails if the shipped weights lose to the fold's choice by more than .01
 // on a held-out conversation: then the default fits the dev conversations
-// and should move. Candidates whose context columns hold two turns on each
-// side (not what the store indexes) are reported beside them.
+// and should move. The store indexes two turns on each side; candidates
+// whose context columns hold one are reported beside them.
 func TestRankingLeaveOneOut(t *testing.T) {
 	if raceEnabled {
 		t.Skip("leave-one-out skipped under -race")
@@ -226,10 +226,10 @@ func TestRankingLeaveOneOut(t *testing.T) {
 			t.Logf("%-12s %4d  %.3f/%.3f/%.3f  %.3f/%.3f/%.3f", name, a.n, a.loo[0]/n, a.loo[1]/n, a.loo[2]/n, a.ship[0]/n, a.ship[1]/n, a.ship[2]/n)
 		}
 	}
-	pool("undated turns", func(c cand) bool { return c.w[3] == 0 && c.win == 1 }, shipped, true)
-	pool("dated turns (messages at their time, numbered-session entries)", func(c cand) bool { return c.win == 1 }, shippedDated, true)
-	pool("undated turns, two turns of context each side (not built), against the shipped weights there", func(c cand) bool { return c.w[3] == 0 && c.win == 2 }, undated2, false)
-	pool("dated turns, two turns of context each side (not built), against the shipped weights there", func(c cand) bool { return c.win == 2 }, dated2, false)
+	pool("undated turns", func(c cand) bool { return c.w[3] == 0 && c.win == 2 }, undated2, true)
+	pool("dated turns (messages at their time, numbered-session entries)", func(c cand) bool { return c.win == 2 }, dated2, true)
+	pool("undated turns, one turn of context each side, against the shipped weights there", func(c cand) bool { return c.w[3] == 0 && c.win == 1 }, shipped, false)
+	pool("dated turns, one turn of context each side, against the shipped weights there", func(c cand) bool { return c.win == 1 }, shippedDated, false)
 	pool("dated turns, one or two turns of context each side, against the shipped weights at two", func(c cand) bool { return true }, dated2, false)
 }
 

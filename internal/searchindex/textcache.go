@@ -347,8 +347,9 @@ func messageDate(d driver.Dialect, col string) string {
 	return `''`
 }
 
-// An archival entry is indexed with the entries before and after it in
-// its conversation as two weaker columns, for the reason messages are: the
+// An archival entry is indexed with the two entries before it and the one
+// after it in its conversation as two weaker columns (SQLite 0035,
+// PostgreSQL 0036), for the reason messages are: the
 // same owner's entries naming the same conversation, live ones around a
 // live entry (SQLite migrations 0023, 0028 and 0031,
 // PostgreSQL 0018, 0025 and 0028); an entry naming none, the entries
@@ -357,7 +358,8 @@ func messageDate(d driver.Dialect, col string) string {
 // archival_links (l) gives each entry's neighbours under the rule the
 // engines index by; archivalContext selects their text in the index's
 // column order.
-const archivalContext = `COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), ''),
+const archivalContext = `COALESCE((SELECT p2.content FROM archival p2 WHERE p2.id = (SELECT l2.before_id FROM archival_links l2 WHERE l2.id = l.before_id)) || ' ', '') ||
+		COALESCE((SELECT p.content FROM archival p WHERE p.id = l.before_id), ''),
 	COALESCE((SELECT n.content FROM archival n WHERE n.id = l.after_id), '')`
 
 // textBodies are the kinds whose rows the cache holds whole (textPart.bodies).

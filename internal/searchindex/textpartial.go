@@ -1158,37 +1158,39 @@ func streamNeighbours(a, b int64) bool {
 
 // ownNeighbours sets each row's context columns (cols[3] and cols[4],
 // the index's context_before and context_after) to the content of the
-// rows before and after it in its conversation, as archival_links finds
-// them: rows of the same key in the order (place, id), only live ones
-// around a live row, any around a superseded one. Rows naming no
-// conversation are the owner's stream: the same, but a row next to one
-// is its neighbour only when streamNeighbours says so. The rows are one
-// owner's, all of them, in the order SQL gives them by (key, place, id)
-// (rows without a key together, first or last): the engine orders places
-// as archival_links compares them (on SQLite a hand edit may leave a
-// place a real or text).
+// two rows before and the one after it in its conversation, as
+// archival_links and archivalContext find them: the row before its row
+// before and a space, then its row before; its row after. A step is archival_links': rows of the same key
+// in the order (place, id), only live ones around a live row, any around
+// a superseded one. Rows naming no conversation are the owner's stream:
+// the same, but a row next to one is its neighbour only when
+// streamNeighbours says so. The rows are one owner's, all of them, in the
+// order SQL gives them by (key, place, id) (rows without a key together,
+// first or last): the engine orders places as archival_links compares
+// them (on SQLite a hand edit may leave a place a real or text).
 func ownNeighbours(rows []ownRow) {
-	text := func(i int) sql.NullString { return sql.NullString{String: rows[i].cols[0].String, Valid: true} }
 	near := func(i, j int) bool {
 		return rows[i].key.Valid || streamNeighbours(rows[i].d.created, rows[j].d.created)
+	}
+	before, after := make([]int, len(rows)), make([]int, len(rows))
+	for i := range rows {
+		before[i], after[i] = -1, -1
 	}
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
 		for hi < len(rows) && rows[hi].key == rows[lo].key {
 			hi++
 		}
-		conv := rows[lo:hi]
 		// Any row around a superseded one.
-		for j := range conv {
-			i := lo + j
+		for i := lo; i < hi; i++ {
 			if !rows[i].d.superseded {
 				continue
 			}
-			if j > 0 && near(i, i-1) {
-				rows[i].cols[3] = text(i - 1)
+			if i > lo && near(i, i-1) {
+				before[i] = i - 1
 			}
-			if j+1 < len(conv) && near(i, i+1) {
-				rows[i].cols[4] = text(i + 1)
+			if i+1 < hi && near(i, i+1) {
+				after[i] = i + 1
 			}
 		}
 		// Live rows around a live one.
@@ -1198,11 +1200,26 @@ func ownNeighbours(rows []ownRow) {
 				continue
 			}
 			if prev >= 0 && near(i, prev) {
-				rows[i].cols[3], rows[prev].cols[4] = text(prev), text(i)
+				before[i], after[prev] = prev, i
 			}
 			prev = i
 		}
 		lo = hi
+	}
+	text := func(i int) string { return rows[i].cols[0].String }
+	for i := range rows {
+		var b, a string
+		if p := before[i]; p >= 0 {
+			if pp := before[p]; pp >= 0 {
+				b = text(pp) + " "
+			}
+			b += text(p)
+		}
+		if n := after[i]; n >= 0 {
+			a = text(n)
+		}
+		rows[i].cols[3] = sql.NullString{String: b, Valid: true}
+		rows[i].cols[4] = sql.NullString{String: a, Valid: true}
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 )
 
 // RunNeighbourTests runs the tests of archival entries' neighbours (the
-// same conversation's live entries around an entry, whose words find it
-// at a lower weight) against stores made by open: a superseded entry is
+// same conversation's two live entries before an entry and the one after
+// it, whose words find it at a lower weight) against stores made by open: a superseded entry is
 // nobody's neighbour, a merged entry takes its sources' place, and a
 // search ranks a conversation's turns toward its best.
 func RunNeighbourTests(t *testing.T, open LimitOpener) {
@@ -68,7 +68,9 @@ func testSupersededNotNeighbour(t *testing.T, open LimitOpener) {
 	must(t, err)
 	findsArchival(t, ar, "zebrafinch", false)
 	findsArchival(t, ar, "zebrafinch", true, e2)
-	findsArchival(t, ar, "river", false, e1, e3)
+	// e4 is written after e3: the live entries are e1, e3, e4, each
+	// with the two before it and the one after it as context.
+	findsArchival(t, ar, "river", false, e1, e3, e4.ID)
 	findsArchival(t, ar, "dune", false, e1, e3, e4.ID)
 	findsArchival(t, ar, "corrected", false, e3, e4.ID)
 	must(t, ar.Delete(ctx, e3))
@@ -109,15 +111,17 @@ func testMergedTakesSourcesPlace(t *testing.T, open LimitOpener) {
 	if m == 0 || len(live) != 5 {
 		t.Fatalf("live entries %+v: want 5, one merged", live)
 	}
-	findsArchival(t, ar, "harbour", false, e1, m)
-	findsArchival(t, ar, "lighthouse", false, m, e1, e3)
-	findsArchival(t, ar, "meadow", false, m, e3, e4)
+	// The live entries: e1, m, e3, e4, e6; each is found by the words of
+	// the two before and the one after it.
+	findsArchival(t, ar, "harbour", false, e1, m, e3)
+	findsArchival(t, ar, "lighthouse", false, m, e1, e3, e4)
+	findsArchival(t, ar, "meadow", false, m, e3, e4, e6)
 	findsArchival(t, ar, "canyon", false, e4, e6)
 	// The merged entry is superseded in turn: its neighbours close up.
 	e7, err := ar.Supersede(ctx, m, memory.ArchivalEntry{Content: "echo summary"})
 	must(t, err)
-	findsArchival(t, ar, "harbour", false, e1, e3)
-	findsArchival(t, ar, "meadow", false, e1, e3, e4)
+	findsArchival(t, ar, "harbour", false, e1, e3, e4)
+	findsArchival(t, ar, "meadow", false, e1, e3, e4, e6)
 	findsArchival(t, ar, "summary", false, e7.ID)
 }
 

@@ -1,0 +1,111 @@
+package searchindex_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/memory"
+)
+
+// Random Go API writes (Insert, InsertBatch, Supersede, Delete) in two
+// conversations and the stream; after each, the index is what the
+// engine's definition says.
+func TestArchivalWindowAPIRandom(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			var store *memory.Store
+			var check func() string
+			now := baseTime
+			clock := func() time.Time { return now }
+			if engine == "sqlite" {
+				path := filepath.Join(t.TempDir(), "api.db")
+				var err error
+				store, err = memory.Open(ctx, path, &memory.Options{TextCacheBytes: -1, Now: clock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				db := openDBAt(t, path)
+				check = func() string {
+					if extra, missing := archivalDrift(t, db); len(extra)+len(missing) > 0 {
+						return fmt.Sprintf("extra %v missing %v", extra[:min(4, len(extra))], missing[:min(4, len(missing))])
+					}
+					return ""
+				}
+			} else {
+				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
+					t.Skip("no PostgreSQL")
+				}
+				var b interface{ DB() *sql.DB }
+				s, bk := openPGStore(t)
+				b, store = bk, s
+				if os.Getenv("R2_PGFIX") != "" {
+					windowPGFix(t, bk.DB())
+				}
+				check = func() string {
+					if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
+						return fmt.Sprint("stale ", bad)
+					}
+					return ""
+				}
+			}
+			r := rand.New(rand.NewPCG(5, 6))
+			ar := store.Agent("a").Archival()
+			metas := []map[string]any{{"session": "s1"}, {"session": "s2"}, nil, nil}
+			var live []int64
+			var log []string
+			for step := range 150 {
+				now = now.Add(time.Duration(r.IntN(3)) * 40 * time.Second)
+				if r.IntN(8) == 0 {
+					now = now.Add(time.Hour)
+				}
+				m := metas[r.IntN(len(metas))]
+				var what string
+				switch k := r.IntN(6); {
+				case k <= 1 || len(live) < 3:
+					e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: fmt.Sprintf("w%d entry", step), Metadata: m})
+					if err != nil {
+						t.Fatal(err)
+					}
+					live = append(live, e.ID)
+					what = fmt.Sprintf("insert %d %v", e.ID, m)
+				case k == 2:
+					es, err := ar.InsertBatch(ctx, []memory.ArchivalEntry{{Content: fmt.Sprintf("w%db one", step), Metadata: m}, {Content: fmt.Sprintf("w%db two", step), Metadata: m}}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range es {
+						live = append(live, e.ID)
+					}
+					what = fmt.Sprintf("batch %v", m)
+				case k == 3 || k == 4:
+					i := r.IntN(len(live))
+					e, err := ar.Supersede(ctx, live[i], memory.ArchivalEntry{Content: fmt.Sprintf("w%d fixed", step), Metadata: m})
+					if err != nil {
+						t.Fatal(err)
+					}
+					what = fmt.Sprintf("supersede %d -> %d %v", live[i], e.ID, m)
+					live[i] = e.ID
+				case k == 5:
+					i := r.IntN(len(live))
+					if err := ar.Delete(ctx, live[i]); err != nil {
+						t.Fatal(err)
+					}
+					what = fmt.Sprintf("delete %d", live[i])
+					live = append(live[:i], live[i+1:]...)
+				}
+				log = append(log, what)
+				if d := check(); d != "" {
+					t.Fatalf("step %d %s: %s\nlog %v", step, what, d, log)
+				}
+			}
+		})
+	}
+}
