@@ -28,7 +28,9 @@ import (
 // Ranking is the text cache's (the harness of TestRankingVariants). It
 // fails if the shipped weights lose to the fold's choice by more than .01
 // on a held-out conversation: then the default fits the dev conversations
-// and should move. The store indexes two turns on each side; candidates
+// and should move. The store indexes messages with two turns on each
+// side (archival entries with two before and one after:
+// ENGRAM_EXPANSION_AFTER in TestRankingExpansionLeaveOneOut); candidates
 // whose context columns hold one are reported beside them.
 func TestRankingLeaveOneOut(t *testing.T) {
 	if raceEnabled {
