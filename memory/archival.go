@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/engram-go/engram/driver"
 	"slices"
 	"sort"
 	"strconv"
@@ -217,18 +218,40 @@ const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 // statement returns are sorted: both engines assign them in increasing
 // order as they process the rows, and RETURNING's order is unspecified.
 func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
+	// Several entries index once, at the end (on a backend that can): in
+	// a conversation each insert re-indexes the entry before it, which
+	// the next insert re-indexes again.
+	if d, ok := c.be.(driver.ArchivalIndexDeferrer); ok && len(rows) > 1 {
+		if err := d.DeferArchivalIndex(ctx, tx); err != nil {
+			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
+		}
+		if err := c.insertArchivalEach(ctx, tx, rows, vecs); err != nil {
+			return err
+		}
+		if err := d.FlushArchivalIndex(ctx, tx); err != nil {
+			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
+		}
+		return nil
+	}
+	return c.insertArchivalEach(ctx, tx, rows, vecs)
+}
+
+// insertArchivalEach is insertArchivalRows with the index as the
+// backend keeps it.
+func (c *Store) insertArchivalEach(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	// A batch of several full chunks parses their statement once (the
 	// SQLite driver parses every Query otherwise, and a 100-row INSERT is
 	// long to parse); a lone chunk is not worth a prepare.
+	_, kept := c.be.(driver.TxStatements)
 	var full *sql.Stmt
-	if len(rows) > archivalInsertRows {
+	if len(rows) > archivalInsertRows && !kept {
 		var err error
 		if full, err = tx.PrepareContext(ctx, archivalInsertSQL(archivalInsertRows)); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
 		}
 		defer full.Close()
 	}
-	for chunk := range slices.Chunk(rows, archivalInsertRows) {
+	for chunk := range archivalChunks(rows, kept) {
 		args := make([]any, 0, 8*len(chunk))
 		for _, r := range chunk {
 			e := &r.e
@@ -245,7 +268,7 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 			// parsed, with the archival triggers it fires.
 			res, err = c.txQuery(ctx, tx, archivalInsertOne, args...)
 		default:
-			res, err = tx.QueryContext(ctx, archivalInsertSQL(len(chunk)), args...)
+			res, err = c.txQuery(ctx, tx, archivalInsertSQL(len(chunk)), args...)
 		}
 		if err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", chunk[0].e.Agent, err)
@@ -328,6 +351,62 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 
 // archivalInsertRows is how many archival rows one INSERT writes.
 const archivalInsertRows = 100
+
+// archivalKeptRows are the statement sizes a backend that keeps
+// statements parsed (driver.TxStatements) is given (see
+// prepareArchivalInserts): on SQLite an INSERT into archival compiles its
+// triggers when parsed, about 2 ms, far more than its rows cost.
+var archivalKeptRows = []int{archivalInsertRows, 25, 5, 1}
+
+// archivalChunks yields rows in statements of up to archivalInsertRows;
+// when kept, each of a size in archivalKeptRows (largest first), so that
+// every statement is one the backend keeps parsed. (On SQLite a batch's
+// entries are indexed once at its end, so how many statements insert
+// them does not change what the full-text index writes.)
+func archivalChunks(rows []*archivalRow, kept bool) func(yield func([]*archivalRow) bool) {
+	return func(yield func([]*archivalRow) bool) {
+		for len(rows) > 0 {
+			n := min(len(rows), archivalInsertRows)
+			if kept {
+				for _, k := range archivalKeptRows {
+					if k <= n {
+						n = k
+						break
+					}
+				}
+			}
+			if !yield(rows[:n]) {
+				return
+			}
+			rows = rows[n:]
+		}
+	}
+}
+
+// prepareArchivalInserts has the backend keep the statements that
+// insert n rows parsed (archivalChunks' sizes, and the deferred index's),
+// when it keeps statements: before a batch, outside any write
+// transaction, as driver.TxStatements asks.
+func (c *Store) prepareArchivalInserts(ctx context.Context, n int) error {
+	if d, ok := c.be.(driver.ArchivalIndexDeferrer); ok && n > 1 {
+		if err := d.PrepareArchivalIndex(ctx); err != nil {
+			return err
+		}
+	}
+	ts, ok := c.be.(driver.TxStatements)
+	if !ok {
+		return nil
+	}
+	var qs []string
+	seen := map[int]bool{}
+	for chunk := range archivalChunks(make([]*archivalRow, n), true) {
+		if k := len(chunk); !seen[k] {
+			seen[k] = true
+			qs = append(qs, archivalInsertSQL(k))
+		}
+	}
+	return ts.Prepare(ctx, qs...)
+}
 
 // archivalInsertOne is archivalInsertSQL(1).
 const archivalInsertOne = `INSERT INTO archival (agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, content_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)` +
@@ -413,6 +492,14 @@ func (c *Store) insertArchivalBatch(ctx context.Context, agent string, entries [
 			out = append(out, e)
 		}
 		return out
+	}
+	if len(rows) > 1 {
+		// The first chunk's statements, and the last's when it is shorter.
+		for _, n := range []int{min(len(rows), o.Size), len(rows) % o.Size} {
+			if err := c.prepareArchivalInserts(ctx, n); err != nil {
+				return nil, fmt.Errorf("memory: archival batch for %q: %w", agent, err)
+			}
+		}
 	}
 	done := 0
 	for lo := 0; lo < len(rows); lo += o.Size {

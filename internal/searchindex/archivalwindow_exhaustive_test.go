@@ -132,9 +132,6 @@ func TestArchivalWindowExhaustivePostgres(t *testing.T) {
 	}
 	ctx := context.Background()
 	_, b := openPGStore(t)
-	if os.Getenv("R2_PGFIX") != "" {
-		windowPGFix(t, b.DB())
-	}
 	setup, edits := windowCases(true)
 	if err := b.Write(ctx, func(tx *sql.Tx) error {
 		for _, q := range setup {
@@ -178,19 +175,3 @@ func TestArchivalWindowExhaustivePostgres(t *testing.T) {
 	t.Logf("stale by kind: %v", kinds)
 }
 
-func windowPGFix(t *testing.T, db *sql.DB) {
-	var def string
-	if err := db.QueryRow(`SELECT pg_get_functiondef('engram_archival_fts_neighbours'::regproc)`).Scan(&def); err != nil {
-		t.Fatal(err)
-	}
-	const anchor = "    IF TG_OP IN ('INSERT', 'UPDATE') THEN"
-	def = strings.Replace(def, anchor, `    IF TG_OP = 'UPDATE' AND engram_archival_conversation(NEW.metadata_json) IS NOT NULL THEN
-        UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
-        WHERE id IN (SELECT engram_archival_adjacent(NEW.id));
-        INSERT INTO search_text_log (kind, id) SELECT 2, engram_archival_adjacent(NEW.id);
-    END IF;
-`+anchor, 1)
-	if _, err := db.Exec(def); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -23,14 +23,14 @@ func TestArchivalWindowRandomPostgres(t *testing.T) {
 		t.Skip("no PostgreSQL")
 	}
 	seed := uint64(1)
-	if s := os.Getenv("R2_SEED"); s != "" {
+	if s := os.Getenv("ENGRAM_WINDOW_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	steps := 80
-	if s := os.Getenv("R2_STEPS"); s != "" {
+	if s := os.Getenv("ENGRAM_WINDOW_STEPS"); s != "" {
 		steps, _ = strconv.Atoi(s)
 	}
-	noCache := os.Getenv("R2_NOCACHE") != ""
+	noCache := os.Getenv("ENGRAM_WINDOW_NOCACHE") != ""
 	ctx := context.Background()
 	_, b := openPGStore(t)
 	g := &windowGen{r: rand.New(rand.NewPCG(seed, 91)), vocab: strings.Fields(`apple banana cherry damson elder fig grape hazel iris juniper kale lemon mango nectar`), pg: true}
@@ -72,25 +72,6 @@ func TestArchivalWindowRandomPostgres(t *testing.T) {
 		}
 		log = append(log, l)
 	}
-	if os.Getenv("R2_PGFIX") != "" {
-		var def string
-		if err := b.DB().QueryRowContext(ctx, `SELECT pg_get_functiondef('engram_archival_fts_neighbours'::regproc)`).Scan(&def); err != nil {
-			t.Fatal(err)
-		}
-		const anchor = "    IF TG_OP IN ('INSERT', 'UPDATE') THEN"
-		if !strings.Contains(def, anchor) {
-			t.Fatalf("no anchor in %s", def)
-		}
-		def = strings.Replace(def, anchor, `    IF TG_OP = 'UPDATE' AND engram_archival_conversation(NEW.metadata_json) IS NOT NULL THEN
-        UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
-        WHERE id IN (SELECT engram_archival_adjacent(NEW.id));
-        INSERT INTO search_text_log (kind, id) SELECT 2, engram_archival_adjacent(NEW.id);
-    END IF;
-`+anchor, 1)
-		if _, err := b.DB().ExecContext(ctx, def); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for range 30 {
 		run([]windowStmt{g.ins1("a")})
 		run([]windowStmt{g.ins1("b")})
@@ -110,7 +91,7 @@ func TestArchivalWindowRandomPostgres(t *testing.T) {
 	}
 	queries := append([]string{"apple fig"}, g.vocab...)
 	dump := func() string {
-		if len(log) > 40 && os.Getenv("R2_FULLLOG") == "" {
+		if len(log) > 40 && os.Getenv("ENGRAM_WINDOW_FULLLOG") == "" {
 			return ".. " + strings.Join(log[len(log)-40:], "\n")
 		}
 		return strings.Join(log, "\n")

@@ -147,14 +147,14 @@ func (g *windowGen) step(agents []string) []windowStmt {
 // SQL.
 func TestArchivalWindowRandomSQLite(t *testing.T) {
 	seed := uint64(1)
-	if s := os.Getenv("R2_SEED"); s != "" {
+	if s := os.Getenv("ENGRAM_WINDOW_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	steps := 120
-	if s := os.Getenv("R2_STEPS"); s != "" {
+	if s := os.Getenv("ENGRAM_WINDOW_STEPS"); s != "" {
 		steps, _ = strconv.Atoi(s)
 	}
-	noCache := os.Getenv("R2_NOCACHE") != ""
+	noCache := os.Getenv("ENGRAM_WINDOW_NOCACHE") != ""
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db, other := openDBAt(t, path), openDBAt(t, path)
@@ -227,7 +227,7 @@ func TestArchivalWindowRandomSQLite(t *testing.T) {
 	}
 	queries := append([]string{"apple fig", "kale lemon banana"}, g.vocab...)
 	dump := func() string {
-		if len(log) > 40 && os.Getenv("R2_FULLLOG") == "" {
+		if len(log) > 40 && os.Getenv("ENGRAM_WINDOW_FULLLOG") == "" {
 			return ".. " + strings.Join(log[len(log)-40:], "\n")
 		}
 		return strings.Join(log, "\n")

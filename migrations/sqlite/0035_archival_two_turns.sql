@@ -30,6 +30,19 @@ SELECT a.id, (SELECT p.id FROM archival p WHERE p.agent = a.agent AND p.conversa
         ORDER BY COALESCE(p.conversation_pos, p.id), p.id LIMIT 1) AS adj
 FROM archival a INDEXED BY archival_conversation_by_id;
 
+-- The places before an entry: the live entry before it and any entry
+-- before it, of its key, whatever the gap (deferred indexing's).
+CREATE VIEW archival_preceding AS
+SELECT a.id, (SELECT p.id FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.valid_to IS NULL AND p.id <> a.id
+        AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
+        ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) AS adj
+FROM archival a INDEXED BY archival_conversation_by_id
+UNION ALL
+SELECT a.id, (SELECT p.id FROM archival p WHERE p.agent = a.agent AND p.conversation_key IS a.conversation_key AND p.id <> a.id
+        AND COALESCE(p.conversation_pos, p.id) <= COALESCE(a.conversation_pos, a.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(a.conversation_pos, a.id) OR p.id < a.id)
+        ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1) AS adj
+FROM archival a INDEXED BY archival_conversation_by_id;
+
 DROP VIEW fts_archival_source;
 CREATE VIEW fts_archival_source AS
 SELECT a.id, a.agent,
@@ -54,6 +67,18 @@ FROM archival a JOIN archival_links l ON l.id = a.id;
 -- it ends (empty between statements).
 CREATE TABLE archival_touched (id INTEGER PRIMARY KEY);
 
+-- Deferred indexing: while the row id -1 is here (never an archival id),
+-- the insert triggers only note here the ids of the entries inserted, and
+-- the transaction re-indexes once at the end (the Go backend's
+-- FlushArchivalIndex) those entries, the entries before them
+-- (archival_preceding) and the entries after all of these
+-- (archival_adjacent), from the rows as they then stand: what the
+-- triggers would have rewritten, entry by entry. A batch of a
+-- conversation's entries so indexes each once, where each insert would
+-- rewrite the entry before it again. Other writes are not deferred.
+-- Empty between transactions.
+CREATE TABLE archival_index_deferred (id INTEGER PRIMARY KEY);
+
 DROP TRIGGER fts_archival_ai;
 CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
     SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
@@ -72,12 +97,13 @@ CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
             (SELECT x.id FROM archival x WHERE x.id = (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key = (SELECT k.conversation_key FROM archival k INDEXED BY archival_conversation_by_id WHERE k.id = new.id) AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
-            AND x.valid_to IS NOT NULL));
-    INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_adjacent WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL;
+            AND x.valid_to IS NOT NULL)) AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
+    INSERT OR IGNORE INTO archival_index_deferred (id) SELECT new.id WHERE EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
+    INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_adjacent WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE id IN (SELECT id FROM archival_touched) OR id = new.id;
-    INSERT INTO search_text_log (kind, id) SELECT 2, id FROM archival_touched;
+        WHERE (id IN (SELECT id FROM archival_touched) OR id = new.id) AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
+    INSERT INTO search_text_log (kind, id) SELECT 2, id FROM archival_touched WHERE NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
     DELETE FROM archival_touched;
 END;
 
@@ -192,7 +218,8 @@ CREATE TRIGGER fts_archival_live AFTER UPDATE OF valid_to, conversation_pos ON a
 END;
 
 DROP TRIGGER fts_archival_stream_ai;
-CREATE TRIGGER fts_archival_stream_ai AFTER INSERT ON archival WHEN (SELECT k.conversation_key FROM archival k INDEXED BY archival_conversation_by_id WHERE k.id = new.id) IS NULL
+CREATE TRIGGER fts_archival_stream_ai AFTER INSERT ON archival WHEN NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1)
+    AND (SELECT k.conversation_key FROM archival k INDEXED BY archival_conversation_by_id WHERE k.id = new.id) IS NULL
     AND ((SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key IS NULL AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1) IS NOT NULL
