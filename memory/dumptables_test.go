@@ -90,16 +90,17 @@ var tablesLeftOut = map[string]string{
 	"search_reembed":   "Reembed's staging table, empty between runs",
 	"fts_blocks_dirty": "the queue of blocks whose full-text rows are stale: " +
 		"bookkeeping of the index", "fts_blocks_indexed": "what the full-text index holds for blocks: derived",
-	"vec_blocks_dirty":   "the queue of blocks whose vectors are stale: bookkeeping",
-	"vec_archival_dirty": "the queue of archival entries whose vectors are stale: bookkeeping",
-	"tokens":             "access tokens of engram serve: credentials of one deployment, never exported (a dump must not hand out access)",
-	"login_links":        "one-time login links of engram serve's web UI: credentials of one deployment, never exported",
-	"sync_documents":     "automerge-repo document ids of engram serve's /sync: random per deployment; an imported store gives its blocks new ones",
-	"sqlite_sequence":    "SQLite's AUTOINCREMENT counters",
-	"engram_schema":      "the applied migrations (PostgreSQL): the schema version of the store, not its content",
-	"archival_minhash":   "consolidation's record of the archival entries it examined: derived, rebuilt by the next rounds",
-	"archival_bands":     "consolidation's MinHash band keys of archival entries: derived, rebuilt by the next rounds",
-	"archival_touched":   "the full-text triggers' scratch list of archival ids, empty between statements",
+	"vec_blocks_dirty":        "the queue of blocks whose vectors are stale: bookkeeping",
+	"vec_archival_dirty":      "the queue of archival entries whose vectors are stale: bookkeeping",
+	"tokens":                  "access tokens of engram serve: credentials of one deployment, never exported (a dump must not hand out access)",
+	"login_links":             "one-time login links of engram serve's web UI: credentials of one deployment, never exported",
+	"sync_documents":          "automerge-repo document ids of engram serve's /sync: random per deployment; an imported store gives its blocks new ones",
+	"sqlite_sequence":         "SQLite's AUTOINCREMENT counters",
+	"engram_schema":           "the applied migrations (PostgreSQL): the schema version of the store, not its content",
+	"archival_minhash":        "consolidation's record of the archival entries it examined: derived, rebuilt by the next rounds",
+	"archival_bands":          "consolidation's MinHash band keys of archival entries: derived, rebuilt by the next rounds",
+	"archival_touched":        "the full-text triggers' scratch list of archival ids, empty between statements",
+	"archival_index_deferred": "a batch's deferred full-text index work, empty between transactions",
 }
 
 // leftOutByPrefix are families of derived tables: the FTS5 index and its
