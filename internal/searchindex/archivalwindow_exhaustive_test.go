@@ -174,4 +174,3 @@ func TestArchivalWindowExhaustivePostgres(t *testing.T) {
 	}
 	t.Logf("stale by kind: %v", kinds)
 }
-
