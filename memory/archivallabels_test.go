@@ -168,7 +168,7 @@ var rollBackArchivalLabels = func() []string {
 		`DROP TRIGGER fts_archival_stream_live`,
 		`DROP TRIGGER fts_archival_live`, `DROP INDEX archival_live_conversation`,
 		`DROP TABLE archival_bands`, `DROP TABLE archival_minhash`, `DROP INDEX archival_live_agent_id`,
-		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
+		`DROP TRIGGER fts_archival_ai`, `DROP TRIGGER fts_archival_deferred_ai`, `DROP TRIGGER fts_archival_ad`, `DROP TRIGGER fts_archival_au`,
 		`DROP TABLE archival_touched`, `DROP TABLE archival_index_deferred`, `DROP VIEW archival_adjacent`, `DROP VIEW archival_preceding`,
 		`DROP VIEW fts_archival_source`, `DROP VIEW archival_links`, `DROP VIEW archival_conversations`,
 		`DROP INDEX archival_conversation`, `ALTER TABLE archival DROP COLUMN conversation_pos`,

@@ -80,7 +80,7 @@ CREATE TABLE archival_touched (id INTEGER PRIMARY KEY);
 CREATE TABLE archival_index_deferred (id INTEGER PRIMARY KEY);
 
 DROP TRIGGER fts_archival_ai;
-CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
+CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival WHEN NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1) BEGIN
     SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
         WHERE new.id NOT BETWEEN 0 AND 1099511627775;
     INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
@@ -97,14 +97,21 @@ CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival BEGIN
             (SELECT x.id FROM archival x WHERE x.id = (SELECT n.id FROM archival n WHERE n.agent = new.agent AND n.conversation_key = (SELECT k.conversation_key FROM archival k INDEXED BY archival_conversation_by_id WHERE k.id = new.id) AND n.id <> new.id
             AND COALESCE(n.conversation_pos, n.id) >= COALESCE(new.conversation_pos, new.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(new.conversation_pos, new.id) OR n.id > new.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1)
-            AND x.valid_to IS NOT NULL)) AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
-    INSERT OR IGNORE INTO archival_index_deferred (id) SELECT new.id WHERE EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
-    INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_adjacent WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
+            AND x.valid_to IS NOT NULL));
+    INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_adjacent WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL;
     INSERT OR REPLACE INTO fts_archival (rowid, content, tags_text, metadata_values, context_before, context_after)
         SELECT fts_rowid, content, tags_text, metadata_values, context_before, context_after FROM fts_archival_source
-        WHERE (id IN (SELECT id FROM archival_touched) OR id = new.id) AND NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
-    INSERT INTO search_text_log (kind, id) SELECT 2, id FROM archival_touched WHERE NOT EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1);
+        WHERE (id IN (SELECT id FROM archival_touched) OR id = new.id);
+    INSERT INTO search_text_log (kind, id) SELECT 2, id FROM archival_touched;
     DELETE FROM archival_touched;
+END;
+
+-- Deferred (see archival_index_deferred): the entry is only noted.
+CREATE TRIGGER fts_archival_deferred_ai AFTER INSERT ON archival WHEN EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1) BEGIN
+    SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
+        WHERE new.id NOT BETWEEN 0 AND 1099511627775;
+    INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
+    INSERT OR IGNORE INTO archival_index_deferred (id) VALUES (new.id);
 END;
 
 DROP TRIGGER fts_archival_ad;
