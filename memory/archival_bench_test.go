@@ -51,3 +51,30 @@ func BenchmarkInsertArchival(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInsertArchivalBatch inserts a conversation's session of 20
+// entries through one InsertBatch per op (each entry naming its session
+// by number, with a date and speaker, as a transcript import writes
+// them): ns/op is one session's.
+func BenchmarkInsertArchivalBatch(b *testing.B) {
+	ctx := context.Background()
+	c, err := memory.Open(ctx, fresh(filepath.Join(b.TempDir(), "m.db")), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ar := c.Agent("a").Archival()
+	batch := make([]memory.ArchivalEntry, 20)
+	b.ResetTimer()
+	for s := range b.N {
+		for i := range batch {
+			batch[i] = memory.ArchivalEntry{
+				Content:  fmt.Sprintf("turn %d of session %d: we talked about the garden, the bees and the weather on the hill", i, s),
+				Metadata: map[string]any{"dia_id": fmt.Sprintf("D%d:%d", s, i), "session": s, "speaker": "Caroline", "date": "1:56 pm on 8 May, 2023"},
+			}
+		}
+		if _, err := ar.InsertBatch(ctx, batch, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
