@@ -56,16 +56,17 @@ type DataVersioner interface {
 
 // ArchivalIndexDeferrer is implemented by a Backend that can bring its
 // archival full-text index up to date once for many entries one
-// transaction inserts (SQLite), where each insert would otherwise re-index
-// the entries next to it again: after DeferArchivalIndex, tx's archival
-// inserts gather what they would re-index, and FlushArchivalIndex
-// re-indexes it, as the rows then stand, and ends the deferral. Other
-// writes in between are indexed as usual. A transaction that defers
-// flushes before it commits. PrepareArchivalIndex parses what the two
-// run, once; call it outside any write transaction (as
-// TxStatements.Prepare).
+// transaction inserts, where each insert would otherwise re-index the
+// entries next to it again: after DeferArchivalIndex, tx's archival
+// inserts skip the index, and FlushArchivalIndex indexes the entries ids
+// (those inserted since: entries inserted in tx) and the entries whose
+// context they changed, as the rows then stand, and ends the deferral.
+// Other writes in between are indexed as usual. A transaction that
+// defers flushes before it commits. PrepareArchivalIndex parses what the
+// two run, once, where the backend keeps statements parsed; call it
+// outside any write transaction (as TxStatements.Prepare).
 type ArchivalIndexDeferrer interface {
 	PrepareArchivalIndex(ctx context.Context) error
 	DeferArchivalIndex(ctx context.Context, tx *sql.Tx) error
-	FlushArchivalIndex(ctx context.Context, tx *sql.Tx) error
+	FlushArchivalIndex(ctx context.Context, tx *sql.Tx, ids []int64) error
 }

@@ -220,7 +220,8 @@ const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	// Several entries index once, at the end (on a backend that can): in
 	// a conversation each insert re-indexes the entry before it, which
-	// the next insert re-indexes again.
+	// the next insert re-indexes again. (An entry merged into a live
+	// duplicate has that entry's id: indexed again, harmlessly.)
 	if d, ok := c.be.(driver.ArchivalIndexDeferrer); ok && len(rows) > 1 {
 		if err := d.DeferArchivalIndex(ctx, tx); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
@@ -228,7 +229,11 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		if err := c.insertArchivalEach(ctx, tx, rows, vecs); err != nil {
 			return err
 		}
-		if err := d.FlushArchivalIndex(ctx, tx); err != nil {
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.e.ID
+		}
+		if err := d.FlushArchivalIndex(ctx, tx, ids); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
 		}
 		return nil

@@ -42,8 +42,9 @@ var archivalFlush = []string{
 	`DELETE FROM archival_touched`,
 }
 
-// FlushArchivalIndex implements driver.ArchivalIndexDeferrer.
-func (b *Backend) FlushArchivalIndex(ctx context.Context, tx *sql.Tx) error {
+// FlushArchivalIndex implements driver.ArchivalIndexDeferrer; the
+// triggers noted the ids themselves.
+func (b *Backend) FlushArchivalIndex(ctx context.Context, tx *sql.Tx, _ []int64) error {
 	for _, q := range archivalFlush {
 		if _, err := b.txExec(ctx, tx, q); err != nil {
 			return fmt.Errorf("sqlite: index the deferred archival entries: %w", err)

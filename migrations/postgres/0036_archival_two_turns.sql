@@ -68,6 +68,34 @@ BEGIN
     RETURN r;
 END $$;
 
+-- Deferred indexing: while the transaction's setting
+-- engram.archival_deferred is 'on' (set_config(..., true): it ends with
+-- the transaction, so a pooler in transaction mode is safe), inserting an
+-- entry computes no tsvector (its own, or its neighbours'): the
+-- transaction then indexes the entries it inserted once, with the entries
+-- before them and the two after each, as the rows then stand
+-- (engram_archival_flush, from the Go backend's FlushArchivalIndex). A
+-- batch of a conversation's entries so indexes each once, where each
+-- insert would re-index the entry before it again. Other writes are not
+-- deferred.
+CREATE FUNCTION engram_archival_deferred() RETURNS BOOLEAN LANGUAGE sql STABLE AS $$
+    SELECT COALESCE(current_setting('engram.archival_deferred', true), '') = 'on'
+$$;
+
+CREATE OR REPLACE FUNCTION engram_archival_fts_own() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' AND engram_archival_deferred() THEN
+        RETURN NEW;
+    END IF;
+    NEW.fts := engram_archival_fts(NEW.id, NEW.agent, NEW.content, NEW.tags_text, NEW.metadata_json, NEW.conversation_pos, NEW.valid_to IS NULL, NEW.created_at);
+    RETURN NEW;
+END $$;
+
+DROP TRIGGER archival_fts_stream_ai ON archival;
+CREATE TRIGGER archival_fts_stream_ai AFTER INSERT ON archival
+    FOR EACH ROW WHEN (engram_archival_conversation(NEW.metadata_json) IS NULL AND NOT engram_archival_deferred())
+    EXECUTE FUNCTION engram_archival_fts_stream();
+
 -- The places after an entry: the live entry after it and any entry after
 -- it, of its conversation (or its owner's stream), whatever the time gap.
 -- They hold every entry whose neighbour before it is.
@@ -172,6 +200,9 @@ DECLARE
     moved BOOLEAN := TG_OP <> 'UPDATE' OR OLD.id <> NEW.id OR OLD.agent <> NEW.agent OR OLD.content IS DISTINCT FROM NEW.content
         OR OLD.metadata_json IS DISTINCT FROM NEW.metadata_json OR OLD.conversation_pos IS DISTINCT FROM NEW.conversation_pos;
 BEGIN
+    IF TG_OP = 'INSERT' AND engram_archival_deferred() THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
         conv := engram_archival_conversation(OLD.metadata_json);
         IF conv IS NOT NULL AND OLD.valid_to IS NULL THEN
@@ -253,6 +284,66 @@ BEGIN
         WHEN pg_column_size(own) + pg_column_size(bef) <= 1048575 THEN own || bef
         WHEN pg_column_size(own) + pg_column_size(aft) <= 1048575 THEN own || aft
         ELSE own END;
+END $$;
+
+-- The places before an entry: the live entry before it and any entry
+-- before it, of its conversation (or its owner's stream), whatever the
+-- time gap (deferred indexing's).
+CREATE FUNCTION engram_archival_preceding(a_id BIGINT) RETURNS SETOF BIGINT LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    x archival%ROWTYPE;
+    conv TEXT;
+    pos BIGINT;
+BEGIN
+    SELECT * INTO x FROM archival WHERE id = a_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    conv := engram_archival_conversation(x.metadata_json);
+    pos := COALESCE(x.conversation_pos, x.id);
+    RETURN QUERY
+        (SELECT p.id FROM archival p
+            WHERE conv IS NULL AND p.agent = x.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> x.id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < x.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT p.id FROM archival p
+            WHERE conv IS NOT NULL AND p.agent = x.agent AND engram_archival_conversation(p.metadata_json) = conv AND p.valid_to IS NULL AND p.id <> x.id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < x.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT p.id FROM archival p
+            WHERE conv IS NULL AND p.agent = x.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.id <> x.id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < x.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT p.id FROM archival p
+            WHERE conv IS NOT NULL AND p.agent = x.agent AND engram_archival_conversation(p.metadata_json) = conv AND p.id <> x.id
+                AND COALESCE(p.conversation_pos, p.id) <= pos AND (COALESCE(p.conversation_pos, p.id) < pos OR p.id < x.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1);
+END $$;
+
+-- engram_archival_flush ends a deferral: it indexes the entries ids (the
+-- transaction's inserts), the entries before them and the two entries
+-- after each of these, logs them for the text caches, and turns the
+-- deferral off. Inserts only add entries, so every entry whose context
+-- they changed is so near one of them in the rows as they stand.
+CREATE FUNCTION engram_archival_flush(ids BIGINT[]) RETURNS VOID LANGUAGE plpgsql AS $$
+DECLARE
+    todo BIGINT[];
+BEGIN
+    PERFORM set_config('engram.archival_deferred', 'off', true);
+    SELECT array_agg(DISTINCT t) INTO todo FROM (
+        SELECT unnest(ids) AS t
+        UNION SELECT engram_archival_preceding(i) FROM unnest(ids) AS i) s WHERE t IS NOT NULL;
+    FOR step IN 1..2 LOOP
+        SELECT array_agg(DISTINCT t) INTO todo FROM (
+            SELECT unnest(todo) AS t
+            UNION SELECT engram_archival_adjacent(i) FROM unnest(todo) AS i) s WHERE t IS NOT NULL;
+    END LOOP;
+    UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
+    WHERE id = ANY(todo);
+    INSERT INTO search_text_log (kind, id) SELECT 2, unnest(todo);
 END $$;
 
 UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at);
