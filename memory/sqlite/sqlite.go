@@ -159,21 +159,34 @@ func (b *Backend) closeVersionConn() error {
 // transactions run them through TxStmt without parsing them again (the
 // driver parses every Exec otherwise: about a sixth of a block append).
 // Call it outside any write transaction: the writer has one connection.
+//
+// The statements are parsed without holding the map's lock: parsing needs
+// the writer's connection, which a write transaction may hold while it
+// looks its statements up (TxStmt).
 func (b *Backend) Prepare(ctx context.Context, queries ...string) error {
-	b.stmtsMu.Lock()
-	defer b.stmtsMu.Unlock()
-	if b.stmts == nil {
-		b.stmts = map[string]*sql.Stmt{}
-	}
 	for _, q := range queries {
-		if b.stmts[q] != nil {
+		b.stmtsMu.RLock()
+		have := b.stmts[q] != nil
+		b.stmtsMu.RUnlock()
+		if have {
 			continue
 		}
 		st, err := b.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)
 		}
-		b.stmts[q] = st
+		b.stmtsMu.Lock()
+		if b.stmts == nil {
+			b.stmts = map[string]*sql.Stmt{}
+		}
+		if b.stmts[q] == nil {
+			b.stmts[q] = st
+			st = nil
+		}
+		b.stmtsMu.Unlock()
+		if st != nil { // another caller prepared it meanwhile
+			st.Close()
+		}
 	}
 	return nil
 }
