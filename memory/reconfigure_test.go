@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
 )
@@ -116,5 +118,61 @@ func TestReconfigureRetryKeepsPendingWriteBack(t *testing.T) {
 	t.Logf("doc %q rendered %q pinned %v", d.Render(), r, d.Info().Pinned)
 	if !strings.Contains(d.Render(), "+a") || !strings.Contains(d.Render(), "+b") || r != d.Render() {
 		t.Fatalf("lost: doc %q rendered %q", d.Render(), r)
+	}
+}
+
+// A reconfiguration whose UPDATE fails (here a trigger refuses it) leaves
+// the document's metadata as the row has it, in write-back mode too,
+// where an edit still pending keeps the block's document around: the
+// pending edit is flushed later, and the pin the row never took must not
+// come back with it.
+func TestReconfigureFailedLeavesMetadata(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "m.db")
+		a := openFile(t, path, &memory.Options{WriteBack: wb})
+		blk := a.Agent("ada").Block("t")
+		if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "t", Value: "hello", Permission: blocks.Admin}); err != nil {
+			t.Fatal(err)
+		}
+		if err := blk.Persist(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := blk.Append(ctx, " world"); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open(sqlitedriver.Name, path+"?_busy_timeout=10000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`CREATE TRIGGER refuse_pin BEFORE UPDATE OF pinned ON blocks WHEN NEW.pinned <> OLD.pinned
+			BEGIN SELECT RAISE(ABORT, 'no pins here'); END`); err != nil {
+			t.Fatal(err)
+		}
+		if err := blk.SetPinned(ctx, true); err == nil {
+			t.Fatalf("wb=%v: the pin went through a refusing trigger", wb)
+		}
+		if _, err := db.Exec(`DROP TRIGGER refuse_pin`); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d, err := blk.Doc(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Info().Pinned || d.Render() != "hello world" {
+			t.Fatalf("wb=%v: after the refused pin the store holds pinned %v, %q", wb, d.Info().Pinned, d.Render())
+		}
+		c := openFile(t, path, nil)
+		d, err = c.Agent("ada").Block("t").Doc(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Info().Pinned || d.Render() != "hello world" {
+			t.Fatalf("wb=%v: reopened, the block is pinned %v, %q", wb, d.Info().Pinned, d.Render())
+		}
 	}
 }
