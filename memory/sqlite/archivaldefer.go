@@ -3,12 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 )
 
 // DeferArchivalIndex implements driver.ArchivalIndexDeferrer: the row -1
 // of archival_index_deferred (migration 0035) turns the archival insert
-// triggers to gathering, in that table, the ids they would re-index.
+// triggers' indexing off.
 func (b *Backend) DeferArchivalIndex(ctx context.Context, tx *sql.Tx) error {
 	if _, err := b.txExec(ctx, tx, archivalDefer); err != nil {
 		return fmt.Errorf("sqlite: defer the archival index: %w", err)
@@ -22,7 +23,8 @@ const archivalDefer = `INSERT OR IGNORE INTO archival_index_deferred (id) VALUES
 // holds.
 const archivalFollowing = `INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_adjacent WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL`
 
-// archivalFlush re-indexes the entries deferred inserts noted, the
+// archivalFlush re-indexes the entries inserted (the JSON array of ids
+// its first statement takes), the
 // entries before them (live and any: their entry after may now be one of
 // them), and the two entries after each of these (whose entry before, or
 // second entry before, may now be one of them), in one statement each:
@@ -30,7 +32,7 @@ const archivalFollowing = `INSERT OR IGNORE INTO archival_touched (id) SELECT ad
 // every entry whose context they changed is so near one of them in the
 // rows as they stand at the end.
 var archivalFlush = []string{
-	`INSERT OR IGNORE INTO archival_touched (id) SELECT id FROM archival_index_deferred WHERE id >= 0`,
+	`INSERT OR IGNORE INTO archival_touched (id) SELECT value FROM json_each(?)`,
 	`DELETE FROM archival_index_deferred`,
 	`INSERT OR IGNORE INTO archival_touched (id) SELECT adj FROM archival_preceding WHERE id IN (SELECT id FROM archival_touched) AND adj IS NOT NULL`,
 	archivalFollowing, // the entries after: their entry before changed
@@ -42,11 +44,18 @@ var archivalFlush = []string{
 	`DELETE FROM archival_touched`,
 }
 
-// FlushArchivalIndex implements driver.ArchivalIndexDeferrer; the
-// triggers noted the ids themselves.
-func (b *Backend) FlushArchivalIndex(ctx context.Context, tx *sql.Tx, _ []int64) error {
-	for _, q := range archivalFlush {
-		if _, err := b.txExec(ctx, tx, q); err != nil {
+// FlushArchivalIndex implements driver.ArchivalIndexDeferrer.
+func (b *Backend) FlushArchivalIndex(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	js, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("sqlite: index the deferred archival entries: %w", err)
+	}
+	for i, q := range archivalFlush {
+		var args []any
+		if i == 0 {
+			args = []any{string(js)}
+		}
+		if _, err := b.txExec(ctx, tx, q, args...); err != nil {
 			return fmt.Errorf("sqlite: index the deferred archival entries: %w", err)
 		}
 	}
@@ -61,9 +70,9 @@ func (b *Backend) PrepareArchivalIndex(ctx context.Context) error {
 
 // txExec runs query in tx through its prepared statement, when Prepare
 // made one.
-func (b *Backend) txExec(ctx context.Context, tx *sql.Tx, query string) (sql.Result, error) {
+func (b *Backend) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if st := b.TxStmt(ctx, tx, query); st != nil {
-		return st.ExecContext(ctx)
+		return st.ExecContext(ctx, args...)
 	}
-	return tx.ExecContext(ctx, query)
+	return tx.ExecContext(ctx, query, args...)
 }

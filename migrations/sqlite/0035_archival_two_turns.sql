@@ -68,9 +68,9 @@ FROM archival a JOIN archival_links l ON l.id = a.id;
 CREATE TABLE archival_touched (id INTEGER PRIMARY KEY);
 
 -- Deferred indexing: while the row id -1 is here (never an archival id),
--- the insert triggers only note here the ids of the entries inserted, and
--- the transaction re-indexes once at the end (the Go backend's
--- FlushArchivalIndex) those entries, the entries before them
+-- the insert triggers index nothing, and the transaction re-indexes once
+-- at the end (the Go backend's FlushArchivalIndex, given the ids it
+-- inserted) those entries, the entries before them
 -- (archival_preceding) and the entries after all of these
 -- (archival_adjacent), from the rows as they then stand: what the
 -- triggers would have rewritten, entry by entry. A batch of a
@@ -106,12 +106,11 @@ CREATE TRIGGER fts_archival_ai AFTER INSERT ON archival WHEN NOT EXISTS (SELECT 
     DELETE FROM archival_touched;
 END;
 
--- Deferred (see archival_index_deferred): the entry is only noted.
+-- Deferred (see archival_index_deferred): the entry is not indexed here.
 CREATE TRIGGER fts_archival_deferred_ai AFTER INSERT ON archival WHEN EXISTS (SELECT 1 FROM archival_index_deferred WHERE id = -1) BEGIN
     SELECT RAISE(ABORT, 'archival id outside 0..2^40-1 (the full-text index keys rows by owner and id)')
         WHERE new.id NOT BETWEEN 0 AND 1099511627775;
     INSERT OR IGNORE INTO fts_owners (name) VALUES (new.agent);
-    INSERT OR IGNORE INTO archival_index_deferred (id) VALUES (new.id);
 END;
 
 DROP TRIGGER fts_archival_ad;
