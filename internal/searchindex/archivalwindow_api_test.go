@@ -190,43 +190,71 @@ func TestArchivalBatchBeforePlacedEntries(t *testing.T) {
 	}
 }
 
-// A batch with an entry placed by hand between its entries (SQLite: the
-// ids a batch takes are the next ones): the entries around the placed
-// one, and the ones after it, are indexed again with the batch.
+// A batch with an entry placed by hand between its entries (the ids a
+// batch takes are the next ones, in a store no other writer uses): the
+// entries around the placed one, and the ones after it, are indexed
+// again with the batch.
 func TestArchivalBatchAroundAPlacedEntry(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "around.db")
-	store, err := memory.Open(ctx, path, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	db := openDBAt(t, path)
-	ar := store.Agent("a").Archival()
-	meta := map[string]any{"session": 4}
-	var last int64
-	for _, w := range []string{"alpha", "bravo", "charlie"} {
-		e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: w + " entry", Metadata: meta})
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = e.ID
-	}
-	// bravo moves between the batch's first two entries (it comes before
-	// an entry of its place with a greater id).
-	if _, err := db.ExecContext(ctx, `UPDATE archival SET conversation_pos = ? WHERE content = 'bravo entry'`, last+2); err != nil {
-		t.Fatal(err)
-	}
-	es, err := ar.InsertBatch(ctx, []memory.ArchivalEntry{
-		{Content: "echo entry", Metadata: meta}, {Content: "foxtrot entry", Metadata: meta}, {Content: "golf entry", Metadata: meta},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if es[0].ID != last+1 || es[1].ID != last+2 {
-		t.Fatalf("the batch took ids %d, %d, not the next ones after %d", es[0].ID, es[1].ID, last)
-	}
-	if extra, missing := archivalDrift(t, db); len(extra)+len(missing) > 0 {
-		t.Fatalf("after the batch: extra %v missing %v", extra, missing)
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			var store *memory.Store
+			var db *sql.DB
+			var check func() string
+			if engine == "sqlite" {
+				path := filepath.Join(t.TempDir(), "around.db")
+				var err error
+				if store, err = memory.Open(ctx, path, &memory.Options{TextCacheBytes: -1}); err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				db = openDBAt(t, path)
+				check = func() string {
+					if extra, missing := archivalDrift(t, db); len(extra)+len(missing) > 0 {
+						return fmt.Sprintf("extra %v missing %v", extra, missing)
+					}
+					return ""
+				}
+			} else {
+				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
+					t.Skip("no PostgreSQL")
+				}
+				s, b := openPGStore(t)
+				store, db = s, b.DB()
+				check = func() string {
+					if bad := archivalStalePostgres(t, db); len(bad) > 0 {
+						return fmt.Sprint("stale ", bad)
+					}
+					return ""
+				}
+			}
+			ar := store.Agent("a").Archival()
+			meta := map[string]any{"session": 4}
+			var last int64
+			for _, w := range []string{"alpha", "bravo", "charlie"} {
+				e, err := ar.Insert(ctx, memory.ArchivalEntry{Content: w + " entry", Metadata: meta})
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = e.ID
+			}
+			// bravo moves between the batch's first two entries (it comes
+			// before an entry of its place with a greater id).
+			if _, err := db.ExecContext(ctx, `UPDATE archival SET conversation_pos = $1 WHERE content = 'bravo entry'`, last+2); err != nil {
+				t.Fatal(err)
+			}
+			es, err := ar.InsertBatch(ctx, []memory.ArchivalEntry{
+				{Content: "echo entry", Metadata: meta}, {Content: "foxtrot entry", Metadata: meta}, {Content: "golf entry", Metadata: meta},
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if es[0].ID != last+1 || es[1].ID != last+2 {
+				t.Fatalf("the batch took ids %d, %d, not the next ones after %d", es[0].ID, es[1].ID, last)
+			}
+			if d := check(); d != "" {
+				t.Fatalf("after the batch: %s", d)
+			}
+		})
 	}
 }
