@@ -257,3 +257,84 @@ func checkMigratedUsage(t *testing.T, c *memory.Store) {
 		t.Errorf("after an insert, %q uses %d bytes, want %d", "a", used, usageOf(t, c, "a"))
 	}
 }
+
+// usageInSQL is agent's count as the rows hold it, by the formula both
+// engines' usage migrations start from.
+func usageInSQL(t *testing.T, db *sql.DB, agent string) int64 {
+	t.Helper()
+	var n int64
+	err := db.QueryRow(`SELECT COALESCE((SELECT SUM(octet_length(content) + octet_length(metadata_json)
+			+ octet_length(tags_json) + 3 * CASE WHEN octet_length(tags_json) > 2 THEN octet_length(tags_json) - 2 ELSE 0 END + 256)
+			FROM archival WHERE agent = '`+agent+`'), 0)
+		+ COALESCE((SELECT SUM(octet_length(content) + octet_length(name) + octet_length(tool_calls_json) + octet_length(tool_call_id) + 256)
+			FROM messages WHERE agent = '`+agent+`'), 0)`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// An agent's count follows UPDATEs written by hand: of one row or many,
+// of each counted column, moving rows to another agent, and of columns
+// that count nothing (re-indexing sets only those).
+func TestUsageFollowsHandUpdates(t *testing.T) {
+	ctx := context.Background()
+	targets := map[string]string{"sqlite": filepath.Join(t.TempDir(), "usage.db")}
+	if os.Getenv("ENGRAM_TEST_POSTGRES") != "" {
+		targets["postgres"] = pgtest.Start(t).NewDatabase(t)
+	}
+	for engine, target := range targets {
+		t.Run(engine, func(t *testing.T) {
+			c, err := memory.Open(ctx, target, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, agent := range []string{"a", "b"} {
+				for i := range 3 {
+					if _, err := c.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: fmt.Sprintf("%s entry %d", agent, i),
+						Metadata: map[string]any{"session": 1}, Tags: []string{"t"}}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := c.Agent(agent).Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: fmt.Sprintf("%s message %d", agent, i), BatchID: "s"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			driver := sqlitedriver.Name
+			if engine == "postgres" {
+				driver = "pgx"
+			}
+			db, err := sql.Open(driver, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, q := range []string{
+				`UPDATE archival SET content = content || ' grown by hand' WHERE agent = 'a'`,
+				`UPDATE archival SET metadata_json = '{"session": 1, "note": "a longer value"}', tags_json = '["t","u","v"]' WHERE id = (SELECT min(id) FROM archival WHERE agent = 'a')`,
+				`UPDATE archival SET tags_json = '[]' WHERE agent = 'b'`,
+				`UPDATE messages SET content = 'short', name = 'lookup', tool_call_id = 'c9' WHERE agent = 'a'`,
+				`UPDATE messages SET tool_calls_json = '[{"id":"c1","name":"n","arguments":{}}]' WHERE id = (SELECT max(id) FROM messages WHERE agent = 'b')`,
+				`UPDATE messages SET agent = 'b', batch_id = 'moved' WHERE id = (SELECT min(id) FROM messages WHERE agent = 'a')`,
+				`UPDATE archival SET agent = 'b', content = 'moved and rewritten' WHERE id = (SELECT max(id) FROM archival WHERE agent = 'a')`,
+				`UPDATE archival SET agent = 'a' WHERE agent = 'b'`,
+				`UPDATE archival SET valid_to = 5 WHERE id = (SELECT min(id) FROM archival WHERE agent = 'a')`,
+				`UPDATE messages SET content = content, created_at = created_at + 1 WHERE agent = 'b'`,
+			} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				for _, agent := range []string{"a", "b"} {
+					used, err := c.Agent(agent).StorageUsed(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := usageInSQL(t, db, agent); used != want {
+						t.Errorf("after %s: %q uses %d bytes, the rows hold %d", q, agent, used, want)
+					}
+				}
+			}
+		})
+	}
+}
