@@ -107,6 +107,7 @@ func (c *Store) prepareArchival(agent string, e ArchivalEntry, now time.Time, ca
 		}
 	}
 	e.Agent = agent
+	e.Duplicate = false // what an insert returns, never what it is given
 	e.Tags = normTags(e.Tags)
 	if e.Metadata == nil {
 		e.Metadata = map[string]any{}
@@ -220,8 +221,7 @@ const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*archivalRow, vecs [][]float32) error {
 	// Several entries index once, at the end (on a backend that can): in
 	// a conversation each insert re-indexes the entry before it, which
-	// the next insert re-indexes again. (An entry merged into a live
-	// duplicate has that entry's id: indexed again, harmlessly.)
+	// the next insert re-indexes again.
 	if d, ok := c.be.(driver.ArchivalIndexDeferrer); ok && len(rows) > 1 {
 		if err := d.DeferArchivalIndex(ctx, tx); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)
@@ -229,9 +229,16 @@ func (c *Store) insertArchivalRows(ctx context.Context, tx *sql.Tx, rows []*arch
 		if err := c.insertArchivalEach(ctx, tx, rows, vecs); err != nil {
 			return err
 		}
-		ids := make([]int64, len(rows))
-		for i, r := range rows {
-			ids[i] = r.e.ID
+		// The entries inserted: an entry merged into a live duplicate
+		// was not (its merge, when it wrote anything, was indexed and
+		// logged by the update's triggers), and the duplicate's place is
+		// found as the entry before or after an inserted one when it is
+		// one's neighbour.
+		ids := make([]int64, 0, len(rows))
+		for _, r := range rows {
+			if !r.e.Duplicate {
+				ids = append(ids, r.e.ID)
+			}
 		}
 		if err := d.FlushArchivalIndex(ctx, tx, ids); err != nil {
 			return fmt.Errorf("memory: insert archival for %q: %w", rows[0].e.Agent, err)

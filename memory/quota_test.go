@@ -265,9 +265,9 @@ func usageInSQL(t *testing.T, db *sql.DB, agent string) int64 {
 	var n int64
 	err := db.QueryRow(`SELECT COALESCE((SELECT SUM(octet_length(content) + octet_length(metadata_json)
 			+ octet_length(tags_json) + 3 * CASE WHEN octet_length(tags_json) > 2 THEN octet_length(tags_json) - 2 ELSE 0 END + 256)
-			FROM archival WHERE agent = '`+agent+`'), 0)
+			FROM archival WHERE agent = '` + agent + `'), 0)
 		+ COALESCE((SELECT SUM(octet_length(content) + octet_length(name) + octet_length(tool_calls_json) + octet_length(tool_call_id) + 256)
-			FROM messages WHERE agent = '`+agent+`'), 0)`).Scan(&n)
+			FROM messages WHERE agent = '` + agent + `'), 0)`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ func (b *Backend) flushArchivalIndex(ctx context.Context, tx *sql.Tx, ids []int6
 	if _, err := b.txExec(ctx, tx, archivalUndefer); err != nil {
 		return err
 	}
+	if len(ids) == 0 {
+		return nil // every entry of the batch merged into a stored one
+	}
 	inserted := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		inserted[id] = true
@@ -168,6 +171,11 @@ func (b *Backend) batchEdges(ctx context.Context, tx *sql.Tx, ids []int64) (edge
 		g := groups[c]
 		slices.SortFunc(g, func(a, b place) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id)) })
 		g = slices.CompactFunc(g, func(a, b place) bool { return a.id == b.id })
+		if len(g) == 1 {
+			edgesBefore = append(edgesBefore, g[0].id)
+			edgesAfter = append(edgesAfter, g[0].id)
+			continue
+		}
 		var between int
 		if err := b.txRow(ctx, tx, archivalBetween, c.agent, c.key, g[0].at, g[len(g)-1].at).Scan(&between); err != nil {
 			return nil, nil, err
