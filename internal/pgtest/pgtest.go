@@ -45,6 +45,11 @@ type Server struct {
 
 var dbSeq atomic.Int64
 
+// runID tells this process's databases and roles from those a process of
+// the same id left on a long-lived server (a database still in use when
+// its test ended stays there): the process id alone repeats.
+var runID = fmt.Sprintf("%d_%x", os.Getpid(), time.Now().UnixNano()&0xffffff)
+
 // shared is the cluster of a test binary run through Main: started by
 // the first Start, stopped when Main's tests end.
 var shared struct {
@@ -114,7 +119,7 @@ func Start(t testing.TB) *Server {
 // NewDatabase creates an empty database and returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), dbSeq.Add(1))
+	name := fmt.Sprintf("engram_%s_%d", runID, dbSeq.Add(1))
 	dsn, err := DatabaseURL(s.base, name)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -319,8 +324,8 @@ func (s *Server) HasPGVector(t testing.TB) bool {
 func (s *Server) NewRoleDatabase(t testing.TB) string {
 	t.Helper()
 	n := dbSeq.Add(1)
-	role := fmt.Sprintf("engram_role_%d_%d", os.Getpid(), n)
-	name := fmt.Sprintf("engram_%d_%d", os.Getpid(), n)
+	role := fmt.Sprintf("engram_role_%s_%d", runID, n)
+	name := fmt.Sprintf("engram_%s_%d", runID, n)
 	db, err := sql.Open("pgx", s.base.String())
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
