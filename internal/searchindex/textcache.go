@@ -910,7 +910,12 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 // addRow analyzes one row's FTS columns (cols, in p.weights' order) with
 // sc's buffers and indexes it as add indexes analyzeRow's terms, without
 // a map of the row's own terms: each token is looked up once, in p.
-func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *textScratch) {
+// pieces, when not nil, gives a column other than the first as the texts
+// it joins with single spaces (a row's neighbours' contents, as
+// ownNeighbours finds them): the tokenizer never joins tokens across a
+// space, so the column's terms are its pieces' terms in turn, and each
+// piece is analyzed once however many rows hold it (sc.seen).
+func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, pieces [][]string, sc *textScratch) {
 	sc.order, sc.freqs = sc.order[:0], sc.freqs[:0]
 	length := 0
 	for i, col := range cols {
@@ -931,39 +936,13 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *t
 			sc.freqs[n] += w
 			length++
 		}
-		if ids, ok := sc.seen[col.String]; ok && col.String != "" {
-			for _, id := range ids {
-				count(int32(id))
+		if i > 0 && i < len(pieces) && pieces[i] != nil {
+			for _, text := range pieces[i] {
+				p.analyzeText(text, false, count, sc)
 			}
-			if toks {
-				sc.toks = append(sc.toks, ids...)
-			}
-		} else {
-			remember := sc.seen != nil && col.String != ""
-			if remember {
-				sc.ids = sc.ids[:0]
-			}
-			sc.buf = analyzer.Analyze(col.String, sc.buf, func(term []byte) {
-				id, ok := p.post[string(term)] // no allocation for a lookup
-				if !ok {
-					id = p.newTerm(string(term))
-					p.bytes += textCostTerm + int64(len(term))
-				}
-				count(id)
-				if toks {
-					sc.toks = append(sc.toks, uint32(id))
-				}
-				if remember {
-					sc.ids = append(sc.ids, uint32(id))
-				}
-			})
-			if remember {
-				if len(sc.seen) >= seenKeep {
-					clear(sc.seen)
-				}
-				sc.seen[col.String] = slices.Clone(sc.ids)
-			}
+			continue
 		}
+		p.analyzeText(col.String, toks, count, sc)
 		if toks {
 			body.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
 			if body.toks == nil {
@@ -989,6 +968,45 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, sc *t
 	}
 	if cap(sc.buf) > scratchKeepBytes {
 		sc.buf = nil
+	}
+}
+
+// analyzeText passes each term of text to count as a partition term id,
+// adding terms p does not hold, and appends them to sc.toks when toks is
+// set. A non-empty text met lately (sc.seen) is not analyzed again.
+func (p *textPart) analyzeText(text string, toks bool, count func(int32), sc *textScratch) {
+	if ids, ok := sc.seen[text]; ok && text != "" {
+		for _, id := range ids {
+			count(int32(id))
+		}
+		if toks {
+			sc.toks = append(sc.toks, ids...)
+		}
+		return
+	}
+	remember := sc.seen != nil && text != ""
+	if remember {
+		sc.ids = sc.ids[:0]
+	}
+	sc.buf = analyzer.Analyze(text, sc.buf, func(term []byte) {
+		id, ok := p.post[string(term)] // no allocation for a lookup
+		if !ok {
+			id = p.newTerm(string(term))
+			p.bytes += textCostTerm + int64(len(term))
+		}
+		count(id)
+		if toks {
+			sc.toks = append(sc.toks, uint32(id))
+		}
+		if remember {
+			sc.ids = append(sc.ids, uint32(id))
+		}
+	})
+	if remember {
+		if len(sc.seen) >= seenKeep {
+			clear(sc.seen)
+		}
+		sc.seen[text] = slices.Clone(sc.ids)
 	}
 }
 

@@ -954,7 +954,7 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	} else {
 		err = c.scan(ctx, src, t, q, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
 			if d.owner == owner {
-				p.addRow(d, body, cols, sc)
+				p.addRow(d, body, cols, nil, sc)
 				c.analyzed.Add(1)
 			}
 			return nil
@@ -1019,7 +1019,7 @@ func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t sear
 	}
 	for i := range rows {
 		r := &rows[i]
-		p.addRow(r.d, r.body, r.cols, sc)
+		p.addRow(r.d, r.body, r.cols, r.pieces, sc)
 		c.analyzed.Add(1)
 	}
 	return nil
@@ -1045,7 +1045,7 @@ func (c *textCache) readAgain(ctx context.Context, tx *sql.Tx, t search.ContentT
 		}
 		err := c.scan(ctx, tx, t, q.byID(len(chunk)), args, func(d textDoc, _ textBody, cols []sql.NullString) error {
 			if i, ok := at[d.id]; ok {
-				rows[i].cols = slices.Clone(cols)
+				rows[i].cols, rows[i].pieces = slices.Clone(cols), nil
 			}
 			return nil
 		})
@@ -1064,6 +1064,20 @@ type ownRow struct {
 	body      textBody
 	cols      []sql.NullString
 	key, next sql.NullString
+	// pieces: the context columns as the neighbours' contents they join
+	// (textPart.addRow), set by the neighbour finders; nil where cols
+	// holds the columns as the engine joined them.
+	pieces [][]string
+}
+
+// setContext sets row r's context columns before and after (indexes into
+// r.cols) to the texts they join with single spaces, as pieces for
+// textPart.addRow; the columns stay Valid and empty.
+func (r *ownRow) setContext(before, after int, b, a []string) {
+	r.pieces = make([][]string, max(before, after)+1)
+	r.pieces[before], r.pieces[after] = b, a
+	r.cols[before] = sql.NullString{Valid: true}
+	r.cols[after] = sql.NullString{Valid: true}
 }
 
 // ownMessageNeighbours sets each message's context columns (cols[1] and
@@ -1108,21 +1122,18 @@ func ownMessageNeighbours(rows []ownRow) {
 		if !r.key.Valid {
 			continue
 		}
-		var before, after string
-		if t, ok := neighbour(i, -2); ok {
-			before = t + " "
+		var before, after []string
+		for _, step := range [...]int64{-2, -1} {
+			if t, ok := neighbour(i, step); ok {
+				before = append(before, t)
+			}
 		}
-		if t, ok := neighbour(i, -1); ok {
-			before += t
+		for _, step := range [...]int64{1, 2} {
+			if t, ok := neighbour(i, step); ok {
+				after = append(after, t)
+			}
 		}
-		if t, ok := neighbour(i, 1); ok {
-			after = t
-		}
-		if t, ok := neighbour(i, 2); ok {
-			after += " " + t
-		}
-		r.cols[1] = sql.NullString{String: before, Valid: true}
-		r.cols[2] = sql.NullString{String: after, Valid: true}
+		r.setContext(1, 2, before, after)
 	}
 }
 
@@ -1208,18 +1219,17 @@ func ownNeighbours(rows []ownRow) {
 	}
 	text := func(i int) string { return rows[i].cols[0].String }
 	for i := range rows {
-		var b, a string
+		var b, a []string
 		if p := before[i]; p >= 0 {
 			if pp := before[p]; pp >= 0 {
-				b = text(pp) + " "
+				b = append(b, text(pp))
 			}
-			b += text(p)
+			b = append(b, text(p))
 		}
 		if n := after[i]; n >= 0 {
-			a = text(n)
+			a = append(a, text(n))
 		}
-		rows[i].cols[3] = sql.NullString{String: b, Valid: true}
-		rows[i].cols[4] = sql.NullString{String: a, Valid: true}
+		rows[i].setContext(3, 4, b, a)
 	}
 }
 

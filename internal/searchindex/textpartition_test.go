@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/engram-go/engram/search"
@@ -13,7 +14,10 @@ import (
 // (textPart.addRow: rows analyzed straight into the partition) to the
 // whole-store copy's (analyzeRow, then add): the same documents, lengths,
 // term frequencies per row, postings, document frequencies, token ids of
-// the bodies and charged bytes, term ids aside.
+// the bodies and charged bytes, term ids aside. With pieces, each column
+// after the first is given as its texts between single spaces (as a
+// row's neighbours' contents are), invalid UTF-8 and folded-away marks at
+// the joins included.
 func TestTextPartAddRowIndexesLikeAdd(t *testing.T) {
 	rows := [][]string{
 		{"the bees in the garden, the bees!", "garden bees", "", "before the bees", "after"},
@@ -27,10 +31,12 @@ func TestTextPartAddRowIndexesLikeAdd(t *testing.T) {
 		{"after", "", "meta value", "the bees in the garden, the bees!", "Überraschung: Bienen im Garten"},
 		{"Überraschung: Bienen im Garten", "after", "meta value", "after", "river river river stone"},
 		{"river river river stone", "", "", "Überraschung: Bienen im Garten", "running runs ran runner 42 42"},
+		{"caf\xc3", "caf\xc3 \xa9s", "e\u0301 \u0301x", "\u0301 \u0301  tail \xf0", "\x80 bees  garden"},
 	}
 	for _, kind := range []search.ContentType{search.Archival, search.Messages, search.Blocks} {
-		for _, remember := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/remember=%v", kinds[kind].name, remember), func(t *testing.T) {
+		for _, mode := range []struct{ remember, pieces bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			remember := mode.remember
+			t.Run(fmt.Sprintf("%s/remember=%v/pieces=%v", kinds[kind].name, remember, mode.pieces), func(t *testing.T) {
 				c := newTextCache(DefaultTextCacheBytes, nil, sql.LevelDefault, nil, nil)
 				n := len(textWeights[kind])
 				want, got := newTextPart(kind, textBodies[kind]), newTextPart(kind, textBodies[kind])
@@ -52,7 +58,15 @@ func TestTextPartAddRowIndexesLikeAdd(t *testing.T) {
 					wd := d
 					wd.length = int32(length)
 					want.add(wd, body, rt)
-					got.addRow(d, body, cols, sc)
+					var pieces [][]string
+					if mode.pieces {
+						pieces = make([][]string, n)
+						for j := 1; j < n; j++ {
+							pieces[j] = strings.Split(r[j], " ")
+							cols[j].String = ""
+						}
+					}
+					got.addRow(d, body, cols, pieces, sc)
 				}
 				if got.bytes != want.bytes || got.bodyBytes != want.bodyBytes || got.tokens != want.tokens ||
 					got.live != want.live || got.runs != want.runs || len(got.post) != len(want.post) {
