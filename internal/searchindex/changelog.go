@@ -84,6 +84,10 @@ type changeLog struct {
 	table string
 	driver.ChangeLog
 	idFrom, idCol string // driver.Dialect.IDList
+	// prep returns the Index's prepared statement for a query (nil: none):
+	// every load and catch-up reads the bounds, and parsing the statement
+	// anew cost SQLite more than running it.
+	prep func(ctx context.Context, q string) (*sql.Stmt, error)
 }
 
 func newChangeLog(d driver.Dialect, table string) *changeLog {
@@ -140,7 +144,15 @@ func (l *changeLog) read(ctx context.Context, db *sql.DB, iso sql.IsolationLevel
 	if err != nil {
 		return nil, pos, 0, fmt.Errorf("search: %s: %w", what, err)
 	}
-	if err := scanBounds(tx.QueryRowContext(ctx, l.Bounds), &pos, &floor); err != nil {
+	row := tx.QueryRowContext
+	if l.prep != nil {
+		if st, err := l.prep(ctx, l.Bounds); err == nil && st != nil {
+			ts := tx.StmtContext(ctx, st)
+			defer ts.Close()
+			row = func(ctx context.Context, _ string, args ...any) *sql.Row { return ts.QueryRowContext(ctx, args...) }
+		}
+	}
+	if err := scanBounds(row(ctx, l.Bounds), &pos, &floor); err != nil {
 		tx.Rollback()
 		return nil, pos, 0, fmt.Errorf("search: %s: read log: %w", what, err)
 	}

@@ -438,6 +438,7 @@ func NewIndex(ctx context.Context, db *sql.DB, d driver.Dialect, emb search.Embe
 	}
 	if x.cache != nil {
 		x.cache.fresh.read = x.opts.DataVersion
+		x.cache.log.prep = x.stmt
 	}
 	// Fast path: already recorded and set up.
 	recorded := x.checkEmbedder(ctx, db)
@@ -1063,6 +1064,7 @@ func (x *Index) openTextCache(textLog bool) error {
 		}
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.prep = x.stmt
+		x.text.log.prep = x.stmt
 		x.text.stats, _ = x.d.(driver.TextStats)
 		if x.text.stats != nil {
 			x.text.vocab, _ = x.d.(driver.TextVocabulary)

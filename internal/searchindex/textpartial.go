@@ -1363,14 +1363,22 @@ func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t search.Content
 // loggedSince returns the ids of kind t's rows logged since at (entries
 // at does not hold), up to now.
 func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t search.ContentType, at logPos) (map[int64]bool, error) {
+	// Not a prepared statement: PostgreSQL's generic plan for a position
+	// that is a parameter may read the whole log (see changedSince).
 	return c.logged(ctx, db, t, at)
+}
+
+// loggedQuery is logged's statement for entries past at.
+func (c *textCache) loggedQuery(at logPos) string {
+	where, _ := c.log.since(at)
+	return `SELECT DISTINCT id FROM search_text_log WHERE ` + where + ` AND kind = ?`
 }
 
 // logged returns the ids of kind t's rows logged since at that q's
 // snapshot holds.
 func (c *textCache) logged(ctx context.Context, q queryer, t search.ContentType, at logPos) (map[int64]bool, error) {
-	where, args := c.log.since(at)
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT id FROM search_text_log WHERE `+where+` AND kind = ?`, append(args, int(t))...)
+	_, args := c.log.since(at)
+	rows, err := q.QueryContext(ctx, c.loggedQuery(at), append(args, int(t))...)
 	if err != nil {
 		return nil, fmt.Errorf("search: text cache: read log of %s: %w", kinds[t].name, err)
 	}
