@@ -239,3 +239,28 @@ func accentedTexts(texts []string) []string {
 	}
 	return out
 }
+
+// FuzzAnalyzeJoinedBySpace holds what the text cache's partition loads
+// rely on when they analyze a row's neighbours one by one rather than the
+// context column that joins them: the terms of a, a space and b are the
+// terms of a, then those of b, whatever bytes a and b hold.
+func FuzzAnalyzeJoinedBySpace(f *testing.F) {
+	for _, s := range analyzerSamples {
+		f.Add(s, "bees")
+	}
+	f.Add("caf\xc3", "\xa9s")
+	f.Add("e\u0301", "\u0301x")
+	f.Add("tail \xf0", "\x80\x80 garden")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		terms := func(s string) []string {
+			var out []string
+			Analyze(s, nil, func(term []byte) { out = append(out, string(term)) })
+			return out
+		}
+		got, want := terms(a+" "+b), append(terms(a), terms(b)...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Analyze(%q + \" \" + %q) = %q, want %q then %q", a, b, got, terms(a), terms(b))
+		}
+	})
+}
