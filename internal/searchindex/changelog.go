@@ -140,17 +140,22 @@ func scanBounds(row interface{ Scan(...any) error }, p *logPos, floor *int64, de
 // isolation that makes the transaction one snapshot
 // (driver.Dialect.SnapshotIsolation). The caller rolls tx back.
 func (l *changeLog) read(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, what string) (tx *sql.Tx, pos logPos, floor int64, err error) {
+	// Prepared before the transaction takes a pooled connection: preparing
+	// a statement the Index does not hold yet takes one of its own, and a
+	// pool of one (an in-memory store's) would wait for ever.
+	var st *sql.Stmt
+	if l.prep != nil {
+		st, _ = l.prep(ctx, l.Bounds)
+	}
 	tx, err = db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: iso})
 	if err != nil {
 		return nil, pos, 0, fmt.Errorf("search: %s: %w", what, err)
 	}
 	row := tx.QueryRowContext
-	if l.prep != nil {
-		if st, err := l.prep(ctx, l.Bounds); err == nil && st != nil {
-			ts := tx.StmtContext(ctx, st)
-			defer ts.Close()
-			row = func(ctx context.Context, _ string, args ...any) *sql.Row { return ts.QueryRowContext(ctx, args...) }
-		}
+	if st != nil {
+		ts := tx.StmtContext(ctx, st)
+		defer ts.Close()
+		row = func(ctx context.Context, _ string, args ...any) *sql.Row { return ts.QueryRowContext(ctx, args...) }
 	}
 	if err := scanBounds(row(ctx, l.Bounds), &pos, &floor); err != nil {
 		tx.Rollback()

@@ -907,19 +907,29 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 // (with the load's own buffers), unless their count at cost bytes per
 // row exceeds the bound.
 func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentType, owner string, cost int64) (*partRead, error) {
+	k := kinds[t]
+	countQ := `SELECT count(*) FROM ` + k.base + ` WHERE ` + k.owner + ` = ?`
+	// One statement over the owner's rows (its index), not a list of
+	// their ids read back by id: the statement is the same for every
+	// owner, prepared once (parsing it cost about a sixth of a load). A
+	// kind with its own query (textRowQuery.own) reads neighbours in Go.
+	q := c.rows[t].sel + ` WHERE ` + k.alias + `.` + k.owner + ` = ?`
+	own := c.rows[t].own
+	if own != "" {
+		q = own
+	}
+	// Prepared before the snapshot's transaction takes a connection (see
+	// prepare).
+	countSt, rowsSt := c.prepare(ctx, countQ), c.prepare(ctx, q)
 	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	k := kinds[t]
 	var n int64
-	var count queryer = tx
-	if ts := c.prepared(ctx, tx, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`); ts != nil {
-		defer ts.Close()
-		count = stmtQueryer{ts}
-	}
-	if err := queryRow(ctx, count, `SELECT count(*) FROM `+k.base+` WHERE `+k.owner+` = ?`, owner).Scan(&n); err != nil {
+	count, done := inTx(ctx, tx, countSt)
+	defer done()
+	if err := queryRow(ctx, count, countQ, owner).Scan(&n); err != nil {
 		return nil, fmt.Errorf("search: text cache: count %s of %q: %w", k.name, owner, err)
 	}
 	if n*cost > c.limit {
@@ -932,20 +942,8 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	defer c.release(need)
 	p := newTextPart(t, textBodies[t])
 	p.jsonb = c.jsonbKeys
-	// One statement over the owner's rows (its index), not a list of
-	// their ids read back by id: the statement is the same for every
-	// owner, prepared once (parsing it cost about a sixth of a load). A
-	// kind with its own query (textRowQuery.own) reads neighbours in Go.
-	q := c.rows[t].sel + ` WHERE ` + k.alias + `.` + k.owner + ` = ?`
-	own := c.rows[t].own
-	if own != "" {
-		q = own
-	}
-	var src queryer = tx
-	if ts := c.prepared(ctx, tx, q); ts != nil {
-		defer ts.Close()
-		src = stmtQueryer{ts}
-	}
+	src, done := inTx(ctx, tx, rowsSt)
+	defer done()
 	sc := &textScratch{part: true, seen: map[string][]uint32{}}
 	if own != "" {
 		if err := c.readOwn(ctx, tx, src, t, c.rows[t], owner, p, sc); err != nil {
@@ -1233,17 +1231,30 @@ func ownNeighbours(rows []ownRow) {
 	}
 }
 
-// prepared is the Index's prepared statement for q, in tx (nil: none;
-// the caller closes it).
-func (c *textCache) prepared(ctx context.Context, tx *sql.Tx, q string) *sql.Stmt {
+// prepare is the Index's prepared statement for q (nil: none; the Index
+// closes it). It is asked for before the caller's transaction takes a
+// pooled connection: preparing a statement the Index does not hold yet
+// takes a connection of its own, and from a pool of one (an in-memory
+// store's) it would wait for ever on the transaction's.
+func (c *textCache) prepare(ctx context.Context, q string) *sql.Stmt {
 	if c.prep == nil {
 		return nil
 	}
 	st, err := c.prep(ctx, q)
-	if err != nil || st == nil {
+	if err != nil {
 		return nil
 	}
-	return tx.StmtContext(ctx, st)
+	return st
+}
+
+// inTx is st in tx (st nil: tx itself, running the query it is given),
+// and what releases it.
+func inTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt) (queryer, func()) {
+	if st == nil {
+		return tx, func() {}
+	}
+	ts := tx.StmtContext(ctx, st)
+	return stmtQueryer{ts}, func() { ts.Close() }
 }
 
 // queryRow is QueryRowContext over a queryer.

@@ -1,0 +1,73 @@
+package searchindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// TestCachesOverAPoolOfOne: an in-memory store reads and writes through
+// a pool of one connection. A cache's read must not hold that connection
+// while it prepares a statement (preparing takes a connection of its
+// own): the whole text cache's build, a partition's load and the vector
+// cache's all finish, and a search answers.
+func TestCachesOverAPoolOfOne(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts *searchindex.IndexOptions
+		emb  search.Embedder
+		mode search.Mode
+		prep func(x *searchindex.Index)
+		warm func(ctx context.Context, x *searchindex.Index) error
+	}{
+		{name: "text cache", mode: search.FTS,
+			warm: func(ctx context.Context, x *searchindex.Index) error { return x.WarmTextCache(ctx) }},
+		{name: "text partition", mode: search.FTS, prep: searchindex.ForceTextPartial,
+			warm: func(ctx context.Context, x *searchindex.Index) error {
+				if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+					return fmt.Errorf("%w, want the cache partial", err)
+				}
+				return nil
+			}},
+		{name: "vector cache", opts: &searchindex.IndexOptions{TextCacheBytes: -1}, emb: search.NewOffline(16), mode: search.Vector,
+			warm: func(ctx context.Context, x *searchindex.Index) error { return x.WarmVectorCache(ctx) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			db := openDB(t)
+			bulkArchival(t, db, 50)
+			db.SetMaxOpenConns(1)
+			x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, c.emb, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			if c.prep != nil {
+				c.prep(x)
+			}
+			if c.warm != nil {
+				if err := c.warm(ctx, x); err != nil {
+					t.Fatalf("warm: %v", err)
+				}
+			}
+			opts := search.NewOptions().Mode(c.mode).ContentTypes(search.Archival)
+			hits, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatalf("Search: %v", err)
+			}
+			if c.mode == search.FTS && len(hits) == 0 {
+				t.Fatal("Search found nothing")
+			}
+			if st := x.CacheStats(); c.mode == search.FTS && st.TextLegs == 0 {
+				t.Fatalf("the text cache ranked no leg: %+v", st)
+			}
+		})
+	}
+}
