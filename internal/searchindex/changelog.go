@@ -151,13 +151,9 @@ func (l *changeLog) read(ctx context.Context, db *sql.DB, iso sql.IsolationLevel
 	if err != nil {
 		return nil, pos, 0, fmt.Errorf("search: %s: %w", what, err)
 	}
-	row := tx.QueryRowContext
-	if st != nil {
-		ts := tx.StmtContext(ctx, st)
-		defer ts.Close()
-		row = func(ctx context.Context, _ string, args ...any) *sql.Row { return ts.QueryRowContext(ctx, args...) }
-	}
-	if err := scanBounds(row(ctx, l.Bounds), &pos, &floor); err != nil {
+	bounds, done := inTx(ctx, tx, st)
+	defer done()
+	if err := scanBounds(queryRow(ctx, bounds, l.Bounds), &pos, &floor); err != nil {
 		tx.Rollback()
 		return nil, pos, 0, fmt.Errorf("search: %s: read log: %w", what, err)
 	}

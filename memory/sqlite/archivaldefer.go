@@ -71,13 +71,11 @@ func (b *Backend) flushArchivalIndex(ctx context.Context, tx *sql.Tx, ids []int6
 	}
 	var others []int64 // the entries re-indexed besides the inserted ones
 	seen := map[int64]bool{}
-	add := func(id int64) bool {
-		if inserted[id] || seen[id] {
-			return false
+	add := func(id int64) {
+		if !inserted[id] && !seen[id] {
+			seen[id] = true
+			others = append(others, id)
 		}
-		seen[id] = true
-		others = append(others, id)
-		return true
 	}
 	edgesBefore, edgesAfter, err := b.batchEdges(ctx, tx, ids)
 	if err != nil {
