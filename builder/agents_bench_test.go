@@ -26,7 +26,8 @@ import (
 // BenchmarkAgentsStore measures what one agent's operations cost in a
 // SQLite store of N agents (20 blocks, 200 archival entries and 200
 // messages each, one Zipf vocabulary): an agent's first search in a
-// process (its partitions load), archival and over all types, and a warm
+// process (its partitions load), archival and over all types, a resident
+// agent's search after another agent's insert or delete, and a warm
 // Build. Each should cost what the agent's own rows cost, whatever N is:
 // each sub-benchmark times every N in turn (so that the machine's load
 // weighs on each alike) and reports each N's p50 and the largest N's
@@ -160,6 +161,53 @@ func BenchmarkAgentsStore(b *testing.B) {
 			return err
 		})
 	})
+	// A resident agent's archival search after another agent's write:
+	// an insert, or a delete of its oldest entry (on copies of the
+	// stores, which the deletes change). At N = 10 the cache holds every
+	// agent and follows both; at N = 1,000 a delete of a row no resident
+	// partition holds drops the statistics, and the search counts its
+	// terms in the whole store again.
+	for _, write := range []string{"insert", "delete"} {
+		b.Run("resident-search-after-another-agents-"+write, func(b *testing.B) {
+			sts := make([]*memory.Store, len(ns))
+			for i := range ns {
+				cp := filepath.Join(b.TempDir(), filepath.Base(paths[i]))
+				if err := copyFile(paths[i], cp); err != nil {
+					b.Fatal(err)
+				}
+				st, err := memory.Open(ctx, cp, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				warm(b, st, func() error { return nil })
+				sts[i] = st
+			}
+			for j, n := range ns {
+				a := sts[j].Agent(agentName(n / 2))
+				for range 3 { // resident, statistics read
+					if _, err := a.Archival().Search(ctx, queries[0], nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			interleaved(b, sts, 50, func(st *memory.Store, n, i int) error {
+				other := st.Agent(agentName((n/2 + 1 + i%(n-1)) % n)) // never the searcher
+				if write == "insert" {
+					_, err := other.Archival().Insert(ctx, memory.ArchivalEntry{Content: fmt.Sprint("one more entry ", i)})
+					return err
+				}
+				es, err := other.Archival().List(ctx, &memory.ArchivalQuery{Limit: 1})
+				if err != nil || len(es) == 0 {
+					return errors.Join(err, errors.New("no entry to delete"))
+				}
+				return other.Archival().Delete(ctx, es[0].ID)
+			}, func(st *memory.Store, n, i int) error {
+				_, err := st.Agent(agentName(n/2)).Archival().Search(ctx, queries[i%len(queries)], nil)
+				return err
+			})
+		})
+	}
 	// A warm build after another process wrote (here another store on
 	// the same file, to another agent's block): the build's reads see the
 	// database changed and read again what they memoized.
@@ -270,4 +318,14 @@ func agentsStore(ctx context.Context, path string, n int) ([]string, error) {
 		return nil, err
 	}
 	return queries, os.Rename(tmp, path)
+}
+
+// copyFile copies the SQLite database at from (checkpointed: no WAL
+// beside it) to to.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
 }

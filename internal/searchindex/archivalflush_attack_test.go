@@ -17,6 +17,7 @@ import (
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storeaccess"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/sqlite"
@@ -243,6 +244,11 @@ func TestArchivalFlushAttackRandom(t *testing.T) {
 		{"postgres", true, 2, 100},
 	} {
 		t.Run(fmt.Sprintf("%s/noopdups=%v", c.engine, c.noopDups), func(t *testing.T) {
+			if testenv.Race && !testenv.Long() {
+				// One seed each under -race (the transpiled SQLite runs
+				// about 16 times slower); every seed runs without it.
+				c.seeds = 1
+			}
 			first := uint64(0)
 			if n, err := strconv.Atoi(os.Getenv("ENGRAM_FLUSH_SEEDS")); err == nil {
 				first, c.seeds = c.seeds, uint64(n)
