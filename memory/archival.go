@@ -590,7 +590,23 @@ func (c *Store) supersedeArchival(ctx context.Context, agent string, oldID int64
 	if oldID <= 0 {
 		return e, invalidArg("archival id %d", oldID)
 	}
+	if err := c.checkOpen(ctx); err != nil {
+		return e, err
+	}
+	c.holdArchival(ctx, agent)
 	return c.insertArchival(ctx, agent, e, oldID)
+}
+
+// holdArchival has a partial text cache load agent's archival entries
+// ahead of a write that deletes or retires some of them, so that the
+// cache follows the write in its store-wide statistics rather than drop
+// them, which would make every agent's next search count its terms in
+// the whole store (searchindex.Index.HoldOwner). A store-wide cache, or
+// none, does nothing.
+func (c *Store) holdArchival(ctx context.Context, agent string) {
+	if checkAgent(agent) == nil {
+		c.index.HoldOwner(ctx, search.Archival, agent)
+	}
 }
 
 const archivalCols = `id, agent, content, metadata_json, tags_json, created_at, valid_from, valid_to, COALESCE(superseded_by, 0)`
@@ -697,6 +713,7 @@ func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) erro
 	if err := c.checkOpen(ctx); err != nil {
 		return err
 	}
+	c.holdArchival(ctx, agent)
 	var n int64
 	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)

@@ -1192,6 +1192,7 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 	if err := checkMergeSources(m.Sources); err != nil {
 		return 0, fmt.Errorf("archival memory of %q: %w", agent, err)
 	}
+	c.holdArchival(ctx, agent)
 	meta := map[string]any{}
 	for k, v := range m.Metadata {
 		meta[k] = v

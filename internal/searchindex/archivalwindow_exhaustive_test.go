@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // windowCase is one small conversation (or stream) of five entries and one
@@ -85,6 +87,7 @@ func windowCases(pg bool) (setup []string, edits []windowCase) {
 }
 
 func TestArchivalWindowExhaustiveSQLite(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "4,480 edits, each row's index compared with SQL's")
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
 	setup, edits := windowCases(false)
@@ -127,6 +130,7 @@ func TestArchivalWindowExhaustiveSQLite(t *testing.T) {
 }
 
 func TestArchivalWindowExhaustivePostgres(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "4,480 edits, each row's index compared with SQL's")
 	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
 		t.Skip("no PostgreSQL")
 	}

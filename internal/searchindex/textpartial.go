@@ -1716,3 +1716,32 @@ func (c *textCache) partialMaxScore(t search.ContentType, phrases []string) (flo
 	}
 	return bm25Max(s.rows, df), true
 }
+
+// HoldOwner loads owner's partition of content type t into a partial text
+// cache ahead of a write that changes or deletes rows of the owner, when
+// the cache keeps that type's store-wide statistics: the catch-up after
+// the write then moves the statistics by what the rows held. A change to
+// a row no resident partition holds drops them instead, and every agent's
+// next search of the type counts its terms in the whole store again. So
+// the owner pays for reading its own rows (once: the partition stays
+// resident as any searched one), not every other agent for counting the
+// store's. It does nothing when the cache holds every row or none, or
+// keeps no statistics of t yet; a load that fails or is refused (the
+// owner's rows exceed the bound) leaves the write to drop them as before.
+func (x *Index) HoldOwner(ctx context.Context, t search.ContentType, owner string) {
+	c := x.text
+	if c == nil {
+		return
+	}
+	c.mu.RLock()
+	s := c.gstats[t]
+	follow := c.partial && s != nil && s.loaded
+	c.mu.RUnlock()
+	if !follow {
+		return
+	}
+	if _, err := c.ensure(ctx, x.db, t, owner); err != nil && ctx.Err() == nil {
+		c.ld.log.Warn("search: text cache: could not load a partition ahead of a write; the write drops the statistics",
+			"type", kinds[t].name, "owner", owner, "err", err)
+	}
+}

@@ -35,124 +35,145 @@ func TestTextCachePartialForeignWriteStats(t *testing.T) {
 		name   string
 		writes []string
 		reread bool // the statistics must be read again
+		// away: the write moves a row to an owner whose partition is not
+		// held, so holding agent-5's does not make it followed.
+		away bool
 	}{
-		{"supersession", supersede("agent-5"), false},
-		{"superseded only", []string{`UPDATE archival SET valid_to = created_at, valid_from = valid_from + 1 WHERE id = ` + one("agent-5", "archival")}, false},
-		{"message role and name", []string{`UPDATE messages SET role = 'assistant', name = 'n', tool_call_id = 'x' WHERE id = ` + one("agent-5", "messages")}, false},
-		{"archival content", []string{`UPDATE archival SET content = 'wing wing wing' WHERE id = ` + one("agent-5", "archival")}, true},
-		{"archival tags", []string{`UPDATE archival SET tags_json = '["wing"]', tags_text = 'wing' WHERE id = ` + one("agent-5", "archival")}, true},
-		{"archival metadata", []string{`UPDATE archival SET metadata_json = '{"k": "flutter"}' WHERE id = ` + one("agent-5", "archival")}, true},
-		{"archival owner", []string{`UPDATE archival SET agent = 'agent-6' WHERE id = ` + one("agent-5", "archival")}, true},
-		{"archival delete", []string{`DELETE FROM archival WHERE id = ` + one("agent-5", "archival")}, true},
-		{"message content", []string{`UPDATE messages SET content = 'wing wing' WHERE id = ` + one("agent-5", "messages")}, true},
-		{"message moved in its batch", []string{`UPDATE messages SET seq = seq + 1000 WHERE id = ` + one("agent-5", "messages")}, true},
-		{"message delete", []string{`DELETE FROM messages WHERE id = ` + one("agent-5", "messages")}, true},
+		{"supersession", supersede("agent-5"), false, false},
+		{"superseded only", []string{`UPDATE archival SET valid_to = created_at, valid_from = valid_from + 1 WHERE id = ` + one("agent-5", "archival")}, false, false},
+		{"message role and name", []string{`UPDATE messages SET role = 'assistant', name = 'n', tool_call_id = 'x' WHERE id = ` + one("agent-5", "messages")}, false, false},
+		{"archival content", []string{`UPDATE archival SET content = 'wing wing wing' WHERE id = ` + one("agent-5", "archival")}, true, false},
+		{"archival tags", []string{`UPDATE archival SET tags_json = '["wing"]', tags_text = 'wing' WHERE id = ` + one("agent-5", "archival")}, true, false},
+		{"archival metadata", []string{`UPDATE archival SET metadata_json = '{"k": "flutter"}' WHERE id = ` + one("agent-5", "archival")}, true, false},
+		{"archival owner", []string{`UPDATE archival SET agent = 'agent-6' WHERE id = ` + one("agent-5", "archival")}, true, true},
+		{"archival delete", []string{`DELETE FROM archival WHERE id = ` + one("agent-5", "archival")}, true, false},
+		{"message content", []string{`UPDATE messages SET content = 'wing wing' WHERE id = ` + one("agent-5", "messages")}, true, false},
+		{"message moved in its batch", []string{`UPDATE messages SET seq = seq + 1000 WHERE id = ` + one("agent-5", "messages")}, true, false},
+		{"message delete", []string{`DELETE FROM messages WHERE id = ` + one("agent-5", "messages")}, true, false},
 		// A message alone in its batch is an insert, followed; appended
 		// after another (or put before it) it fills that one's context
 		// column from empty, followed too; two appends in one catch-up
 		// are followed one after the other.
 		{"message in a new batch", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-			VALUES ('agent-5', 'user', 'wing flutter', 'new', 1, 0)`}, false},
+			VALUES ('agent-5', 'user', 'wing flutter', 'new', 1, 0)`}, false, false},
 		{"message appended", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false, false},
 		{"two messages appended", []string{
 			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 				VALUES ('agent-5', 'user', 'wing wing mach', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`,
 			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 				VALUES ('agent-5', 'user', 'flutter layer', 'b1', (SELECT max(seq) + 1 FROM messages WHERE agent = 'agent-5'), 0)`,
-		}, false},
+		}, false, false},
 		// Two seqs past the last one: it fills the last one's
 		// context_after from empty, and the one before's from one
 		// message to two.
 		{"message appended past a gap", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 2 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT max(seq) + 2 FROM messages WHERE agent = 'agent-5'), 0)`}, false, false},
 		{"three messages appended in one statement", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 			SELECT 'agent-5', 'user', w, 'b1', (SELECT max(seq) FROM messages WHERE agent = 'agent-5') + n, 0
-			FROM (SELECT 1 AS n, 'wing mach' AS w UNION ALL SELECT 2, 'flutter flutter' UNION ALL SELECT 3, 'layer wing')`}, false},
+			FROM (SELECT 1 AS n, 'wing mach' AS w UNION ALL SELECT 2, 'flutter flutter' UNION ALL SELECT 3, 'layer wing')`}, false, false},
 		{"message put first", []string{`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
-			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT min(seq) - 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false},
+			VALUES ('agent-5', 'user', 'wing flutter', 'b1', (SELECT min(seq) - 1 FROM messages WHERE agent = 'agent-5'), 0)`}, false, false},
 		// A message moved next to a new one changed its own place (its
 		// log entry says so): not taken for an arrival beside it.
 		{"message moved beside a new one", []string{
 			`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES ('agent-5', 'user', 'wing mach', 'x', 2, 0)`,
 			`UPDATE messages SET batch_id = 'x', seq = 1, content = 'wing wing flutter' WHERE agent = 'agent-5' AND batch_id = 'lone'`,
-		}, true},
+		}, true, false},
 		// Its successor's content changing rewrites it too: not followed.
-		{"neighbour edited", []string{`UPDATE messages SET content = 'wing shock' WHERE agent = 'agent-5' AND seq = 2`}, true},
+		{"neighbour edited", []string{`UPDATE messages SET content = 'wing shock' WHERE agent = 'agent-5' AND seq = 2`}, true, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-			words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
-			// 12 rows of each kind an agent with the long tests, 6
-			// otherwise (writing them is most of each case's time).
-			inTx(t, db, func(tx execer) {
-				for a := range 8 {
-					for i := range testenv.Scale(6, 12) {
-						agent := fmt.Sprint("agent-", a)
-						insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
-						insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
-					}
-					if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+		// held: agent-5's partitions are loaded ahead of the writes
+		// (Index.HoldOwner, as the store does before its own deletes and
+		// supersessions), so every write is followed.
+		for _, held := range []bool{false, true} {
+			name := tc.name
+			if held {
+				name += "/held"
+			}
+			t.Run(name, func(t *testing.T) { testForeignWriteStats(t, tc.writes, tc.reread && (!held || tc.away), held) })
+		}
+	}
+}
+
+func testForeignWriteStats(t *testing.T, writes []string, reread, held bool) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	words := []string{"wing", "flutter", "mach", "layer", "shock", "flow"}
+	// 12 rows of each kind an agent with the long tests, 6
+	// otherwise (writing them is most of each case's time).
+	inTx(t, db, func(tx execer) {
+		for a := range 8 {
+			for i := range testenv.Scale(6, 12) {
+				agent := fmt.Sprint("agent-", a)
+				insertArchival(t, tx, archivalRow{Agent: agent, Content: words[(a+i)%6] + " " + words[i%4] + " note"})
+				insertMessage(t, tx, agent, "user", words[(a*i)%6]+" "+words[i%5], baseTime)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
 						VALUES (?, 'user', 'shock layer', 'lone', 1, 0)`, fmt.Sprint("agent-", a)); err != nil {
-						t.Fatal(err)
-					}
-				}
-			})
-			sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+				t.Fatal(err)
+			}
+		}
+	})
+	sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 20, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	scope := search.Scope{Agent: "agent-0"}
+	search0 := func() {
+		t.Helper()
+		for _, ct := range []search.ContentType{search.Archival, search.Messages} {
+			opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(ct).Limit(20) }
+			want, err := sqlx.Search(ctx, "wing flutter", scope, opts())
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer sqlx.Close()
-			x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 20, VectorCacheBytes: -1})
+			got, err := x.Search(ctx, "wing flutter", scope, opts())
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer x.Close()
-			searchindex.ForceTextPartial(x)
-			_ = x.WarmTextCache(ctx)
-			scope := search.Scope{Agent: "agent-0"}
-			search0 := func() {
-				t.Helper()
-				for _, ct := range []search.ContentType{search.Archival, search.Messages} {
-					opts := func() *search.Options { return search.NewOptions().Mode(search.FTS).ContentTypes(ct).Limit(20) }
-					want, err := sqlx.Search(ctx, "wing flutter", scope, opts())
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := x.Search(ctx, "wing flutter", scope, opts())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(want) != len(got) {
-						t.Fatalf("%v: SQL %d results, cache %d", ct, len(want), len(got))
-					}
-					if err := sameRanking(want, got); err != nil {
-						t.Fatalf("%v: %v\nSQL   %v\ncache %v", ct, err, keys(want), keys(got))
-					}
-				}
+			if len(want) != len(got) {
+				t.Fatalf("%v: SQL %d results, cache %d", ct, len(want), len(got))
 			}
-			search0()
-			answers, reads := searchindex.TextCacheAnswers(x), searchindex.TextStatsReads(x)
-			if answers == 0 || reads == 0 {
-				t.Fatalf("the cache answered %d legs and read the statistics %d times: it is not what is measured", answers, reads)
+			if err := sameRanking(want, got); err != nil {
+				t.Fatalf("%v: %v\nSQL   %v\ncache %v", ct, err, keys(want), keys(got))
 			}
-			for _, q := range tc.writes {
-				if _, err := db.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			search0()
-			if searchindex.TextCacheAnswers(x)-answers != 2 {
-				t.Fatalf("the cache answered %d of 2 legs after the write", searchindex.TextCacheAnswers(x)-answers)
-			}
-			if searchindex.TextCacheHeld(x, search.Archival, "agent-5") || searchindex.TextCacheHeld(x, search.Messages, "agent-5") {
-				t.Fatal("agent-5's rows are resident: the write is not foreign")
-			}
-			if got := searchindex.TextStatsReads(x) - reads; (got > 0) != tc.reread {
-				t.Fatalf("after the write the statistics were read %d times; want them read again: %v", got, tc.reread)
-			}
-		})
+		}
+	}
+	search0()
+	answers, reads := searchindex.TextCacheAnswers(x), searchindex.TextStatsReads(x)
+	if answers == 0 || reads == 0 {
+		t.Fatalf("the cache answered %d legs and read the statistics %d times: it is not what is measured", answers, reads)
+	}
+	if held {
+		for _, ct := range []search.ContentType{search.Archival, search.Messages} {
+			x.HoldOwner(ctx, ct, "agent-5")
+		}
+	}
+	for _, q := range writes {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	search0()
+	if searchindex.TextCacheAnswers(x)-answers != 2 {
+		t.Fatalf("the cache answered %d of 2 legs after the write", searchindex.TextCacheAnswers(x)-answers)
+	}
+	for _, ct := range []search.ContentType{search.Archival, search.Messages} {
+		if searchindex.TextCacheHeld(x, ct, "agent-5") != held {
+			t.Fatalf("agent-5's %v resident: %v, want %v", ct, !held, held)
+		}
+	}
+	if got := searchindex.TextStatsReads(x) - reads; (got > 0) != reread {
+		t.Fatalf("after the write the statistics were read %d times; want them read again: %v", got, reread)
 	}
 }
 
