@@ -62,6 +62,25 @@ func BenchmarkAgentsStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// copies opens a copy of every store, readied as open readies them,
+	// for sub-benchmarks that change the stores.
+	copies := func(b *testing.B) []*memory.Store {
+		sts := make([]*memory.Store, len(ns))
+		for i := range ns {
+			cp := filepath.Join(b.TempDir(), filepath.Base(paths[i]))
+			if err := copyFile(paths[i], cp); err != nil {
+				b.Fatal(err)
+			}
+			st, err := memory.Open(ctx, cp, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			warm(b, st, func() error { return nil })
+			sts[i] = st
+		}
+		return sts
+	}
 	// open opens every store, readied as a process that has searched
 	// before (see warm).
 	open := func(b *testing.B, first func(st *memory.Store, n int) error) []*memory.Store {
@@ -161,6 +180,19 @@ func BenchmarkAgentsStore(b *testing.B) {
 			return err
 		})
 	})
+	// An agent's delete of one of its archival entries (its oldest; each
+	// sample another agent), on copies of the stores.
+	b.Run("archival-delete", func(b *testing.B) {
+		sts := copies(b)
+		interleaved(b, sts, 50, nil, func(st *memory.Store, n, i int) error {
+			ar := st.Agent(agentName(i % n)).Archival()
+			es, err := ar.List(ctx, &memory.ArchivalQuery{Limit: 1})
+			if err != nil || len(es) == 0 {
+				return errors.Join(err, errors.New("no entry to delete"))
+			}
+			return ar.Delete(ctx, es[0].ID)
+		})
+	})
 	// A resident agent's archival search after another agent's write:
 	// an insert, or a delete of its oldest entry (on copies of the
 	// stores, which the deletes change). At N = 10 the cache holds every
@@ -169,20 +201,7 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// terms in the whole store again.
 	for _, write := range []string{"insert", "delete"} {
 		b.Run("resident-search-after-another-agents-"+write, func(b *testing.B) {
-			sts := make([]*memory.Store, len(ns))
-			for i := range ns {
-				cp := filepath.Join(b.TempDir(), filepath.Base(paths[i]))
-				if err := copyFile(paths[i], cp); err != nil {
-					b.Fatal(err)
-				}
-				st, err := memory.Open(ctx, cp, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { st.Close() })
-				warm(b, st, func() error { return nil })
-				sts[i] = st
-			}
+			sts := copies(b)
 			for j, n := range ns {
 				a := sts[j].Agent(agentName(n / 2))
 				for range 3 { // resident, statistics read

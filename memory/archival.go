@@ -207,6 +207,11 @@ const archivalTagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, 
 // triggers when parsed).
 const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 
+// archivalDeleteSQL deletes entry ? of agent ?; kept parsed like
+// archivalSupersedeSQL (parsing a delete of archival codes its triggers,
+// most of the delete's cost).
+const archivalDeleteSQL = `DELETE FROM archival WHERE id = ? AND agent = ?`
+
 // insertArchivalRows inserts rows (setting their IDs), their tags and,
 // when vecs is not nil, their vectors.
 //
@@ -716,7 +721,7 @@ func (c *Store) deleteArchival(ctx context.Context, agent string, id int64) erro
 	c.holdArchival(ctx, agent)
 	var n int64
 	err := c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM archival WHERE id = ? AND agent = ?`, id, agent)
+		res, err := c.txExec(ctx, tx, archivalDeleteSQL, id, agent)
 		if err != nil {
 			return err
 		}
