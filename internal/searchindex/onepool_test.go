@@ -68,6 +68,14 @@ func TestCachesOverAPoolOfOne(t *testing.T) {
 			if st := x.CacheStats(); c.mode == search.FTS && st.TextLegs == 0 {
 				t.Fatalf("the text cache ranked no leg: %+v", st)
 			}
+			// Catch-ups after writes read the new rows by id, through a
+			// statement prepared ahead of the catch-up after the first.
+			for i := range 3 {
+				insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprint("flutter again ", i)})
+				if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts); err != nil {
+					t.Fatalf("Search after write %d: %v", i, err)
+				}
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,13 @@ type textCache struct {
 	// prep returns the Index's prepared statement for a query (nil: none),
 	// for the statements every partition load runs.
 	prep func(ctx context.Context, q string) (*sql.Stmt, error)
+	// byID are the prepared reads of a few rows by id that catch-ups
+	// run (readByID), by kind and padded count; byIDWant the ones a
+	// catch-up wanted and did not have, prepared before the next one
+	// opens its transaction (see prepareByID). Guarded by byIDMu.
+	byIDMu   sync.Mutex
+	byID     map[byIDKey]*sql.Stmt
+	byIDWant map[byIDKey]bool
 
 	// Catch-ups run in the background (ld): a catch-up reads and analyzes
 	// rows without holding mu, then applies them under mu in one step, so a
@@ -559,6 +567,7 @@ type rowTerms struct {
 // it was never loaded, or fell behind the log's trimming) in one read
 // transaction, and applies it.
 func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
+	c.prepareByID(ctx)
 	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return err
@@ -649,18 +658,83 @@ func (c *textCache) stage(ctx context.Context, tx queryer, t search.ContentType,
 	return staged, nil
 }
 
-// readByID is read over kind t's rows ids, in chunks of 500.
+// readByID is read over kind t's rows ids, in chunks of 500. A chunk of
+// at most textByIDPrepared ids (a catch-up after a few writes: the common
+// case) runs a prepared statement when one is ready, its ids padded with
+// the last to a power of two (a few statements per kind); parsing the
+// statement, with its joins and views, cost more than reading the rows.
 func (c *textCache) readByID(ctx context.Context, tx queryer, t search.ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
 	for chunk := range slices.Chunk(ids, 500) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
+		n := len(chunk)
+		var st *sql.Stmt
+		if n <= textByIDPrepared {
+			n = 1 << bits.Len(uint(n-1))
+			st = c.byIDStmt(byIDKey{t, n})
 		}
-		if err := c.read(ctx, tx, t, c.rows[t].byID(len(chunk)), args, sc, fn); err != nil {
+		args := make([]any, n)
+		for i := range args {
+			args[i] = chunk[min(i, len(chunk)-1)]
+		}
+		q := c.rows[t].byID(n)
+		src := tx
+		if st != nil {
+			if sqlTx, ok := tx.(*sql.Tx); ok {
+				var done func()
+				src, done = inTx(ctx, sqlTx, st)
+				defer done()
+			} else {
+				src = stmtQueryer{st}
+			}
+		}
+		if err := c.read(ctx, src, t, q, args, sc, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// textByIDPrepared is the most ids readByID reads with a prepared
+// statement.
+const textByIDPrepared = 64
+
+// byIDKey names a prepared read of count rows of kind t by id.
+type byIDKey struct {
+	t     search.ContentType
+	count int
+}
+
+// byIDStmt returns the prepared read k, or nil (then wanted: see
+// prepareByID).
+func (c *textCache) byIDStmt(k byIDKey) *sql.Stmt {
+	c.byIDMu.Lock()
+	defer c.byIDMu.Unlock()
+	st, ok := c.byID[k]
+	if !ok && c.prep != nil {
+		if c.byIDWant == nil {
+			c.byIDWant = map[byIDKey]bool{}
+		}
+		c.byIDWant[k] = true
+	}
+	return st
+}
+
+// prepareByID prepares the reads by id a catch-up wanted. It runs before
+// a catch-up opens its transaction: preparing takes a pooled connection,
+// which over a pool of one the transaction would hold.
+func (c *textCache) prepareByID(ctx context.Context) {
+	c.byIDMu.Lock()
+	want := c.byIDWant
+	c.byIDWant = nil
+	c.byIDMu.Unlock()
+	for k := range want {
+		st := c.prepare(ctx, c.rows[k.t].byID(k.count))
+		c.byIDMu.Lock()
+		if c.byID == nil {
+			c.byID = map[byIDKey]*sql.Stmt{}
+		}
+		c.byID[k] = st // nil (no room, or a failure): read unprepared
+		c.byIDMu.Unlock()
+	}
 }
 
 // reload builds the whole cache from the current index contents and swaps

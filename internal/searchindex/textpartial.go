@@ -241,6 +241,7 @@ func (c *textCache) partialSync(ctx context.Context, db *sql.DB, cur logPos, ver
 // partialCatchUp replays the log since c.pos into the partitions; c.mu is
 // held.
 func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
+	c.prepareByID(ctx)
 	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return err
