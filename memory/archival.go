@@ -207,6 +207,10 @@ const archivalTagSQL = `INSERT INTO archival_tags (archival_id, tag) VALUES (?, 
 // triggers when parsed).
 const archivalLinkSQL = `UPDATE archival SET superseded_by = ? WHERE id = ?`
 
+// archivalMergeSQL sets the metadata, tags and tag text of entry ? (a
+// duplicate merged into it); kept parsed like archivalSupersedeSQL.
+const archivalMergeSQL = `UPDATE archival SET metadata_json = ?, tags_json = ?, tags_text = ? WHERE id = ?`
+
 // archivalDeleteSQL deletes entry ? of agent ?; kept parsed like
 // archivalSupersedeSQL (parsing a delete of archival codes its triggers,
 // most of the delete's cost).

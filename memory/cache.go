@@ -208,7 +208,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
 	if ts, ok := be.(driver.TxStatements); ok {
-		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, archivalSupersedeSQL, archivalLinkSQL, archivalDeleteSQL, archivalPlaceSQL, usageQuery,
+		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, archivalSupersedeSQL, archivalLinkSQL, archivalDeleteSQL, archivalMergeSQL, archivalPlaceSQL, usageQuery,
 			batchStateQuery, batchInsertQuery, batchHighQuery, messageInsertQuery); err != nil {
 			return nil, fmt.Errorf("memory: %s: %w", name, err)
 		}

@@ -1240,7 +1240,7 @@ func (c *Store) applyMerge(ctx context.Context, agent string, m ArchivalMerge, i
 			}
 		}
 		for _, src := range m.Sources {
-			if _, err := tx.ExecContext(ctx, `UPDATE archival SET superseded_by = ? WHERE id = ?`, row.e.ID, src); err != nil {
+			if _, err := c.txExec(ctx, tx, archivalLinkSQL, row.e.ID, src); err != nil {
 				return fmt.Errorf("memory: link supersession %d -> %d: %w", src, row.e.ID, err)
 			}
 		}

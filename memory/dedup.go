@@ -252,7 +252,7 @@ func (c *Store) mergeDuplicate(ctx context.Context, tx *sql.Tx, row *archivalRow
 			if err := c.checkQuota(ctx, tx, agent, delta); err != nil {
 				return false, err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE archival SET metadata_json = ?, tags_json = ?, tags_text = ? WHERE id = ?`,
+			if _, err := c.txExec(ctx, tx, archivalMergeSQL,
 				string(metaJSON), string(tagsJSON), strings.Join(tags, " "), old.ID); err != nil {
 				return false, fmt.Errorf("memory: merge a duplicate into archival %d of %q: %w", old.ID, agent, err)
 			}
