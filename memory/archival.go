@@ -60,6 +60,13 @@ func (c *Store) insertArchival(ctx context.Context, agent string, e ArchivalEntr
 	if err != nil {
 		return e, err
 	}
+	if row.key != "" && supersede == 0 && c.index.WantsHold(search.Archival, agent) {
+		// Merged into a live duplicate, the insert rewrites that entry's
+		// tags and metadata: a change to a row the agent has.
+		if _, _, _, ok, err := liveByKey(ctx, c.rdb, agent, row.key); err == nil && ok {
+			c.holdArchival(ctx, agent)
+		}
+	}
 	err = c.write(ctx, agentLock(agent), func(ctx context.Context, tx *sql.Tx) error {
 		return c.insertArchivalTx(ctx, tx, row, supersede, vecs)
 	})

@@ -13,7 +13,8 @@ import (
 
 // TestArchivalWritesKeepPartialStatistics: in a store whose text cache
 // holds only the partitions searched lately, an agent that deletes,
-// supersedes or merges entries has its own partition loaded first, so
+// supersedes or merges entries, or inserts a duplicate of a live one, has
+// its own partition loaded first, so
 // the cache follows the write in its store-wide statistics; dropping
 // them would make every agent's next search count its terms in the
 // whole store again.
@@ -44,25 +45,37 @@ func TestArchivalWritesKeepPartialStatistics(t *testing.T) {
 	if s := x.CacheStats(); !s.TextPartial {
 		t.Fatalf("the text cache is not partial (%d bytes): nothing is measured", s.TextBytes)
 	}
-	first := func(agent string) int64 {
+	second := func(agent string) memory.ArchivalEntry {
 		t.Helper()
 		es, err := st.Agent(agent).Archival().List(ctx, &memory.ArchivalQuery{Limit: 2})
 		if err != nil || len(es) < 2 {
 			t.Fatalf("list %s: %v (%d entries)", agent, err, len(es))
 		}
-		return es[1].ID
+		return es[1]
 	}
+	first := func(agent string) int64 { return second(agent).ID }
 	for _, w := range []struct {
-		name  string
-		write func(agent string) error
+		name   string
+		agents []string // each one's first write of the test: not resident
+		write  func(agent string) error
 	}{
-		{"delete", func(agent string) error { return st.Agent(agent).Archival().Delete(ctx, first(agent)) }},
-		{"supersede", func(agent string) error {
+		{"delete", []string{"agent-5", "agent-9"}, func(agent string) error { return st.Agent(agent).Archival().Delete(ctx, first(agent)) }},
+		{"supersede", []string{"agent-6", "agent-10"}, func(agent string) error {
 			_, err := st.Agent(agent).Archival().Supersede(ctx, first(agent), memory.ArchivalEntry{Content: "wing wing superseding"})
 			return err
 		}},
+		// Merged into the live entry it duplicates, an insert rewrites
+		// that entry's tags.
+		{"duplicate insert", []string{"agent-7", "agent-11"}, func(agent string) error {
+			dup := second(agent)
+			e, err := st.Agent(agent).Archival().Insert(ctx, memory.ArchivalEntry{Content: dup.Content, Metadata: dup.Metadata, Tags: []string{"again"}})
+			if err == nil && !e.Duplicate {
+				err = fmt.Errorf("entry %d is not a duplicate", e.ID)
+			}
+			return err
+		}},
 	} {
-		for i, agent := range []string{"agent-5", "agent-9"} {
+		for i, agent := range w.agents {
 			drops := x.CacheStats().TextStatsDrops
 			if err := w.write(agent); err != nil {
 				t.Fatalf("%s by %s: %v", w.name, agent, err)

@@ -241,3 +241,23 @@ func SetTextScanFault(x *Index, f func(id int64) error) {
 func MetaConversation(meta string, jsonb bool) (key string, named, read bool) {
 	return metaConversation(meta, jsonb)
 }
+
+// TextByIDPrepared counts the reads by id x's text cache holds prepared,
+// and those it holds as none (read unprepared: no room for them).
+func TextByIDPrepared(x *Index) (held, none int) {
+	c := x.text
+	c.byIDMu.Lock()
+	defer c.byIDMu.Unlock()
+	for _, st := range c.byID {
+		if st != nil {
+			held++
+		} else {
+			none++
+		}
+	}
+	return held, none
+}
+
+// PrepareTextByID runs the preparation a catch-up of x's text cache runs
+// first, with ctx.
+func PrepareTextByID(ctx context.Context, x *Index) { x.text.prepareByID(ctx) }

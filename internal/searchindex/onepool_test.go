@@ -79,3 +79,42 @@ func TestCachesOverAPoolOfOne(t *testing.T) {
 		})
 	}
 }
+
+// TestTextByIDPrepareRetried: a catch-up's read by id that could not be
+// prepared (the search's context ended meanwhile) is prepared by a later
+// catch-up, not read unprepared for the life of the Index.
+func TestTextByIDPrepareRetried(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	bulkArchival(t, db, 50)
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	if err := x.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("warm: %v, want the cache partial", err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	write := func(i int) {
+		t.Helper()
+		insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprint("flutter again ", i)})
+		if _, err := x.Search(ctx, "flutter", search.Scope{Agent: "a"}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	searchindex.PrepareTextByID(cctx, x) // the wanted read fails to prepare
+	if held, _ := searchindex.TextByIDPrepared(x); held != 0 {
+		t.Fatalf("%d reads prepared with a context that ended", held)
+	}
+	for i := 1; i < 4; i++ {
+		write(i)
+	}
+	if held, none := searchindex.TextByIDPrepared(x); held == 0 {
+		t.Fatalf("after 3 more catch-ups: %d reads prepared, %d held as none", held, none)
+	}
+}

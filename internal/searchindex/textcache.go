@@ -719,20 +719,25 @@ func (c *textCache) byIDStmt(k byIDKey) *sql.Stmt {
 }
 
 // prepareByID prepares the reads by id a catch-up wanted. It runs before
-// a catch-up opens its transaction: preparing takes a pooled connection,
-// which over a pool of one the transaction would hold.
+// a catch-up opens its transaction, and not under c.mu: preparing takes
+// a pooled connection, which over a pool of one the transaction, or a
+// search waiting for c.mu with its snapshot open, would hold. A prepare
+// that fails is wanted again by the next catch-up that reads as many.
 func (c *textCache) prepareByID(ctx context.Context) {
 	c.byIDMu.Lock()
 	want := c.byIDWant
 	c.byIDWant = nil
 	c.byIDMu.Unlock()
 	for k := range want {
-		st := c.prepare(ctx, c.rows[k.t].byID(k.count))
+		st, err := c.prep(ctx, c.rows[k.t].byID(k.count))
+		if err != nil {
+			continue // (a search's context ended): wanted again next time
+		}
 		c.byIDMu.Lock()
 		if c.byID == nil {
 			c.byID = map[byIDKey]*sql.Stmt{}
 		}
-		c.byID[k] = st // nil (no room, or a failure): read unprepared
+		c.byID[k] = st // nil: no room in the Index's statements, read unprepared
 		c.byIDMu.Unlock()
 	}
 }

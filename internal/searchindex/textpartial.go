@@ -224,6 +224,7 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 // of every kind that changed are dropped (read again by the next
 // search). It runs in the search, under c.mu: it reads only what changed.
 func (c *textCache) partialSync(ctx context.Context, db *sql.DB, cur logPos, ver int64, versioned bool) error {
+	c.prepareByID(ctx) // not under c.mu: preparing takes a pooled connection
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pos.valid() && c.pos.covers(cur) {
@@ -241,7 +242,6 @@ func (c *textCache) partialSync(ctx context.Context, db *sql.DB, cur logPos, ver
 // partialCatchUp replays the log since c.pos into the partitions; c.mu is
 // held.
 func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
-	c.prepareByID(ctx)
 	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return err
@@ -1586,6 +1586,10 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentTy
 		}
 		out.df[phrases[i]] = n
 	}
+	// The snapshot's connection goes back to the pool before c.mu is
+	// taken: a catch-up holding c.mu may be waiting for a connection (a
+	// pool of one: an in-memory store).
+	tx.Rollback()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.gstats[t]; c.partial && s.gen == out.gen && (!s.loaded || s.pos.equal(cur)) {
@@ -1730,19 +1734,28 @@ func (c *textCache) partialMaxScore(t search.ContentType, phrases []string) (flo
 // keeps no statistics of t yet; a load that fails or is refused (the
 // owner's rows exceed the bound) leaves the write to drop them as before.
 func (x *Index) HoldOwner(ctx context.Context, t search.ContentType, owner string) {
+	if !x.WantsHold(t, owner) {
+		return
+	}
 	c := x.text
-	if c == nil {
-		return
-	}
-	c.mu.RLock()
-	s := c.gstats[t]
-	follow := c.partial && s != nil && s.loaded
-	c.mu.RUnlock()
-	if !follow {
-		return
-	}
 	if _, err := c.ensure(ctx, x.db, t, owner); err != nil && ctx.Err() == nil {
 		c.ld.log.Warn("search: text cache: could not load a partition ahead of a write; the write drops the statistics",
 			"type", kinds[t].name, "owner", owner, "err", err)
 	}
+}
+
+// WantsHold reports whether HoldOwner would load owner's partition of t
+// now: the text cache is partial, keeps statistics of t, and does not
+// hold the partition. A writer that must look first to know whether its
+// write changes rows the owner has (an insert merged into a duplicate)
+// looks only then.
+func (x *Index) WantsHold(t search.ContentType, owner string) bool {
+	c := x.text
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.gstats[t]
+	return c.partial && s != nil && s.loaded && c.owned[t][owner] == nil && !c.tooBig[t][owner]
 }
