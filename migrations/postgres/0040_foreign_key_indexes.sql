@@ -9,6 +9,8 @@
 -- proportion to every agent's entries. Only superseded rows (summaries
 -- that follow another) hold a value: the indexes are partial, and the
 -- action's equality implies the column is not NULL.
+-- (IF NOT EXISTS: a database whose version was set back, as a test of an
+-- older layout does, runs this again.)
 
-CREATE INDEX archival_superseded_by ON archival (superseded_by) WHERE superseded_by IS NOT NULL;
-CREATE INDEX summaries_previous_id ON summaries (previous_id) WHERE previous_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS archival_superseded_by ON archival (superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS summaries_previous_id ON summaries (previous_id) WHERE previous_id IS NOT NULL;
