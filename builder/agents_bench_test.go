@@ -62,31 +62,12 @@ func BenchmarkAgentsStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// copies opens a copy of every store, readied as open readies them,
-	// for sub-benchmarks that change the stores.
-	copies := func(b *testing.B) []*memory.Store {
-		sts := make([]*memory.Store, len(ns))
-		for i := range ns {
-			cp := filepath.Join(b.TempDir(), filepath.Base(paths[i]))
-			if err := copyFile(paths[i], cp); err != nil {
-				b.Fatal(err)
-			}
-			st, err := memory.Open(ctx, cp, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			warm(b, st, func() error { return nil })
-			sts[i] = st
-		}
-		return sts
-	}
-	// open opens every store, readied as a process that has searched
-	// before (see warm).
-	open := func(b *testing.B, first func(st *memory.Store, n int) error) []*memory.Store {
+	// openAt opens the store of each N at its path in at, readied as a
+	// process that has searched before (see warm).
+	openAt := func(b *testing.B, at []string, first func(st *memory.Store, n int) error) []*memory.Store {
 		sts := make([]*memory.Store, len(ns))
 		for i, n := range ns {
-			st, err := memory.Open(ctx, paths[i], nil)
+			st, err := memory.Open(ctx, at[i], nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -95,6 +76,22 @@ func BenchmarkAgentsStore(b *testing.B) {
 			sts[i] = st
 		}
 		return sts
+	}
+	// open opens every store.
+	open := func(b *testing.B, first func(st *memory.Store, n int) error) []*memory.Store {
+		return openAt(b, paths, first)
+	}
+	// copies opens a copy of every store, for sub-benchmarks that change
+	// the stores.
+	copies := func(b *testing.B) []*memory.Store {
+		cps := make([]string, len(paths))
+		for i, p := range paths {
+			cps[i] = filepath.Join(b.TempDir(), filepath.Base(p))
+			if err := copyFile(p, cps[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return openAt(b, cps, func(*memory.Store, int) error { return nil })
 	}
 	// interleaved times op on each store in turn, sample times (i: the
 	// sample), so that the machine's load weighs on every N alike, and

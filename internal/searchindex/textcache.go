@@ -640,7 +640,7 @@ func (c *textCache) catchUp(ctx context.Context, db *sql.DB) error {
 
 // stage reads kind t's rows ids (changed in the log) with sc's buffers
 // and appends them to staged, those no longer there as gone.
-func (c *textCache) stage(ctx context.Context, tx queryer, t search.ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
+func (c *textCache) stage(ctx context.Context, tx *sql.Tx, t search.ContentType, ids []int64, sc *textScratch, staged []textRow) ([]textRow, error) {
 	found := map[int64]bool{}
 	err := c.readByID(ctx, tx, t, ids, sc, func(r textRow) error {
 		found[r.id] = true
@@ -663,7 +663,7 @@ func (c *textCache) stage(ctx context.Context, tx queryer, t search.ContentType,
 // case) runs a prepared statement when one is ready, its ids padded with
 // the last to a power of two (a few statements per kind); parsing the
 // statement, with its joins and views, cost more than reading the rows.
-func (c *textCache) readByID(ctx context.Context, tx queryer, t search.ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
+func (c *textCache) readByID(ctx context.Context, tx *sql.Tx, t search.ContentType, ids []int64, sc *textScratch, fn func(textRow) error) error {
 	for chunk := range slices.Chunk(ids, 500) {
 		n := len(chunk)
 		var st *sql.Stmt
@@ -675,18 +675,10 @@ func (c *textCache) readByID(ctx context.Context, tx queryer, t search.ContentTy
 		for i := range args {
 			args[i] = chunk[min(i, len(chunk)-1)]
 		}
-		q := c.rows[t].byID(n)
-		src := tx
-		if st != nil {
-			if sqlTx, ok := tx.(*sql.Tx); ok {
-				var done func()
-				src, done = inTx(ctx, sqlTx, st)
-				defer done()
-			} else {
-				src = stmtQueryer{st}
-			}
-		}
-		if err := c.read(ctx, src, t, q, args, sc, fn); err != nil {
+		src, done := inTx(ctx, tx, st)
+		err := c.read(ctx, src, t, c.rows[t].byID(n), args, sc, fn)
+		done()
+		if err != nil {
 			return err
 		}
 	}
