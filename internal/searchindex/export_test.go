@@ -201,6 +201,19 @@ func CountTextStats(ctx context.Context, x *Index, t search.ContentType) (int64,
 	return s.rows, nil
 }
 
+// TextStatsOf is kind t's statistics as one pass of x's text cache
+// counts them now: rows, tokens and every term's df; bySel reads every
+// row with the store-wide query rather than owner by owner.
+func TextStatsOf(ctx context.Context, x *Index, t search.ContentType, bySel bool) (rows, tokens int64, df map[string]int64, err error) {
+	x.text.passBySel = bySel
+	defer func() { x.text.passBySel = false }()
+	s, err := x.text.countStats(ctx, x.db, t)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return s.rows, s.tokens, s.df, nil
+}
+
 // TextStatsReplays counts the statistics passes of x's partial text cache
 // moved past their snapshot by the log.
 func TextStatsReplays(x *Index) int64 { return x.text.statsLate.Load() }

@@ -80,7 +80,10 @@ type partialState struct {
 	// when set, stands for textCatchUpMax.
 	forcePartial bool
 	catchUpMax   int
-	analyzed     atomic.Int64
+	// passBySel, set by tests, has statistics passes read every row with
+	// the store-wide query (countStats).
+	passBySel bool
+	analyzed  atomic.Int64
 	// beforeLoad, set by tests, runs in a partition's load once its rows
 	// are read, with the load's context.
 	beforeLoad func(ctx context.Context, t search.ContentType, owner string)
@@ -982,10 +985,20 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 // textRowQuery.own: each row's conversation key where the neighbours'
 // text goes, the rows in conversation order), finds each row's
 // neighbours among them (ownNeighbours) and indexes the rows into p.
-// Rows q.unplaced says it cannot place are read again by id in tx with
-// q.sel, their neighbours found by the engine; so are all the owner's
-// rows when q.stamped and one's created_at is not an integer.
 func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t search.ContentType, q textRowQuery, owner string, p *textPart, sc *textScratch) error {
+	return c.ownRows(ctx, tx, src, t, q, owner, func(r *ownRow) {
+		p.addRow(r.d, r.body, r.cols, r.pieces, sc)
+		c.analyzed.Add(1)
+	})
+}
+
+// ownRows reads owner's rows of kind t with q.own from src (in tx), finds
+// each row's neighbours among them and passes each row, its columns
+// those the index holds, to use in q.own's order. Rows q.unplaced says
+// it cannot place are read again by id in tx with q.sel, their
+// neighbours found by the engine; so are all the owner's rows when
+// q.stamped and one's created_at is not an integer.
+func (c *textCache) ownRows(ctx context.Context, tx *sql.Tx, src queryer, t search.ContentType, q textRowQuery, owner string, use func(*ownRow)) error {
 	var rows []ownRow
 	at := q.ctxAt
 	err := c.scan(ctx, src, t, q.own, []any{owner}, func(d textDoc, body textBody, cols []sql.NullString) error {
@@ -1017,9 +1030,7 @@ func (c *textCache) readOwn(ctx context.Context, tx *sql.Tx, src queryer, t sear
 		q.neighbours(rows)
 	}
 	for i := range rows {
-		r := &rows[i]
-		p.addRow(r.d, r.body, r.cols, r.pieces, sc)
-		c.analyzed.Add(1)
+		use(&rows[i])
 	}
 	return nil
 }

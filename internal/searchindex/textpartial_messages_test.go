@@ -168,6 +168,7 @@ func partialRanksLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write fun
 	if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 	}
+	passLikeSel(t, whole, step)
 	compared := 0
 	for _, agent := range agents {
 		for _, q := range queries {
@@ -203,6 +204,39 @@ func partialRanksLikeWhole(t *testing.T, db *sql.DB, d driver.Dialect, write fun
 	}
 	if compared == 0 {
 		t.Fatalf("after %s: nothing compared", step)
+	}
+}
+
+// passLikeSel holds a statistics pass over x's archival entries and
+// messages, which reads them owner by owner and finds their neighbours
+// as a partition load does, to one reading every row with the
+// store-wide query (the engine joining the neighbours): the same rows,
+// tokens and document frequencies.
+func passLikeSel(t *testing.T, x *searchindex.Index, step string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, kind := range []search.ContentType{search.Archival, search.Messages} {
+		rows, tokens, df, err := searchindex.TextStatsOf(ctx, x, kind, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRows, wantTokens, wantDF, err := searchindex.TextStatsOf(ctx, x, kind, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows != wantRows || tokens != wantTokens || !maps.Equal(df, wantDF) {
+			for term, n := range wantDF {
+				if df[term] != n {
+					t.Errorf("after %s: %v pass: df[%q] %d, want %d", step, kind, term, df[term], n)
+				}
+			}
+			for term, n := range df {
+				if _, ok := wantDF[term]; !ok {
+					t.Errorf("after %s: %v pass: df[%q] %d, want none", step, kind, term, n)
+				}
+			}
+			t.Fatalf("after %s: %v pass: %d rows, %d tokens, %d terms; want %d, %d, %d", step, kind, rows, tokens, len(df), wantRows, wantTokens, len(wantDF))
+		}
 	}
 }
 

@@ -61,6 +61,7 @@ func partialLikeSQL(t *testing.T, db *sql.DB, step string, agents, queries []str
 	if err := loaded.WarmTextCache(ctx); !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatalf("WarmTextCache of a partial cache: %v, want searchindex.ErrCacheBudget", err)
 	}
+	passLikeSel(t, loaded, step)
 	for _, agent := range agents {
 		for _, q := range queries {
 			for _, sup := range []bool{true, false} {

@@ -46,6 +46,10 @@ import (
 // their share of the bound (textStatsShare).
 var errStatsTooBig = errors.New("search: text cache: document frequencies exceed their share of the bound")
 
+// errOwnersMissed: reading a kind owner by owner found fewer rows than
+// the kind holds (countOwners).
+var errOwnersMissed = errors.New("search: text cache: rows no owner's query reads")
+
 // passRetry is when a kind's pass may run again after a failed or
 // discarded one, and the back-off that led there (big: after passes
 // that found the frequencies too big).
@@ -231,6 +235,12 @@ func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t search.ContentT
 // gives up (errStatsTooBig) as soon as the terms would take more than
 // their share of the bound, having analyzed no more than it took to
 // find out.
+//
+// A kind with its own query (textRowQuery.own) is read owner by owner
+// with it, each row's neighbours found among its owner's rows as a
+// partition load finds them: the store-wide query joins each row's
+// neighbours in the engine, which on PostgreSQL cost about 100 µs of
+// the server's CPU a row, for every pass of every process.
 func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.ContentType) (*textStats, error) {
 	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
@@ -242,60 +252,72 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.Content
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+k.base).Scan(&s.maxID); err != nil {
 		return nil, fmt.Errorf("search: text cache: read %s max id: %w", k.base, err)
 	}
-	rows, err := tx.QueryContext(ctx, c.rows[t].sel)
-	if err != nil {
-		return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
-	}
-	defer rows.Close()
 	share := c.limit / textStatsShare
 	// Terms numbered as met: last[i] is the last row that held term i,
 	// so a row counts once per term without a set of its own.
 	index := map[string]int32{}
 	var df, last []int64
-	cols := make([]sql.NullString, len(textWeights[t]))
-	var id int64
-	var owner, created, superseded, tags, meta sql.RawBytes
-	dest := []any{&id, &owner, &created, &superseded}
-	for i := range cols {
-		dest = append(dest, &cols[i])
-	}
-	if textBodies[t] {
-		dest = append(dest, &tags, &meta)
-	}
 	var buf []byte
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
+	length := 0
+	term := func(term []byte) {
+		length++
+		n, ok := index[string(term)] // no allocation for a lookup
+		if !ok {
+			n = int32(len(df))
+			index[string(term)] = n
+			df, last = append(df, 0), append(last, 0)
+			s.bytes += textCostTerm + int64(len(term))
 		}
+		if last[n] != s.rows {
+			last[n] = s.rows
+			df[n]++
+		}
+	}
+	// count adds a row's indexed text to s: its columns, a context
+	// column as the pieces it joins with single spaces where pieces has
+	// them (as textPart.addRow analyzes them).
+	count := func(cols []sql.NullString, pieces [][]string) error {
 		s.rows++
 		c.counted.Add(1)
-		length := 0
-		for _, col := range cols {
-			buf = analyzer.Analyze(col.String, buf, func(term []byte) {
-				length++
-				n, ok := index[string(term)] // no allocation for a lookup
-				if !ok {
-					n = int32(len(df))
-					index[string(term)] = n
-					df, last = append(df, 0), append(last, 0)
-					s.bytes += textCostTerm + int64(len(term))
+		length = 0
+		for i, col := range cols {
+			if i > 0 && i < len(pieces) && pieces[i] != nil {
+				for _, text := range pieces[i] {
+					buf = analyzer.Analyze(text, buf, term)
 				}
-				if last[n] != s.rows {
-					last[n] = s.rows
-					df[n]++
-				}
-			})
+				continue
+			}
+			buf = analyzer.Analyze(col.String, buf, term)
 		}
 		// As textDoc.length holds it (an int32).
 		s.tokens += int64(int32(min(length, math.MaxInt32)))
 		if s.bytes > share {
-			return nil, fmt.Errorf("%w: %s needs more than %d bytes", errStatsTooBig, k.name, share)
+			return fmt.Errorf("%w: %s needs more than %d bytes", errStatsTooBig, k.name, share)
 		}
 		if cap(buf) > scratchKeepBytes {
 			buf = nil
 		}
+		return nil
 	}
-	if err := rows.Err(); err != nil {
+	q := c.rows[t]
+	if q.own != "" && !c.passBySel {
+		err = c.countOwners(ctx, tx, t, q, count)
+		if errors.Is(err, errOwnersMissed) {
+			s.rows, s.tokens, s.bytes = 0, 0, 0
+			clear(index)
+			df, last = df[:0], last[:0]
+			q.own = ""
+		}
+	}
+	if q.own == "" || c.passBySel {
+		err = c.scan(ctx, tx, t, q.sel, nil, func(_ textDoc, _ textBody, cols []sql.NullString) error {
+			return count(cols, nil)
+		})
+	}
+	if err != nil {
+		if errors.Is(err, errStatsTooBig) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("search: text cache: count %s: %w", k.name, err)
 	}
 	s.df = make(map[string]int64, len(index))
@@ -303,6 +325,59 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.Content
 		s.df[term] = df[n]
 	}
 	return s, nil
+}
+
+// countOwners passes every row of kind t in tx to count, owner by owner,
+// read with q.own (ownRows).
+func (c *textCache) countOwners(ctx context.Context, tx *sql.Tx, t search.ContentType, q textRowQuery, count func([]sql.NullString, [][]string) error) error {
+	k := kinds[t]
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT `+k.owner+` FROM `+k.base)
+	if err != nil {
+		return err
+	}
+	// Each name once: names the engine tells apart may scan alike (on
+	// SQLite a blob and a text of the same bytes).
+	owners := map[string]bool{}
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return err
+		}
+		owners[o] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	st, err := tx.PrepareContext(ctx, q.own)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var n, read int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+k.base).Scan(&n); err != nil {
+		return err
+	}
+	for _, owner := range slices.Sorted(maps.Keys(owners)) {
+		var failed error
+		err := c.ownRows(ctx, tx, stmtQueryer{st}, t, q, owner, func(r *ownRow) {
+			read++
+			if failed == nil {
+				failed = count(r.cols, r.pieces)
+			}
+		})
+		if err = cmp.Or(err, failed); err != nil {
+			return err
+		}
+	}
+	if read != n {
+		// An owner its own query does not find by name (a value the
+		// engine compares otherwise than the one scanned): counted
+		// again in full, with the store-wide query.
+		return errOwnersMissed
+	}
+	return nil
 }
 
 // readVocab reads kind t's statistics from the engine (driver.TextVocabulary
