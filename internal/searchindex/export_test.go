@@ -191,16 +191,6 @@ func SetTextStatsHook(x *Index, fn func(ctx context.Context, t search.ContentTyp
 	x.text.afterCount = fn
 }
 
-// CountTextStats runs one statistics pass's count of kind t over x's
-// store (for benchmarks); it returns the rows counted.
-func CountTextStats(ctx context.Context, x *Index, t search.ContentType) (int64, error) {
-	s, err := x.text.countStats(ctx, x.db, t)
-	if err != nil {
-		return 0, err
-	}
-	return s.rows, nil
-}
-
 // TextStatsOf is kind t's statistics as one pass of x's text cache
 // counts them now: rows, tokens and every term's df; bySel reads every
 // row with the store-wide query rather than owner by owner.
