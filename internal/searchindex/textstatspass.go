@@ -17,10 +17,11 @@ import (
 
 // A partial text cache over a dialect without driver.TextStats (PostgreSQL,
 // whose tsvector ranking has no bm25 statistics to read) computes each
-// content type's store-wide statistics itself: one streaming pass over
-// the indexed text of every row (the columns and analysis a whole cache
-// reads, in one snapshot with the text log's position), giving the rows,
-// the tokens and the complete document-frequency map. A partial cache
+// content type's store-wide statistics itself: one pass over the indexed
+// text of every row (the columns and analysis a whole cache reads, in
+// one snapshot with the text log's position; archival entries and
+// messages owner by owner, as partition loads read them), giving the
+// rows, the tokens and the complete document-frequency map. A partial cache
 // then ranks as a whole cache of the same store would, to the bit.
 //
 // The pass runs in the background, one per content type at a time, on
