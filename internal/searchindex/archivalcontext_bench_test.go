@@ -10,8 +10,9 @@ import (
 )
 
 // BenchmarkTextCacheBuildArchival builds the text cache of 20,000
-// archival entries (reading each entry's context from its neighbours),
-// with and without entries naming a session.
+// archival entries of one agent (with each entry's context from its
+// neighbours), with and without entries naming a session, reading them
+// owner by owner (as a build does) and with the store-wide query.
 func BenchmarkTextCacheBuildArchival(b *testing.B) {
 	for _, withSession := range []bool{false, true} {
 		b.Run(fmt.Sprintf("session=%v", withSession), func(b *testing.B) {
@@ -32,16 +33,25 @@ func BenchmarkTextCacheBuildArchival(b *testing.B) {
 			if err := tx.Commit(); err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
-			for range b.N {
-				x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := x.WarmTextCache(ctx); err != nil {
-					b.Fatal(err)
-				}
-				x.Close()
+			// by-owner: as a build reads (each owner's entries, their
+			// neighbours found in Go); store-wide: every entry with the
+			// query that joins its neighbours in the engine.
+			for _, bySel := range []bool{false, true} {
+				b.Run(map[bool]string{false: "by-owner", true: "store-wide"}[bySel], func(b *testing.B) {
+					for range b.N {
+						x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if bySel {
+							searchindex.SetTextReadBySel(x)
+						}
+						if err := x.WarmTextCache(ctx); err != nil {
+							b.Fatal(err)
+						}
+						x.Close()
+					}
+				})
 			}
 		})
 	}

@@ -191,12 +191,17 @@ func SetTextStatsHook(x *Index, fn func(ctx context.Context, t search.ContentTyp
 	x.text.afterCount = fn
 }
 
+// SetTextReadBySel has x's text cache build its whole copy, and count
+// statistics, reading every row with the store-wide query (not owner by
+// owner).
+func SetTextReadBySel(x *Index) { x.text.readBySel = true }
+
 // TextStatsOf is kind t's statistics as one pass of x's text cache
 // counts them now: rows, tokens and every term's df; bySel reads every
 // row with the store-wide query rather than owner by owner.
 func TextStatsOf(ctx context.Context, x *Index, t search.ContentType, bySel bool) (rows, tokens int64, df map[string]int64, err error) {
-	x.text.passBySel = bySel
-	defer func() { x.text.passBySel = false }()
+	x.text.readBySel = bySel
+	defer func() { x.text.readBySel = false }()
 	s, err := x.text.countStats(ctx, x.db, t)
 	if err != nil {
 		return 0, 0, nil, err

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,6 +256,12 @@ type textRowQuery struct {
 	// (archival entries' neighbours in their stream depend on it): the
 	// owner's rows are then all read again by id with sel.
 	stamped bool
+	// bulkOwn: statistics passes and whole builds read the kind owner by
+	// owner with own (eachOwnRow), not all at once with sel. For archival
+	// entries sel's join of each entry's neighbours cost PostgreSQL about
+	// 100 µs a row; messages' join is an index probe per neighbour, which
+	// costs less than a query per owner of few messages.
+	bulkOwn bool
 	// dateAt, when not 0, is the column own leaves NULL for the row's
 	// date where created_at is an integer, which readOwn fills from it
 	// (messageDateText): the engine's date functions cost more than the
@@ -294,7 +301,7 @@ func textRows(d driver.Dialect) map[search.ContentType]textRowQuery {
 		search.Archival: {sel: `SELECT a.id, a.agent, a.created_at, a.valid_to IS NOT NULL, a.content, a.tags_text,
 			` + d.MetadataText("a.metadata_json") + `, ` + archivalContext + `,
 			a.tags_json, a.metadata_json
-			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own, neighbours: ownNeighbours, ctxAt: 3, stamped: true},
+			FROM archival a JOIN archival_links l ON l.id = a.id`, key: "a.id", own: own, neighbours: ownNeighbours, ctxAt: 3, stamped: true, bulkOwn: own != ""},
 		search.Messages: {sel: `SELECT m.id, m.agent, m.created_at, ` + d.False() + `, m.content, ` + messageContext + `, ` + messageDate(d, "m.created_at") + `, '[]', ` +
 			d.JSONObject(messageMeta) + ` FROM messages m ` + d.MessageNeighbours(), key: "m.id",
 			// The batch and sequence number where sel has the neighbours'
@@ -737,6 +744,16 @@ func (c *textCache) prepareByID(ctx context.Context) {
 // reload builds the whole cache from the current index contents and swaps
 // it in.
 func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
+	err := c.build(ctx, tx, pos, c.readBySel)
+	if errors.Is(err, errOwnersMissed) {
+		err = c.build(ctx, tx, pos, true)
+	}
+	return err
+}
+
+// build is reload, reading the rows of the kinds with their own query
+// (textRowQuery.own) owner by owner (eachOwnRow) unless bySel.
+func (c *textCache) build(ctx context.Context, tx *sql.Tx, pos logPos, bySel bool) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
 	} else if est > c.limit*textEstimateSlack || c.forcePartial {
@@ -753,7 +770,7 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 		p := newTextPart(t, textBodies[t] && !c.noBodies)
 		p.jsonb = c.jsonbKeys
 		parts[t] = p
-		err := c.read(ctx, tx, t, c.rows[t].sel, nil, &c.scratch, func(r textRow) error {
+		add := func(r textRow) error {
 			before, beforeBodies := p.bytes, p.bodyBytes
 			p.add(r.doc, r.body, r.terms)
 			idx += p.bytes - before
@@ -770,7 +787,13 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 				return c.partialOver(idx + bodies)
 			}
 			return nil
-		})
+		}
+		var err error
+		if q := c.rows[t]; q.bulkOwn && !bySel {
+			err = c.eachOwnRow(ctx, tx, t, q, c.limit/textStatsShare, func(r *ownRow) error { return add(c.ownTextRow(t, r, &c.scratch)) })
+		} else {
+			err = c.read(ctx, tx, t, q.sel, nil, &c.scratch, add)
+		}
 		if err != nil {
 			return err
 		}
@@ -780,6 +803,22 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 	c.parts, c.pos = parts, pos
 	c.mu.Unlock()
 	return nil
+}
+
+// ownTextRow analyzes row r of kind t, read by ownRows, as read analyzes
+// the row the store-wide query gives: a context column held as pieces is
+// the pieces joined with single spaces.
+func (c *textCache) ownTextRow(t search.ContentType, r *ownRow, sc *textScratch) textRow {
+	for i, pieces := range r.pieces {
+		if i > 0 && pieces != nil {
+			r.cols[i] = sql.NullString{String: strings.Join(pieces, " "), Valid: true}
+		}
+	}
+	rt, length := c.analyzeRow(t, r.cols, sc)
+	c.analyzed.Add(1)
+	d := r.d
+	d.length = int32(min(length, math.MaxInt32))
+	return textRow{t: t, id: d.id, doc: d, body: r.body, terms: rt}
 }
 
 // textScratch is one analysis's reusable buffers: a flight's, a

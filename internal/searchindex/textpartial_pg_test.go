@@ -684,6 +684,25 @@ func BenchmarkTextStatsPass(b *testing.B) {
 			b.ReportMetric(float64(counted)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+	// A whole copy's build, reading the same two ways.
+	for _, bySel := range []bool{false, true} {
+		b.Run(map[bool]string{false: "whole-build-by-owner", true: "whole-build-store-wide"}[bySel], func(b *testing.B) {
+			for range b.N {
+				w, err := searchindex.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &searchindex.IndexOptions{Write: be.Write, VectorCacheBytes: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if bySel {
+					searchindex.SetTextReadBySel(w)
+				}
+				if err := w.WarmTextCache(ctx); err != nil {
+					b.Fatal(err)
+				}
+				w.Close()
+			}
+			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }
 
 // TestTextCachePartialPostgresConformance runs the store conformance

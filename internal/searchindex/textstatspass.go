@@ -48,7 +48,7 @@ import (
 var errStatsTooBig = errors.New("search: text cache: document frequencies exceed their share of the bound")
 
 // errOwnersMissed: reading a kind owner by owner found fewer rows than
-// the kind holds (countOwners).
+// the kind holds (eachOwnRow).
 var errOwnersMissed = errors.New("search: text cache: rows no owner's query reads")
 
 // passRetry is when a kind's pass may run again after a failed or
@@ -237,11 +237,11 @@ func (c *textCache) statsPass(ctx context.Context, db *sql.DB, t search.ContentT
 // their share of the bound, having analyzed no more than it took to
 // find out.
 //
-// A kind with its own query (textRowQuery.own) is read owner by owner
-// with it, each row's neighbours found among its owner's rows as a
-// partition load finds them: the store-wide query joins each row's
-// neighbours in the engine, which on PostgreSQL cost about 100 µs of
-// the server's CPU a row, for every pass of every process.
+// Archival entries (textRowQuery.bulkOwn) are read owner by owner, each
+// entry's neighbours found among its owner's as a partition load finds
+// them (eachOwnRow): the store-wide query joins each entry's neighbours
+// in the engine, which on PostgreSQL cost about 100 µs of the server's
+// CPU an entry, for every pass of every process.
 func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.ContentType) (*textStats, error) {
 	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
@@ -301,16 +301,16 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.Content
 		return nil
 	}
 	q := c.rows[t]
-	if q.own != "" && !c.passBySel {
-		err = c.countOwners(ctx, tx, t, q, count)
+	if q.bulkOwn && !c.readBySel {
+		err = c.eachOwnRow(ctx, tx, t, q, share, func(r *ownRow) error { return count(r.cols, r.pieces) })
 		if errors.Is(err, errOwnersMissed) {
 			s.rows, s.tokens, s.bytes = 0, 0, 0
 			clear(index)
 			df, last = df[:0], last[:0]
-			q.own = ""
+			q.bulkOwn = false
 		}
 	}
-	if q.own == "" || c.passBySel {
+	if !q.bulkOwn || c.readBySel {
 		err = c.scan(ctx, tx, t, q.sel, nil, func(_ textDoc, _ textBody, cols []sql.NullString) error {
 			return count(cols, nil)
 		})
@@ -326,59 +326,6 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.Content
 		s.df[term] = df[n]
 	}
 	return s, nil
-}
-
-// countOwners passes every row of kind t in tx to count, owner by owner,
-// read with q.own (ownRows).
-func (c *textCache) countOwners(ctx context.Context, tx *sql.Tx, t search.ContentType, q textRowQuery, count func([]sql.NullString, [][]string) error) error {
-	k := kinds[t]
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT `+k.owner+` FROM `+k.base)
-	if err != nil {
-		return err
-	}
-	// Each name once: names the engine tells apart may scan alike (on
-	// SQLite a blob and a text of the same bytes).
-	owners := map[string]bool{}
-	for rows.Next() {
-		var o string
-		if err := rows.Scan(&o); err != nil {
-			rows.Close()
-			return err
-		}
-		owners[o] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	st, err := tx.PrepareContext(ctx, q.own)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	var n, read int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+k.base).Scan(&n); err != nil {
-		return err
-	}
-	for _, owner := range slices.Sorted(maps.Keys(owners)) {
-		var failed error
-		err := c.ownRows(ctx, tx, stmtQueryer{st}, t, q, owner, func(r *ownRow) {
-			read++
-			if failed == nil {
-				failed = count(r.cols, r.pieces)
-			}
-		})
-		if err = cmp.Or(err, failed); err != nil {
-			return err
-		}
-	}
-	if read != n {
-		// An owner its own query does not find by name (a value the
-		// engine compares otherwise than the one scanned): counted
-		// again in full, with the store-wide query.
-		return errOwnersMissed
-	}
-	return nil
 }
 
 // readVocab reads kind t's statistics from the engine (driver.TextVocabulary
