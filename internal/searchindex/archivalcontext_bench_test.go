@@ -2,9 +2,11 @@ package searchindex_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 
+	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/memory/sqlite"
 )
@@ -16,7 +18,6 @@ import (
 func BenchmarkTextCacheBuildArchival(b *testing.B) {
 	for _, withSession := range []bool{false, true} {
 		b.Run(fmt.Sprintf("session=%v", withSession), func(b *testing.B) {
-			ctx := context.Background()
 			db := openDB(b)
 			tx, err := db.Begin()
 			if err != nil {
@@ -39,21 +40,28 @@ func BenchmarkTextCacheBuildArchival(b *testing.B) {
 			for _, bySel := range []bool{false, true} {
 				b.Run(map[bool]string{false: "by-owner", true: "store-wide"}[bySel], func(b *testing.B) {
 					for range b.N {
-						x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, nil)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if bySel {
-							searchindex.SetTextReadBySel(x)
-						}
-						if err := x.WarmTextCache(ctx); err != nil {
-							b.Fatal(err)
-						}
-						x.Close()
+						buildWhole(b, db, sqlite.SearchDialect{}, nil, bySel)
 					}
 				})
 			}
 		})
+	}
+}
+
+// buildWhole builds a whole text cache over db (bySel: reading every row
+// with the store-wide query) and closes it.
+func buildWhole(b *testing.B, db *sql.DB, d driver.Dialect, o *searchindex.IndexOptions, bySel bool) {
+	ctx := context.Background()
+	x, err := searchindex.NewIndex(ctx, db, d, nil, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	if bySel {
+		searchindex.SetTextReadBySel(x)
+	}
+	if err := x.WarmTextCache(ctx); err != nil {
+		b.Fatal(err)
 	}
 }
 

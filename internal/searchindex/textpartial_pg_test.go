@@ -688,17 +688,7 @@ func BenchmarkTextStatsPass(b *testing.B) {
 	for _, bySel := range []bool{false, true} {
 		b.Run(map[bool]string{false: "whole-build-by-owner", true: "whole-build-store-wide"}[bySel], func(b *testing.B) {
 			for range b.N {
-				w, err := searchindex.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &searchindex.IndexOptions{Write: be.Write, VectorCacheBytes: -1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if bySel {
-					searchindex.SetTextReadBySel(w)
-				}
-				if err := w.WarmTextCache(ctx); err != nil {
-					b.Fatal(err)
-				}
-				w.Close()
+				buildWhole(b, be.DB(), be.SearchDialect(), &searchindex.IndexOptions{Write: be.Write, VectorCacheBytes: -1}, bySel)
 			}
 			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
