@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -92,6 +93,7 @@ func sameWhole(t *testing.T, step string, ref, x *searchindex.Index, agents []st
 // the bodies go, where the copy goes partial and where it fits, the
 // outcome, the size and every result are those of a store-wide build.
 func TestWholeBuildRetriedLikeStoreWide(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "ten whole builds of 2,100 entries compared result by result")
 	ctx := context.Background()
 	db := openDB(t)
 	agents := []string{"a", "b", "c"}
@@ -127,6 +129,7 @@ func TestWholeBuildRetriedLikeStoreWide(t *testing.T) {
 // (between owners): the build reads one snapshot, and after catching up
 // the copy ranks as one built store-wide afterwards.
 func TestWholeBuildOneSnapshot(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "one goroutine; two whole builds of 600 entries compared result by result")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
 	db := openDBAt(t, path)

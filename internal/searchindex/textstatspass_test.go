@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -43,6 +44,7 @@ func TestTextStatsPassOwnerNamedOtherwise(t *testing.T) {
 // is read one entry at a time instead, so that a pass never holds more
 // than the bound of one agent's text.
 func TestTextStatsPassHoldsNoBigOwnerWhole(t *testing.T) {
+	testenv.SkipRaceUnlessLong(t, "one goroutine analyzing 30 MB twice")
 	ctx := context.Background()
 	db := openDB(t)
 	const rows = 5000
