@@ -27,9 +27,18 @@ func ftsMessagesDrift(t *testing.T, db *sql.DB) (extra, missing []string) {
 
 // ftsDrift is ftsMessagesDrift for the FTS5 table index, whose columns
 // are cols and whose rows the view source gives (fts_rowid and cols).
+//
+// Its temporary tables exist on one connection only: every statement
+// runs on one pinned connection (the Index's loaders take others from
+// the same pool meanwhile).
 func ftsDrift(t *testing.T, db *sql.DB, index, cols, source string) (extra, missing []string) {
 	t.Helper()
 	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
 	for _, q := range []string{
 		`DROP TABLE IF EXISTS temp.fts_check_vocab`,
 		`DROP TABLE IF EXISTS temp.fts_live_vocab`,
@@ -41,12 +50,12 @@ func ftsDrift(t *testing.T, db *sql.DB, index, cols, source string) (extra, miss
 		`CREATE VIRTUAL TABLE temp.fts_check_vocab USING fts5vocab(main, fts_check, instance)`,
 		`CREATE VIRTUAL TABLE temp.fts_live_vocab USING fts5vocab(main, ` + index + `, instance)`,
 	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	read := func(tbl string) []string {
-		rows, err := db.QueryContext(ctx, `SELECT term, doc, col, offset FROM `+tbl)
+		rows, err := conn.QueryContext(ctx, `SELECT term, doc, col, offset FROM `+tbl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +89,7 @@ func ftsDrift(t *testing.T, db *sql.DB, index, cols, source string) (extra, miss
 		}
 	}
 	for _, q := range []string{`DROP TABLE temp.fts_check_vocab`, `DROP TABLE temp.fts_live_vocab`, `DROP TABLE fts_check`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
