@@ -19,8 +19,8 @@ import (
 // whose tsvector ranking has no bm25 statistics to read) computes each
 // content type's store-wide statistics itself: one pass over the indexed
 // text of every row (the columns and analysis a whole cache reads, in
-// one snapshot with the text log's position; archival entries and
-// messages owner by owner, as partition loads read them), giving the
+// one snapshot with the text log's position; archival entries owner by
+// owner, as partition loads read them), giving the
 // rows, the tokens and the complete document-frequency map. A partial cache
 // then ranks as a whole cache of the same store would, to the bit.
 //
@@ -301,16 +301,17 @@ func (c *textCache) countStats(ctx context.Context, db *sql.DB, t search.Content
 		return nil
 	}
 	q := c.rows[t]
-	if q.bulkOwn && !c.readBySel {
+	bySel := !q.bulkOwn || c.readBySel
+	if !bySel {
 		err = c.eachOwnRow(ctx, tx, t, q, share, func(r *ownRow) error { return count(r.cols, r.pieces) })
-		if errors.Is(err, errOwnersMissed) {
+		if errors.Is(err, errOwnersMissed) { // counted again, from nothing
 			s.rows, s.tokens, s.bytes = 0, 0, 0
 			clear(index)
 			df, last = df[:0], last[:0]
-			q.bulkOwn = false
+			bySel = true
 		}
 	}
-	if !q.bulkOwn || c.readBySel {
+	if bySel {
 		err = c.scan(ctx, tx, t, q.sel, nil, func(_ textDoc, _ textBody, cols []sql.NullString) error {
 			return count(cols, nil)
 		})
