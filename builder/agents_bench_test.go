@@ -193,9 +193,10 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// A resident agent's archival search after another agent's write:
 	// an insert, or a delete of its oldest entry (on copies of the
 	// stores, which the deletes change). At N = 10 the cache holds every
-	// agent and follows both; at N = 1,000 a delete of a row no resident
-	// partition holds drops the statistics, and the search counts its
-	// terms in the whole store again.
+	// agent and follows both; at N = 1,000 the deleting agent's partition
+	// is loaded before its delete (that is the delete's cost), so that
+	// the statistics follow the delete, and the search's catch-up reads
+	// the rows the delete re-indexed and moves the statistics by them.
 	for _, write := range []string{"insert", "delete"} {
 		b.Run("resident-search-after-another-agents-"+write, func(b *testing.B) {
 			sts := copies(b)

@@ -126,6 +126,7 @@ type textPart struct {
 	// it (FTS5's nHit); a term no live row holds any more is dropped by
 	// maybeCompact and its id reused (free).
 	post  map[string]int32
+	names []string // term id -> term (post inverted; "" for a free id)
 	lists [][]posting
 	df    []int32
 	free  []int32
@@ -166,11 +167,13 @@ type slotRun struct{ lo, hi int32 }
 // heap in TestTextCacheBudgetEstimate): a slot's textDoc plus its entry in
 // slots; a posting with its slice's growth slack and its term id in
 // terms; a term's map entry (string and slice headers, df, hash-table
-// share) plus its bytes; an owner's entry and a run.
+// share) plus its bytes, and in a part its name in names; an owner's
+// entry and a run.
 const (
 	textCostDoc     = 80
 	textCostPosting = 16
 	textCostTerm    = 68
+	textCostName    = 16 // a string header in textPart.names
 	textCostOwner   = 96
 	textCostRun     = 8
 	textCostBody    = 96 // four string headers, a slice header and a byte
@@ -995,7 +998,6 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 		id, ok := p.post[term]
 		if !ok {
 			id = p.newTerm(term)
-			p.bytes += textCostTerm + int64(len(term))
 		}
 		p.lists[id] = append(p.lists[id], posting{slot: slot, freq: rt.freqs[n]})
 		p.df[id]++
@@ -1102,7 +1104,6 @@ func (p *textPart) analyzeText(text string, toks bool, count func(int32), sc *te
 		id, ok := p.post[string(term)] // no allocation for a lookup
 		if !ok {
 			id = p.newTerm(string(term))
-			p.bytes += textCostTerm + int64(len(term))
 		}
 		count(id)
 		if toks {
@@ -1162,8 +1163,9 @@ func (p *textPart) termIDs(terms []string) []uint32 {
 	return ids
 }
 
-// newTerm numbers a term the part does not hold yet.
+// newTerm numbers a term the part does not hold yet and charges it.
 func (p *textPart) newTerm(term string) int32 {
+	p.bytes += textCostTerm + textCostName + int64(len(term))
 	var id int32
 	if n := len(p.free); n > 0 {
 		id, p.free = p.free[n-1], p.free[:n-1]
@@ -1171,9 +1173,17 @@ func (p *textPart) newTerm(term string) int32 {
 		id = int32(len(p.lists))
 		p.lists = append(p.lists, nil)
 		p.df = append(p.df, 0)
+		p.names = append(p.names, "")
 	}
 	p.post[term] = id
+	p.names[id] = term
 	return id
+}
+
+// holds reports whether row id is live in p.
+func (p *textPart) holds(id int64) bool {
+	_, ok := p.slots[id]
+	return ok
 }
 
 func (p *textPart) remove(id int64) {
@@ -1275,12 +1285,12 @@ func (p *textPart) regroup() {
 		}
 		if len(kept) == 0 {
 			delete(p.post, term)
-			p.lists[id] = nil
+			p.lists[id], p.names[id] = nil, ""
 			p.free = append(p.free, id)
 		} else {
 			slices.SortFunc(kept, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
 			p.lists[id] = slices.Clip(kept)
-			p.bytes += textCostTerm + int64(len(term)) + textCostPosting*int64(len(kept))
+			p.bytes += textCostTerm + textCostName + int64(len(term)) + textCostPosting*int64(len(kept))
 		}
 	}
 	p.docs, p.terms, p.dead = docs, slices.Clip(terms), 0

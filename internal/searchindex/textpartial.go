@@ -213,7 +213,7 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 		}
 		var terms int64 // the sample's bytes of its vocabulary
 		for term := range p.post {
-			terms += textCostTerm + int64(len(term))
+			terms += textCostTerm + textCostName + int64(len(term))
 		}
 		perRow := (p.bytes + p.bodyBytes - terms) / int64(p.live)
 		c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
@@ -306,10 +306,15 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	c.moveStats(staged, spans, cur)
 	touched := map[*textPart]bool{}
 	for _, r := range staged {
-		for _, p := range c.owned[r.t] {
-			if _, ok := p.slots[r.id]; ok {
-				p.remove(r.id)
-				touched[p] = true
+		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone && p.holds(r.id) {
+			p.remove(r.id) // (a row is in one partition at most: install)
+			touched[p] = true
+		} else {
+			for _, p := range c.owned[r.t] {
+				if p.holds(r.id) {
+					p.remove(r.id)
+					touched[p] = true
+				}
 			}
 		}
 		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone {
@@ -437,8 +442,11 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 			moves[r.t] = m
 		}
 		m.row(s, r, spans[r.t], staged, &arrivals, func(id int64) *textPart {
+			if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone && p.holds(id) {
+				return p // where a row stays (in one partition at most: install)
+			}
 			for _, p := range c.owned[r.t] {
-				if _, ok := p.slots[id]; ok {
+				if p.holds(id) {
 					return p
 				}
 			}
@@ -466,11 +474,6 @@ type statsMove struct {
 	// unmarked: the log does not tell a row's own changes from its
 	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
 	unmarked bool
-	// gone counts, by resident partition and term id, the terms of the
-	// rows complete statistics take away as that partition holds them:
-	// apply names them in one walk of each partition's terms, not one
-	// walk per changed row.
-	gone map[*textPart]map[int32]int64
 }
 
 // row adds to m what row r (spans: the log spans of r's kind in the
@@ -501,8 +504,8 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 						}
 						return
 					}
-					for term := range s.df {
-						if _, ok := r.terms.index[term]; ok && !had(term) {
+					for term := range r.terms.index {
+						if _, ok := s.df[term]; ok && !had(term) {
 							m.df[term]++
 						}
 					}
@@ -515,26 +518,12 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 		doc := &p.docs[p.slots[r.id]]
 		m.rows--
 		m.tokens -= int64(doc.length)
-		held := p.terms[doc.termsAt : doc.termsAt+doc.nTerms]
-		if s.complete {
-			// Every term the row held (s.df holds the store's whole
-			// vocabulary): named by apply.
-			g := m.gone[p]
-			if g == nil {
-				if m.gone == nil {
-					m.gone = map[*textPart]map[int32]int64{}
-				}
-				g = map[int32]int64{}
-				m.gone[p] = g
-			}
-			for _, id := range held {
-				g[id]++
-			}
-		} else {
-			for term := range s.df {
-				if id, ok := p.post[term]; ok && slices.Contains(held, id) {
-					m.df[term]--
-				}
+		// Each term the row held (once each) that s counts: every one
+		// when complete (s.df holds the store's whole vocabulary).
+		for _, id := range p.terms[doc.termsAt : doc.termsAt+doc.nTerms] {
+			term := p.names[id]
+			if _, ok := s.df[term]; ok || s.complete {
+				m.df[term]--
 			}
 		}
 	}
@@ -552,18 +541,10 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 
 // apply moves s by m; false when the statistics must go instead: a
 // change they cannot follow, or complete ones grown past share bytes
-// (or gone inconsistent, which a correct log never makes them). The
-// partitions in m.gone must still hold what row saw in them.
+// (or gone inconsistent, which a correct log never makes them).
 func (m *statsMove) apply(s *textStats, share int64) bool {
 	if m.failed {
 		return false
-	}
-	for p, g := range m.gone { // (the partitions hold what row saw)
-		for term, id := range p.post {
-			if n := g[id]; n > 0 {
-				m.df[term] -= n
-			}
-		}
 	}
 	s.rows += m.rows
 	s.tokens += m.tokens
