@@ -68,3 +68,47 @@ func TestConcurrentOpensOfFreshDatabase(t *testing.T) {
 		}
 	}
 }
+
+// Every set-returning function of the schema says how many rows it
+// returns (ROWS): taken to return 1,000, the archival neighbour functions
+// had the planner hash a sequential scan of the whole archival table into
+// each archival insert's trigger.
+func TestSetReturningFunctionsSayTheirRows(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).NewDatabase(t)
+	c, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT p.oid::regprocedure::text, p.prorows FROM pg_proc p
+		JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = current_schema() AND p.proname LIKE 'engram%' AND p.proretset`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var name string
+		var n float64
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if n > 10 {
+			t.Errorf("%s returns an estimated %v rows: say ROWS", name, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen < 5 {
+		t.Fatalf("%d set-returning functions found, want the archival neighbour functions at least", seen)
+	}
+}
