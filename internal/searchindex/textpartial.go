@@ -550,6 +550,9 @@ func (m *statsMove) apply(s *textStats, share int64) bool {
 	s.tokens += m.tokens
 	s.maxID = m.maxID
 	for term, n := range m.df {
+		if n == 0 {
+			continue // (a rewritten row's terms it held before and holds still)
+		}
 		if !s.complete {
 			s.df[term] += n
 			continue
