@@ -693,6 +693,43 @@ func BenchmarkTextStatsPass(b *testing.B) {
 			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+	// Messages: a pass reads them with the store-wide query (each
+	// message's four neighbours are index probes). 20,000 messages of 100
+	// agents in batches of 20.
+	for start := 0; start < rows; start += chunk {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES `)
+		var args []any
+		for i := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, 'user', ?, ?, ?, ?)")
+			w := make([]string, 12+r.IntN(30))
+			for j := range w {
+				w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(zipf.Uint64())%3), zipf.Uint64())
+			}
+			n := int64(start + i)
+			args = append(args, fmt.Sprint("agent-", n%100), strings.Join(w, " "), fmt.Sprint("batch-", n/100/20), n/100%20, n)
+		}
+		if err := be.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q.String(), args...); return err }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("messages", func(b *testing.B) {
+		var counted int64
+		for range b.N {
+			n, _, _, err := searchindex.TextStatsOf(ctx, x, search.Messages, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			counted += n
+		}
+		if counted != int64(rows*b.N) {
+			b.Fatalf("counted %d messages, want %d", counted, rows*b.N)
+		}
+		b.ReportMetric(float64(counted)/b.Elapsed().Seconds(), "rows/s")
+	})
 }
 
 // TestTextCachePartialPostgresConformance runs the store conformance
