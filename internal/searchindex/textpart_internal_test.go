@@ -87,13 +87,12 @@ func TestTextPartBytesLikeRegroup(t *testing.T) {
 			}
 			p.regroup() // frees the terms no live row holds
 			clear(sc.seen)
-			inc := p.bytes
 			for range 30 {
 				id++
 				text := words() + fmt.Sprint(" new", round)
 				p.addRow(textDoc{id: id, owner: "a"}, textBody{}, []sql.NullString{{String: text, Valid: true}, {}, {}}, nil, sc)
 			}
-			inc = p.bytes
+			inc := p.bytes
 			p.regroup()
 			if p.bytes != inc {
 				t.Fatalf("add %v round %d: charged %d incrementally, regroup says %d", viaAdd, round, inc, p.bytes)

@@ -2,16 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/engram-go/engram/internal/pgtest"
-	"github.com/engram-go/engram/memory"
 )
 
 // A message's tsvector, read with its neighbours in one statement
@@ -21,17 +17,7 @@ import (
 // triggers left it) and the function's value, against 0033's function.
 func TestMessageFTSLikeFourStatements(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
-	c, err := memory.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := migratedDB(t)
 	old, err := os.ReadFile("../../migrations/postgres/0033_message_two_turns.sql")
 	if err != nil {
 		t.Fatal(err)

@@ -75,17 +75,7 @@ func TestConcurrentOpensOfFreshDatabase(t *testing.T) {
 // each archival insert's trigger.
 func TestSetReturningFunctionsSayTheirRows(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).NewDatabase(t)
-	c, err := memory.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := migratedDB(t)
 	rows, err := db.QueryContext(ctx, `SELECT p.oid::regprocedure::text, p.prorows FROM pg_proc p
 		JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = current_schema() AND p.proname LIKE 'engram%' AND p.proretset`)
