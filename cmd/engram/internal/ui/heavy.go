@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 )
@@ -27,7 +28,11 @@ const renderCacheBytes = 32 << 20
 // of requests can take, and pages that need none are served meanwhile.
 // The copies are released by finalizers, which only a garbage collection
 // runs; the Go heap barely grows while the copies live outside it, so a
-// collection is forced afterwards rather than left to chance.
+// collection is forced afterwards rather than left to chance. Those
+// finalizers run on the runtime's finalizer goroutine, after the
+// collection queues them and possibly after the trim that follows it (on
+// a busy machine, seconds after), so the C heap is trimmed again a moment
+// later.
 func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) error {
 	wait, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)
 	defer cancel()
@@ -40,8 +45,9 @@ func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) e
 		return ctx.Err()
 	}
 	defer func() {
-		debug.FreeOSMemory() // runs the copies' finalizers, which free them into the C heap
+		debug.FreeOSMemory() // queues the copies' finalizers, which free them into the C heap
 		trimMalloc()
+		s.trimLater()
 		<-s.slots
 	}()
 	work, cancel := context.WithTimeout(ctx, s.opts.HeavyTimeout)
@@ -53,6 +59,22 @@ func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) e
 		return err
 	}
 	return nil
+}
+
+// trimAgain is how long after heavy work the C heap is trimmed again:
+// time for the finalizer goroutine to free what the collection found.
+const trimAgain = 500 * time.Millisecond
+
+// trimLater trims the C heap again trimAgain from now (once, however many
+// heavy works end meanwhile).
+func (s *Server) trimLater() {
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	if s.trim == nil {
+		s.trim = time.AfterFunc(trimAgain, trimMalloc)
+		return
+	}
+	s.trim.Reset(trimAgain)
 }
 
 // versions renders a block's historical versions for one request,

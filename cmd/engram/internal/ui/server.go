@@ -98,7 +98,11 @@ type Server struct {
 	loginMu sync.Mutex
 	logins  map[string]bool // one-time sign-in tokens → not used yet
 
-	slots   chan struct{} // held while historical versions are computed
+	slots chan struct{} // held while historical versions are computed
+	// trim gives the C heap's free memory back again a while after heavy
+	// work (see heavy); trimMu guards it.
+	trimMu  sync.Mutex
+	trim    *time.Timer
 	renders *renderCache
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
@@ -278,6 +282,11 @@ func (s *Server) HTTPServer() *http.Server {
 func (s *Server) Close() error {
 	s.cancel()
 	<-s.done
+	s.trimMu.Lock()
+	if s.trim != nil {
+		s.trim.Stop()
+	}
+	s.trimMu.Unlock()
 	s.subsMu.Lock()
 	for k, cancel := range s.subs {
 		cancel()
