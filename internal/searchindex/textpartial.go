@@ -306,16 +306,9 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	c.moveStats(staged, spans, cur)
 	touched := map[*textPart]bool{}
 	for _, r := range staged {
-		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone && p.holds(r.id) {
-			p.remove(r.id) // (a row is in one partition at most: install)
+		if p := c.holder(r); p != nil {
+			p.remove(r.id)
 			touched[p] = true
-		} else {
-			for _, p := range c.owned[r.t] {
-				if p.holds(r.id) {
-					p.remove(r.id)
-					touched[p] = true
-				}
-			}
 		}
 		if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone {
 			p.add(r.doc, r.body, r.terms)
@@ -441,17 +434,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 			moves[r.t] = m
 		}
-		m.row(s, r, spans[r.t], staged, &arrivals, func(id int64) *textPart {
-			if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone && p.holds(id) {
-				return p // where a row stays (in one partition at most: install)
-			}
-			for _, p := range c.owned[r.t] {
-				if p.holds(id) {
-					return p
-				}
-			}
-			return nil
-		})
+		m.row(s, r, spans[r.t], staged, &arrivals, func() *textPart { return c.holder(r) })
 	}
 	for t, s := range c.gstats {
 		if !s.loaded {
@@ -463,6 +446,21 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 		}
 		s.pos = later(s.pos, cur)
 	}
+}
+
+// holder is the resident partition holding r's row as it was, nil when
+// none does. A row is in one partition at most (install removes a moved
+// row from the others), most often its owner's, looked at first.
+func (c *textCache) holder(r textRow) *textPart {
+	if p := c.owned[r.t][r.doc.owner]; p != nil && !r.gone && p.holds(r.id) {
+		return p
+	}
+	for _, p := range c.owned[r.t] {
+		if p.holds(r.id) {
+			return p
+		}
+	}
+	return nil
 }
 
 // statsMove is what a catch-up's rows change in one kind's statistics.
@@ -480,7 +478,7 @@ type statsMove struct {
 // catch-up) changes in s; old finds the resident partition holding r's
 // previous version (nil: none). arrivals indexes staged's new messages,
 // built on first need.
-func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func(int64) *textPart) {
+func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged []textRow, arrivals *map[msgPlace]*textRow, old func() *textPart) {
 	sp := spans[r.id]
 	if m.failed || sp.heldBy(s.pos) {
 		return // its text now is the one counted when the statistics were read
@@ -488,7 +486,7 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 	if r.id <= s.maxID {
 		// The statistics counted a version of this row: only one a
 		// resident partition holds as it was then will do.
-		p := old(r.id)
+		p := old()
 		if sp.anyHeldBy(s.pos) || p == nil || sp.anyHeldBy(p.hiPos) {
 			if r.t == search.Messages && !r.gone && len(sp.changed) <= 4 && sp.mark == 1 {
 				if *arrivals == nil {

@@ -643,26 +643,32 @@ func BenchmarkTextStatsPass(b *testing.B) {
 	r := rand.New(rand.NewPCG(35, 1))
 	zipf := rand.NewZipf(r, 1.07, 2, 4999)
 	const rows, chunk = 20_000, 1_000
-	for start := 0; start < rows; start += chunk {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO archival (agent, content, created_at, valid_from) VALUES `)
-		var args []any
-		for i := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
+	// load writes rows rows through insert (its VALUES left off), each
+	// row's values tuple's, of row n with a text of Zipf words.
+	load := func(insert, tuple string, values func(n int64, text string) []any) {
+		for start := 0; start < rows; start += chunk {
+			var q strings.Builder
+			q.WriteString(insert + ` VALUES `)
+			var args []any
+			for i := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString(tuple)
+				w := make([]string, 12+r.IntN(30))
+				for j := range w {
+					w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(zipf.Uint64())%3), zipf.Uint64())
+				}
+				args = append(args, values(int64(start+i), strings.Join(w, " "))...)
 			}
-			q.WriteString("(?, ?, ?, ?)")
-			w := make([]string, 12+r.IntN(30))
-			for j := range w {
-				w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(zipf.Uint64())%3), zipf.Uint64())
+			if err := be.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q.String(), args...); return err }); err != nil {
+				b.Fatal(err)
 			}
-			n := int64(start + i)
-			args = append(args, fmt.Sprint("agent-", n%100), strings.Join(w, " "), n, n)
-		}
-		if err := be.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q.String(), args...); return err }); err != nil {
-			b.Fatal(err)
 		}
 	}
+	load(`INSERT INTO archival (agent, content, created_at, valid_from)`, "(?, ?, ?, ?)", func(n int64, text string) []any {
+		return []any{fmt.Sprint("agent-", n%100), text, n, n}
+	})
 	x, err := searchindex.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &searchindex.IndexOptions{Write: be.Write, VectorCacheBytes: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -696,26 +702,9 @@ func BenchmarkTextStatsPass(b *testing.B) {
 	// Messages: a pass reads them with the store-wide query (each
 	// message's four neighbours are index probes). 20,000 messages of 100
 	// agents in batches of 20.
-	for start := 0; start < rows; start += chunk {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at) VALUES `)
-		var args []any
-		for i := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, 'user', ?, ?, ?, ?)")
-			w := make([]string, 12+r.IntN(30))
-			for j := range w {
-				w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(zipf.Uint64())%3), zipf.Uint64())
-			}
-			n := int64(start + i)
-			args = append(args, fmt.Sprint("agent-", n%100), strings.Join(w, " "), fmt.Sprint("batch-", n/100/20), n/100%20, n)
-		}
-		if err := be.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q.String(), args...); return err }); err != nil {
-			b.Fatal(err)
-		}
-	}
+	load(`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)`, "(?, 'user', ?, ?, ?, ?)", func(n int64, text string) []any {
+		return []any{fmt.Sprint("agent-", n%100), text, fmt.Sprint("batch-", n/100/20), n / 100 % 20, n}
+	})
 	b.Run("messages", func(b *testing.B) {
 		var counted int64
 		for range b.N {

@@ -43,7 +43,7 @@ func BenchmarkTextStatsMoveResident(b *testing.B) {
 		m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: true}
 		var arrivals map[msgPlace]*textRow
 		for _, r := range staged {
-			m.row(s, r, spans, staged, &arrivals, func(int64) *textPart { return p })
+			m.row(s, r, spans, staged, &arrivals, func() *textPart { return p })
 		}
 		if !m.apply(&textStats{loaded: true, df: map[string]int64{}}, math.MaxInt64) || m.df["edit"] != rowsChanged || m.df["common"] != 0 {
 			b.Fatalf("failed %v, df %d %d", m.failed, m.df["edit"], m.df["common"])

@@ -426,7 +426,7 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t search.Conten
 	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 	var arrivals map[msgPlace]*textRow
 	for _, r := range staged {
-		m.row(s, r, spans, staged, &arrivals, func(int64) *textPart { return nil })
+		m.row(s, r, spans, staged, &arrivals, func() *textPart { return nil })
 	}
 	if !m.apply(s, c.limit/textStatsShare) {
 		return false, nil
