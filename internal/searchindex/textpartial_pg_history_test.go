@@ -460,12 +460,7 @@ func TestTextCachePartialPostgresScaleAfterDrop(t *testing.T) {
 func TestTextCachePartialPostgresMovedNextToArrival(t *testing.T) {
 	ctx := context.Background()
 	p := newPGPartial(t)
-	raw := func(q string, args ...any) {
-		t.Helper()
-		if err := p.b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	raw := p.raw
 	if _, err := p.store.Agent("agent-1").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, Content: "gamma", BatchID: "solo"}}); err != nil {
 		t.Fatal(err)
 	}

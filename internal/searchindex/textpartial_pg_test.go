@@ -328,6 +328,16 @@ func newPGPartial(t *testing.T) *pgPartial {
 	return p
 }
 
+// raw runs q in one write transaction of p's backend (SQL beside the
+// store's own writes, as a hand edit is).
+func (p *pgPartial) raw(q string, args ...any) {
+	p.t.Helper()
+	ctx := context.Background()
+	if err := p.b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 func (p *pgPartial) insert(agent, content string) int64 {
 	p.t.Helper()
 	e, err := p.store.Agent(agent).Archival().Insert(context.Background(), memory.ArchivalEntry{Content: content})

@@ -2,7 +2,6 @@ package searchindex_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 
@@ -19,12 +18,7 @@ import (
 func TestTextStatsAfterTermIDsReused(t *testing.T) {
 	ctx := context.Background()
 	p := newPGPartial(t)
-	raw := func(q string, args ...any) {
-		t.Helper()
-		if err := p.b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	raw := p.raw
 	raw(`INSERT INTO archival (agent, content, created_at, valid_from) SELECT 'agent-0', 'common uniq' || i || ' w' || (i % 7), 1, 1 FROM generate_series(1, 3000) i`)
 	raw(`INSERT INTO archival (agent, content, created_at, valid_from) SELECT 'agent-1', 'common other' || i, 1, 1 FROM generate_series(1, 50) i`)
 	whole := p.whole()
