@@ -102,3 +102,39 @@ func TestSetReturningFunctionsSayTheirRows(t *testing.T) {
 		t.Fatalf("%d set-returning functions found, want the archival neighbour functions at least", seen)
 	}
 }
+
+// Every engram PL/pgSQL function that reads or writes a table plans with
+// sequential scans off (migration 0042), so that a plan it keeps, made
+// while a table was small, still uses the index once the table has grown
+// (TestWritesPlannedOnEmptyTablesReadNoTableWhole). A function replaced
+// by CREATE OR REPLACE loses the setting unless it says it again.
+func TestTableFunctionsPlanWithIndexes(t *testing.T) {
+	ctx := context.Background()
+	db := migratedDB(t)
+	rows, err := db.QueryContext(ctx, `SELECT p.oid::regprocedure::text, COALESCE('enable_seqscan=off' = ANY(p.proconfig), false)
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+		WHERE n.nspname = current_schema() AND p.proname LIKE 'engram%' AND l.lanname = 'plpgsql' AND p.provolatile <> 'i'
+			AND p.prosrc ~* '\m(from|update|into)\M'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var name string
+		var off bool
+		if err := rows.Scan(&name, &off); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if !off {
+			t.Errorf("%s reads or writes a table but plans with sequential scans on: SET enable_seqscan = off", name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen < 20 {
+		t.Fatalf("%d functions that read or write tables found, want the triggers' at least", seen)
+	}
+}
