@@ -371,6 +371,28 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 			fmt.Sprintf("each writer appends %s (%d each); bare: single-row INSERT transactions, as many at once", what, per))
 	}
 
+	// Archival entries until the table is large, in a new database: the
+	// writers' sessions plan on an empty table, and a plan kept from then
+	// must not read the whole table on each insert.
+	{
+		const long = 1000
+		var eng, bare []float64
+		for range cfg.repeats {
+			e, err := pgWriterThroughput(ctx, newDB, "archival", 2, 4, long)
+			if err != nil {
+				return fmt.Errorf("archival writers: %w", err)
+			}
+			b, err := pgWriterThroughput(ctx, newDB, "bare", 2, 4, long)
+			if err != nil {
+				return fmt.Errorf("bare writers: %w", err)
+			}
+			eng, bare = append(eng, e), append(bare, b)
+		}
+		r.compare(sec, "PostgreSQL 8 writers of archival in 2 processes, 8,000 entries into a new database: engram vs bare INSERT",
+			median(eng), median(bare), unitOps, "higher",
+			fmt.Sprintf("each writer inserts %d archival entries; bare: single-row INSERT transactions, as many at once", long))
+	}
+
 	// A small append's p99, quiet and beside a 256 KiB writer.
 	dsn, err := newDB()
 	if err != nil {
