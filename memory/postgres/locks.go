@@ -40,6 +40,9 @@ const (
 	// (engram_log_trim, migration 0023: the literal keys are there).
 	lockTextLogTrim = lockClassNamed<<56 | 2
 	lockVecLogTrim  = lockClassNamed<<56 | 3
+	// lockAnalyze is the growth analyzer's (analyze.go): one process
+	// analyzes at a time.
+	lockAnalyze = lockClassNamed<<56 | 4
 )
 
 // lockKey is the advisory key of object v of class.

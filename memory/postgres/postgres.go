@@ -57,6 +57,7 @@ type Backend struct {
 	target   string   // redacted
 	deferred sync.Map // *sql.Tx of WriteBlocks -> *deferred
 	notify   *notifier
+	grown    *growthAnalyzer
 	// maxConns is the pool's size: how many idle connections a restart
 	// of the server may have left dead (see Backend.write).
 	maxConns int
@@ -115,6 +116,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("migrate %s: %w", b.target, err)
 	}
 	b.notify = startNotifier(b.db, b.log, b.target)
+	b.grown = startGrowthAnalyzer(cfg, b.log, analyzeEvery)
 	return b, nil
 }
 
@@ -145,6 +147,7 @@ func (b *Backend) JSONInt64s() string {
 // pool.
 func (b *Backend) Close() error {
 	b.notify.close()
+	b.grown.close()
 	return b.db.Close()
 }
 
@@ -286,6 +289,7 @@ func (b *Backend) writeOnce(ctx context.Context, locks []engdriver.WriteLock, no
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	b.grown.noteWrite()
 	if d != nil {
 		d.mu.Lock()
 		b.notify.add(d.ids)

@@ -12,19 +12,37 @@ import (
 	"github.com/engram-go/engram/memory"
 )
 
-// The statements the write triggers run are planned once per session
-// and kept (PL/pgSQL caches a generic plan), so a plan made while a
-// table was empty is the plan its writes use until the next ANALYZE. A
-// shape with two plans, a sequential scan for an empty table and an
-// index for a full one, then reads the whole table on every write: an
-// archival insert of a new database cost 16 ms at 8,000 entries, 13×
-// the same insert planned later. Here every plan is generic and made on
-// empty tables (plan_cache_mode on the store's connections), and the
-// writes that follow must not read the tables they write sequentially:
-// fewer tuples read by sequential scans than rows written.
+// A session keeps the plans of the statements it runs again and again
+// (the triggers' and engram's prepared statements), and in a new database
+// its first writes plan on empty tables: a plan that reads the whole
+// table, or the whole of an agent's rows by the wrong index, then runs on
+// every write until the table is analyzed. 8,000 archival inserts into a
+// new database ran at 147/s instead of 2,000/s. Here every plan is
+// generic (plan_cache_mode on the store's connections) and made on empty
+// tables, and autovacuum is off: the triggers' own functions must plan
+// with the index, and the store's growth analyzer must analyze the
+// tables once they have grown, so that the plans made again follow. A
+// write must then read a bounded number of rows of the tables it writes
+// (seq_tup_read + idx_tup_fetch), not a number that grows with them.
 func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Start(t).NewDatabase(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	setup, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup.Close()
+	tables := []string{"archival", "messages", "blocks", "block_updates"}
+	for _, tb := range tables {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+tb+` SET (autovacuum_enabled = false)`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -36,53 +54,70 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const agents, n = 2, 150
-	var ids []int64
-	for a := range agents {
-		ag := st.Agent(fmt.Sprint("agent-", a))
-		if _, err := ag.CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
-			t.Fatal(err)
+	defer st.Close()
+	const agents = 2
+	ids := make([][]int64, agents) // each agent's stream entries
+	write := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			for a := range agents {
+				ag := st.Agent(fmt.Sprint("agent-", a))
+				if i == 0 {
+					if _, err := ag.CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				line := fmt.Sprintf("note %d of agent %d: the tide turned at the harbour", i, a)
+				e, err := ag.Archival().Insert(ctx, memory.ArchivalEntry{Content: line})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[a] = append(ids[a], e.ID)
+				if _, err := ag.Archival().Insert(ctx, memory.ArchivalEntry{Content: line, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ag.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: line, BatchID: "session"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := ag.Block("notes").Append(ctx, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+				if i%4 == 3 { // and the entry before, rewritten or deleted
+					id := ids[a][len(ids[a])-2]
+					if i%8 == 3 {
+						_, err = ag.Archival().Supersede(ctx, id, memory.ArchivalEntry{Content: fmt.Sprint("rewritten ", line)})
+					} else {
+						err = ag.Archival().Delete(ctx, id)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 		}
 	}
-	for i := range n {
-		for a := range agents {
-			ag := st.Agent(fmt.Sprint("agent-", a))
-			line := fmt.Sprintf("note %d of agent %d: the tide turned at the harbour", i, a)
-			e, err := ag.Archival().Insert(ctx, memory.ArchivalEntry{Content: line})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, e.ID)
-			if _, err := ag.Archival().Insert(ctx, memory.ArchivalEntry{Content: line, Metadata: map[string]any{"conversation": "c1"}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ag.Messages().Append(ctx, memory.Message{Role: memory.RoleUser, Content: line, BatchID: "session"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := ag.Block("notes").Append(ctx, line+"\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for i, id := range ids[len(ids)/2:] {
-		ag := st.Agent(fmt.Sprint("agent-", i%agents))
-		if i%2 == 0 {
-			if _, err := ag.Archival().Supersede(ctx, id, memory.ArchivalEntry{Content: fmt.Sprint("rewritten ", i)}); err != nil {
-				t.Fatal(err)
-			}
-		} else if err := ag.Archival().Delete(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// A backend's counters reach the shared statistics when it exits.
+	// The plans are made on empty tables; the tables grow until the
+	// analyzer has analyzed the two that grow most.
+	write(0, 80)
 	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname IN ('archival', 'messages') AND last_analyze IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("archival and messages not analyzed within 30 s of growing from empty")
+		}
+		write(80, 81) // a write wakes the analyzer
+		time.Sleep(100 * time.Millisecond)
+	}
+	write(81, 900)
+	st.Close()
+	// A backend's counters reach the shared statistics when it exits.
 	for {
 		var others int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
@@ -96,29 +131,15 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT relname, seq_scan, seq_tup_read, n_tup_ins FROM pg_stat_user_tables
-		WHERE relname IN ('archival', 'messages', 'blocks', 'block_changes') ORDER BY relname`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	seen := 0
-	for rows.Next() {
-		var rel string
-		var scans, read, ins int64
-		if err := rows.Scan(&rel, &scans, &read, &ins); err != nil {
-			t.Fatal(err)
+	for _, tb := range tables {
+		var read, written int64
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0), n_tup_ins + n_tup_upd + n_tup_del
+			FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`, tb).Scan(&read, &written); err != nil {
+			t.Fatalf("%s: %v", tb, err)
 		}
-		seen++
-		t.Logf("%s: %d rows written, %d sequential scans read %d tuples", rel, ins, scans, read)
-		if read >= ins {
-			t.Errorf("%s: sequential scans read %d tuples for %d rows written: a write's plan reads the table whole", rel, read, ins)
+		t.Logf("%s: %d rows written, %d read", tb, written, read)
+		if read > 40*written {
+			t.Errorf("%s: %d rows read for %d written: writes read more as the table grows", tb, read, written)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if seen == 0 {
-		t.Fatal("no table statistics read")
 	}
 }

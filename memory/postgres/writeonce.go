@@ -114,6 +114,7 @@ func (b *Backend) writeOnceTrip(ctx context.Context, locks []engdriver.WriteLock
 		return false, err
 	}
 	if found {
+		b.grown.noteWrite()
 		var ids []int64
 		for _, l := range locks {
 			if l.Kind() == engdriver.LockBlock {

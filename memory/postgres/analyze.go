@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A session keeps the plans of the statements it runs again and again
+// (PL/pgSQL's, prepared ones') until a table they read is next analyzed,
+// and a plan made while the table was empty can read all of it (or all of
+// an agent's rows, by the wrong index) on every run. Autovacuum analyzes
+// a table once its changes pass a tenth of its size, but only when it
+// comes round (a minute or more in a database that has just been made and
+// is written fast), so the growth analyzer fills that gap: after writes,
+// at most every analyzeEvery, it analyzes each of engram's tables changed
+// by more than the rows it held when last analyzed (plus analyzeMin),
+// which every session's plans then follow. A table is so analyzed each
+// time it doubles, a few times over its life; one process at a time does
+// it (lockAnalyze), on a connection of its own made on first need.
+const (
+	analyzeEvery = 2 * time.Second
+	analyzeMin   = 200
+)
+
+// analyzedTables are the tables whose plans follow their size.
+var analyzedTables = []string{"archival", "messages", "blocks", "block_updates", "batches", "agent_usage", "search_text_log", "search_vec_log"}
+
+type growthAnalyzer struct {
+	cfg   *pgx.ConnConfig
+	log   *slog.Logger
+	every time.Duration
+	wrote atomic.Bool
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+func startGrowthAnalyzer(cfg *pgx.ConnConfig, log *slog.Logger, every time.Duration) *growthAnalyzer {
+	cfg = cfg.Copy()
+	cfg.Tracer = nil // not one of the pool's statements
+	g := &growthAnalyzer{cfg: cfg, log: log, every: every, stop: make(chan struct{}), done: make(chan struct{})}
+	go g.run()
+	return g
+}
+
+// noteWrite notes a committed write (none before the analyzer starts:
+// the migrations').
+func (g *growthAnalyzer) noteWrite() {
+	if g != nil {
+		g.wrote.Store(true)
+	}
+}
+
+// close stops the analyzer and waits for it (again: at once).
+func (g *growthAnalyzer) close() {
+	g.once.Do(func() { close(g.stop) })
+	<-g.done
+}
+
+func (g *growthAnalyzer) run() {
+	defer close(g.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-g.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	t := time.NewTicker(g.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		if !g.wrote.Swap(false) {
+			continue
+		}
+		if conn == nil {
+			c, err := pgx.ConnectConfig(ctx, g.cfg)
+			if err != nil {
+				g.log.Debug("postgres: growth analyzer: connect", "err", err)
+				continue
+			}
+			conn = c
+		}
+		if err := analyzeGrown(ctx, conn); err != nil {
+			g.log.Debug("postgres: growth analyzer", "err", err)
+			conn.Close(context.Background())
+			conn = nil
+		}
+	}
+}
+
+// analyzeGrown analyzes the tables of analyzedTables changed by more than
+// they held when last analyzed (plus analyzeMin), unless another process
+// is at it.
+func analyzeGrown(ctx context.Context, conn *pgx.Conn) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(lockAnalyze)).Scan(&mine); err != nil || !mine {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+		WHERE s.schemaname = current_schema() AND s.relname = ANY($1)
+			AND s.n_mod_since_analyze >= GREATEST(c.reltuples, 0) + $2`, analyzedTables, analyzeMin)
+	if err != nil {
+		return err
+	}
+	grown, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, t := range grown {
+		// A table this role does not own is passed over with a warning.
+		if _, err := tx.Exec(ctx, "ANALYZE "+pgx.Identifier{t}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
