@@ -16,15 +16,20 @@ import (
 // an agent's rows, by the wrong index) on every run. Autovacuum analyzes
 // a table once its changes pass a tenth of its size, but only when it
 // comes round (a minute or more in a database that has just been made and
-// is written fast), so the growth analyzer fills that gap: after writes,
-// at most every analyzeEvery, it analyzes each of engram's tables changed
-// by more than the rows it held when last analyzed (plus analyzeMin),
-// which every session's plans then follow. A table is so analyzed each
-// time it doubles, a few times over its life; one process at a time does
-// it (lockAnalyze), on a connection of its own made on first need.
+// is written fast), so the growth analyzer fills that gap: while the
+// process writes, and for analyzeAfter after its last write (the
+// server's counts of a table's rows lag its writes by up to 10 s), at most
+// every analyzeEvery it analyzes each of engram's tables that its role
+// owns and that holds more than half as many rows again as it held when
+// last analyzed (plus analyzeMin), which every session's plans then
+// follow. A table is so analyzed each time it grows by half (about 20
+// times on its way to a million rows), not as it is updated; one
+// process at a time does it (lockAnalyze), on a connection of its own
+// made on first need.
 const (
 	analyzeEvery = 2 * time.Second
-	analyzeMin   = 200
+	analyzeAfter = 15 * time.Second
+	analyzeMin   = 100
 )
 
 // analyzedTables are the tables whose plans follow their size.
@@ -34,7 +39,7 @@ type growthAnalyzer struct {
 	cfg   *pgx.ConnConfig
 	log   *slog.Logger
 	every time.Duration
-	wrote atomic.Bool
+	wrote atomic.Int64 // when the last write committed (Unix ns)
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -52,7 +57,7 @@ func startGrowthAnalyzer(cfg *pgx.ConnConfig, log *slog.Logger, every time.Durat
 // the migrations').
 func (g *growthAnalyzer) noteWrite() {
 	if g != nil {
-		g.wrote.Store(true)
+		g.wrote.Store(time.Now().UnixNano())
 	}
 }
 
@@ -87,7 +92,7 @@ func (g *growthAnalyzer) run() {
 			return
 		case <-t.C:
 		}
-		if !g.wrote.Swap(false) {
+		if time.Since(time.Unix(0, g.wrote.Load())) > analyzeAfter {
 			continue
 		}
 		if conn == nil {
@@ -106,10 +111,31 @@ func (g *growthAnalyzer) run() {
 	}
 }
 
-// analyzeGrown analyzes the tables of analyzedTables changed by more than
-// they held when last analyzed (plus analyzeMin), unless another process
-// is at it.
+// analyzeGrown analyzes the tables of analyzedTables its role owns (an
+// ANALYZE of another's table is skipped with a warning, every time) that
+// hold half as many rows again as when last analyzed (plus analyzeMin),
+// each in a transaction of its own, unless another process is at it.
 func analyzeGrown(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+		WHERE s.schemaname = current_schema() AND s.relname = ANY($1) AND pg_has_role(c.relowner, 'USAGE')
+			AND s.n_live_tup >= 1.5 * GREATEST(c.reltuples, 0) + $2`, analyzedTables, analyzeMin)
+	if err != nil {
+		return err
+	}
+	grown, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, t := range grown {
+		if err := analyzeOne(ctx, conn, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// analyzeOne analyzes table t unless another process is analyzing.
+func analyzeOne(ctx context.Context, conn *pgx.Conn, t string) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
@@ -119,21 +145,8 @@ func analyzeGrown(ctx context.Context, conn *pgx.Conn) error {
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(lockAnalyze)).Scan(&mine); err != nil || !mine {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-		WHERE s.schemaname = current_schema() AND s.relname = ANY($1)
-			AND s.n_mod_since_analyze >= GREATEST(c.reltuples, 0) + $2`, analyzedTables, analyzeMin)
-	if err != nil {
+	if _, err := tx.Exec(ctx, "ANALYZE "+pgx.Identifier{t}.Sanitize()); err != nil {
 		return err
-	}
-	grown, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, t := range grown {
-		// A table this role does not own is passed over with a warning.
-		if _, err := tx.Exec(ctx, "ANALYZE "+pgx.Identifier{t}.Sanitize()); err != nil {
-			return err
-		}
 	}
 	return tx.Commit(ctx)
 }

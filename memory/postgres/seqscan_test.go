@@ -96,9 +96,9 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 			}
 		}
 	}
-	// The plans are made on empty tables; the tables grow until the
-	// analyzer has analyzed the two that grow most.
-	write(0, 80)
+	// The plans are made on empty tables; the tables grow, and the
+	// analyzer analyzes the two that grow most after the writes stop.
+	write(0, 120)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var n int
@@ -112,10 +112,9 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("archival and messages not analyzed within 30 s of growing from empty")
 		}
-		write(80, 81) // a write wakes the analyzer
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // (no write: the analyzer looks again after the last)
 	}
-	write(81, 900)
+	write(120, 900)
 	st.Close()
 	// A backend's counters reach the shared statistics when it exits.
 	for {
@@ -138,7 +137,15 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 			t.Fatalf("%s: %v", tb, err)
 		}
 		t.Logf("%s: %d rows written, %d read", tb, written, read)
-		if read > 40*written {
+		// A message's neighbours are read by agent until the agent has
+		// enough messages for the planner to take the unique index
+		// (agent, batch_id, seq): about 60 rows a write here, against 750
+		// and growing with plans kept from empty tables.
+		bound := map[string]int64{"messages": 150}[tb]
+		if bound == 0 {
+			bound = 40
+		}
+		if read > bound*written {
 			t.Errorf("%s: %d rows read for %d written: writes read more as the table grows", tb, read, written)
 		}
 	}
