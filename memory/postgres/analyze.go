@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,20 +35,19 @@ const (
 var analyzedTables = []string{"archival", "messages", "blocks", "block_updates", "batches", "agent_usage", "search_text_log", "search_vec_log"}
 
 type growthAnalyzer struct {
-	cfg   *pgx.ConnConfig
-	log   *slog.Logger
-	every time.Duration
-	wrote atomic.Int64 // when the last write committed (Unix ns)
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	cfg    *pgx.ConnConfig
+	log    *slog.Logger
+	wrote  atomic.Int64       // when the last write committed (Unix ns)
+	cancel context.CancelFunc // stops it
+	done   chan struct{}
 }
 
-func startGrowthAnalyzer(cfg *pgx.ConnConfig, log *slog.Logger, every time.Duration) *growthAnalyzer {
+func startGrowthAnalyzer(cfg *pgx.ConnConfig, log *slog.Logger) *growthAnalyzer {
 	cfg = cfg.Copy()
 	cfg.Tracer = nil // not one of the pool's statements
-	g := &growthAnalyzer{cfg: cfg, log: log, every: every, stop: make(chan struct{}), done: make(chan struct{})}
-	go g.run()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &growthAnalyzer{cfg: cfg, log: log, cancel: cancel, done: make(chan struct{})}
+	go g.run(ctx)
 	return g
 }
 
@@ -61,34 +59,26 @@ func (g *growthAnalyzer) noteWrite() {
 	}
 }
 
-// close stops the analyzer and waits for it (again: at once).
+// close stops the analyzer, an ANALYZE under way included, and waits for
+// it (again: at once).
 func (g *growthAnalyzer) close() {
-	g.once.Do(func() { close(g.stop) })
+	g.cancel()
 	<-g.done
 }
 
-func (g *growthAnalyzer) run() {
+func (g *growthAnalyzer) run(ctx context.Context) {
 	defer close(g.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-g.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
 			conn.Close(context.Background())
 		}
 	}()
-	t := time.NewTicker(g.every)
+	t := time.NewTicker(analyzeEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-g.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -116,7 +116,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("migrate %s: %w", b.target, err)
 	}
 	b.notify = startNotifier(b.db, b.log, b.target)
-	b.grown = startGrowthAnalyzer(cfg, b.log, analyzeEvery)
+	b.grown = startGrowthAnalyzer(cfg, b.log)
 	return b, nil
 }
 

@@ -15,6 +15,12 @@ import (
 // migratedDB is a new database migrated by memory.Open, closed with the
 // test.
 func migratedDB(t *testing.T) *sql.DB {
+	db, _ := migratedDSN(t)
+	return db
+}
+
+// migratedDSN is migratedDB with its URL.
+func migratedDSN(t *testing.T) (*sql.DB, string) {
 	t.Helper()
 	dsn := pgtest.Start(t).NewDatabase(t)
 	c, err := memory.Open(context.Background(), dsn, &memory.Options{TextCacheBytes: -1})
@@ -27,7 +33,7 @@ func migratedDB(t *testing.T) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return db, dsn
 }
 
 // The functions the triggers call for each row must not be SQL functions
