@@ -49,10 +49,11 @@ type Backend interface {
 	// unchanged size in place (SQLite), not where every update writes a
 	// new row version anyway (PostgreSQL).
 	PadsRows() bool
-	// JSONInt64s is a subquery yielding, in a column named value, the
+	// JSONInt64s is a subquery yielding, in a column named value, the n
 	// integers of the JSON array bound to its one "?" placeholder, for
-	// "x IN (…)" over a list of any length in one statement.
-	JSONInt64s() string
+	// "x IN (…)" over a list of any length in one statement (an engine may
+	// word it by n, for its planner's sake).
+	JSONInt64s(n int) string
 	// SchemaVersion returns how many of its migrations the database has
 	// applied, and how many this build has (memory.Open applies the missing ones).
 	SchemaVersion(ctx context.Context) (have, latest int, err error)

@@ -52,8 +52,9 @@ type Dialect interface {
 	// (the first table drives) where the engine's planner takes a hint.
 	InOrderJoin() string
 	// IDList returns a FROM item over one "?" parameter holding a JSON
-	// array of integer ids, and the SQL expression of one id in it.
-	IDList() (from, id string)
+	// array of n integer ids, and the SQL expression of one id in it (an
+	// engine may word it by n, for its planner's sake).
+	IDList(n int) (from, id string)
 	// MetadataCompare is the condition comparing the JSON value at path
 	// (object keys, outermost first) in the JSON text column col with v
 	// (a string, a number or a bool) by op ("=", ">=", "<="), numbers

@@ -31,7 +31,7 @@ func (c *Store) TokenCounts(ctx context.Context, encoding string, hashes []uint6
 		ids[i] = int64(h)
 	}
 	list, _ := json.Marshal(ids)
-	q := `SELECT hash, tokens FROM token_counts WHERE encoding = ? AND hash IN (` + c.be.JSONInt64s() + `)`
+	q := `SELECT hash, tokens FROM token_counts WHERE encoding = ? AND hash IN (` + c.be.JSONInt64s(len(ids)) + `)`
 	rows, err := c.rdb.QueryContext(ctx, q, encoding, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("memory: read token counts (%s): %w", encoding, err)

@@ -83,7 +83,7 @@ func (p logPos) trimmed(floor int64) bool { return floor > p.xmin }
 type changeLog struct {
 	table string
 	driver.ChangeLog
-	idFrom, idCol string // driver.Dialect.IDList
+	idList func(n int) (from, id string) // driver.Dialect.IDList
 	// prep returns the Index's prepared statement for a query (nil: none):
 	// every load and catch-up reads the bounds, and parsing the statement
 	// anew cost SQLite more than running it.
@@ -91,8 +91,7 @@ type changeLog struct {
 }
 
 func newChangeLog(d driver.Dialect, table string) *changeLog {
-	from, id := d.IDList()
-	return &changeLog{table: table, ChangeLog: d.ChangeLog(table), idFrom: from, idCol: id}
+	return &changeLog{table: table, ChangeLog: d.ChangeLog(table), idList: d.IDList}
 }
 
 // since is the condition selecting the entries p does not hold, with its
@@ -103,7 +102,8 @@ func (l *changeLog) since(p logPos) (string, []any) {
 		return pos + ` >= ?`, []any{p.xmax}
 	}
 	xip, _ := json.Marshal(p.xip)
-	return fmt.Sprintf(`%[1]s >= ? AND (%[1]s >= ? OR %[1]s IN (SELECT %[2]s FROM %[3]s))`, pos, l.idCol, l.idFrom),
+	from, id := l.idList(len(p.xip))
+	return fmt.Sprintf(`%[1]s >= ? AND (%[1]s >= ? OR %[1]s IN (SELECT %[2]s FROM %[3]s))`, pos, id, from),
 		[]any{p.xmin, p.xmax, string(xip)}
 }
 

@@ -383,7 +383,7 @@ func (x *Index) fetchRows(ctx context.Context, k *kind, ids []int64, scope searc
 	if idsOnly {
 		cols = k.alias + ".id"
 	}
-	from, id := x.d.IDList()
+	from, id := x.d.IDList(len(ids))
 	q := fmt.Sprintf(`SELECT %[1]s FROM %[5]s %[6]s %[2]s %[3]s ON %[3]s.id = %[7]s WHERE %[4]s`,
 		cols, k.base, k.alias, where, from, x.d.InOrderJoin(), id)
 	list := make([]byte, 0, 8*len(ids))

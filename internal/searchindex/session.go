@@ -100,7 +100,7 @@ func (x *Index) namesConversations(ctx context.Context, k *kind, scope search.Sc
 // it). An id left out of keys (its row went, or names no conversation)
 // is a session of its own.
 func (x *Index) sessionKeys(ctx context.Context, k *kind, scope search.Scope, ids []int64, keys map[int64]string) error {
-	from, id := x.d.IDList()
+	from, id := x.d.IDList(len(ids))
 	// A search of one agent's rows reads no owner: every row is the
 	// agent's (messages and archival entries are not shared).
 	owner := "a.agent"

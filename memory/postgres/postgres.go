@@ -139,8 +139,8 @@ func (b *Backend) PadsRows() bool { return false }
 
 // JSONInt64s returns json_array_elements_text over the bound array, cast
 // to bigint.
-func (b *Backend) JSONInt64s() string {
-	return `SELECT value::bigint FROM json_array_elements_text(?::json)`
+func (b *Backend) JSONInt64s(n int) string {
+	return `SELECT j.value::bigint AS value FROM ` + jsonElements(n) + ` j(value)`
 }
 
 // Close sends the notifications still to go (WriteBlocks) and closes the

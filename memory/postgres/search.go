@@ -88,9 +88,29 @@ func (SearchDialect) False() string { return "FALSE" }
 // InOrderJoin is JOIN: PostgreSQL takes no join-order hint.
 func (SearchDialect) InOrderJoin() string { return "JOIN" }
 
-// IDList is json_array_elements_text over the parameter.
-func (SearchDialect) IDList() (from, id string) {
-	return "json_array_elements_text(?::json) j(value)", "j.value::bigint"
+// IDList is the parameter's elements (jsonElements).
+func (SearchDialect) IDList(n int) (from, id string) {
+	return jsonElements(n) + " j(value)", "j.value::bigint"
+}
+
+// fewElements is the most elements of a list jsonElements words for the
+// index.
+const fewElements = 100
+
+// jsonElements is a FROM item over the elements, as text, of the JSON
+// array bound to its "?", for a list of n. The planner takes
+// json_array_elements_text to return 100 rows, and hashes them with a scan
+// of the table they are joined to wherever that looks cheaper than 100
+// probes of its index: on a table of a few thousand rows, each read of a
+// few rows by id read the whole table. unnest of an array it cannot see it
+// takes to return 10, and probes the index, which is right for a few ids
+// and up to about 2× slower than the hash for thousands; so a list of up
+// to fewElements is unnested from an array, a longer one read as it is.
+func jsonElements(n int) string {
+	if n <= fewElements {
+		return "unnest(ARRAY(SELECT json_array_elements_text(?::json)))"
+	}
+	return "json_array_elements_text(?::json)"
 }
 
 // MetadataCompare compares jsonb values: numbers numerically, strings as
@@ -171,11 +191,11 @@ func (SearchDialect) IndexBlocks(ctx context.Context, ex driver.Execer, ids []in
 			setweight(to_tsvector('english', label), 'A') ||
 			setweight(to_tsvector('english', description), 'B') ||
 			setweight(engram_tsvector(rendered, 1048575 - pg_column_size(to_tsvector('english', label) || to_tsvector('english', description))), 'C')
-			WHERE id IN (SELECT d.id FROM fts_blocks_dirty d JOIN json_array_elements_text(?::json) j(value) ON d.id = j.value::bigint)`,
+			WHERE id IN (SELECT d.id FROM fts_blocks_dirty d JOIN `+jsonElements(len(ids))+` j(value) ON d.id = j.value::bigint)`,
 		string(list)); err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty WHERE id IN (SELECT value::bigint FROM json_array_elements_text(?::json))`, string(list))
+	_, err = ex.ExecContext(ctx, `DELETE FROM fts_blocks_dirty WHERE id IN (SELECT j.value::bigint FROM `+jsonElements(len(ids))+` j(value))`, string(list))
 	return err
 }
 

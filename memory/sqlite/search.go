@@ -99,7 +99,7 @@ func (SearchDialect) False() string { return "0" }
 func (SearchDialect) InOrderJoin() string { return "CROSS JOIN" }
 
 // IDList is json_each over the parameter.
-func (SearchDialect) IDList() (from, id string) { return "json_each(?) j", "j.value" }
+func (SearchDialect) IDList(int) (from, id string) { return "json_each(?) j", "j.value" }
 
 // MetadataCompare compares json_extract's value (booleans are 1 and 0
 // there) with v.

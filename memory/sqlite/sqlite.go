@@ -338,7 +338,7 @@ func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
 func (b *Backend) PadsRows() bool { return true }
 
 // JSONInt64s returns SQLite's json_each over the bound array.
-func (b *Backend) JSONInt64s() string { return `SELECT value FROM json_each(?)` }
+func (b *Backend) JSONInt64s(int) string { return `SELECT value FROM json_each(?)` }
 
 // Close closes both pools.
 func (b *Backend) Close() error {
