@@ -149,7 +149,7 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 // unique index four times: each append read its whole batch five times
 // over (6,998 rows an append to a batch of 1,100). Appends to a long
 // batch among many short ones must read a few rows each, however long
-// the batch.
+// the batch (the places' range bounds the scan).
 func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := migratedDSN(t)
@@ -157,7 +157,7 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer writer.Close()
+	defer func() { writer.Close() }() // the last one opened
 	for _, q := range []string{
 		// 20 agents' 600 batches of 10, one batch of 1,000, analyzed.
 		`INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
@@ -170,7 +170,8 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func() int64 {
+	// Rows of messages read, and inserted (that the counts are kept).
+	read := func() (n, inserted int64) {
 		t.Helper()
 		writer.Close() // its backends report their counts as they exit
 		deadline := time.Now().Add(30 * time.Second)
@@ -187,21 +188,20 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		var n int64
-		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0)
-			FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'messages'`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0), n_tup_ins
+			FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'messages'`).Scan(&n, &inserted); err != nil {
 			t.Fatal(err)
 		}
 		if writer, err = sql.Open("pgx", dsn); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return n, inserted
 	}
 	for _, tc := range []struct{ name, agent, batch string }{
 		{"the long batch", "agent-3", "long"},
 		{"a new batch", "agent-5", "new"},
 	} {
-		before := read()
+		before, had := read()
 		const appends = 100
 		for i := range appends {
 			if _, err := writer.ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
@@ -209,7 +209,11 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		per := (read() - before) / appends
+		after, has := read()
+		if has-had != appends {
+			t.Fatalf("%s: the server counted %d rows inserted, not %d: its counts say nothing", tc.name, has-had, appends)
+		}
+		per := (after - before) / appends
 		t.Logf("%s: %d rows read an append", tc.name, per)
 		if per > 60 {
 			t.Errorf("%s: an append read %d rows of messages: its batch, not its neighbours", tc.name, per)
