@@ -128,9 +128,9 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 		}
 		t.Logf("%s: %d rows written, %d read", tb, written, read)
 		// An append writes three message rows (its own, and the two
-		// before it re-indexed) and reads about 150: about 50 a row
-		// written here, against 750 and growing with plans kept from
-		// empty tables.
+		// before it re-indexed) and reads about 53: 18 a row written
+		// here, against 750 and growing with plans kept from empty
+		// tables.
 		bound := int64(40)
 		if tb == "messages" {
 			bound = 80
