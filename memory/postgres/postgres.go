@@ -137,8 +137,8 @@ func (b *Backend) ReadTx(ctx context.Context) (*sql.Tx, error) {
 // would save nothing (the schema has no pad column).
 func (b *Backend) PadsRows() bool { return false }
 
-// JSONInt64s returns json_array_elements_text over the bound array, cast
-// to bigint.
+// JSONInt64s returns the bound array's elements (jsonElements, worded
+// for n of them), cast to bigint.
 func (b *Backend) JSONInt64s(n int) string {
 	return `SELECT j.value::bigint AS value FROM ` + jsonElements(n) + ` j(value)`
 }

@@ -105,21 +105,7 @@ func TestWritesPlannedOnEmptyTablesReadNoTableWhole(t *testing.T) {
 	}
 	write(120, 900)
 	st.Close()
-	// A backend's counters reach the shared statistics when it exits.
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		var others int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
-			t.Fatal(err)
-		}
-		if others == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d backends of the store still connected", others)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitCountsReported(t, db)
 	for _, tb := range tables {
 		var read, written int64
 		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0), n_tup_ins + n_tup_upd + n_tup_del
@@ -173,21 +159,8 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 	// Rows of messages read, and inserted (that the counts are kept).
 	read := func() (n, inserted int64) {
 		t.Helper()
-		writer.Close() // its backends report their counts as they exit
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var others int
-			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
-				t.Fatal(err)
-			}
-			if others == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d backends still connected", others)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		writer.Close()
+		awaitCountsReported(t, db)
 		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0), n_tup_ins
 			FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'messages'`).Scan(&n, &inserted); err != nil {
 			t.Fatal(err)
@@ -218,5 +191,27 @@ func TestMessageAppendReadsNotItsWholeBatch(t *testing.T) {
 		if per > 60 {
 			t.Errorf("%s: an append read %d rows of messages: its batch, not its neighbours", tc.name, per)
 		}
+	}
+}
+
+// awaitCountsReported waits until db's connection is the only one to its
+// database: a backend's counters reach the shared statistics when it
+// exits, so the writers' connections must be closed first.
+func awaitCountsReported(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var others int
+		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
+			t.Fatal(err)
+		}
+		if others == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends still connected 30 s after their store closed", others)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
