@@ -169,6 +169,22 @@ var (
 // to the end (a dialect without TextStats: PostgreSQL).
 func TextStatsPasses(x *Index) int64 { return x.text.passes.Load() }
 
+// TextStatsPassTime is the time x's statistics passes ran, ended or not.
+func TextStatsPassTime(x *Index) time.Duration { return time.Duration(x.text.passTime.Load()) }
+
+// WaitTextStatsPasses waits for the statistics passes x runs now.
+func WaitTextStatsPasses(x *Index) {
+	x.text.passMu.Lock()
+	var running []chan struct{}
+	for _, done := range x.text.passing {
+		running = append(running, done)
+	}
+	x.text.passMu.Unlock()
+	for _, done := range running {
+		<-done
+	}
+}
+
 // TextStatsDrops counts the loaded statistics x's partial text cache
 // dropped (a change its catch-ups could not follow).
 func TextStatsDrops(x *Index) int64 { return x.text.drops.Load() }

@@ -90,6 +90,7 @@ type partialState struct {
 	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
 	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
 	passes     atomic.Int64 // statistics passes run to the end (statsPass)
+	passTime   atomic.Int64 // nanoseconds statistics passes ran, ended or not
 	drops      atomic.Int64 // loaded statistics dropped (dropStats)
 	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
 	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)

@@ -31,7 +31,9 @@ import (
 // statistics along where moveStats can follow a change (rows added since,
 // rows a resident partition held as counted); any other change (a delete,
 // an edit of a row no partition holds, a block's text) drops them, and the
-// kind's next search starts a new pass. On PostgreSQL every log entry is
+// kind's next search starts a new pass once the last one has rested
+// passRest times its own time (so another process deleting rows one by
+// one keeps a process counting at most a tenth of the time). On PostgreSQL every log entry is
 // marked changed (migration 0017 leaves the triggers as they were), so a
 // supersession of a row no partition holds is such a change too.
 //
@@ -50,6 +52,11 @@ var errStatsTooBig = errors.New("search: text cache: document frequencies exceed
 // errOwnersMissed: reading a kind owner by owner found fewer rows than
 // the kind holds (eachOwnRow).
 var errOwnersMissed = errors.New("search: text cache: rows no owner's query reads")
+
+// passRest is how many times its own time a statistics pass keeps the
+// next of its kind waiting, ended or not: passes then take at most about
+// a tenth of the time, however often writes drop what they computed.
+const passRest = 9
 
 // passRetry is when a kind's pass may run again after a failed or
 // discarded one, and the back-off that led there (big: after passes
@@ -118,6 +125,8 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
 		ctx := c.ld.life
 		start := time.Now()
 		installed, err := c.statsPass(ctx, db, t)
+		took := time.Since(start)
+		c.passTime.Add(int64(took))
 		c.ld.mu.Lock()
 		first := cmp.Or(c.ld.firstBackoff, time.Second)
 		c.ld.mu.Unlock()
@@ -141,7 +150,7 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
 		case err != nil || !installed:
 			r := c.passRetry[t]
 			r.backoff = min(max(2*r.backoff, first), max(first, time.Minute))
-			r.at = time.Now().Add(r.backoff)
+			r.at = time.Now().Add(max(r.backoff, passRest*took))
 			c.passRetry[t] = r
 			if err != nil {
 				c.ld.log.Error("search: text cache: statistics pass failed; searching in SQL meanwhile",
@@ -150,17 +159,17 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
 				c.ld.log.Debug("search: text cache: statistics pass outrun by writes; searching in SQL meanwhile",
 					"type", kinds[t].name, "retry_after", r.backoff)
 			}
-		case c.vocab != nil:
-			// Read from the engine's counts: writes the catch-ups cannot
-			// follow drop them again, and another pass waits nine times
-			// this one's time, so that passes take at most a tenth of a
-			// core however often they are dropped.
-			c.passRetry[t] = passRetry{at: time.Now().Add(9 * time.Since(start))}
-			c.passes.Add(1)
 		default:
-			delete(c.passRetry, t)
+			// Writes the catch-ups cannot follow (on PostgreSQL any
+			// other process's delete of a row no partition here holds)
+			// drop the statistics again, and the next search would start
+			// another pass over every row: another waits passRest times
+			// this one's time, so that passes take at most a tenth of a
+			// core however often they are dropped. Searches of the type
+			// rank in SQL meanwhile.
+			c.passRetry[t] = passRetry{at: time.Now().Add(passRest * took)}
 			c.passes.Add(1)
-			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", time.Since(start))
+			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", took)
 		}
 		c.passMu.Unlock()
 		close(done)
@@ -179,8 +188,9 @@ func (c *textCache) closePasses() {
 
 // warmStats computes the statistics every kind lacks and waits for them
 // (WarmTextCache), starting a pass again a few times while writes outrun
-// them; a kind whose pass failed (logged; it waits out its back-off) or
-// whose frequencies are too big is left to rank in SQL. It fails only
+// them; a kind whose pass failed (logged; it waits out its back-off),
+// whose last pass still rests (passRest) or whose frequencies are too big
+// is left to rank in SQL. It fails only
 // when ctx ends.
 func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 	for range textLoadTries {
