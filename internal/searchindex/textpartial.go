@@ -1623,7 +1623,7 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentTy
 		return out, nil
 	}
 	if c.vocab != nil && !out.complete {
-		c.startPass(db, t) // the complete statistics, for the next searches
+		c.startPass(db, t, false) // the complete statistics, for the next searches
 	}
 	// One snapshot, with its log position: moveStats carries the
 	// statistics on from there.

@@ -64,6 +64,8 @@ const passRest = 9
 type passRetry struct {
 	at           time.Time
 	backoff, big time.Duration
+	// rest: until then only WarmTextCache starts a pass (passRest).
+	rest time.Time
 }
 
 // ownStatsReady reports whether kind t's own statistics are computed
@@ -76,7 +78,7 @@ func (c *textCache) ownStatsReady(db *sql.DB, t search.ContentType) bool {
 	ready := c.partial && s != nil && s.loaded && s.complete
 	c.mu.RUnlock()
 	if !ready {
-		c.startPass(db, t)
+		c.startPass(db, t, false)
 	}
 	return ready
 }
@@ -101,16 +103,18 @@ func (c *textCache) ownStats(t search.ContentType, phrases []string) (textStats,
 }
 
 // startPass starts kind t's statistics pass in the background, unless
-// one runs, the Index is closed, or a failed, discarded or too big pass
-// waits out its back-off; it returns the running pass's done channel
-// (nil: none runs).
-func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
+// one runs, the Index is closed, a failed, discarded or too big pass
+// waits out its back-off, or (unless warm: WarmTextCache asked) the last
+// pass rests; it returns the running pass's done channel (nil: none
+// runs).
+func (c *textCache) startPass(db *sql.DB, t search.ContentType, warm bool) chan struct{} {
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
 	if done, ok := c.passing[t]; ok {
 		return done
 	}
-	if c.passClosed || c.ld.life.Err() != nil || time.Now().Before(c.passRetry[t].at) {
+	now := time.Now()
+	if c.passClosed || c.ld.life.Err() != nil || now.Before(c.passRetry[t].at) || (!warm && now.Before(c.passRetry[t].rest)) {
 		return nil
 	}
 	if c.passing == nil {
@@ -150,7 +154,8 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
 		case err != nil || !installed:
 			r := c.passRetry[t]
 			r.backoff = min(max(2*r.backoff, first), max(first, time.Minute))
-			r.at = time.Now().Add(max(r.backoff, passRest*took))
+			r.at = time.Now().Add(r.backoff)
+			r.rest = time.Now().Add(passRest * took)
 			c.passRetry[t] = r
 			if err != nil {
 				c.ld.log.Error("search: text cache: statistics pass failed; searching in SQL meanwhile",
@@ -167,7 +172,7 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType) chan struct{} {
 			// this one's time, so that passes take at most a tenth of a
 			// core however often they are dropped. Searches of the type
 			// rank in SQL meanwhile.
-			c.passRetry[t] = passRetry{at: time.Now().Add(passRest * took)}
+			c.passRetry[t] = passRetry{rest: time.Now().Add(passRest * took)}
 			c.passes.Add(1)
 			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", took)
 		}
@@ -188,9 +193,9 @@ func (c *textCache) closePasses() {
 
 // warmStats computes the statistics every kind lacks and waits for them
 // (WarmTextCache), starting a pass again a few times while writes outrun
-// them; a kind whose pass failed (logged; it waits out its back-off),
-// whose last pass still rests (passRest) or whose frequencies are too big
-// is left to rank in SQL. It fails only
+// them; a kind whose pass failed (logged; it waits out its back-off)
+// or whose frequencies are too big is left to rank in SQL. It does not
+// wait out a pass's rest (passRest): a caller who asks pays. It fails only
 // when ctx ends.
 func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 	for range textLoadTries {
@@ -201,7 +206,7 @@ func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 			ready := !c.partial || (s != nil && s.loaded && s.complete)
 			c.mu.RUnlock()
 			if !ready {
-				if done := c.startPass(db, t); done != nil {
+				if done := c.startPass(db, t, true); done != nil {
 					waits = append(waits, done)
 				}
 			}
