@@ -172,6 +172,10 @@ func TextStatsPasses(x *Index) int64 { return x.text.passes.Load() }
 // TextStatsPassTime is the time x's statistics passes ran, ended or not.
 func TextStatsPassTime(x *Index) time.Duration { return time.Duration(x.text.passTime.Load()) }
 
+// SetTextStatsRest sets whether a statistics pass of x rests before the
+// next (passRest; on by default); set before x's first search.
+func SetTextStatsRest(x *Index, on bool) { x.text.restOff = !on }
+
 // WaitTextStatsPasses waits for the statistics passes x runs now.
 func WaitTextStatsPasses(x *Index) {
 	x.text.passMu.Lock()

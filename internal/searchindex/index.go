@@ -96,7 +96,8 @@ type IndexOptions struct {
 	// text gives the complete document frequencies, and the partitions
 	// rank exactly as a whole copy would; until a type's pass is done (at
 	// the start, and again after a write its catch-ups cannot follow: a
-	// delete, an edit of a row no partition holds, a block's new text) its
+	// delete, an edit of a row no partition holds, a block's new text;
+	// the pass runs after nine times the last one's duration) its
 	// searches rank in SQL, and a type whose frequencies would take more
 	// than an eighth of the bound ranks in SQL (the pass stops as soon as
 	// it finds out) until a pass tried after a long back-off (ten

@@ -94,6 +94,9 @@ type partialState struct {
 	drops      atomic.Int64 // loaded statistics dropped (dropStats)
 	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
 	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)
+	// restOff, set by tests, starts statistics passes without the rest
+	// (passRest): tests of ranking, not of what passes cost.
+	restOff bool
 	// afterCount, set by tests, runs in a statistics pass once its rows
 	// are counted, before they are installed, with the pass's context.
 	afterCount func(ctx context.Context, t search.ContentType)

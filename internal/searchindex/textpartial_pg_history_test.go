@@ -249,6 +249,7 @@ func (h *pgHistory) index(limit int64, partial bool) *searchindex.Index {
 	if partial {
 		searchindex.ForceTextPartial(x)
 		searchindex.SetTextBackoff(x, 5*time.Millisecond)
+		searchindex.SetTextStatsRest(x, false) // ranking under writes, not what passes cost
 	}
 	return x
 }

@@ -56,8 +56,8 @@ func TestTextStatsPassesTakeATenthOfTheTime(t *testing.T) {
 	// Each round: writer-0 deletes one entry, and x searches until its
 	// statistics are back (a pass ran) or the run is over; the run ends
 	// after four passes (about 40 passes' time with the rest, 4 without).
-	const run = 30 * time.Second
 	busy0, passes0 := searchindex.TextStatsPassTime(x), searchindex.TextStatsPasses(x)
+	run := max(30*time.Second, 60*busy0/time.Duration(max(passes0, 1)))
 	start := time.Now()
 	rounds := 0
 	for searchindex.TextStatsPasses(x)-passes0 < 4 && time.Since(start) < run && rounds < len(doomed) {

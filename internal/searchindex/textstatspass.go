@@ -33,7 +33,8 @@ import (
 // an edit of a row no partition holds, a block's text) drops them, and the
 // kind's next search starts a new pass once the last one has rested
 // passRest times its own time (so another process deleting rows one by
-// one keeps a process counting at most a tenth of the time). On PostgreSQL every log entry is
+// one keeps a process counting each type's rows at most a tenth of the
+// time). On PostgreSQL every log entry is
 // marked changed (migration 0017 leaves the triggers as they were), so a
 // supersession of a row no partition holds is such a change too.
 //
@@ -114,7 +115,7 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType, warm bool) chan 
 		return done
 	}
 	now := time.Now()
-	if c.passClosed || c.ld.life.Err() != nil || now.Before(c.passRetry[t].at) || (!warm && now.Before(c.passRetry[t].rest)) {
+	if c.passClosed || c.ld.life.Err() != nil || now.Before(c.passRetry[t].at) || (!warm && !c.restOff && now.Before(c.passRetry[t].rest)) {
 		return nil
 	}
 	if c.passing == nil {
@@ -157,24 +158,25 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType, warm bool) chan 
 			r.at = time.Now().Add(r.backoff)
 			r.rest = time.Now().Add(passRest * took)
 			c.passRetry[t] = r
+			retry := max(r.backoff, passRest*took)
 			if err != nil {
 				c.ld.log.Error("search: text cache: statistics pass failed; searching in SQL meanwhile",
-					"type", kinds[t].name, "err", err, "retry_after", r.backoff)
+					"type", kinds[t].name, "err", err, "retry_after", retry)
 			} else {
 				c.ld.log.Debug("search: text cache: statistics pass outrun by writes; searching in SQL meanwhile",
-					"type", kinds[t].name, "retry_after", r.backoff)
+					"type", kinds[t].name, "retry_after", retry)
 			}
 		default:
 			// Writes the catch-ups cannot follow (on PostgreSQL any
 			// other process's delete of a row no partition here holds)
 			// drop the statistics again, and the next search would start
 			// another pass over every row: another waits passRest times
-			// this one's time, so that passes take at most a tenth of a
-			// core however often they are dropped. Searches of the type
-			// rank in SQL meanwhile.
+			// this one's time, so that each type's passes take at most a
+			// tenth of a core however often they are dropped. Searches of
+			// the type rank in SQL meanwhile.
 			c.passRetry[t] = passRetry{rest: time.Now().Add(passRest * took)}
 			c.passes.Add(1)
-			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", took)
+			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", took, "next_pass_after", passRest*took)
 		}
 		c.passMu.Unlock()
 		close(done)
