@@ -3,7 +3,9 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/search"
@@ -129,4 +131,69 @@ func TestArchivalStreamRestoreTwoPostgres(t *testing.T) {
 		(4, 'a', 'november', '{}', '[]', '', 60000000000, 0, NULL)`)
 	exec(`UPDATE archival SET valid_to = NULL WHERE id IN (2, 3)`)
 	exec(`UPDATE archival SET valid_to = 1 WHERE id IN (2, 3)`)
+}
+
+// An entry inserted at the end of its stream rewrites the entries whose
+// entry after it becomes, when near it: the live entry before it and the
+// entry just before it if that one is superseded, whatever lies between
+// them. Each case is an agent's stream before the insert (ids in write
+// order, times in seconds before the new entry's); after it every
+// entry's tsvector is what engram_archival_fts makes of it.
+func TestArchivalStreamEndInsertPostgres(t *testing.T) {
+	ctx := context.Background()
+	_, b := openPGStore(t)
+	type prior struct {
+		ago        float64 // seconds before the new entry
+		superseded bool
+	}
+	cases := []struct {
+		name   string
+		stream []prior
+	}{
+		{"superseded just before, near; none live", []prior{{10, true}}},
+		{"live far; superseded just before, near", []prior{{4000, false}, {10, true}}},
+		{"live far; superseded far, then superseded just before, near", []prior{{4000, false}, {3000, true}, {10, true}}},
+		{"live near", []prior{{10, false}}},
+		{"live near; superseded just before, too close", []prior{{10, false}, {0.5, true}}},
+		{"live near; superseded between, far", []prior{{10, false}, {0.5, true}, {0.2, true}}},
+		{"nothing near", []prior{{4000, false}, {0.5, true}}},
+		{"none before", nil},
+	}
+	at := baseTime.Add(24 * time.Hour)
+	id := int64(1000)
+	for ci, c := range cases {
+		agent := fmt.Sprint("end-", ci)
+		err := b.Write(ctx, func(tx *sql.Tx) error {
+			for i, p := range c.stream {
+				id++
+				created := at.Add(-time.Duration(p.ago * float64(time.Second))).UnixNano()
+				var validTo any
+				if p.superseded {
+					validTo = created + 1
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to)
+					VALUES (?, ?, ?, '{}', '[]', '', ?, ?, ?)`, id, agent, fmt.Sprint("word", ci, "x", i, " note"), created, created, validTo); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if stale := archivalStalePostgres(t, b.DB()); len(stale) > 0 {
+			t.Fatalf("%s: before the insert, entries %v are stale", c.name, stale)
+		}
+		id++
+		if err := b.Write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from)
+				VALUES (?, ?, 'newest entry', '{}', '[]', '', ?, ?)`, id, agent, at.UnixNano(), at.UnixNano())
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if stale := archivalStalePostgres(t, b.DB()); len(stale) > 0 {
+			t.Errorf("%s: after the insert at the stream's end, entries %v are not what engram_archival_fts makes of them", c.name, stale)
+		}
+	}
 }

@@ -1,0 +1,87 @@
+-- An entry inserted at the end of its owner's stream (entries naming no
+-- conversation) rewrites the entries around it only when one of them is
+-- near it in time. The trigger decided with
+-- engram_archival_stream_neighbours, which finds the entries around any
+-- place (eleven lookups and three set-returning calls), a quarter of an
+-- archival insert's time on the server. At the end of the stream two
+-- lookups decide: no entry comes after the new one, so the only contexts
+-- it changes are those of the entries whose entry after it becomes, the
+-- live entry before it and, when superseded, the entry just before it
+-- (the rule of migration 0029: live entries around a live one, any around
+-- a superseded one), and each only when near it. When one is, the entries
+-- around it are rewritten as before. Everything else is as in migration
+-- 0035.
+CREATE OR REPLACE FUNCTION engram_archival_fts_stream() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE
+    prev_id BIGINT;
+    prev_at BIGINT;
+    prev_xmin xid;
+    next_id BIGINT;
+    next_at BIGINT;
+    next_xmin xid;
+    last_at BIGINT;
+    last_dead BOOLEAN;
+BEGIN
+    IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM archival n
+            WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> NEW.id
+                AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id)
+                AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)) THEN
+        -- It ends its stream: the entries whose context it changes are
+        -- the live one before it (L: its live entry after is now this
+        -- one) and the one just before it (P) when P is superseded (its
+        -- entry after is now this one), each when near it.
+        SELECT p.created_at INTO prev_at FROM archival p
+            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
+                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT p.created_at, p.valid_to IS NOT NULL INTO last_at, last_dead FROM archival p
+            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.id <> NEW.id
+                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        IF NOT COALESCE(engram_archival_stream_near(prev_at, NEW.created_at), false)
+            AND NOT COALESCE(last_dead AND engram_archival_stream_near(last_at, NEW.created_at), false) THEN
+            RETURN NULL;
+        END IF;
+        prev_at := NULL;
+    END IF;
+    -- Superseded or restored, nothing else: its own context and its live
+    -- neighbours' change only when one of them is near it or they are
+    -- near each other (a batch's entries are near none), or when one of
+    -- them was written in this transaction (see the header).
+    IF TG_OP = 'UPDATE' AND OLD.id = NEW.id AND OLD.agent = NEW.agent AND OLD.content IS NOT DISTINCT FROM NEW.content
+        AND OLD.metadata_json IS NOT DISTINCT FROM NEW.metadata_json AND OLD.created_at = NEW.created_at
+        AND OLD.conversation_pos IS NOT DISTINCT FROM NEW.conversation_pos
+        AND NOT EXISTS (SELECT 1 FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
+            AND engram_archival_stream_near(x.created_at, NEW.created_at)) THEN
+        -- The live entries before and after it, each looked up once.
+        SELECT p.id, p.created_at, p.xmin INTO prev_id, prev_at, prev_xmin FROM archival p
+            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
+                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
+            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        SELECT n.id, n.created_at, n.xmin INTO next_id, next_at, next_xmin FROM archival n
+            WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
+                AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
+            ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
+        IF NOT COALESCE(engram_archival_stream_near(prev_at, next_at), false)
+            AND NOT COALESCE(prev_id IS NOT NULL AND age(prev_xmin) <= 0, false)
+            AND NOT COALESCE(next_id IS NOT NULL AND age(next_xmin) <= 0, false) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'DELETE') AND engram_archival_conversation(OLD.metadata_json) IS NULL THEN
+        UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
+        WHERE id IN (SELECT engram_archival_stream_neighbours(OLD.agent, COALESCE(OLD.conversation_pos, OLD.id), OLD.id));
+        INSERT INTO search_text_log (kind, id)
+            SELECT 2, engram_archival_stream_neighbours(OLD.agent, COALESCE(OLD.conversation_pos, OLD.id), OLD.id);
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO search_text_log (kind, id) VALUES (2, NEW.id);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') AND engram_archival_conversation(NEW.metadata_json) IS NULL THEN
+        UPDATE archival SET fts = engram_archival_fts(id, agent, content, tags_text, metadata_json, conversation_pos, valid_to IS NULL, created_at)
+        WHERE id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id));
+        INSERT INTO search_text_log (kind, id)
+            SELECT 2, engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
