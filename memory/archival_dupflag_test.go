@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -43,12 +42,13 @@ func TestArchivalDuplicateFlagFromCaller(t *testing.T) {
 // batch's deferral of the index ended with it).
 func TestArchivalBatchAllDuplicates(t *testing.T) {
 	ctx := context.Background()
-	targets := map[string]string{"sqlite": filepath.Join(t.TempDir(), "all.db")}
-	if os.Getenv("ENGRAM_TEST_POSTGRES") != "" {
-		targets["postgres"] = pgtest.Start(t).NewDatabase(t)
+	targets := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "all.db") },
+		"postgres": func(t *testing.T) string { return pgtest.Start(t).NewDatabase(t) },
 	}
 	for engine, target := range targets {
 		t.Run(engine, func(t *testing.T) {
+			target := target(t)
 			s, err := memory.Open(ctx, target, &memory.Options{TextCacheBytes: -1})
 			if err != nil {
 				t.Fatal(err)

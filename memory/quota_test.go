@@ -279,12 +279,13 @@ func usageInSQL(t *testing.T, db *sql.DB, agent string) int64 {
 // that count nothing (re-indexing sets only those).
 func TestUsageFollowsHandUpdates(t *testing.T) {
 	ctx := context.Background()
-	targets := map[string]string{"sqlite": filepath.Join(t.TempDir(), "usage.db")}
-	if os.Getenv("ENGRAM_TEST_POSTGRES") != "" {
-		targets["postgres"] = pgtest.Start(t).NewDatabase(t)
+	targets := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "usage.db") },
+		"postgres": func(t *testing.T) string { return pgtest.Start(t).NewDatabase(t) },
 	}
 	for engine, target := range targets {
 		t.Run(engine, func(t *testing.T) {
+			target := target(t)
 			c, err := memory.Open(ctx, target, nil)
 			if err != nil {
 				t.Fatal(err)

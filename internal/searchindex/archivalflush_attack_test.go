@@ -79,9 +79,6 @@ func openFlushEngineOpts(t *testing.T, engine string, ownCache bool) *flushEngin
 			return x
 		}
 	} else {
-		if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-			t.Skip("no PostgreSQL")
-		}
 		var s *memory.Store
 		var b *pgbackend.Backend
 		if ownCache {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -41,9 +40,6 @@ func TestArchivalWindowAPIRandom(t *testing.T) {
 					return ""
 				}
 			} else {
-				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-					t.Skip("no PostgreSQL")
-				}
 				var b interface{ DB() *sql.DB }
 				s, bk := openPGStore(t)
 				b, store = bk, s
@@ -152,9 +148,6 @@ func TestArchivalBatchBeforePlacedEntries(t *testing.T) {
 					return ""
 				}
 			} else {
-				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-					t.Skip("no PostgreSQL")
-				}
 				s, b := openPGStore(t)
 				store, db = s, b.DB()
 				check = func() string {
@@ -221,9 +214,6 @@ func TestArchivalBatchAroundAPlacedEntry(t *testing.T) {
 					return ""
 				}
 			} else {
-				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-					t.Skip("no PostgreSQL")
-				}
 				s, b := openPGStore(t)
 				store, db = s, b.DB()
 				check = func() string {

@@ -249,9 +249,6 @@ func TestArchivalWindowAttackSQLite(t *testing.T) {
 // TestArchivalWindowAttackPostgres runs the walk on PostgreSQL: after
 // each statement no entry's stored tsvector is stale.
 func TestArchivalWindowAttackPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	seed, steps := attackSeed()
 	ctx := context.Background()
 	_, b := openPGStore(t)

@@ -3,7 +3,6 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,9 +15,6 @@ import (
 // Superseding X by hand changes Y's second entry before (before(X) is
 // now S, any entry, not A): Y must be rewritten.
 func TestArchivalSupersedeNextToDeadPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	ctx := context.Background()
 	_, b := openPGStore(t)
 	exec := func(q string) {
@@ -73,9 +69,6 @@ func TestArchivalSupersedeNextToDeadPostgres(t *testing.T) {
 
 // The same through the Go API: Supersede only.
 func TestArchivalSupersedeNextToDeadAPIPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	ctx := context.Background()
 	store, b := openPGStore(t)
 	ar := store.Agent("a").Archival()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,9 +130,6 @@ func TestArchivalWindowExhaustiveSQLite(t *testing.T) {
 
 func TestArchivalWindowExhaustivePostgres(t *testing.T) {
 	testenv.SkipRaceUnlessLong(t, "4,480 edits, each row's index compared with SQL's")
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	ctx := context.Background()
 	_, b := openPGStore(t)
 	setup, edits := windowCases(true)

@@ -3,7 +3,6 @@ package searchindex_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,9 +37,6 @@ func TestArchivalWindowMergeImport(t *testing.T) {
 						}
 						return ""
 					}
-				}
-				if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-					t.Skip("no PostgreSQL")
 				}
 				dsn := pgtest.Start(t).NewDatabase(t)
 				store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1, Now: clock, KeepDuplicates: true})

@@ -19,9 +19,6 @@ import (
 // engram_archival_fts recomputed; a whole cache following the log and a
 // loaded partial rank as a whole cache loaded afresh.
 func TestArchivalWindowRandomPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	seed := uint64(1)
 	if s := os.Getenv("ENGRAM_WINDOW_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)

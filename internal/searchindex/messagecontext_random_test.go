@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -130,9 +129,6 @@ func TestMessageContextRandomEdits(t *testing.T) {
 // bit for bit as one warmed afresh; a forced partial cache as the whole
 // one; its statistics equal a fresh count.
 func TestMessageContextRandomEditsPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	seed, steps := editRun(t, 80)
 	ctx := context.Background()
 	p := &pgPartial{t: t}

@@ -3,7 +3,6 @@ package searchindex_test
 import (
 	"context"
 	"database/sql"
-	"os"
 	"testing"
 
 	"github.com/engram-go/engram/search"
@@ -13,9 +12,6 @@ import (
 // PostgreSQL; a whole cache following the log ranks as one warmed afresh.
 // The log held the new id only, and the cache kept the old one too.
 func TestMessageIDMovedPostgres(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES") == "" {
-		t.Skip("no PostgreSQL")
-	}
 	ctx := context.Background()
 	p := &pgPartial{t: t}
 	p.store, p.b = openPGStore(t)
