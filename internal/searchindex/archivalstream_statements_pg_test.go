@@ -50,6 +50,39 @@ func TestArchivalStreamRestoreInSavepointPostgres(t *testing.T) {
 	exec(true, `UPDATE archival SET valid_to = 1 WHERE id IN (2, 3)`)
 }
 
+// One statement restoring an entry and superseding the live entry after
+// it: the entry restored sees no live entry after it any more, and the
+// one superseded sees the restored one before it; the entry before both,
+// indexed with the superseded one (near it in time), must be rewritten
+// all the same. Then the same swap back, and with a superseded entry
+// between the two.
+func TestArchivalStreamRestoreAndSupersedeOneStatementPostgres(t *testing.T) {
+	ctx := context.Background()
+	_, b := openPGStore(t)
+	exec := func(q string) {
+		t.Helper()
+		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
+			t.Errorf("after %s: entries %v stale", q, bad)
+		}
+	}
+	exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to) VALUES
+		(1, 'a', 'alpha', '{}', '[]', '', 0, 0, NULL),
+		(2, 'a', 'bravo', '{}', '[]', '', 500000000, 0, 1),
+		(3, 'a', 'charlie', '{}', '[]', '', 1000000000, 0, NULL),
+		(11, 'b', 'delta', '{}', '[]', '', 0, 0, NULL),
+		(12, 'b', 'echo', '{}', '[]', '', 500000000, 0, 1),
+		(13, 'b', 'foxtrot', '{}', '[]', '', 700000000, 0, 1),
+		(14, 'b', 'golf', '{}', '[]', '', 1000000000, 0, NULL)`)
+	swap := `UPDATE archival SET valid_to = CASE WHEN valid_to IS NULL THEN 1 END WHERE id IN `
+	exec(swap + `(2, 3)`)
+	exec(swap + `(2, 3)`)
+	exec(swap + `(12, 14)`)
+	exec(swap + `(12, 14)`)
+}
+
 // Random multi-row hand edits of a small stream with some keyed entries,
 // some inside a savepoint, checked against engram_archival_fts after
 // each statement.

@@ -9,8 +9,17 @@
 -- live entry before it and, when superseded, the entry just before it
 -- (the rule of migration 0029: live entries around a live one, any around
 -- a superseded one), and each only when near it. When one is, the entries
--- around it are rewritten as before. Everything else is as in migration
--- 0035.
+-- around it are rewritten as before.
+--
+-- An entry superseded or restored and nothing else keeps its shortcut of
+-- migration 0035 only when no entry between its live neighbours was
+-- written in this transaction either, not only the neighbours
+-- themselves: one UPDATE restoring entry 2 and superseding entry 3 of
+-- entries 1 (live), 2 and 3 (live), with 1 and 3 near each other and 2
+-- near neither, left 1 indexed with 3. Entry 2's trigger, seeing 3
+-- superseded, found no live entry after it and took the shortcut; entry
+-- 3's found 2 live before it and rewrote the entries from 2 on. Everything
+-- else is as in migration 0035.
 CREATE OR REPLACE FUNCTION engram_archival_fts_stream() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     prev_id BIGINT;
@@ -21,6 +30,8 @@ DECLARE
     next_xmin xid;
     last_at BIGINT;
     last_dead BOOLEAN;
+    prev_pos BIGINT;
+    next_pos BIGINT;
 BEGIN
     IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM archival n
             WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.id <> NEW.id
@@ -54,17 +65,22 @@ BEGIN
         AND NOT EXISTS (SELECT 1 FROM archival x WHERE x.id IN (SELECT engram_archival_stream_neighbours(NEW.agent, COALESCE(NEW.conversation_pos, NEW.id), NEW.id))
             AND engram_archival_stream_near(x.created_at, NEW.created_at)) THEN
         -- The live entries before and after it, each looked up once.
-        SELECT p.id, p.created_at, p.xmin INTO prev_id, prev_at, prev_xmin FROM archival p
+        SELECT p.id, p.created_at, p.xmin, COALESCE(p.conversation_pos, p.id) INTO prev_id, prev_at, prev_xmin, prev_pos FROM archival p
             WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
                 AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
             ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
-        SELECT n.id, n.created_at, n.xmin INTO next_id, next_at, next_xmin FROM archival n
+        SELECT n.id, n.created_at, n.xmin, COALESCE(n.conversation_pos, n.id) INTO next_id, next_at, next_xmin, next_pos FROM archival n
             WHERE n.agent = NEW.agent AND engram_archival_conversation(n.metadata_json) IS NULL AND n.valid_to IS NULL AND n.id <> NEW.id
                 AND COALESCE(n.conversation_pos, n.id) >= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(n.conversation_pos, n.id) > COALESCE(NEW.conversation_pos, NEW.id) OR n.id > NEW.id)
             ORDER BY COALESCE(n.conversation_pos, n.id), n.id LIMIT 1;
         IF NOT COALESCE(engram_archival_stream_near(prev_at, next_at), false)
             AND NOT COALESCE(prev_id IS NOT NULL AND age(prev_xmin) <= 0, false)
-            AND NOT COALESCE(next_id IS NOT NULL AND age(next_xmin) <= 0, false) THEN
+            AND NOT COALESCE(next_id IS NOT NULL AND age(next_xmin) <= 0, false)
+            AND NOT EXISTS (SELECT 1 FROM archival x
+                WHERE x.agent = NEW.agent AND engram_archival_conversation(x.metadata_json) IS NULL AND x.id <> NEW.id
+                    AND (prev_id IS NULL OR (COALESCE(x.conversation_pos, x.id), x.id) > (prev_pos, prev_id))
+                    AND (next_id IS NULL OR (COALESCE(x.conversation_pos, x.id), x.id) < (next_pos, next_id))
+                    AND age(x.xmin) <= 0) THEN
             RETURN NULL;
         END IF;
     END IF;
