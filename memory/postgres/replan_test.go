@@ -14,10 +14,10 @@ import (
 // then kept as a generic plan unless the plans made for the values it was
 // given cost less than the generic one. A lookup by an id that is NULL
 // costs nothing to the planner (its filter is false), so a statement
-// looking up a neighbour that does not exist, as at the end of every
-// stream, conversation and batch, was planned again on every run: an
-// archival insert spent 0.29 ms planning the three lookups of its own
-// tsvector. Here every statement the writes run often, the triggers'
+// looking up an archival entry's neighbour that does not exist, as at
+// the end of every stream and conversation, was planned again on every
+// run: an archival insert spent 0.29 ms planning the three lookups of
+// its own tsvector. Here every statement the writes run often, the triggers'
 // included, is planned at most a few times per session: counted by
 // pg_stat_statements, which the test cluster preloads.
 func TestWritesAreNotPlannedEachTime(t *testing.T) {
