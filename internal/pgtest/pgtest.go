@@ -239,8 +239,9 @@ func startCluster(durable bool, cleanup func(func())) (*url.URL, error) {
 		// A test cluster: no durability across OS crashes (client
 		// processes are still killed for real in the crash tests).
 		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
-		// Tests may count what the server plans and runs (Statements);
-		// the bench's durable clusters run without its overhead.
+		// Tests may count what the server plans and runs
+		// (pg_stat_statements); the bench's durable clusters run
+		// without its overhead.
 		if real, err := filepath.EvalSymlinks(filepath.Join(bin, "pg_ctl")); err == nil && fileExists(filepath.Join(filepath.Dir(filepath.Dir(real)), "lib", "pg_stat_statements.so")) {
 			args = append(args, "-c", "shared_preload_libraries=pg_stat_statements")
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
+	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/search"
 )
 
@@ -74,6 +75,21 @@ func TestArchivalStreamNeighboursPostgres(t *testing.T) {
 	checkQuietSupersession(t, b.DB(), exec, "id <> 20")
 }
 
+// execStaleChecked returns a function that runs one statement in a write
+// of b and then fails t if any archival entry's stored tsvector is stale.
+func execStaleChecked(t *testing.T, b *pgbackend.Backend) func(q string) {
+	return func(q string) {
+		t.Helper()
+		ctx := context.Background()
+		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
+			t.Errorf("after %s: entries %v stale", q, bad)
+		}
+	}
+}
+
 // archivalStalePostgres returns the archival entries whose stored tsvector
 // is not what engram_archival_fts makes of them now.
 func archivalStalePostgres(t *testing.T, db *sql.DB) []int64 {
@@ -102,17 +118,8 @@ func archivalStalePostgres(t *testing.T, db *sql.DB) []int64 {
 // each other: each row's trigger sees the other already changed, and the
 // live entries around the pair must still be rewritten.
 func TestArchivalStreamRestoreTwoPostgres(t *testing.T) {
-	ctx := context.Background()
 	_, b := openPGStore(t)
-	exec := func(q string) {
-		t.Helper()
-		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
-			t.Errorf("after %s: entries %v stale", q, bad)
-		}
-	}
+	exec := execStaleChecked(t, b)
 	// Stream entries 1 and 4 live, 2 and 3 superseded between them, each
 	// a minute from the next.
 	exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to) VALUES

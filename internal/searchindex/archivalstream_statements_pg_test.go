@@ -57,17 +57,8 @@ func TestArchivalStreamRestoreInSavepointPostgres(t *testing.T) {
 // all the same. Then the same swap back, and with a superseded entry
 // between the two.
 func TestArchivalStreamRestoreAndSupersedeOneStatementPostgres(t *testing.T) {
-	ctx := context.Background()
 	_, b := openPGStore(t)
-	exec := func(q string) {
-		t.Helper()
-		if err := b.Write(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		if bad := archivalStalePostgres(t, b.DB()); len(bad) > 0 {
-			t.Errorf("after %s: entries %v stale", q, bad)
-		}
-	}
+	exec := execStaleChecked(t, b)
 	exec(`INSERT INTO archival (id, agent, content, metadata_json, tags_json, tags_text, created_at, valid_from, valid_to) VALUES
 		(1, 'a', 'alpha', '{}', '[]', '', 0, 0, NULL),
 		(2, 'a', 'bravo', '{}', '[]', '', 500000000, 0, 1),

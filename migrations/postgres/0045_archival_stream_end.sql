@@ -3,8 +3,9 @@
 -- near it in time. The trigger decided with
 -- engram_archival_stream_neighbours, which finds the entries around any
 -- place (eleven lookups and three set-returning calls), a quarter of an
--- archival insert's time on the server. At the end of the stream two
--- lookups decide: no entry comes after the new one, so the only contexts
+-- archival insert's time on the server. At the end of the stream one
+-- lookup decides, two when the entry just before the new one is
+-- superseded: no entry comes after the new one, so the only contexts
 -- it changes are those of the entries whose entry after it becomes, the
 -- live entry before it and, when superseded, the entry just before it
 -- (the rule of migration 0029: live entries around a live one, any around
@@ -41,14 +42,18 @@ BEGIN
         -- the live one before it (L: its live entry after is now this
         -- one) and the one just before it (P) when P is superseded (its
         -- entry after is now this one), each when near it.
-        SELECT p.created_at INTO prev_at FROM archival p
-            WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
-                AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
-            ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
         SELECT p.created_at, p.valid_to IS NOT NULL INTO last_at, last_dead FROM archival p
             WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.id <> NEW.id
                 AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
             ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        IF last_dead THEN
+            SELECT p.created_at INTO prev_at FROM archival p
+                WHERE p.agent = NEW.agent AND engram_archival_conversation(p.metadata_json) IS NULL AND p.valid_to IS NULL AND p.id <> NEW.id
+                    AND COALESCE(p.conversation_pos, p.id) <= COALESCE(NEW.conversation_pos, NEW.id) AND (COALESCE(p.conversation_pos, p.id) < COALESCE(NEW.conversation_pos, NEW.id) OR p.id < NEW.id)
+                ORDER BY COALESCE(p.conversation_pos, p.id) DESC, p.id DESC LIMIT 1;
+        ELSE
+            prev_at := last_at; -- P is live (L itself) or there is none
+        END IF;
         IF NOT COALESCE(engram_archival_stream_near(prev_at, NEW.created_at), false)
             AND NOT COALESCE(last_dead AND engram_archival_stream_near(last_at, NEW.created_at), false) THEN
             RETURN NULL;
