@@ -29,6 +29,9 @@ type aheadEdit struct {
 	// merged are the hashes of a merge's changes (MergeChanges: not this
 	// replica's own), recorded with the update row.
 	merged []string
+	// refused is why the edit was refused ahead (nothing else is set but
+	// the state it was refused on); the document is as before the edit.
+	refused error
 
 	// Set by claimAhead.
 	seq, now, snapshotSeq, historyBytes int64
@@ -43,8 +46,10 @@ type aheadEdit struct {
 // applied again on the fresh state, under the lock, as if this never ran.
 // A merge (MergeChanges) runs ahead too: decoding the peer's changes,
 // applying them and checking the transition, however big, then hold no
-// lock. It returns nil when the edit must run under the lock from the
-// start: a refused or empty edit (decided again on the fresh state),
+// lock. An edit refused ahead is reported in refused, with the state it
+// was refused on; the caller decides whether the refusal stands
+// (refusalStands) or the edit runs again under the lock. It returns nil
+// when the edit must run under the lock from the start: an empty edit,
 // extra work in the transaction (a writeTx's decide), external changes
 // merged earlier and not yet written, write-back edits pending (their
 // actors go into the row), or a caller that cannot undo. Caller holds
@@ -62,8 +67,10 @@ func (c *Store) applyAhead(e *entry, req blockseam.WriteRequest, wt writeTx, app
 	if err := apply(req.Permission); err != nil {
 		if uerr := req.Undo(); uerr != nil {
 			c.log.Error("undo of a refused edit", "block", e.label, "owner", e.owner, "err", uerr)
+			return nil
 		}
-		return nil
+		a.refused = err
+		return a
 	}
 	// A merge's changes are not this replica's own: PendingChanges leaves
 	// them out, and they go first into the same row (as in entry.Write).
@@ -94,6 +101,26 @@ func (c *Store) applyAhead(e *entry, req blockseam.WriteRequest, wt writeTx, app
 		c.afterAhead()
 	}
 	return a
+}
+
+// refusalStands reports whether an edit refused ahead (a.refused) was
+// refused on the block's latest committed state, with the accessor's
+// current permission: the block's row, read without the write lock, is
+// the one the cached document was at, with the same metadata, and the
+// accessor's permission on it is the one the edit was judged with. The
+// edit would then be refused the same way under the lock, so it is not
+// applied again there: a refused edit, however costly to judge (a
+// hostile peer's merge), holds up no other writer. A writer that
+// commits after this read is ordered after the refusal. On any doubt
+// (a read error, a deleted block, a revoked share) it reports false and
+// the edit runs again under the lock.
+func (c *Store) refusalStands(ctx context.Context, e *entry, req blockseam.WriteRequest, a *aheadEdit) bool {
+	r, perm, err := c.writeState(ctx, c.rdb.QueryRowContext, e, req)
+	if err != nil || perm.err != nil {
+		return false
+	}
+	return r.incarnation == e.incarnation && r.lastSeq == a.lastSeq && r.epoch == a.epoch && r.metaVer == a.metaVer &&
+		(req.System || perm.p == a.perm)
 }
 
 // claimAhead stores the rendering and heads of an edit applied ahead, in

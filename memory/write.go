@@ -128,6 +128,13 @@ func (c *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
+// txRow is txQueryRow bound to tx.
+func (c *Store) txRow(tx *sql.Tx) func(ctx context.Context, query string, args ...any) *sql.Row {
+	return func(ctx context.Context, query string, args ...any) *sql.Row {
+		return c.txQueryRow(ctx, tx, query, args...)
+	}
+}
+
 // Write runs one mutation of the block for blocks.Document (entry is the
 // managed document's blockseam.Writer). In write-through mode it holds the
 // block's lock throughout (the database's write lock on SQLite): it
@@ -181,6 +188,12 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		compact  compaction
 	)
 	pre := c.applyAhead(e, req, wt, apply)
+	if pre != nil && pre.refused != nil {
+		if c.refusalStands(ctx, e, req, pre) {
+			return pre.refused
+		}
+		pre = nil // judged again on the fresh state, under the lock
+	}
 	claimed := false
 	if pre != nil {
 		// The edit applied ahead, claimed and written in one round trip
@@ -220,7 +233,7 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 					return err
 				}
 			}
-			r, perm, err := c.writeState(ctx, tx, true, e, req)
+			r, perm, err := c.writeState(ctx, c.txRow(tx), e, req)
 			if err != nil {
 				return err
 			}
@@ -416,16 +429,12 @@ func (w writeQueries) padArgs(rendered, heads string) []any {
 	return []any{len(rendered) >= padFrom, n, len(rendered)/4 + 4096, n, len(rendered)/8 + 1024}
 }
 
-// writeState reads, inside the write transaction, the block's row and the
-// accessor's current permission on it (the owner's, or the share's).
-// In a Write transaction (inWrite) it uses the backend's prepared
-// statement, which belongs to the writer connection.
-func (c *Store) writeState(ctx context.Context, tx *sql.Tx, inWrite bool, e *entry, req blockseam.WriteRequest) (blockRow, sharePerm, error) {
+// writeState reads with row the block's row and the accessor's current
+// permission on it (the owner's, or the share's). In a Write transaction
+// row is the transaction's prepared statement (txRow), which belongs to
+// the writer connection.
+func (c *Store) writeState(ctx context.Context, row func(ctx context.Context, query string, args ...any) *sql.Row, e *entry, req blockseam.WriteRequest) (blockRow, sharePerm, error) {
 	var shared sql.NullString
-	row := tx.QueryRowContext
-	if inWrite {
-		row = func(ctx context.Context, q string, args ...any) *sql.Row { return c.txQueryRow(ctx, tx, q, args...) }
-	}
 	r, err := scanBlock(row(ctx, writeStateQuery, req.Accessor, e.id), &shared)
 	if errors.Is(err, sql.ErrNoRows) {
 		c.lru.Remove(e.id)

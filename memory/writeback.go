@@ -84,7 +84,7 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
 	defer tx.Rollback()
-	r, perm, err := c.writeState(ctx, tx, false, e, req)
+	r, perm, err := c.writeState(ctx, tx.QueryRowContext, e, req)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
