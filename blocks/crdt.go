@@ -85,6 +85,26 @@ func (d *Document) amFor() (*automerge.Doc, error) {
 	return am, nil
 }
 
+// automergeCopy returns an independent copy of the automerge document a
+// read through d sees, with a new actor: automerge's fork of the live
+// state, which copies the document in memory, or for a view while a
+// store's write is in flight, its fork at the state before that write.
+// Saving and loading the document instead costs about four times as much
+// (loading rebuilds it operation by operation).
+func (d *Document) automergeCopy() (*automerge.Doc, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	var heads []automerge.ChangeHash // nil: the live state
+	if st := d.stableFor(); st != nil {
+		heads = st.heads
+	}
+	var am *automerge.Doc
+	if err := guard(func() (err error) { am, err = d.c.am.Fork(heads...); return err }); err != nil {
+		return nil, fmt.Errorf("block %q: copy: %w", d.c.info.Label, err)
+	}
+	return am, nil
+}
+
 // SaveIncremental returns the changes since the last Save or
 // SaveIncremental. Note that it also re-exports changes that arrived through
 // LoadIncremental; a store persisting its own writes should use

@@ -11,6 +11,7 @@ import (
 
 	"github.com/automerge/automerge-go"
 
+	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
 
@@ -181,5 +182,46 @@ func TestSessionBudgetSharedAcrossConnections(t *testing.T) {
 	}
 	if budget.Held() > 150_000+20_000 {
 		t.Errorf("the budget holds %d bytes", budget.Held())
+	}
+}
+
+// Joining a document no session holds copies the whole block for the
+// joining credential, which is charged its size as for a private copy:
+// a token that joins a large block, leaves and joins again pays each
+// time. Joining a copy another session holds costs nothing, even with
+// the budget spent.
+func TestJoinCopyChargedToTheCredential(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", Value: strings.Repeat("lorem ipsum\n", 40_000/12), CharLimit: 50_000}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := store.Agent("ada").Block("big").DocumentID(ctx)
+	must(t, err)
+	bigID := syncrepo.EncodeDocumentID(id)
+	smallID, _ := notesBlock(t, store, "ada")
+	// 20,000 operations a second: the big block's copy leaves the budget
+	// two seconds in debt.
+	budget, mirrors := syncrepo.NewBudget(20_000, 1_000, 0), syncrepo.NewMirrors()
+	join := func(name, docID string) (*pipe, time.Duration) {
+		p, _ := serve(t, store, &syncrepo.Options{Budget: budget, Mirrors: mirrors})
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: name, SupportedProtocolVersions: []string{"1"}})
+		p.recv(t)
+		start := time.Now()
+		request(t, p, docID)
+		if m := p.recv(t); m.Type != syncrepo.TypeSync {
+			t.Fatalf("%s: %s, want sync", name, m.Type)
+		}
+		return p, time.Since(start)
+	}
+	_, first := join("first", bigID)
+	_, held := join("held", bigID)
+	_, small := join("small", smallID)
+	t.Logf("first join of the big block %v; a join of its held copy %v; then a join of a small block %v", first, held, small)
+	if held > 500*time.Millisecond {
+		t.Errorf("joining a copy another session holds waited %v: it costs nothing", held)
+	}
+	if small < time.Second {
+		t.Errorf("a join after copying a 40,000-character block waited %v, want about 2 s: the copy was not charged", small)
 	}
 }

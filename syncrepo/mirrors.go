@@ -1,6 +1,7 @@
 package syncrepo
 
 import (
+	"context"
 	"sync"
 
 	"github.com/automerge/automerge-go"
@@ -27,23 +28,60 @@ type shared struct {
 	base []string
 	refs int // sessions' documents using it; guarded by Mirrors.mu
 	key  string
+	// ready is closed once doc is loaded, or loading it failed (err);
+	// doc, base and err are not read before.
+	ready chan struct{}
+	err   error
 }
 
-// acquire returns the copy of key, loading it with load on first use.
-func (ms *Mirrors) acquire(key string, load func() (*automerge.Doc, error)) (*shared, error) {
+// has reports whether a copy of key is held or being loaded.
+func (ms *Mirrors) has(key string) bool {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	_, ok := ms.m[key]
+	return ok
+}
+
+// acquire returns the copy of key, loading it with load on first use,
+// and reports whether this call loaded it. The load runs outside ms.mu:
+// copying a large document holds up no other document's sessions, and
+// the sessions of the same document wait for it (or for ctx). A failed
+// load is not kept; the next acquire loads again.
+func (ms *Mirrors) acquire(ctx context.Context, key string, load func() (*automerge.Doc, error)) (sh *shared, loaded bool, err error) {
+	ms.mu.Lock()
 	if sh, ok := ms.m[key]; ok {
 		sh.refs++
-		return sh, nil
+		ms.mu.Unlock()
+		select {
+		case <-sh.ready:
+		case <-ctx.Done():
+			ms.release(sh)
+			return nil, false, ctx.Err()
+		}
+		if sh.err != nil {
+			ms.release(sh)
+			return nil, false, sh.err
+		}
+		return sh, false, nil
 	}
+	sh = &shared{refs: 1, key: key, ready: make(chan struct{})}
+	ms.m[key] = sh
+	ms.mu.Unlock()
 	doc, err := load()
 	if err != nil {
-		return nil, err
+		ms.mu.Lock()
+		if ms.m[key] == sh {
+			delete(ms.m, key)
+		}
+		sh.refs--
+		ms.mu.Unlock()
+		sh.err = err
+		close(sh.ready)
+		return nil, false, err
 	}
-	sh := &shared{doc: doc, base: hexHeads(doc.Heads()), refs: 1, key: key}
-	ms.m[key] = sh
-	return sh, nil
+	sh.doc, sh.base = doc, hexHeads(doc.Heads())
+	close(sh.ready)
+	return sh, true, nil
 }
 
 // release drops one use of sh; the last one frees it.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/amchunk"
+	"github.com/engram-go/engram/internal/blockseam"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
@@ -403,10 +404,30 @@ func (s *session) syncMessage(m Message) error {
 		d.limit = doc.CharLimit()
 		// The id names one epoch of one block: its copy is the same
 		// for every agent that may read it.
-		sh, err := s.opts.Mirrors.acquire(m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
+		// A copy no session holds yet is made for this one, whose
+		// credential is charged for it as for a private copy: otherwise a
+		// token that joins a large block, leaves and joins again would
+		// have it copied each time for free.
+		charged := false
+		if !s.opts.Mirrors.has(m.DocumentID) {
+			if err := s.chargeCopy(d); err != nil {
+				return err
+			}
+			charged = true
+		}
+		sh, loaded, err := s.opts.Mirrors.acquire(s.ctx, m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
 		if err != nil {
+			if s.ctx.Err() != nil {
+				return s.ctx.Err()
+			}
 			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
 			return s.unavailable(m.DocumentID)
+		}
+		if loaded && !charged {
+			if err := s.chargeCopy(d); err != nil {
+				s.opts.Mirrors.release(sh)
+				return err
+			}
 		}
 		d.sh = sh
 		sh.mu.Lock()
@@ -533,15 +554,20 @@ func (s *session) privatize(d *docState) error {
 	}
 	sh := d.sh
 	sh.mu.Lock()
-	var saved []byte
-	err := guard(func() error { saved = sh.doc.Save(); return nil })
+	var (
+		saved  []byte
+		mirror *automerge.Doc
+	)
+	// A fork copies the document in memory, a quarter of what loading
+	// the saved one costs; the saved size is what the copy is held as.
+	err := guard(func() (err error) {
+		saved = sh.doc.Save()
+		mirror, err = sh.doc.Fork()
+		return err
+	})
 	base := slices.Clone(sh.base)
 	sh.mu.Unlock()
 	if err != nil {
-		return err
-	}
-	var mirror *automerge.Doc
-	if err := guard(func() (err error) { mirror, err = automerge.Load(saved); return err }); err != nil {
 		return err
 	}
 	s.opts.Mirrors.release(sh)
@@ -577,18 +603,15 @@ func (s *session) view(d *docState) (*blocks.Document, error) {
 	return s.hooks.Doc(s.ctx, d.blk)
 }
 
-// storeDoc loads the store's whole current document of d's block.
+// storeDoc copies the store's whole current document of d's block (in
+// memory: saving and loading it costs about four times as much).
 func (s *session) storeDoc(d *docState) (*automerge.Doc, error) {
 	doc, err := s.view(d)
 	if err != nil {
 		return nil, err
 	}
-	b, err := doc.Save()
-	if err != nil {
-		return nil, err
-	}
 	var am *automerge.Doc
-	err = guard(func() (err error) { am, err = automerge.Load(b); return err })
+	err = guard(func() (err error) { am, err = blockseam.Automerge(doc); return err })
 	return am, err
 }
 

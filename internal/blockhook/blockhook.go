@@ -159,4 +159,7 @@ var (
 	Manage func(doc, w any) (any, error)
 	// MarkPersisted records that everything of doc up to heads is durable.
 	MarkPersisted func(doc any, heads []string) error
+	// Automerge returns an independent copy (an *automerge.Doc) of the
+	// automerge document a read through doc sees.
+	Automerge func(doc any) (any, error)
 )

@@ -2,7 +2,7 @@
 // document a Writer that makes every edit durable (Manage), receives the
 // Replica through which durable changes from elsewhere enter the document,
 // and records what is persisted (MarkPersisted). Package memory is its
-// user; users of blocks meet a managed document only through its public
+// user, and package syncrepo copies documents through it (Automerge); users of blocks meet a managed document only through its public
 // methods (Document.Managed, and ErrManaged from LoadIncremental, Merge
 // and sync messages on it).
 //
@@ -13,6 +13,7 @@ package blockseam
 import (
 	"fmt"
 
+	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/blockhook"
 )
@@ -67,4 +68,15 @@ func Manage(d *blocks.Document, w Writer) (Replica, error) {
 // document's own changes up to them are no longer pending.
 func MarkPersisted(d *blocks.Document, heads []string) error {
 	return blockhook.MarkPersisted(d, heads)
+}
+
+// Automerge returns an independent copy of the automerge document a read
+// through d sees (a view's state, with a new actor), copied in memory
+// rather than saved and loaded.
+func Automerge(d *blocks.Document) (*automerge.Doc, error) {
+	am, err := blockhook.Automerge(d)
+	if err != nil {
+		return nil, err
+	}
+	return am.(*automerge.Doc), nil
 }
