@@ -120,3 +120,54 @@ func TestEditRefusedOnAStaleStateIsJudgedAgain(t *testing.T) {
 	}
 
 }
+
+// TestMergeRefusedBeforeAShareChangeIsJudgedAgain: a merge refused for
+// want of permission (an Append sharee's rewrite) is judged again once
+// another store has raised the share to ReadWrite (the block's row is
+// unchanged; only the share is), and the same merge then lands.
+func TestMergeRefusedBeforeAShareChangeIsJudgedAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r1.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	blk, err := a.Agent("bob").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "alpha", CharLimit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blk.Share(ctx, "ada", blocks.Append); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := blk.Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replace "alpha" by "omega": not an append.
+	if err := mustText(t, peer).Splice(0, 5, "omega"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.Commit("rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	edit := peer.SaveIncremental()
+	adaBlock := a.Agent("ada").Shared("bob", "notes")
+	if err := adaBlock.Merge(ctx, edit); err == nil {
+		t.Fatal("a rewrite by an Append sharee was accepted")
+	}
+	if err := b.Agent("bob").Block("notes").Share(ctx, "ada", blocks.ReadWrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := adaBlock.Merge(ctx, edit); err != nil {
+		t.Fatalf("the rewrite after another store raised the share to ReadWrite: %v", err)
+	}
+	if got := text(t, b, "bob", "notes"); got != "omega" {
+		t.Fatalf("b reads %q", got)
+	}
+}

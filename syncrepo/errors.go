@@ -16,4 +16,8 @@ var (
 	// a peer's changes (rather than refusing them): the session ends so
 	// that the peer, reconnecting, sends them again.
 	ErrStore = errors.New("syncrepo: store failed")
+
+	// errLoadPanicked is a document copy's failure, for the sessions
+	// waiting for it, when its load panicked.
+	errLoadPanicked = errors.New("syncrepo: loading a document's copy panicked")
 )

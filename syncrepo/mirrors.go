@@ -46,10 +46,18 @@ func (ms *Mirrors) has(key string) bool {
 // and reports whether this call loaded it. The load runs outside ms.mu:
 // copying a large document holds up no other document's sessions, and
 // the sessions of the same document wait for it (or for ctx). A failed
-// load is not kept; the next acquire loads again.
-func (ms *Mirrors) acquire(ctx context.Context, key string, load func() (*automerge.Doc, error)) (sh *shared, loaded bool, err error) {
-	ms.mu.Lock()
-	if sh, ok := ms.m[key]; ok {
+// load is not kept, and is the loader's own (its view, its context):
+// a session that waited for it loads the copy itself.
+func (ms *Mirrors) acquire(ctx context.Context, key string, load func() (*automerge.Doc, error)) (*shared, bool, error) {
+	for {
+		ms.mu.Lock()
+		sh, ok := ms.m[key]
+		if !ok {
+			sh = &shared{refs: 1, key: key, ready: make(chan struct{})}
+			ms.m[key] = sh
+			ms.mu.Unlock()
+			return ms.load(sh, load)
+		}
 		sh.refs++
 		ms.mu.Unlock()
 		select {
@@ -58,28 +66,39 @@ func (ms *Mirrors) acquire(ctx context.Context, key string, load func() (*autome
 			ms.release(sh)
 			return nil, false, ctx.Err()
 		}
-		if sh.err != nil {
-			ms.release(sh)
-			return nil, false, sh.err
+		if sh.err == nil {
+			return sh, false, nil
 		}
-		return sh, false, nil
+		ms.release(sh)
 	}
-	sh = &shared{refs: 1, key: key, ready: make(chan struct{})}
-	ms.m[key] = sh
-	ms.mu.Unlock()
-	doc, err := load()
-	if err != nil {
+}
+
+// load fills sh, just put in ms.m, with load. If load fails, or panics
+// (the panic goes on), sh leaves ms.m and its waiters are told.
+func (ms *Mirrors) load(sh *shared, load func() (*automerge.Doc, error)) (_ *shared, _ bool, err error) {
+	done := false
+	defer func() {
+		if done {
+			return
+		}
 		ms.mu.Lock()
-		if ms.m[key] == sh {
-			delete(ms.m, key)
+		if ms.m[sh.key] == sh {
+			delete(ms.m, sh.key)
 		}
 		sh.refs--
 		ms.mu.Unlock()
 		sh.err = err
+		if sh.err == nil {
+			sh.err = errLoadPanicked
+		}
 		close(sh.ready)
+	}()
+	doc, err := load()
+	if err != nil {
 		return nil, false, err
 	}
 	sh.doc, sh.base = doc, hexHeads(doc.Heads())
+	done = true
 	close(sh.ready)
 	return sh, true, nil
 }

@@ -3,6 +3,8 @@ package syncrepo
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +87,53 @@ func TestMirrorsLoadHoldsUpNoOtherDocument(t *testing.T) {
 	}
 	if _, loaded, err := ms.acquire(ctx, "bad", func() (*automerge.Doc, error) { return automerge.New(), nil }); err != nil || !loaded {
 		t.Fatalf("the next acquire after a failed load: loaded %v, err %v", loaded, err)
+	}
+}
+
+// Acquires and releases of a few keys from many goroutines, with loads
+// that fail or are slow and waits that are cancelled, leave no copy held
+// and never hand out a copy that is not ready.
+func TestMirrorsConcurrentUse(t *testing.T) {
+	ms := NewMirrors()
+	keys := []string{"a", "b", "c"}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 300 {
+				key := keys[r.IntN(len(keys))]
+				ctx, cancel := context.WithCancel(context.Background())
+				if r.IntN(4) == 0 {
+					d := time.Duration(r.IntN(200)) * time.Microsecond
+					go func() { time.Sleep(d); cancel() }()
+				}
+				fail := r.IntN(3) == 0
+				slow := time.Duration(r.IntN(300)) * time.Microsecond
+				sh, _, err := ms.acquire(ctx, key, func() (*automerge.Doc, error) {
+					time.Sleep(slow)
+					if fail {
+						return nil, errors.New("fail")
+					}
+					return automerge.New(), nil
+				})
+				cancel()
+				if err != nil {
+					continue
+				}
+				if sh.doc == nil {
+					t.Error("a copy handed out before it was loaded")
+				}
+				sh.mu.Lock()
+				_ = sh.doc.Heads()
+				sh.mu.Unlock()
+				ms.release(sh)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := ms.Len(); n != 0 {
+		t.Fatalf("%d copies held after every use was released", n)
 	}
 }
