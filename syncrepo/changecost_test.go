@@ -3,7 +3,9 @@ package syncrepo_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -223,5 +225,51 @@ func TestJoinCopyChargedToTheCredential(t *testing.T) {
 	}
 	if small < time.Second {
 		t.Errorf("a join after copying a 40,000-character block waited %v, want about 2 s: the copy was not charged", small)
+	}
+}
+
+// A session waiting for its credential's budget stops waiting once its
+// peer's connection closes: it ends at once, with the connection's end,
+// and makes no copy for a peer that is gone.
+func TestClosedConnectionStopsWaitingForTheBudget(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if _, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "big", Value: strings.Repeat("lorem ipsum\n", 60_000/12), CharLimit: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := store.Agent("ada").Block("big").DocumentID(ctx)
+	must(t, err)
+	smallID, _ := notesBlock(t, store, "ada")
+	// 20,000 operations a second: the big block's copy leaves the budget
+	// three seconds in debt.
+	budget, mirrors := syncrepo.NewBudget(20_000, 1_000, 0), syncrepo.NewMirrors()
+	opts := &syncrepo.Options{Budget: budget, Mirrors: mirrors}
+	first, _ := serve(t, store, opts)
+	first.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "first", SupportedProtocolVersions: []string{"1"}})
+	first.recv(t)
+	request(t, first, syncrepo.EncodeDocumentID(id))
+	if m := first.recv(t); m.Type != syncrepo.TypeSync {
+		t.Fatalf("first: %s, want sync", m.Type)
+	}
+	second, done := serve(t, store, opts)
+	second.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "second", SupportedProtocolVersions: []string{"1"}})
+	second.recv(t)
+	request(t, second, smallID)
+	time.Sleep(200 * time.Millisecond) // the session waits for the budget
+	start := time.Now()
+	close(second.in)
+	select {
+	case err := <-done:
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("the session ended with %v, want the connection's end (EOF)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not end")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the session ended %v after its connection closed: it waited for the budget", took)
+	}
+	if n := mirrors.Len(); n != 1 {
+		t.Errorf("%d copies held, want 1 (the big block's): a copy was made for a peer that was gone", n)
 	}
 }

@@ -152,7 +152,11 @@ type docState struct {
 }
 
 type session struct {
-	ctx     context.Context
+	ctx context.Context
+	// live ends with ctx or as soon as the peer's connection cannot be
+	// read (closed): what waits only for the peer's sake (the budget, a
+	// copy another session is making) stops waiting then.
+	live    context.Context
 	conn    Conn
 	mem     Agent
 	agent   string
@@ -230,7 +234,9 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &session{ctx: ctx, conn: conn, mem: a, agent: a.ID(), hooks: h, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
+	live, closed := context.WithCancel(ctx)
+	defer closed()
+	s := &session{ctx: ctx, live: live, conn: conn, mem: a, agent: a.ID(), hooks: h, opts: o, log: log, docs: map[string]*docState{}, session: randomHex(8)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan []byte)
@@ -249,6 +255,7 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 			b, err := conn.Read(ctx)
 			if err != nil {
 				errc <- err
+				closed()
 				return
 			}
 			select {
@@ -313,6 +320,11 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 			}
 		}
 		if err != nil {
+			select {
+			case rerr := <-errc:
+				return rerr // the connection's end, which cut err short
+			default:
+			}
 			return err
 		}
 	}
@@ -415,10 +427,10 @@ func (s *session) syncMessage(m Message) error {
 			}
 			charged = true
 		}
-		sh, loaded, err := s.opts.Mirrors.acquire(s.ctx, m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
+		sh, loaded, err := s.opts.Mirrors.acquire(s.live, m.DocumentID, func() (*automerge.Doc, error) { return s.storeDoc(d) })
 		if err != nil {
-			if s.ctx.Err() != nil {
-				return s.ctx.Err()
+			if s.live.Err() != nil {
+				return s.live.Err()
 			}
 			s.log.Error("sync: load document", "agent", s.agent, "owner", owner, "label", label, "err", err)
 			return s.unavailable(m.DocumentID)
@@ -447,7 +459,7 @@ func (s *session) syncMessage(m Message) error {
 		if err != nil {
 			return s.refuseUnapplied(d, err)
 		}
-		if err := s.opts.Budget.spend(s.ctx, cost.Ops+cost.Refs+cost.Changes); err != nil {
+		if err := s.opts.Budget.spend(s.live, cost.Ops+cost.Refs+cost.Changes); err != nil {
 			return err
 		}
 	}
@@ -543,7 +555,7 @@ func (s *session) chargeCopy(d *docState) error {
 	if err != nil {
 		return nil // the copy fails the same way, and says so
 	}
-	return s.opts.Budget.spend(s.ctx, int64(doc.Size())+1)
+	return s.opts.Budget.spend(s.live, int64(doc.Size())+1)
 }
 
 // privatize gives d a private copy of its shared one (a new sync state:
