@@ -94,15 +94,24 @@ func (d *Document) amFor() (*automerge.Doc, error) {
 func (d *Document) automergeCopy() (*automerge.Doc, error) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	am, err := d.forkRead()
+	if err != nil {
+		return nil, fmt.Errorf("block %q: copy: %w", d.c.info.Label, err)
+	}
+	return am, nil
+}
+
+// forkRead forks the automerge document a read through d sees: the live
+// state, or the state before a store's write in flight. Caller holds
+// d.c.mu.
+func (d *Document) forkRead() (*automerge.Doc, error) {
 	var heads []automerge.ChangeHash // nil: the live state
 	if st := d.stableFor(); st != nil {
 		heads = st.heads
 	}
 	var am *automerge.Doc
-	if err := guard(func() (err error) { am, err = d.c.am.Fork(heads...); return err }); err != nil {
-		return nil, fmt.Errorf("block %q: copy: %w", d.c.info.Label, err)
-	}
-	return am, nil
+	err := guard(func() (err error) { am, err = d.c.am.Fork(heads...); return err })
+	return am, err
 }
 
 // SaveIncremental returns the changes since the last Save or
@@ -201,12 +210,8 @@ func (d *Document) Fork() (*Document, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var heads []automerge.ChangeHash // nil: the live state
-	if st := d.stableFor(); st != nil {
-		heads = st.heads
-	}
-	var fork *automerge.Doc
-	if err := guard(func() (err error) { fork, err = c.am.Fork(heads...); return err }); err != nil {
+	fork, err := d.forkRead()
+	if err != nil {
 		return nil, fmt.Errorf("block %q: fork: %w", c.info.Label, err)
 	}
 	nc := newCore(fork, c.info, &Options{Approver: c.approver, Now: c.now})

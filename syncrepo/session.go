@@ -419,7 +419,10 @@ func (s *session) syncMessage(m Message) error {
 		// A copy no session holds yet is made for this one, whose
 		// credential is charged for it as for a private copy: otherwise a
 		// token that joins a large block, leaves and joins again would
-		// have it copied each time for free.
+		// have it copied each time for free. Charged before the copy is
+		// registered, not inside load: the sessions of other tokens
+		// joining the same document then never wait on this one's budget.
+		// A copy made in between by a race is charged after it.
 		charged := false
 		if !s.opts.Mirrors.has(m.DocumentID) {
 			if err := s.chargeCopy(d); err != nil {

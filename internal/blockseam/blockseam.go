@@ -2,7 +2,8 @@
 // document a Writer that makes every edit durable (Manage), receives the
 // Replica through which durable changes from elsewhere enter the document,
 // and records what is persisted (MarkPersisted). Package memory is its
-// user, and package syncrepo copies documents through it (Automerge); users of blocks meet a managed document only through its public
+// user, and package syncrepo copies documents through it (Automerge);
+// users of blocks meet a managed document only through its public
 // methods (Document.Managed, and ErrManaged from LoadIncremental, Merge
 // and sync messages on it).
 //
