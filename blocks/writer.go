@@ -81,8 +81,12 @@ func (r *replica) Hold() {
 
 // Release ends a Hold. At the last one, a merge made under it (Merge) is
 // over — the store committed it or took it back — so views read the live
-// state again, and the latest deferred Remote event fires.
-func (r *replica) Release() {
+// state again. The latest deferred Remote event is returned, not fired:
+// the store calls fire once it released its own lock on the block (nil:
+// nothing to fire). The store releases before it unlocks, so no reader
+// can take the block between the two and still read the state before the
+// merge.
+func (r *replica) Release() (fireEvent func()) {
 	c := r.c
 	c.mu.Lock()
 	c.held--
@@ -97,9 +101,10 @@ func (r *replica) Release() {
 	// (endFlight).
 	q := c.takeQueued()
 	c.mu.Unlock()
-	if q != nil {
-		fire(q.subs, q.ev)
+	if q == nil {
+		return nil
 	}
+	return func() { fire(q.subs, q.ev) }
 }
 
 // LoadIncremental applies changes made elsewhere, as Document.LoadIncremental

@@ -86,6 +86,9 @@ type Store struct {
 	// returns to the document (whose views read the state before the edit
 	// until then).
 	afterWrite func()
+	// tests: runs when a block's lock was just released, before the
+	// events it held back fire.
+	afterUnlock func(*entry)
 	// tests: a decide for every write that has none (see writeTx), to fail
 	// a write inside its transaction.
 	testDecide func(tx *sql.Tx) error
@@ -302,13 +305,23 @@ func (c *Store) nanos() int64 { return c.opts.Now().UnixNano() }
 // lock takes e.mu, the block's lock here, and holds back the Remote events
 // its replica fires meanwhile (blockseam.Replica.Hold): a subscriber may call
 // the store — read the block, close the store — and must not run while
-// e.mu is held. unlock releases both, then fires what was held back.
+// e.mu is held. unlock releases both, then fires what was held back. The
+// hold ends first: a reader that took e.mu between the two would hold the
+// replica again before this hold ended, and read the state before a merge
+// this lock's writer committed (the merge's stable state lasts until the
+// last hold ends).
 func (e *entry) lock() {
 	e.mu.Lock()
 	e.replica.Hold()
 }
 
 func (e *entry) unlock() {
+	fireEvent := e.replica.Release()
 	e.mu.Unlock()
-	e.replica.Release()
+	if h := e.c.afterUnlock; h != nil {
+		h(e)
+	}
+	if fireEvent != nil {
+		fireEvent()
+	}
 }

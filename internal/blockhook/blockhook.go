@@ -130,8 +130,9 @@ type Replica[O, D any] interface {
 	// Hold defers the Remote events of the changes the store brings in
 	// until the matching Release. Holds nest.
 	Hold()
-	// Release ends a Hold.
-	Release()
+	// Release ends a Hold and returns the deferred event to fire once
+	// the store's own lock is released (nil: none).
+	Release() (fireEvent func())
 	// LoadIncremental applies durable changes made elsewhere.
 	LoadIncremental(data []byte) error
 	// LoadIncrementals is LoadIncremental of each of chunks in order, the
