@@ -445,11 +445,12 @@ func (r *replica) Merge(data []byte, from Origin) (fresh merged, undo func() err
 		// Under the store's hold this merge is part of a write that may
 		// still fail: views read the state before it until the hold ends
 		// (Release), and its Remote event waits as long. Its own token, so
-		// an edit whose flight is still ending cannot end this one. (With
-		// such a flight, views already read a durable state before it.)
-		if c.inflight == 0 {
-			err = c.holdStable()
-		}
+		// an edit whose flight is still ending cannot end this one. That
+		// state is the current one, which is durable (the store holds the
+		// block, so no other write is under way), even when an edit's
+		// flight is still ending: its stable state is the state before
+		// that edit, which its author, whose edit returned, must not read.
+		err = c.holdStable()
 		if err == nil {
 			c.flights++
 			c.inflight, c.mergeFlight = c.flights, c.flights

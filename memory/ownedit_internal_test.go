@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/automerge/automerge-go"
+)
+
+// TestEditReadsItselfWhileAMergeIsInFlight: an edit that returned reads
+// itself through a view, even while another writer's merge, started while
+// the edit's flight was still ending (its Write had released the block),
+// is in flight. The merge hides its own state from views, not the edit's:
+// what views read meanwhile is the state the merge met, edit included.
+func TestEditReadsItselfWhileAMergeIsInFlight(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ownedit.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := s.GetBlock(ctx, "ann", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := peer.Path("content").Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Text().Append("from a peer\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.Commit(""); err != nil {
+		t.Fatal(err)
+	}
+	peerData := peer.SaveIncremental()
+
+	merged := make(chan struct{})
+	release := make(chan struct{})
+	mergeDone := make(chan error, 1)
+	started := false
+	s.afterWrite = func() {
+		// The edit's Write released the block; its flight has not ended.
+		s.afterWrite = nil
+		started = true
+		once := false
+		s.testDecide = func(*sql.Tx) error {
+			if !once {
+				once = true
+				close(merged) // the merge is applied, its write not over
+				<-release
+			}
+			return nil
+		}
+		go func() { mergeDone <- s.Agent("ann").Block("notes").Merge(ctx, peerData) }()
+		select {
+		case <-merged:
+		case <-time.After(10 * time.Second):
+			t.Error("the merge did not reach its transaction")
+		}
+	}
+	if err := s.appendToBlock(ctx, "ann", "notes", "mine\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !started {
+		t.Fatal("the edit did not run through entry.Write")
+	}
+	// The edit returned: its author reads it.
+	got, _ := doc.Value()
+	close(release)
+	if err := <-mergeDone; err != nil {
+		t.Fatal(err)
+	}
+	s.testDecide = nil
+	if str, _ := got.(string); !strings.Contains(str, "mine") {
+		t.Errorf("right after its edit returned, the editor's view reads %q, without the edit", str)
+	}
+	after, _ := doc.Value()
+	if str, _ := after.(string); !strings.Contains(str, "mine") || !strings.Contains(str, "from a peer") {
+		t.Errorf("after both writes the view reads %q", str)
+	}
+}
