@@ -79,9 +79,11 @@ func (r *replica) Hold() {
 	r.c.mu.Unlock()
 }
 
-// Release ends a Hold. At the last one, a merge made under it (Merge) is
-// over — the store committed it or took it back — so views read the live
-// state again. The latest deferred Remote event is returned, not fired:
+// Release ends a Hold. At the last one, the store's write under it is
+// over — committed, or taken back before the release — so views read the
+// live state again: a merge made under it (Merge), and an edit whose
+// flight has not ended yet (its Write returned; endFlight then finds
+// nothing to end). The latest deferred Remote event is returned, not fired:
 // the store calls fire once it released its own lock on the block (nil:
 // nothing to fire). The store releases before it unlocks, so no reader
 // can take the block between the two and still read the state before the
@@ -90,15 +92,10 @@ func (r *replica) Release() (fireEvent func()) {
 	c := r.c
 	c.mu.Lock()
 	c.held--
-	if c.held == 0 && c.mergeFlight != 0 {
-		if c.inflight == c.mergeFlight {
-			c.dropStable()
-		}
+	if c.held == 0 {
+		c.dropStable()
 		c.mergeFlight = 0
 	}
-	// While an edit's write is still ending (Write returned, the edit's
-	// flight not yet over), the event waits for that flight's end
-	// (endFlight).
 	q := c.takeQueued()
 	c.mu.Unlock()
 	if q == nil {

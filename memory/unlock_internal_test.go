@@ -87,3 +87,56 @@ func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
 		t.Errorf("a view right after the merge reads %q, without the merge", got)
 	}
 }
+
+// TestReaderRightAfterAnEditSeesIt: the same for an edit. Once the writer
+// lets go of the block its edit is committed, and the block's stamp has
+// moved (BlocksChanged consumers may already be reading): a view must
+// read the edit, not the state before it until the edit's call returns.
+func TestReaderRightAfterAnEditSeesIt(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "unlock.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
+		t.Fatal(err)
+	}
+	e := s.cachedEntry("ann", "notes")
+	if e == nil {
+		t.Fatal("the block is not cached")
+	}
+	before, _, _, _ := e.freshness()
+	var (
+		history []blocks.Change
+		value   any
+		read    bool
+	)
+	s.afterUnlock = func(u *entry) {
+		if read || u != e {
+			return
+		}
+		if seq, _, _, _ := e.freshness(); seq == before {
+			return // not the edit's write
+		}
+		read = true
+		var herr error
+		if history, herr = s.blockHistory(ctx, "ann", "", "notes"); herr != nil {
+			t.Error(herr)
+		}
+		value, _ = e.doc.View("ann", blocks.ReadWrite).Value()
+	}
+	if err := s.Agent("ann").Block("notes").Append(ctx, "two\n"); err != nil {
+		t.Fatal(err)
+	}
+	s.afterUnlock = nil
+	if !read {
+		t.Fatal("no reader ran right after the edit's write")
+	}
+	if last := history[len(history)-1]; last.Op != blocks.OpAppendText {
+		t.Errorf("the history's last change right after the edit: %s/%s, want ann/%s", last.Actor, last.Op, blocks.OpAppendText)
+	}
+	if got, _ := value.(string); !strings.Contains(got, "two") {
+		t.Errorf("a view right after the edit reads %q, without the edit", got)
+	}
+}
