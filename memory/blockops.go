@@ -781,13 +781,11 @@ func (c *Store) reconfigureRow(ctx context.Context, ent *entry, doc *blocks.Docu
 		return false, err
 	}
 	// The content is checked and rendered on the managed document, which
-	// reads the live state, not on the view: a view reads the state before
-	// a write's edit until that write has returned to the document, after
-	// it released ent.mu, so here it may be an edit behind the block (the
-	// edit durable, or pending in write-back mode). Checked on the view, a
-	// new schema could pass against content it refuses; rendered from it,
-	// the stored rendering would lack the edit until the block's next
-	// write.
+	// reads the live state, not on the view, which reads the state before
+	// any write in flight: under ent.mu none is, but the check does not
+	// depend on it. Checked on an older state, a new schema could pass
+	// against content it refuses; rendered from it, the stored rendering
+	// would lack an edit until the block's next write.
 	live := ent.doc
 	info := live.Info()
 	old := info.Schema

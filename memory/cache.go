@@ -83,8 +83,8 @@ type Store struct {
 	snapsAhead atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
 	afterLoad  func(int64)  // tests: runs after a block was loaded, before it is cached
 	// tests: runs once a block write released the block, before it
-	// returns to the document (whose views read the state before the edit
-	// until then).
+	// returns to the document (its views read the edit already: the
+	// write's hidden state ended with the store's hold).
 	afterWrite func()
 	// tests: runs when a block's lock was just released, before the
 	// events it held back fire.

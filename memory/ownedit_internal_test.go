@@ -12,10 +12,10 @@ import (
 )
 
 // TestEditReadsItselfWhileAMergeIsInFlight: an edit that returned reads
-// itself through a view, even while another writer's merge, started while
-// the edit's flight was still ending (its Write had released the block),
-// is in flight. The merge hides its own state from views, not the edit's:
-// what views read meanwhile is the state the merge met, edit included.
+// itself through a view, even while another writer's merge, started right
+// after the edit's Write released the block, is in flight. The merge hides
+// its own state from views, not the edit's: what views read meanwhile is
+// the state the merge met, edit included.
 func TestEditReadsItselfWhileAMergeIsInFlight(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "ownedit.db"), nil)
@@ -55,7 +55,7 @@ func TestEditReadsItselfWhileAMergeIsInFlight(t *testing.T) {
 	mergeDone := make(chan error, 1)
 	started := false
 	s.afterWrite = func() {
-		// The edit's Write released the block; its flight has not ended.
+		// The edit's Write released the block; its call has not returned.
 		s.afterWrite = nil
 		started = true
 		once := false

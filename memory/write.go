@@ -162,6 +162,22 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 	}
 	e.lock()
 	defer e.unlock()
+	defer func() {
+		// A panic under the write (its transaction's, re-raised here by
+		// the backend) committed nothing: the edit is taken back while e.mu
+		// is still held, as for an error, or views would read it once the
+		// block is let go and the block's next write would store it as
+		// its own pending change.
+		if p := recover(); p != nil {
+			e.merged = blockseam.Merged{}
+			if req.Undo != nil {
+				if uerr := req.Undo(); uerr != nil {
+					c.log.Error("taking back the edit of a panicked write", "block", e.label, "owner", e.owner, "err", uerr)
+				}
+			}
+			panic(p)
+		}
+	}()
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
