@@ -3,12 +3,9 @@ package memory
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/automerge/automerge-go"
 )
 
 // TestEditReadsItselfWhileAMergeIsInFlight: an edit that returned reads
@@ -18,37 +15,12 @@ import (
 // the state the merge met, edit included.
 func TestEditReadsItselfWhileAMergeIsInFlight(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ownedit.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openOneBlock(t)
 	doc, err := s.GetBlock(ctx, "ann", "notes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved, err := doc.Save()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := automerge.Load(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := peer.Path("content").Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Text().Append("from a peer\n"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := peer.Commit(""); err != nil {
-		t.Fatal(err)
-	}
-	peerData := peer.SaveIncremental()
+	peerData := peerAppend(t, s, "from a peer\n")
 
 	merged := make(chan struct{})
 	release := make(chan struct{})

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,15 +14,7 @@ import (
 // change.
 func TestPanickedWriteIsNotKept(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "panic.db")
-	s, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
-		t.Fatal(err)
-	}
+	s, path := openOneBlock(t)
 	doc, err := s.GetBlock(ctx, "ann", "notes")
 	if err != nil {
 		t.Fatal(err)

@@ -10,21 +10,28 @@ import (
 	"github.com/engram-go/engram/blocks"
 )
 
-// TestReaderRightAfterAMergeSeesIt: a merge's state is hidden from views
-// until its write ends (the write may still fail). A reader that takes the
-// block the moment the merging writer lets go of it must see the merge
-// the writer committed, not the state before it.
-func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
+// openOneBlock opens a store in a temporary directory with ann's Text
+// block "notes" reading "one\n", and returns it with its path.
+func openOneBlock(t *testing.T) (*Store, string) {
+	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "unlock.db"), nil)
+	path := filepath.Join(t.TempDir(), "notes.db")
+	s, err := Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := s.GetBlock(ctx, "ann", "notes")
+	return s, path
+}
+
+// peerAppend returns a change appending text to ann's "notes", made on a
+// plain automerge copy of the block as s reads it.
+func peerAppend(t *testing.T, s *Store, text string) []byte {
+	t.Helper()
+	doc, err := s.GetBlock(context.Background(), "ann", "notes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,18 +47,26 @@ func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Text().Append("from a peer\n"); err != nil {
+	if err := v.Text().Append(text); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := peer.Commit(""); err != nil {
 		t.Fatal(err)
 	}
+	return peer.SaveIncremental()
+}
+
+// readRightAfterWrite runs write with a reader hooked in right after the
+// block's lock is released once its row moved (the write committed), and
+// returns the history and the view's value that reader saw.
+func readRightAfterWrite(t *testing.T, s *Store, write func() error) ([]blocks.Change, string) {
+	t.Helper()
+	ctx := context.Background()
 	e := s.cachedEntry("ann", "notes")
 	if e == nil {
 		t.Fatal("the block is not cached")
 	}
 	before, _, _, _ := e.freshness()
-
 	var (
 		history []blocks.Change
 		value   any
@@ -62,29 +77,42 @@ func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
 			return
 		}
 		if seq, _, _, _ := e.freshness(); seq == before {
-			return // not the merge's write
+			return // not the write's
 		}
 		read = true // (the reads below unlock the block too)
 		var herr error
 		if history, herr = s.blockHistory(ctx, "ann", "", "notes"); herr != nil {
 			t.Error(herr)
 		}
-		e.lock()
 		value, _ = e.doc.View("ann", blocks.ReadWrite).Value()
-		e.unlock()
 	}
-	if err := s.Agent("ann").Block("notes").Merge(ctx, peer.SaveIncremental()); err != nil {
+	err := write()
+	s.afterUnlock = nil
+	if err != nil {
 		t.Fatal(err)
 	}
-	s.afterUnlock = nil
-	if !read {
-		t.Fatal("no reader ran right after the merge's write")
+	if !read || len(history) == 0 {
+		t.Fatal("no reader ran right after the write")
 	}
+	str, _ := value.(string)
+	return history, str
+}
+
+// TestReaderRightAfterAMergeSeesIt: a merge's state is hidden from views
+// until its write ends (the write may still fail). A reader that takes the
+// block the moment the merging writer lets go of it must see the merge
+// the writer committed, not the state before it.
+func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
+	s, _ := openOneBlock(t)
+	data := peerAppend(t, s, "from a peer\n")
+	history, value := readRightAfterWrite(t, s, func() error {
+		return s.Agent("ann").Block("notes").Merge(context.Background(), data)
+	})
 	if last := history[len(history)-1]; last.Op != blocks.OpMerge || last.Actor != "ann" {
 		t.Errorf("the history's last change right after the merge: %s/%s, want ann/merge", last.Actor, last.Op)
 	}
-	if got, _ := value.(string); !strings.Contains(got, "from a peer") {
-		t.Errorf("a view right after the merge reads %q, without the merge", got)
+	if !strings.Contains(value, "from a peer") {
+		t.Errorf("a view right after the merge reads %q, without the merge", value)
 	}
 }
 
@@ -93,50 +121,14 @@ func TestReaderRightAfterAMergeSeesIt(t *testing.T) {
 // moved (BlocksChanged consumers may already be reading): a view must
 // read the edit, not the state before it until the edit's call returns.
 func TestReaderRightAfterAnEditSeesIt(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "unlock.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
-		t.Fatal(err)
-	}
-	e := s.cachedEntry("ann", "notes")
-	if e == nil {
-		t.Fatal("the block is not cached")
-	}
-	before, _, _, _ := e.freshness()
-	var (
-		history []blocks.Change
-		value   any
-		read    bool
-	)
-	s.afterUnlock = func(u *entry) {
-		if read || u != e {
-			return
-		}
-		if seq, _, _, _ := e.freshness(); seq == before {
-			return // not the edit's write
-		}
-		read = true
-		var herr error
-		if history, herr = s.blockHistory(ctx, "ann", "", "notes"); herr != nil {
-			t.Error(herr)
-		}
-		value, _ = e.doc.View("ann", blocks.ReadWrite).Value()
-	}
-	if err := s.Agent("ann").Block("notes").Append(ctx, "two\n"); err != nil {
-		t.Fatal(err)
-	}
-	s.afterUnlock = nil
-	if !read {
-		t.Fatal("no reader ran right after the edit's write")
-	}
+	s, _ := openOneBlock(t)
+	history, value := readRightAfterWrite(t, s, func() error {
+		return s.Agent("ann").Block("notes").Append(context.Background(), "two\n")
+	})
 	if last := history[len(history)-1]; last.Op != blocks.OpAppendText {
 		t.Errorf("the history's last change right after the edit: %s/%s, want ann/%s", last.Actor, last.Op, blocks.OpAppendText)
 	}
-	if got, _ := value.(string); !strings.Contains(got, "two") {
-		t.Errorf("a view right after the edit reads %q, without the edit", got)
+	if !strings.Contains(value, "two") {
+		t.Errorf("a view right after the edit reads %q, without the edit", value)
 	}
 }
