@@ -162,9 +162,10 @@ type core struct {
 	// A store's write in flight: its edit is applied to am but not yet
 	// durable, and the store may still take it back (see blockseam.Writer). Views
 	// read stable, the state before it, so no reader sees an edit that
-	// may fail; the document the store manages reads the live state it
-	// writes. inflight is the write's token (0: none), flights the last
-	// token handed out.
+	// may fail, until the store's last Release (the write is over then) or
+	// the edit's endFlight, whichever comes first; the document the store
+	// manages reads the live state it writes. inflight is the write's
+	// token (0: none), flights the last token handed out.
 	inflight, flights uint64
 	stable            stableState
 

@@ -442,11 +442,10 @@ func (r *replica) Merge(data []byte, from Origin) (fresh merged, undo func() err
 		// Under the store's hold this merge is part of a write that may
 		// still fail: views read the state before it until the hold ends
 		// (Release), and its Remote event waits as long. Its own token, so
-		// an edit whose flight is still ending cannot end this one. That
-		// state is the current one, which is durable (the store holds the
-		// block, so no other write is under way), even when an edit's
-		// flight is still ending: its stable state is the state before
-		// that edit, which its author, whose edit returned, must not read.
+		// an edit whose flight is still ending cannot end this one. The
+		// state kept is the current one, durable since the store holds the
+		// block; not an earlier one still kept (a merge tried ahead, taken
+		// back and tried again after a catch-up), which is older.
 		err = c.holdStable()
 		if err == nil {
 			c.flights++
