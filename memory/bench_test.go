@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -208,4 +209,37 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendTail: one agent's short lines appended to one block, as
+// an MCP client's block_append makes them, through the epochs its history
+// earns; the tail of the appends' latencies is what a compaction or a new
+// epoch adds to the write that finds it due. Each iteration is a run of
+// 6,000 appends on a new block.
+func BenchmarkAppendTail(b *testing.B) {
+	ctx := context.Background()
+	c := openFile(b, filepath.Join(b.TempDir(), "s.db"), nil)
+	var took []time.Duration
+	run := 0
+	for b.Loop() {
+		label := fmt.Sprintf("log%d", run)
+		run++
+		blk, err := c.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: label, CharLimit: 1 << 20, Value: "log\n"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 6000 {
+			t := time.Now()
+			if err := blk.Append(ctx, fmt.Sprintf("\n[v%d]", i)); err != nil {
+				b.Fatal(err)
+			}
+			took = append(took, time.Since(t))
+		}
+	}
+	slices.Sort(took)
+	at := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))].Microseconds()) }
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(0.999), "p999-µs")
+	b.ReportMetric(at(1), "max-µs")
 }
