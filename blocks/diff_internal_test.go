@@ -1,10 +1,12 @@
 package blocks
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDiffSplicesReproduceTarget(t *testing.T) {
@@ -76,5 +78,34 @@ func TestDiffSplicesAlignLines(t *testing.T) {
 				t.Fatalf("splices %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRotatedOut(t *testing.T) {
+	at := func(s int) LogEntry { return LogEntry{Timestamp: time.Unix(int64(s), 0).UTC(), Message: fmt.Sprint(s)} }
+	log := func(ss ...int) []LogEntry {
+		out := []LogEntry{}
+		for _, s := range ss {
+			out = append(out, at(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		cur, next []LogEntry
+		want      int
+	}{
+		{"appended", log(1, 2), log(1, 2, 3), 0},
+		{"unchanged", log(1, 2), log(1, 2), 0},
+		{"from empty", log(), log(1), 0},
+		{"rotated one", log(1, 2, 3), log(2, 3, 4), 1},
+		{"rotated two", log(1, 2, 3), log(3, 4, 5), 2},
+		{"rotated all", log(1, 2), log(3, 4), 2},
+		{"emptied", log(1, 2), log(), 2},
+		{"same time, other message", []LogEntry{at(1), {Timestamp: at(2).Timestamp, Message: "x"}}, log(2, 3), 2},
+	} {
+		if got := rotatedOut(tc.cur, tc.next); got != tc.want {
+			t.Errorf("%s: rotatedOut = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -273,7 +273,18 @@ func writeNode(node *automerge.Map, s schema.Schema, cur, next any) error {
 			return err
 		}
 		ce, ne := cur.([]LogEntry), next.([]LogEntry)
-		for _, e := range ne[len(ce):] {
+		// Appends leave ce a prefix of ne; a log with a retention also
+		// rotates its oldest entries out, and then ce[k:] is the prefix.
+		// (A store catching a value up with the writes made since, a new
+		// epoch's or a re-applied edit's, meets both.) With no overlap at
+		// all, every entry is written again.
+		k := rotatedOut(ce, ne)
+		for range k {
+			if err := l.Delete(0); err != nil {
+				return err
+			}
+		}
+		for _, e := range ne[len(ce)-k:] {
 			m := map[string]any{schema.LogTimestamp: e.Timestamp, schema.LogMessage: e.Message}
 			for k, v := range e.Fields {
 				m[k] = toAutomerge(v)
@@ -304,4 +315,20 @@ func writeNode(node *automerge.Map, s schema.Schema, cur, next any) error {
 		return nil
 	}
 	return fmt.Errorf("%w: unknown schema", ErrWrongSchema)
+}
+
+// rotatedOut returns how many of cur's oldest entries next no longer
+// holds when next is cur with them dropped and entries appended: the
+// least k for which cur[k:] is a prefix of next (len(cur) when none is).
+func rotatedOut(cur, next []LogEntry) int {
+	for k := range cur {
+		rest := cur[k:]
+		if len(rest) > len(next) || !cur[k].Timestamp.Equal(next[0].Timestamp) {
+			continue
+		}
+		if reflect.DeepEqual(rest, next[:len(rest)]) {
+			return k
+		}
+	}
+	return len(cur)
 }

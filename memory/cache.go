@@ -324,11 +324,18 @@ func (e *entry) lock() {
 	e.replica.Hold()
 }
 
-func (e *entry) unlock() {
+func (e *entry) unlock() { e.unlockThen(nil) }
+
+// unlockThen is unlock calling then (if not nil) after the lock is
+// released and before the events it held back fire.
+func (e *entry) unlockThen(then func()) {
 	fireEvent := e.replica.Release()
 	e.mu.Unlock()
 	if h := e.c.afterUnlock; h != nil {
 		h(e)
+	}
+	if then != nil {
+		then()
 	}
 	if fireEvent != nil {
 		fireEvent()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-go/engram/blocks"
@@ -97,12 +98,14 @@ func (c *Store) startRebase(e *entry) {
 	e.rebasing = true
 	c.rebasing++
 	go func() {
-		defer func() {
+		finished := sync.OnceFunc(func() {
 			c.mu.Lock()
 			c.rebasing--
 			c.mu.Unlock()
-		}()
-		if err := c.rebaseBehind(e); err != nil && !errors.Is(err, ErrClosed) {
+		})
+		defer finished()
+		err := c.rebaseBehind(e, finished)
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotFound) {
 			c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
 		}
 	}()
@@ -112,8 +115,10 @@ func (c *Store) startRebase(e *entry) {
 // its lock, and switches to it under the lock (switchEpochTo). It
 // switches only if the block's epoch and metadata are still those the
 // build started from: another process's rebase or a reconfiguration
-// leaves it for a later compaction.
-func (c *Store) rebaseBehind(e *entry) error {
+// leaves it for a later compaction. finished is called once the work is
+// done, before the block's held-back events fire as its lock is released:
+// a subscriber may call Flush or Close, which wait for it.
+func (c *Store) rebaseBehind(e *entry, finished func()) error {
 	if !c.lockUnlessClosed(e) {
 		return ErrClosed
 	}
@@ -132,7 +137,7 @@ func (c *Store) rebaseBehind(e *entry) error {
 	if !c.lockUnlessClosed(e) {
 		return ErrClosed
 	}
-	defer e.unlock()
+	defer e.unlockThen(finished)
 	e.rebasing = false
 	if built != nil {
 		return built
