@@ -14,6 +14,21 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
+// openLoggingErrors opens a store in a temporary directory whose blocks
+// start a new epoch every few writes, and returns it with what it logs at
+// level Error.
+func openLoggingErrors(t *testing.T) (*Store, *syncBuf) {
+	t.Helper()
+	logs := &syncBuf{}
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "r.db"), &Options{CompactAfter: 4, HistoryLimit: 1,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, logs
+}
+
 // syncBuf is a bytes.Buffer safe for a logger and a test to share.
 type syncBuf struct {
 	mu sync.Mutex
@@ -95,13 +110,7 @@ func TestRebaseOfALogThatRotatesDuringTheBuild(t *testing.T) {
 
 func testLogRebase(t *testing.T, during bool) {
 	ctx := context.Background()
-	var logs syncBuf
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"), &Options{CompactAfter: 4, HistoryLimit: 1,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := openLoggingErrors(t)
 	if _, err := s.Agent("ann").CreateBlock(ctx, BlockSpec{Label: "events", Type: blocks.Log, Permission: blocks.Admin,
 		Schema: schema.Log{Retention: 3}}); err != nil {
 		t.Fatal(err)
@@ -261,13 +270,7 @@ func TestRebaseWithWriteBackEditsDuringTheBuild(t *testing.T) {
 // finds the row gone, which is no failure and logs nothing.
 func TestRebaseOfADeletedBlockLogsNoError(t *testing.T) {
 	ctx := context.Background()
-	var logs syncBuf
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"), &Options{CompactAfter: 4, HistoryLimit: 1,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := openLoggingErrors(t)
 	if _, err := s.Agent("ann").CreateBlock(ctx, BlockSpec{Label: "notes", Value: notesText(0), Permission: blocks.Admin}); err != nil {
 		t.Fatal(err)
 	}
