@@ -506,7 +506,7 @@ func (c *Store) committed(ctx context.Context, e *entry, seq int64, heads []stri
 		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", seq)
 	}
 	if compacted == compactRebase {
-		c.startRebase(e)
+		c.rebase(ctx, e, seq)
 	}
 	c.changes.fire()
 	c.wakeEmbedder()
