@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/schema"
 )
 
 func TestDiffSplicesReproduceTarget(t *testing.T) {
@@ -107,5 +110,31 @@ func TestRotatedOut(t *testing.T) {
 		if got := rotatedOut(tc.cur, tc.next); got != tc.want {
 			t.Errorf("%s: rotatedOut = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// writeNode's Log case realizes a rotated value: the entries rotated out
+// are deleted, the new ones appended, and the document reads next.
+func TestWriteNodeLogRotation(t *testing.T) {
+	at := func(s int) LogEntry { return LogEntry{Timestamp: time.Unix(int64(s), 0).UTC(), Message: fmt.Sprint(s)} }
+	sc := schema.Log{Retention: 3}
+	am := automerge.New()
+	root := am.RootMap()
+	if err := initNode(root, sc); err != nil {
+		t.Fatal(err)
+	}
+	cur := []LogEntry{}
+	for _, next := range [][]LogEntry{{at(1), at(2), at(3)}, {at(2), at(3), at(4)}, {at(4), at(5), at(6)}, {}} {
+		if err := writeNode(root, sc, cur, next); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readNode(root, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, next) && !(len(next) == 0 && len(got.([]LogEntry)) == 0) {
+			t.Fatalf("after writing %v the log reads %v", next, got)
+		}
+		cur = next
 	}
 }

@@ -275,9 +275,9 @@ func writeNode(node *automerge.Map, s schema.Schema, cur, next any) error {
 		ce, ne := cur.([]LogEntry), next.([]LogEntry)
 		// Appends leave ce a prefix of ne; a log with a retention also
 		// rotates its oldest entries out, and then ce[k:] is the prefix.
-		// (A store catching a value up with the writes made since, a new
-		// epoch's or a re-applied edit's, meets both.) With no overlap at
-		// all, every entry is written again.
+		// (Reapply, catching the old epoch's document up with the new
+		// epoch's value, meets both.) With no overlap at all, every entry
+		// is written again.
 		k := rotatedOut(ce, ne)
 		for range k {
 			if err := l.Delete(0); err != nil {
