@@ -168,6 +168,11 @@ type core struct {
 	// token (0: none), flights the last token handed out.
 	inflight, flights uint64
 	stable            stableState
+	// ended holds, by write token, the heads at the store's last Release
+	// during that write's flight: what the write left, which its edit's
+	// event names (another writer may have taken the block and committed
+	// by the time the event fires). endFlight takes them out.
+	ended map[uint64][]string
 
 	// held counts the store's holds (blockseam.Replica.Hold): while held, Remote
 	// events wait in queued (the latest) until the last Release, so a
@@ -236,18 +241,22 @@ func (c *core) takeQueued() *remoteEvent {
 	return q
 }
 
-// endFlight ends write token's flight (views read the live state again)
-// and fires the Remote event that waited for it.
-func (c *core) endFlight(token uint64) {
+// endFlight ends write token's flight (views read the live state again),
+// fires the Remote event that waited for it, and returns the heads the
+// store's last release during the flight found (nil: none released).
+func (c *core) endFlight(token uint64) (ended []string) {
 	c.mu.Lock()
 	if c.inflight == token {
 		c.dropStable()
 	}
+	ended = c.ended[token]
+	delete(c.ended, token)
 	q := c.takeQueued()
 	c.mu.Unlock()
 	if q != nil {
 		fire(q.subs, q.ev)
 	}
+	return ended
 }
 
 // stableFor returns the state a read through d sees while a store's write
@@ -877,13 +886,18 @@ func (d *Document) mutateManaged(w writer, who string, system bool, ver uint64, 
 		return err
 	}
 	ended = true
-	c.endFlight(token)
+	heads := c.endFlight(token)
 	if ev.Op != "" {
-		// The heads once the write is durable: if the store started a new
-		// epoch in that write, the edit's own heads are gone.
-		c.mu.Lock()
-		ev.Heads = hexHeads(c.am.Heads())
-		c.mu.Unlock()
+		// The heads once the write is durable, as the store's release
+		// found them (if the store started a new epoch in that write, the
+		// edit's own heads are gone): by now another writer may have
+		// taken the block and committed.
+		if heads == nil {
+			c.mu.Lock()
+			heads = hexHeads(c.am.Heads())
+			c.mu.Unlock()
+		}
+		ev.Heads = heads
 		fire(subs, ev)
 	}
 	return nil

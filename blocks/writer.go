@@ -93,6 +93,12 @@ func (r *replica) Release() (fireEvent func()) {
 	c.mu.Lock()
 	c.held--
 	if c.held == 0 {
+		if c.inflight != 0 {
+			if c.ended == nil {
+				c.ended = map[uint64][]string{}
+			}
+			c.ended[c.inflight] = hexHeads(c.am.Heads())
+		}
 		c.dropStable()
 		c.mergeFlight = 0
 	}

@@ -79,9 +79,12 @@ type Store struct {
 	stamps     versionMemo[string, BlocksStamp]
 	noMessages versionMemo[messagesKey, struct{}]
 
-	afterAhead func()       // tests: runs after an edit was applied ahead of the lock
-	snapsAhead atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
-	afterLoad  func(int64)  // tests: runs after a block was loaded, before it is cached
+	afterAhead func() // tests: runs after an edit was applied ahead of the lock
+	// tests: runs after an edit was refused ahead of the lock, before
+	// refusalStands reads whether the refusal stands.
+	afterRefusedAhead func()
+	snapsAhead        atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
+	afterLoad         func(int64)  // tests: runs after a block was loaded, before it is cached
 	// tests: runs once a block write released the block, before it
 	// returns to the document (its views read the edit already: the
 	// write's hidden state ended with the store's hold).

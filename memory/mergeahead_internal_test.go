@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/automerge/automerge-go"
+	"github.com/engram-go/engram/blocks"
 )
 
 // TestMergeAppliedAhead: a merge decodes, applies and checks the peer's
@@ -258,5 +259,82 @@ func TestCompactionSavedAhead(t *testing.T) {
 	}
 	if v, _ := doc.Value(); v != want.String() {
 		t.Errorf("a store opened afterwards reads %q, want %q", v, want.String())
+	}
+}
+
+// TestRefusalAheadMeetsAShareChange: a merge refused ahead of the lock for
+// want of permission (an Append sharee's rewrite) does not stand when
+// another store raises the share to ReadWrite between the refusal and the
+// check of whether it stands: the block's row is unchanged, only the
+// sharee's permission is, and the write under the lock, which judges with
+// the current permission, lands the merge.
+func TestRefusalAheadMeetsAShareChange(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "refusalshare.db")
+	a, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	blk, err := a.Agent("bob").CreateBlock(ctx, BlockSpec{Label: "notes", Value: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blk.Share(ctx, "ada", blocks.Append); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := blk.Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := doc.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := automerge.Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := peer.Path("content").Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Text().Splice(0, 5, "omega"); err != nil { // not an append
+		t.Fatal(err)
+	}
+	if _, err := peer.Commit("rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	raised := false
+	a.afterRefusedAhead = func() {
+		if raised {
+			return
+		}
+		raised = true
+		if err := b.Agent("bob").Block("notes").Share(ctx, "ada", blocks.ReadWrite); err != nil {
+			t.Error(err)
+		}
+	}
+	err = a.Agent("ada").Shared("bob", "notes").Merge(ctx, peer.SaveIncremental())
+	a.afterRefusedAhead = nil
+	if !raised {
+		t.Fatal("the merge was not refused ahead of the lock")
+	}
+	if err != nil {
+		t.Fatalf("the rewrite, the share raised to ReadWrite before the refusal was judged: %v", err)
+	}
+	for name, s := range map[string]*Store{"a": a, "b": b} {
+		doc, err := s.GetBlock(ctx, "bob", "notes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Render(); !strings.Contains(got, "omega") {
+			t.Errorf("store %s renders %q, want the rewrite", name, got)
+		}
 	}
 }

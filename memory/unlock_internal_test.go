@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,5 +131,58 @@ func TestReaderRightAfterAnEditSeesIt(t *testing.T) {
 	}
 	if !strings.Contains(value, "two") {
 		t.Errorf("a view right after the edit reads %q, without the edit", value)
+	}
+}
+
+// TestEditEventHeadsAreItsOwn: an edit's event names the heads its own
+// write left, even when another writer takes the block the moment the
+// first lets go of it and commits before the first edit's event fires.
+func TestEditEventHeadsAreItsOwn(t *testing.T) {
+	s, _ := openOneBlock(t)
+	ctx := context.Background()
+	e := s.cachedEntry("ann", "notes")
+	if e == nil {
+		t.Fatal("the block is not cached")
+	}
+	var events [][]string
+	cancel := e.doc.View("ann", blocks.ReadWrite).Subscribe(func(ev blocks.Event) {
+		if ev.Op != "" {
+			events = append(events, ev.Heads)
+		}
+	})
+	defer cancel()
+	var second bool
+	s.afterUnlock = func(u *entry) {
+		if second || u != e {
+			return
+		}
+		second = true
+		if err := s.Agent("ann").Block("notes").Append(ctx, "three\n"); err != nil {
+			t.Error(err)
+		}
+	}
+	err := s.Agent("ann").Block("notes").Append(ctx, "two\n")
+	s.afterUnlock = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second || len(events) != 2 {
+		t.Fatalf("second write ran: %v; events: %d, want 2", second, len(events))
+	}
+	history, err := s.blockHistory(ctx, "ann", "", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(history) < 2 {
+		t.Fatalf("history has %d changes", len(history))
+	}
+	// The second edit's event fires first (it ran inside the first's
+	// unlock); the first's comes after it and names its own change.
+	two, three := history[len(history)-2].Hash, history[len(history)-1].Hash
+	if got := fmt.Sprint(events[0]); got != fmt.Sprint([]string{three}) {
+		t.Errorf("the second edit's event heads %s, want its change %s", got, three)
+	}
+	if got := fmt.Sprint(events[1]); got != fmt.Sprint([]string{two}) {
+		t.Errorf("the first edit's event heads %s, want its change %s (not the later writer's %s)", got, two, three)
 	}
 }

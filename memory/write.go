@@ -205,6 +205,9 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 	)
 	pre := c.applyAhead(e, req, wt, apply)
 	if pre != nil && pre.refused != nil {
+		if c.afterRefusedAhead != nil {
+			c.afterRefusedAhead()
+		}
 		if c.refusalStands(ctx, e, req, pre) {
 			return pre.refused
 		}
