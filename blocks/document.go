@@ -92,8 +92,11 @@ type Event struct {
 	Op      Op
 	Section string
 	Field   string
-	Heads   []string
-	Remote  bool // true for changes that arrived by Merge / LoadIncremental
+	// Heads are the document's heads once the change was made (for an
+	// edit through a store, once its write was durable: a new epoch's
+	// heads if that write started one), not any later writer's.
+	Heads  []string
+	Remote bool // true for changes that arrived by Merge / LoadIncremental
 }
 
 // Change is one entry of a document's history.
