@@ -22,41 +22,130 @@ import (
 // metadata and none of its history: one change, made by the system with
 // op OpRebase. Its rendering is d's, byte for byte.
 func (d *Document) Rebased() (*Document, error) {
-	c := d.c
-	c.mu.Lock()
-	v, err := c.value()
-	info, opts := c.info, &Options{Approver: c.approver, Now: c.now}
-	c.mu.Unlock()
-	if err != nil {
+	r := d.StartRebase()
+	if err := r.Build(); err != nil {
 		return nil, err
 	}
-	nc := newCore(automerge.New(), info, opts)
-	err = guard(func() error {
+	fresh, _, err := r.Finish()
+	return fresh, err
+}
+
+// A Rebase builds a block's next epoch in three steps, so that the costly
+// one holds no lock of the caller's: StartRebase takes d's value (cheap,
+// under the caller's lock), Build writes it into a fresh document and saves
+// it (in proportion to the value, without the lock), and Finish, under the
+// lock again, brings the fresh document to d's value at that moment with
+// one more change when it moved meanwhile (in proportion to the
+// difference). Each fresh change is the system's, op OpRebase.
+type Rebase struct {
+	src  *Document
+	info Info
+	opts Options
+	base any // the value the fresh document holds
+	nc   *core
+	data []byte // nc saved as of base
+	err  error  // Build's
+}
+
+// StartRebase starts building d's next epoch from its current value and
+// metadata (see Rebase).
+func (d *Document) StartRebase() *Rebase {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, err := c.value()
+	return &Rebase{src: d, info: c.info, opts: Options{Approver: c.approver, Now: c.now}, base: cloneValue(v), err: err}
+}
+
+// Build writes the value StartRebase took into a fresh document, checks
+// that it reads back that value and saves it.
+func (r *Rebase) Build() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.nc != nil {
+		return nil
+	}
+	nc := newCore(automerge.New(), r.info, &r.opts)
+	err := guard(func() error {
 		root := nc.am.RootMap()
-		if err := initNode(root, info.Schema); err != nil {
+		if err := initNode(root, r.info.Schema); err != nil {
 			return err
 		}
-		init, err := readNode(root, info.Schema)
+		init, err := readNode(root, r.info.Schema)
 		if err != nil {
 			return err
 		}
-		return writeNode(root, info.Schema, init, cloneValue(v))
+		return writeNode(root, r.info.Schema, init, cloneValue(r.base))
 	})
 	if err == nil {
-		_, err = nc.commit(commitMessage{Actor: "system", Op: OpRebase})
+		err = r.commitChecked(nc, r.base)
+	}
+	if err == nil {
+		err = guard(func() error { r.data = nc.am.Save(); return nil })
 	}
 	if err != nil {
-		return nil, fmt.Errorf("block %q: rebase: %w", info.Label, err)
+		r.err = fmt.Errorf("block %q: rebase: %w", r.info.Label, err)
+		return r.err
 	}
-	nv, err := nc.value()
+	r.nc = nc
+	return nil
+}
+
+// commitChecked commits nc's pending operations as a rebase and checks
+// that it reads back want: a fresh document that read back another value
+// would render other bytes than the block it replaces.
+func (r *Rebase) commitChecked(nc *core, want any) error {
+	if _, err := nc.commit(commitMessage{Actor: "system", Op: OpRebase}); err != nil {
+		return err
+	}
+	nc.model, nc.hasModel = nil, false
+	got, err := nc.value()
 	if err != nil {
-		return nil, fmt.Errorf("block %q: rebase: %w", info.Label, err)
+		return err
 	}
-	if !reflect.DeepEqual(nv, v) {
-		return nil, fmt.Errorf("%w: block %q: rebase: the fresh document reads back another value", ErrCorrupt, info.Label)
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("%w: block %q: rebase: the fresh document reads back another value", ErrCorrupt, r.info.Label)
 	}
-	nc.persisted = nc.am.Heads()
-	return &Document{c: nc, accessor: d.accessor, perm: d.perm}, nil
+	return nil
+}
+
+// Finish returns the fresh document, holding the source document's value
+// as it is now, and its saved form (Build's, followed by the change that
+// caught up with the source, if any: a saved document followed by changes
+// loads as one). The caller keeps the source's value still meanwhile (the
+// store holds the block) and checks that its metadata did not change
+// since StartRebase: the fresh document has the metadata StartRebase took.
+func (r *Rebase) Finish() (*Document, []byte, error) {
+	if err := r.Build(); err != nil {
+		return nil, nil, err
+	}
+	c := r.src.c
+	c.mu.Lock()
+	v, err := c.value()
+	c.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	info := r.info
+	data := r.data
+	if !reflect.DeepEqual(v, r.base) {
+		next := cloneValue(v)
+		err := guard(func() error { return writeNode(r.nc.am.RootMap(), info.Schema, r.base, cloneValue(next)) })
+		if err == nil {
+			err = r.commitChecked(r.nc, next)
+		}
+		if err == nil {
+			err = guard(func() error { data = append(append([]byte(nil), r.data...), r.nc.am.SaveIncremental()...); return nil })
+		}
+		if err != nil {
+			r.err = fmt.Errorf("block %q: rebase: %w", info.Label, err)
+			return nil, nil, r.err
+		}
+		r.base, r.data = next, data
+	}
+	r.nc.persisted = r.nc.am.Heads()
+	return &Document{c: r.nc, accessor: r.src.accessor, perm: r.src.perm}, data, nil
 }
 
 // carried is what a replica had not persisted when Reset moved it to a new

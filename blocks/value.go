@@ -275,8 +275,9 @@ func writeNode(node *automerge.Map, s schema.Schema, cur, next any) error {
 		ce, ne := cur.([]LogEntry), next.([]LogEntry)
 		// Appends leave ce a prefix of ne; a log with a retention also
 		// rotates its oldest entries out, and then ce[k:] is the prefix.
-		// (Reapply, catching the old epoch's document up with the new
-		// epoch's value, meets both.) With no overlap at all, every entry
+		// (A new epoch's catch-up with the writes made while it was built,
+		// and Reapply, catching the old epoch's document up with the new
+		// epoch's value, meet both.) With no overlap at all, every entry
 		// is written again.
 		k := rotatedOut(ce, ne)
 		for range k {

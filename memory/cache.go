@@ -63,11 +63,14 @@ type Store struct {
 	names   sync.Map
 	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
 	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
-	mu      sync.Mutex // guards dirty, evicted, closed, closing
+	mu      sync.Mutex // guards dirty, evicted, closed, closing, rebasing
 	dirty   map[*entry]struct{}
 	evicted []*entry
 	closed  bool
 	closing chan struct{} // closed by Close; made by closed (on first use)
+	// rebasing counts the epochs being started behind writes (see
+	// startRebase); Flush and Close wait for them.
+	rebasing int
 
 	watch *watch // nil unless the backend is a driver.BlockNotifier
 
@@ -92,6 +95,9 @@ type Store struct {
 	// tests: runs when a block's lock was just released, before the
 	// events it held back fire.
 	afterUnlock func(*entry)
+	// tests: runs when a new epoch started behind a write was built,
+	// before its goroutine takes the block's lock to switch.
+	rebaseBuilt func(*entry)
 	// tests: a decide for every write that has none (see writeTx), to fail
 	// a write inside its transaction.
 	testDecide func(tx *sql.Tx) error
@@ -142,7 +148,10 @@ type entry struct {
 	// history); the next one asks again only once the history has grown
 	// a quarter past it. Guarded by mu.
 	rebaseCheck struct{ epoch, history int64 }
-	stale       atomic.Bool // a notification said another writer changed the block (see watch)
+	// rebasing: a new epoch is being built behind the writes (see
+	// startRebase). Guarded by mu.
+	rebasing bool
+	stale    atomic.Bool // a notification said another writer changed the block (see watch)
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -272,7 +281,7 @@ func (c *Store) Close() error {
 		close(c.closing)
 	}
 	c.mu.Unlock()
-	err := c.Flush(context.Background())
+	err := c.Flush(context.Background()) // waits for the epochs started behind writes too
 	c.stopEmbedder()
 	c.lru.Purge()
 	c.stopWatch()
@@ -318,11 +327,18 @@ func (e *entry) lock() {
 	e.replica.Hold()
 }
 
-func (e *entry) unlock() {
+func (e *entry) unlock() { e.unlockThen(nil) }
+
+// unlockThen is unlock calling then (if not nil) after the lock is
+// released and before the events it held back fire.
+func (e *entry) unlockThen(then func()) {
 	fireEvent := e.replica.Release()
 	e.mu.Unlock()
 	if h := e.c.afterUnlock; h != nil {
 		h(e)
+	}
+	if then != nil {
+		then()
 	}
 	if fireEvent != nil {
 		fireEvent()

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 )
@@ -14,8 +17,9 @@ import (
 // A block's epochs: loading an automerge document costs every operation
 // it ever held, so a block rewritten for months would load slower every
 // day. Once the changes of its current epoch outweigh its content
-// (Options.HistoryLimit), the writer that compacted it starts a new epoch:
-// a fresh document holding only the current value (blocks.Rebased) becomes
+// (Options.HistoryLimit), a new epoch is started behind the write that
+// compacted it (startRebase): a fresh document holding only the current
+// value (blocks.Rebase) becomes
 // the block's snapshot, the old document moves to block_archive, the
 // epoch number is bumped and the update rows are cleared, in one
 // transaction. Every other replica sees the new epoch number on its next
@@ -76,41 +80,168 @@ func (c *Store) historyDue(history int64, size int, changes func() (int, error))
 	return inserted+deleted+int64(n)*changeLoadChars >= rebaseGain*int64(size)
 }
 
-// rebase starts a new epoch for e, which the caller just compacted at seq
-// (the snapshot holds the whole current epoch). The fresh document is built
-// outside the database's write lock; the switch happens only if nothing
-// changed since (another writer's change, or a metadata change, leaves it
-// for a later compaction). A failure is logged, never returned: the write
-// that triggered it is durable either way. Caller holds e.mu.
-func (c *Store) rebase(ctx context.Context, e *entry, seq int64) {
-	if err := c.rebaseLocked(context.WithoutCancel(ctx), e, seq); err != nil {
-		c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
+// startRebase starts a new epoch for e, which the caller just compacted
+// and found due for one, behind the write: the write returns at once, and
+// a goroutine builds the fresh document without the block's lock (in
+// proportion to the block's size), then takes the lock to catch the
+// document up with the writes made meanwhile and switch (see
+// rebaseBehind). Caller holds e.mu.
+func (c *Store) startRebase(e *entry) {
+	if e.rebasing {
+		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	e.rebasing = true
+	c.rebasing++
+	go func() {
+		finished := sync.OnceFunc(func() {
+			c.mu.Lock()
+			c.rebasing--
+			c.mu.Unlock()
+		})
+		defer finished()
+		err := c.rebaseBehind(e, finished)
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotFound) {
+			c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
+		}
+	}()
 }
 
-func (c *Store) rebaseLocked(ctx context.Context, e *entry, seq int64) error {
-	_, epoch, metaVer, _ := e.freshness()
-	fresh, err := c.freshEpoch(e)
+// rebaseBehind builds e's next epoch from its value as of now, outside
+// its lock, and switches to it under the lock (switchEpochTo). It
+// switches only if the block's epoch and metadata are still those the
+// build started from: another process's rebase or a reconfiguration
+// leaves it for a later compaction. finished is called once the work is
+// done, before the block's held-back events fire as its lock is released:
+// a subscriber may call Flush or Close, which wait for it.
+func (c *Store) rebaseBehind(e *entry, finished func()) error {
+	if !c.lockUnlessClosed(e) {
+		return ErrClosed
+	}
+	_, epoch, metaVer, broken := e.freshness()
+	if broken != nil {
+		e.rebasing = false
+		e.unlock()
+		return nil
+	}
+	r := e.doc.StartRebase()
+	e.unlock()
+	built := r.Build()
+	if h := c.rebaseBuilt; h != nil {
+		h(e)
+	}
+	if !c.lockUnlessClosed(e) {
+		return ErrClosed
+	}
+	defer e.unlockThen(finished)
+	e.rebasing = false
+	if built != nil {
+		return built
+	}
+	if _, ep, mv, broken := e.freshness(); broken != nil || ep != epoch || mv != metaVer {
+		return nil
+	}
+	return c.switchEpochTo(context.Background(), e, r, epoch, metaVer)
+}
+
+// switchEpochTo catches r's fresh document up with e, then in one
+// transaction writes e's pending edits, compacts it (so the snapshot
+// archived holds the whole epoch) and, if its row is still on epoch and
+// metaVer, archives the epoch and makes the fresh document the next one;
+// then e's document follows. Caller holds e.mu.
+func (c *Store) switchEpochTo(ctx context.Context, e *entry, r *blocks.Rebase, epoch, metaVer int64) error {
+	// Caught up before the transaction: e.mu keeps the document as it is
+	// unless the transaction's refresh brings another process's writes,
+	// and then the heads move and the switch waits for a later compaction.
+	doc, data, err := r.Finish()
 	if err != nil {
 		return err
 	}
+	heads := e.doc.Heads()
+	fresh := epochDoc{doc: doc, data: data, heads: strings.Join(doc.Heads(), ",")}
+	// The old epoch's snapshot (the whole epoch's history) is saved here,
+	// under the block's lock only: inside the transaction its cost would
+	// hold every writer of the store (SQLite has one). compactNowSaved
+	// saves again inside if the refresh moved the document.
+	snap, err := e.doc.Save()
+	if err != nil {
+		snap = nil
+	}
+	var p pendingWrite
 	switched := false
 	err = c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) error {
-		var last, snap, ep, mv int64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq, snapshot_seq, epoch, meta_ver FROM blocks WHERE id = ?`, e.id).Scan(&last, &snap, &ep, &mv)
+		row, err := c.compactNowSaved(ctx, tx, e, &p, snap, heads)
 		if err != nil {
 			return err
 		}
-		if last != seq || snap != seq || ep != epoch || mv != metaVer {
+		if row.epoch != epoch || row.metaVer != metaVer || !slices.Equal(e.doc.Heads(), heads) {
 			return nil
 		}
 		switched = true
 		return c.archiveEpoch(ctx, tx, e, fresh)
 	})
-	if err != nil || !switched {
-		return err
+	if err != nil {
+		return fmt.Errorf("memory: rebase block %q of %q: %w", e.label, e.owner, err)
+	}
+	p.done(c, e)
+	if !switched {
+		return nil
 	}
 	return c.enterEpoch(e, epoch+1, fresh)
+}
+
+// lockUnlessClosed takes e's lock as a write does, unless the store
+// closes first (Close waits for the goroutines that call it, and may be
+// called by code that holds e's lock). The lock is waited for, not tried:
+// a block its writers keep busy hands its lock from one waiter to the
+// next, and a caller that only tried it could wait for as long as they
+// kept writing. Abandoned at close, the wait goes on in a goroutine of its
+// own that lets the lock go as soon as it has it.
+func (c *Store) lockUnlessClosed(e *entry) bool {
+	closing := c.closedSignal()
+	select {
+	case <-closing:
+		return false
+	default:
+	}
+	got := make(chan struct{})
+	go func() {
+		e.mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		e.replica.Hold()
+		return true
+	case <-closing:
+		go func() {
+			<-got
+			e.mu.Unlock()
+		}()
+		return false
+	}
+}
+
+// waitRebases waits until no new epoch is being started behind a write
+// (see startRebase), or ctx ends.
+func (c *Store) waitRebases(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		n := c.rebasing
+		c.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // epochDoc is a block's next epoch: the saved fresh document and its heads.
@@ -259,6 +390,14 @@ func (p pendingWrite) done(c *Store, e *entry) {
 // snapshot, inside the write transaction. It returns the block's row as of
 // the compacted state. Caller holds e.mu.
 func (c *Store) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite) (blockRow, error) {
+	return c.compactNowSaved(ctx, tx, e, p, nil, nil)
+}
+
+// compactNowSaved is compactNow with e's document saved already (snap,
+// when its heads were heads; nil: saved here). The snapshot is used only
+// if the document still has those heads once the transaction brought it
+// up to date.
+func (c *Store) compactNowSaved(ctx context.Context, tx *sql.Tx, e *entry, p *pendingWrite, snap []byte, heads []string) (blockRow, error) {
 	r, w, err := c.writePending(ctx, tx, e)
 	if err != nil {
 		return r, err
@@ -267,7 +406,10 @@ func (c *Store) compactNow(ctx context.Context, tx *sql.Tx, e *entry, p *pending
 	if r.snapshotSeq == r.lastSeq {
 		return r, nil // writing the pending edits compacted already
 	}
-	return r, compactLocked(ctx, tx, e, r.lastSeq)
+	if snap != nil && !slices.Equal(e.doc.Heads(), heads) {
+		snap = nil
+	}
+	return r, compactSaved(ctx, tx, e, r.lastSeq, snap)
 }
 
 // archives calls f with each archived epoch of block id before epoch

@@ -17,6 +17,9 @@ import (
 
 func epochOf(t *testing.T, c *memory.Store, owner, label string) (epoch, archived, updates int) {
 	t.Helper()
+	if err := c.Flush(context.Background()); err != nil { // the epochs started behind the writes
+		t.Fatal(err)
+	}
 	err := storeaccess.Backend(c).DB().QueryRow(`SELECT b.epoch, (SELECT count(*) FROM block_archive a WHERE a.block_id = b.id),
 		(SELECT count(*) FROM block_updates u WHERE u.block_id = b.id) FROM blocks b WHERE owner = ? AND label = ?`, owner, label).Scan(&epoch, &archived, &updates)
 	if err != nil {
@@ -60,6 +63,12 @@ func TestEpochsByCompaction(t *testing.T) {
 	var text string
 	for i := range 60 {
 		text = rewrite(t, c, lines, i)
+		// Settled after each write: a new epoch is started behind the write
+		// that found it due, and one started meanwhile would fold the next
+		// writes into its first changes (TestRebaseCatchesUpWithWrites).
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		texts[view.Heads()[0]] = text
 	}
 	epoch, archived, updates := epochOf(t, c, "a", "notes")

@@ -45,7 +45,9 @@ type Options struct {
 	// many bytes (default 64 KiB; negative: never), and both they and the
 	// estimated cost of loading them are at least 4× the block's size,
 	// compaction rebases the block onto a fresh document holding only its
-	// current value (a new epoch). The retired history is archived:
+	// current value (a new epoch), built behind the write that compacted
+	// it: no write waits for the build, and Flush and Close wait for it to
+	// finish. The retired history is archived:
 	// Block.History and Block.At still read it, but no load or write does. A
 	// block that only grows, by appends of a line or so, does not qualify:
 	// its history is mostly its content, and a rebase would rebuild all of

@@ -509,7 +509,7 @@ func (c *Store) committed(ctx context.Context, e *entry, seq int64, heads []stri
 		c.log.Debug("compacted block", "block", e.label, "owner", e.owner, "seq", seq)
 	}
 	if compacted == compactRebase {
-		c.rebase(ctx, e, seq)
+		c.startRebase(e)
 	}
 	c.changes.fire()
 	c.wakeEmbedder()

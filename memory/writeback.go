@@ -12,7 +12,10 @@ import (
 	"github.com/engram-go/engram/internal/blockseam"
 )
 
-// Flush persists every block with unpersisted changes (write-back mode).
+// Flush persists every block with unpersisted changes (write-back mode)
+// and waits for the new epochs being started behind earlier writes (see
+// Options.HistoryLimit), so that what it returns to is the store's settled
+// state.
 func (c *Store) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	pending := make([]*entry, 0, len(c.dirty))
@@ -26,6 +29,9 @@ func (c *Store) Flush(ctx context.Context) error {
 		if err := c.persist(ctx, e); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.waitRebases(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

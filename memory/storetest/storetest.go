@@ -1109,6 +1109,11 @@ func testBlocksStamp(t *testing.T, open Opener) {
 	s := openStore(t, open, nil)
 	stamp := func(agent string) memory.BlocksStamp {
 		t.Helper()
+		// A write may start its block's new epoch behind it
+		// (Options.HistoryLimit), and the switch, when it lands, moves
+		// the stamp as any change to the block does: Flush waits for it,
+		// so each step's stamp is the one its own writes left.
+		must(t, s.Flush(ctx))
 		st, err := s.Agent(agent).BlocksStamp(ctx)
 		must(t, err)
 		return st
