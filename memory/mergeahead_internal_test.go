@@ -19,17 +19,7 @@ import (
 // applied again on the fresh state, and both land.
 func TestMergeAppliedAhead(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mergeahead.db")
-	a, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwoStores(t)
 	if _, err := a.CreateBlock(ctx, "ann", BlockSpec{Label: "notes", Value: "one\n"}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +252,21 @@ func TestCompactionSavedAhead(t *testing.T) {
 	}
 }
 
+// openTwoStores opens two stores on one new database file, closed when
+// the test ends.
+func openTwoStores(t *testing.T) (a, b *Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "two.db")
+	for _, s := range []**Store{&a, &b} {
+		var err error
+		if *s, err = Open(context.Background(), path, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*s).Close() })
+	}
+	return a, b
+}
+
 // TestRefusalAheadMeetsAShareChange: a merge refused ahead of the lock for
 // want of permission (an Append sharee's rewrite) does not stand when
 // another store raises the share to ReadWrite between the refusal and the
@@ -270,17 +275,7 @@ func TestCompactionSavedAhead(t *testing.T) {
 // the current permission, lands the merge.
 func TestRefusalAheadMeetsAShareChange(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "refusalshare.db")
-	a, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwoStores(t)
 	blk, err := a.Agent("bob").CreateBlock(ctx, BlockSpec{Label: "notes", Value: "alpha"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,28 +283,9 @@ func TestRefusalAheadMeetsAShareChange(t *testing.T) {
 	if err := blk.Share(ctx, "ada", blocks.Append); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := blk.Doc(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := doc.Save()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := automerge.Load(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := peer.Path("content").Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Text().Splice(0, 5, "omega"); err != nil { // not an append
-		t.Fatal(err)
-	}
-	if _, err := peer.Commit("rewrite"); err != nil {
-		t.Fatal(err)
-	}
+	rewrite := peerEdit(t, a, "bob", "notes", func(txt *automerge.Text) error {
+		return txt.Splice(0, 5, "omega") // not an append
+	})
 	raised := false
 	a.afterRefusedAhead = func() {
 		if raised {
@@ -320,7 +296,7 @@ func TestRefusalAheadMeetsAShareChange(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	err = a.Agent("ada").Shared("bob", "notes").Merge(ctx, peer.SaveIncremental())
+	err = a.Agent("ada").Shared("bob", "notes").Merge(ctx, rewrite)
 	a.afterRefusedAhead = nil
 	if !raised {
 		t.Fatal("the merge was not refused ahead of the lock")

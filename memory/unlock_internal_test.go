@@ -32,7 +32,14 @@ func openOneBlock(t *testing.T) (*Store, string) {
 // plain automerge copy of the block as s reads it.
 func peerAppend(t *testing.T, s *Store, text string) []byte {
 	t.Helper()
-	doc, err := s.GetBlock(context.Background(), "ann", "notes")
+	return peerEdit(t, s, "ann", "notes", func(txt *automerge.Text) error { return txt.Append(text) })
+}
+
+// peerEdit returns the change edit makes to the content of owner's Text
+// block label, on a plain automerge copy of the block as s reads it.
+func peerEdit(t *testing.T, s *Store, owner, label string, edit func(*automerge.Text) error) []byte {
+	t.Helper()
+	doc, err := s.GetBlock(context.Background(), owner, label)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +55,7 @@ func peerAppend(t *testing.T, s *Store, text string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Text().Append(text); err != nil {
+	if err := edit(v.Text()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := peer.Commit(""); err != nil {
