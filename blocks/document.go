@@ -174,7 +174,8 @@ type core struct {
 	// ended holds, by write token, the heads at the store's last Release
 	// during that write's flight: what the write left, which its edit's
 	// event names (another writer may have taken the block and committed
-	// by the time the event fires). endFlight takes them out.
+	// by the time the event fires). An edit's write makes its place when
+	// it applies, Release fills it, endFlight takes it out.
 	ended map[uint64][]string
 
 	// held counts the store's holds (blockseam.Replica.Hold): while held, Remote
@@ -861,6 +862,13 @@ func (d *Document) mutateManaged(w writer, who string, system bool, ver uint64, 
 				return err
 			}
 			c.inflight = token
+			// A place for the heads the store's last release finds
+			// (Release fills only places an edit made: a merge's token
+			// has no endFlight to take them out).
+			if c.ended == nil {
+				c.ended = map[uint64][]string{}
+			}
+			c.ended[token] = nil
 		}
 		if !system && (current != d.perm || c.infoVer != ver) {
 			// The share, the permission or the schema changed since this

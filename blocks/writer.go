@@ -93,10 +93,7 @@ func (r *replica) Release() (fireEvent func()) {
 	c.mu.Lock()
 	c.held--
 	if c.held == 0 {
-		if c.inflight != 0 {
-			if c.ended == nil {
-				c.ended = map[uint64][]string{}
-			}
+		if _, edit := c.ended[c.inflight]; edit && c.inflight != 0 {
 			c.ended[c.inflight] = hexHeads(c.am.Heads())
 		}
 		c.dropStable()
