@@ -104,7 +104,7 @@ func (r *Rebase) commitChecked(nc *core, want any) error {
 	if err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(got, want) {
+	if !sameValue(got, want) {
 		return fmt.Errorf("%w: block %q: rebase: the fresh document reads back another value", ErrCorrupt, r.info.Label)
 	}
 	return nil
@@ -129,7 +129,7 @@ func (r *Rebase) Finish() (*Document, []byte, error) {
 	}
 	info := r.info
 	data := r.data
-	if !reflect.DeepEqual(v, r.base) {
+	if !sameValue(v, r.base) {
 		next := cloneValue(v)
 		err := guard(func() error { return writeNode(r.nc.am.RootMap(), info.Schema, r.base, cloneValue(next)) })
 		if err == nil {

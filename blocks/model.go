@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"time"
 
@@ -323,6 +324,62 @@ func getText(node *automerge.Map, key string) (*automerge.Text, error) {
 		return nil, fmt.Errorf("%w: %q is %v, want text", ErrCorrupt, key, v.Kind())
 	}
 	return v.Text(), nil
+}
+
+// sameValue reports whether two block values are the same, as
+// reflect.DeepEqual does except that a nil and an empty list, object, list
+// of items or log are the same: what a document reads, and what an edit
+// leaves in the cached value (a list whose last item was deleted), may
+// differ in that alone, and both render and write alike.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			f, ok := y[k]
+			if !ok || !sameValue(e, f) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case []Item:
+		y, ok := b.([]Item)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i].Checked != y[i].Checked || !sameValue(x[i].Value, y[i].Value) {
+				return false
+			}
+		}
+		return true
+	case []LogEntry:
+		y, ok := b.([]LogEntry)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i].Timestamp != y[i].Timestamp || x[i].Message != y[i].Message || !sameValue(x[i].Fields, y[i].Fields) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // cloneValue deep-copies a model value so a prospective edit never aliases

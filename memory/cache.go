@@ -68,9 +68,10 @@ type Store struct {
 	evicted []*entry
 	closed  bool
 	closing chan struct{} // closed by Close; made by closed (on first use)
-	// rebasing counts the epochs being started behind writes (see
-	// startRebase); Flush and Close wait for them.
-	rebasing int
+	// rebasing holds the epochs being started behind writes (see
+	// startRebase), each closed when it is done; Flush and Close wait for
+	// those under way when they are called.
+	rebasing map[chan struct{}]struct{}
 
 	watch *watch // nil unless the backend is a driver.BlockNotifier
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/engram-go/engram/blocks"
 )
@@ -96,36 +95,45 @@ func (c *Store) startRebase(e *entry) {
 		return
 	}
 	e.rebasing = true
-	c.rebasing++
+	_, epoch, _, _ := e.freshness()
+	done := make(chan struct{})
+	if c.rebasing == nil {
+		c.rebasing = map[chan struct{}]struct{}{}
+	}
+	c.rebasing[done] = struct{}{}
 	go func() {
 		finished := sync.OnceFunc(func() {
 			c.mu.Lock()
-			c.rebasing--
+			delete(c.rebasing, done)
 			c.mu.Unlock()
+			close(done)
 		})
 		defer finished()
-		err := c.rebaseBehind(e, finished)
+		err := c.rebaseBehind(e, epoch, finished)
 		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotFound) {
 			c.log.Error("rebase onto a new epoch failed; the block keeps its history", "block", e.label, "owner", e.owner, "err", err)
 		}
 	}()
 }
 
-// rebaseBehind builds e's next epoch from its value as of now, outside
-// its lock, and switches to it under the lock (switchEpochTo). It
-// switches only if the block's epoch and metadata are still those the
-// build started from: another process's rebase or a reconfiguration
-// leaves it for a later compaction. finished is called once the work is
-// done, before the block's held-back events fire as its lock is released:
-// a subscriber may call Flush or Close, which wait for it.
-func (c *Store) rebaseBehind(e *entry, finished func()) error {
+// rebaseBehind builds e's next epoch after due, the epoch its write found
+// due for one, from its value as of now, outside its lock, and switches to
+// it under the lock (switchEpochTo). It stops if the block has left due
+// (another process's rebase, or Block.Rebase, started one meanwhile: the
+// new epoch has little history), and switches only if the block's epoch
+// and metadata are still those the build started from: another process's
+// rebase or a reconfiguration during the build leaves it for a later
+// compaction. finished is called once the work is done, before the
+// block's held-back events fire as its lock is released: a subscriber may
+// call Flush or Close, which wait for it.
+func (c *Store) rebaseBehind(e *entry, due int64, finished func()) error {
 	if !c.lockUnlessClosed(e) {
 		return ErrClosed
 	}
 	_, epoch, metaVer, broken := e.freshness()
-	if broken != nil {
+	if broken != nil || epoch != due {
 		e.rebasing = false
-		e.unlock()
+		e.unlockThen(finished)
 		return nil
 	}
 	r := e.doc.StartRebase()
@@ -226,22 +234,25 @@ func (c *Store) lockUnlessClosed(e *entry) bool {
 	}
 }
 
-// waitRebases waits until no new epoch is being started behind a write
-// (see startRebase), or ctx ends.
+// waitRebases waits until the new epochs being started behind writes
+// when it is called (see startRebase) are done, or ctx ends. Epochs
+// started later are not waited for: blocks that keep earning new epochs
+// would keep Flush waiting.
 func (c *Store) waitRebases(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		n := c.rebasing
-		c.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
+	c.mu.Lock()
+	pending := make([]chan struct{}, 0, len(c.rebasing))
+	for done := range c.rebasing {
+		pending = append(pending, done)
+	}
+	c.mu.Unlock()
+	for _, done := range pending {
 		select {
+		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // epochDoc is a block's next epoch: the saved fresh document and its heads.
