@@ -58,19 +58,15 @@ func (c *Store) compactAfter(e *entry) int64 {
 	return int64(max(c.opts.CompactAfter, e.doc.Size()/compactCharsPerUpdate))
 }
 
-// compactLocked folds all updates up to seq into the snapshot, inside the
-// caller's write transaction. Readers in other processes either see the old
-// snapshot and the old updates or the new snapshot (WAL snapshot isolation).
+// compactSaved folds all updates up to seq into the snapshot, inside the
+// caller's write transaction, with e's document saved already (snap, on
+// the state it is in now; nil: saved here). Readers in other processes
+// either see the old snapshot and the old updates or the new snapshot
+// (WAL snapshot isolation).
 //
 // The snapshot is e's document, so the row must still be on e's epoch
 // (the UPDATE checks it): saving one epoch's document as another's
 // snapshot would lose every later write.
-func compactLocked(ctx context.Context, tx *sql.Tx, e *entry, seq int64) error {
-	return compactSaved(ctx, tx, e, seq, nil)
-}
-
-// compactSaved is compactLocked with e's document saved already (snap,
-// on the state it is in now; nil: saved here).
 func compactSaved(ctx context.Context, tx *sql.Tx, e *entry, seq int64, snap []byte) error {
 	if snap == nil {
 		var err error
