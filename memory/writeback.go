@@ -13,9 +13,10 @@ import (
 )
 
 // Flush persists every block with unpersisted changes (write-back mode)
-// and waits for the new epochs being started behind earlier writes (see
-// Options.HistoryLimit), so that what it returns to is the store's settled
-// state.
+// and waits for the new epochs being started behind earlier writes when
+// it is called (see Options.HistoryLimit; not for those later writes
+// start), so that what it returns to is the store's settled state as of
+// the call.
 func (c *Store) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	pending := make([]*entry, 0, len(c.dirty))
