@@ -289,3 +289,21 @@ func TextByIDPrepared(x *Index) (held, none int) {
 // PrepareTextByID runs the preparation a catch-up of x's text cache runs
 // first, with ctx.
 func PrepareTextByID(ctx context.Context, x *Index) { x.text.prepareByID(ctx) }
+
+// TextPartsSaved, TextPartsStored and TextPartsSkipped report how many
+// partitions x's text cache wrote to search_text_parts, loaded from there,
+// and did not write because their owner's rows had changed.
+func TextPartsSaved(x *Index) int64   { return x.text.saves.saved.Load() }
+func TextPartsStored(x *Index) int64  { return x.text.saves.stored.Load() }
+func TextPartsSkipped(x *Index) int64 { return x.text.saves.skipped.Load() }
+
+// WaitTextPartSaves waits for the partition saves x's text cache runs.
+func WaitTextPartSaves(x *Index) { x.text.saves.wg.Wait() }
+
+// SetTextPartsOff turns x's stored partitions off (neither read nor
+// written).
+func SetTextPartsOff(x *Index) { x.text.saves.off = true }
+
+// SetTextPartSaveHook makes fn run in each partition save of x between
+// its encoding and its write.
+func SetTextPartSaveHook(x *Index, fn func()) { x.text.saves.beforeWrite = fn }

@@ -274,6 +274,7 @@ func (x *Index) Close() error {
 	if x.text != nil {
 		x.text.ld.close() // stops and waits for a build in progress
 		x.text.closePasses()
+		x.text.closeSaves()
 	}
 	if x.cache != nil {
 		x.cache.ld.close()
@@ -397,7 +398,7 @@ func NewIndex(ctx context.Context, db *sql.DB, d driver.Dialect, emb search.Embe
 	case err != nil:
 		return nil, fmt.Errorf("search: NewIndex: %s dialect: %w", d.Name(), err)
 	}
-	if err := x.openTextCache(textLog); err != nil {
+	if err := x.openTextCache(ctx, textLog); err != nil {
 		return nil, err
 	}
 	if emb == nil {
@@ -1053,7 +1054,7 @@ func (x *Index) flushBlockVectors(ctx context.Context) (cleared int, err error) 
 
 // openTextCache sets up the text cache (IndexOptions.TextCacheBytes) when
 // the database has its log (textLog).
-func (x *Index) openTextCache(textLog bool) error {
+func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 	if x.opts.TextCacheBytes < 0 {
 		return nil
 	}
@@ -1066,6 +1067,17 @@ func (x *Index) openTextCache(textLog bool) error {
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.prep = x.stmt
 		x.text.log.prep = x.stmt
+		// Stored partitions where the schema has their table (a database
+		// migrated by this version's backends does).
+		var one int
+		switch err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one); {
+		case err == nil, errors.Is(err, sql.ErrNoRows):
+			x.text.saves.write = func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error {
+				return x.withWriteLock(ctx, nil, fn)
+			}
+		default:
+			x.text.saves.off = true
+		}
 		x.text.stats, _ = x.d.(driver.TextStats)
 		if x.text.stats != nil {
 			x.text.vocab, _ = x.d.(driver.TextVocabulary)

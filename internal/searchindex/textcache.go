@@ -85,6 +85,9 @@ type textCache struct {
 	// Analyzer scratch of the running flight (partition loads and
 	// catch-ups bring their own: they run beside each other).
 	scratch textScratch
+	// saves write loaded partitions to search_text_parts for other
+	// processes' first searches (textpartstore.go).
+	saves partSaves
 
 	// beforeCatchUp, set by tests, runs at the start of every background
 	// catch-up (a build included) with the flight's context.

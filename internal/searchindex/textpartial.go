@@ -862,10 +862,32 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 	c.mu.RLock()
 	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.pos
 	c.mu.RUnlock()
-	ld, err := c.readPart(ctx, db, t, owner, cost)
+	// Another process's analysis of the rows, caught up from the log,
+	// when there is one to use (textpartstore.go); else the rows. A part
+	// read from the rows, or stored long enough ago that its catch-up
+	// replayed many entries, is saved for the next process once held.
+	ld, replayed, err := c.readStored(ctx, db, t, owner)
 	if err != nil {
 		return false, err
 	}
+	save := ld == nil || replayed > ld.p.live/4+16
+	if ld == nil {
+		if ld, err = c.readPart(ctx, db, t, owner, cost); err != nil {
+			return false, err
+		}
+	}
+	held, err := c.catchUpLoad(ctx, db, t, owner, ld, base)
+	if held && save && err == nil {
+		c.saveLater(t, owner)
+	}
+	return held, err
+}
+
+// catchUpLoad installs a partition read at ld.pos, first replaying what
+// the cache's catch-ups applied since (the cache may have moved past it
+// meanwhile); base was the cache's position when the load began.
+func (c *textCache) catchUpLoad(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead, base logPos) (bool, error) {
+	var err error
 	for try := 0; ; try++ {
 		var moved map[int64]bool
 		if !ld.refused {

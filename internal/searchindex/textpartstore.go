@@ -1,0 +1,627 @@
+package searchindex
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/internal/analyzer"
+	"github.com/engram-go/engram/search"
+)
+
+// Stored partitions. A partial cache's load of an owner's archival entries
+// or messages reads and analyzes every row (about 7 µs of CPU a row); the
+// result does not depend on the process. So once a process has loaded a
+// partition it writes it, encoded, to search_text_parts with the log
+// position it is current at, and another process's first search of that
+// owner decodes it and replays the log entries since (the owner's rows
+// among them read again) instead of reading every row. The table is a
+// cache: a part that is missing, of another format or analyzer, corrupt,
+// behind a trimmed log or too far behind is ignored and the rows are read.
+// A change to a row's words deletes its owner's part in the same
+// transaction (the tables' triggers), so deleted text does not outlive
+// its row there; a save checks, in its transaction, that none of the
+// owner's rows changed since the part's position.
+
+// partFormat numbers the encoding; a part of another is ignored.
+const partFormat = 1
+
+// partMagic opens every encoded part.
+const partMagic = "etp"
+
+// errPartUnusable is why a stored part is not used: wrong format or
+// analyzer, truncated or corrupt.
+var errPartUnusable = errors.New("stored text partition unusable")
+
+// partProbe is analyzed to fingerprint the analyzer: a change to how text
+// is tokenized, folded or stemmed changes what a part holds, and such a
+// part must not be decoded as current.
+const partProbe = "Running runners ran quickly: Café naïve résumé, x86_64 e-mail don't " +
+	"2024-05-01 ΑΒΓ 東京 MIXEDcase snake_case camelCase über-cool 3.14 #tag @who"
+
+// partFingerprint is what a stored part of kind t must have been analyzed
+// with: the encoding, the kind, its column weights, whether bodies are held
+// and archival conversations keyed by jsonb, and the analyzer's terms of
+// partProbe.
+func partFingerprint(t search.ContentType, jsonb, bodies bool) uint64 {
+	h := fnv.New64a()
+	var b []byte
+	b = binary.AppendUvarint(b, partFormat)
+	b = binary.AppendUvarint(b, uint64(t))
+	for _, w := range textWeights[t] {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w))
+	}
+	b = append(b, boolByte(jsonb), boolByte(bodies))
+	h.Write(b)
+	analyzer.Analyze(partProbe, nil, func(term []byte) {
+		h.Write(term)
+		h.Write([]byte{0})
+	})
+	return h.Sum64()
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encodePart encodes p's live rows as of log position pos, with fingerprint
+// fp: a structure section (numbers) and a string section (every string's
+// bytes, in the order the structure names them), then a CRC-32 of both.
+// The terms no live row holds are left out and the others numbered
+// densely; the rows keep their slot order.
+func encodePart(p *textPart, pos logPos, fp uint64) []byte {
+	remap := make([]int32, len(p.names))
+	var strs []byte
+	b := append([]byte(partMagic), partFormat)
+	b = binary.LittleEndian.AppendUint64(b, fp)
+	b = binary.AppendVarint(b, pos.xmin)
+	b = binary.AppendVarint(b, pos.xmax)
+	b = binary.AppendUvarint(b, uint64(len(pos.xip)))
+	for _, x := range pos.xip {
+		b = binary.AppendVarint(b, x)
+	}
+	b = append(b, boolByte(p.bodies != nil))
+	n := 0
+	for id, name := range p.names {
+		remap[id] = -1
+		if name != "" && p.df[id] > 0 {
+			remap[id] = int32(n)
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for id, name := range p.names {
+		if remap[id] >= 0 {
+			b = binary.AppendUvarint(b, uint64(len(name)))
+			strs = append(strs, name...)
+		}
+	}
+	// Each live slot's postings, walked term by term (the lists are in
+	// slot order); a row's terms may come in any order.
+	type entry struct {
+		id   int32
+		freq float32
+	}
+	rows := make([][]entry, len(p.docs))
+	for id, list := range p.lists {
+		if remap[id] < 0 {
+			continue
+		}
+		for _, ps := range list {
+			if !p.docs[ps.slot].dead {
+				rows[ps.slot] = append(rows[ps.slot], entry{remap[id], ps.freq})
+			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(p.live))
+	for slot := range p.docs {
+		d := &p.docs[slot]
+		if d.dead {
+			continue
+		}
+		b = binary.AppendVarint(b, d.id)
+		b = binary.AppendVarint(b, d.created)
+		b = binary.AppendUvarint(b, uint64(d.length))
+		b = append(b, boolByte(d.superseded))
+		b = binary.AppendUvarint(b, uint64(len(rows[slot])))
+		for _, e := range rows[slot] {
+			b = binary.AppendUvarint(b, uint64(e.id))
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(e.freq))
+		}
+		if p.bodies == nil {
+			continue
+		}
+		body := &p.bodies[slot]
+		for _, s := range []string{body.content, body.tags, body.meta, body.sess} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			strs = append(strs, s...)
+		}
+		b = append(b, body.sessOf)
+		if body.toks == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(body.toks)))
+		for _, tok := range body.toks {
+			b = binary.AppendUvarint(b, uint64(remap[tok]))
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(strs)))
+	b = append(b, strs...)
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// partDecoder reads an encoded part: the structure from b, the strings
+// from strs in turn. A read past either end sets err.
+type partDecoder struct {
+	b    []byte
+	strs string
+	err  error
+}
+
+func (r *partDecoder) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated or corrupt", errPartUnusable)
+	}
+}
+
+func (r *partDecoder) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		r.b = nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *partDecoder) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		r.b = nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *partDecoder) byte() byte {
+	if len(r.b) < 1 {
+		r.fail()
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *partDecoder) uint32() uint32 {
+	if len(r.b) < 4 {
+		r.fail()
+		r.b = nil
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+// count reads a count of items that each take at least min bytes of what
+// is left (a corrupt count must not make a huge allocation).
+func (r *partDecoder) count(min int) int {
+	v := r.uvarint()
+	if v > uint64(len(r.b)/max(min, 1)) {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *partDecoder) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.strs)) {
+		r.fail()
+		r.strs = ""
+		return ""
+	}
+	s := r.strs[:n]
+	r.strs = r.strs[n:]
+	return s
+}
+
+// decodePart decodes a part encoded by encodePart for owner's rows of kind
+// t into a new textPart, checking its fingerprint against fp; it returns
+// the part and its log position.
+func decodePart(data []byte, t search.ContentType, owner string, fp uint64, jsonb bool) (*textPart, logPos, error) {
+	wantBodies := textBodies[t]
+	var pos logPos
+	head := len(partMagic) + 1 + 8
+	if len(data) < head+4 || string(data[:len(partMagic)]) != partMagic || data[len(partMagic)] != partFormat {
+		return nil, pos, fmt.Errorf("%w: not of format %d", errPartUnusable, partFormat)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, pos, fmt.Errorf("%w: checksum", errPartUnusable)
+	}
+	if binary.LittleEndian.Uint64(data[len(partMagic)+1:]) != fp {
+		return nil, pos, fmt.Errorf("%w: analyzed otherwise", errPartUnusable)
+	}
+	r := &partDecoder{b: body[head:]}
+	pos.xmin, pos.xmax = r.varint(), r.varint()
+	if nx := r.count(1); nx > 0 {
+		pos.xip = make([]int64, nx)
+		for i := range pos.xip {
+			pos.xip[i] = r.varint()
+		}
+		if !slices.IsSorted(pos.xip) {
+			r.fail()
+		}
+	}
+	bodies := r.byte() == 1
+	if bodies != wantBodies {
+		r.fail()
+	}
+	nterms := r.count(1)
+	lens := make([]int, nterms)
+	for i := range lens {
+		lens[i] = int(r.uvarint())
+	}
+	// The structure's numbers come first; the string section is found by
+	// skipping them, so the structure is read twice: once to find where
+	// it ends (walk), once to build.
+	rest := r.b
+	if r.err == nil {
+		if err := skipRows(r, bodies); err != nil {
+			return nil, pos, err
+		}
+	}
+	nstr := r.count(1)
+	if r.err != nil || len(r.b) != nstr {
+		return nil, pos, fmt.Errorf("%w: truncated or corrupt", errPartUnusable)
+	}
+	r.strs = string(r.b) // the strings' one allocation
+	r.b = rest
+	p := newTextPart(t, bodies)
+	p.jsonb = jsonb
+	for _, n := range lens {
+		if n > len(r.strs) {
+			r.fail()
+			break
+		}
+		name := r.strs[:n]
+		r.strs = r.strs[n:]
+		if _, dup := p.post[name]; dup || name == "" {
+			r.fail()
+			break
+		}
+		p.newTerm(name)
+	}
+	ndocs := r.count(4)
+	for range ndocs {
+		if r.err != nil {
+			break
+		}
+		d := textDoc{id: r.varint(), owner: owner, created: r.varint()}
+		length := r.uvarint()
+		d.superseded = r.byte() == 1
+		n := r.count(5)
+		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 {
+			r.fail()
+			break
+		}
+		d.length = int32(length)
+		slot, d := p.place(d, n)
+		for i := range n {
+			id := r.uvarint()
+			freq := math.Float32frombits(r.uint32())
+			if id >= uint64(nterms) {
+				r.fail()
+				break
+			}
+			if l := p.lists[id]; len(l) > 0 && l[len(l)-1].slot == slot {
+				r.fail() // a term twice in one row
+				break
+			}
+			p.lists[id] = append(p.lists[id], posting{slot: slot, freq: freq})
+			p.df[id]++
+			p.terms[d.termsAt+int32(i)] = int32(id)
+		}
+		if !bodies {
+			continue
+		}
+		body := textBody{content: r.str(), tags: r.str(), meta: r.str(), sess: r.str(), sessOf: r.byte()}
+		if r.byte() == 1 {
+			body.toks = make([]uint32, r.count(1))
+			for i := range body.toks {
+				if body.toks[i] = uint32(r.uvarint()); uint64(body.toks[i]) >= uint64(nterms) {
+					r.fail()
+				}
+			}
+		}
+		p.bodies = append(p.bodies, body)
+		p.bodyBytes += body.cost()
+	}
+	if r.err != nil {
+		return nil, pos, r.err
+	}
+	if len(r.strs) != 0 {
+		return nil, pos, fmt.Errorf("%w: strings left over", errPartUnusable)
+	}
+	for id, df := range p.df {
+		if df == 0 {
+			return nil, pos, fmt.Errorf("%w: term %q held by no row", errPartUnusable, p.names[id])
+		}
+	}
+	return p, pos, nil
+}
+
+// skipRows reads past the rows of an encoded part, checking only that
+// they are there.
+func skipRows(r *partDecoder, bodies bool) error {
+	ndocs := r.count(4)
+	for range ndocs {
+		r.varint()
+		r.varint()
+		r.uvarint()
+		r.byte()
+		n := r.count(5)
+		for range n {
+			r.uvarint()
+			r.uint32()
+		}
+		if bodies {
+			for range 4 {
+				r.uvarint()
+			}
+			r.byte()
+			if r.byte() == 1 {
+				for range r.count(1) {
+					r.uvarint()
+				}
+			}
+		}
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return r.err
+}
+
+// storedKinds are the kinds whose partitions are stored: a blocks
+// partition is a few rows, and a block's rendered text changes without a
+// log entry until it is indexed again.
+func storedKind(t search.ContentType) bool { return t == search.Archival || t == search.Messages }
+
+// partSaves are a cache's saves of stored partitions in flight, guarded
+// by mu.
+type partSaves struct {
+	mu      sync.Mutex
+	running map[partKey]bool
+	closed  bool
+	wg      sync.WaitGroup
+	// write runs fn in a write transaction (Index.withWriteLock); nil: no
+	// partition is saved.
+	write func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error
+	// fps are the kinds' fingerprints, computed on first use.
+	fpOnce sync.Once
+	fps    map[search.ContentType]uint64
+	// For tests: saved counts the saves written, stored the loads that
+	// used a stored part; off turns reading and saving them off.
+	saved, stored, skipped atomic.Int64
+	off                    bool
+	beforeWrite            func() // runs in a save between its encoding and its write
+}
+
+// fingerprint is kind t's partFingerprint in cache c.
+func (c *textCache) fingerprint(t search.ContentType) uint64 {
+	c.saves.fpOnce.Do(func() {
+		c.saves.fps = map[search.ContentType]uint64{}
+		for _, k := range []search.ContentType{search.Archival, search.Messages} {
+			c.saves.fps[k] = partFingerprint(k, c.jsonbKeys, textBodies[k])
+		}
+	})
+	return c.saves.fps[t]
+}
+
+// partStoredQuery reads a stored part.
+const partStoredQuery = `SELECT data FROM search_text_parts WHERE kind = ? AND owner = ?`
+
+// storedReplayMax is how many log entries past a stored part's position
+// (any owner's) a load replays before it reads the rows instead: about
+// twice what reading the rows costs in the log's scan.
+func storedReplayMax(live int) int { return 64 + 2*live }
+
+// readStored reads owner's stored partition of kind t and replays onto it
+// the log entries since its position; nil when there is none to use (the
+// rows are read instead). replayed is how many entries it replayed.
+func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (ld *partRead, replayed int, err error) {
+	if c.saves.off || !storedKind(t) {
+		return nil, 0, nil
+	}
+	var data []byte
+	st := c.prepare(ctx, partStoredQuery)
+	var row rowScanner
+	if st != nil {
+		row = queryRow(ctx, stmtQueryer{st}, partStoredQuery, int(t), owner)
+	} else {
+		row = queryRow(ctx, db, partStoredQuery, int(t), owner)
+	}
+	switch err := row.Scan(&data); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
+	}
+	need := 2 * int64(len(data))
+	if need > c.limit {
+		return nil, 0, nil
+	}
+	if err := c.reserve(ctx, need); err != nil {
+		return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", kinds[t].name, owner, err)
+	}
+	defer c.release(need)
+	p, pos, err := decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
+	if err != nil {
+		c.ld.log.Debug("search: text cache: stored partition not used", "kind", kinds[t].name, "owner", owner, "err", err)
+		return nil, 0, nil
+	}
+	ld = &partRead{p: p, pos: pos}
+	n, ok, err := c.replayStored(ctx, db, t, owner, ld)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	c.saves.stored.Add(1)
+	return ld, n, nil
+}
+
+// replayStored brings a stored partition from its position to the log's:
+// the entries since it (ok false past storedReplayMax of them, or when the
+// log was trimmed past it) remove their rows from it, and those now of
+// owner are read again.
+func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead) (n int, ok bool, err error) {
+	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback()
+	if ld.pos.trimmed(floor) {
+		return 0, false, nil
+	}
+	k := kinds[t]
+	where, args := c.log.since(ld.pos)
+	most := storedReplayMax(ld.p.live)
+	rows, err := tx.QueryContext(ctx, `SELECT l.id, b.`+k.owner+` FROM (SELECT DISTINCT id FROM search_text_log WHERE `+where+
+		` AND kind = ? LIMIT ?) l LEFT JOIN `+k.base+` b ON b.id = l.id`, append(args, int(t), most+1)...)
+	if err != nil {
+		return 0, false, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+	}
+	var again []int64
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var o sql.NullString
+		if err := rows.Scan(&id, &o); err != nil {
+			rows.Close()
+			return 0, false, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+		}
+		ids = append(ids, id)
+		if o.Valid && o.String == owner {
+			again = append(again, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, false, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+	}
+	if len(ids) > most {
+		return 0, false, nil
+	}
+	for _, id := range ids {
+		ld.p.remove(id)
+	}
+	if len(again) > 0 {
+		err = c.readByID(ctx, tx, t, again, &textScratch{part: true}, func(r textRow) error {
+			if r.doc.owner == owner {
+				ld.p.add(r.doc, r.body, r.terms)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, false, err
+		}
+		ld.p.maybeCompact()
+	}
+	ld.pos = later(ld.pos, cur)
+	return len(ids), true, nil
+}
+
+// saveLater writes owner's resident partition of kind t to
+// search_text_parts in the background, unless a save of it is running.
+func (c *textCache) saveLater(t search.ContentType, owner string) {
+	s := &c.saves
+	if s.off || s.write == nil || !storedKind(t) {
+		return
+	}
+	key := partKey{t, owner}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.running[key] || c.ld.life.Err() != nil {
+		return
+	}
+	if s.running == nil {
+		s.running = map[partKey]bool{}
+	}
+	s.running[key] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := c.savePart(c.ld.life, t, owner); err != nil && c.ld.life.Err() == nil {
+			c.ld.log.Debug("search: text cache: partition not saved", "kind", kinds[t].name, "owner", owner, "err", err)
+		}
+		s.mu.Lock()
+		delete(s.running, key)
+		s.mu.Unlock()
+	}()
+}
+
+// savePart encodes owner's resident partition of kind t at the cache's
+// position and writes it, unless one of owner's rows changed since that
+// position (the part would hold words its rows no longer do).
+func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner string) error {
+	c.mu.RLock()
+	p, pos := c.owned[t][owner], c.pos
+	var data []byte
+	if c.partial && p != nil && pos.valid() {
+		data = encodePart(p, pos, c.fingerprint(t))
+	}
+	c.mu.RUnlock()
+	if data == nil {
+		return nil
+	}
+	if c.saves.beforeWrite != nil {
+		c.saves.beforeWrite()
+	}
+	k := kinds[t]
+	where, args := c.log.since(pos)
+	return c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
+		var changed int
+		err := ex.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_text_log l WHERE `+where+` AND l.kind = ? AND NOT EXISTS (SELECT 1 FROM `+
+			k.base+` b WHERE b.id = l.id AND b.`+k.owner+` <> ?) LIMIT 1) x`, append(args, int(t), owner)...).Scan(&changed)
+		if err != nil {
+			return fmt.Errorf("read log of %s: %w", k.name, err)
+		}
+		if changed > 0 {
+			c.saves.skipped.Add(1)
+			return nil
+		}
+		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?)
+			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data`, int(t), owner, data); err != nil {
+			return err
+		}
+		c.saves.saved.Add(1)
+		return nil
+	})
+}
+
+// closeSaves stops new saves and waits for those running.
+func (c *textCache) closeSaves() {
+	c.saves.mu.Lock()
+	c.saves.closed = true
+	c.saves.mu.Unlock()
+	c.saves.wg.Wait()
+}

@@ -1,0 +1,233 @@
+package searchindex_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/memory/sqlite"
+	"github.com/engram-go/engram/search"
+)
+
+// partialIndex opens a partial text cache over db (every owner's
+// partition loaded by its first search).
+func partialIndex(t *testing.T, db *sql.DB) *searchindex.Index {
+	t.Helper()
+	x, err := searchindex.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	searchindex.ForceTextPartial(x)
+	t.Cleanup(func() { x.Close() })
+	if err := x.WarmTextCache(context.Background()); !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatalf("WarmTextCache: %v, want searchindex.ErrCacheBudget (partial)", err)
+	}
+	if partial, _, _ := searchindex.TextCachePartial(x); !partial {
+		t.Fatal("the cache is not partial")
+	}
+	return x
+}
+
+// TestStoredPartitionsRankLikeRows: partitions one process loaded and
+// saved are another process's first loads, caught up with the writes
+// made since (inserts into conversations, whose neighbours' context
+// changes too, other agents' rows, deletes and updates that drop a stored
+// part, a corrupt part), and every search ranks as SQL does.
+func TestStoredPartitionsRankLikeRows(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	const agents = 8
+	r := rand.New(rand.NewPCG(7, 9))
+	var queries []string
+	inTx(t, db, func(tx execer) {
+		queries = agentsCorpus(t, tx, agents, 30)
+		for a := range agents { // conversations: each entry's neighbours are its context
+			for i := range 12 {
+				insertArchival(t, tx, archivalRow{Agent: fmt.Sprintf("agent-%d", a), Content: fmt.Sprintf("%s turn %d of talk", queries[i%len(queries)], i),
+					Metadata: fmt.Sprintf(`{"conversation": "c%d"}`, i%3)})
+			}
+		}
+	})
+	sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	shapes := []*search.Options{
+		search.NewOptions().ContentTypes(search.Archival).Limit(15),
+		search.NewOptions().ContentTypes(search.Messages).Limit(15),
+		search.NewOptions().Limit(20),
+	}
+	compare := func(t *testing.T, x *searchindex.Index, agent string) {
+		t.Helper()
+		for _, q := range append(queries[:3:3], "talk turn") {
+			for _, o := range shapes {
+				want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, o.Mode(search.FTS))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := x.Search(ctx, q, search.Scope{Agent: agent}, o.Mode(search.FTS))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) != len(got) {
+					t.Fatalf("%s %q: SQL %d results, cache %d", agent, q, len(want), len(got))
+				}
+				if err := sameRanking(want, got); err != nil {
+					t.Fatalf("%s %q: %v\nSQL   %v\ncache %v", agent, q, err, keys(want), keys(got))
+				}
+			}
+		}
+	}
+	first := partialIndex(t, db)
+	for a := range agents {
+		compare(t, first, fmt.Sprintf("agent-%d", a))
+	}
+	searchindex.WaitTextPartSaves(first)
+	if n := searchindex.TextPartsSaved(first); n != 2*agents {
+		t.Fatalf("%d partitions saved, want %d (archival and messages of each agent)", n, 2*agents)
+	}
+	first.Close()
+	parts := func() map[string]bool {
+		rows, err := db.QueryContext(ctx, `SELECT kind, owner FROM search_text_parts`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]bool{}
+		for rows.Next() {
+			var k int
+			var o string
+			if err := rows.Scan(&k, &o); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprint(k, o)] = true
+		}
+		return out
+	}
+	if n := len(parts()); n != 2*agents {
+		t.Fatalf("%d stored parts, want %d", n, 2*agents)
+	}
+
+	// Writes since: agent-0 talks on (its conversation's entries change
+	// context), agent-1 gets messages, others write rows of their own;
+	// agent-2 deletes an entry and agent-3 rewrites one (their stored
+	// archival parts go with them); agent-4's stored part is corrupt.
+	other := openDBAt(t, path)
+	for i := range 5 {
+		insertArchival(t, other, archivalRow{Agent: "agent-0", Content: fmt.Sprintf("%s later turn %d", queries[i], i), Metadata: `{"conversation": "c1"}`})
+		insertMessage(t, other, "agent-1", "user", queries[i]+" a later message", baseTime)
+		insertArchival(t, other, archivalRow{Agent: fmt.Sprintf("agent-%d", 5+r.IntN(3)), Content: queries[i] + " elsewhere"})
+	}
+	if _, err := other.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT min(id) FROM archival WHERE agent = 'agent-2')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `UPDATE archival SET content = content || ' rewritten' WHERE id = (SELECT max(id) FROM archival WHERE agent = 'agent-3')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `UPDATE search_text_parts SET data = substr(data, 1, 40) || x'00' || substr(data, 42) WHERE kind = 2 AND owner = 'agent-4'`); err != nil {
+		t.Fatal(err)
+	}
+	got := parts()
+	for _, gone := range []string{"2agent-2", "2agent-3"} {
+		if got[gone] {
+			t.Fatalf("stored part %s outlived a change to its rows", gone)
+		}
+	}
+
+	second := partialIndex(t, db)
+	for a := range agents {
+		compare(t, second, fmt.Sprintf("agent-%d", a))
+	}
+	// agent-2's and agent-3's archival parts were dropped, agent-4's is
+	// corrupt: the other 13 loaded from search_text_parts.
+	if n := searchindex.TextPartsStored(second); n != 2*agents-3 {
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*agents-3)
+	}
+	searchindex.WaitTextPartSaves(second)
+	if n := searchindex.TextPartsSaved(second); n != 3 {
+		t.Fatalf("%d partitions saved again, want the 3 read from rows", n)
+	}
+	second.Close()
+
+	// A third process finds them all, and ranks alike again.
+	third := partialIndex(t, db)
+	analyzed := searchindex.TextRowsAnalyzed(third) // the build's sample
+	for a := range agents {
+		compare(t, third, fmt.Sprintf("agent-%d", a))
+	}
+	if n := searchindex.TextPartsStored(third); n != 2*agents {
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*agents)
+	}
+	// The blocks (not stored), and the rows agent-0's and agent-1's
+	// writes changed (the new ones and their neighbours), replayed onto
+	// parts saved before them; read whole, the loads would analyze 576.
+	if n := searchindex.TextRowsAnalyzed(third) - analyzed; n > 3*agents+5*3*2 {
+		t.Fatalf("%d rows analyzed by the loads: want the %d blocks and the rows replayed only, every other partition stored", n, 3*agents)
+	}
+}
+
+// TestStoredPartitionForgetsDeletedText: a deleted entry's words leave
+// search_text_parts with it, and a save of a partition older than a
+// change to its owner's rows is not written (it would write the deleted
+// words back).
+func TestStoredPartitionForgetsDeletedText(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	for i := range 20 {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("ordinary entry %d", i)})
+	}
+	secret := insertArchival(t, db, archivalRow{Agent: "a", Content: "the vault code is zanzibarquux"})
+	holding := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE instr(data, 'zanzibarquux') > 0`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	x := partialIndex(t, db)
+	find := func() {
+		if _, err := x.Search(ctx, "ordinary", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A save held until the delete commits: it must not write the part.
+	release := make(chan struct{})
+	searchindex.SetTextPartSaveHook(x, func() { <-release })
+	find()
+	if _, err := openDBAt(t, path).ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, secret); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	searchindex.WaitTextPartSaves(x)
+	if n := holding(); n != 0 {
+		t.Fatalf("%d stored parts hold a deleted entry's words", n)
+	}
+	if searchindex.TextPartsSkipped(x) != 1 {
+		t.Fatalf("the stale save was not skipped (saved %d, skipped %d)", searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x))
+	}
+
+	// Saved, then deleted: the trigger takes the part.
+	secret = insertArchival(t, db, archivalRow{Agent: "a", Content: "the vault code is zanzibarquux"})
+	y := partialIndex(t, db)
+	if _, err := y.Search(ctx, "ordinary", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(y)
+	if n := holding(); n != 1 {
+		t.Fatalf("%d stored parts hold the entry's words, want 1", n)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, secret); err != nil {
+		t.Fatal(err)
+	}
+	if n := holding(); n != 0 {
+		t.Fatalf("%d stored parts hold a deleted entry's words", n)
+	}
+}
