@@ -26,7 +26,8 @@ import (
 // BenchmarkAgentsStore measures what one agent's operations cost in a
 // SQLite store of N agents (20 blocks, 200 archival entries and 200
 // messages each, one Zipf vocabulary): an agent's first search in a
-// process (its partitions load), archival and over all types, a resident
+// process (its partitions load, from its rows or, "-stored", from what
+// an earlier process saved), archival and over all types, a resident
 // agent's search after another agent's insert or delete, and a warm
 // Build. Each should cost what the agent's own rows cost, whatever N is:
 // each sub-benchmark times every N in turn (so that the machine's load
@@ -143,29 +144,62 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// An agent's first search: each sample a different agent (N ≥ 10:
 	// 9 agents' caches are whole, loaded by warm; larger stores, partial,
 	// have never loaded that agent's partitions) over b.N ≤ N/40 rounds.
-	first := func(b *testing.B, search func(a *memory.Agent, q string) error) {
+	// With stored, the agents' partitions are those an earlier process
+	// loaded and saved (search_text_parts): it searched each sampled
+	// agent and closed. Without, no process ever loaded them (the stored
+	// parts of earlier runs are deleted first).
+	first := func(b *testing.B, stored bool, search func(a *memory.Agent, q string) error) {
+		sampled := func(n, round, i int) string { return agentName(((round-1)*40 + i) % (n - 1)) }
+		for _, p := range paths {
+			st, err := memory.Open(ctx, p, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := storeaccess.Backend(st).DB().ExecContext(ctx, `DELETE FROM search_text_parts`); err != nil {
+				b.Fatal(err)
+			}
+			if stored {
+				warm(b, st, func() error { return nil })
+				n := ns[slices.Index(paths, p)]
+				for round := 1; round <= b.N; round++ {
+					for i := range 40 {
+						if err := search(st.Agent(sampled(n, round, i)), queries[0]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		sts := open(b, func(st *memory.Store, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
 		round := 0
 		interleaved(b, sts, 40, nil, func(st *memory.Store, n, i int) error {
-			if i == 0 {
+			if i == 0 && n == ns[0] { // each round's first op
 				round++
 			}
-			a := agentName(((round-1)*40 + i) % (n - 1))
-			return search(st.Agent(a), queries[(round*40+i)%len(queries)])
+			return search(st.Agent(sampled(n, round, i)), queries[(round*40+i)%len(queries)])
 		})
 	}
-	b.Run("first-SearchArchival", func(b *testing.B) {
-		first(b, func(a *memory.Agent, q string) error {
-			_, err := a.Archival().Search(ctx, q, nil)
-			return err
+	for _, stored := range []bool{false, true} {
+		name := ""
+		if stored {
+			name = "-stored"
+		}
+		b.Run("first-SearchArchival"+name, func(b *testing.B) {
+			first(b, stored, func(a *memory.Agent, q string) error {
+				_, err := a.Archival().Search(ctx, q, nil)
+				return err
+			})
 		})
-	})
-	b.Run("first-Search", func(b *testing.B) {
-		first(b, func(a *memory.Agent, q string) error {
-			_, err := a.Search(ctx, q, nil)
-			return err
+		b.Run("first-Search"+name, func(b *testing.B) {
+			first(b, stored, func(a *memory.Agent, q string) error {
+				_, err := a.Search(ctx, q, nil)
+				return err
+			})
 		})
-	})
+	}
 	b.Run("warm-Build", func(b *testing.B) {
 		sts := open(b, func(*memory.Store, int) error { return nil })
 		bls := map[*memory.Store]builder.Builder{}

@@ -272,9 +272,9 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 // and preparing each query per call; the *sql.DB is the caller's.
 func (x *Index) Close() error {
 	if x.text != nil {
-		x.text.ld.close() // stops and waits for a build in progress
+		x.text.closeSaves() // first: they finish, not cancelled
+		x.text.ld.close()   // stops and waits for a build in progress
 		x.text.closePasses()
-		x.text.closeSaves()
 	}
 	if x.cache != nil {
 		x.cache.ld.close()

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/analyzer"
@@ -33,7 +34,7 @@ import (
 // owner's rows changed since the part's position.
 
 // partFormat numbers the encoding; a part of another is ignored.
-const partFormat = 1
+const partFormat = 2
 
 // partMagic opens every encoded part.
 const partMagic = "etp"
@@ -136,9 +137,11 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		b = binary.AppendUvarint(b, uint64(d.length))
 		b = append(b, boolByte(d.superseded))
 		b = binary.AppendUvarint(b, uint64(len(rows[slot])))
-		for _, e := range rows[slot] {
-			b = binary.AppendUvarint(b, uint64(e.id))
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(e.freq))
+		prev := int32(-1)
+		for _, e := range rows[slot] { // ascending: the lists were walked in term order
+			b = binary.AppendUvarint(b, uint64(e.id-prev))
+			prev = e.id
+			b = appendFreq(b, e.freq)
 		}
 		if p.bodies == nil {
 			continue
@@ -162,6 +165,25 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	b = binary.AppendUvarint(b, uint64(len(strs)))
 	b = append(b, strs...)
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// appendFreq appends a posting's frequency: a column-weighted count,
+// nearly always a multiple of a quarter (the weights are), written as the
+// number of quarters; any other as 0 and its bits.
+func appendFreq(b []byte, f float32) []byte {
+	if q := f * 4; q >= 1 && q < 1<<24 && q == float32(uint32(q)) {
+		return binary.AppendUvarint(b, uint64(q))
+	}
+	b = append(b, 0)
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+}
+
+// freq reads what appendFreq wrote.
+func (r *partDecoder) freq() float32 {
+	if q := r.uvarint(); q != 0 {
+		return float32(q) / 4
+	}
+	return math.Float32frombits(r.uint32())
 }
 
 // partDecoder reads an encoded part: the structure from b, the strings
@@ -282,11 +304,14 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		lens[i] = int(r.uvarint())
 	}
 	// The structure's numbers come first; the string section is found by
-	// skipping them, so the structure is read twice: once to find where
-	// it ends (walk), once to build.
+	// skipping them, so the rows are read twice: once to find where they
+	// end and count each term's postings (skipRows), once to build.
 	rest := r.b
+	var counts []int32
+	var entries, ndocs int
 	if r.err == nil {
-		if err := skipRows(r, bodies); err != nil {
+		var err error
+		if counts, entries, ndocs, err = skipRows(r, bodies, nterms); err != nil {
 			return nil, pos, err
 		}
 	}
@@ -296,9 +321,18 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	}
 	r.strs = string(r.b) // the strings' one allocation
 	r.b = rest
-	p := newTextPart(t, bodies)
-	p.jsonb = jsonb
-	for _, n := range lens {
+	// Every slice and map at its size: each term's postings a window of
+	// one slab (capped, so that a later append copies it out).
+	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
+		slots: make(map[int64]int32, ndocs), post: make(map[string]int32, nterms),
+		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs), terms: make([]int32, 0, entries),
+		names: make([]string, 0, nterms), lists: make([][]posting, 0, nterms), df: make([]int32, 0, nterms)}
+	if bodies {
+		p.bodies = make([]textBody, 0, ndocs)
+	}
+	slab := make([]posting, entries)
+	off := 0
+	for id, n := range lens {
 		if n > len(r.strs) {
 			r.fail()
 			break
@@ -310,8 +344,11 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			break
 		}
 		p.newTerm(name)
+		c := int(counts[id])
+		p.lists[id] = slab[off : off : off+c]
+		off += c
 	}
-	ndocs := r.count(4)
+	r.count(4) // ndocs, read by skipRows
 	for range ndocs {
 		if r.err != nil {
 			break
@@ -319,25 +356,17 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		d := textDoc{id: r.varint(), owner: owner, created: r.varint()}
 		length := r.uvarint()
 		d.superseded = r.byte() == 1
-		n := r.count(5)
+		n := r.count(2)
 		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 {
 			r.fail()
 			break
 		}
 		d.length = int32(length)
 		slot, d := p.place(d, n)
+		id := -1
 		for i := range n {
-			id := r.uvarint()
-			freq := math.Float32frombits(r.uint32())
-			if id >= uint64(nterms) {
-				r.fail()
-				break
-			}
-			if l := p.lists[id]; len(l) > 0 && l[len(l)-1].slot == slot {
-				r.fail() // a term twice in one row
-				break
-			}
-			p.lists[id] = append(p.lists[id], posting{slot: slot, freq: freq})
+			id += int(r.uvarint()) // checked by skipRows
+			p.lists[id] = append(p.lists[id], posting{slot: slot, freq: r.freq()})
 			p.df[id]++
 			p.terms[d.termsAt+int32(i)] = int32(id)
 		}
@@ -370,20 +399,30 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	return p, pos, nil
 }
 
-// skipRows reads past the rows of an encoded part, checking only that
-// they are there.
-func skipRows(r *partDecoder, bodies bool) error {
-	ndocs := r.count(4)
+// skipRows reads past the rows of an encoded part, checking that they are
+// there and that each row's term ids ascend below nterms, and returns
+// each term's postings, their sum and the rows.
+func skipRows(r *partDecoder, bodies bool, nterms int) (counts []int32, entries, ndocs int, err error) {
+	counts = make([]int32, nterms)
+	ndocs = r.count(4)
 	for range ndocs {
 		r.varint()
 		r.varint()
 		r.uvarint()
 		r.byte()
-		n := r.count(5)
+		n := r.count(2)
+		id := uint64(0) // one past the last
 		for range n {
-			r.uvarint()
-			r.uint32()
+			d := r.uvarint()
+			if d == 0 || d > uint64(nterms) || id+d > uint64(nterms) {
+				r.fail()
+				break
+			}
+			id += d
+			counts[id-1]++
+			r.freq()
 		}
+		entries += n
 		if bodies {
 			for range 4 {
 				r.uvarint()
@@ -396,10 +435,10 @@ func skipRows(r *partDecoder, bodies bool) error {
 			}
 		}
 		if r.err != nil {
-			return r.err
+			return nil, 0, 0, r.err
 		}
 	}
-	return r.err
+	return counts, entries, ndocs, r.err
 }
 
 // storedKinds are the kinds whose partitions are stored: a blocks
@@ -550,6 +589,10 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 	return len(ids), true, nil
 }
 
+// partSaveWait bounds a partition save, its wait for the write lock
+// included.
+const partSaveWait = 5 * time.Second
+
 // saveLater writes owner's resident partition of kind t to
 // search_text_parts in the background, unless a save of it is running.
 func (c *textCache) saveLater(t search.ContentType, owner string) {
@@ -560,7 +603,7 @@ func (c *textCache) saveLater(t search.ContentType, owner string) {
 	key := partKey{t, owner}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.running[key] || c.ld.life.Err() != nil {
+	if s.closed || s.running[key] {
 		return
 	}
 	if s.running == nil {
@@ -570,7 +613,12 @@ func (c *textCache) saveLater(t search.ContentType, owner string) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := c.savePart(c.ld.life, t, owner); err != nil && c.ld.life.Err() == nil {
+		// Not cancelled by Close, which waits for it: a save is one short
+		// transaction, and one a closing process drops is a load the next
+		// process repeats. A database locked for long ends it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ld.life), partSaveWait)
+		defer cancel()
+		if err := c.savePart(ctx, t, owner); err != nil {
 			c.ld.log.Debug("search: text cache: partition not saved", "kind", kinds[t].name, "owner", owner, "err", err)
 		}
 		s.mu.Lock()
