@@ -34,7 +34,7 @@ import (
 // owner's rows changed since the part's position.
 
 // partFormat numbers the encoding; a part of another is ignored.
-const partFormat = 2
+const partFormat = 3
 
 // partMagic opens every encoded part.
 const partMagic = "etp"
@@ -78,13 +78,84 @@ func boolByte(b bool) byte {
 }
 
 // encodePart encodes p's live rows as of log position pos, with fingerprint
-// fp: a structure section (numbers) and a string section (every string's
-// bytes, in the order the structure names them), then a CRC-32 of both.
-// The terms no live row holds are left out and the others numbered
-// densely; the rows keep their slot order.
+// fp: a header, the terms (each name's length and postings), the string
+// section (every string's bytes, in the order the rest names them), the
+// rows, and a CRC-32 of it all. The terms no live row holds are left out
+// and the others numbered densely; the rows keep their slot order.
 func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	remap := make([]int32, len(p.names))
-	var strs []byte
+	n := 0
+	for id, name := range p.names {
+		remap[id] = -1
+		if name != "" && p.df[id] > 0 {
+			remap[id] = int32(n)
+			n++
+		}
+	}
+	// Each live slot's postings, walked term by term (the lists are in
+	// slot order), so a row's term ids ascend.
+	type entry struct {
+		id   int32
+		freq float32
+	}
+	rows := make([][]entry, len(p.docs))
+	counts := make([]int, n)
+	entries := 0
+	for id, list := range p.lists {
+		if remap[id] < 0 {
+			continue
+		}
+		for _, ps := range list {
+			if !p.docs[ps.slot].dead {
+				rows[ps.slot] = append(rows[ps.slot], entry{remap[id], ps.freq})
+				counts[remap[id]]++
+				entries++
+			}
+		}
+	}
+	var strs, rb []byte
+	for id, name := range p.names {
+		if remap[id] >= 0 {
+			strs = append(strs, name...)
+		}
+	}
+	rb = binary.AppendUvarint(rb, uint64(p.live))
+	rb = binary.AppendUvarint(rb, uint64(entries))
+	for slot := range p.docs {
+		d := &p.docs[slot]
+		if d.dead {
+			continue
+		}
+		rb = binary.AppendVarint(rb, d.id)
+		rb = binary.AppendVarint(rb, d.created)
+		rb = binary.AppendUvarint(rb, uint64(d.length))
+		rb = append(rb, boolByte(d.superseded))
+		rb = binary.AppendUvarint(rb, uint64(len(rows[slot])))
+		prev := int32(-1)
+		for _, e := range rows[slot] {
+			rb = binary.AppendUvarint(rb, uint64(e.id-prev))
+			prev = e.id
+			rb = appendFreq(rb, e.freq)
+		}
+		if p.bodies == nil {
+			continue
+		}
+		body := &p.bodies[slot]
+		for _, s := range []string{body.content, body.tags, body.meta, body.sess} {
+			rb = binary.AppendUvarint(rb, uint64(len(s)))
+			strs = append(strs, s...)
+		}
+		rb = append(rb, body.sessOf)
+		if body.toks == nil {
+			rb = append(rb, 0)
+			continue
+		}
+		rb = append(rb, 1)
+		rb = binary.AppendUvarint(rb, uint64(len(body.toks)))
+		for _, tok := range body.toks {
+			rb = binary.AppendUvarint(rb, uint64(remap[tok]))
+		}
+	}
 	b := append([]byte(partMagic), partFormat)
 	b = binary.LittleEndian.AppendUint64(b, fp)
 	b = binary.AppendVarint(b, pos.xmin)
@@ -94,76 +165,16 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		b = binary.AppendVarint(b, x)
 	}
 	b = append(b, boolByte(p.bodies != nil))
-	n := 0
-	for id, name := range p.names {
-		remap[id] = -1
-		if name != "" && p.df[id] > 0 {
-			remap[id] = int32(n)
-			n++
-		}
-	}
 	b = binary.AppendUvarint(b, uint64(n))
 	for id, name := range p.names {
-		if remap[id] >= 0 {
+		if r := remap[id]; r >= 0 {
 			b = binary.AppendUvarint(b, uint64(len(name)))
-			strs = append(strs, name...)
-		}
-	}
-	// Each live slot's postings, walked term by term (the lists are in
-	// slot order); a row's terms may come in any order.
-	type entry struct {
-		id   int32
-		freq float32
-	}
-	rows := make([][]entry, len(p.docs))
-	for id, list := range p.lists {
-		if remap[id] < 0 {
-			continue
-		}
-		for _, ps := range list {
-			if !p.docs[ps.slot].dead {
-				rows[ps.slot] = append(rows[ps.slot], entry{remap[id], ps.freq})
-			}
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(p.live))
-	for slot := range p.docs {
-		d := &p.docs[slot]
-		if d.dead {
-			continue
-		}
-		b = binary.AppendVarint(b, d.id)
-		b = binary.AppendVarint(b, d.created)
-		b = binary.AppendUvarint(b, uint64(d.length))
-		b = append(b, boolByte(d.superseded))
-		b = binary.AppendUvarint(b, uint64(len(rows[slot])))
-		prev := int32(-1)
-		for _, e := range rows[slot] { // ascending: the lists were walked in term order
-			b = binary.AppendUvarint(b, uint64(e.id-prev))
-			prev = e.id
-			b = appendFreq(b, e.freq)
-		}
-		if p.bodies == nil {
-			continue
-		}
-		body := &p.bodies[slot]
-		for _, s := range []string{body.content, body.tags, body.meta, body.sess} {
-			b = binary.AppendUvarint(b, uint64(len(s)))
-			strs = append(strs, s...)
-		}
-		b = append(b, body.sessOf)
-		if body.toks == nil {
-			b = append(b, 0)
-			continue
-		}
-		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(body.toks)))
-		for _, tok := range body.toks {
-			b = binary.AppendUvarint(b, uint64(remap[tok]))
+			b = binary.AppendUvarint(b, uint64(counts[r]))
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(strs)))
 	b = append(b, strs...)
+	b = append(b, rb...)
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
@@ -201,6 +212,11 @@ func (r *partDecoder) fail() {
 }
 
 func (r *partDecoder) uvarint() uint64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 { // most are one byte
+		v := r.b[0]
+		r.b = r.b[1:]
+		return uint64(v)
+	}
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.fail()
@@ -270,7 +286,6 @@ func (r *partDecoder) str() string {
 // t into a new textPart, checking its fingerprint against fp; it returns
 // the part and its log position.
 func decodePart(data []byte, t search.ContentType, owner string, fp uint64, jsonb bool) (*textPart, logPos, error) {
-	wantBodies := textBodies[t]
 	var pos logPos
 	head := len(partMagic) + 1 + 8
 	if len(data) < head+4 || string(data[:len(partMagic)]) != partMagic || data[len(partMagic)] != partFormat {
@@ -295,32 +310,29 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		}
 	}
 	bodies := r.byte() == 1
-	if bodies != wantBodies {
+	if bodies != textBodies[t] {
 		r.fail()
 	}
-	nterms := r.count(1)
-	lens := make([]int, nterms)
+	nterms := r.count(2)
+	lens, counts := make([]int, nterms), make([]int, nterms)
+	total := 0
 	for i := range lens {
-		lens[i] = int(r.uvarint())
-	}
-	// The structure's numbers come first; the string section is found by
-	// skipping them, so the rows are read twice: once to find where they
-	// end and count each term's postings (skipRows), once to build.
-	rest := r.b
-	var counts []int32
-	var entries, ndocs int
-	if r.err == nil {
-		var err error
-		if counts, entries, ndocs, err = skipRows(r, bodies, nterms); err != nil {
-			return nil, pos, err
+		lens[i], counts[i] = int(r.uvarint()), int(r.uvarint())
+		total += counts[i]
+		if counts[i] == 0 || total > len(r.b) {
+			r.fail() // a term no row holds, or more postings than bytes
+			break
 		}
 	}
 	nstr := r.count(1)
-	if r.err != nil || len(r.b) != nstr {
+	if r.err != nil {
+		return nil, pos, r.err
+	}
+	r.strs, r.b = string(r.b[:nstr]), r.b[nstr:] // the strings' one allocation
+	ndocs, entries := r.count(4), r.count(2)
+	if r.err != nil || entries != total {
 		return nil, pos, fmt.Errorf("%w: truncated or corrupt", errPartUnusable)
 	}
-	r.strs = string(r.b) // the strings' one allocation
-	r.b = rest
 	// Every slice and map at its size: each term's postings a window of
 	// one slab (capped, so that a later append copies it out).
 	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
@@ -344,11 +356,9 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			break
 		}
 		p.newTerm(name)
-		c := int(counts[id])
-		p.lists[id] = slab[off : off : off+c]
-		off += c
+		p.lists[id] = slab[off : off : off+counts[id]]
+		off += counts[id]
 	}
-	r.count(4) // ndocs, read by skipRows
 	for range ndocs {
 		if r.err != nil {
 			break
@@ -357,7 +367,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		length := r.uvarint()
 		d.superseded = r.byte() == 1
 		n := r.count(2)
-		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 {
+		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 || len(p.terms)+n > entries {
 			r.fail()
 			break
 		}
@@ -365,7 +375,16 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		slot, d := p.place(d, n)
 		id := -1
 		for i := range n {
-			id += int(r.uvarint()) // checked by skipRows
+			delta := r.uvarint()
+			if delta == 0 || delta > uint64(nterms-id-1) {
+				r.fail() // not ascending, or past the last term
+				break
+			}
+			id += int(delta)
+			if len(p.lists[id]) == counts[id] {
+				r.fail() // more postings than its count
+				break
+			}
 			p.lists[id] = append(p.lists[id], posting{slot: slot, freq: r.freq()})
 			p.df[id]++
 			p.terms[d.termsAt+int32(i)] = int32(id)
@@ -388,57 +407,15 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	if r.err != nil {
 		return nil, pos, r.err
 	}
-	if len(r.strs) != 0 {
-		return nil, pos, fmt.Errorf("%w: strings left over", errPartUnusable)
+	if len(r.strs) != 0 || len(r.b) != 0 {
+		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
 	}
-	for id, df := range p.df {
-		if df == 0 {
-			return nil, pos, fmt.Errorf("%w: term %q held by no row", errPartUnusable, p.names[id])
+	for id, c := range counts {
+		if len(p.lists[id]) != c {
+			return nil, pos, fmt.Errorf("%w: term %q has %d postings, not %d", errPartUnusable, p.names[id], len(p.lists[id]), c)
 		}
 	}
 	return p, pos, nil
-}
-
-// skipRows reads past the rows of an encoded part, checking that they are
-// there and that each row's term ids ascend below nterms, and returns
-// each term's postings, their sum and the rows.
-func skipRows(r *partDecoder, bodies bool, nterms int) (counts []int32, entries, ndocs int, err error) {
-	counts = make([]int32, nterms)
-	ndocs = r.count(4)
-	for range ndocs {
-		r.varint()
-		r.varint()
-		r.uvarint()
-		r.byte()
-		n := r.count(2)
-		id := uint64(0) // one past the last
-		for range n {
-			d := r.uvarint()
-			if d == 0 || d > uint64(nterms) || id+d > uint64(nterms) {
-				r.fail()
-				break
-			}
-			id += d
-			counts[id-1]++
-			r.freq()
-		}
-		entries += n
-		if bodies {
-			for range 4 {
-				r.uvarint()
-			}
-			r.byte()
-			if r.byte() == 1 {
-				for range r.count(1) {
-					r.uvarint()
-				}
-			}
-		}
-		if r.err != nil {
-			return nil, 0, 0, r.err
-		}
-	}
-	return counts, entries, ndocs, r.err
 }
 
 // storedKinds are the kinds whose partitions are stored: a blocks
