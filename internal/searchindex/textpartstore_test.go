@@ -231,3 +231,73 @@ func TestStoredPartitionForgetsDeletedText(t *testing.T) {
 		t.Fatalf("%d stored parts hold a deleted entry's words", n)
 	}
 }
+
+// TestStoredPartitionsPostgres: on PostgreSQL, a part saved while another
+// transaction was writing (its position holds that transaction as
+// running) is loaded by the next process and caught up with that
+// transaction's row once it commits, with inserts since, and with the
+// triggers dropping the parts of rows deleted or rewritten; every search
+// ranks bit for bit as a whole cache.
+func TestStoredPartitionsPostgres(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	whole := p.whole()
+	queries := []string{"crane", "harbour cargo", "tug"}
+	open := func() *searchindex.Index {
+		x := p.index(1<<30, true)
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		return x
+	}
+	check := func(x *searchindex.Index) {
+		t.Helper()
+		for a := range 4 {
+			for _, q := range queries {
+				if !p.same(whole, x, fmt.Sprint("agent-", a), q) {
+					t.Fatalf("%q for agent-%d ranked in SQL", q, a)
+				}
+			}
+		}
+	}
+	// A transaction writing agent-1's row stays open while the first
+	// process loads and saves.
+	long, err := p.b.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Rollback()
+	if _, err := long.ExecContext(ctx, `INSERT INTO archival (agent, content, created_at, valid_from) VALUES ('agent-1', 'a tug written in a long transaction', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	first := open()
+	// A write committed meanwhile moves the cache's position to one that
+	// holds the long transaction as running.
+	p.message("agent-2", "a crane while the tug waits")
+	check(first)
+	searchindex.WaitTextPartSaves(first)
+	if n := searchindex.TextPartsSaved(first); n != 8 {
+		t.Fatalf("%d partitions saved, want 8", n)
+	}
+	first.Close()
+	if err := long.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	p.insert("agent-0", "a tug joins the crane")
+	p.message("agent-3", "the tug left the harbour")
+	p.raw(`DELETE FROM archival WHERE id = (SELECT min(id) FROM archival WHERE agent = 'agent-2')`)
+	p.raw(`UPDATE archival SET content = content || ' tug' WHERE id = (SELECT max(id) FROM archival WHERE agent = 'agent-3')`)
+	var left int
+	if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 2 AND owner IN ('agent-2', 'agent-3')`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d parts of rewritten or deleted rows left (%v)", left, err)
+	}
+	second := open()
+	check(second)
+	if n := searchindex.TextPartsStored(second); n != 6 {
+		t.Fatalf("%d partitions loaded from stored parts, want 6 (8 less the two dropped)", n)
+	}
+	res, err := second.Search(ctx, "long transaction", search.Scope{Agent: "agent-1"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival))
+	if err != nil || len(res) != 1 {
+		t.Fatalf("the long transaction's row: %d results (%v), want 1", len(res), err)
+	}
+}
