@@ -175,8 +175,11 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	b = binary.AppendUvarint(b, uint64(len(strs)))
 	b = append(b, strs...)
 	b = append(b, rb...)
-	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	return encodeChecksum(b)
 }
+
+// encodeChecksum appends b's CRC-32 to b.
+func encodeChecksum(b []byte) []byte { return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b)) }
 
 // appendFreq appends a posting's frequency: a column-weighted count,
 // nearly always a multiple of a quarter (the weights are), written as the
@@ -189,12 +192,18 @@ func appendFreq(b []byte, f float32) []byte {
 	return binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
 }
 
-// freq reads what appendFreq wrote.
+// freq reads what appendFreq wrote: a positive, finite number (a NaN or
+// infinity would poison every score the term adds to).
 func (r *partDecoder) freq() float32 {
 	if q := r.uvarint(); q != 0 {
 		return float32(q) / 4
 	}
-	return math.Float32frombits(r.uint32())
+	f := math.Float32frombits(r.uint32())
+	if !(f > 0) || math.IsInf(float64(f), 0) {
+		r.fail()
+		return 1
+	}
+	return f
 }
 
 // partDecoder reads an encoded part: the structure from b, the strings

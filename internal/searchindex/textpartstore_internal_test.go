@@ -1,0 +1,207 @@
+package searchindex
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/engram-go/engram/search"
+)
+
+// canonRow is one live row of a part, its term ids replaced by terms.
+type canonRow struct {
+	created        int64
+	length         int32
+	superseded     bool
+	terms          map[string]float32
+	content, tags  string
+	meta, sess     string
+	sessOf         uint8
+	toks           []string
+	toksNil        bool
+	df             map[string]int32 // of the row's terms
+	owner          string
+	liveInPostings bool
+}
+
+// canonPart is what a part holds, whatever its slots and term ids.
+func canonPart(p *textPart) map[int64]canonRow {
+	out := map[int64]canonRow{}
+	posted := make([]map[string]float32, len(p.docs)) // each slot's postings, by term
+	for id, list := range p.lists {
+		for _, ps := range list {
+			if posted[ps.slot] == nil {
+				posted[ps.slot] = map[string]float32{}
+			}
+			posted[ps.slot][p.names[id]] = ps.freq
+		}
+	}
+	for slot, d := range p.docs {
+		if d.dead {
+			continue
+		}
+		r := canonRow{created: d.created, length: d.length, superseded: d.superseded, owner: d.owner,
+			terms: map[string]float32{}, df: map[string]int32{}}
+		for _, id := range p.terms[d.termsAt : d.termsAt+d.nTerms] {
+			if f, ok := posted[slot][p.names[id]]; ok {
+				r.terms[p.names[id]] = f
+				r.liveInPostings = true
+			}
+			r.df[p.names[id]] = p.df[id]
+		}
+		if p.bodies != nil {
+			b := p.bodies[slot]
+			r.content, r.tags, r.meta, r.sess, r.sessOf = b.content, b.tags, b.meta, b.sess, b.sessOf
+			r.toksNil = b.toks == nil
+			for _, tok := range b.toks {
+				r.toks = append(r.toks, p.names[tok])
+			}
+		}
+		out[d.id] = r
+	}
+	return out
+}
+
+// storedTestPart is a part with what a stored part must carry: rows
+// removed (dead slots, terms freed), a row added after (a free id reused),
+// non-ASCII content (no toks), conversations in metadata, a superseded
+// row and a frequency that is no multiple of a quarter.
+func storedTestPart() *textPart {
+	p := newTextPart(search.Archival, true)
+	sc := &textScratch{part: true, seen: map[string][]uint32{}}
+	for i := range 40 {
+		text := fmt.Sprintf("common w%d talk", i%9)
+		if i%5 == 0 {
+			text = fmt.Sprintf("Ünïcode café %d", i%3)
+		}
+		meta := fmt.Sprintf(`{"conversation": "c%d"}`, i%4)
+		p.addRow(textDoc{id: int64(i + 1), owner: "agent", created: int64(1000 + i), superseded: i == 7},
+			textBody{content: text, tags: `["t"]`, meta: meta},
+			[]sql.NullString{{String: text, Valid: true}, {String: "tag", Valid: true}, {String: "before words", Valid: true}, {}, {}}, nil, sc)
+	}
+	for _, id := range []int64{3, 9, 12, 27} {
+		p.remove(id)
+	}
+	p.add(textDoc{id: 99, owner: "agent", created: 5, length: 3}, textBody{content: "odd weights", meta: "{}"},
+		rowTerms{index: map[string]int32{"odd": 0, "weight": 1}, freqs: []float32{0.1, 1.5}})
+	return p
+}
+
+// TestStoredPartRoundTrip: a decoded part holds what the encoded one did,
+// row for row and term for term, charges what the same rows charge after
+// a regroup, and encodes to the same bytes again.
+func TestStoredPartRoundTrip(t *testing.T) {
+	p := storedTestPart()
+	pos := logPos{xmin: 5, xmax: 9, xip: []int64{6, 8}}
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(p, pos, fp)
+	q, got, err := decodePart(data, search.Archival, "agent", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.equal(pos) {
+		t.Fatalf("position %v, want %v", got, pos)
+	}
+	want, have := canonPart(p), canonPart(q)
+	if !reflect.DeepEqual(want, have) {
+		for id := range want {
+			if !reflect.DeepEqual(want[id], have[id]) {
+				t.Fatalf("row %d:\nwant %+v\ngot  %+v", id, want[id], have[id])
+			}
+		}
+		t.Fatalf("rows %v, want %v", slices.Sorted(maps.Keys(have)), slices.Sorted(maps.Keys(want)))
+	}
+	p.regroup()
+	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || len(q.post) != len(p.post) {
+		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d+%d, %d, %d, %d",
+			q.bytes, q.bodyBytes, q.live, q.tokens, len(q.post), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+	}
+	if again := encodePart(q, got, fp); !bytes.Equal(again, data) {
+		t.Fatal("the decoded part encodes to other bytes")
+	}
+	// A later row lands in the decoded part as in any other: its lists'
+	// windows of the slab are copied out, not written past.
+	q.add(textDoc{id: 500, owner: "agent"}, textBody{content: "common"}, rowTerms{index: map[string]int32{"common": 0}, freqs: []float32{1}})
+	if again, _, err := decodePart(encodePart(q, got, fp), search.Archival, "agent", fp, false); err != nil || len(canonPart(again)) != len(have)+1 {
+		t.Fatalf("after an add: %v", err)
+	}
+	if !reflect.DeepEqual(canonPart(p), have) {
+		t.Fatal("an add to the decoded part changed the source's rows")
+	}
+}
+
+// TestStoredPartRefused: a part of another format or analyzer, another
+// kind, or with any byte changed is refused, not decoded.
+func TestStoredPartRefused(t *testing.T) {
+	p := storedTestPart()
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(p, logPos{xmin: 1, xmax: 1}, fp)
+	if _, _, err := decodePart(data, search.Archival, "agent", fp+1, false); err == nil {
+		t.Fatal("a part of another fingerprint decoded")
+	}
+	if _, _, err := decodePart(data, search.Messages, "agent", partFingerprint(search.Messages, false, true), false); err == nil {
+		t.Fatal("an archival part decoded as messages")
+	}
+	if partFingerprint(search.Archival, true, true) == fp || partFingerprint(search.Messages, false, true) == fp {
+		t.Fatal("fingerprints do not tell jsonb keys or kinds apart")
+	}
+	for i := range data {
+		bad := slices.Clone(data)
+		bad[i] ^= 0x40
+		if _, _, err := decodePart(bad, search.Archival, "agent", fp, false); err == nil {
+			t.Fatalf("byte %d changed: the part still decoded", i)
+		}
+	}
+	for n := range len(data) {
+		if _, _, err := decodePart(data[:n], search.Archival, "agent", fp, false); err == nil {
+			t.Fatalf("cut to %d bytes: the part still decoded", n)
+		}
+	}
+}
+
+// FuzzDecodePart: no bytes make decodePart panic or return a part whose
+// structure is inconsistent; one it accepts encodes and decodes to the
+// same rows. The checksum is recomputed over the fuzzed body, so the
+// structure itself is what the fuzzer attacks.
+func FuzzDecodePart(f *testing.F) {
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(storedTestPart(), logPos{xmin: 3, xmax: 7, xip: []int64{4}}, fp)
+	f.Add(data[:len(data)-4])
+	f.Add(encodePart(newTextPart(search.Archival, true), logPos{xmin: 1, xmax: 1}, fp)[:len(partMagic)+9])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in := appendChecksum(body)
+		p, pos, err := decodePart(in, search.Archival, "agent", fp, false)
+		if err != nil {
+			return
+		}
+		terms := 0
+		for _, l := range p.lists {
+			terms += len(l)
+		}
+		if len(p.docs) != p.live || len(p.slots) != p.live || terms != len(p.terms) || len(p.bodies) != p.live {
+			t.Fatalf("inconsistent part: %d docs, %d live, %d slots, %d postings, %d term ids, %d bodies",
+				len(p.docs), p.live, len(p.slots), terms, len(p.terms), len(p.bodies))
+		}
+		q, _, err := decodePart(encodePart(p, pos, fp), search.Archival, "agent", fp, false)
+		if err != nil {
+			t.Fatalf("an accepted part re-encoded does not decode: %v", err)
+		}
+		if a, b := canonPart(p), canonPart(q); !reflect.DeepEqual(a, b) {
+			for id := range a {
+				if !reflect.DeepEqual(a[id], b[id]) {
+					t.Fatalf("an accepted part re-encoded holds other rows: row %d\nwas %+v\nnow %+v", id, a[id], b[id])
+				}
+			}
+			t.Fatal("an accepted part re-encoded holds other rows")
+		}
+	})
+}
+
+// appendChecksum is body with the CRC-32 encodePart ends a part with.
+func appendChecksum(body []byte) []byte {
+	return encodeChecksum(slices.Clone(body))
+}
