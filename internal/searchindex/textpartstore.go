@@ -179,7 +179,9 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 }
 
 // encodeChecksum appends b's CRC-32 to b.
-func encodeChecksum(b []byte) []byte { return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b)) }
+func encodeChecksum(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
 
 // appendFreq appends a posting's frequency: a column-weighted count,
 // nearly always a multiple of a quarter (the weights are), written as the
