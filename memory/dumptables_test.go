@@ -81,13 +81,14 @@ var tableContent = map[string]string{
 //
 // tablesLeftOut are the tables a dump does not carry, and why.
 var tablesLeftOut = map[string]string{
-	"block_updates":    "a block's update rows are folded into its document, which holds every change with its actor and time (compared through the re-exported dump)",
-	"block_snapshots":  "the stored form of the document (compared through the re-exported dump, byte for byte)",
-	"token_counts":     "a cache of token counts by content hash, recomputed on use",
-	"search_text_log":  "the full-text cache's change log: bookkeeping of the index",
-	"search_vec_log":   "the vector cache's change log: bookkeeping of the index",
-	"search_log_floor": "where the change logs were trimmed (PostgreSQL): bookkeeping of the index",
-	"search_reembed":   "Reembed's staging table, empty between runs",
+	"block_updates":     "a block's update rows are folded into its document, which holds every change with its actor and time (compared through the re-exported dump)",
+	"block_snapshots":   "the stored form of the document (compared through the re-exported dump, byte for byte)",
+	"token_counts":      "a cache of token counts by content hash, recomputed on use",
+	"search_text_log":   "the full-text cache's change log: bookkeeping of the index",
+	"search_vec_log":    "the vector cache's change log: bookkeeping of the index",
+	"search_log_floor":  "where the change logs were trimmed (PostgreSQL): bookkeeping of the index",
+	"search_text_parts": "the full-text cache's analysis of an owner's rows, saved for the next process: derived",
+	"search_reembed":    "Reembed's staging table, empty between runs",
 	"fts_blocks_dirty": "the queue of blocks whose full-text rows are stale: " +
 		"bookkeeping of the index", "fts_blocks_indexed": "what the full-text index holds for blocks: derived",
 	"vec_blocks_dirty":        "the queue of blocks whose vectors are stale: bookkeeping",
