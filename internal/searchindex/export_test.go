@@ -307,3 +307,11 @@ func SetTextPartsOff(x *Index) { x.text.saves.off = true }
 // SetTextPartSaveHook makes fn run in each partition save of x between
 // its encoding and its write.
 func SetTextPartSaveHook(x *Index, fn func()) { x.text.saves.beforeWrite = fn }
+
+// SetTextPartCheckHook makes fn run in each partition save of x inside its
+// transaction, after the check that the owner's rows did not change.
+func SetTextPartCheckHook(x *Index, fn func()) { x.text.saves.afterCheck = fn }
+
+// SetTextPartsReadOff makes x read partitions from their rows, never from
+// stored parts (it still saves them).
+func SetTextPartsReadOff(x *Index) { x.text.saves.readOff = true }

@@ -450,8 +450,9 @@ type partSaves struct {
 	// For tests: saved counts the saves written, stored the loads that
 	// used a stored part; off turns reading and saving them off.
 	saved, stored, skipped atomic.Int64
-	off                    bool
+	off, readOff           bool
 	beforeWrite            func() // runs in a save between its encoding and its write
+	afterCheck             func() // runs in a save's transaction after its check found no change
 }
 
 // fingerprint is kind t's partFingerprint in cache c.
@@ -477,7 +478,7 @@ func storedReplayMax(live int) int { return 64 + 2*live }
 // the log entries since its position; nil when there is none to use (the
 // rows are read instead). replayed is how many entries it replayed.
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (ld *partRead, replayed int, err error) {
-	if c.saves.off || !storedKind(t) {
+	if c.saves.off || c.saves.readOff || !storedKind(t) {
 		return nil, 0, nil
 	}
 	var data []byte
@@ -634,24 +635,55 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	}
 	k := kinds[t]
 	where, args := c.log.since(pos)
-	return c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
-		var changed int
-		err := ex.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_text_log l WHERE `+where+` AND l.kind = ? AND NOT EXISTS (SELECT 1 FROM `+
-			k.base+` b WHERE b.id = l.id AND b.`+k.owner+` <> ?) LIMIT 1) x`, append(args, int(t), owner)...).Scan(&changed)
-		if err != nil {
-			return fmt.Errorf("read log of %s: %w", k.name, err)
-		}
-		if changed > 0 {
-			c.saves.skipped.Add(1)
+	// The part replaces a row that exists, committed, before the check:
+	// a delete of one of the owner's rows committed after the check then
+	// either took that row first (the UPDATE finds none) or waits for
+	// this transaction and takes the part with it. An INSERT would not
+	// be seen by such a delete (on PostgreSQL's read committed) and would
+	// leave the deleted row's words stored. A missing row is first made
+	// empty (a part no process decodes) in a transaction of its own.
+	update := func() (updated bool, err error) {
+		err = c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
+			var changed int
+			err := ex.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_text_log l WHERE `+where+` AND l.kind = ? AND NOT EXISTS (SELECT 1 FROM `+
+				k.base+` b WHERE b.id = l.id AND b.`+k.owner+` <> ?) LIMIT 1) x`, append(args, int(t), owner)...).Scan(&changed)
+			if err != nil {
+				return fmt.Errorf("read log of %s: %w", k.name, err)
+			}
+			if changed > 0 {
+				c.saves.skipped.Add(1)
+				updated = true // nothing to write
+				return nil
+			}
+			if c.saves.afterCheck != nil {
+				c.saves.afterCheck()
+			}
+			res, err := ex.ExecContext(ctx, `UPDATE search_text_parts SET data = ? WHERE kind = ? AND owner = ?`, data, int(t), owner)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			updated = true
+			c.saves.saved.Add(1)
 			return nil
-		}
-		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?)
-			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data`, int(t), owner, data); err != nil {
-			return err
-		}
-		c.saves.saved.Add(1)
-		return nil
+		})
+		return updated, err
+	}
+	if updated, err := update(); updated || err != nil {
+		return err
+	}
+	err := c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
+		_, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?) ON CONFLICT (kind, owner) DO NOTHING`,
+			int(t), owner, []byte{})
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	_, err = update()
+	return err
 }
 
 // closeSaves stops new saves and waits for those running.

@@ -301,3 +301,52 @@ func TestStoredPartitionsPostgres(t *testing.T) {
 		t.Fatalf("the long transaction's row: %d results (%v), want 1", len(res), err)
 	}
 }
+
+// TestStoredPartitionDeleteRacesSavePostgres: a delete of one of the
+// owner's rows that commits inside a save's transaction, after its check
+// found no change, does not leave the deleted row's words stored, whether
+// the owner had a part before or not.
+func TestStoredPartitionDeleteRacesSavePostgres(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprint("stored before: ", before), func(t *testing.T) {
+			owner := fmt.Sprint("racer-", before)
+			for i := range 5 {
+				p.insert(owner, fmt.Sprint("harbour crane ", i))
+			}
+			secret := p.insert(owner, "the vault code is zanzibarquux")
+			if before { // a part saved earlier, holding the secret too
+				x := p.index(1<<30, true)
+				if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+					t.Fatal(err)
+				}
+				p.same(p.whole(), x, owner, "crane")
+				x.Close()
+			}
+			x := p.index(1<<30, true)
+			if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+				t.Fatal(err)
+			}
+			searchindex.SetTextPartsReadOff(x) // this process reads the rows, and saves
+			once := false
+			searchindex.SetTextPartCheckHook(x, func() {
+				if !once {
+					once = true
+					p.raw(`DELETE FROM archival WHERE id = $1`, secret)
+				}
+			})
+			if _, err := x.Search(ctx, "crane", search.Scope{Agent: owner}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(x)
+			if !once {
+				t.Fatal("no save reached its check")
+			}
+			var n int
+			if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE position('zanzibarquux' in encode(data, 'escape')) > 0`).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("%d stored parts hold the deleted entry's words (%v)", n, err)
+			}
+		})
+	}
+}
