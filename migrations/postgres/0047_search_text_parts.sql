@@ -16,13 +16,13 @@ CREATE TABLE search_text_parts (
     PRIMARY KEY (kind, owner)
 );
 
-CREATE FUNCTION engram_text_parts_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION engram_text_parts_gone() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
     DELETE FROM search_text_parts p USING (SELECT DISTINCT agent FROM old_rows) o
         WHERE p.kind = TG_ARGV[0]::integer AND p.owner = o.agent;
     RETURN NULL;
 END $$;
-CREATE FUNCTION engram_text_parts_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION engram_text_parts_changed() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
     DELETE FROM search_text_parts WHERE kind = TG_ARGV[0]::integer AND owner IN (OLD.agent, NEW.agent);
     RETURN NULL;
