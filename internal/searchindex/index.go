@@ -1075,6 +1075,7 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 			x.text.saves.write = func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error {
 				return x.withWriteLock(ctx, nil, fn)
 			}
+			x.text.saves.prepPositions = x.d.Name() == "sqlite"
 		default:
 			x.text.saves.off = true
 		}

@@ -1464,8 +1464,14 @@ func (c *textCache) replayPart(ctx context.Context, db *sql.DB, t search.Content
 // loggedSince returns the ids of kind t's rows logged since at (entries
 // at does not hold), up to now.
 func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t search.ContentType, at logPos) (map[int64]bool, error) {
-	// Not a prepared statement: PostgreSQL's generic plan for a position
-	// that is a parameter may read the whole log (see changedSince).
+	// Not a prepared statement on PostgreSQL: its generic plan for a
+	// position that is a parameter may read the whole log (see
+	// changedSince). SQLite plans each run, and parsing cost more.
+	if c.saves.prepPositions {
+		if st := c.prepare(ctx, c.loggedQuery(at)); st != nil {
+			return c.logged(ctx, stmtQueryer{st}, t, at)
+		}
+	}
 	return c.logged(ctx, db, t, at)
 }
 

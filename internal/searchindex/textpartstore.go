@@ -449,6 +449,9 @@ type partSaves struct {
 	fps    map[search.ContentType]uint64
 	// For tests: saved counts the saves written, stored the loads that
 	// used a stored part; off turns reading and saving them off.
+	// prepPositions: statements naming a log position may be prepared
+	// (the dialect plans a prepared statement at each run: SQLite).
+	prepPositions          bool
 	saved, stored, skipped atomic.Int64
 	off, readOff           bool
 	beforeWrite            func() // runs in a save between its encoding and its write
@@ -522,6 +525,18 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 // log was trimmed past it) remove their rows from it, and those now of
 // owner are read again.
 func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead) (n int, ok bool, err error) {
+	k := kinds[t]
+	where, args := c.log.since(ld.pos)
+	q := `SELECT l.id, b.` + k.owner + ` FROM (SELECT DISTINCT id FROM search_text_log WHERE ` + where +
+		` AND kind = ? LIMIT ?) l LEFT JOIN ` + k.base + ` b ON b.id = l.id`
+	// Prepared where the engine plans each run anew (parsing it was a
+	// tenth of a load on SQLite); PostgreSQL's generic plan for a
+	// position that is a parameter may read the whole log (see
+	// changedSince).
+	var st *sql.Stmt
+	if c.saves.prepPositions {
+		st = c.prepare(ctx, q)
+	}
 	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
 	if err != nil {
 		return 0, false, err
@@ -530,11 +545,10 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 	if ld.pos.trimmed(floor) {
 		return 0, false, nil
 	}
-	k := kinds[t]
-	where, args := c.log.since(ld.pos)
 	most := storedReplayMax(ld.p.live)
-	rows, err := tx.QueryContext(ctx, `SELECT l.id, b.`+k.owner+` FROM (SELECT DISTINCT id FROM search_text_log WHERE `+where+
-		` AND kind = ? LIMIT ?) l LEFT JOIN `+k.base+` b ON b.id = l.id`, append(args, int(t), most+1)...)
+	src, done := inTx(ctx, tx, st)
+	defer done()
+	rows, err := src.QueryContext(ctx, q, append(args, int(t), most+1)...)
 	if err != nil {
 		return 0, false, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 	}
