@@ -308,9 +308,6 @@ func SetTextPartsOff(x *Index) { x.text.saves.off = true }
 // its encoding and its write.
 func SetTextPartSaveHook(x *Index, fn func()) { x.text.saves.beforeWrite = fn }
 
-// SetTextPartCheckHook makes fn run in each partition save of x inside its
-// transaction, after the check that the owner's rows did not change.
-func SetTextPartCheckHook(x *Index, fn func()) { x.text.saves.afterCheck = fn }
 
 // SetTextPartsReadOff makes x read partitions from their rows, never from
 // stored parts (it still saves them).

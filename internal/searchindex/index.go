@@ -1068,14 +1068,18 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		x.text.prep = x.stmt
 		x.text.log.prep = x.stmt
 		// Stored partitions where the schema has their table (a database
-		// migrated by this version's backends does).
+		// migrated by this version's backends does) and writers take turns
+		// (SQLite): a save's check that the owner's rows did not change
+		// then sees every write but its own. On PostgreSQL a writer in
+		// flight during the save (its delete's trigger run, its commit
+		// not yet) would leave a deleted row's words stored.
 		var one int
 		switch err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one); {
-		case err == nil, errors.Is(err, sql.ErrNoRows):
+		case (err == nil || errors.Is(err, sql.ErrNoRows)) && x.d.Name() == "sqlite":
 			x.text.saves.write = func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error {
 				return x.withWriteLock(ctx, nil, fn)
 			}
-			x.text.saves.prepPositions = x.d.Name() == "sqlite"
+			x.text.saves.prepPositions = true
 		default:
 			x.text.saves.off = true
 		}

@@ -455,7 +455,6 @@ type partSaves struct {
 	saved, stored, skipped atomic.Int64
 	off, readOff           bool
 	beforeWrite            func() // runs in a save between its encoding and its write
-	afterCheck             func() // runs in a save's transaction after its check found no change
 }
 
 // fingerprint is kind t's partFingerprint in cache c.
@@ -637,8 +636,15 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	c.mu.RLock()
 	p, pos := c.owned[t][owner], c.pos
 	var data []byte
-	if c.partial && p != nil && pos.valid() {
+	var held map[int64]bool
+	// An owner without rows (any name a search scope gives) has nothing
+	// worth a write, nor a row whose change would ever drop it.
+	if c.partial && p != nil && p.live > 0 && pos.valid() {
 		data = encodePart(p, pos, c.fingerprint(t))
+		held = make(map[int64]bool, len(p.slots))
+		for id := range p.slots {
+			held[id] = true
+		}
 	}
 	c.mu.RUnlock()
 	if data == nil {
@@ -649,55 +655,56 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	}
 	k := kinds[t]
 	where, args := c.log.since(pos)
-	// The part replaces a row that exists, committed, before the check:
-	// a delete of one of the owner's rows committed after the check then
-	// either took that row first (the UPDATE finds none) or waits for
-	// this transaction and takes the part with it. An INSERT would not
-	// be seen by such a delete (on PostgreSQL's read committed) and would
-	// leave the deleted row's words stored. A missing row is first made
-	// empty (a part no process decodes) in a transaction of its own.
-	update := func() (updated bool, err error) {
-		err = c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
-			var changed int
-			err := ex.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_text_log l WHERE `+where+` AND l.kind = ? AND NOT EXISTS (SELECT 1 FROM `+
-				k.base+` b WHERE b.id = l.id AND b.`+k.owner+` <> ?) LIMIT 1) x`, append(args, int(t), owner)...).Scan(&changed)
-			if err != nil {
-				return fmt.Errorf("read log of %s: %w", k.name, err)
-			}
-			if changed > 0 {
-				c.saves.skipped.Add(1)
-				updated = true // nothing to write
-				return nil
-			}
-			if c.saves.afterCheck != nil {
-				c.saves.afterCheck()
-			}
-			res, err := ex.ExecContext(ctx, `UPDATE search_text_parts SET data = ? WHERE kind = ? AND owner = ?`, data, int(t), owner)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return err
-			}
-			updated = true
-			c.saves.saved.Add(1)
+	// One transaction holding the store's write lock (saves run only
+	// where writers take turns): the check sees every write committed
+	// before it, and a delete after the commit takes the part with it.
+	return c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
+		changed, err := ownerChanged(ctx, ex, k, where, args, owner, held)
+		if err != nil {
+			return fmt.Errorf("read log of %s: %w", k.name, err)
+		}
+		if changed {
+			c.saves.skipped.Add(1)
 			return nil
-		})
-		return updated, err
-	}
-	if updated, err := update(); updated || err != nil {
-		return err
-	}
-	err := c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
-		_, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?) ON CONFLICT (kind, owner) DO NOTHING`,
-			int(t), owner, []byte{})
-		return err
+		}
+		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?)
+			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data`, int(t), owner, data); err != nil {
+			return err
+		}
+		c.saves.saved.Add(1)
+		return nil
 	})
+}
+
+// partSaveCheckMax is how many log entries since a part's position a
+// save reads to tell whether its owner's rows changed; past it, they
+// are taken to have.
+const partSaveCheckMax = 4096
+
+// ownerChanged reports whether a row of kind k that the part held
+// (held) or that is owner's now, or one that is gone, was logged since
+// the part's position (where, args): the part would hold words its rows
+// no longer do. A row held that moved to another owner counts: that
+// owner's triggers drop that owner's part only.
+func ownerChanged(ctx context.Context, ex driver.Execer, k *kind, where string, args []any, owner string, held map[int64]bool) (bool, error) {
+	rows, err := ex.QueryContext(ctx, `SELECT l.id, b.`+k.owner+` FROM (SELECT DISTINCT id FROM search_text_log WHERE `+where+
+		` AND kind = ? LIMIT ?) l LEFT JOIN `+k.base+` b ON b.id = l.id`, append(args, int(k.t), partSaveCheckMax+1)...)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = update()
-	return err
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var o sql.NullString
+		if err := rows.Scan(&id, &o); err != nil {
+			return false, err
+		}
+		if n++; n > partSaveCheckMax || !o.Valid || o.String == owner || held[id] {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
 }
 
 // closeSaves stops new saves and waits for those running.
