@@ -308,7 +308,6 @@ func SetTextPartsOff(x *Index) { x.text.saves.off = true }
 // its encoding and its write.
 func SetTextPartSaveHook(x *Index, fn func()) { x.text.saves.beforeWrite = fn }
 
-
 // SetTextPartsReadOff makes x read partitions from their rows, never from
 // stored parts (it still saves them).
 func SetTextPartsReadOff(x *Index) { x.text.saves.readOff = true }
