@@ -1080,6 +1080,9 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 				return x.withWriteLock(ctx, nil, fn)
 			}
 			x.text.saves.prepPositions = true
+			if err := x.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&x.text.saves.schema); err != nil {
+				x.text.saves.off = true
+			}
 		default:
 			x.text.saves.off = true
 		}

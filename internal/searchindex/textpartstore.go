@@ -447,14 +447,23 @@ type partSaves struct {
 	// fps are the kinds' fingerprints, computed on first use.
 	fpOnce sync.Once
 	fps    map[search.ContentType]uint64
-	// For tests: saved counts the saves written, stored the loads that
-	// used a stored part; off turns reading and saving them off.
 	// prepPositions: statements naming a log position may be prepared
 	// (the dialect plans a prepared statement at each run: SQLite).
-	prepPositions          bool
+	prepPositions bool
+	// schema is the database's schema version (SQLite's user_version):
+	// a migration may change what a row is indexed with (its neighbours,
+	// its date words), so a part saved under another is not used.
+	schema int64
+	// off turns reading and saving parts off (no table, or an engine
+	// whose writers run side by side).
+	off bool
+	// For tests: saved counts the saves written, stored the loads that
+	// used a stored part, skipped the saves not written; readOff turns
+	// reading parts off; beforeWrite runs in a save between its encoding
+	// and its write.
 	saved, stored, skipped atomic.Int64
-	off, readOff           bool
-	beforeWrite            func() // runs in a save between its encoding and its write
+	readOff                bool
+	beforeWrite            func()
 }
 
 // fingerprint is kind t's partFingerprint in cache c.
@@ -462,7 +471,7 @@ func (c *textCache) fingerprint(t search.ContentType) uint64 {
 	c.saves.fpOnce.Do(func() {
 		c.saves.fps = map[search.ContentType]uint64{}
 		for _, k := range []search.ContentType{search.Archival, search.Messages} {
-			c.saves.fps[k] = partFingerprint(k, c.jsonbKeys, textBodies[k])
+			c.saves.fps[k] = partFingerprint(k, c.jsonbKeys, textBodies[k]) ^ uint64(c.saves.schema)*0x9e3779b97f4a7c15
 		}
 	})
 	return c.saves.fps[t]
@@ -591,6 +600,12 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 	return len(ids), true, nil
 }
 
+// partSaveRowsMax bounds the rows of a partition saved: it is encoded
+// under the cache's read lock (a catch-up, and the searches behind it,
+// wait for it: about 3 µs a row) and written under the store's write
+// lock; an owner of more rows reads them at each first search.
+const partSaveRowsMax = 5000
+
 // partSaveWait bounds a partition save, its wait for the write lock
 // included.
 const partSaveWait = 5 * time.Second
@@ -639,7 +654,7 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	var held map[int64]bool
 	// An owner without rows (any name a search scope gives) has nothing
 	// worth a write, nor a row whose change would ever drop it.
-	if c.partial && p != nil && p.live > 0 && pos.valid() {
+	if c.partial && p != nil && p.live > 0 && p.live <= partSaveRowsMax && pos.valid() {
 		data = encodePart(p, pos, c.fingerprint(t))
 		held = make(map[int64]bool, len(p.slots))
 		for id := range p.slots {

@@ -341,3 +341,41 @@ func TestStoredPartitionNotForOwnersWithoutRows(t *testing.T) {
 		t.Fatalf("50 searches of agents without rows: %d stored parts, %d saves (%v)", n, searchindex.TextPartsSaved(x), err)
 	}
 }
+
+// TestStoredPartitionOfAnotherSchema: a part saved under one schema
+// version is not used under another (a migration may change what a row
+// is indexed with): the rows are read, and the part saved again.
+func TestStoredPartitionOfAnotherSchema(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	for i := range 20 {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("ordinary entry %d", i)})
+	}
+	find := func(x *searchindex.Index) {
+		if _, err := x.Search(ctx, "ordinary", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+			t.Fatal(err)
+		}
+		searchindex.WaitTextPartSaves(x)
+	}
+	first := partialIndex(t, db)
+	find(first)
+	first.Close()
+	var v int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+		t.Fatal(err)
+	}
+	defer db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v))
+	later := partialIndex(t, db)
+	find(later)
+	if searchindex.TextPartsStored(later) != 0 || searchindex.TextPartsSaved(later) != 1 {
+		t.Fatalf("under another schema version: %d parts used, %d saved; want 0 and 1", searchindex.TextPartsStored(later), searchindex.TextPartsSaved(later))
+	}
+	again := partialIndex(t, db)
+	find(again)
+	if searchindex.TextPartsStored(again) != 1 {
+		t.Fatal("the part saved under the new version was not used")
+	}
+}
