@@ -238,15 +238,10 @@ func (r *partDecoder) uvarint() uint64 {
 	return v
 }
 
+// varint reads a zig-zag varint (binary.AppendVarint's).
 func (r *partDecoder) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		r.b = nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (r *partDecoder) byte() byte {
@@ -535,8 +530,7 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead) (n int, ok bool, err error) {
 	k := kinds[t]
 	where, args := c.log.since(ld.pos)
-	q := `SELECT l.id, b.` + k.owner + ` FROM (SELECT DISTINCT id FROM search_text_log WHERE ` + where +
-		` AND kind = ? LIMIT ?) l LEFT JOIN ` + k.base + ` b ON b.id = l.id`
+	q := loggedOwnersQuery(k, where)
 	// Prepared where the engine plans each run anew (parsing it was a
 	// tenth of a load on SQLite); PostgreSQL's generic plan for a
 	// position that is a parameter may read the whole log (see
@@ -691,6 +685,14 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	})
 }
 
+// loggedOwnersQuery reads the rows of kind k logged where where says (a
+// log position's since), at most as many as its last argument, each
+// with its owner now (NULL: the row is gone).
+func loggedOwnersQuery(k *kind, where string) string {
+	return `SELECT l.id, b.` + k.owner + ` FROM (SELECT DISTINCT id FROM search_text_log WHERE ` + where +
+		` AND kind = ? LIMIT ?) l LEFT JOIN ` + k.base + ` b ON b.id = l.id`
+}
+
 // partSaveCheckMax is how many log entries since a part's position a
 // save reads to tell whether its owner's rows changed; past it, they
 // are taken to have.
@@ -702,8 +704,7 @@ const partSaveCheckMax = 4096
 // no longer do. A row held that moved to another owner counts: that
 // owner's triggers drop that owner's part only.
 func ownerChanged(ctx context.Context, ex driver.Execer, k *kind, where string, args []any, owner string, held map[int64]bool) (bool, error) {
-	rows, err := ex.QueryContext(ctx, `SELECT l.id, b.`+k.owner+` FROM (SELECT DISTINCT id FROM search_text_log WHERE `+where+
-		` AND kind = ? LIMIT ?) l LEFT JOIN `+k.base+` b ON b.id = l.id`, append(args, int(k.t), partSaveCheckMax+1)...)
+	rows, err := ex.QueryContext(ctx, loggedOwnersQuery(k, where), append(args, int(k.t), partSaveCheckMax+1)...)
 	if err != nil {
 		return false, err
 	}
