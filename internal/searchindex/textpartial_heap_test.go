@@ -68,6 +68,7 @@ func TestTextCachePartialBudgetEstimate(t *testing.T) {
 	if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
 		t.Fatal(err)
 	}
+	searchindex.WaitTextPartSaves(x)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -77,6 +78,9 @@ func TestTextCachePartialBudgetEstimate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The partitions' saves (each holds its encoded part until written)
+	// are not what the cache holds.
+	searchindex.WaitTextPartSaves(x)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
