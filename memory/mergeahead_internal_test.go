@@ -257,14 +257,7 @@ func TestCompactionSavedAhead(t *testing.T) {
 func openTwoStores(t *testing.T) (a, b *Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "two.db")
-	for _, s := range []**Store{&a, &b} {
-		var err error
-		if *s, err = Open(context.Background(), path, nil); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*s).Close() })
-	}
-	return a, b
+	return openPeer(t, path), openPeer(t, path)
 }
 
 // TestRefusalAheadMeetsAShareChange: a merge refused ahead of the lock for

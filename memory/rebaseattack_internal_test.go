@@ -247,11 +247,7 @@ func TestRebaseWithWriteBackEditsDuringTheBuild(t *testing.T) {
 	if got := docText(t, s); got != last {
 		t.Fatalf("doc %q, want %q", got, last)
 	}
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	if got, err := s2.Agent("ann").Block("notes").Render(ctx); err != nil || got != last {
 		t.Fatalf("other process: %q (%v), want %q", got, err, last)
 	}
@@ -399,11 +395,7 @@ func TestRebaseOfAnEvictedEntry(t *testing.T) {
 			if err := a.Block("notes").Append(ctx, "\nmore"); err != nil {
 				t.Fatal(err)
 			}
-			s2, err := Open(ctx, path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s2.Close()
+			s2 := openPeer(t, path)
 			if got := docText(t, s2); got != want+"\nmore" {
 				t.Fatalf("other process reads %q, want %q", got, want+"\nmore")
 			}
@@ -449,11 +441,7 @@ func TestRebaseWithAMergeDuringTheBuild(t *testing.T) {
 		}
 		t.Fatalf("%d merges attributed to ann in the archived epoch", merges)
 	}
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	if got := docText(t, s2); got != want {
 		t.Fatalf("other process reads %q, want %q", got, want)
 	}

@@ -27,6 +27,18 @@ func rebasingStore(t *testing.T, path string) *Store {
 	return s
 }
 
+// openPeer opens another Store on the file at path (another process's,
+// as far as the block cache goes), closed when the test ends.
+func openPeer(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // notesText is the block's text after rewrite i: each rewrite changes a
 // whole line, so the history soon outweighs the text.
 func notesText(i int) string {
@@ -170,11 +182,7 @@ func TestRebaseCatchesUpWithWrites(t *testing.T) {
 	}
 	// Another process loads the new epoch (a saved document followed by
 	// the catch-up change) to the same text, and writes on it.
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	if got := docText(t, s2); got != want {
 		t.Fatalf("a cold load reads %q, want %q", got, want)
 	}
@@ -237,11 +245,7 @@ func TestRebaseLeavesABlockAnotherProcessWrote(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	s := rebasingStore(t, path)
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	n := rewriteUntilRebase(t, s, func() {
 		if err := s2.Agent("ann").Block("notes").Append(ctx, "\nfrom s2"); err != nil {
 			t.Error(err)
@@ -289,11 +293,7 @@ func TestCloseDuringRebase(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close still waiting 10 s after the build was let go")
 	}
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	if got, err := s2.Agent("ann").Block("notes").Render(ctx); err != nil || got != notesText(n) {
 		t.Fatalf("reopened: %q (%v), want %q", got, err, notesText(n))
 	}

@@ -82,11 +82,7 @@ func TestCloseWhileHoldingTheBlocksLock(t *testing.T) {
 			} else {
 				t.Fatal("the block's lock is still held after the helper was let go")
 			}
-			s2, err := Open(ctx, path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s2.Close()
+			s2 := openPeer(t, path)
 			if _, err := s2.Agent("ann").Block("notes").Render(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -62,11 +62,7 @@ func TestFailedSwitchKeepsWriteBackEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := last + strings.Join(during, "")
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	if got := docText(t, s2); got != want {
 		t.Fatalf("reopened after %d failed switches: %q, want %q", builds, got, want)
 	}

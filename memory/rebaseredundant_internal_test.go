@@ -16,11 +16,7 @@ func TestRebaseBehindAnEpochAlreadyStarted(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	s := rebasingStore(t, path)
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openPeer(t, path)
 	// Rewrite until a write finds the block due: its rebase waits for
 	// the block's lock, which the test holds.
 	var e *entry
