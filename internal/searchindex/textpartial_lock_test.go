@@ -118,7 +118,14 @@ func await(t *testing.T, ch chan searchResult, what string) searchResult {
 
 func sameAsSQL(t *testing.T, ctx context.Context, sqlx *searchindex.Index, q, agent string, got []search.Result) {
 	t.Helper()
-	want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, archivalFTS())
+	sameAsSQLWith(t, ctx, sqlx, q, agent, archivalFTS(), got)
+}
+
+// sameAsSQLWith requires got, agent's results for q with opts, to rank as
+// sqlx (ranking in SQL) does.
+func sameAsSQLWith(t *testing.T, ctx context.Context, sqlx *searchindex.Index, q, agent string, opts *search.Options, got []search.Result) {
+	t.Helper()
+	want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,20 +68,11 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 		t.Helper()
 		for _, q := range append(queries[:3:3], "talk turn") {
 			for _, o := range shapes {
-				want, err := sqlx.Search(ctx, q, search.Scope{Agent: agent}, o.Mode(search.FTS))
-				if err != nil {
-					t.Fatal(err)
-				}
 				got, err := x.Search(ctx, q, search.Scope{Agent: agent}, o.Mode(search.FTS))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(want) != len(got) {
-					t.Fatalf("%s %q: SQL %d results, cache %d", agent, q, len(want), len(got))
-				}
-				if err := sameRanking(want, got); err != nil {
-					t.Fatalf("%s %q: %v\nSQL   %v\ncache %v", agent, q, err, keys(want), keys(got))
-				}
+				sameAsSQLWith(t, ctx, sqlx, q, agent, o.Mode(search.FTS), got)
 			}
 		}
 	}
