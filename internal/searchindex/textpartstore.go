@@ -424,7 +424,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	return p, pos, nil
 }
 
-// storedKinds are the kinds whose partitions are stored: a blocks
+// storedKind reports whether partitions of kind t are stored: a blocks
 // partition is a few rows, and a block's rendered text changes without a
 // log entry until it is indexed again.
 func storedKind(t search.ContentType) bool { return t == search.Archival || t == search.Messages }
