@@ -150,8 +150,12 @@ func (c *Store) appendMessages(ctx context.Context, agent string, msgs []Message
 // SQLite parsing the insert codes its triggers' programs: about 40% of an
 // append when parsed per call).
 const (
-	// batchHighQuery reads a batch's highest seq (0 when it has none).
-	batchHighQuery = `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE agent = ? AND batch_id = ?`
+	// batchHighQuery reads a batch's highest seq (0 when it has none): the
+	// last entry of the (agent, batch_id, seq) index. Asked as MAX(seq),
+	// PostgreSQL chose between that entry and the whole batch by its guess
+	// of the batch's size, and a batch it took for a row or two (a table
+	// never analyzed, or a batch among many) was read whole on each append.
+	batchHighQuery = `SELECT COALESCE((SELECT seq FROM messages WHERE agent = ? AND batch_id = ? ORDER BY seq DESC LIMIT 1), 0)`
 	// batchStateQuery reads a batch's state and its highest seq at once.
 	batchStateQuery    = `SELECT complete, (` + batchHighQuery + `) FROM batches WHERE agent = ? AND batch_id = ?`
 	batchInsertQuery   = `INSERT INTO batches (agent, batch_id, created_at) VALUES (?, ?, ?)`

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 )
 
@@ -23,17 +22,7 @@ import (
 func TestWritesAreNotPlannedEachTime(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := migratedDSN(t)
-	var preload string
-	if err := db.QueryRowContext(ctx, `SELECT current_setting('shared_preload_libraries')`).Scan(&preload); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(preload, "pg_stat_statements") {
-		testenv.Missing(t, "a server that preloads pg_stat_statements (the test cluster does when its lib directory holds it)")
-	}
-	var dbname string
-	if err := db.QueryRowContext(ctx, `SELECT current_database()`).Scan(&dbname); err != nil {
-		t.Fatal(err)
-	}
+	dbname := trackStatements(t, db)
 	folded := map[string]bool{}
 	bodies, err := db.QueryContext(ctx, `SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = current_schema() AND p.proname LIKE 'engram%' AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql')`)
@@ -51,15 +40,6 @@ func TestWritesAreNotPlannedEachTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	bodies.Close()
-	for _, q := range []string{
-		`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`,
-		`ALTER DATABASE "` + dbname + `" SET pg_stat_statements.track = 'all'`,
-		`ALTER DATABASE "` + dbname + `" SET pg_stat_statements.track_planning = on`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	// A statement is held to its plans per run in each phase: pg_stat_statements
 	// is reset between them, and each phase opens a store of its own (new
 	// sessions, new plan caches).
