@@ -203,6 +203,9 @@ func (b *Backend) TxStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stm
 	return tx.StmtContext(ctx, st)
 }
 
+// readerConns is the size of the reader pool.
+const readerConns = 4
+
 // Open opens (creating if needed) the SQLite database at path, sets WAL
 // mode and applies migrations.SQLite (see Migrate).
 func Open(ctx context.Context, path string, opts *Options) (*Backend, error) {
@@ -246,7 +249,10 @@ func open(ctx context.Context, path string, opts *Options, background bool) (*Ba
 			b.wdb.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
-		b.rdb.SetMaxOpenConns(4)
+		// Every reader connection is kept: a new one opens the file with
+		// its pragmas and prepares again the statements used on it.
+		b.rdb.SetMaxOpenConns(readerConns)
+		b.rdb.SetMaxIdleConns(readerConns)
 		if background {
 			b.ckpt = newCheckpointer(b.rdb, b.wdb, FileName(path))
 		}
