@@ -310,7 +310,10 @@ func (c *Store) consolidate(ctx context.Context, agent string, opts *Consolidate
 	// round has examined yet.
 	from := o.After
 	if o.Resume {
-		if err := c.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(archival_id), 0) FROM archival_minhash WHERE agent = ?`, agent).Scan(&from); err != nil {
+		// The index's last entry, asked for as such: PostgreSQL plans
+		// MAX by its guess of the agent's rows, and read them all for an
+		// agent it took for one.
+		if err := c.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT archival_id FROM archival_minhash WHERE agent = ? ORDER BY archival_id DESC LIMIT 1), 0)`, agent).Scan(&from); err != nil {
 			return rep, fmt.Errorf("memory: consolidate %q: read the last examined entry: %w", agent, err)
 		}
 	}
