@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -195,6 +196,9 @@ func (c *Store) appendMessageTx(ctx context.Context, tx *sql.Tx, m *Message, cal
 				return fmt.Errorf("memory: append message for %q: %w", agent, err)
 			}
 			known = true
+		}
+		if seq == math.MaxInt {
+			return invalidArg("batch %q of agent %q has a message at seq %d: no seq after it", m.BatchID, agent, seq)
 		}
 		m.Seq = seq + 1
 	}

@@ -1001,7 +1001,9 @@ func testMessagesInContext(t *testing.T, open Opener) {
 // the largest included, and its context is still its neighbours': the
 // index's seq - 1 and seq + 1 must not overflow (on PostgreSQL, BIGINT
 // arithmetic that overflows is an error, and once failed every append at
-// the end of the range and every load of the text cache).
+// the end of the range and every load of the text cache). A batch at
+// the largest has no next seq: an append asking for one is refused, not
+// given the smallest int.
 func testMessageSeqExtremes(t *testing.T, open Opener) {
 	s := open(t, nil)
 	defer s.Close()
@@ -1010,6 +1012,20 @@ func testMessageSeqExtremes(t *testing.T, open Opener) {
 		{Role: memory.RoleAssistant, BatchID: "edge", Seq: math.MaxInt64, Content: "the final word"},
 	})
 	must(t, err)
+	for _, many := range []bool{false, true} {
+		next := memory.Message{Role: memory.RoleUser, BatchID: "edge", Content: "one word past the end"}
+		if many {
+			_, err = s.Agent("a").Messages().AppendMany(ctx, []memory.Message{{Role: memory.RoleUser, BatchID: "fine", Content: "a first line"}, next})
+		} else {
+			_, err = s.Agent("a").Messages().Append(ctx, next)
+		}
+		wantErr(t, err, memory.ErrInvalidArgument, "an append after seq MaxInt64")
+	}
+	all, err := s.Agent("a").Messages().List(ctx, nil)
+	must(t, err)
+	if len(all) != 2 {
+		t.Fatalf("%d messages after the refused appends, want the 2 written", len(all))
+	}
 	for _, tc := range []struct {
 		query string
 		want  []int64
