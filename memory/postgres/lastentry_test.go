@@ -50,13 +50,7 @@ func TestMessageAppendReadsOneEntryOfItsBatch(t *testing.T) {
 		}
 	}
 	st.Close()
-	var query string
-	var calls, blocks int64
-	err = db.QueryRowContext(ctx, `SELECT s.query, s.calls, s.shared_blks_hit + s.shared_blks_read FROM pg_stat_statements s
-		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 AND s.toplevel AND s.query LIKE '%FROM batches WHERE agent%'`, dbname).Scan(&query, &calls, &blocks)
-	if err != nil {
-		t.Fatalf("the append's read of its batch: %v", err)
-	}
+	query, calls, blocks := statementBuffers(t, db, dbname, "%FROM batches WHERE agent%")
 	if calls != appends {
 		t.Fatalf("%d runs of %q, want %d", calls, query, appends)
 	}
@@ -95,4 +89,31 @@ func trackStatements(t *testing.T, db *sql.DB) string {
 		}
 	}
 	return dbname
+}
+
+// statementBuffers returns the one top-level statement run in database
+// dbname whose text (as pg_stat_statements keeps it: constants as $n) is
+// LIKE like, its runs and the buffers they read. The test fails unless
+// exactly one statement matches.
+func statementBuffers(t *testing.T, db *sql.DB, dbname, like string) (query string, calls, blocks int64) {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT s.query, s.calls, s.shared_blks_hit + s.shared_blks_read FROM pg_stat_statements s
+		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 AND s.toplevel AND s.query LIKE $2`, dbname, like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for ; rows.Next(); n++ {
+		if err := rows.Scan(&query, &calls, &blocks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d statements like %q run, want 1", n, like)
+	}
+	return query, calls, blocks
 }
