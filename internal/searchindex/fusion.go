@@ -65,7 +65,7 @@ func (c *textCache) maxScore(t search.ContentType, phrases []string) (float64, b
 	}
 	df := make([]int64, len(phrases))
 	for i, ph := range phrases {
-		if id, ok := p.post[ph]; ok {
+		if id, ok := p.termID(ph); ok {
 			df[i] = int64(p.df[id])
 		}
 	}

@@ -41,7 +41,8 @@ type hit struct {
 	// toks and termIDs, from the text cache's copy of the row, let the
 	// snippet find the query's terms without tokenizing Content
 	// (snippeter.snippetOfTokens); cleared once the snippet is made.
-	toks, termIDs []uint32
+	toks    []byte // textBody.toks
+	termIDs []uint32
 }
 
 // Search runs query over the content scope may see. Any non-empty text is

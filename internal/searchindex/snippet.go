@@ -502,7 +502,7 @@ const noTerm = math.MaxUint32
 // the ids alone, and only the tokens it shows are found in text. The
 // result is snippet(text)'s: the analyzer's tokens of ASCII text are the
 // snippeter's, and equal stems have equal ids (TestSnippetOfTokens).
-func (s *snippeter) snippetOfTokens(text string, toks, ids []uint32) string {
+func (s *snippeter) snippetOfTokens(text string, toks []byte, ids []uint32) string {
 	if s.terms == 0 || text == "" {
 		return ""
 	}
@@ -515,7 +515,14 @@ func (s *snippeter) snippetOfTokens(text string, toks, ids []uint32) string {
 		}
 	}
 	s.matches = s.matches[:0]
-	for i, id := range toks {
+	ntoks := 0
+	for rest := toks; len(rest) > 0; ntoks++ {
+		id, next, ok := nextTok(rest)
+		if !ok {
+			return "" // not ids packToks made: cannot happen
+		}
+		rest = next
+		i := ntoks
 		if filter[id>>6&15]&(1<<(id&63)) == 0 {
 			continue
 		}
@@ -527,7 +534,7 @@ func (s *snippeter) snippetOfTokens(text string, toks, ids []uint32) string {
 			}
 		}
 	}
-	first, last, ok := s.window(len(toks))
+	first, last, ok := s.window(ntoks)
 	if !ok {
 		return ""
 	}
@@ -535,7 +542,7 @@ func (s *snippeter) snippetOfTokens(text string, toks, ids []uint32) string {
 	if len(s.toks) != last-first+1 {
 		return "" // not the text the ids were made from: cannot happen
 	}
-	return s.render(text, s.toks, first, len(toks))
+	return s.render(text, s.toks, first, ntoks)
 }
 
 // asciiSpans appends the places of tokens [first, last] of ASCII text to

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,7 +181,7 @@ const (
 	textCostOwner   = 96
 	textCostRun     = 8
 	textCostBody    = 96 // four string headers, a slice header and a byte
-	textCostTok     = 4  // a term id in textBody.toks
+	textCostTok     = 1  // a byte of textBody.toks
 )
 
 type textDoc struct {
@@ -202,12 +203,50 @@ type textDoc struct {
 // analyzer's tokens are the snippeter's, one term each.
 type textBody struct {
 	content, tags, meta string
-	toks                []uint32
+	// toks holds the term ids packed (packToks): most take one byte, not
+	// four, and a stored part's are its encoding's bytes, copied whole.
+	toks []byte
 	// sess is the row's session key (session.go) and sessOf what sess
 	// holds: sessNone (a session of its own), sessKey, or sessEngine (the
 	// engine is to say; read in SQL).
 	sess   string
 	sessOf uint8
+}
+
+// packToks packs term ids as uvarints into a slice of exactly their size
+// (the cache keeps it), never nil.
+func packToks(ids []uint32) []byte {
+	n := 0
+	for _, id := range ids {
+		n += uvarintLen(uint64(id))
+	}
+	b := make([]byte, 0, n)
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(id))
+	}
+	return b
+}
+
+// uvarintLen is the length of v's uvarint encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// nextTok reads the first term id packed in toks and the rest after it;
+// ok is false at the end or at a malformed id (toks then ends there).
+func nextTok(toks []byte) (id uint32, rest []byte, ok bool) {
+	if len(toks) > 0 && toks[0] < 0x80 { // most are one byte
+		return uint32(toks[0]), toks[1:], true
+	}
+	v, n := binary.Uvarint(toks)
+	if n <= 0 || v > math.MaxUint32 {
+		return 0, nil, false
+	}
+	return uint32(v), toks[n:], true
 }
 
 // cost is what the body holds on the heap.
@@ -942,7 +981,7 @@ func (c *textCache) analyzeRow(t search.ContentType, cols []sql.NullString, sc *
 			length++
 		})
 		if toks {
-			rt.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
+			rt.toks = slices.Clone(sc.toks) // staged with the row; packed when added
 			if rt.toks == nil {
 				rt.toks = []uint32{}
 			}
@@ -998,7 +1037,7 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 		ids = make([]uint32, len(rt.freqs))
 	}
 	for term, n := range rt.index {
-		id, ok := p.post[term]
+		id, ok := p.termID(term)
 		if !ok {
 			id = p.newTerm(term)
 		}
@@ -1014,7 +1053,7 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 			for i, n := range rt.toks {
 				rt.toks[i] = ids[n]
 			}
-			body.toks = rt.toks
+			body.toks = packToks(rt.toks)
 		}
 		body.sess, body.sessOf = bodySession(p.t, body.meta, p.jsonb)
 		p.bodies = append(p.bodies, body)
@@ -1059,10 +1098,7 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, piece
 		}
 		p.analyzeText(col.String, toks, count, sc)
 		if toks {
-			body.toks = slices.Clone(sc.toks) // exactly its size: the cache keeps it
-			if body.toks == nil {
-				body.toks = []uint32{}
-			}
+			body.toks = packToks(sc.toks)
 		}
 	}
 	d.length = int32(min(length, math.MaxInt32))
@@ -1090,6 +1126,7 @@ func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, piece
 // adding terms p does not hold, and appends them to sc.toks when toks is
 // set. A non-empty text met lately (sc.seen) is not analyzed again.
 func (p *textPart) analyzeText(text string, toks bool, count func(int32), sc *textScratch) {
+	p.indexTerms() // it adds terms
 	if ids, ok := sc.seen[text]; ok && text != "" {
 		for _, id := range ids {
 			count(int32(id))
@@ -1159,7 +1196,7 @@ func (p *textPart) termIDs(terms []string) []uint32 {
 	ids := make([]uint32, len(terms))
 	for i, t := range terms {
 		ids[i] = noTerm
-		if id, ok := p.post[queryStem(t)]; ok {
+		if id, ok := p.termID(queryStem(t)); ok {
 			ids[i] = uint32(id)
 		}
 	}
@@ -1168,6 +1205,7 @@ func (p *textPart) termIDs(terms []string) []uint32 {
 
 // newTerm numbers a term the part does not hold yet and charges it.
 func (p *textPart) newTerm(term string) int32 {
+	p.indexTerms()
 	p.bytes += textCostTerm + textCostName + int64(len(term))
 	var id int32
 	if n := len(p.free); n > 0 {
@@ -1181,6 +1219,32 @@ func (p *textPart) newTerm(term string) int32 {
 	p.post[term] = id
 	p.names[id] = term
 	return id
+}
+
+// termID is term's id, if p holds it.
+func (p *textPart) termID(term string) (int32, bool) {
+	if p.post != nil {
+		id, ok := p.post[term]
+		return id, ok
+	}
+	id, ok := slices.BinarySearch(p.names, term)
+	return int32(id), ok
+}
+
+// indexTerms builds post, the map of term ids. A decoded part has none
+// until its first change (its names ascend, one per id, and termID finds
+// a term by binary search): most of a stored part's decoding was
+// building it, and a first search needs a few terms.
+func (p *textPart) indexTerms() {
+	if p.post != nil {
+		return
+	}
+	p.post = make(map[string]int32, len(p.names))
+	for id, name := range p.names {
+		if name != "" {
+			p.post[name] = int32(id)
+		}
+	}
 }
 
 // holds reports whether row id is live in p.
@@ -1278,6 +1342,7 @@ func (p *textPart) regroup() {
 		p.bytes += textCostOwner + int64(len(name)) + textCostRun
 	}
 	p.bodies = bodies
+	p.indexTerms()
 	for term, id := range p.post {
 		ps := p.lists[id]
 		kept := ps[:0]
@@ -1392,7 +1457,7 @@ func (c *textCache) search(t search.ContentType, terms []string, f textFilter, l
 	nRow := int64(p.live)
 	avgdl := float64(p.tokens) / float64(nRow)
 	for _, term := range terms {
-		id, ok := p.post[term]
+		id, ok := p.termID(term)
 		if !ok {
 			continue
 		}

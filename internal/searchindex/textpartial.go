@@ -216,8 +216,10 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 			continue
 		}
 		var terms int64 // the sample's bytes of its vocabulary
-		for term := range p.post {
-			terms += textCostTerm + textCostName + int64(len(term))
+		for _, term := range p.names {
+			if term != "" {
+				terms += textCostTerm + textCostName + int64(len(term))
+			}
 		}
 		perRow := (p.bytes + p.bodyBytes - terms) / int64(p.live)
 		c.rowCost[t] = (p.bytes + p.bodyBytes) / int64(p.live)
@@ -1746,7 +1748,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		scores := make([]float64, len(p.docs))
 		var touched []int32
 		for _, term := range terms {
-			id, ok := p.post[term]
+			id, ok := p.termID(term)
 			if !ok {
 				continue
 			}

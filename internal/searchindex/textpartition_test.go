@@ -97,8 +97,9 @@ func TestTextPartAddRowIndexesLikeAdd(t *testing.T) {
 						t.Fatalf("slot %d: addRow terms %v, add %v", slot, gf, wf)
 					}
 					if textBodies[kind] {
-						gt, wt := got.bodies[slot].toks, want.bodies[slot].toks
-						if (gt == nil) != (wt == nil) || len(gt) != len(wt) {
+						gp, wp := got.bodies[slot].toks, want.bodies[slot].toks
+						gt, wt := unpackToks(gp), unpackToks(wp)
+						if (gp == nil) != (wp == nil) || len(gt) != len(wt) {
 							t.Fatalf("slot %d: addRow toks %v, add %v", slot, gt, wt)
 						}
 						for k := range wt {

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,7 @@ import (
 // owner's rows changed since the part's position.
 
 // partFormat numbers the encoding; a part of another is ignored.
-const partFormat = 3
+const partFormat = 4
 
 // partMagic opens every encoded part.
 const partMagic = "etp"
@@ -81,17 +82,28 @@ func boolByte(b bool) byte {
 // fp: a header, the terms (each name's length and postings), the string
 // section (every string's bytes, in the order the rest names them), the
 // rows, and a CRC-32 of it all. The terms no live row holds are left out
-// and the others numbered densely; the rows keep their slot order.
+// and the others numbered densely in their names' order (a decoded part
+// finds a term by binary search until its first change: termID); the
+// rows keep their slot order.
 func encodePart(p *textPart, pos logPos, fp uint64) []byte {
-	remap := make([]int32, len(p.names))
-	n := 0
+	var order []int32 // the live terms' ids, by name
 	for id, name := range p.names {
-		remap[id] = -1
 		if name != "" && p.df[id] > 0 {
-			remap[id] = int32(n)
-			n++
+			order = append(order, int32(id))
 		}
 	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.names[a], p.names[b]) })
+	remap := make([]int32, len(p.names))
+	for id := range remap {
+		remap[id] = -1
+	}
+	n := len(order)
+	ident := n == len(p.names) // no term dropped or moved: ids written as they are
+	for r, id := range order {
+		remap[id] = int32(r)
+		ident = ident && id == int32(r)
+	}
+	var tb []byte
 	// Each live slot's postings, walked term by term (the lists are in
 	// slot order), so a row's term ids ascend.
 	type entry struct {
@@ -101,11 +113,8 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	rows := make([][]entry, len(p.docs))
 	counts := make([]int, n)
 	entries := 0
-	for id, list := range p.lists {
-		if remap[id] < 0 {
-			continue
-		}
-		for _, ps := range list {
+	for _, id := range order {
+		for _, ps := range p.lists[id] {
 			if !p.docs[ps.slot].dead {
 				rows[ps.slot] = append(rows[ps.slot], entry{remap[id], ps.freq})
 				counts[remap[id]]++
@@ -114,13 +123,10 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		}
 	}
 	var strs, rb []byte
-	for id, name := range p.names {
-		if remap[id] >= 0 {
-			strs = append(strs, name...)
-		}
+	for _, id := range order {
+		strs = append(strs, p.names[id]...)
 	}
-	rb = binary.AppendUvarint(rb, uint64(p.live))
-	rb = binary.AppendUvarint(rb, uint64(entries))
+	toksLen := 0 // the packed term ids' bytes, all bodies': one slab decoded
 	for slot := range p.docs {
 		d := &p.docs[slot]
 		if d.dead {
@@ -151,10 +157,24 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 			continue
 		}
 		rb = append(rb, 1)
-		rb = binary.AppendUvarint(rb, uint64(len(body.toks)))
-		for _, tok := range body.toks {
-			rb = binary.AppendUvarint(rb, uint64(remap[tok]))
+		if ident {
+			rb = binary.AppendUvarint(rb, uint64(len(body.toks)))
+			rb = append(rb, body.toks...)
+			toksLen += len(body.toks)
+			continue
 		}
+		tb = tb[:0]
+		for rest := body.toks; len(rest) > 0; {
+			id, next, ok := nextTok(rest)
+			if !ok {
+				break // not ids packToks made: cannot happen
+			}
+			rest = next
+			tb = binary.AppendUvarint(tb, uint64(remap[id]))
+		}
+		rb = binary.AppendUvarint(rb, uint64(len(tb)))
+		rb = append(rb, tb...)
+		toksLen += len(tb)
 	}
 	b := append([]byte(partMagic), partFormat)
 	b = binary.LittleEndian.AppendUint64(b, fp)
@@ -166,14 +186,15 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	}
 	b = append(b, boolByte(p.bodies != nil))
 	b = binary.AppendUvarint(b, uint64(n))
-	for id, name := range p.names {
-		if r := remap[id]; r >= 0 {
-			b = binary.AppendUvarint(b, uint64(len(name)))
-			b = binary.AppendUvarint(b, uint64(counts[r]))
-		}
+	for r, id := range order {
+		b = binary.AppendUvarint(b, uint64(len(p.names[id])))
+		b = binary.AppendUvarint(b, uint64(counts[r]))
 	}
 	b = binary.AppendUvarint(b, uint64(len(strs)))
 	b = append(b, strs...)
+	b = binary.AppendUvarint(b, uint64(p.live))
+	b = binary.AppendUvarint(b, uint64(entries))
+	b = binary.AppendUvarint(b, uint64(toksLen))
 	b = append(b, rb...)
 	return encodeChecksum(b)
 }
@@ -335,20 +356,25 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		return nil, pos, r.err
 	}
 	r.strs, r.b = string(r.b[:nstr]), r.b[nstr:] // the strings' one allocation
-	ndocs, entries := r.count(4), r.count(2)
+	ndocs, entries, toksLen := r.count(4), r.count(2), r.count(1)
 	if r.err != nil || entries != total {
 		return nil, pos, fmt.Errorf("%w: truncated or corrupt", errPartUnusable)
 	}
 	// Every slice and map at its size: each term's postings a window of
 	// one slab (capped, so that a later append copies it out).
 	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
-		slots: make(map[int64]int32, ndocs), post: make(map[string]int32, nterms),
+		slots:  make(map[int64]int32, ndocs), // post: built at the first change (indexTerms)
 		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs), terms: make([]int32, 0, entries),
 		names: make([]string, 0, nterms), lists: make([][]posting, 0, nterms), df: make([]int32, 0, nterms)}
 	if bodies {
 		p.bodies = make([]textBody, 0, ndocs)
 	}
 	slab := make([]posting, entries)
+	tokSlab := make([]byte, 0, toksLen) // a body of no tokens has empty ids, not nil
+	var tokEnds []int                   // each body's end in tokSlab, -1: no term ids
+	if bodies {
+		tokEnds = make([]int, 0, ndocs)
+	}
 	off := 0
 	for id, n := range lens {
 		if n > len(r.strs) {
@@ -357,12 +383,14 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		}
 		name := r.strs[:n]
 		r.strs = r.strs[n:]
-		if _, dup := p.post[name]; dup || name == "" {
-			r.fail()
+		if name == "" || id > 0 && name <= p.names[id-1] {
+			r.fail() // the names ascend, each once
 			break
 		}
-		p.newTerm(name)
-		p.lists[id] = slab[off : off : off+counts[id]]
+		p.bytes += textCostTerm + textCostName + int64(len(name))
+		p.names = append(p.names, name)
+		p.lists = append(p.lists, slab[off:off:off+counts[id]])
+		p.df = append(p.df, 0)
 		off += counts[id]
 	}
 	for range ndocs {
@@ -399,19 +427,38 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			continue
 		}
 		body := textBody{content: r.str(), tags: r.str(), meta: r.str(), sess: r.str(), sessOf: r.byte()}
+		tokEnds = append(tokEnds, -1)
 		if r.byte() == 1 {
-			body.toks = make([]uint32, r.count(1))
-			for i := range body.toks {
-				if body.toks[i] = uint32(r.uvarint()); uint64(body.toks[i]) >= uint64(nterms) {
-					r.fail()
-				}
+			// Checked, not unpacked: the packed ids are kept as they are.
+			n := r.count(1)
+			body.toks, r.b = r.b[:n:n], r.b[n:]
+			if !validToks(body.toks, nterms) {
+				r.fail()
+				break
 			}
+			if len(tokSlab)+n > toksLen {
+				r.fail() // more than the slab the header gave
+				break
+			}
+			tokSlab = append(tokSlab, body.toks...)
+			tokEnds[len(tokEnds)-1] = len(tokSlab)
 		}
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
+	if len(tokSlab) != toksLen {
+		r.fail()
+	}
 	if r.err != nil {
 		return nil, pos, r.err
+	}
+	// The bodies' term ids in one slab of their size, not in data.
+	start := 0
+	for i, end := range tokEnds {
+		if end >= 0 {
+			p.bodies[i].toks = tokSlab[start:end:end]
+			start = end
+		}
 	}
 	if len(r.strs) != 0 || len(r.b) != 0 {
 		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
@@ -422,6 +469,26 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		}
 	}
 	return p, pos, nil
+}
+
+// validToks reports whether toks is packed term ids (packToks), each
+// below n.
+func validToks(toks []byte, n int) bool {
+	for len(toks) > 0 {
+		if toks[0] < 0x80 { // most are one byte
+			if int(toks[0]) >= n {
+				return false
+			}
+			toks = toks[1:]
+			continue
+		}
+		v, k := binary.Uvarint(toks)
+		if k <= 0 || v >= uint64(n) {
+			return false
+		}
+		toks = toks[k:]
+	}
+	return true
 }
 
 // storedKind reports whether partitions of kind t are stored: a blocks

@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/engram-go/engram/internal/analyzer"
 	"github.com/engram-go/engram/search"
 )
 
@@ -57,13 +60,26 @@ func canonPart(p *textPart) map[int64]canonRow {
 			b := p.bodies[slot]
 			r.content, r.tags, r.meta, r.sess, r.sessOf = b.content, b.tags, b.meta, b.sess, b.sessOf
 			r.toksNil = b.toks == nil
-			for _, tok := range b.toks {
+			for _, tok := range unpackToks(b.toks) {
 				r.toks = append(r.toks, p.names[tok])
 			}
 		}
 		out[d.id] = r
 	}
 	return out
+}
+
+// unpackToks is the term ids packToks packed into toks.
+func unpackToks(toks []byte) []uint32 {
+	var ids []uint32
+	for len(toks) > 0 {
+		id, rest, ok := nextTok(toks)
+		if !ok {
+			panic(fmt.Sprintf("malformed packed term ids % x", toks))
+		}
+		ids, toks = append(ids, id), rest
+	}
+	return ids
 }
 
 // storedTestPart is a part with what a stored part must carry: rows
@@ -116,9 +132,25 @@ func TestStoredPartRoundTrip(t *testing.T) {
 		t.Fatalf("rows %v, want %v", slices.Sorted(maps.Keys(have)), slices.Sorted(maps.Keys(want)))
 	}
 	p.regroup()
-	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || len(q.post) != len(p.post) {
+	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || len(q.names) != len(p.post) {
 		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d+%d, %d, %d, %d",
-			q.bytes, q.bodyBytes, q.live, q.tokens, len(q.post), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+			q.bytes, q.bodyBytes, q.live, q.tokens, len(q.names), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+	}
+	// Until its first change the decoded part finds its terms by their
+	// names' order, with no map: every term the source holds, at its id.
+	if q.post != nil {
+		t.Fatal("the decoded part built its map of terms")
+	}
+	for term, pid := range p.post {
+		id, ok := q.termID(term)
+		if !ok || q.names[id] != term || q.df[id] != p.df[pid] {
+			t.Fatalf("term %q: decoded id %d (%v), df %d, want df %d", term, id, ok, q.df[id], p.df[pid])
+		}
+	}
+	for _, missing := range []string{"", "a", "zzzz", "commo", "commonz"} {
+		if id, ok := q.termID(missing); ok {
+			t.Fatalf("term %q found at %d", missing, id)
+		}
 	}
 	if again := encodePart(q, got, fp); !bytes.Equal(again, data) {
 		t.Fatal("the decoded part encodes to other bytes")
@@ -204,4 +236,92 @@ func FuzzDecodePart(f *testing.F) {
 // appendChecksum is body with the CRC-32 encodePart ends a part with.
 func appendChecksum(body []byte) []byte {
 	return encodeChecksum(slices.Clone(body))
+}
+
+// TestStoredPartPackedTermIDs: term ids of one, two and three bytes
+// (past 127 and 16,383 terms) survive a part's encoding with terms
+// dropped (renumbered) and kept (copied), and the decoded part's
+// snippets are those of the text tokenized.
+func TestStoredPartPackedTermIDs(t *testing.T) {
+	var texts []string
+	for i := range 420 {
+		var w []string
+		for j := range 50 {
+			w = append(w, fmt.Sprintf("k%dz%d", i, j))
+		}
+		texts = append(texts, "shared "+strings.Join(w, " ")+" tail")
+	}
+	p := tokenPart(texts)
+	if len(p.names) < 20000 {
+		t.Fatalf("%d terms: too few for three-byte ids", len(p.names))
+	}
+	for id := int64(2); id <= 120; id += 3 { // terms dropped: renumbered
+		p.remove(id)
+	}
+	fp := partFingerprint(search.Archival, false, true)
+	pos := logPos{xmin: 1, xmax: 1}
+	q, _, err := decodePart(encodePart(p, pos, fp), search.Archival, "a", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(canonPart(p), canonPart(q)) {
+		t.Fatal("the decoded part holds other rows")
+	}
+	r, _, err := decodePart(encodePart(q, pos, fp), search.Archival, "a", fp, false) // no term dropped: copied
+	if err != nil || !reflect.DeepEqual(canonPart(q), canonPart(r)) {
+		t.Fatalf("decoded again: %v", err)
+	}
+	checked := 0
+	for i, text := range texts {
+		slot, ok := r.slots[int64(i+1)]
+		if !ok {
+			continue
+		}
+		for _, query := range []string{fmt.Sprintf("k%dz49", i), fmt.Sprintf("shared k%dz7", i), "tail"} {
+			terms := analyzer.QueryTerms(query)
+			got := newSnippeter(terms, 8, nil).snippetOfTokens(text, r.bodies[slot].toks, r.termIDs(terms))
+			if want := newSnippeter(terms, 8, nil).snippet(text); got != want || want == "" {
+				t.Fatalf("row %d, query %q: from ids %q, tokenized %q", i+1, query, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("%d snippets checked", checked)
+	}
+	// A packed id past the part's terms is refused with the part.
+	bad := newTextPart(search.Archival, true)
+	bad.add(textDoc{id: 1, owner: "a", length: 1}, textBody{content: "x"}, rowTerms{index: map[string]int32{"x": 0}, freqs: []float32{1}, toks: []uint32{0}})
+	bad.bodies[0].toks = packToks([]uint32{200})
+	if _, _, err := decodePart(encodePart(bad, pos, fp), search.Archival, "a", fp, false); err == nil {
+		t.Fatal("a part whose term ids pass its terms decoded")
+	}
+}
+
+// BenchmarkDecodePart: decoding a stored part of 200 archival entries of
+// 12 to 41 words of a Zipf vocabulary (an agent's first search from a
+// stored part spends about half its time here).
+//
+//	go test -run '^$' -bench DecodePart ./internal/searchindex
+func BenchmarkDecodePart(b *testing.B) {
+	r := rand.New(rand.NewPCG(35, 1000))
+	zipf := rand.NewZipf(r, 1.07, 2, 4999)
+	texts := make([]string, 200)
+	for i := range texts {
+		w := make([]string, 12+r.IntN(30))
+		for j := range w {
+			k := zipf.Uint64()
+			w[j] = fmt.Sprintf("w%sx%d", strings.Repeat("q", int(k%3)), k)
+		}
+		texts[i] = strings.Join(w, " ")
+	}
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(tokenPart(texts), logPos{xmin: 1, xmax: 1}, fp)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, _, err := decodePart(data, search.Archival, "a", fp, false); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
