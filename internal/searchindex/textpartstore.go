@@ -663,7 +663,7 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 
 // partSaveRowsMax bounds the rows of a partition saved: it is encoded
 // under the cache's read lock (a catch-up, and the searches behind it,
-// wait for it: about 3 µs a row) and written under the store's write
+// wait for it: about 3.4 µs a row, terms sorted by name) and written under the store's write
 // lock; an owner of more rows reads them at each first search.
 const partSaveRowsMax = 5000
 
