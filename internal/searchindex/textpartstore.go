@@ -98,10 +98,8 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		remap[id] = -1
 	}
 	n := len(order)
-	ident := n == len(p.names) // no term dropped or moved: ids written as they are
 	for r, id := range order {
 		remap[id] = int32(r)
-		ident = ident && id == int32(r)
 	}
 	var tb []byte
 	// Each live slot's postings, walked term by term (the lists are in
@@ -157,12 +155,6 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 			continue
 		}
 		rb = append(rb, 1)
-		if ident {
-			rb = binary.AppendUvarint(rb, uint64(len(body.toks)))
-			rb = append(rb, body.toks...)
-			toksLen += len(body.toks)
-			continue
-		}
 		tb = tb[:0]
 		for rest := body.toks; len(rest) > 0; {
 			id, next, ok := nextTok(rest)
@@ -370,11 +362,10 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		p.bodies = make([]textBody, 0, ndocs)
 	}
 	slab := make([]posting, entries)
-	tokSlab := make([]byte, 0, toksLen) // a body of no tokens has empty ids, not nil
-	var tokEnds []int                   // each body's end in tokSlab, -1: no term ids
-	if bodies {
-		tokEnds = make([]int, 0, ndocs)
-	}
+	// The bodies' term ids, packed as stored, in one slab of the size the
+	// header gives: filled by appends within its capacity, so that each
+	// body's window of it stays put (an empty one is empty, not nil).
+	tokSlab := make([]byte, 0, toksLen)
 	off := 0
 	for id, n := range lens {
 		if n > len(r.strs) {
@@ -427,21 +418,18 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			continue
 		}
 		body := textBody{content: r.str(), tags: r.str(), meta: r.str(), sess: r.str(), sessOf: r.byte()}
-		tokEnds = append(tokEnds, -1)
 		if r.byte() == 1 {
 			// Checked, not unpacked: the packed ids are kept as they are.
 			n := r.count(1)
-			body.toks, r.b = r.b[:n:n], r.b[n:]
-			if !validToks(body.toks, nterms) {
-				r.fail()
+			toks := r.b[:n]
+			r.b = r.b[n:]
+			if !validToks(toks, nterms) || len(tokSlab)+n > toksLen {
+				r.fail() // an id past the terms, or more than the header gave
 				break
 			}
-			if len(tokSlab)+n > toksLen {
-				r.fail() // more than the slab the header gave
-				break
-			}
-			tokSlab = append(tokSlab, body.toks...)
-			tokEnds[len(tokEnds)-1] = len(tokSlab)
+			at := len(tokSlab)
+			tokSlab = append(tokSlab, toks...)
+			body.toks = tokSlab[at:len(tokSlab):len(tokSlab)]
 		}
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
@@ -451,14 +439,6 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	}
 	if r.err != nil {
 		return nil, pos, r.err
-	}
-	// The bodies' term ids in one slab of their size, not in data.
-	start := 0
-	for i, end := range tokEnds {
-		if end >= 0 {
-			p.bodies[i].toks = tokSlab[start:end:end]
-			start = end
-		}
 	}
 	if len(r.strs) != 0 || len(r.b) != 0 {
 		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
@@ -475,18 +455,11 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 // below n.
 func validToks(toks []byte, n int) bool {
 	for len(toks) > 0 {
-		if toks[0] < 0x80 { // most are one byte
-			if int(toks[0]) >= n {
-				return false
-			}
-			toks = toks[1:]
-			continue
-		}
-		v, k := binary.Uvarint(toks)
-		if k <= 0 || v >= uint64(n) {
+		id, rest, ok := nextTok(toks)
+		if !ok || int64(id) >= int64(n) {
 			return false
 		}
-		toks = toks[k:]
+		toks = rest
 	}
 	return true
 }
@@ -663,8 +636,9 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 
 // partSaveRowsMax bounds the rows of a partition saved: it is encoded
 // under the cache's read lock (a catch-up, and the searches behind it,
-// wait for it: about 3.4 µs a row, terms sorted by name) and written under the store's write
-// lock; an owner of more rows reads them at each first search.
+// wait for it: about 3.4 µs a row, its terms sorted by name) and written
+// under the store's write lock; an owner of more rows reads them at each
+// first search.
 const partSaveRowsMax = 5000
 
 // partSaveWait bounds a partition save, its wait for the write lock

@@ -240,8 +240,8 @@ func appendChecksum(body []byte) []byte {
 
 // TestStoredPartPackedTermIDs: term ids of one, two and three bytes
 // (past 127 and 16,383 terms) survive a part's encoding with terms
-// dropped (renumbered) and kept (copied), and the decoded part's
-// snippets are those of the text tokenized.
+// dropped and the rest renumbered by name, and again with none dropped,
+// and the decoded part's snippets are those of the text tokenized.
 func TestStoredPartPackedTermIDs(t *testing.T) {
 	var texts []string
 	for i := range 420 {
@@ -267,7 +267,7 @@ func TestStoredPartPackedTermIDs(t *testing.T) {
 	if !reflect.DeepEqual(canonPart(p), canonPart(q)) {
 		t.Fatal("the decoded part holds other rows")
 	}
-	r, _, err := decodePart(encodePart(q, pos, fp), search.Archival, "a", fp, false) // no term dropped: copied
+	r, _, err := decodePart(encodePart(q, pos, fp), search.Archival, "a", fp, false) // no term dropped
 	if err != nil || !reflect.DeepEqual(canonPart(q), canonPart(r)) {
 		t.Fatalf("decoded again: %v", err)
 	}
@@ -289,11 +289,21 @@ func TestStoredPartPackedTermIDs(t *testing.T) {
 	if checked < 1000 {
 		t.Fatalf("%d snippets checked", checked)
 	}
-	// A packed id past the part's terms is refused with the part.
-	bad := newTextPart(search.Archival, true)
-	bad.add(textDoc{id: 1, owner: "a", length: 1}, textBody{content: "x"}, rowTerms{index: map[string]int32{"x": 0}, freqs: []float32{1}, toks: []uint32{0}})
-	bad.bodies[0].toks = packToks([]uint32{200})
-	if _, _, err := decodePart(encodePart(bad, pos, fp), search.Archival, "a", fp, false); err == nil {
+	// A packed id past the part's terms is refused with the part: the
+	// one row's one token id, the last byte before the checksum, made 127
+	// (the part has one term), the checksum made anew.
+	one := newTextPart(search.Archival, true)
+	one.add(textDoc{id: 1, owner: "a", length: 1}, textBody{content: "x"}, rowTerms{index: map[string]int32{"x": 0}, freqs: []float32{1}, toks: []uint32{0}})
+	data := encodePart(one, pos, fp)
+	if _, _, err := decodePart(data, search.Archival, "a", fp, false); err != nil {
+		t.Fatalf("the one-row part: %v", err)
+	}
+	body := slices.Clone(data[:len(data)-4])
+	if body[len(body)-1] != 0 {
+		t.Fatalf("the last byte before the checksum is %#x, not the token id 0", body[len(body)-1])
+	}
+	body[len(body)-1] = 127
+	if _, _, err := decodePart(appendChecksum(body), search.Archival, "a", fp, false); err == nil {
 		t.Fatal("a part whose term ids pass its terms decoded")
 	}
 }
