@@ -308,6 +308,11 @@ func SetTextPartsOff(x *Index) { x.text.saves.off = true }
 // its encoding and its write.
 func SetTextPartSaveHook(x *Index, fn func()) { x.text.saves.beforeWrite = fn }
 
+// SetTextPartSaveTxHook makes fn run in each partition save of x inside
+// its write transaction, its locks held and its check passed, before its
+// insert.
+func SetTextPartSaveTxHook(x *Index, fn func()) { x.text.saves.inWrite = fn }
+
 // SetTextPartsReadOff makes x read partitions from their rows, never from
 // stored parts (it still saves them).
 func SetTextPartsReadOff(x *Index) { x.text.saves.readOff = true }

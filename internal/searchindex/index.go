@@ -1068,23 +1068,41 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		x.text.prep = x.stmt
 		x.text.log.prep = x.stmt
 		// Stored partitions where the schema has their table (a database
-		// migrated by this version's backends does) and writers take turns
-		// (SQLite): a save's check that the owner's rows did not change
-		// then sees every write but its own. On PostgreSQL a writer in
-		// flight during the save (its delete's trigger run, its commit
-		// not yet) would leave a deleted row's words stored.
+		// migrated by this version's backends does) and a save can see
+		// every write that would change the part: where writers take
+		// turns (SQLite), a save's check that the owner's rows did not
+		// change sees every write but its own; where they run side by side
+		// (PostgreSQL), the save and the triggers that drop the part take
+		// the part's lock (TextPartLocker), so that a delete in flight
+		// during the save is seen by one or the other.
 		var one int
-		switch err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one); {
-		case (err == nil || errors.Is(err, sql.ErrNoRows)) && x.d.Name() == "sqlite":
-			x.text.saves.write = func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error {
+		err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one)
+		locker, _ := x.d.(TextPartLocker)
+		sv, _ := x.d.(SchemaVersioner)
+		switch {
+		case (err != nil && !errors.Is(err, sql.ErrNoRows)) || sv == nil:
+			x.text.saves.off = true
+		case x.d.Name() == "sqlite":
+			x.text.saves.write = func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error {
 				return x.withWriteLock(ctx, nil, fn)
 			}
 			x.text.saves.prepPositions = true
-			if err := x.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&x.text.saves.schema); err != nil {
-				x.text.saves.off = true
+		case locker != nil:
+			x.text.saves.write = func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error {
+				return x.withWriteLock(ctx, nil, func(ctx context.Context, ex driver.Execer) error {
+					if err := locker.LockTextPart(ctx, ex, int(t), owner); err != nil {
+						return err
+					}
+					return fn(ctx, ex)
+				})
 			}
 		default:
 			x.text.saves.off = true
+		}
+		if !x.text.saves.off {
+			if err := x.db.QueryRowContext(ctx, sv.SchemaVersionQuery()).Scan(&x.text.saves.schema); err != nil {
+				x.text.saves.off = true
+			}
 		}
 		x.text.stats, _ = x.d.(driver.TextStats)
 		if x.text.stats != nil {

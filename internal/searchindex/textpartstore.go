@@ -469,6 +469,26 @@ func validToks(toks []byte, n int) bool {
 // log entry until it is indexed again.
 func storedKind(t search.ContentType) bool { return t == search.Archival || t == search.Messages }
 
+// TextPartLocker is a Dialect whose writers run side by side
+// (PostgreSQL) and whose triggers that drop a stored partition (a row of
+// search_text_parts: a delete of one of its owner's rows, a change to one's
+// words or owner) take a lock per kind and owner first. LockTextPart takes
+// that lock in the write transaction ex: a save of the part then waits for
+// such a write in flight and sees it (and is not written), or the write
+// waits for the save and drops what it wrote. Without it, and where
+// writers do not take turns, no partition is saved.
+type TextPartLocker interface {
+	LockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) error
+}
+
+// SchemaVersioner is a Dialect that reads its database's schema version:
+// a stored partition saved under another is not used (a migration may
+// change what a row is indexed with: its neighbours, its date words).
+// SchemaVersionQuery returns one row of one integer.
+type SchemaVersioner interface {
+	SchemaVersionQuery() string
+}
+
 // partSaves are a cache's saves of stored partitions in flight, guarded
 // by mu.
 type partSaves struct {
@@ -476,9 +496,10 @@ type partSaves struct {
 	running map[partKey]bool
 	closed  bool
 	wg      sync.WaitGroup
-	// write runs fn in a write transaction (Index.withWriteLock); nil: no
-	// partition is saved.
-	write func(ctx context.Context, fn func(ctx context.Context, ex driver.Execer) error) error
+	// write runs fn in a write transaction (Index.withWriteLock) that
+	// holds what a save of owner's part of kind t must (TextPartLocker);
+	// nil: no partition is saved.
+	write func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error
 	// fps are the kinds' fingerprints, computed on first use.
 	fpOnce sync.Once
 	fps    map[search.ContentType]uint64
@@ -489,16 +510,17 @@ type partSaves struct {
 	// a migration may change what a row is indexed with (its neighbours,
 	// its date words), so a part saved under another is not used.
 	schema int64
-	// off turns reading and saving parts off (no table, or an engine
-	// whose writers run side by side).
+	// off turns reading and saving parts off (no table, or a dialect
+	// that cannot make a save see the writes beside it).
 	off bool
 	// For tests: saved counts the saves written, stored the loads that
 	// used a stored part, skipped the saves not written; readOff turns
 	// reading parts off; beforeWrite runs in a save between its encoding
-	// and its write.
+	// and its write, inWrite in its write transaction, its locks held
+	// and its check passed, before its insert.
 	saved, stored, skipped atomic.Int64
 	readOff                bool
-	beforeWrite            func()
+	beforeWrite, inWrite   func()
 }
 
 // fingerprint is kind t's partFingerprint in cache c.
@@ -705,10 +727,12 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	}
 	k := kinds[t]
 	where, args := c.log.since(pos)
-	// One transaction holding the store's write lock (saves run only
-	// where writers take turns): the check sees every write committed
-	// before it, and a delete after the commit takes the part with it.
-	return c.saves.write(ctx, func(ctx context.Context, ex driver.Execer) error {
+	// One write transaction holding the store's write lock (SQLite) or
+	// the part's (TextPartLocker): the check sees every write committed
+	// before it and every one that could drop the part in flight (it
+	// waited for them), and such a write after the commit takes the part
+	// with it.
+	return c.saves.write(ctx, t, owner, func(ctx context.Context, ex driver.Execer) error {
 		changed, err := ownerChanged(ctx, ex, k, where, args, owner, held)
 		if err != nil {
 			return fmt.Errorf("read log of %s: %w", k.name, err)
@@ -716,6 +740,9 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		if changed {
 			c.saves.skipped.Add(1)
 			return nil
+		}
+		if c.saves.inWrite != nil {
+			c.saves.inWrite()
 		}
 		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?)
 			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data`, int(t), owner, data); err != nil {

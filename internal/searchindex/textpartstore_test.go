@@ -223,49 +223,6 @@ func TestStoredPartitionForgetsDeletedText(t *testing.T) {
 	}
 }
 
-// TestStoredPartitionsOffPostgres: on PostgreSQL partitions are not
-// saved (a save there could not see a writer in flight: one whose delete
-// had run its trigger and not committed would leave the deleted row's
-// words stored), and a process that loaded them from their rows, with a
-// writer in flight, ranks bit for bit as a whole cache.
-func TestStoredPartitionsOffPostgres(t *testing.T) {
-	ctx := context.Background()
-	p := newPGPartial(t)
-	whole := p.whole()
-	long, err := p.b.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer long.Rollback()
-	if _, err := long.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT min(id) FROM archival WHERE agent = 'agent-1')`); err != nil {
-		t.Fatal(err)
-	}
-	x := p.index(1<<30, true)
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-		t.Fatal(err)
-	}
-	for a := range 4 {
-		for _, q := range []string{"crane", "harbour cargo"} {
-			if !p.same(whole, x, fmt.Sprint("agent-", a), q) {
-				t.Fatalf("%q for agent-%d ranked in SQL", q, a)
-			}
-		}
-	}
-	searchindex.WaitTextPartSaves(x)
-	var n int
-	if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts`).Scan(&n); err != nil || n != 0 || searchindex.TextPartsSaved(x) != 0 {
-		t.Fatalf("%d stored parts (%v), %d saves: want none on PostgreSQL", n, err, searchindex.TextPartsSaved(x))
-	}
-	if err := long.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"crane", "harbour cargo"} {
-		if !p.same(whole, x, "agent-1", q) {
-			t.Fatalf("%q for agent-1 ranked in SQL after the delete", q)
-		}
-	}
-}
-
 // TestStoredPartitionMovedRowForgotten: an entry that moved to another
 // owner while its old owner's part waited to be saved is a change to
 // that part: it is not written (else the entry's words, rewritten or

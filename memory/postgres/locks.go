@@ -32,6 +32,11 @@ const (
 	lockClassBlock = 1
 	lockClassAgent = 2
 	lockClassNamed = 3
+	// lockClassTextPart is a stored text partition's, one per kind and
+	// owner, keyed in SQL (engram_text_part_key, migration 0048): taken by
+	// a save of the part (LockTextPart) and by the triggers that drop it,
+	// after every lock of the classes above a writer holds.
+	lockClassTextPart = 4
 )
 
 // Named locks (class lockClassNamed).
@@ -44,6 +49,17 @@ const (
 	// analyzes at a time.
 	lockAnalyze = lockClassNamed<<56 | 4
 )
+
+// LockTextPart takes the lock of owner's stored text partition of kind
+// (searchindex.TextPartLocker) in the transaction ex: a save of the
+// part and a delete or change of one of owner's rows (its trigger takes
+// the same lock) then see each other's commit, whichever comes second.
+func (SearchDialect) LockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) error {
+	if _, err := ex.ExecContext(ctx, `SELECT pg_advisory_xact_lock(engram_text_part_key(?, ?))`, kind, owner); err != nil {
+		return fmt.Errorf("lock the stored text partition of %q: %w", owner, err)
+	}
+	return nil
+}
 
 // lockKey is the advisory key of object v of class.
 func lockKey(class int, v uint64) int64 { return int64(class)<<56 | int64(v&(1<<56-1)) }

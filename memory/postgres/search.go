@@ -34,6 +34,10 @@ func (b *Backend) SearchDialect() driver.Dialect { return SearchDialect{} }
 // Name returns "postgres".
 func (SearchDialect) Name() string { return "postgres" }
 
+// SchemaVersionQuery reads the schema's migration version
+// (searchindex.SchemaVersioner).
+func (SearchDialect) SchemaVersionQuery() string { return `SELECT version FROM engram_schema` }
+
 // CheckSchema reports whether search_text_log (migration 0008) is in the
 // current schema; the full-text columns come with migration 0001.
 func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) {

@@ -27,6 +27,10 @@ func (b *Backend) SearchDialect() driver.Dialect { return SearchDialect{} }
 // Name returns "sqlite".
 func (SearchDialect) Name() string { return "sqlite" }
 
+// SchemaVersionQuery reads the schema's migration version
+// (searchindex.SchemaVersioner).
+func (SearchDialect) SchemaVersionQuery() string { return `PRAGMA user_version` }
+
 // CheckSchema requires the FTS5 tables (migration 0002_search.sql) and
 // the owner numbers of their rowids (0019, 0021), and reports whether
 // search_text_log (migration 0009) is there.

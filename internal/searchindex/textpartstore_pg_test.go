@@ -1,0 +1,262 @@
+package searchindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/searchindex"
+	"github.com/engram-go/engram/memory"
+	pgbackend "github.com/engram-go/engram/memory/postgres"
+	"github.com/engram-go/engram/search"
+)
+
+// TestStoredPartitionsPostgres: on PostgreSQL too, partitions one
+// process loaded and saved are another's first loads, caught up with the
+// writes since (a stored part behind them replays the log), and every
+// search ranks bit for bit as a whole cache.
+func TestStoredPartitionsPostgres(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	queries := []string{"crane", "harbour cargo", "tug"}
+	first := p.index(1<<30, true)
+	if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	whole := p.whole()
+	for a := range 4 {
+		for _, q := range queries {
+			if !p.same(whole, first, fmt.Sprint("agent-", a), q) {
+				t.Fatalf("%q for agent-%d ranked in SQL", q, a)
+			}
+		}
+	}
+	searchindex.WaitTextPartSaves(first)
+	if n := searchindex.TextPartsSaved(first); n != 8 {
+		t.Fatalf("%d partitions saved, want 8 (archival and messages of 4 agents)", n)
+	}
+	var n int
+	if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts`).Scan(&n); err != nil || n != 8 {
+		t.Fatalf("%d stored parts (%v), want 8", n, err)
+	}
+	// Writes since the saves: rows of agent-0 and agent-1 (replayed onto
+	// their parts), and a delete of one of agent-2's (its part dropped).
+	p.insert("agent-0", "harbour tug tows the crane")
+	p.message("agent-1", "the tug came for the crane")
+	p.raw(`DELETE FROM archival WHERE id = (SELECT min(id) FROM archival WHERE agent = 'agent-2')`)
+
+	second := p.index(1<<30, true)
+	if err := second.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	for a := range 4 {
+		for _, q := range queries {
+			if !p.same(whole, second, fmt.Sprint("agent-", a), q) {
+				t.Fatalf("%q for agent-%d ranked in SQL", q, a)
+			}
+		}
+	}
+	if n := searchindex.TextPartsStored(second); n != 7 {
+		t.Fatalf("%d partitions loaded from stored parts, want 7 (all but agent-2's archival)", n)
+	}
+}
+
+// secretParts counts the stored parts holding s.
+func secretParts(t *testing.T, p *pgPartial, s string) int {
+	t.Helper()
+	var n int
+	if err := p.b.DB().QueryRowContext(context.Background(),
+		`SELECT count(*) FROM search_text_parts WHERE position(convert_to(?, 'UTF8') in data) > 0`, s).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStoredPartitionPostgresDeleteInFlight: a save while a delete of one
+// of the owner's rows is in flight, on PostgreSQL, where the two run side
+// by side. The delete's trigger ran first: the save waits for its commit,
+// sees it and writes nothing. The save took the part's lock first: the
+// delete's trigger waits for the save's commit and drops the part. Either
+// way no stored part holds the deleted row's words.
+func TestStoredPartitionPostgresDeleteInFlight(t *testing.T) {
+	const secret = "zanzibarquux"
+	search1 := func(t *testing.T, x *searchindex.Index) {
+		t.Helper()
+		if err := x.WarmTextCache(context.Background()); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		if _, err := x.Search(context.Background(), "crane", search.Scope{Agent: "agent-1"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("delete first", func(t *testing.T) {
+		ctx := context.Background()
+		p := newPGPartial(t)
+		id := p.insert("agent-1", "the vault code is "+secret)
+		long, err := p.b.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer long.Rollback()
+		if _, err := long.ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+		x := p.index(1<<30, true)
+		locked := make(chan struct{})
+		searchindex.SetTextPartSaveTxHook(x, func() { close(locked) })
+		search1(t, x) // loads agent-1's entries, the secret among them, and saves them
+		select {
+		case <-locked:
+			t.Error("the save took the part's lock while the delete held it")
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := long.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		searchindex.WaitTextPartSaves(x)
+		if n := secretParts(t, p, secret); n != 0 {
+			t.Fatalf("%d stored parts hold the deleted entry's words", n)
+		}
+		if searchindex.TextPartsSkipped(x) != 1 || searchindex.TextPartsSaved(x) != 0 {
+			t.Fatalf("saved %d, skipped %d: want the save skipped", searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x))
+		}
+	})
+	t.Run("save first", func(t *testing.T) {
+		ctx := context.Background()
+		p := newPGPartial(t)
+		id := p.insert("agent-1", "the vault code is "+secret)
+		x := p.index(1<<30, true)
+		inSave, release := make(chan struct{}), make(chan struct{})
+		searchindex.SetTextPartSaveTxHook(x, func() { close(inSave); <-release })
+		search1(t, x)
+		select { // the save holds the part's lock, its check passed
+		case <-inSave:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no save began")
+		}
+		deleted := make(chan error, 1)
+		go func() {
+			_, err := p.b.DB().ExecContext(ctx, `DELETE FROM archival WHERE id = ?`, id)
+			deleted <- err
+		}()
+		select {
+		case err := <-deleted:
+			t.Errorf("the delete (%v) did not wait for the save holding the part's lock", err)
+			deleted <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(release)
+		searchindex.WaitTextPartSaves(x)
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+		if searchindex.TextPartsSaved(x) != 1 {
+			t.Fatalf("saved %d, skipped %d: want the save written (the delete had not run)", searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x))
+		}
+		if n := secretParts(t, p, secret); n != 0 {
+			t.Fatalf("%d stored parts hold the deleted entry's words", n)
+		}
+	})
+}
+
+// BenchmarkStoredPartitionLoadPostgres: an agent's first FTS search over
+// its archival entries and messages (200 of each, in conversations and
+// batches) in a fresh process's partial text cache on PostgreSQL, its
+// partitions read from their rows ("rows") or decoded from the parts an
+// earlier process saved ("stored"). cpu-µs/op is the calling thread's.
+func BenchmarkStoredPartitionLoadPostgres(b *testing.B) {
+	ctx := context.Background()
+	dsn := pgtest.Start(b).NewDatabase(b)
+	store, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1, VectorCacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	be, err := pgbackend.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	const agents = 20
+	words := strings.Fields("harbour crane cargo tug ship dock pier rope anchor tide gull storm mast sail keel deck hull bow stern chart compass lantern net fish salt wave")
+	for a := range agents {
+		ag := store.Agent(partitionAgent(a))
+		var msgs []memory.Message
+		for i := range 200 {
+			text := fmt.Sprintf("%s %s %s %s entry %d", words[(a+i)%len(words)], words[(i*7)%len(words)], words[(i*3+a)%len(words)], words[(i*11)%len(words)], i)
+			if _, err := ag.Archival().Insert(ctx, memory.ArchivalEntry{Content: text, Metadata: map[string]any{"conversation": fmt.Sprint("c", i/20)}}); err != nil {
+				b.Fatal(err)
+			}
+			msgs = append(msgs, memory.Message{Role: memory.RoleUser, Content: text, BatchID: fmt.Sprint("b", i/10)})
+		}
+		if _, err := ag.Messages().AppendMany(ctx, msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(10)
+	open := func(b *testing.B, readStored bool) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, be.DB(), be.SearchDialect(), nil, &searchindex.IndexOptions{Write: be.Write, VectorCacheBytes: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		if !readStored {
+			searchindex.SetTextPartsReadOff(x)
+		}
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			b.Fatal(err)
+		}
+		return x
+	}
+	// One process loads every agent and saves its parts.
+	x := open(b, false)
+	for a := range agents {
+		if _, err := x.Search(ctx, "crane", search.Scope{Agent: partitionAgent(a)}, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	searchindex.WaitTextPartSaves(x)
+	x.Close()
+	for _, stored := range []bool{false, true} {
+		name := "rows"
+		if stored {
+			name = "stored"
+		}
+		b.Run(name, func(b *testing.B) {
+			var x *searchindex.Index
+			defer func() {
+				if x != nil {
+					x.Close()
+				}
+			}()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var cpu time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				if i%agents == 0 { // every agent loaded once: a fresh process
+					b.StopTimer()
+					if x != nil {
+						x.Close()
+					}
+					x = open(b, stored)
+					b.StartTimer()
+				}
+				t0 := threadCPU()
+				if _, err := x.Search(ctx, "harbour tug", search.Scope{Agent: partitionAgent(i % agents)}, opts); err != nil {
+					b.Fatal(err)
+				}
+				cpu += threadCPU() - t0
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			if got := searchindex.TextPartsStored(x) > 0; got != stored {
+				b.Fatalf("loads from stored parts: %v, want %v", got, stored)
+			}
+		})
+	}
+}
