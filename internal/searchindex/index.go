@@ -1072,9 +1072,9 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		// every write that would change the part: where writers take
 		// turns (SQLite), a save's check that the owner's rows did not
 		// change sees every write but its own; where they run side by side
-		// (PostgreSQL), the save and the triggers that drop the part take
-		// the part's lock (TextPartLocker), so that a delete in flight
-		// during the save is seen by one or the other.
+		// (PostgreSQL), a save holds the part's lock, which the triggers
+		// that drop the part take too (TextPartLocker): a delete in flight
+		// makes the save write nothing, a later one waits and drops it.
 		var one int
 		err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one)
 		locker, _ := x.d.(TextPartLocker)
@@ -1090,8 +1090,11 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		case locker != nil:
 			x.text.saves.write = func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error {
 				return x.withWriteLock(ctx, nil, func(ctx context.Context, ex driver.Execer) error {
-					if err := locker.LockTextPart(ctx, ex, int(t), owner); err != nil {
+					switch ok, err := locker.TryLockTextPart(ctx, ex, int(t), owner); {
+					case err != nil:
 						return err
+					case !ok:
+						return errPartBusy
 					}
 					return fn(ctx, ex)
 				})

@@ -472,14 +472,20 @@ func storedKind(t search.ContentType) bool { return t == search.Archival || t ==
 // TextPartLocker is a Dialect whose writers run side by side
 // (PostgreSQL) and whose triggers that drop a stored partition (a row of
 // search_text_parts: a delete of one of its owner's rows, a change to one's
-// words or owner) take a lock per kind and owner first. LockTextPart takes
-// that lock in the write transaction ex: a save of the part then waits for
-// such a write in flight and sees it (and is not written), or the write
-// waits for the save and drops what it wrote. Without it, and where
-// writers do not take turns, no partition is saved.
+// words or owner) first take a lock per kind and owner, shared.
+// TryLockTextPart tries that lock exclusively in the write transaction ex,
+// without waiting, and reports whether it got it. Held, a save's check
+// sees every such write committed, and a later one waits for the save's
+// commit and then drops the part; not held, such a write is in flight and
+// the part is not saved. Without it, and where writers do not take turns,
+// no partition is saved.
 type TextPartLocker interface {
-	LockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) error
+	TryLockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) (bool, error)
 }
+
+// errPartBusy is why a save wrote nothing: a write that drops the part
+// was in flight (TextPartLocker).
+var errPartBusy = errors.New("stored text partition: a write that drops it is in flight")
 
 // SchemaVersioner is a Dialect that reads its database's schema version:
 // a stored partition saved under another is not used (a migration may
@@ -728,11 +734,11 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	k := kinds[t]
 	where, args := c.log.since(pos)
 	// One write transaction holding the store's write lock (SQLite) or
-	// the part's (TextPartLocker): the check sees every write committed
-	// before it and every one that could drop the part in flight (it
-	// waited for them), and such a write after the commit takes the part
+	// the part's (TextPartLocker: not to be had while a write that drops
+	// the part is in flight): the check sees every write committed before
+	// it, and a write that drops the part after the commit takes the part
 	// with it.
-	return c.saves.write(ctx, t, owner, func(ctx context.Context, ex driver.Execer) error {
+	err := c.saves.write(ctx, t, owner, func(ctx context.Context, ex driver.Execer) error {
 		changed, err := ownerChanged(ctx, ex, k, where, args, owner, held)
 		if err != nil {
 			return fmt.Errorf("read log of %s: %w", k.name, err)
@@ -751,6 +757,11 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		c.saves.saved.Add(1)
 		return nil
 	})
+	if errors.Is(err, errPartBusy) {
+		c.saves.skipped.Add(1)
+		return nil
+	}
+	return err
 }
 
 // loggedOwnersQuery reads the rows of kind k logged where where says (a

@@ -33,9 +33,9 @@ const (
 	lockClassAgent = 2
 	lockClassNamed = 3
 	// lockClassTextPart is a stored text partition's, one per kind and
-	// owner, keyed in SQL (engram_text_part_key, migration 0048): taken by
-	// a save of the part (LockTextPart) and by the triggers that drop it,
-	// after every lock of the classes above a writer holds.
+	// owner, keyed in SQL (engram_text_part_key, migration 0048): taken
+	// shared by the triggers that drop the part, and tried exclusively by
+	// a save of it (TryLockTextPart), which never waits for it.
 	lockClassTextPart = 4
 )
 
@@ -50,15 +50,20 @@ const (
 	lockAnalyze = lockClassNamed<<56 | 4
 )
 
-// LockTextPart takes the lock of owner's stored text partition of kind
-// (searchindex.TextPartLocker) in the transaction ex: a save of the
-// part and a delete or change of one of owner's rows (its trigger takes
-// the same lock) then see each other's commit, whichever comes second.
-func (SearchDialect) LockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) error {
-	if _, err := ex.ExecContext(ctx, `SELECT pg_advisory_xact_lock(engram_text_part_key(?, ?))`, kind, owner); err != nil {
-		return fmt.Errorf("lock the stored text partition of %q: %w", owner, err)
+// TryLockTextPart tries to take the lock of owner's stored text
+// partition of kind exclusively in the transaction ex, without waiting
+// (searchindex.TextPartLocker). The triggers that drop the part (a delete
+// of or change to one of owner's rows) take it shared: held, the save sees
+// every such write committed and makes any later one wait for its commit
+// (whose DELETE then sees the part); not held, such a write is in flight
+// and the part is not saved. Waiting for nothing, a save is never part of
+// a deadlock.
+func (SearchDialect) TryLockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) (bool, error) {
+	var ok bool
+	if err := ex.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock(engram_text_part_key(?, ?))`, kind, owner).Scan(&ok); err != nil {
+		return false, fmt.Errorf("lock the stored text partition of %q: %w", owner, err)
 	}
-	return nil
+	return ok, nil
 }
 
 // lockKey is the advisory key of object v of class.
