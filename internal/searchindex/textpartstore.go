@@ -743,6 +743,15 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		if err != nil {
 			return fmt.Errorf("read log of %s: %w", k.name, err)
 		}
+		// Read after the check: entries since pos trimmed before it (a
+		// delete's among them) leave the floor past pos, and the check
+		// could not see them.
+		var now logPos
+		var floor int64
+		if err := scanBounds(queryRow(ctx, ex, c.log.Bounds), &now, &floor); err != nil {
+			return fmt.Errorf("read log of %s: %w", k.name, err)
+		}
+		changed = changed || pos.trimmed(floor)
 		if changed {
 			c.saves.skipped.Add(1)
 			return nil

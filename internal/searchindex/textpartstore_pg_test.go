@@ -165,7 +165,8 @@ func TestStoredPartitionPostgresDeleteInFlight(t *testing.T) {
 // its archival entries and messages (200 of each, in conversations and
 // batches) in a fresh process's partial text cache on PostgreSQL, its
 // partitions read from their rows ("rows") or decoded from the parts an
-// earlier process saved ("stored"). cpu-µs/op is the calling thread's.
+// earlier process saved ("stored"); and "resident", a search of an agent
+// whose partitions the process holds. cpu-µs/op is the calling thread's.
 func BenchmarkStoredPartitionLoadPostgres(b *testing.B) {
 	ctx := context.Background()
 	dsn := pgtest.Start(b).NewDatabase(b)
@@ -219,6 +220,30 @@ func BenchmarkStoredPartitionLoadPostgres(b *testing.B) {
 	}
 	searchindex.WaitTextPartSaves(x)
 	x.Close()
+	// An agent's search once its partitions are resident: what every
+	// later search costs (the change log read once, the legs and the
+	// page from the cache).
+	b.Run("resident", func(b *testing.B) {
+		x := open(b, true)
+		defer x.Close()
+		for a := range agents {
+			if _, err := x.Search(ctx, "crane", search.Scope{Agent: partitionAgent(a)}, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var cpu time.Duration
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := threadCPU()
+			if _, err := x.Search(ctx, "harbour tug", search.Scope{Agent: partitionAgent(i % agents)}, opts); err != nil {
+				b.Fatal(err)
+			}
+			cpu += threadCPU() - t0
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	})
 	for _, stored := range []bool{false, true} {
 		name := "rows"
 		if stored {
@@ -392,4 +417,39 @@ func TestStoredPartitionsPostgresUnderWrites(t *testing.T) {
 		t.Fatal("no round's check loaded a stored part")
 	}
 	t.Logf("%d rows deleted or rewritten; %d loads from stored parts in the checks", len(gone), loaders)
+}
+
+// TestStoredPartitionNotSavedPastATrim: a part whose owner's row was
+// deleted after its position, the delete's log entry then trimmed (past
+// the log's last 100,000 entries) before the save's check, is not
+// written: the check cannot see the entry, and the log's floor past the
+// part's position says so.
+func TestStoredPartitionNotSavedPastATrim(t *testing.T) {
+	const secret = "zanzibarquux"
+	ctx := context.Background()
+	p := newPGPartial(t)
+	id := p.insert("agent-1", "the vault code is "+secret)
+	x := p.index(1<<30, true)
+	searchindex.SetTextPartSaveHook(x, func() {
+		// Between the encode (the secret held) and the save's transaction.
+		p.raw(`DELETE FROM archival WHERE id = ?`, id)
+		p.raw(`INSERT INTO search_text_log (kind, id) SELECT 4, g FROM generate_series(1, 101000) g`)
+	})
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-1"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(x)
+	var floor int64
+	if err := p.b.DB().QueryRowContext(ctx, `SELECT next_txid FROM search_log_floor WHERE log = 'search_text_log'`).Scan(&floor); err != nil || floor == 0 {
+		t.Fatalf("the log was not trimmed (floor %d, %v)", floor, err)
+	}
+	if n := secretParts(t, p, secret); n != 0 {
+		t.Fatalf("%d stored parts hold the deleted entry's words", n)
+	}
+	if searchindex.TextPartsSkipped(x) != 1 {
+		t.Fatalf("saved %d, skipped %d: want the save skipped", searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x))
+	}
 }

@@ -496,6 +496,15 @@ type rebindConn struct {
 	lazy bool
 }
 
+// beginWrite begins a write transaction at READ COMMITTED, whatever the
+// server's default_transaction_isolation: each statement then sees what
+// committed before it. The writers are made for it (a write that waited
+// for a lock reads what the holder committed), and so are stored text
+// partitions (docs/design.md): a save's check must see a delete that
+// committed while the save began, and a delete's trigger a part saved
+// while it waited for the part's lock.
+const beginWrite = "begin isolation level read committed"
+
 // lazyBegin marks the context of a write transaction's BeginTx whose first
 // statement is an Exec run at once (Backend.write's locks): the BEGIN is
 // sent with it, pipelined, instead of on its own, which saves every write
@@ -520,7 +529,7 @@ func (c *rebindConn) begin(ctx context.Context) error {
 		return nil
 	}
 	c.lazy = false
-	_, err := c.Conn.Conn().Exec(ctx, "begin")
+	_, err := c.Conn.Conn().Exec(ctx, beginWrite)
 	return err
 }
 
@@ -575,7 +584,7 @@ func (c *rebindConn) ExecContext(ctx context.Context, query string, args []drive
 		vals[i] = a.Value
 	}
 	batch := &pgx.Batch{}
-	batch.Queue("begin")
+	batch.Queue(beginWrite)
 	batch.Queue(rebind(query), vals...)
 	res := c.Conn.Conn().SendBatch(ctx, batch)
 	_, err := res.Exec()

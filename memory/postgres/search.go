@@ -49,10 +49,11 @@ func (SearchDialect) CheckSchema(ctx context.Context, db *sql.DB) (bool, error) 
 	return n == 1, nil
 }
 
-// BeginWrite begins a transaction: PostgreSQL's writers run in parallel,
-// and the Index locks what it writes (LockWrites).
+// BeginWrite begins a transaction at READ COMMITTED (beginWrite):
+// PostgreSQL's writers run in parallel, and the Index locks what it
+// writes (LockWrites).
 func (SearchDialect) BeginWrite(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(ctx, "BEGIN")
+	_, err := conn.ExecContext(ctx, beginWrite)
 	return err
 }
 

@@ -64,7 +64,7 @@ func (b *Backend) writeOnceTrip(ctx context.Context, locks []engdriver.WriteLock
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*rebindConn).Conn.Conn()
 		batch := &pgx.Batch{}
-		batch.Queue("begin")
+		batch.Queue(beginWrite)
 		batch.Queue(lockQuery, lockArgs...)
 		batch.Queue(rebind(query), args...)
 		batch.Queue("commit")
