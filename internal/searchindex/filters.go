@@ -3,6 +3,7 @@ package searchindex
 import (
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search"
@@ -63,4 +64,10 @@ var contentKinds = [...]search.ContentType{search.Blocks, search.Archival, searc
 type settings struct {
 	search.Settings
 	vecCache bool // the vector cache is ready: KNN runs over it (Index.rank)
+	// textSynced, set for a ranking's legs (Index.rank) and again for its
+	// page (Index.fill), records that the text cache caught up with the
+	// log for them: the others read the cache as it is, so that a search
+	// reads the log twice (its legs', its page's), not once per leg and
+	// per kind of row on its page (a round trip each on PostgreSQL).
+	textSynced *atomic.Bool
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -131,6 +132,7 @@ func (x *Index) search(ctx context.Context, query string, scope search.Scope, op
 // rank runs a search's legs, fuses them and fetches the page.
 func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types search.ContentType, expr string, terms []string, qvec []float32, scope search.Scope, sp *settings) ([]search.Result, error) {
 	s := *sp
+	s.textSynced = new(atomic.Bool)
 	if qvec != nil && x.cache != nil {
 		ready, err := x.cache.sync(ctx, x.db, x.query)
 		if err != nil {
@@ -324,6 +326,12 @@ var errPageShort = errors.New("search: page short of rows changed since ranking"
 // type), re-checking the search's filters in SQL; a stub whose row no
 // longer passes stays a stub. terms are the query's, for the snippets.
 func (x *Index) fill(ctx context.Context, page []*hit, scope search.Scope, s *settings, terms []string) error {
+	// The page's rows as the log stands now, not as the ranking found it
+	// (a row deleted or changed since is not shown: errPageShort), read
+	// once for all its kinds.
+	ps := *s
+	ps.textSynced = new(atomic.Bool)
+	s = &ps
 	for _, t := range contentKinds {
 		var ids []int64
 		for _, r := range page {

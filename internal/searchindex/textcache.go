@@ -1569,14 +1569,20 @@ func (x *Index) cachedFTS(ctx context.Context, k *kind, terms []string, scope se
 
 // textKeep returns the search's filters (scope, superseded rows, time
 // window) as a check of the text cache's copy of a row, with the cache
-// caught up to the log. ok is false when the cache is still loading (rank
+// caught up to the log (once for a ranking's legs and once for its page:
+// settings.textSynced). ok is false when the cache is still loading (rank
 // and filter in SQL meanwhile). Tag and metadata filters are not in the
 // cache: callers check for them first.
 func (x *Index) textKeep(ctx context.Context, k *kind, scope search.Scope, s *settings) (f textFilter, ok bool, err error) {
-	if err := x.text.sync(ctx, x.db, x.stmt); errors.Is(err, errTextCacheLoading) {
-		return f, false, nil
-	} else if err != nil {
-		return f, false, err
+	if s.textSynced == nil || !s.textSynced.Load() {
+		if err := x.text.sync(ctx, x.db, x.stmt); errors.Is(err, errTextCacheLoading) {
+			return f, false, nil
+		} else if err != nil {
+			return f, false, err
+		}
+		if s.textSynced != nil {
+			s.textSynced.Store(true)
+		}
 	}
 	var shared map[int64]bool
 	if k.t == search.Blocks && !scope.All {
