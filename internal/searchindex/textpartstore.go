@@ -472,7 +472,8 @@ func storedKind(t search.ContentType) bool { return t == search.Archival || t ==
 // TextPartLocker is a Dialect whose writers run side by side
 // (PostgreSQL) and whose triggers that drop a stored partition (a row of
 // search_text_parts: a delete of one of its owner's rows, a change to one's
-// words or owner) first take a lock per kind and owner, shared.
+// words or owner) first take a lock of the kind and the owner (or of a
+// bucket of owners), shared.
 // TryLockTextPart tries that lock exclusively in the write transaction ex,
 // without waiting, and reports whether it got it. Held, a save's check
 // sees every such write committed, and a later one waits for the save's

@@ -3,32 +3,90 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/engram-go/engram/internal/pgtest"
 )
 
 // TestTextPartKeys: engram_text_part_key's keys are of the stored text
-// partitions' class (so a writer takes them after its other locks, see
-// locks.go), one per kind and owner.
+// partitions' class (see locks.go) and the kind, one of 256 buckets of
+// owners each, so that a statement over many owners takes a bounded
+// number of locks.
 func TestTextPartKeys(t *testing.T) {
 	b := openTestBackend(t)
 	ctx := context.Background()
-	seen := map[int64]string{}
-	for _, kind := range []int{2, 4} {
-		for _, owner := range []string{"", "a", "b", "agent-0001", "agent-0002", "ünïcode", "2:a"} {
+	for _, kind := range []int64{2, 4} {
+		buckets := map[int64]bool{}
+		for i := range 5000 {
 			var k int64
-			if err := b.DB().QueryRowContext(ctx, `SELECT engram_text_part_key(?, ?)`, kind, owner).Scan(&k); err != nil {
+			if err := b.DB().QueryRowContext(ctx, `SELECT engram_text_part_key(?, ?)`, kind, fmt.Sprint("agent-", i)).Scan(&k); err != nil {
 				t.Fatal(err)
 			}
-			if k>>56 != lockClassTextPart {
-				t.Errorf("key of (%d, %q) is %#x: class %d, want %d", kind, owner, k, k>>56, lockClassTextPart)
+			if k>>56 != lockClassTextPart || k>>8&(1<<48-1) != kind {
+				t.Fatalf("key of (%d, agent-%d) is %#x: want class %d, kind %d", kind, i, k, lockClassTextPart, kind)
 			}
-			id := string(rune('0'+kind)) + ":" + owner
-			if o, dup := seen[k]; dup {
-				t.Errorf("(%s) and (%s) share key %#x", o, id, k)
-			}
-			seen[k] = id
+			buckets[k&255] = true
+		}
+		if len(buckets) != 256 {
+			t.Errorf("kind %d: 5,000 owners fill %d buckets, want 256", kind, len(buckets))
+		}
+	}
+}
+
+// TestTextPartLocksBounded: a DELETE of messages of 40,000 owners takes a
+// bounded number of locks (one per bucket it touches), not one per owner,
+// which would exhaust the server's lock table ("out of shared memory"),
+// and drops their parts.
+func TestTextPartLocksBounded(t *testing.T) {
+	b := openTestBackend(t)
+	ctx := context.Background()
+	if _, err := b.DB().ExecContext(ctx, `INSERT INTO messages (agent, role, content, batch_id, seq, created_at)
+		SELECT 'owner-' || g, 'user', 'old words', 'b', 0, 0 FROM generate_series(1, 40000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DB().ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (4, 'owner-7', 'x'), (4, 'someone else', 'y')`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := b.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE content = 'old words'`); err != nil {
+		t.Fatal(err)
+	}
+	var locks int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND classid::bigint >> 24 = 4`).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if locks > 256 {
+		t.Errorf("the delete holds %d advisory locks, want at most 256", locks)
+	}
+	var left string
+	if err := tx.QueryRowContext(ctx, `SELECT string_agg(owner, ',') FROM search_text_parts`).Scan(&left); err != nil || left != "someone else" {
+		t.Errorf("parts left: %q (%v), want only someone else's", left, err)
+	}
+}
+
+// TestTextPartsTruncated: a TRUNCATE of archival or messages takes the
+// kind's stored parts with it.
+func TestTextPartsTruncated(t *testing.T) {
+	b := openTestBackend(t)
+	ctx := context.Background()
+	if _, err := b.DB().ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (2, 'a', 'x'), (4, 'a', 'y')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		table string
+		left  int
+	}{{"archival", 1}, {"messages", 0}} {
+		if _, err := b.DB().ExecContext(ctx, `TRUNCATE `+c.table+` CASCADE`); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts`).Scan(&n); err != nil || n != c.left {
+			t.Fatalf("after TRUNCATE %s: %d parts (%v), want %d", c.table, n, err, c.left)
 		}
 	}
 }
