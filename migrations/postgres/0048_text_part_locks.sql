@@ -43,7 +43,7 @@ END $$;
 -- nothing: it takes the kind's parts with it. (A save whose check ran
 -- after the TRUNCATE committed would still write its part: engram never
 -- truncates, and docs/operations.md says to delete instead.)
-CREATE FUNCTION engram_text_parts_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION engram_text_parts_truncated() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
     DELETE FROM search_text_parts WHERE kind = TG_ARGV[0]::integer;
     RETURN NULL;
