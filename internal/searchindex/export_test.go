@@ -297,6 +297,10 @@ func TextPartsSaved(x *Index) int64   { return x.text.saves.saved.Load() }
 func TextPartsStored(x *Index) int64  { return x.text.saves.stored.Load() }
 func TextPartsSkipped(x *Index) int64 { return x.text.saves.skipped.Load() }
 
+// TextPartSaveBusy counts the tries of x's partition saves that found
+// the part's lock busy (TextPartLocker).
+func TextPartSaveBusy(x *Index) int64 { return x.text.saves.busy.Load() }
+
 // WaitTextPartSaves waits for the partition saves x's text cache runs.
 func WaitTextPartSaves(x *Index) { x.text.saves.wg.Wait() }
 

@@ -526,6 +526,7 @@ type partSaves struct {
 	// and its write, inWrite in its write transaction, its locks held
 	// and its check passed, before its insert.
 	saved, stored, skipped atomic.Int64
+	busy                   atomic.Int64 // tries that found the part's lock busy
 	readOff                bool
 	beforeWrite, inWrite   func()
 }
@@ -739,7 +740,7 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	// the part is in flight): the check sees every write committed before
 	// it, and a write that drops the part after the commit takes the part
 	// with it.
-	err := c.saves.write(ctx, t, owner, func(ctx context.Context, ex driver.Execer) error {
+	write := func(ctx context.Context, ex driver.Execer) error {
 		changed, err := ownerChanged(ctx, ex, k, where, args, owner, held)
 		if err != nil {
 			return fmt.Errorf("read log of %s: %w", k.name, err)
@@ -766,13 +767,41 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		}
 		c.saves.saved.Add(1)
 		return nil
-	})
+	}
+	// A busy lock (a write that drops parts of the lock's owners in
+	// flight, or a save of another owner sharing it) is tried again a few
+	// times: both are mostly short, and a save given up is a load from the
+	// rows in the next process.
+	var err error
+	for try := 0; ; try++ {
+		err = c.saves.write(ctx, t, owner, write)
+		if !errors.Is(err, errPartBusy) {
+			break
+		}
+		c.saves.busy.Add(1)
+		if try == partBusyTries-1 {
+			break
+		}
+		select {
+		case <-time.After(partBusyWait << try):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if errors.Is(err, errPartBusy) {
 		c.saves.skipped.Add(1)
 		return nil
 	}
 	return err
 }
+
+// partBusyTries and partBusyWait: a save whose part's lock is busy
+// (TextPartLocker) tries this many times in all, waiting partBusyWait,
+// then twice as long, and so on, between them (150 ms in all).
+const (
+	partBusyTries = 4
+	partBusyWait  = 10 * time.Millisecond
+)
 
 // loggedOwnersQuery reads the rows of kind k logged where where says (a
 // log position's since), at most as many as its last argument, each

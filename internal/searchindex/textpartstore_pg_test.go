@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,5 +452,62 @@ func TestStoredPartitionNotSavedPastATrim(t *testing.T) {
 	}
 	if searchindex.TextPartsSkipped(x) != 1 {
 		t.Fatalf("saved %d, skipped %d: want the save skipped", searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x))
+	}
+}
+
+// TestStoredPartitionPostgresBucketMates: two owners whose parts share a
+// lock (one of 256 buckets of owners): the second's save, finding the
+// lock held by the first's, tries again and is written, not given up,
+// when no write changed either owner's rows.
+func TestStoredPartitionPostgresBucketMates(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	db := p.b.DB()
+	bucket := func(owner string) int64 {
+		var b int64
+		if err := db.QueryRowContext(ctx, `SELECT engram_text_part_key(2, ?)`, owner).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first, second := "agent-0", ""
+	for i := 0; second == ""; i++ {
+		if name := fmt.Sprint("mate-", i); bucket(name) == bucket(first) {
+			second = name
+		}
+	}
+	for j := range 3 {
+		p.insert(second, fmt.Sprintf("harbour crane %d lifts cargo", j))
+	}
+	x := p.index(1<<30, true)
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	searchindex.SetTextPartSaveTxHook(x, func() {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release // the first save holds the lock
+		}
+	})
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: first}, opts); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: second}, opts); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); searchindex.TextPartSaveBusy(x) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the second save never found the lock busy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	searchindex.WaitTextPartSaves(x)
+	if saved, skipped := searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x); saved != 2 || skipped != 0 {
+		t.Fatalf("saved %d, skipped %d: want both partitions saved (no write changed them)", saved, skipped)
 	}
 }
