@@ -1068,26 +1068,19 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		x.text.prep = x.stmt
 		x.text.log.prep = x.stmt
 		// Stored partitions where the schema has their table (a database
-		// migrated by this version's backends does) and a save can see
-		// every write that would change the part: where writers take
-		// turns (SQLite), a save's check that the owner's rows did not
-		// change sees every write but its own; where they run side by side
-		// (PostgreSQL), a save holds the part's lock, which the triggers
-		// that drop the part take too (TextPartLocker): a delete in flight
-		// makes the save write nothing, a later one waits and drops it.
+		// migrated by this version's backends does) and the dialect can
+		// make a save see every write that would change the part
+		// (TextPartLocker): a save holds the part's lock (SQLite: the
+		// write transaction holds the whole database), which the triggers
+		// that drop the part take too, so that a delete in flight makes
+		// the save write nothing and a later one waits and drops it.
 		var one int
 		err := x.db.QueryRowContext(ctx, `SELECT 1 FROM search_text_parts WHERE kind = 0 AND owner = ''`).Scan(&one)
 		locker, _ := x.d.(TextPartLocker)
 		sv, _ := x.d.(SchemaVersioner)
-		switch {
-		case (err != nil && !errors.Is(err, sql.ErrNoRows)) || sv == nil:
+		if (err != nil && !errors.Is(err, sql.ErrNoRows)) || sv == nil || locker == nil {
 			x.text.saves.off = true
-		case x.d.Name() == "sqlite":
-			x.text.saves.write = func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error {
-				return x.withWriteLock(ctx, nil, fn)
-			}
-			x.text.saves.prepPositions = true
-		case locker != nil:
+		} else {
 			x.text.saves.write = func(ctx context.Context, t search.ContentType, owner string, fn func(ctx context.Context, ex driver.Execer) error) error {
 				return x.withWriteLock(ctx, nil, func(ctx context.Context, ex driver.Execer) error {
 					switch ok, err := locker.TryLockTextPart(ctx, ex, int(t), owner); {
@@ -1099,8 +1092,7 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 					return fn(ctx, ex)
 				})
 			}
-		default:
-			x.text.saves.off = true
+			x.text.saves.prepPositions = x.d.Name() == "sqlite"
 		}
 		if !x.text.saves.off {
 			if err := x.db.QueryRowContext(ctx, sv.SchemaVersionQuery()).Scan(&x.text.saves.schema); err != nil {

@@ -469,17 +469,18 @@ func validToks(toks []byte, n int) bool {
 // log entry until it is indexed again.
 func storedKind(t search.ContentType) bool { return t == search.Archival || t == search.Messages }
 
-// TextPartLocker is a Dialect whose writers run side by side
-// (PostgreSQL) and whose triggers that drop a stored partition (a row of
-// search_text_parts: a delete of one of its owner's rows, a change to one's
-// words or owner) first take a lock of the kind and the owner (or of a
-// bucket of owners), shared.
-// TryLockTextPart tries that lock exclusively in the write transaction ex,
-// without waiting, and reports whether it got it. Held, a save's check
-// sees every such write committed, and a later one waits for the save's
-// commit and then drops the part; not held, such a write is in flight and
-// the part is not saved. Without it, and where writers do not take turns,
-// no partition is saved.
+// TextPartLocker is a Dialect that can make a save of a stored partition
+// (a row of search_text_parts) see every write that would drop it (a
+// delete of one of its owner's rows, a change to one's words or owner).
+// TryLockTextPart tries, without waiting, the lock of owner's part of kind
+// in the write transaction ex and reports whether it got it. Where writers
+// run side by side (PostgreSQL) the triggers that drop a part take that
+// lock (of the kind and a bucket of owners) shared first: held, a save's
+// check sees every such write committed, and a later one waits for the
+// save's commit and then drops the part; not held, such a write is in
+// flight and the part is not saved. Where a write transaction holds the
+// whole database (SQLite) it is always had. A dialect without it saves no
+// partition.
 type TextPartLocker interface {
 	TryLockTextPart(ctx context.Context, ex driver.Execer, kind int, owner string) (bool, error)
 }

@@ -34,9 +34,9 @@ const (
 	lockClassNamed = 3
 	// lockClassTextPart is a stored text partition's, one per kind and
 	// bucket of 256 of owners, keyed in SQL (engram_text_part_key,
-	// migration 0048): taken
-	// shared by the triggers that drop the part, and tried exclusively by
-	// a save of it (TryLockTextPart), which never waits for it.
+	// migration 0048): taken shared by the triggers that drop the part,
+	// and tried exclusively by a save of it (TryLockTextPart), which never
+	// waits for it.
 	lockClassTextPart = 4
 )
 

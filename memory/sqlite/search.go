@@ -27,6 +27,13 @@ func (b *Backend) SearchDialect() driver.Dialect { return SearchDialect{} }
 // Name returns "sqlite".
 func (SearchDialect) Name() string { return "sqlite" }
 
+// TryLockTextPart reports true (searchindex.TextPartLocker): a SQLite
+// write transaction holds the whole database, so a save of a stored text
+// partition sees every write but its own, and none runs beside it.
+func (SearchDialect) TryLockTextPart(context.Context, driver.Execer, int, string) (bool, error) {
+	return true, nil
+}
+
 // SchemaVersionQuery reads the schema's migration version
 // (searchindex.SchemaVersioner).
 func (SearchDialect) SchemaVersionQuery() string { return `PRAGMA user_version` }
