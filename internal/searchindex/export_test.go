@@ -297,6 +297,10 @@ func TextPartsSaved(x *Index) int64   { return x.text.saves.saved.Load() }
 func TextPartsStored(x *Index) int64  { return x.text.saves.stored.Load() }
 func TextPartsSkipped(x *Index) int64 { return x.text.saves.skipped.Load() }
 
+// TextPartsAtOnce counts the stored partitions x's text cache caught up
+// to the log in one statement (no row of their owner's logged since).
+func TextPartsAtOnce(x *Index) int64 { return x.text.saves.atOnce.Load() }
+
 // TextPartSaveBusy counts the tries of x's partition saves that found
 // the part's lock busy (TextPartLocker).
 func TextPartSaveBusy(x *Index) int64 { return x.text.saves.busy.Load() }

@@ -177,6 +177,7 @@ func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types 
 	}
 	var ftsErr error
 	if mode == search.FTS || mode == search.Hybrid {
+		ahead := x.loadAhead(ctx, types.Kinds(), terms, scope, &s)
 		for _, t := range types.Kinds() {
 			// A leg of messages or archival entries is re-ordered by
 			// sessions (bySession).
@@ -194,6 +195,7 @@ func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types 
 			}
 			ftsLegs = append(ftsLegs, leg)
 		}
+		ahead()
 	}
 	wg.Wait()
 	if ftsErr != nil {

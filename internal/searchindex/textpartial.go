@@ -854,6 +854,9 @@ type partRead struct {
 	// row when read, else 0).
 	refused bool
 	cost    int64
+	// moved, when not nil, are the rows logged since the load began that
+	// pos's snapshot holds (catchUpLoad's first install; replayStoredAtOnce).
+	moved map[int64]bool
 }
 
 // load reads owner's partition of kind t in one snapshot without c.mu,
@@ -868,7 +871,7 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 	// when there is one to use (textpartstore.go); else the rows. A part
 	// read from the rows, or stored long enough ago that its catch-up
 	// replayed many entries, is saved for the next process once held.
-	ld, replayed, err := c.readStored(ctx, db, t, owner)
+	ld, replayed, err := c.readStored(ctx, db, t, owner, base)
 	if err != nil {
 		return false, err
 	}
@@ -891,8 +894,9 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 func (c *textCache) catchUpLoad(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead, base logPos) (bool, error) {
 	var err error
 	for try := 0; ; try++ {
-		var moved map[int64]bool
-		if !ld.refused {
+		moved := ld.moved
+		ld.moved = nil
+		if !ld.refused && moved == nil {
 			if moved, err = c.loggedSince(ctx, db, t, base); err != nil {
 				return false, err
 			}
@@ -1581,6 +1585,58 @@ func (x *Index) scopeOwners(ctx context.Context, t search.ContentType, agent str
 		}
 	}
 	return owners, rows.Err()
+}
+
+// loadAhead starts loading, each in its own goroutine, the agent's
+// partitions of the kinds after the first of ts that its full-text legs
+// will read from a partial cache and that are not held yet; wait returns
+// once those loads end. A search's legs run one kind after another, so a
+// first search would otherwise wait for each kind's load in turn (on
+// PostgreSQL each is a few round trips; on SQLite each is CPU that
+// another core can take). Only loads the legs would make: an agent's own
+// archival entries and messages (a blocks leg's owners and the lazy
+// index come with its own run), where the leg ranks from the cache (no
+// tag or metadata filter, terms the cache can match, the kind's
+// statistics at hand). A load in flight is shared: the leg waits for it
+// as for its own.
+func (x *Index) loadAhead(ctx context.Context, ts []search.ContentType, terms []string, scope search.Scope, s *settings) (wait func()) {
+	c := x.text
+	if c == nil || len(ts) < 2 || scope.All || s.hasTagFilter() || len(s.Metadata) > 0 {
+		return func() {}
+	}
+	if _, ok := cachePhrases(terms); !ok {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, t := range ts[1:] {
+		if !storedKind(t) || !c.wantsLoad(t, scope.Agent) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// An error or a refusal here is the leg's to meet: it
+			// loads again, or ranks in SQL.
+			_, _ = c.ensure(ctx, x.db, t, scope.Agent)
+		}()
+	}
+	return wg.Wait
+}
+
+// wantsLoad reports whether a leg of kind t would load owner's partition
+// now: the cache is partial, keeps (or reads from the engine) the kind's
+// statistics, and neither holds the partition nor knows it too big.
+func (c *textCache) wantsLoad(t search.ContentType, owner string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.partial || c.owned[t][owner] != nil || c.tooBig[t][owner] {
+		return false
+	}
+	if c.stats != nil {
+		return true
+	}
+	st := c.gstats[t]
+	return st != nil && st.loaded && st.complete
 }
 
 // partialFTS answers a full-text leg from a partial cache: the scope's

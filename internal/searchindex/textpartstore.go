@@ -528,6 +528,7 @@ type partSaves struct {
 	// and its check passed, before its insert.
 	saved, stored, skipped atomic.Int64
 	busy                   atomic.Int64 // tries that found the part's lock busy
+	atOnce                 atomic.Int64 // stored parts caught up in one statement (replayStoredAtOnce)
 	readOff                bool
 	beforeWrite, inWrite   func()
 }
@@ -553,8 +554,9 @@ func storedReplayMax(live int) int { return 64 + 2*live }
 
 // readStored reads owner's stored partition of kind t and replays onto it
 // the log entries since its position; nil when there is none to use (the
-// rows are read instead). replayed is how many entries it replayed.
-func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (ld *partRead, replayed int, err error) {
+// rows are read instead). replayed is how many entries it replayed. base
+// is the cache's position when the load began (catchUpLoad's).
+func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
 	if c.saves.off || c.saves.readOff || !storedKind(t) {
 		return nil, 0, nil
 	}
@@ -586,12 +588,96 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 		return nil, 0, nil
 	}
 	ld = &partRead{p: p, pos: pos}
-	n, ok, err := c.replayStored(ctx, db, t, owner, ld)
+	n, ok, done, err := c.replayStoredAtOnce(ctx, db, t, owner, ld, base)
+	if err == nil && !done {
+		n, ok, err = c.replayStored(ctx, db, t, owner, ld)
+	}
 	if err != nil || !ok {
 		return nil, 0, err
 	}
 	c.saves.stored.Add(1)
 	return ld, n, nil
+}
+
+// replayStoredAtOnce is replayStored in one statement outside a
+// transaction (a statement reads one snapshot), where that suffices: the
+// log's bounds, the rows logged since the part's position with their
+// owners now, and the rows logged since base (ld.moved, for
+// catchUpLoad), read in one round trip where replayStored takes four
+// (and catchUpLoad a fifth). done is false, and ld untouched, when one of
+// the rows logged is owner's now: reading it again wants the log's
+// snapshot held open (replayStored).
+func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead, base logPos) (n int, ok, done bool, err error) {
+	k := kinds[t]
+	most := storedReplayMax(ld.p.live)
+	q, args := c.storedReplayQuery(k, ld.pos, base, most)
+	var src queryer = db
+	if c.saves.prepPositions {
+		if st := c.prepare(ctx, q); st != nil {
+			src = stmtQueryer{st}
+		}
+	}
+	rows, err := src.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+	}
+	defer rows.Close()
+	var cur logPos
+	var floor int64
+	var ids []int64
+	moved := map[int64]bool{}
+	first := true
+	for rows.Next() {
+		var at logPos
+		var from, id sql.NullInt64
+		var o sql.NullString
+		if err := scanBounds(rows, &at, &floor, &from, &id, &o); err != nil {
+			return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+		}
+		if first {
+			cur, first = at, false
+		}
+		switch {
+		case !id.Valid: // no entry: the join's one row
+		case from.Int64 == 1:
+			moved[id.Int64] = true
+		case o.Valid && o.String == owner:
+			return 0, false, false, nil
+		default:
+			ids = append(ids, id.Int64)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+	}
+	if first {
+		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
+	}
+	if ld.pos.trimmed(floor) || len(ids) > most {
+		return 0, false, true, nil
+	}
+	for _, id := range ids {
+		ld.p.remove(id)
+	}
+	ld.pos = later(ld.pos, cur)
+	ld.moved = moved
+	c.saves.atOnce.Add(1)
+	return len(ids), true, true, nil
+}
+
+// storedReplayQuery is replayStoredAtOnce's statement: the log's bounds
+// joined to the entries of kind k since part (at most most+1 rows, each
+// with its owner now; from 0) and those since base (from 1), or to one
+// row of NULLs when there are none.
+func (c *textCache) storedReplayQuery(k *kind, part, base logPos, most int) (string, []any) {
+	pw, pargs := c.log.since(part)
+	bw, bargs := c.log.since(base)
+	q := `SELECT b.*, l.src, l.id, l.owner FROM (` + c.log.Bounds + `) AS b LEFT JOIN (` +
+		`SELECT 0 AS src, o.id AS id, o.` + k.owner + ` AS owner FROM (` + loggedOwnersQuery(k, pw) + `) AS o` +
+		` UNION ALL SELECT 1, m.id, NULL FROM (SELECT DISTINCT id FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?) AS m` +
+		`) AS l ON 1 = 1`
+	args := append(append(pargs, int(k.t), most+1), append(bargs, int(k.t))...)
+	return q, args
 }
 
 // replayStored brings a stored partition from its position to the log's:

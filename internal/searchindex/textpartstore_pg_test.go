@@ -69,6 +69,12 @@ func TestStoredPartitionsPostgres(t *testing.T) {
 	if n := searchindex.TextPartsStored(second); n != 7 {
 		t.Fatalf("%d partitions loaded from stored parts, want 7 (all but agent-2's archival)", n)
 	}
+	// Those whose owner wrote nothing since were caught up in one
+	// statement; agent-0's archival and agent-1's messages read their new
+	// rows in a snapshot.
+	if n := searchindex.TextPartsAtOnce(second); n != 5 {
+		t.Fatalf("%d stored parts caught up in one statement, want 5", n)
+	}
 }
 
 // secretParts counts the stored parts holding s.

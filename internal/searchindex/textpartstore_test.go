@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/memory/sqlite"
@@ -325,5 +327,121 @@ func TestStoredPartitionOfAnotherSchema(t *testing.T) {
 	find(again)
 	if searchindex.TextPartsStored(again) != 1 {
 		t.Fatal("the part saved under the new version was not used")
+	}
+}
+
+// TestStoredPartitionCaughtUpAtOnce: a stored part whose owner's rows no
+// entry logged since names is caught up in one statement (other owners'
+// rows written, moved away and deleted since); one whose owner has a new
+// row is read again in the log's snapshot. Either way the process ranks
+// as SQL does.
+func TestStoredPartitionCaughtUpAtOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	var moving int64
+	for _, a := range []string{"a", "b"} {
+		for i := range 12 {
+			id := insertArchival(t, db, archivalRow{Agent: a, Content: fmt.Sprintf("harbour entry %d of %s", i, a), Metadata: fmt.Sprintf(`{"conversation": "c%d"}`, i%3)})
+			if a == "a" && i == 5 {
+				moving = id
+			}
+			insertMessage(t, db, a, "user", fmt.Sprintf("harbour message %d of %s", i, a), baseTime)
+		}
+	}
+	sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(30)
+	compare := func(x *searchindex.Index, agent string) {
+		t.Helper()
+		for _, q := range []string{"harbour", "entry 3", "message"} {
+			got, err := x.Search(ctx, q, search.Scope{Agent: agent}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameAsSQLWith(t, ctx, sqlx, q, agent, opts, got)
+		}
+	}
+	first := partialIndex(t, db)
+	compare(first, "a")
+	compare(first, "b")
+	searchindex.WaitTextPartSaves(first)
+	first.Close()
+
+	// Since: b's rows change (its part goes), one of a's entries moves
+	// to b (a's part goes too: saved again below).
+	other := openDBAt(t, path)
+	if _, err := other.ExecContext(ctx, `UPDATE archival SET agent = 'b' WHERE id = ?`, moving); err != nil {
+		t.Fatal(err)
+	}
+	second := partialIndex(t, db)
+	compare(second, "a")
+	searchindex.WaitTextPartSaves(second)
+	second.Close()
+	insertArchival(t, other, archivalRow{Agent: "b", Content: "harbour entry new of b"})
+	insertMessage(t, other, "b", "user", "harbour message new of b", baseTime)
+	if _, err := other.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT max(id) FROM archival WHERE agent = 'b')`); err != nil {
+		t.Fatal(err)
+	}
+
+	third := partialIndex(t, db)
+	compare(third, "a")
+	if got, at := searchindex.TextPartsStored(third), searchindex.TextPartsAtOnce(third); got != 2 || at != 2 {
+		t.Fatalf("a's parts: %d loaded from stored parts, %d caught up in one statement; want 2 and 2", got, at)
+	}
+	third.Close()
+
+	// A new entry of a's own since its part: read again in a snapshot.
+	insertArchival(t, other, archivalRow{Agent: "a", Content: "harbour entry new of a", Metadata: `{"conversation": "c1"}`})
+	fourth := partialIndex(t, db)
+	compare(fourth, "a")
+	if got, at := searchindex.TextPartsStored(fourth), searchindex.TextPartsAtOnce(fourth); got != 2 || at != 1 {
+		t.Fatalf("a's parts: %d loaded from stored parts, %d caught up in one statement; want 2 and 1 (messages)", got, at)
+	}
+	compare(fourth, "b")
+}
+
+// TestFirstSearchLoadsKindsTogether: an agent's first search over its
+// archival entries and messages in a partial cache loads the two
+// partitions at once, not one after the other (each load here waits for
+// the other to start).
+func TestFirstSearchLoadsKindsTogether(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	for i := range 10 {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d", i)})
+		insertMessage(t, db, "a", "user", fmt.Sprintf("harbour message %d", i), baseTime)
+	}
+	x := partialIndex(t, db)
+	searchindex.SetTextPartsOff(x)
+	started := map[search.ContentType]chan struct{}{search.Archival: make(chan struct{}), search.Messages: make(chan struct{})}
+	var mu sync.Mutex
+	together := map[search.ContentType]bool{}
+	searchindex.SetTextLoadHook(x, func(ctx context.Context, kind search.ContentType, owner string) {
+		other := search.Messages
+		if kind == search.Messages {
+			other = search.Archival
+		}
+		close(started[kind])
+		select {
+		case <-started[other]:
+			mu.Lock()
+			together[kind] = true
+			mu.Unlock()
+		case <-time.After(2 * time.Second):
+		}
+	})
+	res, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 20 {
+		t.Fatalf("%d results, want 20", len(res))
+	}
+	if !together[search.Archival] || !together[search.Messages] {
+		t.Fatalf("the archival and message loads did not overlap (each saw the other start: %v)", together)
 	}
 }
