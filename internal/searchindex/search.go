@@ -133,6 +133,15 @@ func (x *Index) search(ctx context.Context, query string, scope search.Scope, op
 func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types search.ContentType, expr string, terms []string, qvec []float32, scope search.Scope, sp *settings) ([]search.Result, error) {
 	s := *sp
 	s.textSynced = new(atomic.Bool)
+	// A first search's text partitions load while its vector partitions
+	// do, and while its first text leg runs.
+	if mode == search.FTS || mode == search.Hybrid {
+		ahead := types.Kinds()
+		if len(ahead) > 0 && (qvec == nil || x.cache == nil) {
+			ahead = ahead[1:]
+		}
+		defer x.loadAhead(ctx, ahead, terms, scope, &s)()
+	}
 	if qvec != nil && x.cache != nil {
 		ready, err := x.cache.sync(ctx, x.db, x.query)
 		if err != nil {
@@ -177,7 +186,6 @@ func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types 
 	}
 	var ftsErr error
 	if mode == search.FTS || mode == search.Hybrid {
-		ahead := x.loadAhead(ctx, types.Kinds(), terms, scope, &s)
 		for _, t := range types.Kinds() {
 			// A leg of messages or archival entries is re-ordered by
 			// sessions (bySession).
@@ -195,7 +203,6 @@ func (x *Index) rank(ctx context.Context, query string, mode search.Mode, types 
 			}
 			ftsLegs = append(ftsLegs, leg)
 		}
-		ahead()
 	}
 	wg.Wait()
 	if ftsErr != nil {

@@ -1588,27 +1588,27 @@ func (x *Index) scopeOwners(ctx context.Context, t search.ContentType, agent str
 }
 
 // loadAhead starts loading, each in its own goroutine, the agent's
-// partitions of the kinds after the first of ts that its full-text legs
-// will read from a partial cache and that are not held yet; wait returns
-// once those loads end. A search's legs run one kind after another, so a
-// first search would otherwise wait for each kind's load in turn (on
-// PostgreSQL each is a few round trips; on SQLite each is CPU that
-// another core can take). Only loads the legs would make: an agent's own
-// archival entries and messages (a blocks leg's owners and the lazy
-// index come with its own run), where the leg ranks from the cache (no
-// tag or metadata filter, terms the cache can match, the kind's
-// statistics at hand). A load in flight is shared: the leg waits for it
-// as for its own.
+// partitions of the kinds ts that its full-text legs will read from a
+// partial cache and that are not held yet; wait returns once those loads
+// end. A search's legs run one kind after another, after the vector
+// cache's partitions load, so a first search would otherwise wait for
+// each load in turn (on PostgreSQL each is a few round trips; on SQLite
+// each is CPU that another core can take). Only loads the legs would
+// make: an agent's own archival entries and messages (a blocks leg's
+// owners and the lazy index come with its own run), where the leg ranks
+// from the cache (no tag or metadata filter, terms the cache can match,
+// the kind's statistics at hand). A load in flight is shared: the leg
+// waits for it as for its own.
 func (x *Index) loadAhead(ctx context.Context, ts []search.ContentType, terms []string, scope search.Scope, s *settings) (wait func()) {
 	c := x.text
-	if c == nil || len(ts) < 2 || scope.All || s.hasTagFilter() || len(s.Metadata) > 0 {
+	if c == nil || len(ts) == 0 || scope.All || s.hasTagFilter() || len(s.Metadata) > 0 {
 		return func() {}
 	}
 	if _, ok := cachePhrases(terms); !ok {
 		return func() {}
 	}
 	var wg sync.WaitGroup
-	for _, t := range ts[1:] {
+	for _, t := range ts {
 		if !storedKind(t) || !c.wantsLoad(t, scope.Agent) {
 			continue
 		}
