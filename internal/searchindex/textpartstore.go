@@ -578,11 +578,16 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 	if need > c.limit {
 		return nil, 0, nil
 	}
+	// Reserved for the decode only, as readPart reserves for its read:
+	// the catch-up below waits for a connection, and a load that held a
+	// reservation while it did could wait for ever on one (a pool of one:
+	// an in-memory store's) that another load holds while it waits for
+	// the bound.
 	if err := c.reserve(ctx, need); err != nil {
 		return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", kinds[t].name, owner, err)
 	}
-	defer c.release(need)
 	p, pos, err := decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
+	c.release(need)
 	if err != nil {
 		c.ld.log.Debug("search: text cache: stored partition not used", "kind", kinds[t].name, "owner", owner, "err", err)
 		return nil, 0, nil

@@ -445,3 +445,62 @@ func TestFirstSearchLoadsKindsTogether(t *testing.T) {
 		t.Fatalf("the archival and message loads did not overlap (each saw the other start: %v)", together)
 	}
 }
+
+// TestFirstSearchPoolOfOne: over a pool of one connection (an in-memory
+// store's) and a bound that holds one load in flight at a time, an
+// agent's first searches load a stored part (messages) beside a part
+// read from the rows (archival entries, whose stored part a write
+// dropped) without waiting for ever: a stored load does not hold its
+// reservation of the bound while it waits for the connection that a
+// load from the rows holds while it waits for the bound.
+func TestFirstSearchPoolOfOne(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1500 {
+		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo %d lifts", i, i*7)})
+		insertMessage(t, tx, "a", "user", fmt.Sprintf("harbour message %d crane %d lifts the cargo", i, i*3), baseTime)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(10)
+	open := func(limit int64) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		return x
+	}
+	first := open(1 << 30)
+	if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(first)
+	held := searchindex.TextCacheHeldBytes(first)
+	first.Close()
+	for try := range 12 {
+		for _, tenths := range []int64{6, 8, 10, 12} {
+			// One of a's entries goes, and its stored archival part with it.
+			if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT max(id) FROM archival WHERE agent = 'a')`); err != nil {
+				t.Fatal(err)
+			}
+			x := open(held * tenths / 10)
+			c, cancel := context.WithTimeout(ctx, 3*time.Second)
+			start := time.Now()
+			_, err := x.Search(c, "harbour", search.Scope{Agent: "a"}, opts)
+			cancel()
+			searchindex.WaitTextPartSaves(x)
+			x.Close()
+			if err != nil {
+				t.Fatalf("try %d, bound %d/10 of the partitions: %v after %v", try, tenths, err, time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+}
