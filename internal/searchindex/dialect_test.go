@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/sqlitedriver"
+	pgbackend "github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
 )
@@ -82,5 +83,63 @@ func TestNoEngineSQLInSearch(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no source files found")
+	}
+}
+
+// TestNoEngineBranchInSearch: no non-test code of the package compares a
+// name (a dialect's Name()) with a string naming one: what differs by
+// engine is asked of the dialect (an optional interface such as
+// PerRunPlanner or TextPartLocker), so a new engine's dialect says it,
+// not this package.
+func TestNoEngineBranchInSearch(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			be, ok := n.(*ast.BinaryExpr)
+			if !ok || (be.Op != token.EQL && be.Op != token.NEQ) {
+				return true
+			}
+			named := func(e ast.Expr) bool {
+				call, ok := e.(*ast.CallExpr)
+				if !ok || len(call.Args) != 0 {
+					return false
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				return ok && sel.Sel.Name == "Name"
+			}
+			literal := func(e ast.Expr) bool {
+				lit, ok := e.(*ast.BasicLit)
+				return ok && lit.Kind == token.STRING && lit.Value != `""`
+			}
+			if (named(be.X) && literal(be.Y)) || (named(be.Y) && literal(be.X)) {
+				t.Errorf("%s: a Name() compared with a name: ask the dialect instead", fset.Position(be.Pos()))
+			}
+			return true
+		})
+	}
+}
+
+// TestDialectsPlanEachRun: SQLite's dialect says it plans a prepared
+// statement at each run (statements naming a log position are prepared
+// once); PostgreSQL's, whose generic plans could read the whole log,
+// does not.
+func TestDialectsPlanEachRun(t *testing.T) {
+	pr, ok := any(sqlite.SearchDialect{}).(searchindex.PerRunPlanner)
+	if !ok || !pr.PlansEachRun() {
+		t.Fatal("sqlite.SearchDialect does not say it plans each run")
+	}
+	if _, ok := any(pgbackend.SearchDialect{}).(searchindex.PerRunPlanner); ok {
+		t.Fatal("postgres.SearchDialect says it plans each run")
 	}
 }

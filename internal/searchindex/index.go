@@ -1092,7 +1092,8 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 					return fn(ctx, ex)
 				})
 			}
-			x.text.saves.prepPositions = x.d.Name() == "sqlite"
+			pr, _ := x.d.(PerRunPlanner)
+			x.text.saves.prepPositions = pr != nil && pr.PlansEachRun()
 		}
 		if !x.text.saves.off {
 			if err := x.db.QueryRowContext(ctx, sv.SchemaVersionQuery()).Scan(&x.text.saves.schema); err != nil {

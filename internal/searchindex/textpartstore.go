@@ -497,6 +497,18 @@ type SchemaVersioner interface {
 	SchemaVersionQuery() string
 }
 
+// PerRunPlanner is a Dialect that reports whether its engine plans a
+// prepared statement at each run, with the values it is given (SQLite):
+// then a statement naming a change-log position, whose plan depends on
+// the position, is prepared once per Index (parsing it cost SQLite more
+// than running it). An engine that keeps a generic plan once a statement
+// has run a few times (PostgreSQL) could keep one that reads the whole
+// log; there such statements are not prepared, as on a dialect without
+// PerRunPlanner.
+type PerRunPlanner interface {
+	PlansEachRun() bool
+}
+
 // partSaves are a cache's saves of stored partitions in flight, guarded
 // by mu.
 type partSaves struct {
@@ -512,7 +524,7 @@ type partSaves struct {
 	fpOnce sync.Once
 	fps    map[search.ContentType]uint64
 	// prepPositions: statements naming a log position may be prepared
-	// (the dialect plans a prepared statement at each run: SQLite).
+	// (PerRunPlanner).
 	prepPositions bool
 	// schema is the database's schema version (SQLite's user_version):
 	// a migration may change what a row is indexed with (its neighbours,

@@ -34,6 +34,10 @@ func (SearchDialect) TryLockTextPart(context.Context, driver.Execer, int, string
 	return true, nil
 }
 
+// PlansEachRun reports true (searchindex.PerRunPlanner): SQLite plans a
+// prepared statement at each run, with the values it is given.
+func (SearchDialect) PlansEachRun() bool { return true }
+
 // SchemaVersionQuery reads the schema's migration version
 // (searchindex.SchemaVersioner).
 func (SearchDialect) SchemaVersionQuery() string { return `PRAGMA user_version` }
