@@ -48,21 +48,7 @@ func TestNoEngineSQLInSearch(t *testing.T) {
 		"vec_distance_cosine", "json_each", "json_extract", "json_tree", "json_object", "json_build_object",
 		"json_array_elements", "to_tsquery", "ts_rank", "bm25(", " match ", "::", "cross join", "without rowid",
 	}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
+	eachSourceFile(t, func(fset *token.FileSet, f *ast.File) {
 		tags := map[*ast.BasicLit]bool{} // struct tags are not SQL
 		ast.Inspect(f, func(n ast.Node) bool {
 			if fd, ok := n.(*ast.Field); ok && fd.Tag != nil {
@@ -80,6 +66,29 @@ func TestNoEngineSQLInSearch(t *testing.T) {
 			}
 			return true
 		})
+	})
+}
+
+// eachSourceFile parses each non-test Go file of the package and hands
+// it to fn (failing when there is none).
+func eachSourceFile(t *testing.T, fn func(fset *token.FileSet, f *ast.File)) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		fn(fset, f)
 	}
 	if checked == 0 {
 		t.Fatal("no source files found")
@@ -92,19 +101,7 @@ func TestNoEngineSQLInSearch(t *testing.T) {
 // PerRunPlanner or TextPartLocker), so a new engine's dialect says it,
 // not this package.
 func TestNoEngineBranchInSearch(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachSourceFile(t, func(fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			be, ok := n.(*ast.BinaryExpr)
 			if !ok || (be.Op != token.EQL && be.Op != token.NEQ) {
@@ -127,7 +124,7 @@ func TestNoEngineBranchInSearch(t *testing.T) {
 			}
 			return true
 		})
-	}
+	})
 }
 
 // TestDialectsPlanEachRun: SQLite's dialect says it plans a prepared

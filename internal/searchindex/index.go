@@ -1067,6 +1067,8 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 		x.text.fresh.read = x.opts.DataVersion
 		x.text.prep = x.stmt
 		x.text.log.prep = x.stmt
+		pr, _ := x.d.(PerRunPlanner)
+		x.text.prepPositions = pr != nil && pr.PlansEachRun()
 		// Stored partitions where the schema has their table (a database
 		// migrated by this version's backends does) and the dialect can
 		// make a save see every write that would change the part
@@ -1092,8 +1094,6 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 					return fn(ctx, ex)
 				})
 			}
-			pr, _ := x.d.(PerRunPlanner)
-			x.text.saves.prepPositions = pr != nil && pr.PlansEachRun()
 		}
 		if !x.text.saves.off {
 			if err := x.db.QueryRowContext(ctx, sv.SchemaVersionQuery()).Scan(&x.text.saves.schema); err != nil {

@@ -89,6 +89,10 @@ type textCache struct {
 	// saves write loaded partitions to search_text_parts for other
 	// processes' first searches (textpartstore.go).
 	saves partSaves
+	// prepPositions: statements naming a log position may be prepared
+	// (PerRunPlanner): catch-ups and loads read them whether or not
+	// partitions are saved.
+	prepPositions bool
 
 	// beforeCatchUp, set by tests, runs at the start of every background
 	// catch-up (a build included) with the flight's context.

@@ -1473,7 +1473,7 @@ func (c *textCache) loggedSince(ctx context.Context, db *sql.DB, t search.Conten
 	// Not a prepared statement on PostgreSQL: its generic plan for a
 	// position that is a parameter may read the whole log (see
 	// changedSince). SQLite plans each run, and parsing cost more.
-	if c.saves.prepPositions {
+	if c.prepPositions {
 		if st := c.prepare(ctx, c.loggedQuery(at)); st != nil {
 			return c.logged(ctx, stmtQueryer{st}, t, at)
 		}

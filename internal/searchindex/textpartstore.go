@@ -523,9 +523,6 @@ type partSaves struct {
 	// fps are the kinds' fingerprints, computed on first use.
 	fpOnce sync.Once
 	fps    map[search.ContentType]uint64
-	// prepPositions: statements naming a log position may be prepared
-	// (PerRunPlanner).
-	prepPositions bool
 	// schema is the database's schema version (SQLite's user_version):
 	// a migration may change what a row is indexed with (its neighbours,
 	// its date words), so a part saved under another is not used.
@@ -629,7 +626,7 @@ func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search
 	most := storedReplayMax(ld.p.live)
 	q, args := c.storedReplayQuery(k, ld.pos, base, most)
 	var src queryer = db
-	if c.saves.prepPositions {
+	if c.prepPositions {
 		if st := c.prepare(ctx, q); st != nil {
 			src = stmtQueryer{st}
 		}
@@ -710,7 +707,7 @@ func (c *textCache) replayStored(ctx context.Context, db *sql.DB, t search.Conte
 	// position that is a parameter may read the whole log (see
 	// changedSince).
 	var st *sql.Stmt
-	if c.saves.prepPositions {
+	if c.prepPositions {
 		st = c.prepare(ctx, q)
 	}
 	tx, cur, floor, err := c.log.read(ctx, db, c.logIso, "text cache")
