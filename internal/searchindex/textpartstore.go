@@ -35,7 +35,7 @@ import (
 // owner's rows changed since the part's position.
 
 // partFormat numbers the encoding; a part of another is ignored.
-const partFormat = 4
+const partFormat = 5
 
 // partMagic opens every encoded part.
 const partMagic = "etp"
@@ -79,12 +79,16 @@ func boolByte(b bool) byte {
 }
 
 // encodePart encodes p's live rows as of log position pos, with fingerprint
-// fp: a header, the terms (each name's length and postings), the string
-// section (every string's bytes, in the order the rest names them), the
-// rows, and a CRC-32 of it all. The terms no live row holds are left out
-// and the others numbered densely in their names' order (a decoded part
-// finds a term by binary search until its first change: termID); the
-// rows keep their slot order.
+// fp: a header with the counts, the string section (every string's bytes,
+// in the order the rest names them), the terms (each name's length and
+// count of postings), the rows, the postings term by term, and a CRC-32 of
+// it all. The terms no live row holds are left out and the others
+// numbered densely in their names' order (a decoded part finds a term by
+// binary search until its first change: termID); the live rows are
+// numbered densely in slot order. The postings are stored term by term,
+// as a part holds them, so that a decode fills each term's list in one
+// pass and puts each term id in its row's list (the ids of a row then
+// ascend, as they do in a part built from the rows).
 func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	var order []int32 // the live terms' ids, by name
 	for id, name := range p.names {
@@ -101,26 +105,36 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	for r, id := range order {
 		remap[id] = int32(r)
 	}
-	var tb []byte
-	// Each live slot's postings, walked term by term (the lists are in
-	// slot order), so a row's term ids ascend.
-	type entry struct {
-		id   int32
-		freq float32
-	}
-	rows := make([][]entry, len(p.docs))
-	counts := make([]int, n)
-	entries := 0
-	for _, id := range order {
-		for _, ps := range p.lists[id] {
-			if !p.docs[ps.slot].dead {
-				rows[ps.slot] = append(rows[ps.slot], entry{remap[id], ps.freq})
-				counts[remap[id]]++
-				entries++
-			}
+	// The live slots numbered densely, and each one's count of terms.
+	dense := make([]int32, len(p.docs))
+	next := int32(0)
+	for slot := range p.docs {
+		dense[slot] = -1
+		if !p.docs[slot].dead {
+			dense[slot] = next
+			next++
 		}
 	}
-	var strs, rb []byte
+	rowTerms := make([]int, len(p.docs))
+	counts := make([]int, n)
+	entries := 0
+	var pb []byte // the postings, term by term
+	for r, id := range order {
+		prev := int32(-1)
+		for _, ps := range p.lists[id] {
+			if p.docs[ps.slot].dead {
+				continue
+			}
+			d := dense[ps.slot]
+			pb = binary.AppendUvarint(pb, uint64(d-prev))
+			prev = d
+			pb = appendFreq(pb, ps.freq)
+			rowTerms[ps.slot]++
+			counts[r]++
+			entries++
+		}
+	}
+	var strs, rb, tb []byte
 	for _, id := range order {
 		strs = append(strs, p.names[id]...)
 	}
@@ -134,13 +148,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		rb = binary.AppendVarint(rb, d.created)
 		rb = binary.AppendUvarint(rb, uint64(d.length))
 		rb = append(rb, boolByte(d.superseded))
-		rb = binary.AppendUvarint(rb, uint64(len(rows[slot])))
-		prev := int32(-1)
-		for _, e := range rows[slot] {
-			rb = binary.AppendUvarint(rb, uint64(e.id-prev))
-			prev = e.id
-			rb = appendFreq(rb, e.freq)
-		}
+		rb = binary.AppendUvarint(rb, uint64(rowTerms[slot]))
 		if p.bodies == nil {
 			continue
 		}
@@ -178,16 +186,17 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	}
 	b = append(b, boolByte(p.bodies != nil))
 	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendUvarint(b, uint64(next))
+	b = binary.AppendUvarint(b, uint64(entries))
+	b = binary.AppendUvarint(b, uint64(toksLen))
+	b = binary.AppendUvarint(b, uint64(len(strs)))
+	b = append(b, strs...)
 	for r, id := range order {
 		b = binary.AppendUvarint(b, uint64(len(p.names[id])))
 		b = binary.AppendUvarint(b, uint64(counts[r]))
 	}
-	b = binary.AppendUvarint(b, uint64(len(strs)))
-	b = append(b, strs...)
-	b = binary.AppendUvarint(b, uint64(p.live))
-	b = binary.AppendUvarint(b, uint64(entries))
-	b = binary.AppendUvarint(b, uint64(toksLen))
 	b = append(b, rb...)
+	b = append(b, pb...)
 	return encodeChecksum(b)
 }
 
@@ -210,6 +219,11 @@ func appendFreq(b []byte, f float32) []byte {
 // freq reads what appendFreq wrote: a positive, finite number (a NaN or
 // infinity would poison every score the term adds to).
 func (r *partDecoder) freq() float32 {
+	if len(r.b) > 0 && r.b[0] != 0 && r.b[0] < 0x80 { // most are one byte
+		q := r.b[0]
+		r.b = r.b[1:]
+		return float32(q) / 4
+	}
 	if q := r.uvarint(); q != 0 {
 		return float32(q) / 4
 	}
@@ -332,44 +346,29 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	if bodies != textBodies[t] {
 		r.fail()
 	}
-	nterms := r.count(2)
-	lens, counts := make([]int, nterms), make([]int, nterms)
-	total := 0
-	for i := range lens {
-		lens[i], counts[i] = int(r.uvarint()), int(r.uvarint())
-		total += counts[i]
-		if counts[i] == 0 || total > len(r.b) {
-			r.fail() // a term no row holds, or more postings than bytes
-			break
-		}
-	}
+	nterms, ndocs, entries, toksLen := r.count(2), r.count(5), r.count(2), r.count(1)
 	nstr := r.count(1)
 	if r.err != nil {
 		return nil, pos, r.err
 	}
 	r.strs, r.b = string(r.b[:nstr]), r.b[nstr:] // the strings' one allocation
-	ndocs, entries, toksLen := r.count(4), r.count(2), r.count(1)
-	if r.err != nil || entries != total {
-		return nil, pos, fmt.Errorf("%w: truncated or corrupt", errPartUnusable)
-	}
 	// Every slice and map at its size: each term's postings a window of
 	// one slab (capped, so that a later append copies it out).
 	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
 		slots:  make(map[int64]int32, ndocs), // post: built at the first change (indexTerms)
 		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs), terms: make([]int32, 0, entries),
-		names: make([]string, 0, nterms), lists: make([][]posting, 0, nterms), df: make([]int32, 0, nterms)}
+		names: make([]string, nterms), lists: make([][]posting, nterms), df: make([]int32, nterms)}
 	if bodies {
 		p.bodies = make([]textBody, 0, ndocs)
 	}
-	slab := make([]posting, entries)
-	// The bodies' term ids, packed as stored, in one slab of the size the
-	// header gives: filled by appends within its capacity, so that each
-	// body's window of it stays put (an empty one is empty, not nil).
-	tokSlab := make([]byte, 0, toksLen)
-	off := 0
-	for id, n := range lens {
-		if n > len(r.strs) {
-			r.fail()
+	// The terms: each name and its count of postings (df, as every row
+	// decoded is live).
+	total := 0
+	for id := range nterms {
+		n, count := r.uvarint(), r.uvarint()
+		total += int(min(count, uint64(entries)+1))
+		if n > uint64(len(r.strs)) || count == 0 || total > entries {
+			r.fail() // past the strings, a term no row holds, or more postings than the header gave
 			break
 		}
 		name := r.strs[:n]
@@ -379,11 +378,19 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			break
 		}
 		p.bytes += textCostTerm + textCostName + int64(len(name))
-		p.names = append(p.names, name)
-		p.lists = append(p.lists, slab[off:off:off+counts[id]])
-		p.df = append(p.df, 0)
-		off += counts[id]
+		p.names[id], p.df[id] = name, int32(count)
 	}
+	if r.err == nil && total != entries {
+		r.fail()
+	}
+	if r.err != nil {
+		return nil, pos, r.err
+	}
+	slab := make([]posting, entries)
+	// The bodies' term ids, packed as stored, in one slab of the size the
+	// header gives: filled by appends within its capacity, so that each
+	// body's window of it stays put (an empty one is empty, not nil).
+	tokSlab := make([]byte, 0, toksLen)
 	for range ndocs {
 		if r.err != nil {
 			break
@@ -391,29 +398,13 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		d := textDoc{id: r.varint(), owner: owner, created: r.varint()}
 		length := r.uvarint()
 		d.superseded = r.byte() == 1
-		n := r.count(2)
+		n := r.count(2) // each of its postings takes two bytes or more
 		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 || len(p.terms)+n > entries {
 			r.fail()
 			break
 		}
 		d.length = int32(length)
-		slot, d := p.place(d, n)
-		id := -1
-		for i := range n {
-			delta := r.uvarint()
-			if delta == 0 || delta > uint64(nterms-id-1) {
-				r.fail() // not ascending, or past the last term
-				break
-			}
-			id += int(delta)
-			if len(p.lists[id]) == counts[id] {
-				r.fail() // more postings than its count
-				break
-			}
-			p.lists[id] = append(p.lists[id], posting{slot: slot, freq: r.freq()})
-			p.df[id]++
-			p.terms[d.termsAt+int32(i)] = int32(id)
-		}
+		p.place(d, n)
 		if !bodies {
 			continue
 		}
@@ -434,8 +425,41 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
-	if len(tokSlab) != toksLen {
+	if len(tokSlab) != toksLen || len(p.terms) != entries {
 		r.fail()
+	}
+	if r.err != nil {
+		return nil, pos, r.err
+	}
+	// The postings, term by term: each list filled in one pass, each
+	// posting's term id put in its row's next place.
+	fill := make([]int32, len(p.docs))
+	off := 0
+	for id, c32 := range p.df {
+		c := int(c32)
+		list := slab[off : off+c : off+c]
+		off += c
+		slot := int32(-1)
+		for j := range list {
+			delta := r.uvarint()
+			if delta == 0 || delta >= uint64(int64(len(p.docs))-int64(slot)) {
+				r.fail() // not ascending, or past the last row
+				break
+			}
+			slot += int32(delta)
+			d := &p.docs[slot]
+			if fill[slot] == d.nTerms {
+				r.fail() // more terms than the row's count
+				break
+			}
+			p.terms[d.termsAt+fill[slot]] = int32(id)
+			fill[slot]++
+			list[j] = posting{slot: slot, freq: r.freq()}
+		}
+		if r.err != nil {
+			break
+		}
+		p.lists[id] = list
 	}
 	if r.err != nil {
 		return nil, pos, r.err
@@ -443,9 +467,9 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	if len(r.strs) != 0 || len(r.b) != 0 {
 		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
 	}
-	for id, c := range counts {
-		if len(p.lists[id]) != c {
-			return nil, pos, fmt.Errorf("%w: term %q has %d postings, not %d", errPartUnusable, p.names[id], len(p.lists[id]), c)
+	for slot, f := range fill {
+		if f != p.docs[slot].nTerms {
+			return nil, pos, fmt.Errorf("%w: row %d has %d terms, not %d", errPartUnusable, p.docs[slot].id, f, p.docs[slot].nTerms)
 		}
 	}
 	return p, pos, nil
@@ -454,14 +478,25 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 // validToks reports whether toks is packed term ids (packToks), each
 // below n.
 func validToks(toks []byte, n int) bool {
-	for len(toks) > 0 {
-		id, rest, ok := nextTok(toks)
-		if !ok || int64(id) >= int64(n) {
+	// nextTok's reading of each id, in one loop: an id ends at a byte
+	// below 0x80; one of more than five bytes is past any n.
+	var id uint64
+	shift := uint(0)
+	for _, c := range toks {
+		if c < 0x80 {
+			if id|uint64(c)<<shift >= uint64(n) {
+				return false
+			}
+			id, shift = 0, 0
+			continue
+		}
+		if shift == 28 {
 			return false
 		}
-		toks = rest
+		id |= uint64(c&0x7f) << shift
+		shift += 7
 	}
-	return true
+	return shift == 0
 }
 
 // storedKind reports whether partitions of kind t are stored: a blocks

@@ -290,8 +290,9 @@ func TestStoredPartPackedTermIDs(t *testing.T) {
 		t.Fatalf("%d snippets checked", checked)
 	}
 	// A packed id past the part's terms is refused with the part: the
-	// one row's one token id, the last byte before the checksum, made 127
-	// (the part has one term), the checksum made anew.
+	// one row's one token id, the last byte of the rows (its one posting,
+	// slot delta and frequency, follows), made 127 (the part has one
+	// term), the checksum made anew.
 	one := newTextPart(search.Archival, true)
 	one.add(textDoc{id: 1, owner: "a", length: 1}, textBody{content: "x"}, rowTerms{index: map[string]int32{"x": 0}, freqs: []float32{1}, toks: []uint32{0}})
 	data := encodePart(one, pos, fp)
@@ -299,10 +300,11 @@ func TestStoredPartPackedTermIDs(t *testing.T) {
 		t.Fatalf("the one-row part: %v", err)
 	}
 	body := slices.Clone(data[:len(data)-4])
-	if body[len(body)-1] != 0 {
-		t.Fatalf("the last byte before the checksum is %#x, not the token id 0", body[len(body)-1])
+	tok := len(body) - 3
+	if body[tok] != 0 || body[tok-1] != 1 || body[tok+1] != 1 || body[tok+2] != 4 {
+		t.Fatalf("the rows end % x, not one packed token id 0, then the posting 1, 4", body[tok-1:])
 	}
-	body[len(body)-1] = 127
+	body[tok] = 127
 	if _, _, err := decodePart(appendChecksum(body), search.Archival, "a", fp, false); err == nil {
 		t.Fatal("a part whose term ids pass its terms decoded")
 	}
