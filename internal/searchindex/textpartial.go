@@ -45,7 +45,8 @@ type partialState struct {
 	// that owner's rows, whose own df and totals go unused (ranking reads
 	// gstats).
 	owned  map[search.ContentType]map[string]*textPart
-	held   int64 // bytes of the partitions
+	lru    lruQueue[*textPart] // eviction order (evict)
+	held   int64               // bytes of the partitions
 	clock  atomic.Int64
 	gstats map[search.ContentType]*textStats
 	// rowCost is the estimated bytes a row takes in a partition, for
@@ -748,11 +749,9 @@ func (c *textCache) partialBytes() int64 {
 // evict drops the least recently used partitions (never keep) until the
 // cache is within its bound; c.mu is held.
 func (c *textCache) evict(keep *textPart) {
-	if c.partialBytes() <= c.limit {
-		return
-	}
-	for _, v := range lruOrder(c.owned, keep, func(p *textPart) int64 { return p.used.Load() }) {
-		if c.partialBytes() <= c.limit {
+	for c.partialBytes() > c.limit {
+		v, ok := c.lru.pop(c.owned, keep, func(p *textPart) int64 { return p.used.Load() })
+		if !ok {
 			return
 		}
 		p := c.owned[v.t][v.owner]
@@ -810,7 +809,7 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t search.ContentType
 	}
 }
 
-// partKey names one partition (partialState.loads, lruOrder).
+// partKey names one partition (partialState.loads, lruQueue).
 type partKey struct {
 	t     search.ContentType
 	owner string

@@ -33,6 +33,7 @@ type vecCache struct {
 	log  *changeLog
 	// parts[kind][owner] holds that owner's vectors.
 	parts map[search.ContentType]map[string]*vecPartition
+	lru   lruQueue[*vecPartition] // eviction order (evict)
 	// owners[kind][id] is the partition an id is in.
 	owners map[search.ContentType]map[int64]string
 	rows   int // vectors held
@@ -560,38 +561,61 @@ func (c *vecCache) dropPartition(t search.ContentType, owner string) {
 // evict drops the least recently used partitions (never keep) until the
 // cache is within its bound; c.mu is held.
 func (c *vecCache) evict(keep *vecPartition) {
-	if !c.overLimit() {
-		return
-	}
-	for _, v := range lruOrder(c.parts, keep, func(p *vecPartition) int64 { return p.used.Load() }) {
-		if !c.overLimit() {
+	for c.overLimit() {
+		v, ok := c.lru.pop(c.parts, keep, func(p *vecPartition) int64 { return p.used.Load() })
+		if !ok {
 			return
 		}
 		c.dropPartition(v.t, v.owner)
 	}
 }
 
-// lruOrder lists the partitions of parts other than keep, least recently
-// used first: the order the partial caches evict in.
-func lruOrder[P comparable](parts map[search.ContentType]map[string]P, keep P, used func(P) int64) []partKey {
-	type victim struct {
-		partKey
-		used int64
-	}
-	var vs []victim
-	for t, ps := range parts {
-		for owner, p := range ps {
-			if p != keep {
-				vs = append(vs, victim{partKey{t, owner}, used(p)})
+// lruQueue hands out a partial cache's partitions least recently used
+// first, for its evictions, without sorting them all at each one: once the
+// cache is full every load evicts, and a sort of every partition (about
+// 55 µs at 2,000) made a load cost more the more owners the cache held.
+// It keeps the order it last sorted, with each partition's use stamp then;
+// a partition whose stamp has changed since (used again) is passed over,
+// and so is one gone or replaced. The stamps come from one counter, so a
+// partition used or loaded since the sort is more recent than any still
+// holding its stamp of then: the one handed out is the least recently
+// used of all. The order is sorted again when it runs out. It is the
+// cache's, used under its lock.
+type lruQueue[P comparable] struct {
+	order []lruEntry
+	next  int
+}
+
+type lruEntry struct {
+	partKey
+	used int64
+}
+
+// pop returns the least recently used partition of parts other than
+// keep; ok is false when there is none.
+func (q *lruQueue[P]) pop(parts map[search.ContentType]map[string]P, keep P, used func(P) int64) (k partKey, ok bool) {
+	for sorted := false; ; sorted = true {
+		for q.next < len(q.order) {
+			e := q.order[q.next]
+			q.next++
+			if p, in := parts[e.t][e.owner]; in && p != keep && used(p) == e.used {
+				return e.partKey, true
 			}
 		}
+		if sorted {
+			q.order, q.next = q.order[:0], 0
+			return partKey{}, false
+		}
+		q.order, q.next = q.order[:0], 0
+		for t, ps := range parts {
+			for owner, p := range ps {
+				if p != keep {
+					q.order = append(q.order, lruEntry{partKey{t, owner}, used(p)})
+				}
+			}
+		}
+		slices.SortFunc(q.order, func(a, b lruEntry) int { return cmp.Compare(a.used, b.used) })
 	}
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.used, b.used) })
-	keys := make([]partKey, len(vs))
-	for i, v := range vs {
-		keys[i] = v.partKey
-	}
-	return keys
 }
 
 // parallelScanMin is the partition size from which a scan is split across
