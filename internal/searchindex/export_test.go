@@ -324,3 +324,16 @@ func SetTextPartSaveTxHook(x *Index, fn func()) { x.text.saves.inWrite = fn }
 // SetTextPartsReadOff makes x read partitions from their rows, never from
 // stored parts (it still saves them).
 func SetTextPartsReadOff(x *Index) { x.text.saves.readOff = true }
+
+// TextHeldDrift is how far x's partial text cache's count of its
+// partitions' bytes is from their sum (0 when it follows every change).
+func TextHeldDrift(x *Index) int64 {
+	c := x.text
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := c.held
+	c.recount()
+	drift := held - c.held
+	c.held = held
+	return drift
+}

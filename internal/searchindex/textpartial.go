@@ -1530,18 +1530,24 @@ func (c *textCache) install(t search.ContentType, owner string, ld *partRead, mo
 		return false
 	}
 	p := ld.p
+	// held follows what changes (not a recount of every partition: a
+	// first search's install would cost more the more owners are held).
 	for id := range moved {
 		if _, ok := p.slots[id]; !ok {
 			continue
 		}
-		for _, q := range c.owned[t] {
-			q.remove(id)
+		for o, q := range c.owned[t] {
+			if q.holds(id) {
+				c.held -= partCost(o, q)
+				q.remove(id)
+				c.held += partCost(o, q)
+			}
 		}
 	}
 	p.hiPos = ld.pos // no row it holds is newer (moveStats)
 	c.owned[t][owner] = p
+	c.held += partCost(owner, p)
 	p.used.Store(c.clock.Add(1))
-	c.recount()
 	c.evict(p)
 	return true
 }

@@ -243,6 +243,9 @@ func randomWrites(t *testing.T, agents []string) {
 					t.Fatalf("round %d index %d agent %q %q: %v\nSQL   %v\ncache %v", round, i, agent, q, err, keys(want), keys(got))
 				}
 				compared += len(want)
+				if d := searchindex.TextHeldDrift(x); d != 0 {
+					t.Fatalf("round %d index %d: the partitions' bytes counted %d off their sum", round, i, d)
+				}
 			}
 		}
 	}
