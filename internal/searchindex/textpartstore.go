@@ -158,20 +158,24 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 			strs = append(strs, s...)
 		}
 		rb = append(rb, body.sessOf)
-		if body.toks == nil {
+		tb = tb[:0]
+		ok := body.toks != nil
+		for rest := body.toks; ok && len(rest) > 0; {
+			var id uint32
+			id, rest, ok = nextTok(rest)
+			// An id no live term has (a part decoded from bytes that
+			// named another row's term) is written as no ids: the
+			// snippet tokenizes the text instead.
+			ok = ok && int(id) < len(remap) && remap[id] >= 0
+			if ok {
+				tb = binary.AppendUvarint(tb, uint64(remap[id]))
+			}
+		}
+		if !ok {
 			rb = append(rb, 0)
 			continue
 		}
 		rb = append(rb, 1)
-		tb = tb[:0]
-		for rest := body.toks; len(rest) > 0; {
-			id, next, ok := nextTok(rest)
-			if !ok {
-				break // not ids packToks made: cannot happen
-			}
-			rest = next
-			tb = binary.AppendUvarint(tb, uint64(remap[id]))
-		}
 		rb = binary.AppendUvarint(rb, uint64(len(tb)))
 		rb = append(rb, tb...)
 		toksLen += len(tb)
@@ -348,6 +352,13 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	}
 	nterms, ndocs, entries, toksLen := r.count(2), r.count(5), r.count(2), r.count(1)
 	nstr := r.count(1)
+	// Together, not each alone: what the counts make room for must fit
+	// the bytes left (each term's name takes a byte of the strings and two
+	// of the directory, each row five, each posting two, each packed id
+	// one), so that no input allocates much more than its size.
+	if r.err == nil && (nterms > nstr || 2*nterms+5*ndocs+2*entries+toksLen > len(r.b)-nstr) {
+		r.fail()
+	}
 	if r.err != nil {
 		return nil, pos, r.err
 	}
@@ -482,9 +493,10 @@ func validToks(toks []byte, n int) bool {
 	// below 0x80; one of more than five bytes is past any n.
 	var id uint64
 	shift := uint(0)
+	limit := uint64(min(int64(n), math.MaxUint32+1)) // nextTok's ids are uint32
 	for _, c := range toks {
 		if c < 0x80 {
-			if id|uint64(c)<<shift >= uint64(n) {
+			if id|uint64(c)<<shift >= limit {
 				return false
 			}
 			id, shift = 0, 0

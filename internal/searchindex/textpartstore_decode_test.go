@@ -1,0 +1,132 @@
+package searchindex
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/engram-go/engram/search"
+)
+
+// partInvariants checks what the cache relies on in a decoded part: the
+// names ascend; each term's df is its count of postings, which ascend by
+// slot and name live rows; each row's term ids ascend and are exactly
+// the terms whose postings name it; the slots, live count and tokens
+// agree with the rows; with toks, each body's packed ids are among its
+// row's terms.
+func partInvariants(p *textPart, toks bool) error {
+	for id := 1; id < len(p.names); id++ {
+		if p.names[id-1] >= p.names[id] {
+			return fmt.Errorf("names %q, %q do not ascend", p.names[id-1], p.names[id])
+		}
+	}
+	named := make([][]int32, len(p.docs)) // each slot's terms, by the postings
+	for id, list := range p.lists {
+		if int(p.df[id]) != len(list) {
+			return fmt.Errorf("term %q: df %d, %d postings", p.names[id], p.df[id], len(list))
+		}
+		for i, ps := range list {
+			if i > 0 && list[i-1].slot >= ps.slot {
+				return fmt.Errorf("term %q: postings do not ascend by slot", p.names[id])
+			}
+			if ps.slot < 0 || int(ps.slot) >= len(p.docs) || p.docs[ps.slot].dead {
+				return fmt.Errorf("term %q: a posting of slot %d, not a live row", p.names[id], ps.slot)
+			}
+			named[ps.slot] = append(named[ps.slot], int32(id))
+		}
+	}
+	var tokens int64
+	for slot, d := range p.docs {
+		if d.dead {
+			continue
+		}
+		if s, ok := p.slots[d.id]; !ok || int(s) != slot {
+			return fmt.Errorf("row %d: slot %d, slots say %d (%v)", d.id, slot, s, ok)
+		}
+		tokens += int64(d.length)
+		ids := p.terms[d.termsAt : d.termsAt+d.nTerms]
+		if !slices.Equal(ids, named[slot]) {
+			return fmt.Errorf("row %d: term ids %v, the postings name %v", d.id, ids, named[slot])
+		}
+		if toks && p.bodies != nil {
+			for _, tok := range unpackToks(p.bodies[slot].toks) {
+				if _, ok := slices.BinarySearch(ids, int32(tok)); !ok {
+					return fmt.Errorf("row %d: packed id %d is not one of its terms %v", d.id, tok, ids)
+				}
+			}
+		}
+	}
+	if len(p.slots) != p.live || len(p.docs)-p.dead != p.live || tokens != p.tokens {
+		return fmt.Errorf("%d slots, %d rows, %d dead, %d live; tokens %d, counted %d", len(p.slots), len(p.docs), p.dead, p.live, tokens, p.tokens)
+	}
+	return nil
+}
+
+// TestStoredPartCountsBoundAllocation: a part's header counts, each
+// within the bytes left but together past them, are refused before
+// anything is allocated at their size (each alone made room for all of
+// the bytes: 58 times the input's size in all).
+func TestStoredPartCountsBoundAllocation(t *testing.T) {
+	fp := partFingerprint(search.Archival, false, true)
+	const size = 1 << 20
+	b := append([]byte(partMagic), partFormat)
+	b = binary.LittleEndian.AppendUint64(b, fp)
+	b = append(b, 0, 0, 0, 1) // the position (0, 0, no xip), bodies
+	left := size - len(b) - 25
+	for _, n := range []int{left / 2, left / 5, left / 2, left, left} { // nterms, ndocs, entries, toksLen, nstr
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	for len(b) < size-4 {
+		b = append(b, 0xff)
+	}
+	data := encodeChecksum(b)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := decodePart(data, search.Archival, "a", fp, false)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a part whose counts pass its bytes decoded")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*size {
+		t.Fatalf("refusing a %d-byte part allocated %d bytes", size, got)
+	}
+}
+
+// TestStoredPartForeignTokenID: a stored row whose packed ids name
+// another row's term (bytes no encode writes) decodes, but once that
+// term is gone the part is saved with the row's ids left out (its
+// snippet tokenizes the text), not with an id no term has, which the
+// next load would refuse.
+func TestStoredPartForeignTokenID(t *testing.T) {
+	fp := partFingerprint(search.Archival, false, true)
+	pos := logPos{xmin: 1, xmax: 1}
+	p := newTextPart(search.Archival, true)
+	p.add(textDoc{id: 1, owner: "a", length: 1}, textBody{content: "x"}, rowTerms{index: map[string]int32{"x": 0}, freqs: []float32{1}, toks: []uint32{0}})
+	p.add(textDoc{id: 2, owner: "a", length: 1}, textBody{content: "y"}, rowTerms{index: map[string]int32{"y": 0}, freqs: []float32{1}, toks: []uint32{0}})
+	data := encodePart(p, pos, fp)
+	body := slices.Clone(data[:len(data)-4])
+	at := bytes.Index(body, []byte{2, 1, 1, 0}) // row 1: sessOf, ids present, one byte, the id of "x"
+	if at < 0 {
+		t.Fatalf("row 1's packed ids not found in % x", body)
+	}
+	body[at+3] = 1 // the id of "y"
+	q, _, err := decodePart(appendChecksum(body), search.Archival, "a", fp, false)
+	if err != nil {
+		t.Fatalf("the part: %v", err)
+	}
+	q.remove(2)
+	q.regroup()
+	r, _, err := decodePart(encodePart(q, pos, fp), search.Archival, "a", fp, false)
+	if err != nil {
+		t.Fatalf("the part saved again does not decode: %v", err)
+	}
+	if err := partInvariants(r, true); err != nil {
+		t.Fatal(err)
+	}
+	if slot := r.slots[1]; r.bodies[slot].toks != nil || r.bodies[slot].content != "x" {
+		t.Fatalf("row 1 saved again: %+v", r.bodies[slot])
+	}
+}
