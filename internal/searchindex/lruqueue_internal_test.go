@@ -103,3 +103,29 @@ func BenchmarkLRUQueueEvict(b *testing.B) {
 		delete(parts[k.t], k.owner)
 	}
 }
+
+// TestLRUQueueJustSorted: a partition whose stamp changes between the
+// sort and its check (as a search stamping it unlocked would) is still
+// handed out by the pop that sorted: the order is current then, and an
+// eviction must not stop with the cache over its bound.
+func TestLRUQueueJustSorted(t *testing.T) {
+	var clock atomic.Int64
+	a, keep := &lruTestPart{}, &lruTestPart{}
+	a.used.Store(clock.Add(1))
+	keep.used.Store(clock.Add(1))
+	parts := map[search.ContentType]map[string]*lruTestPart{search.Archival: {"a": a, "k": keep}}
+	var q lruQueue[*lruTestPart]
+	reads := 0
+	used := func(p *lruTestPart) int64 {
+		v := p.used.Load()
+		if p == a {
+			if reads++; reads == 1 { // read by the sort: then stamped anew
+				a.used.Store(clock.Add(1))
+			}
+		}
+		return v
+	}
+	if k, ok := q.pop(parts, keep, used); !ok || k.owner != "a" {
+		t.Fatalf("popped %v (%v), not a", k, ok)
+	}
+}

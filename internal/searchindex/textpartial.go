@@ -827,12 +827,14 @@ type partLoad struct {
 // it used); known is false when it must be loaded first.
 func (c *textCache) resident(t search.ContentType, owner string) (held, known bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	partial, p, big := c.partial, c.owned[t][owner], c.tooBig[t][owner]
-	c.mu.RUnlock()
 	switch {
 	case !partial || big:
 		return false, true
 	case p != nil:
+		// Stamped under the lock, as every use is: no stamp lands while
+		// an eviction (under the write lock) compares them (lruQueue).
 		p.used.Store(c.clock.Add(1))
 		return true, true
 	}

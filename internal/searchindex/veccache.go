@@ -459,12 +459,16 @@ func (c *vecCache) remove(t search.ContentType, id int64) {
 func (c *vecCache) ensure(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), t search.ContentType, owner string) (held bool, err error) {
 	c.mu.RLock()
 	partial, loaded, p := c.partial, c.pos.valid(), c.parts[t][owner]
+	if partial && loaded && p != nil {
+		// Stamped under the lock, as every use is: no stamp lands while
+		// an eviction (under the write lock) compares them (lruQueue).
+		p.used.Store(c.clock.Add(1))
+	}
 	c.mu.RUnlock()
 	if !partial || !loaded {
 		return loaded, nil
 	}
 	if p != nil {
-		p.used.Store(c.clock.Add(1))
 		return true, nil
 	}
 	c.mu.Lock()
@@ -572,15 +576,16 @@ func (c *vecCache) evict(keep *vecPartition) {
 
 // lruQueue hands out a partial cache's partitions least recently used
 // first, for its evictions, without sorting them all at each one: once the
-// cache is full every load evicts, and a sort of every partition (about
-// 55 µs at 2,000) made a load cost more the more owners the cache held.
-// It keeps the order it last sorted, with each partition's use stamp then;
-// a partition whose stamp has changed since (used again) is passed over,
-// and so is one gone or replaced. The stamps come from one counter, so a
-// partition used or loaded since the sort is more recent than any still
-// holding its stamp of then: the one handed out is the least recently
-// used of all. The order is sorted again when it runs out. It is the
-// cache's, used under its lock.
+// cache is full every load evicts, and a sort of every partition made a
+// load cost more the more owners the cache held. It keeps the order it
+// last sorted, with each partition's use stamp then; a partition whose
+// stamp has changed since (used again) is passed over, and so is one gone
+// or replaced. The stamps come from one counter and are taken and stored
+// under the cache's lock (a search's under the read lock, an eviction's
+// sort and pops under the write lock), so a partition used or loaded
+// since the sort is more recent than any still holding its stamp of then:
+// the one handed out is the least recently used of all. The order is
+// sorted again when it runs out. It is the cache's, used under its lock.
 type lruQueue[P comparable] struct {
 	order []lruEntry
 	next  int
@@ -598,7 +603,9 @@ func (q *lruQueue[P]) pop(parts map[search.ContentType]map[string]P, keep P, use
 		for q.next < len(q.order) {
 			e := q.order[q.next]
 			q.next++
-			if p, in := parts[e.t][e.owner]; in && p != keep && used(p) == e.used {
+			// Right after the sort its stamps are current: compared
+			// only in an order kept from an earlier pop.
+			if p, in := parts[e.t][e.owner]; in && p != keep && (sorted || used(p) == e.used) {
 				return e.partKey, true
 			}
 		}
