@@ -244,6 +244,9 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	if o.Embedder != nil {
 		c.startEmbedder()
 	}
+	if o.Prewarm {
+		c.index.StartPrewarm()
+	}
 	c.log.Debug("engram store opened", "target", name, "backend", be.Name(), "cache_size", o.CacheSize, "write_back", o.WriteBack)
 	return c, nil
 }

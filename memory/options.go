@@ -79,6 +79,16 @@ type Options struct {
 	// store-wide statistics (on PostgreSQL computed by a background pass,
 	// SQL ranking until it is done).
 	TextCacheBytes int64
+	// Prewarm has a long-lived process (a server: engram serve and
+	// engram mcp set it) ready its full-text cache in the background as
+	// it opens, instead of at the first search: a store too big for the
+	// cache loads the partitions the last prewarming process held (it
+	// records them every five minutes and at Close), so that the agents
+	// active before a restart do not each pay for loading theirs in
+	// their first search after it. Off by default: a short-lived process
+	// would spend its time loading agents it never serves, and its
+	// record would replace the server's.
+	Prewarm bool
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (off by default); RerankStrict
 	// makes its failures fail the search (search.ErrReranker) instead of

@@ -152,6 +152,8 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	}
 	if !a.serving {
 		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
+	} else {
+		opts.Prewarm = true
 	}
 	s, err := memory.Open(ctx, a.db, opts)
 	if errors.Is(err, search.ErrEmbedderMismatch) {

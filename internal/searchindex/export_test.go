@@ -337,3 +337,22 @@ func TextHeldDrift(x *Index) int64 {
 	c.held = held
 	return drift
 }
+
+// WaitPrewarm waits (up to a minute) for x's prewarming to end and
+// reports how many partitions it loaded; ok is false when it did not
+// load the recorded set in time.
+func WaitPrewarm(x *Index) (warmed int, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if x.WaitPrewarm(ctx) != nil {
+		return 0, false
+	}
+	pw := x.prewarm
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.warmed, pw.loaded
+}
+
+// SetWarmRecordEvery makes x's prewarming, started after, record its
+// warm set every d.
+func SetWarmRecordEvery(x *Index, d time.Duration) { x.warmEvery = d }

@@ -219,6 +219,11 @@ type Index struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 	closed bool // Close ran: no statements are kept any more
+	// prewarm is the text cache's prewarming (StartPrewarm), nil when
+	// none was started.
+	prewarm *prewarmer
+	// warmEvery, set by tests, replaces warmRecordEvery.
+	warmEvery time.Duration
 }
 
 // maxStmts bounds Index.stmts: filter combinations make distinct texts.
@@ -271,6 +276,7 @@ func (x *Index) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 // closes otherwise). The Index still answers searches after Close, in SQL
 // and preparing each query per call; the *sql.DB is the caller's.
 func (x *Index) Close() error {
+	x.stopPrewarm() // first: its record reads the partitions
 	if x.text != nil {
 		x.text.closeSaves() // first: they finish, not cancelled
 		x.text.ld.close()   // stops and waits for a build in progress
