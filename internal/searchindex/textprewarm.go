@@ -137,7 +137,11 @@ func (x *Index) prewarmText(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	type loadedPart struct {
+		k     partKey
+		stamp int64
+	}
+	var loaded []loadedPart
 	for _, e := range set {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -152,13 +156,29 @@ func (x *Index) prewarmText(ctx context.Context) error {
 		case err != nil:
 			c.ld.log.Debug("search: text cache: partition of the warm set not loaded", "kind", kinds[search.ContentType(e.Kind)].name, "owner", e.Owner, "err", err)
 		case held:
-			n++
+			k := partKey{search.ContentType(e.Kind), e.Owner}
+			c.mu.RLock()
+			if p := c.owned[k.t][k.owner]; p != nil {
+				loaded = append(loaded, loadedPart{k, p.used.Load()})
+			}
+			c.mu.RUnlock()
 		}
 	}
+	// Loaded most recently used first, the set's head has the oldest
+	// stamps: stamped again from its tail up, it is evicted in the order
+	// the last process would have evicted it. A partition a search used
+	// meanwhile keeps its stamp.
+	c.mu.RLock()
+	for _, l := range slices.Backward(loaded) {
+		if p := c.owned[l.k.t][l.k.owner]; p != nil && p.used.Load() == l.stamp {
+			p.used.Store(c.clock.Add(1))
+		}
+	}
+	c.mu.RUnlock()
 	pw.mu.Lock()
-	pw.loaded, pw.last, pw.warmed = true, set, n
+	pw.loaded, pw.last, pw.warmed = true, set, len(loaded)
 	pw.mu.Unlock()
-	c.ld.log.Debug("search: text cache: prewarmed", "partitions", n, "recorded", len(set))
+	c.ld.log.Debug("search: text cache: prewarmed", "partitions", len(loaded), "recorded", len(set))
 	return nil
 }
 

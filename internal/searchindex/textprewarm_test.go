@@ -264,6 +264,42 @@ func TestPrewarmStopsShortOfTheBound(t *testing.T) {
 			t.Errorf("%s, among the %d most recently used, not prewarmed", name, n)
 		}
 	}
+
+	// Searches of agents the prewarming left out evict the set's least
+	// recently used partitions first, as the last process would have:
+	// its head stays.
+	head := func() (search.ContentType, string) {
+		var k search.ContentType
+		var owner string
+		fmt.Sscanf(strings.Replace(set[0], "/", " ", 1), "%d %s", &k, &owner)
+		return k, owner
+	}
+	k0, owner0 := head()
+	warm := map[string]bool{}
+	for _, name := range set[:n] {
+		warm[name[strings.Index(name, "/")+1:]] = true
+	}
+	evicted := false
+	loads.Store(0)
+	for a := range 10 {
+		owner := fmt.Sprintf("agent-%d", a)
+		if warm[owner] {
+			continue // (its search would use its prewarmed partitions)
+		}
+		if _, err := second.Search(ctx, queries[0], search.Scope{Agent: owner}, search.NewOptions().ContentTypes(search.Archival, search.Messages).Mode(search.FTS)); err != nil {
+			t.Fatal(err)
+		}
+		if _, held, _ := searchindex.TextCachePartial(second); int64(n)+loads.Load()-int64(held) >= 2 {
+			evicted = true
+			break
+		}
+	}
+	if !evicted {
+		t.Fatal("no search evicted a partition")
+	}
+	if !searchindex.TextCacheHeld(second, k0, owner0) {
+		t.Errorf("%s, the warm set's most recently used, evicted first", set[0])
+	}
 }
 
 // TestPrewarmRecordUnusable: a recorded set that is not the JSON a
