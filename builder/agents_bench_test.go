@@ -2,6 +2,8 @@ package builder_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -65,18 +67,24 @@ func BenchmarkAgentsStore(b *testing.B) {
 	}
 	// openAt opens the store of each N at its path in at, readied as a
 	// process that has searched before (see warm).
-	openAt := func(b *testing.B, at []string, first func(st *memory.Store, n int) error) []*memory.Store {
+	openWith := func(b *testing.B, at []string, o *memory.Options, first func(st *memory.Store, n int) error) []*memory.Store {
 		sts := make([]*memory.Store, len(ns))
 		for i, n := range ns {
-			st, err := memory.Open(ctx, at[i], nil)
+			st, err := memory.Open(ctx, at[i], o)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { st.Close() })
 			warm(b, st, func() error { return first(st, n) })
+			if err := storeaccess.Index(st).WaitPrewarm(ctx); err != nil {
+				b.Fatal(err)
+			}
 			sts[i] = st
 		}
 		return sts
+	}
+	openAt := func(b *testing.B, at []string, first func(st *memory.Store, n int) error) []*memory.Store {
+		return openWith(b, at, nil, first)
 	}
 	// open opens every store.
 	open := func(b *testing.B, first func(st *memory.Store, n int) error) []*memory.Store {
@@ -148,15 +156,38 @@ func BenchmarkAgentsStore(b *testing.B) {
 	// loaded and saved (search_text_parts): it searched each sampled
 	// agent and closed. Without, no process ever loaded them (the stored
 	// parts of earlier runs are deleted first).
-	first := func(b *testing.B, stored bool, search func(a *memory.Agent, q string) error) {
+	//
+	// With prewarm, the earlier process and the timed one prewarm
+	// (memory.Options.Prewarm): the earlier one records what its cache
+	// holds as it closes (the last sampled agents' partitions, as many as
+	// the cache holds), and the timed one has loaded them before its
+	// first search, as a server restarted would.
+	first := func(b *testing.B, stored, prewarm bool, search func(a *memory.Agent, q string) error) {
 		sampled := func(n, round, i int) string { return agentName(((round-1)*40 + i) % (n - 1)) }
+		var o *memory.Options
+		if prewarm {
+			o = &memory.Options{Prewarm: true}
+		}
+		recorded := map[int][]string{} // with prewarm, the owners each store's record names
 		for _, p := range paths {
 			st, err := memory.Open(ctx, p, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := storeaccess.Backend(st).DB().ExecContext(ctx, `DELETE FROM search_text_parts`); err != nil {
+			db := storeaccess.Backend(st).DB()
+			if _, err := db.ExecContext(ctx, `DELETE FROM search_text_parts`); err != nil {
 				b.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `DELETE FROM meta WHERE key = ?`, searchindex.MetaTextWarmSet); err != nil {
+				b.Fatal(err)
+			}
+			if prewarm {
+				if err := st.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if st, err = memory.Open(ctx, p, o); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if stored {
 				warm(b, st, func() error { return nil })
@@ -172,29 +203,40 @@ func BenchmarkAgentsStore(b *testing.B) {
 			if err := st.Close(); err != nil {
 				b.Fatal(err)
 			}
+			if prewarm {
+				n := ns[slices.Index(paths, p)]
+				// (None when the cache held the whole store: every
+				// agent is then resident.)
+				if recorded[n], err = recordedOwners(ctx, p); err != nil {
+					b.Fatalf("N = %d: read the warm set: %v", n, err)
+				}
+			}
 		}
-		sts := open(b, func(st *memory.Store, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
+		sts := openWith(b, paths, o, func(st *memory.Store, n int) error { return search(st.Agent(agentName(n-1)), queries[0]) })
 		round := 0
 		interleaved(b, sts, 40, nil, func(st *memory.Store, n, i int) error {
 			if i == 0 && n == ns[0] { // each round's first op
 				round++
 			}
-			return search(st.Agent(sampled(n, round, i)), queries[(round*40+i)%len(queries)])
+			agent := sampled(n, round, i)
+			if len(recorded[n]) > 0 { // an agent the last process held, as a restarted server's are
+				agent = recorded[n][((round-1)*40+i)%len(recorded[n])]
+			}
+			return search(st.Agent(agent), queries[(round*40+i)%len(queries)])
 		})
 	}
-	for _, stored := range []bool{false, true} {
-		name := ""
-		if stored {
-			name = "-stored"
-		}
-		b.Run("first-SearchArchival"+name, func(b *testing.B) {
-			first(b, stored, func(a *memory.Agent, q string) error {
+	for _, v := range []struct {
+		name            string
+		stored, prewarm bool
+	}{{"", false, false}, {"-stored", true, false}, {"-prewarmed", true, true}} {
+		b.Run("first-SearchArchival"+v.name, func(b *testing.B) {
+			first(b, v.stored, v.prewarm, func(a *memory.Agent, q string) error {
 				_, err := a.Archival().Search(ctx, q, nil)
 				return err
 			})
 		})
-		b.Run("first-Search"+name, func(b *testing.B) {
-			first(b, stored, func(a *memory.Agent, q string) error {
+		b.Run("first-Search"+v.name, func(b *testing.B) {
+			first(b, v.stored, v.prewarm, func(a *memory.Agent, q string) error {
 				_, err := a.Search(ctx, q, nil)
 				return err
 			})
@@ -323,6 +365,38 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// recordedOwners reads the owners the warm set recorded in the store at
+// path names (searchindex.MetaTextWarmSet), most recently used first;
+// none when nothing is recorded.
+func recordedOwners(ctx context.Context, path string) ([]string, error) {
+	st, err := memory.Open(ctx, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var raw string
+	err = storeaccess.Backend(st).DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, searchindex.MetaTextWarmSet).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var set []struct {
+		Owner string `json:"owner"`
+	}
+	if err := json.Unmarshal([]byte(raw), &set); err != nil {
+		return nil, err
+	}
+	var owners []string
+	for _, e := range set {
+		if !slices.Contains(owners, e.Owner) {
+			owners = append(owners, e.Owner)
+		}
+	}
+	return owners, nil
 }
 
 func agentName(i int) string { return fmt.Sprintf("agent-%04d", i) }
