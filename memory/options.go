@@ -79,15 +79,16 @@ type Options struct {
 	// store-wide statistics (on PostgreSQL computed by a background pass,
 	// SQL ranking until it is done).
 	TextCacheBytes int64
-	// Prewarm has a long-lived process (a server: engram serve and
-	// engram mcp set it) ready its full-text cache in the background as
-	// it opens, instead of at the first search: a store too big for the
-	// cache loads the partitions the last prewarming process held (it
+	// Prewarm has a long-lived process (a server: engram serve, engram
+	// mcp and engram ui set it) ready its search caches in the background
+	// as it opens, instead of at the first search: a store too big for
+	// them loads the partitions the last prewarming process held (it
 	// records them every five minutes and at Close), so that the agents
-	// active before a restart do not each pay for loading theirs in
-	// their first search after it. Off by default: a short-lived process
-	// would spend its time loading agents it never serves, and its
-	// record would replace the server's.
+	// active before a restart do not each pay for loading theirs in their
+	// first search after it. Off by default: a short-lived process would
+	// spend its time loading agents it never serves, and its record would
+	// replace the server's. Without a text cache (TextCacheBytes < 0) it
+	// does nothing.
 	Prewarm bool
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (off by default); RerankStrict

@@ -356,3 +356,18 @@ func WaitPrewarm(x *Index) (warmed int, ok bool) {
 // SetWarmRecordEvery makes x's prewarming, started after, record its
 // warm set every d.
 func SetWarmRecordEvery(x *Index, d time.Duration) { x.warmEvery = d }
+
+// VectorCacheHeld reports whether x's partial vector cache holds owner's
+// partition of kind t.
+func VectorCacheHeld(x *Index, t search.ContentType, owner string) bool {
+	x.cache.mu.RLock()
+	defer x.cache.mu.RUnlock()
+	return x.cache.parts[t][owner] != nil
+}
+
+// PrewarmedVectors is how many vector partitions x's prewarming loaded.
+func PrewarmedVectors(x *Index) int {
+	x.prewarm.mu.Lock()
+	defer x.prewarm.mu.Unlock()
+	return x.prewarm.vecWarmed
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/engram-go/engram/driver"
@@ -60,8 +61,9 @@ type prewarmer struct {
 	// last is the set last recorded (or read), to skip a record that
 	// would change nothing.
 	last []warmEntry
-	// For tests: done loading, with how many partitions loaded.
-	warmed int
+	// For tests: done loading, with how many partitions loaded (text,
+	// vectors).
+	warmed, vecWarmed int
 }
 
 // StartPrewarm has x warm its text cache in the background, for a
@@ -70,7 +72,9 @@ type prewarmer struct {
 // readies the cache as WarmTextCache does (a whole copy built, or a
 // partial one's statistics read), then loads the partitions of the warm
 // set the last prewarming Index recorded, most recently used first,
-// until one more would fill the cache past 90%. It records the cache's own set
+// until one more would fill the cache past 90%, and, with a vector
+// cache, readies it (WarmVectorCache) and, when it is partial, loads the
+// same owners' vectors the same way. It records the text cache's own set
 // (MetaTextWarmSet) every five minutes and when x closes, once the
 // recorded one has loaded and if the cache holds partitions. A
 // short-lived process should not prewarm: its loads would be spent on
@@ -120,66 +124,150 @@ func (x *Index) WaitPrewarm(ctx context.Context) error {
 	}
 }
 
-// prewarmText readies the text cache and loads the recorded warm set.
+// prewarmText readies the text cache (and the vector cache) and loads
+// the recorded warm set into each.
 func (x *Index) prewarmText(ctx context.Context) error {
 	c := x.text
 	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, ErrCacheBudget) {
 		return err
 	}
 	pw := x.prewarm
-	if !c.isPartial() {
-		pw.mu.Lock()
-		pw.loaded = true
-		pw.mu.Unlock()
-		return nil // every row is resident
+	var set []warmEntry
+	textPartial := c.isPartial()
+	if textPartial {
+		var err error
+		if set, err = x.readWarmSet(ctx); err != nil {
+			return err
+		}
 	}
-	set, err := x.readWarmSet(ctx)
+	var warmed int
+	if textPartial {
+		var loaded []loadedPart
+		for _, e := range set {
+			if c.prewarmFull() {
+				break
+			}
+			k := partKey{search.ContentType(e.Kind), e.Owner}
+			held, err := c.ensure(ctx, x.db, k.t, k.owner)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil:
+				c.ld.log.Debug("search: text cache: partition of the warm set not loaded", "kind", kinds[k.t].name, "owner", k.owner, "err", err)
+			case held:
+				c.mu.RLock()
+				if p := c.owned[k.t][k.owner]; p != nil {
+					loaded = append(loaded, loadedPart{k, p.used.Load()})
+				}
+				c.mu.RUnlock()
+			}
+		}
+		c.mu.RLock()
+		restamp(loaded, func(k partKey) *atomic.Int64 {
+			if p := c.owned[k.t][k.owner]; p != nil {
+				return &p.used
+			}
+			return nil
+		}, &c.clock)
+		c.mu.RUnlock()
+		warmed = len(loaded)
+	}
+	vecWarmed, err := x.prewarmVectors(ctx, set)
 	if err != nil {
 		return err
 	}
-	type loadedPart struct {
-		k     partKey
-		stamp int64
+	pw.mu.Lock()
+	pw.loaded, pw.last, pw.warmed, pw.vecWarmed = true, set, warmed, vecWarmed
+	pw.mu.Unlock()
+	c.ld.log.Debug("search: caches prewarmed", "text_partitions", warmed, "vector_partitions", vecWarmed, "recorded", len(set))
+	return nil
+}
+
+// loadedPart is a partition prewarming loaded, with its use stamp then.
+type loadedPart struct {
+	k     partKey
+	stamp int64
+}
+
+// restamp stamps the loaded partitions again from the last loaded to the
+// first, each that nothing used since its load (its stamp unchanged):
+// loaded most recently used first, the warm set's head had the oldest
+// stamps, and a full cache would have evicted it first. The cache's lock
+// is held (read: stamps are stored under it, as every use's).
+func restamp(loaded []loadedPart, used func(partKey) *atomic.Int64, clock *atomic.Int64) {
+	for _, l := range slices.Backward(loaded) {
+		if u := used(l.k); u != nil && u.Load() == l.stamp {
+			u.Store(clock.Add(1))
+		}
+	}
+}
+
+// prewarmVectors readies the vector cache (WarmVectorCache) and, when it
+// is partial, loads the vectors of the warm set's partitions of the kinds
+// that have them, until one more partition of the held ones' mean size
+// would pass 90% of its bound. The text cache's warm set stands for the
+// vector cache's: an agent searched lately searches both.
+func (x *Index) prewarmVectors(ctx context.Context, set []warmEntry) (int, error) {
+	c := x.cache
+	if c == nil {
+		return 0, nil
+	}
+	if err := x.WarmVectorCache(ctx); err != nil && !errors.Is(err, ErrCacheBudget) {
+		return 0, err
+	}
+	if !c.isPartial() {
+		return 0, nil
 	}
 	var loaded []loadedPart
 	for _, e := range set {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		k := partKey{search.ContentType(e.Kind), e.Owner}
+		if kinds[k.t].vec == "" {
+			continue
 		}
 		if c.prewarmFull() {
 			break
 		}
-		held, err := c.ensure(ctx, x.db, search.ContentType(e.Kind), e.Owner)
+		held, err := c.ensure(ctx, x.query, k.t, k.owner)
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return 0, ctx.Err()
 		case err != nil:
-			c.ld.log.Debug("search: text cache: partition of the warm set not loaded", "kind", kinds[search.ContentType(e.Kind)].name, "owner", e.Owner, "err", err)
+			c.ld.log.Debug("search: vector cache: partition of the warm set not loaded", "kind", kinds[k.t].name, "owner", k.owner, "err", err)
 		case held:
-			k := partKey{search.ContentType(e.Kind), e.Owner}
 			c.mu.RLock()
-			if p := c.owned[k.t][k.owner]; p != nil {
+			if p := c.parts[k.t][k.owner]; p != nil {
 				loaded = append(loaded, loadedPart{k, p.used.Load()})
 			}
 			c.mu.RUnlock()
 		}
 	}
-	// Loaded most recently used first, the set's head has the oldest
-	// stamps: stamped again from its tail up, it is evicted in the order
-	// the last process would have evicted it. A partition a search used
-	// meanwhile keeps its stamp.
 	c.mu.RLock()
-	for _, l := range slices.Backward(loaded) {
-		if p := c.owned[l.k.t][l.k.owner]; p != nil && p.used.Load() == l.stamp {
-			p.used.Store(c.clock.Add(1))
+	restamp(loaded, func(k partKey) *atomic.Int64 {
+		if p := c.parts[k.t][k.owner]; p != nil {
+			return &p.used
 		}
-	}
+		return nil
+	}, &c.clock)
 	c.mu.RUnlock()
-	pw.mu.Lock()
-	pw.loaded, pw.last, pw.warmed = true, set, len(loaded)
-	pw.mu.Unlock()
-	c.ld.log.Debug("search: text cache: prewarmed", "partitions", len(loaded), "recorded", len(set))
-	return nil
+	return len(loaded), nil
+}
+
+// prewarmFull reports whether prewarming should load no more vectors:
+// those held and one more partition of the held ones' mean size would
+// pass prewarmFill tenths of the bound.
+func (c *vecCache) prewarmFull() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, parts := range c.parts {
+		n += len(parts)
+	}
+	held := int64(c.rows) * c.vecRowBytes()
+	next := int64(0)
+	if n > 0 {
+		next = held / int64(n)
+	}
+	return held+next > c.limit/10*prewarmFill
 }
 
 // prewarmFull reports whether prewarming should load no more: what the

@@ -444,3 +444,83 @@ func TestPrewarmRecordsWhileRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestPrewarmVectors: a partial vector cache prewarms too, from the text
+// cache's warm set: the vectors of the agents the last process held
+// (archival kinds), within 90% of its own bound, and those agents' first
+// vector searches then run over the cache as vec0 answers.
+func TestPrewarmVectors(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	emb := search.NewOffline(48)
+	plain, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &searchindex.IndexOptions{VectorCacheBytes: -1, TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	for a := range 10 {
+		owner := fmt.Sprintf("agent-%d", a)
+		var items []searchindex.VectorItem
+		for i := range 30 {
+			text := words[(i+a)%8] + " " + words[(i*5+a)%8] + " entry " + fmt.Sprint(i)
+			id := insertArchival(t, db, archivalRow{Agent: owner, Content: text})
+			items = append(items, searchindex.VectorItem{ID: id, Owner: owner, Text: text})
+		}
+		if err := plain.PutVectors(ctx, db, search.Archival, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const row = 4*48 + 96
+	open := func() *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, emb, &searchindex.IndexOptions{VectorCacheBytes: 100 * row, TextCacheBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		x.StartPrewarm()
+		t.Cleanup(func() { x.Close() })
+		if _, ok := searchindex.WaitPrewarm(x); !ok {
+			t.Fatal("prewarming did not finish")
+		}
+		return x
+	}
+	vec := search.NewOptions().Mode(search.Vector).ContentTypes(search.Archival).Limit(10)
+	first := open()
+	for _, a := range []string{"agent-4", "agent-8"} {
+		if _, err := first.Search(ctx, "alpha bravo", search.Scope{Agent: a}, search.NewOptions().ContentTypes(search.Archival).Mode(search.FTS)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Close()
+
+	second := open()
+	if n := searchindex.PrewarmedVectors(second); n != 2 {
+		t.Fatalf("prewarmed %d vector partitions, want 2 (agent-4's and agent-8's archival)", n)
+	}
+	for _, a := range []string{"agent-4", "agent-8"} {
+		if !searchindex.VectorCacheHeld(second, search.Archival, a) {
+			t.Fatalf("%s's vectors not prewarmed", a)
+		}
+		before := searchindex.VectorCacheAnswers(second)
+		got, err := second.Search(ctx, "alpha bravo", search.Scope{Agent: a}, vec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Search(ctx, "alpha bravo", search.Scope{Agent: a}, vec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if searchindex.VectorCacheAnswers(second) != before+1 || len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: %d results (cache answered %v), vec0 %d", a, len(got), searchindex.VectorCacheAnswers(second) != before, len(want))
+		}
+		for i := range got {
+			if d := got[i].Source.Distance - want[i].Source.Distance; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("%s rank %d: %.6f, vec0 %.6f", a, i+1, got[i].Source.Distance, want[i].Source.Distance)
+			}
+		}
+	}
+	if searchindex.VectorCacheHeld(second, search.Archival, "agent-0") {
+		t.Error("agent-0's vectors prewarmed, never searched")
+	}
+}
