@@ -347,7 +347,9 @@ func WaitPrewarm(x *Index) (warmed int, ok bool) {
 	if x.WaitPrewarm(ctx) != nil {
 		return 0, false
 	}
+	x.prewarmMu.Lock()
 	pw := x.prewarm
+	x.prewarmMu.Unlock()
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	return pw.warmed, pw.loaded
@@ -367,7 +369,10 @@ func VectorCacheHeld(x *Index, t search.ContentType, owner string) bool {
 
 // PrewarmedVectors is how many vector partitions x's prewarming loaded.
 func PrewarmedVectors(x *Index) int {
-	x.prewarm.mu.Lock()
-	defer x.prewarm.mu.Unlock()
-	return x.prewarm.vecWarmed
+	x.prewarmMu.Lock()
+	pw := x.prewarm
+	x.prewarmMu.Unlock()
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.vecWarmed
 }

@@ -221,7 +221,9 @@ type Index struct {
 	closed bool // Close ran: no statements are kept any more
 	// prewarm is the text cache's prewarming (StartPrewarm), nil when
 	// none was started.
-	prewarm *prewarmer
+	prewarm        *prewarmer
+	prewarmStopped bool       // Close ran: no prewarming starts
+	prewarmMu      sync.Mutex // guards prewarm, prewarmStopped
 	// warmEvery, set by tests, replaces warmRecordEvery.
 	warmEvery time.Duration
 }

@@ -44,11 +44,14 @@ type partialState struct {
 	// owned[kind][owner] is an owner's partition: a textPart holding only
 	// that owner's rows, whose own df and totals go unused (ranking reads
 	// gstats).
-	owned  map[search.ContentType]map[string]*textPart
-	lru    lruQueue[*textPart] // eviction order (evict)
-	held   int64               // bytes of the partitions
-	clock  atomic.Int64
-	gstats map[search.ContentType]*textStats
+	owned map[search.ContentType]map[string]*textPart
+	lru   lruQueue[*textPart] // eviction order (evict)
+	held  int64               // bytes of the partitions
+	// evictions counts the partitions evict dropped (prewarming stops
+	// at the first).
+	evictions atomic.Int64
+	clock     atomic.Int64
+	gstats    map[search.ContentType]*textStats
 	// rowCost is the estimated bytes a row takes in a partition, for
 	// refusing an owner whose rows alone would exceed the bound unread;
 	// tooBig remembers the refused ones until their kind changes;
@@ -757,6 +760,7 @@ func (c *textCache) evict(keep *textPart) {
 		p := c.owned[v.t][v.owner]
 		c.held -= partCost(v.owner, p)
 		delete(c.owned[v.t], v.owner)
+		c.evictions.Add(1)
 	}
 }
 
@@ -771,6 +775,15 @@ func (c *textCache) evict(keep *textPart) {
 // partition wait for it (until their ctx ends), and load it themselves
 // should the search that started it give up.
 func (c *textCache) ensure(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (held bool, err error) {
+	return c.ensureFor(ctx, db, t, owner, 0)
+}
+
+// ensureFor is ensure, for prewarming when warm (a use stamp, negative;
+// 0: not prewarming): a load it starts installs the partition only if
+// the cache, with it, stays within prewarmFill tenths of its bound (it
+// evicts nothing), stamped warm (reporting false otherwise); a load
+// another search started is left as that search installs it.
+func (c *textCache) ensureFor(ctx context.Context, db *sql.DB, t search.ContentType, owner string, warm int64) (held bool, err error) {
 	for {
 		if held, known := c.resident(t, owner); known {
 			return held, nil
@@ -785,7 +798,8 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t search.ContentType
 			}
 			c.loads[key] = f
 			c.loadMu.Unlock()
-			f.held, f.err = c.load(ctx, db, t, owner)
+			f.held, f.err = c.load(ctx, db, t, owner, warm)
+			f.declined = warm != 0 && !f.held && f.err == nil
 			c.loadMu.Lock()
 			delete(c.loads, key)
 			c.loadMu.Unlock()
@@ -800,6 +814,9 @@ func (c *textCache) ensure(ctx context.Context, db *sql.DB, t search.ContentType
 		}
 		if f.err != nil && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
 			continue // its starter gave up, not this search
+		}
+		if f.declined && warm == 0 {
+			continue // prewarming found no room for it; a search makes room
 		}
 		if f.err != nil || !f.held {
 			return false, f.err
@@ -821,6 +838,9 @@ type partLoad struct {
 	done chan struct{}
 	held bool
 	err  error
+	// declined: a prewarming load that did not install the partition
+	// for want of room (ensureFor).
+	declined bool
 }
 
 // resident reports whether owner's partition of kind t is held (marking
@@ -858,13 +878,16 @@ type partRead struct {
 	// moved, when not nil, are the rows logged since the load began that
 	// pos's snapshot holds (catchUpLoad's first install; replayStoredAtOnce).
 	moved map[int64]bool
+	// warm, when not 0, is a prewarming load's use stamp: it is
+	// installed only where it evicts nothing (ensureFor).
+	warm int64
 }
 
 // load reads owner's partition of kind t in one snapshot without c.mu,
 // replays onto it what the cache's catch-ups applied since (the cache
 // may have moved past the snapshot meanwhile), and installs it under
 // c.mu.
-func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (bool, error) {
+func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, owner string, warm int64) (bool, error) {
 	c.mu.RLock()
 	cost, base := max(c.rowCost[t], c.ownCost[t][owner]), c.pos
 	c.mu.RUnlock()
@@ -882,6 +905,7 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 			return false, err
 		}
 	}
+	ld.warm = warm
 	held, err := c.catchUpLoad(ctx, db, t, owner, ld, base)
 	if held && save && err == nil {
 		c.saveLater(t, owner)
@@ -1531,6 +1555,9 @@ func (c *textCache) install(t search.ContentType, owner string, ld *partRead, mo
 		}
 		return false
 	}
+	if ld.warm != 0 && !ld.refused && c.partialBytes()+partCost(owner, ld.p) > c.limit/10*prewarmFill {
+		return false // prewarming: no room without evicting
+	}
 	p := ld.p
 	// held follows what changes (not a recount of every partition: a
 	// first search's install would cost more the more owners are held).
@@ -1549,7 +1576,7 @@ func (c *textCache) install(t search.ContentType, owner string, ld *partRead, mo
 	p.hiPos = ld.pos // no row it holds is newer (moveStats)
 	c.owned[t][owner] = p
 	c.held += partCost(owner, p)
-	p.used.Store(c.clock.Add(1))
+	p.used.Store(cmp.Or(ld.warm, c.clock.Add(1)))
 	c.evict(p)
 	return true
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/search"
@@ -31,6 +33,14 @@ const warmSetMax = 8192
 // then.
 const warmRecordEvery = 5 * time.Minute
 
+// warmRecordWait bounds Close's record of the warm set, its wait for
+// the write lock included: a record is worth less than a prompt Close.
+const warmRecordWait = time.Second
+
+// warmSetBytesMax bounds a recorded warm set's JSON: one larger (not
+// written by a record) is not read.
+const warmSetBytesMax = 4 << 20
+
 // prewarmFill is the share of the text cache's bound prewarming fills
 // (in tenths): it stops short of it, so that its loads evict nothing, a
 // search's partition loaded meanwhile included.
@@ -40,6 +50,14 @@ const prewarmFill = 9
 type warmEntry struct {
 	Kind  int    `json:"kind"`
 	Owner string `json:"owner"`
+}
+
+// warmRecord is a warmEntry as recorded: an owner whose name is not UTF-8
+// (JSON would replace its bad bytes) goes in OwnerBytes (base64).
+type warmRecord struct {
+	Kind       int    `json:"kind"`
+	Owner      string `json:"owner,omitempty"`
+	OwnerBytes []byte `json:"owner_bytes,omitempty"`
 }
 
 // prewarmer is an Index's prewarming: the goroutine that loads the
@@ -54,9 +72,10 @@ type prewarmer struct {
 	ready chan struct{}
 
 	mu sync.Mutex
-	// loaded is set once the recorded set is loaded (or there was none
-	// to load): until then the cache holds part of it, and a record
-	// would replace the whole set by that part.
+	// loaded is set once prewarming ended other than by Close (the
+	// recorded set loaded, or prewarming failed): until then the cache
+	// holds part of the set, and a record would replace the whole set by
+	// that part.
 	loaded bool
 	// last is the set last recorded (or read), to skip a record that
 	// would change nothing.
@@ -79,9 +98,11 @@ type prewarmer struct {
 // recorded one has loaded and if the cache holds partitions. A
 // short-lived process should not prewarm: its loads would be spent on
 // agents it never serves, and its record would replace the server's.
-// Calling it twice, or without a text cache, does nothing.
+// Calling it twice, after Close, or without a text cache, does nothing.
 func (x *Index) StartPrewarm() {
-	if x.text == nil || x.prewarm != nil {
+	x.prewarmMu.Lock()
+	defer x.prewarmMu.Unlock()
+	if x.text == nil || x.prewarm != nil || x.prewarmStopped {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,10 +110,17 @@ func (x *Index) StartPrewarm() {
 	x.prewarm = pw
 	go func() {
 		defer close(pw.done)
-		err := x.prewarmText(ctx)
+		err := x.prewarmText(ctx, pw)
+		if ctx.Err() == nil {
+			// Done, or failed (the caches recover by themselves): the
+			// cache's set is this process's to record from now on.
+			pw.mu.Lock()
+			pw.loaded = true
+			pw.mu.Unlock()
+		}
 		close(pw.ready)
 		if err != nil && ctx.Err() == nil {
-			x.text.ld.log.Warn("search: text cache: prewarming failed", "err", err)
+			x.text.ld.log.Warn("search: prewarming failed", "err", err)
 		}
 		tick := time.NewTicker(cmp.Or(x.warmEvery, warmRecordEvery))
 		defer tick.Stop()
@@ -101,7 +129,7 @@ func (x *Index) StartPrewarm() {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if err := x.recordWarmSet(ctx); err != nil && ctx.Err() == nil {
+				if err := x.recordWarmSet(ctx, pw, false); err != nil && ctx.Err() == nil {
 					x.text.ld.log.Warn("search: text cache: recording the warm set failed", "err", err)
 				}
 			}
@@ -113,11 +141,14 @@ func (x *Index) StartPrewarm() {
 // loading (at once when none was started): a server may hold its
 // readiness until then. It reports ctx's error if ctx ends first.
 func (x *Index) WaitPrewarm(ctx context.Context) error {
-	if x.prewarm == nil {
+	x.prewarmMu.Lock()
+	pw := x.prewarm
+	x.prewarmMu.Unlock()
+	if pw == nil {
 		return nil
 	}
 	select {
-	case <-x.prewarm.ready:
+	case <-pw.ready:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -126,179 +157,175 @@ func (x *Index) WaitPrewarm(ctx context.Context) error {
 
 // prewarmText readies the text cache (and the vector cache) and loads
 // the recorded warm set into each.
-func (x *Index) prewarmText(ctx context.Context) error {
+func (x *Index) prewarmText(ctx context.Context, pw *prewarmer) error {
 	c := x.text
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, ErrCacheBudget) {
+	err := x.WarmTextCache(ctx)
+	if err != nil && !errors.Is(err, ErrCacheBudget) {
 		return err
 	}
-	pw := x.prewarm
 	var set []warmEntry
-	textPartial := c.isPartial()
-	if textPartial {
-		var err error
+	if c.isPartial() {
 		if set, err = x.readWarmSet(ctx); err != nil {
 			return err
 		}
 	}
-	var warmed int
-	if textPartial {
-		var loaded []loadedPart
-		for _, e := range set {
-			if c.prewarmFull() {
-				break
-			}
-			k := partKey{search.ContentType(e.Kind), e.Owner}
-			held, err := c.ensure(ctx, x.db, k.t, k.owner)
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case err != nil:
-				c.ld.log.Debug("search: text cache: partition of the warm set not loaded", "kind", kinds[k.t].name, "owner", k.owner, "err", err)
-			case held:
-				c.mu.RLock()
-				if p := c.owned[k.t][k.owner]; p != nil {
-					loaded = append(loaded, loadedPart{k, p.used.Load()})
-				}
-				c.mu.RUnlock()
-			}
-		}
-		c.mu.RLock()
-		restamp(loaded, func(k partKey) *atomic.Int64 {
-			if p := c.owned[k.t][k.owner]; p != nil {
-				return &p.used
-			}
-			return nil
-		}, &c.clock)
-		c.mu.RUnlock()
-		warmed = len(loaded)
-	}
-	vecWarmed, err := x.prewarmVectors(ctx, set)
+	warmed, err := x.text.warmer(x.db).load(ctx, set)
 	if err != nil {
 		return err
 	}
+	var vecWarmed int
+	if x.cache != nil {
+		if err := x.WarmVectorCache(ctx); err != nil && !errors.Is(err, ErrCacheBudget) {
+			return err
+		}
+		if x.cache.isPartial() {
+			if vecWarmed, err = x.cache.warmer(x.query).load(ctx, set); err != nil {
+				return err
+			}
+		}
+	}
 	pw.mu.Lock()
-	pw.loaded, pw.last, pw.warmed, pw.vecWarmed = true, set, warmed, vecWarmed
+	pw.last, pw.warmed, pw.vecWarmed = set, warmed, vecWarmed
 	pw.mu.Unlock()
 	c.ld.log.Debug("search: caches prewarmed", "text_partitions", warmed, "vector_partitions", vecWarmed, "recorded", len(set))
 	return nil
 }
 
-// loadedPart is a partition prewarming loaded, with its use stamp then.
-type loadedPart struct {
-	k     partKey
-	stamp int64
+// warmer is what prewarming needs of a partial cache (text or vectors).
+type warmer struct {
+	name string
+	// wants reports whether the cache has partitions of kind t.
+	wants func(t search.ContentType) bool
+	// full reports whether the cache, with one more partition of the
+	// held ones' mean size, would pass prewarmFill tenths of its bound.
+	full func() bool
+	// resident reports whether k is held.
+	resident func(k partKey) bool
+	// ensure loads k where it fits, stamped used (the cache's
+	// ensureFor).
+	ensure    func(ctx context.Context, k partKey, used int64) (held bool, err error)
+	evictions *atomic.Int64
+	log       *slog.Logger
 }
 
-// restamp stamps the loaded partitions again from the last loaded to the
-// first, each that nothing used since its load (its stamp unchanged):
-// loaded most recently used first, the warm set's head had the oldest
-// stamps, and a full cache would have evicted it first. The cache's lock
-// is held (read: stamps are stored under it, as every use's).
-func restamp(loaded []loadedPart, used func(partKey) *atomic.Int64, clock *atomic.Int64) {
-	for _, l := range slices.Backward(loaded) {
-		if u := used(l.k); u != nil && u.Load() == l.stamp {
-			u.Store(clock.Add(1))
-		}
-	}
-}
-
-// prewarmVectors readies the vector cache (WarmVectorCache) and, when it
-// is partial, loads the vectors of the warm set's partitions of the kinds
-// that have them, until one more partition of the held ones' mean size
-// would pass 90% of its bound. The text cache's warm set stands for the
-// vector cache's: an agent searched lately searches both.
-func (x *Index) prewarmVectors(ctx context.Context, set []warmEntry) (int, error) {
-	c := x.cache
-	if c == nil {
-		return 0, nil
-	}
-	if err := x.WarmVectorCache(ctx); err != nil && !errors.Is(err, ErrCacheBudget) {
-		return 0, err
-	}
-	if !c.isPartial() {
-		return 0, nil
-	}
-	var loaded []loadedPart
-	for _, e := range set {
+// load loads the partitions of set into the cache, most recently used
+// first, while they fit: a partition that would fill the cache past 90%
+// of its bound is not installed (ensureFor: it evicts nothing) and the
+// next is tried; it stops once one more of the held ones' mean size
+// would not fit, and at the first eviction (searches meanwhile filled
+// the cache). Each one it loads gets a negative use stamp, -1 for
+// the set's head down to -len(set): the order the last process used
+// them in, each older than any use in this process (the clock counts up
+// from 1), so evictions take the set's tail first, and a partition a
+// search of this process used stays ahead of them all. A partition
+// already held when its turn comes (a search loaded it) is left as it
+// is. It returns how many it loaded.
+func (w warmer) load(ctx context.Context, set []warmEntry) (int, error) {
+	evictions := w.evictions.Load()
+	loaded := 0
+	for i, e := range set {
 		k := partKey{search.ContentType(e.Kind), e.Owner}
-		if kinds[k.t].vec == "" {
+		if !w.wants(k.t) || w.resident(k) {
 			continue
 		}
-		if c.prewarmFull() {
+		if w.full() || w.evictions.Load() != evictions {
 			break
 		}
-		held, err := c.ensure(ctx, x.query, k.t, k.owner)
+		held, err := w.ensure(ctx, k, -int64(i)-1)
 		switch {
 		case ctx.Err() != nil:
-			return 0, ctx.Err()
+			return loaded, ctx.Err()
 		case err != nil:
-			c.ld.log.Debug("search: vector cache: partition of the warm set not loaded", "kind", kinds[k.t].name, "owner", k.owner, "err", err)
+			w.log.Debug("search: prewarming: partition not loaded", "cache", w.name, "kind", kinds[k.t].name, "owner", k.owner, "err", err)
 		case held:
-			c.mu.RLock()
-			if p := c.parts[k.t][k.owner]; p != nil {
-				loaded = append(loaded, loadedPart{k, p.used.Load()})
-			}
-			c.mu.RUnlock()
+			loaded++
 		}
 	}
-	c.mu.RLock()
-	restamp(loaded, func(k partKey) *atomic.Int64 {
-		if p := c.parts[k.t][k.owner]; p != nil {
-			return &p.used
-		}
-		return nil
-	}, &c.clock)
-	c.mu.RUnlock()
-	return len(loaded), nil
+	return loaded, nil
 }
 
-// prewarmFull reports whether prewarming should load no more vectors:
-// those held and one more partition of the held ones' mean size would
-// pass prewarmFill tenths of the bound.
-func (c *vecCache) prewarmFull() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n := 0
-	for _, parts := range c.parts {
-		n += len(parts)
+// warmer is the text cache's prewarming interface over db.
+func (c *textCache) warmer(db *sql.DB) warmer {
+	return warmer{
+		name:  "text cache",
+		wants: func(search.ContentType) bool { return true },
+		full: func() bool {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			n := 0
+			for _, parts := range c.owned {
+				n += len(parts)
+			}
+			return prewarmFull(c.partialBytes(), c.held, n, c.limit)
+		},
+		resident: func(k partKey) bool {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			return c.owned[k.t][k.owner] != nil
+		},
+		ensure: func(ctx context.Context, k partKey, used int64) (bool, error) {
+			return c.ensureFor(ctx, db, k.t, k.owner, used)
+		},
+		evictions: &c.evictions,
+		log:       c.ld.log,
 	}
-	held := int64(c.rows) * c.vecRowBytes()
+}
+
+// warmer is the vector cache's prewarming interface, reading with query.
+func (c *vecCache) warmer(query func(context.Context, string, ...any) (*sql.Rows, error)) warmer {
+	return warmer{
+		name:  "vector cache",
+		wants: func(t search.ContentType) bool { return kinds[t].vec != "" },
+		full: func() bool {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			n := 0
+			for _, parts := range c.parts {
+				n += len(parts)
+			}
+			held := int64(c.rows) * c.vecRowBytes()
+			return prewarmFull(held, held, n, c.limit)
+		},
+		resident: func(k partKey) bool {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			return c.parts[k.t][k.owner] != nil
+		},
+		ensure: func(ctx context.Context, k partKey, used int64) (bool, error) {
+			return c.ensureFor(ctx, query, k.t, k.owner, used)
+		},
+		evictions: &c.evictions,
+		log:       c.ld.log,
+	}
+}
+
+// prewarmFull reports whether a cache holding total bytes against limit,
+// parts of them n partitions of held bytes, is too full for prewarming
+// to load one more partition of their mean size.
+func prewarmFull(total, held int64, n int, limit int64) bool {
 	next := int64(0)
 	if n > 0 {
 		next = held / int64(n)
 	}
-	return held+next > c.limit/10*prewarmFill
-}
-
-// prewarmFull reports whether prewarming should load no more: what the
-// cache holds (the statistics included) and one more partition of the
-// held ones' mean size would pass prewarmFill tenths of the bound.
-func (c *textCache) prewarmFull() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n := 0
-	for _, parts := range c.owned {
-		n += len(parts)
-	}
-	next := int64(0)
-	if n > 0 {
-		next = c.held / int64(n)
-	}
-	return c.partialBytes()+next > c.limit/10*prewarmFill
+	return total+next > limit/10*prewarmFill
 }
 
 // readWarmSet reads the recorded warm set; a record it cannot use (not
 // the JSON a record writes) is an empty set.
 func (x *Index) readWarmSet(ctx context.Context) ([]warmEntry, error) {
-	var v string
-	err := x.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, MetaTextWarmSet).Scan(&v)
+	var v sql.NullString
+	err := x.db.QueryRowContext(ctx, `SELECT CASE WHEN length(value) <= ? THEN value END FROM meta WHERE key = ?`,
+		warmSetBytesMax, MetaTextWarmSet).Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("search: read warm set: %w", err)
+	case !v.Valid:
+		x.text.ld.log.Warn("search: recorded warm set over its size bound; not prewarming", "bytes_max", warmSetBytesMax)
+		return nil, nil
 	}
-	set, err := parseWarmSet(v)
+	set, err := parseWarmSet(v.String)
 	if err != nil {
 		x.text.ld.log.Warn("search: text cache: recorded warm set unusable; not prewarming", "err", err)
 		return nil, nil
@@ -309,15 +336,23 @@ func (x *Index) readWarmSet(ctx context.Context) ([]warmEntry, error) {
 // parseWarmSet decodes a recorded warm set, keeping the entries that name
 // a stored kind's owner once each, at most warmSetMax of them.
 func parseWarmSet(v string) ([]warmEntry, error) {
-	var raw []warmEntry
+	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(v), &raw); err != nil {
 		return nil, err
 	}
 	set := make([]warmEntry, 0, min(len(raw), warmSetMax))
 	seen := make(map[warmEntry]bool, len(set))
-	for _, e := range raw {
+	for _, r := range raw {
 		if len(set) == warmSetMax {
 			break
+		}
+		var w warmRecord // an entry it cannot read is passed over, not the set
+		if json.Unmarshal(r, &w) != nil {
+			continue
+		}
+		e := warmEntry{w.Kind, w.Owner}
+		if e.Owner == "" {
+			e.Owner = string(w.OwnerBytes)
 		}
 		if _, ok := kinds[search.ContentType(e.Kind)]; !ok || e.Owner == "" || seen[e] {
 			continue
@@ -343,12 +378,20 @@ func (c *textCache) warmSet() []warmEntry {
 	var all []used
 	for t, parts := range c.owned {
 		for owner, p := range parts {
-			all = append(all, used{warmEntry{int(t), owner}, p.used.Load()})
+			if p.live > 0 { // (an owner without rows: nothing to load)
+				all = append(all, used{warmEntry{int(t), owner}, p.used.Load()})
+			}
 		}
 	}
 	slices.SortFunc(all, func(a, b used) int { return cmp.Compare(b.used, a.used) })
 	set := make([]warmEntry, 0, min(len(all), warmSetMax))
+	size := 2
 	for _, u := range all[:min(len(all), warmSetMax)] {
+		// (JSON escapes a byte in six at most, and the rest of an entry
+		// takes under 40.)
+		if size += 40 + 6*len(u.e.Owner); size > warmSetBytesMax {
+			break
+		}
 		set = append(set, u.e)
 	}
 	return set
@@ -356,9 +399,10 @@ func (c *textCache) warmSet() []warmEntry {
 
 // recordWarmSet writes the text cache's warm set under MetaTextWarmSet,
 // unless the recorded set is still loading or the cache holds no
-// partitions (a process that searched nothing leaves the last set).
-func (x *Index) recordWarmSet(ctx context.Context) error {
-	pw := x.prewarm
+// partitions (a process that searched nothing leaves the last set), or,
+// unless final (Close's record, after which another process's may not
+// stand), the set is the one this Index last wrote.
+func (x *Index) recordWarmSet(ctx context.Context, pw *prewarmer, final bool) error {
 	pw.mu.Lock()
 	loaded, last := pw.loaded, pw.last
 	pw.mu.Unlock()
@@ -366,10 +410,19 @@ func (x *Index) recordWarmSet(ctx context.Context) error {
 		return nil
 	}
 	set := x.text.warmSet()
-	if len(set) == 0 || slices.Equal(set, last) {
+	if len(set) == 0 || (!final && slices.Equal(set, last)) {
 		return nil
 	}
-	data, err := json.Marshal(set)
+	recs := make([]warmRecord, len(set))
+	for i, e := range set {
+		recs[i].Kind = e.Kind
+		if utf8.ValidString(e.Owner) {
+			recs[i].Owner = e.Owner
+		} else {
+			recs[i].OwnerBytes = []byte(e.Owner)
+		}
+	}
+	data, err := json.Marshal(recs)
 	if err != nil {
 		return err
 	}
@@ -390,16 +443,19 @@ func (x *Index) recordWarmSet(ctx context.Context) error {
 // stopPrewarm stops the prewarming and records the warm set one last
 // time (errors are logged: a store closes whether or not it could).
 func (x *Index) stopPrewarm() {
+	x.prewarmMu.Lock()
 	pw := x.prewarm
+	x.prewarmStopped = true // (no StartPrewarm after Close)
+	x.prewarmMu.Unlock()
 	if pw == nil {
 		return
 	}
 	pw.stopped.Do(func() {
 		pw.stop()
 		<-pw.done
-		ctx, cancel := context.WithTimeout(context.Background(), partSaveWait)
+		ctx, cancel := context.WithTimeout(context.Background(), warmRecordWait)
 		defer cancel()
-		if err := x.recordWarmSet(ctx); err != nil {
+		if err := x.recordWarmSet(ctx, pw, true); err != nil {
 			x.text.ld.log.Warn("search: text cache: recording the warm set failed", "err", err)
 		}
 	})

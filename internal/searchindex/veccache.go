@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -53,6 +54,9 @@ type vecCache struct {
 	partial bool
 	need    int          // the rows counted when it went partial (overBudget)
 	clock   atomic.Int64 // the partitions' use stamps (vecPartition.used)
+	// evictions counts the partitions evict dropped (prewarming stops
+	// at the first).
+	evictions atomic.Int64
 	// background: the first load runs in the background (ld) while
 	// searches ask the database engine; without one (PostgreSQL without
 	// pgvector, where the cache is the only KNN) the first search loads.
@@ -456,6 +460,14 @@ func (c *vecCache) remove(t search.ContentType, id int64) {
 // does not hold re-read their rows at the next catch-up, which changes
 // nothing for rows already current.
 func (c *vecCache) ensure(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), t search.ContentType, owner string) (held bool, err error) {
+	return c.ensureFor(ctx, query, t, owner, 0)
+}
+
+// ensureFor is ensure, for prewarming when warm (a use stamp, negative;
+// 0: not prewarming): the partition loads only if the cache, with it,
+// stays within prewarmFill tenths of its bound (it evicts nothing),
+// stamped warm; held is false otherwise.
+func (c *vecCache) ensureFor(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), t search.ContentType, owner string, warm int64) (held bool, err error) {
 	c.mu.RLock()
 	partial, loaded, p := c.partial, c.pos.valid(), c.parts[t][owner]
 	held = partial && loaded && p != nil
@@ -492,7 +504,7 @@ func (c *vecCache) ensure(ctx context.Context, query func(context.Context, strin
 	if err != nil {
 		return false, fmt.Errorf("search: vector cache: count %s of %q: %w", k.vec, owner, err)
 	}
-	if c.exceeds(n) {
+	if c.exceeds(n) || (warm != 0 && int64(c.rows+n)*c.vecRowBytes() > c.limit/10*prewarmFill) {
 		return false, nil
 	}
 	if c.parts[t] == nil {
@@ -520,7 +532,7 @@ func (c *vecCache) ensure(ctx context.Context, query func(context.Context, strin
 		c.dropPartition(t, owner)
 		return false, fmt.Errorf("search: vector cache: load %s of %q: %w", k.vec, owner, err)
 	}
-	p.used.Store(c.clock.Add(1))
+	p.used.Store(cmp.Or(warm, c.clock.Add(1)))
 	c.evict(p)
 	return true, nil
 }
@@ -568,6 +580,7 @@ func (c *vecCache) evict(keep *vecPartition) {
 			return
 		}
 		c.dropPartition(v.t, v.owner)
+		c.evictions.Add(1)
 	}
 }
 
