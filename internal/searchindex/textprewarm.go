@@ -18,10 +18,10 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
-// MetaTextWarmSet is the meta key under which an Index with
-// IndexOptions.Prewarm records the partitions its partial text cache
-// holds (JSON, most recently used first), for the next such Index to load
-// as it opens.
+// MetaTextWarmSet is the meta key under which a prewarming Index
+// (StartPrewarm) records the partitions its partial text cache holds
+// (JSON, most recently used first), for the next such Index to load as
+// it opens.
 const MetaTextWarmSet = "search_text_warm"
 
 // warmSetMax bounds the partitions a warm set names (a 64 MiB cache of
@@ -48,8 +48,8 @@ const prewarmFill = 9
 
 // warmEntry is one partition of a recorded warm set.
 type warmEntry struct {
-	Kind  int    `json:"kind"`
-	Owner string `json:"owner"`
+	Kind  int
+	Owner string
 }
 
 // warmRecord is a warmEntry as recorded: an owner whose name is not UTF-8
@@ -91,7 +91,8 @@ type prewarmer struct {
 // readies the cache as WarmTextCache does (a whole copy built, or a
 // partial one's statistics read), then loads the partitions of the warm
 // set the last prewarming Index recorded, most recently used first,
-// until one more would fill the cache past 90%, and, with a vector
+// leaving out any that would fill the cache past 90% of its bound (its
+// loads evict nothing), and, with a vector
 // cache, readies it (WarmVectorCache) and, when it is partial, loads the
 // same owners' vectors the same way. It records the text cache's own set
 // (MetaTextWarmSet) every five minutes and when x closes, once the
