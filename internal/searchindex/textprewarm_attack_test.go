@@ -64,6 +64,23 @@ func fourAgentsRecorded(t *testing.T) *sql.DB {
 	return db
 }
 
+// recordLedBy waits for x's prewarming, closes x and checks that the
+// record it leaves starts with owner's archival partition: the one a
+// search of x's process used, more recent than the whole recorded set.
+func recordLedBy(t *testing.T, x *searchindex.Index, db *sql.DB, owner string) {
+	t.Helper()
+	if _, ok := searchindex.WaitPrewarm(x); !ok {
+		t.Fatal("prewarming did not finish")
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, got := warmSetOf(t, db)
+	if want := fmt.Sprintf("%d/%s", search.Archival, owner); len(got) == 0 || got[0] != want {
+		t.Errorf("recorded %v: %s, the one partition a search of this process used, should lead", got, owner)
+	}
+}
+
 func openPartialIndex(t *testing.T, db *sql.DB, limit int64) *searchindex.Index {
 	t.Helper()
 	x, err := searchindex.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit})
@@ -196,17 +213,7 @@ func TestPrewarmLiveSearchStaysAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	if _, ok := searchindex.WaitPrewarm(x); !ok {
-		t.Fatal("prewarming did not finish")
-	}
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, got := warmSetOf(t, db)
-	want := fmt.Sprintf("%d/agent-5", search.Archival)
-	if len(got) == 0 || got[0] != want {
-		t.Errorf("recorded %v: agent-5, the only partition a search used in this process (and the last use), should lead; restamp put the old set above it", got)
-	}
+	recordLedBy(t, x, db, "agent-5")
 }
 
 // TestPrewarmFailedStillRecords: prewarming that fails (a transient
@@ -768,17 +775,7 @@ func TestPrewarmKeepsALiveLoadsUse(t *testing.T) {
 	if err := <-searched; err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := searchindex.WaitPrewarm(x); !ok {
-		t.Fatal("prewarming did not finish")
-	}
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, got := warmSetOf(t, db)
-	want := fmt.Sprintf("%d/agent-2", search.Archival)
-	if len(got) == 0 || got[0] != want {
-		t.Errorf("recorded %v: agent-2, the one partition a search of this process used, should lead", got)
-	}
+	recordLedBy(t, x, db, "agent-2")
 }
 
 // TestPrewarmStartRacesClose: StartPrewarm and Close at once leave no
