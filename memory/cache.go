@@ -267,6 +267,21 @@ func init() {
 	}
 }
 
+// WaitPrewarm waits until the prewarming Options.Prewarm started is done
+// loading the search caches, so that a server may hold its readiness
+// until the agents it served before a restart search at full speed. It
+// returns nil at once for a store that does not prewarm (or has no text
+// cache), and once prewarming is done, whether or not it loaded
+// anything; ctx's error if ctx ends first. With a ctx already done it
+// answers at once: nil if prewarming is done, ctx's error if not. A
+// closed store's prewarming is over: nil.
+func (c *Store) WaitPrewarm(ctx context.Context) error {
+	if c.index == nil {
+		return nil
+	}
+	return c.index.WaitPrewarm(ctx)
+}
+
 // Close flushes unpersisted changes (write-back mode) and closes the
 // database. Further calls fail with ErrClosed.
 func (c *Store) Close() error {

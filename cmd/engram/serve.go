@@ -173,6 +173,11 @@ func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*se
 		go watchResources(ctx, srv, store, agent, listed, resourcePoll)
 		return srv, nil
 	}
+	o.Ready = func() bool {
+		done, cancel := context.WithCancel(context.Background())
+		cancel() // answer at once: prewarmed or not
+		return store.WaitPrewarm(done) == nil
+	}
 	o.UI = func(ctx context.Context, human string) (http.Handler, error) {
 		return newServeUI(store, human, log)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -215,4 +216,43 @@ func TestServeKillDuringWrites(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged writes lost after kill -9", lost, n.Load())
 	}
 	t.Logf("%d acknowledged writes, all kept", n.Load())
+}
+
+// TestServeReadyz: engram serve prewarms its store and says when it is
+// done at /readyz (200 "ready"), while /healthz answers from the start.
+func TestServeReadyz(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ready.db")
+	st, err := memory.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := st.Agent("ada").Archival().Insert(context.Background(), memory.ArchivalEntry{Content: fmt.Sprintf("note %d on the harbour cranes", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServeProcess(t, db)
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %v %v", resp, err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			if string(body) != "ready\n" {
+				t.Fatalf("/readyz 200 with %q, want ready", body)
+			}
+			return
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %q, want 503 then 200 within a minute", resp.StatusCode, body)
+		}
+	}
 }

@@ -140,13 +140,20 @@ func (x *Index) StartPrewarm() {
 
 // WaitPrewarm waits until the prewarming StartPrewarm started is done
 // loading (at once when none was started): a server may hold its
-// readiness until then. It reports ctx's error if ctx ends first.
+// readiness until then. It reports ctx's error if ctx ends first; with a
+// ctx already done it reports at once whether prewarming is done (nil)
+// or not.
 func (x *Index) WaitPrewarm(ctx context.Context) error {
 	x.prewarmMu.Lock()
 	pw := x.prewarm
 	x.prewarmMu.Unlock()
 	if pw == nil {
 		return nil
+	}
+	select {
+	case <-pw.ready:
+		return nil
+	default:
 	}
 	select {
 	case <-pw.ready:

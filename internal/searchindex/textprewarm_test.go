@@ -190,6 +190,13 @@ func TestPrewarmKeepsTheSetWhileLoading(t *testing.T) {
 			t.Fatal("prewarming loaded nothing in a minute")
 		}
 	}
+	// Asked with a context already done, WaitPrewarm answers at once:
+	// not done while the loads wait, done once the process closed.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := stuck.WaitPrewarm(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitPrewarm while prewarming loads, context done: %v, want context.Canceled", err)
+	}
 	if _, err := stuck.Search(ctx, queries[1], search.Scope{Agent: "agent-4"}, search.NewOptions().ContentTypes(search.Archival).Mode(search.FTS)); err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +205,9 @@ func TestPrewarmKeepsTheSetWhileLoading(t *testing.T) {
 	}
 	if err := stuck.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := stuck.WaitPrewarm(done); err != nil {
+		t.Fatalf("WaitPrewarm after Close, context done: %v, want nil (prewarming is over)", err)
 	}
 	if got, _ := warmSetOf(t, db); got != recorded {
 		t.Fatalf("a process closed while prewarming recorded %s, want the set left as %s", got, recorded)
@@ -380,13 +390,25 @@ func TestPrewarmStore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := searchindex.WaitPrewarm(storeaccess.Index(st)); !ok {
-					t.Fatal("prewarming did not finish")
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if err := st.WaitPrewarm(wctx); err != nil {
+					t.Fatalf("prewarming did not finish: %v", err)
+				}
+				done, cancel := context.WithCancel(ctx)
+				cancel()
+				if err := st.WaitPrewarm(done); err != nil {
+					t.Fatalf("WaitPrewarm with a context done, once prewarmed: %v, want nil", err)
 				}
 				if partial, _, _ := searchindex.TextCachePartial(storeaccess.Index(st)); !partial {
 					t.Fatal("the text cache is not partial: the test needs a store over the bound")
 				}
 				return st
+			}
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := w.WaitPrewarm(done); err != nil {
+				t.Fatalf("WaitPrewarm of a store that does not prewarm: %v, want nil at once", err)
 			}
 			first := open()
 			for _, a := range []string{"agent-1", "agent-6"} {

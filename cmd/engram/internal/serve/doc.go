@@ -1,6 +1,6 @@
 // Package serve is the HTTP door of "engram serve": MCP Streamable HTTP
-// at /mcp for agents, the web UI for people, /healthz for load balancers,
-// each caller identified by an access token (accesstoken.Tokens.Verify),
+// at /mcp for agents, the web UI for people, /healthz and /readyz for
+// load balancers, each caller identified by an access token (accesstoken.Tokens.Verify),
 // never by a parameter.
 //
 // The package owns the HTTP concerns — bearer authentication, session

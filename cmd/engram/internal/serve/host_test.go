@@ -28,6 +28,7 @@ func TestHostOnLoopback(t *testing.T) {
 		{"mcp", "POST", "/mcp", initBody, mcpHeader(tok, "")},
 		{"healthz", "GET", "/healthz", "", nil},
 		{"healthz query", "GET", "/healthz?x=1", "", nil},
+		{"readyz", "GET", "/readyz", "", nil},
 		{"metrics", "GET", "/metrics", "", map[string]string{"Authorization": "Bearer " + metricsSecret}},
 		{"sync", "GET", "/sync?token=" + url.QueryEscape(tok), "", map[string]string{"Connection": "Upgrade", "Upgrade": "websocket",
 			"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}},

@@ -55,6 +55,8 @@ func door(path string) string {
 		return "sync"
 	case path == "/healthz":
 		return "healthz"
+	case path == "/readyz":
+		return "readyz"
 	case path == "/metrics":
 		return "metrics"
 	case path == "/" || path == UIPath || strings.HasPrefix(path, UIPath+"/"):
@@ -148,7 +150,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		b.WriteString(formatFloat(v))
 		b.WriteByte('\n')
 	}
-	family("engram_serve_requests_total", "counter", "HTTP requests answered, by door (mcp, ui, sync, healthz, metrics, other) and status code.")
+	family("engram_serve_requests_total", "counter", "HTTP requests answered, by door (mcp, ui, sync, healthz, readyz, metrics, other) and status code.")
 	for _, k := range sortedKeys(m.requests, func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {
 		sample("engram_serve_requests_total", float64(m.requests[k]), "door", k[0], "code", k[1])
 	}

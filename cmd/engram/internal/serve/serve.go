@@ -110,6 +110,12 @@ type Options struct {
 	// UISession is how long a UI login lasts (never past its token's
 	// expiry). Default 12 hours.
 	UISession time.Duration
+	// Ready, when set, answers /readyz: 200 once it reports true (the
+	// store's search caches prewarmed, say), 503 before, so that a load
+	// balancer sends traffic to a restarted server once it serves at full
+	// speed. It must answer at once. Without it /readyz answers as
+	// /healthz does. Both answer 503 while the server shuts down.
+	Ready func() bool
 	// SyncStore, when set, serves /sync: the automerge-repo WebSocket
 	// protocol over the blocks of the token's agent (package syncrepo).
 	// Without it /sync answers 404.
@@ -188,7 +194,7 @@ type Options struct {
 	MetricsToken string
 }
 
-// Handler is the door: an http.Handler for /mcp, /healthz and the UI.
+// Handler is the door: an http.Handler for /mcp, /sync, /healthz, /readyz, /metrics and the UI.
 type Handler struct {
 	opts Options
 	log  *slog.Logger
@@ -373,6 +379,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		lw.Header().Set("Cache-Control", "no-store")
 		io.WriteString(lw, "ok\n")
+	case r.URL.Path == "/readyz":
+		lw.Header().Set("Cache-Control", "no-store")
+		if h.opts.Ready != nil && !h.opts.Ready() {
+			lw.Header().Set("Retry-After", "1")
+			http.Error(lw, "not ready: prewarming", http.StatusServiceUnavailable)
+			return
+		}
+		lw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(lw, "ready\n")
 	case r.URL.Path == "/mcp":
 		h.serveMCP(lw, r)
 	case r.URL.Path == "/sync":

@@ -50,10 +50,11 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 </body></html>
 `))
 
-// serveUI serves everything but /mcp and /healthz: /ui/login (a form, a
-// one-time login link /ui/login?link=… from engram token login-url, or
-// the login URL /ui/login?token=…; each is traded for a cookie and taken
-// out of the address bar), /ui/logout, and for a signed-in
+// serveUI serves everything but /mcp, /sync, /healthz, /readyz and
+// /metrics: /ui/login (a form, a one-time login link /ui/login?link=…
+// from engram token login-url, or the login URL /ui/login?token=…; each
+// is traded for a cookie and taken out of the address bar), /ui/logout,
+// and for a signed-in
 // person the web UI itself under /ui/. "/" and "/ui" lead to "/ui/";
 // anything else is 404.
 func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
