@@ -47,6 +47,10 @@ type app struct {
 	// TextCacheBytes, VectorCacheBytes); a one-shot command would only
 	// start building them and exit.
 	serving bool
+	// textCache and vectorCache are engram serve's --text-cache and
+	// --vector-cache (memory.Options.TextCacheBytes, VectorCacheBytes;
+	// 0: their defaults).
+	textCache, vectorCache int64
 	// logger is the store's (memory.Options.Logger); nil discards.
 	logger *slog.Logger
 	// needVectors: the command searches by vector (search --mode
@@ -154,6 +158,7 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
 	} else {
 		opts.Prewarm = true
+		opts.TextCacheBytes, opts.VectorCacheBytes = a.textCache, a.vectorCache
 	}
 	s, err := memory.Open(ctx, a.db, opts)
 	if errors.Is(err, search.ErrEmbedderMismatch) {

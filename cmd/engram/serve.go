@@ -58,7 +58,9 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
 	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
 	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
-	var quota int64
+	var quota, textCache, vectorCache int64
+	fs.Var((*byteSize)(&textCache), "text-cache", "bytes the in-memory full-text index may hold, such as 256MiB (default 0: 64MiB); past it, it holds the partitions of the agents searched lately (see /metrics engram_search_cache_*)")
+	fs.Var((*byteSize)(&vectorCache), "vector-cache", "bytes the in-memory vector index may hold, such as 1GiB (default 0: 256MiB on SQLite; on PostgreSQL none, pgvector answers, and a size asks for one)")
 	fs.Var((*byteSize)(&quota), "agent-quota", "bytes each agent's archival entries and messages may hold, such as 500MiB or 2GiB (beyond: the write is refused; default 0, no quota)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
 		"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
@@ -70,6 +72,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		if quota != 0 {
 			a.quota = quota
 		}
+		a.textCache, a.vectorCache = textCache, vectorCache
 		if c.consolidateEvery < 0 {
 			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
 		}
@@ -173,6 +176,7 @@ func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*se
 		go watchResources(ctx, srv, store, agent, listed, resourcePoll)
 		return srv, nil
 	}
+	o.SearchCache = store.SearchCacheStats
 	o.Ready = func() bool {
 		done, cancel := context.WithCancel(context.Background())
 		cancel() // answer at once: prewarmed or not

@@ -256,3 +256,45 @@ func TestServeReadyz(t *testing.T) {
 		}
 	}
 }
+
+// TestServeSearchCacheMetrics: engram serve --text-cache sizes the
+// full-text cache, and /metrics reports the store's search cache series.
+func TestServeSearchCacheMetrics(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "cache.db")
+	st, err := memory.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "metrics-token")
+	if err := os.WriteFile(tokenFile, []byte("metrics-secret-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := startServeArgs(t, db, "--text-cache", "96KiB", "--metrics-token-file", tokenFile)
+	req, err := http.NewRequest("GET", base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer metrics-secret-0123456789abcdef")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, body)
+	}
+	for _, want := range []string{
+		`engram_search_cache_limit_bytes{cache="text"} 98304` + "\n",
+		`engram_search_text_partition_loads_total{from="rows"} 0` + "\n",
+		`engram_search_prewarming `,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}

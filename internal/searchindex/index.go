@@ -1132,11 +1132,24 @@ type CacheStats struct {
 	// VectorCacheBytes).
 	TextPartial, VectorPartial bool
 	TextBytes, VectorBytes     int64
-	// A partial text cache over a dialect without driver.TextStats
-	// (PostgreSQL) computes its statistics itself: the passes that did
-	// (one per content type, again after a write its catch-ups could not
-	// follow), and the statistics such writes dropped.
+	// The bounds (0: unbounded) and, of a partial cache, the partitions
+	// held (one per agent and content type).
+	TextLimit, VectorLimit           int64
+	TextPartitions, VectorPartitions int
+	// A partial text cache's partitions loaded, from a part another
+	// process stored (search_text_parts) or from the rows, and those
+	// either partial cache evicted to stay within its bound: evictions
+	// that keep pace with loads say the bound is smaller than the
+	// agents searched.
+	TextLoadsStored, TextLoadsRows int64
+	TextEvictions, VectorEvictions int64
+	// The passes that read a partial text cache's statistics (one per
+	// content type, again after a write its catch-ups could not follow:
+	// over a dialect without driver.TextStats, PostgreSQL, it counts
+	// every row itself), and the statistics such writes dropped.
 	TextStatsPasses, TextStatsDrops int64
+	// Prewarming: StartPrewarm's loads are not done yet.
+	Prewarming bool
 }
 
 // CacheStats returns the counts so far.
@@ -1145,10 +1158,14 @@ func (x *Index) CacheStats() CacheStats {
 		TextFilters: x.textFilters.Load(), VectorLegs: x.vecAnswers.Load()}
 	if c := x.text; c != nil {
 		c.mu.RLock()
-		s.TextPartial = c.partial
+		s.TextPartial, s.TextLimit = c.partial, c.limit
 		s.TextStatsPasses, s.TextStatsDrops = c.passes.Load(), c.drops.Load()
+		s.TextLoadsStored, s.TextLoadsRows, s.TextEvictions = c.loadsStored.Load(), c.loadsRows.Load(), c.evictions.Load()
 		if c.partial {
 			s.TextBytes = c.partialBytes()
+			for _, owned := range c.owned {
+				s.TextPartitions += len(owned)
+			}
 		} else {
 			s.TextBytes = c.bytes()
 		}
@@ -1156,9 +1173,18 @@ func (x *Index) CacheStats() CacheStats {
 	}
 	if c := x.cache; c != nil {
 		c.mu.RLock()
-		s.VectorPartial, s.VectorBytes = c.partial, int64(c.rows)*c.vecRowBytes()
+		s.VectorPartial, s.VectorBytes, s.VectorLimit = c.partial, int64(c.rows)*c.vecRowBytes(), c.limit
+		s.VectorEvictions = c.evictions.Load()
+		if c.partial {
+			for _, parts := range c.parts {
+				s.VectorPartitions += len(parts)
+			}
+		}
 		c.mu.RUnlock()
 	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Prewarming = x.WaitPrewarm(done) != nil
 	return s
 }
 

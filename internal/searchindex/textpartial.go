@@ -90,14 +90,16 @@ type partialState struct {
 	analyzed  atomic.Int64
 	// beforeLoad, set by tests, runs in a partition's load once its rows
 	// are read, with the load's context.
-	beforeLoad func(ctx context.Context, t search.ContentType, owner string)
-	statsReads atomic.Int64 // reads of a kind's totals (statsFor)
-	replays    atomic.Int64 // loads caught up past their snapshot (replayPart)
-	passes     atomic.Int64 // statistics passes run to the end (statsPass)
-	passTime   atomic.Int64 // nanoseconds statistics passes ran, ended or not
-	drops      atomic.Int64 // loaded statistics dropped (dropStats)
-	counted    atomic.Int64 // rows statistics passes analyzed (countStats)
-	statsLate  atomic.Int64 // passes moved past their snapshot (replayStats)
+	beforeLoad  func(ctx context.Context, t search.ContentType, owner string)
+	statsReads  atomic.Int64 // reads of a kind's totals (statsFor)
+	replays     atomic.Int64 // loads caught up past their snapshot (replayPart)
+	passes      atomic.Int64 // statistics passes run to the end (statsPass)
+	passTime    atomic.Int64 // nanoseconds statistics passes ran, ended or not
+	drops       atomic.Int64 // loaded statistics dropped (dropStats)
+	counted     atomic.Int64 // rows statistics passes analyzed (countStats)
+	statsLate   atomic.Int64 // passes moved past their snapshot (replayStats)
+	loadsStored atomic.Int64 // partitions installed from a stored part (load)
+	loadsRows   atomic.Int64 // partitions installed from the rows (load)
 	// restOff, set by tests, starts statistics passes without the rest
 	// (passRest): tests of ranking, not of what passes cost.
 	restOff bool
@@ -899,16 +901,24 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 	if err != nil {
 		return false, err
 	}
-	save := ld == nil || replayed > ld.p.live/4+16
-	if ld == nil {
+	stored := ld != nil
+	save := !stored || replayed > ld.p.live/4+16
+	if !stored {
 		if ld, err = c.readPart(ctx, db, t, owner, cost); err != nil {
 			return false, err
 		}
 	}
 	ld.warm = warm
 	held, err := c.catchUpLoad(ctx, db, t, owner, ld, base)
-	if held && save && err == nil {
-		c.saveLater(t, owner)
+	if held && err == nil {
+		if save {
+			c.saveLater(t, owner)
+		}
+		if stored {
+			c.loadsStored.Add(1)
+		} else {
+			c.loadsRows.Add(1)
+		}
 	}
 	return held, err
 }

@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-go/engram/memory"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of the tool call
@@ -124,6 +126,7 @@ func (m *metrics) timeTools(next mcp.MethodHandler) mcp.MethodHandler {
 // gauges are the door's levels at a scrape.
 type gauges struct {
 	sessions, syncs, servers, logins, limitedAddrs int
+	search                                         *memory.SearchCacheStats // Options.SearchCache's, when set
 }
 
 // write renders the Prometheus text exposition format (version 0.0.4).
@@ -189,8 +192,41 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		sample("engram_serve_mcp_tool_duration_seconds_sum", h.sum, "tool", tool)
 		sample("engram_serve_mcp_tool_duration_seconds_count", float64(cum), "tool", tool)
 	}
+	if c := g.search; c != nil {
+		writeSearchCache(family, sample, c)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSearchCache renders the store's search cache figures.
+func writeSearchCache(family func(name, typ, help string), sample func(name string, v float64, labels ...string), c *memory.SearchCacheStats) {
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	both := func(name, typ, help string, text, vector float64) {
+		family(name, typ, help)
+		sample(name, text, "cache", "text")
+		sample(name, vector, "cache", "vector")
+	}
+	both("engram_search_cache_bytes", "gauge", "Bytes each in-process search cache charges against its bound.", float64(c.TextBytes), float64(c.VectorBytes))
+	both("engram_search_cache_limit_bytes", "gauge", "Each search cache's bound in bytes (0: none).", float64(c.TextLimit), float64(c.VectorLimit))
+	both("engram_search_cache_partial", "gauge", "1 when a cache holds only the partitions of the agents searched lately (the store outgrew its bound).", flag(c.TextPartial), flag(c.VectorPartial))
+	both("engram_search_cache_partitions", "gauge", "Partitions (one per agent and content type) a partial cache holds.", float64(c.TextPartitions), float64(c.VectorPartitions))
+	both("engram_search_cache_evictions_total", "counter", "Partitions a partial cache evicted to stay within its bound.", float64(c.TextEvictions), float64(c.VectorEvictions))
+	both("engram_search_cache_legs_total", "counter", "Search legs a cache answered (full-text legs ranked, vector searches run); the rest ran in SQL.", float64(c.TextLegs), float64(c.VectorLegs))
+	family("engram_search_text_partition_loads_total", "counter", "Text cache partitions loaded at an agent's first search (or by prewarming), from a part another process stored or from the rows.")
+	sample("engram_search_text_partition_loads_total", float64(c.TextLoadsStored), "from", "stored")
+	sample("engram_search_text_partition_loads_total", float64(c.TextLoadsRows), "from", "rows")
+	family("engram_search_text_stats_passes_total", "counter", "Passes reading a partial text cache's store-wide bm25 statistics (SQLite: FTS5's vocabulary; PostgreSQL: every row).")
+	sample("engram_search_text_stats_passes_total", float64(c.TextStatsPasses))
+	family("engram_search_text_stats_drops_total", "counter", "Statistics dropped by writes the cache could not follow (PostgreSQL: that type ranks in SQL until the next pass).")
+	sample("engram_search_text_stats_drops_total", float64(c.TextStatsDrops))
+	family("engram_search_prewarming", "gauge", "1 while the search caches prewarm (/readyz answers 503).")
+	sample("engram_search_prewarming", flag(c.Prewarming))
 }
 
 func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
@@ -285,6 +321,10 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	g.syncs, g.logins = len(h.syncs), len(h.uiLogins)
 	h.mu.Unlock()
 	g.limitedAddrs = h.auth.addresses()
+	if h.opts.SearchCache != nil {
+		c := h.opts.SearchCache()
+		g.search = &c
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := h.metrics.write(w, g); err != nil {

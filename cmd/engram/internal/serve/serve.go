@@ -116,6 +116,9 @@ type Options struct {
 	// speed. It must answer at once. Without it /readyz answers as
 	// /healthz does. Both answer 503 while the server shuts down.
 	Ready func() bool
+	// SearchCache, when set, adds the store's search cache figures to
+	// /metrics (engram_search_…).
+	SearchCache func() memory.SearchCacheStats
 	// SyncStore, when set, serves /sync: the automerge-repo WebSocket
 	// protocol over the blocks of the token's agent (package syncrepo).
 	// Without it /sync answers 404.
