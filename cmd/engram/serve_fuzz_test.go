@@ -53,6 +53,7 @@ func FuzzServeRequest(f *testing.F) {
 	f.Add("GET", "/ui/login", uint8(0), "engram_x", "", []byte(nil))
 	f.Add("POST", "/ui/login", uint8(0), "", "application/x-www-form-urlencoded", []byte("token=engram_x"))
 	f.Add("GET", "/healthz", uint8(0), "", "", []byte(nil))
+	f.Add("GET", "/readyz", uint8(0), "", "", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, method, path string, auth uint8, value, contentType string, body []byte) {
 		switch method {

@@ -113,8 +113,9 @@ type Options struct {
 	// Ready, when set, answers /readyz: 200 once it reports true (the
 	// store's search caches prewarmed, say), 503 before, so that a load
 	// balancer sends traffic to a restarted server once it serves at full
-	// speed. It must answer at once. Without it /readyz answers as
-	// /healthz does. Both answer 503 while the server shuts down.
+	// speed. It must answer at once. Without it /readyz answers 200
+	// always, as /healthz does. Both answer 503 while the server shuts
+	// down.
 	Ready func() bool
 	// SearchCache, when set, adds the store's search cache figures to
 	// /metrics (engram_search_…).
