@@ -320,8 +320,8 @@ type SearchCacheStats struct {
 	// searches then rank in SQL until the next pass, on SQLite the next
 	// search counts its terms again.
 	TextStatsPasses, TextStatsDrops int64
-	// TextStatsDrift: with Options.TextStatsDrift, the rows (over all
-	// content types) whose changes the statistics follow only
+	// TextStatsDrift: on PostgreSQL with Options.TextStatsDrift, the rows
+	// (over all content types) whose changes the statistics follow only
 	// approximately until the next pass.
 	TextStatsDrift int64
 	// Prewarming: Options.Prewarm's loads are not done yet

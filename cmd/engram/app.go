@@ -23,9 +23,9 @@ import (
 
 // app holds the global flags and the store, opened on first use.
 // servingStatsDrift is memory.Options.TextStatsDrift for a long-running
-// command: its searches keep ranking in the text cache, without counting
-// store-wide statistics again, after other processes' deletes, a pass
-// counting again per 0.5% of a type's rows changed that way.
+// command: on PostgreSQL its searches keep ranking in the text cache
+// after other processes' deletes, a pass counting again per 0.5% of a
+// type's rows changed that way.
 const servingStatsDrift = 0.005
 
 type app struct {

@@ -123,22 +123,21 @@ type IndexOptions struct {
 	// differently (on Cranfield the copy scores nDCG@10 0.549, the SQL leg
 	// 0.528).
 	TextCacheBytes int64
-	// TextStatsDrift, between 0 and 1, has a partial text cache keep
-	// ranking with its store-wide statistics after a write it cannot
-	// follow (another process's delete or rewrite of a row no resident
-	// partition holds), instead of dropping them: a dialect without
-	// driver.TextStats (PostgreSQL) would rank that content type in SQL
-	// until a pass over every row counted them again, SQLite's next
-	// search would count its terms in FTS5 again (a term in most of
-	// 200,000 rows: 8-13 ms). Such a row is then followed approximately
-	// (a deleted row stops counting with the mean row's tokens; the
-	// frequencies of its terms stay as counted) and counted as drift,
-	// and a pass starts once the drift exceeds this share of the type's
-	// rows (its rest, nine times the last pass's time, still holding).
-	// Until then the scores are those of a store whose counts are off by
-	// the drifting rows, not exact; WarmTextCache still waits for exact
-	// statistics. 0 (the default): exact statistics, dropped at the
-	// first such write.
+	// TextStatsDrift, between 0 and 1, has a partial text cache over a
+	// dialect without driver.TextStats (PostgreSQL) keep ranking with its
+	// statistics after a write it cannot follow (another process's
+	// delete or rewrite of a row no resident partition holds), instead
+	// of dropping them and ranking that content type in SQL until a
+	// pass over every row has counted them again. Such a row is then
+	// followed approximately (a deleted row stops counting with the mean
+	// row's tokens; the frequencies of its terms stay as counted) and
+	// counted as drift, and a pass starts once the drift exceeds this
+	// share of the type's rows (its rest, nine times the last pass's
+	// time, still holding): 0.005 makes one pass per 200k rows' 1,000
+	// deletes. Until then the scores are those of a store whose counts
+	// are off by the drifting rows, not exact; WarmTextCache still waits
+	// for exact statistics. 0 (the default): exact statistics, dropped
+	// at the first such write.
 	TextStatsDrift float64
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search's fused list (a cross-encoder or an LLM reading each text

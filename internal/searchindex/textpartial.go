@@ -477,10 +477,10 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 }
 
 // approx reports whether changes s cannot follow are followed
-// approximately (IndexOptions.TextStatsDrift): loaded statistics, with a
-// drift share set.
+// approximately (IndexOptions.TextStatsDrift): the cache's own complete
+// statistics (no driver.TextStats), with a drift share set.
 func (c *textCache) approx(s *textStats) bool {
-	return c.driftShare > 0 && s.loaded
+	return c.driftShare > 0 && c.stats == nil && s.complete
 }
 
 // holder is the resident partition holding r's row as it was, nil when
@@ -614,9 +614,6 @@ func (m *statsMove) apply(s *textStats, share int64) bool {
 		}
 		if !s.complete {
 			s.df[term] += n
-			if s.df[term] < 0 && s.drift > 0 {
-				s.df[term] = 0
-			}
 			continue
 		}
 		v, had := s.df[term]
@@ -1797,7 +1794,6 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentType, terms, phrases []string) (textStats, error) {
 	c.mu.RLock()
 	s := c.gstats[t]
-	stale := s.loaded && s.stale(c.driftShare)
 	out := textStats{gen: s.gen, loaded: s.loaded, complete: s.complete, rows: s.rows, tokens: s.tokens, df: map[string]int64{}}
 	var miss []int
 	for i, ph := range phrases {
@@ -1808,13 +1804,11 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentTy
 		}
 	}
 	c.mu.RUnlock()
-	if c.vocab != nil && (stale || (!out.complete && (!out.loaded || len(miss) > 0))) {
-		// The complete statistics, for the next searches (drifting ones
-		// rank until it is done).
-		c.startPass(db, t, false)
-	}
 	if out.loaded && len(miss) == 0 {
 		return out, nil
+	}
+	if c.vocab != nil && !out.complete {
+		c.startPass(db, t, false) // the complete statistics, for the next searches
 	}
 	// One snapshot, with its log position: moveStats carries the
 	// statistics on from there.

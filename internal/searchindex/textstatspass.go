@@ -37,8 +37,8 @@ import (
 // time). On PostgreSQL every log entry is
 // marked changed (migration 0017 leaves the triggers as they were), so a
 // supersession of a row no partition holds is such a change too. With a
-// drift share (IndexOptions.TextStatsDrift; on both engines) such a
-// change of an archival entry or message does not drop them: it is followed approximately
+// drift share (IndexOptions.TextStatsDrift) such a change of an archival
+// entry or message does not drop them: it is followed approximately
 // (statsMove.unfollowed) and counted as drift, searches keep ranking over
 // the partitions, and the kind's next search starts a pass (its rest
 // holding) once the drift exceeds the share of its rows; WarmTextCache
