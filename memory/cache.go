@@ -181,9 +181,6 @@ func (e *entry) set(f func(e *entry)) {
 // ErrInvalidArgument. Errors name the target redacted.
 func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
 	be, name, err := openBackend(ctx, target, o)
 	if err != nil {
 		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrUnknownScheme) {
@@ -204,11 +201,7 @@ func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 // postgres.Backend over its own pool). Close closes the Store, not the
 // backend.
 func New(ctx context.Context, be driver.Backend, opts *Options) (*Store, error) {
-	o := opts.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	return newCache(ctx, be, be.Name(), o)
+	return newCache(ctx, be, be.Name(), opts.withDefaults())
 }
 
 func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*Store, error) {
@@ -216,7 +209,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
 	io := &searchindex.IndexOptions{
-		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, TextStatsDrift: o.TextStatsDrift, Write: be.Write,
+		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
 	if lw, ok := be.(driver.LockingWriter); ok {
 		io.WriteLocked = lw.WriteLocked
@@ -320,10 +313,6 @@ type SearchCacheStats struct {
 	// searches then rank in SQL until the next pass, on SQLite the next
 	// search counts its terms again.
 	TextStatsPasses, TextStatsDrops int64
-	// TextStatsDrift: on PostgreSQL with Options.TextStatsDrift, the rows
-	// (over all content types) whose changes the statistics follow only
-	// approximately until the next pass.
-	TextStatsDrift int64
 	// Prewarming: Options.Prewarm's loads are not done yet
 	// (WaitPrewarm).
 	Prewarming bool
@@ -344,7 +333,7 @@ func (c *Store) SearchCacheStats() SearchCacheStats {
 		TextPartitions: s.TextPartitions, VectorPartitions: s.VectorPartitions,
 		TextLoadsStored: s.TextLoadsStored, TextLoadsRows: s.TextLoadsRows,
 		TextEvictions: s.TextEvictions, VectorEvictions: s.VectorEvictions,
-		TextStatsPasses: s.TextStatsPasses, TextStatsDrops: s.TextStatsDrops, TextStatsDrift: s.TextStatsDrift,
+		TextStatsPasses: s.TextStatsPasses, TextStatsDrops: s.TextStatsDrops,
 		Prewarming: s.Prewarming,
 	}
 }

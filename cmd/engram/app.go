@@ -22,12 +22,6 @@ import (
 )
 
 // app holds the global flags and the store, opened on first use.
-// servingStatsDrift is memory.Options.TextStatsDrift for a long-running
-// command: on PostgreSQL its searches keep ranking in the text cache
-// after other processes' deletes, a pass counting again per 0.5% of a
-// type's rows changed that way.
-const servingStatsDrift = 0.005
-
 type app struct {
 	db       string
 	json     bool
@@ -165,7 +159,6 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	} else {
 		opts.Prewarm = true
 		opts.TextCacheBytes, opts.VectorCacheBytes = a.textCache, a.vectorCache
-		opts.TextStatsDrift = servingStatsDrift
 	}
 	s, err := memory.Open(ctx, a.db, opts)
 	if errors.Is(err, search.ErrEmbedderMismatch) {

@@ -100,11 +100,6 @@ type partialState struct {
 	statsLate   atomic.Int64 // passes moved past their snapshot (replayStats)
 	loadsStored atomic.Int64 // partitions installed from a stored part (load)
 	loadsRows   atomic.Int64 // partitions installed from the rows (load)
-	// driftShare is IndexOptions.TextStatsDrift: without driver.TextStats,
-	// the share of a kind's rows its statistics may drift by (follow
-	// approximately) before a pass counts them again; 0: none, a change
-	// they cannot follow drops them.
-	driftShare float64
 	// restOff, set by tests, starts statistics passes without the rest
 	// (passRest): tests of ranking, not of what passes cost.
 	restOff bool
@@ -127,8 +122,7 @@ type partialState struct {
 // row of a resident partition whose version there is the one the
 // statistics counted) changes them by what it adds and takes away; any
 // other change drops them (gen moves on), and the next search reads
-// them again, unless they drift (textCache.driftShare: followed
-// approximately, counted in drift until a pass counts them again).
+// them again.
 //
 // Without driver.TextStats (PostgreSQL) the statistics are the cache's own,
 // computed by a background pass over every row (statsPass): complete,
@@ -143,16 +137,6 @@ type textStats struct {
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
 	bytes        int64
-	// drift counts the rows whose changes since the statistics were
-	// computed they followed only approximately (textCache.driftShare);
-	// 0: exact.
-	drift int64
-}
-
-// stale reports whether s drifted past share of its rows: a pass should
-// count them again.
-func (s *textStats) stale(share float64) bool {
-	return s.drift > 0 && float64(s.drift) > share*float64(s.rows)
 }
 
 // queryer is what reading rows needs (*sql.DB, *sql.Tx).
@@ -459,7 +443,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 		}
 		m := moves[r.t]
 		if m == nil {
-			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil, approx: c.approx(s)}
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 			moves[r.t] = m
 		}
 		m.row(s, r, spans[r.t], staged, &arrivals, func() *textPart { return c.holder(r) })
@@ -474,13 +458,6 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 		}
 		s.pos = later(s.pos, cur)
 	}
-}
-
-// approx reports whether changes s cannot follow are followed
-// approximately (IndexOptions.TextStatsDrift): the cache's own complete
-// statistics (no driver.TextStats), with a drift share set.
-func (c *textCache) approx(s *textStats) bool {
-	return c.driftShare > 0 && c.stats == nil && s.complete
 }
 
 // holder is the resident partition holding r's row as it was, nil when
@@ -507,10 +484,6 @@ type statsMove struct {
 	// unmarked: the log does not tell a row's own changes from its
 	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
 	unmarked bool
-	// approx: a change the statistics cannot follow is followed
-	// approximately and counted in drift instead (textCache.driftShare).
-	approx bool
-	drift  int64
 }
 
 // row adds to m what row r (spans: the log spans of r's kind in the
@@ -549,10 +522,6 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 					return
 				}
 			}
-			if m.approx {
-				m.unfollowed(s, r)
-				return
-			}
 			m.failed = true
 			return
 		}
@@ -580,33 +549,15 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 	}
 }
 
-// unfollowed follows r, a change of a row whose counted version no
-// resident partition holds, approximately (m.approx): a deleted row stops
-// counting, with the mean row's tokens, and the frequencies of the terms
-// any version of it held stay as they are (which terms it held is known
-// only from its old text). r counts as drift.
-func (m *statsMove) unfollowed(s *textStats, r textRow) {
-	m.drift++
-	if rows := s.rows + m.rows; r.gone && rows > 0 {
-		m.tokens -= (s.tokens + m.tokens) / rows
-		m.rows--
-	}
-}
-
 // apply moves s by m; false when the statistics must go instead: a
 // change they cannot follow, or complete ones grown past share bytes
-// (or gone inconsistent, which a correct log never makes them; with
-// drift, a frequency the drifting rows left too low stops at 0).
+// (or gone inconsistent, which a correct log never makes them).
 func (m *statsMove) apply(s *textStats, share int64) bool {
 	if m.failed {
 		return false
 	}
-	s.drift += m.drift
 	s.rows += m.rows
 	s.tokens += m.tokens
-	if s.drift > 0 {
-		s.rows, s.tokens = max(s.rows, 0), max(s.tokens, 0)
-	}
 	s.maxID = m.maxID
 	for term, n := range m.df {
 		if n == 0 {
@@ -618,9 +569,6 @@ func (m *statsMove) apply(s *textStats, share int64) bool {
 		}
 		v, had := s.df[term]
 		v += n
-		if v < 0 && s.drift > 0 {
-			v = 0
-		}
 		switch {
 		case v < 0:
 			return false
