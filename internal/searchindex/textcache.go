@@ -805,7 +805,8 @@ func (c *textCache) reload(ctx context.Context, tx *sql.Tx, pos logPos) error {
 func (c *textCache) build(ctx context.Context, tx *sql.Tx, pos logPos, bySel bool) error {
 	if est, err := c.estimate(ctx, tx); err != nil {
 		return err
-	} else if est > c.limit*textEstimateSlack || c.forcePartial {
+	} else if (c.limit <= math.MaxInt64/textEstimateSlack && est > c.limit*textEstimateSlack) || c.forcePartial {
+		// (A bound past MaxInt64/textEstimateSlack holds any estimate.)
 		// Decided from counts and a sample, unread: the whole store cannot
 		// be held.
 		c.mu.Lock()
