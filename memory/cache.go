@@ -282,60 +282,13 @@ func (c *Store) WaitPrewarm(ctx context.Context) error {
 	return c.index.WaitPrewarm(ctx)
 }
 
-// SearchCacheStats is what a store's in-process search caches hold and
-// have done since it opened: for metrics (engram serve's /metrics), and
-// for sizing Options.TextCacheBytes and VectorCacheBytes. A cache is
-// partial when the store's index outgrows its bound: it then holds the
-// partitions (one per agent and content type) of the agents searched
-// lately, and an agent's first search loads its own.
-type SearchCacheStats struct {
-	// Full-text legs the text cache ranked, result pages whose rows it
-	// supplied, and vector searches the vector cache answered (the rest
-	// ran in SQL).
-	TextLegs, TextPages, VectorLegs int64
-	// Whether each cache is partial, the bytes it charges against its
-	// bound, the bound (0: none), and the partitions a partial one holds.
-	TextPartial, VectorPartial       bool
-	TextBytes, VectorBytes           int64
-	TextLimit, VectorLimit           int64
-	TextPartitions, VectorPartitions int
-	// Text partitions loaded from a part another process stored (a
-	// decode) or from the rows (a read and analysis of them), and the
-	// partitions each cache evicted to stay within its bound. Evictions
-	// that keep pace with loads mean the bound holds fewer agents than
-	// are searched.
-	TextLoadsStored, TextLoadsRows int64
-	TextEvictions, VectorEvictions int64
-	// Passes that read a partial text cache's store-wide bm25
-	// statistics (on SQLite from FTS5's vocabulary; on PostgreSQL the
-	// cache counts every row itself), and statistics dropped by writes
-	// its catch-ups could not follow: on PostgreSQL that content type's
-	// searches then rank in SQL until the next pass, on SQLite the next
-	// search counts its terms again.
-	TextStatsPasses, TextStatsDrops int64
-	// Prewarming: Options.Prewarm's loads are not done yet
-	// (WaitPrewarm).
-	Prewarming bool
-}
-
-// SearchCacheStats returns the store's search cache figures now (all
-// zero without caches).
-func (c *Store) SearchCacheStats() SearchCacheStats {
+// SearchCacheStats returns what the store's in-process search caches
+// hold and have done since it opened (all zero without caches).
+func (c *Store) SearchCacheStats() search.CacheStats {
 	if c.index == nil {
-		return SearchCacheStats{}
+		return search.CacheStats{}
 	}
-	s := c.index.CacheStats()
-	return SearchCacheStats{
-		TextLegs: s.TextLegs, TextPages: s.TextPages, VectorLegs: s.VectorLegs,
-		TextPartial: s.TextPartial, VectorPartial: s.VectorPartial,
-		TextBytes: s.TextBytes, VectorBytes: s.VectorBytes,
-		TextLimit: s.TextLimit, VectorLimit: s.VectorLimit,
-		TextPartitions: s.TextPartitions, VectorPartitions: s.VectorPartitions,
-		TextLoadsStored: s.TextLoadsStored, TextLoadsRows: s.TextLoadsRows,
-		TextEvictions: s.TextEvictions, VectorEvictions: s.VectorEvictions,
-		TextStatsPasses: s.TextStatsPasses, TextStatsDrops: s.TextStatsDrops,
-		Prewarming: s.Prewarming,
-	}
+	return c.index.CacheStats()
 }
 
 // Close flushes unpersisted changes (write-back mode) and closes the

@@ -1118,43 +1118,9 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 	return nil
 }
 
-// CacheStats counts what the in-process caches answered since the Index
-// was made: for metrics, and for telling whether searches run over the
-// caches or in SQL.
-type CacheStats struct {
-	TextLegs    int64 // full-text legs ranked by the text cache
-	TextPages   int64 // result pages whose rows it supplied
-	TextFilters int64 // vector legs whose filters it checked
-	VectorLegs  int64 // KNN runs the vector cache answered
-	// What the caches hold now: whether each is partial (the partitions of
-	// the agents searched lately, not the whole store) and the bytes each
-	// charges against its bound (IndexOptions.TextCacheBytes,
-	// VectorCacheBytes).
-	TextPartial, VectorPartial bool
-	TextBytes, VectorBytes     int64
-	// The bounds (0: unbounded) and, of a partial cache, the partitions
-	// held (one per agent and content type).
-	TextLimit, VectorLimit           int64
-	TextPartitions, VectorPartitions int
-	// A partial text cache's partitions loaded, from a part another
-	// process stored (search_text_parts) or from the rows, and those
-	// either partial cache evicted to stay within its bound: evictions
-	// that keep pace with loads say the bound is smaller than the
-	// agents searched.
-	TextLoadsStored, TextLoadsRows int64
-	TextEvictions, VectorEvictions int64
-	// The passes that read a partial text cache's statistics (one per
-	// content type, again after a write its catch-ups could not follow:
-	// over a dialect without driver.TextStats, PostgreSQL, it counts
-	// every row itself), and the statistics such writes dropped.
-	TextStatsPasses, TextStatsDrops int64
-	// Prewarming: StartPrewarm's loads are not done yet.
-	Prewarming bool
-}
-
-// CacheStats returns the counts so far.
-func (x *Index) CacheStats() CacheStats {
-	s := CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
+// CacheStats returns what the caches hold and have done so far.
+func (x *Index) CacheStats() search.CacheStats {
+	s := search.CacheStats{TextLegs: x.textAnswers.Load(), TextPages: x.textRows.Load(),
 		TextFilters: x.textFilters.Load(), VectorLegs: x.vecAnswers.Load()}
 	if c := x.text; c != nil {
 		c.mu.RLock()
@@ -1182,9 +1148,7 @@ func (x *Index) CacheStats() CacheStats {
 		}
 		c.mu.RUnlock()
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	s.Prewarming = x.WaitPrewarm(done) != nil
+	s.Prewarming = !x.prewarmDone()
 	return s
 }
 

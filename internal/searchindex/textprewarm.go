@@ -144,22 +144,34 @@ func (x *Index) StartPrewarm() {
 // ctx already done it reports at once whether prewarming is done (nil)
 // or not.
 func (x *Index) WaitPrewarm(ctx context.Context) error {
+	if x.prewarmDone() {
+		return nil
+	}
 	x.prewarmMu.Lock()
 	pw := x.prewarm
 	x.prewarmMu.Unlock()
-	if pw == nil {
-		return nil
-	}
-	select {
-	case <-pw.ready:
-		return nil
-	default:
-	}
 	select {
 	case <-pw.ready:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// prewarmDone reports whether no prewarming was started or the one
+// StartPrewarm started is done loading.
+func (x *Index) prewarmDone() bool {
+	x.prewarmMu.Lock()
+	pw := x.prewarm
+	x.prewarmMu.Unlock()
+	if pw == nil {
+		return true
+	}
+	select {
+	case <-pw.ready:
+		return true
+	default:
+		return false
 	}
 }
 

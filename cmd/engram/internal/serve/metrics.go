@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of the tool call
@@ -126,7 +126,7 @@ func (m *metrics) timeTools(next mcp.MethodHandler) mcp.MethodHandler {
 // gauges are the door's levels at a scrape.
 type gauges struct {
 	sessions, syncs, servers, logins, limitedAddrs int
-	search                                         *memory.SearchCacheStats // Options.SearchCache's, when set
+	cache                                          *search.CacheStats // Options.SearchCache's, when set
 }
 
 // write renders the Prometheus text exposition format (version 0.0.4).
@@ -192,7 +192,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		sample("engram_serve_mcp_tool_duration_seconds_sum", h.sum, "tool", tool)
 		sample("engram_serve_mcp_tool_duration_seconds_count", float64(cum), "tool", tool)
 	}
-	if c := g.search; c != nil {
+	if c := g.cache; c != nil {
 		writeSearchCache(family, sample, c)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -200,7 +200,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 }
 
 // writeSearchCache renders the store's search cache figures.
-func writeSearchCache(family func(name, typ, help string), sample func(name string, v float64, labels ...string), c *memory.SearchCacheStats) {
+func writeSearchCache(family func(name, typ, help string), sample func(name string, v float64, labels ...string), c *search.CacheStats) {
 	flag := func(b bool) float64 {
 		if b {
 			return 1
@@ -323,7 +323,7 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	g.limitedAddrs = h.auth.addresses()
 	if h.opts.SearchCache != nil {
 		c := h.opts.SearchCache()
-		g.search = &c
+		g.cache = &c
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

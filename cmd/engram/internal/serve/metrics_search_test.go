@@ -12,6 +12,7 @@ import (
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 )
 
 // /metrics renders Options.SearchCache's figures (a store whose text
@@ -22,7 +23,7 @@ func TestMetricsSearchCache(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "door.db")
 	var st *memory.Store
-	d := newDoorAt(t, path, &serve.Options{MetricsToken: metricsSecret, SearchCache: func() memory.SearchCacheStats { return st.SearchCacheStats() }})
+	d := newDoorAt(t, path, &serve.Options{MetricsToken: metricsSecret, SearchCache: func() search.CacheStats { return st.SearchCacheStats() }})
 	for a := range 8 {
 		es := make([]memory.ArchivalEntry, 30)
 		for i := range es {

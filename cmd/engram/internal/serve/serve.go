@@ -29,6 +29,7 @@ import (
 	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/internal/tokenbucket"
 	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/search"
 	"github.com/engram-go/engram/syncrepo"
 )
 
@@ -119,7 +120,7 @@ type Options struct {
 	Ready func() bool
 	// SearchCache, when set, adds the store's search cache figures to
 	// /metrics (engram_search_…).
-	SearchCache func() memory.SearchCacheStats
+	SearchCache func() search.CacheStats
 	// SyncStore, when set, serves /sync: the automerge-repo WebSocket
 	// protocol over the blocks of the token's agent (package syncrepo).
 	// Without it /sync answers 404.
