@@ -376,3 +376,15 @@ func PrewarmedVectors(x *Index) int {
 	defer pw.mu.Unlock()
 	return pw.vecWarmed
 }
+
+// TextPartCost is what owner's partition of kind t charges x's partial
+// text cache's bound (0 when not held).
+func TextPartCost(x *Index, t search.ContentType, owner string) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	p := x.text.owned[t][owner]
+	if p == nil {
+		return 0
+	}
+	return partCost(owner, p)
+}
