@@ -181,6 +181,9 @@ func (e *entry) set(f func(e *entry)) {
 // ErrInvalidArgument. Errors name the target redacted.
 func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	be, name, err := openBackend(ctx, target, o)
 	if err != nil {
 		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrUnknownScheme) {
@@ -201,7 +204,11 @@ func Open(ctx context.Context, target string, opts *Options) (*Store, error) {
 // postgres.Backend over its own pool). Close closes the Store, not the
 // backend.
 func New(ctx context.Context, be driver.Backend, opts *Options) (*Store, error) {
-	return newCache(ctx, be, be.Name(), opts.withDefaults())
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return newCache(ctx, be, be.Name(), o)
 }
 
 func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*Store, error) {
@@ -209,7 +216,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
 	io := &searchindex.IndexOptions{
-		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, Write: be.Write,
+		VectorCacheBytes: o.VectorCacheBytes, TextCacheBytes: o.TextCacheBytes, TextStatsDrift: o.TextStatsDrift, Write: be.Write,
 		DataVersion: c.dataVersion, Logger: o.Logger, Reranker: o.Reranker, RerankDepth: o.RerankDepth, RerankStrict: o.RerankStrict, RerankBackoff: o.RerankBackoff}
 	if lw, ok := be.(driver.LockingWriter); ok {
 		io.WriteLocked = lw.WriteLocked

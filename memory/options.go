@@ -90,6 +90,26 @@ type Options struct {
 	// replace the server's. Without a text cache (TextCacheBytes < 0) it
 	// does nothing.
 	Prewarm bool
+	// TextStatsDrift, between 0 and 1, matters with a partial text
+	// cache (a store too big for TextCacheBytes), which ranks with
+	// store-wide bm25 statistics. Another process's delete or rewrite of
+	// a row no partition here holds cannot be followed exactly (which
+	// terms the row held is known only from its old text). By default
+	// (0) the statistics are then dropped: on PostgreSQL that content
+	// type's searches rank in SQL until a pass over every row has
+	// counted them again, on SQLite the next search counts its terms in
+	// the whole store again. With a share, such rows are followed
+	// approximately (a deleted row stops counting; its terms'
+	// frequencies stay; each term of a rewritten row counts at least
+	// once) and searches keep ranking in the cache, with scores off by
+	// those rows, until they exceed this share of the type's rows and a
+	// pass counts again: 0.005 of 200,000 archival entries is a pass per
+	// about 333 deletes, each moving its neighbours' indexed text too.
+	// While the pass rests (it takes at most a tenth of the time), the
+	// statistics are dropped as without a share once the drift passes
+	// four times it. engram serve (--stats-drift), mcp and ui set 0.005.
+	// Outside [0, 1], Open fails.
+	TextStatsDrift float64
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search (off by default); RerankStrict
 	// makes its failures fail the search (search.ErrReranker) instead of
@@ -167,6 +187,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for timestamps (default time.Now).
 	Now func() time.Time
+}
+
+// validate reports an option no store can take (ErrInvalidArgument).
+func (o Options) validate() error {
+	if d := o.TextStatsDrift; !(d >= 0 && d <= 1) {
+		return invalidArg("Options.TextStatsDrift %v: want a share between 0 and 1", d)
+	}
+	return nil
 }
 
 func (o *Options) withDefaults() Options {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -92,5 +94,31 @@ func TestSearchCacheStats(t *testing.T) {
 	}
 	if s.VectorLimit != 0 || s.VectorBytes != 0 || s.VectorPartial {
 		t.Fatalf("no vector cache (VectorCacheBytes -1): %+v", s)
+	}
+}
+
+// TestOpenTextStatsDrift: Options.TextStatsDrift outside [0, 1] is
+// refused with ErrInvalidArgument before anything is opened.
+func TestOpenTextStatsDrift(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range []float64{-0.1, 1.5, math.NaN(), math.Inf(1)} {
+		path := filepath.Join(t.TempDir(), "drift.db")
+		st, err := memory.Open(ctx, path, &memory.Options{TextStatsDrift: d})
+		if !errors.Is(err, memory.ErrInvalidArgument) {
+			if st != nil {
+				st.Close()
+			}
+			t.Fatalf("TextStatsDrift %v: %v, want ErrInvalidArgument", d, err)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("TextStatsDrift %v: the refused Open made %s", d, path)
+		}
+	}
+	for _, d := range []float64{0, 0.005, 1} {
+		st, err := memory.Open(ctx, filepath.Join(t.TempDir(), "drift.db"), &memory.Options{TextStatsDrift: d})
+		if err != nil {
+			t.Fatalf("TextStatsDrift %v: %v", d, err)
+		}
+		st.Close()
 	}
 }

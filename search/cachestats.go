@@ -34,6 +34,10 @@ type CacheStats struct {
 	// then rank in SQL until the next pass, on SQLite the next search
 	// counts its terms again.
 	TextStatsPasses, TextStatsDrops int64
+	// TextStatsDrift: with memory.Options.TextStatsDrift, the rows (over
+	// all content types) whose changes the statistics follow only
+	// approximately until the next pass.
+	TextStatsDrift int64
 	// Prewarming: memory.Options.Prewarm's loads are not done yet
 	// (memory.Store.WaitPrewarm).
 	Prewarming bool

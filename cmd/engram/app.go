@@ -21,6 +21,13 @@ import (
 	"github.com/engram-go/engram/search"
 )
 
+// servingStatsDrift is memory.Options.TextStatsDrift for a long-running
+// command (engram serve's --stats-drift default): its searches keep
+// ranking in the text cache, without counting store-wide statistics
+// again, after other processes' deletes and rewrites, a pass counting
+// again per 0.5% of a type's rows changed that way.
+const servingStatsDrift = 0.005
+
 // app holds the global flags and the store, opened on first use.
 type app struct {
 	db       string
@@ -51,6 +58,8 @@ type app struct {
 	// --vector-cache (memory.Options.TextCacheBytes, VectorCacheBytes;
 	// 0: their defaults).
 	textCache, vectorCache int64
+	// statsDrift is engram serve's --stats-drift (nil: servingStatsDrift).
+	statsDrift *float64
 	// logger is the store's (memory.Options.Logger); nil discards.
 	logger *slog.Logger
 	// needVectors: the command searches by vector (search --mode
@@ -154,12 +163,7 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	if a.uncapped {
 		opts.MaxArchivalBytes, opts.MaxMetadataBytes, opts.MaxTags, opts.MaxTagBytes, opts.MaxMessageBytes = -1, -1, -1, -1, -1
 	}
-	if !a.serving {
-		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
-	} else {
-		opts.Prewarm = true
-		opts.TextCacheBytes, opts.VectorCacheBytes = a.textCache, a.vectorCache
-	}
+	a.cacheOptions(opts)
 	s, err := memory.Open(ctx, a.db, opts)
 	if errors.Is(err, search.ErrEmbedderMismatch) {
 		return nil, fmt.Errorf("%w\nto switch the store to this embedder: engram --embedder %s reembed", err, cmpOr(a.embedder, "none"))
@@ -181,6 +185,22 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 // vectors work without --embedder. One it cannot rebuild (an
 // OpenAI-compatible model without its key or URL in the environment) fails
 // a command that searches by vector; others run without vectors, a write
+// cacheOptions sets opts' search caches: none for a one-shot command
+// (it would only start building them and exit), the configured ones,
+// prewarmed and with drifting statistics, for a serving one.
+func (a *app) cacheOptions(opts *memory.Options) {
+	if !a.serving {
+		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
+		return
+	}
+	opts.Prewarm = true
+	opts.TextCacheBytes, opts.VectorCacheBytes = a.textCache, a.vectorCache
+	opts.TextStatsDrift = servingStatsDrift
+	if a.statsDrift != nil {
+		opts.TextStatsDrift = *a.statsDrift
+	}
+}
+
 // saying so on stderr.
 func (a *app) reopenWithRecorded(ctx context.Context, s *memory.Store, opts *memory.Options) (*memory.Store, error) {
 	emb, _, err := recordedEmbedder(ctx, s)

@@ -61,6 +61,8 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	var quota, textCache, vectorCache int64
 	fs.Var((*byteSize)(&textCache), "text-cache", "bytes the in-memory full-text index may hold, such as 256MiB (default 0: 64MiB); past it, it holds the partitions of the agents searched lately (see /metrics engram_search_cache_*)")
 	fs.Var((*byteSize)(&vectorCache), "vector-cache", "bytes the in-memory vector index may hold, such as 1GiB (default 0: 256MiB on SQLite; on PostgreSQL none, pgvector answers, and a size asks for one)")
+	statsDrift := servingStatsDrift
+	fs.Float64Var(&statsDrift, "stats-drift", servingStatsDrift, "share of a content type's rows, between 0 and 1, that other processes' deletes and rewrites may leave the text cache's search statistics following approximately before they are counted again (0: exact; each such write drops them, and searches of that type rank in SQL or count again until they are)")
 	fs.Var((*byteSize)(&quota), "agent-quota", "bytes each agent's archival entries and messages may hold, such as 500MiB or 2GiB (beyond: the write is refused; default 0, no quota)")
 	fs.StringVar(&c.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client (for the failed-login limit; default: none, the header is ignored). "+
 		"The header is believed from any connection from these addresses: the port must be reachable from them only through the proxy, or a client there can name any address (escaping the per-address limit, spending another address's count)")
@@ -73,6 +75,10 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 			a.quota = quota
 		}
 		a.textCache, a.vectorCache = textCache, vectorCache
+		if !(statsDrift >= 0 && statsDrift <= 1) {
+			return usageErrorf("serve: --stats-drift %v: want a share between 0 and 1, such as 0.005, or 0 for exact statistics", statsDrift)
+		}
+		a.statsDrift = &statsDrift
 		if c.consolidateEvery < 0 {
 			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
 		}

@@ -13,11 +13,11 @@ import (
 // t (when ready) with what whole (a whole text cache of the same store)
 // ranks with, and with a fresh count of the store; both caches must be
 // caught up to the log's end, no write running. ready is false when x has
-// no statistics of t to compare.
+// no statistics of t to compare, or only drifting ones (TextStatsDrift).
 func TextStatsDiff(ctx context.Context, x, whole *Index, t search.ContentType) (ready bool, err error) {
 	x.text.mu.RLock()
 	s := x.text.gstats[t]
-	ok := x.text.partial && s != nil && s.loaded && s.complete
+	ok := x.text.partial && s != nil && s.loaded && s.complete && s.drift == 0
 	var rows, tokens int64
 	var df map[string]int64
 	if ok {
@@ -73,4 +73,26 @@ func statsEqual(what string, wrows, wtokens int64, wdf map[string]int64, rows, t
 // bounds and its news with, for a position at xmin/xmax with xip running.
 func ChangedSinceStatement(d driver.Dialect, table string, xmin, xmax int64, xip []int64) (string, []any) {
 	return newChangeLog(d, table).changedSince(logPos{xmin: xmin, xmax: xmax, xip: xip})
+}
+
+// TextStatsDrift is how many rows x's statistics of kind t follow
+// approximately (IndexOptions.TextStatsDrift).
+func TextStatsDrift(x *Index, t search.ContentType) int64 {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	if s := x.text.gstats[t]; s != nil {
+		return s.drift
+	}
+	return 0
+}
+
+// TextStatsFigures: kind t's statistics rows, tokens, drift and df of term.
+func TextStatsFigures(x *Index, t search.ContentType, term string) (rows, tokens, drift, df int64, ok bool) {
+	x.text.mu.RLock()
+	defer x.text.mu.RUnlock()
+	s := x.text.gstats[t]
+	if s == nil || !s.loaded {
+		return 0, 0, 0, 0, false
+	}
+	return s.rows, s.tokens, s.drift, s.df[term], true
 }

@@ -41,10 +41,13 @@ func bm25Max(rows int64, df []int64) float64 {
 }
 
 // bm25IDF is FTS5's idf of a phrase df of rows hold (fts5Bm25Function's
-// expression), floored at 1e-6.
+// expression), floored at 1e-6. Statistics that drift
+// (IndexOptions.TextStatsDrift) can count a phrase in more rows than they
+// count in all: the logarithm of a negative ratio, NaN, takes the floor
+// too, as the idf of a phrase in every row does.
 func bm25IDF(rows, df int64) float64 {
 	idf := math.Log((float64(rows-df) + 0.5) / (float64(df) + 0.5))
-	if idf <= 0.0 {
+	if !(idf > 0.0) {
 		idf = 1e-6
 	}
 	return idf

@@ -123,6 +123,23 @@ type IndexOptions struct {
 	// differently (on Cranfield the copy scores nDCG@10 0.549, the SQL leg
 	// 0.528).
 	TextCacheBytes int64
+	// TextStatsDrift, between 0 and 1, has a partial text cache keep
+	// ranking with its store-wide statistics after a write it cannot
+	// follow (another process's delete or rewrite of a row no resident
+	// partition holds), instead of dropping them: a dialect without
+	// driver.TextStats (PostgreSQL) would rank that content type in SQL
+	// until a pass over every row counted them again, SQLite's next
+	// search would count its terms in FTS5 again (a term in most of
+	// 200,000 rows: 8-13 ms). Such a row is then followed approximately
+	// (a deleted row stops counting with the mean row's tokens; the
+	// frequencies of its terms stay as counted) and counted as drift,
+	// and a pass starts once the drift exceeds this share of the type's
+	// rows (its rest, nine times the last pass's time, still holding).
+	// Until then the scores are those of a store whose counts are off by
+	// the drifting rows, not exact; WarmTextCache still waits for exact
+	// statistics. 0 (the default): exact statistics, dropped at the
+	// first such write.
+	TextStatsDrift float64
 	// Reranker, when set, rescores the first RerankDepth results of every
 	// search's fused list (a cross-encoder or an LLM reading each text
 	// beside the query; HTTPReranker calls a /rerank endpoint) and orders
@@ -1066,9 +1083,13 @@ func (x *Index) openTextCache(ctx context.Context, textLog bool) error {
 	if x.opts.TextCacheBytes < 0 {
 		return nil
 	}
+	if d := x.opts.TextStatsDrift; !(d >= 0 && d <= 1) {
+		return fmt.Errorf("search: NewIndex: TextStatsDrift %v: want a share between 0 and 1", d)
+	}
 	switch limit := cmp.Or(x.opts.TextCacheBytes, DefaultTextCacheBytes); {
 	case textLog:
 		x.text = newTextCache(limit, textRows(x.d), x.d.SnapshotIsolation(), newChangeLog(x.d, "search_text_log"), x.opts.Logger)
+		x.text.driftShare = x.opts.TextStatsDrift
 		if jk, ok := x.d.(JSONBKeyer); ok {
 			x.text.jsonbKeys = jk.JSONBConversationKeys()
 		}
@@ -1131,6 +1152,9 @@ func (x *Index) CacheStats() search.CacheStats {
 			s.TextBytes = c.partialBytes()
 			for _, owned := range c.owned {
 				s.TextPartitions += len(owned)
+			}
+			for _, st := range c.gstats {
+				s.TextStatsDrift += st.drift
 			}
 		} else {
 			s.TextBytes = c.bytes()

@@ -100,6 +100,11 @@ type partialState struct {
 	statsLate   atomic.Int64 // passes moved past their snapshot (replayStats)
 	loadsStored atomic.Int64 // partitions installed from a stored part (load)
 	loadsRows   atomic.Int64 // partitions installed from the rows (load)
+	// driftShare is IndexOptions.TextStatsDrift: without driver.TextStats,
+	// the share of a kind's rows its statistics may drift by (follow
+	// approximately) before a pass counts them again; 0: none, a change
+	// they cannot follow drops them.
+	driftShare float64
 	// restOff, set by tests, starts statistics passes without the rest
 	// (passRest): tests of ranking, not of what passes cost.
 	restOff bool
@@ -122,7 +127,8 @@ type partialState struct {
 // row of a resident partition whose version there is the one the
 // statistics counted) changes them by what it adds and takes away; any
 // other change drops them (gen moves on), and the next search reads
-// them again.
+// them again, unless they drift (textCache.driftShare: followed
+// approximately, counted in drift until a pass counts them again).
 //
 // Without driver.TextStats (PostgreSQL) the statistics are the cache's own,
 // computed by a background pass over every row (statsPass): complete,
@@ -137,6 +143,27 @@ type textStats struct {
 	rows, tokens int64
 	df           map[string]int64 // by analyzed term
 	bytes        int64
+	// drift counts the rows whose changes since the statistics were
+	// computed they followed only approximately (textCache.driftShare);
+	// 0: exact.
+	drift int64
+}
+
+// stale reports whether s drifted past share of its rows: a pass should
+// count them again.
+func (s *textStats) stale(share float64) bool {
+	return s.drift > 0 && float64(s.drift) > share*float64(s.rows)
+}
+
+// driftBound is how many times its share statistics may drift by while
+// the pass that would count them again rests (passRest): past it they
+// are dropped, as without drift, however long the rest.
+const driftBound = 4
+
+// drifted reports whether s drifted past driftBound times share of its
+// rows.
+func (s *textStats) drifted(share float64) bool {
+	return s.drift > 0 && float64(s.drift) > driftBound*share*float64(s.rows)
 }
 
 // queryer is what reading rows needs (*sql.DB, *sql.Tx).
@@ -443,7 +470,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 		}
 		m := moves[r.t]
 		if m == nil {
-			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
+			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil, approx: c.approx(s)}
 			moves[r.t] = m
 		}
 		m.row(s, r, spans[r.t], staged, &arrivals, func() *textPart { return c.holder(r) })
@@ -452,12 +479,19 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 		if !s.loaded {
 			continue // a kind without changes keeps its values, now of cur too
 		}
-		if m := moves[t]; m != nil && !m.apply(s, c.limit/textStatsShare) {
+		if m := moves[t]; m != nil && (!m.apply(s, c.limit/textStatsShare) || s.drifted(c.driftShare)) {
 			c.dropStats(t)
 			continue
 		}
 		s.pos = later(s.pos, cur)
 	}
+}
+
+// approx reports whether changes s cannot follow are followed
+// approximately (IndexOptions.TextStatsDrift): loaded statistics, with a
+// drift share set.
+func (c *textCache) approx(s *textStats) bool {
+	return c.driftShare > 0 && s.loaded
 }
 
 // holder is the resident partition holding r's row as it was, nil when
@@ -484,6 +518,14 @@ type statsMove struct {
 	// unmarked: the log does not tell a row's own changes from its
 	// neighbours' (PostgreSQL marks every entry 1, migration 0017).
 	unmarked bool
+	// approx: a change the statistics cannot follow is followed
+	// approximately and counted in drift instead (textCache.driftShare).
+	approx bool
+	drift  int64
+	// floor: terms of rows followed approximately that stay in the
+	// store; their frequencies stay at least 1 (a term counted in no row
+	// would match nothing, searchOwners).
+	floor map[string]bool
 }
 
 // row adds to m what row r (spans: the log spans of r's kind in the
@@ -522,6 +564,10 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 					return
 				}
 			}
+			if m.approx {
+				m.unfollowed(s, r)
+				return
+			}
 			m.failed = true
 			return
 		}
@@ -549,26 +595,73 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 	}
 }
 
+// unfollowed follows r, a change of a row whose counted version no
+// resident partition holds, approximately (m.approx): a deleted row stops
+// counting, with the mean row's tokens, and the frequencies of the terms
+// any version of it held stay as they are (which terms it held is known
+// only from its old text). A row that stays (rewritten, or one the
+// statistics never counted: on PostgreSQL a lower id can commit after a
+// higher one was counted) keeps the counts as they are too, but each of
+// its terms counts at least once (floor), so that it is found. r counts
+// as drift.
+func (m *statsMove) unfollowed(s *textStats, r textRow) {
+	m.drift++
+	if r.gone {
+		if rows := s.rows + m.rows; rows > 0 {
+			m.tokens -= (s.tokens + m.tokens) / rows
+			m.rows--
+		}
+		return
+	}
+	if m.floor == nil {
+		m.floor = map[string]bool{}
+	}
+	for term := range r.terms.index {
+		if _, ok := s.df[term]; ok || s.complete {
+			m.floor[term] = true
+		}
+	}
+}
+
 // apply moves s by m; false when the statistics must go instead: a
 // change they cannot follow, or complete ones grown past share bytes
-// (or gone inconsistent, which a correct log never makes them).
+// (or gone inconsistent, which a correct log never makes them; with
+// drift, a frequency the drifting rows left too low stops at 0).
 func (m *statsMove) apply(s *textStats, share int64) bool {
 	if m.failed {
 		return false
 	}
+	s.drift += m.drift
 	s.rows += m.rows
 	s.tokens += m.tokens
+	if s.drift > 0 {
+		// A row holds a token at least: with fewer, the mean length
+		// (bm25's avgdl) would reach 0 and every score with it.
+		s.rows = max(s.rows, 0)
+		s.tokens = max(s.tokens, s.rows)
+	}
 	s.maxID = m.maxID
+	for term := range m.floor {
+		if s.df[term]+m.df[term] < 1 {
+			m.df[term] = 1 - s.df[term]
+		}
+	}
 	for term, n := range m.df {
 		if n == 0 {
 			continue // (a rewritten row's terms it held before and holds still)
 		}
 		if !s.complete {
 			s.df[term] += n
+			if s.df[term] < 0 && s.drift > 0 {
+				s.df[term] = 0
+			}
 			continue
 		}
 		v, had := s.df[term]
 		v += n
+		if v < 0 && s.drift > 0 {
+			v = 0
+		}
 		switch {
 		case v < 0:
 			return false
@@ -1742,7 +1835,8 @@ func (x *Index) partialFTS(ctx context.Context, k *kind, terms, phrases []string
 func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentType, terms, phrases []string) (textStats, error) {
 	c.mu.RLock()
 	s := c.gstats[t]
-	out := textStats{gen: s.gen, loaded: s.loaded, complete: s.complete, rows: s.rows, tokens: s.tokens, df: map[string]int64{}}
+	stale := s.loaded && s.stale(c.driftShare)
+	out := textStats{gen: s.gen, loaded: s.loaded, complete: s.complete, rows: s.rows, tokens: s.tokens, drift: s.drift, df: map[string]int64{}}
 	var miss []int
 	for i, ph := range phrases {
 		if n, ok := s.df[ph]; ok {
@@ -1752,11 +1846,13 @@ func (c *textCache) statsFor(ctx context.Context, db *sql.DB, t search.ContentTy
 		}
 	}
 	c.mu.RUnlock()
+	if c.vocab != nil && (stale || (!out.complete && (!out.loaded || len(miss) > 0))) {
+		// The complete statistics, for the next searches (drifting ones
+		// rank until it is done).
+		c.startPass(db, t, false)
+	}
 	if out.loaded && len(miss) == 0 {
 		return out, nil
-	}
-	if c.vocab != nil && !out.complete {
-		c.startPass(db, t, false) // the complete statistics, for the next searches
 	}
 	// One snapshot, with its log position: moveStats carries the
 	// statistics on from there.
@@ -1831,7 +1927,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		return nil, true, nil
 	}
 	nRow := st.rows
-	avgdl := float64(st.tokens) / float64(nRow)
+	avgdl := float64(max(st.tokens, nRow)) / float64(nRow)
 	better := func(a, b textHit) int {
 		if c := cmp.Compare(a.score, b.score); c != 0 {
 			return c
@@ -1853,6 +1949,12 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 				continue
 			}
 			nHit := st.df[term]
+			if st.drift > 0 {
+				// Drifting counts can fall short of the rows here (a
+				// rewrite followed approximately, then deleted exactly):
+				// those live in this partition are counted at least.
+				nHit = max(nHit, int64(p.df[id]))
+			}
 			if nHit == 0 {
 				continue
 			}

@@ -357,7 +357,8 @@ func BenchmarkTextCachePartialLoadWait(b *testing.B) {
 // (not resident) agent's write before each search (the write untimed):
 // none, an insert, a supersession (valid_to set, the new row inserted
 // and linked, as memory writes it) or a delete. A change the statistics cannot
-// follow makes the search count its terms in FTS5 again.
+// follow makes the search count its terms in FTS5 again, unless they may
+// drift (delete-drift: IndexOptions.TextStatsDrift).
 func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 	ctx := context.Background()
 	db := openDBAt(b, filepath.Join(b.TempDir(), "engram.db"))
@@ -374,13 +375,18 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1})
-	if err != nil {
-		b.Fatal(err)
+	open := func(drift float64) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1, TextStatsDrift: drift})
+		if err != nil {
+			b.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		return x
 	}
+	x, xd := open(0), open(0.005)
 	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	defer xd.Close()
 	writes := map[string]func(i int){
 		"none": func(int) {},
 		"insert": func(i int) {
@@ -416,20 +422,30 @@ func BenchmarkTextCachePartialForeignWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, name := range []string{"none", "insert", "supersede", "delete"} {
+	// delete-drift: the deletes with IndexOptions.TextStatsDrift 0.005,
+	// which keeps the statistics through them (a pass per 0.5% of the
+	// rows drifting).
+	writes["delete-drift"] = writes["delete"]
+	for _, name := range []string{"none", "insert", "supersede", "delete", "delete-drift"} {
+		y := x
+		if name == "delete-drift" {
+			y = xd
+		}
 		b.Run(name, func(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				writes[name](i)
 				b.StartTimer()
-				if _, err := x.Search(ctx, "wing flutter", search.Scope{Agent: "agent-0"}, archivalFTS()); err != nil {
+				if _, err := y.Search(ctx, "wing flutter", search.Scope{Agent: "agent-0"}, archivalFTS()); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-	if !searchindex.TextCacheHeld(x, search.Archival, "agent-0") {
-		b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
+	for _, y := range []*searchindex.Index{x, xd} {
+		if !searchindex.TextCacheHeld(y, search.Archival, "agent-0") {
+			b.Fatal("agent-0's partition is not resident: the benchmark measures SQL")
+		}
 	}
 }
 

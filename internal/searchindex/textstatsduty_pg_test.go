@@ -21,23 +21,7 @@ import (
 // often they are dropped.
 func TestTextStatsPassesTakeATenthOfTheTime(t *testing.T) {
 	ctx := context.Background()
-	p := newPGPartial(t)
-	var doomed []int64 // the entries of an agent x never searches
-	for a := range 20 {
-		var batch []memory.ArchivalEntry
-		for j := range 150 {
-			batch = append(batch, memory.ArchivalEntry{Content: fmt.Sprintf("entry %d of %d: the harbour crane lifts cargo w%d w%d", j, a, j%37, (j*a)%53)})
-		}
-		got, err := p.store.Agent(fmt.Sprint("writer-", a)).Archival().InsertBatch(ctx, batch, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a == 0 {
-			for _, e := range got {
-				doomed = append(doomed, e.ID)
-			}
-		}
-	}
+	p, doomed := newPGWriters(t)
 	x := p.index(1<<22, true)
 	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
 		t.Fatal(err)
@@ -81,4 +65,28 @@ func TestTextStatsPassesTakeATenthOfTheTime(t *testing.T) {
 	if busy > wall/4 {
 		t.Fatalf("statistics passes ran %v of %v (%d passes after %d deletes), want at most about a tenth", busy, wall, passes, rounds)
 	}
+}
+
+// newPGWriters is newPGPartial with 20 more agents of 150 archival
+// entries each (writer-0 … writer-19), and the ids of writer-0's, the
+// entries of an agent the tests' caches never search.
+func newPGWriters(t *testing.T) (p *pgPartial, doomed []int64) {
+	t.Helper()
+	p = newPGPartial(t)
+	for a := range 20 {
+		var batch []memory.ArchivalEntry
+		for j := range 150 {
+			batch = append(batch, memory.ArchivalEntry{Content: fmt.Sprintf("entry %d of %d: the harbour crane lifts cargo w%d w%d", j, a, j%37, (j*a)%53)})
+		}
+		got, err := p.store.Agent(fmt.Sprint("writer-", a)).Archival().InsertBatch(context.Background(), batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a == 0 {
+			for _, e := range got {
+				doomed = append(doomed, e.ID)
+			}
+		}
+	}
+	return p, doomed
 }

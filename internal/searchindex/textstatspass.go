@@ -36,7 +36,13 @@ import (
 // one keeps a process counting each type's rows at most a tenth of the
 // time). On PostgreSQL every log entry is
 // marked changed (migration 0017 leaves the triggers as they were), so a
-// supersession of a row no partition holds is such a change too.
+// supersession of a row no partition holds is such a change too. With a
+// drift share (IndexOptions.TextStatsDrift; on both engines) such a
+// change of an archival entry or message does not drop them: it is followed approximately
+// (statsMove.unfollowed) and counted as drift, searches keep ranking over
+// the partitions, and the kind's next search starts a pass (its rest
+// holding) once the drift exceeds the share of its rows; WarmTextCache
+// waits for exact statistics.
 //
 // The complete map is charged to the bound as the frequencies read
 // through driver.TextStats are (each type's at most an eighth of it,
@@ -77,9 +83,10 @@ func (c *textCache) ownStatsReady(db *sql.DB, t search.ContentType) bool {
 	c.mu.RLock()
 	s := c.gstats[t]
 	ready := c.partial && s != nil && s.loaded && s.complete
+	stale := ready && s.stale(c.driftShare)
 	c.mu.RUnlock()
-	if !ready {
-		c.startPass(db, t, false)
+	if !ready || stale {
+		c.startPass(db, t, false) // (drifted ones rank until it is done)
 	}
 	return ready
 }
@@ -173,7 +180,8 @@ func (c *textCache) startPass(db *sql.DB, t search.ContentType, warm bool) chan 
 			// another pass over every row: another waits passRest times
 			// this one's time, so that each type's passes take at most a
 			// tenth of a core however often they are dropped. Searches of
-			// the type rank in SQL meanwhile.
+			// the type rank in SQL meanwhile (with a drift share, over
+			// the drifting statistics).
 			c.passRetry[t] = passRetry{rest: time.Now().Add(passRest * took)}
 			c.passes.Add(1)
 			c.ld.log.Debug("search: text cache: statistics computed", "type", kinds[t].name, "took", took, "next_pass_after", passRest*took)
@@ -205,7 +213,7 @@ func (c *textCache) warmStats(ctx context.Context, db *sql.DB) error {
 		for _, t := range contentKinds {
 			c.mu.RLock()
 			s := c.gstats[t]
-			ready := !c.partial || (s != nil && s.loaded && s.complete)
+			ready := !c.partial || (s != nil && s.loaded && s.complete && s.drift == 0)
 			c.mu.RUnlock()
 			if !ready {
 				if done := c.startPass(db, t, true); done != nil {
@@ -440,7 +448,7 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t search.Conten
 	if err != nil {
 		return false, err
 	}
-	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
+	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil, approx: c.approx(s)}
 	var arrivals map[msgPlace]*textRow
 	for _, r := range staged {
 		m.row(s, r, spans, staged, &arrivals, func() *textPart { return nil })

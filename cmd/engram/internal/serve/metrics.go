@@ -225,6 +225,8 @@ func writeSearchCache(family func(name, typ, help string), sample func(name stri
 	sample("engram_search_text_stats_passes_total", float64(c.TextStatsPasses))
 	family("engram_search_text_stats_drops_total", "counter", "Statistics dropped by writes the cache could not follow (PostgreSQL: that type ranks in SQL until the next pass).")
 	sample("engram_search_text_stats_drops_total", float64(c.TextStatsDrops))
+	family("engram_search_text_stats_drift", "gauge", "Rows whose changes by other processes the text cache's statistics follow approximately until its next pass.")
+	sample("engram_search_text_stats_drift", float64(c.TextStatsDrift))
 	family("engram_search_prewarming", "gauge", "1 while the search caches prewarm (/readyz answers 503).")
 	sample("engram_search_prewarming", flag(c.Prewarming))
 }
