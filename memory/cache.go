@@ -43,6 +43,11 @@ type Store struct {
 	ownsBackend bool
 	index       *searchindex.Index
 	log         *slog.Logger
+	// writesPrepared: the write statements the backend keeps parsed
+	// (driver.TxStatements) are, by the first write (prepareWrites);
+	// prepareMu serializes that.
+	writesPrepared atomic.Bool
+	prepareMu      sync.Mutex
 	// consolidateCandidateBytes, when set (tests), replaces
 	// maxCandidateBytes.
 	consolidateCandidateBytes int
@@ -229,12 +234,6 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 		return nil, fmt.Errorf("memory: search index for %s: %w (open with Options.OpenForReembed for that)", name, err)
 	default:
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
-	}
-	if ts, ok := be.(driver.TxStatements); ok {
-		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, archivalSupersedeSQL, archivalLinkSQL, archivalDeleteSQL, archivalMergeSQL, archivalPlaceSQL, usageQuery,
-			batchStateQuery, batchInsertQuery, batchHighQuery, messageInsertQuery); err != nil {
-			return nil, fmt.Errorf("memory: %s: %w", name, err)
-		}
 	}
 	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
 	if err != nil {
