@@ -180,11 +180,6 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	return s, nil
 }
 
-// reopenWithRecorded reopens s, opened without an embedder, with the one
-// its vectors were made with, so that vector search and new content's
-// vectors work without --embedder. One it cannot rebuild (an
-// OpenAI-compatible model without its key or URL in the environment) fails
-// a command that searches by vector; others run without vectors, a write
 // cacheOptions sets opts' search caches: none for a one-shot command
 // (it would only start building them and exit), the configured ones,
 // prewarmed and with drifting statistics, for a serving one.
@@ -201,6 +196,11 @@ func (a *app) cacheOptions(opts *memory.Options) {
 	}
 }
 
+// reopenWithRecorded reopens s, opened without an embedder, with the one
+// its vectors were made with, so that vector search and new content's
+// vectors work without --embedder. One it cannot rebuild (an
+// OpenAI-compatible model without its key or URL in the environment) fails
+// a command that searches by vector; others run without vectors, a write
 // saying so on stderr.
 func (a *app) reopenWithRecorded(ctx context.Context, s *memory.Store, opts *memory.Options) (*memory.Store, error) {
 	emb, _, err := recordedEmbedder(ctx, s)

@@ -1927,7 +1927,11 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		return nil, true, nil
 	}
 	nRow := st.rows
-	avgdl := float64(max(st.tokens, nRow)) / float64(nRow)
+	tokens := st.tokens
+	if st.drift > 0 {
+		tokens = max(tokens, nRow) // (drifting: never a mean of 0, which would zero every score)
+	}
+	avgdl := float64(tokens) / float64(nRow)
 	better := func(a, b textHit) int {
 		if c := cmp.Compare(a.score, b.score); c != 0 {
 			return c

@@ -101,7 +101,7 @@ func (c *textCache) ownStats(t search.ContentType, phrases []string) (textStats,
 		return textStats{}, false
 	}
 	out := textStats{gen: s.gen, loaded: true, complete: true, pos: s.pos, maxID: s.maxID,
-		rows: s.rows, tokens: s.tokens, df: make(map[string]int64, len(phrases))}
+		rows: s.rows, tokens: s.tokens, drift: s.drift, df: make(map[string]int64, len(phrases))}
 	for _, ph := range phrases {
 		if n, ok := s.df[ph]; ok {
 			out.df[ph] = n
@@ -448,7 +448,10 @@ func (c *textCache) replayStats(ctx context.Context, db *sql.DB, t search.Conten
 	if err != nil {
 		return false, err
 	}
-	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil, approx: c.approx(s)}
+	// Exact, never approximate: with no partition to tell a change's
+	// counted version, every change would drift, and the pass is to make
+	// the statistics exact (one overtaken by such changes is tried again).
+	m := &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil}
 	var arrivals map[msgPlace]*textRow
 	for _, r := range staged {
 		m.row(s, r, spans, staged, &arrivals, func() *textPart { return nil })
