@@ -132,9 +132,12 @@ type IndexOptions struct {
 	// search would count its terms in FTS5 again (a term in most of
 	// 200,000 rows: 8-13 ms). Such a row is then followed approximately
 	// (a deleted row stops counting with the mean row's tokens; the
-	// frequencies of its terms stay as counted) and counted as drift,
-	// and a pass starts once the drift exceeds this share of the type's
-	// rows (its rest, nine times the last pass's time, still holding).
+	// frequencies of its terms stay as counted; each term of a row that
+	// stays counts at least once, and a drifting count is never below
+	// the rows of the searched partition holding the term) and counted
+	// as drift, and a pass starts once the drift exceeds this share of
+	// the type's rows (its rest, nine times the last pass's time, still
+	// holding; past four times the share meanwhile they are dropped).
 	// Until then the scores are those of a store whose counts are off by
 	// the drifting rows, not exact; WarmTextCache still waits for exact
 	// statistics. 0 (the default): exact statistics, dropped at the
