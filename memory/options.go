@@ -107,7 +107,8 @@ type Options struct {
 	// about 333 deletes, each moving its neighbours' indexed text too.
 	// While the pass rests (it takes at most a tenth of the time), the
 	// statistics are dropped as without a share once the drift passes
-	// four times it. engram serve (--stats-drift), mcp and ui set 0.005.
+	// twenty times it (a tenth of the rows at 0.005). engram serve
+	// (--stats-drift), mcp and ui set 0.005.
 	// Outside [0, 1], Open fails.
 	TextStatsDrift float64
 	// Reranker, when set, rescores the first RerankDepth results of every

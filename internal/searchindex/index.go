@@ -137,7 +137,7 @@ type IndexOptions struct {
 	// the rows of the searched partition holding the term) and counted
 	// as drift, and a pass starts once the drift exceeds this share of
 	// the type's rows (its rest, nine times the last pass's time, still
-	// holding; past four times the share meanwhile they are dropped).
+	// holding; past twenty times the share meanwhile they are dropped).
 	// Until then the scores are those of a store whose counts are off by
 	// the drifting rows, not exact; WarmTextCache still waits for exact
 	// statistics. 0 (the default): exact statistics, dropped at the

@@ -158,7 +158,7 @@ func (s *textStats) stale(share float64) bool {
 // driftBound is how many times its share statistics may drift by while
 // the pass that would count them again rests (passRest): past it they
 // are dropped, as without drift, however long the rest.
-const driftBound = 4
+const driftBound = 20
 
 // drifted reports whether s drifted past driftBound times share of its
 // rows.
