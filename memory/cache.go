@@ -45,9 +45,10 @@ type Store struct {
 	log         *slog.Logger
 	// writesPrepared: the write statements the backend keeps parsed
 	// (driver.TxStatements) are, by the first write (prepareWrites);
-	// prepareMu serializes that.
+	// prepareMu is held by the one parsing them.
 	writesPrepared atomic.Bool
 	prepareMu      sync.Mutex
+	prepareRetry   atomic.Int64 // unix nanoseconds: no parse before it
 	// consolidateCandidateBytes, when set (tests), replaces
 	// maxCandidateBytes.
 	consolidateCandidateBytes int

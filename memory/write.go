@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
@@ -36,14 +37,16 @@ func (c *Store) write(ctx context.Context, locks []driver.WriteLock, fn func(ctx
 // statements, once, before the first write and outside its transaction
 // (as Prepare asks): at Open they would cost a process that only reads
 // (a cold open and first Build) about a quarter of its time. Until they
-// are parsed, and if parsing fails (it is tried again by the next
-// write), writes parse their statements each time, which is slower,
-// not different.
+// are parsed, writes parse their statements each time, which is slower,
+// not different: so a write that finds another parsing them does not
+// wait for it (the parse waits for the writer connection, and the write
+// must end at its context's end, as in the backend's queue), and one
+// whose parse failed leaves the next try a minute away (a context that
+// ended: the next write's).
 func (c *Store) prepareWrites(ctx context.Context) {
-	if c.writesPrepared.Load() {
+	if c.writesPrepared.Load() || time.Now().UnixNano() < c.prepareRetry.Load() || !c.prepareMu.TryLock() {
 		return
 	}
-	c.prepareMu.Lock()
 	defer c.prepareMu.Unlock()
 	if c.writesPrepared.Load() {
 		return
@@ -51,12 +54,19 @@ func (c *Store) prepareWrites(ctx context.Context) {
 	if ts, ok := c.be.(driver.TxStatements); ok {
 		if err := ts.Prepare(ctx, writeStateQuery, insertUpdateQuery, c.wq.updateRendered, c.wq.claimAhead, archivalInsertOne, archivalSupersedeSQL, archivalLinkSQL, archivalDeleteSQL, archivalMergeSQL, archivalPlaceSQL, usageQuery,
 			batchStateQuery, batchInsertQuery, batchHighQuery, messageInsertQuery); err != nil {
-			c.log.Debug("memory: write statements not parsed ahead; the next write tries again", "err", err)
+			if ctx.Err() == nil {
+				c.prepareRetry.Store(time.Now().Add(prepareRetryAfter).UnixNano())
+				c.log.Warn("memory: write statements not parsed ahead; writes parse theirs meanwhile", "err", err, "retry_after", prepareRetryAfter)
+			}
 			return
 		}
 	}
 	c.writesPrepared.Store(true)
 }
+
+// prepareRetryAfter is how long prepareWrites waits after a parse that
+// failed before it tries again.
+const prepareRetryAfter = time.Minute
 
 // writeBlocks is write for a change that may move a BlocksStamp (blocks
 // created, deleted or imported, shares granted, changed or revoked): once
