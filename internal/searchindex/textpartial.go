@@ -1927,11 +1927,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		return nil, true, nil
 	}
 	nRow := st.rows
-	tokens := st.tokens
-	if st.drift > 0 {
-		tokens = max(tokens, nRow) // (drifting: never a mean of 0, which would zero every score)
-	}
-	avgdl := float64(tokens) / float64(nRow)
+	avgdl := float64(st.tokens) / float64(nRow) // (drifting: apply keeps tokens >= rows)
 	better := func(a, b textHit) int {
 		if c := cmp.Compare(a.score, b.score); c != 0 {
 			return c
