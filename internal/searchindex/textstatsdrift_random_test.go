@@ -2,7 +2,6 @@ package searchindex_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -51,16 +50,7 @@ func driftRandom(t *testing.T, share float64) {
 			}
 		}
 	})
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1, TextStatsDrift: share})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	searchindex.SetTextStatsRest(x, false)
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-		t.Fatal(err)
-	}
+	x := partialDriftIndex(t, db, share)
 	ref, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1, VectorCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package searchindex_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -23,22 +24,7 @@ import (
 func TestTextStatsDriftSQLite(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	var doomed []int64
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for a := range 20 {
-		for j := range 150 {
-			id := insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: fmt.Sprintf("entry %d of %d: the harbour crane lifts cargo w%d w%d", j, a, j%37, (j*a)%53)})
-			if a == 19 {
-				doomed = append(doomed, id)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	doomed := driftCorpus(t, db)
 	const share = 0.005
 	open := func(limit int64, drift float64, partial bool) *searchindex.Index {
 		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1, TextStatsDrift: drift})
@@ -138,33 +124,9 @@ func nearExact(t *testing.T, step string, want, got []search.Result) {
 func TestTextStatsDriftBoundedWhilePassWaits(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	var doomed []int64
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for a := range 20 {
-		for j := range 150 {
-			id := insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: fmt.Sprintf("entry %d of %d: the harbour crane lifts cargo w%d", j, a, j%37)})
-			if a == 19 {
-				doomed = append(doomed, id)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	doomed := driftCorpus(t, db)
 	const share = 0.005
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1, TextStatsDrift: share})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	searchindex.SetTextStatsRest(x, false)
-	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-		t.Fatal(err)
-	}
+	x := partialDriftIndex(t, db, share)
 	hold := make(chan struct{})
 	defer close(hold)
 	searchindex.SetTextStatsHook(x, func(ctx context.Context, _ search.ContentType) {
@@ -193,4 +155,41 @@ func TestTextStatsDriftBoundedWhilePassWaits(t *testing.T) {
 		maxDrift = max(maxDrift, searchindex.TextStatsDrift(x, search.Archival))
 	}
 	t.Fatalf("%d deletes with the pass held: never dropped (drift %d)", len(doomed), maxDrift)
+}
+
+// driftCorpus fills db with 20 agents' 150 archival entries each and
+// returns the last agent's ids, in order: rows a partition of the other
+// agents never holds.
+func driftCorpus(t *testing.T, db *sql.DB) (last []int64) {
+	t.Helper()
+	inTx(t, db, func(tx execer) {
+		for a := range 20 {
+			for j := range 150 {
+				id := insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("agent-", a), Content: fmt.Sprintf("entry %d of %d: the harbour crane lifts cargo w%d w%d", j, a, j%37, (j*a)%53)})
+				if a == 19 {
+					last = append(last, id)
+				}
+			}
+		}
+	})
+	return last
+}
+
+// partialDriftIndex is an Index over db whose text cache is partial
+// (4 MiB, forced), with the drift share, its passes without their rest,
+// readied.
+func partialDriftIndex(t *testing.T, db *sql.DB, share float64) *searchindex.Index {
+	t.Helper()
+	ctx := context.Background()
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 4 << 20, VectorCacheBytes: -1, TextStatsDrift: share})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	searchindex.ForceTextPartial(x)
+	searchindex.SetTextStatsRest(x, false)
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	return x
 }
