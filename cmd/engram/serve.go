@@ -56,6 +56,8 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
 	fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond: 429)")
 	fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
+	fs.IntVar(&c.opts.TokenConcurrency, "token-concurrency", 0, "requests of one token served at once; later ones wait for a turn (default 0: half the CPUs, at least 1)")
+	fs.IntVar(&c.opts.TokenQueue, "token-queue", 16, "requests of one token that may wait for a turn (beyond: 429)")
 	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
 	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
 	var quota, textCache, vectorCache int64
@@ -81,6 +83,9 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		a.statsDrift = &statsDrift
 		if c.consolidateEvery < 0 {
 			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
+		}
+		if c.opts.TokenConcurrency < 0 || c.opts.TokenQueue < 1 {
+			return usageErrorf("serve: --token-concurrency %d --token-queue %d: want 0 (half the CPUs) or more requests at once, and 1 or more waiting", c.opts.TokenConcurrency, c.opts.TokenQueue)
 		}
 		if (c.certFile == "") != (c.keyFile == "") {
 			return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")

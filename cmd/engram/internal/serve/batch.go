@@ -31,16 +31,17 @@ func isBatch(body []byte) bool {
 // protocol has batches, at most MaxBatch long, with every message paid
 // for by the token's rate bucket (the request itself was, by allow). It
 // answers otherwise, before anything in the batch runs, and reports
-// whether the batch may go on. The SDK itself refuses a batch only by
+// whether the batch may go on, and how many messages it holds (1 when
+// that is not known). The SDK itself refuses a batch only by
 // the request's Mcp-Protocol-Version header, which a client may leave
 // out (the SDK then assumes 2025-03-26) or set to an older version than
 // its session's; and it runs the calls of a batch it accepts all at once.
-func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *accessRecord, body []byte) bool {
+func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *accessRecord, body []byte) (int, bool) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"invalid request: a JSON-RPC batch cannot open a session (initialize goes alone); batches are for sessions of protocol version 2025-03-26 or earlier")
-		return false
+		return 0, false
 	}
 	var ss *mcp.ServerSession
 	for s := range rec.server.Sessions() {
@@ -50,7 +51,7 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 		}
 	}
 	if ss == nil {
-		return true // no such session: the SDK answers 404 and runs nothing
+		return 1, true // no such session: the SDK answers 404 and runs nothing
 	}
 	version := ""
 	if p := ss.InitializeParams(); p != nil {
@@ -67,20 +68,20 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
 			"invalid request: JSON-RPC batches are not supported here (%s; they were removed in %s): send one message per request",
 			what, firstWithoutBatches))
-		return false
+		return 0, false
 	}
 	limit := min(h.opts.MaxBatch, h.opts.Burst)
 	n, ok := batchLen(body, limit+1)
 	if !ok {
-		return true // not a JSON array of values: the SDK answers 400
+		return 1, true // not a JSON array of values: the SDK answers 400
 	}
 	if n > limit {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
 			"invalid request: a JSON-RPC batch of more than %d messages; this server takes at most %d per batch", limit, limit))
-		return false
+		return 0, false
 	}
 	if n <= 1 {
-		return true // the request paid for it
+		return 1, true // the request paid for it
 	}
 	h.mu.Lock()
 	b, ok := h.limits[rec.token.ID]
@@ -91,13 +92,13 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 	wait := b.TakeN(time.Now(), float64(n-1), h.opts.Rate, float64(h.opts.Burst))
 	h.mu.Unlock()
 	if wait <= 0 {
-		return true
+		return n, true
 	}
 	h.metrics.rateLimit(r.URL.Path)
 	w.Header().Set("Retry-After", retryAfter(wait))
 	http.Error(w, fmt.Sprintf("429 too many requests for this token: a batch of %d messages costs %d requests; retry after the Retry-After seconds", n, n),
 		http.StatusTooManyRequests)
-	return false
+	return 0, false
 }
 
 // batchLen counts the values of a JSON array, stopping at most: it

@@ -27,6 +27,25 @@ type door struct {
 	url     string
 	lookups *atomic.Int64 // the store's token and login-link lookups
 	calls   *atomic.Int64 // echo calls run
+	hold    *holdTool     // the "hold" tool's calls
+}
+
+// holdTool is a tool whose calls run until released (or their request
+// ends), counting how many run at once.
+type holdTool struct {
+	release       chan struct{} // closed: every call returns
+	running, most atomic.Int64
+}
+
+func (h *holdTool) call(ctx context.Context) {
+	n := h.running.Add(1)
+	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+	}
+	defer h.running.Add(-1)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
 }
 
 // countingTokens counts the lookups a credential costs the store.
@@ -69,6 +88,7 @@ func newDoorAt(t testing.TB, target string, opts *serve.Options) *door {
 		o.SyncStore = store
 	}
 	calls := &atomic.Int64{}
+	hold := &holdTool{release: make(chan struct{})}
 	o.MCPServer = func(context.Context, string, bool) (*mcp.Server, error) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "door-test", Version: "0"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -76,6 +96,10 @@ func newDoorAt(t testing.TB, target string, opts *serve.Options) *door {
 		}) (*mcp.CallToolResult, any, error) {
 			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+		mcp.AddTool(s, &mcp.Tool{Name: "hold"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			hold.call(ctx)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil, nil
 		})
 		return s, nil
 	}
@@ -93,7 +117,14 @@ func newDoorAt(t testing.TB, target string, opts *serve.Options) *door {
 		h.Shutdown(context.Background())
 		srv.Close()
 	})
-	return &door{store: store, h: h, url: srv.URL, lookups: lookups, calls: calls}
+	t.Cleanup(func() {
+		select {
+		case <-hold.release:
+		default:
+			close(hold.release)
+		}
+	})
+	return &door{store: store, h: h, url: srv.URL, lookups: lookups, calls: calls, hold: hold}
 }
 
 func (d *door) token(t testing.TB, spec accesstoken.Spec) string {

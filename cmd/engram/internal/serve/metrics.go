@@ -35,6 +35,8 @@ type metrics struct {
 	authFailures map[string]uint64    // door
 	authLimited  map[string]uint64    // address or global
 	rateLimited  map[string]uint64    // door
+	turnWaits    map[string]uint64    // door
+	turnRefusals map[string]uint64    // door
 	tools        map[string]*histogram
 }
 
@@ -45,7 +47,7 @@ type histogram struct {
 
 func newMetrics() *metrics {
 	return &metrics{requests: map[[2]string]uint64{}, authFailures: map[string]uint64{}, authLimited: map[string]uint64{},
-		rateLimited: map[string]uint64{}, tools: map[string]*histogram{}}
+		rateLimited: map[string]uint64{}, turnWaits: map[string]uint64{}, turnRefusals: map[string]uint64{}, tools: map[string]*histogram{}}
 }
 
 // door names the part of the server a path belongs to.
@@ -88,6 +90,18 @@ func (m *metrics) limited(scope string) {
 func (m *metrics) rateLimit(path string) {
 	m.mu.Lock()
 	m.rateLimited[door(path)]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) turnWaited(path string) {
+	m.mu.Lock()
+	m.turnWaits[door(path)]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) turnRefused(path string) {
+	m.mu.Lock()
+	m.turnRefusals[door(path)]++
 	m.mu.Unlock()
 }
 
@@ -168,6 +182,14 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	family("engram_serve_rate_limited_total", "counter", "Requests answered 429 by a token's rate limit, by door.")
 	for _, k := range sortedKeys(m.rateLimited, strings.Compare) {
 		sample("engram_serve_rate_limited_total", float64(m.rateLimited[k]), "door", k)
+	}
+	family("engram_serve_turn_waits_total", "counter", "Requests that waited for a turn of their token (TokenConcurrency of its requests were being served), by door.")
+	for _, k := range sortedKeys(m.turnWaits, strings.Compare) {
+		sample("engram_serve_turn_waits_total", float64(m.turnWaits[k]), "door", k)
+	}
+	family("engram_serve_turn_refused_total", "counter", "Requests answered 429 because their token's queue for turns was full, by door.")
+	for _, k := range sortedKeys(m.turnRefusals, strings.Compare) {
+		sample("engram_serve_turn_refused_total", float64(m.turnRefusals[k]), "door", k)
 	}
 	family("engram_serve_mcp_sessions", "gauge", "Open MCP sessions, and sessions being opened.")
 	sample("engram_serve_mcp_sessions", float64(g.sessions))

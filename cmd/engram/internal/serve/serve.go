@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +90,15 @@ type Options struct {
 	// and 100.
 	Rate  float64
 	Burst int
+	// TokenConcurrency is how many requests of one token are served at
+	// once (MCP POSTs, web UI requests but for its event stream); later
+	// ones wait for a turn in arrival order, at most TokenQueue of them,
+	// and one beyond those gets 429 with Retry-After. So one token's
+	// costly requests take their turns on a share of the machine instead
+	// of every core, and other agents' latency holds. Defaults: half of
+	// GOMAXPROCS (at least 1), and 16.
+	TokenConcurrency int
+	TokenQueue       int
 	// MaxBatch caps the messages of one JSON-RPC batch (a POST whose
 	// body is a JSON array). Only a session of protocol version
 	// 2025-03-26 or earlier may send one: the protocol has had no
@@ -213,6 +223,7 @@ type Handler struct {
 	uis      map[string]http.Handler
 	uiLogins map[string]uiLogin // cookie value → login
 	limits   map[int64]*tokenbucket.Bucket
+	turns    *turns // each token's requests served at once
 
 	sessions   map[string]int64                  // MCP session id → the id of the token that opened it
 	newSession sync.Mutex                        // guards opening and openingBy
@@ -267,6 +278,12 @@ func New(opts *Options) (*Handler, error) {
 	}
 	if o.Burst <= 0 {
 		o.Burst = 100
+	}
+	if o.TokenConcurrency <= 0 {
+		o.TokenConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if o.TokenQueue <= 0 {
+		o.TokenQueue = 16
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = defaultMaxBatch
@@ -325,7 +342,7 @@ func New(opts *Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
-		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{},
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -421,13 +438,31 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method == http.MethodPost {
+				// The turn before the body: a request waiting for one
+				// holds no more than its connection.
+				done, ok := h.takeTurns(w, r, rec.token.ID, 1)
+				if !ok {
+					return
+				}
+				defer done()
 				body, ok := h.readBody(w, r)
 				if !ok {
 					return
 				}
 				if isBatch(body) {
-					if !h.admitBatch(w, r, rec, body) {
+					n, ok := h.admitBatch(w, r, rec, body)
+					if !ok {
 						return
+					}
+					if n > 1 && h.opts.TokenConcurrency > 1 {
+						// Its calls run side by side: a turn for each, up
+						// to all of them, taken again at the back of the
+						// line.
+						done()
+						if done, ok = h.takeTurns(w, r, rec.token.ID, n); !ok {
+							return
+						}
+						defer done()
 					}
 				} else if h.answerMissingParams(w, body) {
 					return
@@ -842,6 +877,28 @@ func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
 	return false
+}
+
+// takeTurns waits for n turns of token id (Options.TokenConcurrency; n
+// is capped at it) and returns what ends them, or answers (429 with
+// Retry-After when the token's queue is full) and reports false.
+func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n int) (func(), bool) {
+	done, err := h.turns.take(r.Context(), id, n, func() { h.metrics.turnWaited(r.URL.Path) })
+	switch {
+	case errors.Is(err, errTokenBusy):
+		h.metrics.turnRefused(r.URL.Path)
+		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+			rec.refused = fmt.Sprintf("token %d has %d requests running and %d waiting", id, h.opts.TokenConcurrency, h.opts.TokenQueue)
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("429 too many requests of this token at once (%d running, %d waiting); retry after the Retry-After seconds", h.opts.TokenConcurrency, h.opts.TokenQueue), http.StatusTooManyRequests)
+		return nil, false
+	case err != nil:
+		// The client went away while it waited.
+		http.Error(w, "503 request ended while waiting for its turn", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	return done, true
 }
 
 // Shutdown drains the door: new requests get 503, requests in flight

@@ -106,6 +106,15 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	if !h.allow(w, r, login.tokenID) {
 		return
 	}
+	// A turn for each request but the page's event stream, which lasts as
+	// long as the page, and its static files, which cost nothing to serve.
+	if !(r.Method == http.MethodGet && (r.URL.Path == UIPath+"/events" || strings.HasPrefix(r.URL.Path, UIPath+"/static/"))) {
+		done, ok := h.takeTurns(w, r, login.tokenID, 1)
+		if !ok {
+			return
+		}
+		defer done()
+	}
 	ui, err := h.ui(login.human)
 	if err != nil {
 		h.log.Error("serve: make web UI", "human", login.human, "err", err)

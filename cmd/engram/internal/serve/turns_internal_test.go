@@ -1,0 +1,107 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Turns come in arrival order; a waiter whose context ends leaves the
+// queue (its place free for another); one whose turn came as its context
+// ended hands the turn on; a line goes once nothing runs or waits.
+func TestTurnsOrder(t *testing.T) {
+	ctx := context.Background()
+	tr := newTurns(1, 3)
+	done, err := tr.take(ctx, 7, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	queued := make(chan struct{}, 3)
+	gone, leave := context.WithCancel(ctx)
+	for i := range 3 {
+		c := ctx
+		if i == 1 {
+			c = gone
+		}
+		wg.Go(func() {
+			d, err := tr.take(c, 7, 1, func() { queued <- struct{}{} })
+			if err != nil {
+				if i != 1 || !errors.Is(err, context.Canceled) {
+					t.Errorf("waiter %d: %v", i, err)
+				}
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			d()
+		})
+		select { // one at a time, so that arrival order is i's
+		case <-queued:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter %d did not queue behind a running turn", i)
+		}
+	}
+	if _, err := tr.take(ctx, 7, 1, nil); !errors.Is(err, errTokenBusy) {
+		t.Fatalf("a fourth waiter with a queue of 3: %v, want errTokenBusy", err)
+	}
+	// Another token is not in this line.
+	other, err := tr.take(ctx, 8, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other()
+	leave()
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, waiting := tr.count(); waiting == 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the waiter whose context ended is still queued")
+		}
+	}
+	done()
+	done() // a second call ends nothing more
+	wg.Wait()
+	if len(order) != 2 || order[0] != 0 || order[1] != 2 {
+		t.Fatalf("turns went to %v, want [0 2]", order)
+	}
+	if n, _ := tr.count(); n != 0 {
+		t.Fatalf("%d lines left", n)
+	}
+}
+
+// A waiter whose context ends as its turn comes either takes the turn
+// and ends it or hands it on: no turn is lost.
+func TestTurnsCancelRacesHandOff(t *testing.T) {
+	ctx := context.Background()
+	tr := newTurns(1, 1)
+	for range 2000 {
+		done, err := tr.take(ctx, 1, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, cancel := context.WithCancel(ctx)
+		waiting := make(chan struct{})
+		result := make(chan error, 1)
+		go func() {
+			d, err := tr.take(c, 1, 1, func() { close(waiting) })
+			if err == nil {
+				d()
+			}
+			result <- err
+		}()
+		<-waiting
+		go cancel()
+		done()
+		<-result
+		if n, w := tr.count(); n != 0 || w != 0 {
+			t.Fatalf("%d lines, %d waiting after both ended", n, w)
+		}
+	}
+}
