@@ -1,0 +1,28 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A negative --token-concurrency or a --token-queue below 1 is refused
+// before the store is opened.
+func TestServeTokenTurnsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--token-concurrency", "-1"},
+		{"--token-queue", "0"},
+		{"--token-queue", "-3"},
+		{"--token-concurrency", "many"},
+	} {
+		db := filepath.Join(t.TempDir(), "x.db")
+		_, errs, code := cli(t, db, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+		if code == 0 || !strings.Contains(errs, strings.TrimPrefix(args[0], "--")) {
+			t.Errorf("%v: exit %d, %s", args, code, errs)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Errorf("%v: the store was created", args)
+		}
+	}
+}
