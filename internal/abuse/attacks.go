@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,7 @@ type prepared struct {
 	fire    func(ctx context.Context) (outcome string, err error)
 	cleanup func()
 	bytes   int64
+	sent    *atomic.Int64 // when set, the requests fire sent (for an attack that sends for a time)
 }
 
 func ratio(n, full int) float64 {
@@ -112,6 +114,8 @@ func Attacks(s Sizes) []Attack {
 			prepare: slowFrames(s.Conns, s.Slow)},
 		{Key: "mcp-slow-bodies", Name: fmt.Sprintf("mcp: %d requests dribbling their bodies for %v", s.Conns, s.Slow), Requests: s.Conns, Scale: 1,
 			prepare: slowBodies(s.Conns, s.Slow)},
+		{Key: "mcp-many-searches", Name: fmt.Sprintf("mcp: %d sessions of one token searching back to back for %v, half with 3 MiB queries", s.Conns, s.Slow), Requests: s.Conns, Scale: 1,
+			prepare: manySearches(s.Conns, s.Slow)},
 	}
 }
 
@@ -679,6 +683,71 @@ func slowBodies(n int, d time.Duration) func(context.Context, *Harness) (prepare
 					}
 					pw.CloseWithError(errors.New("the attacker stopped sending"))
 					<-done
+				})
+			}
+			wg.Wait()
+			return summarize(outcomes), nil
+		}}, nil
+	}
+}
+
+// manySearches opens n sessions of the attacker's token and has each
+// call archival_search back to back for d: half with a query of 3 MiB of
+// distinct words (under the 4 MiB body cap; each costs the server about
+// a tenth of a second of CPU, most of it reading the JSON), half with a
+// small query.
+func manySearches(n int, d time.Duration) func(context.Context, *Harness) (prepared, error) {
+	return func(ctx context.Context, h *Harness) (prepared, error) {
+		ss := make([]*rawSession, n)
+		for i := range ss {
+			s, err := h.openRaw(ctx, "2025-06-18")
+			if err != nil {
+				return prepared{}, err
+			}
+			ss[i] = s
+		}
+		var q strings.Builder
+		for i := 0; q.Len() < 3<<20; i++ {
+			fmt.Fprintf(&q, "w%dq%d ", i, i*7)
+		}
+		call := func(query string) []byte {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+				"params": map[string]any{"name": "archival_search", "arguments": map[string]any{"query": query, "mode": "fts", "limit": 50}}})
+			return b
+		}
+		big, small := call(q.String()), call("notes harbour wx1")
+		sent := &atomic.Int64{}
+		return prepared{bytes: int64(n/2) * int64(len(big)), sent: sent, fire: func(ctx context.Context) (string, error) {
+			outcomes := make([]string, n)
+			codes := make([]map[int]int, n)
+			end := time.Now().Add(d)
+			var wg sync.WaitGroup
+			for i, s := range ss {
+				body := small
+				if i%2 == 0 {
+					body = big
+				}
+				codes[i] = map[int]int{}
+				wg.Go(func() {
+					for time.Now().Before(end) && ctx.Err() == nil {
+						sent.Add(1)
+						status, _, _, err := s.post(ctx, bytes.NewReader(body), nil)
+						if err != nil && status == 0 {
+							outcomes[i] = "request failed: " + short(err.Error(), 80)
+							return
+						}
+						codes[i][status]++
+						if status == http.StatusTooManyRequests {
+							time.Sleep(50 * time.Millisecond)
+						}
+					}
+					var parts []string
+					for _, c := range []int{http.StatusOK, http.StatusTooManyRequests} {
+						if codes[i][c] > 0 {
+							parts = append(parts, fmt.Sprintf("%d× HTTP %d", codes[i][c], c))
+						}
+					}
+					outcomes[i] = strings.Join(parts, ", ")
 				})
 			}
 			wg.Wait()

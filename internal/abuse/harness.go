@@ -650,6 +650,9 @@ func (h *Harness) Run(ctx context.Context, a Attack) Result {
 	actx, cancel := context.WithTimeout(ctx, h.opts.AttackTimeout)
 	r.Outcome, err = p.fire(actx)
 	cancel()
+	if p.sent != nil {
+		r.Requests = max(int(p.sent.Load()), 1)
+	}
 	r.Answered = !errors.Is(err, errNoAnswer)
 	if err != nil && r.Answered {
 		r.Outcome = strings.TrimSpace(r.Outcome + " (" + err.Error() + ")")
