@@ -114,8 +114,8 @@ func Attacks(s Sizes) []Attack {
 			prepare: slowFrames(s.Conns, s.Slow)},
 		{Key: "mcp-slow-bodies", Name: fmt.Sprintf("mcp: %d requests dribbling their bodies for %v", s.Conns, s.Slow), Requests: s.Conns, Scale: 1,
 			prepare: slowBodies(s.Conns, s.Slow)},
-		{Key: "mcp-many-searches", Name: fmt.Sprintf("mcp: %d sessions of one token searching back to back for %v, half with 3 MiB queries", s.Conns, s.Slow), Requests: s.Conns, Scale: 1,
-			prepare: manySearches(s.Conns, s.Slow)},
+		{Key: "mcp-many-searches", Name: fmt.Sprintf("mcp: %d sessions of one token searching back to back for %v, half with 3 MiB queries", searchSessions(s), s.Slow), Requests: searchSessions(s), Scale: 1,
+			prepare: manySearches(searchSessions(s), s.Slow)},
 	}
 }
 
@@ -690,6 +690,10 @@ func slowBodies(n int, d time.Duration) func(context.Context, *Harness) (prepare
 		}}, nil
 	}
 }
+
+// searchSessions is how many sessions manySearches opens: Conns, and at
+// least 8 (more than a token's turns on a machine of up to 16 cores).
+func searchSessions(s Sizes) int { return max(s.Conns, 8) }
 
 // manySearches opens n sessions of the attacker's token and has each
 // call archival_search back to back for d: half with a query of 3 MiB of
