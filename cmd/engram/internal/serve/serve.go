@@ -516,7 +516,16 @@ var needsParams = []string{"initialize", "tools/call", "resources/read", "resour
 // readBody reads a POST's body, at most MaxBodyBytes (413 beyond), and
 // leaves it in r for the SDK. It reports false when it has answered.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	// Read into a buffer of the announced size, when there is one within
+	// the cap: a big body is then one allocation, not a doubling series
+	// of them (the request holds its token's turn, so only that many are
+	// read at once).
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= h.opts.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -540,16 +549,25 @@ func (h *Handler) answerMissingParams(w http.ResponseWriter, body []byte) bool {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
+		Params  paramsPresence  `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" ||
-		!slices.Contains(needsParams, msg.Method) || (len(msg.Params) > 0 && string(msg.Params) != "null") {
+		!slices.Contains(needsParams, msg.Method) || msg.Params.given {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
 		"code": jsonrpc.CodeInvalidParams, "message": `invalid params: this method needs "params" (an object), none or null was sent`}})
 	return true
+}
+
+// paramsPresence records whether a message's params were given (and not
+// null) without copying them: they may be most of a 4 MiB body.
+type paramsPresence struct{ given bool }
+
+func (p *paramsPresence) UnmarshalJSON(b []byte) error {
+	p.given = string(b) != "null"
+	return nil
 }
 
 // verify is the SDK's TokenVerifier: the store's token, which must be an
