@@ -75,35 +75,18 @@ func (m *metrics) request(path string, status int) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) authFailure(path string) {
+// inc counts one more of key in c, one of the counters by a label.
+func (m *metrics) inc(c map[string]uint64, key string) {
 	m.mu.Lock()
-	m.authFailures[door(path)]++
+	c[key]++
 	m.mu.Unlock()
 }
 
-func (m *metrics) limited(scope string) {
-	m.mu.Lock()
-	m.authLimited[scope]++
-	m.mu.Unlock()
-}
-
-func (m *metrics) rateLimit(path string) {
-	m.mu.Lock()
-	m.rateLimited[door(path)]++
-	m.mu.Unlock()
-}
-
-func (m *metrics) turnWaited(path string) {
-	m.mu.Lock()
-	m.turnWaits[door(path)]++
-	m.mu.Unlock()
-}
-
-func (m *metrics) turnRefused(path string) {
-	m.mu.Lock()
-	m.turnRefusals[door(path)]++
-	m.mu.Unlock()
-}
+func (m *metrics) authFailure(path string) { m.inc(m.authFailures, door(path)) }
+func (m *metrics) limited(scope string)    { m.inc(m.authLimited, scope) }
+func (m *metrics) rateLimit(path string)   { m.inc(m.rateLimited, door(path)) }
+func (m *metrics) turnWaited(path string)  { m.inc(m.turnWaits, door(path)) }
+func (m *metrics) turnRefused(path string) { m.inc(m.turnRefusals, door(path)) }
 
 func (m *metrics) observe(tool string, d time.Duration) {
 	s := d.Seconds()
@@ -171,26 +154,18 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	for _, k := range sortedKeys(m.requests, func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) }) {
 		sample("engram_serve_requests_total", float64(m.requests[k]), "door", k[0], "code", k[1])
 	}
-	family("engram_serve_auth_failures_total", "counter", "Refused credentials (unknown, expired or revoked token or login link, unknown login cookie, wrong metrics token), by door.")
-	for _, k := range sortedKeys(m.authFailures, strings.Compare) {
-		sample("engram_serve_auth_failures_total", float64(m.authFailures[k]), "door", k)
+	// counter writes a counter of one label, a sample per value.
+	counter := func(name, help, label string, c map[string]uint64) {
+		family(name, "counter", help)
+		for _, k := range sortedKeys(c, strings.Compare) {
+			sample(name, float64(c[k]), label, k)
+		}
 	}
-	family("engram_serve_auth_limited_total", "counter", "Requests answered 429 by the failed-login limit before any lookup, by the limit hit (address or global).")
-	for _, k := range sortedKeys(m.authLimited, strings.Compare) {
-		sample("engram_serve_auth_limited_total", float64(m.authLimited[k]), "scope", k)
-	}
-	family("engram_serve_rate_limited_total", "counter", "Requests answered 429 by a token's rate limit, by door.")
-	for _, k := range sortedKeys(m.rateLimited, strings.Compare) {
-		sample("engram_serve_rate_limited_total", float64(m.rateLimited[k]), "door", k)
-	}
-	family("engram_serve_turn_waits_total", "counter", "Requests that waited for a turn of their token (TokenConcurrency of its requests were being served), by door.")
-	for _, k := range sortedKeys(m.turnWaits, strings.Compare) {
-		sample("engram_serve_turn_waits_total", float64(m.turnWaits[k]), "door", k)
-	}
-	family("engram_serve_turn_refused_total", "counter", "Requests answered 429 because their token's queue for turns was full, by door.")
-	for _, k := range sortedKeys(m.turnRefusals, strings.Compare) {
-		sample("engram_serve_turn_refused_total", float64(m.turnRefusals[k]), "door", k)
-	}
+	counter("engram_serve_auth_failures_total", "Refused credentials (unknown, expired or revoked token or login link, unknown login cookie, wrong metrics token), by door.", "door", m.authFailures)
+	counter("engram_serve_auth_limited_total", "Requests answered 429 by the failed-login limit before any lookup, by the limit hit (address or global).", "scope", m.authLimited)
+	counter("engram_serve_rate_limited_total", "Requests answered 429 by a token's rate limit, by door.", "door", m.rateLimited)
+	counter("engram_serve_turn_waits_total", "Requests that waited for a turn of their token (TokenConcurrency of its requests were being served), by door.", "door", m.turnWaits)
+	counter("engram_serve_turn_refused_total", "Requests answered 429 because their token's queue for turns was full, by door.", "door", m.turnRefusals)
 	family("engram_serve_mcp_sessions", "gauge", "Open MCP sessions, and sessions being opened.")
 	sample("engram_serve_mcp_sessions", float64(g.sessions))
 	family("engram_serve_mcp_servers", "gauge", "Agents' MCP servers alive (one per agent and access).")
