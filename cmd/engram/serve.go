@@ -84,8 +84,11 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		if c.consolidateEvery < 0 {
 			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
 		}
-		if c.opts.TokenConcurrency < 0 || c.opts.TokenQueue < 1 {
-			return usageErrorf("serve: --token-concurrency %d --token-queue %d: want 0 (half the CPUs) or more requests at once, and 1 or more waiting", c.opts.TokenConcurrency, c.opts.TokenQueue)
+		if c.opts.TokenConcurrency < 0 {
+			return usageErrorf("serve: --token-concurrency %d: want 1 or more requests of a token at once, or 0 for half the CPUs", c.opts.TokenConcurrency)
+		}
+		if c.opts.TokenQueue < 1 {
+			return usageErrorf("serve: --token-queue %d: want 1 or more requests of a token waiting for a turn", c.opts.TokenQueue)
 		}
 		if (c.certFile == "") != (c.keyFile == "") {
 			return usageErrorf("serve: --tls-cert and --tls-key go together (run \"engram serve --help\")")
