@@ -99,6 +99,18 @@ type Options struct {
 	// GOMAXPROCS (at least 1), and 16.
 	TokenConcurrency int
 	TokenQueue       int
+	// TokenBytesRate is the request body bytes per second each token may
+	// send, sustained, and TokenBytesBurst how many at once (MCP POSTs and
+	// web UI requests): a request whose announced body the token's budget
+	// cannot pay gets 429 with Retry-After before its body is read, and
+	// bytes read are charged as they are read. A request's cost grows with
+	// its body (decoding a tool call allocates many times its size), so
+	// this bounds what one token's big requests make the process spend
+	// after the requests budget (Rate) has let them in. Defaults: 1 MiB a
+	// second, and twice MaxBodyBytes; a negative rate turns the budget
+	// off.
+	TokenBytesRate  float64
+	TokenBytesBurst int64
 	// MaxBatch caps the messages of one JSON-RPC batch (a POST whose
 	// body is a JSON array). Only a session of protocol version
 	// 2025-03-26 or earlier may send one: the protocol has had no
@@ -221,9 +233,10 @@ type Handler struct {
 	mu       sync.Mutex
 	servers  map[serverKey]*serverEntry
 	uis      map[string]http.Handler
-	uiLogins map[string]uiLogin // cookie value → login
-	limits   map[int64]*tokenbucket.Bucket
-	turns    *turns // each token's requests served at once
+	uiLogins map[string]uiLogin            // cookie value → login
+	limits   map[int64]*tokenbucket.Bucket // each token's requests
+	bytes    map[int64]*tokenbucket.Bucket // each token's request body bytes
+	turns    *turns                        // each token's requests served at once
 
 	sessions   map[string]int64                  // MCP session id → the id of the token that opened it
 	newSession sync.Mutex                        // guards opening and openingBy
@@ -285,6 +298,12 @@ func New(opts *Options) (*Handler, error) {
 	if o.TokenQueue <= 0 {
 		o.TokenQueue = 16
 	}
+	if o.TokenBytesRate == 0 {
+		o.TokenBytesRate = 1 << 20
+	}
+	if o.TokenBytesBurst <= 0 {
+		o.TokenBytesBurst = 2 * o.MaxBodyBytes
+	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = defaultMaxBatch
 	}
@@ -342,7 +361,7 @@ func New(opts *Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
-		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -438,6 +457,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method == http.MethodPost {
+				if !h.payBytes(w, r, rec.token.ID) {
+					return
+				}
 				// The turn before the body: a request waiting for one
 				// holds no more than its connection.
 				done, ok := h.takeTurns(w, r, rec.token.ID, 1)

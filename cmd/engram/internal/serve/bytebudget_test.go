@@ -1,0 +1,152 @@
+package serve_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
+)
+
+// echoCall is a tools/call of echo whose body is size bytes long.
+func echoCall(size int) string {
+	head, tail := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`, `"}}}`
+	return head + strings.Repeat("x", max(0, size-len(head)-len(tail))) + tail
+}
+
+// send posts body on session sid of tok; chunked sends it without a
+// Content-Length.
+func (d *door) send(t *testing.T, tok, sid, body string, chunked bool) *http.Response {
+	t.Helper()
+	var rd io.Reader = strings.NewReader(body)
+	if chunked {
+		rd = io.MultiReader(rd) // of no length the client knows
+	}
+	req, err := http.NewRequest("POST", d.url+"/mcp", rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range mcpHeader(tok, sid) {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// A token's request bodies are paid for in bytes: a body its budget
+// cannot pay for is refused with 429 and Retry-After, and neither its
+// other small requests nor another token's requests wait for it.
+func TestTokenBytesBudget(t *testing.T) {
+	const rate, burst = 1000, 10_000 // a second, at once
+	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret, TokenBytesRate: rate, TokenBytesBurst: burst})
+	ada, bob := d.token(t, accesstoken.Spec{Agent: "ada"}), d.token(t, accesstoken.Spec{Agent: "bob"})
+	adaSid, bobSid := d.session(t, ada), d.session(t, bob)
+	big := echoCall(6000)
+	if resp := d.send(t, ada, adaSid, big, false); resp.StatusCode != 200 {
+		t.Fatalf("ada's first 6,000-byte call: status %d", resp.StatusCode)
+	}
+	// About 3,700 bytes left (the session's opening took some): a second
+	// big body is refused, for about as long as the rest takes to come.
+	resp := d.send(t, ada, adaSid, big, false)
+	if resp.StatusCode != 429 {
+		t.Fatalf("ada's second 6,000-byte call: status %d, want 429", resp.StatusCode)
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 2 || s > 4 {
+		t.Fatalf("Retry-After %q, want 2 to 4 seconds", resp.Header.Get("Retry-After"))
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(msg), "request bytes") {
+		t.Fatalf("refusal %q does not say what ran out", msg)
+	}
+	if r := reply(t, d.send(t, ada, adaSid, echoCall(200), false)); r.Error != nil {
+		t.Fatalf("ada's small call after the refusal: %+v", r.Error)
+	}
+	if resp := d.send(t, bob, bobSid, big, false); resp.StatusCode != 200 {
+		t.Fatalf("bob's 6,000-byte call beside ada's refusal: status %d", resp.StatusCode)
+	}
+	if got := d.scrape(t)[`engram_serve_bytes_limited_total{door="mcp"}`]; got != 1 {
+		t.Fatalf("engram_serve_bytes_limited_total = %v, want 1", got)
+	}
+}
+
+// A body that announces no length is charged as it is read: after a
+// chunked body of most of the budget, an announced one the rest cannot
+// pay for is refused.
+func TestTokenBytesBudgetChunked(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 10_000})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	if resp := d.send(t, ada, sid, echoCall(8000), true); resp.StatusCode != 200 {
+		t.Fatalf("the chunked 8,000-byte call: status %d", resp.StatusCode)
+	}
+	if resp := d.send(t, ada, sid, echoCall(3000), false); resp.StatusCode != 429 {
+		t.Fatalf("a 3,000-byte call after it: status %d, want 429", resp.StatusCode)
+	}
+}
+
+// readCounter is a request body that counts the bytes read from it.
+type readCounter struct {
+	io.Reader
+	n int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.Reader.Read(p)
+	c.n += n
+	return n, err
+}
+
+// A refused body is not read: what it costs is the refusal.
+func TestTokenBytesBudgetRefusesUnread(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	r := httptest.NewRequest("POST", "/mcp", body)
+	r.ContentLength = 8000
+	for k, v := range mcpHeader(ada, sid) {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	if w.Code != 429 || body.n != 0 {
+		t.Fatalf("an 8,000-byte body beyond the budget: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+	}
+}
+
+// The budget is off with a negative rate, and web UI requests pay it
+// under their login's token.
+func TestTokenBytesBudgetOffAndUI(t *testing.T) {
+	off := newDoor(t, &serve.Options{TokenBytesRate: -1, TokenBytesBurst: 1000})
+	ada := off.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := off.session(t, ada)
+	for i := range 3 {
+		if resp := off.send(t, ada, sid, echoCall(6000), false); resp.StatusCode != 200 {
+			t.Fatalf("call %d of 6,000 bytes with the budget off: status %d", i, resp.StatusCode)
+		}
+	}
+
+	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 10_000})
+	cookie := d.loginCookie(t, "hana")
+	post := func(size int) int {
+		t.Helper()
+		resp := d.do(t, "POST", "/ui/blocks/persona", strings.Repeat("x", size),
+			map[string]string{"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": d.url})
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	if st := post(7000); st != 200 {
+		t.Fatalf("a 7,000-byte UI post: status %d", st)
+	}
+	if st := post(7000); st != 429 {
+		t.Fatalf("a second 7,000-byte UI post: status %d, want 429", st)
+	}
+}
