@@ -32,15 +32,16 @@ func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) boo
 		return true
 	}
 	rate, burst := h.opts.TokenBytesRate, float64(h.opts.TokenBytesBurst)
-	// A body longer than the burst waits for a full budget (the body cap
-	// refuses one too long for any request).
-	need := min(float64(max(r.ContentLength, 1)), burst)
+	// A body is read up to the body cap, and one longer than the burst
+	// waits for a full budget.
+	size := min(r.ContentLength, h.opts.MaxBodyBytes)
+	need := min(float64(max(size, 1)), burst)
 	now := time.Now()
 	h.mu.Lock()
 	b := h.byteBucket(id, now)
 	wait := b.WaitFor(now, need, rate, burst)
-	if wait <= 0 && r.ContentLength > 0 {
-		b.ChargeN(now, float64(r.ContentLength), rate, burst)
+	if wait <= 0 && size > 0 {
+		b.ChargeN(now, float64(size), rate, burst)
 	}
 	h.mu.Unlock()
 	if wait > 0 {

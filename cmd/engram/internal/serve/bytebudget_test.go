@@ -150,3 +150,25 @@ func TestTokenBytesBudgetOffAndUI(t *testing.T) {
 		t.Fatalf("a second 7,000-byte UI post: status %d, want 429", st)
 	}
 }
+
+// A body announced past the body cap is refused (413) unread, and costs
+// its token's budget no more than the cap: the token's next call passes.
+func TestTokenBytesBudgetPastTheCap(t *testing.T) {
+	d := newDoor(t, &serve.Options{MaxBodyBytes: 4000, TokenBytesRate: 1, TokenBytesBurst: 10_000})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	body := &readCounter{Reader: strings.NewReader(strings.Repeat("x", 1<<20))}
+	r := httptest.NewRequest("POST", "/mcp", body)
+	r.ContentLength = 1 << 20
+	for k, v := range mcpHeader(ada, sid) {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	if w.Code != 413 || body.n != 0 {
+		t.Fatalf("a 1 MiB body past the 4,000-byte cap: status %d, %d bytes read; want 413 and none", w.Code, body.n)
+	}
+	if r := reply(t, d.send(t, ada, sid, echoCall(3000), false)); r.Error != nil {
+		t.Fatalf("a 3,000-byte call after it: %+v", r.Error)
+	}
+}

@@ -542,8 +542,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	// the cap: a big body is then one allocation, not a doubling series
 	// of them (the request holds its token's turn, so only that many are
 	// read at once).
+	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
 	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= h.opts.MaxBodyBytes {
+	if n := r.ContentLength; n > 0 {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
