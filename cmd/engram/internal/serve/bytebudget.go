@@ -16,17 +16,27 @@ import (
 // token's rate counts, but what it costs the process grows with its body:
 // decoding a 3 MiB tool call allocates about 25 times its size, and that
 // garbage is collected while every agent's requests wait. So a token may
-// send its bodies at a sustained rate of bytes, and a request is refused
-// (429 with Retry-After, before its body is read) while its token's
-// budget is below what the request announces.
+// send its bodies at a sustained rate of bytes. A request its token's
+// budget cannot pay for yet waits, holding its turn, before its body is
+// read: refused at once, a client that retries at once (as an abusive
+// one does) would make the server pay for a connection and a refusal
+// many times a second instead; waiting, it is paced to its budget at the
+// cost of a connection. Only a wait past maxBytesWait is refused.
 
-// payBytes pays token id's byte budget for r's body, or answers 429
-// with Retry-After and reports false when the budget cannot pay what the
-// body announces (its Content-Length); the body is then not read. A body
-// of no announced length is paid for as it is read. The payment may leave
-// the budget in debt (requests admitted together, a body longer than the
-// burst, or one that announced no length): the debt delays the token's
-// next requests.
+// maxBytesWait is the longest a request waits for its token's byte
+// budget; one that would wait longer gets 429 with Retry-After. At the
+// defaults no request waits that long (a body of at most MaxBodyBytes
+// after a debt of at most as much, at 1 MiB a second).
+const maxBytesWait = 10 * time.Second
+
+// payBytes pays token id's byte budget for r's body, waiting (with the
+// token's turn held) while the budget cannot pay what the body announces
+// (its Content-Length), before the body is read. It answers and reports
+// false when the wait would pass maxBytesWait (429 with Retry-After) or
+// the request ends while it waits (503). A body of no announced length
+// is paid for as it is read. The payment may leave the budget in debt
+// (requests paid for together, a body longer than the burst, or one that
+// announced no length): the debt delays the token's next requests.
 func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) bool {
 	if h.opts.TokenBytesRate < 0 || r.Body == nil || r.Body == http.NoBody {
 		return true
@@ -36,22 +46,38 @@ func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) boo
 	// waits for a full budget.
 	size := min(r.ContentLength, h.opts.MaxBodyBytes)
 	need := min(float64(max(size, 1)), burst)
-	now := time.Now()
-	h.mu.Lock()
-	b := h.byteBucket(id, now)
-	wait := b.WaitFor(now, need, rate, burst)
-	if wait <= 0 && size > 0 {
-		b.ChargeN(now, float64(size), rate, burst)
-	}
-	h.mu.Unlock()
-	if wait > 0 {
-		h.metrics.bytesRefused(r.URL.Path)
-		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
-			rec.refused = fmt.Sprintf("token %d has sent its share of request bytes (%d a second)", id, int64(rate))
+	for waited := false; ; waited = true {
+		now := time.Now()
+		h.mu.Lock()
+		b := h.byteBucket(id, now)
+		wait := b.WaitFor(now, need, rate, burst)
+		if wait <= 0 && size > 0 {
+			b.ChargeN(now, float64(size), rate, burst)
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		http.Error(w, fmt.Sprintf("429 too many request bytes for this token (%d a second, %d at once); retry after the Retry-After seconds", int64(rate), h.opts.TokenBytesBurst), http.StatusTooManyRequests)
-		return false
+		h.mu.Unlock()
+		if wait <= 0 {
+			break
+		}
+		if wait > maxBytesWait {
+			h.metrics.bytesRefused(r.URL.Path)
+			if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+				rec.refused = fmt.Sprintf("token %d has sent its share of request bytes (%d a second)", id, int64(rate))
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			http.Error(w, fmt.Sprintf("429 too many request bytes for this token (%d a second, %d at once); retry after the Retry-After seconds", int64(rate), h.opts.TokenBytesBurst), http.StatusTooManyRequests)
+			return false
+		}
+		if !waited {
+			h.metrics.bytesWaited(r.URL.Path)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			http.Error(w, "503 request ended while waiting for its token's byte budget", http.StatusServiceUnavailable)
+			return false
+		case <-t.C:
+		}
 	}
 	if r.ContentLength < 0 {
 		r.Body = &chargedBody{ReadCloser: r.Body, h: h, id: id}

@@ -1,12 +1,14 @@
 package serve_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
 	"github.com/engram-go/engram/internal/accesstoken"
@@ -42,10 +44,11 @@ func (d *door) send(t *testing.T, tok, sid, body string, chunked bool) *http.Res
 }
 
 // A token's request bodies are paid for in bytes: a body its budget
-// cannot pay for is refused with 429 and Retry-After, and neither its
-// other small requests nor another token's requests wait for it.
+// cannot pay for yet waits, before it is read, until the budget can; one
+// that would wait too long is refused with 429 and Retry-After; and
+// another token's requests do not wait for either.
 func TestTokenBytesBudget(t *testing.T) {
-	const rate, burst = 1000, 10_000 // a second, at once
+	const rate, burst = 2000, 10_000 // a second, at once
 	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret, TokenBytesRate: rate, TokenBytesBurst: burst})
 	ada, bob := d.token(t, accesstoken.Spec{Agent: "ada"}), d.token(t, accesstoken.Spec{Agent: "bob"})
 	adaSid, bobSid := d.session(t, ada), d.session(t, bob)
@@ -54,26 +57,32 @@ func TestTokenBytesBudget(t *testing.T) {
 		t.Fatalf("ada's first 6,000-byte call: status %d", resp.StatusCode)
 	}
 	// About 3,700 bytes left (the session's opening took some): a second
-	// big body is refused, for about as long as the rest takes to come.
-	resp := d.send(t, ada, adaSid, big, false)
-	if resp.StatusCode != 429 {
-		t.Fatalf("ada's second 6,000-byte call: status %d, want 429", resp.StatusCode)
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 2 || s > 4 {
-		t.Fatalf("Retry-After %q, want 2 to 4 seconds", resp.Header.Get("Retry-After"))
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(msg), "request bytes") {
-		t.Fatalf("refusal %q does not say what ran out", msg)
-	}
-	if r := reply(t, d.send(t, ada, adaSid, echoCall(200), false)); r.Error != nil {
-		t.Fatalf("ada's small call after the refusal: %+v", r.Error)
-	}
+	// big body waits about a second for the rest.
+	start := time.Now()
+	second := make(chan int)
+	go func() {
+		resp := d.send(t, ada, adaSid, big, false)
+		io.Copy(io.Discard, resp.Body)
+		second <- resp.StatusCode
+	}()
+	waitFor(t, "ada's second call to wait for bytes", func() bool {
+		return d.scrape(t)[`engram_serve_bytes_waits_total{door="mcp"}`] == 1
+	})
+	bobStart := time.Now()
 	if resp := d.send(t, bob, bobSid, big, false); resp.StatusCode != 200 {
-		t.Fatalf("bob's 6,000-byte call beside ada's refusal: status %d", resp.StatusCode)
+		t.Fatalf("bob's 6,000-byte call beside ada's wait: status %d", resp.StatusCode)
 	}
-	if got := d.scrape(t)[`engram_serve_bytes_limited_total{door="mcp"}`]; got != 1 {
-		t.Fatalf("engram_serve_bytes_limited_total = %v, want 1", got)
+	if took := time.Since(bobStart); took > 500*time.Millisecond {
+		t.Fatalf("bob's call took %v beside ada's wait", took)
+	}
+	if st := <-second; st != 200 {
+		t.Fatalf("ada's second 6,000-byte call: status %d, want 200 after a wait", st)
+	}
+	if took := time.Since(start); took < 800*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("ada's second call took %v, want about 1.2 s", took)
+	}
+	if got := d.scrape(t)[`engram_serve_bytes_limited_total{door="mcp"}`]; got != 0 {
+		t.Fatalf("engram_serve_bytes_limited_total = %v, want 0", got)
 	}
 }
 
@@ -104,21 +113,54 @@ func (c *readCounter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// A refused body is not read: what it costs is the refusal.
-func TestTokenBytesBudgetRefusesUnread(t *testing.T) {
-	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000})
-	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
-	sid := d.session(t, ada)
-	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
-	r := httptest.NewRequest("POST", "/mcp", body)
-	r.ContentLength = 8000
-	for k, v := range mcpHeader(ada, sid) {
+// serveBody serves a POST of body, announced as size bytes, on session
+// sid of tok, with ctx.
+func (d *door) serveBody(ctx context.Context, tok, sid string, body io.Reader, size int64) *httptest.ResponseRecorder {
+	r := httptest.NewRequestWithContext(ctx, "POST", "/mcp", body)
+	r.ContentLength = size
+	for k, v := range mcpHeader(tok, sid) {
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
 	d.h.ServeHTTP(w, r)
+	return w
+}
+
+// A body that would wait past the longest wait is refused unread, with
+// Retry-After; one whose client goes away while it waits is answered 503
+// unread, and gives back its turn.
+func TestTokenBytesBudgetRefusesUnread(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000, TokenConcurrency: 1})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	// About 4,750 bytes left: 8,000 (paid as 5,000, the burst) waits
+	// about 2.5 s; 40,000 more than the longest wait.
+	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if w := d.serveBody(ctx, ada, sid, body, 8000); w.Code != 503 || body.n != 0 {
+		t.Fatalf("an 8,000-byte body whose client left while it waited: status %d, %d bytes read; want 503 and none", w.Code, body.n)
+	}
+	if running, waiting := serve.Turns(d.h); running != 0 || waiting != 0 {
+		t.Fatalf("after it: %d running, %d waiting", running, waiting)
+	}
+	d2 := newDoor(t, &serve.Options{TokenBytesRate: 10, TokenBytesBurst: 5000})
+	bob := d2.token(t, accesstoken.Spec{Agent: "bob"})
+	sid = d2.session(t, bob)
+	body = &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	start := time.Now()
+	w := d2.serveBody(t.Context(), bob, sid, body, 8000)
 	if w.Code != 429 || body.n != 0 {
-		t.Fatalf("an 8,000-byte body beyond the budget: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+		t.Fatalf("an 8,000-byte body 25 s from its budget: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+	}
+	if s, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || s < 20 || s > 30 {
+		t.Fatalf("Retry-After %q, want about 25 s", w.Header().Get("Retry-After"))
+	}
+	if !strings.Contains(w.Body.String(), "request bytes") {
+		t.Fatalf("refusal %q does not say what ran out", w.Body.String())
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the refusal took %v", took)
 	}
 }
 
@@ -158,14 +200,7 @@ func TestTokenBytesBudgetPastTheCap(t *testing.T) {
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
 	body := &readCounter{Reader: strings.NewReader(strings.Repeat("x", 1<<20))}
-	r := httptest.NewRequest("POST", "/mcp", body)
-	r.ContentLength = 1 << 20
-	for k, v := range mcpHeader(ada, sid) {
-		r.Header.Set(k, v)
-	}
-	w := httptest.NewRecorder()
-	d.h.ServeHTTP(w, r)
-	if w.Code != 413 || body.n != 0 {
+	if w := d.serveBody(t.Context(), ada, sid, body, 1<<20); w.Code != 413 || body.n != 0 {
 		t.Fatalf("a 1 MiB body past the 4,000-byte cap: status %d, %d bytes read; want 413 and none", w.Code, body.n)
 	}
 	if r := reply(t, d.send(t, ada, sid, echoCall(3000), false)); r.Error != nil {

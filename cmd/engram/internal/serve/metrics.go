@@ -37,6 +37,7 @@ type metrics struct {
 	rateLimited  map[string]uint64    // door
 	turnWaits    map[string]uint64    // door
 	turnRefusals map[string]uint64    // door
+	bytesWaits   map[string]uint64    // door
 	bytesLimited map[string]uint64    // door
 	tools        map[string]*histogram
 }
@@ -48,7 +49,7 @@ type histogram struct {
 
 func newMetrics() *metrics {
 	return &metrics{requests: map[[2]string]uint64{}, authFailures: map[string]uint64{}, authLimited: map[string]uint64{},
-		rateLimited: map[string]uint64{}, turnWaits: map[string]uint64{}, turnRefusals: map[string]uint64{}, bytesLimited: map[string]uint64{}, tools: map[string]*histogram{}}
+		rateLimited: map[string]uint64{}, turnWaits: map[string]uint64{}, turnRefusals: map[string]uint64{}, bytesWaits: map[string]uint64{}, bytesLimited: map[string]uint64{}, tools: map[string]*histogram{}}
 }
 
 // door names the part of the server a path belongs to.
@@ -88,6 +89,7 @@ func (m *metrics) limited(scope string)     { m.inc(m.authLimited, scope) }
 func (m *metrics) rateLimit(path string)    { m.inc(m.rateLimited, door(path)) }
 func (m *metrics) turnWaited(path string)   { m.inc(m.turnWaits, door(path)) }
 func (m *metrics) turnRefused(path string)  { m.inc(m.turnRefusals, door(path)) }
+func (m *metrics) bytesWaited(path string)  { m.inc(m.bytesWaits, door(path)) }
 func (m *metrics) bytesRefused(path string) { m.inc(m.bytesLimited, door(path)) }
 
 func (m *metrics) observe(tool string, d time.Duration) {
@@ -168,7 +170,8 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	counter("engram_serve_rate_limited_total", "Requests answered 429 by a token's rate limit, by door.", "door", m.rateLimited)
 	counter("engram_serve_turn_waits_total", "Requests that waited for a turn of their token (TokenConcurrency of its requests were being served), by door.", "door", m.turnWaits)
 	counter("engram_serve_turn_refused_total", "Requests answered 429 because their token's queue for turns was full, by door.", "door", m.turnRefusals)
-	counter("engram_serve_bytes_limited_total", "Requests answered 429 because their token's budget of request bytes could not pay for their bodies, by door.", "door", m.bytesLimited)
+	counter("engram_serve_bytes_waits_total", "Requests that waited for their token's budget of request bytes to pay for their bodies, by door.", "door", m.bytesWaits)
+	counter("engram_serve_bytes_limited_total", "Requests answered 429 because their token's budget of request bytes could not pay for their bodies within the longest wait, by door.", "door", m.bytesLimited)
 	family("engram_serve_mcp_sessions", "gauge", "Open MCP sessions, and sessions being opened.")
 	sample("engram_serve_mcp_sessions", float64(g.sessions))
 	family("engram_serve_mcp_servers", "gauge", "Agents' MCP servers alive (one per agent and access).")

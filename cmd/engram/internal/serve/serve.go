@@ -457,9 +457,6 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method == http.MethodPost {
-				if !h.payBytes(w, r, rec.token.ID) {
-					return
-				}
 				// The turn before the body: a request waiting for one
 				// holds no more than its connection.
 				done, ok := h.takeTurns(w, r, rec.token.ID, 1)
@@ -467,6 +464,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 				defer done()
+				if !h.payBytes(w, r, rec.token.ID) {
+					return
+				}
 				body, ok := h.readBody(w, r)
 				if !ok {
 					return

@@ -103,7 +103,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: sign in at "+UIPath+"/login", http.StatusUnauthorized)
 		return
 	}
-	if !h.allow(w, r, login.tokenID) || !h.payBytes(w, r, login.tokenID) {
+	if !h.allow(w, r, login.tokenID) {
 		return
 	}
 	// A turn for each request but the page's event stream, which lasts as
@@ -114,6 +114,9 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer done()
+	}
+	if !h.payBytes(w, r, login.tokenID) {
+		return
 	}
 	ui, err := h.ui(login.human)
 	if err != nil {
