@@ -101,12 +101,14 @@ type Options struct {
 	TokenQueue       int
 	// TokenBytesRate is the request body bytes per second each token may
 	// send, sustained, and TokenBytesBurst how many at once (MCP POSTs and
-	// web UI requests): a request whose announced body the token's budget
-	// cannot pay gets 429 with Retry-After before its body is read, and
-	// bytes read are charged as they are read. A request's cost grows with
-	// its body (decoding a tool call allocates many times its size), so
-	// this bounds what one token's big requests make the process spend
-	// after the requests budget (Rate) has let them in. Defaults: 1 MiB a
+	// web UI requests). A request whose announced body (Content-Length)
+	// the token's budget cannot pay for yet waits, holding its turn and
+	// before its body is read, until it can; one that would wait more
+	// than 10 s gets 429 with Retry-After. A body of no announced length
+	// is paid for as it is read. A request's cost grows with its body
+	// (decoding a tool call allocates many times its size), so this
+	// bounds what one token's big requests make the process spend after
+	// the requests budget (Rate) has let them in. Defaults: 1 MiB a
 	// second, and twice MaxBodyBytes; a negative rate turns the budget
 	// off.
 	TokenBytesRate  float64
