@@ -2,7 +2,10 @@
 // requests per token and a /sync connection's frames.
 package tokenbucket
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Bucket is a token bucket: rate per second refill up to burst. Callers
 // serialize their use of one.
@@ -29,7 +32,7 @@ func (b *Bucket) TakeN(now time.Time, n, rate, burst float64) time.Duration {
 		b.tokens -= n
 		return 0
 	}
-	return time.Duration((n - b.tokens) / rate * float64(time.Second))
+	return until(n-b.tokens, rate)
 }
 
 // Wait returns how long until a token is there, 0 if one is now, taking
@@ -39,7 +42,7 @@ func (b *Bucket) Wait(now time.Time, rate, burst float64) time.Duration {
 	if b.tokens >= 1 {
 		return 0
 	}
-	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+	return until(1-b.tokens, rate)
 }
 
 // Charge removes one token even when none is left: the debt delays later
@@ -63,7 +66,7 @@ func (b *Bucket) WaitFor(now time.Time, n, rate, burst float64) time.Duration {
 	if b.tokens >= n {
 		return 0
 	}
-	return time.Duration((n - b.tokens) / rate * float64(time.Second))
+	return until(n-b.tokens, rate)
 }
 
 // ChargeN removes n tokens even when fewer are left: the debt delays later
@@ -71,4 +74,15 @@ func (b *Bucket) WaitFor(now time.Time, n, rate, burst float64) time.Duration {
 func (b *Bucket) ChargeN(now time.Time, n, rate, burst float64) {
 	b.refill(now, rate, burst)
 	b.tokens -= n
+}
+
+// until is how long rate takes to refill short tokens, at most the
+// longest time.Duration: a float past int64's range would convert to any
+// value, a negative one (no wait) included.
+func until(short, rate float64) time.Duration {
+	d := short / rate * float64(time.Second)
+	if !(d < math.MaxInt64) { // past the range, or NaN
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }

@@ -1,6 +1,7 @@
 package tokenbucket_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -65,5 +66,20 @@ func TestTakeN(t *testing.T) {
 	}
 	if b.Take(t0, 1, 10) == 0 {
 		t.Fatal("a token taken from an empty bucket")
+	}
+}
+
+// A wait too long for a time.Duration is the longest one, never a
+// negative one (which callers read as no wait).
+func TestBucketWaitPastDuration(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	for _, rate := range []float64{1e-9, 1e-300} {
+		b := tokenbucket.Full(1, t0)
+		if got := b.WaitFor(t0, 8<<20, rate, 16<<20); got != time.Duration(math.MaxInt64) {
+			t.Fatalf("rate %g: WaitFor = %v, want the longest wait", rate, got)
+		}
+		if got := b.TakeN(t0, 8<<20, rate, 16<<20); got != time.Duration(math.MaxInt64) {
+			t.Fatalf("rate %g: TakeN = %v, want the longest wait", rate, got)
+		}
 	}
 }

@@ -207,3 +207,15 @@ func TestTokenBytesBudgetPastTheCap(t *testing.T) {
 		t.Fatalf("a 3,000-byte call after it: %+v", r.Error)
 	}
 }
+
+// A budget that refills too slowly for its wait to fit a time.Duration
+// still refuses what it cannot pay for.
+func TestTokenBytesBudgetTinyRate(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 1e-9, TokenBytesBurst: 5000})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	if w := d.serveBody(t.Context(), ada, sid, body, 8000); w.Code != 429 || body.n != 0 {
+		t.Fatalf("an 8,000-byte body at a rate of 1e-9 bytes a second: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+	}
+}
