@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// A negative --token-concurrency or a --token-queue below 1 is refused
+// A negative --token-concurrency, a --token-queue below 1, or a
+// --token-bytes or --token-bytes-burst that is not a size is refused
 // before the store is opened.
 func TestServeTokenTurnsFlags(t *testing.T) {
 	for _, args := range [][]string{
@@ -15,6 +16,9 @@ func TestServeTokenTurnsFlags(t *testing.T) {
 		{"--token-queue", "0"},
 		{"--token-queue", "-3"},
 		{"--token-concurrency", "many"},
+		{"--token-bytes", "-1"},
+		{"--token-bytes", "fast"},
+		{"--token-bytes-burst", "1XiB"},
 	} {
 		db := filepath.Join(t.TempDir(), "x.db")
 		_, errs, code := cli(t, db, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
