@@ -32,9 +32,9 @@ const maxBytesWait = 10 * time.Second
 // payBytes pays token id's byte budget for r's body, waiting (with the
 // token's turn held) while the budget cannot pay what the body announces
 // (its Content-Length), before the body is read. It answers and reports
-// false when the wait would pass maxBytesWait (429 with Retry-After) or
-// the request ends while it waits (503). A body of no announced length
-// is paid for as it is read. The payment may leave the budget in debt
+// false when the wait would pass maxBytesWait (429 with Retry-After), or
+// the request ends or the server starts shutting down while it waits
+// (503). A body of no announced length is paid for as it is read. The payment may leave the budget in debt
 // (requests paid for together, a body longer than the burst, or one that
 // announced no length): the debt delays the token's next requests.
 func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) bool {
@@ -75,6 +75,11 @@ func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) boo
 		case <-r.Context().Done():
 			t.Stop()
 			http.Error(w, "503 request ended while waiting for its token's byte budget", http.StatusServiceUnavailable)
+			return false
+		case <-h.drain.Done(): // it has not started: the drain need not wait for it
+			t.Stop()
+			w.Header().Set("Connection", "close")
+			http.Error(w, "503 server shutting down", http.StatusServiceUnavailable)
 			return false
 		case <-t.C:
 		}

@@ -219,3 +219,41 @@ func TestTokenBytesBudgetTinyRate(t *testing.T) {
 		t.Fatalf("an 8,000-byte body at a rate of 1e-9 bytes a second: status %d, %d bytes read; want 429 and none", w.Code, body.n)
 	}
 }
+
+// Requests waiting for their token's bytes or for its turn have not
+// started: when the server shuts down they are answered 503 at once, and
+// the drain does not wait for them.
+func TestTokenWaitsEndAtShutdown(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 500, TokenBytesBurst: 10_000, TokenConcurrency: 1})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	if resp := d.send(t, ada, sid, echoCall(6000), false); resp.StatusCode != 200 {
+		t.Fatalf("the first 6,000-byte call: status %d", resp.StatusCode)
+	}
+	codes := make(chan int, 2)
+	for range 2 { // the first waits about 4.5 s for bytes, the second for its turn
+		go func() {
+			resp := d.send(t, ada, sid, echoCall(6000), false)
+			io.Copy(io.Discard, resp.Body)
+			codes <- resp.StatusCode
+		}()
+	}
+	waitFor(t, "one request waiting for bytes and one for its turn", func() bool {
+		running, waiting := serve.Turns(d.h)
+		return running == 1 && waiting == 1
+	})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if err := d.h.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with two requests waiting: %v", err)
+	}
+	for range 2 {
+		if c := <-codes; c != 503 {
+			t.Fatalf("a waiting request at shutdown: status %d, want 503", c)
+		}
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("shutdown took %v", took)
+	}
+}

@@ -253,6 +253,8 @@ type Handler struct {
 	auth       *authLimit
 	metrics    *metrics
 	draining   atomic.Bool
+	drain      context.Context // ends when Shutdown starts: requests waiting for a turn or bytes give up
+	stopDrain  context.CancelFunc
 	inflight   atomic.Int64 // requests being served, but for event streams (a WaitGroup may not Add while Shutdown waits)
 }
 
@@ -362,7 +364,8 @@ func New(opts *Options) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel,
+	drain, stopDrain := context.WithCancel(context.Background())
+	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel, drain: drain, stopDrain: stopDrain,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
@@ -929,7 +932,12 @@ func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
 // is capped at it) and returns what ends them, or answers (429 with
 // Retry-After when the token's queue is full) and reports false.
 func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n int) (func(), bool) {
-	done, err := h.turns.take(r.Context(), id, n, func() { h.metrics.turnWaited(r.URL.Path) })
+	// A request waiting for its turn gives up when the server shuts
+	// down: it has not started, and the drain would wait for it.
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	defer context.AfterFunc(h.drain, stop)()
+	done, err := h.turns.take(ctx, id, n, func() { h.metrics.turnWaited(r.URL.Path) })
 	switch {
 	case errors.Is(err, errTokenBusy):
 		h.metrics.turnRefused(r.URL.Path)
@@ -938,6 +946,10 @@ func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n 
 		}
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, fmt.Sprintf("429 too many requests of this token at once (%d running, %d waiting); retry after the Retry-After seconds", h.opts.TokenConcurrency, h.opts.TokenQueue), http.StatusTooManyRequests)
+		return nil, false
+	case err != nil && h.drain.Err() != nil:
+		w.Header().Set("Connection", "close")
+		http.Error(w, "503 server shutting down", http.StatusServiceUnavailable)
 		return nil, false
 	case err != nil:
 		// The client went away while it waited.
@@ -953,6 +965,7 @@ func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n 
 // which then finds no request that never ends.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.draining.Store(true)
+	h.stopDrain()
 	var err error
 	for h.inflight.Load() > 0 && err == nil {
 		select {
