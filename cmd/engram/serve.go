@@ -207,11 +207,12 @@ func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*se
 }
 
 // newHTTPServer bounds what one connection can hold: headers must arrive
-// within 10 s and a request body within a minute (no slowloris), idle
+// within 10 s and a request body within a minute (serve.BodyReadTimeout,
+// from the end of any wait for its turn; no slowloris), idle
 // keep-alive connections close after two; there is no write timeout, as
 // an MCP event stream lasts as long as its session.
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: serve.BodyReadTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

@@ -55,6 +55,10 @@ func (b *Bucket) Charge(now time.Time, rate, burst float64) {
 }
 
 func (b *Bucket) refill(now time.Time, rate, burst float64) {
+	if math.IsInf(rate, 1) { // no limit: 0 s × ∞ would be NaN
+		b.tokens, b.at = burst, now
+		return
+	}
 	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
 	b.at = now
 }

@@ -83,3 +83,20 @@ func TestBucketWaitPastDuration(t *testing.T) {
 		}
 	}
 }
+
+// An infinite rate is no limit: a bucket refills to its burst at once,
+// even within the same instant (where 0 s × ∞ is NaN).
+func TestBucketInfiniteRate(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	inf := math.Inf(1)
+	b := tokenbucket.Full(4, t0)
+	for i := range 10 {
+		if wait := b.TakeN(t0, 3, inf, 4); wait != 0 {
+			t.Fatalf("take %d at rate +Inf: wait %v", i, wait)
+		}
+	}
+	b.ChargeN(t0, 100, inf, 4)
+	if wait := b.WaitFor(t0, 4, inf, 4); wait != 0 {
+		t.Fatalf("after a debt at rate +Inf: wait %v", wait)
+	}
+}

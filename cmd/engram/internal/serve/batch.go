@@ -31,8 +31,9 @@ func isBatch(body []byte) bool {
 // protocol has batches, at most MaxBatch long, with every message paid
 // for by the token's rate bucket (the request itself was, by allow). It
 // answers otherwise, before anything in the batch runs, and reports
-// whether the batch may go on, and how many messages it holds (1 when
-// that is not known). The SDK itself refuses a batch only by
+// whether the batch may go on, and how many calls (requests, which run
+// side by side) it holds: 1 when that is not known, and never more than
+// TokenConcurrency, since a batch of more is refused. The SDK itself refuses a batch only by
 // the request's Mcp-Protocol-Version header, which a client may leave
 // out (the SDK then assumes 2025-03-26) or set to an older version than
 // its session's; and it runs the calls of a batch it accepts all at once.
@@ -71,7 +72,7 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 		return 0, false
 	}
 	limit := min(h.opts.MaxBatch, h.opts.Burst)
-	n, ok := batchLen(body, limit+1)
+	n, calls, ok := batchLen(body, limit+1)
 	if !ok {
 		return 1, true // not a JSON array of values: the SDK answers 400
 	}
@@ -80,8 +81,17 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 			"invalid request: a JSON-RPC batch of more than %d messages; this server takes at most %d per batch", limit, limit))
 		return 0, false
 	}
+	if calls > h.opts.TokenConcurrency {
+		// The SDK runs a batch's calls all at once: more of them than
+		// the token's turns would run beside other agents' requests on
+		// more of the machine than its share.
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+			"invalid request: a JSON-RPC batch of %d calls; this server runs at most %d of a token's calls at once, so send at most %d per batch (or one per request)",
+			calls, h.opts.TokenConcurrency, h.opts.TokenConcurrency))
+		return 0, false
+	}
 	if n <= 1 {
-		return 1, true // the request paid for it
+		return calls, true // the request paid for it
 	}
 	h.mu.Lock()
 	b, ok := h.limits[rec.token.ID]
@@ -92,7 +102,7 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 	wait := b.TakeN(time.Now(), float64(n-1), h.opts.Rate, float64(h.opts.Burst))
 	h.mu.Unlock()
 	if wait <= 0 {
-		return n, true
+		return calls, true
 	}
 	h.metrics.rateLimit(r.URL.Path)
 	w.Header().Set("Retry-After", retryAfter(wait))
@@ -101,24 +111,27 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 	return 0, false
 }
 
-// batchLen counts the values of a JSON array, stopping at most: it
+// batchLen counts the values of a JSON array, and the requests among
+// them (messages with a method and an id), stopping at most values: it
 // reports false when body is not an array of JSON values.
-func batchLen(body []byte, most int) (int, bool) {
+func batchLen(body []byte, most int) (n, requests int, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return 0, false
+		return 0, 0, false
 	}
-	n := 0
 	for dec.More() {
 		if n++; n >= most {
-			return n, true
+			return n, requests, true
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return 0, false
+			return 0, 0, false
+		}
+		if hasRequest(v) {
+			requests++
 		}
 	}
-	return n, true
+	return n, requests, true
 }
 
 // negotiatedVersion is the protocol version a session asking for client

@@ -126,7 +126,7 @@ func TestBatchRefusedWithoutBatchProtocol(t *testing.T) {
 // costs n requests of the token's rate budget, paid before any runs, and
 // is at most MaxBatch long.
 func TestBatchChargedPerCall(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 1e-3, Burst: 10, MaxBatch: 4})
+	d := newDoor(t, &serve.Options{Rate: 1e-3, Burst: 10, MaxBatch: 4, TokenConcurrency: 4})
 	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.sessionAt(t, tok, "2025-03-26") // 2 requests: 8 left
 	h := mcpHeader(tok, sid)
@@ -182,9 +182,9 @@ func TestBatchDefaultCap(t *testing.T) {
 		opts     serve.Options
 		ok, over int
 	}{
-		{serve.Options{}, 32, 33},
-		{serve.Options{Burst: 5}, 0, 6},
-		{serve.Options{MaxBatch: 1000, Burst: 6}, 0, 7},
+		{serve.Options{TokenConcurrency: 64}, 32, 33},
+		{serve.Options{Burst: 5, TokenConcurrency: 64}, 0, 6},
+		{serve.Options{MaxBatch: 1000, Burst: 6, TokenConcurrency: 64}, 0, 7},
 	} {
 		t.Run(fmt.Sprintf("MaxBatch %d Burst %d", c.opts.MaxBatch, c.opts.Burst), func(t *testing.T) {
 			d := newDoor(t, &c.opts)

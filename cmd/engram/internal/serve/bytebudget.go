@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,66 +30,111 @@ import (
 // after a debt of at most as much, at 1 MiB a second).
 const maxBytesWait = 10 * time.Second
 
-// payBytes pays token id's byte budget for r's body, waiting (with the
-// token's turn held) while the budget cannot pay what the body announces
-// (its Content-Length), before the body is read. It answers and reports
-// false when the wait would pass maxBytesWait (429 with Retry-After), or
-// the request ends or the server starts shutting down while it waits
-// (503). A body of no announced length is paid for as it is read. The payment may leave the budget in debt
-// (requests paid for together, a body longer than the burst, or one that
-// announced no length): the debt delays the token's next requests.
-func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64) bool {
-	if h.opts.TokenBytesRate < 0 || r.Body == nil || r.Body == http.NoBody {
+// payBytes pays token id's byte budget for r's body before it is read,
+// waiting (with the token's turn held) while the budget is short of what
+// the body announces (its Content-Length, or the burst if longer). The
+// bytes are taken from the budget as the wait begins, so the token's
+// later requests queue behind this one's debt instead of taking the bytes
+// it waits for; they are given back if it does not go on. It answers and
+// reports false when the wait would pass maxBytesWait (429 with
+// Retry-After), or the request ends or the server starts shutting down
+// while it waits (503). A body of no announced length is paid for as it
+// is read, each read waiting for the debt it makes (chargedBody). With
+// pace false (a request that takes no turn: a body of notifications
+// only, already read), the bytes are charged and nothing waits.
+func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64, pace bool) bool {
+	if !h.bytesBudgeted() || r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
 	rate, burst := h.opts.TokenBytesRate, float64(h.opts.TokenBytesBurst)
-	// A body is read up to the body cap, and one longer than the burst
-	// waits for a full budget.
-	size := min(r.ContentLength, h.opts.MaxBodyBytes)
-	need := min(float64(max(size, 1)), burst)
-	for waited := false; ; waited = true {
+	if r.ContentLength < 0 {
+		r.Body = &chargedBody{ReadCloser: r.Body, h: h, r: r, id: id}
+		return true
+	}
+	size := float64(max(r.ContentLength, 1))
+	need := min(size, burst) // a body longer than the burst waits for a full budget
+	now := time.Now()
+	h.mu.Lock()
+	b := h.byteBucket(id, now)
+	wait := b.WaitFor(now, need, rate, burst)
+	if !pace {
+		wait = 0
+	}
+	if wait <= maxBytesWait {
+		b.ChargeN(now, size, rate, burst)
+	}
+	h.mu.Unlock()
+	if wait <= 0 {
+		return true
+	}
+	if wait > maxBytesWait {
+		h.refuseBytes(w, r, id, wait)
+		return false
+	}
+	h.metrics.bytesWaited(r.URL.Path)
+	if msg, ok := h.waitBytes(r, wait); !ok {
 		now := time.Now()
 		h.mu.Lock()
-		b := h.byteBucket(id, now)
-		wait := b.WaitFor(now, need, rate, burst)
-		if wait <= 0 && size > 0 {
-			b.ChargeN(now, float64(size), rate, burst)
-		}
+		h.byteBucket(id, now).ChargeN(now, -size, rate, burst) // given back
 		h.mu.Unlock()
-		if wait <= 0 {
-			break
-		}
-		if wait > maxBytesWait {
-			h.metrics.bytesRefused(r.URL.Path)
-			if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
-				rec.refused = fmt.Sprintf("token %d has sent its share of request bytes (%d a second)", id, int64(rate))
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-			http.Error(w, fmt.Sprintf("429 too many request bytes for this token (%d a second, %d at once); retry after the Retry-After seconds", int64(rate), h.opts.TokenBytesBurst), http.StatusTooManyRequests)
-			return false
-		}
-		if !waited {
-			h.metrics.bytesWaited(r.URL.Path)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			http.Error(w, "503 request ended while waiting for its token's byte budget", http.StatusServiceUnavailable)
-			return false
-		case <-h.drain.Done(): // it has not started: the drain need not wait for it
-			t.Stop()
+		if h.drain.Err() != nil {
 			w.Header().Set("Connection", "close")
-			http.Error(w, "503 server shutting down", http.StatusServiceUnavailable)
-			return false
-		case <-t.C:
 		}
-	}
-	if r.ContentLength < 0 {
-		r.Body = &chargedBody{ReadCloser: r.Body, h: h, id: id}
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return false
 	}
 	return true
 }
+
+// bytesBudgeted reports whether request bodies are paid for in bytes
+// (a negative or infinite TokenBytesRate turns the budget off).
+func (h *Handler) bytesBudgeted() bool {
+	return h.opts.TokenBytesRate >= 0 && !math.IsInf(h.opts.TokenBytesRate, 1)
+}
+
+// waitBytes waits d for r's bytes; it reports false, with the 503's
+// message, when r ends or the server starts shutting down first.
+func (h *Handler) waitBytes(r *http.Request, d time.Duration) (string, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		return "503 request ended while waiting for its token's byte budget", false
+	case <-h.drain.Done(): // it has not started: the drain need not wait for it
+		return "503 server shutting down", false
+	case <-t.C:
+		return "", true
+	}
+}
+
+// refuseBytes answers 429: token id's request would wait longer than
+// maxBytesWait for its bytes.
+func (h *Handler) refuseBytes(w http.ResponseWriter, r *http.Request, id int64, wait time.Duration) {
+	rate := int64(h.opts.TokenBytesRate)
+	h.metrics.bytesRefused(r.URL.Path)
+	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+		rec.refused = fmt.Sprintf("token %d has sent its share of request bytes (%d a second)", id, rate)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(min(wait, time.Hour).Seconds()))))
+	http.Error(w, fmt.Sprintf("429 too many request bytes for this token (%d a second, %d at once); retry after the Retry-After seconds", rate, h.opts.TokenBytesBurst), http.StatusTooManyRequests)
+}
+
+// bytesBudgetError is what a body of no announced length fails to read
+// with when token id's byte budget would make its reads wait longer than
+// maxBytesWait in all; wait is the wait it was refused.
+type bytesBudgetError struct {
+	id   int64
+	wait time.Duration
+}
+
+func (e *bytesBudgetError) Error() string {
+	return fmt.Sprintf("request body: token %d has sent its share of request bytes (retry in %v)", e.id, e.wait.Round(time.Second))
+}
+
+// errBytesWaitEnded is what a body of no announced length fails to read
+// with when its request ends, or the server starts shutting down, while
+// a read waits for the token's byte budget.
+var errBytesWaitEnded = errors.New("request body: wait for the token's byte budget ended")
 
 // byteBucket returns token id's byte budget; h.mu held.
 func (h *Handler) byteBucket(id int64, now time.Time) *tokenbucket.Bucket {
@@ -101,20 +147,46 @@ func (h *Handler) byteBucket(id int64, now time.Time) *tokenbucket.Bucket {
 }
 
 // chargedBody is a request body of no announced length, whose reads
-// charge a token's byte budget.
+// charge a token's byte budget. A read past the budget waits for the
+// debt it made before it returns, so such a body is read at the budget's
+// pace however many of them the token sends side by side; a read that
+// would make the body's waits pass maxBytesWait fails with a
+// *bytesBudgetError, and one whose request ends or whose server shuts down
+// while it waits fails with that error.
 type chargedBody struct {
 	io.ReadCloser
-	h  *Handler
-	id int64
+	h      *Handler
+	r      *http.Request
+	id     int64
+	waited time.Duration
 }
 
+// chargedRead is the most a chargedBody reads at once, so that no read
+// runs far ahead of the budget.
+const chargedRead = 64 << 10
+
 func (c *chargedBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	if n > 0 {
-		now := time.Now()
-		c.h.mu.Lock()
-		c.h.byteBucket(c.id, now).ChargeN(now, float64(n), c.h.opts.TokenBytesRate, float64(c.h.opts.TokenBytesBurst))
-		c.h.mu.Unlock()
+	n, err := c.ReadCloser.Read(p[:min(len(p), chargedRead)])
+	if n <= 0 {
+		return n, err
+	}
+	h := c.h
+	rate, burst := h.opts.TokenBytesRate, float64(h.opts.TokenBytesBurst)
+	now := time.Now()
+	h.mu.Lock()
+	b := h.byteBucket(c.id, now)
+	b.ChargeN(now, float64(n), rate, burst)
+	wait := b.WaitFor(now, 0, rate, burst) // until the debt is paid
+	h.mu.Unlock()
+	if wait <= 0 {
+		return n, err
+	}
+	if c.waited += wait; c.waited > maxBytesWait {
+		return n, &bytesBudgetError{id: c.id, wait: wait}
+	}
+	h.metrics.bytesWaited(c.r.URL.Path)
+	if msg, ok := h.waitBytes(c.r, wait); !ok {
+		return n, fmt.Errorf("%w: %s", errBytesWaitEnded, msg)
 	}
 	return n, err
 }

@@ -133,13 +133,13 @@ func TestTokenBytesBudgetRefusesUnread(t *testing.T) {
 	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000, TokenConcurrency: 1})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
-	// About 4,750 bytes left: 8,000 (paid as 5,000, the burst) waits
-	// about 2.5 s; 40,000 more than the longest wait.
-	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	// About 4,750 bytes left: 40,000 (paid as 5,000, the burst) waits
+	// about 2.5 s. A body this long is read only once it is paid for.
+	body := &readCounter{Reader: strings.NewReader(echoCall(40_000))}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	if w := d.serveBody(ctx, ada, sid, body, 8000); w.Code != 503 || body.n != 0 {
-		t.Fatalf("an 8,000-byte body whose client left while it waited: status %d, %d bytes read; want 503 and none", w.Code, body.n)
+	if w := d.serveBody(ctx, ada, sid, body, 40_000); w.Code != 503 || body.n != 0 {
+		t.Fatalf("a 40,000-byte body whose client left while it waited: status %d, %d bytes read; want 503 and none", w.Code, body.n)
 	}
 	if running, waiting := serve.Turns(d.h); running != 0 || waiting != 0 {
 		t.Fatalf("after it: %d running, %d waiting", running, waiting)
@@ -147,11 +147,11 @@ func TestTokenBytesBudgetRefusesUnread(t *testing.T) {
 	d2 := newDoor(t, &serve.Options{TokenBytesRate: 10, TokenBytesBurst: 5000})
 	bob := d2.token(t, accesstoken.Spec{Agent: "bob"})
 	sid = d2.session(t, bob)
-	body = &readCounter{Reader: strings.NewReader(echoCall(8000))}
+	body = &readCounter{Reader: strings.NewReader(echoCall(40_000))}
 	start := time.Now()
-	w := d2.serveBody(t.Context(), bob, sid, body, 8000)
+	w := d2.serveBody(t.Context(), bob, sid, body, 40_000)
 	if w.Code != 429 || body.n != 0 {
-		t.Fatalf("an 8,000-byte body 25 s from its budget: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+		t.Fatalf("a 40,000-byte body 25 s from its budget: status %d, %d bytes read; want 429 and none", w.Code, body.n)
 	}
 	if s, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || s < 20 || s > 30 {
 		t.Fatalf("Retry-After %q, want about 25 s", w.Header().Get("Retry-After"))
@@ -214,9 +214,9 @@ func TestTokenBytesBudgetTinyRate(t *testing.T) {
 	d := newDoor(t, &serve.Options{TokenBytesRate: 1e-9, TokenBytesBurst: 5000})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
-	body := &readCounter{Reader: strings.NewReader(echoCall(8000))}
-	if w := d.serveBody(t.Context(), ada, sid, body, 8000); w.Code != 429 || body.n != 0 {
-		t.Fatalf("an 8,000-byte body at a rate of 1e-9 bytes a second: status %d, %d bytes read; want 429 and none", w.Code, body.n)
+	body := &readCounter{Reader: strings.NewReader(echoCall(40_000))}
+	if w := d.serveBody(t.Context(), ada, sid, body, 40_000); w.Code != 429 || body.n != 0 {
+		t.Fatalf("a 40,000-byte body at a rate of 1e-9 bytes a second: status %d, %d bytes read; want 429 and none", w.Code, body.n)
 	}
 }
 

@@ -95,8 +95,10 @@ type Options struct {
 	// ones wait for a turn in arrival order, at most TokenQueue of them,
 	// and one beyond those gets 429 with Retry-After. So one token's
 	// costly requests take their turns on a share of the machine instead
-	// of every core, and other agents' latency holds. Defaults: half of
-	// GOMAXPROCS (at least 1), and 16.
+	// of every core, and other agents' latency holds. A POST of
+	// notifications only takes none; a JSON-RPC batch takes one per call
+	// and one of more calls than TokenConcurrency is refused. Defaults:
+	// half of GOMAXPROCS (at least 1), and 16.
 	TokenConcurrency int
 	TokenQueue       int
 	// TokenBytesRate is the request body bytes per second each token may
@@ -105,12 +107,12 @@ type Options struct {
 	// the token's budget cannot pay for yet waits, holding its turn and
 	// before its body is read, until it can; one that would wait more
 	// than 10 s gets 429 with Retry-After. A body of no announced length
-	// is paid for as it is read. A request's cost grows with its body
+	// is read at the budget's pace. A request's cost grows with its body
 	// (decoding a tool call allocates many times its size), so this
 	// bounds what one token's big requests make the process spend after
 	// the requests budget (Rate) has let them in. Defaults: 1 MiB a
-	// second, and twice MaxBodyBytes; a negative rate turns the budget
-	// off.
+	// second, and twice MaxBodyBytes; a negative or infinite rate turns
+	// the budget off.
 	TokenBytesRate  float64
 	TokenBytesBurst int64
 	// MaxBatch caps the messages of one JSON-RPC batch (a POST whose
@@ -278,6 +280,15 @@ func New(opts *Options) (*Handler, error) {
 		return nil, fmt.Errorf("%w: Tokens and MCPServer are required", ErrInvalidOptions)
 	}
 	o := *opts
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"Rate", o.Rate}, {"TokenBytesRate", o.TokenBytesRate}, {"SyncRate", o.SyncRate}, {"SyncOpsRate", o.SyncOpsRate},
+		{"AuthFailureRate", o.AuthFailureRate}, {"AuthFailureGlobalRate", o.AuthFailureGlobalRate}} {
+		if math.IsNaN(r.v) {
+			return nil, fmt.Errorf("%w: %s is NaN", ErrInvalidOptions, r.name)
+		}
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
@@ -306,7 +317,7 @@ func New(opts *Options) (*Handler, error) {
 		o.TokenBytesRate = 1 << 20
 	}
 	if o.TokenBytesBurst <= 0 {
-		o.TokenBytesBurst = 2 * o.MaxBodyBytes
+		o.TokenBytesBurst = 2 * min(o.MaxBodyBytes, math.MaxInt64/2)
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = defaultMaxBatch
@@ -462,38 +473,11 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method == http.MethodPost {
-				// The turn before the body: a request waiting for one
-				// holds no more than its connection.
-				done, ok := h.takeTurns(w, r, rec.token.ID, 1)
+				done, ok := h.admitPost(w, r, rec)
 				if !ok {
 					return
 				}
 				defer done()
-				if !h.payBytes(w, r, rec.token.ID) {
-					return
-				}
-				body, ok := h.readBody(w, r)
-				if !ok {
-					return
-				}
-				if isBatch(body) {
-					n, ok := h.admitBatch(w, r, rec, body)
-					if !ok {
-						return
-					}
-					if n > 1 && h.opts.TokenConcurrency > 1 {
-						// Its calls run side by side: a turn for each, up
-						// to all of them, taken again at the back of the
-						// line.
-						done()
-						if done, ok = h.takeTurns(w, r, rec.token.ID, n); !ok {
-							return
-						}
-						defer done()
-					}
-				} else if h.answerMissingParams(w, body) {
-					return
-				}
 			}
 			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
@@ -536,6 +520,114 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		})).ServeHTTP(w, r)
 }
 
+// earlyBodyBytes is the largest announced body a POST /mcp reads before
+// it waits for its token's turn. Read, a body costs no more than the
+// request's rate already bounds, and it shows what the request is: a
+// request of notifications only (notifications/cancelled among them)
+// takes no turn, so it cannot wait behind the call it cancels; and over
+// HTTP/1.1 the server notices that a client went away only once the body
+// has been read, so a waiter whose client gave up leaves the line and its
+// call never runs. A longer body is read only after its turn and its
+// bytes are paid for.
+const earlyBodyBytes = 16 << 10
+
+// admitPost lets an MCP POST go on to the SDK: its body within the cap,
+// its turns taken (one, one per call of a batch, none for a body of
+// notifications and responses only), its bytes paid for, its body read
+// (then in r.Body) and a batch admitted. It returns what ends the turns,
+// or answers and reports false.
+func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessRecord) (func(), bool) {
+	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread and unpaid
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	id := rec.token.ID
+	var body []byte
+	early := r.ContentLength >= 0 && r.ContentLength <= earlyBodyBytes
+	turns := 1
+	if early {
+		var ok bool
+		if body, ok = h.readBody(w, r); !ok {
+			return nil, false
+		}
+		switch {
+		case isBatch(body):
+			if turns, ok = h.admitBatch(w, r, rec, body); !ok {
+				return nil, false
+			}
+		case !hasRequest(body):
+			turns = 0
+		}
+	}
+	done := func() {}
+	if turns > 0 {
+		var ok bool
+		if done, ok = h.takeTurns(w, r, id, turns); !ok {
+			return nil, false
+		}
+	}
+	if !h.payBytes(w, r, id, turns > 0) {
+		done()
+		return nil, false
+	}
+	if !early {
+		// The wait for a turn and for bytes ran on the server's read
+		// deadline, which is meant for the body alone.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
+		var ok bool
+		if body, ok = h.readBody(w, r); !ok {
+			done()
+			return nil, false
+		}
+		if isBatch(body) {
+			n, ok := h.admitBatch(w, r, rec, body)
+			if !ok {
+				done()
+				return nil, false
+			}
+			if n > 1 && h.opts.TokenConcurrency > 1 {
+				// Its calls run side by side: a turn for each, taken
+				// again at the back of the line.
+				done()
+				if done, ok = h.takeTurns(w, r, id, n); !ok {
+					return nil, false
+				}
+			}
+		}
+	}
+	if !isBatch(body) && h.answerMissingParams(w, body) {
+		done()
+		return nil, false
+	}
+	return done, true
+}
+
+// BodyReadTimeout is how long a request body may take to arrive once the
+// door reads it; engram serve's http.Server has it as its ReadTimeout.
+// A POST that waited for its turn is given it again from the end of its
+// wait.
+const BodyReadTimeout = time.Minute
+
+// hasRequest reports whether a JSON-RPC body (a message or a batch)
+// holds a request: a message with a method and an id. One that cannot be
+// read as such counts as a request.
+func hasRequest(body []byte) bool {
+	type message struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	isRequest := func(m message) bool { return m.Method != nil && len(m.ID) > 0 && string(m.ID) != "null" }
+	if isBatch(body) {
+		var ms []message
+		if json.Unmarshal(body, &ms) != nil {
+			return true
+		}
+		return len(ms) == 0 || slices.ContainsFunc(ms, isRequest)
+	}
+	var m message
+	return json.Unmarshal(body, &m) != nil || isRequest(m)
+}
+
 // needsParams are the methods a client must send params with.
 var needsParams = []string{"initialize", "tools/call", "resources/read", "resources/subscribe", "resources/unsubscribe",
 	"prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen"}
@@ -559,9 +651,18 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var refused *bytesBudgetError
+		switch {
+		case errors.As(err, &mbe):
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-		} else {
+		case errors.As(err, &refused):
+			h.refuseBytes(w, r, refused.id, refused.wait)
+		case errors.Is(err, errBytesWaitEnded):
+			if h.drain.Err() != nil {
+				w.Header().Set("Connection", "close")
+			}
+			http.Error(w, "503 "+err.Error(), http.StatusServiceUnavailable)
+		default:
 			http.Error(w, "failed to read the request body", http.StatusBadRequest)
 		}
 		return nil, false

@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -102,6 +104,41 @@ func TestTurnsCancelRacesHandOff(t *testing.T) {
 		<-result
 		if n, w := tr.count(); n != 0 || w != 0 {
 			t.Fatalf("%d lines, %d waiting after both ended", n, w)
+		}
+	}
+}
+
+// Waiters canceled around the moment they are handed turns never break
+// the limit, lose turns or leave a line behind.
+func TestTurnsCancelRace(t *testing.T) {
+	for _, limit := range []int{1, 2, 3} {
+		tr := newTurns(limit, 8)
+		var held [3]atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), uint64(limit)))
+				for range 300 {
+					n := 1 + r.IntN(limit+1)
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(50))*time.Microsecond)
+					done, err := tr.take(ctx, int64(g%3), n, nil)
+					cancel()
+					if err != nil {
+						continue
+					}
+					if h := held[g%3].Add(int64(min(n, limit))); h > int64(limit) {
+						t.Errorf("%d turns of one token held, limit %d", h, limit)
+					}
+					time.Sleep(time.Duration(r.IntN(20)) * time.Microsecond)
+					held[g%3].Add(-int64(min(n, limit)))
+					done()
+					done()
+				}
+			})
+		}
+		wg.Wait()
+		if n, w := tr.count(); n != 0 || w != 0 {
+			t.Fatalf("limit %d: %d lines, %d waiting left", limit, n, w)
 		}
 	}
 }

@@ -106,17 +106,23 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	if !h.allow(w, r, login.tokenID) {
 		return
 	}
-	// A turn for each request but the page's event stream, which lasts as
-	// long as the page, and its static files, which cost nothing to serve.
-	if !(r.Method == http.MethodGet && (r.URL.Path == UIPath+"/events" || strings.HasPrefix(r.URL.Path, UIPath+"/static/"))) {
+	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread and unpaid
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	// A turn, and bytes for its body, for each request but the page's
+	// event stream, which lasts as long as the page, and its static
+	// files, which cost nothing to serve (and whose bodies go unread).
+	if !((r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == UIPath+"/events" || strings.HasPrefix(r.URL.Path, UIPath+"/static/"))) {
 		done, ok := h.takeTurns(w, r, login.tokenID, 1)
 		if !ok {
 			return
 		}
 		defer done()
-	}
-	if !h.payBytes(w, r, login.tokenID) {
-		return
+		if !h.payBytes(w, r, login.tokenID, true) {
+			return
+		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	}
 	ui, err := h.ui(login.human)
 	if err != nil {

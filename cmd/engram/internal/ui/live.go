@@ -193,6 +193,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead { // the headers are the whole answer: no stream to hold open
+		return
+	}
 	ch := s.live.subscribe()
 	defer s.live.unsubscribe(ch)
 	fmt.Fprint(w, "retry: 2000\n: connected\n\n")

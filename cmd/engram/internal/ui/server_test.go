@@ -818,3 +818,27 @@ func TestBlockHistoryAcrossEpochs(t *testing.T) {
 		t.Fatalf("after restoring an archived change: %q", got)
 	}
 }
+
+// HEAD /events answers with the stream's headers and ends: a link
+// previewer's or scanner's probe must not hold a stream (and, behind
+// engram serve, its person's turn) open for as long as it keeps its
+// connection.
+func TestHeadEventsEnds(t *testing.T) {
+	f := newFixture(t)
+	u, _ := url.Parse(f.ts.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodHead, "/events", nil)
+	for _, c := range f.client.Jar.Cookies(u) {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	f.srv.ServeHTTP(rec, req)
+	if took := time.Since(start); rec.Code != http.StatusOK || took > time.Second {
+		t.Fatalf("HEAD /events: status %d, returned after %v", rec.Code, took)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("HEAD /events: Content-Type %q", ct)
+	}
+}
