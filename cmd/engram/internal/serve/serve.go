@@ -96,7 +96,7 @@ type Options struct {
 	// and one beyond those gets 429 with Retry-After. So one token's
 	// costly requests take their turns on a share of the machine instead
 	// of every core, and other agents' latency holds. A POST of
-	// notifications only takes none; a JSON-RPC batch takes one per call
+	// notifications only, of at most 16 KiB, takes none; a JSON-RPC batch takes one per call
 	// and one of more calls than TokenConcurrency is refused. Defaults:
 	// half of GOMAXPROCS (at least 1), and 16.
 	TokenConcurrency int
@@ -609,23 +609,23 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 const BodyReadTimeout = time.Minute
 
 // hasRequest reports whether a JSON-RPC body (a message or a batch)
-// holds a request: a message with a method and an id. One that cannot be
-// read as such counts as a request.
+// holds a request: a message with a method and an id. Keys match
+// exactly, as the go-sdk's decoder matches them ("ID" is not "id"). One
+// that cannot be read as such counts as a request.
 func hasRequest(body []byte) bool {
-	type message struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
+	isRequest := func(m map[string]json.RawMessage) bool {
+		id, method := m["id"], m["method"]
+		return len(method) > 0 && len(id) > 0 && string(id) != "null"
 	}
-	isRequest := func(m message) bool { return m.Method != nil && len(m.ID) > 0 && string(m.ID) != "null" }
 	if isBatch(body) {
-		var ms []message
+		var ms []map[string]json.RawMessage
 		if json.Unmarshal(body, &ms) != nil {
 			return true
 		}
 		return len(ms) == 0 || slices.ContainsFunc(ms, isRequest)
 	}
-	var m message
-	return json.Unmarshal(body, &m) != nil || isRequest(m)
+	var m map[string]json.RawMessage
+	return json.Unmarshal(body, &m) != nil || m == nil || isRequest(m)
 }
 
 // needsParams are the methods a client must send params with.

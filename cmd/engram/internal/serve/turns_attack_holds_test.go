@@ -1,0 +1,192 @@
+package serve_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
+)
+
+// HOLDS: payBytes gives a cancelled waiter's bytes back with
+// ChargeN(-size), which is not capped at the burst, so after earlier
+// waiters leave and the bucket refills past the burst under the last
+// waiter's own charge, its refund leaves the bucket at up to twice the
+// burst. But every later use of the bucket refills first, and refill
+// caps at the burst (min(burst, tokens+…)), so the excess is never
+// spendable: after a full burst the next call still waits ~1.6 s.
+func TestTurnsHoldRefundStaysWithinBurst(t *testing.T) {
+	const rate, burst, size = 10_000, 16_000, 16_000
+	d := newDoor(t, &serve.Options{TokenBytesRate: rate, TokenBytesBurst: burst, TokenConcurrency: 3, TokenQueue: 4})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	body := echoCall(size)
+	serve1 := func(ctx context.Context) int {
+		return d.serveBody(ctx, ada, sid, strings.NewReader(body), size).Code
+	}
+	if st := serve1(t.Context()); st != 200 { // empties the budget
+		t.Fatalf("the first call: status %d", st)
+	}
+	var wg sync.WaitGroup
+	ctxA, cancelA := context.WithCancel(t.Context())
+	ctxB, cancelB := context.WithCancel(t.Context())
+	defer cancelA()
+	defer cancelB()
+	var stA1, stA2, stB int
+	wg.Go(func() { stA1 = serve1(ctxA) }) // waits ~1.6 s
+	time.Sleep(50 * time.Millisecond)
+	wg.Go(func() { stA2 = serve1(ctxA) }) // waits ~3.2 s
+	time.Sleep(50 * time.Millisecond)
+	bStart := time.Now()
+	wg.Go(func() { stB = serve1(ctxB) }) // waits ~4.8 s
+	time.Sleep(50 * time.Millisecond)
+	cancelA() // the first two give up: their bytes come back
+	time.Sleep(time.Until(bStart.Add(4300 * time.Millisecond)))
+	cancelB() // the last gives up just before its wait ends
+	wg.Wait()
+	if stA1 != 503 || stA2 != 503 || stB != 503 {
+		t.Fatalf("the waiters that gave up: statuses %d %d %d, want 503s", stA1, stA2, stB)
+	}
+	if st := serve1(t.Context()); st != 200 {
+		t.Fatalf("a full burst after the refunds: status %d", st)
+	}
+	start := time.Now()
+	if st := serve1(t.Context()); st != 200 {
+		t.Fatalf("the next call: status %d", st)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("after a full burst (%d bytes) was sent, another %d-byte call waited only %v (want ~1.6 s): the refunds left the budget above its burst", burst, size, took)
+	}
+}
+
+// HOLDS: bodies of odd shape that the go-sdk would run as a call (or
+// rejects) are never judged notification-only: each waits for the turn
+// a running call holds (TokenConcurrency 1), so no second call runs.
+// (Case-folded keys: turns_casekeys_test.go.)
+func TestTurnsHoldOddBodiesTakeTurns(t *testing.T) {
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"hold","arguments":{}}}`
+	}
+	for name, body := range map[string]string{
+		"id 0":                 call("0"),
+		`id ""`:                call(`""`),
+		"id false":             call("false"),
+		"id 1.5":               call("1.5"),
+		"id -0":                call("-0"),
+		"id {}":                call("{}"),
+		"id null then 3":       strings.Replace(call("null"), `"id":null`, `"id":null,"id":3`, 1),
+		"id 3 then null":       strings.Replace(call("3"), `"id":3`, `"id":3,"id":null`, 1),
+		`escaped \u0069d null`: strings.TrimSuffix(call("3"), "}") + `,"\u0069d":null}`,
+		"dotless ıd null":      strings.TrimSuffix(call("3"), "}") + `,"ıd":null}`,
+		"method null":          `{"jsonrpc":"2.0","id":3,"method":null}`,
+		"trailing garbage":     call("3") + "x",
+		"trailing object":      call("3") + `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		"BOM":                  "\ufeff" + call("3"),
+		"leading whitespace":   " \r\n\t" + call("3"),
+		"not JSON":             "hello",
+		"empty":                "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 4})
+			ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+			s1, s2 := d.session(t, ada), d.session(t, ada)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() { d.callStatus(t.Context(), t, ada, s1, holdCall) })
+			waitFor(t, "the first call to run", func() bool { return d.hold.running.Load() == 1 })
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			st := make(chan int, 1)
+			wg.Go(func() { s, _ := d.callStatus(ctx, t, ada, s2, body); st <- s })
+			time.Sleep(300 * time.Millisecond)
+			running := d.hold.running.Load()
+			_, waiting := serve.Turns(d.h)
+			answered := -1
+			select {
+			case answered = <-st:
+			default:
+			}
+			cancel()
+			close(d.hold.release)
+			if running > 1 {
+				t.Fatalf("%s: %d calls run at once at TokenConcurrency 1", name, running)
+			}
+			if waiting != 1 && answered == -1 {
+				t.Fatalf("%s: neither waiting for a turn nor answered", name)
+			}
+		})
+	}
+}
+
+// HOLDS: a small (read-before-the-wait) body whose client leaves while it
+// waits for bytes gives its bytes and its turn back: the token's next
+// call is served at once, and no line is left.
+func TestTurnsHoldEarlyWaiterRefunds(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000, TokenConcurrency: 1})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if w := d.serveBody(ctx, ada, sid, strings.NewReader(echoCall(10_000)), 10_000); w.Code != 503 {
+		t.Fatalf("a 10,000-byte call whose client left while it waited: status %d, want 503", w.Code)
+	}
+	if tokens, waiting := serve.Turns(d.h); tokens != 0 || waiting != 0 {
+		t.Fatalf("after it: %d lines, %d waiting", tokens, waiting)
+	}
+	start := time.Now()
+	if w := d.serveBody(t.Context(), ada, sid, strings.NewReader(echoCall(4000)), 4000); w.Code != 200 || time.Since(start) > time.Second {
+		t.Fatalf("a 4,000-byte call after the refund: status %d after %v", w.Code, time.Since(start))
+	}
+}
+
+// HOLDS: a call answered by the door itself (missing params: -32602)
+// gives its turn back; and a notification-only POST leaves no line.
+func TestTurnsHoldDoorAnswersLeaveNoLine(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 1})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`,
+		`{"jsonrpc":"2.0","id":99,"result":{}}`,
+	} {
+		resp := d.send(t, ada, sid, body, false)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		waitFor(t, "no line after "+body, func() bool { n, w := serve.Turns(d.h); return n == 0 && w == 0 })
+	}
+}
+
+// HOLDS: a batch led by JSON whitespace, or carrying trailing bytes the
+// go-sdk ignores, is still seen as a batch and its calls counted: two
+// hold calls at TokenConcurrency 1 are refused (400) before any runs.
+func TestTurnsHoldDisguisedBatchRefused(t *testing.T) {
+	d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 4})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	const v = "2025-03-26"
+	sid := d.sessionAt(t, ada, v)
+	h := mcpHeader(ada, sid)
+	h["Mcp-Protocol-Version"] = v
+	for _, body := range []string{" \r\n\t" + holdBatch(10, 2), holdBatch(20, 2) + "]x", holdBatch(30, 2) + ` {"a":1}`} {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(body))
+		for k, val := range h {
+			req.Header.Set(k, val)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		st := 0
+		if err == nil {
+			st = resp.StatusCode
+			resp.Body.Close()
+		}
+		cancel()
+		if st != http.StatusBadRequest || d.hold.most.Load() > 0 {
+			t.Fatalf("batch %.40q…: status %d, %d calls ran; want 400 and none", body, st, d.hold.most.Load())
+		}
+	}
+}
