@@ -33,10 +33,11 @@ func isBatch(body []byte) bool {
 // answers otherwise, before anything in the batch runs, and reports
 // whether the batch may go on, and how many calls (requests, which run
 // side by side) it holds: 1 when that is not known, and never more than
-// TokenConcurrency, since a batch of more is refused. The SDK itself refuses a batch only by
-// the request's Mcp-Protocol-Version header, which a client may leave
-// out (the SDK then assumes 2025-03-26) or set to an older version than
-// its session's; and it runs the calls of a batch it accepts all at once.
+// TokenConcurrency, since a batch of more is refused. The SDK itself
+// refuses a batch only by the request's Mcp-Protocol-Version header,
+// which a client may leave out (the SDK then assumes 2025-03-26) or set
+// to an older version than its session's; and it runs the calls of a
+// batch it accepts all at once.
 func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *accessRecord, body []byte) (int, bool) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
@@ -127,7 +128,7 @@ func batchLen(body []byte, most int) (n, requests int, ok bool) {
 		if err := dec.Decode(&v); err != nil {
 			return 0, 0, false
 		}
-		if hasRequest(v) {
+		if m, ok := readMessage(v); !ok || m.isRequest() {
 			requests++
 		}
 	}

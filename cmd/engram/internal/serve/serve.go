@@ -96,9 +96,10 @@ type Options struct {
 	// and one beyond those gets 429 with Retry-After. So one token's
 	// costly requests take their turns on a share of the machine instead
 	// of every core, and other agents' latency holds. A POST of
-	// notifications only, of at most 16 KiB, takes none; a JSON-RPC batch takes one per call
-	// and one of more calls than TokenConcurrency is refused. Defaults:
-	// half of GOMAXPROCS (at least 1), and 16.
+	// notifications only, of at most 16 KiB, takes none; a JSON-RPC
+	// batch takes one per call, and one of more calls than
+	// TokenConcurrency is refused. Defaults: half of GOMAXPROCS (at least
+	// 1), and 16.
 	TokenConcurrency int
 	TokenQueue       int
 	// TokenBytesRate is the request body bytes per second each token may
@@ -537,12 +538,13 @@ const earlyBodyBytes = 16 << 10
 // (then in r.Body) and a batch admitted. It returns what ends the turns,
 // or answers and reports false.
 func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessRecord) (func(), bool) {
-	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread and unpaid
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+	if h.refuseOverCap(w, r) {
 		return nil, false
 	}
 	id := rec.token.ID
 	var body []byte
+	var msg rpcMessage // body's, when it is one message
+	msgOK := false
 	early := r.ContentLength >= 0 && r.ContentLength <= earlyBodyBytes
 	turns := 1
 	if early {
@@ -550,12 +552,11 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 		if body, ok = h.readBody(w, r); !ok {
 			return nil, false
 		}
-		switch {
-		case isBatch(body):
+		if isBatch(body) {
 			if turns, ok = h.admitBatch(w, r, rec, body); !ok {
 				return nil, false
 			}
-		case !hasRequest(body):
+		} else if msg, msgOK = readMessage(body); msgOK && !msg.isRequest() {
 			turns = 0
 		}
 	}
@@ -579,7 +580,9 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 			done()
 			return nil, false
 		}
-		if isBatch(body) {
+		if !isBatch(body) {
+			msg, msgOK = readMessage(body)
+		} else {
 			n, ok := h.admitBatch(w, r, rec, body)
 			if !ok {
 				done()
@@ -595,11 +598,21 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 			}
 		}
 	}
-	if !isBatch(body) && h.answerMissingParams(w, body) {
+	if msgOK && h.answerMissingParams(w, msg) {
 		done()
 		return nil, false
 	}
 	return done, true
+}
+
+// refuseOverCap answers 413, and reports true, when r's body announces
+// more than MaxBodyBytes: refused unread, before any turn or byte budget.
+func (h *Handler) refuseOverCap(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength <= h.opts.MaxBodyBytes {
+		return false
+	}
+	http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+	return true
 }
 
 // BodyReadTimeout is how long a request body may take to arrive once the
@@ -608,24 +621,67 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 // wait.
 const BodyReadTimeout = time.Minute
 
-// hasRequest reports whether a JSON-RPC body (a message or a batch)
-// holds a request: a message with a method and an id. Keys match
-// exactly, as the go-sdk's decoder matches them ("ID" is not "id"). One
-// that cannot be read as such counts as a request.
-func hasRequest(body []byte) bool {
-	isRequest := func(m map[string]json.RawMessage) bool {
-		id, method := m["id"], m["method"]
-		return len(method) > 0 && len(id) > 0 && string(id) != "null"
+// rpcMessage is what the door reads of one JSON-RPC message. Its keys
+// match exactly, as the go-sdk's decoder matches them ("ID" is not "id",
+// where encoding/json would take either), so the door never judges a
+// message other than the SDK will run it; its params are read only for
+// whether they were given, without copying them (they may be most of a
+// 4 MiB body).
+type rpcMessage struct {
+	jsonrpc string
+	id      json.RawMessage
+	method  *string
+	params  bool // given, and not null
+}
+
+// readMessage reads body as one JSON-RPC message: a JSON object, with
+// nothing after it; duplicate keys keep the last value. It reports false
+// for anything else.
+func readMessage(body []byte) (rpcMessage, bool) {
+	var m rpcMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return m, false
 	}
-	if isBatch(body) {
-		var ms []map[string]json.RawMessage
-		if json.Unmarshal(body, &ms) != nil {
-			return true
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return m, false
 		}
-		return len(ms) == 0 || slices.ContainsFunc(ms, isRequest)
+		switch tok {
+		case "jsonrpc":
+			err = dec.Decode(&m.jsonrpc)
+		case "id":
+			m.id = nil
+			err = dec.Decode(&m.id)
+		case "method":
+			m.method = nil
+			err = dec.Decode(&m.method)
+		default:
+			var p paramsPresence // skipped, not copied
+			err = dec.Decode(&p)
+			if tok == "params" {
+				m.params = p.given
+			}
+		}
+		if err != nil {
+			return m, false
+		}
 	}
-	var m map[string]json.RawMessage
-	return json.Unmarshal(body, &m) != nil || m == nil || isRequest(m)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return m, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return m, false
+	}
+	return m, true
+}
+
+// isRequest reports whether m is a request (a method and an id), which
+// the SDK answers and may run at length, rather than a notification or a
+// response.
+func (m rpcMessage) isRequest() bool {
+	return m.method != nil && len(m.id) > 0 && string(m.id) != "null"
 }
 
 // needsParams are the methods a client must send params with.
@@ -635,14 +691,10 @@ var needsParams = []string{"initialize", "tools/call", "resources/read", "resour
 // readBody reads a POST's body, at most MaxBodyBytes (413 beyond), and
 // leaves it in r for the SDK. It reports false when it has answered.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	// Read into a buffer of the announced size, when there is one within
-	// the cap: a big body is then one allocation, not a doubling series
-	// of them (the request holds its token's turn, so only that many are
-	// read at once).
-	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-		return nil, false
-	}
+	// Read into a buffer of the announced size (the caller refused one
+	// past the cap): a big body is then one allocation, not a doubling
+	// series of them (a body past earlyBodyBytes is read with its token's
+	// turn held, so only that many are read at once).
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
 		buf.Grow(int(n) + bytes.MinRead)
@@ -676,19 +728,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // error -32602 under the call's id. The SDK answers the first with a
 // plain-text HTTP 400, which leaves the call unanswered, and the second
 // with -32600. It reports whether it answered.
-func (h *Handler) answerMissingParams(w http.ResponseWriter, body []byte) bool {
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  paramsPresence  `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" ||
-		!slices.Contains(needsParams, msg.Method) || msg.Params.given {
+func (h *Handler) answerMissingParams(w http.ResponseWriter, msg rpcMessage) bool {
+	if msg.jsonrpc != "2.0" || !msg.isRequest() || !slices.Contains(needsParams, *msg.method) || msg.params {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.id, "error": map[string]any{
 		"code": jsonrpc.CodeInvalidParams, "message": `invalid params: this method needs "params" (an object), none or null was sent`}})
 	return true
 }

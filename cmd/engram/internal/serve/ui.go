@@ -106,8 +106,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	if !h.allow(w, r, login.tokenID) {
 		return
 	}
-	if r.ContentLength > h.opts.MaxBodyBytes { // refused unread and unpaid
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+	if h.refuseOverCap(w, r) {
 		return
 	}
 	// A turn, and bytes for its body, for each request but the page's

@@ -13,14 +13,11 @@ import (
 	"github.com/engram-go/engram/internal/accesstoken"
 )
 
-// HOLDS: payBytes gives a cancelled waiter's bytes back with
-// ChargeN(-size), which is not capped at the burst, so after earlier
-// waiters leave and the bucket refills past the burst under the last
-// waiter's own charge, its refund leaves the bucket at up to twice the
-// burst. But every later use of the bucket refills first, and refill
-// caps at the burst (min(burst, tokens+…)), so the excess is never
-// spendable: after a full burst the next call still waits ~1.6 s.
-func TestTurnsHoldRefundStaysWithinBurst(t *testing.T) {
+// Waiters that leave give their bytes back, and the budget never holds
+// more than its burst for it: a refund may leave the bucket past the
+// burst for a moment, but every use refills first and refill caps at the
+// burst, so after a full burst the next call still waits ~1.6 s.
+func TestTokenBytesRefundStaysWithinBurst(t *testing.T) {
 	const rate, burst, size = 10_000, 16_000, 16_000
 	d := newDoor(t, &serve.Options{TokenBytesRate: rate, TokenBytesBurst: burst, TokenConcurrency: 3, TokenQueue: 4})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
@@ -64,11 +61,13 @@ func TestTurnsHoldRefundStaysWithinBurst(t *testing.T) {
 	}
 }
 
-// HOLDS: bodies of odd shape that the go-sdk would run as a call (or
-// rejects) are never judged notification-only: each waits for the turn
-// a running call holds (TokenConcurrency 1), so no second call runs.
-// (Case-folded keys: turns_casekeys_test.go.)
-func TestTurnsHoldOddBodiesTakeTurns(t *testing.T) {
+// Bodies of odd shape that the go-sdk would run as a call (or rejects)
+// are never judged notification-only: each waits for the turn a running
+// call holds (TokenConcurrency 1) or is answered, so no second call runs.
+// Among them, calls with an extra key that encoding/json would match
+// case-insensitively ("ID":null read as the id): the door matches keys
+// exactly, as the go-sdk does.
+func TestTurnsOddBodiesTakeTurns(t *testing.T) {
 	call := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"hold","arguments":{}}}`
 	}
@@ -90,6 +89,9 @@ func TestTurnsHoldOddBodiesTakeTurns(t *testing.T) {
 		"leading whitespace":   " \r\n\t" + call("3"),
 		"not JSON":             "hello",
 		"empty":                "",
+		`extra "ID":null`:      strings.TrimSuffix(holdCall, "}") + `,"ID":null}`,
+		`extra "Id":null`:      strings.TrimSuffix(holdCall, "}") + `,"Id":null}`,
+		`extra "METHOD":null`:  strings.TrimSuffix(holdCall, "}") + `,"METHOD":null}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 4})
@@ -123,10 +125,10 @@ func TestTurnsHoldOddBodiesTakeTurns(t *testing.T) {
 	}
 }
 
-// HOLDS: a small (read-before-the-wait) body whose client leaves while it
+// A small (read-before-the-wait) body whose client leaves while it
 // waits for bytes gives its bytes and its turn back: the token's next
 // call is served at once, and no line is left.
-func TestTurnsHoldEarlyWaiterRefunds(t *testing.T) {
+func TestTurnsEarlyWaiterRefunds(t *testing.T) {
 	d := newDoor(t, &serve.Options{TokenBytesRate: 100, TokenBytesBurst: 5000, TokenConcurrency: 1})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
@@ -144,9 +146,9 @@ func TestTurnsHoldEarlyWaiterRefunds(t *testing.T) {
 	}
 }
 
-// HOLDS: a call answered by the door itself (missing params: -32602)
+// A call answered by the door itself (missing params: -32602)
 // gives its turn back; and a notification-only POST leaves no line.
-func TestTurnsHoldDoorAnswersLeaveNoLine(t *testing.T) {
+func TestTurnsDoorAnswersLeaveNoLine(t *testing.T) {
 	d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 1})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
@@ -162,10 +164,10 @@ func TestTurnsHoldDoorAnswersLeaveNoLine(t *testing.T) {
 	}
 }
 
-// HOLDS: a batch led by JSON whitespace, or carrying trailing bytes the
+// A batch led by JSON whitespace, or carrying trailing bytes the
 // go-sdk ignores, is still seen as a batch and its calls counted: two
 // hold calls at TokenConcurrency 1 are refused (400) before any runs.
-func TestTurnsHoldDisguisedBatchRefused(t *testing.T) {
+func TestTurnsDisguisedBatchRefused(t *testing.T) {
 	d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: 4})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	const v = "2025-03-26"
