@@ -247,3 +247,15 @@ func TestSecondInitialize(t *testing.T) {
 		t.Fatalf("the session after a second initialize: %+v %s", r.Error, r.Result)
 	}
 }
+
+// postMCP posts body to /mcp with header, under ctx.
+func (d *door) postMCP(ctx context.Context, header map[string]string, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultClient.Do(req)
+}

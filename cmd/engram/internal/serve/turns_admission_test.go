@@ -47,11 +47,7 @@ func TestTurnsBatchWithinConcurrency(t *testing.T) {
 			h["Mcp-Protocol-Version"] = v
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(holdBatch(10, limit+1)))
-			for k, val := range h {
-				req.Header.Set(k, val)
-			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := d.postMCP(ctx, h, holdBatch(10, limit+1))
 			if err != nil || resp.StatusCode != http.StatusBadRequest {
 				close(d.hold.release)
 				t.Fatalf("a batch of %d calls at TokenConcurrency %d: %v, %v; want 400 at once (%d calls running)", limit+1, limit, resp, err, d.hold.running.Load())

@@ -33,11 +33,7 @@ func TestTurnsCaseKeyBatchCounted(t *testing.T) {
 	defer wg.Wait()
 	status := make(chan int, 1)
 	wg.Go(func() {
-		req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(batch))
-		for k, val := range h {
-			req.Header.Set(k, val)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := d.postMCP(ctx, h, batch)
 		if err != nil {
 			status <- 0
 			return

@@ -176,11 +176,7 @@ func TestTurnsDisguisedBatchRefused(t *testing.T) {
 	h["Mcp-Protocol-Version"] = v
 	for _, body := range []string{" \r\n\t" + holdBatch(10, 2), holdBatch(20, 2) + "]x", holdBatch(30, 2) + ` {"a":1}`} {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(body))
-		for k, val := range h {
-			req.Header.Set(k, val)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := d.postMCP(ctx, h, body)
 		st := 0
 		if err == nil {
 			st = resp.StatusCode

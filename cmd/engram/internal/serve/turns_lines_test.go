@@ -23,11 +23,7 @@ func TestTurnsLeaveNoLine(t *testing.T) {
 	const v = "2025-03-26"
 	sid := d.sessionAt(t, ada, v)
 	post := func(ctx context.Context, body string, hdr map[string]string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, "POST", d.url+"/mcp", strings.NewReader(body))
-		for k, val := range hdr {
-			req.Header.Set(k, val)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := d.postMCP(ctx, hdr, body)
 		if err != nil {
 			return 0, err.Error()
 		}
