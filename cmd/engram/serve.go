@@ -59,9 +59,9 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&c.opts.TokenConcurrency, "token-concurrency", 0, "requests of one token served at once; later ones wait for a turn (default 0: half the CPUs, at least 1)")
 	fs.IntVar(&c.opts.TokenQueue, "token-queue", 16, "requests of one token that may wait for a turn (beyond: 429)")
 	var tokenBytes, tokenBytesBurst int64
-	fs.Var((*byteSize)(&tokenBytes), "token-bytes", "request body bytes per second per token, sustained, such as 1MiB (default 0: 1MiB; a request its token cannot pay for yet waits before its body is read, and gets 429 past 10s)")
+	fs.Var((*byteSize)(&tokenBytes), "token-bytes", "request body bytes per second per token, sustained, such as 1MiB (default 0: 1MiB; a request its token cannot pay for yet waits, with its turn, before its body is decoded, and gets 429 past 10s)")
 	fs.Var((*byteSize)(&tokenBytesBurst), "token-bytes-burst", "request body bytes per token at once (default 0: twice --max-body)")
-	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst)")
+	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst, nor more calls than --token-concurrency)")
 	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
 	var quota, textCache, vectorCache int64
 	fs.Var((*byteSize)(&textCache), "text-cache", "bytes the in-memory full-text index may hold, such as 256MiB (default 0: 64MiB); past it, it holds the partitions of the agents searched lately (see /metrics engram_search_cache_*)")
