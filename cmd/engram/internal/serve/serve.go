@@ -548,8 +548,17 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 	early := r.ContentLength >= 0 && r.ContentLength <= earlyBodyBytes
 	turns := 1
 	if early {
+		// The read counts against the token's queue: a client that
+		// sends its bodies slowly holds no more of them than waiters.
+		reading, err := h.turns.read(id)
+		if err != nil {
+			h.refuseBusy(w, r, id)
+			return nil, false
+		}
 		var ok bool
-		if body, ok = h.readBody(w, r); !ok {
+		body, ok = h.readBody(w, r)
+		reading()
+		if !ok {
 			return nil, false
 		}
 		if isBatch(body) {
@@ -1086,12 +1095,7 @@ func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n 
 	done, err := h.turns.take(ctx, id, n, func() { h.metrics.turnWaited(r.URL.Path) })
 	switch {
 	case errors.Is(err, errTokenBusy):
-		h.metrics.turnRefused(r.URL.Path)
-		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
-			rec.refused = fmt.Sprintf("token %d has %d requests running and %d waiting", id, h.opts.TokenConcurrency, h.opts.TokenQueue)
-		}
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("429 too many requests of this token at once (%d running, %d waiting); retry after the Retry-After seconds", h.opts.TokenConcurrency, h.opts.TokenQueue), http.StatusTooManyRequests)
+		h.refuseBusy(w, r, id)
 		return nil, false
 	case err != nil && h.drain.Err() != nil:
 		w.Header().Set("Connection", "close")
@@ -1103,6 +1107,23 @@ func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n 
 		return nil, false
 	}
 	return done, true
+}
+
+// refuseBusy answers 429: token id has TokenQueue requests waiting (or
+// reading before they wait) already.
+func (h *Handler) refuseBusy(w http.ResponseWriter, r *http.Request, id int64) {
+	h.metrics.turnRefused(r.URL.Path)
+	if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
+		rec.refused = fmt.Sprintf("token %d has %d requests running and %d waiting", id, h.opts.TokenConcurrency, h.opts.TokenQueue)
+	}
+	w.Header().Set("Retry-After", "1")
+	if r.ContentLength != 0 {
+		// The body may be unread: net/http would read what is left of
+		// it (up to 256 KiB) before answering, waiting on a client that
+		// sends it slowly for as long as it likes.
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, fmt.Sprintf("429 too many requests of this token at once (%d running, %d waiting); retry after the Retry-After seconds", h.opts.TokenConcurrency, h.opts.TokenQueue), http.StatusTooManyRequests)
 }
 
 // Shutdown drains the door: new requests get 503, requests in flight

@@ -26,6 +26,10 @@ type turns struct {
 // those waiting, in arrival order.
 type turnLine struct {
 	running int
+	// reading counts requests reading their bodies before they wait
+	// (earlyBodyBytes): they count against the queue with the waiters, so
+	// that a client sending its bodies slowly holds no more of them.
+	reading int
 	waiting []*turnWaiter
 }
 
@@ -58,7 +62,7 @@ func (t *turns) take(ctx context.Context, id int64, n int, waiting func()) (done
 		t.mu.Unlock()
 		return t.releaser(id, n), nil
 	}
-	if len(l.waiting) >= t.queue {
+	if len(l.waiting)+l.reading >= t.queue {
 		t.mu.Unlock()
 		return nil, errTokenBusy
 	}
@@ -88,6 +92,34 @@ func (t *turns) take(ctx context.Context, id int64, n int, waiting func()) (done
 		t.mu.Unlock()
 	}
 	return nil, ctx.Err()
+}
+
+// read counts one of token id's requests as reading its body before it
+// waits for turns, against the queue, and returns what ends the count
+// (once however often it is called). It fails with errTokenBusy when
+// queue requests of the token wait or read already.
+func (t *turns) read(id int64) (done func(), err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.by[id]
+	if l == nil {
+		l = &turnLine{}
+		t.by[id] = l
+	}
+	if len(l.waiting)+l.reading >= t.queue {
+		t.forget(id, l)
+		return nil, errTokenBusy
+	}
+	l.reading++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			l.reading--
+			t.forget(id, l)
+		})
+	}, nil
 }
 
 // releaser returns a func that ends n turns of id, once however often it
@@ -121,18 +153,18 @@ func (t *turns) admit(l *turnLine) {
 // forget drops l, id's line, once it has nothing running or waiting (a
 // token's line lives only while it has requests). Caller holds mu.
 func (t *turns) forget(id int64, l *turnLine) {
-	if l.running == 0 && len(l.waiting) == 0 {
+	if l.running == 0 && l.reading == 0 && len(l.waiting) == 0 {
 		delete(t.by, id)
 	}
 }
 
-// count is the number of tokens with a line and of requests waiting
-// (for tests).
+// count is the number of tokens with a line and of requests waiting or
+// reading before they wait (for tests).
 func (t *turns) count() (tokens, waiting int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range t.by {
-		waiting += len(l.waiting)
+		waiting += len(l.waiting) + l.reading
 	}
 	return len(t.by), waiting
 }

@@ -1,8 +1,11 @@
 package serve_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -186,5 +189,36 @@ func TestTurnsDisguisedBatchRefused(t *testing.T) {
 		if st != http.StatusBadRequest || d.hold.most.Load() > 0 {
 			t.Fatalf("batch %.40q…: status %d, %d calls ran; want 400 and none", body, st, d.hold.most.Load())
 		}
+	}
+}
+
+// A small body is read before its turn, and that read counts against the
+// token's queue: a client that sends its bodies slowly (headers and a
+// few bytes, then nothing) holds at most TokenQueue of them, and the
+// rest are refused 429 at once, as waiters beyond the queue are.
+func TestTurnsSlowSmallBodiesCountAgainstQueue(t *testing.T) {
+	const queue, n = 2, 10
+	d := newDoor(t, &serve.Options{TokenConcurrency: 1, TokenQueue: queue})
+	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, ada)
+	host := strings.TrimPrefix(d.url, "http://")
+	refused := 0
+	for range n {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", host, ada, sid)
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			if resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("a slow 1,000-byte body: status %d, want 429 or no answer yet", resp.StatusCode)
+			}
+			refused++
+		}
+	}
+	if _, waiting := serve.Turns(d.h); refused != n-queue || waiting != queue {
+		t.Fatalf("%d slow bodies of one token at TokenQueue %d: %d refused 429, %d held; want %d and %d", n, queue, refused, waiting, n-queue, queue)
 	}
 }
