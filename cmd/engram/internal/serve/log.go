@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -31,11 +32,33 @@ type logWriter struct {
 	// onStream, when set, is called as a text/event-stream response
 	// starts.
 	onStream func()
+	// body is the request's body, when it has one.
+	body *seenBody
+}
+
+// seenBody is a request body that records whether it was read to its end.
+type seenBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *seenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 func (w *logWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		if code >= 400 && w.body != nil && !w.body.eof {
+			// A refusal with the body unread: net/http would read what
+			// is left of it (up to 256 KiB) before answering, waiting on
+			// a client that sends it slowly for as long as it likes.
+			w.Header().Set("Connection", "close")
+		}
 		if w.onStream != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
 			w.onStream()
 		}

@@ -402,6 +402,10 @@ func New(opts *Options) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		lw.body = &seenBody{ReadCloser: r.Body}
+		r.Body = lw.body
+	}
 	rec := &accessRecord{}
 	r = r.WithContext(context.WithValue(r.Context(), recKey{}, rec))
 	defer func() { h.logRequest(r, lw, rec, start) }()
@@ -1117,12 +1121,6 @@ func (h *Handler) refuseBusy(w http.ResponseWriter, r *http.Request, id int64) {
 		rec.refused = fmt.Sprintf("token %d has %d requests running and %d waiting", id, h.opts.TokenConcurrency, h.opts.TokenQueue)
 	}
 	w.Header().Set("Retry-After", "1")
-	if r.ContentLength != 0 {
-		// The body may be unread: net/http would read what is left of
-		// it (up to 256 KiB) before answering, waiting on a client that
-		// sends it slowly for as long as it likes.
-		w.Header().Set("Connection", "close")
-	}
 	http.Error(w, fmt.Sprintf("429 too many requests of this token at once (%d running, %d waiting); retry after the Retry-After seconds", h.opts.TokenConcurrency, h.opts.TokenQueue), http.StatusTooManyRequests)
 }
 
