@@ -36,6 +36,10 @@ type logWriter struct {
 	body *seenBody
 }
 
+// refusalDrain is how long net/http may read the rest of a refused
+// request's unread body before the connection closes instead.
+const refusalDrain = 100 * time.Millisecond
+
 // seenBody is a request body that records whether it was read to its end.
 type seenBody struct {
 	io.ReadCloser
@@ -54,10 +58,13 @@ func (w *logWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
 		if code >= 400 && w.body != nil && !w.body.eof {
-			// A refusal with the body unread: net/http would read what
-			// is left of it (up to 256 KiB) before answering, waiting on
-			// a client that sends it slowly for as long as it likes.
-			w.Header().Set("Connection", "close")
+			// A refusal with the body unread: net/http reads what is
+			// left of it (up to 256 KiB) before answering, to keep the
+			// connection. A body already sent is read at once; one a
+			// client sends slowly would hold the answer and the
+			// connection until the read timeout, so the read gets
+			// refusalDrain, and past it the connection closes.
+			_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(refusalDrain))
 		}
 		if w.onStream != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
 			w.onStream()

@@ -220,7 +220,8 @@ func TestTurnsSlowSmallBodiesCountAgainstQueue(t *testing.T) {
 
 // slowBodies opens n connections that each send a POST /mcp on session
 // sid of tok announcing 1,000 bytes and send 11, and reports how many
-// were answered 429 within 300 ms (the rest are held by the door).
+// were answered 429 within a second (the rest are held by the door;
+// a refusal comes after refusalDrain, 100 ms).
 func (d *door) slowBodies(t *testing.T, tok, sid string, n int) (refused int) {
 	t.Helper()
 	host := strings.TrimPrefix(d.url, "http://")
@@ -231,7 +232,7 @@ func (d *door) slowBodies(t *testing.T, tok, sid string, n int) (refused int) {
 		}
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", host, tok, sid)
-		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		c.SetReadDeadline(time.Now().Add(time.Second))
 		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 			if resp.StatusCode != http.StatusTooManyRequests {
 				t.Fatalf("a slow 1,000-byte body: status %d, want 429 or no answer yet", resp.StatusCode)
