@@ -52,7 +52,8 @@
 // A store bounds a block's history with epochs: [Document.Rebased] builds a
 // fresh document holding only the current value, the store switches its
 // managed document to it in place (views keep working), carrying
-// unpersisted edits over as a value difference, and Merge refuses changes
+// unpersisted edits over (merged with the archived epochs they cross, then
+// made again as a value difference), and Merge refuses changes
 // from another history ([ErrUnrelated]).
 //
 // Text edits are text splices, counters are automerge counters and list

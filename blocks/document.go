@@ -511,6 +511,11 @@ func (c *core) setModel(v any) {
 func (c *core) invalidate() { c.model, c.hasModel, c.hasView = nil, false, false }
 
 func (c *core) commit(msg commitMessage) (automerge.ChangeHash, error) {
+	return commitTo(c.am, msg)
+}
+
+// commitTo commits am's pending operations as one change with msg.
+func commitTo(am *automerge.Doc, msg commitMessage) (automerge.ChangeHash, error) {
 	b, _ := json.Marshal(msg)
 	// Automerge's change time is whole seconds (automerge JS); automerge-go
 	// writes the milliseconds of the time it is given, so it is given the
@@ -518,7 +523,7 @@ func (c *core) commit(msg commitMessage) (automerge.ChangeHash, error) {
 	at := time.UnixMilli(time.Now().Unix())
 	var h automerge.ChangeHash
 	err := guard(func() (err error) {
-		h, err = c.am.Commit(string(b), automerge.CommitOptions{Time: &at})
+		h, err = am.Commit(string(b), automerge.CommitOptions{Time: &at})
 		return err
 	})
 	return h, err

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -267,14 +268,23 @@ func (c *core) unpersisted() (*blockhook.Carried, error) {
 	return out, nil
 }
 
-// Reapply makes the changes Reset carried over again, on the new epoch:
-// what the block's other writers changed since the carried changes were
-// made and what the carried changes did are merged by automerge on the old
-// document, and the difference between the new document's value and that
-// merge is applied as one new change by the system, pending like the
-// originals. Nothing is duplicated: the new document gets a difference of
-// values, never an old change.
-func (r *replica) Reapply(k *blockhook.Carried) error {
+// Reapply makes the changes Reset carried over again, on the new epoch.
+// archived are the saved documents of the epochs from the one the carried
+// changes were made on up to the one before the new epoch, oldest first
+// (a store's archive of them). With them, nothing but the carried changes
+// is ever diffed: they are merged with the whole of their epoch (every
+// change the block's other writers made on it, as automerge changes), and
+// their effect, the difference between that merge and the epoch's final
+// value, is made again on the next epoch's first state (the value its
+// rebase wrote, which is that final value) and merged with that epoch's
+// own changes, and so on up to the new one, where it becomes one new
+// change by the system, pending like the originals. Without them (nil),
+// or when they do not hold what that needs, the other writers' changes
+// since the carried ones are diffed instead (reapplyByValue): a difference
+// of whole values that, merged with the carried changes, can misplace text
+// the two made near each other. Nothing is duplicated either way: the new
+// document gets a difference of values, never an old change.
+func (r *replica) Reapply(k *blockhook.Carried, archived [][]byte) error {
 	if k == nil {
 		return nil
 	}
@@ -284,7 +294,7 @@ func (r *replica) Reapply(k *blockhook.Carried) error {
 		return fmt.Errorf("block %q: reapply: %T is not what Reset carried", c.info.Label, k.State)
 	}
 	c.mu.Lock()
-	ev, subs, err := c.reapplyLocked(kc)
+	ev, subs, err := c.reapplyLocked(kc, archived)
 	now := c.remote(ev, subs)
 	c.mu.Unlock()
 	if now {
@@ -293,7 +303,193 @@ func (r *replica) Reapply(k *blockhook.Carried) error {
 	return err
 }
 
-func (c *core) reapplyLocked(k *carried) (Event, []func(Event), error) {
+func (c *core) reapplyLocked(k *carried, archived [][]byte) (Event, []func(Event), error) {
+	if len(archived) > 0 {
+		data, err := c.carryThrough(k, archived)
+		if err == nil {
+			return c.loadCarried(data)
+		}
+		if !errors.Is(err, errNoEpochStart) {
+			return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+		}
+	}
+	return c.reapplyByValue(k)
+}
+
+// errNoEpochStart: an epoch's document does not start with the rebase of
+// the one before it (Reapply then diffs values).
+var errNoEpochStart = errors.New("the epoch does not start where the one before it ended")
+
+// carryThrough is Reapply's merge through archived (see Reapply): it
+// returns the change that makes the carried changes' effect on the
+// current document, saved for LoadIncremental (nil: they have none left,
+// because every one of them is in the archive already or the other
+// writers' changes made them moot). It changes nothing of c. Caller holds
+// mu.
+func (c *core) carryThrough(k *carried, archived [][]byte) ([]byte, error) {
+	s := c.info.Schema
+	var data []byte
+	err := guard(func() error {
+		// ours with all of its epoch: every change of the epoch once.
+		epoch, err := automerge.Load(archived[0])
+		if err != nil {
+			return err
+		}
+		ours, err := k.ours.Fork()
+		if err != nil {
+			return err
+		}
+		if _, err := ours.Merge(epoch); err != nil {
+			return err
+		}
+		final, err := readNode(epoch.RootMap(), s)
+		if err != nil {
+			return err
+		}
+		want, err := readNode(ours.RootMap(), s)
+		if err != nil {
+			return err
+		}
+		next := func(i int) (*automerge.Doc, error) {
+			if i < len(archived) {
+				return automerge.Load(archived[i])
+			}
+			return c.am, nil
+		}
+		for i := 1; i <= len(archived); i++ {
+			if sameValue(final, want) {
+				return nil // nothing of ours is left to carry
+			}
+			doc, err := next(i)
+			if err != nil {
+				return err
+			}
+			start, err := epochStart(doc)
+			if err != nil {
+				return err
+			}
+			fork, err := doc.Fork(start...)
+			if err != nil {
+				return err
+			}
+			if i == len(archived) {
+				// The change goes into c.am as this replica's own: its
+				// actor's next change there (none was made since start,
+				// or the sequence numbers would collide).
+				after, err := doc.Changes(start...)
+				if err != nil {
+					return err
+				}
+				for _, ch := range after {
+					if ch.ActorID() == c.am.ActorID() {
+						return errNoEpochStart
+					}
+				}
+				if err := fork.SetActorID(c.am.ActorID()); err != nil {
+					return err
+				}
+			}
+			first, err := readNode(fork.RootMap(), s)
+			if err != nil {
+				return err
+			}
+			if !sameValue(first, final) {
+				return errNoEpochStart
+			}
+			if err := writeNode(fork.RootMap(), s, final, cloneValue(want)); err != nil {
+				return err
+			}
+			if _, err := commitTo(fork, commitMessage{Actor: "system", Op: OpMerge}); err != nil {
+				return err
+			}
+			if i == len(archived) {
+				chs, err := fork.Changes(start...)
+				if err != nil {
+					return err
+				}
+				data = automerge.SaveChanges(chs)
+				return nil
+			}
+			// Through an archived epoch: the effect meets that epoch's
+			// own changes, and what it came to is carried on.
+			if _, err := fork.Merge(doc); err != nil {
+				return err
+			}
+			if final, err = readNode(doc.RootMap(), s); err != nil {
+				return err
+			}
+			if want, err = readNode(fork.RootMap(), s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return data, err
+}
+
+// epochStart returns the heads of doc's first state: the change or
+// changes of the rebase that started its epoch (see Rebase), which every
+// other change of the epoch comes after.
+func epochStart(doc *automerge.Doc) ([]automerge.ChangeHash, error) {
+	chs, err := doc.Changes()
+	if err != nil {
+		return nil, err
+	}
+	rebase := map[string]automerge.ChangeHash{}
+	for _, ch := range chs {
+		var m commitMessage
+		if json.Unmarshal([]byte(ch.Message()), &m) == nil && m.Op == OpRebase && m.Actor == "system" {
+			rebase[ch.Hash().String()] = ch.Hash()
+		}
+	}
+	for _, ch := range chs {
+		if _, ok := rebase[ch.Hash().String()]; !ok {
+			continue
+		}
+		for _, d := range ch.Dependencies() {
+			delete(rebase, d.String())
+		}
+	}
+	if len(rebase) == 0 {
+		return nil, errNoEpochStart
+	}
+	out := make([]automerge.ChangeHash, 0, len(rebase))
+	for _, h := range rebase {
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// loadCarried loads the change carryThrough made into c.am, where it is
+// pending like the changes it carries. A change that would leave a value
+// the schema refuses is not kept. Caller holds mu.
+func (c *core) loadCarried(data []byte) (Event, []func(Event), error) {
+	if data == nil {
+		return Event{}, nil, nil
+	}
+	before := c.am.Heads()
+	beforeHex := hexHeads(before)
+	err := guard(func() error { return c.am.LoadIncremental(data) })
+	if err == nil {
+		c.invalidate()
+		_, err = c.value()
+	}
+	if err != nil {
+		if rerr := c.rollback(before); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
+	}
+	ev, subs := c.afterRemote(beforeHex)
+	return ev, subs, nil
+}
+
+// reapplyByValue is Reapply without the archived epochs: what the
+// block's other writers changed since the carried changes were made and
+// what the carried changes did are merged by automerge on the old
+// document, and the difference between the new document's value and that
+// merge is applied as one new change by the system.
+func (c *core) reapplyByValue(k *carried) (Event, []func(Event), error) {
 	before := hexHeads(c.am.Heads())
 	s := c.info.Schema
 	theirs, err := c.value()

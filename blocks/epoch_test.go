@@ -192,7 +192,7 @@ func TestReapplyCarriesUnpersistedEdits(t *testing.T) {
 	if got, _ := d.Text(); got != "ONE\ntwo\nthree\n" {
 		t.Fatalf("after reset: %q, want the new epoch's text", got)
 	}
-	must(t, rep.Reapply(k))
+	must(t, rep.Reapply(k, nil))
 	if got, _ := d.Text(); got != "ONE\ntwo\nTHREE\n" {
 		t.Fatalf("after reapply: %q, want both edits once", got)
 	}
@@ -260,7 +260,7 @@ func TestReapplyCarriesEditsAroundAMergedChange(t *testing.T) {
 			if k == nil {
 				t.Fatal("the unpersisted edits were not carried")
 			}
-			must(t, rep.Reapply(k))
+			must(t, rep.Reapply(k, nil))
 			if got, _ := d.Text(); got != want {
 				t.Fatalf("after reapply: %q, want %q", got, want)
 			}

@@ -25,7 +25,8 @@ import (
 // freshness check and switches its document in place (switchEpoch), so
 // views keep working; changes made on an older epoch are never merged into
 // the new document (that would duplicate content): the store re-applies its
-// own unflushed edits as a value difference (blockseam.Replica.Reapply), and
+// own unflushed edits, merged with the archived epochs they cross, as a
+// value difference (blockseam.Replica.Reapply), and
 // MergeChanges refuses an external peer's (blocks.ErrUnrelated).
 
 // compaction is what a write's compaction did.
@@ -337,15 +338,64 @@ func (c *Store) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow
 	if err := checkCRC(snap, crc); err != nil {
 		return c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
 	}
+	from := e.epoch
 	carried, err := e.replica.Reset(snap)
 	if err != nil {
 		return c.breakEntry(e, corrupt(e.owner, e.label, fmt.Sprintf("epoch %d snapshot", epoch), err))
 	}
 	e.set(func(e *entry) { e.epoch, e.lastSeq = epoch, snapSeq })
-	if err := e.replica.Reapply(carried); err != nil {
+	var archived [][]byte
+	if carried != nil {
+		// The epochs the edits were carried across: merged with them, the
+		// edits meet the other writers' changes as changes, not as a
+		// difference of values (blockseam.Replica.Reapply). Unreadable,
+		// they are left out and the difference of values serves.
+		if archived, err = c.archivedEpochs(ctx, q, e.id, from, epoch); err != nil {
+			c.log.Warn("reading the archived epochs to carry unflushed edits across failed; they are re-applied as a difference of values", "block", e.label, "owner", e.owner, "err", err)
+			archived = nil
+		}
+	}
+	if err := e.replica.Reapply(carried, archived); err != nil {
 		return c.breakEntry(e, fmt.Errorf("memory: block %q of %q was rebased while this process held unflushed edits, and they could not be re-applied on the new epoch (they are lost): %w", e.label, e.owner, err))
 	}
 	return nil
+}
+
+// archivedEpochs returns the saved documents of block id's epochs from
+// up to (not including) to, oldest first, checksums verified, read in q's
+// transaction; nil if one is missing.
+func (c *Store) archivedEpochs(ctx context.Context, q querier, id, from, to int64) ([][]byte, error) {
+	rows, err := q.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive
+		WHERE block_id = ? AND epoch >= ? AND epoch < ? ORDER BY epoch`, id, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]byte
+	for want := from; rows.Next(); want++ {
+		var (
+			ep   int64
+			snap []byte
+			crc  sql.NullInt64
+		)
+		if err := rows.Scan(&ep, &snap, &crc); err != nil {
+			return nil, err
+		}
+		if ep != want {
+			return nil, fmt.Errorf("archived epoch %d is missing", want)
+		}
+		if err := checkCRC(snap, crc); err != nil {
+			return nil, fmt.Errorf("%w: archived epoch %d: %w", ErrCorrupt, ep, err)
+		}
+		out = append(out, snap)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if int64(len(out)) != to-from {
+		return nil, fmt.Errorf("archived epochs %d to %d: %d of them found", from, to-1, len(out))
+	}
+	return out, nil
 }
 
 // breakEntry marks e unservable (err says why) and drops it from the cache.

@@ -148,8 +148,10 @@ type Replica[O, D any] interface {
 	Reset(data []byte) (*Carried, error)
 	// Adopt is Reset to fresh, a document Rebased made from this replica.
 	Adopt(fresh D) (*Carried, error)
-	// Reapply brings what Reset or Adopt carried into the new epoch.
-	Reapply(k *Carried) error
+	// Reapply brings what Reset or Adopt carried into the new epoch,
+	// through archived, the saved documents of the epochs from the one it
+	// was carried from to the one before the new epoch.
+	Reapply(k *Carried, archived [][]byte) error
 }
 
 // Set by package blocks when it is initialized; called only by package

@@ -83,10 +83,10 @@ func TestReapplyRefusesWhatResetDidNotCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.Reapply(nil); err != nil {
+	if err := rep.Reapply(nil, nil); err != nil {
 		t.Errorf("Reapply(nil) = %v, want nil (nothing carried)", err)
 	}
-	if err := rep.Reapply(&blockseam.Carried{State: "forged"}); err == nil {
+	if err := rep.Reapply(&blockseam.Carried{State: "forged"}, nil); err == nil {
 		t.Error("Reapply of a Carried Reset did not make: no error")
 	}
 }
