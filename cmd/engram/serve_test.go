@@ -494,7 +494,7 @@ func TestServeConcurrentSessions(t *testing.T) {
 // limit, draining.
 func TestServeHTTPRules(t *testing.T) {
 	store := openServeStore(t)
-	f := startServe(t, store, &serve.Options{Rate: 1, Burst: 3, MaxSessions: 2, MaxBodyBytes: 4096})
+	f := startServe(t, store, &serve.Options{Rate: 0.05, Burst: 3, MaxSessions: 2, MaxBodyBytes: 4096})
 	_, a := newToken(t, store, accesstoken.Spec{Agent: "ada"})
 	_, b := newToken(t, store, accesstoken.Spec{Agent: "bob"})
 	_, c := newToken(t, store, accesstoken.Spec{Agent: "cy"})
@@ -518,7 +518,8 @@ func TestServeHTTPRules(t *testing.T) {
 			t.Errorf("Origin %s: %d, want %d", origin, got, want)
 		}
 	}
-	// ada has used 1 of 3; two more pass, the next is 429.
+	// ada has used 1 of 3; two more pass, the next would wait 20 s for its
+	// rate (past the 10 s a request waits): 429 at once.
 	post(t, f.url, a, "", `{}`, nil)
 	post(t, f.url, a, "", `{}`, nil)
 	resp = post(t, f.url, a, "", initializeBody, nil)

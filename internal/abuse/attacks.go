@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +118,8 @@ func Attacks(s Sizes) []Attack {
 			prepare: slowBodies(s.Conns, s.Slow)},
 		{Key: "mcp-many-searches", Name: fmt.Sprintf("mcp: %d sessions of one token searching back to back for %v, half with 3 MiB queries", searchSessions(s), s.Slow), Requests: searchSessions(s), Scale: 1,
 			prepare: manySearches(searchSessions(s), s.Slow)},
+		{Key: "mcp-retry-flood", Name: fmt.Sprintf("mcp: %d sessions of one token sending 16 KiB notifications back to back for %v, each 429 retried after 20 ms", floodSessions(s), s.Slow), Requests: floodSessions(s), Scale: 1,
+			prepare: retryFlood(floodSessions(s), s.Slow)},
 	}
 }
 
@@ -547,6 +551,23 @@ func (h *Harness) openRaw(ctx context.Context, version string) (*rawSession, err
 	return s, nil
 }
 
+// close ends the session (DELETE /mcp), so the token's sessions do not
+// pile up across attacks.
+func (s *rawSession) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.base+"/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", s.version)
+	if resp, err := s.client.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
 // post sends one POST /mcp and reads its whole answer, returning its
 // first 300 bytes (and counting the rest into n when set).
 func (s *rawSession) post(ctx context.Context, body io.Reader, n *int64) (int, string, http.Header, error) {
@@ -756,6 +777,76 @@ func manySearches(n int, d time.Duration) func(context.Context, *Harness) (prepa
 			}
 			wg.Wait()
 			return summarize(outcomes), nil
+		}}, nil
+	}
+}
+
+func floodSessions(s Sizes) int { return max(4*s.Conns, 16) }
+
+// retryFlood opens n sessions of the attacker's token (pacing itself to
+// the token's rate as it opens them) and has each send a 16 KiB
+// notification back to back for d, retrying each 429 after 20 ms instead
+// of after its Retry-After, as a careless or hostile client does: every
+// request costs the server its parsing and its answer, refused or not.
+func retryFlood(n int, d time.Duration) func(context.Context, *Harness) (prepared, error) {
+	return func(ctx context.Context, h *Harness) (prepared, error) {
+		ss := make([]*rawSession, n)
+		for i := range ss {
+			var err error
+			for try := 0; ; try++ {
+				if ss[i], err = h.openRaw(ctx, "2025-06-18"); err == nil || try == 50 || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond) // past the token's rate: wait for it
+			}
+			if err != nil {
+				for _, s := range ss[:i] {
+					s.close()
+				}
+				return prepared{}, err
+			}
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+			"params": map[string]any{"requestId": 999, "reason": strings.Repeat("x", 16<<10)}})
+		sent := &atomic.Int64{}
+		cleanup := func() {
+			for _, s := range ss {
+				s.close()
+			}
+		}
+		return prepared{bytes: int64(len(body)), sent: sent, cleanup: cleanup, fire: func(ctx context.Context) (string, error) {
+			var (
+				mu     sync.Mutex
+				codes  = map[int]int{}
+				failed string
+			)
+			end := time.Now().Add(d)
+			var wg sync.WaitGroup
+			for _, s := range ss {
+				wg.Go(func() {
+					for time.Now().Before(end) && ctx.Err() == nil {
+						sent.Add(1)
+						status, _, _, err := s.post(ctx, bytes.NewReader(body), nil)
+						mu.Lock()
+						if err != nil && status == 0 {
+							failed = "; a request failed: " + short(err.Error(), 80)
+							mu.Unlock()
+							return
+						}
+						codes[status]++
+						mu.Unlock()
+						if status == http.StatusTooManyRequests {
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			var parts []string
+			for _, c := range slices.Sorted(maps.Keys(codes)) {
+				parts = append(parts, fmt.Sprintf("%d× HTTP %d", codes[c], c))
+			}
+			return strings.Join(parts, ", ") + failed, nil
 		}}, nil
 	}
 }

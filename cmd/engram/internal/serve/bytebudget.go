@@ -95,11 +95,18 @@ func (h *Handler) bytesBudgeted() bool {
 // waitBytes waits d for r's bytes; it reports false, with the 503's
 // message, when r ends or the server starts shutting down first.
 func (h *Handler) waitBytes(r *http.Request, d time.Duration) (string, bool) {
+	return h.waitStart(r, d, "its token's byte budget")
+}
+
+// waitStart waits d before r starts, for what (its rate, its bytes); it
+// reports false, with the 503's message, when r ends or the server starts
+// shutting down first.
+func (h *Handler) waitStart(r *http.Request, d time.Duration, what string) (string, bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-r.Context().Done():
-		return "503 request ended while waiting for its token's byte budget", false
+		return "503 request ended while waiting for " + what, false
 	case <-h.drain.Done(): // it has not started: the drain need not wait for it
 		return "503 server shutting down", false
 	case <-t.C:

@@ -35,6 +35,7 @@ type metrics struct {
 	authFailures map[string]uint64    // door
 	authLimited  map[string]uint64    // address or global
 	rateLimited  map[string]uint64    // door
+	rateWaits    map[string]uint64    // door
 	turnWaits    map[string]uint64    // door
 	turnRefusals map[string]uint64    // door
 	bytesWaits   map[string]uint64    // door
@@ -49,7 +50,7 @@ type histogram struct {
 
 func newMetrics() *metrics {
 	return &metrics{requests: map[[2]string]uint64{}, authFailures: map[string]uint64{}, authLimited: map[string]uint64{},
-		rateLimited: map[string]uint64{}, turnWaits: map[string]uint64{}, turnRefusals: map[string]uint64{}, bytesWaits: map[string]uint64{}, bytesLimited: map[string]uint64{}, tools: map[string]*histogram{}}
+		rateLimited: map[string]uint64{}, rateWaits: map[string]uint64{}, turnWaits: map[string]uint64{}, turnRefusals: map[string]uint64{}, bytesWaits: map[string]uint64{}, bytesLimited: map[string]uint64{}, tools: map[string]*histogram{}}
 }
 
 // door names the part of the server a path belongs to.
@@ -87,6 +88,7 @@ func (m *metrics) inc(c map[string]uint64, key string) {
 func (m *metrics) authFailure(path string)  { m.inc(m.authFailures, door(path)) }
 func (m *metrics) limited(scope string)     { m.inc(m.authLimited, scope) }
 func (m *metrics) rateLimit(path string)    { m.inc(m.rateLimited, door(path)) }
+func (m *metrics) rateWaited(path string)   { m.inc(m.rateWaits, door(path)) }
 func (m *metrics) turnWaited(path string)   { m.inc(m.turnWaits, door(path)) }
 func (m *metrics) turnRefused(path string)  { m.inc(m.turnRefusals, door(path)) }
 func (m *metrics) bytesWaited(path string)  { m.inc(m.bytesWaits, door(path)) }
@@ -167,7 +169,8 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	}
 	counter("engram_serve_auth_failures_total", "Refused credentials (unknown, expired or revoked token or login link, unknown login cookie, wrong metrics token), by door.", "door", m.authFailures)
 	counter("engram_serve_auth_limited_total", "Requests answered 429 by the failed-login limit before any lookup, by the limit hit (address or global).", "scope", m.authLimited)
-	counter("engram_serve_rate_limited_total", "Requests answered 429 by a token's rate limit, by door.", "door", m.rateLimited)
+	counter("engram_serve_rate_limited_total", "Requests answered 429 by a token's rate limit (MaxTokenSessions of its requests waiting for it already, or a wait past 10 s), by door.", "door", m.rateLimited)
+	counter("engram_serve_rate_waits_total", "Requests that waited for their token's rate to let them in, by door.", "door", m.rateWaits)
 	counter("engram_serve_turn_waits_total", "Requests that waited for a turn of their token (TokenConcurrency of its requests were being served), by door.", "door", m.turnWaits)
 	counter("engram_serve_turn_refused_total", "Requests answered 429 because their token's queue for turns was full, by door.", "door", m.turnRefusals)
 	counter("engram_serve_bytes_waits_total", "Requests that waited for their token's budget of request bytes to pay for their bodies, by door.", "door", m.bytesWaits)

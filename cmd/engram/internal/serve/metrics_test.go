@@ -180,7 +180,7 @@ func (d *door) scrape(t *testing.T) map[string]float64 {
 // /metrics counts what the door did, in a format parsed back here, and
 // only for the bearer of the metrics token.
 func TestMetrics(t *testing.T) {
-	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret, Rate: 1, Burst: 4, AuthFailureBurst: 2, AuthFailureRate: 1e-3})
+	d := newDoor(t, &serve.Options{MetricsToken: metricsSecret, Rate: 1e-3, Burst: 4, AuthFailureBurst: 2, AuthFailureRate: 1e-3})
 	// Scraped once first, as a scraper does: its token, known good, then
 	// passes while the guesses below hold the address.
 	d.scrape(t)

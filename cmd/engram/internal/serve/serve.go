@@ -86,8 +86,9 @@ type Options struct {
 	// Default 30 minutes.
 	SessionIdle time.Duration
 	// Rate is each token's sustained requests per second and Burst how
-	// many it may make at once; beyond: 429 with Retry-After. Defaults 50
-	// and 100.
+	// many it may make at once; beyond, a request waits for the rate, at
+	// most MaxTokenSessions of a token's requests and 10 s each (beyond
+	// either: 429 with Retry-After). Defaults 50 and 100.
 	Rate  float64
 	Burst int
 	// TokenConcurrency is how many requests of one token are served at
@@ -240,8 +241,10 @@ type Handler struct {
 	uis      map[string]http.Handler
 	uiLogins map[string]uiLogin            // cookie value → login
 	limits   map[int64]*tokenbucket.Bucket // each token's requests
-	bytes    map[int64]*tokenbucket.Bucket // each token's request body bytes
-	turns    *turns                        // each token's requests served at once
+	// rateWaiting counts each token's requests waiting for its rate.
+	rateWaiting map[int64]int
+	bytes       map[int64]*tokenbucket.Bucket // each token's request body bytes
+	turns       *turns                        // each token's requests served at once
 
 	sessions   map[string]int64                  // MCP session id → the id of the token that opened it
 	newSession sync.Mutex                        // guards opening and openingBy
@@ -378,7 +381,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	drain, stopDrain := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel, drain: drain, stopDrain: stopDrain,
-		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, rateWaiting: map[int64]int{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -1068,24 +1071,68 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 	return false
 }
 
-// allow takes one request from token id's bucket, or answers 429.
+// allow takes one request from token id's bucket. A request the bucket
+// cannot let in yet waits for its request, as one short of bytes waits
+// for them (payBytes): refused at once, a client that retries at once
+// makes the server read and refuse a request many times a second, and
+// one token's flood of refusals took the CPU other agents' calls need;
+// waiting, the client is paced to its rate at the cost of a connection.
+// The request is taken as the wait begins (later ones queue behind it)
+// and given back if the wait ends early. At most MaxTokenSessions of a
+// token's requests wait, none longer than maxRateWait: beyond either,
+// 429 with Retry-After. A request whose client goes, or whose server
+// starts shutting down, while it waits gets 503.
 func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
+	now := time.Now()
 	h.mu.Lock()
 	b, ok := h.limits[id]
 	if !ok {
-		b = tokenbucket.Full(float64(h.opts.Burst), time.Now())
+		b = tokenbucket.Full(float64(h.opts.Burst), now)
 		h.limits[id] = b
 	}
-	wait := b.Take(time.Now(), h.opts.Rate, float64(h.opts.Burst))
+	rate, burst := h.opts.Rate, float64(h.opts.Burst)
+	wait := b.Wait(now, rate, burst)
+	waiting := wait > 0 && wait <= maxRateWait && h.rateWaiting[id] < h.opts.MaxTokenSessions
+	if wait <= 0 || waiting {
+		b.Charge(now, rate, burst)
+	}
+	if waiting {
+		h.rateWaiting[id]++
+	}
 	h.mu.Unlock()
 	if wait <= 0 {
 		return true
 	}
-	h.metrics.rateLimit(r.URL.Path)
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-	http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
-	return false
+	if !waiting {
+		h.metrics.rateLimit(r.URL.Path)
+		w.Header().Set("Retry-After", retryAfter(wait))
+		http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
+		return false
+	}
+	h.metrics.rateWaited(r.URL.Path)
+	msg, ok := h.waitStart(r, wait, "its token's rate")
+	h.mu.Lock()
+	if h.rateWaiting[id]--; h.rateWaiting[id] <= 0 {
+		delete(h.rateWaiting, id)
+	}
+	if !ok {
+		h.limits[id].ChargeN(time.Now(), -1, rate, burst) // given back
+	}
+	h.mu.Unlock()
+	if !ok {
+		if h.drain.Err() != nil {
+			w.Header().Set("Connection", "close")
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
+	}
+	return ok
 }
+
+// maxRateWait is the longest a request waits for its token's rate; one
+// that would wait longer gets 429 with Retry-After. At the defaults
+// (MaxTokenSessions waiting at most, 100, against 50 a second) none waits
+// that long.
+const maxRateWait = 10 * time.Second
 
 // takeTurns waits for n turns of token id (Options.TokenConcurrency; n
 // is capped at it) and returns what ends them, or answers (429 with
