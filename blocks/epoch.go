@@ -8,6 +8,7 @@ import (
 
 	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/internal/blockhook"
+	"github.com/engram-go/engram/schema"
 )
 
 // A block's history grows with every change, and loading a document costs
@@ -271,7 +272,7 @@ func (c *core) unpersisted() (*blockhook.Carried, error) {
 // Reapply makes the changes Reset carried over again, on the new epoch.
 // archived are the saved documents of the epochs from the one the carried
 // changes were made on up to the one before the new epoch, oldest first
-// (a store's archive of them). With them, nothing but the carried changes
+// (a store's archive of them). With them, for a text block, nothing but the carried changes
 // is ever diffed: they are merged with the whole of their epoch (every
 // change the block's other writers made on it, as automerge changes), and
 // their effect, the difference between that merge and the epoch's final
@@ -279,7 +280,7 @@ func (c *core) unpersisted() (*blockhook.Carried, error) {
 // rebase wrote, which is that final value) and merged with that epoch's
 // own changes, and so on up to the new one, where it becomes one new
 // change by the system, pending like the originals. Without them (nil),
-// or when they do not hold what that needs, the other writers' changes
+// for other schemas, or when they do not hold what that needs, the other writers' changes
 // since the carried ones are diffed instead (reapplyByValue): a difference
 // of whole values that, merged with the carried changes, can misplace text
 // the two made near each other. Nothing is duplicated either way: the new
@@ -304,13 +305,20 @@ func (r *replica) Reapply(k *blockhook.Carried, archived [][]byte) error {
 }
 
 func (c *core) reapplyLocked(k *carried, archived [][]byte) (Event, []func(Event), error) {
-	if len(archived) > 0 {
-		data, err := c.carryThrough(k, archived)
-		if err == nil {
+	// Through the archive only for text: its difference is made of
+	// splices of the characters that changed, which merge with the
+	// epochs' later changes. Other schemas' differences replace whole
+	// items or lists (a checked item is deleted and inserted again, a
+	// list field set anew, a log rewritten when it rotated), and made at
+	// an epoch's start they would undo what that epoch later deleted or
+	// appended there; their value difference is taken at the new epoch
+	// instead, as before.
+	if len(archived) > 0 && c.info.Schema.Kind() == schema.KindText {
+		// Any failure (an archive that does not load, an epoch that does
+		// not start where the one before it ended) leaves c as it was:
+		// the value difference still carries the edits.
+		if data, err := c.carryThrough(k, archived); err == nil {
 			return c.loadCarried(data)
-		}
-		if !errors.Is(err, errNoEpochStart) {
-			return Event{}, nil, fmt.Errorf("block %q: re-apply unpersisted changes on the new epoch: %w", c.info.Label, err)
 		}
 	}
 	return c.reapplyByValue(k)

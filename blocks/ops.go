@@ -341,13 +341,44 @@ func writeField(fields *automerge.Map, def schema.FieldDef, old, v any) error {
 		o, _ := old.(int64)
 		return cv.Counter().Inc(v.(int64) - o)
 	case schema.FieldList:
-		l := automerge.NewList()
-		if err := fields.Set(def.Name, l); err != nil {
-			return err
+		o, _ := old.([]any)
+		l, err := getList(fields, def.Name)
+		if err != nil || l.Len() != len(o) {
+			// Missing, or not the list old was read from: set anew.
+			l = automerge.NewList()
+			if err := fields.Set(def.Name, l); err != nil {
+				return err
+			}
+			return l.Append(v.([]any)...)
 		}
-		return l.Append(v.([]any)...)
+		return spliceList(l, o, v.([]any))
 	}
 	return fields.Set(def.Name, toAutomerge(v))
+}
+
+// spliceList turns list l, holding old, into next in place: the items
+// both start and end with stay, the ones between are deleted and the new
+// ones inserted. Setting a new list instead would drop every item a
+// concurrent change appended to the old one (a re-applied write-back
+// edit on a new epoch and another writer's append).
+func spliceList(l *automerge.List, old, next []any) error {
+	p := 0
+	for p < len(old) && p < len(next) && reflect.DeepEqual(old[p], next[p]) {
+		p++
+	}
+	s := 0
+	for s < len(old)-p && s < len(next)-p && reflect.DeepEqual(old[len(old)-1-s], next[len(next)-1-s]) {
+		s++
+	}
+	for range len(old) - p - s {
+		if err := l.Delete(p); err != nil {
+			return err
+		}
+	}
+	if ins := next[p : len(next)-s]; len(ins) > 0 {
+		return l.Insert(p, ins...)
+	}
+	return nil
 }
 
 func (d *Document) appendToListField(section, field string, item any, actor Actor) error {

@@ -415,6 +415,11 @@ func (c *Store) readUpdates(ctx context.Context, q querier, e *entry, upTo int64
 func (c *Store) catchUp(ctx context.Context, e *entry) error {
 	e.lock()
 	defer e.unlock()
+	return c.catchUpLocked(ctx, e)
+}
+
+// catchUpLocked is catchUp with e's lock held.
+func (c *Store) catchUpLocked(ctx context.Context, e *entry) error {
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: refresh block %q: %w", e.label, err)

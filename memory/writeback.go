@@ -153,6 +153,15 @@ func (c *Store) persist(ctx context.Context, e *entry) error {
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
+	// Caught up before the write lock, in a read transaction: a switch to
+	// another process's new epoch carries the pending edits across the
+	// archived epochs (switchEpoch), in proportion to their history, and
+	// inside the lock every other writer (on SQLite, of any block) would
+	// wait for it. A failure here is met again, and reported, inside.
+	c.catchUpLocked(ctx, e)
+	if _, _, _, broken := e.freshness(); broken != nil {
+		return broken
+	}
 	var p pendingWrite
 	pre := c.pendingAhead(e)
 	err := c.write(ctx, blockLock(e.id), func(ctx context.Context, tx *sql.Tx) (err error) {
