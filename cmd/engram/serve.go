@@ -54,7 +54,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&c.opts.MaxSessions, "max-sessions", 1000, "open MCP sessions at most (beyond: 503)")
 	fs.IntVar(&c.opts.MaxTokenSessions, "max-token-sessions", 0, "open MCP sessions of one token at most (beyond: 503; default a tenth of --max-sessions)")
 	fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
-	fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond, a request waits for the rate: at most --max-token-sessions of a token's requests and 10 s each, beyond either 429)")
+	fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond, a request waits for the rate, at most 10 s and with at most 10 s' worth of the token's requests waiting; beyond either 429)")
 	fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
 	fs.IntVar(&c.opts.TokenConcurrency, "token-concurrency", 0, "requests of one token served at once; later ones wait for a turn (default 0: half the CPUs, at least 1)")
 	fs.IntVar(&c.opts.TokenQueue, "token-queue", 16, "requests of one token that may wait for a turn (beyond: 429)")

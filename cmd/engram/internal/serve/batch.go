@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/engram-go/engram/internal/tokenbucket"
 )
 
 // firstWithoutBatches is the first MCP protocol version without JSON-RPC
@@ -94,22 +91,12 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 	if n <= 1 {
 		return calls, true // the request paid for it
 	}
-	h.mu.Lock()
-	b, ok := h.limits[rec.token.ID]
-	if !ok {
-		b = tokenbucket.Full(float64(h.opts.Burst), time.Now())
-		h.limits[rec.token.ID] = b
+	// The batch's first message was paid for as the request came in; it
+	// waits for the others as a request waits for its rate (allow).
+	if ok, _ := h.takeRate(w, r, rec.token.ID, float64(n-1), fmt.Sprintf("429 too many requests for this token: a batch of %d messages costs %d requests; retry after the Retry-After seconds", n, n)); !ok {
+		return 0, false
 	}
-	wait := b.TakeN(time.Now(), float64(n-1), h.opts.Rate, float64(h.opts.Burst))
-	h.mu.Unlock()
-	if wait <= 0 {
-		return calls, true
-	}
-	h.metrics.rateLimit(r.URL.Path)
-	w.Header().Set("Retry-After", retryAfter(wait))
-	http.Error(w, fmt.Sprintf("429 too many requests for this token: a batch of %d messages costs %d requests; retry after the Retry-After seconds", n, n),
-		http.StatusTooManyRequests)
-	return 0, false
+	return calls, true
 }
 
 // batchLen counts the values of a JSON array, and the requests among

@@ -19,13 +19,16 @@ func TestRateWaitGivesBack(t *testing.T) {
 	}
 	defer h.Shutdown(context.Background())
 	const id = 7
-	if !h.allow(httptest.NewRecorder(), httptest.NewRequest("POST", "/mcp", nil), id) {
+	if ok, _ := h.allow(httptest.NewRecorder(), httptest.NewRequest("POST", "/mcp", nil), id); !ok {
 		t.Fatal("the burst's request was refused")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := httptest.NewRecorder()
 	ended := make(chan bool)
-	go func() { ended <- h.allow(w, httptest.NewRequest("POST", "/mcp", nil).WithContext(ctx), id) }()
+	go func() {
+		ok, _ := h.allow(w, httptest.NewRequest("POST", "/mcp", nil).WithContext(ctx), id)
+		ended <- ok
+	}()
 	for h.waitingForRate(id) == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -39,7 +42,7 @@ func TestRateWaitGivesBack(t *testing.T) {
 	// Given back, the bucket is where it was: the next request waits
 	// about half a second (2 a second), not a whole one.
 	start := time.Now()
-	if !h.allow(httptest.NewRecorder(), httptest.NewRequest("POST", "/mcp", nil), id) {
+	if ok, _ := h.allow(httptest.NewRecorder(), httptest.NewRequest("POST", "/mcp", nil), id); !ok {
 		t.Fatal("the next request was refused")
 	}
 	if took := time.Since(start); took > 750*time.Millisecond {

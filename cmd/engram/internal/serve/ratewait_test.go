@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -65,41 +67,54 @@ func TestRateWaits(t *testing.T) {
 	}
 }
 
-// At most MaxTokenSessions of a token's requests wait for its rate: one
-// more is refused at once, and another token's requests do not wait
-// behind them.
+// A token's requests queue for its rate: one that would wait past 10 s
+// behind those waiting is refused at once, another token's requests do
+// not wait behind them, and a waiter whose client goes (its small body
+// read as its wait began, so the server sees the connection close) ends
+// with it.
 func TestRateWaitersBounded(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 1, Burst: 3, MaxTokenSessions: 1, MetricsToken: metricsSecret})
+	d := newDoor(t, &serve.Options{Rate: 0.2, Burst: 3, MetricsToken: metricsSecret})
 	ada, bob := d.token(t, accesstoken.Spec{Agent: "ada"}), d.token(t, accesstoken.Spec{Agent: "bob"})
 	sid, bobSid := d.session(t, ada), d.session(t, bob)
 	if resp := d.send(t, ada, sid, echoCall(200), false); resp.StatusCode != 200 { // the burst's last
 		t.Fatalf("ada's first call: status %d", resp.StatusCode)
 	}
-	first := make(chan int)
-	go func() {
-		resp := d.send(t, ada, sid, echoCall(200), false)
-		io.Copy(io.Discard, resp.Body)
-		first <- resp.StatusCode
-	}()
-	waitFor(t, "ada's call to wait for its rate", func() bool {
-		return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] == 1
-	})
+	ctx, leave := context.WithCancel(t.Context())
+	ended := make(chan error, 2)
+	for i := range 2 { // wait 5 s and 10 s
+		go func() {
+			resp, err := d.postMCP(ctx, mcpHeader(ada, sid), echoCall(200))
+			if err == nil {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+			ended <- err
+		}()
+		waitFor(t, "ada's call to wait for its rate", func() bool {
+			return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] == float64(i+1)
+		})
+	}
 	start := time.Now()
 	resp := d.send(t, ada, sid, echoCall(200), false)
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != 429 || time.Since(start) > 500*time.Millisecond {
-		t.Fatalf("a second waiter with MaxTokenSessions 1: status %d after %v, want 429 at once", resp.StatusCode, time.Since(start))
+		t.Fatalf("a call 15 s behind: status %d after %v, want 429 at once", resp.StatusCode, time.Since(start))
 	}
-	if resp.Header.Get("Retry-After") == "" {
-		t.Fatal("429 without Retry-After")
+	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 10 {
+		t.Fatalf("Retry-After %q, want at least 10", resp.Header.Get("Retry-After"))
 	}
 	start = time.Now()
 	if resp := d.send(t, bob, bobSid, echoCall(200), false); resp.StatusCode != 200 || time.Since(start) > 500*time.Millisecond {
-		t.Fatalf("bob's call beside ada's waiter: status %d after %v", resp.StatusCode, time.Since(start))
+		t.Fatalf("bob's call beside ada's waiters: status %d after %v", resp.StatusCode, time.Since(start))
 	}
-	if st := <-first; st != 200 {
-		t.Fatalf("ada's waiting call: status %d, want 200", st)
+	leave()
+	for range 2 {
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a waiter whose client left: %v", err)
+		}
 	}
+	waitFor(t, "the server to see both waiters go", func() bool {
+		return d.scrape(t)[`engram_serve_requests_total{code="503",door="mcp"}`] == 2
+	})
 }
 
 // A request waiting for its rate when the server shuts down gets 503 at

@@ -87,8 +87,9 @@ type Options struct {
 	SessionIdle time.Duration
 	// Rate is each token's sustained requests per second and Burst how
 	// many it may make at once; beyond, a request waits for the rate, at
-	// most MaxTokenSessions of a token's requests and 10 s each (beyond
-	// either: 429 with Retry-After). Defaults 50 and 100.
+	// most 10 s and with at most as many of the token's requests waiting
+	// as the rate lets in in 10 s (at least MaxTokenSessions, at most
+	// 1,000); beyond either: 429 with Retry-After. Defaults 50 and 100.
 	Rate  float64
 	Burst int
 	// TokenConcurrency is how many requests of one token are served at
@@ -241,8 +242,12 @@ type Handler struct {
 	uis      map[string]http.Handler
 	uiLogins map[string]uiLogin            // cookie value → login
 	limits   map[int64]*tokenbucket.Bucket // each token's requests
-	// rateWaiting counts each token's requests waiting for its rate.
+	// rateWaiting counts each token's requests waiting for its rate;
+	// rateLast is the latest reservation of a token's (rateSeq numbers
+	// them), the only one that may give its request back.
 	rateWaiting map[int64]int
+	rateLast    map[int64]uint64
+	rateSeq     uint64
 	bytes       map[int64]*tokenbucket.Bucket // each token's request body bytes
 	turns       *turns                        // each token's requests served at once
 
@@ -381,7 +386,7 @@ func New(opts *Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	drain, stopDrain := context.WithCancel(context.Background())
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel, drain: drain, stopDrain: stopDrain,
-		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, rateWaiting: map[int64]int{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
+		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, rateWaiting: map[int64]int{}, rateLast: map[int64]uint64{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
 		auth: al, metrics: newMetrics()}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -477,7 +482,11 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
 			rec := r.Context().Value(recKey{}).(*accessRecord)
-			if !h.allow(w, r, rec.token.ID) {
+			ok, waited := h.allow(w, r, rec.token.ID)
+			if !ok {
+				return
+			}
+			if waited && !h.stillValid(w, r) {
 				return
 			}
 			if r.Method == http.MethodPost {
@@ -1078,45 +1087,79 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 // one token's flood of refusals took the CPU other agents' calls need;
 // waiting, the client is paced to its rate at the cost of a connection.
 // The request is taken as the wait begins (later ones queue behind it)
-// and given back if the wait ends early. At most MaxTokenSessions of a
-// token's requests wait, none longer than maxRateWait: beyond either,
-// 429 with Retry-After. A request whose client goes, or whose server
-// starts shutting down, while it waits gets 503.
-func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
-	now := time.Now()
+// and given back if the wait ends early and nothing was taken after it.
+// At most rateWaiters of a token's requests wait, none longer than
+// maxRateWait: beyond either, 429 with Retry-After. A POST whose body is
+// small (earlyBodyBytes) is read as its wait begins, so that a client
+// that goes while it waits is noticed (net/http watches the connection
+// only once the body is read): it gets 503 and its call never runs, as
+// does a request whose server starts shutting down. It reports whether
+// the request may go on, and whether it waited (its token was checked
+// before the wait; a caller checks it again).
+func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) (ok, waited bool) {
+	return h.takeRate(w, r, id, 1, "429 too many requests for this token; retry after the Retry-After seconds")
+}
+
+// takeRate takes n requests from token id's bucket (see allow), or
+// answers refusal as the 429's message.
+func (h *Handler) takeRate(w http.ResponseWriter, r *http.Request, id int64, n float64, refusal string) (ok, waited bool) {
+	rate, burst := h.opts.Rate, float64(h.opts.Burst)
 	h.mu.Lock()
-	b, ok := h.limits[id]
-	if !ok {
-		b = tokenbucket.Full(float64(h.opts.Burst), now)
+	now := time.Now()
+	b, found := h.limits[id]
+	if !found {
+		b = tokenbucket.Full(burst, now)
 		h.limits[id] = b
 	}
-	rate, burst := h.opts.Rate, float64(h.opts.Burst)
-	wait := b.Wait(now, rate, burst)
-	waiting := wait > 0 && wait <= maxRateWait && h.rateWaiting[id] < h.opts.MaxTokenSessions
+	wait := b.WaitFor(now, n, rate, burst)
+	waiting := wait > 0 && wait <= maxRateWait && h.rateWaiting[id] < h.rateWaiters()
+	var mine uint64
 	if wait <= 0 || waiting {
-		b.Charge(now, rate, burst)
+		b.ChargeN(now, n, rate, burst)
 	}
 	if waiting {
 		h.rateWaiting[id]++
+		h.rateSeq++
+		mine = h.rateSeq
+		h.rateLast[id] = mine
 	}
 	h.mu.Unlock()
 	if wait <= 0 {
-		return true
+		return true, false
 	}
 	if !waiting {
 		h.metrics.rateLimit(r.URL.Path)
-		w.Header().Set("Retry-After", retryAfter(wait))
-		http.Error(w, "429 too many requests for this token; retry after the Retry-After seconds", http.StatusTooManyRequests)
-		return false
+		w.Header().Set("Retry-After", retryAfter(min(wait, time.Hour)))
+		http.Error(w, refusal, http.StatusTooManyRequests)
+		return false, false
 	}
 	h.metrics.rateWaited(r.URL.Path)
-	msg, ok := h.waitStart(r, wait, "its token's rate")
+	start := time.Now()
+	msg, ok := "", true
+	if r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= earlyBodyBytes {
+		body, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength+1))
+		if err != nil {
+			msg, ok = "503 request ended while waiting for its token's rate", false
+		} else {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+	}
+	if ok {
+		msg, ok = h.waitStart(r, wait-time.Since(start), "its token's rate")
+	}
 	h.mu.Lock()
 	if h.rateWaiting[id]--; h.rateWaiting[id] <= 0 {
 		delete(h.rateWaiting, id)
 	}
-	if !ok {
-		h.limits[id].ChargeN(time.Now(), -1, rate, burst) // given back
+	if h.rateLast[id] == mine {
+		if !ok {
+			// Given back only by the token's latest reservation: one
+			// before it would let a newcomer use the slot a later
+			// waiter's deadline was counted after, so more would pass
+			// than the rate.
+			h.limits[id].ChargeN(time.Now(), -n, rate, burst)
+		}
+		delete(h.rateLast, id)
 	}
 	h.mu.Unlock()
 	if !ok {
@@ -1125,14 +1168,42 @@ func (h *Handler) allow(w http.ResponseWriter, r *http.Request, id int64) bool {
 		}
 		http.Error(w, msg, http.StatusServiceUnavailable)
 	}
-	return ok
+	return ok, true
+}
+
+// rateWaiters is how many of one token's requests may wait for its rate
+// at once: as many as its rate lets in over maxRateWait (a wait longer
+// than that is refused anyway), at least MaxTokenSessions, at most
+// maxRateWaiters. Each costs a goroutine, its connection and at most
+// earlyBodyBytes of body (about 26 KiB besides the body, measured).
+func (h *Handler) rateWaiters() int {
+	n := h.opts.Rate * maxRateWait.Seconds()
+	if !(n < maxRateWaiters) { // NaN or infinite included
+		n = maxRateWaiters
+	}
+	return max(h.opts.MaxTokenSessions, int(math.Ceil(n)))
 }
 
 // maxRateWait is the longest a request waits for its token's rate; one
-// that would wait longer gets 429 with Retry-After. At the defaults
-// (MaxTokenSessions waiting at most, 100, against 50 a second) none waits
-// that long.
-const maxRateWait = 10 * time.Second
+// that would wait longer gets 429 with Retry-After. maxRateWaiters caps
+// rateWaiters.
+const (
+	maxRateWait    = 10 * time.Second
+	maxRateWaiters = 1000
+)
+
+// stillValid checks again, after a wait for its rate, the bearer token
+// r was let in with: one revoked or expired meanwhile gets 401, as it
+// would have had it arrived then.
+func (h *Handler) stillValid(w http.ResponseWriter, r *http.Request) bool {
+	_, err := h.opts.Tokens.Verify(r.Context(), bearerToken(r))
+	if !errors.Is(err, accesstoken.ErrInvalid) && !errors.Is(err, accesstoken.ErrExpired) && !errors.Is(err, accesstoken.ErrRevoked) {
+		return true // valid, or unknown after being valid before the wait
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="engram", error="invalid_token"`)
+	http.Error(w, "401 the bearer token is unknown, expired or revoked", http.StatusUnauthorized)
+	return false
+}
 
 // takeTurns waits for n turns of token id (Options.TokenConcurrency; n
 // is capped at it) and returns what ends them, or answers (429 with

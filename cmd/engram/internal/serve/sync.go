@@ -180,11 +180,25 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	h.authSucceeded(r, secret)
 	rec.token = &t
-	if !h.allow(w, r, t.ID) {
+	refuseFull := func() {
+		rec.refused = fmt.Sprintf("token %d has %d /sync connections open", t.ID, h.opts.SyncMaxTokenConnections)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
+	}
+	// Refused before it waits for the token's rate when it would be
+	// refused after (the count is taken for good below).
+	h.mu.Lock()
+	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
+	h.mu.Unlock()
+	if full {
+		refuseFull()
+		return
+	}
+	if ok, _ := h.allow(w, r, t.ID); !ok {
 		return
 	}
 	h.mu.Lock()
-	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
+	full = h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
 	var budget *syncrepo.Budget
 	if !full {
 		h.syncsBy[t.ID]++
@@ -192,9 +206,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	if full {
-		rec.refused = fmt.Sprintf("token %d has %d /sync connections open", t.ID, h.opts.SyncMaxTokenConnections)
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
+		refuseFull()
 		return
 	}
 	defer func() {

@@ -103,7 +103,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "401 unauthorized: sign in at "+UIPath+"/login", http.StatusUnauthorized)
 		return
 	}
-	if !h.allow(w, r, login.tokenID) {
+	if ok, _ := h.allow(w, r, login.tokenID); !ok {
 		return
 	}
 	if h.refuseOverCap(w, r) {

@@ -1,0 +1,365 @@
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/engram-go/engram/cmd/engram/internal/serve"
+	"github.com/engram-go/engram/internal/accesstoken"
+)
+
+// A JSON-RPC batch (2025-03-26 session) past its token's rate waits for
+// all of its messages, as a single request waits for its one, and runs:
+// it is not refused after waiting for its first.
+func TestRateWaitBatchWaits(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 5, Burst: 4, MaxBatch: 4, TokenConcurrency: 4, MetricsToken: metricsSecret})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.sessionAt(t, tok, "2025-03-26") // 2 of the burst's 4
+	h := mcpHeader(tok, sid)
+	h["Mcp-Protocol-Version"] = "2025-03-26"
+	for i := range 2 { // the burst's last 2
+		resp := d.do(t, "POST", "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 50+i), h)
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("ping %d: status %d", i, resp.StatusCode)
+		}
+	}
+	start := time.Now()
+	resp := d.do(t, "POST", "/mcp", echoBatch(10, 2), h)
+	io.Copy(io.Discard, resp.Body)
+	took := time.Since(start)
+	m := d.scrape(t)
+	t.Logf("batch of 2 on an empty bucket: status %d after %v, Retry-After %q; rate waits %v, rate 429s %v",
+		resp.StatusCode, took.Round(time.Millisecond), resp.Header.Get("Retry-After"),
+		m[`engram_serve_rate_waits_total{door="mcp"}`], m[`engram_serve_rate_limited_total{door="mcp"}`])
+	if resp.StatusCode != 200 {
+		t.Fatalf("a batch of 2 past the rate waited %v and then got %d; a single request would have waited and run", took.Round(time.Millisecond), resp.StatusCode)
+	}
+}
+
+// While other requests of the token keep the bucket at its rate (each
+// waiting with its request reserved), a batch still gets in: it queues
+// for its messages like them.
+func TestRateWaitBatchNotStarved(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 20, Burst: 4, MaxBatch: 4, TokenConcurrency: 4, TokenQueue: 64})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.sessionAt(t, tok, "2025-03-26")
+	h := mcpHeader(tok, sid)
+	h["Mcp-Protocol-Version"] = "2025-03-26"
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var singles atomic.Int64
+	for range 4 { // 4 clients sending pings back to back: each waits ~50 ms
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				resp, err := d.postMCP(ctx, h, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					singles.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	end := time.Now().Add(5 * time.Second)
+	tries, ok := 0, 0
+	for time.Now().Before(end) {
+		tries++
+		resp, err := d.postMCP(t.Context(), h, echoBatch(10, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			ok++
+			continue
+		}
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			var s int
+			fmt.Sscan(ra, &s)
+			time.Sleep(time.Duration(s) * time.Second)
+		}
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("in 5 s: %d single pings served; batch of 2: %d tries, %d served", singles.Load(), tries, ok)
+	if ok == 0 {
+		t.Fatalf("the batch never got in in %d tries while the token's single requests waited for the rate", tries)
+	}
+}
+
+// A call that waited for its token's rate does not run when the token
+// was revoked while it waited: the token is checked again after the
+// wait.
+func TestRateWaitRevokedCallRefused(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 3, Burst: 2})
+	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := d.session(t, tok) // the burst's 2
+	time.Sleep(5 * time.Millisecond)
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := d.postMCP(t.Context(), mcpHeader(tok, sid), echoCall(200))
+		if err != nil {
+			t.Error(err)
+			done <- nil
+			return
+		}
+		done <- resp
+	}()
+	time.Sleep(50 * time.Millisecond) // it waits ~1/3 s for its rate
+	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	resp := <-done
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	t.Logf("call answered %v after revocation: status %d, echo calls run %d", time.Since(revoked).Round(time.Millisecond), resp.StatusCode, d.calls.Load())
+	if resp.StatusCode == 200 && d.calls.Load() > 0 {
+		t.Fatalf("the call of a token revoked while it waited for its rate ran %v after the revocation: %.120s",
+			time.Since(revoked).Round(time.Millisecond), body)
+	}
+}
+
+// The same for a new session: an initialize that waited for its rate
+// opens none once its token is revoked.
+func TestRateWaitRevokedOpensNoSession(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 1, Burst: 1})
+	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := d.do(t, "GET", "/mcp", "", mcpHeader(tok, "nosuch")) // spends the burst
+	io.Copy(io.Discard, resp.Body)
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := d.postMCP(t.Context(), mcpHeader(tok, ""), initBody)
+		if err != nil {
+			t.Error(err)
+			done <- nil
+			return
+		}
+		done <- resp
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp = <-done
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode == 200 && resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("an initialize of a token revoked while it waited opened session %s", resp.Header.Get("Mcp-Session-Id"))
+	}
+}
+
+// A /sync upgrade of a token already at SyncMaxTokenConnections is
+// refused (503) before it waits for its rate or pays a request.
+func TestRateWaitSyncCapFirst(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 2, Burst: 1, SyncMaxTokenConnections: 1, MetricsToken: metricsSecret})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	// one /sync connection held open (the burst's request)
+	c, _, err := dialSync(t.Context(), d.url, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	start := time.Now()
+	resp := d.do(t, "GET", "/sync?token="+tok, "", nil)
+	io.Copy(io.Discard, resp.Body)
+	took := time.Since(start)
+	t.Logf("a /sync past its token's connection cap: %d after %v", resp.StatusCode, took.Round(time.Millisecond))
+	if resp.StatusCode == 503 && took > 300*time.Millisecond {
+		t.Fatalf("a /sync past its token's connection cap waited %v for the rate before its 503", took.Round(time.Millisecond))
+	}
+}
+
+func dialSync(ctx context.Context, url, tok string) (*websocket.Conn, *http.Response, error) {
+	return websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/sync?token="+tok, nil)
+}
+
+// Waiters that give their requests back leave no hole a newcomer could
+// use twice: the waiters reserved after one keep their deadlines, so
+// only the token's latest reservation is given back. Over a second the
+// token gets no more than Rate×t + Burst. Waiters here are GET /mcp of
+// no session (the SDK answers 404 after allow), whose clients going
+// away the server notices.
+func TestRateWaitGiveBackWithinRate(t *testing.T) {
+	const rate = 10
+	d := newDoor(t, &serve.Options{Rate: rate, Burst: 1, MaxTokenSessions: 40, MetricsToken: metricsSecret})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	get := func(ctx context.Context) (int, time.Time) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", d.url+"/mcp", nil)
+		for k, v := range mcpHeader(tok, "nosuch") {
+			req.Header.Set(k, v)
+		}
+		tr := &http.Transport{DisableKeepAlives: true}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			return 0, time.Time{}
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, time.Now()
+	}
+	if st, _ := get(t.Context()); st != 404 { // the burst
+		t.Fatalf("first GET: %d", st)
+	}
+	t0 := time.Now()
+	var mu sync.Mutex
+	var admitted []time.Time
+	var wg sync.WaitGroup
+	record := func(st int, at time.Time) {
+		if st == 404 {
+			mu.Lock()
+			admitted = append(admitted, at)
+			mu.Unlock()
+		}
+	}
+	cancels := make([]context.CancelFunc, 20)
+	for i := range 20 { // deadlines 0.1 s … 2.0 s after t0
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels[i] = cancel
+		wg.Add(1)
+		go func() { defer wg.Done(); record(get(ctx)) }()
+		want := float64(i + 1)
+		waitFor(t, "the waiter", func() bool { return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] >= want })
+	}
+	for _, c := range cancels[:10] { // the first ten give theirs back
+		c()
+	}
+	time.Sleep(20 * time.Millisecond)
+	end := t0.Add(2100 * time.Millisecond)
+	for range 10 { // a client's ten connections keep asking
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				st, at := get(t.Context())
+				record(st, at)
+				if st == 429 {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	from, to := t0.Add(1000*time.Millisecond), t0.Add(2050*time.Millisecond)
+	n := 0
+	for _, at := range admitted {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	bound := 1 + rate*to.Sub(from).Seconds()
+	t.Logf("%d requests let in between 1.0 s and 2.05 s (%d in all over 2.1 s); Rate×t + Burst = %.1f", n, len(admitted), bound)
+	if float64(n) > bound+1 {
+		t.Fatalf("%d requests let in over %v, past Rate×t + Burst = %.1f", n, to.Sub(from), bound)
+	}
+}
+
+// Over HTTP/1.1 a POST waiting for its token's rate has its small body
+// read as the wait begins, so the server sees its client go: the call
+// never runs for nobody (a client that times out and retries would have
+// its tool call run twice).
+func TestRateWaitGoneClientRunsNothing(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 2, Burst: 2, MetricsToken: metricsSecret})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, tok) // the burst's 2
+	addr := strings.TrimPrefix(d.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := echoCall(200)
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, tok, sid, len(body), body)
+	waitFor(t, "the call to wait for its rate", func() bool {
+		return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] == 1
+	})
+	c.Close() // the client gives up
+	time.Sleep(time.Second)
+	if n := d.calls.Load(); n != 0 {
+		t.Fatalf("the call of a client that went away while it waited for its rate ran (%d calls)", n)
+	}
+}
+
+// Shutdown ends the rate waiters of every door at once:
+// GET /mcp, /sync before its upgrade, the UI's event stream and a UI POST.
+func TestRateWaitShutdownEveryDoor(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 0.2, Burst: 1, MetricsToken: metricsSecret})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	cookie := d.loginCookie(t, "hal")
+	io.Copy(io.Discard, d.do(t, "GET", "/mcp", "", mcpHeader(tok, "nosuch")).Body)             // ada's burst
+	io.Copy(io.Discard, d.do(t, "GET", "/ui/x", "", map[string]string{"Cookie": cookie}).Body) // hal's burst
+	type res struct {
+		what string
+		code int
+		at   time.Time
+	}
+	out := make(chan res, 8)
+	launch := func(what, method, path, body string, h map[string]string) {
+		go func() {
+			req, _ := http.NewRequest(method, d.url+path, strings.NewReader(body))
+			for k, v := range h {
+				req.Header.Set(k, v)
+			}
+			resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+			if err != nil {
+				out <- res{what, -1, time.Now()}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			out <- res{what, resp.StatusCode, time.Now()}
+		}()
+	}
+	launch("GET /mcp", "GET", "/mcp", "", mcpHeader(tok, "nosuch"))
+	launch("GET /ui/events", "GET", "/ui/events", "", map[string]string{"Cookie": cookie})
+	launch("POST /ui/x", "POST", "/ui/x", "a=b", map[string]string{"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"})
+	launch("/sync", "GET", "/sync?token="+tok, "", map[string]string{"Connection": "Upgrade", "Upgrade": "websocket",
+		"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+	waitFor(t, "four waiters", func() bool {
+		m := d.scrape(t)
+		return m[`engram_serve_rate_waits_total{door="mcp"}`]+m[`engram_serve_rate_waits_total{door="ui"}`]+m[`engram_serve_rate_waits_total{door="sync"}`] == 4
+	})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if err := d.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		r := <-out
+		t.Logf("%s: %d after %v", r.what, r.code, r.at.Sub(start).Round(time.Millisecond))
+		if r.code != 503 || r.at.Sub(start) > time.Second {
+			t.Errorf("%s at shutdown: %d after %v", r.what, r.code, r.at.Sub(start))
+		}
+	}
+}
