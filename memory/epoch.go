@@ -363,39 +363,20 @@ func (c *Store) switchEpoch(ctx context.Context, q querier, e *entry, r blockRow
 
 // archivedEpochs returns the saved documents of block id's epochs from
 // up to (not including) to, oldest first, checksums verified, read in q's
-// transaction; nil if one is missing.
+// transaction; an error if one is missing.
 func (c *Store) archivedEpochs(ctx context.Context, q querier, id, from, to int64) ([][]byte, error) {
-	rows, err := q.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive
-		WHERE block_id = ? AND epoch >= ? AND epoch < ? ORDER BY epoch`, id, from, to)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out [][]byte
-	for want := from; rows.Next(); want++ {
-		var (
-			ep   int64
-			snap []byte
-			crc  sql.NullInt64
-		)
-		if err := rows.Scan(&ep, &snap, &crc); err != nil {
-			return nil, err
-		}
-		if ep != want {
-			return nil, fmt.Errorf("archived epoch %d is missing", want)
-		}
-		if err := checkCRC(snap, crc); err != nil {
-			return nil, fmt.Errorf("%w: archived epoch %d: %w", ErrCorrupt, ep, err)
+	err := archivesIn(ctx, q, id, from, to, false, func(ep int64, snap []byte) (bool, error) {
+		if want := from + int64(len(out)); ep != want {
+			return false, fmt.Errorf("archived epoch %d is missing", want)
 		}
 		out = append(out, snap)
+		return true, nil
+	})
+	if err == nil && int64(len(out)) != to-from {
+		err = fmt.Errorf("archived epochs %d to %d: %d of them found", from, to-1, len(out))
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if int64(len(out)) != to-from {
-		return nil, fmt.Errorf("archived epochs %d to %d: %d of them found", from, to-1, len(out))
-	}
-	return out, nil
+	return out, err
 }
 
 // breakEntry marks e unservable (err says why) and drops it from the cache.
@@ -478,12 +459,18 @@ func (c *Store) compactNowSaved(ctx context.Context, tx *sql.Tx, e *entry, p *pe
 // document, checksum verified, until f returns false or an error. One
 // query; each snapshot is read as its row comes.
 func (c *Store) archives(ctx context.Context, id, below int64, newestFirst bool, f func(epoch int64, snap []byte) (bool, error)) error {
+	return archivesIn(ctx, c.rdb, id, 0, below, newestFirst, f)
+}
+
+// archivesIn is archives of the epochs from from up to below, read in q
+// (a transaction's view of them).
+func archivesIn(ctx context.Context, q querier, id, from, below int64, newestFirst bool, f func(epoch int64, snap []byte) (bool, error)) error {
 	order := "ASC"
 	if newestFirst {
 		order = "DESC"
 	}
-	rows, err := c.rdb.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive
-		WHERE block_id = ? AND epoch < ? ORDER BY epoch `+order, id, below)
+	rows, err := q.QueryContext(ctx, `SELECT epoch, snapshot, snapshot_crc FROM block_archive
+		WHERE block_id = ? AND epoch >= ? AND epoch < ? ORDER BY epoch `+order, id, from, below)
 	if err != nil {
 		return fmt.Errorf("memory: archived epochs of block %d: %w", id, err)
 	}

@@ -1135,14 +1135,10 @@ func (h *Handler) takeRate(w http.ResponseWriter, r *http.Request, id int64, n f
 	}
 	h.metrics.rateWaited(r.URL.Path)
 	start := time.Now()
-	msg, ok := "", true
+	msg, ok, answered := "", true, false
 	if r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= earlyBodyBytes {
-		body, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength+1))
-		if err != nil {
-			msg, ok = "503 request ended while waiting for its token's rate", false
-		} else {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
+		_, ok = h.readBody(w, r) // answers a body that fails to arrive
+		answered = !ok
 	}
 	if ok {
 		msg, ok = h.waitStart(r, wait-time.Since(start), "its token's rate")
@@ -1162,7 +1158,7 @@ func (h *Handler) takeRate(w http.ResponseWriter, r *http.Request, id int64, n f
 		delete(h.rateLast, id)
 	}
 	h.mu.Unlock()
-	if !ok {
+	if !ok && !answered {
 		if h.drain.Err() != nil {
 			w.Header().Set("Connection", "close")
 		}
