@@ -21,7 +21,8 @@ import (
 // RSS growth (both scaled down with the attack's size where it runs below
 // the bench's), the victim's p99 during the attack at most twice its
 // quiet p99 (plus abuseSlack), no acknowledged write lost and the
-// process alive. The bench's "serve under abuse" section runs the same
+// process alive. An attack whose only fault is the victim's p99 is run
+// once more against a quiet baseline taken again just before it. The bench's "serve under abuse" section runs the same
 // attacks at full size.
 func TestServeUnderAbuse(t *testing.T) {
 	if raceEnabled {
@@ -73,19 +74,38 @@ func TestServeUnderAbuse(t *testing.T) {
 	limits.Slack = abuseSlack
 	for _, a := range abuse.Attacks(abuseSizes) {
 		t.Run(a.Key, func(t *testing.T) {
-			r := h.Run(ctx, a)
-			t.Logf("%s: %s", a.Name, r.Outcome)
-			t.Logf("server CPU %.2f s, peak RSS +%.1f MiB (from %.1f MiB), %d B sent; victim p50 %v→%v, p99 %v→%v (%.2f×), max %v, over %d calls; %d acknowledged, %d lost; alive %v",
-				r.CPU.Seconds(), float64(r.PeakGrowth)/(1<<20), float64(r.RSSBefore)/(1<<20), r.Bytes,
-				r.Quiet.P50.Round(time.Microsecond), r.Attacked.P50.Round(time.Microsecond),
-				r.Quiet.P99.Round(time.Microsecond), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Max.Round(time.Millisecond), r.Attacked.Calls,
-				r.Acked, r.Lost, r.Alive)
+			r := runAbuse(ctx, t, h, a)
+			if v := r.Violations(limits); len(v) == 1 && r.SlowVictim(limits) {
+				// The only fault is the victim's p99. go test runs other
+				// packages beside this one on a 2-core machine, so the
+				// load the quiet baseline was taken under may have moved:
+				// take it again and run the attack once more. A server
+				// that slows the victim does so both times.
+				t.Logf("%s; measuring quiet again and repeating the attack", v[0])
+				if _, err := h.Requiet(ctx, 3*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				r = runAbuse(ctx, t, h, a)
+			}
 			for _, v := range r.Violations(limits) {
 				t.Error(v)
 			}
 		})
 	}
 	finish()
+}
+
+// runAbuse runs one attack and logs what it cost.
+func runAbuse(ctx context.Context, t *testing.T, h *abuse.Harness, a abuse.Attack) abuse.Result {
+	t.Helper()
+	r := h.Run(ctx, a)
+	t.Logf("%s: %s", a.Name, r.Outcome)
+	t.Logf("server CPU %.2f s, peak RSS +%.1f MiB (from %.1f MiB), %d B sent; victim p50 %v→%v, p99 %v→%v (%.2f×), max %v, over %d calls; %d acknowledged, %d lost; alive %v",
+		r.CPU.Seconds(), float64(r.PeakGrowth)/(1<<20), float64(r.RSSBefore)/(1<<20), r.Bytes,
+		r.Quiet.P50.Round(time.Microsecond), r.Attacked.P50.Round(time.Microsecond),
+		r.Quiet.P99.Round(time.Microsecond), r.Attacked.P99.Round(time.Microsecond), r.Ratio(), r.Attacked.Max.Round(time.Millisecond), r.Attacked.Calls,
+		r.Acked, r.Lost, r.Alive)
+	return r
 }
 
 // buildEngram builds this command into a temporary directory with the
