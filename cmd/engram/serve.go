@@ -45,6 +45,39 @@ type serveConfig struct {
 	consolidateApplyExact   bool
 }
 
+// checkLimits refuses a limit flag set to a value it cannot mean. The
+// library reads a zero or negative limit as its default; on the command
+// line, whose flags show their defaults, such a value is a mistake.
+func (c *serveConfig) checkLimits() error {
+	o := &c.opts
+	if !(o.Rate > 0) {
+		return usageErrorf("serve: --rate %v: want a positive number of requests per second per token, such as 50 (or inf for no limit)", o.Rate)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+		min  int64
+		want string
+	}{
+		{"burst", int64(o.Burst), 1, "1 or more requests of a token at once"},
+		{"max-sessions", int64(o.MaxSessions), 1, "1 or more open MCP sessions"},
+		{"max-token-sessions", int64(o.MaxTokenSessions), 0, "1 or more open MCP sessions of a token, or 0 for a tenth of --max-sessions"},
+		{"max-batch", int64(o.MaxBatch), 1, "1 or more messages in a JSON-RPC batch"},
+		{"max-body", o.MaxBodyBytes, 1, "a positive request body size in bytes"},
+	} {
+		if f.v < f.min {
+			return usageErrorf("serve: --%s %d: want %s", f.name, f.v, f.want)
+		}
+	}
+	if o.SessionIdle <= 0 {
+		return usageErrorf("serve: --session-idle %v: want a positive duration, such as 30m", o.SessionIdle)
+	}
+	if c.drain < 0 {
+		return usageErrorf("serve: --drain %v: want a duration of 0 or more", c.drain)
+	}
+	return nil
+}
+
 func cmdServe(fs *flag.FlagSet) runFunc {
 	var c serveConfig
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8421", "listen address; anything but loopback without TLS prints a warning")
@@ -87,6 +120,9 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		a.statsDrift = &statsDrift
 		if c.consolidateEvery < 0 {
 			return usageErrorf("serve: --consolidate-every %v: want a positive duration, or 0 for off", c.consolidateEvery)
+		}
+		if err := c.checkLimits(); err != nil {
+			return err
 		}
 		if c.opts.TokenConcurrency < 0 {
 			return usageErrorf("serve: --token-concurrency %d: want 1 or more requests of a token at once, or 0 for half the CPUs", c.opts.TokenConcurrency)

@@ -200,6 +200,29 @@ func TestRateWaitSyncCapFirst(t *testing.T) {
 	}
 }
 
+// An MCP initialize past its token's session cap is refused before it
+// waits for the rate, as /sync past its connection cap is: after its wait
+// it would be refused anyway.
+func TestRateWaitSessionCapFirst(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 1, Burst: 2, MaxTokenSessions: 1})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	d.session(t, tok) // initialize and initialized: the burst
+	start := time.Now()
+	resp := d.do(t, "POST", "/mcp", initBody, mcpHeader(tok, ""))
+	body, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	t.Logf("an initialize past its token's session cap: %d after %v", resp.StatusCode, took.Round(time.Millisecond))
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "too many sessions for this token") {
+		t.Fatalf("an initialize past its token's session cap: %d %s", resp.StatusCode, body)
+	}
+	if took > 300*time.Millisecond {
+		t.Fatalf("an initialize past its token's session cap waited %v for the rate before its 503", took.Round(time.Millisecond))
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("the 503 has no Retry-After")
+	}
+}
+
 func dialSync(ctx context.Context, url, tok string) (*websocket.Conn, *http.Response, error) {
 	return websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/sync?token="+tok, nil)
 }
@@ -361,5 +384,70 @@ func TestRateWaitShutdownEveryDoor(t *testing.T) {
 		if r.code != 503 || r.at.Sub(start) > time.Second {
 			t.Errorf("%s at shutdown: %d after %v", r.what, r.code, r.at.Sub(start))
 		}
+	}
+}
+
+// A /sync upgrade that waited for its rate is checked again: a token
+// revoked while it waited gets 401, not a connection the token watcher
+// closes a second later.
+func TestRateWaitRevokedSyncRefused(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 1, Burst: 1})
+	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, d.do(t, "GET", "/mcp", "", mcpHeader(tok, "nosuch")).Body) // spends the burst
+	type dialed struct {
+		c    *websocket.Conn
+		resp *http.Response
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		c, resp, err := dialSync(t.Context(), d.url, tok)
+		done <- dialed{c, resp, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // it waits ~1 s for its rate
+	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err == nil {
+		r.c.CloseNow()
+		t.Fatal("a /sync of a token revoked while it waited for its rate was upgraded")
+	}
+	if r.resp == nil || r.resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a /sync of a token revoked while it waited: %v, %+v", r.err, r.resp)
+	}
+}
+
+// A web UI request that waited for its rate is checked again: one whose
+// login was signed out while it waited is sent to sign in, not served.
+func TestRateWaitSignedOutUIRefused(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 1, Burst: 1})
+	cookie := d.loginCookie(t, "hal")
+	time.Sleep(1100 * time.Millisecond)                                                        // the burst back, whatever the login spent
+	io.Copy(io.Discard, d.do(t, "GET", "/ui/x", "", map[string]string{"Cookie": cookie}).Body) // spends it
+	done := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", d.url+"/ui/x", nil)
+		req.Header.Set("Cookie", cookie)
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	time.Sleep(100 * time.Millisecond) // it waits ~1 s for its rate
+	io.Copy(io.Discard, d.do(t, "POST", "/ui/logout", "", map[string]string{"Cookie": cookie, "Origin": d.url}).Body)
+	resp := <-done
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
+		t.Fatalf("a UI request whose login ended while it waited for its rate: %d %q, %.80s", resp.StatusCode, resp.Header.Get("Location"), body)
 	}
 }

@@ -482,11 +482,24 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
 			rec := r.Context().Value(recKey{}).(*accessRecord)
+			opens := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+			if opens {
+				// Refused now rather than after waiting for the rate: a
+				// session past the caps would be refused then too (and
+				// one that closes meanwhile frees its place for a retry).
+				h.newSession.Lock()
+				msg, full := h.sessionsFull(rec.token.ID)
+				h.newSession.Unlock()
+				if full {
+					refuseSession(w, msg)
+					return
+				}
+			}
 			ok, waited := h.allow(w, r, rec.token.ID)
 			if !ok {
 				return
 			}
-			if waited && !h.stillValid(w, r) {
+			if waited && !h.stillValid(w, r, bearerToken(r)) {
 				return
 			}
 			if r.Method == http.MethodPost {
@@ -496,22 +509,15 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				}
 				defer done()
 			}
-			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			if opens {
 				// A new session: open ones and those being opened count
 				// against the cap. The count is reserved rather than the
 				// creation locked, so a slow request body holds up no one.
 				tok := rec.token.ID
 				h.newSession.Lock()
-				n := h.sessionCount() + h.opening
-				mine := h.tokenSessionCount(tok) + h.openingBy[tok]
-				if n >= h.opts.MaxSessions || mine >= h.opts.MaxTokenSessions {
+				if msg, full := h.sessionsFull(tok); full {
 					h.newSession.Unlock()
-					w.Header().Set("Retry-After", "5")
-					msg := fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n)
-					if mine >= h.opts.MaxTokenSessions {
-						msg = fmt.Sprintf("503 too many sessions for this token (%d open); close its idle sessions (DELETE /mcp) or retry later", mine)
-					}
-					http.Error(w, msg, http.StatusServiceUnavailable)
+					refuseSession(w, msg)
 					return
 				}
 				h.opening++
@@ -535,6 +541,27 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.mcp.ServeHTTP(w, r)
 		})).ServeHTTP(w, r)
+}
+
+// sessionsFull reports whether a new MCP session of token tok is past
+// MaxSessions or MaxTokenSessions, counting open sessions and those being
+// opened, and the refusal's message if so. Caller holds h.newSession.
+func (h *Handler) sessionsFull(tok int64) (string, bool) {
+	n := h.sessionCount() + h.opening
+	mine := h.tokenSessionCount(tok) + h.openingBy[tok]
+	switch {
+	case mine >= h.opts.MaxTokenSessions:
+		return fmt.Sprintf("503 too many sessions for this token (%d open); close its idle sessions (DELETE /mcp) or retry later", mine), true
+	case n >= h.opts.MaxSessions:
+		return fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), true
+	}
+	return "", false
+}
+
+// refuseSession answers a new session past the caps: 503, Retry-After 5.
+func refuseSession(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // earlyBodyBytes is the largest announced body a POST /mcp reads before
@@ -1191,8 +1218,8 @@ const (
 // stillValid checks again, after a wait for its rate, the bearer token
 // r was let in with: one revoked or expired meanwhile gets 401, as it
 // would have had it arrived then.
-func (h *Handler) stillValid(w http.ResponseWriter, r *http.Request) bool {
-	_, err := h.opts.Tokens.Verify(r.Context(), bearerToken(r))
+func (h *Handler) stillValid(w http.ResponseWriter, r *http.Request, secret string) bool {
+	_, err := h.opts.Tokens.Verify(r.Context(), secret)
 	if !errors.Is(err, accesstoken.ErrInvalid) && !errors.Is(err, accesstoken.ErrExpired) && !errors.Is(err, accesstoken.ErrRevoked) {
 		return true // valid, or unknown after being valid before the wait
 	}

@@ -194,7 +194,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		refuseFull()
 		return
 	}
-	if ok, _ := h.allow(w, r, t.ID); !ok {
+	if ok, waited := h.allow(w, r, t.ID); !ok || waited && !h.stillValid(w, r, secret) {
 		return
 	}
 	h.mu.Lock()

@@ -91,20 +91,35 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 		return
 	}
-	login, ok, limited := h.loggedIn(w, r)
-	if limited {
-		return
-	}
-	if !ok {
+	signIn := func() {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			http.Redirect(w, r, UIPath+"/login", http.StatusSeeOther)
 			return
 		}
 		http.Error(w, "401 unauthorized: sign in at "+UIPath+"/login", http.StatusUnauthorized)
+	}
+	login, ok, limited := h.loggedIn(w, r)
+	if limited {
 		return
 	}
-	if ok, _ := h.allow(w, r, login.tokenID); !ok {
+	if !ok {
+		signIn()
 		return
+	}
+	ok, waited := h.allow(w, r, login.tokenID)
+	if !ok {
+		return
+	}
+	if waited {
+		// The login may have ended, or its token been revoked, while
+		// the request waited for the rate.
+		if _, ok, limited = h.loggedIn(w, r); limited {
+			return
+		}
+		if !ok {
+			signIn()
+			return
+		}
 	}
 	if h.refuseOverCap(w, r) {
 		return
