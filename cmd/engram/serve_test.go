@@ -519,10 +519,11 @@ func TestServeHTTPRules(t *testing.T) {
 		}
 	}
 	// ada has used 1 of 3; two more pass, the next would wait 20 s for its
-	// rate (past the 10 s a request waits): 429 at once.
-	post(t, f.url, a, "", `{}`, nil)
-	post(t, f.url, a, "", `{}`, nil)
-	resp = post(t, f.url, a, "", initializeBody, nil)
+	// rate (past the 10 s a request waits): 429 at once. (On no session:
+	// a request opening one past her session cap would get 503 first.)
+	post(t, f.url, a, "nosuch", `{}`, nil)
+	post(t, f.url, a, "nosuch", `{}`, nil)
+	resp = post(t, f.url, a, "nosuch", `{}`, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("over the rate: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
