@@ -212,16 +212,20 @@ func Start(ctx context.Context, opts *Options) (*Harness, error) {
 	return h, nil
 }
 
-// Quiet is the victim's latency with no attack running: measured at
-// Start, or again by Requiet.
+// Quiet is the victim's latency with no attack running, measured at
+// Start: the baseline every Run is judged against.
 func (h *Harness) Quiet() Latency { return h.quiet }
 
-// Requiet measures the victim's quiet latency again over d (Options.Quiet
-// when d <= 0), with no attack running, and makes it the baseline later
-// Runs are held to. A shared machine's load moves while a long series of
-// attacks runs; an attack whose only fault was the victim's p99 is judged
-// again against a baseline taken just before it.
-func (h *Harness) Requiet(ctx context.Context, d time.Duration) (Latency, error) {
+// Requiet measures the victim's latency again over d (Options.Quiet when
+// d <= 0), with no attack running, for judging one attack again: a shared
+// machine's load moves while a long series of attacks runs, and an
+// attack whose only fault was the victim's p99 may be run once more and
+// judged against this baseline (set it as the retry's Result.Quiet). It
+// does not change the baseline of later Runs. It fails when the victim
+// has not come back to within l's bound of the Start baseline (l.Ratio ×
+// its p99 + l.Slack): a server an attack left slow for good is not
+// judged against its own slowness.
+func (h *Harness) Requiet(ctx context.Context, d time.Duration, l Limits) (Latency, error) {
 	if d <= 0 {
 		d = h.opts.Quiet
 	}
@@ -237,8 +241,11 @@ func (h *Harness) Requiet(ctx context.Context, d time.Duration) (Latency, error)
 	if q.Calls == 0 || q.Errors > 0 {
 		return q, fmt.Errorf("abuse: the victim's quiet calls: %d, %d failed%s", q.Calls, q.Errors, h.logTail())
 	}
-	h.quiet = q
 	h.opts.logf("quiet again: victim p50 %v p99 %v over %d calls", q.P50, q.P99, q.Calls)
+	if bound := (Result{Quiet: h.quiet}).victimBound(l); q.P99 > bound {
+		return q, fmt.Errorf("abuse: with no attack running the victim's p99 is %v, past %v (%.0f× its quiet %v at the start, plus %v): the server has not come back",
+			q.P99.Round(time.Microsecond), bound.Round(time.Microsecond), l.Ratio, h.quiet.P99.Round(time.Microsecond), l.Slack)
+	}
 	return q, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,47 +180,57 @@ func TestRateWaitRevokedOpensNoSession(t *testing.T) {
 	}
 }
 
-// A /sync upgrade of a token already at SyncMaxTokenConnections is
-// refused (503) before it waits for its rate or pays a request.
-func TestRateWaitSyncCapFirst(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 2, Burst: 1, SyncMaxTokenConnections: 1, MetricsToken: metricsSecret})
-	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
-	// one /sync connection held open (the burst's request)
-	c, _, err := dialSync(t.Context(), d.url, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	start := time.Now()
-	resp := d.do(t, "GET", "/sync?token="+tok, "", nil)
-	io.Copy(io.Discard, resp.Body)
-	took := time.Since(start)
-	t.Logf("a /sync past its token's connection cap: %d after %v", resp.StatusCode, took.Round(time.Millisecond))
-	if resp.StatusCode == 503 && took > 300*time.Millisecond {
-		t.Fatalf("a /sync past its token's connection cap waited %v for the rate before its 503", took.Round(time.Millisecond))
-	}
-}
-
-// An MCP initialize past its token's session cap is refused before it
-// waits for the rate, as /sync past its connection cap is: after its wait
-// it would be refused anyway.
-func TestRateWaitSessionCapFirst(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 1, Burst: 2, MaxTokenSessions: 1})
-	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
-	d.session(t, tok) // initialize and initialized: the burst
-	start := time.Now()
-	resp := d.do(t, "POST", "/mcp", initBody, mcpHeader(tok, ""))
-	body, _ := io.ReadAll(resp.Body)
-	took := time.Since(start)
-	t.Logf("an initialize past its token's session cap: %d after %v", resp.StatusCode, took.Round(time.Millisecond))
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "too many sessions for this token") {
-		t.Fatalf("an initialize past its token's session cap: %d %s", resp.StatusCode, body)
-	}
-	if took > 300*time.Millisecond {
-		t.Fatalf("an initialize past its token's session cap waited %v for the rate before its 503", took.Round(time.Millisecond))
-	}
-	if resp.Header.Get("Retry-After") == "" {
-		t.Error("the 503 has no Retry-After")
+// A new MCP session or /sync connection past its token's cap is refused
+// once the token's rate lets it in: at once while its burst lasts (a
+// client that honours Retry-After learns at once), and paced to the rate
+// after, so that a client retrying each refusal at once is held to its
+// rate instead of making the door refuse it as fast as it asks.
+func TestRateWaitCapRefusalsPaced(t *testing.T) {
+	const rate, burst, tries = 20, 3, 23
+	for _, door := range []string{"mcp", "sync"} {
+		t.Run(door, func(t *testing.T) {
+			d := newDoor(t, &serve.Options{Rate: rate, Burst: burst + 2, MaxTokenSessions: 1, SyncMaxTokenConnections: 1})
+			tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+			try := func() (int, string) {
+				var resp *http.Response
+				if door == "mcp" {
+					resp = d.do(t, "POST", "/mcp", initBody, mcpHeader(tok, ""))
+				} else {
+					resp = d.do(t, "GET", "/sync?token="+tok, "", nil)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(body) + " Retry-After " + resp.Header.Get("Retry-After")
+			}
+			// The one the cap allows, held open: two requests of the burst.
+			if door == "mcp" {
+				d.session(t, tok)
+			} else {
+				c, _, err := dialSync(t.Context(), d.url, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseNow()
+				io.Copy(io.Discard, d.do(t, "GET", "/mcp", "", mcpHeader(tok, "nosuch")).Body)
+			}
+			start := time.Now()
+			for i := range tries {
+				st, body := try()
+				if st != http.StatusServiceUnavailable || !strings.Contains(body, "for this token") || strings.HasSuffix(body, "Retry-After ") {
+					t.Fatalf("try %d past the cap: %d %s", i, st, body)
+				}
+				if i == burst-1 {
+					if took := time.Since(start); took > 300*time.Millisecond {
+						t.Fatalf("the burst's %d refusals took %v: they waited", burst, took.Round(time.Millisecond))
+					}
+				}
+			}
+			// The 20 after the burst wait 1/20 s each: about 1 s.
+			took := time.Since(start)
+			t.Logf("%d refusals past the cap in %v", tries, took.Round(time.Millisecond))
+			if least := time.Duration(tries-burst-1) * time.Second / rate; took < least {
+				t.Fatalf("%d refusals past the cap in %v: faster than the rate lets requests in (at least %v)", tries, took.Round(time.Millisecond), least)
+			}
+		})
 	}
 }
 
@@ -450,4 +461,69 @@ func TestRateWaitSignedOutUIRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
 		t.Fatalf("a UI request whose login ended while it waited for its rate: %d %q, %.80s", resp.StatusCode, resp.Header.Get("Location"), body)
 	}
+}
+
+// A UI request that waited for its rate and whose login ended meanwhile
+// (signed out, or its token revoked) is sent to sign in without counting
+// a failed authentication against its address: a page whose requests
+// were being paced when the person signed out would otherwise spend the
+// address's failed-login budget (20 by default), and signing in again
+// from there would be refused.
+func TestRateWaitSignedOutChargesNoFailedLogins(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 5, Burst: 1}) // failed-login limit at its defaults: 20, 1 per 5 s
+	cookie := d.loginCookie(t, "hal")
+	io.Copy(io.Discard, d.do(t, "GET", "/ui/x", "", map[string]string{"Cookie": cookie}).Body) // spends the burst
+	const waiters = 20
+	var wg sync.WaitGroup
+	statuses := make(chan int, waiters)
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", d.url+"/ui/x", nil)
+			req.Header.Set("Cookie", cookie)
+			c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	time.Sleep(150 * time.Millisecond) // each waits 0.2 s more than the one before
+	io.Copy(io.Discard, d.do(t, "POST", "/ui/logout", "", map[string]string{"Cookie": cookie, "Origin": d.url}).Body)
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for st := range statuses {
+		count[st]++
+	}
+	t.Logf("the page's %d waiting requests after sign-out: %v", waiters, count)
+	// The person signs in again, with a new token (the old one may have
+	// been what was revoked).
+	tok := d.token(t, accesstoken.Spec{Human: "hal"})
+	resp := d.do(t, "POST", "/ui/login", url.Values{"token": {tok}}.Encode(), form())
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("signing in after signing out while %d of the page's requests waited for the rate: %d (Retry-After %q); the waiters were counted as failed logins",
+			waiters, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// A token at its session cap that closes its session (DELETE /mcp) opens
+// a new one at once: the cap counts live sessions only.
+func TestSessionCapFreedByDelete(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 100, Burst: 100, MaxTokenSessions: 1})
+	tok := d.token(t, accesstoken.Spec{Agent: "ada"})
+	sid := d.session(t, tok)
+	if st := d.do(t, "POST", "/mcp", initBody, mcpHeader(tok, "")).StatusCode; st != http.StatusServiceUnavailable {
+		t.Fatalf("at the cap: %d", st)
+	}
+	if st := d.do(t, "DELETE", "/mcp", "", mcpHeader(tok, sid)).StatusCode; st/100 != 2 {
+		t.Fatalf("DELETE: %d", st)
+	}
+	d.session(t, tok)
 }

@@ -482,19 +482,11 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
 			rec := r.Context().Value(recKey{}).(*accessRecord)
-			opens := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
-			if opens {
-				// Refused now rather than after waiting for the rate: a
-				// session past the caps would be refused then too (and
-				// one that closes meanwhile frees its place for a retry).
-				h.newSession.Lock()
-				msg, full := h.sessionsFull(rec.token.ID)
-				h.newSession.Unlock()
-				if full {
-					refuseSession(w, msg)
-					return
-				}
-			}
+			// A request past a cap (sessions) is refused only once its
+			// rate lets it in: at once while the token's burst lasts, and
+			// paced to its rate after, so that a client retrying each
+			// refusal at once cannot make the door refuse it as fast as
+			// it asks.
 			ok, waited := h.allow(w, r, rec.token.ID)
 			if !ok {
 				return
@@ -509,7 +501,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				}
 				defer done()
 			}
-			if opens {
+			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 				// A new session: open ones and those being opened count
 				// against the cap. The count is reserved rather than the
 				// creation locked, so a slow request body holds up no one.

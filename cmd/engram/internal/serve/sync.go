@@ -185,20 +185,15 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
 	}
-	// Refused before it waits for the token's rate when it would be
-	// refused after (the count is taken for good below).
-	h.mu.Lock()
-	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
-	h.mu.Unlock()
-	if full {
-		refuseFull()
-		return
-	}
+	// Past its cap a connection is refused once the token's rate lets it
+	// in (at once while its burst lasts, paced after), as a new MCP
+	// session past its cap is: a client retrying each refusal at once is
+	// held to its rate.
 	if ok, waited := h.allow(w, r, t.ID); !ok || waited && !h.stillValid(w, r, secret) {
 		return
 	}
 	h.mu.Lock()
-	full = h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
+	full := h.syncsBy[t.ID] >= h.opts.SyncMaxTokenConnections
 	var budget *syncrepo.Budget
 	if !full {
 		h.syncsBy[t.ID]++

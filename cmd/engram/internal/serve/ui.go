@@ -113,10 +113,7 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	if waited {
 		// The login may have ended, or its token been revoked, while
 		// the request waited for the rate.
-		if _, ok, limited = h.loggedIn(w, r); limited {
-			return
-		}
-		if !ok {
+		if _, ok, _ = h.checkLogin(w, r, false); !ok {
 			signIn()
 			return
 		}
@@ -202,6 +199,14 @@ func (h *Handler) endRevokedLogins(ctx context.Context, now time.Time) {
 // one from before a restart): limited reports that the failed-login
 // limit answered the request already.
 func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogin, ok, limited bool) {
+	return h.checkLogin(w, r, true)
+}
+
+// checkLogin is loggedIn; with charge false, a cookie of no login is not
+// counted as a failed authentication (the request's login was valid
+// before it waited, and ended meanwhile: signed out, or its token
+// revoked).
+func (h *Handler) checkLogin(w http.ResponseWriter, r *http.Request, charge bool) (login uiLogin, ok, limited bool) {
 	c, err := r.Cookie(uiCookie)
 	if err != nil || c.Value == "" {
 		return uiLogin{}, false, false
@@ -209,6 +214,10 @@ func (h *Handler) loggedIn(w http.ResponseWriter, r *http.Request) (login uiLogi
 	h.mu.Lock()
 	login, ok = h.uiLogins[c.Value]
 	h.mu.Unlock()
+	if !ok && !charge {
+		clearLoginCookie(w, r)
+		return uiLogin{}, false, false
+	}
 	if !ok {
 		// A guessed cookie, or one from before a restart: a failure
 		// like a wrong token, though the miss costs no lookup. The
