@@ -203,10 +203,9 @@ func Start(ctx context.Context, opts *Options) (*Harness, error) {
 	}
 	t1 := time.Now()
 	h.idleRate = (cpu1 - cpu0).Seconds() / t1.Sub(t0).Seconds()
-	h.quiet = h.latency(t0, t1)
-	if h.quiet.Calls == 0 || h.quiet.Errors > 0 {
+	if h.quiet, err = h.quietLatency(t0, t1); err != nil {
 		h.Close()
-		return nil, fmt.Errorf("abuse: the victim's quiet calls: %d, %d failed%s", h.quiet.Calls, h.quiet.Errors, h.logTail())
+		return nil, err
 	}
 	o.logf("quiet: victim p50 %v p99 %v over %d calls; server idle CPU %.1f%%", h.quiet.P50, h.quiet.P99, h.quiet.Calls, 100*h.idleRate)
 	return h, nil
@@ -237,14 +236,24 @@ func (h *Harness) Requiet(ctx context.Context, d time.Duration, l Limits) (Laten
 	}
 	t1 := time.Now()
 	h.waitVictimPast(t1, h.opts.SettleTimeout)
-	q := h.latency(t0, t1)
-	if q.Calls == 0 || q.Errors > 0 {
-		return q, fmt.Errorf("abuse: the victim's quiet calls: %d, %d failed%s", q.Calls, q.Errors, h.logTail())
+	q, err := h.quietLatency(t0, t1)
+	if err != nil {
+		return q, err
 	}
 	h.opts.logf("quiet again: victim p50 %v p99 %v over %d calls", q.P50, q.P99, q.Calls)
 	if bound := (Result{Quiet: h.quiet}).victimBound(l); q.P99 > bound {
 		return q, fmt.Errorf("abuse: with no attack running the victim's p99 is %v, past %v (%.0f× its quiet %v at the start, plus %v): the server has not come back",
 			q.P99.Round(time.Microsecond), bound.Round(time.Microsecond), l.Ratio, h.quiet.P99.Round(time.Microsecond), l.Slack)
+	}
+	return q, nil
+}
+
+// quietLatency is the victim's latency from t0 to t1, with no attack
+// running; an error if it made no call or any failed.
+func (h *Harness) quietLatency(t0, t1 time.Time) (Latency, error) {
+	q := h.latency(t0, t1)
+	if q.Calls == 0 || q.Errors > 0 {
+		return q, fmt.Errorf("abuse: the victim's quiet calls: %d, %d failed%s", q.Calls, q.Errors, h.logTail())
 	}
 	return q, nil
 }

@@ -92,8 +92,10 @@ func (h *Handler) admitBatch(w http.ResponseWriter, r *http.Request, rec *access
 		return calls, true // the request paid for it
 	}
 	// The batch's first message was paid for as the request came in; it
-	// waits for the others as a request waits for its rate (allow).
-	if ok, _ := h.takeRate(w, r, rec.token.ID, float64(n-1), fmt.Sprintf("429 too many requests for this token: a batch of %d messages costs %d requests; retry after the Retry-After seconds", n, n)); !ok {
+	// waits for the others as a request waits for its rate (allow), and
+	// its token is checked again after a wait, as a request's is.
+	ok, waited := h.takeRate(w, r, rec.token.ID, float64(n-1), fmt.Sprintf("429 too many requests for this token: a batch of %d messages costs %d requests; retry after the Retry-After seconds", n, n))
+	if !ok || waited && !h.stillValid(w, r, bearerToken(r)) {
 		return 0, false
 	}
 	return calls, true

@@ -48,6 +48,44 @@ func TestRateWaitBatchWaits(t *testing.T) {
 	}
 }
 
+// A batch that waited for its other messages' rate has its token checked
+// again, as a single request that waited does: revoked meanwhile, none of
+// its calls runs.
+func TestRateWaitRevokedBatchRefused(t *testing.T) {
+	d := newDoor(t, &serve.Options{Rate: 4, Burst: 3, MaxBatch: 4, TokenConcurrency: 4})
+	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := d.sessionAt(t, tok, "2025-03-26") // 2 of the burst's 3
+	h := mcpHeader(tok, sid)
+	h["Mcp-Protocol-Version"] = "2025-03-26"
+	done := make(chan *http.Response, 1)
+	go func() {
+		// Its first message takes the burst's last request; it waits
+		// about 1/4 s for the second (less than the sweep that closes a
+		// revoked token's sessions takes).
+		resp, err := d.postMCP(t.Context(), h, echoBatch(10, 2))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	time.Sleep(60 * time.Millisecond)
+	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp := <-done
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK || d.calls.Load() > 0 {
+		t.Fatalf("a batch whose token was revoked while it waited for its rate: status %d, %d calls run: %.120s", resp.StatusCode, d.calls.Load(), body)
+	}
+}
+
 // While other requests of the token keep the bucket at its rate (each
 // waiting with its request reserved), a batch still gets in: it queues
 // for its messages like them.

@@ -509,7 +509,8 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 				h.newSession.Lock()
 				if msg, full := h.sessionsFull(tok); full {
 					h.newSession.Unlock()
-					refuseSession(w, msg)
+					w.Header().Set("Retry-After", "5")
+					http.Error(w, msg, http.StatusServiceUnavailable)
 					return
 				}
 				h.opening++
@@ -548,12 +549,6 @@ func (h *Handler) sessionsFull(tok int64) (string, bool) {
 		return fmt.Sprintf("503 too many sessions (%d open); close idle sessions or retry later", n), true
 	}
 	return "", false
-}
-
-// refuseSession answers a new session past the caps: 503, Retry-After 5.
-func refuseSession(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", "5")
-	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // earlyBodyBytes is the largest announced body a POST /mcp reads before

@@ -180,11 +180,6 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	h.authSucceeded(r, secret)
 	rec.token = &t
-	refuseFull := func() {
-		rec.refused = fmt.Sprintf("token %d has %d /sync connections open", t.ID, h.opts.SyncMaxTokenConnections)
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
-	}
 	// Past its cap a connection is refused once the token's rate lets it
 	// in (at once while its burst lasts, paced after), as a new MCP
 	// session past its cap is: a client retrying each refusal at once is
@@ -201,7 +196,9 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	if full {
-		refuseFull()
+		rec.refused = fmt.Sprintf("token %d has %d /sync connections open", t.ID, h.opts.SyncMaxTokenConnections)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("503 too many /sync connections for this token (%d open); close one or retry later", h.opts.SyncMaxTokenConnections), http.StatusServiceUnavailable)
 		return
 	}
 	defer func() {
