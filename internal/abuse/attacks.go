@@ -614,7 +614,7 @@ func batch(version string, n int) func(context.Context, *Harness) (prepared, err
 		}
 		b.WriteByte(']')
 		body := b.Bytes()
-		return prepared{bytes: int64(len(body)), fire: func(ctx context.Context) (string, error) {
+		return prepared{bytes: int64(len(body)), cleanup: s.close, fire: func(ctx context.Context) (string, error) {
 			var got int64
 			status, head, _, err := s.post(ctx, bytes.NewReader(body), &got)
 			out := fmt.Sprintf("HTTP %d, %.1f MiB answered", status, mib(got))
@@ -633,7 +633,7 @@ func mcpOne(msg string) func(context.Context, *Harness) (prepared, error) {
 		if err != nil {
 			return prepared{}, err
 		}
-		return prepared{bytes: int64(len(msg)), fire: func(ctx context.Context) (string, error) {
+		return prepared{bytes: int64(len(msg)), cleanup: s.close, fire: func(ctx context.Context) (string, error) {
 			status, head, _, err := s.post(ctx, strings.NewReader(msg), nil)
 			out := fmt.Sprintf("HTTP %d: %q", status, short(head, 160))
 			if err == nil && !strings.Contains(head, `"id":1`) {
@@ -651,7 +651,7 @@ func hugeBody(n int64) func(context.Context, *Harness) (prepared, error) {
 		if err != nil {
 			return prepared{}, err
 		}
-		return prepared{bytes: n, fire: func(ctx context.Context) (string, error) {
+		return prepared{bytes: n, cleanup: s.close, fire: func(ctx context.Context) (string, error) {
 			body := io.MultiReader(strings.NewReader(`[`), io.LimitReader(repeatReader(' '), n-1))
 			status, head, _, err := s.post(ctx, body, nil)
 			if err != nil && status == 0 {
@@ -679,7 +679,7 @@ func slowBodies(n int, d time.Duration) func(context.Context, *Harness) (prepare
 		if err != nil {
 			return prepared{}, err
 		}
-		return prepared{bytes: int64(n) * int64(d/(100*time.Millisecond)), fire: func(ctx context.Context) (string, error) {
+		return prepared{bytes: int64(n) * int64(d/(100*time.Millisecond)), cleanup: s.close, fire: func(ctx context.Context) (string, error) {
 			outcomes := make([]string, n)
 			var wg sync.WaitGroup
 			for i := range n {
@@ -723,13 +723,16 @@ func searchSessions(s Sizes) int { return max(s.Conns, 8) }
 // small query.
 func manySearches(n int, d time.Duration) func(context.Context, *Harness) (prepared, error) {
 	return func(ctx context.Context, h *Harness) (prepared, error) {
-		ss := make([]*rawSession, n)
-		for i := range ss {
+		ss := make([]*rawSession, 0, n)
+		for range n {
 			s, err := h.openRaw(ctx, "2025-06-18")
 			if err != nil {
+				for _, s := range ss {
+					s.close()
+				}
 				return prepared{}, err
 			}
-			ss[i] = s
+			ss = append(ss, s)
 		}
 		var q strings.Builder
 		for i := 0; q.Len() < 3<<20; i++ {
@@ -742,7 +745,12 @@ func manySearches(n int, d time.Duration) func(context.Context, *Harness) (prepa
 		}
 		big, small := call(q.String()), call("notes harbour wx1")
 		sent := &atomic.Int64{}
-		return prepared{bytes: int64(n/2) * int64(len(big)), sent: sent, fire: func(ctx context.Context) (string, error) {
+		cleanup := func() {
+			for _, s := range ss {
+				s.close()
+			}
+		}
+		return prepared{bytes: int64(n/2) * int64(len(big)), sent: sent, cleanup: cleanup, fire: func(ctx context.Context) (string, error) {
 			outcomes := make([]string, n)
 			codes := make([]map[int]int, n)
 			end := time.Now().Add(d)
