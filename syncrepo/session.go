@@ -101,6 +101,13 @@ type Options struct {
 	// operations per second and bytes held. Default: this connection's
 	// own, NewBudget(0, 0, 0).
 	Budget *Budget
+	// Turn, when set, is taken before the Session handles a frame the
+	// peer sent and released once it has: a server hands its credentials
+	// turns, so that the connections of one credential use one share of
+	// the cores (and make garbage at one share's pace) however many it
+	// opens. It waits, or fails when ctx ends; a failure ends the
+	// Session. Nil: no turns.
+	Turn func(ctx context.Context) (release func(), err error)
 }
 
 // Refusal is the payload (CBOR) of the ephemeral message a Session sends
@@ -297,7 +304,7 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 		case err = <-errc:
 			return err
 		case b := <-in:
-			err = s.handle(b)
+			err = s.handleInTurn(b)
 		case <-changed:
 			changed = notifier.BlocksChanged()
 			switch now := time.Now(); {
@@ -328,6 +335,19 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 			return err
 		}
 	}
+}
+
+// handleInTurn handles frame b in a turn (Options.Turn), if turns are
+// given out.
+func (s *session) handleInTurn(b []byte) error {
+	if s.opts.Turn != nil {
+		release, err := s.opts.Turn(s.live)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	return s.handle(b)
 }
 
 func randomHex(n int) string {

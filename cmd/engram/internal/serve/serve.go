@@ -234,6 +234,8 @@ type Handler struct {
 	log  *slog.Logger
 	mcp  *mcp.StreamableHTTPHandler
 
+	frameTimeout time.Duration // FrameReadTimeout, but in tests
+
 	ctx    context.Context // ends at Shutdown: server watchers
 	cancel context.CancelFunc
 
@@ -388,7 +390,7 @@ func New(opts *Options) (*Handler, error) {
 	h := &Handler{opts: o, log: log, ctx: ctx, cancel: cancel, drain: drain, stopDrain: stopDrain,
 		servers: map[serverKey]*serverEntry{}, uis: map[string]http.Handler{}, uiLogins: map[string]uiLogin{}, limits: map[int64]*tokenbucket.Bucket{}, rateWaiting: map[int64]int{}, rateLast: map[int64]uint64{}, bytes: map[int64]*tokenbucket.Bucket{}, turns: newTurns(o.TokenConcurrency, o.TokenQueue),
 		sessions: map[string]int64{}, openingBy: map[int64]int{}, syncs: map[int64]context.CancelCauseFunc{}, syncsBy: map[int64]int{}, budgets: map[int64]*tokenBudget{},
-		auth: al, metrics: newMetrics()}
+		auth: al, metrics: newMetrics(), frameTimeout: FrameReadTimeout}
 	h.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if rec, ok := r.Context().Value(recKey{}).(*accessRecord); ok {
 			return rec.server

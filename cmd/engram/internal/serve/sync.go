@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,15 +22,47 @@ import (
 // that it counts against the connection's rate like any other (the
 // session answers it with an error, as it does any bytes that are not a
 // message) rather than being read and dropped for free.
-type wsConn struct{ c *websocket.Conn }
-
-// Read ignores ctx: the library closes the connection, without a close
-// frame, when a read's context ends, and serveSync wants to close it with
-// a status saying why (revoked token, shutdown). Closing ends the read.
-func (w wsConn) Read(context.Context) ([]byte, error) {
-	_, b, err := w.c.Read(context.Background())
-	return b, err
+//
+// A frame's body is read in a turn of the connection's token (turn, when
+// set; the session takes another to handle it): the token's connections
+// then read their frames one share of the cores at a time, and hold one
+// share's frames in memory, however many of them send at once.
+type wsConn struct {
+	c       *websocket.Conn
+	turn    func(ctx context.Context) (release func(), err error)
+	timeout time.Duration // FrameReadTimeout, but in tests
 }
+
+// Read waits for a frame without ctx: the library closes the connection,
+// without a close frame, when a read's context ends, and serveSync wants
+// to close it with a status saying why (revoked token, shutdown). Closing
+// ends the read. ctx ends the wait for a turn. Once in its turn, the
+// frame's body has FrameReadTimeout to arrive, or the connection is
+// closed: a peer dribbling a frame would hold its token's turn.
+func (w wsConn) Read(ctx context.Context) ([]byte, error) {
+	rctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, r, err := w.c.Reader(rctx)
+	if err != nil {
+		return nil, err
+	}
+	if w.turn != nil {
+		release, err := w.turn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	// The library ends a payload read, closing the connection, when the
+	// reader's context ends; the header's wait above had none.
+	t := time.AfterFunc(w.timeout, cancel)
+	defer t.Stop()
+	return io.ReadAll(r)
+}
+
+// FrameReadTimeout is how long a /sync frame's body may take to arrive
+// once it has its turn, as BodyReadTimeout is an MCP body's.
+const FrameReadTimeout = BodyReadTimeout
 
 func (w wsConn) Write(ctx context.Context, frame []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -231,9 +264,13 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}()
 	go h.watchToken(ctx, cancel, t.ID)
-	err = syncrepo.Serve(ctx, wsConn{c}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
+	// A token's frames take the turns its MCP requests take.
+	turn := func(ctx context.Context) (func(), error) {
+		return h.turns.frameTurn(ctx, t.ID, func() { h.metrics.turnWaited(r.URL.Path) })
+	}
+	err = syncrepo.Serve(ctx, wsConn{c: c, turn: turn, timeout: h.frameTimeout}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
-		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore})
+		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore, Turn: turn})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")

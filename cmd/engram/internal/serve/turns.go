@@ -50,6 +50,20 @@ func newTurns(limit, queue int) *turns {
 // errTokenBusy, without waiting, when queue requests of the token wait
 // already, and with ctx's error when ctx ends first.
 func (t *turns) take(ctx context.Context, id int64, n int, waiting func()) (done func(), err error) {
+	return t.wait(ctx, id, n, true, waiting)
+}
+
+// frameTurn waits for one turn of token id, as take does, however many
+// wait already: a /sync frame's. The frames waiting are bounded without
+// the queue (a connection reads one at a time, and the token's
+// connections are capped), and a peer whose frame was refused a turn
+// would have to reconnect and send it again.
+func (t *turns) frameTurn(ctx context.Context, id int64, waiting func()) (done func(), err error) {
+	return t.wait(ctx, id, 1, false, waiting)
+}
+
+// wait is take, refusing past the queue only when queued.
+func (t *turns) wait(ctx context.Context, id int64, n int, queued bool, waiting func()) (done func(), err error) {
 	n = min(max(n, 1), t.limit)
 	t.mu.Lock()
 	l := t.by[id]
@@ -62,7 +76,7 @@ func (t *turns) take(ctx context.Context, id int64, n int, waiting func()) (done
 		t.mu.Unlock()
 		return t.releaser(id, n), nil
 	}
-	if len(l.waiting)+l.reading >= t.queue {
+	if queued && len(l.waiting)+l.reading >= t.queue {
 		t.mu.Unlock()
 		return nil, errTokenBusy
 	}
