@@ -36,9 +36,13 @@ type wsConn struct {
 // Read waits for a frame without ctx: the library closes the connection,
 // without a close frame, when a read's context ends, and serveSync wants
 // to close it with a status saying why (revoked token, shutdown). Closing
-// ends the read. ctx ends the wait for a turn. Once in its turn, the
-// frame's body has FrameReadTimeout to arrive, or the connection is
-// closed: a peer dribbling a frame would hold its token's turn.
+// ends the read. ctx ends the wait for a turn, and so does
+// FrameReadTimeout (errTurnTimeout): the connection reads nothing while
+// it waits, so a peer gone meanwhile would otherwise hold its place (and
+// count against its token's connections) for as long as the token is
+// busy. Once in its turn, the frame's body has FrameReadTimeout to
+// arrive, or the connection is closed: a peer dribbling a frame would
+// hold its token's turn.
 func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -47,8 +51,13 @@ func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	if w.turn != nil {
-		release, err := w.turn(ctx)
+		tctx, stop := context.WithTimeout(ctx, w.timeout)
+		release, err := w.turn(tctx)
+		stop()
 		if err != nil {
+			if ctx.Err() == nil {
+				return nil, errTurnTimeout
+			}
 			return nil, err
 		}
 		defer release()
@@ -60,8 +69,9 @@ func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// FrameReadTimeout is how long a /sync frame's body may take to arrive
-// once it has its turn, as BodyReadTimeout is an MCP body's.
+// FrameReadTimeout is how long a /sync frame may wait for its token's
+// turn, and then how long its body may take to arrive, as BodyReadTimeout
+// is an MCP body's.
 const FrameReadTimeout = BodyReadTimeout
 
 func (w wsConn) Write(ctx context.Context, frame []byte) error {
@@ -281,6 +291,8 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 		// again when it reconnects.
 		h.log.Error("serve: sync", "agent", t.Agent, "err", err)
 		c.Close(websocket.StatusInternalError, "store error; reconnect")
+	case errors.Is(err, errTurnTimeout):
+		c.Close(websocket.StatusTryAgainLater, "waited too long for the token's turn; reconnect")
 	case errors.Is(err, syncrepo.ErrProtocol):
 		c.Close(websocket.StatusPolicyViolation, "protocol error")
 	case websocket.CloseStatus(err) == websocket.StatusMessageTooBig:

@@ -31,13 +31,21 @@ type turnLine struct {
 	// that a client sending its bodies slowly holds no more of them.
 	reading int
 	waiting []*turnWaiter
+	// frames counts the /sync frames among the waiters (frameTurn): they
+	// wait in line but not against the queue, which is the MCP
+	// requests', so a token's peers never make its calls 429.
+	frames int
 }
+
+// queued is the requests that count against the queue. Caller holds mu.
+func (l *turnLine) queued() int { return len(l.waiting) - l.frames + l.reading }
 
 // turnWaiter is a request waiting for n turns; turn is closed when it
 // has them.
 type turnWaiter struct {
-	n    int
-	turn chan struct{}
+	n     int
+	frame bool // a /sync frame's (counted in turnLine.frames)
+	turn  chan struct{}
 }
 
 func newTurns(limit, queue int) *turns {
@@ -54,10 +62,11 @@ func (t *turns) take(ctx context.Context, id int64, n int, waiting func()) (done
 }
 
 // frameTurn waits for one turn of token id, as take does, however many
-// wait already: a /sync frame's. The frames waiting are bounded without
-// the queue (a connection reads one at a time, and the token's
-// connections are capped), and a peer whose frame was refused a turn
-// would have to reconnect and send it again.
+// wait already, and without counting against the queue: a /sync frame's.
+// The frames waiting are bounded without the queue (a connection reads
+// one at a time, and the token's connections are capped), a peer whose
+// frame was refused a turn would have to reconnect and send it again,
+// and counted, they would make the token's MCP requests 429.
 func (t *turns) frameTurn(ctx context.Context, id int64, waiting func()) (done func(), err error) {
 	return t.wait(ctx, id, 1, false, waiting)
 }
@@ -76,12 +85,15 @@ func (t *turns) wait(ctx context.Context, id int64, n int, queued bool, waiting 
 		t.mu.Unlock()
 		return t.releaser(id, n), nil
 	}
-	if queued && len(l.waiting)+l.reading >= t.queue {
+	if queued && l.queued() >= t.queue {
 		t.mu.Unlock()
 		return nil, errTokenBusy
 	}
-	w := &turnWaiter{n: n, turn: make(chan struct{})}
+	w := &turnWaiter{n: n, frame: !queued, turn: make(chan struct{})}
 	l.waiting = append(l.waiting, w)
+	if w.frame {
+		l.frames++
+	}
 	t.mu.Unlock()
 	if waiting != nil {
 		waiting()
@@ -100,6 +112,9 @@ func (t *turns) wait(ctx context.Context, id int64, n int, queued bool, waiting 
 	default:
 		if i := slices.Index(l.waiting, w); i >= 0 {
 			l.waiting = slices.Delete(l.waiting, i, i+1)
+			if w.frame {
+				l.frames--
+			}
 		}
 		t.admit(l) // it may have kept a lighter request behind it waiting
 		t.forget(id, l)
@@ -120,7 +135,7 @@ func (t *turns) read(id int64) (done func(), err error) {
 		l = &turnLine{}
 		t.by[id] = l
 	}
-	if len(l.waiting)+l.reading >= t.queue {
+	if l.queued() >= t.queue {
 		t.forget(id, l)
 		return nil, errTokenBusy
 	}
@@ -159,6 +174,9 @@ func (t *turns) admit(l *turnLine) {
 	for len(l.waiting) > 0 && l.running+l.waiting[0].n <= t.limit {
 		w := l.waiting[0]
 		l.waiting = l.waiting[1:]
+		if w.frame {
+			l.frames--
+		}
 		l.running += w.n
 		close(w.turn)
 	}

@@ -142,3 +142,70 @@ func TestTurnsCancelRace(t *testing.T) {
 		}
 	}
 }
+
+// Frames wait in line without counting against the queue, whether they
+// get their turn or give up waiting: after frames came and went, the
+// queue still takes exactly its size of requests.
+func TestTurnsFramesOutsideQueue(t *testing.T) {
+	ctx := context.Background()
+	tr := newTurns(1, 2)
+	hold, err := tr.take(ctx, 7, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{}, 8)
+	onWait := func() { waiting <- struct{}{} }
+	gone, leave := context.WithCancel(ctx)
+	quit := make(chan error, 1)
+	go func() { _, err := tr.frameTurn(gone, 7, onWait); quit <- err }() // gives up
+	<-waiting
+	served := make(chan func(), 3)
+	for range 3 { // three frames, more than the queue
+		go func() {
+			d, err := tr.frameTurn(ctx, 7, onWait)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			served <- d
+		}()
+		<-waiting
+	}
+	leave()
+	if err := <-quit; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the frame that gave up: %v", err)
+	}
+	var calls []chan error
+	for i := range 3 { // the queue's 2 wait, the third is refused
+		c := make(chan error, 1)
+		calls = append(calls, c)
+		go func() {
+			d, err := tr.take(ctx, 7, 1, onWait)
+			if err == nil {
+				d()
+			}
+			c <- err
+		}()
+		if i < 2 {
+			<-waiting
+		}
+	}
+	if err := <-calls[2]; !errors.Is(err, errTokenBusy) {
+		t.Fatalf("a third request past a queue of 2 (frames waiting beside them): %v, want errTokenBusy", err)
+	}
+	hold()
+	for range 3 { // the frames are served, each ending its turn
+		(<-served)()
+	}
+	for _, c := range calls[:2] {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tokens, waiters := tr.count(); tokens != 0 || waiters != 0 {
+		t.Fatalf("after everything ended: %d lines, %d waiting", tokens, waiters)
+	}
+	if l := tr.by[7]; l != nil {
+		t.Fatalf("line left: %+v", l)
+	}
+}
