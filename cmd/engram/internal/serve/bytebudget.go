@@ -41,15 +41,17 @@ const maxBytesWait = 10 * time.Second
 // while it waits (503). A body of no announced length is paid for as it
 // is read, each read waiting for the debt it makes (chargedBody). With
 // pace false (a request that takes no turn: a body of notifications
-// only, already read), the bytes are charged and nothing waits.
-func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64, pace bool) bool {
+// only, already read), the bytes are charged and nothing waits. It
+// reports whether the request waited (its caller then checks its
+// credential again).
+func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64, pace bool) (waited, ok bool) {
 	if !h.bytesBudgeted() || r.Body == nil || r.Body == http.NoBody {
-		return true
+		return false, true
 	}
 	rate, burst := h.opts.TokenBytesRate, float64(h.opts.TokenBytesBurst)
 	if r.ContentLength < 0 {
 		r.Body = &chargedBody{ReadCloser: r.Body, h: h, r: r, id: id}
-		return true
+		return false, true
 	}
 	size := float64(max(r.ContentLength, 1))
 	need := min(size, burst) // a body longer than the burst waits for a full budget
@@ -65,11 +67,11 @@ func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64, pac
 	}
 	h.mu.Unlock()
 	if wait <= 0 {
-		return true
+		return false, true
 	}
 	if wait > maxBytesWait {
 		h.refuseBytes(w, r, id, wait)
-		return false
+		return false, false
 	}
 	h.metrics.bytesWaited(r.URL.Path)
 	if msg, ok := h.waitBytes(r, wait); !ok {
@@ -81,9 +83,9 @@ func (h *Handler) payBytes(w http.ResponseWriter, r *http.Request, id int64, pac
 			w.Header().Set("Connection", "close")
 		}
 		http.Error(w, msg, http.StatusServiceUnavailable)
-		return false
+		return true, false
 	}
-	return true
+	return true, true
 }
 
 // bytesBudgeted reports whether request bodies are paid for in bytes

@@ -602,13 +602,16 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 		}
 	}
 	done := func() {}
+	var turnWaited bool
 	if turns > 0 {
 		var ok bool
-		if done, ok = h.takeTurns(w, r, id, turns); !ok {
+		if done, turnWaited, ok = h.takeTurns(w, r, id, turns); !ok {
 			return nil, false
 		}
 	}
-	if !h.payBytes(w, r, id, turns > 0) {
+	bytesWaited, ok := h.payBytes(w, r, id, turns > 0)
+	if !ok || (turnWaited || bytesWaited) && !h.stillValid(w, r, bearerToken(r)) {
+		// A token revoked while its request waited runs nothing more.
 		done()
 		return nil, false
 	}
@@ -633,7 +636,12 @@ func (h *Handler) admitPost(w http.ResponseWriter, r *http.Request, rec *accessR
 				// Its calls run side by side: a turn for each, taken
 				// again at the back of the line.
 				done()
-				if done, ok = h.takeTurns(w, r, id, n); !ok {
+				var waited bool
+				if done, waited, ok = h.takeTurns(w, r, id, n); !ok {
+					return nil, false
+				}
+				if waited && !h.stillValid(w, r, bearerToken(r)) {
+					done()
 					return nil, false
 				}
 			}
@@ -1218,29 +1226,31 @@ func (h *Handler) stillValid(w http.ResponseWriter, r *http.Request, secret stri
 }
 
 // takeTurns waits for n turns of token id (Options.TokenConcurrency; n
-// is capped at it) and returns what ends them, or answers (429 with
-// Retry-After when the token's queue is full) and reports false.
-func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n int) (func(), bool) {
+// is capped at it) and returns what ends them and whether it waited, or
+// answers (429 with Retry-After when the token's queue is full) and
+// reports false. A caller whose request waited checks its credential
+// again.
+func (h *Handler) takeTurns(w http.ResponseWriter, r *http.Request, id int64, n int) (done func(), waited, ok bool) {
 	// A request waiting for its turn gives up when the server shuts
 	// down: it has not started, and the drain would wait for it.
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	defer context.AfterFunc(h.drain, stop)()
-	done, err := h.turns.take(ctx, id, n, func() { h.metrics.turnWaited(r.URL.Path) })
+	done, err := h.turns.take(ctx, id, n, func() { waited = true; h.metrics.turnWaited(r.URL.Path) })
 	switch {
 	case errors.Is(err, errTokenBusy):
 		h.refuseBusy(w, r, id)
-		return nil, false
+		return nil, false, false
 	case err != nil && h.drain.Err() != nil:
 		w.Header().Set("Connection", "close")
 		http.Error(w, "503 server shutting down", http.StatusServiceUnavailable)
-		return nil, false
+		return nil, false, false
 	case err != nil:
 		// The client went away while it waited.
 		http.Error(w, "503 request ended while waiting for its turn", http.StatusServiceUnavailable)
-		return nil, false
+		return nil, false, false
 	}
-	return done, true
+	return done, waited, true
 }
 
 // refuseBusy answers 429: token id has TokenQueue requests waiting (or

@@ -125,13 +125,21 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 	// event stream, which lasts as long as the page, and its static
 	// files, which cost nothing to serve (and whose bodies go unread).
 	if !((r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == UIPath+"/events" || strings.HasPrefix(r.URL.Path, UIPath+"/static/"))) {
-		done, ok := h.takeTurns(w, r, login.tokenID, 1)
+		done, turnWaited, ok := h.takeTurns(w, r, login.tokenID, 1)
 		if !ok {
 			return
 		}
 		defer done()
-		if !h.payBytes(w, r, login.tokenID, true) {
+		bytesWaited, ok := h.payBytes(w, r, login.tokenID, true)
+		if !ok {
 			return
+		}
+		if turnWaited || bytesWaited {
+			// As after the rate's wait: the login may have ended.
+			if _, ok, _ = h.checkLogin(w, r, false); !ok {
+				signIn()
+				return
+			}
 		}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	}
