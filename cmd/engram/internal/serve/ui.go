@@ -106,17 +106,19 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		signIn()
 		return
 	}
-	ok, waited := h.allow(w, r, login.tokenID)
-	if !ok {
-		return
-	}
-	if waited {
-		// The login may have ended, or its token been revoked, while
-		// the request waited for the rate.
-		if _, ok, _ = h.checkLogin(w, r, false); !ok {
+	// A request that waited (for its rate, its turn, its bytes) is
+	// checked again: its login may have ended, or its token been
+	// revoked, meanwhile.
+	loginEnded := func() bool {
+		if _, ok, _ := h.checkLogin(w, r, false); !ok {
 			signIn()
-			return
+			return true
 		}
+		return false
+	}
+	ok, waited := h.allow(w, r, login.tokenID)
+	if !ok || waited && loginEnded() {
+		return
 	}
 	if h.refuseOverCap(w, r) {
 		return
@@ -131,15 +133,8 @@ func (h *Handler) serveUI(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 		bytesWaited, ok := h.payBytes(w, r, login.tokenID, true)
-		if !ok {
+		if !ok || (turnWaited || bytesWaited) && loginEnded() {
 			return
-		}
-		if turnWaited || bytesWaited {
-			// As after the rate's wait: the login may have ended.
-			if _, ok, _ = h.checkLogin(w, r, false); !ok {
-				signIn()
-				return
-			}
 		}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	}
