@@ -89,8 +89,8 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.DurationVar(&c.opts.SessionIdle, "session-idle", 30*time.Minute, "close an MCP session idle this long")
 	fs.Float64Var(&c.opts.Rate, "rate", 50, "requests per second per token, sustained (beyond, a request waits for the rate, at most 10 s and with at most 10 s' worth of the token's requests waiting; beyond either 429)")
 	fs.IntVar(&c.opts.Burst, "burst", 100, "requests per token at once")
-	fs.IntVar(&c.opts.TokenConcurrency, "token-concurrency", 0, "requests of one token served at once; later ones wait for a turn (default 0: half the CPUs, at least 1)")
-	fs.IntVar(&c.opts.TokenQueue, "token-queue", 16, "requests of one token that may wait for a turn (beyond: 429)")
+	fs.IntVar(&c.opts.TokenConcurrency, "token-concurrency", 0, "requests (and /sync frames) of one token served at once; later ones wait for a turn (default 0: half the CPUs, at least 1)")
+	fs.IntVar(&c.opts.TokenQueue, "token-queue", 16, "requests of one token that may wait for a turn (beyond: 429; its /sync frames wait outside this queue)")
 	var tokenBytes, tokenBytesBurst int64
 	fs.Var((*byteSize)(&tokenBytes), "token-bytes", "request body bytes per second per token, sustained, such as 1MiB (default 0: 1MiB; a request its token cannot pay for yet waits, with its turn, before its body is decoded, and gets 429 past 10s)")
 	fs.Var((*byteSize)(&tokenBytesBurst), "token-bytes-burst", "request body bytes per token at once (default 0: twice --max-body)")
