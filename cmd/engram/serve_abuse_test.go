@@ -24,6 +24,11 @@ import (
 // process alive. An attack whose only fault is the victim's p99 is run
 // once more against a quiet baseline taken again just before it. The bench's "serve under abuse" section runs the same
 // attacks at full size.
+// abuseRetries is how many times TestServeUnderAbuse runs an attack
+// again, against a quiet baseline measured again, when its only fault is
+// the victim's p99.
+const abuseRetries = 2
+
 func TestServeUnderAbuse(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures latency and CPU: run without -race (CI's second pass)")
@@ -75,13 +80,18 @@ func TestServeUnderAbuse(t *testing.T) {
 	for _, a := range abuse.Attacks(abuseSizes) {
 		t.Run(a.Key, func(t *testing.T) {
 			r := runAbuse(ctx, t, h, a, h.Quiet())
-			if v := r.Violations(limits); len(v) == 1 && r.SlowVictim(limits) {
+			for retry := 0; retry < abuseRetries; retry++ {
+				v := r.Violations(limits)
+				if len(v) != 1 || !r.SlowVictim(limits) {
+					break
+				}
 				// The only fault is the victim's p99. go test runs other
 				// packages beside this one on a 2-core machine, so the
-				// load the quiet baseline was taken under may have moved:
-				// take it again and run the attack once more. A server
-				// that slows the victim does so both times, and one an
-				// attack left slow fails Requiet.
+				// load the quiet baseline was taken under may have moved
+				// (and the victim's client shares its process with the
+				// attacker's): take it again and run the attack once
+				// more. A server that slows the victim does so every
+				// time, and one an attack left slow fails Requiet.
 				t.Logf("%s; measuring quiet again and repeating the attack", v[0])
 				q, err := h.Requiet(ctx, 3*time.Second, limits)
 				if err != nil {
