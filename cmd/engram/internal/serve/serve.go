@@ -236,6 +236,8 @@ type Handler struct {
 
 	frameTimeout time.Duration // FrameReadTimeout, but in tests
 
+	bodies bodyPieces // reads bodies and /sync frames of no announced length
+
 	ctx    context.Context // ends at Shutdown: server watchers
 	cancel context.CancelFunc
 
@@ -743,13 +745,21 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	// Read into a buffer of the announced size (the caller refused one
 	// past the cap): a big body is then one allocation, not a doubling
 	// series of them (a body past earlyBodyBytes is read with its token's
-	// turn held, so only that many are read at once).
-	var buf bytes.Buffer
+	// turn held, so only that many are read at once). A body of no
+	// announced length is read in pooled pieces (bodyPieces).
+	var (
+		body []byte
+		err  error
+	)
+	limited := http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 	if n := r.ContentLength; n > 0 {
+		var buf bytes.Buffer
 		buf.Grow(int(n) + bytes.MinRead)
+		_, err = buf.ReadFrom(limited)
+		body = buf.Bytes()
+	} else {
+		body, err = h.bodies.readAll(limited)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var refused *bytesBudgetError

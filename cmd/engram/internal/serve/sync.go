@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,6 +30,7 @@ type wsConn struct {
 	c       *websocket.Conn
 	turn    func(ctx context.Context) (release func(), err error)
 	timeout time.Duration // FrameReadTimeout, but in tests
+	bodies  *bodyPieces   // the Handler's: a frame's length is not known ahead
 }
 
 // Read waits for a frame without ctx: the library closes the connection,
@@ -66,7 +66,7 @@ func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 	// reader's context ends; the header's wait above had none.
 	t := time.AfterFunc(w.timeout, cancel)
 	defer t.Stop()
-	return io.ReadAll(r)
+	return w.bodies.readAll(r)
 }
 
 // FrameReadTimeout is how long a /sync frame may wait for its token's
@@ -278,7 +278,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	turn := func(ctx context.Context) (func(), error) {
 		return h.turns.frameTurn(ctx, t.ID, func() { h.metrics.turnWaited(r.URL.Path) })
 	}
-	err = syncrepo.Serve(ctx, wsConn{c: c, turn: turn, timeout: h.frameTimeout}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
+	err = syncrepo.Serve(ctx, wsConn{c: c, turn: turn, timeout: h.frameTimeout, bodies: &h.bodies}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
 		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore, Turn: turn})
 	switch cause := context.Cause(ctx); {
