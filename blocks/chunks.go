@@ -2,14 +2,14 @@ package blocks
 
 import (
 	"bytes"
-	"compress/flate"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/internal/amchunk"
 )
 
 // Automerge's binary chunks: magic (4 bytes), checksum (4), type (1),
@@ -43,12 +43,9 @@ func walkChunks(data []byte, f func(typ byte, hash automerge.ChangeHash) error) 
 		switch typ {
 		case chunkDocument, chunkChange:
 		case chunkCompressedChange:
-			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), maxInflated+1))
+			raw, err := amchunk.Inflate(body, maxInflated)
 			if err != nil {
 				return fmt.Errorf("compressed automerge change: %w", err)
-			}
-			if len(raw) > maxInflated {
-				return fmt.Errorf("compressed automerge change inflates past %d bytes", maxInflated)
 			}
 			body = raw
 		default:
@@ -118,9 +115,9 @@ func (c *core) changesOnTop(data []byte) ([]*automerge.Change, error) {
 		if rest[8] == chunkCompressedChange {
 			// Sync messages carry changes uncompressed: the same chunk
 			// inflated (its checksum is its uncompressed form's).
-			raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(rest[9+k:l])), maxInflated+1))
-			if err != nil || len(raw) > maxInflated {
-				return nil, fmt.Errorf("compressed automerge change: %v", err)
+			raw, err := amchunk.Inflate(rest[9+k:l], maxInflated)
+			if err != nil {
+				return nil, fmt.Errorf("compressed automerge change: %w", err)
 			}
 			chunk = append(append(append([]byte(nil), rest[:8]...), chunkChange), binary.AppendUvarint(nil, uint64(len(raw)))...)
 			chunk = append(chunk, raw...)

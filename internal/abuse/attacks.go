@@ -2,6 +2,7 @@ package abuse
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/syncrepo"
 )
 
@@ -100,6 +102,8 @@ func Attacks(s Sizes) []Attack {
 			prepare: smallChanges(s.Changes)},
 		{Key: "sync-missing-dependency", Name: fmt.Sprintf("sync: a %s-char change whose dependency is missing", thousands(s.Chars)), Requests: 1, Scale: chars,
 			prepare: missingDependency(s.Chars)},
+		{Key: "sync-inflate", Name: fmt.Sprintf("sync: one compressed change inflating to %d MiB of zeros", bombBytes()>>20), Requests: 1, Scale: 1,
+			prepare: deflateBomb},
 		{Key: "sync-many-connections", Name: fmt.Sprintf("sync: %d connections of one token, %s chars each", s.Conns, thousands(s.Chars)), Requests: s.Conns, Scale: chars,
 			prepare: syncAttack(false, s.Conns, func(doc *automerge.Doc) error { return insertText(doc, s.Chars) })},
 		{Key: "mcp-batch-2025-06-18", Name: fmt.Sprintf("mcp: a batch of %s tools/list, protocol 2025-06-18", thousands(s.BatchCalls)), Requests: 1, Scale: ratio(s.BatchCalls, Bench.BatchCalls),
@@ -218,10 +222,6 @@ func rawSync(changes [][]byte) []byte {
 	return b
 }
 
-func (h *Harness) syncFrame(changes [][]byte) ([]byte, error) {
-	return syncrepo.EncodeMessage(syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "abuse", DocumentID: h.docID, Data: rawSync(changes)})
-}
-
 // dialSync opens /sync with secret and joins.
 func (h *Harness) dialSync(ctx context.Context, secret string) (*websocket.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -330,7 +330,12 @@ func syncAttack(readOnly bool, conns int, f edit) func(context.Context, *Harness
 }
 
 func (h *Harness) sendFrames(ctx context.Context, readOnly bool, conns int, changes [][]byte) (prepared, error) {
-	frame, err := h.syncFrame(changes)
+	return h.sendFramesTo(ctx, h.docID, readOnly, conns, changes)
+}
+
+// sendFramesTo is sendFrames to the document docID.
+func (h *Harness) sendFramesTo(ctx context.Context, docID string, readOnly bool, conns int, changes [][]byte) (prepared, error) {
+	frame, err := syncrepo.EncodeMessage(syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "abuse", DocumentID: docID, Data: rawSync(changes)})
 	if err != nil {
 		return prepared{}, err
 	}
@@ -455,6 +460,38 @@ func missingDependency(n int) func(context.Context, *Harness) (prepared, error) 
 		}
 		return h.sendFrames(ctx, false, 1, changes[1:])
 	}
+}
+
+// bombBytes is what the compressed change of deflateBomb inflates to:
+// a MiB less than a change to a block of the largest character limit may
+// inflate to (blocks.MergeLimits), so that the server inflates it all
+// before it finds it is no change.
+func bombBytes() int64 { return blocks.MergeLimits(blocks.MaxCharLimit).Bytes - 1<<20 }
+
+// deflated is n zero bytes compressed with DEFLATE.
+func deflated(n int64) []byte {
+	var b bytes.Buffer
+	w, _ := flate.NewWriter(&b, flate.BestCompression)
+	io.Copy(w, io.LimitReader(zeros{}, n))
+	w.Close()
+	return b.Bytes()
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// deflateBomb sends, to the attacker's wide block, one change chunk of
+// the compressed kind (type 2) whose DEFLATE data inflates to
+// bombBytes of zeros: a frame of about 64 KB that the server must
+// inflate before it can measure the change.
+func deflateBomb(ctx context.Context, h *Harness) (prepared, error) {
+	body := deflated(bombBytes())
+	chunk := append([]byte{0x85, 0x6f, 0x4a, 0x83, 0, 0, 0, 0, 2}, binary.AppendUvarint(nil, uint64(len(body)))...)
+	return h.sendFramesTo(ctx, h.wideID, false, 1, [][]byte{append(chunk, body...)})
 }
 
 // hugeFrame sends one WebSocket message of n bytes.

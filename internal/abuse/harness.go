@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/internal/accesstoken"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
@@ -32,6 +33,10 @@ const (
 	AttackerLabel = "notes"   // its block, the target of the /sync attacks
 	// AttackerLimit is the attacker's block's character limit.
 	AttackerLimit = 5_000
+	// AttackerWideLabel is the attacker's block of the largest character
+	// limit (blocks.MaxCharLimit), the target of the compressed-change
+	// attack: a change to it may inflate to the most bytes.
+	AttackerWideLabel = "wide"
 )
 
 // Options configure a Harness. Dir and Command are required; the rest
@@ -76,6 +81,7 @@ type Harness struct {
 	attacker string // the attacker's read-write token
 	readOnly string // the attacker's read-only token
 	docID    string // the attacker's block's automerge-repo document id
+	wideID   string // the same of its AttackerWideLabel block
 	saved    []byte // the attacker's block's document, as the store has it
 
 	mu       sync.Mutex
@@ -272,6 +278,9 @@ func (h *Harness) seed(ctx context.Context) error {
 	if _, err := st.Agent(AttackerAgent).CreateBlock(ctx, memory.BlockSpec{Label: AttackerLabel, Value: "hello\n", CharLimit: AttackerLimit}); err != nil {
 		return fmt.Errorf("abuse: create the attacker's block: %w", err)
 	}
+	if _, err := st.Agent(AttackerAgent).CreateBlock(ctx, memory.BlockSpec{Label: AttackerWideLabel, Value: "hello\n", CharLimit: blocks.MaxCharLimit}); err != nil {
+		return fmt.Errorf("abuse: create the attacker's wide block: %w", err)
+	}
 	for _, t := range []struct {
 		secret *string
 		spec   accesstoken.Spec
@@ -289,6 +298,10 @@ func (h *Harness) seed(ctx context.Context) error {
 		return fmt.Errorf("abuse: the attacker's block's document id: %w", err)
 	}
 	h.docID = strings.TrimPrefix(syncrepo.URL(id), syncrepo.URLPrefix)
+	if id, err = st.Agent(AttackerAgent).Block(AttackerWideLabel).DocumentID(ctx); err != nil {
+		return fmt.Errorf("abuse: the attacker's wide block's document id: %w", err)
+	}
+	h.wideID = strings.TrimPrefix(syncrepo.URL(id), syncrepo.URLPrefix)
 	doc, err := st.Agent(AttackerAgent).Block(AttackerLabel).Doc(ctx)
 	if err != nil {
 		return fmt.Errorf("abuse: read the attacker's block: %w", err)

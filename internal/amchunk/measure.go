@@ -3,6 +3,7 @@ package amchunk
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -152,7 +153,7 @@ func (m *measurer) chunk(r *reader) error {
 	case chunkChange:
 		return m.change(body)
 	case chunkCompressed:
-		raw, err := m.inflate(body)
+		raw, err := m.inflateChange(body)
 		if err != nil {
 			return err
 		}
@@ -171,6 +172,30 @@ func (m *measurer) change(b []byte) error {
 		return err
 	}
 	r := reader{b: b}
+	if err := changeHead(&r); err != nil {
+		return err
+	}
+	cols, err := r.columns()
+	if err != nil {
+		return err
+	}
+	ops, err := m.columnsAt(&r, cols, true)
+	if err != nil {
+		return err
+	}
+	if extra := r.left(); extra > MaxExtraBytes {
+		// Bytes after the columns are kept for formats to come; automerge
+		// makes none. Uncounted, a compressed change of zeros would make
+		// the server, and automerge after it, inflate megabytes that
+		// describe nothing.
+		return m.tooCostly("bytes after a change's columns", int64(extra), MaxExtraBytes)
+	}
+	return m.addOps(ops)
+}
+
+// changeHead reads a change's contents up to its columns: dependencies,
+// actor, sequence number, start op, time, message, other actors.
+func changeHead(r *reader) error {
 	if err := r.hashes(); err != nil { // dependencies
 		return err
 	}
@@ -188,19 +213,43 @@ func (m *measurer) change(b []byte) error {
 	if _, err := r.prefixed(); err != nil { // message
 		return err
 	}
-	if err := r.actors(); err != nil { // other actors
-		return err
-	}
-	cols, err := r.columns()
-	if err != nil {
-		return err
-	}
-	ops, err := m.columnsAt(&r, cols, true)
-	if err != nil {
-		return err
-	}
-	return m.addOps(ops)
+	return r.actors() // other actors
 }
+
+// changeSize is the size of the change whose contents begin with head,
+// as its head and its columns' lengths say (saturating); false when head
+// does not hold all of that, or is no change.
+func changeSize(head []byte) (int64, bool) {
+	r := reader{b: head}
+	if changeHead(&r) != nil {
+		return 0, false
+	}
+	n, err := r.uleb()
+	if err != nil || n > uint64(r.columnCount()) {
+		return 0, false
+	}
+	size := int64(0)
+	for range n {
+		if _, err := r.uleb(); err != nil { // spec
+			return 0, false
+		}
+		l, err := r.uleb()
+		if err != nil {
+			return 0, false
+		}
+		size = addSat(size, int64(min(l, math.MaxInt64)))
+	}
+	return addSat(size, int64(r.i)), true
+}
+
+// changeHeadBytes is how much of a compressed change inflateChange
+// inflates first, to read its size from its head (a change's head is
+// tens of bytes unless it has many dependencies or a long message).
+const changeHeadBytes = 64 << 10
+
+// MaxExtraBytes is the most bytes a change may hold after its columns
+// (automerge keeps them, for formats to come, and makes none).
+const MaxExtraBytes = 4 << 10
 
 // document reads a document chunk's contents: actors, heads, the changes'
 // columns, then the operations' columns.
@@ -263,9 +312,21 @@ func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) 
 		if err != nil {
 			return 0, err
 		}
+		size := int64(len(data))
 		if c.deflated() {
-			if data, err = m.inflate(data); err != nil {
+			left := max(m.lim.Bytes-m.cost.Bytes, 0)
+			if size, err = inflatedSize(data, left); err != nil {
 				return 0, err
+			}
+			if err := m.addBytes(size); err != nil {
+				return 0, err
+			}
+			// Raw values are only counted: inflated to count them, they
+			// are never held.
+			if c.typ() != colValueRaw {
+				if data, err = inflateInto(data, size); err != nil {
+					return 0, err
+				}
 			}
 		}
 		member := grouped[c.id()] && c.typ() != colGroup
@@ -273,7 +334,7 @@ func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) 
 		switch c.typ() {
 		case colValueRaw:
 			if ops {
-				if err := m.addValueBytes(int64(len(data))); err != nil {
+				if err := m.addValueBytes(size); err != nil {
 					return 0, err
 				}
 			}
@@ -354,19 +415,67 @@ func (m *measurer) addBytes(n int64) error {
 	return nil
 }
 
-// inflate decompresses DEFLATE data, reading no more than the bytes left
-// under lim.Bytes (plus one, to tell that there is more).
-func (m *measurer) inflate(b []byte) ([]byte, error) {
-	left := m.lim.Bytes - m.cost.Bytes
-	if left < 0 {
-		left = 0
-	}
-	out, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(b)), left+1))
+// inflateChange inflates a compressed change's DEFLATE data, reading no
+// more than the bytes left under lim.Bytes (plus one, to tell that there
+// is more), as Inflate does; before it holds the whole change it reads
+// the change's head: data that inflates to more than the change's columns
+// and MaxExtraBytes (a few kilobytes of compressed zeros, say) is refused
+// having inflated only the head.
+func (m *measurer) inflateChange(b []byte) ([]byte, error) {
+	left := max(m.lim.Bytes-m.cost.Bytes, 0)
+	n, err := inflatedSize(b, left)
 	if err != nil {
-		return nil, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
-	}
-	if err := m.addBytes(int64(len(out))); err != nil {
 		return nil, err
+	}
+	if err := m.addBytes(n); err != nil {
+		return nil, err
+	}
+	if n > changeHeadBytes {
+		head, err := inflateInto(b, changeHeadBytes)
+		if err != nil {
+			return nil, err
+		}
+		if size, ok := changeSize(head); ok && n-size > MaxExtraBytes {
+			return nil, m.tooCostly("bytes after a change's columns", n-size, MaxExtraBytes)
+		}
+	}
+	return inflateInto(b, n)
+}
+
+// Inflate decompresses DEFLATE data that inflates to at most limit bytes;
+// past it the error wraps ErrTooCostly. It inflates data twice: first
+// only counting (a few kilobytes of DEFLATE can inflate to any limit), so
+// that data past the limit is refused having allocated nothing, then
+// into one slice of the size counted. A growing buffer allocates about
+// two and a half times what it inflates, and on a server's small heap
+// those allocations set off collections that every other request waits
+// for; counting costs a fraction of that (decompressing is cheap beside
+// allocating and faulting in the memory).
+func Inflate(data []byte, limit int64) ([]byte, error) {
+	n, err := inflatedSize(data, limit)
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: DEFLATE data inflating past %d bytes", ErrTooCostly, limit)
+	}
+	return inflateInto(data, n)
+}
+
+// inflatedSize is what data inflates to, counted up to limit+1.
+func inflatedSize(data []byte, limit int64) (int64, error) {
+	n, err := io.Copy(io.Discard, io.LimitReader(flate.NewReader(bytes.NewReader(data)), limit+1))
+	if err != nil {
+		return 0, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
+	}
+	return n, nil
+}
+
+// inflateInto inflates the first n bytes of data's DEFLATE stream.
+func inflateInto(data []byte, n int64) ([]byte, error) {
+	out := make([]byte, n)
+	if _, err := io.ReadFull(flate.NewReader(bytes.NewReader(data)), out); err != nil {
+		return nil, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
 	}
 	return out, nil
 }
@@ -442,6 +551,12 @@ func rle(b []byte, value func(*reader) (int64, error), sum bool) (rows, total in
 			if err != nil {
 				return 0, 0, err
 			}
+			if nulls == 0 {
+				// Bytes that describe no rows (automerge writes no empty
+				// run): a column of them would cost its parse, and its
+				// inflating, for nothing.
+				return 0, 0, errors.New("a run of no nulls")
+			}
 			rows = addSat(rows, clampInt64(nulls))
 		}
 	}
@@ -462,10 +577,14 @@ func stringRows(b []byte) (rows, strBytes int64, err error) {
 func boolRows(b []byte) (int64, error) {
 	r := reader{b: b}
 	var rows int64
-	for !r.done() {
+	for first := true; !r.done(); first = false {
 		n, err := r.uleb()
 		if err != nil {
 			return 0, err
+		}
+		if n == 0 && !first {
+			// Only the first run (of falses) may be empty: see rle.
+			return 0, errors.New("an empty run after the first")
 		}
 		rows = addSat(rows, clampInt64(n))
 	}

@@ -1,0 +1,167 @@
+package amchunk_test
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/engram-go/engram/internal/amchunk"
+)
+
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestCompression)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+// allocated is what f allocated on the heap, with the collector off.
+func allocated(f func()) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	f()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
+}
+
+// A compressed change is inflated once to count its bytes and, within
+// the limit, once more into a slice of its size, after its head has said
+// that its columns account for them: one that inflates past the limit,
+// or to more than its columns (compressed zeros), is refused having
+// allocated next to nothing, and one within it allocates its size, where
+// a growing buffer allocated about two and a half times the limit either
+// way (a 64 KB frame cost the server 160 MiB of garbage, and every agent
+// the collections it set off).
+func TestMeasureInflatesOnce(t *testing.T) {
+	lim := amchunk.Limits{Bytes: 32 << 20}
+	values := chunk(2, deflate(change([2]any{5<<4 | 7, make([]byte, 16<<20)}))) // a 16 MiB value column
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		refused bool
+		bound   uint64
+	}{
+		{"inflating to 40 MiB, past the limit", chunk(2, deflate(append(change(), make([]byte, 40<<20)...))), true, 512 << 10},
+		{"16 MiB of zeros after its columns", chunk(2, deflate(append(change(), make([]byte, 16<<20)...))), true, 512 << 10},
+		{"a 16 MiB value column", values, false, 16<<20 + 512<<10},
+	} {
+		var err error
+		a := allocated(func() { _, err = amchunk.Measure(c.data, lim) })
+		if c.refused != errors.Is(err, amchunk.ErrTooCostly) || !c.refused && err != nil || a > c.bound {
+			t.Errorf("a compressed change of %d bytes, %s: err %v, %d bytes allocated; want refused %v, at most %d", len(c.data), c.name, err, a, c.refused, c.bound)
+		}
+	}
+}
+
+// A change is its columns: a change with more bytes after them than a
+// change has room for (automerge keeps such bytes for later formats, and
+// makes none) is refused as too costly, so that a few kilobytes of
+// compressed zeros cannot make the server, and then automerge, inflate
+// megabytes that describe nothing. A change automerge made measures the
+// same compressed as not.
+func TestMeasureRefusesBytesAfterTheColumns(t *testing.T) {
+	lim := amchunk.Limits{Bytes: 32 << 20}
+	for _, c := range []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"compressed, 8 MiB of zeros after the columns", chunk(2, deflate(append(change(), make([]byte, 8<<20)...))), false},
+		{"64 KiB of zeros after the columns", chunk(1, append(change(), make([]byte, 64<<10)...)), false},
+		{"compressed, nothing after the columns", chunk(2, deflate(change())), true},
+		{"a kilobyte after the columns", chunk(1, append(change(), make([]byte, 1<<10)...)), true},
+	} {
+		_, err := amchunk.Measure(c.data, lim)
+		if c.ok != (err == nil) || !c.ok && !errors.Is(err, amchunk.ErrTooCostly) {
+			t.Errorf("%s: err %v, want ok %v (else ErrTooCostly)", c.name, err, c.ok)
+		}
+	}
+	doc := automerge.New()
+	if err := doc.RootMap().Set("text", automerge.NewText(strings.Repeat("a line of text\n", 2000))); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := doc.Commit("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := doc.Change(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := c.Save()
+	if plain[8] != 1 {
+		t.Fatalf("automerge saved a chunk of type %d", plain[8])
+	}
+	body := plain[9+uvarintLen(plain[9:]):]
+	want, err := amchunk.Measure(plain, amchunk.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := amchunk.Measure(chunk(2, deflate(body)), amchunk.Limits{})
+	if err != nil || got.Ops != want.Ops || got.Changes != want.Changes || got.ValueBytes != want.ValueBytes || got.Refs != want.Refs {
+		t.Errorf("automerge's change compressed: %+v, err %v; plain: %+v", got, err, want)
+	}
+}
+
+func uvarintLen(b []byte) int {
+	n := 0
+	for n < len(b) && b[n]&0x80 != 0 {
+		n++
+	}
+	return n + 1
+}
+
+// A deflated column is inflated only once it is counted: raw values are
+// counted without being held (a 60 MiB column past the values' limit
+// allocates nothing), and a column of compressed zeros, which describes
+// no rows (automerge writes no empty run), is refused as soon as its
+// parse meets the first one, not after reading 60 MiB of them.
+func TestMeasureDeflatedColumns(t *testing.T) {
+	lim := amchunk.Limits{Ops: 4 << 20, Refs: 4 << 20, ValueBytes: 16 << 20, Bytes: 65 << 20}
+	zeros := deflate(make([]byte, 60<<20))
+	for _, c := range []struct {
+		name  string
+		spec  int
+		want  error
+		bound uint64
+	}{
+		{"raw values", 5<<4 | 7 | 8, amchunk.ErrTooCostly, 512 << 10},
+		{"an integer column", 1<<4 | 1 | 8, amchunk.ErrFormat, 60<<20 + 512<<10},
+		{"a delta column", 4<<4 | 2 | 8, amchunk.ErrFormat, 60<<20 + 512<<10},
+		{"a string column", 1<<4 | 5 | 8, amchunk.ErrFormat, 60<<20 + 512<<10},
+		{"a boolean column", 3<<4 | 4 | 8, amchunk.ErrFormat, 60<<20 + 512<<10},
+		{"a group column", 7<<4 | 8, amchunk.ErrFormat, 60<<20 + 512<<10},
+	} {
+		data := chunk(1, change([2]any{c.spec, zeros}))
+		var err error
+		a := allocated(func() { _, err = amchunk.Measure(data, lim) })
+		if !errors.Is(err, c.want) || a > c.bound {
+			t.Errorf("%s of 60 MiB of zeros, deflated to %d bytes: err %v, %d bytes allocated; want %v and at most %d", c.name, len(zeros), err, a, c.want, c.bound)
+		}
+	}
+	// Empty runs are refused wherever they are; the first run of a
+	// boolean column (of falses) may be empty.
+	for _, c := range []struct {
+		name string
+		col  [2]any
+		ok   bool
+	}{
+		{"a boolean column starting with true", [2]any{3<<4 | 4, []byte{0, 2}}, true},
+		{"an empty boolean run after the first", [2]any{3<<4 | 4, []byte{1, 0, 1}}, false},
+		{"a null run of no nulls", [2]any{1<<4 | 1, []byte{0, 0}}, false},
+		{"a null run of two", [2]any{1<<4 | 1, []byte{0, 2}}, true},
+	} {
+		_, err := amchunk.Measure(chunk(1, change(c.col)), amchunk.Limits{})
+		if c.ok != (err == nil) || !c.ok && !errors.Is(err, amchunk.ErrFormat) {
+			t.Errorf("%s: err %v, want ok %v (else ErrFormat)", c.name, err, c.ok)
+		}
+	}
+}
