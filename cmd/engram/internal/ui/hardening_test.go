@@ -390,9 +390,13 @@ func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the refused request took %v (HeavyTimeout 1s)", d)
 	}
+	// A page that waited for the held slot would be answered 503 after
+	// HeavyTimeout, so the status is what shows the page did not wait; the
+	// time only bounds a page stuck for good (under -race on a loaded
+	// 2-core machine a page took 9 s).
 	for _, p := range []string{"/", "/proposals", "/blocks/ada/persona", "/agents/ada"} {
 		start := time.Now()
-		if res := get(p); res.StatusCode != 200 || time.Since(start) > 5*time.Second {
+		if res := get(p); res.StatusCode != 200 || time.Since(start) > 30*time.Second {
 			t.Errorf("GET %s while heavy work runs: %d after %v", p, res.StatusCode, time.Since(start))
 		}
 	}
