@@ -1,6 +1,7 @@
 package amchunk
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"errors"
@@ -126,6 +127,23 @@ func MeasureAll(data [][]byte, lim Limits) (Cost, error) {
 type measurer struct {
 	lim  Limits
 	cost Cost
+	// One DEFLATE reader and its source, reset for each stream: a new
+	// reader allocates its 32 KiB window and tables (about 40 KB), and a
+	// deflated column can be 4 bytes of a frame.
+	fl  io.ReadCloser
+	src bytes.Reader
+	buf *bufio.Reader // over fl, for a compressed change's head
+}
+
+// deflate is a reader of data's DEFLATE stream, reusing m's.
+func (m *measurer) deflate(data []byte) io.Reader {
+	m.src.Reset(data)
+	if m.fl == nil {
+		m.fl = flate.NewReader(&m.src)
+	} else if err := m.fl.(flate.Resetter).Reset(&m.src, nil); err != nil {
+		m.fl = flate.NewReader(&m.src)
+	}
+	return m.fl
 }
 
 func (m *measurer) chunk(r *reader) error {
@@ -179,6 +197,13 @@ func (m *measurer) change(b []byte) error {
 	if err != nil {
 		return err
 	}
+	for _, c := range cols {
+		if c.deflated() {
+			// Automerge compresses a change whole, never its columns, and
+			// refuses a change with a compressed column.
+			return fmt.Errorf("%w: %v of a change is compressed", ErrFormat, c)
+		}
+	}
 	ops, err := m.columnsAt(&r, cols, true)
 	if err != nil {
 		return err
@@ -215,37 +240,6 @@ func changeHead(r *reader) error {
 	}
 	return r.actors() // other actors
 }
-
-// changeSize is the size of the change whose contents begin with head,
-// as its head and its columns' lengths say (saturating); false when head
-// does not hold all of that, or is no change.
-func changeSize(head []byte) (int64, bool) {
-	r := reader{b: head}
-	if changeHead(&r) != nil {
-		return 0, false
-	}
-	n, err := r.uleb()
-	if err != nil || n > uint64(r.columnCount()) {
-		return 0, false
-	}
-	size := int64(0)
-	for range n {
-		if _, err := r.uleb(); err != nil { // spec
-			return 0, false
-		}
-		l, err := r.uleb()
-		if err != nil {
-			return 0, false
-		}
-		size = addSat(size, int64(min(l, math.MaxInt64)))
-	}
-	return addSat(size, int64(r.i)), true
-}
-
-// changeHeadBytes is how much of a compressed change inflateChange
-// inflates first, to read its size from its head (a change's head is
-// tens of bytes unless it has many dependencies or a long message).
-const changeHeadBytes = 64 << 10
 
 // MaxExtraBytes is the most bytes a change may hold after its columns
 // (automerge keeps them, for formats to come, and makes none).
@@ -315,7 +309,7 @@ func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) 
 		size := int64(len(data))
 		if c.deflated() {
 			left := max(m.lim.Bytes-m.cost.Bytes, 0)
-			if size, err = inflatedSize(data, left); err != nil {
+			if size, err = m.inflatedSize(data, left); err != nil {
 				return 0, err
 			}
 			if err := m.addBytes(size); err != nil {
@@ -324,7 +318,7 @@ func (m *measurer) columnsAt(r *reader, cols []column, ops bool) (int64, error) 
 			// Raw values are only counted: inflated to count them, they
 			// are never held.
 			if c.typ() != colValueRaw {
-				if data, err = inflateInto(data, size); err != nil {
+				if data, err = m.inflateInto(data, size); err != nil {
 					return 0, err
 				}
 			}
@@ -417,29 +411,152 @@ func (m *measurer) addBytes(n int64) error {
 
 // inflateChange inflates a compressed change's DEFLATE data, reading no
 // more than the bytes left under lim.Bytes (plus one, to tell that there
-// is more), as Inflate does; before it holds the whole change it reads
-// the change's head: data that inflates to more than the change's columns
-// and MaxExtraBytes (a few kilobytes of compressed zeros, say) is refused
-// having inflated only the head.
+// is more). It reads the change's head first, as it inflates and holding
+// none of it, for the change's size (its head and its columns' lengths):
+// data that inflates to more than that and MaxExtraBytes (a few kilobytes
+// of compressed zeros, say), or whose head asks for more value bytes than
+// are left, is refused having held nothing; the rest is counted, then
+// inflated into one slice of its size.
 func (m *measurer) inflateChange(b []byte) ([]byte, error) {
 	left := max(m.lim.Bytes-m.cost.Bytes, 0)
-	n, err := inflatedSize(b, left)
+	size, values, err := m.changeSize(b, left)
 	if err != nil {
 		return nil, err
+	}
+	if m.lim.ValueBytes > 0 && m.cost.ValueBytes+values > m.lim.ValueBytes {
+		return nil, m.tooCostly("bytes of values", addSat(m.cost.ValueBytes, values), m.lim.ValueBytes)
+	}
+	n, err := m.inflatedSize(b, min(left, addSat(size, MaxExtraBytes)))
+	if err != nil {
+		return nil, err
+	}
+	if n-size > MaxExtraBytes {
+		return nil, m.tooCostly("bytes after a change's columns", n-size, MaxExtraBytes)
 	}
 	if err := m.addBytes(n); err != nil {
 		return nil, err
 	}
-	if n > changeHeadBytes {
-		head, err := inflateInto(b, changeHeadBytes)
-		if err != nil {
-			return nil, err
+	return m.inflateInto(b, n)
+}
+
+// changeSize reads the head of the change b's DEFLATE data holds (its
+// contents up to its columns, and their lengths), as it inflates, no more
+// than limit bytes of it, and returns the change's size and the bytes its
+// raw value columns take (saturating).
+func (m *measurer) changeSize(b []byte, limit int64) (size, values int64, err error) {
+	in := io.LimitReader(m.deflate(b), limit)
+	if m.buf == nil {
+		m.buf = bufio.NewReader(in)
+	} else {
+		m.buf.Reset(in)
+	}
+	s := stream{r: m.buf}
+	skip := func(n, each uint64) {
+		if s.err == nil && n > math.MaxInt64/max(each, 1) {
+			s.fail()
 		}
-		if size, ok := changeSize(head); ok && n-size > MaxExtraBytes {
-			return nil, m.tooCostly("bytes after a change's columns", n-size, MaxExtraBytes)
+		s.skip(n * each)
+	}
+	skip(s.uleb(), 32)                              // dependencies
+	skip(s.uleb(), 1)                               // actor
+	s.uleb()                                        // sequence number
+	s.uleb()                                        // start op
+	s.sleb()                                        // time
+	skip(s.uleb(), 1)                               // message
+	for n := s.uleb(); n > 0 && s.err == nil; n-- { // other actors
+		skip(s.uleb(), 1)
+	}
+	ncols := s.uleb()
+	if s.err == nil && ncols > uint64(limit/2) {
+		s.fail()
+	}
+	for range ncols {
+		if s.err != nil {
+			break
+		}
+		c := column{spec: s.uleb()}
+		l := s.uleb()
+		if c.deflated() {
+			s.fail() // see change
+		}
+		size = addSat(size, int64(min(l, math.MaxInt64)))
+		if c.typ() == colValueRaw {
+			values = addSat(values, int64(min(l, math.MaxInt64)))
 		}
 	}
-	return inflateInto(b, n)
+	if s.err != nil {
+		if s.n >= limit {
+			return 0, 0, m.tooCostly("bytes", addSat(m.cost.Bytes, s.n+1), m.lim.Bytes)
+		}
+		return 0, 0, fmt.Errorf("%w: a compressed change's head: %v", ErrFormat, s.err)
+	}
+	return addSat(size, s.n), values, nil
+}
+
+// stream reads LEB128 numbers from a change's head as it inflates; the
+// first error stops it (and is kept in err).
+type stream struct {
+	r   *bufio.Reader
+	n   int64 // bytes read
+	err error
+}
+
+func (s *stream) fail() {
+	if s.err == nil {
+		s.err = errors.New("malformed")
+	}
+}
+
+func (s *stream) byte() byte {
+	if s.err != nil {
+		return 0
+	}
+	c, err := s.r.ReadByte()
+	if err != nil {
+		s.err = fmt.Errorf("cut off at byte %d: %v", s.n, err)
+		return 0
+	}
+	s.n++
+	return c
+}
+
+func (s *stream) uleb() uint64 {
+	var v uint64
+	for shift := uint(0); s.err == nil; shift += 7 {
+		c := s.byte()
+		if shift == 63 && c > 1 {
+			s.fail()
+			return 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func (s *stream) sleb() int64 {
+	for shift := uint(0); s.err == nil; shift += 7 {
+		if c := s.byte(); c&0x80 == 0 {
+			return 0 // (its value is not needed)
+		}
+		if shift >= 63 {
+			s.fail()
+		}
+	}
+	return 0
+}
+
+func (s *stream) skip(n uint64) {
+	if s.err != nil {
+		return
+	}
+	k, err := s.r.Discard(int(min(n, math.MaxInt)))
+	s.n += int64(k)
+	if err != nil || uint64(k) != n {
+		s.err = fmt.Errorf("cut off at byte %d: %d bytes claimed", s.n, n)
+	}
 }
 
 // Inflate decompresses DEFLATE data that inflates to at most limit bytes;
@@ -452,19 +569,20 @@ func (m *measurer) inflateChange(b []byte) ([]byte, error) {
 // for; counting costs a fraction of that (decompressing is cheap beside
 // allocating and faulting in the memory).
 func Inflate(data []byte, limit int64) ([]byte, error) {
-	n, err := inflatedSize(data, limit)
+	var m measurer
+	n, err := m.inflatedSize(data, limit)
 	if err != nil {
 		return nil, err
 	}
 	if n > limit {
 		return nil, fmt.Errorf("%w: DEFLATE data inflating past %d bytes", ErrTooCostly, limit)
 	}
-	return inflateInto(data, n)
+	return m.inflateInto(data, n)
 }
 
 // inflatedSize is what data inflates to, counted up to limit+1.
-func inflatedSize(data []byte, limit int64) (int64, error) {
-	n, err := io.Copy(io.Discard, io.LimitReader(flate.NewReader(bytes.NewReader(data)), limit+1))
+func (m *measurer) inflatedSize(data []byte, limit int64) (int64, error) {
+	n, err := io.Copy(io.Discard, io.LimitReader(m.deflate(data), limit+1))
 	if err != nil {
 		return 0, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
 	}
@@ -472,9 +590,9 @@ func inflatedSize(data []byte, limit int64) (int64, error) {
 }
 
 // inflateInto inflates the first n bytes of data's DEFLATE stream.
-func inflateInto(data []byte, n int64) ([]byte, error) {
+func (m *measurer) inflateInto(data []byte, n int64) ([]byte, error) {
 	out := make([]byte, n)
-	if _, err := io.ReadFull(flate.NewReader(bytes.NewReader(data)), out); err != nil {
+	if _, err := io.ReadFull(m.deflate(data), out); err != nil {
 		return nil, fmt.Errorf("%w: inflate: %v", ErrFormat, err)
 	}
 	return out, nil
