@@ -39,7 +39,8 @@ type SyncMessage struct {
 // without handing any of it to automerge, and checks what automerge would
 // trust: at most MaxSyncHeads heads, none repeated; at most MaxSyncHaves
 // haves, each Bloom filter empty or of 1–MaxBloomBits bits per entry and
-// 1–MaxBloomProbes probes with as many bytes as its entries need. Its time
+// 1–MaxBloomProbes probes with as many bytes as its entries need; no
+// saved document among the changes. Its time
 // is proportional to len(msg). The changes are not measured: see Measure.
 func ScanSyncMessage(msg []byte) (SyncMessage, error) {
 	var m SyncMessage
@@ -113,6 +114,12 @@ func ScanSyncMessage(msg []byte) (SyncMessage, error) {
 		c, err := r.prefixed()
 		if err != nil {
 			return m, fmt.Errorf("%w: change: %v", ErrSyncMessage, err)
+		}
+		if len(c) > 8 && c[8] == chunkDocument {
+			// A message carries changes: automerge refuses a document in
+			// their place, and measuring one first would cost its
+			// compressed columns for nothing.
+			return m, fmt.Errorf("%w: a saved document among the changes", ErrSyncMessage)
 		}
 		m.Changes = append(m.Changes, c)
 	}

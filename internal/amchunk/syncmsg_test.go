@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/automerge/automerge-go"
@@ -78,5 +79,20 @@ func TestScanSyncMessage(t *testing.T) {
 		if _, err := amchunk.ScanSyncMessage(msg); !errors.Is(err, amchunk.ErrSyncMessage) {
 			t.Errorf("%s: err %v, want ErrSyncMessage", name, err)
 		}
+	}
+	// A saved document in a change's place (its compressed columns would
+	// be measured for nothing: automerge refuses it) is refused; the
+	// change messages above hold changes only.
+	withDoc := slices.Clone(m.Bytes())
+	sm, err := amchunk.ScanSyncMessage(withDoc)
+	if err != nil || len(sm.Changes) == 0 {
+		t.Fatalf("the change message: %d changes, %v", len(sm.Changes), err)
+	}
+	saved := doc.Save()
+	msg := append(slices.Clone(withDoc[:sm.ChangesAt]), 1)
+	msg = binary.AppendUvarint(msg, uint64(len(saved)))
+	msg = append(msg, saved...)
+	if _, err := amchunk.ScanSyncMessage(msg); !errors.Is(err, amchunk.ErrSyncMessage) {
+		t.Errorf("a saved document among the changes: err %v, want ErrSyncMessage", err)
 	}
 }
