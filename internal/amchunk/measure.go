@@ -423,7 +423,7 @@ func (m *measurer) inflateChange(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.lim.ValueBytes > 0 && m.cost.ValueBytes+values > m.lim.ValueBytes {
+	if m.lim.ValueBytes > 0 && addSat(m.cost.ValueBytes, values) > m.lim.ValueBytes {
 		return nil, m.tooCostly("bytes of values", addSat(m.cost.ValueBytes, values), m.lim.ValueBytes)
 	}
 	n, err := m.inflatedSize(b, min(left, addSat(size, MaxExtraBytes)))
