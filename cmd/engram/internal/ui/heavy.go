@@ -63,18 +63,36 @@ func (s *Server) heavy(ctx context.Context, f func(ctx context.Context) error) e
 
 // trimAgain is how long after heavy work the C heap is trimmed again:
 // time for the finalizer goroutine to free what the collection found.
-const trimAgain = 500 * time.Millisecond
+// On a busy machine that goroutine may run seconds later, so the trim is
+// repeated trimTimes times, each wait twice the last (0.5 to 8 s).
+const (
+	trimAgain = 500 * time.Millisecond
+	trimTimes = 5
+)
 
-// trimLater trims the C heap again trimAgain from now (once, however many
+// trimLater trims the C heap again trimAgain from now, and then again
+// after waits that double (the sequence starts over, once, however many
 // heavy works end meanwhile).
 func (s *Server) trimLater() {
 	s.trimMu.Lock()
 	defer s.trimMu.Unlock()
+	s.trimsLeft, s.trimWait = trimTimes, trimAgain
 	if s.trim == nil {
-		s.trim = time.AfterFunc(trimAgain, trimMalloc)
+		s.trim = time.AfterFunc(trimAgain, s.trimNow)
 		return
 	}
 	s.trim.Reset(trimAgain)
+}
+
+// trimNow trims the C heap and schedules the next trim, if any is left.
+func (s *Server) trimNow() {
+	trimMalloc()
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	if s.trimsLeft--; s.trimsLeft > 0 && s.trim != nil && !s.closed {
+		s.trimWait *= 2
+		s.trim.Reset(s.trimWait)
+	}
 }
 
 // versions renders a block's historical versions for one request,

@@ -101,14 +101,17 @@ type Server struct {
 	slots chan struct{} // held while historical versions are computed
 	// trim gives the C heap's free memory back again a while after heavy
 	// work (see heavy); trimMu guards it.
-	trimMu  sync.Mutex
-	trim    *time.Timer
-	renders *renderCache
-	pages   map[string]*template.Template
-	mux     *http.ServeMux
-	handler http.Handler
-	log     *slog.Logger
-	live    *hub
+	trimMu    sync.Mutex
+	trim      *time.Timer
+	trimsLeft int           // trims still to come (see trimLater)
+	trimWait  time.Duration // the wait before the next
+	closed    bool          // Close stopped the trims
+	renders   *renderCache
+	pages     map[string]*template.Template
+	mux       *http.ServeMux
+	handler   http.Handler
+	log       *slog.Logger
+	live      *hub
 
 	subsMu sync.Mutex
 	subs   map[string]func() // (owner, label) → cancel of a document subscription
@@ -283,6 +286,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	<-s.done
 	s.trimMu.Lock()
+	s.closed = true
 	if s.trim != nil {
 		s.trim.Stop()
 	}
