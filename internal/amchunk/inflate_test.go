@@ -5,14 +5,13 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"errors"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/internal/amchunk"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 func deflate(b []byte) []byte {
@@ -21,16 +20,6 @@ func deflate(b []byte) []byte {
 	w.Write(b)
 	w.Close()
 	return buf.Bytes()
-}
-
-// allocated is what f allocated on the heap, with the collector off.
-func allocated(f func()) uint64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	f()
-	runtime.ReadMemStats(&m1)
-	return m1.TotalAlloc - m0.TotalAlloc
 }
 
 // A compressed change is inflated once to count its bytes and, within
@@ -55,7 +44,7 @@ func TestMeasureInflatesOnce(t *testing.T) {
 		{"a 16 MiB value column", values, false, 16<<20 + 512<<10},
 	} {
 		var err error
-		a := allocated(func() { _, err = amchunk.Measure(c.data, lim) })
+		a := testenv.HeapAllocated(func() { _, err = amchunk.Measure(c.data, lim) })
 		if c.refused != errors.Is(err, amchunk.ErrTooCostly) || !c.refused && err != nil || a > c.bound {
 			t.Errorf("a compressed change of %d bytes, %s: err %v, %d bytes allocated; want refused %v, at most %d", len(c.data), c.name, err, a, c.refused, c.bound)
 		}
@@ -144,7 +133,7 @@ func TestMeasureDeflatedColumns(t *testing.T) {
 	} {
 		data := chunk(0, document([2]any{c.spec, zeros}))
 		var err error
-		a := allocated(func() { _, err = amchunk.Measure(data, lim) })
+		a := testenv.HeapAllocated(func() { _, err = amchunk.Measure(data, lim) })
 		if !errors.Is(err, c.want) || a > c.bound {
 			t.Errorf("a document's %s of 60 MiB of zeros, deflated to %d bytes: err %v, %d bytes allocated; want %v and at most %d", c.name, len(zeros), err, a, c.want, c.bound)
 		}
@@ -192,7 +181,7 @@ func TestMeasureEmptyDeflateStreamsCostNothing(t *testing.T) {
 		{"1,000 compressed empty changes", bytes.Repeat(chunk(2, deflate(change())), 1_000)},
 	} {
 		var err error
-		a := allocated(func() { _, err = amchunk.Measure(c.data, lim) })
+		a := testenv.HeapAllocated(func() { _, err = amchunk.Measure(c.data, lim) })
 		if err == nil && a > 16<<20 {
 			t.Errorf("%s (%d bytes): accepted having allocated %d MiB; want at most 16", c.name, len(c.data), a>>20)
 		}
@@ -220,7 +209,7 @@ func TestMeasureCompressedHeadRead(t *testing.T) {
 	} {
 		data := chunk(2, deflate(c.body))
 		var err error
-		a := allocated(func() { _, err = amchunk.Measure(data, lim) })
+		a := testenv.HeapAllocated(func() { _, err = amchunk.Measure(data, lim) })
 		if !errors.Is(err, amchunk.ErrTooCostly) || a > 512<<10 {
 			t.Errorf("%s (a %d-byte chunk): err %v, %d bytes allocated; want ErrTooCostly having allocated at most 512 KiB", c.name, len(data), err, a)
 		}

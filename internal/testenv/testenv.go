@@ -8,6 +8,8 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -64,4 +66,17 @@ func SkipRaceUnlessLong(tb testing.TB, why string) {
 	if Race && !Long() {
 		tb.Skipf("%s: under -race only with %s=1; it runs without -race", why, LongEnv)
 	}
+}
+
+// HeapAllocated is what f allocated on the heap, with the garbage
+// collector off while it runs (a collection would empty the pools f
+// reuses). Under the race detector a sync.Pool drops a quarter of what is
+// put in it, so callers bounding a pool's allocations skip when Race.
+func HeapAllocated(f func()) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	f()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
 }

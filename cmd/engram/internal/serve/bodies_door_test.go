@@ -23,6 +23,7 @@ import (
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
 	"github.com/engram-go/engram/internal/accesstoken"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 const bodyCap = 4 << 20 // MaxBodyBytes's default
@@ -166,7 +167,7 @@ func TestConcurrentChunkedBodies(t *testing.T) {
 // TokenConcurrency 1 are read one at a time, and allocate the pieces of
 // one body (4 MiB), not eight.
 func TestChunkedBodiesOfOneTokenOnePieceSet(t *testing.T) {
-	if serve.RaceEnabled {
+	if testenv.Race {
 		t.Skip("the race detector's sync.Pool drops a quarter of its puts")
 	}
 	d := newDoor(t, &serve.Options{TokenBytesRate: -1, TokenConcurrency: 1, TokenQueue: 16})
@@ -174,7 +175,7 @@ func TestChunkedBodiesOfOneTokenOnePieceSet(t *testing.T) {
 	sid := d.session(t, ada)
 	const n = 8
 	var codes [n]int
-	got := allocated(func() {
+	got := testenv.HeapAllocated(func() {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {

@@ -2,24 +2,12 @@ package serve_test
 
 import (
 	"io"
-	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/engram-go/engram/cmd/engram/internal/serve"
 	"github.com/engram-go/engram/internal/accesstoken"
+	"github.com/engram-go/engram/internal/testenv"
 )
-
-// allocated is the heap the process allocated while f ran, with the
-// garbage collector off (a collection would empty the pools f reuses).
-func allocated(f func()) uint64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	f()
-	runtime.ReadMemStats(&m1)
-	return m1.TotalAlloc - m0.TotalAlloc
-}
 
 // A body of no announced length is read into pooled pieces: one refused
 // past the cap allocates its pieces once and then next to nothing, where
@@ -28,7 +16,7 @@ func allocated(f func()) uint64 {
 // calls). What an accepted body costs is the reader's (bodyPieces) and
 // then the MCP SDK's decoding.
 func TestRefusedChunkedBodyAllocation(t *testing.T) {
-	if serve.RaceEnabled {
+	if testenv.Race {
 		t.Skip("the race detector's sync.Pool drops a quarter of its puts")
 	}
 	d := newDoor(t, &serve.Options{TokenBytesRate: -1})
@@ -37,7 +25,7 @@ func TestRefusedChunkedBodyAllocation(t *testing.T) {
 	const limit = 4 << 20
 	var cold, warm uint64
 	for i, at := range []*uint64{&cold, &warm} {
-		*at = allocated(func() {
+		*at = testenv.HeapAllocated(func() {
 			if w := d.serveBody(t.Context(), ada, sid, io.LimitReader(spaces{}, 16<<20), -1); w.Code != 413 {
 				t.Fatalf("request %d: status %d, want 413", i, w.Code)
 			}

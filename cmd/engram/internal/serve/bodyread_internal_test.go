@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // bodyPieces.readAll reads what io.ReadAll reads, however the reader
@@ -71,36 +71,25 @@ func TestBodyPiecesReadAll(t *testing.T) {
 	}
 }
 
-// heapAllocated is what f allocated, with the collector off (a collection
-// would empty the pool f reuses).
-func heapAllocated(f func()) uint64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	f()
-	runtime.ReadMemStats(&m1)
-	return m1.TotalAlloc - m0.TotalAlloc
-}
-
 // A body read whole allocates its size once the pool is warm, and one
 // refused allocates next to nothing (io.ReadAll: about five times the
 // body, bytes.Buffer about four).
 func TestBodyPiecesAllocation(t *testing.T) {
-	if raceEnabled {
+	if testenv.Race {
 		t.Skip("the race detector's sync.Pool drops a quarter of its puts")
 	}
 	var p bodyPieces
 	const n = 3 << 20
 	data := bytes.Repeat([]byte("x"), n)
 	p.readAll(bytes.NewReader(data)) // warm
-	if got := heapAllocated(func() { p.readAll(bytes.NewReader(data)) }); got > n+64<<10 {
+	if got := testenv.HeapAllocated(func() { p.readAll(bytes.NewReader(data)) }); got > n+64<<10 {
 		t.Errorf("a %d-byte body allocated %d bytes; want its size", n, got)
 	}
 	over := func() io.Reader {
 		return http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(bytes.NewReader(data)), n/2)
 	}
 	p.readAll(over())
-	if got := heapAllocated(func() { p.readAll(over()) }); got > 64<<10 {
+	if got := testenv.HeapAllocated(func() { p.readAll(over()) }); got > 64<<10 {
 		t.Errorf("a %d-byte body refused at %d allocated %d bytes; want next to nothing", n, n/2, got)
 	}
 }
@@ -108,7 +97,7 @@ func TestBodyPiecesAllocation(t *testing.T) {
 // A /sync frame is read in pieces too: a 3 MiB frame allocates about its
 // size (io.ReadAll allocated about 15 MiB).
 func TestFrameReadAllocation(t *testing.T) {
-	if raceEnabled {
+	if testenv.Race {
 		t.Skip("the race detector's sync.Pool drops a quarter of its puts")
 	}
 	const n = 3 << 20
@@ -127,7 +116,7 @@ func TestFrameReadAllocation(t *testing.T) {
 		for {
 			var f []byte
 			var err error
-			a := heapAllocated(func() { f, err = conn.Read(r.Context()) })
+			a := testenv.HeapAllocated(func() { f, err = conn.Read(r.Context()) })
 			if err != nil {
 				return
 			}

@@ -13,7 +13,3 @@ func Turns(h *Handler) (tokens, waiting int) { return h.turns.count() }
 // SetFrameReadTimeout sets how long a /sync frame's body may take once it
 // has its turn (FrameReadTimeout), for connections opened after.
 func SetFrameReadTimeout(h *Handler, d time.Duration) { h.frameTimeout = d }
-
-// RaceEnabled reports whether the tests run under the race detector
-// (allocation bounds do not hold there).
-const RaceEnabled = raceEnabled
