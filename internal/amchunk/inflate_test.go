@@ -240,13 +240,5 @@ func changeWithMessage(msg int, cols ...[2]any) []byte {
 	b = binary.AppendUvarint(b, uint64(msg))
 	b = append(b, make([]byte, msg)...)
 	b = append(b, 0)
-	b = binary.AppendUvarint(b, uint64(len(cols)))
-	for _, c := range cols {
-		b = binary.AppendUvarint(b, uint64(c[0].(int)))
-		b = binary.AppendUvarint(b, uint64(len(c[1].([]byte))))
-	}
-	for _, c := range cols {
-		b = append(b, c[1].([]byte)...)
-	}
-	return b
+	return appendColumns(b, cols...)
 }

@@ -111,13 +111,19 @@ func chunk(typ byte, contents []byte) []byte {
 // change builds the contents of a change chunk with the given op columns
 // (spec, data).
 func change(cols ...[2]any) []byte {
-	b := []byte{0}                                 // no dependencies
-	b = append(b, 1, 0xaa)                         // actor
-	b = append(b, 1, 1)                            // seq, start op
-	b = append(b, 0)                               // time
-	b = append(b, 0)                               // message
-	b = append(b, 0)                               // other actors
-	b = binary.AppendUvarint(b, uint64(len(cols))) // columns
+	b := []byte{0}         // no dependencies
+	b = append(b, 1, 0xaa) // actor
+	b = append(b, 1, 1)    // seq, start op
+	b = append(b, 0)       // time
+	b = append(b, 0)       // message
+	b = append(b, 0)       // other actors
+	return appendColumns(b, cols...)
+}
+
+// appendColumns appends cols (spec, data) to b as a chunk lays them out:
+// their count, each one's spec and length, then their data.
+func appendColumns(b []byte, cols ...[2]any) []byte {
+	b = binary.AppendUvarint(b, uint64(len(cols)))
 	for _, c := range cols {
 		b = binary.AppendUvarint(b, uint64(c[0].(int)))
 		b = binary.AppendUvarint(b, uint64(len(c[1].([]byte))))
@@ -132,15 +138,7 @@ func change(cols ...[2]any) []byte {
 // heads or changes, and the given op columns (spec, data).
 func document(cols ...[2]any) []byte {
 	b := []byte{0, 0, 0} // no actors, no heads, no change columns
-	b = binary.AppendUvarint(b, uint64(len(cols)))
-	for _, c := range cols {
-		b = binary.AppendUvarint(b, uint64(c[0].(int)))
-		b = binary.AppendUvarint(b, uint64(len(c[1].([]byte))))
-	}
-	for _, c := range cols {
-		b = append(b, c[1].([]byte)...)
-	}
-	return b
+	return appendColumns(b, cols...)
 }
 
 // TestMeasureRefusesBombs: a few bytes that describe very many
