@@ -31,6 +31,9 @@ const (
 	// is about 10,000.
 	DefaultOpsPerSecond = 50_000
 	DefaultOpsBurst     = 100_000
+	// DefaultMaxMessageOps is what the changes of one sync message may
+	// apply at most (Options.MaxMessageOps): one burst.
+	DefaultMaxMessageOps = DefaultOpsBurst
 	// DefaultMaxHeldBytes is what the server holds for a credential's
 	// peers at most (refused and unappliable changes, private copies).
 	DefaultMaxHeldBytes = 16 << 20
@@ -54,9 +57,9 @@ func NewBudget(opsPerSecond float64, opsBurst int, maxHeldBytes int64) *Budget {
 }
 
 // spend takes ops operations from b, waiting until they are there or ctx
-// ends. A spend larger than the burst waits for a full bucket and leaves
-// it in debt, so one large edit (into a block of a large limit) still
-// passes, one at a time.
+// ends. A spend larger than the burst (a copy of a large block, or a
+// message under a MaxMessageOps above the burst) waits for a full bucket
+// and leaves it in debt, so it still passes, one at a time.
 func (b *Budget) spend(ctx context.Context, ops int64) error {
 	for {
 		b.mu.Lock()

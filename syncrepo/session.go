@@ -86,6 +86,14 @@ type Options struct {
 	// without end. Beyond it the document becomes unavailable to the
 	// peer. Default 4 MiB.
 	MaxHeldBytes int
+	// MaxMessageOps caps the automerge operations the changes of one
+	// sync message may apply, counted as they are measured (operations,
+	// the earlier operations they overwrite or delete, and changes),
+	// whatever the block's limit: automerge's CPU and memory grow with
+	// each, and a block of a large limit would otherwise take a change of
+	// millions at once. A message past it is refused unapplied, as one
+	// past its block's limit is. Default DefaultMaxMessageOps.
+	MaxMessageOps int
 	// Recheck is how long after a stamp change the Session keeps
 	// comparing its documents with the store's. Default 1 second.
 	Recheck time.Duration
@@ -140,8 +148,12 @@ type docState struct {
 	// queued are changes the peer sent whose dependencies mirror lacks:
 	// automerge keeps them, without bound, until those come. They count
 	// against MaxHeldBytes with held.
-	queued      map[automerge.ChangeHash]int
+	// automerge applies them, with the change that completes them, as
+	// part of a later message, so their operations (queuedOps) count
+	// against that message's MaxMessageOps.
+	queued      map[automerge.ChangeHash]queuedChange
 	queuedBytes int
+	queuedOps   int64
 	// limit is the block's character limit as of the last message: a
 	// message's changes are measured against MergeLimits(limit) before
 	// automerge applies them.
@@ -224,6 +236,9 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 	}
 	if o.MaxHeldBytes <= 0 {
 		o.MaxHeldBytes = 4 << 20
+	}
+	if o.MaxMessageOps <= 0 {
+		o.MaxMessageOps = DefaultMaxMessageOps
 	}
 	if o.Recheck <= 0 {
 		o.Recheck = time.Second
@@ -478,7 +493,7 @@ func (s *session) syncMessage(m Message) error {
 		// Measured before automerge sees them: applying a change costs
 		// CPU and memory per operation, and a few bytes can describe
 		// millions of operations.
-		cost, err := amchunk.MeasureAll(sm.Changes, blocks.MergeLimits(d.limit))
+		cost, err := amchunk.MeasureAll(sm.Changes, s.messageLimits(d))
 		if err != nil {
 			return s.refuseUnapplied(d, err)
 		}
@@ -492,6 +507,16 @@ func (s *session) syncMessage(m Message) error {
 	return s.syncPrivate(d, m.Data)
 }
 
+// messageLimits is what one message's changes may ask of d's block: its
+// merge limits, within Options.MaxMessageOps less the operations of the
+// changes d's mirror keeps queued (they apply with the message).
+func (s *session) messageLimits(d *docState) amchunk.Limits {
+	lim := blocks.MergeLimits(d.limit)
+	most := max(int64(s.opts.MaxMessageOps)-d.queuedOps, 1)
+	lim.Ops, lim.Refs, lim.Changes = min(lim.Ops, most), min(lim.Refs, most), min(lim.Changes, most)
+	return lim
+}
+
 // refuseUnapplied answers a message whose changes were refused before
 // anything applied them (too costly for the block, or not automerge
 // data): the peer gets the Refusal and then doc-unavailable, since no
@@ -500,8 +525,12 @@ func (s *session) syncMessage(m Message) error {
 func (s *session) refuseUnapplied(d *docState, why error) error {
 	var err error
 	if errors.Is(why, amchunk.ErrTooCostly) {
-		err = fmt.Errorf("%w: block %q of %q: the changes ask too much of a block of %d characters (%v); nothing was applied",
-			blocks.ErrLimit, d.label, d.owner, d.limit, why)
+		waiting := ""
+		if d.queuedOps > 0 {
+			waiting = fmt.Sprintf(" (with the %d of changes waiting for their dependencies, which apply with it)", d.queuedOps)
+		}
+		err = fmt.Errorf("%w: block %q of %q: the changes ask too much (%v): one message may apply at most %d operations%s to a block of %d characters; nothing was applied",
+			blocks.ErrLimit, d.label, d.owner, why, min(blocks.MergeLimits(d.limit).Ops, int64(s.opts.MaxMessageOps)), waiting, d.limit)
 	} else {
 		err = fmt.Errorf("%w: block %q of %q: %v", blocks.ErrCorrupt, d.label, d.owner, why)
 	}
@@ -786,6 +815,13 @@ func (s *session) absorb(d *docState) error {
 	return s.send(Message{Type: TypeEphemeral, DocumentID: d.id, SessionID: s.session, Count: s.count, Data: payload})
 }
 
+// queuedChange is a change d's mirror keeps queued: its saved size and
+// its operations as measured.
+type queuedChange struct {
+	bytes int
+	ops   int64
+}
+
 // countQueued notes which of sm's changes d's mirror keeps queued (their
 // dependencies missing) and forgets those that have since applied.
 func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
@@ -796,17 +832,21 @@ func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
 		}
 		if _, ok := d.queued[h]; !ok {
 			if d.queued == nil {
-				d.queued = map[automerge.ChangeHash]int{}
+				d.queued = map[automerge.ChangeHash]queuedChange{}
 			}
-			n := len(c.Save())
-			d.queued[h] = n
-			d.queuedBytes += n
+			saved := c.Save()
+			cost, _ := amchunk.Measure(saved, amchunk.Limits{}) // measured once already, within limits
+			q := queuedChange{bytes: len(saved), ops: cost.Ops + cost.Refs + cost.Changes}
+			d.queued[h] = q
+			d.queuedBytes += q.bytes
+			d.queuedOps += q.ops
 		}
 	}
-	for h, n := range d.queued {
+	for h, q := range d.queued {
 		if _, err := d.mirror.Change(h); err == nil {
 			delete(d.queued, h)
-			d.queuedBytes -= n
+			d.queuedBytes -= q.bytes
+			d.queuedOps -= q.ops
 		}
 	}
 }
@@ -819,7 +859,7 @@ func (s *session) overHeld(d *docState) bool {
 	now := int64(d.heldBytes + d.queuedBytes + d.mirrorBytes)
 	overBudget := s.opts.Budget.hold(now - d.accounted)
 	d.accounted = now
-	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && !overBudget {
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && d.queuedOps <= int64(s.opts.MaxMessageOps) && !overBudget {
 		return false
 	}
 	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",

@@ -93,6 +93,9 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 	prepare func(doc *blocks.Document, e *memory.Edit) error,
 	done func(doc *blocks.Document) string) (Result, error) {
 	e.Section = ref.section
+	if err := ts.editSize(e); err != nil {
+		return Result{}, err
+	}
 	doc, err := ts.block(ctx, ref)
 	if err != nil {
 		return Result{}, ts.blockErr(ctx, ref, nil, err)
@@ -120,6 +123,25 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 		doc = d
 	}
 	return okResult("%s. Block %q now has %d of %d characters.", done(doc), ref.label, doc.Size(), doc.CharLimit()), nil
+}
+
+// editSize refuses an edit of more characters than Options.MaxEditChars.
+func (ts *Toolset) editSize(e memory.Edit) error {
+	if ts.maxEdit <= 0 {
+		return nil
+	}
+	n := utf8.RuneCountInString(e.Text) + utf8.RuneCountInString(e.Old)
+	if e.Value != nil {
+		v, err := json.Marshal(e.Value)
+		if err != nil {
+			return modelErrorf("value: %v", err)
+		}
+		n += utf8.RuneCount(v)
+	}
+	if n > ts.maxEdit {
+		return modelErrorf("this edit carries %d characters (its text, the text it replaces and its value together), more than the %d one edit may carry here; make it as several smaller edits", n, ts.maxEdit)
+	}
+	return nil
 }
 
 func blockAppend(ctx context.Context, ts *Toolset, a *blockAppendArgs) (Result, error) {

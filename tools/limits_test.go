@@ -10,6 +10,7 @@ import (
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/schema"
+	"github.com/engram-go/engram/tools"
 )
 
 // TestArchivalInsertCaps: archival_insert past a per-entry cap is a tool
@@ -95,5 +96,60 @@ func TestArchivalInsertQuota(t *testing.T) {
 	}
 	if after := snapshot(t, st); after != before {
 		t.Errorf("a refused log_append changed the store:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// TestMaxEditChars: with Options.MaxEditChars, a block edit carrying more
+// characters (its text, the text it replaces and its value together,
+// counted as characters, not bytes) is a tool error telling the model to
+// split it, and nothing is written; an edit of exactly the cap applies,
+// and without the option the same edit applies too.
+func TestMaxEditChars(t *testing.T) {
+	const most = 40
+	over := strings.Repeat("é", most+1) // 41 characters, 82 bytes
+	for _, tc := range []struct {
+		name, tool, args string
+		refused          bool
+	}{
+		{"append within", "block_append", fmt.Sprintf(`{"label":"notes","text":%q}`, strings.Repeat("é", most)), false},
+		{"append past", "block_append", fmt.Sprintf(`{"label":"notes","text":%q}`, over), true},
+		{"replace: old and new together past", "block_replace", fmt.Sprintf(`{"label":"notes","old":"first line","new":%q}`, strings.Repeat("n", most-9)), true},
+		{"replace: old and new together within", "block_replace", fmt.Sprintf(`{"label":"notes","old":"first line","new":%q}`, strings.Repeat("n", most-10)), false},
+		{"insert line past", "block_insert_line", fmt.Sprintf(`{"label":"notes","line":1,"text":%q}`, over), true},
+		{"set field past", "block_set_field", fmt.Sprintf(`{"label":"profile","field":"name","value":%q}`, over), true},
+		{"push item past", "block_push_item", fmt.Sprintf(`{"label":"todo","item":%q}`, over), true},
+		{"log entry past", "log_append", fmt.Sprintf(`{"label":"events","message":%q}`, over), true},
+		{"section past", "block_append", fmt.Sprintf(`{"label":"sections","section":"summary","text":%q}`, over), true},
+	} {
+		for _, capped := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/capped=%v", tc.name, capped), func(t *testing.T) {
+				st := openStore(t, nil)
+				fixture(t, st)
+				opts := &tools.Options{}
+				if capped {
+					opts.MaxEditChars = most
+				}
+				ts := newToolset(t, st, "alice", opts)
+				before := snapshot(t, st)
+				res := call(t, ts, tc.tool, tc.args)
+				if !capped || !tc.refused {
+					if res.IsError {
+						t.Fatalf("refused: %q", res.Content)
+					}
+					return
+				}
+				if !res.IsError {
+					t.Fatalf("not refused: %q", res.Content)
+				}
+				for _, w := range []string{fmt.Sprintf("more than the %d one edit may carry", most), "several smaller edits"} {
+					if !strings.Contains(res.Content, w) {
+						t.Errorf("result %q lacks %q", res.Content, w)
+					}
+				}
+				if after := snapshot(t, st); after != before {
+					t.Errorf("a refused edit changed the store:\n%s\nwas\n%s", after, before)
+				}
+			})
+		}
 	}
 }

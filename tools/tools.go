@@ -138,6 +138,14 @@ type Options struct {
 	// Enabled, when non-empty, is the subset of tool names to offer; the
 	// others are unknown to the Toolset. Listing order stays the package's.
 	Enabled []string
+	// MaxEditChars, when positive, is the most characters one block edit
+	// may carry: the text it inserts, the text it replaces and its value
+	// (as JSON) together. A larger edit is refused before the block is
+	// read, telling the model to split it. Automerge spends CPU and
+	// memory on each character an edit inserts or deletes, so a server
+	// whose callers it does not trust bounds what one call costs (engram
+	// serve does). Zero or negative: no cap beyond the block's own limit.
+	MaxEditChars int
 }
 
 // Toolset runs memory tools as one agent, through its handle. Every call
@@ -153,6 +161,7 @@ type Toolset struct {
 	propose func(ctx context.Context, b *memory.Block, e memory.Edit, reason string) (memory.Proposal, error)
 	rules   *toolrules.Engine
 	now     func() time.Time
+	maxEdit int // Options.MaxEditChars; 0: no cap
 	tools   []*toolDef
 }
 
@@ -176,6 +185,7 @@ func New(a *memory.Agent, opts *Options) (*Toolset, error) {
 			ts.now = opts.Now
 		}
 		enabled = opts.Enabled
+		ts.maxEdit = max(opts.MaxEditChars, 0)
 	}
 	for _, name := range enabled {
 		if lookup(name) == nil {

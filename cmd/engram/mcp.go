@@ -80,15 +80,15 @@ type listedBlock struct {
 // made, for watchResources to start from (listing again would announce
 // every resource as changed).
 func newMCPServerListed(store *memory.Store, agent string) (*mcp.Server, resourceList, error) {
-	return newMCPServerOnly(store, agent, nil)
+	return newMCPServerOnly(store, agent, nil, nil)
 }
 
 // newMCPServerOnly is newMCPServerListed with only the tools named in only
 // (all of them for nil): a read-only token's server, whose context prompt
-// must not name tools its sessions cannot call.
-func newMCPServerOnly(store *memory.Store, agent string, only []string) (*mcp.Server, resourceList, error) {
+// must not name tools its sessions cannot call. opts configure its tools.
+func newMCPServerOnly(store *memory.Store, agent string, only []string, opts *tools.Options) (*mcp.Server, resourceList, error) {
 	var listed resourceList
-	ts, err := tools.New(store.Agent(agent), nil)
+	ts, err := tools.New(store.Agent(agent), opts)
 	if err != nil {
 		return nil, listed, err
 	}

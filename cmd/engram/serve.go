@@ -64,6 +64,7 @@ func (c *serveConfig) checkLimits() error {
 		{"max-token-sessions", int64(o.MaxTokenSessions), 0, "1 or more open MCP sessions of a token, or 0 for a tenth of --max-sessions"},
 		{"max-batch", int64(o.MaxBatch), 1, "1 or more messages in a JSON-RPC batch"},
 		{"max-body", o.MaxBodyBytes, 1, "a positive request body size in bytes"},
+		{"max-edit", int64(o.MaxEdit), 1, "1 or more characters (or automerge operations) in one edit"},
 	} {
 		if f.v < f.min {
 			return usageErrorf("serve: --%s %d: want %s", f.name, f.v, f.want)
@@ -96,6 +97,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.Var((*byteSize)(&tokenBytesBurst), "token-bytes-burst", "request body bytes per token at once (default 0: twice --max-body)")
 	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst, nor more calls than --token-concurrency)")
 	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
+	fs.IntVar(&c.opts.MaxEdit, "max-edit", serve.DefaultMaxEdit, "the largest edit one request may make: characters an MCP tool's block edit carries, automerge operations the changes of one /sync message apply (beyond: refused, nothing applied)")
 	var quota, textCache, vectorCache int64
 	fs.Var((*byteSize)(&textCache), "text-cache", "bytes the in-memory full-text index may hold, such as 256MiB (default 0: 64MiB); past it, it holds the partitions of the agents searched lately (see /metrics engram_search_cache_*)")
 	fs.Var((*byteSize)(&vectorCache), "vector-cache", "bytes the in-memory vector index may hold, such as 1GiB (default 0: 256MiB on SQLite; on PostgreSQL none, pgvector answers, and a size asks for one)")
@@ -201,6 +203,9 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*serve.Handler, error) {
 	o := c.opts
 	o.Tokens, o.Logger, o.ReadTools, o.SyncStore = accesstoken.Of(store), log, readTools, store
+	if o.MaxEdit <= 0 {
+		o.MaxEdit = serve.DefaultMaxEdit // the tools' cap as the handler's
+	}
 	for _, origin := range strings.Split(c.origins, ",") {
 		if origin = strings.TrimSpace(origin); origin != "" {
 			o.Origins = append(o.Origins, origin)
@@ -223,7 +228,7 @@ func newServeHandler(store *memory.Store, c *serveConfig, log *slog.Logger) (*se
 		if readOnly {
 			only = readTools
 		}
-		srv, listed, err := newMCPServerOnly(store, agent, only)
+		srv, listed, err := newMCPServerOnly(store, agent, only, &tools.Options{MaxEditChars: o.MaxEdit})
 		if err != nil {
 			return nil, err
 		}

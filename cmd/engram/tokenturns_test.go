@@ -28,6 +28,8 @@ func TestServeTokenTurnsFlags(t *testing.T) {
 		{"--max-token-sessions", "-1"},
 		{"--max-batch", "0"},
 		{"--max-body", "-5"},
+		{"--max-edit", "0"},
+		{"--max-edit", "-100"},
 		{"--session-idle", "0s"},
 		{"--drain", "-1s"},
 	} {

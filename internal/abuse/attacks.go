@@ -84,6 +84,11 @@ func thousands(n int) string {
 	return s
 }
 
+// atCap is the characters of the largest edit the server accepts by
+// default (its cap counts a change's operations, references and changes
+// together, so a little under it).
+const atCap = syncrepo.DefaultMaxMessageOps * 99 / 100
+
 // Attacks are the attacks at sizes s, in the order they run.
 func Attacks(s Sizes) []Attack {
 	chars := ratio(s.Chars, Bench.Chars)
@@ -100,6 +105,14 @@ func Attacks(s Sizes) []Attack {
 			prepare: syncAttack(false, 1, func(doc *automerge.Doc) error { return deepMap(doc, s.Depth) })},
 		{Key: "sync-small-changes", Name: fmt.Sprintf("sync: %s one-char changes in one message", thousands(s.Changes)), Requests: 1, Scale: ratio(s.Changes, Bench.Changes),
 			prepare: smallChanges(s.Changes)},
+		{Key: "sync-insert-wide", Name: fmt.Sprintf("sync: one change inserting %s chars into a %s-char block", thousands(s.Chars), thousands(blocks.MaxCharLimit)), Requests: 1, Scale: chars,
+			prepare: wideInsert(s.Chars)},
+		{Key: "mcp-insert-wide", Name: fmt.Sprintf("mcp: one block_append of %s chars to a %s-char block", thousands(s.Chars), thousands(blocks.MaxCharLimit)), Requests: 1, Scale: chars,
+			prepare: mcpOne(wideAppend(s.Chars))},
+		{Key: "sync-edit-at-cap", Name: fmt.Sprintf("sync: one change inserting %s chars (within the server's edit cap) into a %s-char block", thousands(atCap), thousands(blocks.MaxCharLimit)), Requests: 1, Scale: 1,
+			prepare: wideInsert(atCap)},
+		{Key: "mcp-edit-at-cap", Name: fmt.Sprintf("mcp: one block_append of %s chars (within the server's edit cap) to a %s-char block", thousands(atCap), thousands(blocks.MaxCharLimit)), Requests: 1, Scale: 1,
+			prepare: mcpOne(wideAppend(atCap))},
 		{Key: "sync-missing-dependency", Name: fmt.Sprintf("sync: a %s-char change whose dependency is missing", thousands(s.Chars)), Requests: 1, Scale: chars,
 			prepare: missingDependency(s.Chars)},
 		{Key: "sync-inflate", Name: fmt.Sprintf("sync: one compressed change inflating to %d MiB of zeros", bombBytes()>>20), Requests: 1, Scale: 1,
@@ -135,7 +148,12 @@ type edit func(doc *automerge.Doc) error
 // changes returns the changes f makes on the attacker's document, each
 // committed by f or at the end.
 func (h *Harness) changes(f edit) ([][]byte, error) {
-	doc, err := automerge.Load(h.saved)
+	return changesOn(h.saved, f)
+}
+
+// changesOn returns the changes f makes on a copy of the saved document.
+func changesOn(saved []byte, f edit) ([][]byte, error) {
+	doc, err := automerge.Load(saved)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +238,25 @@ func rawSync(changes [][]byte) []byte {
 		b = append(b, c...)
 	}
 	return b
+}
+
+// wideInsert sends one change inserting n characters into the attacker's
+// block of the largest character limit: an edit the block allows.
+func wideInsert(n int) func(context.Context, *Harness) (prepared, error) {
+	return func(ctx context.Context, h *Harness) (prepared, error) {
+		changes, err := changesOn(h.wideSaved, func(doc *automerge.Doc) error { return insertText(doc, n) })
+		if err != nil {
+			return prepared{}, fmt.Errorf("abuse: make the changes: %w", err)
+		}
+		return h.sendFramesTo(ctx, h.wideID, false, 1, changes)
+	}
+}
+
+// wideAppend is a tools/call appending n characters to the attacker's
+// block of the largest character limit.
+func wideAppend(n int) string {
+	text := strings.Repeat("abcdefghijklmnopqrstuvwxyz", n/26+1)[:n]
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block_append","arguments":{"label":%q,"text":%q}}}`, AttackerWideLabel, text)
 }
 
 // dialSync opens /sync with secret and joins.

@@ -83,6 +83,8 @@ type Harness struct {
 	docID    string // the attacker's block's automerge-repo document id
 	wideID   string // the same of its AttackerWideLabel block
 	saved    []byte // the attacker's block's document, as the store has it
+	// wideSaved is the same of its AttackerWideLabel block.
+	wideSaved []byte
 
 	mu       sync.Mutex
 	srv      *server
@@ -308,6 +310,12 @@ func (h *Harness) seed(ctx context.Context) error {
 	}
 	if h.saved, err = doc.Save(); err != nil {
 		return fmt.Errorf("abuse: save the attacker's block: %w", err)
+	}
+	if doc, err = st.Agent(AttackerAgent).Block(AttackerWideLabel).Doc(ctx); err != nil {
+		return fmt.Errorf("abuse: read the attacker's wide block: %w", err)
+	}
+	if h.wideSaved, err = doc.Save(); err != nil {
+		return fmt.Errorf("abuse: save the attacker's wide block: %w", err)
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type SyncStore interface {
 	BlocksChanged() <-chan struct{}
 }
 
+// DefaultMaxEdit is Options.MaxEdit's default: 100,000 characters or
+// operations, one burst of a token's /sync operations.
+const DefaultMaxEdit = syncrepo.DefaultMaxMessageOps
+
 // Options configure a Handler. Tokens and MCPServer are required; zero
 // fields otherwise mean the documented defaults.
 type Options struct {
@@ -167,6 +171,12 @@ type Options struct {
 	// connections. Beyond it: 503 with Retry-After. Default
 	// MaxTokenSessions.
 	SyncMaxTokenConnections int
+	// MaxEdit is the largest edit one request may make: the automerge
+	// operations the changes of one /sync message may apply
+	// (syncrepo.Options.MaxMessageOps). MCPServer should give its tools
+	// the same bound in characters (tools.Options.MaxEditChars), as engram
+	// serve does. Default DefaultMaxEdit.
+	MaxEdit int
 	// SyncRate and SyncBurst are a /sync connection's frames per second
 	// and burst; beyond, its frames wait. Defaults 200 and 400.
 	SyncRate  float64
@@ -343,6 +353,9 @@ func New(opts *Options) (*Handler, error) {
 	}
 	if o.SyncMaxMessageBytes <= 0 {
 		o.SyncMaxMessageBytes = o.MaxBodyBytes
+	}
+	if o.MaxEdit <= 0 {
+		o.MaxEdit = DefaultMaxEdit
 	}
 	if o.SyncOpsRate <= 0 {
 		o.SyncOpsRate = syncrepo.DefaultOpsPerSecond

@@ -280,7 +280,7 @@ func (h *Handler) serveSync(w http.ResponseWriter, r *http.Request) {
 	}
 	err = syncrepo.Serve(ctx, wsConn{c: c, turn: turn, timeout: h.frameTimeout, bodies: &h.bodies}, sharedStamps{Agent: h.opts.SyncStore.Agent(t.Agent), share: h.syncStore}, &syncrepo.Options{
 		ReadOnly: t.ReadOnly, MaxDocuments: h.opts.SyncMaxDocuments, Rate: h.opts.SyncRate, Burst: h.opts.SyncBurst, Logger: h.log,
-		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore, Turn: turn})
+		Mirrors: h.mirrors, Budget: budget, Notifier: h.syncStore, Turn: turn, MaxMessageOps: h.opts.MaxEdit})
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errTokenGone):
 		c.Close(websocket.StatusPolicyViolation, "token revoked or expired")
