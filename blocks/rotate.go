@@ -66,8 +66,20 @@ func rotateSectionAppend(s schema.Schema, ls schema.Log, section string, full ma
 	n := max(0, len(next)-ls.Retention)
 	m := with(next[n:])
 	r := render(s, m, renderFull)
-	for runeLen(r) > lim && n < len(next)-1 {
-		n++
+	if size := runeLen(r); size > lim && n < len(next)-1 {
+		// Rendering the block once per entry rotated out costs entries ×
+		// block: guess the count as a Log block does (each entry takes
+		// its own rendering and a newline off), check it, and bisect
+		// from there if it misses. The block shrinks as entries go, so
+		// the fewest that fit is where fitting starts.
+		guess := n
+		for size > lim && guess < len(next)-1 {
+			size -= runeLen(render(ls, next[guess:guess+1], renderFull)) + 1
+			guess++
+		}
+		fits := func(k int) bool { return runeLen(render(s, with(next[k:]), renderFull)) <= lim }
+		n = fewestFitting(n+1, len(next)-1, guess, fits)
+		n = min(n, len(next)-1) // none fits: the error below says so
 		m = with(next[n:])
 		r = render(s, m, renderFull)
 	}
@@ -81,6 +93,43 @@ func rotateSectionAppend(s schema.Schema, ls schema.Log, section string, full ma
 	removed := append([]LogEntry(nil), next[:n]...)
 	rotate := dropOldest(n, apply)
 	return m, rotate, removed, runeLen(r), len(r), nil
+}
+
+// fewestFitting is the least k in [lo, hi] for which fits holds, where
+// fits holds from some k on (hi+1 if for none). It probes guess and its
+// neighbour on the answer's side first (two probes when guess is right),
+// then bisects.
+func fewestFitting(lo, hi, guess int, fits func(int) bool) int {
+	if lo > hi {
+		return lo
+	}
+	probe := min(max(guess, lo), hi)
+	if fits(probe) {
+		hi = probe - 1
+		if lo <= hi {
+			if !fits(hi) {
+				return probe
+			}
+			hi-- // hi fits: the answer is at most hi
+		}
+	} else {
+		lo = probe + 1
+		if lo <= hi {
+			if fits(lo) {
+				return lo
+			}
+			lo++
+		}
+	}
+	for lo <= hi { // the answer is in [lo, hi+1]
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			hi = mid - 1
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
 }
 
 // rotateAppend is the rotation of an append to a Log block (see

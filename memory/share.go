@@ -181,14 +181,16 @@ func (c *Store) proposeEdit(ctx context.Context, agent, owner, label string, e E
 		return Proposal{}, fmt.Errorf("%w: agent %q may not propose edits to block %q of agent %q: its permission is ReadOnly",
 			blocks.ErrPermission, agent, label, owner)
 	}
-	if err := tryEdit(doc, e, owner, label); err != nil {
-		return Proposal{}, err
-	}
+	// Its size and the proposer's quota first: trying the edit copies
+	// the whole block.
 	args, err := json.Marshal(e)
 	if err != nil {
 		return Proposal{}, invalidArg("edit is not serialisable: %v", err)
 	}
 	if err := c.checkProposal(ctx, agent, len(args)+len(reason)); err != nil {
+		return Proposal{}, err
+	}
+	if err := tryEdit(doc, e, owner, label); err != nil {
 		return Proposal{}, err
 	}
 	now := c.nanos()

@@ -21,6 +21,10 @@ type Budget struct {
 	mu     sync.Mutex
 	bucket *tokenbucket.Bucket
 	held   int64
+	// waiting are the operations of changes the credential's
+	// connections keep waiting for their dependencies: one message, on
+	// any of them, may complete them all.
+	waiting int64
 }
 
 // Default budget of a credential's peers.
@@ -88,6 +92,24 @@ func (b *Budget) hold(delta int64) (over bool) {
 	defer b.mu.Unlock()
 	b.held += delta
 	return b.held > b.maxHeld
+}
+
+// addWaitingOps adds delta to the operations b's connections keep
+// waiting.
+func (b *Budget) addWaitingOps(delta int64) {
+	if delta == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.waiting += delta
+	b.mu.Unlock()
+}
+
+// waitingOps is the operations b's connections keep waiting.
+func (b *Budget) waitingOps() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
 }
 
 // Held is the bytes b holds now (for tests and diagnostics).

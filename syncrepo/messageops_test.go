@@ -2,13 +2,16 @@ package syncrepo_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/automerge/automerge-go"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/amchunk"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/syncrepo"
 )
@@ -123,6 +126,171 @@ func TestSessionCapsOneMessagesOperations(t *testing.T) {
 			}
 			if got := wideText(t, store); got != tc.stored {
 				t.Errorf("the block holds %d characters, want %d", len(got), len(tc.stored))
+			}
+		})
+	}
+}
+
+// A peer whose changes the store refuses (each appends text within the
+// cap and sets a root key the block's layout has no room for) keeps them
+// held on its private copy, and every later message's merge hands the
+// store all of them again with the new one: they count toward each
+// message's cap, so one message never makes the store apply much more
+// than the cap (before, the twelfth handed it 27 times the cap).
+func TestSessionHeldChangesCountTowardTheCap(t *testing.T) {
+	const most = 5_000
+	store := openStore(t)
+	docID, saved := wideBlock(t, store)
+	var merged atomic.Int64 // operations handed to the store's merge during the current message
+	var worst int64
+	merge := func(ctx context.Context, b *memory.Block, data []byte) error {
+		if c, err := amchunk.Measure(data, amchunk.Limits{}); err == nil {
+			merged.Add(c.Ops + c.Refs + c.Changes)
+		}
+		return b.Merge(ctx, data)
+	}
+	p, _ := serve(t, store, &syncrepo.Options{MaxMessageOps: most}, syncrepo.Hooks{Merge: merge})
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+	p.recv(t)
+	peer, err := automerge.Load(saved)
+	must(t, err)
+	gone := false
+	for i := 0; i < 12 && !gone; i++ {
+		heads := peer.Heads()
+		v, err := peer.RootMap().Get("content")
+		must(t, err)
+		must(t, v.Text().Append(strings.Repeat("x", 2_000)))
+		must(t, peer.RootMap().Set("bogus", int64(i)))
+		_, err = peer.Commit("")
+		must(t, err)
+		chs, err := peer.Changes(heads...)
+		must(t, err)
+		merged.Store(0)
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(automerge.SaveChanges(chs))})
+		gone, _ = outcome(t, p)
+		worst = max(worst, merged.Load())
+	}
+	if !gone {
+		t.Error("the peer kept its document through 12 refused changes of 2,000 characters under a cap of 5,000")
+	}
+	if got := wideText(t, store); got != "one\n" {
+		t.Fatalf("a refused change reached the store: %d characters", len(got))
+	}
+	// The store gets each message's changes twice (the shared copy's
+	// merge, then the private copy's).
+	if worst > 2*most {
+		t.Errorf("one message made the store apply %d operations, %.1f× the cap of %d", worst, float64(worst)/most, most)
+	}
+}
+
+// Changes waiting for a dependency may be completed through another
+// connection of the same credential: merged into the store there, the
+// dependency reaches every other connection's private copy at its next
+// catch-up, and each applies its waiting change then. So what the
+// credential's connections keep waiting is counted across them, in its
+// Budget: one message of one operation never sets off more than the cap
+// (before, six connections each waiting 4,500 characters applied 5.4
+// times the cap after it).
+func TestSessionWaitingChangesCountedAcrossConnections(t *testing.T) {
+	const most, conns, chars = 5_000, 6, 2_000
+	store := openStore(t)
+	docID, saved := wideBlock(t, store)
+	budget := syncrepo.NewBudget(0, 0, 0)
+	opts := &syncrepo.Options{MaxMessageOps: most, Budget: budget}
+	join := func(p *pipe) {
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+		p.recv(t)
+	}
+	// A: one character; B_i: chars characters each, on A.
+	peer, err := automerge.Load(saved)
+	must(t, err)
+	heads := peer.Heads()
+	v, err := peer.RootMap().Get("content")
+	must(t, err)
+	must(t, v.Text().Append("a"))
+	_, err = peer.Commit("")
+	must(t, err)
+	chs, err := peer.Changes(heads...)
+	must(t, err)
+	a := automerge.SaveChanges(chs)
+	var bs [][]byte
+	for i := range conns {
+		fork, err := peer.Fork()
+		must(t, err)
+		h := fork.Heads()
+		v, err := fork.RootMap().Get("content")
+		must(t, err)
+		must(t, v.Text().Append(strings.Repeat(string(rune('b'+i)), chars)))
+		_, err = fork.Commit("")
+		must(t, err)
+		chs, err := fork.Changes(h...)
+		must(t, err)
+		bs = append(bs, automerge.SaveChanges(chs))
+	}
+	// Each connection sends its B_i, waiting for A; past what the
+	// credential may keep waiting, a connection loses the document.
+	var waiting, lost int
+	for i := range conns {
+		p, _ := serve(t, store, opts)
+		join(p)
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(bs[i])})
+		if gone, _ := outcome(t, p); gone {
+			lost++
+		} else {
+			waiting++
+		}
+	}
+	if lost == 0 {
+		t.Errorf("%d connections each kept %d characters waiting under a cap of %d", conns, chars, most)
+	}
+	if ops := int64(1 + waiting*chars); ops > most {
+		t.Errorf("%d connections kept %d operations waiting, which one message of one operation would set off; the cap is %d", waiting, ops, most)
+	}
+	// A, on one more connection, still lands.
+	p0, _ := serve(t, store, opts)
+	join(p0)
+	p0.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(a)})
+	if gone, why := outcome(t, p0); gone {
+		t.Fatalf("the change the others wait for was refused: %s", why)
+	}
+}
+
+// A change costs the server about as much as a dozen one-character
+// operations on its own, so each counts 16 toward the cap beside its
+// operations: a message of many one-character changes is refused where
+// its operations alone would fit (before, 30,000 of them in one 3.9 MB
+// frame were counted 60,000 of 100,000 and cost 3.5 s of CPU, where one
+// change at the cap cost 0.9 s).
+func TestSessionWeighsEachChange(t *testing.T) {
+	const most = 5_000
+	for _, tc := range []struct {
+		commits int
+		refused bool
+	}{{commits: 250, refused: false}, {commits: 400, refused: true}} {
+		t.Run(fmt.Sprint(tc.commits, " one-character changes"), func(t *testing.T) {
+			store := openStore(t)
+			docID, saved := wideBlock(t, store)
+			changes := peerEdits(t, saved, tc.commits, func(r *automerge.Map, _ int) error {
+				v, err := r.Get("content")
+				if err != nil {
+					return err
+				}
+				return v.Text().Append("y")
+			})
+			p, _ := serve(t, store, &syncrepo.Options{MaxMessageOps: most})
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+			p.recv(t)
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(changes...)})
+			gone, why := outcome(t, p)
+			if gone != tc.refused {
+				t.Fatalf("%d changes of one character (%d operations) under a cap of %d: refused %v (%s), want %v", tc.commits, tc.commits, most, gone, why, tc.refused)
+			}
+			want := "one\n"
+			if !tc.refused {
+				want += strings.Repeat("y", tc.commits)
+			}
+			if got := wideText(t, store); got != want {
+				t.Errorf("the block holds %d characters, want %d", len(got), len(want))
 			}
 		})
 	}

@@ -87,12 +87,18 @@ type Options struct {
 	// peer. Default 4 MiB.
 	MaxHeldBytes int
 	// MaxMessageOps caps the automerge operations the changes of one
-	// sync message may apply, counted as they are measured (operations,
-	// the earlier operations they overwrite or delete, and changes),
-	// whatever the block's limit: automerge's CPU and memory grow with
-	// each, and a block of a large limit would otherwise take a change of
-	// millions at once. A message past it is refused unapplied, as one
-	// past its block's limit is. Default DefaultMaxMessageOps.
+	// sync message may apply, whatever the block's limit: automerge's CPU
+	// and memory grow with each, and a block of a large limit would
+	// otherwise take a change of millions at once. They are counted as
+	// they are measured: operations, the earlier operations they
+	// overwrite or delete, and 16 for each change (a change costs about
+	// as much on its own), together with what applies along with them:
+	// the peer's changes refused earlier and held on its private copy
+	// (merged again with every message) and the changes the credential's
+	// connections keep waiting for their dependencies (one message may
+	// complete them all). A message past it is refused unapplied, as one
+	// past its block's limit is; a peer whose held and waiting changes
+	// alone pass it loses the document. Default DefaultMaxMessageOps.
 	MaxMessageOps int
 	// Recheck is how long after a stamp change the Session keeps
 	// comparing its documents with the store's. Default 1 second.
@@ -145,6 +151,10 @@ type docState struct {
 	// on their own, so a refused edit persists nothing.
 	held      map[automerge.ChangeHash]bool
 	heldBytes int
+	// heldOps are the held changes' operations as measured: every later
+	// merge of the peer's changes hands them to the store again (with
+	// the new ones), so they count against each message's MaxMessageOps.
+	heldOps int64
 	// queued are changes the peer sent whose dependencies mirror lacks:
 	// automerge keeps them, without bound, until those come. They count
 	// against MaxHeldBytes with held.
@@ -154,6 +164,11 @@ type docState struct {
 	queued      map[automerge.ChangeHash]queuedChange
 	queuedBytes int
 	queuedOps   int64
+	// waitingAccounted is the part of queuedOps counted in the
+	// credential's Budget: another of its connections may merge the
+	// change that completes them, and every private copy waiting for it
+	// then applies its own at its next catch-up.
+	waitingAccounted int64
 	// limit is the block's character limit as of the last message: a
 	// message's changes are measured against MergeLimits(limit) before
 	// automerge applies them.
@@ -293,6 +308,7 @@ func serve(ctx context.Context, conn Conn, a Agent, opts *Options, h hooks) erro
 				o.Mirrors.release(d.sh)
 			}
 			o.Budget.hold(-d.accounted)
+			o.Budget.addWaitingOps(-d.waitingAccounted)
 		}
 	}()
 	tick := time.NewTicker(o.Poll)
@@ -494,10 +510,14 @@ func (s *session) syncMessage(m Message) error {
 		// CPU and memory per operation, and a few bytes can describe
 		// millions of operations.
 		cost, err := amchunk.MeasureAll(sm.Changes, s.messageLimits(d))
+		if err == nil && messageCost(cost) > s.messageRoom(d) {
+			err = fmt.Errorf("%w: %d operations, references and changes (each change counted %d), more than %d",
+				amchunk.ErrTooCostly, messageCost(cost), changeWeight, s.messageRoom(d))
+		}
 		if err != nil {
 			return s.refuseUnapplied(d, err)
 		}
-		if err := s.opts.Budget.spend(s.live, cost.Ops+cost.Refs+cost.Changes); err != nil {
+		if err := s.opts.Budget.spend(s.live, messageCost(cost)); err != nil {
 			return err
 		}
 	}
@@ -507,13 +527,36 @@ func (s *session) syncMessage(m Message) error {
 	return s.syncPrivate(d, m.Data)
 }
 
+// changeWeight is what a change counts for against MaxMessageOps and the
+// Budget beside its operations: applying one costs the server about as
+// much as 13 one-character operations (it is decoded, looked up,
+// merged and recorded on its own).
+const changeWeight = 16
+
+// messageCost is what measured changes count against MaxMessageOps and
+// the Budget: their operations, the earlier operations they overwrite
+// or delete, and changeWeight for each change.
+func messageCost(c amchunk.Cost) int64 {
+	return c.Ops + c.Refs + changeWeight*c.Changes
+}
+
+// messageRoom is what the changes of one message to d may cost
+// (messageCost): Options.MaxMessageOps, less what applies with them
+// (d's held changes, merged again with every message, and the changes
+// the credential's connections keep waiting for their dependencies,
+// which the message may complete), at least 1.
+func (s *session) messageRoom(d *docState) int64 {
+	waiting := max(s.opts.Budget.waitingOps(), d.queuedOps)
+	return max(int64(s.opts.MaxMessageOps)-d.heldOps-waiting, 1)
+}
+
 // messageLimits is what one message's changes may ask of d's block: its
-// merge limits, within Options.MaxMessageOps less the operations of the
-// changes d's mirror keeps queued (they apply with the message).
+// merge limits, each within messageRoom (the measure stops at the first
+// it passes; their sum is checked after).
 func (s *session) messageLimits(d *docState) amchunk.Limits {
 	lim := blocks.MergeLimits(d.limit)
-	most := max(int64(s.opts.MaxMessageOps)-d.queuedOps, 1)
-	lim.Ops, lim.Refs, lim.Changes = min(lim.Ops, most), min(lim.Refs, most), min(lim.Changes, most)
+	room := s.messageRoom(d)
+	lim.Ops, lim.Refs, lim.Changes = min(lim.Ops, room), min(lim.Refs, room), min(lim.Changes, max(room/changeWeight, 1))
 	return lim
 }
 
@@ -526,8 +569,8 @@ func (s *session) refuseUnapplied(d *docState, why error) error {
 	var err error
 	if errors.Is(why, amchunk.ErrTooCostly) {
 		waiting := ""
-		if d.queuedOps > 0 {
-			waiting = fmt.Sprintf(" (with the %d of changes waiting for their dependencies, which apply with it)", d.queuedOps)
+		if n := d.heldOps + max(s.opts.Budget.waitingOps(), d.queuedOps); n > 0 {
+			waiting = fmt.Sprintf(" (with the %d of changes refused earlier or waiting for their dependencies, which apply with it)", n)
 		}
 		err = fmt.Errorf("%w: block %q of %q: the changes ask too much (%v): one message may apply at most %d operations%s to a block of %d characters; nothing was applied",
 			blocks.ErrLimit, d.label, d.owner, why, min(blocks.MergeLimits(d.limit).Ops, int64(s.opts.MaxMessageOps)), waiting, d.limit)
@@ -749,7 +792,7 @@ func (s *session) absorb(d *docState) error {
 		return s.gone(d, err)
 	}
 	if refusal == nil {
-		d.held, d.heldBytes = nil, 0
+		d.held, d.heldBytes, d.heldOps = nil, 0, 0
 		return nil
 	}
 	// The counter-change restores a whole loaded state that the mirror
@@ -773,7 +816,9 @@ func (s *session) absorb(d *docState) error {
 	for _, c := range changes {
 		if !d.held[c.Hash()] {
 			d.held[c.Hash()] = true
-			d.heldBytes += len(c.Save())
+			saved := c.Save()
+			d.heldBytes += len(saved)
+			d.heldOps += savedCost(saved)
 		}
 	}
 	if s.overHeld(d) {
@@ -789,6 +834,9 @@ func (s *session) absorb(d *docState) error {
 		h, err := d.mirror.Commit("engram: refused: "+refusal.Error(), automerge.CommitOptions{AllowEmpty: false})
 		if err == nil {
 			d.held[h] = true
+			if c, err := d.mirror.Change(h); err == nil {
+				d.heldOps += savedCost(c.Save())
+			}
 		}
 		return err
 	})
@@ -835,13 +883,19 @@ func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
 				d.queued = map[automerge.ChangeHash]queuedChange{}
 			}
 			saved := c.Save()
-			cost, _ := amchunk.Measure(saved, amchunk.Limits{}) // measured once already, within limits
-			q := queuedChange{bytes: len(saved), ops: cost.Ops + cost.Refs + cost.Changes}
+			q := queuedChange{bytes: len(saved), ops: savedCost(saved)}
 			d.queued[h] = q
 			d.queuedBytes += q.bytes
 			d.queuedOps += q.ops
 		}
 	}
+	s.settleQueued(d)
+}
+
+// settleQueued forgets the changes d's mirror kept waiting that have
+// since applied (their dependencies came with a message or a catch-up)
+// and counts what still waits in the credential's Budget.
+func (s *session) settleQueued(d *docState) {
 	for h, q := range d.queued {
 		if _, err := d.mirror.Change(h); err == nil {
 			delete(d.queued, h)
@@ -849,6 +903,15 @@ func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
 			d.queuedOps -= q.ops
 		}
 	}
+	s.opts.Budget.addWaitingOps(d.queuedOps - d.waitingAccounted)
+	d.waitingAccounted = d.queuedOps
+}
+
+// savedCost is a saved change's messageCost (it was measured within
+// limits when it came).
+func savedCost(saved []byte) int64 {
+	c, _ := amchunk.Measure(saved, amchunk.Limits{})
+	return messageCost(c)
 }
 
 // overHeld reports whether d's private copy holds more of the peer's
@@ -859,7 +922,7 @@ func (s *session) overHeld(d *docState) bool {
 	now := int64(d.heldBytes + d.queuedBytes + d.mirrorBytes)
 	overBudget := s.opts.Budget.hold(now - d.accounted)
 	d.accounted = now
-	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && d.queuedOps <= int64(s.opts.MaxMessageOps) && !overBudget {
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && d.heldOps+max(s.opts.Budget.waitingOps(), d.queuedOps) <= int64(s.opts.MaxMessageOps) && !overBudget {
 		return false
 	}
 	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",
@@ -872,7 +935,8 @@ func (s *session) overHeld(d *docState) bool {
 // the budget. Its shared copy, if any, the caller releases.
 func (s *session) forget(d *docState) {
 	s.opts.Budget.hold(-d.accounted)
-	d.accounted = 0
+	s.opts.Budget.addWaitingOps(-d.waitingAccounted)
+	d.accounted, d.waitingAccounted = 0, 0
 	delete(s.docs, d.id)
 }
 
@@ -937,7 +1001,7 @@ func (s *session) persistHeld(d *docState) error {
 	if err := s.merge(d, changes); err != nil {
 		return err
 	}
-	d.held, d.heldBytes = nil, 0
+	d.held, d.heldBytes, d.heldOps = nil, 0, 0
 	_, err = s.catchUp(d)
 	return err
 }
@@ -1030,6 +1094,9 @@ func (s *session) poll() error {
 				return err
 			}
 			continue
+		}
+		if changed && len(d.queued) > 0 {
+			s.settleQueued(d) // the store's changes may have completed some
 		}
 		// A shared copy may have been caught up by another session: let
 		// the sync state decide.

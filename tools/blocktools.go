@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -100,6 +101,9 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 	if err != nil {
 		return Result{}, ts.blockErr(ctx, ref, nil, err)
 	}
+	if err := ts.fieldEditSize(doc, ref, e); err != nil {
+		return Result{}, err
+	}
 	if prepare != nil {
 		if err := prepare(doc, &e); err != nil {
 			return Result{}, ts.blockErr(ctx, ref, doc, err)
@@ -125,23 +129,89 @@ func (ts *Toolset) edit(ctx context.Context, ref blockRef, e memory.Edit,
 	return okResult("%s. Block %q now has %d of %d characters.", done(doc), ref.label, doc.Size(), doc.CharLimit()), nil
 }
 
+// editChars is the characters an edit carries: its text, the text it
+// replaces and its value as JSON. A log entry's message, carried in both
+// its text and its value, counts once.
+func editChars(e memory.Edit) int {
+	n := utf8.RuneCountInString(e.Text) + utf8.RuneCountInString(e.Old)
+	if e.Value != nil {
+		v, _ := json.Marshal(e.Value) // decoded from JSON: it encodes
+		n += utf8.RuneCount(v)
+		if e.Op == blocks.OpAppendLogEntry {
+			n -= utf8.RuneCountInString(e.Text)
+		}
+	}
+	return n
+}
+
 // editSize refuses an edit of more characters than Options.MaxEditChars.
 func (ts *Toolset) editSize(e memory.Edit) error {
 	if ts.maxEdit <= 0 {
 		return nil
 	}
-	n := utf8.RuneCountInString(e.Text) + utf8.RuneCountInString(e.Old)
-	if e.Value != nil {
-		v, err := json.Marshal(e.Value)
-		if err != nil {
-			return modelErrorf("value: %v", err)
-		}
-		n += utf8.RuneCount(v)
-	}
-	if n > ts.maxEdit {
+	if n := editChars(e); n > ts.maxEdit {
 		return modelErrorf("this edit carries %d characters (its text, the text it replaces and its value together), more than the %d one edit may carry here; make it as several smaller edits", n, ts.maxEdit)
 	}
 	return nil
+}
+
+// fieldEditSize refuses a set_field whose value, with what it deletes of
+// the field's current one, is more characters (or list items) than
+// Options.MaxEditChars: the field is changed in place, one automerge
+// operation per character or item it deletes, so a short value can
+// clear a long one.
+func (ts *Toolset) fieldEditSize(doc *blocks.Document, ref blockRef, e memory.Edit) error {
+	if ts.maxEdit <= 0 || e.Op != blocks.OpSetField {
+		return nil
+	}
+	old, err := doc.Section(ref.section).Field(e.Field)
+	if err != nil {
+		return nil // the edit fails the same way, and says so
+	}
+	deleted := 0
+	switch o := old.(type) {
+	case string:
+		n, _ := e.Value.(string)
+		deleted = deletedRunes(o, n)
+	case []any:
+		n, _ := e.Value.([]any)
+		deleted = deletedItems(o, n)
+	}
+	if deleted == 0 {
+		return nil
+	}
+	if n := editChars(e) + deleted; n > ts.maxEdit {
+		return modelErrorf("setting field %q deletes %d characters or items of its value; with the new value that is %d, more than the %d one edit may carry here", e.Field, deleted, n, ts.maxEdit)
+	}
+	return nil
+}
+
+// deletedRunes is how many characters of old a splice to next deletes:
+// those between their common prefix and suffix.
+func deletedRunes(old, next string) int {
+	o, n := []rune(old), []rune(next)
+	p := 0
+	for p < len(o) && p < len(n) && o[p] == n[p] {
+		p++
+	}
+	s := 0
+	for s < len(o)-p && s < len(n)-p && o[len(o)-1-s] == n[len(n)-1-s] {
+		s++
+	}
+	return len(o) - p - s
+}
+
+// deletedItems is deletedRunes for list items.
+func deletedItems(old, next []any) int {
+	p := 0
+	for p < len(old) && p < len(next) && reflect.DeepEqual(old[p], next[p]) {
+		p++
+	}
+	s := 0
+	for s < len(old)-p && s < len(next)-p && reflect.DeepEqual(old[len(old)-1-s], next[len(next)-1-s]) {
+		s++
+	}
+	return len(old) - p - s
 }
 
 func blockAppend(ctx context.Context, ts *Toolset, a *blockAppendArgs) (Result, error) {

@@ -119,6 +119,7 @@ func TestMaxEditChars(t *testing.T) {
 		{"set field past", "block_set_field", fmt.Sprintf(`{"label":"profile","field":"name","value":%q}`, over), true},
 		{"push item past", "block_push_item", fmt.Sprintf(`{"label":"todo","item":%q}`, over), true},
 		{"log entry past", "log_append", fmt.Sprintf(`{"label":"events","message":%q}`, over), true},
+		{"log entry within (its message counted once)", "log_append", fmt.Sprintf(`{"label":"events","message":%q}`, strings.Repeat("l", most-20)), false},
 		{"section past", "block_append", fmt.Sprintf(`{"label":"sections","section":"summary","text":%q}`, over), true},
 	} {
 		for _, capped := range []bool{true, false} {
@@ -151,5 +152,96 @@ func TestMaxEditChars(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProposeEditHeldToMaxEditChars: propose_edit carries an edit as the
+// block_* tools do and is held to the same cap, before the block is
+// read or tried (a proposal of 1,000,000 characters on a Human block of
+// the largest limit cost 9.6 s of CPU and +1.3 GiB, refused only
+// afterwards by MaxProposalBytes).
+func TestProposeEditHeldToMaxEditChars(t *testing.T) {
+	const most = 40
+	over := strings.Repeat("é", most+1)
+	for _, tc := range []struct{ name, args string }{
+		{"append_text", fmt.Sprintf(`{"label":"approval","op":"append_text","text":%q,"reason":"r"}`, over)},
+		{"set_text", fmt.Sprintf(`{"label":"approval","op":"set_text","text":%q,"reason":"r"}`, over)},
+		{"shared append_text", fmt.Sprintf(`{"owner":"bob","label":"shared_human","op":"append_text","text":%q,"reason":"r"}`, over)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, nil)
+			fixture(t, st)
+			ts := newToolset(t, st, "alice", &tools.Options{MaxEditChars: most})
+			before := snapshot(t, st)
+			res := call(t, ts, "propose_edit", tc.args)
+			if !res.IsError || !strings.Contains(res.Content, fmt.Sprintf("more than the %d one edit may carry", most)) {
+				t.Errorf("a propose_edit of %d characters under MaxEditChars %d: %q", most+1, most, res.Content)
+			}
+			if after := snapshot(t, st); after != before {
+				t.Errorf("a propose_edit past the cap changed the store:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+	// Within the cap it is proposed.
+	st := openStore(t, nil)
+	fixture(t, st)
+	ts := newToolset(t, st, "alice", &tools.Options{MaxEditChars: most})
+	if res := call(t, ts, "propose_edit", fmt.Sprintf(`{"label":"approval","op":"append_text","text":%q,"reason":"r"}`, strings.Repeat("é", most))); res.IsError {
+		t.Errorf("a propose_edit of %d characters: %q", most, res.Content)
+	}
+}
+
+// TestSetFieldCountsWhatItDeletes: block_set_field changes a text or list
+// field in place, one operation per character or item it deletes, so a
+// short value that clears a long one is held to MaxEditChars by what it
+// deletes (a 2-character value cleared 50,000 characters under a cap of
+// 5,000); clearing a field within the cap, or a change that deletes
+// little, is applied.
+func TestSetFieldCountsWhatItDeletes(t *testing.T) {
+	const most = 5_000
+	ctx := context.Background()
+	items := func(n int) []any {
+		l := make([]any, n)
+		for i := range l {
+			l[i] = "i"
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name    string
+		field   schema.FieldType
+		old     any
+		value   string
+		refused bool
+	}{
+		{"text field of 6,000 cleared", schema.FieldText, strings.Repeat("t", 6_000), `""`, true},
+		{"list field of 6,000 emptied", schema.FieldList, items(6_000), `[]`, true},
+		{"text field of 3,000 cleared", schema.FieldText, strings.Repeat("t", 3_000), `""`, false},
+		{"list field of 3,000 emptied", schema.FieldList, items(3_000), `[]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, nil)
+			mustCreate(t, st, "alice", memory.BlockSpec{Label: "memo", CharLimit: blocks.MaxCharLimit,
+				Schema: schema.Map{Fields: []schema.FieldDef{{Name: "body", Type: tc.field}}},
+				Value:  map[string]any{"body": tc.old}})
+			ts := newToolset(t, st, "alice", &tools.Options{MaxEditChars: most})
+			before := snapshot(t, st)
+			res := call(t, ts, "block_set_field", fmt.Sprintf(`{"label":"memo","field":"body","value":%s}`, tc.value))
+			if res.IsError != tc.refused {
+				t.Fatalf("refused %v, want %v: %q", res.IsError, tc.refused, res.Content)
+			}
+			if !tc.refused {
+				return
+			}
+			if !strings.Contains(res.Content, fmt.Sprintf("more than the %d one edit may carry", most)) {
+				t.Errorf("the refusal does not name the cap: %q", res.Content)
+			}
+			if after := snapshot(t, st); after != before {
+				t.Errorf("a refused edit changed the store")
+			}
+			if _, err := st.Agent("alice").Block("memo").Render(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -138,6 +138,10 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
+	e.Section = ref.section
+	if err := ts.editSize(e); err != nil {
+		return Result{}, err
+	}
 	doc, err := ts.block(ctx, ref)
 	if err != nil {
 		return Result{}, ts.blockErr(ctx, ref, nil, err)
@@ -151,12 +155,6 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	default:
 		return Result{}, modelErrorf("your permission on %s is %s: you can edit it directly with the block_* and log_append tools, no proposal needed", ref, p)
 	}
-	// Dry run on a private copy, as the proposer with the write access an
-	// approval grants, so a proposal that could never apply is refused now.
-	fork, err := doc.Fork()
-	if err != nil {
-		return Result{}, err
-	}
 	if e.Op == blocks.OpReplaceText {
 		cur, err := doc.Section(ref.section).Text()
 		if err != nil {
@@ -166,25 +164,21 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 			return Result{}, err
 		}
 	}
-	found, err := e.Apply(fork.View(ts.agent, blocks.ReadWrite), blocks.Agent)
-	if err == nil && !found {
-		return Result{}, noMatchErr(e.Old, ref)
-	}
-	if err != nil {
-		if errors.Is(err, memory.ErrInvalidArgument) {
-			return Result{}, modelErrorf("unsupported op %s", quote(string(e.Op)))
-		}
-		if errors.Is(err, blocks.ErrPermission) && !isInfra(err) {
-			return Result{}, modelErrorf("%s; even if approved this edit could not be applied", cleanErr(err))
-		}
-		return Result{}, ts.blockErr(ctx, ref, doc, err)
-	}
-	// The store tries the edit again (the block may have changed since).
+	// The store tries the edit on a copy of the block, with the write
+	// access an approval grants, so a proposal that could never apply is
+	// refused now (once: the copy costs the whole block).
 	p, err := ts.propose(ctx, ts.handle(ref), e, a.Reason)
-	if errors.Is(err, memory.ErrNoMatch) {
+	switch {
+	case errors.Is(err, memory.ErrNoMatch):
 		return Result{}, noMatchErr(e.Old, ref)
-	}
-	if err != nil {
+	case err == nil:
+	case isInfra(err):
+		return Result{}, err
+	case errors.Is(err, memory.ErrInvalidArgument):
+		return Result{}, modelErrorf("unsupported op %s", quote(string(e.Op)))
+	case errors.Is(err, blocks.ErrPermission):
+		return Result{}, modelErrorf("%s; even if approved this edit could not be applied", cleanErr(err))
+	default:
 		return Result{}, ts.blockErr(ctx, ref, doc, err)
 	}
 	return okResult("Proposal #%d created: %s on %s. It is not applied until it is approved.", p.ID, e.Op, ref), nil
