@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,9 +135,10 @@ func TestSessionCapsOneMessagesOperations(t *testing.T) {
 // A peer whose changes the store refuses (each appends text within the
 // cap and sets a root key the block's layout has no room for) keeps them
 // held on its private copy, and every later message's merge hands the
-// store all of them again with the new one: they count toward each
-// message's cap, so one message never makes the store apply much more
-// than the cap (before, the twelfth handed it 27 times the cap).
+// store all of them again with the new one: past an allowance of one
+// cap (an honest peer's one refused edit) they count toward each
+// message's cap, so they cannot pile up (before, the twelfth message
+// handed the store 27 times the cap).
 func TestSessionHeldChangesCountTowardTheCap(t *testing.T) {
 	const most = 5_000
 	store := openStore(t)
@@ -176,9 +178,10 @@ func TestSessionHeldChangesCountTowardTheCap(t *testing.T) {
 	if got := wideText(t, store); got != "one\n" {
 		t.Fatalf("a refused change reached the store: %d characters", len(got))
 	}
-	// The store gets each message's changes twice (the shared copy's
-	// merge, then the private copy's).
-	if worst > 2*most {
+	// One merge: the held allowance and the message; the first message
+	// reaches the store twice (the shared copy's merge, then the private
+	// copy's).
+	if worst > 2*most+2*changeWeight {
 		t.Errorf("one message made the store apply %d operations, %.1f× the cap of %d", worst, float64(worst)/most, most)
 	}
 }
@@ -293,5 +296,154 @@ func TestSessionWeighsEachChange(t *testing.T) {
 				t.Errorf("the block holds %d characters, want %d", len(got), len(want))
 			}
 		})
+	}
+}
+
+// changeWeight is what the session counts a change for beside its
+// operations.
+const changeWeight = 16
+
+// A change kept waiting on one connection, completed by its dependency
+// merged through another connection of the credential, applies in the
+// first connection's private copy at its catch-up but reaches the store
+// only with that connection's next message: it counts toward that
+// message, so one merge never hands the store the completed change and a
+// full message besides (before, 8,532 operations under a cap of 5,000).
+func TestSessionCaughtUpWaitingChangeCountsTowardTheNextMessage(t *testing.T) {
+	const most = 5_000
+	store := openStore(t)
+	docID, saved := wideBlock(t, store)
+	var mu sync.Mutex
+	var worst int64
+	merge := func(ctx context.Context, b *memory.Block, data []byte) error {
+		if c, err := amchunk.Measure(data, amchunk.Limits{}); err == nil {
+			mu.Lock()
+			worst = max(worst, c.Ops+c.Refs+changeWeight*c.Changes)
+			mu.Unlock()
+		}
+		return b.Merge(ctx, data)
+	}
+	opts := &syncrepo.Options{MaxMessageOps: most, Budget: syncrepo.NewBudget(0, 0, 0)}
+	join := func(p *pipe) {
+		p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+		p.recv(t)
+	}
+	// a, then b (4,000 characters) on a, then c (4,500) on b.
+	chs := appendEdits(t, saved, "a", strings.Repeat("b", 4_000), strings.Repeat("c", 4_500))
+	p1, _ := serve(t, store, opts, syncrepo.Hooks{Merge: merge})
+	join(p1)
+	p1.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(chs[1])})
+	if gone, why := outcome(t, p1); gone {
+		t.Fatalf("b, waiting for a, was refused: %s", why)
+	}
+	p0, _ := serve(t, store, opts, syncrepo.Hooks{Merge: merge})
+	join(p0)
+	p0.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(chs[0])})
+	if gone, why := outcome(t, p0); gone {
+		t.Fatalf("a was refused: %s", why)
+	}
+	// p1's poll catches its private copy up with a: b applies there.
+	deadline := time.After(5 * time.Second)
+wait:
+	for {
+		select {
+		case b := <-p1.out:
+			if m, err := syncrepo.DecodeMessage(b); err == nil && m.Type == syncrepo.TypeSync {
+				break wait
+			}
+		case <-deadline:
+			t.Fatal("p1 never caught up with a")
+		}
+	}
+	p1.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: rawSync(chs[2])})
+	gone, _ := outcome(t, p1)
+	mu.Lock()
+	defer mu.Unlock()
+	if !gone && worst > most {
+		t.Errorf("one merge handed the store %d operations (%.1f× the cap of %d)", worst, float64(worst)/most, most)
+	}
+}
+
+// syncRounds runs the automerge sync protocol, as a peer with ss, until
+// the session falls quiet, and reports whether it made the document
+// unavailable.
+func syncRounds(t *testing.T, p *pipe, docID string, ss *automerge.SyncState) (unavailable bool) {
+	t.Helper()
+	sendOne := func() {
+		if m, ok := ss.GenerateMessage(); ok {
+			p.send(t, syncrepo.Message{Type: syncrepo.TypeSync, SenderID: "peer", DocumentID: docID, Data: m.Bytes()})
+		}
+	}
+	sendOne()
+	for {
+		select {
+		case b := <-p.out:
+			m, err := syncrepo.DecodeMessage(b)
+			must(t, err)
+			switch m.Type {
+			case syncrepo.TypeDocUnavailable:
+				unavailable = true
+			case syncrepo.TypeSync:
+				_, err := ss.ReceiveMessage(m.Data)
+				must(t, err)
+				sendOne()
+			}
+		case <-time.After(time.Second):
+			return unavailable
+		}
+	}
+}
+
+// An honest peer makes one edit the block refuses (an append past its
+// limit), gets the counter-change, and goes on editing: its next small
+// edit lands. The refused change and its counter-change (which deletes
+// what the change inserted) are held and go to the store with that
+// edit, about three times the refused edit's operations, within the
+// held changes' allowance.
+func TestSessionPeerKeepsEditingAfterARefusedEdit(t *testing.T) {
+	const most = 5_000
+	store := openStore(t)
+	ctx := context.Background()
+	blk, err := store.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "small", Value: "one\n", CharLimit: 1_500})
+	must(t, err)
+	d, err := blk.Doc(ctx)
+	must(t, err)
+	saved, err := d.Save()
+	must(t, err)
+	id, err := store.Agent("ada").Block("small").DocumentID(ctx)
+	must(t, err)
+	docID := syncrepo.EncodeDocumentID(id)
+
+	p, _ := serve(t, store, &syncrepo.Options{MaxMessageOps: most})
+	p.send(t, syncrepo.Message{Type: syncrepo.TypeJoin, SenderID: "peer", SupportedProtocolVersions: []string{"1"}})
+	p.recv(t)
+	peer, err := automerge.Load(saved)
+	must(t, err)
+	ss := automerge.NewSyncState(peer)
+	if syncRounds(t, p, docID, ss) {
+		t.Fatal("unavailable at the first sync")
+	}
+	appendText := func(s string) {
+		v, err := peer.RootMap().Get("content")
+		must(t, err)
+		must(t, v.Text().Append(s))
+		_, err = peer.Commit("")
+		must(t, err)
+	}
+	appendText(strings.Repeat("x", 1_700)) // past the block's limit: refused
+	if syncRounds(t, p, docID, ss) {
+		t.Fatal("the peer lost the document right after one refused edit of 1,700 characters (cap 5,000)")
+	}
+	v, err := peer.RootMap().Get("content")
+	must(t, err)
+	if s, _ := v.Text().Get(); s != "one\n" {
+		t.Fatalf("the counter-change did not reach the peer: %d characters", len(s))
+	}
+	appendText("y")
+	if syncRounds(t, p, docID, ss) {
+		t.Error("after one refused edit of 1,700 characters, the peer's next one-character edit lost it the document (cap 5,000)")
+	}
+	if got, _ := store.Agent("ada").Block("small").Render(ctx); !strings.Contains(got, "one\ny") {
+		t.Errorf("the store reads %q", got)
 	}
 }

@@ -93,12 +93,14 @@ type Options struct {
 	// they are measured: operations, the earlier operations they
 	// overwrite or delete, and 16 for each change (a change costs about
 	// as much on its own), together with what applies along with them:
+	// the changes the credential's connections keep waiting for their
+	// dependencies (one message may complete them all) or that have
+	// applied to the peer's private copy but not yet to the store, and
 	// the peer's changes refused earlier and held on its private copy
-	// (merged again with every message) and the changes the credential's
-	// connections keep waiting for their dependencies (one message may
-	// complete them all). A message past it is refused unapplied, as one
-	// past its block's limit is; a peer whose held and waiting changes
-	// alone pass it loses the document. Default DefaultMaxMessageOps.
+	// (merged again with every message) past an allowance of one
+	// MaxMessageOps. A message past it is refused unapplied, as one past
+	// its block's limit is; a peer whose waiting changes alone pass it
+	// loses the document. Default DefaultMaxMessageOps.
 	MaxMessageOps int
 	// Recheck is how long after a stamp change the Session keeps
 	// comparing its documents with the store's. Default 1 second.
@@ -155,6 +157,10 @@ type docState struct {
 	// merge of the peer's changes hands them to the store again (with
 	// the new ones), so they count against each message's MaxMessageOps.
 	heldOps int64
+	// unmergedOps are the operations of changes that waited for their
+	// dependencies and have applied in mirror (a catch-up brought those)
+	// but not yet in the store: the peer's next merge hands them over.
+	unmergedOps int64
 	// queued are changes the peer sent whose dependencies mirror lacks:
 	// automerge keeps them, without bound, until those come. They count
 	// against MaxHeldBytes with held.
@@ -541,13 +547,24 @@ func messageCost(c amchunk.Cost) int64 {
 }
 
 // messageRoom is what the changes of one message to d may cost
-// (messageCost): Options.MaxMessageOps, less what applies with them
-// (d's held changes, merged again with every message, and the changes
-// the credential's connections keep waiting for their dependencies,
-// which the message may complete), at least 1.
+// (messageCost): Options.MaxMessageOps, less what applies with them, at
+// least 1. That is: the changes the credential's connections keep
+// waiting for their dependencies (the message may complete them), those
+// that have applied in d's mirror since but not in the store, and d's
+// held changes (a refused edit and its counter-change, merged again with
+// every message) past an allowance of one MaxMessageOps: an honest
+// peer's one refused edit costs the store about three times its own
+// operations with each later merge (the counter-change deletes what it
+// inserted), which must not leave it no room, while refused edits that
+// pile up do. A read-only peer's held changes never reach the store.
 func (s *session) messageRoom(d *docState) int64 {
+	most := int64(s.opts.MaxMessageOps)
 	waiting := max(s.opts.Budget.waitingOps(), d.queuedOps)
-	return max(int64(s.opts.MaxMessageOps)-d.heldOps-waiting, 1)
+	held := max(d.heldOps-most, 0)
+	if s.opts.ReadOnly {
+		held = 0
+	}
+	return max(most-held-d.unmergedOps-waiting, 1)
 }
 
 // messageLimits is what one message's changes may ask of d's block: its
@@ -569,7 +586,7 @@ func (s *session) refuseUnapplied(d *docState, why error) error {
 	var err error
 	if errors.Is(why, amchunk.ErrTooCostly) {
 		waiting := ""
-		if n := d.heldOps + max(s.opts.Budget.waitingOps(), d.queuedOps); n > 0 {
+		if n := int64(s.opts.MaxMessageOps) - s.messageRoom(d); n > 0 {
 			waiting = fmt.Sprintf(" (with the %d of changes refused earlier or waiting for their dependencies, which apply with it)", n)
 		}
 		err = fmt.Errorf("%w: block %q of %q: the changes ask too much (%v): one message may apply at most %d operations%s to a block of %d characters; nothing was applied",
@@ -788,8 +805,12 @@ func (s *session) absorb(d *docState) error {
 	if refusal != nil && !refused(refusal) {
 		return fmt.Errorf("%w: merge into block %q of %q: %w", ErrStore, d.label, d.owner, refusal)
 	}
+	d.unmergedOps = 0 // handed over (refused: held, below)
 	if _, err := s.catchUp(d); err != nil {
 		return s.gone(d, err)
+	}
+	if len(d.queued) > 0 {
+		s.settleQueued(d) // the store's changes may have completed some
 	}
 	if refusal == nil {
 		d.held, d.heldBytes, d.heldOps = nil, 0, 0
@@ -893,14 +914,16 @@ func (s *session) countQueued(d *docState, sm *automerge.SyncMessage) {
 }
 
 // settleQueued forgets the changes d's mirror kept waiting that have
-// since applied (their dependencies came with a message or a catch-up)
-// and counts what still waits in the credential's Budget.
+// since applied (their dependencies came with a message or a catch-up),
+// counting them unmerged until the peer's next merge hands them to the
+// store, and counts what still waits in the credential's Budget.
 func (s *session) settleQueued(d *docState) {
 	for h, q := range d.queued {
 		if _, err := d.mirror.Change(h); err == nil {
 			delete(d.queued, h)
 			d.queuedBytes -= q.bytes
 			d.queuedOps -= q.ops
+			d.unmergedOps += q.ops
 		}
 	}
 	s.opts.Budget.addWaitingOps(d.queuedOps - d.waitingAccounted)
@@ -922,7 +945,7 @@ func (s *session) overHeld(d *docState) bool {
 	now := int64(d.heldBytes + d.queuedBytes + d.mirrorBytes)
 	overBudget := s.opts.Budget.hold(now - d.accounted)
 	d.accounted = now
-	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && d.heldOps+max(s.opts.Budget.waitingOps(), d.queuedOps) <= int64(s.opts.MaxMessageOps) && !overBudget {
+	if d.heldBytes+d.queuedBytes <= s.opts.MaxHeldBytes && max(s.opts.Budget.waitingOps(), d.queuedOps) <= int64(s.opts.MaxMessageOps) && !overBudget {
 		return false
 	}
 	s.log.Info("sync: too many refused or unappliable changes held; the document is unavailable to the peer",
@@ -1001,9 +1024,14 @@ func (s *session) persistHeld(d *docState) error {
 	if err := s.merge(d, changes); err != nil {
 		return err
 	}
-	d.held, d.heldBytes, d.heldOps = nil, 0, 0
-	_, err = s.catchUp(d)
-	return err
+	d.held, d.heldBytes, d.heldOps, d.unmergedOps = nil, 0, 0, 0
+	if _, err = s.catchUp(d); err != nil {
+		return err
+	}
+	if len(d.queued) > 0 {
+		s.settleQueued(d)
+	}
+	return nil
 }
 
 // peerChanges returns the changes d's private mirror has past the store's

@@ -1,11 +1,11 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -155,33 +155,54 @@ func (ts *Toolset) editSize(e memory.Edit) error {
 	return nil
 }
 
-// fieldEditSize refuses a set_field whose value, with what it deletes of
-// the field's current one, is more characters (or list items) than
-// Options.MaxEditChars: the field is changed in place, one automerge
-// operation per character or item it deletes, so a short value can
-// clear a long one.
+// fieldEditSize refuses a set_field or set_text whose value, with what
+// it deletes of the current one, is more characters (or list items)
+// than Options.MaxEditChars: a text or list is changed in place, one
+// automerge operation per character or item it deletes, so a short value
+// can clear a long one. (A null field value deletes the field's key: one
+// operation.)
 func (ts *Toolset) fieldEditSize(doc *blocks.Document, ref blockRef, e memory.Edit) error {
-	if ts.maxEdit <= 0 || e.Op != blocks.OpSetField {
+	if ts.maxEdit <= 0 {
 		return nil
 	}
-	old, err := doc.Section(ref.section).Field(e.Field)
-	if err != nil {
-		return nil // the edit fails the same way, and says so
+	var old, next any
+	switch e.Op {
+	case blocks.OpSetField:
+		if e.Value == nil {
+			return nil
+		}
+		v, err := doc.Section(ref.section).Field(e.Field)
+		if err != nil {
+			return nil // the edit fails the same way, and says so
+		}
+		old, next = v, e.Value
+	case blocks.OpSetText:
+		v, err := doc.Section(ref.section).Text()
+		if err != nil {
+			return nil
+		}
+		old, next = v, e.Text
+	default:
+		return nil
 	}
 	deleted := 0
 	switch o := old.(type) {
 	case string:
-		n, _ := e.Value.(string)
+		n, _ := next.(string)
 		deleted = deletedRunes(o, n)
 	case []any:
-		n, _ := e.Value.([]any)
+		n, _ := next.([]any)
 		deleted = deletedItems(o, n)
 	}
 	if deleted == 0 {
 		return nil
 	}
+	what := fmt.Sprintf("setting field %q", e.Field)
+	if e.Op == blocks.OpSetText {
+		what = "setting the text"
+	}
 	if n := editChars(e) + deleted; n > ts.maxEdit {
-		return modelErrorf("setting field %q deletes %d characters or items of its value; with the new value that is %d, more than the %d one edit may carry here", e.Field, deleted, n, ts.maxEdit)
+		return modelErrorf("%s deletes %d characters or items of its value; with the new value that is %d, more than the %d one edit may carry here", what, deleted, n, ts.maxEdit)
 	}
 	return nil
 }
@@ -201,14 +222,21 @@ func deletedRunes(old, next string) int {
 	return len(o) - p - s
 }
 
-// deletedItems is deletedRunes for list items.
+// deletedItems is deletedRunes for list items, compared as JSON: the
+// stored items and the edit's decoded ones differ in Go type (int64 and
+// float64) where they are the same value.
 func deletedItems(old, next []any) int {
+	same := func(a, b any) bool {
+		x, errX := json.Marshal(a)
+		y, errY := json.Marshal(b)
+		return errX == nil && errY == nil && bytes.Equal(x, y)
+	}
 	p := 0
-	for p < len(old) && p < len(next) && reflect.DeepEqual(old[p], next[p]) {
+	for p < len(old) && p < len(next) && same(old[p], next[p]) {
 		p++
 	}
 	s := 0
-	for s < len(old)-p && s < len(next)-p && reflect.DeepEqual(old[len(old)-1-s], next[len(next)-1-s]) {
+	for s < len(old)-p && s < len(next)-p && same(old[len(old)-1-s], next[len(next)-1-s]) {
 		s++
 	}
 	return len(old) - p - s

@@ -245,3 +245,87 @@ func TestSetFieldCountsWhatItDeletes(t *testing.T) {
 		})
 	}
 }
+
+// TestProposeCountsWhatItDeletes: propose_edit's set_text and set_field
+// change a text (or list) in place: the edit, tried on a copy of the
+// block now and applied on approval, deletes what differs, one operation
+// per character or item, and is held to MaxEditChars by that as
+// block_set_field is.
+func TestProposeCountsWhatItDeletes(t *testing.T) {
+	const most = 5_000
+	for _, tc := range []struct {
+		name string
+		spec memory.BlockSpec
+		args string
+	}{
+		{"set_text clearing 6,000 characters",
+			memory.BlockSpec{Label: "big", Permission: blocks.Human, CharLimit: blocks.MaxCharLimit, Value: strings.Repeat("t", 6_000)},
+			`{"label":"big","op":"set_text","text":"x","reason":"r"}`},
+		{"set_field clearing a text field of 6,000",
+			memory.BlockSpec{Label: "big", Permission: blocks.Human, CharLimit: blocks.MaxCharLimit,
+				Schema: schema.Map{Fields: []schema.FieldDef{{Name: "body", Type: schema.FieldText}}},
+				Value:  map[string]any{"body": strings.Repeat("t", 6_000)}},
+			`{"label":"big","op":"set_field","field":"body","value":"","reason":"r"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, nil)
+			mustCreate(t, st, "alice", tc.spec)
+			ts := newToolset(t, st, "alice", &tools.Options{MaxEditChars: most})
+			res := call(t, ts, "propose_edit", tc.args)
+			if !res.IsError || !strings.Contains(res.Content, fmt.Sprintf("more than the %d one edit may carry", most)) {
+				t.Errorf("a proposal deleting 6,000 characters under MaxEditChars %d: %q", most, res.Content)
+			}
+		})
+	}
+}
+
+// TestSetFieldCheapEditsNotRefused: what a set_field deletes is counted
+// as the block splices it: null deletes the field's key (one operation),
+// and a list given one more number keeps every item it had (the stored
+// items are int64, the edit's decoded ones float64: the same values).
+func TestSetFieldCheapEditsNotRefused(t *testing.T) {
+	const most = 8_000
+	nums := make([]string, 3_000)
+	numItems := make([]any, 3_000)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i % 10)
+		numItems[i] = int64(i % 10)
+	}
+	for _, tc := range []struct {
+		name  string
+		field schema.FieldDef
+		old   any
+		value string
+	}{
+		{"null clears an optional text field of 9,000", schema.FieldDef{Name: "body", Type: schema.FieldText}, strings.Repeat("t", 9_000), `null`},
+		{"one number added to a list of 3,000 numbers (6,002 characters of JSON)", schema.FieldDef{Name: "body", Type: schema.FieldList}, numItems, "[" + strings.Join(nums, ",") + ",7]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, nil)
+			mustCreate(t, st, "alice", memory.BlockSpec{Label: "memo", CharLimit: blocks.MaxCharLimit,
+				Schema: schema.Map{Fields: []schema.FieldDef{tc.field}},
+				Value:  map[string]any{"body": tc.old}})
+			ts := newToolset(t, st, "alice", &tools.Options{MaxEditChars: most})
+			if res := call(t, ts, "block_set_field", fmt.Sprintf(`{"label":"memo","field":"body","value":%s}`, tc.value)); res.IsError {
+				t.Errorf("refused: %q", res.Content)
+			}
+		})
+	}
+}
+
+// TestProposeReadOnlySectionMessage: a proposal the block could never
+// apply says so once.
+func TestProposeReadOnlySectionMessage(t *testing.T) {
+	st := openStore(t, nil)
+	mustCreate(t, st, "alice", memory.BlockSpec{Label: "hsec", Permission: blocks.Human, Value: map[string]any{"summary": "So far.", "locked": "do not touch"},
+		Schema: schema.Composite{Sections: []schema.Section{
+			{Name: "summary", Schema: schema.Text{}},
+			{Name: "locked", ReadOnly: true, Schema: schema.Text{}},
+		}}})
+	ts := newToolset(t, st, "alice", nil)
+	res := call(t, ts, "propose_edit", `{"label":"hsec","section":"locked","op":"set_text","text":"x","reason":"r"}`)
+	want := `Error: permission denied: agent "alice" may not set_text on block "hsec": section "locked" is read-only; even if approved this edit could not be applied`
+	if res.Content != want {
+		t.Errorf("got  %q\nwant %q", res.Content, want)
+	}
+}

@@ -155,6 +155,9 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	default:
 		return Result{}, modelErrorf("your permission on %s is %s: you can edit it directly with the block_* and log_append tools, no proposal needed", ref, p)
 	}
+	if err := ts.fieldEditSize(doc, ref, e); err != nil {
+		return Result{}, err
+	}
 	if e.Op == blocks.OpReplaceText {
 		cur, err := doc.Section(ref.section).Text()
 		if err != nil {
@@ -168,6 +171,9 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	// access an approval grants, so a proposal that could never apply is
 	// refused now (once: the copy costs the whole block).
 	p, err := ts.propose(ctx, ts.handle(ref), e, a.Reason)
+	if err != nil {
+		err = &reworded{err: err, msg: strings.Replace(err.Error(), "edit could not be applied even if approved: ", "", 1)}
+	}
 	switch {
 	case errors.Is(err, memory.ErrNoMatch):
 		return Result{}, noMatchErr(e.Old, ref)
@@ -183,3 +189,13 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	}
 	return okResult("Proposal #%d created: %s on %s. It is not applied until it is approved.", p.ID, e.Op, ref), nil
 }
+
+// reworded is err with another message (what the store says about a
+// proposal it could not apply, without the words the tool says too).
+type reworded struct {
+	err error
+	msg string
+}
+
+func (r *reworded) Error() string { return r.msg }
+func (r *reworded) Unwrap() error { return r.err }
