@@ -21,14 +21,7 @@ func diffSplices(old, new string) []splice {
 		return nil
 	}
 	o, n := []rune(old), []rune(new)
-	p := 0
-	for p < len(o) && p < len(n) && o[p] == n[p] {
-		p++
-	}
-	s := 0
-	for s < len(o)-p && s < len(n)-p && o[len(o)-1-s] == n[len(n)-1-s] {
-		s++
-	}
+	p, s := affixes(len(o), len(n), func(i, j int) bool { return o[i] == n[j] })
 	om, nm := o[p:len(o)-s], n[p:len(n)-s]
 	if len(om) == 0 {
 		return []splice{lineAlignedInsert(o, p, nm)}
@@ -230,4 +223,17 @@ func applySplices(s string, sp []splice) string {
 		r = append(r[:x.pos], tail...)
 	}
 	return string(r)
+}
+
+// affixes is the length of the common prefix of two sequences of
+// lengths lo and ln, and of their common suffix after it, where same
+// compares the first's element i with the second's j.
+func affixes(lo, ln int, same func(i, j int) bool) (prefix, suffix int) {
+	for prefix < lo && prefix < ln && same(prefix, prefix) {
+		prefix++
+	}
+	for suffix < lo-prefix && suffix < ln-prefix && same(lo-1-suffix, ln-1-suffix) {
+		suffix++
+	}
+	return prefix, suffix
 }

@@ -356,20 +356,51 @@ func writeField(fields *automerge.Map, def schema.FieldDef, old, v any) error {
 	return fields.Set(def.Name, toAutomerge(v))
 }
 
+// listAffixes is the length of the items old and next both start with,
+// and of those they both end with after it.
+func listAffixes(old, next []any) (prefix, suffix int) {
+	return affixes(len(old), len(next), func(i, j int) bool { return sameItem(old[i], next[j]) })
+}
+
+// sameItem reports whether list items a and b are the same value: equal,
+// or numbers of equal value (a document holds the integers it was given
+// as int64, a JSON value decodes them as float64), so that writing a list
+// back with one more number does not delete and insert every other.
+func sameItem(a, b any) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	x, okX := number(a)
+	y, okY := number(b)
+	return okX && okY && x == y
+}
+
+// number is v as a float64 when v is an integer or float that one holds
+// exactly.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		f := float64(n)
+		return f, int64(f) == n
+	case uint64:
+		f := float64(n)
+		return f, uint64(f) == n
+	case int:
+		f := float64(n)
+		return f, int(f) == n
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
 // spliceList turns list l, holding old, into next in place: the items
 // both start and end with stay, the ones between are deleted and the new
 // ones inserted. Setting a new list instead would drop every item a
 // concurrent change appended to the old one (a re-applied write-back
 // edit on a new epoch and another writer's append).
 func spliceList(l *automerge.List, old, next []any) error {
-	p := 0
-	for p < len(old) && p < len(next) && reflect.DeepEqual(old[p], next[p]) {
-		p++
-	}
-	s := 0
-	for s < len(old)-p && s < len(next)-p && reflect.DeepEqual(old[len(old)-1-s], next[len(next)-1-s]) {
-		s++
-	}
+	p, s := listAffixes(old, next)
 	for range len(old) - p - s {
 		if err := l.Delete(p); err != nil {
 			return err

@@ -1,5 +1,7 @@
 package blocks
 
+import "github.com/engram-go/engram/schema"
+
 // Section addresses one section of a Composite block: its methods are the
 // Document's typed operations and reads, applied to that section and
 // judged as the Document's are (schema, permission, approvals, character
@@ -137,4 +139,50 @@ func (s Section) AppendLogEntry(entry map[string]any, actor Actor) error {
 // (limit <= 0: all).
 func (s Section) LogEntries(limit int) ([]LogEntry, error) {
 	return s.d.logEntries(s.name, limit)
+}
+
+// SetTextDeletes is how many characters SetText(text) would delete of
+// the section's text, one automerge operation each (a whole-value write
+// keeps what the two share; see diffSplices). 0 when the section holds
+// no text.
+func (s Section) SetTextDeletes(text string) int {
+	cur, err := s.d.text(s.name)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, sp := range diffSplices(cur, text) {
+		n += sp.del
+	}
+	return n
+}
+
+// SetFieldDeletes is how many characters (a text field) or items (a
+// list field) SetField(field, value) would delete of the field's value
+// in place, one automerge operation each; 0 for other fields, a value
+// the field refuses, or nil (the field's key goes: one operation).
+func (s Section) SetFieldDeletes(field string, value any) int {
+	old, err := s.d.field(s.name, field)
+	if err != nil || value == nil {
+		return 0
+	}
+	m, _ := s.d.nodeSchema(s.name)
+	v, err := schema.Deref(m).(schema.Map).CoerceField(field, value)
+	if err != nil || v == nil {
+		return 0
+	}
+	switch o := old.(type) {
+	case string:
+		n, _ := v.(string)
+		d := 0
+		for _, sp := range diffSplices(o, n) {
+			d += sp.del
+		}
+		return d
+	case []any:
+		n, _ := v.([]any)
+		p, sfx := listAffixes(o, n)
+		return len(o) - p - sfx
+	}
+	return 0
 }

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,87 +158,26 @@ func (ts *Toolset) editSize(e memory.Edit) error {
 // it deletes of the current one, is more characters (or list items)
 // than Options.MaxEditChars: a text or list is changed in place, one
 // automerge operation per character or item it deletes, so a short value
-// can clear a long one. (A null field value deletes the field's key: one
-// operation.)
+// can clear a long one.
 func (ts *Toolset) fieldEditSize(doc *blocks.Document, ref blockRef, e memory.Edit) error {
 	if ts.maxEdit <= 0 {
 		return nil
 	}
-	var old, next any
+	var deleted int
+	what := fmt.Sprintf("setting field %q", e.Field)
 	switch e.Op {
 	case blocks.OpSetField:
-		if e.Value == nil {
-			return nil
-		}
-		v, err := doc.Section(ref.section).Field(e.Field)
-		if err != nil {
-			return nil // the edit fails the same way, and says so
-		}
-		old, next = v, e.Value
+		deleted = doc.Section(ref.section).SetFieldDeletes(e.Field, e.Value)
 	case blocks.OpSetText:
-		v, err := doc.Section(ref.section).Text()
-		if err != nil {
-			return nil
-		}
-		old, next = v, e.Text
-	default:
-		return nil
-	}
-	deleted := 0
-	switch o := old.(type) {
-	case string:
-		n, _ := next.(string)
-		deleted = deletedRunes(o, n)
-	case []any:
-		n, _ := next.([]any)
-		deleted = deletedItems(o, n)
+		deleted, what = doc.Section(ref.section).SetTextDeletes(e.Text), "setting the text"
 	}
 	if deleted == 0 {
 		return nil
-	}
-	what := fmt.Sprintf("setting field %q", e.Field)
-	if e.Op == blocks.OpSetText {
-		what = "setting the text"
 	}
 	if n := editChars(e) + deleted; n > ts.maxEdit {
 		return modelErrorf("%s deletes %d characters or items of its value; with the new value that is %d, more than the %d one edit may carry here", what, deleted, n, ts.maxEdit)
 	}
 	return nil
-}
-
-// deletedRunes is how many characters of old a splice to next deletes:
-// those between their common prefix and suffix.
-func deletedRunes(old, next string) int {
-	o, n := []rune(old), []rune(next)
-	p := 0
-	for p < len(o) && p < len(n) && o[p] == n[p] {
-		p++
-	}
-	s := 0
-	for s < len(o)-p && s < len(n)-p && o[len(o)-1-s] == n[len(n)-1-s] {
-		s++
-	}
-	return len(o) - p - s
-}
-
-// deletedItems is deletedRunes for list items, compared as JSON: the
-// stored items and the edit's decoded ones differ in Go type (int64 and
-// float64) where they are the same value.
-func deletedItems(old, next []any) int {
-	same := func(a, b any) bool {
-		x, errX := json.Marshal(a)
-		y, errY := json.Marshal(b)
-		return errX == nil && errY == nil && bytes.Equal(x, y)
-	}
-	p := 0
-	for p < len(old) && p < len(next) && same(old[p], next[p]) {
-		p++
-	}
-	s := 0
-	for s < len(old)-p && s < len(next)-p && same(old[len(old)-1-s], next[len(next)-1-s]) {
-		s++
-	}
-	return len(old) - p - s
 }
 
 func blockAppend(ctx context.Context, ts *Toolset, a *blockAppendArgs) (Result, error) {
