@@ -237,3 +237,13 @@ func affixes(lo, ln int, same func(i, j int) bool) (prefix, suffix int) {
 	}
 	return prefix, suffix
 }
+
+// splicedOut is how many characters of old the splices that turn it
+// into next delete.
+func splicedOut(old, next string) int {
+	n := 0
+	for _, sp := range diffSplices(old, next) {
+		n += sp.del
+	}
+	return n
+}

@@ -150,11 +150,7 @@ func (s Section) SetTextDeletes(text string) int {
 	if err != nil {
 		return 0
 	}
-	n := 0
-	for _, sp := range diffSplices(cur, text) {
-		n += sp.del
-	}
-	return n
+	return splicedOut(cur, text)
 }
 
 // SetFieldDeletes is how many characters (a text field) or items (a
@@ -174,11 +170,7 @@ func (s Section) SetFieldDeletes(field string, value any) int {
 	switch o := old.(type) {
 	case string:
 		n, _ := v.(string)
-		d := 0
-		for _, sp := range diffSplices(o, n) {
-			d += sp.del
-		}
-		return d
+		return splicedOut(o, n)
 	case []any:
 		n, _ := v.([]any)
 		p, sfx := listAffixes(o, n)

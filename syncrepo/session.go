@@ -515,10 +515,11 @@ func (s *session) syncMessage(m Message) error {
 		// Measured before automerge sees them: applying a change costs
 		// CPU and memory per operation, and a few bytes can describe
 		// millions of operations.
-		cost, err := amchunk.MeasureAll(sm.Changes, s.messageLimits(d))
-		if err == nil && messageCost(cost) > s.messageRoom(d) {
+		room := s.messageRoom(d)
+		cost, err := amchunk.MeasureAll(sm.Changes, messageLimits(d.limit, room))
+		if err == nil && messageCost(cost) > room {
 			err = fmt.Errorf("%w: %d operations, references and changes (each change counted %d), more than %d",
-				amchunk.ErrTooCostly, messageCost(cost), changeWeight, s.messageRoom(d))
+				amchunk.ErrTooCostly, messageCost(cost), changeWeight, room)
 		}
 		if err != nil {
 			return s.refuseUnapplied(d, err)
@@ -567,12 +568,11 @@ func (s *session) messageRoom(d *docState) int64 {
 	return max(most-held-d.unmergedOps-waiting, 1)
 }
 
-// messageLimits is what one message's changes may ask of d's block: its
-// merge limits, each within messageRoom (the measure stops at the first
-// it passes; their sum is checked after).
-func (s *session) messageLimits(d *docState) amchunk.Limits {
-	lim := blocks.MergeLimits(d.limit)
-	room := s.messageRoom(d)
+// messageLimits is what one message's changes may ask of a block of
+// limit characters: its merge limits, each within room (the measure
+// stops at the first it passes; their sum is checked after).
+func messageLimits(limit int, room int64) amchunk.Limits {
+	lim := blocks.MergeLimits(limit)
 	lim.Ops, lim.Refs, lim.Changes = min(lim.Ops, room), min(lim.Refs, room), min(lim.Changes, max(room/changeWeight, 1))
 	return lim
 }
@@ -809,9 +809,7 @@ func (s *session) absorb(d *docState) error {
 	if _, err := s.catchUp(d); err != nil {
 		return s.gone(d, err)
 	}
-	if len(d.queued) > 0 {
-		s.settleQueued(d) // the store's changes may have completed some
-	}
+	s.settleQueued(d) // the store's changes may have completed some
 	if refusal == nil {
 		d.held, d.heldBytes, d.heldOps = nil, 0, 0
 		return nil
@@ -1028,9 +1026,7 @@ func (s *session) persistHeld(d *docState) error {
 	if _, err = s.catchUp(d); err != nil {
 		return err
 	}
-	if len(d.queued) > 0 {
-		s.settleQueued(d)
-	}
+	s.settleQueued(d)
 	return nil
 }
 
@@ -1123,7 +1119,7 @@ func (s *session) poll() error {
 			}
 			continue
 		}
-		if changed && len(d.queued) > 0 {
+		if changed {
 			s.settleQueued(d) // the store's changes may have completed some
 		}
 		// A shared copy may have been caught up by another session: let
