@@ -538,8 +538,8 @@ func (b *Block) Render(ctx context.Context) (string, error) {
 // wrapping [ErrNoMatch]. At Partner or Human permission, an edit the
 // store's approver (Options.Approver) does not allow is kept as a
 // proposal and the error is a [*ProposalError]; an edit that could not
-// apply even if approved is not kept, and that error is returned (as
-// [Block.Propose] refuses it). The same edit made through [Block.Doc]'s
+// apply even if approved is not kept, and the error is an
+// [*InapplicableEditError] saying why (as [Block.Propose] refuses it). The same edit made through [Block.Doc]'s
 // document ends the same way: same error, value, stored change and
 // proposal.
 func (b *Block) Apply(ctx context.Context, e Edit) error {
@@ -638,9 +638,10 @@ func (b *Block) At(ctx context.Context, heads []string) (*blocks.Document, error
 // otherwise), at any permission but ReadOnly (blocks.ErrPermission). The
 // edit is first tried on a private copy of the block as approval would
 // apply it (as a ReadWrite write, so read-only fields and sections still
-// bind it); an edit that could not apply is refused with that error
-// ([ErrNoMatch], schema.ErrInvalid, blocks.ErrLimit, blocks.ErrWrongSchema,
-// blocks.ErrPermission, ...) and nothing is stored. A proposal past Options.MaxProposalBytes is
+// bind it); an edit that could not apply is refused with an
+// [*InapplicableEditError] wrapping why ([ErrNoMatch], schema.ErrInvalid,
+// blocks.ErrLimit, blocks.ErrWrongSchema, blocks.ErrPermission, ...) and
+// nothing is stored. A proposal past Options.MaxProposalBytes is
 // [ErrTooLarge]; one past Options.MaxPendingProposals pending, or past
 // the agent's quota with its pending proposals counted, is [ErrQuota].
 func (b *Block) Propose(ctx context.Context, e Edit, reason string) (Proposal, error) {

@@ -414,7 +414,7 @@ func (c *Store) applyEdit(ctx context.Context, agent, owner, label string, e Edi
 // for it when there is no error.)
 func proposalDecided(err error) bool {
 	var pe *ProposalError
-	var inv *invalidEditError
+	var inv *InapplicableEditError
 	return errors.As(err, &pe) || errors.As(err, &inv)
 }
 

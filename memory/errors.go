@@ -85,11 +85,16 @@ func notFound(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
 }
 
-// invalidEditError is a proposed edit that could not apply even if
-// approved; it wraps the reason (ErrNoMatch, schema.ErrInvalid,
-// blocks.ErrLimit, blocks.ErrPermission for read-only targets, ...).
-type invalidEditError struct{ err error }
+// InapplicableEditError is the error of an edit that needed approval
+// ([Block.Apply] at Partner or Human permission, [Block.Propose]) and
+// could not apply even if approved, so no proposal was kept. Err is why
+// ([ErrNoMatch], schema.ErrInvalid, blocks.ErrLimit, blocks.ErrPermission
+// for a read-only field or section, ...), for a caller that words the
+// refusal itself; errors.Is sees through it.
+type InapplicableEditError struct{ Err error }
 
-func (e *invalidEditError) Error() string { return e.err.Error() }
+func (e *InapplicableEditError) Error() string {
+	return "memory: edit could not be applied even if approved: " + e.Err.Error()
+}
 
-func (e *invalidEditError) Unwrap() error { return e.err }
+func (e *InapplicableEditError) Unwrap() error { return e.Err }

@@ -224,7 +224,7 @@ func (e *entry) Propose(ctx context.Context, req blocks.ApprovalRequest, refused
 		return refused // an operation that is not an Edit (a trim) cannot be proposed
 	}
 	p, perr := e.c.proposeEdit(ctx, req.Agent, e.owner, e.label, ed, "")
-	var inv *invalidEditError
+	var inv *InapplicableEditError
 	if errors.As(perr, &inv) {
 		return perr
 	}
@@ -295,7 +295,7 @@ func editOf(r blocks.ApprovalRequest) (Edit, bool) {
 
 // tryEdit runs e on a fork of doc as its accessor with ReadWrite, the way
 // an approval would apply it, and returns why it could not apply, wrapped
-// in an *invalidEditError.
+// in an *InapplicableEditError.
 func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 	fork, err := doc.Fork()
 	if err != nil {
@@ -306,7 +306,7 @@ func tryEdit(doc *blocks.Document, e Edit, owner, label string) error {
 		return fmt.Errorf("memory: try proposed edit on %q/%q: %w", owner, label, err)
 	}
 	if err != nil {
-		return &invalidEditError{err: fmt.Errorf("memory: edit could not be applied even if approved: %w", err)}
+		return &InapplicableEditError{Err: err}
 	}
 	return nil
 }

@@ -171,8 +171,9 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	// access an approval grants, so a proposal that could never apply is
 	// refused now (once: the copy costs the whole block).
 	p, err := ts.propose(ctx, ts.handle(ref), e, a.Reason)
-	if err != nil {
-		err = &reworded{err: err, msg: strings.Replace(err.Error(), "edit could not be applied even if approved: ", "", 1)}
+	// The tool says "even if approved" in its own words.
+	if inapplicable := (*memory.InapplicableEditError)(nil); errors.As(err, &inapplicable) {
+		err = inapplicable.Err
 	}
 	switch {
 	case errors.Is(err, memory.ErrNoMatch):
@@ -189,13 +190,3 @@ func proposeEdit(ctx context.Context, ts *Toolset, a *proposeEditArgs) (Result, 
 	}
 	return okResult("Proposal #%d created: %s on %s. It is not applied until it is approved.", p.ID, e.Op, ref), nil
 }
-
-// reworded is err with another message (what the store says about a
-// proposal it could not apply, without the words the tool says too).
-type reworded struct {
-	err error
-	msg string
-}
-
-func (r *reworded) Error() string { return r.msg }
-func (r *reworded) Unwrap() error { return r.err }
