@@ -445,6 +445,17 @@ func (d *Document) Size() int {
 	return d.c.size
 }
 
+// knownSize is Size as last computed (by a read or a write through any
+// view), without reading the document again: after a merge not read
+// since, it is the size before the merge. For estimates that reading the
+// whole document would cost more than they are worth (a store's cache
+// weighing its documents at every write).
+func (d *Document) knownSize() int {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return d.c.size
+}
+
 // ChangeCount is how many changes the document holds: its history since
 // it was created or last rebased (see Rebased).
 func (d *Document) ChangeCount() (int, error) {

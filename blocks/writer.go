@@ -24,6 +24,7 @@ func init() {
 	blockhook.Manage = func(doc, w any) (any, error) { return doc.(*Document).manage(w.(writer)) }
 	blockhook.MarkPersisted = func(doc any, heads []string) error { return doc.(*Document).markPersisted(heads) }
 	blockhook.Automerge = func(doc any) (any, error) { return doc.(*Document).automergeCopy() }
+	blockhook.KnownSize = func(doc any) int { return doc.(*Document).knownSize() }
 }
 
 // The replica satisfies the store's interface to it.

@@ -135,7 +135,7 @@ func (c *Store) createBlock(ctx context.Context, agent string, spec BlockSpec) (
 	// Stale until first checked: a notification of another process's write
 	// that came before the Add found nothing to mark.
 	e.stale.Store(true)
-	c.lru.Add(id, e)
+	c.cacheAdd(id, e)
 	c.remember(e)
 	c.flushEvicted(ctx)
 	c.wakeEmbedder()

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/blockseam"
@@ -53,7 +51,10 @@ type Store struct {
 	// maxCandidateBytes.
 	consolidateCandidateBytes int
 
-	lru     *lru.Cache[int64, *entry]
+	lru *docCache
+	// growth is what cached documents grew by since the cache was last
+	// weighed (see grown).
+	growth  atomic.Int64
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
 	// handles holds the Agent handles Agent gave out (id → *Agent, up to
 	// maxHandles), so the handles of one agent, and their Messages and
@@ -159,6 +160,10 @@ type entry struct {
 	// startRebase). Guarded by mu.
 	rebasing bool
 	stale    atomic.Bool // a notification said another writer changed the block (see watch)
+	// weight is what the entry counts against Options.CacheBytes: its
+	// document's estimated memory (DocumentBytes) when it was cached or
+	// last released by a write.
+	weight atomic.Int64
 }
 
 // freshness reads the fields the cache-hit path compares without taking mu
@@ -236,7 +241,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	default:
 		return nil, fmt.Errorf("memory: search index for %s: %w", name, err)
 	}
-	c.lru, err = lru.NewWithEvict(o.CacheSize, c.onEvict)
+	c.lru, err = newDocCache(o.CacheSize, c.onEvict)
 	if err != nil {
 		return nil, fmt.Errorf("memory: cache: %w", err)
 	}
@@ -368,7 +373,15 @@ func (e *entry) unlock() { e.unlockThen(nil) }
 // released and before the events it held back fire.
 func (e *entry) unlockThen(then func()) {
 	fireEvent := e.replica.Release()
+	var grew int64
+	if e.doc != nil {
+		w := DocumentBytes(blockseam.KnownSize(e.doc))
+		grew = w - e.weight.Swap(w)
+	}
 	e.mu.Unlock()
+	if grew > 0 {
+		e.c.grown(grew)
+	}
 	if h := e.c.afterUnlock; h != nil {
 		h(e)
 	}

@@ -40,7 +40,9 @@
 // # How a Store keeps documents
 //
 // A block's document is loaded from the backend on first use (lazy load) and kept
-// in an LRU of Options.CacheSize documents (hashicorp/golang-lru/v2). The
+// in an LRU of at most Options.CacheSize documents that together are
+// estimated to take at most Options.CacheBytes of memory ([DocumentBytes]:
+// a document holds about 500 bytes per character of its text). The
 // store manages every document it hands out ([blocks.Document.Manage]): each
 // mutation, through a handle method or directly on a view from
 // [Block.Doc], runs inside one write transaction (holding the backend's

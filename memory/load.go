@@ -194,7 +194,7 @@ func (c *Store) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 		// Evicted with edits its flush could not write (write-back): it
 		// comes back instead of a second copy loaded beside it, which
 		// would hide those edits and check limits without them.
-		c.lru.Add(id, e)
+		c.cacheAdd(id, e)
 		return e, false, nil
 	}
 	e, err = c.load(ctx, id)
@@ -209,7 +209,7 @@ func (c *Store) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 	// Add found nothing to mark, and a hit would serve the old state until
 	// the block's next notification.
 	e.stale.Store(true)
-	c.lru.Add(id, e)
+	c.cacheAdd(id, e)
 	return e, true, nil
 }
 

@@ -14,6 +14,13 @@ import (
 type Options struct {
 	// CacheSize is how many block documents stay in memory (default 256).
 	CacheSize int
+	// CacheBytes bounds the memory the cached block documents take, as
+	// estimated from each one's size (DocumentBytes; default
+	// DefaultCacheBytes; negative: no bound but CacheSize). Past it, the
+	// least recently used documents leave the cache when the next one is
+	// loaded, so that a few large blocks do not hold the memory hundreds
+	// of small ones would; the most recently used one always stays.
+	CacheBytes int64
 	// WriteBack defers persisting changes until Block.Persist, Flush, Close or
 	// eviction. The default is write-through: a mutating call returns only
 	// after its change is durable.
@@ -205,6 +212,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.CacheSize <= 0 {
 		out.CacheSize = 256
+	}
+	if out.CacheBytes == 0 {
+		out.CacheBytes = DefaultCacheBytes
 	}
 	if out.BusyTimeout <= 0 {
 		out.BusyTimeout = 10 * time.Second

@@ -58,6 +58,9 @@ type app struct {
 	// --vector-cache (memory.Options.TextCacheBytes, VectorCacheBytes;
 	// 0: their defaults).
 	textCache, vectorCache int64
+	// docCache is engram serve's --doc-cache (memory.Options.CacheBytes;
+	// 0: its default).
+	docCache int64
 	// statsDrift is engram serve's --stats-drift (nil: servingStatsDrift).
 	statsDrift *float64
 	// logger is the store's (memory.Options.Logger); nil discards.
@@ -182,7 +185,8 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 
 // cacheOptions sets opts' search caches: none for a one-shot command
 // (it would only start building them and exit), the configured ones,
-// prewarmed and with drifting statistics, for a serving one.
+// prewarmed and with drifting statistics, for a serving one, whose
+// document cache is bounded as configured too.
 func (a *app) cacheOptions(opts *memory.Options) {
 	if !a.serving {
 		opts.TextCacheBytes, opts.VectorCacheBytes = -1, -1
@@ -190,6 +194,7 @@ func (a *app) cacheOptions(opts *memory.Options) {
 	}
 	opts.Prewarm = true
 	opts.TextCacheBytes, opts.VectorCacheBytes = a.textCache, a.vectorCache
+	opts.CacheBytes = a.docCache
 	opts.TextStatsDrift = servingStatsDrift
 	if a.statsDrift != nil {
 		opts.TextStatsDrift = *a.statsDrift

@@ -98,7 +98,8 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&c.opts.MaxBatch, "max-batch", 32, "messages in one JSON-RPC batch at most, each counted as a request by --rate and --burst (only sessions of protocol 2025-03-26 or earlier may batch; never more than --burst, nor more calls than --token-concurrency)")
 	fs.Int64Var(&c.opts.MaxBodyBytes, "max-body", 4<<20, "request body size limit in bytes")
 	fs.IntVar(&c.opts.MaxEdit, "max-edit", serve.DefaultMaxEdit, "the largest edit one request may make: characters an MCP tool's block edit carries, automerge operations the changes of one /sync message apply (beyond: refused, nothing applied)")
-	var quota, textCache, vectorCache int64
+	var quota, textCache, vectorCache, docCache int64
+	fs.Var((*byteSize)(&docCache), "doc-cache", "bytes the cached block documents may hold, as estimated from their sizes, such as 512MiB (default 0: 1GiB); past it, the least recently used leave memory and load again when next used")
 	fs.Var((*byteSize)(&textCache), "text-cache", "bytes the in-memory full-text index may hold, such as 256MiB (default 0: 64MiB); past it, it holds the partitions of the agents searched lately (see /metrics engram_search_cache_*)")
 	fs.Var((*byteSize)(&vectorCache), "vector-cache", "bytes the in-memory vector index may hold, such as 1GiB (default 0: 256MiB on SQLite; on PostgreSQL none, pgvector answers, and a size asks for one)")
 	statsDrift := servingStatsDrift
@@ -114,7 +115,7 @@ func cmdServe(fs *flag.FlagSet) runFunc {
 		if quota != 0 {
 			a.quota = quota
 		}
-		a.textCache, a.vectorCache = textCache, vectorCache
+		a.textCache, a.vectorCache, a.docCache = textCache, vectorCache, docCache
 		c.opts.TokenBytesRate, c.opts.TokenBytesBurst = float64(tokenBytes), tokenBytesBurst
 		if !(statsDrift >= 0 && statsDrift <= 1) {
 			return usageErrorf("serve: --stats-drift %v: want a share between 0 and 1, such as 0.005, or 0 for exact statistics", statsDrift)

@@ -165,4 +165,7 @@ var (
 	// Automerge returns an independent copy (an *automerge.Doc) of the
 	// automerge document a read through doc sees.
 	Automerge func(doc any) (any, error)
+	// KnownSize is doc's size in characters as last computed, without
+	// reading the document again.
+	KnownSize func(doc any) int
 )
