@@ -53,8 +53,9 @@ type Store struct {
 
 	lru *docCache
 	// growth is what cached documents grew by since the cache was last
-	// weighed (see grown).
+	// weighed (see grown); trimMu is held by the one weighing it.
 	growth  atomic.Int64
+	trimMu  sync.Mutex
 	schemas sync.Map // schema JSON → decoded schema.Schema (listings decode each row otherwise)
 	// handles holds the Agent handles Agent gave out (id → *Agent, up to
 	// maxHandles), so the handles of one agent, and their Messages and
