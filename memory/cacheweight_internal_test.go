@@ -222,3 +222,62 @@ func TestEvictedDocumentIsFreed(t *testing.T) {
 	}
 	t.Fatal("the evicted document is still alive")
 }
+
+// TestCacheBytesHoldsAcrossCatchUps: two stores on one file, the
+// reader's cached documents growing by catching up with the writer's
+// changes (merges, a rebase onto a new epoch): the bound holds against
+// the documents' real sizes, not only the sizes they were weighed at.
+func TestCacheBytesHoldsAcrossCatchUps(t *testing.T) {
+	ctx := context.Background()
+	for _, rebase := range []bool{false, true} {
+		t.Run(fmt.Sprint("rebase=", rebase), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "two.db")
+			bound := int64(4 << 20)
+			w, err := Open(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			r, err := Open(ctx, path, &Options{CacheBytes: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			const n = 8
+			for i := range n {
+				if _, err := w.Agent("ada").CreateBlock(ctx, BlockSpec{Label: fmt.Sprint("b", i), CharLimit: blocks.MaxCharLimit}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.Agent("ada").Block(fmt.Sprint("b", i)).Doc(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for round := range 3 {
+				for i := range n {
+					b := w.Agent("ada").Block(fmt.Sprint("b", i))
+					if err := b.Append(ctx, strings.Repeat("x", 10_000)); err != nil {
+						t.Fatal(err)
+					}
+					if rebase {
+						if err := b.Rebase(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for i := range n {
+					if _, err := r.Agent("ada").Block(fmt.Sprint("b", i)).Doc(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var real, counted int64
+				for _, e := range r.lru.Values() {
+					real += DocumentBytes(e.doc.Size())
+					counted += e.weight.Load()
+				}
+				if real > bound+DocumentBytes(30_000) {
+					t.Fatalf("round %d: %d cached documents really weigh %d (counted %d), bound %d", round, r.lru.Len(), real, counted, bound)
+				}
+			}
+		})
+	}
+}
