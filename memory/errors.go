@@ -77,11 +77,6 @@ func (e *EntryError) Error() string { return fmt.Sprintf("entry %d: %v", e.Index
 
 func (e *EntryError) Unwrap() error { return e.Err }
 
-// errStaleCopy refuses a write-back edit made to a copy of a block that
-// left the cache while another copy was loaded (holdWriteBackCopy); the
-// edit was not made, and is made again on the cached copy.
-var errStaleCopy = errors.New("memory: this copy of the block left the cache; read the block again to edit it")
-
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }

@@ -101,9 +101,6 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 	if perm.err != nil {
 		return perm.err
 	}
-	if err := c.holdWriteBackCopy(e); err != nil {
-		return err
-	}
 	if err := apply(perm.p); err != nil {
 		return err
 	}
@@ -129,44 +126,6 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 	c.localEdits.Add(1)
 	c.changes.fire()
 	return nil
-}
-
-// holdWriteBackCopy makes sure a write-back edit about to be made to e
-// stays where the process's later reads find it. An edit reaches e
-// through a lookup and then e's lock: if e left the cache in between
-// while it had no pending edits (so onEvict did not keep it) and a read
-// loaded the block again, another copy is cached and an edit made to e
-// would be read by no one until the flush, and its limit checked without
-// the other copy's pending edits. So e is marked dirty first (from then
-// on an eviction keeps it for evictedDirty, and a load takes it back
-// rather than loading another copy) and then checked to be the cached
-// copy, or no copy; otherwise the edit is refused with errStaleCopy,
-// unmade, and applyEdit tries it again on the cached copy. Caller holds
-// e.mu (and takes loadMu after it: a load never waits for an entry's
-// lock).
-func (c *Store) holdWriteBackCopy(e *entry) error {
-	c.mu.Lock()
-	_, was := c.dirty[e]
-	c.dirty[e] = struct{}{}
-	c.mu.Unlock()
-	cur, ok := c.lru.Peek(e.id)
-	if !ok {
-		// No copy cached: a load under way may have looked for a dirty
-		// copy before e was marked, and be about to cache the one it
-		// read. Loads hold loadMu from that look to the Add.
-		c.loadMu.Lock()
-		cur, ok = c.lru.Peek(e.id)
-		c.loadMu.Unlock()
-	}
-	if !ok || cur == e {
-		return nil
-	}
-	if !was {
-		c.mu.Lock()
-		delete(c.dirty, e)
-		c.mu.Unlock()
-	}
-	return fmt.Errorf("%w: block %q of agent %q", errStaleCopy, e.label, e.owner)
 }
 
 // pendingActors names who made e's pending changes ("system" when no
