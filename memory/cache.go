@@ -224,6 +224,9 @@ func New(ctx context.Context, be driver.Backend, opts *Options) (*Store, error) 
 }
 
 func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*Store, error) {
+	if o.WriteBack {
+		o.CacheBytes = -1 // see Options.CacheBytes
+	}
 	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	var err error

@@ -42,7 +42,7 @@ func (c *Store) cacheAdd(id int64, e *entry) {
 // passed by that much at most between two weighings, and a write pays for
 // a weighing (a sum over the cached documents) once in many.
 func (c *Store) grown(n int64) {
-	if c.opts.CacheBytes < 0 || c.opts.WriteBack || c.growth.Add(n) <= c.opts.CacheBytes/16 {
+	if c.opts.CacheBytes < 0 || c.growth.Add(n) <= c.opts.CacheBytes/16 {
 		return
 	}
 	c.trimBytes()
@@ -51,7 +51,7 @@ func (c *Store) grown(n int64) {
 // trimBytes weighs the cached documents and evicts the least recently
 // used while they weigh more than Options.CacheBytes, keeping the newest.
 func (c *Store) trimBytes() {
-	if c.opts.CacheBytes < 0 || c.opts.WriteBack {
+	if c.opts.CacheBytes < 0 {
 		return
 	}
 	// One at a time: two weighing the same documents would each evict
