@@ -68,9 +68,15 @@ type Store struct {
 	// under that name (remember), for the hits that skip the freshness
 	// query: a write's (writeView) and, with notifications, a read's
 	// (notifiedHit). Evicted entries leave it.
-	names   sync.Map
-	stmts   sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
-	loadMu  sync.Mutex // serializes cold loads so one block is loaded once
+	names  sync.Map
+	stmts  sync.Map   // SQL → *sql.Stmt on rdb, for hot read queries (see prepared)
+	loadMu sync.Mutex // serializes cold loads so one block is loaded once
+	// copyMu makes which copy of a block the cache holds, and whether a
+	// copy has pending write-back edits, one decision: a write-back edit's
+	// claim on its copy (claimCopy) and a load's caching of the copy it
+	// read. Taken after loadMu and an entry's lock, before the cache's
+	// and mu.
+	copyMu  sync.Mutex
 	mu      sync.Mutex // guards dirty, evicted, closed, closing, rebasing
 	dirty   map[*entry]struct{}
 	evicted []*entry
@@ -97,6 +103,7 @@ type Store struct {
 	afterRefusedAhead func()
 	snapsAhead        atomic.Int64 // tests: compactions whose snapshot was saved ahead of the lock
 	afterLoad         func(int64)  // tests: runs after a block was loaded, before it is cached
+	beforeWriteLock   func(*entry) // tests: runs as a write is about to take its block's lock
 	// tests: runs once a block write released the block, before it
 	// returns to the document (its views read the edit already: the
 	// write's hidden state ended with the store's hold).

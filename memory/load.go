@@ -185,16 +185,7 @@ func (c *Store) checkedEntry(ctx context.Context, owner, label string) (*entry, 
 func (c *Store) loadLocked(ctx context.Context, id, incarnation int64) (e *entry, fresh bool, err error) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	if e, ok := c.lru.Get(id); ok {
-		if _, _, _, broken := e.freshness(); broken == nil && e.incarnation == incarnation {
-			return e, false, nil
-		}
-	}
-	if e := c.evictedDirty(id, incarnation); e != nil {
-		// Evicted with edits its flush could not write (write-back): it
-		// comes back instead of a second copy loaded beside it, which
-		// would hide those edits and check limits without them.
-		c.cacheAdd(id, e)
+	if e := c.cachedCopy(id, incarnation); e != nil {
 		return e, false, nil
 	}
 	e, err = c.load(ctx, id)
@@ -209,8 +200,41 @@ func (c *Store) loadLocked(ctx context.Context, id, incarnation int64) (e *entry
 	// Add found nothing to mark, and a hit would serve the old state until
 	// the block's next notification.
 	e.stale.Store(true)
+	c.copyMu.Lock()
+	defer c.copyMu.Unlock()
+	if cur := c.usableCopy(id, incarnation); cur != nil {
+		// A write-back edit put its copy back while this one was read
+		// (claimCopy): that copy holds the edit, this one does not.
+		return cur, false, nil
+	}
 	c.cacheAdd(id, e)
 	return e, true, nil
+}
+
+// cachedCopy returns the copy of block id (this incarnation) the cache
+// holds, or the one that left it with edits its flush could not write
+// (write-back), put back; nil when there is neither.
+func (c *Store) cachedCopy(id, incarnation int64) *entry {
+	c.copyMu.Lock()
+	defer c.copyMu.Unlock()
+	return c.usableCopy(id, incarnation)
+}
+
+// usableCopy is cachedCopy for a caller holding copyMu.
+func (c *Store) usableCopy(id, incarnation int64) *entry {
+	if e, ok := c.lru.Get(id); ok {
+		if _, _, _, broken := e.freshness(); broken == nil && e.incarnation == incarnation {
+			return e
+		}
+	}
+	if e := c.evictedDirty(id, incarnation); e != nil {
+		// Evicted with edits its flush could not write (write-back): it
+		// comes back instead of a second copy loaded beside it, which
+		// would hide those edits and check limits without them.
+		c.cacheAdd(id, e)
+		return e
+	}
+	return nil
 }
 
 // readTx begins a read-only transaction that sees one snapshot of the

@@ -21,10 +21,9 @@ type Options struct {
 	// loaded, so that a few large blocks do not hold the memory hundreds
 	// of small ones would; the most recently used one always stays, so a
 	// block estimated past the bound alone is loaded again after any
-	// other is. With WriteBack only CacheSize bounds the cache: a
-	// document evicted while a write-back edit is on its way to it can
-	// leave the block's pending edits in a copy the cache no longer
-	// holds, and a byte bound would evict often.
+	// other is. With WriteBack only CacheSize bounds the cache: each
+	// eviction of a document with pending edits is a flush of them, and
+	// a byte bound would make them frequent.
 	CacheBytes int64
 	// WriteBack defers persisting changes until Block.Persist, Flush, Close or
 	// eviction. The default is write-through: a mutating call returns only

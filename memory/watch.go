@@ -84,7 +84,7 @@ func (c *Store) notifiedHit(owner, label string) *entry {
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return nil
 	}
-	if _, ok := c.lru.Get(e.id); !ok {
+	if cur, ok := c.lru.Get(e.id); !ok || cur != e {
 		return nil
 	}
 	return e

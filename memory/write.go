@@ -198,6 +198,9 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 	if c.afterWrite != nil {
 		defer c.afterWrite() // (after the unlock below)
 	}
+	if c.beforeWriteLock != nil {
+		c.beforeWriteLock(e)
+	}
 	e.lock()
 	defer e.unlock()
 	defer func() {

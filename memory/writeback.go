@@ -85,7 +85,18 @@ func (c *Store) flushEvicted(ctx context.Context) {
 // (Options.WriteBack). It reads the accessor's current permission, but
 // limits hold only against the state this process has seen: other
 // processes' writes merge in at Flush.
-func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
+func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequest, apply func(blocks.Permission) error) (err error) {
+	// Claimed before the read transaction: the claim waits for loads
+	// (copyMu), and a load may wait for a connection.
+	unclaim, err := c.claimCopy(e)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			unclaim()
+		}
+	}()
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
@@ -126,6 +137,78 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 	c.localEdits.Add(1)
 	c.changes.fire()
 	return nil
+}
+
+// claimCopy makes e the copy of its block that the process's reads find,
+// before a write-back edit is made to it. Caller holds e.mu.
+//
+// An edit reaches e through a lookup and then e's lock. If e left the
+// cache in between while it had no pending edits (so onEvict did not keep
+// it), a read may have loaded another copy; an edit made to e would then
+// be read by no one here until the flush, and its limit checked without
+// the other copy's pending edits. So e is marked dirty first (an eviction
+// then keeps it, and a load takes it back rather than read another copy)
+// and, when no copy is cached, put back. A cached copy without pending
+// edits is replaced by e: the edit's transaction brings e up to the
+// block's row, and a holder of the other copy that writes to it comes
+// here in turn. A copy with pending edits of its own, cached or evicted
+// and not yet flushed, keeps or takes its place, and the edit is refused
+// with ErrStaleView, unmade: applyEdit tries it again on that copy, and a
+// view of e reports it.
+//
+// unclaim takes the dirty mark back, for an edit that was then not made
+// (a dirty block with nothing pending is dropped by its next persist in
+// any case).
+func (c *Store) claimCopy(e *entry) (unclaim func(), err error) {
+	c.copyMu.Lock()
+	defer c.copyMu.Unlock()
+	// (Other copies are cached, and marked dirty, under copyMu only; an
+	// eviction of e from here on keeps it, dirty, for a load to take
+	// back.)
+	cur, cached := c.lru.Peek(e.id)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	_, was := c.dirty[e]
+	c.dirty[e] = struct{}{}
+	var other *entry // another copy with pending edits
+	if !cached || cur != e {
+		for x := range c.dirty {
+			if x != e && x.id == e.id && x.incarnation == e.incarnation {
+				other = x
+			}
+		}
+	}
+	c.mu.Unlock()
+	unclaim = func() {
+		if !was {
+			c.mu.Lock()
+			delete(c.dirty, e)
+			c.mu.Unlock()
+		}
+	}
+	switch {
+	case cached && cur == e:
+		return unclaim, nil
+	case cached && cur.incarnation != e.incarnation:
+		// e's block was deleted and its id given to another: the edit's
+		// transaction finds it so.
+		return unclaim, nil
+	case other != nil:
+		if !cached {
+			c.cacheAdd(other.id, other)
+		}
+		unclaim()
+		return nil, fmt.Errorf("%w: block %q of agent %q", ErrStaleView, e.label, e.owner)
+	}
+	// No copy cached, or one with nothing pending: e takes its place,
+	// stale until checked (it may have missed notifications while out).
+	e.stale.Store(true)
+	c.cacheAdd(e.id, e)
+	c.remember(e)
+	return unclaim, nil
 }
 
 // pendingActors names who made e's pending changes ("system" when no

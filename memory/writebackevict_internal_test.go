@@ -1,0 +1,342 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-go/engram/blocks"
+)
+
+// TestWriteBackEditsSurviveEvictions: in write-back mode, with a cache
+// of one document and a reader loading two blocks in turn beside the
+// writer, every acknowledged append is in the block the process reads
+// next (not in a copy the cache dropped), the limit holds across the
+// edits, and all of them are there after Close.
+func TestWriteBackEditsSurviveEvictions(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent("ada")
+	const limit = 6_000
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, l := range []string{"y", "x"} {
+				if _, err := a.Block(l).Doc(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			reads.Add(1)
+		}
+	}()
+	line := strings.Repeat("z", 19) + "\n"
+	acked := 0
+	for i := range 400 {
+		err := a.Block("x").Append(ctx, line)
+		if err != nil {
+			if errors.Is(err, blocks.ErrLimit) {
+				continue
+			}
+			close(stop)
+			wg.Wait()
+			t.Fatalf("append %d: %v", i, err)
+		}
+		acked++
+		doc, err := a.Block("x").Doc(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(doc.Render(), "\n"); got != acked {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("append %d acknowledged (%d in all), then %d lines in the block's document (%d reads beside)", i, acked, got, reads.Load())
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.Agent("ada").Block("x").Render(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len([]rune(got)); n > limit || strings.Count(got, "\n") != acked {
+		t.Fatalf("reopened: %d characters (limit %d), %d lines, %d acknowledged", n, limit, strings.Count(got, "\n"), acked)
+	}
+}
+
+// TestWriteBackViewAfterReload: a write through a Block.Doc view whose
+// copy of the block left the cache and was loaded again lands, is read by
+// the process's next read of the block, and persists at the flush.
+func TestWriteBackViewAfterReload(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent("ada")
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Block("y").Doc(ctx); err != nil { // x leaves the cache
+		t.Fatal(err)
+	}
+	if _, err := a.Block("x").Doc(ctx); err != nil { // and comes back, another copy
+		t.Fatal(err)
+	}
+	if err := view.AppendText("from the view", blocks.Agent); err != nil {
+		t.Fatalf("write through the old view: %v", err)
+	}
+	doc, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Render(); got != "from the view" {
+		t.Fatalf("the block's document after the view's write: %q", got)
+	}
+	// An edit through the block is made on the view's copy, after the
+	// view's edit.
+	if err := a.Block("x").Append(ctx, ", then the block"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != "from the view, then the block" {
+		t.Fatalf("reopened: %q, %v", got, err)
+	}
+}
+
+// TestWriteBackEvictionsNoDeadlock: write-back writers to their own
+// blocks beside a reader loading others, with a cache of one document, on
+// a file and in memory (whose pool is one connection), finish: a claim on
+// a copy waits for loads, a load for a connection, and no claim holds one.
+func TestWriteBackEvictionsNoDeadlock(t *testing.T) {
+	for _, target := range []string{"file", ":memory:"} {
+		t.Run(target, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if target == "file" {
+				target = filepath.Join(t.TempDir(), "wb.db")
+			}
+			c, err := Open(ctx, target, &Options{CacheSize: 1, WriteBack: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			a := c.Agent("ada")
+			labels := []string{"w0", "w1", "w2", "w3", "r0", "r1"}
+			for _, l := range labels {
+				if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100_000}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var writers, reader sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range 4 {
+				writers.Add(1)
+				go func() {
+					defer writers.Done()
+					for i := range 150 {
+						if err := a.Block(labels[w]).Append(ctx, "line\n"); err != nil {
+							t.Errorf("writer %d, append %d: %v", w, i, err)
+							return
+						}
+					}
+				}()
+			}
+			reader.Add(1)
+			go func() {
+				defer reader.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := a.Block(labels[4+i%2]).Render(ctx); err != nil {
+						t.Errorf("read %d: %v", i, err)
+						return
+					}
+				}
+			}()
+			finished := make(chan struct{})
+			go func() {
+				writers.Wait()
+				close(stop)
+				reader.Wait()
+				close(finished)
+			}()
+			select {
+			case <-finished:
+			case <-time.After(50 * time.Second):
+				t.Fatal("writers and reader still running after 50 s: deadlocked")
+			}
+			for _, l := range labels[:4] {
+				got, err := a.Block(l).Render(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := strings.Count(got, "\n"); n != 150 {
+					t.Fatalf("block %s: %d lines, want 150", l, n)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteBackEditOfAnEvictedCopy: a write-back edit whose copy of the
+// block leaves the cache between its lookup and its lock, while a read
+// loads another copy, is made to the copy the process reads next, and
+// the limit is checked with it.
+func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent("ada")
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Block("x").Doc(ctx); err != nil {
+		t.Fatal(err)
+	}
+	displace := true
+	c.beforeWriteLock = func(e *entry) {
+		if !displace || e.label != "x" {
+			return
+		}
+		displace = false
+		if _, err := a.Block("y").Doc(ctx); err != nil { // x leaves the cache
+			t.Error(err)
+		}
+		if _, err := a.Block("x").Doc(ctx); err != nil { // another copy comes
+			t.Error(err)
+		}
+	}
+	if err := a.Block("x").Append(ctx, strings.Repeat("a", 20)); err != nil {
+		t.Fatal(err)
+	}
+	if displace {
+		t.Fatal("the write never came to its lock")
+	}
+	doc, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Render(); got != strings.Repeat("a", 20) {
+		t.Fatalf("the block's document after the append: %q", got)
+	}
+	if err := a.Block("x").Append(ctx, strings.Repeat("b", 20)); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("an append past the limit: %v, want ErrLimit", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != strings.Repeat("a", 20) {
+		t.Fatalf("reopened: %q, %v", got, err)
+	}
+}
+
+// TestWriteBackStaleView: a write through a view whose copy of the block
+// was displaced by another copy holding pending edits is refused with
+// ErrStaleView and changes nothing; the other copy's edits persist, and a
+// view read again writes.
+func TestWriteBackStaleView(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent("ada")
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Block("y").Doc(ctx); err != nil { // x leaves the cache
+		t.Fatal(err)
+	}
+	if err := a.Block("x").Append(ctx, "pending"); err != nil { // another copy, with an edit
+		t.Fatal(err)
+	}
+	if err := old.AppendText(" lost?", blocks.Agent); !errors.Is(err, ErrStaleView) {
+		t.Fatalf("write through the displaced view: %v, want ErrStaleView", err)
+	}
+	if got := old.Render(); got != "" {
+		t.Fatalf("the refused view reads %q, want its state before the write", got)
+	}
+	view, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.AppendText(", then the view", blocks.Agent); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != "pending, then the view" {
+		t.Fatalf("reopened: %q, %v", got, err)
+	}
+}
