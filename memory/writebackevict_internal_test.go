@@ -81,17 +81,7 @@ func TestWriteBackEditsSurviveEvictions(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = Open(ctx, path, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	got, err := c.Agent("ada").Block("x").Render(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := reopenedText(t, c, path, "x")
 	if n := len([]rune(got)); n > limit || strings.Count(got, "\n") != acked {
 		t.Fatalf("reopened: %d characters (limit %d), %d lines, %d acknowledged", n, limit, strings.Count(got, "\n"), acked)
 	}
@@ -102,17 +92,7 @@ func TestWriteBackEditsSurviveEvictions(t *testing.T) {
 // the process's next read of the block, and persists at the flush.
 func TestWriteBackViewAfterReload(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, 100)
 	view, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -138,15 +118,8 @@ func TestWriteBackViewAfterReload(t *testing.T) {
 	if err := a.Block("x").Append(ctx, ", then the block"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = Open(ctx, path, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != "from the view, then the block" {
-		t.Fatalf("reopened: %q, %v", got, err)
+	if got := reopenedText(t, c, path, "x"); got != "from the view, then the block" {
+		t.Fatalf("reopened: %q", got)
 	}
 }
 
@@ -234,17 +207,7 @@ func TestWriteBackEvictionsNoDeadlock(t *testing.T) {
 // the limit is checked with it.
 func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 30}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, 30)
 	if _, err := a.Block("x").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -277,15 +240,8 @@ func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 	if err := a.Block("x").Append(ctx, strings.Repeat("b", 20)); !errors.Is(err, blocks.ErrLimit) {
 		t.Fatalf("an append past the limit: %v, want ErrLimit", err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = Open(ctx, path, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != strings.Repeat("a", 20) {
-		t.Fatalf("reopened: %q, %v", got, err)
+	if got := reopenedText(t, c, path, "x"); got != strings.Repeat("a", 20) {
+		t.Fatalf("reopened: %q", got)
 	}
 }
 
@@ -295,17 +251,7 @@ func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 // view read again writes.
 func TestWriteBackStaleView(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, 100)
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -329,14 +275,47 @@ func TestWriteBackStaleView(t *testing.T) {
 	if err := view.AppendText(", then the view", blocks.Agent); err != nil {
 		t.Fatal(err)
 	}
+	if got := reopenedText(t, c, path, "x"); got != "pending, then the view" {
+		t.Fatalf("reopened: %q", got)
+	}
+}
+
+// writeBackTwoBlocks opens a write-back store on a file with a cache of
+// one document, and makes agent ada's blocks x and y of limit characters.
+func writeBackTwoBlocks(t *testing.T, limit int) (*Store, *Agent, string) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wb.db")
+	c, err := Open(ctx, path, &Options{CacheSize: 1, WriteBack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	a := c.Agent("ada")
+	for _, l := range []string{"x", "y"} {
+		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, a, path
+}
+
+// reopenedText closes c and returns ada's block label as a store opened
+// again on path reads it.
+func reopenedText(t *testing.T, c *Store, path, label string) string {
+	t.Helper()
+	ctx := context.Background()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = Open(ctx, path, nil); err != nil {
+	c, err := Open(ctx, path, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != "pending, then the view" {
-		t.Fatalf("reopened: %q, %v", got, err)
+	got, err := c.Agent("ada").Block(label).Render(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return got
 }
