@@ -499,10 +499,8 @@ func (b *Block) ownerOnly(ctx context.Context, what string) error {
 // that reads the block's current state and writes as the agent, at its
 // effective permission (the owner's own, or the share's). Writes through
 // it are checked and persisted as [Block.Apply]'s are: durable when they
-// return, or, with Options.WriteBack, on Flush or [Block.Persist] (then
-// a write through a view whose copy of the block another, with edits of
-// its own, displaced in the cache fails with [ErrStaleView]). Doc loads
-// the block's document.
+// return, or, with Options.WriteBack, on Flush or [Block.Persist]. Doc
+// loads the block's document.
 func (b *Block) Doc(ctx context.Context) (*blocks.Document, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err

@@ -394,30 +394,19 @@ func (c *Store) applyEdit(ctx context.Context, agent, owner, label string, e Edi
 			return err // the write itself failed: trying again could write it twice
 		}
 	}
-	// A write-back edit is tried again while the copy it found left the
-	// cache for another with pending edits before it could be made
-	// (claimCopy).
-	for range maxStaleCopies {
-		_, doc, err := c.view(ctx, agent, owner, label)
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// A Partner/Human edit the approver did not allow is kept as a
-		// proposal by the view's store (entry.Propose), as for any view.
-		// Edit.Apply reports every refusal as an error (found is err == nil).
-		if _, err = e.Apply(doc.WithContext(ctx), blocks.Agent); !errors.Is(err, ErrStaleView) {
-			return err
-		}
+	_, doc, err := c.view(ctx, agent, owner, label)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("memory: %s on block %q of agent %q: %w (%d tries)", e.Op, label, owner, ErrStaleView, maxStaleCopies)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// A Partner/Human edit the approver did not allow is kept as a
+	// proposal by the view's store (entry.Propose), as for any view.
+	// Edit.Apply reports every refusal as an error (found is err == nil).
+	_, err = e.Apply(doc.WithContext(ctx), blocks.Agent)
+	return err
 }
-
-// maxStaleCopies bounds applyEdit's tries of a write-back edit whose copy
-// of the block keeps being displaced (each try looks the block up again).
-const maxStaleCopies = 8
 
 // proposalDecided reports whether err is the store's decision on an edit
 // that needs approval: a *ProposalError, or why it could not apply even if

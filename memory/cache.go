@@ -76,9 +76,13 @@ type Store struct {
 	// claim on its copy (claimCopy) and a load's caching of the copy it
 	// read. Taken after loadMu and an entry's lock, before the cache's
 	// and mu.
-	copyMu  sync.Mutex
-	mu      sync.Mutex // guards dirty, evicted, closed, closing, rebasing
-	dirty   map[*entry]struct{}
+	copyMu sync.Mutex
+	mu     sync.Mutex // guards dirty, claimed, evicted, closed, closing, rebasing
+	dirty  map[*entry]struct{}
+	// claimed holds the copies a write-back edit is under way on
+	// (claimCopy): like dirty ones, a load takes them back rather than
+	// read another copy, but no read shows their state as the block's.
+	claimed map[*entry]struct{}
 	evicted []*entry
 	closed  bool
 	closing chan struct{} // closed by Close; made by closed (on first use)
@@ -234,7 +238,7 @@ func newCache(ctx context.Context, be driver.Backend, name string, o Options) (*
 	if o.WriteBack {
 		o.CacheBytes = -1 // see Options.CacheBytes
 	}
-	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, be: be, rdb: be.DB(),
+	c := &Store{opts: o, log: o.Logger, dirty: map[*entry]struct{}{}, claimed: map[*entry]struct{}{}, be: be, rdb: be.DB(),
 		wq: newWriteQueries(be.PadsRows())}
 	var err error
 	io := &searchindex.IndexOptions{
@@ -350,6 +354,23 @@ func (c *Store) checkOpen(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.openLocked(ctx)
+}
+
+// closedMeanwhile is err, matching ErrClosed too when the store was
+// closed while the operation that failed with it ran: a write or read
+// under way when Close closes the database fails on it ("sql: database
+// is closed"), and its caller should see why.
+func (c *Store) closedMeanwhile(err error) error {
+	if err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if !closed {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, err)
 }
 
 // openLocked is checkOpen for a caller holding c.mu.

@@ -51,13 +51,11 @@ var (
 	// write adds and the quota.
 	ErrQuota = errors.New("memory: storage quota exceeded")
 
-	// ErrStaleView: in write-back mode (Options.WriteBack), a write
-	// through a [Block.Doc] view whose copy of the block left the cache
-	// while another copy, loaded since, took edits not yet persisted. The
-	// write was not made; read the block again (Block.Doc) to make it.
-	// [Block.Apply] and the other edits through a Block make it again
-	// on their own.
-	ErrStaleView = errors.New("memory: this view's copy of the block left the cache and another holds pending edits; read the block again to edit it")
+	// ErrStaleView: in write-back mode (Options.WriteBack), an edit of a
+	// block whose copy had left the cache, while other copies of the
+	// block loaded since kept taking edits of their own as it flushed
+	// them (eight times). The edit was not made.
+	ErrStaleView = errors.New("memory: other copies of the block kept taking edits")
 )
 
 // ProposalError is returned when a Partner/Human write was not approved and

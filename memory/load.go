@@ -109,7 +109,7 @@ func (c *Store) entryFor(ctx context.Context, owner, label string) (*entry, erro
 	e, err := c.checkedEntry(ctx, owner, label)
 	if err != nil {
 		c.afterFailedCheck(owner, label)
-		return nil, err
+		return nil, c.closedMeanwhile(err)
 	}
 	c.remember(e)
 	return e, nil

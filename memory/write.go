@@ -183,8 +183,9 @@ func (c *Store) txRow(tx *sql.Tx) func(ctx context.Context, query string, args .
 // durable. If anything fails the
 // document rolls the edit back and the error says why. In write-back mode
 // the edit applies to the cached state and persists on Flush.
-func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
+func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply func(blocks.Permission) error) (err error) {
 	c := e.c
+	defer func() { err = c.closedMeanwhile(err) }()
 	wt, err := writeTxOf(req)
 	if err != nil {
 		return err
@@ -237,6 +238,16 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		// an append that may rotate log entries into archival: the
 		// entries and the trim commit together.)
 		return c.writeBack(ctx, e, req, apply)
+	}
+	if c.opts.WriteBack {
+		// Written through, but beside write-back edits: made to the copy
+		// they are made to, with another copy's pending ones flushed
+		// first, so that the limit is checked with them (holdCopy).
+		release, err := c.holdCopy(ctx, e)
+		if err != nil {
+			return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
+		}
+		defer release()
 	}
 	var (
 		applyErr error

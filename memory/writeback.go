@@ -49,13 +49,16 @@ func (c *Store) onEvict(_ int64, e *entry) {
 }
 
 // evictedDirty returns the entry of block id (this incarnation) that left
-// the LRU with unpersisted edits, if there is one.
+// the LRU with unpersisted edits, or with an edit under way
+// (claimCopy), if there is one.
 func (c *Store) evictedDirty(id, incarnation int64) *entry {
 	var found []*entry
 	c.mu.Lock()
-	for e := range c.dirty {
-		if e.id == id && e.incarnation == incarnation {
-			found = append(found, e)
+	for _, set := range []map[*entry]struct{}{c.claimed, c.dirty} {
+		for e := range set {
+			if e.id == id && e.incarnation == incarnation {
+				found = append(found, e)
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -85,18 +88,14 @@ func (c *Store) flushEvicted(ctx context.Context) {
 // (Options.WriteBack). It reads the accessor's current permission, but
 // limits hold only against the state this process has seen: other
 // processes' writes merge in at Flush.
-func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequest, apply func(blocks.Permission) error) (err error) {
-	// Claimed before the read transaction: the claim waits for loads
+func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequest, apply func(blocks.Permission) error) error {
+	// Held before the read transaction: holding the copy waits for loads
 	// (copyMu), and a load may wait for a connection.
-	unclaim, err := c.claimCopy(e)
+	release, err := c.holdCopy(ctx, e)
 	if err != nil {
-		return err
+		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
 	}
-	defer func() {
-		if err != nil {
-			unclaim()
-		}
-	}()
+	defer release()
 	tx, err := c.readTx(ctx)
 	if err != nil {
 		return fmt.Errorf("memory: %s on block %q: %w", req.Op, e.label, err)
@@ -119,6 +118,13 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 		e.actors = map[string]struct{}{}
 	}
 	c.mu.Lock()
+	_, was := c.dirty[e]
+	c.mu.Unlock()
+	// An edit that changed nothing (a text set to itself) leaves nothing
+	// to persist. (Asked only of a clean copy: with this edit alone
+	// pending the answer is at hand, with many it is a walk.)
+	pending := was || e.doc.Dirty()
+	c.mu.Lock()
 	if c.closed {
 		// Close's last flush may have listed the dirty blocks already:
 		// refused, not acknowledged and lost. Taken back here, under e.mu,
@@ -131,7 +137,9 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 		}
 		return ErrClosed
 	}
-	c.dirty[e] = struct{}{}
+	if pending {
+		c.dirty[e] = struct{}{}
+	}
 	c.mu.Unlock()
 	e.actors[req.Actor] = struct{}{}
 	c.localEdits.Add(1)
@@ -139,77 +147,90 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 	return nil
 }
 
-// claimCopy makes e the copy of its block that the process's reads find,
-// before a write-back edit is made to it. Caller holds e.mu.
+// holdCopy makes e the copy of its block that the process's reads and
+// other writes find, for an edit about to be made to it in write-back
+// mode, until release. Caller holds e.mu.
 //
 // An edit reaches e through a lookup and then e's lock. If e left the
 // cache in between while it had no pending edits (so onEvict did not keep
 // it), a read may have loaded another copy; an edit made to e would then
 // be read by no one here until the flush, and its limit checked without
-// the other copy's pending edits. So e is marked dirty first (an eviction
-// then keeps it, and a load takes it back rather than read another copy)
-// and, when no copy is cached, put back. A cached copy without pending
-// edits is replaced by e: the edit's transaction brings e up to the
-// block's row, and a holder of the other copy that writes to it comes
-// here in turn. A copy with pending edits of its own, cached or evicted
-// and not yet flushed, keeps or takes its place, and the edit is refused
-// with ErrStaleView, unmade: applyEdit tries it again on that copy, and a
-// view of e reports it.
-//
-// unclaim takes the dirty mark back, for an edit that was then not made
-// (a dirty block with nothing pending is dropped by its next persist in
-// any case).
-func (c *Store) claimCopy(e *entry) (unclaim func(), err error) {
+// the other copy's pending edits. So e is claimed (a load takes a claimed
+// copy back rather than read another) and, when no copy is cached, put
+// back; a cached copy with nothing pending and no edit under way is
+// replaced by e (the edit's transaction brings e up to the block's row,
+// and a holder of the other copy that writes to it comes here in turn).
+// A copy with pending edits, or with an edit under way, is flushed first
+// (waiting for that edit), so that the durable row holds its edits and
+// e's transaction reads them, and then replaced.
+func (c *Store) holdCopy(ctx context.Context, e *entry) (release func(), err error) {
+	for range maxStaleCopies {
+		release, other, err := c.claimCopy(e)
+		if err != nil || other == nil {
+			return release, err
+		}
+		if err := c.persist(ctx, other); err != nil {
+			return nil, fmt.Errorf("flush of the block's other copy: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("%w: the block's other copies kept taking edits (%d flushes)", ErrStaleView, maxStaleCopies)
+}
+
+// claimCopy is one try of holdCopy: it claims e, or returns the other
+// copy to flush first. Caller holds e.mu.
+func (c *Store) claimCopy(e *entry) (release func(), other *entry, err error) {
 	c.copyMu.Lock()
 	defer c.copyMu.Unlock()
-	// (Other copies are cached, and marked dirty, under copyMu only; an
-	// eviction of e from here on keeps it, dirty, for a load to take
-	// back.)
+	// (Other copies are cached, and claimed, under copyMu only.)
 	cur, cached := c.lru.Peek(e.id)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	_, was := c.dirty[e]
-	c.dirty[e] = struct{}{}
-	var other *entry // another copy with pending edits
 	if !cached || cur != e {
-		for x := range c.dirty {
-			if x != e && x.id == e.id && x.incarnation == e.incarnation {
-				other = x
+		for _, set := range []map[*entry]struct{}{c.claimed, c.dirty} {
+			for x := range set {
+				if x != e && x.id == e.id && x.incarnation == e.incarnation {
+					other = x
+				}
 			}
 		}
 	}
+	if other == nil {
+		c.claimed[e] = struct{}{}
+	}
 	c.mu.Unlock()
-	unclaim = func() {
-		if !was {
-			c.mu.Lock()
-			delete(c.dirty, e)
-			c.mu.Unlock()
+	if other != nil {
+		if !cached {
+			c.cacheAdd(other.id, other) // the copy with the edits comes back
 		}
+		return nil, other, nil
+	}
+	release = func() {
+		c.mu.Lock()
+		delete(c.claimed, e)
+		c.mu.Unlock()
 	}
 	switch {
 	case cached && cur == e:
-		return unclaim, nil
 	case cached && cur.incarnation != e.incarnation:
 		// e's block was deleted and its id given to another: the edit's
 		// transaction finds it so.
-		return unclaim, nil
-	case other != nil:
-		if !cached {
-			c.cacheAdd(other.id, other)
-		}
-		unclaim()
-		return nil, fmt.Errorf("%w: block %q of agent %q", ErrStaleView, e.label, e.owner)
+	default:
+		// No copy cached, or one with nothing pending: e takes its
+		// place, stale until checked (it may have missed notifications
+		// while out).
+		e.stale.Store(true)
+		c.cacheAdd(e.id, e)
+		c.remember(e)
 	}
-	// No copy cached, or one with nothing pending: e takes its place,
-	// stale until checked (it may have missed notifications while out).
-	e.stale.Store(true)
-	c.cacheAdd(e.id, e)
-	c.remember(e)
-	return unclaim, nil
+	return release, nil, nil
 }
+
+// maxStaleCopies bounds holdCopy's flushes of other copies of a block
+// that keep taking edits.
+const maxStaleCopies = 8
 
 // pendingActors names who made e's pending changes ("system" when no
 // agent did), for their update row. Caller holds e.mu.

@@ -245,13 +245,13 @@ func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 	}
 }
 
-// TestWriteBackStaleView: a write through a view whose copy of the block
-// was displaced by another copy holding pending edits is refused with
-// ErrStaleView and changes nothing; the other copy's edits persist, and a
-// view read again writes.
-func TestWriteBackStaleView(t *testing.T) {
+// TestWriteBackViewBesideAnotherCopysEdits: a write through a view whose
+// copy of the block was displaced by another copy holding pending edits
+// lands after them (the other copy is flushed first), its limit checked
+// with them, and both persist.
+func TestWriteBackViewBesideAnotherCopysEdits(t *testing.T) {
 	ctx := context.Background()
-	c, a, path := writeBackTwoBlocks(t, 100)
+	c, a, path := writeBackTwoBlocks(t, 20)
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -262,20 +262,20 @@ func TestWriteBackStaleView(t *testing.T) {
 	if err := a.Block("x").Append(ctx, "pending"); err != nil { // another copy, with an edit
 		t.Fatal(err)
 	}
-	if err := old.AppendText(" lost?", blocks.Agent); !errors.Is(err, ErrStaleView) {
-		t.Fatalf("write through the displaced view: %v, want ErrStaleView", err)
+	if err := old.AppendText(", and a line past the limit", blocks.Agent); !errors.Is(err, blocks.ErrLimit) {
+		t.Fatalf("write past the limit with the other copy's edit: %v, want ErrLimit", err)
 	}
-	if got := old.Render(); got != "" {
-		t.Fatalf("the refused view reads %q, want its state before the write", got)
+	if err := old.AppendText(", viewed", blocks.Agent); err != nil {
+		t.Fatalf("write through the displaced view: %v", err)
 	}
-	view, err := a.Block("x").Doc(ctx)
+	doc, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := view.AppendText(", then the view", blocks.Agent); err != nil {
-		t.Fatal(err)
+	if got := doc.Render(); got != "pending, viewed" {
+		t.Fatalf("the block's document after the view's write: %q", got)
 	}
-	if got := reopenedText(t, c, path, "x"); got != "pending, then the view" {
+	if got := reopenedText(t, c, path, "x"); got != "pending, viewed" {
 		t.Fatalf("reopened: %q", got)
 	}
 }
