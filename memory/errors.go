@@ -51,11 +51,12 @@ var (
 	// write adds and the quota.
 	ErrQuota = errors.New("memory: storage quota exceeded")
 
-	// ErrStaleView: in write-back mode (Options.WriteBack), an edit of a
+	// ErrBlockBusy: in write-back mode (Options.WriteBack), an edit of a
 	// block whose copy had left the cache, while other copies of the
-	// block loaded since kept taking edits of their own as it flushed
-	// them (eight times). The edit was not made.
-	ErrStaleView = errors.New("memory: other copies of the block kept taking edits")
+	// block loaded since in this process kept taking edits of their own
+	// as it flushed them (eight times). The edit was not made; it may be
+	// tried again.
+	ErrBlockBusy = errors.New("memory: block busy: other copies of it in this process kept taking edits")
 )
 
 // ProposalError is returned when a Partner/Human write was not approved and

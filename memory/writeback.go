@@ -173,7 +173,7 @@ func (c *Store) holdCopy(ctx context.Context, e *entry) (release func(), err err
 			return nil, fmt.Errorf("flush of the block's other copy: %w", err)
 		}
 	}
-	return nil, fmt.Errorf("%w: the block's other copies kept taking edits (%d flushes)", ErrStaleView, maxStaleCopies)
+	return nil, fmt.Errorf("%w (%d flushes)", ErrBlockBusy, maxStaleCopies)
 }
 
 // claimCopy is one try of holdCopy: it claims e, or returns the other

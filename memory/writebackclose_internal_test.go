@@ -100,7 +100,7 @@ func TestWriteBackCopiesBesideClose(t *testing.T) {
 							if d, err = a.Block("x").Doc(ctx); err == nil {
 								_, _ = a.Block("y").Doc(ctx)
 								err = d.AppendText(tok, blocks.Agent)
-								if errors.Is(err, ErrStaleView) {
+								if errors.Is(err, ErrBlockBusy) {
 									continue
 								}
 							}
@@ -177,7 +177,7 @@ func TestWriteBackCopiesInMemoryNoDeadlock(t *testing.T) {
 					var d *blocks.Document
 					if d, err = a.Block(l).Doc(ctx); err == nil {
 						_, _ = a.Block(labels[(w+i+1)%3]).Render(ctx)
-						if err = d.AppendText("v", blocks.Agent); errors.Is(err, ErrStaleView) {
+						if err = d.AppendText("v", blocks.Agent); errors.Is(err, ErrBlockBusy) {
 							err = nil
 						}
 					}

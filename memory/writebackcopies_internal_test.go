@@ -238,7 +238,7 @@ func TestWriteBackViewOfADeletedBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	werr := old.AppendText("STALE", blocks.Agent)
-	if werr == nil || errors.Is(werr, ErrStaleView) {
+	if werr == nil || errors.Is(werr, ErrBlockBusy) {
 		t.Errorf("write through the deleted block's view: %v, want a not-found error", werr)
 	}
 	if err := a.Block("x").Append(ctx, "+more"); err != nil {

@@ -20,7 +20,7 @@ import (
 // (CacheSize 1 and 2), Flush and Persist beside, and a second store on
 // the same file writing too. Every acknowledged append is read next by
 // its writer (Doc), and is in the block exactly once after Close and
-// reopen; no writer gets ErrStaleView from Append; it all ends in time.
+// reopen; no writer gets ErrBlockBusy from Append; it all ends in time.
 func TestWriteBackCopiesStress(t *testing.T) {
 	for _, size := range []int{1, 2} {
 		t.Run(fmt.Sprint("cache", size), func(t *testing.T) { writeBackStress(t, size) })
@@ -91,7 +91,7 @@ func writeBackStress(t *testing.T, size int) {
 					_, _ = a.Block("z").Doc(ctx)
 				}
 				err = doc.AppendText(tok, blocks.Agent)
-				if errors.Is(err, ErrStaleView) && try < 20 {
+				if errors.Is(err, ErrBlockBusy) && try < 20 {
 					staleViews.Add(1)
 					continue
 				}
@@ -251,7 +251,7 @@ func TestWriteBackCopiesLimit(t *testing.T) {
 						err = c.Flush(ctx)
 					}
 				}
-				if err != nil && !errors.Is(err, blocks.ErrLimit) && !errors.Is(err, ErrStaleView) {
+				if err != nil && !errors.Is(err, blocks.ErrLimit) && !errors.Is(err, ErrBlockBusy) {
 					t.Errorf("writer %d: %v", w, err)
 					return
 				}
