@@ -319,3 +319,61 @@ func reopenedText(t *testing.T, c *Store, path, label string) string {
 	}
 	return got
 }
+
+// TestWriteBackBusyBlock: when another copy of the block is still claimed
+// after each of holdCopy's flushes (here a claim no edit releases), a write
+// through a displaced view is refused with ErrBlockBusy after
+// maxStaleCopies flushes, applies nothing and leaves no claim; once the
+// other copy is free, the same write lands.
+func TestWriteBackBusyBlock(t *testing.T) {
+	ctx := context.Background()
+	c, a, path := writeBackTwoBlocks(t, 100)
+	old, err := a.Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Block("y").Doc(ctx); err != nil { // x leaves the cache
+		t.Fatal(err)
+	}
+	if err := a.Block("x").Append(ctx, "A"); err != nil { // another copy, cached
+		t.Fatal(err)
+	}
+	var other *entry
+	for _, e := range c.lru.Values() {
+		if e.label == "x" {
+			other = e
+		}
+	}
+	if other == nil {
+		t.Fatal("block x's other copy is not cached")
+	}
+	c.mu.Lock()
+	c.claimed[other] = struct{}{}
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- old.AppendText("B", blocks.Agent) }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("write beside a busy copy did not return")
+	}
+	if !errors.Is(err, ErrBlockBusy) {
+		t.Fatalf("write beside a copy that stays claimed: %v, want ErrBlockBusy", err)
+	}
+	c.mu.Lock()
+	delete(c.claimed, other)
+	left := len(c.claimed)
+	c.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("the refused write left %d copies claimed", left)
+	}
+	if got, err := a.Block("x").Render(ctx); err != nil || got != "A" {
+		t.Fatalf("after the refused write: %q %v, want %q", got, err, "A")
+	}
+	if err := old.AppendText("B", blocks.Agent); err != nil {
+		t.Fatalf("write once the other copy is free: %v", err)
+	}
+	if got := reopenedText(t, c, path, "x"); got != "AB" {
+		t.Fatalf("reopened: %q, want %q", got, "AB")
+	}
+}
