@@ -19,15 +19,7 @@ import (
 // limit with that append.
 func TestWriteBackApprovalThroughADisplacedCopy(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c := openForTest(t, path, &Options{CacheSize: 1, WriteBack: true})
-	a := c.Agent("ada")
-	const limit = 30
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: limit}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 30})
 	p, err := a.Block("x").Propose(ctx, Edit{Op: blocks.OpAppendText, Text: strings.Repeat("p", 20)}, "why")
 	if err != nil {
 		t.Fatal(err)
@@ -35,33 +27,9 @@ func TestWriteBackApprovalThroughADisplacedCopy(t *testing.T) {
 	if _, err := a.Block("x").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
-	displace := true
-	var appendErr error
-	c.beforeWriteLock = func(e *entry) {
-		if !displace || e.label != "x" {
-			return
-		}
-		displace = false
-		if _, err := a.Block("y").Doc(ctx); err != nil {
-			t.Error(err)
-		}
-		appendErr = a.Block("x").Append(ctx, strings.Repeat("a", 20))
-	}
-	approveErr := a.ApproveProposal(ctx, p.ID)
-	c.beforeWriteLock = nil
-	if displace || appendErr != nil || !errors.Is(approveErr, blocks.ErrLimit) {
-		t.Fatalf("displaced: %v, append: %v, approval: %v (want ErrLimit)", !displace, appendErr, approveErr)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c = openForTest(t, path, nil)
-	defer c.Close()
-	got, err := c.Agent("ada").Block("x").Render(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != strings.Repeat("a", 20) {
+	check := appendWhileDisplaced(t, c, a)
+	check("approval", a.ApproveProposal(ctx, p.ID))
+	if got := reopenedText(t, c, path, "x"); got != strings.Repeat("a", 20) {
 		t.Fatalf("reopened: %q, want the acknowledged append alone", got)
 	}
 }

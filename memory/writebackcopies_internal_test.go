@@ -46,15 +46,7 @@ func openForTest(t *testing.T, path string, o *Options) *Store {
 // flight.
 func TestWriteBackRenderDuringAViewsWrite(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c := openForTest(t, path, &Options{CacheSize: 1, WriteBack: true})
-	defer c.Close()
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, _ := writeBackTwoBlocks(t, BlockSpec{CharLimit: 100})
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +99,7 @@ func TestWriteBackRenderDuringAViewsWrite(t *testing.T) {
 // view then lands.
 func TestWriteBackNoopEditLeavesNoOtherCopyPending(t *testing.T) {
 	ctx := context.Background()
-	c := openForTest(t, filepath.Join(t.TempDir(), "wb.db"), &Options{CacheSize: 1, WriteBack: true})
-	defer c.Close()
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, _ := writeBackTwoBlocks(t, BlockSpec{CharLimit: 100})
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -139,15 +124,7 @@ func TestWriteBackNoopEditLeavesNoOtherCopyPending(t *testing.T) {
 // append: after the flush the block is within its character limit.
 func TestWriteBackMergeThroughADisplacedCopy(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c := openForTest(t, path, &Options{CacheSize: 1, WriteBack: true})
-	a := c.Agent("ada")
-	const limit = 30
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: limit}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 30})
 	doc, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -171,33 +148,9 @@ func TestWriteBackMergeThroughADisplacedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := peer.Save()
-	displace := true
-	var appendErr error
-	c.beforeWriteLock = func(e *entry) {
-		if !displace || e.label != "x" {
-			return
-		}
-		displace = false
-		if _, err := a.Block("y").Doc(ctx); err != nil {
-			t.Error(err)
-		}
-		appendErr = a.Block("x").Append(ctx, strings.Repeat("a", 20))
-	}
-	mergeErr := a.Block("x").Merge(ctx, data)
-	c.beforeWriteLock = nil
-	if displace || appendErr != nil || !errors.Is(mergeErr, blocks.ErrLimit) {
-		t.Fatalf("displaced: %v, append: %v, merge: %v (want ErrLimit)", !displace, appendErr, mergeErr)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c = openForTest(t, path, nil)
-	defer c.Close()
-	got, err := c.Agent("ada").Block("x").Render(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != strings.Repeat("a", 20) {
+	check := appendWhileDisplaced(t, c, a)
+	check("merge", a.Block("x").Merge(ctx, data))
+	if got := reopenedText(t, c, path, "x"); got != strings.Repeat("a", 20) {
 		t.Fatalf("reopened: %q, want the acknowledged append alone", got)
 	}
 }
@@ -207,14 +160,7 @@ func TestWriteBackMergeThroughADisplacedCopy(t *testing.T) {
 // block's error, and nothing lands in the new block.
 func TestWriteBackViewOfADeletedBlock(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "wb.db")
-	c := openForTest(t, path, &Options{CacheSize: 1, WriteBack: true})
-	a := c.Agent("ada")
-	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: 100, Permission: blocks.Admin}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 100, Permission: blocks.Admin})
 	if err := a.Block("x").Append(ctx, "old1"); err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +193,8 @@ func TestWriteBackViewOfADeletedBlock(t *testing.T) {
 	if got, err := a.Block("x").Render(ctx); err != nil || got != "new+more" {
 		t.Fatalf("new block in process: %q %v", got, err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c = openForTest(t, path, nil)
-	defer c.Close()
-	if got, err := c.Agent("ada").Block("x").Render(ctx); err != nil || got != "new+more" {
-		t.Fatalf("reopened: %q %v", got, err)
+	if got := reopenedText(t, c, path, "x"); got != "new+more" {
+		t.Fatalf("reopened: %q", got)
 	}
 }
 

@@ -92,7 +92,7 @@ func TestWriteBackEditsSurviveEvictions(t *testing.T) {
 // the process's next read of the block, and persists at the flush.
 func TestWriteBackViewAfterReload(t *testing.T) {
 	ctx := context.Background()
-	c, a, path := writeBackTwoBlocks(t, 100)
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 100})
 	view, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestWriteBackEvictionsNoDeadlock(t *testing.T) {
 // the limit is checked with it.
 func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 	ctx := context.Background()
-	c, a, path := writeBackTwoBlocks(t, 30)
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 30})
 	if _, err := a.Block("x").Doc(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestWriteBackEditOfAnEvictedCopy(t *testing.T) {
 // with them, and both persist.
 func TestWriteBackViewBesideAnotherCopysEdits(t *testing.T) {
 	ctx := context.Background()
-	c, a, path := writeBackTwoBlocks(t, 20)
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 20})
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -281,8 +281,8 @@ func TestWriteBackViewBesideAnotherCopysEdits(t *testing.T) {
 }
 
 // writeBackTwoBlocks opens a write-back store on a file with a cache of
-// one document, and makes agent ada's blocks x and y of limit characters.
-func writeBackTwoBlocks(t *testing.T, limit int) (*Store, *Agent, string) {
+// one document, and makes agent ada's blocks x and y as spec says.
+func writeBackTwoBlocks(t *testing.T, spec BlockSpec) (*Store, *Agent, string) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wb.db")
@@ -293,11 +293,41 @@ func writeBackTwoBlocks(t *testing.T, limit int) (*Store, *Agent, string) {
 	t.Cleanup(func() { c.Close() })
 	a := c.Agent("ada")
 	for _, l := range []string{"x", "y"} {
-		if _, err := a.CreateBlock(ctx, BlockSpec{Label: l, CharLimit: limit}); err != nil {
+		spec.Label = l
+		if _, err := a.CreateBlock(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return c, a, path
+}
+
+// appendWhileDisplaced arranges that the next write to ada's block x,
+// between its lookup and its lock, finds its copy displaced (block y is
+// read, with a cache of one) and another copy holding a pending append of
+// 20 characters. The returned func ends the arrangement and fails t
+// unless that happened and the write failed with ErrLimit.
+func appendWhileDisplaced(t *testing.T, c *Store, a *Agent) (check func(what string, err error)) {
+	t.Helper()
+	ctx := context.Background()
+	displace := true
+	var appendErr error
+	c.beforeWriteLock = func(e *entry) {
+		if !displace || e.label != "x" {
+			return
+		}
+		displace = false
+		if _, err := a.Block("y").Doc(ctx); err != nil {
+			t.Error(err)
+		}
+		appendErr = a.Block("x").Append(ctx, strings.Repeat("a", 20))
+	}
+	return func(what string, err error) {
+		t.Helper()
+		c.beforeWriteLock = nil
+		if displace || appendErr != nil || !errors.Is(err, blocks.ErrLimit) {
+			t.Fatalf("displaced: %v, append: %v, %s: %v (want ErrLimit)", !displace, appendErr, what, err)
+		}
+	}
 }
 
 // reopenedText closes c and returns ada's block label as a store opened
@@ -327,7 +357,7 @@ func reopenedText(t *testing.T, c *Store, path, label string) string {
 // other copy is free, the same write lands.
 func TestWriteBackBusyBlock(t *testing.T) {
 	ctx := context.Background()
-	c, a, path := writeBackTwoBlocks(t, 100)
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 100})
 	old, err := a.Block("x").Doc(ctx)
 	if err != nil {
 		t.Fatal(err)
