@@ -54,7 +54,7 @@ var (
 	// ErrBlockBusy: in write-back mode (Options.WriteBack), an edit of a
 	// block whose copy had left the cache, while other copies of the
 	// block loaded since in this process kept taking edits of their own
-	// as it flushed them (eight times). The edit was not made; it may be
+	// as it flushed them (64 times). The edit was not made; it may be
 	// tried again.
 	ErrBlockBusy = errors.New("memory: block busy: other copies of it in this process kept taking edits")
 )

@@ -16,7 +16,8 @@ import (
 // and waits for the new epochs being started behind earlier writes when
 // it is called (see Options.HistoryLimit; not for those later writes
 // start), so that what it returns to is the store's settled state as of
-// the call.
+// the call. Edits pending for a block deleted since have nowhere to go:
+// they are dropped, with a warning in the log.
 func (c *Store) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	pending := make([]*entry, 0, len(c.dirty))
@@ -27,7 +28,8 @@ func (c *Store) Flush(ctx context.Context) error {
 	sort.Slice(pending, func(i, j int) bool { return pending[i].id < pending[j].id })
 	var errs []error
 	for _, e := range pending {
-		if err := c.persist(ctx, e); err != nil {
+		// (A block deleted since has nothing left to flush.)
+		if err := c.persist(ctx, e); err != nil && !errors.Is(err, ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -77,7 +79,7 @@ func (c *Store) flushEvicted(ctx context.Context) {
 	c.evicted = nil
 	c.mu.Unlock()
 	for _, e := range ev {
-		if err := c.persist(ctx, e); err != nil {
+		if err := c.persist(ctx, e); err != nil && !errors.Is(err, ErrNotFound) {
 			// Still in c.dirty: Flush or Close retries it. Nothing is lost.
 			c.log.Error("flush of evicted block failed", "block", e.label, "owner", e.owner, "err", err)
 		}
@@ -162,18 +164,31 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 // and a holder of the other copy that writes to it comes here in turn).
 // A copy with pending edits, or with an edit under way, is flushed first
 // (waiting for that edit), so that the durable row holds its edits and
-// e's transaction reads them, and then replaced.
+// e's transaction reads them, and then replaced. e is claimed before the
+// flushed copy's lock is let go: the writers queued on that lock would
+// otherwise claim it again first, one after another, and e would find it
+// busy at every try.
 func (c *Store) holdCopy(ctx context.Context, e *entry) (release func(), err error) {
-	for range maxStaleCopies {
-		release, other, err := c.claimCopy(e)
-		if err != nil || other == nil {
-			return release, err
+	release, other, err := c.claimCopy(e)
+	for try := 0; other != nil && err == nil; try++ {
+		if try == maxStaleCopies {
+			return nil, fmt.Errorf("%w (%d flushes)", ErrBlockBusy, maxStaleCopies)
 		}
-		if err := c.persist(ctx, other); err != nil {
-			return nil, fmt.Errorf("flush of the block's other copy: %w", err)
-		}
+		release, other, err = c.claimAfterFlushing(ctx, e, other)
 	}
-	return nil, fmt.Errorf("%w (%d flushes)", ErrBlockBusy, maxStaleCopies)
+	return release, err
+}
+
+// claimAfterFlushing persists other, a copy of e's block, and tries to
+// claim e while other's lock is still held. Caller holds e.mu (the order
+// e.mu, then other.mu, is holdCopy's).
+func (c *Store) claimAfterFlushing(ctx context.Context, e, other *entry) (release func(), next *entry, err error) {
+	other.lock()
+	defer other.unlock()
+	if err := c.persistLocked(ctx, other); err != nil {
+		return nil, nil, fmt.Errorf("flush of the block's other copy: %w", err)
+	}
+	return c.claimCopy(e)
 }
 
 // claimCopy is one try of holdCopy: it claims e, or returns the other
@@ -229,8 +244,10 @@ func (c *Store) claimCopy(e *entry) (release func(), other *entry, err error) {
 }
 
 // maxStaleCopies bounds holdCopy's flushes of other copies of a block
-// that keep taking edits.
-const maxStaleCopies = 8
+// that keep taking edits. Each is a write transaction at most; with 24
+// writers on a block evicted all the time, a bound of 8 was reached
+// about once in 100,000 edits.
+const maxStaleCopies = 64
 
 // pendingActors names who made e's pending changes ("system" when no
 // agent did), for their update row. Caller holds e.mu.
@@ -250,10 +267,17 @@ func (e *entry) pendingActors() string {
 // such as the containers a reconfiguration adds) as one update row, after
 // applying whatever other writers added since, in one IMMEDIATE
 // transaction. On failure the changes stay pending (and the block dirty),
-// so Flush or Close retries them; nothing is dropped.
+// so Flush or Close retries them; nothing is dropped, except the edits
+// of a block deleted since (by this store or another), which have
+// nowhere to go (the error then wraps ErrNotFound).
 func (c *Store) persist(ctx context.Context, e *entry) error {
 	e.lock()
 	defer e.unlock()
+	return c.persistLocked(ctx, e)
+}
+
+// persistLocked is persist for a caller holding e's lock.
+func (c *Store) persistLocked(ctx context.Context, e *entry) error {
 	if _, _, _, broken := e.freshness(); broken != nil {
 		return broken
 	}
@@ -272,11 +296,23 @@ func (c *Store) persist(ctx context.Context, e *entry) error {
 		_, p, err = c.writePendingFrom(ctx, tx, e, pre)
 		return err
 	})
+	if errors.Is(err, ErrNotFound) {
+		// The block's row is gone, or holds a block made since: the
+		// delete came after these edits and outlives them.
+		c.mu.Lock()
+		_, was := c.dirty[e]
+		delete(c.dirty, e)
+		c.mu.Unlock()
+		if was {
+			c.log.Warn("pending edits of a deleted block dropped", "block", e.label, "owner", e.owner)
+		}
+		return err
+	}
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrCorrupt) {
 			return err
 		}
-		return fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, err)
+		return fmt.Errorf("%w: block %q of agent %q: %w", ErrPersist, e.label, e.owner, c.closedMeanwhile(err))
 	}
 	if p.heads == nil {
 		c.mu.Lock()
