@@ -713,14 +713,27 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 	if err != nil {
 		return false, err
 	}
+	if c.beforeWriteLock != nil {
+		c.beforeWriteLock(ent)
+	}
 	// Held from the checks to the UPDATE: this process's writes wait.
 	ent.lock()
 	held := true
+	release := func() {}
 	defer func() {
 		if held {
+			release()
 			ent.unlock()
 		}
 	}()
+	if c.opts.WriteBack {
+		// Checked against the copy with every pending edit of the block
+		// (another copy's are flushed first; see holdCopy).
+		if release, err = c.holdCopy(ctx, ent); err != nil {
+			release = func() {}
+			return false, fmt.Errorf("memory: reconfigure block %q of %q: %w", label, agent, err)
+		}
+	}
 	if locked {
 		updated := false // the UPDATE ran: a failed commit leaves doc ahead of the row
 		err = c.write(ctx, blockLock(ent.id), func(ctx context.Context, tx *sql.Tx) error {
@@ -761,6 +774,7 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 	}
 	ent.set(func(e *entry) { e.metaVer++ })
 	c.changes.fire()
+	release()
 	ent.unlock()
 	held = false
 	// SetInfo may have created containers for new fields.

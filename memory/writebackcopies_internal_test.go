@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/automerge/automerge-go"
 	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/schema"
 )
 
 // gatedReads holds the next ReadTx, once armed, until released.
@@ -242,5 +244,52 @@ func TestWriteBackRenderDuringAnEdit(t *testing.T) {
 	after, _ := a.Block("x").Render(ctx)
 	if got != "P" {
 		t.Fatalf("Render during the append: %q, want %q (committed, read by Render before); after: %q", got, "P", after)
+	}
+}
+
+// TestWriteBackSchemaChangeThroughADisplacedCopy: a schema change whose
+// copy of the block was displaced between lookup and lock, while another
+// copy holds a pending edit the new schema refuses, is checked against
+// that edit: refused, and the block keeps its schema and the edit.
+func TestWriteBackSchemaChangeThroughADisplacedCopy(t *testing.T) {
+	ctx := context.Background()
+	fields := func(typ schema.FieldType) schema.Map {
+		return schema.Map{Fields: []schema.FieldDef{{Name: "x", Type: typ}}}
+	}
+	c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 1000, Permission: blocks.Admin, Schema: fields(schema.FieldString)})
+	if _, err := a.Block("x").Doc(ctx); err != nil {
+		t.Fatal(err)
+	}
+	displace := true
+	var setErr error
+	c.beforeWriteLock = func(e *entry) {
+		if !displace || e.label != "x" {
+			return
+		}
+		displace = false
+		if _, err := a.Block("y").Doc(ctx); err != nil {
+			t.Error(err)
+		}
+		setErr = a.Block("x").Apply(ctx, Edit{Op: blocks.OpSetField, Field: "x", Value: "abc"})
+	}
+	err := a.Block("x").SetSchema(ctx, fields(schema.FieldInteger))
+	c.beforeWriteLock = nil
+	if displace || setErr != nil || !errors.Is(err, schema.ErrInvalid) {
+		t.Fatalf("displaced: %v, set_field: %v, schema change: %v (want schema.ErrInvalid)", !displace, setErr, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openForTest(t, path, nil)
+	defer c.Close()
+	doc, err := c.Agent("ada").Block("x").Doc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Schema(); !reflect.DeepEqual(got, fields(schema.FieldString)) {
+		t.Fatalf("reopened schema: %#v", got)
+	}
+	if v, _ := doc.Value(); !reflect.DeepEqual(v, map[string]any{"x": "abc"}) {
+		t.Fatalf("reopened value: %#v", v)
 	}
 }

@@ -145,12 +145,13 @@ func walFrames(t *testing.T, shm *os.File) uint32 {
 // so the test counts how often it started over: the backstop alone
 // restarts it at most once per writerAutoCheckpoint frames written. A
 // machine busy with other test binaries can starve the checkpointer for a
-// whole run (half a second), so a run is tried three times: one that
+// whole run (half a second), and a race-detector build of another
+// package beside it for three, so a run is tried six times: one that
 // restarts the WAL more often than the backstop shows it works; a broken
-// checkpointer fails all three.
+// checkpointer fails all six.
 func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
 	var failed []string
-	for range 3 {
+	for range 6 {
 		why := walStartsOver(t)
 		if why == "" {
 			return
