@@ -153,8 +153,12 @@ type entry struct {
 	incarnation int64
 	broken      error               // set when the block cannot be served (corrupt rows); the entry is dropped
 	actors      map[string]struct{} // who made the pending changes (write-back)
-	merged      blockseam.Merged    // external changes merged by the running Write, persisted (and attributed) with it
-	rotated     []blocks.LogEntry   // log entries the running Write's append rotated out (see RotateLog)
+	// heldEvents fire at this entry's unlock, after its own: those of
+	// another copy of the block flushed under its lock (holdCopy), whose
+	// subscribers may call the store, and so take this lock. Guarded by mu.
+	heldEvents []func()
+	merged     blockseam.Merged  // external changes merged by the running Write, persisted (and attributed) with it
+	rotated    []blocks.LogEntry // log entries the running Write's append rotated out (see RotateLog)
 	// Applying edits ahead of the lock (see applyAhead) backs off on a
 	// contended block: undoing an edit that met another writer costs a
 	// fork of the document. Guarded by mu.
@@ -404,7 +408,19 @@ func (e *entry) unlock() { e.unlockThen(nil) }
 // unlockThen is unlock calling then (if not nil) after the lock is
 // released and before the events it held back fire.
 func (e *entry) unlockThen(then func()) {
+	fire := e.unlockHeld()
+	if then != nil {
+		then()
+	}
+	fire()
+}
+
+// unlockHeld releases the lock and returns what fires the events it held
+// back (heldEvents among them), for the caller to run when it may.
+func (e *entry) unlockHeld() (fire func()) {
 	fireEvent := e.replica.Release()
+	held := e.heldEvents
+	e.heldEvents = nil
 	var grew int64
 	if e.doc != nil {
 		w := DocumentBytes(blockseam.KnownSize(e.doc))
@@ -417,10 +433,12 @@ func (e *entry) unlockThen(then func()) {
 	if h := e.c.afterUnlock; h != nil {
 		h(e)
 	}
-	if then != nil {
-		then()
-	}
-	if fireEvent != nil {
-		fireEvent()
+	return func() {
+		if fireEvent != nil {
+			fireEvent()
+		}
+		for _, f := range held {
+			f()
+		}
 	}
 }

@@ -181,10 +181,12 @@ func (c *Store) holdCopy(ctx context.Context, e *entry) (release func(), err err
 
 // claimAfterFlushing persists other, a copy of e's block, and tries to
 // claim e while other's lock is still held. Caller holds e.mu (the order
-// e.mu, then other.mu, is holdCopy's).
+// e.mu, then other.mu, is holdCopy's). The events other's lock held back
+// fire at e's unlock: a subscriber that reads the block would find e,
+// cached again and stale, and wait for e's lock on its own goroutine.
 func (c *Store) claimAfterFlushing(ctx context.Context, e, other *entry) (release func(), next *entry, err error) {
 	other.lock()
-	defer other.unlock()
+	defer func() { e.heldEvents = append(e.heldEvents, other.unlockHeld()) }()
 	if err := c.persistLocked(ctx, other); err != nil {
 		return nil, nil, fmt.Errorf("flush of the block's other copy: %w", err)
 	}

@@ -293,3 +293,81 @@ func TestWriteBackSchemaChangeThroughADisplacedCopy(t *testing.T) {
 		t.Fatalf("reopened value: %#v", v)
 	}
 }
+
+// TestWriteBackSubscriberOfAFlushedCopy: a write through a displaced view
+// flushes the block's other copy, which catches up another store's write
+// (a Remote event held back under its lock). The other copy's subscriber
+// calls the store when the event fires, as Subscribe allows; it does not
+// wait for the lock of the view's copy, held by its own goroutine.
+func TestWriteBackSubscriberOfAFlushedCopy(t *testing.T) {
+	for _, mode := range []string{"read", "append"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			c, a, path := writeBackTwoBlocks(t, BlockSpec{CharLimit: 1000})
+			v1, err := a.Block("x").Doc(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Block("y").Doc(ctx); err != nil { // v1's copy leaves the cache, clean
+				t.Fatal(err)
+			}
+			v2, err := a.Block("x").Doc(ctx) // another copy
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Block("x").Append(ctx, "A"); err != nil { // pending on it
+				t.Fatal(err)
+			}
+			c2 := openForTest(t, path, nil)
+			defer c2.Close()
+			if err := c2.Agent("ada").Block("x").Append(ctx, "R"); err != nil { // caught up in its flush
+				t.Fatal(err)
+			}
+			var fired atomic.Bool
+			var cbErr atomic.Value
+			v2.Subscribe(func(ev blocks.Event) {
+				if !ev.Remote || !fired.CompareAndSwap(false, true) {
+					return
+				}
+				var err error
+				if mode == "read" {
+					_, err = a.Block("x").Doc(ctx)
+				} else {
+					err = a.Block("x").Append(ctx, "S")
+				}
+				if err != nil {
+					cbErr.Store(err.Error())
+				}
+			})
+			done := make(chan error, 1)
+			go func() { done <- v1.AppendText("B", blocks.Agent) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("write through the displaced view: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the write through the displaced view did not return in 20 s (remote event fired: %v)", fired.Load())
+			}
+			if e := cbErr.Load(); e != nil {
+				t.Fatalf("subscriber: %v", e)
+			}
+			if !fired.Load() {
+				t.Fatal("no remote event fired on the flushed copy")
+			}
+			want := "ABR" // (in an order the merge picks)
+			if mode == "append" {
+				want += "S"
+			}
+			got := reopenedText(t, c, path, "x")
+			for _, w := range want {
+				if strings.Count(got, string(w)) != 1 {
+					t.Fatalf("reopened: %q, want each of %q once", got, want)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("reopened: %q, want each of %q once", got, want)
+			}
+		})
+	}
+}
