@@ -730,7 +730,6 @@ func (c *Store) reconfigureOnce(ctx context.Context, actor blocks.Actor, agent, 
 		// Checked against the copy with every pending edit of the block
 		// (another copy's are flushed first; see holdCopy).
 		if release, err = c.holdCopy(ctx, ent); err != nil {
-			release = func() {}
 			return false, fmt.Errorf("memory: reconfigure block %q of %q: %w", label, agent, err)
 		}
 	}

@@ -54,15 +54,8 @@ func (c *Store) onEvict(_ int64, e *entry) {
 // the LRU with unpersisted edits, or with an edit under way
 // (claimCopy), if there is one.
 func (c *Store) evictedDirty(id, incarnation int64) *entry {
-	var found []*entry
 	c.mu.Lock()
-	for _, set := range []map[*entry]struct{}{c.claimed, c.dirty} {
-		for e := range set {
-			if e.id == id && e.incarnation == incarnation {
-				found = append(found, e)
-			}
-		}
-	}
+	found := c.copiesLocked(id, incarnation, nil)
 	c.mu.Unlock()
 	// (The LRU is asked without c.mu: its evictions take c.mu in onEvict.)
 	for _, e := range found {
@@ -71,6 +64,21 @@ func (c *Store) evictedDirty(id, incarnation int64) *entry {
 		}
 	}
 	return nil
+}
+
+// copiesLocked returns the copies of block id (this incarnation) other
+// than except that have an edit under way (claimed) or edits pending
+// (dirty). Caller holds c.mu.
+func (c *Store) copiesLocked(id, incarnation int64, except *entry) []*entry {
+	var found []*entry
+	for _, set := range []map[*entry]struct{}{c.claimed, c.dirty} {
+		for e := range set {
+			if e != except && e.id == id && e.incarnation == incarnation {
+				found = append(found, e)
+			}
+		}
+	}
+	return found
 }
 
 func (c *Store) flushEvicted(ctx context.Context) {
@@ -167,16 +175,21 @@ func (c *Store) writeBack(ctx context.Context, e *entry, req blockseam.WriteRequ
 // e's transaction reads them, and then replaced. e is claimed before the
 // flushed copy's lock is let go: the writers queued on that lock would
 // otherwise claim it again first, one after another, and e would find it
-// busy at every try.
+// busy at every try. On error nothing is claimed and release does
+// nothing.
 func (c *Store) holdCopy(ctx context.Context, e *entry) (release func(), err error) {
 	release, other, err := c.claimCopy(e)
 	for try := 0; other != nil && err == nil; try++ {
 		if try == maxStaleCopies {
-			return nil, fmt.Errorf("%w (%d flushes)", ErrBlockBusy, maxStaleCopies)
+			err = fmt.Errorf("%w (%d flushes)", ErrBlockBusy, maxStaleCopies)
+			break
 		}
 		release, other, err = c.claimAfterFlushing(ctx, e, other)
 	}
-	return release, err
+	if err != nil {
+		return func() {}, err // nothing claimed: nothing to let go
+	}
+	return release, nil
 }
 
 // claimAfterFlushing persists other, a copy of e's block, and tries to
@@ -206,12 +219,8 @@ func (c *Store) claimCopy(e *entry) (release func(), other *entry, err error) {
 		return nil, nil, ErrClosed
 	}
 	if !cached || cur != e {
-		for _, set := range []map[*entry]struct{}{c.claimed, c.dirty} {
-			for x := range set {
-				if x != e && x.id == e.id && x.incarnation == e.incarnation {
-					other = x
-				}
-			}
+		if others := c.copiesLocked(e.id, e.incarnation, e); len(others) > 0 {
+			other = others[0]
 		}
 	}
 	if other == nil {
