@@ -136,8 +136,12 @@ type textPart struct {
 	post  map[string]int32
 	names []string // term id -> term (post inverted; "" for a free id)
 	lists [][]posting
-	df    []int32
-	free  []int32
+	// packed holds a decoded part's names and lists until its first
+	// change (names and lists are nil meanwhile; name, list and
+	// termCount read either).
+	packed *packedTerms
+	df     []int32
+	free   []int32
 	// terms holds each slot's term ids (textDoc.terms indexes it), so a
 	// removed row's terms leave df without a walk over the lists.
 	terms  []int32
@@ -1036,6 +1040,7 @@ func newTextPart(t search.ContentType, bodies bool) *textPart {
 
 // add indexes one row (its previous version must have been removed).
 func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
+	p.indexTerms()
 	slot, d := p.place(d, len(rt.freqs))
 	var ids []uint32 // position in rt.freqs -> term id
 	if rt.toks != nil && p.bodies != nil {
@@ -1075,6 +1080,7 @@ func (p *textPart) add(d textDoc, body textBody, rt rowTerms) {
 // space, so the column's terms are its pieces' terms in turn, and each
 // piece is analyzed once however many rows hold it (sc.seen).
 func (p *textPart) addRow(d textDoc, body textBody, cols []sql.NullString, pieces [][]string, sc *textScratch) {
+	p.indexTerms()
 	sc.order, sc.freqs = sc.order[:0], sc.freqs[:0]
 	length := 0
 	for i, col := range cols {
@@ -1232,17 +1238,94 @@ func (p *textPart) termID(term string) (int32, bool) {
 		id, ok := p.post[term]
 		return id, ok
 	}
+	if k := p.packed; k != nil {
+		// (The names ascend: decodePart checks it.)
+		i, j := 0, len(k.nameEnd)
+		for i < j {
+			h := int(uint(i+j) >> 1)
+			if k.name(int32(h)) < term {
+				i = h + 1
+			} else {
+				j = h
+			}
+		}
+		return int32(i), i < len(k.nameEnd) && k.name(int32(i)) == term
+	}
 	id, ok := slices.BinarySearch(p.names, term)
 	return int32(id), ok
 }
 
-// indexTerms builds post, the map of term ids. A decoded part has none
-// until its first change (its names ascend, one per id, and termID finds
-// a term by binary search): most of a stored part's decoding was
-// building it, and a first search needs a few terms.
+// termCount is how many term ids p has handed out (free ones included).
+func (p *textPart) termCount() int {
+	if k := p.packed; k != nil {
+		return len(k.nameEnd)
+	}
+	return len(p.names)
+}
+
+// name is term id's term ("" for a free id).
+func (p *textPart) name(id int32) string {
+	if k := p.packed; k != nil {
+		return k.name(id)
+	}
+	return p.names[id]
+}
+
+// list is term id's postings, in slot order. A packed part's is a
+// window of its slab with no room past it, so that an append copies it
+// out (only an unpacked part is changed, though).
+func (p *textPart) list(id int32) []posting {
+	if k := p.packed; k != nil {
+		lo := int32(0)
+		if id > 0 {
+			lo = k.listEnd[id-1]
+		}
+		hi := k.listEnd[id]
+		return k.slab[lo:hi:hi]
+	}
+	return p.lists[id]
+}
+
+// packedTerms is a decoded part's vocabulary as decodePart leaves it:
+// each term's name a window of one string and each term's postings a
+// window of one slab, each found by its end. It holds no pointer per
+// term: decoding a part stores none (a first search loads a part while
+// the collector marks much of the time, and each pointer stored then
+// goes through its write barrier), and the collector has none to scan
+// while the part stays unchanged. The part's first change unpacks it
+// (indexTerms).
+type packedTerms struct {
+	names   string
+	nameEnd []uint32 // term id -> the end of its name in names
+	slab    []posting
+	listEnd []int32 // term id -> the end of its postings in slab
+}
+
+func (k *packedTerms) name(id int32) string {
+	lo := uint32(0)
+	if id > 0 {
+		lo = k.nameEnd[id-1]
+	}
+	return k.names[lo:k.nameEnd[id]]
+}
+
+// indexTerms readies p for a change: a decoded part's terms are unpacked
+// into names and lists, and post, the map of term ids, is built. A
+// decoded part has neither until its first change (its names ascend, one
+// per id, and termID finds a term by binary search): building them was
+// most of a stored part's decoding, and a first search needs a few
+// terms.
 func (p *textPart) indexTerms() {
 	if p.post != nil {
 		return
+	}
+	if k := p.packed; k != nil {
+		n := len(k.nameEnd)
+		p.names, p.lists = make([]string, n), make([][]posting, n)
+		for id := range n {
+			p.names[id], p.lists[id] = p.name(int32(id)), p.list(int32(id))
+		}
+		p.packed = nil
 	}
 	p.post = make(map[string]int32, len(p.names))
 	for id, name := range p.names {
@@ -1293,6 +1376,7 @@ func (p *textPart) maybeCompact() {
 // an owner), drops the dead ones, the terms no live row holds and the
 // owners without rows, and recomputes the estimate.
 func (p *textPart) regroup() {
+	p.indexTerms()
 	order := make([]int32, 0, p.live)
 	for i := range p.docs {
 		if !p.docs[i].dead {
@@ -1474,7 +1558,7 @@ func (c *textCache) search(t search.ContentType, terms []string, f textFilter, l
 		// scores agree with FTS5's up to the last bit of log(), which is the
 		// C library's there (musl's under modernc, glibc's under cgo).
 		idf := bm25IDF(nRow, nHit)
-		ps := p.lists[id]
+		ps := p.list(id)
 		if f.all {
 			touched = p.addBM25(ps, idf, avgdl, scores, touched)
 			continue

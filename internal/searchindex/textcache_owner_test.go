@@ -23,12 +23,12 @@ func refSearch(p *textPart, terms []string, keep func(*textDoc) bool, limit int)
 	nRow := int64(p.live)
 	avgdl := float64(p.tokens) / float64(nRow)
 	for _, term := range terms {
-		id, ok := p.post[term]
+		id, ok := p.termID(term)
 		if !ok {
 			continue
 		}
 		var nHit int64
-		for _, x := range p.lists[id] {
+		for _, x := range p.list(id) {
 			if !p.docs[x.slot].dead {
 				nHit++
 			}
@@ -40,7 +40,7 @@ func refSearch(p *textPart, terms []string, keep func(*textDoc) bool, limit int)
 		if idf <= 0.0 {
 			idf = 1e-6
 		}
-		for _, x := range p.lists[id] {
+		for _, x := range p.list(id) {
 			d := &p.docs[x.slot]
 			if d.dead {
 				continue

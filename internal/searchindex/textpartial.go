@@ -249,8 +249,8 @@ func (c *textCache) estimate(ctx context.Context, tx *sql.Tx) (int64, error) {
 			continue
 		}
 		var terms int64 // the sample's bytes of its vocabulary
-		for _, term := range p.names {
-			if term != "" {
+		for id := range p.termCount() {
+			if term := p.name(int32(id)); term != "" {
 				terms += textCostTerm + textCostName + int64(len(term))
 			}
 		}
@@ -577,7 +577,7 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 		// Each term the row held (once each) that s counts: every one
 		// when complete (s.df holds the store's whole vocabulary).
 		for _, id := range p.terms[doc.termsAt : doc.termsAt+doc.nTerms] {
-			term := p.names[id]
+			term := p.name(id)
 			if _, ok := s.df[term]; ok || s.complete {
 				m.df[term]--
 			}
@@ -1959,7 +1959,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 				continue
 			}
 			// As textCache.search (fts5Bm25Function's expressions).
-			touched = p.addBM25(p.lists[id], bm25IDF(nRow, nHit), avgdl, scores, touched)
+			touched = p.addBM25(p.list(id), bm25IDF(nRow, nHit), avgdl, scores, touched)
 		}
 		for _, slot := range touched {
 			d := &p.docs[slot]

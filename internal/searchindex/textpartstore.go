@@ -91,13 +91,13 @@ func boolByte(b bool) byte {
 // ascend, as they do in a part built from the rows).
 func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	var order []int32 // the live terms' ids, by name
-	for id, name := range p.names {
-		if name != "" && p.df[id] > 0 {
-			order = append(order, int32(id))
+	for id := range int32(p.termCount()) {
+		if p.name(id) != "" && p.df[id] > 0 {
+			order = append(order, id)
 		}
 	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.names[a], p.names[b]) })
-	remap := make([]int32, len(p.names))
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.name(a), p.name(b)) })
+	remap := make([]int32, p.termCount())
 	for id := range remap {
 		remap[id] = -1
 	}
@@ -121,7 +121,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	var pb []byte // the postings, term by term
 	for r, id := range order {
 		prev := int32(-1)
-		for _, ps := range p.lists[id] {
+		for _, ps := range p.list(id) {
 			if p.docs[ps.slot].dead {
 				continue
 			}
@@ -136,7 +136,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	}
 	var strs, rb, tb []byte
 	for _, id := range order {
-		strs = append(strs, p.names[id]...)
+		strs = append(strs, p.name(id)...)
 	}
 	toksLen := 0 // the packed term ids' bytes, all bodies': one slab decoded
 	for slot := range p.docs {
@@ -196,7 +196,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	b = binary.AppendUvarint(b, uint64(len(strs)))
 	b = append(b, strs...)
 	for r, id := range order {
-		b = binary.AppendUvarint(b, uint64(len(p.names[id])))
+		b = binary.AppendUvarint(b, uint64(len(p.name(id))))
 		b = binary.AppendUvarint(b, uint64(counts[r]))
 	}
 	b = append(b, rb...)
@@ -363,18 +363,20 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		return nil, pos, r.err
 	}
 	r.strs, r.b = string(r.b[:nstr]), r.b[nstr:] // the strings' one allocation
-	// Every slice and map at its size: each term's postings a window of
-	// one slab (capped, so that a later append copies it out).
+	// Every slice and map at its size; the terms packed (names and
+	// postings as windows of one string and one slab: packedTerms) until
+	// the first change.
+	k := &packedTerms{names: r.strs, nameEnd: make([]uint32, nterms), listEnd: make([]int32, nterms)}
 	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
 		slots:  make(map[int64]int32, ndocs), // post: built at the first change (indexTerms)
 		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs), terms: make([]int32, 0, entries),
-		names: make([]string, nterms), lists: make([][]posting, nterms), df: make([]int32, nterms)}
+		packed: k, df: make([]int32, nterms)}
 	if bodies {
 		p.bodies = make([]textBody, 0, ndocs)
 	}
 	// The terms: each name and its count of postings (df, as every row
 	// decoded is live).
-	total := 0
+	total, prev := 0, ""
 	for id := range nterms {
 		n, count := r.uvarint(), r.uvarint()
 		total += int(min(count, uint64(entries)+1))
@@ -384,12 +386,12 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		}
 		name := r.strs[:n]
 		r.strs = r.strs[n:]
-		if name == "" || id > 0 && name <= p.names[id-1] {
+		if name == "" || id > 0 && name <= prev {
 			r.fail() // the names ascend, each once
 			break
 		}
 		p.bytes += textCostTerm + textCostName + int64(len(name))
-		p.names[id], p.df[id] = name, int32(count)
+		k.nameEnd[id], p.df[id], prev = uint32(len(k.names)-len(r.strs)), int32(count), name
 	}
 	if r.err == nil && total != entries {
 		r.fail()
@@ -397,7 +399,8 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	if r.err != nil {
 		return nil, pos, r.err
 	}
-	slab := make([]posting, entries)
+	k.names = k.names[:len(k.names)-len(r.strs)] // (the bodies' strings follow)
+	k.slab = make([]posting, entries)
 	// The bodies' term ids, packed as stored, in one slab of the size the
 	// header gives: filled by appends within its capacity, so that each
 	// body's window of it stays put (an empty one is empty, not nil).
@@ -448,7 +451,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	off := 0
 	for id, c32 := range p.df {
 		c := int(c32)
-		list := slab[off : off+c : off+c]
+		list := k.slab[off : off+c : off+c]
 		off += c
 		slot := int32(-1)
 		for j := range list {
@@ -470,7 +473,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		if r.err != nil {
 			break
 		}
-		p.lists[id] = list
+		k.listEnd[id] = int32(off)
 	}
 	if r.err != nil {
 		return nil, pos, r.err

@@ -18,22 +18,24 @@ import (
 // agree with the rows; with toks, each body's packed ids are among its
 // row's terms.
 func partInvariants(p *textPart, toks bool) error {
-	for id := 1; id < len(p.names); id++ {
-		if p.names[id-1] >= p.names[id] {
-			return fmt.Errorf("names %q, %q do not ascend", p.names[id-1], p.names[id])
+	n := int32(p.termCount())
+	for id := int32(1); id < n; id++ {
+		if p.name(id-1) >= p.name(id) {
+			return fmt.Errorf("names %q, %q do not ascend", p.name(id-1), p.name(id))
 		}
 	}
 	named := make([][]int32, len(p.docs)) // each slot's terms, by the postings
-	for id, list := range p.lists {
+	for id := range n {
+		list := p.list(id)
 		if int(p.df[id]) != len(list) {
-			return fmt.Errorf("term %q: df %d, %d postings", p.names[id], p.df[id], len(list))
+			return fmt.Errorf("term %q: df %d, %d postings", p.name(id), p.df[id], len(list))
 		}
 		for i, ps := range list {
 			if i > 0 && list[i-1].slot >= ps.slot {
-				return fmt.Errorf("term %q: postings do not ascend by slot", p.names[id])
+				return fmt.Errorf("term %q: postings do not ascend by slot", p.name(id))
 			}
 			if ps.slot < 0 || int(ps.slot) >= len(p.docs) || p.docs[ps.slot].dead {
-				return fmt.Errorf("term %q: a posting of slot %d, not a live row", p.names[id], ps.slot)
+				return fmt.Errorf("term %q: a posting of slot %d, not a live row", p.name(id), ps.slot)
 			}
 			named[ps.slot] = append(named[ps.slot], int32(id))
 		}

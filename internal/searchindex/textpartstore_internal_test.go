@@ -35,12 +35,12 @@ type canonRow struct {
 func canonPart(p *textPart) map[int64]canonRow {
 	out := map[int64]canonRow{}
 	posted := make([]map[string]float32, len(p.docs)) // each slot's postings, by term
-	for id, list := range p.lists {
-		for _, ps := range list {
+	for id := range int32(p.termCount()) {
+		for _, ps := range p.list(id) {
 			if posted[ps.slot] == nil {
 				posted[ps.slot] = map[string]float32{}
 			}
-			posted[ps.slot][p.names[id]] = ps.freq
+			posted[ps.slot][p.name(id)] = ps.freq
 		}
 	}
 	for slot, d := range p.docs {
@@ -50,18 +50,18 @@ func canonPart(p *textPart) map[int64]canonRow {
 		r := canonRow{created: d.created, length: d.length, superseded: d.superseded, owner: d.owner,
 			terms: map[string]float32{}, df: map[string]int32{}}
 		for _, id := range p.terms[d.termsAt : d.termsAt+d.nTerms] {
-			if f, ok := posted[slot][p.names[id]]; ok {
-				r.terms[p.names[id]] = f
+			if f, ok := posted[slot][p.name(id)]; ok {
+				r.terms[p.name(id)] = f
 				r.liveInPostings = true
 			}
-			r.df[p.names[id]] = p.df[id]
+			r.df[p.name(id)] = p.df[id]
 		}
 		if p.bodies != nil {
 			b := p.bodies[slot]
 			r.content, r.tags, r.meta, r.sess, r.sessOf = b.content, b.tags, b.meta, b.sess, b.sessOf
 			r.toksNil = b.toks == nil
 			for _, tok := range unpackToks(b.toks) {
-				r.toks = append(r.toks, p.names[tok])
+				r.toks = append(r.toks, p.name(int32(tok)))
 			}
 		}
 		out[d.id] = r
@@ -135,9 +135,9 @@ func TestStoredPartRoundTrip(t *testing.T) {
 		t.Fatalf("rows %v, want %v", slices.Sorted(maps.Keys(have)), slices.Sorted(maps.Keys(want)))
 	}
 	p.regroup()
-	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || len(q.names) != len(p.post) {
+	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || q.termCount() != len(p.post) {
 		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d+%d, %d, %d, %d",
-			q.bytes, q.bodyBytes, q.live, q.tokens, len(q.names), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+			q.bytes, q.bodyBytes, q.live, q.tokens, q.termCount(), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
 	}
 	// Until its first change the decoded part finds its terms by their
 	// names' order, with no map: every term the source holds, at its id.
@@ -146,7 +146,7 @@ func TestStoredPartRoundTrip(t *testing.T) {
 	}
 	for term, pid := range p.post {
 		id, ok := q.termID(term)
-		if !ok || q.names[id] != term || q.df[id] != p.df[pid] {
+		if !ok || q.name(id) != term || q.df[id] != p.df[pid] {
 			t.Fatalf("term %q: decoded id %d (%v), df %d, want df %d", term, id, ok, q.df[id], p.df[pid])
 		}
 	}
@@ -214,8 +214,8 @@ func FuzzDecodePart(f *testing.F) {
 			return
 		}
 		terms := 0
-		for _, l := range p.lists {
-			terms += len(l)
+		for id := range int32(p.termCount()) {
+			terms += len(p.list(id))
 		}
 		if len(p.docs) != p.live || len(p.slots) != p.live || terms != len(p.terms) || len(p.bodies) != p.live {
 			t.Fatalf("inconsistent part: %d docs, %d live, %d slots, %d postings, %d term ids, %d bodies",
@@ -261,8 +261,8 @@ func TestStoredPartPackedTermIDs(t *testing.T) {
 		texts = append(texts, "shared "+strings.Join(w, " ")+" tail")
 	}
 	p := tokenPart(texts)
-	if len(p.names) < 20000 {
-		t.Fatalf("%d terms: too few for three-byte ids", len(p.names))
+	if p.termCount() < 20000 {
+		t.Fatalf("%d terms: too few for three-byte ids", p.termCount())
 	}
 	for id := int64(2); id <= 120; id += 3 { // terms dropped: renumbered
 		p.remove(id)
