@@ -185,7 +185,7 @@ const (
 	textCostDoc     = 80
 	textCostPosting = 16
 	textCostTerm    = 68
-	textCostName    = 16 // a string header in textPart.names
+	textCostName    = 16 // a string header in textPart.names (a packed part holds 8 bytes a term, charged as unpacked)
 	textCostOwner   = 96
 	textCostRun     = 8
 	textCostBody    = 96 // four string headers, a slice header and a byte
@@ -1238,21 +1238,22 @@ func (p *textPart) termID(term string) (int32, bool) {
 		id, ok := p.post[term]
 		return id, ok
 	}
-	if k := p.packed; k != nil {
-		// (The names ascend: decodePart checks it.)
-		i, j := 0, len(k.nameEnd)
-		for i < j {
-			h := int(uint(i+j) >> 1)
-			if k.name(int32(h)) < term {
-				i = h + 1
-			} else {
-				j = h
-			}
-		}
-		return int32(i), i < len(k.nameEnd) && k.name(int32(i)) == term
+	// A part without the map is packed (decoded, unchanged since): its
+	// names ascend (decodePart checks it).
+	k := p.packed
+	if k == nil {
+		return 0, false
 	}
-	id, ok := slices.BinarySearch(p.names, term)
-	return int32(id), ok
+	i, j := 0, len(k.nameEnd)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if k.name(int32(h)) < term {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return int32(i), i < len(k.nameEnd) && k.name(int32(i)) == term
 }
 
 // termCount is how many term ids p has handed out (free ones included).
