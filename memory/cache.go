@@ -408,18 +408,36 @@ func (e *entry) unlock() { e.unlockThen(nil) }
 // unlockThen is unlock calling then (if not nil) after the lock is
 // released and before the events it held back fire.
 func (e *entry) unlockThen(then func()) {
-	fire := e.unlockHeld()
+	fireEvent, held := e.release()
 	if then != nil {
 		then()
 	}
-	fire()
+	fireHeld(fireEvent, held)
 }
 
 // unlockHeld releases the lock and returns what fires the events it held
 // back (heldEvents among them), for the caller to run when it may.
 func (e *entry) unlockHeld() (fire func()) {
-	fireEvent := e.replica.Release()
-	held := e.heldEvents
+	fireEvent, held := e.release()
+	return func() { fireHeld(fireEvent, held) }
+}
+
+// fireHeld fires what release returned.
+func fireHeld(fireEvent func(), held []func()) {
+	if fireEvent != nil {
+		fireEvent()
+	}
+	for _, f := range held {
+		f()
+	}
+}
+
+// release releases the lock and returns the events it held back: the
+// replica's, and heldEvents. (No closure: every unlock of a write runs
+// it.)
+func (e *entry) release() (fireEvent func(), held []func()) {
+	fireEvent = e.replica.Release()
+	held = e.heldEvents
 	e.heldEvents = nil
 	var grew int64
 	if e.doc != nil {
@@ -433,12 +451,5 @@ func (e *entry) unlockHeld() (fire func()) {
 	if h := e.c.afterUnlock; h != nil {
 		h(e)
 	}
-	return func() {
-		if fireEvent != nil {
-			fireEvent()
-		}
-		for _, f := range held {
-			f()
-		}
-	}
+	return fireEvent, held
 }

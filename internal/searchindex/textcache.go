@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1244,16 +1245,9 @@ func (p *textPart) termID(term string) (int32, bool) {
 	if k == nil {
 		return 0, false
 	}
-	i, j := 0, len(k.nameEnd)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if k.name(int32(h)) < term {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	return int32(i), i < len(k.nameEnd) && k.name(int32(i)) == term
+	n := len(k.nameEnd)
+	i := sort.Search(n, func(h int) bool { return k.name(int32(h)) >= term })
+	return int32(i), i < n && k.name(int32(i)) == term
 }
 
 // termCount is how many term ids p has handed out (free ones included).
@@ -1277,12 +1271,7 @@ func (p *textPart) name(id int32) string {
 // out (only an unpacked part is changed, though).
 func (p *textPart) list(id int32) []posting {
 	if k := p.packed; k != nil {
-		lo := int32(0)
-		if id > 0 {
-			lo = k.listEnd[id-1]
-		}
-		hi := k.listEnd[id]
-		return k.slab[lo:hi:hi]
+		return k.list(id)
 	}
 	return p.lists[id]
 }
@@ -1308,6 +1297,15 @@ func (k *packedTerms) name(id int32) string {
 		lo = k.nameEnd[id-1]
 	}
 	return k.names[lo:k.nameEnd[id]]
+}
+
+func (k *packedTerms) list(id int32) []posting {
+	lo := int32(0)
+	if id > 0 {
+		lo = k.listEnd[id-1]
+	}
+	hi := k.listEnd[id]
+	return k.slab[lo:hi:hi]
 }
 
 // indexTerms readies p for a change: a decoded part's terms are unpacked
