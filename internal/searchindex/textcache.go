@@ -180,13 +180,15 @@ type slotRun struct{ lo, hi int32 }
 // heap in TestTextCacheBudgetEstimate): a slot's textDoc plus its entry in
 // slots; a posting with its slice's growth slack and its term id in
 // terms; a term's map entry (string and slice headers, df, hash-table
-// share) plus its bytes, and in a part its name in names; an owner's
-// entry and a run.
+// share) plus its bytes, and in a part its name in names; a packed term
+// (packedTerms: its two ends and its df, its name's bytes in the shared
+// string); an owner's entry and a run.
 const (
 	textCostDoc     = 80
 	textCostPosting = 16
 	textCostTerm    = 68
-	textCostName    = 16 // a string header in textPart.names (a packed part holds 8 bytes a term, charged as unpacked)
+	textCostName    = 16 // a string header in textPart.names
+	textCostPacked  = 12
 	textCostOwner   = 96
 	textCostRun     = 8
 	textCostBody    = 96 // four string headers, a slice header and a byte
@@ -1325,6 +1327,9 @@ func (p *textPart) indexTerms() {
 			p.names[id], p.lists[id] = p.name(int32(id)), p.list(int32(id))
 		}
 		p.packed = nil
+		// Charged from here on as a part built from rows is: whoever
+		// changes an installed part recounts it after.
+		p.bytes += int64(n) * (textCostTerm + textCostName - textCostPacked)
 	}
 	p.post = make(map[string]int32, len(p.names))
 	for id, name := range p.names {

@@ -390,7 +390,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			r.fail() // the names ascend, each once
 			break
 		}
-		p.bytes += textCostTerm + textCostName + int64(len(name))
+		p.bytes += textCostPacked + int64(len(name))
 		k.nameEnd[id], p.df[id], prev = uint32(len(k.names)-len(r.strs)), int32(count), name
 	}
 	if r.err == nil && total != entries {

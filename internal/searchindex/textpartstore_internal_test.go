@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -135,9 +136,19 @@ func TestStoredPartRoundTrip(t *testing.T) {
 		t.Fatalf("rows %v, want %v", slices.Sorted(maps.Keys(have)), slices.Sorted(maps.Keys(want)))
 	}
 	p.regroup()
-	if q.bytes != p.bytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || q.termCount() != len(p.post) {
-		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d+%d, %d, %d, %d",
-			q.bytes, q.bodyBytes, q.live, q.tokens, q.termCount(), p.bytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+	// Packed, each term is charged its two ends and df instead of a map
+	// entry and two headers.
+	packedBytes := p.bytes - int64(len(p.post))*(textCostTerm+textCostName-textCostPacked)
+	if q.bytes != packedBytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || q.termCount() != len(p.post) {
+		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d (packed %d)+%d, %d, %d, %d",
+			q.bytes, q.bodyBytes, q.live, q.tokens, q.termCount(), p.bytes, packedBytes, p.bodyBytes, p.live, p.tokens, len(p.post))
+	}
+	u, _, err := decodePart(data, search.Archival, "agent", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.indexTerms(); u.bytes != p.bytes {
+		t.Fatalf("unpacked, the decoded part charges %d bytes; the regrouped source %d", u.bytes, p.bytes)
 	}
 	// Until its first change the decoded part finds its terms by their
 	// names' order, with no map: every term the source holds, at its id.
@@ -345,4 +356,59 @@ func BenchmarkDecodePart(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestDecodedPartChargeMatchesHeap: what a decoded part is charged against
+// the text cache's bound is within 1.5× of the heap it holds, packed as
+// decoded and after its first change unpacks it.
+func TestDecodedPartChargeMatchesHeap(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	zipf := rand.NewZipf(r, 1.07, 2, 49_999)
+	texts := make([]string, 2_000)
+	for i := range texts {
+		w := make([]string, 12+r.IntN(30))
+		for j := range w {
+			w[j] = fmt.Sprintf("w%d", zipf.Uint64())
+		}
+		texts[i] = strings.Join(w, " ")
+	}
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(tokenPart(texts), logPos{xmin: 1, xmax: 1}, fp)
+	const copies = 10
+	parts := make([]*textPart, copies)
+	measure := func(change func()) int64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		change()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / copies
+	}
+	heap := measure(func() {
+		for i := range parts {
+			p, _, err := decodePart(data, search.Archival, "a", fp, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts[i] = p
+		}
+	})
+	check := func(state string, heap int64) {
+		t.Helper()
+		p := parts[0]
+		est := p.bytes + p.bodyBytes
+		t.Logf("%s: %d terms, charged %d bytes, heap %d (%.2f×)", state, p.termCount(), est, heap, float64(est)/float64(heap))
+		if est < heap*2/3 || est > heap*3/2 {
+			t.Fatalf("%s: charged %d bytes, the heap holds %d: off by more than 1.5×", state, est, heap)
+		}
+	}
+	check("packed", heap)
+	unpacked := measure(func() {
+		for _, p := range parts {
+			p.indexTerms()
+		}
+	})
+	check("unpacked", heap+unpacked)
+	runtime.KeepAlive(parts)
 }
