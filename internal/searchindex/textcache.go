@@ -1260,6 +1260,15 @@ func (p *textPart) termCount() int {
 	return len(p.names)
 }
 
+// unpackCost is what p's charge grows by at its first change, when its
+// terms unpack (indexTerms); 0 for a part not packed.
+func (p *textPart) unpackCost() int64 {
+	if k := p.packed; k != nil {
+		return int64(len(k.nameEnd)) * (textCostTerm + textCostName - textCostPacked)
+	}
+	return 0
+}
+
 // name is term id's term ("" for a free id).
 func (p *textPart) name(id int32) string {
 	if k := p.packed; k != nil {
@@ -1326,10 +1335,10 @@ func (p *textPart) indexTerms() {
 		for id := range n {
 			p.names[id], p.lists[id] = p.name(int32(id)), p.list(int32(id))
 		}
-		p.packed = nil
 		// Charged from here on as a part built from rows is: whoever
 		// changes an installed part recounts it after.
-		p.bytes += int64(n) * (textCostTerm + textCostName - textCostPacked)
+		p.bytes += p.unpackCost()
+		p.packed = nil
 	}
 	p.post = make(map[string]int32, len(p.names))
 	for id, name := range p.names {

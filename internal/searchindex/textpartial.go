@@ -1648,7 +1648,10 @@ func (c *textCache) install(t search.ContentType, owner string, ld *partRead, mo
 		p.used.Store(c.clock.Add(1))
 		return true
 	}
-	if ld.refused || partCost(owner, ld.p) > c.limit {
+	// (Held to the bound as it will be once a write changes it: a packed
+	// part that fits only packed would, at its first catch-up, take the
+	// whole cache with it.)
+	if ld.refused || partCost(owner, ld.p)+ld.p.unpackCost() > c.limit {
 		c.refuse(t, owner)
 		if ld.cost > 0 {
 			if len(c.ownCost[t]) >= textTooBigMax {

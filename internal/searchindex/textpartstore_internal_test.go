@@ -412,3 +412,57 @@ func TestDecodedPartChargeMatchesHeap(t *testing.T) {
 	check("unpacked", heap+unpacked)
 	runtime.KeepAlive(parts)
 }
+
+// TestInstallHoldsPackedPartToItsUnpackedCharge: a stored part that fits
+// the bound only while packed is refused (its first change would unpack
+// it past the bound, and the eviction that follows empty the cache); one
+// that fits unpacked is installed and charged packed.
+func TestInstallHoldsPackedPartToItsUnpackedCharge(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	texts := make([]string, 200)
+	for i := range texts {
+		w := make([]string, 12+r.IntN(30))
+		for j := range w {
+			w[j] = fmt.Sprintf("w%d", r.IntN(5_000))
+		}
+		texts[i] = strings.Join(w, " ")
+	}
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(tokenPart(texts), logPos{xmin: 1, xmax: 1}, fp)
+	decoded := func() *textPart {
+		t.Helper()
+		p, _, err := decodePart(data, search.Archival, "a", fp, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := decoded()
+	packed, unpacked := partCost("a", p), partCost("a", p)+p.unpackCost()
+	if p.unpackCost() <= 0 {
+		t.Fatalf("a decoded part of %d terms grows by %d when unpacked", p.termCount(), p.unpackCost())
+	}
+	for _, tc := range []struct {
+		limit   int64
+		install bool
+	}{{packed, false}, {(packed + unpacked) / 2, false}, {unpacked, true}} {
+		c := newTextCache(tc.limit, nil, sql.LevelDefault, nil, nil)
+		c.goPartial(logPos{xmin: 1, xmax: 1})
+		q := decoded()
+		got := c.install(search.Archival, "a", &partRead{p: q, pos: logPos{xmin: 1, xmax: 1}}, nil)
+		if got != tc.install || got != (c.owned[search.Archival]["a"] != nil) || got == c.tooBig[search.Archival]["a"] {
+			t.Fatalf("bound %d (part %d packed, %d unpacked): installed %v, held %v, refused %v; want installed %v",
+				tc.limit, packed, unpacked, got, c.owned[search.Archival]["a"] != nil, c.tooBig[search.Archival]["a"], tc.install)
+		}
+		if got && c.held != packed {
+			t.Fatalf("installed packed, charged %d, want %d", c.held, packed)
+		}
+		if got {
+			q.indexTerms()
+			c.recount()
+			if c.held != unpacked || c.held > c.limit {
+				t.Fatalf("unpacked, charged %d (bound %d), want %d", c.held, c.limit, unpacked)
+			}
+		}
+	}
+}
