@@ -89,4 +89,42 @@ func TestTextCachePartialBudgetEstimate(t *testing.T) {
 	if est < heap*9/10 || est > heap*3/2 {
 		t.Fatalf("charged %d bytes, heap grew %d: the bound would be off by more than 10%%", est, heap)
 	}
+
+	// The same partitions loaded by another process from the parts this
+	// one saved: decoded, their terms packed.
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	y, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	searchindex.ForceTextPartial(y)
+	_ = y.WarmTextCache(ctx)
+	if _, err := y.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
+		t.Fatal(err)
+	}
+	stored := y.CacheStats().TextLoadsStored
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	charged = searchindex.TextCacheHeldBytes(y)
+	for a := 1; a < agents; a++ {
+		if _, err := y.Search(ctx, vocab[3], search.Scope{Agent: fmt.Sprint("agent-", a)}, search.NewOptions().Mode(search.FTS)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchindex.WaitTextPartSaves(y)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if n := y.CacheStats().TextLoadsStored - stored; n != 2*(agents-1) {
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*(agents-1))
+	}
+	heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	est = searchindex.TextCacheHeldBytes(y) - charged
+	t.Logf("the same from stored parts: charged %d bytes, heap grew %d bytes (%.2f×)", est, heap, float64(est)/float64(heap))
+	// (Charged as if unpacked, they were 1.47×.)
+	if est < heap*9/10 || est > heap*13/10 {
+		t.Fatalf("stored parts: charged %d bytes, heap grew %d: the bound would be off by more than 10%% under or 30%% over", est, heap)
+	}
 }
