@@ -57,34 +57,38 @@ func TestTextCachePartialBudgetEstimate(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
-	// The blocks' lazy index and the statement caches, before measuring.
-	if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
-		t.Fatal(err)
-	}
-	searchindex.WaitTextPartSaves(x)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	charged := searchindex.TextCacheHeldBytes(x)
-	for a := 1; a < agents; a++ {
-		if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: fmt.Sprint("agent-", a)}, search.NewOptions().Mode(search.FTS)); err != nil {
+	// measure opens an index on db and returns what agents 1 to 39's
+	// partitions are charged and the heap they take, agent 0's search
+	// first (the blocks' lazy index and the statement caches).
+	measure := func() (x *searchindex.Index, est, heap int64) {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { x.Close() })
+		searchindex.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
+			t.Fatal(err)
+		}
+		searchindex.WaitTextPartSaves(x)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		charged := searchindex.TextCacheHeldBytes(x)
+		for a := 1; a < agents; a++ {
+			if _, err := x.Search(ctx, vocab[3], search.Scope{Agent: fmt.Sprint("agent-", a)}, search.NewOptions().Mode(search.FTS)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The partitions' saves (each holds its encoded part until
+		// written) are not what the cache holds.
+		searchindex.WaitTextPartSaves(x)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return x, searchindex.TextCacheHeldBytes(x) - charged, int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	}
-	// The partitions' saves (each holds its encoded part until written)
-	// are not what the cache holds.
-	searchindex.WaitTextPartSaves(x)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	est := searchindex.TextCacheHeldBytes(x) - charged
+	x, est, heap := measure()
 	t.Logf("%d agents' partitions: charged %d bytes, heap grew %d bytes (%.2f×)", agents-1, est, heap, float64(est)/float64(heap))
 	if est < heap*9/10 || est > heap*3/2 {
 		t.Fatalf("charged %d bytes, heap grew %d: the bound would be off by more than 10%%", est, heap)
@@ -95,33 +99,10 @@ func TestTextCachePartialBudgetEstimate(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	y, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
+	y, est, heap := measure()
+	if n := y.CacheStats().TextLoadsStored; n != 2*agents { // (agent 0's too)
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*agents)
 	}
-	defer y.Close()
-	searchindex.ForceTextPartial(y)
-	_ = y.WarmTextCache(ctx)
-	if _, err := y.Search(ctx, vocab[3], search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS)); err != nil {
-		t.Fatal(err)
-	}
-	stored := y.CacheStats().TextLoadsStored
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	charged = searchindex.TextCacheHeldBytes(y)
-	for a := 1; a < agents; a++ {
-		if _, err := y.Search(ctx, vocab[3], search.Scope{Agent: fmt.Sprint("agent-", a)}, search.NewOptions().Mode(search.FTS)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	searchindex.WaitTextPartSaves(y)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if n := y.CacheStats().TextLoadsStored - stored; n != 2*(agents-1) {
-		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*(agents-1))
-	}
-	heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	est = searchindex.TextCacheHeldBytes(y) - charged
 	t.Logf("the same from stored parts: charged %d bytes, heap grew %d bytes (%.2f×)", est, heap, float64(est)/float64(heap))
 	// (Charged as if unpacked, they were 1.47×.)
 	if est < heap*9/10 || est > heap*13/10 {
