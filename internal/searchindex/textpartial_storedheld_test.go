@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,9 +86,16 @@ func TestTextCachePartialHeldFollowsStoredParts(t *testing.T) {
 		k     search.ContentType
 		owner string
 	}
-	var fromRows map[partKey]bool // the loads of the current search that read the rows
+	// The loads of the current search that read the rows; a search's
+	// legs load their partitions concurrently, so the hook locks.
+	var (
+		fromRowsMu sync.Mutex
+		fromRows   map[partKey]bool
+	)
 	searchindex.SetTextLoadHook(x, func(_ context.Context, k search.ContentType, owner string) {
+		fromRowsMu.Lock()
 		fromRows[partKey{k, owner}] = true
+		fromRowsMu.Unlock()
 	})
 
 	r := rand.New(rand.NewPCG(11, 35))
