@@ -53,14 +53,21 @@ func TestFullTextBlocksManySharers(t *testing.T) {
 	opts := func(limit int) *search.Options {
 		return search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks).Limit(limit)
 	}
-	fastest := func(scope search.Scope) time.Duration {
-		best := time.Hour
+	// The fastest of 5 searches of each scope, the scopes taken in turn
+	// so that a busy spell of the machine slows both alike.
+	fastest := func(scopes ...search.Scope) []time.Duration {
+		best := make([]time.Duration, len(scopes))
+		for i := range best {
+			best[i] = time.Hour
+		}
 		for range 5 {
-			start := time.Now()
-			if _, err := x.Search(ctx, "wing", scope, opts(10)); err != nil {
-				t.Fatal(err)
+			for i, scope := range scopes {
+				start := time.Now()
+				if _, err := x.Search(ctx, "wing", scope, opts(10)); err != nil {
+					t.Fatal(err)
+				}
+				best[i] = min(best[i], time.Since(start))
 			}
-			best = min(best, time.Since(start))
 		}
 		return best
 	}
@@ -91,7 +98,8 @@ func TestFullTextBlocksManySharers(t *testing.T) {
 			}
 		})
 	}
-	storeWide, boss := fastest(search.Scope{All: true}), fastest(search.Scope{Agent: "boss"})
+	best := fastest(search.Scope{All: true}, search.Scope{Agent: "boss"})
+	storeWide, boss := best[0], best[1]
 	if boss > 4*storeWide {
 		t.Fatalf("the blocks leg of an agent 600 owners share with took %v, the store-wide leg %v: over 4×", boss, storeWide)
 	}

@@ -39,24 +39,26 @@ func extensionBytes(d *memory.Dump) int {
 // times what doc(n/16) does: a quadratic step makes it up to 256 times.
 // Comparing two sizes in one run holds on a slow or loaded machine and
 // under the race detector, where a wall-clock budget does not. Each
-// size's time is the best of three runs.
+// size's time is the best of three runs, the two sizes taken in turn so
+// that a busy spell of the machine slows both alike.
 func linearCost(t *testing.T, what string, n int, doc func(n int) map[string]any) {
 	t.Helper()
-	best := func(n int) (time.Duration, int) {
-		d := doc(n)
-		var least time.Duration
-		var size int
-		for i := range 3 {
+	docs := []map[string]any{doc(n / 16), doc(n)}
+	least := make([]time.Duration, 2)
+	var size int
+	for i := range 3 {
+		for j, d := range docs {
 			runtime.GC()
 			_, took, sz := toDump(t, d)
-			if i == 0 || took < least {
-				least, size = took, sz
+			if i == 0 || took < least[j] {
+				least[j] = took
+			}
+			if j == 1 {
+				size = sz
 			}
 		}
-		return least, size
 	}
-	small, _ := best(n / 16)
-	big, size := best(n)
+	small, big := least[0], least[1]
 	growth := float64(big) / float64(max(small, time.Microsecond))
 	t.Logf("%d %s: ToDump %v; %d: %v (%.1fx for 16x the input; %d-byte file)", n/16, what, small, n, big, growth, size)
 	// Linear is 16–42x on a quiet machine and reached 86x with four -race

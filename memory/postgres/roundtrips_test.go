@@ -29,6 +29,9 @@ type roundTrips struct {
 }
 
 func (r *roundTrips) count(sql string) {
+	if strings.HasPrefix(sql, "LISTEN ") {
+		return // the listening connection's (not the pool's), whenever it (re)connects
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if strings.Contains(sql, "pg_notify") {

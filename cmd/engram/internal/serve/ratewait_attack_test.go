@@ -52,7 +52,7 @@ func TestRateWaitBatchWaits(t *testing.T) {
 // again, as a single request that waited does: revoked meanwhile, none of
 // its calls runs.
 func TestRateWaitRevokedBatchRefused(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 4, Burst: 3, MaxBatch: 4, TokenConcurrency: 4})
+	d := newDoor(t, &serve.Options{Rate: 4, Burst: 3, MaxBatch: 4, TokenConcurrency: 4, MetricsToken: metricsSecret})
 	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestRateWaitRevokedBatchRefused(t *testing.T) {
 		}
 		done <- resp
 	}()
-	time.Sleep(60 * time.Millisecond)
+	waitFor(t, "the batch to wait for its rate", func() bool { return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] == 1 })
 	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRateWaitBatchNotStarved(t *testing.T) {
 // was revoked while it waited: the token is checked again after the
 // wait.
 func TestRateWaitRevokedCallRefused(t *testing.T) {
-	d := newDoor(t, &serve.Options{Rate: 3, Burst: 2})
+	d := newDoor(t, &serve.Options{Rate: 2, Burst: 2, MetricsToken: metricsSecret})
 	tk, tok, err := accesstoken.Of(d.store).Create(context.Background(), accesstoken.Spec{Agent: "ada"})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,8 @@ func TestRateWaitRevokedCallRefused(t *testing.T) {
 		}
 		done <- resp
 	}()
-	time.Sleep(50 * time.Millisecond) // it waits ~1/3 s for its rate
+	// It waits ~1/2 s for its rate; revoked once its wait has begun.
+	waitFor(t, "the call to wait for its rate", func() bool { return d.scrape(t)[`engram_serve_rate_waits_total{door="mcp"}`] == 1 })
 	if err := accesstoken.Of(d.store).Revoke(context.Background(), tk.ID); err != nil {
 		t.Fatal(err)
 	}

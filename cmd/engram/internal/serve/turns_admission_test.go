@@ -94,9 +94,11 @@ func TestTurnsCancelTakesNoTurn(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			defer cancel()
 			st, _ := d.callStatus(ctx, t, ada, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}`)
+			// The notification is answered once queued; the call ends
+			// after, when the server delivers the cancellation.
 			ended := d.hold.running.Load() == 0
-			if !ended {
-				time.Sleep(200 * time.Millisecond)
+			for end := time.Now().Add(5 * time.Second); !ended && time.Now().Before(end); {
+				time.Sleep(5 * time.Millisecond)
 				ended = d.hold.running.Load() == 0
 			}
 			close(d.hold.release)

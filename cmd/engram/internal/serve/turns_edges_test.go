@@ -22,15 +22,25 @@ import (
 // burst, so after a full burst the next call still waits ~1.6 s.
 func TestTokenBytesRefundStaysWithinBurst(t *testing.T) {
 	const rate, burst, size = 10_000, 16_000, 16_000
-	d := newDoor(t, &serve.Options{TokenBytesRate: rate, TokenBytesBurst: burst, TokenConcurrency: 3, TokenQueue: 4})
+	d := newDoor(t, &serve.Options{TokenBytesRate: rate, TokenBytesBurst: burst, TokenConcurrency: 3, TokenQueue: 4, MetricsToken: metricsSecret})
 	ada := d.token(t, accesstoken.Spec{Agent: "ada"})
 	sid := d.session(t, ada)
 	body := echoCall(size)
 	serve1 := func(ctx context.Context) int {
 		return d.serveBody(ctx, ada, sid, strings.NewReader(body), size).Code
 	}
+	// Each waiter's wait is fixed when its bytes are charged: the budget
+	// emptied at or after start, the k-th waiter's ends k × 1.6 s after.
+	start := time.Now()
 	if st := serve1(t.Context()); st != 200 { // empties the budget
 		t.Fatalf("the first call: status %d", st)
+	}
+	const waits = `engram_serve_bytes_waits_total{door="mcp"}`
+	before := d.scrape(t)[waits] // (the first call may have waited for the session's bytes)
+	waiting := func(n float64) {
+		waitFor(t, fmt.Sprintf("%v calls to wait for the byte budget", n), func() bool {
+			return d.scrape(t)[waits] == before+n
+		})
 	}
 	var wg sync.WaitGroup
 	ctxA, cancelA := context.WithCancel(t.Context())
@@ -39,14 +49,13 @@ func TestTokenBytesRefundStaysWithinBurst(t *testing.T) {
 	defer cancelB()
 	var stA1, stA2, stB int
 	wg.Go(func() { stA1 = serve1(ctxA) }) // waits ~1.6 s
-	time.Sleep(50 * time.Millisecond)
+	waiting(1)
 	wg.Go(func() { stA2 = serve1(ctxA) }) // waits ~3.2 s
-	time.Sleep(50 * time.Millisecond)
-	bStart := time.Now()
+	waiting(2)
 	wg.Go(func() { stB = serve1(ctxB) }) // waits ~4.8 s
-	time.Sleep(50 * time.Millisecond)
+	waiting(3)
 	cancelA() // the first two give up: their bytes come back
-	time.Sleep(time.Until(bStart.Add(4300 * time.Millisecond)))
+	time.Sleep(time.Until(start.Add(4300 * time.Millisecond)))
 	cancelB() // the last gives up just before its wait ends
 	wg.Wait()
 	if stA1 != 503 || stA2 != 503 || stB != 503 {
@@ -55,7 +64,7 @@ func TestTokenBytesRefundStaysWithinBurst(t *testing.T) {
 	if st := serve1(t.Context()); st != 200 {
 		t.Fatalf("a full burst after the refunds: status %d", st)
 	}
-	start := time.Now()
+	start = time.Now()
 	if st := serve1(t.Context()); st != 200 {
 		t.Fatalf("the next call: status %d", st)
 	}

@@ -387,7 +387,9 @@ func TestHeavyWorkIsBoundedAndOthersAreServed(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Errorf("heavy request while another runs: %d, Retry-After %q; want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// The status shows it did not do the work; the time only bounds a
+	// request stuck for good (see the pages below).
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the refused request took %v (HeavyTimeout 1s)", d)
 	}
 	// A page that waited for the held slot would be answered 503 after
