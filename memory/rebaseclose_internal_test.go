@@ -11,25 +11,8 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 )
-
-// settleGoroutines waits up to d for the goroutine count to fall to at
-// most want, and returns the last count.
-func settleGoroutines(want int, d time.Duration) int {
-	deadline := time.Now().Add(d)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= want || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func goroutineDump() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
-}
 
 // Close called by a goroutine that holds the block's lock while the
 // rebase goroutine waits for that lock after its build: Close returns
@@ -71,11 +54,11 @@ func TestCloseWhileHoldingTheBlocksLock(t *testing.T) {
 					t.Fatal(err)
 				}
 			case <-time.After(5 * time.Second):
-				t.Fatalf("Close by the lock's holder still waiting after 5 s:\n%s", goroutineDump())
+				t.Fatalf("Close by the lock's holder still waiting after 5 s:\n%s", testenv.GoroutineDump())
 			}
 			e.unlock()
-			if n := settleGoroutines(base, 3*time.Second); n > base {
-				t.Fatalf("%d goroutines after Close, %d before Open:\n%s", n, base, goroutineDump())
+			if n := testenv.SettleGoroutines(base, 3*time.Second); n > base {
+				t.Fatalf("%d goroutines after Close, %d before Open:\n%s", n, base, testenv.GoroutineDump())
 			}
 			if e.mu.TryLock() {
 				e.mu.Unlock()
@@ -121,8 +104,8 @@ func TestNoGoroutineAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := settleGoroutines(base, 3*time.Second); n > base {
-		t.Fatalf("%d goroutines after Close, %d before Open:\n%s", n, base, goroutineDump())
+	if n := testenv.SettleGoroutines(base, 3*time.Second); n > base {
+		t.Fatalf("%d goroutines after Close, %d before Open:\n%s", n, base, testenv.GoroutineDump())
 	}
 }
 

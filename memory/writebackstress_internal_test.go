@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/internal/testenv"
 )
 
 // TestWriteBackCopiesStress: write-back writers through Block.Append and
@@ -201,10 +202,8 @@ func writeBackStress(t *testing.T, size int) {
 	if len(acked) != 4*n {
 		t.Errorf("%d acknowledged, want %d", len(acked), 4*n)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if g := runtime.NumGoroutine(); g > g0+2 {
-		buf := make([]byte, 1<<20)
-		t.Errorf("goroutines: %d before, %d after\n%s", g0, g, buf[:runtime.Stack(buf, true)])
+	if g := testenv.SettleGoroutines(g0+2, 3*time.Second); g > g0+2 {
+		t.Errorf("goroutines: %d before, %d after\n%s", g0, g, testenv.GoroutineDump())
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/engram-go/engram/internal/searchindex"
 	"github.com/engram-go/engram/internal/sqlitedriver"
 	"github.com/engram-go/engram/internal/storeaccess"
+	"github.com/engram-go/engram/internal/testenv"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/sqlite"
 	"github.com/engram-go/engram/search"
@@ -385,9 +386,8 @@ func TestPrewarmCloseLifecycle(t *testing.T) {
 			t.Fatalf("round %d: the warm set is gone", round)
 		}
 	}
-	if n := settleGoroutines(base+2, 3*time.Second); n > base+2 {
-		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines after Close, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	if n := testenv.SettleGoroutines(base+2, 3*time.Second); n > base+2 {
+		t.Errorf("%d goroutines after Close, %d before:\n%s", n, base, testenv.GoroutineDump())
 	}
 }
 
@@ -656,7 +656,7 @@ func TestPrewarmStoreNoTextCache(t *testing.T) {
 			t.Errorf("limit %d: recorded %q", limit, v)
 		}
 	}
-	if n := settleGoroutines(base, 3*time.Second); n > base {
+	if n := testenv.SettleGoroutines(base, 3*time.Second); n > base {
 		t.Errorf("%d goroutines after Close, %d before", n, base)
 	}
 }
@@ -792,22 +792,10 @@ func TestPrewarmStartRacesClose(t *testing.T) {
 		go func() { defer wg.Done(); x.Close() }()
 		wg.Wait()
 	}
-	if n := settleGoroutines(base+2, 3*time.Second); n > base+2 {
+	if n := testenv.SettleGoroutines(base+2, 3*time.Second); n > base+2 {
 		t.Errorf("%d goroutines, %d before: prewarmers started as their Index closed, never stopped", n, base)
 	}
 	for _, x := range xs {
 		x.Close()
-	}
-}
-
-// settleGoroutines waits up to d for the process's goroutines to number
-// want or fewer and returns their count: goroutines a Close ended (the
-// pools' connection openers, the driver's interrupt watchers) leave
-// when next scheduled, which on a busy machine can be a while.
-func settleGoroutines(want int, d time.Duration) int {
-	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if n := runtime.NumGoroutine(); n <= want || time.Now().After(end) {
-			return n
-		}
 	}
 }

@@ -2,7 +2,9 @@
 // the machine is missing (a data set, a tool): it skips on a developer's
 // machine and fails under CI=true, where a skipped check would pass without
 // checking. The PostgreSQL, Chromium and node tests follow the same rule.
-// It also says whether the long tests run (Long, ENGRAM_LONG_TESTS=1).
+// It also says whether the long tests run (Long, ENGRAM_LONG_TESTS=1),
+// and measures what a test bounds (the heap a call allocates, the
+// goroutines a Close leaves).
 package testenv
 
 import (
