@@ -34,6 +34,12 @@ type Engine struct {
 	// Open of one target is a second process on the same database. The
 	// suite closes what it opens.
 	Open func(t *testing.T, target string) (driver.Backend, error)
+	// NotificationsUnreachable says the engine is reached through a
+	// connection pooler in transaction mode, which cannot carry LISTEN's
+	// notifications: a BlockNotifier must then never report itself live
+	// (its users check what they cached by query instead), and must still
+	// return when its ctx ends.
+	NotificationsUnreachable bool
 }
 
 // Run runs the suite, each part as a subtest on databases of its own.

@@ -241,6 +241,25 @@ func testBlockNotifier(t *testing.T, e Engine) {
 			t.Error("WatchBlocks did not return after its ctx ended")
 		}
 	}()
+	if e.NotificationsUnreachable {
+		// Down, said once the LISTEN's check fails, and never up.
+		select {
+		case up := <-live:
+			if up {
+				t.Fatal("live(true) where notifications cannot arrive")
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("WatchBlocks never said the notifications are down")
+		}
+		select {
+		case up := <-live:
+			if up {
+				t.Fatal("live(true) where notifications cannot arrive")
+			}
+		case <-time.After(time.Second):
+		}
+		return
+	}
 	select {
 	case up := <-live:
 		if !up {

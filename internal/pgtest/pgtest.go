@@ -41,6 +41,10 @@ const EnvDSN = "ENGRAM_TEST_POSTGRES"
 // Server is one PostgreSQL server available to a test.
 type Server struct {
 	base *url.URL // connection URL of the maintenance database
+	// pooled, when not nil, is base through a connection pooler
+	// (Pooler): the URLs NewDatabase returns go through it, while the
+	// databases are created and dropped directly.
+	pooled *url.URL
 }
 
 var dbSeq atomic.Int64
@@ -125,6 +129,11 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() { s.drop(name, "") })
+	if s.pooled != nil {
+		u := *s.pooled
+		u.Path = "/" + name
+		return u.String()
+	}
 	return dsn
 }
 

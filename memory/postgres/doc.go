@@ -24,7 +24,13 @@
 // Other processes learn of committed block changes through LISTEN/NOTIFY
 // on the channel engram_blocks, so a cache hit needs no query while the
 // listening connection is up; when it drops, the store re-checks every
-// cached block until it is back. The store's block writes notify just
+// cached block until it is back. After each LISTEN the listener waits for
+// a notification it sent through the pool: through a connection pooler in
+// transaction mode none arrives, and the store keeps checking cached
+// blocks by query (pooler.go). Such a pooler also needs the URL's
+// default_query_exec_mode=exec (or another mode that names no
+// statements) unless it carries prepared statements itself; the Backend
+// then prepares none of its own. The store's block writes notify just
 // after their commit (Backend.WriteBlocks: a transaction that notifies
 // commits under a lock of the whole cluster), any other change of a block
 // row (an UPDATE by hand) by trigger in its own transaction.

@@ -104,7 +104,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Backend, error) {
 		cfg.Tracer = o.tracer
 	}
 	b := &Backend{cfg: cfg, timeout: o.LockTimeout, log: o.Logger, target: Redact(dsn), maxConns: o.MaxConns}
-	b.db = sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
+	b.db = sql.OpenDB(rebindConnector{Connector: stdlib.GetConnector(*cfg), unprepared: !namedStatements(cfg)})
 	b.db.SetMaxOpenConns(o.MaxConns)
 	b.db.SetMaxIdleConns(o.MaxConns)
 	if err := b.db.PingContext(ctx); err != nil {
@@ -386,25 +386,43 @@ func (b *Backend) SchemaVersion(ctx context.Context) (have, latest int, err erro
 // WatchBlocks listens on the engram_blocks channel until ctx ends: each
 // notification's block id goes to changed; live reports whether the
 // listening connection is up (false on loss, true once LISTEN is in place
-// again, so the caller re-checks what it cached meanwhile).
+// again and a notification sent through the pool has reached it, so the
+// caller re-checks what it cached meanwhile). Notifications that cannot
+// reach it (a pooler in transaction mode) leave it reporting false.
 func (b *Backend) WatchBlocks(ctx context.Context, changed func(id int64), live func(bool)) {
 	backoff := 50 * time.Millisecond
+	warned := false
 	for ctx.Err() == nil {
 		err := b.listen(ctx, changed, live, &backoff)
 		live(false)
 		if ctx.Err() != nil {
 			return
 		}
-		b.log.Warn("engram: block notifications lost; reconnecting", "target", b.target, "err", err)
+		wait := backoff + time.Duration(rand.Int64N(int64(backoff)))
+		if errors.Is(err, errNotificationsUnreachable) {
+			// Cached blocks are checked by query meanwhile; said once
+			// (each retry would say it again).
+			if !warned {
+				b.log.Warn("engram: block notifications do not reach this process; cached blocks are checked at each access", "target", b.target, "err", err)
+				warned = true
+			}
+			wait = notifyUnreachableRetry + time.Duration(rand.Int64N(int64(notifyUnreachableRetry/4)))
+		} else {
+			b.log.Warn("engram: block notifications lost; reconnecting", "target", b.target, "err", err)
+			backoff = min(2*backoff, 5*time.Second)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
+// listen LISTENs on its own connection, checks that a notification sent
+// through the pool reaches it (a pooler in transaction mode lets the
+// LISTEN succeed on a server connection it then hands to others), reports
+// the channel live and passes each block id notified to changed.
 func (b *Backend) listen(ctx context.Context, changed func(int64), live func(bool), backoff *time.Duration) error {
 	conn, err := pgx.ConnectConfig(ctx, b.cfg)
 	if err != nil {
@@ -414,12 +432,33 @@ func (b *Backend) listen(ctx context.Context, changed func(int64), live func(boo
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
-	live(true)
-	*backoff = 50 * time.Millisecond
-	for {
-		n, err := conn.WaitForNotification(ctx)
+	probe, err := newProbe()
+	if err != nil {
+		return err
+	}
+	if _, err := b.db.ExecContext(ctx, `SELECT pg_notify(?, ?)`, notifyChannel, probe); err != nil {
+		return fmt.Errorf("probe notifications: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, notifyProbeWait)
+	defer cancel()
+	for probing := true; ; {
+		wctx := ctx
+		if probing {
+			wctx = pctx
+		}
+		n, err := conn.WaitForNotification(wctx)
 		if err != nil {
+			if probing && ctx.Err() == nil && pctx.Err() != nil {
+				return errNotificationsUnreachable
+			}
 			return err
+		}
+		if probing && n.Payload == probe {
+			probing = false
+			cancel()
+			live(true)
+			*backoff = 50 * time.Millisecond
+			continue
 		}
 		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
 			changed(id)
@@ -479,21 +518,27 @@ var ErrNewerSchema = errors.New("postgres: database schema is newer than this bu
 // rebindConnector hands out connections whose statements may use "?"
 // placeholders: the store's statements are written once for SQLite and
 // PostgreSQL.
-type rebindConnector struct{ driver.Connector }
+// With unprepared, its connections prepare no named statement on the
+// server (unpreparedStmt; see pooler.go).
+type rebindConnector struct {
+	driver.Connector
+	unprepared bool
+}
 
 func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &rebindConn{Conn: conn.(*stdlib.Conn)}, nil
+	return &rebindConn{Conn: conn.(*stdlib.Conn), unprepared: c.unprepared}, nil
 }
 
 type rebindConn struct {
 	*stdlib.Conn
 	// lazy: a write transaction began (lazyBegin) whose BEGIN goes with
 	// its first statement.
-	lazy bool
+	lazy       bool
+	unprepared bool
 }
 
 // beginWrite begins a write transaction at READ COMMITTED, whatever the
@@ -565,17 +610,24 @@ func (c *rebindConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 // PrepareContext sends a BEGIN still to go first: the statement's
-// executions bypass ExecContext.
+// executions bypass ExecContext. On a connection that keeps no named
+// statements (unprepared) nothing is sent: each execution sends the text
+// through ExecContext or QueryContext.
 func (c *rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.unprepared {
+		return &unpreparedStmt{c: c, query: query}, nil
+	}
 	if err := c.begin(ctx); err != nil {
 		return nil, err
 	}
-	return c.Conn.PrepareContext(ctx, rebind(query))
+	st, err := c.Conn.PrepareContext(ctx, rebind(query))
+	return st, withPoolerHint(err)
 }
 
 func (c *rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if !c.lazy {
-		return c.Conn.ExecContext(ctx, rebind(query), args)
+		res, err := c.Conn.ExecContext(ctx, rebind(query), args)
+		return res, withPoolerHint(err)
 	}
 	// BEGIN and the statement in one round trip.
 	c.lazy = false
@@ -602,7 +654,7 @@ func (c *rebindConn) ExecContext(ctx context.Context, query string, args []drive
 		err = notStarted{err}
 	}
 	if err != nil {
-		return nil, err
+		return nil, withPoolerHint(err)
 	}
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
@@ -611,7 +663,8 @@ func (c *rebindConn) QueryContext(ctx context.Context, query string, args []driv
 	if err := c.begin(ctx); err != nil {
 		return nil, err
 	}
-	return c.Conn.QueryContext(ctx, rebind(query), args)
+	rows, err := c.Conn.QueryContext(ctx, rebind(query), args)
+	return rows, withPoolerHint(err)
 }
 
 var rebound sync.Map // query → rewritten query

@@ -81,7 +81,7 @@ func TestTextCacheCatchUpMissesTrimmedEntries(t *testing.T) {
 
 	var armed atomic.Bool
 	cfg := b.cfg
-	hookDB := sql.OpenDB(hookConnector{rebindConnector{stdlib.GetConnector(*cfg)}, &armed,
+	hookDB := sql.OpenDB(hookConnector{rebindConnector{Connector: stdlib.GetConnector(*cfg)}, &armed,
 		"SELECT DISTINCT kind, id FROM search_text_log", func() { touch(2600) }})
 	defer hookDB.Close()
 	cached, err := searchindex.NewIndex(ctx, hookDB, b.SearchDialect(), nil, &searchindex.IndexOptions{Write: b.Write})

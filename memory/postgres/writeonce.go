@@ -111,7 +111,7 @@ func (b *Backend) writeOnceTrip(ctx context.Context, locks []engdriver.WriteLock
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return false, withPoolerHint(err)
 	}
 	if found {
 		b.grown.noteWrite()

@@ -288,8 +288,9 @@ func testSharing(t *testing.T, open Opener) {
 	if got, _ := owner.Text(); got != "start +entropy" {
 		t.Fatalf("owner sees %q", got)
 	}
-	h, _ := s.Agent("archive").Block("shared_notes").History(ctx)
-	if h[len(h)-1].Actor != "entropy" {
+	h, err := s.Agent("archive").Block("shared_notes").History(ctx)
+	must(t, err)
+	if len(h) == 0 || h[len(h)-1].Actor != "entropy" {
 		t.Fatalf("sharee's change attributed to %q", h[len(h)-1].Actor)
 	}
 	// Re-sharing changes the permission; unsharing revokes.
@@ -575,8 +576,9 @@ func testProposals(t *testing.T, open Opener) {
 	if r, _ := s.Agent("human").Block("prefs").Render(ctx); r != "likes: tea, coffee" {
 		t.Fatalf("approved proposal not applied: %q", r)
 	}
-	h, _ := s.Agent("human").Block("prefs").History(ctx)
-	if h[len(h)-1].Actor != "agent" {
+	h, err := s.Agent("human").Block("prefs").History(ctx)
+	must(t, err)
+	if len(h) == 0 || h[len(h)-1].Actor != "agent" {
 		t.Fatalf("approved change attributed to %q, want the proposer", h[len(h)-1].Actor)
 	}
 	must(t, s.Agent("human:the-human").RejectProposal(ctx, p2.ID, "no"))

@@ -1,0 +1,156 @@
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EnvPooler, set to 1, makes PgBouncer required: CI installs it and sets
+// it, so the tests through a pooler cannot pass by skipping.
+const EnvPooler = "ENGRAM_TEST_PGBOUNCER"
+
+// Pooler starts PgBouncer in transaction mode (each transaction, and
+// each statement outside one, on whichever server connection is free:
+// what a pooler in front of a busy PostgreSQL does) in front of s, for
+// the length of t, and returns a Server whose NewDatabase URLs go through
+// it, with default_query_exec_mode=exec (PgBouncer before 1.21 keeps no
+// named prepared statement across server connections). Without a
+// pgbouncer binary t skips, or fails under CI=true or EnvPooler=1.
+func (s *Server) Pooler(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil && fileExists("/usr/sbin/pgbouncer") {
+		bin, err = "/usr/sbin/pgbouncer", nil
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" || os.Getenv(EnvPooler) == "1" {
+			t.Fatalf("pgtest: no pgbouncer (CI requires it): %v", err)
+		}
+		t.Skipf("pgtest: no pgbouncer (install it to run the tests through a pooler): %v", err)
+	}
+	u, err := startPooler(bin, s.base, t.Cleanup)
+	if err != nil {
+		t.Fatalf("pgtest: start pgbouncer: %v", err)
+	}
+	return &Server{base: s.base, pooled: u}
+}
+
+// poolerPort is the port in the name of PgBouncer's unix socket (in a
+// directory of its own, so it collides with nothing).
+const poolerPort = 6432
+
+func startPooler(bin string, base *url.URL, cleanup func(func())) (*url.URL, error) {
+	dir, err := os.MkdirTemp("", "engram-pgbouncer-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil { // PgBouncer may run as nobody
+		return nil, err
+	}
+	q := base.Query()
+	host, port := q.Get("host"), q.Get("port")
+	if host == "" {
+		host = base.Hostname()
+	}
+	if port == "" {
+		port = base.Port()
+	}
+	if port == "" {
+		port = "5432"
+	}
+	user := base.User.Username()
+	server := fmt.Sprintf("host=%s port=%s user=%s", host, port, user)
+	if pw, ok := base.User.Password(); ok {
+		server += " password=" + pw
+	}
+	ini := fmt.Sprintf(`[databases]
+* = %s
+[pgbouncer]
+listen_addr =
+unix_socket_dir = %s
+listen_port = %d
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 10
+server_idle_timeout = 2
+ignore_startup_parameters = extra_float_digits
+logfile = %s
+`, server, dir, poolerPort, filepath.Join(dir, "users.txt"), filepath.Join(dir, "pgbouncer.log"))
+	for name, data := range map[string]string{
+		"pgbouncer.ini": ini,
+		"users.txt":     strconv.Quote(user) + ` ""` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// PgBouncer refuses to run as root.
+	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
+	if os.Geteuid() == 0 {
+		cmd = exec.Command("runuser", "-u", "nobody", "--", bin, filepath.Join(dir, "pgbouncer.ini"))
+	}
+	detach(cmd) // an interrupt reaches the test only
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM) // an immediate shutdown (SIGINT waits for clients)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}
+	cleanup(stop)
+	// One that outlives this process (a test timeout, a kill) goes with
+	// it, as a cluster does.
+	watch := exec.Command("sh", "-c", `while kill -0 "$0" 2>/dev/null; do sleep 1; done; kill "$1"`,
+		strconv.Itoa(os.Getpid()), strconv.Itoa(cmd.Process.Pid))
+	detach(watch)
+	if err := watch.Start(); err != nil {
+		return nil, fmt.Errorf("start pgbouncer's watcher: %w", err)
+	}
+	cleanup(func() {
+		watch.Process.Kill()
+		watch.Wait()
+	})
+	u := &url.URL{Scheme: "postgres", User: url.User(user), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}, "port": {strconv.Itoa(poolerPort)}, "sslmode": {"disable"},
+			"default_query_exec_mode": {"exec"}}.Encode()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	for {
+		err = db.PingContext(ctx)
+		if err == nil {
+			return u, nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+			return nil, fmt.Errorf("pgbouncer exited: %s", tail(log))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect through pgbouncer: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/engram-go/engram/blocks"
+	"github.com/engram-go/engram/driver"
+	"github.com/engram-go/engram/driver/drivertest"
+	"github.com/engram-go/engram/internal/pgtest"
+	"github.com/engram-go/engram/internal/storeaccess"
+	"github.com/engram-go/engram/memory"
+	"github.com/engram-go/engram/memory/postgres"
+	"github.com/engram-go/engram/memory/storetest"
+	"github.com/engram-go/engram/search"
+)
+
+// Through PgBouncer in transaction mode (each transaction on whichever
+// server connection is free), with default_query_exec_mode=exec: the
+// backend's guarantees hold but for notifications, which such a pooler
+// cannot carry; the backend says so (never live) instead of trusting a
+// LISTEN that nothing reaches.
+func TestPoolerBackendConformance(t *testing.T) {
+	srv := pgtest.Start(t).Pooler(t)
+	drivertest.Run(t, drivertest.Engine{
+		NewDatabase: func(t *testing.T) string { return srv.NewDatabase(t) },
+		Open: func(t *testing.T, dsn string) (driver.Backend, error) {
+			return postgres.Open(context.Background(), dsn, &postgres.Options{LockTimeout: 10 * time.Second})
+		},
+		NotificationsUnreachable: true,
+	})
+}
+
+// The store conformance suite through the same pooler: plain, and with
+// both in-process caches (whose loads and catch-ups prepare statements).
+func TestPoolerConformance(t *testing.T) {
+	srv := pgtest.Start(t).Pooler(t)
+	for _, mode := range []string{"plain", "caches"} {
+		t.Run(mode, func(t *testing.T) {
+			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
+				opts := &memory.Options{Approver: approver}
+				if mode == "caches" {
+					opts.Embedder = search.NewOffline(64)
+					opts.VectorCacheBytes = 1 << 30
+				}
+				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode == "caches" {
+					ctx := context.Background()
+					if err := storeaccess.Index(c).WarmVectorCache(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return c
+			})
+		})
+	}
+}
+
+// Two stores through the pooler (two machines behind one PgBouncer): each
+// change one makes is seen by the other's next read of the block it has
+// cached, before and after the listener's check of the notifications has
+// failed. A store that trusted its LISTEN would serve its cached copy
+// without a query, and never learn of the change.
+func TestPoolerCachedBlocksStayFresh(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).Pooler(t).NewDatabase(t)
+	a, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Agent("ada").CreateBlock(ctx, memory.BlockSpec{Label: "notes", Permission: blocks.Admin, CharLimit: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for i := 0; ; i++ {
+		// The document, from the reader's cache (Render would read the
+		// rendering stored in the row).
+		doc, err := a.Agent("ada").Block("notes").Doc(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Render(); got != want {
+			t.Fatalf("write %d: the reader's block holds %q, want %q", i, got, want)
+		}
+		if i == 100 {
+			break
+		}
+		line := fmt.Sprintf("line %d\n", i)
+		if err := b.Agent("ada").Block("notes").Append(ctx, line); err != nil {
+			t.Fatal(err)
+		}
+		want += line
+		// Spread over the listener's check (3 s) and past it.
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Through the same pooler without default_query_exec_mode, pgx's named
+// statements fail on the server connections they were not prepared on;
+// the error says what to change in the URL, and is still the server's.
+func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).Pooler(t).NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("default_query_exec_mode")
+	u.RawQuery = q.Encode()
+	s, err := memory.Open(ctx, u.String(), nil)
+	if err == nil {
+		defer s.Close()
+		// Writers side by side, so that statements meet server
+		// connections other than their own.
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := range 8 {
+			wg.Go(func() {
+				a := s.Agent(fmt.Sprint("agent-", w))
+				for i := range 50 {
+					if _, err := a.Archival().Insert(ctx, memory.ArchivalEntry{Content: fmt.Sprint("entry ", i)}); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := a.Archival().Search(ctx, "entry", nil); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		err = <-errs
+	}
+	if err == nil {
+		t.Fatal("no statement failed through a pooler in transaction mode with named statements")
+	}
+	t.Logf("the error: %v", err)
+	var pe *pgconn.PgError
+	if !strings.Contains(err.Error(), "default_query_exec_mode=exec") || !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want the server's error and the hint", err)
+	}
+}
