@@ -22,15 +22,13 @@ const EnvPooler = "ENGRAM_TEST_PGBOUNCER"
 // each statement outside one, on whichever server connection is free:
 // what a pooler in front of a busy PostgreSQL does) in front of s, for
 // the length of t, and returns a Server whose NewDatabase URLs go through
-// it, with default_query_exec_mode=exec (PgBouncer before 1.21 keeps no
-// named prepared statement across server connections). Without a
-// pgbouncer binary t skips, or fails under CI=true or EnvPooler=1.
-func (s *Server) Pooler(t testing.TB) *Server {
+// it, with default_query_exec_mode set to execMode ("" for exec:
+// PgBouncer before 1.21 keeps no named prepared statement across server
+// connections). Without a pgbouncer binary t skips, or fails under
+// CI=true or EnvPooler=1.
+func (s *Server) Pooler(t testing.TB, execMode string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil && fileExists("/usr/sbin/pgbouncer") {
-		bin, err = "/usr/sbin/pgbouncer", nil
-	}
+	bin, err := poolerBinary()
 	if err != nil {
 		if os.Getenv("CI") == "true" || os.Getenv(EnvPooler) == "1" {
 			t.Fatalf("pgtest: no pgbouncer (CI requires it): %v", err)
@@ -41,7 +39,67 @@ func (s *Server) Pooler(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("pgtest: start pgbouncer: %v", err)
 	}
+	if execMode != "" {
+		q := u.Query()
+		q.Set("default_query_exec_mode", execMode)
+		u.RawQuery = q.Encode()
+	}
+	t.Cleanup(func() {
+		// Run before the directory goes: a failure through the pooler may
+		// be the pooler's.
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(u.Query().Get("host"), "pgbouncer.log"))
+			t.Logf("pgtest: pgbouncer's log ends:\n%s", tail(log))
+		}
+	})
 	return &Server{base: s.base, pooled: u}
+}
+
+// LaunchPooler starts PgBouncer as Pooler does, outside a test (the bench
+// program uses it), in front of the server at base: the URL of base's
+// maintenance database through it (with default_query_exec_mode=exec)
+// and a stop function. It fails when there is no pgbouncer binary.
+func LaunchPooler(base *url.URL) (*url.URL, func(), error) {
+	bin, err := poolerBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	var cleanups []func()
+	stop := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	u, err := startPooler(bin, base, func(f func()) { cleanups = append(cleanups, f) })
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return u, stop, nil
+}
+
+// PooledURL is dsn, a database's URL on a server, with the host, port
+// and query of pooler (a LaunchPooler URL) instead: the same database
+// through the pooler.
+func PooledURL(pooler *url.URL, dsn string) (string, error) {
+	d, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	u := *pooler
+	u.Path = d.Path
+	return u.String(), nil
+}
+
+// poolerBinary finds pgbouncer: on PATH, else where Debian puts it.
+func poolerBinary() (string, error) {
+	if bin, err := exec.LookPath("pgbouncer"); err == nil {
+		return bin, nil
+	}
+	if fileExists("/usr/sbin/pgbouncer") {
+		return "/usr/sbin/pgbouncer", nil
+	}
+	return "", fmt.Errorf("pgbouncer not found on PATH or in /usr/sbin")
 }
 
 // poolerPort is the port in the name of PgBouncer's unix socket (in a
@@ -119,8 +177,8 @@ logfile = %s
 	cleanup(stop)
 	// One that outlives this process (a test timeout, a kill) goes with
 	// it, as a cluster does.
-	watch := exec.Command("sh", "-c", `while kill -0 "$0" 2>/dev/null; do sleep 1; done; kill "$1"`,
-		strconv.Itoa(os.Getpid()), strconv.Itoa(cmd.Process.Pid))
+	watch := exec.Command("sh", "-c", `while kill -0 "$0" 2>/dev/null; do sleep 1; done; kill "$1"; sleep 1; rm -rf "$2"`,
+		strconv.Itoa(os.Getpid()), strconv.Itoa(cmd.Process.Pid), dir)
 	detach(watch)
 	if err := watch.Start(); err != nil {
 		return nil, fmt.Errorf("start pgbouncer's watcher: %w", err)

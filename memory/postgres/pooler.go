@@ -31,11 +31,13 @@ import (
 //     max_prepared_statements set, carry named statements across server
 //     connections themselves, and the default works there.
 //   - LISTEN: the listening server connection goes back to the pool after
-//     the LISTEN, and a notification that reaches it is never passed on.
-//     The LISTEN itself succeeds, so the listener checks that a
-//     notification reaches it (probeNotifications) before it reports the
-//     channel live; until one does, every cached block is checked with a
-//     query at each access.
+//     the LISTEN, still listening, and a notification that reaches it is
+//     never passed on to the listener (another client may get it). The
+//     LISTEN itself succeeds, so the listener first listens on a channel
+//     of its own and checks that a notification sent there through the
+//     pool reaches it (Backend.listen) before it listens on engram_blocks
+//     and reports the channel live; until one does, every cached block is
+//     checked with a query at each access.
 
 // namedStatements reports whether cfg's connections keep named prepared
 // statements on the server (pgx's cache_statement mode): a pooler in
@@ -98,9 +100,9 @@ func named(args []driver.Value) []driver.NamedValue {
 // between this process and the server, most likely).
 var errNotificationsUnreachable = errors.New("a notification sent after LISTEN never reached the listening connection (a connection pooler in transaction mode? give the store a URL that reaches PostgreSQL directly, or through a pooler in session mode, for notifications to be used)")
 
-// probePrefix opens a probe's payload: a block id never does, so other
-// listeners ignore it (it does not parse as one).
-const probePrefix = "probe:"
+// probePrefix opens the name of a probe's channel (engram_probe_ and 24
+// hex digits): one channel a probe, never used again.
+const probePrefix = "engram_probe_"
 
 // notifyProbeWait bounds the wait for the probe's notification (it
 // arrives in a millisecond or two on a direct connection).
@@ -111,7 +113,11 @@ const notifyProbeWait = 3 * time.Second
 // a restart through another URL does).
 const notifyUnreachableRetry = time.Minute
 
-// newProbe returns a probe payload no other listener sends.
+// listenStatementWait bounds the LISTEN and the probe's statement, which
+// run on when the listener's context ends (Backend.listen).
+const listenStatementWait = 5 * time.Second
+
+// newProbe returns a channel for one probe, which no other listener uses.
 func newProbe() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {

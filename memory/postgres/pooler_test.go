@@ -16,11 +16,9 @@ import (
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/driver/drivertest"
 	"github.com/engram-go/engram/internal/pgtest"
-	"github.com/engram-go/engram/internal/storeaccess"
 	"github.com/engram-go/engram/memory"
 	"github.com/engram-go/engram/memory/postgres"
 	"github.com/engram-go/engram/memory/storetest"
-	"github.com/engram-go/engram/search"
 )
 
 // Through PgBouncer in transaction mode (each transaction on whichever
@@ -29,7 +27,7 @@ import (
 // cannot carry; the backend says so (never live) instead of trusting a
 // LISTEN that nothing reaches.
 func TestPoolerBackendConformance(t *testing.T) {
-	srv := pgtest.Start(t).Pooler(t)
+	srv := pgtest.Start(t).Pooler(t, "")
 	drivertest.Run(t, drivertest.Engine{
 		NewDatabase: func(t *testing.T) string { return srv.NewDatabase(t) },
 		Open: func(t *testing.T, dsn string) (driver.Backend, error) {
@@ -39,30 +37,21 @@ func TestPoolerBackendConformance(t *testing.T) {
 	})
 }
 
-// The store conformance suite through the same pooler: plain, and with
-// both in-process caches (whose loads and catch-ups prepare statements).
+// The store conformance suite through the same pooler, in every mode
+// TestConformance runs (pgvector's searches, the caches' loads and
+// catch-ups, SQL ranking, epochs), and plain with the other exec modes
+// that name no statements.
 func TestPoolerConformance(t *testing.T) {
-	srv := pgtest.Start(t).Pooler(t)
-	for _, mode := range []string{"plain", "caches"} {
+	srv := pgtest.Start(t)
+	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
+	runConformance(t, srv.Pooler(t, ""))
+	for _, mode := range []string{"cache_describe", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
+			pooled := srv.Pooler(t, mode)
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
-				opts := &memory.Options{Approver: approver}
-				if mode == "caches" {
-					opts.Embedder = search.NewOffline(64)
-					opts.VectorCacheBytes = 1 << 30
-				}
-				c, err := memory.Open(context.Background(), srv.NewDatabase(t), opts)
+				c, err := memory.Open(context.Background(), pooled.NewDatabase(t), &memory.Options{Approver: approver})
 				if err != nil {
 					t.Fatal(err)
-				}
-				if mode == "caches" {
-					ctx := context.Background()
-					if err := storeaccess.Index(c).WarmVectorCache(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if err := storeaccess.Index(c).WarmTextCache(ctx); err != nil {
-						t.Fatal(err)
-					}
 				}
 				return c
 			})
@@ -77,7 +66,7 @@ func TestPoolerConformance(t *testing.T) {
 // without a query, and never learn of the change.
 func TestPoolerCachedBlocksStayFresh(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).Pooler(t).NewDatabase(t)
+	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
 	a, err := memory.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +109,7 @@ func TestPoolerCachedBlocksStayFresh(t *testing.T) {
 // the error says what to change in the URL, and is still the server's.
 func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).Pooler(t).NewDatabase(t)
+	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -162,4 +151,50 @@ func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
 	if !strings.Contains(err.Error(), "default_query_exec_mode=exec") || !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want the server's error and the hint", err)
 	}
+}
+
+// The same through the backend's pool, a query at a time (database/sql's
+// QueryContext, not a write's pipeline): each statement error says what
+// to change.
+func TestPoolerWithoutExecModeQueriesSayWhy(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("default_query_exec_mode")
+	u.RawQuery = q.Encode()
+	b, err := postgres.Open(ctx, u.String(), nil)
+	if err != nil {
+		t.Skipf("the migrations failed first (TestPoolerWithoutExecModeSaysWhy covers that path): %v", err)
+	}
+	defer b.Close()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				var n int
+				if err := b.DB().QueryRowContext(ctx, `SELECT ?::int + 1`, w*100+i).Scan(&n); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		t.Fatal("no query failed through a pooler in transaction mode with named statements")
+	}
+	for _, err := range errs {
+		var pe *pgconn.PgError
+		if !strings.Contains(err.Error(), "default_query_exec_mode=exec") || !errors.As(err, &pe) {
+			t.Fatalf("err = %v, want the server's error and the hint", err)
+		}
+	}
+	t.Logf("%d of 400 queries failed, each with the hint", len(errs))
 }

@@ -419,46 +419,75 @@ func (b *Backend) WatchBlocks(ctx context.Context, changed func(id int64), live 
 	}
 }
 
-// listen LISTENs on its own connection, checks that a notification sent
-// through the pool reaches it (a pooler in transaction mode lets the
-// LISTEN succeed on a server connection it then hands to others), reports
-// the channel live and passes each block id notified to changed.
+// listen LISTENs on its own connection, first checking that a
+// notification sent through the pool reaches it (a pooler in transaction
+// mode lets a LISTEN succeed on a server connection it then hands to
+// others), reports the channel live and passes each block id notified to
+// changed.
+//
+// The check listens on a channel of its own, used once: through such a
+// pooler the LISTEN stays on the server connection it ran on, and one on
+// engram_blocks would have every block change of every process sent to
+// connections other clients use (or to one PgBouncer before 1.21 is
+// cancelling, which makes it exit). Only once the probe has come back
+// does the connection LISTEN on engram_blocks.
 func (b *Backend) listen(ctx context.Context, changed func(int64), live func(bool), backoff *time.Duration) error {
 	conn, err := pgx.ConnectConfig(ctx, b.cfg)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
 	probe, err := newProbe()
 	if err != nil {
 		return err
 	}
-	if _, err := b.db.ExecContext(ctx, `SELECT pg_notify(?, ?)`, notifyChannel, probe); err != nil {
+	// The statements run to their end when ctx ends meanwhile (Close): a
+	// connection closed in the middle of a statement leaves the server to
+	// notice later, and a pooler to cancel the statement, which PgBouncer
+	// before 1.21 can meet by exiting.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenStatementWait)
+	defer cancel()
+	if _, err := conn.Exec(sctx, "LISTEN "+probe); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // closing: no probe to wait for
+	}
+	if _, err := b.db.ExecContext(sctx, `SELECT pg_notify(?, '')`, probe); err != nil {
 		return fmt.Errorf("probe notifications: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, notifyProbeWait)
-	defer cancel()
-	for probing := true; ; {
-		wctx := ctx
-		if probing {
-			wctx = pctx
-		}
-		n, err := conn.WaitForNotification(wctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	pctx, cancelProbe := context.WithTimeout(ctx, notifyProbeWait)
+	defer cancelProbe()
+	for {
+		n, err := conn.WaitForNotification(pctx)
 		if err != nil {
-			if probing && ctx.Err() == nil && pctx.Err() != nil {
+			if ctx.Err() == nil && pctx.Err() != nil {
 				return errNotificationsUnreachable
 			}
 			return err
 		}
-		if probing && n.Payload == probe {
-			probing = false
-			cancel()
-			live(true)
-			*backoff = 50 * time.Millisecond
-			continue
+		if n.Channel == probe {
+			break
+		}
+	}
+	cancelProbe()
+	for _, q := range []string{"UNLISTEN " + probe, "LISTEN " + notifyChannel} {
+		if _, err := conn.Exec(sctx, q); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	live(true)
+	*backoff = 50 * time.Millisecond
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
 		}
 		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
 			changed(id)

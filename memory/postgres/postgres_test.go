@@ -25,7 +25,16 @@ import (
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
 	srv.HasPGVector(t) // required under ENGRAM_TEST_PGVECTOR=1
-	for _, mode := range []string{"plain", "cache1", "embedder", "embedder-in-process", "caches", "sql", "epochs"} {
+	runConformance(t, srv)
+}
+
+// conformanceModes are the stores TestConformance runs the suite on.
+var conformanceModes = []string{"plain", "cache1", "embedder", "embedder-in-process", "caches", "sql", "epochs"}
+
+// runConformance runs the store conformance suite on srv's databases, in
+// every mode of conformanceModes.
+func runConformance(t *testing.T, srv *pgtest.Server) {
+	for _, mode := range conformanceModes {
 		t.Run(mode, func(t *testing.T) {
 			storetest.RunStoreTests(t, func(t *testing.T, approver blocks.Approver) *memory.Store {
 				opts := &memory.Options{Approver: approver}

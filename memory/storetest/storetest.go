@@ -290,7 +290,10 @@ func testSharing(t *testing.T, open Opener) {
 	}
 	h, err := s.Agent("archive").Block("shared_notes").History(ctx)
 	must(t, err)
-	if len(h) == 0 || h[len(h)-1].Actor != "entropy" {
+	if len(h) == 0 {
+		t.Fatal("the shared block has no history")
+	}
+	if h[len(h)-1].Actor != "entropy" {
 		t.Fatalf("sharee's change attributed to %q", h[len(h)-1].Actor)
 	}
 	// Re-sharing changes the permission; unsharing revokes.
@@ -578,7 +581,10 @@ func testProposals(t *testing.T, open Opener) {
 	}
 	h, err := s.Agent("human").Block("prefs").History(ctx)
 	must(t, err)
-	if len(h) == 0 || h[len(h)-1].Actor != "agent" {
+	if len(h) == 0 {
+		t.Fatal("the approved block has no history")
+	}
+	if h[len(h)-1].Actor != "agent" {
 		t.Fatalf("approved change attributed to %q, want the proposer", h[len(h)-1].Actor)
 	}
 	must(t, s.Agent("human:the-human").RejectProposal(ctx, p2.ID, "no"))
