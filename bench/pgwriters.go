@@ -349,6 +349,40 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 			fmt.Sprintf("each writer appends a line to its own agent's block (%d each); bare: single-row INSERT transactions, as many at once", per))
 	}
 
+	// The same block appends through PgBouncer in transaction mode (each
+	// transaction on whichever server connection is free), against the
+	// same writers connected directly, in turn.
+	if pooler, stopPooler, err := pgtest.LaunchPooler(base); err != nil {
+		r.add(row{Section: sec, Comparison: "PostgreSQL 8 writers through PgBouncer", Note: "skipped: " + err.Error()})
+	} else {
+		pooledDB := func() (string, error) {
+			dsn, err := newDB()
+			if err != nil {
+				return "", err
+			}
+			return pgtest.PooledURL(pooler, dsn)
+		}
+		per := max(10, ops)
+		var pooled, direct []float64
+		for range cfg.repeats {
+			p, err := pgWriterThroughput(ctx, pooledDB, "engram", 2, 4, per)
+			if err != nil {
+				stopPooler()
+				return fmt.Errorf("engram writers through pgbouncer: %w", err)
+			}
+			d, err := pgWriterThroughput(ctx, newDB, "engram", 2, 4, per)
+			if err != nil {
+				stopPooler()
+				return fmt.Errorf("engram writers: %w", err)
+			}
+			pooled, direct = append(pooled, p), append(direct, d)
+		}
+		stopPooler()
+		r.compare(sec, "PostgreSQL 8 writers on different blocks in 2 processes: through PgBouncer (transaction mode) vs direct",
+			median(pooled), median(direct), unitOps, "higher",
+			fmt.Sprintf("each writer appends a line to its own agent's block (%d each); default_query_exec_mode=exec through the pooler", per))
+	}
+
 	// An agent's messages and archival entries: row inserts with their
 	// full-text upkeep, no CRDT work (8 writers in 2 processes).
 	per := max(10, ops)
