@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -351,7 +352,9 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 
 	// The same block appends through PgBouncer in transaction mode (each
 	// transaction on whichever server connection is free), against the
-	// same writers connected directly, in turn.
+	// same writers connected directly with the same exec mode (what the
+	// pooler costs), and those against the default mode (what naming no
+	// statement costs: the server parses and plans each), in turn.
 	if pooler, stopPooler, err := pgtest.LaunchPooler(base); err != nil {
 		r.add(row{Section: sec, Comparison: "PostgreSQL 8 writers through PgBouncer", Note: "skipped: " + err.Error()})
 	} else {
@@ -362,25 +365,41 @@ func benchPostgresWriters(ctx context.Context, cfg config, r *report) error {
 			}
 			return pgtest.PooledURL(pooler, dsn)
 		}
+		execDB := func() (string, error) {
+			dsn, err := newDB()
+			if err != nil {
+				return "", err
+			}
+			u, err := url.Parse(dsn)
+			if err != nil {
+				return "", err
+			}
+			q := u.Query()
+			q.Set("default_query_exec_mode", "exec")
+			u.RawQuery = q.Encode()
+			return u.String(), nil
+		}
 		per := max(10, ops)
-		var pooled, direct []float64
+		var pooled, direct, named []float64
 		for range cfg.repeats {
-			p, err := pgWriterThroughput(ctx, pooledDB, "engram", 2, 4, per)
-			if err != nil {
-				stopPooler()
-				return fmt.Errorf("engram writers through pgbouncer: %w", err)
+			for _, m := range []struct {
+				db  func() (string, error)
+				out *[]float64
+			}{{pooledDB, &pooled}, {execDB, &direct}, {newDB, &named}} {
+				v, err := pgWriterThroughput(ctx, m.db, "engram", 2, 4, per)
+				if err != nil {
+					stopPooler()
+					return fmt.Errorf("engram writers (pooler comparison): %w", err)
+				}
+				*m.out = append(*m.out, v)
 			}
-			d, err := pgWriterThroughput(ctx, newDB, "engram", 2, 4, per)
-			if err != nil {
-				stopPooler()
-				return fmt.Errorf("engram writers: %w", err)
-			}
-			pooled, direct = append(pooled, p), append(direct, d)
 		}
 		stopPooler()
-		r.compare(sec, "PostgreSQL 8 writers on different blocks in 2 processes: through PgBouncer (transaction mode) vs direct",
-			median(pooled), median(direct), unitOps, "higher",
-			fmt.Sprintf("each writer appends a line to its own agent's block (%d each); default_query_exec_mode=exec through the pooler", per))
+		note := fmt.Sprintf("each writer appends a line to its own agent's block (%d each)", per)
+		r.compare(sec, "PostgreSQL 8 writers on different blocks in 2 processes, default_query_exec_mode=exec: through PgBouncer (transaction mode) vs direct",
+			median(pooled), median(direct), unitOps, "higher", note)
+		r.compare(sec, "PostgreSQL 8 writers on different blocks in 2 processes, direct: default_query_exec_mode=exec vs the default (named statements)",
+			median(direct), median(named), unitOps, "higher", note+"; exec, which a pooler without prepared statements needs, has the server parse and plan each statement")
 	}
 
 	// An agent's messages and archival entries: row inserts with their
