@@ -14,6 +14,10 @@
 //
 // When no server can be had, tests skip, except under CI=true, where a
 // missing server is a failure: CI must not pass by skipping the backend.
+//
+// (*Server).Pooler puts PgBouncer in transaction mode in front of a
+// server, for the tests that run engram through a connection pooler;
+// LaunchPooler does for the bench program.
 package pgtest
 
 import (
