@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -197,4 +198,64 @@ func TestPoolerWithoutExecModeQueriesSayWhy(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 400 queries failed, each with the hint", len(errs))
+}
+
+// Through the pooler the store's LISTEN on engram_blocks must never run:
+// it would stay on the pooled server connection it ran on, and every
+// block change of every process would then be sent to connections other
+// clients hold. Pooled connections polling pg_listening_channels while a
+// store opens see the probe's one-off channel left behind (so they can
+// see what is left), and never engram_blocks.
+func TestPoolerLeavesNoBlocksListen(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(4)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	end := time.Now().Add(6 * time.Second) // past the probe's 3 s
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				rows, err := db.QueryContext(ctx, `SELECT pg_listening_channels()`)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for rows.Next() {
+					var c string
+					if err := rows.Scan(&c); err != nil {
+						t.Error(err)
+					}
+					if strings.HasPrefix(c, "engram_probe_") {
+						c = "engram_probe_*"
+					}
+					mu.Lock()
+					seen[c]++
+					mu.Unlock()
+				}
+				rows.Close()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	s, err := memory.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wg.Wait()
+	t.Logf("channels pooled server connections listened on: %v", seen)
+	if seen["engram_blocks"] > 0 {
+		t.Fatal("a pooled server connection listens on engram_blocks")
+	}
+	if seen["engram_probe_*"] == 0 {
+		t.Fatal("no pooled server connection was seen listening on the probe's channel either: the check could not have seen engram_blocks")
+	}
 }
