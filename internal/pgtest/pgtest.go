@@ -134,9 +134,9 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	}
 	t.Cleanup(func() { s.drop(name, "") })
 	if s.pooled != nil {
-		u := *s.pooled
-		u.Path = "/" + name
-		return u.String()
+		if dsn, err = PooledURL(s.pooled, dsn); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
 	}
 	return dsn
 }
@@ -276,16 +276,9 @@ func startCluster(durable bool, cleanup func(func())) (*url.URL, error) {
 	if os.Geteuid() == 0 {
 		pgCtl = append([]string{"runuser", "-u", "nobody", "--"}, pgCtl...)
 	}
-	script := `pid=$1; shift; while kill -0 "$pid" 2>/dev/null; do sleep 1; done; "$@" -D "$0/data" -m immediate -w stop; rm -rf "$0"`
-	watch := exec.Command("sh", append([]string{"-c", script, dir, strconv.Itoa(os.Getpid())}, pgCtl...)...)
-	detach(watch) // not in the test's process group: an interrupt reaches the test only
-	if err := watch.Start(); err != nil {
+	if err := watchExit(cleanup, `dir=$1; shift; "$@" -D "$dir/data" -m immediate -w stop; rm -rf "$dir"`, append([]string{dir}, pgCtl...)...); err != nil {
 		return nil, fmt.Errorf("start the cluster's watcher: %w", err)
 	}
-	cleanup(func() {
-		watch.Process.Kill()
-		watch.Wait()
-	})
 	u := &url.URL{Scheme: "postgres", User: url.User(pgUser), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -299,6 +292,25 @@ func startCluster(durable bool, cleanup func(func())) (*url.URL, error) {
 		return nil, fmt.Errorf("connect to the test cluster: %w", err)
 	}
 	return u, nil
+}
+
+// watchExit starts a watcher that runs then (a sh script, args its $1,
+// $2, …) once this process is gone: what a test binary that dies before
+// its cleanups leaves (a server, a pooler, their directories) goes with
+// it. It is not in the test's process group (an interrupt reaches the
+// test only); cleanup stops it.
+func watchExit(cleanup func(func()), then string, args ...string) error {
+	script := `while kill -0 "$0" 2>/dev/null; do sleep 1; done; ` + then
+	watch := exec.Command("sh", append([]string{"-c", script, strconv.Itoa(os.Getpid())}, args...)...)
+	detach(watch)
+	if err := watch.Start(); err != nil {
+		return err
+	}
+	cleanup(func() {
+		watch.Process.Kill()
+		watch.Wait()
+	})
+	return nil
 }
 
 func fileExists(path string) bool {

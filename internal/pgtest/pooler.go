@@ -177,16 +177,9 @@ logfile = %s
 	cleanup(stop)
 	// One that outlives this process (a test timeout, a kill) goes with
 	// it, as a cluster does.
-	watch := exec.Command("sh", "-c", `while kill -0 "$0" 2>/dev/null; do sleep 1; done; kill "$1"; sleep 1; rm -rf "$2"`,
-		strconv.Itoa(os.Getpid()), strconv.Itoa(cmd.Process.Pid), dir)
-	detach(watch)
-	if err := watch.Start(); err != nil {
+	if err := watchExit(cleanup, `kill "$1"; sleep 1; rm -rf "$2"`, strconv.Itoa(cmd.Process.Pid), dir); err != nil {
 		return nil, fmt.Errorf("start pgbouncer's watcher: %w", err)
 	}
-	cleanup(func() {
-		watch.Process.Kill()
-		watch.Wait()
-	})
 	u := &url.URL{Scheme: "postgres", User: url.User(user), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "port": {strconv.Itoa(poolerPort)}, "sslmode": {"disable"},
 			"default_query_exec_mode": {"exec"}}.Encode()}

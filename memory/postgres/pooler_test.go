@@ -105,20 +105,27 @@ func TestPoolerCachedBlocksStayFresh(t *testing.T) {
 	}
 }
 
-// Through the same pooler without default_query_exec_mode, pgx's named
-// statements fail on the server connections they were not prepared on;
-// the error says what to change in the URL, and is still the server's.
-func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
-	ctx := context.Background()
-	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
-	u, err := url.Parse(dsn)
+// namedStatementsURL is a new database's URL through the pooler without
+// default_query_exec_mode: pgx's default, which names statements.
+func namedStatementsURL(t *testing.T) string {
+	t.Helper()
+	u, err := url.Parse(pgtest.Start(t).Pooler(t, "").NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()
 	q.Del("default_query_exec_mode")
 	u.RawQuery = q.Encode()
-	s, err := memory.Open(ctx, u.String(), nil)
+	return u.String()
+}
+
+// Through the same pooler without default_query_exec_mode, pgx's named
+// statements fail on the server connections they were not prepared on;
+// the error says what to change in the URL, and is still the server's.
+func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	dsn := namedStatementsURL(t)
+	s, err := memory.Open(ctx, dsn, nil)
 	if err == nil {
 		defer s.Close()
 		// Writers side by side, so that statements meet server
@@ -159,15 +166,8 @@ func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
 // to change.
 func TestPoolerWithoutExecModeQueriesSayWhy(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Start(t).Pooler(t, "").NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Del("default_query_exec_mode")
-	u.RawQuery = q.Encode()
-	b, err := postgres.Open(ctx, u.String(), nil)
+	dsn := namedStatementsURL(t)
+	b, err := postgres.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Skipf("the migrations failed first (TestPoolerWithoutExecModeSaysWhy covers that path): %v", err)
 	}

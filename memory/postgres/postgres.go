@@ -546,9 +546,8 @@ var ErrNewerSchema = errors.New("postgres: database schema is newer than this bu
 
 // rebindConnector hands out connections whose statements may use "?"
 // placeholders: the store's statements are written once for SQLite and
-// PostgreSQL.
-// With unprepared, its connections prepare no named statement on the
-// server (unpreparedStmt; see pooler.go).
+// PostgreSQL. With unprepared, its connections prepare no named
+// statement on the server (unpreparedStmt; see pooler.go).
 type rebindConnector struct {
 	driver.Connector
 	unprepared bool
