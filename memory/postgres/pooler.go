@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Behind a connection pooler in transaction mode (PgBouncer's pool_mode =
@@ -56,6 +57,22 @@ func withPoolerHint(err error) error {
 		return fmt.Errorf("%w (through a connection pooler in transaction mode, add default_query_exec_mode=exec to the store's URL)", err)
 	}
 	return err
+}
+
+// hintedStmt is a named statement prepared on the server, whose
+// executions' errors get withPoolerHint as the connection's own
+// statements' do: through a pooler that keeps no named statements, an
+// execution on another server connection is what fails.
+type hintedStmt struct{ *stdlib.Stmt }
+
+func (s hintedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	res, err := s.Stmt.ExecContext(ctx, args)
+	return res, withPoolerHint(err)
+}
+
+func (s hintedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := s.Stmt.QueryContext(ctx, args)
+	return rows, withPoolerHint(err)
 }
 
 // unpreparedStmt is a statement database/sql's Prepare returns on a

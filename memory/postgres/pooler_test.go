@@ -161,9 +161,9 @@ func TestPoolerWithoutExecModeSaysWhy(t *testing.T) {
 	}
 }
 
-// The same through the backend's pool, a query at a time (database/sql's
-// QueryContext, not a write's pipeline): each statement error says what
-// to change.
+// The same through the backend's pool, a statement at a time
+// (database/sql's QueryContext and its prepared statements, not a write's
+// pipeline): each statement error says what to change.
 func TestPoolerWithoutExecModeQueriesSayWhy(t *testing.T) {
 	ctx := context.Background()
 	dsn := namedStatementsURL(t)
@@ -174,30 +174,72 @@ func TestPoolerWithoutExecModeQueriesSayWhy(t *testing.T) {
 	defer b.Close()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var errs []error
+	errs := map[string][]error{}
+	fail := func(kind string, err error) {
+		mu.Lock()
+		errs[kind] = append(errs[kind], err)
+		mu.Unlock()
+	}
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 50 {
 				var n int
 				if err := b.DB().QueryRowContext(ctx, `SELECT ?::int + 1`, w*100+i).Scan(&n); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+					fail("query", err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if len(errs) == 0 {
-		t.Fatal("no query failed through a pooler in transaction mode with named statements")
+	// database/sql's prepared statement (the store prepares its frequent
+	// reads: a block's look-up, the stamps), prepared once on one
+	// connection and run on it while another client's statements take
+	// the pooler's server connections in turn.
+	b.DB().SetMaxOpenConns(1)
+	st, err := b.DB().PrepareContext(ctx, `SELECT ?::int + 2`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, err := range errs {
-		var pe *pgconn.PgError
-		if !strings.Contains(err.Error(), "default_query_exec_mode=exec") || !errors.As(err, &pe) {
-			t.Fatalf("err = %v, want the server's error and the hint", err)
+	defer st.Close()
+	other, err := sql.Open("pgx", dsn+"&default_query_exec_mode=exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var n int
+				_ = other.QueryRowContext(ctx, `SELECT 1`).Scan(&n) // its own errors are not this test's
+			}
+		})
+	}
+	for i := range 200 {
+		var n int
+		if err := st.QueryRowContext(ctx, i).Scan(&n); err != nil {
+			fail("prepared", err)
 		}
 	}
-	t.Logf("%d of 400 queries failed, each with the hint", len(errs))
+	close(stop)
+	wg.Wait()
+	for _, kind := range []string{"query", "prepared"} {
+		if len(errs[kind]) == 0 {
+			t.Errorf("no %s statement failed through a pooler in transaction mode with named statements", kind)
+		}
+		for _, err := range errs[kind] {
+			var pe *pgconn.PgError
+			if !strings.Contains(err.Error(), "default_query_exec_mode=exec") || !errors.As(err, &pe) {
+				t.Fatalf("%s: err = %v, want the server's error and the hint", kind, err)
+			}
+		}
+		t.Logf("%d %s statements failed, each with the hint", len(errs[kind]), kind)
+	}
 }
 
 // Through the pooler the store's LISTEN on engram_blocks must never run:

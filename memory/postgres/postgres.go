@@ -649,7 +649,10 @@ func (c *rebindConn) PrepareContext(ctx context.Context, query string) (driver.S
 		return nil, err
 	}
 	st, err := c.Conn.PrepareContext(ctx, rebind(query))
-	return st, withPoolerHint(err)
+	if err != nil {
+		return nil, withPoolerHint(err)
+	}
+	return hintedStmt{st.(*stdlib.Stmt)}, nil
 }
 
 func (c *rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
