@@ -828,6 +828,11 @@ func TestPutEmbeddingsManyChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed before the database (cleanups run last first): a cache load
+	// still holding a connection when the database closes releases it
+	// later, and SQLite's last close then writes in the directory the
+	// test's TempDir is removing ("directory not empty").
+	t.Cleanup(func() { x.Close() })
 	const n = 150 // 64 + 64 + 22
 	ids := make([]int64, n)
 	for i := range ids {
