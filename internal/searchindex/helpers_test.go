@@ -37,11 +37,27 @@ func openDBAt(tb testing.TB, path string) *sql.DB {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
+	tb.Cleanup(func() { closeDB(tb, db) })
 	if _, _, err := sqlite.Migrate(context.Background(), db); err != nil {
 		tb.Fatal(err)
 	}
 	return db
+}
+
+// closeDB closes db and waits until its last connection has closed: an
+// Index a test leaves open may have a load holding one, released (and
+// closed) after db.Close returns, and SQLite's last close writes beside
+// the database file, in the directory the test's TempDir is removing
+// ("directory not empty").
+func closeDB(tb testing.TB, db *sql.DB) {
+	db.Close()
+	for deadline := time.Now().Add(10 * time.Second); db.Stats().OpenConnections > 0; {
+		if time.Now().After(deadline) {
+			tb.Logf("the database has %d connections open 10 s after its Close", db.Stats().OpenConnections)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func testDSN(path string) string {
