@@ -146,8 +146,8 @@ func TestArchivalStreamNeighboursByTime(t *testing.T) {
 	}
 }
 
-// rollBackArchivalLabels undoes SQLite migrations 0037 (its table and
-// triggers), 0034 (its index; the
+// rollBackArchivalLabels undoes SQLite migrations 0038 (its triggers),
+// 0037 (its table and triggers), 0034 (its index; the
 // views and triggers it remade go with 0028's and 0032's), 0032 (its triggers;
 // the views it remade go with 0028's), 0031 (its trigger and
 // column; 0028's objects it remade go with them), 0029 (its tables and
@@ -164,6 +164,9 @@ var rollBackArchivalLabels = func() []string {
 		panic("no migration 0023_archival_conversation.sql")
 	}
 	return []string{
+		// 0038.
+		`DROP TRIGGER search_text_parts_blocks_ai`, `DROP TRIGGER search_text_parts_blocks_au`,
+		`DROP TRIGGER search_text_parts_blocks_ad`, `DROP TRIGGER search_text_parts_blocks_owner`,
 		// 0037.
 		`DROP TRIGGER search_text_parts_archival_ad`, `DROP TRIGGER search_text_parts_archival_au`,
 		`DROP TRIGGER search_text_parts_messages_ad`, `DROP TRIGGER search_text_parts_messages_au`,

@@ -1749,7 +1749,7 @@ func (x *Index) loadAhead(ctx context.Context, ts []search.ContentType, terms []
 	}
 	var wg sync.WaitGroup
 	for _, t := range ts {
-		if !storedKind(t) || !c.wantsLoad(t, scope.Agent) {
+		if t == search.Blocks || !c.wantsLoad(t, scope.Agent) {
 			continue
 		}
 		wg.Add(1)

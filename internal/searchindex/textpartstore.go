@@ -514,11 +514,6 @@ func validToks(toks []byte, n int) bool {
 	return shift == 0
 }
 
-// storedKind reports whether partitions of kind t are stored: a blocks
-// partition is a few rows, and a block's rendered text changes without a
-// log entry until it is indexed again.
-func storedKind(t search.ContentType) bool { return t == search.Archival || t == search.Messages }
-
 // TextPartLocker is a Dialect that can make a save of a stored partition
 // (a row of search_text_parts) see every write that would drop it (a
 // delete of one of its owner's rows, a change to one's words or owner).
@@ -596,7 +591,7 @@ type partSaves struct {
 func (c *textCache) fingerprint(t search.ContentType) uint64 {
 	c.saves.fpOnce.Do(func() {
 		c.saves.fps = map[search.ContentType]uint64{}
-		for _, k := range []search.ContentType{search.Archival, search.Messages} {
+		for _, k := range []search.ContentType{search.Blocks, search.Archival, search.Messages} {
 			c.saves.fps[k] = partFingerprint(k, c.jsonbKeys, textBodies[k]) ^ uint64(c.saves.schema)*0x9e3779b97f4a7c15
 		}
 	})
@@ -616,7 +611,7 @@ func storedReplayMax(live int) int { return 64 + 2*live }
 // rows are read instead). replayed is how many entries it replayed. base
 // is the cache's position when the load began (catchUpLoad's).
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
-	if c.saves.off || c.saves.readOff || !storedKind(t) {
+	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
 	var data []byte
@@ -830,7 +825,7 @@ const partSaveWait = 5 * time.Second
 // search_text_parts in the background, unless a save of it is running.
 func (c *textCache) saveLater(t search.ContentType, owner string) {
 	s := &c.saves
-	if s.off || s.write == nil || !storedKind(t) {
+	if s.off || s.write == nil {
 		return
 	}
 	key := partKey{t, owner}

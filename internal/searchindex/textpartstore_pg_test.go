@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-go/engram/blocks"
 	"github.com/engram-go/engram/driver"
 	"github.com/engram-go/engram/internal/pgtest"
 	"github.com/engram-go/engram/internal/searchindex"
@@ -515,5 +516,131 @@ func TestStoredPartitionPostgresBucketMates(t *testing.T) {
 	searchindex.WaitTextPartSaves(x)
 	if saved, skipped := searchindex.TextPartsSaved(x), searchindex.TextPartsSkipped(x); saved != 2 || skipped != 0 {
 		t.Fatalf("saved %d, skipped %d: want both partitions saved (no write changed them)", saved, skipped)
+	}
+}
+
+// TestStoredBlocksPartitionPostgres: on PostgreSQL, owners' blocks
+// partitions are saved and are the next process's first loads, ranking
+// bit for bit as a whole cache; a block's words leave its owner's stored
+// part when the block is indexed again after a rewrite, when it is
+// deleted and when it moves to another owner (both owners' parts go).
+func TestStoredBlocksPartitionPostgres(t *testing.T) {
+	ctx := context.Background()
+	const secret = "zanzibarquux"
+	p := newPGPartial(t)
+	for _, owner := range []string{"agent-0", "agent-1"} {
+		for i := range 3 {
+			if _, err := p.store.Agent(owner).CreateBlock(ctx, memory.BlockSpec{Label: fmt.Sprint("notes-", i), Value: fmt.Sprint("harbour notes ", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	vault, err := p.store.Agent("agent-0").CreateBlock(ctx, memory.BlockSpec{Label: "vault", Value: "the vault code is " + secret, Permission: blocks.Admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := p.whole()
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)
+	stored := func(owner string) bool {
+		t.Helper()
+		var n int
+		if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND owner = $1`, owner).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	// A process's first searches over blocks, ranked from its cache bit
+	// for bit as the whole cache ranks; those read from the rows are
+	// saved. The whole cache searches first: its searches index the
+	// blocks changed since (the lazy index), so that the process's
+	// statistics, read as it opens, count them (blocks indexed after the
+	// statistics rank in SQL until a pass counts them again).
+	process := func() (loadedStored int64) {
+		t.Helper()
+		type leg struct{ owner, q string }
+		want := map[leg][]search.Result{}
+		for _, owner := range []string{"agent-0", "agent-1"} {
+			for _, q := range []string{"harbour notes", "vault " + secret} {
+				w, err := whole.Search(ctx, q, search.Scope{Agent: owner}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[leg{owner, q}] = w
+			}
+		}
+		x := p.index(1<<30, true)
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		for l, w := range want {
+			before := searchindex.TextCacheAnswers(x)
+			g, err := x.Search(ctx, l.q, search.Scope{Agent: l.owner}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if searchindex.TextCacheAnswers(x) == before {
+				t.Fatalf("%q for %s ranked in SQL", l.q, l.owner)
+			}
+			if err := sameBits(w, g); err != nil {
+				t.Fatalf("%q for %s: %v\nwant %v\ngot  %v", l.q, l.owner, err, keys(w), keys(g))
+			}
+		}
+		searchindex.WaitTextPartSaves(x)
+		n := searchindex.TextPartsStored(x)
+		x.Close()
+		return n
+	}
+	process()
+	if !stored("agent-0") || !stored("agent-1") || secretParts(t, p, secret) != 1 {
+		t.Fatalf("after a first process: parts of agent-0 %v, of agent-1 %v, %d holding the vault's words; want both, 1",
+			stored("agent-0"), stored("agent-1"), secretParts(t, p, secret))
+	}
+	if n := process(); n != 2 {
+		t.Fatalf("a second process loaded %d blocks partitions from stored parts, want 2", n)
+	}
+
+	// Rewritten: the re-index before the next search over blocks takes
+	// the part.
+	if err := vault.SetText(ctx, "the vault is empty"); err != nil {
+		t.Fatal(err)
+	}
+	if n := process(); n != 1 {
+		t.Fatalf("after a rewrite, %d blocks partitions loaded from stored parts, want 1 (agent-1's)", n)
+	}
+	if n := secretParts(t, p, secret); n != 0 || !stored("agent-0") {
+		t.Fatalf("after a rewrite: %d stored parts hold the old words, agent-0's stored again %v", n, stored("agent-0"))
+	}
+
+	// Deleted: the part goes with the block.
+	if err := vault.SetText(ctx, "the vault code is "+secret); err != nil {
+		t.Fatal(err)
+	}
+	process()
+	if n := secretParts(t, p, secret); n != 1 {
+		t.Fatalf("%d stored parts hold the vault's words, want 1", n)
+	}
+	if err := vault.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := secretParts(t, p, secret); n != 0 || stored("agent-0") || !stored("agent-1") {
+		t.Fatalf("after the block's delete: %d stored parts hold its words, agent-0's part %v (want gone), agent-1's %v (want kept)",
+			n, stored("agent-0"), stored("agent-1"))
+	}
+
+	// Moved to another owner: both owners' parts go.
+	if _, err := p.store.Agent("agent-0").CreateBlock(ctx, memory.BlockSpec{Label: "vault", Value: "the vault code is " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	process()
+	if !stored("agent-0") || !stored("agent-1") || secretParts(t, p, secret) != 1 {
+		t.Fatalf("parts of agent-0 %v, of agent-1 %v, %d holding the vault's words; want both, 1", stored("agent-0"), stored("agent-1"), secretParts(t, p, secret))
+	}
+	p.raw(`UPDATE blocks SET owner = 'agent-1' WHERE owner = 'agent-0' AND label = 'vault'`)
+	if stored("agent-0") || stored("agent-1") {
+		t.Fatalf("after the block moved: parts of agent-0 %v, of agent-1 %v, want both gone", stored("agent-0"), stored("agent-1"))
+	}
+	process()
+	if n := process(); n != 2 || secretParts(t, p, secret) != 1 {
+		t.Fatalf("after the move: %d blocks partitions loaded from stored parts (want 2), %d holding the vault's words (want 1)", n, secretParts(t, p, secret))
 	}
 }

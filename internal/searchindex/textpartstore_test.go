@@ -39,7 +39,8 @@ func partialIndex(t *testing.T, db *sql.DB) *searchindex.Index {
 // saved are another process's first loads, caught up with the writes
 // made since (inserts into conversations, whose neighbours' context
 // changes too, other agents' rows, deletes and updates that drop a stored
-// part, a corrupt part), and every search ranks as SQL does.
+// part, blocks rewritten, deleted and moved to another owner, a corrupt
+// part), and every search ranks as SQL does.
 func TestStoredPartitionsRankLikeRows(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "engram.db")
@@ -83,8 +84,8 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 		compare(t, first, fmt.Sprintf("agent-%d", a))
 	}
 	searchindex.WaitTextPartSaves(first)
-	if n := searchindex.TextPartsSaved(first); n != 2*agents {
-		t.Fatalf("%d partitions saved, want %d (archival and messages of each agent)", n, 2*agents)
+	if n := searchindex.TextPartsSaved(first); n != 3*agents {
+		t.Fatalf("%d partitions saved, want %d (blocks, archival and messages of each agent)", n, 3*agents)
 	}
 	first.Close()
 	parts := func() map[string]bool {
@@ -104,14 +105,18 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 		}
 		return out
 	}
-	if n := len(parts()); n != 2*agents {
-		t.Fatalf("%d stored parts, want %d", n, 2*agents)
+	if n := len(parts()); n != 3*agents {
+		t.Fatalf("%d stored parts, want %d", n, 3*agents)
 	}
 
 	// Writes since: agent-0 talks on (its conversation's entries change
 	// context), agent-1 gets messages, others write rows of their own;
 	// agent-2 deletes an entry and agent-3 rewrites one (their stored
-	// archival parts go with them); agent-4's stored part is corrupt.
+	// archival parts go with them); agent-5 rewrites a block (its blocks
+	// part goes when the block is indexed again, before the next search
+	// over blocks), agent-6 deletes one (its part goes with it) and one of
+	// agent-7's moves to agent-0 (both owners' parts go); agent-4's
+	// stored archival part is corrupt.
 	other := openDBAt(t, path)
 	for i := range 5 {
 		insertArchival(t, other, archivalRow{Agent: "agent-0", Content: fmt.Sprintf("%s later turn %d", queries[i], i), Metadata: `{"conversation": "c1"}`})
@@ -124,14 +129,26 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 	if _, err := other.ExecContext(ctx, `UPDATE archival SET content = content || ' rewritten' WHERE id = (SELECT max(id) FROM archival WHERE agent = 'agent-3')`); err != nil {
 		t.Fatal(err)
 	}
+	for _, q := range []string{
+		`UPDATE blocks SET rendered = rendered || ' rewritten' WHERE owner = 'agent-5' AND label = 'block-1'`,
+		`DELETE FROM blocks WHERE owner = 'agent-6' AND label = 'block-2'`,
+		`UPDATE blocks SET owner = 'agent-0', label = 'moved' WHERE owner = 'agent-7' AND label = 'block-1'`,
+	} {
+		if _, err := other.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	if _, err := other.ExecContext(ctx, `UPDATE search_text_parts SET data = substr(data, 1, 40) || x'00' || substr(data, 42) WHERE kind = 2 AND owner = 'agent-4'`); err != nil {
 		t.Fatal(err)
 	}
 	got := parts()
-	for _, gone := range []string{"2agent-2", "2agent-3"} {
+	for _, gone := range []string{"2agent-2", "2agent-3", "1agent-6", "1agent-7", "1agent-0"} {
 		if got[gone] {
 			t.Fatalf("stored part %s outlived a change to its rows", gone)
 		}
+	}
+	if !got["1agent-5"] {
+		t.Fatal("agent-5's blocks part went before its block was indexed again")
 	}
 
 	second := partialIndex(t, db)
@@ -139,13 +156,15 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 		compare(t, second, fmt.Sprintf("agent-%d", a))
 	}
 	// agent-2's and agent-3's archival parts were dropped, agent-4's is
-	// corrupt: the other 13 loaded from search_text_parts.
-	if n := searchindex.TextPartsStored(second); n != 2*agents-3 {
-		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*agents-3)
+	// corrupt, and the blocks parts of agent-5 (its block indexed again
+	// by the first search over blocks), agent-6, agent-7 and agent-0 were
+	// dropped: the other 17 loaded from search_text_parts.
+	if n := searchindex.TextPartsStored(second); n != 3*agents-7 {
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 3*agents-7)
 	}
 	searchindex.WaitTextPartSaves(second)
-	if n := searchindex.TextPartsSaved(second); n != 3 {
-		t.Fatalf("%d partitions saved again, want the 3 read from rows", n)
+	if n := searchindex.TextPartsSaved(second); n != 7 {
+		t.Fatalf("%d partitions saved again, want the 7 read from rows", n)
 	}
 	second.Close()
 
@@ -155,14 +174,14 @@ func TestStoredPartitionsRankLikeRows(t *testing.T) {
 	for a := range agents {
 		compare(t, third, fmt.Sprintf("agent-%d", a))
 	}
-	if n := searchindex.TextPartsStored(third); n != 2*agents {
-		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 2*agents)
+	if n := searchindex.TextPartsStored(third); n != 3*agents {
+		t.Fatalf("%d partitions loaded from stored parts, want %d", n, 3*agents)
 	}
-	// The blocks (not stored), and the rows agent-0's and agent-1's
-	// writes changed (the new ones and their neighbours), replayed onto
-	// parts saved before them; read whole, the loads would analyze 576.
-	if n := searchindex.TextRowsAnalyzed(third) - analyzed; n > 3*agents+5*3*2 {
-		t.Fatalf("%d rows analyzed by the loads: want the %d blocks and the rows replayed only, every other partition stored", n, 3*agents)
+	// Only the rows agent-0's and agent-1's writes changed (the new ones
+	// and their neighbours), replayed onto parts saved before them; read
+	// whole, the loads would analyze 600.
+	if n := searchindex.TextRowsAnalyzed(third) - analyzed; n > 5*3*2 {
+		t.Fatalf("%d rows analyzed by the loads: want the rows replayed only (at most %d), every partition stored", n, 5*3*2)
 	}
 }
 
@@ -502,5 +521,115 @@ func TestFirstSearchPoolOfOne(t *testing.T) {
 				t.Fatalf("try %d, bound %d/10 of the partitions: %v after %v", try, tenths, err, time.Since(start).Round(time.Millisecond))
 			}
 		}
+	}
+}
+
+// TestStoredBlocksPartitionForgetsWords: a block's words leave its
+// owner's stored blocks part when the block is indexed again after a
+// rewrite (before the next search over blocks ranks), when the block is
+// deleted, and when it moves to another owner (both owners' parts go);
+// parts saved after each change rank as SQL does.
+func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
+	ctx := context.Background()
+	const secret = "zanzibarquux"
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	for i := range 4 {
+		insertBlock(t, db, "a", fmt.Sprintf("notes-%d", i), fmt.Sprintf("ordinary notes %d", i))
+		insertBlock(t, db, "b", fmt.Sprintf("notes-%d", i), fmt.Sprintf("ordinary notes of b %d", i))
+	}
+	sqlx, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlx.Close()
+	holding := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND instr(data, ?) > 0`, secret).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	stored := func(owner string) bool {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND owner = ?`, owner).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	// A process's first searches over blocks: the partitions load (from
+	// the stored parts where there are), rank as SQL does, and those read
+	// from the rows are saved.
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)
+	process := func() (loadedStored int64) {
+		t.Helper()
+		x := partialIndex(t, db)
+		for _, owner := range []string{"a", "b"} {
+			for _, q := range []string{"ordinary notes", "vault " + secret} {
+				got, err := x.Search(ctx, q, search.Scope{Agent: owner}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameAsSQLWith(t, ctx, sqlx, q, owner, opts, got)
+			}
+		}
+		searchindex.WaitTextPartSaves(x)
+		n := searchindex.TextPartsStored(x)
+		x.Close()
+		return n
+	}
+	vault := insertBlock(t, db, "a", "vault", "the vault code is "+secret)
+	process()
+	if !stored("a") || !stored("b") || holding() != 1 {
+		t.Fatalf("after a first process: parts of a %v, of b %v, %d holding the block's words; want both, 1", stored("a"), stored("b"), holding())
+	}
+	if n := process(); n != 2 {
+		t.Fatalf("a second process loaded %d blocks partitions from stored parts, want 2", n)
+	}
+
+	// Rewritten: the re-index before the next search over blocks takes
+	// the part; that process reads the rows and saves the block's new
+	// words.
+	if _, err := db.ExecContext(ctx, `UPDATE blocks SET rendered = 'the vault is empty' WHERE id = ?`, vault); err != nil {
+		t.Fatal(err)
+	}
+	if n := process(); n != 1 {
+		t.Fatalf("after a rewrite, %d blocks partitions loaded from stored parts, want 1 (b's)", n)
+	}
+	if n := holding(); n != 0 || !stored("a") {
+		t.Fatalf("after a rewrite: %d stored parts hold the old words, a's part stored again %v", n, stored("a"))
+	}
+
+	// Deleted: the part goes with the block.
+	if _, err := db.ExecContext(ctx, `UPDATE blocks SET rendered = ? WHERE id = ?`, "the vault code is "+secret, vault); err != nil {
+		t.Fatal(err)
+	}
+	process()
+	if holding() != 1 {
+		t.Fatalf("%d stored parts hold the block's words, want 1", holding())
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM blocks WHERE id = ?`, vault); err != nil {
+		t.Fatal(err)
+	}
+	if n := holding(); n != 0 || stored("a") || !stored("b") {
+		t.Fatalf("after the block's delete: %d stored parts hold its words, a's part %v (want gone), b's %v (want kept)", n, stored("a"), stored("b"))
+	}
+
+	// Moved to another owner: both owners' parts go.
+	vault = insertBlock(t, db, "a", "vault", "the vault code is "+secret)
+	process()
+	if holding() != 1 || !stored("a") || !stored("b") {
+		t.Fatalf("%d stored parts hold the block's words (want 1), parts of a %v, of b %v", holding(), stored("a"), stored("b"))
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE blocks SET owner = 'b' WHERE id = ?`, vault); err != nil {
+		t.Fatal(err)
+	}
+	if stored("a") || stored("b") {
+		t.Fatalf("after the block moved: parts of a %v, of b %v, want both gone", stored("a"), stored("b"))
+	}
+	process()
+	if n := process(); n != 2 || holding() != 1 {
+		t.Fatalf("after the move: %d blocks partitions loaded from stored parts (want 2), %d holding the block's words (want 1: b's)", n, holding())
 	}
 }

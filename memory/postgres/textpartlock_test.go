@@ -69,18 +69,18 @@ func TestTextPartLocksBounded(t *testing.T) {
 	}
 }
 
-// TestTextPartsTruncated: a TRUNCATE of archival or messages takes the
-// kind's stored parts with it.
+// TestTextPartsTruncated: a TRUNCATE of archival, messages or blocks
+// takes the kind's stored parts with it.
 func TestTextPartsTruncated(t *testing.T) {
 	b := openTestBackend(t)
 	ctx := context.Background()
-	if _, err := b.DB().ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (2, 'a', 'x'), (4, 'a', 'y')`); err != nil {
+	if _, err := b.DB().ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (2, 'a', 'x'), (4, 'a', 'y'), (1, 'a', 'z')`); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		table string
 		left  int
-	}{{"archival", 1}, {"messages", 0}} {
+	}{{"archival", 2}, {"messages", 1}, {"blocks", 0}} {
 		if _, err := b.DB().ExecContext(ctx, `TRUNCATE `+c.table+` CASCADE`); err != nil {
 			t.Fatal(err)
 		}
