@@ -900,6 +900,15 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 			return fmt.Errorf("read log of %s: %w", k.name, err)
 		}
 		changed = changed || pos.trimmed(floor)
+		if !changed && t == search.Blocks {
+			// One of the owner's blocks waits for its re-index: the part
+			// may hold its rendering (what PostgreSQL's load reads), words
+			// the index may never hold, and a rewrite before the re-index
+			// fires no trigger that would drop them.
+			if err := queryRow(ctx, ex, blocksWaitingQuery, owner).Scan(&changed); err != nil {
+				return fmt.Errorf("read blocks waiting for their re-index: %w", err)
+			}
+		}
 		if changed {
 			c.saves.skipped.Add(1)
 			return nil
@@ -940,6 +949,10 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	}
 	return err
 }
+
+// blocksWaitingQuery reports whether one of an owner's blocks is marked
+// for the lazy re-index (fts_blocks_dirty).
+const blocksWaitingQuery = `SELECT EXISTS (SELECT 1 FROM fts_blocks_dirty d JOIN blocks b ON b.id = d.id WHERE b.owner = ?)`
 
 // partBusyTries and partBusyWait: a save whose part's lock is busy
 // (TextPartLocker) tries this many times in all, waiting partBusyWait,

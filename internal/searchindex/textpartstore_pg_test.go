@@ -644,3 +644,95 @@ func TestStoredBlocksPartitionPostgres(t *testing.T) {
 		t.Fatalf("after the move: %d blocks partitions loaded from stored parts (want 2), %d holding the vault's words (want 1)", n, secretParts(t, p, secret))
 	}
 }
+
+// TestStoredBlocksPartitionPostgresUnindexed: on PostgreSQL the text
+// cache reads a block's rendering (blocks.rendered WHERE fts IS NOT
+// NULL), which may be newer than its tsvector: a block written after the
+// search's lazy index ran and before the partition loads. A blocks part
+// is not saved while one of its owner's blocks waits for its re-index:
+// saved, it would hold words the index never held, and a rewrite before
+// the next re-index fires no trigger (a block write sets neither fts nor
+// owner), so they would stay in search_text_parts while neither the
+// block's rendering nor its tsvector holds them. Here agent-1's scope
+// includes agent-0's block shared with it, whose partition loads after
+// agent-1's own, and the block is written between the two.
+func TestStoredBlocksPartitionPostgresUnindexed(t *testing.T) {
+	ctx := context.Background()
+	const secret = "zanzibarquux"
+	p := newPGPartial(t)
+	for _, owner := range []string{"agent-0", "agent-1"} {
+		if _, err := p.store.Agent(owner).CreateBlock(ctx, memory.BlockSpec{Label: "notes", Value: "harbour notes of " + owner}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vault, err := p.store.Agent("agent-0").CreateBlock(ctx, memory.BlockSpec{Label: "vault", Value: "the vault is empty", Permission: blocks.Admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vault.Share(ctx, "agent-1", blocks.ReadOnly); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)
+	whole := p.whole()
+	if _, err := whole.Search(ctx, "harbour vault", search.Scope{Agent: "agent-1"}, opts); err != nil { // indexes every block
+		t.Fatal(err)
+	}
+
+	x := p.index(1<<30, true)
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	searchindex.SetTextLoadHook(x, func(_ context.Context, k search.ContentType, owner string) {
+		if k == search.Blocks && owner == "agent-1" {
+			// Another process's block write, after this search's lazy
+			// index ran and before agent-0's partition loads.
+			once.Do(func() {
+				if err := vault.SetText(ctx, "the vault code is "+secret); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	before := searchindex.TextCacheAnswers(x)
+	if _, err := x.Search(ctx, "harbour vault", search.Scope{Agent: "agent-1"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if searchindex.TextCacheAnswers(x) == before {
+		t.Fatal("ranked in SQL: no partition loaded")
+	}
+	searchindex.WaitTextPartSaves(x)
+	x.Close()
+	indexed := func() (n int) {
+		t.Helper()
+		if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM blocks WHERE fts @@ to_tsquery('english', $1)`, secret).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := secretParts(t, p, secret); n != 0 {
+		t.Fatalf("%d stored parts hold %q, which the block's rendering holds and its tsvector (%d) does not yet", n, secret, indexed())
+	}
+	if searchindex.TextPartsSaved(x) == 0 {
+		t.Fatal("no part saved (agent-1's own blocks, none waiting for a re-index, should be)")
+	}
+
+	// The owner takes the words out again before any search over blocks.
+	if err := vault.SetText(ctx, "the vault is empty again"); err != nil {
+		t.Fatal(err)
+	}
+	// Searches of other kinds do not run the lazy index.
+	y := p.index(1<<30, true)
+	if _, err := y.Search(ctx, "harbour", search.Scope{Agent: "agent-0"}, search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)); err != nil {
+		t.Fatal(err)
+	}
+	y.Close()
+	var inRendered int
+	if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM blocks WHERE position($1 in rendered) > 0`, secret).Scan(&inRendered); err != nil {
+		t.Fatal(err)
+	}
+	if n := secretParts(t, p, secret); n != 0 {
+		t.Fatalf("%d stored parts hold %q, which no block's rendering (%d) and no tsvector (%d) holds: the words outlive the block's text in search_text_parts until a search over blocks re-indexes it",
+			n, secret, inRendered, indexed())
+	}
+}

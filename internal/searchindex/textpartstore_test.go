@@ -527,8 +527,9 @@ func TestFirstSearchPoolOfOne(t *testing.T) {
 // TestStoredBlocksPartitionForgetsWords: a block's words leave its
 // owner's stored blocks part when the block is indexed again after a
 // rewrite (before the next search over blocks ranks), when the block is
-// deleted, and when it moves to another owner (both owners' parts go);
-// parts saved after each change rank as SQL does.
+// deleted, and when it moves to another owner (both owners' parts go); a
+// new block leaves the part, which the next load catches up from the log;
+// every process ranks as SQL does.
 func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
 	ctx := context.Background()
 	const secret = "zanzibarquux"
@@ -586,6 +587,15 @@ func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
 	}
 	if n := process(); n != 2 {
 		t.Fatalf("a second process loaded %d blocks partitions from stored parts, want 2", n)
+	}
+	// A new block adds words: the part stays, and the next process's
+	// load adds the block from the log.
+	insertBlock(t, db, "a", "plans", "ordinary plans for the vault")
+	if !stored("a") {
+		t.Fatal("a new block took its owner's stored part")
+	}
+	if n := process(); n != 2 {
+		t.Fatalf("after a new block, %d blocks partitions loaded from stored parts, want 2", n)
 	}
 
 	// Rewritten: the re-index before the next search over blocks takes

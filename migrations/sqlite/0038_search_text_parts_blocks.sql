@@ -7,11 +7,13 @@
 -- As there, a block whose indexed words change or go takes its owner's
 -- part with it, so that words a block no longer holds do not outlive it
 -- here: a re-index writes the block's row of fts_blocks_indexed (INSERT OR
--- REPLACE: an insert, its replaced row's delete firing no trigger), a
--- block's delete deletes it (fts_blocks_ad, after which its owner is
--- gone: the part is dropped from the block's own delete), and a block
--- that changes owner moves from one owner's part to the other's.
-CREATE TRIGGER search_text_parts_blocks_ai AFTER INSERT ON fts_blocks_indexed BEGIN
+-- REPLACE: an insert over the row it replaces, whose delete fires no
+-- trigger; a new block's first row replaces none, and the log adds it to
+-- the part), a block's delete deletes it (fts_blocks_ad, after which its
+-- owner is gone: the part is dropped from the block's own delete), and a
+-- block that changes owner moves from one owner's part to the other's.
+CREATE TRIGGER search_text_parts_blocks_ai BEFORE INSERT ON fts_blocks_indexed
+WHEN EXISTS (SELECT 1 FROM fts_blocks_indexed WHERE id = new.id) BEGIN
     DELETE FROM search_text_parts WHERE kind = 1 AND owner = (SELECT owner FROM blocks WHERE id = new.id);
 END;
 CREATE TRIGGER search_text_parts_blocks_au AFTER UPDATE ON fts_blocks_indexed BEGIN
