@@ -167,6 +167,7 @@ var rollBackArchivalLabels = func() []string {
 		// 0038.
 		`DROP TRIGGER search_text_parts_blocks_ai`, `DROP TRIGGER search_text_parts_blocks_au`,
 		`DROP TRIGGER search_text_parts_blocks_ad`, `DROP TRIGGER search_text_parts_blocks_owner`,
+		`DROP TRIGGER search_text_parts_blocks_indexed_ad`,
 		// 0037.
 		`DROP TRIGGER search_text_parts_archival_ad`, `DROP TRIGGER search_text_parts_archival_au`,
 		`DROP TRIGGER search_text_parts_messages_ad`, `DROP TRIGGER search_text_parts_messages_au`,

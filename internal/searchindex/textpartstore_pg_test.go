@@ -598,6 +598,14 @@ func TestStoredBlocksPartitionPostgres(t *testing.T) {
 	if n := process(); n != 2 {
 		t.Fatalf("a second process loaded %d blocks partitions from stored parts, want 2", n)
 	}
+	// A new block's first index keeps the part: the next load adds it
+	// from the log.
+	if _, err := p.store.Agent("agent-0").CreateBlock(ctx, memory.BlockSpec{Label: "plans", Value: "harbour plans"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := process(); n != 2 {
+		t.Fatalf("after a new block, %d blocks partitions loaded from stored parts, want 2", n)
+	}
 
 	// Rewritten: the re-index before the next search over blocks takes
 	// the part.

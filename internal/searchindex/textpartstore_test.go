@@ -590,13 +590,26 @@ func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
 	}
 	// A new block adds words: the part stays, and the next process's
 	// load adds the block from the log.
-	insertBlock(t, db, "a", "plans", "ordinary plans for the vault")
+	plans := insertBlock(t, db, "a", "plans", "ordinary plans for the vault")
 	if !stored("a") {
 		t.Fatal("a new block took its owner's stored part")
 	}
 	if n := process(); n != 2 {
 		t.Fatalf("after a new block, %d blocks partitions loaded from stored parts, want 2", n)
 	}
+	// A block's indexed row deleted by hand (and written again) takes the
+	// part too.
+	if _, err := db.ExecContext(ctx, `DELETE FROM fts_blocks_indexed WHERE id = ?`, plans); err != nil {
+		t.Fatal(err)
+	}
+	if stored("a") {
+		t.Fatal("a's part outlived a delete of one of its blocks' indexed rows")
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO fts_blocks_indexed (id, label, description, rendered)
+		SELECT id, label, description, rendered FROM blocks WHERE id = ?`, plans); err != nil {
+		t.Fatal(err)
+	}
+	process()
 
 	// Rewritten: the re-index before the next search over blocks takes
 	// the part; that process reads the rows and saves the block's new

@@ -19,6 +19,11 @@ END;
 CREATE TRIGGER search_text_parts_blocks_au AFTER UPDATE ON fts_blocks_indexed BEGIN
     DELETE FROM search_text_parts WHERE kind = 1 AND owner = (SELECT owner FROM blocks WHERE id = new.id);
 END;
+-- (A delete of a block's row while the block stays: a hand edit, or a
+-- rebuild of the table by delete and insert.)
+CREATE TRIGGER search_text_parts_blocks_indexed_ad AFTER DELETE ON fts_blocks_indexed BEGIN
+    DELETE FROM search_text_parts WHERE kind = 1 AND owner = (SELECT owner FROM blocks WHERE id = old.id);
+END;
 CREATE TRIGGER search_text_parts_blocks_ad AFTER DELETE ON blocks BEGIN
     DELETE FROM search_text_parts WHERE kind = 1 AND owner = old.owner;
 END;
