@@ -652,7 +652,10 @@ func (c *rebindConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err != nil {
 		return nil, withPoolerHint(err)
 	}
-	return hintedStmt{st.(*stdlib.Stmt)}, nil
+	if s, ok := st.(*stdlib.Stmt); ok {
+		return hintedStmt{s}, nil
+	}
+	return st, nil // (another driver's: its executions' errors as they are)
 }
 
 func (c *rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
