@@ -541,14 +541,7 @@ func TestStoredBlocksPartitionPostgres(t *testing.T) {
 	}
 	whole := p.whole()
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Blocks)
-	stored := func(owner string) bool {
-		t.Helper()
-		var n int
-		if err := p.b.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND owner = $1`, owner).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
+	stored := func(owner string) bool { return blocksPartStored(t, p.b.DB(), owner) }
 	// A process's first searches over blocks, ranked from its cache bit
 	// for bit as the whole cache ranks; those read from the rows are
 	// saved. The whole cache searches first: its searches index the

@@ -551,14 +551,7 @@ func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
 		}
 		return n
 	}
-	stored := func(owner string) bool {
-		t.Helper()
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND owner = ?`, owner).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
+	stored := func(owner string) bool { return blocksPartStored(t, db, owner) }
 	// A process's first searches over blocks: the partitions load (from
 	// the stored parts where there are), rank as SQL does, and those read
 	// from the rows are saved.
@@ -655,4 +648,15 @@ func TestStoredBlocksPartitionForgetsWords(t *testing.T) {
 	if n := process(); n != 2 || holding() != 1 {
 		t.Fatalf("after the move: %d blocks partitions loaded from stored parts (want 2), %d holding the block's words (want 1: b's)", n, holding())
 	}
+}
+
+// blocksPartStored reports whether owner's blocks partition is stored in
+// db (search_text_parts, kind 1).
+func blocksPartStored(t *testing.T, db *sql.DB, owner string) bool {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM search_text_parts WHERE kind = 1 AND owner = ?`, owner).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
 }
