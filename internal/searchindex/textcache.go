@@ -181,14 +181,14 @@ type slotRun struct{ lo, hi int32 }
 // slots; a posting with its slice's growth slack and its term id in
 // terms; a term's map entry (string and slice headers, df, hash-table
 // share) plus its bytes, and in a part its name in names; a packed term
-// (packedTerms: its two ends and its df, its name's bytes in the shared
-// string); an owner's entry and a run.
+// (packedTerms: its name's and postings' ends, its count and df, its
+// name's bytes in the shared string); an owner's entry and a run.
 const (
 	textCostDoc     = 80
 	textCostPosting = 16
 	textCostTerm    = 68
 	textCostName    = 16 // a string header in textPart.names
-	textCostPacked  = 12
+	textCostPacked  = 16
 	textCostOwner   = 96
 	textCostRun     = 8
 	textCostBody    = 96 // four string headers, a slice header and a byte
@@ -1178,6 +1178,15 @@ func (p *textPart) analyzeText(text string, toks bool, count func(int32), sc *te
 // place appends d's document with room for its n terms in p.terms (from
 // the returned d.termsAt) and returns its slot.
 func (p *textPart) place(d textDoc, n int) (int32, textDoc) {
+	d.termsAt, d.nTerms = int32(len(p.terms)), int32(n)
+	p.terms = slices.Grow(p.terms, n)[:len(p.terms)+n]
+	p.bytes += textCostPosting * int64(n)
+	return p.appendDoc(d)
+}
+
+// appendDoc appends d's document, its terms' place in p.terms set by the
+// caller, and returns its slot.
+func (p *textPart) appendDoc(d textDoc) (int32, textDoc) {
 	o, ok := p.owners[d.owner]
 	if !ok {
 		o = &textOwner{name: d.owner}
@@ -1186,8 +1195,6 @@ func (p *textPart) place(d textDoc, n int) (int32, textDoc) {
 	}
 	d.owner = o.name
 	slot := int32(len(p.docs))
-	d.termsAt, d.nTerms = int32(len(p.terms)), int32(n)
-	p.terms = slices.Grow(p.terms, n)[:len(p.terms)+n]
 	p.docs = append(p.docs, d)
 	p.slots[d.id] = slot
 	p.live++
@@ -1200,7 +1207,7 @@ func (p *textPart) place(d textDoc, n int) (int32, textDoc) {
 		p.bytes += textCostRun
 	}
 	p.tokens += int64(d.length)
-	p.bytes += textCostDoc + textCostPosting*int64(n)
+	p.bytes += textCostDoc
 	return slot, d
 }
 
@@ -1264,7 +1271,8 @@ func (p *textPart) termCount() int {
 // terms unpack (indexTerms); 0 for a part not packed.
 func (p *textPart) unpackCost() int64 {
 	if k := p.packed; k != nil {
-		return int64(len(k.nameEnd)) * (textCostTerm + textCostName - textCostPacked)
+		return int64(len(k.nameEnd))*(textCostTerm+textCostName-textCostPacked) +
+			k.entries*textCostPosting - k.postingsCost()
 	}
 	return 0
 }
@@ -1277,29 +1285,46 @@ func (p *textPart) name(id int32) string {
 	return p.names[id]
 }
 
-// list is term id's postings, in slot order. A packed part's is a
-// window of its slab with no room past it, so that an append copies it
-// out (only an unpacked part is changed, though).
+// list is term id's postings, in slot order. A packed part's is decoded
+// from its stored bytes at each call, into a slice of its own with no
+// room past it (see packedTerms).
 func (p *textPart) list(id int32) []posting {
 	if k := p.packed; k != nil {
-		return k.list(id)
+		return k.list(id, len(p.docs))
 	}
 	return p.lists[id]
 }
 
 // packedTerms is a decoded part's vocabulary as decodePart leaves it:
-// each term's name a window of one string and each term's postings a
-// window of one slab, each found by its end. It holds no pointer per
-// term: decoding a part stores none (a first search loads a part while
-// the collector marks much of the time, and each pointer stored then
-// goes through its write barrier), and the collector has none to scan
-// while the part stays unchanged. The part's first change unpacks it
-// (indexTerms).
+// each term's name a window of one string, found by its end, and each
+// term's postings the bytes they were stored as, a window of one slice,
+// decoded when read. A first search reads a few terms' postings: decoding
+// every posting, and placing each in its row's list of terms, was most of
+// a stored part's load. Nothing is written when a list is read, so
+// searches read a packed part side by side as they do an unpacked one; a
+// list read often costs its decoding each time, a few nanoseconds a
+// posting, until the part's first change unpacks it (indexTerms). It
+// holds no pointer per term: decoding a part stores none (a first search
+// loads a part while the collector marks much of the time, and each
+// pointer stored then goes through its write barrier), and the collector
+// has none to scan while the part stays unchanged.
+//
+// A stored list is checked when decoded (its count, its rows ascending
+// within the part's, its frequencies positive and finite, its bytes
+// exactly used), not at the load: one that fails reads as empty. Only bytes encodePart did not write fail (the load checks the
+// part's checksum), and a list read so ranks its term as matching no row,
+// where checking every list at the load would have cost what reading
+// lazily saves.
 type packedTerms struct {
 	names   string
 	nameEnd []uint32 // term id -> the end of its name in names
-	slab    []posting
-	listEnd []int32 // term id -> the end of its postings in slab
+	raw     []byte   // the postings, term by term, as stored
+	rawEnd  []uint32 // term id -> the end of its postings in raw
+	count   []int32  // term id -> its postings in raw (its df as decoded: a remove lowers df)
+	entries int64    // postings in raw (the sum of count)
+	// termsFilled: textPart.terms holds each row's term ids (fillTerms),
+	// which a remove needs, without unpacking the part.
+	termsFilled bool
 }
 
 func (k *packedTerms) name(id int32) string {
@@ -1310,13 +1335,96 @@ func (k *packedTerms) name(id int32) string {
 	return k.names[lo:k.nameEnd[id]]
 }
 
-func (k *packedTerms) list(id int32) []posting {
-	lo := int32(0)
+// postings is term id's stored postings.
+func (k *packedTerms) postings(id int32) []byte {
+	lo := uint32(0)
 	if id > 0 {
-		lo = k.listEnd[id-1]
+		lo = k.rawEnd[id-1]
 	}
-	hi := k.listEnd[id]
-	return k.slab[lo:hi:hi]
+	return k.raw[lo:k.rawEnd[id]]
+}
+
+// list decodes term id's postings, of rows below ndocs (the removed ones
+// included, as in an unpacked part's lists); nil when they do not decode
+// so.
+func (k *packedTerms) list(id int32, ndocs int) []posting {
+	out := make([]posting, k.count[id])
+	if !decodePostings(k.postings(id), out, ndocs) {
+		return nil
+	}
+	return out
+}
+
+// postingsCost is what the packed postings are charged: their bytes, and
+// the rows' term ids once filled.
+func (k *packedTerms) postingsCost() int64 {
+	c := int64(len(k.raw))
+	if k.termsFilled {
+		c += 4 * k.entries
+	}
+	return c
+}
+
+// decodePostings decodes len(out) postings from b into out (encodePart's
+// encoding: each row's distance from the one before, then its frequency,
+// appendFreq), checking that the rows ascend below ndocs, that each
+// frequency is positive and finite, and that b holds those and nothing
+// more.
+func decodePostings(b []byte, out []posting, ndocs int) bool {
+	slot := int64(-1)
+	for j := range out {
+		var delta uint64
+		if len(b) > 0 && b[0] < 0x80 { // most are one byte
+			delta, b = uint64(b[0]), b[1:]
+		} else {
+			v, n := binary.Uvarint(b)
+			if n <= 0 {
+				return false
+			}
+			delta, b = v, b[n:]
+		}
+		if delta == 0 || delta >= uint64(int64(ndocs)-slot) {
+			return false // not ascending, or past the last row
+		}
+		slot += int64(delta)
+		var f float32
+		var ok bool
+		if f, b, ok = readFreq(b); !ok {
+			return false
+		}
+		out[j] = posting{slot: int32(slot), freq: f}
+	}
+	return len(b) == 0
+}
+
+// fillTerms fills p.terms, each row's term ids, from a packed part's
+// postings, for a remove (which takes the row's terms from df) or a
+// change; the part stays packed. A posting past its row's count of terms
+// is left out of the row's, and a row with fewer has its count lowered
+// (neither happens to a part encodePart wrote): p.terms names no term
+// more often than its df counts, so a remove leaves none below zero.
+func (p *textPart) fillTerms() {
+	k := p.packed
+	if k == nil || k.termsFilled {
+		return
+	}
+	p.terms = make([]int32, k.entries)
+	fill := make([]int32, len(p.docs))
+	for id := range int32(len(k.nameEnd)) {
+		for _, ps := range k.list(id, len(p.docs)) {
+			d := &p.docs[ps.slot]
+			if fill[ps.slot] == d.nTerms {
+				continue
+			}
+			p.terms[d.termsAt+fill[ps.slot]] = id
+			fill[ps.slot]++
+		}
+	}
+	for slot := range p.docs {
+		p.docs[slot].nTerms = fill[slot]
+	}
+	k.termsFilled = true
+	p.bytes += 4 * k.entries
 }
 
 // indexTerms readies p for a change: a decoded part's terms are unpacked
@@ -1330,10 +1438,41 @@ func (p *textPart) indexTerms() {
 		return
 	}
 	if k := p.packed; k != nil {
+		p.fillTerms()
 		n := len(k.nameEnd)
 		p.names, p.lists = make([]string, n), make([][]posting, n)
+		slab := make([]posting, k.entries)
+		fill := make([]int32, len(p.docs)) // fillTerms' walk again
 		for id := range n {
-			p.names[id], p.lists[id] = p.name(int32(id)), p.list(int32(id))
+			p.names[id] = p.name(int32(id))
+			c := int(k.count[id])
+			list := slab[:c:c]
+			slab = slab[c:]
+			ok := decodePostings(k.postings(int32(id)), list, len(p.docs))
+			if !ok {
+				list = nil
+			}
+			// What fillTerms left out of the rows' terms leaves the
+			// lists too, and df counts what stays (for a part
+			// encodePart wrote: everything).
+			kept := list[:0]
+			for _, ps := range list {
+				if fill[ps.slot] < p.docs[ps.slot].nTerms {
+					fill[ps.slot]++
+					kept = append(kept, ps)
+				}
+			}
+			if !ok || len(kept) < len(list) {
+				dead := int32(0)
+				for _, ps := range kept {
+					if p.docs[ps.slot].dead {
+						dead++
+					}
+				}
+				p.df[id] = int32(len(kept)) - dead
+				kept = kept[:len(kept):len(kept)]
+			}
+			p.lists[id] = kept
 		}
 		// Charged from here on as a part built from rows is: whoever
 		// changes an installed part recounts it after.
@@ -1360,6 +1499,7 @@ func (p *textPart) remove(id int64) {
 		return
 	}
 	delete(p.slots, id)
+	p.fillTerms()
 	d := &p.docs[slot]
 	d.dead = true
 	for _, t := range p.terms[d.termsAt : d.termsAt+d.nTerms] {

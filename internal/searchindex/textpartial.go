@@ -571,6 +571,7 @@ func (m *statsMove) row(s *textStats, r textRow, spans map[int64]logSpan, staged
 			m.failed = true
 			return
 		}
+		p.fillTerms()
 		doc := &p.docs[p.slots[r.id]]
 		m.rows--
 		m.tokens -= int64(doc.length)

@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -35,7 +36,7 @@ import (
 // owner's rows changed since the part's position.
 
 // partFormat numbers the encoding; a part of another is ignored.
-const partFormat = 5
+const partFormat = 6
 
 // partMagic opens every encoded part.
 const partMagic = "etp"
@@ -80,15 +81,17 @@ func boolByte(b bool) byte {
 
 // encodePart encodes p's live rows as of log position pos, with fingerprint
 // fp: a header with the counts, the string section (every string's bytes,
-// in the order the rest names them), the terms (each name's length and
-// count of postings), the rows, the postings term by term, and a CRC-32 of
-// it all. The terms no live row holds are left out and the others
-// numbered densely in their names' order (a decoded part finds a term by
-// binary search until its first change: termID); the live rows are
-// numbered densely in slot order. The postings are stored term by term,
-// as a part holds them, so that a decode fills each term's list in one
-// pass and puts each term id in its row's list (the ids of a row then
-// ascend, as they do in a part built from the rows).
+// in the order the rest names them), the terms (each name's length, its
+// count of postings and their size in bytes), the rows, the postings term
+// by term, and a CRC-32 of it all. The terms no live row holds are left
+// out and the others numbered densely in their names' order (a decoded
+// part finds a term by binary search until its first change: termID); the
+// live rows are numbered densely in slot order. The postings are stored
+// term by term, each term's at the offset the sizes before it add up to,
+// so that a decoded part keeps them as stored and decodes a term's when a
+// search reads it (packedTerms); placed in their rows' lists term by
+// term, the ids of a row ascend, as they do in a part built from the
+// rows.
 func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	var order []int32 // the live terms' ids, by name
 	for id := range int32(p.termCount()) {
@@ -116,11 +119,12 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		}
 	}
 	rowTerms := make([]int, len(p.docs))
-	counts := make([]int, n)
+	counts, sizes := make([]int, n), make([]int, n)
 	entries := 0
 	var pb []byte // the postings, term by term
 	for r, id := range order {
 		prev := int32(-1)
+		at := len(pb)
 		for _, ps := range p.list(id) {
 			if p.docs[ps.slot].dead {
 				continue
@@ -133,6 +137,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 			counts[r]++
 			entries++
 		}
+		sizes[r] = len(pb) - at
 	}
 	var strs, rb, tb []byte
 	for _, id := range order {
@@ -198,6 +203,7 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	for r, id := range order {
 		b = binary.AppendUvarint(b, uint64(len(p.name(id))))
 		b = binary.AppendUvarint(b, uint64(counts[r]))
+		b = binary.AppendUvarint(b, uint64(sizes[r]))
 	}
 	b = append(b, rb...)
 	b = append(b, pb...)
@@ -220,23 +226,28 @@ func appendFreq(b []byte, f float32) []byte {
 	return binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
 }
 
-// freq reads what appendFreq wrote: a positive, finite number (a NaN or
-// infinity would poison every score the term adds to).
-func (r *partDecoder) freq() float32 {
-	if len(r.b) > 0 && r.b[0] != 0 && r.b[0] < 0x80 { // most are one byte
-		q := r.b[0]
-		r.b = r.b[1:]
-		return float32(q) / 4
+// readFreq reads what appendFreq wrote at the start of b, and the rest
+// of b: a positive, finite number (a NaN or infinity would poison every
+// score the term adds to); ok is false when b does not start with one.
+func readFreq(b []byte) (f float32, rest []byte, ok bool) {
+	if len(b) > 0 && b[0] != 0 && b[0] < 0x80 { // most are one byte
+		return float32(b[0]) / 4, b[1:], true
 	}
-	if q := r.uvarint(); q != 0 {
-		return float32(q) / 4
+	q, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, false
 	}
-	f := math.Float32frombits(r.uint32())
+	if b = b[n:]; q != 0 {
+		return float32(q) / 4, b, true
+	}
+	if len(b) < 4 {
+		return 0, nil, false
+	}
+	f = math.Float32frombits(binary.LittleEndian.Uint32(b))
 	if !(f > 0) || math.IsInf(float64(f), 0) {
-		r.fail()
-		return 1
+		return 0, nil, false
 	}
-	return f
+	return f, b[4:], true
 }
 
 // partDecoder reads an encoded part: the structure from b, the strings
@@ -282,17 +293,6 @@ func (r *partDecoder) byte() byte {
 	}
 	v := r.b[0]
 	r.b = r.b[1:]
-	return v
-}
-
-func (r *partDecoder) uint32() uint32 {
-	if len(r.b) < 4 {
-		r.fail()
-		r.b = nil
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
 	return v
 }
 
@@ -350,38 +350,48 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 	if bodies != textBodies[t] {
 		r.fail()
 	}
-	nterms, ndocs, entries, toksLen := r.count(2), r.count(5), r.count(2), r.count(1)
+	nterms, ndocs, entries, toksLen := r.count(3), r.count(5), r.count(2), r.count(1)
 	nstr := r.count(1)
 	// Together, not each alone: what the counts make room for must fit
-	// the bytes left (each term's name takes a byte of the strings and two
-	// of the directory, each row five, each posting two, each packed id
-	// one), so that no input allocates much more than its size.
-	if r.err == nil && (nterms > nstr || 2*nterms+5*ndocs+2*entries+toksLen > len(r.b)-nstr) {
+	// the bytes left (each term's name takes a byte of the strings and
+	// three of the directory, each row five, each posting two, each packed
+	// id one), so that no input allocates much more than its size.
+	if r.err == nil && (nterms > nstr || 3*nterms+5*ndocs+2*entries+toksLen > len(r.b)-nstr) {
 		r.fail()
 	}
 	if r.err != nil {
 		return nil, pos, r.err
 	}
 	r.strs, r.b = string(r.b[:nstr]), r.b[nstr:] // the strings' one allocation
-	// Every slice and map at its size; the terms packed (names and
-	// postings as windows of one string and one slab: packedTerms) until
-	// the first change.
-	k := &packedTerms{names: r.strs, nameEnd: make([]uint32, nterms), listEnd: make([]int32, nterms)}
+	// Every slice and map at its size; the terms packed (names as windows
+	// of one string, postings as stored: packedTerms) until the first
+	// change.
+	k := &packedTerms{names: r.strs, nameEnd: make([]uint32, nterms), rawEnd: make([]uint32, nterms), count: make([]int32, nterms), entries: int64(entries)}
 	p := &textPart{weights: textWeights[t], t: t, jsonb: jsonb,
 		slots:  make(map[int64]int32, ndocs), // post: built at the first change (indexTerms)
-		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs), terms: make([]int32, 0, entries),
+		owners: map[string]*textOwner{}, docs: make([]textDoc, 0, ndocs),
 		packed: k, df: make([]int32, nterms)}
 	if bodies {
 		p.bodies = make([]textBody, 0, ndocs)
 	}
-	// The terms: each name and its count of postings (df, as every row
-	// decoded is live).
-	total, prev := 0, ""
+	// The terms: each name, its count of postings (df, as every row
+	// decoded is live) and their size (each posting takes two bytes or
+	// more).
+	total, prev, size := 0, "", uint64(0)
 	for id := range nterms {
-		n, count := r.uvarint(), r.uvarint()
+		var n, count, nb uint64
+		if b := r.b; len(b) >= 3 && b[0]|b[1]|b[2] < 0x80 { // most terms: three one-byte varints
+			n, count, nb, r.b = uint64(b[0]), uint64(b[1]), uint64(b[2]), b[3:]
+		} else {
+			n, count, nb = r.uvarint(), r.uvarint(), r.uvarint()
+		}
 		total += int(min(count, uint64(entries)+1))
-		if n > uint64(len(r.strs)) || count == 0 || total > entries {
-			r.fail() // past the strings, a term no row holds, or more postings than the header gave
+		if n > uint64(len(r.strs)) || count == 0 || total > entries || nb < 2*count || nb > uint64(len(r.b)) {
+			r.fail() // past the strings, a term no row holds, more postings than the header gave, or too few bytes for them
+			break
+		}
+		if size += nb; size > uint64(len(r.b)) {
+			r.fail()
 			break
 		}
 		name := r.strs[:n]
@@ -392,6 +402,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		}
 		p.bytes += textCostPacked + int64(len(name))
 		k.nameEnd[id], p.df[id], prev = uint32(len(k.names)-len(r.strs)), int32(count), name
+		k.rawEnd[id], k.count[id] = uint32(size), int32(count)
 	}
 	if r.err == nil && total != entries {
 		r.fail()
@@ -400,11 +411,11 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		return nil, pos, r.err
 	}
 	k.names = k.names[:len(k.names)-len(r.strs)] // (the bodies' strings follow)
-	k.slab = make([]posting, entries)
 	// The bodies' term ids, packed as stored, in one slab of the size the
 	// header gives: filled by appends within its capacity, so that each
 	// body's window of it stays put (an empty one is empty, not nil).
 	tokSlab := make([]byte, 0, toksLen)
+	termsAt := 0 // each row's window of terms, filled at the first remove or change (fillTerms)
 	for range ndocs {
 		if r.err != nil {
 			break
@@ -413,12 +424,14 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		length := r.uvarint()
 		d.superseded = r.byte() == 1
 		n := r.count(2) // each of its postings takes two bytes or more
-		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 || len(p.terms)+n > entries {
+		if _, dup := p.slots[d.id]; dup || length > math.MaxInt32 || termsAt+n > entries {
 			r.fail()
 			break
 		}
 		d.length = int32(length)
-		p.place(d, n)
+		d.termsAt, d.nTerms = int32(termsAt), int32(n)
+		termsAt += n
+		p.appendDoc(d)
 		if !bodies {
 			continue
 		}
@@ -439,53 +452,18 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		p.bodies = append(p.bodies, body)
 		p.bodyBytes += body.cost()
 	}
-	if len(tokSlab) != toksLen || len(p.terms) != entries {
+	if len(tokSlab) != toksLen || termsAt != entries {
 		r.fail()
 	}
 	if r.err != nil {
 		return nil, pos, r.err
 	}
-	// The postings, term by term: each list filled in one pass, each
-	// posting's term id put in its row's next place.
-	fill := make([]int32, len(p.docs))
-	off := 0
-	for id, c32 := range p.df {
-		c := int(c32)
-		list := k.slab[off : off+c : off+c]
-		off += c
-		slot := int32(-1)
-		for j := range list {
-			delta := r.uvarint()
-			if delta == 0 || delta >= uint64(int64(len(p.docs))-int64(slot)) {
-				r.fail() // not ascending, or past the last row
-				break
-			}
-			slot += int32(delta)
-			d := &p.docs[slot]
-			if fill[slot] == d.nTerms {
-				r.fail() // more terms than the row's count
-				break
-			}
-			p.terms[d.termsAt+fill[slot]] = int32(id)
-			fill[slot]++
-			list[j] = posting{slot: slot, freq: r.freq()}
-		}
-		if r.err != nil {
-			break
-		}
-		k.listEnd[id] = int32(off)
-	}
-	if r.err != nil {
-		return nil, pos, r.err
-	}
-	if len(r.strs) != 0 || len(r.b) != 0 {
+	// The postings, kept as stored: what is left, to the byte.
+	if uint64(len(r.b)) != size || len(r.strs) != 0 {
 		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
 	}
-	for slot, f := range fill {
-		if f != p.docs[slot].nTerms {
-			return nil, pos, fmt.Errorf("%w: row %d has %d terms, not %d", errPartUnusable, p.docs[slot].id, f, p.docs[slot].nTerms)
-		}
-	}
+	k.raw = bytes.Clone(r.b)
+	p.bytes += k.postingsCost()
 	return p, pos, nil
 }
 

@@ -18,6 +18,7 @@ import (
 // agree with the rows; with toks, each body's packed ids are among its
 // row's terms.
 func partInvariants(p *textPart, toks bool) error {
+	p.fillTerms() // (a packed part's rows name their terms once a remove or change needs them)
 	n := int32(p.termCount())
 	for id := int32(1); id < n; id++ {
 		if p.name(id-1) >= p.name(id) {
@@ -130,5 +131,80 @@ func TestStoredPartForeignTokenID(t *testing.T) {
 	}
 	if slot := r.slots[1]; r.bodies[slot].toks != nil || r.bodies[slot].content != "x" {
 		t.Fatalf("row 1 saved again: %+v", r.bodies[slot])
+	}
+}
+
+// TestStoredPartBadPostingsMatchNothing: a part whose checksum holds but
+// one of whose terms' postings do not decode (bytes encodePart does not
+// write: a row distance of 0, a row past the last, a frequency of 0, too
+// few or too many bytes) still loads, since postings are decoded when
+// read: that term matches no row, the others read as they were, nothing
+// panics, and its first change leaves the part consistent, with the term
+// at df 0 and gone from its next encoding.
+func TestStoredPartBadPostingsMatchNothing(t *testing.T) {
+	fp := partFingerprint(search.Archival, false, true)
+	pos := logPos{xmin: 1, xmax: 1}
+	data := encodePart(storedTestPart(), pos, fp)
+	good, _, err := decodePart(data, search.Archival, "agent", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := good.termID("common")
+	if !ok || good.df[id] < 2 {
+		t.Fatalf("the test part has no term \"common\" in 2 rows or more (%v)", ok)
+	}
+	k := good.packed
+	start := len(data) - 4 - len(k.raw) // the postings, as stored, end before the checksum
+	if id > 0 {
+		start += int(k.rawEnd[id-1])
+	}
+	end := len(data) - 4 - len(k.raw) + int(k.rawEnd[id])
+	for _, c := range []struct {
+		name string
+		edit func(b []byte) []byte // the term's postings' bytes, edited in a copy of the part's body
+	}{
+		{"a row distance of 0", func(b []byte) []byte { b[start] = 0; return b }},
+		{"a row past the last", func(b []byte) []byte { b[start] = 0x7f; return b }},
+		{"a frequency of 0 with no bits", func(b []byte) []byte { b[start+1] = 0; return b }},
+		{"a posting cut short", func(b []byte) []byte { b[end-1] |= 0x80; return b }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := c.edit(slices.Clone(data[:len(data)-4]))
+			q, _, err := decodePart(appendChecksum(body), search.Archival, "agent", fp, false)
+			if err != nil {
+				t.Fatalf("the part did not load: %v", err)
+			}
+			if l := q.list(id); l != nil {
+				t.Fatalf("the bad list read as %v", l)
+			}
+			for other := range int32(q.termCount()) {
+				if other != id && !slices.Equal(q.list(other), good.list(other)) {
+					t.Fatalf("term %q read as %v, was %v", q.name(other), q.list(other), good.list(other))
+				}
+			}
+			keep := func(*textDoc) bool { return true }
+			if hits := refSearch(q, []string{"common"}, keep, 10); len(hits) != 0 {
+				t.Fatalf("the bad term matched %v", hits)
+			}
+			q.indexTerms()
+			if q.df[id] != 0 {
+				t.Fatalf("df %d after the first change", q.df[id])
+			}
+			if err := partInvariants(q, false); err != nil {
+				t.Fatal(err)
+			}
+			q.remove(2)
+			q.regroup()
+			r, _, err := decodePart(encodePart(q, pos, fp), search.Archival, "agent", fp, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := partInvariants(r, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := r.termID("common"); ok {
+				t.Fatal("the bad term was encoded again")
+			}
+		})
 	}
 }

@@ -34,6 +34,7 @@ type canonRow struct {
 
 // canonPart is what a part holds, whatever its slots and term ids.
 func canonPart(p *textPart) map[int64]canonRow {
+	p.fillTerms()
 	out := map[int64]canonRow{}
 	posted := make([]map[string]float32, len(p.docs)) // each slot's postings, by term
 	for id := range int32(p.termCount()) {
@@ -136,9 +137,11 @@ func TestStoredPartRoundTrip(t *testing.T) {
 		t.Fatalf("rows %v, want %v", slices.Sorted(maps.Keys(have)), slices.Sorted(maps.Keys(want)))
 	}
 	p.regroup()
-	// Packed, each term is charged its two ends and df instead of a map
-	// entry and two headers.
-	packedBytes := p.bytes - int64(len(p.post))*(textCostTerm+textCostName-textCostPacked)
+	// Packed, each term is charged its ends, count and df instead of a
+	// map entry and two headers, and the postings their stored bytes (and the
+	// rows' term ids, filled by the checks above) instead of the lists.
+	packedBytes := p.bytes - int64(len(p.post))*(textCostTerm+textCostName-textCostPacked) -
+		textCostPosting*q.packed.entries + int64(len(q.packed.raw)) + 4*q.packed.entries
 	if q.bytes != packedBytes || q.bodyBytes != p.bodyBytes || q.live != p.live || q.tokens != p.tokens || q.termCount() != len(p.post) {
 		t.Fatalf("decoded: bytes %d+%d, live %d, tokens %d, terms %d; regrouped source: %d (packed %d)+%d, %d, %d, %d",
 			q.bytes, q.bodyBytes, q.live, q.tokens, q.termCount(), p.bytes, packedBytes, p.bodyBytes, p.live, p.tokens, len(p.post))
@@ -209,10 +212,13 @@ func TestStoredPartRefused(t *testing.T) {
 	}
 }
 
-// FuzzDecodePart: no bytes make decodePart panic or return a part whose
-// structure is inconsistent; one it accepts encodes and decodes to the
-// same rows. The checksum is recomputed over the fuzzed body, so the
-// structure itself is what the fuzzer attacks.
+// FuzzDecodePart: no bytes make decodePart panic or return a part that
+// panics when read as searches read it or changed as a replay changes it;
+// one it accepts is consistent once its first change unpacks it (a list
+// that does not decode, or a row's terms past its count, left out), and
+// then encodes and decodes to the same rows. The checksum is recomputed
+// over the fuzzed body, so the structure itself is what the fuzzer
+// attacks.
 func FuzzDecodePart(f *testing.F) {
 	fp := partFingerprint(search.Archival, false, true)
 	data := encodePart(storedTestPart(), logPos{xmin: 3, xmax: 7, xip: []int64{4}}, fp)
@@ -224,13 +230,38 @@ func FuzzDecodePart(f *testing.F) {
 		if err != nil {
 			return
 		}
-		terms := 0
-		for id := range int32(p.termCount()) {
-			terms += len(p.list(id))
+		// Packed: every list read, a search of a few terms, a remove
+		// (a replay's), then a regroup.
+		r, _, _ := decodePart(in, search.Archival, "agent", fp, false)
+		var terms []string
+		for id := range int32(r.termCount()) {
+			_ = r.list(id)
+			if id < 3 {
+				terms = append(terms, r.name(id))
+			}
 		}
-		if len(p.docs) != p.live || len(p.slots) != p.live || terms != len(p.terms) || len(p.bodies) != p.live {
+		refSearch(r, terms, func(*textDoc) bool { return true }, 10)
+		if len(r.docs) > 0 {
+			r.remove(r.docs[0].id)
+		}
+		r.regroup()
+		if r, _, err := decodePart(encodePart(r, pos, fp), search.Archival, "agent", fp, false); err != nil {
+			t.Fatalf("removed from and regrouped, the part does not decode again: %v", err)
+		} else if err := partInvariants(r, false); err != nil {
+			t.Fatalf("removed from and regrouped, then saved and loaded: %v", err)
+		}
+
+		p.indexTerms()
+		postings, ids := 0, 0
+		for id := range int32(p.termCount()) {
+			postings += len(p.list(id))
+		}
+		for _, d := range p.docs {
+			ids += int(d.nTerms)
+		}
+		if len(p.docs) != p.live || len(p.slots) != p.live || postings != ids || len(p.bodies) != p.live {
 			t.Fatalf("inconsistent part: %d docs, %d live, %d slots, %d postings, %d term ids, %d bodies",
-				len(p.docs), p.live, len(p.slots), terms, len(p.terms), len(p.bodies))
+				len(p.docs), p.live, len(p.slots), postings, ids, len(p.bodies))
 		}
 		// A row's packed ids may name another row's term (checked
 		// against the terms only: a check against the row's own would
