@@ -1399,81 +1399,106 @@ func decodePostings(b []byte, out []posting, ndocs int) bool {
 
 // fillTerms fills p.terms, each row's term ids, from a packed part's
 // postings, for a remove (which takes the row's terms from df) or a
-// change; the part stays packed. A posting past its row's count of terms
-// is left out of the row's, and a row with fewer has its count lowered
-// (neither happens to a part encodePart wrote): p.terms names no term
-// more often than its df counts, so a remove leaves none below zero.
+// change; the part stays packed.
 func (p *textPart) fillTerms() {
 	k := p.packed
 	if k == nil || k.termsFilled {
 		return
 	}
+	p.setTermsRoom()
+	p.walkLists(nil, true, func(int32, []posting, bool) {})
+}
+
+// setTermsRoom makes room for the rows' term ids, which a walk of the
+// lists then fills, and charges it.
+func (p *textPart) setTermsRoom() {
+	k := p.packed
 	p.terms = make([]int32, k.entries)
-	fill := make([]int32, len(p.docs))
-	for id := range int32(len(k.nameEnd)) {
-		for _, ps := range k.list(id, len(p.docs)) {
-			d := &p.docs[ps.slot]
-			if fill[ps.slot] == d.nTerms {
-				continue
-			}
-			p.terms[d.termsAt+fill[ps.slot]] = id
-			fill[ps.slot]++
-		}
-	}
-	for slot := range p.docs {
-		p.docs[slot].nTerms = fill[slot]
-	}
 	k.termsFilled = true
 	p.bytes += 4 * k.entries
 }
 
+// walkLists decodes a packed part's postings term by term, into slab's
+// windows (nil: into one buffer, reused) and calls each with the term's
+// list and whether it is whole. A posting past its row's count of terms
+// is left out of the list, and with setTerms a row with fewer has its
+// count lowered (neither happens to a part encodePart wrote: every list
+// is whole); with setTerms each posting kept puts its term id in its
+// row's place in p.terms, which then names no term more often than its
+// df counts, so a remove leaves none below zero. A list that does not
+// decode is empty and not whole.
+func (p *textPart) walkLists(slab []posting, setTerms bool, each func(id int32, list []posting, whole bool)) {
+	k := p.packed
+	fill := make([]int32, len(p.docs))
+	var buf []posting
+	for id := range int32(len(k.nameEnd)) {
+		c := int(k.count[id])
+		var list []posting
+		if slab != nil {
+			list, slab = slab[:c:c], slab[c:]
+		} else {
+			if cap(buf) < c {
+				buf = make([]posting, c)
+			}
+			list = buf[:c]
+		}
+		ok := decodePostings(k.postings(id), list, len(p.docs))
+		if !ok {
+			list = list[:0]
+		}
+		kept := list[:0]
+		for _, ps := range list {
+			d := &p.docs[ps.slot]
+			if fill[ps.slot] == d.nTerms {
+				continue
+			}
+			if setTerms {
+				p.terms[d.termsAt+fill[ps.slot]] = id
+			}
+			fill[ps.slot]++
+			kept = append(kept, ps)
+		}
+		each(id, kept, ok && len(kept) == len(list))
+	}
+	if setTerms {
+		for slot := range p.docs {
+			p.docs[slot].nTerms = fill[slot]
+		}
+	}
+}
+
 // indexTerms readies p for a change: a decoded part's terms are unpacked
-// into names and lists, and post, the map of term ids, is built. A
-// decoded part has neither until its first change (its names ascend, one
-// per id, and termID finds a term by binary search): building them was
-// most of a stored part's decoding, and a first search needs a few
-// terms.
+// into names and lists (its postings decoded once, the rows' term ids
+// filled in the same walk unless a remove filled them), and post, the
+// map of term ids, is built. A decoded part has neither until its first
+// change (its names ascend, one per id, and termID finds a term by
+// binary search): building them was most of a stored part's decoding,
+// and a first search needs a few terms.
 func (p *textPart) indexTerms() {
 	if p.post != nil {
 		return
 	}
 	if k := p.packed; k != nil {
-		p.fillTerms()
 		n := len(k.nameEnd)
 		p.names, p.lists = make([]string, n), make([][]posting, n)
-		slab := make([]posting, k.entries)
-		fill := make([]int32, len(p.docs)) // fillTerms' walk again
-		for id := range n {
-			p.names[id] = p.name(int32(id))
-			c := int(k.count[id])
-			list := slab[:c:c]
-			slab = slab[c:]
-			ok := decodePostings(k.postings(int32(id)), list, len(p.docs))
-			if !ok {
-				list = nil
-			}
-			// What fillTerms left out of the rows' terms leaves the
-			// lists too, and df counts what stays (for a part
-			// encodePart wrote: everything).
-			kept := list[:0]
-			for _, ps := range list {
-				if fill[ps.slot] < p.docs[ps.slot].nTerms {
-					fill[ps.slot]++
-					kept = append(kept, ps)
-				}
-			}
-			if !ok || len(kept) < len(list) {
-				dead := int32(0)
-				for _, ps := range kept {
-					if p.docs[ps.slot].dead {
-						dead++
+		setTerms := !k.termsFilled
+		if setTerms {
+			p.setTermsRoom()
+		}
+		p.walkLists(make([]posting, k.entries), setTerms, func(id int32, list []posting, whole bool) {
+			p.names[id] = k.name(id)
+			if !whole {
+				// df counts what stays (the live rows of the list).
+				live := int32(0)
+				for _, ps := range list {
+					if !p.docs[ps.slot].dead {
+						live++
 					}
 				}
-				p.df[id] = int32(len(kept)) - dead
-				kept = kept[:len(kept):len(kept)]
+				p.df[id], list = live, list[:len(list):len(list)]
 			}
-			p.lists[id] = kept
-		}
+			p.lists[id] = list
+		})
 		// Charged from here on as a part built from rows is: whoever
 		// changes an installed part recounts it after.
 		p.bytes += p.unpackCost()

@@ -345,7 +345,7 @@ func (c *textCache) partialCatchUp(ctx context.Context, db *sql.DB) error {
 	c.moveStats(staged, spans, cur)
 	touched := map[*textPart]bool{}
 	for _, r := range staged {
-		if p := c.holder(r); p != nil {
+		if p := c.changeHolder(r); p != nil {
 			p.remove(r.id)
 			touched[p] = true
 		}
@@ -473,7 +473,7 @@ func (c *textCache) moveStats(staged []textRow, spans map[search.ContentType]map
 			m = &statsMove{df: map[string]int64{}, maxID: s.maxID, unmarked: c.stats == nil, approx: c.approx(s)}
 			moves[r.t] = m
 		}
-		m.row(s, r, spans[r.t], staged, &arrivals, func() *textPart { return c.holder(r) })
+		m.row(s, r, spans[r.t], staged, &arrivals, func() *textPart { return c.changeHolder(r) })
 	}
 	for t, s := range c.gstats {
 		if !s.loaded {
@@ -507,6 +507,18 @@ func (c *textCache) holder(r textRow) *textPart {
 		}
 	}
 	return nil
+}
+
+// changeHolder is holder(r) for a change of r: unpacked first when r's
+// new version goes back into it (a rewrite in place), so that a packed
+// part's postings are decoded once, not walked for the remove's row
+// terms and then again for the add's unpacking. c.mu is held.
+func (c *textCache) changeHolder(r textRow) *textPart {
+	p := c.holder(r)
+	if p != nil && !r.gone && c.owned[r.t][r.doc.owner] == p {
+		p.indexTerms()
+	}
+	return p
 }
 
 // statsMove is what a catch-up's rows change in one kind's statistics.

@@ -139,6 +139,21 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 		}
 		sizes[r] = len(pb) - at
 	}
+	// A term whose list read as empty (a stored list that did not decode,
+	// its df still counted while its part stays packed) is left out.
+	if slices.Contains(counts, 0) {
+		keep := 0
+		for r, id := range order {
+			if counts[r] == 0 {
+				remap[id] = -1
+				continue
+			}
+			order[keep], counts[keep], sizes[keep] = id, counts[r], sizes[r]
+			remap[id] = int32(keep)
+			keep++
+		}
+		order, counts, sizes, n = order[:keep], counts[:keep], sizes[:keep], keep
+	}
 	var strs, rb, tb []byte
 	for _, id := range order {
 		strs = append(strs, p.name(id)...)
@@ -386,8 +401,8 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			n, count, nb = r.uvarint(), r.uvarint(), r.uvarint()
 		}
 		total += int(min(count, uint64(entries)+1))
-		if n > uint64(len(r.strs)) || count == 0 || total > entries || nb < 2*count || nb > uint64(len(r.b)) {
-			r.fail() // past the strings, a term no row holds, more postings than the header gave, or too few bytes for them
+		if n > uint64(len(r.strs)) || count == 0 || count > uint64(ndocs) || total > entries || nb < 2*count || nb > uint64(len(r.b)) {
+			r.fail() // past the strings, a term no row holds or more than there are rows, more postings than the header gave, or too few bytes for them
 			break
 		}
 		if size += nb; size > uint64(len(r.b)) {

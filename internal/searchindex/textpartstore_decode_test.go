@@ -186,6 +186,23 @@ func TestStoredPartBadPostingsMatchNothing(t *testing.T) {
 			if hits := refSearch(q, []string{"common"}, keep, 10); len(hits) != 0 {
 				t.Fatalf("the bad term matched %v", hits)
 			}
+			// Saved while packed, after a replay's remove: the part
+			// loads, without the term.
+			packed, _, err := decodePart(appendChecksum(body), search.Archival, "agent", fp, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			packed.remove(1)
+			if packed.packed == nil {
+				t.Fatal("a remove unpacked the part")
+			}
+			saved, _, err := decodePart(encodePart(packed, pos, fp), search.Archival, "agent", fp, false)
+			if err != nil {
+				t.Fatalf("saved packed, the part does not load: %v", err)
+			}
+			if _, ok := saved.termID("common"); ok {
+				t.Fatal("saved packed, the bad term was encoded again")
+			}
 			q.indexTerms()
 			if q.df[id] != 0 {
 				t.Fatalf("df %d after the first change", q.df[id])
@@ -206,5 +223,40 @@ func TestStoredPartBadPostingsMatchNothing(t *testing.T) {
 				t.Fatal("the bad term was encoded again")
 			}
 		})
+	}
+}
+
+// TestStoredPartListCountPastRows: a stored term that claims more
+// postings than the part has rows (a part of one row whose term claims
+// 500,000, in as many bytes as they take, the checksum holding) is
+// refused at the load, not allocated for at each read of its list.
+func TestStoredPartListCountPastRows(t *testing.T) {
+	const count = 500_000
+	fp := partFingerprint(search.Blocks, false, false)
+	b := append([]byte(partMagic), partFormat)
+	b = binary.LittleEndian.AppendUint64(b, fp)
+	b = binary.AppendVarint(b, 1) // the position: xmin, xmax, no xip
+	b = binary.AppendVarint(b, 1)
+	b = binary.AppendUvarint(b, 0)
+	b = append(b, 0)                           // no bodies
+	b = binary.AppendUvarint(b, 1)             // terms
+	b = binary.AppendUvarint(b, 1)             // rows
+	b = binary.AppendUvarint(b, uint64(count)) // postings
+	b = binary.AppendUvarint(b, 0)             // packed ids
+	b = binary.AppendUvarint(b, 1)             // strings
+	b = append(b, 'x')
+	b = binary.AppendUvarint(b, 1) // the term: its name's length, its postings, their bytes
+	b = binary.AppendUvarint(b, uint64(count))
+	b = binary.AppendUvarint(b, uint64(2*count))
+	b = binary.AppendVarint(b, 1) // the row: id, created, length, superseded, terms
+	b = binary.AppendVarint(b, 0)
+	b = binary.AppendUvarint(b, 1)
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, uint64(count))
+	for range count {
+		b = append(b, 1, 4) // a row distance of 1, a frequency of 1
+	}
+	if _, _, err := decodePart(encodeChecksum(b), search.Blocks, "a", fp, false); err == nil {
+		t.Fatal("a term of 500,000 postings in a part of one row loaded")
 	}
 }

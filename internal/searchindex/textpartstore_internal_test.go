@@ -61,12 +61,13 @@ func canonPart(p *textPart) map[int64]canonRow {
 		if p.bodies != nil {
 			b := p.bodies[slot]
 			r.content, r.tags, r.meta, r.sess, r.sessOf = b.content, b.tags, b.meta, b.sess, b.sessOf
-			// Ids that do not read, or name no term, as none: what an
-			// encode writes for them.
+			// Ids that do not read, or name no term a live row holds
+			// (a term whose stored list did not decode), as none: what
+			// an encode writes for them.
 			r.toksNil = b.toks == nil
 			for rest := b.toks; len(rest) > 0; {
 				id, next, ok := nextTok(rest)
-				if !ok || int(id) >= p.termCount() {
+				if !ok || int(id) >= p.termCount() || p.df[id] <= 0 {
 					r.toks, r.toksNil = nil, true
 					break
 				}
