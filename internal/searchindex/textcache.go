@@ -1348,11 +1348,32 @@ func (k *packedTerms) postings(id int32) []byte {
 // included, as in an unpacked part's lists); nil when they do not decode
 // so.
 func (k *packedTerms) list(id int32, ndocs int) []posting {
-	out := make([]posting, k.count[id])
+	var buf []posting
+	return k.listInto(id, ndocs, &buf)
+}
+
+// listInto is list into *buf, grown as needed: for a reader done with
+// the list before its next.
+func (k *packedTerms) listInto(id int32, ndocs int, buf *[]posting) []posting {
+	c := int(k.count[id])
+	if cap(*buf) < c {
+		*buf = make([]posting, c)
+	}
+	out := (*buf)[:c:c]
 	if !decodePostings(k.postings(id), out, ndocs) {
 		return nil
 	}
 	return out
+}
+
+// scanList is list(id) for a reader done with it before its next read:
+// a packed part's postings decoded into *buf, grown as needed, so that a
+// search of many terms reuses one buffer.
+func (p *textPart) scanList(id int32, buf *[]posting) []posting {
+	if k := p.packed; k != nil {
+		return k.listInto(id, len(p.docs), buf)
+	}
+	return p.lists[id]
 }
 
 // postingsCost is what the packed postings are charged: their bytes, and

@@ -1956,6 +1956,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 		touched []int32
 	}
 	var all []scored
+	var buf []posting // each packed list's postings, decoded in turn
 	for _, p := range parts {
 		scores := make([]float64, len(p.docs))
 		var touched []int32
@@ -1975,7 +1976,7 @@ func (c *textCache) searchOwners(t search.ContentType, owners, terms []string, s
 				continue
 			}
 			// As textCache.search (fts5Bm25Function's expressions).
-			touched = p.addBM25(p.list(id), bm25IDF(nRow, nHit), avgdl, scores, touched)
+			touched = p.addBM25(p.scanList(id, &buf), bm25IDF(nRow, nHit), avgdl, scores, touched)
 		}
 		for _, slot := range touched {
 			d := &p.docs[slot]
