@@ -1272,7 +1272,7 @@ func (p *textPart) termCount() int {
 func (p *textPart) unpackCost() int64 {
 	if k := p.packed; k != nil {
 		return int64(len(k.nameEnd))*(textCostTerm+textCostName-textCostPacked) +
-			k.entries*textCostPosting - k.postingsCost()
+			k.entries*textCostPosting - p.packedPostingsCost()
 	}
 	return 0
 }
@@ -1311,10 +1311,12 @@ func (p *textPart) list(id int32) []posting {
 //
 // A stored list is checked when decoded (its count, its rows ascending
 // within the part's, its frequencies positive and finite, its bytes
-// exactly used), not at the load: one that fails reads as empty. Only bytes encodePart did not write fail (the load checks the
-// part's checksum), and a list read so ranks its term as matching no row,
-// where checking every list at the load would have cost what reading
-// lazily saves.
+// exactly used), not at the load: one that fails reads as empty. Only
+// bytes encodePart did not write fail (the load checks the part's
+// checksum), and a list read so ranks its term as matching no row, where
+// checking every list at the load would have cost what reading lazily
+// saves. The rows' term ids (textPart.terms) are filled only when a
+// remove or change needs them (fillTerms): until then p.terms is nil.
 type packedTerms struct {
 	names   string
 	nameEnd []uint32 // term id -> the end of its name in names
@@ -1322,9 +1324,6 @@ type packedTerms struct {
 	rawEnd  []uint32 // term id -> the end of its postings in raw
 	count   []int32  // term id -> its postings in raw (its df as decoded: a remove lowers df)
 	entries int64    // postings in raw (the sum of count)
-	// termsFilled: textPart.terms holds each row's term ids (fillTerms),
-	// which a remove needs, without unpacking the part.
-	termsFilled bool
 }
 
 func (k *packedTerms) name(id int32) string {
@@ -1376,11 +1375,12 @@ func (p *textPart) scanList(id int32, buf *[]posting) []posting {
 	return p.lists[id]
 }
 
-// postingsCost is what the packed postings are charged: their bytes, and
-// the rows' term ids once filled.
-func (k *packedTerms) postingsCost() int64 {
+// packedPostingsCost is what a packed part's postings are charged: their
+// bytes, and the rows' term ids once filled.
+func (p *textPart) packedPostingsCost() int64 {
+	k := p.packed
 	c := int64(len(k.raw))
-	if k.termsFilled {
+	if p.terms != nil {
 		c += 4 * k.entries
 	}
 	return c
@@ -1422,8 +1422,7 @@ func decodePostings(b []byte, out []posting, ndocs int) bool {
 // postings, for a remove (which takes the row's terms from df) or a
 // change; the part stays packed.
 func (p *textPart) fillTerms() {
-	k := p.packed
-	if k == nil || k.termsFilled {
+	if p.packed == nil || p.terms != nil {
 		return
 	}
 	p.setTermsRoom()
@@ -1435,7 +1434,6 @@ func (p *textPart) fillTerms() {
 func (p *textPart) setTermsRoom() {
 	k := p.packed
 	p.terms = make([]int32, k.entries)
-	k.termsFilled = true
 	p.bytes += 4 * k.entries
 }
 
@@ -1453,20 +1451,13 @@ func (p *textPart) walkLists(slab []posting, setTerms bool, each func(id int32, 
 	fill := make([]int32, len(p.docs))
 	var buf []posting
 	for id := range int32(len(k.nameEnd)) {
-		c := int(k.count[id])
-		var list []posting
+		into := &buf
 		if slab != nil {
-			list, slab = slab[:c:c], slab[c:]
-		} else {
-			if cap(buf) < c {
-				buf = make([]posting, c)
-			}
-			list = buf[:c]
+			w := slab[:k.count[id]:k.count[id]] // (listInto decodes into it, as it is big enough)
+			slab, into = slab[k.count[id]:], &w
 		}
-		ok := decodePostings(k.postings(id), list, len(p.docs))
-		if !ok {
-			list = list[:0]
-		}
+		list := k.listInto(id, len(p.docs), into)
+		ok := list != nil // (no stored list is empty)
 		kept := list[:0]
 		for _, ps := range list {
 			d := &p.docs[ps.slot]
@@ -1502,7 +1493,7 @@ func (p *textPart) indexTerms() {
 	if k := p.packed; k != nil {
 		n := len(k.nameEnd)
 		p.names, p.lists = make([]string, n), make([][]posting, n)
-		setTerms := !k.termsFilled
+		setTerms := p.terms == nil
 		if setTerms {
 			p.setTermsRoom()
 		}

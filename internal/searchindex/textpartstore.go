@@ -121,11 +121,12 @@ func encodePart(p *textPart, pos logPos, fp uint64) []byte {
 	rowTerms := make([]int, len(p.docs))
 	counts, sizes := make([]int, n), make([]int, n)
 	entries := 0
-	var pb []byte // the postings, term by term
+	var pb []byte     // the postings, term by term
+	var buf []posting // a packed part's lists, decoded in turn
 	for r, id := range order {
 		prev := int32(-1)
 		at := len(pb)
-		for _, ps := range p.list(id) {
+		for _, ps := range p.scanList(id, &buf) {
 			if p.docs[ps.slot].dead {
 				continue
 			}
@@ -401,14 +402,11 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 			n, count, nb = r.uvarint(), r.uvarint(), r.uvarint()
 		}
 		total += int(min(count, uint64(entries)+1))
-		if n > uint64(len(r.strs)) || count == 0 || count > uint64(ndocs) || total > entries || nb < 2*count || nb > uint64(len(r.b)) {
-			r.fail() // past the strings, a term no row holds or more than there are rows, more postings than the header gave, or too few bytes for them
+		if n > uint64(len(r.strs)) || count == 0 || count > uint64(ndocs) || total > entries || nb < 2*count || nb > uint64(len(r.b))-size {
+			r.fail() // past the strings, a term no row holds or more than there are rows, more postings than the header gave, too few bytes for them or more than are left
 			break
 		}
-		if size += nb; size > uint64(len(r.b)) {
-			r.fail()
-			break
-		}
+		size += nb
 		name := r.strs[:n]
 		r.strs = r.strs[n:]
 		if name == "" || id > 0 && name <= prev {
@@ -481,7 +479,7 @@ func decodePart(data []byte, t search.ContentType, owner string, fp uint64, json
 		return nil, pos, fmt.Errorf("%w: bytes left over", errPartUnusable)
 	}
 	k.raw = bytes.Clone(r.b)
-	p.bytes += k.postingsCost()
+	p.bytes += p.packedPostingsCost()
 	return p, pos, nil
 }
 
