@@ -1556,6 +1556,21 @@ func (c *textCache) reserve(ctx context.Context, n int64) error {
 	}
 }
 
+// tryReserve is reserve without the wait: it reports whether the n bytes
+// were reserved.
+func (c *textCache) tryReserve(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	if c.inflight == 0 || c.inflight+n <= c.limit {
+		c.inflight += n
+		return true
+	}
+	return false
+}
+
 // release returns n bytes reserved by a load, waking those waiting.
 func (c *textCache) release(n int64) {
 	if n <= 0 {

@@ -337,7 +337,8 @@ func (r *partDecoder) str() string {
 
 // decodePart decodes a part encoded by encodePart for owner's rows of kind
 // t into a new textPart, checking its fingerprint against fp; it returns
-// the part and its log position.
+// the part and its log position. The part keeps nothing of data (a
+// driver's buffer that is reused once its row closes: decodeStored).
 func decodePart(data []byte, t search.ContentType, owner string, fp uint64, jsonb bool) (*textPart, logPos, error) {
 	var pos logPos
 	head := len(partMagic) + 1 + 8
@@ -575,6 +576,59 @@ const partStoredQuery = `SELECT data FROM search_text_parts WHERE kind = ? AND o
 // twice what reading the rows costs in the log's scan.
 func storedReplayMax(live int) int { return 64 + 2*live }
 
+// decodeStored reads and decodes owner's stored part of kind t; nil when
+// there is none or it cannot be used. The part is decoded from the
+// driver's buffer while its row is open (decodePart keeps nothing of its
+// input), which spares a copy of it, when the decode's reservation is had
+// at once; else it is copied and the row closed before the reservation is
+// waited for: a load that held a connection while it waited for the
+// bound could wait for ever on one (a pool of one: an in-memory store's)
+// that another load holds while it waits for the bound. The reservation
+// is the decode's only: the catch-up after it waits for a connection, as
+// readPart's read reserves only for itself.
+func (c *textCache) decodeStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (*textPart, logPos, error) {
+	var src queryer = db
+	if st := c.prepare(ctx, partStoredQuery); st != nil {
+		src = stmtQueryer{st}
+	}
+	rows, err := src.QueryContext(ctx, partStoredQuery, int(t), owner)
+	if err != nil {
+		return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
+	}
+	defer rows.Close()
+	var raw sql.RawBytes
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
+		}
+		return nil, logPos{}, nil
+	}
+	if err := rows.Scan(&raw); err != nil {
+		return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
+	}
+	need := 2 * int64(len(raw))
+	if need > c.limit {
+		return nil, logPos{}, nil
+	}
+	data := []byte(raw)
+	if !c.tryReserve(need) {
+		data = bytes.Clone(raw)
+		if err := rows.Close(); err != nil {
+			return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
+		}
+		if err := c.reserve(ctx, need); err != nil {
+			return nil, logPos{}, fmt.Errorf("search: text cache: wait to load %s of %q: %w", kinds[t].name, owner, err)
+		}
+	}
+	p, pos, err := decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
+	c.release(need)
+	if err != nil {
+		c.ld.log.Debug("search: text cache: stored partition not used", "kind", kinds[t].name, "owner", owner, "err", err)
+		return nil, logPos{}, nil
+	}
+	return p, pos, nil
+}
+
 // readStored reads owner's stored partition of kind t and replays onto it
 // the log entries since its position; nil when there is none to use (the
 // rows are read instead). replayed is how many entries it replayed. base
@@ -583,37 +637,9 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
-	var data []byte
-	st := c.prepare(ctx, partStoredQuery)
-	var row rowScanner
-	if st != nil {
-		row = queryRow(ctx, stmtQueryer{st}, partStoredQuery, int(t), owner)
-	} else {
-		row = queryRow(ctx, db, partStoredQuery, int(t), owner)
-	}
-	switch err := row.Scan(&data); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, 0, nil
-	case err != nil:
-		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
-	}
-	need := 2 * int64(len(data))
-	if need > c.limit {
-		return nil, 0, nil
-	}
-	// Reserved for the decode only, as readPart reserves for its read:
-	// the catch-up below waits for a connection, and a load that held a
-	// reservation while it did could wait for ever on one (a pool of one:
-	// an in-memory store's) that another load holds while it waits for
-	// the bound.
-	if err := c.reserve(ctx, need); err != nil {
-		return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", kinds[t].name, owner, err)
-	}
-	p, pos, err := decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
-	c.release(need)
-	if err != nil {
-		c.ld.log.Debug("search: text cache: stored partition not used", "kind", kinds[t].name, "owner", owner, "err", err)
-		return nil, 0, nil
+	p, pos, err := c.decodeStored(ctx, db, t, owner)
+	if err != nil || p == nil {
+		return nil, 0, err
 	}
 	ld = &partRead{p: p, pos: pos}
 	n, ok, done, err := c.replayStoredAtOnce(ctx, db, t, owner, ld, base)

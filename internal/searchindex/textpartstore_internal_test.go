@@ -408,6 +408,40 @@ func BenchmarkDecodePart(b *testing.B) {
 	}
 }
 
+// TestDecodePartKeepsNothingOfItsInput: a decoded part holds copies of
+// what it reads, so its input may be the driver's buffer (sql.RawBytes),
+// reused once the row closes: the input overwritten after the decode, the
+// part reads, searches and encodes as one decoded from an untouched copy.
+func TestDecodePartKeepsNothingOfItsInput(t *testing.T) {
+	texts := []string{"alpha beta gamma", "beta delta", "gamma epsilon alpha alpha", "zeta"}
+	fp := partFingerprint(search.Archival, false, true)
+	data := encodePart(tokenPart(texts), logPos{xmin: 1, xmax: 1}, fp)
+	want, _, err := decodePart(bytes.Clone(data), search.Archival, "a", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := bytes.Clone(data)
+	got, _, err := decodePart(input, search.Archival, "a", fp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range input {
+		input[i] = 0xA5
+	}
+	// Packed (the lists as stored), then with its rows' terms filled.
+	for _, id := range []int32{0, 1, 2} {
+		if g, w := got.list(id), want.list(id); !reflect.DeepEqual(g, w) {
+			t.Fatalf("term %d after the input was overwritten: %v, want %v", id, g, w)
+		}
+	}
+	if enc := encodePart(got, logPos{xmin: 1, xmax: 1}, fp); !bytes.Equal(enc, data) {
+		t.Fatalf("the part encodes otherwise after its input was overwritten")
+	}
+	if g, w := canonPart(got), canonPart(want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("after the input was overwritten:\n%v\nwant\n%v", g, w)
+	}
+}
+
 // TestDecodedPartChargeMatchesHeap: what a decoded part is charged against
 // the text cache's bound is within 1.5× of the heap it holds, packed as
 // decoded and after its first change unpacks it.
