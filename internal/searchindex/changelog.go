@@ -125,14 +125,22 @@ func scanBounds(row interface{ Scan(...any) error }, p *logPos, floor *int64, de
 	if err := row.Scan(append([]any{&p.xmin, &p.xmax, &xip, floor}, dest...)...); err != nil {
 		return err
 	}
-	p.xip = nil
+	var err error
+	p.xip, err = parseXip(xip)
+	return err
+}
+
+// parseXip reads a Bounds row's running transactions (a JSON array),
+// sorted; nil when there are none.
+func parseXip(xip string) ([]int64, error) {
+	var xs []int64
 	if xip = strings.TrimSpace(xip); xip != "" && xip != "[]" {
-		if err := json.Unmarshal([]byte(xip), &p.xip); err != nil {
-			return fmt.Errorf("log snapshot's running transactions %q: %w", xip, err)
+		if err := json.Unmarshal([]byte(xip), &xs); err != nil {
+			return nil, fmt.Errorf("log snapshot's running transactions %q: %w", xip, err)
 		}
-		slices.Sort(p.xip)
+		slices.Sort(xs)
 	}
-	return nil
+	return xs, nil
 }
 
 // read opens the read transaction a cache catches up in and reads the

@@ -679,35 +679,43 @@ func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search
 	var cur logPos
 	var floor int64
 	var ids []int64
+	entries := 0 // of the log since the part (the statement reads at most most+1)
+	seen := map[int64]bool{}
 	moved := map[int64]bool{}
-	first := true
+	bounds := false
 	for rows.Next() {
-		var at logPos
-		var from, id sql.NullInt64
-		var o sql.NullString
-		if err := scanBounds(rows, &at, &floor, &from, &id, &o); err != nil {
+		var from int
+		var xmin, xmax, fl, id sql.NullInt64
+		var xip, o sql.NullString
+		if err := rows.Scan(&from, &xmin, &xmax, &xip, &fl, &id, &o); err != nil {
 			return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 		}
-		if first {
-			cur, first = at, false
-		}
 		switch {
-		case !id.Valid: // no entry: the join's one row
-		case from.Int64 == 1:
+		case from == 0: // the bounds
+			xs, err := parseXip(xip.String)
+			if err != nil {
+				return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+			}
+			cur, floor, bounds = logPos{xmin: xmin.Int64, xmax: xmax.Int64, xip: xs}, fl.Int64, true
+		case from == 2:
 			moved[id.Int64] = true
 		case o.Valid && o.String == owner:
 			return 0, false, false, nil
 		default:
-			ids = append(ids, id.Int64)
+			entries++
+			if !seen[id.Int64] { // (an entry of each change to a row)
+				seen[id.Int64] = true
+				ids = append(ids, id.Int64)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 	}
-	if first {
+	if !bounds {
 		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
 	}
-	if ld.pos.trimmed(floor) || len(ids) > most {
+	if ld.pos.trimmed(floor) || entries > most {
 		return 0, false, true, nil
 	}
 	for _, id := range ids {
@@ -720,16 +728,18 @@ func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search
 }
 
 // storedReplayQuery is replayStoredAtOnce's statement: the log's bounds
-// joined to the entries of kind k since part (at most most+1 rows, each
-// with its owner now; from 0) and those since base (from 1), or to one
-// row of NULLs when there are none.
+// (from 0), the entries of kind k since part, each with its row's owner
+// now (at most most+1 entries; from 1), and the rows of kind k logged
+// since base (from 2). One compound statement, each arm a range of the
+// log, with no join or DISTINCT: on SQLite each of those made a temporary
+// b-tree on every load.
 func (c *textCache) storedReplayQuery(k *kind, part, base logPos, most int) (string, []any) {
 	pw, pargs := c.log.since(part)
 	bw, bargs := c.log.since(base)
-	q := `SELECT b.*, l.src, l.id, l.owner FROM (` + c.log.Bounds + `) AS b LEFT JOIN (` +
-		`SELECT 0 AS src, o.id AS id, o.` + k.owner + ` AS owner FROM (` + loggedOwnersQuery(k, pw) + `) AS o` +
-		` UNION ALL SELECT 1, m.id, NULL FROM (SELECT DISTINCT id FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?) AS m` +
-		`) AS l ON 1 = 1`
+	q := `SELECT 0 AS src, b.xmin, b.xmax, b.xip, b.floor, NULL AS id, NULL AS owner FROM (` + c.log.Bounds + `) AS b` +
+		` UNION ALL SELECT 1, NULL, NULL, NULL, NULL, l.id, r.` + k.owner + ` FROM (SELECT id FROM ` + c.log.table + ` WHERE ` + pw +
+		` AND kind = ? LIMIT ?) AS l LEFT JOIN ` + k.base + ` r ON r.id = l.id` +
+		` UNION ALL SELECT 2, NULL, NULL, NULL, NULL, id, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
 	args := append(append(pargs, int(k.t), most+1), append(bargs, int(k.t))...)
 	return q, args
 }

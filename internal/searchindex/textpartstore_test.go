@@ -423,6 +423,47 @@ func TestStoredPartitionCaughtUpAtOnce(t *testing.T) {
 	compare(fourth, "b")
 }
 
+// TestStoredPartitionLogPastItsCap: a stored part whose log since holds
+// more entries than its catch-up replays (another owner's row changed
+// many times, then a new row of the part's owner) is read from the rows
+// again, not caught up from the entries the cap let through: the new row
+// is found.
+func TestStoredPartitionLogPastItsCap(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "engram.db")
+	db := openDBAt(t, path)
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry two"})
+	other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
+	first := partialIndex(t, db)
+	if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(first)
+	first.Close()
+	// More entries than a part of two rows replays (64 + 2 a row), each
+	// of one row of b's, before a's new entry.
+	for i := range 80 {
+		if _, err := db.ExecContext(ctx, `UPDATE archival SET content = ? WHERE id = ?`, fmt.Sprintf("harbour entry of b, edit %d", i), other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry lighthouse"})
+	second := partialIndex(t, db)
+	defer second.Close()
+	got, err := second.Search(ctx, "lighthouse", search.Scope{Agent: "a"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("a's new entry after 80 log entries of b's: %d results, want 1", len(got))
+	}
+	if n := searchindex.TextPartsStored(second); n != 0 {
+		t.Fatalf("%d partitions loaded from stored parts past the cap, want 0 (read from the rows)", n)
+	}
+}
+
 // TestFirstSearchLoadsKindsTogether: an agent's first search over its
 // archival entries and messages in a partial cache loads the two
 // partitions at once, not one after the other (each load here waits for
