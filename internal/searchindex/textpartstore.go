@@ -568,103 +568,38 @@ func (c *textCache) fingerprint(t search.ContentType) uint64 {
 	return c.saves.fps[t]
 }
 
-// partStoredQuery reads a stored part.
-const partStoredQuery = `SELECT data FROM search_text_parts WHERE kind = ? AND owner = ?`
-
 // storedReplayMax is how many log entries past a stored part's position
 // (any owner's) a load replays before it reads the rows instead: about
-// twice what reading the rows costs in the log's scan.
+// twice what reading the rows costs in the log's scan. A save stores it
+// beside the part (replay_max), for the statement that reads both.
 func storedReplayMax(live int) int { return 64 + 2*live }
-
-// decodeStored reads and decodes owner's stored part of kind t; nil when
-// there is none or it cannot be used. The part is decoded from the
-// driver's buffer while its row is open (decodePart keeps nothing of its
-// input), which spares a copy of it, when the decode's reservation is had
-// at once; else it is copied and the row closed before the reservation is
-// waited for: a load that held a connection while it waited for the
-// bound could wait for ever on one (a pool of one: an in-memory store's)
-// that another load holds while it waits for the bound. The reservation
-// is the decode's only: the catch-up after it waits for a connection, as
-// readPart's read reserves only for itself.
-func (c *textCache) decodeStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string) (*textPart, logPos, error) {
-	var src queryer = db
-	if st := c.prepare(ctx, partStoredQuery); st != nil {
-		src = stmtQueryer{st}
-	}
-	rows, err := src.QueryContext(ctx, partStoredQuery, int(t), owner)
-	if err != nil {
-		return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
-	}
-	defer rows.Close()
-	var raw sql.RawBytes
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
-		}
-		return nil, logPos{}, nil
-	}
-	if err := rows.Scan(&raw); err != nil {
-		return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
-	}
-	need := 2 * int64(len(raw))
-	if need > c.limit {
-		return nil, logPos{}, nil
-	}
-	data := []byte(raw)
-	if !c.tryReserve(need) {
-		data = bytes.Clone(raw)
-		if err := rows.Close(); err != nil {
-			return nil, logPos{}, fmt.Errorf("search: text cache: read stored %s of %q: %w", kinds[t].name, owner, err)
-		}
-		if err := c.reserve(ctx, need); err != nil {
-			return nil, logPos{}, fmt.Errorf("search: text cache: wait to load %s of %q: %w", kinds[t].name, owner, err)
-		}
-	}
-	p, pos, err := decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
-	c.release(need)
-	if err != nil {
-		c.ld.log.Debug("search: text cache: stored partition not used", "kind", kinds[t].name, "owner", owner, "err", err)
-		return nil, logPos{}, nil
-	}
-	return p, pos, nil
-}
 
 // readStored reads owner's stored partition of kind t and replays onto it
 // the log entries since its position; nil when there is none to use (the
 // rows are read instead). replayed is how many entries it replayed. base
 // is the cache's position when the load began (catchUpLoad's).
+//
+// One statement (storedQuery) reads the part, the log's bounds, the
+// entries since the part's position with their rows' owners now, and the
+// rows logged since base (ld.moved, for catchUpLoad): a statement reads
+// one snapshot, so where no entry since is of a row owner's now, that
+// statement is the whole load; where one is, it is read again in the
+// log's snapshot (replayStored).
+//
+// The part is decoded from the driver's buffer while its row is open
+// (decodePart keeps nothing of its input), which spares a copy of it,
+// when the decode's reservation is had at once; else it is copied, and
+// the reservation waited for once the statement is done: a load that
+// held a connection while it waited for the bound could wait for ever on
+// one (a pool of one: an in-memory store's) that another load holds
+// while it waits for the bound. The reservation is the decode's only, as
+// readPart's read reserves only for itself.
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
 	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
-	p, pos, err := c.decodeStored(ctx, db, t, owner)
-	if err != nil || p == nil {
-		return nil, 0, err
-	}
-	ld = &partRead{p: p, pos: pos}
-	n, ok, done, err := c.replayStoredAtOnce(ctx, db, t, owner, ld, base)
-	if err == nil && !done {
-		n, ok, err = c.replayStored(ctx, db, t, owner, ld)
-	}
-	if err != nil || !ok {
-		return nil, 0, err
-	}
-	c.saves.stored.Add(1)
-	return ld, n, nil
-}
-
-// replayStoredAtOnce is replayStored in one statement outside a
-// transaction (a statement reads one snapshot), where that suffices: the
-// log's bounds, the rows logged since the part's position with their
-// owners now, and the rows logged since base (ld.moved, for
-// catchUpLoad), read in one round trip where replayStored takes four
-// (and catchUpLoad a fifth). done is false, and ld untouched, when one of
-// the rows logged is owner's now: reading it again wants the log's
-// snapshot held open (replayStored).
-func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search.ContentType, owner string, ld *partRead, base logPos) (n int, ok, done bool, err error) {
 	k := kinds[t]
-	most := storedReplayMax(ld.p.live)
-	q, args := c.storedReplayQuery(k, ld.pos, base, most)
+	q, args := c.storedQuery(k, owner, base)
 	var src queryer = db
 	if c.prepPositions {
 		if st := c.prepare(ctx, q); st != nil {
@@ -673,50 +608,107 @@ func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search
 	}
 	rows, err := src.QueryContext(ctx, q, args...)
 	if err != nil {
-		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 	}
 	defer rows.Close()
-	var cur logPos
-	var floor int64
-	var ids []int64
-	entries := 0 // of the log since the part (the statement reads at most most+1)
-	seen := map[int64]bool{}
-	moved := map[int64]bool{}
-	bounds := false
+	var (
+		p             *textPart
+		pos, cur      logPos
+		floor         int64
+		bounds, found bool
+		col, colMax   sql.NullInt64 // the part's pos and replay_max columns
+		copied        []byte        // the part, when its decode waits for the reservation
+		need          int64
+		ids           []int64
+		entries       int // of the log since the part (the statement reads at most replay_max+1)
+		owners        bool
+		seen, moved   = map[int64]bool{}, map[int64]bool{}
+		decodeErr     error
+	)
 	for rows.Next() {
 		var from int
-		var xmin, xmax, fl, id sql.NullInt64
+		var a, b, fl, id sql.NullInt64
 		var xip, o sql.NullString
-		if err := rows.Scan(&from, &xmin, &xmax, &xip, &fl, &id, &o); err != nil {
-			return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+		var raw sql.RawBytes
+		if err := rows.Scan(&from, &a, &b, &xip, &fl, &id, &o, &raw); err != nil {
+			return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 		}
-		switch {
-		case from == 0: // the bounds
+		switch from {
+		case 0: // the bounds
 			xs, err := parseXip(xip.String)
 			if err != nil {
-				return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+				return nil, 0, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 			}
-			cur, floor, bounds = logPos{xmin: xmin.Int64, xmax: xmax.Int64, xip: xs}, fl.Int64, true
-		case from == 2:
-			moved[id.Int64] = true
-		case o.Valid && o.String == owner:
-			return 0, false, false, nil
-		default:
+			cur, floor, bounds = logPos{xmin: a.Int64, xmax: b.Int64, xip: xs}, fl.Int64, true
+		case 1: // the part
+			found, col, colMax = true, a, b
+			if need = 2 * int64(len(raw)); need > c.limit {
+				return nil, 0, nil
+			}
+			if !c.tryReserve(need) {
+				copied = bytes.Clone(raw)
+				continue
+			}
+			p, pos, decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+			c.release(need)
+		case 2: // an entry since the part
+			if o.Valid && o.String == owner {
+				owners = true
+				continue
+			}
 			entries++
 			if !seen[id.Int64] { // (an entry of each change to a row)
 				seen[id.Int64] = true
 				ids = append(ids, id.Int64)
 			}
+		case 3: // a row logged since base
+			moved[id.Int64] = true
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+	}
+	if !found {
+		return nil, 0, nil
+	}
+	if copied != nil {
+		if err := c.reserve(ctx, need); err != nil {
+			return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+		}
+		p, pos, decodeErr = decodePart(copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+		c.release(need)
+	}
+	if decodeErr != nil {
+		c.ld.log.Debug("search: text cache: stored partition not used", "kind", k.name, "owner", owner, "err", decodeErr)
+		return nil, 0, nil
 	}
 	if !bounds {
-		return 0, false, true, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
+		return nil, 0, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
 	}
-	if ld.pos.trimmed(floor) || entries > most {
-		return 0, false, true, nil
+	// The entries read are those since the part's pos column, which a
+	// save writes with the part: its position's xmin (its xmax where, as
+	// on SQLite, no transaction was running), so they hold every entry
+	// the part may lack, and some it may hold where one was. An entry of
+	// a row that is not owner's now takes the row out of the part, right
+	// either way; one of a row that is owner's now is read again at the
+	// part's exact position (replayStored).
+	ld = &partRead{p: p, pos: pos}
+	most := storedReplayMax(p.live)
+	switch {
+	case !col.Valid || col.Int64 != pos.xmin || !colMax.Valid:
+		return nil, 0, nil // not the part's own columns
+	case pos.trimmed(floor) || entries > most || int64(entries) > colMax.Int64:
+		return nil, 0, nil // the log lost entries since, or the statement did not read them all
+	case owners:
+		n, ok, err := c.replayStored(ctx, db, t, owner, ld)
+		if err != nil || !ok {
+			return nil, 0, err
+		}
+		c.saves.stored.Add(1)
+		return ld, n, nil
 	}
 	for _, id := range ids {
 		ld.p.remove(id)
@@ -724,23 +716,31 @@ func (c *textCache) replayStoredAtOnce(ctx context.Context, db *sql.DB, t search
 	ld.pos = later(ld.pos, cur)
 	ld.moved = moved
 	c.saves.atOnce.Add(1)
-	return len(ids), true, true, nil
+	c.saves.stored.Add(1)
+	return ld, len(ids), nil
 }
 
-// storedReplayQuery is replayStoredAtOnce's statement: the log's bounds
-// (from 0), the entries of kind k since part, each with its row's owner
-// now (at most most+1 entries; from 1), and the rows of kind k logged
-// since base (from 2). One compound statement, each arm a range of the
-// log, with no join or DISTINCT: on SQLite each of those made a temporary
-// b-tree on every load.
-func (c *textCache) storedReplayQuery(k *kind, part, base logPos, most int) (string, []any) {
-	pw, pargs := c.log.since(part)
+// storedQuery is readStored's statement: the log's bounds (src 0), owner's
+// part of kind k with its pos and replay_max columns (src 1), the log's
+// entries of kind k since pos, each with its row's owner now (at most
+// replay_max+1; src 2), and the rows of kind k logged since base (src 3).
+// One compound statement, each arm one lookup or a range of the log, with
+// no join across arms or DISTINCT (on SQLite each of those made a
+// temporary b-tree on every load). The part's arm comes first: it types
+// every column, as PostgreSQL's resolution of a compound's NULLs wants
+// (the rows may come in any order).
+func (c *textCache) storedQuery(k *kind, owner string, base logPos) (string, []any) {
 	bw, bargs := c.log.since(base)
-	q := `SELECT 0 AS src, b.xmin, b.xmax, b.xip, b.floor, NULL AS id, NULL AS owner FROM (` + c.log.Bounds + `) AS b` +
-		` UNION ALL SELECT 1, NULL, NULL, NULL, NULL, l.id, r.` + k.owner + ` FROM (SELECT id FROM ` + c.log.table + ` WHERE ` + pw +
-		` AND kind = ? LIMIT ?) AS l LEFT JOIN ` + k.base + ` r ON r.id = l.id` +
-		` UNION ALL SELECT 2, NULL, NULL, NULL, NULL, id, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
-	args := append(append(pargs, int(k.t), most+1), append(bargs, int(k.t))...)
+	const part = `FROM search_text_parts WHERE kind = ? AND owner = ?`
+	q := `SELECT 1 AS src, pos AS xmin, replay_max AS xmax, CAST(NULL AS TEXT) AS xip, CAST(NULL AS BIGINT) AS floor,` +
+		` CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner, data ` + part +
+		` UNION ALL SELECT 0, b.xmin, b.xmax, b.xip, b.floor, NULL, NULL, NULL FROM (` + c.log.Bounds + `) AS b` +
+		` UNION ALL SELECT 2, NULL, NULL, NULL, NULL, l.id, (SELECT r.` + k.owner + ` FROM ` + k.base + ` r WHERE r.id = l.id), NULL` +
+		` FROM (SELECT id FROM ` + c.log.table + ` WHERE ` + c.log.Position + ` >= (SELECT pos ` + part + `) AND kind = ?` +
+		` ORDER BY ` + c.log.Position + ` LIMIT (SELECT COALESCE(max(replay_max), 0) + 1 ` + part + `)) AS l` +
+		` UNION ALL SELECT 3, NULL, NULL, NULL, NULL, id, NULL, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
+	t := int(k.t)
+	args := append([]any{t, owner, t, owner, t, t, owner}, append(bargs, t)...)
 	return q, args
 }
 
@@ -867,11 +867,12 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 	c.mu.RLock()
 	p, pos := c.owned[t][owner], c.pos
 	var data []byte
+	var live int
 	var held map[int64]bool
 	// An owner without rows (any name a search scope gives) has nothing
 	// worth a write, nor a row whose change would ever drop it.
 	if c.partial && p != nil && p.live > 0 && p.live <= partSaveRowsMax && pos.valid() {
-		data = encodePart(p, pos, c.fingerprint(t))
+		data, live = encodePart(p, pos, c.fingerprint(t)), p.live
 		held = make(map[int64]bool, len(p.slots))
 		for id := range p.slots {
 			held[id] = true
@@ -921,8 +922,11 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		if c.saves.inWrite != nil {
 			c.saves.inWrite()
 		}
-		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data) VALUES (?, ?, ?)
-			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data`, int(t), owner, data); err != nil {
+		// (pos and replay_max: readStored's statement reads the log
+		// since the part beside it.)
+		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data, pos, replay_max) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data, pos = excluded.pos, replay_max = excluded.replay_max`,
+			int(t), owner, data, pos.xmin, storedReplayMax(live)); err != nil {
 			return err
 		}
 		c.saves.saved.Add(1)

@@ -464,6 +464,60 @@ func TestStoredPartitionLogPastItsCap(t *testing.T) {
 	}
 }
 
+// TestStoredPartitionPositionColumns: the log a load replays is read
+// from a stored part's pos and replay_max columns, beside the position its
+// bytes hold. Columns that do not agree with the part (a position past
+// its own, a cap below the entries since, or none) leave the part unused
+// and the rows read: a row of the owner's written since is found.
+func TestStoredPartitionPositionColumns(t *testing.T) {
+	for _, tc := range []struct{ name, set string }{
+		{"pos past the part's", `pos = pos + 1000000`},
+		{"replay_max below the entries since", `replay_max = 0`},
+		{"no pos", `pos = NULL`},
+		{"no replay_max", `replay_max = NULL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
+			other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
+			first := partialIndex(t, db)
+			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(first)
+			first.Close()
+			// Since the part: an entry of b's row, then a new row of a's.
+			if _, err := db.ExecContext(ctx, `UPDATE archival SET content = 'harbour entry of b, edited' WHERE id = ?`, other); err != nil {
+				t.Fatal(err)
+			}
+			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry lighthouse"})
+			if _, err := db.ExecContext(ctx, `UPDATE search_text_parts SET `+tc.set+` WHERE kind = 2 AND owner = 'a'`); err != nil {
+				t.Fatal(err)
+			}
+			second := partialIndex(t, db)
+			defer second.Close()
+			// (A search of b's first brings the cache's position past
+			// those writes: a's load then has nothing logged since it
+			// began to read again.)
+			if _, err := second.Search(ctx, "harbour", search.Scope{Agent: "b"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			got, err := second.Search(ctx, "lighthouse", search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 {
+				t.Fatalf("a's entry written since its part: %d results, want 1", len(got))
+			}
+			if n := searchindex.TextPartsStored(second); n != 0 {
+				t.Fatalf("%d partitions loaded from a stored part whose columns disagree, want 0", n)
+			}
+		})
+	}
+}
+
 // TestFirstSearchLoadsKindsTogether: an agent's first search over its
 // archival entries and messages in a partial cache loads the two
 // partitions at once, not one after the other (each load here waits for
