@@ -388,3 +388,13 @@ func TextPartCost(x *Index, t search.ContentType, owner string) int64 {
 	}
 	return partCost(owner, p)
 }
+
+// HoldTextReservation reserves n bytes of x's text cache's bound for
+// loads in flight, as a load reading a big owner's rows does, until the
+// returned func is called.
+func HoldTextReservation(x *Index, n int64) func() {
+	x.text.loadMu.Lock()
+	x.text.inflight += n
+	x.text.loadMu.Unlock()
+	return func() { x.text.release(n) }
+}

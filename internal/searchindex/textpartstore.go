@@ -568,11 +568,23 @@ func (c *textCache) fingerprint(t search.ContentType) uint64 {
 	return c.saves.fps[t]
 }
 
-// storedReplayMax is how many log entries past a stored part's position
+// storedReplayMax is how many rows logged past a stored part's position
 // (any owner's) a load replays before it reads the rows instead: about
 // twice what reading the rows costs in the log's scan. A save stores it
 // beside the part (replay_max), for the statement that reads both.
 func storedReplayMax(live int) int { return 64 + 2*live }
+
+// storedReplayEntries is how many log entries a row logged since a
+// stored part may take, for the statement that reads them (a row's
+// write logs its neighbours too: about three entries an append): past
+// replay_max times as many, the replay is left to replayStored, which
+// counts rows.
+const storedReplayEntries = 4
+
+// partInPlaceMax is the largest part decoded from the driver's buffer,
+// with the statement's connection held: a larger one is copied first (a
+// decode takes about a millisecond a megabyte; a copy a tenth of that).
+const partInPlaceMax = 256 << 10
 
 // readStored reads owner's stored partition of kind t and replays onto it
 // the log entries since its position; nil when there is none to use (the
@@ -583,21 +595,91 @@ func storedReplayMax(live int) int { return 64 + 2*live }
 // entries since the part's position with their rows' owners now, and the
 // rows logged since base (ld.moved, for catchUpLoad): a statement reads
 // one snapshot, so where no entry since is of a row owner's now, that
-// statement is the whole load; where one is, it is read again in the
-// log's snapshot (replayStored).
+// statement is the whole load; where one is, or there were more entries
+// than the statement reads, the replay is done again in the log's
+// snapshot (replayStored).
 //
-// The part is decoded from the driver's buffer while its row is open
-// (decodePart keeps nothing of its input), which spares a copy of it,
-// when the decode's reservation is had at once; else it is copied, and
-// the reservation waited for once the statement is done: a load that
-// held a connection while it waited for the bound could wait for ever on
-// one (a pool of one: an in-memory store's) that another load holds
-// while it waits for the bound. The reservation is the decode's only, as
-// readPart's read reserves only for itself.
+// A part up to partInPlaceMax is decoded from the driver's buffer while
+// its row is open (decodePart keeps nothing of its input), which spares a
+// copy of it, when the decode's reservation is had at once; else it is
+// copied, and the reservation waited for once the statement is done: a
+// load that held a connection while it waited for the bound could wait
+// for ever on one (a pool of one: an in-memory store's) that another load
+// holds while it waits for the bound (readPart). The reservation is the
+// decode's only.
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
 	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
+	k := kinds[t]
+	r, err := c.readStoredRows(ctx, db, t, owner, base)
+	if err != nil || r == nil {
+		return nil, 0, err
+	}
+	if r.copied != nil {
+		if err := c.reserve(ctx, r.need); err != nil {
+			return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+		}
+		r.p, r.pos, r.decodeErr = decodePart(r.copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+		c.release(r.need)
+		r.copied = nil
+	}
+	if r.decodeErr != nil {
+		c.ld.log.Debug("search: text cache: stored partition not used", "kind", k.name, "owner", owner, "err", r.decodeErr)
+		return nil, 0, nil
+	}
+	// The entries read are those since the part's pos column, which a
+	// save writes with the part: its position's xmin (its xmax where, as
+	// on SQLite, no transaction was running), so they hold every entry
+	// the part may lack, and some it may hold where one was. An entry of
+	// a row that is not owner's now takes the row out of the part, right
+	// either way; one of a row that is owner's now is read again at the
+	// part's exact position (replayStored).
+	ld = &partRead{p: r.p, pos: r.pos}
+	switch {
+	case !r.col.Valid || r.col.Int64 != r.pos.xmin || !r.colMax.Valid:
+		return nil, 0, nil // not the part's own columns
+	case r.pos.trimmed(r.floor) || len(r.ids) > storedReplayMax(r.p.live):
+		return nil, 0, nil // the log lost entries since, or more rows were logged since than a replay is worth
+	case r.owners || int64(r.entries) > storedReplayEntries*r.colMax.Int64:
+		// A row of owner's logged since, or more entries than the
+		// statement read.
+		n, ok, err := c.replayStored(ctx, db, t, owner, ld)
+		if err != nil || !ok {
+			return nil, 0, err
+		}
+		c.saves.stored.Add(1)
+		return ld, n, nil
+	}
+	for _, id := range r.ids {
+		ld.p.remove(id)
+	}
+	ld.pos = later(ld.pos, r.cur)
+	ld.moved = r.moved
+	c.saves.atOnce.Add(1)
+	c.saves.stored.Add(1)
+	return ld, len(r.ids), nil
+}
+
+// storedRead is what readStored's statement read.
+type storedRead struct {
+	p           *textPart // decoded (nil when copied)
+	pos, cur    logPos    // the part's, and the log's bounds
+	floor       int64
+	decodeErr   error
+	copied      []byte // the part, to decode once the statement is done
+	need        int64  // its decode's reservation
+	col, colMax sql.NullInt64
+	ids         []int64 // the rows of the entries since the part (none owner's now)
+	entries     int     // those entries
+	owners      bool    // an entry since the part is of a row owner's now
+	moved       map[int64]bool
+}
+
+// readStoredRows runs readStored's statement; nil when there is no part
+// to use. Its rows are closed, and nothing of the driver's kept, when it
+// returns.
+func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (*storedRead, error) {
 	k := kinds[t]
 	q, args := c.storedQuery(k, owner, base)
 	var src queryer = db
@@ -608,140 +690,93 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 	}
 	rows, err := src.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+		return nil, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 	}
 	defer rows.Close()
-	var (
-		p             *textPart
-		pos, cur      logPos
-		floor         int64
-		bounds, found bool
-		col, colMax   sql.NullInt64 // the part's pos and replay_max columns
-		copied        []byte        // the part, when its decode waits for the reservation
-		need          int64
-		ids           []int64
-		entries       int // of the log since the part (the statement reads at most replay_max+1)
-		owners        bool
-		seen, moved   = map[int64]bool{}, map[int64]bool{}
-		decodeErr     error
-	)
+	r := &storedRead{moved: map[int64]bool{}}
+	var seen map[int64]bool
+	found, bounds := false, false
 	for rows.Next() {
 		var from int
 		var a, b, fl, id sql.NullInt64
 		var xip, o sql.NullString
 		var raw sql.RawBytes
 		if err := rows.Scan(&from, &a, &b, &xip, &fl, &id, &o, &raw); err != nil {
-			return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+			return nil, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 		}
 		switch from {
 		case 0: // the bounds
 			xs, err := parseXip(xip.String)
 			if err != nil {
-				return nil, 0, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
+				return nil, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 			}
-			cur, floor, bounds = logPos{xmin: a.Int64, xmax: b.Int64, xip: xs}, fl.Int64, true
-		case 1: // the part
-			found, col, colMax = true, a, b
-			if need = 2 * int64(len(raw)); need > c.limit {
-				return nil, 0, nil
+			r.cur, r.floor, bounds = logPos{xmin: a.Int64, xmax: b.Int64, xip: xs}, fl.Int64, true
+		case 1: // the part (none when twice its size passes the bound: fl is its size)
+			found, r.col, r.colMax = true, a, b
+			if raw == nil {
+				return nil, nil
 			}
-			if !c.tryReserve(need) {
-				copied = bytes.Clone(raw)
+			r.need = 2 * int64(len(raw))
+			if len(raw) > partInPlaceMax || !c.tryReserve(r.need) {
+				r.copied = bytes.Clone(raw)
 				continue
 			}
-			p, pos, decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
-			c.release(need)
+			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+			c.release(r.need)
 		case 2: // an entry since the part
 			if o.Valid && o.String == owner {
-				owners = true
+				r.owners = true
 				continue
 			}
-			entries++
+			r.entries++
 			if !seen[id.Int64] { // (an entry of each change to a row)
+				if seen == nil {
+					seen = map[int64]bool{}
+				}
 				seen[id.Int64] = true
-				ids = append(ids, id.Int64)
+				r.ids = append(r.ids, id.Int64)
 			}
 		case 3: // a row logged since base
-			moved[id.Int64] = true
+			r.moved[id.Int64] = true
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, 0, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+		return nil, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 	}
 	if !found {
-		return nil, 0, nil
-	}
-	if copied != nil {
-		if err := c.reserve(ctx, need); err != nil {
-			return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
-		}
-		p, pos, decodeErr = decodePart(copied, t, owner, c.fingerprint(t), c.jsonbKeys)
-		c.release(need)
-	}
-	if decodeErr != nil {
-		c.ld.log.Debug("search: text cache: stored partition not used", "kind", k.name, "owner", owner, "err", decodeErr)
-		return nil, 0, nil
+		return nil, nil
 	}
 	if !bounds {
-		return nil, 0, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
+		return nil, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
 	}
-	// The entries read are those since the part's pos column, which a
-	// save writes with the part: its position's xmin (its xmax where, as
-	// on SQLite, no transaction was running), so they hold every entry
-	// the part may lack, and some it may hold where one was. An entry of
-	// a row that is not owner's now takes the row out of the part, right
-	// either way; one of a row that is owner's now is read again at the
-	// part's exact position (replayStored).
-	ld = &partRead{p: p, pos: pos}
-	most := storedReplayMax(p.live)
-	switch {
-	case !col.Valid || col.Int64 != pos.xmin || !colMax.Valid:
-		return nil, 0, nil // not the part's own columns
-	case pos.trimmed(floor) || entries > most || int64(entries) > colMax.Int64:
-		return nil, 0, nil // the log lost entries since, or the statement did not read them all
-	case owners:
-		n, ok, err := c.replayStored(ctx, db, t, owner, ld)
-		if err != nil || !ok {
-			return nil, 0, err
-		}
-		c.saves.stored.Add(1)
-		return ld, n, nil
-	}
-	for _, id := range ids {
-		ld.p.remove(id)
-	}
-	ld.pos = later(ld.pos, cur)
-	ld.moved = moved
-	c.saves.atOnce.Add(1)
-	c.saves.stored.Add(1)
-	return ld, len(ids), nil
+	return r, nil
 }
 
 // storedQuery is readStored's statement: the log's bounds (src 0), owner's
-// part of kind k with its pos and replay_max columns (src 1), the log's
-// entries of kind k since pos, each with its row's owner now (at most
-// replay_max+1; src 2), and the rows of kind k logged since base (src 3).
-// One compound statement, each arm one lookup or a range of the log, with
-// no join across arms or DISTINCT (on SQLite each of those made a
-// temporary b-tree on every load). The part's arm comes first: it types
-// every column, as PostgreSQL's resolution of a compound's NULLs wants
-// (the rows may come in any order).
+// part of kind k with its pos and replay_max columns (src 1; its bytes
+// only when twice their size fits the bound, its last parameter), the
+// log's entries of kind k since pos in order, each with its row's owner
+// now (at most storedReplayEntries × replay_max + 1; src 2), and the rows
+// of kind k logged since base (src 3). One compound statement, each arm
+// one lookup or a range of the log, with no join across arms or DISTINCT
+// (on SQLite each of those made a temporary b-tree on every load). The
+// part's arm comes first: it types every column, as PostgreSQL's
+// resolution of a compound's NULLs wants (the rows may come in any
+// order). Its entries are read in order (the log's index, whatever the
+// position: the server plans it knowing none), each owner by its row's
+// key.
 func (c *textCache) storedQuery(k *kind, owner string, base logPos) (string, []any) {
 	bw, bargs := c.log.since(base)
 	const part = `FROM search_text_parts WHERE kind = ? AND owner = ?`
-	q := `SELECT 1 AS src, pos AS xmin, replay_max AS xmax, CAST(NULL AS TEXT) AS xip, CAST(NULL AS BIGINT) AS floor,` +
-		` CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner, data ` + part +
+	q := `SELECT 1 AS src, pos AS xmin, replay_max AS xmax, CAST(NULL AS TEXT) AS xip, CAST(length(data) AS BIGINT) AS floor,` +
+		` CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner, CASE WHEN CAST(length(data) AS BIGINT) <= ? THEN data END AS data ` + part +
 		` UNION ALL SELECT 0, b.xmin, b.xmax, b.xip, b.floor, NULL, NULL, NULL FROM (` + c.log.Bounds + `) AS b` +
 		` UNION ALL SELECT 2, NULL, NULL, NULL, NULL, l.id, (SELECT r.` + k.owner + ` FROM ` + k.base + ` r WHERE r.id = l.id), NULL` +
 		` FROM (SELECT id FROM ` + c.log.table + ` WHERE ` + c.log.Position + ` >= (SELECT pos ` + part + `) AND kind = ?` +
-		` ORDER BY ` + c.log.Position + ` LIMIT (SELECT COALESCE(max(replay_max), 0) + 1 ` + part + `)) AS l` +
+		` ORDER BY ` + c.log.Position + ` LIMIT (SELECT ? * COALESCE(max(replay_max), 0) + 1 ` + part + `)) AS l` +
 		` UNION ALL SELECT 3, NULL, NULL, NULL, NULL, id, NULL, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
 	t := int(k.t)
-	args := append([]any{t, owner, t, owner, t, t, owner}, append(bargs, t)...)
-	return q, args
+	return q, append([]any{c.limit / 2, t, owner, t, owner, t, storedReplayEntries, t, owner}, append(bargs, t)...)
 }
 
 // replayStored brings a stored partition from its position to the log's:

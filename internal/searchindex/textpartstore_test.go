@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -423,58 +424,84 @@ func TestStoredPartitionCaughtUpAtOnce(t *testing.T) {
 	compare(fourth, "b")
 }
 
-// TestStoredPartitionLogPastItsCap: a stored part whose log since holds
-// more entries than its catch-up replays (another owner's row changed
-// many times, then a new row of the part's owner) is read from the rows
-// again, not caught up from the entries the cap let through: the new row
-// is found.
+// TestStoredPartitionLogPastItsCap: a stored part is caught up past many
+// log entries of a few rows (another owner's row edited many times),
+// those past what the load's statement reads in a snapshot of their own,
+// and read from the rows again past more rows logged since than its cap
+// (64 + 2 a row). Whichever, a new row of the part's owner written after
+// them is found, and the rows it had are.
 func TestStoredPartitionLogPastItsCap(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "engram.db")
-	db := openDBAt(t, path)
-	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
-	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry two"})
-	other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
-	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
-	first := partialIndex(t, db)
-	if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
-		t.Fatal(err)
-	}
-	searchindex.WaitTextPartSaves(first)
-	first.Close()
-	// More entries than a part of two rows replays (64 + 2 a row), each
-	// of one row of b's, before a's new entry.
-	for i := range 80 {
-		if _, err := db.ExecContext(ctx, `UPDATE archival SET content = ? WHERE id = ?`, fmt.Sprintf("harbour entry of b, edit %d", i), other); err != nil {
-			t.Fatal(err)
-		}
-	}
-	insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry lighthouse"})
-	second := partialIndex(t, db)
-	defer second.Close()
-	got, err := second.Search(ctx, "lighthouse", search.Scope{Agent: "a"}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 {
-		t.Fatalf("a's new entry after 80 log entries of b's: %d results, want 1", len(got))
-	}
-	if n := searchindex.TextPartsStored(second); n != 0 {
-		t.Fatalf("%d partitions loaded from stored parts past the cap, want 0 (read from the rows)", n)
+	for _, tc := range []struct {
+		name          string
+		edits, others int  // edits of one row of b's, new rows of b's
+		quiet         bool // no new row of a's after them
+		stored        int64
+	}{
+		{"80 edits of a row", 80, 0, false, 1},
+		{"300 edits of a row, past the statement's entries", 300, 0, false, 1},
+		{"70 new rows, past the cap", 0, 70, true, 0},
+		{"70 new rows, past the cap, then a's", 0, 70, false, 0},
+		{"300 new rows, past the cap and the statement's entries", 0, 300, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
+			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry two"})
+			other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
+			first := partialIndex(t, db)
+			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(first)
+			first.Close()
+			for i := range tc.edits {
+				if _, err := db.ExecContext(ctx, `UPDATE archival SET content = ? WHERE id = ?`, fmt.Sprintf("harbour entry of b, edit %d", i), other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range tc.others {
+				insertArchival(t, db, archivalRow{Agent: "b", Content: fmt.Sprintf("harbour entry %d of b", i)})
+			}
+			q, want := "harbour", 2
+			if !tc.quiet {
+				insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry lighthouse"})
+				q, want = "lighthouse", 1
+			}
+			second := partialIndex(t, db)
+			defer second.Close()
+			got, err := second.Search(ctx, q, search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != want {
+				t.Fatalf("%q over a's entries: %d results, want %d", q, len(got), want)
+			}
+			if n := searchindex.TextPartsStored(second); n != tc.stored {
+				t.Fatalf("%d partitions loaded from stored parts, want %d", n, tc.stored)
+			}
+		})
 	}
 }
 
 // TestStoredPartitionPositionColumns: the log a load replays is read
 // from a stored part's pos and replay_max columns, beside the position its
 // bytes hold. Columns that do not agree with the part (a position past
-// its own, a cap below the entries since, or none) leave the part unused
-// and the rows read: a row of the owner's written since is found.
+// its own, or none) leave the part unused and the rows read; a cap below
+// the entries since has them read in a snapshot of their own. Either
+// way a row of the owner's written since is found.
 func TestStoredPartitionPositionColumns(t *testing.T) {
-	for _, tc := range []struct{ name, set string }{
-		{"pos past the part's", `pos = pos + 1000000`},
-		{"replay_max below the entries since", `replay_max = 0`},
-		{"no pos", `pos = NULL`},
-		{"no replay_max", `replay_max = NULL`},
+	for _, tc := range []struct {
+		name, set string
+		stored    int64
+	}{
+		{"pos past the part's", `pos = pos + 1000000`, 0},
+		// (The statement reads one entry: the rest are read in a
+		// snapshot of their own.)
+		{"replay_max below the entries since", `replay_max = 0`, 1},
+		{"no pos", `pos = NULL`, 0},
+		{"no replay_max", `replay_max = NULL`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -511,8 +538,139 @@ func TestStoredPartitionPositionColumns(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("a's entry written since its part: %d results, want 1", len(got))
 			}
-			if n := searchindex.TextPartsStored(second); n != 0 {
-				t.Fatalf("%d partitions loaded from a stored part whose columns disagree, want 0", n)
+			if n := searchindex.TextPartsStored(second); n != tc.stored {
+				t.Fatalf("%d partitions loaded from the stored part, want %d", n, tc.stored)
+			}
+		})
+	}
+}
+
+// TestStoredLoadsWaitingHoldOneCopy: first searches whose stored parts
+// load while the bound is taken (a load of a big owner's rows in flight)
+// each hold one copy of their part while they wait for the reservation,
+// not the driver's buffer beside it.
+func TestStoredLoadsWaitingHoldOneCopy(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	const agents = 8
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a := range agents {
+		for i := range 800 {
+			insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("w-", a), Content: fmt.Sprintf("harbour entry %d crane cargo %d lifts word%d other%d", i, i*7, i%97, i%13)})
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(10)
+	open := func(limit int64) *searchindex.Index {
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		return x
+	}
+	first := open(1 << 30)
+	for a := range agents {
+		if _, err := first.Search(ctx, "harbour", search.Scope{Agent: fmt.Sprint("w-", a)}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchindex.WaitTextPartSaves(first)
+	first.Close()
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT min(length(data)) FROM search_text_parts WHERE kind = 2`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	limit := 3 * size
+	x := open(limit)
+	defer x.Close()
+	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
+		t.Fatal(err)
+	}
+	release := searchindex.HoldTextReservation(x, limit)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	var wg sync.WaitGroup
+	for a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := x.Search(ctx, "harbour", search.Scope{Agent: fmt.Sprint("w-", a)}, opts); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	time.Sleep(time.Second) // every load at its wait for the bound
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	release()
+	wg.Wait()
+	held := float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(agents*size)
+	if held > 1.5 {
+		t.Fatalf("each load waiting for the bound holds %.2f copies of its part, want 1", held)
+	}
+}
+
+// TestStoredPartKeptPastOtherOwnersWrites: another agent's messages or
+// entries in a conversation log their neighbours too (about three
+// entries a row); a quiet agent's stored part behind fewer rows than its
+// cap (64 + 2 a row), if more entries, is used and caught up in the one
+// statement of its load.
+func TestStoredPartKeptPastOtherOwnersWrites(t *testing.T) {
+	for _, kind := range []string{"messages", "archival"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "engram.db")
+			db := openDBAt(t, path)
+			ct := search.Messages
+			if kind == "archival" {
+				ct = search.Archival
+			}
+			for i := range 20 {
+				if ct == search.Messages {
+					insertMessage(t, db, "a", "user", fmt.Sprintf("harbour message %d of a", i), baseTime)
+				} else {
+					insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d of a", i), Metadata: `{"conversation": "c"}`})
+				}
+			}
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(ct).Limit(30)
+			first := partialIndex(t, db)
+			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(first)
+			first.Close()
+			var before int64
+			db.QueryRowContext(ctx, `SELECT COALESCE(max(seq), 0) FROM search_text_log`).Scan(&before)
+			// b talks: 45 rows (well under 64 + 2*20 = 104 rows).
+			for i := range 45 {
+				if ct == search.Messages {
+					insertMessage(t, db, "b", "user", fmt.Sprintf("chatter %d of b", i), baseTime)
+				} else {
+					insertArchival(t, db, archivalRow{Agent: "b", Content: fmt.Sprintf("chatter %d of b", i), Metadata: `{"conversation": "c"}`})
+				}
+			}
+			var entries, ids int
+			db.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT id) FROM search_text_log WHERE seq > ? AND kind = ?`, before, int(ct)).Scan(&entries, &ids)
+			t.Logf("%s: %d log entries naming %d rows since the part (cap 104)", kind, entries, ids)
+			second := partialIndex(t, db)
+			defer second.Close()
+			got, err := second.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 20 {
+				t.Fatalf("%d results, want 20", len(got))
+			}
+			if n, at := searchindex.TextPartsStored(second), searchindex.TextPartsAtOnce(second); n != 1 || at != 1 {
+				t.Fatalf("stored parts used %d, caught up at once %d; want 1 and 1 (%d rows logged since, under the cap of 104; %d entries)", n, at, ids, entries)
 			}
 		})
 	}
