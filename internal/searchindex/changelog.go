@@ -35,6 +35,15 @@ func (p logPos) holds(x int64) bool {
 	return !running
 }
 
+// lowest is the lowest position of an entry p does not hold: its xmax, or
+// the first transaction running at it.
+func (p logPos) lowest() int64 {
+	if len(p.xip) > 0 {
+		return p.xip[0]
+	}
+	return p.xmax
+}
+
 // covers reports whether p holds every entry q holds: p was read no
 // earlier than q.
 func (p logPos) covers(q logPos) bool {

@@ -628,20 +628,36 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 		c.ld.log.Debug("search: text cache: stored partition not used", "kind", k.name, "owner", owner, "err", r.decodeErr)
 		return nil, 0, nil
 	}
-	// The entries read are those since the part's pos column, which a
-	// save writes with the part: its position's xmin (its xmax where, as
-	// on SQLite, no transaction was running), so they hold every entry
-	// the part may lack, and some it may hold where one was. An entry of
-	// a row that is not owner's now takes the row out of the part, right
-	// either way; one of a row that is owner's now is read again at the
-	// part's exact position (replayStored).
+	// The entries read are those from the part's pos column on, which a
+	// save writes with the part: the lowest position of an entry it may
+	// lack (its position's xmax, or the first transaction running at it).
+	// Of them, those the part's position holds (committed before it,
+	// beside a transaction running then) are passed over here; of the
+	// rest, an entry of a row that is not owner's now takes the row out of
+	// the part, and one of a row that is owner's now has the replay done
+	// in a snapshot (replayStored), as has an arm cut short by its limit.
 	ld = &partRead{p: r.p, pos: r.pos}
-	switch {
-	case !r.col.Valid || r.col.Int64 != r.pos.xmin || !r.colMax.Valid:
+	maxCap := int64(storedReplayMax(partSaveRowsMax))
+	if !r.col.Valid || r.col.Int64 != r.pos.lowest() || !r.colMax.Valid || r.colMax.Int64 < 0 || r.colMax.Int64 > maxCap {
 		return nil, 0, nil // not the part's own columns
-	case r.pos.trimmed(r.floor) || len(r.ids) > storedReplayMax(r.p.live):
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	owners := false
+	for _, e := range r.entries {
+		switch {
+		case r.pos.holds(e.at):
+		case e.owners:
+			owners = true
+		case !seen[e.id]: // (an entry of each change to a row)
+			seen[e.id] = true
+			ids = append(ids, e.id)
+		}
+	}
+	switch {
+	case r.pos.trimmed(r.floor) || len(ids) > storedReplayMax(r.p.live):
 		return nil, 0, nil // the log lost entries since, or more rows were logged since than a replay is worth
-	case r.owners || int64(r.entries) > storedReplayEntries*r.colMax.Int64:
+	case owners || int64(len(r.entries)) > storedReplayEntries*r.colMax.Int64:
 		// A row of owner's logged since, or more entries than the
 		// statement read.
 		n, ok, err := c.replayStored(ctx, db, t, owner, ld)
@@ -651,14 +667,14 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 		c.saves.stored.Add(1)
 		return ld, n, nil
 	}
-	for _, id := range r.ids {
+	for _, id := range ids {
 		ld.p.remove(id)
 	}
 	ld.pos = later(ld.pos, r.cur)
 	ld.moved = r.moved
 	c.saves.atOnce.Add(1)
 	c.saves.stored.Add(1)
-	return ld, len(r.ids), nil
+	return ld, len(ids), nil
 }
 
 // storedRead is what readStored's statement read.
@@ -670,10 +686,14 @@ type storedRead struct {
 	copied      []byte // the part, to decode once the statement is done
 	need        int64  // its decode's reservation
 	col, colMax sql.NullInt64
-	ids         []int64 // the rows of the entries since the part (none owner's now)
-	entries     int     // those entries
-	owners      bool    // an entry since the part is of a row owner's now
+	entries     []storedEntry // the log's since the part's pos column
 	moved       map[int64]bool
+}
+
+// storedEntry is an entry of the log read with a stored part.
+type storedEntry struct {
+	id, at int64 // the row's id, the entry's position
+	owners bool  // the row is the part owner's now
 }
 
 // readStoredRows runs readStored's statement; nil when there is no part
@@ -694,7 +714,6 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 	}
 	defer rows.Close()
 	r := &storedRead{moved: map[int64]bool{}}
-	var seen map[int64]bool
 	found, bounds := false, false
 	for rows.Next() {
 		var from int
@@ -723,19 +742,8 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 			}
 			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
 			c.release(r.need)
-		case 2: // an entry since the part
-			if o.Valid && o.String == owner {
-				r.owners = true
-				continue
-			}
-			r.entries++
-			if !seen[id.Int64] { // (an entry of each change to a row)
-				if seen == nil {
-					seen = map[int64]bool{}
-				}
-				seen[id.Int64] = true
-				r.ids = append(r.ids, id.Int64)
-			}
+		case 2: // an entry since the part (a: its position)
+			r.entries = append(r.entries, storedEntry{id: id.Int64, at: a.Int64, owners: o.Valid && o.String == owner})
 		case 3: // a row logged since base
 			r.moved[id.Int64] = true
 		}
@@ -754,29 +762,31 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 
 // storedQuery is readStored's statement: the log's bounds (src 0), owner's
 // part of kind k with its pos and replay_max columns (src 1; its bytes
-// only when twice their size fits the bound, its last parameter), the
-// log's entries of kind k since pos in order, each with its row's owner
-// now (at most storedReplayEntries × replay_max + 1; src 2), and the rows
-// of kind k logged since base (src 3). One compound statement, each arm
-// one lookup or a range of the log, with no join across arms or DISTINCT
-// (on SQLite each of those made a temporary b-tree on every load). The
+// only when twice their size fits the bound, its first parameter), the
+// log's entries of kind k from pos on in order, each with its position
+// and its row's owner now (at most storedReplayEntries × replay_max + 1,
+// replay_max taken as 0 past any part's cap; src 2), and the rows of kind
+// k logged since base (src 3). One compound statement, each arm one
+// lookup or a range of the log, with no join across arms or DISTINCT (on
+// SQLite each of those made a temporary b-tree on every load). The
 // part's arm comes first: it types every column, as PostgreSQL's
 // resolution of a compound's NULLs wants (the rows may come in any
-// order). Its entries are read in order (the log's index, whatever the
-// position: the server plans it knowing none), each owner by its row's
-// key.
+// order), and casts its columns, which SQLite keeps of any type. Its
+// entries are read in order (the log's index, whatever the position: the
+// server plans it knowing none), each owner by its row's key.
 func (c *textCache) storedQuery(k *kind, owner string, base logPos) (string, []any) {
 	bw, bargs := c.log.since(base)
 	const part = `FROM search_text_parts WHERE kind = ? AND owner = ?`
-	q := `SELECT 1 AS src, pos AS xmin, replay_max AS xmax, CAST(NULL AS TEXT) AS xip, CAST(length(data) AS BIGINT) AS floor,` +
-		` CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner, CASE WHEN CAST(length(data) AS BIGINT) <= ? THEN data END AS data ` + part +
+	q := `SELECT 1 AS src, CAST(pos AS BIGINT) AS xmin, CAST(replay_max AS BIGINT) AS xmax, CAST(NULL AS TEXT) AS xip,` +
+		` CAST(length(data) AS BIGINT) AS floor, CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner,` +
+		` CASE WHEN CAST(length(data) AS BIGINT) <= ? THEN data END AS data ` + part +
 		` UNION ALL SELECT 0, b.xmin, b.xmax, b.xip, b.floor, NULL, NULL, NULL FROM (` + c.log.Bounds + `) AS b` +
-		` UNION ALL SELECT 2, NULL, NULL, NULL, NULL, l.id, (SELECT r.` + k.owner + ` FROM ` + k.base + ` r WHERE r.id = l.id), NULL` +
-		` FROM (SELECT id FROM ` + c.log.table + ` WHERE ` + c.log.Position + ` >= (SELECT pos ` + part + `) AND kind = ?` +
-		` ORDER BY ` + c.log.Position + ` LIMIT (SELECT ? * COALESCE(max(replay_max), 0) + 1 ` + part + `)) AS l` +
+		` UNION ALL SELECT 2, l.at, NULL, NULL, NULL, l.id, (SELECT r.` + k.owner + ` FROM ` + k.base + ` r WHERE r.id = l.id), NULL` +
+		` FROM (SELECT id, ` + c.log.Position + ` AS at FROM ` + c.log.table + ` WHERE ` + c.log.Position + ` >= (SELECT pos ` + part + `) AND kind = ?` +
+		` ORDER BY ` + c.log.Position + ` LIMIT COALESCE((SELECT ? * CASE WHEN replay_max BETWEEN 0 AND ? THEN replay_max ELSE 0 END ` + part + `), 0) + 1) AS l` +
 		` UNION ALL SELECT 3, NULL, NULL, NULL, NULL, id, NULL, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
 	t := int(k.t)
-	return q, append([]any{c.limit / 2, t, owner, t, owner, t, storedReplayEntries, t, owner}, append(bargs, t)...)
+	return q, append([]any{c.limit / 2, t, owner, t, owner, t, storedReplayEntries, storedReplayMax(partSaveRowsMax), t, owner}, append(bargs, t)...)
 }
 
 // replayStored brings a stored partition from its position to the log's:
@@ -961,7 +971,7 @@ func (c *textCache) savePart(ctx context.Context, t search.ContentType, owner st
 		// since the part beside it.)
 		if _, err := ex.ExecContext(ctx, `INSERT INTO search_text_parts (kind, owner, data, pos, replay_max) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (kind, owner) DO UPDATE SET data = excluded.data, pos = excluded.pos, replay_max = excluded.replay_max`,
-			int(t), owner, data, pos.xmin, storedReplayMax(live)); err != nil {
+			int(t), owner, data, pos.lowest(), storedReplayMax(live)); err != nil {
 			return err
 		}
 		c.saves.saved.Add(1)

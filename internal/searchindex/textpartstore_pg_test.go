@@ -737,3 +737,146 @@ func TestStoredBlocksPartitionPostgresUnindexed(t *testing.T) {
 			n, secret, inRendered, indexed())
 	}
 }
+
+// TestStoredPartBehindALongTransactionPostgres: a transaction left open
+// (a pg_dump, a report, an idle session) is running at every snapshot
+// taken meanwhile. Parts saved then are used by the next process, with
+// nothing written since their save, though more rows than their cap
+// were written after that transaction began (entries their position
+// holds are passed over, not replayed).
+func TestStoredPartBehindALongTransactionPostgres(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprint("open=", open), func(t *testing.T) { storedPartBehindLongTransaction(t, open) })
+	}
+}
+
+func storedPartBehindLongTransaction(t *testing.T, open bool) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	conn, err := p.b.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if open {
+		if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(ctx, `ROLLBACK`)
+	}
+	// Other agents' writes while that transaction is open (more rows
+	// than 64 + 2 x agent-0's 5).
+	for i := range 100 {
+		p.insert(fmt.Sprint("other-", i%10), fmt.Sprintf("harbour tug %d", i))
+	}
+	whole := p.whole()
+	first := p.index(1<<30, true)
+	if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if !p.same(whole, first, "agent-0", "crane") {
+		t.Fatalf("ranked in SQL (answers whole %d first %d)", searchindex.TextCacheAnswers(whole), searchindex.TextCacheAnswers(first))
+	}
+	searchindex.WaitTextPartSaves(first)
+	saved := searchindex.TextPartsSaved(first)
+	first.Close()
+	// Nothing written since the saves.
+	second := p.index(1<<30, true)
+	if err := second.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	if !p.same(whole, second, "agent-0", "crane") {
+		t.Fatal("ranked in SQL")
+	}
+	if n := searchindex.TextPartsStored(second); n != saved {
+		t.Errorf("%d of %d saved parts loaded from search_text_parts with nothing written since their save (a transaction open since before them; %d at once)", n, saved, searchindex.TextPartsAtOnce(second))
+	}
+}
+
+// TestStoredPartBadReplayMaxPostgres: search_text_parts is a cache; a
+// replay_max no LIMIT takes leaves the part unused, and the owner's rows
+// are read instead, not the search failed.
+func TestStoredPartBadReplayMaxPostgres(t *testing.T) {
+	for _, set := range []string{`replay_max = replay_max`, `replay_max = -1`, `replay_max = 4000000000000000000`} {
+		t.Run(set, func(t *testing.T) {
+			ctx := context.Background()
+			p := newPGPartial(t)
+			first := p.index(1<<30, true)
+			if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+				t.Fatal(err)
+			}
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+			if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(first)
+			first.Close()
+			p.raw(`UPDATE search_text_parts SET ` + set)
+			second := p.index(1<<30, true)
+			if err := second.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+				t.Errorf("warm: %v", err)
+			}
+			for i := range 3 {
+				if _, err := second.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+					t.Fatal(err)
+				}
+				if !searchindex.TextCacheHeld(second, search.Archival, "agent-0") {
+					t.Errorf("search %d: a stored part's %s: agent-0's archival partition not loaded; %d stored loads", i, set, searchindex.TextPartsStored(second))
+				}
+			}
+		})
+	}
+}
+
+// TestStoredPartOwnersWriteBesideATransactionPostgres: the owner's own
+// new row committed while another transaction ran (any writer in flight
+// on a busy server) is held by the part saved after it, though its entry
+// lies past the first transaction running at the part's position: every
+// later process loads the part in its one statement, nothing written
+// since the save.
+func TestStoredPartOwnersWriteBesideATransactionPostgres(t *testing.T) {
+	ctx := context.Background()
+	p := newPGPartial(t)
+	conn, err := p.b.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	p.insert("agent-0", "harbour crane new")
+	first := p.index(1<<30, true)
+	if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
+	if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(first)
+	first.Close()
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		x := p.index(1<<30, true)
+		if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+			t.Fatal(err)
+		}
+		if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+			t.Fatal(err)
+		}
+		searchindex.WaitTextPartSaves(x)
+		if s, a := searchindex.TextPartsStored(x), searchindex.TextPartsAtOnce(x); s != 1 || a != 1 {
+			t.Errorf("process %d: %d stored loads, %d in one statement; want 1 and 1 (nothing written since the save)", i, s, a)
+		}
+		x.Close()
+	}
+}

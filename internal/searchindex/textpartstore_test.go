@@ -676,6 +676,49 @@ func TestStoredPartKeptPastOtherOwnersWrites(t *testing.T) {
 	}
 }
 
+// TestStoredPartColumnsTheLoadCannotRead: search_text_parts is a cache
+// whose rows a process cannot use are read again from the tables. SQLite
+// keeps any value in a BIGINT column: a pos or replay_max that is text, a
+// fraction, negative or past any cap leaves the part unused, and every
+// search of the owner answers.
+func TestStoredPartColumnsTheLoadCannotRead(t *testing.T) {
+	for _, set := range []string{
+		`pos = pos`,
+		`pos = CAST(pos AS TEXT) || 'x'`,
+		`replay_max = 'many'`,
+		`pos = pos + 0.5`,
+		`replay_max = 4000000000000000000`,
+		`replay_max = -1`,
+	} {
+		t.Run(set, func(t *testing.T) {
+			ctx := context.Background()
+			db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
+			insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
+			first := partialIndex(t, db)
+			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			searchindex.WaitTextPartSaves(first)
+			first.Close()
+			if _, err := db.ExecContext(ctx, `UPDATE search_text_parts SET `+set+` WHERE kind = 2 AND owner = 'a'`); err != nil {
+				t.Fatal(err)
+			}
+			second := partialIndex(t, db)
+			for i := range 2 {
+				got, err := second.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
+				if err != nil {
+					t.Fatalf("search %d with a stored part's %s: %v", i, set, err)
+				}
+				if len(got) != 1 {
+					t.Fatalf("%d results, want 1", len(got))
+				}
+			}
+		})
+	}
+}
+
 // TestFirstSearchLoadsKindsTogether: an agent's first search over its
 // archival entries and messages in a partial cache loads the two
 // partitions at once, not one after the other (each load here waits for

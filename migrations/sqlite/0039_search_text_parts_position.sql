@@ -1,6 +1,7 @@
 -- A stored part's log position beside its bytes (which hold it too), so
 -- that one statement reads a part and the log since it: pos is the
--- position's xmin, the oldest entry the part may lack, and replay_max how
+-- lowest position of an entry the part may lack (its position's xmax, or
+-- the first transaction running at it), and replay_max how
 -- many rows logged since it a load replays before it reads the owner's
 -- rows instead. A part is written with both; one without either is not
 -- used.
