@@ -338,7 +338,7 @@ func (r *partDecoder) str() string {
 // decodePart decodes a part encoded by encodePart for owner's rows of kind
 // t into a new textPart, checking its fingerprint against fp; it returns
 // the part and its log position. The part keeps nothing of data (a
-// driver's buffer that is reused once its row closes: decodeStored).
+// driver's buffer that is reused once its row closes: readStoredRows).
 func decodePart(data []byte, t search.ContentType, owner string, fp uint64, jsonb bool) (*textPart, logPos, error) {
 	var pos logPos
 	head := len(partMagic) + 1 + 8
@@ -730,7 +730,7 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 				return nil, fmt.Errorf("search: text cache: read log of %s: %w", k.name, err)
 			}
 			r.cur, r.floor, bounds = logPos{xmin: a.Int64, xmax: b.Int64, xip: xs}, fl.Int64, true
-		case 1: // the part (none when twice its size passes the bound: fl is its size)
+		case 1: // the part (no bytes when twice their size passes the bound)
 			found, r.col, r.colMax = true, a, b
 			if raw == nil {
 				return nil, nil
@@ -778,7 +778,7 @@ func (c *textCache) storedQuery(k *kind, owner string, base logPos) (string, []a
 	bw, bargs := c.log.since(base)
 	const part = `FROM search_text_parts WHERE kind = ? AND owner = ?`
 	q := `SELECT 1 AS src, CAST(pos AS BIGINT) AS xmin, CAST(replay_max AS BIGINT) AS xmax, CAST(NULL AS TEXT) AS xip,` +
-		` CAST(length(data) AS BIGINT) AS floor, CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner,` +
+		` CAST(NULL AS BIGINT) AS floor, CAST(NULL AS BIGINT) AS id, CAST(NULL AS TEXT) AS owner,` +
 		` CASE WHEN CAST(length(data) AS BIGINT) <= ? THEN data END AS data ` + part +
 		` UNION ALL SELECT 0, b.xmin, b.xmax, b.xip, b.floor, NULL, NULL, NULL FROM (` + c.log.Bounds + `) AS b` +
 		` UNION ALL SELECT 2, l.at, NULL, NULL, NULL, l.id, (SELECT r.` + k.owner + ` FROM ` + k.base + ` r WHERE r.id = l.id), NULL` +

@@ -738,6 +738,19 @@ func TestStoredBlocksPartitionPostgresUnindexed(t *testing.T) {
 	}
 }
 
+// beginWithID opens a transaction on conn that has a transaction id, so
+// that every snapshot taken while it runs lists it as running.
+func beginWithID(t *testing.T, conn *sql.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestStoredPartBehindALongTransactionPostgres: a transaction left open
 // (a pg_dump, a report, an idle session) is running at every snapshot
 // taken meanwhile. Parts saved then are used by the next process, with
@@ -759,12 +772,7 @@ func storedPartBehindLongTransaction(t *testing.T, open bool) {
 	}
 	defer conn.Close()
 	if open {
-		if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
-			t.Fatal(err)
-		}
+		beginWithID(t, conn)
 		defer conn.ExecContext(ctx, `ROLLBACK`)
 	}
 	// Other agents' writes while that transaction is open (more rows
@@ -845,12 +853,7 @@ func TestStoredPartOwnersWriteBesideATransactionPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
-		t.Fatal(err)
-	}
+	beginWithID(t, conn)
 	p.insert("agent-0", "harbour crane new")
 	first := p.index(1<<30, true)
 	if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {

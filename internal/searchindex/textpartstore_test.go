@@ -424,6 +424,18 @@ func TestStoredPartitionCaughtUpAtOnce(t *testing.T) {
 	compare(fourth, "b")
 }
 
+// saveAgentsParts is a first process over db: it searches agent a's rows
+// for "harbour" with opts, saves the partitions it loaded and closes.
+func saveAgentsParts(t *testing.T, db *sql.DB, opts *search.Options) {
+	t.Helper()
+	first := partialIndex(t, db)
+	defer first.Close()
+	if _, err := first.Search(context.Background(), "harbour", search.Scope{Agent: "a"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(first)
+}
+
 // TestStoredPartitionLogPastItsCap: a stored part is caught up past many
 // log entries of a few rows (another owner's row edited many times),
 // those past what the load's statement reads in a snapshot of their own,
@@ -450,12 +462,7 @@ func TestStoredPartitionLogPastItsCap(t *testing.T) {
 			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry two"})
 			other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
-			first := partialIndex(t, db)
-			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
-				t.Fatal(err)
-			}
-			searchindex.WaitTextPartSaves(first)
-			first.Close()
+			saveAgentsParts(t, db, opts)
 			for i := range tc.edits {
 				if _, err := db.ExecContext(ctx, `UPDATE archival SET content = ? WHERE id = ?`, fmt.Sprintf("harbour entry of b, edit %d", i), other); err != nil {
 					t.Fatal(err)
@@ -509,12 +516,7 @@ func TestStoredPartitionPositionColumns(t *testing.T) {
 			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
 			other := insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
-			first := partialIndex(t, db)
-			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
-				t.Fatal(err)
-			}
-			searchindex.WaitTextPartSaves(first)
-			first.Close()
+			saveAgentsParts(t, db, opts)
 			// Since the part: an entry of b's row, then a new row of a's.
 			if _, err := db.ExecContext(ctx, `UPDATE archival SET content = 'harbour entry of b, edited' WHERE id = ?`, other); err != nil {
 				t.Fatal(err)
@@ -641,12 +643,7 @@ func TestStoredPartKeptPastOtherOwnersWrites(t *testing.T) {
 				}
 			}
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(ct).Limit(30)
-			first := partialIndex(t, db)
-			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
-				t.Fatal(err)
-			}
-			searchindex.WaitTextPartSaves(first)
-			first.Close()
+			saveAgentsParts(t, db, opts)
 			var before int64
 			db.QueryRowContext(ctx, `SELECT COALESCE(max(seq), 0) FROM search_text_log`).Scan(&before)
 			// b talks: 45 rows (well under 64 + 2*20 = 104 rows).
@@ -696,12 +693,7 @@ func TestStoredPartColumnsTheLoadCannotRead(t *testing.T) {
 			insertArchival(t, db, archivalRow{Agent: "a", Content: "harbour entry one"})
 			insertArchival(t, db, archivalRow{Agent: "b", Content: "harbour entry of b"})
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(30)
-			first := partialIndex(t, db)
-			if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
-				t.Fatal(err)
-			}
-			searchindex.WaitTextPartSaves(first)
-			first.Close()
+			saveAgentsParts(t, db, opts)
 			if _, err := db.ExecContext(ctx, `UPDATE search_text_parts SET `+set+` WHERE kind = 2 AND owner = 'a'`); err != nil {
 				t.Fatal(err)
 			}
