@@ -984,7 +984,7 @@ type partRead struct {
 	refused bool
 	cost    int64
 	// moved, when not nil, are the rows logged since the load began that
-	// pos's snapshot holds (catchUpLoad's first install; replayStoredAtOnce).
+	// pos's snapshot holds (catchUpLoad's first install; readStored).
 	moved map[int64]bool
 	// warm, when not 0, is a prewarming load's use stamp: it is
 	// installed only where it evicts nothing (ensureFor).

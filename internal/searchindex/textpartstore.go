@@ -552,7 +552,7 @@ type partSaves struct {
 	// and its check passed, before its insert.
 	saved, stored, skipped atomic.Int64
 	busy                   atomic.Int64 // tries that found the part's lock busy
-	atOnce                 atomic.Int64 // stored parts caught up in one statement (replayStoredAtOnce)
+	atOnce                 atomic.Int64 // stored parts caught up in their load's one statement (readStored)
 	readOff                bool
 	beforeWrite, inWrite   func()
 }
