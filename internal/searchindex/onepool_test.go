@@ -118,3 +118,80 @@ func TestTextByIDPrepareRetried(t *testing.T) {
 		t.Fatalf("after 3 more catch-ups: %d reads prepared, %d held as none", held, none)
 	}
 }
+
+// TestLoadsWaitingForTheBoundOverAPoolOfOne: loads waiting for the
+// bound over a pool of one connection, some from stored parts and some
+// from rows, all finish: no load waits for the bound holding the
+// connection, so one holding a reservation and waiting for the
+// connection always gets it.
+func TestLoadsWaitingForTheBoundOverAPoolOfOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db := openDB(t)
+	const agents = 4
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a := range 2 * agents {
+		for i := range 300 {
+			insertArchival(t, tx, archivalRow{Agent: fmt.Sprint("w-", a), Content: fmt.Sprintf("harbour entry %d crane cargo word%d other%d", i, i%61, a)})
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
+	// Agents w-0 to w-3 have stored parts; w-4 to w-7 load from rows.
+	first := partialIndex(t, db)
+	for a := range agents {
+		if _, err := first.Search(ctx, "harbour", search.Scope{Agent: fmt.Sprint("w-", a)}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchindex.WaitTextPartSaves(first)
+	cost := searchindex.TextPartCost(first, search.Archival, "w-0")
+	first.Close()
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT max(length(data)) FROM search_text_parts WHERE kind = 2`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for round := range 5 {
+		limit := 3 * size
+		if cost > limit {
+			limit = cost + size
+		}
+		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		searchindex.ForceTextPartial(x)
+		_ = x.WarmTextCache(ctx)
+		if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
+			t.Fatal(err)
+		}
+		t.Logf("part %d B, resident %d B, bound %d B", size, cost, limit)
+		release := searchindex.HoldTextReservation(x, limit)
+		errs := make(chan error, 2*agents)
+		// The stored loads first (their statement run, each waits for the
+		// bound), then those from rows (one takes the connection).
+		for a := range 2 * agents {
+			if a == agents {
+				time.Sleep(200 * time.Millisecond)
+			}
+			go func() {
+				_, err := x.Search(ctx, "harbour", search.Scope{Agent: fmt.Sprint("w-", a)}, opts)
+				errs <- err
+			}()
+		}
+		time.Sleep(200 * time.Millisecond) // the loads at their wait for the bound
+		release()
+		for range 2 * agents {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v (a load waited for the connection for ever?)", round, err)
+			}
+		}
+		x.Close()
+	}
+}

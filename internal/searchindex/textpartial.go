@@ -1080,14 +1080,17 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	// Prepared before the snapshot's transaction takes a connection (see
 	// prepare).
 	countSt, rowsSt := c.prepare(ctx, countQ), c.prepare(ctx, q)
-	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
-	if err != nil {
-		return nil, err
+	// The rows are counted, and the bound waited for, before the snapshot
+	// is taken: no load waits for the bound holding a connection (one
+	// that did could wait for ever, in a pool of one, on a load that
+	// holds a reservation and waits for the connection: rereadPart). The
+	// count sizes the reservation; what the snapshot then reads is judged
+	// against the bound again below.
+	var count queryer = db
+	if countSt != nil {
+		count = stmtQueryer{countSt}
 	}
-	defer tx.Rollback()
 	var n int64
-	count, done := inTx(ctx, tx, countSt)
-	defer done()
 	if err := queryRow(ctx, count, countQ, owner).Scan(&n); err != nil {
 		return nil, fmt.Errorf("search: text cache: count %s of %q: %w", k.name, owner, err)
 	}
@@ -1099,6 +1102,11 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 		return nil, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
 	}
 	defer c.release(need)
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
 	p := newTextPart(t, textBodies[t])
 	p.jsonb = c.jsonbKeys
 	src, done := inTx(ctx, tx, rowsSt)

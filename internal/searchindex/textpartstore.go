@@ -601,28 +601,36 @@ const partInPlaceMax = 256 << 10
 //
 // A part up to partInPlaceMax is decoded from the driver's buffer while
 // its row is open (decodePart keeps nothing of its input), which spares a
-// copy of it, when the decode's reservation is had at once; else it is
-// copied, and the reservation waited for once the statement is done: a
-// load that held a connection while it waited for the bound could wait
-// for ever on one (a pool of one: an in-memory store's) that another load
-// holds while it waits for the bound (readPart). The reservation is the
-// decode's only.
+// copy of it, when the decode's reservation is had at once. Otherwise the
+// statement keeps nothing of the part but its size: once the statement is
+// done, the load waits for the reservation, holding no connection (no
+// load waits for the bound holding one: a pool of one, an in-memory
+// store's, would wait for ever), then reads the part again (rereadPart).
+// A load waiting for the bound so holds no copy of its part. Should the
+// part have been saved anew meanwhile, the load starts again, once.
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
 	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
 	k := kinds[t]
-	r, err := c.readStoredRows(ctx, db, t, owner, base)
-	if err != nil || r == nil {
-		return nil, 0, err
-	}
-	if r.copied != nil {
-		if err := c.reserve(ctx, r.need); err != nil {
-			return nil, 0, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+	var r *storedRead
+	for try := 0; ; try++ {
+		if r, err = c.readStoredRows(ctx, db, t, owner, base); err != nil || r == nil {
+			return nil, 0, err
 		}
-		r.p, r.pos, r.decodeErr = decodePart(r.copied, t, owner, c.fingerprint(t), c.jsonbKeys)
-		c.release(r.need)
-		r.copied = nil
+		if !r.later {
+			break
+		}
+		same, err := c.rereadPart(ctx, db, t, owner, r)
+		if err != nil {
+			return nil, 0, err
+		}
+		if same {
+			break
+		}
+		if try == 1 {
+			return nil, 0, nil // saved anew twice while this load waited: the rows are read
+		}
 	}
 	if r.decodeErr != nil {
 		c.ld.log.Debug("search: text cache: stored partition not used", "kind", k.name, "owner", owner, "err", r.decodeErr)
@@ -683,8 +691,8 @@ type storedRead struct {
 	pos, cur    logPos    // the part's, and the log's bounds
 	floor       int64
 	decodeErr   error
-	copied      []byte // the part, to decode once the statement is done
-	need        int64  // its decode's reservation
+	later       bool  // the part is to be read again, once reserved (rereadPart)
+	size        int64 // the part's size
 	col, colMax sql.NullInt64
 	entries     []storedEntry // the log's since the part's pos column
 	moved       map[int64]bool
@@ -735,13 +743,13 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 			if raw == nil {
 				return nil, nil
 			}
-			r.need = 2 * int64(len(raw))
-			if len(raw) > partInPlaceMax || !c.tryReserve(r.need) {
-				r.copied = bytes.Clone(raw)
+			r.size = int64(len(raw))
+			if len(raw) > partInPlaceMax || !c.tryReserve(decodeReservation(r.size)) {
+				r.later = true
 				continue
 			}
 			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
-			c.release(r.need)
+			c.release(decodeReservation(r.size))
 		case 2: // an entry since the part (a: its position)
 			r.entries = append(r.entries, storedEntry{id: id.Int64, at: a.Int64, owners: o.Valid && o.String == owner})
 		case 3: // a row logged since base
@@ -758,6 +766,67 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 		return nil, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
 	}
 	return r, nil
+}
+
+// decodeReservation is what a part of size bytes reserves of the bound
+// for its decode.
+func decodeReservation(size int64) int64 { return 2 * size }
+
+// rereadPart reads owner's part of kind t again for a load whose
+// statement (readStoredRows) left it (r.later), and decodes it into r,
+// once the decode's reservation is had: it waits for the bound before it
+// takes a connection. same is false, with nothing decoded, when the part
+// is not the one the statement saw (its position columns or its size
+// differ: saved anew since, or gone); the entries the statement read are
+// those after the part's position, so another part's would not fit them.
+// A part over partInPlaceMax is copied, and the copy reserved with the
+// decode, not to hold the connection through its decode.
+func (c *textCache) rereadPart(ctx context.Context, db *sql.DB, t search.ContentType, owner string, r *storedRead) (same bool, err error) {
+	k := kinds[t]
+	const q = `SELECT CAST(pos AS BIGINT), CAST(replay_max AS BIGINT), data FROM search_text_parts WHERE kind = ? AND owner = ?`
+	st := c.prepare(ctx, q) // (before the reservation: preparing takes a connection)
+	need := decodeReservation(r.size)
+	if r.size > partInPlaceMax {
+		need += r.size
+	}
+	if err := c.reserve(ctx, need); err != nil {
+		return false, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+	}
+	defer c.release(need)
+	var src queryer = db
+	if st != nil {
+		src = stmtQueryer{st}
+	}
+	copied, same, err := func() ([]byte, bool, error) {
+		rows, err := src.QueryContext(ctx, q, int(t), owner)
+		if err != nil {
+			return nil, false, err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return nil, false, rows.Err()
+		}
+		var pos, max sql.NullInt64
+		var raw sql.RawBytes
+		if err := rows.Scan(&pos, &max, &raw); err != nil {
+			return nil, false, err
+		}
+		if pos != r.col || max != r.colMax || raw == nil || int64(len(raw)) != r.size {
+			return nil, false, nil
+		}
+		if len(raw) > partInPlaceMax {
+			return bytes.Clone(raw), true, nil
+		}
+		r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+		return nil, true, nil
+	}()
+	if err != nil {
+		return false, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+	}
+	if copied != nil {
+		r.p, r.pos, r.decodeErr = decodePart(copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+	}
+	return same, nil
 }
 
 // storedQuery is readStored's statement: the log's bounds (src 0), owner's
