@@ -883,3 +883,69 @@ func TestStoredPartOwnersWriteBesideATransactionPostgres(t *testing.T) {
 		x.Close()
 	}
 }
+
+// TestStoredLoadWaitingForTheBoundPostgres: a stored load that waited
+// for the bound reads its part again, the part as its statement saw it
+// or, saved anew meanwhile (after the owner's write), the new one; either
+// way the partition loads from a stored part, the search finds the
+// owner's rows (the one written while it waited is the search's to see
+// or not: it began before), and the next search finds that one too.
+func TestStoredLoadWaitingForTheBoundPostgres(t *testing.T) {
+	for _, anew := range []bool{false, true} {
+		t.Run(fmt.Sprint("saved anew ", anew), func(t *testing.T) {
+			ctx := context.Background()
+			p := newPGPartial(t)
+			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(20)
+			save := func() {
+				first := p.index(1<<30, true)
+				defer first.Close()
+				if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+					t.Fatal(err)
+				}
+				if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
+					t.Fatal(err)
+				}
+				searchindex.WaitTextPartSaves(first)
+			}
+			save()
+			x := p.index(1<<30, true)
+			defer x.Close()
+			if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+				t.Fatal(err)
+			}
+			if _, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-3"}, opts); err != nil { // (the statistics)
+				t.Fatal(err)
+			}
+			release := searchindex.HoldTextReservation(x, 1<<30)
+			type answer struct {
+				n   int
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				got, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts)
+				done <- answer{len(got), err}
+			}()
+			time.Sleep(300 * time.Millisecond) // the load at its wait for the bound
+			p.insert("agent-0", "harbour crane written while a load waited")
+			if anew {
+				p.raw(`DELETE FROM search_text_parts WHERE kind = 2 AND owner = 'agent-0'`)
+				save()
+			}
+			release()
+			a := <-done
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			if a.n != 5 && a.n != 6 {
+				t.Fatalf("%d results, want agent-0's 5 entries (and maybe the one written while its load waited)", a.n)
+			}
+			if got, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil || len(got) != 6 {
+				t.Fatalf("the next search: %d results (%v), want 6", len(got), err)
+			}
+			if n := searchindex.TextPartsStored(x); n != 1 {
+				t.Fatalf("%d partitions loaded from their stored parts, want 1", n)
+			}
+		})
+	}
+}
