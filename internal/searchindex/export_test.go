@@ -301,6 +301,21 @@ func TextPartsSkipped(x *Index) int64 { return x.text.saves.skipped.Load() }
 // to the log in one statement (no row of their owner's logged since).
 func TextPartsAtOnce(x *Index) int64 { return x.text.saves.atOnce.Load() }
 
+// TextPartsChanged counts the loads x's text cache gave up because the
+// stored part they waited for the bound to read changed meanwhile.
+func TextPartsChanged(x *Index) int64 { return x.text.saves.changed.Load() }
+
+// TextPartRereads counts the stored parts x's text cache read again once
+// their decode fit the bound.
+func TextPartRereads(x *Index) int64 { return x.text.saves.rereads.Load() }
+
+// TextInflight is what x's text cache's loads in flight hold of its bound.
+func TextInflight(x *Index) int64 {
+	x.text.loadMu.Lock()
+	defer x.text.loadMu.Unlock()
+	return x.text.inflight
+}
+
 // TextPartSaveBusy counts the tries of x's partition saves that found
 // the part's lock busy (TextPartLocker).
 func TextPartSaveBusy(x *Index) int64 { return x.text.saves.busy.Load() }

@@ -1004,6 +1004,9 @@ func (c *textCache) load(ctx context.Context, db *sql.DB, t search.ContentType, 
 	// read from the rows, or stored long enough ago that its catch-up
 	// replayed many entries, is saved for the next process once held.
 	ld, replayed, err := c.readStored(ctx, db, t, owner, base)
+	if errors.Is(err, errPartChanged) {
+		return false, nil // (the next search loads it)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -1080,17 +1083,14 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 	// Prepared before the snapshot's transaction takes a connection (see
 	// prepare).
 	countSt, rowsSt := c.prepare(ctx, countQ), c.prepare(ctx, q)
-	// The rows are counted, and the bound waited for, before the snapshot
-	// is taken: no load waits for the bound holding a connection (one
-	// that did could wait for ever, in a pool of one, on a load that
-	// holds a reservation and waits for the connection: rereadPart). The
-	// count sizes the reservation; what the snapshot then reads is judged
-	// against the bound again below.
-	var count queryer = db
-	if countSt != nil {
-		count = stmtQueryer{countSt}
+	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
+	if err != nil {
+		return nil, err
 	}
+	defer tx.Rollback()
 	var n int64
+	count, done := inTx(ctx, tx, countSt)
+	defer done()
 	if err := queryRow(ctx, count, countQ, owner).Scan(&n); err != nil {
 		return nil, fmt.Errorf("search: text cache: count %s of %q: %w", k.name, owner, err)
 	}
@@ -1102,11 +1102,6 @@ func (c *textCache) readPart(ctx context.Context, db *sql.DB, t search.ContentTy
 		return nil, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
 	}
 	defer c.release(need)
-	tx, cur, _, err := c.log.read(ctx, db, c.logIso, "text cache")
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
 	p := newTextPart(t, textBodies[t])
 	p.jsonb = c.jsonbKeys
 	src, done := inTx(ctx, tx, rowsSt)
@@ -1541,13 +1536,27 @@ func (q stmtQueryer) QueryContext(ctx context.Context, _ string, args ...any) (*
 // reserve waits until n more bytes of loads in flight fit the bound
 // (or none are in flight: a lone load always runs), or ctx ends.
 func (c *textCache) reserve(ctx context.Context, n int64) error {
+	return c.waitBound(ctx, n, true)
+}
+
+// waitFits waits, as reserve does, until n more bytes would fit the
+// bound, and reserves nothing: a load that must not hold a reservation
+// while it waits for a connection (rereadPart) waits here first, then
+// tries to reserve holding the connection.
+func (c *textCache) waitFits(ctx context.Context, n int64) error {
+	return c.waitBound(ctx, n, false)
+}
+
+func (c *textCache) waitBound(ctx context.Context, n int64, take bool) error {
 	if n <= 0 {
 		return nil
 	}
 	for {
 		c.loadMu.Lock()
 		if c.inflight == 0 || c.inflight+n <= c.limit {
-			c.inflight += n
+			if take {
+				c.inflight += n
+			}
 			c.loadMu.Unlock()
 			return nil
 		}

@@ -504,6 +504,10 @@ type TextPartLocker interface {
 // was in flight (TextPartLocker).
 var errPartBusy = errors.New("stored text partition: a write that drops it is in flight")
 
+// errPartChanged is why a load gave up: the stored part it waited for
+// the bound to read was saved anew or dropped meanwhile (readStored).
+var errPartChanged = errors.New("stored text partition: changed while its load waited for the bound")
+
 // SchemaVersioner is a Dialect that reads its database's schema version:
 // a stored partition saved under another is not used (a migration may
 // change what a row is indexed with: its neighbours, its date words).
@@ -553,6 +557,8 @@ type partSaves struct {
 	saved, stored, skipped atomic.Int64
 	busy                   atomic.Int64 // tries that found the part's lock busy
 	atOnce                 atomic.Int64 // stored parts caught up in their load's one statement (readStored)
+	changed                atomic.Int64 // loads given up: the part changed while they waited (errPartChanged)
+	rereads                atomic.Int64 // parts read again once they fit (rereadPart)
 	readOff                bool
 	beforeWrite, inWrite   func()
 }
@@ -601,35 +607,40 @@ const partInPlaceMax = 256 << 10
 //
 // A part up to partInPlaceMax is decoded from the driver's buffer while
 // its row is open (decodePart keeps nothing of its input), which spares a
-// copy of it, when the decode's reservation is had at once. Otherwise the
-// statement keeps nothing of the part but its size: once the statement is
-// done, the load waits for the reservation, holding no connection (no
-// load waits for the bound holding one: a pool of one, an in-memory
-// store's, would wait for ever), then reads the part again (rereadPart).
-// A load waiting for the bound so holds no copy of its part. Should the
-// part have been saved anew meanwhile, the load starts again, once.
+// copy of it, when the decode's reservation is had at once; a bigger one
+// is copied, the copy reserved with it, and decoded once the statement is
+// done. A part whose reservation is not had at once is not kept: the load
+// reads it again once it fits (rereadPart), so a load waiting for the
+// bound holds no copy of its part. It never waits for a connection
+// holding a reservation: readPart waits for the bound in its snapshot's
+// transaction, and in a pool of one (an in-memory store's) the two would
+// wait on each other for ever. Should the part have been saved anew or dropped
+// meanwhile, the load gives up (errPartChanged): its statement's
+// snapshot, taken before the wait, is the only one it may install at (a
+// snapshot taken after could be past a write the cache's catch-ups have
+// yet to apply), and the search answers that type in SQL.
 func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (ld *partRead, replayed int, err error) {
 	if c.saves.off || c.saves.readOff {
 		return nil, 0, nil
 	}
 	k := kinds[t]
-	var r *storedRead
-	for try := 0; ; try++ {
-		if r, err = c.readStoredRows(ctx, db, t, owner, base); err != nil || r == nil {
-			return nil, 0, err
-		}
-		if !r.later {
-			break
-		}
+	r, err := c.readStoredRows(ctx, db, t, owner, base)
+	if err != nil || r == nil {
+		return nil, 0, err
+	}
+	if r.copied != nil {
+		r.p, r.pos, r.decodeErr = decodePart(r.copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+		c.release(r.held)
+		r.copied = nil
+	}
+	if r.later {
 		same, err := c.rereadPart(ctx, db, t, owner, r)
 		if err != nil {
 			return nil, 0, err
 		}
-		if same {
-			break
-		}
-		if try == 1 {
-			return nil, 0, nil // saved anew twice while this load waited: the rows are read
+		if !same {
+			c.saves.changed.Add(1)
+			return nil, 0, errPartChanged
 		}
 	}
 	if r.decodeErr != nil {
@@ -691,8 +702,10 @@ type storedRead struct {
 	pos, cur    logPos    // the part's, and the log's bounds
 	floor       int64
 	decodeErr   error
-	later       bool  // the part is to be read again, once reserved (rereadPart)
-	size        int64 // the part's size
+	copied      []byte // a big part, to decode once the statement is done
+	held        int64  // its reservation (the copy's with its decode's)
+	later       bool   // the part is to be read again once it fits (rereadPart)
+	size        int64  // the part's size
 	col, colMax sql.NullInt64
 	entries     []storedEntry // the log's since the part's pos column
 	moved       map[int64]bool
@@ -744,12 +757,16 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 				return nil, nil
 			}
 			r.size = int64(len(raw))
-			if len(raw) > partInPlaceMax || !c.tryReserve(decodeReservation(r.size)) {
+			need := partReservation(r.size)
+			switch {
+			case !c.tryReserve(need):
 				r.later = true
-				continue
+			case r.size > partInPlaceMax:
+				r.copied, r.held = bytes.Clone(raw), need
+			default:
+				r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+				c.release(need)
 			}
-			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
-			c.release(decodeReservation(r.size))
 		case 2: // an entry since the part (a: its position)
 			r.entries = append(r.entries, storedEntry{id: id.Int64, at: a.Int64, owners: o.Valid && o.String == owner})
 		case 3: // a row logged since base
@@ -768,65 +785,122 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 	return r, nil
 }
 
-// decodeReservation is what a part of size bytes reserves of the bound
-// for its decode.
-func decodeReservation(size int64) int64 { return 2 * size }
+// partReservation is what a part of size bytes reserves of the bound:
+// its decode's, and the part's copy when it is too big to be decoded
+// from the driver's buffer (partInPlaceMax).
+func partReservation(size int64) int64 {
+	if size > partInPlaceMax {
+		return 3 * size
+	}
+	return 2 * size
+}
+
+// rereadTries is how many times rereadPart reads a part that then does
+// not fit (other loads took the bound between its wait and its read)
+// before it copies the part and waits for the bound with the copy.
+const rereadTries = 4
 
 // rereadPart reads owner's part of kind t again for a load whose
-// statement (readStoredRows) left it (r.later), and decodes it into r,
-// once the decode's reservation is had: it waits for the bound before it
-// takes a connection. same is false, with nothing decoded, when the part
-// is not the one the statement saw (its position columns or its size
-// differ: saved anew since, or gone); the entries the statement read are
-// those after the part's position, so another part's would not fit them.
-// A part over partInPlaceMax is copied, and the copy reserved with the
-// decode, not to hold the connection through its decode.
+// statement (readStoredRows) left it (r.later), and decodes it into r. It
+// waits, holding nothing, until the part's reservation would fit, then
+// reads the part and, while its row is open, tries to reserve: had, the
+// part is decoded (from the driver's buffer, or copied when too big);
+// not had (another load came first), the row is closed and the wait
+// starts again, rereadTries times in all; then the part is copied and the
+// reservation waited for with the copy and no connection.
+//
+// same is false, with nothing decoded, when the part is not the one the
+// statement saw: its position columns or size differ (saved anew since,
+// or gone), or it holds a position the statement's snapshot does not (a
+// part saved since, at another position with the same columns: on
+// PostgreSQL the pos column is the first transaction running at the
+// part's position, which many positions share). The entries and rows
+// the statement read describe the log up to its snapshot, from the
+// part's pos column on: a part at a later position would not fit them.
 func (c *textCache) rereadPart(ctx context.Context, db *sql.DB, t search.ContentType, owner string, r *storedRead) (same bool, err error) {
 	k := kinds[t]
-	const q = `SELECT CAST(pos AS BIGINT), CAST(replay_max AS BIGINT), data FROM search_text_parts WHERE kind = ? AND owner = ?`
-	st := c.prepare(ctx, q) // (before the reservation: preparing takes a connection)
-	need := decodeReservation(r.size)
-	if r.size > partInPlaceMax {
-		need += r.size
+	need := partReservation(r.size)
+	for try := 1; ; try++ {
+		if err := c.waitFits(ctx, need); err != nil {
+			return false, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
+		}
+		done, same, err := c.rereadOnce(ctx, db, t, owner, r, need, try == rereadTries)
+		if err != nil {
+			return false, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+		}
+		if done {
+			if same && r.decodeErr == nil && !r.cur.covers(r.pos) {
+				r.p, same = nil, false // saved at a position past the statement's
+			}
+			return same, nil
+		}
 	}
-	if err := c.reserve(ctx, need); err != nil {
-		return false, fmt.Errorf("search: text cache: wait to load %s of %q: %w", k.name, owner, err)
-	}
-	defer c.release(need)
+}
+
+// rereadOnce is one of rereadPart's reads: done is false, with nothing
+// decoded or held, when the part's reservation was not had while its row
+// was open (and last is false).
+func (c *textCache) rereadOnce(ctx context.Context, db *sql.DB, t search.ContentType, owner string, r *storedRead, need int64, last bool) (done, same bool, err error) {
+	// The part's bytes only when of the size the statement saw: a part
+	// saved anew bigger is not read.
+	const q = `SELECT CAST(pos AS BIGINT), CAST(replay_max AS BIGINT), CASE WHEN CAST(length(data) AS BIGINT) = ? THEN data END FROM search_text_parts WHERE kind = ? AND owner = ?`
 	var src queryer = db
-	if st != nil {
+	if st := c.prepare(ctx, q); st != nil {
 		src = stmtQueryer{st}
 	}
-	copied, same, err := func() ([]byte, bool, error) {
-		rows, err := src.QueryContext(ctx, q, int(t), owner)
+	c.saves.rereads.Add(1)
+	var copied []byte
+	reserved := false
+	err = func() error {
+		rows, err := src.QueryContext(ctx, q, r.size, int(t), owner)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		defer rows.Close()
 		if !rows.Next() {
-			return nil, false, rows.Err()
+			done = true // gone
+			return rows.Err()
 		}
 		var pos, max sql.NullInt64
 		var raw sql.RawBytes
 		if err := rows.Scan(&pos, &max, &raw); err != nil {
-			return nil, false, err
+			return err
 		}
-		if pos != r.col || max != r.colMax || raw == nil || int64(len(raw)) != r.size {
-			return nil, false, nil
+		if pos != r.col || max != r.colMax || raw == nil {
+			done = true
+			return nil
 		}
-		if len(raw) > partInPlaceMax {
-			return bytes.Clone(raw), true, nil
+		reserved = c.tryReserve(need)
+		switch {
+		case !reserved && !last:
+			return nil
+		case !reserved || r.size > partInPlaceMax:
+			copied = bytes.Clone(raw)
+		default:
+			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
 		}
-		r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
-		return nil, true, nil
+		done, same = true, true
+		return nil
 	}()
-	if err != nil {
-		return false, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
+	if err != nil || !done {
+		if reserved {
+			c.release(need)
+		}
+		return false, false, err
+	}
+	if copied != nil && !reserved {
+		if err := c.reserve(ctx, need); err != nil {
+			return false, false, err
+		}
+		reserved = true
+	}
+	if reserved {
+		defer c.release(need)
 	}
 	if copied != nil {
 		r.p, r.pos, r.decodeErr = decodePart(copied, t, owner, c.fingerprint(t), c.jsonbKeys)
 	}
-	return same, nil
+	return done, same, nil
 }
 
 // storedQuery is readStored's statement: the log's bounds (src 0), owner's

@@ -622,13 +622,110 @@ func TestStoredLoadsWaitingHoldNoCopy(t *testing.T) {
 	if n := searchindex.TextPartsStored(x); n != agents {
 		t.Fatalf("%d partitions loaded from their stored parts, want %d", n, agents)
 	}
+	if n := searchindex.TextPartRereads(x); n < agents {
+		t.Fatalf("%d parts read again, want at least %d (each load waited)", n, agents)
+	}
+	if n := searchindex.TextInflight(x); n != 0 {
+		t.Fatalf("%d B of the bound still reserved", n)
+	}
+}
+
+// TestStoredBigPartReadOnce: a part too big to decode from the driver's
+// buffer (over 256 KiB) is copied and decoded once the statement is done;
+// with the bound free it is read once, by the load's statement.
+func TestStoredBigPartReadOnce(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
+	saveAgentsParts(t, db, opts)
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if size <= 256<<10 {
+		t.Fatalf("part of %d B, want one over 256 KiB", size)
+	}
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	got, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("search: %d results (%v), want 5", len(got), err)
+	}
+	if n := searchindex.TextPartsStored(x); n != 1 {
+		t.Fatalf("%d partitions loaded from their stored parts, want 1", n)
+	}
+	if n := searchindex.TextPartRereads(x); n != 0 {
+		t.Fatalf("the part of %d B was read %d more times, the bound free", size, n)
+	}
+}
+
+// TestStoredLoadWaitingAcrossClose: a stored load waiting for the bound
+// when its Index closes finishes once the bound frees, and leaves none of
+// it reserved.
+func TestStoredLoadWaitingAcrossClose(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	for i := range 300 {
+		insertArchival(t, db, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d", i, i%31)})
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
+	saveAgentsParts(t, db, opts)
+	const limit = 1 << 20
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	release := searchindex.HoldTextReservation(x, limit)
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the load at its wait for the bound
+	closed := make(chan struct{})
+	go func() { x.Close(); close(closed) }()
+	time.Sleep(100 * time.Millisecond)
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the search waiting across Close: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the search never returned")
+	}
+	<-closed
+	if n := searchindex.TextInflight(x); n != 0 {
+		t.Fatalf("%d B of the bound still reserved", n)
+	}
 }
 
 // TestStoredPartSavedAnewWhileALoadWaits: a load that waited for the
 // bound reads its part again; saved anew meanwhile (after a write of
 // the owner's), the part the load's statement saw is gone, and the load
-// starts again: the search finds the owner's row written meanwhile, from
-// the new part.
+// gives up (its statement's snapshot is the only one it may install at):
+// the search answers in SQL, the row written meanwhile too, and the next
+// search loads the new part.
 func TestStoredPartSavedAnewWhileALoadWaits(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
@@ -683,11 +780,21 @@ func TestStoredPartSavedAnewWhileALoadWaits(t *testing.T) {
 	if a.n != 301 {
 		t.Fatalf("%d results, want 301 (a's entries, the one written while its load waited too)", a.n)
 	}
+	if n := searchindex.TextPartsChanged(x); n != 1 {
+		t.Fatalf("%d loads given up for a changed part, want 1", n)
+	}
+	if searchindex.TextCacheHeld(x, search.Archival, "a") {
+		t.Fatal("a's partition was installed from a part that changed while its load waited")
+	}
+	got, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
+	if err != nil || len(got) != 301 {
+		t.Fatalf("the next search: %d results (%v), want 301", len(got), err)
+	}
 	if n := searchindex.TextPartsStored(x); n != 1 {
 		t.Fatalf("%d partitions loaded from their stored parts, want 1 (the part saved anew)", n)
 	}
 	if n := searchindex.TextRowsAnalyzed(x) - analyzed; n > 1 {
-		t.Fatalf("%d rows analyzed, want at most 1 (the part saved anew used, the row written since the load began read)", n)
+		t.Fatalf("%d rows analyzed, want at most 1 (the part saved anew used, the row written since the cache's position read by a catch-up)", n)
 	}
 }
 
