@@ -720,8 +720,14 @@ type storedEntry struct {
 // readStoredRows runs readStored's statement; nil when there is no part
 // to use. Its rows are closed, and nothing of the driver's kept, when it
 // returns.
-func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (*storedRead, error) {
+func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (_ *storedRead, err error) {
 	k := kinds[t]
+	var held int64 // a big part's reservation, taken with the row open
+	defer func() {
+		if err != nil && held > 0 {
+			c.release(held) // (the statement failed after it)
+		}
+	}()
 	q, args := c.storedQuery(k, owner, base)
 	var src queryer = db
 	if c.prepPositions {
@@ -762,7 +768,7 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 			case !c.tryReserve(need):
 				r.later = true
 			case r.size > partInPlaceMax:
-				r.copied, r.held = bytes.Clone(raw), need
+				r.copied, r.held, held = bytes.Clone(raw), need, need
 			default:
 				r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
 				c.release(need)
@@ -793,6 +799,16 @@ func partReservation(size int64) int64 {
 		return 3 * size
 	}
 	return 2 * size
+}
+
+// storedPartMax is the biggest part whose reservation (partReservation)
+// fits a bound of limit bytes: a bigger one is not read (its owner's
+// rows are, and refused when too many).
+func storedPartMax(limit int64) int64 {
+	if limit/3 > partInPlaceMax {
+		return limit / 3
+	}
+	return min(partInPlaceMax, limit/2)
 }
 
 // rereadTries is how many times rereadPart reads a part that then does
@@ -905,8 +921,9 @@ func (c *textCache) rereadOnce(ctx context.Context, db *sql.DB, t search.Content
 
 // storedQuery is readStored's statement: the log's bounds (src 0), owner's
 // part of kind k with its pos and replay_max columns (src 1; its bytes
-// only when twice their size fits the bound, its first parameter), the
-// log's entries of kind k from pos on in order, each with its position
+// only when their reservation fits the bound: storedPartMax, its first
+// parameter), the log's entries of kind k from pos on in order, each with
+// its position
 // and its row's owner now (at most storedReplayEntries × replay_max + 1,
 // replay_max taken as 0 past any part's cap; src 2), and the rows of kind
 // k logged since base (src 3). One compound statement, each arm one
@@ -929,7 +946,7 @@ func (c *textCache) storedQuery(k *kind, owner string, base logPos) (string, []a
 		` ORDER BY ` + c.log.Position + ` LIMIT COALESCE((SELECT ? * CASE WHEN replay_max BETWEEN 0 AND ? THEN replay_max ELSE 0 END ` + part + `), 0) + 1) AS l` +
 		` UNION ALL SELECT 3, NULL, NULL, NULL, NULL, id, NULL, NULL FROM ` + c.log.table + ` WHERE ` + bw + ` AND kind = ?`
 	t := int(k.t)
-	return q, append([]any{c.limit / 2, t, owner, t, owner, t, storedReplayEntries, storedReplayMax(partSaveRowsMax), t, owner}, append(bargs, t)...)
+	return q, append([]any{storedPartMax(c.limit), t, owner, t, owner, t, storedReplayEntries, storedReplayMax(partSaveRowsMax), t, owner}, append(bargs, t)...)
 }
 
 // replayStored brings a stored partition from its position to the log's:

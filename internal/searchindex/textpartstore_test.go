@@ -1126,3 +1126,111 @@ func blocksPartStored(t *testing.T, db *sql.DB, owner string) bool {
 	}
 	return n == 1
 }
+
+// TestStoredBigPartReservationReleasedOnFailure: a part too big to decode
+// from the driver's buffer is copied and reserved while its statement
+// still reads the log's entries after it; a search whose context ends
+// meanwhile leaves none of the bound reserved (the lone-load rule, and
+// every load after it, would otherwise wait on it for ever).
+func TestStoredBigPartReservationReleasedOnFailure(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
+	saveAgentsParts(t, db, opts)
+	// Entries logged since the part: the statement reads them after it.
+	if _, err := db.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
+		INSERT INTO archival (agent, content, created_at, valid_from) SELECT 'b', 'other ' || i, 0, 0 FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if size <= 256<<10 {
+		t.Fatalf("part of %d B, want one over 256 KiB", size)
+	}
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := range 200 {
+		d := time.Duration(i%40) * 500 * time.Microsecond
+		sctx, cancel := context.WithTimeout(ctx, d)
+		_, err := x.Search(sctx, "harbour", search.Scope{Agent: "a"}, opts)
+		cancel()
+		if n := searchindex.TextInflight(x); n != 0 {
+			t.Fatalf("search %d (deadline %v: %v): %d B of the bound still reserved, nothing loading", i, d, err, n)
+		}
+		if err == nil {
+			break
+		}
+		failed++
+	}
+	t.Logf("%d searches ended by their deadline before one loaded a's part", failed)
+}
+
+// TestStoredBigPartBesideAnotherLoad: a part too big to decode from the
+// driver's buffer, whose decode fits the bound but not its decode and
+// copy together, is not read as a part (it could load only with nothing
+// else in flight, never under steady loads): its owner's rows are, beside
+// another load.
+func TestStoredBigPartBesideAnotherLoad(t *testing.T) {
+	ctx := context.Background()
+	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
+	saveAgentsParts(t, db, opts)
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if size <= 256<<10 {
+		t.Fatalf("part of %d B, want one over 256 KiB", size)
+	}
+	limit := size * 5 / 2 // 2*size fits, 3*size does not
+	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(ctx)
+	release := searchindex.HoldTextReservation(x, size/10) // another load in flight, steadily
+	defer release()
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := x.Search(sctx, "harbour", search.Scope{Agent: "a"}, opts)
+	if err != nil {
+		t.Fatalf("search of a part of %d B beside a load holding %d B of a bound of %d B (after %v): %v", size, size/10, limit, time.Since(start), err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d results, want 5", len(got))
+	}
+}
