@@ -334,3 +334,22 @@ func sameResults(want, got []search.Result, rel float64) error {
 	}
 	return nil
 }
+
+// searchAnswer is what a search run in the background answered
+// (searchLater): how many results, or why none.
+type searchAnswer struct {
+	n   int
+	err error
+}
+
+// searchLater runs x's search of query for agent in a goroutine (a
+// search left waiting, as for the cache's bound); its answer comes on
+// the channel.
+func searchLater(ctx context.Context, x *searchindex.Index, query, agent string, opts *search.Options) <-chan searchAnswer {
+	done := make(chan searchAnswer, 1)
+	go func() {
+		got, err := x.Search(ctx, query, search.Scope{Agent: agent}, opts)
+		done <- searchAnswer{len(got), err}
+	}()
+	return done
+}

@@ -162,12 +162,7 @@ func TestLoadsWaitingForTheBoundOverAPoolOfOne(t *testing.T) {
 		if cost > limit {
 			limit = cost + size
 		}
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		searchindex.ForceTextPartial(x)
-		_ = x.WarmTextCache(ctx)
+		x := boundIndex(t, db, limit)
 		if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
 			t.Fatal(err)
 		}

@@ -328,6 +328,22 @@ func newPGPartial(t *testing.T) *pgPartial {
 	return p
 }
 
+// savePart saves owner's parts as a process does whose search of query
+// (opts) loaded them from the rows, and closes that process's Index.
+func (p *pgPartial) savePart(owner, query string, opts *search.Options) {
+	p.t.Helper()
+	ctx := context.Background()
+	x := p.index(1<<30, true)
+	defer x.Close()
+	if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
+		p.t.Fatal(err)
+	}
+	if _, err := x.Search(ctx, query, search.Scope{Agent: owner}, opts); err != nil {
+		p.t.Fatal(err)
+	}
+	searchindex.WaitTextPartSaves(x)
+}
+
 // raw runs q in one write transaction of p's backend (SQL beside the
 // store's own writes, as a hand edit is).
 func (p *pgPartial) raw(q string, args ...any) {

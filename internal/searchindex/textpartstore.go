@@ -614,8 +614,8 @@ const partInPlaceMax = 256 << 10
 // bound holds no copy of its part. It never waits for a connection
 // holding a reservation: readPart waits for the bound in its snapshot's
 // transaction, and in a pool of one (an in-memory store's) the two would
-// wait on each other for ever. Should the part have been saved anew or dropped
-// meanwhile, the load gives up (errPartChanged): its statement's
+// wait on each other for ever. Should the part have been saved anew or
+// dropped meanwhile, the load gives up (errPartChanged): its statement's
 // snapshot, taken before the wait, is the only one it may install at (a
 // snapshot taken after could be past a write the cache's catch-ups have
 // yet to apply), and the search answers that type in SQL.
@@ -629,7 +629,7 @@ func (c *textCache) readStored(ctx context.Context, db *sql.DB, t search.Content
 		return nil, 0, err
 	}
 	if r.copied != nil {
-		r.p, r.pos, r.decodeErr = decodePart(r.copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+		c.decodeStored(r, r.copied, t, owner)
 		c.release(r.held)
 		r.copied = nil
 	}
@@ -722,10 +722,10 @@ type storedEntry struct {
 // returns.
 func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.ContentType, owner string, base logPos) (_ *storedRead, err error) {
 	k := kinds[t]
-	var held int64 // a big part's reservation, taken with the row open
+	r := &storedRead{moved: map[int64]bool{}}
 	defer func() {
-		if err != nil && held > 0 {
-			c.release(held) // (the statement failed after it)
+		if err != nil && r.held > 0 {
+			c.release(r.held) // (a big part's, reserved with its row open: the statement failed after it)
 		}
 	}()
 	q, args := c.storedQuery(k, owner, base)
@@ -740,7 +740,6 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 		return nil, fmt.Errorf("search: text cache: read stored %s of %q: %w", k.name, owner, err)
 	}
 	defer rows.Close()
-	r := &storedRead{moved: map[int64]bool{}}
 	found, bounds := false, false
 	for rows.Next() {
 		var from int
@@ -768,9 +767,9 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 			case !c.tryReserve(need):
 				r.later = true
 			case r.size > partInPlaceMax:
-				r.copied, r.held, held = bytes.Clone(raw), need, need
+				r.copied, r.held = bytes.Clone(raw), need
 			default:
-				r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+				c.decodeStored(r, raw, t, owner)
 				c.release(need)
 			}
 		case 2: // an entry since the part (a: its position)
@@ -789,6 +788,11 @@ func (c *textCache) readStoredRows(ctx context.Context, db *sql.DB, t search.Con
 		return nil, fmt.Errorf("search: text cache: read log of %s: no bounds", k.name)
 	}
 	return r, nil
+}
+
+// decodeStored decodes data, owner's part of kind t, into r.
+func (c *textCache) decodeStored(r *storedRead, data []byte, t search.ContentType, owner string) {
+	r.p, r.pos, r.decodeErr = decodePart(data, t, owner, c.fingerprint(t), c.jsonbKeys)
 }
 
 // partReservation is what a part of size bytes reserves of the bound:
@@ -893,7 +897,7 @@ func (c *textCache) rereadOnce(ctx context.Context, db *sql.DB, t search.Content
 		case !reserved || r.size > partInPlaceMax:
 			copied = bytes.Clone(raw)
 		default:
-			r.p, r.pos, r.decodeErr = decodePart(raw, t, owner, c.fingerprint(t), c.jsonbKeys)
+			c.decodeStored(r, raw, t, owner)
 		}
 		done, same = true, true
 		return nil
@@ -914,7 +918,7 @@ func (c *textCache) rereadOnce(ctx context.Context, db *sql.DB, t search.Content
 		defer c.release(need)
 	}
 	if copied != nil {
-		r.p, r.pos, r.decodeErr = decodePart(copied, t, owner, c.fingerprint(t), c.jsonbKeys)
+		c.decodeStored(r, copied, t, owner)
 	}
 	return done, same, nil
 }
@@ -923,10 +927,9 @@ func (c *textCache) rereadOnce(ctx context.Context, db *sql.DB, t search.Content
 // part of kind k with its pos and replay_max columns (src 1; its bytes
 // only when their reservation fits the bound: storedPartMax, its first
 // parameter), the log's entries of kind k from pos on in order, each with
-// its position
-// and its row's owner now (at most storedReplayEntries × replay_max + 1,
-// replay_max taken as 0 past any part's cap; src 2), and the rows of kind
-// k logged since base (src 3). One compound statement, each arm one
+// its position and its row's owner now (at most storedReplayEntries ×
+// replay_max + 1, replay_max taken as 0 past any part's cap; src 2), and
+// the rows of kind k logged since base (src 3). One compound statement, each arm one
 // lookup or a range of the log, with no join across arms or DISTINCT (on
 // SQLite each of those made a temporary b-tree on every load). The
 // part's arm comes first: it types every column, as PostgreSQL's

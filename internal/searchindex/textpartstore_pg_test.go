@@ -813,16 +813,8 @@ func TestStoredPartBadReplayMaxPostgres(t *testing.T) {
 		t.Run(set, func(t *testing.T) {
 			ctx := context.Background()
 			p := newPGPartial(t)
-			first := p.index(1<<30, true)
-			if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-				t.Fatal(err)
-			}
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
-			if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
-				t.Fatal(err)
-			}
-			searchindex.WaitTextPartSaves(first)
-			first.Close()
+			p.savePart("agent-0", "crane", opts)
 			p.raw(`UPDATE search_text_parts SET ` + set)
 			second := p.index(1<<30, true)
 			if err := second.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
@@ -856,16 +848,8 @@ func TestStoredPartOwnersWriteBesideATransactionPostgres(t *testing.T) {
 	defer conn.Close()
 	beginWithID(t, conn)
 	p.insert("agent-0", "harbour crane new")
-	first := p.index(1<<30, true)
-	if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-		t.Fatal(err)
-	}
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival)
-	if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
-		t.Fatal(err)
-	}
-	searchindex.WaitTextPartSaves(first)
-	first.Close()
+	p.savePart("agent-0", "crane", opts)
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
@@ -898,18 +882,7 @@ func TestStoredLoadWaitingForTheBoundPostgres(t *testing.T) {
 			ctx := context.Background()
 			p := newPGPartial(t)
 			opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(20)
-			save := func() {
-				first := p.index(1<<30, true)
-				defer first.Close()
-				if err := first.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
-					t.Fatal(err)
-				}
-				if _, err := first.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts); err != nil {
-					t.Fatal(err)
-				}
-				searchindex.WaitTextPartSaves(first)
-			}
-			save()
+			p.savePart("agent-0", "crane", opts)
 			x := p.index(1<<30, true)
 			defer x.Close()
 			if err := x.WarmTextCache(ctx); err != nil && !errors.Is(err, searchindex.ErrCacheBudget) {
@@ -919,20 +892,12 @@ func TestStoredLoadWaitingForTheBoundPostgres(t *testing.T) {
 				t.Fatal(err)
 			}
 			release := searchindex.HoldTextReservation(x, 1<<30)
-			type answer struct {
-				n   int
-				err error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				got, err := x.Search(ctx, "crane", search.Scope{Agent: "agent-0"}, opts)
-				done <- answer{len(got), err}
-			}()
+			done := searchLater(ctx, x, "crane", "agent-0", opts)
 			time.Sleep(300 * time.Millisecond) // the load at its wait for the bound
 			p.insert("agent-0", "harbour crane written while a load waited")
 			if anew {
 				p.raw(`DELETE FROM search_text_parts WHERE kind = 2 AND owner = 'agent-0'`)
-				save()
+				p.savePart("agent-0", "crane", opts)
 			}
 			release()
 			a := <-done
@@ -992,12 +957,7 @@ func TestStoredPartSavedPastTheLoadsSnapshotPostgres(t *testing.T) {
 		}
 		return
 	}
-	saver := p.index(1<<30, true)
-	_ = saver.WarmTextCache(ctx)
-	if _, err := saver.Search(ctx, "crane", search.Scope{Agent: "a"}, opts); err != nil {
-		t.Fatal(err)
-	}
-	searchindex.WaitTextPartSaves(saver)
+	p.savePart("a", "crane", opts)
 	posA, maxA, sizeA := partOf("a")
 	t.Logf("pin xid %d; part A: pos %d replay_max %d size %d", xid, posA, maxA, sizeA)
 
@@ -1014,29 +974,20 @@ func TestStoredPartSavedPastTheLoadsSnapshotPostgres(t *testing.T) {
 		t.Fatal("b's partition not resident")
 	}
 	release := searchindex.HoldTextReservation(x, limit)
-	done := make(chan error, 1)
-	go func() {
-		_, err := x.Search(ctx, "crane", search.Scope{Agent: "a"}, opts)
-		done <- err
-	}()
+	done := searchLater(ctx, x, "crane", "a", opts)
 	time.Sleep(300 * time.Millisecond) // at its wait for the bound, its statement done
 	// a's last row and b's last row (same text) swap owners.
 	ra, rb := aIDs[0], bIDs[0]
 	p.raw(fmt.Sprintf(`UPDATE archival SET agent = CASE WHEN id = %d THEN 'b' ELSE 'a' END WHERE id IN (%d, %d)`, ra, ra, rb))
 	// Another process loads a's rows and saves a's part anew.
-	y := p.index(1<<30, true)
-	_ = y.WarmTextCache(ctx)
-	if _, err := y.Search(ctx, "crane", search.Scope{Agent: "a"}, opts); err != nil {
-		t.Fatal(err)
-	}
-	searchindex.WaitTextPartSaves(y)
+	p.savePart("a", "crane", opts)
 	posB, maxB, sizeB := partOf("a")
 	t.Logf("part B: pos %d replay_max %d size %d", posB, maxB, sizeB)
 	if posA != posB || maxA != maxB || sizeA != sizeB {
 		t.Skipf("part B differs from A in its columns or size: the scenario needs them equal")
 	}
 	release()
-	if err := <-done; err != nil {
+	if err := (<-done).err; err != nil {
 		t.Fatal(err)
 	}
 	if n := searchindex.TextPartsChanged(x); n != 1 {

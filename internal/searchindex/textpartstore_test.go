@@ -436,6 +436,47 @@ func saveAgentsParts(t *testing.T, db *sql.DB, opts *search.Options) {
 	searchindex.WaitTextPartSaves(first)
 }
 
+// boundIndex is a partial Index over db whose text cache's bound is
+// limit bytes (no vector cache), warmed, closed at the test's end.
+func boundIndex(t *testing.T, db *sql.DB, limit int64) *searchindex.Index {
+	t.Helper()
+	x, err := searchindex.NewIndex(context.Background(), db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	searchindex.ForceTextPartial(x)
+	_ = x.WarmTextCache(context.Background())
+	return x
+}
+
+// bigArchivalPart gives agent a 4,000 archival entries and saves their
+// part, too big to decode from the driver's buffer (over 256 KiB); it
+// returns the part's size.
+func bigArchivalPart(t *testing.T, db *sql.DB, opts *search.Options) int64 {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	saveAgentsParts(t, db, opts)
+	var size int64
+	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if size <= 256<<10 {
+		t.Fatalf("part of %d B, want one over 256 KiB", size)
+	}
+	return size
+}
+
 // TestStoredPartitionLogPastItsCap: a stored part is caught up past many
 // log entries of a few rows (another owner's row edited many times),
 // those past what the load's statement reads in a snapshot of their own,
@@ -568,16 +609,7 @@ func TestStoredLoadsWaitingHoldNoCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(10)
-	open := func(limit int64) *searchindex.Index {
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		searchindex.ForceTextPartial(x)
-		_ = x.WarmTextCache(ctx)
-		return x
-	}
-	first := open(1 << 30)
+	first := boundIndex(t, db, 1<<30)
 	for a := range agents {
 		if _, err := first.Search(ctx, "harbour", search.Scope{Agent: fmt.Sprint("w-", a)}, opts); err != nil {
 			t.Fatal(err)
@@ -590,7 +622,7 @@ func TestStoredLoadsWaitingHoldNoCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := 3 * size
-	x := open(limit)
+	x := boundIndex(t, db, limit)
 	defer x.Close()
 	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
 		t.Fatal(err)
@@ -636,32 +668,9 @@ func TestStoredLoadsWaitingHoldNoCopy(t *testing.T) {
 func TestStoredBigPartReadOnce(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4000 {
-		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
-	saveAgentsParts(t, db, opts)
-	var size int64
-	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
-		t.Fatal(err)
-	}
-	if size <= 256<<10 {
-		t.Fatalf("part of %d B, want one over 256 KiB", size)
-	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	size := bigArchivalPart(t, db, opts)
+	x := boundIndex(t, db, 1<<30)
 	got, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
 	if err != nil || len(got) != 5 {
 		t.Fatalf("search: %d results (%v), want 5", len(got), err)
@@ -686,30 +695,21 @@ func TestStoredLoadWaitingAcrossClose(t *testing.T) {
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
 	saveAgentsParts(t, db, opts)
 	const limit = 1 << 20
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	x := boundIndex(t, db, limit)
 	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil {
 		t.Fatal(err)
 	}
 	release := searchindex.HoldTextReservation(x, limit)
-	done := make(chan error, 1)
-	go func() {
-		_, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
-		done <- err
-	}()
+	done := searchLater(ctx, x, "harbour", "a", opts)
 	time.Sleep(200 * time.Millisecond) // the load at its wait for the bound
 	closed := make(chan struct{})
 	go func() { x.Close(); close(closed) }()
 	time.Sleep(100 * time.Millisecond)
 	release()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("the search waiting across Close: %v", err)
+	case a := <-done:
+		if a.err != nil {
+			t.Errorf("the search waiting across Close: %v", a.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the search never returned")
@@ -738,27 +738,13 @@ func TestStoredPartSavedAnewWhileALoadWaits(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
 		t.Fatal(err)
 	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 8 * size, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	x := boundIndex(t, db, 8*size)
 	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
 		t.Fatal(err)
 	}
 	analyzed := searchindex.TextRowsAnalyzed(x)
 	release := searchindex.HoldTextReservation(x, 8*size)
-	type answer struct {
-		n   int
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		got, err := x.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts)
-		done <- answer{len(got), err}
-	}()
+	done := searchLater(ctx, x, "harbour", "a", opts)
 	time.Sleep(300 * time.Millisecond) // the load at its wait for the bound
 	// Meanwhile: a's new entry, and a's part saved anew by another
 	// process (the old one dropped, the new one saved from the rows).
@@ -954,16 +940,7 @@ func TestFirstSearchPoolOfOne(t *testing.T) {
 	}
 	db.SetMaxOpenConns(1)
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival, search.Messages).Limit(10)
-	open := func(limit int64) *searchindex.Index {
-		x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		searchindex.ForceTextPartial(x)
-		_ = x.WarmTextCache(ctx)
-		return x
-	}
-	first := open(1 << 30)
+	first := boundIndex(t, db, 1<<30)
 	if _, err := first.Search(ctx, "harbour", search.Scope{Agent: "a"}, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -976,7 +953,7 @@ func TestFirstSearchPoolOfOne(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `DELETE FROM archival WHERE id = (SELECT max(id) FROM archival WHERE agent = 'a')`); err != nil {
 				t.Fatal(err)
 			}
-			x := open(held * tenths / 10)
+			x := boundIndex(t, db, held*tenths/10)
 			c, cancel := context.WithTimeout(ctx, 3*time.Second)
 			start := time.Now()
 			_, err := x.Search(c, "harbour", search.Scope{Agent: "a"}, opts)
@@ -1135,37 +1112,14 @@ func blocksPartStored(t *testing.T, db *sql.DB, owner string) bool {
 func TestStoredBigPartReservationReleasedOnFailure(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4000 {
-		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
-	saveAgentsParts(t, db, opts)
+	bigArchivalPart(t, db, opts)
 	// Entries logged since the part: the statement reads them after it.
 	if _, err := db.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
 		INSERT INTO archival (agent, content, created_at, valid_from) SELECT 'b', 'other ' || i, 0, 0 FROM n`); err != nil {
 		t.Fatal(err)
 	}
-	var size int64
-	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
-		t.Fatal(err)
-	}
-	if size <= 256<<10 {
-		t.Fatalf("part of %d B, want one over 256 KiB", size)
-	}
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: 1 << 30, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	x := boundIndex(t, db, 1<<30)
 	if _, err := x.Search(ctx, "harbour", search.Scope{Agent: "nobody"}, opts); err != nil { // (the statistics)
 		t.Fatal(err)
 	}
@@ -1194,33 +1148,10 @@ func TestStoredBigPartReservationReleasedOnFailure(t *testing.T) {
 func TestStoredBigPartBesideAnotherLoad(t *testing.T) {
 	ctx := context.Background()
 	db := openDBAt(t, filepath.Join(t.TempDir(), "engram.db"))
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4000 {
-		insertArchival(t, tx, archivalRow{Agent: "a", Content: fmt.Sprintf("harbour entry %d crane cargo word%d tug%d the quick brown fox by the harbour wall again %d", i, i%131, i%17, i*7)})
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
 	opts := search.NewOptions().Mode(search.FTS).ContentTypes(search.Archival).Limit(5)
-	saveAgentsParts(t, db, opts)
-	var size int64
-	if err := db.QueryRowContext(ctx, `SELECT length(data) FROM search_text_parts WHERE kind = 2 AND owner = 'a'`).Scan(&size); err != nil {
-		t.Fatal(err)
-	}
-	if size <= 256<<10 {
-		t.Fatalf("part of %d B, want one over 256 KiB", size)
-	}
+	size := bigArchivalPart(t, db, opts)
 	limit := size * 5 / 2 // 2*size fits, 3*size does not
-	x, err := searchindex.NewIndex(ctx, db, sqlite.SearchDialect{}, nil, &searchindex.IndexOptions{TextCacheBytes: limit, VectorCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	searchindex.ForceTextPartial(x)
-	_ = x.WarmTextCache(ctx)
+	x := boundIndex(t, db, limit)
 	release := searchindex.HoldTextReservation(x, size/10) // another load in flight, steadily
 	defer release()
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
