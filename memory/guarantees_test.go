@@ -45,7 +45,7 @@ func text(t *testing.T, c *memory.Store, agent, label string) string {
 // holdWriteLock takes the database's write lock from another connection
 // until the returned function is called: every write of the store then
 // fails to persist once its BusyTimeout passes.
-func holdWriteLock(t *testing.T, path string) (release func()) {
+func holdWriteLock(t testing.TB, path string) (release func()) {
 	t.Helper()
 	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -219,20 +218,7 @@ func (b *Committer) runGroup(group []*writeReq) {
 			}
 			return
 		}
-		backoff := time.Duration(200+rand.IntN(800)) * time.Microsecond << min(attempt/8, 3)
-		if live == 1 {
-			// A lone write stops waiting the moment its context ends.
-			for _, r := range group {
-				if !r.done {
-					select {
-					case <-r.ctx.Done():
-					case <-time.After(backoff):
-					}
-				}
-			}
-			continue
-		}
-		time.Sleep(backoff)
+		pause(ctx, backoff(attempt)) // (a lone write's: it stops waiting when its caller gives up)
 	}
 }
 

@@ -392,7 +392,9 @@ func (b *Backend) dsn(immediate bool) string {
 	q := url.Values{}
 	busy := b.busy.Milliseconds()
 	if immediate {
-		busy = 1 // the writer polls in Write instead; see there
+		// The writer polls in Write instead (see there): SQLite's own
+		// handler would sleep a whole millisecond at its first try.
+		busy = 0
 	}
 	q.Set("_busy_timeout", fmt.Sprint(busy))
 	q.Set("_foreign_keys", "1")
