@@ -254,6 +254,9 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		heads    []string
 		seq      int64
 		compact  compaction
+		// aheadHeads are the document's heads with the edit applied
+		// ahead, once its claim failed (see below).
+		aheadHeads []string
 	)
 	pre := c.applyAhead(e, req, wt, apply)
 	if pre != nil && pre.refused != nil {
@@ -297,6 +300,7 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 				// deletion) came between: take the edit back and apply it on
 				// the fresh state, and apply this block's next edits under
 				// the lock for a while.
+				aheadHeads = pre.heads
 				pre = nil
 				e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
 				e.aheadSkip = e.aheadPenalty
@@ -310,6 +314,16 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 			}
 			if err := c.refresh(ctx, tx, e, r); err != nil {
 				return err
+			}
+			if aheadHeads != nil && committedEarlier(e.doc, aheadHeads) {
+				// What came between was this very edit: an earlier try
+				// committed it though its connection reported otherwise
+				// (a one-trip write cut by a pooler's query timeout while
+				// the server went on), and the catch-up just loaded it.
+				// Applied again it would be there twice; it is durable,
+				// so the write is done.
+				heads = nil
+				return nil
 			}
 			if err := perm.err; err != nil {
 				applyErr = err
@@ -386,6 +400,17 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 	}
 	c.committed(ctx, e, seq, heads, compact)
 	return nil
+}
+
+// committedEarlier reports whether doc holds every change heads name
+// (hex change hashes): the heads an edit applied ahead gave the document,
+// which are the edit's own change and heads it already had. The edit's
+// change is content-addressed (its actor, sequence, dependencies and
+// operations), so a store that holds it holds this edit, committed by an
+// earlier try of the same write.
+func committedEarlier(doc *blocks.Document, heads []string) bool {
+	_, _, err := doc.ChangesSince(heads)
+	return err == nil
 }
 
 // writeTx is what a block write's transaction does besides storing the

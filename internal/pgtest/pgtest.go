@@ -393,3 +393,16 @@ func (s *Server) SuperuserURL(t testing.TB, dsn string) string {
 	u.User = s.base.User
 	return u.String()
 }
+
+// DirectURL is dsn (a database on s, perhaps through its pooler) on the
+// server itself, past the pooler.
+func (s *Server) DirectURL(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	d := *s.base
+	d.Path = u.Path
+	return d.String()
+}

@@ -28,6 +28,13 @@ const EnvPooler = "ENGRAM_TEST_PGBOUNCER"
 // CI=true or EnvPooler=1.
 func (s *Server) Pooler(t testing.TB, execMode string) *Server {
 	t.Helper()
+	return s.PoolerWith(t, execMode)
+}
+
+// PoolerWith is Pooler with more lines for pgbouncer.ini's [pgbouncer]
+// section ("query_timeout = 1"), after (and so over) Pooler's own.
+func (s *Server) PoolerWith(t testing.TB, execMode string, settings ...string) *Server {
+	t.Helper()
 	bin, err := poolerBinary()
 	if err != nil {
 		if os.Getenv("CI") == "true" || os.Getenv(EnvPooler) == "1" {
@@ -35,7 +42,7 @@ func (s *Server) Pooler(t testing.TB, execMode string) *Server {
 		}
 		t.Skipf("pgtest: no pgbouncer (install it to run the tests through a pooler): %v", err)
 	}
-	u, err := startPooler(bin, s.base, t.Cleanup)
+	u, err := startPooler(bin, s.base, t.Cleanup, settings)
 	if err != nil {
 		t.Fatalf("pgtest: start pgbouncer: %v", err)
 	}
@@ -70,7 +77,7 @@ func LaunchPooler(base *url.URL) (*url.URL, func(), error) {
 			cleanups[i]()
 		}
 	}
-	u, err := startPooler(bin, base, func(f func()) { cleanups = append(cleanups, f) })
+	u, err := startPooler(bin, base, func(f func()) { cleanups = append(cleanups, f) }, nil)
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -106,7 +113,7 @@ func poolerBinary() (string, error) {
 // directory of its own, so it collides with nothing).
 const poolerPort = 6432
 
-func startPooler(bin string, base *url.URL, cleanup func(func())) (*url.URL, error) {
+func startPooler(bin string, base *url.URL, cleanup func(func()), settings []string) (*url.URL, error) {
 	dir, err := os.MkdirTemp("", "engram-pgbouncer-")
 	if err != nil {
 		return nil, err
@@ -146,6 +153,9 @@ server_idle_timeout = 2
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 `, server, dir, poolerPort, filepath.Join(dir, "users.txt"), filepath.Join(dir, "pgbouncer.log"))
+	for _, line := range settings {
+		ini += line + "\n"
+	}
 	for name, data := range map[string]string{
 		"pgbouncer.ini": ini,
 		"users.txt":     strconv.Quote(user) + ` ""` + "\n",

@@ -129,8 +129,14 @@ func (b *Backend) writeOnceTrip(ctx context.Context, locks []engdriver.WriteLock
 // beforeAnyResult reports that err, met reading a pipeline's result on
 // conn, left conn closed before the server ran the statement the result
 // is for: nothing was sent (pgconn.SafeToRetry: a failed prepare, a
-// write that sent nothing), or the server's FATAL came in its place (a
-// terminated backend sends it after the results of what it ran).
+// write that sent nothing), or a FATAL came in its place. The server's
+// own (a terminated backend) comes after the results of what it ran; a
+// pooler's (PgBouncer's query_timeout) may come while its server
+// connection still runs the pipeline, COMMIT included. The retry is safe
+// even then: the store's claim is guarded by the row's sequence, so a
+// second try of a write that committed claims nothing, and the ordinary
+// path that follows finds the edit's change in the catch-up and writes
+// nothing (Store's committedEarlier).
 func beforeAnyResult(conn *pgx.Conn, err error) bool {
 	if !conn.IsClosed() {
 		return false
