@@ -255,8 +255,10 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		seq      int64
 		compact  compaction
 		// aheadHeads are the document's heads with the edit applied
-		// ahead, once its claim failed (see below).
+		// ahead on epoch aheadEpoch, once its claim failed (see below).
 		aheadHeads []string
+		aheadEpoch int64
+		earlier    bool // an earlier try committed the edit (committedEarlier)
 	)
 	pre := c.applyAhead(e, req, wt, apply)
 	if pre != nil && pre.refused != nil {
@@ -300,7 +302,7 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 				// deletion) came between: take the edit back and apply it on
 				// the fresh state, and apply this block's next edits under
 				// the lock for a while.
-				aheadHeads = pre.heads
+				aheadHeads, aheadEpoch = pre.heads, pre.epoch
 				pre = nil
 				e.aheadPenalty = min(max(2*e.aheadPenalty, 64), 4096)
 				e.aheadSkip = e.aheadPenalty
@@ -315,15 +317,20 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 			if err := c.refresh(ctx, tx, e, r); err != nil {
 				return err
 			}
-			if aheadHeads != nil && committedEarlier(e.doc, aheadHeads) {
-				// What came between was this very edit: an earlier try
+			if aheadHeads != nil {
+				// What came between may be this very edit: an earlier try
 				// committed it though its connection reported otherwise
 				// (a one-trip write cut by a pooler's query timeout while
-				// the server went on), and the catch-up just loaded it.
-				// Applied again it would be there twice; it is durable,
-				// so the write is done.
-				heads = nil
-				return nil
+				// the server went on). Applied again it would be there
+				// twice; it is durable, so the write is done.
+				done, err := c.committedEarlier(ctx, tx, e, r.epoch, aheadEpoch, aheadHeads)
+				if err != nil {
+					return err
+				}
+				if earlier = done; done {
+					heads = nil
+					return nil
+				}
 			}
 			if err := perm.err; err != nil {
 				applyErr = err
@@ -396,21 +403,47 @@ func (e *entry) Write(ctx context.Context, req blockseam.WriteRequest, apply fun
 		return fmt.Errorf("%w: %s on block %q of agent %q: %w", ErrPersist, req.Op, e.label, e.owner, err)
 	}
 	if heads == nil {
+		if earlier {
+			// The catch-up that loaded the edit told the block's
+			// subscribers (as another writer's change); the store's own
+			// listeners and the embedder hear of it as of any write.
+			c.changes.fire()
+			c.wakeEmbedder()
+		}
 		return nil
 	}
 	c.committed(ctx, e, seq, heads, compact)
 	return nil
 }
 
-// committedEarlier reports whether doc holds every change heads name
-// (hex change hashes): the heads an edit applied ahead gave the document,
-// which are the edit's own change and heads it already had. The edit's
-// change is content-addressed (its actor, sequence, dependencies and
+// committedEarlier reports whether the store holds an edit applied ahead
+// on epoch aheadEpoch of e's block, whose heads (hex change hashes) it
+// gave the document: the edit's own change and heads the document had.
+// The change is content-addressed (its actor, sequence, dependencies and
 // operations), so a store that holds it holds this edit, committed by an
-// earlier try of the same write.
-func committedEarlier(doc *blocks.Document, heads []string) bool {
-	_, _, err := doc.ChangesSince(heads)
-	return err == nil
+// earlier try of the same write. e's document, just caught up in tx, is
+// of epoch epoch; when a rebase began a new one since the edit, the
+// change is in the archived epoch's history if anywhere (a rebase waits
+// for the block's lock, so it archived whatever the earlier try
+// committed).
+func (c *Store) committedEarlier(ctx context.Context, tx *sql.Tx, e *entry, epoch, aheadEpoch int64, heads []string) (bool, error) {
+	holds := func(d *blocks.Document) bool {
+		_, _, err := d.ChangesSince(heads)
+		return err == nil
+	}
+	if epoch == aheadEpoch {
+		return holds(e.doc), nil
+	}
+	found := false
+	err := archivesIn(ctx, tx, e.id, aheadEpoch, aheadEpoch+1, false, func(_ int64, snap []byte) (bool, error) {
+		d, err := blocks.Load(e.doc.Info(), snap, &blocks.Options{Now: c.opts.Now})
+		if err != nil {
+			return false, fmt.Errorf("memory: archived epoch %d of block %q of %q: %w", aheadEpoch, e.label, e.owner, err)
+		}
+		found = holds(d)
+		return false, nil
+	})
+	return found, err
 }
 
 // writeTx is what a block write's transaction does besides storing the

@@ -563,73 +563,95 @@ func TestAppendRightAfterConnectionsKilled(t *testing.T) {
 // never noticed, commits once the row is free. The store takes the FATAL
 // for a write that did not run and writes again, and the second try
 // finds the first one's change in the block: the append is acknowledged
-// and in the block once. It was in the block twice.
+// and in the block once. It was in the block twice. With a rebase by
+// another store between the two tries (it waits for the block's lock
+// behind the first), the change is in the archived epoch.
 func TestAppendCutByAPoolersQueryTimeoutIsWrittenOnce(t *testing.T) {
-	ctx := context.Background()
 	srv := pgtest.Start(t).PoolerWith(t, "", "query_timeout = 1")
-	dsn := srv.NewDatabase(t)
-	s, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b := s.Agent("ann").Block("notes")
-	if _, err := s.Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 { // the next append is applied ahead and tried in one round trip
-		if err := b.Append(ctx, fmt.Sprintf("<warm%d>", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The row's holder (a report, a maintenance script) connects past
-	// the pooler, whose timeout would cut it too.
-	raw, err := sql.Open("pgx", srv.DirectURL(t, dsn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	holder, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := holder.ExecContext(ctx, `SELECT 1 FROM blocks WHERE owner = 'ann' AND label = 'notes' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- b.Append(ctx, "<X>") }()
-	time.Sleep(3 * time.Second)
-	if err := holder.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	var appendErr error
-	select {
-	case appendErr = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the append never returned")
-	}
-	var rendered string
-	if err := raw.QueryRowContext(ctx, `SELECT rendered FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&rendered); err != nil {
-		t.Fatal(err)
-	}
-	if appendErr != nil {
-		t.Fatalf("append: %v (the block holds %q)", appendErr, rendered)
-	}
-	if n := strings.Count(rendered, "<X>"); n != 1 {
-		t.Errorf("the acknowledged append is in the block's row %d times: %q", n, rendered)
-	}
-	fresh, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
-	for name, st := range map[string]*memory.Store{"the store": s, "a fresh store": fresh} {
-		got, err := st.Agent("ann").Block("notes").Render(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != "<warm0><warm1><warm2><X>" {
-			t.Errorf("%s renders %q, want the three appends and <X> once", name, got)
-		}
+	for _, rebase := range []bool{false, true} {
+		t.Run(fmt.Sprint("rebase=", rebase), func(t *testing.T) {
+			ctx := context.Background()
+			dsn := srv.NewDatabase(t)
+			s, err := memory.Open(ctx, dsn, &memory.Options{TextCacheBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			b := s.Agent("ann").Block("notes")
+			if _, err := s.Agent("ann").CreateBlock(ctx, memory.BlockSpec{Label: "notes", CharLimit: 1 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 { // the next append is applied ahead and tried in one round trip
+				if err := b.Append(ctx, fmt.Sprintf("<warm%d>", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The row's holder (a report, a maintenance script) and the
+			// rebasing store connect past the pooler, whose timeout would
+			// cut them too.
+			direct := srv.DirectURL(t, dsn)
+			other, err := memory.Open(ctx, direct, &memory.Options{TextCacheBytes: -1, BusyTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			raw, err := sql.Open("pgx", direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			holder, err := raw.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := holder.ExecContext(ctx, `SELECT 1 FROM blocks WHERE owner = 'ann' AND label = 'notes' FOR UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- b.Append(ctx, "<X>") }()
+			rebased := make(chan error, 1)
+			if rebase {
+				time.Sleep(300 * time.Millisecond) // the first try holds the block's lock
+				go func() { rebased <- other.Agent("ann").Block("notes").Rebase(ctx) }()
+			}
+			time.Sleep(3 * time.Second)
+			if err := holder.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			var appendErr error
+			select {
+			case appendErr = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the append never returned")
+			}
+			if rebase {
+				if err := <-rebased; err != nil {
+					t.Fatalf("rebase: %v", err)
+				}
+			}
+			var rendered string
+			var epoch int64
+			if err := raw.QueryRowContext(ctx, `SELECT rendered, epoch FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&rendered, &epoch); err != nil {
+				t.Fatal(err)
+			}
+			if appendErr != nil {
+				t.Fatalf("append: %v (the block holds %q)", appendErr, rendered)
+			}
+			if rebase && epoch != 1 {
+				t.Fatalf("the block is at epoch %d after one rebase", epoch)
+			}
+			if n := strings.Count(rendered, "<X>"); n != 1 {
+				t.Errorf("the acknowledged append is in the block's row %d times: %q", n, rendered)
+			}
+			for name, st := range map[string]*memory.Store{"the store": s, "another store": other} {
+				got, err := st.Agent("ann").Block("notes").Render(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != "<warm0><warm1><warm2><X>" {
+					t.Errorf("%s renders %q, want the three appends and <X> once", name, got)
+				}
+			}
+		})
 	}
 }
