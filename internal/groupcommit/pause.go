@@ -9,15 +9,16 @@ import (
 // Retries for the write lock wait pollMin plus up to pollSpread
 // (jittered, so processes polling one file do not keep meeting), doubled
 // after every pollDoubling tries up to pollMaxShift times: 50 to 250 µs
-// for the first 32 tries (about 5 ms), up to 200 to 1,000 µs after 64. A
-// lock another process holds for a few milliseconds is taken within a
-// poll of its release; one held for long costs the waiter a try (one
-// failed BEGIN, about 15 µs) every 600 µs.
+// for the first 32 tries (about 5 ms), up to 400 to 2,000 µs after 96
+// (about 34 ms). A lock another process holds for a few milliseconds is
+// taken within a poll of its release; one held for long costs the waiter
+// a try (a failed BEGIN and a wake-up, about 80 µs of CPU) every 1.2 ms
+// or so, 7% of a core.
 const (
 	pollMin      = 50 * time.Microsecond
 	pollSpread   = 200 * time.Microsecond
 	pollDoubling = 32
-	pollMaxShift = 2
+	pollMaxShift = 3
 )
 
 // backoff is how long a retry waits after attempt failed tries.

@@ -17,7 +17,8 @@ func TestBackoffGrowsWithTries(t *testing.T) {
 		{31, 50 * time.Microsecond, 250 * time.Microsecond},
 		{32, 100 * time.Microsecond, 500 * time.Microsecond},
 		{64, 200 * time.Microsecond, time.Millisecond},
-		{10_000, 200 * time.Microsecond, time.Millisecond},
+		{96, 400 * time.Microsecond, 2 * time.Millisecond},
+		{10_000, 400 * time.Microsecond, 2 * time.Millisecond},
 	} {
 		for range 200 {
 			if d := backoff(tc.attempt); d < tc.min || d >= tc.max {
