@@ -17,6 +17,31 @@ import (
 	"github.com/engram-go/engram/schema"
 )
 
+// lockBlockRow locks owner's block's row in a transaction of another
+// client of dsn (a report, a maintenance script), which the caller ends.
+func lockBlockRow(t *testing.T, dsn, owner, label string) *sql.Tx {
+	t.Helper()
+	tx, err := holderDB(t, dsn).BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`SELECT 1 FROM blocks WHERE owner = $1 AND label = $2 FOR UPDATE`, owner, label); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// holderDB is a pool of another client of dsn, closed with t.
+func holderDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // openStores opens n stores (as n processes would) on one fresh database.
 func openStores(t *testing.T, n int, o *memory.Options) ([]*memory.Store, string) {
 	t.Helper()
@@ -471,18 +496,7 @@ func TestOneTripAppendRowLockTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	holder, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := holder.ExecContext(ctx, `SELECT 1 FROM blocks WHERE owner = 'ann' AND label = 'notes' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	holder := lockBlockRow(t, dsn, "ann", "notes")
 	start := time.Now()
 	appendErr := b.Append(ctx, "while the row is locked\n")
 	took := time.Since(start)
@@ -595,18 +609,7 @@ func TestAppendCutByAPoolersQueryTimeoutIsWrittenOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
-			raw, err := sql.Open("pgx", direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			holder, err := raw.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := holder.ExecContext(ctx, `SELECT 1 FROM blocks WHERE owner = 'ann' AND label = 'notes' FOR UPDATE`); err != nil {
-				t.Fatal(err)
-			}
+			holder := lockBlockRow(t, direct, "ann", "notes")
 			done := make(chan error, 1)
 			go func() { done <- b.Append(ctx, "<X>") }()
 			rebased := make(chan error, 1)
@@ -631,7 +634,7 @@ func TestAppendCutByAPoolersQueryTimeoutIsWrittenOnce(t *testing.T) {
 			}
 			var rendered string
 			var epoch int64
-			if err := raw.QueryRowContext(ctx, `SELECT rendered, epoch FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&rendered, &epoch); err != nil {
+			if err := holderDB(t, direct).QueryRowContext(ctx, `SELECT rendered, epoch FROM blocks WHERE owner = 'ann' AND label = 'notes'`).Scan(&rendered, &epoch); err != nil {
 				t.Fatal(err)
 			}
 			if appendErr != nil {
