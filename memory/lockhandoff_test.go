@@ -27,6 +27,12 @@ func releaseLater(release func(), hold time.Duration) <-chan time.Time {
 // the write takes alone. Waiting in SQLite's busy handler, or in the
 // runtime's timers, a waiter took it a millisecond or more after.
 func TestWriteTakesTheLockSoonAfterItsRelease(t *testing.T) {
+	if raceDetector {
+		// Under the detector each retry's failed BEGIN and wake-up cost
+		// more than the wait they follow, and decide the figure (0.7 to
+		// 1.2 ms past the release in a loaded CI run).
+		t.Skip("timed without the race detector")
+	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "handoff.db")
 	st := openFile(t, path, nil)

@@ -3,3 +3,5 @@
 package memory_test
 
 const raceScale = 1
+
+const raceDetector = false

@@ -7,3 +7,6 @@ package memory_test
 // cross-process test runs at a fifth of its size; .ci/run also runs it at
 // full size without -race.
 const raceScale = 5
+
+// raceDetector: timings measure the detector's cost, not the code's.
+const raceDetector = true
