@@ -22,6 +22,18 @@ func releaseLater(release func(), hold time.Duration) <-chan time.Time {
 	return released
 }
 
+// handoffBlock is a block of a new store file, and the file's path (for
+// holdWriteLock).
+func handoffBlock(tb testing.TB) (string, *memory.Block) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "handoff.db")
+	blk, err := openFile(tb, path, nil).Agent("a").CreateBlock(context.Background(), memory.BlockSpec{Label: "notes"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path, blk
+}
+
 // A write that finds SQLite's write lock held by another connection takes
 // it soon after its release: within a fraction of a millisecond more than
 // the write takes alone. Waiting in SQLite's busy handler, or in the
@@ -34,12 +46,7 @@ func TestWriteTakesTheLockSoonAfterItsRelease(t *testing.T) {
 		t.Skip("timed without the race detector")
 	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "handoff.db")
-	st := openFile(t, path, nil)
-	blk, err := st.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, blk := handoffBlock(t)
 	median := func(ds []time.Duration) time.Duration {
 		slices.Sort(ds)
 		return ds[len(ds)/2]
@@ -79,12 +86,7 @@ func TestWriteTakesTheLockSoonAfterItsRelease(t *testing.T) {
 // iteration is one append.
 func BenchmarkAppendAfterLockRelease(b *testing.B) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "handoff.db")
-	st := openFile(b, path, nil)
-	blk, err := st.Agent("a").CreateBlock(ctx, memory.BlockSpec{Label: "notes"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	path, blk := handoffBlock(b)
 	const hold = 4 * time.Millisecond
 	var after []time.Duration
 	for i := 0; b.Loop(); i++ {

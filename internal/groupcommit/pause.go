@@ -13,7 +13,7 @@ import (
 // (about 34 ms). A lock another process holds for a few milliseconds is
 // taken within a poll of its release; one held for long costs the waiter
 // a try (a failed BEGIN and a wake-up, about 80 µs of CPU) every 1.2 ms
-// or so, 7% of a core.
+// or so: 6% of a core.
 const (
 	pollMin      = 50 * time.Microsecond
 	pollSpread   = 200 * time.Microsecond
